@@ -1,0 +1,184 @@
+"""Typed operator attributes: schema, parsing, validation and frozen, hashable values.
+
+Attributes arrive as Python values from ``sg.sym`` calls or as strings from JSON (MXNet writes
+every attribute as a string); both go through the same parser so a JSON round trip yields equal
+attrs. Parsed attrs are an immutable mapping so nodes, CSE keys and compile caches can hash them.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+import numpy as np
+
+from .base import AttrError
+
+REQUIRED = object()
+"""Default of a parameter that has to be given."""
+
+
+class Attrs(Mapping[str, Any]):
+    """Immutable, hashable attribute mapping (sorted key/value tuples)."""
+
+    __slots__ = ("_items", "_dict")
+
+    def __init__(self, items: Mapping[str, Any] | None = None) -> None:
+        d = dict(items or {})
+        self._items = tuple(sorted(d.items()))
+        self._dict = d
+
+    def __getitem__(self, key: str) -> Any:
+        return self._dict[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(k for k, _ in self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return hash(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Attrs) and self._items == other._items
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k}={v!r}" for k, v in self._items) + "}"
+
+    def replace(self, **changes: Any) -> "Attrs":
+        """A copy with some values changed."""
+        return Attrs({**self._dict, **changes})
+
+
+def _literal(value: Any) -> Any:
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            return text
+    return value
+
+
+def _parse_int(v: Any) -> int:
+    v = _literal(v)
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"expected an integer, got {v!r}")
+    return int(v)
+
+
+def _parse_float(v: Any) -> float:
+    v = _literal(v)
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+        raise TypeError(f"expected a number, got {v!r}")
+    return float(v)
+
+
+def _parse_bool(v: Any) -> bool:
+    if isinstance(v, str):
+        low = v.strip().lower()
+        if low in ("true", "1"):
+            return True
+        if low in ("false", "0"):
+            return False
+        raise TypeError(f"expected a boolean, got {v!r}")
+    if isinstance(v, (bool, np.bool_)) or v in (0, 1):
+        return bool(v)
+    raise TypeError(f"expected a boolean, got {v!r}")
+
+
+def _parse_shape(v: Any) -> tuple[int, ...]:
+    v = _literal(v)
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        return (int(v),)
+    if isinstance(v, (tuple, list)):
+        return tuple(_parse_int(x) for x in v)
+    raise TypeError(f"expected a tuple of integers, got {v!r}")
+
+
+def _parse_str(v: Any) -> str:
+    if not isinstance(v, str):
+        raise TypeError(f"expected a string, got {v!r}")
+    return v
+
+
+def _parse_dtype(v: Any) -> str:
+    try:
+        return np.dtype(v if not isinstance(v, str) else v.strip()).name
+    except TypeError as exc:
+        raise TypeError(f"expected a dtype, got {v!r}") from exc
+
+
+def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def parse_opt(v: Any) -> Any:
+        if v is None or (isinstance(v, str) and v.strip() in ("None", "")):
+            return None
+        return parse(v)
+    return parse_opt
+
+
+def _parse_axis(v: Any) -> Optional[tuple[int, ...]]:
+    """MXNet axis attributes: None, an int or a tuple of ints (``()`` means all)."""
+    return _optional(_parse_shape)(v)
+
+
+PARSERS: dict[str, Callable[[Any], Any]] = {
+    "int": _parse_int,
+    "float": _parse_float,
+    "bool": _parse_bool,
+    "shape": _parse_shape,
+    "str": _parse_str,
+    "dtype": _parse_dtype,
+    "int?": _optional(_parse_int),
+    "float?": _optional(_parse_float),
+    "shape?": _optional(_parse_shape),
+    "axis": _parse_axis,
+    "any": lambda v: v,
+}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One attribute of an op: its kind (a key of ``PARSERS``), default and allowed values."""
+
+    kind: str
+    default: Any = REQUIRED
+    choices: tuple = ()
+    doc: str = ""
+
+    def parse(self, value: Any) -> Any:
+        """Parse and validate ``value``; raises TypeError/ValueError with the reason."""
+        out = PARSERS[self.kind](value)
+        if self.choices and out not in self.choices:
+            raise ValueError(f"must be one of {list(self.choices)}, got {out!r}")
+        return out
+
+
+def parse_attrs(schema: Mapping[str, Param], given: Mapping[str, Any], where: str) -> Attrs:
+    """Validate ``given`` against ``schema`` and fill defaults.
+
+    ``where`` prefixes error messages (``"fc1 (FullyConnected): "``).
+    """
+    unknown = sorted(set(given) - set(schema))
+    if unknown:
+        raise AttrError(f"{where}unknown attribute(s) {unknown}; allowed: {sorted(schema)}")
+    out: dict[str, Any] = {}
+    for key, param in schema.items():
+        if key in given:
+            try:
+                out[key] = param.parse(given[key])
+            except (TypeError, ValueError) as exc:
+                raise AttrError(f"{where}attribute {key}={given[key]!r}: {exc}") from None
+        elif param.default is REQUIRED:
+            raise AttrError(f"{where}missing required attribute '{key}'")
+        else:
+            out[key] = param.default
+    return Attrs(out)
+
+
+def format_value(value: Any) -> str:
+    """Serialise one parsed attribute value to MXNet's string form."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(str(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    return str(value)

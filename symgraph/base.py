@@ -1,0 +1,43 @@
+"""Exception types and small shared helpers.
+
+Every error symgraph raises on bad input derives from :class:`SymgraphError`, carries the
+node name and op where it is known, and is raised before anything is allocated or written.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+
+class SymgraphError(Exception):
+    """Base class of every error symgraph raises on bad input."""
+
+
+class AttrError(SymgraphError, TypeError):
+    """An operator attribute is unknown, missing, of the wrong type or out of range."""
+
+
+class ShapeError(SymgraphError, ValueError):
+    """Shapes conflict, or cannot be decided."""
+
+
+class DTypeError(SymgraphError, TypeError):
+    """Dtypes conflict, or cannot be decided."""
+
+
+class BindError(SymgraphError, ValueError):
+    """Arrays given to bind/forward/backward do not match the graph."""
+
+
+class GraphError(SymgraphError, ValueError):
+    """A graph is malformed: duplicate names, unknown ops, bad JSON, cycles."""
+
+
+class ExecutionError(SymgraphError, RuntimeError):
+    """A run-time failure: backward before forward, a custom kernel returning an error."""
+
+
+def where(name: Optional[str], op: Optional[str]) -> str:
+    """Format the location prefix used by every error message: ``name (op): ``."""
+    if name is None:
+        return ""
+    return f"{name} ({op}): " if op else f"{name}: "

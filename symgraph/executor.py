@@ -1,0 +1,287 @@
+"""The Executor: binds arrays to a symbol and runs the forward and backward schedules.
+
+It knows nothing about individual ops: it builds the training graph (outputs, auxiliary-state
+updates, gradients from the autodiff pass), runs the pass pipeline, lowers to a schedule and hands
+that to the backend of its context. Every check on user input happens before anything is written.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import random as _random
+from .attrs import Attrs, format_value
+from .base import BindError, ExecutionError, GraphError
+from .context import Context
+from .graph import Entry, Graph, Node, variable
+from .ndarray import NDArray, array, zeros
+from .passes import INFERENCE_PIPELINE, TRAINING_PIPELINE, run_pipeline
+from .passes.gradient import gradient
+from .passes.infer_shape import infer_shapes
+from .passes.infer_type import infer_types
+from .passes.verify import check_unique_inputs
+from .registry import RunCtx, get_op
+from .schedule import Schedule, lower
+
+GRAD_REQS = ("write", "add", "null")
+
+
+def _as_list(kind: str, value: Any, names: Sequence[str], required: bool) -> list:
+    """Turn a list or dict of per-argument values into a list in ``names`` order."""
+    if value is None:
+        if required and names:
+            raise BindError(f"{kind}: missing arrays for {list(names)}")
+        return [None] * len(names)
+    if isinstance(value, Mapping):
+        extra = sorted(set(value) - set(names))
+        if extra:
+            raise BindError(f"{kind}: {extra} are not arguments of the symbol; expected {list(names)}")
+        missing = [n for n in names if n not in value]
+        if required and missing:
+            raise BindError(f"{kind}: missing arrays for {missing}")
+        return [value.get(n) for n in names]
+    value = list(value)
+    if len(value) != len(names):
+        raise BindError(f"{kind}: {len(value)} arrays given for {len(names)} names {list(names)}")
+    return value
+
+
+def _declare(node: Node, shape: tuple, dtype: np.dtype) -> Node:
+    """A copy of variable ``node`` carrying its bound shape and dtype."""
+    extra = dict(node.extra)
+    extra["__shape__"] = format_value(tuple(shape))
+    extra["__dtype__"] = np.dtype(dtype).name
+    return Node(node.op, node.name, node.attrs, (), Attrs(extra))
+
+
+class Executor:
+    """Runs a bound symbol. Build with ``Symbol.bind`` or ``Symbol.simple_bind``."""
+
+    def __init__(self, symbol: Any, ctx: Context, args: list[NDArray],
+                 grads: list[Optional[NDArray]], reqs: list[str], aux: list[NDArray]) -> None:
+        self._symbol = symbol
+        self._ctx = ctx
+        self.arg_arrays = args
+        self.grad_arrays = grads
+        self.aux_arrays = aux
+        self._arg_names = symbol.list_arguments()
+        self._aux_names = symbol.list_auxiliary_states()
+        self._reqs = reqs
+        self.arg_dict = dict(zip(self._arg_names, args))
+        self.grad_dict = {n: g for n, g, r in zip(self._arg_names, grads, reqs)
+                          if g is not None and r != "null"}
+        self.aux_dict = dict(zip(self._aux_names, aux))
+        self._compile()
+        self.outputs = [zeros(self._shapes[e], ctx, self._dtypes[e]) for e in self._fwd_outputs]
+        self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
+        self._trained = False
+        self._env: Optional[list] = None
+
+    # -- construction ----------------------------------------------------------------------
+    @classmethod
+    def bind(cls, symbol: Any, ctx: Context, args: Any, args_grad: Any = None,
+             grad_req: Any = "write", aux_states: Any = None) -> "Executor":
+        check_unique_inputs(symbol.graph())
+        names = symbol.list_arguments()
+        arg_list = _as_list("bind args", args, names, required=True)
+        grad_list = _as_list("bind args_grad", args_grad, names, required=False)
+        aux_list = _as_list("bind aux_states", aux_states, symbol.list_auxiliary_states(),
+                            required=True)
+        if isinstance(grad_req, str):
+            reqs = [grad_req] * len(names)
+        else:
+            reqs = [r or "null" for r in _as_list("grad_req", grad_req, names, required=False)]
+        for n, r, g in zip(names, reqs, grad_list):
+            if r not in GRAD_REQS:
+                raise BindError(f"grad_req for {n}: {r!r} is not one of {GRAD_REQS}")
+        reqs = [r if g is not None else "null" for r, g in zip(reqs, grad_list)]
+        for kind, names_, arrays in (("argument", names, arg_list),
+                                     ("aux state", symbol.list_auxiliary_states(), aux_list),
+                                     ("gradient", names, grad_list)):
+            for n, a in zip(names_, arrays):
+                if a is not None and not isinstance(a, NDArray):
+                    raise BindError(f"{kind} {n}: expected an NDArray, got {type(a).__name__}")
+                if a is not None and a.context != ctx:
+                    raise BindError(f"{kind} {n}: array is on {a.context}, executor on {ctx}")
+        for n, a, g in zip(names, arg_list, grad_list):
+            if g is not None and (g.shape != a.shape or g.dtype != a.dtype):
+                raise BindError(f"gradient {n}: shape {g.shape} {g.dtype} differs from the "
+                                f"argument's {a.shape} {a.dtype}")
+        return cls(symbol, ctx, arg_list, grad_list, reqs, aux_list)
+
+    @classmethod
+    def simple_bind(cls, symbol: Any, ctx: Context, grad_req: Any = "write",
+                    type_dict: Optional[Mapping[str, Any]] = None,
+                    shapes: Optional[Mapping[str, Any]] = None) -> "Executor":
+        arg_shapes, _, aux_shapes = symbol.infer_shape(**(shapes or {}))
+        arg_types, _, aux_types = symbol.infer_type(**(type_dict or {}))
+        names = symbol.list_arguments()
+        args = [zeros(s, ctx, t) for s, t in zip(arg_shapes, arg_types)]
+        if isinstance(grad_req, str):
+            reqs = {n: grad_req for n in names}
+        elif isinstance(grad_req, Mapping):
+            reqs = {n: grad_req.get(n, "null") for n in names}
+        else:
+            reqs = dict(zip(names, _as_list("grad_req", grad_req, names, required=True)))
+        grads = {n: zeros(s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)
+                 if reqs[n] != "null"}
+        aux = [zeros(s, ctx, t) for s, t in zip(aux_shapes, aux_types)]
+        return cls.bind(symbol, ctx, args, grads, reqs, aux)
+
+    def _compile(self) -> None:
+        graph = self._symbol.graph()
+        given_shapes = {n: a.shape for n, a in zip(self._arg_names + self._aux_names,
+                                                    self.arg_arrays + self.aux_arrays)}
+        given_types = {n: a.dtype for n, a in zip(self._arg_names + self._aux_names,
+                                                   self.arg_arrays + self.aux_arrays)}
+        shapes = infer_shapes(graph, given_shapes)
+        types = infer_types(graph, given_types)
+        for n, a in zip(self._arg_names, self.arg_arrays):
+            node = next(v for v in graph.variables() if v.name == n)
+            if types[Entry(node)] != a.dtype:
+                raise BindError(f"argument {n}: array has dtype {a.dtype}, the graph needs "
+                                f"{types[Entry(node)]}")
+        self._fwd_outputs = list(graph.outputs)
+        missing = [repr(e) for e in graph.outputs if e not in shapes]
+        if missing:
+            raise BindError(f"cannot decide the shapes of outputs {missing}")
+        self._shapes, self._dtypes = shapes, types
+        declared = {v: _declare(v, shapes[Entry(v)], types[Entry(v)]) for v in graph.variables()}
+        self._infer = self._build(graph, declared, train=False)
+        self._train = self._build(graph, declared, train=True)
+
+    def _build(self, graph: Graph, declared: dict[Node, Node], train: bool) -> dict:
+        """Make the inference or training graph, optimise, lower, and compile for the backend."""
+        from .graph import rewrite
+        g = rewrite(graph, lambda n: declared.get(n) if n.is_variable else None)
+        var_by_name = {v.name: v for v in g.variables()}
+        outputs = list(g.outputs)
+        mutations: list[tuple[Entry, str]] = []
+        if train:
+            for node in g.nodes():
+                if node.is_variable:
+                    continue
+                for out_idx, in_idx in get_op(node.op).mutates:
+                    src = node.inputs[in_idx].node
+                    if src.is_variable:
+                        mutations.append((Entry(node, out_idx), src.name))
+        outputs += [e for e, _ in mutations]
+        n_forward = len(outputs)
+        heads: list[Node] = []
+        wrt_names = [n for n, r in zip(self._arg_names, self._reqs) if r != "null"]
+        if train and wrt_names:
+            from .symbol import Symbol
+            heads = [_declare(variable(f"_head_grad{i}"), self._shapes[e], self._dtypes[e])
+                     for i, e in enumerate(self._fwd_outputs)]
+            head_syms = [Symbol((Entry(h),)) for h in heads]
+            grads = gradient(Graph(tuple(g.outputs)), [var_by_name[n] for n in wrt_names],
+                             head_syms)
+            outputs += [s.outputs_[0] for s in grads]
+        full = Graph(tuple(outputs))
+        full = run_pipeline(full, TRAINING_PIPELINE if train else INFERENCE_PIPELINE)
+        schedule = lower(full, n_forward)
+        program = self._backend().compile(schedule)
+        outs = list(full.outputs)
+        return {
+            "schedule": schedule, "program": program,
+            "outputs": [schedule.slot_of[e] for e in outs[:len(self._fwd_outputs)]],
+            "mutations": [(schedule.slot_of[e], name)
+                          for e, (_, name) in zip(outs[len(self._fwd_outputs):n_forward],
+                                                  mutations)],
+            "grads": dict(zip(wrt_names, [schedule.slot_of[e] for e in outs[n_forward:]])),
+            "heads": {i: schedule.variables[h] for i, h in enumerate(heads)
+                      if h in schedule.variables},
+        }
+
+    def _backend(self) -> Any:
+        if self._ctx.device_type == "cpu":
+            from .backend import numpy_backend
+            return numpy_backend
+        from .cuda import backend
+        return backend
+
+    # -- running ----------------------------------------------------------------------------
+    def _check_array(self, kind: str, name: str, value: Any, want: NDArray) -> np.ndarray:
+        host = value.asnumpy() if isinstance(value, NDArray) else np.asarray(value)
+        if host.shape != want.shape:
+            raise BindError(f"{kind} {name}: shape {host.shape}, bound array has {want.shape}")
+        if isinstance(value, NDArray) and value.dtype != want.dtype:
+            raise BindError(f"{kind} {name}: dtype {value.dtype}, bound array has {want.dtype}")
+        return host
+
+    def forward(self, is_train: bool = False, **kwargs: Any) -> list[NDArray]:
+        """Run the forward phase; keyword arrays are copied into the bound arguments first."""
+        unknown = sorted(set(kwargs) - set(self.arg_dict))
+        if unknown:
+            raise BindError(f"forward: {unknown} are not arguments; arguments: {self._arg_names}")
+        host = {k: self._check_array("forward", k, v, self.arg_dict[k]) for k, v in kwargs.items()}
+        for k, v in host.items():
+            self.arg_dict[k][:] = v
+        stage = self._train if is_train else self._infer
+        program = stage["program"]
+        env = program.new_env()
+        by_name = {n.name: slot for n, slot in stage["schedule"].variables.items()}
+        for name, arr in list(self.arg_dict.items()) + list(self.aux_dict.items()):
+            if name in by_name:
+                program.bind_input(env, by_name[name], arr)
+        run_ctx = RunCtx(is_train=is_train, rng=_random.generator())
+        program.run(env, 0, stage["schedule"].n_forward_steps, run_ctx)
+        for out, slot in zip(self.outputs, stage["outputs"]):
+            program.store(env, slot, out, accumulate=False)
+        if is_train:
+            for slot, name in stage["mutations"]:
+                program.store(env, slot, self.aux_dict[name], accumulate=False)
+            self._env, self._run_ctx, self._trained = env, run_ctx, True
+        return self.outputs
+
+    def backward(self, out_grads: Union[None, NDArray, Sequence[NDArray]] = None,
+                 is_train: bool = True) -> None:
+        """Run the backward phase and write gradients according to ``grad_req``."""
+        if not self._trained or self._env is None:
+            raise ExecutionError("backward called before forward(is_train=True)")
+        stage = self._train
+        if isinstance(out_grads, (NDArray, np.ndarray)):
+            out_grads = [out_grads]
+        if out_grads is not None and len(out_grads) != len(self.outputs):
+            raise BindError(f"backward: {len(out_grads)} out_grads for {len(self.outputs)} outputs")
+        heads = {}
+        for i, slot in stage["heads"].items():
+            if out_grads is None or out_grads[i] is None:
+                heads[slot] = np.ones(self.outputs[i].shape, self.outputs[i].dtype)
+            else:
+                heads[slot] = self._check_array("out_grads", str(i), out_grads[i],
+                                                self.outputs[i]).astype(self.outputs[i].dtype)
+        program, env = stage["program"], self._env
+        for slot, value in heads.items():
+            program.bind_input(env, slot, array(value, self._ctx))
+        program.run(env, stage["schedule"].n_forward_steps, len(stage["schedule"].steps),
+                    self._run_ctx)
+        reqs = dict(zip(self._arg_names, self._reqs))
+        for name, slot in stage["grads"].items():
+            program.store(env, slot, self.grad_dict[name], accumulate=reqs[name] == "add")
+
+    # -- parameters and introspection --------------------------------------------------------
+    def copy_params_from(self, arg_params: Mapping[str, NDArray],
+                         aux_params: Optional[Mapping[str, NDArray]] = None,
+                         allow_extra_params: bool = False) -> None:
+        """Copy parameter values in by name (checked first, then written)."""
+        plan = []
+        for params, targets, kind in ((arg_params, self.arg_dict, "argument"),
+                                      (aux_params or {}, self.aux_dict, "aux state")):
+            for name, value in params.items():
+                if name not in targets:
+                    if allow_extra_params:
+                        continue
+                    raise BindError(f"copy_params_from: {name!r} is not an {kind} of the executor")
+                plan.append((targets[name], self._check_array(kind, name, value, targets[name])))
+        for target, host in plan:
+            target[:] = host
+
+    @property
+    def schedule(self) -> Schedule:
+        return self._train["schedule"]
+
+    def debug_str(self) -> str:
+        """The training schedule: every step with input/output slots and shapes."""
+        return self._train["schedule"].describe()

@@ -1,0 +1,178 @@
+"""Scalar expression IR: the formulas of elementwise ops and the bodies of fused kernels.
+
+An elementwise op states its forward as a small DAG of :class:`Expr` over its inputs. The numpy
+backend evaluates that DAG on whole arrays (numpy broadcasting does the rest); the CUDA backend
+prints it as C; the fusion pass splices member formulas into one DAG. One table, ``PRIMS``, says
+what each primitive means in numpy and in C, so fused and unfused code cannot drift apart.
+
+This IR is deliberately separate from the graph IR: it has no shapes, names or gradients.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence, Union
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Prim:
+    """One scalar primitive: arity, numpy function, C template (``{0}``, ``{1}``...)."""
+
+    arity: int
+    numpy: Callable
+    c: str
+    boolean: bool = False  # result is a 0/1 predicate
+
+
+def _np_sign(x: np.ndarray) -> np.ndarray:
+    return np.sign(x)
+
+
+PRIMS: dict[str, Prim] = {
+    "add": Prim(2, np.add, "({0} + {1})"),
+    "sub": Prim(2, np.subtract, "({0} - {1})"),
+    "mul": Prim(2, np.multiply, "({0} * {1})"),
+    "div": Prim(2, np.divide, "({0} / {1})"),
+    "pow": Prim(2, np.power, "powf({0}, {1})"),
+    "max": Prim(2, np.maximum, "fmaxf({0}, {1})"),
+    "min": Prim(2, np.minimum, "fminf({0}, {1})"),
+    "neg": Prim(1, np.negative, "(-{0})"),
+    "exp": Prim(1, np.exp, "expf({0})"),
+    "log": Prim(1, np.log, "logf({0})"),
+    "log1p": Prim(1, np.log1p, "log1pf({0})"),
+    "sqrt": Prim(1, np.sqrt, "sqrtf({0})"),
+    "tanh": Prim(1, np.tanh, "tanhf({0})"),
+    "abs": Prim(1, np.abs, "fabsf({0})"),
+    "sign": Prim(1, _np_sign, "(float)(({0} > 0.f) - ({0} < 0.f))"),
+    "gt": Prim(2, np.greater, "({0} > {1})", True),
+    "ge": Prim(2, np.greater_equal, "({0} >= {1})", True),
+    "lt": Prim(2, np.less, "({0} < {1})", True),
+    "le": Prim(2, np.less_equal, "({0} <= {1})", True),
+    "eq": Prim(2, np.equal, "({0} == {1})", True),
+    "ne": Prim(2, np.not_equal, "({0} != {1})", True),
+    "where": Prim(3, lambda c, a, b: np.where(c != 0, a, b), "(({0} != 0.f) ? {1} : {2})"),
+}
+
+
+@dataclass(frozen=True)
+class Expr:
+    """A node of a scalar formula: ``op`` is a key of PRIMS, ``"input"`` (value = index) or
+    ``"const"`` (value = float). Frozen and hashable, so equal subformulas share."""
+
+    op: str
+    args: tuple["Expr", ...] = ()
+    value: Union[int, float, None] = None
+
+    def __add__(self, o: "ExprLike") -> "Expr":
+        return call("add", self, o)
+
+    def __radd__(self, o: "ExprLike") -> "Expr":
+        return call("add", o, self)
+
+    def __sub__(self, o: "ExprLike") -> "Expr":
+        return call("sub", self, o)
+
+    def __rsub__(self, o: "ExprLike") -> "Expr":
+        return call("sub", o, self)
+
+    def __mul__(self, o: "ExprLike") -> "Expr":
+        return call("mul", self, o)
+
+    def __rmul__(self, o: "ExprLike") -> "Expr":
+        return call("mul", o, self)
+
+    def __truediv__(self, o: "ExprLike") -> "Expr":
+        return call("div", self, o)
+
+    def __rtruediv__(self, o: "ExprLike") -> "Expr":
+        return call("div", o, self)
+
+    def __pow__(self, o: "ExprLike") -> "Expr":
+        return call("pow", self, o)
+
+    def __rpow__(self, o: "ExprLike") -> "Expr":
+        return call("pow", o, self)
+
+    def __neg__(self) -> "Expr":
+        return call("neg", self)
+
+
+ExprLike = Union[Expr, int, float]
+
+
+def const(v: float) -> Expr:
+    return Expr("const", (), float(v))
+
+
+def inp(i: int) -> Expr:
+    return Expr("input", (), i)
+
+
+def lift(x: ExprLike) -> Expr:
+    return x if isinstance(x, Expr) else const(x)
+
+
+def call(op: str, *args: ExprLike) -> Expr:
+    """Apply primitive ``op``; checks arity so a typo in an op table fails at import."""
+    if len(args) != PRIMS[op].arity:
+        raise ValueError(f"primitive {op} takes {PRIMS[op].arity} arguments, got {len(args)}")
+    return Expr(op, tuple(lift(a) for a in args))
+
+
+def exp(x: ExprLike) -> Expr:
+    return call("exp", x)
+
+
+def log(x: ExprLike) -> Expr:
+    return call("log", x)
+
+
+def where(c: ExprLike, a: ExprLike, b: ExprLike) -> Expr:
+    return call("where", c, a, b)
+
+
+def topo(roots: Sequence[Expr]) -> list[Expr]:
+    """Sub-expressions of ``roots``, each once, operands first."""
+    seen: dict[Expr, None] = {}
+
+    def visit(e: Expr) -> None:
+        if e in seen:
+            return
+        for a in e.args:
+            visit(a)
+        seen[e] = None
+    for r in roots:
+        visit(r)
+    return list(seen)
+
+
+def substitute(e: Expr, inputs: Sequence[Expr]) -> Expr:
+    """Replace ``input(i)`` by ``inputs[i]`` (how fusion splices a member's formula)."""
+    memo: dict[Expr, Expr] = {}
+
+    def go(x: Expr) -> Expr:
+        if x not in memo:
+            if x.op == "input":
+                memo[x] = inputs[int(x.value)]
+            else:
+                memo[x] = Expr(x.op, tuple(go(a) for a in x.args), x.value)
+        return memo[x]
+    return go(e)
+
+
+def evaluate(roots: Sequence[Expr], inputs: Sequence[np.ndarray], dtype: np.dtype) -> list:
+    """Evaluate formulas on numpy arrays (broadcasting), computing in ``dtype``."""
+    dtype = np.dtype(dtype)
+    vals: dict[Expr, np.ndarray] = {}
+    for e in topo(roots):
+        if e.op == "input":
+            vals[e] = inputs[int(e.value)]
+        elif e.op == "const":
+            vals[e] = dtype.type(e.value)
+        else:
+            prim = PRIMS[e.op]
+            with np.errstate(all="ignore"):
+                v = prim.numpy(*(vals[a] for a in e.args))
+            vals[e] = v.astype(dtype, copy=False) if prim.boolean else v
+    return [np.asarray(vals[r], dtype=dtype) for r in roots]

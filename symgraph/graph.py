@@ -1,0 +1,139 @@
+"""The graph IR: immutable nodes, entries and graphs, plus one rewrite helper.
+
+A :class:`Node` is an op application (or a variable, op ``"null"``); an :class:`Entry` names one
+output of a node; a :class:`Graph` is a tuple of output entries. Nodes never change after
+construction: passes build new nodes through :func:`rewrite`, which walks in topological order and
+lets a callback return a replacement. Node identity is object identity, so dicts keyed by nodes or
+entries are the natural caches.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, NamedTuple, Optional, Sequence, Union
+
+from .attrs import Attrs
+from .base import GraphError
+
+VARIABLE = "null"
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """One operation: ``op`` (registry name or ``"null"``), unique ``name``, parsed ``attrs``,
+    input entries and ``extra`` user attributes (MXNet's ``attr`` dict: ``__shape__``,
+    ``__lr_mult__``, ...)."""
+
+    op: str
+    name: str
+    attrs: Attrs = field(default_factory=Attrs)
+    inputs: tuple["Entry", ...] = ()
+    extra: Attrs = field(default_factory=Attrs)
+
+    @property
+    def is_variable(self) -> bool:
+        return self.op == VARIABLE
+
+    @property
+    def num_outputs(self) -> int:
+        """Number of outputs, hidden ones included."""
+        if self.is_variable:
+            return 1
+        from .registry import get_op
+        return get_op(self.op).num_outputs(self.attrs)
+
+    def entries(self) -> tuple["Entry", ...]:
+        return tuple(Entry(self, i) for i in range(self.num_outputs))
+
+    def with_inputs(self, inputs: Sequence["Entry"]) -> "Node":
+        """A copy of this node reading ``inputs``."""
+        return Node(self.op, self.name, self.attrs, tuple(inputs), self.extra)
+
+    def __repr__(self) -> str:
+        return f"Node({self.name}:{self.op})"
+
+
+class Entry(NamedTuple):
+    """Output ``index`` of ``node``."""
+
+    node: Node
+    index: int = 0
+
+    def __repr__(self) -> str:
+        return f"{self.node.name}[{self.index}]" if self.index else self.node.name
+
+
+def variable(name: str, extra: Optional[dict] = None) -> Node:
+    """A graph input (argument or auxiliary state)."""
+    return Node(VARIABLE, name, Attrs(), (), Attrs(extra or {}))
+
+
+def topo_order(outputs: Iterable[Entry]) -> list[Node]:
+    """Nodes reachable from ``outputs`` in depth-first post-order (inputs in order first).
+
+    This is MXNet's order: ``list_arguments`` lists variables in it.
+    """
+    order: list[Node] = []
+    state: dict[Node, int] = {}  # 1 = on stack, 2 = done
+    for out in outputs:
+        stack: list[tuple[Node, int]] = [(out.node, 0)]
+        while stack:
+            node, i = stack.pop()
+            if i == 0:
+                if state.get(node) == 2:
+                    continue
+                state[node] = 1
+            if i < len(node.inputs):
+                stack.append((node, i + 1))
+                child = node.inputs[i].node
+                if state.get(child) == 1:
+                    raise GraphError(f"cycle through node {child.name}")
+                if child not in state:
+                    stack.append((child, 0))
+            else:
+                state[node] = 2
+                order.append(node)
+    return order
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """A computation: the output entries; everything else is reachable from them."""
+
+    outputs: tuple[Entry, ...]
+
+    def nodes(self) -> list[Node]:
+        return topo_order(self.outputs)
+
+    def variables(self) -> list[Node]:
+        return [n for n in self.nodes() if n.is_variable]
+
+    def consumers(self) -> dict[Node, list[Node]]:
+        """For each node, the nodes reading one of its outputs (graph outputs not included)."""
+        users: dict[Node, list[Node]] = {n: [] for n in self.nodes()}
+        for n in users:
+            for e in n.inputs:
+                if n not in users[e.node]:
+                    users[e.node].append(n)
+        return users
+
+
+Replacement = Union[None, Node, Sequence[Entry]]
+
+
+def rewrite(graph: Graph, fn: Callable[[Node], Replacement]) -> Graph:
+    """Rebuild ``graph`` bottom-up.
+
+    Each node is first rebuilt on its (possibly replaced) inputs, then passed to ``fn``, which
+    returns ``None`` (keep), a replacement node with the same outputs, or one entry per output.
+    """
+    remap: dict[Entry, Entry] = {}
+    for node in graph.nodes():
+        new_inputs = tuple(remap.get(e, e) for e in node.inputs)
+        current = node if new_inputs == node.inputs else node.with_inputs(new_inputs)
+        result = fn(current)
+        if result is None:
+            result = current
+        entries = result.entries() if isinstance(result, Node) else tuple(result)
+        for i in range(node.num_outputs):
+            remap[Entry(node, i)] = entries[i]
+    return Graph(tuple(remap.get(e, e) for e in graph.outputs))

@@ -1,0 +1,74 @@
+"""Helpers shared by op definitions: common shape rules and registration shortcuts."""
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from ..attrs import Attrs, Param
+from ..base import ShapeError
+from ..expr import Expr, evaluate, inp
+from ..registry import ELEMWISE, OpDef, RunCtx, register
+
+Shape = tuple[int, ...]
+
+
+def fmt(shape: Optional[Sequence[int]]) -> str:
+    return "unknown" if shape is None else str(tuple(shape))
+
+
+def same_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """Every input and output has one shape (bidirectional)."""
+    known = [s for s in list(ins) + list(outs) if s is not None]
+    for s in known[1:]:
+        if s != known[0]:
+            raise ShapeError(f"elementwise shapes differ: {fmt(known[0])} vs {fmt(s)}")
+    if not known:
+        return ins, outs
+    return [known[0]] * len(ins), [known[0]] * len(outs)
+
+
+def broadcast_shapes(shapes: Sequence[Shape]) -> Shape:
+    """numpy broadcasting of ``shapes``; ShapeError if they are incompatible."""
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ShapeError(f"shapes {', '.join(fmt(s) for s in shapes)} do not broadcast") from None
+
+
+def broadcast_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    if all(s is not None for s in ins):
+        return ins, [broadcast_shapes(ins)]
+    return ins, outs
+
+
+def forward_shape(fn: Callable[[Attrs, list], list]) -> Callable:
+    """A shape rule that only runs forward, once every input shape is known."""
+    def rule(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        if any(s is None for s in ins):
+            return ins, outs
+        return ins, [tuple(int(d) for d in s) for s in fn(attrs, ins)]
+    return rule
+
+
+def expr_compute(formula: Callable[..., Expr]) -> Callable:
+    """numpy reference derived from a scalar formula ``formula(attrs, *input_exprs)``."""
+    def compute(attrs: Attrs, xs: list, ctx: RunCtx) -> list:
+        e = formula(attrs, *(inp(i) for i in range(len(xs))))
+        dtype = np.result_type(*xs)
+        return evaluate([e], xs, dtype)
+    return compute
+
+
+def elementwise(name: str, formula: Callable[..., Expr], gradient: object,
+                inputs: tuple[str, ...] = ("data",), params: Optional[dict] = None,
+                pattern: str = ELEMWISE, shape_rule: Callable = same_shape,
+                doc: str = "", variadic: Optional[str] = None) -> OpDef:
+    """Register an op given by a scalar formula; shape, dtype, numpy and CUDA derive from it."""
+    return register(OpDef(
+        name=name, params=params or {}, inputs=inputs, infer_shape=shape_rule,
+        compute=expr_compute(formula), gradient=gradient, pattern=pattern, expr=formula,
+        doc=doc, variadic=variadic))
+
+
+SCALAR = {"scalar": Param("float", 1.0, doc="the scalar operand")}

@@ -1,0 +1,304 @@
+"""Shape manipulation, reductions, dot and the helpers the gradient pass relies on."""
+from __future__ import annotations
+
+from math import prod
+from typing import Optional, Sequence
+
+import numpy as np
+
+from ..attrs import Attrs, Param
+from ..base import ShapeError
+from ..registry import (BROADCAST, GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef,
+                        RunCtx, alias, register)
+from ._util import broadcast_shapes, fmt, forward_shape, same_shape
+
+Shape = tuple[int, ...]
+
+
+def mx_reshape(src: Shape, spec: Sequence[int], reverse: bool = False) -> Shape:
+    """MXNet's Reshape target shape with the special codes 0, -1, -2, -3, -4."""
+    if reverse:
+        if -4 in spec:
+            raise ShapeError("Reshape: code -4 is not supported with reverse=True")
+        return tuple(reversed(mx_reshape(tuple(reversed(src)), tuple(reversed(spec)))))
+    out: list[int] = []
+    infer_at: Optional[int] = None
+    i = j = 0
+    try:
+        while j < len(spec):
+            s = spec[j]
+            if s > 0:
+                out.append(s)
+                i += 1
+            elif s == 0:
+                out.append(src[i])
+                i += 1
+            elif s == -1:
+                if infer_at is not None:
+                    raise ShapeError(f"Reshape: more than one -1 in {tuple(spec)}")
+                infer_at = len(out)
+                out.append(1)
+                i += 1
+            elif s == -2:
+                out.extend(src[i:])
+                i = len(src)
+            elif s == -3:
+                out.append(src[i] * src[i + 1])
+                i += 2
+            elif s == -4:
+                a, b = spec[j + 1], spec[j + 2]
+                a = src[i] // b if a == -1 else a
+                b = src[i] // a if b == -1 else b
+                if a * b != src[i]:
+                    raise ShapeError(f"Reshape: -4 splits {src[i]} into {a} x {b}")
+                out.extend((a, b))
+                i += 1
+                j += 2
+            else:
+                raise ShapeError(f"Reshape: invalid code {s} in {tuple(spec)}")
+            j += 1
+    except IndexError:
+        raise ShapeError(f"Reshape: {tuple(spec)} reads past input shape {src}") from None
+    if infer_at is not None:
+        rest = prod(out) or 1
+        out[infer_at] = prod(src) // rest if rest else 0
+    if prod(out) != prod(src):
+        raise ShapeError(f"Reshape: cannot reshape {src} ({prod(src)} elements) to "
+                         f"{tuple(out)} ({prod(out)} elements) with shape={tuple(spec)}")
+    return tuple(out)
+
+
+def _reshape_like_grad(c) -> list:
+    return [c.sym.reshape_like(c.ograds[0], c.inputs[0])]
+
+
+def _reshape_compute(shape_of):
+    return lambda a, xs, ctx: [xs[0].reshape(shape_of(a, [xs[0].shape])[0])]
+
+
+register(OpDef(
+    "Reshape", {"shape": Param("shape", ()), "reverse": Param("bool", False)}, ("data",),
+    forward_shape(lambda a, s: [mx_reshape(s[0], a["shape"], a["reverse"])]),
+    _reshape_compute(lambda a, s: [mx_reshape(s[0], a["shape"], a["reverse"])]),
+    _reshape_like_grad, INJECTIVE, doc="Reshape with MXNet's codes 0, -1, -2, -3, -4."))
+alias("reshape", "Reshape")
+
+register(OpDef(
+    "Flatten", {}, ("data",),
+    forward_shape(lambda a, s: [(s[0][0], prod(s[0][1:]))]),
+    _reshape_compute(lambda a, s: [(s[0][0], prod(s[0][1:]))]),
+    _reshape_like_grad, INJECTIVE, doc="Collapse all axes but the first."))
+alias("flatten", "Flatten")
+
+
+def _reshape_like_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    lhs, rhs = ins
+    if lhs is not None and rhs is not None and prod(lhs) != prod(rhs):
+        raise ShapeError(f"reshape_like: {fmt(lhs)} and {fmt(rhs)} differ in size")
+    return ins, [rhs] if rhs is not None else outs
+
+
+register(OpDef(
+    "reshape_like", {}, ("lhs", "rhs"), _reshape_like_shape,
+    lambda a, xs, ctx: [xs[0].reshape(xs[1].shape)],
+    lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE,
+    doc="lhs reshaped to rhs's shape."))
+
+
+def _identity(name: str, grad: object, doc: str, params: Optional[dict] = None) -> None:
+    register(OpDef(name, params or {}, ("data",), same_shape,
+                   lambda a, xs, ctx: [xs[0].copy()], grad, INJECTIVE, doc=doc))
+
+
+_identity("identity", lambda c: [c.ograds[0]], "Copy of the input.")
+alias("_copy", "identity")
+_identity("BlockGrad", lambda c: [None], "Identity forward; stops gradients.")
+alias("stop_gradient", "BlockGrad")
+_identity("MakeLoss", lambda c: [_make_loss_grad(c)], "Identity forward; its gradient is "
+          "grad_scale (divided by the batch size for normalization='batch'), ignoring head "
+          "gradients.", {"grad_scale": Param("float", 1.0),
+                         "normalization": Param("str", "null", ("null", "batch", "valid")),
+                         "valid_thresh": Param("float", 0.0)})
+
+
+def _make_loss_grad(c) -> object:
+    x = c.inputs[0]
+    g = c.sym.ones_like(x) * c.attrs["grad_scale"]
+    if c.attrs["normalization"] == "batch":
+        g = c.sym._scale_by_batch(g)
+    elif c.attrs["normalization"] == "valid":
+        g = c.sym._scale_by_valid(g, x, thresh=c.attrs["valid_thresh"])
+    return g
+
+
+register(OpDef(
+    "_scale_by_batch", {}, ("data",), same_shape,
+    lambda a, xs, ctx: [xs[0] / xs[0].shape[0]],
+    lambda c: [c.sym._scale_by_batch(c.ograds[0])], INJECTIVE,
+    doc="Divide by the size of axis 0 (MakeLoss normalization='batch')."))
+register(OpDef(
+    "_scale_by_valid", {"thresh": Param("float", 0.0)}, ("data", "ref"),
+    lambda a, ins, outs: (ins, [ins[0]] if ins[0] is not None else outs),
+    lambda a, xs, ctx: [xs[0] / max(1, int(np.sum(xs[1] > a["thresh"])))],
+    NOT_DIFFERENTIABLE, REDUCE,
+    doc="Divide by the number of ref entries above thresh (MakeLoss normalization='valid')."))
+
+for _name, _fill in (("zeros_like", 0.0), ("ones_like", 1.0)):
+    register(OpDef(_name, {}, ("data",), same_shape,
+                   lambda a, xs, ctx, f=_fill: [np.full_like(xs[0], f)],
+                   NOT_DIFFERENTIABLE, INJECTIVE, doc=f"Array of {_fill} shaped like data."))
+
+
+# -- reductions --------------------------------------------------------------------------------
+
+REDUCE_PARAMS = {"axis": Param("axis", None), "keepdims": Param("bool", False),
+                 "exclude": Param("bool", False)}
+
+
+def reduce_axes(a: Attrs, ndim: int) -> tuple[int, ...]:
+    """The axes a reduction with attrs ``a`` reduces over an array of ``ndim`` axes."""
+    axis = a["axis"]
+    if axis is None or axis == ():
+        axes = tuple(range(ndim))
+    else:
+        for ax in axis:
+            if not -ndim <= ax < ndim:
+                raise ShapeError(f"axis {ax} out of range for {ndim}-d input")
+        axes = tuple(sorted({ax % ndim for ax in axis}))
+    if a["exclude"]:
+        axes = tuple(i for i in range(ndim) if i not in axes)
+    return axes
+
+
+def reduced_shape(a: Attrs, shape: Shape) -> Shape:
+    axes = reduce_axes(a, len(shape))
+    if a["keepdims"]:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _reduce_compute(fn):
+    def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+        x = xs[0]
+        return [np.asarray(fn(x, axis=reduce_axes(a, x.ndim), keepdims=a["keepdims"]),
+                           dtype=x.dtype)]
+    return compute
+
+
+def _unreduce(c, g, mean: bool = False):
+    a = c.attrs
+    return c.sym._reduce_backward(g, c.inputs[0], axis=a["axis"], keepdims=a["keepdims"],
+                                  exclude=a["exclude"], mean=mean)
+
+
+def _extreme_grad(c) -> list:
+    x = c.inputs[0]
+    hit = c.sym.broadcast_equal(x, _unreduce(c, c.outputs[0]))
+    return [_unreduce(c, c.ograds[0]) * hit]
+
+
+REDUCTIONS = {
+    "sum": (np.sum, lambda c: [_unreduce(c, c.ograds[0])]),
+    "mean": (np.mean, lambda c: [_unreduce(c, c.ograds[0], mean=True)]),
+    "max": (np.max, _extreme_grad),
+    "min": (np.min, _extreme_grad),
+}
+for _name, (_fn, _grad) in REDUCTIONS.items():
+    register(OpDef(_name, REDUCE_PARAMS, ("data",),
+                   forward_shape(lambda a, s: [reduced_shape(a, s[0])]),
+                   _reduce_compute(_fn), _grad, REDUCE,
+                   doc=f"{_name} over axis (None: all), keepdims, exclude."))
+alias("sum_axis", "sum")
+
+
+def _reduce_backward_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    g, x = xs
+    axes = reduce_axes(a, x.ndim)
+    kept = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    out = np.broadcast_to(g.reshape(kept), x.shape).astype(g.dtype)
+    if a["mean"]:
+        out = out / max(1, prod(x.shape[i] for i in axes))
+    return [out.astype(g.dtype, copy=False)]
+
+
+register(OpDef(
+    "_reduce_backward", {**REDUCE_PARAMS, "mean": Param("bool", False)}, ("ograd", "data"),
+    lambda a, ins, outs: (ins, [ins[1]] if ins[1] is not None else outs),
+    _reduce_backward_compute,
+    lambda c: [_reduce_again(c), None], BROADCAST,
+    doc="Broadcast a reduction's output gradient back over the reduced axes (/count if mean)."))
+
+
+def _reduce_again(c):
+    a = c.attrs
+    op = c.sym.mean if a["mean"] else c.sym.sum
+    return op(c.ograds[0], axis=a["axis"], keepdims=a["keepdims"], exclude=a["exclude"])
+
+
+# -- broadcasting helpers -------------------------------------------------------------------------
+
+def _sum_to_shape(g: np.ndarray, shape: Shape) -> np.ndarray:
+    lead = g.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                      if d == 1 and g.shape[lead + i] != 1)
+    return g.sum(axis=axes, keepdims=True).reshape(shape) if axes else g.reshape(shape)
+
+
+register(OpDef(
+    "_broadcast_backward", {}, ("ograd", "like"),
+    lambda a, ins, outs: (ins, [ins[1]] if ins[1] is not None else outs),
+    lambda a, xs, ctx: [_sum_to_shape(xs[0], xs[1].shape).astype(xs[0].dtype, copy=False)],
+    lambda c: [c.sym.broadcast_like(c.ograds[0], c.inputs[0]), None], REDUCE,
+    doc="Sum a broadcast result's gradient back to the shape of `like`."))
+
+
+def _broadcast_like_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    if ins[0] is not None and ins[1] is not None:
+        if broadcast_shapes([ins[0], ins[1]]) != tuple(ins[1]):
+            raise ShapeError(f"cannot broadcast {fmt(ins[0])} to {fmt(ins[1])}")
+        return ins, [ins[1]]
+    return ins, outs
+
+
+register(OpDef(
+    "broadcast_like", {}, ("lhs", "rhs"), _broadcast_like_shape,
+    lambda a, xs, ctx: [np.broadcast_to(xs[0], xs[1].shape).copy()],
+    lambda c: [c.sym._broadcast_backward(c.ograds[0], c.inputs[0]), None], BROADCAST,
+    doc="lhs broadcast to the shape of rhs."))
+
+
+# -- dot ----------------------------------------------------------------------------------------
+
+def _dot_shape(a: Attrs, s: list) -> list:
+    lhs, rhs = s
+    if len(lhs) > 2 or len(rhs) > 2:
+        raise ShapeError(f"dot: inputs must be 1-D or 2-D, got {fmt(lhs)} and {fmt(rhs)}")
+    lhs = lhs[::-1] if a["transpose_a"] else lhs
+    rhs = rhs[::-1] if a["transpose_b"] else rhs
+    if lhs[-1] != rhs[0]:
+        raise ShapeError(f"dot: inner dimensions differ: {fmt(tuple(lhs))} . {fmt(tuple(rhs))}")
+    return [tuple(lhs[:-1]) + tuple(rhs[1:])]
+
+
+def _dot_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    lhs = xs[0].T if a["transpose_a"] else xs[0]
+    rhs = xs[1].T if a["transpose_b"] else xs[1]
+    return [np.dot(lhs, rhs)]
+
+
+def _dot_grad(c) -> list:
+    ta, tb = c.attrs["transpose_a"], c.attrs["transpose_b"]
+    a, b, dy = c.inputs[0], c.inputs[1], c.ograds[0]
+    dot = c.sym.dot
+    # Written for 2-D operands; 1-D operands go through the same rules after reshape_like.
+    da = dot(b, dy, transpose_a=tb, transpose_b=True) if ta else \
+        dot(dy, b, transpose_a=False, transpose_b=not tb)
+    db = dot(dy, a, transpose_a=True, transpose_b=ta) if tb else \
+        dot(a, dy, transpose_a=not ta, transpose_b=False)
+    return [da, db]
+
+
+register(OpDef(
+    "dot", {"transpose_a": Param("bool", False), "transpose_b": Param("bool", False)},
+    ("lhs", "rhs"), forward_shape(_dot_shape), _dot_compute, _dot_grad, GEMM,
+    doc="Matrix product of 2-D arrays, with optional transposes."))

@@ -1,0 +1,51 @@
+"""Graph passes, one per file, each a plain function ``Graph -> Graph``.
+
+The pipelines below are the whole story of what runs, in order. ``SYMGRAPH_DEBUG=1`` prints the
+IR after each pass; ``VERIFY`` (set by the test suite) runs the verifier after each.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Sequence
+
+from ..graph import Graph
+from .verify import verify
+
+Pass = Callable[[Graph], Graph]
+
+TRAINING_PIPELINE: tuple[Pass, ...] = ()
+INFERENCE_PIPELINE: tuple[Pass, ...] = ()
+
+VERIFY = False
+
+
+def debug_level() -> int:
+    try:
+        return int(os.environ.get("SYMGRAPH_DEBUG", "0") or 0)
+    except ValueError:
+        return 0
+
+
+def format_graph(graph: Graph) -> str:
+    """Readable IR listing: one node a line."""
+    lines = []
+    for node in graph.nodes():
+        if node.is_variable:
+            lines.append(f"  %{node.name} = var {node.extra.get('__shape__', '')}")
+        else:
+            ins = ", ".join(f"%{e!r}" for e in node.inputs)
+            attrs = ", ".join(f"{k}={v}" for k, v in node.attrs.items())
+            lines.append(f"  %{node.name} = {node.op}({ins}){' {' + attrs + '}' if attrs else ''}")
+    lines.append("  return " + ", ".join(f"%{e!r}" for e in graph.outputs))
+    return "\n".join(lines)
+
+
+def run_pipeline(graph: Graph, pipeline: Sequence[Pass]) -> Graph:
+    """Apply ``pipeline`` in order."""
+    for p in pipeline:
+        graph = p(graph)
+        if VERIFY:
+            verify(graph)
+        if debug_level() >= 1:
+            print(f"--- after {p.__name__}\n{format_graph(graph)}")
+    return graph

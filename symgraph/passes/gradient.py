@@ -1,0 +1,95 @@
+"""Reverse-mode autodiff: builds the backward graph symbolically from each op's gradient rule.
+
+Requires: every op registered. Guarantees: for each requested variable an entry holding the
+gradient of the outputs (weighted by head gradients) with respect to it; fan-out gradients summed
+with ``add_n``; ops without a path to the outputs contribute nothing, and a variable with no
+path at all gets ``zeros_like``; ``NOT_DIFFERENTIABLE`` ops and rules returning ``None`` stop the
+flow; a broadcast op's input gradients are summed back to the input's shape here, in one place.
+Gradient rules only compose registered ops, so the result can be differentiated again.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+from .. import name as _name
+from ..attrs import Attrs
+from ..graph import Entry, Graph, Node
+from ..registry import BROADCAST, NOT_DIFFERENTIABLE, get_op
+
+
+@dataclass
+class GradCtx:
+    """What a gradient rule sees: symbols for the node's inputs, outputs (hidden ones too) and
+    output gradients, its attrs, and ``sym`` (the ``sg.sym`` module) to build ops with."""
+
+    node: Node
+    attrs: Attrs
+    inputs: list
+    outputs: list
+    ograds: list
+    sym: Any
+
+
+def _depends_on(nodes: list[Node], wrt: set[Node]) -> set[Node]:
+    reach = set(wrt)
+    for node in nodes:
+        if any(e.node in reach for e in node.inputs):
+            reach.add(node)
+    return reach
+
+
+def _total(sym: Any, grads: list) -> Any:
+    return grads[0] if len(grads) == 1 else sym.add_n(*grads)
+
+
+def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[Any]]) -> list:
+    """Gradient symbols of ``graph``'s outputs with respect to the variables ``wrt``.
+
+    ``head_grads[i]`` is the symbol of output i's gradient (None: that output has none).
+    """
+    from .. import symbol as S
+    nodes = graph.nodes()
+    needed = _depends_on(nodes, set(wrt))
+    ograds: dict[Entry, list] = {}
+    for out, head in zip(graph.outputs, head_grads):
+        if head is not None and out.node in needed:
+            ograds.setdefault(out, []).append(head)
+    for node in reversed(nodes):
+        if node.is_variable or node not in needed:
+            continue
+        opdef = get_op(node.op)
+        entries = node.entries()
+        if opdef.gradient == NOT_DIFFERENTIABLE or not any(e in ograds for e in entries):
+            continue
+        with _name.Prefix(f"{node.name}_backward_"):
+            outs = [S.Symbol((e,)) for e in entries]
+            dys = [_total(S, ograds[e]) if e in ograds else S.zeros_like(o)
+                   for e, o in zip(entries, outs)]
+            ctx = GradCtx(node, node.attrs, [S.Symbol((e,)) for e in node.inputs], outs, dys, S)
+            in_grads = opdef.gradient(ctx)
+            for e, g in zip(node.inputs, in_grads):
+                if g is None or e.node not in needed:
+                    continue
+                if opdef.pattern == BROADCAST:
+                    g = S._broadcast_backward(g, S.Symbol((e,)))
+                ograds.setdefault(e, []).append(g)
+    result = []
+    for v in wrt:
+        e = Entry(v)
+        with _name.Prefix(f"{v.name}_grad_"):
+            result.append(_total(S, ograds[e]) if e in ograds else S.zeros_like(S.Symbol((e,))))
+    return result
+
+
+def symbol_gradient(sym: Any, wrt: list[str]) -> Any:
+    """``Symbol.gradient``: d(sum of all outputs)/d(each variable in ``wrt``), as one symbol."""
+    from .. import symbol as S
+    from ..base import GraphError
+    graph = sym.graph()
+    by_name = {n.name: n for n in graph.variables()}
+    missing = [w for w in wrt if w not in by_name]
+    if missing:
+        raise GraphError(f"gradient: {missing} are not inputs; inputs: {sym.list_inputs()}")
+    heads = [S.ones_like(S.Symbol((e,))) for e in graph.outputs]
+    return S.Group(gradient(graph, [by_name[w] for w in wrt], heads))

@@ -1,0 +1,79 @@
+"""Dtype inference (analysis): ``Graph -> {Entry: numpy dtype}``.
+
+Requires: every op registered. Guarantees: dtypes propagate both ways to a fixpoint; variables
+still unknown then default to float32 (MXNet's default) and propagation runs again; a
+contradiction raises DTypeError naming node, op, slot and both dtypes.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from ..base import DTypeError, where
+from ..graph import Entry, Graph, Node
+from ..registry import get_op
+
+DEFAULT = np.dtype("float32")
+
+
+def _apply(node: Node, types: dict[Entry, np.dtype]) -> bool:
+    opdef = get_op(node.op)
+    ins = [types.get(e) for e in node.inputs]
+    outs = [types.get(e) for e in node.entries()]
+    new_ins, new_outs = opdef.infer_type(node.attrs, list(ins), list(outs))
+    names = list(opdef.input_names(node.attrs)) + list(opdef.output_names(node.attrs))
+    changed = False
+    for entry, name, old, new in zip(list(node.inputs) + list(node.entries()), names,
+                                     ins + outs, list(new_ins) + list(new_outs)):
+        if new is None:
+            continue
+        new = np.dtype(new)
+        if old is None:
+            types[entry] = new
+            changed = True
+        elif old != new:
+            raise DTypeError(f"{where(node.name, node.op)}{name} has dtype {old}, inferred {new}")
+    return changed
+
+
+def infer_types(graph: Graph, given: Mapping[str, Any]) -> dict[Entry, np.dtype]:
+    """Dtypes of every entry, from ``given`` (variable name -> dtype) and declared dtypes."""
+    nodes = graph.nodes()
+    types: dict[Entry, np.dtype] = {}
+    for node in nodes:
+        if node.is_variable:
+            t = given.get(node.name, node.extra.get("__dtype__"))
+            if t is not None:
+                types[Entry(node)] = np.dtype(t)
+    ops = [n for n in nodes if not n.is_variable]
+
+    def propagate() -> None:
+        for _ in range(len(ops) + 2):
+            changed = False
+            for node in ops + ops[::-1]:
+                changed |= _apply(node, types)
+            if not changed:
+                return
+    propagate()
+    for node in nodes:
+        if node.is_variable and Entry(node) not in types:
+            types[Entry(node)] = DEFAULT
+    propagate()
+    return types
+
+
+def symbol_infer_type(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple:
+    """``Symbol.infer_type``: ``(arg_types, out_types, aux_types)``."""
+    names = sym.list_arguments()
+    given = {n: t for n, t in zip(names, args) if t is not None}
+    given.update({k: v for k, v in kwargs.items() if v is not None})
+    unknown = sorted(set(given) - set(sym.list_inputs()))
+    if unknown:
+        raise DTypeError(f"infer_type: {unknown} are not inputs; inputs: {sym.list_inputs()}")
+    graph = sym.graph()
+    types = infer_types(graph, given)
+    by_name = {n.name: types.get(Entry(n)) for n in graph.variables()}
+    out: list[Optional[np.dtype]] = [types.get(e) for e in graph.outputs]
+    return ([by_name[n] for n in names], out,
+            [by_name[n] for n in sym.list_auxiliary_states()])

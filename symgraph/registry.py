@@ -1,0 +1,160 @@
+"""The operator registry: one :class:`OpDef` per op holds everything about it.
+
+Passes, inference, autodiff and backends only ever read op properties from here; none of them
+branches on op names. An op's definition lives in one place under ``symgraph/ops/``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from .attrs import Attrs, Param
+from .base import GraphError
+
+Shape = tuple[int, ...]
+MaybeShape = Optional[Shape]
+
+# Fusion pattern kinds, read by the fusion pass and nothing else.
+ELEMWISE = "elementwise"
+BROADCAST = "broadcast"
+INJECTIVE = "injective"
+REDUCE = "reduce"
+GEMM = "gemm"
+OPAQUE = "opaque"
+PATTERNS = (ELEMWISE, BROADCAST, INJECTIVE, REDUCE, GEMM, OPAQUE)
+
+NOT_DIFFERENTIABLE = "not differentiable"
+"""Gradient marker of ops whose gradient is zero or undefined (argmax, comparisons)."""
+
+
+@dataclass
+class RunCtx:
+    """What a numpy reference may need beyond its inputs."""
+
+    is_train: bool = False
+    rng: Optional[np.random.Generator] = None
+
+
+ShapeRule = Callable[[Attrs, list, list], tuple[list, list]]
+TypeRule = Callable[[Attrs, list, list], tuple[list, list]]
+Compute = Callable[[Attrs, list, RunCtx], list]
+
+
+def _value_or_call(v: Any, attrs: Attrs) -> Any:
+    return v(attrs) if callable(v) else v
+
+
+def same_type(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """Default dtype rule: every input and output shares one dtype (bidirectional)."""
+    known = next((t for t in list(ins) + list(outs) if t is not None), None)
+    if known is None:
+        return ins, outs
+    return [known] * len(ins), [known] * len(outs)
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """Everything about one operator.
+
+    * ``params``: attribute schema; ``inputs``: input names, a tuple or a function of the attrs
+      (``no_bias`` drops ``bias``); ``aux``: the inputs that are auxiliary states.
+    * ``infer_shape(attrs, in_shapes, out_shapes) -> (in_shapes, out_shapes)`` fills what it can
+      in both directions, ``None`` meaning unknown; it raises ``ShapeError`` on a contradiction.
+    * ``compute(attrs, inputs, ctx) -> outputs``: the numpy reference (hidden outputs included).
+    * ``gradient(c) -> [symbol or None per input]`` built from registered ops (see
+      ``passes/gradient.py`` for ``c``), or ``NOT_DIFFERENTIABLE``.
+    * ``pattern``: fusion kind; ``expr``: scalar formula for elementwise/broadcast ops.
+    * ``mutates``: pairs (hidden output, aux input) copied back after a training forward.
+    """
+
+    name: str
+    params: Mapping[str, Param]
+    inputs: Union[tuple[str, ...], Callable[[Attrs], tuple[str, ...]]]
+    infer_shape: ShapeRule
+    compute: Compute
+    gradient: Any
+    pattern: str
+    infer_type: TypeRule = same_type
+    aux: tuple[str, ...] = ()
+    outputs: Union[tuple[str, ...], Callable[[Attrs], tuple[str, ...]]] = ("output",)
+    num_visible: Union[None, int, Callable[[Attrs], int]] = None
+    expr: Optional[Callable] = None
+    mutates: tuple[tuple[int, int], ...] = ()
+    variadic: Optional[str] = None  # attr holding the number of inputs (Concat's num_args)
+    train_dependent: bool = False  # forward differs between training and inference
+    lowering: Any = None  # GPU lowering as data, read by symgraph.cuda
+    doc: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def input_names(self, attrs: Attrs) -> tuple[str, ...]:
+        return tuple(_value_or_call(self.inputs, attrs))
+
+    def output_names(self, attrs: Attrs) -> tuple[str, ...]:
+        return tuple(_value_or_call(self.outputs, attrs))
+
+    def num_outputs(self, attrs: Attrs) -> int:
+        return len(self.output_names(attrs))
+
+    def num_visible_outputs(self, attrs: Attrs) -> int:
+        n = _value_or_call(self.num_visible, attrs)
+        return self.num_outputs(attrs) if n is None else n
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register(opdef: OpDef) -> OpDef:
+    """Add ``opdef``; a name may be registered once."""
+    if opdef.name in _REGISTRY:
+        raise GraphError(f"operator {opdef.name!r} registered twice")
+    if opdef.pattern not in PATTERNS:
+        raise GraphError(f"operator {opdef.name!r}: unknown pattern {opdef.pattern!r}")
+    _REGISTRY[opdef.name] = opdef
+    return opdef
+
+
+def alias(name: str, target: str) -> None:
+    """Register ``name`` as a second spelling MXNet users know (``flatten`` for ``Flatten``).
+
+    The alias resolves to the same OpDef, so graphs only ever contain the canonical name.
+    """
+    _ALIASES[name] = target
+
+
+_ALIASES: dict[str, str] = {}
+
+
+def canonical(name: str) -> str:
+    return _ALIASES.get(name, name)
+
+
+def get_op(name: str) -> OpDef:
+    """The definition of op ``name``; GraphError if none is registered."""
+    try:
+        return _REGISTRY[canonical(name)]
+    except KeyError:
+        raise GraphError(f"unknown operator {name!r}") from None
+
+
+def all_ops() -> dict[str, OpDef]:
+    """Every registered op by canonical name."""
+    return dict(_REGISTRY)
+
+
+def all_aliases() -> dict[str, str]:
+    return dict(_ALIASES)
+
+
+def has_op(name: str) -> bool:
+    return canonical(name) in _REGISTRY
+
+
+def unregister(name: str) -> None:
+    """Remove an op (tests and custom-op re-registration)."""
+    _REGISTRY.pop(name, None)
+
+
+def shapes_of(xs: Sequence[Any]) -> list[MaybeShape]:
+    return [None if x is None else tuple(x) for x in xs]

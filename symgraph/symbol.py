@@ -1,0 +1,424 @@
+"""The Symbol API (``sg.sym``), MXNet 1.x names and semantics.
+
+A :class:`Symbol` is a thin immutable handle on graph entries. Operator functions (``sg.sym.
+FullyConnected``, ``sg.sym.relu``...) are made from the registry by :func:`make_op_function`, so a
+newly registered op is callable here with no extra code.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator, Optional, Sequence, Union
+
+import numpy as np
+
+from . import name as _name
+from . import registry
+from .attrs import Attrs, format_value, parse_attrs
+from .base import AttrError, GraphError, where
+from .graph import Entry, Graph, Node, VARIABLE, rewrite, topo_order, variable
+
+Number = Union[int, float, np.number]
+
+
+class Symbol:
+    """A handle on one or more graph outputs. Immutable: every operation returns a new one."""
+
+    __slots__ = ("_outputs",)
+    __array_priority__ = 1000.0  # numpy scalars on the left defer to our operators
+
+    def __init__(self, outputs: Sequence[Entry]) -> None:
+        self._outputs = tuple(outputs)
+
+    # -- structure -------------------------------------------------------------------------
+    @property
+    def outputs_(self) -> tuple[Entry, ...]:
+        """The graph entries this symbol stands for."""
+        return self._outputs
+
+    def graph(self) -> Graph:
+        return Graph(self._outputs)
+
+    @property
+    def name(self) -> Optional[str]:
+        """The node's name for a single-output symbol, else None (as in MXNet)."""
+        return self._outputs[0].node.name if len(self._outputs) == 1 else None
+
+    def __len__(self) -> int:
+        return len(self._outputs)
+
+    def __iter__(self) -> Iterator["Symbol"]:
+        return (Symbol((e,)) for e in self._outputs)
+
+    def __getitem__(self, index: Union[int, str]) -> "Symbol":
+        if isinstance(index, str):
+            names = self.list_outputs()
+            if index not in names:
+                raise GraphError(f"no output named {index!r}; outputs: {names}")
+            index = names.index(index)
+        return Symbol((self._outputs[index],))
+
+    def __repr__(self) -> str:
+        return f"<Symbol {self.name or 'group [' + ', '.join(self.list_outputs()) + ']'}>"
+
+    def _nodes(self) -> list[Node]:
+        return topo_order(self._outputs)
+
+    def _aux_nodes(self) -> set[Node]:
+        aux: set[Node] = set()
+        for node in self._nodes():
+            if node.is_variable:
+                continue
+            opdef = registry.get_op(node.op)
+            for slot, e in zip(opdef.input_names(node.attrs), node.inputs):
+                if slot in opdef.aux and e.node.is_variable:
+                    aux.add(e.node)
+        return aux
+
+    def list_arguments(self) -> list[str]:
+        """Names of the non-auxiliary variables, in depth-first order."""
+        aux = self._aux_nodes()
+        return [n.name for n in self._nodes() if n.is_variable and n not in aux]
+
+    def list_auxiliary_states(self) -> list[str]:
+        """Names of variables that ops use as auxiliary states (BatchNorm's moving stats)."""
+        aux = self._aux_nodes()
+        return [n.name for n in self._nodes() if n in aux]
+
+    def list_inputs(self) -> list[str]:
+        """Every variable, arguments and auxiliary states, in depth-first order."""
+        return [n.name for n in self._nodes() if n.is_variable]
+
+    def list_outputs(self) -> list[str]:
+        return [_output_name(e) for e in self._outputs]
+
+    def get_internals(self) -> "Symbol":
+        """Every visible output of every node, in topological order."""
+        entries = []
+        for node in self._nodes():
+            n = 1 if node.is_variable else _visible(node)
+            entries.extend(Entry(node, i) for i in range(n))
+        return Symbol(entries)
+
+    def get_children(self) -> Optional["Symbol"]:
+        """The inputs of this symbol's node, grouped; None for a variable."""
+        ins = [i for e in self._outputs for i in e.node.inputs]
+        return Symbol(ins) if ins else None
+
+    # -- attributes ------------------------------------------------------------------------
+    def attr(self, key: str) -> Optional[str]:
+        """One attribute of this (single) node as a string, or None."""
+        node = self._outputs[0].node
+        if key in node.extra:
+            return str(node.extra[key])
+        if key in node.attrs:
+            return format_value(node.attrs[key])
+        return None
+
+    def list_attr(self) -> dict[str, str]:
+        node = self._outputs[0].node
+        return _node_attr_strings(node)
+
+    def attr_dict(self) -> dict[str, dict[str, str]]:
+        """``{node name: {key: value}}`` for every node that has attributes."""
+        out = {}
+        for node in self._nodes():
+            d = _node_attr_strings(node)
+            if d:
+                out[node.name] = d
+        return out
+
+    # -- composition -----------------------------------------------------------------------
+    def __call__(self, *args: "Symbol", name: Optional[str] = None, **kwargs: "Symbol") -> "Symbol":
+        """Compose: substitute variables by other symbols, ``net(data=other)``.
+
+        Positional symbols replace the arguments in ``list_arguments`` order.
+        """
+        subst: dict[str, Entry] = {}
+        arg_names = self.list_arguments()
+        if len(args) > len(arg_names):
+            raise GraphError(f"compose: {len(args)} positional symbols for {len(arg_names)} arguments")
+        for key, sym in list(zip(arg_names, args)) + list(kwargs.items()):
+            if not isinstance(sym, Symbol) or len(sym) != 1:
+                raise GraphError(f"compose: {key} must be a single-output Symbol, got {sym!r}")
+            subst[key] = sym._outputs[0]
+        unknown = sorted(set(kwargs) - set(self.list_inputs()))
+        if unknown:
+            raise GraphError(f"compose: no variable named {unknown}; inputs: {self.list_inputs()}")
+        g = rewrite(self.graph(), lambda n: (subst[n.name],) if n.is_variable and n.name in subst
+                    else None)
+        return Symbol(g.outputs)
+
+    def __copy__(self) -> "Symbol":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "Symbol":
+        return self
+
+    # -- operators ---------------------------------------------------------------------------
+    def _binary(self, other: Any, op: str, scalar_op: str, reverse: bool = False) -> "Symbol":
+        if isinstance(other, Symbol):
+            a, b = (other, self) if reverse else (self, other)
+            return apply_op(op, [a, b], {})
+        if isinstance(other, (int, float, np.number)) and not isinstance(other, bool):
+            return apply_op(scalar_op, [self], {"scalar": float(other)})
+        return NotImplemented
+
+    def __add__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_add", "_plus_scalar")
+
+    __radd__ = __add__
+
+    def __sub__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_sub", "_minus_scalar")
+
+    def __rsub__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_sub", "_rminus_scalar", True)
+
+    def __mul__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_mul", "_mul_scalar")
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_div", "_div_scalar")
+
+    def __rtruediv__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_div", "_rdiv_scalar", True)
+
+    def __pow__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_power", "_power_scalar")
+
+    def __rpow__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_power", "_rpower_scalar", True)
+
+    def __neg__(self) -> "Symbol":
+        return apply_op("negative", [self], {})
+
+    def __abs__(self) -> "Symbol":
+        return apply_op("abs", [self], {})
+
+    def __gt__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_greater", "_greater_scalar")
+
+    def __ge__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_greater_equal", "_greater_equal_scalar")
+
+    def __lt__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_lesser", "_lesser_scalar")
+
+    def __le__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_lesser_equal", "_lesser_equal_scalar")
+
+    def __eq__(self, o: Any) -> "Symbol":  # type: ignore[override]
+        return self._binary(o, "broadcast_equal", "_equal_scalar")
+
+    def __ne__(self, o: Any) -> "Symbol":  # type: ignore[override]
+        return self._binary(o, "broadcast_not_equal", "_not_equal_scalar")
+
+    __hash__ = object.__hash__
+
+    # -- inference, serialisation, binding (implemented in their own modules) -------------------
+    def infer_shape(self, *args: Any, **kwargs: Any) -> tuple:
+        """``(arg_shapes, out_shapes, aux_shapes)``; raises ShapeError if any stays unknown."""
+        from .passes.infer_shape import symbol_infer_shape
+        return symbol_infer_shape(self, args, kwargs, partial=False)
+
+    def infer_shape_partial(self, *args: Any, **kwargs: Any) -> tuple:
+        """Like infer_shape, with ``None`` (MXNet: ``()``) for shapes that stay unknown."""
+        from .passes.infer_shape import symbol_infer_shape
+        return symbol_infer_shape(self, args, kwargs, partial=True)
+
+    def infer_type(self, *args: Any, **kwargs: Any) -> tuple:
+        """``(arg_types, out_types, aux_types)`` as numpy dtypes."""
+        from .passes.infer_type import symbol_infer_type
+        return symbol_infer_type(self, args, kwargs)
+
+    def tojson(self) -> str:
+        from .serialize import to_json
+        return to_json(self)
+
+    def save(self, fname: str) -> None:
+        from .serialize import save
+        save(self, fname)
+
+    def gradient(self, wrt: Sequence[str]) -> "Symbol":
+        """A symbol whose outputs are d(sum of outputs)/d(each name in ``wrt``).
+
+        Head gradients are the variables ``<output name>_head_grad`` (ones if not bound).
+        """
+        from .passes.gradient import symbol_gradient
+        return symbol_gradient(self, list(wrt))
+
+    def bind(self, ctx: Any, args: Any, args_grad: Any = None, grad_req: Any = "write",
+             aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None) -> Any:
+        """Bind arrays and return an :class:`~symgraph.executor.Executor`."""
+        from .executor import Executor
+        return Executor.bind(self, ctx, args, args_grad, grad_req, aux_states)
+
+    def simple_bind(self, ctx: Any, grad_req: Any = "write", type_dict: Any = None,
+                    **shapes: Any) -> Any:
+        """Infer every shape from ``shapes`` and bind freshly allocated arrays."""
+        from .executor import Executor
+        return Executor.simple_bind(self, ctx, grad_req, type_dict, shapes)
+
+    def debug_str(self) -> str:
+        lines = []
+        for node in self._nodes():
+            ins = ", ".join(repr(e) for e in node.inputs)
+            lines.append(f"{node.op:>20s} {node.name}({ins}) {dict(node.attrs)}")
+        return "\n".join(lines)
+
+
+def _visible(node: Node) -> int:
+    return registry.get_op(node.op).num_visible_outputs(node.attrs)
+
+
+def _output_name(e: Entry) -> str:
+    if e.node.is_variable:
+        return e.node.name
+    names = registry.get_op(e.node.op).output_names(e.node.attrs)
+    return f"{e.node.name}_{names[e.index]}"
+
+
+def _node_attr_strings(node: Node) -> dict[str, str]:
+    d = {k: format_value(v) for k, v in node.attrs.items()}
+    d.update({k: str(v) for k, v in node.extra.items()})
+    return d
+
+
+# -- creating symbols ---------------------------------------------------------------------------
+
+def var(name: str, attr: Optional[dict] = None, shape: Optional[Sequence[int]] = None,
+        lr_mult: Optional[float] = None, wd_mult: Optional[float] = None,
+        dtype: Any = None, init: Any = None, stype: Optional[str] = None,
+        **kwargs: Any) -> Symbol:
+    """A variable (graph input). ``shape``/``dtype`` are hints checked by inference."""
+    if not isinstance(name, str) or not name:
+        raise GraphError(f"variable name must be a non-empty string, got {name!r}")
+    extra = {k: str(v) for k, v in (attr or {}).items()}
+    if shape is not None:
+        extra["__shape__"] = format_value(tuple(int(s) for s in shape))
+    if dtype is not None:
+        extra["__dtype__"] = np.dtype(dtype).name
+    if lr_mult is not None:
+        extra["__lr_mult__"] = str(float(lr_mult))
+    if wd_mult is not None:
+        extra["__wd_mult__"] = str(float(wd_mult))
+    if init is not None:
+        extra["__init__"] = init if isinstance(init, str) else init.dumps()
+    for k, v in kwargs.items():
+        if not (k.startswith("__") and k.endswith("__")):
+            raise AttrError(f"{name}: unknown variable attribute {k!r}")
+        extra[k] = str(v)
+    return Symbol((Entry(variable(name, extra)),))
+
+
+Variable = var
+
+
+def Group(symbols: Sequence[Symbol]) -> Symbol:
+    """One symbol with the outputs of all of ``symbols``."""
+    if not symbols or not all(isinstance(s, Symbol) for s in symbols):
+        raise GraphError("Group expects a non-empty list of Symbols")
+    return Symbol([e for s in symbols for e in s._outputs])
+
+
+def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
+             name: Optional[str] = None, extra: Optional[dict] = None) -> Symbol:
+    """Create a node of ``op`` on ``inputs`` (positional, in the op's input order).
+
+    ``None`` inputs become new variables ``<name>_<input>``. Returns the visible outputs.
+    """
+    opdef = registry.get_op(op)
+    attrs = dict(attrs)
+    if opdef.variadic and opdef.variadic not in attrs:
+        attrs[opdef.variadic] = len(inputs)
+    node_name = _name.current().get(name, opdef.name)
+    parsed = parse_attrs(opdef.params, attrs, where(node_name, opdef.name))
+    slots = opdef.input_names(parsed)
+    if len(inputs) > len(slots):
+        raise AttrError(f"{where(node_name, opdef.name)}takes inputs {list(slots)}, "
+                        f"got {len(inputs)} symbols")
+    entries = []
+    for i, slot in enumerate(slots):
+        sym = inputs[i] if i < len(inputs) else None
+        if sym is None:
+            sym = var(f"{node_name}_{slot}")
+        if not isinstance(sym, Symbol) or len(sym) != 1:
+            raise AttrError(f"{where(node_name, opdef.name)}input '{slot}' must be a "
+                            f"single-output Symbol, got {sym!r}")
+        entries.append(sym._outputs[0])
+    node = Node(opdef.name, node_name, parsed, tuple(entries),
+                Attrs({k: str(v) for k, v in (extra or {}).items()}))
+    return Symbol([Entry(node, i) for i in range(opdef.num_visible_outputs(parsed))])
+
+
+def make_op_function(opdef: registry.OpDef):
+    """The ``sg.sym`` function of one op: inputs positionally or by name, then attributes."""
+
+    def op_function(*args: Symbol, name: Optional[str] = None, attr: Optional[dict] = None,
+                    **kwargs: Any) -> Symbol:
+        sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
+        attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol)}
+        if opdef.variadic:
+            if sym_kwargs:
+                raise AttrError(f"{opdef.name} takes its inputs positionally")
+            return apply_op(opdef.name, list(args), attrs, name, attr)
+        probe = {k: v for k, v in attrs.items() if k in opdef.params}
+        try:
+            slots = opdef.input_names(parse_attrs(opdef.params, probe, ""))
+        except AttrError:
+            slots = opdef.input_names(parse_attrs(
+                opdef.params, {**_fill_required(opdef), **probe}, ""))
+        unknown = sorted(set(sym_kwargs) - set(slots))
+        if unknown:
+            raise AttrError(f"{where(name or '?', opdef.name)}no input named {unknown}; "
+                            f"inputs: {list(slots)}")
+        if len(args) > len(slots):
+            raise AttrError(f"{where(name or '?', opdef.name)}takes inputs {list(slots)}, "
+                            f"got {len(args)} positional symbols")
+        inputs: list[Optional[Symbol]] = list(args) + [None] * (len(slots) - len(args))
+        for i, slot in enumerate(slots):
+            if slot in sym_kwargs:
+                if inputs[i] is not None:
+                    raise AttrError(f"{opdef.name}: input '{slot}' given twice")
+                inputs[i] = sym_kwargs[slot]
+        return apply_op(opdef.name, inputs, attrs, name, attr)
+
+    op_function.__name__ = opdef.name
+    op_function.__doc__ = opdef.doc or f"The {opdef.name} operator."
+    return op_function
+
+
+def _fill_required(opdef: registry.OpDef) -> dict:
+    """Placeholder values for required attributes, to learn input names before validation."""
+    from .attrs import REQUIRED
+    samples = {"int": 1, "float": 1.0, "bool": False, "shape": (1,), "str": "", "dtype": "float32"}
+    return {k: samples.get(p.kind, None) if not p.choices else p.choices[0]
+            for k, p in opdef.params.items() if p.default is REQUIRED}
+
+
+def load_json(text: str) -> Symbol:
+    """Load a symbol from :meth:`Symbol.tojson` text (or MXNet's JSON)."""
+    from .serialize import from_json
+    return from_json(text)
+
+
+def load(fname: str) -> Symbol:
+    """Load a symbol saved with :meth:`Symbol.save`."""
+    with open(fname, encoding="utf-8") as f:
+        return load_json(f.read())
+
+
+def _install_op_functions() -> None:
+    """Expose every registered op (and its MXNet aliases) as a function of this module."""
+    from . import ops  # noqa: F401  (registers the built-in ops)
+    namespace = globals()
+    for opname, opdef in registry.all_ops().items():
+        namespace.setdefault(opname, make_op_function(opdef))
+    for alias_name, target in registry.all_aliases().items():
+        namespace.setdefault(alias_name, namespace[target])
+
+
+_install_op_functions()
+_ = json  # json is used by serialize; kept importable from here for users of sg.sym.json
