@@ -28,6 +28,25 @@ class Step:
 
 
 @dataclass
+class MemoryPlan:
+    """Where every intermediate slot lives: a byte ``offset`` into one arena per executor.
+
+    Slots absent from ``offset`` are bound arrays (variables) and need no arena space. Two slots
+    may share bytes only when their lifetimes do not overlap (or an elementwise step writes its
+    output over an input that dies there). Made by ``passes/memory_plan.py``.
+    """
+
+    offset: dict[int, int]
+    arena_bytes: int
+    naive_bytes: int
+    inplace: dict[int, int] = field(default_factory=dict)  # output slot -> input slot it reuses
+
+    def describe(self) -> str:
+        return (f"memory plan: arena {self.arena_bytes} bytes, naive {self.naive_bytes} bytes, "
+                f"{len(self.offset)} slots, {len(self.inplace)} in place")
+
+
+@dataclass
 class Schedule:
     graph: Graph
     steps: list[Step]
@@ -37,7 +56,7 @@ class Schedule:
     dtypes: list[np.dtype]
     variables: dict[Node, int]
     outputs: list[int]
-    plan: Any = None  # memory plan (passes/memory_plan.py) when one was made
+    plan: Optional[MemoryPlan] = None  # set when the memory planner ran
     info: dict = field(default_factory=dict)
 
     def describe(self) -> str:

@@ -1,0 +1,47 @@
+"""``_fused``: the node the fusion pass makes from a group of elementwise/broadcast ops.
+
+Attributes (all hashable, set by ``passes/fuse_elementwise.py``, read by the backends):
+
+* ``exprs``: one scalar :class:`~symgraph.expr.Expr` per output, over the fused inputs;
+* ``shapes``: each output's shape (fusion runs after shape inference);
+* ``members``: the op names of the group, in order, for kernel names and ``debug_str``;
+* ``head``: ``None``, or ``(op, attrs, n)`` for a GEMM-like epilogue producer: the first ``n``
+  node inputs feed op ``op`` (FullyConnected, Convolution...) and its output is expression input
+  0; the remaining node inputs are expression inputs 1, 2, ... Without a head, node input ``i`` is
+  expression input ``i``.
+
+Fusion runs after autodiff, so a fused node is never differentiated.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..attrs import Attrs, Param
+from ..expr import evaluate
+from ..registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, get_op, register
+
+
+def _fused_inputs(a: Attrs) -> tuple[str, ...]:
+    return tuple(f"in{i}" for i in range(a["num_inputs"]))
+
+
+def _fused_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    head = a["head"]
+    if head is not None:
+        op, attrs, n = head
+        xs = get_op(op).compute(attrs, list(xs[:n]), ctx)[:1] + list(xs[n:])
+    dtype = np.result_type(*xs)
+    outs = evaluate(a["exprs"], xs, dtype)
+    return [np.broadcast_to(o, s) if o.shape != tuple(s) else o
+            for o, s in zip(outs, a["shapes"])]
+
+
+register(OpDef(
+    "_fused",
+    {"exprs": Param("any"), "shapes": Param("any"), "members": Param("any", ()),
+     "head": Param("any", None), "num_inputs": Param("int"), "name": Param("str", "fused")},
+    _fused_inputs,
+    lambda a, ins, outs: (ins, [tuple(s) for s in a["shapes"]]),
+    _fused_compute, NOT_DIFFERENTIABLE, OPAQUE,
+    outputs=lambda a: tuple(f"output{i}" for i in range(len(a["exprs"]))),
+    doc="A fused elementwise group (optionally with a GEMM-like head); see module docstring."))
