@@ -1,0 +1,45 @@
+"""Test-wide settings: verify the graph after every pass; a fixed seed; the MNIST folder."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgraph.passes
+
+symgraph.passes.VERIFY = True
+
+
+def _have_gpu() -> bool:
+    try:
+        import pycuda.driver as drv
+        drv.init()
+        return drv.Device.count() > 0
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    if any("gpu" in item.keywords for item in items) and not _have_gpu():
+        skip = pytest.mark.skip(reason="needs a CUDA GPU and pycuda")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture(scope="session")
+def mnist_dir() -> Path:
+    """The MNIST folder from SYMGRAPH_DATA, else ../shared/data/mnist beside the repo."""
+    candidates = [os.environ.get("SYMGRAPH_DATA"),
+                  Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mnist"]
+    for c in candidates:
+        if c and (Path(c) / "train-images-idx3-ubyte.gz").exists():
+            return Path(c)
+    pytest.skip("MNIST not found: set SYMGRAPH_DATA")
