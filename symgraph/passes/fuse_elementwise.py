@@ -43,36 +43,89 @@ def _is_head(node: Node) -> bool:
 
 
 class _Grouping:
-    """Greedy grouping state: group id per node, members, heads, dependency bitmasks."""
+    """Greedy grouping state (union-find over group ids).
+
+    ``anc[node]`` has bit g set when the node depends on (or is in) group g; ``ext[root]`` ORs
+    the ``anc`` of every input a group reads from outside, so "does group A reach group B through
+    a node outside them" is one AND. Checks are conservative: a merge they refuse is safe.
+    """
 
     def __init__(self, graph: Graph, sc: ShapeCache) -> None:
         self.sc = sc
         self.outputs = set(graph.outputs)
         self.users = graph.consumers()
         self.group: dict[Node, int] = {}
+        self.parent: list[int] = []
+        self.bits: list[int] = []
+        self.ext: list[int] = []
         self.members: list[list[Node]] = []
         self.head: list[Optional[Node]] = []
-        self.anc: dict[Node, int] = {}   # bit g set: depends on (or is in) group g
+        self.anc: dict[Node, int] = {}
         self.late: dict[Node, bool] = {}  # depends on an input bound in the backward phase
 
+    def root(self, gid: int) -> int:
+        while self.parent[gid] != gid:
+            self.parent[gid] = self.parent[self.parent[gid]]
+            gid = self.parent[gid]
+        return gid
+
+    def root_of(self, node: Node) -> Optional[int]:
+        gid = self.group.get(node)
+        return None if gid is None else self.root(gid)
+
     def _new(self, node: Node, head: bool) -> int:
+        gid = len(self.parent)
+        self.parent.append(gid)
+        self.bits.append(1 << gid)
+        self.ext.append(0)
         self.members.append([node])
         self.head.append(node if head else None)
-        return len(self.members) - 1
+        return gid
 
-    def _can_join(self, node: Node, gid: int) -> bool:
-        first = self.members[gid][0]
-        if len(self.members[gid]) >= MAX_MEMBERS or self.late[first] != self.late[node]:
+    def _compatible(self, node: Node, r: int) -> bool:
+        """Size, phase, dtype, and a lone GEMM head read only by ``node``."""
+        first = self.members[r][0]
+        if len(self.members[r]) >= MAX_MEMBERS or self.late[first] != self.late[node]:
             return False
         if self.sc.dtype(Entry(first)) != self.sc.dtype(Entry(node)):
             return False
-        head = self.head[gid]
-        if head is not None and len(self.members[gid]) == 1:
-            if self.users[head] != [node] or Entry(head) in self.outputs:
-                return False
-        bit = 1 << gid
-        return not any(self.group.get(e.node) != gid and self.anc[e.node] & bit
-                       for e in node.inputs)
+        head = self.head[r]
+        return head is None or len(self.members[r]) > 1 or \
+            (self.users[head] == [node] and Entry(head) not in self.outputs)
+
+    def _outside_reaches(self, node: Node, roots: tuple[int, ...], mask: int) -> bool:
+        return any(self.root_of(e.node) not in roots and self.anc[e.node] & mask
+                   for e in node.inputs)
+
+    def _can_merge(self, r: int, h: int, node: Node) -> bool:
+        if not self._compatible(node, h) or (self.head[r] and self.head[h]):
+            return False
+        if len(self.members[r]) + len(self.members[h]) > MAX_MEMBERS:
+            return False
+        if self.ext[r] & self.bits[h] or self.ext[h] & self.bits[r]:
+            return False
+        return not self._outside_reaches(node, (r, h), self.bits[r] | self.bits[h])
+
+    def _join(self, node: Node) -> int:
+        roots = list(dict.fromkeys(r for e in node.inputs
+                                   if (r := self.root_of(e.node)) is not None))
+        r = next((r for r in roots if self._compatible(node, r)
+                  and not self._outside_reaches(node, (r,), self.bits[r])), None)
+        if r is None:
+            r = self._new(node, head=False)
+        else:
+            self.members[r].append(node)
+            for h in roots:
+                if h != r and self._can_merge(r, h, node):
+                    self.parent[h] = r
+                    self.bits[r] |= self.bits[h]
+                    self.ext[r] |= self.ext[h]
+                    self.members[r] += self.members[h]
+                    self.head[r] = self.head[r] or self.head[h]
+        for e in node.inputs:
+            if self.root_of(e.node) != r:
+                self.ext[r] |= self.anc[e.node]
+        return r
 
     def add(self, node: Node) -> None:
         anc, late = 0, node.is_variable and node.extra.get("__phase__") == "backward"
@@ -82,20 +135,19 @@ class _Grouping:
         self.late[node] = late
         gid = None
         if _fusible(node):
-            for e in node.inputs:
-                g = self.group.get(e.node)
-                if g is not None and self._can_join(node, g):
-                    gid = g
-                    self.members[g].append(node)
-                    break
-            if gid is None:
-                gid = self._new(node, head=False)
+            gid = self._join(node)
         elif _is_head(node):
             gid = self._new(node, head=True)
+            for e in node.inputs:
+                self.ext[gid] |= self.anc[e.node]
         if gid is not None:
             self.group[node] = gid
             anc |= 1 << gid
         self.anc[node] = anc
+
+    def groups(self) -> dict[int, list[Node]]:
+        """Root id -> members in topological order."""
+        return {r: ms for r, ms in enumerate(self.members) if self.parent[r] == r}
 
 
 def _kernel_name(ops: list[str]) -> str:
@@ -148,11 +200,14 @@ def fuse_elementwise(graph: Graph) -> Graph:
     nodes = graph.nodes()
     for node in nodes:
         g.add(node)
+    index = {n: i for i, n in enumerate(nodes)}
     units: dict[Node, object] = {}
+    for r, members in g.groups().items():
+        members.sort(key=index.__getitem__)
+        for m in members:
+            units[m] = ("group", r) if len(members) > 1 else m
     for node in nodes:
-        gid = g.group.get(node)
-        big = gid is not None and len(g.members[gid]) > 1
-        units[node] = ("group", gid) if big else node
+        units.setdefault(node, node)
     remap: dict[Entry, Entry] = {}
     for unit in _unit_order(nodes, units):
         if isinstance(unit, Node):
