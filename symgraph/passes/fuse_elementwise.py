@@ -145,6 +145,27 @@ class _Grouping:
             anc |= 1 << gid
         self.anc[node] = anc
 
+    def _is_group_output(self, e: Entry, r: int, besides: Node) -> bool:
+        return e in self.outputs or any(self.root_of(u) != r and u is not besides
+                                        for u in self.users[e.node])
+
+    def defer_to_consumers(self) -> None:
+        """Move a member whose only reader sits in another group into that group, when it only
+        reads values its own group outputs anyway (relu's mask ``y > 0``: computed where the
+        backward multiply needs it instead of being saved from the forward kernel)."""
+        for node in reversed(list(self.group)):
+            r, users = self.root_of(node), self.users[node]
+            if len(users) != 1 or Entry(node) in self.outputs or self.head[r] is node:
+                continue
+            h = self.root_of(users[0])
+            if h is None or h == r or not self._compatible(node, h):
+                continue
+            if all((self.root_of(e.node) != r or self._is_group_output(e, r, node))
+                   and not self.anc[e.node] & self.bits[h] for e in node.inputs):
+                self.members[r].remove(node)
+                self.members[h].append(node)
+                self.group[node] = h
+
     def groups(self) -> dict[int, list[Node]]:
         """Root id -> members in topological order."""
         return {r: ms for r, ms in enumerate(self.members) if self.parent[r] == r}
@@ -200,6 +221,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
     nodes = graph.nodes()
     for node in nodes:
         g.add(node)
+    g.defer_to_consumers()
     index = {n: i for i, n in enumerate(nodes)}
     units: dict[Node, object] = {}
     for r, members in g.groups().items():

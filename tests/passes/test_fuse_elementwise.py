@@ -90,5 +90,12 @@ def test_relu_backward_fuses_and_training_matches() -> None:
     off = train_results(sym, {"x": (5, 4), "label": (5,)}, False)
     assert_same(on, off)
     exe = sym.simple_bind(sg.cpu(), x=(5, 4), label=(5,))
+    sch = exe.schedule
+    fwd_fused = [s for s in sch.steps[:sch.n_forward_steps] if s.node.op == "_fused"]
+    bwd_fused = [s for s in sch.steps[sch.n_forward_steps:] if s.node.op == "_fused"]
+    # relu is fc1's epilogue; its mask (y > 0) is computed beside the backward multiply, not
+    # saved from the forward kernel as a second output
+    assert [len(s.outputs) for s in fwd_fused] == [1]
+    assert any("_greater_scalar" in s.node.attrs["members"] for s in bwd_fused)
     text = exe.debug_str()
     assert "members:" in text and "broadcast_mul" in text and "planned peak" in text
