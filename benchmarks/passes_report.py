@@ -92,6 +92,11 @@ def main() -> None:
     plan_off = memory_plan(s_off).arena_bytes
     fused = sum(1 for st in s_on.steps if "members" in st.node.attrs)
     t = compile_time(graph, len(sym.list_outputs()), a.repeat)
+    binds = []
+    for _ in range(a.repeat):
+        t0 = time.perf_counter()
+        bind(sym, a.batch, enabled=True)
+        binds.append(time.perf_counter() - t0)
     rows = [
         ("schedule steps, passes off", f"{len(s_off.steps)}"),
         ("schedule steps, passes on", f"{len(s_on.steps)} ({fused} fused) "
@@ -102,6 +107,7 @@ def main() -> None:
          f"({1 - s_on.plan.arena_bytes / naive:.0%} less than naive)"),
         ("in-place steps (on)", f"{len(s_on.plan.inplace)}"),
         ("compile (passes+lower+plan), median", f"{t * 1e3:.1f} ms"),
+        ("simple_bind, both programs, median", f"{statistics.median(binds) * 1e3:.1f} ms"),
     ]
     print(f"{name}, training graph, batch {a.batch}")
     width = max(len(r[0]) for r in rows)
