@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..attrs import Attrs, Param
-from ..registry import INJECTIVE, NOT_DIFFERENTIABLE, OpDef, RunCtx, register
+from ..registry import INJECTIVE, NOT_DIFFERENTIABLE, OpDef, register
 
 
 def constant_attrs(value: np.ndarray) -> Attrs:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..base import GraphError
 from ..expr import topo
-from ..graph import Entry, Graph, Node
+from ..graph import Graph, Node
 from ..registry import get_op
 from .infer_shape import infer_shapes
 from .infer_type import infer_types

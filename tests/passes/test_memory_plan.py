@@ -33,7 +33,8 @@ def _check_plan(schedule, plan) -> None:
         for b in slots[i + 1:]:
             live = first[a] <= last[b] and first[b] <= last[a]
             lo_a, lo_b = plan.offset[a], plan.offset[b]
-            overlap = lo_a < lo_b + slot_bytes(schedule, b) and lo_b < lo_a + slot_bytes(schedule, a)
+            overlap = (lo_a < lo_b + slot_bytes(schedule, b)
+                       and lo_b < lo_a + slot_bytes(schedule, a))
             shared_in_place = plan.inplace.get(b) == a or plan.inplace.get(a) == b
             assert not (live and overlap and not shared_in_place), (a, b)
     assert plan.arena_bytes <= plan.naive_bytes

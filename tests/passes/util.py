@@ -9,7 +9,7 @@ import symgraph as sg
 import symgraph.passes as P
 from symgraph.attrs import Attrs, format_value
 from symgraph.backend import numpy_backend
-from symgraph.graph import Entry, Graph, Node, rewrite
+from symgraph.graph import Graph, Node, rewrite
 from symgraph.passes.memory_plan import memory_plan
 from symgraph.registry import RunCtx
 from symgraph.schedule import lower
@@ -78,7 +78,3 @@ def assert_same(a: tuple[list, dict], b: tuple[list, dict]) -> None:
     assert a[1].keys() == b[1].keys()
     for k in a[1]:
         np.testing.assert_allclose(a[1][k], b[1][k], rtol=1e-4, atol=1e-5, err_msg=k)
-
-
-def entry_ids(graph: Graph) -> list[Entry]:
-    return list(graph.outputs)
