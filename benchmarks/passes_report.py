@@ -4,7 +4,8 @@
 
 Prints the schedule length with every pass off vs on, the planned peak intermediate memory vs
 the naive sum (one buffer per value of the unoptimised graph), and the compile time of the
-training graph (passes + lowering + memory plan, median of ``--repeat`` runs). The CNN is
+training graph (passes + lowering + memory plan, median of ``--repeat`` runs) and one numpy
+training step with passes off and on. The CNN is
 conv3x3x32 pad1 - relu - maxpool2 - conv3x3x64 pad1 - relu - maxpool2 - flatten - fc128 - relu -
 fc10 - SoftmaxOutput on 1x28x28 images; ``--mlp`` (or a tree without Convolution) uses an MLP.
 """
@@ -14,6 +15,8 @@ import argparse
 import statistics
 import time
 from typing import Any
+
+import numpy as np
 
 import symgraph as sg
 import symgraph.executor as executor_mod
@@ -76,6 +79,21 @@ def compile_time(graph: Any, n_forward: int, repeat: int) -> float:
     return statistics.median(times)
 
 
+def step_ms(exe: Any, repeat: int) -> float:
+    """Median wall time of one forward(is_train=True) + backward() on the numpy backend."""
+    rng = np.random.default_rng(0)
+    for name, arr in exe.arg_dict.items():
+        arr[:] = rng.uniform(-0.1, 0.1, arr.shape).astype(arr.dtype)
+    exe.arg_dict["softmax_label"][:] = rng.integers(0, 10, arr.shape[:1])
+    times = []
+    for _ in range(repeat + 1):
+        t = time.perf_counter()
+        exe.forward(is_train=True)
+        exe.backward()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times[1:]) * 1e3
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch", type=int, default=64)
@@ -108,6 +126,8 @@ def main() -> None:
         ("in-place steps (on)", f"{len(s_on.plan.inplace)}"),
         ("compile (passes+lower+plan), median", f"{t * 1e3:.1f} ms"),
         ("simple_bind, both programs, median", f"{statistics.median(binds) * 1e3:.1f} ms"),
+        ("numpy training step off / on, median", f"{step_ms(off, a.repeat):.1f} ms / "
+         f"{step_ms(on, a.repeat):.1f} ms"),
     ]
     print(f"{name}, training graph, batch {a.batch}")
     width = max(len(r[0]) for r in rows)
