@@ -137,8 +137,9 @@ class Executor:
                                                    self.arg_arrays + self.aux_arrays)}
         shapes = infer_shapes(graph, given_shapes)
         types = infer_types(graph, given_types)
+        var_by_name = {v.name: v for v in graph.variables()}  # once: graphs can be large
         for n, a in zip(self._arg_names, self.arg_arrays):
-            node = next(v for v in graph.variables() if v.name == n)
+            node = var_by_name[n]
             if types[Entry(node)] != a.dtype:
                 raise BindError(f"argument {n}: array has dtype {a.dtype}, the graph needs "
                                 f"{types[Entry(node)]}")

@@ -28,13 +28,26 @@ class ShapeCache:
 
     def shape(self, e: Entry) -> Optional[Shape]:
         if e not in self._shapes:
-            self._fill(e.node)
+            self._fill_upto(e.node)
         return self._shapes[e]
 
     def dtype(self, e: Entry) -> Optional[np.dtype]:
         if e not in self._types:
-            self._fill(e.node)
+            self._fill_upto(e.node)
         return self._types[e]
+
+    def _fill_upto(self, node: Node) -> None:
+        """Fill ``node`` and its unknown ancestors, inputs first (iterative: graphs are deep)."""
+        stack = [(node, False)]
+        while stack:
+            n, ready = stack.pop()
+            if Entry(n) in self._shapes:
+                continue
+            if ready:
+                self._fill(n)
+                continue
+            stack.append((n, True))
+            stack.extend((e.node, False) for e in n.inputs if e not in self._shapes)
 
     def _fill(self, node: Node) -> None:
         if node.is_variable:
