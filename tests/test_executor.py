@@ -158,4 +158,5 @@ def test_copy_params_from_checks_names_and_shapes(rng) -> None:
 def test_debug_str_lists_steps() -> None:
     exe = mlp().simple_bind(sg.cpu(), data=(4, 784))
     text = exe.debug_str()
-    assert "FullyConnected fc1" in text and "_backward_SoftmaxOutput" in text
+    assert "FullyConnected" in text and "fc1" in text and "_backward_SoftmaxOutput" in text
+    assert "memory plan" in text
