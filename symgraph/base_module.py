@@ -98,15 +98,18 @@ class BaseModule:
         """Train for ``num_epoch`` epochs (MXNet's arguments). A tqdm bar shows progress when
         stdout is a terminal; ``curve_file`` writes a training-curve PNG (needs matplotlib)."""
         from . import initializer as _init
+        from . import optimizer as _opt
         if num_epoch is None:
             raise ValueError("fit: please specify num_epoch")
+        eval_metric = _metric.create(eval_metric)  # bad names fail before anything is bound
+        validation_metric = _metric.create(validation_metric or eval_metric)
+        if isinstance(optimizer, str):
+            _opt.check_name(optimizer)
         self.bind(train_data.provide_data, train_data.provide_label, for_training=True,
                   force_rebind=force_rebind)
         self.init_params(initializer or _init.Uniform(0.01), arg_params, aux_params,
                          allow_missing, force_init)
         self.init_optimizer(kvstore, optimizer, optimizer_params)
-        eval_metric = _metric.create(eval_metric)
-        validation_metric = _metric.create(validation_metric or eval_metric)
         batch_cbs = _as_list(batch_end_callback)
         bar = ProgressBar(getattr(train_data, "num_data", 0) // max(1, train_data.batch_size)
                           or None)

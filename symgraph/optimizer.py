@@ -266,14 +266,20 @@ def register(klass: type) -> type:
     return klass
 
 
+def check_name(name: str) -> str:
+    """The registry key of ``name``; ``AttrError`` listing the known names otherwise."""
+    key = str(name).lower()
+    if key not in _REGISTRY:
+        raise AttrError(f"unknown optimizer {name!r}; known: {sorted(_REGISTRY)}")
+    return key
+
+
 def create(name: Any, **kwargs: Any) -> Optimizer:
     """An optimizer by name (``'sgd'``, ``'adam'``, ``'rmsprop'``, ``'adagrad'``), or pass one
     through."""
     if isinstance(name, Optimizer):
         return name
-    key = str(name).lower()
-    if key not in _REGISTRY:
-        raise AttrError(f"unknown optimizer {name!r}; known: {sorted(_REGISTRY)}")
+    key = check_name(name)
     try:
         return _REGISTRY[key](**kwargs)
     except TypeError as exc:
