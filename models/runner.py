@@ -99,3 +99,44 @@ def main(model: str, argv: Optional[Sequence[str]] = None) -> int:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def time_steps(symbol: Any, ctx: Any, data_shape: tuple, steps: int, warmup: int = 2) -> list:
+    """Seconds per training step (forward, backward, SGD update) on random data."""
+    rng = np.random.default_rng(0)
+    mod = sg.mod.Module(symbol, context=ctx)
+    bs = data_shape[0]
+    mod.bind([("data", data_shape)], [("softmax_label", (bs,))])
+    mod.init_params(make_initializer("pytorch"))
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.01, "momentum": 0.9})
+    batch = sg.io.DataBatch([sg.nd.array(rng.random(data_shape, np.float32))],
+                            [sg.nd.array(rng.integers(0, 10, bs).astype(np.float32))])
+    times = []
+    for i in range(warmup + steps):
+        tic = time.perf_counter()
+        mod.forward_backward(batch)
+        mod.update()
+        mod.get_outputs()[0].asnumpy()  # wait for the device
+        if i >= warmup:
+            times.append(time.perf_counter() - tic)
+    return times
+
+
+def bench_main(model: str, argv: Optional[Sequence[str]] = None) -> int:
+    """``symgraph bench MODEL``: median training-step time and samples/s."""
+    p = argparse.ArgumentParser(prog=f"symgraph bench {model}")
+    p.add_argument("--ctx", choices=("cpu", "gpu"), default="cpu")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--steps", type=int, default=20)
+    args = p.parse_args(argv)
+    mod = importlib.import_module(f"models.{model}")
+    flat = {**DEFAULTS, **mod.RECIPE}["flat"]
+    shape = (args.batch_size, 784) if flat else (args.batch_size, 1, 28, 28)
+    ctx = sg.gpu() if args.ctx == "gpu" else sg.cpu()
+    times = time_steps(mod.build(), ctx, shape, args.steps)
+    med = float(np.median(times))
+    print(f"| model | ctx | batch | steps | median step (ms) | samples/s |")
+    print(f"|---|---|---|---|---|---|")
+    print(f"| {model} | {ctx} | {args.batch_size} | {args.steps} | {med * 1e3:.2f} | "
+          f"{args.batch_size / med:.0f} |")
+    return 0
