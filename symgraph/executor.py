@@ -254,7 +254,7 @@ class Executor:
                                                 self.outputs[i]).astype(self.outputs[i].dtype)
         program, env = stage["program"], self._env
         for slot, value in heads.items():
-            program.bind_input(env, slot, array(value, self._ctx))
+            program.bind_input(env, slot, array(value, self._ctx, value.dtype))
         program.run(env, stage["schedule"].n_forward_steps, len(stage["schedule"].steps),
                     self._run_ctx)
         reqs = dict(zip(self._arg_names, self._reqs))
