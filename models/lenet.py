@@ -5,24 +5,16 @@ from __future__ import annotations
 import sys
 
 import symgraph as sg
+from models.blocks import conv_act_pool, dense_head
 
 RECIPE = {"batch_size": 64, "optimizer": "sgd", "learning_rate": 0.05, "momentum": 0.9}
 
 
 def build() -> sg.sym.Symbol:
-    S = sg.sym
-    x = S.var("data")
-    x = S.Convolution(x, kernel=(5, 5), num_filter=20, name="conv1")
-    x = S.Activation(x, act_type="tanh", name="tanh1")
-    x = S.Pooling(x, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool1")
-    x = S.Convolution(x, kernel=(5, 5), num_filter=50, name="conv2")
-    x = S.Activation(x, act_type="tanh", name="tanh2")
-    x = S.Pooling(x, pool_type="max", kernel=(2, 2), stride=(2, 2), name="pool2")
-    x = S.Flatten(x, name="flatten")
-    x = S.FullyConnected(x, num_hidden=500, name="fc1")
-    x = S.Activation(x, act_type="tanh", name="tanh3")
-    x = S.FullyConnected(x, num_hidden=10, name="fc2")
-    return S.SoftmaxOutput(x, name="softmax")
+    x = sg.sym.var("data")
+    x = conv_act_pool(x, 1, 20, (5, 5), "tanh")
+    x = conv_act_pool(x, 2, 50, (5, 5), "tanh")
+    return dense_head(sg.sym.Flatten(x, name="flatten"), [500], "tanh", act_first=3)
 
 
 if __name__ == "__main__":

@@ -146,8 +146,7 @@ class Module(BaseModule):
         if not self.binded:
             raise BindError("init_params: call bind() first")
         initializer = _init.create(initializer) if initializer is not None else _init.Uniform(0.01)
-        self._check_params(arg_params, aux_params, allow_missing or initializer is not None,
-                           allow_extra)
+        self._check_params(arg_params, aux_params, allow_missing, allow_extra)
         attrs = self._symbol.attr_dict()
         for names, given, target in ((self._param_names, arg_params, self._exec.arg_dict),
                                      (self._aux_names, aux_params, self._exec.aux_dict)):

@@ -44,17 +44,33 @@ def test_summary_and_errors(tmp_path, capsys):
         cli.parse_shapes(["data:1,2"])
 
 
-def test_train_subset_writes_checkpoint(mnist_dir, tmp_path, capsys):
+def test_train_writes_checkpoint(tmp_path, capsys):
+    from tests.datasets.test_mnist import _write_set
+    data = tmp_path / "data"
+    data.mkdir()
+    _write_set(data, n=100)  # a small MNIST-format set: the runner end to end, quickly
     prefix = str(tmp_path / "mlp")
-    rc = cli.main(["train", "mlp", "--data-dir", str(mnist_dir), "--epochs", "1",
-                   "--num-train", "2048", "--prefix", prefix, "--log-every", "1000"])
+    rc = cli.main(["train", "mlp", "--data-dir", str(data), "--epochs", "2",
+                   "--prefix", prefix, "--log-every", "1"])
     assert rc == 0
     out = capsys.readouterr().out
     assert "mlp: test accuracy" in out and "epoch time" in out
-    assert (tmp_path / "mlp-0001.params").exists() and (tmp_path / "mlp-symbol.json").exists()
+    assert out.count("Validation-accuracy") == 2 and "Speed:" in out
+    for name in ("mlp-0001.params", "mlp-0002.params", "mlp-symbol.json"):
+        assert (tmp_path / name).exists()
 
 
 def test_train_missing_data(tmp_path, capsys):
     rc = cli.main(["train", "mlp", "--data-dir", str(tmp_path), "--epochs", "1"])
     assert rc == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_import_is_light():
+    import subprocess
+    import sys
+    code = ("import sys, symgraph; print(sorted(m for m in ('graphviz', 'tqdm', 'matplotlib') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=str(__import__("pathlib").Path(__file__).parents[1]))
+    assert out.stdout.strip() == "[]"
