@@ -98,6 +98,9 @@ def main(model: str, argv: Optional[Sequence[str]] = None) -> int:
     except sg.SymgraphError as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
+    except ImportError as exc:  # --ctx gpu without the CUDA backend or pycuda
+        print(f"error: context {args.ctx} is not available: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

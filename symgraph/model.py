@@ -35,11 +35,28 @@ def _host(v: Any) -> np.ndarray:
     return v.asnumpy() if isinstance(v, NDArray) else np.asarray(v)
 
 
+def save_arrays(fname: str, arrays: Mapping[str, Any]) -> None:
+    """Write named arrays to an ``.npz`` file atomically."""
+    payload = {k: _host(v) for k, v in arrays.items()}
+    _atomic_write(fname, lambda f: np.savez(f, **payload))
+
+
+def load_arrays(fname: str) -> dict[str, np.ndarray]:
+    """Read :func:`save_arrays` output (no pickle)."""
+    if not os.path.isfile(fname):
+        raise DataError(f"file {fname} not found")
+    try:
+        with np.load(fname, allow_pickle=False) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{fname}: not an .npz array file ({exc})") from None
+
+
 def save_params(fname: str, arg_params: Mapping[str, Any], aux_params: Mapping[str, Any]) -> None:
     """Write parameters as ``.npz`` with ``arg:``/``aux:`` key prefixes (atomically)."""
-    payload = {f"arg:{k}": _host(v) for k, v in arg_params.items()}
-    payload.update({f"aux:{k}": _host(v) for k, v in aux_params.items()})
-    _atomic_write(fname, lambda f: np.savez(f, **payload))
+    payload = {f"arg:{k}": v for k, v in arg_params.items()}
+    payload.update({f"aux:{k}": v for k, v in aux_params.items()})
+    save_arrays(fname, payload)
 
 
 def load_params(fname: str) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
@@ -47,15 +64,11 @@ def load_params(fname: str) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
     if not os.path.isfile(fname):
         raise DataError(f"parameter file {fname} not found")
     arg, aux = {}, {}
-    try:
-        with np.load(fname, allow_pickle=False) as z:
-            for key in z.files:
-                kind, _, name = key.partition(":")
-                if kind not in ("arg", "aux") or not name:
-                    raise DataError(f"{fname}: key {key!r} lacks an 'arg:' or 'aux:' prefix")
-                (arg if kind == "arg" else aux)[name] = array(z[key], cpu(), z[key].dtype)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{fname}: not a symgraph parameter file ({exc})") from None
+    for key, value in load_arrays(fname).items():
+        kind, _, name = key.partition(":")
+        if kind not in ("arg", "aux") or not name:
+            raise DataError(f"{fname}: key {key!r} lacks an 'arg:' or 'aux:' prefix")
+        (arg if kind == "arg" else aux)[name] = array(value, cpu(), value.dtype)
     return arg, aux
 
 

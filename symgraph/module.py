@@ -200,7 +200,7 @@ class Module(BaseModule):
         return arg, aux
 
     # -- optimizer ---------------------------------------------------------------------------
-    def init_optimizer(self, kvstore: Any = "local", optimizer: Any = "sgd",
+    def _init_optimizer(self, kvstore: Any = "local", optimizer: Any = "sgd",
                        optimizer_params: Any = (("learning_rate", 0.01),),
                        force_init: bool = False) -> None:
         """Make the optimizer; ``rescale_grad`` defaults to 1/batch size, as in MXNet."""
@@ -283,17 +283,40 @@ class Module(BaseModule):
 
     # -- checkpoints -------------------------------------------------------------------------
     def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False) -> None:
-        """``prefix-symbol.json`` and ``prefix-%04d.params``."""
-        from .model import save_checkpoint
+        """``prefix-symbol.json``, ``prefix-%04d.params`` and, if asked, ``prefix-%04d.states``
+        (optimizer states and update counts, ``.npz``)."""
+        from .model import save_checkpoint, save_arrays
         arg, aux = self.get_params()
         save_checkpoint(prefix, epoch, self._symbol, arg, aux)
+        if save_optimizer_states:
+            if not self.optimizer_initialized:
+                raise BindError("save_checkpoint: no optimizer states before init_optimizer()")
+            save_arrays("%s-%04d.states" % (prefix, epoch), self._updater.get_states())
+
+    def load_optimizer_states(self, fname: str) -> None:
+        """Restore optimizer states saved by ``save_checkpoint(..., save_optimizer_states=True)``."""
+        from .model import load_arrays
+        if not self.optimizer_initialized:
+            raise BindError("load_optimizer_states: call init_optimizer() first")
+        self._updater.set_states(load_arrays(fname))
+
+    def init_optimizer(self, *args: Any, **kwargs: Any) -> None:
+        """As :meth:`_init_optimizer`, then restore states from :meth:`load` if it was asked to."""
+        self._init_optimizer(*args, **kwargs)
+        pending = getattr(self, "_pending_states", None)
+        if pending:
+            self.load_optimizer_states(pending)
+            self._pending_states = None
 
     @staticmethod
     def load(prefix: str, epoch: int, load_optimizer_states: bool = False,
              **kwargs: Any) -> "Module":
-        """A module over a saved symbol whose parameters are set on ``bind``."""
+        """A module over a saved symbol whose parameters are set on ``bind`` (and optimizer
+        states on ``init_optimizer`` with ``load_optimizer_states``)."""
         from .model import load_checkpoint
         sym, arg, aux = load_checkpoint(prefix, epoch)
         mod = Module(sym, **kwargs)
         mod.set_params(arg, aux)
+        if load_optimizer_states:
+            mod._pending_states = "%s-%04d.states" % (prefix, epoch)
         return mod

@@ -298,6 +298,33 @@ class Updater:
             self.states[index] = self.optimizer.create_state(index, weight)
         self.optimizer.update(index, weight, grad, self.states[index])
 
+    def get_states(self) -> dict[str, np.ndarray]:
+        """States and update counts as named arrays (for an ``.npz`` file; no pickle)."""
+        out = {f"state:{i}:{k}": s for i, states in self.states.items()
+               for k, s in enumerate(states)}
+        out.update({f"count:{i}": np.array(c) for i, c in
+                    self.optimizer._index_update_count.items()})
+        return out
+
+    def set_states(self, arrays: dict[str, np.ndarray]) -> None:
+        """Restore :meth:`get_states` output (integer parameter indices)."""
+        states: dict[int, list] = {}
+        counts = {}
+        for key, value in arrays.items():
+            kind, index, *rest = key.split(":")
+            if kind == "state":
+                states.setdefault(int(index), []).append((int(rest[0]), np.array(value)))
+            else:
+                counts[int(index)] = int(value)
+        want = len(self.optimizer.rule.states)
+        for i, items in states.items():
+            if len(items) != want:
+                raise AttrError(f"optimizer states of parameter {i}: {len(items)} arrays, "
+                                f"{type(self.optimizer).__name__} keeps {want}")
+        self.states = {i: tuple(v for _, v in sorted(items)) for i, items in states.items()}
+        self.optimizer._index_update_count = counts
+        self.optimizer.num_update = max(counts.values(), default=self.optimizer.num_update)
+
 
 def get_updater(optimizer: Optimizer) -> Callable[[Any, Any, Any], None]:
     """MXNet's ``get_updater``: a callable ``(index, grad, weight)`` with its own states."""

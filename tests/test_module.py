@@ -168,3 +168,37 @@ def test_reshape_on_new_batch_size(rng):
     arg, _ = mod.get_params()
     z = x @ arg["fc_weight"].asnumpy().T + arg["fc_bias"].asnumpy()
     np.testing.assert_allclose(out.argmax(1), z.argmax(1))
+
+
+def _fit_epochs(mod, x, y, begin, end):
+    it = sg.io.NDArrayIter(x, y, 16)  # no shuffle: both runs see the same batches
+    mod.fit(it, begin_epoch=begin, num_epoch=end, initializer=sg.init.Normal(0.3),
+            optimizer_params={"learning_rate": 0.1, "momentum": 0.9})
+
+
+def test_resume_with_optimizer_states(rng, tmp_path):
+    x, y = _blobs(rng, n=64)
+    sg.random.seed(5)
+    whole = sg.mod.Module(_softmax_net())
+    _fit_epochs(whole, x, y, 0, 2)
+    sg.random.seed(5)
+    first = sg.mod.Module(_softmax_net())
+    _fit_epochs(first, x, y, 0, 1)
+    prefix = str(tmp_path / "r")
+    first.save_checkpoint(prefix, 1, save_optimizer_states=True)
+    want = whole.get_params()[0]["fc_weight"].asnumpy()
+    for load_states in (True, False):
+        resumed = sg.mod.Module.load(prefix, 1, load_optimizer_states=load_states)
+        _fit_epochs(resumed, x, y, 1, 2)
+        got = resumed.get_params()[0]["fc_weight"].asnumpy()
+        if load_states:
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+        else:  # momentum restarts from zero: a different result
+            assert np.abs(got - want).max() > 1e-4
+
+
+def test_corrupt_params_file(tmp_path):
+    (tmp_path / "bad-symbol.json").write_text(_softmax_net().tojson())
+    (tmp_path / "bad-0001.params").write_bytes(b"not a zip file at all")
+    with pytest.raises(DataError, match="bad-0001.params: not an .npz"):
+        sg.model.load_checkpoint(str(tmp_path / "bad"), 1)
