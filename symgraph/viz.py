@@ -83,6 +83,7 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
     style.update(node_attrs or {})
     dot = Digraph(name=title, format=save_format)
     dot.attr(rankdir="BT", label=title)
+    dot.attr("edge", fontsize="9")
     ids = {n: f"n{i}" for i, n in enumerate(nodes)}
     ends: dict[Node, tuple[str, str]] = {}  # node -> (first id, last id) for clusters
     for node in nodes:
