@@ -56,7 +56,8 @@ def load_mnist(data_dir: Optional[str], flat: bool, num_train: Optional[int]) ->
         d["train_data"] = d["train_data"].reshape(-1, 784)
         d["test_data"] = d["test_data"].reshape(-1, 784)
     if num_train:
-        d["train_data"], d["train_label"] = d["train_data"][:num_train], d["train_label"][:num_train]
+        d["train_data"] = d["train_data"][:num_train]
+        d["train_label"] = d["train_label"][:num_train]
     return d
 
 

@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from . import metric as _metric
+from .base import AttrError
 from .callback import BatchEndParam, ProgressBar
 from .ndarray import NDArray, array
 
@@ -100,7 +101,7 @@ class BaseModule:
         from . import initializer as _init
         from . import optimizer as _opt
         if num_epoch is None:
-            raise ValueError("fit: please specify num_epoch")
+            raise AttrError("fit: please specify num_epoch")
         eval_metric = _metric.create(eval_metric)  # bad names fail before anything is bound
         validation_metric = _metric.create(validation_metric or eval_metric)
         if isinstance(optimizer, str):
@@ -120,24 +121,27 @@ class BaseModule:
             self._fit_epoch(train_data, eval_metric, epoch, batch_cbs)
             bar.close()
             record = {"epoch": epoch, "time": time.time() - tic}
-            for name, val in eval_metric.get_name_value():
-                self.logger.info("Epoch[%d] Train-%s=%f", epoch, name, val)
-                record[f"train-{name}"] = val
+            self._log_metric(epoch, "Train", eval_metric.get_name_value(), record)
             self.logger.info("Epoch[%d] Time cost=%.3f", epoch, record["time"])
             arg, aux = self.get_params()
             for cb in _as_list(epoch_end_callback):
                 cb(epoch, self.symbol, arg, aux)
             if eval_data is not None:
-                res = self.score(eval_data, validation_metric, score_end_callback=eval_end_callback,
-                                 batch_end_callback=eval_batch_end_callback, epoch=epoch)
-                for name, val in res:
-                    self.logger.info("Epoch[%d] Validation-%s=%f", epoch, name, val)
-                    record[f"val-{name}"] = val
+                res = self.score(eval_data, validation_metric, epoch=epoch,
+                                 score_end_callback=eval_end_callback,
+                                 batch_end_callback=eval_batch_end_callback)
+                self._log_metric(epoch, "Validation", res, record)
             self.history.append(record)
             train_data.reset()
         if curve_file:
             from .plot import plot_history
             plot_history(self.history, curve_file, self.logger)
+
+    def _log_metric(self, epoch: int, kind: str, pairs: Sequence, record: dict) -> None:
+        """Log ``Epoch[e] Train-accuracy=...`` lines and keep the values for the curve."""
+        for name, val in pairs:
+            self.logger.info("Epoch[%d] %s-%s=%f", epoch, kind, name, val)
+            record[f"{'train' if kind == 'Train' else 'val'}-{name}"] = val
 
     def _fit_epoch(self, train_data: Any, eval_metric: Any, epoch: int,
                    callbacks: Sequence[Callable]) -> None:

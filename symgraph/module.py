@@ -294,7 +294,7 @@ class Module(BaseModule):
             save_arrays("%s-%04d.states" % (prefix, epoch), self._updater.get_states())
 
     def load_optimizer_states(self, fname: str) -> None:
-        """Restore optimizer states saved by ``save_checkpoint(..., save_optimizer_states=True)``."""
+        """Restore the states written by ``save_checkpoint(..., save_optimizer_states=True)``."""
         from .model import load_arrays
         if not self.optimizer_initialized:
             raise BindError("load_optimizer_states: call init_optimizer() first")

@@ -130,6 +130,10 @@ def test_checkpoint_of_another_network(rng, tmp_path):
         smaller.set_params(arg, aux)
     with pytest.raises(DataError, match="not found"):
         sg.model.load_checkpoint(prefix, 4)
+    unbound = sg.mod.Module(_softmax_net(hidden=6))
+    unbound.set_params(arg, aux)  # checked when bind knows the shapes
+    with pytest.raises(BindError, match="fc0_weight has shape"):
+        unbound.bind([("data", (2, 5))], [("softmax_label", (2,))])
 
 
 def test_label_data_batch_mismatch():
