@@ -211,6 +211,8 @@ class Module(BaseModule):
         idx2name = dict(enumerate(self._param_names))
         if isinstance(optimizer, _opt.Optimizer):
             optimizer.idx2name = idx2name
+            optimizer.sym_info = self._symbol.attr_dict()
+            optimizer.set_lr_mult({})
             optimizer.set_wd_mult({})
         else:
             optimizer = _opt.create(optimizer, param_idx2name=idx2name, sym=self._symbol,
@@ -261,9 +263,9 @@ class Module(BaseModule):
         if not self.optimizer_initialized:
             raise BindError("update: call init_optimizer() first")
         grads = self._exec.grad_dict
-        for i, name in enumerate(self._param_names):
-            if name in grads:
-                self._updater(i, grads[name], self._exec.arg_dict[name])
+        todo = [(i, n) for i, n in enumerate(self._param_names) if n in grads]
+        self._updater.update_multi([i for i, _ in todo], [grads[n] for _, n in todo],
+                                   [self._exec.arg_dict[n] for _, n in todo])
 
     def get_outputs(self, merge_multi_context: bool = True) -> list[NDArray]:
         return list(self._exec.outputs)

@@ -101,10 +101,29 @@ class Optimizer:
         """Zero-initialised state arrays (host numpy) for ``weight``."""
         return tuple(np.zeros(weight.shape, np.dtype(weight.dtype)) for _ in self.rule.states)
 
+    def step_scalars(self, indices: Sequence[Any]) -> dict[str, np.ndarray]:
+        """Count one update for each of ``indices`` and return this step's scalar table:
+        ``{scalar name: float64 array with one value per index}``. A fused GPU update takes this
+        table (one row per parameter) and the rule's formulas; the numpy path reads row ``i``."""
+        rows = []
+        for index in indices:
+            self._update_count(index)
+            rows.append(self._scalars(index, self._index_update_count[index]))
+        return {k: np.array([r[k] for r in rows], np.float64) for k in self.rule.scalars}
+
+    def update_multi(self, indices: Sequence[Any], weights: Sequence[Any],
+                     grads: Sequence[Any], states: Sequence[Sequence[np.ndarray]]) -> None:
+        """One step for several parameters (the scalar table is built once)."""
+        table = self.step_scalars(indices)
+        for i, (w, g, st) in enumerate(zip(weights, grads, states)):
+            self._apply(w, g, st, {k: v[i] for k, v in table.items()})
+
     def update(self, index: Any, weight: Any, grad: Any, state: Sequence[np.ndarray]) -> None:
         """Apply one step to ``weight`` (an NDArray or numpy array) in place; states too."""
-        self._update_count(index)
-        scalars = self._scalars(index, self._index_update_count[index])
+        self.update_multi([index], [weight], [grad], [state])
+
+    def _apply(self, weight: Any, grad: Any, state: Sequence[np.ndarray],
+               scalars: dict[str, float]) -> None:
         w = weight.asnumpy() if hasattr(weight, "asnumpy") else weight
         g = grad.asnumpy() if hasattr(grad, "asnumpy") else np.asarray(grad)
         new = self.rule.apply(w, g, state, scalars)
@@ -297,6 +316,14 @@ class Updater:
         if index not in self.states:
             self.states[index] = self.optimizer.create_state(index, weight)
         self.optimizer.update(index, weight, grad, self.states[index])
+
+    def update_multi(self, indices: Sequence[Any], grads: Sequence[Any],
+                     weights: Sequence[Any]) -> None:
+        """One step for all of ``indices`` (states created on first use)."""
+        for index, weight in zip(indices, weights):
+            if index not in self.states:
+                self.states[index] = self.optimizer.create_state(index, weight)
+        self.optimizer.update_multi(indices, weights, grads, [self.states[i] for i in indices])
 
     def get_states(self) -> dict[str, np.ndarray]:
         """States and update counts as named arrays (for an ``.npz`` file; no pickle)."""

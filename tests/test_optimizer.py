@@ -147,3 +147,25 @@ def test_unknown_optimizer():
         sg.optimizer.create("sgdd")
     with pytest.raises(AttrError, match="momentun"):
         sg.optimizer.create("sgd", momentun=0.9)
+
+
+def test_step_scalars_table_and_update_multi(rng):
+    names = {0: "a_weight", 1: "b_bias"}
+    opt = sg.optimizer.Adam(learning_rate=0.1, wd=0.5, param_idx2name=names)
+    opt.lr_mult = {"b_bias": 0.1}
+    table = opt.step_scalars([0, 1])
+    assert set(table) == set(opt.rule.scalars)
+    corr = np.sqrt(1 - 0.999) / (1 - 0.9)  # bias correction of step 1
+    np.testing.assert_allclose(table["lr"], [0.1 * corr, 0.01 * corr])
+    np.testing.assert_allclose(table["wd"], [0.5, 0.0])
+    ws = [rng.standard_normal((3, 2)).astype(np.float32) for _ in range(2)]
+    gs = [rng.standard_normal((3, 2)).astype(np.float32) for _ in range(2)]
+    together = [w.copy() for w in ws]
+    multi = sg.optimizer.Updater(sg.optimizer.Adam(learning_rate=0.1, param_idx2name=names))
+    single = sg.optimizer.Updater(sg.optimizer.Adam(learning_rate=0.1, param_idx2name=names))
+    for _ in range(3):
+        multi.update_multi([0, 1], gs, together)
+        for i in (0, 1):
+            single(i, gs[i], ws[i])
+    for a, b in zip(together, ws):
+        np.testing.assert_array_equal(a, b)
