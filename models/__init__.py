@@ -1,1 +1,8 @@
-"""Network definitions built with ``sg.sym`` that tests, benchmarks and examples share."""
+"""Example networks, each runnable as ``python -m models.<name> --ctx cpu --epochs 1``.
+
+Every model module defines ``build() -> Symbol`` and ``RECIPE`` (training hyper-parameters);
+:mod:`models.runner` trains any of them on MNIST. ``MODELS`` maps CLI names to modules.
+"""
+from __future__ import annotations
+
+MODELS = ("mlp", "lenet", "simple_cnn")

@@ -1,7 +1,9 @@
 """symgraph: a define-then-run deep learning graph compiler with MXNet's ``mx.sym`` API.
 
 ``import symgraph as sg`` gives ``sg.sym`` (symbols), ``sg.nd`` (arrays), ``sg.cpu()``,
-``sg.gpu(i)`` and ``sg.test_utils``.
+``sg.gpu(i)`` and ``sg.test_utils``; for training ``sg.io``, ``sg.init``, ``sg.optimizer``,
+``sg.lr_scheduler``, ``sg.mod``, ``sg.model``, ``sg.metric``, ``sg.callback``, ``sg.viz`` and
+``sg.datasets`` (graphviz, matplotlib and tqdm are imported only when used).
 """
 from __future__ import annotations
 
@@ -9,16 +11,24 @@ from . import base, name, random
 from . import ndarray as nd
 from . import symbol as sym
 from . import test_utils
-from .base import (AttrError, BindError, DTypeError, ExecutionError, GraphError, ShapeError,
-                   SymgraphError)
+from .base import (AttrError, BindError, DataError, DTypeError, ExecutionError, GraphError,
+                   ShapeError, SymgraphError)
 from .context import Context, cpu, current_context, gpu
 from .executor import Executor
+from . import (callback, datasets, io, lr_scheduler, metric, model, optimizer,  # noqa: E402
+               viz)
+from . import initializer as init
+from . import module as mod
 
 symbol = sym
 ndarray = nd
+initializer = init
+module = mod
 
 __version__ = "0.1.0"
 
 __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_context",
            "Executor", "name", "random", "test_utils", "base", "SymgraphError", "AttrError",
-           "ShapeError", "DTypeError", "BindError", "GraphError", "ExecutionError"]
+           "ShapeError", "DTypeError", "BindError", "GraphError", "ExecutionError", "DataError",
+           "io", "init", "initializer", "optimizer", "lr_scheduler", "mod", "module", "model",
+           "metric", "callback", "viz", "datasets"]

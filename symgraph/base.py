@@ -41,3 +41,7 @@ def where(name: Optional[str], op: Optional[str]) -> str:
     if name is None:
         return ""
     return f"{name} ({op}): " if op else f"{name}: "
+
+
+class DataError(SymgraphError, ValueError):
+    """Input data is missing, corrupt, or does not match what the model was bound for."""

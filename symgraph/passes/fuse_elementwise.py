@@ -158,7 +158,9 @@ class _Grouping:
             if len(users) != 1 or Entry(node) in self.outputs or self.head[r] is node:
                 continue
             h = self.root_of(users[0])
-            if h is None or h == r or not self._compatible(node, h):
+            # A head's inputs come from outside its group (fused.py's format), so never defer
+            # a node into the group whose head reads it.
+            if h is None or h == r or self.head[h] is users[0] or not self._compatible(node, h):
                 continue
             if all((self.root_of(e.node) != r or self._is_group_output(e, r, node))
                    and not self.anc[e.node] & self.bits[h] for e in node.inputs):

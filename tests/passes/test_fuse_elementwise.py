@@ -99,3 +99,16 @@ def test_relu_backward_fuses_and_training_matches() -> None:
     assert any("_greater_scalar" in s.node.attrs["members"] for s in bwd_fused)
     text = exe.debug_str()
     assert "members:" in text and "broadcast_mul" in text and "planned peak" in text
+
+
+def test_gemm_head_input_from_an_elementwise_node_stays_outside_its_group() -> None:
+    """tanh's only reader is the GEMM head: it must not be moved into the head's group
+    (regression: the head's input was then defined inside the fused node itself)."""
+    fc = sg.sym.FullyConnected(sg.sym.tanh(x), num_hidden=5, name="fc")
+    sym = sg.sym.relu(fc) * 2.0
+
+    def ref(v):
+        return [2 * np.maximum(np.tanh(v["x"]) @ v["fc_weight"].T + v["fc_bias"], 0)]
+    out = _check(sym, ref, x=(4, 3))
+    heads = [n for n in _fused(out) if n.attrs["head"] is not None]
+    assert len(heads) == 1 and "tanh" not in heads[0].attrs["members"]

@@ -1,0 +1,202 @@
+"""``sg.io``: data iterators as in MXNet 1.x (``NDArrayIter``, ``MNISTIter``, ``DataBatch``).
+
+An iterator yields :class:`DataBatch` objects whose ``data``/``label`` are lists of CPU NDArrays
+of a fixed batch shape; ``provide_data``/``provide_label`` describe them as :class:`DataDesc`.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from typing import Any, Iterator, Optional, Sequence, Union
+
+import numpy as np
+
+from . import random as _random
+from .base import DataError
+from .ndarray import NDArray, array
+
+LAST_BATCH_HANDLES = ("pad", "discard", "roll_over")
+
+
+class DataDesc(namedtuple("DataDesc", ["name", "shape"])):
+    """``(name, shape)`` of one input, with ``dtype`` and ``layout`` as attributes (MXNet)."""
+
+    def __new__(cls, name: str, shape: Sequence[int], dtype: Any = np.float32,
+                layout: str = "NCHW") -> "DataDesc":
+        ret = super().__new__(cls, name, tuple(shape))
+        ret.dtype = np.dtype(dtype)
+        ret.layout = layout
+        return ret
+
+    def __repr__(self) -> str:
+        return f"DataDesc[{self.name},{self.shape},{self.dtype},{self.layout}]"
+
+
+class DataBatch:
+    """One batch: ``data`` and ``label`` lists of NDArrays; ``pad`` = padded samples at the end."""
+
+    def __init__(self, data: list, label: Optional[list] = None, pad: int = 0,
+                 index: Optional[np.ndarray] = None, provide_data: Optional[list] = None,
+                 provide_label: Optional[list] = None) -> None:
+        self.data = data
+        self.label = label
+        self.pad = pad
+        self.index = index
+        self.provide_data = provide_data
+        self.provide_label = provide_label
+
+    def __repr__(self) -> str:
+        shapes = [d.shape for d in self.data]
+        lshapes = [lb.shape for lb in self.label or []]
+        return f"DataBatch: data shapes: {shapes} label shapes: {lshapes}"
+
+
+class DataIter:
+    """Base class: iterate with ``for batch in it``; ``reset()`` starts a new epoch."""
+
+    def __init__(self, batch_size: int = 0) -> None:
+        self.batch_size = batch_size
+
+    def __iter__(self) -> Iterator[DataBatch]:
+        return self
+
+    def __next__(self) -> DataBatch:
+        return self.next()
+
+    def next(self) -> DataBatch:
+        raise NotImplementedError
+
+    def reset(self) -> None:
+        raise NotImplementedError
+
+    @property
+    def provide_data(self) -> list:
+        raise NotImplementedError
+
+    @property
+    def provide_label(self) -> list:
+        return []
+
+
+ArrayLike = Union[np.ndarray, NDArray]
+
+
+def _named(value: Any, default: str) -> "OrderedDict[str, np.ndarray]":
+    """Normalise data/label given as an array, a list of arrays or a dict to ``{name: array}``."""
+    if value is None:
+        return OrderedDict()
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, (list, tuple)):
+        items = [(default if i == 0 else f"_{i}_{default}", v) for i, v in enumerate(value)]
+    else:
+        items = [(default, value)]
+    out = OrderedDict()
+    for k, v in items:
+        host = v.asnumpy() if isinstance(v, NDArray) else np.asarray(v)
+        out[k] = host.astype(np.float32) if host.dtype == np.float64 else host
+    return out
+
+
+class NDArrayIter(DataIter):
+    """Iterate over in-memory arrays in batches (MXNet's ``mx.io.NDArrayIter``).
+
+    ``last_batch_handle``: ``'pad'`` fills the last batch from the start of the data (``pad``
+    says how many), ``'discard'`` drops it, ``'roll_over'`` carries the leftover samples into the
+    first batch of the next epoch. With ``shuffle`` the order is redrawn (from ``sg.random``) at
+    construction and every ``reset()``.
+    """
+
+    def __init__(self, data: Any, label: Any = None, batch_size: int = 1, shuffle: bool = False,
+                 last_batch_handle: str = "pad", data_name: str = "data",
+                 label_name: str = "softmax_label") -> None:
+        super().__init__(batch_size)
+        if last_batch_handle not in LAST_BATCH_HANDLES:
+            raise DataError(f"NDArrayIter: last_batch_handle={last_batch_handle!r}, expected "
+                            f"one of {LAST_BATCH_HANDLES}")
+        if int(batch_size) <= 0:
+            raise DataError(f"NDArrayIter: batch_size must be positive, got {batch_size}")
+        self.data = _named(data, data_name)
+        self.label = _named(label, label_name)
+        if not self.data:
+            raise DataError("NDArrayIter: no data given")
+        sizes = {k: len(v) for k, v in list(self.data.items()) + list(self.label.items())}
+        if len(set(sizes.values())) != 1:
+            raise DataError(f"NDArrayIter: data and label have different numbers of samples "
+                            f"{sizes}")
+        self.num_data = next(iter(sizes.values()))
+        if last_batch_handle == "discard" and self.num_data < batch_size:
+            raise DataError(f"NDArrayIter: {self.num_data} samples, fewer than batch_size "
+                            f"{batch_size}, and last_batch_handle='discard'")
+        self.shuffle = shuffle
+        self.last_batch_handle = last_batch_handle
+        self._carry = np.zeros(0, np.int64)
+        self._order = np.arange(self.num_data)
+        self.reset()
+
+    @property
+    def provide_data(self) -> list:
+        return [DataDesc(k, (self.batch_size,) + v.shape[1:], v.dtype)
+                for k, v in self.data.items()]
+
+    @property
+    def provide_label(self) -> list:
+        return [DataDesc(k, (self.batch_size,) + v.shape[1:], v.dtype)
+                for k, v in self.label.items()]
+
+    def reset(self) -> None:
+        """Start a new epoch (reshuffling if ``shuffle``)."""
+        order = np.arange(self.num_data)
+        if self.shuffle:
+            order = _random.generator().permutation(self.num_data)
+        if self.last_batch_handle == "roll_over":
+            order = np.concatenate([self._carry, order])
+        self._order = order
+        self._cursor = 0
+
+    def _take(self, arrays: "OrderedDict[str, np.ndarray]", idx: np.ndarray) -> list[NDArray]:
+        return [array(v[idx], dtype=v.dtype) for v in arrays.values()]
+
+    def next(self) -> DataBatch:
+        n, bs, start = len(self._order), self.batch_size, self._cursor
+        if start >= n:
+            raise StopIteration
+        pad = 0
+        if start + bs <= n:
+            idx = self._order[start:start + bs]
+        elif self.last_batch_handle == "discard":
+            raise StopIteration
+        elif self.last_batch_handle == "roll_over":
+            self._carry = self._order[start:]
+            self._cursor = n
+            raise StopIteration
+        else:
+            pad = start + bs - n
+            idx = np.concatenate([self._order[start:], np.resize(self._order, pad)])
+        if self.last_batch_handle == "roll_over" and start + bs >= n:
+            self._carry = np.zeros(0, np.int64)
+        self._cursor = start + bs
+        return DataBatch(self._take(self.data, idx), self._take(self.label, idx), pad, idx,
+                         self.provide_data, self.provide_label)
+
+    def getpad(self) -> int:
+        return max(0, self._cursor - len(self._order))
+
+
+class MNISTIter(NDArrayIter):
+    """MNIST from IDX files (MXNet's ``mx.io.MNISTIter``): images scaled to [0, 1], shape
+    ``(batch, 1, 28, 28)``, or ``(batch, 784)`` with ``flat=True``."""
+
+    def __init__(self, image: str, label: str, batch_size: int = 128, shuffle: bool = True,
+                 flat: bool = False, seed: Optional[int] = None,
+                 last_batch_handle: str = "pad") -> None:
+        from .datasets.mnist import read_idx
+        images = read_idx(image, 3)
+        labels = read_idx(label, 1)
+        if len(images) != len(labels):
+            raise DataError(f"MNISTIter: {len(images)} images in {image} but {len(labels)} "
+                            f"labels in {label}")
+        shape = (-1, 784) if flat else (-1, 1, 28, 28)
+        data = images.reshape(shape).astype(np.float32) / np.float32(255.0)
+        if seed is not None:
+            _random.seed(seed)
+        super().__init__(data, labels.astype(np.float32), batch_size, shuffle, last_batch_handle)

@@ -1,0 +1,324 @@
+"""``sg.mod.Module``: the MXNet 1.x intermediate training API over one executor.
+
+``bind`` makes the executor from data/label shapes, ``init_params`` fills parameters (from an
+initializer or given arrays), ``init_optimizer`` makes the updater, and ``forward``/``backward``/
+``update`` run one step. ``fit``, ``score`` and ``predict`` live in :mod:`symgraph.base_module`.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from . import initializer as _init
+from . import optimizer as _opt
+from .base import BindError, DataError
+from .base_module import BaseModule
+from .context import Context, cpu
+from .io import DataBatch, DataDesc
+from .ndarray import NDArray, array
+
+
+def _descs(shapes: Any) -> list[DataDesc]:
+    out = []
+    for d in shapes or []:
+        out.append(d if isinstance(d, DataDesc) else DataDesc(d[0], d[1]))
+    return out
+
+
+class Module(BaseModule):
+    """A trainable module over ``symbol`` (MXNet's ``mx.mod.Module``)."""
+
+    def __init__(self, symbol: Any, data_names: Sequence[str] = ("data",),
+                 label_names: Optional[Sequence[str]] = ("softmax_label",),
+                 context: Any = None, fixed_param_names: Optional[Sequence[str]] = None,
+                 logger: Any = logging) -> None:
+        super().__init__(logger)
+        if isinstance(context, (list, tuple)):
+            if len(context) != 1:
+                raise BindError(f"Module: one context supported, got {list(context)}")
+            context = context[0]
+        self._context: Context = context or cpu()
+        self._symbol = symbol
+        args = symbol.list_arguments()
+        self._data_names = list(data_names)
+        self._label_names = [n for n in (label_names or []) if n in args]
+        for n in self._data_names:
+            if n not in args:
+                raise BindError(f"Module: data name {n!r} is not an argument of the symbol; "
+                                f"arguments: {args}")
+        inputs = set(self._data_names) | set(self._label_names)
+        self._param_names = [n for n in args if n not in inputs]
+        self._aux_names = symbol.list_auxiliary_states()
+        self._fixed_param_names = list(fixed_param_names or [])
+        self._output_names = symbol.list_outputs()
+        self._exec: Any = None
+        self._arg_params: Optional[dict] = None
+        self._aux_params: Optional[dict] = None
+        self._updater: Any = None
+        self._optimizer: Optional[_opt.Optimizer] = None
+
+    # -- names and shapes ------------------------------------------------------------------
+    @property
+    def symbol(self) -> Any:
+        return self._symbol
+
+    @property
+    def data_names(self) -> list[str]:
+        return self._data_names
+
+    @property
+    def label_names(self) -> list[str]:
+        return self._label_names
+
+    @property
+    def output_names(self) -> list[str]:
+        return self._output_names
+
+    @property
+    def data_shapes(self) -> list[DataDesc]:
+        return self._data_shapes
+
+    @property
+    def label_shapes(self) -> list[DataDesc]:
+        return self._label_shapes
+
+    @property
+    def output_shapes(self) -> list[tuple[str, tuple]]:
+        return [(n, o.shape) for n, o in zip(self._output_names, self._exec.outputs)]
+
+    # -- bind --------------------------------------------------------------------------------
+    def bind(self, data_shapes: Any, label_shapes: Any = None, for_training: bool = True,
+             inputs_need_grad: bool = False, force_rebind: bool = False,
+             shared_module: Any = None, grad_req: str = "write") -> None:
+        """Make the executor for these input shapes (``[(name, shape)]`` or DataDesc lists)."""
+        if self.binded and not force_rebind:
+            self.logger.warning("Already bound, ignoring bind()")
+            return
+        data, label = _descs(data_shapes), _descs(label_shapes)
+        given = [d.name for d in data]
+        if sorted(given) != sorted(self._data_names):
+            raise BindError(f"bind: data shapes for {given}, module data names are "
+                            f"{self._data_names}")
+        if label and sorted(d.name for d in label) != sorted(self._label_names):
+            raise BindError(f"bind: label shapes for {[d.name for d in label]}, module label "
+                            f"names are {self._label_names}")
+        self._check_batch(data + label)
+        self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
+        self._data_shapes, self._label_shapes = data, label
+        reqs = {n: "null" for n in self._symbol.list_arguments()}
+        if for_training:
+            reqs.update({n: grad_req for n in self._param_names
+                         if n not in self._fixed_param_names})
+            if inputs_need_grad:
+                reqs.update({n: grad_req for n in self._data_names})
+        shapes = {d.name: d.shape for d in data + label}
+        types = {d.name: d.dtype for d in data + label}
+        self._exec = self._symbol.simple_bind(self._context, grad_req=reqs, type_dict=types,
+                                              **shapes)
+        self.binded = True
+        if self.params_initialized:
+            self._check_params(self._arg_params, self._aux_params, False, False)
+            self._exec.copy_params_from(self._arg_params, self._aux_params)
+
+    @staticmethod
+    def _check_batch(descs: Sequence[DataDesc]) -> None:
+        sizes = {d.name: d.shape[0] for d in descs if len(d.shape)}
+        if len(set(sizes.values())) > 1:
+            raise BindError(f"data and label batch sizes differ: {sizes}")
+
+    def reshape(self, data_shapes: Any, label_shapes: Any = None) -> None:
+        """Rebind for new input shapes, keeping parameters (and the optimizer)."""
+        arg, aux = self.get_params() if self.params_initialized else (None, None)
+        self.binded = False
+        self.bind(data_shapes, label_shapes, self.for_training, self.inputs_need_grad)
+        if arg is not None:
+            self._exec.copy_params_from(arg, aux)
+
+    # -- parameters --------------------------------------------------------------------------
+    def init_params(self, initializer: Any = None, arg_params: Optional[Mapping] = None,
+                    aux_params: Optional[Mapping] = None, allow_missing: bool = False,
+                    force_init: bool = False, allow_extra: bool = False) -> None:
+        """Fill parameters: given arrays first, the initializer for the rest."""
+        if self.params_initialized and not force_init:
+            return
+        if not self.binded:
+            raise BindError("init_params: call bind() first")
+        initializer = _init.create(initializer) if initializer is not None else _init.Uniform(0.01)
+        self._check_params(arg_params, aux_params, allow_missing, allow_extra)
+        attrs = self._symbol.attr_dict()
+        for names, given, target in ((self._param_names, arg_params, self._exec.arg_dict),
+                                     (self._aux_names, aux_params, self._exec.aux_dict)):
+            for name in names:
+                if given is not None and name in given:
+                    target[name][:] = given[name]
+                else:
+                    initializer(_init.InitDesc(name, attrs.get(name, {})), target[name])
+        self.params_initialized = True
+        self._arg_params, self._aux_params = self.get_params()
+
+    def _check_params(self, arg_params: Optional[Mapping], aux_params: Optional[Mapping],
+                      allow_missing: bool, allow_extra: bool) -> None:
+        """Refuse names or shapes that do not belong to this network, before writing."""
+        for kind, names, given, target in (
+                ("argument", self._param_names, arg_params, self._exec.arg_dict),
+                ("aux state", self._aux_names, aux_params, self._exec.aux_dict)):
+            if given is None:
+                continue
+            extra = sorted(set(given) - set(names))
+            if extra and not allow_extra:
+                raise BindError(f"set_params: {extra} are not {kind}s of this network; its "
+                                f"{kind}s are {names}")
+            missing = [n for n in names if n not in given]
+            if missing and not allow_missing:
+                raise BindError(f"set_params: {kind}s {missing} are missing")
+            for n in names:
+                if n in given and tuple(given[n].shape) != target[n].shape:
+                    raise BindError(f"set_params: {kind} {n} has shape "
+                                    f"{tuple(given[n].shape)}, the network needs "
+                                    f"{target[n].shape}")
+
+    def set_params(self, arg_params: Mapping, aux_params: Optional[Mapping] = None,
+                   allow_missing: bool = False, force_init: bool = True,
+                   allow_extra: bool = False) -> None:
+        """Copy parameters in; mismatched names or shapes raise ``BindError``."""
+        if not self.binded:
+            self._arg_params, self._aux_params = dict(arg_params), dict(aux_params or {})
+            self.params_initialized = True
+            return
+        self._check_params(arg_params, aux_params or {}, allow_missing, allow_extra)
+        self.init_params(None, arg_params, aux_params or {}, allow_missing, force_init,
+                         allow_extra)
+
+    def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
+        """Copies of ``(arg_params, aux_params)`` on the CPU."""
+        if not self.binded:
+            return dict(self._arg_params or {}), dict(self._aux_params or {})
+        arg = {n: array(self._exec.arg_dict[n], cpu()) for n in self._param_names}
+        aux = {n: array(self._exec.aux_dict[n], cpu()) for n in self._aux_names}
+        return arg, aux
+
+    # -- optimizer ---------------------------------------------------------------------------
+    def _init_optimizer(self, kvstore: Any = "local", optimizer: Any = "sgd",
+                       optimizer_params: Any = (("learning_rate", 0.01),),
+                       force_init: bool = False) -> None:
+        """Make the optimizer; ``rescale_grad`` defaults to 1/batch size, as in MXNet."""
+        if self.optimizer_initialized and not force_init:
+            return
+        params = dict(optimizer_params)
+        params.setdefault("rescale_grad", 1.0 / self._data_shapes[0].shape[0])
+        idx2name = dict(enumerate(self._param_names))
+        if isinstance(optimizer, _opt.Optimizer):
+            optimizer.idx2name = idx2name
+            optimizer.sym_info = self._symbol.attr_dict()
+            optimizer.set_lr_mult({})
+            optimizer.set_wd_mult({})
+        else:
+            optimizer = _opt.create(optimizer, param_idx2name=idx2name, sym=self._symbol,
+                                    **params)
+        self._optimizer = optimizer
+        self._updater = _opt.get_updater(optimizer)
+        self.optimizer_initialized = True
+
+    # -- computation -------------------------------------------------------------------------
+    def _batch_arrays(self, data_batch: DataBatch) -> dict[str, Any]:
+        data = list(data_batch.data)
+        label = list(data_batch.label or [])
+        if len(data) != len(self._data_names):
+            raise DataError(f"forward: {len(data)} data arrays for data names {self._data_names}")
+        arrays = dict(zip(self._data_names, data))
+        if label and self._label_names:
+            if len(label) != len(self._label_names):
+                raise DataError(f"forward: {len(label)} label arrays for label names "
+                                f"{self._label_names}")
+            arrays.update(zip(self._label_names, label))
+        sizes = {k: v.shape[0] for k, v in arrays.items()}
+        if len(set(sizes.values())) > 1:
+            raise DataError(f"forward: data and label batch sizes differ: {sizes}")
+        return arrays
+
+    def forward(self, data_batch: DataBatch, is_train: Optional[bool] = None) -> None:
+        """Run forward on a batch (rebinding first if its shapes differ from the bound ones)."""
+        if not (self.binded and self.params_initialized):
+            raise BindError("forward: call bind() and init_params() first")
+        arrays = self._batch_arrays(data_batch)
+        is_train = self.for_training if is_train is None else is_train
+        bound = {d.name: d.shape for d in self._data_shapes + self._label_shapes}
+        if any(tuple(v.shape) != bound.get(k, tuple(v.shape)) for k, v in arrays.items()):
+            self.reshape([(n, tuple(arrays[n].shape)) for n in self._data_names],
+                         [(n, tuple(arrays[n].shape)) for n in self._label_names
+                          if n in arrays and self._label_shapes] or None)
+        for name, value in arrays.items():
+            self._exec.arg_dict[name][:] = value
+        self._exec.forward(is_train=is_train)
+
+    def backward(self, out_grads: Any = None) -> None:
+        if not self.for_training:
+            raise BindError("backward: module was bound with for_training=False")
+        self._exec.backward(out_grads)
+
+    def update(self) -> None:
+        """One optimizer step on every trainable parameter."""
+        if not self.optimizer_initialized:
+            raise BindError("update: call init_optimizer() first")
+        grads = self._exec.grad_dict
+        todo = [(i, n) for i, n in enumerate(self._param_names) if n in grads]
+        self._updater.update_multi([i for i, _ in todo], [grads[n] for _, n in todo],
+                                   [self._exec.arg_dict[n] for _, n in todo])
+
+    def get_outputs(self, merge_multi_context: bool = True) -> list[NDArray]:
+        return list(self._exec.outputs)
+
+    def get_input_grads(self, merge_multi_context: bool = True) -> list[NDArray]:
+        if not self.inputs_need_grad:
+            raise BindError("get_input_grads: module was bound with inputs_need_grad=False")
+        return [self._exec.grad_dict[n] for n in self._data_names]
+
+    def update_metric(self, eval_metric: Any, labels: Sequence, pre_sliced: bool = False,
+                      pad: int = 0) -> None:
+        """Feed the current outputs to ``eval_metric``; the last ``pad`` rows are left out."""
+        keep = slice(None, -pad if pad else None)
+        preds = [o.asnumpy()[keep] for o in self._exec.outputs][:max(1, len(labels))]
+        eval_metric.update([np.asarray(lb.asnumpy() if hasattr(lb, "asnumpy") else lb)[keep]
+                            for lb in labels], preds)
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False) -> None:
+        """``prefix-symbol.json``, ``prefix-%04d.params`` and, if asked, ``prefix-%04d.states``
+        (optimizer states and update counts, ``.npz``)."""
+        from .model import save_checkpoint, save_arrays
+        arg, aux = self.get_params()
+        save_checkpoint(prefix, epoch, self._symbol, arg, aux)
+        if save_optimizer_states:
+            if not self.optimizer_initialized:
+                raise BindError("save_checkpoint: no optimizer states before init_optimizer()")
+            save_arrays("%s-%04d.states" % (prefix, epoch), self._updater.get_states())
+
+    def load_optimizer_states(self, fname: str) -> None:
+        """Restore the states written by ``save_checkpoint(..., save_optimizer_states=True)``."""
+        from .model import load_arrays
+        if not self.optimizer_initialized:
+            raise BindError("load_optimizer_states: call init_optimizer() first")
+        self._updater.set_states(load_arrays(fname))
+
+    def init_optimizer(self, *args: Any, **kwargs: Any) -> None:
+        """As :meth:`_init_optimizer`, then restore states from :meth:`load` if it was asked to."""
+        self._init_optimizer(*args, **kwargs)
+        pending = getattr(self, "_pending_states", None)
+        if pending:
+            self.load_optimizer_states(pending)
+            self._pending_states = None
+
+    @staticmethod
+    def load(prefix: str, epoch: int, load_optimizer_states: bool = False,
+             **kwargs: Any) -> "Module":
+        """A module over a saved symbol whose parameters are set on ``bind`` (and optimizer
+        states on ``init_optimizer`` with ``load_optimizer_states``)."""
+        from .model import load_checkpoint
+        sym, arg, aux = load_checkpoint(prefix, epoch)
+        mod = Module(sym, **kwargs)
+        mod.set_params(arg, aux)
+        if load_optimizer_states:
+            mod._pending_states = "%s-%04d.states" % (prefix, epoch)
+        return mod

@@ -1,0 +1,169 @@
+"""``sg.viz``: ``plot_network`` (a ``graphviz.Digraph``) and ``print_summary`` (a table).
+
+``plot_network`` takes a Symbol, or a bound Executor to show the optimised forward graph, where
+each fused node (``_fused``) becomes a cluster listing its member ops. Labels and colours come
+from the registry (the op's non-default attributes, its fusion pattern kind), so a new op needs
+no code here. ``graphviz`` is imported only when plotting.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Any, Optional, Sequence
+
+from .attrs import format_value
+from .graph import Entry, Graph, Node, topo_order
+from .registry import get_op
+
+# Fill colours by fusion pattern kind (the registry's classification of ops).
+COLORS = {"gemm": "#fb8072", "opaque": "#fdb462", "reduce": "#80b1d3", "injective": "#b3de69",
+          "elementwise": "#ffffb3", "broadcast": "#bebada", "variable": "#8dd3c7",
+          "fused": "#fccde5"}
+PARAM_SUFFIXES = ("_weight", "_bias", "_gamma", "_beta", "_moving_mean", "_moving_var",
+                  "_running_mean", "_running_var")
+
+
+def _graph_and_shapes(obj: Any, shape: Optional[dict]) -> tuple[list[Node], dict]:
+    """Nodes to draw and ``{Entry: shape}`` (empty when no shapes are known)."""
+    from .passes.infer_shape import infer_shapes
+    sched = getattr(obj, "schedule", None)
+    if sched is not None:  # a bound executor: its optimised forward phase
+        fwd = [st.node for st in sched.steps[:sched.n_forward_steps]]
+        nodes = topo_order([e for n in fwd for e in n.entries()])
+        shapes = {e: sched.shapes[s] for e, s in sched.slot_of.items()}
+        return nodes, shapes
+    graph = Graph(obj.outputs_)
+    shapes = infer_shapes(graph, {k: tuple(v) for k, v in shape.items()}) if shape else {}
+    return topo_order(obj.outputs_), shapes
+
+
+def _is_hidden_param(node: Node, hide_weights: bool) -> bool:
+    return hide_weights and node.is_variable and node.name.endswith(PARAM_SUFFIXES)
+
+
+def _label(node: Node) -> str:
+    """Op name, node name, then the attributes that differ from the op's defaults."""
+    if node.is_variable:
+        return node.name
+    opdef = get_op(node.op)
+    lines = [node.op if node.op == node.name else f"{node.op}\n{node.name}"]
+    for key, value in node.attrs.items():
+        param = opdef.params.get(key)
+        if param is not None and param.default == value or key in ("exprs", "shapes", "head"):
+            continue
+        lines.append(f"{key}={format_value(value)}")
+    return "\n".join(lines)
+
+
+def _color(node: Node) -> str:
+    if node.is_variable:
+        return COLORS["variable"]
+    return COLORS.get(get_op(node.op).pattern, COLORS["opaque"])
+
+
+def _edge_label(shapes: dict, e: Entry) -> str:
+    s = shapes.get(e)
+    return "x".join(str(d) for d in s[1:]) if s and len(s) > 1 else (str(s[0]) if s else "")
+
+
+def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
+                 shape: Optional[dict] = None, dtype: Any = None,
+                 node_attrs: Optional[dict] = None, hide_weights: bool = True) -> Any:
+    """A ``graphviz.Digraph`` of ``symbol`` (or an Executor's optimised forward graph).
+
+    With ``shape`` (``{'data': (1, 1, 28, 28)}``) edges carry the tensor shape without the
+    batch axis, as MXNet draws them. ``hide_weights`` leaves parameter variables out.
+    """
+    try:
+        from graphviz import Digraph
+    except ImportError as exc:
+        raise ImportError("plot_network needs the graphviz package: pip install "
+                          "'symgraph[viz]'") from exc
+    nodes, shapes = _graph_and_shapes(symbol, shape)
+    style = {"shape": "box", "fixedsize": "false", "style": "filled", "fontsize": "10"}
+    style.update(node_attrs or {})
+    dot = Digraph(name=title, format=save_format)
+    dot.attr(rankdir="BT", label=title)
+    dot.attr("edge", fontsize="9")
+    ids = {n: f"n{i}" for i, n in enumerate(nodes)}
+    ends: dict[Node, tuple[str, str]] = {}  # node -> (first id, last id) for clusters
+    for node in nodes:
+        if _is_hidden_param(node, hide_weights):
+            continue
+        if node.op == "_fused":
+            ends[node] = _fused_cluster(dot, node, ids[node], style)
+            continue
+        attrs = dict(style, fillcolor=_color(node))
+        if node.is_variable:
+            attrs["shape"] = "oval"
+        dot.node(ids[node], _label(node), **attrs)
+        ends[node] = (ids[node], ids[node])
+    for node in nodes:
+        if node not in ends:
+            continue
+        for e in node.inputs:
+            if e.node in ends:
+                label = _edge_label(shapes, e)
+                dot.edge(ends[e.node][1], ends[node][0], **({"label": label} if label else {}))
+    return dot
+
+
+def _fused_cluster(dot: Any, node: Node, nid: str, style: dict) -> tuple[str, str]:
+    """Draw a fused node as a cluster of its member ops; return its first and last ids."""
+    members: Sequence[str] = tuple(node.attrs["members"]) or ("_fused",)
+    head = node.attrs["head"]
+    with dot.subgraph(name=f"cluster_{nid}") as sub:
+        sub.attr(label=f"{node.name} (fused: {len(members)} ops)", style="rounded,filled",
+                 fillcolor=COLORS["fused"], fontsize="10")
+        ids = [f"{nid}_{i}" for i in range(len(members))]
+        for mid, op in zip(ids, members):
+            color = COLORS["gemm"] if head is not None and op == head[0] else COLORS["elementwise"]
+            sub.node(mid, op, **dict(style, fillcolor=color))
+        for a, b in zip(ids, ids[1:]):
+            sub.edge(a, b, style="dashed", arrowhead="none")
+    return ids[0], ids[-1]
+
+
+def summary_rows(symbol: Any, shape: dict) -> list[tuple[str, str, int, str]]:
+    """``(layer (type), output shape, parameter count, previous layers)`` per op node."""
+    from .passes.infer_shape import infer_shapes
+    graph = Graph(symbol.outputs_)
+    shapes = infer_shapes(graph, {k: tuple(v) for k, v in shape.items()})
+    rows = []
+    for node in topo_order(symbol.outputs_):
+        if node.is_variable:
+            continue
+        params = sum(prod(shapes[e]) for e in node.inputs
+                     if e.node.is_variable and e.node.name not in shape
+                     and not e.node.name.endswith("label") and e in shapes)
+        prev = [e.node.name for e in node.inputs
+                if not e.node.is_variable or e.node.name in shape]
+        out = shapes.get(Entry(node, 0))
+        rows.append((f"{node.name} ({node.op})", "x".join(map(str, out[1:])) if out else "?",
+                     int(params), ", ".join(prev)))
+    return rows
+
+
+def print_summary(symbol: Any, shape: Optional[dict] = None, line_length: int = 120,
+                  positions: Sequence[float] = (0.44, 0.64, 0.74, 1.0)) -> str:
+    """Print (and return) MXNet's layer table: layer, output shape, parameters, inputs."""
+    if not shape:
+        from .base import ShapeError
+        raise ShapeError("print_summary needs input shapes, e.g. shape={'data': (1, 784)}")
+    cols = [int(line_length * p) for p in positions]
+
+    def fmt(fields: Sequence[Any]) -> str:
+        line = ""
+        for f, end in zip(fields, cols):
+            line = (line + str(f))[:end].ljust(end)
+        return line.rstrip()
+    rows = summary_rows(symbol, shape)
+    lines = ["_" * line_length, fmt(["Layer (type)", "Output Shape", "Param #",
+                                     "Previous Layer"]), "=" * line_length]
+    for i, row in enumerate(rows):
+        lines.append(fmt(row))
+        lines.append(("=" if i == len(rows) - 1 else "_") * line_length)
+    lines.append(f"Total params: {sum(r[2] for r in rows)}")
+    lines.append("_" * line_length)
+    text = "\n".join(lines)
+    print(text)
+    return text

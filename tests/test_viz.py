@@ -1,0 +1,76 @@
+"""plot_network / print_summary: structure of the DOT graph, shapes on edges, fused clusters,
+SVG parsed with xml.etree when Graphviz's ``dot`` exists, and the summary's parameter counts."""
+from __future__ import annotations
+
+import re
+import shutil
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from symgraph import expr as E
+
+graphviz = pytest.importorskip("graphviz")
+
+
+def _mlp():
+    x = sg.sym.var("data")
+    x = sg.sym.FullyConnected(x, num_hidden=16, name="fc1")
+    x = sg.sym.Activation(x, act_type="relu", name="relu1")
+    x = sg.sym.FullyConnected(x, num_hidden=10, name="fc2")
+    return sg.sym.SoftmaxOutput(x, name="softmax")
+
+
+def _edges(dot):
+    return re.findall(r"(\w+) -> (\w+)(?: \[label=\"?([\w]+)\"?\])?", dot.source)
+
+
+def test_plot_network_nodes_and_shapes():
+    dot = sg.viz.plot_network(_mlp(), title="mlp", save_format="svg", shape={"data": (2, 20)})
+    assert isinstance(dot, graphviz.Digraph)
+    src = dot.source
+    assert "fc1_weight" not in src and "fc2_bias" not in src  # hide_weights
+    assert "num_hidden=16" in src and "act_type=relu" in src
+    labels = sorted(lbl for _, _, lbl in _edges(dot))
+    # data->fc1: 20; fc1->relu1: 16; relu1->fc2: 16; fc2->softmax: 10 (batch axis dropped);
+    # the label (2,) has only a batch axis and is shown whole
+    assert labels == sorted(["20", "16", "16", "10", "2"])
+    shown = sg.viz.plot_network(_mlp(), hide_weights=False)
+    assert "fc1_weight" in shown.source and "label=" not in "".join(
+        line for line in shown.source.splitlines() if "->" in line)
+
+
+def test_fused_cluster_from_executor_like():
+    a, b = sg.sym.var("a", shape=(2, 3)), sg.sym.var("b", shape=(2, 3))
+    fused = sg.sym.apply_op("_fused", [a, b], {
+        "exprs": (E.call("max", E.inp(0) + E.inp(1), 0.0),), "shapes": ((2, 3),),
+        "members": ("broadcast_add", "relu"), "num_inputs": 2}, name="fused0")
+    ex = fused.simple_bind(sg.cpu(), grad_req="null")
+    dot = sg.viz.plot_network(ex, shape=None)
+    src = dot.source
+    assert "subgraph cluster_" in src and "fused: 2 ops" in src
+    assert "broadcast_add" in src and "relu" in src
+    ex.forward(a=np.ones((2, 3)), b=-2 * np.ones((2, 3)))
+    assert (ex.outputs[0].asnumpy() == 0).all()
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz 'dot' binary not installed")
+def test_svg_parses():
+    dot = sg.viz.plot_network(_mlp(), save_format="svg", shape={"data": (1, 20)})
+    root = ET.fromstring(dot.pipe(format="svg"))
+    ns = {"s": "http://www.w3.org/2000/svg"}
+    titles = [t.text for t in root.iterfind(".//s:g[@class='node']/s:title", ns)]
+    assert len(titles) == 6  # data, fc1, relu1, fc2, softmax_label, softmax
+    assert len(root.findall(".//s:g[@class='edge']", ns)) == 5
+
+
+def test_print_summary_counts(capsys):
+    text = sg.viz.print_summary(_mlp(), {"data": (1, 20)})
+    assert "Total params: %d" % (20 * 16 + 16 + 16 * 10 + 10) in text
+    row = next(line for line in text.splitlines() if line.startswith("fc1 (FullyConnected)"))
+    assert row.split()[2:4] == ["16", str(20 * 16 + 16)]
+    assert capsys.readouterr().out.strip() == text.strip()
+    with pytest.raises(sg.ShapeError, match="needs input shapes"):
+        sg.viz.print_summary(_mlp())
