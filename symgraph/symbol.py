@@ -369,8 +369,11 @@ def make_op_function(opdef: registry.OpDef):
         try:
             slots = opdef.input_names(parse_attrs(opdef.params, probe, ""))
         except AttrError:
-            slots = opdef.input_names(parse_attrs(
-                opdef.params, {**_fill_required(opdef), **probe}, ""))
+            try:
+                slots = opdef.input_names(parse_attrs(
+                    opdef.params, {**_fill_required(opdef), **probe}, ""))
+            except AttrError:  # a bad value: let apply_op report it with the node's name
+                return apply_op(opdef.name, list(args), attrs, name, attr)
         unknown = sorted(set(sym_kwargs) - set(slots))
         if unknown:
             raise AttrError(f"{_where(name or '?', opdef.name)}no input named {unknown}; "
