@@ -153,7 +153,8 @@ register(OpDef(
 
 # -- Dropout ---------------------------------------------------------------------------------------
 
-DROPOUT_PARAMS = {"p": Param("float", 0.5), "mode": Param("str", "training", ("training", "always")),
+DROPOUT_PARAMS = {"p": Param("float", 0.5),
+                  "mode": Param("str", "training", ("training", "always")),
                   "axes": Param("shape", ()), "cudnn_off": Param("bool", False)}
 
 

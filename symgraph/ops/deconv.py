@@ -11,7 +11,9 @@ from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import GEMM, OpDef, RunCtx, register
 from ._window import conv_data_grad, conv_forward, conv_weight_grad, dilated
-from .conv import CONV_PARAMS, Geometry, bias_grad, check_data, geometry
+from ._util import like_input
+from .conv import (CONV_PARAMS, Geometry, check_data, geometry, layer_grad, layer_inputs,
+                   layer_shape)
 
 Shape = tuple[int, ...]
 
@@ -44,18 +46,8 @@ def resolve(a: Attrs, spatial: Shape) -> tuple[Geometry, Shape]:
     return Geometry(g.kernel, g.stride, g.dilate, pad, g.groups), out
 
 
-def _deconv_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    ins = list(ins)
-    nf = a["num_filter"]
-    geometry(a)
-    if len(ins) == 3:
-        ins[2] = (nf,)
-    data = ins[0]
-    if data is None:
-        return ins, outs
-    g = check_data(a, data)
-    ins[1] = (data[1], nf // g.groups) + g.kernel
-    return ins, [(data[0], nf) + resolve(a, data[2:])[1]]
+_deconv_shape = layer_shape(lambda a, d, g: (d[1], a["num_filter"] // g.groups) + g.kernel,
+                            lambda a, d, g: resolve(a, d[2:])[1])
 
 
 def _deconv_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
@@ -68,28 +60,11 @@ def _deconv_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     return [y]
 
 
-def _deconv_grad(c) -> list:
-    S, a = c.sym, c.attrs
-    x, w, dy = c.inputs[0], c.inputs[1], c.ograds[0]
-    grads = [S._backward_Deconvolution_data(dy, w, x, **a),
-             S._backward_Deconvolution_weight(dy, x, **a)]
-    if not a["no_bias"]:
-        grads.append(bias_grad(c, dy, len(a["kernel"])))
-    return grads
-
-
 register(OpDef(
-    "Deconvolution", DECONV_PARAMS,
-    lambda a: ("data", "weight") if a["no_bias"] else ("data", "weight", "bias"),
-    _deconv_shape, _deconv_compute, _deconv_grad, GEMM,
+    "Deconvolution", DECONV_PARAMS, layer_inputs, _deconv_shape, _deconv_compute,
+    layer_grad("_backward_Deconvolution_data", "_backward_Deconvolution_weight"), GEMM,
     doc="Transposed convolution (the data gradient of Convolution as a layer); weight "
         "(C_in, num_filter/num_group, *kernel); adj or target_shape fix the output size."))
-
-
-def _like(index: int):
-    def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-        return ins, [ins[index]] if ins[index] is not None else outs
-    return rule
 
 
 def _data_grad_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
@@ -99,7 +74,7 @@ def _data_grad_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 
 register(OpDef(
-    "_backward_Deconvolution_data", DECONV_PARAMS, ("ograd", "weight", "data"), _like(2),
+    "_backward_Deconvolution_data", DECONV_PARAMS, ("ograd", "weight", "data"), like_input(2),
     _data_grad_compute,
     lambda c: [c.sym.Deconvolution(c.ograds[0], c.inputs[1], **{**c.attrs, "no_bias": True}),
                c.sym._backward_Deconvolution_weight(c.inputs[0], c.ograds[0], **c.attrs), None],

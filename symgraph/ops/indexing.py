@@ -9,7 +9,8 @@ from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import (GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef, RunCtx, register)
 from ._util import elementwise, fmt, forward_shape, same_shape
-from .tensor import REDUCE_PARAMS, _reduce_compute, _unreduce, reduce_axes, reduced_shape
+from .tensor import (REDUCE_PARAMS, _reduce_compute, _unreduce, product_grad, reduce_axes,
+                     reduced_shape)
 
 
 def typed_like(index: int):
@@ -206,18 +207,8 @@ def _batch_dot(a: Attrs, xs: list, ctx: RunCtx) -> list:
     return [np.matmul(lhs, rhs)]
 
 
-def _batch_dot_grad(c) -> list:
-    ta, tb = c.attrs["transpose_a"], c.attrs["transpose_b"]
-    a, b, dy = c.inputs[0], c.inputs[1], c.ograds[0]
-    bd = c.sym.batch_dot
-    da = bd(b, dy, transpose_a=tb, transpose_b=True) if ta else \
-        bd(dy, b, transpose_b=not tb)
-    db = bd(dy, a, transpose_a=True, transpose_b=ta) if tb else \
-        bd(a, dy, transpose_a=not ta)
-    return [da, db]
-
-
 register(OpDef(
     "batch_dot", {"transpose_a": Param("bool", False), "transpose_b": Param("bool", False)},
-    ("lhs", "rhs"), forward_shape(_batch_dot_shape), _batch_dot, _batch_dot_grad, GEMM,
+    ("lhs", "rhs"), forward_shape(_batch_dot_shape), _batch_dot,
+    lambda c: product_grad(c, c.sym.batch_dot), GEMM,
     doc="Batched matrix product of 3-D arrays (B, M, K) x (B, K, N), optional transposes."))

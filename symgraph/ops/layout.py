@@ -10,16 +10,10 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import BROADCAST, INJECTIVE, REDUCE, OpDef, RunCtx, alias, register
-from ._util import broadcast_shapes, fmt, forward_shape
+from ._util import broadcast_shapes, fmt, forward_shape, like_input
 from .norm import check_axis
 
 Shape = tuple[int, ...]
-
-
-def _like(index: int):
-    def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-        return ins, [ins[index]] if ins[index] is not None else outs
-    return rule
 
 
 def _broadcast_to_shape(a: Attrs, s: list) -> list:
@@ -38,7 +32,7 @@ register(OpDef(
     lambda c: [c.ograds[0]], BROADCAST,
     doc="Broadcast size-1 axes to `shape` (0 keeps the input's size)."))
 
-# -- tile, repeat ------------------------------------------------------------------------------------
+# -- tile, repeat ----------------------------------------------------------------------------------
 
 
 def _aligned(shape: Shape, reps: Shape) -> tuple[Shape, Shape]:
@@ -66,7 +60,7 @@ register(OpDef(
     lambda c: [c.sym._backward_tile(c.ograds[0], c.inputs[0], **c.attrs)], INJECTIVE,
     doc="Repeat the whole array reps times along each axis (numpy.tile)."))
 register(OpDef(
-    "_backward_tile", {"reps": Param("shape")}, ("ograd", "data"), _like(1), _backward_tile,
+    "_backward_tile", {"reps": Param("shape")}, ("ograd", "data"), like_input(1), _backward_tile,
     lambda c: [c.sym.tile(c.ograds[0], **c.attrs), None], REDUCE,
     doc="Gradient of tile: the tiles of ograd summed."))
 
@@ -99,11 +93,11 @@ register(OpDef(
     lambda c: [c.sym._backward_repeat(c.ograds[0], c.inputs[0], **c.attrs)], INJECTIVE,
     doc="Repeat each element `repeats` times along axis (None: of the flattened array)."))
 register(OpDef(
-    "_backward_repeat", REPEAT_PARAMS, ("ograd", "data"), _like(1), _backward_repeat,
+    "_backward_repeat", REPEAT_PARAMS, ("ograd", "data"), like_input(1), _backward_repeat,
     lambda c: [c.sym.repeat(c.ograds[0], **c.attrs), None], REDUCE,
     doc="Gradient of repeat: each element's copies summed."))
 
-# -- pad ----------------------------------------------------------------------------------------------
+# -- pad -------------------------------------------------------------------------------------------
 
 PAD_PARAMS = {"mode": Param("str", "constant", ("constant", "edge", "reflect")),
               "pad_width": Param("shape"), "constant_value": Param("float", 0.0)}
@@ -157,7 +151,7 @@ register(OpDef(
                    "(before, after) for every axis."))
 alias("Pad", "pad")
 register(OpDef(
-    "_backward_pad", PAD_PARAMS, ("ograd", "data"), _like(1), _backward_pad,
+    "_backward_pad", PAD_PARAMS, ("ograd", "data"), like_input(1), _backward_pad,
     lambda c: [c.sym.pad(c.ograds[0], **{**c.attrs, "constant_value": 0.0}), None], REDUCE,
     doc="Gradient of pad: the centre, plus (edge/reflect) the padding folded back on it."))
 
@@ -187,20 +181,14 @@ def _cast_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return ins, [np.dtype(a["dtype"])]
 
 
-def _typed_as_input(index: int):
-    def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-        return ins, [ins[index]] if ins[index] is not None else outs
-    return rule
-
-
 register(OpDef(
-    "Cast", {"dtype": Param("dtype")}, ("data",), _like(0),
+    "Cast", {"dtype": Param("dtype")}, ("data",), like_input(0),
     lambda a, xs, ctx: [xs[0].astype(a["dtype"])],
     lambda c: [c.sym._backward_Cast(c.ograds[0], c.inputs[0])], INJECTIVE,
     infer_type=_cast_type, doc="Convert to dtype; the gradient converts back."))
 alias("cast", "Cast")
 register(OpDef(
-    "_backward_Cast", {}, ("ograd", "data"), _like(1),
+    "_backward_Cast", {}, ("ograd", "data"), like_input(1),
     lambda a, xs, ctx: [xs[0].astype(xs[1].dtype)],
     lambda c: [c.sym._backward_Cast(c.ograds[0], c.inputs[0]), None], INJECTIVE,
-    infer_type=_typed_as_input(1), doc="ograd converted to the dtype of data."))
+    infer_type=like_input(1), doc="ograd converted to the dtype of data."))

@@ -15,7 +15,6 @@ from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import NOT_DIFFERENTIABLE, OPAQUE, REDUCE, OpDef, RunCtx, register
 from ._util import fmt
-from .nn import softmax_np
 
 
 def _xent_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:

@@ -15,7 +15,7 @@ from ..base import ShapeError
 from ..registry import INJECTIVE, OPAQUE, OpDef, RunCtx, register
 from ._util import fmt
 
-# -- _axis_vector ---------------------------------------------------------------------------------
+# -- _axis_vector ----------------------------------------------------------------------------------
 
 
 def vector_shape(n: int, like: tuple, axis: int) -> tuple:
@@ -45,7 +45,7 @@ register(OpDef(
     lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE,
     doc="A (C,) vector reshaped to broadcast along `axis` of `like` (C at axis, 1 elsewhere)."))
 
-# -- BatchNorm --------------------------------------------------------------------------------------
+# -- BatchNorm -------------------------------------------------------------------------------------
 
 BN_PARAMS = {
     "eps": Param("float", 1e-3), "momentum": Param("float", 0.9),

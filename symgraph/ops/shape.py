@@ -14,16 +14,10 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import INJECTIVE, OpDef, RunCtx, alias, register
-from ._util import fmt, forward_shape
+from ._util import fmt, forward_shape, like_input
 from .norm import check_axis
 
 Shape = tuple[int, ...]
-
-
-def _like_input(index: int) -> Callable:
-    def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-        return ins, [ins[index]] if ins[index] is not None else outs
-    return rule
 
 
 def _reshape_back(c) -> list:
@@ -70,7 +64,7 @@ for _name, _params, _rule, _doc in (
                    lambda a, xs, ctx, r=_rule: [xs[0].reshape(r(a, [xs[0].shape])[0])],
                    _reshape_back, INJECTIVE, doc=_doc))
 
-# -- Concat and SliceChannel ---------------------------------------------------------------------
+# -- Concat and SliceChannel -----------------------------------------------------------------------
 
 
 def _concat_shape(a: Attrs, s: list) -> list:
@@ -146,7 +140,7 @@ register(OpDef(
     doc="Split into num_outputs equal parts along axis (multi-output)."))
 alias("split", "SliceChannel")
 
-# -- slice, slice_axis ------------------------------------------------------------------------------
+# -- slice, slice_axis -----------------------------------------------------------------------------
 
 
 def _slice_index(a: Attrs, shape: Shape) -> tuple:
@@ -188,7 +182,7 @@ def _register_slicing(name: str, params: dict, index_of: Callable, doc: str) -> 
         lambda c: [c.sym.apply_op(f"_backward_{name}", [c.ograds[0], c.inputs[0]], c.attrs)],
         INJECTIVE, doc=doc))
     register(OpDef(
-        f"_backward_{name}", params, ("ograd", "data"), _like_input(1), backward,
+        f"_backward_{name}", params, ("ograd", "data"), like_input(1), backward,
         lambda c: [c.sym.apply_op(name, [c.ograds[0]], c.attrs), None], INJECTIVE,
         doc=f"Gradient of {name}: ograd placed into zeros shaped like the data."))
 

@@ -48,7 +48,8 @@ def test_one_step_matches_pytorch() -> None:
     h = F.max_pool2d(F.relu(F.conv2d(h, t["conv2_weight"], t["conv2_bias"], padding=1)), 2)
     h = F.relu(F.linear(h.flatten(1), t["fc1_weight"], t["fc1_bias"]))
     logits = F.linear(h, t["fc2_weight"], t["fc2_bias"])
-    F.cross_entropy(logits, torch.tensor(values["softmax_label"]).long(), reduction="sum").backward()
+    label = torch.tensor(values["softmax_label"]).long()
+    F.cross_entropy(logits, label, reduction="sum").backward()
 
     assert_almost_equal(prob, F.softmax(logits, 1).detach().numpy(), 1e-4, 1e-5)
     for k, v in t.items():

@@ -13,22 +13,13 @@ S = sg.sym
 x, y, dy, i = S.var("x"), S.var("y"), S.var("dy"), S.var("i")
 
 
-def _edge_pad_grad(g, shape, widths):
-    """Adjoint of np.pad(mode='edge') by brute force over a basis (tiny shapes only)."""
+def _pad_adjoint(g, shape, widths, mode):
+    """Adjoint of np.pad(mode=mode) by brute force over a basis (tiny shapes only)."""
     out = np.zeros(shape)
     for k in range(out.size):
         e = np.zeros(out.size)
         e[k] = 1
-        out.reshape(-1)[k] = np.sum(g * np.pad(e.reshape(shape), widths, mode="edge"))
-    return out
-
-
-def _reflect_pad_grad(g, shape, widths):
-    out = np.zeros(shape)
-    for k in range(out.size):
-        e = np.zeros(out.size)
-        e[k] = 1
-        out.reshape(-1)[k] = np.sum(g * np.pad(e.reshape(shape), widths, mode="reflect"))
+        out.reshape(-1)[k] = np.sum(g * np.pad(e.reshape(shape), widths, mode=mode))
     return out
 
 
@@ -91,12 +82,12 @@ CASES: list[Case] = [
     Case("_backward_pad", lambda: S._backward_pad(dy, x, mode="edge",
                                                   pad_width=(0, 0, 0, 0, 2, 1, 1, 3)),
          {"dy": normal(1, 2, 6, 6), "x": normal(1, 2, 3, 2)},
-         lambda dy, x: _edge_pad_grad(dy, x.shape, ((0, 0), (0, 0), (2, 1), (1, 3))),
+         lambda dy, x: _pad_adjoint(dy, x.shape, ((0, 0), (0, 0), (2, 1), (1, 3)), "edge"),
          grad_nodes=["dy"]),
     Case("_backward_pad", lambda: S._backward_pad(dy, x, mode="reflect",
                                                   pad_width=(0, 0, 0, 0, 2, 1, 1, 2)),
          {"dy": normal(1, 1, 7, 6), "x": normal(1, 1, 4, 3)},
-         lambda dy, x: _reflect_pad_grad(dy, x.shape, ((0, 0), (0, 0), (2, 1), (1, 2))),
+         lambda dy, x: _pad_adjoint(dy, x.shape, ((0, 0), (0, 0), (2, 1), (1, 2)), "reflect"),
          grad_nodes=["dy"], id="_backward_pad-reflect"),
     Case("reverse", lambda: S.reverse(x, axis=(0, 2)), {"x": normal(2, 3, 4)},
          lambda x: x[::-1, :, ::-1]),
@@ -121,7 +112,8 @@ CASES: list[Case] = [
          lambda x: x.prod(axis=1)),
     Case("prod", lambda: S.prod(x), {"x": uniform(2, 3, low=0.5, high=1.5)},
          lambda x: np.array(x.prod()), id="prod-all"),
-    Case("norm", lambda: S.norm(x), {"x": normal(3, 4)}, lambda x: np.array(np.sqrt((x ** 2).sum()))),
+    Case("norm", lambda: S.norm(x), {"x": normal(3, 4)},
+         lambda x: np.array(np.sqrt((x ** 2).sum()))),
     Case("norm", lambda: S.norm(x, ord=1, axis=(1,), keepdims=True), {"x": uniform(3, 4, low=0.1)},
          lambda x: np.abs(x).sum(axis=1, keepdims=True), id="norm-l1-axis"),
     Case("argmax", lambda: S.argmax(x, axis=1), {"x": normal(3, 4)},
