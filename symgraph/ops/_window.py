@@ -119,15 +119,15 @@ def conv_forward(x: np.ndarray, w: np.ndarray, stride: Sequence[int], dilate: Se
     kernel = w.shape[2:]
     w3 = w.reshape(groups, o // groups, -1)
     result = np.empty((n, o) + tuple(out), dtype=np.result_type(x, w))
-    flat = result.reshape(n, o, -1)
+    # Per-sample column blocks (n, g, C/g*K, P): the GEMMs write NCHW output directly, with
+    # no transposed operand and no transposing copy afterwards.
+    flat = result.reshape(n, groups, o // groups, -1)
     for part in batch_chunks(n, w3.shape[2] * groups * prod(out)):
-        cols = im2col(x[part], kernel, stride, dilate, pad, out, groups)
-        y = grouped_matmul(w3, cols).reshape(o, -1, prod(out)).transpose(1, 0, 2)
-        # The NCHW copy of the GEMM result and the bias add are one pass.
-        if bias is None:
-            flat[part] = y
-        else:
-            np.add(y, bias.reshape(o, 1), out=flat[part])
+        view = windows(pad_spatial(x[part], pad, pad), kernel, stride, dilate, out)
+        cols = np.ascontiguousarray(view).reshape(view.shape[0], groups, w3.shape[2], -1)
+        np.matmul(w3, cols, out=flat[part])
+    if bias is not None:
+        result += bias.reshape((o,) + (1,) * len(out))
     return result
 
 
