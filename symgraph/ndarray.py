@@ -127,11 +127,14 @@ class NDArray:
 
 
 def array(source: Any, ctx: Optional[Context] = None, dtype: Any = None) -> NDArray:
-    """A new NDArray holding a copy of ``source`` (float32 unless ``dtype`` or source says)."""
+    """A new NDArray holding a copy of ``source``.
+
+    As in MXNet, the dtype is ``dtype`` if given, the source's for an NDArray, else float32
+    (also for float64 numpy arrays)."""
     ctx = ctx or current_context()
-    src = source.asnumpy() if isinstance(source, NDArray) else source
     if dtype is None:
-        dtype = src.dtype if isinstance(src, np.ndarray) else np.float32
+        dtype = source.dtype if isinstance(source, NDArray) else np.float32
+    src = source.asnumpy() if isinstance(source, NDArray) else source
     host = np.array(src, dtype=dtype, copy=True)
     if ctx.device_type == "cpu":
         return NDArray(host, ctx)

@@ -17,7 +17,7 @@ import json
 from typing import Any
 
 from .attrs import Attrs, format_value, parse_attrs
-from .base import GraphError, SymgraphError, where
+from .base import AttrError, GraphError, SymgraphError, where
 from .graph import Entry, Node, topo_order
 from .registry import get_op
 
@@ -81,6 +81,8 @@ def from_json(text: str) -> Any:
         for i, raw in enumerate(doc["nodes"]):
             built.append(_node_from_json(i, raw, built))
         heads = [Entry(built[int(h[0])], int(h[1])) for h in doc["heads"]]
+    except AttrError as exc:
+        raise GraphError(f"malformed symbol JSON: {exc}") from None
     except SymgraphError:
         raise
     except (ValueError, KeyError, TypeError, IndexError) as exc:

@@ -6,7 +6,6 @@ newly registered op is callable here with no extra code.
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
@@ -365,15 +364,7 @@ def make_op_function(opdef: registry.OpDef):
             if sym_kwargs:
                 raise AttrError(f"{opdef.name} takes its inputs positionally")
             return apply_op(opdef.name, list(args), attrs, name, attr)
-        probe = {k: v for k, v in attrs.items() if k in opdef.params}
-        try:
-            slots = opdef.input_names(parse_attrs(opdef.params, probe, ""))
-        except AttrError:
-            try:
-                slots = opdef.input_names(parse_attrs(
-                    opdef.params, {**_fill_required(opdef), **probe}, ""))
-            except AttrError:  # a bad value: let apply_op report it with the node's name
-                return apply_op(opdef.name, list(args), attrs, name, attr)
+        slots = _probe_input_names(opdef, attrs)
         unknown = sorted(set(sym_kwargs) - set(slots))
         if unknown:
             raise AttrError(f"{_where(name or '?', opdef.name)}no input named {unknown}; "
@@ -392,6 +383,18 @@ def make_op_function(opdef: registry.OpDef):
     op_function.__name__ = opdef.name
     op_function.__doc__ = opdef.doc or f"The {opdef.name} operator."
     return op_function
+
+
+def _probe_input_names(opdef: registry.OpDef, attrs: dict) -> tuple[str, ...]:
+    """Input names for ``attrs`` before full validation (which needs the node name and runs
+    in apply_op); invalid values fall back to placeholders so the real error comes later."""
+    probe = {k: v for k, v in attrs.items() if k in opdef.params}
+    for candidate in (probe, {**_fill_required(opdef), **probe}, _fill_required(opdef)):
+        try:
+            return opdef.input_names(parse_attrs(opdef.params, candidate, ""))
+        except AttrError:
+            continue
+    return ()
 
 
 def _fill_required(opdef: registry.OpDef) -> dict:
@@ -425,4 +428,3 @@ def _install_op_functions() -> None:
 
 
 _install_op_functions()
-_ = json  # json is used by serialize; kept importable from here for users of sg.sym.json

@@ -1,3 +1,3 @@
 """Built-in operators. Importing this package registers them all."""
-from . import (activation, conv, deconv, elemwise, fused, indexing, layout,  # noqa: F401
-               loss, nn, norm, pool, shape, tensor)
+from . import (activation, constant, conv, deconv, elemwise, fused, indexing,  # noqa: F401
+               layout, loss, nn, norm, pool, shape, tensor)
