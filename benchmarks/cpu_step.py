@@ -2,7 +2,7 @@
 numpy backend beside PyTorch's CPU build (same machine, same run, same thread count).
 
 Usage: python benchmarks/cpu_step.py [--batches 64 256] [--repeats 10] [--rounds 3]
-       [--threads N]
+       [--threads N] [--no-passes]
 Prints one row per batch size: median milliseconds per step and the ratio symgraph / torch.
 """
 from __future__ import annotations
@@ -80,14 +80,15 @@ def torch_step(arrays: dict[str, np.ndarray]) -> Callable[[], None]:
     return step
 
 
-def measure(framework: str, batch: int, repeats: int, threads: int) -> list[float]:
+def measure(framework: str, batch: int, repeats: int, threads: int,
+            extra: tuple[str, ...] = ()) -> list[float]:
     """Step times of one framework, measured in a fresh child process.
 
     A child per measurement keeps OpenBLAS's and PyTorch's idle worker threads (which spin
     for a while after each call) from stealing the cores of the other framework.
     """
     out = subprocess.run([sys.executable, __file__, "--worker", framework, "--batches",
-                          str(batch), "--repeats", str(repeats), "--threads", str(threads)],
+                          str(batch), "--repeats", str(repeats), "--threads", str(threads), *extra],
                          capture_output=True, text=True,
                          env={**os.environ, "OPENBLAS_NUM_THREADS": str(threads),
                               "OMP_NUM_THREADS": str(threads)})
@@ -116,19 +117,26 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-passes", action="store_true",
+                        help="symgraph.passes.ENABLED = False (no fusion, no memory plan)")
     parser.add_argument("--worker", choices=("symgraph", "torch"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.no_passes:
+        import symgraph.passes
+        symgraph.passes.ENABLED = False
     if args.worker:
         worker(args.worker, args.batches[0], args.repeats, args.threads)
         return
     print(f"seed CNN training step, CPU, {args.threads} threads, median of "
-          f"{args.rounds} x {args.repeats} steps (rounds alternate the frameworks)")
+          f"{args.rounds} x {args.repeats} steps (rounds alternate the frameworks)"
+          f"{', graph passes off' if args.no_passes else ''}")
     print(f"{'batch':>6} {'symgraph ms':>12} {'torch ms':>10} {'ratio':>7}")
     for batch in args.batches:
         ours: list[float] = []
         theirs: list[float] = []
         for _ in range(args.rounds):
-            ours += measure("symgraph", batch, args.repeats, args.threads)
+            ours += measure("symgraph", batch, args.repeats, args.threads,
+                            ("--no-passes",) if args.no_passes else ())
             theirs += measure("torch", batch, args.repeats, args.threads)
         a, b = float(np.median(ours)), float(np.median(theirs))
         print(f"{batch:>6} {a:>12.1f} {b:>10.1f} {a / b:>7.2f}")
