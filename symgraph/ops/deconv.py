@@ -17,7 +17,9 @@ from .conv import (CONV_PARAMS, Geometry, check_data, geometry, layer_grad, laye
 
 Shape = tuple[int, ...]
 
-DECONV_PARAMS = {**CONV_PARAMS, "adj": Param("shape", ()), "target_shape": Param("shape", ())}
+# MXNet's Deconvolution has no bias unless asked (no_bias defaults to True, unlike Convolution).
+DECONV_PARAMS = {**CONV_PARAMS, "no_bias": Param("bool", True), "adj": Param("shape", ()),
+                 "target_shape": Param("shape", ())}
 
 
 def resolve(a: Attrs, spatial: Shape) -> tuple[Geometry, Shape]:

@@ -115,7 +115,7 @@ def _target_pad(shape, k, s, d, target):
 
 for cid, (shape, nf, k, s, p, d, g, adj, target) in DECONV_GEOMETRIES.items():
     attrs = dict(kernel=k, stride=s, pad=p, dilate=d, num_filter=nf, num_group=g, adj=adj,
-                 target_shape=target)
+                 target_shape=target, no_bias=False)
     rp, radj = _target_pad(shape, k, s, d, target) if target else (p, adj or None)
     wshape = (shape[1], nf // g) + k
     CASES.append(Case(
@@ -127,8 +127,8 @@ for cid, (shape, nf, k, s, p, d, g, adj, target) in DECONV_GEOMETRIES.items():
         id=f"Deconvolution-{cid}"))
 CASES.append(Case(
     "Deconvolution",
-    lambda: S.Group([S.Deconvolution(x, w, kernel=(3, 3), num_filter=2, no_bias=True,
-                                     stride=(2, 2), name="d")]),
+    lambda: S.Group([S.Deconvolution(x, w, kernel=(3, 3), num_filter=2, stride=(2, 2),
+                                     name="d")]),
     {"x": normal(1, 2, 2, 3), "w": normal(2, 2, 3, 3)},
     lambda x, w: naive.deconv(x, w, None, (2, 2)), id="Deconvolution-nobias"))
 

@@ -161,6 +161,8 @@ def test_mxnet_defaults() -> None:
     pool = S.Pooling(S.var("d"), kernel=(2, 2), name="p")
     assert (pool.attr("pool_type"), pool.attr("pooling_convention")) == ("max", "valid")
     assert S.LeakyReLU(S.var("d")).attr("slope") == "0.25"
+    assert S.Deconvolution(S.var("d"), kernel=(2, 2), num_filter=2,
+                           name="dc").list_arguments() == ["d", "dc_weight"]
     assert S.split(S.var("d"), num_outputs=3).list_outputs()[2].endswith("output2")
 
 
