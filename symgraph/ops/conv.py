@@ -7,6 +7,7 @@ gradients of their own, so a convolution can be differentiated twice. The numpy 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..attrs import Attrs, Param
 from ..base import ShapeError
@@ -85,7 +86,7 @@ def check_data(a: Attrs, data: Shape, channels_per: str = "data") -> Geometry:
     return g
 
 
-def layer_shape(weight_of, spatial_of):
+def layer_shape(weight_of: Callable, spatial_of: Callable) -> Callable:
     """Shape rule of a convolution-like layer: bias (num_filter,), weight ``weight_of(a, data,
     geometry)``, output (N, num_filter, *spatial_of(a, data, geometry))."""
     def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -114,7 +115,7 @@ def _conv_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     return [conv_forward(x, w, g.stride, g.dilate, g.pad, g.groups, g.out(x.shape[2:]), bias)]
 
 
-def bias_grad(c, dy, nsp: int):
+def bias_grad(c: Any, dy: Any, nsp: int) -> Any:
     """Sum of ``dy`` over every axis but the channel axis (a bias gradient)."""
     return c.sym.sum(dy, axis=(0,) + tuple(range(2, 2 + nsp)))
 
@@ -124,10 +125,10 @@ def layer_inputs(a: Attrs) -> tuple[str, ...]:
     return ("data", "weight") if a["no_bias"] else ("data", "weight", "bias")
 
 
-def layer_grad(data_op: str, weight_op: str):
+def layer_grad(data_op: str, weight_op: str) -> Callable:
     """Gradient rule of a convolution-like layer: its data and weight gradient ops
     (``data_op(dy, weight, data)``, ``weight_op(dy, data)``) and the bias gradient."""
-    def rule(c) -> list:
+    def rule(c: Any) -> list:
         x, w, dy = c.inputs[0], c.inputs[1], c.ograds[0]
         grads = [c.sym.apply_op(data_op, [dy, w, x], c.attrs),
                  c.sym.apply_op(weight_op, [dy, x], c.attrs)]

@@ -2,6 +2,8 @@
 scatter gradient ``_backward_take``), Embedding, where, batch_dot."""
 from __future__ import annotations
 
+from typing import Any, Callable
+
 import numpy as np
 
 from .. import expr as E
@@ -13,7 +15,7 @@ from .tensor import (REDUCE_PARAMS, _reduce_compute, _unreduce, product_grad, re
                      reduced_shape)
 
 
-def typed_like(index: int):
+def typed_like(index: int) -> Callable:
     """Dtype rule: the output shares input ``index``'s dtype; other inputs are free
     (integer-valued index inputs may be of any dtype)."""
     def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -55,7 +57,7 @@ def _norm_grad(c) -> list:
     S, a = c.sym, c.attrs
     x = c.inputs[0]
 
-    def back(g):
+    def back(g: Any) -> Any:
         return S._reduce_backward(g, x, axis=a["axis"], keepdims=a["keepdims"])
     if a["ord"] == 1:
         return [S.sign(x) * back(c.ograds[0])]
@@ -77,7 +79,7 @@ def _arg_shape(a: Attrs, s: list) -> list:
                                  "exclude": False}), s[0])]
 
 
-def _arg_compute(fn):
+def _arg_compute(fn: Callable) -> Callable:
     def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
         x = xs[0]
         out = fn(x, axis=a["axis"], keepdims=a["keepdims"])

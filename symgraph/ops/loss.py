@@ -7,6 +7,7 @@ softmax_cross_entropy is an ordinary op whose output is the summed loss.
 from __future__ import annotations
 
 from math import prod
+from typing import Callable
 
 import numpy as np
 
@@ -80,7 +81,7 @@ REGRESSIONS = {
 }
 
 
-def _regression_compute(formula):
+def _regression_compute(formula: Callable) -> Callable:
     def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
         return E.evaluate([formula(E.inp(0))], [xs[0]], xs[0].dtype)
     return compute

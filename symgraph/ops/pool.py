@@ -7,6 +7,7 @@ run over kernel offsets only, each one a vectorised pass over every window.
 from __future__ import annotations
 
 from math import ceil
+from typing import Iterator
 
 import numpy as np
 
@@ -103,7 +104,7 @@ def pool_forward(x: np.ndarray, a: Attrs) -> np.ndarray:
     return result
 
 
-def _first_max(xp: np.ndarray, y: np.ndarray, geo: tuple):
+def _first_max(xp: np.ndarray, y: np.ndarray, geo: tuple) -> Iterator[tuple]:
     """For each kernel offset: (index into xp, mask of windows whose first max is there)."""
     kernel, stride, _, out, _ = geo
     taken = np.zeros(y.shape, dtype=bool)
