@@ -1,7 +1,8 @@
 """CPU training step (forward + backward through the executor) of the seed CNN, symgraph's
 numpy backend beside PyTorch's CPU build (same machine, same run, same thread count).
 
-Usage: python benchmarks/cpu_step.py [--batches 64 256] [--repeats 10] [--threads N]
+Usage: python benchmarks/cpu_step.py [--batches 64 256] [--repeats 10] [--rounds 3]
+       [--threads N] [--no-passes]
 Prints one row per batch size: median milliseconds per step and the ratio symgraph / torch.
 """
 from __future__ import annotations
@@ -26,15 +27,15 @@ SHAPES = {"conv1_weight": (32, 1, 3, 3), "conv1_bias": (32,), "conv2_weight": (6
           "fc2_weight": (10, 128), "fc2_bias": (10,)}
 
 
-def median_ms(fn: Callable[[], None], repeats: int) -> float:
-    """Median wall time of ``fn`` in milliseconds, after one warm-up call."""
+def times_ms(fn: Callable[[], None], repeats: int) -> list[float]:
+    """Wall times of ``repeats`` calls of ``fn`` in milliseconds, after one warm-up call."""
     fn()
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
         fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times) * 1e3)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return times
 
 
 def make_inputs(batch: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -79,33 +80,35 @@ def torch_step(arrays: dict[str, np.ndarray]) -> Callable[[], None]:
     return step
 
 
-def measure(framework: str, batch: int, repeats: int, threads: int) -> float:
-    """Median step time of one framework, measured in a fresh child process.
+def measure(framework: str, batch: int, repeats: int, threads: int,
+            extra: tuple[str, ...] = ()) -> list[float]:
+    """Step times of one framework, measured in a fresh child process.
 
     A child per measurement keeps OpenBLAS's and PyTorch's idle worker threads (which spin
     for a while after each call) from stealing the cores of the other framework.
     """
     out = subprocess.run([sys.executable, __file__, "--worker", framework, "--batches",
-                          str(batch), "--repeats", str(repeats), "--threads", str(threads)],
+                          str(batch), "--repeats", str(repeats), "--threads", str(threads), *extra],
                          capture_output=True, text=True,
                          env={**os.environ, "OPENBLAS_NUM_THREADS": str(threads),
                               "OMP_NUM_THREADS": str(threads)})
     if out.returncode != 0:
         if framework == "torch" and "No module named 'torch'" in out.stderr:
-            return float("nan")
+            return [float("nan")]
         raise RuntimeError(out.stderr)
-    return float(out.stdout.split()[-1])
+    return [float(v) for v in out.stdout.split()]
 
 
 def worker(framework: str, batch: int, repeats: int, threads: int) -> None:
-    """Child process: print the median step time of ``framework`` in milliseconds."""
+    """Child process: print the step times of ``framework`` in milliseconds."""
     arrays = make_inputs(batch)
     if framework == "torch":
         import torch
         torch.set_num_threads(threads)
-        print(median_ms(torch_step(arrays), repeats))
+        step = torch_step(arrays)
     else:
-        print(median_ms(symgraph_step(arrays), repeats))
+        step = symgraph_step(arrays)
+    print(" ".join(f"{t:.3f}" for t in times_ms(step, repeats)))
 
 
 def main() -> None:
@@ -113,18 +116,30 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[64, 256])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-passes", action="store_true",
+                        help="symgraph.passes.ENABLED = False (no fusion, no memory plan)")
     parser.add_argument("--worker", choices=("symgraph", "torch"), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.no_passes:
+        import symgraph.passes
+        symgraph.passes.ENABLED = False
     if args.worker:
         worker(args.worker, args.batches[0], args.repeats, args.threads)
         return
-    print(f"seed CNN training step, CPU, {args.threads} threads, median of {args.repeats}")
+    print(f"seed CNN training step, CPU, {args.threads} threads, median of "
+          f"{args.rounds} x {args.repeats} steps (rounds alternate the frameworks)"
+          f"{', graph passes off' if args.no_passes else ''}")
     print(f"{'batch':>6} {'symgraph ms':>12} {'torch ms':>10} {'ratio':>7}")
     for batch in args.batches:
-        ours = measure("symgraph", batch, args.repeats, args.threads)
-        theirs = measure("torch", batch, args.repeats, args.threads)
-        print(f"{batch:>6} {ours:>12.1f} {theirs:>10.1f} {ours / theirs:>7.2f}")
-
+        ours: list[float] = []
+        theirs: list[float] = []
+        for _ in range(args.rounds):
+            ours += measure("symgraph", batch, args.repeats, args.threads,
+                            ("--no-passes",) if args.no_passes else ())
+            theirs += measure("torch", batch, args.repeats, args.threads)
+        a, b = float(np.median(ours)), float(np.median(theirs))
+        print(f"{batch:>6} {a:>12.1f} {b:>10.1f} {a / b:>7.2f}")
 
 if __name__ == "__main__":
     main()

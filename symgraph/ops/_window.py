@@ -84,11 +84,31 @@ def col2im(cols: np.ndarray, x_shape: Shape, kernel: Sequence[int], stride: Sequ
     return np.ascontiguousarray(acc.swapaxes(0, 1))
 
 
+def grouped_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a[g] @ b[g]`` for each group: one 2-D BLAS GEMM each. (np.matmul on stacked operands
+    with a transposed view leaves BLAS and runs many times slower.)"""
+    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype=np.result_type(a, b))
+    for g in range(a.shape[0]):
+        np.matmul(a[g], b[g], out=out[g])
+    return out
+
+
 def _by_group(dy: np.ndarray, groups: int) -> np.ndarray:
     """``dy`` (N, O, *out) as ``(groups, O/groups, N * prod(out))`` (one copy)."""
     n, o = dy.shape[:2]
     return dy.reshape(n, groups, o // groups, -1).transpose(1, 2, 0, 3).reshape(
         groups, o // groups, -1)
+
+
+CHUNK_ELEMENTS = 1 << 21
+"""Column elements per batch chunk (8 MiB of float32): chunks keep im2col columns in cache and
+reuse the same small allocations instead of page-faulting one huge array per call."""
+
+
+def batch_chunks(n: int, per_sample: int) -> list[slice]:
+    """Slices of the batch axis holding about CHUNK_ELEMENTS column elements each."""
+    step = max(1, CHUNK_ELEMENTS // max(1, per_sample))
+    return [slice(i, min(n, i + step)) for i in range(0, n, step)]
 
 
 def conv_forward(x: np.ndarray, w: np.ndarray, stride: Sequence[int], dilate: Sequence[int],
@@ -97,32 +117,41 @@ def conv_forward(x: np.ndarray, w: np.ndarray, stride: Sequence[int], dilate: Se
     """Convolution (cross-correlation) of NC... data with O,C/g,... weights (+ bias)."""
     n, o = x.shape[0], w.shape[0]
     kernel = w.shape[2:]
-    cols = im2col(x, kernel, stride, dilate, pad, out, groups)
-    y = np.matmul(w.reshape(groups, o // groups, -1), cols)  # (g, O/g, N*P)
-    result = np.empty((n, o) + tuple(out), dtype=y.dtype)
-    # The NCHW copy of the GEMM result and the bias add are one pass.
-    y = y.reshape(o, n, -1).transpose(1, 0, 2)
-    if bias is None:
-        result.reshape(n, o, -1)[...] = y
-    else:
-        np.add(y, bias.reshape(o, 1), out=result.reshape(n, o, -1))
+    w3 = w.reshape(groups, o // groups, -1)
+    result = np.empty((n, o) + tuple(out), dtype=np.result_type(x, w))
+    # Per-sample column blocks (n, g, C/g*K, P): the GEMMs write NCHW output directly, with
+    # no transposed operand and no transposing copy afterwards.
+    flat = result.reshape(n, groups, o // groups, -1)
+    for part in batch_chunks(n, w3.shape[2] * groups * prod(out)):
+        view = windows(pad_spatial(x[part], pad, pad), kernel, stride, dilate, out)
+        cols = np.ascontiguousarray(view).reshape(view.shape[0], groups, w3.shape[2], -1)
+        np.matmul(w3, cols, out=flat[part])
+    if bias is not None:
+        result += bias.reshape((o,) + (1,) * len(out))
     return result
 
 
 def conv_data_grad(dy: np.ndarray, w: np.ndarray, x_shape: Shape, stride: Sequence[int],
                    dilate: Sequence[int], pad: Sequence[int], groups: int) -> np.ndarray:
     """Gradient of :func:`conv_forward` with respect to its data (a transposed convolution)."""
-    o = dy.shape[1]
+    n, o = dy.shape[:2]
     w3 = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)  # (g, C/g*K, O/g)
-    dcols = np.matmul(w3, _by_group(dy, groups))  # (g, C/g*K, N*P)
-    return col2im(dcols, x_shape, w.shape[2:], stride, dilate, pad, dy.shape[2:])
+    dx = np.empty(x_shape, dtype=np.result_type(dy, w))
+    for part in batch_chunks(n, w3.shape[1] * groups * prod(dy.shape[2:])):
+        dcols = grouped_matmul(w3, _by_group(dy[part], groups))  # (g, C/g*K, n*P)
+        dx[part] = col2im(dcols, (dcols.shape[2] // prod(dy.shape[2:]),) + tuple(x_shape[1:]),
+                          w.shape[2:], stride, dilate, pad, dy.shape[2:])
+    return dx
 
 
 def conv_weight_grad(dy: np.ndarray, x: np.ndarray, kernel: Sequence[int],
                      stride: Sequence[int], dilate: Sequence[int], pad: Sequence[int],
                      groups: int) -> np.ndarray:
     """Gradient of :func:`conv_forward` with respect to its weights."""
-    o = dy.shape[1]
-    cols = im2col(x, kernel, stride, dilate, pad, dy.shape[2:], groups)  # (g, C/g*K, N*P)
-    dw = np.matmul(_by_group(dy, groups), cols.transpose(0, 2, 1))  # (g, O/g, C/g*K)
+    n, o = dy.shape[:2]
+    dw = np.zeros((groups, o // groups, x.shape[1] // groups * prod(kernel)),
+                  dtype=np.result_type(dy, x))
+    for part in batch_chunks(n, x.shape[1] * prod(kernel) * prod(dy.shape[2:])):
+        cols = im2col(x[part], kernel, stride, dilate, pad, dy.shape[2:], groups)
+        dw += grouped_matmul(_by_group(dy[part], groups), cols.transpose(0, 2, 1))
     return dw.reshape((o, x.shape[1] // groups) + tuple(kernel))

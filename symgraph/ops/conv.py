@@ -7,6 +7,7 @@ gradients of their own, so a convolution can be differentiated twice. The numpy 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Callable
 
 from ..attrs import Attrs, Param
 from ..base import ShapeError
@@ -85,18 +86,26 @@ def check_data(a: Attrs, data: Shape, channels_per: str = "data") -> Geometry:
     return g
 
 
-def _conv_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    ins = list(ins)
-    nf = a["num_filter"]
-    geometry(a)
-    if len(ins) == 3:
-        ins[2] = (nf,)
-    data = ins[0]
-    if data is None:
-        return ins, outs
-    g = check_data(a, data)
-    ins[1] = (nf, data[1] // g.groups) + g.kernel
-    return ins, [(data[0], nf) + g.out(data[2:])]
+def layer_shape(weight_of: Callable, spatial_of: Callable) -> Callable:
+    """Shape rule of a convolution-like layer: bias (num_filter,), weight ``weight_of(a, data,
+    geometry)``, output (N, num_filter, *spatial_of(a, data, geometry))."""
+    def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        ins = list(ins)
+        nf = a["num_filter"]
+        geometry(a)
+        if len(ins) == 3:
+            ins[2] = (nf,)
+        data = ins[0]
+        if data is None:
+            return ins, outs
+        g = check_data(a, data)
+        ins[1] = weight_of(a, data, g)
+        return ins, [(data[0], nf) + spatial_of(a, data, g)]
+    return rule
+
+
+_conv_shape = layer_shape(lambda a, d, g: (a["num_filter"], d[1] // g.groups) + g.kernel,
+                          lambda a, d, g: g.out(d[2:]))
 
 
 def _conv_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
@@ -106,25 +115,32 @@ def _conv_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     return [conv_forward(x, w, g.stride, g.dilate, g.pad, g.groups, g.out(x.shape[2:]), bias)]
 
 
-def bias_grad(c, dy, nsp: int):
+def bias_grad(c: Any, dy: Any, nsp: int) -> Any:
     """Sum of ``dy`` over every axis but the channel axis (a bias gradient)."""
     return c.sym.sum(dy, axis=(0,) + tuple(range(2, 2 + nsp)))
 
 
-def _conv_grad(c) -> list:
-    S, a = c.sym, c.attrs
-    x, w, dy = c.inputs[0], c.inputs[1], c.ograds[0]
-    grads = [S._backward_Convolution_data(dy, w, x, **a),
-             S._backward_Convolution_weight(dy, x, **a)]
-    if not a["no_bias"]:
-        grads.append(bias_grad(c, dy, len(a["kernel"])))
-    return grads
+def layer_inputs(a: Attrs) -> tuple[str, ...]:
+    """Convolution-like layers take a bias unless no_bias."""
+    return ("data", "weight") if a["no_bias"] else ("data", "weight", "bias")
+
+
+def layer_grad(data_op: str, weight_op: str) -> Callable:
+    """Gradient rule of a convolution-like layer: its data and weight gradient ops
+    (``data_op(dy, weight, data)``, ``weight_op(dy, data)``) and the bias gradient."""
+    def rule(c: Any) -> list:
+        x, w, dy = c.inputs[0], c.inputs[1], c.ograds[0]
+        grads = [c.sym.apply_op(data_op, [dy, w, x], c.attrs),
+                 c.sym.apply_op(weight_op, [dy, x], c.attrs)]
+        if not c.attrs["no_bias"]:
+            grads.append(bias_grad(c, dy, len(c.attrs["kernel"])))
+        return grads
+    return rule
 
 
 register(OpDef(
-    "Convolution", CONV_PARAMS,
-    lambda a: ("data", "weight") if a["no_bias"] else ("data", "weight", "bias"),
-    _conv_shape, _conv_compute, _conv_grad, GEMM,
+    "Convolution", CONV_PARAMS, layer_inputs, _conv_shape, _conv_compute,
+    layer_grad("_backward_Convolution_data", "_backward_Convolution_weight"), GEMM,
     doc="N-d convolution (cross-correlation), NC(D)(H)W data, O,C/num_group,k... weights; "
         "im2col + one GEMM per group on the CPU."))
 

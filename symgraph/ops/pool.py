@@ -7,13 +7,14 @@ run over kernel offsets only, each one a vectorised pass over every window.
 from __future__ import annotations
 
 from math import ceil
+from typing import Iterator
 
 import numpy as np
 
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import OPAQUE, OpDef, RunCtx, register
-from ._util import fmt
+from ._util import fmt, like_input
 from ._window import inner, offsets, pad_spatial
 
 Shape = tuple[int, ...]
@@ -103,7 +104,7 @@ def pool_forward(x: np.ndarray, a: Attrs) -> np.ndarray:
     return result
 
 
-def _first_max(xp: np.ndarray, y: np.ndarray, geo: tuple):
+def _first_max(xp: np.ndarray, y: np.ndarray, geo: tuple) -> Iterator[tuple]:
     """For each kernel offset: (index into xp, mask of windows whose first max is there)."""
     kernel, stride, _, out, _ = geo
     taken = np.zeros(y.shape, dtype=bool)
@@ -155,21 +156,15 @@ register(OpDef(
     OPAQUE, doc="Max/avg/sum pooling over 1-3 spatial axes (valid or full convention)."))
 
 
-def _like_input(index: int):
-    def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-        return ins, [ins[index]] if ins[index] is not None else outs
-    return rule
-
-
 register(OpDef(
-    "_backward_Pooling", POOL_PARAMS, ("ograd", "data", "output"), _like_input(1),
+    "_backward_Pooling", POOL_PARAMS, ("ograd", "data", "output"), like_input(1),
     _pool_backward,
     lambda c: [c.sym._pooling_gather(c.ograds[0], c.inputs[1], c.inputs[2], **c.attrs),
                None, None],
     OPAQUE, doc="Gradient of Pooling w.r.t. its data (max: to each window's first maximum)."))
 
 register(OpDef(
-    "_pooling_gather", POOL_PARAMS, ("grad", "data", "output"), _like_input(2),
+    "_pooling_gather", POOL_PARAMS, ("grad", "data", "output"), like_input(2),
     _pool_gather,
     lambda c: [c.sym._backward_Pooling(c.ograds[0], c.inputs[1], c.inputs[2], **c.attrs),
                None, None],

@@ -93,3 +93,70 @@ for pt in ("max", "avg", "sum"):
                       {"x": normal(2, 3, 4, 5)},
                       lambda x, t=pt: naive.pool(x, None, t, global_pool=True),
                       id=f"Pooling-global-{pt}"))
+
+# (data shape, num_filter, kernel, stride, pad, dilate, groups, adj, target_shape)
+DECONV_GEOMETRIES = {
+    "2d-adj": ((2, 3, 3, 4), 4, (3, 3), (2, 2), (1, 1), (1, 1), 1, (1, 0), ()),
+    "2d-group-dilate": ((2, 4, 3, 3), 2, (2, 3), (1, 2), (0, 1), (2, 1), 2, (0, 1), ()),
+    "2d-target": ((1, 2, 3, 3), 3, (3, 3), (2, 2), (0, 0), (1, 1), 1, (), (6, 5)),
+    "1d": ((2, 2, 4), 3, (3,), (2,), (0,), (1,), 1, (), ()),
+}
+
+
+def _target_pad(shape, k, s, d, target):
+    """MXNet's padding for target_shape, derived here independently of symgraph."""
+    pads, adjs = [], []
+    for n, kk, ss, dd, t in zip(shape[2:], k, s, d, target):
+        total = ss * (n - 1) + dd * (kk - 1) + 1 - t
+        pads.append(-(-total // 2))
+        adjs.append(total % 2)
+    return tuple(pads), tuple(adjs)
+
+
+for cid, (shape, nf, k, s, p, d, g, adj, target) in DECONV_GEOMETRIES.items():
+    attrs = dict(kernel=k, stride=s, pad=p, dilate=d, num_filter=nf, num_group=g, adj=adj,
+                 target_shape=target, no_bias=False)
+    rp, radj = _target_pad(shape, k, s, d, target) if target else (p, adj or None)
+    wshape = (shape[1], nf // g) + k
+    CASES.append(Case(
+        "Deconvolution", lambda a=attrs: S.Deconvolution(x, w, b, **a),
+        {"x": normal(*shape), "w": normal(*wshape), "b": normal(nf)},
+        lambda x, w, b, a=attrs, rp=rp, ra=radj: naive.deconv(x, w, b, a["stride"], rp,
+                                                              a["dilate"], a["num_group"], ra),
+        also_covers=("_backward_Deconvolution_data", "_backward_Deconvolution_weight"),
+        id=f"Deconvolution-{cid}"))
+CASES.append(Case(
+    "Deconvolution",
+    lambda: S.Group([S.Deconvolution(x, w, kernel=(3, 3), num_filter=2, stride=(2, 2),
+                                     name="d")]),
+    {"x": normal(1, 2, 2, 3), "w": normal(2, 2, 3, 3)},
+    lambda x, w: naive.deconv(x, w, None, (2, 2)), id="Deconvolution-nobias"))
+
+
+def _second_order(op: str, out: str):
+    """d/d(x, w) of <v, d(sum of op's output * u)/dx>: differentiates the gradient ops."""
+    def build():
+        y = getattr(S, op)(x, w, kernel=(3, 2), stride=(2, 1), pad=(1, 1), num_filter=3,
+                           no_bias=True, name="c")
+        gx, gw = (y * S.var("u")).gradient(["x", "w"])
+        return S.sum(gx * S.var("v")) + S.sum(gw * S.var("t"))
+    return build
+
+
+for op, shapes in (("Convolution", ((1, 2, 4, 3), (3, 2, 3, 2), (1, 3, 2, 4))),
+                   ("Deconvolution", ((1, 2, 2, 3), (2, 3, 3, 2), (1, 3, 3, 2)))):
+    xs, ws, ys = shapes
+    CASES.append(Case(
+        op, _second_order(op, "y"),
+        {"x": normal(*xs), "w": normal(*ws), "u": normal(*ys), "v": normal(*xs),
+         "t": normal(*ws)},
+        lambda x, w, u, v, t, op=op: _second_order_ref(op, x, w, u, v, t),
+        grad_nodes=["x", "w", "u"], id=f"{op}-second-order"))
+
+
+def _second_order_ref(op, x, w, u, v, t):
+    """The objective is bilinear in (x, w) pairs with u: sum(u * y(v, w)) + sum(u * y(x, t))
+    (the gradient of <u, y(x, w)> is linear in the other factor)."""
+    f = (lambda a, b: naive.conv(a, b, None, (2, 1), (1, 1))) if op == "Convolution" else \
+        (lambda a, b: naive.deconv(a, b, None, (2, 1), (1, 1)))
+    return np.array(np.sum(u * f(v, w)) + np.sum(u * f(x, t)))
