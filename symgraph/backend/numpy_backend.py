@@ -1,11 +1,13 @@
 """The numpy reference backend: runs a schedule step by step with each op's numpy reference.
 
-Without a memory plan every step's results are fresh arrays. With one (``schedule.plan``), the
-program owns one ``np.uint8`` arena and every planned slot is a view at its offset; each step's
-results are copied into their views, so the plan is exercised exactly as the CUDA backend will
-use it. With ``POISON`` (or ``SYMGRAPH_DEBUG>=1``) the bytes of every slot whose lifetime ended
-are filled with NaN right after its last reader, so a plan that reads a freed or overwritten
-buffer yields NaN instead of a plausible number.
+By default every step's results are fresh arrays: numpy references return new arrays, and
+copying each into a planned arena would cost more than the memory it saves on a CPU.
+
+With ``POISON`` (tests) or ``SYMGRAPH_DEBUG>=1`` the memory plan is exercised exactly as the CUDA
+backend uses it: the program owns one ``np.uint8`` arena, every planned slot is a view at its
+offset, each step's results are copied into their views, and the bytes of every slot whose
+lifetime ended are filled with NaN right after its last reader, so a plan that reads a freed or
+overwritten buffer yields NaN instead of a plausible number.
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ class NumpyProgram:
         """One array per slot: arena views for planned slots, None for the rest."""
         plan, sch = self.schedule.plan, self.schedule
         env: list[Any] = [None] * len(sch.shapes)
-        if plan is None:
+        if plan is None or self._freed is None:
             return env
         if self._arena is None:
             self._arena = np.empty(max(plan.arena_bytes, 1), np.uint8)
@@ -63,7 +65,7 @@ class NumpyProgram:
     def run(self, env: list[Any], start: int, stop: int, ctx: RunCtx) -> None:
         """Run steps ``start:stop``, reading and writing ``env``."""
         dtypes = self.schedule.dtypes
-        planned = self.schedule.plan is not None
+        planned = self._freed is not None
         for k in range(start, stop):
             compute, attrs, ins, outs = self._kernels[k]
             results = compute(attrs, [env[i] for i in ins], ctx)
