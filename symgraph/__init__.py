@@ -5,7 +5,7 @@
 """
 from __future__ import annotations
 
-from . import base, name, random
+from . import base, name, operator, random
 from . import ndarray as nd
 from . import symbol as sym
 from . import test_utils
@@ -13,6 +13,7 @@ from .base import (AttrError, BindError, DTypeError, ExecutionError, GraphError,
                    SymgraphError)
 from .context import Context, cpu, current_context, gpu
 from .executor import Executor
+from . import rtc  # noqa: E402  (pycuda is imported lazily, on first GPU use)
 
 symbol = sym
 ndarray = nd
@@ -20,5 +21,5 @@ ndarray = nd
 __version__ = "0.1.0"
 
 __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_context",
-           "Executor", "name", "random", "test_utils", "base", "SymgraphError", "AttrError",
+           "Executor", "name", "operator", "rtc", "random", "test_utils", "base", "SymgraphError", "AttrError",
            "ShapeError", "DTypeError", "BindError", "GraphError", "ExecutionError"]

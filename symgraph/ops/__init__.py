@@ -1,2 +1,2 @@
 """Built-in operators. Importing this package registers them all."""
-from . import elemwise, fused, nn, tensor  # noqa: F401
+from . import custom, elemwise, fused, nn, tensor  # noqa: F401
