@@ -136,8 +136,8 @@ class Rtc:
         """Launch on the current stream of the arrays' GPU."""
         self.check(inputs, outputs)
         arrays = list(inputs) + list(outputs)
-        function = compile_module(self.source).get_function(self.name)
         args = [np.uintp(device_pointer(a)) for a in arrays]
+        function = compile_module(self.source).get_function(self.name)
         _launch(function, args, arrays[0].context, grid_dims, block_dims)
 
 
@@ -177,18 +177,15 @@ class CudaKernel:
         if len(args) != len(self.args):
             raise BindError(f"sg.rtc kernel {self.name}: {len(args)} arguments for signature "
                             f"{[n for n, _, _ in self.args]}")
-        out = []
         for (n, is_ptr, dtype), a in zip(self.args, args):
-            if is_ptr:
-                if not hasattr(a, "context") or np.dtype(a.dtype) != dtype:
-                    raise DTypeError(f"sg.rtc kernel {self.name}: argument {n} needs an NDArray "
-                                     f"of {dtype}, got {getattr(a, 'dtype', type(a).__name__)}")
-                out.append(np.uintp(device_pointer(a)))
-            else:
-                if hasattr(a, "context"):
-                    raise DTypeError(f"sg.rtc kernel {self.name}: argument {n} is a {dtype} "
-                                     f"scalar, got an NDArray")
-                out.append(dtype.type(a))
+            if is_ptr and (not hasattr(a, "context") or np.dtype(a.dtype) != dtype):
+                raise DTypeError(f"sg.rtc kernel {self.name}: argument {n} needs an NDArray "
+                                 f"of {dtype}, got {getattr(a, 'dtype', type(a).__name__)}")
+            if not is_ptr and hasattr(a, "context"):
+                raise DTypeError(f"sg.rtc kernel {self.name}: argument {n} is a {dtype} "
+                                 f"scalar, got an NDArray")
+        out = [np.uintp(device_pointer(a)) if is_ptr else dtype.type(a)
+               for (_, is_ptr, dtype), a in zip(self.args, args)]
         return out
 
     def launch(self, args: Sequence[Any], ctx: Context, grid_dims: Dims, block_dims: Dims,
