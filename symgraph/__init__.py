@@ -21,5 +21,6 @@ ndarray = nd
 __version__ = "0.1.0"
 
 __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_context",
-           "Executor", "name", "operator", "rtc", "random", "test_utils", "base", "SymgraphError", "AttrError",
+           "Executor", "name", "operator", "rtc", "random", "test_utils", "base",
+           "SymgraphError", "AttrError",
            "ShapeError", "DTypeError", "BindError", "GraphError", "ExecutionError"]

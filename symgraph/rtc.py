@@ -10,15 +10,17 @@
 Source generation and argument checking work anywhere; compiling and launching need pycuda and
 a GPU, imported on first use only. Compilation goes through :func:`compile_module`, the one place
 to swap for ``symgraph.cuda.compiler`` once it exists: it caches in this process and on disk
-(pycuda's cache, keyed by source, options, nvcc version and GPU architecture). Kernels launch on
-``symgraph.cuda.runtime.current_stream(ctx)`` when the CUDA backend provides it, else on the
-default stream.
+(pycuda's cache, keyed by source, options, nvcc version and GPU architecture). Kernels launch on the stream
+set by :func:`stream_scope` (the ``Custom`` op sets the executor's stream around a custom op's
+Python code), else on the default stream, in the CUDA backend's context of the device.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import re
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -56,16 +58,40 @@ def compile_module(source: str, options: Sequence[str] = ()) -> Any:
     return module
 
 
+_STREAM: contextvars.ContextVar = contextvars.ContextVar("sg_rtc_stream", default=None)
+
+
+@contextlib.contextmanager
+def stream_scope(stream: Any) -> Iterator[None]:
+    """Kernels launched inside run on ``stream`` (a pycuda Stream; None: the default stream).
+
+    The ``Custom`` op sets it to the executor's stream around a custom op's Python code."""
+    token = _STREAM.set(stream)
+    try:
+        yield
+    finally:
+        _STREAM.reset(token)
+
+
 def current_stream(ctx: Context) -> Any:
-    """The stream kernels of ``ctx`` run on: the CUDA backend's, else the default stream."""
+    """The stream kernels on ``ctx`` launch on now (see :func:`stream_scope`)."""
     if ctx.device_type != "gpu":
         raise BindError(f"sg.rtc: kernels run on a GPU context, got {ctx}")
+    return _STREAM.get()
+
+
+@contextlib.contextmanager
+def activate(ctx: Context) -> Iterator[None]:
+    """Make ``ctx``'s CUDA context current: the CUDA backend's primary context when it is
+    installed, else pycuda's own (standalone use of sg.rtc)."""
     try:
-        from .cuda.runtime import current_stream as backend_stream
+        from .cuda.runtime import activate as backend_activate
     except ImportError:
-        import pycuda.autoinit  # noqa: F401  (standalone use: a context on device 0)
-        return None
-    return backend_stream(ctx)
+        import pycuda.autoinit  # noqa: F401
+        yield
+        return
+    with backend_activate(ctx.device_id):
+        yield
 
 
 def device_pointer(x: Any) -> int:
@@ -82,11 +108,13 @@ def _dim3(dims: Dims, what: str) -> tuple[int, int, int]:
     return d
 
 
-def _launch(function: Any, args: list, ctx: Context, grid: Dims, block: Dims,
-            shared: int = 0) -> None:
+def _launch(source: str, options: Sequence[str], name: str, args: list, ctx: Context,
+            grid: Dims, block: Dims, shared: int = 0) -> None:
     stream = current_stream(ctx)
-    function(*args, grid=_dim3(grid, "grid_dims"), block=_dim3(block, "block_dims"),
-             shared=int(shared), stream=stream)
+    grid3, block3 = _dim3(grid, "grid_dims"), _dim3(block, "block_dims")
+    with activate(ctx):
+        function = compile_module(source, options).get_function(name)
+        function(*args, grid=grid3, block=block3, shared=int(shared), stream=stream)
 
 
 def rtc_source(name: str, inputs: Sequence[tuple[str, Dims]],
@@ -137,8 +165,7 @@ class Rtc:
         self.check(inputs, outputs)
         arrays = list(inputs) + list(outputs)
         args = [np.uintp(device_pointer(a)) for a in arrays]
-        function = compile_module(self.source).get_function(self.name)
-        _launch(function, args, arrays[0].context, grid_dims, block_dims)
+        _launch(self.source, (), self.name, args, arrays[0].context, grid_dims, block_dims)
 
 
 # -- CudaModule (MXNet 1.x) -----------------------------------------------------------------------
@@ -192,9 +219,8 @@ class CudaKernel:
                shared_mem: int = 0) -> None:
         """Launch on ``ctx``'s current stream."""
         converted = self.convert_args(args)
-        function = compile_module(self.module.source, self.module.options).get_function(
-            self.name)
-        _launch(function, converted, ctx, grid_dims, block_dims, shared_mem)
+        _launch(self.module.source, self.module.options, self.name, converted, ctx, grid_dims,
+                block_dims, shared_mem)
 
 
 class CudaModule:

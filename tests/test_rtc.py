@@ -22,7 +22,8 @@ SEED_KERNELS = [
 
 
 def test_source_follows_the_seed_decoration() -> None:
-    src = rtc_source("mykernel", [("x", (10,))], [("y", (10, 3))], "y[threadIdx.x] = x[threadIdx.x];")
+    src = rtc_source("mykernel", [("x", (10,))], [("y", (10, 3))],
+                     "y[threadIdx.x] = x[threadIdx.x];")
     lines = src.splitlines()
     assert lines[0] == 'extern "C" __global__ void mykernel(float *x, float *y) {'
     assert "    const int x_ndim = 1;" in lines and "    const int x_dims[] = {10};" in lines

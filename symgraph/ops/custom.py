@@ -11,9 +11,10 @@ a row of ``KINDS``:
 
 Both are opaque steps (fusion stops at them). At run time both go through one function,
 ``run(attrs, in_arrays, out_arrays, is_train, stream)`` on ``sg.nd.NDArray`` wrappers of the
-buffers, writing the outputs in place; the numpy backend reaches it through ``compute``, a device
-backend through ``OpDef.lowering["run"]`` with device arrays and its stream (outputs of
-``_backward_Custom`` must be zeroed, since a backward may leave a gradient untouched).
+buffers, writing the outputs in place; the numpy backend reaches it through ``compute``, the CUDA
+backend through the lowering data ``("callback", {"run": run})``: wrap the step's device
+buffers as GPU NDArrays, call ``run`` with its pycuda stream, outside any captured CUDA graph
+(outputs of ``_backward_Custom`` must be zeroed first: a backward may leave a gradient alone).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from ..base import AttrError, ShapeError, where
 from ..context import cpu
 from ..ndarray import NDArray
 from ..registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
+from ..rtc import stream_scope
 from . import custom_aot
 
 PARAMS = {
@@ -184,8 +186,10 @@ def _forward_out_shapes(a: Attrs, ins: list) -> list:
 
 
 def run_forward(a: Attrs, ins: list, outs: list, is_train: bool, stream: Any) -> None:
-    """Run a ``Custom`` node on NDArrays (the device-backend entry point)."""
-    _kind(a).run(a, ins, outs, is_train, stream)
+    """Run a ``Custom`` node on NDArrays (the device-backend entry point); ``stream`` is the
+    executor's pycuda Stream (None on the CPU), which rtc kernels and aot functions use."""
+    with stream_scope(stream):
+        _kind(a).run(a, ins, outs, is_train, stream)
 
 
 def _gradient(c: Any) -> list:
@@ -225,7 +229,7 @@ register(OpDef(
     _run_on_numpy(run_forward, _forward_out_shapes), _gradient, OPAQUE,
     infer_type=lambda a, i, o: _kind(a).infer_type(a, i, o),
     aux=lambda a: _kind(a).aux(a), outputs=lambda a: _kind(a).outputs(a),
-    lowering={"kind": "host", "run": run_forward},
+    lowering=("callback", {"run": run_forward}),
     doc="A user operator: a Python CustomOp/NDArrayOp (op_type) or an aot kernel (func).",
     extra={"api": custom_symbol}))
 
@@ -258,7 +262,9 @@ def run_backward(a: Attrs, ins: list, outs: list, is_train: bool, stream: Any) -
     """Run ``CustomOp.backward`` of a node on NDArrays; ``outs`` are the (zeroed) input grads."""
     g = _bwd_groups(a, ins)
     op = get_operator(a, g["in_data"])
-    op.backward(["write"] * len(outs), g["out_grad"], g["in_data"], g["out_data"], outs, g["aux"])
+    with stream_scope(stream):
+        op.backward(["write"] * len(outs), g["out_grad"], g["in_data"], g["out_data"], outs,
+                    g["aux"])
 
 
 register(OpDef(
@@ -267,5 +273,5 @@ register(OpDef(
                                                 for x in _bwd_groups(a, ins)["in_data"]]),
     NOT_DIFFERENTIABLE, OPAQUE, infer_type=_bwd_type,
     outputs=lambda a: tuple(f"{n}_grad" for n in get_prop(a).list_arguments()),
-    lowering={"kind": "host", "run": run_backward},
+    lowering=("callback", {"run": run_backward}),
     doc="Gradient of a Python Custom op: calls CustomOp.backward (opaque)."))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Any, Callable, Union
+from typing import Any, Callable
 
 import numpy as np
 
@@ -127,8 +127,9 @@ def _pointer(x: Any) -> int:
     return int(x._data.gpudata)  # device arrays are pycuda GPUArrays (symgraph.cuda)
 
 
-def call_abi(fn: Callable[..., int], arrays: list, stream: Union[int, None]) -> int:
-    """Call ``fn`` with MindSpore's ABI on NDArrays (inputs then outputs)."""
+def call_abi(fn: Callable[..., int], arrays: list, stream: Any) -> int:
+    """Call ``fn`` with MindSpore's ABI on NDArrays (inputs then outputs); ``stream`` is a
+    pycuda Stream (its handle is passed) or None (a null stream)."""
     n = len(arrays)
     params = (ctypes.c_void_p * n)(*[_pointer(x) for x in arrays])
     ndims = (ctypes.c_int * n)(*[x.ndim for x in arrays])
@@ -136,7 +137,8 @@ def call_abi(fn: Callable[..., int], arrays: list, stream: Union[int, None]) -> 
     shapes = (ctypes.POINTER(ctypes.c_int64) * n)(
         *[ctypes.cast(d, ctypes.POINTER(ctypes.c_int64)) for d in dims])
     dtypes = (ctypes.c_char_p * n)(*[x.dtype.name.encode() for x in arrays])
-    return int(fn(n, params, ndims, shapes, dtypes, stream, None))
+    handle = None if stream is None else int(stream.handle)
+    return int(fn(n, params, ndims, shapes, dtypes, handle, None))
 
 
 def _run(a: Attrs, ins: list, outs: list, is_train: bool, stream: Any) -> None:

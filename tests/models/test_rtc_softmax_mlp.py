@@ -63,7 +63,8 @@ def test_gpu_matches_cpu(rng) -> None:
     results = []
     for ctx in (sg.cpu(), sg.gpu()):
         sym = NDArraySoftmax()(data=sg.sym.var("data"), name="softmax")
-        exe = sym.bind(ctx, {"data": sg.nd.array(x, ctx), "softmax_label": sg.nd.array(label, ctx)},
+        exe = sym.bind(ctx, {"data": sg.nd.array(x, ctx),
+                             "softmax_label": sg.nd.array(label, ctx)},
                        args_grad={"data": sg.nd.zeros(x.shape, ctx)},
                        grad_req={"data": "write", "softmax_label": "null"})
         out = exe.forward(is_train=True)[0].asnumpy()

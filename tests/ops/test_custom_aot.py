@@ -104,7 +104,8 @@ def test_nonzero_return_raises_and_outputs_untouched(fail_lib: str) -> None:
 
 def test_wrong_dtype_is_reported_by_the_kernel(lib: str) -> None:
     sym = _add(lib, sg.sym.var("a"), sg.sym.var("b"))
-    exe = sym.bind(sg.cpu(), {"a": sg.nd.ones(3, dtype=np.int32), "b": sg.nd.ones(3, dtype=np.int32)})
+    ints = {k: sg.nd.ones(3, dtype=np.int32) for k in ("a", "b")}
+    exe = sym.bind(sg.cpu(), ints)
     with pytest.raises(sg.ExecutionError, match="CustomAdd.*returned 3"):
         exe.forward()
 
