@@ -1,2 +1,2 @@
 """Built-in operators. Importing this package registers them all."""
-from . import custom, elemwise, fused, nn, tensor  # noqa: F401
+from . import conv, custom, elemwise, fused, nn, pool, tensor  # noqa: F401

@@ -28,6 +28,13 @@ def same_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return [known[0]] * len(ins), [known[0]] * len(outs)
 
 
+def like_input(index: int) -> Callable:
+    """Shape (or dtype) rule: the single output has input ``index``'s shape."""
+    def rule(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        return ins, [ins[index]] if ins[index] is not None else outs
+    return rule
+
+
 def broadcast_shapes(shapes: Sequence[Shape]) -> Shape:
     """numpy broadcasting of ``shapes``; ShapeError if they are incompatible."""
     try:

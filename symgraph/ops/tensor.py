@@ -287,9 +287,13 @@ def _dot_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 
 def _dot_grad(c) -> list:
+    return product_grad(c, c.sym.dot)
+
+
+def product_grad(c, dot) -> list:
+    """Gradients of a (batched) matrix product ``dot`` with transpose_a/transpose_b attrs."""
     ta, tb = c.attrs["transpose_a"], c.attrs["transpose_b"]
     a, b, dy = c.inputs[0], c.inputs[1], c.ograds[0]
-    dot = c.sym.dot
     # Written for 2-D operands; 1-D operands go through the same rules after reshape_like.
     da = dot(b, dy, transpose_a=tb, transpose_b=True) if ta else \
         dot(dy, b, transpose_a=False, transpose_b=not tb)
