@@ -11,8 +11,8 @@ Source generation and argument checking work anywhere; compiling and launching n
 a GPU, imported on first use only. Compilation goes through :func:`compile_module`, the one place
 to swap for ``symgraph.cuda.compiler`` once it exists: it caches in this process and on disk
 (pycuda's cache, keyed by source, options, nvcc version and GPU architecture). Kernels launch on
-the stream set by :func:`stream_scope` (the ``Custom`` op sets the executor's stream around a custom op's
-Python code), else on the default stream, in the CUDA backend's context of the device.
+the stream set by :func:`stream_scope` (the ``Custom`` op sets the executor's stream around a
+custom op's Python code), else on the default stream, in the CUDA backend's context of the device.
 """
 from __future__ import annotations
 

@@ -1,2 +1,3 @@
 """Built-in operators. Importing this package registers them all."""
-from . import conv, custom, elemwise, fused, nn, pool, tensor  # noqa: F401
+from . import (activation, conv, custom, deconv, elemwise, fused, indexing,  # noqa: F401
+               layout, loss, nn, norm, pool, shape, tensor)
