@@ -190,3 +190,18 @@ def test_python_exception_propagates_and_outputs_untouched() -> None:
     with pytest.raises(ValueError, match="boom"):
         exe.forward()
     np.testing.assert_array_equal(exe.outputs[0].asnumpy(), [7.0, 7.0])
+
+
+@sg.operator.register("test_bad_shape")
+class _BadShapeProp(sg.operator.CustomOpProp):
+    def infer_shape(self, in_shape):
+        return in_shape, [in_shape[0], in_shape[0]], []  # two shapes for one output
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return _Counter()
+
+
+def test_prop_shape_rule_mistakes_are_reported() -> None:
+    sym = sg.sym.Custom(sg.sym.var("data"), op_type="test_bad_shape", name="bad")
+    with pytest.raises(sg.ShapeError, match=r"bad \(Custom\): .*returned 2 output.* for 1 outputs"):
+        sym.infer_shape(data=(2, 3))

@@ -38,7 +38,7 @@ PARAMS = {
     "func_type": Param("str", "", ("", "aot")),
     "num_args": Param("int", 0, doc="number of inputs of an aot kernel"),
     "out_shape": Param("literal", None), "out_dtype": Param("literal", None),
-    "bprop": Param("any", None),
+    "bprop": Param("literal", None),
     ANY_KEY: Param("text", doc="keyword arguments of the prop's constructor, as strings"),
 }
 

@@ -140,6 +140,7 @@ def test_json_callables_refused_values_round_trip(lib: str, rng) -> None:
     sym = _add(lib, sg.sym.var("a"), sg.sym.var("b"), out_shape=(2, 3), out_dtype="float32")
     again = sg.sym.load_json(sym.tojson())
     assert again.tojson() == sym.tojson()
+    assert again.outputs_[0].node.attrs == sym.outputs_[0].node.attrs
     a, b = rng.normal(size=(2, 3)).astype(np.float32), rng.normal(size=(2, 3)).astype(np.float32)
     exe = again.bind(sg.cpu(), {"a": sg.nd.array(a), "b": sg.nd.array(b)})
     assert_almost_equal(exe.forward()[0], a.astype(np.float64) + b, rtol=1e-6)
