@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from . import base, name, random
+from . import base, name, operator, random
 from . import ndarray as nd
 from . import symbol as sym
 from . import test_utils
@@ -19,6 +19,7 @@ from . import (callback, datasets, io, lr_scheduler, metric, model, optimizer,  
                viz)
 from . import initializer as init
 from . import module as mod
+from . import rtc  # noqa: E402  (pycuda is imported lazily, on first GPU use)
 
 symbol = sym
 ndarray = nd
@@ -28,7 +29,7 @@ module = mod
 __version__ = "0.1.0"
 
 __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_context",
-           "Executor", "name", "random", "test_utils", "base", "SymgraphError", "AttrError",
-           "ShapeError", "DTypeError", "BindError", "GraphError", "ExecutionError", "DataError",
-           "io", "init", "initializer", "optimizer", "lr_scheduler", "mod", "module", "model",
-           "metric", "callback", "viz", "datasets"]
+           "Executor", "name", "operator", "rtc", "random", "test_utils", "base",
+           "SymgraphError", "AttrError", "ShapeError", "DTypeError", "BindError", "GraphError",
+           "ExecutionError", "DataError", "io", "init", "initializer", "optimizer",
+           "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets"]

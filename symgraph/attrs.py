@@ -17,6 +17,10 @@ from .base import AttrError
 REQUIRED = object()
 """Default of a parameter that has to be given."""
 
+ANY_KEY = "**"
+"""Schema key of ops taking free-form attributes (``Custom``'s kwargs): keys the schema does not
+name are parsed with the Param stored under this key instead of being rejected."""
+
 
 class Attrs(Mapping[str, Any]):
     """Immutable, hashable attribute mapping (sorted key/value tuples)."""
@@ -110,6 +114,18 @@ def _parse_dtype(v: Any) -> str:
         raise TypeError(f"expected a dtype, got {v!r}") from exc
 
 
+def _freeze(v: Any) -> Any:
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    return v
+
+
+def _parse_literal(v: Any) -> Any:
+    """A Python literal from its text (lists become tuples so attrs stay hashable); other
+    values (numbers, tuples, callables) are kept as given."""
+    return _freeze(_literal(v))
+
+
 def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def parse_opt(v: Any) -> Any:
         if v is None or (isinstance(v, str) and v.strip() in ("None", "")):
@@ -147,6 +163,8 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "str?": _optional(_parse_str),
     "index_tuple": _parse_index_tuple,
     "any": lambda v: v,
+    "text": lambda v: v if isinstance(v, str) else str(v),
+    "literal": _parse_literal,
 }
 
 
@@ -173,10 +191,14 @@ def parse_attrs(schema: Mapping[str, Param], given: Mapping[str, Any], where: st
     ``where`` prefixes error messages (``"fc1 (FullyConnected): "``).
     """
     unknown = sorted(set(given) - set(schema))
-    if unknown:
+    if unknown and ANY_KEY not in schema:
         raise AttrError(f"{where}unknown attribute(s) {unknown}; allowed: {sorted(schema)}")
     out: dict[str, Any] = {}
+    for key in unknown:
+        out[key] = schema[ANY_KEY].parse(given[key])
     for key, param in schema.items():
+        if key == ANY_KEY:
+            continue
         if key in given:
             try:
                 out[key] = param.parse(given[key])

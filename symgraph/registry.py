@@ -67,6 +67,8 @@ class OpDef:
       ``passes/gradient.py`` for ``c``), or ``NOT_DIFFERENTIABLE``.
     * ``pattern``: fusion kind; ``expr``: scalar formula for elementwise/broadcast ops.
     * ``mutates``: pairs (hidden output, aux input) copied back after a training forward.
+    * ``extra["api"]``: a hand-written ``sg.sym`` function replacing the generated one (for ops
+      whose inputs and attributes are not a fixed schema, such as ``Custom``).
     """
 
     name: str
@@ -77,7 +79,7 @@ class OpDef:
     gradient: Any
     pattern: str
     infer_type: TypeRule = same_type
-    aux: tuple[str, ...] = ()
+    aux: Union[tuple[str, ...], Callable[[Attrs], tuple[str, ...]]] = ()
     outputs: Union[tuple[str, ...], Callable[[Attrs], tuple[str, ...]]] = ("output",)
     num_visible: Union[None, int, Callable[[Attrs], int]] = None
     expr: Optional[Callable] = None
@@ -90,6 +92,9 @@ class OpDef:
 
     def input_names(self, attrs: Attrs) -> tuple[str, ...]:
         return tuple(_value_or_call(self.inputs, attrs))
+
+    def aux_names(self, attrs: Attrs) -> tuple[str, ...]:
+        return tuple(_value_or_call(self.aux, attrs))
 
     def output_names(self, attrs: Attrs) -> tuple[str, ...]:
         return tuple(_value_or_call(self.outputs, attrs))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .attrs import Attrs, format_value, parse_attrs
+from .attrs import ANY_KEY, Attrs, format_value, parse_attrs
 from .base import AttrError, GraphError, SymgraphError, where
 from .graph import Entry, Node, topo_order
 from .registry import get_op
@@ -30,6 +30,10 @@ def to_json(sym: Any) -> str:
     index = {n: i for i, n in enumerate(nodes)}
     out_nodes = []
     for n in nodes:
+        for k, v in n.attrs.items():
+            if callable(v):
+                raise GraphError(f"{where(n.name, n.op)}attribute {k} is a Python callable "
+                                 f"({v!r}), which JSON cannot hold; give its value instead")
         attrs = {k: format_value(v) for k, v in n.attrs.items()}
         attrs.update({k: str(v) for k, v in n.extra.items()})
         out_nodes.append({"op": n.op, "name": n.name, "attrs": attrs,
@@ -61,8 +65,11 @@ def _node_from_json(i: int, raw: dict, built: list[Node]) -> Node:
     if op == "null":
         return Node("null", name, Attrs(), (), Attrs({k: str(v) for k, v in attrs.items()}))
     opdef = get_op(op)
-    params = {k: v for k, v in attrs.items() if k in opdef.params}
-    extra = {k: str(v) for k, v in attrs.items() if k not in opdef.params}
+    # Ops with free-form attributes (Custom) own every key except user ``__dunder__`` ones.
+    is_param = {k: k in opdef.params or (ANY_KEY in opdef.params and not k.startswith("__"))
+                for k in attrs}
+    params = {k: v for k, v in attrs.items() if is_param[k]}
+    extra = {k: str(v) for k, v in attrs.items() if not is_param[k]}
     parsed = parse_attrs(opdef.params, params, where(name, opdef.name))
     want = len(opdef.input_names(parsed))
     if len(inputs) != want:

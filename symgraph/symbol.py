@@ -70,7 +70,7 @@ class Symbol:
                 continue
             opdef = registry.get_op(node.op)
             for slot, e in zip(opdef.input_names(node.attrs), node.inputs):
-                if slot in opdef.aux and e.node.is_variable:
+                if slot in opdef.aux_names(node.attrs) and e.node.is_variable:
                     aux.add(e.node)
         return aux
 
@@ -422,7 +422,7 @@ def _install_op_functions() -> None:
     from . import ops  # noqa: F401  (registers the built-in ops)
     namespace = globals()
     for opname, opdef in registry.all_ops().items():
-        namespace.setdefault(opname, make_op_function(opdef))
+        namespace.setdefault(opname, opdef.extra.get("api") or make_op_function(opdef))
     for alias_name, target in registry.all_aliases().items():
         namespace.setdefault(alias_name, namespace[target])
 

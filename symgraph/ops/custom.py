@@ -1,0 +1,277 @@
+"""``Custom``: operators defined outside symgraph, and its backward ``_backward_Custom``.
+
+One registered op covers both kinds of user operator; the kind is data (``func_type``) and picks
+a row of ``KINDS``:
+
+* ``""`` (``op_type=...``): a Python ``CustomOpProp`` registered with ``sg.operator.register``
+  (or an ``NDArrayOp``); shape/type rules, compute and gradient go to the prop and its operator.
+  The gradient is ``_backward_Custom``, an opaque op calling ``CustomOp.backward``.
+* ``"aot"`` (``func="lib.so:F"``): a compiled function with MindSpore's ABI
+  (``symgraph/ops/custom_aot.py``); the gradient is the user's ``bprop`` built from ``sg.sym``.
+
+Both are opaque steps (fusion stops at them). At run time both go through one function,
+``run(attrs, in_arrays, out_arrays, is_train, stream)`` on ``sg.nd.NDArray`` wrappers of the
+buffers, writing the outputs in place; the numpy backend reaches it through ``compute``, the CUDA
+backend through the lowering data ``("callback", {"run": run})``: wrap the step's device
+buffers as GPU NDArrays, call ``run`` with its pycuda stream, outside any captured CUDA graph
+(outputs of ``_backward_Custom`` must be zeroed first: a backward may leave a gradient alone).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from .. import operator as _operator
+from ..attrs import ANY_KEY, Attrs, Param
+from ..base import AttrError, ShapeError, where
+from ..context import cpu
+from ..ndarray import NDArray
+from ..registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
+from ..rtc import stream_scope
+from . import custom_aot
+
+PARAMS = {
+    "op_type": Param("str", "", doc="name given to sg.operator.register"),
+    "func": Param("str", "", doc="'path/lib.so:Function' of an aot kernel"),
+    "func_type": Param("str", "", ("", "aot")),
+    "num_args": Param("int", 0, doc="number of inputs of an aot kernel"),
+    "out_shape": Param("literal", None), "out_dtype": Param("literal", None),
+    "bprop": Param("literal", None),
+    ANY_KEY: Param("text", doc="keyword arguments of the prop's constructor, as strings"),
+}
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How one kind of custom op answers the questions the registry asks."""
+
+    inputs: Callable[[Attrs], tuple]
+    outputs: Callable[[Attrs], tuple]
+    aux: Callable[[Attrs], tuple]
+    infer_shape: Callable[[Attrs, list, list], tuple]
+    infer_type: Callable[[Attrs, list, list], tuple]
+    run: Callable[[Attrs, list, list, bool, Any], None]
+    gradient: Callable[[Any], list]
+
+
+# -- the Python kind (op_type) --------------------------------------------------------------------
+
+_PROP_CACHE: dict[tuple, Any] = {}
+_OP_CACHE: dict[tuple, Any] = {}
+
+
+def prop_kwargs(attrs: Attrs) -> dict[str, str]:
+    """The keyword arguments of the prop's constructor (every attribute not in PARAMS)."""
+    return {k: v for k, v in attrs.items() if k not in PARAMS}
+
+
+def get_prop(attrs: Attrs) -> Any:
+    """The (cached) CustomOpProp of a ``Custom`` node's attrs."""
+    factory = _operator.prop_factory(attrs["op_type"])
+    key = (id(factory), attrs)
+    if key not in _PROP_CACHE:
+        _PROP_CACHE[key] = factory(**prop_kwargs(attrs))
+    return _PROP_CACHE[key]
+
+
+def _shape_tuple(s: Any) -> tuple[int, ...]:
+    return tuple(int(d) for d in s)
+
+
+def _py_inputs(a: Attrs) -> tuple:
+    p = get_prop(a)
+    return tuple(p.list_arguments()) + tuple(p.list_auxiliary_states())
+
+
+def _py_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    p = get_prop(a)
+    n = len(p.list_arguments())
+    if any(s is None for s in ins[:n]):
+        return ins, outs  # MXNet's custom ops infer forward only
+    res = p.infer_shape([list(s) for s in ins[:n]])
+    aux = list(res[2]) if len(res) > 2 else []
+    if len(res[1]) != len(outs) or len(aux) != len(ins) - n:
+        raise ShapeError(f"op_type {a['op_type']!r}: infer_shape returned {len(res[1])} output "
+                         f"and {len(aux)} aux shapes for {len(outs)} outputs, "
+                         f"{len(ins) - n} aux states")
+    return ([_shape_tuple(s) for s in list(res[0]) + aux], [_shape_tuple(s) for s in res[1]])
+
+
+def _py_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    p = get_prop(a)
+    n = len(p.list_arguments())
+    if any(t is None for t in ins[:n]):
+        return ins, outs
+    res = p.infer_type(list(ins[:n]))
+    aux = list(res[2]) if len(res) > 2 else list(ins[n:])
+    return list(res[0]) + aux, list(res[1])
+
+
+def get_operator(attrs: Attrs, in_data: list) -> Any:
+    """The CustomOp of a node for these input shapes/dtypes, shared by forward and backward
+    (so state the forward keeps, such as compiled kernels, is seen by the backward)."""
+    ctx = in_data[0].context if in_data else cpu()
+    shapes = tuple(x.shape for x in in_data)
+    dtypes = tuple(x.dtype.name for x in in_data)
+    key = (id(get_prop(attrs)), attrs, shapes, dtypes, ctx)
+    if key not in _OP_CACHE:
+        _OP_CACHE[key] = get_prop(attrs).create_operator(ctx, [list(s) for s in shapes],
+                                                         [np.dtype(t) for t in dtypes])
+    return _OP_CACHE[key]
+
+
+def _py_run(a: Attrs, ins: list, outs: list, is_train: bool, stream: Any) -> None:
+    n = len(get_prop(a).list_arguments())
+    op = get_operator(a, ins[:n])
+    op.forward(is_train, ["write"] * len(outs), ins[:n], outs, ins[n:])
+
+
+def backward_slots(a: Attrs) -> list[tuple[str, int]]:
+    """Inputs of ``_backward_Custom``: declared out_grad/out_data dependencies, every input
+    (so shapes and the shared operator are known), then the aux states; as (group, index)."""
+    p = get_prop(a)
+    n_out, n_in = len(p.list_outputs()), len(p.list_arguments())
+    og = list(range(n_out))
+    ind = list(range(n_out, n_out + n_in))
+    od = list(range(n_out + n_in, 2 * n_out + n_in))
+    deps = set(p.declare_backward_dependency(og, ind, od))
+    slots = [("out_grad", i) for i in og if i in deps]
+    slots += [("in_data", i - n_out) for i in ind]
+    slots += [("out_data", i - n_out - n_in) for i in od if i in deps]
+    return slots + [("aux", i) for i in range(len(p.list_auxiliary_states()))]
+
+
+def _py_gradient(c: Any) -> list:
+    p = get_prop(c.attrs)
+    n = len(p.list_arguments())
+    groups = {"out_grad": c.ograds, "in_data": c.inputs[:n], "out_data": c.outputs,
+              "aux": c.inputs[n:]}
+    ins = [groups[g][i] for g, i in backward_slots(c.attrs)]
+    grads = c.sym.apply_op("_backward_Custom", ins, dict(c.attrs))
+    return list(grads) + [None] * len(p.list_auxiliary_states())
+
+
+PYTHON = Kind(_py_inputs, lambda a: tuple(get_prop(a).list_outputs()),
+              lambda a: tuple(get_prop(a).list_auxiliary_states()), _py_shape, _py_type,
+              _py_run, _py_gradient)
+
+AOT = Kind(custom_aot.inputs, custom_aot.outputs, lambda a: (), custom_aot.infer_shape,
+           custom_aot.infer_type, custom_aot.run, custom_aot.gradient)
+
+KINDS: dict[str, Kind] = {"": PYTHON, "aot": AOT}
+
+
+def _kind(a: Attrs) -> Kind:
+    return KINDS[a["func_type"]]
+
+
+def _run_on_numpy(run: Callable, out_shapes: Callable[[list], list]) -> Callable:
+    """A numpy ``compute`` from a ``run`` on NDArrays: fresh zeroed outputs, so a failing
+    kernel leaves nothing the user can see."""
+    def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+        ins = [NDArray(np.ascontiguousarray(x)) for x in xs]
+        outs = [NDArray(np.zeros(s, t)) for s, t in out_shapes(a, ins)]
+        run(a, ins, outs, ctx.is_train, None)
+        return [o._data for o in outs]
+    return compute
+
+
+def _forward_out_shapes(a: Attrs, ins: list) -> list:
+    k = _kind(a)
+    _, shapes = k.infer_shape(a, [x.shape for x in ins], [None] * len(k.outputs(a)))
+    _, dtypes = k.infer_type(a, [x.dtype for x in ins], [None] * len(k.outputs(a)))
+    return list(zip(shapes, dtypes))
+
+
+def run_forward(a: Attrs, ins: list, outs: list, is_train: bool, stream: Any) -> None:
+    """Run a ``Custom`` node on NDArrays (the device-backend entry point); ``stream`` is the
+    executor's pycuda Stream (None on the CPU), which rtc kernels and aot functions use."""
+    with stream_scope(stream):
+        _kind(a).run(a, ins, outs, is_train, stream)
+
+
+def _gradient(c: Any) -> list:
+    return _kind(c.attrs).gradient(c)
+
+
+def custom_symbol(*args: Any, name: Optional[str] = None, attr: Optional[dict] = None,
+                  **kwargs: Any) -> Any:
+    """``sg.sym.Custom``: a Python op (``op_type=``, inputs by position or argument name,
+    other keywords passed to the prop as strings) or an aot kernel (``func=``,
+    ``func_type="aot"``, inputs positionally, ``out_shape``, ``out_dtype``, ``bprop``)."""
+    from ..symbol import Symbol, apply_op
+    syms = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
+    attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol)}
+    here = where(name or "?", "Custom")
+    if attrs.get("func_type") or attrs.get("func"):
+        if syms:
+            raise AttrError(f"{here}an aot Custom takes its inputs positionally, got "
+                            f"keywords {sorted(syms)}")
+        return apply_op("Custom", list(args), custom_aot.prepare_attrs(attrs, len(args), here),
+                        name, attr)
+    if not attrs.get("op_type"):
+        raise AttrError(f"{here}give op_type= (a Python operator) or func=/func_type='aot'")
+    attrs = {k: v if k in PARAMS else str(v) for k, v in attrs.items()}
+    prop = get_prop(Attrs(attrs))
+    slots = list(prop.list_arguments()) + list(prop.list_auxiliary_states())
+    unknown = sorted(set(syms) - set(slots))
+    if unknown or len(args) > len(slots):
+        raise AttrError(f"{here}op_type {attrs['op_type']!r} takes inputs {slots}, got "
+                        f"{len(args)} positional and keywords {sorted(syms)}")
+    inputs = list(args) + [syms.get(s) for s in slots[len(args):]]
+    return apply_op("Custom", inputs, attrs, name, attr)
+
+
+register(OpDef(
+    "Custom", PARAMS, lambda a: _kind(a).inputs(a), lambda a, i, o: _kind(a).infer_shape(a, i, o),
+    _run_on_numpy(run_forward, _forward_out_shapes), _gradient, OPAQUE,
+    infer_type=lambda a, i, o: _kind(a).infer_type(a, i, o),
+    aux=lambda a: _kind(a).aux(a), outputs=lambda a: _kind(a).outputs(a),
+    lowering=("callback", {"run": run_forward}),
+    doc="A user operator: a Python CustomOp/NDArrayOp (op_type) or an aot kernel (func).",
+    extra={"api": custom_symbol}))
+
+
+# -- _backward_Custom -----------------------------------------------------------------------------
+
+def _bwd_inputs(a: Attrs) -> tuple:
+    return tuple(f"{g}{i}" for g, i in backward_slots(a))
+
+
+def _bwd_groups(a: Attrs, xs: list) -> dict[str, list]:
+    p = get_prop(a)
+    sizes = {"out_grad": len(p.list_outputs()), "in_data": len(p.list_arguments()),
+             "out_data": len(p.list_outputs()), "aux": len(p.list_auxiliary_states())}
+    groups: dict[str, list] = {g: [None] * n for g, n in sizes.items()}
+    for (g, i), x in zip(backward_slots(a), xs):
+        groups[g][i] = x
+    return groups
+
+
+def _bwd_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    return ins, _bwd_groups(a, ins)["in_data"]
+
+
+def _bwd_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    return ins, _bwd_groups(a, ins)["in_data"]
+
+
+def run_backward(a: Attrs, ins: list, outs: list, is_train: bool, stream: Any) -> None:
+    """Run ``CustomOp.backward`` of a node on NDArrays; ``outs`` are the (zeroed) input grads."""
+    g = _bwd_groups(a, ins)
+    op = get_operator(a, g["in_data"])
+    with stream_scope(stream):
+        op.backward(["write"] * len(outs), g["out_grad"], g["in_data"], g["out_data"], outs,
+                    g["aux"])
+
+
+register(OpDef(
+    "_backward_Custom", PARAMS, _bwd_inputs, _bwd_shape,
+    _run_on_numpy(run_backward, lambda a, ins: [(x.shape, x.dtype)
+                                                for x in _bwd_groups(a, ins)["in_data"]]),
+    NOT_DIFFERENTIABLE, OPAQUE, infer_type=_bwd_type,
+    outputs=lambda a: tuple(f"{n}_grad" for n in get_prop(a).list_arguments()),
+    lowering=("callback", {"run": run_backward}),
+    doc="Gradient of a Python Custom op: calls CustomOp.backward (opaque)."))
