@@ -16,6 +16,7 @@ from .base import BindError, ExecutionError, GraphError
 from .context import Context
 from .graph import Entry, Graph, Node, variable
 from .ndarray import NDArray, array, zeros
+from . import passes
 from .passes import INFERENCE_PIPELINE, TRAINING_PIPELINE, plan_memory, run_pipeline
 from .passes.gradient import gradient
 from .passes.infer_shape import infer_shapes
@@ -183,7 +184,7 @@ class Executor:
             outputs += [s.outputs_[0] for s in grads]
         full = Graph(tuple(outputs))
         full = run_pipeline(full, TRAINING_PIPELINE if train else INFERENCE_PIPELINE)
-        schedule = lower(full, n_forward)
+        schedule = lower(full, n_forward, views=passes.ENABLED)
         schedule.plan = plan_memory(schedule)
         program = self._backend().compile(schedule)
         outs = list(full.outputs)

@@ -67,6 +67,9 @@ class OpDef:
       ``passes/gradient.py`` for ``c``), or ``NOT_DIFFERENTIABLE``.
     * ``pattern``: fusion kind; ``expr``: scalar formula for elementwise/broadcast ops.
     * ``mutates``: pairs (hidden output, aux input) copied back after a training forward.
+    * ``view``: a pure reshape; lowering aliases its output to its input instead of a step.
+    * ``epilogue``: besides GEMM-like ops, this op may take an elementwise consumer as its
+      epilogue (fusion's ``head``).
     * ``extra["api"]``: a hand-written ``sg.sym`` function replacing the generated one (for ops
       whose inputs and attributes are not a fixed schema, such as ``Custom``).
     """
@@ -86,6 +89,8 @@ class OpDef:
     mutates: tuple[tuple[int, int], ...] = ()
     variadic: Optional[str] = None  # attr holding the number of inputs (Concat's num_args)
     train_dependent: bool = False  # forward differs between training and inference
+    view: bool = False  # output 0 is input 0's bytes under another shape (no step is run)
+    epilogue: bool = False  # an elementwise consumer may run as this op's epilogue (like GEMM)
     lowering: Any = None  # GPU lowering as data, read by symgraph.cuda
     doc: str = ""
     extra: dict = field(default_factory=dict)

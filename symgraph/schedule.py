@@ -1,6 +1,7 @@
 """Lowering: an optimised graph -> a :class:`Schedule`, the only thing an executor runs.
 
-A schedule is an ordered list of steps over numbered value slots. Steps needed for the first
+A schedule is an ordered list of steps over numbered value slots. Ops marked ``view`` (pure
+reshapes) run no step: their output slot is an alias of the slot owning the bytes. Steps needed for the first
 ``n_forward`` graph outputs come first (the forward phase); the rest form the backward phase.
 Shapes and dtypes come from the variables' declared ``__shape__``/``__dtype__``, so the graph is
 self-describing and lowering needs nothing else. Both backends consume the same schedule.
@@ -16,6 +17,7 @@ from .base import ShapeError
 from .graph import Entry, Graph, Node, topo_order
 from .passes.infer_shape import infer_shapes
 from .passes.infer_type import infer_types
+from .registry import get_op
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class Schedule:
     variables: dict[Node, int]
     outputs: list[int]
     plan: Optional[MemoryPlan] = None  # set when the memory planner ran
+    aliases: dict[int, int] = field(default_factory=dict)  # view slot -> slot owning the bytes
     info: dict = field(default_factory=dict)
 
     def describe(self) -> str:
@@ -77,14 +80,21 @@ class Schedule:
                          f"{', '.join(map(slot, st.inputs))} -> {', '.join(map(slot, st.outputs))}")
             if "members" in st.node.attrs:
                 lines.append(f"           members: {' -> '.join(st.node.attrs['members'])}")
-        lines.append(f"{len(self.steps)} steps ({self.n_forward_steps} forward)")
+        for a, root in self.aliases.items():
+            lines.append(f"  view %{a}{self.shapes[a]} = bytes of %{root}{self.shapes[root]}")
+        lines.append(f"{len(self.steps)} steps ({self.n_forward_steps} forward), "
+                     f"{len(self.aliases)} zero-copy views")
         if self.plan is not None:
             lines.append(self.plan.describe())
         return "\n".join(lines)
 
 
-def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None) -> Schedule:
-    """Number every entry, order the steps forward-phase first, attach shapes and dtypes."""
+def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None,
+          views: bool = True) -> Schedule:
+    """Number every entry, order the steps forward-phase first, attach shapes and dtypes.
+
+    With ``views`` (the default; off only when all optimisations are off) view ops become
+    aliases instead of steps."""
     n_forward = len(graph.outputs) if n_forward is None else n_forward
     shapes = infer_shapes(graph, {})
     dtypes = infer_types(graph, {})
@@ -101,9 +111,15 @@ def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None) -> Sc
             slot_of[e] = len(slot_shapes)
             slot_shapes.append(shapes[e])
             slot_dtypes.append(dtypes[e])
+    aliases: dict[int, int] = {}
+    for n in order:
+        if views and not n.is_variable and get_op(n.op).view:
+            src = slot_of[n.inputs[0]]
+            aliases[slot_of[Entry(n)]] = aliases.get(src, src)
+    runs = [n for n in order if not n.is_variable and slot_of[Entry(n)] not in aliases]
     steps = [Step(n, tuple(slot_of[e] for e in n.inputs),
-                  tuple(slot_of[e] for e in n.entries())) for n in order if not n.is_variable]
-    n_fwd_steps = sum(1 for n in fwd if not n.is_variable)
+                  tuple(slot_of[e] for e in n.entries())) for n in runs]
+    n_fwd_steps = sum(1 for n in runs if n in fwd_set)
     variables = {n: slot_of[Entry(n)] for n in order if n.is_variable}
     return Schedule(graph, steps, n_fwd_steps, slot_of, slot_shapes, slot_dtypes, variables,
-                    [slot_of[e] for e in graph.outputs], plan)
+                    [slot_of[e] for e in graph.outputs], plan, aliases=aliases)

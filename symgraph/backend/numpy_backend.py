@@ -39,6 +39,7 @@ class NumpyProgram:
         self._kernels = [(get_op(s.node.op).compute, s.node.attrs, s.inputs, s.outputs)
                          for s in schedule.steps]
         self._arena: Optional[np.ndarray] = None
+        self._views_of = {a: (root, schedule.shapes[a]) for a, root in schedule.aliases.items()}
         plan = schedule.plan
         poison = plan is not None and (POISON or debug_level() >= 1)
         self._freed = freed_after(schedule, plan) if poison else None
@@ -68,7 +69,7 @@ class NumpyProgram:
         planned = self._freed is not None
         for k in range(start, stop):
             compute, attrs, ins, outs = self._kernels[k]
-            results = compute(attrs, [env[i] for i in ins], ctx)
+            results = compute(attrs, [self.read(env, i) for i in ins], ctx)
             for slot, value in zip(outs, results):
                 value = np.asarray(value)
                 if planned:
@@ -80,14 +81,16 @@ class NumpyProgram:
                     _poison(env[slot])
 
     def read(self, env: list[Any], slot: int) -> np.ndarray:
-        return env[slot]
+        """The value of ``slot``; a view slot reshapes the array that owns its bytes."""
+        view = self._views_of.get(slot)
+        return env[slot] if view is None else env[view[0]].reshape(view[1])
 
     def store(self, env: list[Any], slot: int, target: Any, accumulate: bool) -> None:
         """Write slot ``slot`` into NDArray ``target`` (``+=`` when ``accumulate``)."""
         if accumulate:
-            target._data += env[slot]
+            target._data += self.read(env, slot)
         else:
-            np.copyto(target._data, env[slot])
+            np.copyto(target._data, self.read(env, slot))
 
     def bind_input(self, env: list[Any], slot: int, array: Any) -> None:
         env[slot] = array._data

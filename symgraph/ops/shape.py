@@ -62,7 +62,7 @@ for _name, _params, _rule, _doc in (
 ):
     register(OpDef(_name, _params, ("data",), forward_shape(_rule),
                    lambda a, xs, ctx, r=_rule: [xs[0].reshape(r(a, [xs[0].shape])[0])],
-                   _reshape_back, INJECTIVE, doc=_doc))
+                   _reshape_back, INJECTIVE, view=True, doc=_doc))
 
 # -- Concat and SliceChannel -----------------------------------------------------------------------
 

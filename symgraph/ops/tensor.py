@@ -80,14 +80,15 @@ register(OpDef(
     "Reshape", {"shape": Param("shape", ()), "reverse": Param("bool", False)}, ("data",),
     forward_shape(lambda a, s: [mx_reshape(s[0], a["shape"], a["reverse"])]),
     _reshape_compute(lambda a, s: [mx_reshape(s[0], a["shape"], a["reverse"])]),
-    _reshape_like_grad, INJECTIVE, doc="Reshape with MXNet's codes 0, -1, -2, -3, -4."))
+    _reshape_like_grad, INJECTIVE, view=True,
+    doc="Reshape with MXNet's codes 0, -1, -2, -3, -4."))
 alias("reshape", "Reshape")
 
 register(OpDef(
     "Flatten", {}, ("data",),
     forward_shape(lambda a, s: [(s[0][0], prod(s[0][1:]))]),
     _reshape_compute(lambda a, s: [(s[0][0], prod(s[0][1:]))]),
-    _reshape_like_grad, INJECTIVE, doc="Collapse all axes but the first."))
+    _reshape_like_grad, INJECTIVE, view=True, doc="Collapse all axes but the first."))
 alias("flatten", "Flatten")
 
 
@@ -101,7 +102,7 @@ def _reshape_like_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 register(OpDef(
     "reshape_like", {}, ("lhs", "rhs"), _reshape_like_shape,
     lambda a, xs, ctx: [xs[0].reshape(xs[1].shape)],
-    lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE,
+    lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE, view=True,
     doc="lhs reshaped to rhs's shape."))
 
 

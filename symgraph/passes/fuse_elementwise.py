@@ -6,15 +6,17 @@ differentiable). Guarantees: maximal groups (greedy, in topological order) of no
 ``_fused`` node (format: ``symgraph/ops/fused.py``) computing the same values:
 
 * a group may have several outputs: every member read outside the group, or a graph output;
-* an elementwise node that is the only reader of a GEMM-like node (pattern ``gemm``) takes it as
-  its ``head``, so bias/activation become the GEMM's epilogue;
+* an elementwise node that is the only reader of a GEMM-like node (pattern ``gemm``, or an op
+  with ``OpDef.epilogue`` such as pooling) takes it as its ``head``, so bias/activation become
+  that op's epilogue;
 * no cycle: a node joins a group only if none of its inputs from outside the group depends on the
   group (a bitmask of the groups each node depends on makes this one OR per edge);
 * nothing is recomputed: every node lands in exactly one group or stays as it is;
 * a node that depends on an input bound only in the backward phase (``__phase__`` = backward, the
   head gradients) never joins a group that does not, so the forward phase never waits on one.
 
-Only ``OpDef.pattern``, ``OpDef.expr`` and the arity are read; no op is named.
+Only ``OpDef.pattern``, ``OpDef.epilogue``, ``OpDef.expr`` and the arity are read; no op is
+named.
 """
 from __future__ import annotations
 
@@ -39,7 +41,10 @@ def _fusible(node: Node) -> bool:
 
 
 def _is_head(node: Node) -> bool:
-    return not node.is_variable and get_op(node.op).pattern == GEMM and node.num_outputs == 1
+    if node.is_variable or node.num_outputs != 1:
+        return False
+    opdef = get_op(node.op)
+    return opdef.pattern == GEMM or opdef.epilogue
 
 
 class _Grouping:

@@ -4,7 +4,8 @@ Requires: a lowered :class:`~symgraph.schedule.Schedule` (steps in run order, sh
 Guarantees, for the :class:`~symgraph.schedule.MemoryPlan` it returns:
 
 * every slot a step writes gets a byte offset in one arena, aligned to ``ALIGN``; variables
-  (bound arrays) get none;
+  (bound arrays) and views (``schedule.aliases``) get none: a read of a view is a read of the
+  slot that owns its bytes, which therefore lives as long as any view of it is read;
 * two slots share bytes only if their lifetimes [first write, last read] do not overlap, or an
   elementwise step writes an output over an input of the same shape and dtype that dies at that
   very step (``inplace``; only inputs the op reads elementwise, ``OpDef.expr`` or
@@ -37,13 +38,16 @@ def lifetimes(schedule: Schedule) -> tuple[dict[int, int], dict[int, int]]:
     first: dict[int, int] = {}
     last: dict[int, int] = {}
     n, nf = len(schedule.steps), schedule.n_forward_steps
+    root = schedule.aliases
     for k, st in enumerate(schedule.steps):
         for s in st.outputs:
             first[s] = last[s] = k
         for s in st.inputs:
+            s = root.get(s, s)
             if s in first:
                 last[s] = k
     for s in schedule.outputs:
+        s = root.get(s, s)
         if s in first:
             last[s] = n
     for s, k in first.items():

@@ -112,3 +112,16 @@ def test_gemm_head_input_from_an_elementwise_node_stays_outside_its_group() -> N
     out = _check(sym, ref, x=(4, 3))
     heads = [n for n in _fused(out) if n.attrs["head"] is not None]
     assert len(heads) == 1 and "tanh" not in heads[0].attrs["members"]
+
+
+def test_pooling_takes_an_elementwise_epilogue() -> None:
+    """Ops marked ``epilogue`` (pooling) head a group like GEMMs do."""
+    pooled = sg.sym.Pooling(x, kernel=(2, 2), stride=(2, 2), pool_type="max")
+    sym = sg.sym.relu(pooled) * 3.0
+
+    def ref(v):
+        p = v["x"].reshape(2, 3, 2, 2, 2, 2).max(axis=(3, 5))
+        return [np.maximum(p, 0) * 3]
+    out = _check(sym, ref, x=(2, 3, 4, 4))
+    (node,) = _fused(out)
+    assert node.attrs["head"][0] == "Pooling" and ops_of(out) == ["_fused"]

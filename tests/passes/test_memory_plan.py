@@ -114,3 +114,28 @@ def test_describe_reports_totals() -> None:
     plan = exe.schedule.plan
     assert f"planned peak {plan.arena_bytes} bytes, naive {plan.naive_bytes} bytes" in text
     assert "(var)" in text and "@0" in text
+
+
+def test_views_run_no_step_and_keep_their_bytes_alive() -> None:
+    """Reshape/Flatten are zero-copy aliases: no step, and the slot owning the bytes lives as
+    long as a view of it is read (otherwise a later step could reuse the bytes first)."""
+    x = sg.sym.var("x")
+    e = sg.sym.exp(x)
+    view = sg.sym.Reshape(e, shape=(-1,))
+    later = sg.sym.sum(sg.sym.tanh(x) * 2.0 + 1.0)        # steps between e and its view's reader
+    out = sg.sym.broadcast_add(view, later)
+    g = declared(out, x=(4, 8))
+    sch = lower(g)
+    assert "Reshape" not in [st.node.op for st in sch.steps]
+    (alias, root), = sch.aliases.items()
+    reader = next(k for k, st in enumerate(sch.steps) if alias in st.inputs)
+    _, last = lifetimes(sch)
+    assert last[root] >= reader
+    plan = memory_plan(sch)
+    assert alias not in plan.offset
+    _check_plan(sch, plan)
+    vals = random_inputs(g)
+    x64 = vals["x"].astype(np.float64)
+    want = np.exp(x64).reshape(-1) + (np.tanh(x64) * 2 + 1).sum()
+    np.testing.assert_allclose(run_graph(g, vals)[0], want, rtol=1e-5)
+    assert len(lower(g, views=False).steps) == len(sch.steps) + 1
