@@ -5,4 +5,4 @@ Every model module defines ``build() -> Symbol`` and ``RECIPE`` (training hyper-
 """
 from __future__ import annotations
 
-MODELS = ("mlp", "lenet", "simple_cnn")
+MODELS = ("mlp", "lenet", "simple_cnn", "reorg_lenet", "rtc_softmax_mlp")

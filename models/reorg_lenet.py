@@ -11,7 +11,7 @@ so symgraph ships the correct adjoint (``depth_to_space``) and ``BWD_KERNEL`` be
 """
 from __future__ import annotations
 
-import argparse
+import sys
 from typing import Any, Optional
 
 import numpy as np
@@ -132,22 +132,10 @@ def reorg_lenet() -> sg.sym.Symbol:
     return S.SoftmaxOutput(data=fc2, name="softmax")
 
 
-def main() -> None:
-    from .common import fit, load_mnist
-    ap = argparse.ArgumentParser(description="Reorg LeNet on MNIST (the seed's example)")
-    ap.add_argument("--ctx", choices=("cpu", "gpu"), default="cpu")
-    ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--data-dir", default=None)
-    ap.add_argument("--limit", type=int, default=None, help="use the first N training images")
-    args = ap.parse_args()
-    net = reorg_lenet()
-    print(net.infer_shape(data=(100, 1, 28, 28))[1])
-    ctx = sg.gpu() if args.ctx == "gpu" else sg.cpu()
-    _, acc, seconds = fit(net, load_mnist(args.data_dir), ctx, epochs=args.epochs, lr=0.1,
-                          batch=100, limit=args.limit, log_every=100)
-    print(f"test accuracy {acc:.4f} after {args.epochs} epoch(s), {seconds:.1f} s training "
-          f"on {ctx}")
-
+RECIPE = {"batch_size": 100, "optimizer": "sgd", "learning_rate": 0.1, "momentum": 0.0,
+          "initializer": "xavier"}  # the seed's recipe: plain SGD, lr 0.1, batch 100
+build = reorg_lenet
 
 if __name__ == "__main__":
-    main()
+    from models.runner import main
+    sys.exit(main("reorg_lenet", sys.argv[1:]))

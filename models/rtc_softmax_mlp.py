@@ -8,7 +8,7 @@ The forward kernel uses one thread per sample in a single block, so the batch mu
 """
 from __future__ import annotations
 
-import argparse
+import sys
 from typing import Any, Optional
 
 import numpy as np
@@ -97,19 +97,10 @@ def mlp(num_hidden: tuple[int, ...] = (128, 64)) -> sg.sym.Symbol:
     return NDArraySoftmax()(data=fc, name="softmax")
 
 
-def main() -> None:
-    from .common import fit, load_mnist
-    ap = argparse.ArgumentParser(description="MLP with the seed's rtc softmax loss on MNIST")
-    ap.add_argument("--ctx", choices=("cpu", "gpu"), default="cpu")
-    ap.add_argument("--epochs", type=int, default=1)
-    ap.add_argument("--data-dir", default=None)
-    ap.add_argument("--limit", type=int, default=None)
-    args = ap.parse_args()
-    ctx = sg.gpu() if args.ctx == "gpu" else sg.cpu()
-    _, acc, seconds = fit(mlp(), load_mnist(args.data_dir), ctx, epochs=args.epochs,
-                          limit=args.limit)
-    print(f"test accuracy {acc:.4f} after {args.epochs} epoch(s), {seconds:.1f} s on {ctx}")
-
+RECIPE = {"batch_size": 100, "optimizer": "sgd", "learning_rate": 0.1, "momentum": 0.0,
+          "initializer": "xavier"}
+build = mlp
 
 if __name__ == "__main__":
-    main()
+    from models.runner import main
+    sys.exit(main("rtc_softmax_mlp", sys.argv[1:]))

@@ -139,8 +139,8 @@ def bench_main(model: str, argv: Optional[Sequence[str]] = None) -> int:
     ctx = sg.gpu() if args.ctx == "gpu" else sg.cpu()
     times = time_steps(mod.build(), ctx, shape, args.steps)
     med = float(np.median(times))
-    print(f"| model | ctx | batch | steps | median step (ms) | samples/s |")
-    print(f"|---|---|---|---|---|---|")
+    print("| model | ctx | batch | steps | median step (ms) | samples/s |")
+    print("|---|---|---|---|---|---|")
     print(f"| {model} | {ctx} | {args.batch_size} | {args.steps} | {med * 1e3:.2f} | "
           f"{args.batch_size / med:.0f} |")
     return 0

@@ -68,7 +68,8 @@ def _model_cmd(name: str, argv: Sequence[str]) -> int:
 
 def argv_split(argv: Sequence[str]) -> tuple[str, list[str]]:
     if not argv or argv[0].startswith("-"):
-        raise SystemExit("error: give a model name: mlp, lenet, simple_cnn")
+        from models import MODELS
+        raise SystemExit(f"error: give a model name: {', '.join(MODELS)}")
     return argv[0], list(argv[1:])
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import random as _random
 from .attrs import Attrs, format_value
-from .base import BindError, ExecutionError, GraphError
+from .base import BindError, ExecutionError
 from .context import Context
 from .graph import Entry, Graph, Node, variable
 from .ndarray import NDArray, array, zeros

@@ -15,7 +15,7 @@ from . import registry
 from .attrs import Attrs, format_value, parse_attrs
 from .base import AttrError, GraphError
 from .base import where as _where  # not `where`: sg.sym.where is the operator
-from .graph import Entry, Graph, Node, VARIABLE, rewrite, topo_order, variable
+from .graph import Entry, Graph, Node, rewrite, topo_order, variable
 
 Number = Union[int, float, np.number]
 

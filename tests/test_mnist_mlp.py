@@ -2,7 +2,6 @@
 accuracy (skips without the data; CI sets SYMGRAPH_DATA)."""
 from __future__ import annotations
 
-import numpy as np
 
 import symgraph as sg
 

@@ -1,7 +1,6 @@
 """The seed's reorg layer (an NDArrayOp) and the reorg LeNet."""
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -111,12 +110,12 @@ def test_reorg_lenet_shapes() -> None:
 
 @needs_conv
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("SYMGRAPH_SLOW") != "1",
-                    reason="4-5 minutes on 2 cores: run with SYMGRAPH_SLOW=1 (see performance.md)")
 def test_reorg_lenet_one_epoch_cpu(mnist_dir) -> None:
-    from models.common import fit, load_mnist
+    from models import reorg_lenet as model
+    from models.runner import parser, train
     start = time.perf_counter()
-    _, acc, _ = fit(reorg_lenet(), load_mnist(str(mnist_dir)), sg.cpu(), epochs=1)
+    args = parser("reorg_lenet", model.RECIPE).parse_args(["--data-dir", str(mnist_dir)])
+    acc = train("reorg_lenet", args, model.RECIPE, reorg_lenet())["accuracy"]
     print(f"reorg LeNet 1 epoch CPU: accuracy {acc:.4f}, {time.perf_counter() - start:.0f} s")
     assert acc >= 0.97
 

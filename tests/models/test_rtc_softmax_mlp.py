@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from models.common import fit, load_mnist
+from models import rtc_softmax_mlp
 from models.rtc_softmax_mlp import NDArraySoftmax, mlp
+from models.runner import parser, train
 from symgraph.test_utils import assert_almost_equal
 
 
@@ -37,24 +38,28 @@ def test_forward_and_loss_gradient(rng) -> None:
     assert_almost_equal(exe.grad_dict["data"], numeric, rtol=1e-5, atol=1e-7)
 
 
+def _train(sym, mnist_dir, *flags: str):
+    args = parser("rtc_softmax_mlp", rtc_softmax_mlp.RECIPE).parse_args(
+        ["--data-dir", str(mnist_dir), "--log-every", "100000", *flags])
+    return train("rtc_softmax_mlp", args, rtc_softmax_mlp.RECIPE, sym)
+
+
 def test_training_matches_builtin_softmax_output(mnist_dir) -> None:
     """Same seed, same data: parameters after 20 SGD steps equal SoftmaxOutput's."""
-    mnist = load_mnist(str(mnist_dir))
-    ours, _, _ = fit(mlp(), mnist, sg.cpu(), limit=2000)
+    ours = _train(mlp(), mnist_dir, "--num-train", "2000")["module"].get_params()[0]
     h = sg.sym.flatten(sg.sym.var("data"))
     for i, n in enumerate((128, 64)):
         h = sg.sym.Activation(sg.sym.FullyConnected(h, num_hidden=n, name=f"fc{i + 1}"),
                               act_type="relu")
     ref_sym = sg.sym.SoftmaxOutput(sg.sym.FullyConnected(h, num_hidden=10, name="fc3"),
                                    name="softmax")
-    ref, _, _ = fit(ref_sym, mnist, sg.cpu(), limit=2000)
+    ref = _train(ref_sym, mnist_dir, "--num-train", "2000")["module"].get_params()[0]
     for name in ("fc1_weight", "fc3_weight", "fc3_bias"):
-        assert_almost_equal(ours.arg_dict[name], ref.arg_dict[name], rtol=1e-4, atol=1e-6)
+        assert_almost_equal(ours[name], ref[name], rtol=1e-4, atol=1e-6)
 
 
 def test_one_epoch_accuracy(mnist_dir) -> None:
-    _, acc, _ = fit(mlp(), load_mnist(str(mnist_dir)), sg.cpu(), epochs=1)
-    assert acc > 0.92
+    assert _train(mlp(), mnist_dir, "--epochs", "1")["accuracy"] > 0.92
 
 
 @pytest.mark.gpu
