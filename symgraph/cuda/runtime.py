@@ -69,7 +69,7 @@ class DeviceArray(gpuarray.GPUArray):
     def set(self, ary: Any, **kwargs: Any) -> None:
         with activate(self.device_id):
             if self.size:
-                super().set(np.ascontiguousarray(ary, dtype=self.dtype), **kwargs)
+                super().set(np.asarray(ary, dtype=self.dtype, order="C"), **kwargs)
 
     @property
     def ptr(self) -> int:
@@ -85,7 +85,7 @@ def empty_device(shape: tuple, dtype: Any, device_id: int) -> DeviceArray:
 
 def to_device(host: np.ndarray, ctx: Any) -> DeviceArray:
     """A new device array on context ``ctx`` holding a copy of ``host``."""
-    host = np.ascontiguousarray(host)
+    host = np.asarray(host, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
     arr = empty_device(host.shape, host.dtype, ctx.device_id)
     arr.set(host)
     return arr
