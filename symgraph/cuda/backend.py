@@ -54,11 +54,8 @@ class CudaProgram:
         self.plan, self.actions, self.source = low.plan, low.actions, low.source
         self.alias = low.alias
         self.has_host = [any(isinstance(a, Host) for a in acts) for acts in self.actions]
-        total = align(self.plan.arena_bytes)
-        self._scratch_off = []
-        for nbytes in low.scratch:
-            self._scratch_off.append(total)
-            total += align(nbytes)
+        self._scratch_base = align(self.plan.arena_bytes)
+        total = self._scratch_base + align(low.scratch_bytes)
         with activate(device_id):
             self.stream = drv.Stream()
             self._arena = drv.mem_alloc(max(total, ALIGN_MIN))
@@ -160,7 +157,7 @@ class CudaProgram:
     def _ptr(self, ref: Ref, env: CudaEnv) -> int:
         if ref.kind == "slot":
             return env.ptrs[ref.index]
-        return self._base + self._scratch_off[ref.index]
+        return self._base + self._scratch_base + ref.index
 
     def _kernel_closure(self, name: str, grid: int, ptrs: tuple, n: int,
                         block: int = THREADS) -> Closure:

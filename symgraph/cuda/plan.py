@@ -44,7 +44,7 @@ ACCUMULATE: Rendered = render_contiguous("accumulate", [inp(0) + inp(1)])
 class LoweredProgram:
     plan: MemoryPlan
     actions: list[list]      # per schedule step
-    scratch: list[int]       # bytes of each scratch buffer, placed after the arena
+    scratch_bytes: int       # workspace shared by all steps, placed after the arena
     source: str              # the one CUDA module of this program
     alias: list[tuple[int, int]]  # (slot, slot whose memory it shares), in step order
 
@@ -63,13 +63,17 @@ def _alias_copies(schedule: Schedule, actions: list[list]) -> list[tuple[int, in
 
 def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
     """Lower every step and gather all generated kernels into one module source."""
-    scratch: list[int] = []
-    actions = [lower_step(step_context(st, schedule.shapes, schedule.dtypes, sm_count, scratch))
-               for st in schedule.steps]
+    actions, scratch_bytes = [], 0
+    for st in schedule.steps:
+        scratch: list[int] = []
+        actions.append(lower_step(step_context(st, schedule.shapes, schedule.dtypes, sm_count,
+                                               scratch)))
+        scratch_bytes = max(scratch_bytes, sum(scratch))
     alias: list[tuple[int, int]] = []
     plan = schedule.plan
     if plan is None:
         alias = _alias_copies(schedule, actions)
         plan = trivial_plan(schedule, {a for a, _ in alias})
     kernels = [a.kernel for acts in actions for a in acts if isinstance(a, Kernel)]
-    return LoweredProgram(plan, actions, scratch, module_source(kernels + [ACCUMULATE]), alias)
+    return LoweredProgram(plan, actions, scratch_bytes, module_source(kernels + [ACCUMULATE]),
+                          alias)
