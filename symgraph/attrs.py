@@ -118,6 +118,16 @@ def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return parse_opt
 
 
+def _parse_index_tuple(v: Any) -> tuple[Optional[int], ...]:
+    """A tuple whose entries are ints or None (``slice``'s begin/end/step: ``(None, 2)``)."""
+    v = _literal(v)
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        v = (v,)
+    if not isinstance(v, (tuple, list)):
+        raise TypeError(f"expected a tuple of integers or None, got {v!r}")
+    return tuple(None if x is None or x == "None" else _parse_int(x) for x in v)
+
+
 def _parse_axis(v: Any) -> Optional[tuple[int, ...]]:
     """MXNet axis attributes: None, an int or a tuple of ints (``()`` means all)."""
     return _optional(_parse_shape)(v)
@@ -134,6 +144,8 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "float?": _optional(_parse_float),
     "shape?": _optional(_parse_shape),
     "axis": _parse_axis,
+    "str?": _optional(_parse_str),
+    "index_tuple": _parse_index_tuple,
     "any": lambda v: v,
 }
 

@@ -14,7 +14,8 @@ import numpy as np
 from . import name as _name
 from . import registry
 from .attrs import Attrs, format_value, parse_attrs
-from .base import AttrError, GraphError, where
+from .base import AttrError, GraphError
+from .base import where as _where  # not `where`: sg.sym.where is the operator
 from .graph import Entry, Graph, Node, VARIABLE, rewrite, topo_order, variable
 
 Number = Union[int, float, np.number]
@@ -334,10 +335,10 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
     if opdef.variadic and opdef.variadic not in attrs:
         attrs[opdef.variadic] = len(inputs)
     node_name = _name.current().get(name, opdef.name)
-    parsed = parse_attrs(opdef.params, attrs, where(node_name, opdef.name))
+    parsed = parse_attrs(opdef.params, attrs, _where(node_name, opdef.name))
     slots = opdef.input_names(parsed)
     if len(inputs) > len(slots):
-        raise AttrError(f"{where(node_name, opdef.name)}takes inputs {list(slots)}, "
+        raise AttrError(f"{_where(node_name, opdef.name)}takes inputs {list(slots)}, "
                         f"got {len(inputs)} symbols")
     entries = []
     for i, slot in enumerate(slots):
@@ -345,7 +346,7 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
         if sym is None:
             sym = var(f"{node_name}_{slot}")
         if not isinstance(sym, Symbol) or len(sym) != 1:
-            raise AttrError(f"{where(node_name, opdef.name)}input '{slot}' must be a "
+            raise AttrError(f"{_where(node_name, opdef.name)}input '{slot}' must be a "
                             f"single-output Symbol, got {sym!r}")
         entries.append(sym._outputs[0])
     node = Node(opdef.name, node_name, parsed, tuple(entries),
@@ -372,10 +373,10 @@ def make_op_function(opdef: registry.OpDef):
                 opdef.params, {**_fill_required(opdef), **probe}, ""))
         unknown = sorted(set(sym_kwargs) - set(slots))
         if unknown:
-            raise AttrError(f"{where(name or '?', opdef.name)}no input named {unknown}; "
+            raise AttrError(f"{_where(name or '?', opdef.name)}no input named {unknown}; "
                             f"inputs: {list(slots)}")
         if len(args) > len(slots):
-            raise AttrError(f"{where(name or '?', opdef.name)}takes inputs {list(slots)}, "
+            raise AttrError(f"{_where(name or '?', opdef.name)}takes inputs {list(slots)}, "
                             f"got {len(args)} positional symbols")
         inputs: list[Optional[Symbol]] = list(args) + [None] * (len(slots) - len(args))
         for i, slot in enumerate(slots):

@@ -1,0 +1,1 @@
+"""Network definitions built with ``sg.sym`` that tests, benchmarks and examples share."""

@@ -1,0 +1,191 @@
+"""LeakyReLU (leaky/elu/prelu/selu/gelu), softmax, log_softmax, SoftmaxActivation, Dropout.
+
+LeakyReLU's formulas are scalar Exprs (evaluated by ``expr.evaluate``); the op is OPAQUE rather
+than elementwise because PReLU's per-channel ``gamma`` (shape (C,)) does not broadcast against
+NCHW data the numpy way, and a pattern is per op, not per attribute value.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from .. import expr as E
+from .. import random as _random
+from ..attrs import Attrs, Param
+from ..base import ShapeError
+from ..registry import OPAQUE, REDUCE, OpDef, RunCtx, register
+from ._util import fmt, same_shape
+from .nn import softmax_np
+from .norm import check_axis, vector_shape
+
+SELU_ALPHA, SELU_LAMBDA = 1.6732632423543772, 1.0507009873554805
+GELU_K0, GELU_K1 = math.sqrt(2 / math.pi), 0.044715  # MXNet's tanh form of GELU
+
+
+def _gelu(x: E.Expr) -> E.Expr:
+    return 0.5 * x * (1.0 + E.call("tanh", GELU_K0 * (x + GELU_K1 * x * x * x)))
+
+
+def _elu(x: E.Expr, s: float) -> E.Expr:
+    return E.where(E.call("gt", x, 0.0), x, s * (E.exp(x) - 1.0))
+
+
+# act_type: formula of (x, slope or gamma)
+LEAKY: dict[str, Callable[[E.Expr, E.Expr], E.Expr]] = {
+    "leaky": lambda x, s: E.where(E.call("gt", x, 0.0), x, s * x),
+    "prelu": lambda x, s: E.where(E.call("gt", x, 0.0), x, s * x),
+    "elu": _elu,
+    "selu": lambda x, s: SELU_LAMBDA * _elu(x, SELU_ALPHA),
+    "gelu": lambda x, s: _gelu(x),
+}
+
+
+def _leaky_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    x = xs[0]
+    if a["act_type"] == "prelu":
+        s = xs[1].reshape(vector_shape(xs[1].shape[0], x.shape, 1)) if x.ndim > 1 else xs[1]
+    else:
+        s = x.dtype.type(a["slope"])
+    return E.evaluate([LEAKY[a["act_type"]](E.inp(0), E.inp(1))], [x, s], x.dtype)
+
+
+def _leaky_grad(c) -> list:
+    S, a = c.sym, c.attrs
+    x, y, dy = c.inputs[0], c.outputs[0], c.ograds[0]
+    pos = x > 0.0
+    kind = a["act_type"]
+    if kind == "leaky":
+        return [S.where(pos, dy, dy * a["slope"])]
+    if kind == "elu":
+        return [S.where(pos, dy, dy * (y + a["slope"]))]
+    if kind == "selu":
+        return [S.where(pos, dy * SELU_LAMBDA, dy * (y + SELU_LAMBDA * SELU_ALPHA))]
+    if kind == "gelu":
+        t = S.tanh((x + S.square(x) * x * GELU_K1) * GELU_K0)
+        d = (t + 1.0) * 0.5 + x * (1.0 - S.square(t)) * (S.square(x) * (3 * GELU_K1) + 1.0) \
+            * (0.5 * GELU_K0)
+        return [dy * d]
+    gamma = S._axis_vector(c.inputs[1], x, axis=1)
+    neg = S.where(pos, S.zeros_like(x), x)
+    return [S.where(pos, dy, dy * gamma), S.sum(dy * neg, axis=1, exclude=True)]
+
+
+def _leaky_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    ins, outs = list(ins), list(outs)
+    data = ins[0] if ins[0] is not None else outs[0]
+    if data is None:
+        return ins, outs
+    if a["act_type"] == "prelu":
+        ins[1] = ins[1] or ((data[1],) if len(data) > 1 else (1,))
+        if len(data) > 1 and ins[1] not in ((data[1],), (1,)):
+            raise ShapeError(f"gamma has shape {fmt(ins[1])}, expected ({data[1]},)")
+    ins[0] = data
+    return ins, [data]
+
+
+register(OpDef(
+    "LeakyReLU",
+    {"act_type": Param("str", "leaky", tuple(LEAKY)), "slope": Param("float", 0.25),
+     "lower_bound": Param("float", 0.125), "upper_bound": Param("float", 0.334)},
+    lambda a: ("data", "gamma") if a["act_type"] == "prelu" else ("data",),
+    _leaky_shape, _leaky_compute, _leaky_grad, OPAQUE,
+    doc="leaky: x>0 ? x : slope*x; prelu: learned per-channel slope gamma; elu: "
+        "slope*(e^x-1) below 0; selu; gelu (tanh form, as MXNet)."))
+
+# -- softmax family --------------------------------------------------------------------------------
+
+SOFTMAX_PARAMS = {"axis": Param("int", -1), "temperature": Param("float?", None)}
+
+
+def _scaled(a: Attrs, x: np.ndarray) -> np.ndarray:
+    t = a["temperature"]
+    return x if t is None or t == 1.0 else x / x.dtype.type(t)
+
+
+def _log_softmax_np(x: np.ndarray, axis: int) -> np.ndarray:
+    z = x - x.max(axis=axis, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
+
+
+def _inv_t(a: Attrs) -> float:
+    return 1.0 if a.get("temperature") is None else 1.0 / a["temperature"]
+
+
+def softmax_grad(c, over: dict) -> object:
+    """dx of y = softmax: y * (dy - sum(dy * y)) over the softmax axes ``over``."""
+    y, dy = c.outputs[0], c.ograds[0]
+    g = y * (dy - c.sym.sum(dy * y, keepdims=True, **over))
+    return g * _inv_t(c.attrs) if _inv_t(c.attrs) != 1.0 else g
+
+
+def _log_softmax_grad(c) -> list:
+    y, dy = c.outputs[0], c.ograds[0]
+    g = dy - c.sym.exp(y) * c.sym.sum(dy, axis=c.attrs["axis"], keepdims=True)
+    return [g * _inv_t(c.attrs) if _inv_t(c.attrs) != 1.0 else g]
+
+
+register(OpDef(
+    "softmax", SOFTMAX_PARAMS, ("data",), same_shape,
+    lambda a, xs, ctx: [softmax_np(_scaled(a, xs[0]), a["axis"])],
+    lambda c: [softmax_grad(c, {"axis": c.attrs["axis"]})], REDUCE,
+    doc="exp(x/T) / sum(exp(x/T)) along axis."))
+register(OpDef(
+    "log_softmax", SOFTMAX_PARAMS, ("data",), same_shape,
+    lambda a, xs, ctx: [_log_softmax_np(_scaled(a, xs[0]), a["axis"])],
+    _log_softmax_grad, REDUCE, doc="log(softmax(x/T)) along axis, computed stably."))
+
+
+def _softmax_activation(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    x = xs[0]
+    if a["mode"] == "channel":
+        return [softmax_np(x, 1)]
+    return [softmax_np(x.reshape(x.shape[0], -1), 1).reshape(x.shape)]
+
+
+register(OpDef(
+    "SoftmaxActivation", {"mode": Param("str", "instance", ("instance", "channel"))},
+    ("data",), same_shape, _softmax_activation,
+    lambda c: [softmax_grad(c, {"axis": 1} if c.attrs["mode"] == "channel"
+                            else {"axis": 0, "exclude": True})],
+    REDUCE, doc="Softmax over all but the first axis (instance) or over axis 1 (channel)."))
+
+# -- Dropout ---------------------------------------------------------------------------------------
+
+DROPOUT_PARAMS = {"p": Param("float", 0.5), "mode": Param("str", "training", ("training", "always")),
+                  "axes": Param("shape", ()), "cudnn_off": Param("bool", False)}
+
+
+def _mask_shape(a: Attrs, shape: tuple) -> tuple:
+    axes = {check_axis(ax, len(shape)) for ax in a["axes"]}
+    return tuple(1 if i in axes else d for i, d in enumerate(shape))
+
+
+def _dropout_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    data = ins[0] if ins[0] is not None else outs[0]
+    if data is None:
+        return ins, outs
+    if not 0.0 <= a["p"] <= 1.0:
+        raise ShapeError(f"p={a['p']} must lie in [0, 1]")
+    return [data], [data, _mask_shape(a, data)]
+
+
+def _dropout_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    x = xs[0]
+    shape = _mask_shape(a, x.shape)
+    if not (ctx.is_train or a["mode"] == "always") or a["p"] == 0.0:
+        return [x.copy(), np.ones(shape, x.dtype)]
+    rng = ctx.rng or _random.generator()
+    keep = rng.random(shape) >= a["p"]
+    mask = (keep * (1.0 / (1.0 - a["p"]) if a["p"] < 1.0 else 0.0 * keep)).astype(x.dtype)
+    return [x * mask, mask]
+
+
+register(OpDef(
+    "Dropout", DROPOUT_PARAMS, ("data",), _dropout_shape, _dropout_compute,
+    lambda c: [c.ograds[0] * c.outputs[1]], OPAQUE,
+    outputs=("output", "mask"), num_visible=1, train_dependent=True,
+    doc="Zeroes each element (or slice along `axes`) with probability p and scales the rest "
+        "by 1/(1-p) in training (always with mode='always'); identity otherwise. The mask is "
+        "a hidden output; sg.random.seed makes it reproducible."))

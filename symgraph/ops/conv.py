@@ -1,0 +1,183 @@
+"""Convolution (1-D, 2-D, 3-D; NCW/NCHW/NCDHW data, OIHW weights) and its two gradient ops.
+
+``_backward_Convolution_data`` and ``_backward_Convolution_weight`` are registered ops with
+gradients of their own, so a convolution can be differentiated twice. The numpy kernels (im2col
++ one GEMM per group) are in ``_window.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..attrs import Attrs, Param
+from ..base import ShapeError
+from ..registry import GEMM, OpDef, RunCtx, register
+from ._util import fmt
+from ._window import conv_data_grad, conv_forward, conv_weight_grad, dilated
+
+Shape = tuple[int, ...]
+
+CONV_PARAMS = {
+    "kernel": Param("shape"), "stride": Param("shape", ()), "dilate": Param("shape", ()),
+    "pad": Param("shape", ()), "num_filter": Param("int"), "num_group": Param("int", 1),
+    "workspace": Param("int", 1024), "no_bias": Param("bool", False),
+    "cudnn_tune": Param("str?", None), "cudnn_off": Param("bool", False),
+    "layout": Param("str?", None),
+}
+LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """Kernel, stride, dilation and padding, each one entry per spatial axis."""
+
+    kernel: Shape
+    stride: Shape
+    dilate: Shape
+    pad: Shape
+    groups: int
+
+    def out(self, spatial: Shape) -> Shape:
+        """Output spatial shape; ShapeError when the dilated kernel exceeds the padded input."""
+        ext = dilated(self.kernel, self.dilate)
+        padded = tuple(s + 2 * p for s, p in zip(spatial, self.pad))
+        if any(e > p for e, p in zip(ext, padded)):
+            raise ShapeError(f"kernel {self.kernel} (dilated {ext}) is larger than the padded "
+                             f"input {padded} (input {tuple(spatial)}, pad {self.pad})")
+        return tuple((p - e) // s + 1 for p, e, s in zip(padded, ext, self.stride))
+
+
+def _per_axis(a: Attrs, key: str, n: int, default: int) -> Shape:
+    v = a[key]
+    if not v:
+        return (default,) * n
+    if len(v) != n:
+        raise ShapeError(f"{key}={v} has {len(v)} entries, kernel {a['kernel']} has {n}")
+    if key != "pad" and min(v) < 1 or key == "pad" and min(v) < 0:
+        raise ShapeError(f"{key}={v} out of range")
+    return tuple(v)
+
+
+def geometry(a: Attrs) -> Geometry:
+    """The checked geometry of a Convolution-like op's attrs."""
+    n = len(a["kernel"])
+    if n not in LAYOUTS:
+        raise ShapeError(f"kernel {a['kernel']}: only 1-D, 2-D and 3-D are supported")
+    if min(a["kernel"]) < 1:
+        raise ShapeError(f"kernel {a['kernel']} must be positive")
+    if a["layout"] not in (None, LAYOUTS[n]):
+        raise ShapeError(f"layout {a['layout']} is not supported; use {LAYOUTS[n]}")
+    if a["num_group"] < 1 or a["num_filter"] < 1:
+        raise ShapeError(f"num_filter={a['num_filter']} and num_group={a['num_group']} must "
+                         f"be positive")
+    return Geometry(tuple(a["kernel"]), _per_axis(a, "stride", n, 1),
+                    _per_axis(a, "dilate", n, 1), _per_axis(a, "pad", n, 0), a["num_group"])
+
+
+def check_data(a: Attrs, data: Shape, channels_per: str = "data") -> Geometry:
+    """Geometry of ``a`` after checking ``data``'s rank and channel count against it."""
+    g = geometry(a)
+    if len(data) != 2 + len(g.kernel):
+        raise ShapeError(f"{channels_per} {fmt(data)} must be {2 + len(g.kernel)}-D "
+                         f"({LAYOUTS[len(g.kernel)]}) for kernel {g.kernel}")
+    if data[1] % g.groups or a["num_filter"] % g.groups:
+        raise ShapeError(f"{channels_per} channels {data[1]} and num_filter {a['num_filter']} "
+                         f"must be divisible by num_group {g.groups}")
+    return g
+
+
+def _conv_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    ins = list(ins)
+    nf = a["num_filter"]
+    geometry(a)
+    if len(ins) == 3:
+        ins[2] = (nf,)
+    data = ins[0]
+    if data is None:
+        return ins, outs
+    g = check_data(a, data)
+    ins[1] = (nf, data[1] // g.groups) + g.kernel
+    return ins, [(data[0], nf) + g.out(data[2:])]
+
+
+def _conv_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    x, w = xs[0], xs[1]
+    g = geometry(a)
+    bias = None if a["no_bias"] else xs[2]
+    return [conv_forward(x, w, g.stride, g.dilate, g.pad, g.groups, g.out(x.shape[2:]), bias)]
+
+
+def bias_grad(c, dy, nsp: int):
+    """Sum of ``dy`` over every axis but the channel axis (a bias gradient)."""
+    return c.sym.sum(dy, axis=(0,) + tuple(range(2, 2 + nsp)))
+
+
+def _conv_grad(c) -> list:
+    S, a = c.sym, c.attrs
+    x, w, dy = c.inputs[0], c.inputs[1], c.ograds[0]
+    grads = [S._backward_Convolution_data(dy, w, x, **a),
+             S._backward_Convolution_weight(dy, x, **a)]
+    if not a["no_bias"]:
+        grads.append(bias_grad(c, dy, len(a["kernel"])))
+    return grads
+
+
+register(OpDef(
+    "Convolution", CONV_PARAMS,
+    lambda a: ("data", "weight") if a["no_bias"] else ("data", "weight", "bias"),
+    _conv_shape, _conv_compute, _conv_grad, GEMM,
+    doc="N-d convolution (cross-correlation), NC(D)(H)W data, O,C/num_group,k... weights; "
+        "im2col + one GEMM per group on the CPU."))
+
+
+def _data_grad_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    shape = ins[2] if ins[2] is not None else outs[0]
+    if shape is None:
+        return ins, outs
+    return ins[:2] + [shape], [shape]
+
+
+def _data_grad_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    dy, w, x = xs
+    g = geometry(a)
+    return [conv_data_grad(dy, w, x.shape, g.stride, g.dilate, g.pad, g.groups)]
+
+
+def _data_grad_grad(c) -> list:
+    S, a = c.sym, c.attrs
+    dy, w, gx = c.inputs[0], c.inputs[1], c.ograds[0]
+    return [S.Convolution(gx, w, **{**a, "no_bias": True}),
+            S._backward_Convolution_weight(dy, gx, **a), None]
+
+
+register(OpDef(
+    "_backward_Convolution_data", CONV_PARAMS, ("ograd", "weight", "data"),
+    _data_grad_shape, _data_grad_compute, _data_grad_grad, GEMM,
+    doc="Gradient of Convolution w.r.t. its data (a transposed convolution of ograd); "
+        "`data` only gives the shape."))
+
+
+def _weight_grad_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    data = ins[1]
+    if data is None:
+        return ins, outs
+    g = check_data(a, data)
+    return ins, [(a["num_filter"], data[1] // g.groups) + g.kernel]
+
+
+def _weight_grad_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    dy, x = xs
+    g = geometry(a)
+    return [conv_weight_grad(dy, x, g.kernel, g.stride, g.dilate, g.pad, g.groups)]
+
+
+def _weight_grad_grad(c) -> list:
+    S, a = c.sym, c.attrs
+    dy, x, gw = c.inputs[0], c.inputs[1], c.ograds[0]
+    return [S.Convolution(x, gw, **{**a, "no_bias": True}),
+            S._backward_Convolution_data(dy, gw, x, **a)]
+
+
+register(OpDef(
+    "_backward_Convolution_weight", CONV_PARAMS, ("ograd", "data"),
+    _weight_grad_shape, _weight_grad_compute, _weight_grad_grad, GEMM,
+    doc="Gradient of Convolution w.r.t. its weight: ograd x im2col(data)^T."))

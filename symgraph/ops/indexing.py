@@ -1,0 +1,223 @@
+"""Reductions and indexing beyond the core: prod, norm, argmax/argmin, one_hot, take (and its
+scatter gradient ``_backward_take``), Embedding, where, batch_dot."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import expr as E
+from ..attrs import Attrs, Param
+from ..base import ShapeError
+from ..registry import (GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef, RunCtx, register)
+from ._util import elementwise, fmt, forward_shape, same_shape
+from .tensor import REDUCE_PARAMS, _reduce_compute, _unreduce, reduce_axes, reduced_shape
+
+
+def typed_like(index: int):
+    """Dtype rule: the output shares input ``index``'s dtype; other inputs are free
+    (integer-valued index inputs may be of any dtype)."""
+    def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        t = ins[index] if ins[index] is not None else outs[0]
+        if t is None:
+            return ins, outs
+        ins = list(ins)
+        ins[index] = t
+        return ins, [t] * len(outs)
+    return rule
+
+
+# -- prod, norm, argmax, argmin ----------------------------------------------------------------
+
+register(OpDef(
+    "prod", REDUCE_PARAMS, ("data",), forward_shape(lambda a, s: [reduced_shape(a, s[0])]),
+    _reduce_compute(np.prod),
+    lambda c: [_unreduce(c, c.ograds[0]) * _unreduce(c, c.outputs[0]) / c.inputs[0]], REDUCE,
+    doc="Product over axis (None: all); gradient y/x, so defined for nonzero x."))
+
+NORM_PARAMS = {"ord": Param("int", 2, (1, 2)), "axis": Param("axis", None),
+               "keepdims": Param("bool", False)}
+
+
+def _as_reduce(a: Attrs) -> Attrs:
+    return Attrs({"axis": a["axis"], "keepdims": a["keepdims"], "exclude": False})
+
+
+def _norm_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    x = xs[0]
+    axes = reduce_axes(_as_reduce(a), x.ndim)
+    k = a["keepdims"]
+    out = np.abs(x).sum(axis=axes, keepdims=k) if a["ord"] == 1 else \
+        np.sqrt(np.square(x).sum(axis=axes, keepdims=k))
+    return [np.asarray(out, dtype=x.dtype)]
+
+
+def _norm_grad(c) -> list:
+    S, a = c.sym, c.attrs
+    x = c.inputs[0]
+
+    def back(g):
+        return S._reduce_backward(g, x, axis=a["axis"], keepdims=a["keepdims"])
+    if a["ord"] == 1:
+        return [S.sign(x) * back(c.ograds[0])]
+    return [x * back(c.ograds[0] / c.outputs[0])]
+
+
+register(OpDef(
+    "norm", NORM_PARAMS, ("data",),
+    forward_shape(lambda a, s: [reduced_shape(_as_reduce(a), s[0])]), _norm_compute,
+    _norm_grad, REDUCE, doc="L1 or L2 norm over axis (None: all)."))
+
+ARG_PARAMS = {"axis": Param("int?", None), "keepdims": Param("bool", False)}
+
+
+def _arg_shape(a: Attrs, s: list) -> list:
+    if a["axis"] is None:
+        return [(1,) * len(s[0]) if a["keepdims"] else ()]
+    return [reduced_shape(Attrs({"axis": (a["axis"],), "keepdims": a["keepdims"],
+                                 "exclude": False}), s[0])]
+
+
+def _arg_compute(fn):
+    def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+        x = xs[0]
+        out = fn(x, axis=a["axis"], keepdims=a["keepdims"])
+        return [np.asarray(out, dtype=x.dtype)]
+    return compute
+
+
+for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
+    register(OpDef(_name, ARG_PARAMS, ("data",), forward_shape(_arg_shape), _arg_compute(_fn),
+                   NOT_DIFFERENTIABLE, REDUCE,
+                   doc=f"Index of the first {_name[3:]} along axis (None: flattened), as a "
+                       f"float of the input's dtype. Not differentiable."))
+
+# -- one_hot, take, Embedding --------------------------------------------------------------------
+
+
+def _dtype_attr(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    return ins, [np.dtype(a["dtype"])]
+
+
+def _one_hot(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    idx = xs[0].astype(np.int64)
+    out = np.full(idx.shape + (a["depth"],), a["off_value"], dtype=np.dtype(a["dtype"]))
+    ok = (idx >= 0) & (idx < a["depth"])
+    out[ok, idx[ok]] = a["on_value"]
+    return [out]
+
+
+register(OpDef(
+    "one_hot", {"depth": Param("int"), "on_value": Param("float", 1.0),
+                "off_value": Param("float", 0.0), "dtype": Param("dtype", "float32")},
+    ("indices",), forward_shape(lambda a, s: [tuple(s[0]) + (a["depth"],)]), _one_hot,
+    NOT_DIFFERENTIABLE, INJECTIVE, infer_type=_dtype_attr,
+    doc="indices.shape + (depth,): on_value at each index, off_value elsewhere (also for "
+        "out-of-range indices)."))
+
+TAKE_PARAMS = {"axis": Param("int", 0), "mode": Param("str", "clip", ("clip", "wrap"))}
+
+
+def _indices(a: Attrs, idx: np.ndarray, n: int) -> np.ndarray:
+    i = idx.astype(np.int64)
+    return np.clip(i, 0, n - 1) if a["mode"] == "clip" else np.mod(i, n)
+
+
+def _take_shape(a: Attrs, s: list) -> list:
+    data, idx = s
+    ax = a["axis"]
+    if not -len(data) <= ax < len(data):
+        raise ShapeError(f"axis {ax} out of range for data {fmt(data)}")
+    ax %= len(data)
+    return [tuple(data[:ax]) + tuple(idx) + tuple(data[ax + 1:])]
+
+
+def _take(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    data, idx = xs
+    ax = a["axis"] % data.ndim
+    return [np.take(data, _indices(a, idx, data.shape[ax]), axis=ax)]
+
+
+register(OpDef(
+    "take", TAKE_PARAMS, ("a", "indices"), forward_shape(_take_shape), _take,
+    lambda c: [c.sym._backward_take(c.ograds[0], c.inputs[1], c.inputs[0], **c.attrs), None],
+    INJECTIVE, infer_type=typed_like(0),
+    doc="Slices of `a` along axis at `indices` (clipped or wrapped)."))
+
+
+def _backward_take(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    dy, idx, data = xs
+    ax = a["axis"] % data.ndim
+    n = data.shape[ax]
+    i = _indices(a, idx, n).reshape(-1)
+    moved = np.moveaxis(dy, list(range(ax, ax + idx.ndim)), list(range(idx.ndim)))
+    grad = np.zeros((n,) + moved.shape[idx.ndim:], dtype=dy.dtype)
+    np.add.at(grad, i, moved.reshape((i.size,) + moved.shape[idx.ndim:]))
+    return [np.moveaxis(grad, 0, ax)]
+
+
+register(OpDef(
+    "_backward_take", TAKE_PARAMS, ("ograd", "indices", "data"),
+    lambda a, ins, outs: (ins, [ins[2]] if ins[2] is not None else outs), _backward_take,
+    lambda c: [c.sym.take(c.ograds[0], c.inputs[1], **c.attrs), None, None], REDUCE,
+    infer_type=typed_like(0),
+    doc="Gradient of take w.r.t. `a`: ograd slices summed into the rows they were read from."))
+
+
+def _embedding_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    ins = [ins[0], (a["input_dim"], a["output_dim"])]
+    if ins[0] is None:
+        return ins, outs
+    return ins, [tuple(ins[0]) + (a["output_dim"],)]
+
+
+register(OpDef(
+    "Embedding", {"input_dim": Param("int"), "output_dim": Param("int"),
+                  "dtype": Param("dtype", "float32"), "sparse_grad": Param("bool", False)},
+    ("data", "weight"), _embedding_shape,
+    lambda a, xs, ctx: [xs[1][np.clip(xs[0].astype(np.int64), 0, a["input_dim"] - 1)]],
+    lambda c: [None, c.sym._backward_take(c.ograds[0], c.inputs[0], c.inputs[1], axis=0)],
+    INJECTIVE, infer_type=typed_like(1),
+    doc="Rows of weight (input_dim, output_dim) at the (clipped) integer-valued data."))
+
+# -- where, batch_dot ---------------------------------------------------------------------------
+
+elementwise(
+    "where", lambda a, cond, x, y: E.where(cond, x, y),
+    lambda c: [None, c.sym.where(c.inputs[0], c.ograds[0], c.sym.zeros_like(c.ograds[0])),
+               c.sym.where(c.inputs[0], c.sym.zeros_like(c.ograds[0]), c.ograds[0])],
+    inputs=("condition", "x", "y"), shape_rule=same_shape,
+    doc="x where condition is nonzero, else y (all of one shape).")
+
+
+def _batch_dot_shape(a: Attrs, s: list) -> list:
+    lhs, rhs = s
+    if len(lhs) != 3 or len(rhs) != 3 or lhs[0] != rhs[0]:
+        raise ShapeError(f"batch_dot needs 3-D inputs with one batch size, got {fmt(lhs)} "
+                         f"and {fmt(rhs)}")
+    m, k = (lhs[2], lhs[1]) if a["transpose_a"] else (lhs[1], lhs[2])
+    k2, n = (rhs[2], rhs[1]) if a["transpose_b"] else (rhs[1], rhs[2])
+    if k != k2:
+        raise ShapeError(f"batch_dot: inner dimensions differ: {fmt(lhs)} . {fmt(rhs)}")
+    return [(lhs[0], m, n)]
+
+
+def _batch_dot(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    lhs = xs[0].transpose(0, 2, 1) if a["transpose_a"] else xs[0]
+    rhs = xs[1].transpose(0, 2, 1) if a["transpose_b"] else xs[1]
+    return [np.matmul(lhs, rhs)]
+
+
+def _batch_dot_grad(c) -> list:
+    ta, tb = c.attrs["transpose_a"], c.attrs["transpose_b"]
+    a, b, dy = c.inputs[0], c.inputs[1], c.ograds[0]
+    bd = c.sym.batch_dot
+    da = bd(b, dy, transpose_a=tb, transpose_b=True) if ta else \
+        bd(dy, b, transpose_b=not tb)
+    db = bd(dy, a, transpose_a=True, transpose_b=ta) if tb else \
+        bd(a, dy, transpose_a=not ta)
+    return [da, db]
+
+
+register(OpDef(
+    "batch_dot", {"transpose_a": Param("bool", False), "transpose_b": Param("bool", False)},
+    ("lhs", "rhs"), forward_shape(_batch_dot_shape), _batch_dot, _batch_dot_grad, GEMM,
+    doc="Batched matrix product of 3-D arrays (B, M, K) x (B, K, N), optional transposes."))

@@ -1,0 +1,202 @@
+"""Shape manipulation: transpose, expand_dims, squeeze, Concat, SliceChannel/split, slice,
+slice_axis, broadcast_to, tile, repeat, pad, reverse, Cast.
+
+Ops whose gradient needs the input's shape get a registered backward op that takes the input as
+a shape-only argument (``_backward_Concat``, ``_backward_slice``...); each backward op's own
+gradient is the forward op again, so they differentiate twice.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ..attrs import Attrs, Param
+from ..base import ShapeError
+from ..registry import INJECTIVE, OpDef, RunCtx, alias, register
+from ._util import fmt, forward_shape
+from .norm import check_axis
+
+Shape = tuple[int, ...]
+
+
+def _like_input(index: int) -> Callable:
+    def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        return ins, [ins[index]] if ins[index] is not None else outs
+    return rule
+
+
+def _reshape_back(c) -> list:
+    return [c.sym.reshape_like(c.ograds[0], c.inputs[0])]
+
+
+def _transpose_axes(a: Attrs, ndim: int) -> tuple[int, ...]:
+    axes = tuple(a["axes"]) or tuple(reversed(range(ndim)))
+    if sorted(ax % ndim for ax in axes) != list(range(ndim)) or len(axes) != ndim:
+        raise ShapeError(f"axes {axes} is not a permutation of {ndim} axes")
+    return tuple(ax % ndim for ax in axes)
+
+
+register(OpDef(
+    "transpose", {"axes": Param("shape", ())}, ("data",),
+    forward_shape(lambda a, s: [tuple(s[0][i] for i in _transpose_axes(a, len(s[0])))]),
+    lambda a, xs, ctx: [np.ascontiguousarray(xs[0].transpose(_transpose_axes(a, xs[0].ndim)))],
+    lambda c: [c.sym.transpose(c.ograds[0], axes=tuple(np.argsort(c.attrs["axes"]).tolist()))],
+    INJECTIVE, doc="Permute axes (default: reverse them)."))
+
+
+def _expand_shape(a: Attrs, s: list) -> list:
+    shape = s[0]
+    ax = check_axis(a["axis"], len(shape) + 1)
+    return [tuple(shape[:ax]) + (1,) + tuple(shape[ax:])]
+
+
+def _squeeze_shape(a: Attrs, s: list) -> list:
+    shape = s[0]
+    axes = range(len(shape)) if a["axis"] is None else \
+        [check_axis(ax, len(shape)) for ax in a["axis"]]
+    drop = {i for i in axes if shape[i] == 1}
+    if a["axis"] is not None and len(drop) != len(set(axes)):
+        raise ShapeError(f"cannot squeeze axes {a['axis']} of {fmt(shape)}: size is not 1")
+    return [tuple(d for i, d in enumerate(shape) if i not in drop) or (1,)]
+
+
+for _name, _params, _rule, _doc in (
+        ("expand_dims", {"axis": Param("int")}, _expand_shape, "Insert a size-1 axis."),
+        ("squeeze", {"axis": Param("axis", None)}, _squeeze_shape,
+         "Remove size-1 axes (all, or the given ones)."),
+):
+    register(OpDef(_name, _params, ("data",), forward_shape(_rule),
+                   lambda a, xs, ctx, r=_rule: [xs[0].reshape(r(a, [xs[0].shape])[0])],
+                   _reshape_back, INJECTIVE, doc=_doc))
+
+# -- Concat and SliceChannel ---------------------------------------------------------------------
+
+
+def _concat_shape(a: Attrs, s: list) -> list:
+    first = s[0]
+    ax = check_axis(a["dim"], len(first))
+    for other in s[1:]:
+        if len(other) != len(first) or any(o != f for i, (o, f) in enumerate(zip(other, first))
+                                           if i != ax):
+            raise ShapeError(f"inputs {fmt(first)} and {fmt(other)} differ outside dim {ax}")
+    return [tuple(first[:ax]) + (sum(x[ax] for x in s),) + tuple(first[ax + 1:])]
+
+
+def _concat_grad(c) -> list:
+    n = c.attrs["num_args"]
+    parts = c.sym._backward_Concat(c.ograds[0], *c.inputs, num_args=n, dim=c.attrs["dim"])
+    return [parts[i] for i in range(n)]
+
+
+CONCAT_PARAMS = {"num_args": Param("int"), "dim": Param("int", 1)}
+register(OpDef(
+    "Concat", CONCAT_PARAMS, lambda a: tuple(f"arg{i}" for i in range(a["num_args"])),
+    forward_shape(_concat_shape),
+    lambda a, xs, ctx: [np.concatenate(xs, axis=a["dim"])], _concat_grad, INJECTIVE,
+    variadic="num_args", doc="Join arrays along dim."))
+alias("concat", "Concat")
+
+
+def _split_back(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    dy, parts = xs[0], xs[1:]
+    cuts = np.cumsum([p.shape[a["dim"]] for p in parts])[:-1]
+    return [np.ascontiguousarray(p) for p in np.split(dy, cuts, axis=a["dim"])]
+
+
+register(OpDef(
+    "_backward_Concat", CONCAT_PARAMS,
+    lambda a: ("ograd",) + tuple(f"arg{i}" for i in range(a["num_args"])),
+    lambda a, ins, outs: (ins, [s for s in ins[1:]]), _split_back,
+    lambda c: [c.sym.Concat(*c.ograds, dim=c.attrs["dim"])] + [None] * c.attrs["num_args"],
+    INJECTIVE, outputs=lambda a: tuple(f"output{i}" for i in range(a["num_args"])),
+    doc="Gradient of Concat: ograd cut into pieces shaped like the inputs."))
+
+
+def _slice_channel_shape(a: Attrs, s: list) -> list:
+    shape, n = s[0], a["num_outputs"]
+    ax = check_axis(a["axis"], len(shape))
+    if n < 1 or shape[ax] % n:
+        raise ShapeError(f"axis {ax} of {fmt(shape)} does not split into {n} equal parts")
+    part = tuple(shape[:ax]) + (shape[ax] // n,) + tuple(shape[ax + 1:])
+    if a["squeeze_axis"]:
+        if part[ax] != 1:
+            raise ShapeError(f"squeeze_axis needs parts of size 1 on axis {ax}, got {part[ax]}")
+        part = part[:ax] + part[ax + 1:]
+    return [part] * n
+
+
+def _slice_channel(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    parts = _slice_channel_shape(a, [xs[0].shape])
+    return [np.ascontiguousarray(p).reshape(s) for p, s in
+            zip(np.split(xs[0], a["num_outputs"], axis=a["axis"]), parts)]
+
+
+def _slice_channel_grad(c) -> list:
+    a = c.attrs
+    gs = [c.sym.expand_dims(g, axis=a["axis"]) if a["squeeze_axis"] else g for g in c.ograds]
+    return [c.sym.Concat(*gs, dim=a["axis"])]
+
+
+register(OpDef(
+    "SliceChannel", {"num_outputs": Param("int"), "axis": Param("int", 1),
+                     "squeeze_axis": Param("bool", False)},
+    ("data",), forward_shape(_slice_channel_shape), _slice_channel, _slice_channel_grad,
+    INJECTIVE, outputs=lambda a: tuple(f"output{i}" for i in range(a["num_outputs"])),
+    doc="Split into num_outputs equal parts along axis (multi-output)."))
+alias("split", "SliceChannel")
+
+# -- slice, slice_axis ------------------------------------------------------------------------------
+
+
+def _slice_index(a: Attrs, shape: Shape) -> tuple:
+    begin, end = a["begin"], a["end"]
+    step = a["step"] or (None,) * len(begin)
+    if len(begin) != len(end) or len(step) != len(begin) or len(begin) > len(shape):
+        raise ShapeError(f"begin {begin}, end {end}, step {a['step']} do not fit {fmt(shape)}")
+    if any(s == 0 for s in step):
+        raise ShapeError(f"step {step} contains 0")
+    return tuple(slice(b, e, s) for b, e, s in zip(begin, end, step))
+
+
+def _slice_axis_index(a: Attrs, shape: Shape) -> tuple:
+    ax = check_axis(a["axis"], len(shape))
+    return (slice(None),) * ax + (slice(a["begin"], a["end"]),)
+
+
+def _sliced_shape(index_of: Callable) -> Callable:
+    def rule(a: Attrs, s: list) -> list:
+        index = index_of(a, s[0])
+        out = tuple(len(range(*sl.indices(n))) for sl, n in zip(index, s[0]))
+        out += tuple(s[0][len(index):])
+        if 0 in out:
+            raise ShapeError(f"slice {index} of {fmt(s[0])} is empty")
+        return [out]
+    return rule
+
+
+def _register_slicing(name: str, params: dict, index_of: Callable, doc: str) -> None:
+    """``name`` and ``_backward_<name>`` (ograd written into zeros shaped like the data)."""
+    def backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
+        dy, x = xs
+        out = np.zeros(x.shape, dtype=dy.dtype)
+        out[index_of(a, x.shape)] = dy
+        return [out]
+    register(OpDef(
+        name, params, ("data",), forward_shape(_sliced_shape(index_of)),
+        lambda a, xs, ctx: [xs[0][index_of(a, xs[0].shape)].copy()],
+        lambda c: [c.sym.apply_op(f"_backward_{name}", [c.ograds[0], c.inputs[0]], c.attrs)],
+        INJECTIVE, doc=doc))
+    register(OpDef(
+        f"_backward_{name}", params, ("ograd", "data"), _like_input(1), backward,
+        lambda c: [c.sym.apply_op(name, [c.ograds[0]], c.attrs), None], INJECTIVE,
+        doc=f"Gradient of {name}: ograd placed into zeros shaped like the data."))
+
+
+_register_slicing("slice", {"begin": Param("index_tuple"), "end": Param("index_tuple"),
+                            "step": Param("index_tuple", ())}, _slice_index,
+                  "Python slicing on the leading len(begin) axes (None = open end).")
+_register_slicing("slice_axis", {"axis": Param("int"), "begin": Param("int"),
+                                 "end": Param("int?", None)}, _slice_axis_index,
+                  "Slice [begin, end) along one axis.")
+alias("crop", "slice")
