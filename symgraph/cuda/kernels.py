@@ -86,12 +86,12 @@ def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
     return Rendered(tag, src, 2)
 
 
-def render_softmax(stem: str, outer: int, k: int, inner: int, log: bool) -> Rendered:
-    """Softmax (or log-softmax) over the middle axis of an (outer, k, inner) array, a warp a row.
-
-    Three passes over the row (max, sum of exponentials, write); rows are short in practice.
-    """
-    tag = kernel_name(stem, f"{outer},{k},{inner},{log}")
+def render_softmax(stem: str, outer: int, k: int, inner: int, log: bool,
+                   scale: float = 1.0) -> Rendered:
+    """Softmax (or log-softmax) of ``scale * x`` over the middle axis of an (outer, k, inner)
+    array, a warp a row. Three passes over the row (max, sum of exponentials, write)."""
+    tag = kernel_name(stem, f"{outer},{k},{inner},{log},{scale}")
+    sx = "" if scale == 1.0 else f" * {c_float(scale)}"
     write = "(v - m) - logf(s)" if log else "expf(v - m) * inv"
     body = (
         "    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n"
@@ -99,14 +99,14 @@ def render_softmax(stem: str, outer: int, k: int, inner: int, log: bool) -> Rend
         f"    if (warp >= {outer * inner}LL) return;\n"
         f"    const long long base = (warp / {inner}LL) * {k * inner}LL + warp % {inner}LL;\n"
         f"    float m = {c_float(float('-inf'))};\n"
-        f"    for (int c = lane; c < {k}; c += 32) m = fmaxf(m, x[base + c * {inner}LL]);\n"
+        f"    for (int c = lane; c < {k}; c += 32) m = fmaxf(m, x[base + c * {inner}LL]{sx});\n"
         "    for (int s = 16; s > 0; s >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, s));\n"
         "    float s = 0.f;\n"
-        f"    for (int c = lane; c < {k}; c += 32) s += expf(x[base + c * {inner}LL] - m);\n"
+        f"    for (int c = lane; c < {k}; c += 32) s += expf(x[base + c * {inner}LL]{sx} - m);\n"
         "    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);\n"
         "    const float inv = 1.f / s;\n"
         f"    for (int c = lane; c < {k}; c += 32) {{\n"
-        f"        const float v = x[base + c * {inner}LL];\n"
+        f"        const float v = x[base + c * {inner}LL]{sx};\n"
         f"        y[base + c * {inner}LL] = {write};\n"
         "    }\n")
     src = (f"extern \"C\" __global__ void {tag}(float* __restrict__ y, "

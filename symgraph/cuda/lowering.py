@@ -133,6 +133,13 @@ PENDING: dict[str, object] = {
     "Pooling": "pooling",
     "_backward_Pooling": "pooling_backward",
     "_pooling_gather": "pooling_gather",
+    "softmax": ("softmax", {"axis_from": "attr"}),
+    "log_softmax": ("softmax", {"axis_from": "attr", "log": True}),
+    "SoftmaxActivation": ("softmax", {"axis_from": "mode"}),
+    "batch_dot": "batch_dot",
+    "broadcast_to": "broadcast_to",
+    "expand_dims": "copy",
+    "squeeze": "copy",
 }
 
 
@@ -328,13 +335,19 @@ def softmax_output_axis(attrs: Attrs, shape: Shape) -> tuple[int, int, int]:
 
 @family("softmax")
 def _softmax(ctx: StepCtx, p: dict) -> list:
-    """Softmax / log-softmax: ``p['axis_from']`` is ``"softmax_output"`` or ``"attr"``."""
-    shape = ctx.in_shapes[0]
+    """Softmax / log-softmax; ``p['axis_from']``: ``"softmax_output"`` (SoftmaxOutput's view),
+    ``"mode"`` (SoftmaxActivation: instance = all but axis 0, channel = axis 1) or ``"attr"``
+    (the ``axis`` attribute, with an optional ``temperature``)."""
+    shape, a, scale = ctx.in_shapes[0], ctx.attrs, 1.0
     if p.get("axis_from") == "softmax_output":
-        outer, k, inner = softmax_output_axis(ctx.attrs, shape)
+        outer, k, inner = softmax_output_axis(a, shape)
+    elif p.get("axis_from") == "mode":
+        outer, k, inner = (softmax_axis_split(shape, 1) if a["mode"] == "channel"
+                           else (shape[0], prod(shape[1:]), 1))
     else:
-        outer, k, inner = softmax_axis_split(shape, ctx.attrs["axis"] % len(shape))
-    kern = render_softmax(ctx.stem, outer, k, inner, bool(p.get("log", False)))
+        outer, k, inner = softmax_axis_split(shape, a["axis"] % len(shape))
+        scale = 1.0 / a["temperature"] if a.get("temperature") is not None else 1.0
+    kern = render_softmax(ctx.stem, outer, k, inner, bool(p.get("log", False)), scale)
     rows = outer * inner
     return [Kernel(kern, max(1, (rows * 32 + THREADS - 1) // THREADS), THREADS,
                    (ctx.outs[0], ctx.ins[0]), prod(shape))]
