@@ -118,8 +118,11 @@ class CudaProgram:
 
     # -- internals -----------------------------------------------------------------------------
     def _load(self) -> None:
+        """Compile (or fetch from the disk cache) and load the program's module, once."""
         if self._module is None:
-            self._module = drv.module_from_buffer(compile_module(self.source, self.arch))
+            cubin = compile_module(self.source, self.arch)
+            with activate(self.device_id):
+                self._module = drv.module_from_buffer(cubin)
 
     def _replay(self, gkey: tuple, steps: list[list[Closure]], rc: RunCtx) -> bool:
         """Launch the graph of this range; capture it the second time the range is run."""
