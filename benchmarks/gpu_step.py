@@ -120,6 +120,19 @@ def bandwidth(n: int = 1 << 26) -> tuple[float, float]:
     return 16 * n / fused_ms / 1e6, 8 * n / copy_ms / 1e6
 
 
+def profile(batch: int, top: int = 14) -> None:
+    """Per-step GPU times of one training step (eager, each step synchronised)."""
+    from symgraph.registry import RunCtx
+    exe = get_symbol().simple_bind(sg.gpu(0), data=(batch, 1, 28, 28))
+    exe.forward(is_train=True)
+    exe.backward()
+    prog, env = exe._train["program"], exe._env
+    times = prog.time_steps(env, 0, len(exe._train["schedule"].steps), RunCtx(is_train=True))
+    print(f"total {sum(t[3] for t in times):.3f} ms over {len(times)} steps (eager)")
+    for k, op, name, ms in sorted(times, key=lambda t: -t[3])[:top]:
+        print(f"  step {k:3d} {ms:7.3f} ms  {op} {name}")
+
+
 def compile_probe(batch: int) -> None:
     """Child process: time building the training executor and loading its module."""
     from symgraph.cuda import compiler
@@ -149,9 +162,13 @@ def main() -> None:
     ap.add_argument("--batches", type=int, nargs="*", default=[64, 256, 1024])
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--compile-probe", action="store_true")
+    ap.add_argument("--profile", type=int, default=0, help="batch: print the slowest steps")
     args = ap.parse_args()
     if args.compile_probe:
         compile_probe(64)
+        return
+    if args.profile:
+        profile(args.profile)
         return
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False

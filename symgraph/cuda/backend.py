@@ -63,6 +63,13 @@ class CudaProgram:
         self._module: Any = None
         self._prepared: dict[tuple, list[list[Closure]]] = {}
         self._graphs: dict[tuple, Any] = {}
+        # slot -> (target array, pointer): after a first copying store, the producing step
+        # writes straight into the executor's output / gradient array (no copy per step).
+        self._redirect: dict[int, tuple[Any, int]] = {}
+        bound = set(schedule.variables.values()) | {dst for dst, _ in self.alias}
+        produced = [o for st in schedule.steps for o in st.outputs]
+        self._redirectable = {o for o in produced if o not in bound
+                              and produced.count(o) == 1}
 
     # -- backend interface ---------------------------------------------------------------------
     def new_env(self) -> CudaEnv:
@@ -79,9 +86,11 @@ class CudaProgram:
         """Run steps ``start:stop`` on the program's stream (replaying a graph when possible)."""
         with activate(self.device_id):
             self._load()
+            for slot, (_, ptr) in self._redirect.items():
+                env.ptrs[slot] = ptr
             for dst, src in self.alias:
                 env.ptrs[dst] = env.ptrs[src]
-            key = tuple(env.ptrs[s] for s in self.schedule.variables.values())
+            key = tuple(env.ptrs)
             steps = self._closures(env, (start, stop, key))
             if graphs_enabled() and not any(self.has_host[start:stop]) and start < stop:
                 if self._replay((start, stop, key), steps, rc):
@@ -94,10 +103,14 @@ class CudaProgram:
         """Write slot ``slot`` into device NDArray ``target`` (``+=`` when ``accumulate``)."""
         dst, src = target._data.ptr, env.ptrs[slot]
         nbytes = target._data.nbytes
+        if dst == src:  # the step already wrote into the target (a redirected slot)
+            return
         with activate(self.device_id):
             if not accumulate:
                 if nbytes:
                     drv.memcpy_dtod_async(dst, src, nbytes, self.stream)
+                if slot in self._redirectable and slot not in self._redirect:
+                    self._redirect[slot] = (target._data, dst)
             elif target.dtype == np.float32:
                 self._load()
                 n = target.size
@@ -114,6 +127,22 @@ class CudaProgram:
             self.stream.synchronize()
             if out.size:
                 drv.memcpy_dtoh(out, env.ptrs[slot])
+        return out
+
+    def time_steps(self, env: CudaEnv, start: int, stop: int, rc: RunCtx) -> list[tuple]:
+        """(step index, op, name, milliseconds) of each step, run eagerly one at a time."""
+        self.run(env, start, start, rc)  # resolve pointers, load the module
+        out = []
+        with activate(self.device_id):
+            for k, closures in enumerate(self._closures(env, (start, stop, tuple(env.ptrs)))):
+                begin, end = drv.Event(), drv.Event()
+                begin.record(self.stream)
+                for fn in closures:
+                    fn(rc)
+                end.record(self.stream)
+                end.synchronize()
+                node = self.schedule.steps[start + k].node
+                out.append((start + k, node.op, node.name, end.time_since(begin)))
         return out
 
     # -- internals -----------------------------------------------------------------------------

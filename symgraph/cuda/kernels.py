@@ -42,22 +42,30 @@ def use_block_per_output(n_out: int, n_red: int, sm_count: int) -> bool:
 
 
 def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
-                  block_per_output: bool) -> Rendered:
-    """out[o] = reduce over the ``axes`` of ``shape``; outputs in row-major order of kept axes."""
+                  block_per_output: bool, chunks: int = 1, count: int = 0) -> Rendered:
+    """out[o] = reduce over the ``axes`` of ``shape``; outputs in row-major order of kept axes.
+
+    With ``chunks > 1`` (block per output only) each output's reduction is cut into ``chunks``
+    pieces and the kernel writes the ``n_out * chunks`` unfinished partial results (stage one of
+    a two-stage reduction). ``count`` overrides the divisor of ``mean``.
+    """
     kept = [d for d in range(len(shape)) if d not in axes]
     n_out, n_red = reduce_split(shape, axes)
     init, comb, fin = REDUCERS[kind]
-    fin = fin.format(count=max(n_red, 1))
-    tag = kernel_name(stem, f"{shape}{tuple(axes)}{kind}{block_per_output}")
+    fin = "acc" if chunks > 1 else fin.format(count=max(count or n_red, 1))
+    clen = -(-n_red // chunks)
+    tag = kernel_name(stem, f"{shape}{tuple(axes)}{kind}{block_per_output}{chunks},{count}")
     helpers = (_offset_fn(f"{tag}_base", shape, kept) + _offset_fn(f"{tag}_roff", shape, list(axes))
                + f"__device__ __forceinline__ float {tag}_op(float a, float b) {{ return {comb}; }}\n")
     if block_per_output:
         body = (
             f"    __shared__ float part[32];\n"
-            f"    for (long long o = blockIdx.x; o < {n_out}LL; o += gridDim.x) {{\n"
+            f"    for (long long v = blockIdx.x; v < {n_out * chunks}LL; v += gridDim.x) {{\n"
+            f"        const long long o = v / {chunks}LL, r0 = (v % {chunks}LL) * {clen}LL;\n"
+            f"        const long long r1 = r0 + {clen}LL < {n_red}LL ? r0 + {clen}LL : {n_red}LL;\n"
             f"        const long long b0 = {tag}_base(o);\n"
             f"        float acc = {init};\n"
-            f"        for (long long r = threadIdx.x; r < {n_red}LL; r += blockDim.x)\n"
+            f"        for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x)\n"
             f"            acc = {tag}_op(acc, x[b0 + {tag}_roff(r)]);\n"
             f"        for (int s = 16; s > 0; s >>= 1) "
             f"acc = {tag}_op(acc, __shfl_down_sync(0xffffffffu, acc, s));\n"
@@ -67,7 +75,7 @@ def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
             f"            acc = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : {init};\n"
             f"            for (int s = 16; s > 0; s >>= 1) "
             f"acc = {tag}_op(acc, __shfl_down_sync(0xffffffffu, acc, s));\n"
-            f"            if (threadIdx.x == 0) y[o] = {fin};\n"
+            f"            if (threadIdx.x == 0) y[v] = {fin};\n"
             "        }\n"
             "        __syncthreads();\n"
             "    }\n")

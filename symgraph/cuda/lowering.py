@@ -258,7 +258,16 @@ def reduce_actions(ctx: StepCtx, shape: Shape, axes: Sequence[int], kind: str) -
                                    ctx.outs)
     n_out, n_red = reduce_split(shape, axes)
     block = use_block_per_output(n_out, n_red, ctx.sm_count)
-    kern = render_reduce(f"{kind}_{len(shape)}d", shape, axes, kind, block)
+    chunks = min(-(-ctx.sm_count * 4 // n_out), n_red // 4096) if block else 1
+    stem = f"{kind}_{len(shape)}d"
+    if chunks > 1:  # too few outputs to fill the device: two stages through a scratch buffer
+        part = ctx.new_scratch(4 * n_out * chunks)
+        first = render_reduce(stem, shape, axes, kind, True, chunks)
+        second = render_reduce(stem + "_final", (n_out, chunks), (1,), kind, False, 1, n_red)
+        return [Kernel(first, n_out * chunks, THREADS, (part, ctx.ins[0]), n_out * chunks),
+                Kernel(second, grid_for(n_out, ctx.sm_count), THREADS, (ctx.outs[0], part),
+                       n_out)]
+    kern = render_reduce(stem, shape, axes, kind, block)
     grid = min(n_out, ctx.sm_count * 16) if block else grid_for(n_out, ctx.sm_count)
     return [Kernel(kern, max(grid, 1), THREADS, (ctx.outs[0], ctx.ins[0]), n_out)]
 

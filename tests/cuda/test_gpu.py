@@ -113,3 +113,17 @@ def test_shares_process_with_torch() -> None:
     _run(mlp(), sg.gpu(0), args, {}, 1)
     assert (t.cpu().numpy() == np.arange(6) * 2).all()
     torch.cuda.synchronize()
+
+
+@pytest.mark.parametrize("kind", ["sum", "mean", "max", "min"])
+@pytest.mark.parametrize("axis", [(0, 2, 3), (1,), None, (3,)])
+def test_large_reductions(kind: str, axis) -> None:
+    """Few outputs over many elements (the two-stage path) and the other strategies."""
+    x = np.random.default_rng(4).normal(size=(64, 32, 20, 20)).astype(F32)
+    sym = getattr(sg.sym, kind)(sg.sym.var("x"), axis=axis)
+    exe = sym.bind(sg.gpu(0), {"x": sg.nd.array(x, sg.gpu(0))})
+    want = getattr(np, {"sum": "sum", "mean": "mean", "max": "max", "min": "min"}[kind])(
+        x.astype(np.float64), axis=axis)
+    for _ in range(3):
+        got = exe.forward()[0].asnumpy()
+    assert_almost_equal(got, want, rtol=1e-4, atol=1e-4, names=("gpu", "float64"))
