@@ -24,7 +24,8 @@ from . import cublas
 from .compiler import compile_module
 from .graphs import CudaGraph
 from .codegen import THREADS
-from .lowering import Copy, Fill, Gemm, Host, Kernel, Ref
+from . import cudnn
+from .lowering import Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, flat_actions
 from .plan import ACCUMULATE, align, lower_schedule
 from .runtime import activate, device_info
 
@@ -53,13 +54,15 @@ class CudaProgram:
         low = lower_schedule(schedule, info["sm_count"])
         self.plan, self.actions, self.source = low.plan, low.actions, low.source
         self.alias = low.alias
-        self.has_host = [any(isinstance(a, Host) for a in acts) for acts in self.actions]
+        self.has_host = [any(isinstance(a, Host) for a in flat_actions(acts))
+                         for acts in self.actions]
         self._scratch_base = align(self.plan.arena_bytes)
         total = self._scratch_base + align(low.scratch_bytes)
         with activate(device_id):
             self.stream = drv.Stream()
             self._arena = drv.mem_alloc(max(total, ALIGN_MIN))
         self._base = int(self._arena)
+        self._workspace: Any = None  # cuDNN workspace, sized once from the measured plans
         self._module: Any = None
         self._prepared: dict[tuple, list[list[Closure]]] = {}
         self._graphs: dict[tuple, Any] = {}
@@ -180,11 +183,27 @@ class CudaProgram:
         """Closures of steps ``key[0]:key[1]`` for the bound pointers ``key[2]`` (cached)."""
         got = self._prepared.get(key)
         if got is None:
+            self._ensure_workspace()
             if len(self._prepared) >= MAX_GRAPHS:
                 self._prepared.clear()
             got = self._prepared[key] = [[self._closure(a, env) for a in acts]
                                          for acts in self.actions[key[0]:key[1]]]
         return got
+
+    def _ensure_workspace(self) -> None:
+        """Measure every convolution's cuDNN plan and allocate the largest workspace, once
+        (before any closure holds the workspace pointer)."""
+        if self._workspace is not None:
+            return
+        need = 0
+        if cudnn.available():
+            for acts in self.actions:
+                for a in flat_actions(acts):
+                    if isinstance(a, ConvCall):
+                        p = cudnn.plan(self.device_id, a.geometry, a.filters)
+                        need = max(need, p.ws[a.kind])
+        self._workspace = drv.mem_alloc(max(need, 256))
+        self._ws_bytes = need
 
     def _ptr(self, ref: Ref, env: CudaEnv) -> int:
         if ref.kind == "slot":
@@ -218,6 +237,19 @@ class CudaProgram:
                                           act.n, act.k, a, b, c, act.accumulate, act.batch)
         if isinstance(act, Host):
             return lambda rc: self._host_step(act, env, rc)
+        if isinstance(act, Choice):
+            parts = [self._closure(a, env)
+                     for a in (act.primary if cudnn.available() else act.fallback)]
+
+            def run_all(rc: RunCtx) -> None:
+                for fn in parts:
+                    fn(rc)
+            return run_all
+        if isinstance(act, ConvCall):
+            p = cudnn.plan(self.device_id, act.geometry, act.filters)
+            a, b, out = (self._ptr(r, env) for r in (act.a, act.b, act.out))
+            ws, nbytes, dev, kind = int(self._workspace), self._ws_bytes, self.device_id, act.kind
+            return lambda rc: cudnn.run(dev, stream.handle, p, kind, a, b, out, ws, nbytes)
         raise ExecutionError(f"unknown action {act!r}")
 
     def _host_step(self, act: Host, env: CudaEnv, rc: RunCtx) -> None:

@@ -84,6 +84,34 @@ class Host:
     step: Step
 
 
+@dataclass(frozen=True)
+class ConvCall:
+    """A cuDNN convolution: ``kind`` fwd (a=x, b=w), data (a=w, b=dy) or filter (a=x, b=dy)."""
+
+    kind: str
+    geometry: Any
+    filters: int
+    a: Ref
+    b: Ref
+    out: Ref
+
+
+@dataclass(frozen=True)
+class Choice:
+    """``primary`` (library calls) when cuDNN loads at run time, else ``fallback``."""
+
+    primary: tuple
+    fallback: tuple
+
+
+def flat_actions(acts: Sequence[Any]) -> list:
+    """Every action, both branches of a Choice included (for gathering kernels)."""
+    out: list = []
+    for a in acts:
+        out += flat_actions(a.primary + a.fallback) if isinstance(a, Choice) else [a]
+    return out
+
+
 Action = Any
 
 

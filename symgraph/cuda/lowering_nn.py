@@ -1,5 +1,6 @@
 """Lowering families of the CNN ops (Convolution and Pooling, registered by ``ops/conv.py`` and
-``ops/pool.py``): im2col + cuBLAS convolution, hand-written 2-D pooling kernels.
+``ops/pool.py``): cuDNN convolution (algorithm measured once per shape) with an im2col + cuBLAS
+fallback used when cuDNN cannot be loaded, and hand-written 2-D pooling kernels.
 
 1-D layers run as 2-D ones with a height of 1. 3-D layers and grouped convolutions take the host
 path for now (listed as not done). Geometry comes from the ops' own helpers so that the GPU and
@@ -13,7 +14,8 @@ from typing import Optional
 from .codegen import THREADS, grid_for
 from .kernels_nn import (Conv2d, Pool2d, render_col2im, render_im2col, render_pool,
                          render_pool_backward, render_swap01)
-from .lowering import Gemm, Host, Kernel, StepCtx, family
+from ..expr import inp
+from .lowering import Choice, ConvCall, Gemm, Host, Kernel, StepCtx, elementwise_actions, family
 
 
 def _launch(ctx: StepCtx, kern, args: tuple, n: int) -> Kernel:
@@ -44,10 +46,17 @@ def _convolution(ctx: StepCtx, p: dict) -> list:
     col, tmp = ctx.new_scratch(4 * g.ckk * g.cols), ctx.new_scratch(4 * f * g.cols)
     bias = not ctx.attrs["no_bias"]
     epi = render_swap01(f, g.n, pix, bias)
-    return [_launch(ctx, render_im2col(g), (col, ctx.ins[0]), g.ckk * g.cols),
-            Gemm(False, False, f, g.cols, g.ckk, ctx.ins[1], col, tmp),
-            _launch(ctx, epi, (ctx.outs[0], tmp) + ((ctx.ins[2],) if bias else ()),
-                    f * g.cols)]
+    fallback = (_launch(ctx, render_im2col(g), (col, ctx.ins[0]), g.ckk * g.cols),
+                Gemm(False, False, f, g.cols, g.ckk, ctx.ins[1], col, tmp),
+                _launch(ctx, epi, (ctx.outs[0], tmp) + ((ctx.ins[2],) if bias else ()),
+                        f * g.cols))
+    primary = [ConvCall("fwd", g, f, ctx.ins[0], ctx.ins[1], ctx.outs[0])]
+    if bias:  # the bias epilogue: one broadcast kernel over y, in place
+        y = ctx.out_shapes[0]
+        primary += elementwise_actions(ctx, "conv_bias", [inp(0) + inp(1)],
+                                       [y, (1, f) + (1,) * (len(y) - 2)],
+                                       [ctx.outs[0], ctx.ins[2]], y, ctx.outs)
+    return [Choice(tuple(primary), fallback)]
 
 
 @family("convolution_backward_data")
@@ -58,9 +67,10 @@ def _convolution_backward_data(ctx: StepCtx, p: dict) -> list:
         return [Host(ctx.step)]
     f, pix = ctx.attrs["num_filter"], g.oh * g.ow
     dy_t, dcol = ctx.new_scratch(4 * f * g.cols), ctx.new_scratch(4 * g.ckk * g.cols)
-    return [_launch(ctx, render_swap01(g.n, f, pix, False), (dy_t, ctx.ins[0]), f * g.cols),
-            Gemm(True, False, g.ckk, g.cols, f, ctx.ins[1], dy_t, dcol),
-            _launch(ctx, render_col2im(g), (ctx.outs[0], dcol), prod(ctx.out_shapes[0]))]
+    fallback = (_launch(ctx, render_swap01(g.n, f, pix, False), (dy_t, ctx.ins[0]), f * g.cols),
+                Gemm(True, False, g.ckk, g.cols, f, ctx.ins[1], dy_t, dcol),
+                _launch(ctx, render_col2im(g), (ctx.outs[0], dcol), prod(ctx.out_shapes[0])))
+    return [Choice((ConvCall("data", g, f, ctx.ins[1], ctx.ins[0], ctx.outs[0]),), fallback)]
 
 
 @family("convolution_backward_weight")
@@ -71,9 +81,10 @@ def _convolution_backward_weight(ctx: StepCtx, p: dict) -> list:
         return [Host(ctx.step)]
     f, pix = ctx.attrs["num_filter"], g.oh * g.ow
     col, dy_t = ctx.new_scratch(4 * g.ckk * g.cols), ctx.new_scratch(4 * f * g.cols)
-    return [_launch(ctx, render_im2col(g), (col, ctx.ins[1]), g.ckk * g.cols),
-            _launch(ctx, render_swap01(g.n, f, pix, False), (dy_t, ctx.ins[0]), f * g.cols),
-            Gemm(False, True, f, g.ckk, g.cols, dy_t, col, ctx.outs[0])]
+    fallback = (_launch(ctx, render_im2col(g), (col, ctx.ins[1]), g.ckk * g.cols),
+                _launch(ctx, render_swap01(g.n, f, pix, False), (dy_t, ctx.ins[0]), f * g.cols),
+                Gemm(False, True, f, g.ckk, g.cols, dy_t, col, ctx.outs[0]))
+    return [Choice((ConvCall("filter", g, f, ctx.ins[1], ctx.ins[0], ctx.outs[0]),), fallback)]
 
 
 def pool_geometry(ctx: StepCtx, x_shape: tuple) -> Optional[Pool2d]:

@@ -13,7 +13,7 @@ from ..expr import inp
 from ..schedule import MemoryPlan, Schedule
 from .codegen import Rendered, render_contiguous
 from .compiler import module_source
-from .lowering import Copy, Kernel, Ref, lower_step, step_context
+from .lowering import Copy, Kernel, Ref, flat_actions, lower_step, step_context
 
 ALIGN = 256  # bytes; keeps every buffer 16-byte aligned for float4 access
 
@@ -74,6 +74,6 @@ def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
     if plan is None:
         alias = _alias_copies(schedule, actions)
         plan = trivial_plan(schedule, {a for a, _ in alias})
-    kernels = [a.kernel for acts in actions for a in acts if isinstance(a, Kernel)]
+    kernels = [a.kernel for acts in actions for a in flat_actions(acts) if isinstance(a, Kernel)]
     return LoweredProgram(plan, actions, scratch_bytes, module_source(kernels + [ACCUMULATE]),
                           alias)

@@ -25,8 +25,21 @@ def mlp_inputs(rng: np.random.Generator, batch: int = 16) -> dict[str, np.ndarra
             "softmax_label": rng.integers(0, 10, size=(batch,)).astype(np.float64)}
 
 
+def seed_cnn() -> Any:
+    from models.simple_cnn_symbol import get_symbol
+    return get_symbol()
+
+
+def seed_cnn_inputs(rng: np.random.Generator, batch: int = 4) -> dict[str, np.ndarray]:
+    shapes = seed_cnn().infer_shape(data=(batch, 1, 28, 28))[0]
+    out = {n: rng.normal(size=s) * 0.2 for n, s in zip(seed_cnn().list_arguments(), shapes)}
+    out["softmax_label"] = rng.integers(0, 10, size=(batch,)).astype(np.float64)
+    return out
+
+
 MODELS: dict[str, tuple[Callable[[], Any], Callable[[np.random.Generator], dict]]] = {
     "mlp": (mlp, mlp_inputs),
+    "seed_cnn": (seed_cnn, seed_cnn_inputs),
 }
 
 

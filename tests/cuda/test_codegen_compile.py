@@ -15,7 +15,7 @@ import pytest
 import symgraph as sg
 from symgraph.base import ExecutionError
 from symgraph.cuda import compiler
-from symgraph.cuda.lowering import Host, Kernel
+from symgraph.cuda.lowering import Host, Kernel, flat_actions
 from symgraph.cuda.plan import lower_schedule
 
 from .graphs import all_graphs
@@ -55,15 +55,15 @@ def test_host_fallback_only_where_documented() -> None:
     allowed = HOST_FALLBACK
     for name, low in _all_lowered():
         for acts in low.actions:
-            for a in acts:
+            for a in flat_actions(acts):
                 if isinstance(a, Host):
                     assert a.step.node.op in allowed, f"{name}: {a.step.node.op} runs on the host"
 
 
 @needs_nvcc
 def test_every_kernel_compiles_for_sm90(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    kernels = [a.kernel for _, low in _all_lowered() for acts in low.actions for a in acts
-               if isinstance(a, Kernel)]
+    kernels = [a.kernel for _, low in _all_lowered() for acts in low.actions
+               for a in flat_actions(acts) if isinstance(a, Kernel)]
     assert len(kernels) > 50
     source = compiler.module_source(kernels)
     cubin = compiler.run_nvcc(source, "sm_90", compiler.find_nvcc())

@@ -8,7 +8,7 @@ import pytest
 import symgraph as sg
 from symgraph.test_utils import assert_almost_equal
 
-from .graphs import all_graphs, mlp, mlp_inputs
+from .graphs import all_graphs, mlp, mlp_inputs, seed_cnn, seed_cnn_inputs
 
 pytestmark = pytest.mark.gpu
 GRAPHS = all_graphs()
@@ -127,3 +127,15 @@ def test_large_reductions(kind: str, axis) -> None:
     for _ in range(3):
         got = exe.forward()[0].asnumpy()
     assert_almost_equal(got, want, rtol=1e-4, atol=1e-4, names=("gpu", "float64"))
+
+
+@pytest.mark.parametrize("cudnn", ["1", "0"])
+def test_seed_cnn_cudnn_and_im2col_paths(cudnn: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seed CNN through cuDNN and through the im2col + cuBLAS fallback."""
+    monkeypatch.setenv("SYMGRAPH_CUDNN", cudnn)
+    args = seed_cnn_inputs(np.random.default_rng(9), batch=8)
+    cpu_outs, cpu_grads = _run(seed_cnn(), sg.cpu(), args, {}, 3)
+    gpu_outs, gpu_grads = _run(seed_cnn(), sg.gpu(0), args, {}, 3, repeats=3)
+    _close(gpu_outs[0], cpu_outs[0], "cnn output")
+    for k in cpu_grads:
+        _close(gpu_grads[k], cpu_grads[k], f"cnn grad {k}")
