@@ -199,11 +199,16 @@ class CudaProgram:
         if cudnn.available():
             for acts in self.actions:
                 for a in flat_actions(acts):
-                    if isinstance(a, ConvCall):
-                        p = cudnn.plan(self.device_id, a.geometry, a.filters)
+                    p = self._conv_plan(a)
+                    if p is not None:
                         need = max(need, p.ws[a.kind])
         self._workspace = drv.mem_alloc(max(need, 256))
         self._ws_bytes = need
+
+    def _conv_plan(self, act: Any) -> Any:
+        if isinstance(act, ConvCall) and cudnn.available():
+            return cudnn.plan(self.device_id, act.geometry, act.filters)
+        return None
 
     def _ptr(self, ref: Ref, env: CudaEnv) -> int:
         if ref.kind == "slot":
@@ -238,15 +243,16 @@ class CudaProgram:
         if isinstance(act, Host):
             return lambda rc: self._host_step(act, env, rc)
         if isinstance(act, Choice):
-            parts = [self._closure(a, env)
-                     for a in (act.primary if cudnn.available() else act.fallback)]
+            usable = all(self._conv_plan(a) is not None for a in act.primary
+                         if isinstance(a, ConvCall))
+            parts = [self._closure(a, env) for a in (act.primary if usable else act.fallback)]
 
             def run_all(rc: RunCtx) -> None:
                 for fn in parts:
                     fn(rc)
             return run_all
         if isinstance(act, ConvCall):
-            p = cudnn.plan(self.device_id, act.geometry, act.filters)
+            p = self._conv_plan(act)
             a, b, out = (self._ptr(r, env) for r in (act.a, act.b, act.out))
             ws, nbytes, dev, kind = int(self._workspace), self._ws_bytes, self.device_id, act.kind
             return lambda rc: cudnn.run(dev, stream.handle, p, kind, a, b, out, ws, nbytes)

@@ -83,6 +83,10 @@ def _desc(kind: str, *dims: int) -> ctypes.c_void_p:
     return d
 
 
+class Unsupported(ExecutionError):
+    """cuDNN offers no working algorithm for a shape (that convolution uses im2col instead)."""
+
+
 class ConvPlan:
     """Descriptors and measured algorithms of one 2-D convolution (geometry ``g``, F filters)."""
 
@@ -113,18 +117,24 @@ class ConvPlan:
             _check(getattr(lib, find)(h, *descs, 8, ctypes.byref(count), perf), find)
             ok = [p for p in perf[:count.value] if p.status == 0]
             if not ok:
-                raise ExecutionError(f"cuDNN found no {kind} algorithm for {g}")
+                raise Unsupported(f"cuDNN has no {kind} algorithm for {g}, {f} filters "
+                                  f"(statuses {[p.status for p in perf[:count.value]]})")
             self.algo[kind] = ok[0].algo  # sorted fastest first
             nbytes = ctypes.c_size_t()
             _check(getattr(lib, size)(h, *descs, self.algo[kind], ctypes.byref(nbytes)), size)
             self.ws[kind] = nbytes.value
 
 
-def plan(device_id: int, g: Any, f: int) -> ConvPlan:
-    """The cached plan of this convolution shape (measured on first use)."""
+def plan(device_id: int, g: Any, f: int) -> Optional[ConvPlan]:
+    """The cached plan of this convolution shape (measured on first use); None when cuDNN has
+    no algorithm for it (one line on stderr says so)."""
     key = (device_id, g, f, os.environ.get("SYMGRAPH_TF32", "0"))
     if key not in _PLANS:
-        _PLANS[key] = ConvPlan(device_id, g, f)
+        try:
+            _PLANS[key] = ConvPlan(device_id, g, f)
+        except Unsupported as err:
+            print(f"symgraph: {err}; using im2col + cuBLAS", file=sys.stderr)
+            _PLANS[key] = None
     return _PLANS[key]
 
 

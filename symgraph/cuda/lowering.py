@@ -173,6 +173,8 @@ PENDING: dict[str, object] = {
 
 def lowering_of(op: OpDef) -> tuple[str, dict]:
     """(family, params) of an op: its ``lowering`` data, else elementwise/host by default."""
+    if not _VIEWS_ADDED:
+        _add_view_lowerings()
     low = op.lowering if op.lowering is not None else PENDING.get(op.name)
     if low is None:
         return ("elementwise", {}) if op.expr is not None else ("host", {})
@@ -428,3 +430,16 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
 
 
 from . import lowering_nn  # noqa: E402,F401  (registers the CNN families)
+from . import lowering_views  # noqa: E402  (registers the view families)
+
+_VIEWS_ADDED = False
+
+
+def _add_view_lowerings() -> None:
+    """Add the layout ops' bridge entries (built lazily: they read helpers of ops/shape.py)."""
+    global _VIEWS_ADDED
+    _VIEWS_ADDED = True
+    try:
+        PENDING.update(lowering_views.view_lowerings())
+    except ImportError:  # ops/shape.py not present on this branch
+        pass

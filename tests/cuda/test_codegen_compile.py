@@ -42,9 +42,7 @@ HOST_FALLBACK = {
     "norm", "argmax", "argmin", "one_hot", "take", "_backward_take", "Embedding",
     "softmax_cross_entropy", "_backward_RegressionOutput", "LinearRegressionOutput",
     "LogisticRegressionOutput", "MAERegressionOutput", "tile", "_backward_tile", "repeat",
-    "_backward_repeat", "pad", "_backward_pad", "reverse", "Cast", "_backward_Cast", "Concat",
-    "_backward_Concat", "SliceChannel", "slice", "_backward_slice", "slice_axis",
-    "_backward_slice_axis", "transpose",
+    "_backward_repeat", "pad", "_backward_pad", "Cast", "_backward_Cast", 
     # grouped / 3-D convolution and 3-D pooling only:
     "Convolution", "_backward_Convolution_data", "_backward_Convolution_weight", "Pooling",
     "_backward_Pooling", "_pooling_gather"}
