@@ -92,6 +92,9 @@ class ConvPlan:
 
     def __init__(self, device_id: int, g: Any, f: int) -> None:
         lib, h = _LIB, handle(device_id)
+        # Find runs work on the handle's stream: point it at the (live) default stream, not at
+        # the stream of whichever program used the handle last (it may be freed by now).
+        _check(lib.cudnnSetStream(h, ctypes.c_void_p(0)), "cudnnSetStream")
         self.x = _desc("tensor", g.n, g.c, g.h, g.w)
         self.y = _desc("tensor", g.n, f, g.oh, g.ow)
         self.w = _desc("filter", f, g.c, g.kh, g.kw)
