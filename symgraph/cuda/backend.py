@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import struct
+from math import prod
 from typing import Any, Callable
 
 import numpy as np
@@ -63,6 +64,7 @@ class CudaProgram:
             self._arena = drv.mem_alloc(max(total, ALIGN_MIN))
         self._base = int(self._arena)
         self._workspace: Any = None  # cuDNN workspace, sized once from the measured plans
+        self._choice: dict[Choice, tuple] = {}  # library or generated path, measured once
         self._module: Any = None
         self._prepared: dict[tuple, list[list[Closure]]] = {}
         self._graphs: dict[tuple, Any] = {}
@@ -205,6 +207,37 @@ class CudaProgram:
         self._workspace = drv.mem_alloc(max(need, 256))
         self._ws_bytes = need
 
+    def _choose(self, act: Choice, env: CudaEnv) -> tuple:
+        """cuDNN or the generated fallback for this step, whichever runs faster here: both are
+        timed once, writing into a temporary output so that no live slot is touched."""
+        got = self._choice.get(act)
+        if got is None:
+            conv = [a for a in act.primary if isinstance(a, ConvCall)]
+            got = act.fallback
+            if all(self._conv_plan(a) is not None for a in conv):
+                out = conv[0].out
+                tmp_env = CudaEnv(list(env.ptrs))
+                tmp = drv.mem_alloc(max(4 * prod(self.schedule.shapes[out.index]), 256))
+                tmp_env.ptrs[out.index] = int(tmp)
+                ms = [self._time([self._closure(a, tmp_env) for a in branch])
+                      for branch in (act.primary, act.fallback)]
+                got = act.primary if ms[0] <= ms[1] else act.fallback
+            self._choice[act] = got
+        return got
+
+    def _time(self, closures: list, reps: int = 3) -> float:
+        rc = RunCtx()
+        for fn in closures:
+            fn(rc)
+        begin, end = drv.Event(), drv.Event()
+        begin.record(self.stream)
+        for _ in range(reps):
+            for fn in closures:
+                fn(rc)
+        end.record(self.stream)
+        end.synchronize()
+        return end.time_since(begin)
+
     def _conv_plan(self, act: Any) -> Any:
         if isinstance(act, ConvCall) and cudnn.available():
             return cudnn.plan(self.device_id, act.geometry, act.filters)
@@ -243,9 +276,7 @@ class CudaProgram:
         if isinstance(act, Host):
             return lambda rc: self._host_step(act, env, rc)
         if isinstance(act, Choice):
-            usable = all(self._conv_plan(a) is not None for a in act.primary
-                         if isinstance(a, ConvCall))
-            parts = [self._closure(a, env) for a in (act.primary if usable else act.fallback)]
+            parts = [self._closure(a, env) for a in self._choose(act, env)]
 
             def run_all(rc: RunCtx) -> None:
                 for fn in parts:
