@@ -16,5 +16,7 @@ libraries, and only when a GPU context is used; ``import symgraph`` never import
 Environment: ``SYMGRAPH_CUDA_GRAPHS=0`` turns CUDA graph replay off; ``SYMGRAPH_TF32=1`` lets
 cuBLAS use TF32 tensor cores (off by default: results then match float32 to ~1e-6);
 ``SYMGRAPH_CACHE_DIR`` moves the kernel cache (default ``~/.cache/symgraph``);
-``SYMGRAPH_DEBUG=2`` prints every generated module.
+``SYMGRAPH_DEBUG=2`` prints every generated module; ``SYMGRAPH_CUDNN=0`` never uses cuDNN,
+``=1`` always does where it has an algorithm, the default measures each convolution shape once
+and keeps the faster of cuDNN and the generated im2col + cuBLAS path.
 """

@@ -214,7 +214,10 @@ class CudaProgram:
         if got is None:
             conv = [a for a in act.primary if isinstance(a, ConvCall)]
             got = act.fallback
-            if all(self._conv_plan(a) is not None for a in conv):
+            if all(self._conv_plan(a) is not None for a in conv) \
+                    and os.environ.get("SYMGRAPH_CUDNN", "auto") == "1":
+                got = act.primary
+            elif all(self._conv_plan(a) is not None for a in conv):
                 out = conv[0].out
                 tmp_env = CudaEnv(list(env.ptrs))
                 tmp = drv.mem_alloc(max(4 * prod(self.schedule.shapes[out.index]), 256))

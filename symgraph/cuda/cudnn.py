@@ -51,7 +51,7 @@ def _load() -> Optional[Any]:
 
 
 def available() -> bool:
-    return os.environ.get("SYMGRAPH_CUDNN", "1") != "0" and _load() is not None
+    return os.environ.get("SYMGRAPH_CUDNN", "auto") != "0" and _load() is not None
 
 
 def _check(status: int, what: str) -> None:
