@@ -16,7 +16,7 @@ from .base import BindError, ExecutionError, GraphError
 from .context import Context
 from .graph import Entry, Graph, Node, variable
 from .ndarray import NDArray, array, zeros
-from .passes import INFERENCE_PIPELINE, TRAINING_PIPELINE, run_pipeline
+from .passes import INFERENCE_PIPELINE, TRAINING_PIPELINE, plan_memory, run_pipeline
 from .passes.gradient import gradient
 from .passes.infer_shape import infer_shapes
 from .passes.infer_type import infer_types
@@ -137,8 +137,9 @@ class Executor:
                                                    self.arg_arrays + self.aux_arrays)}
         shapes = infer_shapes(graph, given_shapes)
         types = infer_types(graph, given_types)
+        var_by_name = {v.name: v for v in graph.variables()}  # once: graphs can be large
         for n, a in zip(self._arg_names, self.arg_arrays):
-            node = next(v for v in graph.variables() if v.name == n)
+            node = var_by_name[n]
             if types[Entry(node)] != a.dtype:
                 raise BindError(f"argument {n}: array has dtype {a.dtype}, the graph needs "
                                 f"{types[Entry(node)]}")
@@ -172,7 +173,9 @@ class Executor:
         wrt_names = [n for n, r in zip(self._arg_names, self._reqs) if r != "null"]
         if train and wrt_names:
             from .symbol import Symbol
-            heads = [_declare(variable(f"_head_grad{i}"), self._shapes[e], self._dtypes[e])
+            # Head gradients are bound only in backward(); fusion must know (__phase__).
+            heads = [_declare(variable(f"_head_grad{i}", {"__phase__": "backward"}),
+                              self._shapes[e], self._dtypes[e])
                      for i, e in enumerate(self._fwd_outputs)]
             head_syms = [Symbol((Entry(h),)) for h in heads]
             grads = gradient(Graph(tuple(g.outputs)), [var_by_name[n] for n in wrt_names],
@@ -181,6 +184,7 @@ class Executor:
         full = Graph(tuple(outputs))
         full = run_pipeline(full, TRAINING_PIPELINE if train else INFERENCE_PIPELINE)
         schedule = lower(full, n_forward)
+        schedule.plan = plan_memory(schedule)
         program = self._backend().compile(schedule, self._ctx)
         outs = list(full.outputs)
         return {

@@ -64,6 +64,14 @@ class Expr:
     args: tuple["Expr", ...] = ()
     value: Union[int, float, None] = None
 
+    def __repr__(self) -> str:
+        # Readable formulas in SYMGRAPH_DEBUG listings (the dataclass repr nests deeply).
+        if self.op == "input":
+            return f"in{self.value}"
+        if self.op == "const":
+            return f"{self.value:g}"
+        return f"{self.op}({', '.join(map(repr, self.args))})"
+
     def __add__(self, o: "ExprLike") -> "Expr":
         return call("add", self, o)
 

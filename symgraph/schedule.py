@@ -42,8 +42,10 @@ class MemoryPlan:
     inplace: dict[int, int] = field(default_factory=dict)  # output slot -> input slot it reuses
 
     def describe(self) -> str:
-        return (f"memory plan: arena {self.arena_bytes} bytes, naive {self.naive_bytes} bytes, "
-                f"{len(self.offset)} slots, {len(self.inplace)} in place")
+        saved = 1 - self.arena_bytes / self.naive_bytes if self.naive_bytes else 0.0
+        return (f"memory plan: planned peak {self.arena_bytes} bytes, naive {self.naive_bytes} "
+                f"bytes ({saved:.0%} less), {len(self.offset)} slots, "
+                f"{len(self.inplace)} in place")
 
 
 @dataclass
@@ -60,14 +62,24 @@ class Schedule:
     info: dict = field(default_factory=dict)
 
     def describe(self) -> str:
-        """One line per step: op, name, input and output slots with shapes."""
+        """One line per step: op, name, input and output slots with shapes (and arena offsets
+        when planned); fused steps list their member ops; the memory plan's totals last."""
+        offset = self.plan.offset if self.plan is not None else {}
+        var_slots = set(self.variables.values())
+
         def slot(i: int) -> str:
-            return f"%{i}{self.shapes[i]}"
+            where = f"@{offset[i]}" if i in offset else ("(var)" if i in var_slots else "")
+            return f"%{i}{self.shapes[i]}{where}"
         lines = []
         for k, st in enumerate(self.steps):
             phase = "fwd" if k < self.n_forward_steps else "bwd"
             lines.append(f"[{phase} {k:3d}] {st.node.op} {st.node.name}: "
                          f"{', '.join(map(slot, st.inputs))} -> {', '.join(map(slot, st.outputs))}")
+            if "members" in st.node.attrs:
+                lines.append(f"           members: {' -> '.join(st.node.attrs['members'])}")
+        lines.append(f"{len(self.steps)} steps ({self.n_forward_steps} forward)")
+        if self.plan is not None:
+            lines.append(self.plan.describe())
         return "\n".join(lines)
 
 

@@ -1,4 +1,4 @@
-"""Test-wide settings: verify the graph after every pass; a fixed seed; the MNIST folder."""
+"""Test-wide settings: verify the graph after every pass; poison freed buffers; a fixed seed; the MNIST folder."""
 from __future__ import annotations
 
 import os
@@ -7,9 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import symgraph.backend.numpy_backend
 import symgraph.passes
 
 symgraph.passes.VERIFY = True
+symgraph.backend.numpy_backend.POISON = True  # reading a freed buffer gives NaN
 
 
 def _have_gpu() -> bool:

@@ -1,35 +1,81 @@
-"""The numpy reference backend: runs a schedule step by step with each op's numpy reference."""
+"""The numpy reference backend: runs a schedule step by step with each op's numpy reference.
+
+Without a memory plan every step's results are fresh arrays. With one (``schedule.plan``), the
+program owns one ``np.uint8`` arena and every planned slot is a view at its offset; each step's
+results are copied into their views, so the plan is exercised exactly as the CUDA backend will
+use it. With ``POISON`` (or ``SYMGRAPH_DEBUG>=1``) the bytes of every slot whose lifetime ended
+are filled with NaN right after its last reader, so a plan that reads a freed or overwritten
+buffer yields NaN instead of a plausible number.
+"""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from ..registry import RunCtx, get_op
 from ..schedule import Schedule
 
+POISON = False
+"""Fill freed slots with NaN (tests turn this on)."""
+
+
+def _poison(view: np.ndarray) -> None:
+    if view.dtype.kind in "fc":
+        view.fill(np.nan)
+    else:
+        view.fill(np.iinfo(view.dtype).max if view.dtype.kind in "iu" else 1)
+
 
 class NumpyProgram:
     """A schedule ready to run on the CPU. ``env`` holds one array per slot."""
 
     def __init__(self, schedule: Schedule) -> None:
+        from ..passes import debug_level
+        from ..passes.memory_plan import freed_after
         self.schedule = schedule
         self._kernels = [(get_op(s.node.op).compute, s.node.attrs, s.inputs, s.outputs)
                          for s in schedule.steps]
+        self._arena: Optional[np.ndarray] = None
+        plan = schedule.plan
+        poison = plan is not None and (POISON or debug_level() >= 1)
+        self._freed = freed_after(schedule, plan) if poison else None
+
+    def _views(self) -> list[Any]:
+        """One array per slot: arena views for planned slots, None for the rest."""
+        plan, sch = self.schedule.plan, self.schedule
+        env: list[Any] = [None] * len(sch.shapes)
+        if plan is None:
+            return env
+        if self._arena is None:
+            self._arena = np.empty(max(plan.arena_bytes, 1), np.uint8)
+            if self._freed is not None:
+                self._arena.fill(0xFF)  # all-ones bytes are NaN in every float dtype
+        for slot, off in plan.offset.items():
+            dt = sch.dtypes[slot]
+            n = int(np.prod(sch.shapes[slot], dtype=np.int64)) * dt.itemsize
+            env[slot] = self._arena[off:off + n].view(dt).reshape(sch.shapes[slot])
+        return env
 
     def new_env(self) -> list[Any]:
-        return [None] * len(self.schedule.shapes)
+        return self._views()
 
     def run(self, env: list[Any], start: int, stop: int, ctx: RunCtx) -> None:
         """Run steps ``start:stop``, reading and writing ``env``."""
         dtypes = self.schedule.dtypes
-        for compute, attrs, ins, outs in self._kernels[start:stop]:
+        planned = self.schedule.plan is not None
+        for k in range(start, stop):
+            compute, attrs, ins, outs = self._kernels[k]
             results = compute(attrs, [env[i] for i in ins], ctx)
             for slot, value in zip(outs, results):
                 value = np.asarray(value)
-                if value.dtype != dtypes[slot]:
-                    value = value.astype(dtypes[slot])
-                env[slot] = value
+                if planned:
+                    np.copyto(env[slot], value, casting="unsafe")
+                else:
+                    env[slot] = value if value.dtype == dtypes[slot] else value.astype(dtypes[slot])
+            if self._freed is not None:
+                for slot in self._freed[k]:
+                    _poison(env[slot])
 
     def read(self, env: list[Any], slot: int) -> np.ndarray:
         return env[slot]

@@ -26,7 +26,8 @@ from .compiler import compile_module
 from .graphs import CudaGraph
 from .codegen import THREADS
 from . import cudnn
-from .lowering import Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, flat_actions
+from .lowering import (Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Upload,
+                       flat_actions)
 from .plan import ACCUMULATE, align, lower_schedule
 from .runtime import activate, device_info
 
@@ -278,6 +279,11 @@ class CudaProgram:
                                           act.n, act.k, a, b, c, act.accumulate, act.batch)
         if isinstance(act, Host):
             return lambda rc: self._host_step(act, env, rc)
+        if isinstance(act, Upload):
+            host = drv.pagelocked_empty(len(act.data), np.uint8)
+            host[:] = np.frombuffer(act.data, np.uint8)
+            dst = self._ptr(act.dst, env)
+            return lambda rc: drv.memcpy_htod_async(dst, host, stream)
         if isinstance(act, Choice):
             parts = [self._closure(a, env) for a in self._choose(act, env)]
 

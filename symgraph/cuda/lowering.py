@@ -168,7 +168,9 @@ PENDING: dict[str, object] = {
     "broadcast_to": "broadcast_to",
     "expand_dims": "copy",
     "squeeze": "copy",
+    "_constant": "constant",
 }
+BYTE_FAMILIES = {"copy", "constant"}  # move bytes, so any dtype
 
 
 def lowering_of(op: OpDef) -> tuple[str, dict]:
@@ -186,7 +188,7 @@ def lowering_of(op: OpDef) -> tuple[str, dict]:
 def lower_step(ctx: StepCtx) -> list:
     """Actions of one step; float32 only (other dtypes take the host path)."""
     fam, params = lowering_of(get_op(ctx.step.node.op))
-    if fam != "copy" and any(np.dtype(t) != np.float32 for t in ctx.dtypes):
+    if fam not in BYTE_FAMILIES and any(np.dtype(t) != np.float32 for t in ctx.dtypes):
         fam = "host"
     return FAMILIES[fam](ctx, params)
 
@@ -217,11 +219,11 @@ def _elementwise(ctx: StepCtx, p: dict) -> list:
 
 @family("fused")
 def _fused(ctx: StepCtx, p: dict) -> list:
-    """A ``_fused`` node: optional GEMM-like head into scratch, then one elementwise kernel."""
+    """A ``_fused`` node: optional GEMM-like head into scratch, then one elementwise kernel per
+    distinct output shape, largest first (a kernel may write over an input of its own size that
+    the plan lets die here; smaller kernels never read inputs that large)."""
     a = ctx.attrs
-    shapes = {tuple(s) for s in a["shapes"]}
-    if len(shapes) != 1:
-        return [Host(ctx.step)]
+    shapes = sorted({tuple(s) for s in a["shapes"]}, key=lambda s: -prod(s))
     stem = "_".join(a["members"])[:40] or "fused"
     ins, in_shapes, actions = list(ctx.ins), list(ctx.in_shapes), []
     if a["head"] is not None:
@@ -232,9 +234,14 @@ def _fused(ctx: StepCtx, p: dict) -> list:
         sub = StepCtx(ctx.step, head_attrs, in_shapes[:n], [out_shape], ctx.dtypes, ins[:n],
                       [tmp], ctx.sm_count, ctx.scratch)
         actions += FAMILIES[head_fam](sub, head_p)
+        if any(isinstance(x, Host) for x in actions):  # the head has no device lowering yet
+            return [Host(ctx.step)]
         ins, in_shapes = [tmp] + ins[n:], [out_shape] + in_shapes[n:]
-    return actions + elementwise_actions(ctx, stem, a["exprs"], in_shapes, ins,
-                                         shapes.pop(), ctx.outs)
+    for shape in shapes:
+        which = [k for k, s in enumerate(a["shapes"]) if tuple(s) == shape]
+        actions += elementwise_actions(ctx, stem, [a["exprs"][k] for k in which], in_shapes, ins,
+                                       shape, [ctx.outs[k] for k in which])
+    return actions
 
 
 @family("copy")
@@ -242,6 +249,21 @@ def _copy(ctx: StepCtx, p: dict) -> list:
     """Reshape, identity, BlockGrad...: the bytes of input 0, unchanged."""
     nbytes = prod(ctx.out_shapes[0]) * np.dtype(ctx.dtypes[-1]).itemsize
     return [Copy(ctx.outs[0], ctx.ins[0], nbytes)] if nbytes else []
+
+
+@dataclass(frozen=True)
+class Upload:
+    """Copy constant host bytes into ``dst`` (from pinned memory: capturable in a graph)."""
+
+    dst: Ref
+    data: bytes
+
+
+@family("constant")
+def _constant(ctx: StepCtx, p: dict) -> list:
+    """A literal array (``_constant``, made by constant folding): uploaded every run, since
+    the memory plan may lend its bytes to other slots in between."""
+    return [Upload(ctx.outs[0], ctx.attrs["value"][0])] if ctx.attrs["value"][0] else []
 
 
 @family("fill")

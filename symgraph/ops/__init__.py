@@ -1,3 +1,3 @@
 """Built-in operators. Importing this package registers them all."""
-from . import (activation, conv, deconv, elemwise, fused, indexing, loss, nn, norm, pool,  # noqa: F401
-               layout, shape, tensor)  # noqa: F401
+from . import (activation, constant, conv, deconv, elemwise, fused, indexing, layout,  # noqa: F401
+               loss, nn, norm, pool, shape, tensor)  # noqa: F401

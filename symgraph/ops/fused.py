@@ -44,4 +44,7 @@ register(OpDef(
     lambda a, ins, outs: (ins, [tuple(s) for s in a["shapes"]]),
     _fused_compute, NOT_DIFFERENTIABLE, OPAQUE, lowering="fused",
     outputs=lambda a: tuple(f"output{i}" for i in range(len(a["exprs"]))),
+    # Inputs read elementwise (may be overwritten in place); a head's GEMM writes the output
+    # before the epilogue reads its operands, so a headed group has none.
+    extra={"elementwise_inputs": lambda a: () if a["head"] else range(a["num_inputs"])},
     doc="A fused elementwise group (optionally with a GEMM-like head); see module docstring."))

@@ -8,15 +8,25 @@ from __future__ import annotations
 import os
 from typing import Callable, Sequence
 
+from typing import Any, Optional
+
 from ..graph import Graph
+from .constant_fold import constant_fold
+from .cse import cse
+from .dce import dce
+from .fuse_elementwise import fuse_elementwise
+from .simplify import simplify
 from .verify import verify
 
 Pass = Callable[[Graph], Graph]
 
-TRAINING_PIPELINE: tuple[Pass, ...] = ()
-INFERENCE_PIPELINE: tuple[Pass, ...] = ()
+# simplify first so CSE sees canonical nodes; fusion last, on the smallest graph.
+TRAINING_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fuse_elementwise)
+INFERENCE_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fuse_elementwise)
 
 VERIFY = False
+ENABLED = True
+"""False turns every pass and the memory plan off (tests compare outputs both ways)."""
 
 
 def debug_level() -> int:
@@ -41,11 +51,19 @@ def format_graph(graph: Graph) -> str:
 
 
 def run_pipeline(graph: Graph, pipeline: Sequence[Pass]) -> Graph:
-    """Apply ``pipeline`` in order."""
-    for p in pipeline:
+    """Apply ``pipeline`` in order (nothing when ``ENABLED`` is False)."""
+    for p in pipeline if ENABLED else ():
         graph = p(graph)
         if VERIFY:
             verify(graph)
         if debug_level() >= 1:
             print(f"--- after {p.__name__}\n{format_graph(graph)}")
     return graph
+
+
+def plan_memory(schedule: Any) -> Optional[Any]:
+    """The memory plan of a lowered schedule, or None when passes are off."""
+    if not ENABLED:
+        return None
+    from .memory_plan import memory_plan
+    return memory_plan(schedule)

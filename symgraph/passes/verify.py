@@ -1,9 +1,17 @@
-"""Graph checks run at bind time and, in tests, after every pass."""
+"""Graph checks run at bind time and, in tests, after every pass.
+
+``verify`` requires nothing and guarantees, when it returns, that the graph is acyclic, every op
+is registered with the right arity, every entry's shape and dtype can be inferred (when the
+variables are declared, as in the executor's pipeline), and every ``_fused`` node is well formed.
+"""
 from __future__ import annotations
 
 from ..base import GraphError
-from ..graph import Graph
+from ..expr import topo
+from ..graph import Graph, Node
 from ..registry import get_op
+from .infer_shape import infer_shapes
+from .infer_type import infer_types
 
 
 def check_unique_inputs(graph: Graph) -> None:
@@ -15,17 +23,43 @@ def check_unique_inputs(graph: Graph) -> None:
                              f"carry it")
 
 
+def _check_fused(node: Node) -> None:
+    """The attribute contract of ``ops/fused.py``."""
+    a = node.attrs
+    head = a["head"]
+    n_head = head[2] if head is not None else 0
+    n_expr_inputs = a["num_inputs"] - n_head + (1 if head is not None else 0)
+    problems = []
+    if not a["exprs"] or len(a["exprs"]) != len(a["shapes"]):
+        problems.append(f"{len(a['exprs'])} exprs for {len(a['shapes'])} shapes")
+    if not a["members"]:
+        problems.append("no members")
+    if head is not None and (head[2] > a["num_inputs"] or not get_op(head[0])):
+        problems.append(f"bad head {head[0]} with {head[2]} inputs")
+    used = [int(e.value) for e in topo(a["exprs"]) if e.op == "input"]
+    if any(i < 0 or i >= n_expr_inputs for i in used):
+        problems.append(f"expression reads input {max(used)} of {n_expr_inputs}")
+    if problems:
+        raise GraphError(f"{node.name} (_fused): malformed: {'; '.join(problems)}")
+
+
 def verify(graph: Graph) -> None:
-    """Acyclic (topo_order raises on a cycle), every op registered, arities right."""
-    for node in graph.nodes():
+    """Acyclic (topo_order raises on a cycle), registered ops, arities, shapes and dtypes known
+    when every variable is declared, fused nodes well formed."""
+    nodes = graph.nodes()
+    for node in nodes:
         if node.is_variable:
             continue
         opdef = get_op(node.op)
         want = len(opdef.input_names(node.attrs))
         if len(node.inputs) != want:
             raise GraphError(f"{node.name} ({node.op}): {len(node.inputs)} inputs, expected {want}")
-        for e in node.inputs:
-            if e.index >= e.node.num_outputs:
-                raise GraphError(f"{node.name} ({node.op}): reads output {e.index} of "
-                                 f"{e.node.name}, which has {e.node.num_outputs}")
-    check_unique_inputs(graph)
+        if "exprs" in node.attrs and "members" in node.attrs:
+            _check_fused(node)
+    if all("__shape__" in v.extra for v in nodes if v.is_variable):
+        shapes, types = infer_shapes(graph, {}), infer_types(graph, {})
+        for node in nodes:
+            for e in node.entries():
+                if e not in shapes or e not in types:
+                    raise GraphError(f"{node.name} ({node.op}): output {e.index} has unknown "
+                                     f"{'shape' if e not in shapes else 'dtype'} after passes")

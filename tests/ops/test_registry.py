@@ -15,7 +15,7 @@ from symgraph.test_utils import assert_almost_equal, check_numeric_gradient
 
 from .case import Case
 
-INTERNAL = {"_fused"}  # made only by passes; tested in tests/passes
+INTERNAL = {"_fused", "_constant"}  # made only by passes; tested in tests/passes
 ZERO_GRADIENT_BY_DESIGN = {"BlockGrad"}  # checked in tests/test_autodiff.py
 
 ALL_CASES: list[Case] = [

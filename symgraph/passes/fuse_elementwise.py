@@ -1,0 +1,267 @@
+"""Elementwise fusion: ``Graph -> Graph``.
+
+Requires: variables carry ``__shape__``/``__dtype__``; autodiff has run (fused nodes are not
+differentiable). Guarantees: maximal groups (greedy, in topological order) of nodes whose
+``OpDef.pattern`` is elementwise or broadcast and which have an ``OpDef.expr`` become one
+``_fused`` node (format: ``symgraph/ops/fused.py``) computing the same values:
+
+* a group may have several outputs: every member read outside the group, or a graph output;
+* an elementwise node that is the only reader of a GEMM-like node (pattern ``gemm``) takes it as
+  its ``head``, so bias/activation become the GEMM's epilogue;
+* no cycle: a node joins a group only if none of its inputs from outside the group depends on the
+  group (a bitmask of the groups each node depends on makes this one OR per edge);
+* nothing is recomputed: every node lands in exactly one group or stays as it is;
+* a node that depends on an input bound only in the backward phase (``__phase__`` = backward, the
+  head gradients) never joins a group that does not, so the forward phase never waits on one.
+
+Only ``OpDef.pattern``, ``OpDef.expr`` and the arity are read; no op is named.
+"""
+from __future__ import annotations
+
+from collections import deque
+from typing import Optional
+
+from ..attrs import Attrs
+from ..expr import Expr, inp
+from ..graph import Entry, Graph, Node
+from ..registry import BROADCAST, ELEMWISE, GEMM, get_op
+from ._shapes import ShapeCache
+
+MAX_MEMBERS = 48  # keeps generated kernels (and Expr hashing) small
+
+
+def _fusible(node: Node) -> bool:
+    if node.is_variable:
+        return False
+    opdef = get_op(node.op)
+    return opdef.pattern in (ELEMWISE, BROADCAST) and opdef.expr is not None \
+        and node.num_outputs == 1
+
+
+def _is_head(node: Node) -> bool:
+    return not node.is_variable and get_op(node.op).pattern == GEMM and node.num_outputs == 1
+
+
+class _Grouping:
+    """Greedy grouping state (union-find over group ids).
+
+    ``anc[node]`` has bit g set when the node depends on (or is in) group g; ``ext[root]`` ORs
+    the ``anc`` of every input a group reads from outside, so "does group A reach group B through
+    a node outside them" is one AND. Checks are conservative: a merge they refuse is safe.
+    """
+
+    def __init__(self, graph: Graph, sc: ShapeCache) -> None:
+        self.sc = sc
+        self.outputs = set(graph.outputs)
+        self.users = graph.consumers()
+        self.group: dict[Node, int] = {}
+        self.parent: list[int] = []
+        self.bits: list[int] = []
+        self.ext: list[int] = []
+        self.members: list[list[Node]] = []
+        self.head: list[Optional[Node]] = []
+        self.anc: dict[Node, int] = {}
+        self.late: dict[Node, bool] = {}  # depends on an input bound in the backward phase
+
+    def root(self, gid: int) -> int:
+        while self.parent[gid] != gid:
+            self.parent[gid] = self.parent[self.parent[gid]]
+            gid = self.parent[gid]
+        return gid
+
+    def root_of(self, node: Node) -> Optional[int]:
+        gid = self.group.get(node)
+        return None if gid is None else self.root(gid)
+
+    def _new(self, node: Node, head: bool) -> int:
+        gid = len(self.parent)
+        self.parent.append(gid)
+        self.bits.append(1 << gid)
+        self.ext.append(0)
+        self.members.append([node])
+        self.head.append(node if head else None)
+        return gid
+
+    def _compatible(self, node: Node, r: int) -> bool:
+        """Size, phase, dtype, and a lone GEMM head read only by ``node``."""
+        first = self.members[r][0]
+        if len(self.members[r]) >= MAX_MEMBERS or self.late[first] != self.late[node]:
+            return False
+        if self.sc.dtype(Entry(first)) != self.sc.dtype(Entry(node)):
+            return False
+        head = self.head[r]
+        return head is None or len(self.members[r]) > 1 or \
+            (self.users[head] == [node] and Entry(head) not in self.outputs)
+
+    def _outside_reaches(self, node: Node, roots: tuple[int, ...], mask: int) -> bool:
+        return any(self.root_of(e.node) not in roots and self.anc[e.node] & mask
+                   for e in node.inputs)
+
+    def _can_merge(self, r: int, h: int, node: Node) -> bool:
+        if not self._compatible(node, h) or (self.head[r] and self.head[h]):
+            return False
+        if len(self.members[r]) + len(self.members[h]) > MAX_MEMBERS:
+            return False
+        if self.ext[r] & self.bits[h] or self.ext[h] & self.bits[r]:
+            return False
+        return not self._outside_reaches(node, (r, h), self.bits[r] | self.bits[h])
+
+    def _join(self, node: Node) -> int:
+        roots = list(dict.fromkeys(r for e in node.inputs
+                                   if (r := self.root_of(e.node)) is not None))
+        r = next((r for r in roots if self._compatible(node, r)
+                  and not self._outside_reaches(node, (r,), self.bits[r])), None)
+        if r is None:
+            r = self._new(node, head=False)
+        else:
+            self.members[r].append(node)
+            for h in roots:
+                if h != r and self._can_merge(r, h, node):
+                    self.parent[h] = r
+                    self.bits[r] |= self.bits[h]
+                    self.ext[r] |= self.ext[h]
+                    self.members[r] += self.members[h]
+                    self.head[r] = self.head[r] or self.head[h]
+        for e in node.inputs:
+            if self.root_of(e.node) != r:
+                self.ext[r] |= self.anc[e.node]
+        return r
+
+    def add(self, node: Node) -> None:
+        anc, late = 0, node.is_variable and node.extra.get("__phase__") == "backward"
+        for e in node.inputs:
+            anc |= self.anc[e.node]
+            late = late or self.late[e.node]
+        self.late[node] = late
+        gid = None
+        if _fusible(node):
+            gid = self._join(node)
+        elif _is_head(node):
+            gid = self._new(node, head=True)
+            for e in node.inputs:
+                self.ext[gid] |= self.anc[e.node]
+        if gid is not None:
+            self.group[node] = gid
+            anc |= 1 << gid
+        self.anc[node] = anc
+
+    def _is_group_output(self, e: Entry, r: int, besides: Node) -> bool:
+        return e in self.outputs or any(self.root_of(u) != r and u is not besides
+                                        for u in self.users[e.node])
+
+    def defer_to_consumers(self) -> None:
+        """Move a member whose only reader sits in another group into that group, when it only
+        reads values its own group outputs anyway (relu's mask ``y > 0``: computed where the
+        backward multiply needs it instead of being saved from the forward kernel)."""
+        for node in reversed(list(self.group)):
+            r, users = self.root_of(node), self.users[node]
+            if len(users) != 1 or Entry(node) in self.outputs or self.head[r] is node:
+                continue
+            h = self.root_of(users[0])
+            if h is None or h == r or not self._compatible(node, h):
+                continue
+            if all((self.root_of(e.node) != r or self._is_group_output(e, r, node))
+                   and not self.anc[e.node] & self.bits[h] for e in node.inputs):
+                self.members[r].remove(node)
+                self.members[h].append(node)
+                self.group[node] = h
+
+    def groups(self) -> dict[int, list[Node]]:
+        """Root id -> members in topological order."""
+        return {r: ms for r, ms in enumerate(self.members) if self.parent[r] == r}
+
+
+def _kernel_name(ops: list[str]) -> str:
+    names: list[str] = []
+    for op in ops:
+        n = op.lstrip("_")
+        if not names or names[-1] != n:
+            names.append(n)
+    if len(names) > 5:
+        names = names[:5] + [f"{len(names) - 5}more"]
+    return "fused_" + "_".join(names)
+
+
+def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
+                 remap: dict[Entry, Entry]) -> list[tuple[Entry, Entry]]:
+    """One ``_fused`` node for a group; returns (old entry, new entry) pairs for its outputs."""
+    inside = set(members)
+    node_inputs: list[Entry] = [remap[e] for e in head.inputs] if head else []
+    expr_of: dict[Entry, Expr] = {Entry(head): inp(0)} if head else {}
+    base = 1 if head else 0
+    ext_index: dict[Entry, int] = {}
+    body = [m for m in members if m is not head]
+    for m in body:
+        args = []
+        for e in m.inputs:
+            if e not in expr_of:
+                if e not in ext_index:
+                    ext_index[e] = base + len(ext_index)
+                    node_inputs.append(remap[e])
+                expr_of[e] = inp(ext_index[e])
+            args.append(expr_of[e])
+        expr_of[Entry(m)] = get_op(m.op).expr(m.attrs, *args)
+    outs = [m for m in body if Entry(m) in g.outputs or any(u not in inside for u in g.users[m])]
+    ops = [m.op for m in members]
+    kname = _kernel_name(ops)
+    attrs = Attrs({
+        "exprs": tuple(expr_of[Entry(m)] for m in outs),
+        "shapes": tuple(g.sc.shape(Entry(m)) for m in outs),
+        "members": tuple(ops),
+        "head": (head.op, head.attrs, len(head.inputs)) if head else None,
+        "num_inputs": len(node_inputs), "name": kname})
+    fused = Node("_fused", f"{kname}:{body[-1].name}", attrs, tuple(node_inputs))
+    return [(Entry(m), Entry(fused, i)) for i, m in enumerate(outs)]
+
+
+def fuse_elementwise(graph: Graph) -> Graph:
+    """Replace fusible groups by ``_fused`` nodes."""
+    sc = ShapeCache()
+    g = _Grouping(graph, sc)
+    nodes = graph.nodes()
+    for node in nodes:
+        g.add(node)
+    g.defer_to_consumers()
+    index = {n: i for i, n in enumerate(nodes)}
+    units: dict[Node, object] = {}
+    for r, members in g.groups().items():
+        members.sort(key=index.__getitem__)
+        for m in members:
+            units[m] = ("group", r) if len(members) > 1 else m
+    for node in nodes:
+        units.setdefault(node, node)
+    remap: dict[Entry, Entry] = {}
+    for unit in _unit_order(nodes, units):
+        if isinstance(unit, Node):
+            new_inputs = tuple(remap[e] for e in unit.inputs)
+            new = unit if new_inputs == unit.inputs else unit.with_inputs(new_inputs)
+            remap.update(zip(unit.entries(), new.entries()))
+        else:
+            gid = unit[1]
+            remap.update(_build_fused(g.members[gid], g.head[gid], g, remap))
+    return Graph(tuple(remap[e] for e in graph.outputs))
+
+
+def _unit_order(nodes: list[Node], units: dict[Node, object]) -> list[object]:
+    """Units (single nodes or groups) in an order where every unit follows its inputs."""
+    deps: dict[object, set] = {}
+    for node in nodes:
+        u = units[node]
+        deps.setdefault(u, set()).update(units[e.node] for e in node.inputs
+                                         if units[e.node] != u)
+    users: dict[object, list] = {u: [] for u in deps}
+    for u, ds in deps.items():
+        for d in ds:
+            users[d].append(u)
+    indeg = {u: len(ds) for u, ds in deps.items()}
+    ready = deque(u for u, n in indeg.items() if n == 0)
+    order = []
+    while ready:
+        u = ready.popleft()
+        order.append(u)
+        for v in users[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                ready.append(v)
+    assert len(order) == len(deps), "fusion made a cycle"
+    return order

@@ -1,0 +1,150 @@
+"""Algebraic simplification: ``Graph -> Graph``.
+
+Requires: variables carry ``__shape__``/``__dtype__`` (rules that need a shape do not fire
+without). Guarantees: every entry keeps its shape, dtype and value (up to float rounding of
+``x + 0``); nodes that compute nothing are bypassed.
+
+Two kinds of rules:
+
+* **Formula rules**, generic over every op with a scalar formula (``OpDef.expr``): the node's
+  formula, with the formulas of elementwise producers spliced in, is simplified by ``EXPR_RULES``
+  (``x*1``, ``x+0``, ``x-0``, ``x/1``, ``x**1``, ``-(-x)``); if what is left is one of the leaves
+  and it already has the node's shape and dtype, the node is replaced by that leaf. So
+  ``_mul_scalar(x, 1)``, ``_plus_scalar(x, 0)`` and ``negative(negative(x))`` all vanish without
+  a rule naming them.
+* **Graph rules**, the table ``RULES`` from op name to a rewrite, for ops whose meaning is not a
+  scalar formula (reshapes, identities, ``_broadcast_backward``, ``add_n``). A rewrite table keyed
+  by op is the one place a pass names ops; each entry is a one-line statement of an identity.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ..attrs import Attrs
+from ..expr import Expr, inp
+from ..graph import Entry, Graph, Node, Replacement, rewrite
+from ..registry import get_op
+from ._shapes import ShapeCache
+
+
+def _is_const(e: Expr, v: float) -> bool:
+    return e.op == "const" and e.value == v
+
+
+# primitive -> rewrite of its (already simplified) operands, None when it does not apply.
+EXPR_RULES: dict[str, Callable[[Expr, Expr], Optional[Expr]]] = {
+    "add": lambda a, b: a if _is_const(b, 0.0) else (b if _is_const(a, 0.0) else None),
+    "sub": lambda a, b: a if _is_const(b, 0.0) else None,
+    "mul": lambda a, b: a if _is_const(b, 1.0) else (b if _is_const(a, 1.0) else None),
+    "div": lambda a, b: a if _is_const(b, 1.0) else None,
+    "pow": lambda a, b: a if _is_const(b, 1.0) else None,
+    "neg": lambda a, b=None: a.args[0] if a.op == "neg" else None,
+}
+
+
+def simplify_expr(e: Expr) -> Expr:
+    """Apply ``EXPR_RULES`` bottom-up."""
+    memo: dict[Expr, Expr] = {}
+
+    def go(x: Expr) -> Expr:
+        if x not in memo:
+            args = tuple(go(a) for a in x.args)
+            rule = EXPR_RULES.get(x.op)
+            out = rule(*args) if rule is not None else None
+            memo[x] = out if out is not None else Expr(x.op, args, x.value)
+        return memo[x]
+    return go(e)
+
+
+def _formula_rule(node: Node, sc: ShapeCache) -> Replacement:
+    """Replace an elementwise node whose (spliced) formula is just one of its leaves."""
+    leaves: list[Entry] = []
+    args = []
+    for e in node.inputs:
+        inner = get_op(e.node.op) if not e.node.is_variable else None
+        if inner is not None and inner.expr is not None and e.node.num_outputs == 1:
+            sub = [inp(len(leaves) + i) for i in range(len(e.node.inputs))]
+            leaves += list(e.node.inputs)
+            args.append(inner.expr(e.node.attrs, *sub))
+        else:
+            args.append(inp(len(leaves)))
+            leaves.append(e)
+    out = simplify_expr(get_op(node.op).expr(node.attrs, *args))
+    if out.op != "input":
+        return None
+    leaf, me = leaves[int(out.value)], Entry(node)
+    same = sc.shape(leaf) == sc.shape(me) is not None and sc.dtype(leaf) == sc.dtype(me)
+    return [leaf] if same else None
+
+
+def _same_shape(sc: ShapeCache, a: Entry, b: Entry) -> bool:
+    return sc.shape(a) is not None and sc.shape(a) == sc.shape(b)
+
+
+def _identity_if_same(node: Node, sc: ShapeCache) -> Replacement:
+    """Forward-identity ops and reshapes to the shape the data already has."""
+    return [node.inputs[0]] if _same_shape(sc, node.inputs[0], Entry(node)) else None
+
+
+RESHAPES = ("Reshape", "Flatten", "reshape_like")
+
+
+def _reshape_rule(node: Node, sc: ShapeCache) -> Replacement:
+    """Reshape to the input's shape -> input; reshape of a reshape -> one Reshape."""
+    done = _identity_if_same(node, sc)
+    src = node.inputs[0]
+    if done is not None or src.node.op not in RESHAPES or sc.shape(Entry(node)) is None:
+        return done
+    inner = src.node.inputs[0]
+    out = sc.shape(Entry(node))
+    if sc.shape(inner) == out:
+        return [inner]
+    attrs = Attrs({"shape": out, "reverse": False})
+    return Node("Reshape", node.name, attrs, (inner,), node.extra)
+
+
+def _add_n_rule(node: Node, sc: ShapeCache) -> Replacement:
+    """``add_n`` of one input is that input; ``zeros_like`` terms drop out."""
+    keep = [e for e in node.inputs if e.node.op != "zeros_like"] or [node.inputs[0]]
+    if len(keep) == 1:
+        return [keep[0]] if _same_shape(sc, keep[0], Entry(node)) else None
+    if len(keep) == len(node.inputs):
+        return None
+    return Node(node.op, node.name, node.attrs.replace(num_args=len(keep)), tuple(keep),
+                node.extra)
+
+
+def _mul_ones_rule(node: Node, sc: ShapeCache) -> Replacement:
+    """``x * ones_like(y)`` is ``x`` when ``x`` already has the result's shape."""
+    for i, e in enumerate(node.inputs):
+        other = node.inputs[1 - i]
+        if e.node.op == "ones_like" and _same_shape(sc, other, Entry(node)):
+            return [other]
+    return _formula_rule(node, sc)
+
+
+RULES: dict[str, Callable[[Node, ShapeCache], Replacement]] = {
+    "Reshape": _reshape_rule,
+    "Flatten": _reshape_rule,
+    "reshape_like": _reshape_rule,
+    "identity": _identity_if_same,
+    "BlockGrad": _identity_if_same,   # after autodiff, BlockGrad is a plain copy
+    "_broadcast_backward": _identity_if_same,  # nothing was broadcast: nothing to sum
+    "add_n": _add_n_rule,
+    "broadcast_mul": _mul_ones_rule,
+    "elemwise_mul": _mul_ones_rule,
+}
+
+
+def simplify(graph: Graph) -> Graph:
+    """Apply the formula rules and ``RULES`` once, bottom-up (rewrites see simplified inputs)."""
+    sc = ShapeCache()
+
+    def visit(node: Node) -> Replacement:
+        if node.is_variable:
+            return None
+        rule = RULES.get(node.op)
+        if rule is not None:
+            return rule(node, sc)
+        return _formula_rule(node, sc) if get_op(node.op).expr is not None else None
+    return rewrite(graph, visit)
