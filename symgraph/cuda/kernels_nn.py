@@ -17,8 +17,8 @@ from .codegen import Rendered, c_float, kernel_name
 
 
 @dataclass(frozen=True)
-class Conv2d:
-    """Geometry of a 2-D convolution (1-D ones use H = KH = 1)."""
+class Window2d:
+    """Batch, channels, input size, window, stride and padding of a 2-D sliding-window layer."""
 
     n: int
     c: int
@@ -30,6 +30,12 @@ class Conv2d:
     sw: int
     ph: int
     pw: int
+
+
+@dataclass(frozen=True)
+class Conv2d(Window2d):
+    """Geometry of a 2-D convolution (1-D ones use H = KH = 1)."""
+
     dh: int
     dw: int
     oh: int
@@ -115,17 +121,7 @@ def render_swap01(a: int, b: int, p: int, bias: bool) -> Rendered:
 
 
 @dataclass(frozen=True)
-class Pool2d:
-    n: int
-    c: int
-    h: int
-    w: int
-    kh: int
-    kw: int
-    sh: int
-    sw: int
-    ph: int
-    pw: int
+class Pool2d(Window2d):
     oh: int
     ow: int
     kind: str            # max | avg | sum

@@ -100,30 +100,27 @@ def pool_geometry(ctx: StepCtx, x_shape: tuple) -> Optional[Pool2d]:
     return None
 
 
-@family("pooling")
-def _pooling(ctx: StepCtx, p: dict) -> list:
-    g = pool_geometry(ctx, ctx.in_shapes[0])
+def _pool_step(ctx: StepCtx, x_index: int, render) -> list:
+    """One kernel over the step's output; ``x_index`` is the input holding the pooled data."""
+    g = pool_geometry(ctx, ctx.in_shapes[x_index])
     if g is None:
         return [Host(ctx.step)]
     n = prod(ctx.out_shapes[0])
-    return [_launch(ctx, render_pool(g, gather=False), (ctx.outs[0], ctx.ins[0]), n)]
+    return [_launch(ctx, render(g), (ctx.outs[0],) + tuple(ctx.ins), n)]
+
+
+@family("pooling")
+def _pooling(ctx: StepCtx, p: dict) -> list:
+    return _pool_step(ctx, 0, lambda g: render_pool(g, gather=False))
 
 
 @family("pooling_backward")
 def _pooling_backward(ctx: StepCtx, p: dict) -> list:
     """Inputs (ograd, data, output) -> gradient w.r.t. data."""
-    g = pool_geometry(ctx, ctx.in_shapes[1])
-    if g is None:
-        return [Host(ctx.step)]
-    n = prod(ctx.out_shapes[0])
-    return [_launch(ctx, render_pool_backward(g), (ctx.outs[0],) + tuple(ctx.ins), n)]
+    return _pool_step(ctx, 1, render_pool_backward)
 
 
 @family("pooling_gather")
 def _pooling_gather(ctx: StepCtx, p: dict) -> list:
     """Inputs (grad, data, output) -> each window's grad where its output came from."""
-    g = pool_geometry(ctx, ctx.in_shapes[1])
-    if g is None:
-        return [Host(ctx.step)]
-    n = prod(ctx.out_shapes[0])
-    return [_launch(ctx, render_pool(g, gather=True), (ctx.outs[0],) + tuple(ctx.ins), n)]
+    return _pool_step(ctx, 1, lambda g: render_pool(g, gather=True))
