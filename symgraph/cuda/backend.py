@@ -26,7 +26,7 @@ from .compiler import compile_module
 from .graphs import CudaGraph
 from .codegen import THREADS
 from . import cudnn
-from .lowering import (Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Upload,
+from .lowering import (Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Switch, Upload,
                        flat_actions)
 from .plan import ACCUMULATE, align, lower_schedule
 from .runtime import activate, device_info
@@ -99,7 +99,7 @@ class CudaProgram:
             key = tuple(env.ptrs)
             steps = self._closures(env, (start, stop, key))
             if graphs_enabled() and not any(self.has_host[start:stop]) and start < stop:
-                if self._replay((start, stop, key), steps, rc):
+                if self._replay((start, stop, key, rc.is_train), steps, rc):
                     return
             for closures in steps:
                 for fn in closures:
@@ -284,6 +284,14 @@ class CudaProgram:
             host[:] = np.frombuffer(act.data, np.uint8)
             dst = self._ptr(act.dst, env)
             return lambda rc: drv.memcpy_htod_async(dst, host, stream)
+        if isinstance(act, Switch):
+            train = [self._closure(a, env) for a in act.train]
+            infer = [self._closure(a, env) for a in act.infer]
+
+            def switch(rc: RunCtx) -> None:
+                for fn in (train if rc.is_train else infer):
+                    fn(rc)
+            return switch
         if isinstance(act, Choice):
             parts = [self._closure(a, env) for a in self._choose(act, env)]
 

@@ -97,6 +97,14 @@ class ConvCall:
 
 
 @dataclass(frozen=True)
+class Switch:
+    """``train`` actions when run with ``RunCtx.is_train``, else ``infer`` (BatchNorm...)."""
+
+    train: tuple
+    infer: tuple
+
+
+@dataclass(frozen=True)
 class Choice:
     """``primary`` (library calls) when cuDNN loads at run time, else ``fallback``."""
 
@@ -108,7 +116,12 @@ def flat_actions(acts: Sequence[Any]) -> list:
     """Every action, both branches of a Choice included (for gathering kernels)."""
     out: list = []
     for a in acts:
-        out += flat_actions(a.primary + a.fallback) if isinstance(a, Choice) else [a]
+        if isinstance(a, Choice):
+            out += flat_actions(a.primary + a.fallback)
+        elif isinstance(a, Switch):
+            out += flat_actions(a.train + a.infer)
+        else:
+            out.append(a)
     return out
 
 
@@ -169,6 +182,9 @@ PENDING: dict[str, object] = {
     "expand_dims": "copy",
     "squeeze": "copy",
     "_constant": "constant",
+    "LeakyReLU": "leaky_relu",
+    "_axis_vector": "copy",
+    "BatchNorm": "batch_norm",
 }
 BYTE_FAMILIES = {"copy", "constant"}  # move bytes, so any dtype
 
@@ -304,10 +320,12 @@ def _reduce_backward(ctx: StepCtx, p: dict) -> list:
                                ctx.outs)
 
 
-def reduce_actions(ctx: StepCtx, shape: Shape, axes: Sequence[int], kind: str) -> list:
+def reduce_actions(ctx: StepCtx, shape: Shape, axes: Sequence[int], kind: str,
+                   src: Optional[Ref] = None, dst: Optional[Ref] = None) -> list:
+    """Reduce ``src`` (default input 0) of ``shape`` over ``axes`` into ``dst`` (output 0)."""
+    src, dst = src or ctx.ins[0], dst or ctx.outs[0]
     if not axes:
-        return elementwise_actions(ctx, "reduce_noop", [inp(0)], [shape], ctx.ins[:1], shape,
-                                   ctx.outs)
+        return elementwise_actions(ctx, "reduce_noop", [inp(0)], [shape], [src], shape, [dst])
     n_out, n_red = reduce_split(shape, axes)
     block = use_block_per_output(n_out, n_red, ctx.sm_count)
     chunks = min(-(-ctx.sm_count * 4 // n_out), n_red // 4096) if block else 1
@@ -316,12 +334,11 @@ def reduce_actions(ctx: StepCtx, shape: Shape, axes: Sequence[int], kind: str) -
         part = ctx.new_scratch(4 * n_out * chunks)
         first = render_reduce(stem, shape, axes, kind, True, chunks)
         second = render_reduce(stem + "_final", (n_out, chunks), (1,), kind, False, 1, n_red)
-        return [Kernel(first, n_out * chunks, THREADS, (part, ctx.ins[0]), n_out * chunks),
-                Kernel(second, grid_for(n_out, ctx.sm_count), THREADS, (ctx.outs[0], part),
-                       n_out)]
+        return [Kernel(first, n_out * chunks, THREADS, (part, src), n_out * chunks),
+                Kernel(second, grid_for(n_out, ctx.sm_count), THREADS, (dst, part), n_out)]
     kern = render_reduce(stem, shape, axes, kind, block)
     grid = min(n_out, ctx.sm_count * 16) if block else grid_for(n_out, ctx.sm_count)
-    return [Kernel(kern, max(grid, 1), THREADS, (ctx.outs[0], ctx.ins[0]), n_out)]
+    return [Kernel(kern, max(grid, 1), THREADS, (dst, src), n_out)]
 
 
 @family("reduce")
@@ -452,7 +469,7 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
 
 
 from . import lowering_nn  # noqa: E402,F401  (registers the CNN families)
-from . import lowering_views  # noqa: E402  (registers the view families)
+from . import lowering_norm, lowering_views  # noqa: E402,F401  (register their families)
 
 _VIEWS_ADDED = False
 

@@ -37,7 +37,7 @@ def _all_lowered() -> list:
 # Ops that still take the documented host stopgap (inputs to the host, numpy reference, results
 # back), in some or all configurations: the "not done" list of issue 5 (docs/performance.md).
 HOST_FALLBACK = {
-    "_scale_by_valid", "_axis_vector", "BatchNorm", "LeakyReLU", "SoftmaxActivation", "Dropout",
+    "_scale_by_valid", "Dropout",
     "Deconvolution", "_backward_Deconvolution_data", "_backward_Deconvolution_weight", "prod",
     "norm", "argmax", "argmin", "one_hot", "take", "_backward_take", "Embedding",
     "softmax_cross_entropy", "_backward_RegressionOutput", "LinearRegressionOutput",
