@@ -185,6 +185,12 @@ PENDING: dict[str, object] = {
     "LeakyReLU": "leaky_relu",
     "_axis_vector": "copy",
     "BatchNorm": "batch_norm",
+    "argmax": ("arg_reduce", {"kind": "max"}),
+    "argmin": ("arg_reduce", {"kind": "min"}),
+    "one_hot": "one_hot",
+    "take": "take",
+    "Embedding": ("take", {"data": 1, "indices": 0}),
+    "_backward_take": "take_backward",
 }
 BYTE_FAMILIES = {"copy", "constant"}  # move bytes, so any dtype
 
@@ -469,7 +475,7 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
 
 
 from . import lowering_nn  # noqa: E402,F401  (registers the CNN families)
-from . import lowering_norm, lowering_views  # noqa: E402,F401  (register their families)
+from . import lowering_index, lowering_norm, lowering_views  # noqa: E402,F401  (families)
 
 _VIEWS_ADDED = False
 
@@ -478,7 +484,8 @@ def _add_view_lowerings() -> None:
     """Add the layout ops' bridge entries (built lazily: they read helpers of ops/shape.py)."""
     global _VIEWS_ADDED
     _VIEWS_ADDED = True
-    try:
-        PENDING.update(lowering_views.view_lowerings())
-    except ImportError:  # ops/shape.py not present on this branch
-        pass
+    for table in (lowering_views.view_lowerings, lowering_norm.loss_lowerings):
+        try:
+            PENDING.update(table())
+        except ImportError:  # that ops module is not on this branch
+            pass

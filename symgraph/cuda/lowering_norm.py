@@ -65,3 +65,30 @@ def _batch_norm(ctx: StepCtx, p: dict) -> list:
         train += elementwise_actions(ctx, "moving_stat", [inp(0) * m + inp(1) * (1.0 - m)],
                                      [(x[ax],), (x[ax],)], [old, stat], (x[ax],), [new])
     return [Switch(tuple(train), tuple(infer))]
+
+
+@family("formula_of_input0")
+def _formula_of_input0(ctx: StepCtx, p: dict) -> list:
+    """Output = ``p['formula'](x)`` of input 0 only (regression outputs' forward)."""
+    x = ctx.in_shapes[0]
+    return elementwise_actions(ctx, ctx.stem, [p["formula"](inp(0))], [x], ctx.ins[:1], x,
+                               ctx.outs)
+
+
+@family("regression_backward")
+def _regression_backward(ctx: StepCtx, p: dict) -> list:
+    """(output - label) (its sign if mae) * grad_scale / outputs per sample."""
+    out, label = ctx.in_shapes
+    per_sample = max(1, prod(label) // label[0]) if label else 1
+    d = inp(0) - inp(1)
+    e = (E.call("sign", d) if ctx.attrs["mae"] else d) * (ctx.attrs["grad_scale"] / per_sample)
+    return elementwise_actions(ctx, "regression_grad", [e], [out, out], ctx.ins, out, ctx.outs)
+
+
+def loss_lowerings() -> dict[str, object]:
+    """Bridge entries for the regression outputs of ``ops/loss.py``."""
+    from ..ops.loss import REGRESSIONS
+    table: dict[str, object] = {"_backward_RegressionOutput": "regression_backward"}
+    for name, (formula, _) in REGRESSIONS.items():
+        table[name] = ("formula_of_input0", {"formula": formula})
+    return table

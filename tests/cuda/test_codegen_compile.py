@@ -39,10 +39,9 @@ def _all_lowered() -> list:
 HOST_FALLBACK = {
     "_scale_by_valid", "Dropout",
     "Deconvolution", "_backward_Deconvolution_data", "_backward_Deconvolution_weight", "prod",
-    "norm", "argmax", "argmin", "one_hot", "take", "_backward_take", "Embedding",
-    "softmax_cross_entropy", "_backward_RegressionOutput", "LinearRegressionOutput",
-    "LogisticRegressionOutput", "MAERegressionOutput", "tile", "_backward_tile", "repeat",
-    "_backward_repeat", "pad", "_backward_pad", "Cast", "_backward_Cast", 
+    "norm",
+    "softmax_cross_entropy", "tile", "_backward_tile", "repeat",
+    "_backward_repeat", "pad", "_backward_pad", "Cast", "_backward_Cast",
     # grouped / 3-D convolution and 3-D pooling only:
     "Convolution", "_backward_Convolution_data", "_backward_Convolution_weight", "Pooling",
     "_backward_Pooling", "_pooling_gather"}
