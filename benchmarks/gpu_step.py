@@ -71,7 +71,6 @@ def symgraph_step(batch: int, steps: int) -> tuple[float, float]:
 
 
 def torch_model():
-    import torch
     from torch import nn
     return nn.Sequential(
         nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),

@@ -3,13 +3,11 @@ cache; compile errors; pycuda stays unimported on CPU-only use."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import symgraph as sg
