@@ -186,7 +186,7 @@ class Executor:
         full = run_pipeline(full, TRAINING_PIPELINE if train else INFERENCE_PIPELINE)
         schedule = lower(full, n_forward, views=passes.ENABLED)
         schedule.plan = plan_memory(schedule)
-        program = self._backend().compile(schedule)
+        program = self._backend().compile(schedule, self._ctx)
         outs = list(full.outputs)
         return {
             "schedule": schedule, "program": program,

@@ -1,0 +1,115 @@
+"""Lowering families of the dense layers and losses of the core: FullyConnected, dot,
+batch_dot (cuBLAS, bias as one following broadcast kernel), the softmax family and
+SoftmaxOutput's backward (hand-written kernels)."""
+from __future__ import annotations
+
+from math import prod
+
+from ..attrs import Attrs
+from ..expr import inp
+from .codegen import THREADS, grid_for
+from .kernels import render_count_valid, render_softmax, render_softmax_output_backward
+from .lowering import Gemm, Kernel, StepCtx, elementwise_actions, family
+
+Shape = tuple[int, ...]
+
+
+def matrix_view(shape: Shape, flatten: bool) -> tuple[int, int]:
+    """(rows, cols) a GEMM operand is read as."""
+    if flatten:
+        return shape[0], prod(shape[1:])
+    return prod(shape[:-1]), shape[-1]
+
+
+@family("fully_connected")
+def _fully_connected(ctx: StepCtx, p: dict) -> list:
+    """y = x W^T (cuBLAS), then the bias add as one broadcast kernel over y in place."""
+    m, k = matrix_view(ctx.in_shapes[0], ctx.attrs["flatten"])
+    n = ctx.attrs["num_hidden"]
+    acts = [Gemm(False, True, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0])]
+    if not ctx.attrs["no_bias"]:
+        acts += elementwise_actions(ctx, "bias_add", [inp(0) + inp(1)], [(m, n), (1, n)],
+                                    [ctx.outs[0], ctx.ins[2]], (m, n), ctx.outs)
+    return acts
+
+
+@family("dot")
+def _dot(ctx: StepCtx, p: dict) -> list:
+    """2-D (or 1-D) matrix product with transposes; 1-D operands are a row / a column."""
+    (sa, sb), ta, tb = ctx.in_shapes, ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
+    if len(sa) == 1:
+        sa, ta = (1, sa[0]), False
+    if len(sb) == 1:
+        sb, tb = (sb[0], 1), False
+    m, k = (sa[1], sa[0]) if ta else sa
+    n = sb[0] if tb else sb[1]
+    return [Gemm(ta, tb, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0])]
+
+
+@family("batch_dot")
+def _batch_dot(ctx: StepCtx, p: dict) -> list:
+    """(B, M, K) x (B, K, N) with transposes: one strided-batched GEMM."""
+    (sa, sb), ta, tb = ctx.in_shapes, ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
+    m, k = (sa[2], sa[1]) if ta else (sa[1], sa[2])
+    n = sb[1] if tb else sb[2]
+    return [Gemm(ta, tb, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0], batch=sa[0])]
+
+
+def softmax_axis_split(shape: Shape, axis: int) -> tuple[int, int, int]:
+    return prod(shape[:axis]), shape[axis], prod(shape[axis + 1:])
+
+
+def softmax_output_axis(attrs: Attrs, shape: Shape) -> tuple[int, int, int]:
+    """SoftmaxOutput's (outer, k, inner) view, as its numpy reference reshapes."""
+    if attrs["multi_output"]:
+        return softmax_axis_split(shape, 1)
+    if attrs["preserve_shape"]:
+        return softmax_axis_split(shape, len(shape) - 1)
+    return shape[0], prod(shape[1:]), 1
+
+
+@family("softmax")
+def _softmax(ctx: StepCtx, p: dict) -> list:
+    """Softmax / log-softmax; ``p['axis_from']``: ``"softmax_output"`` (SoftmaxOutput's view),
+    ``"mode"`` (SoftmaxActivation: instance = all but axis 0, channel = axis 1) or ``"attr"``
+    (the ``axis`` attribute, with an optional ``temperature``)."""
+    shape, a, scale = ctx.in_shapes[0], ctx.attrs, 1.0
+    if p.get("axis_from") == "softmax_output":
+        outer, k, inner = softmax_output_axis(a, shape)
+    elif p.get("axis_from") == "mode":
+        outer, k, inner = (softmax_axis_split(shape, 1) if a["mode"] == "channel"
+                           else (shape[0], prod(shape[1:]), 1))
+    else:
+        outer, k, inner = softmax_axis_split(shape, a["axis"] % len(shape))
+        scale = 1.0 / a["temperature"] if a.get("temperature") is not None else 1.0
+    kern = render_softmax(ctx.stem, outer, k, inner, bool(p.get("log", False)), scale)
+    rows = outer * inner
+    return [Kernel(kern, max(1, (rows * 32 + THREADS - 1) // THREADS), THREADS,
+                   (ctx.outs[0], ctx.ins[0]), prod(shape))]
+
+
+@family("softmax_output_backward")
+def _softmax_output_backward(ctx: StepCtx, p: dict) -> list:
+    a, shape = ctx.attrs, ctx.in_shapes[0]
+    outer, k, inner = softmax_output_axis(a, shape)
+    scale = a["grad_scale"] / (shape[0] if a["normalization"] == "batch" else 1)
+    n = prod(shape)
+    if tuple(ctx.in_shapes[1]) == tuple(shape):  # probabilities given as the label
+        if a["normalization"] == "valid":
+            scale /= max(1, outer * inner)
+        return elementwise_actions(ctx, "softmax_output_grad", [(inp(0) - inp(1)) * scale],
+                                   ctx.in_shapes, ctx.ins, shape, ctx.outs)
+    acts: list = []
+    by_count = a["normalization"] == "valid"
+    count = ctx.ins[1]  # unused by the kernel unless by_count
+    if by_count:
+        count = ctx.new_scratch(4)
+        ign = a["ignore_label"] if a["use_ignore"] else float("nan")
+        kern = render_count_valid("count_valid", outer * inner, ign)
+        acts.append(Kernel(kern, 1, THREADS, (count, ctx.ins[1]), outer * inner))
+    kern = render_softmax_output_backward(
+        "softmax_output_grad", outer, k, inner, scale, a["use_ignore"], a["ignore_label"],
+        a["smooth_alpha"], by_count)
+    acts.append(Kernel(kern, grid_for(n, ctx.sm_count), THREADS,
+                       (ctx.outs[0], ctx.ins[0], ctx.ins[1], count), n))
+    return acts

@@ -1,0 +1,94 @@
+"""Lowering families of LeakyReLU and BatchNorm (``ops/activation.py``, ``ops/norm.py``).
+
+LeakyReLU prints the op's own scalar formulas (``LEAKY``) through the elementwise generator, PReLU's
+per-channel ``gamma`` laid along axis 1. BatchNorm in training: per-channel mean (reduction),
+variance as the mean of the centred squares (an elementwise pass into the step's workspace, then
+a reduction: the two-pass form the numpy reference computes), the normalisation as one broadcast
+kernel and the moving statistics as one small kernel each; in inference the moving statistics
+are copied out and the normalisation uses them. Which of the two runs is decided by
+``RunCtx.is_train`` (a :class:`Switch`).
+"""
+from __future__ import annotations
+
+from math import prod
+
+from .. import expr as E
+from ..expr import inp
+from .lowering import Copy, StepCtx, Switch, elementwise_actions, family, reduce_actions
+
+
+@family("leaky_relu")
+def _leaky_relu(ctx: StepCtx, p: dict) -> list:
+    from ..ops.activation import LEAKY
+    a, x = ctx.attrs, ctx.in_shapes[0]
+    if a["act_type"] == "prelu":
+        g = ctx.in_shapes[1]
+        g_shape = (1, g[0]) + (1,) * (len(x) - 2) if len(x) > 1 else g
+        e, shapes = LEAKY["prelu"](inp(0), inp(1)), [x, g_shape]
+    else:
+        e, shapes = LEAKY[a["act_type"]](inp(0), E.const(a["slope"])), [x]
+    return elementwise_actions(ctx, f"LeakyReLU_{a['act_type']}", [e], shapes, ctx.ins, x,
+                               ctx.outs)
+
+
+def _normalise(ctx: StepCtx, vec: tuple, mean, var) -> list:
+    """y = (x - mean) * gamma / sqrt(var + eps) + beta, vectors laid along the channel axis."""
+    a, x = ctx.attrs, ctx.in_shapes[0]
+    gamma = E.const(1.0) if a["fix_gamma"] else inp(1)
+    e = (inp(0) - inp(3)) * (gamma / E.call("sqrt", inp(4) + a["eps"])) + inp(2)
+    return elementwise_actions(ctx, "BatchNorm", [e], [x, vec, vec, vec, vec],
+                               [ctx.ins[0], ctx.ins[1], ctx.ins[2], mean, var], x, ctx.outs[:1])
+
+
+@family("batch_norm")
+def _batch_norm(ctx: StepCtx, p: dict) -> list:
+    """Outputs (y, mean, var, new moving mean, new moving var); inputs (x, gamma, beta, mm, mv)."""
+    a, x = ctx.attrs, ctx.in_shapes[0]
+    ax = a["axis"] % len(x)
+    vec = tuple(d if i == ax else 1 for i, d in enumerate(x))
+    red = [i for i in range(len(x)) if i != ax]
+    c_bytes = 4 * x[ax]
+    y, mean, var, new_mm, new_mv = ctx.outs
+    infer = [Copy(mean, ctx.ins[3], c_bytes), Copy(var, ctx.ins[4], c_bytes),
+             Copy(new_mm, ctx.ins[3], c_bytes), Copy(new_mv, ctx.ins[4], c_bytes)]
+    infer += _normalise(ctx, vec, ctx.ins[3], ctx.ins[4])
+    if a["use_global_stats"]:
+        return infer
+    sq = ctx.new_scratch(4 * prod(x))
+    m = a["momentum"]
+    train = reduce_actions(ctx, x, red, "mean", ctx.ins[0], mean)
+    train += elementwise_actions(ctx, "centred_square", [(inp(0) - inp(1)) * (inp(0) - inp(1))],
+                                 [x, vec], [ctx.ins[0], mean], x, [sq])
+    train += reduce_actions(ctx, x, red, "mean", sq, var)
+    train += _normalise(ctx, vec, mean, var)
+    for stat, old, new in ((mean, ctx.ins[3], new_mm), (var, ctx.ins[4], new_mv)):
+        train += elementwise_actions(ctx, "moving_stat", [inp(0) * m + inp(1) * (1.0 - m)],
+                                     [(x[ax],), (x[ax],)], [old, stat], (x[ax],), [new])
+    return [Switch(tuple(train), tuple(infer))]
+
+
+@family("formula_of_input0")
+def _formula_of_input0(ctx: StepCtx, p: dict) -> list:
+    """Output = ``p['formula'](x)`` of input 0 only (regression outputs' forward)."""
+    x = ctx.in_shapes[0]
+    return elementwise_actions(ctx, ctx.stem, [p["formula"](inp(0))], [x], ctx.ins[:1], x,
+                               ctx.outs)
+
+
+@family("regression_backward")
+def _regression_backward(ctx: StepCtx, p: dict) -> list:
+    """(output - label) (its sign if mae) * grad_scale / outputs per sample."""
+    out, label = ctx.in_shapes
+    per_sample = max(1, prod(label) // label[0]) if label else 1
+    d = inp(0) - inp(1)
+    e = (E.call("sign", d) if ctx.attrs["mae"] else d) * (ctx.attrs["grad_scale"] / per_sample)
+    return elementwise_actions(ctx, "regression_grad", [e], [out, out], ctx.ins, out, ctx.outs)
+
+
+def loss_lowerings() -> dict[str, object]:
+    """Bridge entries for the regression outputs of ``ops/loss.py``."""
+    from ..ops.loss import REGRESSIONS
+    table: dict[str, object] = {"_backward_RegressionOutput": "regression_backward"}
+    for name, (formula, _) in REGRESSIONS.items():
+        table[name] = ("formula_of_input0", {"formula": formula})
+    return table
