@@ -181,7 +181,7 @@ class Executor:
         full = Graph(tuple(outputs))
         full = run_pipeline(full, TRAINING_PIPELINE if train else INFERENCE_PIPELINE)
         schedule = lower(full, n_forward)
-        program = self._backend().compile(schedule)
+        program = self._backend().compile(schedule, self._ctx)
         outs = list(full.outputs)
         return {
             "schedule": schedule, "program": program,

@@ -45,6 +45,6 @@ class NumpyProgram:
         env[slot] = array._data
 
 
-def compile(schedule: Schedule) -> NumpyProgram:  # noqa: A001 (the backend interface name)
-    """The backend interface: a runnable program for ``schedule``."""
+def compile(schedule: Schedule, ctx: Any = None) -> NumpyProgram:  # noqa: A001 (interface name)
+    """The backend interface: a runnable program for ``schedule`` (``ctx`` is the CPU)."""
     return NumpyProgram(schedule)

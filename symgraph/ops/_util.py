@@ -75,6 +75,7 @@ def elementwise(name: str, formula: Callable[..., Expr], gradient: object,
     return register(OpDef(
         name=name, params=params or {}, inputs=inputs, infer_shape=shape_rule,
         compute=expr_compute(formula), gradient=gradient, pattern=pattern, expr=formula,
+        lowering="elementwise",
         doc=doc, variadic=variadic))
 
 

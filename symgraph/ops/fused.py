@@ -42,6 +42,6 @@ register(OpDef(
      "head": Param("any", None), "num_inputs": Param("int"), "name": Param("str", "fused")},
     _fused_inputs,
     lambda a, ins, outs: (ins, [tuple(s) for s in a["shapes"]]),
-    _fused_compute, NOT_DIFFERENTIABLE, OPAQUE,
+    _fused_compute, NOT_DIFFERENTIABLE, OPAQUE, lowering="fused",
     outputs=lambda a: tuple(f"output{i}" for i in range(len(a["exprs"]))),
     doc="A fused elementwise group (optionally with a GEMM-like head); see module docstring."))

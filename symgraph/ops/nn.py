@@ -66,6 +66,7 @@ def _fc_grad(c) -> list:
 
 register(OpDef(
     "FullyConnected", FC_PARAMS, _fc_inputs, _fc_shape, _fc_compute, _fc_grad, GEMM,
+    lowering="fully_connected",
     doc="y = x W^T + b; weight (num_hidden, in_features), x flattened to 2-D if flatten."))
 
 # -- SoftmaxOutput --------------------------------------------------------------------------------
@@ -148,12 +149,13 @@ register(OpDef(
     "SoftmaxOutput", SOFTMAX_OUTPUT_PARAMS, ("data", "label"), _softmax_output_shape,
     _softmax_output_compute,
     lambda c: [c.sym._backward_SoftmaxOutput(c.outputs[0], c.inputs[1], **c.attrs), None],
-    OPAQUE, doc="Softmax forward; backward is (softmax - onehot(label)) * scale, ignoring "
+    OPAQUE, lowering=("softmax", {"axis_from": "softmax_output"}),
+    doc="Softmax forward; backward is (softmax - onehot(label)) * scale, ignoring "
                 "head gradients, as MXNet."))
 alias("Softmax", "SoftmaxOutput")
 
 register(OpDef(
     "_backward_SoftmaxOutput", SOFTMAX_OUTPUT_PARAMS, ("prob", "label"),
     lambda a, ins, outs: (ins, [ins[0]] if ins[0] is not None else outs),
-    _softmax_output_backward, NOT_DIFFERENTIABLE, OPAQUE,
+    _softmax_output_backward, NOT_DIFFERENTIABLE, OPAQUE, lowering="softmax_output_backward",
     doc="Gradient of SoftmaxOutput with respect to its data."))

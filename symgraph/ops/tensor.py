@@ -80,14 +80,14 @@ register(OpDef(
     "Reshape", {"shape": Param("shape", ()), "reverse": Param("bool", False)}, ("data",),
     forward_shape(lambda a, s: [mx_reshape(s[0], a["shape"], a["reverse"])]),
     _reshape_compute(lambda a, s: [mx_reshape(s[0], a["shape"], a["reverse"])]),
-    _reshape_like_grad, INJECTIVE, doc="Reshape with MXNet's codes 0, -1, -2, -3, -4."))
+    _reshape_like_grad, INJECTIVE, lowering="copy", doc="Reshape with MXNet's codes 0, -1, -2, -3, -4."))
 alias("reshape", "Reshape")
 
 register(OpDef(
     "Flatten", {}, ("data",),
     forward_shape(lambda a, s: [(s[0][0], prod(s[0][1:]))]),
     _reshape_compute(lambda a, s: [(s[0][0], prod(s[0][1:]))]),
-    _reshape_like_grad, INJECTIVE, doc="Collapse all axes but the first."))
+    _reshape_like_grad, INJECTIVE, lowering="copy", doc="Collapse all axes but the first."))
 alias("flatten", "Flatten")
 
 
@@ -101,13 +101,14 @@ def _reshape_like_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 register(OpDef(
     "reshape_like", {}, ("lhs", "rhs"), _reshape_like_shape,
     lambda a, xs, ctx: [xs[0].reshape(xs[1].shape)],
-    lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE,
+    lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE, lowering="copy",
     doc="lhs reshaped to rhs's shape."))
 
 
 def _identity(name: str, grad: object, doc: str, params: Optional[dict] = None) -> None:
     register(OpDef(name, params or {}, ("data",), same_shape,
-                   lambda a, xs, ctx: [xs[0].copy()], grad, INJECTIVE, doc=doc))
+                   lambda a, xs, ctx: [xs[0].copy()], grad, INJECTIVE, doc=doc,
+                   lowering="copy"))
 
 
 _identity("identity", lambda c: [c.ograds[0]], "Copy of the input.")
@@ -134,7 +135,7 @@ def _make_loss_grad(c) -> object:
 register(OpDef(
     "_scale_by_batch", {}, ("data",), same_shape,
     lambda a, xs, ctx: [xs[0] / xs[0].shape[0]],
-    lambda c: [c.sym._scale_by_batch(c.ograds[0])], INJECTIVE,
+    lambda c: [c.sym._scale_by_batch(c.ograds[0])], INJECTIVE, lowering="scale_by_batch",
     doc="Divide by the size of axis 0 (MakeLoss normalization='batch')."))
 register(OpDef(
     "_scale_by_valid", {"thresh": Param("float", 0.0)}, ("data", "ref"),
@@ -146,7 +147,8 @@ register(OpDef(
 for _name, _fill in (("zeros_like", 0.0), ("ones_like", 1.0)):
     register(OpDef(_name, {}, ("data",), same_shape,
                    lambda a, xs, ctx, f=_fill: [np.full_like(xs[0], f)],
-                   NOT_DIFFERENTIABLE, INJECTIVE, doc=f"Array of {_fill} shaped like data."))
+                   NOT_DIFFERENTIABLE, INJECTIVE, lowering=("fill", {"value": _fill}),
+                   doc=f"Array of {_fill} shaped like data."))
 
 
 # -- reductions --------------------------------------------------------------------------------
@@ -206,7 +208,7 @@ REDUCTIONS = {
 for _name, (_fn, _grad) in REDUCTIONS.items():
     register(OpDef(_name, REDUCE_PARAMS, ("data",),
                    forward_shape(lambda a, s: [reduced_shape(a, s[0])]),
-                   _reduce_compute(_fn), _grad, REDUCE,
+                   _reduce_compute(_fn), _grad, REDUCE, lowering=("reduce", {"kind": _name}),
                    doc=f"{_name} over axis (None: all), keepdims, exclude."))
 alias("sum_axis", "sum")
 
@@ -225,7 +227,7 @@ register(OpDef(
     "_reduce_backward", {**REDUCE_PARAMS, "mean": Param("bool", False)}, ("ograd", "data"),
     lambda a, ins, outs: (ins, [ins[1]] if ins[1] is not None else outs),
     _reduce_backward_compute,
-    lambda c: [_reduce_again(c), None], BROADCAST,
+    lambda c: [_reduce_again(c), None], BROADCAST, lowering="reduce_backward",
     doc="Broadcast a reduction's output gradient back over the reduced axes (/count if mean)."))
 
 
@@ -249,6 +251,7 @@ register(OpDef(
     lambda a, ins, outs: (ins, [ins[1]] if ins[1] is not None else outs),
     lambda a, xs, ctx: [_sum_to_shape(xs[0], xs[1].shape).astype(xs[0].dtype, copy=False)],
     lambda c: [c.sym.broadcast_like(c.ograds[0], c.inputs[0]), None], REDUCE,
+    lowering="sum_to_shape",
     doc="Sum a broadcast result's gradient back to the shape of `like`."))
 
 
@@ -264,6 +267,7 @@ register(OpDef(
     "broadcast_like", {}, ("lhs", "rhs"), _broadcast_like_shape,
     lambda a, xs, ctx: [np.broadcast_to(xs[0], xs[1].shape).copy()],
     lambda c: [c.sym._broadcast_backward(c.ograds[0], c.inputs[0]), None], BROADCAST,
+    lowering="broadcast_to",
     doc="lhs broadcast to the shape of rhs."))
 
 
@@ -304,5 +308,5 @@ def product_grad(c, dot) -> list:
 
 register(OpDef(
     "dot", {"transpose_a": Param("bool", False), "transpose_b": Param("bool", False)},
-    ("lhs", "rhs"), forward_shape(_dot_shape), _dot_compute, _dot_grad, GEMM,
+    ("lhs", "rhs"), forward_shape(_dot_shape), _dot_compute, _dot_grad, GEMM, lowering="dot",
     doc="Matrix product of 2-D arrays, with optional transposes."))

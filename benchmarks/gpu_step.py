@@ -1,0 +1,212 @@
+"""GPU benchmark (issue 5): the seed CNN's training step, a fused elementwise kernel's bandwidth,
+and compile time with a cold and a warm kernel cache.
+
+    PYTHONPATH=. python3 benchmarks/gpu_step.py [--batches 64 256 1024] [--steps 100]
+
+Step = forward(is_train=True) + backward(), timed with CUDA events on the legacy stream (which
+orders after symgraph's stream), median of ``--steps`` steps after warm-up, beside PyTorch eager
+and PyTorch with forward+backward captured in one CUDA graph (same model, same process, TF32 off
+everywhere, cudnn.benchmark on for PyTorch). Bandwidth counts bytes read + written.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import symgraph as sg  # noqa: E402
+from models.simple_cnn_symbol import get_symbol  # noqa: E402
+
+
+def _median_ms(fn, steps: int, warm: int) -> float:
+    import torch
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+              for _ in range(steps)]
+    for start, end in events:
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
+    return float(np.median([s.elapsed_time(e) for s, e in events]))
+
+
+NO_INPUT_GRADS = {"data": "null", "softmax_label": "null"}  # as Module binds (and as PyTorch)
+
+
+def symgraph_step(batch: int, steps: int) -> tuple[float, float]:
+    """(GPU ms per step by CUDA events, host ms per step issuing the work)."""
+    rng = np.random.default_rng(0)
+    sym = get_symbol()
+    reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
+    exe = sym.simple_bind(sg.gpu(0), grad_req=reqs, data=(batch, 1, 28, 28))
+    for name, arr in exe.arg_dict.items():
+        arr[:] = rng.normal(size=arr.shape) * (0.1 if name != "softmax_label" else 0)
+    exe.arg_dict["data"][:] = rng.normal(size=(batch, 1, 28, 28))
+    exe.arg_dict["softmax_label"][:] = rng.integers(0, 10, size=batch)
+
+    def step() -> None:
+        exe.forward(is_train=True)
+        exe.backward()
+    gpu = _median_ms(step, steps, 10)
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        step()
+    host = (time.perf_counter() - t0) * 1e3 / steps
+    import torch
+    torch.cuda.synchronize()
+    return gpu, host
+
+
+def torch_model():
+    import torch
+    from torch import nn
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10)).cuda()
+
+
+def torch_steps(batch: int, steps: int) -> tuple[float, float]:
+    """(eager, CUDA graph) ms per forward+backward; loss = summed cross-entropy (the gradient
+    SoftmaxOutput produces)."""
+    import torch
+    import torch.nn.functional as F
+    model = torch_model()
+    x = torch.randn(batch, 1, 28, 28, device="cuda")
+    y = torch.randint(0, 10, (batch,), device="cuda")
+
+    def step() -> None:
+        model.zero_grad(set_to_none=True)
+        F.cross_entropy(model(x), y, reduction="sum").backward()
+    eager = _median_ms(step, steps, 10)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    model.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        F.cross_entropy(model(x), y, reduction="sum").backward()
+    return eager, _median_ms(graph.replay, steps, 10)
+
+
+def bandwidth(n: int = 1 << 26) -> tuple[float, float]:
+    """GB/s of relu(a*b+c) as one generated kernel (a ``_fused`` node) and of a D2D copy."""
+    import torch
+    from symgraph import expr as E
+    from symgraph.registry import RunCtx
+    S = sg.sym
+    e = E.call("max", E.inp(0) * E.inp(1) + E.inp(2), 0.0)
+    sym = S._fused(S.var("a"), S.var("b"), S.var("c"), exprs=(e,), shapes=((n,),),
+                   members=("mul", "add", "relu"), num_inputs=3)
+    rng = np.random.default_rng(1)
+    args = {k: sg.nd.array(rng.normal(size=n).astype(np.float32), sg.gpu(0)) for k in "abc"}
+    exe = sym.bind(sg.gpu(0), args)
+    got = exe.forward()[0].asnumpy()
+    host = {k: v.asnumpy() for k, v in args.items()}
+    want = np.maximum(host["a"] * host["b"] + host["c"], 0)
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5), "fused kernel gives wrong values"
+    stage = exe._infer
+    prog, env = stage["program"], stage["program"].new_env()
+    for node, slot in stage["schedule"].variables.items():
+        prog.bind_input(env, slot, args[node.name])
+    nsteps = len(stage["schedule"].steps)
+    fused_ms = _median_ms(lambda: prog.run(env, 0, nsteps, RunCtx()), 50, 5)
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    copy_ms = _median_ms(lambda: dst.copy_(src), 50, 5)
+    return 16 * n / fused_ms / 1e6, 8 * n / copy_ms / 1e6
+
+
+def profile(batch: int, top: int = 14) -> None:
+    """Per-step GPU times of one training step (eager, each step synchronised)."""
+    from symgraph.registry import RunCtx
+    sym = get_symbol()
+    reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
+    exe = sym.simple_bind(sg.gpu(0), grad_req=reqs, data=(batch, 1, 28, 28))
+    exe.forward(is_train=True)
+    exe.backward()
+    prog, env = exe._train["program"], exe._env
+    times = prog.time_steps(env, 0, len(exe._train["schedule"].steps), RunCtx(is_train=True))
+    print(f"total {sum(t[3] for t in times):.3f} ms over {len(times)} steps (eager)")
+    for k, op, name, ms in sorted(times, key=lambda t: -t[3])[:top]:
+        print(f"  step {k:3d} {ms:7.3f} ms  {op} {name}")
+
+
+def compile_probe(batch: int) -> None:
+    """Child process: time building the training executor and loading its module."""
+    from symgraph.cuda import compiler
+    sg.nd.zeros((1,), sg.gpu(0))  # device initialisation is not compilation
+    t0 = time.perf_counter()
+    sym = get_symbol()
+    reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
+    exe = sym.simple_bind(sg.gpu(0), grad_req=reqs, data=(batch, 1, 28, 28))
+    exe._train["program"]._load()
+    print(json.dumps({"seconds": time.perf_counter() - t0, "nvcc_calls": compiler.NVCC_CALLS}))
+
+
+def compile_times() -> list[dict]:
+    with tempfile.TemporaryDirectory() as cache:
+        path = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+        env = dict(os.environ, SYMGRAPH_CACHE_DIR=cache, PYTHONPATH=path)
+        out = []
+        for _ in range(2):
+            res = subprocess.run([sys.executable, __file__, "--compile-probe"], env=env,
+                                 capture_output=True, text=True)
+            if res.returncode:
+                raise RuntimeError(f"compile probe failed:\n{res.stderr}")
+            out.append(json.loads(res.stdout.strip().splitlines()[-1]))
+        return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--batches", type=int, nargs="*", default=[64, 256, 1024])
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--compile-probe", action="store_true")
+    ap.add_argument("--profile", type=int, default=0, help="batch: print the slowest steps")
+    args = ap.parse_args()
+    if args.compile_probe:
+        compile_probe(64)
+        return
+    if args.profile:
+        profile(args.profile)
+        return
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    print(f"device: {torch.cuda.get_device_name()}, CUDA graphs "
+          f"{'off' if os.environ.get('SYMGRAPH_CUDA_GRAPHS') == '0' else 'on'}")
+    comp = compile_times()
+    print("\n| batch | symgraph ms/step | (host ms/step) | PyTorch eager | PyTorch CUDA graph |")
+    print("|---|---|---|---|---|")
+    for b in args.batches:
+        ours, host = symgraph_step(b, args.steps)
+        eager, graph = torch_steps(b, args.steps)
+        print(f"| {b} | {ours:.3f} | {host:.3f} | {eager:.3f} | {graph:.3f} |")
+    fused, copy = bandwidth()
+    print(f"\nfused relu(a*b+c), 2^26 float32: {fused:.0f} GB/s; device-to-device copy "
+          f"{copy:.0f} GB/s; ratio {fused / copy:.1%}")
+    print(f"compile (seed CNN training graph, batch 64): cold {comp[0]['seconds']:.2f} s "
+          f"({comp[0]['nvcc_calls']} nvcc call), warm {comp[1]['seconds']:.3f} s "
+          f"({comp[1]['nvcc_calls']} nvcc calls)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,22 @@
+"""The CUDA backend: lowers a :class:`~symgraph.schedule.Schedule` to one CUDA module of generated
+kernels plus cuBLAS calls, and runs it on ``sg.gpu(i)``.
+
+Module map (only ``runtime``, ``backend``, ``cublas`` and ``graphs`` import pycuda/ctypes CUDA
+libraries, and only when a GPU context is used; ``import symgraph`` never imports pycuda):
+
+* ``codegen``  - C source for elementwise groups from their scalar expression DAG;
+* ``kernels``  - hand-written kernel templates (reductions, softmax, SoftmaxOutput backward);
+* ``lowering`` - the table from ``OpDef.lowering`` family names to lowering functions, which turn a
+  schedule step into launch actions (pure Python, so CI renders and compiles every kernel);
+* ``compiler`` - one ``nvcc --cubin`` call per module, cached on disk;
+* ``runtime``  - primary context, device arrays (``sg.nd`` on the GPU);
+* ``cublas``, ``graphs`` - ctypes bindings of cuBLAS and of the driver's stream capture;
+* ``backend``  - ``compile(schedule, ctx)``: the program the executor runs.
+
+Environment: ``SYMGRAPH_CUDA_GRAPHS=0`` turns CUDA graph replay off; ``SYMGRAPH_TF32=1`` lets
+cuBLAS use TF32 tensor cores (off by default: results then match float32 to ~1e-6);
+``SYMGRAPH_CACHE_DIR`` moves the kernel cache (default ``~/.cache/symgraph``);
+``SYMGRAPH_DEBUG=2`` prints every generated module; ``SYMGRAPH_CUDNN=0`` never uses cuDNN,
+``=1`` always does where it has an algorithm, the default measures each convolution shape once
+and keeps the faster of cuDNN and the generated im2col + cuBLAS path.
+"""

@@ -1,0 +1,317 @@
+"""The CUDA backend interface: ``compile(schedule, ctx)`` -> :class:`CudaProgram`.
+
+A program owns one stream, one arena allocation (the memory plan's ``arena_bytes`` plus scratch
+buffers) and one module (compiled on first run, from the disk cache when possible). Each step's
+actions are turned into closures with every device pointer baked in, once per set of bound
+arrays. With CUDA graphs on (default; ``SYMGRAPH_CUDA_GRAPHS=0`` turns them off), a step range
+run a second time with the same bound arrays is captured into a graph and from then on replayed
+with one launch; new bound arrays (or shapes, which mean a new program) get a new graph. Ranges
+containing a host-fallback step always run eagerly.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from math import prod
+from typing import Any, Callable
+
+import numpy as np
+import pycuda.driver as drv
+
+from ..base import ExecutionError
+from ..registry import RunCtx, get_op
+from ..schedule import Schedule
+from . import cublas
+from .compiler import compile_module
+from .graphs import CudaGraph
+from .codegen import THREADS
+from . import cudnn
+from .lowering import Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, flat_actions
+from .plan import ACCUMULATE, align, lower_schedule
+from .runtime import activate, device_info
+
+MAX_GRAPHS = 16
+Closure = Callable[[RunCtx], None]
+
+
+def graphs_enabled() -> bool:
+    return os.environ.get("SYMGRAPH_CUDA_GRAPHS", "1") != "0"
+
+
+class CudaEnv:
+    """Device pointers of every slot for one run; keeps bound arrays alive."""
+
+    def __init__(self, ptrs: list[int]) -> None:
+        self.ptrs = ptrs
+        self.keep: dict[int, Any] = {}
+
+
+class CudaProgram:
+    def __init__(self, schedule: Schedule, device_id: int) -> None:
+        self.schedule = schedule
+        self.device_id = device_id
+        info = device_info(device_id)
+        self.arch = info["arch"]
+        low = lower_schedule(schedule, info["sm_count"])
+        self.plan, self.actions, self.source = low.plan, low.actions, low.source
+        self.alias = low.alias
+        self.has_host = [any(isinstance(a, Host) for a in flat_actions(acts))
+                         for acts in self.actions]
+        self._scratch_base = align(self.plan.arena_bytes)
+        total = self._scratch_base + align(low.scratch_bytes)
+        with activate(device_id):
+            self.stream = drv.Stream()
+            self._arena = drv.mem_alloc(max(total, ALIGN_MIN))
+        self._base = int(self._arena)
+        self._workspace: Any = None  # cuDNN workspace, sized once from the measured plans
+        self._choice: dict[Choice, tuple] = {}  # library or generated path, measured once
+        self._module: Any = None
+        self._prepared: dict[tuple, list[list[Closure]]] = {}
+        self._graphs: dict[tuple, Any] = {}
+        # slot -> (target array, pointer): after a first copying store, the producing step
+        # writes straight into the executor's output / gradient array (no copy per step).
+        self._redirect: dict[int, tuple[Any, int]] = {}
+        bound = set(schedule.variables.values()) | {dst for dst, _ in self.alias}
+        produced = [o for st in schedule.steps for o in st.outputs]
+        self._redirectable = {o for o in produced if o not in bound
+                              and produced.count(o) == 1}
+
+    # -- backend interface ---------------------------------------------------------------------
+    def new_env(self) -> CudaEnv:
+        ptrs = [0] * len(self.schedule.shapes)
+        for slot, off in self.plan.offset.items():
+            ptrs[slot] = self._base + off
+        return CudaEnv(ptrs)
+
+    def bind_input(self, env: CudaEnv, slot: int, array: Any) -> None:
+        env.ptrs[slot] = array._data.ptr
+        env.keep[slot] = array._data
+
+    def run(self, env: CudaEnv, start: int, stop: int, rc: RunCtx) -> None:
+        """Run steps ``start:stop`` on the program's stream (replaying a graph when possible)."""
+        with activate(self.device_id):
+            self._load()
+            for slot, (_, ptr) in self._redirect.items():
+                env.ptrs[slot] = ptr
+            for dst, src in self.alias:
+                env.ptrs[dst] = env.ptrs[src]
+            key = tuple(env.ptrs)
+            steps = self._closures(env, (start, stop, key))
+            if graphs_enabled() and not any(self.has_host[start:stop]) and start < stop:
+                if self._replay((start, stop, key), steps, rc):
+                    return
+            for closures in steps:
+                for fn in closures:
+                    fn(rc)
+
+    def store(self, env: CudaEnv, slot: int, target: Any, accumulate: bool) -> None:
+        """Write slot ``slot`` into device NDArray ``target`` (``+=`` when ``accumulate``)."""
+        dst, src = target._data.ptr, env.ptrs[slot]
+        nbytes = target._data.nbytes
+        if dst == src:  # the step already wrote into the target (a redirected slot)
+            return
+        with activate(self.device_id):
+            if not accumulate:
+                if nbytes:
+                    drv.memcpy_dtod_async(dst, src, nbytes, self.stream)
+                if slot in self._redirectable and slot not in self._redirect:
+                    self._redirect[slot] = (target._data, dst)
+            elif target.dtype == np.float32:
+                self._load()
+                n = target.size
+                grid = max(1, min((n + 1023) // 1024, 4096))
+                self._kernel_closure(ACCUMULATE.name, grid, (dst, dst, src), n)(RunCtx())
+            else:
+                self.stream.synchronize()
+                target[:] = target.asnumpy() + self.read(env, slot)
+
+    def read(self, env: CudaEnv, slot: int) -> np.ndarray:
+        shape, dtype = self.schedule.shapes[slot], self.schedule.dtypes[slot]
+        out = np.empty(shape, dtype)
+        with activate(self.device_id):
+            self.stream.synchronize()
+            if out.size:
+                drv.memcpy_dtoh(out, env.ptrs[slot])
+        return out
+
+    def time_steps(self, env: CudaEnv, start: int, stop: int, rc: RunCtx) -> list[tuple]:
+        """(step index, op, name, milliseconds) of each step, run eagerly one at a time."""
+        self.run(env, start, start, rc)  # resolve pointers, load the module
+        out = []
+        with activate(self.device_id):
+            for k, closures in enumerate(self._closures(env, (start, stop, tuple(env.ptrs)))):
+                begin, end = drv.Event(), drv.Event()
+                begin.record(self.stream)
+                for fn in closures:
+                    fn(rc)
+                end.record(self.stream)
+                end.synchronize()
+                node = self.schedule.steps[start + k].node
+                out.append((start + k, node.op, node.name, end.time_since(begin)))
+        return out
+
+    # -- internals -----------------------------------------------------------------------------
+    def _load(self) -> None:
+        """Compile (or fetch from the disk cache) and load the program's module, once."""
+        if self._module is None:
+            cubin = compile_module(self.source, self.arch)
+            with activate(self.device_id):
+                self._module = drv.module_from_buffer(cubin)
+
+    def _replay(self, gkey: tuple, steps: list[list[Closure]], rc: RunCtx) -> bool:
+        """Launch the graph of this range; capture it the second time the range is run."""
+        g = self._graphs.get(gkey)
+        if g is None:
+            if len(self._graphs) >= MAX_GRAPHS:
+                self._drop_graphs()
+            self._graphs[gkey] = "seen"
+            return False
+        if g == "seen":
+            def record() -> None:
+                for closures in steps:
+                    for fn in closures:
+                        fn(rc)
+            g = self._graphs[gkey] = CudaGraph(self.stream.handle, record)
+        g.launch()
+        return True
+
+    def _drop_graphs(self) -> None:
+        for g in self._graphs.values():
+            if isinstance(g, CudaGraph):
+                g.destroy()
+        self._graphs.clear()
+
+    def _closures(self, env: CudaEnv, key: tuple) -> list[list[Closure]]:
+        """Closures of steps ``key[0]:key[1]`` for the bound pointers ``key[2]`` (cached)."""
+        got = self._prepared.get(key)
+        if got is None:
+            self._ensure_workspace()
+            if len(self._prepared) >= MAX_GRAPHS:
+                self._prepared.clear()
+            got = self._prepared[key] = [[self._closure(a, env) for a in acts]
+                                         for acts in self.actions[key[0]:key[1]]]
+        return got
+
+    def _ensure_workspace(self) -> None:
+        """Measure every convolution's cuDNN plan and allocate the largest workspace, once
+        (before any closure holds the workspace pointer)."""
+        if self._workspace is not None:
+            return
+        need = 0
+        if cudnn.available():
+            for acts in self.actions:
+                for a in flat_actions(acts):
+                    p = self._conv_plan(a)
+                    if p is not None:
+                        need = max(need, p.ws[a.kind])
+        self._workspace = drv.mem_alloc(max(need, 256))
+        self._ws_bytes = need
+
+    def _choose(self, act: Choice, env: CudaEnv) -> tuple:
+        """cuDNN or the generated fallback for this step, whichever runs faster here: both are
+        timed once, writing into a temporary output so that no live slot is touched."""
+        got = self._choice.get(act)
+        if got is None:
+            conv = [a for a in act.primary if isinstance(a, ConvCall)]
+            got = act.fallback
+            if all(self._conv_plan(a) is not None for a in conv) \
+                    and os.environ.get("SYMGRAPH_CUDNN", "auto") == "1":
+                got = act.primary
+            elif all(self._conv_plan(a) is not None for a in conv):
+                out = conv[0].out
+                tmp_env = CudaEnv(list(env.ptrs))
+                tmp = drv.mem_alloc(max(4 * prod(self.schedule.shapes[out.index]), 256))
+                tmp_env.ptrs[out.index] = int(tmp)
+                ms = [self._time([self._closure(a, tmp_env) for a in branch])
+                      for branch in (act.primary, act.fallback)]
+                got = act.primary if ms[0] <= ms[1] else act.fallback
+            self._choice[act] = got
+        return got
+
+    def _time(self, closures: list, reps: int = 3) -> float:
+        rc = RunCtx()
+        for fn in closures:
+            fn(rc)
+        begin, end = drv.Event(), drv.Event()
+        begin.record(self.stream)
+        for _ in range(reps):
+            for fn in closures:
+                fn(rc)
+        end.record(self.stream)
+        end.synchronize()
+        return end.time_since(begin)
+
+    def _conv_plan(self, act: Any) -> Any:
+        if isinstance(act, ConvCall) and cudnn.available():
+            return cudnn.plan(self.device_id, act.geometry, act.filters)
+        return None
+
+    def _ptr(self, ref: Ref, env: CudaEnv) -> int:
+        if ref.kind == "slot":
+            return env.ptrs[ref.index]
+        return self._base + self._scratch_base + ref.index
+
+    def _kernel_closure(self, name: str, grid: int, ptrs: tuple, n: int,
+                        block: int = THREADS) -> Closure:
+        """A launch with its parameter buffer packed once: pointers, then ``long long n``."""
+        func = self._module.get_function(name)
+        buf = struct.pack("<" + "Q" * len(ptrs) + "q", *ptrs, n)
+        grid_t, block_t, stream = (grid, 1, 1), (block, 1, 1), self.stream
+        return lambda rc: func._launch_kernel(grid_t, block_t, buf, 0, stream)
+
+    def _closure(self, act: Any, env: CudaEnv) -> Closure:
+        stream = self.stream
+        if isinstance(act, Kernel):
+            ptrs = tuple(self._ptr(r, env) for r in act.args)
+            return self._kernel_closure(act.kernel.name, act.grid, ptrs, act.n, act.block)
+        if isinstance(act, Copy):
+            dst, src, nbytes = self._ptr(act.dst, env), self._ptr(act.src, env), act.nbytes
+            return lambda rc: drv.memcpy_dtod_async(dst, src, nbytes, stream)
+        if isinstance(act, Fill):
+            dst, bits = self._ptr(act.dst, env), int(np.float32(act.value).view(np.uint32))
+            count = act.count
+            return lambda rc: drv.memset_d32_async(dst, bits, count, stream) if count else None
+        if isinstance(act, Gemm):
+            a, b, c = (self._ptr(r, env) for r in (act.a, act.b, act.c))
+            dev = self.device_id
+            return lambda rc: cublas.gemm(dev, stream.handle, act.trans_a, act.trans_b, act.m,
+                                          act.n, act.k, a, b, c, act.accumulate, act.batch)
+        if isinstance(act, Host):
+            return lambda rc: self._host_step(act, env, rc)
+        if isinstance(act, Choice):
+            parts = [self._closure(a, env) for a in self._choose(act, env)]
+
+            def run_all(rc: RunCtx) -> None:
+                for fn in parts:
+                    fn(rc)
+            return run_all
+        if isinstance(act, ConvCall):
+            p = self._conv_plan(act)
+            a, b, out = (self._ptr(r, env) for r in (act.a, act.b, act.out))
+            ws, nbytes, dev, kind = int(self._workspace), self._ws_bytes, self.device_id, act.kind
+            return lambda rc: cudnn.run(dev, stream.handle, p, kind, a, b, out, ws, nbytes)
+        raise ExecutionError(f"unknown action {act!r}")
+
+    def _host_step(self, act: Host, env: CudaEnv, rc: RunCtx) -> None:
+        """Stopgap for ops without a GPU lowering: numpy reference on host copies."""
+        st, shapes, dtypes = act.step, self.schedule.shapes, self.schedule.dtypes
+        self.stream.synchronize()
+        xs = []
+        for s in st.inputs:
+            x = np.empty(shapes[s], dtypes[s])
+            if x.size:
+                drv.memcpy_dtoh(x, env.ptrs[s])
+            xs.append(x)
+        outs = get_op(st.node.op).compute(st.node.attrs, xs, rc)
+        for s, v in zip(st.outputs, outs):
+            v = np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtypes[s]), shapes[s]))
+            if v.size:
+                drv.memcpy_htod(env.ptrs[s], v)
+
+
+ALIGN_MIN = 256
+
+
+def compile(schedule: Schedule, ctx: Any = None) -> CudaProgram:  # noqa: A001 (interface name)
+    """The backend interface: a runnable program for ``schedule`` on ``ctx`` (default gpu(0))."""
+    return CudaProgram(schedule, 0 if ctx is None else ctx.device_id)

@@ -1,0 +1,191 @@
+"""C source for elementwise kernels, printed from the scalar expression DAG (``symgraph.expr``).
+
+A fused group and a single elementwise op are the same thing here: a list of output formulas over
+numbered inputs. Two kernel shapes are generated:
+
+* contiguous: every input has the output's size (or is a single element); one thread handles a
+  float4 (16-byte loads and stores) in a grid-stride loop, a scalar loop does the tail;
+* broadcast: the flat output index is split into coordinates (the shape is baked in as constants,
+  so the divisions become multiplications) and each input's offset uses its own strides, 0 on
+  broadcast axes.
+
+Each kernel's name carries a hash of its body, so identical kernels are emitted once per module.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from math import prod
+from typing import Sequence
+
+from ..expr import PRIMS, Expr, topo
+
+Shape = tuple[int, ...]
+THREADS = 256
+
+
+def c_float(v: float) -> str:
+    """A float literal C reads back exactly."""
+    if math.isnan(v):
+        return "__int_as_float(0x7fffffff)"
+    if math.isinf(v):
+        return "__int_as_float(0x7f800000)" if v > 0 else "__int_as_float(0xff800000)"
+    return f"{float(v)!r}f"
+
+
+def expr_to_c(roots: Sequence[Expr], arg: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Statements computing ``roots`` from C names ``arg[i]`` of input ``i``.
+
+    Returns (statements, C expression of each root). Shared subexpressions are computed once.
+    """
+    names: dict[Expr, str] = {}
+    lines: list[str] = []
+    for e in topo(roots):
+        if e.op == "input":
+            names[e] = arg[int(e.value)]
+        elif e.op == "const":
+            names[e] = c_float(e.value)
+        else:
+            text = PRIMS[e.op].c.format(*(names[a] for a in e.args))
+            names[e] = f"t{len(lines)}"
+            lines.append(f"const float {names[e]} = (float){text};")
+    return lines, [names[r] for r in roots]
+
+
+def used_inputs(roots: Sequence[Expr]) -> list[int]:
+    return sorted({int(e.value) for e in topo(roots) if e.op == "input"})
+
+
+def short_hash(text: str) -> str:
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+
+def kernel_name(stem: str, body: str) -> str:
+    """``sg_<stem>_<hash of body>``: readable, and equal bodies get equal names."""
+    clean = "".join(ch if ch.isalnum() else "_" for ch in stem)[:40]
+    return f"sg_{clean}_{short_hash(body)}"
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """A kernel's source; its parameters are ``n_ptr`` pointers then one ``long long``."""
+
+    name: str
+    source: str
+    n_ptr: int
+    per_thread: int = 1  # elements one thread handles per loop trip (4: float4 path)
+    helpers: tuple[tuple[str, str], ...] = ()  # (name, source) of shared __device__ functions
+
+
+def _signature(n_out: int, inputs: Sequence[int]) -> str:
+    # No __restrict__: an output may be written over an input (in-place plans, bias add).
+    outs = [f"float* y{k}" for k in range(n_out)]
+    ins = [f"const float* x{i}" for i in inputs]
+    return ", ".join(outs + ins + ["long long n"])
+
+
+def _scalar_fn(stem: str, exprs: Sequence[Expr], inputs: Sequence[int]) -> tuple[str, str]:
+    """A ``__device__`` function computing all outputs of one element from input values."""
+    lines, results = expr_to_c(exprs, [f"v{i}" for i in range(max(inputs, default=-1) + 1)])
+    params = [f"float v{i}" for i in inputs] + [f"float& r{k}" for k in range(len(exprs))]
+    body = "\n".join(f"    {ln}" for ln in lines + [f"r{k} = {r};" for k, r in enumerate(results)])
+    fn = "f_" + short_hash(body + ",".join(params))
+    return fn, (f"__device__ __forceinline__ void {fn}({', '.join(params)}) {{\n{body}\n}}\n")
+
+
+def render_contiguous(stem: str, exprs: Sequence[Expr], scalar_inputs: Sequence[int] = (),
+                      n_inputs: int = 0) -> Rendered:
+    """Same-size operands: float4 loads/stores in a grid-stride loop, then a scalar tail.
+
+    ``scalar_inputs`` are one-element inputs, read once per thread.
+    """
+    inputs = used_inputs(exprs)
+    fn, helper = _scalar_fn(stem, exprs, inputs)
+    nout = len(exprs)
+
+    def call(load: dict[int, str], store: list[str]) -> str:
+        return f"{fn}({', '.join([load[i] for i in inputs] + store)});"
+    vec_loads = "".join(f"        const float4 a{i} = reinterpret_cast<const float4*>(x{i})[i];\n"
+                        for i in inputs if i not in scalar_inputs)
+    lanes = []
+    for lane in "xyzw":
+        load = {i: (f"s{i}" if i in scalar_inputs else f"a{i}.{lane}") for i in inputs}
+        lanes.append("        " + call(load, [f"b{k}.{lane}" for k in range(nout)]))
+    scalars = "".join(f"    const float s{i} = x{i}[0];\n" for i in scalar_inputs if i in inputs)
+    decl = "".join(f"        float4 b{k};\n" for k in range(nout))
+    stores = "".join(f"        reinterpret_cast<float4*>(y{k})[i] = b{k};\n" for k in range(nout))
+    tail_load = {i: (f"s{i}" if i in scalar_inputs else f"x{i}[i]") for i in inputs}
+    tail_decl = "".join(f"        float c{k};\n" for k in range(nout))
+    tail_store = "".join(f"        y{k}[i] = c{k};\n" for k in range(nout))
+    body = (
+        f"{scalars}"
+        "    const long long step = (long long)blockDim.x * gridDim.x;\n"
+        "    const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    const long long nv = n >> 2;\n"
+        "    for (long long i = first; i < nv; i += step) {\n"
+        f"{vec_loads}{decl}" + "\n".join(lanes) + f"\n{stores}"
+        "    }\n"
+        "    for (long long i = (nv << 2) + first; i < n; i += step) {\n"
+        f"{tail_decl}        {call(tail_load, [f'c{k}' for k in range(nout)])}\n{tail_store}"
+        "    }\n")
+    sig = _signature(nout, inputs)
+    name = kernel_name(stem + "_c", helper + sig + body)
+    src = f"extern \"C\" __global__ void {name}({sig}) {{\n{body}}}\n"
+    return Rendered(name, src, nout + len(inputs), 4, ((fn, helper),))
+
+
+def strides_for(shape: Shape, out_shape: Shape) -> list[int]:
+    """Element strides of ``shape`` aligned right against ``out_shape``; 0 on broadcast axes."""
+    lead = len(out_shape) - len(shape)
+    strides = [0] * len(out_shape)
+    s = 1
+    for k in range(len(shape) - 1, -1, -1):
+        strides[lead + k] = 0 if shape[k] == 1 and out_shape[lead + k] != 1 else s
+        s *= shape[k]
+    return strides
+
+
+def render_broadcast(stem: str, exprs: Sequence[Expr], in_shapes: Sequence[Shape],
+                     out_shape: Shape) -> Rendered:
+    """Inputs broadcast to ``out_shape`` by index arithmetic (shape baked in as constants)."""
+    inputs = used_inputs(exprs)
+    fn, helper = _scalar_fn(stem, exprs, inputs)
+    nout = len(exprs)
+    idx = [f"        long long o{i} = 0;" for i in inputs]
+    idx.append("        long long r = i;")
+    for d in range(len(out_shape) - 1, -1, -1):
+        idx.append(f"        {{ const long long c = r % {out_shape[d]}LL; r /= {out_shape[d]}LL;")
+        for i in inputs:
+            st = strides_for(in_shapes[i], out_shape)[d]
+            if st:
+                idx.append(f"          o{i} += c * {st}LL;")
+        idx.append("        }")
+    loads = [f"x{i}[o{i}]" for i in inputs]
+    body = (
+        "    const long long step = (long long)blockDim.x * gridDim.x;\n"
+        "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
+        "i += step) {\n" + "\n".join(idx) + "\n"
+        + "".join(f"        float c{k};\n" for k in range(nout))
+        + f"        {fn}({', '.join(loads + [f'c{k}' for k in range(nout)])});\n"
+        + "".join(f"        y{k}[i] = c{k};\n" for k in range(nout)) + "    }\n")
+    sig = _signature(nout, inputs)
+    name = kernel_name(stem + "_b", helper + sig + body)
+    src = f"extern \"C\" __global__ void {name}({sig}) {{\n{body}}}\n"
+    return Rendered(name, src, nout + len(inputs), 1, ((fn, helper),))
+
+
+def render_elementwise(stem: str, exprs: Sequence[Expr], in_shapes: Sequence[Shape],
+                       out_shape: Shape) -> tuple[Rendered, list[int]]:
+    """The right kernel for these shapes; also returns which node inputs it reads, in order."""
+    n = prod(out_shape)
+    inputs = used_inputs(exprs)
+    if all(prod(in_shapes[i]) in (n, 1) for i in inputs):
+        scalar = [i for i in inputs if prod(in_shapes[i]) == 1 and n != 1]
+        return render_contiguous(stem, exprs, scalar), inputs
+    return render_broadcast(stem, exprs, in_shapes, out_shape), inputs
+
+
+def grid_for(n_threads: int, sm_count: int, per_sm: int = 16) -> int:
+    """Blocks for ``n_threads`` work items: enough to fill the device, no more."""
+    return max(1, min((n_threads + THREADS - 1) // THREADS, sm_count * per_sm))

@@ -1,0 +1,165 @@
+"""cuDNN 9 through ctypes: the legacy convolution API (forward, backward-data, backward-filter).
+
+One handle per device. A :class:`ConvPlan` holds the descriptors of one convolution shape and the
+algorithms chosen for it by ``cudnnFind*`` (which times the candidates), made once per shape and
+cached. Math is CUDNN_FMA_MATH (plain FP32: no TF32 tensor cores) unless ``SYMGRAPH_TF32=1``
+(CUDNN_DEFAULT_MATH, which lets cuDNN use TF32). When the library cannot be loaded,
+:func:`available` is False and the backend runs its im2col + cuBLAS lowering instead.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+from typing import Any, Optional
+
+from ..base import ExecutionError
+
+CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_CROSS_CORRELATION = 0, 0, 1
+CUDNN_DEFAULT_MATH, CUDNN_FMA_MATH = 0, 3
+
+_LIB: Any = None
+_TRIED = False
+_HANDLES: dict[int, ctypes.c_void_p] = {}
+_PLANS: dict[tuple, "ConvPlan"] = {}
+
+
+class _Perf(ctypes.Structure):
+    """cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t (the three share one layout)."""
+
+    _fields_ = [("algo", ctypes.c_int), ("status", ctypes.c_int), ("time", ctypes.c_float),
+                ("memory", ctypes.c_size_t), ("determinism", ctypes.c_int),
+                ("mathType", ctypes.c_int), ("reserved", ctypes.c_int * 3)]
+
+
+def _load() -> Optional[Any]:
+    global _LIB, _TRIED
+    if not _TRIED:
+        _TRIED = True
+        for name in ("libcudnn.so.9", "libcudnn.so"):
+            try:
+                lib = ctypes.CDLL(name)
+                lib.cudnnConvolutionForward  # noqa: B018 (the legacy API must be there)
+                _LIB = lib
+                break
+            except (OSError, AttributeError):
+                continue
+        if _LIB is None:
+            print("symgraph: cuDNN not loadable; convolutions use im2col + cuBLAS",
+                  file=sys.stderr)
+    return _LIB
+
+
+def available() -> bool:
+    return os.environ.get("SYMGRAPH_CUDNN", "auto") != "0" and _load() is not None
+
+
+def _check(status: int, what: str) -> None:
+    if status != 0:
+        msg = _LIB.cudnnGetErrorString
+        msg.restype = ctypes.c_char_p
+        raise ExecutionError(f"cuDNN {what} failed: {msg(status).decode()} ({status})")
+
+
+def handle(device_id: int) -> ctypes.c_void_p:
+    h = _HANDLES.get(device_id)
+    if h is None:
+        h = ctypes.c_void_p()
+        _check(_load().cudnnCreate(ctypes.byref(h)), "cudnnCreate")
+        _HANDLES[device_id] = h
+    return h
+
+
+def _desc(kind: str, *dims: int) -> ctypes.c_void_p:
+    lib, d = _LIB, ctypes.c_void_p()
+    if kind == "tensor":
+        _check(lib.cudnnCreateTensorDescriptor(ctypes.byref(d)), "create tensor descriptor")
+        _check(lib.cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, *dims),
+               "set tensor descriptor")
+    else:
+        _check(lib.cudnnCreateFilterDescriptor(ctypes.byref(d)), "create filter descriptor")
+        _check(lib.cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, *dims),
+               "set filter descriptor")
+    return d
+
+
+class Unsupported(ExecutionError):
+    """cuDNN offers no working algorithm for a shape (that convolution uses im2col instead)."""
+
+
+class ConvPlan:
+    """Descriptors and measured algorithms of one 2-D convolution (geometry ``g``, F filters)."""
+
+    def __init__(self, device_id: int, g: Any, f: int) -> None:
+        lib, h = _LIB, handle(device_id)
+        # Find runs work on the handle's stream: point it at the (live) default stream, not at
+        # the stream of whichever program used the handle last (it may be freed by now).
+        _check(lib.cudnnSetStream(h, ctypes.c_void_p(0)), "cudnnSetStream")
+        self.x = _desc("tensor", g.n, g.c, g.h, g.w)
+        self.y = _desc("tensor", g.n, f, g.oh, g.ow)
+        self.w = _desc("filter", f, g.c, g.kh, g.kw)
+        self.conv = ctypes.c_void_p()
+        _check(lib.cudnnCreateConvolutionDescriptor(ctypes.byref(self.conv)), "create conv")
+        _check(lib.cudnnSetConvolution2dDescriptor(self.conv, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw,
+                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+               "set conv descriptor")
+        tf32 = os.environ.get("SYMGRAPH_TF32", "0") == "1"
+        _check(lib.cudnnSetConvolutionMathType(
+            self.conv, CUDNN_DEFAULT_MATH if tf32 else CUDNN_FMA_MATH), "set math type")
+        self.algo, self.ws = {}, {}
+        for kind, find, size, descs in (
+                ("fwd", "cudnnFindConvolutionForwardAlgorithm",
+                 "cudnnGetConvolutionForwardWorkspaceSize", (self.x, self.w, self.conv, self.y)),
+                ("data", "cudnnFindConvolutionBackwardDataAlgorithm",
+                 "cudnnGetConvolutionBackwardDataWorkspaceSize",
+                 (self.w, self.y, self.conv, self.x)),
+                ("filter", "cudnnFindConvolutionBackwardFilterAlgorithm",
+                 "cudnnGetConvolutionBackwardFilterWorkspaceSize",
+                 (self.x, self.y, self.conv, self.w))):
+            perf, count = (_Perf * 8)(), ctypes.c_int()
+            _check(getattr(lib, find)(h, *descs, 8, ctypes.byref(count), perf), find)
+            ok = [p for p in perf[:count.value] if p.status == 0]
+            if not ok:
+                raise Unsupported(f"cuDNN has no {kind} algorithm for {g}, {f} filters "
+                                  f"(statuses {[p.status for p in perf[:count.value]]})")
+            self.algo[kind] = ok[0].algo  # sorted fastest first
+            nbytes = ctypes.c_size_t()
+            _check(getattr(lib, size)(h, *descs, self.algo[kind], ctypes.byref(nbytes)), size)
+            self.ws[kind] = nbytes.value
+
+
+def plan(device_id: int, g: Any, f: int) -> Optional[ConvPlan]:
+    """The cached plan of this convolution shape (measured on first use); None when cuDNN has
+    no algorithm for it (one line on stderr says so)."""
+    key = (device_id, g, f, os.environ.get("SYMGRAPH_TF32", "0"))
+    if key not in _PLANS:
+        try:
+            _PLANS[key] = ConvPlan(device_id, g, f)
+        except Unsupported as err:
+            print(f"symgraph: {err}; using im2col + cuBLAS", file=sys.stderr)
+            _PLANS[key] = None
+    return _PLANS[key]
+
+
+_ONE, _ZERO = ctypes.c_float(1.0), ctypes.c_float(0.0)
+
+
+def run(device_id: int, stream_handle: int, p: ConvPlan, kind: str, a: int, b: int, out: int,
+        ws: int, ws_bytes: int) -> None:
+    """fwd: y = conv(x=a, w=b); data: dx = conv^T(w=a, dy=b); filter: dw from (x=a, dy=b)."""
+    lib, h = _LIB, handle(device_id)
+    _check(lib.cudnnSetStream(h, ctypes.c_void_p(stream_handle)), "cudnnSetStream")
+    one, zero, a, b, out, ws = (ctypes.byref(_ONE), ctypes.byref(_ZERO), ctypes.c_void_p(a),
+                                ctypes.c_void_p(b), ctypes.c_void_p(out), ctypes.c_void_p(ws))
+    size = ctypes.c_size_t(ws_bytes)
+    if kind == "fwd":
+        _check(lib.cudnnConvolutionForward(h, one, p.x, a, p.w, b, p.conv, p.algo[kind], ws,
+                                           size, zero, p.y, out), "cudnnConvolutionForward")
+    elif kind == "data":
+        _check(lib.cudnnConvolutionBackwardData(h, one, p.w, a, p.y, b, p.conv, p.algo[kind],
+                                                ws, size, zero, p.x, out),
+               "cudnnConvolutionBackwardData")
+    else:
+        _check(lib.cudnnConvolutionBackwardFilter(h, one, p.x, a, p.y, b, p.conv, p.algo[kind],
+                                                  ws, size, zero, p.w, out),
+               "cudnnConvolutionBackwardFilter")

@@ -1,0 +1,174 @@
+"""Hand-written kernel templates where no library call fits: reductions over any axes, softmax
+along an axis, SoftmaxOutput's backward. Shapes are baked in as constants (one kernel per shape,
+all in the one module of a compiled graph); every kernel takes pointers then ``long long n``.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Sequence
+
+from .codegen import Rendered, c_float, kernel_name
+
+Shape = tuple[int, ...]
+
+# reduction kind -> (initial value, combine, finish given the count)
+REDUCERS = {
+    "sum": ("0.f", "a + b", "acc"),
+    "mean": ("0.f", "a + b", "acc * (1.f / {count}.f)"),
+    "max": (c_float(float("-inf")), "fmaxf(a, b)", "acc"),
+    "min": (c_float(float("inf")), "fminf(a, b)", "acc"),
+}
+
+
+def _offset_fn(fname: str, shape: Shape, dims: Sequence[int]) -> str:
+    """``__device__`` function: flat index over ``dims`` of ``shape`` -> element offset."""
+    strides = [prod(shape[d + 1:]) for d in range(len(shape))]
+    lines = ["    long long off = 0;"]
+    for d in reversed(dims):
+        lines.append(f"    off += (k % {shape[d]}LL) * {strides[d]}LL; k /= {shape[d]}LL;")
+    return (f"__device__ __forceinline__ long long {fname}(long long k) {{\n"
+            + "\n".join(lines) + "\n    return off;\n}\n")
+
+
+def reduce_split(shape: Shape, axes: Sequence[int]) -> tuple[int, int]:
+    """(number of outputs, elements reduced per output)."""
+    n_red = prod(shape[a] for a in axes)
+    return prod(shape) // max(n_red, 1), n_red
+
+
+def use_block_per_output(n_out: int, n_red: int, sm_count: int) -> bool:
+    """Few outputs with long reductions: a block cooperates on each; else a thread per output."""
+    return n_out < sm_count * 64 and n_red > 64
+
+
+def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
+                  block_per_output: bool, chunks: int = 1, count: int = 0) -> Rendered:
+    """out[o] = reduce over the ``axes`` of ``shape``; outputs in row-major order of kept axes.
+
+    With ``chunks > 1`` (block per output only) each output's reduction is cut into ``chunks``
+    pieces and the kernel writes the ``n_out * chunks`` unfinished partial results (stage one of
+    a two-stage reduction). ``count`` overrides the divisor of ``mean``.
+    """
+    kept = [d for d in range(len(shape)) if d not in axes]
+    n_out, n_red = reduce_split(shape, axes)
+    init, comb, fin = REDUCERS[kind]
+    fin = "acc" if chunks > 1 else fin.format(count=max(count or n_red, 1))
+    clen = -(-n_red // chunks)
+    tag = kernel_name(stem, f"{shape}{tuple(axes)}{kind}{block_per_output}{chunks},{count}")
+    helpers = (_offset_fn(f"{tag}_base", shape, kept) + _offset_fn(f"{tag}_roff", shape, list(axes))
+               + f"__device__ __forceinline__ float {tag}_op(float a, float b) {{ return {comb}; }}\n")
+    if block_per_output:
+        body = (
+            f"    __shared__ float part[32];\n"
+            f"    for (long long v = blockIdx.x; v < {n_out * chunks}LL; v += gridDim.x) {{\n"
+            f"        const long long o = v / {chunks}LL, r0 = (v % {chunks}LL) * {clen}LL;\n"
+            f"        const long long r1 = r0 + {clen}LL < {n_red}LL ? r0 + {clen}LL : {n_red}LL;\n"
+            f"        const long long b0 = {tag}_base(o);\n"
+            f"        float acc = {init};\n"
+            f"        for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x)\n"
+            f"            acc = {tag}_op(acc, x[b0 + {tag}_roff(r)]);\n"
+            f"        for (int s = 16; s > 0; s >>= 1) "
+            f"acc = {tag}_op(acc, __shfl_down_sync(0xffffffffu, acc, s));\n"
+            "        if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = acc;\n"
+            "        __syncthreads();\n"
+            "        if (threadIdx.x < 32) {\n"
+            f"            acc = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : {init};\n"
+            f"            for (int s = 16; s > 0; s >>= 1) "
+            f"acc = {tag}_op(acc, __shfl_down_sync(0xffffffffu, acc, s));\n"
+            f"            if (threadIdx.x == 0) y[v] = {fin};\n"
+            "        }\n"
+            "        __syncthreads();\n"
+            "    }\n")
+    else:
+        body = (
+            f"    for (long long o = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+            f"o < {n_out}LL; o += (long long)blockDim.x * gridDim.x) {{\n"
+            f"        const long long b0 = {tag}_base(o);\n"
+            f"        float acc = {init};\n"
+            f"        for (long long r = 0; r < {n_red}LL; ++r) "
+            f"acc = {tag}_op(acc, x[b0 + {tag}_roff(r)]);\n"
+            f"        y[o] = {fin};\n"
+            "    }\n")
+    src = (helpers + f"extern \"C\" __global__ void {tag}(float* __restrict__ y, "
+           f"const float* __restrict__ x, long long n) {{\n{body}}}\n")
+    return Rendered(tag, src, 2)
+
+
+def render_softmax(stem: str, outer: int, k: int, inner: int, log: bool,
+                   scale: float = 1.0) -> Rendered:
+    """Softmax (or log-softmax) of ``scale * x`` over the middle axis of an (outer, k, inner)
+    array, a warp a row. Three passes over the row (max, sum of exponentials, write)."""
+    tag = kernel_name(stem, f"{outer},{k},{inner},{log},{scale}")
+    sx = "" if scale == 1.0 else f" * {c_float(scale)}"
+    write = "(v - m) - logf(s)" if log else "expf(v - m) * inv"
+    body = (
+        "    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n"
+        "    const int lane = threadIdx.x & 31;\n"
+        f"    if (warp >= {outer * inner}LL) return;\n"
+        f"    const long long base = (warp / {inner}LL) * {k * inner}LL + warp % {inner}LL;\n"
+        f"    float m = {c_float(float('-inf'))};\n"
+        f"    for (int c = lane; c < {k}; c += 32) m = fmaxf(m, x[base + c * {inner}LL]{sx});\n"
+        "    for (int s = 16; s > 0; s >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, s));\n"
+        "    float s = 0.f;\n"
+        f"    for (int c = lane; c < {k}; c += 32) s += expf(x[base + c * {inner}LL]{sx} - m);\n"
+        "    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);\n"
+        "    const float inv = 1.f / s;\n"
+        f"    for (int c = lane; c < {k}; c += 32) {{\n"
+        f"        const float v = x[base + c * {inner}LL]{sx};\n"
+        f"        y[base + c * {inner}LL] = {write};\n"
+        "    }\n")
+    src = (f"extern \"C\" __global__ void {tag}(float* __restrict__ y, "
+           f"const float* __restrict__ x, long long n) {{\n{body}}}\n")
+    return Rendered(tag, src, 2)
+
+
+def render_count_valid(stem: str, rows: int, ignore_label: float) -> Rendered:
+    """One block counts labels different from ``ignore_label`` into ``y[0]`` (as a float)."""
+    tag = kernel_name(stem, f"{rows},{ignore_label}")
+    body = (
+        "    __shared__ float part[32];\n"
+        "    float acc = 0.f;\n"
+        f"    for (long long r = threadIdx.x; r < {rows}LL; r += blockDim.x)\n"
+        f"        acc += (lab[r] != {c_float(ignore_label)}) ? 1.f : 0.f;\n"
+        "    for (int s = 16; s > 0; s >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, s);\n"
+        "    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = acc;\n"
+        "    __syncthreads();\n"
+        "    if (threadIdx.x == 0) {\n"
+        "        float t = 0.f;\n"
+        "        for (int w = 0; w < (int)(blockDim.x >> 5); ++w) t += part[w];\n"
+        "        y[0] = t;\n"
+        "    }\n")
+    src = (f"extern \"C\" __global__ void {tag}(float* __restrict__ y, "
+           f"const float* __restrict__ lab, long long n) {{\n{body}}}\n")
+    return Rendered(tag, src, 2)
+
+
+def render_softmax_output_backward(stem: str, outer: int, k: int, inner: int, scale: float,
+                                   use_ignore: bool, ignore_label: float, alpha: float,
+                                   divide_by_count: bool) -> Rendered:
+    """grad = (prob - target(label)) * valid * scale over an (outer, k, inner) prob array.
+
+    ``target`` is the (optionally label-smoothed) one-hot of the integer label of the element's
+    row; with ``divide_by_count`` the scale is further divided by ``max(1, *count)`` (a pointer
+    to the number of valid labels, computed by :func:`render_count_valid`).
+    """
+    tag = kernel_name(stem, f"{outer},{k},{inner},{scale},{use_ignore},{ignore_label},{alpha},"
+                            f"{divide_by_count}")
+    on, off = (1.0 - alpha, alpha / (k - 1)) if alpha and k > 1 else (1.0, 0.0)
+    valid = f"(lab != {c_float(ignore_label)})" if use_ignore else "true"
+    sc = (f"({c_float(scale)} / fmaxf(1.f, count[0]))" if divide_by_count else c_float(scale))
+    body = (
+        "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
+        "i += (long long)blockDim.x * gridDim.x) {\n"
+        f"        const long long c = (i / {inner}LL) % {k}LL;\n"
+        f"        const long long row = (i / {k * inner}LL) * {inner}LL + i % {inner}LL;\n"
+        "        const float lab = label[row];\n"
+        "        long long idx = (long long)lab;\n"
+        f"        idx = idx < 0 ? 0 : (idx > {k - 1} ? {k - 1} : idx);\n"
+        f"        const float t = (c == idx) ? {c_float(on)} : {c_float(off)};\n"
+        f"        y[i] = {valid} ? (p[i] - t) * {sc} : 0.f;\n"
+        "    }\n")
+    src = (f"extern \"C\" __global__ void {tag}(float* __restrict__ y, const float* __restrict__ p, "
+           f"const float* __restrict__ label, const float* __restrict__ count, long long n) "
+           f"{{\n{body}}}\n")
+    return Rendered(tag, src, 4)

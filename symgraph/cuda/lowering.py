@@ -1,0 +1,445 @@
+"""Lowering of schedule steps to launch actions, driven by data on each op.
+
+An op states its GPU lowering as ``OpDef.lowering``: a family name, or ``(family, params)``.
+Ops with a scalar formula (``OpDef.expr``) and no lowering are the ``elementwise`` family. This
+module maps family names to lowering functions; nothing here branches on op names. A lowering
+function gets a :class:`StepCtx` and returns a list of actions:
+
+* :class:`Kernel` - a generated kernel launch (source rendered here, compiled into the module);
+* :class:`Copy`, :class:`Fill` - device-to-device copy, 32-bit memset;
+* :class:`Gemm` - a (strided-batched) cuBLAS SGEMM in row-major terms;
+* :class:`Host` - the documented stopgap: inputs to the host, the numpy reference, results back.
+
+Arguments are symbolic (:class:`Ref`: a slot or a scratch buffer) and resolved to device
+pointers by the backend, so this module is pure Python and CI renders every kernel without a GPU.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ..attrs import Attrs
+from ..expr import Expr, inp
+from ..registry import OpDef, get_op
+from ..schedule import Step
+from .codegen import THREADS, Rendered, grid_for, render_elementwise
+from .kernels import (REDUCERS, reduce_split, render_count_valid, render_reduce, render_softmax,
+                      render_softmax_output_backward, use_block_per_output)
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A device buffer: ``("slot", i)`` or ``("scratch", k)`` of the step's program."""
+
+    kind: str
+    index: int
+
+
+@dataclass(frozen=True)
+class Kernel:
+    kernel: Rendered
+    grid: int
+    block: int
+    args: tuple[Ref, ...]
+    n: int
+
+
+@dataclass(frozen=True)
+class Copy:
+    dst: Ref
+    src: Ref
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Fill:
+    dst: Ref
+    value: float
+    count: int
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """C[b] = op(A[b]) @ op(B[b]) (+ C if ``accumulate``), row-major, ``batch`` matrices."""
+
+    trans_a: bool
+    trans_b: bool
+    m: int
+    n: int
+    k: int
+    a: Ref
+    b: Ref
+    c: Ref
+    batch: int = 1
+    accumulate: bool = False
+
+
+@dataclass(frozen=True)
+class Host:
+    step: Step
+
+
+@dataclass(frozen=True)
+class ConvCall:
+    """A cuDNN convolution: ``kind`` fwd (a=x, b=w), data (a=w, b=dy) or filter (a=x, b=dy)."""
+
+    kind: str
+    geometry: Any
+    filters: int
+    a: Ref
+    b: Ref
+    out: Ref
+
+
+@dataclass(frozen=True)
+class Choice:
+    """``primary`` (library calls) when cuDNN loads at run time, else ``fallback``."""
+
+    primary: tuple
+    fallback: tuple
+
+
+def flat_actions(acts: Sequence[Any]) -> list:
+    """Every action, both branches of a Choice included (for gathering kernels)."""
+    out: list = []
+    for a in acts:
+        out += flat_actions(a.primary + a.fallback) if isinstance(a, Choice) else [a]
+    return out
+
+
+Action = Any
+
+
+@dataclass
+class StepCtx:
+    """What a lowering function sees: the step, its shapes and buffers, device facts."""
+
+    step: Step
+    attrs: Attrs
+    in_shapes: list[Shape]
+    out_shapes: list[Shape]
+    dtypes: list[np.dtype]  # of the step's inputs, then outputs
+    ins: list[Ref]
+    outs: list[Ref]
+    sm_count: int
+    scratch: list[int] = field(default_factory=list)  # aligned bytes of this step's buffers
+
+    def new_scratch(self, nbytes: int) -> Ref:
+        """A temporary buffer of this step (``Ref.index`` is its byte offset in the workspace
+        that all steps share: steps run one after another on one stream)."""
+        offset = sum(self.scratch)
+        self.scratch.append((int(nbytes) + 255) // 256 * 256)
+        return Ref("scratch", offset)
+
+    @property
+    def stem(self) -> str:
+        return self.step.node.op.lstrip("_")
+
+
+LoweringFn = Callable[[StepCtx, dict], list]
+FAMILIES: dict[str, LoweringFn] = {}
+
+
+def family(name: str) -> Callable[[LoweringFn], LoweringFn]:
+    def deco(fn: LoweringFn) -> LoweringFn:
+        FAMILIES[name] = fn
+        return fn
+    return deco
+
+
+# Merge bridge: lowerings of ops registered on another branch (ops, issue 3) that do not carry
+# ``lowering=`` yet. Once their OpDefs state it, these entries are dead and should be deleted.
+PENDING: dict[str, object] = {
+    "Convolution": "convolution",
+    "_backward_Convolution_data": "convolution_backward_data",
+    "_backward_Convolution_weight": "convolution_backward_weight",
+    "Pooling": "pooling",
+    "_backward_Pooling": "pooling_backward",
+    "_pooling_gather": "pooling_gather",
+    "softmax": ("softmax", {"axis_from": "attr"}),
+    "log_softmax": ("softmax", {"axis_from": "attr", "log": True}),
+    "SoftmaxActivation": ("softmax", {"axis_from": "mode"}),
+    "batch_dot": "batch_dot",
+    "broadcast_to": "broadcast_to",
+    "expand_dims": "copy",
+    "squeeze": "copy",
+}
+
+
+def lowering_of(op: OpDef) -> tuple[str, dict]:
+    """(family, params) of an op: its ``lowering`` data, else elementwise/host by default."""
+    if not _VIEWS_ADDED:
+        _add_view_lowerings()
+    low = op.lowering if op.lowering is not None else PENDING.get(op.name)
+    if low is None:
+        return ("elementwise", {}) if op.expr is not None else ("host", {})
+    if isinstance(low, str):
+        return low, {}
+    return low[0], dict(low[1])
+
+
+def lower_step(ctx: StepCtx) -> list:
+    """Actions of one step; float32 only (other dtypes take the host path)."""
+    fam, params = lowering_of(get_op(ctx.step.node.op))
+    if fam != "copy" and any(np.dtype(t) != np.float32 for t in ctx.dtypes):
+        fam = "host"
+    return FAMILIES[fam](ctx, params)
+
+
+# -- families -----------------------------------------------------------------------------------
+
+def elementwise_actions(ctx: StepCtx, stem: str, exprs: Sequence[Expr], in_shapes: Sequence[Shape],
+                        ins: Sequence[Ref], out_shape: Shape, outs: Sequence[Ref]) -> list:
+    kern, used = render_elementwise(stem, exprs, in_shapes, out_shape)
+    n = prod(out_shape)
+    per = kern.per_thread
+    grid = grid_for((n + per - 1) // per, ctx.sm_count)
+    return [Kernel(kern, grid, THREADS, tuple(outs) + tuple(ins[i] for i in used), n)]
+
+
+@family("host")
+def _host(ctx: StepCtx, p: dict) -> list:
+    return [Host(ctx.step)]
+
+
+@family("elementwise")
+def _elementwise(ctx: StepCtx, p: dict) -> list:
+    op = get_op(ctx.step.node.op)
+    e = op.expr(ctx.attrs, *(inp(i) for i in range(len(ctx.ins))))
+    return elementwise_actions(ctx, ctx.stem, [e], ctx.in_shapes, ctx.ins, ctx.out_shapes[0],
+                               ctx.outs)
+
+
+@family("fused")
+def _fused(ctx: StepCtx, p: dict) -> list:
+    """A ``_fused`` node: optional GEMM-like head into scratch, then one elementwise kernel."""
+    a = ctx.attrs
+    shapes = {tuple(s) for s in a["shapes"]}
+    if len(shapes) != 1:
+        return [Host(ctx.step)]
+    stem = "_".join(a["members"])[:40] or "fused"
+    ins, in_shapes, actions = list(ctx.ins), list(ctx.in_shapes), []
+    if a["head"] is not None:
+        head_op, head_attrs, n = a["head"]
+        out_shape = tuple(a["shapes"][0])
+        head_fam, head_p = lowering_of(get_op(head_op))
+        tmp = ctx.new_scratch(4 * prod(out_shape))
+        sub = StepCtx(ctx.step, head_attrs, in_shapes[:n], [out_shape], ctx.dtypes, ins[:n],
+                      [tmp], ctx.sm_count, ctx.scratch)
+        actions += FAMILIES[head_fam](sub, head_p)
+        ins, in_shapes = [tmp] + ins[n:], [out_shape] + in_shapes[n:]
+    return actions + elementwise_actions(ctx, stem, a["exprs"], in_shapes, ins,
+                                         shapes.pop(), ctx.outs)
+
+
+@family("copy")
+def _copy(ctx: StepCtx, p: dict) -> list:
+    """Reshape, identity, BlockGrad...: the bytes of input 0, unchanged."""
+    nbytes = prod(ctx.out_shapes[0]) * np.dtype(ctx.dtypes[-1]).itemsize
+    return [Copy(ctx.outs[0], ctx.ins[0], nbytes)] if nbytes else []
+
+
+@family("fill")
+def _fill(ctx: StepCtx, p: dict) -> list:
+    return [Fill(ctx.outs[0], float(p["value"]), prod(ctx.out_shapes[0]))]
+
+
+@family("scale_by_batch")
+def _scale_by_batch(ctx: StepCtx, p: dict) -> list:
+    e = inp(0) * (1.0 / ctx.in_shapes[0][0])
+    return elementwise_actions(ctx, "scale_by_batch", [e], ctx.in_shapes, ctx.ins,
+                               ctx.out_shapes[0], ctx.outs)
+
+
+@family("broadcast_to")
+def _broadcast_to(ctx: StepCtx, p: dict) -> list:
+    """Input ``p['input']`` (default 0) broadcast to the output shape (broadcast_like)."""
+    i = p.get("input", 0)
+    return elementwise_actions(ctx, ctx.stem, [inp(0)], [ctx.in_shapes[i]], [ctx.ins[i]],
+                               ctx.out_shapes[0], ctx.outs)
+
+
+def _axes(ctx: StepCtx) -> tuple[int, ...]:
+    from ..ops.tensor import reduce_axes
+    return reduce_axes(ctx.attrs, len(ctx.in_shapes[-1]))
+
+
+@family("reduce_backward")
+def _reduce_backward(ctx: StepCtx, p: dict) -> list:
+    """A reduction's gradient broadcast back over the reduced axes (divided by count if mean)."""
+    x_shape = ctx.in_shapes[1]
+    axes = _axes(ctx)
+    kept = tuple(1 if i in axes else d for i, d in enumerate(x_shape))
+    e = inp(0)
+    if ctx.attrs["mean"]:
+        e = e * (1.0 / max(1, prod(x_shape[i] for i in axes)))
+    return elementwise_actions(ctx, "reduce_backward", [e], [kept], [ctx.ins[0]], x_shape,
+                               ctx.outs)
+
+
+def reduce_actions(ctx: StepCtx, shape: Shape, axes: Sequence[int], kind: str) -> list:
+    if not axes:
+        return elementwise_actions(ctx, "reduce_noop", [inp(0)], [shape], ctx.ins[:1], shape,
+                                   ctx.outs)
+    n_out, n_red = reduce_split(shape, axes)
+    block = use_block_per_output(n_out, n_red, ctx.sm_count)
+    chunks = min(-(-ctx.sm_count * 4 // n_out), n_red // 4096) if block else 1
+    stem = f"{kind}_{len(shape)}d"
+    if chunks > 1:  # too few outputs to fill the device: two stages through a scratch buffer
+        part = ctx.new_scratch(4 * n_out * chunks)
+        first = render_reduce(stem, shape, axes, kind, True, chunks)
+        second = render_reduce(stem + "_final", (n_out, chunks), (1,), kind, False, 1, n_red)
+        return [Kernel(first, n_out * chunks, THREADS, (part, ctx.ins[0]), n_out * chunks),
+                Kernel(second, grid_for(n_out, ctx.sm_count), THREADS, (ctx.outs[0], part),
+                       n_out)]
+    kern = render_reduce(stem, shape, axes, kind, block)
+    grid = min(n_out, ctx.sm_count * 16) if block else grid_for(n_out, ctx.sm_count)
+    return [Kernel(kern, max(grid, 1), THREADS, (ctx.outs[0], ctx.ins[0]), n_out)]
+
+
+@family("reduce")
+def _reduce(ctx: StepCtx, p: dict) -> list:
+    assert p["kind"] in REDUCERS
+    return reduce_actions(ctx, ctx.in_shapes[0], _axes(ctx), p["kind"])
+
+
+@family("sum_to_shape")
+def _sum_to_shape(ctx: StepCtx, p: dict) -> list:
+    """Sum a broadcast result's gradient back to the shape of input 1."""
+    g, like = ctx.in_shapes[0], ctx.in_shapes[1]
+    lead = len(g) - len(like)
+    axes = list(range(lead)) + [lead + i for i, d in enumerate(like)
+                                if d == 1 and g[lead + i] != 1]
+    return reduce_actions(ctx, g, axes, "sum")
+
+
+def matrix_view(shape: Shape, flatten: bool) -> tuple[int, int]:
+    """(rows, cols) a GEMM operand is read as."""
+    if flatten:
+        return shape[0], prod(shape[1:])
+    return prod(shape[:-1]), shape[-1]
+
+
+@family("fully_connected")
+def _fully_connected(ctx: StepCtx, p: dict) -> list:
+    """y = x W^T (cuBLAS), then the bias add as one broadcast kernel over y in place."""
+    m, k = matrix_view(ctx.in_shapes[0], ctx.attrs["flatten"])
+    n = ctx.attrs["num_hidden"]
+    acts = [Gemm(False, True, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0])]
+    if not ctx.attrs["no_bias"]:
+        acts += elementwise_actions(ctx, "bias_add", [inp(0) + inp(1)], [(m, n), (1, n)],
+                                    [ctx.outs[0], ctx.ins[2]], (m, n), ctx.outs)
+    return acts
+
+
+@family("dot")
+def _dot(ctx: StepCtx, p: dict) -> list:
+    """2-D (or 1-D) matrix product with transposes; 1-D operands are a row / a column."""
+    (sa, sb), ta, tb = ctx.in_shapes, ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
+    if len(sa) == 1:
+        sa, ta = (1, sa[0]), False
+    if len(sb) == 1:
+        sb, tb = (sb[0], 1), False
+    m, k = (sa[1], sa[0]) if ta else sa
+    n = sb[0] if tb else sb[1]
+    return [Gemm(ta, tb, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0])]
+
+
+@family("batch_dot")
+def _batch_dot(ctx: StepCtx, p: dict) -> list:
+    """(B, M, K) x (B, K, N) with transposes: one strided-batched GEMM."""
+    (sa, sb), ta, tb = ctx.in_shapes, ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
+    m, k = (sa[2], sa[1]) if ta else (sa[1], sa[2])
+    n = sb[1] if tb else sb[2]
+    return [Gemm(ta, tb, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0], batch=sa[0])]
+
+
+def softmax_axis_split(shape: Shape, axis: int) -> tuple[int, int, int]:
+    return prod(shape[:axis]), shape[axis], prod(shape[axis + 1:])
+
+
+def softmax_output_axis(attrs: Attrs, shape: Shape) -> tuple[int, int, int]:
+    """SoftmaxOutput's (outer, k, inner) view, as its numpy reference reshapes."""
+    if attrs["multi_output"]:
+        return softmax_axis_split(shape, 1)
+    if attrs["preserve_shape"]:
+        return softmax_axis_split(shape, len(shape) - 1)
+    return shape[0], prod(shape[1:]), 1
+
+
+@family("softmax")
+def _softmax(ctx: StepCtx, p: dict) -> list:
+    """Softmax / log-softmax; ``p['axis_from']``: ``"softmax_output"`` (SoftmaxOutput's view),
+    ``"mode"`` (SoftmaxActivation: instance = all but axis 0, channel = axis 1) or ``"attr"``
+    (the ``axis`` attribute, with an optional ``temperature``)."""
+    shape, a, scale = ctx.in_shapes[0], ctx.attrs, 1.0
+    if p.get("axis_from") == "softmax_output":
+        outer, k, inner = softmax_output_axis(a, shape)
+    elif p.get("axis_from") == "mode":
+        outer, k, inner = (softmax_axis_split(shape, 1) if a["mode"] == "channel"
+                           else (shape[0], prod(shape[1:]), 1))
+    else:
+        outer, k, inner = softmax_axis_split(shape, a["axis"] % len(shape))
+        scale = 1.0 / a["temperature"] if a.get("temperature") is not None else 1.0
+    kern = render_softmax(ctx.stem, outer, k, inner, bool(p.get("log", False)), scale)
+    rows = outer * inner
+    return [Kernel(kern, max(1, (rows * 32 + THREADS - 1) // THREADS), THREADS,
+                   (ctx.outs[0], ctx.ins[0]), prod(shape))]
+
+
+@family("softmax_output_backward")
+def _softmax_output_backward(ctx: StepCtx, p: dict) -> list:
+    a, shape = ctx.attrs, ctx.in_shapes[0]
+    outer, k, inner = softmax_output_axis(a, shape)
+    scale = a["grad_scale"] / (shape[0] if a["normalization"] == "batch" else 1)
+    n = prod(shape)
+    if tuple(ctx.in_shapes[1]) == tuple(shape):  # probabilities given as the label
+        if a["normalization"] == "valid":
+            scale /= max(1, outer * inner)
+        return elementwise_actions(ctx, "softmax_output_grad", [(inp(0) - inp(1)) * scale],
+                                   ctx.in_shapes, ctx.ins, shape, ctx.outs)
+    acts: list = []
+    by_count = a["normalization"] == "valid"
+    count = ctx.ins[1]  # unused by the kernel unless by_count
+    if by_count:
+        count = ctx.new_scratch(4)
+        ign = a["ignore_label"] if a["use_ignore"] else float("nan")
+        kern = render_count_valid("count_valid", outer * inner, ign)
+        acts.append(Kernel(kern, 1, THREADS, (count, ctx.ins[1]), outer * inner))
+    kern = render_softmax_output_backward(
+        "softmax_output_grad", outer, k, inner, scale, a["use_ignore"], a["ignore_label"],
+        a["smooth_alpha"], by_count)
+    acts.append(Kernel(kern, grid_for(n, ctx.sm_count), THREADS,
+                       (ctx.outs[0], ctx.ins[0], ctx.ins[1], count), n))
+    return acts
+
+
+def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype],
+                 sm_count: int, scratch: Optional[list] = None) -> StepCtx:
+    """The :class:`StepCtx` of ``step`` in a schedule with these slot shapes and dtypes."""
+    return StepCtx(step, step.node.attrs, [tuple(shapes[i]) for i in step.inputs],
+                   [tuple(shapes[i]) for i in step.outputs],
+                   [dtypes[i] for i in step.inputs + step.outputs],
+                   [Ref("slot", i) for i in step.inputs], [Ref("slot", i) for i in step.outputs],
+                   sm_count, scratch if scratch is not None else [])
+
+
+from . import lowering_nn  # noqa: E402,F401  (registers the CNN families)
+from . import lowering_views  # noqa: E402  (registers the view families)
+
+_VIEWS_ADDED = False
+
+
+def _add_view_lowerings() -> None:
+    """Add the layout ops' bridge entries (built lazily: they read helpers of ops/shape.py)."""
+    global _VIEWS_ADDED
+    _VIEWS_ADDED = True
+    try:
+        PENDING.update(lowering_views.view_lowerings())
+    except ImportError:  # ops/shape.py not present on this branch
+        pass

@@ -1,0 +1,106 @@
+"""Lowering of layout ops that are strided views: transpose, slice, slice_axis, reverse,
+SliceChannel, Concat and their gradients.
+
+The op's own numpy indexing is applied to an *uninitialised* numpy array of the input's shape
+(``np.empty`` touches no memory), and the resulting view's strides and start offset become the
+constants of a copy kernel. So the GPU reads exactly the elements numpy would, with no per-op
+index arithmetic written here. ``gather``: out[i] = in[view(i)]; ``scatter``: out[view(i)] = in[i]
+(Concat's pieces, a slice's gradient placed into zeros).
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Callable
+
+import numpy as np
+
+from .codegen import Rendered, grid_for, kernel_name, THREADS
+from .lowering import Fill, Kernel, StepCtx, family
+
+ViewFn = Callable[[object, np.ndarray, list], list]  # (attrs, array, input shapes) -> views
+
+
+def view_geometry(view: np.ndarray, base: np.ndarray) -> tuple[tuple, tuple, int]:
+    """(shape, element strides, element offset) of ``view`` inside float32 array ``base``."""
+    offset = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+    return tuple(view.shape), tuple(s // 4 for s in view.strides), offset // 4
+
+
+def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool) -> Rendered:
+    """Copy between a contiguous array and a strided view of another (shape baked in)."""
+    tag = kernel_name("scatter" if scatter else "gather", f"{shape}{strides}{offset}")
+    idx = [f"        long long r = i, o = {offset}LL;"]
+    for d in range(len(shape) - 1, -1, -1):
+        idx.append(f"        o += (r % {shape[d]}LL) * {strides[d]}LL; r /= {shape[d]}LL;")
+    move = "y[o] = x[i];" if scatter else "y[i] = x[o];"
+    body = ("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
+            "i += (long long)blockDim.x * gridDim.x) {\n" + "\n".join(idx)
+            + f"\n        {move}\n    }}\n")
+    src = (f"extern \"C\" __global__ void {tag}(float* __restrict__ y, "
+           f"const float* __restrict__ x, long long n) {{\n{body}}}\n")
+    return Rendered(tag, src, 2)
+
+
+def _copy(ctx: StepCtx, view: np.ndarray, base: np.ndarray, dst, src, scatter: bool) -> Kernel:
+    shape, strides, offset = view_geometry(view, base)
+    n = prod(shape)
+    return Kernel(render_strided(shape, strides, offset, scatter), grid_for(n, ctx.sm_count),
+                  THREADS, (dst, src), n)
+
+
+@family("gather_views")
+def _gather_views(ctx: StepCtx, p: dict) -> list:
+    """Output k = ``p['views'](attrs, x)[k]`` for the input ``p.get('input', 0)``."""
+    i = p.get("input", 0)
+    base = np.empty(ctx.in_shapes[i], np.float32)
+    views = p["views"](ctx.attrs, base, ctx.in_shapes)
+    return [_copy(ctx, v, base, out, ctx.ins[i], False) for v, out in zip(views, ctx.outs)]
+
+
+@family("scatter_views")
+def _scatter_views(ctx: StepCtx, p: dict) -> list:
+    """Input ``p['inputs'][k]`` -> view k of the output; zero-filled first if ``p['zero']``."""
+    base = np.empty(ctx.out_shapes[0], np.float32)
+    views = p["views"](ctx.attrs, base, ctx.in_shapes)
+    srcs = p.get("inputs") or range(len(ctx.ins))
+    acts: list = [Fill(ctx.outs[0], 0.0, prod(ctx.out_shapes[0]))] if p.get("zero") else []
+    return acts + [_copy(ctx, v, base, ctx.outs[0], ctx.ins[s], True)
+                   for v, s in zip(views, srcs)]
+
+
+def _pieces(x: np.ndarray, dim: int, shapes: list) -> list:
+    """``x`` cut along ``dim`` into pieces of the given shapes (Concat's inputs)."""
+    cuts = np.cumsum([s[dim] for s in shapes])[:-1]
+    return np.split(x, cuts, axis=dim)
+
+
+def view_lowerings() -> dict[str, object]:
+    """Lowering data of the layout ops of ``ops/shape.py`` and ``ops/layout.py`` (merge bridge:
+    move each entry to its OpDef's ``lowering=``)."""
+    from ..ops import shape as S
+
+    def channel_parts(a, x: np.ndarray, shapes: list) -> list:
+        ax = a["axis"] % x.ndim
+        parts = np.split(x, a["num_outputs"], axis=ax)
+        return [q.squeeze(ax) if a["squeeze_axis"] else q for q in parts]
+
+    return {
+        "transpose": ("gather_views", {
+            "views": lambda a, x, s: [x.transpose(S._transpose_axes(a, x.ndim))]}),
+        "slice": ("gather_views", {"views": lambda a, x, s: [x[S._slice_index(a, x.shape)]]}),
+        "slice_axis": ("gather_views", {
+            "views": lambda a, x, s: [x[S._slice_axis_index(a, x.shape)]]}),
+        "reverse": ("gather_views", {
+            "views": lambda a, x, s: [np.flip(x, tuple(ax % x.ndim for ax in a["axis"]))]}),
+        "SliceChannel": ("gather_views", {"views": channel_parts}),
+        "Concat": ("scatter_views", {
+            "views": lambda a, x, s: _pieces(x, a["dim"] % x.ndim, s)}),
+        "_backward_Concat": ("gather_views", {
+            "views": lambda a, x, s: _pieces(x, a["dim"] % x.ndim, s[1:])}),
+        "_backward_slice": ("scatter_views", {
+            "views": lambda a, x, s: [x[S._slice_index(a, x.shape)]], "zero": True,
+            "inputs": (0,)}),
+        "_backward_slice_axis": ("scatter_views", {
+            "views": lambda a, x, s: [x[S._slice_axis_index(a, x.shape)]], "zero": True,
+            "inputs": (0,)}),
+    }

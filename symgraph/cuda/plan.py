@@ -1,0 +1,79 @@
+"""Pure-Python half of compiling a schedule for the GPU: memory plan, actions, module source.
+
+Kept free of pycuda so that CI (no GPU) renders and nvcc-compiles exactly what the backend runs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+
+from ..expr import inp
+from ..schedule import MemoryPlan, Schedule
+from .codegen import Rendered, render_contiguous
+from .compiler import module_source
+from .lowering import Copy, Kernel, Ref, flat_actions, lower_step, step_context
+
+ALIGN = 256  # bytes; keeps every buffer 16-byte aligned for float4 access
+
+
+def align(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def trivial_plan(schedule: Schedule, skip: set = frozenset()) -> MemoryPlan:
+    """One aligned region per intermediate slot, no reuse (until the planner's plan is given).
+
+    Slots in ``skip`` share another slot's memory and get none of their own."""
+    bound = set(schedule.variables.values()) | set(skip)
+    offset, top = {}, 0
+    for slot, (shape, dtype) in enumerate(zip(schedule.shapes, schedule.dtypes)):
+        if slot in bound:
+            continue
+        offset[slot] = top
+        top += align(prod(shape) * np.dtype(dtype).itemsize)
+    return MemoryPlan(offset, top, top)
+
+
+ACCUMULATE: Rendered = render_contiguous("accumulate", [inp(0) + inp(1)])
+"""``y = x0 + x1`` over contiguous float32: ``grad_req='add'`` stores."""
+
+
+@dataclass
+class LoweredProgram:
+    plan: MemoryPlan
+    actions: list[list]      # per schedule step
+    scratch_bytes: int       # workspace shared by all steps, placed after the arena
+    source: str              # the one CUDA module of this program
+    alias: list[tuple[int, int]]  # (slot, slot whose memory it shares), in step order
+
+
+def _alias_copies(schedule: Schedule, actions: list[list]) -> list[tuple[int, int]]:
+    """Without a planner's plan nothing is ever overwritten, so a pure copy (Reshape, Flatten,
+    identity...) can share its input's memory instead of moving bytes: its actions are dropped."""
+    alias = []
+    for k, (st, acts) in enumerate(zip(schedule.steps, actions)):
+        if len(acts) == 1 and isinstance(acts[0], Copy) and acts[0].src.kind == "slot" \
+                and acts[0].dst == Ref("slot", st.outputs[0]):
+            alias.append((st.outputs[0], acts[0].src.index))
+            actions[k] = []
+    return alias
+
+
+def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
+    """Lower every step and gather all generated kernels into one module source."""
+    actions, scratch_bytes = [], 0
+    for st in schedule.steps:
+        scratch: list[int] = []
+        actions.append(lower_step(step_context(st, schedule.shapes, schedule.dtypes, sm_count,
+                                               scratch)))
+        scratch_bytes = max(scratch_bytes, sum(scratch))
+    alias: list[tuple[int, int]] = []
+    plan = schedule.plan
+    if plan is None:
+        alias = _alias_copies(schedule, actions)
+        plan = trivial_plan(schedule, {a for a, _ in alias})
+    kernels = [a.kernel for acts in actions for a in flat_actions(acts) if isinstance(a, Kernel)]
+    return LoweredProgram(plan, actions, scratch_bytes, module_source(kernels + [ACCUMULATE]),
+                          alias)

@@ -1,0 +1,107 @@
+"""Device runtime: the device's primary context, device facts, and ``sg.nd`` arrays on the GPU.
+
+symgraph uses the *primary* context of each device (the one the CUDA runtime, and so PyTorch and
+CuPy, use), pushed around each piece of work and popped after, so it shares a process with those
+frameworks. Device arrays are pycuda ``GPUArray`` objects whose ``get()`` activates the context.
+Importing this module imports pycuda; ``symgraph`` imports it only for a GPU context.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator
+
+import numpy as np
+import pycuda.driver as drv
+from pycuda import gpuarray
+
+from ..base import BindError, ExecutionError
+
+_CONTEXTS: dict[int, Any] = {}
+_INFO: dict[int, dict] = {}
+
+
+def _context(device_id: int) -> Any:
+    ctx = _CONTEXTS.get(device_id)
+    if ctx is None:
+        drv.init()
+        if device_id >= drv.Device.count():
+            raise ExecutionError(f"gpu({device_id}) requested, {drv.Device.count()} device(s) "
+                                 f"visible")
+        ctx = _CONTEXTS[device_id] = drv.Device(device_id).retain_primary_context()
+    return ctx
+
+
+@contextlib.contextmanager
+def activate(device_id: int) -> Iterator[None]:
+    """Make ``device_id``'s primary context current for the block (push, then pop)."""
+    ctx = _context(device_id)
+    ctx.push()
+    try:
+        yield
+    finally:
+        drv.Context.pop()
+
+
+def device_info(device_id: int) -> dict:
+    """Multiprocessor count and architecture (``sm_90`` for an H100) of a device."""
+    info = _INFO.get(device_id)
+    if info is None:
+        _context(device_id)
+        dev = drv.Device(device_id)
+        major, minor = dev.compute_capability()
+        info = _INFO[device_id] = {
+            "sm_count": dev.get_attribute(drv.device_attribute.MULTIPROCESSOR_COUNT),
+            "arch": f"sm_{major}{minor}", "name": dev.name()}
+    return info
+
+
+class DeviceArray(gpuarray.GPUArray):
+    """A GPUArray that remembers its device and activates its context for host transfers."""
+
+    device_id = 0
+
+    def get(self, ary: Any = None, **kwargs: Any) -> np.ndarray:
+        with activate(self.device_id):
+            if self.size == 0:
+                return np.empty(self.shape, self.dtype)
+            return super().get(ary, **kwargs)
+
+    def set(self, ary: Any, **kwargs: Any) -> None:
+        with activate(self.device_id):
+            if self.size:
+                super().set(np.asarray(ary, dtype=self.dtype, order="C"), **kwargs)
+
+    @property
+    def ptr(self) -> int:
+        return int(self.gpudata) if self.gpudata is not None else 0
+
+
+def empty_device(shape: tuple, dtype: Any, device_id: int) -> DeviceArray:
+    with activate(device_id):
+        arr = DeviceArray(tuple(shape), np.dtype(dtype))
+    arr.device_id = device_id
+    return arr
+
+
+def to_device(host: np.ndarray, ctx: Any) -> DeviceArray:
+    """A new device array on context ``ctx`` holding a copy of ``host``."""
+    host = np.asarray(host, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
+    arr = empty_device(host.shape, host.dtype, ctx.device_id)
+    arr.set(host)
+    return arr
+
+
+def write_device(target: Any, key: Any, value: Any) -> None:
+    """``target[key] = value`` for an NDArray on the GPU; checked before anything is written."""
+    data: DeviceArray = target._data
+    if isinstance(key, slice) and key == slice(None):
+        arr = np.asarray(value)
+        try:
+            host = np.broadcast_to(arr, data.shape).astype(data.dtype)
+        except ValueError:
+            raise BindError(f"cannot assign an array of shape {arr.shape} to an NDArray of "
+                            f"shape {data.shape}") from None
+    else:
+        host = data.get()
+        host[key] = value
+    data.set(host)

@@ -1,0 +1,54 @@
+"""Test graphs shared by the CUDA tests: every registry case plus small whole models."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+import symgraph as sg
+from tests.ops.test_registry import ALL_CASES, _sample
+
+S = sg.sym
+
+
+def mlp() -> Any:
+    x = S.var("data")
+    h = S.Activation(S.FullyConnected(x, num_hidden=32, name="fc1"), act_type="relu")
+    h = S.FullyConnected(h, num_hidden=10, name="fc2")
+    return S.SoftmaxOutput(h, name="softmax")
+
+
+def mlp_inputs(rng: np.random.Generator, batch: int = 16) -> dict[str, np.ndarray]:
+    return {"data": rng.normal(size=(batch, 20)), "fc1_weight": rng.normal(size=(32, 20)) * 0.3,
+            "fc1_bias": rng.normal(size=(32,)), "fc2_weight": rng.normal(size=(10, 32)) * 0.3,
+            "fc2_bias": rng.normal(size=(10,)),
+            "softmax_label": rng.integers(0, 10, size=(batch,)).astype(np.float64)}
+
+
+def seed_cnn() -> Any:
+    from models.simple_cnn_symbol import get_symbol
+    return get_symbol()
+
+
+def seed_cnn_inputs(rng: np.random.Generator, batch: int = 4) -> dict[str, np.ndarray]:
+    shapes = seed_cnn().infer_shape(data=(batch, 1, 28, 28))[0]
+    out = {n: rng.normal(size=s) * 0.2 for n, s in zip(seed_cnn().list_arguments(), shapes)}
+    out["softmax_label"] = rng.integers(0, 10, size=(batch,)).astype(np.float64)
+    return out
+
+
+MODELS: dict[str, tuple[Callable[[], Any], Callable[[np.random.Generator], dict]]] = {
+    "mlp": (mlp, mlp_inputs),
+    "seed_cnn": (seed_cnn, seed_cnn_inputs),
+}
+
+
+def all_graphs() -> list[tuple[str, Any, dict, dict]]:
+    """(id, symbol, float64 inputs, aux) for every registry case and model."""
+    out = []
+    for case in ALL_CASES:
+        args, aux = _sample(case)
+        out.append((case.name(), case.build(), args, aux))
+    for name, (build, inputs) in MODELS.items():
+        out.append((name, build(), inputs(np.random.default_rng(0)), {}))
+    return out

@@ -1,0 +1,128 @@
+"""CI without a GPU: render every kernel of every test graph and compile it with nvcc; the disk
+cache; compile errors; pycuda stays unimported on CPU-only use."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from symgraph.base import ExecutionError
+from symgraph.cuda import compiler
+from symgraph.cuda.lowering import Host, Kernel, flat_actions
+from symgraph.cuda.plan import lower_schedule
+
+from .graphs import all_graphs
+
+needs_nvcc = pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _schedules(sym, args: dict, aux: dict) -> list:
+    exe = sym.simple_bind(sg.cpu(), **{k: v.shape for k, v in {**args, **aux}.items()})
+    return [exe._infer["schedule"], exe._train["schedule"]]
+
+
+def _all_lowered() -> list:
+    return [(name, lower_schedule(s, 132)) for name, sym, args, aux in all_graphs()
+            for s in _schedules(sym, args, aux)]
+
+
+# Ops that still take the documented host stopgap (inputs to the host, numpy reference, results
+# back), in some or all configurations: the "not done" list of issue 5 (docs/performance.md).
+HOST_FALLBACK = {
+    "_scale_by_valid", "_axis_vector", "BatchNorm", "LeakyReLU", "SoftmaxActivation", "Dropout",
+    "Deconvolution", "_backward_Deconvolution_data", "_backward_Deconvolution_weight", "prod",
+    "norm", "argmax", "argmin", "one_hot", "take", "_backward_take", "Embedding",
+    "softmax_cross_entropy", "_backward_RegressionOutput", "LinearRegressionOutput",
+    "LogisticRegressionOutput", "MAERegressionOutput", "tile", "_backward_tile", "repeat",
+    "_backward_repeat", "pad", "_backward_pad", "Cast", "_backward_Cast", 
+    # grouped / 3-D convolution and 3-D pooling only:
+    "Convolution", "_backward_Convolution_data", "_backward_Convolution_weight", "Pooling",
+    "_backward_Pooling", "_pooling_gather"}
+
+
+def test_host_fallback_only_where_documented() -> None:
+    """Host fallback is a stopgap: only ops listed in HOST_FALLBACK may use it."""
+    allowed = HOST_FALLBACK
+    for name, low in _all_lowered():
+        for acts in low.actions:
+            for a in flat_actions(acts):
+                if isinstance(a, Host):
+                    assert a.step.node.op in allowed, f"{name}: {a.step.node.op} runs on the host"
+
+
+@needs_nvcc
+def test_every_kernel_compiles_for_sm90(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    kernels = [a.kernel for _, low in _all_lowered() for acts in low.actions
+               for a in flat_actions(acts) if isinstance(a, Kernel)]
+    assert len(kernels) > 50
+    source = compiler.module_source(kernels)
+    cubin = compiler.run_nvcc(source, "sm_90", compiler.find_nvcc())
+    assert cubin[:4] == b"\x7fELF"
+    for k in kernels:  # every kernel's entry point is in the cubin
+        assert k.name.encode() in cubin
+
+
+def test_module_source_dedupes_kernels() -> None:
+    (_, low), = [(n, lower_schedule(s, 132)) for n, sym, a, x in all_graphs() if n == "mlp"
+                 for s in _schedules(sym, a, x)[1:]]
+    names = [ln.split("void ")[1].split("(")[0] for ln in low.source.splitlines()
+             if ln.startswith('extern "C" __global__')]
+    assert len(names) == len(set(names)) and len(names) >= 5
+
+
+@needs_nvcc
+def test_compile_error_shows_numbered_source(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SYMGRAPH_CACHE_DIR", str(tmp_path))
+    src = 'extern "C" __global__ void broken(float* y) {\n    y[0] = undefined_name;\n}\n'
+    with pytest.raises(ExecutionError) as err:
+        compiler.compile_module(src, "sm_90")
+    assert "    2      y[0] = undefined_name;" in str(err.value)
+    assert "undefined_name" in str(err.value).split("generated source")[0]
+    assert not list(tmp_path.glob("*.cubin"))
+
+
+@needs_nvcc
+def test_warm_cache_second_process_runs_no_nvcc(tmp_path: Path) -> None:
+    log = tmp_path / "nvcc.log"
+    env = dict(os.environ, SYMGRAPH_CACHE_DIR=str(tmp_path / "cache"),
+               SYMGRAPH_NVCC_LOG=str(log), PYTHONPATH=str(ROOT))
+    script = textwrap.dedent("""
+        import numpy as np, symgraph as sg
+        from symgraph.cuda.compiler import compile_module
+        from symgraph.cuda.plan import lower_schedule
+        from tests.cuda.graphs import mlp
+        exe = mlp().simple_bind(sg.cpu(), data=(8, 20))
+        compile_module(lower_schedule(exe._train["schedule"], 132).source, "sm_90")
+    """)
+    for _ in range(2):
+        subprocess.run([sys.executable, "-c", script], env=env, check=True, cwd=ROOT)
+    assert len(log.read_text().splitlines()) == 1  # cold: one call; warm: none
+    assert len(list((tmp_path / "cache").glob("*.cubin"))) == 1
+
+
+def test_debug_2_prints_every_kernel(tmp_path, monkeypatch, capsys) -> None:
+    if compiler.find_nvcc() is None:
+        pytest.skip("nvcc not on PATH")
+    monkeypatch.setenv("SYMGRAPH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("SYMGRAPH_DEBUG", "2")
+    src = 'extern "C" __global__ void k_debug_probe(float* y, long long n) { y[0] = 1.f; }\n'
+    compiler.compile_module(src, "sm_90")
+    assert "k_debug_probe" in capsys.readouterr().err
+
+
+def test_import_symgraph_does_not_import_pycuda() -> None:
+    code = ("import sys, symgraph as sg, numpy as np\n"
+            "x = sg.sym.var('x'); e = sg.sym.relu(x).simple_bind(sg.cpu(), x=(2, 2))\n"
+            "e.forward(x=np.ones((2, 2)))\n"
+            "import symgraph.cuda.plan\n"
+            "assert 'pycuda' not in sys.modules, 'pycuda imported'\n")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT,
+                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
