@@ -85,6 +85,15 @@ class Host:
 
 
 @dataclass(frozen=True)
+class Callback:
+    """Python on the step's device buffers (``Custom``): ``run(attrs, ins, outs, is_train,
+    stream)`` with GPU NDArrays; never inside a captured graph (it is host code)."""
+
+    step: Step
+    run: Any
+
+
+@dataclass(frozen=True)
 class ConvCall:
     """A cuDNN convolution: ``kind`` fwd (a=x, b=w), data (a=w, b=dy) or filter (a=x, b=dy)."""
 
@@ -186,7 +195,7 @@ def lowering_of(op: OpDef) -> tuple[str, dict]:
 def lower_step(ctx: StepCtx) -> list:
     """Actions of one step; float32 only (other dtypes take the host path)."""
     fam, params = lowering_of(get_op(ctx.step.node.op))
-    if fam != "copy" and any(np.dtype(t) != np.float32 for t in ctx.dtypes):
+    if fam not in ("copy", "callback") and any(np.dtype(t) != np.float32 for t in ctx.dtypes):
         fam = "host"
     return FAMILIES[fam](ctx, params)
 
@@ -205,6 +214,11 @@ def elementwise_actions(ctx: StepCtx, stem: str, exprs: Sequence[Expr], in_shape
 @family("host")
 def _host(ctx: StepCtx, p: dict) -> list:
     return [Host(ctx.step)]
+
+
+@family("callback")
+def _callback(ctx: StepCtx, p: dict) -> list:
+    return [Callback(ctx.step, p["run"])]
 
 
 @family("elementwise")
