@@ -26,8 +26,8 @@ from .compiler import compile_module
 from .graphs import CudaGraph
 from .codegen import THREADS
 from . import cudnn
-from .lowering import (Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Switch, Upload,
-                       flat_actions)
+from .lowering import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Switch,
+                       Upload, flat_actions)
 from .plan import ACCUMULATE, align, lower_schedule
 from .runtime import activate, device_info
 
@@ -56,7 +56,7 @@ class CudaProgram:
         low = lower_schedule(schedule, info["sm_count"])
         self.plan, self.actions, self.source = low.plan, low.actions, low.source
         self.alias = low.alias
-        self.has_host = [any(isinstance(a, Host) for a in flat_actions(acts))
+        self.has_host = [any(isinstance(a, (Host, Callback)) for a in flat_actions(acts))
                          for acts in self.actions]
         self._scratch_base = align(self.plan.arena_bytes)
         total = self._scratch_base + align(low.scratch_bytes)
@@ -292,6 +292,8 @@ class CudaProgram:
                 for fn in (train if rc.is_train else infer):
                     fn(rc)
             return switch
+        if isinstance(act, Callback):
+            return lambda rc: self._callback_step(act, env, rc)
         if isinstance(act, Choice):
             parts = [self._closure(a, env) for a in self._choose(act, env)]
 
@@ -305,6 +307,24 @@ class CudaProgram:
             ws, nbytes, dev, kind = int(self._workspace), self._ws_bytes, self.device_id, act.kind
             return lambda rc: cudnn.run(dev, stream.handle, p, kind, a, b, out, ws, nbytes)
         raise ExecutionError(f"unknown action {act!r}")
+
+    def _callback_step(self, act: Callback, env: CudaEnv, rc: RunCtx) -> None:
+        """A custom op: its buffers as GPU NDArrays, outputs zeroed, run on this stream."""
+        from ..context import gpu
+        from ..ndarray import NDArray
+        from .runtime import DeviceArray
+        st, shapes, dtypes = act.step, self.schedule.shapes, self.schedule.dtypes
+
+        def wrap(slot: int) -> NDArray:
+            arr = DeviceArray(shapes[slot], dtypes[slot], gpudata=env.ptrs[slot])
+            arr.device_id = self.device_id
+            return NDArray(arr, gpu(self.device_id))
+        with activate(self.device_id):
+            outs = [wrap(s) for s in st.outputs]
+            for o in outs:
+                if o.size:
+                    drv.memset_d8_async(o._data.ptr, 0, o._data.nbytes, self.stream)
+            act.run(st.node.attrs, [wrap(s) for s in st.inputs], outs, rc.is_train, self.stream)
 
     def _host_step(self, act: Host, env: CudaEnv, rc: RunCtx) -> None:
         """Stopgap for ops without a GPU lowering: numpy reference on host copies."""

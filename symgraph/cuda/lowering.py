@@ -84,6 +84,15 @@ class Host:
 
 
 @dataclass(frozen=True)
+class Callback:
+    """Python on the step's device buffers (``Custom``): ``run(attrs, ins, outs, is_train,
+    stream)`` with GPU NDArrays; never inside a captured graph (it is host code)."""
+
+    step: Step
+    run: Any
+
+
+@dataclass(frozen=True)
 class ConvCall:
     """A cuDNN convolution: ``kind`` fwd (a=x, b=w), data (a=w, b=dy) or filter (a=x, b=dy)."""
 
@@ -191,7 +200,7 @@ PENDING: dict[str, object] = {
     "Embedding": ("take", {"data": 1, "indices": 0}),
     "_backward_take": "take_backward",
 }
-BYTE_FAMILIES = {"copy", "constant"}  # move bytes, so any dtype
+BYTE_FAMILIES = {"copy", "constant", "callback"}  # move bytes or run Python: any dtype
 
 
 def lowering_of(op: OpDef) -> tuple[str, dict]:
@@ -228,6 +237,11 @@ def elementwise_actions(ctx: StepCtx, stem: str, exprs: Sequence[Expr], in_shape
 @family("host")
 def _host(ctx: StepCtx, p: dict) -> list:
     return [Host(ctx.step)]
+
+
+@family("callback")
+def _callback(ctx: StepCtx, p: dict) -> list:
+    return [Callback(ctx.step, p["run"])]
 
 
 @family("elementwise")
