@@ -69,10 +69,11 @@ def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
         actions.append(lower_step(step_context(st, schedule.shapes, schedule.dtypes, sm_count,
                                                scratch)))
         scratch_bytes = max(scratch_bytes, sum(scratch))
-    alias: list[tuple[int, int]] = []
+    # Views (schedule.aliases) point at the bytes of the slot that owns them.
+    alias: list[tuple[int, int]] = list(schedule.aliases.items())
     plan = schedule.plan
     if plan is None:
-        alias = _alias_copies(schedule, actions)
+        alias += _alias_copies(schedule, actions)
         plan = trivial_plan(schedule, {a for a, _ in alias})
     kernels = [a.kernel for acts in actions for a in flat_actions(acts) if isinstance(a, Kernel)]
     return LoweredProgram(plan, actions, scratch_bytes, module_source(kernels + [ACCUMULATE]),
