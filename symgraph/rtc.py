@@ -23,7 +23,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
-from .base import AttrError, BindError, DTypeError, ExecutionError, ShapeError
+from .base import AttrError, BindError, DTypeError, ShapeError
 from .context import Context
 from .cuda.compiler import numbered  # noqa: F401  (part of sg.rtc's API: numbered sources)
 
