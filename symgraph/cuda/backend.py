@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 import pycuda.driver as drv
 
+from .. import random as _random
 from ..base import ExecutionError
 from ..registry import RunCtx, get_op
 from ..schedule import Schedule
@@ -60,7 +61,9 @@ class CudaProgram:
         self.has_host = [any(isinstance(a, (Host, Callback)) for a in flat_actions(acts))
                          for acts in self.actions]
         self._scratch_base = align(self.plan.arena_bytes)
-        total = self._scratch_base + align(low.scratch_bytes)
+        self._key_base = self._scratch_base + align(low.scratch_bytes)
+        self.key_steps = low.key_steps  # random keys (Dropout...): 8 bytes each, after scratch
+        total = self._key_base + 8 * len(self.key_steps)
         with activate(device_id):
             self.stream = drv.Stream()
             self._arena = drv.mem_alloc(max(total, ALIGN_MIN))
@@ -93,6 +96,7 @@ class CudaProgram:
         """Run steps ``start:stop`` on the program's stream (replaying a graph when possible)."""
         with activate(self.device_id):
             self._load()
+            self._draw_keys(start, stop, rc)
             for slot, (_, ptr) in self._redirect.items():
                 env.ptrs[slot] = ptr
             for dst, src in self.alias:
@@ -160,6 +164,17 @@ class CudaProgram:
             cubin = compile_module(self.source, self.arch)
             with activate(self.device_id):
                 self._module = drv.module_from_buffer(cubin)
+
+    def _draw_keys(self, start: int, stop: int, rc: RunCtx) -> None:
+        """Fresh random keys for the steps ``start:stop`` that own one, drawn from the run's
+        generator (``sg.random``) and copied in on the stream before the steps' graph, which
+        reads them from device memory: a replay draws new numbers, a reseed repeats them."""
+        ks = [k for k, s in enumerate(self.key_steps) if start <= s < stop]
+        if ks:
+            rng = rc.rng if rc.rng is not None else _random.generator()
+            values = rng.integers(0, 2 ** 64, size=len(ks), dtype=np.uint64)
+            for k, v in zip(ks, values):  # pageable source: staged at once, reusable after
+                drv.memcpy_htod_async(self._ptr(Ref("key", k), None), np.array([v]), self.stream)
 
     def _replay(self, gkey: tuple, steps: list[list[Closure]], rc: RunCtx) -> bool:
         """Launch the graph of this range; capture it the second time the range is run."""
@@ -252,6 +267,8 @@ class CudaProgram:
     def _ptr(self, ref: Ref, env: CudaEnv) -> int:
         if ref.kind == "slot":
             return env.ptrs[ref.index]
+        if ref.kind == "key":
+            return self._base + self._key_base + 8 * ref.index
         return self._base + self._scratch_base + ref.index
 
     def _kernel_closure(self, name: str, grid: int, ptrs: tuple, n: int,

@@ -33,7 +33,9 @@ Shape = tuple[int, ...]
 
 @dataclass(frozen=True)
 class Ref:
-    """A device buffer: ``("slot", i)`` or ``("scratch", k)`` of the step's program."""
+    """A device buffer: ``("slot", i)``, ``("scratch", k)`` or ``("key", k)`` of the step's
+    program. Keys are 64-bit random-number keys that live for the whole program: the backend
+    writes a fresh one, drawn from ``RunCtx.rng``, before each run of the step that owns it."""
 
     kind: str
     index: int
@@ -149,6 +151,7 @@ class StepCtx:
     outs: list[Ref]
     sm_count: int
     scratch: list[int] = field(default_factory=list)  # aligned bytes of this step's buffers
+    keys: list[int] = field(default_factory=list)  # random keys of the program so far (shared)
 
     def new_scratch(self, nbytes: int) -> Ref:
         """A temporary buffer of this step (``Ref.index`` is its byte offset in the workspace
@@ -156,6 +159,12 @@ class StepCtx:
         offset = sum(self.scratch)
         self.scratch.append((int(nbytes) + 255) // 256 * 256)
         return Ref("scratch", offset)
+
+    def new_key(self) -> Ref:
+        """A random key of this step: refreshed from ``RunCtx.rng`` before every run of the
+        step, outside any captured CUDA graph, so a replayed graph still draws new numbers."""
+        self.keys.append(len(self.keys))
+        return Ref("key", len(self.keys) - 1)
 
     @property
     def stem(self) -> str:
@@ -238,7 +247,7 @@ def _fused(ctx: StepCtx, p: dict) -> list:
         head_fam, head_p = lowering_of(get_op(head_op))
         tmp = ctx.new_scratch(4 * prod(out_shape))
         sub = StepCtx(ctx.step, head_attrs, in_shapes[:n], [out_shape], ctx.dtypes, ins[:n],
-                      [tmp], ctx.sm_count, ctx.scratch)
+                      [tmp], ctx.sm_count, ctx.scratch, ctx.keys)
         actions += FAMILIES[head_fam](sub, head_p)
         if any(isinstance(x, Host) for x in actions):  # the head has no device lowering yet
             return [Host(ctx.step)]
@@ -348,16 +357,19 @@ def _sum_to_shape(ctx: StepCtx, p: dict) -> list:
 
 
 def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype],
-                 sm_count: int, scratch: Optional[list] = None) -> StepCtx:
-    """The :class:`StepCtx` of ``step`` in a schedule with these slot shapes and dtypes."""
+                 sm_count: int, scratch: Optional[list] = None,
+                 keys: Optional[list] = None) -> StepCtx:
+    """The :class:`StepCtx` of ``step`` in a schedule with these slot shapes and dtypes
+    (``keys``: the program's random keys so far, shared by all its steps)."""
     return StepCtx(step, step.node.attrs, [tuple(shapes[i]) for i in step.inputs],
                    [tuple(shapes[i]) for i in step.outputs],
                    [dtypes[i] for i in step.inputs + step.outputs],
                    [Ref("slot", i) for i in step.inputs], [Ref("slot", i) for i in step.outputs],
-                   sm_count, scratch if scratch is not None else [])
+                   sm_count, scratch if scratch is not None else [],
+                   keys if keys is not None else [])
 
 
 # The family modules register themselves into FAMILIES on import.
 from . import (lowering_dense, lowering_index, lowering_nn,  # noqa: E402,F401
-               lowering_norm, lowering_views)
+               lowering_norm, lowering_random, lowering_views)
 

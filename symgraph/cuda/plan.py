@@ -47,6 +47,7 @@ class LoweredProgram:
     scratch_bytes: int       # workspace shared by all steps, placed after the arena
     source: str              # the one CUDA module of this program
     alias: list[tuple[int, int]]  # (slot, slot whose memory it shares), in step order
+    key_steps: list[int]     # key k (``Ref("key", k)``) is refreshed before step key_steps[k]
 
 
 def _alias_copies(schedule: Schedule, actions: list[list]) -> list[tuple[int, int]]:
@@ -63,12 +64,13 @@ def _alias_copies(schedule: Schedule, actions: list[list]) -> list[tuple[int, in
 
 def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
     """Lower every step and gather all generated kernels into one module source."""
-    actions, scratch_bytes = [], 0
-    for st in schedule.steps:
+    actions, scratch_bytes, keys, key_steps = [], 0, [], []
+    for k, st in enumerate(schedule.steps):
         scratch: list[int] = []
         actions.append(lower_step(step_context(st, schedule.shapes, schedule.dtypes, sm_count,
-                                               scratch)))
+                                               scratch, keys)))
         scratch_bytes = max(scratch_bytes, sum(scratch))
+        key_steps += [k] * (len(keys) - len(key_steps))
     # Views (schedule.aliases) point at the bytes of the slot that owns them.
     alias: list[tuple[int, int]] = list(schedule.aliases.items())
     plan = schedule.plan
@@ -77,7 +79,7 @@ def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
         plan = trivial_plan(schedule, {a for a, _ in alias})
     kernels = [a.kernel for acts in actions for a in flat_actions(acts) if isinstance(a, Kernel)]
     return LoweredProgram(plan, actions, scratch_bytes, module_source(kernels + [ACCUMULATE]),
-                          alias)
+                          alias, key_steps)
 
 
 def segments(has_host: list[bool], start: int, stop: int) -> list[tuple[int, int, bool]]:

@@ -189,7 +189,7 @@ def _dropout_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 register(OpDef(
     "Dropout", DROPOUT_PARAMS, ("data",), _dropout_shape, _dropout_compute,
     lambda c: [c.ograds[0] * c.outputs[1]], OPAQUE,
-    outputs=("output", "mask"), num_visible=1, train_dependent=True,
+    outputs=("output", "mask"), num_visible=1, train_dependent=True, lowering="dropout",
     doc="Zeroes each element (or slice along `axes`) with probability p and scales the rest "
         "by 1/(1-p) in training (always with mode='always'); identity otherwise. The mask is "
         "a hidden output; sg.random.seed makes it reproducible."))

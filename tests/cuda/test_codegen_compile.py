@@ -35,7 +35,7 @@ def _all_lowered() -> list:
 # Ops that still take the documented host stopgap (inputs to the host, numpy reference, results
 # back), in some or all configurations: the "not done" list of issue 5 (docs/performance.md).
 HOST_FALLBACK = {
-    "_scale_by_valid", "Dropout",
+    "_scale_by_valid",
     "Deconvolution", "_backward_Deconvolution_data", "_backward_Deconvolution_weight", "prod",
     "norm",
     "softmax_cross_entropy", "tile", "_backward_tile", "repeat",
