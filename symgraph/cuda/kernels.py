@@ -7,16 +7,20 @@ from __future__ import annotations
 from math import prod
 from typing import Sequence
 
-from .codegen import Rendered, c_float, kernel_name
+from ..expr import Expr
+from .codegen import Rendered, c_float, expr_to_c, kernel_name
 
 Shape = tuple[int, ...]
 
-# reduction kind -> (initial value, combine, finish given the count)
+# reduction kind -> (initial value, combine, finish given the count, map of each element v)
 REDUCERS = {
-    "sum": ("0.f", "a + b", "acc"),
-    "mean": ("0.f", "a + b", "acc * (1.f / {count}.f)"),
-    "max": (c_float(float("-inf")), "fmaxf(a, b)", "acc"),
-    "min": (c_float(float("inf")), "fminf(a, b)", "acc"),
+    "sum": ("0.f", "a + b", "acc", "v"),
+    "mean": ("0.f", "a + b", "acc * (1.f / {count}.f)", "v"),
+    "max": (c_float(float("-inf")), "fmaxf(a, b)", "acc", "v"),
+    "min": (c_float(float("inf")), "fminf(a, b)", "acc", "v"),
+    "prod": ("1.f", "a * b", "acc", "v"),
+    "norm1": ("0.f", "a + b", "acc", "fabsf(v)"),
+    "norm2": ("0.f", "a + b", "sqrtf(acc)", "v * v"),
 }
 
 
@@ -42,21 +46,26 @@ def use_block_per_output(n_out: int, n_red: int, sm_count: int) -> bool:
 
 
 def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
-                  block_per_output: bool, chunks: int = 1, count: int = 0) -> Rendered:
+                  block_per_output: bool, chunks: int = 1, count: int = 0,
+                  partials: bool = False) -> Rendered:
     """out[o] = reduce over the ``axes`` of ``shape``; outputs in row-major order of kept axes.
 
     With ``chunks > 1`` (block per output only) each output's reduction is cut into ``chunks``
     pieces and the kernel writes the ``n_out * chunks`` unfinished partial results (stage one of
-    a two-stage reduction). ``count`` overrides the divisor of ``mean``.
+    a two-stage reduction). ``count`` overrides the divisor of ``mean``; ``partials`` says the
+    input holds such partial results (stage two), so the per-element map is not applied again.
     """
     kept = [d for d in range(len(shape)) if d not in axes]
     n_out, n_red = reduce_split(shape, axes)
-    init, comb, fin = REDUCERS[kind]
+    init, comb, fin, load = REDUCERS[kind]
     fin = "acc" if chunks > 1 else fin.format(count=max(count or n_red, 1))
+    load = "v" if partials else load
     clen = -(-n_red // chunks)
-    tag = kernel_name(stem, f"{shape}{tuple(axes)}{kind}{block_per_output}{chunks},{count}")
+    tag = kernel_name(stem, f"{shape}{tuple(axes)}{kind}{block_per_output}{chunks},{count},"
+                            f"{partials}")
     helpers = (_offset_fn(f"{tag}_base", shape, kept) + _offset_fn(f"{tag}_roff", shape, list(axes))
-               + f"__device__ __forceinline__ float {tag}_op(float a, float b) {{ return {comb}; }}\n")
+               + f"__device__ __forceinline__ float {tag}_op(float a, float b) {{ return {comb}; }}\n"
+               + f"__device__ __forceinline__ float {tag}_load(float v) {{ return {load}; }}\n")
     if block_per_output:
         body = (
             f"    __shared__ float part[32];\n"
@@ -66,7 +75,7 @@ def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
             f"        const long long b0 = {tag}_base(o);\n"
             f"        float acc = {init};\n"
             f"        for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x)\n"
-            f"            acc = {tag}_op(acc, x[b0 + {tag}_roff(r)]);\n"
+            f"            acc = {tag}_op(acc, {tag}_load(x[b0 + {tag}_roff(r)]));\n"
             f"        for (int s = 16; s > 0; s >>= 1) "
             f"acc = {tag}_op(acc, __shfl_down_sync(0xffffffffu, acc, s));\n"
             "        if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = acc;\n"
@@ -86,7 +95,7 @@ def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
             f"        const long long b0 = {tag}_base(o);\n"
             f"        float acc = {init};\n"
             f"        for (long long r = 0; r < {n_red}LL; ++r) "
-            f"acc = {tag}_op(acc, x[b0 + {tag}_roff(r)]);\n"
+            f"acc = {tag}_op(acc, {tag}_load(x[b0 + {tag}_roff(r)]));\n"
             f"        y[o] = {fin};\n"
             "    }\n")
     src = (helpers + f"extern \"C\" __global__ void {tag}(float* __restrict__ y, "
@@ -122,14 +131,16 @@ def render_softmax(stem: str, outer: int, k: int, inner: int, log: bool,
     return Rendered(tag, src, 2)
 
 
-def render_count_valid(stem: str, rows: int, ignore_label: float) -> Rendered:
-    """One block counts labels different from ``ignore_label`` into ``y[0]`` (as a float)."""
-    tag = kernel_name(stem, f"{rows},{ignore_label}")
+def render_block_sum(stem: str, key: str, params: str, rows: int, term: str,
+                     n_ptr: int = 2, helper: str = "") -> Rendered:
+    """One block sums ``term`` (C over row index ``r``) for ``r < rows`` into ``y[0]``: small
+    loss-sized sums (counts of valid labels, a batch's summed loss), launched with one block.
+    ``TAG`` in ``term`` / ``helper`` (``__device__`` functions) becomes the kernel's name."""
+    tag = kernel_name(stem, f"{key},{rows},{term},{helper}")
     body = (
         "    __shared__ float part[32];\n"
         "    float acc = 0.f;\n"
-        f"    for (long long r = threadIdx.x; r < {rows}LL; r += blockDim.x)\n"
-        f"        acc += (lab[r] != {c_float(ignore_label)}) ? 1.f : 0.f;\n"
+        f"    for (long long r = threadIdx.x; r < {rows}LL; r += blockDim.x) acc += {term};\n"
         "    for (int s = 16; s > 0; s >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, s);\n"
         "    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = acc;\n"
         "    __syncthreads();\n"
@@ -138,9 +149,26 @@ def render_count_valid(stem: str, rows: int, ignore_label: float) -> Rendered:
         "        for (int w = 0; w < (int)(blockDim.x >> 5); ++w) t += part[w];\n"
         "        y[0] = t;\n"
         "    }\n")
-    src = (f"extern \"C\" __global__ void {tag}(float* __restrict__ y, "
-           f"const float* __restrict__ lab, long long n) {{\n{body}}}\n")
-    return Rendered(tag, src, 2)
+    src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{body}}}\n"
+    return Rendered(tag, (helper + src).replace("TAG", tag), n_ptr)
+
+
+def render_count(stem: str, rows: int, predicate: Expr) -> Rendered:
+    """``y[0]`` = how many ``x[r]`` satisfy ``predicate`` (a formula of input 0), as a float."""
+    lines, (test,) = expr_to_c([predicate], ["v"])
+    body = "".join(f"    {ln}\n" for ln in lines)
+    helper = (f"__device__ __forceinline__ float TAG_counts(float v) {{\n{body}"
+              f"    return ({test}) != 0.f ? 1.f : 0.f;\n}}\n")
+    return render_block_sum(stem, "", "float* __restrict__ y, const float* __restrict__ x", rows,
+                            "TAG_counts(x[r])", helper=helper)
+
+
+def render_nll_sum(stem: str, rows: int, k: int) -> Rendered:
+    """``y[0]`` = -sum over rows of ``logp[r, label[r]]`` (labels truncated, clipped to [0, k))."""
+    pick = f"(long long)fminf(fmaxf(label[r], 0.f), {k - 1}.f)"
+    return render_block_sum(stem, f"{k}", "float* __restrict__ y, const float* __restrict__ logp, "
+                            "const float* __restrict__ label", rows,
+                            f"-logp[r * {k}LL + {pick}]", 3)
 
 
 def render_softmax_output_backward(stem: str, outer: int, k: int, inner: int, scale: float,
@@ -150,7 +178,7 @@ def render_softmax_output_backward(stem: str, outer: int, k: int, inner: int, sc
 
     ``target`` is the (optionally label-smoothed) one-hot of the integer label of the element's
     row; with ``divide_by_count`` the scale is further divided by ``max(1, *count)`` (a pointer
-    to the number of valid labels, computed by :func:`render_count_valid`).
+    to the number of valid labels, computed by :func:`render_count`).
     """
     tag = kernel_name(stem, f"{outer},{k},{inner},{scale},{use_ignore},{ignore_label},{alpha},"
                             f"{divide_by_count}")

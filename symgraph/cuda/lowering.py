@@ -182,7 +182,8 @@ def family(name: str) -> Callable[[LoweringFn], LoweringFn]:
     return deco
 
 
-BYTE_FAMILIES = {"copy", "constant", "callback"}  # move bytes or run Python: any dtype
+# Families that move or convert bytes, or run Python: any dtype (the others are float32 only).
+BYTE_FAMILIES = {"copy", "constant", "callback", "cast"}
 
 
 def lowering_of(op: OpDef) -> tuple[str, dict]:
@@ -332,7 +333,8 @@ def reduce_actions(ctx: StepCtx, shape: Shape, axes: Sequence[int], kind: str,
     if chunks > 1:  # too few outputs to fill the device: two stages through a scratch buffer
         part = ctx.new_scratch(4 * n_out * chunks)
         first = render_reduce(stem, shape, axes, kind, True, chunks)
-        second = render_reduce(stem + "_final", (n_out, chunks), (1,), kind, False, 1, n_red)
+        second = render_reduce(stem + "_final", (n_out, chunks), (1,), kind, False, 1, n_red,
+                               partials=True)
         return [Kernel(first, n_out * chunks, THREADS, (part, src), n_out * chunks),
                 Kernel(second, grid_for(n_out, ctx.sm_count), THREADS, (dst, part), n_out)]
     kern = render_reduce(stem, shape, axes, kind, block)
@@ -342,8 +344,13 @@ def reduce_actions(ctx: StepCtx, shape: Shape, axes: Sequence[int], kind: str,
 
 @family("reduce")
 def _reduce(ctx: StepCtx, p: dict) -> list:
-    assert p["kind"] in REDUCERS
-    return reduce_actions(ctx, ctx.in_shapes[0], _axes(ctx), p["kind"])
+    """``p['kind']``: a key of REDUCERS, or a function of the attrs giving one (norm's ``ord``);
+    ``p['as_reduce']`` (optional) turns attrs without ``exclude`` into a reduction's (norm)."""
+    from ..ops.tensor import reduce_axes
+    kind = p["kind"](ctx.attrs) if callable(p["kind"]) else p["kind"]
+    assert kind in REDUCERS
+    attrs = p["as_reduce"](ctx.attrs) if "as_reduce" in p else ctx.attrs
+    return reduce_actions(ctx, ctx.in_shapes[0], reduce_axes(attrs, len(ctx.in_shapes[0])), kind)
 
 
 @family("sum_to_shape")
@@ -371,5 +378,6 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
 
 # The family modules register themselves into FAMILIES on import.
 from . import (lowering_dense, lowering_index, lowering_nn,  # noqa: E402,F401
-               lowering_norm, lowering_random, lowering_views)
+               lowering_layout, lowering_norm, lowering_random,
+               lowering_views)
 

@@ -1,14 +1,15 @@
-"""Lowering families of the dense layers and losses of the core: FullyConnected, dot,
-batch_dot (cuBLAS, bias as one following broadcast kernel), the softmax family and
-SoftmaxOutput's backward (hand-written kernels)."""
+"""Lowering families of the dense layers and losses: FullyConnected, dot, batch_dot (cuBLAS,
+bias as one following broadcast kernel), the softmax family, SoftmaxOutput's backward,
+softmax_cross_entropy and MakeLoss's division by a count (hand-written kernels)."""
 from __future__ import annotations
 
 from math import prod
 
 from ..attrs import Attrs
+from .. import expr as E
 from ..expr import inp
 from .codegen import THREADS, grid_for
-from .kernels import render_count_valid, render_softmax, render_softmax_output_backward
+from .kernels import render_count, render_nll_sum, render_softmax, render_softmax_output_backward
 from .lowering import Gemm, Kernel, StepCtx, elementwise_actions, family
 
 Shape = tuple[int, ...]
@@ -105,7 +106,7 @@ def _softmax_output_backward(ctx: StepCtx, p: dict) -> list:
     if by_count:
         count = ctx.new_scratch(4)
         ign = a["ignore_label"] if a["use_ignore"] else float("nan")
-        kern = render_count_valid("count_valid", outer * inner, ign)
+        kern = render_count("count_valid", outer * inner, E.call("ne", inp(0), ign))
         acts.append(Kernel(kern, 1, THREADS, (count, ctx.ins[1]), outer * inner))
     kern = render_softmax_output_backward(
         "softmax_output_grad", outer, k, inner, scale, a["use_ignore"], a["ignore_label"],
@@ -113,3 +114,31 @@ def _softmax_output_backward(ctx: StepCtx, p: dict) -> list:
     acts.append(Kernel(kern, grid_for(n, ctx.sm_count), THREADS,
                        (ctx.outs[0], ctx.ins[0], ctx.ins[1], count), n))
     return acts
+
+
+@family("softmax_cross_entropy")
+def _softmax_cross_entropy(ctx: StepCtx, p: dict) -> list:
+    """(data (B, K), label (B,)) -> (1,): log-softmax of each row into scratch, then one block
+    sums -logp[row, label] (the numpy reference's truncated, clipped labels)."""
+    rows, k = ctx.in_shapes[0]
+    logp = ctx.new_scratch(4 * rows * k)
+    soft = Kernel(render_softmax("log_softmax", rows, k, 1, True),
+                  max(1, (rows * 32 + THREADS - 1) // THREADS), THREADS, (logp, ctx.ins[0]),
+                  rows * k)
+    pick = Kernel(render_nll_sum("nll_sum", rows, k), 1, THREADS,
+                  (ctx.outs[0], logp, ctx.ins[1]), rows)
+    return [soft, pick]
+
+
+@family("scale_by_count")
+def _scale_by_count(ctx: StepCtx, p: dict) -> list:
+    """(data, ref) -> data / max(1, number of ref entries for which ``p['counts'](attrs)``, a
+    formula of the entry, holds)."""
+    count = ctx.new_scratch(4)
+    n_ref = prod(ctx.in_shapes[1])
+    acts = [Kernel(render_count("count", n_ref, p["counts"](ctx.attrs)), 1, THREADS,
+                   (count, ctx.ins[1]), n_ref)]
+    return acts + elementwise_actions(ctx, "scale_by_count",
+                                      [inp(0) / E.call("max", inp(1), 1.0)],
+                                      [ctx.in_shapes[0], (1,)], [ctx.ins[0], count],
+                                      ctx.out_shapes[0], ctx.outs)

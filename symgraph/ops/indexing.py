@@ -34,7 +34,7 @@ register(OpDef(
     "prod", REDUCE_PARAMS, ("data",), forward_shape(lambda a, s: [reduced_shape(a, s[0])]),
     _reduce_compute(np.prod),
     lambda c: [_unreduce(c, c.ograds[0]) * _unreduce(c, c.outputs[0]) / c.inputs[0]], REDUCE,
-    doc="Product over axis (None: all); gradient y/x, so defined for nonzero x."))
+    lowering=("reduce", {"kind": "prod"}), doc="Product over axis (None: all); gradient y/x, so defined for nonzero x."))
 
 NORM_PARAMS = {"ord": Param("int", 2, (1, 2)), "axis": Param("axis", None),
                "keepdims": Param("bool", False)}
@@ -67,7 +67,8 @@ def _norm_grad(c) -> list:
 register(OpDef(
     "norm", NORM_PARAMS, ("data",),
     forward_shape(lambda a, s: [reduced_shape(_as_reduce(a), s[0])]), _norm_compute,
-    _norm_grad, REDUCE, doc="L1 or L2 norm over axis (None: all)."))
+    _norm_grad, REDUCE, doc="L1 or L2 norm over axis (None: all).",
+    lowering=("reduce", {"kind": lambda a: f"norm{a['ord']}", "as_reduce": _as_reduce})))
 
 ARG_PARAMS = {"axis": Param("int?", None), "keepdims": Param("bool", False)}
 

@@ -4,6 +4,7 @@ Cast, with the backward ops their gradients need (``_backward_tile``, ``_backwar
 from __future__ import annotations
 
 from math import prod
+from typing import Callable
 
 import numpy as np
 
@@ -47,21 +48,41 @@ def _tile_shape(a: Attrs, s: list) -> list:
     return [tuple(d * r for d, r in zip(shape, reps))]
 
 
-def _backward_tile(a: Attrs, xs: list, ctx: RunCtx) -> list:
-    dy, x = xs
-    shape, reps = _aligned(x.shape, a["reps"])
-    split = dy.reshape(tuple(v for pair in zip(reps, shape) for v in pair))
-    return [split.sum(axis=tuple(range(0, 2 * len(shape), 2))).reshape(x.shape)]
+def _tile_split(a: Attrs, shape: Shape) -> tuple[Shape, tuple[int, ...]]:
+    """The output of tile as (split shape, copy axes): (r0, d0, r1, d1, ...), axes 0, 2, ..."""
+    shape, reps = _aligned(shape, a["reps"])
+    return (tuple(v for pair in zip(reps, shape) for v in pair),
+            tuple(range(0, 2 * len(shape), 2)))
+
+
+def split_view(x: np.ndarray, split: tuple[Shape, tuple[int, ...]]) -> np.ndarray:
+    """``x`` broadcast along the copy axes of a split shape: a strided view (stride 0 on those
+    axes) whose row-major order is the tiled / repeated output; the GPU gathers through it."""
+    shape, axes = split
+    return np.broadcast_to(x.reshape(tuple(1 if i in axes else d for i, d in enumerate(shape))),
+                           shape)
+
+
+def _sum_copies(split: Callable[[Attrs, Shape], tuple]) -> Callable:
+    """Gradient of a replication: ograd viewed as the split shape, summed over the copy axes."""
+    def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+        dy, x = xs
+        shape, axes = split(a, x.shape)
+        return [dy.reshape(shape).sum(axis=axes).reshape(x.shape)]
+    return compute
 
 
 register(OpDef(
     "tile", {"reps": Param("shape")}, ("data",), forward_shape(_tile_shape),
     lambda a, xs, ctx: [np.tile(xs[0], a["reps"])],
     lambda c: [c.sym._backward_tile(c.ograds[0], c.inputs[0], **c.attrs)], INJECTIVE,
+    lowering=("gather_views",
+              {"views": lambda a, x, s: [split_view(x, _tile_split(a, x.shape))]}),
     doc="Repeat the whole array reps times along each axis (numpy.tile)."))
 register(OpDef(
-    "_backward_tile", {"reps": Param("shape")}, ("ograd", "data"), like_input(1), _backward_tile,
-    lambda c: [c.sym.tile(c.ograds[0], **c.attrs), None], REDUCE,
+    "_backward_tile", {"reps": Param("shape")}, ("ograd", "data"), like_input(1),
+    _sum_copies(_tile_split), lambda c: [c.sym.tile(c.ograds[0], **c.attrs), None], REDUCE,
+    lowering=("sum_copies", {"split": _tile_split}),
     doc="Gradient of tile: the tiles of ograd summed."))
 
 REPEAT_PARAMS = {"repeats": Param("int"), "axis": Param("int?", None)}
@@ -77,24 +98,26 @@ def _repeat_shape(a: Attrs, s: list) -> list:
     return [tuple(shape[:ax]) + (shape[ax] * r,) + tuple(shape[ax + 1:])]
 
 
-def _backward_repeat(a: Attrs, xs: list, ctx: RunCtx) -> list:
-    dy, x = xs
+def _repeat_split(a: Attrs, shape: Shape) -> tuple[Shape, tuple[int, ...]]:
+    """The output of repeat as (split shape, copy axes): (..., d, repeats, ...), the axis after."""
     r = a["repeats"]
     if a["axis"] is None:
-        return [dy.reshape(-1, r).sum(axis=1).reshape(x.shape)]
-    ax = check_axis(a["axis"], x.ndim)
-    split = dy.reshape(x.shape[:ax] + (x.shape[ax], r) + x.shape[ax + 1:])
-    return [split.sum(axis=ax + 1)]
+        return (prod(shape), r), (1,)
+    ax = check_axis(a["axis"], len(shape))
+    return tuple(shape[:ax]) + (shape[ax], r) + tuple(shape[ax + 1:]), (ax + 1,)
 
 
 register(OpDef(
     "repeat", REPEAT_PARAMS, ("data",), forward_shape(_repeat_shape),
     lambda a, xs, ctx: [np.repeat(xs[0], a["repeats"], axis=a["axis"])],
     lambda c: [c.sym._backward_repeat(c.ograds[0], c.inputs[0], **c.attrs)], INJECTIVE,
+    lowering=("gather_views",
+              {"views": lambda a, x, s: [split_view(x, _repeat_split(a, x.shape))]}),
     doc="Repeat each element `repeats` times along axis (None: of the flattened array)."))
 register(OpDef(
-    "_backward_repeat", REPEAT_PARAMS, ("ograd", "data"), like_input(1), _backward_repeat,
-    lambda c: [c.sym.repeat(c.ograds[0], **c.attrs), None], REDUCE,
+    "_backward_repeat", REPEAT_PARAMS, ("ograd", "data"), like_input(1),
+    _sum_copies(_repeat_split), lambda c: [c.sym.repeat(c.ograds[0], **c.attrs), None], REDUCE,
+    lowering=("sum_copies", {"split": _repeat_split}),
     doc="Gradient of repeat: each element's copies summed."))
 
 # -- pad -------------------------------------------------------------------------------------------
@@ -147,12 +170,14 @@ register(OpDef(
     "pad", PAD_PARAMS, ("data",),
     forward_shape(lambda a, s: [tuple(n + b + e for n, (b, e) in zip(s[0], _pairs(a, s[0])))]),
     _pad_compute, lambda c: [c.sym._backward_pad(c.ograds[0], c.inputs[0], **c.attrs)],
-    INJECTIVE, doc="Pad with a constant, the edge values or a reflection; pad_width has "
-                   "(before, after) for every axis."))
+    INJECTIVE, lowering=("pad", {"pairs": _pairs}),
+    doc="Pad with a constant, the edge values or a reflection; pad_width has (before, after) "
+        "for every axis."))
 alias("Pad", "pad")
 register(OpDef(
     "_backward_pad", PAD_PARAMS, ("ograd", "data"), like_input(1), _backward_pad,
     lambda c: [c.sym.pad(c.ograds[0], **{**c.attrs, "constant_value": 0.0}), None], REDUCE,
+    lowering=("pad_backward", {"pairs": _pairs}),
     doc="Gradient of pad: the centre, plus (edge/reflect) the padding folded back on it."))
 
 # -- reverse, Cast ---------------------------------------------------------------------------------
@@ -187,10 +212,10 @@ register(OpDef(
     "Cast", {"dtype": Param("dtype")}, ("data",), like_input(0),
     lambda a, xs, ctx: [xs[0].astype(a["dtype"])],
     lambda c: [c.sym._backward_Cast(c.ograds[0], c.inputs[0])], INJECTIVE,
-    infer_type=_cast_type, doc="Convert to dtype; the gradient converts back."))
+    infer_type=_cast_type, lowering="cast", doc="Convert to dtype; the gradient converts back."))
 alias("cast", "Cast")
 register(OpDef(
     "_backward_Cast", {}, ("ograd", "data"), like_input(1),
     lambda a, xs, ctx: [xs[0].astype(xs[1].dtype)],
     lambda c: [c.sym._backward_Cast(c.ograds[0], c.inputs[0]), None], INJECTIVE,
-    infer_type=like_input(1), doc="ograd converted to the dtype of data."))
+    infer_type=like_input(1), lowering="cast", doc="ograd converted to the dtype of data."))

@@ -42,7 +42,8 @@ register(OpDef(
     "softmax_cross_entropy", {}, ("data", "label"), _xent_shape, _xent,
     lambda c: [c.sym._backward_SoftmaxOutput(c.sym.softmax(c.inputs[0], axis=-1), c.inputs[1])
                * c.ograds[0], None],
-    REDUCE, doc="Sum over the batch of -log softmax(data)[label]; output shape (1,)."))
+    REDUCE, lowering="softmax_cross_entropy",
+    doc="Sum over the batch of -log softmax(data)[label]; output shape (1,)."))
 
 REGRESSION_PARAMS = {"grad_scale": Param("float", 1.0)}
 

@@ -6,6 +6,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from .. import expr as E
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import (BROADCAST, GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef,
@@ -140,11 +141,20 @@ register(OpDef(
     lambda a, xs, ctx: [xs[0] / xs[0].shape[0]],
     lambda c: [c.sym._scale_by_batch(c.ograds[0])], INJECTIVE, lowering="scale_by_batch",
     doc="Divide by the size of axis 0 (MakeLoss normalization='batch')."))
+def _is_valid(a: Attrs) -> E.Expr:
+    """The entries of ``ref`` that MakeLoss(normalization='valid') counts: above thresh."""
+    return E.call("gt", E.inp(0), a["thresh"])
+
+
+def _scale_by_valid(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    valid = E.evaluate([_is_valid(a)], [xs[1]], xs[1].dtype)[0]
+    return [xs[0] / max(1, int(np.count_nonzero(valid)))]
+
+
 register(OpDef(
     "_scale_by_valid", {"thresh": Param("float", 0.0)}, ("data", "ref"),
-    lambda a, ins, outs: (ins, [ins[0]] if ins[0] is not None else outs),
-    lambda a, xs, ctx: [xs[0] / max(1, int(np.sum(xs[1] > a["thresh"])))],
-    NOT_DIFFERENTIABLE, REDUCE,
+    lambda a, ins, outs: (ins, [ins[0]] if ins[0] is not None else outs), _scale_by_valid,
+    NOT_DIFFERENTIABLE, REDUCE, lowering=("scale_by_count", {"counts": _is_valid}),
     doc="Divide by the number of ref entries above thresh (MakeLoss normalization='valid')."))
 
 for _name, _fill in (("zeros_like", 0.0), ("ones_like", 1.0)):

@@ -35,11 +35,7 @@ def _all_lowered() -> list:
 # Ops that still take the documented host stopgap (inputs to the host, numpy reference, results
 # back), in some or all configurations: the "not done" list of issue 5 (docs/performance.md).
 HOST_FALLBACK = {
-    "_scale_by_valid",
-    "Deconvolution", "_backward_Deconvolution_data", "_backward_Deconvolution_weight", "prod",
-    "norm",
-    "softmax_cross_entropy", "tile", "_backward_tile", "repeat",
-    "_backward_repeat", "pad", "_backward_pad", "Cast", "_backward_Cast",
+    "Deconvolution", "_backward_Deconvolution_data", "_backward_Deconvolution_weight",
     # grouped / 3-D convolution and 3-D pooling only:
     "Convolution", "_backward_Convolution_data", "_backward_Convolution_weight", "Pooling",
     "_backward_Pooling", "_pooling_gather"}

@@ -1,0 +1,135 @@
+"""Run one lowered step's kernels on the CPU, for CI without a GPU.
+
+The step's module is compiled as host C++ by g++ with a prelude that turns ``__global__`` and
+``__device__`` into plain functions and fixes the launch at one block of one thread: every
+grid-stride kernel then visits all its elements in order and computes exactly what the GPU would.
+Kernels that cooperate across threads (warp shuffles, block reductions) compile against stubs but
+must not be run here; :func:`runnable` says whether a step has any.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from math import prod
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from symgraph.cuda.lowering import (Choice, Copy, Fill, Kernel, Ref, Switch, lower_step,
+                                    step_context)
+from symgraph.cuda.compiler import module_source
+from symgraph.schedule import Step
+
+HOST_PRELUDE = r"""
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+using std::max; using std::min;
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __shared__ static
+struct sg_dim3 { unsigned int x; };
+static const sg_dim3 blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
+struct uint2 { unsigned int x, y; };
+struct uint4 { unsigned int x, y, z, w; };
+struct float4 { float x, y, z, w; };
+static inline uint2 make_uint2(unsigned int a, unsigned int b) { return {a, b}; }
+static inline uint4 make_uint4(unsigned int a, unsigned int b, unsigned int c, unsigned int d) {
+    return {a, b, c, d};
+}
+static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline void __syncthreads() {}
+template <class T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
+static inline float atomicAdd(float* p, float v) { const float o = *p; *p += v; return o; }
+"""
+COOPERATIVE = ("__shfl", "__syncthreads")
+
+
+def host_compiler() -> str | None:
+    return shutil.which("g++")
+
+
+def _flat(actions: Sequence) -> list:
+    """The actions a training run executes: Switch -> train, Choice -> generated fallback."""
+    out: list = []
+    for a in actions:
+        if isinstance(a, Switch):
+            out += _flat(a.train)
+        elif isinstance(a, Choice):
+            out += _flat(a.fallback)
+        else:
+            out.append(a)
+    return out
+
+
+def lowered(step: Step, shapes: Sequence, dtypes: Sequence) -> tuple[list, int, int]:
+    """(flat actions, scratch bytes, key count) of one schedule step."""
+    scratch: list[int] = []
+    keys: list[int] = []
+    acts = _flat(lower_step(step_context(step, shapes, dtypes, 132, scratch, keys)))
+    return acts, sum(scratch), len(keys)
+
+
+def runnable(actions: Sequence) -> bool:
+    return all(isinstance(a, (Copy, Fill)) or isinstance(a, Kernel) and
+               not any(c in a.kernel.source for c in COOPERATIVE) for a in actions)
+
+
+def _main(actions: Sequence, buffers: dict, files: dict, outputs: Sequence[Ref]) -> str:
+    """A ``main`` that loads the inputs, runs the actions in order and saves the outputs."""
+    name = {ref: f"b{k}" for k, ref in enumerate(buffers)}
+    lines = [f"    unsigned char* {name[r]} = (unsigned char*)calloc({max(n, 1)}, 1);"
+             for r, n in buffers.items()]
+    lines += [f'    {{ FILE* f = fopen("{files[r]}", "rb"); fread({name[r]}, 1, {buffers[r]}, f); '
+              "fclose(f); }" for r in files if r not in outputs]
+    for a in actions:
+        if isinstance(a, Kernel):
+            sig = ", ".join(["void*"] * len(a.args) + ["long long"])
+            args = ", ".join([name[r] for r in a.args] + [f"{a.n}LL"])
+            lines.append(f"    reinterpret_cast<void (*)({sig})>({a.kernel.name})({args});")
+        elif isinstance(a, Copy):
+            lines.append(f"    memcpy({name[a.dst]}, {name[a.src]}, {a.nbytes});")
+        else:
+            lines.append(f"    for (long long i = 0; i < {a.count}; ++i) "
+                         f"((float*){name[a.dst]})[i] = {float(a.value)!r}f;")
+    lines += [f'    {{ FILE* f = fopen("{files[r]}", "wb"); fwrite({name[r]}, 1, {buffers[r]}, f); '
+              "fclose(f); }" for r in outputs]
+    return "int main() {\n" + "\n".join(lines) + "\n    return 0;\n}\n"
+
+
+def run_on_host(step: Step, shapes: Sequence, dtypes: Sequence, inputs: Sequence[np.ndarray],
+                tmp: Path, keys: Sequence[int] = ()) -> list[np.ndarray]:
+    """The step's outputs computed by its lowered kernels, run on the CPU."""
+    acts, scratch_bytes, n_keys = lowered(step, shapes, dtypes)
+    assert runnable(acts), "step has cooperative kernels"
+    slots = list(step.inputs) + list(step.outputs)
+    buffers = {Ref("slot", s): prod(shapes[s]) * np.dtype(dtypes[s]).itemsize for s in slots}
+    files = {r: tmp / f"{r.kind}{r.index}.bin" for r in buffers}
+    for s, x in zip(step.inputs, inputs):
+        np.ascontiguousarray(x, dtypes[s]).tofile(files[Ref("slot", s)])
+    for k in range(n_keys):
+        buffers[Ref("key", k)] = 8
+        files[Ref("key", k)] = tmp / f"key{k}.bin"
+        np.array([keys[k]], np.uint64).tofile(files[Ref("key", k)])
+    offsets = sorted({r.index for a in acts if isinstance(a, Kernel) for r in a.args
+                      if r.kind == "scratch"} | {r.index for a in acts
+                                                 if isinstance(a, (Copy, Fill))
+                                                 for r in (a.dst, getattr(a, "src", a.dst))
+                                                 if r.kind == "scratch"})
+    for off in offsets:  # each scratch buffer as its own allocation up to the next one
+        buffers[Ref("scratch", off)] = scratch_bytes - off
+    outs = [Ref("slot", s) for s in step.outputs]
+    kernels = [a.kernel for a in acts if isinstance(a, Kernel)]
+    src = tmp / "step.cpp"
+    src.write_text(HOST_PRELUDE + module_source(kernels) + _main(acts, buffers, files, outs))
+    exe = tmp / "step"
+    subprocess.run([host_compiler(), "-O1", "-w", "-o", str(exe), str(src)], check=True)
+    subprocess.run([str(exe)], check=True)
+    return [np.fromfile(files[r], dtypes[s]).reshape(shapes[s])
+            for r, s in zip(outs, step.outputs)]

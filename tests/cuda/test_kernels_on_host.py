@@ -1,0 +1,65 @@
+"""The index arithmetic of the generated layout, cast, reduction and dropout kernels, checked on
+the CPU: each step of the registry cases below is lowered, its kernels compiled as host C++ and
+run one thread at a time (``host_run``), and the outputs compared with the op's numpy reference
+on the same float32 inputs. The GPU tests check the same kernels on the device."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from symgraph.registry import RunCtx, get_op
+
+from .graphs import all_graphs
+from .host_run import host_compiler, lowered, run_on_host, runnable
+
+pytestmark = pytest.mark.skipif(host_compiler() is None, reason="g++ not on PATH")
+OPS = {"pad", "_backward_pad", "tile", "_backward_tile", "repeat", "_backward_repeat", "Cast",
+       "_backward_Cast", "prod", "norm"}
+S = sg.sym
+
+
+def _steps() -> list:
+    """(case id, step, shapes, dtypes) of every step of the OPS in the training schedules."""
+    out = []
+    for name, sym, args, aux in all_graphs():
+        exe = sym.simple_bind(sg.cpu(), **{k: v.shape for k, v in {**args, **aux}.items()})
+        sch = exe._train["schedule"]
+        for k, st in enumerate(sch.steps):
+            if st.node.op in OPS:
+                out.append((f"{name}-{k}-{st.node.op}", st, sch.shapes, sch.dtypes))
+    return out
+
+
+STEPS = _steps()
+
+
+@pytest.mark.parametrize("name,step,shapes,dtypes", STEPS, ids=[s[0] for s in STEPS])
+def test_step_kernels_match_numpy(name: str, step, shapes, dtypes, tmp_path: Path) -> None:
+    acts, _, _ = lowered(step, shapes, dtypes)
+    assert runnable(acts), f"{name}: cooperative kernel (checked on the GPU only)"
+    rng = np.random.default_rng(5)
+    xs = [rng.uniform(0.5, 1.5, size=shapes[s]).astype(dtypes[s]) for s in step.inputs]
+    want = get_op(step.node.op).compute(step.node.attrs, xs, RunCtx(is_train=True))
+    got = run_on_host(step, shapes, dtypes, xs, tmp_path)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, np.asarray(w, g.dtype).reshape(g.shape), rtol=2e-6,
+                                   atol=1e-6, err_msg=name)
+
+
+def test_dropout_mask_on_host(tmp_path: Path) -> None:
+    """Keep rate, scale, a shared mask along ``axes``; equal keys give equal masks."""
+    sym = S.Dropout(S.var("x"), p=0.3, axes=(1,))
+    sch = sym.simple_bind(sg.cpu(), x=(4000, 3))._train["schedule"]
+    step = sch.steps[0]
+    x = np.random.default_rng(0).normal(size=(4000, 3)).astype(np.float32)
+    runs = [run_on_host(step, sch.shapes, sch.dtypes, [x], tmp_path, keys=[key])
+            for key in (12345, 12345, 2 ** 63 + 7)]
+    y, mask = runs[0]
+    assert mask.shape == (4000, 1) and set(np.unique(mask)) <= {0.0, np.float32(1 / 0.7)}
+    assert abs((mask == 0).mean() - 0.3) < 0.03  # 4000 draws: over 4 standard deviations
+    np.testing.assert_allclose(y, x * mask, rtol=1e-7)
+    np.testing.assert_array_equal(runs[1][1], mask)
+    assert not np.array_equal(runs[2][1], mask)
