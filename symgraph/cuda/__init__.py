@@ -8,6 +8,8 @@ libraries, and only when a GPU context is used; ``import symgraph`` never import
 * ``kernels``  - hand-written kernel templates (reductions, softmax, SoftmaxOutput backward);
 * ``lowering`` - the table from ``OpDef.lowering`` family names to lowering functions, which turn a
   schedule step into launch actions (pure Python, so CI renders and compiles every kernel);
+  ``lowering_*`` hold the families of each group of ops (dense, nn, norm, index, views, layout,
+  random: Philox-4x32-10 and Dropout);
 * ``compiler`` - one ``nvcc --cubin`` call per module, cached on disk;
 * ``runtime``  - primary context, device arrays (``sg.nd`` on the GPU);
 * ``cublas``, ``graphs`` - ctypes bindings of cuBLAS and of the driver's stream capture;

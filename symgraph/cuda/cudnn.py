@@ -88,7 +88,8 @@ class Unsupported(ExecutionError):
 
 
 class ConvPlan:
-    """Descriptors and measured algorithms of one 2-D convolution (geometry ``g``, F filters)."""
+    """Descriptors and measured algorithms of one 2-D convolution (geometry ``g``, F filters,
+    ``g.groups`` groups)."""
 
     def __init__(self, device_id: int, g: Any, f: int) -> None:
         lib, h = _LIB, handle(device_id)
@@ -97,12 +98,13 @@ class ConvPlan:
         _check(lib.cudnnSetStream(h, ctypes.c_void_p(0)), "cudnnSetStream")
         self.x = _desc("tensor", g.n, g.c, g.h, g.w)
         self.y = _desc("tensor", g.n, f, g.oh, g.ow)
-        self.w = _desc("filter", f, g.c, g.kh, g.kw)
+        self.w = _desc("filter", f, g.c // g.groups, g.kh, g.kw)
         self.conv = ctypes.c_void_p()
         _check(lib.cudnnCreateConvolutionDescriptor(ctypes.byref(self.conv)), "create conv")
         _check(lib.cudnnSetConvolution2dDescriptor(self.conv, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw,
                                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
                "set conv descriptor")
+        _check(lib.cudnnSetConvolutionGroupCount(self.conv, g.groups), "set group count")
         tf32 = os.environ.get("SYMGRAPH_TF32", "0") == "1"
         _check(lib.cudnnSetConvolutionMathType(
             self.conv, CUDNN_DEFAULT_MATH if tf32 else CUDNN_FMA_MATH), "set math type")

@@ -1,5 +1,6 @@
-"""Hand-written kernel templates where no library call fits: reductions over any axes, softmax
-along an axis, SoftmaxOutput's backward. Shapes are baked in as constants (one kernel per shape,
+"""Hand-written kernel templates where no library call fits: reductions over any axes (sum, mean,
+max, min, prod, L1/L2 norm), softmax along an axis, SoftmaxOutput's backward, one-block sums
+(counts of valid entries, a batch's negative log-likelihood). Shapes are baked in as constants (one kernel per shape,
 all in the one module of a compiled graph); every kernel takes pointers then ``long long n``.
 """
 from __future__ import annotations
@@ -64,7 +65,8 @@ def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
     tag = kernel_name(stem, f"{shape}{tuple(axes)}{kind}{block_per_output}{chunks},{count},"
                             f"{partials}")
     helpers = (_offset_fn(f"{tag}_base", shape, kept) + _offset_fn(f"{tag}_roff", shape, list(axes))
-               + f"__device__ __forceinline__ float {tag}_op(float a, float b) {{ return {comb}; }}\n"
+               + f"__device__ __forceinline__ float {tag}_op(float a, float b) "
+               f"{{ return {comb}; }}\n"
                + f"__device__ __forceinline__ float {tag}_load(float v) {{ return {load}; }}\n")
     if block_per_output:
         body = (

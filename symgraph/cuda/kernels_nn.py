@@ -34,12 +34,14 @@ class Window2d:
 
 @dataclass(frozen=True)
 class Conv2d(Window2d):
-    """Geometry of a 2-D convolution (1-D ones use H = KH = 1)."""
+    """Geometry of a 2-D convolution (1-D ones use H = KH = 1); ``c`` counts all input channels,
+    ``groups`` split the channels and the filters into independent convolutions."""
 
     dh: int
     dw: int
     oh: int
     ow: int
+    groups: int = 1
 
     @property
     def ckk(self) -> int:

@@ -65,6 +65,7 @@ def _deconv_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 register(OpDef(
     "Deconvolution", DECONV_PARAMS, layer_inputs, _deconv_shape, _deconv_compute,
     layer_grad("_backward_Deconvolution_data", "_backward_Deconvolution_weight"), GEMM,
+    lowering="deconvolution",
     doc="Transposed convolution (the data gradient of Convolution as a layer); weight "
         "(C_in, num_filter/num_group, *kernel); adj or target_shape fix the output size."))
 
@@ -80,7 +81,8 @@ register(OpDef(
     _data_grad_compute,
     lambda c: [c.sym.Deconvolution(c.ograds[0], c.inputs[1], **{**c.attrs, "no_bias": True}),
                c.sym._backward_Deconvolution_weight(c.inputs[0], c.ograds[0], **c.attrs), None],
-    GEMM, doc="Gradient of Deconvolution w.r.t. its data: a convolution of ograd; `data` "
+    GEMM, lowering="deconvolution_backward_data",
+    doc="Gradient of Deconvolution w.r.t. its data: a convolution of ograd; `data` "
               "gives the shape."))
 
 
@@ -104,4 +106,5 @@ register(OpDef(
     lambda c: [c.sym.Deconvolution(c.inputs[1], c.ograds[0], **{**c.attrs, "no_bias": True}),
                c.sym._backward_Deconvolution_data(c.inputs[0], c.ograds[0], c.inputs[1],
                                                   **c.attrs)],
-    GEMM, doc="Gradient of Deconvolution w.r.t. its weight."))
+    GEMM, lowering="deconvolution_backward_weight",
+    doc="Gradient of Deconvolution w.r.t. its weight."))

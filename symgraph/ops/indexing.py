@@ -34,7 +34,8 @@ register(OpDef(
     "prod", REDUCE_PARAMS, ("data",), forward_shape(lambda a, s: [reduced_shape(a, s[0])]),
     _reduce_compute(np.prod),
     lambda c: [_unreduce(c, c.ograds[0]) * _unreduce(c, c.outputs[0]) / c.inputs[0]], REDUCE,
-    lowering=("reduce", {"kind": "prod"}), doc="Product over axis (None: all); gradient y/x, so defined for nonzero x."))
+    lowering=("reduce", {"kind": "prod"}),
+    doc="Product over axis (None: all); gradient y/x, so defined for nonzero x."))
 
 NORM_PARAMS = {"ord": Param("int", 2, (1, 2)), "axis": Param("axis", None),
                "keepdims": Param("bool", False)}

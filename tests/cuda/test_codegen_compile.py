@@ -35,8 +35,7 @@ def _all_lowered() -> list:
 # Ops that still take the documented host stopgap (inputs to the host, numpy reference, results
 # back), in some or all configurations: the "not done" list of issue 5 (docs/performance.md).
 HOST_FALLBACK = {
-    "Deconvolution", "_backward_Deconvolution_data", "_backward_Deconvolution_weight",
-    # grouped / 3-D convolution and 3-D pooling only:
+    # 3-D convolution and pooling only:
     "Convolution", "_backward_Convolution_data", "_backward_Convolution_weight", "Pooling",
     "_backward_Pooling", "_pooling_gather"}
 

@@ -63,7 +63,8 @@ def test_gpu_dropout_reseed_repeats_and_replay_draws_new_masks(
     exe = _dropout_exe(0.5, (64, 33))
     x = np.random.default_rng(0).normal(size=(64, 33)).astype(np.float32)
     sg.random.seed(11)
-    first = [exe.forward(is_train=True, x=x)[0].asnumpy() for _ in range(4)]  # eager, capture, replay
+    # runs 1-4: eager, captured, replayed, replayed
+    first = [exe.forward(is_train=True, x=x)[0].asnumpy() for _ in range(4)]
     for i in range(4):
         for j in range(i):
             assert not np.array_equal(first[i], first[j]), (i, j)
