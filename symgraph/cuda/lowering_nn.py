@@ -62,18 +62,23 @@ def _bias_epilogue(ctx: StepCtx, y: Ref, bias: Optional[Ref]) -> list:
                                shape, [y])
 
 
-def conv_backward_data(ctx: StepCtx, g: Conv2d, f: int, w: Ref, dy: Ref, dx: Ref) -> list:
-    """dx = col2im(W^T @ dy(F,NP)), per group; cuDNN's backward-data when it is faster."""
+def conv_backward_data(ctx: StepCtx, g: Conv2d, f: int, w: Ref, dy: Ref, dx: Ref,
+                       bias: Optional[Ref] = None) -> list:
+    """dx = col2im(W^T @ dy(F,NP)), per group; cuDNN's backward-data when it is faster.
+    A Deconvolution's bias is added after, in place."""
     k, pix = g.ckk // g.groups, g.oh * g.ow
     dy_t, dcol = ctx.new_scratch(4 * f * g.cols), ctx.new_scratch(4 * g.ckk * g.cols)
     fallback = (_launch(ctx, render_swap01(g.n, f, pix, False), (dy_t, dy), f * g.cols),
                 Gemm(True, False, k, g.cols, f // g.groups, w, dy_t, dcol, batch=g.groups),
                 _launch(ctx, render_col2im(g), (dx, dcol), g.n * g.c * g.h * g.w))
-    return [Choice((ConvCall("data", g, f, w, dy, dx),), fallback)]
+    return [Choice((ConvCall("data", g, f, w, dy, dx),), fallback)] + \
+        _bias_epilogue(ctx, dx, bias)
 
 
-def conv_backward_weight(ctx: StepCtx, g: Conv2d, f: int, x: Ref, dy: Ref, dw: Ref) -> list:
+def conv_backward_weight(ctx: StepCtx, g: Conv2d, f: int, x: Ref, dy: Ref, dw: Ref,
+                         bias: Optional[Ref] = None) -> list:
     """dW(F, CKK/groups) = dy(F,NP) @ col(CKK,NP)^T, per group; or cuDNN's backward-filter."""
+    assert bias is None, "a weight gradient has no bias"
     k, pix = g.ckk // g.groups, g.oh * g.ow
     col, dy_t = ctx.new_scratch(4 * g.ckk * g.cols), ctx.new_scratch(4 * f * g.cols)
     fallback = (_launch(ctx, render_im2col(g), (col, x), g.ckk * g.cols),
@@ -82,82 +87,37 @@ def conv_backward_weight(ctx: StepCtx, g: Conv2d, f: int, x: Ref, dy: Ref, dw: R
     return [Choice((ConvCall("filter", g, f, x, dy, dw),), fallback)]
 
 
-def _conv_of(ctx: StepCtx, x_shape: tuple) -> Optional[Conv2d]:
+CONV_CALLS = {"forward": conv_forward, "data": conv_backward_data, "filter": conv_backward_weight}
+
+
+def _geometry(ctx: StepCtx, x: tuple, transposed: bool) -> tuple[Optional[Conv2d], int]:
+    """(2-D view, filters) of the convolution a step runs, given its data shape ``x``.
+
+    Transposed (Deconvolution and its gradients): the convolution whose data gradient the
+    deconvolution is. Its input has the deconvolution's output shape, its output is the
+    deconvolution's data, its filters are the data's channels and its padding is the effective
+    one (``adj`` / ``target_shape``)."""
+    if transposed:
+        from ..ops.deconv import resolve
+        g, out = resolve(ctx.attrs, x[2:])
+        return conv2d(g, (x[0], ctx.attrs["num_filter"]) + out, x[2:]), x[1]
     from ..ops.conv import geometry
     g = geometry(ctx.attrs)
-    return conv2d(g, x_shape, g.out(x_shape[2:]))
+    return conv2d(g, x, g.out(x[2:])), ctx.attrs["num_filter"]
 
 
 @family("convolution")
 def _convolution(ctx: StepCtx, p: dict) -> list:
-    g = _conv_of(ctx, ctx.in_shapes[0])
+    """A convolution-like step as one of the three convolution calls (data on the op):
+    ``call`` (forward / data / filter), ``data`` (the input giving the data shape), ``args``
+    (the inputs that are the call's two operands), ``transposed`` (Deconvolution), ``bias``
+    (the layer adds input 2 unless ``no_bias``)."""
+    g, f = _geometry(ctx, ctx.in_shapes[p["data"]], p.get("transposed", False))
     if g is None:
         return [Host(ctx.step)]
-    bias = None if ctx.attrs["no_bias"] else ctx.ins[2]
-    return conv_forward(ctx, g, ctx.attrs["num_filter"], ctx.ins[0], ctx.ins[1], ctx.outs[0],
-                        bias)
-
-
-@family("convolution_backward_data")
-def _convolution_backward_data(ctx: StepCtx, p: dict) -> list:
-    """Inputs (ograd, weight, data)."""
-    g = _conv_of(ctx, ctx.in_shapes[2])
-    if g is None:
-        return [Host(ctx.step)]
-    return conv_backward_data(ctx, g, ctx.attrs["num_filter"], ctx.ins[1], ctx.ins[0],
-                              ctx.outs[0])
-
-
-@family("convolution_backward_weight")
-def _convolution_backward_weight(ctx: StepCtx, p: dict) -> list:
-    """Inputs (ograd, data)."""
-    g = _conv_of(ctx, ctx.in_shapes[1])
-    if g is None:
-        return [Host(ctx.step)]
-    return conv_backward_weight(ctx, g, ctx.attrs["num_filter"], ctx.ins[1], ctx.ins[0],
-                                ctx.outs[0])
-
-
-def _deconv_of(ctx: StepCtx, x_shape: tuple) -> Optional[Conv2d]:
-    """A Deconvolution of data ``x_shape`` is the data gradient of this convolution: its input
-    is the deconvolution's output (num_filter channels), its output the deconvolution's data,
-    its filters the data's channels, its padding the effective one (``adj``/``target_shape``)."""
-    from ..ops.deconv import resolve
-    g, out = resolve(ctx.attrs, x_shape[2:])
-    return conv2d(g, (x_shape[0], ctx.attrs["num_filter"]) + out, x_shape[2:])
-
-
-@family("deconvolution")
-def _deconvolution(ctx: StepCtx, p: dict) -> list:
-    """y = the convolution's backward-data of x with w, plus the bias."""
-    x = ctx.in_shapes[0]
-    g = _deconv_of(ctx, x)
-    if g is None:
-        return [Host(ctx.step)]
-    bias = None if ctx.attrs["no_bias"] else ctx.ins[2]
-    y = ctx.outs[0]
-    return conv_backward_data(ctx, g, x[1], ctx.ins[1], ctx.ins[0], y) + \
-        _bias_epilogue(ctx, y, bias)
-
-
-@family("deconvolution_backward_data")
-def _deconvolution_backward_data(ctx: StepCtx, p: dict) -> list:
-    """Inputs (ograd, weight, data): dx = the convolution's forward of ograd with w."""
-    x = ctx.in_shapes[2]
-    g = _deconv_of(ctx, x)
-    if g is None:
-        return [Host(ctx.step)]
-    return conv_forward(ctx, g, x[1], ctx.ins[0], ctx.ins[1], ctx.outs[0], None)
-
-
-@family("deconvolution_backward_weight")
-def _deconvolution_backward_weight(ctx: StepCtx, p: dict) -> list:
-    """Inputs (ograd, data): dw = the convolution's backward-filter, ograd as its input."""
-    x = ctx.in_shapes[1]
-    g = _deconv_of(ctx, x)
-    if g is None:
-        return [Host(ctx.step)]
-    return conv_backward_weight(ctx, g, x[1], ctx.ins[0], ctx.ins[1], ctx.outs[0])
+    bias = ctx.ins[2] if p.get("bias") and not ctx.attrs["no_bias"] else None
+    a, b = (ctx.ins[i] for i in p["args"])
+    return CONV_CALLS[p["call"]](ctx, g, f, a, b, ctx.outs[0], bias)
 
 
 def pool_geometry(ctx: StepCtx, x_shape: tuple) -> Optional[Pool2d]:

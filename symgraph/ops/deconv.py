@@ -65,7 +65,8 @@ def _deconv_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 register(OpDef(
     "Deconvolution", DECONV_PARAMS, layer_inputs, _deconv_shape, _deconv_compute,
     layer_grad("_backward_Deconvolution_data", "_backward_Deconvolution_weight"), GEMM,
-    lowering="deconvolution",
+    lowering=("convolution", {"call": "data", "data": 0, "args": (1, 0), "bias": True,
+                              "transposed": True}),
     doc="Transposed convolution (the data gradient of Convolution as a layer); weight "
         "(C_in, num_filter/num_group, *kernel); adj or target_shape fix the output size."))
 
@@ -81,7 +82,8 @@ register(OpDef(
     _data_grad_compute,
     lambda c: [c.sym.Deconvolution(c.ograds[0], c.inputs[1], **{**c.attrs, "no_bias": True}),
                c.sym._backward_Deconvolution_weight(c.inputs[0], c.ograds[0], **c.attrs), None],
-    GEMM, lowering="deconvolution_backward_data",
+    GEMM, lowering=("convolution", {"call": "forward", "data": 2, "args": (0, 1),
+                                    "transposed": True}),
     doc="Gradient of Deconvolution w.r.t. its data: a convolution of ograd; `data` "
               "gives the shape."))
 
@@ -106,5 +108,6 @@ register(OpDef(
     lambda c: [c.sym.Deconvolution(c.inputs[1], c.ograds[0], **{**c.attrs, "no_bias": True}),
                c.sym._backward_Deconvolution_data(c.inputs[0], c.ograds[0], c.inputs[1],
                                                   **c.attrs)],
-    GEMM, lowering="deconvolution_backward_weight",
+    GEMM, lowering=("convolution", {"call": "filter", "data": 1, "args": (0, 1),
+                                    "transposed": True}),
     doc="Gradient of Deconvolution w.r.t. its weight."))
