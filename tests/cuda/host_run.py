@@ -3,6 +3,7 @@
 The step's module is compiled as host C++ by g++ with a prelude that turns ``__global__`` and
 ``__device__`` into plain functions and fixes the launch at one block of one thread: every
 grid-stride kernel then visits all its elements in order and computes exactly what the GPU would.
+Library calls run their generated fallback (``Choice.fallback``), with GEMMs as a plain loop.
 Kernels that cooperate across threads (warp shuffles, block reductions) compile against stubs but
 must not be run here; :func:`runnable` says whether a step has any.
 """
@@ -16,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-from symgraph.cuda.lowering import (Choice, Copy, Fill, Kernel, Ref, Switch, lower_step,
+from symgraph.cuda.lowering import (Choice, Copy, Fill, Gemm, Kernel, Ref, Switch, lower_step,
                                     step_context)
 from symgraph.cuda.compiler import module_source
 from symgraph.schedule import Step
@@ -47,6 +48,18 @@ static inline void __syncthreads() {}
 template <class T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
 static inline float atomicAdd(float* p, float v) { const float o = *p; *p += v; return o; }
+// The backend's Gemm action: row-major C[b] = op(A[b]) @ op(B[b]) (+ C[b]), packed batches.
+static void host_gemm(bool ta, bool tb, long long m, long long n, long long k, const void* a,
+                      const void* b, void* c, long long batch, bool acc) {
+    const float* A = (const float*)a; const float* B = (const float*)b; float* C = (float*)c;
+    for (long long q = 0; q < batch; ++q, A += m * k, B += k * n, C += m * n)
+        for (long long i = 0; i < m; ++i) for (long long j = 0; j < n; ++j) {
+            double s = acc ? C[i * n + j] : 0.0;
+            for (long long p = 0; p < k; ++p)
+                s += (double)(ta ? A[p * m + i] : A[i * k + p]) * (tb ? B[j * k + p] : B[p * n + j]);
+            C[i * n + j] = (float)s;
+        }
+}
 """
 COOPERATIVE = ("__shfl", "__syncthreads")
 
@@ -77,8 +90,17 @@ def lowered(step: Step, shapes: Sequence, dtypes: Sequence) -> tuple[list, int, 
 
 
 def runnable(actions: Sequence) -> bool:
-    return all(isinstance(a, (Copy, Fill)) or isinstance(a, Kernel) and
+    return all(isinstance(a, (Copy, Fill, Gemm)) or isinstance(a, Kernel) and
                not any(c in a.kernel.source for c in COOPERATIVE) for a in actions)
+
+
+def _refs(act: object) -> tuple[Ref, ...]:
+    """The buffers an action touches."""
+    if isinstance(act, Kernel):
+        return act.args
+    if isinstance(act, Gemm):
+        return (act.a, act.b, act.c)
+    return (act.dst, act.src) if isinstance(act, Copy) else (act.dst,)
 
 
 def _main(actions: Sequence, buffers: dict, files: dict, outputs: Sequence[Ref]) -> str:
@@ -93,6 +115,10 @@ def _main(actions: Sequence, buffers: dict, files: dict, outputs: Sequence[Ref])
             sig = ", ".join(["void*"] * len(a.args) + ["long long"])
             args = ", ".join([name[r] for r in a.args] + [f"{a.n}LL"])
             lines.append(f"    reinterpret_cast<void (*)({sig})>({a.kernel.name})({args});")
+        elif isinstance(a, Gemm):
+            ops = (f"{str(a.trans_a).lower()}, {str(a.trans_b).lower()}, {a.m}, {a.n}, {a.k}, "
+                   f"{name[a.a]}, {name[a.b]}, {name[a.c]}, {a.batch}, {str(a.accumulate).lower()}")
+            lines.append(f"    host_gemm({ops});")
         elif isinstance(a, Copy):
             lines.append(f"    memcpy({name[a.dst]}, {name[a.src]}, {a.nbytes});")
         else:
@@ -117,11 +143,7 @@ def run_on_host(step: Step, shapes: Sequence, dtypes: Sequence, inputs: Sequence
         buffers[Ref("key", k)] = 8
         files[Ref("key", k)] = tmp / f"key{k}.bin"
         np.array([keys[k]], np.uint64).tofile(files[Ref("key", k)])
-    offsets = sorted({r.index for a in acts if isinstance(a, Kernel) for r in a.args
-                      if r.kind == "scratch"} | {r.index for a in acts
-                                                 if isinstance(a, (Copy, Fill))
-                                                 for r in (a.dst, getattr(a, "src", a.dst))
-                                                 if r.kind == "scratch"})
+    offsets = sorted({r.index for a in acts for r in _refs(a) if r.kind == "scratch"})
     for off in offsets:  # each scratch buffer as its own allocation up to the next one
         buffers[Ref("scratch", off)] = scratch_bytes - off
     outs = [Ref("slot", s) for s in step.outputs]
