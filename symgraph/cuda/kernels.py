@@ -1,7 +1,8 @@
 """Hand-written kernel templates where no library call fits: reductions over any axes (sum, mean,
 max, min, prod, L1/L2 norm), softmax along an axis, SoftmaxOutput's backward, one-block sums
-(counts of valid entries, a batch's negative log-likelihood). Shapes are baked in as constants (one kernel per shape,
-all in the one module of a compiled graph); every kernel takes pointers then ``long long n``.
+(counts of valid entries, a batch's negative log-likelihood). Shapes are baked in as constants
+(one kernel per shape, all in the one module of a compiled graph); every kernel takes pointers
+then ``long long n``.
 """
 from __future__ import annotations
 

@@ -55,8 +55,10 @@ static void host_gemm(bool ta, bool tb, long long m, long long n, long long k, c
     for (long long q = 0; q < batch; ++q, A += m * k, B += k * n, C += m * n)
         for (long long i = 0; i < m; ++i) for (long long j = 0; j < n; ++j) {
             double s = acc ? C[i * n + j] : 0.0;
-            for (long long p = 0; p < k; ++p)
-                s += (double)(ta ? A[p * m + i] : A[i * k + p]) * (tb ? B[j * k + p] : B[p * n + j]);
+            for (long long p = 0; p < k; ++p) {
+                const float x = ta ? A[p * m + i] : A[i * k + p];
+                s += (double)x * (tb ? B[j * k + p] : B[p * n + j]);
+            }
             C[i * n + j] = (float)s;
         }
 }
