@@ -71,16 +71,26 @@ def handle(device_id: int) -> ctypes.c_void_p:
 
 
 def _desc(kind: str, *dims: int) -> ctypes.c_void_p:
+    """A packed NC(D)HW float tensor or filter descriptor (4 or 5 dims: the Nd API)."""
     lib, d = _LIB, ctypes.c_void_p()
+    dim_a = (ctypes.c_int * len(dims))(*dims)
     if kind == "tensor":
+        strides = [1] * len(dims)
+        for i in range(len(dims) - 2, -1, -1):
+            strides[i] = strides[i + 1] * dims[i + 1]
         _check(lib.cudnnCreateTensorDescriptor(ctypes.byref(d)), "create tensor descriptor")
-        _check(lib.cudnnSetTensor4dDescriptor(d, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, *dims),
+        _check(lib.cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, len(dims), dim_a,
+                                              (ctypes.c_int * len(dims))(*strides)),
                "set tensor descriptor")
     else:
         _check(lib.cudnnCreateFilterDescriptor(ctypes.byref(d)), "create filter descriptor")
-        _check(lib.cudnnSetFilter4dDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, *dims),
-               "set filter descriptor")
+        _check(lib.cudnnSetFilterNdDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, len(dims),
+                                              dim_a), "set filter descriptor")
     return d
+
+
+def _ints(*v: int) -> Any:
+    return (ctypes.c_int * len(v))(*v)
 
 
 class Unsupported(ExecutionError):
@@ -88,22 +98,26 @@ class Unsupported(ExecutionError):
 
 
 class ConvPlan:
-    """Descriptors and measured algorithms of one 2-D convolution (geometry ``g``, F filters,
-    ``g.groups`` groups)."""
+    """Descriptors and measured algorithms of one 2-D or 3-D convolution (geometry ``g``,
+    F filters, ``g.groups`` groups)."""
 
     def __init__(self, device_id: int, g: Any, f: int) -> None:
         lib, h = _LIB, handle(device_id)
         # Find runs work on the handle's stream: point it at the (live) default stream, not at
         # the stream of whichever program used the handle last (it may be freed by now).
         _check(lib.cudnnSetStream(h, ctypes.c_void_p(0)), "cudnnSetStream")
-        self.x = _desc("tensor", g.n, g.c, g.h, g.w)
-        self.y = _desc("tensor", g.n, f, g.oh, g.ow)
-        self.w = _desc("filter", f, g.c // g.groups, g.kh, g.kw)
+        def sp(vd: int, vh: int, vw: int) -> tuple[int, ...]:
+            """Spatial values: 3-D convolutions have one more axis in front of (H, W)."""
+            return (vd, vh, vw) if g.is_3d else (vh, vw)
+        self.x = _desc("tensor", g.n, g.c, *sp(g.d, g.h, g.w))
+        self.y = _desc("tensor", g.n, f, *sp(g.od, g.oh, g.ow))
+        self.w = _desc("filter", f, g.c // g.groups, *sp(g.kd, g.kh, g.kw))
         self.conv = ctypes.c_void_p()
         _check(lib.cudnnCreateConvolutionDescriptor(ctypes.byref(self.conv)), "create conv")
-        _check(lib.cudnnSetConvolution2dDescriptor(self.conv, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw,
-                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-               "set conv descriptor")
+        _check(lib.cudnnSetConvolutionNdDescriptor(
+            self.conv, len(sp(0, 0, 0)), _ints(*sp(g.pd, g.ph, g.pw)),
+            _ints(*sp(g.sd, g.sh, g.sw)), _ints(*sp(g.dd, g.dh, g.dw)), CUDNN_CROSS_CORRELATION,
+            CUDNN_DATA_FLOAT), "set conv descriptor")
         _check(lib.cudnnSetConvolutionGroupCount(self.conv, g.groups), "set group count")
         tf32 = os.environ.get("SYMGRAPH_TF32", "0") == "1"
         _check(lib.cudnnSetConvolutionMathType(

@@ -34,22 +34,39 @@ class Window2d:
 
 @dataclass(frozen=True)
 class Conv2d(Window2d):
-    """Geometry of a 2-D convolution (1-D ones use H = KH = 1); ``c`` counts all input channels,
-    ``groups`` split the channels and the filters into independent convolutions."""
+    """Geometry of a convolution: 2-D, 1-D with H = KH = 1, 3-D with the depth fields (input
+    ``d``, kernel ``kd``, stride ``sd``, pad ``pd``, dilation ``dd``, output ``od``; all 1 or 0
+    otherwise). ``c`` counts all input channels; ``groups`` split the channels and the filters
+    into independent convolutions."""
 
     dh: int
     dw: int
     oh: int
     ow: int
     groups: int = 1
+    d: int = 1
+    kd: int = 1
+    sd: int = 1
+    pd: int = 0
+    dd: int = 1
+    od: int = 1
+
+    @property
+    def is_3d(self) -> bool:
+        return (self.d, self.kd, self.od) != (1, 1, 1)
+
+    @property
+    def pix(self) -> int:
+        """Output positions per image."""
+        return self.od * self.oh * self.ow
 
     @property
     def ckk(self) -> int:
-        return self.c * self.kh * self.kw
+        return self.c * self.kd * self.kh * self.kw
 
     @property
     def cols(self) -> int:
-        return self.n * self.oh * self.ow
+        return self.n * self.pix
 
 
 def _kernel(tag: str, params: str, body: str) -> str:
@@ -61,47 +78,53 @@ LOOP = ("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x
 
 
 def render_im2col(g: Conv2d) -> Rendered:
-    """col[(c*KH+ki)*KW+kj][n*P + oh*OW + ow] = x[n][c][oh*sh-ph+ki*dh][ow*sw-pw+kj*dw] or 0."""
+    """col[((c*KD+kk)*KH+ki)*KW+kj][n*P + (od*OH+oh)*OW+ow] = x[n][c][d][h][w] at
+    d = od*sd-pd+kk*dd (h, w alike), or 0 in the padding; 2-D layers have D = KD = OD = 1."""
     tag = kernel_name("im2col", repr(g))
-    p = g.oh * g.ow
+    kk = g.kh * g.kw
     body = (LOOP +
             f"        const long long q = i % {g.cols}LL, row = i / {g.cols}LL;\n"
-            f"        const long long nn = q / {p}LL, pp = q % {p}LL;\n"
-            f"        const int oh = (int)(pp / {g.ow}), ow = (int)(pp % {g.ow});\n"
+            f"        const long long nn = q / {g.pix}LL, pp = q % {g.pix}LL;\n"
+            f"        const int ow = (int)(pp % {g.ow}), oh = (int)((pp / {g.ow}) % {g.oh});\n"
+            f"        const int od = (int)(pp / {g.oh * g.ow});\n"
             f"        const int kj = (int)(row % {g.kw}), ki = (int)((row / {g.kw}) % {g.kh});\n"
-            f"        const long long c = row / {g.kh * g.kw}LL;\n"
+            f"        const int kk = (int)((row / {kk}) % {g.kd});\n"
+            f"        const long long c = row / {g.kd * kk}LL;\n"
+            f"        const int d = od * {g.sd} - {g.pd} + kk * {g.dd};\n"
             f"        const int h = oh * {g.sh} - {g.ph} + ki * {g.dh};\n"
             f"        const int w = ow * {g.sw} - {g.pw} + kj * {g.dw};\n"
-            f"        col[i] = (h >= 0 && h < {g.h} && w >= 0 && w < {g.w}) ? "
-            f"x[((nn * {g.c} + c) * {g.h} + h) * {g.w} + w] : 0.f;\n"
+            f"        col[i] = (d >= 0 && d < {g.d} && h >= 0 && h < {g.h} && w >= 0 && w < {g.w})"
+            f" ? x[(((nn * {g.c} + c) * {g.d} + d) * {g.h} + h) * {g.w} + w] : 0.f;\n"
             "    }\n")
     return Rendered(tag, _kernel(tag, "float* __restrict__ col, const float* __restrict__ x, "
                                       "long long n", body), 2)
 
 
+def _col2im_axis(o: str, t: str, k: str, x: str, size: int, kernel: int, stride: int, pad: int,
+                 dilate: int, out: int, indent: str) -> str:
+    """The loop over one kernel axis ``k``: output position ``o`` whose window reads ``x``."""
+    return (f"{indent}for (int {k} = 0; {k} < {kernel}; ++{k}) {{\n"
+            f"{indent}    const int {t} = {x} + {pad} - {k} * {dilate};\n"
+            f"{indent}    if ({t} < 0 || {t} % {stride}) continue;\n"
+            f"{indent}    const int {o} = {t} / {stride};\n"
+            f"{indent}    if ({o} >= {out}) continue;\n")
+
+
 def render_col2im(g: Conv2d) -> Rendered:
-    """dx[n][c][h][w] = sum of the column entries that im2col read from (n, c, h, w)."""
+    """dx[n][c][d][h][w] = sum of the column entries that im2col read from that cell."""
     tag = kernel_name("col2im", repr(g))
-    p = g.oh * g.ow
+    loops = (_col2im_axis("od", "td", "kk", "d", g.d, g.kd, g.sd, g.pd, g.dd, g.od, " " * 8)
+             + _col2im_axis("oh", "th", "ki", "h", g.h, g.kh, g.sh, g.ph, g.dh, g.oh, " " * 12)
+             + _col2im_axis("ow", "tw", "kj", "w", g.w, g.kw, g.sw, g.pw, g.dw, g.ow, " " * 16))
     body = (LOOP +
             f"        const int w = (int)(i % {g.w}), h = (int)((i / {g.w}) % {g.h});\n"
-            f"        const long long c = (i / {g.h * g.w}LL) % {g.c}LL;\n"
-            f"        const long long nn = i / {g.c * g.h * g.w}LL;\n"
-            "        float acc = 0.f;\n"
-            f"        for (int ki = 0; ki < {g.kh}; ++ki) {{\n"
-            f"            const int th = h + {g.ph} - ki * {g.dh};\n"
-            f"            if (th < 0 || th % {g.sh}) continue;\n"
-            f"            const int oh = th / {g.sh};\n"
-            f"            if (oh >= {g.oh}) continue;\n"
-            f"            for (int kj = 0; kj < {g.kw}; ++kj) {{\n"
-            f"                const int tw = w + {g.pw} - kj * {g.dw};\n"
-            f"                if (tw < 0 || tw % {g.sw}) continue;\n"
-            f"                const int ow = tw / {g.sw};\n"
-            f"                if (ow >= {g.ow}) continue;\n"
-            f"                acc += col[((c * {g.kh} + ki) * {g.kw} + kj) * {g.cols}LL"
-            f" + nn * {p}LL + oh * {g.ow} + ow];\n"
-            "            }\n"
-            "        }\n"
+            f"        const int d = (int)((i / {g.h * g.w}LL) % {g.d});\n"
+            f"        const long long c = (i / {g.d * g.h * g.w}LL) % {g.c}LL;\n"
+            f"        const long long nn = i / {g.c * g.d * g.h * g.w}LL;\n"
+            "        float acc = 0.f;\n" + loops +
+            f"                    acc += col[(((c * {g.kd} + kk) * {g.kh} + ki) * {g.kw} + kj)"
+            f" * {g.cols}LL + nn * {g.pix}LL + (od * {g.oh} + oh) * {g.ow} + ow];\n"
+            "                }\n            }\n        }\n"
             "        dx[i] = acc;\n"
             "    }\n")
     return Rendered(tag, _kernel(tag, "float* __restrict__ dx, const float* __restrict__ col, "

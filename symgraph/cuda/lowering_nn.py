@@ -2,11 +2,11 @@
 ``ops/conv.py``, ``ops/deconv.py`` and ``ops/pool.py``): cuDNN convolution (algorithm measured
 once per shape) with an im2col + cuBLAS fallback, and hand-written 2-D pooling kernels.
 
-1-D layers run as 2-D ones with a height of 1; grouped convolutions are cuDNN's group count or
+1-D layers run as 2-D ones with a height of 1, 3-D convolutions add a depth axis; grouped convolutions are cuDNN's group count or
 one strided-batched GEMM over the groups (their rows of the column matrix, the weight and the
 output are contiguous blocks). A Deconvolution is the data gradient of a convolution (and its
 gradients that convolution's forward and weight gradient), so it reuses the same three
-lowerings. 3-D layers take the host path for now (listed as not done). Geometry comes from the
+lowerings. 3-D pooling takes the host path for now (listed as not done). Geometry comes from the
 ops' own helpers so that the GPU and numpy shapes can never disagree.
 """
 from __future__ import annotations
@@ -26,23 +26,25 @@ def _launch(ctx: StepCtx, kern, args: tuple, n: int) -> Kernel:
     return Kernel(kern, grid_for(n, ctx.sm_count), THREADS, args, n)
 
 
-def conv2d(g, x_shape: tuple, out: tuple) -> Optional[Conv2d]:
-    """The 2-D view of a convolution of ``x_shape`` with spatial output ``out`` (an op's
-    ``Geometry``), or None when it needs the host path (3-D)."""
+def conv2d(g, x_shape: tuple, out: tuple) -> Conv2d:
+    """The :class:`Conv2d` of a convolution of ``x_shape`` with spatial output ``out`` (an op's
+    ``Geometry``): 1-D as 2-D with a height of 1, 3-D with the depth fields."""
     if len(g.kernel) == 1:
         return Conv2d(x_shape[0], x_shape[1], 1, x_shape[2], 1, g.kernel[0], 1, g.stride[0],
                       0, g.pad[0], 1, g.dilate[0], 1, out[0], g.groups)
     if len(g.kernel) == 2:
         return Conv2d(x_shape[0], x_shape[1], *x_shape[2:], *g.kernel, *g.stride, *g.pad,
                       *g.dilate, *out, g.groups)
-    return None
+    return Conv2d(x_shape[0], x_shape[1], *x_shape[3:], *g.kernel[1:], *g.stride[1:],
+                  *g.pad[1:], *g.dilate[1:], *out[1:], g.groups, x_shape[2], g.kernel[0],
+                  g.stride[0], g.pad[0], g.dilate[0], out[0])
 
 
 def conv_forward(ctx: StepCtx, g: Conv2d, f: int, x: Ref, w: Ref, y: Ref,
                  bias: Optional[Ref]) -> list:
     """y(N,F,P) = conv(x, w) (+ bias): cuDNN, or im2col, one GEMM per group (one batched call)
     and the (F,N,P) -> (N,F,P) swap with the bias as its epilogue."""
-    k, pix = g.ckk // g.groups, g.oh * g.ow
+    k, pix = g.ckk // g.groups, g.pix
     col, tmp = ctx.new_scratch(4 * g.ckk * g.cols), ctx.new_scratch(4 * f * g.cols)
     fallback = (_launch(ctx, render_im2col(g), (col, x), g.ckk * g.cols),
                 Gemm(False, False, f // g.groups, g.cols, k, w, col, tmp, batch=g.groups),
@@ -66,11 +68,11 @@ def conv_backward_data(ctx: StepCtx, g: Conv2d, f: int, w: Ref, dy: Ref, dx: Ref
                        bias: Optional[Ref] = None) -> list:
     """dx = col2im(W^T @ dy(F,NP)), per group; cuDNN's backward-data when it is faster.
     A Deconvolution's bias is added after, in place."""
-    k, pix = g.ckk // g.groups, g.oh * g.ow
+    k, pix = g.ckk // g.groups, g.pix
     dy_t, dcol = ctx.new_scratch(4 * f * g.cols), ctx.new_scratch(4 * g.ckk * g.cols)
     fallback = (_launch(ctx, render_swap01(g.n, f, pix, False), (dy_t, dy), f * g.cols),
                 Gemm(True, False, k, g.cols, f // g.groups, w, dy_t, dcol, batch=g.groups),
-                _launch(ctx, render_col2im(g), (dx, dcol), g.n * g.c * g.h * g.w))
+                _launch(ctx, render_col2im(g), (dx, dcol), g.n * g.c * g.d * g.h * g.w))
     return [Choice((ConvCall("data", g, f, w, dy, dx),), fallback)] + \
         _bias_epilogue(ctx, dx, bias)
 
@@ -79,7 +81,7 @@ def conv_backward_weight(ctx: StepCtx, g: Conv2d, f: int, x: Ref, dy: Ref, dw: R
                          bias: Optional[Ref] = None) -> list:
     """dW(F, CKK/groups) = dy(F,NP) @ col(CKK,NP)^T, per group; or cuDNN's backward-filter."""
     assert bias is None, "a weight gradient has no bias"
-    k, pix = g.ckk // g.groups, g.oh * g.ow
+    k, pix = g.ckk // g.groups, g.pix
     col, dy_t = ctx.new_scratch(4 * g.ckk * g.cols), ctx.new_scratch(4 * f * g.cols)
     fallback = (_launch(ctx, render_im2col(g), (col, x), g.ckk * g.cols),
                 _launch(ctx, render_swap01(g.n, f, pix, False), (dy_t, dy), f * g.cols),
@@ -90,7 +92,7 @@ def conv_backward_weight(ctx: StepCtx, g: Conv2d, f: int, x: Ref, dy: Ref, dw: R
 CONV_CALLS = {"forward": conv_forward, "data": conv_backward_data, "filter": conv_backward_weight}
 
 
-def _geometry(ctx: StepCtx, x: tuple, transposed: bool) -> tuple[Optional[Conv2d], int]:
+def _geometry(ctx: StepCtx, x: tuple, transposed: bool) -> tuple[Conv2d, int]:
     """(2-D view, filters) of the convolution a step runs, given its data shape ``x``.
 
     Transposed (Deconvolution and its gradients): the convolution whose data gradient the
@@ -113,8 +115,6 @@ def _convolution(ctx: StepCtx, p: dict) -> list:
     (the inputs that are the call's two operands), ``transposed`` (Deconvolution), ``bias``
     (the layer adds input 2 unless ``no_bias``)."""
     g, f = _geometry(ctx, ctx.in_shapes[p["data"]], p.get("transposed", False))
-    if g is None:
-        return [Host(ctx.step)]
     bias = ctx.ins[2] if p.get("bias") and not ctx.attrs["no_bias"] else None
     a, b = (ctx.ins[i] for i in p["args"])
     return CONV_CALLS[p["call"]](ctx, g, f, a, b, ctx.outs[0], bias)

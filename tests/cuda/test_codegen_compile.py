@@ -35,9 +35,8 @@ def _all_lowered() -> list:
 # Ops that still take the documented host stopgap (inputs to the host, numpy reference, results
 # back), in some or all configurations: the "not done" list of issue 5 (docs/performance.md).
 HOST_FALLBACK = {
-    # 3-D convolution and pooling only:
-    "Convolution", "_backward_Convolution_data", "_backward_Convolution_weight", "Pooling",
-    "_backward_Pooling", "_pooling_gather"}
+    # 3-D pooling only:
+    "Pooling", "_backward_Pooling", "_pooling_gather"}
 
 
 def test_host_fallback_only_where_documented() -> None:
