@@ -1,19 +1,16 @@
-"""Kernel templates of the CNN layers: im2col / col2im, the (A, B, P) -> (B, A, P) transpose with
-an optional per-channel bias, and 2-D pooling forward / backward / gather.
+"""Kernel templates of the convolution layers: im2col / col2im and the (A, B, P) -> (B, A, P)
+transpose with an optional per-channel bias (pooling is in ``kernels_pool``).
 
 Convolution runs as GEMMs over a column matrix laid out (C*KH*KW, N*OH*OW): with that layout the
 forward, data-gradient and weight-gradient products are each a single cuBLAS call, and the only
 extra passes are im2col / col2im and one transpose between (F, N, P) and (N, F, P).
-Pooling follows the numpy reference exactly: max pads with -inf and its gradient goes to the
-first maximum of each window (in kernel order); avg divides by the cells inside the padded input
-(``count_include_pad``) or inside the input. The backward pass is a gather over the windows that
-contain each input cell, so no atomics and the result is deterministic.
+Groups are contiguous row blocks of the column matrix, the weight and the (F, N, P) product.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .codegen import Rendered, c_float, kernel_name
+from .codegen import Rendered, kernel_name
 
 
 @dataclass(frozen=True)
@@ -143,99 +140,3 @@ def render_swap01(a: int, b: int, p: int, bias: bool) -> Rendered:
     params = "float* __restrict__ y, const float* __restrict__ x, "
     params += "const float* __restrict__ bias, long long n" if bias else "long long n"
     return Rendered(tag, _kernel(tag, params, body), 3 if bias else 2)
-
-
-@dataclass(frozen=True)
-class Pool2d(Window2d):
-    oh: int
-    ow: int
-    kind: str            # max | avg | sum
-    include_pad: bool
-
-
-def _window_loop(g: Pool2d, inner: str) -> str:
-    """Loop over window (o_h, o_w) of plane ``plane``; ``inner`` sees h, w, inside."""
-    return (f"        const int hs = oh * {g.sh} - {g.ph}, ws = ow * {g.sw} - {g.pw};\n"
-            f"        for (int ki = 0; ki < {g.kh}; ++ki) for (int kj = 0; kj < {g.kw}; ++kj) {{\n"
-            "            const int h = hs + ki, w = ws + kj;\n"
-            f"            const bool inside = h >= 0 && h < {g.h} && w >= 0 && w < {g.w};\n"
-            f"{inner}"
-            "        }\n")
-
-
-def _count_fn(g: Pool2d, tag: str) -> str:
-    """Divisor of avg window (oh, ow), as the numpy reference counts it."""
-    lo_h, hi_h = (-g.ph, g.h + g.ph) if g.include_pad else (0, g.h)
-    lo_w, hi_w = (-g.pw, g.w + g.pw) if g.include_pad else (0, g.w)
-    return (f"__device__ __forceinline__ float {tag}_count(int oh, int ow) {{\n"
-            f"    const int hs = oh * {g.sh} - {g.ph}, ws = ow * {g.sw} - {g.pw};\n"
-            f"    const int h0 = max(hs, {lo_h}), h1 = min(hs + {g.kh}, {hi_h});\n"
-            f"    const int w0 = max(ws, {lo_w}), w1 = min(ws + {g.kw}, {hi_w});\n"
-            "    return fmaxf(1.f, (float)(max(h1 - h0, 0) * max(w1 - w0, 0)));\n}\n")
-
-
-def _first_max(g: Pool2d) -> str:
-    """Sets (fh, fw): the first cell of window (oh, ow) of ``x`` equal to its max ``m``."""
-    return ("        int fh = -1, fw = -1;\n" + _window_loop(
-        g, f"            const float v = inside ? xp[h * {g.w} + w] : {c_float(float('-inf'))};\n"
-           "            if (fh < 0 && v == m) { fh = h; fw = w; }\n"))
-
-
-def render_pool(g: Pool2d, gather: bool) -> Rendered:
-    """Forward pooling; with ``gather``: each window's value of ``grad`` where its output came
-    from (max: the first maximum; avg/sum: pooling of ``grad``)."""
-    tag = kernel_name("pool_gather" if gather else "pool", repr(g))
-    head = (LOOP + f"        const int ow = (int)(i % {g.ow}), oh = (int)((i / {g.ow}) % {g.oh});\n"
-            f"        const long long plane = i / {g.oh * g.ow}LL;\n"
-            f"        const float* xp = x + plane * {g.h * g.w}LL;\n")
-    src = xp_grad = ""
-    if gather:
-        xp_grad = f"        const float* gp = grad + plane * {g.h * g.w}LL;\n"
-    if g.kind == "max" and gather:
-        body = (head + xp_grad + "        const float m = out[i];\n" + _first_max(g)
-                + "        y[i] = fh >= 0 ? gp[fh * " + str(g.w) + " + fw] : 0.f;\n    }\n")
-    else:
-        rd = "gp" if gather else "xp"
-        if g.kind == "max":
-            init, acc = c_float(float("-inf")), f"acc = fmaxf(acc, inside ? {rd}[h * {g.w} + w] : {c_float(float('-inf'))});\n"
-        else:
-            init, acc = "0.f", f"if (inside) acc += {rd}[h * {g.w} + w];\n"
-        fin = f"acc / {tag}_count(oh, ow)" if g.kind == "avg" else "acc"
-        body = (head + xp_grad + f"        float acc = {init};\n"
-                + _window_loop(g, "            " + acc) + f"        y[i] = {fin};\n    }}\n")
-        src = _count_fn(g, tag) if g.kind == "avg" else ""
-    params = ("float* __restrict__ y, const float* __restrict__ grad, const float* __restrict__ x, "
-              "const float* __restrict__ out, long long n" if gather
-              else "float* __restrict__ y, const float* __restrict__ x, long long n")
-    return Rendered(tag, src + _kernel(tag, params, body), 4 if gather else 2)
-
-
-def render_pool_backward(g: Pool2d) -> Rendered:
-    """dx[cell] = sum over windows containing the cell of its share of dy (gather form)."""
-    tag = kernel_name("pool_backward", repr(g))
-    share = {"max": "(fh == h && fw == w) ? dyp[oh * OW + ow] : 0.f",
-             "avg": f"dyp[oh * OW + ow] / {tag}_count(oh, ow)",
-             "sum": "dyp[oh * OW + ow]"}[g.kind].replace("OW", str(g.ow))
-    find = ""
-    if g.kind == "max":  # the window's first maximum decides whether this cell gets dy
-        find = f"            const float m = yp[oh * {g.ow} + ow];\n" + _first_max(g)
-    body = (LOOP + f"        const int w = (int)(i % {g.w}), h = (int)((i / {g.w}) % {g.h});\n"
-            f"        const long long plane = i / {g.h * g.w}LL;\n"
-            f"        const float* xp = x + plane * {g.h * g.w}LL;\n"
-            f"        const float* yp = out + plane * {g.oh * g.ow}LL;\n"
-            f"        const float* dyp = dy + plane * {g.oh * g.ow}LL;\n"
-            f"        const int oh0 = max(0, (h + {g.ph} - {g.kh} + {g.sh}) / {g.sh});\n"
-            f"        const int oh1 = min({g.oh - 1}, (h + {g.ph}) / {g.sh});\n"
-            f"        const int ow0 = max(0, (w + {g.pw} - {g.kw} + {g.sw}) / {g.sw});\n"
-            f"        const int ow1 = min({g.ow - 1}, (w + {g.pw}) / {g.sw});\n"
-            "        float acc = 0.f;\n"
-            "        for (int oh = oh0; oh <= oh1; ++oh) for (int ow = ow0; ow <= ow1; ++ow) {\n"
-            f"{find}"
-            f"            acc += {share};\n"
-            "        }\n"
-            "        dx[i] = acc;\n"
-            "    }\n")
-    params = ("float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x, "
-              "const float* __restrict__ out, long long n")
-    src = _count_fn(g, tag) if g.kind == "avg" else ""
-    return Rendered(tag, src + _kernel(tag, params, body), 4)

@@ -1,13 +1,13 @@
 """Lowering families of the CNN ops (Convolution, Deconvolution and Pooling, registered by
 ``ops/conv.py``, ``ops/deconv.py`` and ``ops/pool.py``): cuDNN convolution (algorithm measured
-once per shape) with an im2col + cuBLAS fallback, and hand-written 2-D pooling kernels.
+once per shape) with an im2col + cuBLAS fallback, and hand-written pooling kernels.
 
-1-D layers run as 2-D ones with a height of 1, 3-D convolutions add a depth axis; grouped convolutions are cuDNN's group count or
-one strided-batched GEMM over the groups (their rows of the column matrix, the weight and the
-output are contiguous blocks). A Deconvolution is the data gradient of a convolution (and its
-gradients that convolution's forward and weight gradient), so it reuses the same three
-lowerings. 3-D pooling takes the host path for now (listed as not done). Geometry comes from the
-ops' own helpers so that the GPU and numpy shapes can never disagree.
+1-D layers run as 2-D ones with a height of 1 and 3-D ones add a depth axis to the same
+kernels (and take cuDNN's Nd descriptors). Grouped convolutions are cuDNN's group count or one
+strided-batched GEMM over the groups (their rows of the column matrix, the weight and the output
+are contiguous blocks). A Deconvolution is the data gradient of a convolution (and its gradients
+that convolution's forward and weight gradient), so it reuses the same three lowerings.
+Geometry comes from the ops' own helpers so that the GPU and numpy shapes can never disagree.
 """
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ from math import prod
 from typing import Optional
 
 from .codegen import THREADS, grid_for
-from .kernels_nn import (Conv2d, Pool2d, render_col2im, render_im2col, render_pool,
-                         render_pool_backward, render_swap01)
+from .kernels_nn import Conv2d, render_col2im, render_im2col, render_swap01
+from .kernels_pool import Pool2d, render_pool, render_pool_backward
 from ..expr import inp
-from .lowering import (Choice, ConvCall, Gemm, Host, Kernel, Ref, StepCtx, elementwise_actions,
+from .lowering import (Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, elementwise_actions,
                        family)
 
 
@@ -120,24 +120,23 @@ def _convolution(ctx: StepCtx, p: dict) -> list:
     return CONV_CALLS[p["call"]](ctx, g, f, a, b, ctx.outs[0], bias)
 
 
-def pool_geometry(ctx: StepCtx, x_shape: tuple) -> Optional[Pool2d]:
+def pool_geometry(ctx: StepCtx, x_shape: tuple) -> Pool2d:
+    """The :class:`Pool2d` of a pooling step: 1-D as 2-D with a height of 1, 3-D with depth."""
     from ..ops.pool import _geometry  # the op's own rule: shapes cannot drift apart
     kernel, stride, pad, out = _geometry(ctx.attrs, x_shape)
-    a = ctx.attrs
+    kind = (ctx.attrs["pool_type"], ctx.attrs["count_include_pad"])
     if len(kernel) == 1:
         return Pool2d(x_shape[0], x_shape[1], 1, x_shape[2], 1, kernel[0], 1, stride[0], 0,
-                      pad[0], 1, out[0], a["pool_type"], a["count_include_pad"])
+                      pad[0], 1, out[0], *kind)
     if len(kernel) == 2:
-        return Pool2d(*x_shape, *kernel, *stride, *pad, *out, a["pool_type"],
-                      a["count_include_pad"])
-    return None
+        return Pool2d(*x_shape, *kernel, *stride, *pad, *out, *kind)
+    return Pool2d(*x_shape[:2], *x_shape[3:], *kernel[1:], *stride[1:], *pad[1:], *out[1:],
+                  *kind, x_shape[2], kernel[0], stride[0], pad[0], out[0])
 
 
 def _pool_step(ctx: StepCtx, x_index: int, render) -> list:
     """One kernel over the step's output; ``x_index`` is the input holding the pooled data."""
     g = pool_geometry(ctx, ctx.in_shapes[x_index])
-    if g is None:
-        return [Host(ctx.step)]
     n = prod(ctx.out_shapes[0])
     return [_launch(ctx, render(g), (ctx.outs[0],) + tuple(ctx.ins), n)]
 

@@ -34,9 +34,7 @@ def _all_lowered() -> list:
 
 # Ops that still take the documented host stopgap (inputs to the host, numpy reference, results
 # back), in some or all configurations: the "not done" list of issue 5 (docs/performance.md).
-HOST_FALLBACK = {
-    # 3-D pooling only:
-    "Pooling", "_backward_Pooling", "_pooling_gather"}
+HOST_FALLBACK: set[str] = set()
 
 
 def test_host_fallback_only_where_documented() -> None:
