@@ -6,6 +6,7 @@ libraries, and only when a GPU context is used; ``import symgraph`` never import
 
 * ``codegen``  - C source for elementwise groups from their scalar expression DAG;
 * ``kernels``  - hand-written kernel templates (reductions, softmax, SoftmaxOutput backward);
+  ``kernels_nn`` (im2col / col2im) and ``kernels_pool`` (pooling) those of the CNN layers;
 * ``lowering`` - the table from ``OpDef.lowering`` family names to lowering functions, which turn a
   schedule step into launch actions (pure Python, so CI renders and compiles every kernel);
   ``lowering_*`` hold the families of each group of ops (dense, nn, norm, index, views, layout,

@@ -8,14 +8,16 @@ Groups are contiguous row blocks of the column matrix, the weight and the (F, N,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .codegen import Rendered, kernel_name
 
 
 @dataclass(frozen=True)
 class Window2d:
-    """Batch, channels, input size, window, stride and padding of a 2-D sliding-window layer."""
+    """Batch, channels, input size, window, stride and padding of a sliding-window layer: 2-D;
+    1-D with H = KH = 1; 3-D with the keyword-only depth fields (input ``d``, kernel ``kd``,
+    stride ``sd``, pad ``pd``, output ``od``), which are 1 (pad 0) otherwise."""
 
     n: int
     c: int
@@ -27,26 +29,25 @@ class Window2d:
     sw: int
     ph: int
     pw: int
+    d: int = field(default=1, kw_only=True)
+    kd: int = field(default=1, kw_only=True)
+    sd: int = field(default=1, kw_only=True)
+    pd: int = field(default=0, kw_only=True)
+    od: int = field(default=1, kw_only=True)
 
 
 @dataclass(frozen=True)
 class Conv2d(Window2d):
-    """Geometry of a convolution: 2-D, 1-D with H = KH = 1, 3-D with the depth fields (input
-    ``d``, kernel ``kd``, stride ``sd``, pad ``pd``, dilation ``dd``, output ``od``; all 1 or 0
-    otherwise). ``c`` counts all input channels; ``groups`` split the channels and the filters
-    into independent convolutions."""
+    """Geometry of a convolution (3-D ones also set the depth dilation ``dd``). ``c`` counts all
+    input channels; ``groups`` split the channels and the filters into independent
+    convolutions."""
 
     dh: int
     dw: int
     oh: int
     ow: int
     groups: int = 1
-    d: int = 1
-    kd: int = 1
-    sd: int = 1
-    pd: int = 0
-    dd: int = 1
-    od: int = 1
+    dd: int = field(default=1, kw_only=True)
 
     @property
     def is_3d(self) -> bool:

@@ -20,18 +20,12 @@ NEG_INF = c_float(float("-inf"))
 
 @dataclass(frozen=True)
 class Pool2d(Window2d):
-    """Geometry of a pooling layer; 3-D ones set the depth fields (input ``d``, kernel ``kd``,
-    stride ``sd``, pad ``pd``, output ``od``)."""
+    """Geometry of a pooling layer (3-D ones set the depth fields of :class:`Window2d`)."""
 
     oh: int
     ow: int
     kind: str            # max | avg | sum
     include_pad: bool
-    d: int = 1
-    kd: int = 1
-    sd: int = 1
-    pd: int = 0
-    od: int = 1
 
     @property
     def cells(self) -> int:

@@ -36,8 +36,8 @@ def conv2d(g, x_shape: tuple, out: tuple) -> Conv2d:
         return Conv2d(x_shape[0], x_shape[1], *x_shape[2:], *g.kernel, *g.stride, *g.pad,
                       *g.dilate, *out, g.groups)
     return Conv2d(x_shape[0], x_shape[1], *x_shape[3:], *g.kernel[1:], *g.stride[1:],
-                  *g.pad[1:], *g.dilate[1:], *out[1:], g.groups, x_shape[2], g.kernel[0],
-                  g.stride[0], g.pad[0], g.dilate[0], out[0])
+                  *g.pad[1:], *g.dilate[1:], *out[1:], g.groups, d=x_shape[2], kd=g.kernel[0],
+                  sd=g.stride[0], pd=g.pad[0], dd=g.dilate[0], od=out[0])
 
 
 def conv_forward(ctx: StepCtx, g: Conv2d, f: int, x: Ref, w: Ref, y: Ref,
@@ -131,7 +131,7 @@ def pool_geometry(ctx: StepCtx, x_shape: tuple) -> Pool2d:
     if len(kernel) == 2:
         return Pool2d(*x_shape, *kernel, *stride, *pad, *out, *kind)
     return Pool2d(*x_shape[:2], *x_shape[3:], *kernel[1:], *stride[1:], *pad[1:], *out[1:],
-                  *kind, x_shape[2], kernel[0], stride[0], pad[0], out[0])
+                  *kind, d=x_shape[2], kd=kernel[0], sd=stride[0], pd=pad[0], od=out[0])
 
 
 def _pool_step(ctx: StepCtx, x_index: int, render) -> list:
