@@ -41,6 +41,12 @@ class BaseModule:
         self.forward(data_batch, is_train=True)
         self.backward()
 
+    def forward_backward_update(self, data_batch: Any) -> None:
+        """One training step (``fit``'s): forward, backward, update. A module may run them
+        as one piece of device work (Module on the GPU: the update inside the backward graph)."""
+        self.forward_backward(data_batch)
+        self.update()
+
     def score(self, eval_data: Any, eval_metric: Any, num_batch: Optional[int] = None,
               batch_end_callback: Any = None, score_end_callback: Any = None,
               reset: bool = True, epoch: int = 0) -> list[tuple[str, float]]:
@@ -147,8 +153,7 @@ class BaseModule:
                    callbacks: Sequence[Callable]) -> None:
         eval_metric.reset()
         for nbatch, batch in enumerate(train_data):
-            self.forward_backward(batch)
-            self.update()
+            self.forward_backward_update(batch)
             self.update_metric(eval_metric, batch.label, pad=batch.pad)
             param = BatchEndParam(epoch, nbatch, eval_metric, None)
             for cb in callbacks:

@@ -241,8 +241,12 @@ class Executor:
         return self.outputs
 
     def backward(self, out_grads: Union[None, NDArray, Sequence[NDArray]] = None,
-                 is_train: bool = True) -> None:
-        """Run the backward phase and write gradients according to ``grad_req``."""
+                 is_train: bool = True, tail: Any = None) -> None:
+        """Run the backward phase and write gradients according to ``grad_req``.
+
+        ``tail``: backend work run right after the backward steps, in the same program run
+        (on the GPU a fused optimizer step, captured in the backward's CUDA graph); it reads
+        gradients from the run's slots (see :meth:`grad_slots`)."""
         if not self._trained or self._env is None:
             raise ExecutionError("backward called before forward(is_train=True)")
         stage = self._train
@@ -260,8 +264,9 @@ class Executor:
         program, env = stage["program"], self._env
         for slot, value in heads.items():
             program.bind_input(env, slot, array(value, self._ctx, value.dtype))
+        extra = {} if tail is None else {"tail": tail}
         program.run(env, stage["schedule"].n_forward_steps, len(stage["schedule"].steps),
-                    self._run_ctx)
+                    self._run_ctx, **extra)
         reqs = dict(zip(self._arg_names, self._reqs))
         for name, slot in stage["grads"].items():
             program.store(env, slot, self.grad_dict[name], accumulate=reqs[name] == "add")
@@ -282,6 +287,20 @@ class Executor:
                 plan.append((targets[name], self._check_array(kind, name, value, targets[name])))
         for target, host in plan:
             target[:] = host
+
+    @property
+    def grad_req(self) -> dict[str, str]:
+        """``grad_req`` of every argument (``write``, ``add`` or ``null``)."""
+        return dict(zip(self._arg_names, self._reqs))
+
+    def grad_slots(self) -> dict[str, int]:
+        """Slot of each computed gradient in the training program (for a backward ``tail``)."""
+        return dict(self._train["grads"])
+
+    @property
+    def train_program(self) -> Any:
+        """The backend program of the training graph (the CUDA one owns the stream)."""
+        return self._train["program"]
 
     @property
     def schedule(self) -> Schedule:

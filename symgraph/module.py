@@ -218,8 +218,19 @@ class Module(BaseModule):
             optimizer = _opt.create(optimizer, param_idx2name=idx2name, sym=self._symbol,
                                     **params)
         self._optimizer = optimizer
-        self._updater = _opt.get_updater(optimizer)
+        self._updater = self._device_updater(optimizer) or _opt.get_updater(optimizer)
+        self._tail: tuple = (None, None)
         self.optimizer_initialized = True
+
+    def _device_updater(self, optimizer: _opt.Optimizer) -> Any:
+        """On the GPU, with float32 parameters: the fused updater (states on the device, one
+        kernel launch per step for all parameters); ``None`` elsewhere (numpy updater)."""
+        args = self._exec.arg_dict
+        if self._context.device_type != "gpu" or any(
+                args[n].dtype != np.float32 for n in self._param_names):
+            return None
+        from .cuda.optimizer import FusedUpdater
+        return FusedUpdater(optimizer, self._context.device_id)
 
     # -- computation -------------------------------------------------------------------------
     def _batch_arrays(self, data_batch: DataBatch) -> dict[str, Any]:
@@ -264,8 +275,40 @@ class Module(BaseModule):
             raise BindError("update: call init_optimizer() first")
         grads = self._exec.grad_dict
         todo = [(i, n) for i, n in enumerate(self._param_names) if n in grads]
+        if hasattr(self._updater, "stream"):  # device updater: order after our backward
+            self._updater.stream = self._exec.train_program.stream
         self._updater.update_multi([i for i, _ in todo], [grads[n] for _, n in todo],
                                    [self._exec.arg_dict[n] for _, n in todo])
+
+    def forward_backward_update(self, data_batch: DataBatch) -> None:
+        """``fit``'s step. With the device updater the update is the backward run's tail, so
+        backward and update replay as one CUDA graph; otherwise forward, backward, update."""
+        self.forward(data_batch, is_train=True)
+        tail = self._update_tail()
+        if tail is None:
+            self.backward()
+            self.update()
+            return
+        self._updater.set_step_scalars(tail.indices, self._exec.train_program.stream)
+        self._exec.backward(tail=tail)
+
+    def _update_tail(self) -> Any:
+        """The fused update as a backward tail for the current executor (made once per bind);
+        ``None`` without a device updater or when a gradient accumulates (``grad_req='add'``)."""
+        if not (self.optimizer_initialized and hasattr(self._updater, "tail")):
+            return None
+        exe, tail = self._tail
+        if exe is not self._exec:
+            slots = self._exec.grad_slots()
+            reqs = self._exec.grad_req.values()
+            todo = [(i, n) for i, n in enumerate(self._param_names) if n in slots]
+            tail = None
+            if all(r != "add" for r in reqs):
+                tail = self._updater.tail([i for i, _ in todo],
+                                          [self._exec.arg_dict[n] for _, n in todo],
+                                          [slots[n] for _, n in todo])
+            self._tail = (self._exec, tail)
+        return tail
 
     def get_outputs(self, merge_multi_context: bool = True) -> list[NDArray]:
         return list(self._exec.outputs)

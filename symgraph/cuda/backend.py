@@ -88,8 +88,13 @@ class CudaProgram:
         env.ptrs[slot] = array._data.ptr
         env.keep[slot] = array._data
 
-    def run(self, env: CudaEnv, start: int, stop: int, rc: RunCtx) -> None:
-        """Run steps ``start:stop`` on the program's stream (replaying a graph when possible)."""
+    def run(self, env: CudaEnv, start: int, stop: int, rc: RunCtx, tail: Any = None) -> None:
+        """Run steps ``start:stop`` on the program's stream (replaying a graph when possible).
+
+        ``tail`` (optional) is work to run right after the steps, in the same graph: an object
+        with ``closures(slot pointers, stream)`` (the fused optimizer step of
+        ``cuda/optimizer.py``); it reads the run's slots, so it sees gradients before stores.
+        """
         with activate(self.device_id):
             self._load()
             for slot, (_, ptr) in self._redirect.items():
@@ -98,8 +103,11 @@ class CudaProgram:
                 env.ptrs[dst] = env.ptrs[src]
             key = tuple(env.ptrs)
             steps = self._closures(env, (start, stop, key))
+            if tail is not None:
+                steps = steps + [tail.closures(env.ptrs, self.stream)]
             if graphs_enabled() and not any(self.has_host[start:stop]) and start < stop:
-                if self._replay((start, stop, key, rc.is_train), steps, rc):
+                if self._replay((start, stop, key, rc.is_train, getattr(tail, "key", None)),
+                                steps, rc):
                     return
             for closures in steps:
                 for fn in closures:
