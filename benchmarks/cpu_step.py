@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as sg  # noqa: E402
-from models.simple_cnn_symbol import get_symbol  # noqa: E402
+from models.simple_cnn import build  # noqa: E402
 
 SHAPES = {"conv1_weight": (32, 1, 3, 3), "conv1_bias": (32,), "conv2_weight": (64, 32, 3, 3),
           "conv2_bias": (64,), "fc1_weight": (128, 3136), "fc1_bias": (128,),
@@ -49,7 +49,7 @@ def make_inputs(batch: int, seed: int = 0) -> dict[str, np.ndarray]:
 
 def symgraph_step(arrays: dict[str, np.ndarray]) -> Callable[[], None]:
     """One training step of the seed CNN on symgraph's CPU executor (no grad for the data)."""
-    sym = get_symbol()
+    sym = build()
     req = {n: "null" if n in ("data", "softmax_label") else "write" for n in sym.list_arguments()}
     exe = sym.simple_bind(sg.cpu(), grad_req=req, data=arrays["data"].shape)
     for k, v in arrays.items():

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import symgraph as sg  # noqa: E402
-from models.simple_cnn_symbol import get_symbol  # noqa: E402
+from models.simple_cnn import build  # noqa: E402
 
 
 def _median_ms(fn, steps: int, warm: int) -> float:
@@ -49,7 +49,7 @@ NO_INPUT_GRADS = {"data": "null", "softmax_label": "null"}  # as Module binds (a
 def symgraph_step(batch: int, steps: int) -> tuple[float, float]:
     """(GPU ms per step by CUDA events, host ms per step issuing the work)."""
     rng = np.random.default_rng(0)
-    sym = get_symbol()
+    sym = build()
     reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
     exe = sym.simple_bind(sg.gpu(0), grad_req=reqs, data=(batch, 1, 28, 28))
     for name, arr in exe.arg_dict.items():
@@ -135,7 +135,7 @@ def bandwidth(n: int = 1 << 26) -> tuple[float, float]:
 def profile(batch: int, top: int = 14) -> None:
     """Per-step GPU times of one training step (eager, each step synchronised)."""
     from symgraph.registry import RunCtx
-    sym = get_symbol()
+    sym = build()
     reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
     exe = sym.simple_bind(sg.gpu(0), grad_req=reqs, data=(batch, 1, 28, 28))
     exe.forward(is_train=True)
@@ -152,7 +152,7 @@ def compile_probe(batch: int) -> None:
     from symgraph.cuda import compiler
     sg.nd.zeros((1,), sg.gpu(0))  # device initialisation is not compilation
     t0 = time.perf_counter()
-    sym = get_symbol()
+    sym = build()
     reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
     exe = sym.simple_bind(sg.gpu(0), grad_req=reqs, data=(batch, 1, 28, 28))
     exe._train["program"]._load()

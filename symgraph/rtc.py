@@ -8,9 +8,9 @@
   ``CudaKernel.launch(args, ctx, grid_dims, block_dims, shared_mem=0)``.
 
 Source generation and argument checking work anywhere; compiling and launching need pycuda and
-a GPU, imported on first use only. Compilation goes through :func:`compile_module`, the one place
-to swap for ``symgraph.cuda.compiler`` once it exists: it caches in this process and on disk
-(pycuda's cache, keyed by source, options, nvcc version and GPU architecture). Kernels launch on
+a GPU, imported on first use only. :func:`compile_module` compiles with the CUDA backend's
+compiler (``symgraph.cuda.compiler``: one nvcc call, cached on disk by source, options, nvcc and
+GPU architecture) and caches the loaded module in this process. Kernels launch on
 the stream set by :func:`stream_scope` (the ``Custom`` op sets the executor's stream around a
 custom op's Python code), else on the default stream, in the CUDA backend's context of the device.
 """
@@ -18,44 +18,32 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import os
 import re
 from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
-from .base import AttrError, BindError, DTypeError, ExecutionError, ShapeError
+from .base import AttrError, BindError, DTypeError, ShapeError
 from .context import Context
+from .cuda.compiler import numbered  # noqa: F401  (part of sg.rtc's API: numbered sources)
 
 Dims = Sequence[int]
 _MODULES: dict[tuple, Any] = {}
-CACHE_DIR = os.path.join(os.path.expanduser("~"), ".cache", "symgraph", "rtc")
 
 
-def numbered(source: str) -> str:
-    """``source`` with line numbers, as compile errors show it."""
-    lines = source.splitlines()
-    width = len(str(len(lines)))
-    return "\n".join(f"{i + 1:>{width}} | {line}" for i, line in enumerate(lines))
-
-
-def compile_module(source: str, options: Sequence[str] = ()) -> Any:
-    """A loaded pycuda module for ``source`` (cached); ExecutionError with the numbered source
-    and the compiler's messages if nvcc rejects it."""
-    key = (source, tuple(options))
-    if key in _MODULES:
-        return _MODULES[key]
-    import pycuda.driver as drv
-    from pycuda.compiler import SourceModule
-    os.makedirs(CACHE_DIR, exist_ok=True)
-    try:
-        module = SourceModule(source, options=list(options), no_extern_c=True,
-                              cache_dir=CACHE_DIR)
-    except drv.CompileError as exc:
-        raise ExecutionError(f"sg.rtc: nvcc failed:\n{getattr(exc, 'stderr', '') or exc}\n"
-                             f"--- source ---\n{numbered(source)}") from None
-    _MODULES[key] = module
-    return module
+def compile_module(source: str, options: Sequence[str] = (), device_id: int = 0) -> Any:
+    """A loaded pycuda module for ``source``: compiled by the CUDA backend's compiler (one nvcc
+    call, cached on disk by source, architecture, options and nvcc; ExecutionError with the
+    numbered source if nvcc rejects it) and cached in this process."""
+    key = (source, tuple(options), device_id)
+    if key not in _MODULES:
+        import pycuda.driver as drv
+        from .cuda.compiler import compile_module as compile_cubin
+        from .cuda.runtime import activate as backend_activate, device_info
+        cubin = compile_cubin(source, device_info(device_id)["arch"], options)
+        with backend_activate(device_id):
+            _MODULES[key] = drv.module_from_buffer(cubin)
+    return _MODULES[key]
 
 
 _STREAM: contextvars.ContextVar = contextvars.ContextVar("sg_rtc_stream", default=None)
@@ -82,14 +70,9 @@ def current_stream(ctx: Context) -> Any:
 
 @contextlib.contextmanager
 def activate(ctx: Context) -> Iterator[None]:
-    """Make ``ctx``'s CUDA context current: the CUDA backend's primary context when it is
-    installed, else pycuda's own (standalone use of sg.rtc)."""
-    try:
-        from .cuda.runtime import activate as backend_activate
-    except ImportError:
-        import pycuda.autoinit  # noqa: F401
-        yield
-        return
+    """Make ``ctx``'s device primary context current (shared with the CUDA backend, and with
+    PyTorch or CuPy in the same process)."""
+    from .cuda.runtime import activate as backend_activate
     with backend_activate(ctx.device_id):
         yield
 
@@ -113,7 +96,7 @@ def _launch(source: str, options: Sequence[str], name: str, args: list, ctx: Con
     stream = current_stream(ctx)
     grid3, block3 = _dim3(grid, "grid_dims"), _dim3(block, "block_dims")
     with activate(ctx):
-        function = compile_module(source, options).get_function(name)
+        function = compile_module(source, options, ctx.device_id).get_function(name)
         function(*args, grid=grid3, block=block3, shared=int(shared), stream=stream)
 
 

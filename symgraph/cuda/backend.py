@@ -5,8 +5,9 @@ buffers) and one module (compiled on first run, from the disk cache when possibl
 actions are turned into closures with every device pointer baked in, once per set of bound
 arrays. With CUDA graphs on (default; ``SYMGRAPH_CUDA_GRAPHS=0`` turns them off), a step range
 run a second time with the same bound arrays is captured into a graph and from then on replayed
-with one launch; new bound arrays (or shapes, which mean a new program) get a new graph. Ranges
-containing a host-fallback step always run eagerly.
+with one launch; new bound arrays (or shapes, which mean a new program) get a new graph. A range
+is cut at each host step (custom-op Python, host stopgaps): those run eagerly, the device-only
+runs between them are captured and replayed.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from .codegen import THREADS
 from . import cudnn
 from .lowering import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Switch,
                        Upload, flat_actions)
-from .plan import ACCUMULATE, align, lower_schedule
+from .plan import ACCUMULATE, align, lower_schedule, segments
 from .runtime import activate, device_info
 
 MAX_GRAPHS = 16
@@ -103,13 +104,17 @@ class CudaProgram:
                 env.ptrs[dst] = env.ptrs[src]
             key = tuple(env.ptrs)
             steps = self._closures(env, (start, stop, key))
-            if tail is not None:
-                steps = steps + [tail.closures(env.ptrs, self.stream)]
-            if graphs_enabled() and not any(self.has_host[start:stop]) and start < stop:
-                if self._replay((start, stop, key, rc.is_train, getattr(tail, "key", None)),
-                                steps, rc):
-                    return
-            for closures in steps:
+            extra = [tail.closures(env.ptrs, self.stream)] if tail is not None else []
+            parts = segments(self.has_host, start, stop)
+            for i, (a, b, host) in enumerate(parts):
+                seg, gkey = steps[a - start:b - start], (a, b, key, rc.is_train)
+                if i == len(parts) - 1 and not host and extra:  # the tail joins the last graph
+                    seg, gkey, extra = seg + extra, gkey + (tail.key,), []
+                if host or not graphs_enabled() or not self._replay(gkey, seg, rc):
+                    for closures in seg:
+                        for fn in closures:
+                            fn(rc)
+            for closures in extra:  # after a host step (or no steps): eagerly
                 for fn in closures:
                     fn(rc)
 

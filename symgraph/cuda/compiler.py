@@ -54,17 +54,20 @@ def find_nvcc() -> str | None:
     return None
 
 
-def cache_key(source: str, arch: str, nvcc: str) -> str:
+def cache_key(source: str, arch: str, nvcc: str, options: Sequence[str] = ()) -> str:
     st = os.stat(nvcc)
-    ident = f"{nvcc}|{st.st_size}|{st.st_mtime_ns}|{arch}|{' '.join(OPTIONS)}"
+    ident = f"{nvcc}|{st.st_size}|{st.st_mtime_ns}|{arch}|{' '.join((*OPTIONS, *options))}"
     return hashlib.sha256((ident + "\n" + source).encode()).hexdigest()
 
 
 def numbered(source: str) -> str:
-    return "\n".join(f"{i + 1:5d}  {line}" for i, line in enumerate(source.splitlines()))
+    """``source`` with line numbers, as compile errors show it."""
+    lines = source.splitlines()
+    width = len(str(len(lines)))
+    return "\n".join(f"{i + 1:>{width}} | {line}" for i, line in enumerate(lines))
 
 
-def run_nvcc(source: str, arch: str, nvcc: str) -> bytes:
+def run_nvcc(source: str, arch: str, nvcc: str, options: Sequence[str] = ()) -> bytes:
     """Compile ``source`` to a cubin; errors show the numbered source and nvcc's message."""
     global NVCC_CALLS
     NVCC_CALLS += 1
@@ -76,7 +79,7 @@ def run_nvcc(source: str, arch: str, nvcc: str) -> bytes:
         src, out = os.path.join(tmp, "module.cu"), os.path.join(tmp, "module.cubin")
         with open(src, "w") as f:
             f.write(source)
-        cmd = [nvcc, "--cubin", f"-arch={arch}", *OPTIONS, "-o", out, src]
+        cmd = [nvcc, "--cubin", f"-arch={arch}", *OPTIONS, *options, "-o", out, src]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise ExecutionError(f"nvcc failed ({' '.join(cmd)}):\n{proc.stderr}\n"
@@ -85,18 +88,19 @@ def run_nvcc(source: str, arch: str, nvcc: str) -> bytes:
             return f.read()
 
 
-def compile_module(source: str, arch: str) -> bytes:
-    """The cubin for ``source`` on ``arch`` (e.g. ``sm_90``), from the cache when possible."""
+def compile_module(source: str, arch: str, options: Sequence[str] = ()) -> bytes:
+    """The cubin for ``source`` on ``arch`` (e.g. ``sm_90``), from the cache when possible;
+    ``options`` are extra nvcc flags (``sg.rtc`` users' own)."""
     if os.environ.get("SYMGRAPH_DEBUG", "0") >= "2":
         print(f"// ---- symgraph CUDA module ({arch}) ----\n{numbered(source)}", file=sys.stderr)
     nvcc = find_nvcc()
     if nvcc is None:
         raise ExecutionError("nvcc not found on PATH or in /usr/local/cuda/bin: the CUDA backend "
                              "compiles its kernels with it")
-    path = cache_dir() / f"{cache_key(source, arch, nvcc)}.cubin"
+    path = cache_dir() / f"{cache_key(source, arch, nvcc, options)}.cubin"
     if path.exists():
         return path.read_bytes()
-    cubin = run_nvcc(source, arch, nvcc)
+    cubin = run_nvcc(source, arch, nvcc, options)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     with os.fdopen(fd, "wb") as f:

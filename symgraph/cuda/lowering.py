@@ -173,41 +173,12 @@ def family(name: str) -> Callable[[LoweringFn], LoweringFn]:
     return deco
 
 
-# Merge bridge: lowerings of ops registered on another branch (ops, issue 3) that do not carry
-# ``lowering=`` yet. Once their OpDefs state it, these entries are dead and should be deleted.
-PENDING: dict[str, object] = {
-    "Convolution": "convolution",
-    "_backward_Convolution_data": "convolution_backward_data",
-    "_backward_Convolution_weight": "convolution_backward_weight",
-    "Pooling": "pooling",
-    "_backward_Pooling": "pooling_backward",
-    "_pooling_gather": "pooling_gather",
-    "softmax": ("softmax", {"axis_from": "attr"}),
-    "log_softmax": ("softmax", {"axis_from": "attr", "log": True}),
-    "SoftmaxActivation": ("softmax", {"axis_from": "mode"}),
-    "batch_dot": "batch_dot",
-    "broadcast_to": "broadcast_to",
-    "expand_dims": "copy",
-    "squeeze": "copy",
-    "_constant": "constant",
-    "LeakyReLU": "leaky_relu",
-    "_axis_vector": "copy",
-    "BatchNorm": "batch_norm",
-    "argmax": ("arg_reduce", {"kind": "max"}),
-    "argmin": ("arg_reduce", {"kind": "min"}),
-    "one_hot": "one_hot",
-    "take": "take",
-    "Embedding": ("take", {"data": 1, "indices": 0}),
-    "_backward_take": "take_backward",
-}
 BYTE_FAMILIES = {"copy", "constant", "callback"}  # move bytes or run Python: any dtype
 
 
 def lowering_of(op: OpDef) -> tuple[str, dict]:
     """(family, params) of an op: its ``lowering`` data, else elementwise/host by default."""
-    if not _VIEWS_ADDED:
-        _add_view_lowerings()
-    low = op.lowering if op.lowering is not None else PENDING.get(op.name)
+    low = op.lowering
     if low is None:
         return ("elementwise", {}) if op.expr is not None else ("host", {})
     if isinstance(low, str):
@@ -390,15 +361,3 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
 from . import (lowering_dense, lowering_index, lowering_nn,  # noqa: E402,F401
                lowering_norm, lowering_views)
 
-_VIEWS_ADDED = False
-
-
-def _add_view_lowerings() -> None:
-    """Add the layout ops' bridge entries (built lazily: they read helpers of ops/shape.py)."""
-    global _VIEWS_ADDED
-    _VIEWS_ADDED = True
-    for table in (lowering_views.view_lowerings, lowering_norm.loss_lowerings):
-        try:
-            PENDING.update(table())
-        except ImportError:  # that ops module is not on this branch
-            pass

@@ -83,12 +83,3 @@ def _regression_backward(ctx: StepCtx, p: dict) -> list:
     d = inp(0) - inp(1)
     e = (E.call("sign", d) if ctx.attrs["mae"] else d) * (ctx.attrs["grad_scale"] / per_sample)
     return elementwise_actions(ctx, "regression_grad", [e], [out, out], ctx.ins, out, ctx.outs)
-
-
-def loss_lowerings() -> dict[str, object]:
-    """Bridge entries for the regression outputs of ``ops/loss.py``."""
-    from ..ops.loss import REGRESSIONS
-    table: dict[str, object] = {"_backward_RegressionOutput": "regression_backward"}
-    for name, (formula, _) in REGRESSIONS.items():
-        table[name] = ("formula_of_input0", {"formula": formula})
-    return table

@@ -78,3 +78,19 @@ def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
     kernels = [a.kernel for acts in actions for a in flat_actions(acts) if isinstance(a, Kernel)]
     return LoweredProgram(plan, actions, scratch_bytes, module_source(kernels + [ACCUMULATE]),
                           alias)
+
+
+def segments(has_host: list[bool], start: int, stop: int) -> list[tuple[int, int, bool]]:
+    """``[start, stop)`` cut into maximal runs of device-only steps and single host steps
+    (a custom op's Python, a host stopgap), as ``(begin, end, is_host)``: the device runs are
+    captured and replayed as CUDA graphs, the host steps run between them."""
+    out: list[tuple[int, int, bool]] = []
+    k = start
+    while k < stop:
+        j = k + 1
+        if not has_host[k]:
+            while j < stop and not has_host[j]:
+                j += 1
+        out.append((k, j, has_host[k]))
+        k = j
+    return out

@@ -90,7 +90,7 @@ register(OpDef(
     {"act_type": Param("str", "leaky", tuple(LEAKY)), "slope": Param("float", 0.25),
      "lower_bound": Param("float", 0.125), "upper_bound": Param("float", 0.334)},
     lambda a: ("data", "gamma") if a["act_type"] == "prelu" else ("data",),
-    _leaky_shape, _leaky_compute, _leaky_grad, OPAQUE,
+    _leaky_shape, _leaky_compute, _leaky_grad, OPAQUE, lowering='leaky_relu',
     doc="leaky: x>0 ? x : slope*x; prelu: learned per-channel slope gamma; elu: "
         "slope*(e^x-1) below 0; selu; gelu (tanh form, as MXNet)."))
 
@@ -130,11 +130,13 @@ register(OpDef(
     "softmax", SOFTMAX_PARAMS, ("data",), same_shape,
     lambda a, xs, ctx: [softmax_np(_scaled(a, xs[0]), a["axis"])],
     lambda c: [softmax_grad(c, {"axis": c.attrs["axis"]})], REDUCE,
+    lowering=('softmax', {'axis_from': 'attr'}),
     doc="exp(x/T) / sum(exp(x/T)) along axis."))
 register(OpDef(
     "log_softmax", SOFTMAX_PARAMS, ("data",), same_shape,
     lambda a, xs, ctx: [_log_softmax_np(_scaled(a, xs[0]), a["axis"])],
-    _log_softmax_grad, REDUCE, doc="log(softmax(x/T)) along axis, computed stably."))
+    _log_softmax_grad, REDUCE, lowering=('softmax', {'axis_from': 'attr', 'log': True}),
+    doc="log(softmax(x/T)) along axis, computed stably."))
 
 
 def _softmax_activation(a: Attrs, xs: list, ctx: RunCtx) -> list:
@@ -149,7 +151,8 @@ register(OpDef(
     ("data",), same_shape, _softmax_activation,
     lambda c: [softmax_grad(c, {"axis": 1} if c.attrs["mode"] == "channel"
                             else {"axis": 0, "exclude": True})],
-    REDUCE, doc="Softmax over all but the first axis (instance) or over axis 1 (channel)."))
+    REDUCE, lowering=('softmax', {'axis_from': 'mode'}),
+    doc="Softmax over all but the first axis (instance) or over axis 1 (channel)."))
 
 # -- Dropout ---------------------------------------------------------------------------------------
 

@@ -25,6 +25,6 @@ def _value(a: Attrs) -> np.ndarray:
 register(OpDef(
     "_constant", {"value": Param("any")}, (),
     lambda a, ins, outs: (ins, [tuple(a["value"][1])]),
-    lambda a, xs, ctx: [_value(a).copy()], NOT_DIFFERENTIABLE, INJECTIVE,
+    lambda a, xs, ctx: [_value(a).copy()], NOT_DIFFERENTIABLE, INJECTIVE, lowering='constant',
     infer_type=lambda a, ins, outs: (ins, [np.dtype(a["value"][2])]),
     doc="A literal array (made by constant folding)."))

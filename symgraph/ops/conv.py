@@ -141,6 +141,7 @@ def layer_grad(data_op: str, weight_op: str) -> Callable:
 register(OpDef(
     "Convolution", CONV_PARAMS, layer_inputs, _conv_shape, _conv_compute,
     layer_grad("_backward_Convolution_data", "_backward_Convolution_weight"), GEMM,
+    lowering='convolution',
     doc="N-d convolution (cross-correlation), NC(D)(H)W data, O,C/num_group,k... weights; "
         "im2col + one GEMM per group on the CPU."))
 
@@ -168,6 +169,7 @@ def _data_grad_grad(c) -> list:
 register(OpDef(
     "_backward_Convolution_data", CONV_PARAMS, ("ograd", "weight", "data"),
     _data_grad_shape, _data_grad_compute, _data_grad_grad, GEMM,
+    lowering='convolution_backward_data',
     doc="Gradient of Convolution w.r.t. its data (a transposed convolution of ograd); "
         "`data` only gives the shape."))
 
@@ -196,4 +198,5 @@ def _weight_grad_grad(c) -> list:
 register(OpDef(
     "_backward_Convolution_weight", CONV_PARAMS, ("ograd", "data"),
     _weight_grad_shape, _weight_grad_compute, _weight_grad_grad, GEMM,
+    lowering='convolution_backward_weight',
     doc="Gradient of Convolution w.r.t. its weight: ograd x im2col(data)^T."))

@@ -89,7 +89,7 @@ def _arg_compute(fn: Callable) -> Callable:
 
 for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
     register(OpDef(_name, ARG_PARAMS, ("data",), forward_shape(_arg_shape), _arg_compute(_fn),
-                   NOT_DIFFERENTIABLE, REDUCE,
+                   NOT_DIFFERENTIABLE, REDUCE, lowering=("arg_reduce", {"kind": _name[3:]}),
                    doc=f"Index of the first {_name[3:]} along axis (None: flattened), as a "
                        f"float of the input's dtype. Not differentiable."))
 
@@ -112,7 +112,7 @@ register(OpDef(
     "one_hot", {"depth": Param("int"), "on_value": Param("float", 1.0),
                 "off_value": Param("float", 0.0), "dtype": Param("dtype", "float32")},
     ("indices",), forward_shape(lambda a, s: [tuple(s[0]) + (a["depth"],)]), _one_hot,
-    NOT_DIFFERENTIABLE, INJECTIVE, infer_type=_dtype_attr,
+    NOT_DIFFERENTIABLE, INJECTIVE, lowering='one_hot', infer_type=_dtype_attr,
     doc="indices.shape + (depth,): on_value at each index, off_value elsewhere (also for "
         "out-of-range indices)."))
 
@@ -142,7 +142,7 @@ def _take(a: Attrs, xs: list, ctx: RunCtx) -> list:
 register(OpDef(
     "take", TAKE_PARAMS, ("a", "indices"), forward_shape(_take_shape), _take,
     lambda c: [c.sym._backward_take(c.ograds[0], c.inputs[1], c.inputs[0], **c.attrs), None],
-    INJECTIVE, infer_type=typed_like(0),
+    INJECTIVE, lowering='take', infer_type=typed_like(0),
     doc="Slices of `a` along axis at `indices` (clipped or wrapped)."))
 
 
@@ -161,6 +161,7 @@ register(OpDef(
     "_backward_take", TAKE_PARAMS, ("ograd", "indices", "data"),
     lambda a, ins, outs: (ins, [ins[2]] if ins[2] is not None else outs), _backward_take,
     lambda c: [c.sym.take(c.ograds[0], c.inputs[1], **c.attrs), None, None], REDUCE,
+    lowering='take_backward',
     infer_type=typed_like(0),
     doc="Gradient of take w.r.t. `a`: ograd slices summed into the rows they were read from."))
 
@@ -178,7 +179,7 @@ register(OpDef(
     ("data", "weight"), _embedding_shape,
     lambda a, xs, ctx: [xs[1][np.clip(xs[0].astype(np.int64), 0, a["input_dim"] - 1)]],
     lambda c: [None, c.sym._backward_take(c.ograds[0], c.inputs[0], c.inputs[1], axis=0)],
-    INJECTIVE, infer_type=typed_like(1),
+    INJECTIVE, lowering=('take', {'data': 1, 'indices': 0}), infer_type=typed_like(1),
     doc="Rows of weight (input_dim, output_dim) at the (clipped) integer-valued data."))
 
 # -- where, batch_dot ---------------------------------------------------------------------------
@@ -212,5 +213,5 @@ def _batch_dot(a: Attrs, xs: list, ctx: RunCtx) -> list:
 register(OpDef(
     "batch_dot", {"transpose_a": Param("bool", False), "transpose_b": Param("bool", False)},
     ("lhs", "rhs"), forward_shape(_batch_dot_shape), _batch_dot,
-    lambda c: product_grad(c, c.sym.batch_dot), GEMM,
+    lambda c: product_grad(c, c.sym.batch_dot), GEMM, lowering='batch_dot',
     doc="Batched matrix product of 3-D arrays (B, M, K) x (B, K, N), optional transposes."))

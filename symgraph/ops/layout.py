@@ -29,7 +29,7 @@ def _broadcast_to_shape(a: Attrs, s: list) -> list:
 register(OpDef(
     "broadcast_to", {"shape": Param("shape")}, ("data",), forward_shape(_broadcast_to_shape),
     lambda a, xs, ctx: [np.broadcast_to(xs[0], _broadcast_to_shape(a, [xs[0].shape])[0]).copy()],
-    lambda c: [c.ograds[0]], BROADCAST,
+    lambda c: [c.ograds[0]], BROADCAST, lowering='broadcast_to',
     doc="Broadcast size-1 axes to `shape` (0 keeps the input's size)."))
 
 # -- tile, repeat ----------------------------------------------------------------------------------
@@ -173,7 +173,9 @@ def _reverse_shape(a: Attrs, s: list) -> list:
 register(OpDef(
     "reverse", {"axis": Param("shape")}, ("data",), forward_shape(_reverse_shape),
     _reverse, lambda c: [c.sym.reverse(c.ograds[0], **c.attrs)], INJECTIVE,
-    doc="Reverse the order of elements along the given axes."))
+    doc="Reverse the order of elements along the given axes.",
+    lowering=("gather_views", {
+        "views": lambda a, x, s: [np.flip(x, tuple(ax % x.ndim for ax in a["axis"]))]})))
 alias("flip", "reverse")
 
 

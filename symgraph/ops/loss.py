@@ -70,7 +70,7 @@ def _regression_backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
 register(OpDef(
     "_backward_RegressionOutput", {**REGRESSION_PARAMS, "mae": Param("bool", False)},
     ("output", "label"), lambda a, ins, outs: (ins, [ins[0]] if ins[0] is not None else outs),
-    _regression_backward, NOT_DIFFERENTIABLE, OPAQUE,
+    _regression_backward, NOT_DIFFERENTIABLE, OPAQUE, lowering='regression_backward',
     doc="(output - label) (sign of it if mae) * grad_scale / outputs per sample."))
 
 # name: (forward formula, mae)
@@ -93,4 +93,5 @@ for _name, (_formula, _mae) in REGRESSIONS.items():
         _regression_compute(_formula),
         lambda c, m=_mae: [c.sym._backward_RegressionOutput(
             c.outputs[0], c.inputs[1], grad_scale=c.attrs["grad_scale"], mae=m), None],
-        OPAQUE, doc=f"{_name}: loss layer; gradient ignores head gradients, as MXNet."))
+        OPAQUE, lowering=("formula_of_input0", {"formula": _formula}),
+        doc=f"{_name}: loss layer; gradient ignores head gradients, as MXNet."))

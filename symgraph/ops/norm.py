@@ -42,7 +42,7 @@ def _axis_vector_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 register(OpDef(
     "_axis_vector", {"axis": Param("int", 1)}, ("data", "like"), _axis_vector_shape,
     lambda a, xs, ctx: [xs[0].reshape(vector_shape(xs[0].shape[0], xs[1].shape, a["axis"]))],
-    lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE,
+    lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE, lowering='copy',
     doc="A (C,) vector reshaped to broadcast along `axis` of `like` (C at axis, 1 elsewhere)."))
 
 # -- BatchNorm -------------------------------------------------------------------------------------
@@ -102,6 +102,7 @@ def _bn_grad(c) -> list:
 
 register(OpDef(
     "BatchNorm", BN_PARAMS, BN_INPUTS, _bn_shape, _bn_compute, _bn_grad, OPAQUE,
+    lowering='batch_norm',
     aux=("moving_mean", "moving_var"),
     outputs=("output", "mean", "var", "moving_mean_new", "moving_var_new"),
     num_visible=lambda a: 3 if a["output_mean_var"] else 1, mutates=((3, 3), (4, 4)),

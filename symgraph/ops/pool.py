@@ -153,7 +153,8 @@ register(OpDef(
     "Pooling", POOL_PARAMS, ("data",), _pool_shape,
     lambda a, xs, ctx: [pool_forward(xs[0], a)],
     lambda c: [c.sym._backward_Pooling(c.ograds[0], c.inputs[0], c.outputs[0], **c.attrs)],
-    OPAQUE, epilogue=True, doc="Max/avg/sum pooling over 1-3 spatial axes (valid or full convention)."))
+    OPAQUE, lowering='pooling', epilogue=True,
+    doc="Max/avg/sum pooling over 1-3 spatial axes (valid or full convention)."))
 
 
 register(OpDef(
@@ -161,13 +162,15 @@ register(OpDef(
     _pool_backward,
     lambda c: [c.sym._pooling_gather(c.ograds[0], c.inputs[1], c.inputs[2], **c.attrs),
                None, None],
-    OPAQUE, epilogue=True, doc="Gradient of Pooling w.r.t. its data (max: to each window's first maximum)."))
+    OPAQUE, lowering='pooling_backward', epilogue=True,
+    doc="Gradient of Pooling w.r.t. its data (max: to each window's first maximum)."))
 
 register(OpDef(
     "_pooling_gather", POOL_PARAMS, ("grad", "data", "output"), like_input(2),
     _pool_gather,
     lambda c: [c.sym._backward_Pooling(c.ograds[0], c.inputs[1], c.inputs[2], **c.attrs),
                None, None],
-    OPAQUE, doc="Adjoint of _backward_Pooling: each window's value of `grad` at the position "
+    OPAQUE, lowering='pooling_gather',
+    doc="Adjoint of _backward_Pooling: each window's value of `grad` at the position "
                 "its output came from (avg/sum: pooling of `grad`)."))
 

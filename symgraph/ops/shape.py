@@ -36,7 +36,10 @@ register(OpDef(
     forward_shape(lambda a, s: [tuple(s[0][i] for i in _transpose_axes(a, len(s[0])))]),
     lambda a, xs, ctx: [np.ascontiguousarray(xs[0].transpose(_transpose_axes(a, xs[0].ndim)))],
     lambda c: [c.sym.transpose(c.ograds[0], axes=tuple(np.argsort(c.attrs["axes"]).tolist()))],
-    INJECTIVE, doc="Permute axes (default: reverse them)."))
+    INJECTIVE, doc="Permute axes (default: reverse them).",
+    # GPU: one strided copy of the input viewed with permuted strides (cuda/lowering_views.py)
+    lowering=("gather_views", {
+        "views": lambda a, x, s: [x.transpose(_transpose_axes(a, x.ndim))]})))
 
 
 def _expand_shape(a: Attrs, s: list) -> list:
@@ -62,7 +65,7 @@ for _name, _params, _rule, _doc in (
 ):
     register(OpDef(_name, _params, ("data",), forward_shape(_rule),
                    lambda a, xs, ctx, r=_rule: [xs[0].reshape(r(a, [xs[0].shape])[0])],
-                   _reshape_back, INJECTIVE, view=True, doc=_doc))
+                   _reshape_back, INJECTIVE, view=True, lowering="copy", doc=_doc))
 
 # -- Concat and SliceChannel -----------------------------------------------------------------------
 
@@ -88,14 +91,19 @@ register(OpDef(
     "Concat", CONCAT_PARAMS, lambda a: tuple(f"arg{i}" for i in range(a["num_args"])),
     forward_shape(_concat_shape),
     lambda a, xs, ctx: [np.concatenate(xs, axis=a["dim"])], _concat_grad, INJECTIVE,
-    variadic="num_args", doc="Join arrays along dim."))
+    variadic="num_args", doc="Join arrays along dim.",
+    lowering=("scatter_views", {"views": lambda a, x, s: pieces(x, a["dim"] % x.ndim, s)})))
 alias("concat", "Concat")
 
 
+def pieces(x: np.ndarray, dim: int, shapes: list) -> list:
+    """``x`` cut along ``dim`` into pieces of the given shapes (Concat's inputs)."""
+    cuts = np.cumsum([s[dim] for s in shapes])[:-1]
+    return np.split(x, cuts, axis=dim)
+
+
 def _split_back(a: Attrs, xs: list, ctx: RunCtx) -> list:
-    dy, parts = xs[0], xs[1:]
-    cuts = np.cumsum([p.shape[a["dim"]] for p in parts])[:-1]
-    return [np.ascontiguousarray(p) for p in np.split(dy, cuts, axis=a["dim"])]
+    return [np.ascontiguousarray(p) for p in pieces(xs[0], a["dim"], [p.shape for p in xs[1:]])]
 
 
 register(OpDef(
@@ -104,7 +112,8 @@ register(OpDef(
     lambda a, ins, outs: (ins, [s for s in ins[1:]]), _split_back,
     lambda c: [c.sym.Concat(*c.ograds, dim=c.attrs["dim"])] + [None] * c.attrs["num_args"],
     INJECTIVE, outputs=lambda a: tuple(f"output{i}" for i in range(a["num_args"])),
-    doc="Gradient of Concat: ograd cut into pieces shaped like the inputs."))
+    doc="Gradient of Concat: ograd cut into pieces shaped like the inputs.",
+    lowering=("gather_views", {"views": lambda a, x, s: pieces(x, a["dim"] % x.ndim, s[1:])})))
 
 
 def _slice_channel_shape(a: Attrs, s: list) -> list:
@@ -126,6 +135,12 @@ def _slice_channel(a: Attrs, xs: list, ctx: RunCtx) -> list:
             zip(np.split(xs[0], a["num_outputs"], axis=a["axis"]), parts)]
 
 
+def _channel_parts(a: Attrs, x: np.ndarray, shapes: list) -> list:
+    ax = a["axis"] % x.ndim
+    parts = np.split(x, a["num_outputs"], axis=ax)
+    return [q.squeeze(ax) if a["squeeze_axis"] else q for q in parts]
+
+
 def _slice_channel_grad(c) -> list:
     a = c.attrs
     gs = [c.sym.expand_dims(g, axis=a["axis"]) if a["squeeze_axis"] else g for g in c.ograds]
@@ -137,7 +152,8 @@ register(OpDef(
                      "squeeze_axis": Param("bool", False)},
     ("data",), forward_shape(_slice_channel_shape), _slice_channel, _slice_channel_grad,
     INJECTIVE, outputs=lambda a: tuple(f"output{i}" for i in range(a["num_outputs"])),
-    doc="Split into num_outputs equal parts along axis (multi-output)."))
+    doc="Split into num_outputs equal parts along axis (multi-output).",
+    lowering=("gather_views", {"views": _channel_parts})))
 alias("split", "SliceChannel")
 
 # -- slice, slice_axis -----------------------------------------------------------------------------
@@ -180,11 +196,14 @@ def _register_slicing(name: str, params: dict, index_of: Callable, doc: str) -> 
         name, params, ("data",), forward_shape(_sliced_shape(index_of)),
         lambda a, xs, ctx: [xs[0][index_of(a, xs[0].shape)].copy()],
         lambda c: [c.sym.apply_op(f"_backward_{name}", [c.ograds[0], c.inputs[0]], c.attrs)],
-        INJECTIVE, doc=doc))
+        INJECTIVE, doc=doc,
+        lowering=("gather_views", {"views": lambda a, x, s: [x[index_of(a, x.shape)]]})))
     register(OpDef(
         f"_backward_{name}", params, ("ograd", "data"), like_input(1), backward,
         lambda c: [c.sym.apply_op(name, [c.ograds[0]], c.attrs), None], INJECTIVE,
-        doc=f"Gradient of {name}: ograd placed into zeros shaped like the data."))
+        doc=f"Gradient of {name}: ograd placed into zeros shaped like the data.",
+        lowering=("scatter_views", {"views": lambda a, x, s: [x[index_of(a, x.shape)]],
+                                    "zero": True, "inputs": (0,)})))
 
 
 _register_slicing("slice", {"begin": Param("index_tuple"), "end": Param("index_tuple"),

@@ -26,8 +26,8 @@ def mlp_inputs(rng: np.random.Generator, batch: int = 16) -> dict[str, np.ndarra
 
 
 def seed_cnn() -> Any:
-    from models.simple_cnn_symbol import get_symbol
-    return get_symbol()
+    from models.simple_cnn import build
+    return build()
 
 
 def seed_cnn_inputs(rng: np.random.Generator, batch: int = 4) -> dict[str, np.ndarray]:

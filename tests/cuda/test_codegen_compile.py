@@ -84,7 +84,7 @@ def test_compile_error_shows_numbered_source(tmp_path: Path, monkeypatch) -> Non
     src = 'extern "C" __global__ void broken(float* y) {\n    y[0] = undefined_name;\n}\n'
     with pytest.raises(ExecutionError) as err:
         compiler.compile_module(src, "sm_90")
-    assert "    2      y[0] = undefined_name;" in str(err.value)
+    assert "2 |     y[0] = undefined_name;" in str(err.value)
     assert "undefined_name" in str(err.value).split("generated source")[0]
     assert not list(tmp_path.glob("*.cubin"))
 

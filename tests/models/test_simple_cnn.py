@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from models.simple_cnn_symbol import get_symbol
+from models.simple_cnn import build
 from symgraph.test_utils import assert_almost_equal
 
 EXPECTED = {"conv1_weight": (32, 1, 3, 3), "conv1_bias": (32,), "conv2_weight": (64, 32, 3, 3),
@@ -14,16 +14,16 @@ EXPECTED = {"conv1_weight": (32, 1, 3, 3), "conv1_bias": (32,), "conv2_weight": 
 
 
 def test_simple_bind_argument_shapes() -> None:
-    exe = get_symbol().simple_bind(sg.cpu(), data=(64, 1, 28, 28))
+    exe = build().simple_bind(sg.cpu(), data=(64, 1, 28, 28))
     got = {k: v.shape for k, v in exe.arg_dict.items() if k != "data"}
     assert got == EXPECTED
     assert exe.outputs[0].shape == (64, 10)
-    assert get_symbol().list_arguments() == ["data"] + list(EXPECTED)
+    assert build().list_arguments() == ["data"] + list(EXPECTED)
 
 
 def test_wrong_label_shape_names_the_node() -> None:
     with pytest.raises(sg.ShapeError, match=r"softmax \(SoftmaxOutput\).*label"):
-        get_symbol().simple_bind(sg.cpu(), data=(64, 1, 28, 28), softmax_label=(32,))
+        build().simple_bind(sg.cpu(), data=(64, 1, 28, 28), softmax_label=(32,))
 
 
 def test_one_step_matches_pytorch() -> None:
@@ -31,7 +31,7 @@ def test_one_step_matches_pytorch() -> None:
     F = torch.nn.functional
     rng = np.random.default_rng(3)
     batch = 8
-    sym = get_symbol()
+    sym = build()
     exe = sym.simple_bind(sg.cpu(), data=(batch, 1, 28, 28))
     values = {k: (rng.normal(size=s) * 0.1).astype(np.float32) for k, s in EXPECTED.items()}
     values["data"] = rng.random((batch, 1, 28, 28), dtype=np.float32)
