@@ -251,10 +251,14 @@ class Module(BaseModule):
 
     def forward(self, data_batch: DataBatch, is_train: Optional[bool] = None) -> None:
         """Run forward on a batch (rebinding first if its shapes differ from the bound ones)."""
+        self._load_batch(data_batch)
+        self._exec.forward(is_train=self.for_training if is_train is None else is_train)
+
+    def _load_batch(self, data_batch: DataBatch) -> None:
+        """Copy a batch into the bound inputs (rebinding first if its shapes differ)."""
         if not (self.binded and self.params_initialized):
             raise BindError("forward: call bind() and init_params() first")
         arrays = self._batch_arrays(data_batch)
-        is_train = self.for_training if is_train is None else is_train
         bound = {d.name: d.shape for d in self._data_shapes + self._label_shapes}
         if any(tuple(v.shape) != bound.get(k, tuple(v.shape)) for k, v in arrays.items()):
             self.reshape([(n, tuple(arrays[n].shape)) for n in self._data_names],
@@ -262,7 +266,6 @@ class Module(BaseModule):
                           if n in arrays and self._label_shapes] or None)
         for name, value in arrays.items():
             self._exec.arg_dict[name][:] = value
-        self._exec.forward(is_train=is_train)
 
     def backward(self, out_grads: Any = None) -> None:
         if not self.for_training:
@@ -281,21 +284,23 @@ class Module(BaseModule):
                                    [self._exec.arg_dict[n] for _, n in todo])
 
     def forward_backward_update(self, data_batch: DataBatch) -> None:
-        """``fit``'s step. With the device updater the update is the backward run's tail, so
-        backward and update replay as one CUDA graph; otherwise forward, backward, update."""
-        self.forward(data_batch, is_train=True)
+        """``fit``'s step. With the device updater, forward, backward and the fused update are
+        one program run (one CUDA graph replay per step); otherwise forward, backward, update."""
+        self._load_batch(data_batch)  # first: a batch of another size rebinds
         tail = self._update_tail()
         if tail is None:
+            self._exec.forward(is_train=True)
             self.backward()
             self.update()
             return
         self._updater.set_step_scalars(tail.indices, self._exec.train_program.stream)
-        self._exec.backward(tail=tail)
+        self._exec.train_step(tail)
 
     def _update_tail(self) -> Any:
         """The fused update as a backward tail for the current executor (made once per bind);
         ``None`` without a device updater or when a gradient accumulates (``grad_req='add'``)."""
-        if not (self.optimizer_initialized and hasattr(self._updater, "tail")):
+        if not (self.optimizer_initialized and self.for_training
+                and hasattr(self._updater, "tail")):
             return None
         exe, tail = self._tail
         if exe is not self._exec:
