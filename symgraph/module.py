@@ -58,6 +58,7 @@ class Module(BaseModule):
         self._aux_params: Optional[dict] = None
         self._updater: Any = None
         self._optimizer: Optional[_opt.Optimizer] = None
+        self._stage_buffers: Any = None  # cuda.staging.Staging of fit's GPU path
 
     # -- names and shapes ------------------------------------------------------------------
     @property
@@ -254,8 +255,9 @@ class Module(BaseModule):
         self._load_batch(data_batch)
         self._exec.forward(is_train=self.for_training if is_train is None else is_train)
 
-    def _load_batch(self, data_batch: DataBatch) -> None:
-        """Copy a batch into the bound inputs (rebinding first if its shapes differ)."""
+    def _load_batch(self, data_batch: DataBatch, staging: Any = None) -> None:
+        """Copy a batch into the bound inputs (rebinding first if its shapes differ); with a
+        ``cuda.staging.Staging``, one async copy per input on the training stream."""
         if not (self.binded and self.params_initialized):
             raise BindError("forward: call bind() and init_params() first")
         arrays = self._batch_arrays(data_batch)
@@ -265,7 +267,11 @@ class Module(BaseModule):
                          [(n, tuple(arrays[n].shape)) for n in self._label_names
                           if n in arrays and self._label_shapes] or None)
         for name, value in arrays.items():
-            self._exec.arg_dict[name][:] = value
+            if staging is None:
+                self._exec.arg_dict[name][:] = value
+            else:
+                staging.to_device(self._exec.arg_dict[name], value,
+                                  self._exec.train_program.stream)
 
     def backward(self, out_grads: Any = None) -> None:
         if not self.for_training:
@@ -286,7 +292,8 @@ class Module(BaseModule):
     def forward_backward_update(self, data_batch: DataBatch) -> None:
         """``fit``'s step. With the device updater, forward, backward and the fused update are
         one program run (one CUDA graph replay per step); otherwise forward, backward, update."""
-        self._load_batch(data_batch)  # first: a batch of another size rebinds
+        staging = self._staging()
+        self._load_batch(data_batch, staging)  # first: a batch of another size rebinds
         tail = self._update_tail()
         if tail is None:
             self._exec.forward(is_train=True)
@@ -295,6 +302,27 @@ class Module(BaseModule):
             return
         self._updater.set_step_scalars(tail.indices, self._exec.train_program.stream)
         self._exec.train_step(tail)
+
+    def _staging(self) -> Any:
+        """Pinned staging buffers for ``fit`` on the GPU with the fused update, else ``None``."""
+        if not (self.optimizer_initialized and hasattr(self._updater, "tail")):
+            return None
+        if self._stage_buffers is None:
+            from .cuda.staging import Staging
+            self._stage_buffers = Staging(self._context.device_id)
+        return self._stage_buffers
+
+    def _queue_metric(self, eval_metric: Any, labels: Sequence, pad: int) -> Any:
+        """On the GPU (``fit`` with the fused update): outputs leave by async copies and the
+        metric is fed when the next step is queued; elsewhere at once."""
+        staging = self._staging()
+        if staging is None:
+            return super()._queue_metric(eval_metric, labels, pad)
+        keep = slice(None, -pad if pad else None)
+        outs = self._exec.outputs[:max(1, len(labels))]
+        wait = staging.from_device(outs, self._exec.train_program.stream)
+        host = [np.asarray(lb.asnumpy() if hasattr(lb, "asnumpy") else lb)[keep] for lb in labels]
+        return lambda: eval_metric.update(host, [o[keep].copy() for o in wait()])
 
     def _update_tail(self) -> Any:
         """The fused update as a backward tail for the current executor (made once per bind);

@@ -100,16 +100,22 @@ def test_one_launch_per_update() -> None:
 
 def test_fit_matches_cpu_and_states_round_trip(tmp_path) -> None:
     x, y = _data(1)
-    got = []
+    got, seen, history = [], [], []
     for ctx in (sg.cpu(), sg.gpu(0)):
         sg.random.seed(5)
         mod = sg.mod.Module(mlp(), context=ctx)
+        counts: list = []
+        seen.append(counts)  # a batch's callback sees that batch in the metric (GPU: deferred)
         mod.fit(sg.io.NDArrayIter(x, y, BATCH), num_epoch=2, optimizer="sgd",
                 optimizer_params={"learning_rate": 0.05, "momentum": 0.9},
-                initializer=sg.init.Xavier(), progress_bar=False)
+                initializer=sg.init.Xavier(), progress_bar=False,
+                batch_end_callback=lambda p: counts.append((p.nbatch, p.eval_metric.num_inst)))
         got.append({k: v.asnumpy() for k, v in mod.get_params()[0].items()})
+        history.append([h["train-accuracy"] for h in mod.history])
         mod.save_checkpoint(str(tmp_path / ctx.device_type), 2, save_optimizer_states=True)
     _close(got[1], got[0], "fit")
+    assert seen[1] == seen[0] == [(k, (k + 1) * BATCH) for k in range(STEPS)] * 2
+    np.testing.assert_allclose(history[1], history[0], atol=1.5 / (BATCH * STEPS))
     cpu = np.load(tmp_path / "cpu-0002.states")
     gpu = np.load(tmp_path / "gpu-0002.states")
     for k in cpu.files:
