@@ -5,8 +5,9 @@ three small device buffers (pointer table, scalar table, chunk table). A step is
 operations on the executor's stream: one async host-to-device copy of the scalar table (only
 when a value changed: a scheduled learning rate, Adam's bias correction) and one kernel launch.
 :class:`FusedUpdater` is an :class:`~symgraph.optimizer.Updater` whose states live on the device;
-``tail`` gives the launch to the CUDA backend, which runs it at the end of the backward steps
-(inside the captured CUDA graph), so a training step replays as one graph per phase.
+``tail`` gives the launch to the CUDA backend, which appends it to the steps of a run
+(``Executor.train_step``: forward and backward) inside the captured CUDA graph, so a training
+step, update included, replays as one graph.
 """
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ class FusedUpdate:
 
 
 class UpdateTail:
-    """The fused step as work the CUDA backend appends to the backward steps of one run:
+    """The fused step as work the CUDA backend appends to the steps of one run:
     gradients are read from the run's slots (``grad_slots``), weights and states in place."""
 
     def __init__(self, updater: "FusedUpdater", indices: Sequence[Any], weights: Sequence[Any],
