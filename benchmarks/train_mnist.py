@@ -31,10 +31,19 @@ def run_symgraph(model: str, data: dict, args: argparse.Namespace) -> tuple[list
     test = sg.io.NDArrayIter(data["xt"], data["yt"], 1000)
     ctx = sg.gpu() if args.ctx == "gpu" else sg.cpu()
     mod = sg.mod.Module(importlib.import_module(f"models.{model}").build(), context=ctx)
+    prof = None
+    if args.profile:  # host-side profile of the whole fit (per-batch Python overhead)
+        import cProfile
+        prof = cProfile.Profile()
+        prof.enable()
     mod.fit(train, num_epoch=args.epochs, optimizer=recipe["optimizer"],
             optimizer_params={"learning_rate": recipe["learning_rate"],
                               "momentum": recipe["momentum"]},
             initializer=make_initializer("pytorch"), progress_bar=False)
+    if prof is not None:
+        import pstats
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(args.profile)
     return [h["time"] for h in mod.history], dict(mod.score(test, "acc"))["accuracy"]
 
 
@@ -89,6 +98,8 @@ def main() -> None:
     p.add_argument("--num-train", type=int, default=None, help="first N training images only")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--profile", type=int, default=0,
+                   help="cProfile symgraph's fit and print the N functions with most own time")
     args = p.parse_args()
     d = sg.datasets.mnist.load_data(args.data_dir)
     flat = {**DEFAULTS, **importlib.import_module(f"models.{args.model}").RECIPE}["flat"]

@@ -41,6 +41,12 @@ class BaseModule:
         self.forward(data_batch, is_train=True)
         self.backward()
 
+    def forward_backward_update(self, data_batch: Any) -> None:
+        """One training step (``fit``'s): forward, backward, update. A module may run them
+        as one piece of device work (Module on the GPU: the update inside the backward graph)."""
+        self.forward_backward(data_batch)
+        self.update()
+
     def score(self, eval_data: Any, eval_metric: Any, num_batch: Optional[int] = None,
               batch_end_callback: Any = None, score_end_callback: Any = None,
               reset: bool = True, epoch: int = 0) -> list[tuple[str, float]]:
@@ -146,10 +152,31 @@ class BaseModule:
     def _fit_epoch(self, train_data: Any, eval_metric: Any, epoch: int,
                    callbacks: Sequence[Callable]) -> None:
         eval_metric.reset()
+        pending = None  # (finish, nbatch): a batch whose metric update is still in flight
         for nbatch, batch in enumerate(train_data):
-            self.forward_backward(batch)
-            self.update()
-            self.update_metric(eval_metric, batch.label, pad=batch.pad)
-            param = BatchEndParam(epoch, nbatch, eval_metric, None)
-            for cb in callbacks:
-                cb(param)
+            self.forward_backward_update(batch)
+            finish = self._queue_metric(eval_metric, batch.label, batch.pad)
+            if pending is not None:  # the previous batch ends while this step runs
+                self._end_batch(epoch, *pending, eval_metric, callbacks)
+            pending = (finish, nbatch)
+            if finish is None:
+                self._end_batch(epoch, None, nbatch, eval_metric, callbacks)
+                pending = None
+        if pending is not None:
+            self._end_batch(epoch, *pending, eval_metric, callbacks)
+
+    def _queue_metric(self, eval_metric: Any, labels: Sequence, pad: int) -> Any:
+        """Start feeding this batch's outputs to ``eval_metric``. Returns ``None`` when done, or
+        a function that finishes it: a module whose outputs live on a device then overlaps the
+        copy with the next step. Callbacks of a batch always see its metric update."""
+        self.update_metric(eval_metric, labels, pad=pad)
+        return None
+
+    @staticmethod
+    def _end_batch(epoch: int, finish: Any, nbatch: int, eval_metric: Any,
+                   callbacks: Sequence[Callable]) -> None:
+        if finish is not None:
+            finish()
+        param = BatchEndParam(epoch, nbatch, eval_metric, None)
+        for cb in callbacks:
+            cb(param)

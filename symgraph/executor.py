@@ -78,6 +78,8 @@ class Executor:
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
         self._trained = False
         self._env: Optional[list] = None
+        self._ones: dict[int, NDArray] = {}  # default head gradients, by slot
+        self._req_of = dict(zip(self._arg_names, reqs))
 
     # -- construction ----------------------------------------------------------------------
     @classmethod
@@ -224,25 +226,18 @@ class Executor:
         for k, v in host.items():
             self.arg_dict[k][:] = v
         stage = self._train if is_train else self._infer
-        program = stage["program"]
-        env = program.new_env()
-        by_name = {n.name: slot for n, slot in stage["schedule"].variables.items()}
-        for name, arr in list(self.arg_dict.items()) + list(self.aux_dict.items()):
-            if name in by_name:
-                program.bind_input(env, by_name[name], arr)
-        run_ctx = RunCtx(is_train=is_train, rng=_random.generator())
-        program.run(env, 0, stage["schedule"].n_forward_steps, run_ctx)
-        for out, slot in zip(self.outputs, stage["outputs"]):
-            program.store(env, slot, out, accumulate=False)
-        if is_train:
-            for slot, name in stage["mutations"]:
-                program.store(env, slot, self.aux_dict[name], accumulate=False)
-            self._env, self._run_ctx, self._trained = env, run_ctx, True
+        env, run_ctx = self._start(stage, is_train)
+        stage["program"].run(env, 0, stage["schedule"].n_forward_steps, run_ctx)
+        self._finish_forward(stage, env, run_ctx, is_train)
         return self.outputs
 
     def backward(self, out_grads: Union[None, NDArray, Sequence[NDArray]] = None,
-                 is_train: bool = True) -> None:
-        """Run the backward phase and write gradients according to ``grad_req``."""
+                 is_train: bool = True, tail: Any = None) -> None:
+        """Run the backward phase and write gradients according to ``grad_req``.
+
+        ``tail``: backend work run right after the backward steps, in the same program run
+        (on the GPU a fused optimizer step, captured in the backward's CUDA graph); it reads
+        gradients from the run's slots (see :meth:`grad_slots`)."""
         if not self._trained or self._env is None:
             raise ExecutionError("backward called before forward(is_train=True)")
         stage = self._train
@@ -250,21 +245,69 @@ class Executor:
             out_grads = [out_grads]
         if out_grads is not None and len(out_grads) != len(self.outputs):
             raise BindError(f"backward: {len(out_grads)} out_grads for {len(self.outputs)} outputs")
-        heads = {}
-        for i, slot in stage["heads"].items():
-            if out_grads is None or out_grads[i] is None:
-                heads[slot] = np.ones(self.outputs[i].shape, self.outputs[i].dtype)
-            else:
-                heads[slot] = self._check_array("out_grads", str(i), out_grads[i],
-                                                self.outputs[i]).astype(self.outputs[i].dtype)
         program, env = stage["program"], self._env
-        for slot, value in heads.items():
-            program.bind_input(env, slot, array(value, self._ctx, value.dtype))
+        for slot, value in self._heads(out_grads).items():
+            program.bind_input(env, slot, value)
+        extra = {} if tail is None else {"tail": tail}
         program.run(env, stage["schedule"].n_forward_steps, len(stage["schedule"].steps),
-                    self._run_ctx)
-        reqs = dict(zip(self._arg_names, self._reqs))
-        for name, slot in stage["grads"].items():
-            program.store(env, slot, self.grad_dict[name], accumulate=reqs[name] == "add")
+                    self._run_ctx, **extra)
+        self._store_grads(env)
+
+    def train_step(self, tail: Any = None) -> list[NDArray]:
+        """``forward(is_train=True)`` then ``backward()`` with default head gradients, as ONE
+        program run: on the GPU one CUDA graph per step, with ``tail`` (a fused optimizer step)
+        captured at its end. Outputs, aux updates and gradients are stored after the run."""
+        stage = self._train
+        env, run_ctx = self._start(stage, True)
+        program = stage["program"]
+        for slot, value in self._heads(None).items():
+            program.bind_input(env, slot, value)
+        extra = {} if tail is None else {"tail": tail}
+        program.run(env, 0, len(stage["schedule"].steps), run_ctx, **extra)
+        self._finish_forward(stage, env, run_ctx, True)
+        self._store_grads(env)
+        return self.outputs
+
+    def _start(self, stage: dict, is_train: bool) -> tuple[Any, RunCtx]:
+        """A fresh environment of ``stage``'s program with every bound array bound."""
+        program = stage["program"]
+        env = program.new_env()
+        if "bound" not in stage:  # (name, slot) of every bound variable, found once
+            by_name = {n.name: slot for n, slot in stage["schedule"].variables.items()}
+            stage["bound"] = [(d, n, by_name[n]) for d in (self.arg_dict, self.aux_dict)
+                              for n in d if n in by_name]
+        for arrays, name, slot in stage["bound"]:
+            program.bind_input(env, slot, arrays[name])
+        return env, RunCtx(is_train=is_train, rng=_random.generator())
+
+    def _finish_forward(self, stage: dict, env: Any, run_ctx: RunCtx, is_train: bool) -> None:
+        program = stage["program"]
+        for out, slot in zip(self.outputs, stage["outputs"]):
+            program.store(env, slot, out, accumulate=False)
+        if is_train:
+            for slot, name in stage["mutations"]:
+                program.store(env, slot, self.aux_dict[name], accumulate=False)
+            self._env, self._run_ctx, self._trained = env, run_ctx, True
+
+    def _heads(self, out_grads: Optional[Sequence[Any]]) -> dict[int, NDArray]:
+        """Head-gradient slot -> array; the default ones are made once per executor."""
+        heads = {}
+        for i, slot in self._train["heads"].items():
+            out = self.outputs[i]
+            if out_grads is None or out_grads[i] is None:
+                if slot not in self._ones:
+                    self._ones[slot] = array(np.ones(out.shape, out.dtype), self._ctx, out.dtype)
+                heads[slot] = self._ones[slot]
+            else:
+                value = self._check_array("out_grads", str(i), out_grads[i], out)
+                heads[slot] = array(value.astype(out.dtype), self._ctx, out.dtype)
+        return heads
+
+    def _store_grads(self, env: Any) -> None:
+        program = self._train["program"]
+        for name, slot in self._train["grads"].items():
+            program.store(env, slot, self.grad_dict[name],
+                          accumulate=self._req_of[name] == "add")
 
     # -- parameters and introspection --------------------------------------------------------
     def copy_params_from(self, arg_params: Mapping[str, NDArray],
@@ -282,6 +325,20 @@ class Executor:
                 plan.append((targets[name], self._check_array(kind, name, value, targets[name])))
         for target, host in plan:
             target[:] = host
+
+    @property
+    def grad_req(self) -> dict[str, str]:
+        """``grad_req`` of every argument (``write``, ``add`` or ``null``)."""
+        return dict(zip(self._arg_names, self._reqs))
+
+    def grad_slots(self) -> dict[str, int]:
+        """Slot of each computed gradient in the training program (for a backward ``tail``)."""
+        return dict(self._train["grads"])
+
+    @property
+    def train_program(self) -> Any:
+        """The backend program of the training graph (the CUDA one owns the stream)."""
+        return self._train["program"]
 
     @property
     def schedule(self) -> Schedule:

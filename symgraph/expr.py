@@ -64,6 +64,19 @@ class Expr:
     args: tuple["Expr", ...] = ()
     value: Union[int, float, None] = None
 
+    def __hash__(self) -> int:
+        # Cached: the dataclass hash re-hashes the whole sub-DAG on every call, which made
+        # topo() quadratic in the formula size (the optimizer update evaluates it every step).
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.op, self.args, self.value))
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __getstate__(self) -> dict:
+        # str hashes differ between processes: never carry the cached hash across a pickle.
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def __repr__(self) -> str:
         # Readable formulas in SYMGRAPH_DEBUG listings (the dataclass repr nests deeply).
         if self.op == "input":
@@ -173,14 +186,14 @@ def evaluate(roots: Sequence[Expr], inputs: Sequence[np.ndarray], dtype: np.dtyp
     """Evaluate formulas on numpy arrays (broadcasting), computing in ``dtype``."""
     dtype = np.dtype(dtype)
     vals: dict[Expr, np.ndarray] = {}
-    for e in topo(roots):
-        if e.op == "input":
-            vals[e] = inputs[int(e.value)]
-        elif e.op == "const":
-            vals[e] = dtype.type(e.value)
-        else:
-            prim = PRIMS[e.op]
-            with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):
+        for e in topo(roots):
+            if e.op == "input":
+                vals[e] = inputs[int(e.value)]
+            elif e.op == "const":
+                vals[e] = dtype.type(e.value)
+            else:
+                prim = PRIMS[e.op]
                 v = prim.numpy(*(vals[a] for a in e.args))
-            vals[e] = v.astype(dtype, copy=False) if prim.boolean else v
+                vals[e] = v.astype(dtype, copy=False) if prim.boolean else v
     return [np.asarray(vals[r], dtype=dtype) for r in roots]

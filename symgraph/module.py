@@ -58,6 +58,7 @@ class Module(BaseModule):
         self._aux_params: Optional[dict] = None
         self._updater: Any = None
         self._optimizer: Optional[_opt.Optimizer] = None
+        self._stage_buffers: Any = None  # cuda.staging.Staging of fit's GPU path
 
     # -- names and shapes ------------------------------------------------------------------
     @property
@@ -218,8 +219,19 @@ class Module(BaseModule):
             optimizer = _opt.create(optimizer, param_idx2name=idx2name, sym=self._symbol,
                                     **params)
         self._optimizer = optimizer
-        self._updater = _opt.get_updater(optimizer)
+        self._updater = self._device_updater(optimizer) or _opt.get_updater(optimizer)
+        self._tail: tuple = (None, None)
         self.optimizer_initialized = True
+
+    def _device_updater(self, optimizer: _opt.Optimizer) -> Any:
+        """On the GPU, with float32 parameters: the fused updater (states on the device, one
+        kernel launch per step for all parameters); ``None`` elsewhere (numpy updater)."""
+        args = self._exec.arg_dict
+        if self._context.device_type != "gpu" or any(
+                args[n].dtype != np.float32 for n in self._param_names):
+            return None
+        from .cuda.optimizer import FusedUpdater
+        return FusedUpdater(optimizer, self._context.device_id)
 
     # -- computation -------------------------------------------------------------------------
     def _batch_arrays(self, data_batch: DataBatch) -> dict[str, Any]:
@@ -240,18 +252,26 @@ class Module(BaseModule):
 
     def forward(self, data_batch: DataBatch, is_train: Optional[bool] = None) -> None:
         """Run forward on a batch (rebinding first if its shapes differ from the bound ones)."""
+        self._load_batch(data_batch)
+        self._exec.forward(is_train=self.for_training if is_train is None else is_train)
+
+    def _load_batch(self, data_batch: DataBatch, staging: Any = None) -> None:
+        """Copy a batch into the bound inputs (rebinding first if its shapes differ); with a
+        ``cuda.staging.Staging``, one async copy per input on the training stream."""
         if not (self.binded and self.params_initialized):
             raise BindError("forward: call bind() and init_params() first")
         arrays = self._batch_arrays(data_batch)
-        is_train = self.for_training if is_train is None else is_train
         bound = {d.name: d.shape for d in self._data_shapes + self._label_shapes}
         if any(tuple(v.shape) != bound.get(k, tuple(v.shape)) for k, v in arrays.items()):
             self.reshape([(n, tuple(arrays[n].shape)) for n in self._data_names],
                          [(n, tuple(arrays[n].shape)) for n in self._label_names
                           if n in arrays and self._label_shapes] or None)
         for name, value in arrays.items():
-            self._exec.arg_dict[name][:] = value
-        self._exec.forward(is_train=is_train)
+            if staging is None:
+                self._exec.arg_dict[name][:] = value
+            else:
+                staging.to_device(self._exec.arg_dict[name], value,
+                                  self._exec.train_program.stream)
 
     def backward(self, out_grads: Any = None) -> None:
         if not self.for_training:
@@ -264,8 +284,64 @@ class Module(BaseModule):
             raise BindError("update: call init_optimizer() first")
         grads = self._exec.grad_dict
         todo = [(i, n) for i, n in enumerate(self._param_names) if n in grads]
+        if hasattr(self._updater, "stream"):  # device updater: order after our backward
+            self._updater.stream = self._exec.train_program.stream
         self._updater.update_multi([i for i, _ in todo], [grads[n] for _, n in todo],
                                    [self._exec.arg_dict[n] for _, n in todo])
+
+    def forward_backward_update(self, data_batch: DataBatch) -> None:
+        """``fit``'s step. With the device updater, forward, backward and the fused update are
+        one program run (one CUDA graph replay per step); otherwise forward, backward, update."""
+        staging = self._staging()
+        self._load_batch(data_batch, staging)  # first: a batch of another size rebinds
+        tail = self._update_tail()
+        if tail is None:
+            self._exec.forward(is_train=True)
+            self.backward()
+            self.update()
+            return
+        self._updater.set_step_scalars(tail.indices, self._exec.train_program.stream)
+        self._exec.train_step(tail)
+
+    def _staging(self) -> Any:
+        """Pinned staging buffers for ``fit`` on the GPU with the fused update, else ``None``."""
+        if not (self.optimizer_initialized and hasattr(self._updater, "tail")):
+            return None
+        if self._stage_buffers is None:
+            from .cuda.staging import Staging
+            self._stage_buffers = Staging(self._context.device_id)
+        return self._stage_buffers
+
+    def _queue_metric(self, eval_metric: Any, labels: Sequence, pad: int) -> Any:
+        """On the GPU (``fit`` with the fused update): outputs leave by async copies and the
+        metric is fed when the next step is queued; elsewhere at once."""
+        staging = self._staging()
+        if staging is None:
+            return super()._queue_metric(eval_metric, labels, pad)
+        keep = slice(None, -pad if pad else None)
+        outs = self._exec.outputs[:max(1, len(labels))]
+        wait = staging.from_device(outs, self._exec.train_program.stream)
+        host = [np.asarray(lb.asnumpy() if hasattr(lb, "asnumpy") else lb)[keep] for lb in labels]
+        return lambda: eval_metric.update(host, [o[keep].copy() for o in wait()])
+
+    def _update_tail(self) -> Any:
+        """The fused update as a backward tail for the current executor (made once per bind);
+        ``None`` without a device updater or when a gradient accumulates (``grad_req='add'``)."""
+        if not (self.optimizer_initialized and self.for_training
+                and hasattr(self._updater, "tail")):
+            return None
+        exe, tail = self._tail
+        if exe is not self._exec:
+            slots = self._exec.grad_slots()
+            reqs = self._exec.grad_req.values()
+            todo = [(i, n) for i, n in enumerate(self._param_names) if n in slots]
+            tail = None
+            if all(r != "add" for r in reqs):
+                tail = self._updater.tail([i for i, _ in todo],
+                                          [self._exec.arg_dict[n] for _, n in todo],
+                                          [slots[n] for _, n in todo])
+            self._tail = (self._exec, tail)
+        return tail
 
     def get_outputs(self, merge_multi_context: bool = True) -> list[NDArray]:
         return list(self._exec.outputs)

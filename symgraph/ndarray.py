@@ -54,7 +54,8 @@ class NDArray:
         return self.asnumpy().reshape(())[()]
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        value = value.asnumpy() if isinstance(value, NDArray) else value
+        if isinstance(value, NDArray):  # a host array is only read: no copy (per-batch path)
+            value = value._data if value._ctx.device_type == "cpu" else value.asnumpy()
         if self._ctx.device_type == "cpu":
             if isinstance(key, slice) and key == slice(None):
                 arr = np.asarray(value)

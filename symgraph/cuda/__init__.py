@@ -1,8 +1,9 @@
 """The CUDA backend: lowers a :class:`~symgraph.schedule.Schedule` to one CUDA module of generated
 kernels plus cuBLAS calls, and runs it on ``sg.gpu(i)``.
 
-Module map (only ``runtime``, ``backend``, ``cublas`` and ``graphs`` import pycuda/ctypes CUDA
-libraries, and only when a GPU context is used; ``import symgraph`` never imports pycuda):
+Module map (only ``runtime``, ``backend``, ``cublas``, ``graphs``, ``optimizer`` and ``staging``
+import pycuda/ctypes CUDA libraries, and only when a GPU context is used; ``import symgraph``
+never imports pycuda):
 
 * ``codegen``  - C source for elementwise groups from their scalar expression DAG;
 * ``kernels``  - hand-written kernel templates (reductions, softmax, SoftmaxOutput backward);
@@ -14,7 +15,10 @@ libraries, and only when a GPU context is used; ``import symgraph`` never import
 * ``compiler`` - one ``nvcc --cubin`` call per module, cached on disk;
 * ``runtime``  - primary context, device arrays (``sg.nd`` on the GPU);
 * ``cublas``, ``graphs`` - ctypes bindings of cuBLAS and of the driver's stream capture;
-* ``backend``  - ``compile(schedule, ctx)``: the program the executor runs.
+* ``backend``  - ``compile(schedule, ctx)``: the program the executor runs;
+* ``update_kernel`` - the fused multi-tensor optimizer update printed from an optimizer's rule
+  (pure Python); ``optimizer`` - its launch and the device-state updater ``Module`` uses;
+* ``staging``  - pinned rings for ``fit``'s async per-batch copies in and out.
 
 Environment: ``SYMGRAPH_CUDA_GRAPHS=0`` turns CUDA graph replay off; ``SYMGRAPH_TF32=1`` lets
 cuBLAS use TF32 tensor cores (off by default: results then match float32 to ~1e-6);

@@ -92,8 +92,13 @@ class CudaProgram:
         env.ptrs[slot] = array._data.ptr
         env.keep[slot] = array._data
 
-    def run(self, env: CudaEnv, start: int, stop: int, rc: RunCtx) -> None:
-        """Run steps ``start:stop`` on the program's stream (replaying a graph when possible)."""
+    def run(self, env: CudaEnv, start: int, stop: int, rc: RunCtx, tail: Any = None) -> None:
+        """Run steps ``start:stop`` on the program's stream (replaying a graph when possible).
+
+        ``tail`` (optional) is work to run right after the steps, in the same graph: an object
+        with ``closures(slot pointers, stream)`` (the fused optimizer step of
+        ``cuda/optimizer.py``); it reads the run's slots, so it sees gradients before stores.
+        """
         with activate(self.device_id):
             self._load()
             self._draw_keys(start, stop, rc)
@@ -103,13 +108,19 @@ class CudaProgram:
                 env.ptrs[dst] = env.ptrs[src]
             key = tuple(env.ptrs)
             steps = self._closures(env, (start, stop, key))
-            for a, b, host in segments(self.has_host, start, stop):
-                seg = steps[a - start:b - start]
-                if host or not graphs_enabled() or \
-                        not self._replay((a, b, key, rc.is_train), seg, rc):
+            extra = [tail.closures(env.ptrs, self.stream)] if tail is not None else []
+            parts = segments(self.has_host, start, stop)
+            for i, (a, b, host) in enumerate(parts):
+                seg, gkey = steps[a - start:b - start], (a, b, key, rc.is_train)
+                if i == len(parts) - 1 and not host and extra:  # the tail joins the last graph
+                    seg, gkey, extra = seg + extra, gkey + (tail.key,), []
+                if host or not graphs_enabled() or not self._replay(gkey, seg, rc):
                     for closures in seg:
                         for fn in closures:
                             fn(rc)
+            for closures in extra:  # after a host step (or no steps): eagerly
+                for fn in closures:
+                    fn(rc)
 
     def store(self, env: CudaEnv, slot: int, target: Any, accumulate: bool) -> None:
         """Write slot ``slot`` into device NDArray ``target`` (``+=`` when ``accumulate``)."""

@@ -97,7 +97,8 @@ def write_device(target: Any, key: Any, value: Any) -> None:
     if isinstance(key, slice) and key == slice(None):
         arr = np.asarray(value)
         try:
-            host = np.broadcast_to(arr, data.shape).astype(data.dtype)
+            # no copy when the value already has the array's shape, dtype and layout
+            host = np.asarray(np.broadcast_to(arr, data.shape), data.dtype, order="C")
         except ValueError:
             raise BindError(f"cannot assign an array of shape {arr.shape} to an NDArray of "
                             f"shape {data.shape}") from None

@@ -103,6 +103,21 @@ def _reshape_rule(node: Node, sc: ShapeCache) -> Replacement:
     return Node("Reshape", node.name, attrs, (inner,), node.extra)
 
 
+def _transpose_rule(node: Node, sc: ShapeCache) -> Replacement:
+    """transpose of a transpose -> one transpose with the composed axes (none if identity)."""
+    src = node.inputs[0]
+    shape = sc.shape(src)
+    if src.node.op != "transpose" or shape is None:
+        return None
+    from ..ops.shape import _transpose_axes
+    inner = _transpose_axes(src.node.attrs, len(shape))
+    outer = _transpose_axes(node.attrs, len(shape))
+    axes = tuple(inner[i] for i in outer)
+    if axes == tuple(range(len(shape))):
+        return [src.node.inputs[0]]
+    return Node("transpose", node.name, Attrs({"axes": axes}), (src.node.inputs[0],), node.extra)
+
+
 def _add_n_rule(node: Node, sc: ShapeCache) -> Replacement:
     """``add_n`` of one input is that input; ``zeros_like`` terms drop out."""
     keep = [e for e in node.inputs if e.node.op != "zeros_like"] or [node.inputs[0]]
@@ -130,6 +145,7 @@ RULES: dict[str, Callable[[Node, ShapeCache], Replacement]] = {
     "identity": _identity_if_same,
     "BlockGrad": _identity_if_same,   # after autodiff, BlockGrad is a plain copy
     "_broadcast_backward": _identity_if_same,  # nothing was broadcast: nothing to sum
+    "transpose": _transpose_rule,
     "add_n": _add_n_rule,
     "broadcast_mul": _mul_ones_rule,
     "elemwise_mul": _mul_ones_rule,

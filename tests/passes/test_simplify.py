@@ -28,6 +28,9 @@ CASES = [
     (sg.sym._broadcast_backward(x, y), {"x": (2, 3), "y": (2, 3)}, [], lambda v: v["x"]),
     (x * sg.sym.ones_like(y), {"x": (2, 3), "y": (2, 3)}, [], lambda v: v["x"]),
     (sg.sym.identity(x), {"x": (2, 3)}, [], lambda v: v["x"]),
+    (sg.sym.transpose(sg.sym.transpose(x)), {"x": (2, 3, 4)}, [], lambda v: v["x"]),
+    (sg.sym.transpose(sg.sym.transpose(x, axes=(1, 2, 0)), axes=(0, 2, 1)), {"x": (2, 3, 4)},
+     ["transpose"], lambda v: v["x"].transpose(1, 2, 0).transpose(0, 2, 1)),
 ]
 
 # Rules that must NOT fire: the shape would change, or the formula is not an identity.
@@ -40,6 +43,8 @@ KEPT = [
      lambda v: v["x"].sum(axis=0, keepdims=True)),
     (sg.sym.Reshape(x, shape=(3, 2)), {"x": (2, 3)}, ["Reshape"],
      lambda v: v["x"].reshape(3, 2)),
+    (sg.sym.transpose(x, axes=(1, 0, 2)), {"x": (2, 3, 4)}, ["transpose"],
+     lambda v: v["x"].transpose(1, 0, 2)),
 ]
 
 

@@ -1,0 +1,188 @@
+"""The optimizer step on the GPU: every parameter updated by one fused kernel launch.
+
+:class:`FusedUpdate` owns the kernel printed from an optimizer's rule (``update_kernel``) and its
+three small device buffers (pointer table, scalar table, chunk table). A step is at most two
+operations on the executor's stream: one async host-to-device copy of the scalar table (only
+when a value changed: a scheduled learning rate, Adam's bias correction) and one kernel launch.
+:class:`FusedUpdater` is an :class:`~symgraph.optimizer.Updater` whose states live on the device;
+``tail`` gives the launch to the CUDA backend, which appends it to the steps of a run
+(``Executor.train_step``: forward and backward) inside the captured CUDA graph, so a training
+step, update included, replays as one graph.
+"""
+from __future__ import annotations
+
+import itertools
+import struct
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+import pycuda.driver as drv
+
+from ..optimizer import Optimizer, Updater
+from .codegen import THREADS
+from .compiler import compile_module, module_source
+from .runtime import DeviceArray, activate, device_info, empty_device, to_device
+from .update_kernel import chunk_table, render_update
+
+_KEYS = itertools.count(1)
+RING = 4  # pinned staging buffers for the scalar table: the host may run RING steps ahead
+
+
+class FusedUpdate:
+    """One launch of ``rule``'s fused kernel over parameters of the given element counts."""
+
+    def __init__(self, rule: Any, sizes: Sequence[int], device_id: int) -> None:
+        self.rule, self.device_id = rule, device_id
+        self.sizes = list(sizes)
+        rendered = render_update(rule)
+        info = device_info(device_id)
+        n, n_scal = len(self.sizes), max(len(rule.scalars), 1)
+        chunks = np.array(chunk_table(self.sizes), np.int64).reshape(-1, 2)
+        with activate(device_id):
+            self._module = drv.module_from_buffer(
+                compile_module(module_source([rendered]), info["arch"]))
+            self._func = self._module.get_function(rendered.name)
+            self._chunks = drv.to_device(np.ascontiguousarray(chunks)) if len(chunks) else None
+            self._table = drv.mem_alloc(8 * max(n, 1) * (3 + len(rule.states)))
+            self._scal = drv.mem_alloc(4 * max(n, 1) * n_scal)
+            self._ring = [drv.pagelocked_empty((n, n_scal), np.float32) for _ in range(RING)]
+        self._events: list[Optional[Any]] = [None] * RING
+        self._turn = 0
+        self._rows: Optional[tuple] = None
+        self._last: Optional[np.ndarray] = None
+        grid = max(1, min(len(chunks), info["sm_count"] * 16))
+        self._grid, self._block = (grid, 1, 1), (THREADS, 1, 1)
+        chunk_ptr = int(self._chunks) if self._chunks is not None else 0
+        self._params = struct.pack("<QQQq", int(self._table), int(self._scal), chunk_ptr,
+                                   len(chunks))
+        self._closures: dict[int, Callable[[Any], None]] = {}
+        self.launches = 0  # kernel launches issued from the host (tests count them)
+        self.uploads = 0   # scalar-table copies issued
+
+    def bind(self, rows: Sequence[Sequence[int]]) -> None:
+        """Pointers ``(weight, grad, *states)`` per parameter; the device table is rewritten only
+        when one changed (first steps, a rebind), never per step."""
+        rows = tuple(tuple(int(p) for p in r) for r in rows)
+        if rows == self._rows:
+            return
+        table = np.array([(n, *r) for n, r in zip(self.sizes, rows)], np.uint64)
+        with activate(self.device_id):
+            drv.Context.synchronize()  # a pending launch may still read the old table
+            drv.memcpy_htod(self._table, np.ascontiguousarray(table))
+        self._rows = rows
+
+    def set_scalars(self, table: np.ndarray, stream: Any) -> None:
+        """Queue the scalar table ``(parameters, scalars)`` on ``stream`` if it changed."""
+        table = np.asarray(table, np.float32)  # compared as the device holds it
+        if self._last is not None and np.array_equal(table, self._last):
+            return
+        k = self._turn = (self._turn + 1) % RING
+        with activate(self.device_id):
+            if self._events[k] is not None:
+                self._events[k].synchronize()  # that staging buffer's copy has been done
+            self._ring[k][...] = table
+            drv.memcpy_htod_async(self._scal, self._ring[k], stream)
+            self._events[k] = drv.Event().record(stream)
+        self._last = table
+        self.uploads += 1
+
+    def closure(self, stream: Any) -> Callable[[Any], None]:
+        """The launch on ``stream`` as a backend closure (argument buffer packed once)."""
+        got = self._closures.get(stream.handle)
+        if got is None:
+            func, grid, block, params = self._func, self._grid, self._block, self._params
+
+            def got(rc: Any = None) -> None:
+                self.launches += 1
+                func._launch_kernel(grid, block, params, 0, stream)
+            self._closures[stream.handle] = got
+        return got
+
+
+class UpdateTail:
+    """The fused step as work the CUDA backend appends to the steps of one run:
+    gradients are read from the run's slots (``grad_slots``), weights and states in place."""
+
+    def __init__(self, updater: "FusedUpdater", indices: Sequence[Any], weights: Sequence[Any],
+                 grad_slots: Sequence[int]) -> None:
+        self.updater, self.indices = updater, list(indices)
+        self.weights, self.grad_slots = list(weights), list(grad_slots)
+        self.key = next(_KEYS)  # part of the backend's graph key (ids can be reused)
+        updater.prepare(self.indices, self.weights)
+
+    def closures(self, ptrs: Sequence[int], stream: Any) -> list[Callable[[Any], None]]:
+        """The launch; the pointer table is checked against this run's slots (states are read
+        from the updater each time: ``set_states`` may have replaced them)."""
+        states = self.updater.prepare(self.indices, self.weights)
+        fused = self.updater.fused
+        fused.bind([(w._data.ptr, ptrs[g], *(s.ptr for s in st)) for w, g, st in
+                    zip(self.weights, self.grad_slots, states)])
+        return [fused.closure(stream)]
+
+
+class FusedUpdater(Updater):
+    """An updater whose states are device arrays and whose step is one :class:`FusedUpdate`."""
+
+    def __init__(self, optimizer: Optimizer, device_id: int, stream: Any = None) -> None:
+        super().__init__(optimizer)
+        self.device_id = device_id
+        self.stream = stream  # the executor's stream: the step is ordered after backward
+        self.fused: Optional[FusedUpdate] = None
+
+    def prepare(self, indices: Sequence[Any], weights: Sequence[Any]) -> list[tuple]:
+        """Create missing device states and the kernel (once); the states of ``indices``."""
+        for index, weight in zip(indices, weights):
+            if index not in self.states:
+                self.states[index] = tuple(self._zeros(weight) for _ in
+                                           self.optimizer.rule.states)
+        if self.fused is None or self.fused.sizes != [w.size for w in weights]:
+            self.fused = FusedUpdate(self.optimizer.rule, [w.size for w in weights],
+                                     self.device_id)
+        return [self.states[i] for i in indices]
+
+    def _zeros(self, weight: Any) -> DeviceArray:
+        arr = empty_device(weight.shape, weight.dtype, self.device_id)
+        if arr.size:
+            with activate(self.device_id):
+                drv.memset_d8(arr.gpudata, 0, arr.nbytes)
+        return arr
+
+    def set_step_scalars(self, indices: Sequence[Any], stream: Any) -> None:
+        """Count one update of each of ``indices`` and queue this step's scalar table."""
+        table = self.optimizer.step_scalars(indices)
+        names = self.optimizer.rule.scalars
+        self.fused.set_scalars(np.stack([table[k] for k in names], axis=1)
+                               if names else np.zeros((len(indices), 1)), stream)
+
+    def tail(self, indices: Sequence[Any], weights: Sequence[Any],
+             grad_slots: Sequence[int]) -> UpdateTail:
+        """The step as a backward ``tail`` (see :meth:`symgraph.executor.Executor.backward`)."""
+        return UpdateTail(self, indices, weights, grad_slots)
+
+    def __call__(self, index: Any, grad: Any, weight: Any) -> None:
+        self.update_multi([index], [grad], [weight])
+
+    def update_multi(self, indices: Sequence[Any], grads: Sequence[Any],
+                     weights: Sequence[Any]) -> None:
+        """One eager step on ``self.stream`` from gradient arrays (after a separate backward):
+        at most one scalar-table copy and one kernel launch."""
+        states = self.prepare(indices, weights)
+        self.set_step_scalars(indices, self.stream)
+        self.fused.bind([(w._data.ptr, g._data.ptr, *(s.ptr for s in st))
+                         for w, g, st in zip(weights, grads, states)])
+        with activate(self.device_id):
+            self.fused.closure(self.stream)(None)
+
+    def get_states(self) -> dict[str, np.ndarray]:
+        host = {i: tuple(s.get() for s in st) for i, st in self.states.items()}
+        device, self.states = self.states, host
+        try:
+            return super().get_states()
+        finally:
+            self.states = device
+
+    def set_states(self, arrays: dict[str, np.ndarray]) -> None:
+        super().set_states(arrays)
+        from ..context import gpu
+        self.states = {i: tuple(to_device(np.asarray(s, np.float32), gpu(self.device_id))
+                                for s in st) for i, st in self.states.items()}
