@@ -79,10 +79,9 @@ class CustomOp:
             raise ExecutionError(f"CustomOp.assign: unknown req {req!r}")
 
 
-class CustomOpProp:
-    """Description of a Python operator (MXNet's ``mx.operator.CustomOpProp``).
-
-    ``need_top_grad=False`` marks loss layers: their backward does not read ``out_grad``."""
+class _OpSignature:
+    """Defaults both operator descriptions share: one input ``data``, one output, and
+    ``need_top_grad`` (False marks loss layers: their backward does not read ``out_grad``)."""
 
     def __init__(self, need_top_grad: bool = True) -> None:
         self.need_top_grad_ = need_top_grad
@@ -95,6 +94,18 @@ class CustomOpProp:
 
     def list_outputs(self) -> list[str]:
         return ["output"]
+
+    def declare_backward_dependency(self, out_grad: list, in_data: list,
+                                    out_data: list) -> list:
+        """Which of the given ids backward reads (input data is always passed in symgraph)."""
+        deps = list(out_grad) if self.need_top_grad_ else []
+        return deps + list(in_data) + list(out_data)
+
+
+class CustomOpProp(_OpSignature):
+    """Description of a Python operator (MXNet's ``mx.operator.CustomOpProp``).
+
+    ``need_top_grad=False`` marks loss layers: their backward does not read ``out_grad``."""
 
     def list_auxiliary_states(self) -> list[str]:
         return []
@@ -109,17 +120,11 @@ class CustomOpProp:
         return (in_type, [t] * len(self.list_outputs()),
                 [t] * len(self.list_auxiliary_states()))
 
-    def declare_backward_dependency(self, out_grad: list, in_data: list,
-                                    out_data: list) -> list:
-        """Which of the given ids backward reads (input data is always passed in symgraph)."""
-        deps = list(out_grad) if self.need_top_grad_ else []
-        return deps + list(in_data) + list(out_data)
-
     def create_operator(self, ctx: Any, in_shapes: list, in_dtypes: list) -> CustomOp:
         raise NotImplementedError(f"{type(self).__name__}.create_operator")
 
 
-class NDArrayOp:
+class NDArrayOp(_OpSignature):
     """MXNet 0.x's ``mx.operator.NDArrayOp``: description and computation in one object.
 
     Subclasses define ``list_arguments``, ``list_outputs``, ``infer_shape(in_shape) ->
@@ -127,25 +132,11 @@ class NDArrayOp:
     out_data, in_grad)``; calling the object on symbols makes the graph node."""
 
     def __init__(self, need_top_grad: bool = True) -> None:
-        self.need_top_grad_ = need_top_grad
+        super().__init__(need_top_grad)
         self._op_type: Optional[str] = None
-
-    def need_top_grad(self) -> bool:
-        return self.need_top_grad_
-
-    def list_arguments(self) -> list[str]:
-        return ["data"]
-
-    def list_outputs(self) -> list[str]:
-        return ["output"]
 
     def infer_shape(self, in_shape: list) -> tuple:
         return in_shape, [in_shape[0]] * len(self.list_outputs())
-
-    def declare_backward_dependency(self, out_grad: list, in_data: list,
-                                    out_data: list) -> list:
-        deps = list(out_grad) if self.need_top_grad_ else []
-        return deps + list(in_data) + list(out_data)
 
     def forward(self, in_data: Sequence[Any], out_data: Sequence[Any]) -> None:
         raise NotImplementedError(f"{type(self).__name__}.forward")
