@@ -377,7 +377,7 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
 
 
 # The family modules register themselves into FAMILIES on import.
-from . import (lowering_dense, lowering_index, lowering_nn,  # noqa: E402,F401
-               lowering_layout, lowering_norm, lowering_random,
+from . import (lowering_conv_pool, lowering_dense, lowering_index,  # noqa: E402,F401
+               lowering_layout, lowering_nn, lowering_norm, lowering_random,
                lowering_views)
 

@@ -14,13 +14,16 @@ from ..graph import Graph
 from .constant_fold import constant_fold
 from .cse import cse
 from .dce import dce
+from .fuse_conv_pool import fuse_conv_pool
 from .fuse_elementwise import fuse_elementwise
 from .simplify import simplify
 from .verify import verify
 
 Pass = Callable[[Graph], Graph]
 
-# simplify first so CSE sees canonical nodes; fusion last, on the smallest graph.
+# Before autodiff: rewrites whose fused op brings its own gradient rule.
+FORWARD_PIPELINE: tuple[Pass, ...] = (fuse_conv_pool,)
+# After autodiff: simplify first so CSE sees canonical nodes; fusion last, on the smallest graph.
 TRAINING_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fuse_elementwise)
 INFERENCE_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fuse_elementwise)
 

@@ -5,7 +5,8 @@ The step's module is compiled as host C++ by g++ with a prelude that turns ``__g
 grid-stride kernel then visits all its elements in order and computes exactly what the GPU would.
 Library calls run their generated fallback (``Choice.fallback``), with GEMMs as a plain loop.
 Kernels that cooperate across threads (warp shuffles, block reductions) compile against stubs but
-must not be run here; :func:`runnable` says whether a step has any.
+must not be run here unless written for any block size; :func:`runnable` says whether a step
+has any that are not.
 """
 from __future__ import annotations
 
@@ -92,8 +93,11 @@ def lowered(step: Step, shapes: Sequence, dtypes: Sequence) -> tuple[list, int, 
 
 
 def runnable(actions: Sequence) -> bool:
+    """No cooperative kernel, except those written for any block size (they say so)."""
+    from symgraph.cuda.kernels_conv_pool import BLOCK_SIZE_FREE
     return all(isinstance(a, (Copy, Fill, Gemm)) or isinstance(a, Kernel) and
-               not any(c in a.kernel.source for c in COOPERATIVE) for a in actions)
+               (BLOCK_SIZE_FREE in a.kernel.source
+                or not any(c in a.kernel.source for c in COOPERATIVE)) for a in actions)
 
 
 def _refs(act: object) -> tuple[Ref, ...]:

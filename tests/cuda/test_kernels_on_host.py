@@ -22,7 +22,8 @@ pytestmark = pytest.mark.skipif(host_compiler() is None, reason="g++ not on PATH
 OPS = {"pad", "_backward_pad", "tile", "_backward_tile", "repeat", "_backward_repeat", "Cast",
        "_backward_Cast", "prod", "norm", "Deconvolution", "_backward_Deconvolution_data",
        "_backward_Deconvolution_weight", "Convolution", "_backward_Convolution_data",
-       "_backward_Convolution_weight", "Pooling", "_backward_Pooling", "_pooling_gather"}
+       "_backward_Convolution_weight", "Pooling", "_backward_Pooling", "_pooling_gather",
+       "_conv_act_pool", "_backward_conv_act_pool"}
 S = sg.sym
 
 
@@ -89,3 +90,28 @@ def test_cast_kernels_compile_for_many_dtype_pairs() -> None:
         kernels += [a.kernel for a in acts if isinstance(a, Kernel)]
     cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
     assert all(k.name.encode() in cubin for k in kernels)
+
+
+@pytest.mark.parametrize("cid", sorted(__import__("tests.ops.cases_cnn", fromlist=["x"])
+                                       .CAP_GEOMETRIES))
+def test_conv_act_pool_kernels_with_signed_inputs(cid: str, tmp_path: Path) -> None:
+    """The fused conv-activation-pool kernels on signed data (windows wholly below zero for
+    relu, padding cells) against the numpy reference: forward and parameter gradients."""
+    from tests.ops.cases_cnn import CAP_GEOMETRIES
+    shape, nf, k, s, p, act, win, nb = CAP_GEOMETRIES[cid]
+    attrs = dict(kernel=k, stride=s, pad=p, num_filter=nf, no_bias=nb, act_type=act,
+                 pool_kernel=win)
+    ins = [S.var("x"), S.var("w")] + ([] if nb else [S.var("b")])
+    y = S._conv_act_pool(*ins, **attrs)
+    sym = S.Group([y, S._backward_conv_act_pool(S.var("dy"), *ins, **attrs)])
+    shapes = {"x": shape, "w": (nf, shape[1]) + k, "b": (nf,), "dy": y.infer_shape(
+        x=shape)[1][0]}
+    sch = sym.simple_bind(sg.cpu(), grad_req="null", **{n: shapes[n]
+                                                        for n in sym.list_arguments()}
+                          )._train["schedule"]
+    rng = np.random.default_rng(1)
+    for step in sch.steps:
+        xs = [rng.normal(size=sch.shapes[i]).astype(np.float32) for i in step.inputs]
+        want = get_op(step.node.op).compute(step.node.attrs, xs, RunCtx(is_train=True))
+        for g, w in zip(run_on_host(step, sch.shapes, sch.dtypes, xs, tmp_path), want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=step.node.op)

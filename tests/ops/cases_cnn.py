@@ -160,3 +160,48 @@ def _second_order_ref(op, x, w, u, v, t):
     f = (lambda a, b: naive.conv(a, b, None, (2, 1), (1, 1))) if op == "Convolution" else \
         (lambda a, b: naive.deconv(a, b, None, (2, 1), (1, 1)))
     return np.array(np.sum(u * f(v, w)) + np.sum(u * f(x, t)))
+
+
+# _conv_act_pool (made by the fuse_conv_pool pass): conv + activation + max pool, references
+# composed from the naive loops. (data, num_filter, kernel, stride, pad, act, pool window, no_bias)
+ACTS = {None: (lambda z: z, lambda y: np.ones_like(y)),
+        "relu": (lambda z: np.maximum(z, 0), lambda y: (y > 0).astype(y.dtype)),
+        "tanh": (np.tanh, lambda y: 1 - y * y),
+        "sigmoid": (lambda z: 1 / (1 + np.exp(-z)), lambda y: y * (1 - y))}
+CAP_GEOMETRIES = {
+    "relu-pad": ((2, 1, 6, 7), 3, (3, 3), (1, 1), (1, 1), "relu", (2, 2), False),
+    "tanh-stride-nobias": ((2, 2, 9, 8), 2, (3, 2), (2, 1), (0, 1), "tanh", (2, 3), True),
+    "sigmoid": ((1, 3, 5, 5), 2, (3, 3), (1, 1), (1, 1), "sigmoid", (2, 2), False),
+    "linear-5x5": ((2, 1, 8, 8), 2, (5, 5), (1, 1), (0, 0), None, (2, 2), False),
+}
+
+
+def _cap_maps(x, w, b, a):
+    y = ACTS[a["act_type"]][0](naive.conv(x, w, b, a["stride"], a["pad"]))
+    return y, naive.pool(y, a["pool_kernel"], "max", a["pool_kernel"])
+
+
+def _cap_param_grads(dy, x, w, b, a):
+    y, _ = _cap_maps(x, w, b, a)
+    dz = naive.pool_grad(y, dy, a["pool_kernel"], "max", a["pool_kernel"])
+    dz = dz * ACTS[a["act_type"]][1](y)
+    return [naive.conv_weight_grad(dz, x, a["kernel"], a["stride"], a["pad"]),
+            dz.sum(axis=(0, 2, 3))]
+
+
+for cid, (shape, nf, k, s, p, act, win, nb) in CAP_GEOMETRIES.items():
+    attrs = dict(kernel=k, stride=s, pad=p, num_filter=nf, no_bias=nb, act_type=act,
+                 pool_kernel=win)
+    args = {"x": normal(*shape), "w": normal(*(nf, shape[1]) + k, scale=0.5)}
+    if not nb:
+        args["b"] = normal(nf)
+    out = _cap_maps(np.zeros(shape), np.zeros((nf, shape[1]) + k), None, attrs)[1].shape
+    CASES.append(Case(
+        "_conv_act_pool", lambda a=attrs, nb=nb: S._conv_act_pool(x, w, *(() if nb else (b,)), **a),
+        args, lambda x, w, b=None, a=attrs: _cap_maps(x, w, b, a)[1], id=f"_conv_act_pool-{cid}"))
+    CASES.append(Case(
+        "_backward_conv_act_pool",
+        lambda a=attrs, nb=nb: S._backward_conv_act_pool(dy, x, w, *(() if nb else (b,)), **a),
+        {"dy": normal(*out), **args},
+        lambda dy, x, w, b=None, a=attrs: _cap_param_grads(dy, x, w, b, a), grad=False,
+        id=f"_backward_conv_act_pool-{cid}"))

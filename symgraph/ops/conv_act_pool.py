@@ -1,0 +1,138 @@
+"""``_conv_act_pool``: Convolution -> Activation -> non-overlapping max Pooling as one op, and
+its parameter gradient ``_backward_conv_act_pool``.
+
+Made by ``passes/fuse_conv_pool.py`` (before autodiff) for convolutions whose receptive field
+is small (few input channels: the first layer of a LeNet-style network). The point is memory
+traffic: the convolution's output, the largest tensor of such a network, is never stored. The
+forward writes only the pooled map; the backward recomputes the few products of each window
+from the input (cheaper than reading a stored map) to find the window's maximum, and reduces
+the weight and bias gradients in the same pass, so the map is not stored in the backward
+either.
+
+Attributes are Convolution's plus ``act_type`` (an Activation type or None) and
+``pool_kernel`` (the pooling window, equal to its stride, no padding, 'valid' rounding).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from .. import expr as E
+from ..attrs import Attrs, Param, parse_attrs
+from ..base import ShapeError
+from ..registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
+from .conv import CONV_PARAMS, _conv_shape, geometry, layer_inputs
+from .elemwise import UNARY
+from .pool import POOL_PARAMS, _pool_backward, pool_forward
+from ._window import conv_forward, conv_weight_grad
+
+# act_type -> derivative as a formula of the activation's output (what the backward kernel
+# has at the window's maximum). None is the identity.
+ACT_GRAD: dict[Optional[str], Callable[[E.Expr], E.Expr]] = {
+    None: lambda y: E.const(1.0),
+    "relu": lambda y: E.call("gt", y, 0.0),
+    "sigmoid": lambda y: y * (1.0 - y),
+    "tanh": lambda y: 1.0 - y * y,
+}
+
+PARAMS = {**CONV_PARAMS, "act_type": Param("str?", None), "pool_kernel": Param("shape")}
+
+
+def act_expr(act: Optional[str], z: E.Expr) -> E.Expr:
+    """The activation's formula (shared with ``Activation``)."""
+    return z if act is None else UNARY[act][0](z)
+
+
+def pool_attrs(a: Attrs) -> Attrs:
+    """The Pooling attributes the fused op stands for."""
+    k = tuple(a["pool_kernel"])
+    return parse_attrs(POOL_PARAMS, {"kernel": k, "stride": k, "pool_type": "max"}, "")
+
+
+def _check(a: Attrs) -> None:
+    if a["act_type"] not in ACT_GRAD:
+        raise ShapeError(f"act_type {a['act_type']!r} is not one of {list(ACT_GRAD)}")
+    if len(a["kernel"]) != 2 or len(a["pool_kernel"]) != 2 or min(a["pool_kernel"]) < 1:
+        raise ShapeError(f"kernel {a['kernel']} and pool_kernel {a['pool_kernel']} must be 2-D")
+    if a["num_group"] != 1:
+        raise ShapeError(f"num_group {a['num_group']}: only 1 is supported")
+
+
+def _shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    _check(a)
+    ins, conv_out = _conv_shape(a, ins, [None])
+    if conv_out[0] is None:
+        return ins, outs
+    n, f, oh, ow = conv_out[0]
+    ph, pw = a["pool_kernel"]
+    if oh < ph or ow < pw:
+        raise ShapeError(f"pool_kernel {a['pool_kernel']} is larger than the convolution's "
+                         f"output {(oh, ow)}")
+    return ins, [(n, f, oh // ph, ow // pw)]
+
+
+def _maps(a: Attrs, xs: list) -> tuple[np.ndarray, np.ndarray]:
+    """(convolution output z, activation output y) of the inputs."""
+    x, w = xs[0], xs[1]
+    g = geometry(a)
+    z = conv_forward(x, w, g.stride, g.dilate, g.pad, 1, g.out(x.shape[2:]),
+                     None if a["no_bias"] else xs[2])
+    return z, E.evaluate([act_expr(a["act_type"], E.inp(0))], [z], z.dtype)[0]
+
+
+def _compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    return [pool_forward(_maps(a, xs)[1], pool_attrs(a))]
+
+
+def _backward_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    """Inputs (ograd, data, weight[, bias]) -> (weight gradient, bias gradient)."""
+    dy, x = xs[0], xs[1]
+    _, y = _maps(a, xs[1:])
+    p = pool_attrs(a)
+    dz = _pool_backward(p, [dy, y, pool_forward(y, p)], RunCtx())[0]
+    dz = dz * E.evaluate([ACT_GRAD[a["act_type"]](E.inp(0))], [y], y.dtype)[0]
+    g = geometry(a)
+    return [conv_weight_grad(dz, x, g.kernel, g.stride, g.dilate, g.pad, 1),
+            dz.sum(axis=(0, 2, 3))]
+
+
+def _gradient(c: Any) -> list:
+    """Weight and bias gradients from the fused backward; the data gradient (rarely needed: the
+    input of a first layer) from the unfused ops, recomputing the maps."""
+    S, a = c.sym, c.attrs
+    x, w, dy = c.inputs[0], c.inputs[1], c.ograds[0]
+    params = c.sym.apply_op("_backward_conv_act_pool", [dy] + list(c.inputs), a)
+    conv = {k: v for k, v in a.items() if k in CONV_PARAMS}
+    pool = dict(pool_attrs(a))
+    y = S.Convolution(*c.inputs, **conv)
+    if a["act_type"] is not None:
+        y = S.Activation(y, act_type=a["act_type"])
+    dz = S._backward_Pooling(dy, y, S.Pooling(y, **pool), **pool)
+    if a["act_type"] is not None:  # Activation's own gradient rule (it reads y only)
+        dz = UNARY[a["act_type"]][1](c, None, y, dz)
+    dx = S._backward_Convolution_data(dz, w, x, **conv)
+    return [dx, params[0]] + ([] if a["no_bias"] else [params[1]])
+
+
+def _backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    fwd_ins, fwd_out = _shape(a, ins[1:], [ins[0]])
+    ins = [fwd_out[0]] + list(fwd_ins)
+    if fwd_ins[1] is None:
+        return ins, outs
+    return ins, [fwd_ins[1], (a["num_filter"],)]
+
+
+register(OpDef(
+    "_conv_act_pool", PARAMS, layer_inputs, _shape, _compute, _gradient, OPAQUE,
+    lowering="conv_act_pool",
+    doc="Convolution, Activation(act_type) and max Pooling(pool_kernel, stride = kernel) in "
+        "one op; the convolution's output is never stored (made by the fuse_conv_pool pass)."))
+
+register(OpDef(
+    "_backward_conv_act_pool", PARAMS,
+    lambda a: ("ograd",) + layer_inputs(a), _backward_shape, _backward_compute,
+    NOT_DIFFERENTIABLE, OPAQUE, outputs=("weight_grad", "bias_grad"),
+    lowering="conv_act_pool_backward",
+    doc="Weight and bias gradients of _conv_act_pool: recomputes each window's products to "
+        "find its maximum; one pass over ograd and data."))
