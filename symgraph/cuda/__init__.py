@@ -11,7 +11,7 @@ never imports pycuda):
 * ``lowering`` - the table from ``OpDef.lowering`` family names to lowering functions, which turn a
   schedule step into launch actions (pure Python, so CI renders and compiles every kernel);
   ``lowering_*`` hold the families of each group of ops (dense, nn, norm, index, views, layout,
-  random: Philox-4x32-10 and Dropout);
+  random: Philox-4x32-10 and Dropout; fused: ``_fused`` groups and inline epilogues);
 * ``compiler`` - one ``nvcc --cubin`` call per module, cached on disk;
 * ``runtime``  - primary context, device arrays (``sg.nd`` on the GPU);
 * ``cublas``, ``graphs`` - ctypes bindings of cuBLAS and of the driver's stream capture;

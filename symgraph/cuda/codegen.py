@@ -17,7 +17,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 from math import prod
-from typing import Sequence
+from typing import Optional, Sequence
 
 from ..expr import PRIMS, Expr, topo
 
@@ -51,6 +51,30 @@ def expr_to_c(roots: Sequence[Expr], arg: Sequence[str]) -> tuple[list[str], lis
             names[e] = f"t{len(lines)}"
             lines.append(f"const float {names[e]} = (float){text};")
     return lines, [names[r] for r in roots]
+
+
+def epilogue_store(epilogue: Optional[Expr], dst: str, at: str, value: str, indent: str) -> str:
+    """C statements storing ``value`` at ``dst[at]``, through ``epilogue`` when one is given: a
+    fused group's formula whose input 0 is that value and input ``k`` the element ``at`` of
+    operand ``epi<k>``. A hand-written head kernel then writes the group's result itself instead
+    of a scratch buffer that a second elementwise kernel reads back (one trip over memory)."""
+    if epilogue is None:
+        return f"{indent}{dst}[{at}] = {value};\n"
+    n = max(used_inputs([epilogue]), default=0) + 1
+    lines, (result,) = expr_to_c([epilogue], ["head"] + [f"epi{k}[{at}]" for k in range(1, n)])
+    body = [f"const float head = {value};"] + lines + [f"{dst}[{at}] = {result};"]
+    return f"{indent}{{\n" + "".join(f"{indent}    {ln}\n" for ln in body) + f"{indent}}}\n"
+
+
+def epilogue_params(n_operands: int) -> str:
+    """Kernel parameters of ``n_operands`` epilogue operands (``epi1``...), each with a comma."""
+    return "".join(f"const float* __restrict__ epi{k}, " for k in range(1, n_operands + 1))
+
+
+def index_type(count: int) -> str:
+    """C type of a flat index below ``count``: 32-bit where it fits, since 64-bit divisions by
+    baked-in sizes cost several times the instructions and dominate simple kernels."""
+    return "unsigned" if count < 2 ** 31 else "unsigned long long"
 
 
 def used_inputs(roots: Sequence[Expr]) -> list[int]:

@@ -6,13 +6,22 @@ Pooling follows the numpy reference exactly: max pads with -inf and its gradient
 first maximum of each window (in kernel order; a padding cell that comes first takes it, and it
 is dropped); avg divides by the cells inside the padded input (``count_include_pad``) or inside
 the input. The backward pass is a gather over the windows that contain each input cell, so no
-atomics and the result is deterministic.
+atomics and the result is deterministic; when windows do not overlap (stride >= kernel on every
+axis, the usual 2x2 / 2 max pool) one thread per *tile* (a window and the gap after it) finds the
+window's first maximum once and writes every cell of its tile instead.
+
+Pooling and its backward may be the head of a fused group: their kernels then apply the group's
+formula where they store (``epilogue``, see ``codegen.epilogue_store``), to every cell written,
+zeros included.
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
+from typing import Optional
 
-from .codegen import Rendered, c_float, kernel_name
+from ..expr import Expr
+from .codegen import Rendered, c_float, epilogue_params, epilogue_store, index_type, kernel_name
 from .kernels_nn import LOOP, Window2d, _kernel
 
 NEG_INF = c_float(float("-inf"))
@@ -36,6 +45,20 @@ class Pool2d(Window2d):
     def outs(self) -> int:
         """Output cells of one (n, c) plane."""
         return self.od * self.oh * self.ow
+
+    @property
+    def disjoint(self) -> bool:
+        """No input cell lies in two windows (stride >= kernel on every axis)."""
+        return self.sd >= self.kd and self.sh >= self.kh and self.sw >= self.kw
+
+    @property
+    def tiles(self) -> tuple[int, int, int]:
+        """Tiles along depth, height, width: tile t spans input cells [t*s - p, (t+1)*s - p),
+        window t and the gap after it, so the tiles cover every input cell exactly once (tiles
+        past the last window hold cells that no window reads)."""
+        return tuple(-(-(size + pad) // stride) for size, pad, stride in
+                     ((self.d, self.pd, self.sd), (self.h, self.ph, self.sh),
+                      (self.w, self.pw, self.sw)))
 
 
 def _window_loop(g: Pool2d, inner: str) -> str:
@@ -65,45 +88,62 @@ def _count_fn(g: Pool2d, tag: str) -> str:
             f"{span('hs', g.h, g.ph, g.kh)} * {span('ws', g.w, g.pw, g.kw)}));\n}}\n")
 
 
+def _find_first(g: Pool2d) -> str:
+    """Sets ``first`` (declared -1 before): the cell of window (od, oh, ow) of ``xp`` that is
+    the first equal to its max ``m``; -2 when that is a padding cell (the gradient is dropped)."""
+    return _window_loop(g, f"            const float v = inside ? xp[cell] : {NEG_INF};\n"
+                           "            if (first == -1 && v == m) first = inside ? cell : -2;\n")
+
+
 def _first_max(g: Pool2d) -> str:
-    """Sets ``first``: the cell of window (od, oh, ow) of ``x`` that is the first equal to its
-    max ``m``; -2 when that is a padding cell, -1 when none."""
-    return ("        int first = -1;\n" + _window_loop(
-        g, f"            const float v = inside ? xp[cell] : {NEG_INF};\n"
-           "            if (first == -1 && v == m) first = inside ? cell : -2;\n"))
+    return "        int first = -1;\n" + _find_first(g)
 
 
 def _out_index(g: Pool2d) -> str:
     return f"(od * {g.oh} + oh) * {g.ow} + ow"
 
 
-def render_pool(g: Pool2d, gather: bool) -> Rendered:
+def _stem(stem: str, epilogue: Optional[Expr]) -> str:
+    return stem + ("_epilogue" if epilogue is not None else "")
+
+
+def render_pool(g: Pool2d, gather: bool, epilogue: Optional[Expr] = None,
+                n_epi: int = 0) -> Rendered:
     """Forward pooling; with ``gather``: each window's value of ``grad`` where its output came
-    from (max: the first maximum; avg/sum: pooling of ``grad``)."""
-    tag = kernel_name("pool_gather" if gather else "pool", repr(g))
-    head = (LOOP + f"        const int ow = (int)(i % {g.ow}), oh = (int)((i / {g.ow}) % {g.oh});\n"
-            f"        const int od = (int)((i / {g.oh * g.ow}LL) % {g.od});\n"
-            f"        const long long plane = i / {g.outs}LL;\n"
-            f"        const float* xp = x + plane * {g.cells}LL;\n")
+    from (max: the first maximum; avg/sum: pooling of ``grad``). ``epilogue``: a fused group's
+    formula applied to each result, reading ``n_epi`` operands (``codegen.epilogue_store``)."""
+    tag = kernel_name(_stem("pool_gather" if gather else "pool", epilogue),
+                      f"{g!r},{epilogue!r},{n_epi}")
+    idx = index_type(g.n * g.c * max(g.cells, g.outs))
+    head = (LOOP + f"        const {idx} j = ({idx})i;\n"
+            f"        const int ow = (int)(j % {g.ow}u), oh = (int)((j / {g.ow}u) % {g.oh}u);\n"
+            f"        const int od = (int)((j / {g.oh * g.ow}u) % {g.od}u);\n"
+            f"        const {idx} plane = j / {g.outs}u;\n"
+            f"        const float* xp = x + plane * {g.cells}u;\n")
     if gather:
-        head += f"        const float* gp = grad + plane * {g.cells}LL;\n"
+        head += f"        const float* gp = grad + plane * {g.cells}u;\n"
     helper = _count_fn(g, tag) if g.kind == "avg" else ""
     if g.kind == "max" and gather:
-        body = (head + "        const float m = out[i];\n" + _first_max(g)
-                + "        y[i] = first >= 0 ? gp[first] : 0.f;\n    }\n")
+        body = head + "        const float m = out[i];\n" + _first_max(g)
+        result = "first >= 0 ? gp[first] : 0.f"
     else:
         rd = "gp" if gather else "xp"
         if g.kind == "max":
             init, acc = NEG_INF, f"acc = fmaxf(acc, inside ? {rd}[cell] : {NEG_INF});\n"
         else:
             init, acc = "0.f", f"if (inside) acc += {rd}[cell];\n"
-        fin = f"acc / {tag}_count(od, oh, ow)" if g.kind == "avg" else "acc"
-        body = (head + f"        float acc = {init};\n"
-                + _window_loop(g, "            " + acc) + f"        y[i] = {fin};\n    }}\n")
+        result = f"acc / {tag}_count(od, oh, ow)" if g.kind == "avg" else "acc"
+        body = head + f"        float acc = {init};\n" + _window_loop(g, "            " + acc)
+    body += epilogue_store(epilogue, "y", "i", result, " " * 8) + "    }\n"
     params = ("float* __restrict__ y, const float* __restrict__ grad, const float* __restrict__ x, "
-              "const float* __restrict__ out, long long n" if gather
-              else "float* __restrict__ y, const float* __restrict__ x, long long n")
-    return Rendered(tag, helper + _kernel(tag, params, body), 4 if gather else 2)
+              "const float* __restrict__ out, " if gather
+              else "float* __restrict__ y, const float* __restrict__ x, ")
+    params += epilogue_params(n_epi) + "long long n"
+    return Rendered(tag, helper + _kernel(tag, params, body), (4 if gather else 2) + n_epi)
+
+
+BACKWARD_PARAMS = ("float* __restrict__ dx, const float* __restrict__ dy, "
+                   "const float* __restrict__ x, const float* __restrict__ out, ")
 
 
 def _windows_of_cell(axis: str, cell: str, pad: int, k: int, stride: int, out: int) -> str:
@@ -112,9 +152,10 @@ def _windows_of_cell(axis: str, cell: str, pad: int, k: int, stride: int, out: i
             f"        const int {axis}1 = min({out - 1}, ({cell} + {pad}) / {stride});\n")
 
 
-def render_pool_backward(g: Pool2d) -> Rendered:
-    """dx[cell] = sum over windows containing the cell of its share of dy (gather form)."""
-    tag = kernel_name("pool_backward", repr(g))
+def render_pool_backward(g: Pool2d, epilogue: Optional[Expr] = None, n_epi: int = 0) -> Rendered:
+    """dx[cell] = sum over windows containing the cell of its share of dy (gather form, one
+    thread per input cell); ``epilogue`` as in :func:`render_pool` (relu's backward mask...)."""
+    tag = kernel_name(_stem("pool_backward", epilogue), f"{g!r},{epilogue!r},{n_epi}")
     dy_at = f"dyp[{_out_index(g)}]"
     share = {"max": f"(first == here) ? {dy_at} : 0.f",
              "avg": f"{dy_at} / {tag}_count(od, oh, ow)",
@@ -122,13 +163,15 @@ def render_pool_backward(g: Pool2d) -> Rendered:
     find = ""
     if g.kind == "max":  # the window's first maximum decides whether this cell gets dy
         find = f"            const float m = yp[{_out_index(g)}];\n" + _first_max(g)
-    body = (LOOP + f"        const int w = (int)(i % {g.w}), h = (int)((i / {g.w}) % {g.h});\n"
-            f"        const int d = (int)((i / {g.h * g.w}LL) % {g.d});\n"
+    idx = index_type(g.n * g.c * max(g.cells, g.outs))
+    body = (LOOP + f"        const {idx} j = ({idx})i;\n"
+            f"        const int w = (int)(j % {g.w}u), h = (int)((j / {g.w}u) % {g.h}u);\n"
+            f"        const int d = (int)((j / {g.h * g.w}u) % {g.d}u);\n"
             f"        const int here = (d * {g.h} + h) * {g.w} + w;\n"
-            f"        const long long plane = i / {g.cells}LL;\n"
-            f"        const float* xp = x + plane * {g.cells}LL;\n"
-            f"        const float* yp = out + plane * {g.outs}LL;\n"
-            f"        const float* dyp = dy + plane * {g.outs}LL;\n"
+            f"        const {idx} plane = j / {g.cells}u;\n"
+            f"        const float* xp = x + plane * {g.cells}u;\n"
+            f"        const float* yp = out + plane * {g.outs}u;\n"
+            f"        const float* dyp = dy + plane * {g.outs}u;\n"
             + _windows_of_cell("od", "d", g.pd, g.kd, g.sd, g.od)
             + _windows_of_cell("oh", "h", g.ph, g.kh, g.sh, g.oh)
             + _windows_of_cell("ow", "w", g.pw, g.kw, g.sw, g.ow) +
@@ -138,9 +181,52 @@ def render_pool_backward(g: Pool2d) -> Rendered:
             f"{find}"
             f"            acc += {share};\n"
             "        }\n"
-            "        dx[i] = acc;\n"
-            "    }\n")
-    params = ("float* __restrict__ dx, const float* __restrict__ dy, const float* __restrict__ x, "
-              "const float* __restrict__ out, long long n")
+            + epilogue_store(epilogue, "dx", "i", "acc", " " * 8) + "    }\n")
     helper = _count_fn(g, tag) if g.kind == "avg" else ""
-    return Rendered(tag, helper + _kernel(tag, params, body), 4)
+    params = BACKWARD_PARAMS + epilogue_params(n_epi) + "long long n"
+    return Rendered(tag, helper + _kernel(tag, params, body), 4 + n_epi)
+
+
+def render_pool_backward_tiles(g: Pool2d, epilogue: Optional[Expr] = None,
+                               n_epi: int = 0) -> Rendered:
+    """The backward pass when windows do not overlap (``g.disjoint``): one thread per tile
+    (``Pool2d.tiles``, launched over N * C * tiles threads) reads its window's dy (and, for max,
+    finds the window's first maximum) once, then writes every input cell of its tile: its share
+    inside the window, 0 in the gap after it and in tiles past the last window.
+    ``epilogue`` as in :func:`render_pool`, applied to every cell written."""
+    tag = kernel_name(_stem("pool_backward_tiles", epilogue), f"{g!r},{epilogue!r},{n_epi}")
+    td, th, tw = g.tiles
+    idx = index_type(g.n * g.c * max(g.cells, g.outs, td * th * tw))
+    at = f"plane * {g.outs}u + {_out_index(g)}"
+    window = {"max": f"            const float* xp = x + plane * {g.cells}u;\n"
+                     f"            const float m = out[{at}];\n"
+                     + textwrap.indent(_find_first(g), "    "),
+              "avg": f"            share /= {tag}_count(od, oh, ow);\n", "sum": ""}[g.kind]
+    # Tile cell (kk, ki, kj) is in the window when below the kernel on every axis where the
+    # stride leaves a gap (elsewhere that always holds).
+    gap = [f"{v} < {k}" for v, k, s in (("kk", g.kd, g.sd), ("ki", g.kh, g.sh),
+                                          ("kj", g.kw, g.sw)) if s > k]
+    value = ("(cell == first) ? share : 0.f" if g.kind == "max"
+             else f"({' && '.join(gap)}) ? share : 0.f" if gap else "share")
+    body = (LOOP + f"        const {idx} j = ({idx})i;\n"
+            f"        const int ow = (int)(j % {tw}u), oh = (int)((j / {tw}u) % {th}u);\n"
+            f"        const int od = (int)((j / {th * tw}u) % {td}u);\n"
+            f"        const {idx} plane = j / {td * th * tw}u;\n"
+            "        float share = 0.f;  // no window past the last one: its tile is all 0\n"
+            + ("        int first = -1;\n" if g.kind == "max" else "")
+            + f"        if (od < {g.od} && oh < {g.oh} && ow < {g.ow}) {{\n"
+            f"            share = dy[{at}];\n{window}"
+            "        }\n"
+            "#pragma unroll\n"
+            f"        for (int kk = 0; kk < {g.sd}; ++kk) for (int ki = 0; ki < {g.sh}; ++ki) "
+            f"for (int kj = 0; kj < {g.sw}; ++kj) {{\n"
+            f"            const int d = od * {g.sd} - {g.pd} + kk, h = oh * {g.sh} - {g.ph} + ki, "
+            f"w = ow * {g.sw} - {g.pw} + kj;\n"
+            f"            if (d < 0 || d >= {g.d} || h < 0 || h >= {g.h} || w < 0 || w >= {g.w}) "
+            "continue;\n"
+            f"            const int cell = (d * {g.h} + h) * {g.w} + w;\n"
+            + epilogue_store(epilogue, "dx", f"plane * {g.cells}u + cell", value, " " * 12)
+            + "        }\n    }\n")
+    helper = _count_fn(g, tag) if g.kind == "avg" else ""
+    params = BACKWARD_PARAMS + epilogue_params(n_epi) + "long long n"
+    return Rendered(tag, helper + _kernel(tag, params, body), 4 + n_epi)

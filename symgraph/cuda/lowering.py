@@ -233,33 +233,6 @@ def _elementwise(ctx: StepCtx, p: dict) -> list:
                                ctx.outs)
 
 
-@family("fused")
-def _fused(ctx: StepCtx, p: dict) -> list:
-    """A ``_fused`` node: optional GEMM-like head into scratch, then one elementwise kernel per
-    distinct output shape, largest first (a kernel may write over an input of its own size that
-    the plan lets die here; smaller kernels never read inputs that large)."""
-    a = ctx.attrs
-    shapes = sorted({tuple(s) for s in a["shapes"]}, key=lambda s: -prod(s))
-    stem = "_".join(a["members"])[:40] or "fused"
-    ins, in_shapes, actions = list(ctx.ins), list(ctx.in_shapes), []
-    if a["head"] is not None:
-        head_op, head_attrs, n = a["head"]
-        out_shape = tuple(a["shapes"][0])
-        head_fam, head_p = lowering_of(get_op(head_op))
-        tmp = ctx.new_scratch(4 * prod(out_shape))
-        sub = StepCtx(ctx.step, head_attrs, in_shapes[:n], [out_shape], ctx.dtypes, ins[:n],
-                      [tmp], ctx.sm_count, ctx.scratch, ctx.keys)
-        actions += FAMILIES[head_fam](sub, head_p)
-        if any(isinstance(x, Host) for x in actions):  # the head has no device lowering yet
-            return [Host(ctx.step)]
-        ins, in_shapes = [tmp] + ins[n:], [out_shape] + in_shapes[n:]
-    for shape in shapes:
-        which = [k for k, s in enumerate(a["shapes"]) if tuple(s) == shape]
-        actions += elementwise_actions(ctx, stem, [a["exprs"][k] for k in which], in_shapes, ins,
-                                       shape, [ctx.outs[k] for k in which])
-    return actions
-
-
 @family("copy")
 def _copy(ctx: StepCtx, p: dict) -> list:
     """Reshape, identity, BlockGrad...: the bytes of input 0, unchanged."""
@@ -377,7 +350,7 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
 
 
 # The family modules register themselves into FAMILIES on import.
-from . import (lowering_conv_pool, lowering_dense, lowering_index,  # noqa: E402,F401
-               lowering_layout, lowering_nn, lowering_norm, lowering_random,
+from . import (lowering_conv_pool, lowering_dense, lowering_fused,  # noqa: E402,F401
+               lowering_index, lowering_layout, lowering_nn, lowering_norm, lowering_random,
                lowering_views)
 

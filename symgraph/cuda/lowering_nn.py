@@ -16,10 +16,12 @@ from typing import Optional
 
 from .codegen import THREADS, grid_for
 from .kernels_nn import Conv2d, render_col2im, render_im2col, render_swap01
-from .kernels_pool import Pool2d, render_pool, render_pool_backward
+from .kernels_pool import (Pool2d, render_pool, render_pool_backward,
+                           render_pool_backward_tiles)
 from ..expr import inp
 from .lowering import (Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, elementwise_actions,
                        family)
+from .lowering_fused import Epilogue, inline_epilogue
 
 
 def _launch(ctx: StepCtx, kern, args: tuple, n: int) -> Kernel:
@@ -134,25 +136,44 @@ def pool_geometry(ctx: StepCtx, x_shape: tuple) -> Pool2d:
                   *kind, d=x_shape[2], kd=kernel[0], sd=stride[0], pd=pad[0], od=out[0])
 
 
-def _pool_step(ctx: StepCtx, x_index: int, render) -> list:
-    """One kernel over the step's output; ``x_index`` is the input holding the pooled data."""
-    g = pool_geometry(ctx, ctx.in_shapes[x_index])
-    n = prod(ctx.out_shapes[0])
-    return [_launch(ctx, render(g), (ctx.outs[0],) + tuple(ctx.ins), n)]
+def _pool_kernel(ctx: StepCtx, kern, n: int, epi: Optional[Epilogue]) -> list:
+    """One launch over ``n`` threads: (output, the step's inputs, epilogue operands)."""
+    operands = epi.operands if epi is not None else ()
+    return [_launch(ctx, kern, (ctx.outs[0],) + tuple(ctx.ins) + operands, n)]
+
+
+def _epilogue(epi: Optional[Epilogue]) -> dict:
+    """The render functions' epilogue arguments."""
+    return {} if epi is None else {"epilogue": epi.expr, "n_epi": len(epi.operands)}
 
 
 @family("pooling")
-def _pooling(ctx: StepCtx, p: dict) -> list:
-    return _pool_step(ctx, 0, lambda g: render_pool(g, gather=False))
+def _pooling(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
+    """Input data -> pooled output; ``epi``: a fused group's formula applied by the kernel."""
+    g = pool_geometry(ctx, ctx.in_shapes[0])
+    return _pool_kernel(ctx, render_pool(g, False, **_epilogue(epi)),
+                        prod(ctx.out_shapes[0]), epi)
 
 
 @family("pooling_backward")
-def _pooling_backward(ctx: StepCtx, p: dict) -> list:
-    """Inputs (ograd, data, output) -> gradient w.r.t. data."""
-    return _pool_step(ctx, 1, render_pool_backward)
+def _pooling_backward(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
+    """Inputs (ograd, data, output) -> gradient w.r.t. data: one thread per tile when windows
+    do not overlap (each window searched once), else one per input cell (a gather)."""
+    g = pool_geometry(ctx, ctx.in_shapes[1])
+    if g.disjoint:
+        kern, n = render_pool_backward_tiles(g, **_epilogue(epi)), g.n * g.c * prod(g.tiles)
+    else:
+        kern, n = render_pool_backward(g, **_epilogue(epi)), prod(ctx.out_shapes[0])
+    return _pool_kernel(ctx, kern, n, epi)
+
+
+# Both write a fused group's formula in their own store (no scratch, no second pass).
+inline_epilogue("pooling")(_pooling)
+inline_epilogue("pooling_backward")(_pooling_backward)
 
 
 @family("pooling_gather")
 def _pooling_gather(ctx: StepCtx, p: dict) -> list:
     """Inputs (grad, data, output) -> each window's grad where its output came from."""
-    return _pool_step(ctx, 1, lambda g: render_pool(g, gather=True))
+    g = pool_geometry(ctx, ctx.in_shapes[1])
+    return _pool_kernel(ctx, render_pool(g, gather=True), prod(ctx.out_shapes[0]), None)

@@ -37,9 +37,27 @@ def seed_cnn_inputs(rng: np.random.Generator, batch: int = 4) -> dict[str, np.nd
     return out
 
 
+def pool_epilogue() -> Any:
+    """Pooling heads whose kernels apply a fused group's formula: relu's mask on a 3x3/3 max
+    pool's gradient (remainder cells), a forward epilogue reading a second operand, and a 2x2/3
+    avg pool (gaps) whose gradient is added to another term, so the epilogue is not 0 on the
+    cells no window covers."""
+    x, z = S.var("data"), S.var("data2")
+    a = S.Pooling(S.Activation(x, act_type="relu"), kernel=(3, 3), stride=(3, 3))
+    b = S.Pooling(z, kernel=(2, 2), stride=(3, 3), pad=(1, 1), pool_type="avg",
+                  count_include_pad=False)
+    return S.Group([S.Activation(a + S.var("bias"), act_type="sigmoid"), b, z * z])
+
+
+def pool_epilogue_inputs(rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {"data": rng.normal(size=(2, 3, 8, 7)), "bias": rng.normal(size=(2, 3, 2, 2)),
+            "data2": rng.normal(size=(2, 2, 7, 9))}
+
+
 MODELS: dict[str, tuple[Callable[[], Any], Callable[[np.random.Generator], dict]]] = {
     "mlp": (mlp, mlp_inputs),
     "seed_cnn": (seed_cnn, seed_cnn_inputs),
+    "pool_epilogue": (pool_epilogue, pool_epilogue_inputs),
 }
 
 

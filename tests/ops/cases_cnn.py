@@ -74,6 +74,10 @@ POOL_GEOMETRIES = {
     "max-full": ((2, 2, 7, 6), (3, 3), "max", (2, 2), (1, 0), True, True),
     "sum-1d": ((2, 3, 9), (3,), "sum", (2,), (1,), False, True),
     "max-3d": ((1, 2, 4, 4, 5), (2, 2, 2), "max", (2, 2, 2), (0, 0, 0), False, True),
+    # Disjoint windows leaving cells no window covers (remainder, gaps): the GPU's tile kernel.
+    "max-3x3-remainder": ((2, 2, 8, 7), (3, 3), "max", (3, 3), (0, 0), False, True),
+    "avg-gap-pad": ((2, 2, 7, 9), (2, 2), "avg", (3, 3), (1, 1), False, False),
+    "sum-1d-gap": ((2, 3, 10), (2,), "sum", (3,), (0,), False, True),
 }
 for cid, (shape, k, pt, s, p, full, inc) in POOL_GEOMETRIES.items():
     attrs = dict(kernel=k, pool_type=pt, stride=s, pad=p, count_include_pad=inc,
