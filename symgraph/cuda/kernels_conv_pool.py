@@ -21,7 +21,7 @@ from typing import Optional
 
 from ..expr import inp
 from ..ops.conv_act_pool import ACT_GRAD, act_expr
-from .codegen import THREADS, Rendered, c_float, expr_to_c, kernel_name
+from .codegen import THREADS, Rendered, c_float, expr_to_c, index_type, kernel_name
 from .kernels_nn import LOOP, _kernel
 
 NEG_INF = c_float(float("-inf"))
@@ -124,11 +124,6 @@ def _inputs(g: ConvPool) -> str:
             + (", const float* __restrict__ bias" if g.bias else ""))
 
 
-def _index_type(count: int) -> str:
-    """32-bit index math where it fits (64-bit division is several times slower)."""
-    return "int" if count < 2 ** 31 else "long long"
-
-
 def filters_per_thread(g: ConvPool, sm_count: int) -> int:
     """Filters one forward thread computes: all of them (one patch load serves every filter)
     unless that leaves too few threads to fill the device."""
@@ -142,7 +137,7 @@ def render_forward(g: ConvPool, fpt: int) -> Rendered:
     """y[img][f][qh][qw]: one thread per (image, group of ``fpt`` filters, window)."""
     act, _, helpers = _act_helpers(g)
     groups = g.f // fpt
-    it = _index_type(g.n * g.windows * groups)
+    it = index_type(g.n * g.windows * groups)
     body = (f"    for ({it} i = blockIdx.x * blockDim.x + threadIdx.x; i < n; "
             f"i += blockDim.x * gridDim.x) {{\n"
             f"        const int q = (int)(i % {g.windows}), fg = (int)((i / {g.windows}) % "
@@ -176,7 +171,7 @@ def render_param_grad(g: ConvPool, chunks: int) -> Rendered:
     k1 = g.field + 1
     total = g.n * g.windows
     per = -(-total // chunks)
-    it = _index_type(total)
+    it = index_type(total)
     positions = list(product(range(g.wh), range(g.ww)))
     accumulate = []
     for a, b in positions:
@@ -191,7 +186,7 @@ def render_param_grad(g: ConvPool, chunks: int) -> Rendered:
             "    for (int unit = blockIdx.x; unit < n; unit += gridDim.x) {\n"
             f"        const int f = (int)(unit / {chunks});\n"
             f"        const {it} lo = (unit % {chunks}) * {per};\n"
-            f"        const {it} hi = min(lo + {per}, {total});\n"
+            f"        const {it} hi = min(lo + {per}, ({it}){total});\n"
             + _weights(g, "f", " " * 8) +
             f"        float acc[{k1}];\n"
             "        #pragma unroll\n"

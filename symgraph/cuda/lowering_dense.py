@@ -4,6 +4,7 @@ softmax_cross_entropy and MakeLoss's division by a count (hand-written kernels).
 from __future__ import annotations
 
 from math import prod
+from typing import Optional
 
 from ..attrs import Attrs
 from .. import expr as E
@@ -11,6 +12,7 @@ from ..expr import inp
 from .codegen import THREADS, grid_for
 from .kernels import render_count, render_nll_sum, render_softmax, render_softmax_output_backward
 from .lowering import Gemm, Kernel, StepCtx, elementwise_actions, family
+from .lowering_fused import Epilogue, in_place, inline_epilogue
 
 Shape = tuple[int, ...]
 
@@ -23,15 +25,22 @@ def matrix_view(shape: Shape, flatten: bool) -> tuple[int, int]:
 
 
 @family("fully_connected")
-def _fully_connected(ctx: StepCtx, p: dict) -> list:
-    """y = x W^T (cuBLAS), then the bias add as one broadcast kernel over y in place."""
+def _fully_connected(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
+    """y = x W^T (cuBLAS), then the bias add as one broadcast kernel over y in place (with a
+    fused group's formula when the step heads one)."""
     m, k = matrix_view(ctx.in_shapes[0], ctx.attrs["flatten"])
     n = ctx.attrs["num_hidden"]
     acts = [Gemm(False, True, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0])]
-    if not ctx.attrs["no_bias"]:
+    bias = None if ctx.attrs["no_bias"] else ctx.ins[2]
+    if epi is not None:
+        return acts + in_place(ctx, epi, (m, n), bias, (1, n))
+    if bias is not None:
         acts += elementwise_actions(ctx, "bias_add", [inp(0) + inp(1)], [(m, n), (1, n)],
                                     [ctx.outs[0], ctx.ins[2]], (m, n), ctx.outs)
     return acts
+
+
+inline_epilogue("fully_connected")(_fully_connected)
 
 
 @family("dot")

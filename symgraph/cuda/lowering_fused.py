@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Callable, Optional
 
-from ..expr import Expr
+from ..expr import Expr, inp, substitute
 from ..registry import get_op
 from .codegen import used_inputs
 from .lowering import FAMILIES, Host, Ref, StepCtx, elementwise_actions, family, lowering_of
@@ -40,6 +40,21 @@ def inline_epilogue(name: str) -> Callable[[InlineFn], InlineFn]:
         INLINE[name] = fn
         return fn
     return deco
+
+
+def in_place(ctx: StepCtx, epi: Epilogue, shape: Shape, bias: Optional[Ref] = None,
+             bias_shape: Shape = ()) -> list:
+    """The group's formula over the step's output (already written by a library call, viewed
+    as ``shape``), in place, with ``bias`` (broadcast from ``bias_shape``) added to the value
+    first: one kernel, instead of a bias pass into scratch and a formula pass out of it."""
+    y = ctx.outs[0]
+    head, operands, shapes = inp(0), [y, *epi.operands], [shape] * (1 + len(epi.operands))
+    if bias is not None:
+        head = head + inp(len(operands))
+        operands.append(bias)
+        shapes.append(bias_shape)
+    expr = substitute(epi.expr, [head] + [inp(k) for k in range(1, len(epi.operands) + 1)])
+    return elementwise_actions(ctx, f"{ctx.stem}_epilogue", [expr], shapes, operands, shape, [y])
 
 
 def _inline(ctx: StepCtx, head_fam: str, head_p: dict, sub: StepCtx) -> Optional[list]:

@@ -21,7 +21,7 @@ from .kernels_pool import (Pool2d, render_pool, render_pool_backward,
 from ..expr import inp
 from .lowering import (Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, elementwise_actions,
                        family)
-from .lowering_fused import Epilogue, inline_epilogue
+from .lowering_fused import Epilogue, in_place, inline_epilogue
 
 
 def _launch(ctx: StepCtx, kern, args: tuple, n: int) -> Kernel:
@@ -111,7 +111,7 @@ def _geometry(ctx: StepCtx, x: tuple, transposed: bool) -> tuple[Conv2d, int]:
 
 
 @family("convolution")
-def _convolution(ctx: StepCtx, p: dict) -> list:
+def _convolution(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
     """A convolution-like step as one of the three convolution calls (data on the op):
     ``call`` (forward / data / filter), ``data`` (the input giving the data shape), ``args``
     (the inputs that are the call's two operands), ``transposed`` (Deconvolution), ``bias``
@@ -119,7 +119,14 @@ def _convolution(ctx: StepCtx, p: dict) -> list:
     g, f = _geometry(ctx, ctx.in_shapes[p["data"]], p.get("transposed", False))
     bias = ctx.ins[2] if p.get("bias") and not ctx.attrs["no_bias"] else None
     a, b = (ctx.ins[i] for i in p["args"])
-    return CONV_CALLS[p["call"]](ctx, g, f, a, b, ctx.outs[0], bias)
+    if epi is None:
+        return CONV_CALLS[p["call"]](ctx, g, f, a, b, ctx.outs[0], bias)
+    shape = ctx.out_shapes[0]
+    return CONV_CALLS[p["call"]](ctx, g, f, a, b, ctx.outs[0], None) + \
+        in_place(ctx, epi, shape, bias, (1, shape[1]) + (1,) * (len(shape) - 2))
+
+
+inline_epilogue("convolution")(_convolution)
 
 
 def pool_geometry(ctx: StepCtx, x_shape: tuple) -> Pool2d:

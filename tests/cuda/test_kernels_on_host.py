@@ -115,3 +115,30 @@ def test_conv_act_pool_kernels_with_signed_inputs(cid: str, tmp_path: Path) -> N
         want = get_op(step.node.op).compute(step.node.attrs, xs, RunCtx(is_train=True))
         for g, w in zip(run_on_host(step, sch.shapes, sch.dtypes, xs, tmp_path), want):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5, err_msg=step.node.op)
+
+
+@pytest.mark.parametrize("head", ["Convolution", "FullyConnected"])
+def test_library_head_adds_bias_in_the_epilogue(head: str, tmp_path: Path) -> None:
+    """A convolution or FullyConnected heading a fused group: the library call (here its
+    im2col/GEMM fallback) writes the output, then one kernel adds the bias and applies the
+    group's formula in place; equal to the numpy backend in float64."""
+    rng = np.random.default_rng(3)
+    if head == "Convolution":
+        y = S.Convolution(S.var("x"), S.var("w"), S.var("b"), kernel=(3, 3), pad=(1, 1),
+                          num_filter=4)
+        shapes = {"x": (2, 3, 5, 6), "w": (4, 3, 3, 3), "b": (4,), "e": (2, 4, 5, 6)}
+    else:
+        y = S.FullyConnected(S.var("x"), S.var("w"), S.var("b"), num_hidden=5)
+        shapes = {"x": (3, 7), "w": (5, 7), "b": (5,), "e": (3, 5)}
+    sym = S.Activation(y, act_type="relu") * S.var("e") - 0.5
+    values = {k: rng.normal(size=s) for k, s in shapes.items()}
+    sch = sym.simple_bind(sg.cpu(), grad_req="null", **shapes)._infer["schedule"]
+    (step,) = sch.steps
+    assert step.node.attrs["head"][0] == head
+    acts, _, _ = lowered(step, sch.shapes, sch.dtypes)
+    kernels = [a for a in acts if isinstance(a, Kernel)]
+    assert len(kernels) == (3 if head == "Convolution" else 1)  # im2col, swap, epilogue
+    (got,) = run_on_host(step, sch.shapes, sch.dtypes,
+                         [values[e.node.name] for e in step.node.inputs], tmp_path)
+    exe = sym.bind(sg.cpu(), {k: sg.nd.array(v, sg.cpu(), np.float64) for k, v in values.items()})
+    np.testing.assert_allclose(got, exe.forward()[0].asnumpy(), rtol=1e-5, atol=1e-5)
