@@ -17,8 +17,7 @@ from .context import Context
 from .graph import Entry, Graph, Node, variable
 from .ndarray import NDArray, array, zeros
 from . import passes
-from .passes import (FORWARD_PIPELINE, INFERENCE_PIPELINE, TRAINING_PIPELINE, plan_memory,
-                     run_pipeline)
+from .passes import INFERENCE_PIPELINE, TRAINING_PIPELINE, plan_memory, run_pipeline
 from .passes.gradient import gradient
 from .passes.infer_shape import infer_shapes
 from .passes.infer_type import infer_types
@@ -160,7 +159,7 @@ class Executor:
         """Make the inference or training graph, optimise, lower, and compile for the backend."""
         from .graph import rewrite
         g = rewrite(graph, lambda n: declared.get(n) if n.is_variable else None)
-        g = run_pipeline(g, FORWARD_PIPELINE)
+        g = run_pipeline(g, self._backend().FORWARD_PIPELINE)  # the backend's choice
         var_by_name = {v.name: v for v in g.variables()}
         outputs = list(g.outputs)
         mutations: list[tuple[Entry, str]] = []

@@ -21,6 +21,11 @@ from ..schedule import Schedule
 POISON = False
 """Fill freed slots with NaN (tests turn this on)."""
 
+FORWARD_PIPELINE: tuple = ()
+"""Passes run before autodiff for this backend: none. ``fuse_conv_pool`` saves GPU memory
+traffic, but its numpy gradient recomputes the convolution and pooling it fuses (about 10 % of
+a CPU training step), so the CPU keeps the unfused chain."""
+
 
 def _poison(view: np.ndarray) -> None:
     if view.dtype.kind in "fc":

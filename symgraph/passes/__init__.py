@@ -21,7 +21,8 @@ from .verify import verify
 
 Pass = Callable[[Graph], Graph]
 
-# Before autodiff: rewrites whose fused op brings its own gradient rule.
+# Before autodiff: rewrites whose fused op brings its own gradient rule. A backend module opts in
+# by naming it as its own FORWARD_PIPELINE (the CUDA backend does, the numpy backend does not).
 FORWARD_PIPELINE: tuple[Pass, ...] = (fuse_conv_pool,)
 # After autodiff: simplify first so CSE sees canonical nodes; fusion last, on the smallest graph.
 TRAINING_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fuse_elementwise)

@@ -115,8 +115,7 @@ def test_pool_forward_epilogue_matches_numpy(gid: str, tmp_path: Path) -> None:
 
 
 def test_seed_cnn_pool_backward_groups_are_one_kernel() -> None:
-    """Both max-pool gradients of the seed CNN, with relu's mask, are one tile kernel each
-    (pool1's is the one the data gradient recomputes: conv1 fuses with its pooling)."""
+    """Both max-pool gradients of the seed CNN, with relu's mask, are one tile kernel each."""
     from .graphs import seed_cnn
     sch = seed_cnn().simple_bind(sg.cpu(), data=(4, 1, 28, 28))._train["schedule"]
     groups = [lowered(st, sch.shapes, sch.dtypes)[0] for st in sch.steps

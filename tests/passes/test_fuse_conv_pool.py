@@ -1,8 +1,13 @@
-"""fuse_conv_pool: which chains fuse, and that fused graphs train exactly like unfused ones."""
+"""fuse_conv_pool: which chains fuse, and that fused graphs train exactly like unfused ones.
+
+The CUDA backend runs the pass before autodiff; the numpy backend does not (its gradient would
+recompute the fused maps), so the training comparisons here turn it on for the CPU."""
 import numpy as np
 import pytest
 
 import symgraph as sg
+import symgraph.passes as P
+from symgraph.backend import numpy_backend
 from symgraph.passes.fuse_conv_pool import fuse_conv_pool
 from symgraph.passes.verify import verify
 
@@ -10,6 +15,11 @@ from .util import assert_same, declared, ops_of, random_inputs, run_graph, train
 
 S = sg.sym
 x = S.var("x")
+
+
+@pytest.fixture(autouse=True)
+def _fuse_on_cpu(monkeypatch) -> None:
+    monkeypatch.setattr(numpy_backend, "FORWARD_PIPELINE", P.FORWARD_PIPELINE)
 
 
 def _chain(channels_act="relu", pool=None, conv=None):
@@ -86,6 +96,15 @@ def test_activation_read_elsewhere_does_not_fuse() -> None:
 def test_full_rounding_on_sizes_the_window_divides_fuses() -> None:
     sym = _chain(pool={"pooling_convention": "full"})
     assert "_conv_act_pool" in _fused_ops(sym, x=(1, 1, 8, 8))
+
+
+def test_cpu_keeps_the_chain_by_default(monkeypatch) -> None:
+    monkeypatch.setattr(numpy_backend, "FORWARD_PIPELINE", ())
+    sch = _chain().simple_bind(sg.cpu(), x=(1, 1, 8, 8))._train["schedule"]
+    assert "_conv_act_pool" not in [s.node.op for s in sch.steps]
+    numpy_backend.FORWARD_PIPELINE = P.FORWARD_PIPELINE
+    sch = _chain().simple_bind(sg.cpu(), x=(1, 1, 8, 8))._train["schedule"]
+    assert "_conv_act_pool" in [s.node.op for s in sch.steps]
 
 
 def test_without_shapes_nothing_fires() -> None:
