@@ -22,28 +22,19 @@ from typing import Optional
 from ..expr import inp
 from ..ops.conv_act_pool import ACT_GRAD, act_expr
 from .codegen import THREADS, Rendered, c_float, expr_to_c, index_type, kernel_name
-from .kernels_nn import LOOP, _kernel
+from .kernels_nn import LOOP, Window2d, _kernel
 
 NEG_INF = c_float(float("-inf"))
 BLOCK_SIZE_FREE = "// any block size works (the host tests run this kernel with one thread)"
 
 
 @dataclass(frozen=True)
-class ConvPool:
-    """Input (n, c, h, w); f filters of kh x kw, stride (sh, sw), padding (ph, pw); pooled
-    output (qh, qw) of windows (wh, ww) over the convolution's output."""
+class ConvPool(Window2d):
+    """A convolution's input (n, c, h, w), kernel, stride and padding (the :class:`Window2d`
+    fields; 2-D only), its f filters, and the pooled output (qh, qw) of windows (wh, ww) over the
+    convolution's output."""
 
-    n: int
-    c: int
-    h: int
-    w: int
     f: int
-    kh: int
-    kw: int
-    sh: int
-    sw: int
-    ph: int
-    pw: int
     qh: int
     qw: int
     wh: int

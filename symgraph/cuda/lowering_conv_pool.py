@@ -15,7 +15,7 @@ def geometry(ctx: StepCtx, x: tuple) -> ConvPool:
     g = conv_geometry(a)
     oh, ow = g.out(x[2:])
     wh, ww = a["pool_kernel"]
-    return ConvPool(*x, a["num_filter"], *g.kernel, *g.stride, *g.pad, oh // wh, ow // ww,
+    return ConvPool(*x, *g.kernel, *g.stride, *g.pad, a["num_filter"], oh // wh, ow // ww,
                     wh, ww, a["act_type"], not a["no_bias"])
 
 
