@@ -32,12 +32,7 @@ def _fully_connected(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> l
     n = ctx.attrs["num_hidden"]
     acts = [Gemm(False, True, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0])]
     bias = None if ctx.attrs["no_bias"] else ctx.ins[2]
-    if epi is not None:
-        return acts + in_place(ctx, epi, (m, n), bias, (1, n))
-    if bias is not None:
-        acts += elementwise_actions(ctx, "bias_add", [inp(0) + inp(1)], [(m, n), (1, n)],
-                                    [ctx.outs[0], ctx.ins[2]], (m, n), ctx.outs)
-    return acts
+    return acts + in_place(ctx, epi, (m, n), bias, (1, n))
 
 
 inline_epilogue("fully_connected")(_fully_connected)

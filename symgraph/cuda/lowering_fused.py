@@ -42,11 +42,15 @@ def inline_epilogue(name: str) -> Callable[[InlineFn], InlineFn]:
     return deco
 
 
-def in_place(ctx: StepCtx, epi: Epilogue, shape: Shape, bias: Optional[Ref] = None,
+def in_place(ctx: StepCtx, epi: Optional[Epilogue], shape: Shape, bias: Optional[Ref] = None,
              bias_shape: Shape = ()) -> list:
-    """The group's formula over the step's output (already written by a library call, viewed
-    as ``shape``), in place, with ``bias`` (broadcast from ``bias_shape``) added to the value
-    first: one kernel, instead of a bias pass into scratch and a formula pass out of it."""
+    """A fused group's formula (``epi``; None: none) over the step's output, already written by
+    a library call and viewed as ``shape``, in place, with ``bias`` (broadcast from
+    ``bias_shape``) added to the value first: one kernel, or none when there is nothing to do.
+    A headed group thus costs one pass, not a bias pass into scratch and a formula pass out."""
+    if epi is None and bias is None:
+        return []
+    epi = epi or Epilogue(inp(0), ())
     y = ctx.outs[0]
     head, operands, shapes = inp(0), [y, *epi.operands], [shape] * (1 + len(epi.operands))
     if bias is not None:

@@ -18,9 +18,7 @@ from .codegen import THREADS, grid_for
 from .kernels_nn import Conv2d, render_col2im, render_im2col, render_swap01
 from .kernels_pool import (Pool2d, render_pool, render_pool_backward,
                            render_pool_backward_tiles)
-from ..expr import inp
-from .lowering import (Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, elementwise_actions,
-                       family)
+from .lowering import Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, family
 from .lowering_fused import Epilogue, in_place, inline_epilogue
 
 
@@ -52,18 +50,15 @@ def conv_forward(ctx: StepCtx, g: Conv2d, f: int, x: Ref, w: Ref, y: Ref,
                 Gemm(False, False, f // g.groups, g.cols, k, w, col, tmp, batch=g.groups),
                 _launch(ctx, render_swap01(f, g.n, pix, bias is not None),
                         (y, tmp) + ((bias,) if bias is not None else ()), f * g.cols))
-    primary = [ConvCall("fwd", g, f, x, w, y)] + _bias_epilogue(ctx, y, bias)
+    primary = [ConvCall("fwd", g, f, x, w, y)] + _channel_epilogue(ctx, None, bias)
     return [Choice(tuple(primary), fallback)]
 
 
-def _bias_epilogue(ctx: StepCtx, y: Ref, bias: Optional[Ref]) -> list:
-    """y (the step's output) += bias laid along the channel axis: one broadcast kernel."""
-    if bias is None:
-        return []
+def _channel_epilogue(ctx: StepCtx, epi: Optional[Epilogue], bias: Optional[Ref]) -> list:
+    """The step's output (N, C, ...) += bias laid along the channel axis, then ``epi``, in
+    place: one broadcast kernel (none without either)."""
     shape = ctx.out_shapes[0]
-    vec = (1, shape[1]) + (1,) * (len(shape) - 2)
-    return elementwise_actions(ctx, "conv_bias", [inp(0) + inp(1)], [shape, vec], [y, bias],
-                               shape, [y])
+    return in_place(ctx, epi, shape, bias, (1, shape[1]) + (1,) * (len(shape) - 2))
 
 
 def conv_backward_data(ctx: StepCtx, g: Conv2d, f: int, w: Ref, dy: Ref, dx: Ref,
@@ -76,7 +71,7 @@ def conv_backward_data(ctx: StepCtx, g: Conv2d, f: int, w: Ref, dy: Ref, dx: Ref
                 Gemm(True, False, k, g.cols, f // g.groups, w, dy_t, dcol, batch=g.groups),
                 _launch(ctx, render_col2im(g), (dx, dcol), g.n * g.c * g.d * g.h * g.w))
     return [Choice((ConvCall("data", g, f, w, dy, dx),), fallback)] + \
-        _bias_epilogue(ctx, dx, bias)
+        _channel_epilogue(ctx, None, bias)
 
 
 def conv_backward_weight(ctx: StepCtx, g: Conv2d, f: int, x: Ref, dy: Ref, dw: Ref,
@@ -121,9 +116,8 @@ def _convolution(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
     a, b = (ctx.ins[i] for i in p["args"])
     if epi is None:
         return CONV_CALLS[p["call"]](ctx, g, f, a, b, ctx.outs[0], bias)
-    shape = ctx.out_shapes[0]
     return CONV_CALLS[p["call"]](ctx, g, f, a, b, ctx.outs[0], None) + \
-        in_place(ctx, epi, shape, bias, (1, shape[1]) + (1,) * (len(shape) - 2))
+        _channel_epilogue(ctx, epi, bias)
 
 
 inline_epilogue("convolution")(_convolution)

@@ -21,6 +21,7 @@ import numpy as np
 from symgraph.cuda.lowering import (Choice, Copy, Fill, Gemm, Kernel, Ref, Switch, lower_step,
                                     step_context)
 from symgraph.cuda.compiler import module_source
+from symgraph.cuda.kernels_conv_pool import BLOCK_SIZE_FREE
 from symgraph.schedule import Step
 
 HOST_PRELUDE = r"""
@@ -94,7 +95,6 @@ def lowered(step: Step, shapes: Sequence, dtypes: Sequence) -> tuple[list, int, 
 
 def runnable(actions: Sequence) -> bool:
     """No cooperative kernel, except those written for any block size (they say so)."""
-    from symgraph.cuda.kernels_conv_pool import BLOCK_SIZE_FREE
     return all(isinstance(a, (Copy, Fill, Gemm)) or isinstance(a, Kernel) and
                (BLOCK_SIZE_FREE in a.kernel.source
                 or not any(c in a.kernel.source for c in COOPERATIVE)) for a in actions)
