@@ -1,8 +1,8 @@
 """The ``symgraph`` command: ``train``, ``viz``, ``summary``, ``bench``.
 
-``symgraph train MODEL [options]`` trains one of ``models/`` on MNIST (options as in
-``python -m models.MODEL --help``); ``symgraph viz GRAPH.json --shape data=1,1,28,28 -o net.svg``
-draws a saved symbol (writing the ``.dot`` source instead, with a note, when Graphviz's ``dot``
+``symgraph train MODEL [options]`` trains one of ``symgraph/models/`` on MNIST (options as in
+``python -m symgraph.models.MODEL --help``);
+``symgraph viz GRAPH.json --shape data=1,1,28,28 -o net.svg`` draws a saved symbol (writing the ``.dot`` source instead, with a note, when Graphviz's ``dot``
 program is not installed); ``symgraph summary GRAPH.json --shape ...`` prints the layer table;
 ``symgraph bench MODEL`` times training steps.
 """
@@ -58,7 +58,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 def _model_cmd(name: str, argv: Sequence[str]) -> int:
     try:
-        from models.runner import bench_main, main
+        from symgraph.models.runner import bench_main, main
     except ImportError:
         print("error: the models package is not importable (run from the repository root or "
               "install symgraph)", file=sys.stderr)
@@ -68,7 +68,7 @@ def _model_cmd(name: str, argv: Sequence[str]) -> int:
 
 def argv_split(argv: Sequence[str]) -> tuple[str, list[str]]:
     if not argv or argv[0].startswith("-"):
-        from models import MODELS
+        from symgraph.models import MODELS
         raise SystemExit(f"error: give a model name: {', '.join(MODELS)}")
     return argv[0], list(argv[1:])
 

@@ -17,7 +17,11 @@ from math import prod
 from typing import Any, Callable
 
 import numpy as np
-import pycuda.driver as drv
+
+from .libs import require_pycuda
+
+require_pycuda()  # a missing pycuda says how to install it, not just ModuleNotFoundError
+import pycuda.driver as drv  # noqa: E402
 
 from .. import random as _random
 from ..base import ExecutionError

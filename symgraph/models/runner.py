@@ -1,4 +1,5 @@
-"""One MNIST runner shared by every model: ``python -m models.<name>`` and ``symgraph train``.
+"""One MNIST runner shared by every model: ``python -m symgraph.models.<name>`` and
+``symgraph train``.
 
 Loads MNIST (``--data-dir`` or ``SYMGRAPH_DATA``), trains with ``Module.fit`` using the model's
 recipe (command-line flags override it), prints progress, the test accuracy and the epoch time,
@@ -31,7 +32,7 @@ def make_initializer(name: str) -> sg.init.Initializer:
 
 def parser(model: str, recipe: dict) -> argparse.ArgumentParser:
     r = {**DEFAULTS, **recipe}
-    p = argparse.ArgumentParser(prog=f"python -m models.{model}",
+    p = argparse.ArgumentParser(prog=f"python -m symgraph.models.{model}",
                                 description=f"Train {model} on MNIST with symgraph.")
     p.add_argument("--ctx", choices=("cpu", "gpu"), default="cpu")
     p.add_argument("--epochs", type=int, default=1)
@@ -44,13 +45,15 @@ def parser(model: str, recipe: dict) -> argparse.ArgumentParser:
     p.add_argument("--init", default=r["initializer"])
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--num-train", type=int, default=None, help="use the first N training images")
+    p.add_argument("--num-test", type=int, default=None, help="use the first N test images")
     p.add_argument("--prefix", default=None, help="checkpoint prefix (saved after each epoch)")
     p.add_argument("--curve", action="store_true", help="write PREFIX-curve.png (matplotlib)")
     p.add_argument("--log-every", type=int, default=100, help="Speedometer period in batches")
     return p
 
 
-def load_mnist(data_dir: Optional[str], flat: bool, num_train: Optional[int]) -> dict:
+def load_mnist(data_dir: Optional[str], flat: bool, num_train: Optional[int],
+               num_test: Optional[int] = None) -> dict:
     d = sg.datasets.mnist.load_data(data_dir)
     if flat:
         d["train_data"] = d["train_data"].reshape(-1, 784)
@@ -58,6 +61,9 @@ def load_mnist(data_dir: Optional[str], flat: bool, num_train: Optional[int]) ->
     if num_train:
         d["train_data"] = d["train_data"][:num_train]
         d["train_label"] = d["train_label"][:num_train]
+    if num_test:
+        d["test_data"] = d["test_data"][:num_test]
+        d["test_label"] = d["test_label"][:num_test]
     return d
 
 
@@ -65,7 +71,7 @@ def train(model: str, args: argparse.Namespace, recipe: dict, symbol: Any) -> di
     """Train ``symbol`` and return ``{'accuracy', 'epoch_time', 'module'}``."""
     sg.random.seed(args.seed)
     flat = {**DEFAULTS, **recipe}["flat"]
-    mnist = load_mnist(args.data_dir, flat, args.num_train)
+    mnist = load_mnist(args.data_dir, flat, args.num_train, args.num_test)
     train_iter = sg.io.NDArrayIter(mnist["train_data"], mnist["train_label"], args.batch_size,
                                    shuffle=True)
     test_iter = sg.io.NDArrayIter(mnist["test_data"], mnist["test_label"], args.batch_size)
@@ -90,8 +96,8 @@ def train(model: str, args: argparse.Namespace, recipe: dict, symbol: Any) -> di
 
 
 def main(model: str, argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of ``python -m models.<model>`` and ``symgraph train <model>``."""
-    mod = importlib.import_module(f"models.{model}")
+    """Entry point of ``python -m symgraph.models.<model>`` and ``symgraph train <model>``."""
+    mod = importlib.import_module(f"symgraph.models.{model}")
     args = parser(model, mod.RECIPE).parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout, force=True)
     try:
@@ -133,7 +139,7 @@ def bench_main(model: str, argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--steps", type=int, default=20)
     args = p.parse_args(argv)
-    mod = importlib.import_module(f"models.{model}")
+    mod = importlib.import_module(f"symgraph.models.{model}")
     flat = {**DEFAULTS, **mod.RECIPE}["flat"]
     shape = (args.batch_size, 784) if flat else (args.batch_size, 1, 28, 28)
     ctx = sg.gpu() if args.ctx == "gpu" else sg.cpu()
