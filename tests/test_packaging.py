@@ -6,6 +6,7 @@ is installed without dependencies. PYTHONPATH is cleared so the worktree cannot 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -25,8 +26,10 @@ def _run(cmd: list, cwd: Path, timeout: int = 300) -> subprocess.CompletedProces
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    r = _run([sys.executable, "-m", "pip", "wheel", "--no-deps",
-              "-w", out, ROOT], cwd=out)
+    src = out / "src"  # setuptools builds in the source tree: keep the checkout clean
+    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(
+        ".git", "build", "*.egg-info", "__pycache__", ".pytest_cache", ".hypothesis", "out"))
+    r = _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", out, src], cwd=out)
     assert r.returncode == 0, r.stdout + r.stderr
     (whl,) = out.glob("symgraph-*.whl")
     return whl
