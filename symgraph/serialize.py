@@ -5,7 +5,7 @@ Format (version 1)::
     {"nodes": [{"op": "null" | op name, "name": str, "attrs": {str: str},
                 "inputs": [[node index, output index, 0], ...]}, ...],
      "arg_nodes": [indices of variables], "heads": [[node index, output index, 0], ...],
-     "attrs": {"symgraph_json_version": ["int", 1]}}
+     "attrs": {"mxnet_version": ["int", 10901], "symgraph_json_version": ["int", 1]}}
 
 Node ``attrs`` hold op attributes and user attributes (``__shape__``, ``__lr_mult__``...) as
 strings, as MXNet writes them; on load op attributes are parsed by the op's schema. MXNet's own
@@ -22,6 +22,9 @@ from .graph import Entry, Node, topo_order
 from .registry import get_op
 
 FORMAT_VERSION = 1
+# The MXNet release whose JSON this matches (1.9.1 as MXNet encodes it: 10000 * major +
+# 100 * minor + patch). Without it MXNet assumes v0.8.0 and runs its legacy upgrade.
+MXNET_VERSION = 10901
 
 
 def to_json(sym: Any) -> str:
@@ -41,7 +44,8 @@ def to_json(sym: Any) -> str:
     doc = {"nodes": out_nodes,
            "arg_nodes": [i for i, n in enumerate(nodes) if n.is_variable],
            "heads": [[index[e.node], e.index, 0] for e in sym.outputs_],
-           "attrs": {"symgraph_json_version": ["int", FORMAT_VERSION]}}
+           "attrs": {"mxnet_version": ["int", MXNET_VERSION],
+                     "symgraph_json_version": ["int", FORMAT_VERSION]}}
     return json.dumps(doc, indent=2)
 
 
