@@ -128,3 +128,28 @@ def test_pause_resume_and_errors():
         sg.profiler.set_config(profile_memory=True)
     with pytest.raises(sg.AttrError, match="sort_by='speed'"):
         sg.profiler.dumps(sort_by="speed")
+
+
+@pytest.mark.gpu
+def test_gpu_trace_uses_device_time(tmp_path):
+    mod = sg.mod.Module(__import__("symgraph.models.simple_cnn", fromlist=["build"]).build(),
+                        context=sg.gpu(0))
+    mod.bind([("data", (64, 1, 28, 28))], [("softmax_label", (64,))])
+    mod.init_params()
+    mod.init_optimizer()
+    rng = np.random.default_rng(0)
+    batch = sg.io.DataBatch([sg.nd.array(rng.random((64, 1, 28, 28)).astype(np.float32))],
+                            [sg.nd.array(rng.integers(0, 10, 64).astype(np.float32))])
+    _train_two_steps(mod, batch)
+    path = tmp_path / "gpu.json"
+    sg.profiler.set_config(filename=str(path), profile_all=True)
+    sg.profiler.set_state("run")
+    _train_two_steps(mod, batch)
+    sg.profiler.set_state("stop")
+    print(sg.profiler.dumps())
+    sg.profiler.dump()
+    trace = json.loads(path.read_text())
+    xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(xs) == 2 * len(mod._exec._train["schedule"].steps)
+    assert [e for e in trace["traceEvents"] if e["ph"] == "M"][0]["args"]["name"] == "gpu(0)"
+    assert all(e["dur"] > 0 for e in xs)
