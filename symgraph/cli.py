@@ -32,7 +32,7 @@ def parse_shapes(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
 
 
 def _cmd_viz(args: argparse.Namespace) -> int:
-    from . import symbol, viz
+    from . import fileio, symbol, viz
     net = symbol.load(args.graph)
     out = Path(args.output)
     fmt = out.suffix.lstrip(".") or "svg"
@@ -41,11 +41,11 @@ def _cmd_viz(args: argparse.Namespace) -> int:
                            hide_weights=not args.show_weights)
     if shutil.which("dot") is None:
         src = out.with_suffix(".dot")
-        src.write_text(dot.source, encoding="utf-8")
+        fileio.write_text(src, dot.source)
         print(f"note: Graphviz 'dot' not found; wrote the DOT source to {src} "
               f"(render it with: dot -T{fmt} {src} -o {out})")
         return 0
-    out.write_bytes(dot.pipe(format=fmt))
+    fileio.write_bytes(out, dot.pipe(format=fmt))
     print(f"wrote {out}")
     return 0
 

@@ -17,6 +17,7 @@ import json
 from typing import Any
 
 from .attrs import ANY_KEY, Attrs, format_value, parse_attrs
+from .fileio import write_text
 from .base import AttrError, GraphError, SymgraphError, where
 from .graph import Entry, Node, topo_order
 from .registry import get_op
@@ -102,15 +103,4 @@ def from_json(text: str) -> Any:
 
 def save(sym: Any, fname: str) -> None:
     """Write ``sym.tojson()`` to ``fname`` atomically (no half-written file on failure)."""
-    import os
-    import tempfile
-    text = to_json(sym)
-    folder = os.path.dirname(os.path.abspath(fname))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".symgraph-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, fname)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_text(fname, to_json(sym))
