@@ -412,9 +412,9 @@ def load_json(text: str) -> Symbol:
 
 
 def load(fname: str) -> Symbol:
-    """Load a symbol saved with :meth:`Symbol.save`."""
-    with open(fname, encoding="utf-8") as f:
-        return load_json(f.read())
+    """Load a symbol saved with :meth:`Symbol.save`; a bad file raises GraphError naming it."""
+    from .serialize import load as load_file
+    return load_file(fname)
 
 
 def _install_op_functions() -> None:
