@@ -13,7 +13,8 @@ Everything here is MXNet's own code path (``mx.sym``, ``mx.model.save_checkpoint
 * ``bn-*``: a small BatchNorm network with aux states (moving mean/var), same layout; outputs
   from an inference forward, so they depend on the aux states.
 * ``dtype-<name>.params``: ``mx.nd.save`` of a one-element list holding a (2, 3) array of each
-  dtype; ``named.params``: a dict of several dtypes and shapes (names kept).
+  dtype; ``named.params``: a dict of several dtypes and shapes (names kept);
+  ``np-shape.params``: a 0-d and a zero-size array, saved under NumPy shape semantics (V3).
 """
 from __future__ import annotations
 
@@ -104,6 +105,10 @@ def write_dtypes() -> None:
              "index": mx.nd.array([5, 6, 7], dtype="int64"),
              "pixels": mx.nd.array(np.arange(24).reshape(2, 3, 4), dtype="uint8")}
     mx.nd.save(os.path.join(HERE, "named.params"), named)
+    with mx.util.np_shape(True):  # 0-d and zero-size arrays exist only with NumPy shapes
+        mx.nd.save(os.path.join(HERE, "np-shape.params"),
+                   {"scalar": mx.nd.array(np.array(2.5), dtype="float32"),
+                    "empty": mx.nd.zeros((0, 3), dtype="int32")})
 
 
 def main(argv: list[str]) -> None:
