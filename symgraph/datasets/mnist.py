@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import os
 import urllib.request
+import zlib
 from pathlib import Path
 from typing import Callable, Optional, Union
 
@@ -60,13 +61,22 @@ def _find(folder: Path, stem: str) -> Path:
                     f"sg.datasets.mnist.download({str(folder)!r}) or set SYMGRAPH_DATA")
 
 
+GZIP_EXPANSION = 100
+"""MNIST's gzip files expand about 5x; more than this is a gzip bomb, not an IDX file."""
+
+
 def _read_bytes(path: Path) -> bytes:
     try:
         if path.suffix == ".gz":
+            limit = max(path.stat().st_size * GZIP_EXPANSION, 1 << 20)
             with gzip.open(path, "rb") as f:
-                return f.read()
+                raw = f.read(limit + 1)
+            if len(raw) > limit:
+                raise DataError(f"{path}: expands past {limit} bytes ({GZIP_EXPANSION}x the "
+                                f"file), refused as a gzip bomb")
+            return raw
         return path.read_bytes()
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         raise DataError(f"{path}: cannot read ({exc})") from None
 
 
