@@ -115,8 +115,8 @@ def save(fname: PathLike, data: Any) -> None:
 class _Reader:
     """Reads a file front to back, never past its size; errors name the file."""
 
-    def __init__(self, f: IO[bytes], size: int, fname: PathLike) -> None:
-        self.f, self.left, self.fname = f, size, fname
+    def __init__(self, f: IO[bytes], size: int, fname: PathLike, what: str) -> None:
+        self.f, self.left, self.fname = f, size, f"{what} {fname}"
 
     def fail(self, msg: str) -> DataError:
         return DataError(f"{self.fname}: {msg}; the file is damaged or not an MXNet array file")
@@ -184,8 +184,9 @@ def _read_record(r: _Reader, i: int) -> np.ndarray:
     return r.array(FLAG_DTYPES[flag], shape, what)
 
 
-def _read_list(f: IO[bytes], size: int, fname: PathLike) -> tuple[list[np.ndarray], list[str]]:
-    r = _Reader(f, size, fname)
+def _read_list(f: IO[bytes], size: int, fname: PathLike,
+               what: str) -> tuple[list[np.ndarray], list[str]]:
+    r = _Reader(f, size, fname, what)
     magic, _reserved = r.unpack("QQ", "header")
     if magic != LIST_MAGIC:
         raise r.fail(f"list magic is {magic:#x}, expected {LIST_MAGIC:#x}")
@@ -210,7 +211,7 @@ def _read_list(f: IO[bytes], size: int, fname: PathLike) -> tuple[list[np.ndarra
     return arrays, names
 
 
-def _npz_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, fname: PathLike) -> np.ndarray:
+def _npz_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, fname: str) -> np.ndarray:
     what = f"{fname}: member {info.filename}"
     with z.open(info) as f:
         try:
@@ -223,6 +224,8 @@ def _npz_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, fname: PathLike) -> n
         if dtype.hasobject or dtype.names is not None or dtype.subdtype is not None:
             raise DataError(f"{what} has dtype {dtype}: only plain numeric arrays are read "
                             f"(object arrays would need unpickling)")
+        if dtype.name not in DTYPE_FLAGS:
+            raise DataError(f"{what} has dtype {dtype}, which MXNet arrays cannot hold")
         count = int(np.prod(shape, dtype=object))
         left = info.file_size - f.tell()
         if count * dtype.itemsize != left:
@@ -233,9 +236,10 @@ def _npz_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, fname: PathLike) -> n
     return flat.reshape(shape, order="F" if fortran else "C")
 
 
-def _read_npz(fname: PathLike, size: int) -> tuple[list[np.ndarray], list[str]]:
+def _read_npz(path: PathLike, size: int, fname: str) -> tuple[list[np.ndarray], list[str]]:
+    """``fname`` is how errors name the file ("parameter file x.params")."""
     try:
-        with zipfile.ZipFile(fname) as z:
+        with zipfile.ZipFile(path) as z:
             infos = z.infolist()
             total = sum(i.file_size for i in infos)
             for i in infos:
@@ -263,13 +267,13 @@ def load(fname: PathLike, what: str = "array file") -> tuple[list[np.ndarray], O
         with open(fname, "rb") as f:
             head = f.read(8)
             if head[:4] in (b"PK\x03\x04", b"PK\x05\x06"):
-                arrays, names = _read_npz(fname, size)
+                arrays, names = _read_npz(fname, size, f"{what} {fname}")
                 return arrays, names
             if len(head) < 8 or struct.unpack("<Q", head)[0] != LIST_MAGIC:
                 raise DataError(f"{what} {fname} is neither MXNet's NDArray-list format nor "
                                 f"an .npz archive (starts with {head!r})")
             f.seek(0)
-            arrays, names = _read_list(f, size, fname)
+            arrays, names = _read_list(f, size, fname, what)
     except OSError as exc:
         raise DataError(f"{what} {fname} cannot be read: {exc.strerror or exc}") from None
     return arrays, (names if names or not arrays else None)
