@@ -47,6 +47,16 @@ def test_unknown_attribute_names_node_and_attr(key: str) -> None:
         S.Convolution(S.var("data"), kernel=(3, 3), num_filter=4, **{key: (1, 1)})
 
 
+def test_op_user_attributes_must_be_dunder_in_python_too(tmp_path: Path) -> None:
+    """Otherwise a graph would save and then not load."""
+    with pytest.raises(sg.AttrError, match=r"fc \(FullyConnected\): user attribute 'mood' must "
+                                           r"be named like __mood__"):
+        S.FullyConnected(S.var("x"), num_hidden=3, attr={"mood": "x"}, name="fc")
+    sym = S.FullyConnected(S.var("x"), num_hidden=3, attr={"__mood__": "x"}, name="fc")
+    sym.save(str(tmp_path / "s.json"))
+    assert sg.sym.load(str(tmp_path / "s.json")).attr("__mood__") == "x"
+
+
 def test_dunder_user_attributes_stay_allowed() -> None:
     doc = _conv_doc()
     _node(doc, "conv1")["attrs"].update(__lr_mult__="0.5", __ctx_group__="dev1", __layout__="NCHW")
