@@ -259,7 +259,8 @@ def _read_npz(path: PathLike, size: int, fname: str) -> tuple[list[np.ndarray], 
         raise DataError(f"{fname}: damaged .npz file ({type(exc).__name__}: {exc})") from None
 
 
-def load(fname: PathLike, what: str = "array file") -> tuple[list[np.ndarray], Optional[list[str]]]:
+def load(fname: PathLike,
+         what: str = "array file") -> tuple[list[np.ndarray], Optional[list[str]]]:
     """``(arrays, names)`` from an MXNet NDArray-list file or a legacy symgraph ``.npz``;
     ``names`` is None for a list file without names."""
     size = file_size(fname, what)

@@ -123,9 +123,10 @@ def _split_attrs(opdef: Any, name: str, attrs: dict[str, str]) -> tuple[dict, di
         elif dunder:
             extra[k] = v
         else:
+            known = sorted(p for p in opdef.params if p != ANY_KEY)
             raise GraphError(f"{where(name, opdef.name)}unknown attribute {k!r} in JSON; "
-                             f"{opdef.name} takes {sorted(p for p in opdef.params if p != ANY_KEY)}"
-                             f" and user attributes named __like_this__")
+                             f"{opdef.name} takes {known} and user attributes named "
+                             f"__like_this__")
     return params, extra
 
 

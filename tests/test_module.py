@@ -203,5 +203,6 @@ def test_resume_with_optimizer_states(rng, tmp_path):
 def test_corrupt_params_file(tmp_path):
     (tmp_path / "bad-symbol.json").write_text(_softmax_net().tojson())
     (tmp_path / "bad-0001.params").write_bytes(b"not a zip file at all")
-    with pytest.raises(DataError, match="bad-0001.params is neither MXNet's NDArray-list format nor an .npz"):
+    with pytest.raises(DataError, match="bad-0001.params is neither MXNet's NDArray-list format "
+                                        "nor an .npz"):
         sg.model.load_checkpoint(str(tmp_path / "bad"), 1)

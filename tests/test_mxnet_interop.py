@@ -100,7 +100,8 @@ CASES: dict[str, tuple[Callable[[], S.Symbol], dict]] = {
         lambda v: S.rsqrt(S.abs(v) + 1), lambda v: S.reciprocal(S.abs(v) + 1))]),
         {"data": (2, 5)}),
     "scalar_ops": (lambda: S.Group([_x() + 2, _x() - 1, _x() * 3, _x() / 4, 2 - _x(),
-                                    S.abs(_x()) ** 2, _x() > 0.5, S.clip(_x(), a_min=-0.5, a_max=0.5),
+                                    S.abs(_x()) ** 2, _x() > 0.5,
+                                    S.clip(_x(), a_min=-0.5, a_max=0.5),
                                     S.clip(_x(), a_min=0, a_max=float("inf")) + float("inf")]),
                    {"data": (2, 5)}),
     "broadcast": (lambda: S.Group([f(*_two()) for f in (
