@@ -319,6 +319,9 @@ def make_nd_function(opdef: registry.OpDef):
             n += 1
         named = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
         attrs = {k: v for k, v in kwargs.items() if not isinstance(v, NDArray)}
+        if n < len(args) and isinstance(args[n], (np.ndarray, list)):
+            raise AttrError(f"{where(name or opdef.name, opdef.name)}input {n} must be an "
+                            f"NDArray, got {type(args[n]).__name__}")
         for p, v in zip(params, args[n:]):
             if p in attrs:
                 raise AttrError(f"{where(name or opdef.name, opdef.name)}attribute {p} given "
