@@ -41,12 +41,42 @@ PENDING: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
 # Computed values: variable node -> [array]; op node -> [array or None per visible output].
 VALUE: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
 GRAD_LEAF: "weakref.WeakKeyDictionary[Node, Any]" = weakref.WeakKeyDictionary()
-RECORDED: "weakref.WeakSet[Node]" = weakref.WeakSet()  # op nodes made under record()
-TRAIN: "weakref.WeakSet[Node]" = weakref.WeakSet()  # nodes made in training mode
 FREED: "weakref.WeakSet[Node]" = weakref.WeakSet()  # heads whose graph backward released
+# Gradient nodes made by autograd.grad(create_graph=True): (recorded, training) by node.
+LATE: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
+
+# How a node was made is told by WHICH of these objects its ``extra`` is (an identity test on
+# the per-step path, no lookup); compiled copies drop them (imperative_compile._canonical).
+PLAIN = Attrs()
+MODE = {(False, False): PLAIN, (True, False): Attrs({"__recorded__": "1"}),
+        (False, True): Attrs({"__train__": "1"}),
+        (True, True): Attrs({"__recorded__": "1", "__train__": "1"})}
+_REC, _TRN, _REC_TRN = MODE[True, False], MODE[False, True], MODE[True, True]
+GRAD_VAR = Attrs({"__grad_var__": "1"})  # extra of the variables of attach_grad arrays
+
+
+def is_recorded(node: Node) -> bool:
+    x = node.extra
+    if x is _REC or x is _REC_TRN:
+        return True
+    if x is PLAIN or x is _TRN:
+        return False
+    return LATE.get(node, (False, False))[0]
+
+
+def is_training(node: Node) -> bool:
+    x = node.extra
+    if x is _TRN or x is _REC_TRN:
+        return True
+    if x is PLAIN or x is _REC:
+        return False
+    return LATE.get(node, (False, False))[1]
+
 
 _ids = itertools.count()
-_NO_EXTRA = Attrs()
+# id(Attrs) -> (the Attrs, serial): cache keys hash a small int instead of the attributes.
+# Interned Attrs live as long as the process (one per distinct op and attributes).
+ATTR_SERIAL: dict[int, tuple[Attrs, int]] = {}
 
 
 def compile_count() -> int:
@@ -57,29 +87,32 @@ def compile_count() -> int:
 class _Call:
     """An op with parsed attributes: what every call with the same attributes shares."""
 
-    __slots__ = ("opdef", "attrs", "slots", "nvis", "train", "sigs")
+    __slots__ = ("opdef", "attrs", "slots", "nvis", "sigs")
 
     def __init__(self, opdef: registry.OpDef, attrs: Attrs) -> None:
         self.opdef, self.attrs = opdef, attrs
         self.slots = opdef.input_names(attrs)
         self.nvis = opdef.num_visible_outputs(attrs)
-        self.train = opdef.train_dependent
         self.sigs: dict[tuple, tuple] = {}  # (input shapes, dtypes) -> output shapes, dtypes
 
 
-_CALLS: dict[tuple, _Call] = {}
+_CALLS: dict[tuple, _Call] = {}  # (op, given keyword attributes) -> call
+_INTERNED: dict[tuple, _Call] = {}  # (op, parsed Attrs) -> call
 
 
 def _call_info(opdef: registry.OpDef, kwargs: dict, name: Optional[str]) -> _Call:
     try:
-        key: Optional[tuple] = (opdef.name, tuple(sorted(kwargs.items())))
+        key: Optional[tuple] = (opdef.name, tuple(sorted(kwargs.items())) if kwargs else ())
         info = _CALLS.get(key)
     except TypeError:  # an unhashable attribute value (a list): parse every time
         key, info = None, None
     if info is None:
-        info = _Call(opdef, parse_attrs(opdef.params, kwargs, where(name or opdef.name,
-                                                                    opdef.name)))
-        if key is not None and len(_CALLS) < 100000:
+        attrs = parse_attrs(opdef.params, kwargs, where(name or opdef.name, opdef.name))
+        info = _INTERNED.get((opdef.name, attrs))
+        if info is None:
+            info = _INTERNED[opdef.name, attrs] = _Call(opdef, attrs)
+            ATTR_SERIAL[id(attrs)] = (attrs, len(ATTR_SERIAL))
+        if key is not None:
             _CALLS[key] = info
     return info
 
@@ -94,19 +127,17 @@ def _leaf(a: NDArray) -> Entry:
 
 
 def _input_entry(a: NDArray, recording: bool) -> Entry:
+    """The entry an op recorded now reads for input ``a`` (as in :func:`record`)."""
     if a._buf is None:
-        if recording and not a._recorded:  # computed outside record(): a constant here
-            return _block(a)
-        return a._entry
-    if recording and a._recorded:
-        return a._entry
-    return _leaf(a)
+        return a._entry if not recording or a._recorded else _block(a)
+    return a._entry if recording and a._recorded else _leaf(a)
 
 
 def _block(a: NDArray) -> Entry:
+    """``a`` (computed outside record()) behind a BlockGrad: a constant for the gradient."""
     opdef = registry.get_op("BlockGrad")
     node = Node(opdef.name, f"BlockGrad{next(_ids)}", _call_info(opdef, {}, None).attrs,
-                (a._entry,), _NO_EXTRA)
+                (a._entry,), PLAIN)
     return Entry(node)
 
 
@@ -125,7 +156,8 @@ def _infer(info: _Call, node: Node, inputs: Sequence[NDArray]) -> tuple:
     return tuple(shapes[e] for e in outs), tuple(types[e] for e in outs)
 
 
-def _check_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
+def _bad_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
+    """Raise the error that describes what is wrong with ``inputs``."""
     op = info.opdef.name
     if len(inputs) != len(info.slots):
         missing = list(info.slots[len(inputs):])
@@ -135,7 +167,9 @@ def _check_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
         if not isinstance(a, NDArray):
             raise AttrError(f"{where(name, op)}input '{slot}' must be an NDArray, got "
                             f"{type(a).__name__}")
-    ctx = inputs[0]._ctx if inputs else None
+    if not inputs:
+        raise AttrError(f"{where(name, op)}an imperative call needs at least one input array")
+    ctx = inputs[0]._ctx
     for slot, a in zip(info.slots, inputs):
         if a._ctx != ctx:
             raise BindError(f"{where(name, op)}input '{slot}' is on {a._ctx}, "
@@ -143,30 +177,43 @@ def _check_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
 
 
 def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None) -> list[NDArray]:
-    """Append one node of ``info``'s op on ``inputs``; return its pending visible outputs."""
-    node_name = name or f"{info.opdef.name}{next(_ids)}"
-    _check_inputs(info, inputs, node_name)
-    if not inputs:
-        raise AttrError(f"{where(node_name, info.opdef.name)}an imperative call needs at "
-                        f"least one input array")
+    """Append one node of ``info``'s op on ``inputs``; return its pending visible outputs.
+
+    The per-step hot path of imperative code: one pass over the inputs, one Node, a cached
+    shape/dtype rule result, the output arrays."""
     rec = STATE.recording
-    node = Node(info.opdef.name, node_name, info.attrs,
-                tuple(_input_entry(a, rec) for a in inputs), _NO_EXTRA)
-    sig = (tuple(a.shape for a in inputs), tuple(a.dtype for a in inputs))
+    n = len(inputs)
+    ctx = inputs[0]._ctx if n and n == len(info.slots) and \
+        isinstance(inputs[0], NDArray) else None
+    entries, shapes, dtypes = [], [], []
+    for a in inputs:
+        if ctx is None or not isinstance(a, NDArray) or (a._ctx is not ctx and a._ctx != ctx):
+            _bad_inputs(info, inputs, name or info.opdef.name)
+        b = a._buf
+        if b is None:
+            e = a._entry if not rec or a._recorded else _block(a)
+            shapes.append(a._shape)
+            dtypes.append(a._dtype)
+        else:
+            e = a._entry if rec and a._recorded else (
+                Entry(a._var) if a._var is not None else _leaf(a))
+            shapes.append(b.shape)
+            dtypes.append(b.dtype)
+        entries.append(e)
+    if ctx is None:
+        _bad_inputs(info, inputs, name or info.opdef.name)
+    node = Node(info.opdef.name, name or f"{info.opdef.name}{next(_ids)}", info.attrs,
+                tuple(entries), MODE[rec, STATE.training])
+    sig = (tuple(shapes), tuple(dtypes))
     found = info.sigs.get(sig)
     if found is None:
         found = info.sigs[sig] = _infer(info, node, inputs)
-    ctx = inputs[0]._ctx
     outs = []
     for i, (shape, dtype) in enumerate(zip(*found)):
         a = NDArray(None, ctx)
         a._entry, a._shape, a._dtype, a._recorded = Entry(node, i), shape, dtype, rec
         outs.append(a)
     PENDING[node] = [weakref.ref(a) for a in outs]
-    if rec:
-        RECORDED.add(node)
-    if STATE.training:  # the program runs train-dependent ops (Dropout...) in training mode
-        TRAIN.add(node)
     return outs
 
 
@@ -245,7 +292,7 @@ def attach_grad(a: NDArray, grad_req: str = "write", grad: Optional[NDArray] = N
                         f"variable of shape {a.shape} on {a._ctx}")
     if a._var is not None:
         GRAD_LEAF.pop(a._var, None)
-    v = variable(f"_var{next(_ids)}")
+    v = Node("null", f"_var{next(_ids)}", PLAIN, (), GRAD_VAR)
     VALUE[v] = [NDArray(buf, a._ctx)]
     GRAD_LEAF[v] = weakref.ref(a)
     a._var, a._entry, a._recorded = v, Entry(v), True

@@ -18,7 +18,8 @@ import numpy as np
 from .base import ExecutionError
 from .context import Context
 from .graph import Entry, Node, variable
-from .imperative import FREED, GRAD_LEAF, PENDING, RECORDED, STATE, STATS, TRAIN, VALUE
+from .imperative import (ATTR_SERIAL, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS,
+                         VALUE, is_recorded, is_training)
 from .ndarray import NDArray
 
 
@@ -41,27 +42,17 @@ class Trace:
         return -1 - k if k is not None else (self.local[e.node], e.index)
 
     def key(self) -> tuple:
-        return (tuple(self.sig), tuple((a.shape, a.dtype) for a in self.leaves))
-
-
-def _leaf_value(e: Entry, for_backward: bool) -> Optional[NDArray]:
-    """The computed value standing for ``e``, or None when ``e``'s node must be part of the
-    program. Backward recomputes recorded nodes (their gradient needs the graph)."""
-    node = e.node
-    vals = VALUE.get(node)
-    if node.is_variable:
-        return vals[0]
-    if vals is None or e.index >= len(vals) or vals[e.index] is None:
-        return None
-    if for_backward and node in RECORDED:
-        return None
-    return vals[e.index]
+        return (tuple(self.sig), tuple((a._buf.shape, a._buf.dtype) for a in self.leaves))
 
 
 def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:
-    """Depth-first post-order over the nodes ``roots`` need (iterative: chains can be long)."""
+    """Depth-first post-order over the nodes ``roots`` need (iterative: chains can be long).
+
+    An input is a leaf when its value is known: a variable, or a computed output (backward
+    recomputes recorded nodes instead, since their gradient needs the graph)."""
     tr = Trace()
-    local, leaf_of = tr.local, tr.leaf_of
+    local, leaf_of, leaves, sig = tr.local, tr.leaf_of, tr.leaves, tr.sig
+    value_of, serial_of = VALUE.get, ATTR_SERIAL.get
     for root in roots:
         if root.node in local:
             continue
@@ -72,22 +63,33 @@ def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:
             if i < len(node.inputs):
                 top[1] = i + 1
                 e = node.inputs[i]
-                if e.node in local or e in leaf_of:
+                n = e.node
+                if n in local or e in leaf_of:
                     continue
-                v = _leaf_value(e, for_backward)
+                vals = value_of(n)
+                v = None
+                if vals is not None:
+                    if n.op == "null":
+                        v = vals[0]
+                    elif e.index < len(vals) and not (for_backward and is_recorded(n)):
+                        v = vals[e.index]
                 if v is None:
-                    stack.append([e.node, 0])
+                    stack.append([n, 0])
                 else:
-                    leaf_of[e] = len(tr.leaves)
-                    tr.leaves.append(v)
+                    leaf_of[e] = len(leaves)
+                    leaves.append(v)
                     tr.leaf_entries.append(e)
                 continue
             stack.pop()
-            is_train = node in TRAIN
-            tr.train |= is_train
+            train = is_training(node)
+            tr.train |= train
             local[node] = len(tr.nodes)
             tr.nodes.append(node)
-            tr.sig.append((node.op, node.attrs, is_train, tuple(tr.ref(e) for e in node.inputs)))
+            got = serial_of(id(node.attrs))
+            attrs = got[1] if got is not None and got[0] is node.attrs else node.attrs
+            sig.append((node.op, attrs, train, tuple(
+                -1 - leaf_of[e] if e in leaf_of else (local[e.node], e.index)
+                for e in node.inputs)))
     return tr
 
 
@@ -168,7 +170,7 @@ def _canonical(tr: Trace) -> tuple[list[Node], list[Node]]:
     for node, sig in zip(tr.nodes, tr.sig):
         ins = tuple(Entry(variables[-1 - r]) if isinstance(r, int) else Entry(new[r[0]], r[1])
                     for r in sig[3])
-        new.append(Node(node.op, node.name, node.attrs, ins, node.extra))
+        new.append(Node(node.op, node.name, node.attrs, ins, PLAIN))  # modes stay here
     return new, variables
 
 
@@ -267,7 +269,7 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
     out: dict[int, tuple] = {}
     if variables is None:
         for k, e in enumerate(tr.leaf_entries):
-            r = GRAD_LEAF.get(e.node) if e.node.is_variable else None
+            r = GRAD_LEAF.get(e.node) if e.node.extra is GRAD_VAR else None
             a = r() if r is not None else None
             if a is not None and a._grad_req != "null" and a._grad is not None:
                 out[k] = (a._grad, a._grad_req)

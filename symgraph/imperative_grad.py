@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 
 from .base import ExecutionError
 from .graph import Entry, Graph
-from .imperative import PENDING, RECORDED, STATE, TRAIN, VALUE, _input_entry, call
+from .imperative import LATE, PENDING, STATE, VALUE, _input_entry, call
 from .imperative_compile import _check_heads, _describe
 from .ndarray import NDArray
 from .passes.gradient import gradient
@@ -44,10 +44,8 @@ def grad_graph(heads: Sequence[NDArray], variables: Sequence[NDArray],
     shapes = infer_shapes(out_graph, {n.name: a.shape for n, a in leaves.items()})
     types = infer_types(out_graph, {n.name: a.dtype for n, a in leaves.items()})
     for node in out_graph.nodes():
-        if not node.is_variable and node not in VALUE and node not in RECORDED:
-            RECORDED.add(node)
-            if STATE.training:
-                TRAIN.add(node)
+        if not node.is_variable and node not in VALUE and node not in LATE:
+            LATE[node] = (True, STATE.training)
     results = []
     for v, e in zip(variables, out_graph.outputs):
         if e.node.is_variable:  # the gradient is a head gradient itself
