@@ -132,8 +132,7 @@ class Program:
                 d[name] = leaf
                 continue
             if not self.owned[k]:
-                from .ndarray import empty
-                d[name] = empty(leaf.shape, self.ctx, leaf.dtype)
+                d[name] = _device_array(leaf.shape, leaf.dtype, self.ctx)
                 self.owned[k] = True
             _copy_device(d[name], leaf)
         for name, g in grads:
@@ -145,14 +144,19 @@ class Program:
         bufs = []
         for o in self.exe.outputs[:self.n_out]:
             if self.gpu:
-                from .ndarray import empty
-                fresh = empty(o.shape, self.ctx, o.dtype)
+                fresh = _device_array(o.shape, o.dtype, self.ctx)
                 _copy_device(fresh, o)
                 bufs.append(fresh._buf)
             else:
                 bufs.append(o._buf)
                 o._buf = np.empty_like(o._buf)
         return bufs
+
+
+def _device_array(shape: tuple, dtype: np.dtype, ctx: Context) -> NDArray:
+    """Uninitialised device memory (no host round trip)."""
+    from .cuda.runtime import empty_device
+    return NDArray(empty_device(shape, dtype, ctx.device_id), ctx)
 
 
 def _copy_device(dst: NDArray, src: NDArray) -> None:
