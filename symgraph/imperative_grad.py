@@ -11,7 +11,7 @@ import weakref
 from typing import Optional, Sequence
 
 from .base import ExecutionError
-from .graph import Entry, Graph
+from .graph import Graph
 from .imperative import LATE, PENDING, STATE, VALUE, _input_entry, call
 from .imperative_compile import _check_heads, _describe
 from .ndarray import NDArray

@@ -145,9 +145,6 @@ class NDArray:
             from .cuda.runtime import write_device
             write_device(self, key, value)
 
-    def __getitem__(self, key: Any) -> "NDArray":
-        return _engine().getitem(self, key)
-
     def copyto(self, other: Union["NDArray", Context]) -> "NDArray":
         """Copy into ``other`` (an NDArray of the same shape) or a new array on a context."""
         if isinstance(other, Context):

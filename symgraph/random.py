@@ -7,7 +7,7 @@ the output shape being ``param.shape + shape``, as in MXNet.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence, Union
+from typing import Any, Callable, Sequence, Union
 
 import numpy as np
 
