@@ -14,7 +14,6 @@ import itertools
 import weakref
 from typing import Any, Optional, Sequence
 
-
 from . import registry
 from .attrs import Attrs, parse_attrs
 from .base import AttrError, BindError, ShapeError, where
