@@ -11,6 +11,7 @@ materialised by that one run.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -21,6 +22,10 @@ from .graph import Entry, Node, variable
 from .imperative import (ATTR_SERIAL, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS,
                          VALUE, is_recorded, is_training)
 from .ndarray import NDArray
+
+# id(gradient array) -> weakref, for every gradient buffer a backward() wrote: gluon.Trainer
+# reads it to tell fresh gradients from stale ones (MXNet's ``_fresh_grad``), then clears it.
+GRAD_WRITTEN: dict[int, Any] = {}
 
 
 class Trace:
@@ -160,11 +165,14 @@ def _device_array(shape: tuple, dtype: np.dtype, ctx: Context) -> NDArray:
 
 
 def _copy_device(dst: NDArray, src: NDArray) -> None:
+    """Device-to-device copy on the legacy default stream: asynchronous for the host, yet
+    ordered after the work of every (blocking) program stream and before their later work,
+    so programs of different executors that share arrays see each other's results."""
     import pycuda.driver as drv
     from .cuda.runtime import activate
     with activate(dst._ctx.device_id):
         if dst._buf.nbytes:
-            drv.memcpy_dtod(dst._buf.ptr, src._buf.ptr, dst._buf.nbytes)
+            drv.memcpy_dtod_async(dst._buf.ptr, src._buf.ptr, dst._buf.nbytes)
 
 
 def _canonical(tr: Trace) -> tuple[list[Node], list[Node]]:
@@ -277,6 +285,7 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
             a = r() if r is not None else None
             if a is not None and a._grad_req != "null" and a._grad is not None:
                 out[k] = (a._grad, a._grad_req)
+                a._fresh_grad = True
         return out, []
     from .ndarray import zeros
     results = []
@@ -318,6 +327,12 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     if prog is None:
         prog = _CACHE[key] = _compile(tr, ctx, entries, [e for e, _ in others], grads)
     _run(prog, tr, [(f"_in{k}", g) for k, (g, _) in grads.items()], (hg, tr.train))
+    if variables is None:
+        if len(GRAD_WRITTEN) > 4096:  # without a Trainer clearing it: drop dead entries
+            for k in [k for k, r in GRAD_WRITTEN.items() if r() is None]:
+                del GRAD_WRITTEN[k]
+        for g, _ in grads.values():
+            GRAD_WRITTEN[id(g)] = weakref.ref(g)
     bufs = prog.take_outputs()
     _materialise(list(zip(entries, heads)) + others, bufs)
     for node in tr.nodes:

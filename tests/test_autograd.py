@@ -249,3 +249,14 @@ def _numpy_step(x, lab, ws, lr=0.1, with_loss=False):
     dw1, db1 = dh.T @ x, dh.sum(0)
     new = [w - lr * g for w, g in zip(ws, (dw1, db1, dw2, db2))]
     return (loss, new) if with_loss else new
+
+
+def test_fresh_gradient_flags() -> None:
+    from symgraph.imperative_compile import GRAD_WRITTEN
+    x, y = _var([1.0]), _var([2.0])
+    assert not x._fresh_grad
+    with ag.record():
+        z = (x * 3).sum()
+    z.backward()
+    assert x._fresh_grad and not y._fresh_grad
+    assert GRAD_WRITTEN[id(x.grad)]() is x.grad and id(y.grad) not in GRAD_WRITTEN
