@@ -137,3 +137,12 @@ def rewrite(graph: Graph, fn: Callable[[Node], Replacement]) -> Graph:
         for i in range(node.num_outputs):
             remap[Entry(node, i)] = entries[i]
     return Graph(tuple(remap.get(e, e) for e in graph.outputs))
+
+
+def check_unique_inputs(graph: Graph) -> None:
+    """Two different variables may not share a name (bind could not tell them apart)."""
+    seen: dict[str, object] = {}
+    for node in graph.variables():
+        if seen.setdefault(node.name, node) is not node:
+            raise GraphError(f"duplicate argument name {node.name!r}: two different variables "
+                             f"carry it")

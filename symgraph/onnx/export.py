@@ -7,7 +7,6 @@ converted node reads become graph inputs, in the symbol's input order.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence, Union
 
 import numpy as np
@@ -17,61 +16,8 @@ from ..base import GraphError, ShapeError
 from ..graph import Entry, Graph, Node, topo_order
 from ..passes.infer_shape import infer_shapes
 from ..passes.infer_type import infer_types
-
-OPSET = 17
-
-
-def onnx_module() -> Any:
-    """Import onnx, or say how to install it."""
-    try:
-        import onnx
-    except ImportError as exc:
-        raise ImportError("sg.onnx needs the onnx package: pip install 'symgraph[onnx]'") from exc
-    return onnx
-
-
-@dataclass
-class ExportCtx:
-    """What a converter sees: inferred shapes/dtypes and ways to add nodes and constants."""
-
-    helper: Any
-    shapes: dict[Entry, tuple]
-    dtypes: dict[Entry, np.dtype]
-    params: dict[str, np.ndarray]
-    nodes: list = field(default_factory=list)
-    consts: dict[str, np.ndarray] = field(default_factory=dict)
-    used: set = field(default_factory=set)
-    taken: set = field(default_factory=set)
-
-    def add(self, op_type: str, inputs: Sequence[str], outputs: Sequence[str],
-            **attrs: Any) -> None:
-        """Append one ONNX node (named after its first output)."""
-        self.used.update(i for i in inputs if i)
-        self.taken.update(outputs)
-        self.nodes.append(self.helper.make_node(op_type, list(inputs), list(outputs),
-                                                name=outputs[0], **attrs))
-
-    def const(self, hint: str, value: Any, dtype: Any = np.float32) -> str:
-        """A new initializer holding ``value``; returns its name."""
-        name = self.fresh(hint)
-        self.consts[name] = np.asarray(value, dtype=dtype)
-        return name
-
-    def fresh(self, hint: str) -> str:
-        """A tensor name not used yet."""
-        k, name = 0, hint
-        while name in self.consts or name in self.params or name in self.taken:
-            k += 1
-            name = f"{hint}_{k}"
-        self.taken.add(name)
-        return name
-
-    def shape(self, e: Entry) -> tuple:
-        return tuple(self.shapes[e])
-
-    def dtype(self, e: Entry) -> np.dtype:
-        return np.dtype(self.dtypes[e])
-
+from .context import OPSET, ExportCtx, onnx_module
+from .export_ops import EXPORTERS
 
 def _host(v: Any) -> np.ndarray:
     return v.asnumpy() if hasattr(v, "asnumpy") else np.asarray(v)
@@ -116,7 +62,6 @@ def _entry_names(nodes: list[Node]) -> dict[Entry, str]:
 
 
 def _convert(ctx: ExportCtx, nodes: list[Node], names: dict[Entry, str]) -> None:
-    from .export_ops import EXPORTERS
     for node in nodes:
         if node.is_variable:
             continue

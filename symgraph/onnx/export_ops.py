@@ -13,7 +13,7 @@ import numpy as np
 from ..base import GraphError
 from ..graph import Entry, Node
 from ..ops.deconv import resolve
-from .export import ExportCtx
+from .context import ExportCtx
 
 Converter = Callable[[ExportCtx, Node, list, list], None]
 EXPORTERS: dict[str, Converter] = {}

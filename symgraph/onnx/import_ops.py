@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..base import GraphError
-from .importer import ImportCtx, first_const, op_name
+from .context import ImportCtx, first_const, op_name
 
 Importer = Callable[[ImportCtx, Any, dict], Optional[list]]
 IMPORTERS: dict[str, Importer] = {}
@@ -267,7 +267,7 @@ def _clip(c: ImportCtx, node: Any, a: dict) -> list:
 
 @_reg("Cast")
 def _cast(c: ImportCtx, node: Any, a: dict) -> list:
-    from .export import onnx_module
+    from .context import onnx_module
     dtype = onnx_module().helper.tensor_dtype_to_np_dtype(a["to"])
     return [c.sym.Cast(c.get(node.input[0]), dtype=np.dtype(dtype).name, name=op_name(node))]
 
@@ -276,6 +276,6 @@ def _cast(c: ImportCtx, node: Any, a: dict) -> list:
 def _constant(c: ImportCtx, node: Any, a: dict) -> None:
     if "value" not in a:
         raise _refuse(node, f"Constant with {sorted(a)}")
-    from .export import onnx_module
+    from .context import onnx_module
     c.consts[node.output[0]] = onnx_module().numpy_helper.to_array(a["value"])
     return None

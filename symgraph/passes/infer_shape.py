@@ -11,7 +11,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..attrs import _parse_shape
 from ..base import ShapeError, where
-from ..graph import Entry, Graph, Node
+from ..graph import Entry, Graph, Node, check_unique_inputs
 from ..registry import get_op
 
 Shape = tuple[int, ...]
@@ -109,7 +109,6 @@ def _split_given(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> di
 def symbol_infer_shape(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
                        partial: bool) -> tuple:
     """``Symbol.infer_shape`` / ``infer_shape_partial``."""
-    from .verify import check_unique_inputs
     graph = sym.graph()
     check_unique_inputs(graph)
     shapes = infer_shapes(graph, _split_given(sym, args, kwargs))

@@ -8,19 +8,10 @@ from __future__ import annotations
 
 from ..base import GraphError
 from ..expr import topo
-from ..graph import Graph, Node
+from ..graph import Graph, Node, check_unique_inputs  # noqa: F401  (re-exported)
 from ..registry import get_op
 from .infer_shape import infer_shapes
 from .infer_type import infer_types
-
-
-def check_unique_inputs(graph: Graph) -> None:
-    """Two different variables may not share a name (bind could not tell them apart)."""
-    seen: dict[str, object] = {}
-    for node in graph.variables():
-        if seen.setdefault(node.name, node) is not node:
-            raise GraphError(f"duplicate argument name {node.name!r}: two different variables "
-                             f"carry it")
 
 
 def _check_fused(node: Node) -> None:

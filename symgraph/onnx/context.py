@@ -1,0 +1,125 @@
+"""What the ONNX converters share: the onnx import, and the contexts export and import
+converters receive (``ExportCtx``: inferred types and the nodes written so far; ``ImportCtx``:
+the symbols of the tensors read so far). Its own module so that ``export``/``export_ops`` and
+``importer``/``import_ops`` each depend on it and not on each other.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..base import GraphError
+from ..graph import Entry
+
+OPSET = 17
+
+
+def onnx_module() -> Any:
+    """Import onnx, or say how to install it."""
+    try:
+        import onnx
+    except ImportError as exc:
+        raise ImportError("sg.onnx needs the onnx package: pip install 'symgraph[onnx]'") from exc
+    return onnx
+
+
+@dataclass
+class ExportCtx:
+    """What a converter sees: inferred shapes/dtypes and ways to add nodes and constants."""
+
+    helper: Any
+    shapes: dict[Entry, tuple]
+    dtypes: dict[Entry, np.dtype]
+    params: dict[str, np.ndarray]
+    nodes: list = field(default_factory=list)
+    consts: dict[str, np.ndarray] = field(default_factory=dict)
+    used: set = field(default_factory=set)
+    taken: set = field(default_factory=set)
+
+    def add(self, op_type: str, inputs: Sequence[str], outputs: Sequence[str],
+            **attrs: Any) -> None:
+        """Append one ONNX node (named after its first output)."""
+        self.used.update(i for i in inputs if i)
+        self.taken.update(outputs)
+        self.nodes.append(self.helper.make_node(op_type, list(inputs), list(outputs),
+                                                name=outputs[0], **attrs))
+
+    def const(self, hint: str, value: Any, dtype: Any = np.float32) -> str:
+        """A new initializer holding ``value``; returns its name."""
+        name = self.fresh(hint)
+        self.consts[name] = np.asarray(value, dtype=dtype)
+        return name
+
+    def fresh(self, hint: str) -> str:
+        """A tensor name not used yet."""
+        k, name = 0, hint
+        while name in self.consts or name in self.params or name in self.taken:
+            k += 1
+            name = f"{hint}_{k}"
+        self.taken.add(name)
+        return name
+
+    def shape(self, e: Entry) -> tuple:
+        return tuple(self.shapes[e])
+
+    def dtype(self, e: Entry) -> np.dtype:
+        return np.dtype(self.dtypes[e])
+
+
+@dataclass
+class ImportCtx:
+    """What an importer sees: symbols of the tensors so far and the constant arrays."""
+
+    sym: Any  # the symgraph.symbol module
+    values: dict[str, Any] = field(default_factory=dict)
+    consts: dict[str, np.ndarray] = field(default_factory=dict)
+    arg_params: dict[str, np.ndarray] = field(default_factory=dict)
+    aux_params: dict[str, np.ndarray] = field(default_factory=dict)
+    opset: int = 17
+
+    def get(self, name: str) -> Any:
+        """The symbol of tensor ``name``; a constant becomes a parameter variable."""
+        if name not in self.values:
+            if name not in self.consts:
+                raise GraphError(f"ONNX tensor {name!r} is read before it is produced")
+            self.arg_params[name] = self.consts[name]
+            self.values[name] = self.sym.var(name)
+        return self.values[name]
+
+    def is_const(self, name: str) -> bool:
+        return name in self.consts and name not in self.values
+
+    def const(self, name: str, node: Any) -> np.ndarray:
+        """The value of a constant input (a shape, axes...), or GraphError naming the node."""
+        if name not in self.consts:
+            raise GraphError(f"ONNX node {node.name or node.op_type} ({node.op_type}): input "
+                             f"{name!r} must be a constant (initializer or Constant node)")
+        return self.consts[name]
+
+    def param(self, name: str, value: np.ndarray, aux: bool = False) -> Any:
+        """A parameter variable named ``name`` holding ``value`` (possibly transformed)."""
+        (self.aux_params if aux else self.arg_params)[name] = np.ascontiguousarray(value)
+        self.values[name] = self.sym.var(name)
+        return self.values[name]
+
+
+def op_name(node: Any) -> str:
+    """A symgraph node name for an ONNX node (its name, else its first output), sanitised."""
+    raw = node.name or node.output[0]
+    return re.sub(r"[^0-9A-Za-z_]", "_", raw).strip("_") or node.op_type.lower()
+
+
+def attributes(node: Any) -> dict[str, Any]:
+    """The node's attributes as Python values."""
+    onnx = onnx_module()
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def first_const(ctx: ImportCtx, node: Any, index: int) -> Optional[np.ndarray]:
+    """Input ``index`` of ``node`` as a constant, or None when absent or empty."""
+    if len(node.input) <= index or not node.input[index]:
+        return None
+    return ctx.const(node.input[index], node)
