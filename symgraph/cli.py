@@ -16,43 +16,15 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, Callable, NoReturn, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from .base import ShapeError, SymgraphError
+from .cli_args import Parser, positive_float, positive_int
 from .models import MODELS
 
 SHAPE_HINT = "--shape NAME=D1,D2,... (e.g. --shape data=1,784)"
 # Graphviz output formats accepted by -o when the graphviz package cannot say (it is optional).
 FALLBACK_FORMATS = ("svg", "png", "pdf", "jpg", "jpeg", "gif", "ps", "eps", "dot", "gv", "json")
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse with a one-line error (no usage block): ``symgraph train: error: ...``."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """argparse type: a number > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
 
 
 def shape_arg(text: str) -> tuple[str, tuple[int, ...]]:

@@ -17,7 +17,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 import symgraph as sg
-from symgraph.cli import Parser, positive_float, positive_int
+from symgraph.cli_args import Parser, positive_float, positive_int
 
 DEFAULTS = {"batch_size": 64, "optimizer": "sgd", "learning_rate": 0.01, "momentum": 0.9,
             "wd": 0.0, "initializer": "pytorch", "flat": False}
