@@ -34,8 +34,8 @@ from .compiler import compile_module
 from .graphs import CudaGraph
 from .codegen import THREADS
 from . import cudnn
-from .lowering import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Switch,
-                       Upload, flat_actions)
+from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Switch,
+                      Upload, flat_actions)
 from .plan import ACCUMULATE, align, lower_schedule, segments
 from .runtime import activate, device_info
 
@@ -337,7 +337,7 @@ class CudaProgram:
             a, b, c = (self._ptr(r, env) for r in (act.a, act.b, act.c))
             dev = self.device_id
             return lambda rc: cublas.gemm(dev, stream.handle, act.trans_a, act.trans_b, act.m,
-                                          act.n, act.k, a, b, c, act.accumulate, act.batch)
+                                          act.n, act.k, a, b, c, batch=act.batch)
         if isinstance(act, Host):
             return lambda rc: self._host_step(act, env, rc)
         if isinstance(act, Upload):

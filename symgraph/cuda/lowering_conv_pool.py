@@ -5,9 +5,7 @@ from __future__ import annotations
 from .codegen import THREADS, grid_for
 from .kernels_conv_pool import (ConvPool, chunks_for, filters_per_thread, render_forward,
                                 render_param_grad, render_param_grad_sum)
-from .lowering import Kernel, StepCtx, family
-
-
+from .actions import Kernel, StepCtx, family
 def geometry(ctx: StepCtx, x: tuple) -> ConvPool:
     """The :class:`ConvPool` of a step whose data has shape ``x`` (the op's own shape rules)."""
     from ..ops.conv import geometry as conv_geometry

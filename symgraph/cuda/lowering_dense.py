@@ -11,7 +11,8 @@ from .. import expr as E
 from ..expr import inp
 from .codegen import THREADS, grid_for
 from .kernels import render_count, render_nll_sum, render_softmax, render_softmax_output_backward
-from .lowering import Gemm, Kernel, StepCtx, elementwise_actions, family
+from .actions import Gemm, Kernel, StepCtx, family
+from .lowering_elementwise import elementwise_actions
 from .lowering_fused import Epilogue, in_place, inline_epilogue
 
 Shape = tuple[int, ...]

@@ -15,8 +15,8 @@ from typing import Callable, Optional
 from ..expr import Expr, inp, substitute
 from ..registry import get_op
 from .codegen import used_inputs
-from .lowering import FAMILIES, Host, Ref, StepCtx, elementwise_actions, family, lowering_of
-
+from .actions import FAMILIES, Host, Ref, StepCtx, family, lowering_of
+from .lowering_elementwise import elementwise_actions
 Shape = tuple[int, ...]
 
 

@@ -11,8 +11,7 @@ from math import prod
 
 from .codegen import THREADS, Rendered, c_float, grid_for, kernel_name
 from .kernels import _offset_fn
-from .lowering import Fill, Kernel, StepCtx, family
-
+from .actions import Fill, Kernel, StepCtx, family
 LOOP = ("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
         "i += (long long)blockDim.x * gridDim.x) {\n")
 

@@ -17,8 +17,8 @@ from typing import Callable
 import numpy as np
 
 from .codegen import THREADS, Rendered, c_float, grid_for, kernel_name
-from .lowering import Copy, Host, Kernel, StepCtx, family, reduce_actions
-
+from .actions import Copy, Host, Kernel, StepCtx, family
+from .lowering_reduce import reduce_actions
 Shape = tuple[int, ...]
 Pairs = list[tuple[int, int]]
 LOOP = ("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "

@@ -18,7 +18,7 @@ from .codegen import THREADS, grid_for
 from .kernels_nn import Conv2d, render_col2im, render_im2col, render_swap01
 from .kernels_pool import (Pool2d, render_pool, render_pool_backward,
                            render_pool_backward_tiles)
-from .lowering import Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, family
+from .actions import Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, family
 from .lowering_fused import Epilogue, in_place, inline_epilogue
 
 

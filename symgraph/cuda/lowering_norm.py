@@ -14,9 +14,9 @@ from math import prod
 
 from .. import expr as E
 from ..expr import inp
-from .lowering import Copy, StepCtx, Switch, elementwise_actions, family, reduce_actions
-
-
+from .actions import Copy, StepCtx, Switch, family
+from .lowering_elementwise import elementwise_actions
+from .lowering_reduce import reduce_actions
 @family("leaky_relu")
 def _leaky_relu(ctx: StepCtx, p: dict) -> list:
     from ..ops.activation import LEAKY

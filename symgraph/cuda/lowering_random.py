@@ -14,8 +14,8 @@ from math import prod
 
 from ..expr import inp
 from .codegen import THREADS, Rendered, c_float, grid_for, kernel_name
-from .lowering import Copy, Fill, Kernel, StepCtx, Switch, elementwise_actions, family
-
+from .actions import Copy, Fill, Kernel, StepCtx, Switch, family
+from .lowering_elementwise import elementwise_actions
 PHILOX_NAME = "sg_philox4x32_10"
 # The published constants (Random123): two multipliers, two Weyl increments of the key.
 PHILOX_SOURCE = f"""\

@@ -15,8 +15,7 @@ from typing import Callable
 import numpy as np
 
 from .codegen import Rendered, grid_for, kernel_name, THREADS
-from .lowering import Fill, Kernel, StepCtx, family
-
+from .actions import Fill, Kernel, StepCtx, family
 ViewFn = Callable[[object, np.ndarray, list], list]  # (attrs, array, input shapes) -> views
 
 

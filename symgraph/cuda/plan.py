@@ -13,8 +13,8 @@ from ..expr import inp
 from ..schedule import MemoryPlan, Schedule
 from .codegen import Rendered, render_contiguous
 from .compiler import module_source
-from .lowering import Copy, Kernel, Ref, flat_actions, lower_step, step_context
-
+from .actions import Copy, Kernel, Ref, flat_actions, step_context
+from .lowering import lower_step
 ALIGN = 256  # bytes; keeps every buffer 16-byte aligned for float4 access
 
 

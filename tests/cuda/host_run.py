@@ -18,8 +18,8 @@ from typing import Sequence
 
 import numpy as np
 
-from symgraph.cuda.lowering import (Choice, Copy, Fill, Gemm, Kernel, Ref, Switch, lower_step,
-                                    step_context)
+from symgraph.cuda.actions import Choice, Copy, Fill, Gemm, Kernel, Ref, Switch, step_context
+from symgraph.cuda.lowering import lower_step
 from symgraph.cuda.compiler import module_source
 from symgraph.cuda.kernels_conv_pool import BLOCK_SIZE_FREE
 from symgraph.schedule import Step
@@ -123,7 +123,7 @@ def _main(actions: Sequence, buffers: dict, files: dict, outputs: Sequence[Ref])
             lines.append(f"    reinterpret_cast<void (*)({sig})>({a.kernel.name})({args});")
         elif isinstance(a, Gemm):
             ops = (f"{str(a.trans_a).lower()}, {str(a.trans_b).lower()}, {a.m}, {a.n}, {a.k}, "
-                   f"{name[a.a]}, {name[a.b]}, {name[a.c]}, {a.batch}, {str(a.accumulate).lower()}")
+                   f"{name[a.a]}, {name[a.b]}, {name[a.c]}, {a.batch}, false")
             lines.append(f"    host_gemm({ops});")
         elif isinstance(a, Copy):
             lines.append(f"    memcpy({name[a.dst]}, {name[a.src]}, {a.nbytes});")

@@ -13,7 +13,7 @@ import pytest
 import symgraph as sg
 from symgraph.base import ExecutionError
 from symgraph.cuda import compiler
-from symgraph.cuda.lowering import Host, Kernel, flat_actions
+from symgraph.cuda.actions import Host, Kernel, flat_actions
 from symgraph.cuda.plan import lower_schedule
 
 from .graphs import all_graphs

@@ -12,7 +12,7 @@ import pytest
 
 import symgraph as sg
 from symgraph.cuda import compiler
-from symgraph.cuda.lowering import Kernel
+from symgraph.cuda.actions import Kernel
 from symgraph.registry import RunCtx, get_op
 
 from .graphs import all_graphs

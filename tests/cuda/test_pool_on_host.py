@@ -19,7 +19,7 @@ import symgraph as sg
 from symgraph.cuda import compiler
 from symgraph.cuda.kernels_pool import (Pool2d, render_pool, render_pool_backward,
                                         render_pool_backward_tiles)
-from symgraph.cuda.lowering import Kernel
+from symgraph.cuda.actions import Kernel
 from symgraph.expr import call, inp
 
 from .host_run import host_compiler, lowered, run_on_host

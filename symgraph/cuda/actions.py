@@ -1,0 +1,217 @@
+"""The vocabulary of CUDA lowering: actions, the step context, and the family table.
+
+A lowering function (one per family, in a ``lowering_*`` module) gets a :class:`StepCtx` and
+returns a list of actions the backend knows how to run:
+
+* :class:`Kernel` - a generated kernel launch (source rendered by a ``kernels_*`` module or by
+  ``codegen``, compiled into the program's one module);
+* :class:`Copy`, :class:`Fill`, :class:`Upload` - device copy, 32-bit memset, constant bytes;
+* :class:`Gemm` - a (strided-batched) cuBLAS SGEMM in row-major terms;
+* :class:`ConvCall` - a cuDNN convolution;
+* :class:`Switch`, :class:`Choice` - training/inference and library/fallback alternatives;
+* :class:`Host` - the documented stopgap: inputs to the host, the numpy reference, results back;
+* :class:`Callback` - Python on the step's device buffers (``Custom``).
+
+Arguments are symbolic (:class:`Ref`: a slot, a scratch buffer or a random key) and resolved to
+device pointers by the backend, so lowering is pure Python and CI renders every kernel without
+a GPU. This module imports no lowering module: they all import it, and ``lowering.py`` imports
+them all, so the family table is full before the first step is lowered.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..attrs import Attrs
+from ..registry import OpDef
+from ..schedule import Step
+from .codegen import Rendered
+
+Shape = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A device buffer: ``("slot", i)``, ``("scratch", k)`` or ``("key", k)`` of the step's
+    program. Keys are 64-bit random-number keys that live for the whole program: the backend
+    writes a fresh one, drawn from ``RunCtx.rng``, before each run of the step that owns it."""
+
+    kind: str
+    index: int
+
+
+@dataclass(frozen=True)
+class Kernel:
+    kernel: Rendered
+    grid: int
+    block: int
+    args: tuple[Ref, ...]
+    n: int
+
+
+@dataclass(frozen=True)
+class Copy:
+    dst: Ref
+    src: Ref
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Fill:
+    dst: Ref
+    value: float
+    count: int
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """C[b] = op(A[b]) @ op(B[b]), row-major, ``batch`` matrices."""
+
+    trans_a: bool
+    trans_b: bool
+    m: int
+    n: int
+    k: int
+    a: Ref
+    b: Ref
+    c: Ref
+    batch: int = 1
+
+
+@dataclass(frozen=True)
+class Host:
+    step: Step
+
+
+@dataclass(frozen=True)
+class Callback:
+    """Python on the step's device buffers (``Custom``): ``run(attrs, ins, outs, is_train,
+    stream)`` with GPU NDArrays; never inside a captured graph (it is host code)."""
+
+    step: Step
+    run: Any
+
+
+@dataclass(frozen=True)
+class ConvCall:
+    """A cuDNN convolution: ``kind`` fwd (a=x, b=w), data (a=w, b=dy) or filter (a=x, b=dy)."""
+
+    kind: str
+    geometry: Any
+    filters: int
+    a: Ref
+    b: Ref
+    out: Ref
+
+
+@dataclass(frozen=True)
+class Switch:
+    """``train`` actions when run with ``RunCtx.is_train``, else ``infer`` (BatchNorm...)."""
+
+    train: tuple
+    infer: tuple
+
+
+@dataclass(frozen=True)
+class Choice:
+    """``primary`` (library calls) when cuDNN loads at run time, else ``fallback``."""
+
+    primary: tuple
+    fallback: tuple
+
+
+def flat_actions(acts: Sequence[Any]) -> list:
+    """Every action, both branches of a Choice included (for gathering kernels)."""
+    out: list = []
+    for a in acts:
+        if isinstance(a, Choice):
+            out += flat_actions(a.primary + a.fallback)
+        elif isinstance(a, Switch):
+            out += flat_actions(a.train + a.infer)
+        else:
+            out.append(a)
+    return out
+
+
+Action = Any
+
+
+@dataclass
+class StepCtx:
+    """What a lowering function sees: the step, its shapes and buffers, device facts."""
+
+    step: Step
+    attrs: Attrs
+    in_shapes: list[Shape]
+    out_shapes: list[Shape]
+    dtypes: list[np.dtype]  # of the step's inputs, then outputs
+    ins: list[Ref]
+    outs: list[Ref]
+    sm_count: int
+    scratch: list[int] = field(default_factory=list)  # aligned bytes of this step's buffers
+    keys: list[int] = field(default_factory=list)  # random keys of the program so far (shared)
+
+    def new_scratch(self, nbytes: int) -> Ref:
+        """A temporary buffer of this step (``Ref.index`` is its byte offset in the workspace
+        that all steps share: steps run one after another on one stream)."""
+        offset = sum(self.scratch)
+        self.scratch.append((int(nbytes) + 255) // 256 * 256)
+        return Ref("scratch", offset)
+
+    def new_key(self) -> Ref:
+        """A random key of this step: refreshed from ``RunCtx.rng`` before every run of the
+        step, outside any captured CUDA graph, so a replayed graph still draws new numbers."""
+        self.keys.append(len(self.keys))
+        return Ref("key", len(self.keys) - 1)
+
+    @property
+    def stem(self) -> str:
+        return self.step.node.op.lstrip("_")
+
+
+LoweringFn = Callable[[StepCtx, dict], list]
+FAMILIES: dict[str, LoweringFn] = {}
+
+
+def family(name: str) -> Callable[[LoweringFn], LoweringFn]:
+    def deco(fn: LoweringFn) -> LoweringFn:
+        FAMILIES[name] = fn
+        return fn
+    return deco
+
+
+# Families that move or convert bytes, or run Python: any dtype (the others are float32 only).
+BYTE_FAMILIES = {"copy", "constant", "callback", "cast"}
+
+
+def lowering_of(op: OpDef) -> tuple[str, dict]:
+    """(family, params) of an op: its ``lowering`` data, else elementwise/host by default."""
+    low = op.lowering
+    if low is None:
+        return ("elementwise", {}) if op.expr is not None else ("host", {})
+    if isinstance(low, str):
+        return low, {}
+    return low[0], dict(low[1])
+
+
+@dataclass(frozen=True)
+class Upload:
+    """Copy constant host bytes into ``dst`` (from pinned memory: capturable in a graph)."""
+
+    dst: Ref
+    data: bytes
+
+
+def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype],
+                 sm_count: int, scratch: Optional[list] = None,
+                 keys: Optional[list] = None) -> StepCtx:
+    """The :class:`StepCtx` of ``step`` in a schedule with these slot shapes and dtypes
+    (``keys``: the program's random keys so far, shared by all its steps)."""
+    return StepCtx(step, step.node.attrs, [tuple(shapes[i]) for i in step.inputs],
+                   [tuple(shapes[i]) for i in step.outputs],
+                   [dtypes[i] for i in step.inputs + step.outputs],
+                   [Ref("slot", i) for i in step.inputs], [Ref("slot", i) for i in step.outputs],
+                   sm_count, scratch if scratch is not None else [],
+                   keys if keys is not None else [])

@@ -1,0 +1,76 @@
+"""Lowering of the elementwise families: one generated grid-stride kernel per step (formula
+from ``OpDef.expr``, rendered by ``codegen.render_elementwise``), plus the byte-moving families
+(``copy``, ``constant``, ``fill``) and the host/callback stopgaps.
+"""
+from __future__ import annotations
+
+from math import prod
+from typing import Sequence
+
+import numpy as np
+
+from ..expr import Expr, inp
+from ..registry import get_op
+from .actions import Callback, Copy, Fill, Host, Kernel, Ref, Shape, StepCtx, Upload, family
+from .codegen import THREADS, grid_for, render_elementwise
+
+
+def elementwise_actions(ctx: StepCtx, stem: str, exprs: Sequence[Expr], in_shapes: Sequence[Shape],
+                        ins: Sequence[Ref], out_shape: Shape, outs: Sequence[Ref]) -> list:
+    kern, used = render_elementwise(stem, exprs, in_shapes, out_shape)
+    n = prod(out_shape)
+    per = kern.per_thread
+    grid = grid_for((n + per - 1) // per, ctx.sm_count)
+    return [Kernel(kern, grid, THREADS, tuple(outs) + tuple(ins[i] for i in used), n)]
+
+
+@family("host")
+def _host(ctx: StepCtx, p: dict) -> list:
+    return [Host(ctx.step)]
+
+
+@family("callback")
+def _callback(ctx: StepCtx, p: dict) -> list:
+    return [Callback(ctx.step, p["run"])]
+
+
+@family("elementwise")
+def _elementwise(ctx: StepCtx, p: dict) -> list:
+    op = get_op(ctx.step.node.op)
+    e = op.expr(ctx.attrs, *(inp(i) for i in range(len(ctx.ins))))
+    return elementwise_actions(ctx, ctx.stem, [e], ctx.in_shapes, ctx.ins, ctx.out_shapes[0],
+                               ctx.outs)
+
+
+@family("copy")
+def _copy(ctx: StepCtx, p: dict) -> list:
+    """Reshape, identity, BlockGrad...: the bytes of input 0, unchanged."""
+    nbytes = prod(ctx.out_shapes[0]) * np.dtype(ctx.dtypes[-1]).itemsize
+    return [Copy(ctx.outs[0], ctx.ins[0], nbytes)] if nbytes else []
+
+
+@family("constant")
+def _constant(ctx: StepCtx, p: dict) -> list:
+    """A literal array (``_constant``, made by constant folding): uploaded every run, since
+    the memory plan may lend its bytes to other slots in between."""
+    return [Upload(ctx.outs[0], ctx.attrs["value"][0])] if ctx.attrs["value"][0] else []
+
+
+@family("fill")
+def _fill(ctx: StepCtx, p: dict) -> list:
+    return [Fill(ctx.outs[0], float(p["value"]), prod(ctx.out_shapes[0]))]
+
+
+@family("scale_by_batch")
+def _scale_by_batch(ctx: StepCtx, p: dict) -> list:
+    e = inp(0) * (1.0 / ctx.in_shapes[0][0])
+    return elementwise_actions(ctx, "scale_by_batch", [e], ctx.in_shapes, ctx.ins,
+                               ctx.out_shapes[0], ctx.outs)
+
+
+@family("broadcast_to")
+def _broadcast_to(ctx: StepCtx, p: dict) -> list:
+    """Input ``p['input']`` (default 0) broadcast to the output shape (broadcast_like)."""
+    i = p.get("input", 0)
+    return elementwise_actions(ctx, ctx.stem, [inp(0)], [ctx.in_shapes[i]], [ctx.ins[i]],
+                               ctx.out_shapes[0], ctx.outs)
