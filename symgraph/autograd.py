@@ -12,6 +12,7 @@ from typing import Any, Iterator, Optional, Sequence, Union
 
 from .base import ExecutionError
 from .imperative import STATE, attach_grad
+from .imperative_compile import backward as run_backward
 from .ndarray import NDArray
 
 Arrays = Union[NDArray, Sequence[NDArray]]
@@ -90,7 +91,6 @@ def mark_variables(variables: Arrays, gradients: Arrays,
 def backward(heads: Arrays, head_grads: Optional[Arrays] = None, retain_graph: bool = False,
              train_mode: bool = True) -> None:
     """Gradients of ``heads`` (weighted by ``head_grads``, ones by default) into ``.grad``."""
-    from .imperative_compile import backward as run_backward
     hs = _as_list(heads)
     hg = None if head_grads is None else _as_list(head_grads)
     if hg is not None and len(hg) != len(hs):
@@ -111,6 +111,5 @@ def grad(heads: Arrays, variables: Arrays, head_grads: Optional[Arrays] = None,
         from .imperative_grad import grad_graph
         out = grad_graph(hs, vs, hg)
     else:
-        from .imperative_compile import backward as run_backward
-        out = run_backward(hs, hg, retain_graph, train_mode, variables=vs)
+            out = run_backward(hs, hg, retain_graph, train_mode, variables=vs)
     return out if isinstance(variables, (list, tuple)) else out[0]

@@ -24,6 +24,7 @@ from .passes.infer_type import infer_types
 from .passes.verify import check_unique_inputs
 from .registry import RunCtx, get_op
 from .schedule import Schedule, lower
+from .symbol import Symbol
 
 GRAD_REQS = ("write", "add", "null")
 
@@ -176,7 +177,6 @@ class Executor:
         heads: list[Node] = []
         wrt_names = [n for n, r in zip(self._arg_names, self._reqs) if r != "null"]
         if train and wrt_names:
-            from .symbol import Symbol
             # Head gradients are bound only in backward(); fusion must know (__phase__).
             heads = [_declare(variable(f"_head_grad{i}", {"__phase__": "backward"}),
                               self._shapes[e], self._dtypes[e])

@@ -235,47 +235,7 @@ def _result(outs: list[NDArray], out: Any) -> Any:
     return outs[0] if len(outs) == 1 else outs
 
 
-# -- forcing, writing, autograd leaves -----------------------------------------------------------
-
-def force(arrays: Sequence[NDArray]) -> None:
-    """Compute pending ``arrays`` (and every live pending array of their subgraph)."""
-    from .imperative_compile import force_pending
-    pending = [a for a in arrays if a._buf is None]
-    if pending:
-        force_pending(pending)
-
-
-def flush() -> None:
-    """Compute every live pending array."""
-    arrays = [a for refs in list(PENDING.values()) for r in refs
-              for a in (r(),) if a is not None and a._buf is None]
-    by_ctx: dict = {}
-    for a in arrays:
-        by_ctx.setdefault(a._ctx, []).append(a)
-    for group in by_ctx.values():
-        force(group)
-
-
-def wait(a: NDArray) -> None:
-    """``wait_to_read``: compute ``a`` and wait for its device."""
-    force([a])
-    if a._ctx.device_type == "gpu":
-        import pycuda.driver as drv
-        from .cuda.runtime import activate
-        with activate(a._ctx.device_id):
-            drv.Context.synchronize()
-
-
-def before_write(a: NDArray) -> None:
-    """``a`` is about to be written in place: compute everything pending first (it may read
-    ``a``), and cut ``a`` from the recorded graph unless it is a variable."""
-    if STATE.running:  # a custom op writing its outputs inside a run
-        return
-    if PENDING:
-        flush()
-    if a._entry is not None and a._entry.node is not a._var:
-        a._entry, a._recorded = None, False
-
+# -- autograd leaves ----------------------------------------------------------------------------
 
 def attach_grad(a: NDArray, grad_req: str = "write", grad: Optional[NDArray] = None) -> None:
     """Make ``a`` a variable of autograd with gradient buffer ``grad`` (zeros if None)."""

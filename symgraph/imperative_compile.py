@@ -341,3 +341,44 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
         for e in entries:
             FREED.add(e.node)
     return results if variables is not None else None
+
+
+# -- what NDArray asks of the engine (nd_methods plugs these in) ------------------------------
+
+def force(arrays: Sequence[NDArray]) -> None:
+    """Compute pending ``arrays`` (and every live pending array of their subgraph)."""
+    pending = [a for a in arrays if a._buf is None]
+    if pending:
+        force_pending(pending)
+
+
+def flush() -> None:
+    """Compute every live pending array."""
+    arrays = [a for refs in list(PENDING.values()) for r in refs
+              for a in (r(),) if a is not None and a._buf is None]
+    by_ctx: dict = {}
+    for a in arrays:
+        by_ctx.setdefault(a._ctx, []).append(a)
+    for group in by_ctx.values():
+        force(group)
+
+
+def wait(a: NDArray) -> None:
+    """``wait_to_read``: compute ``a`` and wait for its device."""
+    force([a])
+    if a._ctx.device_type == "gpu":
+        import pycuda.driver as drv
+        from .cuda.runtime import activate
+        with activate(a._ctx.device_id):
+            drv.Context.synchronize()
+
+
+def before_write(a: NDArray) -> None:
+    """``a`` is about to be written in place: compute everything pending first (it may read
+    ``a``), and cut ``a`` from the recorded graph unless it is a variable."""
+    if STATE.running:  # a custom op writing its outputs inside a run
+        return
+    if PENDING:
+        flush()
+    if a._entry is not None and a._entry.node is not a._var:
+        a._entry, a._recorded = None, False

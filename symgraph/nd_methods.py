@@ -1,5 +1,10 @@
 """NDArray's operators and fluent methods, and the ``sg.nd.<op>`` functions, all as tables
-over registered ops (so every one of them records a node; nothing here computes)."""
+over registered ops (so every one of them records a node; nothing here computes).
+
+``ndarray.py`` is a low module (executors, backends and files use NDArray) and imports none of
+the layers built on it; this module, imported by ``symgraph/__init__``, connects them: it plugs
+the imperative engine into NDArray (:data:`ENGINE`), installs the methods that record ops or
+run autograd, and fills ``sg.nd``'s namespace (op functions, ``sg.nd.random``)."""
 from __future__ import annotations
 
 import weakref
@@ -7,10 +12,20 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from . import registry
+from types import SimpleNamespace
+
+from . import autograd, imperative, imperative_compile, ndarray, random, registry
+from . import ops  # noqa: F401  (registers the built-in ops)
+from . import symbol as S
 from .base import AttrError, ShapeError, where
 from .imperative import PENDING, _Call, _call_info, _result, call, record
 from .ndarray import NDArray, array
+
+# What NDArray asks of the engine (see ``ndarray.set_engine``).
+ENGINE = SimpleNamespace(
+    force=imperative_compile.force, flush=imperative_compile.flush,
+    wait=imperative_compile.wait, before_write=imperative_compile.before_write,
+    call=imperative.call, detach=imperative.detach, attach_grad=imperative.attach_grad)
 
 # method: (array-array op, array-scalar op, reflected scalar op or None)
 BINARY: dict[str, tuple[str, str, str]] = {
@@ -179,8 +194,6 @@ def make_nd_function(opdef: registry.OpDef):
 def make_nd_from_symbol_api(api: Any):
     """``sg.nd`` version of a hand-written ``sg.sym`` function (``Custom``): the symbol it
     builds on placeholder variables gives the node's op and attributes."""
-    from . import symbol as S
-
     def op_function(*args: Any, out: Optional[NDArray] = None, name: Optional[str] = None,
                     **kwargs: Any) -> Any:
         arrays: dict[str, NDArray] = {}
@@ -209,7 +222,6 @@ def make_nd_from_symbol_api(api: Any):
 
 def install(cls: type, namespace: dict) -> None:
     """Put the methods on NDArray and the op functions in ``sg.nd``'s namespace."""
-    from . import ops  # noqa: F401  (registers the built-in ops)
     for name, ops_ in BINARY.items():
         setattr(cls, f"__{name}__", _binary(name, ops_, False))
         if name in REFLECTED:
@@ -222,8 +234,8 @@ def install(cls: type, namespace: dict) -> None:
     cls.T = property(lambda self: _transpose(self))
     for opname, opdef in registry.all_ops().items():
         api = opdef.extra.get("api")
-        namespace.setdefault(opname, make_nd_from_symbol_api(api) if api else
-                             make_nd_function(opdef))
+        namespace.setdefault(opname, make_nd_from_symbol_api(api(S.apply_op, S.Symbol))
+                             if api else make_nd_function(opdef))
     for alias_name, target in registry.all_aliases().items():
         namespace.setdefault(alias_name, namespace[target])
     for meth, op in FLUENT.items():
@@ -231,3 +243,15 @@ def install(cls: type, namespace: dict) -> None:
             setattr(cls, meth, _fluent(namespace[op]))
     cls.transpose = _transpose
     cls.__getitem__ = getitem
+    cls.backward = _backward
+    namespace["random"] = random  # sg.nd.random is sg.random: one generator
+
+
+def _backward(self: NDArray, out_grad: Optional[NDArray] = None, retain_graph: bool = False,
+              train_mode: bool = True) -> None:
+    """Gradients of this recorded array into the ``.grad`` of the variables it depends on."""
+    autograd.backward([self], None if out_grad is None else [out_grad], retain_graph, train_mode)
+
+
+ndarray.set_engine(ENGINE)
+install(NDArray, vars(ndarray))

@@ -13,15 +13,27 @@ from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
+from . import ndfile
 from .base import BindError, ShapeError
 from .context import Context, cpu, current_context
 
 Shape = Union[int, Sequence[int]]
 
 
+# The imperative engine (``imperative.py``: records op calls, computes pending arrays) builds
+# on this module, so it is not imported here: it plugs itself in with :func:`set_engine` when
+# imported (``import symgraph`` imports it). Executors use NDArray without it.
+_ENGINE: Any = None
+
+
+def set_engine(engine: Any) -> None:
+    """Install the object that ``force``s, ``call``s and records ops on arrays."""
+    global _ENGINE
+    _ENGINE = engine
+
+
 def _engine() -> Any:
-    from . import imperative
-    return imperative
+    return _ENGINE
 
 
 class NDArray:
@@ -185,13 +197,6 @@ class NDArray:
         """Allocate ``.grad`` (zeros) and make this array a variable autograd differentiates."""
         _engine().attach_grad(self, grad_req)
 
-    def backward(self, out_grad: Optional["NDArray"] = None, retain_graph: bool = False,
-                 train_mode: bool = True) -> None:
-        """Gradients of this recorded array into the ``.grad`` of the variables it depends on."""
-        from . import autograd
-        autograd.backward([self], None if out_grad is None else [out_grad],
-                          retain_graph, train_mode)
-
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.asnumpy()
         return a if dtype is None else a.astype(dtype)
@@ -285,21 +290,13 @@ def waitall() -> None:
 def save(fname: str, data: Union[dict, list, NDArray]) -> None:
     """Save NDArrays in MXNet's NDArray-list format (``mx.nd.save``): a dict keeps its names, a
     list (or one array) is saved in order without names. The file is replaced atomically."""
-    from . import ndfile
     ndfile.save(fname, data)
 
 
 def load(fname: str) -> Union[dict[str, NDArray], list[NDArray]]:
     """Load an MXNet NDArray-list file (or symgraph's older ``.npz``) as CPU NDArrays: a dict if
     the file holds names, else a list, as ``mx.nd.load``. Damaged files raise DataError."""
-    from . import ndfile
     arrays, names = ndfile.load(fname)
     if names is None:
         return [NDArray(a, cpu()) for a in arrays]
     return {k: NDArray(a, cpu()) for k, a in zip(names, arrays)}
-
-
-from . import random  # noqa: E402  (sg.nd.random is sg.random: one generator)
-from .nd_methods import install as _install  # noqa: E402
-
-_install(NDArray, globals())

@@ -15,7 +15,9 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Literal, Optional, Union
 
-from .attrs import REQUIRED, Param
+from .attrs import REQUIRED, Param, parse_attrs
+from .base import AttrError
+from .ndarray import NDArray
 from .registry import OpDef
 
 P = inspect.Parameter
@@ -159,18 +161,37 @@ def type_text(tp: Any) -> str:
     return str(tp).replace("typing.", "")
 
 
+def probe_input_names(opdef: OpDef, attrs: dict) -> tuple[str, ...]:
+    """Input names for ``attrs`` before full validation (which needs the node name and runs
+    in apply_op); invalid values fall back to placeholders so the real error comes later."""
+    probe = {k: v for k, v in attrs.items() if k in opdef.params}
+    for candidate in (probe, {**_fill_required(opdef), **probe}, _fill_required(opdef)):
+        try:
+            return opdef.input_names(parse_attrs(opdef.params, candidate, ""))
+        except AttrError:
+            continue
+    return ()
+
+
+def _fill_required(opdef: OpDef) -> dict:
+    """Placeholder values for required attributes, to learn input names before validation."""
+    samples = {"int": 1, "float": 1.0, "bool": False, "shape": (1,), "str": "", "dtype": "float32"}
+    return {k: samples.get(p.kind, None) if not p.choices else p.choices[0]
+            for k, p in opdef.params.items() if p.default is REQUIRED}
+
+
 def input_names(opdef: OpDef) -> tuple[str, ...]:
     """Input names with default attributes (``bias`` is listed when ``no_bias`` is False)."""
-    from .symbol import _probe_input_names
-    return _probe_input_names(opdef, {})
+    return probe_input_names(opdef, {})
+
+
+# The array class of each front end, for annotations. ``symbol.py`` builds on this module and
+# adds its Symbol when imported.
+ARRAY_CLASSES: dict[str, type] = {"nd": NDArray}
 
 
 def _array_class(front_end: str) -> type:
-    if front_end == "sym":
-        from .symbol import Symbol
-        return Symbol
-    from .ndarray import NDArray
-    return NDArray
+    return ARRAY_CLASSES[front_end]
 
 
 def signature(opdef: OpDef, front_end: str = "sym") -> inspect.Signature:

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+from . import symbol
 from .base import AttrError, ExecutionError
-
-PropFactory = Callable[..., "CustomOpProp"]
-_PROPS: dict[str, PropFactory] = {}
-
+from .ops.custom import PROPS as _PROPS
+from .ops.custom import prop_factory  # noqa: F401  (sg.operator.prop_factory, as before)
 
 def register(reg_name: str) -> Callable[[type], type]:
     """Class decorator registering a :class:`CustomOpProp` subclass as ``op_type=reg_name``.
@@ -37,16 +36,6 @@ def register(reg_name: str) -> Callable[[type], type]:
         _PROPS[reg_name] = prop_cls
         return prop_cls
     return do_register
-
-
-def prop_factory(op_type: str) -> PropFactory:
-    """The registered constructor of ``op_type``; AttrError naming the known ones if absent."""
-    try:
-        return _PROPS[op_type]
-    except KeyError:
-        known = sorted(k for k in _PROPS if not k.startswith("_ndarrayop"))
-        raise AttrError(f"Custom: op_type {op_type!r} is not registered with "
-                        f"sg.operator.register; registered: {known}") from None
 
 
 def registered_types() -> list[str]:
@@ -147,7 +136,6 @@ class NDArrayOp(_OpSignature):
 
     def __call__(self, *args: Any, name: Optional[str] = None, **kwargs: Any) -> Any:
         """``Custom`` symbol applying this op to ``args``/``kwargs`` (symbols by argument name)."""
-        from . import symbol
         if self._op_type is None:
             self._op_type = f"_ndarrayop{len(_PROPS)}_{type(self).__name__}"
             _PROPS[self._op_type] = lambda: _NDArrayOpProp(self)

@@ -70,8 +70,9 @@ class OpDef:
     * ``view``: a pure reshape; lowering aliases its output to its input instead of a step.
     * ``epilogue``: besides GEMM-like ops, this op may take an elementwise consumer as its
       epilogue (fusion's ``head``).
-    * ``extra["api"]``: a hand-written ``sg.sym`` function replacing the generated one (for ops
-      whose inputs and attributes are not a fixed schema, such as ``Custom``).
+    * ``extra["api"]``: ``api(apply_op, symbol_cls)`` makes a hand-written ``sg.sym`` function
+      replacing the generated one (for ops whose inputs and attributes are not a fixed schema,
+      such as ``Custom``); ops sit below ``symbol.py``, so the front end hands them its pieces.
     """
 
     name: str

@@ -18,9 +18,9 @@ import re
 from typing import Any
 
 from .attrs import ANY_KEY, Attrs, format_value, parse_attrs
-from .fileio import write_text
+from .fileio import read_limited, write_text
 from .base import AttrError, GraphError, SymgraphError, where
-from .graph import Entry, Node, topo_order
+from .graph import Entry, Graph, Node, topo_order
 from .registry import get_op
 
 FORMAT_VERSION = 1
@@ -198,14 +198,14 @@ def _build(doc: Any) -> list[Entry]:
     return [_entry(h, built, f"head {k}") for k, h in enumerate(doc["heads"])]
 
 
-def from_json(text: str) -> Any:
-    """Parse :func:`to_json` output (or MXNet's symbol JSON) into a Symbol.
+def graph_from_json(text: str) -> Graph:
+    """Parse :func:`to_json` output (or MXNet's symbol JSON) into a Graph (``sg.sym.load_json``
+    wraps it in a Symbol: this module sits below ``symbol.py``).
 
     Every problem raises GraphError (op attribute errors are wrapped), before any graph exists:
     bad JSON, nesting deeper than MAX_DEPTH, wrong JSON types, indices that are fractional,
     negative or out of range, unknown ops, internal ops, unknown attributes (user attributes
     must be ``__dunder__``), wrong input counts, two variables of one name."""
-    from .symbol import Symbol
     if not isinstance(text, str):
         raise _bad(f"expected text, got {type(text).__name__}")
     _check_depth(text)
@@ -218,15 +218,14 @@ def from_json(text: str) -> Any:
         raise
     except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
         raise GraphError(f"malformed symbol JSON: {type(exc).__name__}: {exc}") from None
-    return Symbol(heads)
+    return Graph(tuple(heads))
 
 
-def load(fname: str) -> Any:
-    """Read a symbol JSON file (size-checked first) into a Symbol; errors name the file."""
-    from .fileio import read_limited
+def load_graph(fname: str) -> Graph:
+    """Read a symbol JSON file (size-checked first) into a Graph; errors name the file."""
     data = read_limited(fname, MAX_FILE, "symbol file")
     try:
-        return from_json(data.decode("utf-8"))
+        return graph_from_json(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise GraphError(f"{fname}: symbol JSON is not UTF-8 ({exc})") from None
     except GraphError as exc:

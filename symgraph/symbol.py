@@ -11,11 +11,16 @@ from typing import Any, Iterator, Optional, Sequence, Union
 import numpy as np
 
 from . import name as _name
-from . import registry
+from . import ops  # noqa: F401  (registers the built-in ops)
+from . import registry, serialize
 from .attrs import Attrs, format_value, parse_attrs
 from .base import AttrError, GraphError
 from .base import where as _where  # not `where`: sg.sym.where is the operator
 from .graph import Entry, Graph, Node, rewrite, topo_order, variable
+from .opdoc import ARRAY_CLASSES, document
+from .opdoc import probe_input_names as _probe_input_names
+from .passes.infer_shape import symbol_infer_shape
+from .passes.infer_type import symbol_infer_type
 
 Number = Union[int, float, np.number]
 
@@ -220,46 +225,24 @@ class Symbol:
     # -- inference, serialisation, binding (implemented in their own modules) -------------------
     def infer_shape(self, *args: Any, **kwargs: Any) -> tuple:
         """``(arg_shapes, out_shapes, aux_shapes)``; raises ShapeError if any stays unknown."""
-        from .passes.infer_shape import symbol_infer_shape
         return symbol_infer_shape(self, args, kwargs, partial=False)
 
     def infer_shape_partial(self, *args: Any, **kwargs: Any) -> tuple:
         """Like infer_shape, with ``None`` (MXNet: ``()``) for shapes that stay unknown."""
-        from .passes.infer_shape import symbol_infer_shape
         return symbol_infer_shape(self, args, kwargs, partial=True)
 
     def infer_type(self, *args: Any, **kwargs: Any) -> tuple:
         """``(arg_types, out_types, aux_types)`` as numpy dtypes."""
-        from .passes.infer_type import symbol_infer_type
         return symbol_infer_type(self, args, kwargs)
 
     def tojson(self) -> str:
-        from .serialize import to_json
-        return to_json(self)
+        return serialize.to_json(self)
 
     def save(self, fname: str) -> None:
-        from .serialize import save
-        save(self, fname)
+        serialize.save(self, fname)
 
-    def gradient(self, wrt: Sequence[str]) -> "Symbol":
-        """A symbol whose outputs are d(sum of outputs)/d(each name in ``wrt``).
-
-        Head gradients are the variables ``<output name>_head_grad`` (ones if not bound).
-        """
-        from .passes.gradient import symbol_gradient
-        return symbol_gradient(self, list(wrt))
-
-    def bind(self, ctx: Any, args: Any, args_grad: Any = None, grad_req: Any = "write",
-             aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None) -> Any:
-        """Bind arrays and return an :class:`~symgraph.executor.Executor`."""
-        from .executor import Executor
-        return Executor.bind(self, ctx, args, args_grad, grad_req, aux_states)
-
-    def simple_bind(self, ctx: Any, grad_req: Any = "write", type_dict: Any = None,
-                    **shapes: Any) -> Any:
-        """Infer every shape from ``shapes`` and bind freshly allocated arrays."""
-        from .executor import Executor
-        return Executor.simple_bind(self, ctx, grad_req, type_dict, shapes)
+    # gradient, bind and simple_bind are installed by ``sym_methods.py``: autodiff and the
+    # executor build on this module, so it cannot import them.
 
     def debug_str(self) -> str:
         lines = []
@@ -384,50 +367,28 @@ def make_op_function(opdef: registry.OpDef):
                 inputs[i] = sym_kwargs[slot]
         return apply_op(opdef.name, inputs, attrs, name, attr)
 
-    from .opdoc import document  # signature and docstring from the registry
     return document(op_function, opdef)
-
-
-def _probe_input_names(opdef: registry.OpDef, attrs: dict) -> tuple[str, ...]:
-    """Input names for ``attrs`` before full validation (which needs the node name and runs
-    in apply_op); invalid values fall back to placeholders so the real error comes later."""
-    probe = {k: v for k, v in attrs.items() if k in opdef.params}
-    for candidate in (probe, {**_fill_required(opdef), **probe}, _fill_required(opdef)):
-        try:
-            return opdef.input_names(parse_attrs(opdef.params, candidate, ""))
-        except AttrError:
-            continue
-    return ()
-
-
-def _fill_required(opdef: registry.OpDef) -> dict:
-    """Placeholder values for required attributes, to learn input names before validation."""
-    from .attrs import REQUIRED
-    samples = {"int": 1, "float": 1.0, "bool": False, "shape": (1,), "str": "", "dtype": "float32"}
-    return {k: samples.get(p.kind, None) if not p.choices else p.choices[0]
-            for k, p in opdef.params.items() if p.default is REQUIRED}
 
 
 def load_json(text: str) -> Symbol:
     """Load a symbol from :meth:`Symbol.tojson` text (or MXNet's JSON)."""
-    from .serialize import from_json
-    return from_json(text)
+    return Symbol(serialize.graph_from_json(text).outputs)
 
 
 def load(fname: str) -> Symbol:
     """Load a symbol saved with :meth:`Symbol.save`; a bad file raises GraphError naming it."""
-    from .serialize import load as load_file
-    return load_file(fname)
+    return Symbol(serialize.load_graph(fname).outputs)
 
 
 def _install_op_functions() -> None:
     """Expose every registered op (and its MXNet aliases) as a function of this module."""
-    from . import ops  # noqa: F401  (registers the built-in ops)
     namespace = globals()
     for opname, opdef in registry.all_ops().items():
-        namespace.setdefault(opname, opdef.extra.get("api") or make_op_function(opdef))
+        api = opdef.extra.get("api")
+        namespace.setdefault(opname, api(apply_op, Symbol) if api else make_op_function(opdef))
     for alias_name, target in registry.all_aliases().items():
         namespace.setdefault(alias_name, namespace[target])
 
 
+ARRAY_CLASSES["sym"] = Symbol  # the annotations of sg.sym's functions
 _install_op_functions()

@@ -23,7 +23,6 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .. import operator as _operator
 from ..attrs import ANY_KEY, Attrs, Param
 from ..base import AttrError, ShapeError, where
 from ..context import cpu
@@ -58,6 +57,9 @@ class Kind:
 
 # -- the Python kind (op_type) --------------------------------------------------------------------
 
+# op_type -> constructor of its CustomOpProp; filled by ``sg.operator.register`` (and by
+# NDArrayOp objects when first called), read here when a Custom node is built or run.
+PROPS: dict[str, Callable[..., Any]] = {}
 _PROP_CACHE: dict[tuple, Any] = {}
 _OP_CACHE: dict[tuple, Any] = {}
 
@@ -67,9 +69,19 @@ def prop_kwargs(attrs: Attrs) -> dict[str, str]:
     return {k: v for k, v in attrs.items() if k not in PARAMS}
 
 
+def prop_factory(op_type: str) -> Callable[..., Any]:
+    """The registered constructor of ``op_type``; AttrError naming the known ones if absent."""
+    try:
+        return PROPS[op_type]
+    except KeyError:
+        known = sorted(k for k in PROPS if not k.startswith("_ndarrayop"))
+        raise AttrError(f"Custom: op_type {op_type!r} is not registered with "
+                        f"sg.operator.register; registered: {known}") from None
+
+
 def get_prop(attrs: Attrs) -> Any:
     """The (cached) CustomOpProp of a ``Custom`` node's attrs."""
-    factory = _operator.prop_factory(attrs["op_type"])
+    factory = prop_factory(attrs["op_type"])
     key = (id(factory), attrs)
     if key not in _PROP_CACHE:
         _PROP_CACHE[key] = factory(**prop_kwargs(attrs))
@@ -196,32 +208,36 @@ def _gradient(c: Any) -> list:
     return _kind(c.attrs).gradient(c)
 
 
-def custom_symbol(*args: Any, name: Optional[str] = None, attr: Optional[dict] = None,
-                  **kwargs: Any) -> Any:
-    """``sg.sym.Custom``: a Python op (``op_type=``, inputs by position or argument name,
-    other keywords passed to the prop as strings) or an aot kernel (``func=``,
-    ``func_type="aot"``, inputs positionally, ``out_shape``, ``out_dtype``, ``bprop``)."""
-    from ..symbol import Symbol, apply_op
-    syms = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-    attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol)}
-    here = where(name or "?", "Custom")
-    if attrs.get("func_type") or attrs.get("func"):
-        if syms:
-            raise AttrError(f"{here}an aot Custom takes its inputs positionally, got "
-                            f"keywords {sorted(syms)}")
-        return apply_op("Custom", list(args), custom_aot.prepare_attrs(attrs, len(args), here),
-                        name, attr)
-    if not attrs.get("op_type"):
-        raise AttrError(f"{here}give op_type= (a Python operator) or func=/func_type='aot'")
-    attrs = {k: v if k in PARAMS else str(v) for k, v in attrs.items()}
-    prop = get_prop(Attrs(attrs))
-    slots = list(prop.list_arguments()) + list(prop.list_auxiliary_states())
-    unknown = sorted(set(syms) - set(slots))
-    if unknown or len(args) > len(slots):
-        raise AttrError(f"{here}op_type {attrs['op_type']!r} takes inputs {slots}, got "
-                        f"{len(args)} positional and keywords {sorted(syms)}")
-    inputs = list(args) + [syms.get(s) for s in slots[len(args):]]
-    return apply_op("Custom", inputs, attrs, name, attr)
+def custom_api(apply_op: Callable, symbol_cls: type) -> Callable:
+    """``sg.sym.Custom``, made for the front end that builds nodes with ``apply_op`` and
+    whose symbols are ``symbol_cls`` (this module sits below ``symbol.py``: it is handed them)."""
+
+    def Custom(*args: Any, name: Optional[str] = None, attr: Optional[dict] = None,
+               **kwargs: Any) -> Any:
+        """A Python op (``op_type=``, inputs by position or argument name, other keywords
+        passed to the prop as strings) or an aot kernel (``func=``, ``func_type="aot"``,
+        inputs positionally, ``out_shape``, ``out_dtype``, ``bprop``)."""
+        syms = {k: v for k, v in kwargs.items() if isinstance(v, symbol_cls)}
+        attrs = {k: v for k, v in kwargs.items() if not isinstance(v, symbol_cls)}
+        here = where(name or "?", "Custom")
+        if attrs.get("func_type") or attrs.get("func"):
+            if syms:
+                raise AttrError(f"{here}an aot Custom takes its inputs positionally, got "
+                                f"keywords {sorted(syms)}")
+            return apply_op("Custom", list(args),
+                            custom_aot.prepare_attrs(attrs, len(args), here), name, attr)
+        if not attrs.get("op_type"):
+            raise AttrError(f"{here}give op_type= (a Python operator) or func=/func_type='aot'")
+        attrs = {k: v if k in PARAMS else str(v) for k, v in attrs.items()}
+        prop = get_prop(Attrs(attrs))
+        slots = list(prop.list_arguments()) + list(prop.list_auxiliary_states())
+        unknown = sorted(set(syms) - set(slots))
+        if unknown or len(args) > len(slots):
+            raise AttrError(f"{here}op_type {attrs['op_type']!r} takes inputs {slots}, got "
+                            f"{len(args)} positional and keywords {sorted(syms)}")
+        inputs = list(args) + [syms.get(s) for s in slots[len(args):]]
+        return apply_op("Custom", inputs, attrs, name, attr)
+    return Custom
 
 
 register(OpDef(
@@ -231,7 +247,7 @@ register(OpDef(
     aux=lambda a: _kind(a).aux(a), outputs=lambda a: _kind(a).outputs(a),
     lowering=("callback", {"run": run_forward}),
     doc="A user operator: a Python CustomOp/NDArrayOp (op_type) or an aot kernel (func).",
-    extra={"api": custom_symbol}))
+    extra={"api": custom_api}))
 
 
 # -- _backward_Custom -----------------------------------------------------------------------------

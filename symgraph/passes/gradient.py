@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from .. import name as _name
+from .. import symbol as S
+from ..base import GraphError
 from ..attrs import Attrs
 from ..graph import Entry, Graph, Node
 from ..registry import BROADCAST, NOT_DIFFERENTIABLE, get_op
@@ -48,7 +50,6 @@ def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[An
 
     ``head_grads[i]`` is the symbol of output i's gradient (None: that output has none).
     """
-    from .. import symbol as S
     nodes = graph.nodes()
     needed = _depends_on(nodes, set(wrt))
     ograds: dict[Entry, list] = {}
@@ -84,8 +85,6 @@ def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[An
 
 def symbol_gradient(sym: Any, wrt: list[str]) -> Any:
     """``Symbol.gradient``: d(sum of all outputs)/d(each variable in ``wrt``), as one symbol."""
-    from .. import symbol as S
-    from ..base import GraphError
     graph = sym.graph()
     by_name = {n.name: n for n in graph.variables()}
     missing = [w for w in wrt if w not in by_name]

@@ -1,0 +1,39 @@
+"""Symbol's methods that need the layers built on ``symbol.py``: autodiff and binding.
+
+``symbol.py`` is imported by autodiff (gradient rules compose ``sg.sym`` ops) and by the
+executor, so it imports neither; this module, imported by ``symgraph/__init__``, puts
+``Symbol.gradient``, ``Symbol.bind`` and ``Symbol.simple_bind`` on the class, as
+``nd_methods.py`` does for NDArray.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from .executor import Executor
+from .passes.gradient import symbol_gradient
+from .symbol import Symbol
+
+
+def gradient(self: Symbol, wrt: Sequence[str]) -> Symbol:
+    """A symbol whose outputs are d(sum of outputs)/d(each name in ``wrt``).
+
+    Head gradients are the variables ``<output name>_head_grad`` (ones if not bound).
+    """
+    return symbol_gradient(self, list(wrt))
+
+
+def bind(self: Symbol, ctx: Any, args: Any, args_grad: Any = None, grad_req: Any = "write",
+         aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None) -> Executor:
+    """Bind arrays and return an :class:`~symgraph.executor.Executor`."""
+    return Executor.bind(self, ctx, args, args_grad, grad_req, aux_states)
+
+
+def simple_bind(self: Symbol, ctx: Any, grad_req: Any = "write", type_dict: Any = None,
+                **shapes: Any) -> Executor:
+    """Infer every shape from ``shapes`` and bind freshly allocated arrays."""
+    return Executor.simple_bind(self, ctx, grad_req, type_dict, shapes)
+
+
+Symbol.gradient = gradient  # type: ignore[attr-defined]
+Symbol.bind = bind  # type: ignore[attr-defined]
+Symbol.simple_bind = simple_bind  # type: ignore[attr-defined]
