@@ -11,7 +11,6 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from . import random as _random
-from .attrs import Attrs, format_value
 from .base import BindError, ExecutionError
 from .context import Context
 from .graph import Entry, Graph, Node, variable
@@ -19,12 +18,13 @@ from .ndarray import NDArray, array, zeros
 from . import passes
 from .passes import INFERENCE_PIPELINE, TRAINING_PIPELINE, plan_memory, run_pipeline
 from .passes.gradient import gradient
-from .passes.infer_shape import infer_shapes
-from .passes.infer_type import infer_types
+from .passes.infer_shape import infer_shapes, symbol_shapes
+from .passes.infer_type import infer_types, symbol_types
 from .passes.verify import check_unique_inputs
 from .registry import RunCtx, get_op
 from .schedule import Schedule, lower
 from .symbol import Symbol
+from .typetable import TypeTable
 
 GRAD_REQS = ("write", "add", "null")
 
@@ -49,19 +49,12 @@ def _as_list(kind: str, value: Any, names: Sequence[str], required: bool) -> lis
     return value
 
 
-def _declare(node: Node, shape: tuple, dtype: np.dtype) -> Node:
-    """A copy of variable ``node`` carrying its bound shape and dtype."""
-    extra = dict(node.extra)
-    extra["__shape__"] = format_value(tuple(shape))
-    extra["__dtype__"] = np.dtype(dtype).name
-    return Node(node.op, node.name, node.attrs, (), Attrs(extra))
-
-
 class Executor:
     """Runs a bound symbol. Build with ``Symbol.bind`` or ``Symbol.simple_bind``."""
 
     def __init__(self, symbol: Any, ctx: Context, args: list[NDArray],
-                 grads: list[Optional[NDArray]], reqs: list[str], aux: list[NDArray]) -> None:
+                 grads: list[Optional[NDArray]], reqs: list[str], aux: list[NDArray],
+                 types: Optional[TypeTable] = None) -> None:
         self._symbol = symbol
         self._ctx = ctx
         self.arg_arrays = args
@@ -74,8 +67,9 @@ class Executor:
         self.grad_dict = {n: g for n, g, r in zip(self._arg_names, grads, reqs)
                           if g is not None and r != "null"}
         self.aux_dict = dict(zip(self._aux_names, aux))
-        self._compile()
-        self.outputs = [zeros(self._shapes[e], ctx, self._dtypes[e]) for e in self._fwd_outputs]
+        self._compile(types)
+        self.outputs = [zeros(self._types.shape(e), ctx, self._types.dtype(e))
+                        for e in self._fwd_outputs]
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
         self._trained = False
         self._env: Optional[list] = None
@@ -85,7 +79,10 @@ class Executor:
     # -- construction ----------------------------------------------------------------------
     @classmethod
     def bind(cls, symbol: Any, ctx: Context, args: Any, args_grad: Any = None,
-             grad_req: Any = "write", aux_states: Any = None) -> "Executor":
+             grad_req: Any = "write", aux_states: Any = None,
+             types: Optional[TypeTable] = None) -> "Executor":
+        """``types``: the symbol's inferred types when the caller has them (simple_bind), so
+        that the bind does not infer again; the arrays must have those shapes and dtypes."""
         check_unique_inputs(symbol.graph())
         names = symbol.list_arguments()
         arg_list = _as_list("bind args", args, names, required=True)
@@ -112,14 +109,15 @@ class Executor:
             if g is not None and (g.shape != a.shape or g.dtype != a.dtype):
                 raise BindError(f"gradient {n}: shape {g.shape} {g.dtype} differs from the "
                                 f"argument's {a.shape} {a.dtype}")
-        return cls(symbol, ctx, arg_list, grad_list, reqs, aux_list)
+        return cls(symbol, ctx, arg_list, grad_list, reqs, aux_list, types)
 
     @classmethod
     def simple_bind(cls, symbol: Any, ctx: Context, grad_req: Any = "write",
                     type_dict: Optional[Mapping[str, Any]] = None,
                     shapes: Optional[Mapping[str, Any]] = None) -> "Executor":
-        arg_shapes, _, aux_shapes = symbol.infer_shape(**(shapes or {}))
-        arg_types, _, aux_types = symbol.infer_type(**(type_dict or {}))
+        # The one inference of this bind: the executor reuses its table.
+        shape_of, (arg_shapes, _, aux_shapes) = symbol_shapes(symbol, (), shapes or {}, False)
+        type_of, (arg_types, _, aux_types) = symbol_types(symbol, (), type_dict or {})
         names = symbol.list_arguments()
         args = [zeros(s, ctx, t) for s, t in zip(arg_shapes, arg_types)]
         if isinstance(grad_req, str):
@@ -131,36 +129,36 @@ class Executor:
         grads = {n: zeros(s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)
                  if reqs[n] != "null"}
         aux = [zeros(s, ctx, t) for s, t in zip(aux_shapes, aux_types)]
-        return cls.bind(symbol, ctx, args, grads, reqs, aux)
+        return cls.bind(symbol, ctx, args, grads, reqs, aux, TypeTable(shape_of, type_of))
 
-    def _compile(self) -> None:
+    def _compile(self, types: Optional[TypeTable]) -> None:
         graph = self._symbol.graph()
-        given_shapes = {n: a.shape for n, a in zip(self._arg_names + self._aux_names,
-                                                    self.arg_arrays + self.aux_arrays)}
-        given_types = {n: a.dtype for n, a in zip(self._arg_names + self._aux_names,
-                                                   self.arg_arrays + self.aux_arrays)}
-        shapes = infer_shapes(graph, given_shapes)
-        types = infer_types(graph, given_types)
+        names = self._arg_names + self._aux_names
+        arrays = self.arg_arrays + self.aux_arrays
+        if types is None:  # the one inference of this bind, from the bound arrays
+            types = TypeTable(infer_shapes(graph, {n: a.shape for n, a in zip(names, arrays)}),
+                              infer_types(graph, {n: a.dtype for n, a in zip(names, arrays)}))
         var_by_name = {v.name: v for v in graph.variables()}  # once: graphs can be large
-        for n, a in zip(self._arg_names, self.arg_arrays):
-            node = var_by_name[n]
-            if types[Entry(node)] != a.dtype:
+        for n, a in zip(names, arrays):
+            e = Entry(var_by_name[n])
+            if types.dtype(e) != a.dtype:
                 raise BindError(f"argument {n}: array has dtype {a.dtype}, the graph needs "
-                                f"{types[Entry(node)]}")
+                                f"{types.dtype(e)}")
+            if types.shape(e) != tuple(a.shape):
+                raise BindError(f"argument {n}: array has shape {tuple(a.shape)}, the graph "
+                                f"needs {types.shape(e)}")
         self._fwd_outputs = list(graph.outputs)
-        missing = [repr(e) for e in graph.outputs if e not in shapes]
+        missing = [repr(e) for e in graph.outputs if types.shape(e) is None]
         if missing:
             raise BindError(f"cannot decide the shapes of outputs {missing}")
-        self._shapes, self._dtypes = shapes, types
-        declared = {v: _declare(v, shapes[Entry(v)], types[Entry(v)]) for v in graph.variables()}
-        self._infer = self._build(graph, declared, train=False)
-        self._train = self._build(graph, declared, train=True)
+        self._types = types
+        graph = Graph(graph.outputs, types)
+        self._infer = self._build(graph, train=False)
+        self._train = self._build(graph, train=True)
 
-    def _build(self, graph: Graph, declared: dict[Node, Node], train: bool) -> dict:
+    def _build(self, graph: Graph, train: bool) -> dict:
         """Make the inference or training graph, optimise, lower, and compile for the backend."""
-        from .graph import rewrite
-        g = rewrite(graph, lambda n: declared.get(n) if n.is_variable else None)
-        g = run_pipeline(g, self._backend().FORWARD_PIPELINE)  # the backend's choice
+        g = run_pipeline(graph, self._backend().FORWARD_PIPELINE)  # the backend's choice
         var_by_name = {v.name: v for v in g.variables()}
         outputs = list(g.outputs)
         mutations: list[tuple[Entry, str]] = []
@@ -178,14 +176,15 @@ class Executor:
         wrt_names = [n for n, r in zip(self._arg_names, self._reqs) if r != "null"]
         if train and wrt_names:
             # Head gradients are bound only in backward(); fusion must know (__phase__).
-            heads = [_declare(variable(f"_head_grad{i}", {"__phase__": "backward"}),
-                              self._shapes[e], self._dtypes[e])
-                     for i, e in enumerate(self._fwd_outputs)]
+            heads = [variable(f"_head_grad{i}", {"__phase__": "backward"})
+                     for i in range(len(self._fwd_outputs))]
+            for h, e in zip(heads, self._fwd_outputs):
+                self._types.add(Entry(h), self._types.shape(e), self._types.dtype(e))
             head_syms = [Symbol((Entry(h),)) for h in heads]
             grads = gradient(Graph(tuple(g.outputs)), [var_by_name[n] for n in wrt_names],
                              head_syms)
             outputs += [s.outputs_[0] for s in grads]
-        full = Graph(tuple(outputs))
+        full = Graph(tuple(outputs), self._types)
         full = run_pipeline(full, TRAINING_PIPELINE if train else INFERENCE_PIPELINE)
         schedule = lower(full, n_forward, views=passes.ENABLED)
         schedule.plan = plan_memory(schedule)

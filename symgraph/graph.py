@@ -97,9 +97,13 @@ def topo_order(outputs: Iterable[Entry]) -> list[Node]:
 
 @dataclass(frozen=True, eq=False)
 class Graph:
-    """A computation: the output entries; everything else is reachable from them."""
+    """A computation: the output entries; everything else is reachable from them.
+
+    ``types``: after inference, the :class:`~symgraph.typetable.TypeTable` of the graph's
+    entries (shapes and dtypes), carried along by :func:`rewrite` and every pass."""
 
     outputs: tuple[Entry, ...]
+    types: Optional["TypeTable"] = field(default=None, compare=False)  # noqa: F821
 
     def nodes(self) -> list[Node]:
         return topo_order(self.outputs)
@@ -136,7 +140,7 @@ def rewrite(graph: Graph, fn: Callable[[Node], Replacement]) -> Graph:
         entries = result.entries() if isinstance(result, Node) else tuple(result)
         for i in range(node.num_outputs):
             remap[Entry(node, i)] = entries[i]
-    return Graph(tuple(remap.get(e, e) for e in graph.outputs))
+    return Graph(tuple(remap.get(e, e) for e in graph.outputs), graph.types)
 
 
 def check_unique_inputs(graph: Graph) -> None:

@@ -3,8 +3,8 @@
 A schedule is an ordered list of steps over numbered value slots. Ops marked ``view`` (pure
 reshapes) run no step: their output slot is an alias of the slot owning the bytes. Steps needed for the first
 ``n_forward`` graph outputs come first (the forward phase); the rest form the backward phase.
-Shapes and dtypes come from the variables' declared ``__shape__``/``__dtype__``, so the graph is
-self-describing and lowering needs nothing else. Both backends consume the same schedule.
+Shapes and dtypes come from the graph's types (``Graph.types``, carried from the bind's one
+inference through every pass), or else from the variables' declared shapes and dtypes. Both backends consume the same schedule.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from .graph import Entry, Graph, Node, topo_order
 from .passes.infer_shape import infer_shapes
 from .passes.infer_type import infer_types
 from .registry import get_op
+from .typetable import TypeTable
 
 
 @dataclass(frozen=True)
@@ -96,8 +97,9 @@ def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None,
     With ``views`` (the default; off only when all optimisations are off) view ops become
     aliases instead of steps."""
     n_forward = len(graph.outputs) if n_forward is None else n_forward
-    shapes = infer_shapes(graph, {})
-    dtypes = infer_types(graph, {})
+    table = graph.types
+    if table is None:  # a graph lowered on its own: its variables declare their types
+        table = TypeTable(infer_shapes(graph, {}), infer_types(graph, {}))
     fwd = topo_order(graph.outputs[:n_forward])
     fwd_set = set(fwd)
     order = fwd + [n for n in graph.nodes() if n not in fwd_set]
@@ -106,11 +108,13 @@ def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None,
     slot_dtypes: list = []
     for node in order:
         for e in node.entries():
-            if e not in shapes:
-                raise ShapeError(f"{node.name} ({node.op}): shape of output {e.index} is unknown")
+            shape, dtype = table.shape(e), table.dtype(e)
+            if shape is None or dtype is None:
+                raise ShapeError(f"{node.name} ({node.op}): {'dtype' if shape else 'shape'} of "
+                                 f"output {e.index} is unknown")
             slot_of[e] = len(slot_shapes)
-            slot_shapes.append(shapes[e])
-            slot_dtypes.append(dtypes[e])
+            slot_shapes.append(shape)
+            slot_dtypes.append(dtype)
     aliases: dict[int, int] = {}
     for n in order:
         if views and not n.is_variable and get_op(n.op).view:

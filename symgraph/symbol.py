@@ -12,7 +12,9 @@ import numpy as np
 
 from . import name as _name
 from . import ops  # noqa: F401  (registers the built-in ops)
-from . import registry, serialize
+from . import registry
+from .serialize import graph_from_json, load_graph, to_json
+from .serialize import save as save_json
 from .attrs import Attrs, format_value, parse_attrs
 from .base import AttrError, GraphError
 from .base import where as _where  # not `where`: sg.sym.where is the operator
@@ -236,10 +238,10 @@ class Symbol:
         return symbol_infer_type(self, args, kwargs)
 
     def tojson(self) -> str:
-        return serialize.to_json(self)
+        return to_json(self)
 
     def save(self, fname: str) -> None:
-        serialize.save(self, fname)
+        save_json(self, fname)
 
     # gradient, bind and simple_bind are installed by ``sym_methods.py``: autodiff and the
     # executor build on this module, so it cannot import them.
@@ -372,12 +374,12 @@ def make_op_function(opdef: registry.OpDef):
 
 def load_json(text: str) -> Symbol:
     """Load a symbol from :meth:`Symbol.tojson` text (or MXNet's JSON)."""
-    return Symbol(serialize.graph_from_json(text).outputs)
+    return Symbol(graph_from_json(text).outputs)
 
 
 def load(fname: str) -> Symbol:
     """Load a symbol saved with :meth:`Symbol.save`; a bad file raises GraphError naming it."""
-    return Symbol(serialize.load_graph(fname).outputs)
+    return Symbol(load_graph(fname).outputs)
 
 
 def _install_op_functions() -> None:

@@ -10,7 +10,7 @@ from typing import Callable, Sequence
 
 from typing import Any, Optional
 
-from ..graph import Graph
+from ..graph import Graph, Node
 from .constant_fold import constant_fold
 from .cse import cse
 from .dce import dce
@@ -43,13 +43,22 @@ def debug_level() -> int:
 def format_graph(graph: Graph) -> str:
     """Readable IR listing: one node a line."""
     lines = []
+    table = graph.types
+
+    def typed(node: Node) -> str:
+        if table is None:
+            return ""
+        return " : " + ", ".join(f"{table.dtype(e)}{list(table.shape(e) or ())}"
+                                 for e in node.entries())
     for node in graph.nodes():
         if node.is_variable:
-            lines.append(f"  %{node.name} = var {node.extra.get('__shape__', '')}")
+            shape = "" if table is not None else node.extra.get("__shape__", "")
+            lines.append(f"  %{node.name} = var {shape}{typed(node)}")
         else:
             ins = ", ".join(f"%{e!r}" for e in node.inputs)
             attrs = ", ".join(f"{k}={v}" for k, v in node.attrs.items())
-            lines.append(f"  %{node.name} = {node.op}({ins}){' {' + attrs + '}' if attrs else ''}")
+            lines.append(f"  %{node.name} = {node.op}({ins})"
+                         f"{' {' + attrs + '}' if attrs else ''}{typed(node)}")
     lines.append("  return " + ", ".join(f"%{e!r}" for e in graph.outputs))
     return "\n".join(lines)
 

@@ -5,7 +5,7 @@ gain is a tensor that is never stored: the convolution's output, which a LeNet-s
 makes 4x larger than its pooled result (and larger than anything else in the network), is
 neither written by the forward nor re-read by the backward (see ``ops/conv_act_pool.py``).
 
-Requires: variables carry ``__shape__`` (without shapes nothing fires). Fires when
+Requires: the graph's types (``Graph.types``; without shapes nothing fires). Fires when
 
 * a max ``Pooling`` with a 2-D window equal to its stride, no padding, and 'valid' rounding (or
   'full' on sizes it divides) reads
@@ -23,7 +23,7 @@ from typing import Optional
 from ..attrs import Attrs
 from ..graph import Graph, Node, rewrite
 from ..ops.conv_act_pool import ACT_GRAD
-from ._shapes import ShapeCache
+from ..typetable import TypeTable, types_of
 
 MAX_FIELD = 32
 """Largest input-channels x kernel-area the fused kernels hold per thread (a 3x3 kernel on up to
@@ -47,7 +47,7 @@ def _pool_window(pool: Node, conv_out: tuple) -> Optional[tuple[int, int]]:
     return k
 
 
-def _conv_ok(conv: Node, sc: ShapeCache) -> bool:
+def _conv_ok(conv: Node, sc: TypeTable) -> bool:
     if conv.op != "Convolution":
         return False
     a, data = conv.attrs, sc.shape(conv.inputs[0])
@@ -61,7 +61,7 @@ def _matches(graph: Graph) -> dict[str, tuple[Optional[str], tuple[int, int]]]:
     """Pooling node name -> (activation, window) for every chain that fuses."""
     users = graph.consumers()
     outputs = {e.node for e in graph.outputs}
-    sc = ShapeCache()
+    sc = types_of(graph)
     found = {}
     for pool in graph.nodes():
         if pool.op != "Pooling":

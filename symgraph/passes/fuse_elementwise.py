@@ -1,6 +1,6 @@
 """Elementwise fusion: ``Graph -> Graph``.
 
-Requires: variables carry ``__shape__``/``__dtype__``; autodiff has run (fused nodes are not
+Requires: the graph's types (``Graph.types``); autodiff has run (fused nodes are not
 differentiable). Guarantees: maximal groups (greedy, in topological order) of nodes whose
 ``OpDef.pattern`` is elementwise or broadcast and which have an ``OpDef.expr`` become one
 ``_fused`` node (format: ``symgraph/ops/fused.py``) computing the same values:
@@ -27,7 +27,7 @@ from ..attrs import Attrs
 from ..expr import Expr, inp
 from ..graph import Entry, Graph, Node
 from ..registry import BROADCAST, ELEMWISE, GEMM, get_op
-from ._shapes import ShapeCache
+from ..typetable import TypeTable, types_of
 
 MAX_MEMBERS = 48  # keeps generated kernels (and Expr hashing) small
 
@@ -55,7 +55,7 @@ class _Grouping:
     a node outside them" is one AND. Checks are conservative: a merge they refuse is safe.
     """
 
-    def __init__(self, graph: Graph, sc: ShapeCache) -> None:
+    def __init__(self, graph: Graph, sc: TypeTable) -> None:
         self.sc = sc
         self.outputs = set(graph.outputs)
         self.users = graph.consumers()
@@ -224,7 +224,7 @@ def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
 
 def fuse_elementwise(graph: Graph) -> Graph:
     """Replace fusible groups by ``_fused`` nodes."""
-    sc = ShapeCache()
+    sc = types_of(graph)
     g = _Grouping(graph, sc)
     nodes = graph.nodes()
     for node in nodes:
@@ -247,7 +247,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
         else:
             gid = unit[1]
             remap.update(_build_fused(g.members[gid], g.head[gid], g, remap))
-    return Graph(tuple(remap[e] for e in graph.outputs))
+    return Graph(tuple(remap[e] for e in graph.outputs), graph.types)
 
 
 def _unit_order(nodes: list[Node], units: dict[Node, object]) -> list[object]:

@@ -9,21 +9,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
-from ..attrs import _parse_shape
 from ..base import ShapeError, where
 from ..graph import Entry, Graph, Node, check_unique_inputs
 from ..registry import get_op
+from ..typetable import declared_shape
 
 Shape = tuple[int, ...]
 
-
-def declared_shape(node: Node) -> Optional[Shape]:
-    """The ``shape=`` a variable was declared with, if any (0 means unknown, as MXNet)."""
-    text = node.extra.get("__shape__")
-    if text is None:
-        return None
-    shape = _parse_shape(text)
-    return None if 0 in shape else shape
+# Full inferences run in this process (tests count them: one per bind).
+COUNT = {"infer_shapes": 0}
 
 
 def _describe(names: Sequence[str], shapes: Sequence[Optional[Shape]], skip: int) -> str:
@@ -66,6 +60,7 @@ def _apply_rule(node: Node, shapes: dict[Entry, Shape]) -> bool:
 
 def infer_shapes(graph: Graph, given: Mapping[str, Shape]) -> dict[Entry, Shape]:
     """Shapes of every entry that can be decided from ``given`` (variable name -> shape)."""
+    COUNT["infer_shapes"] += 1
     nodes = graph.nodes()
     shapes: dict[Entry, Shape] = {}
     for node in nodes:
@@ -109,6 +104,12 @@ def _split_given(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> di
 def symbol_infer_shape(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
                        partial: bool) -> tuple:
     """``Symbol.infer_shape`` / ``infer_shape_partial``."""
+    return symbol_shapes(sym, args, kwargs, partial)[1]
+
+
+def symbol_shapes(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
+                  partial: bool) -> tuple[dict[Entry, Shape], tuple]:
+    """One inference: every entry's shape, and ``(arg_shapes, out_shapes, aux_shapes)``."""
     graph = sym.graph()
     check_unique_inputs(graph)
     shapes = infer_shapes(graph, _split_given(sym, args, kwargs))
@@ -122,4 +123,4 @@ def symbol_infer_shape(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
         if missing or missing_out:
             raise ShapeError(f"cannot decide the shapes of {missing or missing_out}; "
                              f"give them to infer_shape / simple_bind")
-    return arg_shapes, out_shapes, aux_shapes
+    return shapes, (arg_shapes, out_shapes, aux_shapes)

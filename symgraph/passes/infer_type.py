@@ -15,6 +15,8 @@ from ..graph import Entry, Graph, Node
 from ..registry import get_op
 
 DEFAULT = np.dtype("float32")
+# Full inferences run in this process (tests count them: one per bind).
+COUNT = {"infer_types": 0}
 
 
 def _apply(node: Node, types: dict[Entry, np.dtype]) -> bool:
@@ -39,6 +41,7 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> bool:
 
 def infer_types(graph: Graph, given: Mapping[str, Any]) -> dict[Entry, np.dtype]:
     """Dtypes of every entry, from ``given`` (variable name -> dtype) and declared dtypes."""
+    COUNT["infer_types"] += 1
     nodes = graph.nodes()
     types: dict[Entry, np.dtype] = {}
     for node in nodes:
@@ -65,6 +68,12 @@ def infer_types(graph: Graph, given: Mapping[str, Any]) -> dict[Entry, np.dtype]
 
 def symbol_infer_type(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple:
     """``Symbol.infer_type``: ``(arg_types, out_types, aux_types)``."""
+    return symbol_types(sym, args, kwargs)[1]
+
+
+def symbol_types(sym: Any, args: Sequence[Any],
+                 kwargs: Mapping[str, Any]) -> tuple[dict[Entry, np.dtype], tuple]:
+    """One inference: every entry's dtype, and ``(arg_types, out_types, aux_types)``."""
     names = sym.list_arguments()
     given = {n: t for n, t in zip(names, args) if t is not None}
     given.update({k: v for k, v in kwargs.items() if v is not None})
@@ -75,5 +84,5 @@ def symbol_infer_type(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) 
     types = infer_types(graph, given)
     by_name = {n.name: types.get(Entry(n)) for n in graph.variables()}
     out: list[Optional[np.dtype]] = [types.get(e) for e in graph.outputs]
-    return ([by_name[n] for n in names], out,
-            [by_name[n] for n in sym.list_auxiliary_states()])
+    return types, ([by_name[n] for n in names], out,
+                   [by_name[n] for n in sym.list_auxiliary_states()])

@@ -1,7 +1,7 @@
 """Algebraic simplification: ``Graph -> Graph``.
 
-Requires: variables carry ``__shape__``/``__dtype__`` (rules that need a shape do not fire
-without). Guarantees: every entry keeps its shape, dtype and value (up to float rounding of
+Requires: the graph's types (``Graph.types``, or shapes declared on the variables); rules that
+need a shape do not fire without. Guarantees: every entry keeps its shape, dtype and value (up to float rounding of
 ``x + 0``); nodes that compute nothing are bypassed.
 
 Two kinds of rules:
@@ -24,7 +24,7 @@ from ..attrs import Attrs
 from ..expr import Expr, inp
 from ..graph import Entry, Graph, Node, Replacement, rewrite
 from ..registry import get_op
-from ._shapes import ShapeCache
+from ..typetable import TypeTable, types_of
 
 
 def _is_const(e: Expr, v: float) -> bool:
@@ -56,7 +56,7 @@ def simplify_expr(e: Expr) -> Expr:
     return go(e)
 
 
-def _formula_rule(node: Node, sc: ShapeCache) -> Replacement:
+def _formula_rule(node: Node, sc: TypeTable) -> Replacement:
     """Replace an elementwise node whose (spliced) formula is just one of its leaves."""
     leaves: list[Entry] = []
     args = []
@@ -77,11 +77,11 @@ def _formula_rule(node: Node, sc: ShapeCache) -> Replacement:
     return [leaf] if same else None
 
 
-def _same_shape(sc: ShapeCache, a: Entry, b: Entry) -> bool:
+def _same_shape(sc: TypeTable, a: Entry, b: Entry) -> bool:
     return sc.shape(a) is not None and sc.shape(a) == sc.shape(b)
 
 
-def _identity_if_same(node: Node, sc: ShapeCache) -> Replacement:
+def _identity_if_same(node: Node, sc: TypeTable) -> Replacement:
     """Forward-identity ops and reshapes to the shape the data already has."""
     return [node.inputs[0]] if _same_shape(sc, node.inputs[0], Entry(node)) else None
 
@@ -89,7 +89,7 @@ def _identity_if_same(node: Node, sc: ShapeCache) -> Replacement:
 RESHAPES = ("Reshape", "Flatten", "reshape_like")
 
 
-def _reshape_rule(node: Node, sc: ShapeCache) -> Replacement:
+def _reshape_rule(node: Node, sc: TypeTable) -> Replacement:
     """Reshape to the input's shape -> input; reshape of a reshape -> one Reshape."""
     done = _identity_if_same(node, sc)
     src = node.inputs[0]
@@ -103,7 +103,7 @@ def _reshape_rule(node: Node, sc: ShapeCache) -> Replacement:
     return Node("Reshape", node.name, attrs, (inner,), node.extra)
 
 
-def _transpose_rule(node: Node, sc: ShapeCache) -> Replacement:
+def _transpose_rule(node: Node, sc: TypeTable) -> Replacement:
     """transpose of a transpose -> one transpose with the composed axes (none if identity)."""
     src = node.inputs[0]
     shape = sc.shape(src)
@@ -118,7 +118,7 @@ def _transpose_rule(node: Node, sc: ShapeCache) -> Replacement:
     return Node("transpose", node.name, Attrs({"axes": axes}), (src.node.inputs[0],), node.extra)
 
 
-def _add_n_rule(node: Node, sc: ShapeCache) -> Replacement:
+def _add_n_rule(node: Node, sc: TypeTable) -> Replacement:
     """``add_n`` of one input is that input; ``zeros_like`` terms drop out."""
     keep = [e for e in node.inputs if e.node.op != "zeros_like"] or [node.inputs[0]]
     if len(keep) == 1:
@@ -129,7 +129,7 @@ def _add_n_rule(node: Node, sc: ShapeCache) -> Replacement:
                 node.extra)
 
 
-def _mul_ones_rule(node: Node, sc: ShapeCache) -> Replacement:
+def _mul_ones_rule(node: Node, sc: TypeTable) -> Replacement:
     """``x * ones_like(y)`` is ``x`` when ``x`` already has the result's shape."""
     for i, e in enumerate(node.inputs):
         other = node.inputs[1 - i]
@@ -138,7 +138,7 @@ def _mul_ones_rule(node: Node, sc: ShapeCache) -> Replacement:
     return _formula_rule(node, sc)
 
 
-RULES: dict[str, Callable[[Node, ShapeCache], Replacement]] = {
+RULES: dict[str, Callable[[Node, TypeTable], Replacement]] = {
     "Reshape": _reshape_rule,
     "Flatten": _reshape_rule,
     "reshape_like": _reshape_rule,
@@ -154,7 +154,7 @@ RULES: dict[str, Callable[[Node, ShapeCache], Replacement]] = {
 
 def simplify(graph: Graph) -> Graph:
     """Apply the formula rules and ``RULES`` once, bottom-up (rewrites see simplified inputs)."""
-    sc = ShapeCache()
+    sc = types_of(graph)
 
     def visit(node: Node) -> Replacement:
         if node.is_variable:

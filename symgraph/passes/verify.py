@@ -1,8 +1,10 @@
 """Graph checks run at bind time and, in tests, after every pass.
 
 ``verify`` requires nothing and guarantees, when it returns, that the graph is acyclic, every op
-is registered with the right arity, every entry's shape and dtype can be inferred (when the
-variables are declared, as in the executor's pipeline), and every ``_fused`` node is well formed.
+is registered with the right arity, every ``_fused`` node is well formed, and every entry has a
+shape and a dtype: the graph's own types (``Graph.types``, as in the executor's pipeline) are
+checked by replaying each op's rule on them, as autodidax's ``typecheck_jaxpr`` does; a graph
+without types whose variables are all declared is inferred once.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from ..base import GraphError
 from ..expr import topo
 from ..graph import Graph, Node, check_unique_inputs  # noqa: F401  (re-exported)
 from ..registry import get_op
+from ..typetable import forward_types
 from .infer_shape import infer_shapes
 from .infer_type import infer_types
 
@@ -35,8 +38,9 @@ def _check_fused(node: Node) -> None:
 
 
 def verify(graph: Graph) -> None:
-    """Acyclic (topo_order raises on a cycle), registered ops, arities, shapes and dtypes known
-    when every variable is declared, fused nodes well formed."""
+    """Acyclic (topo_order raises on a cycle), registered ops, arities, fused nodes well formed;
+    the graph's types checked against its ops (``Graph.types``), or, without them, shapes and
+    dtypes known when every variable is declared."""
     nodes = graph.nodes()
     for node in nodes:
         if node.is_variable:
@@ -47,10 +51,33 @@ def verify(graph: Graph) -> None:
             raise GraphError(f"{node.name} ({node.op}): {len(node.inputs)} inputs, expected {want}")
         if "exprs" in node.attrs and "members" in node.attrs:
             _check_fused(node)
-    if all("__shape__" in v.extra for v in nodes if v.is_variable):
+    if graph.types is not None:
+        check_types(graph, nodes)
+    elif all("__shape__" in v.extra for v in nodes if v.is_variable):
         shapes, types = infer_shapes(graph, {}), infer_types(graph, {})
         for node in nodes:
             for e in node.entries():
                 if e not in shapes or e not in types:
                     raise GraphError(f"{node.name} ({node.op}): output {e.index} has unknown "
                                      f"{'shape' if e not in shapes else 'dtype'} after passes")
+
+
+def check_types(graph: Graph, nodes: list[Node]) -> None:
+    """The graph's types agree with its ops: every entry has a shape and a dtype, and replaying
+    each op's rule forward on its inputs' types gives its outputs' (no full inference)."""
+    table = graph.types
+    for node in nodes:
+        entries = node.entries()
+        for e in entries:
+            if table.shape(e) is None or table.dtype(e) is None:
+                what = "shape" if table.shape(e) is None else "dtype"
+                raise GraphError(f"{node.name} ({node.op}): output {e.index} has unknown "
+                                 f"{what} after passes")
+        if node.is_variable:
+            continue
+        shapes, dtypes = forward_types(node, [table.shape(e) for e in node.inputs],
+                                       [table.dtype(e) for e in node.inputs])
+        for e, s, t in zip(entries, shapes, dtypes):
+            if (s is not None and s != table.shape(e)) or (t is not None and t != table.dtype(e)):
+                raise GraphError(f"{node.name} ({node.op}): output {e.index} is recorded as "
+                                 f"{table.shape(e)} {table.dtype(e)}, its rule gives {s} {t}")

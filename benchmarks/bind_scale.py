@@ -1,0 +1,83 @@
+"""Bind time against graph size: ``simple_bind`` of generated graphs on the CPU (numpy
+backend: inference, passes, autodiff, lowering, memory plan, both schedules).
+
+Three families, each at 10^3, 10^4, 10^5 nodes (counted in the forward graph, variables
+included): a deep MLP (FullyConnected + relu layers), a long elementwise chain (one input
+through alternating unary ops) and a wide fan-out (one input read by many branches summed with
+add_n). The target is linear time, at most 0.1 ms per node at 10^5 nodes.
+
+Usage: python benchmarks/bind_scale.py [--sizes 1000 10000 100000] [--families mlp chain fan]
+       [--profile FAMILY:SIZE]   (cProfile of one bind, top 25 by cumulative time)
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import symgraph as sg  # noqa: E402
+
+
+def deep_mlp(n_nodes: int) -> tuple[sg.sym.Symbol, dict]:
+    """FullyConnected(8) + relu per layer: 5 nodes a layer (data, weight, bias, fc, relu)."""
+    x = sg.sym.var("data")
+    for i in range(max(1, (n_nodes - 1) // 4)):
+        x = sg.sym.relu(sg.sym.FullyConnected(x, num_hidden=8, name=f"fc{i}"), name=f"r{i}")
+    return x, {"data": (4, 8)}
+
+
+def chain(n_nodes: int) -> tuple[sg.sym.Symbol, dict]:
+    """One input through ``n_nodes - 1`` elementwise ops."""
+    x = sg.sym.var("data")
+    for i in range(n_nodes - 1):
+        x = sg.sym.sin(x, name=f"s{i}") if i % 2 else sg.sym.tanh(x, name=f"t{i}")
+    return x, {"data": (16,)}
+
+
+def fan_out(n_nodes: int) -> tuple[sg.sym.Symbol, dict]:
+    """One input read by ``n_nodes - 2`` branches, summed by one add_n."""
+    x = sg.sym.var("data")
+    branches = [sg.sym.sin(x, name=f"b{i}") if i % 2 else sg.sym.exp(x, name=f"b{i}")
+                for i in range(max(1, n_nodes - 2))]
+    return sg.sym.add_n(*branches, name="total"), {"data": (16,)}
+
+
+FAMILIES: dict[str, Callable[[int], tuple]] = {"mlp": deep_mlp, "chain": chain, "fan": fan_out}
+
+
+def bind_seconds(family: str, size: int) -> tuple[int, float]:
+    """(forward-graph nodes, seconds of one simple_bind with gradients)."""
+    net, shapes = FAMILIES[family](size)
+    n = len(net.graph().nodes())
+    t0 = time.perf_counter()
+    net.simple_bind(sg.cpu(), grad_req="write", **shapes)
+    return n, time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    ap.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
+    ap.add_argument("--profile", default=None, help="FAMILY:SIZE to profile instead")
+    args = ap.parse_args()
+    if args.profile:
+        family, size = args.profile.split(":")
+        cProfile.runctx("bind_seconds(family, int(size))", globals(),
+                        {"family": family, "size": size}, "/tmp/bind_scale.prof")
+        pstats.Stats("/tmp/bind_scale.prof").sort_stats("cumulative").print_stats(25)
+        return
+    print(f"{'family':8s} {'nodes':>8s} {'bind s':>9s} {'ms/node':>8s}")
+    for family in args.families:
+        for size in args.sizes:
+            n, secs = bind_seconds(family, size)
+            print(f"{family:8s} {n:8d} {secs:9.3f} {1e3 * secs / n:8.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

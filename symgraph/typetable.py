@@ -1,0 +1,114 @@
+"""Types on the IR: the shape and dtype of every entry of a graph, after inference.
+
+A :class:`TypeTable` is made once per bind from one full, bidirectional inference
+(``passes/infer_shape.py``, ``passes/infer_type.py``) and then travels with the graph
+(``Graph.types``) through every pass, autodiff and lowering. Nodes are immutable and entries are
+keyed by node identity, so what the table knows stays true for every node a pass keeps; for a
+node a pass creates, :meth:`TypeTable.shape` runs that op's own rule forward from its inputs'
+types, once (local recomputation: nothing re-infers the whole graph). ``passes/verify.py``
+checks a table against the graph by replaying each rule (``check``).
+
+Variables the table was not told about fall back to what the user declared on them
+(``sg.sym.var(shape=..., dtype=...)``: MXNet's ``__shape__``/``__dtype__`` user attributes).
+Unknown stays ``None``: passes whose rules need a shape simply do not fire.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+from .attrs import _parse_shape
+from .base import SymgraphError
+from .graph import Entry, Graph, Node
+from .registry import get_op
+
+Shape = tuple[int, ...]
+
+
+def declared_shape(node: Node) -> Optional[Shape]:
+    """The ``shape=`` a variable was declared with, if any (0 means unknown, as MXNet)."""
+    text = node.extra.get("__shape__")
+    if text is None:
+        return None
+    shape = _parse_shape(text)
+    return None if 0 in shape else shape
+
+
+def declared_dtype(node: Node) -> Optional[np.dtype]:
+    """The ``dtype=`` a variable was declared with, if any."""
+    t = node.extra.get("__dtype__")
+    return None if t is None else np.dtype(t)
+
+
+class TypeTable:
+    """Shape and dtype per entry: known ones given, the rest computed forward on demand."""
+
+    def __init__(self, shapes: Optional[Mapping[Entry, Shape]] = None,
+                 dtypes: Optional[Mapping[Entry, np.dtype]] = None) -> None:
+        self._shapes: dict[Entry, Optional[Shape]] = dict(shapes or {})
+        self._types: dict[Entry, Optional[np.dtype]] = dict(dtypes or {})
+
+    def add(self, entry: Entry, shape: Shape, dtype: Any) -> None:
+        """Give the type of a new entry (a variable made after inference: head gradients)."""
+        self._shapes[entry] = tuple(int(d) for d in shape)
+        self._types[entry] = np.dtype(dtype)
+
+    def shape(self, e: Entry) -> Optional[Shape]:
+        if e not in self._shapes:
+            self._fill_upto(e.node)
+        return self._shapes[e]
+
+    def dtype(self, e: Entry) -> Optional[np.dtype]:
+        if e not in self._types:
+            self._fill_upto(e.node)
+        return self._types[e]
+
+    def _fill_upto(self, node: Node) -> None:
+        """Fill ``node`` and its unknown ancestors, inputs first (iterative: graphs are deep)."""
+        stack = [(node, False)]
+        while stack:
+            n, ready = stack.pop()
+            if Entry(n) in self._shapes and Entry(n) in self._types:
+                continue
+            if ready:
+                self._fill(n)
+                continue
+            stack.append((n, True))
+            stack.extend((e.node, False) for e in n.inputs
+                         if e not in self._shapes or e not in self._types)
+
+    def _fill(self, node: Node) -> None:
+        e0 = Entry(node)
+        if node.is_variable:
+            self._shapes.setdefault(e0, declared_shape(node))
+            self._types.setdefault(e0, declared_dtype(node))
+            return
+        n = node.num_outputs
+        outs, touts = forward_types(node, [self._shapes[e] for e in node.inputs],
+                                    [self._types[e] for e in node.inputs])
+        for i in range(n):
+            self._shapes.setdefault(Entry(node, i), outs[i])
+            self._types.setdefault(Entry(node, i), touts[i])
+
+
+def forward_types(node: Node, in_shapes: list, in_types: list) -> tuple[list, list]:
+    """Output shapes and dtypes of ``node`` from its inputs' by its op's rules (``None`` for
+    what the rules cannot decide or refuse)."""
+    opdef = get_op(node.op)
+    n = node.num_outputs
+    try:
+        outs = opdef.infer_shape(node.attrs, list(in_shapes), [None] * n)[1]
+    except SymgraphError:
+        outs = [None] * n
+    try:
+        touts = opdef.infer_type(node.attrs, list(in_types), [None] * n)[1]
+    except SymgraphError:
+        touts = [None] * n
+    return ([None if s is None else tuple(int(d) for d in s) for s in outs],
+            [None if t is None else np.dtype(t) for t in touts])
+
+
+def types_of(graph: Graph) -> TypeTable:
+    """The graph's table, or a new one from what its variables declare."""
+    return graph.types if graph.types is not None else TypeTable()
