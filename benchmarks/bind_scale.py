@@ -36,14 +36,14 @@ def chain(n_nodes: int) -> tuple[sg.sym.Symbol, dict]:
     """One input through ``n_nodes - 1`` elementwise ops."""
     x = sg.sym.var("data")
     for i in range(n_nodes - 1):
-        x = sg.sym.sin(x, name=f"s{i}") if i % 2 else sg.sym.tanh(x, name=f"t{i}")
+        x = sg.sym.sigmoid(x, name=f"s{i}") if i % 2 else sg.sym.tanh(x, name=f"t{i}")
     return x, {"data": (16,)}
 
 
 def fan_out(n_nodes: int) -> tuple[sg.sym.Symbol, dict]:
     """One input read by ``n_nodes - 2`` branches, summed by one add_n."""
     x = sg.sym.var("data")
-    branches = [sg.sym.sin(x, name=f"b{i}") if i % 2 else sg.sym.exp(x, name=f"b{i}")
+    branches = [sg.sym.sigmoid(x, name=f"b{i}") if i % 2 else sg.sym.exp(x, name=f"b{i}")
                 for i in range(max(1, n_nodes - 2))]
     return sg.sym.add_n(*branches, name="total"), {"data": (16,)}
 

@@ -13,6 +13,7 @@ from typing import Callable, Iterable, NamedTuple, Optional, Sequence, Union
 
 from .attrs import Attrs
 from .base import GraphError
+from .registry import get_op
 
 VARIABLE = "null"
 
@@ -36,13 +37,16 @@ class Node:
     @property
     def num_outputs(self) -> int:
         """Number of outputs, hidden ones included."""
-        if self.is_variable:
-            return 1
-        from .registry import get_op
-        return get_op(self.op).num_outputs(self.attrs)
+        return len(self.entries())
 
     def entries(self) -> tuple["Entry", ...]:
-        return tuple(Entry(self, i) for i in range(self.num_outputs))
+        """One entry per output (made once: the node never changes, and passes ask often)."""
+        cached = self.__dict__.get("_entries")
+        if cached is None:
+            n = 1 if self.op == VARIABLE else get_op(self.op).num_outputs(self.attrs)
+            cached = tuple(Entry(self, i) for i in range(n))
+            object.__setattr__(self, "_entries", cached)
+        return cached
 
     def with_inputs(self, inputs: Sequence["Entry"]) -> "Node":
         """A copy of this node reading ``inputs``."""
@@ -106,10 +110,15 @@ class Graph:
     types: Optional["TypeTable"] = field(default=None, compare=False)  # noqa: F821
 
     def nodes(self) -> list[Node]:
-        return topo_order(self.outputs)
+        """Every node in topological order (computed once per graph; a copy each call)."""
+        cached = self.__dict__.get("_nodes")
+        if cached is None:
+            cached = topo_order(self.outputs)
+            object.__setattr__(self, "_nodes", cached)
+        return list(cached)
 
     def variables(self) -> list[Node]:
-        return [n for n in self.nodes() if n.is_variable]
+        return [n for n in self.nodes() if n.op == VARIABLE]
 
     def consumers(self) -> dict[Node, list[Node]]:
         """For each node, the nodes reading one of its outputs (graph outputs not included)."""
