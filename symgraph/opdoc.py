@@ -103,6 +103,10 @@ PARAM_DOCS: dict[str, str] = {
     "constant_value": "Fill value in constant mode.",
     "thresh": "Labels below this are not counted.",
     "value": "The constant value.",
+    "func_type": "'' for a Python custom op, 'aot' for a compiled kernel.",
+    "bprop": "Gradient function of an aot kernel, written with sg.sym ops.",
+    "out_shape": "Output shape(s) of an aot kernel, or a function of the input shapes.",
+    "out_dtype": "Output dtype(s) of an aot kernel, or a function of the input dtypes.",
     # internal ops (fusion, gradients)
     "exprs": "Scalar expression of each output (fusion).",
     "shapes": "Shape of each output (fusion).",
@@ -189,10 +193,10 @@ def signature(opdef: OpDef, front_end: str = "sym") -> inspect.Signature:
         # an attribute named like an input or the front end's own keywords cannot be passed
         if name.isidentifier() and name not in own and name not in {p.name for p in params}:
             default = P.empty if param.default is REQUIRED else param.default
+            tp = param_type(param)
             if name == opdef.variadic:  # the number of inputs is counted when not given
-                default = None
-            params.append(P(name, P.KEYWORD_ONLY, default=default,
-                            annotation=param_type(param)))
+                default, tp = None, Optional[tp]
+            params.append(P(name, P.KEYWORD_ONLY, default=default, annotation=tp))
     if front_end == "sym":
         params += [P("name", P.KEYWORD_ONLY, default=None, annotation=Optional[str]),
                    P("attr", P.KEYWORD_ONLY, default=None, annotation=Optional[dict])]
