@@ -51,6 +51,17 @@ class BaseModule:
         self.optimizer_initialized = False
         self.history: list[dict] = []
 
+    def save_params(self, fname: str) -> None:
+        """Write ``get_params()`` as an MXNet ``.params`` file (``arg:``/``aux:`` names)."""
+        from .model import save_params
+        save_params(fname, *self.get_params())
+
+    def load_params(self, fname: str) -> None:
+        """Read a ``.params`` file (symgraph's, MXNet's or an older ``.npz``) into
+        ``set_params``; a damaged file raises DataError naming it."""
+        from .model import load_params
+        self.set_params(*load_params(fname))
+
     def forward_backward(self, data_batch: Any) -> None:
         self.forward(data_batch, is_train=True)
         self.backward()

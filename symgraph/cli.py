@@ -103,7 +103,7 @@ def _shapes_or_error(parser: Parser, args: argparse.Namespace, why: str) -> dict
 
 
 def _cmd_viz(args: argparse.Namespace, parser: Parser) -> int:
-    from . import symbol, viz
+    from . import fileio, symbol, viz
     from .context import cpu
     out: Path = args.output
     fmt = out.suffix.lstrip(".").lower()
@@ -114,15 +114,15 @@ def _cmd_viz(args: argparse.Namespace, parser: Parser) -> int:
                            shape=shapes or None, hide_weights=not args.show_weights,
                            dpi=args.dpi)
     if fmt in ("dot", "gv"):
-        out.write_text(dot.source, encoding="utf-8")
+        fileio.write_text(out, dot.source)
     elif shutil.which("dot") is None:
         src = out.with_suffix(".dot")
-        src.write_text(dot.source, encoding="utf-8")
+        fileio.write_text(src, dot.source)
         print(f"note: Graphviz 'dot' not found; wrote the DOT source to {src} "
               f"(render it with: dot -T{fmt} {src} -o {out})")
         return 0
     else:
-        out.write_bytes(dot.pipe(format=fmt))
+        fileio.write_bytes(out, dot.pipe(format=fmt))
     print(f"wrote {out}")
     return 0
 

@@ -375,7 +375,7 @@ class Module(BaseModule):
     # -- checkpoints -------------------------------------------------------------------------
     def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False) -> None:
         """``prefix-symbol.json``, ``prefix-%04d.params`` and, if asked, ``prefix-%04d.states``
-        (optimizer states and update counts, ``.npz``)."""
+        (optimizer states and update counts, named arrays in the ``.params`` format)."""
         from .model import save_checkpoint, save_arrays
         arg, aux = self.get_params()
         save_checkpoint(prefix, epoch, self._symbol, arg, aux)
@@ -389,7 +389,11 @@ class Module(BaseModule):
         from .model import load_arrays
         if not self.optimizer_initialized:
             raise BindError("load_optimizer_states: call init_optimizer() first")
-        self._updater.set_states(load_arrays(fname))
+        states = load_arrays(fname, "optimizer state file")
+        try:
+            self._updater.set_states(states)
+        except (ValueError, TypeError, IndexError, KeyError) as exc:  # AttrError too
+            raise DataError(f"optimizer state file {fname}: {exc}") from None
 
     def init_optimizer(self, *args: Any, **kwargs: Any) -> None:
         """As :meth:`_init_optimizer`, then restore states from :meth:`load` if it was asked to."""

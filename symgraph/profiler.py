@@ -23,6 +23,7 @@ import time
 import weakref
 from typing import Any, Callable, Optional
 
+from . import fileio
 from .base import AttrError
 from .provenance import op_table, title, user_level
 
@@ -156,8 +157,7 @@ def dump(finished: bool = True, profile_process: str = "worker") -> None:
     """Write the recorded events to ``filename`` as Chrome-trace JSON; with ``finished`` the
     events are cleared afterwards (the next ``set_state('run')`` starts a new trace)."""
     path = _config["filename"]
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(_trace(), f)
+    fileio.write_text(path, json.dumps(_trace()))
     if finished:
         _events.clear()
 

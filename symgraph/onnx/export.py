@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
+from .. import fileio
 from ..base import GraphError, ShapeError
 from ..graph import Entry, Graph, Node, topo_order
 from ..passes.infer_shape import infer_shapes
@@ -188,6 +189,5 @@ def export_model(sym: Any, params: Any, in_shapes: Optional[Sequence] = None,
         model = onnx.shape_inference.infer_shapes(model)
     if verbose:
         print(onnx.helper.printable_graph(model.graph))
-    with open(onnx_file_path, "wb") as f:
-        f.write(model.SerializeToString())
+    fileio.write_bytes(onnx_file_path, model.SerializeToString())
     return onnx_file_path
