@@ -17,8 +17,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Optional, Sequence
 
-# Modules that get a stub; ``symgraph.ndarray`` joins once sg.nd's op functions are generated.
-STUB_MODULES = ("symgraph.symbol",)
+# Modules whose op functions are generated from the registry (sg.sym, sg.nd).
+STUB_MODULES = ("symgraph.symbol", "symgraph.ndarray")
 TYPING = ("Any", "Callable", "Iterator", "Literal", "Mapping", "Optional", "Sequence", "Union")
 BUILTIN = {"None", "int", "float", "bool", "str", "bytes", "tuple", "list", "dict", "set",
            "object", "type", "slice", "ForwardRef"}

@@ -75,12 +75,15 @@ def test_nd_front_end_documentation():
     opdoc.document(fn, op, front_end="nd")
     sig = inspect.signature(fn)
     assert fn.__name__ == "FullyConnected" and "out" in sig.parameters
-    assert sig.return_annotation is sg.nd.NDArray and "name" not in sig.parameters
+    assert sig.return_annotation is sg.nd.NDArray and "attr" not in sig.parameters
     assert "out : NDArray, optional" in fn.__doc__
+    real = inspect.signature(sg.nd.FullyConnected)  # sg.nd's functions get the same
+    assert real == sig and "num_hidden : int, required" in sg.nd.FullyConnected.__doc__
 
 
 def test_stubs_are_up_to_date():
     assert stubs.out_of_date() == [], "run: python -m symgraph.stubs"
+    assert "def FullyConnected(data: Optional[NDArray] = ..., " in stubs.module_stub(sg.nd)
     text = stubs.module_stub(sg.sym)
     compile(text, "symbol.pyi", "exec")
     assert "def Convolution(data: Optional[Symbol] = ..., " in text
