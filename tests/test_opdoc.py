@@ -83,8 +83,9 @@ def test_nd_front_end_documentation():
 
 def test_stubs_are_up_to_date():
     assert stubs.out_of_date() == [], "run: python -m symgraph.stubs"
-    assert "def FullyConnected(data: Optional[NDArray] = ..., " in stubs.module_stub(sg.nd)
+    assert "def FullyConnected(\n    data: Optional[NDArray] = ...," in stubs.module_stub(sg.nd)
     text = stubs.module_stub(sg.sym)
     compile(text, "symbol.pyi", "exec")
-    assert "def Convolution(data: Optional[Symbol] = ..., " in text
-    assert "*, kernel: tuple[int, ...], " in text and "\nflatten = Flatten\n" in text
+    assert "def Convolution(\n    data: Optional[Symbol] = ...,\n" in text
+    assert "    *,\n    kernel: tuple[int, ...],\n" in text and "\nflatten = Flatten\n" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
