@@ -242,3 +242,12 @@ def test_nothing_is_computed_twice() -> None:
     np.testing.assert_array_equal(z1.asnumpy(), [4.0, 4.0])
     np.testing.assert_array_equal(z2.asnumpy(), [6.0, 6.0])  # y was materialised with z1
     assert len(calls) == 1
+
+
+def test_pickle_carries_the_value_not_the_graph() -> None:
+    import pickle
+    x = _a([1.0, 2.0])
+    x.attach_grad()
+    y = pickle.loads(pickle.dumps(sg.nd.relu(x - 1.5) * 2))
+    assert not y.is_pending and y._entry is None and y.dtype == np.float32
+    np.testing.assert_array_equal(y.asnumpy(), [0.0, 1.0])
