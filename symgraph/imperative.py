@@ -266,6 +266,13 @@ def wait(a: NDArray) -> None:
             drv.Context.synchronize()
 
 
+def before_run() -> None:
+    """An executor is about to overwrite its bound arrays: compute pending work that reads them
+    (nothing inside one of our own runs)."""
+    if PENDING and not STATE.running:
+        flush()
+
+
 def before_write(a: NDArray) -> None:
     """``a`` is about to be written in place: compute everything pending first (it may read
     ``a``), and cut ``a`` from the recorded graph unless it is a variable."""

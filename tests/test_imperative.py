@@ -251,3 +251,12 @@ def test_pickle_carries_the_value_not_the_graph() -> None:
     y = pickle.loads(pickle.dumps(sg.nd.relu(x - 1.5) * 2))
     assert not y.is_pending and y._entry is None and y.dtype == np.float32
     np.testing.assert_array_equal(y.asnumpy(), [0.0, 1.0])
+
+
+def test_pending_reads_of_executor_outputs_see_the_old_value() -> None:
+    exe = (sg.sym.var("a") * 2).bind(sg.cpu(), {"a": sg.nd.ones(2)})
+    out = exe.forward()[0]
+    y = out + 1  # pending, reads out = 2
+    exe.forward(a=sg.nd.full(2, 5.0))  # the executor rewrites out in place
+    np.testing.assert_array_equal(y.asnumpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(out.asnumpy(), [10.0, 10.0])
