@@ -158,10 +158,21 @@ class Program:
         return bufs
 
 
+_POOLS: dict[int, Any] = {}  # device id -> pycuda DeviceMemoryPool
+
+
 def _device_array(shape: tuple, dtype: np.dtype, ctx: Context) -> NDArray:
-    """Uninitialised device memory (no host round trip)."""
-    from .cuda.runtime import empty_device
-    return NDArray(empty_device(shape, dtype, ctx.device_id), ctx)
+    """Uninitialised device memory from a per-device pool: results handed out every step are
+    allocated and freed without cuMemAlloc/cuMemFree (the latter synchronises the device)."""
+    from pycuda.tools import DeviceMemoryPool
+    from .cuda.runtime import DeviceArray, activate
+    with activate(ctx.device_id):
+        pool = _POOLS.get(ctx.device_id)
+        if pool is None:
+            pool = _POOLS[ctx.device_id] = DeviceMemoryPool()
+        arr = DeviceArray(tuple(shape), np.dtype(dtype), allocator=pool.allocate)
+    arr.device_id = ctx.device_id
+    return NDArray(arr, ctx)
 
 
 def _copy_device(dst: NDArray, src: NDArray) -> None:
