@@ -132,7 +132,7 @@ def getitem(a: NDArray, key: Any) -> NDArray:
     return call("Reshape", [y], {"shape": shape or (1,)})  # MXNet 1.x has no 0-d arrays
 
 
-# -- sg.nd op functions -----------------------------------------------------------------------------
+# -- sg.nd op functions ------------------------------------------------------------------------
 
 def make_nd_function(opdef: registry.OpDef):
     """The ``sg.nd`` function of one op: arrays positionally or by input name, then attributes
