@@ -171,9 +171,8 @@ def make_nd_function(opdef: registry.OpDef):
                             f"{sorted(named)}; inputs: {list(info.slots)}")
         return _result(record(info, inputs, name), out)
 
-    op_function.__name__ = opdef.name
-    op_function.__doc__ = opdef.doc or f"The {opdef.name} operator."
-    return op_function
+    from .opdoc import document  # signature and docstring from the registry
+    return document(op_function, opdef, front_end="nd")
 
 
 def make_nd_from_symbol_api(api: Any):
