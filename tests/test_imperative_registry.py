@@ -38,10 +38,12 @@ def replay(sym, values: dict, ctx=None, attach: tuple = (), dtype=np.float64) ->
             continue
         fn = sg.nd.__dict__[node.op]
         attrs = dict(node.attrs)
-        if not node.inputs and attrs.get("dtype", "") is None:
-            attrs["dtype"] = types[Entry(node)].name
-        outs = fn(*[got[e] for e in node.inputs], ctx=ctx, **attrs) if not node.inputs \
-            else fn(*[got[e] for e in node.inputs], **attrs)
+        if not node.inputs:  # placed by ctx= (a string attribute of the op is ignored)
+            attrs.pop("ctx", None)
+            attrs["ctx"] = ctx
+            if attrs.get("dtype", "") is None:
+                attrs["dtype"] = types[Entry(node)].name
+        outs = fn(*[got[e] for e in node.inputs], **attrs)
         outs = outs if isinstance(outs, list) else [outs]
         for i, o in enumerate(outs):
             got[Entry(node, i)] = o
