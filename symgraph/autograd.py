@@ -10,9 +10,13 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Optional, Sequence, Union
 
+from .autograd_function import Function
 from .base import ExecutionError
 from .imperative import STATE, attach_grad
 from .ndarray import NDArray
+
+__all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
+           "set_recording", "set_training", "mark_variables", "backward", "grad", "Function"]
 
 Arrays = Union[NDArray, Sequence[NDArray]]
 

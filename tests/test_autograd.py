@@ -260,3 +260,47 @@ def test_fresh_gradient_flags() -> None:
     z.backward()
     assert x._fresh_grad and not y._fresh_grad
     assert GRAD_WRITTEN[id(x.grad)]() is x.grad and id(y.grad) not in GRAD_WRITTEN
+
+
+class _Sigmoid(ag.Function):
+    def forward(self, x):
+        y = 1 / (1 + sg.nd.exp(-x))
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, dy):
+        y, = self.saved_tensors
+        return dy * y * (1 - y)
+
+
+class _MulAdd(ag.Function):
+    """Two inputs, two outputs: (a * b, a + b)."""
+
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        return a * b, a + b
+
+    def backward(self, d_prod, d_sum):
+        a, b = self.saved_tensors
+        return d_prod * b + d_sum, d_prod * a + d_sum
+
+
+def test_autograd_function(rng) -> None:
+    x0, a0, b0 = rng.normal(size=4), rng.normal(size=3), rng.normal(size=3)
+    x, a, b = _var(x0), _var(a0), _var(b0)
+    with ag.record():
+        y = _Sigmoid()(x)
+        p, s = _MulAdd()(a, b)
+        loss = (y * 3).sum() + (p * 2 + s).sum()
+    loss.backward()
+    sig = 1 / (1 + np.exp(-x0))
+    assert_almost_equal(y.asnumpy(), sig, rtol=1e-12)
+    assert_almost_equal(x.grad.asnumpy(), 3 * sig * (1 - sig), rtol=1e-10)
+    assert_almost_equal(a.grad.asnumpy(), 2 * b0 + 1, rtol=1e-12)
+    assert_almost_equal(b.grad.asnumpy(), 2 * a0 + 1, rtol=1e-12)
+    out = _Sigmoid()(x)  # not recording: just the forward
+    assert_almost_equal(out.asnumpy(), sig, rtol=1e-12)
+    f = _Sigmoid()
+    f(x)
+    with pytest.raises(sg.ExecutionError, match="called once"):
+        f(x)
