@@ -76,8 +76,11 @@ def is_training(node: Node) -> bool:
 
 _ids = itertools.count()
 # id(Attrs) -> (the Attrs, serial): cache keys hash a small int instead of the attributes.
-# Interned Attrs live as long as the process (one per distinct op and attributes).
+# Serials are never reused, so forgetting interned Attrs (past MAX_INTERNED) cannot make an
+# old program match new attributes; it only costs recompilations.
 ATTR_SERIAL: dict[int, tuple[Attrs, int]] = {}
+_serials = itertools.count()
+MAX_INTERNED = 50000
 
 
 def compile_count() -> int:
@@ -111,8 +114,12 @@ def _call_info(opdef: registry.OpDef, kwargs: dict, name: Optional[str]) -> _Cal
         attrs = parse_attrs(opdef.params, kwargs, where(name or opdef.name, opdef.name))
         info = _INTERNED.get((opdef.name, attrs))
         if info is None:
+            if len(_INTERNED) >= MAX_INTERNED:  # e.g. one attribute set per Function call
+                _CALLS.clear()
+                _INTERNED.clear()
+                ATTR_SERIAL.clear()
             info = _INTERNED[opdef.name, attrs] = _Call(opdef, attrs)
-            ATTR_SERIAL[id(attrs)] = (attrs, len(ATTR_SERIAL))
+            ATTR_SERIAL[id(attrs)] = (attrs, next(_serials))
         if key is not None:
             _CALLS[key] = info
     return info

@@ -222,6 +222,14 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
 
 
 _CACHE: dict[tuple, Program] = {}
+MAX_PROGRAMS = 4096  # past this, the oldest program is dropped (and recompiled if needed)
+
+
+def _remember(key: tuple, prog: Program) -> Program:
+    if len(_CACHE) >= MAX_PROGRAMS:
+        del _CACHE[next(iter(_CACHE))]
+    _CACHE[key] = prog
+    return prog
 
 
 def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any]) -> None:
@@ -260,7 +268,7 @@ def force_pending(arrays: Sequence[NDArray]) -> None:
     key = ("forward", ctx, tr.train, tr.key(), tuple(tr.ref(e) for e, _ in outs))
     prog = _CACHE.get(key)
     if prog is None:
-        prog = _CACHE[key] = _compile(tr, ctx, [e for e, _ in outs], [], {})
+        prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}))
     _run(prog, tr, (), None)
     _materialise(outs, prog.take_outputs())
     for node in tr.nodes:
@@ -336,7 +344,7 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
            tuple((k, req) for k, (_, req) in grads.items()), gpu_ids)
     prog = _CACHE.get(key)
     if prog is None:
-        prog = _CACHE[key] = _compile(tr, ctx, entries, [e for e, _ in others], grads)
+        prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads))
     _run(prog, tr, [(f"_in{k}", g) for k, (g, _) in grads.items()], (hg, tr.train))
     if variables is None:
         if len(GRAD_WRITTEN) > 4096:  # without a Trainer clearing it: drop dead entries

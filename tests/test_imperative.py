@@ -267,3 +267,13 @@ def test_ops_without_inputs_need_a_context_or_an_input() -> None:
         sg.nd.relu()
     with pytest.raises(sg.AttrError, match=r"takes inputs \['data'\], got 0"):
         sg.nd.relu(ctx=sg.cpu())
+
+
+def test_caches_are_bounded(monkeypatch) -> None:
+    from symgraph import imperative_compile
+    monkeypatch.setattr(imperative_compile, "MAX_PROGRAMS", 2)
+    monkeypatch.setattr(imperative, "MAX_INTERNED", 3)
+    x = _a([1.0, 2.0])
+    for k in range(6):  # six structures (and attribute sets)
+        np.testing.assert_allclose((x * (k + 1) + k).asnumpy(), [2 * k + 1, 3 * k + 2])
+        assert len(imperative_compile._CACHE) <= 2 and len(imperative._INTERNED) <= 3
