@@ -226,7 +226,7 @@ MAX_PROGRAMS = 4096  # past this, the oldest program is dropped (and recompiled 
 
 
 def _remember(key: tuple, prog: Program) -> Program:
-    if len(_CACHE) >= MAX_PROGRAMS:
+    while _CACHE and len(_CACHE) >= MAX_PROGRAMS:
         del _CACHE[next(iter(_CACHE))]
     _CACHE[key] = prog
     return prog
