@@ -186,9 +186,9 @@ def _copy_device(dst: NDArray, src: NDArray) -> None:
             drv.memcpy_dtod_async(dst._buf.ptr, src._buf.ptr, dst._buf.nbytes)
 
 
-def _canonical(tr: Trace) -> tuple[list[Node], list[Node]]:
+def _canonical(tr: Trace, prefix: str = "_in") -> tuple[list[Node], list[Node]]:
     """Copies of the walked nodes reading variables ``_in<k>`` instead of the leaves."""
-    variables = [variable(f"_in{k}") for k in range(len(tr.leaves))]
+    variables = [variable(f"{prefix}{k}") for k in range(len(tr.leaves))]
     new: list[Node] = []
     for node, sig in zip(tr.nodes, tr.sig):
         ins = tuple(Entry(variables[-1 - r]) if isinstance(r, int) else Entry(new[r[0]], r[1])
@@ -360,3 +360,13 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
         for e in entries:
             FREED.add(e.node)
     return results if variables is not None else None
+
+
+def recorded_symbol(a: NDArray) -> Any:
+    """``autograd.get_symbol``: the recorded graph of ``a`` as a Symbol whose variables
+    ``var0``, ``var1``... are the arrays it read, in the order the graph first reads them."""
+    from .symbol import Symbol
+    _check_heads([a])
+    tr = walk([a._entry], for_backward=True)
+    new, _ = _canonical(tr, "var")
+    return Symbol((Entry(new[tr.local[a._entry.node]], a._entry.index),))

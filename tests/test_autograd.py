@@ -304,3 +304,16 @@ def test_autograd_function(rng) -> None:
     f(x)
     with pytest.raises(sg.ExecutionError, match="called once"):
         f(x)
+
+
+def test_get_symbol(rng) -> None:
+    x0, w0 = rng.normal(size=(2, 3)), rng.normal(size=(4, 3))
+    x, w = _var(x0), _var(w0)
+    with ag.record():
+        y = sg.nd.relu(sg.nd.FullyConnected(x, w, num_hidden=4, no_bias=True)) * 2
+    sym = ag.get_symbol(y)
+    assert sym.list_arguments() == ["var0", "var1"]
+    exe = sym.bind(sg.cpu(), {"var0": sg.nd.array(x0, dtype=np.float64),
+                              "var1": sg.nd.array(w0, dtype=np.float64)})
+    assert_almost_equal(exe.forward()[0].asnumpy(), np.maximum(x0 @ w0.T, 0) * 2, rtol=1e-12)
+    assert_almost_equal(y.asnumpy(), np.maximum(x0 @ w0.T, 0) * 2, rtol=1e-12)
