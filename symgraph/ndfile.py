@@ -277,12 +277,14 @@ def load(fname: PathLike,
             arrays, names = _read_list(f, size, fname, what)
     except OSError as exc:
         raise DataError(f"{what} {fname} cannot be read: {exc.strerror or exc}") from None
-    return arrays, (names if names or not arrays else None)
+    return arrays, (names or None)  # no names: a list, as mx.nd.load (an empty file too)
 
 
 def load_dict(fname: PathLike, what: str = "array file") -> dict[str, np.ndarray]:
     """:func:`load` for files whose arrays must be named (``.params``, ``.states``)."""
     arrays, names = load(fname, what)
+    if names is None and not arrays:
+        return {}
     if names is None:
         raise DataError(f"{what} {fname} holds {len(arrays)} unnamed arrays; names are needed")
     return dict(zip(names, arrays))

@@ -214,7 +214,7 @@ def _mutate(doc: dict, data: st.DataObject) -> dict:
     return doc
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_fuzz_zoo_json_mutations(data: st.DataObject) -> None:
     doc = _mutate(data.draw(st.sampled_from(ZOO)), data)
