@@ -107,25 +107,31 @@ def _create_temp(target: Path, folder: Path) -> tuple[Path, int]:
 def atomic_write(target: PathLike, write: Callable[[IO[bytes]], None]) -> None:
     """Create or replace ``target`` with what ``write(f)`` writes to a binary file object.
 
-    Either the complete new file is in place afterwards, or (on any exception, which propagates)
-    the previous file is untouched and no temporary file remains."""
+    Either the complete new file is in place afterwards, or the previous file is untouched and
+    no temporary file remains: an OSError (no folder, no permission, disk full) becomes a
+    DataError naming ``target``; any other exception of ``write`` propagates as it is."""
     target = Path(target)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
         raise DataError(f"cannot write {target}: it is a folder")
     remove_stale_temps(target)
-    tmp, fd = _create_temp(target, folder)
+    try:
+        tmp, fd = _create_temp(target, folder)
+    except OSError as exc:
+        raise DataError(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(os.dup(fd), "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise DataError(f"cannot write {target}: {exc.strerror or exc}") from exc
         raise
     finally:
         os.close(fd)  # releases the lock
