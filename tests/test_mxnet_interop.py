@@ -139,6 +139,10 @@ CASES: dict[str, tuple[Callable[[], S.Symbol], dict]] = {
         S.LinearRegressionOutput(_x(), name="lin"), S.LogisticRegressionOutput(_x(), name="log"),
         S.MAERegressionOutput(_x(), name="mae"), S.MakeLoss(S.square(_x())),
         S.BlockGrad(_x()), S.identity(_x())]), {"data": (3, 4)}),
+    "declared_vars": (lambda: S.FullyConnected(
+        S.var("data", shape=(2, 3), dtype="float32", lr_mult=2.0, wd_mult=0.5,
+              init=sg.init.Xavier(), attr={"__note__": "kept"}), num_hidden=4, name="fc",
+        attr={"__ctx_group__": "dev1"}), {"data": (2, 3)}),
     "cross_entropy": (lambda: S.softmax_cross_entropy(_x(), _var("label")),
                       {"data": (3, 4), "label": (3,)}),
 }
