@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from pathlib import Path
 from typing import IO, Callable, Union
 
@@ -57,10 +58,13 @@ def remove_stale_temps(target: PathLike) -> list[str]:
         names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(TMP_SUFFIX)]
     except OSError:
         return removed
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     for name in names:
         path = folder / name
-        try:
-            fd = os.open(path, os.O_RDONLY)
+        try:  # only plain files: a planted FIFO or link is neither opened nor removed
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                continue
+            fd = os.open(path, flags)
         except OSError:
             continue
         try:

@@ -159,6 +159,10 @@ def test_next_save_removes_dead_temps_only(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert not dead.exists() and live.exists() and other.exists()
+    fifo = tmp_path / ".m.params.7.0badf1f0.tmp"  # a planted FIFO would block a plain open
+    os.mkfifo(fifo)
+    sg.nd.save(str(target), [sg.nd.ones(2)])
+    assert fifo.exists()
     assert isinstance(sg.nd.load(str(target)), list)
 
 
