@@ -36,6 +36,13 @@ def _engine() -> Any:
     return _ENGINE
 
 
+def before_run() -> None:
+    """An executor is about to overwrite its bound arrays: the engine computes pending work
+    that reads them first."""
+    if _ENGINE is not None:
+        _ENGINE.before_run()
+
+
 class NDArray:
     """A fixed-shape, fixed-dtype array on a device. ``x[:] = value`` writes in place."""
 
@@ -196,6 +203,11 @@ class NDArray:
     def attach_grad(self, grad_req: str = "write", stype: Optional[str] = None) -> None:
         """Allocate ``.grad`` (zeros) and make this array a variable autograd differentiates."""
         _engine().attach_grad(self, grad_req)
+
+    def __reduce__(self) -> tuple:
+        """Pickle the value (DataLoader workers send batches between processes), never the
+        recorded graph: the copy is a computed array on the same context."""
+        return (array, (self.asnumpy(), self._ctx, self.dtype))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.asnumpy()
