@@ -6,7 +6,9 @@ that to the backend of its context. Every check on user input happens before any
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence, Union
+import contextlib
+import gc
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -49,6 +51,20 @@ def _as_list(kind: str, value: Any, names: Sequence[str], required: bool) -> lis
     return value
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Binding makes millions of small objects that stay alive (nodes, entries, tables); the
+    cyclic collector's full passes over them made bind time grow faster than the graph. They
+    hold no reference cycles that need collecting meanwhile."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class Executor:
     """Runs a bound symbol. Build with ``Symbol.bind`` or ``Symbol.simple_bind``."""
 
@@ -67,7 +83,8 @@ class Executor:
         self.grad_dict = {n: g for n, g, r in zip(self._arg_names, grads, reqs)
                           if g is not None and r != "null"}
         self.aux_dict = dict(zip(self._aux_names, aux))
-        self._compile(types)
+        with _gc_paused():
+            self._compile(types)
         self.outputs = [zeros(self._types.shape(e), ctx, self._types.dtype(e))
                         for e in self._fwd_outputs]
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
@@ -116,8 +133,10 @@ class Executor:
                     type_dict: Optional[Mapping[str, Any]] = None,
                     shapes: Optional[Mapping[str, Any]] = None) -> "Executor":
         # The one inference of this bind: the executor reuses its table.
-        shape_of, (arg_shapes, _, aux_shapes) = symbol_shapes(symbol, (), shapes or {}, False)
-        type_of, (arg_types, _, aux_types) = symbol_types(symbol, (), type_dict or {})
+        with _gc_paused():
+            shape_of, (arg_shapes, _, aux_shapes) = symbol_shapes(symbol, (), shapes or {},
+                                                                  False)
+            type_of, (arg_types, _, aux_types) = symbol_types(symbol, (), type_dict or {})
         names = symbol.list_arguments()
         args = [zeros(s, ctx, t) for s, t in zip(arg_shapes, arg_types)]
         if isinstance(grad_req, str):

@@ -23,13 +23,13 @@ def gradient(self: Symbol, wrt: Sequence[str]) -> Symbol:
 
 
 def bind(self: Symbol, ctx: Any, args: Any, args_grad: Any = None, grad_req: Any = "write",
-         aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None) -> Executor:
+         aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None) -> Any:
     """Bind arrays and return an :class:`~symgraph.executor.Executor`."""
     return Executor.bind(self, ctx, args, args_grad, grad_req, aux_states)
 
 
 def simple_bind(self: Symbol, ctx: Any, grad_req: Any = "write", type_dict: Any = None,
-                **shapes: Any) -> Executor:
+                **shapes: Any) -> Any:
     """Infer every shape from ``shapes`` and bind freshly allocated arrays."""
     return Executor.simple_bind(self, ctx, grad_req, type_dict, shapes)
 
