@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from typing import Any, Iterator, Mapping, Optional, Sequence, Union
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from . import random as _random
+from .backend import Program
 from .base import BindError, ExecutionError
 from .context import Context
 from .graph import Entry, Graph, Node, variable
@@ -51,6 +53,55 @@ def _as_list(kind: str, value: Any, names: Sequence[str], required: bool) -> lis
     return value
 
 
+def _numpy_backend() -> Any:
+    from .backend import numpy_backend
+    return numpy_backend
+
+
+def _cuda_backend() -> Any:
+    from .cuda import backend  # imports pycuda: only when a GPU executor is made
+    return backend
+
+
+# Device type -> the backend module: ``FORWARD_PIPELINE`` and ``compile(schedule, ctx)``,
+# which returns a :class:`~symgraph.backend.Program`.
+BACKENDS: dict[str, Callable[[], Any]] = {"cpu": _numpy_backend, "gpu": _cuda_backend}
+
+
+@dataclass
+class Stage:
+    """One compiled graph of an executor (inference, or training: forward then backward) and
+    where its values live: slots of the visible outputs, of the aux states a training forward
+    writes back (``mutations``: slot, aux name), of each argument's gradient, of each head
+    gradient (by output index); ``bound`` is filled on first run."""
+
+    schedule: Schedule
+    program: Program
+    outputs: list[int]
+    mutations: list[tuple[int, str]]
+    grads: dict[str, int]
+    heads: dict[int, int]
+    bound: Optional[list] = None
+
+    def __getitem__(self, key: str) -> Any:
+        """``stage["schedule"]``: the dict spelling code written before Stage still uses."""
+        return getattr(self, key)
+
+
+def _grad_reqs(grad_req: Any, names: Sequence[str]) -> dict[str, str]:
+    """MXNet's forms of ``grad_req`` (one string, a list, a dict; missing or None: null) as
+    one dict over the argument names, each checked."""
+    if isinstance(grad_req, str):
+        reqs = {n: grad_req for n in names}
+    else:
+        given = _as_list("grad_req", grad_req, names, required=False)
+        reqs = {n: r or "null" for n, r in zip(names, given)}
+    for n, r in reqs.items():
+        if r not in GRAD_REQS:
+            raise BindError(f"grad_req for {n}: {r!r} is not one of {GRAD_REQS}")
+    return reqs
+
+
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     """Binding makes millions of small objects that stay alive (nodes, entries, tables); the
@@ -78,7 +129,7 @@ class Executor:
         self.aux_arrays = aux
         self._arg_names = symbol.list_arguments()
         self._aux_names = symbol.list_auxiliary_states()
-        self._reqs = reqs
+        self._grad_req = dict(zip(self._arg_names, reqs))  # the one form: name -> req
         self.arg_dict = dict(zip(self._arg_names, args))
         self.grad_dict = {n: g for n, g, r in zip(self._arg_names, grads, reqs)
                           if g is not None and r != "null"}
@@ -91,7 +142,6 @@ class Executor:
         self._trained = False
         self._env: Optional[list] = None
         self._ones: dict[int, NDArray] = {}  # default head gradients, by slot
-        self._req_of = dict(zip(self._arg_names, reqs))
 
     # -- construction ----------------------------------------------------------------------
     @classmethod
@@ -106,14 +156,8 @@ class Executor:
         grad_list = _as_list("bind args_grad", args_grad, names, required=False)
         aux_list = _as_list("bind aux_states", aux_states, symbol.list_auxiliary_states(),
                             required=True)
-        if isinstance(grad_req, str):
-            reqs = [grad_req] * len(names)
-        else:
-            reqs = [r or "null" for r in _as_list("grad_req", grad_req, names, required=False)]
-        for n, r, g in zip(names, reqs, grad_list):
-            if r not in GRAD_REQS:
-                raise BindError(f"grad_req for {n}: {r!r} is not one of {GRAD_REQS}")
-        reqs = [r if g is not None else "null" for r, g in zip(reqs, grad_list)]
+        req_of = _grad_reqs(grad_req, names)
+        reqs = [req_of[n] if g is not None else "null" for n, g in zip(names, grad_list)]
         for kind, names_, arrays in (("argument", names, arg_list),
                                      ("aux state", symbol.list_auxiliary_states(), aux_list),
                                      ("gradient", names, grad_list)):
@@ -139,12 +183,7 @@ class Executor:
             type_of, (arg_types, _, aux_types) = symbol_types(symbol, (), type_dict or {})
         names = symbol.list_arguments()
         args = [zeros(s, ctx, t) for s, t in zip(arg_shapes, arg_types)]
-        if isinstance(grad_req, str):
-            reqs = {n: grad_req for n in names}
-        elif isinstance(grad_req, Mapping):
-            reqs = {n: grad_req.get(n, "null") for n in names}
-        else:
-            reqs = dict(zip(names, _as_list("grad_req", grad_req, names, required=True)))
+        reqs = _grad_reqs(grad_req, names)
         grads = {n: zeros(s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)
                  if reqs[n] != "null"}
         aux = [zeros(s, ctx, t) for s, t in zip(aux_shapes, aux_types)]
@@ -175,7 +214,7 @@ class Executor:
         self._infer = self._build(graph, train=False)
         self._train = self._build(graph, train=True)
 
-    def _build(self, graph: Graph, train: bool) -> dict:
+    def _build(self, graph: Graph, train: bool) -> "Stage":
         """Make the inference or training graph, optimise, lower, and compile for the backend."""
         g = run_pipeline(graph, self._backend().FORWARD_PIPELINE)  # the backend's choice
         var_by_name = {v.name: v for v in g.variables()}
@@ -192,7 +231,7 @@ class Executor:
         outputs += [e for e, _ in mutations]
         n_forward = len(outputs)
         heads: list[Node] = []
-        wrt_names = [n for n, r in zip(self._arg_names, self._reqs) if r != "null"]
+        wrt_names = [n for n, r in self._grad_req.items() if r != "null"]
         if train and wrt_names:
             # Head gradients are bound only in backward(); fusion must know (__phase__).
             heads = [variable(f"_head_grad{i}", {"__phase__": "backward"})
@@ -209,20 +248,18 @@ class Executor:
         schedule.plan = plan_memory(schedule)
         program = self._backend().compile(schedule, self._ctx)
         outs = list(full.outputs)
-        return {
-            "schedule": schedule, "program": program,
-            "outputs": [schedule.slot_of[e] for e in outs[:len(self._fwd_outputs)]],
-            "mutations": [(schedule.slot_of[e], name)
-                          for e, (_, name) in zip(outs[len(self._fwd_outputs):n_forward],
-                                                  mutations)],
-            "grads": dict(zip(wrt_names, [schedule.slot_of[e] for e in outs[n_forward:]])),
-            "heads": {i: schedule.variables[h] for i, h in enumerate(heads)
-                      if h in schedule.variables},
-        }
+        return Stage(
+            schedule, program,
+            outputs=[schedule.slot_of[e] for e in outs[:len(self._fwd_outputs)]],
+            mutations=[(schedule.slot_of[e], name)
+                       for e, (_, name) in zip(outs[len(self._fwd_outputs):n_forward], mutations)],
+            grads=dict(zip(wrt_names, [schedule.slot_of[e] for e in outs[n_forward:]])),
+            heads={i: schedule.variables[h] for i, h in enumerate(heads)
+                   if h in schedule.variables})
 
     def __repr__(self) -> str:
-        sched = self._train["schedule"]
-        n_grad = sum(r != "null" for r in self._reqs)
+        sched = self._train.schedule
+        n_grad = sum(r != "null" for r in self._grad_req.values())
         outs = ", ".join(f"{n} {tuple(a.shape)}" for n, a in self.output_dict.items())
         return (f"<Executor {self._symbol.name or 'group'} on {self._ctx}: "
                 f"{len(self.arg_arrays)} arguments ({n_grad} with gradients), "
@@ -230,11 +267,11 @@ class Executor:
                 f"{len(sched.steps)} steps ({sched.n_forward_steps} forward)>")
 
     def _backend(self) -> Any:
-        if self._ctx.device_type == "cpu":
-            from .backend import numpy_backend
-            return numpy_backend
-        from .cuda import backend
-        return backend
+        try:
+            return BACKENDS[self._ctx.device_type]()
+        except KeyError:
+            raise BindError(f"no backend for device type {self._ctx.device_type!r}; "
+                            f"backends: {sorted(BACKENDS)}") from None
 
     # -- running ----------------------------------------------------------------------------
     def _check_array(self, kind: str, name: str, value: Any, want: NDArray) -> np.ndarray:
@@ -255,7 +292,7 @@ class Executor:
             self.arg_dict[k][:] = v
         stage = self._train if is_train else self._infer
         env, run_ctx = self._start(stage, is_train)
-        stage["program"].run(env, 0, stage["schedule"].n_forward_steps, run_ctx)
+        stage.program.run(env, 0, stage.schedule.n_forward_steps, run_ctx)
         self._finish_forward(stage, env, run_ctx, is_train)
         return self.outputs
 
@@ -273,13 +310,12 @@ class Executor:
             out_grads = [out_grads]
         if out_grads is not None and len(out_grads) != len(self.outputs):
             raise BindError(f"backward: {len(out_grads)} out_grads for {len(self.outputs)} outputs")
-        program, env = stage["program"], self._env
+        program, env = stage.program, self._env
         before_run()
         for slot, value in self._heads(out_grads).items():
             program.bind_input(env, slot, value)
-        extra = {} if tail is None else {"tail": tail}
-        program.run(env, stage["schedule"].n_forward_steps, len(stage["schedule"].steps),
-                    self._run_ctx, **extra)
+        program.run(env, stage.schedule.n_forward_steps, len(stage.schedule.steps),
+                    self._run_ctx, tail=tail)
         self._store_grads(env)
 
     def train_step(self, tail: Any = None, out_grads: Optional[Sequence[Any]] = None,
@@ -294,41 +330,40 @@ class Executor:
             raise BindError(f"train_step: {len(out_grads)} out_grads for {len(self.outputs)} "
                             f"outputs")
         env, run_ctx = self._start(stage, is_train)
-        program = stage["program"]
+        program = stage.program
         for slot, value in self._heads(out_grads).items():
             program.bind_input(env, slot, value)
-        extra = {} if tail is None else {"tail": tail}
-        program.run(env, 0, len(stage["schedule"].steps), run_ctx, **extra)
+        program.run(env, 0, len(stage.schedule.steps), run_ctx, tail=tail)
         self._finish_forward(stage, env, run_ctx, True)
         self._store_grads(env)
         return self.outputs
 
-    def _start(self, stage: dict, is_train: bool) -> tuple[Any, RunCtx]:
+    def _start(self, stage: "Stage", is_train: bool) -> tuple[Any, RunCtx]:
         """A fresh environment of ``stage``'s program with every bound array bound."""
         before_run()  # pending sg.nd work may read arrays this run overwrites
-        program = stage["program"]
+        program = stage.program
         env = program.new_env()
-        if "bound" not in stage:  # (name, slot) of every bound variable, found once
-            by_name = {n.name: slot for n, slot in stage["schedule"].variables.items()}
-            stage["bound"] = [(d, n, by_name[n]) for d in (self.arg_dict, self.aux_dict)
+        if stage.bound is None:  # (name, slot) of every bound variable, found once
+            by_name = {n.name: slot for n, slot in stage.schedule.variables.items()}
+            stage.bound = [(d, n, by_name[n]) for d in (self.arg_dict, self.aux_dict)
                               for n in d if n in by_name]
-        for arrays, name, slot in stage["bound"]:
+        for arrays, name, slot in stage.bound:
             program.bind_input(env, slot, arrays[name])
         return env, RunCtx(is_train=is_train, rng=_random.generator())
 
-    def _finish_forward(self, stage: dict, env: Any, run_ctx: RunCtx, is_train: bool) -> None:
-        program = stage["program"]
-        for out, slot in zip(self.outputs, stage["outputs"]):
+    def _finish_forward(self, stage: "Stage", env: Any, run_ctx: RunCtx, is_train: bool) -> None:
+        program = stage.program
+        for out, slot in zip(self.outputs, stage.outputs):
             program.store(env, slot, out, accumulate=False)
         if is_train:
-            for slot, name in stage["mutations"]:
+            for slot, name in stage.mutations:
                 program.store(env, slot, self.aux_dict[name], accumulate=False)
             self._env, self._run_ctx, self._trained = env, run_ctx, True
 
     def _heads(self, out_grads: Optional[Sequence[Any]]) -> dict[int, NDArray]:
         """Head-gradient slot -> array; the default ones are made once per executor."""
         heads = {}
-        for i, slot in self._train["heads"].items():
+        for i, slot in self._train.heads.items():
             out = self.outputs[i]
             if out_grads is None or out_grads[i] is None:
                 if slot not in self._ones:
@@ -340,10 +375,10 @@ class Executor:
         return heads
 
     def _store_grads(self, env: Any) -> None:
-        program = self._train["program"]
-        for name, slot in self._train["grads"].items():
+        program = self._train.program
+        for name, slot in self._train.grads.items():
             program.store(env, slot, self.grad_dict[name],
-                          accumulate=self._req_of[name] == "add")
+                          accumulate=self._grad_req[name] == "add")
 
     # -- parameters and introspection --------------------------------------------------------
     def copy_params_from(self, arg_params: Mapping[str, NDArray],
@@ -365,21 +400,21 @@ class Executor:
     @property
     def grad_req(self) -> dict[str, str]:
         """``grad_req`` of every argument (``write``, ``add`` or ``null``)."""
-        return dict(zip(self._arg_names, self._reqs))
+        return dict(self._grad_req)
 
     def grad_slots(self) -> dict[str, int]:
         """Slot of each computed gradient in the training program (for a backward ``tail``)."""
-        return dict(self._train["grads"])
+        return dict(self._train.grads)
 
     @property
     def train_program(self) -> Any:
         """The backend program of the training graph (the CUDA one owns the stream)."""
-        return self._train["program"]
+        return self._train.program
 
     @property
     def schedule(self) -> Schedule:
-        return self._train["schedule"]
+        return self._train.schedule
 
     def debug_str(self) -> str:
         """The training schedule: every step with input/output slots and shapes."""
-        return self._train["schedule"].describe()
+        return self._train.schedule.describe()

@@ -52,7 +52,7 @@ def test_trace_of_two_training_steps(tmp_path):
     _train_two_steps(mod, batch)  # not recorded
     sg.profiler.dump()
     trace = json.loads(path.read_text())
-    steps = mod._exec._train["schedule"].steps
+    steps = mod._exec._train.schedule.steps
     xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert len(xs) == 2 * len(steps)
     assert [e["args"]["step"] for e in xs] == list(range(len(steps))) * 2
@@ -150,6 +150,6 @@ def test_gpu_trace_uses_device_time(tmp_path):
     sg.profiler.dump()
     trace = json.loads(path.read_text())
     xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
-    assert len(xs) == 2 * len(mod._exec._train["schedule"].steps)
+    assert len(xs) == 2 * len(mod._exec._train.schedule.steps)
     assert [e for e in trace["traceEvents"] if e["ph"] == "M"][0]["args"]["name"] == "gpu(0)"
     assert all(e["dur"] > 0 for e in xs)

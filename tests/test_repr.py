@@ -16,7 +16,7 @@ def test_executor_repr():
     text = repr(exe)
     assert text.startswith("<Executor softmax on cpu(0): 4 arguments (4 with gradients)")
     assert "softmax_output (5, 3)" in text
-    n = len(exe._train["schedule"].steps)
+    n = len(exe._train.schedule.steps)
     assert f"training schedule {n} steps" in text
     frozen = _net().simple_bind(sg.cpu(), grad_req="null", data=(5, 7))
     assert "(0 with gradients)" in repr(frozen)

@@ -45,7 +45,7 @@ def test_bound_variables_stay_the_users_nodes() -> None:
     x = sg.sym.var("x")
     y = sg.sym.relu(x) * 2
     exe = y.simple_bind(sg.cpu(), x=(3,))
-    variables = [n for n in exe._train["schedule"].graph.nodes() if n.is_variable]
+    variables = [n for n in exe._train.schedule.graph.nodes() if n.is_variable]
     assert x.outputs_[0].node in variables
     assert all("__shape__" not in v.extra for v in variables)
 

@@ -1,1 +1,36 @@
-"""Backends execute schedules: ``numpy_backend`` on the CPU, ``symgraph.cuda`` on GPUs."""
+"""Backends execute schedules: ``numpy_backend`` on the CPU, ``symgraph.cuda`` on GPUs.
+
+A backend module offers ``FORWARD_PIPELINE`` (the passes it wants before autodiff) and
+``compile(schedule, ctx) -> Program``; the executor picks the module by device type
+(``executor.BACKENDS``) and knows nothing else about it.
+"""
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..registry import RunCtx
+
+
+class Program(Protocol):
+    """A compiled schedule. ``env`` is the backend's own per-run state (slot buffers)."""
+
+    def new_env(self) -> Any:
+        """Fresh run state with every planned buffer placed."""
+
+    def bind_input(self, env: Any, slot: int, array: Any) -> None:
+        """Let ``slot`` be the bound NDArray ``array`` (no copy)."""
+
+    def run(self, env: Any, start: int, stop: int, ctx: RunCtx, tail: Any = None) -> None:
+        """Run steps ``start:stop``; then ``tail`` (extra backend work reading the run's slots:
+        the fused optimizer update), in the same run (one CUDA graph on the GPU)."""
+
+    def store(self, env: Any, slot: int, target: Any, accumulate: bool) -> None:
+        """Write ``slot`` into NDArray ``target`` (``+=`` when ``accumulate``)."""
+
+    def read(self, env: Any, slot: int) -> np.ndarray:
+        """A host copy of ``slot``."""
+
+    def time_steps(self, env: Any, start: int, stop: int, ctx: RunCtx) -> list[tuple]:
+        """(step index, op, node name, milliseconds) of each step, run one at a time."""

@@ -11,7 +11,8 @@ overwritten buffer yields NaN instead of a plausible number.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+import time
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -69,15 +70,30 @@ class NumpyProgram:
     def new_env(self) -> list[Any]:
         return self._views()
 
-    def run(self, env: list[Any], start: int, stop: int, ctx: RunCtx) -> None:
+    def run(self, env: list[Any], start: int, stop: int, ctx: RunCtx,
+            tail: Optional[Callable[[Callable[[int], np.ndarray]], None]] = None) -> None:
         """Run steps ``start:stop``, reading and writing ``env`` (each step timed on the host
-        while ``sg.profiler`` records)."""
+        while ``sg.profiler`` records). ``tail``: called after the steps with a function
+        reading a slot (the CPU form of the CUDA backend's captured tail)."""
         if profiler.recording():
             profiler.run_host_timed(self.schedule, start, stop, "cpu(0)",
                                     lambda k: self._step(env, k, ctx))
-            return
+        else:
+            for k in range(start, stop):
+                self._step(env, k, ctx)
+        if tail is not None:
+            tail(lambda slot: self.read(env, slot))
+
+    def time_steps(self, env: list[Any], start: int, stop: int,
+                   ctx: RunCtx) -> list[tuple[int, str, str, float]]:
+        """(step index, op, name, milliseconds) of each step, run one at a time."""
+        out = []
         for k in range(start, stop):
+            t0 = time.perf_counter()
             self._step(env, k, ctx)
+            node = self.schedule.steps[k].node
+            out.append((k, node.op, node.name, 1e3 * (time.perf_counter() - t0)))
+        return out
 
     def _step(self, env: list[Any], k: int, ctx: RunCtx) -> None:
         compute, attrs, ins, outs = self._kernels[k]

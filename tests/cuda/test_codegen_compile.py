@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _schedules(sym, args: dict, aux: dict) -> list:
     exe = sym.simple_bind(sg.cpu(), **{k: v.shape for k, v in {**args, **aux}.items()})
-    return [exe._infer["schedule"], exe._train["schedule"]]
+    return [exe._infer.schedule, exe._train.schedule]
 
 
 def _all_lowered() -> list:
@@ -92,7 +92,7 @@ def test_warm_cache_second_process_runs_no_nvcc(tmp_path: Path) -> None:
         from symgraph.cuda.plan import lower_schedule
         from tests.cuda.graphs import mlp
         exe = mlp().simple_bind(sg.cpu(), data=(8, 20))
-        compile_module(lower_schedule(exe._train["schedule"], 132).source, "sm_90")
+        compile_module(lower_schedule(exe._train.schedule, 132).source, "sm_90")
     """)
     for _ in range(2):
         subprocess.run([sys.executable, "-c", script], env=env, check=True, cwd=ROOT)

@@ -32,7 +32,7 @@ def _steps() -> list:
     out = []
     for name, sym, args, aux in all_graphs():
         exe = sym.simple_bind(sg.cpu(), **{k: v.shape for k, v in {**args, **aux}.items()})
-        sch = exe._train["schedule"]
+        sch = exe._train.schedule
         for k, st in enumerate(sch.steps):
             if st.node.op in OPS and runnable(lowered(st, sch.shapes, sch.dtypes)[0]):
                 out.append((f"{name}-{k}-{st.node.op}", st, sch.shapes, sch.dtypes))
@@ -63,7 +63,7 @@ def test_step_kernels_match_numpy(name: str, step, shapes, dtypes, tmp_path: Pat
 def test_dropout_mask_on_host(tmp_path: Path) -> None:
     """Keep rate, scale, a shared mask along ``axes``; equal keys give equal masks."""
     sym = S.Dropout(S.var("x"), p=0.3, axes=(1,))
-    sch = sym.simple_bind(sg.cpu(), x=(4000, 3))._train["schedule"]
+    sch = sym.simple_bind(sg.cpu(), x=(4000, 3))._train.schedule
     step = sch.steps[0]
     x = np.random.default_rng(0).normal(size=(4000, 3)).astype(np.float32)
     runs = [run_on_host(step, sch.shapes, sch.dtypes, [x], tmp_path, keys=[key])
@@ -84,7 +84,7 @@ def test_cast_kernels_compile_for_many_dtype_pairs() -> None:
     for src, dst in (("float32", "float16"), ("float16", "int32"), ("float64", "uint8"),
                      ("int64", "bool"), ("bool", "float32"), ("int8", "float64")):
         sym = S.Cast(S.var("x", dtype=src), dtype=dst)
-        sch = sym.simple_bind(sg.cpu(), x=(3, 5))._train["schedule"]
+        sch = sym.simple_bind(sg.cpu(), x=(3, 5))._train.schedule
         acts = [a for st in sch.steps for a in lowered(st, sch.shapes, sch.dtypes)[0]]
         assert [type(a).__name__ for a in acts].count("Kernel") >= 1, (src, dst)
         kernels += [a.kernel for a in acts if isinstance(a, Kernel)]
@@ -108,7 +108,7 @@ def test_conv_act_pool_kernels_with_signed_inputs(cid: str, tmp_path: Path) -> N
         x=shape)[1][0]}
     sch = sym.simple_bind(sg.cpu(), grad_req="null", **{n: shapes[n]
                                                         for n in sym.list_arguments()}
-                          )._train["schedule"]
+                          )._train.schedule
     rng = np.random.default_rng(1)
     for step in sch.steps:
         xs = [rng.normal(size=sch.shapes[i]).astype(np.float32) for i in step.inputs]
@@ -132,7 +132,7 @@ def test_library_head_adds_bias_in_the_epilogue(head: str, tmp_path: Path) -> No
         shapes = {"x": (3, 7), "w": (5, 7), "b": (5,), "e": (3, 5)}
     sym = S.Activation(y, act_type="relu") * S.var("e") - 0.5
     values = {k: rng.normal(size=s) for k, s in shapes.items()}
-    sch = sym.simple_bind(sg.cpu(), grad_req="null", **shapes)._infer["schedule"]
+    sch = sym.simple_bind(sg.cpu(), grad_req="null", **shapes)._infer.schedule
     (step,) = sch.steps
     assert step.node.attrs["head"][0] == head
     acts, _, _ = lowered(step, sch.shapes, sch.dtypes)

@@ -77,7 +77,7 @@ def _run_on_host(sym, values: dict, head: str, tmp: Path) -> tuple[np.ndarray, l
     """The host run of the one step of ``sym``'s inference schedule (``head`` alone or a fused
     group it heads), and that step's actions."""
     exe = sym.simple_bind(sg.cpu(), grad_req="null", **{k: v.shape for k, v in values.items()})
-    sch = exe._infer["schedule"]
+    sch = exe._infer.schedule
     (step,) = sch.steps
     op = step.node.attrs["head"][0] if step.node.op == "_fused" else step.node.op
     assert op == head, step.node
@@ -117,7 +117,7 @@ def test_pool_forward_epilogue_matches_numpy(gid: str, tmp_path: Path) -> None:
 def test_seed_cnn_pool_backward_groups_are_one_kernel() -> None:
     """Both max-pool gradients of the seed CNN, with relu's mask, are one tile kernel each."""
     from .graphs import seed_cnn
-    sch = seed_cnn().simple_bind(sg.cpu(), data=(4, 1, 28, 28))._train["schedule"]
+    sch = seed_cnn().simple_bind(sg.cpu(), data=(4, 1, 28, 28))._train.schedule
     groups = [lowered(st, sch.shapes, sch.dtypes)[0] for st in sch.steps
               if st.node.op == "_fused" and (st.node.attrs["head"] or ("",))[0] ==
               "_backward_Pooling"]

@@ -100,10 +100,10 @@ def test_full_rounding_on_sizes_the_window_divides_fuses() -> None:
 
 def test_cpu_keeps_the_chain_by_default(monkeypatch) -> None:
     monkeypatch.setattr(numpy_backend, "FORWARD_PIPELINE", ())
-    sch = _chain().simple_bind(sg.cpu(), x=(1, 1, 8, 8))._train["schedule"]
+    sch = _chain().simple_bind(sg.cpu(), x=(1, 1, 8, 8))._train.schedule
     assert "_conv_act_pool" not in [s.node.op for s in sch.steps]
     numpy_backend.FORWARD_PIPELINE = P.FORWARD_PIPELINE
-    sch = _chain().simple_bind(sg.cpu(), x=(1, 1, 8, 8))._train["schedule"]
+    sch = _chain().simple_bind(sg.cpu(), x=(1, 1, 8, 8))._train.schedule
     assert "_conv_act_pool" in [s.node.op for s in sch.steps]
 
 
