@@ -92,7 +92,9 @@ class OpDef:
     train_dependent: bool = False  # forward differs between training and inference
     view: bool = False  # output 0 is input 0's bytes under another shape (no step is run)
     epilogue: bool = False  # an elementwise consumer may run as this op's epilogue (like GEMM)
-    lowering: Any = None  # GPU lowering as data, read by symgraph.cuda
+    # GPU lowering as data, read by symgraph.cuda: a family, (family, params), or
+    # ("host", {"why": ...}) for an op that runs its numpy reference on host copies.
+    lowering: Any = None
     doc: str = ""
     extra: dict = field(default_factory=dict)
 

@@ -115,3 +115,19 @@ def test_json_round_trip(case: Case) -> None:
     for a, b in zip(_forward(sym, args, aux, case.is_train),
                     _forward(again, args, aux, case.is_train)):
         np.testing.assert_array_equal(a, b)
+
+
+def test_every_op_states_a_gpu_lowering_or_why_not() -> None:
+    """An op's GPU lowering is part of its one definition: a registered family (or, for ops
+    with a formula, the elementwise family); the host stopgap only with a stated reason."""
+    from symgraph.cuda import lowering  # noqa: F401  (registers every family)
+    from symgraph.cuda.actions import FAMILIES, lowering_of
+    problems = []
+    for name, op in all_ops().items():
+        family, params = lowering_of(op)
+        if family not in FAMILIES:
+            problems.append(f"{name}: lowering family {family!r} is not registered")
+        elif family == "host" and not params.get("why"):
+            problems.append(f"{name}: no GPU lowering and no reason given (lowering=('host', "
+                            f"{{'why': ...}}))")
+    assert not problems, "\n".join(problems)
