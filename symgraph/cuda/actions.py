@@ -27,7 +27,7 @@ import numpy as np
 from ..attrs import Attrs
 from ..registry import OpDef
 from ..schedule import Step
-from .codegen import Rendered
+from .codegen import THREADS, Rendered, grid_for
 
 Shape = tuple[int, ...]
 
@@ -215,3 +215,8 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
                    [Ref("slot", i) for i in step.inputs], [Ref("slot", i) for i in step.outputs],
                    sm_count, scratch if scratch is not None else [],
                    keys if keys is not None else [])
+
+
+def launch(ctx: StepCtx, kern: Rendered, args: tuple, n: int) -> Kernel:
+    """One launch of a grid-stride kernel over ``n`` elements, sized for the device."""
+    return Kernel(kern, grid_for(n, ctx.sm_count), THREADS, args, n)

@@ -210,6 +210,22 @@ def render_elementwise(stem: str, exprs: Sequence[Expr], in_shapes: Sequence[Sha
     return render_broadcast(stem, exprs, in_shapes, out_shape), inputs
 
 
+GRID_STRIDE_LOOP = ("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+                    "i < n; i += (long long)blockDim.x * gridDim.x) {\n")
+"""The loop every one-thread-per-element kernel runs (``n`` elements, any grid size)."""
+
+
+def grid_stride_kernel(stem: str, key: str, params: str, body: str, n_ptr: int = 2,
+                       prelude: str = "", helpers: tuple = ()) -> Rendered:
+    """A kernel running ``body`` for each ``i < n`` in a grid-stride loop. ``params``: the
+    pointer parameters (``long long n`` is appended); ``prelude``: C before the kernel;
+    ``TAG`` in ``body``/``prelude`` becomes the kernel's name (``kernel_name(stem, key)``)."""
+    tag = kernel_name(stem, key)
+    src = (prelude + f"extern \"C\" __global__ void TAG({params}, long long n) {{\n"
+           f"{GRID_STRIDE_LOOP}{body}    }}\n}}\n").replace("TAG", tag)
+    return Rendered(tag, src, n_ptr, helpers=helpers)
+
+
 def grid_for(n_threads: int, sm_count: int, per_sm: int = 16) -> int:
     """Blocks for ``n_threads`` work items: enough to fill the device, no more."""
     return max(1, min((n_threads + THREADS - 1) // THREADS, sm_count * per_sm))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .codegen import Rendered, kernel_name
+from .codegen import GRID_STRIDE_LOOP, Rendered, kernel_name
 
 
 @dataclass(frozen=True)
@@ -71,8 +71,7 @@ def _kernel(tag: str, params: str, body: str) -> str:
     return f"extern \"C\" __global__ void {tag}({params}) {{\n{body}}}\n"
 
 
-LOOP = ("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
-        "i += (long long)blockDim.x * gridDim.x) {\n")
+LOOP = GRID_STRIDE_LOOP
 
 
 def render_im2col(g: Conv2d) -> Rendered:

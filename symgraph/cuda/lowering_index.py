@@ -9,25 +9,9 @@ from __future__ import annotations
 
 from math import prod
 
-from .codegen import THREADS, Rendered, c_float, grid_for, kernel_name
+from .codegen import c_float, grid_stride_kernel
 from .kernels import _offset_fn
-from .actions import Fill, Kernel, StepCtx, family
-LOOP = ("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
-        "i += (long long)blockDim.x * gridDim.x) {\n")
-
-
-def _kernel(stem: str, key: str, params: str, body: str, helpers: str = "",
-            n_ptr: int = 2) -> Rendered:
-    """A grid-stride kernel; ``TAG`` in ``body``/``helpers`` becomes the kernel's name."""
-    tag = kernel_name(stem, key)
-    src = (helpers + f"extern \"C\" __global__ void TAG({params}, long long n) {{\n"
-           f"{LOOP}{body}    }}\n}}\n").replace("TAG", tag)
-    return Rendered(tag, src, n_ptr)
-
-
-def _launch(ctx: StepCtx, kern: Rendered, args: tuple, n: int) -> Kernel:
-    return Kernel(kern, grid_for(n, ctx.sm_count), THREADS, args, n)
-
+from .actions import Fill, StepCtx, family, launch
 
 @family("arg_reduce")
 def _arg_reduce(ctx: StepCtx, p: dict) -> list:
@@ -46,9 +30,9 @@ def _arg_reduce(ctx: StepCtx, p: dict) -> list:
             f"            if (v {cmp} best) {{ best = v; at = r; }}\n"
             "        }\n"
             "        y[i] = (float)at;\n")
-    kern = _kernel(f"arg{p['kind']}", f"{shape}{axes}",
-                   "float* __restrict__ y, const float* __restrict__ x", body, helpers)
-    return [_launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), n_out)]
+    kern = grid_stride_kernel(f"arg{p['kind']}", f"{shape}{axes}",
+                   "float* __restrict__ y, const float* __restrict__ x", body, prelude=helpers)
+    return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), n_out)]
 
 
 @family("one_hot")
@@ -58,9 +42,9 @@ def _one_hot(ctx: StepCtx, p: dict) -> list:
     body = (f"        const long long k = (long long)idx[i / {depth}LL];\n"
             f"        y[i] = (k == i % {depth}LL) ? {c_float(a['on_value'])} : "
             f"{c_float(a['off_value'])};\n")
-    kern = _kernel("one_hot", f"{depth},{a['on_value']},{a['off_value']}",
+    kern = grid_stride_kernel("one_hot", f"{depth},{a['on_value']},{a['off_value']}",
                    "float* __restrict__ y, const float* __restrict__ idx", body)
-    return [_launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), prod(ctx.out_shapes[0]))]
+    return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), prod(ctx.out_shapes[0]))]
 
 
 def _index_expr(n: int, wrap: bool) -> str:
@@ -87,9 +71,9 @@ def _take(ctx: StepCtx, p: dict) -> list:
             f"        const long long o = i / {inner * m}LL;\n"
             f"        const float raw = idx[j];\n        {_index_expr(n, wrap)}"
             f"        y[i] = x[(o * {n}LL + k) * {inner}LL + in];\n")
-    kern = _kernel("take", f"{outer},{n},{inner},{m},{wrap}", "float* __restrict__ y, "
+    kern = grid_stride_kernel("take", f"{outer},{n},{inner},{m},{wrap}", "float* __restrict__ y, "
                    "const float* __restrict__ x, const float* __restrict__ idx", body, n_ptr=3)
-    return [_launch(ctx, kern, (ctx.outs[0], ctx.ins[di], ctx.ins[ii]),
+    return [launch(ctx, kern, (ctx.outs[0], ctx.ins[di], ctx.ins[ii]),
                     prod(ctx.out_shapes[0]))]
 
 
@@ -102,8 +86,8 @@ def _take_backward(ctx: StepCtx, p: dict) -> list:
             f"        const long long o = i / {inner * m}LL;\n"
             f"        const float raw = idx[j];\n        {_index_expr(n, a['mode'] == 'wrap')}"
             f"        atomicAdd(&g[(o * {n}LL + k) * {inner}LL + in], dy[i]);\n")
-    kern = _kernel("take_backward", f"{outer},{n},{inner},{m},{a['mode']}",
+    kern = grid_stride_kernel("take_backward", f"{outer},{n},{inner},{m},{a['mode']}",
                    "float* g, const float* __restrict__ dy, const float* __restrict__ idx",
                    body, n_ptr=3)
     return [Fill(ctx.outs[0], 0.0, prod(ctx.out_shapes[0])),
-            _launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[0]))]
+            launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[0]))]

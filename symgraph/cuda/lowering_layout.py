@@ -16,24 +16,11 @@ from typing import Callable
 
 import numpy as np
 
-from .codegen import THREADS, Rendered, c_float, grid_for, kernel_name
-from .actions import Copy, Host, Kernel, StepCtx, family
+from .codegen import Rendered, c_float, grid_stride_kernel
+from .actions import Copy, Host, StepCtx, family, launch
 from .lowering_reduce import reduce_actions
 Shape = tuple[int, ...]
 Pairs = list[tuple[int, int]]
-LOOP = ("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
-        "i += (long long)blockDim.x * gridDim.x) {\n")
-
-
-def _kernel(stem: str, key: str, params: str, body: str, n_ptr: int = 2,
-            helpers: tuple = ()) -> Rendered:
-    tag = kernel_name(stem, key)
-    src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{LOOP}{body}    }}\n}}\n"
-    return Rendered(tag, src, n_ptr, helpers=helpers)
-
-
-def _launch(ctx: StepCtx, kern: Rendered, args: tuple, n: int) -> Kernel:
-    return Kernel(kern, grid_for(n, ctx.sm_count), THREADS, args, n)
 
 
 def pad_source_index(mode: str, n: int, before: int, after: int) -> str:
@@ -59,9 +46,9 @@ def _pad(ctx: StepCtx, p: dict) -> list:
                    + pad_source_index(a["mode"], x[d], *pairs[d])
                    + f" src += s * {prod(x[d + 1:])}LL;")
     body = "\n".join(idx) + f"\n        y[i] = inside ? x[src] : {c_float(a['constant_value'])};\n"
-    kern = _kernel(f"pad_{a['mode']}", f"{x}{pairs}{a['mode']}{a['constant_value']}",
+    kern = grid_stride_kernel(f"pad_{a['mode']}", f"{x}{pairs}{a['mode']}{a['constant_value']}",
                    "float* __restrict__ y, const float* __restrict__ x", body)
-    return [_launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), prod(y))]
+    return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), prod(y))]
 
 
 def render_pad_fold(outer: int, n: int, inner: int, before: int, after: int,
@@ -85,7 +72,7 @@ def render_pad_fold(outer: int, n: int, inner: int, before: int, after: int,
         lines.append(f"        if (c >= {n - 1 - after} && c <= {n - 2}) "
                      f"acc += col[({before + 2 * n - 2}LL - c) * {inner}LL];")
     body = "\n".join(lines) + "\n        y[i] = acc;\n"
-    return _kernel(f"pad_fold_{mode}", f"{outer},{n},{inner},{before},{after},{mode}",
+    return grid_stride_kernel(f"pad_fold_{mode}", f"{outer},{n},{inner},{before},{after},{mode}",
                    "float* __restrict__ y, const float* __restrict__ x", body)
 
 
@@ -102,7 +89,7 @@ def _pad_backward(ctx: StepCtx, p: dict) -> list:
         shape[d] = x[d]
         dst = ctx.outs[0] if k == len(folds) - 1 else ctx.new_scratch(4 * prod(shape))
         kern = render_pad_fold(prod(shape[:d]), x[d], prod(shape[d + 1:]), *pairs[d], a["mode"])
-        acts.append(_launch(ctx, kern, (dst, src), prod(shape)))
+        acts.append(launch(ctx, kern, (dst, src), prod(shape)))
         src = dst
     return acts
 
@@ -135,8 +122,8 @@ def _cast(ctx: StepCtx, p: dict) -> list:
         return [Host(ctx.step)]
     half = "float16" in (src_t, dst_t)
     value = "(float)x[i]" if half else "x[i]"
-    kern = _kernel(f"cast_{src_t}_to_{dst_t}", f"{src_t},{dst_t}",
+    kern = grid_stride_kernel(f"cast_{src_t}_to_{dst_t}", f"{src_t},{dst_t}",
                    f"{C_TYPES[dst_t]}* __restrict__ y, const {C_TYPES[src_t]}* __restrict__ x",
                    f"        y[i] = ({C_TYPES[dst_t]}){value};\n",
                    helpers=(FP16_HEADER,) if half else ())
-    return [_launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), n)] if n else []
+    return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), n)] if n else []
