@@ -33,7 +33,7 @@ from . import cublas
 from .compiler import compile_module
 from .graphs import CudaGraph
 from .codegen import THREADS
-from . import cudnn
+from . import conv_choice, cudnn
 from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Switch,
                       Upload, flat_actions)
 from .plan import ACCUMULATE, align, lower_schedule, segments
@@ -268,38 +268,22 @@ class CudaProgram:
         self._ws_bytes = need
 
     def _choose(self, act: Choice, env: CudaEnv) -> tuple:
-        """cuDNN or the generated fallback for this step, whichever runs faster here: both are
-        timed once, writing into a temporary output so that no live slot is touched."""
+        """The branch of ``act`` to run here (``conv_choice``), decided once. Timing writes
+        into a temporary output so that no live slot is touched."""
         got = self._choice.get(act)
         if got is None:
             conv = [a for a in act.primary if isinstance(a, ConvCall)]
-            got = act.fallback
-            if all(self._conv_plan(a) is not None for a in conv) \
-                    and os.environ.get("SYMGRAPH_CUDNN", "auto") == "1":
-                got = act.primary
-            elif all(self._conv_plan(a) is not None for a in conv):
+            tmp_env = CudaEnv(list(env.ptrs))
+            if conv:
                 out = conv[0].out
-                tmp_env = CudaEnv(list(env.ptrs))
                 tmp = drv.mem_alloc(max(4 * prod(self.schedule.shapes[out.index]), 256))
                 tmp_env.ptrs[out.index] = int(tmp)
-                ms = [self._time([self._closure(a, tmp_env) for a in branch])
-                      for branch in (act.primary, act.fallback)]
-                got = act.primary if ms[0] <= ms[1] else act.fallback
+            got = conv_choice.choose(
+                act, self._conv_plan,
+                lambda branch: conv_choice.time_ms([self._closure(a, tmp_env) for a in branch],
+                                                   self.stream))
             self._choice[act] = got
         return got
-
-    def _time(self, closures: list, reps: int = 3) -> float:
-        rc = RunCtx()
-        for fn in closures:
-            fn(rc)
-        begin, end = drv.Event(), drv.Event()
-        begin.record(self.stream)
-        for _ in range(reps):
-            for fn in closures:
-                fn(rc)
-        end.record(self.stream)
-        end.synchronize()
-        return end.time_since(begin)
 
     def _conv_plan(self, act: Any) -> Any:
         if isinstance(act, ConvCall) and cudnn.available():
@@ -322,52 +306,68 @@ class CudaProgram:
         return lambda rc: func._launch_kernel(grid_t, block_t, buf, 0, stream)
 
     def _closure(self, act: Any, env: CudaEnv) -> Closure:
+        """The launch of one action with its pointers resolved (one builder per action type,
+        from the table ``LAUNCHES``)."""
+        make = LAUNCHES.get(type(act))
+        if make is None:
+            raise ExecutionError(f"unknown action {act!r}")
+        return make(self, act, env)
+
+    def _launch_kernel(self, act: Kernel, env: CudaEnv) -> Closure:
+        ptrs = tuple(self._ptr(r, env) for r in act.args)
+        return self._kernel_closure(act.kernel.name, act.grid, ptrs, act.n, act.block)
+
+    def _launch_copy(self, act: Copy, env: CudaEnv) -> Closure:
+        dst, src, nbytes = self._ptr(act.dst, env), self._ptr(act.src, env), act.nbytes
         stream = self.stream
-        if isinstance(act, Kernel):
-            ptrs = tuple(self._ptr(r, env) for r in act.args)
-            return self._kernel_closure(act.kernel.name, act.grid, ptrs, act.n, act.block)
-        if isinstance(act, Copy):
-            dst, src, nbytes = self._ptr(act.dst, env), self._ptr(act.src, env), act.nbytes
-            return lambda rc: drv.memcpy_dtod_async(dst, src, nbytes, stream)
-        if isinstance(act, Fill):
-            dst, bits = self._ptr(act.dst, env), int(np.float32(act.value).view(np.uint32))
-            count = act.count
-            return lambda rc: drv.memset_d32_async(dst, bits, count, stream) if count else None
-        if isinstance(act, Gemm):
-            a, b, c = (self._ptr(r, env) for r in (act.a, act.b, act.c))
-            dev = self.device_id
-            return lambda rc: cublas.gemm(dev, stream.handle, act.trans_a, act.trans_b, act.m,
-                                          act.n, act.k, a, b, c, batch=act.batch)
-        if isinstance(act, Host):
-            return lambda rc: self._host_step(act, env, rc)
-        if isinstance(act, Upload):
-            host = drv.pagelocked_empty(len(act.data), np.uint8)
-            host[:] = np.frombuffer(act.data, np.uint8)
-            dst = self._ptr(act.dst, env)
-            return lambda rc: drv.memcpy_htod_async(dst, host, stream)
-        if isinstance(act, Switch):
-            train = [self._closure(a, env) for a in act.train]
-            infer = [self._closure(a, env) for a in act.infer]
+        return lambda rc: drv.memcpy_dtod_async(dst, src, nbytes, stream)
 
-            def switch(rc: RunCtx) -> None:
-                for fn in (train if rc.is_train else infer):
-                    fn(rc)
-            return switch
-        if isinstance(act, Callback):
-            return lambda rc: self._callback_step(act, env, rc)
-        if isinstance(act, Choice):
-            parts = [self._closure(a, env) for a in self._choose(act, env)]
+    def _launch_fill(self, act: Fill, env: CudaEnv) -> Closure:
+        dst, bits = self._ptr(act.dst, env), int(np.float32(act.value).view(np.uint32))
+        count, stream = act.count, self.stream
+        return lambda rc: drv.memset_d32_async(dst, bits, count, stream) if count else None
 
-            def run_all(rc: RunCtx) -> None:
-                for fn in parts:
-                    fn(rc)
-            return run_all
-        if isinstance(act, ConvCall):
-            p = self._conv_plan(act)
-            a, b, out = (self._ptr(r, env) for r in (act.a, act.b, act.out))
-            ws, nbytes, dev, kind = int(self._workspace), self._ws_bytes, self.device_id, act.kind
-            return lambda rc: cudnn.run(dev, stream.handle, p, kind, a, b, out, ws, nbytes)
-        raise ExecutionError(f"unknown action {act!r}")
+    def _launch_gemm(self, act: Gemm, env: CudaEnv) -> Closure:
+        a, b, c = (self._ptr(r, env) for r in (act.a, act.b, act.c))
+        dev, stream = self.device_id, self.stream
+        return lambda rc: cublas.gemm(dev, stream.handle, act.trans_a, act.trans_b, act.m,
+                                      act.n, act.k, a, b, c, batch=act.batch)
+
+    def _launch_host(self, act: Host, env: CudaEnv) -> Closure:
+        return lambda rc: self._host_step(act, env, rc)
+
+    def _launch_upload(self, act: Upload, env: CudaEnv) -> Closure:
+        host = drv.pagelocked_empty(len(act.data), np.uint8)
+        host[:] = np.frombuffer(act.data, np.uint8)
+        dst, stream = self._ptr(act.dst, env), self.stream
+        return lambda rc: drv.memcpy_htod_async(dst, host, stream)
+
+    def _launch_switch(self, act: Switch, env: CudaEnv) -> Closure:
+        train = [self._closure(a, env) for a in act.train]
+        infer = [self._closure(a, env) for a in act.infer]
+
+        def switch(rc: RunCtx) -> None:
+            for fn in (train if rc.is_train else infer):
+                fn(rc)
+        return switch
+
+    def _launch_callback(self, act: Callback, env: CudaEnv) -> Closure:
+        return lambda rc: self._callback_step(act, env, rc)
+
+    def _launch_choice(self, act: Choice, env: CudaEnv) -> Closure:
+        parts = [self._closure(a, env) for a in self._choose(act, env)]
+
+        def run_all(rc: RunCtx) -> None:
+            for fn in parts:
+                fn(rc)
+        return run_all
+
+    def _launch_conv(self, act: ConvCall, env: CudaEnv) -> Closure:
+        p = self._conv_plan(act)
+        a, b, out = (self._ptr(r, env) for r in (act.a, act.b, act.out))
+        ws, nbytes, dev, kind = int(self._workspace), self._ws_bytes, self.device_id, act.kind
+        stream = self.stream
+        return lambda rc: cudnn.run(dev, stream.handle, p, kind, a, b, out, ws, nbytes)
 
     def _callback_step(self, act: Callback, env: CudaEnv, rc: RunCtx) -> None:
         """A custom op: its buffers as GPU NDArrays, outputs zeroed, run on this stream."""
@@ -405,6 +405,15 @@ class CudaProgram:
 
 
 ALIGN_MIN = 256
+
+# Action type -> the CudaProgram method building its launch closure.
+LAUNCHES: dict[type, Callable[[CudaProgram, Any, CudaEnv], Closure]] = {
+    Kernel: CudaProgram._launch_kernel, Copy: CudaProgram._launch_copy,
+    Fill: CudaProgram._launch_fill, Gemm: CudaProgram._launch_gemm,
+    Host: CudaProgram._launch_host, Upload: CudaProgram._launch_upload,
+    Switch: CudaProgram._launch_switch, Callback: CudaProgram._launch_callback,
+    Choice: CudaProgram._launch_choice, ConvCall: CudaProgram._launch_conv,
+}
 
 
 def compile(schedule: Schedule, ctx: Any = None) -> CudaProgram:  # noqa: A001 (interface name)

@@ -1,0 +1,73 @@
+"""The CUDA program's action -> launch table and the cuDNN/generated choice, without a GPU:
+a subprocess stands a mock in for pycuda (the real one is absent here; the mock must not leak
+into other tests), builds a CudaProgram for a training graph with every kind of action, and
+builds each action's launch closure through ``backend.LAUNCHES``."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCRIPT = r'''
+import sys, types
+from unittest import mock
+pycuda = types.ModuleType("pycuda"); drv = mock.MagicMock(); pycuda.driver = drv
+sys.modules["pycuda"] = pycuda; sys.modules["pycuda.driver"] = drv
+sys.modules["pycuda.gpuarray"] = mock.MagicMock(); pycuda.gpuarray = sys.modules["pycuda.gpuarray"]
+import symgraph as sg
+from symgraph.cuda import libs
+libs.require_pycuda = lambda: None
+from symgraph.cuda import runtime
+runtime.device_info = lambda d: {"arch": "sm_90", "sm_count": 132}
+import contextlib
+runtime.activate = lambda d: contextlib.nullcontext()
+from symgraph.cuda import backend
+backend.device_info = runtime.device_info
+backend.activate = runtime.activate
+from symgraph.cuda.actions import flat_actions
+x = sg.sym.var("x")
+net = sg.sym.Convolution(x, kernel=(3, 3), num_filter=2, name="c")
+net = sg.sym.BatchNorm(sg.sym.Dropout(sg.sym.relu(net), p=0.5), name="bn")
+net = sg.sym.SoftmaxOutput(sg.sym.FullyConnected(net, num_hidden=3, name="fc"), name="sm")
+exe = net.simple_bind(sg.cpu(), x=(2, 1, 6, 6))
+prog = backend.compile(exe._train.schedule, None)
+prog._workspace, prog._ws_bytes = 0, 0
+prog._module = mock.MagicMock()
+env = prog.new_env()
+seen = set()
+backend.cudnn.available = lambda: False
+for acts in prog.actions:
+    for a in acts:
+        fn = prog._closure(a, env)
+        assert callable(fn), a
+        seen.add(type(a).__name__)
+        for b in flat_actions([a]):
+            seen.add(type(b).__name__)
+assert seen >= {"Choice", "ConvCall", "Copy", "Fill", "Gemm", "Kernel", "Switch"}, seen
+backend.cudnn.available = lambda: True
+backend.cudnn.plan = lambda dev, geom, filters: mock.MagicMock()
+backend.conv_choice.time_ms = lambda closures, stream: 1.0 if len(closures) == 1 else 2.0
+prog._choice.clear()
+from symgraph.cuda.actions import Choice
+ch = [a for acts in prog.actions for a in acts if isinstance(a, Choice)]
+for a in ch:
+    prog._closure(a, env)
+    assert prog._choice[a] is a.primary  # timed faster (1 closure < 2): cuDNN kept
+backend.conv_choice.time_ms = lambda closures, stream: 2.0 if len(closures) == 1 else 1.0
+prog._choice.clear()
+for a in ch:
+    prog._closure(a, env)
+    assert prog._choice[a] is a.fallback
+assert ch
+print("OK")
+'''
+
+
+def test_every_action_has_a_launch_and_choice_keeps_the_faster() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                         env=env, cwd=ROOT, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stdout + out.stderr
