@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import struct
 import subprocess
 from pathlib import Path
 from typing import Callable
@@ -138,6 +139,10 @@ CASES: dict[str, tuple[Callable[[], S.Symbol], dict]] = {
         S.LinearRegressionOutput(_x(), name="lin"), S.LogisticRegressionOutput(_x(), name="log"),
         S.MAERegressionOutput(_x(), name="mae"), S.MakeLoss(S.square(_x())),
         S.BlockGrad(_x()), S.identity(_x())]), {"data": (3, 4)}),
+    "declared_vars": (lambda: S.FullyConnected(
+        S.var("data", shape=(2, 3), dtype="float32", lr_mult=2.0, wd_mult=0.5,
+              init=sg.init.Xavier(), attr={"__note__": "kept"}), num_hidden=4, name="fc",
+        attr={"__ctx_group__": "dev1"}), {"data": (2, 3)}),
     "cross_entropy": (lambda: S.softmax_cross_entropy(_x(), _var("label")),
                       {"data": (3, 4), "label": (3,)}),
 }
@@ -210,3 +215,25 @@ def test_mnist_cnn_module_checkpoint_round_trip(mxnet: str, tmp_path: Path) -> N
         Path(prefix + "-mxnet-error.txt").read_text()
     (got,) = sg.nd.load(prefix + "-mxnet-out.params")
     np.testing.assert_allclose(got.asnumpy(), want, rtol=0, atol=1e-5)
+
+
+def _legacy_file(kind: str, arr: np.ndarray) -> bytes:
+    """One float32 array in an old record layout (MXNet's NDArray::Load reads both)."""
+    if kind == "v1":  # magic 0xF993FAC8, int32 ndim, int64 dims, no storage type
+        head = struct.pack(f"<Ii{arr.ndim}q", 0xF993FAC8, arr.ndim, *arr.shape)
+    else:  # MXNet 0.x: uint32 ndim in place of a magic, uint32 dims
+        head = struct.pack(f"<I{arr.ndim}I", arr.ndim, *arr.shape)
+    record = head + struct.pack("<iii", 1, 0, 0) + arr.astype("<f4").tobytes()
+    return (struct.pack("<QQQ", 0x112, 0, 1) + record + struct.pack("<QQ", 1, 1) + b"w")
+
+
+@pytest.mark.parametrize("kind", ["v1", "v0"])
+def test_legacy_records_read_as_mxnet_reads_them(kind: str, mxnet: str, tmp_path: Path) -> None:
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    old, new = tmp_path / "old.params", tmp_path / "new.params"
+    old.write_bytes(_legacy_file(kind, arr))
+    subprocess.run([mxnet, str(CHILD), "--resave", str(old), str(new)], check=True,
+                   capture_output=True, timeout=300)
+    theirs, ours = sg.nd.load(str(new))["w"].asnumpy(), sg.nd.load(str(old))["w"].asnumpy()
+    np.testing.assert_array_equal(theirs, arr)
+    np.testing.assert_array_equal(ours, theirs)

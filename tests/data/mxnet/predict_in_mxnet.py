@@ -1,6 +1,7 @@
 """Run symgraph checkpoints in MXNet 1.9.1 (child process of tests/test_mxnet_interop.py).
 
     <mxnet python> predict_in_mxnet.py PREFIX [PREFIX ...]
+    <mxnet python> predict_in_mxnet.py --resave IN OUT   (mx.nd.save(OUT, mx.nd.load(IN)))
 
 For each prefix, ``mx.model.load_checkpoint(PREFIX, 1)``; every argument the file does not hold
 (labels) is bound to zeros of the inferred shape; one inference forward; the outputs are saved
@@ -37,4 +38,7 @@ def main(prefixes: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1] == "--resave":
+        mx.nd.save(sys.argv[3], mx.nd.load(sys.argv[2]))
+    else:
+        main(sys.argv[1:])
