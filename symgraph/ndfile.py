@@ -95,8 +95,11 @@ def save(fname: PathLike, data: Any) -> None:
     """Write ``data`` (dict, list or one array) in MXNet's NDArray-list format, atomically.
 
     Every value is converted and checked before the file is touched."""
-    names, values, named = normalise(data)
-    arrays = [_as_host(n, v) for n, v in zip(names, values)]
+    try:
+        names, values, named = normalise(data)
+        arrays = [_as_host(n, v) for n, v in zip(names, values)]
+    except DataError as exc:
+        raise DataError(f"cannot save {fname}: {exc}") from None
     v3 = any(a.ndim == 0 or a.size == 0 for a, _ in arrays)
     magic = V3_MAGIC if v3 else V2_MAGIC
 
