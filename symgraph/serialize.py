@@ -28,8 +28,9 @@ from .graph import Entry, Node, topo_order
 from .registry import get_op
 
 FORMAT_VERSION = 1
+# The MXNet release whose JSON this matches (1.9.1 as MXNet encodes it: 10000 * major +
+# 100 * minor + patch). Without it MXNet assumes v0.8.0 and runs its legacy upgrade.
 MXNET_VERSION = 10901
-"""The MXNet release whose JSON layout is written (MXNet upgrades files without the tag)."""
 
 
 def to_json(sym: Any) -> str:

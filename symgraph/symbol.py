@@ -384,9 +384,8 @@ def make_op_function(opdef: registry.OpDef):
                 inputs[i] = sym_kwargs[slot]
         return apply_op(opdef.name, inputs, attrs, name, attr)
 
-    op_function.__name__ = opdef.name
-    op_function.__doc__ = opdef.doc or f"The {opdef.name} operator."
-    return op_function
+    from .opdoc import document  # signature and docstring from the registry
+    return document(op_function, opdef)
 
 
 def _probe_input_names(opdef: registry.OpDef, attrs: dict) -> tuple[str, ...]:

@@ -197,7 +197,7 @@ def test_symgraph_checkpoints_predict_the_same_in_mxnet(mxnet: str, tmp_path: Pa
 def test_mnist_cnn_module_checkpoint_round_trip(mxnet: str, tmp_path: Path) -> None:
     """The seed CNN, initialised and saved by a symgraph Module, predicts the same in MXNet;
     MXNet's own re-save of the parameters is byte-identical to symgraph's file."""
-    from models import simple_cnn
+    from symgraph.models import simple_cnn
     rng = np.random.default_rng(3)
     data = rng.uniform(0, 1, (4, 1, 28, 28)).astype(np.float32)
     mod = sg.mod.Module(simple_cnn.build())

@@ -183,7 +183,7 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
 # -- fuzz ------------------------------------------------------------------------------------
 
 def _zoo() -> list[dict]:
-    from models import lenet, mlp, simple_cnn
+    from symgraph.models import lenet, mlp, simple_cnn
     docs = [json.loads(m.build().tojson()) for m in (mlp, lenet, simple_cnn)]
     docs += [json.loads((GOLDEN / f"{p}-symbol.json").read_text()) for p in ("bn", "cnn")]
     return docs
