@@ -236,8 +236,9 @@ def _npz_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, fname: str) -> np.nda
         if count * dtype.itemsize != left:
             raise DataError(f"{what}: header claims shape {shape} of {dtype} "
                             f"({count * dtype.itemsize} bytes), the member holds {left}")
-        data = f.read(left)
-    flat = np.frombuffer(data, dtype).copy()
+        flat = np.empty(count, dtype)
+        if left and f.readinto(memoryview(flat).cast("B")) != left:
+            raise DataError(f"{what}: member ended early")
     return flat.reshape(shape, order="F" if fortran else "C")
 
 
