@@ -227,16 +227,19 @@ def _legacy_file(kind: str, arr: np.ndarray) -> bytes:
     return (struct.pack("<QQQ", 0x112, 0, 1) + record + struct.pack("<QQ", 1, 1) + b"w")
 
 
-@pytest.mark.parametrize("kind", ["v1", "v0"])
-def test_legacy_records_read_as_mxnet_reads_them(kind: str, mxnet: str, tmp_path: Path) -> None:
+def test_legacy_records_read_as_mxnet_reads_them(mxnet: str, tmp_path: Path) -> None:
     arr = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
-    old, new = tmp_path / "old.params", tmp_path / "new.params"
-    old.write_bytes(_legacy_file(kind, arr))
-    subprocess.run([mxnet, str(CHILD), "--resave", str(old), str(new)], check=True,
-                   capture_output=True, timeout=300)
-    theirs, ours = sg.nd.load(str(new))["w"].asnumpy(), sg.nd.load(str(old))["w"].asnumpy()
-    np.testing.assert_array_equal(theirs, arr)
-    np.testing.assert_array_equal(ours, theirs)
+    pairs = []
+    for kind in ("v1", "v0"):
+        old, new = tmp_path / f"{kind}.params", tmp_path / f"{kind}-mx.params"
+        old.write_bytes(_legacy_file(kind, arr))
+        pairs += [str(old), str(new)]
+    subprocess.run([mxnet, str(CHILD), "--resave", *pairs], check=True, capture_output=True,
+                   timeout=300)
+    for old, new in zip(pairs[::2], pairs[1::2]):
+        theirs, ours = sg.nd.load(new)["w"].asnumpy(), sg.nd.load(old)["w"].asnumpy()
+        np.testing.assert_array_equal(theirs, arr)
+        np.testing.assert_array_equal(ours, theirs)
 
 
 def test_mxnet_resaves_symgraph_files_byte_for_byte(mxnet: str, tmp_path: Path) -> None:
@@ -250,9 +253,11 @@ def test_mxnet_resaves_symgraph_files_byte_for_byte(mxnet: str, tmp_path: Path) 
         dtype = dtypes[i % len(dtypes)]
         arrays[f"arg:p{i}_{dtype}"] = sg.nd.array(rng.normal(0, 50, shape).astype(dtype),
                                                   dtype=dtype)
+    pairs = []
     for name, data in (("dict", arrays), ("list", list(arrays.values()))):
-        ours, theirs = tmp_path / f"{name}.params", tmp_path / f"{name}-mx.params"
-        sg.nd.save(str(ours), data)
-        subprocess.run([mxnet, str(CHILD), "--resave", str(ours), str(theirs)], check=True,
-                       capture_output=True, timeout=300)
-        assert theirs.read_bytes() == ours.read_bytes(), name
+        sg.nd.save(str(tmp_path / f"{name}.params"), data)
+        pairs += [str(tmp_path / f"{name}.params"), str(tmp_path / f"{name}-mx.params")]
+    subprocess.run([mxnet, str(CHILD), "--resave", *pairs], check=True, capture_output=True,
+                   timeout=300)
+    for ours, theirs in zip(pairs[::2], pairs[1::2]):
+        assert Path(theirs).read_bytes() == Path(ours).read_bytes(), ours
