@@ -257,6 +257,8 @@ def _read_npz(path: PathLike, size: int, fname: str) -> tuple[list[np.ndarray], 
                                 f"{NPZ_EXPANSION}x the file's {size} (refused as a zip bomb)")
             names = [i.filename[:-4] if i.filename.endswith(".npy") else i.filename
                      for i in infos]
+            if len(set(names)) != len(names):
+                raise DataError(f"{fname}: repeated member names")
             return [_npz_member(z, i, fname) for i in infos], names
     except DataError:
         raise
