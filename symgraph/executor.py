@@ -73,6 +73,7 @@ class Executor:
         self.grad_dict = {n: g for n, g, r in zip(self._arg_names, grads, reqs)
                           if g is not None and r != "null"}
         self.aux_dict = dict(zip(self._aux_names, aux))
+        self._op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
         self._compile()
         self.outputs = [zeros(self._shapes[e], ctx, self._dtypes[e]) for e in self._fwd_outputs]
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
@@ -279,7 +280,7 @@ class Executor:
                               for n in d if n in by_name]
         for arrays, name, slot in stage["bound"]:
             program.bind_input(env, slot, arrays[name])
-        return env, RunCtx(is_train=is_train, rng=_random.generator())
+        return env, RunCtx(is_train=is_train, rng=_random.generator(), state=self._op_state)
 
     def _finish_forward(self, stage: dict, env: Any, run_ctx: RunCtx, is_train: bool) -> None:
         program = stage["program"]

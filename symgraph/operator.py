@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from .base import AttrError, ExecutionError
+import numpy as np
+
+from .base import AttrError, BindError, ExecutionError
 
 PropFactory = Callable[..., "CustomOpProp"]
 _PROPS: dict[str, PropFactory] = {}
@@ -68,9 +70,15 @@ class CustomOp:
         raise NotImplementedError(f"{type(self).__name__}.backward")
 
     def assign(self, dst: Any, req: str, src: Any) -> None:
-        """Write ``src`` into NDArray ``dst`` according to ``req`` (write/inplace/add/null)."""
+        """Write ``src`` into NDArray ``dst`` according to ``req`` (write/inplace/add/null).
+
+        As in MXNet, ``src`` is a scalar or an array of exactly ``dst``'s shape."""
         if req == "null":
             return
+        shape = getattr(src, "shape", ())
+        if not isinstance(src, (int, float, np.number)) and tuple(shape) != tuple(dst.shape):
+            raise BindError(f"assign: value of shape {tuple(shape)} ({type(src).__name__}) "
+                            f"for an array of shape {tuple(dst.shape)}")
         if req in ("write", "inplace"):
             dst[:] = src
         elif req == "add":
