@@ -185,6 +185,9 @@ def _checked_grad(here: str, i: int, g: Any, x: Any, sym: Any) -> Any:
 
 
 def inputs(a: Attrs) -> tuple:
+    # Every path that makes an aot node (an sg.sym call, JSON or checkpoint loading) asks for
+    # its inputs first: the allow list is enforced here, before anything can run.
+    native.lookup(a["func"], AttrError)
     return tuple(f"x{i}" for i in range(a["num_args"]))
 
 

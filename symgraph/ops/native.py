@@ -23,29 +23,13 @@ from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from ..base import AttrError, ExecutionError, ShapeError
+from ..base import AttrError, ExecutionError
+from ..operator import AotFunction
 
 ARGTYPES = [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int),
             ctypes.POINTER(ctypes.POINTER(ctypes.c_int64)), ctypes.POINTER(ctypes.c_char_p),
             ctypes.c_void_p, ctypes.c_void_p]
 CUDA_SECTIONS = (b".nv_fatbin", b".nvFatBinSegment")
-
-
-@dataclass(frozen=True)
-class AotFunction:
-    """What code declares about one exported function of a custom-ops library.
-
-    * ``writes``: callable of the input shapes (tuples) returning the shape, or tuple of shapes,
-      the function writes; a node's ``out_shape`` must equal it (None: not declared).
-    * ``dtypes``: input dtypes the function reads (None: any; the ABI passes the dtype names,
-      so the function may check them itself).
-    * ``device``: ``"cpu"`` or ``"gpu"``; None reads it from the library (CUDA device code
-      present means GPU).
-    """
-
-    writes: Optional[Callable[..., Any]] = None
-    dtypes: Optional[tuple] = None
-    device: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -61,17 +45,6 @@ class Native:
 
 _LIBS: dict[str, ctypes.CDLL] = {}
 _ALLOWED: dict[tuple[str, str], Native] = {}
-
-
-def same_shape(*in_shapes: tuple) -> tuple:
-    """Declared ``writes`` of elementwise kernels (the project's ``CustomAdd``): every input has
-    the output's shape, since the kernel reads each input over the output's element count."""
-    first = tuple(in_shapes[0])
-    for i, s in enumerate(in_shapes[1:], 1):
-        if tuple(s) != first:
-            raise ShapeError(f"input x{i} has shape {tuple(s)}, x0 has {first}; the function "
-                             f"reads every input over the output's shape")
-    return first
 
 
 def split_func(func: str) -> tuple[str, str]:
