@@ -6,7 +6,9 @@ that to the backend of its context. Every check on user input happens before any
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence, Union
+import functools
+import threading
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
@@ -48,12 +50,55 @@ def _as_list(kind: str, value: Any, names: Sequence[str], required: bool) -> lis
     return value
 
 
+def _byte_span(a: NDArray) -> tuple[int, int]:
+    """[first byte, last byte + 1) of an array's memory (host or device)."""
+    if a.context.device_type == "cpu":
+        d = a._data
+        start = d.__array_interface__["data"][0]
+        ends = [(n - 1) * st for n, st in zip(d.shape, d.strides)]
+        return (start + sum(e for e in ends if e < 0),
+                start + sum(e for e in ends if e > 0) + d.itemsize)
+    start = int(a._data.gpudata)  # device arrays are contiguous (symgraph.cuda)
+    return start, start + int(a._data.nbytes)
+
+
+def _check_no_aliasing(groups: list[tuple[str, Sequence[str], list]]) -> None:
+    """BindError when two bound roles (arguments, aux states, gradients) share memory: a run
+    would write one through the other (MXNet refuses such binds too)."""
+    spans = sorted((*_byte_span(a), f"{kind} {n}") for kind, names, arrays in groups
+                   for n, a in zip(names, arrays) if a is not None and a.size)
+    widest: Optional[tuple[int, int, str]] = None
+    for lo, hi, who in spans:
+        if widest is not None and lo < widest[1]:
+            raise BindError(f"bind: {who} and {widest[2]} are the same array (or share "
+                            f"memory); bind a separate array to each")
+        if widest is None or hi > widest[1]:
+            widest = (lo, hi, who)
+
+
 def _declare(node: Node, shape: tuple, dtype: np.dtype) -> Node:
     """A copy of variable ``node`` carrying its bound shape and dtype."""
     extra = dict(node.extra)
     extra["__shape__"] = format_value(tuple(shape))
     extra["__dtype__"] = np.dtype(dtype).name
     return Node(node.op, node.name, node.attrs, (), Attrs(extra))
+
+
+def _one_thread(method: Callable) -> Callable:
+    """Refuse a run entered while another thread is inside one of this executor's runs: the
+    runs share the bound arrays, the outputs and the saved forward, so overlapping runs would
+    hand each thread the other's results (docs/architecture.md, "Threads")."""
+    @functools.wraps(method)
+    def guarded(self: "Executor", *args: Any, **kwargs: Any) -> Any:
+        if not self._busy.acquire(blocking=False):
+            raise ExecutionError(f"Executor.{method.__name__}: this executor is running in "
+                                 f"another thread; an executor serves one thread at a time "
+                                 f"(bind one executor per thread)")
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._busy.release()
+    return guarded
 
 
 class Executor:
@@ -74,6 +119,7 @@ class Executor:
                           if g is not None and r != "null"}
         self.aux_dict = dict(zip(self._aux_names, aux))
         self._op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
+        self._busy = threading.Lock()  # held during a run (see _one_thread)
         self._compile()
         self.outputs = [zeros(self._shapes[e], ctx, self._dtypes[e]) for e in self._fwd_outputs]
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
@@ -108,6 +154,10 @@ class Executor:
                     raise BindError(f"{kind} {n}: expected an NDArray, got {type(a).__name__}")
                 if a is not None and a.context != ctx:
                     raise BindError(f"{kind} {n}: array is on {a.context}, executor on {ctx}")
+        _check_no_aliasing([("argument", names, arg_list),
+                            ("aux state", symbol.list_auxiliary_states(), aux_list),
+                            ("gradient", names, [g if r != "null" else None
+                                                 for g, r in zip(grad_list, reqs)])])
         for n, a, g in zip(names, arg_list, grad_list):
             if g is not None and (g.shape != a.shape or g.dtype != a.dtype):
                 raise BindError(f"gradient {n}: shape {g.shape} {g.dtype} differs from the "
@@ -219,6 +269,7 @@ class Executor:
             raise BindError(f"{kind} {name}: dtype {value.dtype}, bound array has {want.dtype}")
         return host
 
+    @_one_thread
     def forward(self, is_train: bool = False, **kwargs: Any) -> list[NDArray]:
         """Run the forward phase; keyword arrays are copied into the bound arguments first."""
         unknown = sorted(set(kwargs) - set(self.arg_dict))
@@ -233,6 +284,7 @@ class Executor:
         self._finish_forward(stage, env, run_ctx, is_train)
         return self.outputs
 
+    @_one_thread
     def backward(self, out_grads: Union[None, NDArray, Sequence[NDArray]] = None,
                  is_train: bool = True, tail: Any = None) -> None:
         """Run the backward phase and write gradients according to ``grad_req``.
@@ -255,6 +307,7 @@ class Executor:
                     self._run_ctx, **extra)
         self._store_grads(env)
 
+    @_one_thread
     def train_step(self, tail: Any = None) -> list[NDArray]:
         """``forward(is_train=True)`` then ``backward()`` with default head gradients, as ONE
         program run: on the GPU one CUDA graph per step, with ``tail`` (a fused optimizer step)

@@ -132,7 +132,8 @@ def _softmax_output_backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
         lab = label.reshape(prob.shape[:axis] + prob.shape[axis + 1:])
         idx = lab.astype(np.int64)
         valid = ~(a["use_ignore"] & (lab == a["ignore_label"]))
-        target = np.moveaxis(np.eye(k, dtype=prob.dtype)[np.clip(idx, 0, k - 1)], -1, axis)
+        # As MXNet 1.9.1: a label outside [0, k) is no class (its row's target is all zero).
+        target = np.moveaxis((idx[..., None] == np.arange(k)).astype(prob.dtype), -1, axis)
         if a["smooth_alpha"]:
             alpha = a["smooth_alpha"]
             target = target * (1 - alpha) + (1 - target) * alpha / (k - 1)
