@@ -142,9 +142,15 @@ def _call_user(a: Attrs, method: Any, args: tuple) -> None:
     except SymgraphError as exc:
         raise type(exc)(f"{what}: {exc}") from None
     if result is not None:
-        raise ExecutionError(f"{what} returned {type(result).__name__} {result!r:.60}; it must "
+        raise ExecutionError(f"{what} returned {type(result).__name__} {_short(result)}; it must "
                              f"write its outputs with self.assign(dst, req, value) and return "
                              f"None")
+
+
+def _short(value: Any) -> str:
+    """A one-line, bounded repr for messages."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _py_run(a: Attrs, ins: list, outs: list, rc: RunCtx, stream: Any) -> None:

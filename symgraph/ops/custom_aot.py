@@ -170,7 +170,8 @@ def _checked_grad(here: str, i: int, g: Any, x: Any, sym: Any) -> Any:
     if g is None:
         return None
     if not isinstance(g, sym.Symbol) or len(g) != 1:
-        raise GraphError(f"{here}bprop returned {type(g).__name__} {g!r:.60} as the gradient "
+        shown = " ".join(repr(g).split())[:60]
+        raise GraphError(f"{here}bprop returned {type(g).__name__} {shown} as the gradient "
                          f"of x{i}; return a one-output sg.sym Symbol (or None)")
     from ..passes._shapes import ShapeCache
     cache = ShapeCache()  # knows what the executor declared; None when unknown
