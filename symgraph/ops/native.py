@@ -101,7 +101,7 @@ def _decl(value: Union[None, AotFunction, Callable]) -> AotFunction:
 
 def register_library(path: str, functions: Union[Mapping[str, Any], Sequence[str]],
                      device: Optional[str] = None) -> str:
-    """Allow ``functions`` of library ``path``; see :func:`sg.operator.register_custom_ops_library`."""
+    """Allow ``functions`` of library ``path`` (``sg.operator.register_custom_ops_library``)."""
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise AttrError(f"register_custom_ops_library: path must be a file path, got {path!r}")
     real = os.path.realpath(os.fspath(path))
