@@ -76,6 +76,16 @@ def _check_no_aliasing(groups: list[tuple[str, Sequence[str], list]]) -> None:
             widest = (lo, hi, who)
 
 
+def _alloc(kind: str, name: str, shape: tuple, ctx: Context, dtype: Any) -> NDArray:
+    """A zeroed array; BindError naming it when the memory cannot be had."""
+    try:
+        return zeros(shape, ctx, dtype)
+    except MemoryError:
+        size = int(np.prod(shape, dtype=np.float64) * np.dtype(dtype).itemsize)
+        raise BindError(f"{kind} {name}: cannot allocate {tuple(shape)} {np.dtype(dtype).name} "
+                        f"({size / 2**30:.1f} GiB) on {ctx}") from None
+
+
 def _declare(node: Node, shape: tuple, dtype: np.dtype) -> Node:
     """A copy of variable ``node`` carrying its bound shape and dtype."""
     extra = dict(node.extra)
@@ -121,7 +131,8 @@ class Executor:
         self._op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
         self._busy = threading.Lock()  # held during a run (see _one_thread)
         self._compile()
-        self.outputs = [zeros(self._shapes[e], ctx, self._dtypes[e]) for e in self._fwd_outputs]
+        self.outputs = [_alloc("output", repr(e), self._shapes[e], ctx, self._dtypes[e])
+                        for e in self._fwd_outputs]
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
         self._trained = False
         self._env: Optional[list] = None
@@ -171,16 +182,18 @@ class Executor:
         arg_shapes, _, aux_shapes = symbol.infer_shape(**(shapes or {}))
         arg_types, _, aux_types = symbol.infer_type(**(type_dict or {}))
         names = symbol.list_arguments()
-        args = [zeros(s, ctx, t) for s, t in zip(arg_shapes, arg_types)]
+        args = [_alloc("argument", n, s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)]
         if isinstance(grad_req, str):
             reqs = {n: grad_req for n in names}
         elif isinstance(grad_req, Mapping):
             reqs = {n: grad_req.get(n, "null") for n in names}
         else:
             reqs = dict(zip(names, _as_list("grad_req", grad_req, names, required=True)))
-        grads = {n: zeros(s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)
+        grads = {n: _alloc("gradient", n, s, ctx, t)
+                 for n, s, t in zip(names, arg_shapes, arg_types)
                  if reqs[n] != "null"}
-        aux = [zeros(s, ctx, t) for s, t in zip(aux_shapes, aux_types)]
+        aux = [_alloc("aux state", n, s, ctx, t) for n, s, t
+               in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]
         return cls.bind(symbol, ctx, args, grads, reqs, aux)
 
     def _compile(self) -> None:

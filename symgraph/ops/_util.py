@@ -48,18 +48,22 @@ def as_shape(s: object, what: str) -> Shape:
 
 
 def norm_axis(axis: int, ndim: int, what: str = "axis") -> int:
-    """``axis`` in ``[-ndim, ndim)`` as a non-negative index; AttrError naming the range."""
+    """``axis`` in ``[-ndim, ndim)`` as a non-negative index. Out of range is a ShapeError (the
+    attribute conflicts with the input's rank) naming the attribute and the allowed range."""
     if not -ndim <= axis < ndim:
-        raise AttrError(f"{what}={axis} is out of range for {ndim}-D input "
-                        f"(allowed {-ndim}..{ndim - 1})")
+        allowed = f"allowed {-ndim}..{ndim - 1}" if ndim else "a 0-d input has no axes"
+        raise ShapeError(f"{what}={axis} out of range for {ndim}-d input ({allowed})")
     return axis % ndim
 
 
 def norm_axes(axes: Sequence[int], ndim: int, what: str = "axis") -> tuple[int, ...]:
-    """Several axes normalised; a repeated axis is an AttrError."""
-    out = tuple(norm_axis(a, ndim, what) for a in axes)
+    """Several axes normalised; a repeated axis is a ShapeError."""
+    try:
+        out = tuple(norm_axis(a, ndim, "axis") for a in axes)
+    except ShapeError as exc:
+        raise ShapeError(f"{what}={tuple(axes)}: {exc}") from None
     if len(set(out)) != len(out):
-        raise AttrError(f"{what}={tuple(axes)} repeats an axis")
+        raise ShapeError(f"{what}={tuple(axes)} names an axis twice")
     return out
 
 
@@ -67,6 +71,15 @@ def check_attr(ok: bool, key: str, value: object, rule: str) -> None:
     """AttrError ``key=value: rule`` unless ``ok`` (attribute ranges no parser checks)."""
     if not ok:
         raise AttrError(f"{key}={value!r}: {rule}")
+
+
+def checked(rule: Callable, check: Callable[[Attrs], None]) -> Callable:
+    """Shape rule ``rule`` preceded by ``check(attrs)``, which raises on attributes out of
+    range (shape inference then names the node)."""
+    def checked_rule(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        check(attrs)
+        return rule(attrs, ins, outs)
+    return checked_rule
 
 
 def same_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:

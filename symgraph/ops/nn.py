@@ -8,7 +8,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import GEMM, NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, alias, register
-from ._util import fmt
+from ._util import check_attr, fmt
 
 # -- FullyConnected -----------------------------------------------------------------------------
 
@@ -89,6 +89,8 @@ def _label_shape(a: Attrs, data: tuple) -> tuple:
 
 
 def _softmax_output_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    check_attr(0 <= a["smooth_alpha"] <= 1, "smooth_alpha", a["smooth_alpha"],
+               "must lie in [0, 1] (as MXNet requires)")
     data, label = ins
     if data is None:
         data = outs[0]
