@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+MODELS = Path(__file__).resolve().parents[2] / "symgraph" / "models"
 
 # A library whose loading leaves a trace: its constructor writes the file named by SG_MARK.
 MARKED_SRC = r"""
@@ -85,6 +85,6 @@ def build_custom_add(folder: Path, device: str = "cpu") -> str:
             pytest.skip("needs nvcc")
         out = folder / "custom_add_gpu.so"
         subprocess.run(["nvcc", "--shared", "-Xcompiler", "-fPIC", "-o", str(out),
-                        str(ROOT / "models" / "custom_add.cu")], check=True)
+                        str(MODELS / "custom_add.cu")], check=True)
         return str(out)
-    return build(folder, "custom_add_cpu", (ROOT / "models" / "custom_add.c").read_text())
+    return build(folder, "custom_add_cpu", (MODELS / "custom_add.c").read_text())
