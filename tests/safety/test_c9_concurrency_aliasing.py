@@ -195,3 +195,25 @@ def test_index_ops_follow_mxnet() -> None:
     emb = sg.sym.Embedding(sg.sym.var("l"), sg.sym.var("w"), input_dim=3, output_dim=3)
     exe = emb.bind(sg.cpu(), {"l": lab, "w": sg.nd.array(X)})
     np.testing.assert_array_equal(exe.forward()[0].asnumpy(), X[[2, 0, 1]])
+
+
+def test_cuda_softmax_output_kernel_agrees(tmp_path) -> None:
+    """The CUDA kernel of SoftmaxOutput's gradient, compiled as host C++ (tests/cuda/host_run),
+    gives the same no-class rows as the numpy reference for labels outside [0, classes)."""
+    from symgraph.registry import RunCtx, get_op
+    from tests.cuda.host_run import host_compiler, lowered, run_on_host, runnable
+    if host_compiler() is None:
+        pytest.skip("g++ not on PATH")
+    sym = sg.sym.SoftmaxOutput(sg.sym.var("x"), sg.sym.var("l"), name="so")
+    exe = sym.simple_bind(sg.cpu(), x=(4, 3), l=(4,))
+    sch = exe._train["schedule"]
+    step = next(st for st in sch.steps if st.node.op == "_backward_SoftmaxOutput")
+    assert runnable(lowered(step, sch.shapes, sch.dtypes)[0])
+    prob = _softmax(np.vstack([X, [[3., 0., 1.]]])).astype(np.float32)
+    xs = [prob, np.array([5., -1., 1., 3.], np.float32)]
+    got = run_on_host(step, sch.shapes, sch.dtypes, xs, tmp_path)[0]
+    want = get_op(step.node.op).compute(step.node.attrs, xs, RunCtx(is_train=True))[0]
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-7)
+    expected = prob.copy()
+    expected[2, 1] -= 1.0
+    np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
