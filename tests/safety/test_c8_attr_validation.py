@@ -176,3 +176,12 @@ def test_huge_or_negative_op_shapes() -> None:
         S.tile(x, reps=(2 ** 31, 2 ** 31), name="tl").simple_bind(sg.cpu(), x=(3,))
     with pytest.raises(sg.ShapeError, match=r"bt \(broadcast_to\): .*\(-2, 3\)"):
         S.broadcast_to(x, shape=(-2, 3), name="bt").simple_bind(sg.cpu(), x=(1, 3))
+
+
+@pytest.mark.parametrize("shape, pattern", [((-3,), r"dimension -3 is negative"),
+                                            ((2.5,), r"dimension 2.5 is not an integer"),
+                                            ((2 ** 40, 2 ** 40), r"more than the \d+")])
+def test_nd_creation_shapes(shape: tuple, pattern: str) -> None:
+    for make in (sg.nd.zeros, sg.nd.ones, sg.nd.empty, lambda s: sg.nd.full(s, 1.0)):
+        with pytest.raises(sg.ShapeError, match=rf"array shape: {pattern}"):
+            make(shape)
