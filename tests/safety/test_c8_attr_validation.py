@@ -183,5 +183,5 @@ def test_huge_or_negative_op_shapes() -> None:
                                             ((2 ** 40, 2 ** 40), r"more than the \d+")])
 def test_nd_creation_shapes(shape: tuple, pattern: str) -> None:
     for make in (sg.nd.zeros, sg.nd.ones, sg.nd.empty, lambda s: sg.nd.full(s, 1.0)):
-        with pytest.raises(sg.ShapeError, match=rf"array shape: {pattern}"):
+        with pytest.raises(sg.ShapeError, match=rf"array shape: .*{pattern}"):
             make(shape)
