@@ -6,18 +6,20 @@ that to the backend of its context. Every check on user input happens before any
 """
 from __future__ import annotations
 
-import functools
 import threading
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from . import random as _random
 from .attrs import Attrs, format_value
 from .base import BindError, ExecutionError
+from .bind_checks import alloc as _alloc
+from .bind_checks import check_no_aliasing as _check_no_aliasing
+from .bind_checks import one_thread as _one_thread
 from .context import Context
 from .graph import Entry, Graph, Node, variable
-from .ndarray import NDArray, array, zeros
+from .ndarray import NDArray, array
 from . import passes
 from .passes import INFERENCE_PIPELINE, TRAINING_PIPELINE, plan_memory, run_pipeline
 from .passes.gradient import gradient
@@ -50,65 +52,12 @@ def _as_list(kind: str, value: Any, names: Sequence[str], required: bool) -> lis
     return value
 
 
-def _byte_span(a: NDArray) -> tuple[int, int]:
-    """[first byte, last byte + 1) of an array's memory (host or device)."""
-    if a.context.device_type == "cpu":
-        d = a._data
-        start = d.__array_interface__["data"][0]
-        ends = [(n - 1) * st for n, st in zip(d.shape, d.strides)]
-        return (start + sum(e for e in ends if e < 0),
-                start + sum(e for e in ends if e > 0) + d.itemsize)
-    start = int(a._data.gpudata)  # device arrays are contiguous (symgraph.cuda)
-    return start, start + int(a._data.nbytes)
-
-
-def _check_no_aliasing(groups: list[tuple[str, Sequence[str], list]]) -> None:
-    """BindError when two bound roles (arguments, aux states, gradients) share memory: a run
-    would write one through the other (MXNet refuses such binds too)."""
-    spans = sorted((*_byte_span(a), f"{kind} {n}") for kind, names, arrays in groups
-                   for n, a in zip(names, arrays) if a is not None and a.size)
-    widest: Optional[tuple[int, int, str]] = None
-    for lo, hi, who in spans:
-        if widest is not None and lo < widest[1]:
-            raise BindError(f"bind: {who} and {widest[2]} are the same array (or share "
-                            f"memory); bind a separate array to each")
-        if widest is None or hi > widest[1]:
-            widest = (lo, hi, who)
-
-
-def _alloc(kind: str, name: str, shape: tuple, ctx: Context, dtype: Any) -> NDArray:
-    """A zeroed array; BindError naming it when the memory cannot be had."""
-    try:
-        return zeros(shape, ctx, dtype)
-    except MemoryError:
-        size = int(np.prod(shape, dtype=np.float64) * np.dtype(dtype).itemsize)
-        raise BindError(f"{kind} {name}: cannot allocate {tuple(shape)} {np.dtype(dtype).name} "
-                        f"({size / 2**30:.1f} GiB) on {ctx}") from None
-
-
 def _declare(node: Node, shape: tuple, dtype: np.dtype) -> Node:
     """A copy of variable ``node`` carrying its bound shape and dtype."""
     extra = dict(node.extra)
     extra["__shape__"] = format_value(tuple(shape))
     extra["__dtype__"] = np.dtype(dtype).name
     return Node(node.op, node.name, node.attrs, (), Attrs(extra))
-
-
-def _one_thread(method: Callable) -> Callable:
-    """Refuse a run entered while another thread is inside one of this executor's runs: the
-    runs share the bound arrays, the outputs and the saved forward, so overlapping runs would
-    hand each thread the other's results (docs/architecture.md, "Threads")."""
-    @functools.wraps(method)
-    def guarded(self: "Executor", *args: Any, **kwargs: Any) -> Any:
-        if not self._busy.acquire(blocking=False):
-            raise ExecutionError(f"Executor.{method.__name__}: this executor is running in "
-                                 f"another thread; an executor serves one thread at a time "
-                                 f"(bind one executor per thread)")
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            self._busy.release()
-    return guarded
 
 
 class Executor:

@@ -3,7 +3,6 @@ float32 gradient is cast to the input's dtype, so the backward graph type-checks
 check_numeric_gradient passes; what cannot work is refused at bind, naming the node."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -140,8 +140,8 @@ def test_out_shape_must_match_the_declared_writes(custom_add: str, out_shape: tu
     for s in (sym, sg.sym.load_json(text)):
         a, b = sg.nd.array([1., 2., 3.]), sg.nd.array([4., 5., 6.])
         with pytest.raises(sg.ShapeError,
-                           match=rf"add \(Custom\): out_shape .* differs from what CustomAdd in "
-                                 rf".*custom_add_cpu.so is declared to write, \(3,\)"):
+                           match=r"add \(Custom\): out_shape .* differs from what CustomAdd in "
+                                 r".*custom_add_cpu.so is declared to write, \(3,\)"):
             s.bind(sg.cpu(), {"a": a, "b": b})
         np.testing.assert_array_equal(a.asnumpy(), [1., 2., 3.])
         np.testing.assert_array_equal(b.asnumpy(), [4., 5., 6.])
