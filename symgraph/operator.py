@@ -11,7 +11,12 @@ whose attributes are ``op_type`` plus the user's keyword arguments as strings:
   ``op_type`` for this process and returns the ``Custom`` symbol.
 
 The op receives ``sg.nd.NDArray`` objects wrapping the buffers the executor gives it: numpy arrays
-on the CPU, device arrays on the GPU (``x.context`` says which).
+on the CPU, device arrays on the GPU (``x.context`` says which). One ``CustomOp`` is created per
+executor (and input shapes), as in MXNet, and freed with it.
+
+Compiled (aot) kernels run only when code allowed them: :func:`register_custom_ops_library`
+with an :class:`AotFunction` declaration per function (or an ``sg.sym.Custom(func=...)`` call);
+a graph file alone never loads native code (docs/architecture.md, "Trust model: native code").
 """
 from __future__ import annotations
 
