@@ -61,6 +61,17 @@ def test_gpu_library_on_the_cpu(tmp_path: Path) -> None:
     np.testing.assert_array_equal(a.asnumpy(), [1., 2., 3.])
 
 
+@pytest.mark.gpu
+def test_cpu_library_on_the_gpu(add_lib: str) -> None:
+    sym = sg.sym.Custom(sg.sym.var("a"), sg.sym.var("b"), func=f"{add_lib}:CustomAdd",
+                        func_type="aot", out_shape=(3,), out_dtype="float32", name="add")
+    ctx = sg.gpu()
+    exe = sym.bind(ctx, {"a": sg.nd.ones(3, ctx), "b": sg.nd.ones(3, ctx)})
+    with pytest.raises(sg.ExecutionError, match=r"CustomAdd in .*custom_add_cpu.so holds host "
+                                                r"code only .* cannot run on a gpu context"):
+        exe.forward()
+
+
 def test_float64_inputs_to_float32_code(tmp_path: Path) -> None:
     lib = build(tmp_path, "triple32", F32_SRC)
     decl = sg.operator.AotFunction(writes=lambda x: x, dtypes=("float32",))

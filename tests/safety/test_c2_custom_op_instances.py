@@ -7,6 +7,7 @@ import gc
 import weakref
 
 import numpy as np
+import pytest
 
 import symgraph as sg
 
@@ -38,13 +39,20 @@ def _sym() -> sg.sym.Symbol:
     return sg.sym.Custom(sg.sym.var("x"), op_type="safety_save_square", name="sq")
 
 
-def _exe(x: np.ndarray) -> sg.Executor:
-    return _sym().bind(sg.cpu(), {"x": sg.nd.array(x)}, args_grad={"x": sg.nd.zeros(x.shape)})
+def _exe(x: np.ndarray, ctx: sg.Context = None) -> sg.Executor:
+    ctx = ctx or sg.cpu()
+    return _sym().bind(ctx, {"x": sg.nd.array(x, ctx)},
+                       args_grad={"x": sg.nd.zeros(x.shape, ctx)})
 
 
-def test_two_executors_keep_their_own_state() -> None:
-    a = _exe(np.array([1., 2., 3.]))
-    b = _exe(np.array([10., 20., 30.]))
+CTXS = [pytest.param("cpu"), pytest.param("gpu", marks=pytest.mark.gpu)]
+
+
+@pytest.mark.parametrize("device", CTXS)
+def test_two_executors_keep_their_own_state(device: str) -> None:
+    ctx = sg.gpu() if device == "gpu" else sg.cpu()
+    a = _exe(np.array([1., 2., 3.]), ctx)
+    b = _exe(np.array([10., 20., 30.]), ctx)
     a.forward(is_train=True)
     b.forward(is_train=True)  # a shared instance would now hold b's input
     a.backward()
