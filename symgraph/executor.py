@@ -6,6 +6,7 @@ that to the backend of its context. Every check on user input happens before any
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -13,10 +14,13 @@ import numpy as np
 from . import random as _random
 from .attrs import Attrs, format_value
 from .base import BindError, ExecutionError
+from .bind_checks import alloc as _alloc
+from .bind_checks import check_no_aliasing as _check_no_aliasing
+from .bind_checks import one_thread as _one_thread
 from .context import Context
 from .graph import Entry, Graph, Node, variable
 from .imperative import before_run
-from .ndarray import NDArray, array, zeros
+from .ndarray import NDArray, array
 from . import passes
 from .passes import INFERENCE_PIPELINE, TRAINING_PIPELINE, plan_memory, run_pipeline
 from .passes.gradient import gradient
@@ -74,8 +78,11 @@ class Executor:
         self.grad_dict = {n: g for n, g, r in zip(self._arg_names, grads, reqs)
                           if g is not None and r != "null"}
         self.aux_dict = dict(zip(self._aux_names, aux))
+        self._op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
+        self._busy = threading.Lock()  # held during a run (see _one_thread)
         self._compile()
-        self.outputs = [zeros(self._shapes[e], ctx, self._dtypes[e]) for e in self._fwd_outputs]
+        self.outputs = [_alloc("output", repr(e), self._shapes[e], ctx, self._dtypes[e])
+                        for e in self._fwd_outputs]
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
         self._trained = False
         self._env: Optional[list] = None
@@ -108,6 +115,10 @@ class Executor:
                     raise BindError(f"{kind} {n}: expected an NDArray, got {type(a).__name__}")
                 if a is not None and a.context != ctx:
                     raise BindError(f"{kind} {n}: array is on {a.context}, executor on {ctx}")
+        _check_no_aliasing([("argument", names, arg_list),
+                            ("aux state", symbol.list_auxiliary_states(), aux_list),
+                            ("gradient", names, [g if r != "null" else None
+                                                 for g, r in zip(grad_list, reqs)])])
         for n, a, g in zip(names, arg_list, grad_list):
             if g is not None and (g.shape != a.shape or g.dtype != a.dtype):
                 raise BindError(f"gradient {n}: shape {g.shape} {g.dtype} differs from the "
@@ -121,16 +132,18 @@ class Executor:
         arg_shapes, _, aux_shapes = symbol.infer_shape(**(shapes or {}))
         arg_types, _, aux_types = symbol.infer_type(**(type_dict or {}))
         names = symbol.list_arguments()
-        args = [zeros(s, ctx, t) for s, t in zip(arg_shapes, arg_types)]
+        args = [_alloc("argument", n, s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)]
         if isinstance(grad_req, str):
             reqs = {n: grad_req for n in names}
         elif isinstance(grad_req, Mapping):
             reqs = {n: grad_req.get(n, "null") for n in names}
         else:
             reqs = dict(zip(names, _as_list("grad_req", grad_req, names, required=True)))
-        grads = {n: zeros(s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)
+        grads = {n: _alloc("gradient", n, s, ctx, t)
+                 for n, s, t in zip(names, arg_shapes, arg_types)
                  if reqs[n] != "null"}
-        aux = [zeros(s, ctx, t) for s, t in zip(aux_shapes, aux_types)]
+        aux = [_alloc("aux state", n, s, ctx, t) for n, s, t
+               in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]
         return cls.bind(symbol, ctx, args, grads, reqs, aux)
 
     def _compile(self) -> None:
@@ -228,6 +241,7 @@ class Executor:
             raise BindError(f"{kind} {name}: dtype {value.dtype}, bound array has {want.dtype}")
         return host
 
+    @_one_thread
     def forward(self, is_train: bool = False, **kwargs: Any) -> list[NDArray]:
         """Run the forward phase; keyword arrays are copied into the bound arguments first."""
         unknown = sorted(set(kwargs) - set(self.arg_dict))
@@ -242,6 +256,7 @@ class Executor:
         self._finish_forward(stage, env, run_ctx, is_train)
         return self.outputs
 
+    @_one_thread
     def backward(self, out_grads: Union[None, NDArray, Sequence[NDArray]] = None,
                  is_train: bool = True, tail: Any = None) -> None:
         """Run the backward phase and write gradients according to ``grad_req``.
@@ -265,6 +280,7 @@ class Executor:
                     self._run_ctx, **extra)
         self._store_grads(env)
 
+    @_one_thread
     def train_step(self, tail: Any = None, out_grads: Optional[Sequence[Any]] = None,
                    is_train: bool = True) -> list[NDArray]:
         """``forward(is_train=True)`` then ``backward(out_grads)`` as ONE program run: on the
@@ -297,7 +313,7 @@ class Executor:
                               for n in d if n in by_name]
         for arrays, name, slot in stage["bound"]:
             program.bind_input(env, slot, arrays[name])
-        return env, RunCtx(is_train=is_train, rng=_random.generator())
+        return env, RunCtx(is_train=is_train, rng=_random.generator(), state=self._op_state)
 
     def _finish_forward(self, stage: dict, env: Any, run_ctx: RunCtx, is_train: bool) -> None:
         program = stage["program"]

@@ -31,10 +31,14 @@ NOT_DIFFERENTIABLE = "not differentiable"
 
 @dataclass
 class RunCtx:
-    """What a numpy reference may need beyond its inputs."""
+    """What a numpy reference (or a device callback) may need beyond its inputs.
+
+    ``state`` is the executor's store for run-time objects an op keeps between runs (a Python
+    ``CustomOp`` instance): one dict per executor, freed with it; None outside an executor."""
 
     is_train: bool = False
     rng: Optional[np.random.Generator] = None
+    state: Optional[dict] = None
 
 
 ShapeRule = Callable[[Attrs, list, list], tuple[list, list]]

@@ -335,7 +335,11 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
         attrs[opdef.variadic] = len(inputs)
     node_name = _name.current().get(name, opdef.name)
     parsed = parse_attrs(opdef.params, attrs, _where(node_name, opdef.name))
-    slots = opdef.input_names(parsed)
+    try:  # an op's input/output lists may check its attributes (SliceChannel's num_outputs)
+        slots = opdef.input_names(parsed)
+        n_visible = opdef.num_visible_outputs(parsed)
+    except AttrError as exc:
+        raise AttrError(f"{_where(node_name, opdef.name)}{exc}") from None
     if len(inputs) > len(slots):
         raise AttrError(f"{_where(node_name, opdef.name)}takes inputs {list(slots)}, "
                         f"got {len(inputs)} symbols")
@@ -354,7 +358,7 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
                             f"named like __{k.strip('_')}__ (only variables take any name)")
     node = Node(opdef.name, node_name, parsed, tuple(entries),
                 Attrs({k: str(v) for k, v in (extra or {}).items()}))
-    return Symbol([Entry(node, i) for i in range(opdef.num_visible_outputs(parsed))])
+    return Symbol([Entry(node, i) for i in range(n_visible)])
 
 
 def make_op_function(opdef: registry.OpDef):

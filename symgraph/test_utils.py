@@ -125,7 +125,7 @@ def check_numeric_gradient(sym: Any, location: Location, aux_states: Any = None,
     rng = np.random.default_rng(seed)
     outs = exe.forward(is_train=use_forward_train)
     heads = [rng.normal(size=o.shape) for o in outs]
-    exe.backward([array(h, ctx, dtype) for h in heads])
+    exe.backward([array(h, ctx, o.dtype) for h, o in zip(heads, outs)])  # outputs may be narrower
     symbolic = {k: exe.grad_dict[k].asnumpy() for k in grad_nodes}
     aux_saved = {k: v.asnumpy() for k, v in exe.aux_dict.items()}
     numeric = numeric_grad(exe, loc, heads, grad_nodes, numeric_eps, use_forward_train)

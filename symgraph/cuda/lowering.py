@@ -87,7 +87,7 @@ class Host:
 
 @dataclass(frozen=True)
 class Callback:
-    """Python on the step's device buffers (``Custom``): ``run(attrs, ins, outs, is_train,
+    """Python on the step's device buffers (``Custom``): ``run(attrs, ins, outs, RunCtx,
     stream)`` with GPU NDArrays; never inside a captured graph (it is host code)."""
 
     step: Step

@@ -6,7 +6,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..attrs import Attrs, Param
-from ..base import ShapeError
+from ..base import AttrError, ShapeError
 from ..expr import Expr, evaluate, inp
 from ..registry import ELEMWISE, OpDef, RunCtx, register
 
@@ -15,6 +15,71 @@ Shape = tuple[int, ...]
 
 def fmt(shape: Optional[Sequence[int]]) -> str:
     return "unknown" if shape is None else str(tuple(shape))
+
+
+MAX_ELEMENTS = 1 << 48
+"""Larger arrays cannot be allocated anywhere symgraph runs; a shape past this is an error
+(it also keeps element counts far from int64 overflow)."""
+
+
+def as_dim(d: object, what: str) -> int:
+    """``d`` as a dimension: an integral, non-negative number (3.5 is refused, not truncated)."""
+    ok = isinstance(d, (int, np.integer)) or (isinstance(d, (float, np.floating))
+                                              and float(d).is_integer())
+    if isinstance(d, (bool, np.bool_)) or not ok:
+        raise ShapeError(f"{what}: dimension {d!r} is not an integer")
+    if d < 0:
+        raise ShapeError(f"{what}: dimension {int(d)} is negative")
+    return int(d)
+
+
+def as_shape(s: object, what: str) -> Shape:
+    """``s`` as a shape tuple of non-negative ints, at most ``MAX_ELEMENTS`` elements."""
+    if isinstance(s, (str, bytes)) or not isinstance(s, Sequence | np.ndarray):
+        raise ShapeError(f"{what}: {s!r} is not a shape (a tuple of integers)")
+    shape = tuple(as_dim(d, what) for d in s)
+    size = 1
+    for d in shape:
+        size *= d
+    if size > MAX_ELEMENTS:
+        raise ShapeError(f"{what}: shape {shape} has {size} elements, more than the "
+                         f"{MAX_ELEMENTS} symgraph can allocate")
+    return shape
+
+
+def norm_axis(axis: int, ndim: int, what: str = "axis") -> int:
+    """``axis`` in ``[-ndim, ndim)`` as a non-negative index. Out of range is a ShapeError (the
+    attribute conflicts with the input's rank) naming the attribute and the allowed range."""
+    if not -ndim <= axis < ndim:
+        allowed = f"allowed {-ndim}..{ndim - 1}" if ndim else "a 0-d input has no axes"
+        raise ShapeError(f"{what}={axis} out of range for {ndim}-d input ({allowed})")
+    return axis % ndim
+
+
+def norm_axes(axes: Sequence[int], ndim: int, what: str = "axis") -> tuple[int, ...]:
+    """Several axes normalised; a repeated axis is a ShapeError."""
+    try:
+        out = tuple(norm_axis(a, ndim, "axis") for a in axes)
+    except ShapeError as exc:
+        raise ShapeError(f"{what}={tuple(axes)}: {exc}") from None
+    if len(set(out)) != len(out):
+        raise ShapeError(f"{what}={tuple(axes)} names an axis twice")
+    return out
+
+
+def check_attr(ok: bool, key: str, value: object, rule: str) -> None:
+    """AttrError ``key=value: rule`` unless ``ok`` (attribute ranges no parser checks)."""
+    if not ok:
+        raise AttrError(f"{key}={value!r}: {rule}")
+
+
+def checked(rule: Callable, check: Callable[[Attrs], None]) -> Callable:
+    """Shape rule ``rule`` preceded by ``check(attrs)``, which raises on attributes out of
+    range (shape inference then names the node)."""
+    def checked_rule(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        check(attrs)
+        return rule(attrs, ins, outs)
+    return checked_rule
 
 
 def same_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:

@@ -10,7 +10,7 @@ from .. import expr as E
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import (GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef, RunCtx, register)
-from ._util import elementwise, fmt, forward_shape, same_shape
+from ._util import check_attr, checked, elementwise, fmt, forward_shape, same_shape
 from .tensor import (REDUCE_PARAMS, _reduce_compute, _unreduce, product_grad, reduce_axes,
                      reduced_shape)
 
@@ -113,7 +113,9 @@ def _one_hot(a: Attrs, xs: list, ctx: RunCtx) -> list:
 register(OpDef(
     "one_hot", {"depth": Param("int"), "on_value": Param("float", 1.0),
                 "off_value": Param("float", 0.0), "dtype": Param("dtype", "float32")},
-    ("indices",), forward_shape(lambda a, s: [tuple(s[0]) + (a["depth"],)]), _one_hot,
+    ("indices",), checked(forward_shape(lambda a, s: [tuple(s[0]) + (a["depth"],)]),
+                          lambda a: check_attr(a["depth"] >= 0, "depth", a["depth"],
+                                               "must be >= 0")), _one_hot,
     NOT_DIFFERENTIABLE, INJECTIVE, lowering='one_hot', infer_type=_dtype_attr,
     doc="indices.shape + (depth,): on_value at each index, off_value elsewhere (also for "
         "out-of-range indices)."))
@@ -169,6 +171,8 @@ register(OpDef(
 
 
 def _embedding_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    for key in ("input_dim", "output_dim"):
+        check_attr(a[key] >= 1, key, a[key], "must be >= 1 (rows and columns of weight)")
     ins = [ins[0], (a["input_dim"], a["output_dim"])]
     if ins[0] is None:
         return ins, outs

@@ -8,7 +8,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import GEMM, NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, alias, register
-from ._util import fmt
+from ._util import check_attr, fmt
 
 # -- FullyConnected -----------------------------------------------------------------------------
 
@@ -89,6 +89,8 @@ def _label_shape(a: Attrs, data: tuple) -> tuple:
 
 
 def _softmax_output_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    check_attr(0 <= a["smooth_alpha"] <= 1, "smooth_alpha", a["smooth_alpha"],
+               "must lie in [0, 1] (as MXNet requires)")
     data, label = ins
     if data is None:
         data = outs[0]
@@ -132,7 +134,8 @@ def _softmax_output_backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
         lab = label.reshape(prob.shape[:axis] + prob.shape[axis + 1:])
         idx = lab.astype(np.int64)
         valid = ~(a["use_ignore"] & (lab == a["ignore_label"]))
-        target = np.moveaxis(np.eye(k, dtype=prob.dtype)[np.clip(idx, 0, k - 1)], -1, axis)
+        # As MXNet 1.9.1: a label outside [0, k) is no class (its row's target is all zero).
+        target = np.moveaxis((idx[..., None] == np.arange(k)).astype(prob.dtype), -1, axis)
         if a["smooth_alpha"]:
             alpha = a["smooth_alpha"]
             target = target * (1 - alpha) + (1 - target) * alpha / (k - 1)

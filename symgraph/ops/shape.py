@@ -14,7 +14,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import INJECTIVE, OpDef, RunCtx, alias, register
-from ._util import fmt, forward_shape, like_input
+from ._util import check_attr, fmt, forward_shape, like_input, norm_axes
 from .norm import check_axis
 
 Shape = tuple[int, ...]
@@ -26,16 +26,21 @@ def _reshape_back(c) -> list:
 
 def _transpose_axes(a: Attrs, ndim: int) -> tuple[int, ...]:
     axes = tuple(a["axes"]) or tuple(reversed(range(ndim)))
-    if sorted(ax % ndim for ax in axes) != list(range(ndim)) or len(axes) != ndim:
+    if len(axes) != ndim:
         raise ShapeError(f"axes {axes} is not a permutation of {ndim} axes")
-    return tuple(ax % ndim for ax in axes)
+    return norm_axes(axes, ndim, "axes")
+
+
+def _inverse(axes: tuple[int, ...]) -> tuple[int, ...]:
+    """The inverse permutation (axes may be negative; given axes name every axis)."""
+    return tuple(np.argsort([ax % len(axes) for ax in axes]).tolist())
 
 
 register(OpDef(
     "transpose", {"axes": Param("shape", ())}, ("data",),
     forward_shape(lambda a, s: [tuple(s[0][i] for i in _transpose_axes(a, len(s[0])))]),
     lambda a, xs, ctx: [np.ascontiguousarray(xs[0].transpose(_transpose_axes(a, xs[0].ndim)))],
-    lambda c: [c.sym.transpose(c.ograds[0], axes=tuple(np.argsort(c.attrs["axes"]).tolist()))],
+    lambda c: [c.sym.transpose(c.ograds[0], axes=_inverse(c.attrs["axes"]))],
     INJECTIVE, doc="Permute axes (default: reverse them).",
     # GPU: one strided copy of the input viewed with permuted strides (cuda/lowering_views.py)
     lowering=("gather_views", {
@@ -116,6 +121,12 @@ register(OpDef(
     lowering=("gather_views", {"views": lambda a, x, s: pieces(x, a["dim"] % x.ndim, s[1:])})))
 
 
+def _slice_channel_outputs(a: Attrs) -> tuple[str, ...]:
+    # Asked for when the node is made, so num_outputs=0 fails there, not as an empty symbol.
+    check_attr(a["num_outputs"] >= 1, "num_outputs", a["num_outputs"], "must be >= 1")
+    return tuple(f"output{i}" for i in range(a["num_outputs"]))
+
+
 def _slice_channel_shape(a: Attrs, s: list) -> list:
     shape, n = s[0], a["num_outputs"]
     ax = check_axis(a["axis"], len(shape))
@@ -151,7 +162,7 @@ register(OpDef(
     "SliceChannel", {"num_outputs": Param("int"), "axis": Param("int", 1),
                      "squeeze_axis": Param("bool", False)},
     ("data",), forward_shape(_slice_channel_shape), _slice_channel, _slice_channel_grad,
-    INJECTIVE, outputs=lambda a: tuple(f"output{i}" for i in range(a["num_outputs"])),
+    INJECTIVE, outputs=_slice_channel_outputs,
     doc="Split into num_outputs equal parts along axis (multi-output).",
     lowering=("gather_views", {"views": _channel_parts})))
 alias("split", "SliceChannel")

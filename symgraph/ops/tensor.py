@@ -11,7 +11,7 @@ from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import (BROADCAST, GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef,
                         RunCtx, alias, register)
-from ._util import broadcast_shapes, fmt, forward_shape, same_shape
+from ._util import broadcast_shapes, fmt, forward_shape, norm_axis, same_shape
 
 Shape = tuple[int, ...]
 
@@ -176,10 +176,7 @@ def reduce_axes(a: Attrs, ndim: int) -> tuple[int, ...]:
     if axis is None or axis == ():
         axes = tuple(range(ndim))
     else:
-        for ax in axis:
-            if not -ndim <= ax < ndim:
-                raise ShapeError(f"axis {ax} out of range for {ndim}-d input")
-        axes = tuple(sorted({ax % ndim for ax in axis}))
+        axes = tuple(sorted({norm_axis(ax, ndim) for ax in axis}))
     if a["exclude"]:
         axes = tuple(i for i in range(ndim) if i not in axes)
     return axes

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Sequence
 
 from ..attrs import _parse_shape
-from ..base import ShapeError, where
+from ..base import AttrError, ShapeError, where
 from ..graph import Entry, Graph, Node
+from ..ops._util import as_shape
 from ..registry import get_op
 
 Shape = tuple[int, ...]
@@ -38,10 +39,10 @@ def _apply_rule(node: Node, shapes: dict[Entry, Shape]) -> bool:
     outs = [shapes.get(e) for e in node.entries()]
     try:
         new_ins, new_outs = opdef.infer_shape(node.attrs, list(ins), list(outs))
-    except ShapeError as exc:
+    except (ShapeError, AttrError) as exc:  # attribute ranges are checked against the shapes
         given = ", ".join(f"{n} {s}" for n, s in zip(opdef.input_names(node.attrs), ins)
                           if s is not None)
-        raise ShapeError(f"{where(node.name, node.op)}{exc} (inputs: {given or 'none known'})") \
+        raise type(exc)(f"{where(node.name, node.op)}{exc} (inputs: {given or 'none known'})") \
             from None
     in_names = opdef.input_names(node.attrs)
     out_names = opdef.output_names(node.attrs)
@@ -53,7 +54,7 @@ def _apply_rule(node: Node, shapes: dict[Entry, Shape]) -> bool:
     for entry, slot, old, new, i, is_input in slots:
         if new is None:
             continue
-        new = tuple(int(d) for d in new)
+        new = as_shape(new, f"{where(node.name, node.op)}{slot}")
         if old is None:
             shapes[entry] = new
             changed = True
@@ -78,7 +79,7 @@ def infer_shapes(graph: Graph, given: Mapping[str, Shape]) -> dict[Entry, Shape]
                              f"declared with shape {declared}")
         shape = user if user is not None else declared
         if shape is not None:
-            shapes[Entry(node)] = tuple(int(d) for d in shape)
+            shapes[Entry(node)] = as_shape(shape, f"variable {node.name}")
     ops = [n for n in nodes if not n.is_variable]
     for _ in range(len(ops) + 2):
         changed = False
