@@ -1,0 +1,15 @@
+"""``sg.gluon``: MXNet 1.x's Gluon API (blocks, parameters, layers, losses, Trainer, data)
+on top of symgraph's imperative ``sg.nd`` / ``sg.autograd`` and its compiler.
+
+``from symgraph import gluon`` then ``gluon.nn.Conv2D``, ``gluon.loss``, ``gluon.Trainer``,
+``gluon.data.DataLoader``, ``gluon.data.vision`` and ``gluon.utils`` as in MXNet; see
+docs/gluon.md for what is supported and where it departs.
+"""
+from __future__ import annotations
+
+from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
+from .block import Block, HybridBlock
+from . import nn
+
+__all__ = ["Block", "HybridBlock", "Parameter", "ParameterDict", "Constant",
+           "DeferredInitializationError", "nn"]
