@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
 from .block import Block, HybridBlock
-from . import nn
+from .symbol_block import SymbolBlock
+from .trainer import Trainer
+from . import data, loss, nn, utils
 
-__all__ = ["Block", "HybridBlock", "Parameter", "ParameterDict", "Constant",
-           "DeferredInitializationError", "nn"]
+__all__ = ["Block", "HybridBlock", "SymbolBlock", "Parameter", "ParameterDict", "Constant",
+           "DeferredInitializationError", "Trainer", "data", "loss", "nn", "utils"]

@@ -19,6 +19,10 @@ from ..base import AttrError, BindError, DataError, GraphError
 from .parameter import (DeferredInitializationError, Parameter, ParameterDict, load_file,
                         load_named)
 
+# Shapes of the inputs of the trace in progress (``_get_graph``): a layer that needs a static
+# size while traced with F = sg.sym (a one-hot depth) infers it from these.
+TRACE = threading.local()
+
 
 class _BlockScope:
     """The scope of a block's ``name_scope()``: hands out child prefixes."""
@@ -125,6 +129,7 @@ class Block:
     def collect_params(self, select: Optional[str] = None) -> ParameterDict:
         """This block's and its children's parameters; ``select`` is a regular expression
         matched against full names (``'.*weight|.*bias'``)."""
+        check_regex(select)
         out = ParameterDict(self._params.prefix)
         out.update(self._params.select(select))
         for child in self._children.values():
@@ -292,7 +297,13 @@ class HybridBlock(Block):
             inputs = [sym.var("data")]
         else:
             inputs = [sym.var(f"data{i}") for i in range(len(args))]
-        out = self(*inputs)
+        old = getattr(TRACE, "shapes", None)
+        TRACE.shapes = {i.name: tuple(a.shape) for i, a in zip(inputs, args)
+                        if hasattr(a, "shape")}
+        try:
+            out = self(*inputs)
+        finally:
+            TRACE.shapes = old
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         for o in outs:
             if not _is_symbol(o):
