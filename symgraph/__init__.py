@@ -3,7 +3,7 @@
 ``import symgraph as sg`` gives ``sg.sym`` (symbols), ``sg.nd`` (arrays), ``sg.cpu()``,
 ``sg.gpu(i)`` and ``sg.test_utils``; for training ``sg.io``, ``sg.init``, ``sg.optimizer``,
 ``sg.lr_scheduler``, ``sg.mod``, ``sg.model``, ``sg.metric``, ``sg.callback``, ``sg.viz`` and
-``sg.datasets`` (graphviz, matplotlib and tqdm are imported only when used).
+``sg.datasets``; MXNet's Gluon API is ``sg.gluon`` (graphviz, matplotlib and tqdm are imported only when used).
 """
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from . import (callback, datasets, io, lr_scheduler, metric, model, optimizer,  
 from . import initializer as init
 from . import module as mod
 from . import rtc  # noqa: E402  (pycuda is imported lazily, on first GPU use)
+from . import gluon  # noqa: E402
 
 symbol = sym
 ndarray = nd
@@ -32,4 +33,5 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "Executor", "name", "operator", "rtc", "random", "test_utils", "base",
            "SymgraphError", "AttrError", "ShapeError", "DTypeError", "BindError", "GraphError",
            "ExecutionError", "DataError", "io", "init", "initializer", "optimizer",
-           "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets"]
+           "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
+           "gluon"]
