@@ -254,14 +254,20 @@ class Executor:
                     self._run_ctx, **extra)
         self._store_grads(env)
 
-    def train_step(self, tail: Any = None) -> list[NDArray]:
-        """``forward(is_train=True)`` then ``backward()`` with default head gradients, as ONE
-        program run: on the GPU one CUDA graph per step, with ``tail`` (a fused optimizer step)
-        captured at its end. Outputs, aux updates and gradients are stored after the run."""
+    def train_step(self, tail: Any = None, out_grads: Optional[Sequence[Any]] = None,
+                   is_train: bool = True) -> list[NDArray]:
+        """``forward(is_train=True)`` then ``backward(out_grads)`` as ONE program run: on the
+        GPU one CUDA graph per step, with ``tail`` (a fused optimizer step) captured at its
+        end. Outputs, aux updates and gradients are stored after the run. ``is_train=False``
+        runs the training graph with train-dependent ops (Dropout, BatchNorm) in inference
+        mode (``autograd.record(train_mode=False)``)."""
         stage = self._train
-        env, run_ctx = self._start(stage, True)
+        if out_grads is not None and len(out_grads) != len(self.outputs):
+            raise BindError(f"train_step: {len(out_grads)} out_grads for {len(self.outputs)} "
+                            f"outputs")
+        env, run_ctx = self._start(stage, is_train)
         program = stage["program"]
-        for slot, value in self._heads(None).items():
+        for slot, value in self._heads(out_grads).items():
             program.bind_input(env, slot, value)
         extra = {} if tail is None else {"tail": tail}
         program.run(env, 0, len(stage["schedule"].steps), run_ctx, **extra)
