@@ -55,9 +55,8 @@ class TracedProgram:
                               (self.params[name].data(ctx),))
                 continue
             op, attrs, refs = next(steps)
-            out = imperative.call(op, [values[i][k] for i, k in refs], attrs,
-                                  all_outputs=True)
-            values.append(tuple(out))
+            out = imperative.call(op, [values[i][k] for i, k in refs], attrs)
+            values.append(tuple(out) if isinstance(out, list) else (out,))
         outs = [values[i][k] for i, k in self.outputs]
         return outs[0] if self.n_out == 1 else outs
 
