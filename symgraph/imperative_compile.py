@@ -11,6 +11,7 @@ materialised by that one run.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -19,6 +20,10 @@ from .base import ExecutionError
 from .context import Context
 from .graph import Entry, Node, variable
 from .imperative import FREED, GRAD_LEAF, PENDING, RECORDED, STATE, STATS, TRAIN, VALUE
+
+# id(gradient array) -> weakref, for every gradient buffer a backward() wrote: gluon.Trainer
+# reads it to tell fresh gradients from stale ones (MXNet's ``_fresh_grad``), then clears it.
+GRAD_WRITTEN: dict[int, Any] = {}
 from .ndarray import NDArray
 
 
@@ -312,6 +317,8 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     if prog is None:
         prog = _CACHE[key] = _compile(tr, ctx, entries, [e for e, _ in others], grads)
     _run(prog, tr, [(f"_in{k}", g) for k, (g, _) in grads.items()], (hg, tr.train))
+    for g, _ in grads.values():  # gluon.Trainer tells fresh gradients from stale ones
+        GRAD_WRITTEN[id(g)] = weakref.ref(g)
     bufs = prog.take_outputs()
     _materialise(list(zip(entries, heads)) + others, bufs)
     for node in tr.nodes:

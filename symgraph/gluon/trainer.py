@@ -13,6 +13,7 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from .. import optimizer as _opt
+from ..imperative_compile import GRAD_WRITTEN
 from ..base import AttrError, DataError, ExecutionError
 from .parameter import Parameter, ParameterDict
 
@@ -36,13 +37,14 @@ def _param_list(params: Any) -> list[Parameter]:
 
 
 def _fresh(arr: Any) -> bool:
-    """Whether backward wrote this array's gradient since the last step (autograd marks
-    it)."""
-    return bool(getattr(arr, "_fresh_grad", False))
+    """Whether a backward() wrote this array's gradient since the last step."""
+    g = arr.grad
+    ref = GRAD_WRITTEN.get(id(g))
+    return ref is not None and ref() is g
 
 
 def _mark_stale(arr: Any) -> None:
-    arr._fresh_grad = False
+    GRAD_WRITTEN.pop(id(arr.grad), None)
 
 
 class Trainer:
