@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from typing import Any, Optional, Sequence, Union
-
-import numpy as np
+from typing import Any, Optional, Sequence
 
 from . import registry
 from .attrs import Attrs, parse_attrs
@@ -41,12 +39,42 @@ PENDING: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
 # Computed values: variable node -> [array]; op node -> [array or None per visible output].
 VALUE: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
 GRAD_LEAF: "weakref.WeakKeyDictionary[Node, Any]" = weakref.WeakKeyDictionary()
-RECORDED: "weakref.WeakSet[Node]" = weakref.WeakSet()  # op nodes made under record()
-TRAIN: "weakref.WeakSet[Node]" = weakref.WeakSet()  # nodes made in training mode
 FREED: "weakref.WeakSet[Node]" = weakref.WeakSet()  # heads whose graph backward released
+# Gradient nodes made by autograd.grad(create_graph=True): (recorded, training) by node.
+LATE: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
+
+# How a node was made is told by WHICH of these objects its ``extra`` is (an identity test on
+# the per-step path, no lookup); compiled copies drop them (imperative_compile._canonical).
+PLAIN = Attrs()
+MODE = {(False, False): PLAIN, (True, False): Attrs({"__recorded__": "1"}),
+        (False, True): Attrs({"__train__": "1"}),
+        (True, True): Attrs({"__recorded__": "1", "__train__": "1"})}
+_REC, _TRN, _REC_TRN = MODE[True, False], MODE[False, True], MODE[True, True]
+GRAD_VAR = Attrs({"__grad_var__": "1"})  # extra of the variables of attach_grad arrays
+
+
+def is_recorded(node: Node) -> bool:
+    x = node.extra
+    if x is _REC or x is _REC_TRN:
+        return True
+    if x is PLAIN or x is _TRN:
+        return False
+    return LATE.get(node, (False, False))[0]
+
+
+def is_training(node: Node) -> bool:
+    x = node.extra
+    if x is _TRN or x is _REC_TRN:
+        return True
+    if x is PLAIN or x is _REC:
+        return False
+    return LATE.get(node, (False, False))[1]
+
 
 _ids = itertools.count()
-_NO_EXTRA = Attrs()
+# id(Attrs) -> (the Attrs, serial): cache keys hash a small int instead of the attributes.
+# Interned Attrs live as long as the process (one per distinct op and attributes).
+ATTR_SERIAL: dict[int, tuple[Attrs, int]] = {}
 
 
 def compile_count() -> int:
@@ -57,29 +85,32 @@ def compile_count() -> int:
 class _Call:
     """An op with parsed attributes: what every call with the same attributes shares."""
 
-    __slots__ = ("opdef", "attrs", "slots", "nvis", "train", "sigs")
+    __slots__ = ("opdef", "attrs", "slots", "nvis", "sigs")
 
     def __init__(self, opdef: registry.OpDef, attrs: Attrs) -> None:
         self.opdef, self.attrs = opdef, attrs
         self.slots = opdef.input_names(attrs)
         self.nvis = opdef.num_visible_outputs(attrs)
-        self.train = opdef.train_dependent
         self.sigs: dict[tuple, tuple] = {}  # (input shapes, dtypes) -> output shapes, dtypes
 
 
-_CALLS: dict[tuple, _Call] = {}
+_CALLS: dict[tuple, _Call] = {}  # (op, given keyword attributes) -> call
+_INTERNED: dict[tuple, _Call] = {}  # (op, parsed Attrs) -> call
 
 
 def _call_info(opdef: registry.OpDef, kwargs: dict, name: Optional[str]) -> _Call:
     try:
-        key: Optional[tuple] = (opdef.name, tuple(sorted(kwargs.items())))
+        key: Optional[tuple] = (opdef.name, tuple(sorted(kwargs.items())) if kwargs else ())
         info = _CALLS.get(key)
     except TypeError:  # an unhashable attribute value (a list): parse every time
         key, info = None, None
     if info is None:
-        info = _Call(opdef, parse_attrs(opdef.params, kwargs, where(name or opdef.name,
-                                                                    opdef.name)))
-        if key is not None and len(_CALLS) < 100000:
+        attrs = parse_attrs(opdef.params, kwargs, where(name or opdef.name, opdef.name))
+        info = _INTERNED.get((opdef.name, attrs))
+        if info is None:
+            info = _INTERNED[opdef.name, attrs] = _Call(opdef, attrs)
+            ATTR_SERIAL[id(attrs)] = (attrs, len(ATTR_SERIAL))
+        if key is not None:
             _CALLS[key] = info
     return info
 
@@ -94,19 +125,17 @@ def _leaf(a: NDArray) -> Entry:
 
 
 def _input_entry(a: NDArray, recording: bool) -> Entry:
+    """The entry an op recorded now reads for input ``a`` (as in :func:`record`)."""
     if a._buf is None:
-        if recording and not a._recorded:  # computed outside record(): a constant here
-            return _block(a)
-        return a._entry
-    if recording and a._recorded:
-        return a._entry
-    return _leaf(a)
+        return a._entry if not recording or a._recorded else _block(a)
+    return a._entry if recording and a._recorded else _leaf(a)
 
 
 def _block(a: NDArray) -> Entry:
+    """``a`` (computed outside record()) behind a BlockGrad: a constant for the gradient."""
     opdef = registry.get_op("BlockGrad")
     node = Node(opdef.name, f"BlockGrad{next(_ids)}", _call_info(opdef, {}, None).attrs,
-                (a._entry,), _NO_EXTRA)
+                (a._entry,), PLAIN)
     return Entry(node)
 
 
@@ -125,7 +154,8 @@ def _infer(info: _Call, node: Node, inputs: Sequence[NDArray]) -> tuple:
     return tuple(shapes[e] for e in outs), tuple(types[e] for e in outs)
 
 
-def _check_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
+def _bad_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
+    """Raise the error that describes what is wrong with ``inputs``."""
     op = info.opdef.name
     if len(inputs) != len(info.slots):
         missing = list(info.slots[len(inputs):])
@@ -135,7 +165,9 @@ def _check_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
         if not isinstance(a, NDArray):
             raise AttrError(f"{where(name, op)}input '{slot}' must be an NDArray, got "
                             f"{type(a).__name__}")
-    ctx = inputs[0]._ctx if inputs else None
+    if not inputs:
+        raise AttrError(f"{where(name, op)}an imperative call needs at least one input array")
+    ctx = inputs[0]._ctx
     for slot, a in zip(info.slots, inputs):
         if a._ctx != ctx:
             raise BindError(f"{where(name, op)}input '{slot}' is on {a._ctx}, "
@@ -143,30 +175,43 @@ def _check_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
 
 
 def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None) -> list[NDArray]:
-    """Append one node of ``info``'s op on ``inputs``; return its pending visible outputs."""
-    node_name = name or f"{info.opdef.name}{next(_ids)}"
-    _check_inputs(info, inputs, node_name)
-    if not inputs:
-        raise AttrError(f"{where(node_name, info.opdef.name)}an imperative call needs at "
-                        f"least one input array")
+    """Append one node of ``info``'s op on ``inputs``; return its pending visible outputs.
+
+    The per-step hot path of imperative code: one pass over the inputs, one Node, a cached
+    shape/dtype rule result, the output arrays."""
     rec = STATE.recording
-    node = Node(info.opdef.name, node_name, info.attrs,
-                tuple(_input_entry(a, rec) for a in inputs), _NO_EXTRA)
-    sig = (tuple(a.shape for a in inputs), tuple(a.dtype for a in inputs))
+    n = len(inputs)
+    ctx = inputs[0]._ctx if n and n == len(info.slots) and \
+        isinstance(inputs[0], NDArray) else None
+    entries, shapes, dtypes = [], [], []
+    for a in inputs:
+        if ctx is None or not isinstance(a, NDArray) or (a._ctx is not ctx and a._ctx != ctx):
+            _bad_inputs(info, inputs, name or info.opdef.name)
+        b = a._buf
+        if b is None:
+            e = a._entry if not rec or a._recorded else _block(a)
+            shapes.append(a._shape)
+            dtypes.append(a._dtype)
+        else:
+            e = a._entry if rec and a._recorded else (
+                Entry(a._var) if a._var is not None else _leaf(a))
+            shapes.append(b.shape)
+            dtypes.append(b.dtype)
+        entries.append(e)
+    if ctx is None:
+        _bad_inputs(info, inputs, name or info.opdef.name)
+    node = Node(info.opdef.name, name or f"{info.opdef.name}{next(_ids)}", info.attrs,
+                tuple(entries), MODE[rec, STATE.training])
+    sig = (tuple(shapes), tuple(dtypes))
     found = info.sigs.get(sig)
     if found is None:
         found = info.sigs[sig] = _infer(info, node, inputs)
-    ctx = inputs[0]._ctx
     outs = []
     for i, (shape, dtype) in enumerate(zip(*found)):
         a = NDArray(None, ctx)
         a._entry, a._shape, a._dtype, a._recorded = Entry(node, i), shape, dtype, rec
         outs.append(a)
     PENDING[node] = [weakref.ref(a) for a in outs]
-    if rec:
-        RECORDED.add(node)
-    if STATE.training:  # the program runs train-dependent ops (Dropout...) in training mode
-        TRAIN.add(node)
     return outs
 
 
@@ -221,6 +266,13 @@ def wait(a: NDArray) -> None:
             drv.Context.synchronize()
 
 
+def before_run() -> None:
+    """An executor is about to overwrite its bound arrays: compute pending work that reads them
+    (nothing inside one of our own runs)."""
+    if PENDING and not STATE.running:
+        flush()
+
+
 def before_write(a: NDArray) -> None:
     """``a`` is about to be written in place: compute everything pending first (it may read
     ``a``), and cut ``a`` from the recorded graph unless it is a variable."""
@@ -245,7 +297,7 @@ def attach_grad(a: NDArray, grad_req: str = "write", grad: Optional[NDArray] = N
                         f"variable of shape {a.shape} on {a._ctx}")
     if a._var is not None:
         GRAD_LEAF.pop(a._var, None)
-    v = variable(f"_var{next(_ids)}")
+    v = Node("null", f"_var{next(_ids)}", PLAIN, (), GRAD_VAR)
     VALUE[v] = [NDArray(buf, a._ctx)]
     GRAD_LEAF[v] = weakref.ref(a)
     a._var, a._entry, a._recorded = v, Entry(v), True
@@ -261,113 +313,3 @@ def detach(a: NDArray) -> NDArray:
         return call("BlockGrad", [a], {})
     finally:
         STATE.recording = saved
-
-
-# -- indexing -------------------------------------------------------------------------------------
-
-def getitem(a: NDArray, key: Any) -> NDArray:
-    """Basic indexing (ints and slices) as recorded ``slice``/``Reshape`` ops; anything else
-    reads the value on the host (not recorded)."""
-    if isinstance(key, slice) and key == slice(None):
-        return a
-    parts = key if isinstance(key, tuple) else (key,)
-    if not all(isinstance(k, (int, np.integer, slice)) for k in parts):
-        from .ndarray import array
-        return array(a.asnumpy()[key if not isinstance(key, NDArray) else
-                                 key.asnumpy().astype(np.int64)], a._ctx, a.dtype)
-    if len(parts) > a.ndim:
-        raise ShapeError(f"index {key!r} has {len(parts)} entries for an array of shape "
-                         f"{a.shape}")
-    begin, end, step, keep = [], [], [], []
-    for axis, k in enumerate(parts):
-        if isinstance(k, slice):
-            begin.append(k.start)
-            end.append(k.stop)
-            step.append(1 if k.step is None else k.step)
-            keep.append(True)
-            continue
-        n = a.shape[axis]
-        i = int(k) + n if k < 0 else int(k)
-        if not 0 <= i < n:
-            raise ShapeError(f"index {int(k)} is out of bounds for axis {axis} of size {n}")
-        begin.append(i)
-        end.append(i + 1)
-        step.append(1)
-        keep.append(False)
-    y = call("slice", [a], {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)})
-    if all(keep):
-        return y
-    shape = tuple(d for d, k in zip(y.shape, keep + [True] * (y.ndim - len(keep))) if k)
-    return call("Reshape", [y], {"shape": shape or (1,)})  # MXNet 1.x has no 0-d arrays
-
-
-# -- sg.nd op functions -----------------------------------------------------------------------------
-
-def make_nd_function(opdef: registry.OpDef):
-    """The ``sg.nd`` function of one op: arrays positionally or by input name, then attributes
-    by keyword (or positionally, in the op's schema order, after the arrays); ``out=``."""
-    params = [p for p in opdef.params if p != "**"]
-
-    def op_function(*args: Any, out: Optional[NDArray] = None, name: Optional[str] = None,
-                    **kwargs: Any) -> Union[NDArray, list]:
-        if opdef.variadic:
-            arrays = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) \
-                else list(args)
-            return call(opdef.name, arrays, kwargs, out, name)
-        n = 0
-        while n < len(args) and isinstance(args[n], NDArray):
-            n += 1
-        named = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
-        attrs = {k: v for k, v in kwargs.items() if not isinstance(v, NDArray)}
-        for p, v in zip(params, args[n:]):
-            if p in attrs:
-                raise AttrError(f"{where(name or opdef.name, opdef.name)}attribute {p} given "
-                                f"twice")
-            attrs[p] = v
-        if len(args) - n > len(params):
-            raise AttrError(f"{where(name or opdef.name, opdef.name)}too many positional "
-                            f"arguments: {len(args) - n} after the arrays")
-        info = _call_info(opdef, attrs, name)
-        inputs = list(args[:n])
-        for slot in info.slots[n:]:
-            if slot in named:
-                inputs.append(named.pop(slot))
-        if named:
-            raise AttrError(f"{where(name or opdef.name, opdef.name)}no input named "
-                            f"{sorted(named)}; inputs: {list(info.slots)}")
-        return _result(record(info, inputs, name), out)
-
-    op_function.__name__ = opdef.name
-    op_function.__doc__ = opdef.doc or f"The {opdef.name} operator."
-    return op_function
-
-
-def make_nd_from_symbol_api(api: Any):
-    """``sg.nd`` version of a hand-written ``sg.sym`` function (``Custom``): the symbol it
-    builds on placeholder variables gives the node's op and attributes."""
-    from . import symbol as S
-
-    def op_function(*args: Any, out: Optional[NDArray] = None, name: Optional[str] = None,
-                    **kwargs: Any) -> Any:
-        arrays: dict[str, NDArray] = {}
-
-        def hold(v: Any) -> Any:
-            if isinstance(v, NDArray):
-                key = f"_nd{len(arrays)}"
-                arrays[key] = v
-                return S.var(key)
-            return v
-        sym = api(*[hold(a) for a in args], **{k: hold(v) for k, v in kwargs.items()})
-        node = sym.outputs_[0].node
-        inputs = []
-        for e in node.inputs:
-            if not (e.node.is_variable and e.node.name in arrays):
-                raise AttrError(f"{where(name or node.name, node.op)}input {e.node.name!r} "
-                                f"must be given as an NDArray")
-            inputs.append(arrays[e.node.name])
-        info = _Call(registry.get_op(node.op), node.attrs)
-        return _result(record(info, inputs, name), out)
-
-    op_function.__name__ = getattr(api, "__name__", "op")
-    op_function.__doc__ = api.__doc__
-    return op_function

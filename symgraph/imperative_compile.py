@@ -19,12 +19,13 @@ import numpy as np
 from .base import ExecutionError
 from .context import Context
 from .graph import Entry, Node, variable
-from .imperative import FREED, GRAD_LEAF, PENDING, RECORDED, STATE, STATS, TRAIN, VALUE
+from .imperative import (ATTR_SERIAL, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS,
+                         VALUE, is_recorded, is_training)
+from .ndarray import NDArray
 
 # id(gradient array) -> weakref, for every gradient buffer a backward() wrote: gluon.Trainer
 # reads it to tell fresh gradients from stale ones (MXNet's ``_fresh_grad``), then clears it.
 GRAD_WRITTEN: dict[int, Any] = {}
-from .ndarray import NDArray
 
 
 class Trace:
@@ -46,27 +47,17 @@ class Trace:
         return -1 - k if k is not None else (self.local[e.node], e.index)
 
     def key(self) -> tuple:
-        return (tuple(self.sig), tuple((a.shape, a.dtype) for a in self.leaves))
-
-
-def _leaf_value(e: Entry, for_backward: bool) -> Optional[NDArray]:
-    """The computed value standing for ``e``, or None when ``e``'s node must be part of the
-    program. Backward recomputes recorded nodes (their gradient needs the graph)."""
-    node = e.node
-    vals = VALUE.get(node)
-    if node.is_variable:
-        return vals[0]
-    if vals is None or e.index >= len(vals) or vals[e.index] is None:
-        return None
-    if for_backward and node in RECORDED:
-        return None
-    return vals[e.index]
+        return (tuple(self.sig), tuple((a._buf.shape, a._buf.dtype) for a in self.leaves))
 
 
 def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:
-    """Depth-first post-order over the nodes ``roots`` need (iterative: chains can be long)."""
+    """Depth-first post-order over the nodes ``roots`` need (iterative: chains can be long).
+
+    An input is a leaf when its value is known: a variable, or a computed output (backward
+    recomputes recorded nodes instead, since their gradient needs the graph)."""
     tr = Trace()
-    local, leaf_of = tr.local, tr.leaf_of
+    local, leaf_of, leaves, sig = tr.local, tr.leaf_of, tr.leaves, tr.sig
+    value_of, serial_of = VALUE.get, ATTR_SERIAL.get
     for root in roots:
         if root.node in local:
             continue
@@ -77,22 +68,33 @@ def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:
             if i < len(node.inputs):
                 top[1] = i + 1
                 e = node.inputs[i]
-                if e.node in local or e in leaf_of:
+                n = e.node
+                if n in local or e in leaf_of:
                     continue
-                v = _leaf_value(e, for_backward)
+                vals = value_of(n)
+                v = None
+                if vals is not None:
+                    if n.op == "null":
+                        v = vals[0]
+                    elif e.index < len(vals) and not (for_backward and is_recorded(n)):
+                        v = vals[e.index]
                 if v is None:
-                    stack.append([e.node, 0])
+                    stack.append([n, 0])
                 else:
-                    leaf_of[e] = len(tr.leaves)
-                    tr.leaves.append(v)
+                    leaf_of[e] = len(leaves)
+                    leaves.append(v)
                     tr.leaf_entries.append(e)
                 continue
             stack.pop()
-            is_train = node in TRAIN
-            tr.train |= is_train
+            train = is_training(node)
+            tr.train |= train
             local[node] = len(tr.nodes)
             tr.nodes.append(node)
-            tr.sig.append((node.op, node.attrs, is_train, tuple(tr.ref(e) for e in node.inputs)))
+            got = serial_of(id(node.attrs))
+            attrs = got[1] if got is not None and got[0] is node.attrs else node.attrs
+            sig.append((node.op, attrs, train, tuple(
+                -1 - leaf_of[e] if e in leaf_of else (local[e.node], e.index)
+                for e in node.inputs)))
     return tr
 
 
@@ -135,8 +137,7 @@ class Program:
                 d[name] = leaf
                 continue
             if not self.owned[k]:
-                from .ndarray import empty
-                d[name] = empty(leaf.shape, self.ctx, leaf.dtype)
+                d[name] = _device_array(leaf.shape, leaf.dtype, self.ctx)
                 self.owned[k] = True
             _copy_device(d[name], leaf)
         for name, g in grads:
@@ -148,8 +149,7 @@ class Program:
         bufs = []
         for o in self.exe.outputs[:self.n_out]:
             if self.gpu:
-                from .ndarray import empty
-                fresh = empty(o.shape, self.ctx, o.dtype)
+                fresh = _device_array(o.shape, o.dtype, self.ctx)
                 _copy_device(fresh, o)
                 bufs.append(fresh._buf)
             else:
@@ -158,12 +158,32 @@ class Program:
         return bufs
 
 
+_POOLS: dict[int, Any] = {}  # device id -> pycuda DeviceMemoryPool
+
+
+def _device_array(shape: tuple, dtype: np.dtype, ctx: Context) -> NDArray:
+    """Uninitialised device memory from a per-device pool: results handed out every step are
+    allocated and freed without cuMemAlloc/cuMemFree (the latter synchronises the device)."""
+    from pycuda.tools import DeviceMemoryPool
+    from .cuda.runtime import DeviceArray, activate
+    with activate(ctx.device_id):
+        pool = _POOLS.get(ctx.device_id)
+        if pool is None:
+            pool = _POOLS[ctx.device_id] = DeviceMemoryPool()
+        arr = DeviceArray(tuple(shape), np.dtype(dtype), allocator=pool.allocate)
+    arr.device_id = ctx.device_id
+    return NDArray(arr, ctx)
+
+
 def _copy_device(dst: NDArray, src: NDArray) -> None:
+    """Device-to-device copy on the legacy default stream: asynchronous for the host, yet
+    ordered after the work of every (blocking) program stream and before their later work,
+    so programs of different executors that share arrays see each other's results."""
     import pycuda.driver as drv
     from .cuda.runtime import activate
     with activate(dst._ctx.device_id):
         if dst._buf.nbytes:
-            drv.memcpy_dtod(dst._buf.ptr, src._buf.ptr, dst._buf.nbytes)
+            drv.memcpy_dtod_async(dst._buf.ptr, src._buf.ptr, dst._buf.nbytes)
 
 
 def _canonical(tr: Trace) -> tuple[list[Node], list[Node]]:
@@ -173,7 +193,7 @@ def _canonical(tr: Trace) -> tuple[list[Node], list[Node]]:
     for node, sig in zip(tr.nodes, tr.sig):
         ins = tuple(Entry(variables[-1 - r]) if isinstance(r, int) else Entry(new[r[0]], r[1])
                     for r in sig[3])
-        new.append(Node(node.op, node.name, node.attrs, ins, node.extra))
+        new.append(Node(node.op, node.name, node.attrs, ins, PLAIN))  # modes stay here
     return new, variables
 
 
@@ -272,10 +292,11 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
     out: dict[int, tuple] = {}
     if variables is None:
         for k, e in enumerate(tr.leaf_entries):
-            r = GRAD_LEAF.get(e.node) if e.node.is_variable else None
+            r = GRAD_LEAF.get(e.node) if e.node.extra is GRAD_VAR else None
             a = r() if r is not None else None
             if a is not None and a._grad_req != "null" and a._grad is not None:
                 out[k] = (a._grad, a._grad_req)
+                a._fresh_grad = True
         return out, []
     from .ndarray import zeros
     results = []
@@ -317,8 +338,12 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     if prog is None:
         prog = _CACHE[key] = _compile(tr, ctx, entries, [e for e, _ in others], grads)
     _run(prog, tr, [(f"_in{k}", g) for k, (g, _) in grads.items()], (hg, tr.train))
-    for g, _ in grads.values():  # gluon.Trainer tells fresh gradients from stale ones
-        GRAD_WRITTEN[id(g)] = weakref.ref(g)
+    if variables is None:
+        if len(GRAD_WRITTEN) > 4096:  # without a Trainer clearing it: drop dead entries
+            for k in [k for k, r in GRAD_WRITTEN.items() if r() is None]:
+                del GRAD_WRITTEN[k]
+        for g, _ in grads.values():
+            GRAD_WRITTEN[id(g)] = weakref.ref(g)
     bufs = prog.take_outputs()
     _materialise(list(zip(entries, heads)) + others, bufs)
     for node in tr.nodes:

@@ -28,7 +28,7 @@ class NDArray:
     """A fixed-shape, fixed-dtype array on a device. ``x[:] = value`` writes in place."""
 
     __slots__ = ("_buf", "_ctx", "_entry", "_recorded", "_var", "_grad", "_grad_req",
-                 "_shape", "_dtype", "__weakref__")
+                 "_shape", "_dtype", "_fresh_grad", "__weakref__")
     __array_priority__ = 1000.0
 
     def __init__(self, data: Any, ctx: Optional[Context] = None) -> None:
@@ -41,6 +41,7 @@ class NDArray:
         self._grad_req = "null"
         self._shape: Optional[tuple] = None  # only while pending
         self._dtype: Optional[np.dtype] = None
+        self._fresh_grad = False  # a backward() wrote .grad since the last optimizer step
 
     # -- value ------------------------------------------------------------------------------
     @property
@@ -145,9 +146,6 @@ class NDArray:
             from .cuda.runtime import write_device
             write_device(self, key, value)
 
-    def __getitem__(self, key: Any) -> "NDArray":
-        return _engine().getitem(self, key)
-
     def copyto(self, other: Union["NDArray", Context]) -> "NDArray":
         """Copy into ``other`` (an NDArray of the same shape) or a new array on a context."""
         if isinstance(other, Context):
@@ -193,6 +191,11 @@ class NDArray:
         from . import autograd
         autograd.backward([self], None if out_grad is None else [out_grad],
                           retain_graph, train_mode)
+
+    def __reduce__(self) -> tuple:
+        """Pickle the value (DataLoader workers send batches between processes), never the
+        recorded graph: the copy is a computed array on the same context."""
+        return (array, (self.asnumpy(), self._ctx, self.dtype))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.asnumpy()
@@ -273,8 +276,15 @@ def stack(*data: NDArray, axis: int = 0, num_args: Optional[int] = None,
 
 
 def waitall() -> None:
-    """Compute every pending array (and wait for the devices)."""
+    """Compute every pending array and wait for every device symgraph has used."""
     _engine().flush()
+    import sys
+    runtime = sys.modules.get("symgraph.cuda.runtime")  # imported only once a GPU was used
+    if runtime is not None:
+        import pycuda.driver as drv
+        for device_id in list(runtime._CONTEXTS):
+            with runtime.activate(device_id):
+                drv.Context.synchronize()
 
 
 def save(fname: str, data: Union[dict, list]) -> None:
