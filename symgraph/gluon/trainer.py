@@ -175,7 +175,9 @@ class Trainer:
             upd = None
             if ctx.device_type == "gpu" and all(w.dtype == np.float32 for w in weights):
                 from ..cuda.optimizer import FusedUpdater
-                upd = FusedUpdater(self._optimizer, ctx.device_id)
+                # stream=None: the legacy default stream, ordered after the backward program's
+                # (blocking) stream and before the next step's work, without a host sync.
+                upd = FusedUpdater(self._optimizer, ctx.device_id, stream=None)
             self._updaters[ctx] = upd or _opt.get_updater(self._optimizer)
             upd = self._updaters[ctx]
         return upd

@@ -110,10 +110,10 @@ def seed_000_text_matches() -> bool:
 
 
 def to_symgraph(code: str, root: str, ctx: str = "cpu", n_samples: Optional[int] = None,
-                learning_rate: Optional[float] = None) -> str:
+                learning_rate: Optional[float] = None, epochs: int = 1) -> str:
     """The edits: the import (``mxnet`` -> ``symgraph``) and the dataset's ``root``; for a
     CPU run the context; for a shortened run the number of samples (``Dataset.take``) and,
-    optionally, the learning rate."""
+    optionally, the learning rate; for a longer one the number of epochs."""
     code = code.replace("import mxnet as mx", "import symgraph as mx")
     code = code.replace("from mxnet", "from symgraph")
     dataset = f"MNIST(root={root!r}, train=True)"
@@ -121,6 +121,7 @@ def to_symgraph(code: str, root: str, ctx: str = "cpu", n_samples: Optional[int]
         dataset += f".take({n_samples})"
     code = code.replace("MNIST(train=True)", dataset)
     code = code.replace("ctx = mx.gpu()", f"ctx = mx.{ctx}()")
+    code = code.replace("for epoch in range(1):", f"for epoch in range({epochs}):")
     if learning_rate is not None:
         code = code.replace("{'learning_rate': 0.01}", f"{{'learning_rate': {learning_rate}}}")
     return code
