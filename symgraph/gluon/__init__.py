@@ -8,7 +8,8 @@ docs/gluon.md for what is supported and where it departs.
 from __future__ import annotations
 
 from .. import autograd  # noqa: F401  (sg.autograd with sg.gluon, as in MXNet)
-from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
+from .parameter import Constant, DeferredInitializationError, Parameter
+from .parameter_dict import ParameterDict
 from .block import Block, HybridBlock
 from .symbol_block import SymbolBlock
 from .trainer import Trainer

@@ -15,9 +15,9 @@ from collections import OrderedDict
 from typing import Any, Callable, Optional
 
 from .. import name as _name
-from ..base import AttrError, BindError, DataError, GraphError
-from .parameter import (DeferredInitializationError, Parameter, ParameterDict, load_file,
-                        load_named)
+from ..base import AttrError, BindError, GraphError
+from .parameter import DeferredInitializationError, Parameter
+from .parameter_dict import ParameterDict, load_file, load_named
 
 # Shapes of the inputs of the trace in progress (``_get_graph``): a layer that needs a static
 # size while traced with F = sg.sym (a one-hot depth) infers it from these.
@@ -365,4 +365,4 @@ def check_regex(select: Optional[str]) -> None:
                         f"({exc})") from None
 
 
-__all__ = ["Block", "HybridBlock", "DataError"]
+__all__ = ["Block", "HybridBlock"]

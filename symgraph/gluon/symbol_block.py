@@ -6,7 +6,7 @@ from typing import Any, Optional, Sequence, Union
 
 from ..base import GraphError
 from .block import HybridBlock
-from .parameter import ParameterDict
+from .parameter_dict import ParameterDict
 
 
 def _symbols(value: Any, what: str) -> list:

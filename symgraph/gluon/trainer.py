@@ -15,7 +15,8 @@ import numpy as np
 from .. import optimizer as _opt
 from ..imperative_compile import GRAD_WRITTEN
 from ..base import AttrError, DataError, ExecutionError
-from .parameter import Parameter, ParameterDict
+from .parameter import Parameter
+from .parameter_dict import ParameterDict
 
 _KVSTORES = ("device", "local", None, False)
 
