@@ -203,6 +203,15 @@ class Executor:
                       if h in schedule.variables},
         }
 
+    def __repr__(self) -> str:
+        sched = self._train["schedule"]
+        n_grad = sum(r != "null" for r in self._reqs)
+        outs = ", ".join(f"{n} {tuple(a.shape)}" for n, a in self.output_dict.items())
+        return (f"<Executor {self._symbol.name or 'group'} on {self._ctx}: "
+                f"{len(self.arg_arrays)} arguments ({n_grad} with gradients), "
+                f"{len(self.aux_arrays)} aux states -> {outs}; training schedule "
+                f"{len(sched.steps)} steps ({sched.n_forward_steps} forward)>")
+
     def _backend(self) -> Any:
         if self._ctx.device_type == "cpu":
             from .backend import numpy_backend

@@ -186,9 +186,9 @@ def _copy_device(dst: NDArray, src: NDArray) -> None:
             drv.memcpy_dtod_async(dst._buf.ptr, src._buf.ptr, dst._buf.nbytes)
 
 
-def _canonical(tr: Trace) -> tuple[list[Node], list[Node]]:
+def _canonical(tr: Trace, prefix: str = "_in") -> tuple[list[Node], list[Node]]:
     """Copies of the walked nodes reading variables ``_in<k>`` instead of the leaves."""
-    variables = [variable(f"_in{k}") for k in range(len(tr.leaves))]
+    variables = [variable(f"{prefix}{k}") for k in range(len(tr.leaves))]
     new: list[Node] = []
     for node, sig in zip(tr.nodes, tr.sig):
         ins = tuple(Entry(variables[-1 - r]) if isinstance(r, int) else Entry(new[r[0]], r[1])
@@ -222,6 +222,14 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
 
 
 _CACHE: dict[tuple, Program] = {}
+MAX_PROGRAMS = 4096  # past this, the oldest program is dropped (and recompiled if needed)
+
+
+def _remember(key: tuple, prog: Program) -> Program:
+    while _CACHE and len(_CACHE) >= MAX_PROGRAMS:
+        del _CACHE[next(iter(_CACHE))]
+    _CACHE[key] = prog
+    return prog
 
 
 def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any]) -> None:
@@ -260,7 +268,7 @@ def force_pending(arrays: Sequence[NDArray]) -> None:
     key = ("forward", ctx, tr.train, tr.key(), tuple(tr.ref(e) for e, _ in outs))
     prog = _CACHE.get(key)
     if prog is None:
-        prog = _CACHE[key] = _compile(tr, ctx, [e for e, _ in outs], [], {})
+        prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}))
     _run(prog, tr, (), None)
     _materialise(outs, prog.take_outputs())
     for node in tr.nodes:
@@ -336,7 +344,7 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
            tuple((k, req) for k, (_, req) in grads.items()), gpu_ids)
     prog = _CACHE.get(key)
     if prog is None:
-        prog = _CACHE[key] = _compile(tr, ctx, entries, [e for e, _ in others], grads)
+        prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads))
     _run(prog, tr, [(f"_in{k}", g) for k, (g, _) in grads.items()], (hg, tr.train))
     if variables is None:
         if len(GRAD_WRITTEN) > 4096:  # without a Trainer clearing it: drop dead entries
@@ -352,3 +360,13 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
         for e in entries:
             FREED.add(e.node)
     return results if variables is not None else None
+
+
+def recorded_symbol(a: NDArray) -> Any:
+    """``autograd.get_symbol``: the recorded graph of ``a`` as a Symbol whose variables
+    ``var0``, ``var1``... are the arrays it read, in the order the graph first reads them."""
+    from .symbol import Symbol
+    _check_heads([a])
+    tr = walk([a._entry], for_backward=True)
+    new, _ = _canonical(tr, "var")
+    return Symbol((Entry(new[tr.local[a._entry.node]], a._entry.index),))

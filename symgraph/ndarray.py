@@ -287,17 +287,21 @@ def waitall() -> None:
                 drv.Context.synchronize()
 
 
-def save(fname: str, data: Union[dict, list]) -> None:
-    """Save NDArrays to an ``.npz`` file (a dict keeps names; a list is saved in order)."""
-    items = data.items() if isinstance(data, dict) else ((f"{i}", v) for i, v in enumerate(data))
-    with open(fname, "wb") as f:
-        np.savez(f, **{k: v.asnumpy() for k, v in items})
+def save(fname: str, data: Union[dict, list, NDArray]) -> None:
+    """Save NDArrays in MXNet's NDArray-list format (``mx.nd.save``): a dict keeps its names, a
+    list (or one array) is saved in order without names. The file is replaced atomically."""
+    from . import ndfile
+    ndfile.save(fname, data)
 
 
-def load(fname: str) -> dict[str, NDArray]:
-    """Load what :func:`save` wrote, as a dict of CPU NDArrays."""
-    with np.load(fname, allow_pickle=False) as z:
-        return {k: array(z[k], cpu(), z[k].dtype) for k in z.files}
+def load(fname: str) -> Union[dict[str, NDArray], list[NDArray]]:
+    """Load an MXNet NDArray-list file (or symgraph's older ``.npz``) as CPU NDArrays: a dict if
+    the file holds names, else a list, as ``mx.nd.load``. Damaged files raise DataError."""
+    from . import ndfile
+    arrays, names = ndfile.load(fname)
+    if names is None:
+        return [NDArray(a, cpu()) for a in arrays]
+    return {k: NDArray(a, cpu()) for k, a in zip(names, arrays)}
 
 
 from . import random  # noqa: E402  (sg.nd.random is sg.random: one generator)

@@ -260,3 +260,21 @@ def test_pending_reads_of_executor_outputs_see_the_old_value() -> None:
     exe.forward(a=sg.nd.full(2, 5.0))  # the executor rewrites out in place
     np.testing.assert_array_equal(y.asnumpy(), [3.0, 3.0])
     np.testing.assert_array_equal(out.asnumpy(), [10.0, 10.0])
+
+
+def test_ops_without_inputs_need_a_context_or_an_input() -> None:
+    with pytest.raises(sg.AttrError, match=r"takes inputs \['data'\], got 0"):
+        sg.nd.relu()
+    with pytest.raises(sg.AttrError, match=r"takes inputs \['data'\], got 0"):
+        sg.nd.relu(ctx=sg.cpu())
+
+
+def test_caches_are_bounded(monkeypatch) -> None:
+    from symgraph import imperative_compile
+    monkeypatch.setattr(imperative_compile, "MAX_PROGRAMS", 2)
+    monkeypatch.setattr(imperative, "MAX_INTERNED", 3)
+    x = _a([1.0, 2.0])
+    for k in range(6):  # six structures, with attribute sets no other test uses
+        c = k + 1000.25
+        np.testing.assert_allclose((x * c - c).asnumpy(), [0.0, c])
+        assert len(imperative_compile._CACHE) <= 2 and len(imperative._INTERNED) <= 3
