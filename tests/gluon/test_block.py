@@ -146,3 +146,24 @@ def test_hybridized_gradients_equal_imperative() -> None:
     for k in g0:
         np.testing.assert_allclose(g1[k], g0[k], rtol=1e-4, atol=1e-6, err_msg=k)
     assert len(net._cached) == 1
+
+
+def test_grad_req_add_zero_grad_reset_ctx_force_reinit() -> None:
+    net = nn.Dense(2, in_units=3)
+    net.initialize(sg.init.Normal(1.0))
+    net.collect_params().setattr("grad_req", "add")
+    x = sg.nd.array(np.ones((4, 3)))
+    for _ in range(2):
+        with autograd.record():
+            loss = net(x).sum()
+        loss.backward()
+    np.testing.assert_allclose(net.weight.grad().asnumpy(), np.full((2, 3), 8.0))  # 2 x 4 rows
+    net.collect_params().zero_grad()
+    np.testing.assert_array_equal(net.weight.grad().asnumpy(), 0)
+    w = net.weight.data().asnumpy()
+    net.collect_params().reset_ctx(sg.cpu(1))
+    assert net.weight.list_ctx() == [sg.cpu(1)]
+    np.testing.assert_array_equal(net.weight.data(sg.cpu(1)).asnumpy(), w)
+    net.initialize(sg.init.Constant(0.25), ctx=sg.cpu(), force_reinit=True)
+    np.testing.assert_array_equal(net.weight.data().asnumpy(), 0.25)
+    np.testing.assert_array_equal(net.bias.data().asnumpy(), 0.0)  # its own init: zeros
