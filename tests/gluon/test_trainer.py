@@ -147,3 +147,19 @@ def test_save_load_states(rng, tmp_path) -> None:
     _backward(net, x, y)
     fresh.step(6)
     np.testing.assert_allclose(net.weight.data().asnumpy(), expect, rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(sg.optimizer._REGISTRY))
+def test_every_optimizer_by_name_matches_its_updater(rng, name: str) -> None:
+    """Trainer(name) moves the weights exactly as sg.optimizer's own updater does on numpy."""
+    net, x, y = _setup(rng)
+    w0 = net.weight.data().asnumpy()
+    g = _grads(net, x, y)["weight"].astype(np.float32)
+    trainer = gluon.Trainer(net.collect_params(), name, {"learning_rate": 0.01})
+    _backward(net, x, y)
+    trainer.step(6)
+    ref = sg.optimizer.create(name, learning_rate=0.01, rescale_grad=1 / 6)
+    w = w0.copy()
+    sg.optimizer.get_updater(ref)(0, g, w)
+    np.testing.assert_allclose(net.weight.data().asnumpy(), w, rtol=1e-5, atol=1e-7)
+    assert not np.allclose(w, w0)
