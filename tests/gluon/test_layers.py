@@ -173,3 +173,13 @@ def test_batchnorm_train_updates_running_stats(rng, both) -> None:
     _check(layer, lambda: pred, x, both=both)
     assert [p.grad_req for p in layer.collect_params().values()] == \
         ["write", "write", "null", "null"]
+
+
+def test_positional_arguments_in_mxnets_order(rng, both) -> None:
+    """Conv2D(channels, kernel, strides, padding, dilation, groups, layout, activation, ...)
+    and AvgPool2D(pool_size, strides, padding, ceil_mode, layout, count_include_pad)."""
+    conv = nn.Conv2D(2, 3, 1, 1, 1, 1, "NCHW", "relu", False)
+    assert conv.act is not None and conv.bias is None
+    x = rng.normal(size=(1, 1, 5, 5)).astype(np.float32)
+    pool = nn.AvgPool2D(3, 1, 1, False, "NCHW", False)
+    _check(pool, lambda: _refs.pool_nd(x, (3, 3), (1, 1), (1, 1), "avg", False), x, both=both)

@@ -81,11 +81,9 @@ def _conv_class(ndim: int, layout: str, transpose: bool = False) -> type:
     def __init__(self: Any, channels: int, kernel_size: IntOrTuple,
                  strides: IntOrTuple = 1, padding: IntOrTuple = 0,
                  *more: Any, **kwargs: Any) -> None:
-        names = (("output_padding", "dilation", "groups", "layout", "in_channels",
-                  "activation", "use_bias", "weight_initializer", "bias_initializer")
-                 if transpose else
-                 ("dilation", "groups", "layout", "in_channels", "activation", "use_bias",
-                  "weight_initializer", "bias_initializer"))
+        names = (("output_padding",) if transpose else ()) + (
+            "dilation", "groups", "layout", "activation", "use_bias", "weight_initializer",
+            "bias_initializer", "in_channels")  # MXNet's positional order
         kwargs.update(zip(names, more))
         adj = kwargs.pop("output_padding", 0) if transpose else None
         _Conv.__init__(self, channels, kernel_size, strides, padding,
@@ -139,11 +137,15 @@ class _Pooling(HybridBlock):
         return f"{type(self).__name__}(size={k['kernel']}, stride={k['stride']})"
 
 
-def _pool_class(ndim: int, pool_type: str) -> type:
+def _pool_class(ndim: int, pool_type: str, order: tuple = ("layout", "ceil_mode")) -> type:
+    """``__init__(pool_size, strides, padding, *rest)``; ``order`` names the rest as MXNet
+    orders them (AvgPool2D puts ``ceil_mode`` before ``layout``)."""
     def __init__(self: Any, pool_size: IntOrTuple = 2, strides: Any = None,
-                 padding: IntOrTuple = 0, layout: Optional[str] = None,
-                 ceil_mode: bool = False, count_include_pad: Optional[bool] = None,
-                 **kwargs: Any) -> None:
+                 padding: IntOrTuple = 0, *more: Any, **kwargs: Any) -> None:
+        kwargs.update(zip(order, more))
+        layout = kwargs.pop("layout", None)
+        ceil_mode = kwargs.pop("ceil_mode", False)
+        count_include_pad = kwargs.pop("count_include_pad", True)
         if layout is not None and layout not in _LAYOUTS[ndim]:
             raise AttrError(f"{type(self).__name__}: layout {layout!r} is not supported; "
                             f"supported: {_LAYOUTS[ndim]}")
@@ -167,12 +169,12 @@ class MaxPool2D(_Pooling):
 
 class AvgPool1D(_Pooling):
     """Average pooling over NCW data."""
-    __init__ = _pool_class(1, "avg")
+    __init__ = _pool_class(1, "avg", ("layout", "ceil_mode", "count_include_pad"))
 
 
 class AvgPool2D(_Pooling):
     """Average pooling over NCHW data (``count_include_pad`` as MXNet: True)."""
-    __init__ = _pool_class(2, "avg")
+    __init__ = _pool_class(2, "avg", ("ceil_mode", "layout", "count_include_pad"))
 
 
 class _GlobalPool(_Pooling):
