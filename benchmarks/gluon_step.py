@@ -125,7 +125,7 @@ def gluon_step(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, int]:
 
 
 def module_step(batch: int, ctx: mx.Context, repeats: int) -> float:
-    from models.simple_cnn import build
+    from symgraph.models.simple_cnn import build
     x, y = _batch(batch, ctx)
     mod = mx.mod.Module(build(), context=ctx)
     mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", (batch,))])
