@@ -3,8 +3,8 @@
 ``import symgraph as sg`` gives ``sg.sym`` (symbols), ``sg.nd`` (arrays), ``sg.cpu()``,
 ``sg.gpu(i)``, ``sg.autograd``, ``sg.random`` and ``sg.test_utils``; for training ``sg.io``,
 ``sg.init``, ``sg.optimizer``, ``sg.lr_scheduler``, ``sg.mod``, ``sg.model``, ``sg.metric``,
-``sg.callback``, ``sg.viz`` and ``sg.datasets``; ``sg.profiler`` and ``sg.onnx`` (graphviz, onnx,
-matplotlib and tqdm are imported only when used).
+``sg.callback``, ``sg.viz`` and ``sg.datasets``; ``sg.profiler`` and ``sg.onnx``; MXNet's Gluon
+API is ``sg.gluon`` (graphviz, onnx, matplotlib and tqdm are imported only when used).
 """
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from . import module as mod
 from . import rtc  # noqa: E402  (pycuda is imported lazily, on first GPU use)
 from . import profiler  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package is imported on first use)
+from . import gluon  # noqa: E402
 
 symbol = sym
 ndarray = nd
@@ -38,4 +39,4 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "ExecutionError", "DataError", "io", "init", "initializer", "optimizer",
            "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
            "profiler", "onnx", "__version__",
-           "autograd", "imperative", "context"]
+           "autograd", "imperative", "context", "gluon"]

@@ -134,3 +134,15 @@ def check_numeric_gradient(sym: Any, location: Location, aux_states: Any = None,
     for k in grad_nodes:
         assert_almost_equal(symbolic[k], numeric[k], rtol, 1e-6 if atol is None else atol,
                             (f"symbolic gradient of {k}", "numeric"))
+
+
+def get_mnist(path: Optional[str] = None) -> dict[str, np.ndarray]:
+    """MNIST in MXNet's ``get_mnist()`` layout: ``train_data``/``test_data`` float32
+    ``(N, 1, 28, 28)`` in [0, 1], ``train_label``/``test_label`` (N,), read from ``path``, else
+    ``$SYMGRAPH_DATA``, else ``~/.symgraph/datasets/mnist`` (downloaded there when missing and
+    a network is there; DataError naming the folder and files otherwise)."""
+    from .gluon.data.vision.datasets import MNIST, default_root
+    from .datasets.mnist import load_data
+    folder = path if path is not None else default_root("mnist")
+    MNIST(root=str(folder), train=True)  # checks the files, downloads or names what is missing
+    return load_data(folder)
