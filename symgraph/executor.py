@@ -210,11 +210,14 @@ class Executor:
         return backend
 
     # -- running ----------------------------------------------------------------------------
-    def _check_array(self, kind: str, name: str, value: Any, want: NDArray) -> np.ndarray:
+    def _check_array(self, kind: str, name: str, value: Any, want: NDArray,
+                     any_dtype: bool = False) -> np.ndarray:
+        """``value`` on the host, checked against ``want``'s shape (and dtype unless
+        ``any_dtype``: head gradients are converted, as MXNet copies them into its buffers)."""
         host = value.asnumpy() if isinstance(value, NDArray) else np.asarray(value)
         if host.shape != want.shape:
             raise BindError(f"{kind} {name}: shape {host.shape}, bound array has {want.shape}")
-        if isinstance(value, NDArray) and value.dtype != want.dtype:
+        if isinstance(value, NDArray) and value.dtype != want.dtype and not any_dtype:
             raise BindError(f"{kind} {name}: dtype {value.dtype}, bound array has {want.dtype}")
         return host
 
@@ -300,7 +303,7 @@ class Executor:
                     self._ones[slot] = array(np.ones(out.shape, out.dtype), self._ctx, out.dtype)
                 heads[slot] = self._ones[slot]
             else:
-                value = self._check_array("out_grads", str(i), out_grads[i], out)
+                value = self._check_array("out_grads", str(i), out_grads[i], out, True)
                 heads[slot] = array(value.astype(out.dtype), self._ctx, out.dtype)
         return heads
 
