@@ -77,6 +77,7 @@ class Executor:
         self.outputs = [zeros(self._shapes[e], ctx, self._dtypes[e]) for e in self._fwd_outputs]
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
         self._trained = False
+        self._forwarded = False
         self._env: Optional[list] = None
         self._ones: dict[int, NDArray] = {}  # default head gradients, by slot
         self._req_of = dict(zip(self._arg_names, reqs))
@@ -233,6 +234,9 @@ class Executor:
         env, run_ctx = self._start(stage, is_train)
         stage["program"].run(env, 0, stage["schedule"].n_forward_steps, run_ctx)
         self._finish_forward(stage, env, run_ctx, is_train)
+        self._forwarded = True
+        if not is_train:
+            self._env = None  # a later backward() must see these inputs, not older ones
         return self.outputs
 
     def backward(self, out_grads: Union[None, NDArray, Sequence[NDArray]] = None,
@@ -242,9 +246,15 @@ class Executor:
         ``tail``: backend work run right after the backward steps, in the same program run
         (on the GPU a fused optimizer step, captured in the backward's CUDA graph); it reads
         gradients from the run's slots (see :meth:`grad_slots`)."""
-        if not self._trained or self._env is None:
-            raise ExecutionError("backward called before forward(is_train=True)")
+        if not self._forwarded:
+            raise ExecutionError("backward called before forward")
         stage = self._train
+        if self._env is None:
+            # MXNet allows backward() after forward(is_train=False): gradients are taken at
+            # the last inputs, so run the training forward now (its outputs are not stored).
+            self._env, self._run_ctx = self._start(stage, True)
+            stage["program"].run(self._env, 0, stage["schedule"].n_forward_steps,
+                                 self._run_ctx)
         if isinstance(out_grads, (NDArray, np.ndarray)):
             out_grads = [out_grads]
         if out_grads is not None and len(out_grads) != len(self.outputs):
@@ -269,6 +279,7 @@ class Executor:
         extra = {} if tail is None else {"tail": tail}
         program.run(env, 0, len(stage["schedule"].steps), run_ctx, **extra)
         self._finish_forward(stage, env, run_ctx, True)
+        self._forwarded = True
         self._store_grads(env)
         return self.outputs
 
@@ -312,6 +323,14 @@ class Executor:
         for name, slot in self._train["grads"].items():
             program.store(env, slot, self.grad_dict[name],
                           accumulate=self._req_of[name] == "add")
+
+    def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
+                **kwargs: Any) -> "Executor":
+        """A new executor for the input shapes in ``kwargs``, sharing this one's memory
+        (MXNet's ``Executor.reshape``; see ``executor_reshape.py``)."""
+        from .executor_reshape import reshape
+        return reshape(self, partial_shaping, allow_up_sizing,
+                       {k: tuple(v) for k, v in kwargs.items()})
 
     # -- parameters and introspection --------------------------------------------------------
     def copy_params_from(self, arg_params: Mapping[str, NDArray],

@@ -286,27 +286,6 @@ register(OpDef(
 
 # -- dot ----------------------------------------------------------------------------------------
 
-def _dot_shape(a: Attrs, s: list) -> list:
-    lhs, rhs = s
-    if len(lhs) > 2 or len(rhs) > 2:
-        raise ShapeError(f"dot: inputs must be 1-D or 2-D, got {fmt(lhs)} and {fmt(rhs)}")
-    lhs = lhs[::-1] if a["transpose_a"] else lhs
-    rhs = rhs[::-1] if a["transpose_b"] else rhs
-    if lhs[-1] != rhs[0]:
-        raise ShapeError(f"dot: inner dimensions differ: {fmt(tuple(lhs))} . {fmt(tuple(rhs))}")
-    return [tuple(lhs[:-1]) + tuple(rhs[1:])]
-
-
-def _dot_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
-    lhs = xs[0].T if a["transpose_a"] else xs[0]
-    rhs = xs[1].T if a["transpose_b"] else xs[1]
-    return [np.dot(lhs, rhs)]
-
-
-def _dot_grad(c) -> list:
-    return product_grad(c, c.sym.dot)
-
-
 def product_grad(c, dot) -> list:
     """Gradients of a (batched) matrix product ``dot`` with transpose_a/transpose_b attrs."""
     ta, tb = c.attrs["transpose_a"], c.attrs["transpose_b"]
@@ -319,7 +298,4 @@ def product_grad(c, dot) -> list:
     return [da, db]
 
 
-register(OpDef(
-    "dot", {"transpose_a": Param("bool", False), "transpose_b": Param("bool", False)},
-    ("lhs", "rhs"), forward_shape(_dot_shape), _dot_compute, _dot_grad, GEMM, lowering="dot",
-    doc="Matrix product of 2-D arrays, with optional transposes."))
+# dot itself (N-D, MXNet's semantics) is in ops/dot.py.

@@ -71,12 +71,8 @@ def infer_shapes(graph: Graph, given: Mapping[str, Shape]) -> dict[Entry, Shape]
     for node in nodes:
         if not node.is_variable:
             continue
-        declared = declared_shape(node)
-        user = given.get(node.name)
-        if user is not None and declared is not None and tuple(user) != declared:
-            raise ShapeError(f"{node.name}: given shape {tuple(user)}, but the variable was "
-                             f"declared with shape {declared}")
-        shape = user if user is not None else declared
+        user = given.get(node.name)  # overrides a declared shape, as in MXNet
+        shape = user if user is not None else declared_shape(node)
         if shape is not None:
             shapes[Entry(node)] = tuple(int(d) for d in shape)
     ops = [n for n in nodes if not n.is_variable]
