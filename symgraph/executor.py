@@ -231,6 +231,7 @@ class Executor:
         for k, v in host.items():
             self.arg_dict[k][:] = v
         stage = self._train if is_train else self._infer
+        self._rng_state = _random.generator().bit_generator.state  # for a later backward()
         env, run_ctx = self._start(stage, is_train)
         stage["program"].run(env, 0, stage["schedule"].n_forward_steps, run_ctx)
         self._finish_forward(stage, env, run_ctx, is_train)
@@ -251,8 +252,13 @@ class Executor:
         stage = self._train
         if self._env is None:
             # MXNet allows backward() after forward(is_train=False): gradients are taken at
-            # the last inputs, so run the training forward now (its outputs are not stored).
-            self._env, self._run_ctx = self._start(stage, True)
+            # the last inputs, so run the training program's forward now (outputs not stored),
+            # in ``is_train`` mode (Dropout is the identity in backward(is_train=False)).
+            # Random ops draw what that forward drew: replay the generator from its state.
+            replay = np.random.default_rng()
+            replay.bit_generator.state = self._rng_state
+            self._env, self._run_ctx = self._start(stage, is_train)
+            self._run_ctx.rng = replay
             stage["program"].run(self._env, 0, stage["schedule"].n_forward_steps,
                                  self._run_ctx)
         if isinstance(out_grads, (NDArray, np.ndarray)):
