@@ -36,8 +36,10 @@ class Module(BaseModule):
                  logger: Any = logging) -> None:
         super().__init__(logger)
         if isinstance(context, (list, tuple)):
-            if len(context) != 1:
-                raise BindError(f"Module: one context supported, got {list(context)}")
+            # Several CPUs are one host: one executor over the whole batch computes what
+            # MXNet's data parallelism sums over the parts. Several GPUs are not supported.
+            if len(context) != 1 and any(c.device_type != "cpu" for c in context):
+                raise BindError(f"Module: one GPU context supported, got {list(context)}")
             context = context[0]
         self._context: Context = context or cpu()
         self._symbol = symbol

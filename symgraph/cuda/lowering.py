@@ -361,5 +361,5 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
 # The family modules register themselves into FAMILIES on import.
 from . import (lowering_conv_pool, lowering_dense, lowering_fused,  # noqa: E402,F401
                lowering_index, lowering_layout, lowering_nn, lowering_norm, lowering_random,
-               lowering_views)
+               lowering_sort, lowering_views)
 
