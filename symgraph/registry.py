@@ -28,6 +28,10 @@ PATTERNS = (ELEMWISE, BROADCAST, INJECTIVE, REDUCE, GEMM, OPAQUE)
 NOT_DIFFERENTIABLE = "not differentiable"
 """Gradient marker of ops whose gradient is zero or undefined (argmax, comparisons)."""
 
+NO_GRADIENT = "no gradient"
+"""Gradient marker of ops MXNet registers no gradient for (batch_take): autodiff raises
+GraphError when a gradient would have to flow through one."""
+
 
 @dataclass
 class RunCtx:

@@ -64,7 +64,7 @@ def _rank_sort(ctx: StepCtx, p: dict) -> list:
 def _axis_gather(ctx: StepCtx, p: dict) -> list:
     """Gather ``out[o, j, in] = data[o, idx[o, j, in], in]`` (pick: j has one value), or with
     ``p['scatter']`` its adjoint: zeros, then ``atomicAdd`` of each ograd element."""
-    a = ctx.attrs
+    a = {**ctx.attrs, **{k: p[k] for k in ("axis", "mode") if k in p}}  # batch_take: fixed
     data = ctx.in_shapes[2] if p["scatter"] else ctx.in_shapes[0]
     outer, n, inner = _row_geometry(data, a["axis"])
     m = prod(ctx.in_shapes[1]) // max(1, outer * inner)  # index entries per row

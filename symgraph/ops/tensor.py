@@ -94,19 +94,43 @@ register(OpDef(
 alias("flatten", "Flatten")
 
 
+def reshape_like_target(a: Attrs, lhs: Shape, rhs: Shape) -> Shape:
+    """lhs[:lhs_begin] + rhs[rhs_begin:rhs_end] + lhs[lhs_end:] (None: the whole shape)."""
+    def bounds(shape: Shape, begin: Optional[int], end: Optional[int]) -> tuple[int, int]:
+        n = len(shape)
+        b, e = (0 if begin is None else begin), (n if end is None else end)
+        b, e = b + n if b < 0 else b, e + n if e < 0 else e
+        if not 0 <= b <= e <= n:
+            raise ShapeError(f"reshape_like: range [{begin}, {end}) is outside {fmt(shape)}")
+        return b, e
+    lb, le = bounds(lhs, a["lhs_begin"], a["lhs_end"])
+    rb, re_ = bounds(rhs, a["rhs_begin"], a["rhs_end"])
+    out = tuple(lhs[:lb]) + tuple(rhs[rb:re_]) + tuple(lhs[le:])
+    if prod(out) != prod(lhs):
+        raise ShapeError(f"reshape_like: cannot reshape {fmt(lhs)} to {fmt(out)} (from rhs "
+                         f"{fmt(rhs)}): sizes differ")
+    return out
+
+
 def _reshape_like_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     lhs, rhs = ins
-    if lhs is not None and rhs is not None and prod(lhs) != prod(rhs):
-        raise ShapeError(f"reshape_like: {fmt(lhs)} and {fmt(rhs)} differ in size")
-    return ins, [rhs] if rhs is not None else outs
+    whole = all(a[k] is None for k in RESHAPE_LIKE_PARAMS)
+    if whole and lhs is None and rhs is not None:
+        return ins, [rhs]
+    if lhs is None or rhs is None:
+        return ins, outs
+    return ins, [reshape_like_target(a, lhs, rhs)]
 
 
+RESHAPE_LIKE_PARAMS = {k: Param("int?", None) for k in
+                       ("lhs_begin", "lhs_end", "rhs_begin", "rhs_end")}
 register(OpDef(
-    "reshape_like", {}, ("lhs", "rhs"), _reshape_like_shape,
-    lambda a, xs, ctx: [xs[0].reshape(xs[1].shape)],
+    "reshape_like", RESHAPE_LIKE_PARAMS, ("lhs", "rhs"), _reshape_like_shape,
+    lambda a, xs, ctx: [xs[0].reshape(reshape_like_target(a, xs[0].shape, xs[1].shape))],
     lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE, view=True,
     lowering="copy",
-    doc="lhs reshaped to rhs's shape."))
+    doc="lhs reshaped to rhs's shape, or only lhs[lhs_begin:lhs_end] to "
+        "rhs[rhs_begin:rhs_end]."))
 
 
 def _identity(name: str, grad: object, doc: str, params: Optional[dict] = None) -> None:
