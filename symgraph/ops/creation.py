@@ -13,19 +13,22 @@ def _made_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 
 def _made_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    return ins, [np.dtype(a["dtype"])]
+    """The given dtype; without one, whatever the consumers need (float32 if nothing says)."""
+    if a["dtype"] is not None:
+        return ins, [np.dtype(a["dtype"])]
+    return ins, outs
 
 
 CREATED = {"_zeros": 0.0, "_ones": 1.0, "_full": None}
 for _name, _fill in CREATED.items():
-    _params = {"shape": Param("shape", ()), "dtype": Param("dtype", "float32"),
+    _params = {"shape": Param("shape", ()), "dtype": Param("dtype?", None),
                "ctx": Param("str", "", doc="ignored: the executor's context places it")}
     if _fill is None:
         _params["value"] = Param("float", doc="the fill value")
     register(OpDef(
         _name, _params, (), _made_shape,
         lambda a, xs, ctx, f=_fill: [np.full(a["shape"], a["value"] if f is None else f,
-                                             dtype=np.dtype(a["dtype"]))],
+                                             dtype=np.dtype(a["dtype"] or np.float32))],
         NOT_DIFFERENTIABLE, INJECTIVE, infer_type=_made_type,
         lowering=("fill", {"value": (lambda a: a["value"]) if _fill is None else _fill}),
         doc=f"An array of shape `shape` filled with {_fill if _fill is not None else 'value'}."))

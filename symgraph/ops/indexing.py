@@ -65,16 +65,17 @@ def _norm_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 def _norm_grad(c) -> list:
     S, a = c.sym, c.attrs
-    x = c.inputs[0]
-    dy, y = c.ograds[0], c.outputs[0]
-    if a["out_dtype"] is not None:  # back to the input's dtype before meeting x
-        dy, y = S._backward_Cast(dy, x), S._backward_Cast(y, x)
+    x, dy, y = c.inputs[0], c.ograds[0], c.outputs[0]
+    if a["out_dtype"] is not None:  # work in out_dtype, convert the result back to x's
+        xc = S.Cast(x, dtype=a["out_dtype"])
+        return [S._backward_Cast(_norm_input_grad(S, a, xc, dy, y), x)]
+    return [_norm_input_grad(S, a, x, dy, y)]
 
-    def back(g: Any) -> Any:
-        return S._reduce_backward(g, x, axis=a["axis"], keepdims=a["keepdims"])
-    if a["ord"] == 1:
-        return [S.sign(x) * back(dy)]
-    return [x * back(dy / y)]
+
+def _norm_input_grad(S: Any, a: Attrs, x: Any, dy: Any, y: Any) -> Any:
+    back = S._reduce_backward(dy if a["ord"] == 1 else dy / y, x, axis=a["axis"],
+                              keepdims=a["keepdims"])
+    return S.sign(x) * back if a["ord"] == 1 else x * back
 
 
 register(OpDef(
