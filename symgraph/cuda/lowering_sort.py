@@ -77,10 +77,10 @@ def _axis_gather(ctx: StepCtx, p: dict) -> list:
     if p["scatter"]:
         body += "        atomicAdd(&y[at], g[i]);\n"
         params = "float* __restrict__ y, const float* __restrict__ g, const float* __restrict__ idx"
-        kern = _kernel("scatter_axis", f"{outer},{n},{inner},{m},{wrap}", params, body, 3)
+        kern = _kernel("scatter_axis", f"{outer},{n},{inner},{m},{wrap}", params, body, n_ptr=3)
         return [Fill(ctx.outs[0], 0.0, prod(data)),
                 _launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[1]))]
     body += "        y[i] = x[at];\n"
     params = "float* __restrict__ y, const float* __restrict__ x, const float* __restrict__ idx"
-    kern = _kernel("gather_axis", f"{outer},{n},{inner},{m},{wrap}", params, body, 3)
+    kern = _kernel("gather_axis", f"{outer},{n},{inner},{m},{wrap}", params, body, n_ptr=3)
     return [_launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[1]))]
