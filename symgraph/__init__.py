@@ -15,14 +15,15 @@ from .base import (AttrError, BindError, DataError, DTypeError, ExecutionError, 
                    ShapeError, SymgraphError)
 from .context import Context, cpu, current_context, gpu
 from .executor import Executor
-from . import (callback, datasets, io, lr_scheduler, metric, model, optimizer,  # noqa: E402
-               viz)
+from . import (callback, datasets, io, lr_scheduler, metric, model, monitor,  # noqa: E402
+               optimizer, viz)
 from . import initializer as init
 from . import module as mod
 from . import rtc  # noqa: E402  (pycuda is imported lazily, on first GPU use)
 
 symbol = sym
 ndarray = nd
+mon = monitor
 initializer = init
 module = mod
 
@@ -32,4 +33,5 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "Executor", "name", "operator", "rtc", "random", "test_utils", "base",
            "SymgraphError", "AttrError", "ShapeError", "DTypeError", "BindError", "GraphError",
            "ExecutionError", "DataError", "io", "init", "initializer", "optimizer",
-           "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets"]
+           "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
+           "monitor", "mon"]

@@ -117,6 +117,8 @@ class BaseModule:
         self.init_params(initializer or _init.Uniform(0.01), arg_params, aux_params,
                          allow_missing, force_init)
         self.init_optimizer(kvstore, optimizer, optimizer_params)
+        if monitor is not None:
+            self.install_monitor(monitor)
         batch_cbs = _as_list(batch_end_callback)
         bar = ProgressBar(getattr(train_data, "num_data", 0) // max(1, train_data.batch_size)
                           or None)
@@ -124,7 +126,7 @@ class BaseModule:
             batch_cbs.append(bar)
         for epoch in range(begin_epoch, num_epoch):
             tic = time.time()
-            self._fit_epoch(train_data, eval_metric, epoch, batch_cbs)
+            self._fit_epoch(train_data, eval_metric, epoch, batch_cbs, monitor)
             bar.close()
             record = {"epoch": epoch, "time": time.time() - tic}
             self._log_metric(epoch, "Train", eval_metric.get_name_value(), record)
@@ -143,6 +145,10 @@ class BaseModule:
             from .plot import plot_history
             plot_history(self.history, curve_file, self.logger)
 
+    def install_monitor(self, mon: Any) -> None:
+        """Report node outputs to ``mon`` (an ``sg.monitor.Monitor``) on every forward."""
+        raise NotImplementedError(f"{type(self).__name__} has no executor to monitor")
+
     def _log_metric(self, epoch: int, kind: str, pairs: Sequence, record: dict) -> None:
         """Log ``Epoch[e] Train-accuracy=...`` lines and keep the values for the curve."""
         for name, val in pairs:
@@ -150,11 +156,15 @@ class BaseModule:
             record[f"{'train' if kind == 'Train' else 'val'}-{name}"] = val
 
     def _fit_epoch(self, train_data: Any, eval_metric: Any, epoch: int,
-                   callbacks: Sequence[Callable]) -> None:
+                   callbacks: Sequence[Callable], monitor: Any = None) -> None:
         eval_metric.reset()
         pending = None  # (finish, nbatch): a batch whose metric update is still in flight
         for nbatch, batch in enumerate(train_data):
+            if monitor is not None:
+                monitor.tic()
             self.forward_backward_update(batch)
+            if monitor is not None:
+                monitor.toc_print()
             finish = self._queue_metric(eval_metric, batch.label, batch.pad)
             if pending is not None:  # the previous batch ends while this step runs
                 self._end_batch(epoch, *pending, eval_metric, callbacks)

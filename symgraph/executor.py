@@ -78,6 +78,7 @@ class Executor:
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
         self._trained = False
         self._forwarded = False
+        self._monitor: Any = None
         self._env: Optional[list] = None
         self._ones: dict[int, NDArray] = {}  # default head gradients, by slot
         self._req_of = dict(zip(self._arg_names, reqs))
@@ -236,6 +237,8 @@ class Executor:
         stage["program"].run(env, 0, stage["schedule"].n_forward_steps, run_ctx)
         self._finish_forward(stage, env, run_ctx, is_train)
         self._forwarded = True
+        if self._monitor is not None:
+            self._monitor.after_forward(is_train, self._rng_state)
         if not is_train:
             self._env = None  # a later backward() must see these inputs, not older ones
         return self.outputs
@@ -278,6 +281,7 @@ class Executor:
         program run: on the GPU one CUDA graph per step, with ``tail`` (a fused optimizer step)
         captured at its end. Outputs, aux updates and gradients are stored after the run."""
         stage = self._train
+        self._rng_state = _random.generator().bit_generator.state
         env, run_ctx = self._start(stage, True)
         program = stage["program"]
         for slot, value in self._heads(None).items():
@@ -287,7 +291,15 @@ class Executor:
         self._finish_forward(stage, env, run_ctx, True)
         self._forwarded = True
         self._store_grads(env)
+        if self._monitor is not None:
+            self._monitor.after_forward(True, self._rng_state)
         return self.outputs
+
+    def set_monitor_callback(self, callback: Any, monitor_all: bool = False) -> None:
+        """Call ``callback(name, value)`` for every node output after each forward (and its
+        inputs first with ``monitor_all``), as MXNet does; see ``symgraph/monitor.py``."""
+        from .monitor import ExecutorMonitor
+        self._monitor = ExecutorMonitor(self, callback, monitor_all)
 
     def _start(self, stage: dict, is_train: bool) -> tuple[Any, RunCtx]:
         """A fresh environment of ``stage``'s program with every bound array bound."""

@@ -120,6 +120,8 @@ class Module(BaseModule):
         types = {d.name: d.dtype for d in data + label}
         self._exec = self._symbol.simple_bind(self._context, grad_req=reqs, type_dict=types,
                                               **shapes)
+        for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
+            mon.install(self._exec)
         self.binded = True
         if self.params_initialized:
             self._check_params(self._arg_params, self._aux_params, False, False)
@@ -344,6 +346,13 @@ class Module(BaseModule):
                                           [slots[n] for _, n in todo])
             self._tail = (self._exec, tail)
         return tail
+
+    def install_monitor(self, mon: Any) -> None:
+        """Install ``mon`` on the bound executor (and on any executor a rebind makes)."""
+        if self._exec is None:
+            raise BindError("install_monitor: bind the module first")
+        self._monitors = getattr(self, "_monitors", []) + [mon]
+        mon.install(self._exec)
 
     def get_outputs(self, merge_multi_context: bool = True) -> list[NDArray]:
         return list(self._exec.outputs)
