@@ -120,8 +120,8 @@ class BaseModule:
         if monitor is not None:
             self.install_monitor(monitor)
         batch_cbs = _as_list(batch_end_callback)
-        bar = ProgressBar(getattr(train_data, "num_data", 0) // max(1, train_data.batch_size)
-                          or None)
+        bar = ProgressBar(getattr(train_data, "num_data", 0)
+                          // max(1, getattr(train_data, "batch_size", 1)) or None)
         if progress_bar:
             batch_cbs.append(bar)
         for epoch in range(begin_epoch, num_epoch):
@@ -165,7 +165,7 @@ class BaseModule:
             self.forward_backward_update(batch)
             if monitor is not None:
                 monitor.toc_print()
-            finish = self._queue_metric(eval_metric, batch.label, batch.pad)
+            finish = self._queue_metric(eval_metric, batch.label, getattr(batch, "pad", 0))
             if pending is not None:  # the previous batch ends while this step runs
                 self._end_batch(epoch, *pending, eval_metric, callbacks)
             pending = (finish, nbatch)

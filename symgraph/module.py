@@ -13,7 +13,7 @@ import numpy as np
 
 from . import initializer as _init
 from . import optimizer as _opt
-from .base import BindError, DataError
+from .base import BindError, DataError, MissingParamError
 from .base_module import BaseModule
 from .context import Context, cpu
 from .io import DataBatch, DataDesc
@@ -171,13 +171,13 @@ class Module(BaseModule):
                 ("aux state", self._aux_names, aux_params, self._exec.aux_dict)):
             if given is None:
                 continue
+            missing = [n for n in names if n not in given]
+            if missing and not allow_missing:
+                raise MissingParamError(f"set_params: {kind}s {missing} are missing")
             extra = sorted(set(given) - set(names))
             if extra and not allow_extra:
                 raise BindError(f"set_params: {extra} are not {kind}s of this network; its "
                                 f"{kind}s are {names}")
-            missing = [n for n in names if n not in given]
-            if missing and not allow_missing:
-                raise BindError(f"set_params: {kind}s {missing} are missing")
             for n in names:
                 if n in given and tuple(given[n].shape) != target[n].shape:
                     raise BindError(f"set_params: {kind} {n} has shape "
@@ -240,7 +240,7 @@ class Module(BaseModule):
     # -- computation -------------------------------------------------------------------------
     def _batch_arrays(self, data_batch: DataBatch) -> dict[str, Any]:
         data = list(data_batch.data)
-        label = list(data_batch.label or [])
+        label = list(getattr(data_batch, "label", None) or [])
         if len(data) != len(self._data_names):
             raise DataError(f"forward: {len(data)} data arrays for data names {self._data_names}")
         arrays = dict(zip(self._data_names, data))

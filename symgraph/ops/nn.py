@@ -30,8 +30,8 @@ def _fc_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
         ins[2] = (nh,)
     if data is None:
         return ins, outs
-    if len(data) < 1 or (a["flatten"] and len(data) < 2):
-        raise ShapeError(f"data must have a batch axis and features, got {fmt(data)}")
+    if len(data) < 1:  # 1-D data with flatten is (batch, 1), as in MXNet
+        raise ShapeError(f"data must have a batch axis, got {fmt(data)}")
     in_features = prod(data[1:]) if a["flatten"] else data[-1]
     ins[1] = (nh, in_features)
     out = (data[0], nh) if a["flatten"] else tuple(data[:-1]) + (nh,)
