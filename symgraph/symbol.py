@@ -6,6 +6,7 @@ newly registered op is callable here with no extra code.
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
@@ -474,6 +475,9 @@ def _install_op_functions() -> None:
     for op, fill in (("_zeros", 0.0), ("_ones", 1.0), ("_full", None)):
         namespace.setdefault(op[1:], fluent.creation(op, fill))
     fluent.install(Symbol, namespace)
+    # MXNet's `sym._internal`: every op function, private ones included, by its name
+    namespace.setdefault("_internal", SimpleNamespace(**{
+        n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
 
 
 _install_op_functions()

@@ -140,6 +140,12 @@ def _identity(name: str, grad: object, doc: str, params: Optional[dict] = None) 
 
 
 _identity("identity", lambda c: [c.ograds[0]], "Copy of the input.")
+register(OpDef(
+    "_identity_with_attr_like_rhs", {}, ("lhs", "rhs"),
+    lambda a, ins, outs: same_shape(a, [ins[0], ins[1]], outs),
+    lambda a, xs, ctx: [xs[0].copy()], lambda c: [c.ograds[0], None], INJECTIVE,
+    infer_type=lambda a, ins, outs: (ins, [ins[0]] if ins[0] is not None else outs),
+    lowering="copy", doc="A copy of lhs whose shape is also rhs's (a shape constraint)."))
 alias("_copy", "identity")
 _identity("BlockGrad", lambda c: [None], "Identity forward; stops gradients.")
 alias("stop_gradient", "BlockGrad")

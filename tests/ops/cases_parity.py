@@ -156,3 +156,6 @@ CASES += [
          lambda x: np.linalg.norm(x, axis=1), rtol=1e-5, grad_rtol=2e-2, atol=1e-4,
          id="norm-out_dtype"),  # float32 output: coarse finite differences
 ]
+CASES.append(Case("_identity_with_attr_like_rhs",
+                  lambda: S._internal._identity_with_attr_like_rhs(a, b),
+                  {"a": normal(2, 3), "b": normal(2, 3)}, lambda a, b: a, grad_nodes=["a"]))
