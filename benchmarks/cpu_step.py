@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as sg  # noqa: E402
-from models.simple_cnn import build  # noqa: E402
+from symgraph.models.simple_cnn import build  # noqa: E402
 
 SHAPES = {"conv1_weight": (32, 1, 3, 3), "conv1_bias": (32,), "conv2_weight": (64, 32, 3, 3),
           "conv2_bias": (64,), "fc1_weight": (128, 3136), "fc1_bias": (128,),

@@ -16,9 +16,9 @@ import time
 import numpy as np
 
 import symgraph as sg
-from models.aot_custom_add import build_library, correct_bprop
-from models.reorg_lenet import NDArrayReorg
-from models.rtc_softmax_mlp import NDArraySoftmax
+from symgraph.models.aot_custom_add import build_library, correct_bprop
+from symgraph.models.reorg_lenet import NDArrayReorg
+from symgraph.models.rtc_softmax_mlp import NDArraySoftmax
 
 
 def _time(sym: sg.sym.Symbol, shapes: dict, repeat: int) -> float:

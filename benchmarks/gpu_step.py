@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import symgraph as sg  # noqa: E402
-from models.simple_cnn import build  # noqa: E402
+from symgraph.models.simple_cnn import build  # noqa: E402
 
 
 def _median_ms(fn, steps: int, warm: int) -> float:

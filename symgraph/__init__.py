@@ -1,16 +1,18 @@
 """symgraph: a define-then-run deep learning graph compiler with MXNet's ``mx.sym`` API.
 
 ``import symgraph as sg`` gives ``sg.sym`` (symbols), ``sg.nd`` (arrays), ``sg.cpu()``,
-``sg.gpu(i)`` and ``sg.test_utils``; for training ``sg.io``, ``sg.init``, ``sg.optimizer``,
-``sg.lr_scheduler``, ``sg.mod``, ``sg.model``, ``sg.metric``, ``sg.callback``, ``sg.viz`` and
-``sg.datasets`` (graphviz, matplotlib and tqdm are imported only when used).
+``sg.gpu(i)``, ``sg.autograd``, ``sg.random`` and ``sg.test_utils``; for training ``sg.io``,
+``sg.init``, ``sg.optimizer``, ``sg.lr_scheduler``, ``sg.mod``, ``sg.model``, ``sg.metric``,
+``sg.callback``, ``sg.viz`` and ``sg.datasets``; ``sg.profiler`` and ``sg.onnx`` (graphviz, onnx,
+matplotlib and tqdm are imported only when used).
 """
 from __future__ import annotations
 
-from . import base, name, operator, random
+from . import base, context, name, operator, random
 from . import ndarray as nd
 from . import symbol as sym
 from . import test_utils
+from . import autograd, imperative
 from .base import (AttrError, BindError, DataError, DTypeError, ExecutionError, GraphError,
                    ShapeError, SymgraphError)
 from .context import Context, cpu, current_context, gpu
@@ -20,6 +22,8 @@ from . import (callback, datasets, io, lr_scheduler, metric, model, monitor,  # 
 from . import initializer as init
 from . import module as mod
 from . import rtc  # noqa: E402  (pycuda is imported lazily, on first GPU use)
+from . import profiler  # noqa: E402
+from . import onnx  # noqa: E402  (the onnx package is imported on first use)
 
 symbol = sym
 ndarray = nd
@@ -34,4 +38,5 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "SymgraphError", "AttrError", "ShapeError", "DTypeError", "BindError", "GraphError",
            "ExecutionError", "DataError", "io", "init", "initializer", "optimizer",
            "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
-           "monitor", "mon"]
+           "profiler", "onnx", "__version__",
+           "autograd", "imperative", "context", "monitor", "mon"]

@@ -72,7 +72,15 @@ def _parse_int(v: Any) -> int:
     return int(v)
 
 
+NONFINITE = {"inf": float("inf"), "+inf": float("inf"), "-inf": float("-inf"),
+             "infinity": float("inf"), "+infinity": float("inf"), "-infinity": float("-inf"),
+             "nan": float("nan"), "+nan": float("nan"), "-nan": float("nan")}
+"""Text of non-finite floats: Python's ``str`` writes ``inf``/``nan``, C++ streams too."""
+
+
 def _parse_float(v: Any) -> float:
+    if isinstance(v, str) and v.strip().lower() in NONFINITE:
+        return NONFINITE[v.strip().lower()]
     v = _literal(v)
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
         raise TypeError(f"expected a number, got {v!r}")

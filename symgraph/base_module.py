@@ -7,7 +7,7 @@ MXNet: the padded samples of a last batch (``DataBatch.pad``) are left out of me
 """
 from __future__ import annotations
 
-import logging
+import contextlib
 import time
 from typing import Any, Callable, Optional, Sequence
 
@@ -16,7 +16,24 @@ import numpy as np
 from . import metric as _metric
 from .base import AttrError
 from .callback import BatchEndParam, ProgressBar
+from .log import LOGGER
 from .ndarray import NDArray, array
+
+
+def _num_batches(data: Any) -> Optional[int]:
+    """Batches per pass of a data iterator, when it knows (for the progress bar's total)."""
+    if data is None:
+        return None
+    num, size = getattr(data, "num_data", 0), max(1, getattr(data, "batch_size", 1))
+    if getattr(data, "last_batch_handle", "pad") == "pad":
+        return -(-num // size) or None  # the last, padded batch counts
+    return num // size or None
+
+
+def _close_bars(callbacks: Sequence[Any]) -> None:
+    for cb in callbacks:
+        if isinstance(cb, ProgressBar):
+            cb.close()
 
 
 def _as_list(obj: Any) -> list:
@@ -28,7 +45,7 @@ def _as_list(obj: Any) -> list:
 class BaseModule:
     """Training and evaluation loops over the primitive calls of a module."""
 
-    def __init__(self, logger: Any = logging) -> None:
+    def __init__(self, logger: Any = LOGGER) -> None:
         self.logger = logger
         self.binded = False
         self.for_training = False
@@ -36,6 +53,17 @@ class BaseModule:
         self.params_initialized = False
         self.optimizer_initialized = False
         self.history: list[dict] = []
+
+    def save_params(self, fname: str) -> None:
+        """Write ``get_params()`` as an MXNet ``.params`` file (``arg:``/``aux:`` names)."""
+        from .model import save_params
+        save_params(fname, *self.get_params())
+
+    def load_params(self, fname: str) -> None:
+        """Read a ``.params`` file (symgraph's, MXNet's or an older ``.npz``) into
+        ``set_params``; a damaged file raises DataError naming it."""
+        from .model import load_params
+        self.set_params(*load_params(fname))
 
     def forward_backward(self, data_batch: Any) -> None:
         self.forward(data_batch, is_train=True)
@@ -120,27 +148,16 @@ class BaseModule:
         if monitor is not None:
             self.install_monitor(monitor)
         batch_cbs = _as_list(batch_end_callback)
-        bar = ProgressBar(getattr(train_data, "num_data", 0)
-                          // max(1, getattr(train_data, "batch_size", 1)) or None)
-        if progress_bar:
+        eval_cbs = _as_list(eval_batch_end_callback)
+        bar = ProgressBar(_num_batches(train_data))
+        if progress_bar:  # one bar for training, one for validation; logs print above them
             batch_cbs.append(bar)
-        for epoch in range(begin_epoch, num_epoch):
-            tic = time.time()
-            self._fit_epoch(train_data, eval_metric, epoch, batch_cbs, monitor)
-            bar.close()
-            record = {"epoch": epoch, "time": time.time() - tic}
-            self._log_metric(epoch, "Train", eval_metric.get_name_value(), record)
-            self.logger.info("Epoch[%d] Time cost=%.3f", epoch, record["time"])
-            arg, aux = self.get_params()
-            for cb in _as_list(epoch_end_callback):
-                cb(epoch, self.symbol, arg, aux)
-            if eval_data is not None:
-                res = self.score(eval_data, validation_metric, epoch=epoch,
-                                 score_end_callback=eval_end_callback,
-                                 batch_end_callback=eval_batch_end_callback)
-                self._log_metric(epoch, "Validation", res, record)
-            self.history.append(record)
-            train_data.reset()
+            eval_cbs.append(ProgressBar(_num_batches(eval_data), desc="validate"))
+        with bar.redirect() if progress_bar else contextlib.nullcontext():
+            for epoch in range(begin_epoch, num_epoch):
+                self._fit_one(train_data, eval_data, eval_metric, validation_metric, epoch,
+                              batch_cbs, eval_cbs, epoch_end_callback, eval_end_callback,
+                              monitor)
         if curve_file:
             from .plot import plot_history
             plot_history(self.history, curve_file, self.logger)
@@ -148,6 +165,27 @@ class BaseModule:
     def install_monitor(self, mon: Any) -> None:
         """Report node outputs to ``mon`` (an ``sg.monitor.Monitor``) on every forward."""
         raise NotImplementedError(f"{type(self).__name__} has no executor to monitor")
+
+    def _fit_one(self, train_data: Any, eval_data: Any, eval_metric: Any,
+                 validation_metric: Any, epoch: int, batch_cbs: list, eval_cbs: list,
+                 epoch_end_callback: Any, eval_end_callback: Any, monitor: Any = None) -> None:
+        """One epoch of ``fit``: train, log, epoch-end callbacks, validate once."""
+        tic = time.time()
+        self._fit_epoch(train_data, eval_metric, epoch, batch_cbs, monitor)
+        _close_bars(batch_cbs)
+        record = {"epoch": epoch, "time": time.time() - tic}
+        self._log_metric(epoch, "Train", eval_metric.get_name_value(), record)
+        self.logger.info("Epoch[%d] Time cost=%.3f", epoch, record["time"])
+        arg, aux = self.get_params()
+        for cb in _as_list(epoch_end_callback):
+            cb(epoch, self.symbol, arg, aux)
+        if eval_data is not None:
+            res = self.score(eval_data, validation_metric, epoch=epoch,
+                             score_end_callback=eval_end_callback, batch_end_callback=eval_cbs)
+            _close_bars(eval_cbs)
+            self._log_metric(epoch, "Validation", res, record)
+        self.history.append(record)
+        train_data.reset()
 
     def _log_metric(self, epoch: int, kind: str, pairs: Sequence, record: dict) -> None:
         """Log ``Epoch[e] Train-accuracy=...`` lines and keep the values for the curve."""

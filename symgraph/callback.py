@@ -1,11 +1,15 @@
 """``sg.callback``: batch- and epoch-end callbacks for ``Module.fit`` (MXNet 1.x names)."""
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import sys
 import time
 from collections import namedtuple
-from typing import Any, Callable, Optional
+from typing import Any, Callable, ContextManager, Optional
+
+from .log import LOGGER
 
 BatchEndParam = namedtuple("BatchEndParam", ["epoch", "nbatch", "eval_metric", "locals"])
 
@@ -49,17 +53,23 @@ class Speedometer:
             if self.auto_reset:
                 param.eval_metric.reset()
             msg += "".join(f"\t{n}={v:f}" for n, v in pairs)
-        logging.info(msg)
+        LOGGER.info(msg)
         self.tic = time.time()
 
 
 class ProgressBar:
-    """A tqdm bar over the batches of an epoch, shown only when stdout is a terminal and tqdm is
-    installed; otherwise it does nothing."""
+    """A tqdm bar over the batches of an epoch (or of a validation pass), shown only when the
+    stream is a terminal and tqdm is installed; otherwise it does nothing.
 
-    def __init__(self, total: Optional[int] = None, stream: Any = None) -> None:
+    Metric values that are NaN (right after another callback, e.g. ``Speedometer``, reset the
+    metric) leave the bar's last values in place instead of showing ``accuracy=nan``.
+    """
+
+    def __init__(self, total: Optional[int] = None, stream: Any = None,
+                 desc: str = "epoch") -> None:
         self.total = total
         self.stream = stream or sys.stdout
+        self.desc = desc
         self._bar: Any = None
         self._epoch = -1
 
@@ -73,6 +83,14 @@ class ProgressBar:
             return False
         return True
 
+    def redirect(self) -> ContextManager:
+        """While active, log records of the root and ``symgraph`` loggers are written above the
+        bar (``tqdm.contrib.logging.logging_redirect_tqdm``) instead of through it."""
+        if not self.enabled():
+            return contextlib.nullcontext()
+        from tqdm.contrib.logging import logging_redirect_tqdm
+        return logging_redirect_tqdm(loggers=[logging.root, LOGGER])
+
     def __call__(self, param: BatchEndParam) -> None:
         if not self.enabled():
             return
@@ -80,11 +98,14 @@ class ProgressBar:
         if param.epoch != self._epoch or self._bar is None:
             self.close()
             self._epoch = param.epoch
-            self._bar = tqdm(total=self.total, desc=f"epoch {param.epoch}", unit="batch",
+            self._bar = tqdm(total=self.total, desc=f"{self.desc} {param.epoch}", unit="batch",
                              file=self.stream, leave=False)
         self._bar.update(1)
         if param.eval_metric is not None:
-            self._bar.set_postfix({n: f"{v:.4f}" for n, v in param.eval_metric.get_name_value()})
+            pairs = [(n, v) for n, v in param.eval_metric.get_name_value()
+                     if not (isinstance(v, float) and math.isnan(v))]
+            if pairs:
+                self._bar.set_postfix({n: f"{v:.4f}" for n, v in pairs})
 
     def close(self) -> None:
         if self._bar is not None:
@@ -99,4 +120,42 @@ class LogValidationMetricsCallback:
         if param.eval_metric is None:
             return
         for name, value in param.eval_metric.get_name_value():
-            logging.info("Epoch[%d] Validation-%s=%f", param.epoch, name, value)
+            LOGGER.info("Epoch[%d] Validation-%s=%f", param.epoch, name, value)
+
+
+class LogMetricsCallback:
+    """Write each metric of ``param.eval_metric`` to TensorBoard event files in ``logging_dir``
+    (MXNet contrib's ``LogMetricsCallback``; written with ``tensorboardX``, the
+    ``tensorboard`` extra). Use it as a batch-end or eval-end callback of ``fit``;
+    ``prefix`` names the curves ``PREFIX-accuracy`` so train and validation can share a plot.
+
+    Departure: the step of each point is the number of calls so far (MXNet uses the epoch, which
+    stacks all the batch-end points of an epoch on one x value); as an eval-end callback from
+    epoch 0 that is the epoch.
+    """
+
+    def __init__(self, logging_dir: str, prefix: Optional[str] = None) -> None:
+        try:
+            from tensorboardX import SummaryWriter
+        except ImportError as exc:
+            raise ImportError(f"LogMetricsCallback({logging_dir!r}) needs tensorboardX: "
+                              f"pip install 'symgraph[tensorboard]'") from exc
+        self.prefix = prefix
+        self.summary_writer = SummaryWriter(logging_dir)
+        self.step = 0
+
+    def __call__(self, param: BatchEndParam) -> None:
+        if param.eval_metric is None:
+            return
+        for name, value in param.eval_metric.get_name_value():
+            tag = f"{self.prefix}-{name}" if self.prefix is not None else name
+            self.summary_writer.add_scalar(tag, value, global_step=self.step)
+        self.summary_writer.flush()
+        self.step += 1
+
+    def close(self) -> None:
+        """Flush and close the event file."""
+        self.summary_writer.close()
+
+    def __repr__(self) -> str:
+        return f"LogMetricsCallback({self.summary_writer.logdir!r}, prefix={self.prefix!r})"

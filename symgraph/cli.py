@@ -1,10 +1,14 @@
-"""The ``symgraph`` command: ``train``, ``viz``, ``summary``, ``bench``.
+"""The ``symgraph`` command: ``train``, ``bench``, ``viz``, ``summary`` (``--help`` on each).
 
-``symgraph train MODEL [options]`` trains one of ``models/`` on MNIST (options as in
-``python -m models.MODEL --help``); ``symgraph viz GRAPH.json --shape data=1,1,28,28 -o net.svg``
-draws a saved symbol (writing the ``.dot`` source instead, with a note, when Graphviz's ``dot``
-program is not installed); ``symgraph summary GRAPH.json --shape ...`` prints the layer table;
-``symgraph bench MODEL`` times training steps.
+``symgraph train MODEL [options]`` trains one of :mod:`symgraph.models` on MNIST (``--download``
+fetches it first); ``symgraph bench MODEL`` times training steps;
+``symgraph viz GRAPH.json --shape data=1,1,28,28 -o net.svg`` draws a saved symbol
+(``--compiled``: the fused forward schedule it compiles to), writing the ``.dot`` source instead,
+with a note, when Graphviz's ``dot`` program is not installed;
+``symgraph summary GRAPH.json --shape ...`` prints the layer table.
+
+Bad arguments print one ``PROG: error: ...`` line written in the command's own syntax and exit
+with status 2; so do errors raised while running (missing files, bad graphs), never a traceback.
 """
 from __future__ import annotations
 
@@ -12,94 +16,195 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Any, Callable, NoReturn, Optional, Sequence
 
-from .base import SymgraphError
+from .base import ShapeError, SymgraphError
+from .models import MODELS
+
+SHAPE_HINT = "--shape NAME=D1,D2,... (e.g. --shape data=1,784)"
+# Graphviz output formats accepted by -o when the graphviz package cannot say (it is optional).
+FALLBACK_FORMATS = ("svg", "png", "pdf", "jpg", "jpeg", "gif", "ps", "eps", "dot", "gv", "json")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage block): ``symgraph train: error: ...``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
+    """argparse type of ``--shape``: ``data=1,1,28,28`` -> ``('data', (1, 1, 28, 28))``."""
+    name, sep, dims = text.partition("=")
+    try:
+        if not sep or not name:
+            raise ValueError
+        shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d)
+        if not shape or min(shape) < 1:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=D1,D2,... with positive sizes "
+                                         f"(e.g. --shape data=1,784)") from None
+    return name, shape
 
 
 def parse_shapes(items: Sequence[str]) -> dict[str, tuple[int, ...]]:
     """``['data=1,1,28,28']`` -> ``{'data': (1, 1, 28, 28)}``."""
-    out = {}
-    for item in items:
-        name, sep, dims = item.partition("=")
-        try:
-            if not sep or not name:
-                raise ValueError
-            out[name] = tuple(int(d) for d in dims.replace("x", ",").split(",") if d)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"--shape {item!r}: expected NAME=D1,D2,...") from None
+    return dict(shape_arg(item) for item in items)
+
+
+def graphviz_formats() -> tuple[str, ...]:
+    try:
+        import graphviz
+        return tuple(sorted(graphviz.FORMATS))
+    except ImportError:
+        return FALLBACK_FORMATS
+
+
+def output_file(text: str) -> Path:
+    """argparse type of ``viz -o``: a file name whose suffix is a Graphviz format."""
+    out = Path(text)
+    fmt = out.suffix.lstrip(".").lower()
+    formats = graphviz_formats()
+    if fmt not in formats:
+        common = [f for f in FALLBACK_FORMATS if f in formats]
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: unknown picture format {fmt or '(no suffix)'!r}; use a suffix such as "
+            f"{', '.join('.' + f for f in common)}")
     return out
 
 
-def _cmd_viz(args: argparse.Namespace) -> int:
-    from . import symbol, viz
+def _shapes_or_error(parser: Parser, args: argparse.Namespace, why: str) -> dict:
+    if not args.shape:
+        parser.error(f"{why} needs input shapes: give {SHAPE_HINT}")
+    return dict(args.shape)
+
+
+def _cmd_viz(args: argparse.Namespace, parser: Parser) -> int:
+    from . import fileio, symbol, viz
+    from .context import cpu
+    out: Path = args.output
+    fmt = out.suffix.lstrip(".").lower()
+    shapes = _shapes_or_error(parser, args, "--compiled") if args.compiled else dict(args.shape)
     net = symbol.load(args.graph)
-    out = Path(args.output)
-    fmt = out.suffix.lstrip(".") or "svg"
-    dot = viz.plot_network(net, title=args.title or out.stem, save_format=fmt,
-                           shape=parse_shapes(args.shape) or None,
-                           hide_weights=not args.show_weights)
-    if shutil.which("dot") is None:
+    target: Any = net.simple_bind(cpu(), **shapes) if args.compiled else net
+    dot = viz.plot_network(target, title=args.title or out.stem, save_format=fmt,
+                           shape=shapes or None, hide_weights=not args.show_weights,
+                           dpi=args.dpi)
+    if fmt in ("dot", "gv"):
+        fileio.write_text(out, dot.source)
+    elif shutil.which("dot") is None:
         src = out.with_suffix(".dot")
-        src.write_text(dot.source, encoding="utf-8")
+        fileio.write_text(src, dot.source)
         print(f"note: Graphviz 'dot' not found; wrote the DOT source to {src} "
               f"(render it with: dot -T{fmt} {src} -o {out})")
         return 0
-    out.write_bytes(dot.pipe(format=fmt))
+    else:
+        fileio.write_bytes(out, dot.pipe(format=fmt))
     print(f"wrote {out}")
     return 0
 
 
-def _cmd_summary(args: argparse.Namespace) -> int:
+def _cmd_summary(args: argparse.Namespace, parser: Parser) -> int:
     from . import symbol, viz
-    viz.print_summary(symbol.load(args.graph), parse_shapes(args.shape))
+    shapes = _shapes_or_error(parser, args, "summary")
+    viz.print_summary(symbol.load(args.graph), shapes)
     return 0
 
 
-def _model_cmd(name: str, argv: Sequence[str]) -> int:
-    try:
-        from models.runner import bench_main, main
-    except ImportError:
-        print("error: the models package is not importable (run from the repository root or "
-              "install symgraph)", file=sys.stderr)
-        return 2
-    return (bench_main if name == "bench" else main)(*argv_split(argv))
+def _cmd_train(args: argparse.Namespace, parser: Parser) -> int:
+    from .models import runner
+    return runner.run_cli(args)
 
 
-def argv_split(argv: Sequence[str]) -> tuple[str, list[str]]:
-    if not argv or argv[0].startswith("-"):
-        from models import MODELS
-        raise SystemExit(f"error: give a model name: {', '.join(MODELS)}")
-    return argv[0], list(argv[1:])
+def _cmd_bench(args: argparse.Namespace, parser: Parser) -> int:
+    from .models import runner
+    return runner.bench(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="symgraph", description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("train", help="train a model on MNIST", add_help=False)
-    sub.add_parser("bench", help="time training steps of a model", add_help=False)
-    for name, helptext in (("viz", "draw a symbol JSON"), ("summary", "layer table")):
-        q = sub.add_parser(name, help=helptext)
-        q.add_argument("graph", help="symbol JSON file (e.g. PREFIX-symbol.json)")
-        q.add_argument("--shape", action="append", default=[],
-                       help="input shape NAME=D1,D2,... (repeatable)")
-        if name == "viz":
-            q.add_argument("-o", "--output", default="net.svg")
-            q.add_argument("--title", default=None)
-            q.add_argument("--show-weights", action="store_true")
+def _add_graph_command(sub: Any, name: str, helptext: str) -> Parser:
+    q = sub.add_parser(name, help=helptext, description=helptext)
+    q.add_argument("graph", help="symbol JSON file (e.g. PREFIX-symbol.json)")
+    q.add_argument("--shape", action="append", default=[], type=shape_arg, metavar="NAME=D1,D2",
+                   help="input shape, e.g. data=1,784 (repeat for several inputs)")
+    return q
+
+
+def _add_model_command(sub: Any, name: str, helptext: str) -> Parser:
+    q = sub.add_parser(name, help=helptext, description=helptext)
+    q.add_argument("model", choices=MODELS, metavar="MODEL",
+                   help=f"one of {', '.join(MODELS)} (symgraph.models)")
+    q.add_argument("--ctx", choices=("cpu", "gpu"), default="cpu", help="device (default: cpu)")
+    return q
+
+
+def build_parser() -> Parser:
+    """The ``symgraph`` argument parser: one subparser per command."""
+    from . import __version__
+    from .models import runner
+    p = Parser(prog="symgraph", description="symgraph: a define-then-run graph compiler with "
+               "MXNet's mx.sym API. Run 'symgraph COMMAND --help' for a command's options.")
+    p.add_argument("--version", action="version", version=f"symgraph {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    q = _add_model_command(sub, "train", "train a model on MNIST")
+    runner.add_train_options(q, None)
+    q.set_defaults(func=_cmd_train, parser=q)
+    q = _add_model_command(sub, "bench", "time training steps of a model on random data")
+    q.add_argument("--batch-size", type=positive_int, default=64, help="default: 64")
+    q.add_argument("--steps", type=positive_int, default=20, help="timed steps (default: 20)")
+    q.set_defaults(func=_cmd_bench, parser=q)
+    q = _add_graph_command(sub, "viz", "draw a symbol JSON with Graphviz")
+    q.add_argument("-o", "--output", type=output_file, default=Path("net.svg"),
+                   help="picture file; its suffix picks the format (default: net.svg)")
+    q.add_argument("--title", default=None, help="graph title (default: the file's stem)")
+    q.add_argument("--show-weights", action="store_true", help="draw parameter variables")
+    q.add_argument("--compiled", action="store_true",
+                   help="draw the fused forward schedule the graph compiles to (needs --shape)")
+    q.add_argument("--dpi", type=positive_int, default=150, help="PNG resolution (default: 150)")
+    q.set_defaults(func=_cmd_viz, parser=q)
+    q = _add_graph_command(sub, "summary", "print the layer table of a symbol JSON")
+    q.set_defaults(func=_cmd_summary, parser=q)
     return p
+
+
+def _message(exc: BaseException) -> str:
+    text = str(exc)
+    if isinstance(exc, ShapeError):  # the library's hint names the Python API
+        text = text.replace("give them to infer_shape / simple_bind", f"give {SHAPE_HINT}")
+    return f"{type(exc).__name__}: {text}"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point of the ``symgraph`` console script."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in ("train", "bench"):
-        return _model_cmd(argv[0], argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    command: Callable[[argparse.Namespace, Parser], int] = args.func
     try:
-        return {"viz": _cmd_viz, "summary": _cmd_summary}[args.cmd](args)
-    except (SymgraphError, OSError, argparse.ArgumentTypeError) as exc:
-        print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return command(args, args.parser)
+    except (SymgraphError, OSError, ImportError) as exc:
+        print(f"symgraph {args.cmd}: error: {_message(exc)}", file=sys.stderr)
         return 2
 
 

@@ -28,3 +28,13 @@ def gpu(device_id: int = 0) -> Context:
 def current_context() -> Context:
     """The default context: the CPU."""
     return cpu()
+
+
+def num_gpus() -> int:
+    """How many CUDA devices are visible (0 when pycuda or a driver is missing)."""
+    try:
+        import pycuda.driver as drv
+        drv.init()
+        return int(drv.Device.count())
+    except Exception:  # no pycuda, no driver, no device: no GPUs, as MXNet reports
+        return 0

@@ -15,6 +15,7 @@ from .attrs import Attrs, format_value
 from .base import BindError, ExecutionError
 from .context import Context
 from .graph import Entry, Graph, Node, variable
+from .imperative import before_run
 from .ndarray import NDArray, array, zeros
 from . import passes
 from .passes import INFERENCE_PIPELINE, TRAINING_PIPELINE, plan_memory, run_pipeline
@@ -204,6 +205,15 @@ class Executor:
                       if h in schedule.variables},
         }
 
+    def __repr__(self) -> str:
+        sched = self._train["schedule"]
+        n_grad = sum(r != "null" for r in self._reqs)
+        outs = ", ".join(f"{n} {tuple(a.shape)}" for n, a in self.output_dict.items())
+        return (f"<Executor {self._symbol.name or 'group'} on {self._ctx}: "
+                f"{len(self.arg_arrays)} arguments ({n_grad} with gradients), "
+                f"{len(self.aux_arrays)} aux states -> {outs}; training schedule "
+                f"{len(sched.steps)} steps ({sched.n_forward_steps} forward)>")
+
     def _backend(self) -> Any:
         if self._ctx.device_type == "cpu":
             from .backend import numpy_backend
@@ -269,6 +279,7 @@ class Executor:
         if out_grads is not None and len(out_grads) != len(self.outputs):
             raise BindError(f"backward: {len(out_grads)} out_grads for {len(self.outputs)} outputs")
         program, env = stage["program"], self._env
+        before_run()
         for slot, value in self._heads(out_grads).items():
             program.bind_input(env, slot, value)
         extra = {} if tail is None else {"tail": tail}
@@ -276,15 +287,21 @@ class Executor:
                     self._run_ctx, **extra)
         self._store_grads(env)
 
-    def train_step(self, tail: Any = None) -> list[NDArray]:
-        """``forward(is_train=True)`` then ``backward()`` with default head gradients, as ONE
-        program run: on the GPU one CUDA graph per step, with ``tail`` (a fused optimizer step)
-        captured at its end. Outputs, aux updates and gradients are stored after the run."""
+    def train_step(self, tail: Any = None, out_grads: Optional[Sequence[Any]] = None,
+                   is_train: bool = True) -> list[NDArray]:
+        """``forward(is_train=True)`` then ``backward(out_grads)`` as ONE program run: on the
+        GPU one CUDA graph per step, with ``tail`` (a fused optimizer step) captured at its
+        end. Outputs, aux updates and gradients are stored after the run. ``is_train=False``
+        runs the training graph with train-dependent ops (Dropout, BatchNorm) in inference
+        mode (``autograd.record(train_mode=False)``)."""
         stage = self._train
+        if out_grads is not None and len(out_grads) != len(self.outputs):
+            raise BindError(f"train_step: {len(out_grads)} out_grads for {len(self.outputs)} "
+                            f"outputs")
         self._rng_state = _random.generator().bit_generator.state
-        env, run_ctx = self._start(stage, True)
+        env, run_ctx = self._start(stage, is_train)
         program = stage["program"]
-        for slot, value in self._heads(None).items():
+        for slot, value in self._heads(out_grads).items():
             program.bind_input(env, slot, value)
         extra = {} if tail is None else {"tail": tail}
         program.run(env, 0, len(stage["schedule"].steps), run_ctx, **extra)
@@ -292,7 +309,7 @@ class Executor:
         self._forwarded = True
         self._store_grads(env)
         if self._monitor is not None:
-            self._monitor.after_forward(True, self._rng_state)
+            self._monitor.after_forward(is_train, self._rng_state)
         return self.outputs
 
     def set_monitor_callback(self, callback: Any, monitor_all: bool = False) -> None:
@@ -303,6 +320,7 @@ class Executor:
 
     def _start(self, stage: dict, is_train: bool) -> tuple[Any, RunCtx]:
         """A fresh environment of ``stage``'s program with every bound array bound."""
+        before_run()  # pending sg.nd work may read arrays this run overwrites
         program = stage["program"]
         env = program.new_env()
         if "bound" not in stage:  # (name, slot) of every bound variable, found once

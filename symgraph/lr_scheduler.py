@@ -1,10 +1,10 @@
 """``sg.lr_scheduler``: learning rate as a function of the update count (MXNet 1.x)."""
 from __future__ import annotations
 
-import logging
 from typing import Sequence
 
 from .base import AttrError
+from .log import LOGGER
 
 
 class LRScheduler:
@@ -37,7 +37,7 @@ class FactorScheduler(LRScheduler):
             self.base_lr *= self.factor
             if self.base_lr < self.stop_factor_lr:
                 self.base_lr = self.stop_factor_lr
-                logging.info("Update[%d]: now learning rate arrived at %0.5e, will not "
+                LOGGER.info("Update[%d]: now learning rate arrived at %0.5e, will not "
                              "change in the future", num_update, self.base_lr)
         return self.base_lr
 

@@ -1,75 +1,61 @@
 """``sg.model``: checkpoints as in MXNet 1.x.
 
 ``save_checkpoint(prefix, epoch, symbol, arg_params, aux_params)`` writes ``prefix-symbol.json``
-and ``prefix-%04d.params``; the parameter file is a numpy ``.npz`` archive whose keys carry
-MXNet's ``arg:``/``aux:`` prefixes. Both files are written to a temporary file first and renamed,
-so a crash never leaves a half-written checkpoint.
+and ``prefix-%04d.params``; the parameter file is MXNet's NDArray-list format (``symgraph.ndfile``)
+whose names carry MXNet's ``arg:``/``aux:`` prefixes, so checkpoints move both ways between
+MXNet 1.x and symgraph; symgraph's older ``.npz`` parameter files still load. Both files are
+written through ``fileio.atomic_write``, so a crash never leaves a half-written checkpoint.
 """
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any, Mapping
 
 import numpy as np
 
+from . import ndfile
 from .base import DataError
-from .ndarray import NDArray, array
+from .ndarray import NDArray
 from .context import cpu
 
 
-def _atomic_write(fname: str, write: Any) -> None:
-    folder = os.path.dirname(os.path.abspath(fname))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".symgraph-", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, fname)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _host(v: Any) -> np.ndarray:
-    return v.asnumpy() if isinstance(v, NDArray) else np.asarray(v)
-
-
 def save_arrays(fname: str, arrays: Mapping[str, Any]) -> None:
-    """Write named arrays to an ``.npz`` file atomically."""
-    payload = {k: _host(v) for k, v in arrays.items()}
-    _atomic_write(fname, lambda f: np.savez(f, **payload))
+    """Write named arrays in MXNet's NDArray-list format, atomically."""
+    ndfile.save_dict(fname, dict(arrays))
 
 
-def load_arrays(fname: str) -> dict[str, np.ndarray]:
-    """Read :func:`save_arrays` output (no pickle)."""
-    if not os.path.isfile(fname):
-        raise DataError(f"file {fname} not found")
-    try:
-        with np.load(fname, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{fname}: not an .npz array file ({exc})") from None
+def load_arrays(fname: str, what: str = "array file") -> dict[str, np.ndarray]:
+    """Read named arrays (NDArray-list format or symgraph's older ``.npz``; no pickle)."""
+    return ndfile.load_dict(fname, what)
 
 
 def save_params(fname: str, arg_params: Mapping[str, Any], aux_params: Mapping[str, Any]) -> None:
-    """Write parameters as ``.npz`` with ``arg:``/``aux:`` key prefixes (atomically)."""
+    """Write parameters with MXNet's ``arg:``/``aux:`` name prefixes, args first (atomically)."""
     payload = {f"arg:{k}": v for k, v in arg_params.items()}
     payload.update({f"aux:{k}": v for k, v in aux_params.items()})
     save_arrays(fname, payload)
 
 
 def load_params(fname: str) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
-    """Read :func:`save_params` output: ``(arg_params, aux_params)`` as CPU NDArrays."""
-    if not os.path.isfile(fname):
-        raise DataError(f"parameter file {fname} not found")
+    """Read :func:`save_params` output (or MXNet's): ``(arg_params, aux_params)`` as CPU
+    NDArrays. MXNet's loader skips names without a prefix; symgraph refuses them."""
     arg, aux = {}, {}
-    for key, value in load_arrays(fname).items():
+    for key, value in load_arrays(fname, "parameter file").items():
         kind, _, name = key.partition(":")
         if kind not in ("arg", "aux") or not name:
             raise DataError(f"{fname}: key {key!r} lacks an 'arg:' or 'aux:' prefix")
-        (arg if kind == "arg" else aux)[name] = array(value, cpu(), value.dtype)
+        (arg if kind == "arg" else aux)[name] = NDArray(value, cpu())
     return arg, aux
+
+
+def load_optimizer_states(fname: str, updater: Any) -> None:
+    """Restore ``updater``'s states from a ``.states`` file; any problem, including states
+    that do not fit the optimizer, is a DataError naming the file (the updater is unchanged)."""
+    states = load_arrays(fname, "optimizer state file")
+    try:
+        updater.set_states(states)
+    except (ValueError, TypeError, IndexError, KeyError) as exc:  # AttrError too
+        raise DataError(f"optimizer state file {fname}: {exc}") from None
 
 
 def checkpoint_names(prefix: str, epoch: int) -> tuple[str, str]:

@@ -6,13 +6,13 @@ initializer or given arrays), ``init_optimizer`` makes the updater, and ``forwar
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
 from . import initializer as _init
 from . import optimizer as _opt
+from .log import LOGGER
 from .base import BindError, DataError, MissingParamError
 from .base_module import BaseModule
 from .context import Context, cpu
@@ -33,7 +33,7 @@ class Module(BaseModule):
     def __init__(self, symbol: Any, data_names: Sequence[str] = ("data",),
                  label_names: Optional[Sequence[str]] = ("softmax_label",),
                  context: Any = None, fixed_param_names: Optional[Sequence[str]] = None,
-                 logger: Any = logging) -> None:
+                 logger: Any = LOGGER) -> None:
         super().__init__(logger)
         if isinstance(context, (list, tuple)):
             # Several CPUs are one host: one executor over the whole batch computes what
@@ -63,6 +63,19 @@ class Module(BaseModule):
         self._stage_buffers: Any = None  # cuda.staging.Staging of fit's GPU path
 
     # -- names and shapes ------------------------------------------------------------------
+    def __repr__(self) -> str:
+        if self.binded:
+            descs = list(self._data_shapes) + list(self._label_shapes or [])
+            inputs = ", ".join(f"{d.name} {d.shape}" for d in descs)
+            state = "bound for training" if self.for_training else "bound for inference"
+        else:
+            inputs, state = ", ".join(self._data_names + self._label_names), "not bound"
+        opt = getattr(self, "_optimizer", None)
+        extra = f", optimizer {type(opt).__name__}" if self.optimizer_initialized else ""
+        return (f"<Module {self._symbol.name or 'group'} on {self._context}: inputs {inputs}; "
+                f"{len(self._param_names)} parameters, {len(self._aux_names)} aux states; "
+                f"{state}{extra}>")
+
     @property
     def symbol(self) -> Any:
         return self._symbol
@@ -373,7 +386,7 @@ class Module(BaseModule):
     # -- checkpoints -------------------------------------------------------------------------
     def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False) -> None:
         """``prefix-symbol.json``, ``prefix-%04d.params`` and, if asked, ``prefix-%04d.states``
-        (optimizer states and update counts, ``.npz``)."""
+        (optimizer states and update counts, named arrays in the ``.params`` format)."""
         from .model import save_checkpoint, save_arrays
         arg, aux = self.get_params()
         save_checkpoint(prefix, epoch, self._symbol, arg, aux)
@@ -384,10 +397,10 @@ class Module(BaseModule):
 
     def load_optimizer_states(self, fname: str) -> None:
         """Restore the states written by ``save_checkpoint(..., save_optimizer_states=True)``."""
-        from .model import load_arrays
+        from .model import load_optimizer_states
         if not self.optimizer_initialized:
             raise BindError("load_optimizer_states: call init_optimizer() first")
-        self._updater.set_states(load_arrays(fname))
+        load_optimizer_states(fname, self._updater)
 
     def init_optimizer(self, *args: Any, **kwargs: Any) -> None:
         """As :meth:`_init_optimizer`, then restore states from :meth:`load` if it was asked to."""

@@ -1,32 +1,74 @@
-"""``sg.nd``: arrays bound to executors. On ``sg.cpu()`` an NDArray wraps a numpy array; on
-``sg.gpu(i)`` it wraps device memory (``symgraph.cuda``)."""
+"""``sg.nd``: arrays, and every registered op called on them (``sg.nd.relu(x)``).
+
+An NDArray is either *materialised* (it holds ``_buf``: a numpy array on ``sg.cpu()``, device
+memory on ``sg.gpu(i)``) or *pending*: the result of an op call not yet computed, standing for
+one output of a node of a graph that ``symgraph.imperative`` records. Reading the value
+(``asnumpy``, ``_data``, ``bool``, printing, binding it to an executor) compiles and runs what it
+depends on through the ordinary pipeline; see docs/imperative.md. Executors bind the same class.
+"""
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+import builtins
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
-from .base import BindError
+from .base import BindError, ShapeError
 from .context import Context, cpu, current_context
+
+Shape = Union[int, Sequence[int]]
+
+
+def _engine() -> Any:
+    from . import imperative
+    return imperative
 
 
 class NDArray:
     """A fixed-shape, fixed-dtype array on a device. ``x[:] = value`` writes in place."""
 
-    __slots__ = ("_data", "_ctx")
+    __slots__ = ("_buf", "_ctx", "_entry", "_recorded", "_var", "_grad", "_grad_req",
+                 "_shape", "_dtype", "_fresh_grad", "__weakref__")
     __array_priority__ = 1000.0
 
     def __init__(self, data: Any, ctx: Optional[Context] = None) -> None:
-        self._data = data
+        self._buf = data
         self._ctx = ctx or cpu()
+        self._entry = None  # graph entry: pending value, or recorded for autograd
+        self._recorded = False
+        self._var = None  # variable node standing for this value in recorded graphs
+        self._grad: Optional[NDArray] = None
+        self._grad_req = "null"
+        self._shape: Optional[tuple] = None  # only while pending
+        self._dtype: Optional[np.dtype] = None
+        self._fresh_grad = False  # a backward() wrote .grad since the last optimizer step
+
+    # -- value ------------------------------------------------------------------------------
+    @property
+    def _data(self) -> Any:
+        """The buffer; computes a pending array first."""
+        if self._buf is None:
+            _engine().force([self])
+        return self._buf
+
+    @_data.setter
+    def _data(self, value: Any) -> None:
+        self._buf = value
+
+    @property
+    def is_pending(self) -> bool:
+        """True while the value is recorded but not computed yet."""
+        return self._buf is None
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return tuple(self._data.shape)
+        b = self._buf
+        return tuple(b.shape) if b is not None else self._shape
 
     @property
     def dtype(self) -> np.dtype:
-        return np.dtype(self._data.dtype)
+        b = self._buf
+        return np.dtype(b.dtype) if b is not None else self._dtype
 
     @property
     def context(self) -> Context:
@@ -36,47 +78,79 @@ class NDArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape))
+        return int(np.prod(self.shape, dtype=np.int64))
 
     @property
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def grad(self) -> Optional["NDArray"]:
+        """The gradient buffer given by :meth:`attach_grad` (None before)."""
+        return self._grad
+
+    @property
+    def grad_req(self) -> str:
+        return self._grad_req
+
     def asnumpy(self) -> np.ndarray:
         """A numpy copy of the contents."""
+        data = self._data
         if self._ctx.device_type == "cpu":
-            return np.array(self._data, copy=True)
-        return self._data.get()
+            return np.array(data, copy=True)
+        return data.get()
 
     def asscalar(self) -> Any:
         if self.size != 1:
             raise BindError(f"asscalar needs a 1-element array, got shape {self.shape}")
         return self.asnumpy().reshape(())[()]
 
+    def wait_to_read(self) -> None:
+        """Compute the value if it is pending (and wait for the device)."""
+        _engine().wait(self)
+
+    def __bool__(self) -> bool:
+        if self.size == 0:
+            return False
+        if self.size != 1:
+            raise ShapeError(f"the truth value of an NDArray of shape {self.shape} is "
+                             f"ambiguous; use .asnumpy().any() or .all()")
+        return bool(self.asscalar())
+
+    def __float__(self) -> float:
+        return float(self.asscalar())
+
+    def __int__(self) -> int:
+        return int(self.asscalar())
+
+    def __index__(self) -> int:
+        return int(self.asscalar())
+
+    # -- writing ----------------------------------------------------------------------------
     def __setitem__(self, key: Any, value: Any) -> None:
+        _engine().before_write(self)
         if isinstance(value, NDArray):  # a host array is only read: no copy (per-batch path)
             value = value._data if value._ctx.device_type == "cpu" else value.asnumpy()
         if self._ctx.device_type == "cpu":
-            if isinstance(key, slice) and key == slice(None):
+            if isinstance(key, builtins.slice) and key == builtins.slice(None):
                 arr = np.asarray(value)
                 try:
                     np.broadcast_to(arr, self.shape)
                 except ValueError:
                     raise BindError(f"cannot assign an array of shape {arr.shape} to an "
                                     f"NDArray of shape {self.shape}") from None
-                np.copyto(self._data, arr, casting="unsafe")
+                np.copyto(self._buf, arr, casting="unsafe")
             else:
-                self._data[key] = value
+                self._buf[key] = value
         else:
             from .cuda.runtime import write_device
             write_device(self, key, value)
 
-    def __getitem__(self, key: Any) -> "NDArray":
-        return array(self.asnumpy()[key], self._ctx)
-
     def copyto(self, other: Union["NDArray", Context]) -> "NDArray":
         """Copy into ``other`` (an NDArray of the same shape) or a new array on a context."""
         if isinstance(other, Context):
+            if other == self._ctx:
+                return _engine().call("identity", [self], {})
             return array(self.asnumpy(), other, self.dtype)
         if other.shape != self.shape:
             raise BindError(f"copyto: shape {self.shape} into {other.shape}")
@@ -86,12 +160,42 @@ class NDArray:
     def as_in_context(self, ctx: Context) -> "NDArray":
         return self if ctx == self._ctx else self.copyto(ctx)
 
-    def astype(self, dtype: Any) -> "NDArray":
-        return array(self.asnumpy(), self._ctx, dtype)
+    def copy(self) -> "NDArray":
+        return self.copyto(self._ctx)
 
-    def reshape(self, *shape: Any) -> "NDArray":
-        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-        return array(self.asnumpy().reshape(shape), self._ctx)
+    def astype(self, dtype: Any, copy: bool = True) -> "NDArray":
+        if not copy and np.dtype(dtype) == self.dtype:
+            return self
+        return _engine().call("Cast", [self], {"dtype": np.dtype(dtype).name})
+
+    def reshape(self, *shape: Any, **kwargs: Any) -> "NDArray":
+        """MXNet's reshape: 0 keeps an axis, -1 infers one, -2 copies the rest, -3 merges two,
+        -4 splits one; ``reverse=True`` reads the codes from the right."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if "shape" in kwargs:
+            shape = tuple(kwargs.pop("shape"))
+        return _engine().call("Reshape", [self], {"shape": tuple(shape), **kwargs})
+
+    def detach(self) -> "NDArray":
+        """The same value, outside any recorded graph."""
+        return _engine().detach(self)
+
+    def attach_grad(self, grad_req: str = "write", stype: Optional[str] = None) -> None:
+        """Allocate ``.grad`` (zeros) and make this array a variable autograd differentiates."""
+        _engine().attach_grad(self, grad_req)
+
+    def backward(self, out_grad: Optional["NDArray"] = None, retain_graph: bool = False,
+                 train_mode: bool = True) -> None:
+        """Gradients of this recorded array into the ``.grad`` of the variables it depends on."""
+        from . import autograd
+        autograd.backward([self], None if out_grad is None else [out_grad],
+                          retain_graph, train_mode)
+
+    def __reduce__(self) -> tuple:
+        """Pickle the value (DataLoader workers send batches between processes), never the
+        recorded graph: the copy is a computed array on the same context."""
+        return (array, (self.asnumpy(), self._ctx, self.dtype))
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.asnumpy()
@@ -103,28 +207,10 @@ class NDArray:
     def __len__(self) -> int:
         return self.shape[0]
 
-    # Arithmetic returns new arrays on the same context (convenience, not a hot path).
-    def _op(self, other: Any, fn: Any) -> "NDArray":
-        o = other.asnumpy() if isinstance(other, NDArray) else other
-        return array(fn(self.asnumpy(), o), self._ctx)
+    def __iter__(self) -> Iterator["NDArray"]:
+        return (self[i] for i in range(len(self)))
 
-    def __add__(self, o: Any) -> "NDArray":
-        return self._op(o, np.add)
-
-    def __sub__(self, o: Any) -> "NDArray":
-        return self._op(o, np.subtract)
-
-    def __mul__(self, o: Any) -> "NDArray":
-        return self._op(o, np.multiply)
-
-    def __truediv__(self, o: Any) -> "NDArray":
-        return self._op(o, np.divide)
-
-    def __neg__(self) -> "NDArray":
-        return array(-self.asnumpy(), self._ctx)
-
-    __radd__ = __add__
-    __rmul__ = __mul__
+    __hash__ = object.__hash__
 
 
 def array(source: Any, ctx: Optional[Context] = None, dtype: Any = None) -> NDArray:
@@ -143,37 +229,82 @@ def array(source: Any, ctx: Optional[Context] = None, dtype: Any = None) -> NDAr
     return NDArray(to_device(host, ctx), ctx)
 
 
-def empty(shape: Union[int, Sequence[int]], ctx: Optional[Context] = None,
-          dtype: Any = np.float32) -> NDArray:
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return array(np.zeros(shape, dtype), ctx, dtype)
+def _shape(shape: Shape) -> tuple:
+    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
 
 
-def zeros(shape: Union[int, Sequence[int]], ctx: Optional[Context] = None,
-          dtype: Any = np.float32) -> NDArray:
+def empty(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32) -> NDArray:
+    return array(np.zeros(_shape(shape), dtype), ctx, dtype)
+
+
+def zeros(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
+          **kwargs: Any) -> NDArray:
     return empty(shape, ctx, dtype)
 
 
-def ones(shape: Union[int, Sequence[int]], ctx: Optional[Context] = None,
-         dtype: Any = np.float32) -> NDArray:
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return array(np.ones(shape, dtype), ctx, dtype)
+def ones(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
+         **kwargs: Any) -> NDArray:
+    return array(np.ones(_shape(shape), dtype), ctx, dtype)
 
 
-def full(shape: Union[int, Sequence[int]], val: float, ctx: Optional[Context] = None,
-         dtype: Any = np.float32) -> NDArray:
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    return array(np.full(shape, val, dtype), ctx, dtype)
+def full(shape: Shape, val: float, ctx: Optional[Context] = None,
+         dtype: Any = np.float32, out: Optional[NDArray] = None) -> NDArray:
+    result = array(np.full(_shape(shape), val, dtype), ctx, dtype)
+    if out is not None:
+        out[:] = result
+        return out
+    return result
 
 
-def save(fname: str, data: Union[dict, list]) -> None:
-    """Save NDArrays to an ``.npz`` file (a dict keeps names; a list is saved in order)."""
-    items = data.items() if isinstance(data, dict) else ((f"{i}", v) for i, v in enumerate(data))
-    with open(fname, "wb") as f:
-        np.savez(f, **{k: v.asnumpy() for k, v in items})
+def arange(start: float, stop: Optional[float] = None, step: float = 1.0, repeat: int = 1,
+           infer_range: bool = False, ctx: Optional[Context] = None,
+           dtype: Any = np.float32) -> NDArray:
+    """MXNet's arange: ``[start, stop)`` by ``step``, each value ``repeat`` times."""
+    values = np.arange(start, stop, step) if stop is not None else np.arange(start)
+    return array(np.repeat(values, int(repeat)), ctx, dtype)
 
 
-def load(fname: str) -> dict[str, NDArray]:
-    """Load what :func:`save` wrote, as a dict of CPU NDArrays."""
-    with np.load(fname, allow_pickle=False) as z:
-        return {k: array(z[k], cpu(), z[k].dtype) for k in z.files}
+def stack(*data: NDArray, axis: int = 0, num_args: Optional[int] = None,
+          out: Optional[NDArray] = None) -> NDArray:
+    """Join arrays of one shape along a new axis (expand_dims then Concat, so it records)."""
+    if len(data) == 1 and isinstance(data[0], (list, tuple)):
+        data = tuple(data[0])
+    eng = _engine()
+    parts = [eng.call("expand_dims", [d], {"axis": axis}) for d in data]
+    ndim = data[0].ndim + 1
+    return eng.call("Concat", parts, {"dim": axis % ndim}, out=out)
+
+
+def waitall() -> None:
+    """Compute every pending array and wait for every device symgraph has used."""
+    _engine().flush()
+    import sys
+    runtime = sys.modules.get("symgraph.cuda.runtime")  # imported only once a GPU was used
+    if runtime is not None:
+        import pycuda.driver as drv
+        for device_id in list(runtime._CONTEXTS):
+            with runtime.activate(device_id):
+                drv.Context.synchronize()
+
+
+def save(fname: str, data: Union[dict, list, NDArray]) -> None:
+    """Save NDArrays in MXNet's NDArray-list format (``mx.nd.save``): a dict keeps its names, a
+    list (or one array) is saved in order without names. The file is replaced atomically."""
+    from . import ndfile
+    ndfile.save(fname, data)
+
+
+def load(fname: str) -> Union[dict[str, NDArray], list[NDArray]]:
+    """Load an MXNet NDArray-list file (or symgraph's older ``.npz``) as CPU NDArrays: a dict if
+    the file holds names, else a list, as ``mx.nd.load``. Damaged files raise DataError."""
+    from . import ndfile
+    arrays, names = ndfile.load(fname)
+    if names is None:
+        return [NDArray(a, cpu()) for a in arrays]
+    return {k: NDArray(a, cpu()) for k, a in zip(names, arrays)}
+
+
+from . import random  # noqa: E402  (sg.nd.random is sg.random: one generator)
+from .nd_methods import install as _install  # noqa: E402
+
+_install(NDArray, globals())

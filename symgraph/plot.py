@@ -1,7 +1,10 @@
 """Training curves as PNG (matplotlib, optional: without it a one-line note is logged)."""
 from __future__ import annotations
 
+import os
 from typing import Any, Sequence
+
+from .fileio import atomic_write
 
 
 def plot_history(history: Sequence[dict], fname: str, logger: Any) -> bool:
@@ -22,6 +25,9 @@ def plot_history(history: Sequence[dict], fname: str, logger: Any) -> bool:
     ax.legend()
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
-    fig.savefig(fname)
-    plt.close(fig)
+    fmt = os.path.splitext(fname)[1].lstrip(".") or "png"
+    try:
+        atomic_write(fname, lambda f: fig.savefig(f, format=fmt))
+    finally:
+        plt.close(fig)
     return True

@@ -5,23 +5,32 @@ Format (version 1)::
     {"nodes": [{"op": "null" | op name, "name": str, "attrs": {str: str},
                 "inputs": [[node index, output index, 0], ...]}, ...],
      "arg_nodes": [indices of variables], "heads": [[node index, output index, 0], ...],
-     "attrs": {"symgraph_json_version": ["int", 1]}}
+     "attrs": {"mxnet_version": ["int", 10901], "symgraph_json_version": ["int", 1]}}
 
 Node ``attrs`` hold op attributes and user attributes (``__shape__``, ``__lr_mult__``...) as
-strings, as MXNet writes them; on load op attributes are parsed by the op's schema. MXNet's own
-JSON (``attr``/``param`` keys of older versions) loads too.
+strings, as MXNet writes them; on load op attributes are parsed by the op's schema. A variable's
+``__dtype__`` is MXNet's integer type code in the file (``"0"`` float32, ``"2"`` float16...) and
+a numpy name in memory. MXNet's own JSON (``attr``/``param`` keys of older versions) loads too.
 """
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+import numpy as np
 
 from .attrs import ANY_KEY, Attrs, format_value, parse_attrs
 from .base import AttrError, GraphError, SymgraphError, where
+from .fileio import write_text
+from .ndfile import FLAG_DTYPES
 from .graph import Entry, Node, topo_order
 from .registry import get_op
 
 FORMAT_VERSION = 1
+# The MXNet release whose JSON this matches (1.9.1 as MXNet encodes it: 10000 * major +
+# 100 * minor + patch). Without it MXNet assumes v0.8.0 and runs its legacy upgrade.
+MXNET_VERSION = 10901
 
 
 def to_json(sym: Any) -> str:
@@ -29,6 +38,7 @@ def to_json(sym: Any) -> str:
     nodes = topo_order(sym.outputs_)
     index = {n: i for i, n in enumerate(nodes)}
     out_nodes = []
+    codes = {v.name: str(k) for k, v in FLAG_DTYPES.items()}
     for n in nodes:
         for k, v in n.attrs.items():
             if callable(v):
@@ -36,40 +46,149 @@ def to_json(sym: Any) -> str:
                                  f"({v!r}), which JSON cannot hold; give its value instead")
         attrs = {k: format_value(v) for k, v in n.attrs.items()}
         attrs.update({k: str(v) for k, v in n.extra.items()})
+        if "__dtype__" in attrs and n.is_variable:  # MXNet's integer type codes
+            attrs["__dtype__"] = codes.get(attrs["__dtype__"], attrs["__dtype__"])
         out_nodes.append({"op": n.op, "name": n.name, "attrs": attrs,
                           "inputs": [[index[e.node], e.index, 0] for e in n.inputs]})
     doc = {"nodes": out_nodes,
            "arg_nodes": [i for i, n in enumerate(nodes) if n.is_variable],
            "heads": [[index[e.node], e.index, 0] for e in sym.outputs_],
-           "attrs": {"symgraph_json_version": ["int", FORMAT_VERSION]}}
+           "attrs": {"mxnet_version": ["int", MXNET_VERSION],
+                     "symgraph_json_version": ["int", FORMAT_VERSION]}}
     return json.dumps(doc, indent=2)
 
 
-def _check_version(doc: dict) -> None:
-    version = doc.get("attrs", {}).get("symgraph_json_version")
-    if version is not None and int(version[1]) > FORMAT_VERSION:
-        raise GraphError(f"JSON format version {version[1]} is newer than this symgraph "
-                         f"reads ({FORMAT_VERSION})")
+MAX_DEPTH = 32
+"""JSON nesting allowed (symbol JSON needs 5; deeper text is hostile, and would recurse)."""
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+NODE_KEYS = ("op", "name", "attrs", "attr", "param", "inputs")
 
 
-def _node_from_json(i: int, raw: dict, built: list[Node]) -> Node:
-    op, name = raw["op"], raw["name"]
-    attrs = dict(raw.get("attrs") or raw.get("attr") or {})
-    attrs.update(raw.get("param") or {})
-    inputs = []
-    for ref in raw.get("inputs", []):
-        src, out = int(ref[0]), int(ref[1])
-        if not 0 <= src < i:
-            raise GraphError(f"{name}: input refers to node {src}, which is not defined before it")
-        inputs.append(Entry(built[src], out))
+def _bad(msg: str) -> GraphError:
+    return GraphError(f"malformed symbol JSON: {msg}")
+
+
+def _check_depth(text: str) -> None:
+    """Refuse nesting deeper than MAX_DEPTH before ``json`` recurses into it."""
+    depth = 0
+    for m in _TOKENS.finditer(text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise _bad(f"nesting deeper than {MAX_DEPTH} levels")
+        elif c in "]}":
+            depth -= 1
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _bad(f"{name} is not JSON (attribute values are strings: write \"inf\", \"nan\")")
+
+
+def _index(value: Any, limit: int, what: str) -> int:
+    """A JSON integer in ``[0, limit)``; fractions, negatives, booleans and strings refused."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _bad(f"{what} must be an integer, got {value!r}")
+    if not 0 <= value < limit:
+        raise _bad(f"{what} is {value}, outside [0, {limit})")
+    return value
+
+
+def _entry(ref: Any, built: list[Node], what: str) -> Entry:
+    """``[node, output]`` or ``[node, output, version]`` referring to a node built already."""
+    if not isinstance(ref, list) or len(ref) not in (2, 3):
+        raise _bad(f"{what} must be [node, output, version], got {ref!r}")
+    src = ref[0]
+    if isinstance(src, int) and not isinstance(src, bool) and src >= len(built):
+        raise _bad(f"{what} refers to node {src}, which is not defined before it")
+    src = _index(src, len(built), f"{what} node index")
+    out = _index(ref[1], built[src].num_outputs, f"{what} output index of {built[src].name}")
+    if len(ref) == 3:
+        _index(ref[2], 1 << 31, f"{what} version")
+    return Entry(built[src], out)
+
+
+def _string_dict(raw: dict, key: str, name: str) -> dict[str, str]:
+    value = raw.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _bad(f"node {name}: '{key}' must be an object, got {type(value).__name__}")
+    for k, v in value.items():
+        if not isinstance(v, str):
+            raise _bad(f"node {name}: attribute {k} must be a string, got {v!r}")
+    return value
+
+
+def _variable_attrs(name: str, attrs: dict[str, str]) -> dict[str, str]:
+    """Check the user attributes symgraph interprets, so a bad one fails here, naming the
+    variable, not later in inference; MXNet's integer ``__dtype__`` codes become names."""
+    from .attrs import PARSERS
+    from .initializer import create
+    from .ndfile import FLAG_DTYPES
+    out = dict(attrs)
+    try:
+        if "__dtype__" in attrs:
+            code = attrs["__dtype__"].strip()
+            dtype = FLAG_DTYPES[int(code)] if code.isdigit() else np.dtype(code)
+            if dtype not in FLAG_DTYPES.values():
+                raise ValueError(f"unsupported dtype {dtype}")
+            out["__dtype__"] = dtype.name
+        if "__shape__" in attrs and min(PARSERS["shape"](attrs["__shape__"]), default=0) < 0:
+            raise ValueError("negative dimension")
+        for key in ("__lr_mult__", "__wd_mult__"):
+            if key in attrs:
+                PARSERS["float"](attrs[key])
+        if "__init__" in attrs:
+            _check_depth(attrs["__init__"])
+            create(attrs["__init__"])
+    except (ValueError, TypeError, KeyError, AttrError, SyntaxError, RecursionError) as exc:
+        bad = [k for k in ("__dtype__", "__shape__", "__lr_mult__", "__wd_mult__", "__init__")
+               if k in attrs]
+        raise GraphError(f"variable {name}: bad user attribute among {bad} "
+                         f"({ {k: attrs[k][:60] for k in bad} }): {exc}") from None
+    return out
+
+
+def _split_attrs(opdef: Any, name: str, attrs: dict[str, str]) -> tuple[dict, dict]:
+    """Op parameters and user ``__dunder__`` attributes; any other key is refused, as MXNet
+    and the Python API do (``strides`` for ``stride`` must not be silently dropped)."""
+    params, extra = {}, {}
+    for k, v in attrs.items():
+        dunder = k.startswith("__") and k.endswith("__") and len(k) > 4
+        if k in opdef.params or (ANY_KEY in opdef.params and not dunder):
+            params[k] = v
+        elif dunder:
+            extra[k] = v
+        else:
+            known = sorted(p for p in opdef.params if p != ANY_KEY)
+            raise GraphError(f"{where(name, opdef.name)}unknown attribute {k!r} in JSON; "
+                             f"{opdef.name} takes {known} and user attributes named "
+                             f"__like_this__")
+    return params, extra
+
+
+def _node_from_json(i: int, raw: Any, built: list[Node]) -> Node:
+    if not isinstance(raw, dict):
+        raise _bad(f"node {i} must be an object, got {type(raw).__name__}")
+    op, name = raw.get("op"), raw.get("name")
+    if not isinstance(op, str) or not isinstance(name, str) or not name:
+        raise _bad(f"node {i} needs string 'op' and non-empty 'name', got {op!r}, {name!r}")
+    attrs = dict(_string_dict(raw, "attrs", name) or _string_dict(raw, "attr", name))
+    attrs.update(_string_dict(raw, "param", name))
+    refs = raw.get("inputs", [])
+    if not isinstance(refs, list):
+        raise _bad(f"node {name}: 'inputs' must be a list")
+    inputs = [_entry(r, built, f"node {name} input {k}") for k, r in enumerate(refs)]
     if op == "null":
-        return Node("null", name, Attrs(), (), Attrs({k: str(v) for k, v in attrs.items()}))
+        if inputs:
+            raise _bad(f"variable {name} has inputs")
+        return Node("null", name, Attrs(), (), Attrs(_variable_attrs(name, attrs)))
     opdef = get_op(op)
-    # Ops with free-form attributes (Custom) own every key except user ``__dunder__`` ones.
-    is_param = {k: k in opdef.params or (ANY_KEY in opdef.params and not k.startswith("__"))
-                for k in attrs}
-    params = {k: v for k, v in attrs.items() if is_param[k]}
-    extra = {k: str(v) for k, v in attrs.items() if not is_param[k]}
+    if any(p.kind == "any" for p in opdef.params.values()):
+        raise GraphError(f"{where(name, opdef.name)}internal op; graphs holding it cannot be "
+                         f"loaded from JSON")
+    params, extra = _split_attrs(opdef, name, attrs)
     parsed = parse_attrs(opdef.params, params, where(name, opdef.name))
     want = len(opdef.input_names(parsed))
     if len(inputs) != want:
@@ -78,39 +197,83 @@ def _node_from_json(i: int, raw: dict, built: list[Node]) -> Node:
     return Node(opdef.name, name, parsed, tuple(inputs), Attrs(extra))
 
 
+def _check_doc(doc: Any) -> list:
+    if not isinstance(doc, dict):
+        raise _bad(f"the document must be an object, got {type(doc).__name__}")
+    attrs = doc.get("attrs", {})
+    version = attrs.get("symgraph_json_version") if isinstance(attrs, dict) else None
+    if version is not None:
+        if not (isinstance(version, list) and len(version) == 2 and
+                isinstance(version[1], (int, str)) and str(version[1]).isdigit()):
+            raise _bad(f"symgraph_json_version must be [\"int\", N], got {version!r}")
+        if int(version[1]) > FORMAT_VERSION:
+            raise GraphError(f"JSON format version {version[1]} is newer than this symgraph "
+                             f"reads ({FORMAT_VERSION})")
+    nodes, heads = doc.get("nodes"), doc.get("heads")
+    if not isinstance(nodes, list) or not nodes:
+        raise _bad("'nodes' must be a non-empty list")
+    if not isinstance(heads, list) or not heads:
+        raise _bad("'heads' must be a non-empty list")
+    return nodes
+
+
+def _build(doc: Any) -> list[Entry]:
+    built: list[Node] = []
+    variables: dict[str, int] = {}
+    for i, raw in enumerate(_check_doc(doc)):
+        node = _node_from_json(i, raw, built)
+        if node.is_variable and variables.setdefault(node.name, i) != i:
+            raise _bad(f"nodes {variables[node.name]} and {i} are both variables named "
+                       f"{node.name!r}")
+        built.append(node)
+    args = doc.get("arg_nodes", [])
+    if not isinstance(args, list):
+        raise _bad("'arg_nodes' must be a list")
+    for k, a in enumerate(args):
+        if not built[_index(a, len(built), f"arg_nodes[{k}]")].is_variable:
+            raise _bad(f"arg_nodes[{k}] = {a} is node {built[a].name}, not a variable")
+    return [_entry(h, built, f"head {k}") for k, h in enumerate(doc["heads"])]
+
+
 def from_json(text: str) -> Any:
-    """Parse :func:`to_json` output (or MXNet's symbol JSON) into a Symbol."""
+    """Parse :func:`to_json` output (or MXNet's symbol JSON) into a Symbol.
+
+    Every problem raises GraphError (op attribute errors are wrapped), before any graph exists:
+    bad JSON, nesting deeper than MAX_DEPTH, wrong JSON types, indices that are fractional,
+    negative or out of range, unknown ops, internal ops, unknown attributes (user attributes
+    must be ``__dunder__``), wrong input counts, two variables of one name."""
     from .symbol import Symbol
+    if not isinstance(text, str):
+        raise _bad(f"expected text, got {type(text).__name__}")
+    _check_depth(text)
     try:
-        doc = json.loads(text)
-        _check_version(doc)
-        built: list[Node] = []
-        for i, raw in enumerate(doc["nodes"]):
-            built.append(_node_from_json(i, raw, built))
-        heads = [Entry(built[int(h[0])], int(h[1])) for h in doc["heads"]]
+        doc = json.loads(text, parse_constant=_refuse_constant)
+        heads = _build(doc)
     except AttrError as exc:
         raise GraphError(f"malformed symbol JSON: {exc}") from None
     except SymgraphError:
         raise
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
         raise GraphError(f"malformed symbol JSON: {type(exc).__name__}: {exc}") from None
-    for e in heads:
-        if e.index >= e.node.num_outputs:
-            raise GraphError(f"malformed symbol JSON: head {e.node.name}[{e.index}] out of range")
     return Symbol(heads)
+
+
+def load(fname: str) -> Any:
+    """Read a symbol JSON file (size-checked first) into a Symbol; errors name the file."""
+    from .fileio import read_limited
+    data = read_limited(fname, MAX_FILE, "symbol file")
+    try:
+        return from_json(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise GraphError(f"{fname}: symbol JSON is not UTF-8 ({exc})") from None
+    except GraphError as exc:
+        raise GraphError(f"{fname}: {exc}") from None
+
+
+MAX_FILE = 1 << 30
+"""Largest symbol JSON read (a graph of millions of nodes stays far below)."""
 
 
 def save(sym: Any, fname: str) -> None:
     """Write ``sym.tojson()`` to ``fname`` atomically (no half-written file on failure)."""
-    import os
-    import tempfile
-    text = to_json(sym)
-    folder = os.path.dirname(os.path.abspath(fname))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".symgraph-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, fname)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_text(fname, to_json(sym))

@@ -366,6 +366,10 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
             raise AttrError(f"{_where(node_name, opdef.name)}input '{slot}' must be a "
                             f"single-output Symbol, got {sym!r}")
         entries.append(sym._outputs[0])
+    for k in extra or {}:  # as MXNet: an op's user attributes are __hidden__ (JSON needs it)
+        if not (k.startswith("__") and k.endswith("__") and len(k) > 4):
+            raise AttrError(f"{_where(node_name, opdef.name)}user attribute {k!r} must be "
+                            f"named like __{k.strip('_')}__ (only variables take any name)")
     node = Node(opdef.name, node_name, parsed, tuple(entries),
                 Attrs({k: str(v) for k, v in (extra or {}).items()}))
     return Symbol([Entry(node, i) for i in range(opdef.num_visible_outputs(parsed))])
@@ -409,9 +413,8 @@ def make_op_function(opdef: registry.OpDef):
                 inputs[i] = sym_kwargs[slot]
         return apply_op(opdef.name, inputs, attrs, name, extra)
 
-    op_function.__name__ = opdef.name
-    op_function.__doc__ = opdef.doc or f"The {opdef.name} operator."
-    return op_function
+    from .opdoc import document  # signature and docstring from the registry
+    return document(op_function, opdef)
 
 
 def _attrs_by_position(opdef: registry.OpDef, values: Sequence[Any], attrs: dict,
@@ -456,9 +459,9 @@ def load_json(text: str) -> Symbol:
 
 
 def load(fname: str) -> Symbol:
-    """Load a symbol saved with :meth:`Symbol.save`."""
-    with open(fname, encoding="utf-8") as f:
-        return load_json(f.read())
+    """Load a symbol saved with :meth:`Symbol.save`; a bad file raises GraphError naming it."""
+    from .serialize import load as load_file
+    return load_file(fname)
 
 
 def _install_op_functions() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from math import prod
 from typing import Any, Optional, Sequence
 
+from . import provenance
 from .attrs import format_value
 from .graph import Entry, Graph, Node, topo_order
 from .registry import get_op
@@ -60,18 +61,30 @@ def _color(node: Node) -> str:
     return COLORS.get(get_op(node.op).pattern, COLORS["opaque"])
 
 
+RASTER_FORMATS = ("png", "jpg", "jpeg", "gif", "bmp", "tif", "tiff")
+
+
 def _edge_label(shapes: dict, e: Entry) -> str:
+    """The shape without the batch axis, as MXNet draws it; a parameter has no batch axis, so
+    its edge shows the whole shape (``fc1_weight``: 128x784, not 784)."""
     s = shapes.get(e)
-    return "x".join(str(d) for d in s[1:]) if s and len(s) > 1 else (str(s[0]) if s else "")
+    if not s:
+        return ""
+    whole = len(s) == 1 or (e.node.is_variable and e.node.name.endswith(PARAM_SUFFIXES))
+    return "x".join(str(d) for d in (s if whole else s[1:]))
 
 
 def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
                  shape: Optional[dict] = None, dtype: Any = None,
-                 node_attrs: Optional[dict] = None, hide_weights: bool = True) -> Any:
+                 node_attrs: Optional[dict] = None, hide_weights: bool = True,
+                 dpi: int = 150) -> Any:
     """A ``graphviz.Digraph`` of ``symbol`` (or an Executor's optimised forward graph).
 
     With ``shape`` (``{'data': (1, 1, 28, 28)}``) edges carry the tensor shape without the
-    batch axis, as MXNet draws them. ``hide_weights`` leaves parameter variables out.
+    batch axis, as MXNet draws them (parameters show their whole shape). ``hide_weights``
+    leaves parameter variables out. Raster formats (PNG...) are drawn at ``dpi`` (not in
+    MXNet's signature; Graphviz's default of 96 is blurry for slides). A fused group is a
+    cluster titled by the user-level nodes and ops it holds (``relu1 (Activation) + ...``).
     """
     try:
         from graphviz import Digraph
@@ -83,14 +96,17 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
     style.update(node_attrs or {})
     dot = Digraph(name=title, format=save_format)
     dot.attr(rankdir="BT", label=title)
+    if save_format in RASTER_FORMATS:
+        dot.attr(dpi=str(dpi))
     dot.attr("edge", fontsize="9")
     ids = {n: f"n{i}" for i, n in enumerate(nodes)}
+    ops = provenance.op_table(nodes)
     ends: dict[Node, tuple[str, str]] = {}  # node -> (first id, last id) for clusters
     for node in nodes:
         if _is_hidden_param(node, hide_weights):
             continue
         if node.op == "_fused":
-            ends[node] = _fused_cluster(dot, node, ids[node], style)
+            ends[node] = _fused_cluster(dot, node, ids[node], style, ops)
             continue
         attrs = dict(style, fillcolor=_color(node))
         if node.is_variable:
@@ -107,17 +123,20 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
     return dot
 
 
-def _fused_cluster(dot: Any, node: Node, nid: str, style: dict) -> tuple[str, str]:
-    """Draw a fused node as a cluster of its member ops; return its first and last ids."""
-    members: Sequence[str] = tuple(node.attrs["members"]) or ("_fused",)
+def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
+                   ops: dict[str, str]) -> tuple[str, str]:
+    """Draw a fused node as a cluster of its member ops, titled by the user-level nodes it
+    holds; return its first and last ids."""
+    members = provenance.members(node) or (("_fused", node.name),)
     head = node.attrs["head"]
     with dot.subgraph(name=f"cluster_{nid}") as sub:
-        sub.attr(label=f"{node.name} (fused: {len(members)} ops)", style="rounded,filled",
-                 fillcolor=COLORS["fused"], fontsize="10")
+        sub.attr(label=f"{provenance.title(node, ops)}\n(fused: {len(members)} ops)",
+                 style="rounded,filled", fillcolor=COLORS["fused"], fontsize="10")
         ids = [f"{nid}_{i}" for i in range(len(members))]
-        for mid, op in zip(ids, members):
-            color = COLORS["gemm"] if head is not None and op == head[0] else COLORS["elementwise"]
-            sub.node(mid, op, **dict(style, fillcolor=color))
+        for i, (mid, (op, name)) in enumerate(zip(ids, members)):
+            color = COLORS["gemm"] if head is not None and i == 0 else COLORS["elementwise"]
+            label = op if name == "?" else f"{op}\n{name}"
+            sub.node(mid, label, **dict(style, fillcolor=color))
         for a, b in zip(ids, ids[1:]):
             sub.edge(a, b, style="dashed", arrowhead="none")
     return ids[0], ids[-1]
@@ -148,7 +167,8 @@ def print_summary(symbol: Any, shape: Optional[dict] = None, line_length: int = 
     """Print (and return) MXNet's layer table: layer, output shape, parameters, inputs."""
     if not shape:
         from .base import ShapeError
-        raise ShapeError("print_summary needs input shapes, e.g. shape={'data': (1, 784)}")
+        raise ShapeError("print_summary needs input shapes, e.g. shape={'data': (1, 784)} "
+                         "(on the command line: --shape data=1,784)")
     cols = [int(line_length * p) for p in positions]
 
     def fmt(fields: Sequence[Any]) -> str:

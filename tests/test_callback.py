@@ -75,3 +75,56 @@ def test_curve_without_matplotlib(tmp_path, monkeypatch, caplog):
                             logging) is False
     assert "matplotlib is not installed" in caplog.text
     assert not (tmp_path / "c.png").exists()
+
+
+def _read_events(folder):
+    """(tag, step, value) of every scalar in the TFRecord event files of ``folder``, parsed
+    with the protobuf classes only (no TensorBoard reader)."""
+    import struct
+    from pathlib import Path
+    event_pb2 = pytest.importorskip("tensorboardX.proto.event_pb2")
+    out = []
+    for path in sorted(Path(folder).glob("events.out.tfevents.*")):
+        data = path.read_bytes()
+        pos = 0
+        while pos < len(data):
+            (length,) = struct.unpack("<Q", data[pos:pos + 8])
+            event = event_pb2.Event.FromString(data[pos + 12:pos + 12 + length])
+            pos += 12 + length + 4
+            for v in event.summary.value:
+                out.append((v.tag, event.step, v.simple_value))
+    return out
+
+
+def test_log_metrics_callback_writes_tensorboard_scalars(tmp_path):
+    pytest.importorskip("tensorboardX")
+    rng = np.random.default_rng(0)
+    x, y = rng.random((24, 5)).astype(np.float32), rng.integers(0, 2, 24).astype(np.float32)
+    net = sg.sym.SoftmaxOutput(sg.sym.FullyConnected(sg.sym.var("data"), num_hidden=2,
+                                                     name="fc"), name="softmax")
+    mod = sg.mod.Module(net)
+    train_cb = sg.callback.LogMetricsCallback(str(tmp_path / "train"))
+    val_cb = sg.callback.LogMetricsCallback(str(tmp_path / "val"), prefix="val")
+    mod.fit(sg.io.NDArrayIter(x, y, 8), eval_data=sg.io.NDArrayIter(x, y, 8), num_epoch=2,
+            batch_end_callback=train_cb, eval_end_callback=val_cb, progress_bar=False)
+    train_cb.close()
+    val_cb.close()
+    train = _read_events(tmp_path / "train")
+    assert [(t, s) for t, s, _ in train] == [("accuracy", i) for i in range(6)]
+    val = _read_events(tmp_path / "val")
+    assert [(t, s) for t, s, _ in val] == [("val-accuracy", 0), ("val-accuracy", 1)]
+    accs = [dict(h)["val-accuracy"] for h in mod.history]
+    np.testing.assert_allclose([v for _, _, v in val], accs, rtol=1e-6)
+    assert "LogMetricsCallback(" in repr(train_cb)
+
+
+def test_log_metrics_callback_without_tensorboardx(monkeypatch, tmp_path):
+    real = builtins.__import__
+
+    def fake(name, *a, **k):
+        if name.startswith("tensorboardX"):
+            raise ImportError("no tensorboardX")
+        return real(name, *a, **k)
+    monkeypatch.setattr(builtins, "__import__", fake)
+    with pytest.raises(ImportError, match=r"symgraph\[tensorboard\]"):
+        sg.callback.LogMetricsCallback(str(tmp_path))

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from models.reorg_lenet import BWD_KERNEL, FWD_KERNEL
-from models.rtc_softmax_mlp import SOFTMAX_GRAD_KERNEL, SOFTMAX_KERNEL
+from symgraph.models.reorg_lenet import BWD_KERNEL, FWD_KERNEL
+from symgraph.models.rtc_softmax_mlp import SOFTMAX_GRAD_KERNEL, SOFTMAX_KERNEL
 from symgraph.rtc import CudaModule, Rtc, numbered, parse_signature, rtc_source
 
 SEED_KERNELS = [

@@ -15,6 +15,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .. import profiler
 from ..registry import RunCtx, get_op
 from ..schedule import Schedule
 
@@ -69,21 +70,29 @@ class NumpyProgram:
         return self._views()
 
     def run(self, env: list[Any], start: int, stop: int, ctx: RunCtx) -> None:
-        """Run steps ``start:stop``, reading and writing ``env``."""
+        """Run steps ``start:stop``, reading and writing ``env`` (each step timed on the host
+        while ``sg.profiler`` records)."""
+        if profiler.recording():
+            profiler.run_host_timed(self.schedule, start, stop, "cpu(0)",
+                                    lambda k: self._step(env, k, ctx))
+            return
+        for k in range(start, stop):
+            self._step(env, k, ctx)
+
+    def _step(self, env: list[Any], k: int, ctx: RunCtx) -> None:
+        compute, attrs, ins, outs = self._kernels[k]
+        results = compute(attrs, [self.read(env, i) for i in ins], ctx)
         dtypes = self.schedule.dtypes
         planned = self._freed is not None
-        for k in range(start, stop):
-            compute, attrs, ins, outs = self._kernels[k]
-            results = compute(attrs, [self.read(env, i) for i in ins], ctx)
-            for slot, value in zip(outs, results):
-                value = np.asarray(value)
-                if planned:
-                    np.copyto(env[slot], value, casting="unsafe")
-                else:
-                    env[slot] = value if value.dtype == dtypes[slot] else value.astype(dtypes[slot])
-            if self._freed is not None:
-                for slot in self._freed[k]:
-                    _poison(env[slot])
+        for slot, value in zip(outs, results):
+            value = np.asarray(value)
+            if planned:
+                np.copyto(env[slot], value, casting="unsafe")
+            else:
+                env[slot] = value if value.dtype == dtypes[slot] else value.astype(dtypes[slot])
+        if self._freed is not None:
+            for slot in self._freed[k]:
+                _poison(env[slot])
 
     def read(self, env: list[Any], slot: int) -> np.ndarray:
         """The value of ``slot``; a view slot reshapes the array that owns its bytes."""

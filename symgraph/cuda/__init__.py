@@ -15,6 +15,8 @@ never imports pycuda):
 * ``compiler`` - one ``nvcc --cubin`` call per module, cached on disk;
 * ``runtime``  - primary context, device arrays (``sg.nd`` on the GPU);
 * ``cublas``, ``graphs`` - ctypes bindings of cuBLAS and of the driver's stream capture;
+* ``libs``    - finds pycuda and the cuBLAS/cuDNN/NCCL libraries (``nvidia-*`` wheels first),
+  with errors that say what was looked for, where, and how to install it;
 * ``backend``  - ``compile(schedule, ctx)``: the program the executor runs;
 * ``update_kernel`` - the fused multi-tensor optimizer update printed from an optimizer's rule
   (pure Python); ``optimizer`` - its launch and the device-state updater ``Module`` uses;

@@ -17,8 +17,13 @@ from math import prod
 from typing import Any, Callable
 
 import numpy as np
-import pycuda.driver as drv
 
+from .libs import require_pycuda
+
+require_pycuda()  # a missing pycuda says how to install it, not just ModuleNotFoundError
+import pycuda.driver as drv  # noqa: E402
+
+from .. import profiler
 from .. import random as _random
 from ..base import ExecutionError
 from ..passes import FORWARD_PIPELINE  # noqa: F401 (read by the executor: all of it pays here)
@@ -110,6 +115,9 @@ class CudaProgram:
             key = tuple(env.ptrs)
             steps = self._closures(env, (start, stop, key))
             extra = [tail.closures(env.ptrs, self.stream)] if tail is not None else []
+            if profiler.recording():  # eagerly, one step at a time between CUDA events
+                self._run_profiled(steps, start, rc)
+                steps, start, stop = [], stop, stop
             parts = segments(self.has_host, start, stop)
             for i, (a, b, host) in enumerate(parts):
                 seg, gkey = steps[a - start:b - start], (a, b, key, rc.is_train)
@@ -122,6 +130,28 @@ class CudaProgram:
             for closures in extra:  # after a host step (or no steps): eagerly
                 for fn in closures:
                     fn(rc)
+
+    def _run_profiled(self, steps: list, start: int, rc: RunCtx) -> None:
+        """Run ``steps`` (from schedule step ``start``) eagerly, each between two CUDA events
+        and inside an NVTX range; record device times with ``sg.profiler``."""
+        names = profiler.step_names(self.schedule)
+        marks = []
+        host0 = profiler.now_us()
+        first = drv.Event()
+        first.record(self.stream)
+        for k, closures in enumerate(steps, start):
+            begin, end = drv.Event(), drv.Event()
+            with profiler.nvtx_range(names[k][0]):
+                begin.record(self.stream)
+                for fn in closures:
+                    fn(rc)
+                end.record(self.stream)
+            marks.append((k, begin, end))
+        if marks:
+            marks[-1][2].synchronize()
+        for k, begin, end in marks:
+            profiler.add_step(self.schedule, k, host0 + first.time_till(begin) * 1000.0,
+                              begin.time_till(end) * 1000.0, f"gpu({self.device_id})")
 
     def store(self, env: CudaEnv, slot: int, target: Any, accumulate: bool) -> None:
         """Write slot ``slot`` into device NDArray ``target`` (``+=`` when ``accumulate``)."""

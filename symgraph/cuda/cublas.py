@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from ..base import ExecutionError
+from . import libs
 
 CUBLAS_OP_N, CUBLAS_OP_T = 0, 1
 CUBLAS_DEFAULT_MATH, CUBLAS_TF32_TENSOR_OP_MATH = 0, 3
@@ -24,16 +25,7 @@ _HANDLES: dict[int, tuple[ctypes.c_void_p, Any]] = {}
 def _load() -> Any:
     global _LIB
     if _LIB is None:
-        names = ["libcublas.so", "libcublas.so.13", "libcublas.so.12",
-                 "/usr/local/cuda/lib64/libcublas.so"]
-        for name in names:
-            try:
-                _LIB = ctypes.CDLL(name)
-                break
-            except OSError:
-                continue
-        else:
-            raise ExecutionError(f"cuBLAS not found (tried {names})")
+        _LIB = libs.load("cublas")  # nvidia-cublas wheel first, then the system
         vp, i, ll = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
         fp = ctypes.POINTER(ctypes.c_float)
         _LIB.cublasSgemm_v2.argtypes = [vp, i, i, i, i, i, fp, vp, i, vp, i, fp, vp, i]

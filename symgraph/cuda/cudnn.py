@@ -14,6 +14,7 @@ import sys
 from typing import Any, Optional
 
 from ..base import ExecutionError
+from . import libs
 
 CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_CROSS_CORRELATION = 0, 0, 1
 CUDNN_DEFAULT_MATH, CUDNN_FMA_MATH = 0, 3
@@ -36,17 +37,12 @@ def _load() -> Optional[Any]:
     global _LIB, _TRIED
     if not _TRIED:
         _TRIED = True
-        for name in ("libcudnn.so.9", "libcudnn.so"):
-            try:
-                lib = ctypes.CDLL(name)
-                lib.cudnnConvolutionForward  # noqa: B018 (the legacy API must be there)
-                _LIB = lib
-                break
-            except (OSError, AttributeError):
-                continue
+        lib = libs.load("cudnn", required=False)  # nvidia-cudnn wheel first
+        if lib is not None and hasattr(lib, "cudnnConvolutionForward"):  # legacy API needed
+            _LIB = lib
         if _LIB is None:
-            print("symgraph: cuDNN not loadable; convolutions use im2col + cuBLAS",
-                  file=sys.stderr)
+            print(f"symgraph: {libs.missing_message('cudnn')}; convolutions use im2col + "
+                  "cuBLAS", file=sys.stderr)
     return _LIB
 
 

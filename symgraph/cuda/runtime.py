@@ -11,8 +11,12 @@ import contextlib
 from typing import Any, Iterator
 
 import numpy as np
-import pycuda.driver as drv
-from pycuda import gpuarray
+
+from .libs import require_pycuda
+
+require_pycuda()  # a missing pycuda says how to install it, not just ModuleNotFoundError
+import pycuda.driver as drv  # noqa: E402
+from pycuda import gpuarray  # noqa: E402
 
 from ..base import BindError, ExecutionError
 

@@ -1,24 +1,25 @@
 """``sg.datasets.mnist``: read MNIST IDX files (gzip or raw) and, opt-in, download them.
 
 Files are looked up in a folder given by argument or by the ``SYMGRAPH_DATA`` environment
-variable, under their usual names (``train-images-idx3-ubyte[.gz]``...). A download writes to a
-temporary file in the target folder, checks the SHA-256 of the *decompressed* IDX content (the
-content is canonical; gzip bytes differ between mirrors), and only then renames it into place,
-so an interrupted or corrupt download never leaves a file behind.
+variable, under their usual names (``train-images-idx3-ubyte[.gz]``...). A download is checked in
+memory (the SHA-256 of the *decompressed* IDX content: the content is canonical, gzip bytes
+differ between mirrors) and only then written, through ``fileio.write_bytes`` (temporary file,
+rename), so an interrupted or corrupt download never leaves a file behind.
 """
 from __future__ import annotations
 
 import gzip
 import hashlib
 import os
-import tempfile
 import urllib.request
+import zlib
 from pathlib import Path
 from typing import Callable, Optional, Union
 
 import numpy as np
 
 from ..base import DataError
+from ..fileio import write_bytes
 
 
 FILES = {
@@ -60,13 +61,22 @@ def _find(folder: Path, stem: str) -> Path:
                     f"sg.datasets.mnist.download({str(folder)!r}) or set SYMGRAPH_DATA")
 
 
+GZIP_EXPANSION = 100
+"""MNIST's gzip files expand about 5x; more than this is a gzip bomb, not an IDX file."""
+
+
 def _read_bytes(path: Path) -> bytes:
     try:
         if path.suffix == ".gz":
+            limit = max(path.stat().st_size * GZIP_EXPANSION, 1 << 20)
             with gzip.open(path, "rb") as f:
-                return f.read()
+                raw = f.read(limit + 1)
+            if len(raw) > limit:
+                raise DataError(f"{path}: expands past {limit} bytes ({GZIP_EXPANSION}x the "
+                                f"file), refused as a gzip bomb")
+            return raw
         return path.read_bytes()
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         raise DataError(f"{path}: cannot read ({exc})") from None
 
 
@@ -115,28 +125,24 @@ def load_data(path: Optional[PathLike] = None) -> dict[str, np.ndarray]:
     return out
 
 
+MAX_DOWNLOAD = 64 << 20
+"""The largest MNIST file is 9.9 MB gzipped; a response beyond this is not MNIST."""
+
+
 def _fetch_one(url: str, target: Path, sha256: str,
                opener: Callable[[str], object]) -> None:
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".mnist-", suffix=".part")
+    with opener(url) as response:  # type: ignore[attr-defined]
+        data = response.read(MAX_DOWNLOAD + 1)
+    if len(data) > MAX_DOWNLOAD:
+        raise DataError(f"{url}: more than {MAX_DOWNLOAD} bytes, not an MNIST file")
     try:
-        with os.fdopen(fd, "wb") as out, opener(url) as response:  # type: ignore[attr-defined]
-            while True:
-                chunk = response.read(1 << 20)
-                if not chunk:
-                    break
-                out.write(chunk)
-        try:
-            content = gzip.open(tmp, "rb").read()
-        except (OSError, EOFError) as exc:
-            raise DataError(f"{url}: downloaded file is not valid gzip ({exc})") from None
-        digest = hashlib.sha256(content).hexdigest()
-        if digest != sha256:
-            raise DataError(f"{url}: SHA-256 of the content is {digest}, expected {sha256}")
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        content = gzip.decompress(data)
+    except (OSError, EOFError) as exc:
+        raise DataError(f"{url}: downloaded file is not valid gzip ({exc})") from None
+    digest = hashlib.sha256(content).hexdigest()
+    if digest != sha256:
+        raise DataError(f"{url}: SHA-256 of the content is {digest}, expected {sha256}")
+    write_bytes(target, data)
 
 
 def download(path: Optional[PathLike] = None, base_url: str = DEFAULT_URL,

@@ -5,6 +5,8 @@ Attributes (all hashable, set by ``passes/fuse_elementwise.py``, read by the bac
 * ``exprs``: one scalar :class:`~symgraph.expr.Expr` per output, over the fused inputs;
 * ``shapes``: each output's shape (fusion runs after shape inference);
 * ``members``: the op names of the group, in order, for kernel names and ``debug_str``;
+* ``nodes``: the names of the graph nodes the group replaced, in the same order (what
+  ``sg.profiler`` and ``viz --compiled`` show; empty for hand-made nodes);
 * ``head``: ``None``, or ``(op, attrs, n)`` for a GEMM-like epilogue producer: the first ``n``
   node inputs feed op ``op`` (FullyConnected, Convolution...) and its output is expression input
   0; the remaining node inputs are expression inputs 1, 2, ... Without a head, node input ``i`` is
@@ -38,7 +40,7 @@ def _fused_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 register(OpDef(
     "_fused",
-    {"exprs": Param("any"), "shapes": Param("any"), "members": Param("any", ()),
+    {"exprs": Param("any"), "shapes": Param("any"), "members": Param("any", ()), "nodes": Param("any", ()),
      "head": Param("any", None), "num_inputs": Param("int"), "name": Param("str", "fused")},
     _fused_inputs,
     lambda a, ins, outs: (ins, [tuple(s) for s in a["shapes"]]),
@@ -46,5 +48,8 @@ register(OpDef(
     outputs=lambda a: tuple(f"output{i}" for i in range(len(a["exprs"]))),
     # Inputs read elementwise (may be overwritten in place); a head's GEMM writes the output
     # before the epilogue reads its operands, so a headed group has none.
-    extra={"elementwise_inputs": lambda a: () if a["head"] else range(a["num_inputs"])},
+    extra={"elementwise_inputs": lambda a: () if a["head"] else range(a["num_inputs"]),
+           # (op, node name) of each member, read by symgraph/provenance.py
+           "members": lambda a: tuple(zip(a["members"],
+                                          a["nodes"] or ("?",) * len(a["members"])))},
     doc="A fused elementwise group (optionally with a GEMM-like head); see module docstring."))

@@ -215,6 +215,7 @@ def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
         "exprs": tuple(expr_of[Entry(m)] for m in outs),
         "shapes": tuple(g.sc.shape(Entry(m)) for m in outs),
         "members": tuple(ops),
+        "nodes": tuple(m.name for m in members),  # for profiles and pictures of the schedule
         "head": (head.op, head.attrs, len(head.inputs)) if head else None,
         "num_inputs": len(node_inputs), "name": kname})
     fused = Node("_fused", f"{kname}:{body[-1].name}", attrs, tuple(node_inputs))

@@ -51,9 +51,10 @@ class _Known:
     """Shapes found so far: fully known ones, and partial ones (0 = unknown dimension) that
     only rules declaring ``OpDef.partial_shapes`` read."""
 
-    def __init__(self) -> None:
-        self.full: dict[Entry, Shape] = {}
+    def __init__(self, full: Optional[dict] = None, exact: bool = False) -> None:
+        self.full: dict[Entry, Shape] = {} if full is None else full
         self.partial: dict[Entry, Shape] = {}
+        self.exact = exact  # shapes of actual arrays: a 0 is an empty axis, not an unknown one
 
     def get(self, e: Entry, partial: bool) -> Optional[Shape]:
         got = self.full.get(e)
@@ -63,7 +64,12 @@ class _Known:
         """Record ``new``; returns the conflicting known shape, or None. Sets ``changed``."""
         old = self.full.get(e)
         if old is not None:
-            return None if merge_dims(old, new) == old else old
+            same = old == new if self.exact else merge_dims(old, new) == old
+            return None if same else old
+        if self.exact:
+            self.full[e] = new
+            self.changed = True
+            return None
         old = self.partial.get(e)
         merged = new if old is None else merge_dims(old, new)
         if merged is None:
@@ -80,7 +86,15 @@ class _Known:
     changed = False
 
 
-def _apply_rule(node: Node, known: _Known) -> None:
+def _apply_rule(node: Node, shapes: dict[Entry, Shape]) -> bool:
+    """Run ``node``'s rule on exactly known ``shapes`` (updated in place); True if it found
+    any new shape (the imperative front end infers one call at a time with it)."""
+    known = _Known(shapes, exact=True)
+    _apply(node, known)
+    return known.changed
+
+
+def _apply(node: Node, known: _Known) -> None:
     opdef = get_op(node.op)
     partial = opdef.partial_shapes
     ins = [known.get(e, partial) for e in node.inputs]
@@ -135,9 +149,9 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
     for _ in range(len(ops) + 2):
         known.changed = False
         for node in ops:
-            _apply_rule(node, known)
+            _apply(node, known)
         for node in reversed(ops):
-            _apply_rule(node, known)
+            _apply(node, known)
         if not known.changed:
             break
     return known.full, known.partial

@@ -26,7 +26,7 @@ def mlp_inputs(rng: np.random.Generator, batch: int = 16) -> dict[str, np.ndarra
 
 
 def seed_cnn() -> Any:
-    from models.simple_cnn import build
+    from symgraph.models.simple_cnn import build
     return build()
 
 

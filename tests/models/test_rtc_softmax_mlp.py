@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from models import rtc_softmax_mlp
-from models.rtc_softmax_mlp import NDArraySoftmax, mlp
-from models.runner import parser, train
+from symgraph.models import rtc_softmax_mlp
+from symgraph.models.rtc_softmax_mlp import NDArraySoftmax, mlp
+from symgraph.models.runner import parser, train
 from symgraph.test_utils import assert_almost_equal
 
 

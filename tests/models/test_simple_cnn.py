@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from models.simple_cnn import build
+from symgraph.models.simple_cnn import build
 from symgraph.test_utils import assert_almost_equal
 
 EXPECTED = {"conv1_weight": (32, 1, 3, 3), "conv1_bias": (32,), "conv2_weight": (64, 32, 3, 3),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from models.aot_custom_add import build_library, correct_bprop, run
+from symgraph.models.aot_custom_add import build_library, correct_bprop, run
 from symgraph.test_utils import assert_almost_equal, check_numeric_gradient
 
 FAIL_SRC = r"""

@@ -41,7 +41,7 @@ def _fused_ops(sym, **shapes) -> list:
 
 
 def test_seed_cnn_first_layer_fuses_and_trains_the_same() -> None:
-    from models.simple_cnn import build
+    from symgraph.models.simple_cnn import build
     sym = build()
     ops = _fused_ops(sym, data=(4, 1, 28, 28))
     assert ops.count("_conv_act_pool") == 1  # conv1 (1 channel); conv2 (32 channels) stays

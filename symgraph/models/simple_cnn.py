@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import symgraph as sg
-from models.blocks import conv_act_pool, dense_head
+from symgraph.models.blocks import conv_act_pool, dense_head
 
 RECIPE = {"batch_size": 64, "optimizer": "sgd", "learning_rate": 0.01, "momentum": 0.9}
 
@@ -18,5 +18,5 @@ def build() -> sg.sym.Symbol:
 
 
 if __name__ == "__main__":
-    from models.runner import main
+    from symgraph.models.runner import main
     sys.exit(main("simple_cnn", sys.argv[1:]))

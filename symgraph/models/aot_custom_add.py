@@ -1,6 +1,6 @@
 """The seed's MindSpore AOT example on symgraph: ``custom_add`` with a Python ``bprop``.
 
-``python -m models.aot_custom_add --ctx cpu|gpu`` builds the library (gcc for the CPU twin
+``python -m symgraph.models.aot_custom_add --ctx cpu|gpu`` builds the library (gcc for the CPU twin
 ``custom_add.c``, nvcc for the seed's ``custom_add.cu``), prints the sum ``[4. 4. 4.]`` and the
 gradient with respect to the first input ``[3. 2. 1.]``. As in the seed, ``bprop`` returns
 ``(y,)``: that is what the seed prints, not the true derivative of ``x + y`` (which is ``dout``);

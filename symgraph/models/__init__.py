@@ -1,7 +1,7 @@
-"""Example networks, each runnable as ``python -m models.<name> --ctx cpu --epochs 1``.
+"""Example networks, each runnable as ``python -m symgraph.models.<name> --ctx cpu --epochs 1``.
 
 Every model module defines ``build() -> Symbol`` and ``RECIPE`` (training hyper-parameters);
-:mod:`models.runner` trains any of them on MNIST. ``MODELS`` maps CLI names to modules.
+:mod:`symgraph.models.runner` trains any of them on MNIST. ``MODELS`` maps CLI names to modules.
 """
 from __future__ import annotations
 

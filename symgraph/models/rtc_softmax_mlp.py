@@ -2,7 +2,7 @@
 ``NDArrayOp``, on an MLP: the GPU runs the seed's two ``mx.rtc`` kernels unchanged through
 ``sg.rtc.Rtc``; the CPU computes the same op with numpy.
 
-``python -m models.rtc_softmax_mlp --ctx cpu|gpu --epochs N --data-dir D``.
+``python -m symgraph.models.rtc_softmax_mlp --ctx cpu|gpu --epochs N --data-dir D``.
 The forward kernel uses one thread per sample in a single block, so the batch must be at most
 1024 (the seed uses 100).
 """
@@ -102,5 +102,5 @@ RECIPE = {"batch_size": 100, "optimizer": "sgd", "learning_rate": 0.1, "momentum
 build = mlp
 
 if __name__ == "__main__":
-    from models.runner import main
+    from symgraph.models.runner import main
     sys.exit(main("rtc_softmax_mlp", sys.argv[1:]))

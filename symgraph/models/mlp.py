@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 
 import symgraph as sg
-from models.blocks import dense_head
+from symgraph.models.blocks import dense_head
 
 RECIPE = {"batch_size": 64, "optimizer": "sgd", "learning_rate": 0.05, "momentum": 0.9,
           "flat": True}
@@ -15,5 +15,5 @@ def build() -> sg.sym.Symbol:
 
 
 if __name__ == "__main__":
-    from models.runner import main
+    from symgraph.models.runner import main
     sys.exit(main("mlp", sys.argv[1:]))

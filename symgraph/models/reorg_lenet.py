@@ -1,7 +1,8 @@
 """The seed's LeNet with a YOLO-v2 "reorg" layer written as an ``NDArrayOp``.
 
 conv5x5x20-tanh-reorg-conv5x5x20-tanh-conv5x5x50-tanh-flatten-fc500-tanh-fc10, SoftmaxOutput,
-SGD lr 0.1, batch 100. ``python -m models.reorg_lenet --ctx cpu|gpu --epochs N --data-dir D``.
+SGD lr 0.1, batch 100.
+``python -m symgraph.models.reorg_lenet --ctx cpu|gpu --epochs N --data-dir D``.
 
 The reorg layer is space-to-depth with stride s (the seed uses 2):
 ``y[n, s*s*c + s*dy + dx, i, j] = x[n, c, s*i + dy, s*j + dx]``. On the GPU it runs the seed's
@@ -137,5 +138,5 @@ RECIPE = {"batch_size": 100, "optimizer": "sgd", "learning_rate": 0.1, "momentum
 build = reorg_lenet
 
 if __name__ == "__main__":
-    from models.runner import main
+    from symgraph.models.runner import main
     sys.exit(main("reorg_lenet", sys.argv[1:]))

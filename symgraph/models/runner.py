@@ -1,4 +1,5 @@
-"""One MNIST runner shared by every model: ``python -m models.<name>`` and ``symgraph train``.
+"""One MNIST runner shared by every model: ``python -m symgraph.models.<name>`` and
+``symgraph train``.
 
 Loads MNIST (``--data-dir`` or ``SYMGRAPH_DATA``), trains with ``Module.fit`` using the model's
 recipe (command-line flags override it), prints progress, the test accuracy and the epoch time,
@@ -16,6 +17,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 import symgraph as sg
+from symgraph.cli import Parser, positive_float, positive_int
 
 DEFAULTS = {"batch_size": 64, "optimizer": "sgd", "learning_rate": 0.01, "momentum": 0.9,
             "wd": 0.0, "initializer": "pytorch", "flat": False}
@@ -29,28 +31,60 @@ def make_initializer(name: str) -> sg.init.Initializer:
     return sg.init.create(name)
 
 
-def parser(model: str, recipe: dict) -> argparse.ArgumentParser:
-    r = {**DEFAULTS, **recipe}
-    p = argparse.ArgumentParser(prog=f"python -m models.{model}",
-                                description=f"Train {model} on MNIST with symgraph.")
-    p.add_argument("--ctx", choices=("cpu", "gpu"), default="cpu")
-    p.add_argument("--epochs", type=int, default=1)
+# option -> (recipe key, type, help); defaults come from the model's RECIPE over DEFAULTS
+RECIPE_OPTIONS = {
+    "--batch-size": ("batch_size", positive_int, "samples per batch"),
+    "--optimizer": ("optimizer", str, "optimizer name (sg.optimizer.create)"),
+    "--lr": ("learning_rate", positive_float, "learning rate"),
+    "--momentum": ("momentum", float, "SGD momentum"),
+    "--wd": ("wd", float, "weight decay"),
+    "--init": ("initializer", str, "'pytorch' or an sg.init name"),
+}
+
+
+def add_train_options(p: argparse.ArgumentParser, recipe: Optional[dict]) -> None:
+    """The training flags; with ``recipe`` None the recipe-driven ones default to None (filled
+    per model by :func:`fill_recipe`, as ``symgraph train MODEL`` knows the model only later)."""
+    r = {**DEFAULTS, **recipe} if recipe is not None else None
+    p.add_argument("--epochs", type=positive_int, default=1, help="default: 1")
     p.add_argument("--data-dir", default=None, help="MNIST folder (default: $SYMGRAPH_DATA)")
-    p.add_argument("--batch-size", type=int, default=r["batch_size"])
-    p.add_argument("--optimizer", default=r["optimizer"])
-    p.add_argument("--lr", type=float, default=r["learning_rate"])
-    p.add_argument("--momentum", type=float, default=r["momentum"])
-    p.add_argument("--wd", type=float, default=r["wd"])
-    p.add_argument("--init", default=r["initializer"])
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--num-train", type=int, default=None, help="use the first N training images")
+    p.add_argument("--download", action="store_true",
+                   help="fetch the MNIST files missing from the data folder first")
+    for flag, (key, kind, text) in RECIPE_OPTIONS.items():
+        p.add_argument(flag, type=kind, default=r[key] if r else None,
+                       help=f"{text} (default: {r[key] if r else 'the model recipe'})")
+    p.add_argument("--seed", type=int, default=0, help="default: 0")
+    p.add_argument("--num-train", type=positive_int, default=None,
+                   help="use the first N training images")
+    p.add_argument("--num-test", type=positive_int, default=None,
+                   help="use the first N test images")
     p.add_argument("--prefix", default=None, help="checkpoint prefix (saved after each epoch)")
     p.add_argument("--curve", action="store_true", help="write PREFIX-curve.png (matplotlib)")
-    p.add_argument("--log-every", type=int, default=100, help="Speedometer period in batches")
+    p.add_argument("--log-every", type=positive_int, default=100,
+                   help="Speedometer period in batches (default: 100)")
+
+
+def fill_recipe(args: argparse.Namespace, recipe: dict) -> argparse.Namespace:
+    """Recipe values for the flags left at None."""
+    r = {**DEFAULTS, **recipe}
+    for flag, (key, _, _) in RECIPE_OPTIONS.items():
+        dest = flag.lstrip("-").replace("-", "_")
+        if getattr(args, dest) is None:
+            setattr(args, dest, r[key])
+    return args
+
+
+def parser(model: str, recipe: dict) -> argparse.ArgumentParser:
+    """The parser of ``python -m symgraph.models.<model>``."""
+    p = Parser(prog=f"python -m symgraph.models.{model}",
+               description=f"Train {model} on MNIST with symgraph.")
+    p.add_argument("--ctx", choices=("cpu", "gpu"), default="cpu")
+    add_train_options(p, recipe)
     return p
 
 
-def load_mnist(data_dir: Optional[str], flat: bool, num_train: Optional[int]) -> dict:
+def load_mnist(data_dir: Optional[str], flat: bool, num_train: Optional[int],
+               num_test: Optional[int] = None) -> dict:
     d = sg.datasets.mnist.load_data(data_dir)
     if flat:
         d["train_data"] = d["train_data"].reshape(-1, 784)
@@ -58,6 +92,9 @@ def load_mnist(data_dir: Optional[str], flat: bool, num_train: Optional[int]) ->
     if num_train:
         d["train_data"] = d["train_data"][:num_train]
         d["train_label"] = d["train_label"][:num_train]
+    if num_test:
+        d["test_data"] = d["test_data"][:num_test]
+        d["test_label"] = d["test_label"][:num_test]
     return d
 
 
@@ -65,7 +102,12 @@ def train(model: str, args: argparse.Namespace, recipe: dict, symbol: Any) -> di
     """Train ``symbol`` and return ``{'accuracy', 'epoch_time', 'module'}``."""
     sg.random.seed(args.seed)
     flat = {**DEFAULTS, **recipe}["flat"]
-    mnist = load_mnist(args.data_dir, flat, args.num_train)
+    try:
+        mnist = load_mnist(args.data_dir, flat, args.num_train, args.num_test)
+    except sg.DataError as exc:
+        if getattr(args, "download", None) is None:
+            raise
+        raise sg.DataError(f"{exc}, or pass --download") from None
     train_iter = sg.io.NDArrayIter(mnist["train_data"], mnist["train_label"], args.batch_size,
                                    shuffle=True)
     test_iter = sg.io.NDArrayIter(mnist["test_data"], mnist["test_label"], args.batch_size)
@@ -82,27 +124,50 @@ def train(model: str, args: argparse.Namespace, recipe: dict, symbol: Any) -> di
             num_epoch=args.epochs, batch_end_callback=callbacks, epoch_end_callback=epoch_cb,
             curve_file=f"{args.prefix}-curve.png" if args.prefix and args.curve else None)
     total = time.time() - tic
-    acc = dict(mod.score(test_iter, "acc"))["accuracy"]
+    acc = mod.history[-1]["val-accuracy"]  # fit scored the test set after the last epoch
     epoch_time = float(np.median([h["time"] for h in mod.history]))
     print(f"{model}: test accuracy {acc * 100:.2f}% after {args.epochs} epoch(s); "
           f"epoch time {epoch_time:.1f} s (median), total {total:.1f} s on {ctx}")
     return {"accuracy": acc, "epoch_time": epoch_time, "module": mod}
 
 
-def main(model: str, argv: Optional[Sequence[str]] = None) -> int:
-    """Entry point of ``python -m models.<model>`` and ``symgraph train <model>``."""
-    mod = importlib.import_module(f"models.{model}")
-    args = parser(model, mod.RECIPE).parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout, force=True)
+def fetch_mnist(data_dir: Optional[str]) -> None:
+    """``--download``: fetch the missing MNIST files, or raise DataError saying why not."""
+    mnist = sg.datasets.mnist
+    folder = mnist.data_dir(data_dir)
     try:
-        train(model, args, mod.RECIPE, mod.build())
+        mnist.download(folder)
+    except OSError as exc:  # no network, proxy, disk full...
+        reason = getattr(exc, "reason", None) or exc
+        raise sg.DataError(f"--download: could not fetch MNIST from {mnist.DEFAULT_URL} into "
+                           f"{folder}: {reason}") from None
+    print(f"MNIST is in {folder}")
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """``symgraph train MODEL ...`` after parsing (errors propagate to the CLI's handler)."""
+    mod = importlib.import_module(f"symgraph.models.{args.model}")
+    fill_recipe(args, mod.RECIPE)
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout, force=True)
+    if args.download:
+        fetch_mnist(args.data_dir)
+    train(args.model, args, mod.RECIPE, mod.build())
+    return 0
+
+
+def main(model: str, argv: Optional[Sequence[str]] = None) -> int:
+    """Entry point of ``python -m symgraph.models.<model>``."""
+    mod = importlib.import_module(f"symgraph.models.{model}")
+    args = parser(model, mod.RECIPE).parse_args(argv)
+    args.model = model
+    try:
+        return run_cli(args)
     except sg.SymgraphError as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     except ImportError as exc:  # --ctx gpu without the CUDA backend or pycuda
         print(f"error: context {args.ctx} is not available: {exc}", file=sys.stderr)
         return 2
-    return 0
 
 
 def time_steps(symbol: Any, ctx: Any, data_shape: tuple, steps: int, warmup: int = 2) -> list:
@@ -126,14 +191,10 @@ def time_steps(symbol: Any, ctx: Any, data_shape: tuple, steps: int, warmup: int
     return times
 
 
-def bench_main(model: str, argv: Optional[Sequence[str]] = None) -> int:
+def bench(args: argparse.Namespace) -> int:
     """``symgraph bench MODEL``: median training-step time and samples/s."""
-    p = argparse.ArgumentParser(prog=f"symgraph bench {model}")
-    p.add_argument("--ctx", choices=("cpu", "gpu"), default="cpu")
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--steps", type=int, default=20)
-    args = p.parse_args(argv)
-    mod = importlib.import_module(f"models.{model}")
+    model = args.model
+    mod = importlib.import_module(f"symgraph.models.{model}")
     flat = {**DEFAULTS, **mod.RECIPE}["flat"]
     shape = (args.batch_size, 784) if flat else (args.batch_size, 1, 28, 28)
     ctx = sg.gpu() if args.ctx == "gpu" else sg.cpu()

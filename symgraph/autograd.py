@@ -1,0 +1,127 @@
+"""``sg.autograd``: MXNet's recording scopes and reverse-mode differentiation of ``sg.nd`` code.
+
+Under :func:`record`, op calls on NDArrays are recorded (they are recorded lazily anyway; the
+scope marks them differentiable and sets the training mode). :func:`backward` compiles forward,
+loss and backward of the recorded graph as one program through the Executor and writes the
+gradients into the ``.grad`` of the arrays given :meth:`~symgraph.ndarray.NDArray.attach_grad`.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Any, Iterator, Optional, Sequence, Union
+
+from .autograd_function import Function
+from .base import ExecutionError
+from .imperative import STATE, attach_grad
+from .ndarray import NDArray
+
+__all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
+           "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
+           "get_symbol"]
+
+Arrays = Union[NDArray, Sequence[NDArray]]
+
+
+def _as_list(x: Any) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+@contextlib.contextmanager
+def _scope(recording: Optional[bool], training: Optional[bool]) -> Iterator[None]:
+    saved = STATE.recording, STATE.training
+    if recording is not None:
+        STATE.recording = recording
+    if training is not None:
+        STATE.training = training
+    try:
+        yield
+    finally:
+        STATE.recording, STATE.training = saved
+
+
+def record(train_mode: bool = True) -> contextlib.AbstractContextManager:
+    """Record op calls for :func:`backward`; train-dependent ops run in training mode unless
+    ``train_mode=False``."""
+    return _scope(True, train_mode)
+
+
+def pause(train_mode: bool = False) -> contextlib.AbstractContextManager:
+    """Stop recording inside a :func:`record` scope (ops run in inference mode by default)."""
+    return _scope(False, train_mode)
+
+
+def train_mode() -> contextlib.AbstractContextManager:
+    """Run train-dependent ops in training mode, without changing recording."""
+    return _scope(None, True)
+
+
+def predict_mode() -> contextlib.AbstractContextManager:
+    """Run train-dependent ops in inference mode, without changing recording."""
+    return _scope(None, False)
+
+
+def is_recording() -> bool:
+    return STATE.recording
+
+
+def is_training() -> bool:
+    return STATE.training
+
+
+def set_recording(is_recording: bool) -> bool:  # noqa: A002 (MXNet's name)
+    """Set the recording switch; returns the previous value."""
+    prev, STATE.recording = STATE.recording, bool(is_recording)
+    return prev
+
+
+def set_training(train_mode: bool) -> bool:  # noqa: A002
+    """Set the training switch; returns the previous value."""
+    prev, STATE.training = STATE.training, bool(train_mode)
+    return prev
+
+
+def mark_variables(variables: Arrays, gradients: Arrays,
+                   grad_reqs: Union[str, Sequence[str]] = "write") -> None:
+    """Make ``variables`` differentiable, with ``gradients`` as their gradient buffers."""
+    vs, gs = _as_list(variables), _as_list(gradients)
+    reqs = [grad_reqs] * len(vs) if isinstance(grad_reqs, str) else list(grad_reqs)
+    if not len(vs) == len(gs) == len(reqs):
+        raise ExecutionError(f"mark_variables: {len(vs)} variables, {len(gs)} gradients, "
+                             f"{len(reqs)} grad_reqs")
+    for v, g, r in zip(vs, gs, reqs):
+        attach_grad(v, r, g)
+
+
+def backward(heads: Arrays, head_grads: Optional[Arrays] = None, retain_graph: bool = False,
+             train_mode: bool = True) -> None:
+    """Gradients of ``heads`` (weighted by ``head_grads``, ones by default) into ``.grad``."""
+    from .imperative_compile import backward as run_backward
+    hs = _as_list(heads)
+    hg = None if head_grads is None else _as_list(head_grads)
+    if hg is not None and len(hg) != len(hs):
+        raise ExecutionError(f"backward: {len(hg)} head_grads for {len(hs)} heads")
+    run_backward(hs, hg, retain_graph, train_mode)
+
+
+def grad(heads: Arrays, variables: Arrays, head_grads: Optional[Arrays] = None,
+         retain_graph: Optional[bool] = None, create_graph: bool = False,
+         train_mode: bool = True) -> Union[NDArray, list[NDArray]]:
+    """Gradients of ``heads`` with respect to ``variables``, returned as new arrays (``.grad``
+    is left alone). ``create_graph=True`` records them, so they can be differentiated again."""
+    hs, vs = _as_list(heads), _as_list(variables)
+    hg = None if head_grads is None else _as_list(head_grads)
+    if retain_graph is None:
+        retain_graph = create_graph
+    if create_graph:
+        from .imperative_grad import grad_graph
+        out = grad_graph(hs, vs, hg)
+    else:
+        from .imperative_compile import backward as run_backward
+        out = run_backward(hs, hg, retain_graph, train_mode, variables=vs)
+    return out if isinstance(variables, (list, tuple)) else out[0]
+
+
+def get_symbol(x: NDArray) -> Any:
+    """The recorded computation of ``x`` as a Symbol (variables ``var0``, ``var1``...)."""
+    from .imperative_compile import recorded_symbol
+    return recorded_symbol(x)

@@ -1,0 +1,331 @@
+"""Imperative ``sg.nd`` op calls, recorded lazily as nodes of the one graph IR.
+
+An op call on NDArrays checks its attributes, shape and dtype rules right away (so errors name
+the call), creates a :class:`~symgraph.graph.Node` whose inputs are the entries of pending inputs
+or variables standing for materialised ones, and returns *pending* NDArrays. Nothing runs until
+a value is needed: :mod:`symgraph.imperative_compile` then compiles the subgraph through the
+Executor (passes, fusion, memory plan, backend), caches the program by the graph's structure, and
+materialises every live pending array of it at once. The same nodes, when recorded under
+``autograd.record()``, are what ``backward()`` differentiates. Semantics: docs/imperative.md.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from . import registry
+from .attrs import Attrs, parse_attrs
+from .base import AttrError, BindError, ShapeError, where
+from .context import Context, current_context
+from .graph import Entry, Node, variable
+from .ndarray import NDArray
+from .passes.infer_shape import _apply_rule
+from .passes.infer_type import _apply as _apply_type
+
+
+class _State:
+    """autograd's switches (``record`` / ``pause`` / ``train_mode``)."""
+
+    recording = False
+    training = False
+    running = 0  # > 0 while a compiled program runs (custom ops write their outputs then)
+
+
+STATE = _State()
+STATS = {"compiles": 0, "runs": 0}
+
+# Pending op nodes -> weak references to their visible output arrays.
+PENDING: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
+# Computed values: variable node -> [array]; op node -> [array or None per visible output].
+VALUE: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
+GRAD_LEAF: "weakref.WeakKeyDictionary[Node, Any]" = weakref.WeakKeyDictionary()
+FREED: "weakref.WeakSet[Node]" = weakref.WeakSet()  # heads whose graph backward released
+# Gradient nodes made by autograd.grad(create_graph=True): (recorded, training) by node.
+LATE: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
+
+# How a node was made is told by WHICH of these objects its ``extra`` is (an identity test on
+# the per-step path, no lookup); compiled copies drop them (imperative_compile._canonical).
+PLAIN = Attrs()
+MODE = {(False, False): PLAIN, (True, False): Attrs({"__recorded__": "1"}),
+        (False, True): Attrs({"__train__": "1"}),
+        (True, True): Attrs({"__recorded__": "1", "__train__": "1"})}
+_REC, _TRN, _REC_TRN = MODE[True, False], MODE[False, True], MODE[True, True]
+GRAD_VAR = Attrs({"__grad_var__": "1"})  # extra of the variables of attach_grad arrays
+
+
+def is_recorded(node: Node) -> bool:
+    x = node.extra
+    if x is _REC or x is _REC_TRN:
+        return True
+    if x is PLAIN or x is _TRN:
+        return False
+    return LATE.get(node, (False, False))[0]
+
+
+def is_training(node: Node) -> bool:
+    x = node.extra
+    if x is _TRN or x is _REC_TRN:
+        return True
+    if x is PLAIN or x is _REC:
+        return False
+    return LATE.get(node, (False, False))[1]
+
+
+_ids = itertools.count()
+# id(Attrs) -> (the Attrs, serial): cache keys hash a small int instead of the attributes.
+# Serials are never reused, so forgetting interned Attrs (past MAX_INTERNED) cannot make an
+# old program match new attributes; it only costs recompilations.
+ATTR_SERIAL: dict[int, tuple[Attrs, int]] = {}
+_serials = itertools.count()
+MAX_INTERNED = 50000
+
+
+def compile_count() -> int:
+    """How many programs imperative code has compiled in this process (cache misses)."""
+    return STATS["compiles"]
+
+
+class _Call:
+    """An op with parsed attributes: what every call with the same attributes shares."""
+
+    __slots__ = ("opdef", "attrs", "slots", "nvis", "sigs")
+
+    def __init__(self, opdef: registry.OpDef, attrs: Attrs) -> None:
+        self.opdef, self.attrs = opdef, attrs
+        self.slots = opdef.input_names(attrs)
+        self.nvis = opdef.num_visible_outputs(attrs)
+        self.sigs: dict[tuple, tuple] = {}  # (input shapes, dtypes) -> output shapes, dtypes
+
+
+_CALLS: dict[tuple, _Call] = {}  # (op, given keyword attributes) -> call
+_INTERNED: dict[tuple, _Call] = {}  # (op, parsed Attrs) -> call
+
+
+def _call_info(opdef: registry.OpDef, kwargs: dict, name: Optional[str]) -> _Call:
+    try:
+        key: Optional[tuple] = (opdef.name, tuple(sorted(kwargs.items())) if kwargs else ())
+        info = _CALLS.get(key)
+    except TypeError:  # an unhashable attribute value (a list): parse every time
+        key, info = None, None
+    if info is None:
+        attrs = parse_attrs(opdef.params, kwargs, where(name or opdef.name, opdef.name))
+        info = _INTERNED.get((opdef.name, attrs))
+        if info is None:
+            if len(_INTERNED) >= MAX_INTERNED:  # e.g. one attribute set per Function call
+                _CALLS.clear()
+                _INTERNED.clear()
+                ATTR_SERIAL.clear()
+            info = _INTERNED[opdef.name, attrs] = _Call(opdef, attrs)
+            ATTR_SERIAL[id(attrs)] = (attrs, next(_serials))
+        if key is not None:
+            _CALLS[key] = info
+    return info
+
+
+def _leaf(a: NDArray) -> Entry:
+    """The variable standing for materialised ``a`` in graphs (one per array)."""
+    if a._var is None:
+        v = variable(f"_leaf{next(_ids)}")
+        VALUE[v] = [NDArray(a._buf, a._ctx)]
+        a._var = v
+    return Entry(a._var)
+
+
+def _input_entry(a: NDArray, recording: bool) -> Entry:
+    """The entry an op recorded now reads for input ``a`` (as in :func:`record`)."""
+    if a._buf is None:
+        return a._entry if not recording or a._recorded else _block(a)
+    return a._entry if recording and a._recorded else _leaf(a)
+
+
+def _block(a: NDArray) -> Entry:
+    """``a`` (computed outside record()) behind a BlockGrad: a constant for the gradient."""
+    opdef = registry.get_op("BlockGrad")
+    node = Node(opdef.name, f"BlockGrad{next(_ids)}", _call_info(opdef, {}, None).attrs,
+                (a._entry,), PLAIN)
+    return Entry(node)
+
+
+def _infer(info: _Call, node: Node, inputs: Sequence[NDArray]) -> tuple:
+    """Output shapes and dtypes of one call, from the op's own rules (errors name the call)."""
+    shapes = {e: a.shape for e, a in zip(node.inputs, inputs)}
+    types = {e: a.dtype for e, a in zip(node.inputs, inputs)}
+    _apply_rule(node, shapes)
+    _apply_type(node, types)
+    outs = [Entry(node, i) for i in range(info.nvis)]
+    if not inputs:  # an op making an array from attributes alone: MXNet's default dtype
+        for e in outs:
+            types.setdefault(e, np.dtype(np.float32))
+    missing = [i for i, e in enumerate(outs) if e not in shapes or e not in types]
+    if missing:
+        given = ", ".join(f"{n} {a.shape}" for n, a in zip(info.slots, inputs))
+        raise ShapeError(f"{where(node.name, node.op)}cannot decide the shape of output(s) "
+                         f"{missing} from {given}")
+    return tuple(shapes[e] for e in outs), tuple(types[e] for e in outs)
+
+
+def _bad_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
+    """Raise the error that describes what is wrong with ``inputs``."""
+    op = info.opdef.name
+    if len(inputs) != len(info.slots):
+        missing = list(info.slots[len(inputs):])
+        raise AttrError(f"{where(name, op)}takes inputs {list(info.slots)}, got {len(inputs)} "
+                        f"arrays" + (f"; missing {missing}" if missing else ""))
+    for slot, a in zip(info.slots, inputs):
+        if not isinstance(a, NDArray):
+            raise AttrError(f"{where(name, op)}input '{slot}' must be an NDArray, got "
+                            f"{type(a).__name__}")
+    ctx = inputs[0]._ctx
+    for slot, a in zip(info.slots, inputs):
+        if a._ctx != ctx:
+            raise BindError(f"{where(name, op)}input '{slot}' is on {a._ctx}, "
+                            f"'{info.slots[0]}' on {ctx}")
+
+
+def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
+           ctx: Optional[Context] = None) -> list[NDArray]:
+    """Append one node of ``info``'s op on ``inputs``; return its pending visible outputs.
+    ``ctx`` places an op without inputs (``_zeros``); others run where their inputs are.
+
+    The per-step hot path of imperative code: one pass over the inputs, one Node, a cached
+    shape/dtype rule result, the output arrays."""
+    rec = STATE.recording
+    n = len(inputs)
+    if n:
+        ctx = inputs[0]._ctx if n == len(info.slots) and isinstance(inputs[0], NDArray) \
+            else None
+    else:
+        ctx = None if info.slots else ctx or current_context()
+    entries, shapes, dtypes = [], [], []
+    for a in inputs:
+        if ctx is None or not isinstance(a, NDArray) or (a._ctx is not ctx and a._ctx != ctx):
+            _bad_inputs(info, inputs, name or info.opdef.name)
+        b = a._buf
+        if b is None:
+            e = a._entry if not rec or a._recorded else _block(a)
+            shapes.append(a._shape)
+            dtypes.append(a._dtype)
+        else:
+            e = a._entry if rec and a._recorded else (
+                Entry(a._var) if a._var is not None else _leaf(a))
+            shapes.append(b.shape)
+            dtypes.append(b.dtype)
+        entries.append(e)
+    if ctx is None:
+        _bad_inputs(info, inputs, name or info.opdef.name)
+    node = Node(info.opdef.name, name or f"{info.opdef.name}{next(_ids)}", info.attrs,
+                tuple(entries), MODE[rec, STATE.training])
+    sig = (tuple(shapes), tuple(dtypes))
+    found = info.sigs.get(sig)
+    if found is None:
+        found = info.sigs[sig] = _infer(info, node, inputs)
+    outs = []
+    for i, (shape, dtype) in enumerate(zip(*found)):
+        a = NDArray(None, ctx)
+        a._entry, a._shape, a._dtype, a._recorded = Entry(node, i), shape, dtype, rec
+        outs.append(a)
+    PENDING[node] = [weakref.ref(a) for a in outs]
+    return outs
+
+
+def call(op: str, inputs: Sequence[NDArray], attrs: dict, out: Optional[NDArray] = None,
+         name: Optional[str] = None, ctx: Optional[Context] = None) -> Any:
+    """Call registered op ``op`` on arrays (the engine behind ``sg.nd.<op>`` and methods)."""
+    opdef = registry.get_op(op)
+    attrs = dict(attrs)
+    if opdef.variadic and opdef.variadic not in attrs:
+        attrs[opdef.variadic] = len(inputs)
+    outs = record(_call_info(opdef, attrs, name), inputs, name, ctx)
+    return _result(outs, out)
+
+
+def _result(outs: list[NDArray], out: Any) -> Any:
+    if out is not None:
+        targets = out if isinstance(out, (list, tuple)) else [out]
+        for t, o in zip(targets, outs):
+            t[:] = o
+        return out
+    return outs[0] if len(outs) == 1 else outs
+
+
+# -- forcing, writing, autograd leaves -----------------------------------------------------------
+
+def force(arrays: Sequence[NDArray]) -> None:
+    """Compute pending ``arrays`` (and every live pending array of their subgraph)."""
+    from .imperative_compile import force_pending
+    pending = [a for a in arrays if a._buf is None]
+    if pending:
+        force_pending(pending)
+
+
+def flush() -> None:
+    """Compute every live pending array."""
+    arrays = [a for refs in list(PENDING.values()) for r in refs
+              for a in (r(),) if a is not None and a._buf is None]
+    by_ctx: dict = {}
+    for a in arrays:
+        by_ctx.setdefault(a._ctx, []).append(a)
+    for group in by_ctx.values():
+        force(group)
+
+
+def wait(a: NDArray) -> None:
+    """``wait_to_read``: compute ``a`` and wait for its device."""
+    force([a])
+    if a._ctx.device_type == "gpu":
+        import pycuda.driver as drv
+        from .cuda.runtime import activate
+        with activate(a._ctx.device_id):
+            drv.Context.synchronize()
+
+
+def before_run() -> None:
+    """An executor is about to overwrite its bound arrays: compute pending work that reads them
+    (nothing inside one of our own runs)."""
+    if PENDING and not STATE.running:
+        flush()
+
+
+def before_write(a: NDArray) -> None:
+    """``a`` is about to be written in place: compute everything pending first (it may read
+    ``a``), and cut ``a`` from the recorded graph unless it is a variable."""
+    if STATE.running:  # a custom op writing its outputs inside a run
+        return
+    if PENDING:
+        flush()
+    if a._entry is not None and a._entry.node is not a._var:
+        a._entry, a._recorded = None, False
+
+
+def attach_grad(a: NDArray, grad_req: str = "write", grad: Optional[NDArray] = None) -> None:
+    """Make ``a`` a variable of autograd with gradient buffer ``grad`` (zeros if None)."""
+    if grad_req not in ("write", "add", "null"):
+        raise AttrError(f"attach_grad: grad_req {grad_req!r} is not 'write', 'add' or 'null'")
+    buf = a._data
+    if grad is None:
+        from .ndarray import zeros
+        grad = zeros(a.shape, a._ctx, a.dtype)
+    elif grad.shape != a.shape or grad._ctx != a._ctx:
+        raise BindError(f"mark_variables: gradient of shape {grad.shape} on {grad._ctx} for a "
+                        f"variable of shape {a.shape} on {a._ctx}")
+    if a._var is not None:
+        GRAD_LEAF.pop(a._var, None)
+    v = Node("null", f"_var{next(_ids)}", PLAIN, (), GRAD_VAR)
+    VALUE[v] = [NDArray(buf, a._ctx)]
+    GRAD_LEAF[v] = weakref.ref(a)
+    a._var, a._entry, a._recorded = v, Entry(v), True
+    a._grad, a._grad_req = grad, grad_req
+
+
+def detach(a: NDArray) -> NDArray:
+    """The value of ``a`` outside any recorded graph (shares memory when computed)."""
+    if a._buf is not None:
+        return NDArray(a._buf, a._ctx)
+    saved, STATE.recording = STATE.recording, False
+    try:
+        return call("BlockGrad", [a], {})
+    finally:
+        STATE.recording = saved

@@ -1,0 +1,372 @@
+"""Compiling what imperative code recorded: walk, cache by structure, run, materialise.
+
+Requires: nodes recorded by :mod:`symgraph.imperative` (every pending array's output shape and
+dtype known). Guarantees: a subgraph is compiled by the unchanged pipeline (an
+:class:`~symgraph.executor.Executor` over a canonical copy whose variables are ``_in0``,
+``_in1``...), once per structure: the cache key is the ops, attributes and wiring in topological
+order, the leaves' shapes and dtypes, the outputs, the context, the training mode and (for
+``backward``) which leaves get gradients and how. A cache hit costs one walk over the recorded
+nodes, a dict lookup and one program run. Every live pending array of the subgraph is
+materialised by that one run.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .base import ExecutionError
+from .context import Context
+from .graph import Entry, Node, variable
+from .imperative import (ATTR_SERIAL, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS,
+                         VALUE, is_recorded, is_training)
+from .ndarray import NDArray
+
+# id(gradient array) -> weakref, for every gradient buffer a backward() wrote: gluon.Trainer
+# reads it to tell fresh gradients from stale ones (MXNet's ``_fresh_grad``), then clears it.
+GRAD_WRITTEN: dict[int, Any] = {}
+
+
+class Trace:
+    """A walked subgraph: op nodes in topological order, leaf values, and its signature."""
+
+    __slots__ = ("nodes", "local", "leaves", "leaf_entries", "leaf_of", "sig", "train")
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.local: dict[Node, int] = {}
+        self.leaves: list[NDArray] = []
+        self.leaf_entries: list[Entry] = []
+        self.leaf_of: dict[Entry, int] = {}
+        self.sig: list[tuple] = []
+        self.train = False
+
+    def ref(self, e: Entry) -> Any:
+        k = self.leaf_of.get(e)
+        return -1 - k if k is not None else (self.local[e.node], e.index)
+
+    def key(self) -> tuple:
+        return (tuple(self.sig), tuple((a._buf.shape, a._buf.dtype) for a in self.leaves))
+
+
+def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:
+    """Depth-first post-order over the nodes ``roots`` need (iterative: chains can be long).
+
+    An input is a leaf when its value is known: a variable, or a computed output (backward
+    recomputes recorded nodes instead, since their gradient needs the graph)."""
+    tr = Trace()
+    local, leaf_of, leaves, sig = tr.local, tr.leaf_of, tr.leaves, tr.sig
+    value_of, serial_of = VALUE.get, ATTR_SERIAL.get
+    for root in roots:
+        if root.node in local:
+            continue
+        stack = [[root.node, 0]]
+        while stack:
+            top = stack[-1]
+            node, i = top
+            if i < len(node.inputs):
+                top[1] = i + 1
+                e = node.inputs[i]
+                n = e.node
+                if n in local or e in leaf_of:
+                    continue
+                vals = value_of(n)
+                v = None
+                if vals is not None:
+                    if n.op == "null":
+                        v = vals[0]
+                    elif e.index < len(vals) and not (for_backward and is_recorded(n)):
+                        v = vals[e.index]
+                if v is None:
+                    stack.append([n, 0])
+                else:
+                    leaf_of[e] = len(leaves)
+                    leaves.append(v)
+                    tr.leaf_entries.append(e)
+                continue
+            stack.pop()
+            train = is_training(node)
+            tr.train |= train
+            local[node] = len(tr.nodes)
+            tr.nodes.append(node)
+            got = serial_of(id(node.attrs))
+            attrs = got[1] if got is not None and got[0] is node.attrs else node.attrs
+            sig.append((node.op, attrs, train, tuple(
+                -1 - leaf_of[e] if e in leaf_of else (local[e.node], e.index)
+                for e in node.inputs)))
+    return tr
+
+
+def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
+    """Pending arrays, alive, that stand for outputs of the walked nodes."""
+    outs = []
+    for node in tr.nodes:
+        refs = PENDING.get(node)
+        if refs is None:
+            continue
+        for i, r in enumerate(refs):
+            a = r()
+            if a is not None and a._buf is None and a._entry == Entry(node, i) \
+                    and a._entry not in skip:
+                outs.append((a._entry, a))
+    return outs
+
+
+class Program:
+    """A compiled subgraph: the executor and where each leaf and gradient is bound."""
+
+    def __init__(self, exe: Any, ctx: Context, n_leaves: int, n_out: int) -> None:
+        self.exe, self.ctx, self.n_out = exe, ctx, n_out
+        names = [f"_in{k}" for k in range(n_leaves)]
+        self.slots = [(exe.arg_dict, n) if n in exe.arg_dict else (exe.aux_dict, n)
+                      for n in names]
+        self.owned = [False] * n_leaves
+        self.gpu = ctx.device_type == "gpu"
+
+    def bind(self, leaves: Sequence[NDArray], grads: Sequence[tuple[str, NDArray]]) -> None:
+        """Point the executor at this call's leaves: on the CPU by rebinding; on the GPU a
+        changing argument is copied into a buffer the program owns, so device pointers stay
+        fixed and the CUDA graph replays."""
+        exe = self.exe
+        for k, ((d, name), leaf) in enumerate(zip(self.slots, leaves)):
+            cur = d[name]
+            if cur._buf is leaf._buf:
+                continue
+            if not self.gpu or d is exe.aux_dict:
+                d[name] = leaf
+                continue
+            if not self.owned[k]:
+                d[name] = _device_array(leaf.shape, leaf.dtype, self.ctx)
+                self.owned[k] = True
+            _copy_device(d[name], leaf)
+        for name, g in grads:
+            exe.grad_dict[name] = g
+
+    def take_outputs(self) -> list[Any]:
+        """The first ``n_out`` output buffers, handed over (CPU) or copied (GPU, where the
+        program keeps writing into its own output arrays)."""
+        bufs = []
+        for o in self.exe.outputs[:self.n_out]:
+            if self.gpu:
+                fresh = _device_array(o.shape, o.dtype, self.ctx)
+                _copy_device(fresh, o)
+                bufs.append(fresh._buf)
+            else:
+                bufs.append(o._buf)
+                o._buf = np.empty_like(o._buf)
+        return bufs
+
+
+_POOLS: dict[int, Any] = {}  # device id -> pycuda DeviceMemoryPool
+
+
+def _device_array(shape: tuple, dtype: np.dtype, ctx: Context) -> NDArray:
+    """Uninitialised device memory from a per-device pool: results handed out every step are
+    allocated and freed without cuMemAlloc/cuMemFree (the latter synchronises the device)."""
+    from pycuda.tools import DeviceMemoryPool
+    from .cuda.runtime import DeviceArray, activate
+    with activate(ctx.device_id):
+        pool = _POOLS.get(ctx.device_id)
+        if pool is None:
+            pool = _POOLS[ctx.device_id] = DeviceMemoryPool()
+        arr = DeviceArray(tuple(shape), np.dtype(dtype), allocator=pool.allocate)
+    arr.device_id = ctx.device_id
+    return NDArray(arr, ctx)
+
+
+def _copy_device(dst: NDArray, src: NDArray) -> None:
+    """Device-to-device copy on the legacy default stream: asynchronous for the host, yet
+    ordered after the work of every (blocking) program stream and before their later work,
+    so programs of different executors that share arrays see each other's results."""
+    import pycuda.driver as drv
+    from .cuda.runtime import activate
+    with activate(dst._ctx.device_id):
+        if dst._buf.nbytes:
+            drv.memcpy_dtod_async(dst._buf.ptr, src._buf.ptr, dst._buf.nbytes)
+
+
+def _canonical(tr: Trace, prefix: str = "_in") -> tuple[list[Node], list[Node]]:
+    """Copies of the walked nodes reading variables ``_in<k>`` instead of the leaves."""
+    variables = [variable(f"{prefix}{k}") for k in range(len(tr.leaves))]
+    new: list[Node] = []
+    for node, sig in zip(tr.nodes, tr.sig):
+        ins = tuple(Entry(variables[-1 - r]) if isinstance(r, int) else Entry(new[r[0]], r[1])
+                    for r in sig[3])
+        new.append(Node(node.op, node.name, node.attrs, ins, PLAIN))  # modes stay here
+    return new, variables
+
+
+def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry],
+             grads: dict[int, tuple[NDArray, str]]) -> Program:
+    """Bind an Executor over ``outputs`` (+ ``blocked``: forward values that get no gradient)."""
+    from . import symbol as S
+    from .executor import Executor
+    new, _ = _canonical(tr)
+
+    def canon(e: Entry) -> Entry:
+        return Entry(new[tr.local[e.node]], e.index)
+    heads = [S.Symbol((canon(e),)) for e in outputs]
+    heads += [S.BlockGrad(S.Symbol((canon(e),))) for e in blocked]
+    sym = S.Group(heads)
+    names = [f"_in{k}" for k in range(len(tr.leaves))]
+    aux_names = set(sym.list_auxiliary_states())
+    args = {n: a for n, a in zip(names, tr.leaves) if n not in aux_names}
+    aux = {n: a for n, a in zip(names, tr.leaves) if n in aux_names}
+    grad_arrays = {names[k]: g for k, (g, _) in grads.items() if names[k] in args}
+    reqs = {n: (grads[k][1] if k in grads and n in args else "null")
+            for k, n in enumerate(names) if n in args}
+    exe = Executor.bind(sym, ctx, args, grad_arrays or None, reqs, aux or None)
+    STATS["compiles"] += 1
+    return Program(exe, ctx, len(tr.leaves), len(outputs) + len(blocked))
+
+
+_CACHE: dict[tuple, Program] = {}
+MAX_PROGRAMS = 4096  # past this, the oldest program is dropped (and recompiled if needed)
+
+
+def _remember(key: tuple, prog: Program) -> Program:
+    while _CACHE and len(_CACHE) >= MAX_PROGRAMS:
+        del _CACHE[next(iter(_CACHE))]
+    _CACHE[key] = prog
+    return prog
+
+
+def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any]) -> None:
+    for (entry, a), buf in zip(pairs, bufs):
+        if a._buf is not None:
+            continue
+        a._buf = buf
+        node = entry.node
+        vals = VALUE.get(node)
+        if vals is None:
+            vals = VALUE[node] = [None] * len(PENDING.get(node, ())) or [None]
+        if entry.index < len(vals):
+            vals[entry.index] = NDArray(buf, a._ctx)
+        if not a._recorded:  # its value is all that is needed from now on
+            a._entry = None
+
+
+def _run(prog: Program, tr: Trace, grads: Sequence[tuple[str, NDArray]], train: Any) -> None:
+    prog.bind(tr.leaves, grads)
+    STATE.running += 1
+    try:
+        if train is None:
+            prog.exe.forward(is_train=tr.train)
+        else:
+            prog.exe.train_step(out_grads=train[0], is_train=train[1])
+    finally:
+        STATE.running -= 1
+    STATS["runs"] += 1
+
+
+def force_pending(arrays: Sequence[NDArray]) -> None:
+    """Compute pending ``arrays`` and every live pending array of their subgraph."""
+    ctx = arrays[0]._ctx
+    tr = walk([a._entry for a in arrays], for_backward=False)
+    outs = _live_outputs(tr, set())
+    key = ("forward", ctx, tr.train, tr.key(), tuple(tr.ref(e) for e, _ in outs))
+    prog = _CACHE.get(key)
+    if prog is None:
+        prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}))
+    _run(prog, tr, (), None)
+    _materialise(outs, prog.take_outputs())
+    for node in tr.nodes:
+        PENDING.pop(node, None)
+
+
+def _describe(a: NDArray) -> str:
+    made = f" made by {a._entry.node.name}" if a._entry is not None else ""
+    return f"NDArray {a.shape} {a.dtype} on {a._ctx}{made}"
+
+
+def _check_heads(heads: Sequence[NDArray]) -> None:
+    for h in heads:
+        if not isinstance(h, NDArray):
+            raise ExecutionError(f"backward: heads must be NDArrays, got {type(h).__name__}")
+        if h._entry is None or not h._recorded or h._entry.node.is_variable:
+            raise ExecutionError(
+                f"backward: {_describe(h)} was not computed under autograd.record() from "
+                f"arrays with attach_grad(), so it has no graph to differentiate")
+        if h._entry.node in FREED:
+            raise ExecutionError(
+                f"backward: the graph of {_describe(h)} was released by an earlier backward; "
+                f"pass retain_graph=True to differentiate it twice")
+
+
+def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dict, list]:
+    """Leaf index -> (gradient array, grad_req) for the leaves that get gradients, and (for
+    ``autograd.grad``) one result array per variable, zeros where the heads do not read it."""
+    out: dict[int, tuple] = {}
+    if variables is None:
+        for k, e in enumerate(tr.leaf_entries):
+            r = GRAD_LEAF.get(e.node) if e.node.extra is GRAD_VAR else None
+            a = r() if r is not None else None
+            if a is not None and a._grad_req != "null" and a._grad is not None:
+                out[k] = (a._grad, a._grad_req)
+                a._fresh_grad = True
+        return out, []
+    from .ndarray import zeros
+    results = []
+    for v in variables:
+        if not isinstance(v, NDArray) or v._var is None or v._entry is None \
+                or v._entry.node is not v._var:
+            raise ExecutionError(f"autograd.grad: {v!r:.60} is not a variable; call "
+                                 f"attach_grad() or autograd.mark_variables() on it first")
+        k = tr.leaf_of.get(v._entry)
+        if k in out:
+            results.append(out[k][0])
+            continue
+        g = zeros(v.shape, v._ctx, v.dtype)
+        results.append(g)
+        if k is not None:
+            out[k] = (g, "write")
+    return out, results
+
+
+def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
+             retain_graph: bool, train_mode: bool,
+             variables: Optional[Sequence[NDArray]] = None) -> Optional[list[NDArray]]:
+    """Forward, loss and backward of the recorded graph of ``heads`` as one program; gradients
+    go into the variables' ``.grad`` (or, with ``variables``, into new arrays returned)."""
+    _check_heads(heads)
+    ctx = heads[0]._ctx
+    entries = [h._entry for h in heads]
+    tr = walk(entries, for_backward=True)
+    grads, results = _grad_leaves(tr, variables)
+    others = _live_outputs(tr, set(entries))
+    hg = None
+    if head_grads is not None:
+        hg = [None if g is None else g for g in head_grads] + [None] * len(others)
+    gpu_ids = tuple(id(g._buf) for g, _ in grads.values()) if ctx.device_type == "gpu" else ()
+    key = ("backward", ctx, tr.train, tr.key(), tuple(tr.ref(e) for e in entries),
+           tuple(tr.ref(e) for e, _ in others), tuple(g is None for g in (hg or ())),
+           tuple((k, req) for k, (_, req) in grads.items()), gpu_ids)
+    prog = _CACHE.get(key)
+    if prog is None:
+        prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads))
+    _run(prog, tr, [(f"_in{k}", g) for k, (g, _) in grads.items()], (hg, tr.train))
+    if variables is None:
+        if len(GRAD_WRITTEN) > 4096:  # without a Trainer clearing it: drop dead entries
+            for k in [k for k, r in GRAD_WRITTEN.items() if r() is None]:
+                del GRAD_WRITTEN[k]
+        for g, _ in grads.values():
+            GRAD_WRITTEN[id(g)] = weakref.ref(g)
+    bufs = prog.take_outputs()
+    _materialise(list(zip(entries, heads)) + others, bufs)
+    for node in tr.nodes:
+        PENDING.pop(node, None)
+    if not retain_graph:
+        for e in entries:
+            FREED.add(e.node)
+    return results if variables is not None else None
+
+
+def recorded_symbol(a: NDArray) -> Any:
+    """``autograd.get_symbol``: the recorded graph of ``a`` as a Symbol whose variables
+    ``var0``, ``var1``... are the arrays it read, in the order the graph first reads them."""
+    from .symbol import Symbol
+    _check_heads([a])
+    tr = walk([a._entry], for_backward=True)
+    new, _ = _canonical(tr, "var")
+    return Symbol((Entry(new[tr.local[a._entry.node]], a._entry.index),))

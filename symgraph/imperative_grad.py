@@ -1,0 +1,64 @@
+"""``autograd.grad(..., create_graph=True)``: gradients as recorded nodes of the trace itself.
+
+The autodiff pass (``passes/gradient.py``) is run on the recorded graph; the gradient nodes it
+builds from registered ops read the recorded nodes directly, so the returned arrays are pending
+and recorded like any op result: forcing them compiles through the usual cache, and they can be
+differentiated again (second derivatives).
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Optional, Sequence
+
+from .base import ExecutionError
+from .graph import Graph
+from .imperative import LATE, PENDING, STATE, VALUE, _input_entry, call
+from .imperative_compile import _check_heads, _describe
+from .ndarray import NDArray
+from .passes.gradient import gradient
+from .passes.infer_shape import infer_shapes
+from .passes.infer_type import infer_types
+
+
+def grad_graph(heads: Sequence[NDArray], variables: Sequence[NDArray],
+               head_grads: Optional[Sequence[Optional[NDArray]]]) -> list[NDArray]:
+    """Pending, recorded arrays holding d(heads . head_grads)/d(variables)."""
+    from . import symbol as S
+    _check_heads(heads)
+    for v in variables:
+        if not isinstance(v, NDArray) or v._var is None or v._entry is None \
+                or v._entry.node is not v._var:
+            raise ExecutionError(f"autograd.grad: {v!r:.60} is not a variable; call "
+                                 f"attach_grad() first")
+    saved, STATE.recording = STATE.recording, True
+    try:
+        hg = [call("ones_like", [h], {}) if head_grads is None or head_grads[i] is None
+              else head_grads[i] for i, h in enumerate(heads)]
+        hg_syms = [S.Symbol((_input_entry(g, True),)) for g in hg]
+    finally:
+        STATE.recording = saved
+    graph = Graph(tuple(h._entry for h in heads))
+    grads = gradient(graph, [v._var for v in variables], hg_syms)
+    out_graph = Graph(tuple(g.outputs_[0] for g in grads))
+    leaves = {n: VALUE[n][0] for n in out_graph.variables()}
+    shapes = infer_shapes(out_graph, {n.name: a.shape for n, a in leaves.items()})
+    types = infer_types(out_graph, {n.name: a.dtype for n, a in leaves.items()})
+    for node in out_graph.nodes():
+        if not node.is_variable and node not in VALUE and node not in LATE:
+            LATE[node] = (True, STATE.training)
+    results = []
+    for v, e in zip(variables, out_graph.outputs):
+        if e.node.is_variable:  # the gradient is a head gradient itself
+            results.append(NDArray(VALUE[e.node][0]._buf, v._ctx))
+            continue
+        if e not in shapes:
+            raise ExecutionError(f"autograd.grad: cannot decide the gradient's shape for "
+                                 f"{_describe(v)}")
+        a = NDArray(None, v._ctx)
+        a._entry, a._shape, a._dtype, a._recorded = e, shapes[e], types[e], True
+        PENDING.setdefault(e.node, [])
+        refs = PENDING[e.node]
+        refs.extend([lambda: None] * (e.index + 1 - len(refs)))
+        refs[e.index] = weakref.ref(a)
+        results.append(a)
+    return results

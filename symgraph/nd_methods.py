@@ -1,0 +1,234 @@
+"""NDArray's operators and fluent methods, and the ``sg.nd.<op>`` functions, all as tables
+over registered ops (so every one of them records a node; nothing here computes)."""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Optional, Union
+
+import numpy as np
+
+from . import registry
+from .base import AttrError, ShapeError, where
+from .context import Context
+from .imperative import PENDING, _Call, _call_info, _result, call, record
+from .ndarray import NDArray, array
+
+# method: (array-array op, array-scalar op, reflected scalar op or None)
+BINARY: dict[str, tuple[str, str, str]] = {
+    "add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
+    "sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
+    "mul": ("broadcast_mul", "_mul_scalar", "_mul_scalar"),
+    "truediv": ("broadcast_div", "_div_scalar", "_rdiv_scalar"),
+    "pow": ("broadcast_power", "_power_scalar", "_rpower_scalar"),
+    "gt": ("broadcast_greater", "_greater_scalar", "_lesser_scalar"),
+    "ge": ("broadcast_greater_equal", "_greater_equal_scalar", "_lesser_equal_scalar"),
+    "lt": ("broadcast_lesser", "_lesser_scalar", "_greater_scalar"),
+    "le": ("broadcast_lesser_equal", "_lesser_equal_scalar", "_greater_equal_scalar"),
+    "eq": ("broadcast_equal", "_equal_scalar", "_equal_scalar"),
+    "ne": ("broadcast_not_equal", "_not_equal_scalar", "_not_equal_scalar"),
+}
+REFLECTED = ("add", "sub", "mul", "truediv", "pow")
+IN_PLACE = ("add", "sub", "mul", "truediv")
+
+# Fluent methods: x.<name>(...) is sg.nd.<op>(x, ...).
+FLUENT: dict[str, str] = {
+    n: n for n in (
+        "sum", "mean", "max", "min", "prod", "norm", "argmax", "argmin", "exp", "expm1", "log",
+        "log1p", "sqrt", "rsqrt", "square", "abs", "sign", "relu", "sigmoid", "tanh",
+        "softmax", "log_softmax", "clip", "expand_dims", "squeeze", "tile", "repeat",
+        "broadcast_to", "broadcast_like", "one_hot", "take", "slice", "slice_axis", "flip",
+        "reverse", "reshape_like", "zeros_like", "ones_like", "pad", "split", "reciprocal",
+        "softrelu")}
+FLUENT.update({"flatten": "Flatten", "cast": "Cast"})
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
+
+
+def _binary(name: str, ops: tuple[str, str, str], reflected: bool) -> Callable:
+    array_op, scalar_op, rscalar_op = ops
+
+    def method(self: Any, other: Any) -> Any:
+        if isinstance(other, NDArray):
+            a, b = (other, self) if reflected else (self, other)
+            return call(array_op, [a, b], {})
+        if _number(other):
+            return call(rscalar_op if reflected else scalar_op, [self], {"scalar": float(other)})
+        if isinstance(other, np.ndarray):
+            return method(self, array(other, self._ctx, self.dtype))
+        return NotImplemented
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return method
+
+
+def _in_place(name: str) -> Callable:
+    forward = _binary(name, BINARY[name], False)
+
+    def method(self: Any, other: Any) -> Any:
+        result = forward(self, other)
+        if result is NotImplemented:
+            return result
+        if self._buf is None:  # still pending: this array now stands for the new value
+            self._entry, self._recorded = result._entry, result._recorded
+            PENDING[result._entry.node] = [weakref.ref(self)]
+            return self
+        self[:] = result
+        return self
+    method.__name__ = f"__i{name}__"
+    return method
+
+
+def _fluent(fn: Callable) -> Callable:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, *args, **kwargs)
+    method.__name__ = fn.__name__
+    return method
+
+
+def _unary(op: str) -> Callable:
+    return lambda self: call(op, [self], {})
+
+
+def _transpose(self: Any, *axes: Any, **kwargs: Any) -> Any:
+    if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+        axes = tuple(axes[0])
+    return call("transpose", [self], {"axes": tuple(axes or kwargs.get("axes", ()))})
+
+
+# -- indexing ---------------------------------------------------------------------------------
+
+def getitem(a: NDArray, key: Any) -> NDArray:
+    """Basic indexing (ints and slices) as recorded ``slice``/``Reshape`` ops; anything else
+    reads the value on the host (not recorded)."""
+    if isinstance(key, slice) and key == slice(None):
+        return a
+    parts = key if isinstance(key, tuple) else (key,)
+    if not all(isinstance(k, (int, np.integer, slice)) for k in parts):
+        return array(a.asnumpy()[key if not isinstance(key, NDArray) else
+                                 key.asnumpy().astype(np.int64)], a._ctx, a.dtype)
+    if len(parts) > a.ndim:
+        raise ShapeError(f"index {key!r} has {len(parts)} entries for an array of shape "
+                         f"{a.shape}")
+    begin, end, step, keep = [], [], [], []
+    for axis, k in enumerate(parts):
+        if isinstance(k, slice):
+            begin.append(k.start)
+            end.append(k.stop)
+            step.append(1 if k.step is None else k.step)
+            keep.append(True)
+            continue
+        n = a.shape[axis]
+        i = int(k) + n if k < 0 else int(k)
+        if not 0 <= i < n:
+            raise ShapeError(f"index {int(k)} is out of bounds for axis {axis} of size {n}")
+        begin.append(i)
+        end.append(i + 1)
+        step.append(1)
+        keep.append(False)
+    y = call("slice", [a], {"begin": tuple(begin), "end": tuple(end), "step": tuple(step)})
+    if all(keep):
+        return y
+    shape = tuple(d for d, k in zip(y.shape, keep + [True] * (y.ndim - len(keep))) if k)
+    return call("Reshape", [y], {"shape": shape or (1,)})  # MXNet 1.x has no 0-d arrays
+
+
+# -- sg.nd op functions ------------------------------------------------------------------------
+
+def make_nd_function(opdef: registry.OpDef):
+    """The ``sg.nd`` function of one op: arrays positionally or by input name, then attributes
+    by keyword (or positionally, in the op's schema order, after the arrays); ``out=``."""
+    params = [p for p in opdef.params if p != "**"]
+
+    def op_function(*args: Any, out: Optional[NDArray] = None, name: Optional[str] = None,
+                    **kwargs: Any) -> Union[NDArray, list]:
+        if opdef.variadic:
+            arrays = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) \
+                else list(args)
+            return call(opdef.name, arrays, kwargs, out, name)
+        n = 0
+        while n < len(args) and isinstance(args[n], NDArray):
+            n += 1
+        ctx = kwargs.pop("ctx") if isinstance(kwargs.get("ctx"), Context) else None
+        named = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
+        attrs = {k: v for k, v in kwargs.items() if not isinstance(v, NDArray)}
+        if n < len(args) and isinstance(args[n], (np.ndarray, list)):
+            raise AttrError(f"{where(name or opdef.name, opdef.name)}input {n} must be an "
+                            f"NDArray, got {type(args[n]).__name__}")
+        for p, v in zip(params, args[n:]):
+            if p in attrs:
+                raise AttrError(f"{where(name or opdef.name, opdef.name)}attribute {p} given "
+                                f"twice")
+            attrs[p] = v
+        if len(args) - n > len(params):
+            raise AttrError(f"{where(name or opdef.name, opdef.name)}too many positional "
+                            f"arguments: {len(args) - n} after the arrays")
+        info = _call_info(opdef, attrs, name)
+        inputs = list(args[:n])
+        for slot in info.slots[n:]:
+            if slot in named:
+                inputs.append(named.pop(slot))
+        if named:
+            raise AttrError(f"{where(name or opdef.name, opdef.name)}no input named "
+                            f"{sorted(named)}; inputs: {list(info.slots)}")
+        return _result(record(info, inputs, name, ctx), out)
+
+    from .opdoc import document  # signature and docstring from the registry
+    return document(op_function, opdef, front_end="nd")
+
+
+def make_nd_from_symbol_api(api: Any):
+    """``sg.nd`` version of a hand-written ``sg.sym`` function (``Custom``): the symbol it
+    builds on placeholder variables gives the node's op and attributes."""
+    from . import symbol as S
+
+    def op_function(*args: Any, out: Optional[NDArray] = None, name: Optional[str] = None,
+                    **kwargs: Any) -> Any:
+        arrays: dict[str, NDArray] = {}
+
+        def hold(v: Any) -> Any:
+            if isinstance(v, NDArray):
+                key = f"_nd{len(arrays)}"
+                arrays[key] = v
+                return S.var(key)
+            return v
+        sym = api(*[hold(a) for a in args], **{k: hold(v) for k, v in kwargs.items()})
+        node = sym.outputs_[0].node
+        inputs = []
+        for e in node.inputs:
+            if not (e.node.is_variable and e.node.name in arrays):
+                raise AttrError(f"{where(name or node.name, node.op)}input {e.node.name!r} "
+                                f"must be given as an NDArray")
+            inputs.append(arrays[e.node.name])
+        info = _Call(registry.get_op(node.op), node.attrs)
+        return _result(record(info, inputs, name), out)
+
+    op_function.__name__ = getattr(api, "__name__", "op")
+    op_function.__doc__ = api.__doc__
+    return op_function
+
+
+def install(cls: type, namespace: dict) -> None:
+    """Put the methods on NDArray and the op functions in ``sg.nd``'s namespace."""
+    from . import ops  # noqa: F401  (registers the built-in ops)
+    for name, ops_ in BINARY.items():
+        setattr(cls, f"__{name}__", _binary(name, ops_, False))
+        if name in REFLECTED:
+            setattr(cls, f"__r{name}__", _binary(name, ops_, True))
+        if name in IN_PLACE:
+            setattr(cls, f"__i{name}__", _in_place(name))
+    cls.__div__ = cls.__truediv__
+    cls.__neg__ = _unary("negative")
+    cls.__abs__ = _unary("abs")
+    cls.T = property(lambda self: _transpose(self))
+    for opname, opdef in registry.all_ops().items():
+        api = opdef.extra.get("api")
+        namespace.setdefault(opname, make_nd_from_symbol_api(api) if api else
+                             make_nd_function(opdef))
+    for alias_name, target in registry.all_aliases().items():
+        namespace.setdefault(alias_name, namespace[target])
+    for meth, op in FLUENT.items():
+        if not hasattr(cls, meth):
+            setattr(cls, meth, _fluent(namespace[op]))
+    cls.transpose = _transpose
+    cls.__getitem__ = getitem

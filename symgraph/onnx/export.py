@@ -1,0 +1,193 @@
+"""``export_model``: a symgraph Symbol and its parameters -> an ONNX file (inference graph).
+
+Shapes and dtypes of every entry come from symgraph's own inference with the given input
+shapes, so converters can write concrete attributes (a ``Reshape`` target, a deconvolution's
+padding). Parameters become initializers; inputs that are not parameters and that some
+converted node reads become graph inputs, in the symbol's input order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from .. import fileio
+from ..base import GraphError, ShapeError
+from ..graph import Entry, Graph, Node, topo_order
+from ..passes.infer_shape import infer_shapes
+from ..passes.infer_type import infer_types
+
+OPSET = 17
+
+
+def onnx_module() -> Any:
+    """Import onnx, or say how to install it."""
+    try:
+        import onnx
+    except ImportError as exc:
+        raise ImportError("sg.onnx needs the onnx package: pip install 'symgraph[onnx]'") from exc
+    return onnx
+
+
+@dataclass
+class ExportCtx:
+    """What a converter sees: inferred shapes/dtypes and ways to add nodes and constants."""
+
+    helper: Any
+    shapes: dict[Entry, tuple]
+    dtypes: dict[Entry, np.dtype]
+    params: dict[str, np.ndarray]
+    nodes: list = field(default_factory=list)
+    consts: dict[str, np.ndarray] = field(default_factory=dict)
+    used: set = field(default_factory=set)
+    taken: set = field(default_factory=set)
+
+    def add(self, op_type: str, inputs: Sequence[str], outputs: Sequence[str],
+            **attrs: Any) -> None:
+        """Append one ONNX node (named after its first output)."""
+        self.used.update(i for i in inputs if i)
+        self.taken.update(outputs)
+        self.nodes.append(self.helper.make_node(op_type, list(inputs), list(outputs),
+                                                name=outputs[0], **attrs))
+
+    def const(self, hint: str, value: Any, dtype: Any = np.float32) -> str:
+        """A new initializer holding ``value``; returns its name."""
+        name = self.fresh(hint)
+        self.consts[name] = np.asarray(value, dtype=dtype)
+        return name
+
+    def fresh(self, hint: str) -> str:
+        """A tensor name not used yet."""
+        k, name = 0, hint
+        while name in self.consts or name in self.params or name in self.taken:
+            k += 1
+            name = f"{hint}_{k}"
+        self.taken.add(name)
+        return name
+
+    def shape(self, e: Entry) -> tuple:
+        return tuple(self.shapes[e])
+
+    def dtype(self, e: Entry) -> np.dtype:
+        return np.dtype(self.dtypes[e])
+
+
+def _host(v: Any) -> np.ndarray:
+    return v.asnumpy() if hasattr(v, "asnumpy") else np.asarray(v)
+
+
+def _load_inputs(sym: Any, params: Any) -> tuple[Any, dict[str, np.ndarray]]:
+    """MXNet's accepted forms: Symbol or JSON path; dict, [arg, aux] or a parameter file."""
+    from .. import symbol as _symbol
+    from ..model import load_params
+    if isinstance(sym, str):
+        sym = _symbol.load(sym)
+    if isinstance(params, str):
+        arg, aux = load_params(params)
+        params = {**arg, **aux}
+    elif isinstance(params, (list, tuple)):
+        if len(params) != 2:
+            raise GraphError(f"export_model: params as a list must be [arg_params, aux_params], "
+                             f"got {len(params)} items")
+        params = {**params[0], **params[1]}
+    return sym, {k: _host(v) for k, v in dict(params).items()}
+
+
+def _data_inputs(sym: Any, params: dict, n_shapes: int) -> list[str]:
+    """The non-parameter inputs ``in_shapes`` describe: all of them, or all but labels."""
+    free = [n for n in sym.list_inputs() if n not in params]
+    if len(free) != n_shapes:
+        free = [n for n in free if not n.endswith("label")]
+    if len(free) != n_shapes:
+        raise ShapeError(f"export_model: {n_shapes} in_shapes for the inputs "
+                         f"{[n for n in sym.list_inputs() if n not in params]} (parameters "
+                         f"excluded, labels optional)")
+    return free
+
+
+def _entry_names(nodes: list[Node]) -> dict[Entry, str]:
+    names = {}
+    for node in nodes:
+        entries = node.entries()
+        for e in entries:
+            names[e] = node.name if len(entries) == 1 else f"{node.name}_output{e.index}"
+    return names
+
+
+def _convert(ctx: ExportCtx, nodes: list[Node], names: dict[Entry, str]) -> None:
+    from .export_ops import EXPORTERS
+    for node in nodes:
+        if node.is_variable:
+            continue
+        fn = EXPORTERS.get(node.op)
+        if fn is None:
+            raise GraphError(f"{node.name} ({node.op}): no ONNX converter for this op; "
+                             f"export_model supports {sorted(EXPORTERS)}")
+        fn(ctx, node, [names[e] for e in node.inputs], [names[e] for e in node.entries()])
+
+
+def _value_info(helper: Any, name: str, dtype: Any, shape: Sequence[Any]) -> Any:
+    return helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)),
+                                         list(shape))
+
+
+def build_model(sym: Any, params: dict[str, np.ndarray], in_shapes: Sequence[Sequence[int]],
+                in_types: Union[Any, Sequence[Any]], dynamic: bool = False) -> Any:
+    """The ``onnx.ModelProto`` of ``sym`` (see :func:`export_model`)."""
+    onnx = onnx_module()
+    helper = onnx.helper
+    data = _data_inputs(sym, params, len(in_shapes))
+    types = list(in_types) if isinstance(in_types, (list, tuple)) else [in_types] * len(data)
+    graph = Graph(sym.outputs_)
+    given = {**{k: tuple(v.shape) for k, v in params.items()},
+             **{n: tuple(s) for n, s in zip(data, in_shapes)}}
+    shapes = infer_shapes(graph, given)
+    dtypes = infer_types(graph, {**{k: v.dtype for k, v in params.items()},
+                                 **{n: np.dtype(t) for n, t in zip(data, types)}})
+    nodes = topo_order(sym.outputs_)
+    names = _entry_names(nodes)
+    ctx = ExportCtx(helper, shapes, dtypes, params)
+    _convert(ctx, nodes, names)
+    outputs = [_value_info(helper, names[e], dtypes[e], shapes[e]) for e in sym.outputs_]
+    inputs = [_value_info(helper, n, t, ("batch",) + tuple(s[1:]) if dynamic else s)
+              for n, s, t in zip(data, in_shapes, types) if n in ctx.used]
+    inits = [onnx.numpy_helper.from_array(np.ascontiguousarray(v), k)
+             for k, v in list(params.items()) + list(ctx.consts.items()) if k in ctx.used]
+    g = helper.make_graph(ctx.nodes, sym.name or "symgraph", inputs, outputs, inits)
+    model = helper.make_model(g, producer_name="symgraph",
+                              opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = min(model.ir_version, 8)  # readable by older onnxruntime releases
+    return model
+
+
+def export_model(sym: Any, params: Any, in_shapes: Optional[Sequence] = None,
+                 in_types: Any = np.float32, onnx_file_path: str = "model.onnx",
+                 verbose: bool = False, dynamic: bool = False,
+                 dynamic_input_shapes: Optional[Sequence] = None,
+                 run_shape_inference: bool = False, input_type: Any = None,
+                 input_shape: Optional[Sequence] = None) -> str:
+    """Write ``sym`` with ``params`` as an ONNX model; returns ``onnx_file_path`` (MXNet 1.9).
+
+    ``sym``: a Symbol or a symbol JSON path; ``params``: ``{name: array}`` with arg and aux
+    params, ``[arg_params, aux_params]`` or a parameter file; ``in_shapes``: one shape per data
+    input (labels may be left out); ``in_types``: one dtype or one per input. ``dynamic``
+    makes the first axis of every input symbolic (``dynamic_input_shapes`` is not supported).
+    ``input_type``/``input_shape`` are the old names of ``in_types``/``in_shapes``.
+    """
+    onnx = onnx_module()
+    in_shapes = input_shape if input_shape is not None else in_shapes
+    in_types = input_type if input_type is not None else in_types
+    if in_shapes is None:
+        raise ShapeError("export_model: give in_shapes, e.g. [(1, 1, 28, 28)]")
+    if dynamic_input_shapes is not None:
+        raise GraphError("export_model: dynamic_input_shapes is not supported; dynamic=True "
+                         "makes the batch axis symbolic")
+    sym, params = _load_inputs(sym, params)
+    model = build_model(sym, params, in_shapes, in_types, dynamic)
+    if run_shape_inference:
+        model = onnx.shape_inference.infer_shapes(model)
+    if verbose:
+        print(onnx.helper.printable_graph(model.graph))
+    fileio.write_bytes(onnx_file_path, model.SerializeToString())
+    return onnx_file_path
