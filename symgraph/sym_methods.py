@@ -3,12 +3,15 @@
 ``symbol.py`` is imported by autodiff (gradient rules compose ``sg.sym`` ops) and by the
 executor, so it imports neither; this module, imported by ``symgraph/__init__``, puts
 ``Symbol.gradient``, ``Symbol.bind`` and ``Symbol.simple_bind`` on the class, as
-``nd_methods.py`` does for NDArray.
+``nd_methods.py`` does for NDArray, and adds the fluent functions and methods of ``fluent.py``
+(which builds them with ``sg.sym``).
 """
 from __future__ import annotations
 
 from typing import Any, Sequence
 
+from . import fluent
+from . import symbol as _symbol
 from .executor import Executor
 from .passes.gradient import symbol_gradient
 from .symbol import Symbol
@@ -34,6 +37,16 @@ def simple_bind(self: Symbol, ctx: Any, grad_req: Any = "write", type_dict: Any 
     return Executor.simple_bind(self, ctx, grad_req, type_dict, shapes)
 
 
+def _install_fluent(namespace: dict) -> None:
+    """``sg.sym``'s fluent functions (pow, maximum, zeros...) and Symbol's fluent methods."""
+    for fn_name, fn in fluent.make_functions().items():
+        namespace.setdefault(fn_name, fn)
+    for op, fill in (("_zeros", 0.0), ("_ones", 1.0), ("_full", None)):
+        namespace.setdefault(op[1:], fluent.creation(op, fill))
+    fluent.install(Symbol, namespace)
+
+
+_install_fluent(vars(_symbol))
 Symbol.gradient = gradient  # type: ignore[attr-defined]
 Symbol.bind = bind  # type: ignore[attr-defined]
 Symbol.simple_bind = simple_bind  # type: ignore[attr-defined]

@@ -27,12 +27,15 @@ Shape = tuple[int, ...]
 
 
 def declared_shape(node: Node) -> Optional[Shape]:
-    """The ``shape=`` a variable was declared with, if any (0 means unknown, as MXNet)."""
+    """The ``shape=`` a variable was declared with, if fully known (0 means unknown, as MXNet)."""
+    shape = declared_partial(node)
+    return None if shape is None or 0 in shape else shape
+
+
+def declared_partial(node: Node) -> Optional[Shape]:
+    """The declared ``shape=``, unknown dimensions (0) included."""
     text = node.extra.get("__shape__")
-    if text is None:
-        return None
-    shape = _parse_shape(text)
-    return None if 0 in shape else shape
+    return None if text is None else _parse_shape(text)
 
 
 def declared_dtype(node: Node) -> Optional[np.dtype]:

@@ -87,7 +87,7 @@ class Host:
 
 @dataclass(frozen=True)
 class Callback:
-    """Python on the step's device buffers (``Custom``): ``run(attrs, ins, outs, is_train,
+    """Python on the step's device buffers (``Custom``): ``run(attrs, ins, outs, RunCtx,
     stream)`` with GPU NDArrays; never inside a captured graph (it is host code)."""
 
     step: Step
@@ -183,7 +183,7 @@ def family(name: str) -> Callable[[LoweringFn], LoweringFn]:
 
 
 # Families that move or convert bytes, or run Python: any dtype (the others are float32 only).
-BYTE_FAMILIES = {"copy", "constant", "callback", "cast"}
+BYTE_FAMILIES = {"copy", "constant", "callback", "cast", "shape_constant"}
 
 
 def lowering_of(op: OpDef) -> tuple[str, dict]:

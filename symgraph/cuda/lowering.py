@@ -13,7 +13,7 @@ import numpy as np
 from ..registry import get_op
 from . import (lowering_conv_pool, lowering_dense, lowering_elementwise,  # noqa: F401
                lowering_fused, lowering_index, lowering_layout, lowering_nn, lowering_norm,
-               lowering_random, lowering_reduce, lowering_views)
+               lowering_random, lowering_reduce, lowering_sort, lowering_views)
 from .actions import BYTE_FAMILIES, FAMILIES, StepCtx, lowering_of
 
 

@@ -58,7 +58,16 @@ def _constant(ctx: StepCtx, p: dict) -> list:
 
 @family("fill")
 def _fill(ctx: StepCtx, p: dict) -> list:
-    return [Fill(ctx.outs[0], float(p["value"]), prod(ctx.out_shapes[0]))]
+    """``p['value']``: the fill value, or a function of the attrs giving it (``_full``)."""
+    value = p["value"](ctx.attrs) if callable(p["value"]) else p["value"]
+    return [Fill(ctx.outs[0], float(value), prod(ctx.out_shapes[0]))]
+
+
+@family("shape_constant")
+def _shape_constant(ctx: StepCtx, p: dict) -> list:
+    """A value known from the input shapes alone (shape_array): uploaded every run, like
+    ``constant``. ``p['value']``: a function of the input shapes giving the numpy array."""
+    return [Upload(ctx.outs[0], np.ascontiguousarray(p["value"](ctx.in_shapes)).tobytes())]
 
 
 @family("scale_by_batch")
