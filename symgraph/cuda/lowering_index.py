@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from math import prod
 
-from .codegen import c_float, grid_stride_kernel
-from .kernels import _offset_fn
 from .actions import Fill, StepCtx, family, launch
+from .kernels_index import (render_arg_reduce, render_one_hot, render_take,
+                            render_take_backward)
+
 
 @family("arg_reduce")
 def _arg_reduce(ctx: StepCtx, p: dict) -> list:
@@ -21,37 +22,15 @@ def _arg_reduce(ctx: StepCtx, p: dict) -> list:
     kept = [d for d in range(len(shape)) if d not in axes]
     n_red = prod(shape[d] for d in axes)
     n_out = prod(shape) // max(n_red, 1)
-    cmp = ">" if p["kind"] == "max" else "<"
-    helpers = _offset_fn("TAG_base", shape, kept) + _offset_fn("TAG_roff", shape, axes)
-    body = ("        const long long b0 = TAG_base(i);\n"
-            "        float best = x[b0]; long long at = 0;\n"
-            f"        for (long long r = 1; r < {n_red}LL; ++r) {{\n"
-            "            const float v = x[b0 + TAG_roff(r)];\n"
-            f"            if (v {cmp} best) {{ best = v; at = r; }}\n"
-            "        }\n"
-            "        y[i] = (float)at;\n")
-    kern = grid_stride_kernel(f"arg{p['kind']}", f"{shape}{axes}",
-                   "float* __restrict__ y, const float* __restrict__ x", body, prelude=helpers)
+    kern = render_arg_reduce(p["kind"], shape, axes, kept, n_red)
     return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), n_out)]
 
 
 @family("one_hot")
 def _one_hot(ctx: StepCtx, p: dict) -> list:
     a = ctx.attrs
-    depth = a["depth"]
-    body = (f"        const long long k = (long long)idx[i / {depth}LL];\n"
-            f"        y[i] = (k == i % {depth}LL) ? {c_float(a['on_value'])} : "
-            f"{c_float(a['off_value'])};\n")
-    kern = grid_stride_kernel("one_hot", f"{depth},{a['on_value']},{a['off_value']}",
-                   "float* __restrict__ y, const float* __restrict__ idx", body)
+    kern = render_one_hot(a["depth"], a["on_value"], a["off_value"])
     return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), prod(ctx.out_shapes[0]))]
-
-
-def _index_expr(n: int, wrap: bool) -> str:
-    """C of the clipped or wrapped integer index ``k`` read from float ``raw``."""
-    if wrap:
-        return f"long long k = (long long)raw % {n}LL; if (k < 0) k += {n}LL;\n"
-    return f"long long k = (long long)raw; k = k < 0 ? 0 : (k > {n - 1} ? {n - 1} : k);\n"
 
 
 def _take_geometry(data: tuple, n_idx: int, axis: int) -> tuple[int, int, int, int]:
@@ -67,14 +46,9 @@ def _take(ctx: StepCtx, p: dict) -> list:
     axis = ctx.attrs.get("axis", 0) if "axis" in ctx.attrs else 0
     wrap = ctx.attrs.get("mode", "clip") == "wrap" if "mode" in ctx.attrs else False
     outer, n, inner, m = _take_geometry(ctx.in_shapes[di], prod(ctx.in_shapes[ii]), axis)
-    body = (f"        const long long in = i % {inner}LL, j = (i / {inner}LL) % {m}LL;\n"
-            f"        const long long o = i / {inner * m}LL;\n"
-            f"        const float raw = idx[j];\n        {_index_expr(n, wrap)}"
-            f"        y[i] = x[(o * {n}LL + k) * {inner}LL + in];\n")
-    kern = grid_stride_kernel("take", f"{outer},{n},{inner},{m},{wrap}", "float* __restrict__ y, "
-                   "const float* __restrict__ x, const float* __restrict__ idx", body, n_ptr=3)
+    kern = render_take(outer, n, inner, m, wrap)
     return [launch(ctx, kern, (ctx.outs[0], ctx.ins[di], ctx.ins[ii]),
-                    prod(ctx.out_shapes[0]))]
+                   prod(ctx.out_shapes[0]))]
 
 
 @family("take_backward")
@@ -82,12 +56,6 @@ def _take_backward(ctx: StepCtx, p: dict) -> list:
     """Inputs (ograd, indices, data): zeros, then each ograd slice added to its row."""
     a = ctx.attrs
     outer, n, inner, m = _take_geometry(ctx.in_shapes[2], prod(ctx.in_shapes[1]), a["axis"])
-    body = (f"        const long long in = i % {inner}LL, j = (i / {inner}LL) % {m}LL;\n"
-            f"        const long long o = i / {inner * m}LL;\n"
-            f"        const float raw = idx[j];\n        {_index_expr(n, a['mode'] == 'wrap')}"
-            f"        atomicAdd(&g[(o * {n}LL + k) * {inner}LL + in], dy[i]);\n")
-    kern = grid_stride_kernel("take_backward", f"{outer},{n},{inner},{m},{a['mode']}",
-                   "float* g, const float* __restrict__ dy, const float* __restrict__ idx",
-                   body, n_ptr=3)
+    kern = render_take_backward(outer, n, inner, m, a["mode"])
     return [Fill(ctx.outs[0], 0.0, prod(ctx.out_shapes[0])),
             launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[0]))]
