@@ -62,8 +62,8 @@ def _number(x: Any) -> bool:
     return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
 
 
-def _binary(name: str, ops: tuple[str, str, str], reflected: bool) -> Callable:
-    array_op, scalar_op, rscalar_op = ops
+def _binary(name: str, names: tuple[str, str, str], reflected: bool) -> Callable:
+    array_op, scalar_op, rscalar_op = names
 
     def method(self: Any, other: Any) -> Any:
         if isinstance(other, NDArray):

@@ -6,7 +6,7 @@ named as in the file. Each ONNX node is translated by ``import_ops.IMPORTERS[op_
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 

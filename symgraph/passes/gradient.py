@@ -14,7 +14,6 @@ from typing import Any, Optional, Sequence
 
 from .. import name as _name
 from .. import symbol as S
-from ..base import GraphError
 from ..attrs import Attrs
 from ..graph import Entry, Graph, Node
 from ..base import GraphError, where
