@@ -24,7 +24,7 @@ from . import module as mod
 from . import rtc  # noqa: E402  (pycuda is imported lazily, on first GPU use)
 from . import profiler  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package is imported on first use)
-from . import kvstore, dist  # noqa: E402  (NCCL is loaded on first GPU use)
+from . import kvstore, parallel  # noqa: E402  (NCCL is loaded on first GPU use)
 
 symbol = sym
 ndarray = nd
@@ -40,4 +40,4 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "ExecutionError", "DataError", "io", "init", "initializer", "optimizer",
            "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
            "profiler", "onnx", "__version__",
-           "autograd", "imperative", "context", "kv", "kvstore", "dist"]
+           "autograd", "imperative", "context", "kv", "kvstore", "parallel"]

@@ -8,7 +8,7 @@ Types (MXNet's names):
   paths). ``'nccl'`` in a process started by a launcher with ``WORLD_SIZE > 1`` joins the
   other processes, as ``dist_device_sync`` does.
 - ``'dist_sync'``, ``'dist_device_sync'``, ``'dist'``: several processes (rank and world size
-  from torchrun, mpirun or SLURM, see :mod:`symgraph.dist.launch`), meeting at
+  from torchrun, mpirun or SLURM, see :mod:`symgraph.parallel.launch`), meeting at
   ``MASTER_ADDR:MASTER_PORT``; a push is summed over every worker before it is stored.
 
 ``dist_async`` is refused: there is no parameter server, and asynchronous updates would make the
@@ -22,9 +22,9 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from .base import AttrError, BindError
-from .dist.comm import HostCommunicator
-from .dist.launch import WorldInfo, world_from_env
-from .dist.rendezvous import DEFAULT_TIMEOUT, Rendezvous
+from .parallel.comm import HostCommunicator
+from .parallel.launch import WorldInfo, world_from_env
+from .parallel.rendezvous import DEFAULT_TIMEOUT, Rendezvous
 
 LOCAL_TYPES = ("local", "device", "nccl")
 DIST_TYPES = ("dist_sync", "dist_device_sync", "dist")

@@ -29,13 +29,13 @@ def _descs(shapes: Any) -> list[DataDesc]:
 
 class Module(BaseModule):
     """A trainable module over ``symbol`` (MXNet's ``mx.mod.Module``). With several contexts,
-    or in one of several launched processes, it is a ``dist.group.DataParallelModule``."""
+    or in one of several launched processes, it is a ``parallel.group.DataParallelModule``."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Module":
         if cls is Module:
-            from .dist.setup import wants_data_parallel
+            from .parallel.setup import wants_data_parallel
             if wants_data_parallel(args, kwargs):
-                from .dist.group import DataParallelModule
+                from .parallel.group import DataParallelModule
                 cls = DataParallelModule
         return super().__new__(cls)
 
@@ -44,7 +44,7 @@ class Module(BaseModule):
                  context: Any = None, fixed_param_names: Optional[Sequence[str]] = None,
                  logger: Any = LOGGER, work_load_list: Optional[Sequence[float]] = None) -> None:
         super().__init__(logger)
-        if isinstance(context, (list, tuple)):  # several: dist.group.DataParallelModule
+        if isinstance(context, (list, tuple)):  # several: parallel.group.DataParallelModule
             if len(context) != 1:
                 raise BindError(f"Module: {list(context)} needs the data-parallel module")
             context = context[0]
