@@ -229,6 +229,9 @@ class Module(BaseModule):
         """Make the optimizer; ``rescale_grad`` defaults to 1/batch size, as in MXNet."""
         if self.optimizer_initialized and not force_init:
             return
+        if kvstore is not None and not hasattr(kvstore, "pushpull"):
+            from .kvstore import check_type
+            check_type(kvstore)  # one device, one process: every type means no exchange
         params = dict(optimizer_params)
         params.setdefault("rescale_grad", 1.0 / self._data_shapes[0].shape[0])
         idx2name = dict(enumerate(self._param_names))

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import optimizer as _opt
 from ..base import BindError
-from ..context import Context
+from ..context import Context, cpu
 from ..io import DataBatch
 from ..log import LOGGER
 from ..module import Module, _descs
@@ -43,6 +43,8 @@ class DataParallelModule(Module):
                  context: Any = None, fixed_param_names: Optional[Sequence[str]] = None,
                  logger: Any = LOGGER, work_load_list: Optional[Sequence[float]] = None,
                  **kwargs: Any) -> None:
+        if not isinstance(context, (list, tuple)):  # one device of several processes
+            context = [context or cpu()]
         contexts: list[Context] = list(context)
         kinds = {c.device_type for c in contexts}
         if len(kinds) != 1 or len(set(contexts)) != len(contexts):

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import queue as queue_mod
 import socket
+import time
 import traceback
 from typing import Any, Callable
 
@@ -34,11 +36,16 @@ def run_ranks(fn: Callable, size: int, *args: Any, ranks: Any = None,
              for r in (range(size) if ranks is None else ranks)]
     for p in procs:
         p.start()
-    out = {}
-    try:
-        for _ in procs:
-            rank, status, value = queue.get(timeout=timeout)
-            out[rank] = (status, value)
+    out: dict = {}
+    deadline = time.monotonic() + timeout
+    try:  # until every started rank answered, or died without answering
+        while len(out) < len(procs) and time.monotonic() < deadline:
+            try:
+                rank, status, value = queue.get(timeout=0.2)
+                out[rank] = (status, value)
+            except queue_mod.Empty:
+                if not any(p.is_alive() for p in procs) and queue.empty():
+                    break
     finally:
         for p in procs:
             p.join(5)
