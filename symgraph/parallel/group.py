@@ -253,8 +253,23 @@ class DataParallelModule(Module):
         return self._stage_buffers
 
     def _queue_metric(self, eval_metric: Any, labels: Sequence, pad: int) -> Any:
-        self.update_metric(eval_metric, labels, pad=pad)
-        return None
+        """On GPUs the outputs leave by async copies, one per device, and the metric is fed
+        when the next step is queued (as Module does on one GPU); on CPUs at once."""
+        staging = self._staging()
+        if staging is None:
+            self.update_metric(eval_metric, labels, pad=pad)
+            return None
+        keep = slice(None, -pad if pad else None)
+        count = max(1, len(labels))
+        waits = [staging[exe].from_device(exe.outputs[:count], exe.train_program.stream)
+                 for exe in self._execs]
+        host = [np.asarray(_host(lb))[keep] for lb in labels]
+
+        def finish() -> None:
+            parts = [w() for w in waits]
+            preds = [np.concatenate([p[i] for p in parts])[keep] for i in range(count)]
+            eval_metric.update(host, preds)
+        return finish
 
     # -- outputs -------------------------------------------------------------------------------
     def get_outputs(self, merge_multi_context: bool = True) -> list:
