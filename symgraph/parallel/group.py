@@ -61,6 +61,7 @@ class DataParallelModule(Module):
         self._slices: list[slice] = []
         self._updaters: list[Any] = []
         self._comm: Any = None
+        self._marks: list[Any] = []  # device events of the last queued steps (GPU)
         self._kv_name: Optional[str] = None
         self.bucket_bytes = DEFAULT_BUCKET_BYTES
 
@@ -154,6 +155,9 @@ class DataParallelModule(Module):
             optimizer = _opt.create(optimizer, param_idx2name=idx2name, sym=self._symbol,
                                     **params)
         self._optimizer, self._comm, self._kv_name = optimizer, comm, name
+        self._marks = []
+        if hasattr(comm, "streams"):  # collectives queue on the executors' streams
+            comm.streams = [exe.train_program.stream for exe in self._execs]
         if self._contexts[0].device_type == "gpu":
             from ..cuda.optimizer import FusedUpdater
             self._updaters = [FusedUpdater(optimizer, c.device_id) for c in self._contexts]
@@ -233,12 +237,14 @@ class DataParallelModule(Module):
     def forward_backward_update(self, data_batch: DataBatch) -> None:
         """Each device runs forward+backward as one program (one CUDA graph on the GPU),
         then the all-reduce and the update are queued behind it on every device."""
-        if getattr(self._comm, "peers", None) is not None:
-            _wait(self._comm)  # the previous step's collectives: a dead rank ends us here
+        if len(self._marks) > 1:  # the step before last: a dead rank or a hang ends us here
+            self._comm.wait(self._marks.pop(0))
         self._load_batch(data_batch, self._staging())
         for exe in self._execs:
             exe.train_step()
         self.update()
+        if hasattr(self._comm, "mark"):  # the host may run one step ahead, never more
+            self._marks.append(self._comm.mark())
 
     def _staging(self) -> Any:
         if self._contexts[0].device_type != "gpu" or not self.optimizer_initialized:

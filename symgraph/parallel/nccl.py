@@ -176,11 +176,24 @@ class NcclCommunicator:
         """Enqueue a broadcast from global rank ``root`` (device ``root`` of rank 0)."""
         self._collective(replicas, "ncclBroadcast", root)
 
-    def wait(self) -> None:
-        """Block until the queued collectives finished, or fail within ``timeout``."""
+    def mark(self) -> list[Any]:
+        """An event recorded on every device's stream: the work queued so far."""
+        import pycuda.driver as drv
+        from ..cuda.runtime import activate
+        events = []
+        for dev, stream in zip(self.device_ids, self.streams):
+            with activate(dev):
+                events.append(drv.Event(drv.event_flags.DISABLE_TIMING).record(stream))
+        return events
+
+    def wait(self, events: Optional[Sequence[Any]] = None) -> None:
+        """Block until ``events`` (default: all queued work) completed, or fail within
+        ``timeout``: a dead peer or an NCCL error aborts the communicators and raises."""
         deadline = time.monotonic() + self.timeout
         lib = library()
-        while not all(s is None or s.is_done() for s in self.streams):
+        done = (lambda: all(e.query() for e in events)) if events is not None else \
+            (lambda: all(s is None or s.is_done() for s in self.streams))
+        while not done():
             for comm in self.comms:
                 err = _Int()
                 check(lib.ncclCommGetAsyncError(comm, ctypes.byref(err)),
