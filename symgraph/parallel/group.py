@@ -131,6 +131,17 @@ class DataParallelModule(Module):
             for exe in self._execs[1:]:
                 exe.copy_params_from(self._arg_params, self._aux_params)
 
+    def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
+        """Parameters of device 0 (every device holds the same bits) and aux states averaged
+        over the devices (BatchNorm statistics differ per slice), as MXNet does."""
+        arg, aux = super().get_params()
+        if self.binded and len(self._execs) > 1:
+            for name in self._aux_names:
+                total = sum(exe.aux_dict[name].asnumpy().astype(np.float64)
+                            for exe in self._execs)
+                aux[name] = array((total / len(self._execs)).astype(aux[name].dtype))
+        return arg, aux
+
     # -- optimizer -----------------------------------------------------------------------------
     def _init_optimizer(self, kvstore: Any = "local", optimizer: Any = "sgd",
                         optimizer_params: Any = (("learning_rate", 0.01),),

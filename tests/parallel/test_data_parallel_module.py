@@ -147,3 +147,16 @@ def test_mnist_iter_parts(mnist_dir) -> None:
     whole = sg.io.MNISTIter(**{**kw, "num_parts": 1})
     assert a.num_data == b.num_data == 5000
     np.testing.assert_array_equal(b.label["softmax_label"], whole.label["softmax_label"][5000:])
+
+
+def test_batchnorm_aux_states_are_averaged_over_devices() -> None:
+    data = sg.sym.var("data")
+    net = sg.sym.BatchNorm(sg.sym.FullyConnected(data, num_hidden=4, name="fc"), name="bn")
+    sym = sg.sym.SoftmaxOutput(net, name="softmax")
+    x, y = _data(16)
+    mod = _module(sym, [sg.cpu(0), sg.cpu(1)], 16, x)
+    mod.forward(sg.io.DataBatch([sg.nd.array(x)], [sg.nd.array(y)]), is_train=True)
+    per = [exe.aux_dict["bn_moving_mean"].asnumpy() for exe in mod.executors]
+    assert not np.array_equal(per[0], per[1])  # each device saw its own half
+    got = mod.get_params()[1]["bn_moving_mean"].asnumpy()
+    np.testing.assert_allclose(got, (per[0].astype(np.float64) + per[1]) / 2, rtol=1e-6)
