@@ -46,7 +46,7 @@ class DataBatch:
 
     def __repr__(self) -> str:
         shapes = [d.shape for d in self.data]
-        lshapes = [lb.shape for lb in self.label or []]
+        lshapes = None if self.label is None else [lb.shape for lb in self.label]
         return f"DataBatch: data shapes: {shapes} label shapes: {lshapes}"
 
 
@@ -165,6 +165,11 @@ class NDArrayIter(DataIter):
             for k in arrays:
                 arrays[k] = arrays[k][part]
         self.num_data = size
+
+    @property
+    def idx(self) -> np.ndarray:
+        """The sample order of this epoch (MXNet's ``idx``; shuffled with ``shuffle``)."""
+        return self._order
 
     @property
     def provide_data(self) -> list:

@@ -108,6 +108,9 @@ class DataParallelModule(Module):
             self._execs.append(self._symbol.simple_bind(ctx, grad_req=reqs, type_dict=types,
                                                         **shapes))
         self._exec = self._execs[0]
+        for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
+            for exe in self._execs:
+                mon.install(exe)
         self.binded = True
         if self.params_initialized:
             self._check_params(self._arg_params, self._aux_params, False, False)
@@ -141,6 +144,14 @@ class DataParallelModule(Module):
                             for exe in self._execs)
                 aux[name] = array((total / len(self._execs)).astype(aux[name].dtype))
         return arg, aux
+
+    def install_monitor(self, mon: Any) -> None:
+        """Install ``mon`` on every device's executor (MXNet's executor group does too)."""
+        if not self._execs:
+            raise BindError("install_monitor: bind the module first")
+        self._monitors = getattr(self, "_monitors", []) + [mon]
+        for exe in self._execs:
+            mon.install(exe)
 
     # -- optimizer -----------------------------------------------------------------------------
     def _init_optimizer(self, kvstore: Any = "local", optimizer: Any = "sgd",
