@@ -109,3 +109,23 @@ def test_dead_rank_ends_the_others_with_its_name() -> None:
     ranks, message, took = out[0][1].split("|")
     assert ranks == "(1,)" and "rank 1 closed its connection" in message
     assert float(took) < 5.0  # not the 30 s timeout: the closed socket says it at once
+
+
+def _one_hangs(rank: int) -> str:
+    peers = Rendezvous(world_from_env(), timeout=1.0).connect()
+    if rank == 1:
+        time.sleep(6)  # alive, connected, but never joins the all-reduce
+        return "slept"
+    tic = time.monotonic()
+    try:
+        HostCommunicator(1, peers).allreduce([[np.ones(3, np.float32)]])
+    except RendezvousError as exc:
+        return f"{exc.ranks}|{exc}|{time.monotonic() - tic:.2f}"
+    return "no error"
+
+
+def test_hanging_rank_is_named_within_timeout() -> None:
+    out = run_ranks(_one_hangs, 2, timeout=30)
+    ranks, message, took = out[0][1].split("|")
+    assert ranks == "(1,)" and "rank 1 sent nothing within 1 s" in message
+    assert 0.9 < float(took) < 4.0

@@ -7,6 +7,7 @@ import pytest
 import symgraph as sg
 from symgraph.base import AttrError, BindError
 from symgraph.models import lenet, mlp
+from symgraph.parallel.comm import HostCommunicator
 from symgraph.parallel.group import DataParallelModule
 
 from ._procs import run_ranks
@@ -160,3 +161,34 @@ def test_batchnorm_aux_states_are_averaged_over_devices() -> None:
     assert not np.array_equal(per[0], per[1])  # each device saw its own half
     got = mod.get_params()[1]["bn_moving_mean"].asnumpy()
     np.testing.assert_allclose(got, (per[0].astype(np.float64) + per[1]) / 2, rtol=1e-6)
+
+
+class _MarkingComm(HostCommunicator):
+    """A host communicator that records the GPU path's step marks and waits."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self.log: list[str] = []
+        self.steps = 0
+
+    def allreduce(self, replicas) -> None:
+        self.log.append(f"reduce{self.steps}")
+        super().allreduce(replicas)
+
+    def mark(self) -> int:
+        self.steps += 1
+        return self.steps - 1
+
+    def wait(self, mark: int) -> None:
+        self.log.append(f"wait{mark}")
+
+
+def test_host_runs_at_most_one_step_ahead() -> None:
+    x, y = _data(16)
+    mod = _module(mlp.build(), [sg.cpu(0), sg.cpu(1)], 8, x)
+    mod._comm = comm = _MarkingComm(2)
+    batch = sg.io.DataBatch([sg.nd.array(x[:8])], [sg.nd.array(y[:8])])
+    for _ in range(4):
+        mod.forward_backward_update(batch)
+    # before step k (k >= 2) the host waits for step k - 2 to have completed
+    assert comm.log == ["reduce0", "reduce1", "wait0", "reduce2", "wait1", "reduce3"]
