@@ -191,9 +191,8 @@ class NcclCommunicator:
         ``timeout``: a dead peer or an NCCL error aborts the communicators and raises."""
         deadline = time.monotonic() + self.timeout
         lib = library()
-        done = (lambda: all(e.query() for e in events)) if events is not None else \
-            (lambda: all(s is None or s.is_done() for s in self.streams))
-        while not done():
+        marks = list(events) if events is not None else self.mark()  # stream None: legacy
+        while not all(e.query() for e in marks):
             for comm in self.comms:
                 err = _Int()
                 check(lib.ncclCommGetAsyncError(comm, ctypes.byref(err)),
