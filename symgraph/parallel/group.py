@@ -185,7 +185,7 @@ class DataParallelModule(Module):
             self._updaters = [FusedUpdater(optimizer, c.device_id) for c in self._contexts]
         else:
             self._updaters = [_opt.get_updater(optimizer)] * n
-        self._updater = self._updaters[0]
+        self._updater = _UpdaterGroup(self._updaters, n)
         self._tail = (None, None)
         self.optimizer_initialized = True
         if workers > 1:  # every process starts from rank 0's parameters
@@ -325,6 +325,33 @@ class DataParallelModule(Module):
         batch = self._data_shapes[0].shape[0]
         return [(n, (batch,) + tuple(o.shape[1:]))
                 for n, o in zip(self._output_names, self._exec.outputs)]
+
+
+class _UpdaterGroup:
+    """The updaters of the devices, as one for checkpoints: states are saved as those of
+    device 0 under plain parameter indices (every device holds the same), so a ``.states``
+    file moves between 1 and N devices; loading gives them to every device."""
+
+    def __init__(self, updaters: Sequence[Any], num_devices: int) -> None:
+        self.updaters = list({id(u): u for u in updaters}.values())
+        self.first, self.n = updaters[0], num_devices
+
+    def get_states(self) -> dict[str, np.ndarray]:
+        out = {}
+        for key, value in self.first.get_states().items():
+            kind, index, *rest = key.split(":")
+            if int(index) % self.n == 0:
+                out[":".join([kind, str(int(index) // self.n), *rest])] = value
+        return out
+
+    def set_states(self, arrays: dict[str, np.ndarray]) -> None:
+        spread = {}
+        for key, value in arrays.items():
+            kind, index, *rest = key.split(":")
+            for k in range(self.n):
+                spread[":".join([kind, str(int(index) * self.n + k), *rest])] = value
+        for upd in self.updaters:
+            upd.set_states(spread)
 
 
 def _wait(comm: Any) -> None:

@@ -192,3 +192,30 @@ def test_host_runs_at_most_one_step_ahead() -> None:
         mod.forward_backward_update(batch)
     # before step k (k >= 2) the host waits for step k - 2 to have completed
     assert comm.log == ["reduce0", "reduce1", "wait0", "reduce2", "wait1", "reduce3"]
+
+
+def test_optimizer_states_move_between_one_and_two_devices(tmp_path) -> None:
+    x, y = _data(32)
+    batch = sg.io.DataBatch([sg.nd.array(x[:16])], [sg.nd.array(y[:16])])
+    two = _module(mlp.build(), [sg.cpu(0), sg.cpu(1)], 16, x)
+    one = _module(mlp.build(), sg.cpu(), 16, x)
+    for mod in (two, one):
+        for _ in range(3):
+            mod.forward_backward_update(batch)
+    two.save_checkpoint(str(tmp_path / "two"), 1, save_optimizer_states=True)
+    one.save_checkpoint(str(tmp_path / "one"), 1, save_optimizer_states=True)
+    saved_two = sg.model.load_arrays(str(tmp_path / "two-0001.states"), "t")
+    saved_one = sg.model.load_arrays(str(tmp_path / "one-0001.states"), "t")
+    assert sorted(saved_two) == sorted(saved_one)  # plain parameter indices
+    for key, value in saved_one.items():
+        np.testing.assert_allclose(saved_two[key], value, rtol=1e-4, atol=1e-6)
+    # the one-device states loaded onto two devices: both continue like the one device
+    fresh = _module(mlp.build(), [sg.cpu(0), sg.cpu(1)], 16, x)
+    fresh.set_params(*one.get_params())
+    fresh.load_optimizer_states(str(tmp_path / "one-0001.states"))
+    fresh.forward_backward_update(batch)
+    one.forward_backward_update(batch)
+    for name, ref in one.get_params()[0].items():
+        a, b = (exe.arg_dict[name].asnumpy() for exe in fresh.executors)
+        assert a.tobytes() == b.tobytes()
+        np.testing.assert_allclose(a, ref.asnumpy(), rtol=1e-4, atol=1e-6)
