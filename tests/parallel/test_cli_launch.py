@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ._procs import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,3 +38,22 @@ def test_cli_refuses_unknown_kvstore(mnist_dir: Path) -> None:
                          text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
     assert out.returncode == 2
     assert "kvstore 'dist_async' is not supported" in out.stderr
+
+
+def test_benchmark_refuses_fewer_than_two_gpus_and_builds_resnet20() -> None:
+    import symgraph as sg
+    from symgraph.context import num_gpus
+    if num_gpus() >= 2:
+        pytest.skip("the refusal is only observable with fewer than 2 GPUs")
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "multi_gpu.py"),
+                          "--mode", "identical"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    assert out.returncode == 1
+    assert "multi_gpu.py needs at least 2 GPUs, found" in out.stderr
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import multi_gpu
+    net = multi_gpu.resnet20()
+    convs = [n for n in net.list_arguments() if n.endswith("_conv_weight")]
+    assert len(convs) == 19  # stem + 18 in 9 basic blocks (+ 2 projections, named _proj)
+    exe = net.simple_bind(sg.cpu(), data=(2, 3, 32, 32))
+    assert exe.forward()[0].shape == (2, 10)
