@@ -152,13 +152,15 @@ def test_next_save_removes_dead_temps_only(tmp_path: Path) -> None:
     live.write_bytes(b"in progress")
     other = tmp_path / ".other.params.5.00000000.tmp"  # another target's temp: not ours
     other.write_bytes(b"")
+    longer = tmp_path / ".m.params.x.12.deadbeef.tmp"  # target m.params.x, same prefix
+    longer.write_bytes(b"")
     fd = os.open(live, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # as a writer still at work holds it
         sg.nd.save(str(target), [sg.nd.ones(2)])
     finally:
         os.close(fd)
-    assert not dead.exists() and live.exists() and other.exists()
+    assert not dead.exists() and live.exists() and other.exists() and longer.exists()
     fifo = tmp_path / ".m.params.7.0badf1f0.tmp"  # a planted FIFO would block a plain open
     os.mkfifo(fifo)
     sg.nd.save(str(target), [sg.nd.ones(2)])
