@@ -115,15 +115,20 @@ def test_no_writer_bypasses_the_helper() -> None:
 
 
 def _is_write(call: ast.Call) -> bool:
+    """Calls that write a file without fileio: numpy/json/pickle savers, pathlib writes,
+    matplotlib's savefig, ndarray.tofile, tempfile/os file creation, open() for writing.
+    symgraph's own savers (``nd.save``, ``Symbol.save``, ``ParameterDict.save``...) end in
+    fileio and are not listed."""
     f = call.func
     name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-    if name in ("savez", "savez_compressed", "save", "tofile", "dump", "savefig",
-                "write_text", "write_bytes", "mkstemp", "fdopen"):
-        owner = f.value if isinstance(f, ast.Attribute) else None
-        owner_name = getattr(owner, "id", getattr(owner, "attr", ""))
-        return owner_name in ("np", "numpy", "json", "pickle", "os", "tempfile") or \
-            name in ("savefig", "tofile") or (owner is not None and owner_name not in
-                                              ("fileio", "ndfile", "sym", "symbol", "self"))
+    owner = f.value if isinstance(f, ast.Attribute) else None
+    owner_name = getattr(owner, "id", getattr(owner, "attr", ""))
+    if name in ("save", "dump", "savez", "savez_compressed"):
+        return owner_name in ("np", "numpy", "json", "pickle", "torch", "marshal")
+    if name in ("write_text", "write_bytes"):  # bare names are fileio's, imported
+        return owner is not None and owner_name != "fileio"
+    if name in ("savefig", "tofile", "mkstemp", "NamedTemporaryFile", "fdopen"):
+        return True
     if name == "open" and len(call.args) > 1:
         mode = call.args[1]
         return isinstance(mode, ast.Constant) and any(c in str(mode.value) for c in "wax+")
