@@ -395,18 +395,23 @@ class Module(BaseModule):
 
     # -- checkpoints -------------------------------------------------------------------------
     def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False) -> None:
-        """``prefix-symbol.json``, ``prefix-%04d.params`` and, if asked, ``prefix-%04d.states``
-        (optimizer states and update counts, named arrays in the ``.params`` format)."""
-        from .model import save_checkpoint, save_arrays
-        arg, aux = self.get_params()
-        save_checkpoint(prefix, epoch, self._symbol, arg, aux)
+        """``prefix-symbol.json``, ``prefix-%04d.params`` and, if asked, ``prefix-%04d.states``."""
+        from .model import save_checkpoint
+        if save_optimizer_states and not self.optimizer_initialized:
+            raise BindError("save_checkpoint: no optimizer states before init_optimizer()")
+        save_checkpoint(prefix, epoch, self._symbol, *self.get_params())
         if save_optimizer_states:
-            if not self.optimizer_initialized:
-                raise BindError("save_checkpoint: no optimizer states before init_optimizer()")
-            save_arrays("%s-%04d.states" % (prefix, epoch), self._updater.get_states())
+            self.save_optimizer_states("%s-%04d.states" % (prefix, epoch))
+
+    def save_optimizer_states(self, fname: str) -> None:
+        """Write optimizer states and update counts: named arrays in the ``.params`` format."""
+        from .model import save_arrays
+        if not self.optimizer_initialized:
+            raise BindError("save_optimizer_states: call init_optimizer() first")
+        save_arrays(fname, self._updater.get_states())
 
     def load_optimizer_states(self, fname: str) -> None:
-        """Restore the states written by ``save_checkpoint(..., save_optimizer_states=True)``."""
+        """Restore states written by :meth:`save_optimizer_states`; DataError names a bad file."""
         from .model import load_optimizer_states
         if not self.optimizer_initialized:
             raise BindError("load_optimizer_states: call init_optimizer() first")

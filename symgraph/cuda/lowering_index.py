@@ -9,9 +9,12 @@ from __future__ import annotations
 
 from math import prod
 
+import numpy as np
+
 from .codegen import THREADS, Rendered, c_float, grid_for, kernel_name
 from .kernels import _offset_fn
 from .lowering import Fill, Kernel, StepCtx, family
+from .lowering_layout import C_TYPES
 
 LOOP = ("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
         "i += (long long)blockDim.x * gridDim.x) {\n")
@@ -59,8 +62,9 @@ def _one_hot(ctx: StepCtx, p: dict) -> list:
     body = (f"        const long long k = (long long)idx[i / {depth}LL];\n"
             f"        y[i] = (k == i % {depth}LL) ? {c_float(a['on_value'])} : "
             f"{c_float(a['off_value'])};\n")
-    kern = _kernel("one_hot", f"{depth},{a['on_value']},{a['off_value']}",
-                   "float* __restrict__ y, const float* __restrict__ idx", body)
+    idx_t = C_TYPES[np.dtype(ctx.dtypes[0]).name]  # float32, or an integer (INDEX_INPUTS)
+    kern = _kernel("one_hot", f"{depth},{a['on_value']},{a['off_value']},{idx_t}",
+                   f"float* __restrict__ y, const {idx_t}* __restrict__ idx", body)
     return [_launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), prod(ctx.out_shapes[0]))]
 
 
