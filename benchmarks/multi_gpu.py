@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+# workers import this checkout first, then whatever the parent could import
+PYTHONPATH = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
 sys.path.insert(0, str(ROOT))
 
 import symgraph as sg  # noqa: E402
@@ -168,7 +170,7 @@ def sg_multiprocess(model: str, steps: int) -> tuple[float, bool]:
     for rank in (0, 1):
         out = os.path.join(tmp, f"rank{rank}.json")
         env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
-               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "PYTHONPATH": str(ROOT)}
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "PYTHONPATH": PYTHONPATH}
         procs.append(subprocess.Popen([sys.executable, __file__, "--worker", "--model", model,
                                        "--steps", str(steps), "--out", out], env=env))
         outs.append(out)

@@ -119,12 +119,13 @@ def init_comms(device_ids: Sequence[int], rank0: int = 0, world: int = 0,
     from ..cuda.runtime import activate
     ident = _uid(uid)
     check(lib.ncclGroupStart(), "ncclGroupStart")
+    handles = [_Comm() for _ in device_ids]  # NCCL may fill them in at ncclGroupEnd
     for k, dev in enumerate(device_ids):
         with activate(dev):
-            check(lib.ncclCommInitRank(ctypes.byref(comms, k * ctypes.sizeof(_Comm)), world,
-                                       ident, rank0 + k), f"ncclCommInitRank(rank {rank0 + k})")
+            check(lib.ncclCommInitRank(ctypes.byref(handles[k]), world, ident, rank0 + k),
+                  f"ncclCommInitRank(rank {rank0 + k})")
     check(lib.ncclGroupEnd(), "ncclGroupEnd")
-    return [int(c or 0) for c in comms]
+    return [int(c.value or 0) for c in handles]
 
 
 class NcclCommunicator:

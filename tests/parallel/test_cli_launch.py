@@ -12,6 +12,8 @@ import pytest
 from ._procs import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+# workers import this checkout first, then whatever the parent could import
+PYTHONPATH = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
 
 
 def test_two_rank_cli_training(mnist_dir: Path) -> None:
@@ -20,7 +22,7 @@ def test_two_rank_cli_training(mnist_dir: Path) -> None:
     for rank in (0, 1):
         env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-               "SYMGRAPH_DIST_TIMEOUT": "60", "PYTHONPATH": str(ROOT)}
+               "SYMGRAPH_DIST_TIMEOUT": "60", "PYTHONPATH": PYTHONPATH}
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "symgraph", "train", "mlp", "--data-dir", str(mnist_dir),
              "--num-train", "512", "--num-test", "200", "--epochs", "1"],
@@ -35,7 +37,7 @@ def test_two_rank_cli_training(mnist_dir: Path) -> None:
 def test_cli_refuses_unknown_kvstore(mnist_dir: Path) -> None:
     out = subprocess.run([sys.executable, "-m", "symgraph", "train", "mlp", "--data-dir",
                           str(mnist_dir), "--kv-store", "dist_async"], capture_output=True,
-                         text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+                         text=True, env={**os.environ, "PYTHONPATH": PYTHONPATH}, timeout=120)
     assert out.returncode == 2
     assert "kvstore 'dist_async' is not supported" in out.stderr
 
@@ -47,7 +49,7 @@ def test_benchmark_refuses_fewer_than_two_gpus_and_builds_resnet20() -> None:
         pytest.skip("the refusal is only observable with fewer than 2 GPUs")
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "multi_gpu.py"),
                           "--mode", "identical"], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+                         env={**os.environ, "PYTHONPATH": PYTHONPATH}, timeout=120)
     assert out.returncode == 1
     assert "multi_gpu.py needs at least 2 GPUs, found" in out.stderr
     sys.path.insert(0, str(ROOT / "benchmarks"))
