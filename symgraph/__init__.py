@@ -27,12 +27,15 @@ from . import rtc  # noqa: E402  (pycuda is imported lazily, on first GPU use)
 from . import profiler  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package is imported on first use)
 from . import gluon  # noqa: E402
+from . import kvstore, parallel  # noqa: E402  (NCCL is loaded on first GPU use)
+from .parallel import group as _parallel_group  # noqa: E402,F401  (Module(context=[...]))
 
 symbol = sym
 ndarray = nd
 mon = monitor
 initializer = init
 module = mod
+kv = kvstore
 
 __version__ = "0.1.0"
 
@@ -42,4 +45,5 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "ExecutionError", "DataError", "io", "init", "initializer", "optimizer",
            "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
            "profiler", "onnx", "__version__",
-           "autograd", "imperative", "context", "gluon", "monitor", "mon"]
+           "autograd", "imperative", "context", "gluon", "monitor", "mon", "kv", "kvstore",
+           "parallel"]

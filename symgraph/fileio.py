@@ -17,6 +17,7 @@ claim more elements than the file has bytes).
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import stat
 from pathlib import Path
@@ -31,6 +32,7 @@ except ImportError:  # pragma: no cover
 
 PathLike = Union[str, "os.PathLike[str]"]
 TMP_SUFFIX = ".tmp"
+_TMP_TAIL = re.compile(r"\d+\.[0-9a-f]{8}\.tmp")  # <pid>.<random>.tmp after ".<name>."
 
 
 def _tmp_prefix(target: Path) -> str:
@@ -55,7 +57,8 @@ def remove_stale_temps(target: PathLike) -> list[str]:
     prefix = _tmp_prefix(target)
     removed = []
     try:
-        names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(TMP_SUFFIX)]
+        names = [n for n in os.listdir(folder)
+                 if n.startswith(prefix) and _TMP_TAIL.fullmatch(n[len(prefix):])]
     except OSError:
         return removed
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)

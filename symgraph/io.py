@@ -113,12 +113,15 @@ class NDArrayIter(DataIter):
     ``last_batch_handle``: ``'pad'`` fills the last batch from the start of the data (``pad``
     says how many), ``'discard'`` drops it, ``'roll_over'`` carries the leftover samples into the
     first batch of the next epoch. With ``shuffle`` the order is redrawn (from ``sg.random``) at
-    construction and every ``reset()``.
+    construction and every ``reset()``. ``num_parts``/``part_index`` keep one shard for one
+    worker of a data-parallel job (as MXNet's ``MNISTIter`` and ``ImageIter``; see
+    :meth:`_keep_part`).
     """
 
     def __init__(self, data: Any, label: Any = None, batch_size: int = 1, shuffle: bool = False,
                  last_batch_handle: str = "pad", data_name: str = "data",
-                 label_name: str = "softmax_label") -> None:
+                 label_name: str = "softmax_label", num_parts: int = 1,
+                 part_index: int = 0) -> None:
         super().__init__(batch_size)
         if last_batch_handle not in LAST_BATCH_HANDLES:
             raise DataError(f"NDArrayIter: last_batch_handle={last_batch_handle!r}, expected "
@@ -134,6 +137,8 @@ class NDArrayIter(DataIter):
             raise DataError(f"NDArrayIter: data and label have different numbers of samples "
                             f"{sizes}")
         self.num_data = next(iter(sizes.values()))
+        if (num_parts, part_index) != (1, 0):
+            self._keep_part(num_parts, part_index)
         if last_batch_handle == "discard" and self.num_data < batch_size:
             raise DataError(f"NDArrayIter: {self.num_data} samples, fewer than batch_size "
                             f"{batch_size}, and last_batch_handle='discard'")
@@ -142,6 +147,24 @@ class NDArrayIter(DataIter):
         self._carry = np.zeros(0, np.int64)
         self._order = np.arange(self.num_data)
         self.reset()
+
+    def _keep_part(self, num_parts: int, part_index: int) -> None:
+        """Keep part ``part_index`` of ``num_parts`` equal contiguous parts (MXNet's ImageIter
+        rule: ``N // num_parts`` samples each, the remainder dropped, so every worker of a
+        synchronous job runs the same number of batches)."""
+        if not (isinstance(num_parts, int) and num_parts >= 1) or \
+                not (isinstance(part_index, int) and 0 <= part_index < num_parts):
+            raise DataError(f"{type(self).__name__}: part_index={part_index!r} must be in "
+                            f"[0, num_parts={num_parts!r})")
+        size = self.num_data // num_parts
+        if size == 0:
+            raise DataError(f"{type(self).__name__}: {self.num_data} samples cannot be split "
+                            f"into num_parts={num_parts}")
+        part = slice(part_index * size, (part_index + 1) * size)
+        for arrays in (self.data, self.label):
+            for k in arrays:
+                arrays[k] = arrays[k][part]
+        self.num_data = size
 
     @property
     def idx(self) -> np.ndarray:
@@ -203,7 +226,8 @@ class MNISTIter(NDArrayIter):
 
     def __init__(self, image: str, label: str, batch_size: int = 128, shuffle: bool = True,
                  flat: bool = False, seed: Optional[int] = None,
-                 last_batch_handle: str = "pad") -> None:
+                 last_batch_handle: str = "pad", num_parts: int = 1,
+                 part_index: int = 0) -> None:
         from .datasets.mnist import read_idx
         images = read_idx(image, 3)
         labels = read_idx(label, 1)
@@ -214,4 +238,5 @@ class MNISTIter(NDArrayIter):
         data = images.reshape(shape).astype(np.float32) / np.float32(255.0)
         if seed is not None:
             _random.seed(seed)
-        super().__init__(data, labels.astype(np.float32), batch_size, shuffle, last_batch_handle)
+        super().__init__(data, labels.astype(np.float32), batch_size, shuffle, last_batch_handle,
+                         num_parts=num_parts, part_index=part_index)

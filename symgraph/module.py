@@ -18,6 +18,7 @@ from .base_module import BaseModule
 from .context import Context, cpu
 from .io import DataBatch, DataDesc
 from .ndarray import NDArray, array
+from .parallel.setup import wants_data_parallel
 
 
 def _descs(shapes: Any) -> list[DataDesc]:
@@ -28,18 +29,27 @@ def _descs(shapes: Any) -> list[DataDesc]:
 
 
 class Module(BaseModule):
-    """A trainable module over ``symbol`` (MXNet's ``mx.mod.Module``)."""
+    """A trainable module over ``symbol`` (MXNet's ``mx.mod.Module``). With several contexts,
+    or in one of several launched processes, it is a ``parallel.group.DataParallelModule``."""
+
+    # The data-parallel subclass: parallel/group.py builds on this module and plugs it in here
+    # when imported (``import symgraph`` imports it).
+    data_parallel_class: Optional[type] = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Module":
+        if cls is Module and Module.data_parallel_class is not None \
+                and wants_data_parallel(args, kwargs):
+            cls = Module.data_parallel_class
+        return super().__new__(cls)
 
     def __init__(self, symbol: Any, data_names: Sequence[str] = ("data",),
                  label_names: Optional[Sequence[str]] = ("softmax_label",),
                  context: Any = None, fixed_param_names: Optional[Sequence[str]] = None,
-                 logger: Any = LOGGER) -> None:
+                 logger: Any = LOGGER, work_load_list: Optional[Sequence[float]] = None) -> None:
         super().__init__(logger)
-        if isinstance(context, (list, tuple)):
-            # Several CPUs are one host: one executor over the whole batch computes what
-            # MXNet's data parallelism sums over the parts. Several GPUs are not supported.
-            if len(context) != 1 and any(c.device_type != "cpu" for c in context):
-                raise BindError(f"Module: one GPU context supported, got {list(context)}")
+        if isinstance(context, (list, tuple)):  # several: parallel.group.DataParallelModule
+            if len(context) != 1:
+                raise BindError(f"Module: {list(context)} needs the data-parallel module")
             context = context[0]
         self._context: Context = context or cpu()
         self._symbol = symbol
@@ -224,6 +234,9 @@ class Module(BaseModule):
         """Make the optimizer; ``rescale_grad`` defaults to 1/batch size, as in MXNet."""
         if self.optimizer_initialized and not force_init:
             return
+        if kvstore is not None and not hasattr(kvstore, "pushpull"):
+            from .kvstore import check_type
+            check_type(kvstore)  # one device, one process: every type means no exchange
         params = dict(optimizer_params)
         params.setdefault("rescale_grad", 1.0 / self._data_shapes[0].shape[0])
         idx2name = dict(enumerate(self._param_names))
@@ -385,18 +398,23 @@ class Module(BaseModule):
 
     # -- checkpoints -------------------------------------------------------------------------
     def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False) -> None:
-        """``prefix-symbol.json``, ``prefix-%04d.params`` and, if asked, ``prefix-%04d.states``
-        (optimizer states and update counts, named arrays in the ``.params`` format)."""
-        from .model import save_checkpoint, save_arrays
-        arg, aux = self.get_params()
-        save_checkpoint(prefix, epoch, self._symbol, arg, aux)
+        """``prefix-symbol.json``, ``prefix-%04d.params`` and, if asked, ``prefix-%04d.states``."""
+        from .model import save_checkpoint
+        if save_optimizer_states and not self.optimizer_initialized:
+            raise BindError("save_checkpoint: no optimizer states before init_optimizer()")
+        save_checkpoint(prefix, epoch, self._symbol, *self.get_params())
         if save_optimizer_states:
-            if not self.optimizer_initialized:
-                raise BindError("save_checkpoint: no optimizer states before init_optimizer()")
-            save_arrays("%s-%04d.states" % (prefix, epoch), self._updater.get_states())
+            self.save_optimizer_states("%s-%04d.states" % (prefix, epoch))
+
+    def save_optimizer_states(self, fname: str) -> None:
+        """Write optimizer states and update counts: named arrays in the ``.params`` format."""
+        from .model import save_arrays
+        if not self.optimizer_initialized:
+            raise BindError("save_optimizer_states: call init_optimizer() first")
+        save_arrays(fname, self._updater.get_states())
 
     def load_optimizer_states(self, fname: str) -> None:
-        """Restore the states written by ``save_checkpoint(..., save_optimizer_states=True)``."""
+        """Restore states written by :meth:`save_optimizer_states`; DataError names a bad file."""
         from .model import load_optimizer_states
         if not self.optimizer_initialized:
             raise BindError("load_optimizer_states: call init_optimizer() first")

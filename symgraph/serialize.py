@@ -61,7 +61,6 @@ def to_json(sym: Any) -> str:
 MAX_DEPTH = 32
 """JSON nesting allowed (symbol JSON needs 5; deeper text is hostile, and would recurse)."""
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-NODE_KEYS = ("op", "name", "attrs", "attr", "param", "inputs")
 
 
 def _bad(msg: str) -> GraphError:
@@ -125,12 +124,11 @@ def _variable_attrs(name: str, attrs: dict[str, str]) -> dict[str, str]:
     variable, not later in inference; MXNet's integer ``__dtype__`` codes become names."""
     from .attrs import PARSERS
     from .initializer import create
-    from .ndfile import FLAG_DTYPES
     out = dict(attrs)
     try:
         if "__dtype__" in attrs:
             code = attrs["__dtype__"].strip()
-            dtype = FLAG_DTYPES[int(code)] if code.isdigit() else np.dtype(code)
+            dtype = FLAG_DTYPES[int(code)] if code.isascii() and code.isdigit() else np.dtype(code)
             if dtype not in FLAG_DTYPES.values():
                 raise ValueError(f"unsupported dtype {dtype}")
             out["__dtype__"] = dtype.name

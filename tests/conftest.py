@@ -14,13 +14,17 @@ symgraph.passes.VERIFY = True
 symgraph.backend.numpy_backend.POISON = True  # reading a freed buffer gives NaN
 
 
-def _have_gpu() -> bool:
+def _gpu_count() -> int:
     try:
         import pycuda.driver as drv
         drv.init()
-        return drv.Device.count() > 0
+        return drv.Device.count()
     except Exception:
-        return False
+        return 0
+
+
+def _have_gpu() -> bool:
+    return _gpu_count() > 0
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
@@ -28,6 +32,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
         skip = pytest.mark.skip(reason="needs a CUDA GPU and pycuda")
         for item in items:
             if "gpu" in item.keywords:
+                item.add_marker(skip)
+    if any("multigpu" in item.keywords for item in items) and _gpu_count() < 2:
+        skip = pytest.mark.skip(reason="needs at least 2 CUDA GPUs")
+        for item in items:
+            if "multigpu" in item.keywords:
                 item.add_marker(skip)
 
 

@@ -238,13 +238,14 @@ def _run_in_mxnet(exe: str, prefixes: list[str]) -> None:
 
 def test_symgraph_checkpoints_predict_the_same_in_mxnet(mxnet: str, tmp_path: Path) -> None:
     rng = np.random.default_rng(7)
-    want = {}
+    want, inputs = {}, {}
     for name, (build, shapes) in CASES.items():
         _VARS.clear()
         sym = build()
         args, aux = _inputs(sym, shapes, rng)
         exe = sym.bind(sg.cpu(), args, aux_states=aux, grad_req="null")
         want[name] = [o.asnumpy() for o in exe.forward(is_train=False)]
+        inputs[name] = (args, aux)
         sg.model.save_checkpoint(str(tmp_path / name), 1, sym, args, aux)
     _run_in_mxnet(mxnet, [str(tmp_path / n) for n in CASES])
     failures = []
@@ -253,13 +254,26 @@ def test_symgraph_checkpoints_predict_the_same_in_mxnet(mxnet: str, tmp_path: Pa
         if err.exists():
             failures.append(f"{name}: MXNet refused it:\n{err.read_text()[-800:]}")
             continue
-        got = sg.nd.load(str(tmp_path / f"{name}-mxnet-out.params"))
-        for i, (g, w) in enumerate(zip(got, outs)):
-            g = g.asnumpy()
-            if g.shape != w.shape or not np.allclose(g, w, rtol=1e-5, atol=1e-5, equal_nan=True):
-                failures.append(f"{name} output {i}: MXNet {g.shape} {g.ravel()[:6]}, "
-                                f"symgraph {w.shape} {w.ravel()[:6]}")
+        got = [g.asnumpy() for g in sg.nd.load(str(tmp_path / f"{name}-mxnet-out.params"))]
+        failures += _compare(f"{name} (MXNet run)", got, outs)
+        try:  # the way back: MXNet's rendering of the same symbol loads and runs in symgraph
+            back = sg.sym.load(str(tmp_path / f"{name}-mxnet-symbol.json"))
+            args, aux = inputs[name]
+            exe = back.bind(sg.cpu(), args, aux_states=aux, grad_req="null")
+            failures += _compare(f"{name} (MXNet's JSON)",
+                                 [o.asnumpy() for o in exe.forward(is_train=False)], outs)
+        except sg.SymgraphError as exc:
+            failures.append(f"{name}: MXNet's JSON does not load in symgraph: {exc}")
     assert not failures, "\n".join(failures)
+
+
+def _compare(what: str, got: list, want: list) -> list[str]:
+    out = [] if len(got) == len(want) else [f"{what}: {len(got)} outputs, want {len(want)}"]
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g.shape != w.shape or not np.allclose(g, w, rtol=1e-5, atol=1e-5, equal_nan=True):
+            out.append(f"{what} output {i}: {g.shape} {g.ravel()[:6]}, "
+                       f"symgraph {w.shape} {w.ravel()[:6]}")
+    return out
 
 
 def test_mnist_cnn_module_checkpoint_round_trip(mxnet: str, tmp_path: Path) -> None:

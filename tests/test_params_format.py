@@ -170,3 +170,31 @@ def test_empty_files(tmp_path: Path) -> None:
     assert Path(f).read_bytes() == struct.pack("<4Q", 0x112, 0, 0, 0)
     assert sg.nd.load(f) == []
     assert sg.model.load_params(f) == ({}, {})
+
+
+def test_optimizer_states_save_and_load(tmp_path: Path) -> None:
+    def module() -> sg.mod.Module:
+        mod = sg.mod.Module(sg.sym.FullyConnected(sg.sym.var("data"), num_hidden=3, name="fc"),
+                            label_names=None)
+        mod.bind([("data", (2, 4))])
+        mod.init_params(sg.init.Constant(0.5))
+        return mod
+    first = module()
+    with pytest.raises(sg.BindError, match="no optimizer states before init_optimizer"):
+        first.save_checkpoint(str(tmp_path / "early"), 1, save_optimizer_states=True)
+    assert list(tmp_path.iterdir()) == []  # refused before anything was written
+    first.init_optimizer(optimizer_params={"momentum": 0.9, "learning_rate": 0.1})
+    first.forward(sg.io.DataBatch([sg.nd.ones((2, 4))]), is_train=True)
+    first.backward([sg.nd.ones((2, 3))])
+    first.update()
+    f = str(tmp_path / "opt.states")
+    first.save_optimizer_states(f)
+    second = module()
+    second.init_optimizer(optimizer_params={"momentum": 0.9, "learning_rate": 0.1})
+    second.load_optimizer_states(f)
+    want, got = first._updater.get_states(), second._updater.get_states()
+    assert sorted(got) == sorted(want) and len(want) == 4  # 2 momenta, 2 counts
+    for k in want:
+        np.testing.assert_array_equal(np.asarray(got[k]), np.asarray(want[k]))
+    momentum = sg.nd.load(f)["state:0:0"].asnumpy()  # an ordinary array file
+    assert np.abs(momentum).max() > 0

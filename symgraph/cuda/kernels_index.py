@@ -28,13 +28,14 @@ def render_arg_reduce(kind: str, shape: Shape, axes: list[int], kept: list[int],
                               prelude=helpers)
 
 
-def render_one_hot(depth: int, on_value: float, off_value: float) -> Rendered:
-    """y[i] = on_value where i % depth is the index idx[i / depth], else off_value."""
+def render_one_hot(depth: int, on_value: float, off_value: float, idx_t: str) -> Rendered:
+    """y[i] = on_value where i % depth is the index idx[i / depth], else off_value; ``idx_t``
+    is the indices' C type (float, or an integer type read as it is)."""
     body = (f"        const long long k = (long long)idx[i / {depth}LL];\n"
             f"        y[i] = (k == i % {depth}LL) ? {c_float(on_value)} : "
             f"{c_float(off_value)};\n")
-    return grid_stride_kernel("one_hot", f"{depth},{on_value},{off_value}",
-                              "float* __restrict__ y, const float* __restrict__ idx", body)
+    return grid_stride_kernel("one_hot", f"{depth},{on_value},{off_value},{idx_t}",
+                              f"float* __restrict__ y, const {idx_t}* __restrict__ idx", body)
 
 
 def _index_expr(n: int, wrap: bool) -> str:

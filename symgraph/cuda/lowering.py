@@ -17,9 +17,18 @@ from . import (lowering_conv_pool, lowering_dense, lowering_elementwise,  # noqa
 from .actions import BYTE_FAMILIES, FAMILIES, StepCtx, lowering_of
 
 
+# Families whose listed input slots hold indices: an integer dtype there is read as it is (the
+# kernel spells its C type), so integer labels need no host path or cast.
+INDEX_INPUTS = {"one_hot": (0,)}
+
+
 def lower_step(ctx: StepCtx) -> list:
-    """Actions of one step; float32 only (other dtypes take the host path)."""
+    """Actions of one step; float32 only, but for integer index inputs (other dtypes take the
+    host path)."""
     fam, params = lowering_of(get_op(ctx.step.node.op))
-    if fam not in BYTE_FAMILIES and any(np.dtype(t) != np.float32 for t in ctx.dtypes):
+    index = INDEX_INPUTS.get(fam, ())
+    plain = [t for i, t in enumerate(ctx.dtypes) if i not in index
+             or np.dtype(t).kind not in "iu"]
+    if fam not in BYTE_FAMILIES and any(np.dtype(t) != np.float32 for t in plain):
         fam = "host"
     return FAMILIES[fam](ctx, params)

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from math import prod
 
+import numpy as np
+
 from .actions import Fill, StepCtx, family, launch
+from .kernels_layout import C_TYPES
 from .kernels_index import (render_arg_reduce, render_one_hot, render_take,
                             render_take_backward)
 
@@ -29,7 +32,8 @@ def _arg_reduce(ctx: StepCtx, p: dict) -> list:
 @family("one_hot")
 def _one_hot(ctx: StepCtx, p: dict) -> list:
     a = ctx.attrs
-    kern = render_one_hot(a["depth"], a["on_value"], a["off_value"])
+    idx_t = C_TYPES[np.dtype(ctx.dtypes[0]).name]  # float32, or an integer (INDEX_INPUTS)
+    kern = render_one_hot(a["depth"], a["on_value"], a["off_value"], idx_t)
     return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), prod(ctx.out_shapes[0]))]
 
 

@@ -7,6 +7,7 @@ Importing this module imports pycuda; ``symgraph`` imports it only for a GPU con
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 from typing import Any, Iterator
 
@@ -32,6 +33,13 @@ def _context(device_id: int) -> Any:
             raise ExecutionError(f"gpu({device_id}) requested, {drv.Device.count()} device(s) "
                                  f"visible")
         ctx = _CONTEXTS[device_id] = drv.Device(device_id).retain_primary_context()
+        if len(_CONTEXTS) == 1:
+            # The first primary context stays current underneath every activate(), as the CUDA
+            # runtime's own is: pycuda objects dropped by the garbage collector outside an
+            # activate() block (a lazy sg.nd value, a cached program) then still find a current
+            # context; without one pycuda's destructors abort the process.
+            ctx.push()
+            atexit.register(drv.Context.pop)  # before pycuda's own exit check (LIFO)
     return ctx
 
 

@@ -62,6 +62,40 @@ def add_train_options(p: argparse.ArgumentParser, recipe: Optional[dict]) -> Non
     p.add_argument("--curve", action="store_true", help="write PREFIX-curve.png (matplotlib)")
     p.add_argument("--log-every", type=positive_int, default=100,
                    help="Speedometer period in batches (default: 100)")
+    p.add_argument("--gpus", type=gpu_list, default=None, metavar="0,1",
+                   help="train on these GPUs of this process (data parallel; implies --ctx gpu)")
+    p.add_argument("--kv-store", default=None, metavar="TYPE",
+                   help="local, device, nccl, dist_sync, dist_device_sync (default: device "
+                        "with several GPUs, dist_sync under torchrun/mpirun/srun, else local)")
+
+
+def gpu_list(text: str) -> list[int]:
+    """argparse type of ``--gpus``: ``0,1`` -> ``[0, 1]``."""
+    try:
+        ids = [int(t) for t in text.split(",") if t.strip() != ""]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected GPU ids like 0,1, got {text!r}") from None
+    if not ids or len(set(ids)) != len(ids) or min(ids) < 0:
+        raise argparse.ArgumentTypeError(f"expected distinct GPU ids like 0,1, got {text!r}")
+    return ids
+
+
+def contexts(args: argparse.Namespace) -> tuple[Any, str, Any]:
+    """``(context or list of contexts, kvstore type, WorldInfo)`` of the train flags: under a
+    launcher each process drives ``gpu(LOCAL_RANK)`` unless ``--gpus`` says otherwise."""
+    from symgraph.parallel import world_from_env
+    world = world_from_env()
+    gpus = getattr(args, "gpus", None)
+    if gpus:
+        ctx: Any = [sg.gpu(i) for i in gpus] if len(gpus) > 1 else sg.gpu(gpus[0])
+    elif args.ctx == "gpu":
+        ctx = sg.gpu(world.local_rank)
+    else:
+        ctx = sg.cpu()
+    default = "dist_sync" if world.size > 1 else ("device" if isinstance(ctx, list) else "local")
+    kv = getattr(args, "kv_store", None) or default
+    sg.kvstore.check_type(kv)
+    return ctx, kv, world
 
 
 def fill_recipe(args: argparse.Namespace, recipe: dict) -> argparse.Namespace:
@@ -108,10 +142,10 @@ def train(model: str, args: argparse.Namespace, recipe: dict, symbol: Any) -> di
         if getattr(args, "download", None) is None:
             raise
         raise sg.DataError(f"{exc}, or pass --download") from None
+    ctx, kvstore, world = contexts(args)
     train_iter = sg.io.NDArrayIter(mnist["train_data"], mnist["train_label"], args.batch_size,
-                                   shuffle=True)
+                                   shuffle=True, num_parts=world.size, part_index=world.rank)
     test_iter = sg.io.NDArrayIter(mnist["test_data"], mnist["test_label"], args.batch_size)
-    ctx = sg.gpu() if args.ctx == "gpu" else sg.cpu()
     mod = sg.mod.Module(symbol, context=ctx)
     opt_params = {"learning_rate": args.lr, "wd": args.wd}
     if args.optimizer == "sgd":
@@ -120,6 +154,7 @@ def train(model: str, args: argparse.Namespace, recipe: dict, symbol: Any) -> di
     epoch_cb = sg.callback.do_checkpoint(args.prefix) if args.prefix else None
     tic = time.time()
     mod.fit(train_iter, eval_data=test_iter, eval_metric="acc", optimizer=args.optimizer,
+            kvstore=kvstore,
             optimizer_params=opt_params, initializer=make_initializer(args.init),
             num_epoch=args.epochs, batch_end_callback=callbacks, epoch_end_callback=epoch_cb,
             curve_file=f"{args.prefix}-curve.png" if args.prefix and args.curve else None)

@@ -118,3 +118,20 @@ def test_import_symgraph_does_not_import_pycuda() -> None:
             "assert 'pycuda' not in sys.modules, 'pycuda imported'\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT,
                    env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+@needs_nvcc
+def test_integer_labels_one_hot_runs_on_the_device() -> None:
+    """Gluon's SoftmaxCrossEntropyLoss picks with one_hot of int32 labels: the step lowers to a
+    kernel reading int indices (a host step there would synchronise every training step)."""
+    label = sg.sym.var("label")
+    net = sg.sym.one_hot(label, depth=10) * sg.sym.var("x")
+    exe = net.simple_bind(sg.cpu(), grad_req={"label": "null", "x": "write"},
+                          type_dict={"label": "int32"}, label=(8,), x=(8, 10))
+    actions = [a for s in (exe._infer["schedule"], exe._train["schedule"])
+               for acts in lower_schedule(s, 132).actions for a in flat_actions(acts)]
+    assert not [a for a in actions if isinstance(a, Host)]
+    kernels = [a.kernel for a in actions if isinstance(a, Kernel)]
+    source = compiler.module_source(kernels)
+    assert "const int* __restrict__ idx" in source
+    assert compiler.run_nvcc(source, "sm_90", compiler.find_nvcc())[:4] == b"\x7fELF"

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
+from symgraph.ndfile import load_dict
 from symgraph.test_utils import assert_almost_equal
 
 from .graphs import mlp
@@ -116,9 +117,9 @@ def test_fit_matches_cpu_and_states_round_trip(tmp_path) -> None:
     _close(got[1], got[0], "fit")
     assert seen[1] == seen[0] == [(k, (k + 1) * BATCH) for k in range(STEPS)] * 2
     np.testing.assert_allclose(history[1], history[0], atol=1.5 / (BATCH * STEPS))
-    cpu = np.load(tmp_path / "cpu-0002.states")
-    gpu = np.load(tmp_path / "gpu-0002.states")
-    for k in cpu.files:
+    cpu = load_dict(tmp_path / "cpu-0002.states")
+    gpu = load_dict(tmp_path / "gpu-0002.states")
+    for k in cpu:
         np.testing.assert_allclose(gpu[k], cpu[k], rtol=1e-5, atol=1e-6)
     mod2 = sg.mod.Module.load(str(tmp_path / "gpu"), 2, load_optimizer_states=True,
                               context=sg.gpu(0))
@@ -126,5 +127,5 @@ def test_fit_matches_cpu_and_states_round_trip(tmp_path) -> None:
     mod2.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.05,
                                                            "momentum": 0.9})
     states = mod2._updater.get_states()
-    for k in cpu.files:
+    for k in cpu:
         np.testing.assert_allclose(states[k], gpu[k])

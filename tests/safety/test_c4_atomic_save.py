@@ -115,15 +115,20 @@ def test_no_writer_bypasses_the_helper() -> None:
 
 
 def _is_write(call: ast.Call) -> bool:
+    """Calls that write a file without fileio: numpy/json/pickle savers, pathlib writes,
+    matplotlib's savefig, ndarray.tofile, tempfile/os file creation, open() for writing.
+    symgraph's own savers (``nd.save``, ``Symbol.save``, ``ParameterDict.save``...) end in
+    fileio and are not listed."""
     f = call.func
     name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
-    if name in ("savez", "savez_compressed", "save", "tofile", "dump", "savefig",
-                "write_text", "write_bytes", "mkstemp", "fdopen"):
-        owner = f.value if isinstance(f, ast.Attribute) else None
-        owner_name = getattr(owner, "id", getattr(owner, "attr", ""))
-        return owner_name in ("np", "numpy", "json", "pickle", "os", "tempfile") or \
-            name in ("savefig", "tofile") or (owner is not None and owner_name not in
-                                              ("fileio", "ndfile", "sym", "symbol", "self"))
+    owner = f.value if isinstance(f, ast.Attribute) else None
+    owner_name = getattr(owner, "id", getattr(owner, "attr", ""))
+    if name in ("save", "dump", "savez", "savez_compressed"):
+        return owner_name in ("np", "numpy", "json", "pickle", "torch", "marshal")
+    if name in ("write_text", "write_bytes"):  # bare names are fileio's, imported
+        return owner is not None and owner_name != "fileio"
+    if name in ("savefig", "tofile", "mkstemp", "NamedTemporaryFile", "fdopen"):
+        return True
     if name == "open" and len(call.args) > 1:
         mode = call.args[1]
         return isinstance(mode, ast.Constant) and any(c in str(mode.value) for c in "wax+")
@@ -152,13 +157,15 @@ def test_next_save_removes_dead_temps_only(tmp_path: Path) -> None:
     live.write_bytes(b"in progress")
     other = tmp_path / ".other.params.5.00000000.tmp"  # another target's temp: not ours
     other.write_bytes(b"")
+    longer = tmp_path / ".m.params.x.12.deadbeef.tmp"  # target m.params.x, same prefix
+    longer.write_bytes(b"")
     fd = os.open(live, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # as a writer still at work holds it
         sg.nd.save(str(target), [sg.nd.ones(2)])
     finally:
         os.close(fd)
-    assert not dead.exists() and live.exists() and other.exists()
+    assert not dead.exists() and live.exists() and other.exists() and longer.exists()
     fifo = tmp_path / ".m.params.7.0badf1f0.tmp"  # a planted FIFO would block a plain open
     os.mkfifo(fifo)
     sg.nd.save(str(target), [sg.nd.ones(2)])

@@ -6,7 +6,8 @@
 
 For each prefix, ``mx.model.load_checkpoint(PREFIX, 1)``; every argument the file does not hold
 (labels) is bound to zeros of the inferred shape; one inference forward; the outputs are saved
-with ``mx.nd.save(PREFIX-mxnet-out.params, [outputs])``. A prefix whose symbol or parameters
+with ``mx.nd.save(PREFIX-mxnet-out.params, [outputs])``, and MXNet's own JSON of the symbol
+(``sym.tojson()``) goes to ``PREFIX-mxnet-symbol.json``. A prefix whose symbol or parameters
 MXNet refuses gets ``PREFIX-mxnet-error.txt`` with the message instead, so one bad case does
 not hide the others.
 """
@@ -20,6 +21,8 @@ import mxnet as mx
 
 def predict(prefix: str) -> list:
     sym, arg, aux = mx.model.load_checkpoint(prefix, 1)
+    with open(f"{prefix}-mxnet-symbol.json", "w") as f:  # MXNet's own rendering, for the way back
+        f.write(sym.tojson())
     known = {k: v.shape for k, v in arg.items()}
     arg_shapes, _, _ = sym.infer_shape(**known)
     args = {}

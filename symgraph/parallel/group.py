@@ -1,0 +1,362 @@
+"""``Module(context=[...])``: one executor per device, batches sliced as MXNet does, gradients
+summed by a bucketed all-reduce, and the same optimizer step on every device.
+
+Requires: the contexts are distinct and of one kind (all ``cpu(i)`` or all ``gpu(i)``).
+Guarantees: after each ``update`` every replica holds bitwise the same parameters (the summed
+gradient is identical on every device and the update is the same arithmetic), so no
+broadcast is needed; ``get_params`` reads device 0.
+
+Device ``k``'s parameter ``i`` is optimizer index ``i * num_devices + k`` (MXNet's numbering),
+so update counts, ``lr_mult`` and ``wd_mult`` are per parameter and equal on every device.
+On the GPU each device runs its step as one CUDA graph; the all-reduce (NCCL, grouped per
+bucket) and the fused optimizer step are queued on each executor's stream after it.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .. import optimizer as _opt
+from ..base import BindError
+from ..context import Context, cpu
+from ..io import DataBatch
+from ..log import LOGGER
+from ..module import Module, _descs
+from ..ndarray import NDArray, array
+from .bucket import DEFAULT_BUCKET_BYTES
+from .comm import allreduce_grads
+from .split import split_batch
+
+
+def _host(x: Any) -> np.ndarray:
+    return x._data if isinstance(x, NDArray) and x.context.device_type == "cpu" \
+        else np.asarray(x.asnumpy() if hasattr(x, "asnumpy") else x)
+
+
+class DataParallelModule(Module):
+    """A :class:`~symgraph.module.Module` over several devices of this process (and, with a
+    ``dist`` kvstore, over several processes)."""
+
+    def __init__(self, symbol: Any, data_names: Sequence[str] = ("data",),
+                 label_names: Optional[Sequence[str]] = ("softmax_label",),
+                 context: Any = None, fixed_param_names: Optional[Sequence[str]] = None,
+                 logger: Any = LOGGER, work_load_list: Optional[Sequence[float]] = None,
+                 **kwargs: Any) -> None:
+        if not isinstance(context, (list, tuple)):  # one device of several processes
+            context = [context or cpu()]
+        contexts: list[Context] = list(context)
+        kinds = {c.device_type for c in contexts}
+        if len(kinds) != 1 or len(set(contexts)) != len(contexts):
+            raise BindError(f"Module: contexts must be distinct devices of one kind, got "
+                            f"{contexts}")
+        super().__init__(symbol, data_names, label_names, contexts[0], fixed_param_names,
+                         logger, **kwargs)
+        if work_load_list is not None and len(work_load_list) != len(contexts):
+            raise BindError(f"Module: work_load_list {list(work_load_list)} has "
+                            f"{len(work_load_list)} entries for {len(contexts)} contexts")
+        self._contexts = contexts
+        self._work_load_list = list(work_load_list or [1] * len(contexts))
+        self._execs: list[Any] = []
+        self._slices: list[slice] = []
+        self._updaters: list[Any] = []
+        self._comm: Any = None
+        self._marks: list[Any] = []  # device events of the last queued steps (GPU)
+        self._kv_name: Optional[str] = None
+        self.bucket_bytes = DEFAULT_BUCKET_BYTES
+
+    def __repr__(self) -> str:
+        return super().__repr__().replace(f"on {self._context}", f"on {self._contexts}")
+
+    @property
+    def contexts(self) -> list[Context]:
+        return list(self._contexts)
+
+    @property
+    def executors(self) -> list[Any]:
+        """One executor per device (device ``k`` runs samples ``slices[k]`` of each batch)."""
+        return list(self._execs)
+
+    # -- bind ----------------------------------------------------------------------------------
+    def bind(self, data_shapes: Any, label_shapes: Any = None, for_training: bool = True,
+             inputs_need_grad: bool = False, force_rebind: bool = False,
+             shared_module: Any = None, grad_req: str = "write") -> None:
+        """One executor per context, each for its slice of the batch."""
+        if self.binded and not force_rebind:
+            self.logger.warning("Already bound, ignoring bind()")
+            return
+        data, label = _descs(data_shapes), _descs(label_shapes)
+        if sorted(d.name for d in data) != sorted(self._data_names):
+            raise BindError(f"bind: data shapes for {[d.name for d in data]}, module data "
+                            f"names are {self._data_names}")
+        self._check_batch(data + label)
+        batch = data[0].shape[0]
+        self._slices = split_batch(batch, self._work_load_list, len(self._contexts))
+        self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
+        self._data_shapes, self._label_shapes = data, label
+        reqs = {n: "null" for n in self._symbol.list_arguments()}
+        if for_training:
+            reqs.update({n: grad_req for n in self._param_names
+                         if n not in self._fixed_param_names})
+            if inputs_need_grad:
+                reqs.update({n: grad_req for n in self._data_names})
+        types = {d.name: d.dtype for d in data + label}
+        self._execs = []
+        for ctx, part in zip(self._contexts, self._slices):
+            shapes = {d.name: (part.stop - part.start,) + tuple(d.shape[1:])
+                      for d in data + label}
+            self._execs.append(self._symbol.simple_bind(ctx, grad_req=reqs, type_dict=types,
+                                                        **shapes))
+        self._exec = self._execs[0]
+        for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
+            for exe in self._execs:
+                mon.install(exe)
+        self.binded = True
+        if self.params_initialized:
+            self._check_params(self._arg_params, self._aux_params, False, False)
+            for exe in self._execs:
+                exe.copy_params_from(self._arg_params, self._aux_params)
+
+    def reshape(self, data_shapes: Any, label_shapes: Any = None) -> None:
+        arg, aux = self.get_params() if self.params_initialized else (None, None)
+        self.binded = False
+        self.bind(data_shapes, label_shapes, self.for_training, self.inputs_need_grad)
+        if arg is not None:
+            for exe in self._execs:
+                exe.copy_params_from(arg, aux)
+        self._tail = (None, None)
+
+    def init_params(self, *args: Any, **kwargs: Any) -> None:
+        """As Module's, on device 0; then the same values on every device."""
+        was = self.params_initialized
+        super().init_params(*args, **kwargs)
+        if not was or kwargs.get("force_init") or (len(args) > 4 and args[4]):
+            for exe in self._execs[1:]:
+                exe.copy_params_from(self._arg_params, self._aux_params)
+
+    def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
+        """Parameters of device 0 (every device holds the same bits) and aux states averaged
+        over the devices (BatchNorm statistics differ per slice), as MXNet does."""
+        arg, aux = super().get_params()
+        if self.binded and len(self._execs) > 1:
+            for name in self._aux_names:
+                total = sum(exe.aux_dict[name].asnumpy().astype(np.float64)
+                            for exe in self._execs)
+                aux[name] = array((total / len(self._execs)).astype(aux[name].dtype))
+        return arg, aux
+
+    def install_monitor(self, mon: Any) -> None:
+        """Install ``mon`` on every device's executor (MXNet's executor group does too)."""
+        if not self._execs:
+            raise BindError("install_monitor: bind the module first")
+        self._monitors = getattr(self, "_monitors", []) + [mon]
+        for exe in self._execs:
+            mon.install(exe)
+
+    # -- optimizer -----------------------------------------------------------------------------
+    def _init_optimizer(self, kvstore: Any = "local", optimizer: Any = "sgd",
+                        optimizer_params: Any = (("learning_rate", 0.01),),
+                        force_init: bool = False) -> None:
+        """The optimizer (``rescale_grad`` = 1 / global batch), one updater per device and
+        the communicator the kvstore type selects."""
+        from .setup import make_communicator
+        if self.optimizer_initialized and not force_init:
+            return
+        comm, workers, name = make_communicator(kvstore, self._contexts)
+        n = len(self._contexts)
+        params = dict(optimizer_params)
+        params.setdefault("rescale_grad", 1.0 / (self._data_shapes[0].shape[0] * workers))
+        idx2name = {i * n + k: name for i, name in enumerate(self._param_names)
+                    for k in range(n)}
+        if isinstance(optimizer, _opt.Optimizer):
+            optimizer.idx2name = idx2name
+            optimizer.sym_info = self._symbol.attr_dict()
+            optimizer.set_lr_mult({})
+            optimizer.set_wd_mult({})
+        else:
+            optimizer = _opt.create(optimizer, param_idx2name=idx2name, sym=self._symbol,
+                                    **params)
+        self._optimizer, self._comm, self._kv_name = optimizer, comm, name
+        self._marks = []
+        if hasattr(comm, "streams"):  # collectives queue on the executors' streams
+            comm.streams = [exe.train_program.stream for exe in self._execs]
+        if self._contexts[0].device_type == "gpu":
+            from ..cuda.optimizer import FusedUpdater
+            self._updaters = [FusedUpdater(optimizer, c.device_id) for c in self._contexts]
+        else:
+            self._updaters = [_opt.get_updater(optimizer)] * n
+        self._updater = _UpdaterGroup(self._updaters, n)
+        self._tail = (None, None)
+        self.optimizer_initialized = True
+        if workers > 1:  # every process starts from rank 0's parameters
+            self._sync_params()
+
+    def _sync_params(self) -> None:
+        names = self._param_names
+        reps = [[exe.arg_dict[n] for n in names] + [exe.aux_dict[n] for n in self._aux_names]
+                for exe in self._execs]
+        self._comm.broadcast(reps)
+        _wait(self._comm)
+        self._arg_params, self._aux_params = self.get_params()
+
+    # -- computation ---------------------------------------------------------------------------
+    def _load_batch(self, data_batch: DataBatch, staging: Any = None) -> None:
+        """Slice the batch over the devices (rebinding first if its size changed)."""
+        if not (self.binded and self.params_initialized):
+            raise BindError("forward: call bind() and init_params() first")
+        arrays = self._batch_arrays(data_batch)
+        bound = {d.name: d.shape for d in self._data_shapes + self._label_shapes}
+        if any(tuple(v.shape) != bound.get(k, tuple(v.shape)) for k, v in arrays.items()):
+            self.reshape([(n, tuple(arrays[n].shape)) for n in self._data_names],
+                         [(n, tuple(arrays[n].shape)) for n in self._label_names
+                          if n in arrays and self._label_shapes] or None)
+        host = {k: _host(v) for k, v in arrays.items()}
+        for exe, part in zip(self._execs, self._slices):
+            for name, value in host.items():
+                if staging is None:
+                    exe.arg_dict[name][:] = value[part]
+                else:
+                    staging[exe].to_device(exe.arg_dict[name], value[part],
+                                           exe.train_program.stream)
+
+    def forward(self, data_batch: DataBatch, is_train: Optional[bool] = None) -> None:
+        self._load_batch(data_batch)
+        train = self.for_training if is_train is None else is_train
+        for exe in self._execs:
+            exe.forward(is_train=train)
+
+    def backward(self, out_grads: Any = None) -> None:
+        if not self.for_training:
+            raise BindError("backward: module was bound with for_training=False")
+        for exe, part in zip(self._execs, self._slices):
+            exe.backward(None if out_grads is None else
+                         [array(_host(g)[part], exe._ctx) for g in out_grads])
+
+    def allreduce(self) -> None:
+        """Sum the gradients of all devices (and processes) into every device's grad arrays."""
+        names = [n for n in self._param_names if n in self._execs[0].grad_dict]
+        if self._comm is None:
+            raise BindError("update: call init_optimizer() first")
+        if hasattr(self._comm, "streams"):
+            self._comm.streams = [exe.train_program.stream for exe in self._execs]
+        allreduce_grads([[exe.grad_dict[n] for n in names] for exe in self._execs],
+                        self._comm, self.bucket_bytes)
+
+    def update(self) -> None:
+        """All-reduce the gradients, then the same optimizer step on every device."""
+        if not self.optimizer_initialized:
+            raise BindError("update: call init_optimizer() first")
+        self.allreduce()
+        n = len(self._execs)
+        todo = [(i, name) for i, name in enumerate(self._param_names)
+                if name in self._execs[0].grad_dict]
+        for k, (exe, upd) in enumerate(zip(self._execs, self._updaters)):
+            if hasattr(upd, "stream"):
+                upd.stream = exe.train_program.stream
+            upd.update_multi([i * n + k for i, _ in todo], [exe.grad_dict[m] for _, m in todo],
+                             [exe.arg_dict[m] for _, m in todo])
+
+    def forward_backward_update(self, data_batch: DataBatch) -> None:
+        """Each device runs forward+backward as one program (one CUDA graph on the GPU),
+        then the all-reduce and the update are queued behind it on every device."""
+        if len(self._marks) > 1:  # the step before last: a dead rank or a hang ends us here
+            self._comm.wait(self._marks.pop(0))
+        self._load_batch(data_batch, self._staging())
+        for exe in self._execs:
+            exe.train_step()
+        self.update()
+        if hasattr(self._comm, "mark"):  # the host may run one step ahead, never more
+            self._marks.append(self._comm.mark())
+
+    def _staging(self) -> Any:
+        if self._contexts[0].device_type != "gpu" or not self.optimizer_initialized:
+            return None
+        if self._stage_buffers is None:
+            from ..cuda.staging import Staging
+            self._stage_buffers = {exe: Staging(c.device_id)
+                                   for exe, c in zip(self._execs, self._contexts)}
+        elif set(self._stage_buffers) != set(self._execs):  # rebound
+            self._stage_buffers = None
+            return self._staging()
+        return self._stage_buffers
+
+    def _queue_metric(self, eval_metric: Any, labels: Sequence, pad: int) -> Any:
+        """On GPUs the outputs leave by async copies, one per device, and the metric is fed
+        when the next step is queued (as Module does on one GPU); on CPUs at once."""
+        staging = self._staging()
+        if staging is None:
+            self.update_metric(eval_metric, labels, pad=pad)
+            return None
+        keep = slice(None, -pad if pad else None)
+        count = max(1, len(labels))
+        waits = [staging[exe].from_device(exe.outputs[:count], exe.train_program.stream)
+                 for exe in self._execs]
+        host = [np.asarray(_host(lb))[keep] for lb in labels]
+
+        def finish() -> None:
+            parts = [w() for w in waits]
+            preds = [np.concatenate([p[i] for p in parts])[keep] for i in range(count)]
+            eval_metric.update(host, preds)
+        return finish
+
+    # -- outputs -------------------------------------------------------------------------------
+    def get_outputs(self, merge_multi_context: bool = True) -> list:
+        """Outputs of all devices, concatenated along the batch (per device if not merged)."""
+        per = [list(exe.outputs) for exe in self._execs]
+        if not merge_multi_context:
+            return [[p[i] for p in per] for i in range(len(per[0]))]
+        return [array(np.concatenate([p[i].asnumpy() for p in per]))
+                for i in range(len(per[0]))]
+
+    def get_input_grads(self, merge_multi_context: bool = True) -> list:
+        if not self.inputs_need_grad:
+            raise BindError("get_input_grads: module was bound with inputs_need_grad=False")
+        return [array(np.concatenate([exe.grad_dict[n].asnumpy() for exe in self._execs]))
+                for n in self._data_names]
+
+    def update_metric(self, eval_metric: Any, labels: Sequence, pre_sliced: bool = False,
+                      pad: int = 0) -> None:
+        keep = slice(None, -pad if pad else None)
+        preds = [o.asnumpy()[keep] for o in self.get_outputs()][:max(1, len(labels))]
+        eval_metric.update([np.asarray(_host(lb))[keep] for lb in labels], preds)
+
+    @property
+    def output_shapes(self) -> list[tuple[str, tuple]]:
+        batch = self._data_shapes[0].shape[0]
+        return [(n, (batch,) + tuple(o.shape[1:]))
+                for n, o in zip(self._output_names, self._exec.outputs)]
+
+
+class _UpdaterGroup:
+    """The updaters of the devices, as one for checkpoints: states are saved as those of
+    device 0 under plain parameter indices (every device holds the same), so a ``.states``
+    file moves between 1 and N devices; loading gives them to every device."""
+
+    def __init__(self, updaters: Sequence[Any], num_devices: int) -> None:
+        self.updaters = list({id(u): u for u in updaters}.values())
+        self.first, self.n = updaters[0], num_devices
+
+    def get_states(self) -> dict[str, np.ndarray]:
+        out = {}
+        for key, value in self.first.get_states().items():
+            kind, index, *rest = key.split(":")
+            if int(index) % self.n == 0:
+                out[":".join([kind, str(int(index) // self.n), *rest])] = value
+        return out
+
+    def set_states(self, arrays: dict[str, np.ndarray]) -> None:
+        spread = {}
+        for key, value in arrays.items():
+            kind, index, *rest = key.split(":")
+            for k in range(self.n):
+                spread[":".join([kind, str(int(index) * self.n + k), *rest])] = value
+        for upd in self.updaters:
+            upd.set_states(spread)
+
+
+def _wait(comm: Any) -> None:
+    if hasattr(comm, "wait"):
+        comm.wait()
+
+
+Module.data_parallel_class = DataParallelModule
