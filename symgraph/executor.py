@@ -254,7 +254,8 @@ class Executor:
             for h, e in zip(heads, self._fwd_outputs):
                 self._types.add(Entry(h), self._types.shape(e), self._types.dtype(e))
             head_syms = [Symbol((Entry(h),)) for h in heads]
-            grads = gradient(Graph(tuple(g.outputs)), [var_by_name[n] for n in wrt_names],
+            grads = gradient(Graph(tuple(g.outputs), self._types),
+                             [var_by_name[n] for n in wrt_names],
                              head_syms)
             outputs += [s.outputs_[0] for s in grads]
         full = Graph(tuple(outputs), self._types)

@@ -161,20 +161,22 @@ def _gradient(c: Any) -> list:
                          f"for {len(c.inputs)} inputs")
     # Like MindSpore, a shorter tuple leaves the remaining inputs without gradient.
     grads = grads + [None] * (len(c.inputs) - len(grads))
-    return [_checked_grad(here, i, g, x, c.sym) for i, (g, x) in enumerate(zip(grads, c.inputs))]
+    return [_checked_grad(here, i, g, x, c) for i, (g, x) in enumerate(zip(grads, c.inputs))]
 
 
-def _checked_grad(here: str, i: int, g: Any, x: Any, sym: Any) -> Any:
+def _checked_grad(here: str, i: int, g: Any, x: Any, c: Any) -> Any:
     """A bprop result must be a one-output Symbol (or None) of its input's shape; a dtype other
     than the input's is cast to it (a float32 kernel in a float64 graph)."""
     if g is None:
         return None
+    sym = c.sym
     if not isinstance(g, sym.Symbol) or len(g) != 1:
         shown = " ".join(repr(g).split())[:60]
         raise GraphError(f"{here}bprop returned {type(g).__name__} {shown} as the gradient "
                          f"of x{i}; return a one-output sg.sym Symbol (or None)")
-    from ..passes._shapes import ShapeCache
-    cache = ShapeCache()  # knows what the executor declared; None when unknown
+    cache = c.types  # the graph's types (new entries typed by their rules); None: unknown
+    if cache is None:
+        return g
     (ge,), (xe,) = g.outputs_, x.outputs_
     gs, xs = cache.shape(ge), cache.shape(xe)
     if gs is not None and xs is not None and gs != xs:

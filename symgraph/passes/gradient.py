@@ -17,13 +17,15 @@ from .. import symbol as S
 from ..attrs import Attrs
 from ..graph import Entry, Graph, Node
 from ..base import GraphError, where
+from ..typetable import TypeTable, types_of
 from ..registry import BROADCAST, NO_GRADIENT, NOT_DIFFERENTIABLE, get_op
 
 
 @dataclass
 class GradCtx:
     """What a gradient rule sees: symbols for the node's inputs, outputs (hidden ones too) and
-    output gradients, its attrs, and ``sym`` (the ``sg.sym`` module) to build ops with."""
+    output gradients, its attrs, ``sym`` (the ``sg.sym`` module) to build ops with, and
+    ``types`` (the graph's TypeTable: shapes and dtypes of any entry, new ones included)."""
 
     node: Node
     attrs: Attrs
@@ -31,6 +33,7 @@ class GradCtx:
     outputs: list
     ograds: list
     sym: Any
+    types: Optional[TypeTable] = None  # the graph's types (shapes and dtypes of the entries)
 
 
 def _depends_on(nodes: list[Node], wrt: set[Node]) -> set[Node]:
@@ -50,6 +53,7 @@ def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[An
 
     ``head_grads[i]`` is the symbol of output i's gradient (None: that output has none).
     """
+    table = types_of(graph)
     nodes = graph.nodes()
     needed = _depends_on(nodes, set(wrt))
     ograds: dict[Entry, list] = {}
@@ -70,7 +74,8 @@ def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[An
             outs = [S.Symbol((e,)) for e in entries]
             dys = [_total(S, ograds[e]) if e in ograds else S.zeros_like(o)
                    for e, o in zip(entries, outs)]
-            ctx = GradCtx(node, node.attrs, [S.Symbol((e,)) for e in node.inputs], outs, dys, S)
+            ctx = GradCtx(node, node.attrs, [S.Symbol((e,)) for e in node.inputs], outs, dys, S,
+                          table)
             in_grads = opdef.gradient(ctx)
             for e, g in zip(node.inputs, in_grads):
                 if g is None or e.node not in needed:
