@@ -10,9 +10,14 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator, Optional, Sequence, Union
 
+from .autograd_function import Function
 from .base import ExecutionError
 from .imperative import STATE, attach_grad
 from .ndarray import NDArray
+
+__all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
+           "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",
+           "get_symbol"]
 
 Arrays = Union[NDArray, Sequence[NDArray]]
 
@@ -114,3 +119,9 @@ def grad(heads: Arrays, variables: Arrays, head_grads: Optional[Arrays] = None,
         from .imperative_compile import backward as run_backward
         out = run_backward(hs, hg, retain_graph, train_mode, variables=vs)
     return out if isinstance(variables, (list, tuple)) else out[0]
+
+
+def get_symbol(x: NDArray) -> Any:
+    """The recorded computation of ``x`` as a Symbol (variables ``var0``, ``var1``...)."""
+    from .imperative_compile import recorded_symbol
+    return recorded_symbol(x)

@@ -24,7 +24,10 @@ def _num_batches(data: Any) -> Optional[int]:
     """Batches per pass of a data iterator, when it knows (for the progress bar's total)."""
     if data is None:
         return None
-    return getattr(data, "num_data", 0) // max(1, getattr(data, "batch_size", 1)) or None
+    num, size = getattr(data, "num_data", 0), max(1, getattr(data, "batch_size", 1))
+    if getattr(data, "last_batch_handle", "pad") == "pad":
+        return -(-num // size) or None  # the last, padded batch counts
+    return num // size or None
 
 
 def _close_bars(callbacks: Sequence[Any]) -> None:

@@ -19,6 +19,7 @@ from .bind_checks import check_no_aliasing as _check_no_aliasing
 from .bind_checks import one_thread as _one_thread
 from .context import Context
 from .graph import Entry, Graph, Node, variable
+from .imperative import before_run
 from .ndarray import NDArray, array
 from . import passes
 from .passes import INFERENCE_PIPELINE, TRAINING_PIPELINE, plan_memory, run_pipeline
@@ -271,6 +272,7 @@ class Executor:
         if out_grads is not None and len(out_grads) != len(self.outputs):
             raise BindError(f"backward: {len(out_grads)} out_grads for {len(self.outputs)} outputs")
         program, env = stage["program"], self._env
+        before_run()
         for slot, value in self._heads(out_grads).items():
             program.bind_input(env, slot, value)
         extra = {} if tail is None else {"tail": tail}
@@ -302,6 +304,7 @@ class Executor:
 
     def _start(self, stage: dict, is_train: bool) -> tuple[Any, RunCtx]:
         """A fresh environment of ``stage``'s program with every bound array bound."""
+        before_run()  # pending sg.nd work may read arrays this run overwrites
         program = stage["program"]
         env = program.new_env()
         if "bound" not in stage:  # (name, slot) of every bound variable, found once

@@ -14,9 +14,12 @@ import itertools
 import weakref
 from typing import Any, Optional, Sequence
 
+import numpy as np
+
 from . import registry
 from .attrs import Attrs, parse_attrs
 from .base import AttrError, BindError, ShapeError, where
+from .context import Context, current_context
 from .graph import Entry, Node, variable
 from .ndarray import NDArray
 from .passes.infer_shape import _apply_rule
@@ -73,8 +76,11 @@ def is_training(node: Node) -> bool:
 
 _ids = itertools.count()
 # id(Attrs) -> (the Attrs, serial): cache keys hash a small int instead of the attributes.
-# Interned Attrs live as long as the process (one per distinct op and attributes).
+# Serials are never reused, so forgetting interned Attrs (past MAX_INTERNED) cannot make an
+# old program match new attributes; it only costs recompilations.
 ATTR_SERIAL: dict[int, tuple[Attrs, int]] = {}
+_serials = itertools.count()
+MAX_INTERNED = 50000
 
 
 def compile_count() -> int:
@@ -108,8 +114,12 @@ def _call_info(opdef: registry.OpDef, kwargs: dict, name: Optional[str]) -> _Cal
         attrs = parse_attrs(opdef.params, kwargs, where(name or opdef.name, opdef.name))
         info = _INTERNED.get((opdef.name, attrs))
         if info is None:
+            if len(_INTERNED) >= MAX_INTERNED:  # e.g. one attribute set per Function call
+                _CALLS.clear()
+                _INTERNED.clear()
+                ATTR_SERIAL.clear()
             info = _INTERNED[opdef.name, attrs] = _Call(opdef, attrs)
-            ATTR_SERIAL[id(attrs)] = (attrs, len(ATTR_SERIAL))
+            ATTR_SERIAL[id(attrs)] = (attrs, next(_serials))
         if key is not None:
             _CALLS[key] = info
     return info
@@ -146,6 +156,9 @@ def _infer(info: _Call, node: Node, inputs: Sequence[NDArray]) -> tuple:
     _apply_rule(node, shapes)
     _apply_type(node, types)
     outs = [Entry(node, i) for i in range(info.nvis)]
+    if not inputs:  # an op making an array from attributes alone: MXNet's default dtype
+        for e in outs:
+            types.setdefault(e, np.dtype(np.float32))
     missing = [i for i, e in enumerate(outs) if e not in shapes or e not in types]
     if missing:
         given = ", ".join(f"{n} {a.shape}" for n, a in zip(info.slots, inputs))
@@ -165,8 +178,6 @@ def _bad_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
         if not isinstance(a, NDArray):
             raise AttrError(f"{where(name, op)}input '{slot}' must be an NDArray, got "
                             f"{type(a).__name__}")
-    if not inputs:
-        raise AttrError(f"{where(name, op)}an imperative call needs at least one input array")
     ctx = inputs[0]._ctx
     for slot, a in zip(info.slots, inputs):
         if a._ctx != ctx:
@@ -174,15 +185,20 @@ def _bad_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
                             f"'{info.slots[0]}' on {ctx}")
 
 
-def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None) -> list[NDArray]:
+def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
+           ctx: Optional[Context] = None) -> list[NDArray]:
     """Append one node of ``info``'s op on ``inputs``; return its pending visible outputs.
+    ``ctx`` places an op without inputs (``_zeros``); others run where their inputs are.
 
     The per-step hot path of imperative code: one pass over the inputs, one Node, a cached
     shape/dtype rule result, the output arrays."""
     rec = STATE.recording
     n = len(inputs)
-    ctx = inputs[0]._ctx if n and n == len(info.slots) and \
-        isinstance(inputs[0], NDArray) else None
+    if n:
+        ctx = inputs[0]._ctx if n == len(info.slots) and isinstance(inputs[0], NDArray) \
+            else None
+    else:
+        ctx = None if info.slots else ctx or current_context()
     entries, shapes, dtypes = [], [], []
     for a in inputs:
         if ctx is None or not isinstance(a, NDArray) or (a._ctx is not ctx and a._ctx != ctx):
@@ -216,13 +232,13 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None) -
 
 
 def call(op: str, inputs: Sequence[NDArray], attrs: dict, out: Optional[NDArray] = None,
-         name: Optional[str] = None) -> Any:
+         name: Optional[str] = None, ctx: Optional[Context] = None) -> Any:
     """Call registered op ``op`` on arrays (the engine behind ``sg.nd.<op>`` and methods)."""
     opdef = registry.get_op(op)
     attrs = dict(attrs)
     if opdef.variadic and opdef.variadic not in attrs:
         attrs[opdef.variadic] = len(inputs)
-    outs = record(_call_info(opdef, attrs, name), inputs, name)
+    outs = record(_call_info(opdef, attrs, name), inputs, name, ctx)
     return _result(outs, out)
 
 
@@ -264,6 +280,13 @@ def wait(a: NDArray) -> None:
         from .cuda.runtime import activate
         with activate(a._ctx.device_id):
             drv.Context.synchronize()
+
+
+def before_run() -> None:
+    """An executor is about to overwrite its bound arrays: compute pending work that reads them
+    (nothing inside one of our own runs)."""
+    if PENDING and not STATE.running:
+        flush()
 
 
 def before_write(a: NDArray) -> None:

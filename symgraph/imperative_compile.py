@@ -158,10 +158,21 @@ class Program:
         return bufs
 
 
+_POOLS: dict[int, Any] = {}  # device id -> pycuda DeviceMemoryPool
+
+
 def _device_array(shape: tuple, dtype: np.dtype, ctx: Context) -> NDArray:
-    """Uninitialised device memory (no host round trip)."""
-    from .cuda.runtime import empty_device
-    return NDArray(empty_device(shape, dtype, ctx.device_id), ctx)
+    """Uninitialised device memory from a per-device pool: results handed out every step are
+    allocated and freed without cuMemAlloc/cuMemFree (the latter synchronises the device)."""
+    from pycuda.tools import DeviceMemoryPool
+    from .cuda.runtime import DeviceArray, activate
+    with activate(ctx.device_id):
+        pool = _POOLS.get(ctx.device_id)
+        if pool is None:
+            pool = _POOLS[ctx.device_id] = DeviceMemoryPool()
+        arr = DeviceArray(tuple(shape), np.dtype(dtype), allocator=pool.allocate)
+    arr.device_id = ctx.device_id
+    return NDArray(arr, ctx)
 
 
 def _copy_device(dst: NDArray, src: NDArray) -> None:
@@ -175,9 +186,9 @@ def _copy_device(dst: NDArray, src: NDArray) -> None:
             drv.memcpy_dtod_async(dst._buf.ptr, src._buf.ptr, dst._buf.nbytes)
 
 
-def _canonical(tr: Trace) -> tuple[list[Node], list[Node]]:
+def _canonical(tr: Trace, prefix: str = "_in") -> tuple[list[Node], list[Node]]:
     """Copies of the walked nodes reading variables ``_in<k>`` instead of the leaves."""
-    variables = [variable(f"_in{k}") for k in range(len(tr.leaves))]
+    variables = [variable(f"{prefix}{k}") for k in range(len(tr.leaves))]
     new: list[Node] = []
     for node, sig in zip(tr.nodes, tr.sig):
         ins = tuple(Entry(variables[-1 - r]) if isinstance(r, int) else Entry(new[r[0]], r[1])
@@ -211,6 +222,14 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
 
 
 _CACHE: dict[tuple, Program] = {}
+MAX_PROGRAMS = 4096  # past this, the oldest program is dropped (and recompiled if needed)
+
+
+def _remember(key: tuple, prog: Program) -> Program:
+    while _CACHE and len(_CACHE) >= MAX_PROGRAMS:
+        del _CACHE[next(iter(_CACHE))]
+    _CACHE[key] = prog
+    return prog
 
 
 def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any]) -> None:
@@ -249,7 +268,7 @@ def force_pending(arrays: Sequence[NDArray]) -> None:
     key = ("forward", ctx, tr.train, tr.key(), tuple(tr.ref(e) for e, _ in outs))
     prog = _CACHE.get(key)
     if prog is None:
-        prog = _CACHE[key] = _compile(tr, ctx, [e for e, _ in outs], [], {})
+        prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}))
     _run(prog, tr, (), None)
     _materialise(outs, prog.take_outputs())
     for node in tr.nodes:
@@ -305,34 +324,38 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
     return out, results
 
 
+def _note_written(grads: Sequence[NDArray]) -> None:
+    if len(GRAD_WRITTEN) > 4096:  # without a Trainer clearing it: drop dead entries
+        for k in [k for k, r in GRAD_WRITTEN.items() if r() is None]:
+            del GRAD_WRITTEN[k]
+    for g in grads:
+        GRAD_WRITTEN[id(g)] = weakref.ref(g)
+
+
 def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
              retain_graph: bool, train_mode: bool,
              variables: Optional[Sequence[NDArray]] = None) -> Optional[list[NDArray]]:
     """Forward, loss and backward of the recorded graph of ``heads`` as one program; gradients
-    go into the variables' ``.grad`` (or, with ``variables``, into new arrays returned)."""
+    go into the variables' ``.grad`` (or, with ``variables``, into new arrays returned).
+    Train-dependent ops run in the mode they were recorded in; ``train_mode`` (MXNet's
+    argument) cannot change that, since forward and backward are one program."""
     _check_heads(heads)
     ctx = heads[0]._ctx
     entries = [h._entry for h in heads]
     tr = walk(entries, for_backward=True)
     grads, results = _grad_leaves(tr, variables)
     others = _live_outputs(tr, set(entries))
-    hg = None
-    if head_grads is not None:
-        hg = [None if g is None else g for g in head_grads] + [None] * len(others)
+    hg = None if head_grads is None else list(head_grads) + [None] * len(others)
     gpu_ids = tuple(id(g._buf) for g, _ in grads.values()) if ctx.device_type == "gpu" else ()
     key = ("backward", ctx, tr.train, tr.key(), tuple(tr.ref(e) for e in entries),
            tuple(tr.ref(e) for e, _ in others), tuple(g is None for g in (hg or ())),
            tuple((k, req) for k, (_, req) in grads.items()), gpu_ids)
     prog = _CACHE.get(key)
     if prog is None:
-        prog = _CACHE[key] = _compile(tr, ctx, entries, [e for e, _ in others], grads)
+        prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads))
     _run(prog, tr, [(f"_in{k}", g) for k, (g, _) in grads.items()], (hg, tr.train))
     if variables is None:
-        if len(GRAD_WRITTEN) > 4096:  # without a Trainer clearing it: drop dead entries
-            for k in [k for k, r in GRAD_WRITTEN.items() if r() is None]:
-                del GRAD_WRITTEN[k]
-        for g, _ in grads.values():
-            GRAD_WRITTEN[id(g)] = weakref.ref(g)
+        _note_written([g for g, _ in grads.values()])
     bufs = prog.take_outputs()
     _materialise(list(zip(entries, heads)) + others, bufs)
     for node in tr.nodes:
@@ -341,3 +364,13 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
         for e in entries:
             FREED.add(e.node)
     return results if variables is not None else None
+
+
+def recorded_symbol(a: NDArray) -> Any:
+    """``autograd.get_symbol``: the recorded graph of ``a`` as a Symbol whose variables
+    ``var0``, ``var1``... are the arrays it read, in the order the graph first reads them."""
+    from .symbol import Symbol
+    _check_heads([a])
+    tr = walk([a._entry], for_backward=True)
+    new, _ = _canonical(tr, "var")
+    return Symbol((Entry(new[tr.local[a._entry.node]], a._entry.index),))

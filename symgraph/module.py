@@ -386,14 +386,10 @@ class Module(BaseModule):
 
     def load_optimizer_states(self, fname: str) -> None:
         """Restore the states written by ``save_checkpoint(..., save_optimizer_states=True)``."""
-        from .model import load_arrays
+        from .model import load_optimizer_states
         if not self.optimizer_initialized:
             raise BindError("load_optimizer_states: call init_optimizer() first")
-        states = load_arrays(fname, "optimizer state file")
-        try:
-            self._updater.set_states(states)
-        except (ValueError, TypeError, IndexError, KeyError) as exc:  # AttrError too
-            raise DataError(f"optimizer state file {fname}: {exc}") from None
+        load_optimizer_states(fname, self._updater)
 
     def init_optimizer(self, *args: Any, **kwargs: Any) -> None:
         """As :meth:`_init_optimizer`, then restore states from :meth:`load` if it was asked to."""

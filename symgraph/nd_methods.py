@@ -9,6 +9,7 @@ import numpy as np
 
 from . import registry
 from .base import AttrError, ShapeError, where
+from .context import Context
 from .imperative import PENDING, _Call, _call_info, _result, call, record
 from .ndarray import NDArray, array
 
@@ -132,7 +133,7 @@ def getitem(a: NDArray, key: Any) -> NDArray:
     return call("Reshape", [y], {"shape": shape or (1,)})  # MXNet 1.x has no 0-d arrays
 
 
-# -- sg.nd op functions -----------------------------------------------------------------------------
+# -- sg.nd op functions ------------------------------------------------------------------------
 
 def make_nd_function(opdef: registry.OpDef):
     """The ``sg.nd`` function of one op: arrays positionally or by input name, then attributes
@@ -148,6 +149,7 @@ def make_nd_function(opdef: registry.OpDef):
         n = 0
         while n < len(args) and isinstance(args[n], NDArray):
             n += 1
+        ctx = kwargs.pop("ctx") if isinstance(kwargs.get("ctx"), Context) else None
         named = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
         attrs = {k: v for k, v in kwargs.items() if not isinstance(v, NDArray)}
         if n < len(args) and isinstance(args[n], (np.ndarray, list)):
@@ -169,11 +171,10 @@ def make_nd_function(opdef: registry.OpDef):
         if named:
             raise AttrError(f"{where(name or opdef.name, opdef.name)}no input named "
                             f"{sorted(named)}; inputs: {list(info.slots)}")
-        return _result(record(info, inputs, name), out)
+        return _result(record(info, inputs, name, ctx), out)
 
-    op_function.__name__ = opdef.name
-    op_function.__doc__ = opdef.doc or f"The {opdef.name} operator."
-    return op_function
+    from .opdoc import document  # signature and docstring from the registry
+    return document(op_function, opdef, front_end="nd")
 
 
 def make_nd_from_symbol_api(api: Any):

@@ -192,6 +192,11 @@ class NDArray:
         autograd.backward([self], None if out_grad is None else [out_grad],
                           retain_graph, train_mode)
 
+    def __reduce__(self) -> tuple:
+        """Pickle the value (DataLoader workers send batches between processes), never the
+        recorded graph: the copy is a computed array on the same context."""
+        return (array, (self.asnumpy(), self._ctx, self.dtype))
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         a = self.asnumpy()
         return a if dtype is None else a.astype(dtype)

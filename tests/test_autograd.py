@@ -260,3 +260,60 @@ def test_fresh_gradient_flags() -> None:
     z.backward()
     assert x._fresh_grad and not y._fresh_grad
     assert GRAD_WRITTEN[id(x.grad)]() is x.grad and id(y.grad) not in GRAD_WRITTEN
+
+
+class _Sigmoid(ag.Function):
+    def forward(self, x):
+        y = 1 / (1 + sg.nd.exp(-x))
+        self.save_for_backward(y)
+        return y
+
+    def backward(self, dy):
+        y, = self.saved_tensors
+        return dy * y * (1 - y)
+
+
+class _MulAdd(ag.Function):
+    """Two inputs, two outputs: (a * b, a + b)."""
+
+    def forward(self, a, b):
+        self.save_for_backward(a, b)
+        return a * b, a + b
+
+    def backward(self, d_prod, d_sum):
+        a, b = self.saved_tensors
+        return d_prod * b + d_sum, d_prod * a + d_sum
+
+
+def test_autograd_function(rng) -> None:
+    x0, a0, b0 = rng.normal(size=4), rng.normal(size=3), rng.normal(size=3)
+    x, a, b = _var(x0), _var(a0), _var(b0)
+    with ag.record():
+        y = _Sigmoid()(x)
+        p, s = _MulAdd()(a, b)
+        loss = (y * 3).sum() + (p * 2 + s).sum()
+    loss.backward()
+    sig = 1 / (1 + np.exp(-x0))
+    assert_almost_equal(y.asnumpy(), sig, rtol=1e-12)
+    assert_almost_equal(x.grad.asnumpy(), 3 * sig * (1 - sig), rtol=1e-10)
+    assert_almost_equal(a.grad.asnumpy(), 2 * b0 + 1, rtol=1e-12)
+    assert_almost_equal(b.grad.asnumpy(), 2 * a0 + 1, rtol=1e-12)
+    out = _Sigmoid()(x)  # not recording: just the forward
+    assert_almost_equal(out.asnumpy(), sig, rtol=1e-12)
+    f = _Sigmoid()
+    f(x)
+    with pytest.raises(sg.ExecutionError, match="called once"):
+        f(x)
+
+
+def test_get_symbol(rng) -> None:
+    x0, w0 = rng.normal(size=(2, 3)), rng.normal(size=(4, 3))
+    x, w = _var(x0), _var(w0)
+    with ag.record():
+        y = sg.nd.relu(sg.nd.FullyConnected(x, w, num_hidden=4, no_bias=True)) * 2
+    sym = ag.get_symbol(y)
+    assert sym.list_arguments() == ["var0", "var1"]
+    exe = sym.bind(sg.cpu(), {"var0": sg.nd.array(x0, dtype=np.float64),
+                              "var1": sg.nd.array(w0, dtype=np.float64)})
+    assert_almost_equal(exe.forward()[0].asnumpy(), np.maximum(x0 @ w0.T, 0) * 2, rtol=1e-12)
+    assert_almost_equal(y.asnumpy(), np.maximum(x0 @ w0.T, 0) * 2, rtol=1e-12)

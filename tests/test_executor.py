@@ -160,3 +160,18 @@ def test_debug_str_lists_steps() -> None:
     text = exe.debug_str()
     assert "FullyConnected" in text and "fc1" in text and "_backward_SoftmaxOutput" in text
     assert "memory plan" in text
+
+
+def test_train_step_with_out_grads_and_inference_mode(rng) -> None:
+    """``train_step(out_grads=, is_train=)``: one run equals forward + backward(out_grads);
+    ``is_train=False`` runs Dropout as the identity inside the training graph."""
+    x0 = rng.normal(size=(3, 4))
+    sym = sg.sym.Dropout(sg.sym.var("x") * 2, p=0.5)
+    g = sg.nd.zeros((3, 4), dtype=np.float64)
+    exe = sym.bind(sg.cpu(), {"x": sg.nd.array(x0, dtype=np.float64)}, args_grad={"x": g})
+    head = rng.normal(size=(3, 4))
+    out = exe.train_step(out_grads=[sg.nd.array(head, dtype=np.float64)], is_train=False)
+    np.testing.assert_allclose(out[0].asnumpy(), 2 * x0)
+    np.testing.assert_allclose(g.asnumpy(), 2 * head)
+    with pytest.raises(sg.BindError, match="2 out_grads for 1 outputs"):
+        exe.train_step(out_grads=[None, None])

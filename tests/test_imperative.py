@@ -242,3 +242,39 @@ def test_nothing_is_computed_twice() -> None:
     np.testing.assert_array_equal(z1.asnumpy(), [4.0, 4.0])
     np.testing.assert_array_equal(z2.asnumpy(), [6.0, 6.0])  # y was materialised with z1
     assert len(calls) == 1
+
+
+def test_pickle_carries_the_value_not_the_graph() -> None:
+    import pickle
+    x = _a([1.0, 2.0])
+    x.attach_grad()
+    y = pickle.loads(pickle.dumps(sg.nd.relu(x - 1.5) * 2))
+    assert not y.is_pending and y._entry is None and y.dtype == np.float32
+    np.testing.assert_array_equal(y.asnumpy(), [0.0, 1.0])
+
+
+def test_pending_reads_of_executor_outputs_see_the_old_value() -> None:
+    exe = (sg.sym.var("a") * 2).bind(sg.cpu(), {"a": sg.nd.ones(2)})
+    out = exe.forward()[0]
+    y = out + 1  # pending, reads out = 2
+    exe.forward(a=sg.nd.full(2, 5.0))  # the executor rewrites out in place
+    np.testing.assert_array_equal(y.asnumpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(out.asnumpy(), [10.0, 10.0])
+
+
+def test_ops_without_inputs_need_a_context_or_an_input() -> None:
+    with pytest.raises(sg.AttrError, match=r"takes inputs \['data'\], got 0"):
+        sg.nd.relu()
+    with pytest.raises(sg.AttrError, match=r"takes inputs \['data'\], got 0"):
+        sg.nd.relu(ctx=sg.cpu())
+
+
+def test_caches_are_bounded(monkeypatch) -> None:
+    from symgraph import imperative_compile
+    monkeypatch.setattr(imperative_compile, "MAX_PROGRAMS", 2)
+    monkeypatch.setattr(imperative, "MAX_INTERNED", 3)
+    x = _a([1.0, 2.0])
+    for k in range(6):  # six structures, with attribute sets no other test uses
+        c = k + 1000.25
+        np.testing.assert_allclose((x * c - c).asnumpy(), [0.0, c])
+        assert len(imperative_compile._CACHE) <= 2 and len(imperative._INTERNED) <= 3

@@ -9,6 +9,7 @@ import pytest
 import symgraph as sg
 from symgraph import autograd
 from symgraph.graph import Entry
+from symgraph.passes.infer_type import infer_types
 from symgraph.test_utils import _bind, assert_almost_equal, numeric_grad
 from tests.ops.case import Case
 from tests.ops.test_registry import ALL_CASES, INTERNAL, _forward, _sample
@@ -25,6 +26,9 @@ def replay(sym, values: dict, ctx=None, attach: tuple = (), dtype=np.float64) ->
     variables named in ``attach`` get ``attach_grad()``. Returns the outputs' arrays."""
     ctx = ctx or sg.cpu()
     got: dict[Entry, sg.nd.NDArray] = {}
+    # Imperative code cannot ask consumers for a dtype: an op without inputs is told the one
+    # symbolic inference decided (``sg.sym.zeros(...) + x`` takes x's dtype).
+    types = infer_types(sym.graph(), {k: np.dtype(dtype) for k in values})
     for node in sym.graph().nodes():
         if node.is_variable:
             a = sg.nd.array(values[node.name], ctx, dtype=dtype)
@@ -33,7 +37,13 @@ def replay(sym, values: dict, ctx=None, attach: tuple = (), dtype=np.float64) ->
             got[Entry(node)] = a
             continue
         fn = sg.nd.__dict__[node.op]
-        outs = fn(*[got[e] for e in node.inputs], **dict(node.attrs))
+        attrs = dict(node.attrs)
+        if not node.inputs:  # placed by ctx= (a string attribute of the op is ignored)
+            attrs.pop("ctx", None)
+            attrs["ctx"] = ctx
+            if attrs.get("dtype", "") is None:
+                attrs["dtype"] = types[Entry(node)].name
+        outs = fn(*[got[e] for e in node.inputs], **attrs)
         outs = outs if isinstance(outs, list) else [outs]
         for i, o in enumerate(outs):
             got[Entry(node, i)] = o
