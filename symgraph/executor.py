@@ -85,6 +85,8 @@ class Executor:
                         for e in self._fwd_outputs]
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
         self._trained = False
+        self._forwarded = False
+        self._monitor: Any = None
         self._env: Optional[list] = None
         self._ones: dict[int, NDArray] = {}  # default head gradients, by slot
         self._req_of = dict(zip(self._arg_names, reqs))
@@ -233,11 +235,14 @@ class Executor:
         return backend
 
     # -- running ----------------------------------------------------------------------------
-    def _check_array(self, kind: str, name: str, value: Any, want: NDArray) -> np.ndarray:
+    def _check_array(self, kind: str, name: str, value: Any, want: NDArray,
+                     any_dtype: bool = False) -> np.ndarray:
+        """``value`` on the host, checked against ``want``'s shape (and dtype unless
+        ``any_dtype``: head gradients are converted, as MXNet copies them into its buffers)."""
         host = value.asnumpy() if isinstance(value, NDArray) else np.asarray(value)
         if host.shape != want.shape:
             raise BindError(f"{kind} {name}: shape {host.shape}, bound array has {want.shape}")
-        if isinstance(value, NDArray) and value.dtype != want.dtype:
+        if isinstance(value, NDArray) and value.dtype != want.dtype and not any_dtype:
             raise BindError(f"{kind} {name}: dtype {value.dtype}, bound array has {want.dtype}")
         return host
 
@@ -251,9 +256,15 @@ class Executor:
         for k, v in host.items():
             self.arg_dict[k][:] = v
         stage = self._train if is_train else self._infer
+        self._rng_state = _random.generator().bit_generator.state  # for a later backward()
         env, run_ctx = self._start(stage, is_train)
         stage["program"].run(env, 0, stage["schedule"].n_forward_steps, run_ctx)
         self._finish_forward(stage, env, run_ctx, is_train)
+        self._forwarded = True
+        if self._monitor is not None:
+            self._monitor.after_forward(is_train, self._rng_state)
+        if not is_train:
+            self._env = None  # a later backward() must see these inputs, not older ones
         return self.outputs
 
     @_one_thread
@@ -264,9 +275,20 @@ class Executor:
         ``tail``: backend work run right after the backward steps, in the same program run
         (on the GPU a fused optimizer step, captured in the backward's CUDA graph); it reads
         gradients from the run's slots (see :meth:`grad_slots`)."""
-        if not self._trained or self._env is None:
-            raise ExecutionError("backward called before forward(is_train=True)")
+        if not self._forwarded:
+            raise ExecutionError("backward called before forward")
         stage = self._train
+        if self._env is None:
+            # MXNet allows backward() after forward(is_train=False): gradients are taken at
+            # the last inputs, so run the training program's forward now (outputs not stored),
+            # in ``is_train`` mode (Dropout is the identity in backward(is_train=False)).
+            # Random ops draw what that forward drew: replay the generator from its state.
+            replay = np.random.default_rng()
+            replay.bit_generator.state = self._rng_state
+            self._env, self._run_ctx = self._start(stage, is_train)
+            self._run_ctx.rng = replay
+            stage["program"].run(self._env, 0, stage["schedule"].n_forward_steps,
+                                 self._run_ctx)
         if isinstance(out_grads, (NDArray, np.ndarray)):
             out_grads = [out_grads]
         if out_grads is not None and len(out_grads) != len(self.outputs):
@@ -292,6 +314,7 @@ class Executor:
         if out_grads is not None and len(out_grads) != len(self.outputs):
             raise BindError(f"train_step: {len(out_grads)} out_grads for {len(self.outputs)} "
                             f"outputs")
+        self._rng_state = _random.generator().bit_generator.state
         env, run_ctx = self._start(stage, is_train)
         program = stage["program"]
         for slot, value in self._heads(out_grads).items():
@@ -299,8 +322,17 @@ class Executor:
         extra = {} if tail is None else {"tail": tail}
         program.run(env, 0, len(stage["schedule"].steps), run_ctx, **extra)
         self._finish_forward(stage, env, run_ctx, True)
+        self._forwarded = True
         self._store_grads(env)
+        if self._monitor is not None:
+            self._monitor.after_forward(is_train, self._rng_state)
         return self.outputs
+
+    def set_monitor_callback(self, callback: Any, monitor_all: bool = False) -> None:
+        """Call ``callback(name, value)`` for every node output after each forward (and its
+        inputs first with ``monitor_all``), as MXNet does; see ``symgraph/monitor.py``."""
+        from .monitor import ExecutorMonitor
+        self._monitor = ExecutorMonitor(self, callback, monitor_all)
 
     def _start(self, stage: dict, is_train: bool) -> tuple[Any, RunCtx]:
         """A fresh environment of ``stage``'s program with every bound array bound."""
@@ -334,7 +366,7 @@ class Executor:
                     self._ones[slot] = array(np.ones(out.shape, out.dtype), self._ctx, out.dtype)
                 heads[slot] = self._ones[slot]
             else:
-                value = self._check_array("out_grads", str(i), out_grads[i], out)
+                value = self._check_array("out_grads", str(i), out_grads[i], out, True)
                 heads[slot] = array(value.astype(out.dtype), self._ctx, out.dtype)
         return heads
 
@@ -343,6 +375,14 @@ class Executor:
         for name, slot in self._train["grads"].items():
             program.store(env, slot, self.grad_dict[name],
                           accumulate=self._req_of[name] == "add")
+
+    def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
+                **kwargs: Any) -> "Executor":
+        """A new executor for the input shapes in ``kwargs``, sharing this one's memory
+        (MXNet's ``Executor.reshape``; see ``executor_reshape.py``)."""
+        from .executor_reshape import reshape
+        return reshape(self, partial_shaping, allow_up_sizing,
+                       {k: tuple(v) for k, v in kwargs.items()})
 
     # -- parameters and introspection --------------------------------------------------------
     def copy_params_from(self, arg_params: Mapping[str, NDArray],

@@ -82,15 +82,25 @@ def checked(rule: Callable, check: Callable[[Attrs], None]) -> Callable:
     return checked_rule
 
 
+def merge_dims(a: Shape, b: Shape) -> Optional[Shape]:
+    """Two shapes with 0 as an unknown dimension as one; None if they contradict."""
+    if len(a) != len(b) or any(x and y and x != y for x, y in zip(a, b)):
+        return None
+    return tuple(x or y for x, y in zip(a, b))
+
+
 def same_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    """Every input and output has one shape (bidirectional)."""
-    known = [s for s in list(ins) + list(outs) if s is not None]
-    for s in known[1:]:
-        if s != known[0]:
-            raise ShapeError(f"elementwise shapes differ: {fmt(known[0])} vs {fmt(s)}")
+    """Every input and output has one shape (bidirectional; partial shapes are merged)."""
+    known = [tuple(s) for s in list(ins) + list(outs) if s is not None]
     if not known:
         return ins, outs
-    return [known[0]] * len(ins), [known[0]] * len(outs)
+    merged = known[0]
+    for s in known[1:]:
+        both = merge_dims(merged, s)
+        if both is None:
+            raise ShapeError(f"elementwise shapes differ: {fmt(merged)} vs {fmt(s)}")
+        merged = both
+    return [merged] * len(ins), [merged] * len(outs)
 
 
 def like_input(index: int) -> Callable:
@@ -109,9 +119,25 @@ def broadcast_shapes(shapes: Sequence[Shape]) -> Shape:
 
 
 def broadcast_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    if all(s is not None for s in ins):
+    """numpy broadcasting. With partial shapes (0 = unknown) of one rank, an unknown dimension
+    facing a known one other than 1 takes its size: the same-shape reading of MXNet's
+    ``a + b``, the only one that decides anything."""
+    if any(s is None for s in ins):
+        return ins, outs
+    if not any(0 in s for s in list(ins) + [o for o in outs if o is not None]):
         return ins, [broadcast_shapes(ins)]
-    return ins, outs
+    if len({len(s) for s in ins}) != 1:
+        return ins, outs
+    out = outs[0] if outs[0] is not None and len(outs[0]) == len(ins[0]) else (0,) * len(ins[0])
+    dims = []
+    for k, d in enumerate(out):
+        sizes = {s[k] for s in ins} | {d}
+        big = sizes - {0, 1}
+        if len(big) > 1:
+            raise ShapeError(f"shapes {', '.join(fmt(s) for s in ins)} do not broadcast")
+        dims.append(big.pop() if big else (1 if 0 not in sizes else 0))
+    filled = [tuple(b or o for b, o in zip(s, dims)) for s in ins]
+    return filled, [tuple(dims)]
 
 
 def forward_shape(fn: Callable[[Attrs, list], list]) -> Callable:
@@ -140,7 +166,7 @@ def elementwise(name: str, formula: Callable[..., Expr], gradient: object,
     return register(OpDef(
         name=name, params=params or {}, inputs=inputs, infer_shape=shape_rule,
         compute=expr_compute(formula), gradient=gradient, pattern=pattern, expr=formula,
-        lowering="elementwise",
+        lowering="elementwise", partial_shapes=shape_rule in (same_shape, broadcast_shape),
         doc=doc, variadic=variadic))
 
 

@@ -23,17 +23,20 @@ def _fc_inputs(a: Attrs) -> tuple[str, ...]:
 def _fc_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     if a["num_hidden"] <= 0:
         raise ShapeError(f"num_hidden must be positive, got {a['num_hidden']}")
-    data = ins[0]
+    data, out = ins[0], outs[0]
     nh = a["num_hidden"]
     ins = list(ins)
     if len(ins) == 3:
         ins[2] = (nh,)
     if data is None:
         return ins, outs
-    if len(data) < 1 or (a["flatten"] and len(data) < 2):
-        raise ShapeError(f"data must have a batch axis and features, got {fmt(data)}")
-    in_features = prod(data[1:]) if a["flatten"] else data[-1]
-    ins[1] = (nh, in_features)
+    if len(data) < 1:  # 1-D data with flatten is (batch, 1), as in MXNet
+        raise ShapeError(f"data must have a batch axis, got {fmt(data)}")
+    if out is not None and out[0] and not data[0]:  # partial shapes: the batch from the output
+        data = ins[0] = (out[0],) + tuple(data[1:])
+    features = data[1:] if a["flatten"] else data[-1:]
+    if 0 not in features:
+        ins[1] = (nh, prod(features))
     out = (data[0], nh) if a["flatten"] else tuple(data[:-1]) + (nh,)
     return ins, [out]
 
@@ -66,7 +69,7 @@ def _fc_grad(c) -> list:
 
 register(OpDef(
     "FullyConnected", FC_PARAMS, _fc_inputs, _fc_shape, _fc_compute, _fc_grad, GEMM,
-    lowering="fully_connected",
+    lowering="fully_connected", partial_shapes=True,
     doc="y = x W^T + b; weight (num_hidden, in_features), x flattened to 2-D if flatten."))
 
 # -- SoftmaxOutput --------------------------------------------------------------------------------
