@@ -18,6 +18,7 @@ buffers as GPU NDArrays, call ``run`` with its pycuda stream, outside any captur
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -61,7 +62,10 @@ class Kind:
 # op_type -> constructor of its CustomOpProp; filled by ``sg.operator.register`` (and by
 # NDArrayOp objects when first called), read here when a Custom node is built or run.
 PROPS: dict[str, Callable[..., Any]] = {}
-_PROP_CACHE: dict[tuple, Any] = {}  # descriptions only; operators live in their executor
+# Descriptions only (operators live in their executor), and only the most recent ones: a prop
+# may hold user objects (an autograd.Function call), which must not live forever.
+_PROP_CACHE: "OrderedDict[tuple, Any]" = OrderedDict()
+PROP_CACHE_SIZE = 256
 
 
 def prop_kwargs(attrs: Attrs) -> dict[str, str]:
@@ -83,9 +87,14 @@ def get_prop(attrs: Attrs) -> Any:
     """The (cached) CustomOpProp of a ``Custom`` node's attrs."""
     factory = prop_factory(attrs["op_type"])
     key = (id(factory), attrs)
-    if key not in _PROP_CACHE:
-        _PROP_CACHE[key] = factory(**prop_kwargs(attrs))
-    return _PROP_CACHE[key]
+    prop = _PROP_CACHE.get(key)
+    if prop is None:
+        prop = _PROP_CACHE[key] = factory(**prop_kwargs(attrs))
+        if len(_PROP_CACHE) > PROP_CACHE_SIZE:
+            _PROP_CACHE.popitem(last=False)
+    else:
+        _PROP_CACHE.move_to_end(key)
+    return prop
 
 
 def _here(a: Attrs) -> str:

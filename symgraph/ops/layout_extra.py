@@ -6,7 +6,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import BROADCAST, INJECTIVE, NO_GRADIENT, OpDef, RunCtx, alias, register
-from ._util import fmt, forward_shape, like_input
+from ._util import fmt, forward_shape, like_input, norm_axis
 
 
 def _swap(a: Attrs, ndim: int) -> tuple[int, ...]:
@@ -34,8 +34,9 @@ def _broadcast_axis_shape(a: Attrs, s: list) -> list:
         raise ShapeError(f"broadcast_axis: axis {a['axis']} and size {a['size']} differ in "
                          f"length")
     for ax, size in zip(a["axis"], a["size"]):
-        if not -len(shape) <= ax < len(shape) or shape[ax] != 1:
-            raise ShapeError(f"broadcast_axis: axis {ax} of {fmt(s[0])} must exist and be 1")
+        ax = norm_axis(ax, len(shape))
+        if shape[ax] != 1:
+            raise ShapeError(f"broadcast_axis: axis {ax} of {fmt(s[0])} must be 1")
         shape[ax] = size
     return [tuple(shape)]
 

@@ -101,3 +101,32 @@ def test_an_executor_alive_keeps_its_instance() -> None:
     del exe
     gc.collect()
     assert ref() is None
+
+
+PROPS: "weakref.WeakSet[CountedProp]" = weakref.WeakSet()
+
+
+@sg.operator.register("safety_counted")
+class CountedProp(sg.operator.CustomOpProp):
+    """A description with a keyword argument: one prop per distinct value."""
+
+    def __init__(self, k: str = "0") -> None:
+        super().__init__()
+        PROPS.add(self)
+
+    def create_operator(self, ctx, in_shapes, in_dtypes):
+        return SaveSquare()
+
+
+def test_descriptions_are_not_kept_forever() -> None:
+    """Props are cached by attributes for speed, but only the most recent ones (a prop may hold
+    user objects, e.g. an autograd.Function call)."""
+    from symgraph.ops.custom import PROP_CACHE_SIZE
+    for k in range(PROP_CACHE_SIZE + 100):
+        sym = sg.sym.Custom(sg.sym.var("x"), op_type="safety_counted", k=k)
+        assert len(PROPS) <= PROP_CACHE_SIZE + 2
+    exe = sym.simple_bind(sg.cpu(), grad_req="null", x=(2,))
+    np.testing.assert_array_equal(exe.forward(x=np.array([1., 3.]))[0].asnumpy(), [1., 9.])
+    del sym, exe
+    gc.collect()
+    assert len(PROPS) <= PROP_CACHE_SIZE + 1

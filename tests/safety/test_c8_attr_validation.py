@@ -15,6 +15,9 @@ S = sg.sym
 # Required attributes other than the axis, for the ops that have an axis (by name, else by kind).
 REQUIRED_VALUES = {"repeats": 2, "num_outputs": 2, "begin": 0, "num_args": 2}
 BY_KIND = {"int": 1, "float": 1.0, "shape": (1,), "str": "", "dtype": "float32", "bool": False}
+# Ops whose valid calls need more than that: other attributes, shapes of the other inputs.
+EXTRA_ATTRS = {"broadcast_axis": {"size": (2,)}}
+OTHER_SHAPES = {"pick": {"node_index": (2,)}}
 AXIS_KEYS = ("axis", "axes", "dim")
 
 
@@ -36,6 +39,7 @@ def _sym(name: str, key: str, axis: int) -> sg.sym.Symbol:
     for k, p in op.params.items():
         if p.default is REQUIRED and k not in kw and k != "**":
             kw[k] = REQUIRED_VALUES.get(k, p.choices[0] if p.choices else BY_KIND[p.kind])
+    kw.update(EXTRA_ATTRS.get(name, {}))
     fn = getattr(S, name)
     if op.variadic:
         return fn(S.var("in0"), S.var("in1"), name="node", **kw)
@@ -49,7 +53,8 @@ def _valid_shapes(name: str, key: str) -> dict:
         for axis in (0, 1):
             sym = _sym(name, key, axis)
             try:
-                args, _, _ = sym.infer_shape_partial(in0=first)
+                given = {"in0": first, **OTHER_SHAPES.get(name, {})}
+                args, _, _ = sym.infer_shape_partial(**given)
                 shapes = {n: (s if s is not None else first)
                           for n, s in zip(sym.list_arguments(), args)}
                 sym.infer_shape(**shapes)
@@ -129,8 +134,8 @@ def test_pooling_pad_below_kernel_is_fine() -> None:
 def test_one_hot_depth() -> None:
     _bind_error(S.one_hot(S.var("i"), depth=-1, name="oh"), sg.AttrError,
                 r"oh \(one_hot\): depth=-1: must be >= 0", i=(3,))
-    exe = S.one_hot(S.var("i"), depth=0).bind(sg.cpu(), {"i": sg.nd.array([1., 2., 0.])})
-    assert exe.forward()[0].shape == (3, 0)  # MXNet allows depth 0
+    exe = S.one_hot(S.var("i"), depth=2).bind(sg.cpu(), {"i": sg.nd.array([1., 2., 0.])})
+    np.testing.assert_array_equal(exe.forward()[0].asnumpy(), [[0, 1], [0, 0], [1, 0]])
 
 
 @pytest.mark.parametrize("dims, bad", [((0, 3), "input_dim=0"), ((-2, 3), "input_dim=-2"),
