@@ -3,8 +3,8 @@
 ``import symgraph as sg`` gives ``sg.sym`` (symbols), ``sg.nd`` (arrays), ``sg.cpu()``,
 ``sg.gpu(i)``, ``sg.autograd``, ``sg.random`` and ``sg.test_utils``; for training ``sg.io``,
 ``sg.init``, ``sg.optimizer``, ``sg.lr_scheduler``, ``sg.mod``, ``sg.model``, ``sg.metric``,
-``sg.callback``, ``sg.viz`` and ``sg.datasets``; ``sg.profiler`` and ``sg.onnx`` (graphviz, onnx,
-matplotlib and tqdm are imported only when used).
+``sg.callback``, ``sg.viz`` and ``sg.datasets``; ``sg.profiler`` and ``sg.onnx``; MXNet's Gluon
+API is ``sg.gluon`` (graphviz, onnx, matplotlib and tqdm are imported only when used).
 """
 from __future__ import annotations
 
@@ -17,16 +17,18 @@ from .base import (AttrError, BindError, DataError, DTypeError, ExecutionError, 
                    ShapeError, SymgraphError)
 from .context import Context, cpu, current_context, gpu
 from .executor import Executor
-from . import (callback, datasets, io, lr_scheduler, metric, model, optimizer,  # noqa: E402
-               viz)
+from . import (callback, datasets, io, lr_scheduler, metric, model, monitor,  # noqa: E402
+               optimizer, viz)
 from . import initializer as init
 from . import module as mod
 from . import rtc  # noqa: E402  (pycuda is imported lazily, on first GPU use)
 from . import profiler  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package is imported on first use)
+from . import gluon  # noqa: E402
 
 symbol = sym
 ndarray = nd
+mon = monitor
 initializer = init
 module = mod
 
@@ -38,4 +40,4 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "ExecutionError", "DataError", "io", "init", "initializer", "optimizer",
            "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
            "profiler", "onnx", "__version__",
-           "autograd", "imperative", "context"]
+           "autograd", "imperative", "context", "gluon", "monitor", "mon"]

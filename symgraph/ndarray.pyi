@@ -519,6 +519,18 @@ def Pooling(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def shape_array(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def size_array(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def Custom(
     *args: Any,
     out: Optional[NDArray] = ...,
@@ -545,6 +557,15 @@ def Deconvolution(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def dot(
+    lhs: Optional[NDArray] = ...,
+    rhs: Optional[NDArray] = ...,
+    *,
+    transpose_a: bool = ...,
+    transpose_b: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def Reshape(
     data: Optional[NDArray] = ...,
     *,
@@ -563,6 +584,10 @@ def reshape_like(
     lhs: Optional[NDArray] = ...,
     rhs: Optional[NDArray] = ...,
     *,
+    lhs_begin: Optional[int] = ...,
+    lhs_end: Optional[int] = ...,
+    rhs_begin: Optional[int] = ...,
+    rhs_end: Optional[int] = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
@@ -642,15 +667,6 @@ def broadcast_like(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
-def dot(
-    lhs: Optional[NDArray] = ...,
-    rhs: Optional[NDArray] = ...,
-    *,
-    transpose_a: bool = ...,
-    transpose_b: bool = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
 def prod(
     data: Optional[NDArray] = ...,
     *,
@@ -665,6 +681,7 @@ def norm(
     *,
     ord: Literal[1, 2] = ...,
     axis: Union[int, tuple[int, ...], NoneType] = ...,
+    out_dtype: Any = ...,
     keepdims: bool = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
@@ -777,6 +794,36 @@ def Cast(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def SwapAxis(
+    data: Optional[NDArray] = ...,
+    *,
+    dim1: int = ...,
+    dim2: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def broadcast_axis(
+    data: Optional[NDArray] = ...,
+    *,
+    axis: tuple[int, ...] = ...,
+    size: tuple[int, ...] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def batch_take(
+    a: Optional[NDArray] = ...,
+    indices: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def amp_cast(
+    data: Optional[NDArray] = ...,
+    *,
+    dtype: str,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def softmax_cross_entropy(
     data: Optional[NDArray] = ...,
     label: Optional[NDArray] = ...,
@@ -805,6 +852,165 @@ def MAERegressionOutput(
     label: Optional[NDArray] = ...,
     *,
     grad_scale: float = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def sin(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def cos(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def tan(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def arcsin(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def arccos(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def arctan(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def sinh(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def cosh(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def arcsinh(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def arccosh(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def arctanh(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def degrees(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def radians(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def log10(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def log2(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def cbrt(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def rcbrt(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def floor(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def ceil(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def rint(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def trunc(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def fix(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def round(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def smooth_l1(
+    data: Optional[NDArray] = ...,
+    *,
+    scalar: float = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def broadcast_hypot(
+    lhs: Optional[NDArray] = ...,
+    rhs: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def broadcast_mod(
+    lhs: Optional[NDArray] = ...,
+    rhs: Optional[NDArray] = ...,
+    *,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
@@ -862,6 +1068,44 @@ def slice_axis(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def sort(
+    data: Optional[NDArray] = ...,
+    *,
+    axis: Optional[int] = ...,
+    is_ascend: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def argsort(
+    data: Optional[NDArray] = ...,
+    *,
+    axis: Optional[int] = ...,
+    is_ascend: bool = ...,
+    dtype: str = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def topk(
+    data: Optional[NDArray] = ...,
+    *,
+    axis: Optional[int] = ...,
+    k: int = ...,
+    ret_typ: Literal['value', 'indices', 'mask', 'both'] = ...,
+    is_ascend: bool = ...,
+    dtype: str = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def pick(
+    data: Optional[NDArray] = ...,
+    index: Optional[NDArray] = ...,
+    *,
+    axis: int = ...,
+    mode: Literal['clip', 'wrap'] = ...,
+    keepdims: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 
 Softmax = SoftmaxOutput
 ElementWiseSum = add_n
@@ -874,6 +1118,8 @@ sum_axis = sum
 Pad = pad
 flip = reverse
 cast = Cast
+swapaxes = SwapAxis
+broadcast_axes = broadcast_axis
 concat = Concat
 split = SliceChannel
 crop = slice

@@ -95,8 +95,11 @@ def save(fname: PathLike, data: Any) -> None:
     """Write ``data`` (dict, list or one array) in MXNet's NDArray-list format, atomically.
 
     Every value is converted and checked before the file is touched."""
-    names, values, named = normalise(data)
-    arrays = [_as_host(n, v) for n, v in zip(names, values)]
+    try:
+        names, values, named = normalise(data)
+        arrays = [_as_host(n, v) for n, v in zip(names, values)]
+    except DataError as exc:
+        raise DataError(f"cannot save {fname}: {exc}") from None
     v3 = any(a.ndim == 0 or a.size == 0 for a, _ in arrays)
     magic = V3_MAGIC if v3 else V2_MAGIC
 
@@ -233,8 +236,9 @@ def _npz_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, fname: str) -> np.nda
         if count * dtype.itemsize != left:
             raise DataError(f"{what}: header claims shape {shape} of {dtype} "
                             f"({count * dtype.itemsize} bytes), the member holds {left}")
-        data = f.read(left)
-    flat = np.frombuffer(data, dtype).copy()
+        flat = np.empty(count, dtype)
+        if left and f.readinto(memoryview(flat).cast("B")) != left:
+            raise DataError(f"{what}: member ended early")
     return flat.reshape(shape, order="F" if fortran else "C")
 
 
@@ -253,6 +257,8 @@ def _read_npz(path: PathLike, size: int, fname: str) -> tuple[list[np.ndarray], 
                                 f"{NPZ_EXPANSION}x the file's {size} (refused as a zip bomb)")
             names = [i.filename[:-4] if i.filename.endswith(".npy") else i.filename
                      for i in infos]
+            if len(set(names)) != len(names):
+                raise DataError(f"{fname}: repeated member names")
             return [_npz_member(z, i, fname) for i in infos], names
     except DataError:
         raise

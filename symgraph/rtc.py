@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import re
+import types
 from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
@@ -226,3 +227,16 @@ def gpu_context(x: Any) -> Optional[Context]:
     """``x.context`` when it is a GPU, else None (custom ops use it to pick rtc or numpy)."""
     ctx = getattr(x, "context", None)
     return ctx if ctx is not None and ctx.device_type == "gpu" else None
+
+
+class _CallableModule(types.ModuleType):
+    """``sg.rtc`` is also callable, as MXNet 0.x's ``mx.rtc(name, inputs, outputs, kernel)``."""
+
+    def __call__(self, name: str, inputs: Sequence[tuple[str, Any]],
+                 outputs: Sequence[tuple[str, Any]], kernel: str) -> Rtc:
+        return Rtc(name, inputs, outputs, kernel)
+
+
+import sys as _sys  # noqa: E402
+
+_sys.modules[__name__].__class__ = _CallableModule

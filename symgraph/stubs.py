@@ -169,9 +169,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for path in stale:
             print(f"out of date: {path} (run python -m symgraph.stubs)", file=sys.stderr)
         return 1 if stale else 0
+    from . import fileio
     for name in STUB_MODULES:
         module = importlib.import_module(name)
-        stub_path(module).write_text(module_stub(module), encoding="utf-8")
+        fileio.write_text(stub_path(module), module_stub(module))
         print(f"wrote {stub_path(module)}")
     return 0
 

@@ -88,14 +88,15 @@ class FusedUpdate:
 
     def closure(self, stream: Any) -> Callable[[Any], None]:
         """The launch on ``stream`` as a backend closure (argument buffer packed once)."""
-        got = self._closures.get(stream.handle)
+        key = 0 if stream is None else stream.handle  # None: the legacy default stream
+        got = self._closures.get(key)
         if got is None:
             func, grid, block, params = self._func, self._grid, self._block, self._params
 
             def got(rc: Any = None) -> None:
                 self.launches += 1
                 func._launch_kernel(grid, block, params, 0, stream)
-            self._closures[stream.handle] = got
+            self._closures[key] = got
         return got
 
 

@@ -174,7 +174,7 @@ def _child(prefix: str, version: int, ready) -> None:  # runs in a forked proces
     real_fsync = os.fsync
 
     def slow_fsync(fd: int) -> None:  # a slow disk: the kill lands inside the save
-        time.sleep(0.2)
+        time.sleep(1.0)  # 4 fsyncs per checkpoint: seconds of margin over the kill's delay
         real_fsync(fd)
     fileio.os.fsync = slow_fsync
     ready.set()

@@ -1,0 +1,199 @@
+"""Seed 000's Gluon training step beside the same step in ``Module``, PyTorch eager and PyTorch
+with a CUDA graph, all in one process and on one context.
+
+Usage: python benchmarks/gluon_step.py [--ctx gpu|cpu] [--batches 64 1024] [--repeats 30]
+The Gluon step is the seed's loop body: ``as_in_context``, ``autograd.record()`` around
+``net(data)`` and ``loss_fn``, ``loss.backward()`` (tracing + program-cache hit + one run) and
+``trainer.step`` (SGD, lr 0.01; on the GPU the fused multi-tensor update). ``Module`` runs
+``forward_backward_update`` on the seed's symbol with the same optimizer (on the GPU one
+CUDA-graph replay with the fused update). PyTorch: the same network, ``zero_grad`` + forward +
+backward + ``SGD.step``, eager and captured in one CUDA graph (TF32 off). Inputs already live on
+the context in every column. Times are medians over ``--repeats`` steps after warm-up, by CUDA
+events on the GPU and ``perf_counter`` on the CPU. "compiles" counts the programs symgraph's
+imperative engine compiled after the first Gluon step (0 means every step was a cache hit).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import symgraph as mx  # noqa: E402  (the seed's spelling)
+from symgraph import autograd, gluon, nd  # noqa: E402
+from symgraph.gluon import nn  # noqa: E402
+
+
+class SimpleCNN(gluon.Block):
+    """Seed 000's network, as the seed writes it."""
+
+    def __init__(self) -> None:
+        super(SimpleCNN, self).__init__()
+        with self.name_scope():
+            self.conv1 = nn.Conv2D(32, kernel_size=3, strides=1, padding=1)
+            self.conv2 = nn.Conv2D(64, kernel_size=3, strides=1, padding=1)
+            self.fc1 = nn.Dense(128)
+            self.fc2 = nn.Dense(10)
+
+    def forward(self, x):  # noqa: ANN001, ANN201  (the seed's code)
+        x = nd.relu(self.conv1(x))
+        x = nd.Pooling(x, pool_type='max', kernel=(2, 2), stride=(2, 2))
+        x = nd.relu(self.conv2(x))
+        x = nd.Pooling(x, pool_type='max', kernel=(2, 2), stride=(2, 2))
+        x = x.reshape((0, -1))
+        x = nd.relu(self.fc1(x))
+        x = self.fc2(x)
+        return x
+
+
+def _sync(ctx: mx.Context) -> None:
+    if ctx.device_type == "gpu":
+        nd.waitall()
+        import pycuda.driver as drv
+        drv.Context.synchronize()
+
+
+def median_ms(fn: Callable[[], None], ctx: mx.Context, repeats: int, warm: int = 3) -> float:
+    """Median milliseconds of ``fn``: CUDA events on the GPU (torch's), else wall time."""
+    for _ in range(warm):
+        fn()
+    _sync(ctx)
+    if ctx.device_type == "gpu" and _torch() is not None:
+        torch = _torch()
+        torch.cuda.synchronize()
+        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                  for _ in range(repeats)]
+        for start, end in events:
+            start.record()
+            fn()
+            end.record()
+        _sync(ctx)
+        torch.cuda.synchronize()
+        return float(np.median([s.elapsed_time(e) for s, e in events]))
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        _sync(ctx)
+        times.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(times))
+
+
+def _torch() -> Optional[object]:
+    try:
+        import torch
+        return torch
+    except ImportError:
+        return None
+
+
+def _batch(batch: int, ctx: mx.Context) -> tuple:
+    rng = np.random.default_rng(0)
+    x = rng.random((batch, 1, 28, 28), dtype=np.float32)
+    y = rng.integers(0, 10, batch)
+    return x, y
+
+
+def gluon_step(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, int]:
+    """(median ms, programs compiled after the first step) of the seed's loop body."""
+    x, y = _batch(batch, ctx)
+    data_in = nd.array(x, ctx)
+    label_in = nd.array(y, ctx, dtype=np.int32)
+    net = SimpleCNN()
+    net.initialize(ctx=ctx)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.01})
+
+    def step() -> None:
+        data = data_in.as_in_context(ctx)
+        label = label_in.as_in_context(ctx)
+        with autograd.record():
+            output = net(data)
+            loss = loss_fn(output, label)
+        loss.backward()
+        trainer.step(batch_size=batch)
+    step()
+    _sync(ctx)
+    before = mx.imperative.compile_count()
+    ms = median_ms(step, ctx, repeats)
+    return ms, mx.imperative.compile_count() - before
+
+
+def module_step(batch: int, ctx: mx.Context, repeats: int) -> float:
+    from symgraph.models.simple_cnn import build
+    x, y = _batch(batch, ctx)
+    mod = mx.mod.Module(build(), context=ctx)
+    mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", (batch,))])
+    mod.init_params(mx.init.Uniform(0.07))
+    mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.01})
+    data_batch = mx.io.DataBatch([nd.array(x, ctx)], [nd.array(y, ctx)])
+    return median_ms(lambda: mod.forward_backward_update(data_batch), ctx, repeats)
+
+
+def torch_steps(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, float]:
+    """(eager, CUDA graph) ms of zero_grad + forward + backward + SGD step; NaN without torch
+    (the graph column is NaN on the CPU)."""
+    torch = _torch()
+    if torch is None:
+        return float("nan"), float("nan")
+    import torch.nn.functional as F
+    from torch import nn as tnn
+    dev = "cuda" if ctx.device_type == "gpu" else "cpu"
+    model = tnn.Sequential(
+        tnn.Conv2d(1, 32, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
+        tnn.Conv2d(32, 64, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2), tnn.Flatten(),
+        tnn.Linear(64 * 7 * 7, 128), tnn.ReLU(), tnn.Linear(128, 10)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = _batch(batch, ctx)
+    xt, yt = torch.tensor(x, device=dev), torch.tensor(y, device=dev)
+
+    def step() -> None:
+        opt.zero_grad(set_to_none=False)
+        F.cross_entropy(model(xt), yt).backward()
+        opt.step()
+    eager = median_ms(step, ctx, repeats)
+    if dev == "cpu":
+        return eager, float("nan")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return eager, median_ms(graph.replay, ctx, repeats)
+
+
+def main(argv: Optional[list] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ctx", choices=("gpu", "cpu"), default=None)
+    parser.add_argument("--batches", type=int, nargs="+", default=[64, 1024])
+    parser.add_argument("--repeats", type=int, default=30)
+    args = parser.parse_args(argv)
+    name = args.ctx or ("gpu" if mx.context.num_gpus() > 0 else "cpu")
+    ctx = mx.gpu(0) if name == "gpu" else mx.cpu()
+    torch = _torch()
+    if torch is not None:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+    print(f"context: {ctx}; PyTorch: {'not installed' if torch is None else torch.__version__}")
+    print("\n| batch | Gluon ms/step | Module ms/step | Gluon/Module | PyTorch eager | "
+          "PyTorch CUDA graph | eager/Gluon | compiles after step 1 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for b in args.batches:
+        g, compiles = gluon_step(b, ctx, args.repeats)
+        m = module_step(b, ctx, args.repeats)
+        eager, graph = torch_steps(b, ctx, args.repeats)
+        print(f"| {b} | {g:.3f} | {m:.3f} | {g / m:.2f}x | {eager:.3f} | {graph:.3f} | "
+              f"{eager / g:.2f}x | {compiles} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,368 @@
+"""Gluon blocks: :class:`Block` (imperative ``forward``) and :class:`HybridBlock`
+(``hybrid_forward(F, x, ...)`` with ``F`` = ``sg.nd`` or ``sg.sym``).
+
+Naming follows MXNet 1.x: a block made outside any ``name_scope`` takes a fresh name from the
+global name manager (``simplecnn0_``); a child made inside its parent's ``name_scope`` gets
+``<parent prefix><hint><n>_`` (``simplecnn0_conv0_``), and its parameters are named
+``<block prefix><name>`` (``simplecnn0_conv0_weight``). ``save_parameters`` writes structural
+names instead (``conv1.weight``), so a file fits any instance of the same network.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from typing import Any, Callable, Optional
+
+from .. import name as _name
+from ..base import AttrError, BindError, GraphError
+from .parameter import DeferredInitializationError, Parameter
+from .parameter_dict import ParameterDict, load_file, load_named
+
+# Shapes of the inputs of the trace in progress (``_get_graph``): a layer that needs a static
+# size while traced with F = sg.sym (a one-hot depth) infers it from these.
+TRACE = threading.local()
+
+
+class _BlockScope:
+    """The scope of a block's ``name_scope()``: hands out child prefixes."""
+
+    _current = threading.local()
+
+    def __init__(self, block: "Block") -> None:
+        self._block = block
+        self._counter: dict[str, int] = {}
+        self._old: Optional["_BlockScope"] = None
+        self._names: Optional[_name.Prefix] = None
+
+    @staticmethod
+    def create(prefix: Optional[str], params: Optional[ParameterDict],
+               hint: str) -> tuple[str, ParameterDict]:
+        """The prefix and parameter dict of a new block with alias ``hint``."""
+        current = getattr(_BlockScope._current, "value", None)
+        if current is None:
+            if prefix is None:
+                prefix = _name.current().get(None, hint) + "_"
+            params = ParameterDict(prefix) if params is None else \
+                ParameterDict(params.prefix, params)
+            return prefix, params
+        if prefix is None:
+            count = current._counter.get(hint, 0)
+            prefix = f"{hint}{count}_"
+            current._counter[hint] = count + 1
+        if params is None:
+            parent = current._block.params
+            params = ParameterDict(parent.prefix + prefix, parent._shared)
+        else:
+            params = ParameterDict(params.prefix, params)
+        return current._block.prefix + prefix, params
+
+    def __enter__(self) -> "_BlockScope":
+        if self._block._empty_prefix:
+            return self
+        self._old = getattr(_BlockScope._current, "value", None)
+        _BlockScope._current.value = self
+        self._names = _name.Prefix(self._block.prefix)
+        self._names.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._block._empty_prefix:
+            return
+        assert self._names is not None
+        self._names.__exit__(*exc)
+        self._names = None
+        _BlockScope._current.value = self._old
+
+
+class Block:
+    """Base class of all layers and models: children and parameters assigned as attributes
+    are registered; ``__call__`` runs :meth:`forward`."""
+
+    def __init__(self, prefix: Optional[str] = None,
+                 params: Optional[ParameterDict] = None) -> None:
+        self._empty_prefix = prefix == ""
+        self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
+        self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
+        self._scope = _BlockScope(self)
+        self._children: OrderedDict[str, Block] = OrderedDict()
+        self._reg_params: dict[str, Parameter] = {}
+        self._forward_hooks: list[Callable] = []
+        self._forward_pre_hooks: list[Callable] = []
+
+    def __repr__(self) -> str:
+        lines = [f"  ({k}): {v!r}".replace("\n", "\n  ") for k, v in self._children.items()]
+        body = "\n" + "\n".join(lines) + "\n" if lines else ""
+        return f"{type(self).__name__}({body})"
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, "_children"):
+            if isinstance(value, Block):
+                self.register_child(value, name)
+            elif isinstance(value, Parameter):
+                self._reg_params[name] = value
+        super().__setattr__(name, value)
+
+    def _alias(self) -> str:
+        return type(self).__name__.lower()
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def params(self) -> ParameterDict:
+        """This block's own parameters (not its children's)."""
+        return self._params
+
+    def name_scope(self) -> _BlockScope:
+        """``with block.name_scope():`` names children and symbols under this block."""
+        return self._scope
+
+    def register_child(self, block: "Block", name: Optional[str] = None) -> None:
+        self._children[name or str(len(self._children))] = block
+
+    def collect_params(self, select: Optional[str] = None) -> ParameterDict:
+        """This block's and its children's parameters; ``select`` is a regular expression
+        matched against full names (``'.*weight|.*bias'``)."""
+        check_regex(select)
+        out = ParameterDict(self._params.prefix)
+        out.update(self._params.select(select))
+        for child in self._children.values():
+            out.update(child.collect_params(select))
+        return out
+
+    def _collect_params_with_prefix(self, prefix: str = "") -> dict[str, Parameter]:
+        prefix = prefix + "." if prefix else prefix
+        out = {prefix + k: v for k, v in self._reg_params.items()}
+        for name, child in self._children.items():
+            out.update(child._collect_params_with_prefix(prefix + name))
+        return out
+
+    def save_parameters(self, filename: str, deduplicate: bool = False) -> None:
+        """Write parameters under structural names (``conv1.weight``)."""
+        from .. import ndarray as nd
+        params = self._collect_params_with_prefix()
+        if deduplicate:
+            seen: dict[int, str] = {}
+            params = {k: v for k, v in params.items() if seen.setdefault(id(v), k) == k}
+        arrays = {k: nd.array(v._reduce(), dtype=v.dtype) for k, v in params.items()}
+        nd.save(filename, arrays)
+
+    def load_parameters(self, filename: str, ctx: Any = None, allow_missing: bool = False,
+                        ignore_extra: bool = False, cast_dtype: bool = False,
+                        dtype_source: str = "current") -> None:
+        """Read :meth:`save_parameters` output; a file of another network raises DataError
+        naming the parameter and the file, and changes nothing."""
+        loaded = load_file(filename)
+        params = self._collect_params_with_prefix()
+        if not loaded and not params:
+            return
+        if loaded and not any("." in k for k in loaded):
+            # Full-name files (ParameterDict.save, MXNet's legacy save_params).
+            self.collect_params().load(filename, ctx, allow_missing, ignore_extra,
+                                       restore_prefix=self.prefix)
+            return
+        load_named(params, loaded, f"file '{filename}'", ctx, allow_missing, ignore_extra)
+
+    def save_params(self, filename: str) -> None:
+        """Deprecated MXNet name: full parameter names without this block's prefix."""
+        self.collect_params().save(filename, strip_prefix=self.prefix)
+
+    def load_params(self, filename: str, ctx: Any = None, allow_missing: bool = False,
+                    ignore_extra: bool = False) -> None:
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
+
+    def initialize(self, init: Any = None, ctx: Any = None, verbose: bool = False,
+                   force_reinit: bool = False) -> None:
+        """Initialise every parameter of this block and its children (default: Uniform)."""
+        self.collect_params().initialize(init, ctx, verbose, force_reinit)
+
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
+        """Hybridize the HybridBlock children (a plain Block itself stays imperative)."""
+        for child in self._children.values():
+            child.hybridize(active, **kwargs)
+
+    def cast(self, dtype: Any) -> None:
+        for child in self._children.values():
+            child.cast(dtype)
+        for p in self.params.values():
+            p.cast(dtype)
+
+    def zero_grad(self) -> None:
+        self.collect_params().zero_grad()
+
+    def apply(self, fn: Callable[["Block"], Any]) -> "Block":
+        for child in self._children.values():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    def register_forward_hook(self, hook: Callable) -> None:
+        self._forward_hooks.append(hook)
+
+    def register_forward_pre_hook(self, hook: Callable) -> None:
+        self._forward_pre_hooks.append(hook)
+
+    def __call__(self, *args: Any) -> Any:
+        for hook in self._forward_pre_hooks:
+            hook(self, args)
+        out = self.forward(*args)
+        for hook in self._forward_hooks:
+            hook(self, args, out)
+        return out
+
+    def forward(self, *args: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+
+def _is_symbol(x: Any) -> bool:
+    from ..symbol import Symbol
+    return isinstance(x, Symbol)
+
+
+class HybridBlock(Block):
+    """A block written once as ``hybrid_forward(F, x, *args, **params)``: imperative with
+    ``F = sg.nd``, or traced into a Symbol with ``F = sg.sym`` after :meth:`hybridize`."""
+
+    def __init__(self, prefix: Optional[str] = None,
+                 params: Optional[ParameterDict] = None) -> None:
+        super().__init__(prefix, params)
+        self._active = False
+        self._cached: dict = {}        # input signature -> traced program (cached_op.py)
+        self._cached_graph: tuple = ()  # (input symbols, output symbol) of the last trace
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if isinstance(value, HybridBlock) and hasattr(self, "_cached"):
+            self._clear_cache()
+
+    def register_child(self, block: Block, name: Optional[str] = None) -> None:
+        if not isinstance(block, HybridBlock):
+            raise GraphError(f"Children of HybridBlock must also be HybridBlock, but "
+                             f"{block!r} has type {type(block).__name__}. If you are using "
+                             f"Sequential, please try HybridSequential instead")
+        super().register_child(block, name)
+        self._clear_cache()
+
+    def _clear_cache(self) -> None:
+        self._cached = {}
+        self._cached_graph = ()
+
+    def hybridize(self, active: bool = True, static_alloc: bool = False,
+                  static_shape: bool = False, **kwargs: Any) -> None:
+        """Trace ``hybrid_forward`` with ``F = sg.sym`` on the next call and reuse the symbol
+        (cached per input shapes and dtypes); ``static_*`` are accepted: every compiled
+        program already has a static memory plan."""
+        self._active = active
+        self._clear_cache()
+        super().hybridize(active, **kwargs)
+
+    def cast(self, dtype: Any) -> None:
+        self._clear_cache()
+        super().cast(dtype)
+
+    def forward(self, x: Any, *args: Any) -> Any:
+        """Symbols in: trace with ``F = sg.sym``. Arrays in: run (traced if hybridized)."""
+        if _is_symbol(x):
+            params = {k: v.var() for k, v in self._reg_params.items()}
+            from .. import symbol as F
+            with self.name_scope():
+                return self.hybrid_forward(F, x, *args, **params)
+        if self._active:
+            from .cached_op import call_cached
+            return call_cached(self, (x,) + args)
+        from .. import ndarray as F
+        ctx = x.context
+        try:
+            params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+        except DeferredInitializationError:
+            self.infer_shape(x, *args)
+            for p in self.collect_params().values():
+                p._finish_deferred_init()
+            params = {k: v.data(ctx) for k, v in self._reg_params.items()}
+        return self.hybrid_forward(F, x, *args, **params)
+
+    def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define hybrid_forward()")
+
+    def _get_graph(self, *args: Any) -> tuple[list, Any]:
+        """Trace with ``F = sg.sym`` on inputs ``data`` (or ``data0``, ``data1``...)."""
+        from .. import symbol as sym
+        if len(args) == 1:
+            inputs = [sym.var("data")]
+        else:
+            inputs = [sym.var(f"data{i}") for i in range(len(args))]
+        old = getattr(TRACE, "shapes", None)
+        TRACE.shapes = {i.name: tuple(a.shape) for i, a in zip(inputs, args)
+                        if hasattr(a, "shape")}
+        try:
+            out = self(*inputs)
+        finally:
+            TRACE.shapes = old
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        for o in outs:
+            if not _is_symbol(o):
+                raise GraphError(f"{self.name}: hybrid_forward returned {type(o).__name__}, "
+                                 f"expected Symbols (or a list of them)")
+        group = outs[0] if len(outs) == 1 else sym.Group(outs)
+        self._cached_graph = (inputs, group)
+        return inputs, group
+
+    def infer_shape(self, *args: Any) -> None:
+        """Fill the unknown sizes of the parameters' shapes from the inputs' shapes."""
+        inputs, out = self._get_graph(*args)
+        shapes = {i.name: tuple(a.shape) for i, a in zip(inputs, args)}
+        try:
+            arg_shapes, _, aux_shapes = out.infer_shape_partial(**shapes)
+        except Exception as exc:  # the shape rule's message names node, op and values
+            raise type(exc)(f"{self.name}: deferred initialization failed because a "
+                            f"shape cannot be inferred from inputs {shapes}: {exc}") from None
+        known = dict(zip(out.list_arguments(), arg_shapes))
+        known.update(zip(out.list_auxiliary_states(), aux_shapes))
+        for p in self.collect_params().values():
+            if known.get(p.name) is not None:
+                p.shape = known[p.name]
+
+    def infer_type(self, *args: Any) -> None:
+        """Set the parameters' dtypes from the inputs' dtypes."""
+        inputs, out = self._get_graph(*args)
+        arg_types, _, aux_types = out.infer_type(
+            **{i.name: a.dtype for i, a in zip(inputs, args)})
+        known = dict(zip(out.list_arguments(), arg_types))
+        known.update(zip(out.list_auxiliary_states(), aux_types))
+        for p in self.collect_params().values():
+            if known.get(p.name) is not None:
+                p.dtype = known[p.name]
+
+    def export(self, path: str, epoch: int = 0, remove_amp_cast: bool = True) -> None:
+        """Write ``path-symbol.json`` and ``path-%04d.params`` (``arg:``/``aux:`` names), the
+        checkpoint that ``sg.mod.Module.load`` and :meth:`SymbolBlock.imports` read."""
+        if not self._cached_graph:
+            raise BindError(f"{self.name}: please first call block.hybridize() and then run "
+                            f"forward with this block at least once before calling export")
+        from ..model import save_checkpoint
+        sym = self._cached_graph[1]
+        aux_names = set(sym.list_auxiliary_states())
+        arg, aux = {}, {}
+        for name, p in self.collect_params().items():
+            (aux if name in aux_names else arg)[name] = p._reduce()
+        save_checkpoint(path, epoch, sym, arg, aux)
+
+
+def check_regex(select: Optional[str]) -> None:
+    """AttrError naming the pattern when ``select`` is not a regular expression."""
+    if select is None:
+        return
+    try:
+        re.compile(select)
+    except re.error as exc:
+        raise AttrError(f"collect_params: select {select!r} is not a regular expression "
+                        f"({exc})") from None
+
+
+__all__ = ["Block", "HybridBlock"]

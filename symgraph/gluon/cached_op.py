@@ -1,0 +1,89 @@
+"""A hybridized block's traced program: the Symbol that ``hybrid_forward(sg.sym, ...)``
+returned, replayed on NDArrays.
+
+The trace happens once per input signature (shapes, dtypes, context). A call then walks the
+traced graph's op nodes in topological order and records each through ``symgraph.imperative``
+(the same entry point as every ``sg.nd`` call): the recorded graph is structurally the same at
+every step, so the compiled program is found in the imperative program cache, and under
+``autograd.record()`` forward and backward still compile into one program. No Block code or
+``hybrid_forward`` Python runs after the trace.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ..base import GraphError
+
+
+class TracedProgram:
+    """A traced graph ready to replay: per op node its op, attrs and where its inputs are."""
+
+    def __init__(self, block: Any, inputs: Sequence[Any], out: Any) -> None:
+        from ..graph import topo_order
+        graph = out.graph()
+        self.input_names = [i.name for i in inputs]
+        params = block.collect_params()
+        self.params: dict[str, Any] = {}
+        self.steps: list[tuple] = []
+        index: dict[Any, int] = {}
+        for node in topo_order(graph.outputs):
+            if node.is_variable:
+                if node.name not in self.input_names:
+                    if node.name not in params:
+                        raise GraphError(f"{block.name}: unknown input {node.name!r} of the "
+                                         f"traced graph (not an input nor a Parameter)")
+                    self.params[node.name] = params[node.name]
+                index[node] = len(index)
+                continue
+            refs = tuple((index[e.node], e.index) for e in node.inputs)
+            self.steps.append((node.op, dict(node.attrs), refs))
+            index[node] = len(index)
+        self.variables = [n for n in index]  # node order: variables and ops interleaved
+        self.outputs = [(index[e.node], e.index) for e in graph.outputs]
+        self.n_out = len(graph.outputs)
+
+    def run(self, args: Sequence[Any]) -> Any:
+        from .. import imperative
+        ctx = args[0].context
+        by_name = dict(zip(self.input_names, args))
+        values: list[Any] = []
+        steps = iter(self.steps)
+        for node in self.variables:
+            if node.is_variable:
+                name = node.name
+                values.append((by_name[name],) if name in by_name else
+                              (self.params[name].data(ctx),))
+                continue
+            op, attrs, refs = next(steps)
+            out = imperative.call(op, [values[i][k] for i, k in refs], attrs)
+            values.append(tuple(out) if isinstance(out, list) else (out,))
+        outs = [values[i][k] for i, k in self.outputs]
+        return outs[0] if self.n_out == 1 else outs
+
+
+def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence[Any]) -> None:
+    """Infer unknown parameter shapes from the inputs and run pending initialisations."""
+    params = block.collect_params()
+    pending = [p for p in params.values() if p._data is None and p._deferred is not None]
+    if not pending:
+        return
+    shapes = {i.name: tuple(a.shape) for i, a in zip(inputs, args)}
+    arg_shapes, _, aux_shapes = out.infer_shape_partial(**shapes)
+    known = dict(zip(out.list_arguments(), arg_shapes))
+    known.update(zip(out.list_auxiliary_states(), aux_shapes))
+    for p in pending:
+        if known.get(p.name) is not None:
+            p.shape = known[p.name]
+        p._finish_deferred_init()
+
+
+def call_cached(block: Any, args: Sequence[Any]) -> Any:
+    """Run ``block`` hybridized on NDArrays ``args`` (tracing on a new input signature)."""
+    key = tuple((tuple(a.shape), str(a.dtype), a.context) for a in args)
+    program = block._cached.get(key)
+    if program is None:
+        inputs, out = block._get_graph(*args)
+        _finish_deferred(block, inputs, out, args)
+        program = TracedProgram(block, inputs, out)
+        block._cached[key] = program
+    return program.run(args)

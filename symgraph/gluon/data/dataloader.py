@@ -1,0 +1,144 @@
+"""``DataLoader``: batches of a Dataset as NDArrays, optionally made by worker processes.
+
+Workers (``num_workers > 0``) are forked processes, each holding the dataset; a worker builds a
+whole batch as host (numpy) arrays and sends it back through a pipe, and the main process wraps
+it as NDArrays. ``prefetch`` batches (default ``2 * num_workers``) are in flight at once and
+come back in order. ``thread_pool=True`` uses threads instead of processes.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.pool
+from typing import Any, Callable, Iterator, Optional
+
+import numpy as np
+
+from ... import ndarray as nd
+from ...base import AttrError
+from .sampler import BatchSampler, RandomSampler, SequentialSampler
+
+
+def _to_host(data: Any) -> Any:
+    """NDArrays (also nested in lists/tuples) as numpy arrays, for sending between processes."""
+    if isinstance(data, nd.NDArray):
+        return data.asnumpy()
+    if isinstance(data, (list, tuple)):
+        return type(data)(_to_host(d) for d in data)
+    return data
+
+
+def _to_nd(data: Any) -> Any:
+    """numpy arrays (also nested) as CPU NDArrays of the same dtype."""
+    if isinstance(data, np.ndarray):
+        return nd.array(data, dtype=data.dtype)
+    if isinstance(data, (list, tuple)):
+        return type(data)(_to_nd(d) for d in data)
+    return data
+
+
+def _stack_host(data: list) -> Any:
+    """The default batchify, on the host: stack samples (tuples element-wise)."""
+    first = data[0]
+    if isinstance(first, tuple):
+        return [_stack_host(list(x)) for x in zip(*data)]
+    if isinstance(first, nd.NDArray):
+        return np.stack([d.asnumpy() for d in data])
+    return np.asarray(data)
+
+
+def default_batchify_fn(data: list) -> Any:
+    """Stack samples into NDArrays (MXNet's default: NDArrays stacked, numbers and numpy
+    arrays as an NDArray of their numpy dtype; tuples element-wise)."""
+    return _to_nd(_stack_host(data))
+
+
+_worker: dict = {}
+
+
+def _worker_init(dataset: Any, batchify_fn: Optional[Callable]) -> None:
+    _worker["dataset"], _worker["batchify"] = dataset, batchify_fn
+
+
+def _worker_batch(indices: list) -> Any:
+    samples = [_worker["dataset"][i] for i in indices]
+    fn = _worker["batchify"]
+    return _stack_host(samples) if fn is None else _to_host(fn(samples))
+
+
+class DataLoader:
+    """MXNet's ``gluon.data.DataLoader(dataset, batch_size, shuffle, sampler, last_batch,
+    batch_sampler, batchify_fn, num_workers, pin_memory, pin_device_id, prefetch,
+    thread_pool, timeout)``."""
+
+    def __init__(self, dataset: Any, batch_size: Optional[int] = None, shuffle: bool = False,
+                 sampler: Any = None, last_batch: Optional[str] = None,
+                 batch_sampler: Any = None, batchify_fn: Optional[Callable] = None,
+                 num_workers: int = 0, pin_memory: bool = False, pin_device_id: int = 0,
+                 prefetch: Optional[int] = None, thread_pool: bool = False,
+                 timeout: int = 120) -> None:
+        self._dataset = dataset
+        if batch_sampler is None:
+            if batch_size is None:
+                raise AttrError("DataLoader: batch_size must be specified unless "
+                                "batch_sampler is specified")
+            if sampler is None:
+                sampler = RandomSampler(len(dataset)) if shuffle else \
+                    SequentialSampler(len(dataset))
+            elif shuffle:
+                raise AttrError("DataLoader: shuffle must not be specified if sampler is")
+            batch_sampler = BatchSampler(sampler, batch_size, last_batch or "keep")
+        elif batch_size is not None or shuffle or sampler is not None or last_batch:
+            raise AttrError("DataLoader: batch_size, shuffle, sampler and last_batch must "
+                            "not be specified if batch_sampler is specified")
+        if not isinstance(num_workers, int) or num_workers < 0:
+            raise AttrError(f"DataLoader: num_workers must be a non-negative int, got "
+                            f"{num_workers!r}")
+        self._batch_sampler = batch_sampler
+        self._batchify_fn = batchify_fn
+        self._num_workers = num_workers
+        self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * num_workers)
+        self._thread_pool, self._timeout = thread_pool, timeout
+        self._pool: Any = None
+
+    def __len__(self) -> int:
+        return len(self._batch_sampler)
+
+    def _batchify(self, samples: list) -> Any:
+        if self._batchify_fn is None:
+            return default_batchify_fn(samples)
+        return self._batchify_fn(samples)
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._num_workers == 0:
+            for batch in self._batch_sampler:
+                yield self._batchify([self._dataset[i] for i in batch])
+            return
+        yield from self._iter_workers()
+
+    def _make_pool(self) -> Any:
+        args = (self._dataset, self._batchify_fn)
+        if self._thread_pool:
+            return multiprocessing.pool.ThreadPool(self._num_workers, _worker_init, args)
+        ctx = multiprocessing.get_context("fork")
+        return ctx.Pool(self._num_workers, _worker_init, args)
+
+    def _iter_workers(self) -> Iterator[Any]:
+        if self._pool is None:
+            self._pool = self._make_pool()
+        pending: list = []
+        batches = iter(self._batch_sampler)
+        for _ in range(max(1, self._prefetch)):
+            nxt = next(batches, None)
+            if nxt is None:
+                break
+            pending.append(self._pool.apply_async(_worker_batch, (nxt,)))
+        while pending:
+            result = pending.pop(0).get(self._timeout)
+            nxt = next(batches, None)
+            if nxt is not None:
+                pending.append(self._pool.apply_async(_worker_batch, (nxt,)))
+            yield _to_nd(result)
+
+    def __del__(self) -> None:
+        if getattr(self, "_pool", None) is not None:
+            self._pool.terminate()

@@ -1,0 +1,95 @@
+"""Datasets (MXNet 1.x ``gluon.data``): ``Dataset`` with ``transform``/``transform_first``,
+``SimpleDataset`` and ``ArrayDataset``."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ...base import DataError
+
+
+class Dataset:
+    """Anything with ``__getitem__`` and ``__len__``; subclasses override both."""
+
+    def __getitem__(self, idx: int) -> Any:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+    def transform(self, fn: Callable, lazy: bool = True) -> "Dataset":
+        """A dataset whose samples are ``fn(*sample)`` (``fn(sample)`` for single items)."""
+        out = _LazyTransformDataset(self, fn)
+        return out if lazy else SimpleDataset([out[i] for i in range(len(out))])
+
+    def transform_first(self, fn: Callable, lazy: bool = True) -> "Dataset":
+        """Apply ``fn`` to the first element of each sample only (the data, not the label)."""
+        return self.transform(_TransformFirst(fn), lazy)
+
+    def filter(self, fn: Callable[[Any], bool]) -> "Dataset":
+        """The samples for which ``fn(sample)`` is true."""
+        return SimpleDataset([s for s in (self[i] for i in range(len(self))) if fn(s)])
+
+    def take(self, count: int) -> "Dataset":
+        """The first ``count`` samples."""
+        return SimpleDataset([self[i] for i in range(min(count, len(self)))])
+
+
+class SimpleDataset(Dataset):
+    """Wraps a list (or anything indexable with a length)."""
+
+    def __init__(self, data: Any) -> None:
+        self._data = data
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __getitem__(self, idx: int) -> Any:
+        return self._data[idx]
+
+
+class _LazyTransformDataset(Dataset):
+    def __init__(self, data: Dataset, fn: Callable) -> None:
+        self._data, self._fn = data, fn
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __getitem__(self, idx: int) -> Any:
+        item = self._data[idx]
+        return self._fn(*item) if isinstance(item, tuple) else self._fn(item)
+
+
+class _TransformFirst:
+    """Picklable (for worker processes) ``fn`` on the first element."""
+
+    def __init__(self, fn: Callable) -> None:
+        self._fn = fn
+
+    def __call__(self, x: Any, *args: Any) -> Any:
+        return (self._fn(x),) + args if args else self._fn(x)
+
+
+class ArrayDataset(Dataset):
+    """Sample ``i`` is ``(a[i], b[i], ...)`` of equally long arrays (one array: ``a[i]``)."""
+
+    def __init__(self, *args: Any) -> None:
+        if not args:
+            raise DataError("ArrayDataset needs at least 1 array")
+        self._length = len(args[0])
+        self._data = []
+        for i, data in enumerate(args):
+            if len(data) != self._length:
+                raise DataError(f"ArrayDataset: all arrays must have the same length; "
+                                f"array 0 has length {self._length} while array {i} has "
+                                f"{len(data)}")
+            if hasattr(data, "asnumpy"):
+                data = data.asnumpy()  # sample access by numpy indexing: no graph per item
+            self._data.append(data)
+
+    def __getitem__(self, idx: int) -> Any:
+        if len(self._data) == 1:
+            return self._data[0][idx]
+        return tuple(d[idx] for d in self._data)
+
+    def __len__(self) -> int:
+        return self._length

@@ -1,0 +1,83 @@
+"""Samplers (MXNet 1.x ``gluon.data.sampler``): sequential, random (from ``sg.random``'s
+generator, so ``sg.random.seed`` makes shuffling reproducible) and batches with MXNet's
+``last_batch`` rules."""
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from ... import random as _random
+from ...base import AttrError
+
+LAST_BATCH = ("keep", "discard", "rollover")
+
+
+class Sampler:
+    """Yields sample indices."""
+
+    def __iter__(self) -> Iterator:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        raise NotImplementedError
+
+
+class SequentialSampler(Sampler):
+    """``start, start+1, ..., start+length-1``."""
+
+    def __init__(self, length: int, start: int = 0) -> None:
+        self._length, self._start = length, start
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(self._start, self._start + self._length))
+
+    def __len__(self) -> int:
+        return self._length
+
+
+class RandomSampler(Sampler):
+    """A fresh permutation of ``range(length)`` each epoch."""
+
+    def __init__(self, length: int) -> None:
+        self._length = length
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(_random.generator().permutation(self._length).tolist())
+
+    def __len__(self) -> int:
+        return self._length
+
+
+class BatchSampler(Sampler):
+    """Groups a sampler's indices into lists of ``batch_size``. The last, short batch is kept,
+    discarded, or rolled over into the next epoch (``last_batch``)."""
+
+    def __init__(self, sampler: Iterable, batch_size: int, last_batch: str = "keep") -> None:
+        if last_batch not in LAST_BATCH:
+            raise AttrError(f"last_batch must be one of {LAST_BATCH}, but got {last_batch!r}")
+        if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+            raise AttrError(f"batch_size must be a positive int, got {batch_size!r}")
+        self._sampler, self._batch_size, self._last_batch = sampler, int(batch_size), last_batch
+        self._prev: list = []
+
+    def __iter__(self) -> Iterator[list]:
+        batch, self._prev = self._prev, []
+        for i in self._sampler:
+            batch.append(i)
+            if len(batch) == self._batch_size:
+                yield batch
+                batch = []
+        if batch:
+            if self._last_batch == "keep":
+                yield batch
+            elif self._last_batch == "rollover":
+                self._prev = batch
+
+    def __len__(self) -> int:
+        n = len(self._sampler)  # type: ignore[arg-type]
+        if self._last_batch == "keep":
+            return (n + self._batch_size - 1) // self._batch_size
+        if self._last_batch == "discard":
+            return n // self._batch_size
+        return (len(self._prev) + n) // self._batch_size

@@ -1,0 +1,147 @@
+"""``gluon.loss``: per-sample losses as MXNet 1.x computes them (the mean over every axis but
+``batch_axis``), each a HybridBlock composed of registered ops through ``F``."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ..base import AttrError, ShapeError
+from .block import TRACE, HybridBlock
+
+
+def static_shape(x: Any) -> tuple:
+    """The shape of ``x``: an NDArray's own, or a traced Symbol's inferred from the shapes of
+    the inputs of the trace in progress (``HybridBlock`` records them)."""
+    if hasattr(x, "shape"):
+        return tuple(x.shape)
+    shapes = getattr(TRACE, "shapes", None) or {}
+    args = set(x.list_arguments())
+    _, outs, _ = x.infer_shape_partial(**{k: v for k, v in shapes.items() if k in args})
+    if outs[0] is None:
+        raise ShapeError(f"{x.name}: the shape of this value is needed (one_hot depth) but "
+                         f"cannot be inferred from the inputs {shapes}")
+    return tuple(outs[0])
+
+
+def _weighting(F: Any, loss: Any, weight: Optional[float], sample_weight: Any) -> Any:
+    if sample_weight is not None:
+        loss = F.broadcast_mul(loss, sample_weight)
+    if weight is not None:
+        if not isinstance(weight, (int, float)):
+            raise AttrError(f"loss weight must be a number, got {type(weight).__name__}")
+        loss = loss * weight
+    return loss
+
+
+class Loss(HybridBlock):
+    """Base class: ``weight`` scales the loss, ``batch_axis`` is kept by the final mean."""
+
+    def __init__(self, weight: Optional[float], batch_axis: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._weight, self._batch_axis = weight, batch_axis
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(batch_axis={self._batch_axis}, w={self._weight})"
+
+    def _per_sample(self, F: Any, loss: Any, sample_weight: Any,
+                    weight: Optional[float] = None) -> Any:
+        loss = _weighting(F, loss, self._weight if weight is None else weight, sample_weight)
+        return F.mean(loss, axis=self._batch_axis, exclude=True)
+
+    def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+
+def pick(F: Any, data: Any, index: Any, axis: int) -> Any:
+    """``data`` at ``index`` along ``axis``, keeping that axis with size 1 (MXNet's ``pick``
+    with ``keepdims=True``), composed as a one-hot mask and a sum."""
+    shape = static_shape(data)
+    axis = axis % len(shape)
+    mask = F.one_hot(index, depth=shape[axis], dtype=_dtype_name(data))
+    if axis != len(shape) - 1:
+        order = list(range(len(shape) - 1))
+        order.insert(axis, len(shape) - 1)
+        mask = F.transpose(mask, axes=tuple(order))
+    return F.sum(data * mask, axis=axis, keepdims=True)
+
+
+def _dtype_name(x: Any) -> str:
+    dtype = getattr(x, "dtype", None)
+    return "float32" if dtype is None else str(dtype)
+
+
+class SoftmaxCrossEntropyLoss(Loss):
+    """``-log softmax(pred)[label]`` per sample (``sparse_label``), or
+    ``-sum(label * log softmax(pred))`` with dense labels; ``from_logits``: ``pred`` already
+    holds log-probabilities."""
+
+    def __init__(self, axis: int = -1, sparse_label: bool = True, from_logits: bool = False,
+                 weight: Optional[float] = None, batch_axis: int = 0, **kwargs: Any) -> None:
+        super().__init__(weight, batch_axis, **kwargs)
+        self._axis, self._sparse_label, self._from_logits = axis, sparse_label, from_logits
+
+    def hybrid_forward(self, F: Any, pred: Any, label: Any, sample_weight: Any = None) -> Any:
+        if not self._from_logits:
+            pred = F.log_softmax(pred, axis=self._axis)
+        if self._sparse_label:
+            loss = -pick(F, pred, label, self._axis)
+        else:
+            label = F.reshape_like(label, pred)
+            loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
+        return self._per_sample(F, loss, sample_weight)
+
+
+SoftmaxCELoss = SoftmaxCrossEntropyLoss
+
+
+class L2Loss(Loss):
+    """``weight/2 * (label - pred)^2`` per element, averaged per sample."""
+
+    def __init__(self, weight: float = 1.0, batch_axis: int = 0, **kwargs: Any) -> None:
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def hybrid_forward(self, F: Any, pred: Any, label: Any, sample_weight: Any = None) -> Any:
+        label = F.reshape_like(label, pred)
+        loss = F.square(label - pred)
+        return self._per_sample(F, loss, sample_weight, self._weight / 2)
+
+
+class L1Loss(Loss):
+    """``weight * |label - pred|`` per element, averaged per sample."""
+
+    def __init__(self, weight: Optional[float] = None, batch_axis: int = 0,
+                 **kwargs: Any) -> None:
+        super().__init__(weight, batch_axis, **kwargs)
+
+    def hybrid_forward(self, F: Any, pred: Any, label: Any, sample_weight: Any = None) -> Any:
+        label = F.reshape_like(label, pred)
+        return self._per_sample(F, F.abs(label - pred), sample_weight)
+
+
+class SigmoidBinaryCrossEntropyLoss(Loss):
+    """Binary cross-entropy of ``sigmoid(pred)`` (or of ``pred`` itself with
+    ``from_sigmoid=True``) against labels in [0, 1]; the logits form is the stable
+    ``relu(x) - x*z + log(1 + exp(-|x|))``."""
+
+    def __init__(self, from_sigmoid: bool = False, weight: Optional[float] = None,
+                 batch_axis: int = 0, **kwargs: Any) -> None:
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_sigmoid = from_sigmoid
+
+    def hybrid_forward(self, F: Any, pred: Any, label: Any, sample_weight: Any = None,
+                       pos_weight: Any = None) -> Any:
+        if pos_weight is not None:
+            raise AttrError("SigmoidBinaryCrossEntropyLoss: pos_weight is not supported")
+        label = F.reshape_like(label, pred)
+        if not self._from_sigmoid:
+            loss = F.relu(pred) - pred * label + \
+                F.Activation(-F.abs(pred), act_type="softrelu")
+        else:
+            eps = 1e-12
+            loss = -(F.log(pred + eps) * label + F.log(1.0 - pred + eps) * (1.0 - label))
+        return self._per_sample(F, loss, sample_weight)
+
+
+SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
+
+__all__ = ["Loss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "L2Loss", "L1Loss",
+           "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss"]

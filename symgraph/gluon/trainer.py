@@ -1,0 +1,206 @@
+"""``gluon.Trainer``: applies an optimizer to a set of Parameters after ``backward()``.
+
+It reuses the optimizers of ``sg.optimizer`` (their update rules are data), through an
+``Updater`` per context: on the CPU the numpy update, on the GPU with float32 weights the fused
+multi-tensor update of ``symgraph.cuda.optimizer`` (one kernel launch for all parameters).
+Gradients of several contexts are summed before the update (``allreduce_grads``), as the
+``'device'`` kvstore does; other kvstores are refused by name.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from .. import optimizer as _opt
+from ..imperative_compile import GRAD_WRITTEN
+from ..base import AttrError, DataError, ExecutionError
+from .parameter import Parameter
+from .parameter_dict import ParameterDict
+
+_KVSTORES = ("device", "local", None, False)
+
+
+def _param_list(params: Any) -> list[Parameter]:
+    if isinstance(params, (ParameterDict, Mapping)):
+        params = list(params.values())
+    if not isinstance(params, (list, tuple)):
+        raise AttrError(f"Trainer: params must be a ParameterDict, a dict or a list of "
+                        f"Parameters, got {type(params).__name__}")
+    out: list[Parameter] = []
+    for p in params:
+        if not isinstance(p, Parameter):
+            raise AttrError(f"Trainer: params must contain Parameters, got "
+                            f"{type(p).__name__}")
+        if all(q is not p for q in out):
+            out.append(p)
+    return out
+
+
+def _fresh(arr: Any) -> bool:
+    """Whether a backward() wrote this array's gradient since the last step."""
+    g = arr.grad
+    ref = GRAD_WRITTEN.get(id(g))
+    return ref is not None and ref() is g
+
+
+def _mark_stale(arr: Any) -> None:
+    GRAD_WRITTEN.pop(id(arr.grad), None)
+
+
+class Trainer:
+    """MXNet's ``gluon.Trainer(params, optimizer, optimizer_params, kvstore)``."""
+
+    def __init__(self, params: Any, optimizer: Any, optimizer_params: Optional[dict] = None,
+                 kvstore: Any = "device", compression_params: Any = None,
+                 update_on_kvstore: Optional[bool] = None) -> None:
+        if kvstore not in _KVSTORES:
+            raise AttrError(f"Trainer: kvstore {kvstore!r} is not supported; symgraph sums "
+                            f"gradients across the local contexts ('device' or 'local')")
+        if compression_params is not None or update_on_kvstore:
+            raise AttrError("Trainer: compression_params and update_on_kvstore=True are not "
+                            "supported (there is no parameter server)")
+        self._params = _param_list(params)
+        names = [p.name for p in self._params]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise AttrError(f"Trainer: two different Parameters are named {dup}")
+        self._param2idx = {p.name: i for i, p in enumerate(self._params)}
+        optimizer_params = dict(optimizer_params or {})
+        self._scale = float(optimizer_params.get("rescale_grad", 1.0))
+        self._optimizer = self._make_optimizer(optimizer, optimizer_params)
+        self._updaters: dict[Any, Any] = {}   # context -> Updater
+        self._kvstore = kvstore
+
+    def _make_optimizer(self, optimizer: Any, params: dict) -> _opt.Optimizer:
+        idx2name = {i: p.name for i, p in enumerate(self._params)}
+        if isinstance(optimizer, _opt.Optimizer):
+            if params:
+                raise AttrError("Trainer: optimizer_params must be None when optimizer is "
+                                "an Optimizer instance (set them on the instance)")
+            optimizer.idx2name = idx2name
+        else:
+            optimizer = _opt.create(optimizer, param_idx2name=idx2name, **params)
+        # Gluon takes multipliers from the Parameters only (biases get weight decay too).
+        optimizer.set_lr_mult({p.name: p.lr_mult for p in self._params})
+        optimizer.set_wd_mult({p.name: p.wd_mult for p in self._params})
+        return optimizer
+
+    # -- properties ---------------------------------------------------------------------------
+    @property
+    def optimizer(self) -> _opt.Optimizer:
+        return self._optimizer
+
+    @property
+    def learning_rate(self) -> float:
+        return self._optimizer.learning_rate
+
+    def set_learning_rate(self, lr: float) -> None:
+        """Set a new learning rate (an AttrError when an lr_scheduler drives it)."""
+        self._optimizer.set_learning_rate(lr)
+
+    # -- the step -----------------------------------------------------------------------------
+    def step(self, batch_size: int, ignore_stale_grad: bool = False) -> None:
+        """``allreduce_grads()`` then ``update(batch_size)``: gradients are scaled by
+        ``rescale_grad / batch_size``."""
+        self._check_batch(batch_size)
+        self._optimizer.rescale_grad = self._scale / batch_size
+        self._allreduce()
+        self._update(ignore_stale_grad)
+
+    def allreduce_grads(self) -> None:
+        """Sum each parameter's gradients over its contexts (a no-op on one context)."""
+        self._allreduce()
+
+    def update(self, batch_size: int, ignore_stale_grad: bool = False) -> None:
+        """The update alone (after :meth:`allreduce_grads`)."""
+        self._check_batch(batch_size)
+        self._optimizer.rescale_grad = self._scale / batch_size
+        self._update(ignore_stale_grad)
+
+    @staticmethod
+    def _check_batch(batch_size: Any) -> None:
+        if not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
+            raise AttrError(f"Trainer.step: batch_size must be a positive int, got "
+                            f"{batch_size!r}")
+
+    def _trainable(self) -> list[tuple[int, Parameter]]:
+        return [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+
+    def _allreduce(self) -> None:
+        for _, p in self._trainable():
+            grads = p.list_grad()
+            if len(grads) < 2:
+                continue
+            total = sum(g.asnumpy().astype(np.float64) for g in grads)
+            for g in grads:
+                g[:] = total.astype(g.dtype)
+
+    def _update(self, ignore_stale_grad: bool) -> None:
+        todo = self._trainable()
+        if not todo:
+            raise ExecutionError("Trainer.step: none of the Parameters has grad_req != 'null'"
+                                 "; there is nothing to update")
+        stale = [p.name for _, p in todo if not all(_fresh(a) for a in p.list_data())]
+        if stale and not ignore_stale_grad:
+            if len(stale) == len(todo):
+                raise ExecutionError(
+                    f"Trainer.step: no gradients: none of the {len(todo)} Parameters "
+                    f"({stale[0]!r}...) got one from backward() since the last step. Call "
+                    f"loss.backward() inside autograd.record() first")
+            raise ExecutionError(
+                f"Trainer.step: gradient of Parameter {stale[0]!r} has not been updated by "
+                f"backward since last step ({len(stale)} such Parameters). If you are "
+                f"intentionally only using a subset, call step with ignore_stale_grad=True")
+        todo = [(i, p) for i, p in todo if p.name not in stale]
+        for ctx in self._contexts(todo):
+            indices = [i for i, _ in todo]
+            weights = [p.data(ctx) for _, p in todo]
+            grads = [w.grad for w in weights]
+            self._updater(ctx, weights).update_multi(indices, grads, weights)
+            for w in weights:
+                _mark_stale(w)
+
+    def _contexts(self, todo: Sequence[tuple[int, Parameter]]) -> list:
+        ctxs = todo[0][1].list_ctx() if todo else []
+        for _, p in todo:
+            if p.list_ctx() != ctxs:
+                raise ExecutionError(f"Trainer.step: Parameter {p.name!r} lives on "
+                                     f"{p.list_ctx()}, the others on {ctxs}")
+        return ctxs
+
+    def _updater(self, ctx: Any, weights: Sequence[Any]) -> Any:
+        """The context's updater: fused on the GPU with float32 weights, numpy otherwise."""
+        upd = self._updaters.get(ctx)
+        if upd is None:
+            upd = None
+            if ctx.device_type == "gpu" and all(w.dtype == np.float32 for w in weights):
+                from ..cuda.optimizer import FusedUpdater
+                # stream=None: the legacy default stream, ordered after the backward program's
+                # (blocking) stream and before the next step's work, without a host sync.
+                upd = FusedUpdater(self._optimizer, ctx.device_id, stream=None)
+            self._updaters[ctx] = upd or _opt.get_updater(self._optimizer)
+            upd = self._updaters[ctx]
+        return upd
+
+    # -- states -------------------------------------------------------------------------------
+    def save_states(self, fname: str) -> None:
+        """Write optimizer states and update counts (``.npz``, no pickle)."""
+        from ..model import save_arrays
+        if not self._updaters:
+            raise ExecutionError("Trainer.save_states: no states yet (call step() first)")
+        save_arrays(fname, next(iter(self._updaters.values())).get_states())
+
+    def load_states(self, fname: str) -> None:
+        """Restore :meth:`save_states` output into every context's updater."""
+        from ..model import load_arrays
+        arrays = load_arrays(fname)
+        for key in arrays:
+            index = key.split(":")[1] if ":" in key else None
+            if index is None or not index.isdigit() or int(index) >= len(self._params):
+                raise DataError(f"{fname}: entry {key!r} does not belong to this Trainer's "
+                                f"{len(self._params)} parameters")
+        ctxs = self._params[0].list_ctx() if self._params else []
+        for ctx in ctxs:
+            weights = [p.data(ctx) for p in self._params]
+            self._updater(ctx, weights).set_states(arrays)

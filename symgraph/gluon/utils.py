@@ -1,0 +1,61 @@
+"""``gluon.utils``: ``split_data`` and ``split_and_load`` (one slice of a batch per context),
+``clip_global_norm``."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import ndarray as nd
+from ..base import ShapeError
+from ..context import Context
+
+
+def split_data(data: Any, num_slice: int, batch_axis: int = 0,
+               even_split: bool = True) -> list:
+    """``num_slice`` slices of ``data`` along ``batch_axis`` (the last ones one shorter when
+    ``even_split=False`` and the size does not divide)."""
+    host = data.asnumpy() if isinstance(data, nd.NDArray) else np.asarray(data)
+    size = host.shape[batch_axis]
+    if even_split and size % num_slice != 0:
+        raise ShapeError(f"data with shape {host.shape} cannot be evenly split into "
+                         f"{num_slice} slices along axis {batch_axis}. Use a batch size "
+                         f"that's multiple of {num_slice} or set even_split=False")
+    if size < num_slice:
+        raise ShapeError(f"too many slices ({num_slice}) for data with shape {host.shape} "
+                         f"along axis {batch_axis}")
+    step = size // num_slice
+    bounds = [i * step for i in range(num_slice)] + [size]
+    if not even_split:
+        extra = size - step * num_slice
+        bounds = [i * step + min(i, extra) for i in range(num_slice)] + [size]
+    return [np.take(host, range(lo, hi), axis=batch_axis)
+            for lo, hi in zip(bounds[:-1], bounds[1:])]
+
+
+def split_and_load(data: Any, ctx_list: Sequence[Context], batch_axis: int = 0,
+                   even_split: bool = True) -> list:
+    """Slices of ``data`` along ``batch_axis``, slice ``i`` copied to ``ctx_list[i]``."""
+    dtype = data.dtype if hasattr(data, "dtype") else None
+    if len(ctx_list) == 1:
+        host = data.asnumpy() if isinstance(data, nd.NDArray) else np.asarray(data)
+        return [nd.array(host, ctx_list[0], dtype or host.dtype)]
+    slices = split_data(data, len(ctx_list), batch_axis, even_split)
+    return [nd.array(s, c, dtype or s.dtype) for s, c in zip(slices, ctx_list)]
+
+
+def clip_global_norm(arrays: Sequence[Any], max_norm: float,
+                     check_isfinite: bool = True) -> float:
+    """Scale ``arrays`` in place so that their joint L2 norm is at most ``max_norm``; returns
+    the norm before scaling."""
+    hosts = [a.asnumpy().astype(np.float64) for a in arrays]
+    total = float(np.sqrt(sum(float((h * h).sum()) for h in hosts)))
+    if check_isfinite and not np.isfinite(total):
+        import warnings
+        warnings.warn("nan or inf is detected. Clipping results will be undefined.",
+                      stacklevel=2)
+    scale = max_norm / (total + 1e-8)
+    if scale < 1.0:
+        for a, h in zip(arrays, hosts):
+            a[:] = (h * scale).astype(a.dtype)
+    return total
