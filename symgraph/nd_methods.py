@@ -3,6 +3,7 @@ over registered ops (so every one of them records a node; nothing here computes)
 from __future__ import annotations
 
 import weakref
+from types import SimpleNamespace
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
@@ -235,6 +236,9 @@ def install(cls: type, namespace: dict) -> None:
                              make_nd_function(opdef))
     for alias_name, target in registry.all_aliases().items():
         namespace.setdefault(alias_name, namespace[target])
+    # MXNet's `nd._internal`: every op function, private ones included, by its name
+    namespace.setdefault("_internal", SimpleNamespace(**{
+        n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
     for meth, op in FLUENT.items():
         if not hasattr(cls, meth) and op in namespace:
             setattr(cls, meth, _fluent(namespace[op]))

@@ -313,3 +313,10 @@ def test_mxnet_helpers_out_inplace_views_and_legacy_names() -> None:
     b = sg.nd.zeros((2, 3))
     b[0] = np.ones((1, 1, 3))  # leading 1-axes dropped, as MXNet
     assert b.asnumpy().sum() == 3
+
+
+def test_internal_namespace_has_every_op() -> None:
+    from symgraph.registry import all_ops
+    assert all(callable(getattr(sg.nd._internal, n)) for n in all_ops())
+    np.testing.assert_array_equal(
+        sg.nd._internal._rminus_scalar(sg.nd.ones(2), scalar=5).asnumpy(), [4.0, 4.0])
