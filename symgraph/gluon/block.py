@@ -124,6 +124,7 @@ class Block:
         return self._scope
 
     def register_child(self, block: "Block", name: Optional[str] = None) -> None:
+        """Register ``block`` as a child (attribute assignment does this)."""
         self._children[name or str(len(self._children))] = block
 
     def collect_params(self, select: Optional[str] = None) -> ParameterDict:
@@ -175,6 +176,7 @@ class Block:
 
     def load_params(self, filename: str, ctx: Any = None, allow_missing: bool = False,
                     ignore_extra: bool = False) -> None:
+        """Deprecated MXNet name of :meth:`load_parameters`."""
         self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
     def initialize(self, init: Any = None, ctx: Any = None, verbose: bool = False,
@@ -188,24 +190,29 @@ class Block:
             child.hybridize(active, **kwargs)
 
     def cast(self, dtype: Any) -> None:
+        """Cast every parameter to ``dtype``."""
         for child in self._children.values():
             child.cast(dtype)
         for p in self.params.values():
             p.cast(dtype)
 
     def zero_grad(self) -> None:
+        """Set every parameter's gradient to zero."""
         self.collect_params().zero_grad()
 
     def apply(self, fn: Callable[["Block"], Any]) -> "Block":
+        """Call ``fn`` on every child (recursively) and then on this block."""
         for child in self._children.values():
             child.apply(fn)
         fn(self)
         return self
 
     def register_forward_hook(self, hook: Callable) -> None:
+        """``hook(block, inputs, outputs)`` after every forward."""
         self._forward_hooks.append(hook)
 
     def register_forward_pre_hook(self, hook: Callable) -> None:
+        """``hook(block, inputs)`` before every forward."""
         self._forward_pre_hooks.append(hook)
 
     def __call__(self, *args: Any) -> Any:
@@ -217,6 +224,7 @@ class Block:
         return out
 
     def forward(self, *args: Any) -> Any:
+        """The computation; subclasses override it."""
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
 
@@ -288,6 +296,7 @@ class HybridBlock(Block):
         return self.hybrid_forward(F, x, *args, **params)
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        """The computation with ``F`` = ``sg.nd`` or ``sg.sym``; subclasses override it."""
         raise NotImplementedError(f"{type(self).__name__} must define hybrid_forward()")
 
     def _get_graph(self, *args: Any) -> tuple[list, Any]:
