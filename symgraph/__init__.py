@@ -17,8 +17,8 @@ from .base import (AttrError, BindError, DataError, DTypeError, ExecutionError, 
                    ShapeError, SymgraphError)
 from .context import Context, cpu, current_context, gpu
 from .executor import Executor
-from . import (callback, datasets, io, lr_scheduler, metric, model, optimizer,  # noqa: E402
-               viz)
+from . import (callback, datasets, io, lr_scheduler, metric, model, monitor,  # noqa: E402
+               optimizer, viz)
 from . import initializer as init
 from . import module as mod
 from . import rtc  # noqa: E402  (pycuda is imported lazily, on first GPU use)
@@ -28,6 +28,7 @@ from . import gluon  # noqa: E402
 
 symbol = sym
 ndarray = nd
+mon = monitor
 initializer = init
 module = mod
 
@@ -39,4 +40,4 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "ExecutionError", "DataError", "io", "init", "initializer", "optimizer",
            "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
            "profiler", "onnx", "__version__",
-           "autograd", "imperative", "context", "gluon"]
+           "autograd", "imperative", "context", "gluon", "monitor", "mon"]

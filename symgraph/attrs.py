@@ -167,6 +167,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "int?": _optional(_parse_int),
     "float?": _optional(_parse_float),
     "shape?": _optional(_parse_shape),
+    "dtype?": _optional(_parse_dtype),
     "axis": _parse_axis,
     "str?": _optional(_parse_str),
     "index_tuple": _parse_index_tuple,

@@ -28,6 +28,10 @@ class BindError(SymgraphError, ValueError):
     """Arrays given to bind/forward/backward do not match the graph."""
 
 
+class MissingParamError(BindError, RuntimeError):
+    """Parameters the network needs were not given (a RuntimeError, as MXNet raises)."""
+
+
 class GraphError(SymgraphError, ValueError):
     """A graph is malformed: duplicate names, unknown ops, bad JSON, cycles."""
 

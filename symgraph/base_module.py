@@ -24,7 +24,10 @@ def _num_batches(data: Any) -> Optional[int]:
     """Batches per pass of a data iterator, when it knows (for the progress bar's total)."""
     if data is None:
         return None
-    return getattr(data, "num_data", 0) // max(1, getattr(data, "batch_size", 1)) or None
+    num, size = getattr(data, "num_data", 0), max(1, getattr(data, "batch_size", 1))
+    if getattr(data, "last_batch_handle", "pad") == "pad":
+        return -(-num // size) or None  # the last, padded batch counts
+    return num // size or None
 
 
 def _close_bars(callbacks: Sequence[Any]) -> None:
@@ -142,6 +145,8 @@ class BaseModule:
         self.init_params(initializer or _init.Uniform(0.01), arg_params, aux_params,
                          allow_missing, force_init)
         self.init_optimizer(kvstore, optimizer, optimizer_params)
+        if monitor is not None:
+            self.install_monitor(monitor)
         batch_cbs = _as_list(batch_end_callback)
         eval_cbs = _as_list(eval_batch_end_callback)
         bar = ProgressBar(_num_batches(train_data))
@@ -151,17 +156,22 @@ class BaseModule:
         with bar.redirect() if progress_bar else contextlib.nullcontext():
             for epoch in range(begin_epoch, num_epoch):
                 self._fit_one(train_data, eval_data, eval_metric, validation_metric, epoch,
-                              batch_cbs, eval_cbs, epoch_end_callback, eval_end_callback)
+                              batch_cbs, eval_cbs, epoch_end_callback, eval_end_callback,
+                              monitor)
         if curve_file:
             from .plot import plot_history
             plot_history(self.history, curve_file, self.logger)
 
+    def install_monitor(self, mon: Any) -> None:
+        """Report node outputs to ``mon`` (an ``sg.monitor.Monitor``) on every forward."""
+        raise NotImplementedError(f"{type(self).__name__} has no executor to monitor")
+
     def _fit_one(self, train_data: Any, eval_data: Any, eval_metric: Any,
                  validation_metric: Any, epoch: int, batch_cbs: list, eval_cbs: list,
-                 epoch_end_callback: Any, eval_end_callback: Any) -> None:
+                 epoch_end_callback: Any, eval_end_callback: Any, monitor: Any = None) -> None:
         """One epoch of ``fit``: train, log, epoch-end callbacks, validate once."""
         tic = time.time()
-        self._fit_epoch(train_data, eval_metric, epoch, batch_cbs)
+        self._fit_epoch(train_data, eval_metric, epoch, batch_cbs, monitor)
         _close_bars(batch_cbs)
         record = {"epoch": epoch, "time": time.time() - tic}
         self._log_metric(epoch, "Train", eval_metric.get_name_value(), record)
@@ -184,12 +194,16 @@ class BaseModule:
             record[f"{'train' if kind == 'Train' else 'val'}-{name}"] = val
 
     def _fit_epoch(self, train_data: Any, eval_metric: Any, epoch: int,
-                   callbacks: Sequence[Callable]) -> None:
+                   callbacks: Sequence[Callable], monitor: Any = None) -> None:
         eval_metric.reset()
         pending = None  # (finish, nbatch): a batch whose metric update is still in flight
         for nbatch, batch in enumerate(train_data):
+            if monitor is not None:
+                monitor.tic()
             self.forward_backward_update(batch)
-            finish = self._queue_metric(eval_metric, batch.label, batch.pad)
+            if monitor is not None:
+                monitor.toc_print()
+            finish = self._queue_metric(eval_metric, batch.label, getattr(batch, "pad", 0))
             if pending is not None:  # the previous batch ends while this step runs
                 self._end_batch(epoch, *pending, eval_metric, callbacks)
             pending = (finish, nbatch)

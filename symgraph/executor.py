@@ -6,6 +6,7 @@ that to the backend of its context. Every check on user input happens before any
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -13,10 +14,13 @@ import numpy as np
 from . import random as _random
 from .attrs import Attrs, format_value
 from .base import BindError, ExecutionError
+from .bind_checks import alloc as _alloc
+from .bind_checks import check_no_aliasing as _check_no_aliasing
+from .bind_checks import one_thread as _one_thread
 from .context import Context
 from .graph import Entry, Graph, Node, variable
 from .imperative import before_run
-from .ndarray import NDArray, array, zeros
+from .ndarray import NDArray, array
 from . import passes
 from .passes import INFERENCE_PIPELINE, TRAINING_PIPELINE, plan_memory, run_pipeline
 from .passes.gradient import gradient
@@ -74,10 +78,15 @@ class Executor:
         self.grad_dict = {n: g for n, g, r in zip(self._arg_names, grads, reqs)
                           if g is not None and r != "null"}
         self.aux_dict = dict(zip(self._aux_names, aux))
+        self._op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
+        self._busy = threading.Lock()  # held during a run (see _one_thread)
         self._compile()
-        self.outputs = [zeros(self._shapes[e], ctx, self._dtypes[e]) for e in self._fwd_outputs]
+        self.outputs = [_alloc("output", repr(e), self._shapes[e], ctx, self._dtypes[e])
+                        for e in self._fwd_outputs]
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
         self._trained = False
+        self._forwarded = False
+        self._monitor: Any = None
         self._env: Optional[list] = None
         self._ones: dict[int, NDArray] = {}  # default head gradients, by slot
         self._req_of = dict(zip(self._arg_names, reqs))
@@ -108,6 +117,10 @@ class Executor:
                     raise BindError(f"{kind} {n}: expected an NDArray, got {type(a).__name__}")
                 if a is not None and a.context != ctx:
                     raise BindError(f"{kind} {n}: array is on {a.context}, executor on {ctx}")
+        _check_no_aliasing([("argument", names, arg_list),
+                            ("aux state", symbol.list_auxiliary_states(), aux_list),
+                            ("gradient", names, [g if r != "null" else None
+                                                 for g, r in zip(grad_list, reqs)])])
         for n, a, g in zip(names, arg_list, grad_list):
             if g is not None and (g.shape != a.shape or g.dtype != a.dtype):
                 raise BindError(f"gradient {n}: shape {g.shape} {g.dtype} differs from the "
@@ -121,16 +134,18 @@ class Executor:
         arg_shapes, _, aux_shapes = symbol.infer_shape(**(shapes or {}))
         arg_types, _, aux_types = symbol.infer_type(**(type_dict or {}))
         names = symbol.list_arguments()
-        args = [zeros(s, ctx, t) for s, t in zip(arg_shapes, arg_types)]
+        args = [_alloc("argument", n, s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)]
         if isinstance(grad_req, str):
             reqs = {n: grad_req for n in names}
         elif isinstance(grad_req, Mapping):
             reqs = {n: grad_req.get(n, "null") for n in names}
         else:
             reqs = dict(zip(names, _as_list("grad_req", grad_req, names, required=True)))
-        grads = {n: zeros(s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)
+        grads = {n: _alloc("gradient", n, s, ctx, t)
+                 for n, s, t in zip(names, arg_shapes, arg_types)
                  if reqs[n] != "null"}
-        aux = [zeros(s, ctx, t) for s, t in zip(aux_shapes, aux_types)]
+        aux = [_alloc("aux state", n, s, ctx, t) for n, s, t
+               in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]
         return cls.bind(symbol, ctx, args, grads, reqs, aux)
 
     def _compile(self) -> None:
@@ -220,14 +235,18 @@ class Executor:
         return backend
 
     # -- running ----------------------------------------------------------------------------
-    def _check_array(self, kind: str, name: str, value: Any, want: NDArray) -> np.ndarray:
+    def _check_array(self, kind: str, name: str, value: Any, want: NDArray,
+                     any_dtype: bool = False) -> np.ndarray:
+        """``value`` on the host, checked against ``want``'s shape (and dtype unless
+        ``any_dtype``: head gradients are converted, as MXNet copies them into its buffers)."""
         host = value.asnumpy() if isinstance(value, NDArray) else np.asarray(value)
         if host.shape != want.shape:
             raise BindError(f"{kind} {name}: shape {host.shape}, bound array has {want.shape}")
-        if isinstance(value, NDArray) and value.dtype != want.dtype:
+        if isinstance(value, NDArray) and value.dtype != want.dtype and not any_dtype:
             raise BindError(f"{kind} {name}: dtype {value.dtype}, bound array has {want.dtype}")
         return host
 
+    @_one_thread
     def forward(self, is_train: bool = False, **kwargs: Any) -> list[NDArray]:
         """Run the forward phase; keyword arrays are copied into the bound arguments first."""
         unknown = sorted(set(kwargs) - set(self.arg_dict))
@@ -237,11 +256,18 @@ class Executor:
         for k, v in host.items():
             self.arg_dict[k][:] = v
         stage = self._train if is_train else self._infer
+        self._rng_state = _random.generator().bit_generator.state  # for a later backward()
         env, run_ctx = self._start(stage, is_train)
         stage["program"].run(env, 0, stage["schedule"].n_forward_steps, run_ctx)
         self._finish_forward(stage, env, run_ctx, is_train)
+        self._forwarded = True
+        if self._monitor is not None:
+            self._monitor.after_forward(is_train, self._rng_state)
+        if not is_train:
+            self._env = None  # a later backward() must see these inputs, not older ones
         return self.outputs
 
+    @_one_thread
     def backward(self, out_grads: Union[None, NDArray, Sequence[NDArray]] = None,
                  is_train: bool = True, tail: Any = None) -> None:
         """Run the backward phase and write gradients according to ``grad_req``.
@@ -249,9 +275,20 @@ class Executor:
         ``tail``: backend work run right after the backward steps, in the same program run
         (on the GPU a fused optimizer step, captured in the backward's CUDA graph); it reads
         gradients from the run's slots (see :meth:`grad_slots`)."""
-        if not self._trained or self._env is None:
-            raise ExecutionError("backward called before forward(is_train=True)")
+        if not self._forwarded:
+            raise ExecutionError("backward called before forward")
         stage = self._train
+        if self._env is None:
+            # MXNet allows backward() after forward(is_train=False): gradients are taken at
+            # the last inputs, so run the training program's forward now (outputs not stored),
+            # in ``is_train`` mode (Dropout is the identity in backward(is_train=False)).
+            # Random ops draw what that forward drew: replay the generator from its state.
+            replay = np.random.default_rng()
+            replay.bit_generator.state = self._rng_state
+            self._env, self._run_ctx = self._start(stage, is_train)
+            self._run_ctx.rng = replay
+            stage["program"].run(self._env, 0, stage["schedule"].n_forward_steps,
+                                 self._run_ctx)
         if isinstance(out_grads, (NDArray, np.ndarray)):
             out_grads = [out_grads]
         if out_grads is not None and len(out_grads) != len(self.outputs):
@@ -265,6 +302,7 @@ class Executor:
                     self._run_ctx, **extra)
         self._store_grads(env)
 
+    @_one_thread
     def train_step(self, tail: Any = None, out_grads: Optional[Sequence[Any]] = None,
                    is_train: bool = True) -> list[NDArray]:
         """``forward(is_train=True)`` then ``backward(out_grads)`` as ONE program run: on the
@@ -276,6 +314,7 @@ class Executor:
         if out_grads is not None and len(out_grads) != len(self.outputs):
             raise BindError(f"train_step: {len(out_grads)} out_grads for {len(self.outputs)} "
                             f"outputs")
+        self._rng_state = _random.generator().bit_generator.state
         env, run_ctx = self._start(stage, is_train)
         program = stage["program"]
         for slot, value in self._heads(out_grads).items():
@@ -283,8 +322,17 @@ class Executor:
         extra = {} if tail is None else {"tail": tail}
         program.run(env, 0, len(stage["schedule"].steps), run_ctx, **extra)
         self._finish_forward(stage, env, run_ctx, True)
+        self._forwarded = True
         self._store_grads(env)
+        if self._monitor is not None:
+            self._monitor.after_forward(is_train, self._rng_state)
         return self.outputs
+
+    def set_monitor_callback(self, callback: Any, monitor_all: bool = False) -> None:
+        """Call ``callback(name, value)`` for every node output after each forward (and its
+        inputs first with ``monitor_all``), as MXNet does; see ``symgraph/monitor.py``."""
+        from .monitor import ExecutorMonitor
+        self._monitor = ExecutorMonitor(self, callback, monitor_all)
 
     def _start(self, stage: dict, is_train: bool) -> tuple[Any, RunCtx]:
         """A fresh environment of ``stage``'s program with every bound array bound."""
@@ -297,7 +345,7 @@ class Executor:
                               for n in d if n in by_name]
         for arrays, name, slot in stage["bound"]:
             program.bind_input(env, slot, arrays[name])
-        return env, RunCtx(is_train=is_train, rng=_random.generator())
+        return env, RunCtx(is_train=is_train, rng=_random.generator(), state=self._op_state)
 
     def _finish_forward(self, stage: dict, env: Any, run_ctx: RunCtx, is_train: bool) -> None:
         program = stage["program"]
@@ -318,7 +366,7 @@ class Executor:
                     self._ones[slot] = array(np.ones(out.shape, out.dtype), self._ctx, out.dtype)
                 heads[slot] = self._ones[slot]
             else:
-                value = self._check_array("out_grads", str(i), out_grads[i], out)
+                value = self._check_array("out_grads", str(i), out_grads[i], out, True)
                 heads[slot] = array(value.astype(out.dtype), self._ctx, out.dtype)
         return heads
 
@@ -327,6 +375,14 @@ class Executor:
         for name, slot in self._train["grads"].items():
             program.store(env, slot, self.grad_dict[name],
                           accumulate=self._req_of[name] == "add")
+
+    def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
+                **kwargs: Any) -> "Executor":
+        """A new executor for the input shapes in ``kwargs``, sharing this one's memory
+        (MXNet's ``Executor.reshape``; see ``executor_reshape.py``)."""
+        from .executor_reshape import reshape
+        return reshape(self, partial_shaping, allow_up_sizing,
+                       {k: tuple(v) for k, v in kwargs.items()})
 
     # -- parameters and introspection --------------------------------------------------------
     def copy_params_from(self, arg_params: Mapping[str, NDArray],

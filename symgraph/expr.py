@@ -29,6 +29,22 @@ def _np_sign(x: np.ndarray) -> np.ndarray:
     return np.sign(x)
 
 
+def _np_round(x: np.ndarray) -> np.ndarray:
+    # C's roundf (MXNet's round): halves away from zero; numpy's round goes to even.
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def _np_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # MXNet's mod: Python's sign convention (the divisor's), and 0 where the divisor is 0.
+    r = np.mod(a, np.where(b == 0, 1, b))
+    return np.where(b == 0, 0, r)
+
+
+# Remainder with the divisor's sign, 0 for a zero divisor (as _np_mod), in C.
+_C_MOD = ("(({1}) == 0.f ? 0.f : ((fmodf({0}, {1}) != 0.f && ((fmodf({0}, {1}) < 0.f) != "
+          "({1} < 0.f))) ? fmodf({0}, {1}) + ({1}) : fmodf({0}, {1})))")
+
+
 PRIMS: dict[str, Prim] = {
     "add": Prim(2, np.add, "({0} + {1})"),
     "sub": Prim(2, np.subtract, "({0} - {1})"),
@@ -45,6 +61,26 @@ PRIMS: dict[str, Prim] = {
     "tanh": Prim(1, np.tanh, "tanhf({0})"),
     "abs": Prim(1, np.abs, "fabsf({0})"),
     "sign": Prim(1, _np_sign, "(float)(({0} > 0.f) - ({0} < 0.f))"),
+    "sin": Prim(1, np.sin, "sinf({0})"),
+    "cos": Prim(1, np.cos, "cosf({0})"),
+    "tan": Prim(1, np.tan, "tanf({0})"),
+    "asin": Prim(1, np.arcsin, "asinf({0})"),
+    "acos": Prim(1, np.arccos, "acosf({0})"),
+    "atan": Prim(1, np.arctan, "atanf({0})"),
+    "sinh": Prim(1, np.sinh, "sinhf({0})"),
+    "cosh": Prim(1, np.cosh, "coshf({0})"),
+    "asinh": Prim(1, np.arcsinh, "asinhf({0})"),
+    "acosh": Prim(1, np.arccosh, "acoshf({0})"),
+    "atanh": Prim(1, np.arctanh, "atanhf({0})"),
+    "log10": Prim(1, np.log10, "log10f({0})"),
+    "log2": Prim(1, np.log2, "log2f({0})"),
+    "cbrt": Prim(1, np.cbrt, "cbrtf({0})"),
+    "floor": Prim(1, np.floor, "floorf({0})"),
+    "ceil": Prim(1, np.ceil, "ceilf({0})"),
+    "trunc": Prim(1, np.trunc, "truncf({0})"),
+    "round": Prim(1, _np_round, "roundf({0})"),
+    "hypot": Prim(2, np.hypot, "hypotf({0}, {1})"),
+    "mod": Prim(2, _np_mod, _C_MOD),
     "gt": Prim(2, np.greater, "({0} > {1})", True),
     "ge": Prim(2, np.greater_equal, "({0} >= {1})", True),
     "lt": Prim(2, np.less, "({0} < {1})", True),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from pathlib import Path
 from typing import IO, Callable, Union
 
@@ -57,10 +58,13 @@ def remove_stale_temps(target: PathLike) -> list[str]:
         names = [n for n in os.listdir(folder) if n.startswith(prefix) and n.endswith(TMP_SUFFIX)]
     except OSError:
         return removed
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     for name in names:
         path = folder / name
-        try:
-            fd = os.open(path, os.O_RDONLY)
+        try:  # only plain files: a planted FIFO or link is neither opened nor removed
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                continue
+            fd = os.open(path, flags)
         except OSError:
             continue
         try:
@@ -107,25 +111,31 @@ def _create_temp(target: Path, folder: Path) -> tuple[Path, int]:
 def atomic_write(target: PathLike, write: Callable[[IO[bytes]], None]) -> None:
     """Create or replace ``target`` with what ``write(f)`` writes to a binary file object.
 
-    Either the complete new file is in place afterwards, or (on any exception, which propagates)
-    the previous file is untouched and no temporary file remains."""
+    Either the complete new file is in place afterwards, or the previous file is untouched and
+    no temporary file remains: an OSError (no folder, no permission, disk full) becomes a
+    DataError naming ``target``; any other exception of ``write`` propagates as it is."""
     target = Path(target)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
         raise DataError(f"cannot write {target}: it is a folder")
     remove_stale_temps(target)
-    tmp, fd = _create_temp(target, folder)
+    try:
+        tmp, fd = _create_temp(target, folder)
+    except OSError as exc:
+        raise DataError(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
         with os.fdopen(os.dup(fd), "wb") as f:
             write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise DataError(f"cannot write {target}: {exc.strerror or exc}") from exc
         raise
     finally:
         os.close(fd)  # releases the lock

@@ -11,6 +11,7 @@ materialised by that one run.
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 from typing import Any, Optional, Sequence
 
@@ -22,6 +23,7 @@ from .graph import Entry, Node, variable
 from .imperative import (ATTR_SERIAL, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS,
                          VALUE, is_recorded, is_training)
 from .ndarray import NDArray
+from .registry import get_op
 
 # id(gradient array) -> weakref, for every gradient buffer a backward() wrote: gluon.Trainer
 # reads it to tell fresh gradients from stale ones (MXNet's ``_fresh_grad``), then clears it.
@@ -324,20 +326,41 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
     return out, results
 
 
+def _warn_recomputed(tr: Trace) -> None:
+    """A train-dependent node (Dropout) whose value was read before backward() is computed
+    again by the backward program, with new random draws: say so (docs/imperative.md)."""
+    for node in tr.nodes:
+        if get_op(node.op).train_dependent and node in VALUE and is_training(node):
+            warnings.warn(f"backward(): {node.name} ({node.op}) was computed before backward() "
+                          f"(a graph break inside record()); the backward program computes it "
+                          f"again, so its gradient may not match the value read",
+                          RuntimeWarning, stacklevel=4)
+
+
+def _note_written(grads: Sequence[NDArray]) -> None:
+    if len(GRAD_WRITTEN) > 4096:  # without a Trainer clearing it: drop dead entries
+        for k in [k for k, r in GRAD_WRITTEN.items() if r() is None]:
+            del GRAD_WRITTEN[k]
+    for g in grads:
+        GRAD_WRITTEN[id(g)] = weakref.ref(g)
+
+
 def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
              retain_graph: bool, train_mode: bool,
              variables: Optional[Sequence[NDArray]] = None) -> Optional[list[NDArray]]:
     """Forward, loss and backward of the recorded graph of ``heads`` as one program; gradients
-    go into the variables' ``.grad`` (or, with ``variables``, into new arrays returned)."""
+    go into the variables' ``.grad`` (or, with ``variables``, into new arrays returned).
+    Train-dependent ops run in the mode they were recorded in; ``train_mode`` (MXNet's
+    argument) cannot change that, since forward and backward are one program."""
     _check_heads(heads)
     ctx = heads[0]._ctx
     entries = [h._entry for h in heads]
     tr = walk(entries, for_backward=True)
+    if tr.train:
+        _warn_recomputed(tr)
     grads, results = _grad_leaves(tr, variables)
     others = _live_outputs(tr, set(entries))
-    hg = None
-    if head_grads is not None:
-        hg = [None if g is None else g for g in head_grads] + [None] * len(others)
+    hg = None if head_grads is None else list(head_grads) + [None] * len(others)
     gpu_ids = tuple(id(g._buf) for g, _ in grads.values()) if ctx.device_type == "gpu" else ()
     key = ("backward", ctx, tr.train, tr.key(), tuple(tr.ref(e) for e in entries),
            tuple(tr.ref(e) for e, _ in others), tuple(g is None for g in (hg or ())),
@@ -347,11 +370,7 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
         prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads))
     _run(prog, tr, [(f"_in{k}", g) for k, (g, _) in grads.items()], (hg, tr.train))
     if variables is None:
-        if len(GRAD_WRITTEN) > 4096:  # without a Trainer clearing it: drop dead entries
-            for k in [k for k, r in GRAD_WRITTEN.items() if r() is None]:
-                del GRAD_WRITTEN[k]
-        for g, _ in grads.values():
-            GRAD_WRITTEN[id(g)] = weakref.ref(g)
+        _note_written([g for g, _ in grads.values()])
     bufs = prog.take_outputs()
     _materialise(list(zip(entries, heads)) + others, bufs)
     for node in tr.nodes:

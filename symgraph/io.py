@@ -46,7 +46,7 @@ class DataBatch:
 
     def __repr__(self) -> str:
         shapes = [d.shape for d in self.data]
-        lshapes = [lb.shape for lb in self.label or []]
+        lshapes = None if self.label is None else [lb.shape for lb in self.label]
         return f"DataBatch: data shapes: {shapes} label shapes: {lshapes}"
 
 
@@ -142,6 +142,11 @@ class NDArrayIter(DataIter):
         self._carry = np.zeros(0, np.int64)
         self._order = np.arange(self.num_data)
         self.reset()
+
+    @property
+    def idx(self) -> np.ndarray:
+        """The sample order of this epoch (MXNet's ``idx``; shuffled with ``shuffle``)."""
+        return self._order
 
     @property
     def provide_data(self) -> list:

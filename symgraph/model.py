@@ -48,6 +48,16 @@ def load_params(fname: str) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
     return arg, aux
 
 
+def load_optimizer_states(fname: str, updater: Any) -> None:
+    """Restore ``updater``'s states from a ``.states`` file; any problem, including states
+    that do not fit the optimizer, is a DataError naming the file (the updater is unchanged)."""
+    states = load_arrays(fname, "optimizer state file")
+    try:
+        updater.set_states(states)
+    except (ValueError, TypeError, IndexError, KeyError) as exc:  # AttrError too
+        raise DataError(f"optimizer state file {fname}: {exc}") from None
+
+
 def checkpoint_names(prefix: str, epoch: int) -> tuple[str, str]:
     """``(prefix-symbol.json, prefix-%04d.params)``."""
     return f"{prefix}-symbol.json", "%s-%04d.params" % (prefix, epoch)

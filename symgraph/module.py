@@ -13,7 +13,7 @@ import numpy as np
 from . import initializer as _init
 from . import optimizer as _opt
 from .log import LOGGER
-from .base import BindError, DataError
+from .base import BindError, DataError, MissingParamError
 from .base_module import BaseModule
 from .context import Context, cpu
 from .io import DataBatch, DataDesc
@@ -36,8 +36,10 @@ class Module(BaseModule):
                  logger: Any = LOGGER) -> None:
         super().__init__(logger)
         if isinstance(context, (list, tuple)):
-            if len(context) != 1:
-                raise BindError(f"Module: one context supported, got {list(context)}")
+            # Several CPUs are one host: one executor over the whole batch computes what
+            # MXNet's data parallelism sums over the parts. Several GPUs are not supported.
+            if len(context) != 1 and any(c.device_type != "cpu" for c in context):
+                raise BindError(f"Module: one GPU context supported, got {list(context)}")
             context = context[0]
         self._context: Context = context or cpu()
         self._symbol = symbol
@@ -131,6 +133,8 @@ class Module(BaseModule):
         types = {d.name: d.dtype for d in data + label}
         self._exec = self._symbol.simple_bind(self._context, grad_req=reqs, type_dict=types,
                                               **shapes)
+        for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
+            mon.install(self._exec)
         self.binded = True
         if self.params_initialized:
             self._check_params(self._arg_params, self._aux_params, False, False)
@@ -180,13 +184,13 @@ class Module(BaseModule):
                 ("aux state", self._aux_names, aux_params, self._exec.aux_dict)):
             if given is None:
                 continue
+            missing = [n for n in names if n not in given]
+            if missing and not allow_missing:
+                raise MissingParamError(f"set_params: {kind}s {missing} are missing")
             extra = sorted(set(given) - set(names))
             if extra and not allow_extra:
                 raise BindError(f"set_params: {extra} are not {kind}s of this network; its "
                                 f"{kind}s are {names}")
-            missing = [n for n in names if n not in given]
-            if missing and not allow_missing:
-                raise BindError(f"set_params: {kind}s {missing} are missing")
             for n in names:
                 if n in given and tuple(given[n].shape) != target[n].shape:
                     raise BindError(f"set_params: {kind} {n} has shape "
@@ -249,7 +253,7 @@ class Module(BaseModule):
     # -- computation -------------------------------------------------------------------------
     def _batch_arrays(self, data_batch: DataBatch) -> dict[str, Any]:
         data = list(data_batch.data)
-        label = list(data_batch.label or [])
+        label = list(getattr(data_batch, "label", None) or [])
         if len(data) != len(self._data_names):
             raise DataError(f"forward: {len(data)} data arrays for data names {self._data_names}")
         arrays = dict(zip(self._data_names, data))
@@ -356,6 +360,13 @@ class Module(BaseModule):
             self._tail = (self._exec, tail)
         return tail
 
+    def install_monitor(self, mon: Any) -> None:
+        """Install ``mon`` on the bound executor (and on any executor a rebind makes)."""
+        if self._exec is None:
+            raise BindError("install_monitor: bind the module first")
+        self._monitors = getattr(self, "_monitors", []) + [mon]
+        mon.install(self._exec)
+
     def get_outputs(self, merge_multi_context: bool = True) -> list[NDArray]:
         return list(self._exec.outputs)
 
@@ -386,14 +397,10 @@ class Module(BaseModule):
 
     def load_optimizer_states(self, fname: str) -> None:
         """Restore the states written by ``save_checkpoint(..., save_optimizer_states=True)``."""
-        from .model import load_arrays
+        from .model import load_optimizer_states
         if not self.optimizer_initialized:
             raise BindError("load_optimizer_states: call init_optimizer() first")
-        states = load_arrays(fname, "optimizer state file")
-        try:
-            self._updater.set_states(states)
-        except (ValueError, TypeError, IndexError, KeyError) as exc:  # AttrError too
-            raise DataError(f"optimizer state file {fname}: {exc}") from None
+        load_optimizer_states(fname, self._updater)
 
     def init_optimizer(self, *args: Any, **kwargs: Any) -> None:
         """As :meth:`_init_optimizer`, then restore states from :meth:`load` if it was asked to."""

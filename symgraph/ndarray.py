@@ -230,7 +230,10 @@ def array(source: Any, ctx: Optional[Context] = None, dtype: Any = None) -> NDAr
 
 
 def _shape(shape: Shape) -> tuple:
-    return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    """A checked shape: integral, non-negative dimensions, not past what can be allocated
+    (ShapeError, not numpy's ValueError/TypeError)."""
+    from .ops._util import as_shape  # not at import: the ops package imports this module
+    return as_shape((shape,) if isinstance(shape, (int, np.integer)) else shape, "array shape")
 
 
 def empty(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32) -> NDArray:

@@ -18,8 +18,9 @@ MXNet 1.x list format, all integers little-endian::
 In V2 records ``ndim == 0`` (V3: ``-1``) is MXNet's shapeless "none" array, with nothing after
 the shape. MXNet 1.9 writes every file as V2 unless NumPy shape semantics are on; symgraph does
 the same, and writes the whole file as V3 only when it holds a 0-d or zero-size array, which V2
-cannot express (MXNet then loads it under ``mx.util.np_shape(True)``). Records whose magic is
-neither are MXNet 0.x's V1 records (the magic is the ndim, dims are uint32), read too.
+cannot express (MXNet then loads it under ``mx.util.np_shape(True)``). Older records are read
+too: V1 (magic 0xF993FAC8, no storage field) and MXNet 0.x's (no magic: the first uint32 is the
+ndim, and dims are uint32).
 
 Reading is bounded by the file: every count, length and element total is checked against the
 bytes that remain before anything is allocated, so a damaged or hostile header raises DataError
@@ -39,6 +40,7 @@ from .base import DataError
 from .fileio import PathLike, atomic_write, file_size
 
 LIST_MAGIC = 0x112
+V1_MAGIC = 0xF993FAC8
 V2_MAGIC = 0xF993FAC9
 V3_MAGIC = 0xF993FACA
 DTYPE_FLAGS: dict[str, int] = {
@@ -93,8 +95,11 @@ def save(fname: PathLike, data: Any) -> None:
     """Write ``data`` (dict, list or one array) in MXNet's NDArray-list format, atomically.
 
     Every value is converted and checked before the file is touched."""
-    names, values, named = normalise(data)
-    arrays = [_as_host(n, v) for n, v in zip(names, values)]
+    try:
+        names, values, named = normalise(data)
+        arrays = [_as_host(n, v) for n, v in zip(names, values)]
+    except DataError as exc:
+        raise DataError(f"cannot save {fname}: {exc}") from None
     v3 = any(a.ndim == 0 or a.size == 0 for a, _ in arrays)
     magic = V3_MAGIC if v3 else V2_MAGIC
 
@@ -153,12 +158,12 @@ def _read_shape(r: _Reader, magic: int, what: str) -> Optional[tuple[int, ...]]:
         if stype != 0:
             raise DataError(f"{r.fname}: {what} has sparse storage (type {stype}), which "
                             f"symgraph does not support")
+    if magic in (V1_MAGIC, V2_MAGIC, V3_MAGIC):
         (ndim,) = r.unpack("i", f"{what} ndim")
         dim_fmt = "q"
-    else:  # MXNet 0.x record: the magic was the ndim
+    else:  # MXNet 0.x record: the magic was the ndim, dims are uint32
         ndim, dim_fmt = magic, "I"
-    if (magic == V2_MAGIC and ndim == 0) or (magic == V3_MAGIC and ndim == -1) or (
-            magic not in (V2_MAGIC, V3_MAGIC) and ndim == 0):
+    if ndim == (-1 if magic == V3_MAGIC else 0):
         return None
     if not 0 <= ndim <= MAX_NDIM:
         raise r.fail(f"{what} claims {ndim} dimensions")
@@ -231,8 +236,9 @@ def _npz_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, fname: str) -> np.nda
         if count * dtype.itemsize != left:
             raise DataError(f"{what}: header claims shape {shape} of {dtype} "
                             f"({count * dtype.itemsize} bytes), the member holds {left}")
-        data = f.read(left)
-    flat = np.frombuffer(data, dtype).copy()
+        flat = np.empty(count, dtype)
+        if left and f.readinto(memoryview(flat).cast("B")) != left:
+            raise DataError(f"{what}: member ended early")
     return flat.reshape(shape, order="F" if fortran else "C")
 
 
@@ -251,6 +257,8 @@ def _read_npz(path: PathLike, size: int, fname: str) -> tuple[list[np.ndarray], 
                                 f"{NPZ_EXPANSION}x the file's {size} (refused as a zip bomb)")
             names = [i.filename[:-4] if i.filename.endswith(".npy") else i.filename
                      for i in infos]
+            if len(set(names)) != len(names):
+                raise DataError(f"{fname}: repeated member names")
             return [_npz_member(z, i, fname) for i in infos], names
     except DataError:
         raise
@@ -277,12 +285,14 @@ def load(fname: PathLike,
             arrays, names = _read_list(f, size, fname, what)
     except OSError as exc:
         raise DataError(f"{what} {fname} cannot be read: {exc.strerror or exc}") from None
-    return arrays, (names if names or not arrays else None)
+    return arrays, (names or None)  # no names: a list, as mx.nd.load (an empty file too)
 
 
 def load_dict(fname: PathLike, what: str = "array file") -> dict[str, np.ndarray]:
     """:func:`load` for files whose arrays must be named (``.params``, ``.states``)."""
     arrays, names = load(fname, what)
+    if names is None and not arrays:
+        return {}
     if names is None:
         raise DataError(f"{what} {fname} holds {len(arrays)} unnamed arrays; names are needed")
     return dict(zip(names, arrays))

@@ -3,8 +3,8 @@
 :func:`document` gives a front-end function made from an :class:`~symgraph.registry.OpDef` its
 ``__signature__`` and ``__doc__``: every input, then every attribute with its type, default,
 choices and description; ``help(sg.sym.Convolution)`` and ``inspect.signature`` show them.
-``sg.sym``'s functions are documented by ``symbol.make_op_function``; an ``sg.nd`` front end
-calls ``document(fn, opdef, front_end="nd")`` the same way. A description comes from the
+``sg.sym``'s functions are documented by ``symbol.make_op_function`` and ``sg.nd``'s by
+``nd_methods.make_nd_function`` (``front_end="nd"``: NDArray types, ``out=``). A description comes from the
 parameter's own ``Param.doc`` when the op gives one, else from :data:`PARAM_DOCS` (MXNet's
 parameter names mean the same thing across ops), with :data:`OP_PARAM_DOCS` for the few names
 whose meaning depends on the op. ``symgraph/stubs.py`` writes ``.pyi`` stubs from the same
@@ -103,6 +103,10 @@ PARAM_DOCS: dict[str, str] = {
     "constant_value": "Fill value in constant mode.",
     "thresh": "Labels below this are not counted.",
     "value": "The constant value.",
+    "func_type": "'' for a Python custom op, 'aot' for a compiled kernel.",
+    "bprop": "Gradient function of an aot kernel, written with sg.sym ops.",
+    "out_shape": "Output shape(s) of an aot kernel, or a function of the input shapes.",
+    "out_dtype": "Output dtype(s) of an aot kernel, or a function of the input dtypes.",
     # internal ops (fusion, gradients)
     "exprs": "Scalar expression of each output (fusion).",
     "shapes": "Shape of each output (fusion).",
@@ -175,8 +179,9 @@ def _array_class(front_end: str) -> type:
 
 def signature(opdef: OpDef, front_end: str = "sym") -> inspect.Signature:
     """Inputs (positional or keyword, default None; ``*data`` for variadic ops), then
-    attributes as keyword-only parameters with their defaults, then ``name``/``attr``
-    (``sg.sym``) or ``out`` (``sg.nd``)."""
+    attributes as keyword-only parameters with their defaults (``sg.nd`` also takes them
+    positionally after the arrays), then ``name``/``attr`` (``sg.sym``) or ``out``/``name``
+    (``sg.nd``)."""
     arr = _array_class(front_end)
     params: list[P] = []
     if opdef.variadic:
@@ -184,20 +189,21 @@ def signature(opdef: OpDef, front_end: str = "sym") -> inspect.Signature:
     else:
         params += [P(n, P.POSITIONAL_OR_KEYWORD, default=None, annotation=Optional[arr])
                    for n in input_names(opdef)]
-    own = {"name", "attr"} if front_end == "sym" else {"out"}
+    own = {"name", "attr"} if front_end == "sym" else {"out", "name"}
     for name, param in opdef.params.items():
         # an attribute named like an input or the front end's own keywords cannot be passed
         if name.isidentifier() and name not in own and name not in {p.name for p in params}:
             default = P.empty if param.default is REQUIRED else param.default
+            tp = param_type(param)
             if name == opdef.variadic:  # the number of inputs is counted when not given
-                default = None
-            params.append(P(name, P.KEYWORD_ONLY, default=default,
-                            annotation=param_type(param)))
+                default, tp = None, Optional[tp]
+            params.append(P(name, P.KEYWORD_ONLY, default=default, annotation=tp))
     if front_end == "sym":
         params += [P("name", P.KEYWORD_ONLY, default=None, annotation=Optional[str]),
                    P("attr", P.KEYWORD_ONLY, default=None, annotation=Optional[dict])]
     else:
-        params.append(P("out", P.KEYWORD_ONLY, default=None, annotation=Optional[arr]))
+        params += [P("out", P.KEYWORD_ONLY, default=None, annotation=Optional[arr]),
+                   P("name", P.KEYWORD_ONLY, default=None, annotation=Optional[str])]
     return inspect.Signature(params, return_annotation=arr)
 
 
@@ -232,7 +238,8 @@ def docstring(opdef: OpDef, front_end: str = "sym") -> str:
         lines += ["name : str, optional", "    Name of the node (default: op name + counter).",
                   "attr : dict, optional", "    User attributes of the node (__lr_mult__...)."]
     else:
-        lines += ["out : NDArray, optional", "    Array to write the result into."]
+        lines += ["out : NDArray, optional", "    Array to write the result into.",
+                  "name : str, optional", "    Name of the recorded node."]
     lines += ["", "Returns", "-------", arr]
     return "\n".join(lines)
 

@@ -11,13 +11,21 @@ whose attributes are ``op_type`` plus the user's keyword arguments as strings:
   ``op_type`` for this process and returns the ``Custom`` symbol.
 
 The op receives ``sg.nd.NDArray`` objects wrapping the buffers the executor gives it: numpy arrays
-on the CPU, device arrays on the GPU (``x.context`` says which).
+on the CPU, device arrays on the GPU (``x.context`` says which). One ``CustomOp`` is created per
+executor (and input shapes), as in MXNet, and freed with it.
+
+Compiled (aot) kernels run only when code allowed them: :func:`register_custom_ops_library`
+with an :class:`AotFunction` declaration per function (or an ``sg.sym.Custom(func=...)`` call);
+a graph file alone never loads native code (docs/architecture.md, "Trust model: native code").
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
-from .base import AttrError, ExecutionError
+import numpy as np
+
+from .base import AttrError, BindError, ExecutionError, ShapeError
 
 PropFactory = Callable[..., "CustomOpProp"]
 _PROPS: dict[str, PropFactory] = {}
@@ -54,6 +62,59 @@ def registered_types() -> list[str]:
     return sorted(_PROPS)
 
 
+# -- native (aot) functions: the allow list ------------------------------------------------------
+
+@dataclass(frozen=True)
+class AotFunction:
+    """What code declares about one exported function of a custom-ops library.
+
+    * ``writes``: callable of the input shapes (tuples) returning the shape, or tuple of shapes,
+      the function writes; a node's ``out_shape`` must equal it (None: not declared).
+    * ``dtypes``: input dtypes the function reads (None: any; the ABI passes dtype names, so
+      the function may check them itself); other dtypes are a DTypeError at bind.
+    * ``device``: ``"cpu"`` or ``"gpu"``; None reads it from the library (CUDA device code in
+      it means GPU).
+    """
+
+    writes: Optional[Callable[..., Any]] = None
+    dtypes: Optional[tuple] = None
+    device: Optional[str] = None
+
+
+def same_shape(*in_shapes: tuple) -> tuple:
+    """A ``writes`` rule for elementwise kernels (the project's ``CustomAdd``): every input
+    has the output's shape, since such a kernel reads each input over the output's size."""
+    first = tuple(in_shapes[0])
+    for i, s in enumerate(in_shapes[1:], 1):
+        if tuple(s) != first:
+            raise ShapeError(f"input x{i} has shape {tuple(s)}, x0 has {first}; the function "
+                             f"reads every input over the output's shape")
+    return first
+
+
+def register_custom_ops_library(path: str, functions: Union[Mapping[str, Any], Sequence[str]],
+                                device: Optional[str] = None) -> str:
+    """Allow aot ``Custom`` nodes to call ``functions`` of the shared library ``path``
+    (ONNX Runtime's ``register_custom_ops_library``; symgraph's trust model, see
+    docs/architecture.md).
+
+    Loading a graph file never loads native code: a JSON or checkpoint node naming
+    ``lib.so:F`` is refused unless ``F`` of that library was allowed by code, here or by an
+    ``sg.sym.Custom(func=...)`` call. ``path`` is resolved now (``os.path.realpath``); graph
+    files must name it by that absolute path. ``functions`` is a list of names or a mapping
+    name -> :class:`AotFunction` (or a ``writes`` rule); ``device`` applies to every function
+    that does not declare one. The library is loaded now and every function looked up; on
+    any error nothing is registered. Returns the canonical path."""
+    from .ops.native import register_library
+    return register_library(path, functions, device)
+
+
+def unregister_custom_ops_library(path: str) -> None:
+    """Withdraw every function of ``path`` from the allow list."""
+    from .ops.native import unregister_library
+    unregister_library(path)
+
+
 class CustomOp:
     """Base class of the computation of a Python operator (MXNet's ``mx.operator.CustomOp``)."""
 
@@ -68,9 +129,15 @@ class CustomOp:
         raise NotImplementedError(f"{type(self).__name__}.backward")
 
     def assign(self, dst: Any, req: str, src: Any) -> None:
-        """Write ``src`` into NDArray ``dst`` according to ``req`` (write/inplace/add/null)."""
+        """Write ``src`` into NDArray ``dst`` according to ``req`` (write/inplace/add/null).
+
+        As in MXNet, ``src`` is a scalar or an array of exactly ``dst``'s shape."""
         if req == "null":
             return
+        shape = getattr(src, "shape", ())
+        if not isinstance(src, (int, float, np.number)) and tuple(shape) != tuple(dst.shape):
+            raise BindError(f"assign: value of shape {tuple(shape)} ({type(src).__name__}) "
+                            f"for an array of shape {tuple(dst.shape)}")
         if req in ("write", "inplace"):
             dst[:] = src
         elif req == "add":

@@ -28,13 +28,21 @@ PATTERNS = (ELEMWISE, BROADCAST, INJECTIVE, REDUCE, GEMM, OPAQUE)
 NOT_DIFFERENTIABLE = "not differentiable"
 """Gradient marker of ops whose gradient is zero or undefined (argmax, comparisons)."""
 
+NO_GRADIENT = "no gradient"
+"""Gradient marker of ops MXNet registers no gradient for (batch_take): autodiff raises
+GraphError when a gradient would have to flow through one."""
+
 
 @dataclass
 class RunCtx:
-    """What a numpy reference may need beyond its inputs."""
+    """What a numpy reference (or a device callback) may need beyond its inputs.
+
+    ``state`` is the executor's store for run-time objects an op keeps between runs (a Python
+    ``CustomOp`` instance): one dict per executor, freed with it; None outside an executor."""
 
     is_train: bool = False
     rng: Optional[np.random.Generator] = None
+    state: Optional[dict] = None
 
 
 ShapeRule = Callable[[Attrs, list, list], tuple[list, list]]
@@ -70,6 +78,9 @@ class OpDef:
     * ``view``: a pure reshape; lowering aliases its output to its input instead of a step.
     * ``epilogue``: besides GEMM-like ops, this op may take an elementwise consumer as its
       epilogue (fusion's ``head``).
+    * ``partial_shapes``: the shape rule also receives partially known shapes, 0 being an
+      unknown dimension (MXNet's partial shapes), and may return them; other rules only ever
+      see fully known shapes or None.
     * ``extra["api"]``: a hand-written ``sg.sym`` function replacing the generated one (for ops
       whose inputs and attributes are not a fixed schema, such as ``Custom``).
     """
@@ -91,6 +102,7 @@ class OpDef:
     train_dependent: bool = False  # forward differs between training and inference
     view: bool = False  # output 0 is input 0's bytes under another shape (no step is run)
     epilogue: bool = False  # an elementwise consumer may run as this op's epilogue (like GEMM)
+    partial_shapes: bool = False  # the shape rule reads and gives 0 as an unknown dimension
     lowering: Any = None  # GPU lowering as data, read by symgraph.cuda
     doc: str = ""
     extra: dict = field(default_factory=dict)

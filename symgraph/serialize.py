@@ -8,8 +8,9 @@ Format (version 1)::
      "attrs": {"mxnet_version": ["int", 10901], "symgraph_json_version": ["int", 1]}}
 
 Node ``attrs`` hold op attributes and user attributes (``__shape__``, ``__lr_mult__``...) as
-strings, as MXNet writes them; on load op attributes are parsed by the op's schema. MXNet's own
-JSON (``attr``/``param`` keys of older versions) loads too.
+strings, as MXNet writes them; on load op attributes are parsed by the op's schema. A variable's
+``__dtype__`` is MXNet's integer type code in the file (``"0"`` float32, ``"2"`` float16...) and
+a numpy name in memory. MXNet's own JSON (``attr``/``param`` keys of older versions) loads too.
 """
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ import json
 import re
 from typing import Any
 
+import numpy as np
+
 from .attrs import ANY_KEY, Attrs, format_value, parse_attrs
-from .fileio import write_text
 from .base import AttrError, GraphError, SymgraphError, where
+from .fileio import write_text
+from .ndfile import FLAG_DTYPES
 from .graph import Entry, Node, topo_order
 from .registry import get_op
 
@@ -34,6 +38,7 @@ def to_json(sym: Any) -> str:
     nodes = topo_order(sym.outputs_)
     index = {n: i for i, n in enumerate(nodes)}
     out_nodes = []
+    codes = {v.name: str(k) for k, v in FLAG_DTYPES.items()}
     for n in nodes:
         for k, v in n.attrs.items():
             if callable(v):
@@ -41,6 +46,8 @@ def to_json(sym: Any) -> str:
                                  f"({v!r}), which JSON cannot hold; give its value instead")
         attrs = {k: format_value(v) for k, v in n.attrs.items()}
         attrs.update({k: str(v) for k, v in n.extra.items()})
+        if "__dtype__" in attrs and n.is_variable:  # MXNet's integer type codes
+            attrs["__dtype__"] = codes.get(attrs["__dtype__"], attrs["__dtype__"])
         out_nodes.append({"op": n.op, "name": n.name, "attrs": attrs,
                           "inputs": [[index[e.node], e.index, 0] for e in n.inputs]})
     doc = {"nodes": out_nodes,
@@ -113,6 +120,36 @@ def _string_dict(raw: dict, key: str, name: str) -> dict[str, str]:
     return value
 
 
+def _variable_attrs(name: str, attrs: dict[str, str]) -> dict[str, str]:
+    """Check the user attributes symgraph interprets, so a bad one fails here, naming the
+    variable, not later in inference; MXNet's integer ``__dtype__`` codes become names."""
+    from .attrs import PARSERS
+    from .initializer import create
+    from .ndfile import FLAG_DTYPES
+    out = dict(attrs)
+    try:
+        if "__dtype__" in attrs:
+            code = attrs["__dtype__"].strip()
+            dtype = FLAG_DTYPES[int(code)] if code.isdigit() else np.dtype(code)
+            if dtype not in FLAG_DTYPES.values():
+                raise ValueError(f"unsupported dtype {dtype}")
+            out["__dtype__"] = dtype.name
+        if "__shape__" in attrs and min(PARSERS["shape"](attrs["__shape__"]), default=0) < 0:
+            raise ValueError("negative dimension")
+        for key in ("__lr_mult__", "__wd_mult__"):
+            if key in attrs:
+                PARSERS["float"](attrs[key])
+        if "__init__" in attrs:
+            _check_depth(attrs["__init__"])
+            create(attrs["__init__"])
+    except (ValueError, TypeError, KeyError, AttrError, SyntaxError, RecursionError) as exc:
+        bad = [k for k in ("__dtype__", "__shape__", "__lr_mult__", "__wd_mult__", "__init__")
+               if k in attrs]
+        raise GraphError(f"variable {name}: bad user attribute among {bad} "
+                         f"({ {k: attrs[k][:60] for k in bad} }): {exc}") from None
+    return out
+
+
 def _split_attrs(opdef: Any, name: str, attrs: dict[str, str]) -> tuple[dict, dict]:
     """Op parameters and user ``__dunder__`` attributes; any other key is refused, as MXNet
     and the Python API do (``strides`` for ``stride`` must not be silently dropped)."""
@@ -146,7 +183,7 @@ def _node_from_json(i: int, raw: Any, built: list[Node]) -> Node:
     if op == "null":
         if inputs:
             raise _bad(f"variable {name} has inputs")
-        return Node("null", name, Attrs(), (), Attrs(attrs))
+        return Node("null", name, Attrs(), (), Attrs(_variable_attrs(name, attrs)))
     opdef = get_op(op)
     if any(p.kind == "any" for p in opdef.params.values()):
         raise GraphError(f"{where(name, opdef.name)}internal op; graphs holding it cannot be "

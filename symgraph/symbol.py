@@ -6,6 +6,7 @@ newly registered op is callable here with no extra code.
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
@@ -191,6 +192,12 @@ class Symbol:
     def __rpow__(self, o: Any) -> "Symbol":
         return self._binary(o, "broadcast_power", "_rpower_scalar", True)
 
+    def __mod__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_mod", "_mod_scalar")
+
+    def __rmod__(self, o: Any) -> "Symbol":
+        return self._binary(o, "broadcast_mod", "_rmod_scalar", True)
+
     def __neg__(self) -> "Symbol":
         return apply_op("negative", [self], {})
 
@@ -233,6 +240,11 @@ class Symbol:
         from .passes.infer_type import symbol_infer_type
         return symbol_infer_type(self, args, kwargs)
 
+    def infer_type_partial(self, *args: Any, **kwargs: Any) -> tuple:
+        """Like infer_type; dtypes that stay unknown are None."""
+        from .passes.infer_type import symbol_infer_type
+        return symbol_infer_type(self, args, kwargs)
+
     def tojson(self) -> str:
         from .serialize import to_json
         return to_json(self)
@@ -260,6 +272,12 @@ class Symbol:
         """Infer every shape from ``shapes`` and bind freshly allocated arrays."""
         from .executor import Executor
         return Executor.simple_bind(self, ctx, grad_req, type_dict, shapes)
+
+    def eval(self, ctx: Any = None, **kwargs: Any) -> list:
+        """Bind the arrays in ``kwargs`` (no gradients), run forward, return the outputs."""
+        from .context import current_context
+        exe = self.bind(ctx or current_context(), kwargs, grad_req="null")
+        return exe.forward()
 
     def debug_str(self) -> str:
         lines = []
@@ -335,7 +353,11 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
         attrs[opdef.variadic] = len(inputs)
     node_name = _name.current().get(name, opdef.name)
     parsed = parse_attrs(opdef.params, attrs, _where(node_name, opdef.name))
-    slots = opdef.input_names(parsed)
+    try:  # an op's input/output lists may check its attributes (SliceChannel's num_outputs)
+        slots = opdef.input_names(parsed)
+        n_visible = opdef.num_visible_outputs(parsed)
+    except AttrError as exc:
+        raise AttrError(f"{_where(node_name, opdef.name)}{exc}") from None
     if len(inputs) > len(slots):
         raise AttrError(f"{_where(node_name, opdef.name)}takes inputs {list(slots)}, "
                         f"got {len(inputs)} symbols")
@@ -354,25 +376,36 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
                             f"named like __{k.strip('_')}__ (only variables take any name)")
     node = Node(opdef.name, node_name, parsed, tuple(entries),
                 Attrs({k: str(v) for k, v in (extra or {}).items()}))
-    return Symbol([Entry(node, i) for i in range(opdef.num_visible_outputs(parsed))])
+    return Symbol([Entry(node, i) for i in range(n_visible)])
 
 
 def make_op_function(opdef: registry.OpDef):
-    """The ``sg.sym`` function of one op: inputs positionally or by name, then attributes."""
+    """The ``sg.sym`` function of one op, called as MXNet's generated functions are: inputs
+    positionally (``None`` for an input to create) or by name, then attributes positionally in
+    the op's parameter order or by name; ``__dunder__`` keywords are node attributes."""
 
-    def op_function(*args: Symbol, name: Optional[str] = None, attr: Optional[dict] = None,
+    def op_function(*args: Any, name: Optional[str] = None, attr: Optional[dict] = None,
                     **kwargs: Any) -> Symbol:
         sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
         attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol)}
+        extra = dict(attr or {})
+        extra.update({k: attrs.pop(k) for k in list(attrs) if k.startswith("__")
+                      and k.endswith("__")})
+        n_in = next((i for i, a in enumerate(args) if not (a is None or isinstance(a, Symbol))),
+                    len(args))
+        args, positional_attrs = args[:n_in], args[n_in:]
+        _attrs_by_position(opdef, positional_attrs, attrs, name)
         if opdef.variadic:
             if sym_kwargs:
                 raise AttrError(f"{opdef.name} takes its inputs positionally")
-            return apply_op(opdef.name, list(args), attrs, name, attr)
+            return apply_op(opdef.name, list(args), attrs, name, extra)
         slots = _probe_input_names(opdef, attrs)
         unknown = sorted(set(sym_kwargs) - set(slots))
         if unknown:
             raise AttrError(f"{_where(name or '?', opdef.name)}no input named {unknown}; "
                             f"inputs: {list(slots)}")
+        while len(args) > len(slots) and args[-1] is None:  # MXNet's `bias=None` with no_bias
+            args = args[:-1]
         if len(args) > len(slots):
             raise AttrError(f"{_where(name or '?', opdef.name)}takes inputs {list(slots)}, "
                             f"got {len(args)} positional symbols")
@@ -382,10 +415,25 @@ def make_op_function(opdef: registry.OpDef):
                 if inputs[i] is not None:
                     raise AttrError(f"{opdef.name}: input '{slot}' given twice")
                 inputs[i] = sym_kwargs[slot]
-        return apply_op(opdef.name, inputs, attrs, name, attr)
+        return apply_op(opdef.name, inputs, attrs, name, extra)
 
     from .opdoc import document  # signature and docstring from the registry
     return document(op_function, opdef)
+
+
+def _attrs_by_position(opdef: registry.OpDef, values: Sequence[Any], attrs: dict,
+                       name: Optional[str]) -> None:
+    """Put attribute values given positionally (``Dropout(x, 0.5)``) into ``attrs`` under the
+    op's parameter names, in declaration order (MXNet's)."""
+    keys = [k for k in opdef.params if not k.startswith("*")]
+    if len(values) > len(keys):
+        raise AttrError(f"{_where(name or '?', opdef.name)}{len(values)} positional attributes "
+                        f"for parameters {keys}")
+    for key, value in zip(keys, values):
+        if key in attrs:
+            raise AttrError(f"{_where(name or '?', opdef.name)}attribute '{key}' given "
+                            f"positionally and by name")
+        attrs[key] = value
 
 
 def _probe_input_names(opdef: registry.OpDef, attrs: dict) -> tuple[str, ...]:
@@ -423,11 +471,20 @@ def load(fname: str) -> Symbol:
 def _install_op_functions() -> None:
     """Expose every registered op (and its MXNet aliases) as a function of this module."""
     from . import ops  # noqa: F401  (registers the built-in ops)
+    from . import fluent
     namespace = globals()
     for opname, opdef in registry.all_ops().items():
         namespace.setdefault(opname, opdef.extra.get("api") or make_op_function(opdef))
     for alias_name, target in registry.all_aliases().items():
         namespace.setdefault(alias_name, namespace[target])
+    for fn_name, fn in fluent.make_functions().items():
+        namespace.setdefault(fn_name, fn)
+    for op, fill in (("_zeros", 0.0), ("_ones", 1.0), ("_full", None)):
+        namespace.setdefault(op[1:], fluent.creation(op, fill))
+    fluent.install(Symbol, namespace)
+    # MXNet's `sym._internal`: every op function, private ones included, by its name
+    namespace.setdefault("_internal", SimpleNamespace(**{
+        n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
 
 
 _install_op_functions()

@@ -26,113 +26,177 @@ def _as_dict(names: Sequence[str], values: Any, what: str) -> dict[str, np.ndarr
 
 
 def _bind(sym: Any, location: dict, aux: dict, ctx: Context, dtype: Any,
-          grad_req: Any = "write") -> Any:
-    args = {k: array(v, ctx, dtype or v.dtype) for k, v in location.items()}
-    grads = {k: array(np.zeros_like(v), ctx, dtype or v.dtype) for k, v in location.items()}
-    aux_arrays = {k: array(v, ctx, dtype or v.dtype) for k, v in aux.items()}
-    return sym.bind(ctx, args, args_grad=grads, grad_req=grad_req,
-                    aux_states=aux_arrays or None)
+          grad_req: Any = "write", grads: Optional[dict] = None) -> Any:
+    def nd(v: np.ndarray) -> NDArray:
+        return array(v, ctx, v.dtype if dtype is None or dtype == "asnumpy" else dtype)
+    args = {k: nd(v) for k, v in location.items()}
+    if grads is None:
+        grads = {k: np.zeros_like(v) for k, v in location.items()}
+    aux_arrays = {k: nd(v) for k, v in aux.items()}
+    return sym.bind(ctx, args, args_grad={k: nd(v) for k, v in grads.items()},
+                    grad_req=grad_req, aux_states=aux_arrays or None)
 
 
-def assert_almost_equal(a: Any, b: Any, rtol: float = 1e-5, atol: float = 1e-7,
-                        names: tuple[str, str] = ("a", "b")) -> None:
-    """numpy's allclose with a message giving the worst element."""
+def _reqs(names: Sequence[str], grad_req: Any) -> dict[str, str]:
+    """``grad_req`` (a string, a list in argument order or a dict) as a dict by name."""
+    if isinstance(grad_req, str):
+        return {k: grad_req for k in names}
+    if isinstance(grad_req, Mapping):
+        return {k: grad_req.get(k, "null") for k in names}
+    return dict(zip(names, grad_req))
+
+
+def assert_almost_equal(a: Any, b: Any, rtol: Optional[float] = 1e-5,
+                        atol: Optional[float] = 1e-7, names: tuple[str, str] = ("a", "b"),
+                        equal_nan: bool = False, use_broadcast: bool = True) -> None:
+    """numpy's allclose with a message giving the worst element. As MXNet's, shapes that
+    broadcast are compared after broadcasting unless ``use_broadcast`` is False; None
+    tolerances take the defaults (1e-5, 1e-7); NaNs compare equal only with ``equal_nan``."""
+    rtol = 1e-5 if rtol is None else rtol
+    atol = 1e-7 if atol is None else atol
     a = a.asnumpy() if isinstance(a, NDArray) else np.asarray(a)
     b = b.asnumpy() if isinstance(b, NDArray) else np.asarray(b)
     if a.shape != b.shape:
-        raise AssertionError(f"shape mismatch: {names[0]} {a.shape} vs {names[1]} {b.shape}")
-    if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
-        err = np.abs(a - b) / (atol + rtol * np.abs(b))
-        i = np.unravel_index(np.nanargmax(err), err.shape) if err.ndim else ()
+        try:
+            if not use_broadcast:
+                raise ValueError
+            a, b = np.broadcast_arrays(a, b)
+        except ValueError:
+            raise AssertionError(f"shape mismatch: {names[0]} {a.shape} vs {names[1]} "
+                                 f"{b.shape}") from None
+    if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan):
+        with np.errstate(all="ignore"):
+            err = np.abs(a.astype(np.float64) - b) / (atol + rtol * np.abs(b))
+        err = np.where(np.isnan(err), np.inf, err)
+        i = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
         raise AssertionError(f"{names[0]} and {names[1]} differ: worst at {i}: "
                              f"{a[i]} vs {b[i]} (rtol={rtol}, atol={atol}); "
-                             f"max abs diff {np.nanmax(np.abs(a - b))}")
+                             f"max abs diff {np.nanmax(np.abs(a.astype(np.float64) - b))}")
 
 
 def check_symbolic_forward(sym: Any, location: Location, expected: Sequence[np.ndarray],
                            rtol: float = 1e-4, atol: Optional[float] = None,
                            aux_states: Any = None, ctx: Optional[Context] = None,
-                           dtype: Any = np.float32, is_train: bool = False) -> list[np.ndarray]:
-    """Forward ``sym`` at ``location`` and compare every output with ``expected``."""
+                           equal_nan: bool = False, dtype: Any = np.float32,
+                           is_train: bool = False) -> list[np.ndarray]:
+    """Forward ``sym`` at ``location`` and compare every output with ``expected``
+    (``dtype="asnumpy"`` keeps each array's own dtype, as MXNet)."""
     ctx = ctx or cpu()
     loc = _as_dict(sym.list_arguments(), location, "location")
     aux = _as_dict(sym.list_auxiliary_states(), aux_states, "aux_states")
     exe = _bind(sym, loc, aux, ctx, dtype, grad_req="null")
     outs = [o.asnumpy() for o in exe.forward(is_train=is_train)]
+    if isinstance(expected, Mapping):
+        expected = [expected[k] for k in sym.list_outputs()]
     for i, (o, e) in enumerate(zip(outs, expected)):
         assert_almost_equal(o, e, rtol, 1e-20 if atol is None else atol,
-                            (f"output {i}", "expected"))
+                            (f"output {i}", "expected"), equal_nan=equal_nan)
     return outs
 
 
-def check_symbolic_backward(sym: Any, location: Location, out_grads: Sequence[np.ndarray],
+def check_symbolic_backward(sym: Any, location: Location, out_grads: Any,
                             expected: Any, rtol: float = 1e-5, atol: Optional[float] = None,
-                            aux_states: Any = None, grad_req: str = "write",
-                            ctx: Optional[Context] = None, dtype: Any = np.float32) -> dict:
-    """Backward ``sym`` with head gradients ``out_grads``; compare gradients to ``expected``."""
+                            aux_states: Any = None, grad_req: Any = "write",
+                            ctx: Optional[Context] = None, grad_stypes: Any = None,
+                            equal_nan: bool = False, dtype: Any = np.float32) -> dict:
+    """Backward ``sym`` with head gradients ``out_grads``; compare gradients to ``expected``.
+
+    As MXNet's: gradient buffers start random, so ``add`` is checked as the change and
+    ``null`` as no change."""
     ctx = ctx or cpu()
     names = sym.list_arguments()
     loc = _as_dict(names, location, "location")
     aux = _as_dict(sym.list_auxiliary_states(), aux_states, "aux_states")
     exp = _as_dict(names, expected, "expected")
-    exe = _bind(sym, loc, aux, ctx, dtype, grad_req=grad_req)
+    reqs = _reqs(names, grad_req)
+    start = {k: np.random.normal(size=v.shape).astype(v.dtype) for k, v in loc.items()}
+    exe = _bind(sym, loc, aux, ctx, dtype, grad_req=reqs, grads=start)
     exe.forward(is_train=True)
-    exe.backward([array(g, ctx, dtype) for g in out_grads] if out_grads is not None else None)
-    grads = {k: v.asnumpy() for k, v in exe.grad_dict.items()}
+    if isinstance(out_grads, Mapping):
+        out_grads = [out_grads[k] for k in sym.list_outputs()]
+    exe.backward(None if out_grads is None else
+                 [g if isinstance(g, NDArray) else _bind_dtype(g, ctx, dtype) for g in out_grads])
+    grads = {k: v.asnumpy() for k, v in zip(names, exe.grad_arrays)}
     for k, e in exp.items():
-        assert_almost_equal(grads[k], e, rtol, 1e-20 if atol is None else atol,
-                            (f"gradient of {k}", "expected"))
+        got = {"write": grads[k], "add": grads[k] - start[k].astype(grads[k].dtype),
+               "null": grads[k]}[reqs[k]]
+        want = start[k] if reqs[k] == "null" else e
+        assert_almost_equal(got, want, rtol, 1e-20 if atol is None else atol,
+                            (f"gradient of {k} ({reqs[k]})", "expected"), equal_nan=equal_nan)
     return grads
 
 
+def _bind_dtype(value: Any, ctx: Context, dtype: Any) -> NDArray:
+    v = np.asarray(value)
+    return array(v, ctx, v.dtype if dtype is None or dtype == "asnumpy" else dtype)
+
+
 def numeric_grad(exe: Any, location: dict[str, np.ndarray], heads: list[np.ndarray],
-                 names: Sequence[str], eps: float, is_train: bool) -> dict[str, np.ndarray]:
-    """Central differences of sum_i <output_i, heads_i> with respect to each of ``names``."""
+                 names: Sequence[str], eps: float, is_train: bool,
+                 aux_states: Optional[dict[str, np.ndarray]] = None) -> dict[str, np.ndarray]:
+    """Central differences, f(x + eps/2) - f(x - eps/2) over eps as MXNet's, of
+    sum_i <output_i, heads_i> with respect to each of ``names``. Auxiliary states are reset
+    to ``aux_states`` before every forward (a training forward may update them)."""
     def objective() -> float:
+        for k, v in (aux_states or {}).items():
+            exe.aux_dict[k][:] = v
         outs = exe.forward(is_train=is_train)
         return float(sum(np.sum(o.asnumpy().astype(np.float64) * h) for o, h in zip(outs, heads)))
     grads = {}
     for name in names:
-        base = location[name].astype(np.float64)
-        g = np.zeros_like(base)
-        flat = base.reshape(-1)
+        base = np.array(location[name], dtype=np.float64, order="C")  # flat views write through
+        g = np.zeros(base.shape, np.float64)
+        flat, gflat = base.reshape(-1), g.reshape(-1)
         for i in range(flat.size):
             for sign in (1, -1):
                 x = flat.copy()
-                x[i] += sign * eps
+                x[i] += sign * eps / 2
                 exe.arg_dict[name][:] = x.reshape(base.shape)
-                g.reshape(-1)[i] += sign * objective() / (2 * eps)
+                gflat[i] += sign * objective() / eps
         exe.arg_dict[name][:] = base
         grads[name] = g
     return grads
 
 
 def check_numeric_gradient(sym: Any, location: Location, aux_states: Any = None,
-                           numeric_eps: float = 1e-4, rtol: float = 1e-3,
-                           atol: Optional[float] = None, grad_nodes: Optional[Sequence[str]] = None,
+                           numeric_eps: Optional[float] = 1e-4, rtol: Optional[float] = 1e-3,
+                           atol: Optional[float] = None, grad_nodes: Any = None,
                            use_forward_train: bool = True, ctx: Optional[Context] = None,
-                           dtype: Any = np.float64, seed: int = 0) -> None:
+                           grad_stype_dict: Any = None, dtype: Any = np.float64,
+                           seed: int = 0) -> None:
     """Compare symbolic gradients with float64 central differences of a random projection
-    of the outputs (raises AssertionError on a mismatch)."""
+    of the outputs (raises AssertionError on a mismatch). ``grad_nodes``: names, or a dict
+    name -> grad_req (``write``, ``add`` or ``null``) as in MXNet."""
     ctx = ctx or cpu()
+    numeric_eps = 1e-4 if numeric_eps is None else numeric_eps
+    rtol = 1e-3 if rtol is None else rtol
     names = sym.list_arguments()
-    loc = {k: v.astype(dtype) for k, v in _as_dict(names, location, "location").items()}
-    aux = {k: v.astype(dtype) for k, v in
+    loc = {k: np.ascontiguousarray(v, dtype=dtype)
+           for k, v in _as_dict(names, location, "location").items()}
+    aux = {k: np.ascontiguousarray(v, dtype=dtype) for k, v in
            _as_dict(sym.list_auxiliary_states(), aux_states, "aux_states").items()}
-    grad_nodes = list(grad_nodes or names)
-    exe = _bind(sym, loc, aux, ctx, dtype,
-                grad_req={n: ("write" if n in grad_nodes else "null") for n in names})
+    reqs = dict(grad_nodes) if isinstance(grad_nodes, Mapping) else \
+        {n: "write" for n in (grad_nodes or names)}
+    start = {k: np.zeros_like(v) if reqs.get(k, "null") != "add" else np.ones_like(v)
+             for k, v in loc.items()}
+    exe = _bind(sym, loc, aux, ctx, dtype, grad_req={n: reqs.get(n, "null") for n in names},
+                grads=start)
     rng = np.random.default_rng(seed)
     outs = exe.forward(is_train=use_forward_train)
     heads = [rng.normal(size=o.shape) for o in outs]
-    exe.backward([array(h, ctx, dtype) for h in heads])
-    symbolic = {k: exe.grad_dict[k].asnumpy() for k in grad_nodes}
-    aux_saved = {k: v.asnumpy() for k, v in exe.aux_dict.items()}
-    numeric = numeric_grad(exe, loc, heads, grad_nodes, numeric_eps, use_forward_train)
-    for k, v in aux_saved.items():
+    exe.backward([array(h, ctx, o.dtype) for h, o in zip(heads, outs)])  # outputs may be narrower
+    symbolic = {k: g.asnumpy() for k, g in zip(names, exe.grad_arrays) if k in reqs}
+    numeric = numeric_grad(exe, loc, heads, [k for k in reqs if reqs[k] != "null"],
+                           numeric_eps, use_forward_train, aux)
+    for k, v in aux.items():
         exe.aux_dict[k][:] = v
-    for k in grad_nodes:
-        assert_almost_equal(symbolic[k], numeric[k], rtol, 1e-6 if atol is None else atol,
+    for k, req in reqs.items():
+        if req == "null":
+            assert_almost_equal(symbolic[k], start[k], 0, 0, (f"gradient of {k} (null)",
+                                                              "untouched"))
+            continue
+        got = symbolic[k] - start[k] if req == "add" else symbolic[k]
+        assert_almost_equal(got, numeric[k], rtol, 1e-6 if atol is None else atol,
                             (f"symbolic gradient of {k}", "numeric"))
 
 

@@ -221,3 +221,22 @@ def test_viz_png_resolution(tmp_path, monkeypatch):
     assert cli.main(["viz", str(_fc_relu(tmp_path)), "-o", str(out)]) == 0
     assert "dpi=150" in seen["src"] and out.read_bytes() == b"PNG"
     assert cli.main(["viz", str(_fc_relu(tmp_path)), "-o", str(out), "--dpi", "300"]) == 0
+
+
+def test_train_scores_the_test_set_once_per_epoch(tmp_path, capsys, monkeypatch):
+    from tests.datasets.test_mnist import _write_set
+    from symgraph.base_module import BaseModule
+    _write_set(tmp_path, n=60)
+    calls = []
+    real = BaseModule.score
+
+    def counting(self, eval_data, *a, **k):
+        calls.append(getattr(eval_data, "num_data", None))
+        return real(self, eval_data, *a, **k)
+    monkeypatch.setattr(BaseModule, "score", counting)
+    assert cli.main(["train", "mlp", "--data-dir", str(tmp_path), "--epochs", "2"]) == 0
+    assert calls == [58, 58]  # the 58 test images, once after each epoch
+    out = capsys.readouterr().out
+    last = [line for line in out.splitlines() if "Validation-accuracy" in line][-1]
+    reported = float(out.split("test accuracy ")[1].split("%")[0])
+    assert reported == pytest.approx(float(last.split("=")[1]) * 100, abs=0.01)

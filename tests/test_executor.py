@@ -127,13 +127,21 @@ def test_forward_refuses_bad_arrays_and_writes_nothing(rng) -> None:
         np.testing.assert_array_equal(v.asnumpy(), before[k])
 
 
-def test_backward_before_training_forward() -> None:
+def test_backward_before_forward() -> None:
     exe = S.exp(S.var("x")).simple_bind(sg.cpu(), x=(2,))
     with pytest.raises(sg.ExecutionError, match="before forward"):
         exe.backward()
-    exe.forward(is_train=False)
-    with pytest.raises(sg.ExecutionError, match="before forward"):
-        exe.backward()
+
+
+def test_backward_after_inference_forward_uses_its_inputs() -> None:
+    """MXNet: a plain forward() then backward() differentiates at the last forward's inputs."""
+    exe = S.exp(S.var("x")).simple_bind(sg.cpu(), x=(2,))
+    exe.forward(is_train=True, x=np.array([0.0, 1.0]))
+    exe.forward(x=np.array([2.0, -1.0]))
+    exe.backward(sg.nd.array([1.0, 3.0]))
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(), np.exp([2.0, -1.0]) * [1, 3],
+                               rtol=1e-6)
+    np.testing.assert_allclose(exe.outputs[0].asnumpy(), np.exp([2.0, -1.0]), rtol=1e-6)
 
 
 def test_backward_out_grads_checked() -> None:

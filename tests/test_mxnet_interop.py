@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import struct
 import subprocess
 from pathlib import Path
 from typing import Callable
@@ -138,9 +139,81 @@ CASES: dict[str, tuple[Callable[[], S.Symbol], dict]] = {
         S.LinearRegressionOutput(_x(), name="lin"), S.LogisticRegressionOutput(_x(), name="log"),
         S.MAERegressionOutput(_x(), name="mae"), S.MakeLoss(S.square(_x())),
         S.BlockGrad(_x()), S.identity(_x())]), {"data": (3, 4)}),
+    "declared_vars": (lambda: S.FullyConnected(
+        S.var("data", shape=(2, 3), dtype="float32", lr_mult=2.0, wd_mult=0.5,
+              init=sg.init.Xavier(), attr={"__note__": "kept"}), num_hidden=4, name="fc",
+        attr={"__ctx_group__": "dev1"}), {"data": (2, 3)}),
     "cross_entropy": (lambda: S.softmax_cross_entropy(_x(), _var("label")),
                       {"data": (3, 4), "label": (3,)}),
 }
+
+
+# A second batch: variants of the same ops' attributes (symgraph's departures left out:
+# reductions over all axes give shape () here, (1,) in MXNet).
+CASES.update({
+    "reshape_codes": (lambda: S.Group([
+        S.Reshape(_x(), shape=(-3, 0)), S.Reshape(_x(), shape=(-2,)),
+        S.Reshape(_x(), shape=(0, -4, 1, 3, 0)),
+        S.Reshape(_x(), shape=(4, 0, -1), reverse=True)]), {"data": (2, 3, 4)}),
+    "conv_pool_1d_3d": (lambda: S.Group([
+        S.Convolution(_var("a"), kernel=(3,), num_filter=2, name="c1"),
+        S.Convolution(_var("b"), kernel=(2, 2, 2), stride=(1, 2, 1), num_filter=2, name="c3"),
+        S.Pooling(_var("a"), kernel=(2,), stride=(2,), pool_type="max"),
+        S.Pooling(_var("b"), kernel=(2, 2, 2), pool_type="avg")]),
+        {"a": (2, 3, 8), "b": (1, 2, 4, 5, 6)}),
+    "softmax_variants": (lambda: S.Group([
+        S.softmax(_x(), axis=-1, temperature=2.0), S.log_softmax(_x(), axis=0),
+        S.softmax(_x(), axis=0)]), {"data": (3, 4)}),
+    "pad_modes": (lambda: S.Group([
+        S.pad(_x(), mode="edge", pad_width=(0, 0, 0, 0, 1, 2, 2, 1)),
+        S.pad(_x(), mode="reflect", pad_width=(0, 0, 0, 0, 1, 1, 2, 1))]),
+        {"data": (1, 2, 4, 4)}),
+    "slice_step": (lambda: S.Group([
+        S.slice(_x(), begin=(None, 0), end=(None, 4), step=(1, 2)),
+        S.slice(_x(), begin=(1,), end=(None,)),
+        S.slice_axis(_x(), axis=-1, begin=-2, end=None)]), {"data": (3, 5)}),
+    "one_hot_take": (lambda: S.Group([
+        S.one_hot(_var("idx"), depth=6, on_value=2.0, off_value=-1.0),
+        S.take(_var("w"), _var("idx"), axis=0, mode="wrap"),
+        S.take(_var("w"), _var("idx"), axis=1, mode="clip")]), {"w": (6, 3), "idx": (2, 2)}),
+    "bn_variants": (lambda: S.Group([
+        S.BatchNorm(_x(), use_global_stats=True, fix_gamma=False, name="bn"),
+        S.BatchNorm(_x(), axis=1, eps=0.01, momentum=0.8, name="bn2")]), {"data": (2, 3, 4)}),
+    "reduce_variants": (lambda: S.Group([
+        S.sum(_x(), axis=1, exclude=True), S.mean(_x(), axis=(1, 2), keepdims=True),
+        S.max(_x(), axis=-1), S.norm(_x(), ord=1, axis=(1, 2))]), {"data": (2, 3, 4)}),
+    "deconv_nobias": (lambda: S.Deconvolution(_x(), kernel=(4, 4), stride=(2, 2), pad=(1, 1),
+                                              num_filter=2, no_bias=True, name="d"),
+                      {"data": (1, 3, 4, 4)}),
+    "pool_convention": (lambda: S.Group([
+        S.Pooling(_x(), kernel=(3, 3), stride=(2, 2), pool_type="max",
+                  pooling_convention="full"),
+        S.Pooling(_x(), kernel=(2, 2), stride=(1, 1), pad=(1, 1), pool_type="sum")]),
+        {"data": (1, 2, 6, 6)}),
+    "embedding": (lambda: S.Embedding(_var("idx"), input_dim=6, output_dim=4, name="e"),
+                  {"idx": (2, 2)}),
+    "selu_softrelu": (lambda: S.Group([S.LeakyReLU(_x(), act_type="selu"),
+                                       S.Activation(_x(), act_type="softrelu")]),
+                      {"data": (2, 3)}),
+    "broadcast_more": (lambda: S.Group([
+        S.broadcast_power(S.abs(_var("a")) + 1, _var("b")),
+        S.broadcast_div(_var("a"), S.abs(_var("b")) + 1),
+        S.broadcast_not_equal(_var("a"), _var("b")),
+        S.broadcast_greater_equal(_var("a"), _var("b"))]), {"a": (2, 1, 3), "b": (1, 4, 3)}),
+    "dot_variants": (lambda: S.Group([
+        S.dot(_var("a"), _var("b"), transpose_a=True),
+        S.batch_dot(_var("c"), _var("d"), transpose_b=True)]),
+        {"a": (3, 2), "b": (3, 4), "c": (2, 3, 4), "d": (2, 5, 4)}),
+    "squeeze_transpose": (lambda: S.Group([
+        S.squeeze(_x()), S.expand_dims(_x(), axis=-1), S.transpose(_x()),
+        S.reverse(_x(), axis=(0, 2))]), {"data": (2, 1, 3)}),
+    "tile_repeat_split": (lambda: S.Group([
+        S.tile(_x(), reps=(2,)), S.tile(_x(), reps=(2, 1, 2)), S.repeat(_x(), repeats=3),
+        *S.SliceChannel(_x(), num_outputs=2, axis=0, squeeze_axis=True)]), {"data": (2, 3)}),
+    "cast_types": (lambda: S.Group([
+        S.Cast(_x(), dtype="int32"), S.Cast(_x(), dtype="float64"),
+        S.Cast(S.Cast(S.abs(_x()) * 10, dtype="uint8"), dtype="float32")]), {"data": (2, 3)}),
+})
 
 
 def _inputs(sym: S.Symbol, shapes: dict, rng: np.random.Generator) -> tuple[dict, dict]:
@@ -210,3 +283,49 @@ def test_mnist_cnn_module_checkpoint_round_trip(mxnet: str, tmp_path: Path) -> N
         Path(prefix + "-mxnet-error.txt").read_text()
     (got,) = sg.nd.load(prefix + "-mxnet-out.params")
     np.testing.assert_allclose(got.asnumpy(), want, rtol=0, atol=1e-5)
+
+
+def _legacy_file(kind: str, arr: np.ndarray) -> bytes:
+    """One float32 array in an old record layout (MXNet's NDArray::Load reads both)."""
+    if kind == "v1":  # magic 0xF993FAC8, int32 ndim, int64 dims, no storage type
+        head = struct.pack(f"<Ii{arr.ndim}q", 0xF993FAC8, arr.ndim, *arr.shape)
+    else:  # MXNet 0.x: uint32 ndim in place of a magic, uint32 dims
+        head = struct.pack(f"<I{arr.ndim}I", arr.ndim, *arr.shape)
+    record = head + struct.pack("<iii", 1, 0, 0) + arr.astype("<f4").tobytes()
+    return (struct.pack("<QQQ", 0x112, 0, 1) + record + struct.pack("<QQ", 1, 1) + b"w")
+
+
+def test_legacy_records_read_as_mxnet_reads_them(mxnet: str, tmp_path: Path) -> None:
+    arr = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    pairs = []
+    for kind in ("v1", "v0"):
+        old, new = tmp_path / f"{kind}.params", tmp_path / f"{kind}-mx.params"
+        old.write_bytes(_legacy_file(kind, arr))
+        pairs += [str(old), str(new)]
+    subprocess.run([mxnet, str(CHILD), "--resave", *pairs], check=True, capture_output=True,
+                   timeout=300)
+    for old, new in zip(pairs[::2], pairs[1::2]):
+        theirs, ours = sg.nd.load(new)["w"].asnumpy(), sg.nd.load(old)["w"].asnumpy()
+        np.testing.assert_array_equal(theirs, arr)
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_mxnet_resaves_symgraph_files_byte_for_byte(mxnet: str, tmp_path: Path) -> None:
+    """Random shapes of every dtype MXNet 1.9.1 writes, as a dict and as a list: MXNet loads
+    symgraph's file and writes it back with the same bytes."""
+    rng = np.random.default_rng(11)
+    dtypes = ("float32", "float16", "float64", "uint8", "int8", "int32", "int64", "bool")
+    arrays = {}
+    for i in range(24):
+        shape = tuple(int(d) for d in rng.integers(1, 5, rng.integers(1, 5)))
+        dtype = dtypes[i % len(dtypes)]
+        arrays[f"arg:p{i}_{dtype}"] = sg.nd.array(rng.normal(0, 50, shape).astype(dtype),
+                                                  dtype=dtype)
+    pairs = []
+    for name, data in (("dict", arrays), ("list", list(arrays.values()))):
+        sg.nd.save(str(tmp_path / f"{name}.params"), data)
+        pairs += [str(tmp_path / f"{name}.params"), str(tmp_path / f"{name}-mx.params")]
+    subprocess.run([mxnet, str(CHILD), "--resave", *pairs], check=True, capture_output=True,
+                   timeout=300)
+    for ours, theirs in zip(pairs[::2], pairs[1::2]):
+        assert Path(theirs).read_bytes() == Path(ours).read_bytes(), ours

@@ -148,6 +148,25 @@ def test_old_npz_params_still_load(tmp_path: Path) -> None:
 def test_unsupported_dtype_is_refused_before_writing(tmp_path: Path) -> None:
     f = tmp_path / "x.params"
     f.write_bytes(b"previous")
-    with pytest.raises(DataError, match="array c: dtype complex64"):
+    with pytest.raises(DataError, match=f"cannot save {f}: array c: dtype complex64"):
         sg.nd.save(str(f), {"a": sg.nd.ones(2), "c": np.zeros(2, np.complex64)})
     assert f.read_bytes() == b"previous"
+
+
+def test_module_load_of_an_mxnet_checkpoint() -> None:
+    mod = sg.mod.Module.load(str(GOLDEN / "cnn"), 1)
+    mod.bind([("data", (8, 1, 28, 28))], for_training=False)
+    io = sg.nd.load(str(GOLDEN / "cnn-io.params"))
+    mod.forward(sg.io.DataBatch([io["data"]]), is_train=False)
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), io["output"].asnumpy(),
+                               rtol=0, atol=1e-5)
+
+
+def test_empty_files(tmp_path: Path) -> None:
+    """As mx.nd.load: a file without names is a list, the empty file too (MXNet writes the
+    same 32 bytes for {} and [])."""
+    f = str(tmp_path / "e.params")
+    sg.nd.save(f, {})
+    assert Path(f).read_bytes() == struct.pack("<4Q", 0x112, 0, 0, 0)
+    assert sg.nd.load(f) == []
+    assert sg.model.load_params(f) == ({}, {})

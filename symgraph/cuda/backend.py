@@ -385,7 +385,7 @@ class CudaProgram:
             for o in outs:
                 if o.size:
                     drv.memset_d8_async(o._data.ptr, 0, o._data.nbytes, self.stream)
-            act.run(st.node.attrs, [wrap(s) for s in st.inputs], outs, rc.is_train, self.stream)
+            act.run(st.node.attrs, [wrap(s) for s in st.inputs], outs, rc, self.stream)
 
     def _host_step(self, act: Host, env: CudaEnv, rc: RunCtx) -> None:
         """Stopgap for ops without a GPU lowering: numpy reference on host copies."""

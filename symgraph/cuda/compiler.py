@@ -132,8 +132,15 @@ def cached(key: str, compile_fn: Callable[[], bytes], folder: Optional[Path] = N
     return cubin
 
 
+def nvcc_candidates() -> list[str]:
+    """Where nvcc is looked for: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin."""
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")
+    return [c for c in (shutil.which("nvcc"), home and os.path.join(home, "bin", "nvcc"),
+                        "/usr/local/cuda/bin/nvcc") if c]
+
+
 def find_nvcc() -> str | None:
-    for cand in (shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+    for cand in nvcc_candidates():
         if cand and os.path.exists(cand):
             return os.path.realpath(cand)
     return None
@@ -180,7 +187,10 @@ def compile_module(source: str, arch: str, options: Sequence[str] = ()) -> bytes
         print(f"// ---- symgraph CUDA module ({arch}) ----\n{numbered(source)}", file=sys.stderr)
     nvcc = find_nvcc()
     if nvcc is None:
-        raise ExecutionError("nvcc not found on PATH or in /usr/local/cuda/bin: the CUDA backend "
-                             "compiles its kernels with it")
+        raise ExecutionError(
+            f"nvcc not found (looked on PATH, in $CUDA_HOME/bin and /usr/local/cuda/bin): the "
+            f"CUDA backend compiles its kernels with it; install the CUDA toolkit (12.x) or put "
+            f"its bin folder on PATH (pip install 'symgraph[cuda]' brings pycuda and the "
+            f"libraries, not the compiler)")
     return cached(cache_key(source, arch, nvcc, options),
                   lambda: run_nvcc(source, arch, nvcc, options))

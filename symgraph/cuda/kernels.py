@@ -194,8 +194,8 @@ def render_softmax_output_backward(stem: str, outer: int, k: int, inner: int, sc
         f"        const long long c = (i / {inner}LL) % {k}LL;\n"
         f"        const long long row = (i / {k * inner}LL) * {inner}LL + i % {inner}LL;\n"
         "        const float lab = label[row];\n"
-        "        long long idx = (long long)lab;\n"
-        f"        idx = idx < 0 ? 0 : (idx > {k - 1} ? {k - 1} : idx);\n"
+        # A label outside [0, k) matches no c: no target (MXNet 1.9.1), not a clipped one.
+        "        const long long idx = (long long)lab;\n"
         f"        const float t = (c == idx) ? {c_float(on)} : {c_float(off)};\n"
         f"        y[i] = {valid} ? (p[i] - t) * {sc} : 0.f;\n"
         "    }\n")

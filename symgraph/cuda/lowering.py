@@ -87,7 +87,7 @@ class Host:
 
 @dataclass(frozen=True)
 class Callback:
-    """Python on the step's device buffers (``Custom``): ``run(attrs, ins, outs, is_train,
+    """Python on the step's device buffers (``Custom``): ``run(attrs, ins, outs, RunCtx,
     stream)`` with GPU NDArrays; never inside a captured graph (it is host code)."""
 
     step: Step
@@ -183,7 +183,7 @@ def family(name: str) -> Callable[[LoweringFn], LoweringFn]:
 
 
 # Families that move or convert bytes, or run Python: any dtype (the others are float32 only).
-BYTE_FAMILIES = {"copy", "constant", "callback", "cast"}
+BYTE_FAMILIES = {"copy", "constant", "callback", "cast", "shape_constant"}
 
 
 def lowering_of(op: OpDef) -> tuple[str, dict]:
@@ -257,7 +257,16 @@ def _constant(ctx: StepCtx, p: dict) -> list:
 
 @family("fill")
 def _fill(ctx: StepCtx, p: dict) -> list:
-    return [Fill(ctx.outs[0], float(p["value"]), prod(ctx.out_shapes[0]))]
+    """``p['value']``: the fill value, or a function of the attrs giving it (``_full``)."""
+    value = p["value"](ctx.attrs) if callable(p["value"]) else p["value"]
+    return [Fill(ctx.outs[0], float(value), prod(ctx.out_shapes[0]))]
+
+
+@family("shape_constant")
+def _shape_constant(ctx: StepCtx, p: dict) -> list:
+    """A value known from the input shapes alone (shape_array): uploaded every run, like
+    ``constant``. ``p['value']``: a function of the input shapes giving the numpy array."""
+    return [Upload(ctx.outs[0], np.ascontiguousarray(p["value"](ctx.in_shapes)).tobytes())]
 
 
 @family("scale_by_batch")
@@ -352,5 +361,5 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
 # The family modules register themselves into FAMILIES on import.
 from . import (lowering_conv_pool, lowering_dense, lowering_fused,  # noqa: E402,F401
                lowering_index, lowering_layout, lowering_nn, lowering_norm, lowering_random,
-               lowering_views)
+               lowering_sort, lowering_views)
 

@@ -40,15 +40,12 @@ inline_epilogue("fully_connected")(_fully_connected)
 
 @family("dot")
 def _dot(ctx: StepCtx, p: dict) -> list:
-    """2-D (or 1-D) matrix product with transposes; 1-D operands are a row / a column."""
-    (sa, sb), ta, tb = ctx.in_shapes, ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
-    if len(sa) == 1:
-        sa, ta = (1, sa[0]), False
-    if len(sb) == 1:
-        sb, tb = (sb[0], 1), False
-    m, k = (sa[1], sa[0]) if ta else sa
-    n = sb[0] if tb else sb[1]
-    return [Gemm(ta, tb, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0])]
+    """dot or one of its gradients (``p['call']``): one GEMM on the matrices the N-d operands
+    stand for (``ops/dot.py``)."""
+    from ..ops.dot import gemm_operands
+    ta, tb, m, n, k, ia, ib = gemm_operands(p["call"], list(ctx.in_shapes),
+                                            ctx.attrs["transpose_a"], ctx.attrs["transpose_b"])
+    return [Gemm(ta, tb, m, n, k, ctx.ins[ia], ctx.ins[ib], ctx.outs[0])]
 
 
 @family("batch_dot")

@@ -6,7 +6,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..attrs import Attrs, Param
-from ..base import ShapeError
+from ..base import AttrError, ShapeError
 from ..expr import Expr, evaluate, inp
 from ..registry import ELEMWISE, OpDef, RunCtx, register
 
@@ -17,15 +17,90 @@ def fmt(shape: Optional[Sequence[int]]) -> str:
     return "unknown" if shape is None else str(tuple(shape))
 
 
+MAX_ELEMENTS = 1 << 48
+"""Larger arrays cannot be allocated anywhere symgraph runs; a shape past this is an error
+(it also keeps element counts far from int64 overflow)."""
+
+
+def as_dim(d: object, what: str) -> int:
+    """``d`` as a dimension: an integral, non-negative number (3.5 is refused, not truncated)."""
+    ok = isinstance(d, (int, np.integer)) or (isinstance(d, (float, np.floating))
+                                              and float(d).is_integer())
+    if isinstance(d, (bool, np.bool_)) or not ok:
+        raise ShapeError(f"{what}: dimension {d!r} is not an integer")
+    if d < 0:
+        raise ShapeError(f"{what}: dimension {int(d)} is negative")
+    return int(d)
+
+
+def as_shape(s: object, what: str) -> Shape:
+    """``s`` as a shape tuple of non-negative ints, at most ``MAX_ELEMENTS`` elements."""
+    if isinstance(s, (str, bytes)) or not isinstance(s, Sequence | np.ndarray):
+        raise ShapeError(f"{what}: {s!r} is not a shape (a tuple of integers)")
+    shape = tuple(as_dim(d, what) for d in s)
+    size = 1
+    for d in shape:
+        size *= d
+    if size > MAX_ELEMENTS:
+        raise ShapeError(f"{what}: shape {shape} has {size} elements, more than the "
+                         f"{MAX_ELEMENTS} symgraph can allocate")
+    return shape
+
+
+def norm_axis(axis: int, ndim: int, what: str = "axis") -> int:
+    """``axis`` in ``[-ndim, ndim)`` as a non-negative index. Out of range is a ShapeError (the
+    attribute conflicts with the input's rank) naming the attribute and the allowed range."""
+    if not -ndim <= axis < ndim:
+        allowed = f"allowed {-ndim}..{ndim - 1}" if ndim else "a 0-d input has no axes"
+        raise ShapeError(f"{what}={axis} out of range for {ndim}-d input ({allowed})")
+    return axis % ndim
+
+
+def norm_axes(axes: Sequence[int], ndim: int, what: str = "axis") -> tuple[int, ...]:
+    """Several axes normalised; a repeated axis is a ShapeError."""
+    try:
+        out = tuple(norm_axis(a, ndim, "axis") for a in axes)
+    except ShapeError as exc:
+        raise ShapeError(f"{what}={tuple(axes)}: {exc}") from None
+    if len(set(out)) != len(out):
+        raise ShapeError(f"{what}={tuple(axes)} names an axis twice")
+    return out
+
+
+def check_attr(ok: bool, key: str, value: object, rule: str) -> None:
+    """AttrError ``key=value: rule`` unless ``ok`` (attribute ranges no parser checks)."""
+    if not ok:
+        raise AttrError(f"{key}={value!r}: {rule}")
+
+
+def checked(rule: Callable, check: Callable[[Attrs], None]) -> Callable:
+    """Shape rule ``rule`` preceded by ``check(attrs)``, which raises on attributes out of
+    range (shape inference then names the node)."""
+    def checked_rule(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        check(attrs)
+        return rule(attrs, ins, outs)
+    return checked_rule
+
+
+def merge_dims(a: Shape, b: Shape) -> Optional[Shape]:
+    """Two shapes with 0 as an unknown dimension as one; None if they contradict."""
+    if len(a) != len(b) or any(x and y and x != y for x, y in zip(a, b)):
+        return None
+    return tuple(x or y for x, y in zip(a, b))
+
+
 def same_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    """Every input and output has one shape (bidirectional)."""
-    known = [s for s in list(ins) + list(outs) if s is not None]
-    for s in known[1:]:
-        if s != known[0]:
-            raise ShapeError(f"elementwise shapes differ: {fmt(known[0])} vs {fmt(s)}")
+    """Every input and output has one shape (bidirectional; partial shapes are merged)."""
+    known = [tuple(s) for s in list(ins) + list(outs) if s is not None]
     if not known:
         return ins, outs
-    return [known[0]] * len(ins), [known[0]] * len(outs)
+    merged = known[0]
+    for s in known[1:]:
+        both = merge_dims(merged, s)
+        if both is None:
+            raise ShapeError(f"elementwise shapes differ: {fmt(merged)} vs {fmt(s)}")
+        merged = both
+    return [merged] * len(ins), [merged] * len(outs)
 
 
 def like_input(index: int) -> Callable:
@@ -44,9 +119,25 @@ def broadcast_shapes(shapes: Sequence[Shape]) -> Shape:
 
 
 def broadcast_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    if all(s is not None for s in ins):
+    """numpy broadcasting. With partial shapes (0 = unknown) of one rank, an unknown dimension
+    facing a known one other than 1 takes its size: the same-shape reading of MXNet's
+    ``a + b``, the only one that decides anything."""
+    if any(s is None for s in ins):
+        return ins, outs
+    if not any(0 in s for s in list(ins) + [o for o in outs if o is not None]):
         return ins, [broadcast_shapes(ins)]
-    return ins, outs
+    if len({len(s) for s in ins}) != 1:
+        return ins, outs
+    out = outs[0] if outs[0] is not None and len(outs[0]) == len(ins[0]) else (0,) * len(ins[0])
+    dims = []
+    for k, d in enumerate(out):
+        sizes = {s[k] for s in ins} | {d}
+        big = sizes - {0, 1}
+        if len(big) > 1:
+            raise ShapeError(f"shapes {', '.join(fmt(s) for s in ins)} do not broadcast")
+        dims.append(big.pop() if big else (1 if 0 not in sizes else 0))
+    filled = [tuple(b or o for b, o in zip(s, dims)) for s in ins]
+    return filled, [tuple(dims)]
 
 
 def forward_shape(fn: Callable[[Attrs, list], list]) -> Callable:
@@ -75,7 +166,7 @@ def elementwise(name: str, formula: Callable[..., Expr], gradient: object,
     return register(OpDef(
         name=name, params=params or {}, inputs=inputs, infer_shape=shape_rule,
         compute=expr_compute(formula), gradient=gradient, pattern=pattern, expr=formula,
-        lowering="elementwise",
+        lowering="elementwise", partial_shapes=shape_rule in (same_shape, broadcast_shape),
         doc=doc, variadic=variadic))
 
 

@@ -16,7 +16,7 @@ from .. import random as _random
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import OPAQUE, REDUCE, OpDef, RunCtx, register
-from ._util import fmt, same_shape
+from ._util import check_attr, fmt, norm_axis, same_shape
 from .nn import softmax_np
 from .norm import check_axis, vector_shape
 
@@ -99,6 +99,16 @@ register(OpDef(
 SOFTMAX_PARAMS = {"axis": Param("int", -1), "temperature": Param("float?", None)}
 
 
+def _softmax_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """Same shape; the axis must exist and a temperature of 0 divides by zero."""
+    t = a["temperature"]
+    check_attr(t is None or t != 0, "temperature", t, "must not be 0 (it divides the input)")
+    ins, outs = same_shape(a, ins, outs)
+    if ins[0] is not None:
+        norm_axis(a["axis"], len(ins[0]))
+    return ins, outs
+
+
 def _scaled(a: Attrs, x: np.ndarray) -> np.ndarray:
     t = a["temperature"]
     return x if t is None or t == 1.0 else x / x.dtype.type(t)
@@ -127,13 +137,13 @@ def _log_softmax_grad(c) -> list:
 
 
 register(OpDef(
-    "softmax", SOFTMAX_PARAMS, ("data",), same_shape,
+    "softmax", SOFTMAX_PARAMS, ("data",), _softmax_shape,
     lambda a, xs, ctx: [softmax_np(_scaled(a, xs[0]), a["axis"])],
     lambda c: [softmax_grad(c, {"axis": c.attrs["axis"]})], REDUCE,
     lowering=('softmax', {'axis_from': 'attr'}),
     doc="exp(x/T) / sum(exp(x/T)) along axis."))
 register(OpDef(
-    "log_softmax", SOFTMAX_PARAMS, ("data",), same_shape,
+    "log_softmax", SOFTMAX_PARAMS, ("data",), _softmax_shape,
     lambda a, xs, ctx: [_log_softmax_np(_scaled(a, xs[0]), a["axis"])],
     _log_softmax_grad, REDUCE, lowering=('softmax', {'axis_from': 'attr', 'log': True}),
     doc="log(softmax(x/T)) along axis, computed stably."))

@@ -99,9 +99,34 @@ def layer_shape(weight_of: Callable, spatial_of: Callable) -> Callable:
         if data is None:
             return ins, outs
         g = check_data(a, data)
+        if 0 in data:  # partial shapes (0 = unknown): only MXNet's convolution rule reads them
+            return _partial_layer(a, ins, outs, g, weight_of)
         ins[1] = weight_of(a, data, g)
         return ins, [(data[0], nf) + spatial_of(a, data, g)]
     return rule
+
+
+def _partial_layer(a: Attrs, ins: list, outs: list, g: Geometry, weight_of: Callable
+                   ) -> tuple[list, list]:
+    """A convolution rule on data with unknown (0) dimensions: the batch and, for stride 1,
+    the spatial sizes come back from a known output; the rest stays unknown."""
+    data, out = list(ins[0]), outs[0]
+    if out is not None and len(out) == len(data):
+        data[0] = data[0] or out[0]
+        for k, (o, s, e, p) in enumerate(zip(out[2:], g.stride, dilated(g.kernel, g.dilate),
+                                              g.pad)):
+            if not data[2 + k] and o and s == 1:
+                data[2 + k] = o - 1 + e - 2 * p
+    ins[0] = tuple(data)
+    if data[1]:
+        ins[1] = weight_of(a, tuple(data), g)
+    spatial = tuple(_out_size(d, s, e, p) for d, s, e, p in
+                    zip(data[2:], g.stride, dilated(g.kernel, g.dilate), g.pad))
+    return ins, [(data[0], a["num_filter"]) + spatial]
+
+
+def _out_size(d: int, s: int, e: int, p: int) -> int:
+    return 0 if not d else (d + 2 * p - e) // s + 1
 
 
 _conv_shape = layer_shape(lambda a, d, g: (a["num_filter"], d[1] // g.groups) + g.kernel,
@@ -141,6 +166,7 @@ def layer_grad(data_op: str, weight_op: str) -> Callable:
 register(OpDef(
     "Convolution", CONV_PARAMS, layer_inputs, _conv_shape, _conv_compute,
     layer_grad("_backward_Convolution_data", "_backward_Convolution_weight"), GEMM,
+    partial_shapes=True,
     lowering=("convolution", {"call": "forward", "data": 0, "args": (0, 1), "bias": True}),
     doc="N-d convolution (cross-correlation), NC(D)(H)W data, O,C/num_group,k... weights; "
         "im2col + one GEMM per group on the CPU."))

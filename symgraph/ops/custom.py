@@ -10,7 +10,7 @@ a row of ``KINDS``:
   (``symgraph/ops/custom_aot.py``); the gradient is the user's ``bprop`` built from ``sg.sym``.
 
 Both are opaque steps (fusion stops at them). At run time both go through one function,
-``run(attrs, in_arrays, out_arrays, is_train, stream)`` on ``sg.nd.NDArray`` wrappers of the
+``run(attrs, in_arrays, out_arrays, rc, stream)`` on ``sg.nd.NDArray`` wrappers of the
 buffers, writing the outputs in place; the numpy backend reaches it through ``compute``, the CUDA
 backend through the lowering data ``("callback", {"run": run})``: wrap the step's device
 buffers as GPU NDArrays, call ``run`` with its pycuda stream, outside any captured CUDA graph
@@ -25,12 +25,13 @@ import numpy as np
 
 from .. import operator as _operator
 from ..attrs import ANY_KEY, Attrs, Param
-from ..base import AttrError, ShapeError, where
+from ..base import AttrError, DTypeError, ExecutionError, ShapeError, SymgraphError, where
 from ..context import cpu
 from ..ndarray import NDArray
 from ..registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
 from ..rtc import stream_scope
 from . import custom_aot
+from ._util import as_shape
 
 PARAMS = {
     "op_type": Param("str", "", doc="name given to sg.operator.register"),
@@ -52,14 +53,13 @@ class Kind:
     aux: Callable[[Attrs], tuple]
     infer_shape: Callable[[Attrs, list, list], tuple]
     infer_type: Callable[[Attrs, list, list], tuple]
-    run: Callable[[Attrs, list, list, bool, Any], None]
+    run: Callable[[Attrs, list, list, RunCtx, Any], None]
     gradient: Callable[[Any], list]
 
 
 # -- the Python kind (op_type) --------------------------------------------------------------------
 
-_PROP_CACHE: dict[tuple, Any] = {}
-_OP_CACHE: dict[tuple, Any] = {}
+_PROP_CACHE: dict[tuple, Any] = {}  # descriptions only; operators live in their executor
 
 
 def prop_kwargs(attrs: Attrs) -> dict[str, str]:
@@ -76,8 +76,8 @@ def get_prop(attrs: Attrs) -> Any:
     return _PROP_CACHE[key]
 
 
-def _shape_tuple(s: Any) -> tuple[int, ...]:
-    return tuple(int(d) for d in s)
+def _here(a: Attrs) -> str:
+    return f"Custom op_type {a['op_type']!r}: "
 
 
 def _py_inputs(a: Attrs) -> tuple:
@@ -91,12 +91,15 @@ def _py_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     if any(s is None for s in ins[:n]):
         return ins, outs  # MXNet's custom ops infer forward only
     res = p.infer_shape([list(s) for s in ins[:n]])
+    what = f"{_here(a)}{type(p).__name__}.infer_shape"
+    if not isinstance(res, (tuple, list)) or len(res) not in (2, 3):
+        raise ShapeError(f"{what} returned {res!r}; expected (in_shapes, out_shapes[, aux])")
     aux = list(res[2]) if len(res) > 2 else []
-    if len(res[1]) != len(outs) or len(aux) != len(ins) - n:
-        raise ShapeError(f"op_type {a['op_type']!r}: infer_shape returned {len(res[1])} output "
-                         f"and {len(aux)} aux shapes for {len(outs)} outputs, "
+    if len(res[0]) != n or len(res[1]) != len(outs) or len(aux) != len(ins) - n:
+        raise ShapeError(f"{what} returned {len(res[1])} output, {len(res[0])} input "
+                         f"and {len(aux)} aux shapes for {len(outs)} outputs, {n} inputs, "
                          f"{len(ins) - n} aux states")
-    return ([_shape_tuple(s) for s in list(res[0]) + aux], [_shape_tuple(s) for s in res[1]])
+    return ([as_shape(s, what) for s in list(res[0]) + aux], [as_shape(s, what) for s in res[1]])
 
 
 def _py_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -106,26 +109,54 @@ def _py_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
         return ins, outs
     res = p.infer_type(list(ins[:n]))
     aux = list(res[2]) if len(res) > 2 else list(ins[n:])
-    return list(res[0]) + aux, list(res[1])
+    what = f"{_here(a)}{type(p).__name__}.infer_type"
+    if len(res[0]) != n or len(res[1]) != len(outs) or len(aux) != len(ins) - n:
+        raise DTypeError(f"{what} returned {len(res[0])} input, {len(res[1])} output and "
+                         f"{len(aux)} aux dtypes for {n} inputs, {len(outs)} outputs")
+    try:
+        return [np.dtype(t) for t in list(res[0]) + aux], [np.dtype(t) for t in res[1]]
+    except TypeError:
+        raise DTypeError(f"{what} returned {res!r}, which holds a non-dtype") from None
 
 
-def get_operator(attrs: Attrs, in_data: list) -> Any:
-    """The CustomOp of a node for these input shapes/dtypes, shared by forward and backward
-    (so state the forward keeps, such as compiled kernels, is seen by the backward)."""
+def get_operator(attrs: Attrs, in_data: list, rc: RunCtx) -> Any:
+    """The CustomOp of a node for these input shapes/dtypes in one executor (``rc.state``),
+    shared by its forward and backward (so state the forward keeps is seen by the backward)
+    and freed with the executor, as in MXNet; outside an executor, a fresh one."""
     ctx = in_data[0].context if in_data else cpu()
     shapes = tuple(x.shape for x in in_data)
     dtypes = tuple(x.dtype.name for x in in_data)
-    key = (id(get_prop(attrs)), attrs, shapes, dtypes, ctx)
-    if key not in _OP_CACHE:
-        _OP_CACHE[key] = get_prop(attrs).create_operator(ctx, [list(s) for s in shapes],
-                                                         [np.dtype(t) for t in dtypes])
-    return _OP_CACHE[key]
+    store = rc.state if rc.state is not None else {}
+    key = ("Custom", attrs, shapes, dtypes, ctx)
+    if key not in store:
+        store[key] = get_prop(attrs).create_operator(ctx, [list(s) for s in shapes],
+                                                     [np.dtype(t) for t in dtypes])
+    return store[key]
 
 
-def _py_run(a: Attrs, ins: list, outs: list, is_train: bool, stream: Any) -> None:
+def _call_user(a: Attrs, method: Any, args: tuple) -> None:
+    """Call ``CustomOp.forward``/``backward``; errors of what it writes name the op."""
+    what = f"{_here(a)}{type(method.__self__).__name__}.{method.__name__}"
+    try:
+        result = method(*args)
+    except SymgraphError as exc:
+        raise type(exc)(f"{what}: {exc}") from None
+    if result is not None:
+        raise ExecutionError(f"{what} returned {type(result).__name__} {_short(result)}; it must "
+                             f"write its outputs with self.assign(dst, req, value) and return "
+                             f"None")
+
+
+def _short(value: Any) -> str:
+    """A one-line, bounded repr for messages."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _py_run(a: Attrs, ins: list, outs: list, rc: RunCtx, stream: Any) -> None:
     n = len(get_prop(a).list_arguments())
-    op = get_operator(a, ins[:n])
-    op.forward(is_train, ["write"] * len(outs), ins[:n], outs, ins[n:])
+    op = get_operator(a, ins[:n], rc)
+    _call_user(a, op.forward, (rc.is_train, ["write"] * len(outs), ins[:n], outs, ins[n:]))
 
 
 def backward_slots(a: Attrs) -> list[tuple[str, int]]:
@@ -173,7 +204,7 @@ def _run_on_numpy(run: Callable, out_shapes: Callable[[list], list]) -> Callable
     def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
         ins = [NDArray(np.ascontiguousarray(x)) for x in xs]
         outs = [NDArray(np.zeros(s, t)) for s, t in out_shapes(a, ins)]
-        run(a, ins, outs, ctx.is_train, None)
+        run(a, ins, outs, ctx, None)
         return [o._data for o in outs]
     return compute
 
@@ -185,11 +216,11 @@ def _forward_out_shapes(a: Attrs, ins: list) -> list:
     return list(zip(shapes, dtypes))
 
 
-def run_forward(a: Attrs, ins: list, outs: list, is_train: bool, stream: Any) -> None:
+def run_forward(a: Attrs, ins: list, outs: list, rc: RunCtx, stream: Any) -> None:
     """Run a ``Custom`` node on NDArrays (the device-backend entry point); ``stream`` is the
     executor's pycuda Stream (None on the CPU), which rtc kernels and aot functions use."""
     with stream_scope(stream):
-        _kind(a).run(a, ins, outs, is_train, stream)
+        _kind(a).run(a, ins, outs, rc, stream)
 
 
 def _gradient(c: Any) -> list:
@@ -258,13 +289,13 @@ def _bwd_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return ins, _bwd_groups(a, ins)["in_data"]
 
 
-def run_backward(a: Attrs, ins: list, outs: list, is_train: bool, stream: Any) -> None:
+def run_backward(a: Attrs, ins: list, outs: list, rc: RunCtx, stream: Any) -> None:
     """Run ``CustomOp.backward`` of a node on NDArrays; ``outs`` are the (zeroed) input grads."""
     g = _bwd_groups(a, ins)
-    op = get_operator(a, g["in_data"])
+    op = get_operator(a, g["in_data"], rc)
     with stream_scope(stream):
-        op.backward(["write"] * len(outs), g["out_grad"], g["in_data"], g["out_data"], outs,
-                    g["aux"])
+        _call_user(a, op.backward, (["write"] * len(outs), g["out_grad"], g["in_data"],
+                                    g["out_data"], outs, g["aux"]))
 
 
 register(OpDef(

@@ -10,43 +10,19 @@ shapes/dtypes; ``bprop(*inputs, out, dout)`` returns input gradients built from 
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any, Callable
 
 import numpy as np
 
 from ..attrs import Attrs
-from ..base import AttrError, ExecutionError, GraphError, ShapeError, where
-
-_LIBS: dict[str, ctypes.CDLL] = {}
-_ARGTYPES = [ctypes.c_int, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int),
-             ctypes.POINTER(ctypes.POINTER(ctypes.c_int64)), ctypes.POINTER(ctypes.c_char_p),
-             ctypes.c_void_p, ctypes.c_void_p]
-
-
-def split_func(func: str) -> tuple[str, str]:
-    """``"./lib.so:Name"`` -> (absolute library path, function name)."""
-    path, sep, fname = func.rpartition(":")
-    if not sep or not path or not fname:
-        raise AttrError(f"Custom: func={func!r} must be 'path/to/library.so:FunctionName'")
-    return os.path.abspath(path), fname
+from ..base import AttrError, DTypeError, ExecutionError, GraphError, ShapeError, where
+from . import native
+from ._util import as_shape
 
 
 def load_function(func: str, error: type = ExecutionError) -> Callable[..., int]:
-    """The C function of ``func``; ``error`` naming library and function if it cannot be had."""
-    path, fname = split_func(func)
-    try:
-        lib = _LIBS.get(path) or ctypes.CDLL(path)
-    except OSError as exc:
-        raise error(f"Custom: cannot load library {path} (for function {fname}): {exc}") from None
-    _LIBS[path] = lib
-    try:
-        fn = getattr(lib, fname)  # a C symbol lookup, not a Python name table
-    except AttributeError:
-        raise error(f"Custom: library {path} has no exported function {fname!r} "
-                    f"(declare it extern \"C\")") from None
-    fn.restype, fn.argtypes = ctypes.c_int, _ARGTYPES
-    return fn
+    """The C function of ``func`` if code allowed it (see ``ops/native.py``), else ``error``."""
+    return native.lookup(func, error).fn
 
 
 def _norm_shape(v: Any) -> Any:
@@ -76,7 +52,7 @@ def prepare_attrs(attrs: dict, num_args: int, here: str) -> dict:
         raise AttrError(f"{here}func_type='aot' needs out_shape and out_dtype")
     if attrs.get("bprop") is not None and not callable(attrs["bprop"]):
         raise AttrError(f"{here}bprop must be callable, got {attrs['bprop']!r}")
-    load_function(attrs["func"], AttrError)
+    attrs["func"] = native.allow_from_code(attrs["func"])  # a call in code allows it
     attrs["num_args"] = num_args
     attrs["out_shape"] = _norm_shape(attrs["out_shape"])
     attrs["out_dtype"] = _norm_dtype(attrs["out_dtype"], here)
@@ -100,18 +76,36 @@ def _shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
             return ins, outs
         spec = _norm_shape(spec(*[list(s) for s in ins]))
     shapes = list(spec) if _multi(spec) else [spec]
-    result = []
-    for s in shapes:
-        s = tuple(int(d) for d in s)
-        if any(d < 0 for d in s):
-            raise ShapeError(f"out_shape {s} has a negative dimension")
-        result.append(s)
+    result = [as_shape(s, "out_shape") for s in shapes]
     if len(result) != len(outs):
         raise ShapeError(f"out_shape gives {len(result)} shapes for {len(outs)} outputs")
+    _check_writes(a, ins, result)
     return ins, result
 
 
+def _check_writes(a: Attrs, ins: list, result: list) -> None:
+    """The graph's out_shape must be what the function is declared to write."""
+    fn = native.lookup(a["func"], AttrError)
+    if fn.decl.writes is None or any(s is None for s in ins):
+        return
+    declared = _norm_shape(fn.decl.writes(*[tuple(s) for s in ins]))
+    declared = [as_shape(s, "declared shape") for s in
+                (list(declared) if _multi(declared) else [declared])]
+    if declared != result:
+        shown = result[0] if len(result) == 1 else tuple(result)
+        raise ShapeError(f"out_shape {shown} differs from what {fn.name} in {fn.path} is "
+                         f"declared to write, {declared[0] if len(declared) == 1 else declared},"
+                         f" for inputs {', '.join(str(tuple(s)) for s in ins)}")
+
+
 def _type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    fn = native.lookup(a["func"], AttrError)
+    accepted = fn.decl.dtypes
+    for i, t in enumerate(ins):
+        if accepted is not None and t is not None and np.dtype(t).name not in accepted:
+            raise DTypeError(f"input x{i} has dtype {np.dtype(t).name}, but {fn.name} in "
+                             f"{fn.path} is declared to read only {list(accepted)} "
+                             f"(cast the input with sg.sym.Cast)")
     spec = a["out_dtype"]
     if callable(spec):
         if any(t is None for t in ins):
@@ -141,32 +135,60 @@ def call_abi(fn: Callable[..., int], arrays: list, stream: Any) -> int:
     return int(fn(n, params, ndims, shapes, dtypes, handle, None))
 
 
-def _run(a: Attrs, ins: list, outs: list, is_train: bool, stream: Any) -> None:
-    fn = load_function(a["func"])
-    rc = call_abi(fn, list(ins) + list(outs), stream)
-    if rc != 0:
-        path, fname = split_func(a["func"])
-        raise ExecutionError(f"Custom: aot function {fname} in {path} returned {rc} "
+def _run(a: Attrs, ins: list, outs: list, rc: Any, stream: Any) -> None:
+    fn = native.lookup(a["func"], ExecutionError)
+    arrays = list(ins) + list(outs)
+    if arrays:
+        native.check_device(fn, arrays[0].context.device_type)
+    code = call_abi(fn.fn, arrays, stream)
+    if code != 0:
+        raise ExecutionError(f"Custom: aot function {fn.name} in {fn.path} returned {code} "
                              f"(non-zero means failure); outputs not written")
 
 
 def _gradient(c: Any) -> list:
+    here = where(c.node.name, "Custom")
     bprop = c.attrs["bprop"]
     if bprop is None:
-        raise GraphError(f"{where(c.node.name, 'Custom')}aot function {c.attrs['func']!r} has "
+        raise GraphError(f"{here}aot function {c.attrs['func']!r} has "
                          f"no bprop; give bprop=... or bind with grad_req='null'")
     out = c.outputs[0] if len(c.outputs) == 1 else tuple(c.outputs)
     dout = c.ograds[0] if len(c.ograds) == 1 else tuple(c.ograds)
     grads = bprop(*c.inputs, out, dout)
     grads = list(grads) if isinstance(grads, (tuple, list)) else [grads]
     if len(grads) > len(c.inputs):
-        raise GraphError(f"{where(c.node.name, 'Custom')}bprop returned {len(grads)} gradients "
+        raise GraphError(f"{here}bprop returned {len(grads)} gradients "
                          f"for {len(c.inputs)} inputs")
     # Like MindSpore, a shorter tuple leaves the remaining inputs without gradient.
-    return grads + [None] * (len(c.inputs) - len(grads))
+    grads = grads + [None] * (len(c.inputs) - len(grads))
+    return [_checked_grad(here, i, g, x, c.sym) for i, (g, x) in enumerate(zip(grads, c.inputs))]
+
+
+def _checked_grad(here: str, i: int, g: Any, x: Any, sym: Any) -> Any:
+    """A bprop result must be a one-output Symbol (or None) of its input's shape; a dtype other
+    than the input's is cast to it (a float32 kernel in a float64 graph)."""
+    if g is None:
+        return None
+    if not isinstance(g, sym.Symbol) or len(g) != 1:
+        shown = " ".join(repr(g).split())[:60]
+        raise GraphError(f"{here}bprop returned {type(g).__name__} {shown} as the gradient "
+                         f"of x{i}; return a one-output sg.sym Symbol (or None)")
+    from ..passes._shapes import ShapeCache
+    cache = ShapeCache()  # knows what the executor declared; None when unknown
+    (ge,), (xe,) = g.outputs_, x.outputs_
+    gs, xs = cache.shape(ge), cache.shape(xe)
+    if gs is not None and xs is not None and gs != xs:
+        raise ShapeError(f"{here}bprop's gradient of x{i} has shape {gs}, the input has {xs}")
+    gt, xt = cache.dtype(ge), cache.dtype(xe)
+    if gt is not None and xt is not None and gt != xt:
+        return sym.Cast(g, dtype=xt.name)
+    return g
 
 
 def inputs(a: Attrs) -> tuple:
+    # Every path that makes an aot node (an sg.sym call, JSON or checkpoint loading) asks for
+    # its inputs first: the allow list is enforced here, before anything can run.
+    native.lookup(a["func"], AttrError)
     return tuple(f"x{i}" for i in range(a["num_args"]))
 
 

@@ -11,7 +11,7 @@ from typing import Callable
 from .. import expr as E
 from ..attrs import Param
 from ..registry import BROADCAST, NOT_DIFFERENTIABLE, alias
-from ._util import SCALAR, broadcast_shape, elementwise
+from ._util import SCALAR, broadcast_shape, check_attr, checked, elementwise, same_shape
 
 # name: (formula of x, gradient of (c, x, y, dy))
 UNARY: dict[str, tuple[Callable, Callable]] = {
@@ -54,6 +54,9 @@ elementwise(
     "clip", lambda a, x: E.call("min", E.call("max", x, a["a_min"]), a["a_max"]),
     lambda c: [c.ograds[0] * (c.inputs[0] >= c.attrs["a_min"]) * (c.inputs[0] <= c.attrs["a_max"])],
     params={"a_min": Param("float"), "a_max": Param("float")},
+    # a_min > a_max has no meaning (numpy and MXNet disagree on the result): refused.
+    shape_rule=checked(same_shape, lambda a: check_attr(
+        not a["a_min"] > a["a_max"], "a_min", a["a_min"], f"exceeds a_max={a['a_max']}")),
     doc="Clip values into [a_min, a_max].")
 
 # name: (formula of a, b; gradient of (c, a, b, y, dy) -> [da, db])

@@ -10,7 +10,7 @@ from .. import expr as E
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import (GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef, RunCtx, register)
-from ._util import elementwise, fmt, forward_shape, same_shape
+from ._util import check_attr, checked, elementwise, fmt, forward_shape, same_shape
 from .tensor import (REDUCE_PARAMS, _reduce_compute, _unreduce, product_grad, reduce_axes,
                      reduced_shape)
 
@@ -38,6 +38,7 @@ register(OpDef(
     doc="Product over axis (None: all); gradient y/x, so defined for nonzero x."))
 
 NORM_PARAMS = {"ord": Param("int", 2, (1, 2)), "axis": Param("axis", None),
+               "out_dtype": Param("dtype?", None, doc="output dtype (default: the input's)"),
                "keepdims": Param("bool", False)}
 
 
@@ -49,26 +50,39 @@ def _norm_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x = xs[0]
     axes = reduce_axes(_as_reduce(a), x.ndim)
     k = a["keepdims"]
-    out = np.abs(x).sum(axis=axes, keepdims=k) if a["ord"] == 1 else \
-        np.sqrt(np.square(x).sum(axis=axes, keepdims=k))
-    return [np.asarray(out, dtype=x.dtype)]
+    acc = x.astype(np.promote_types(x.dtype, np.float32)) if x.dtype.kind == "f" else x
+    out = np.abs(acc).sum(axis=axes, keepdims=k) if a["ord"] == 1 else \
+        np.sqrt(np.square(acc).sum(axis=axes, keepdims=k))
+    return [np.asarray(out, dtype=a["out_dtype"] or x.dtype)]
+
+
+def _norm_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    if a["out_dtype"] is None:
+        known = ins[0] if ins[0] is not None else outs[0]
+        return [known], [known]
+    return ins, [np.dtype(a["out_dtype"])]
 
 
 def _norm_grad(c) -> list:
     S, a = c.sym, c.attrs
-    x = c.inputs[0]
+    x, dy, y = c.inputs[0], c.ograds[0], c.outputs[0]
+    if a["out_dtype"] is not None:  # work in out_dtype, convert the result back to x's
+        xc = S.Cast(x, dtype=a["out_dtype"])
+        return [S._backward_Cast(_norm_input_grad(S, a, xc, dy, y), x)]
+    return [_norm_input_grad(S, a, x, dy, y)]
 
-    def back(g: Any) -> Any:
-        return S._reduce_backward(g, x, axis=a["axis"], keepdims=a["keepdims"])
-    if a["ord"] == 1:
-        return [S.sign(x) * back(c.ograds[0])]
-    return [x * back(c.ograds[0] / c.outputs[0])]
+
+def _norm_input_grad(S: Any, a: Attrs, x: Any, dy: Any, y: Any) -> Any:
+    back = S._reduce_backward(dy if a["ord"] == 1 else dy / y, x, axis=a["axis"],
+                              keepdims=a["keepdims"])
+    return S.sign(x) * back if a["ord"] == 1 else x * back
 
 
 register(OpDef(
     "norm", NORM_PARAMS, ("data",),
     forward_shape(lambda a, s: [reduced_shape(_as_reduce(a), s[0])]), _norm_compute,
-    _norm_grad, REDUCE, doc="L1 or L2 norm over axis (None: all).",
+    _norm_grad, REDUCE, infer_type=_norm_type,
+    doc="L1 or L2 norm over axis (None: all), optionally as out_dtype.",
     lowering=("reduce", {"kind": lambda a: f"norm{a['ord']}", "as_reduce": _as_reduce})))
 
 ARG_PARAMS = {"axis": Param("int?", None), "keepdims": Param("bool", False)}
@@ -113,7 +127,9 @@ def _one_hot(a: Attrs, xs: list, ctx: RunCtx) -> list:
 register(OpDef(
     "one_hot", {"depth": Param("int"), "on_value": Param("float", 1.0),
                 "off_value": Param("float", 0.0), "dtype": Param("dtype", "float32")},
-    ("indices",), forward_shape(lambda a, s: [tuple(s[0]) + (a["depth"],)]), _one_hot,
+    ("indices",), checked(forward_shape(lambda a, s: [tuple(s[0]) + (a["depth"],)]),
+                          lambda a: check_attr(a["depth"] >= 0, "depth", a["depth"],
+                                               "must be >= 0")), _one_hot,
     NOT_DIFFERENTIABLE, INJECTIVE, lowering='one_hot', infer_type=_dtype_attr,
     doc="indices.shape + (depth,): on_value at each index, off_value elsewhere (also for "
         "out-of-range indices)."))
@@ -169,6 +185,8 @@ register(OpDef(
 
 
 def _embedding_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    for key in ("input_dim", "output_dim"):
+        check_attr(a[key] >= 1, key, a[key], "must be >= 1 (rows and columns of weight)")
     ins = [ins[0], (a["input_dim"], a["output_dim"])]
     if ins[0] is None:
         return ins, outs

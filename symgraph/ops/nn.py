@@ -8,7 +8,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import GEMM, NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, alias, register
-from ._util import fmt
+from ._util import check_attr, fmt
 
 # -- FullyConnected -----------------------------------------------------------------------------
 
@@ -23,17 +23,20 @@ def _fc_inputs(a: Attrs) -> tuple[str, ...]:
 def _fc_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     if a["num_hidden"] <= 0:
         raise ShapeError(f"num_hidden must be positive, got {a['num_hidden']}")
-    data = ins[0]
+    data, out = ins[0], outs[0]
     nh = a["num_hidden"]
     ins = list(ins)
     if len(ins) == 3:
         ins[2] = (nh,)
     if data is None:
         return ins, outs
-    if len(data) < 1 or (a["flatten"] and len(data) < 2):
-        raise ShapeError(f"data must have a batch axis and features, got {fmt(data)}")
-    in_features = prod(data[1:]) if a["flatten"] else data[-1]
-    ins[1] = (nh, in_features)
+    if len(data) < 1:  # 1-D data with flatten is (batch, 1), as in MXNet
+        raise ShapeError(f"data must have a batch axis, got {fmt(data)}")
+    if out is not None and out[0] and not data[0]:  # partial shapes: the batch from the output
+        data = ins[0] = (out[0],) + tuple(data[1:])
+    features = data[1:] if a["flatten"] else data[-1:]
+    if 0 not in features:
+        ins[1] = (nh, prod(features))
     out = (data[0], nh) if a["flatten"] else tuple(data[:-1]) + (nh,)
     return ins, [out]
 
@@ -66,7 +69,7 @@ def _fc_grad(c) -> list:
 
 register(OpDef(
     "FullyConnected", FC_PARAMS, _fc_inputs, _fc_shape, _fc_compute, _fc_grad, GEMM,
-    lowering="fully_connected",
+    lowering="fully_connected", partial_shapes=True,
     doc="y = x W^T + b; weight (num_hidden, in_features), x flattened to 2-D if flatten."))
 
 # -- SoftmaxOutput --------------------------------------------------------------------------------
@@ -89,6 +92,8 @@ def _label_shape(a: Attrs, data: tuple) -> tuple:
 
 
 def _softmax_output_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    check_attr(0 <= a["smooth_alpha"] <= 1, "smooth_alpha", a["smooth_alpha"],
+               "must lie in [0, 1] (as MXNet requires)")
     data, label = ins
     if data is None:
         data = outs[0]
@@ -132,7 +137,8 @@ def _softmax_output_backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
         lab = label.reshape(prob.shape[:axis] + prob.shape[axis + 1:])
         idx = lab.astype(np.int64)
         valid = ~(a["use_ignore"] & (lab == a["ignore_label"]))
-        target = np.moveaxis(np.eye(k, dtype=prob.dtype)[np.clip(idx, 0, k - 1)], -1, axis)
+        # As MXNet 1.9.1: a label outside [0, k) is no class (its row's target is all zero).
+        target = np.moveaxis((idx[..., None] == np.arange(k)).astype(prob.dtype), -1, axis)
         if a["smooth_alpha"]:
             alpha = a["smooth_alpha"]
             target = target * (1 - alpha) + (1 - target) * alpha / (k - 1)

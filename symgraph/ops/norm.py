@@ -13,7 +13,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import INJECTIVE, OPAQUE, OpDef, RunCtx, register
-from ._util import fmt
+from ._util import check_attr, fmt, norm_axis
 
 # -- _axis_vector ----------------------------------------------------------------------------------
 
@@ -25,9 +25,8 @@ def vector_shape(n: int, like: tuple, axis: int) -> tuple:
 
 
 def check_axis(axis: int, ndim: int) -> int:
-    if not -ndim <= axis < ndim:
-        raise ShapeError(f"axis {axis} out of range for {ndim}-d data")
-    return axis % ndim
+    """``axis`` normalised for ``ndim`` axes (the shared ``_util.norm_axis``)."""
+    return norm_axis(axis, ndim)
 
 
 def _axis_vector_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -57,6 +56,7 @@ BN_INPUTS = ("data", "gamma", "beta", "moving_mean", "moving_var")
 
 
 def _bn_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    check_attr(a["eps"] >= 0, "eps", a["eps"], "must be >= 0 (it is added to the variance)")
     data = ins[0] if ins[0] is not None else outs[0]
     if data is None:
         return ins, outs

@@ -14,7 +14,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import OPAQUE, OpDef, RunCtx, register
-from ._util import fmt, like_input
+from ._util import check_attr, fmt, like_input
 from ._window import inner, offsets, pad_spatial
 
 Shape = tuple[int, ...]
@@ -43,6 +43,9 @@ def _geometry(a: Attrs, data: Shape) -> tuple[Shape, Shape, Shape, Shape]:
                          f"each for data {fmt(data)}")
     if min(kernel) < 1 or min(stride) < 1 or min(pad) < 0:
         raise ShapeError(f"kernel {kernel}, stride {stride}, pad {pad} out of range")
+    # A window lying wholly in the padding has no input cell (max pooling would give -inf).
+    check_attr(all(p < k for p, k in zip(pad, kernel)), "pad", pad,
+               f"must be smaller than kernel {kernel} in every axis (as MXNet requires)")
     padded = tuple(s + 2 * p for s, p in zip(data[2:], pad))
     if any(k > p for k, p in zip(kernel, padded)):
         raise ShapeError(f"kernel {kernel} is larger than the padded input {padded} "

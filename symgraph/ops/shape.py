@@ -14,7 +14,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import INJECTIVE, OpDef, RunCtx, alias, register
-from ._util import fmt, forward_shape, like_input
+from ._util import check_attr, fmt, forward_shape, like_input, norm_axes
 from .norm import check_axis
 
 Shape = tuple[int, ...]
@@ -26,16 +26,21 @@ def _reshape_back(c) -> list:
 
 def _transpose_axes(a: Attrs, ndim: int) -> tuple[int, ...]:
     axes = tuple(a["axes"]) or tuple(reversed(range(ndim)))
-    if sorted(ax % ndim for ax in axes) != list(range(ndim)) or len(axes) != ndim:
+    if len(axes) != ndim:
         raise ShapeError(f"axes {axes} is not a permutation of {ndim} axes")
-    return tuple(ax % ndim for ax in axes)
+    return norm_axes(axes, ndim, "axes")
+
+
+def _inverse(axes: tuple[int, ...]) -> tuple[int, ...]:
+    """The inverse permutation (axes may be negative; given axes name every axis)."""
+    return tuple(np.argsort([ax % len(axes) for ax in axes]).tolist())
 
 
 register(OpDef(
     "transpose", {"axes": Param("shape", ())}, ("data",),
     forward_shape(lambda a, s: [tuple(s[0][i] for i in _transpose_axes(a, len(s[0])))]),
     lambda a, xs, ctx: [np.ascontiguousarray(xs[0].transpose(_transpose_axes(a, xs[0].ndim)))],
-    lambda c: [c.sym.transpose(c.ograds[0], axes=tuple(np.argsort(c.attrs["axes"]).tolist()))],
+    lambda c: [c.sym.transpose(c.ograds[0], axes=_inverse(c.attrs["axes"]))],
     INJECTIVE, doc="Permute axes (default: reverse them).",
     # GPU: one strided copy of the input viewed with permuted strides (cuda/lowering_views.py)
     lowering=("gather_views", {
@@ -86,12 +91,41 @@ def _concat_grad(c) -> list:
     return [parts[i] for i in range(n)]
 
 
+def _concat_rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """Concat's shape rule; with partial shapes (0 = unknown) the other dimensions are shared
+    by every input and the output, and one unknown input size along dim comes from the
+    output's."""
+    known = [s for s in list(ins) + list(outs) if s is not None]
+    if not known or not any(0 in s for s in known):
+        return forward_shape(_concat_shape)(a, ins, outs)
+    n = len(known[0])
+    ax = check_axis(a["dim"], n)
+    common = [0] * n
+    for s in known:
+        if len(s) != n:
+            raise ShapeError(f"inputs of ranks {sorted({len(k) for k in known})}")
+        for k in range(n):
+            if k != ax and s[k]:
+                if common[k] and common[k] != s[k]:
+                    raise ShapeError(f"shapes {fmt(s)} and {fmt(tuple(common))} differ "
+                                     f"outside dim {ax}")
+                common[k] = s[k]
+    sizes = [s[ax] if s is not None else 0 for s in ins]
+    total = outs[0][ax] if outs[0] is not None else 0
+    if total and sizes.count(0) == 1:
+        sizes[sizes.index(0)] = total - sum(sizes)
+    if 0 not in sizes:
+        total = sum(sizes)
+    shape = lambda d: tuple(d if k == ax else common[k] for k in range(n))  # noqa: E731
+    return [shape(d) for d in sizes], [shape(total)]
+
+
 CONCAT_PARAMS = {"num_args": Param("int"), "dim": Param("int", 1)}
 register(OpDef(
     "Concat", CONCAT_PARAMS, lambda a: tuple(f"arg{i}" for i in range(a["num_args"])),
-    forward_shape(_concat_shape),
+    _concat_rule,
     lambda a, xs, ctx: [np.concatenate(xs, axis=a["dim"])], _concat_grad, INJECTIVE,
-    variadic="num_args", doc="Join arrays along dim.",
+    variadic="num_args", doc="Join arrays along dim.", partial_shapes=True,
     lowering=("scatter_views", {"views": lambda a, x, s: pieces(x, a["dim"] % x.ndim, s)})))
 alias("concat", "Concat")
 
@@ -114,6 +148,12 @@ register(OpDef(
     INJECTIVE, outputs=lambda a: tuple(f"output{i}" for i in range(a["num_args"])),
     doc="Gradient of Concat: ograd cut into pieces shaped like the inputs.",
     lowering=("gather_views", {"views": lambda a, x, s: pieces(x, a["dim"] % x.ndim, s[1:])})))
+
+
+def _slice_channel_outputs(a: Attrs) -> tuple[str, ...]:
+    # Asked for when the node is made, so num_outputs=0 fails there, not as an empty symbol.
+    check_attr(a["num_outputs"] >= 1, "num_outputs", a["num_outputs"], "must be >= 1")
+    return tuple(f"output{i}" for i in range(a["num_outputs"]))
 
 
 def _slice_channel_shape(a: Attrs, s: list) -> list:
@@ -141,6 +181,31 @@ def _channel_parts(a: Attrs, x: np.ndarray, shapes: list) -> list:
     return [q.squeeze(ax) if a["squeeze_axis"] else q for q in parts]
 
 
+def _slice_channel_rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """SliceChannel's shape rule; with partial shapes (0 = unknown) the data and the parts
+    complete each other dimension by dimension."""
+    data, n = ins[0], a["num_outputs"]
+    known_outs = [o for o in outs if o is not None]
+    if data is not None and 0 not in data:
+        return forward_shape(_slice_channel_shape)(a, ins, outs)
+    if data is None and not known_outs:
+        return ins, outs
+    rank = len(data) if data is not None else len(known_outs[0]) + a["squeeze_axis"]
+    ax = check_axis(a["axis"], rank)
+    part = [0] * rank
+    for o in known_outs:  # a part's dims, the split axis put back when squeezed
+        full = list(o[:ax]) + [1] + list(o[ax:]) if a["squeeze_axis"] else list(o)
+        part = [p or q for p, q in zip(part, full)]
+    data = list(data) if data is not None else [0] * rank
+    for k in range(rank):
+        whole = part[k] * n if k == ax else part[k]
+        data[k] = data[k] or whole
+    for k in range(rank):
+        part[k] = (data[k] // n or part[k]) if k == ax else (part[k] or data[k])
+    one = tuple(part[:ax] + part[ax + 1:]) if a["squeeze_axis"] else tuple(part)
+    return [tuple(data)], [one] * n
+
+
 def _slice_channel_grad(c) -> list:
     a = c.attrs
     gs = [c.sym.expand_dims(g, axis=a["axis"]) if a["squeeze_axis"] else g for g in c.ograds]
@@ -150,8 +215,8 @@ def _slice_channel_grad(c) -> list:
 register(OpDef(
     "SliceChannel", {"num_outputs": Param("int"), "axis": Param("int", 1),
                      "squeeze_axis": Param("bool", False)},
-    ("data",), forward_shape(_slice_channel_shape), _slice_channel, _slice_channel_grad,
-    INJECTIVE, outputs=lambda a: tuple(f"output{i}" for i in range(a["num_outputs"])),
+    ("data",), _slice_channel_rule, _slice_channel, _slice_channel_grad,
+    INJECTIVE, partial_shapes=True, outputs=_slice_channel_outputs,
     doc="Split into num_outputs equal parts along axis (multi-output).",
     lowering=("gather_views", {"views": _channel_parts})))
 alias("split", "SliceChannel")

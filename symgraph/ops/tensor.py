@@ -11,7 +11,7 @@ from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import (BROADCAST, GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef,
                         RunCtx, alias, register)
-from ._util import broadcast_shapes, fmt, forward_shape, same_shape
+from ._util import broadcast_shapes, fmt, forward_shape, norm_axis, same_shape
 
 Shape = tuple[int, ...]
 
@@ -94,19 +94,43 @@ register(OpDef(
 alias("flatten", "Flatten")
 
 
+def reshape_like_target(a: Attrs, lhs: Shape, rhs: Shape) -> Shape:
+    """lhs[:lhs_begin] + rhs[rhs_begin:rhs_end] + lhs[lhs_end:] (None: the whole shape)."""
+    def bounds(shape: Shape, begin: Optional[int], end: Optional[int]) -> tuple[int, int]:
+        n = len(shape)
+        b, e = (0 if begin is None else begin), (n if end is None else end)
+        b, e = b + n if b < 0 else b, e + n if e < 0 else e
+        if not 0 <= b <= e <= n:
+            raise ShapeError(f"reshape_like: range [{begin}, {end}) is outside {fmt(shape)}")
+        return b, e
+    lb, le = bounds(lhs, a["lhs_begin"], a["lhs_end"])
+    rb, re_ = bounds(rhs, a["rhs_begin"], a["rhs_end"])
+    out = tuple(lhs[:lb]) + tuple(rhs[rb:re_]) + tuple(lhs[le:])
+    if prod(out) != prod(lhs):
+        raise ShapeError(f"reshape_like: cannot reshape {fmt(lhs)} to {fmt(out)} (from rhs "
+                         f"{fmt(rhs)}): sizes differ")
+    return out
+
+
 def _reshape_like_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     lhs, rhs = ins
-    if lhs is not None and rhs is not None and prod(lhs) != prod(rhs):
-        raise ShapeError(f"reshape_like: {fmt(lhs)} and {fmt(rhs)} differ in size")
-    return ins, [rhs] if rhs is not None else outs
+    whole = all(a[k] is None for k in RESHAPE_LIKE_PARAMS)
+    if whole and lhs is None and rhs is not None:
+        return ins, [rhs]
+    if lhs is None or rhs is None:
+        return ins, outs
+    return ins, [reshape_like_target(a, lhs, rhs)]
 
 
+RESHAPE_LIKE_PARAMS = {k: Param("int?", None) for k in
+                       ("lhs_begin", "lhs_end", "rhs_begin", "rhs_end")}
 register(OpDef(
-    "reshape_like", {}, ("lhs", "rhs"), _reshape_like_shape,
-    lambda a, xs, ctx: [xs[0].reshape(xs[1].shape)],
+    "reshape_like", RESHAPE_LIKE_PARAMS, ("lhs", "rhs"), _reshape_like_shape,
+    lambda a, xs, ctx: [xs[0].reshape(reshape_like_target(a, xs[0].shape, xs[1].shape))],
     lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE, view=True,
     lowering="copy",
-    doc="lhs reshaped to rhs's shape."))
+    doc="lhs reshaped to rhs's shape, or only lhs[lhs_begin:lhs_end] to "
+        "rhs[rhs_begin:rhs_end]."))
 
 
 def _identity(name: str, grad: object, doc: str, params: Optional[dict] = None) -> None:
@@ -116,6 +140,12 @@ def _identity(name: str, grad: object, doc: str, params: Optional[dict] = None) 
 
 
 _identity("identity", lambda c: [c.ograds[0]], "Copy of the input.")
+register(OpDef(
+    "_identity_with_attr_like_rhs", {}, ("lhs", "rhs"),
+    lambda a, ins, outs: same_shape(a, [ins[0], ins[1]], outs),
+    lambda a, xs, ctx: [xs[0].copy()], lambda c: [c.ograds[0], None], INJECTIVE,
+    infer_type=lambda a, ins, outs: (ins, [ins[0]] if ins[0] is not None else outs),
+    lowering="copy", doc="A copy of lhs whose shape is also rhs's (a shape constraint)."))
 alias("_copy", "identity")
 _identity("BlockGrad", lambda c: [None], "Identity forward; stops gradients.")
 alias("stop_gradient", "BlockGrad")
@@ -176,10 +206,7 @@ def reduce_axes(a: Attrs, ndim: int) -> tuple[int, ...]:
     if axis is None or axis == ():
         axes = tuple(range(ndim))
     else:
-        for ax in axis:
-            if not -ndim <= ax < ndim:
-                raise ShapeError(f"axis {ax} out of range for {ndim}-d input")
-        axes = tuple(sorted({ax % ndim for ax in axis}))
+        axes = tuple(sorted({norm_axis(ax, ndim) for ax in axis}))
     if a["exclude"]:
         axes = tuple(i for i in range(ndim) if i not in axes)
     return axes
@@ -286,27 +313,6 @@ register(OpDef(
 
 # -- dot ----------------------------------------------------------------------------------------
 
-def _dot_shape(a: Attrs, s: list) -> list:
-    lhs, rhs = s
-    if len(lhs) > 2 or len(rhs) > 2:
-        raise ShapeError(f"dot: inputs must be 1-D or 2-D, got {fmt(lhs)} and {fmt(rhs)}")
-    lhs = lhs[::-1] if a["transpose_a"] else lhs
-    rhs = rhs[::-1] if a["transpose_b"] else rhs
-    if lhs[-1] != rhs[0]:
-        raise ShapeError(f"dot: inner dimensions differ: {fmt(tuple(lhs))} . {fmt(tuple(rhs))}")
-    return [tuple(lhs[:-1]) + tuple(rhs[1:])]
-
-
-def _dot_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
-    lhs = xs[0].T if a["transpose_a"] else xs[0]
-    rhs = xs[1].T if a["transpose_b"] else xs[1]
-    return [np.dot(lhs, rhs)]
-
-
-def _dot_grad(c) -> list:
-    return product_grad(c, c.sym.dot)
-
-
 def product_grad(c, dot) -> list:
     """Gradients of a (batched) matrix product ``dot`` with transpose_a/transpose_b attrs."""
     ta, tb = c.attrs["transpose_a"], c.attrs["transpose_b"]
@@ -319,7 +325,4 @@ def product_grad(c, dot) -> list:
     return [da, db]
 
 
-register(OpDef(
-    "dot", {"transpose_a": Param("bool", False), "transpose_b": Param("bool", False)},
-    ("lhs", "rhs"), forward_shape(_dot_shape), _dot_compute, _dot_grad, GEMM, lowering="dot",
-    doc="Matrix product of 2-D arrays, with optional transposes."))
+# dot itself (N-D, MXNet's semantics) is in ops/dot.py.

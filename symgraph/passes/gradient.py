@@ -15,7 +15,8 @@ from typing import Any, Optional, Sequence
 from .. import name as _name
 from ..attrs import Attrs
 from ..graph import Entry, Graph, Node
-from ..registry import BROADCAST, NOT_DIFFERENTIABLE, get_op
+from ..base import GraphError, where
+from ..registry import BROADCAST, NO_GRADIENT, NOT_DIFFERENTIABLE, get_op
 
 
 @dataclass
@@ -62,6 +63,9 @@ def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[An
         entries = node.entries()
         if opdef.gradient == NOT_DIFFERENTIABLE or not any(e in ograds for e in entries):
             continue
+        if opdef.gradient == NO_GRADIENT:
+            raise GraphError(f"{where(node.name, node.op)}has no gradient, but a gradient "
+                             f"must flow through it to {sorted(v.name for v in wrt)}")
         with _name.Prefix(f"{node.name}_backward_"):
             outs = [S.Symbol((e,)) for e in entries]
             dys = [_total(S, ograds[e]) if e in ograds else S.zeros_like(o)

@@ -10,20 +10,36 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Sequence
 
 from ..attrs import _parse_shape
-from ..base import ShapeError, where
+from ..base import AttrError, ShapeError, where
 from ..graph import Entry, Graph, Node
+from ..ops._util import as_shape
 from ..registry import get_op
 
 Shape = tuple[int, ...]
 
 
 def declared_shape(node: Node) -> Optional[Shape]:
-    """The ``shape=`` a variable was declared with, if any (0 means unknown, as MXNet)."""
+    """The ``shape=`` a variable was declared with, if fully known (0 means unknown, as MXNet)."""
+    shape = declared_partial(node)
+    return None if shape is None or 0 in shape else shape
+
+
+def declared_partial(node: Node) -> Optional[Shape]:
+    """The declared ``shape=``, unknown dimensions (0) included."""
     text = node.extra.get("__shape__")
-    if text is None:
+    return None if text is None else _parse_shape(text)
+
+
+def merge_dims(old: Shape, new: Shape) -> Optional[Shape]:
+    """``old`` and ``new`` (0 = unknown dimension) as one shape; None if they contradict."""
+    if len(old) != len(new):
         return None
-    shape = _parse_shape(text)
-    return None if 0 in shape else shape
+    out = []
+    for o, n in zip(old, new):
+        if o and n and o != n:
+            return None
+        out.append(o or n)
+    return tuple(out)
 
 
 def _describe(names: Sequence[str], shapes: Sequence[Optional[Shape]], skip: int) -> str:
@@ -32,63 +48,114 @@ def _describe(names: Sequence[str], shapes: Sequence[Optional[Shape]], skip: int
     return " from " + ", ".join(known) if known else ""
 
 
+class _Known:
+    """Shapes found so far: fully known ones, and partial ones (0 = unknown dimension) that
+    only rules declaring ``OpDef.partial_shapes`` read."""
+
+    def __init__(self, full: Optional[dict] = None, exact: bool = False) -> None:
+        self.full: dict[Entry, Shape] = {} if full is None else full
+        self.partial: dict[Entry, Shape] = {}
+        self.exact = exact  # shapes of actual arrays: a 0 is an empty axis, not an unknown one
+
+    def get(self, e: Entry, partial: bool) -> Optional[Shape]:
+        got = self.full.get(e)
+        return got if got is not None or not partial else self.partial.get(e)
+
+    def put(self, e: Entry, new: Shape) -> Optional[Shape]:
+        """Record ``new``; returns the conflicting known shape, or None. Sets ``changed``."""
+        old = self.full.get(e)
+        if old is not None:
+            same = old == new if self.exact else merge_dims(old, new) == old
+            return None if same else old
+        if self.exact:
+            self.full[e] = new
+            self.changed = True
+            return None
+        old = self.partial.get(e)
+        merged = new if old is None else merge_dims(old, new)
+        if merged is None:
+            return old
+        if 0 not in merged:
+            self.full[e] = merged
+            self.partial.pop(e, None)
+            self.changed = True
+        elif merged != old:
+            self.partial[e] = merged
+            self.changed = True
+        return None
+
+    changed = False
+
+
 def _apply_rule(node: Node, shapes: dict[Entry, Shape]) -> bool:
+    """Run ``node``'s rule on exactly known ``shapes`` (updated in place); True if it found
+    any new shape (the imperative front end infers one call at a time with it)."""
+    known = _Known(shapes, exact=True)
+    _apply(node, known)
+    return known.changed
+
+
+def _apply(node: Node, known: _Known) -> None:
     opdef = get_op(node.op)
-    ins = [shapes.get(e) for e in node.inputs]
-    outs = [shapes.get(e) for e in node.entries()]
+    partial = opdef.partial_shapes
+    ins = [known.get(e, partial) for e in node.inputs]
+    outs = [known.get(e, partial) for e in node.entries()]
     try:
         new_ins, new_outs = opdef.infer_shape(node.attrs, list(ins), list(outs))
-    except ShapeError as exc:
+    except (ShapeError, AttrError) as exc:  # attribute ranges are checked against the shapes
         given = ", ".join(f"{n} {s}" for n, s in zip(opdef.input_names(node.attrs), ins)
                           if s is not None)
-        raise ShapeError(f"{where(node.name, node.op)}{exc} (inputs: {given or 'none known'})") \
+        raise type(exc)(f"{where(node.name, node.op)}{exc} (inputs: {given or 'none known'})") \
             from None
     in_names = opdef.input_names(node.attrs)
     out_names = opdef.output_names(node.attrs)
-    changed = False
-    slots = [(e, n, old, new, i, True) for i, (e, n, old, new)
-             in enumerate(zip(node.inputs, in_names, ins, new_ins))]
-    slots += [(e, n, old, new, i, False) for i, (e, n, old, new)
-              in enumerate(zip(node.entries(), out_names, outs, new_outs))]
-    for entry, slot, old, new, i, is_input in slots:
+    slots = [(e, n, new, i, True) for i, (e, n, new)
+             in enumerate(zip(node.inputs, in_names, new_ins))]
+    slots += [(e, n, new, i, False) for i, (e, n, new)
+              in enumerate(zip(node.entries(), out_names, new_outs))]
+    for entry, slot, new, i, is_input in slots:
         if new is None:
             continue
-        new = tuple(int(d) for d in new)
-        if old is None:
-            shapes[entry] = new
-            changed = True
-        elif tuple(old) != new:
+        new = as_shape(new, f"{where(node.name, node.op)}{slot}")
+        clash = known.put(entry, new)
+        if clash is not None:
             src = _describe(in_names, ins, i if is_input else -1)
-            raise ShapeError(f"{where(node.name, node.op)}{slot} has shape {tuple(old)}, "
+            raise ShapeError(f"{where(node.name, node.op)}{slot} has shape {tuple(clash)}, "
                              f"inferred {new}{src}")
-    return changed
 
 
 def infer_shapes(graph: Graph, given: Mapping[str, Shape]) -> dict[Entry, Shape]:
-    """Shapes of every entry that can be decided from ``given`` (variable name -> shape)."""
+    """Shapes of every entry that can be decided from ``given`` (variable name -> the shape
+    of an actual array: a 0 there is an empty axis, not an unknown one)."""
+    return infer_partial_shapes(graph, given, exact=True)[0]
+
+
+def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool = False
+                         ) -> tuple[dict[Entry, Shape], dict[Entry, Shape]]:
+    """``(fully known shapes, partially known shapes)``. In declared ``shape=``, and in
+    ``given`` unless ``exact``, a 0 is an unknown dimension (MXNet's partial shapes)."""
     nodes = graph.nodes()
-    shapes: dict[Entry, Shape] = {}
+    known = _Known()
     for node in nodes:
         if not node.is_variable:
             continue
-        declared = declared_shape(node)
-        user = given.get(node.name)
-        if user is not None and declared is not None and tuple(user) != declared:
-            raise ShapeError(f"{node.name}: given shape {tuple(user)}, but the variable was "
-                             f"declared with shape {declared}")
-        shape = user if user is not None else declared
+        user = given.get(node.name)  # overrides a declared shape, as in MXNet
+        if user is not None and exact:
+            known.full[Entry(node)] = as_shape(user, f"variable {node.name}")
+            continue
+        shape = user if user is not None else declared_partial(node)
         if shape is not None:
-            shapes[Entry(node)] = tuple(int(d) for d in shape)
+            known.put(Entry(node), as_shape(shape, f"variable {node.name}"))
     ops = [n for n in nodes if not n.is_variable]
     for _ in range(len(ops) + 2):
-        changed = False
+        known.changed = False
         for node in ops:
-            changed |= _apply_rule(node, shapes)
+            _apply(node, known)
         for node in reversed(ops):
-            changed |= _apply_rule(node, shapes)
-        if not changed:
+            _apply(node, known)
+        if not known.changed:
             break
-    return shapes
+    return known.full, known.partial
 
 
 def _split_given(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Shape]:
@@ -112,7 +179,9 @@ def symbol_infer_shape(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
     from .verify import check_unique_inputs
     graph = sym.graph()
     check_unique_inputs(graph)
-    shapes = infer_shapes(graph, _split_given(sym, args, kwargs))
+    shapes, partly = infer_partial_shapes(graph, _split_given(sym, args, kwargs))
+    if partial:  # MXNet's infer_shape_partial: unknown dimensions are 0
+        shapes = {**partly, **shapes}
     by_name = {n.name: shapes.get(Entry(n)) for n in graph.variables()}
     arg_shapes = [by_name[n] for n in sym.list_arguments()]
     aux_shapes = [by_name[n] for n in sym.list_auxiliary_states()]

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ..base import DTypeError, where
+from ..base import AttrError, DTypeError, where
 from ..graph import Entry, Graph, Node
 from ..registry import get_op
 
@@ -21,7 +21,10 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> bool:
     opdef = get_op(node.op)
     ins = [types.get(e) for e in node.inputs]
     outs = [types.get(e) for e in node.entries()]
-    new_ins, new_outs = opdef.infer_type(node.attrs, list(ins), list(outs))
+    try:
+        new_ins, new_outs = opdef.infer_type(node.attrs, list(ins), list(outs))
+    except (DTypeError, AttrError) as exc:
+        raise type(exc)(f"{where(node.name, node.op)}{exc}") from None
     names = list(opdef.input_names(node.attrs)) + list(opdef.output_names(node.attrs))
     changed = False
     for entry, name, old, new in zip(list(node.inputs) + list(node.entries()), names,

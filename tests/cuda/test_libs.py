@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from symgraph.base import ExecutionError
 from symgraph.cuda import libs
 
 
@@ -60,3 +61,10 @@ def test_missing_pycuda_says_how_to_install(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_pycuda)
     with pytest.raises(libs.GPUUnavailable, match=r"pip install 'symgraph\[cuda\]'"):
         libs.require_pycuda()
+
+
+def test_missing_nvcc_says_where_and_how(monkeypatch):
+    from symgraph.cuda import compiler
+    monkeypatch.setattr(compiler, "nvcc_candidates", lambda: [])
+    with pytest.raises(ExecutionError, match=r"nvcc not found.*CUDA_HOME.*install the CUDA"):
+        compiler.compile_module("__global__ void k() {}", "sm_90")

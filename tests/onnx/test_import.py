@@ -150,3 +150,47 @@ def test_torch_export(tmp_path):
     torch.onnx.export(net, (x,), str(path), input_names=["data"], output_names=["prob"],
                       opset_version=17, **legacy)
     _check(path, {"data": x.numpy()})
+
+
+def test_torch_style_names_and_constants(tmp_path):
+    """What torch.onnx.export writes even without torch here: '/block/Conv'-style node names,
+    'onnx::'-prefixed tensors, Constant nodes for shapes and scalars, default-valued attrs."""
+    rng = np.random.default_rng(4)
+    inits = [_init("onnx::Conv_5", rng.normal(0, 0.3, (3, 2, 3, 3))),
+             _init("onnx::Conv_6", rng.normal(0, 0.1, 3)),
+             _init("fc.weight", rng.normal(0, 0.3, (4, 3 * 3 * 3))),
+             _init("fc.bias", rng.normal(0, 0.1, 4))]
+    shape = helper.make_tensor("v", TensorProto.INT64, [2], [2, -1])
+    half = helper.make_tensor("h", TensorProto.FLOAT, [], [0.5])
+    nodes = [
+        helper.make_node("Conv", ["input", "onnx::Conv_5", "onnx::Conv_6"],
+                         ["/features/0/Conv_output_0"], name="/features/0/Conv",
+                         kernel_shape=[3, 3], pads=[0, 0, 0, 0], strides=[1, 1],
+                         dilations=[1, 1], group=1),
+        helper.make_node("Relu", ["/features/0/Conv_output_0"], ["/features/1/Relu_output_0"],
+                         name="/features/1/Relu"),
+        helper.make_node("MaxPool", ["/features/1/Relu_output_0"], ["/pool/MaxPool_output_0"],
+                         name="/pool/MaxPool", kernel_shape=[2, 2], strides=[2, 2],
+                         pads=[0, 0, 0, 0], dilations=[1, 1], ceil_mode=0),
+        helper.make_node("Constant", [], ["/Constant_output_0"], name="/Constant", value=shape),
+        helper.make_node("Reshape", ["/pool/MaxPool_output_0", "/Constant_output_0"],
+                         ["/Reshape_output_0"], name="/Reshape"),
+        helper.make_node("Gemm", ["/Reshape_output_0", "fc.weight", "fc.bias"], ["/fc/Gemm"],
+                         name="/fc/Gemm", alpha=1.0, beta=1.0, transB=1),
+        helper.make_node("Constant", [], ["/Constant_1_output_0"], name="/Constant_1",
+                         value=half),
+        helper.make_node("Div", ["/fc/Gemm", "/Constant_1_output_0"], ["output"], name="/Div"),
+    ]
+    graph = helper.make_graph(
+        nodes, "main_graph",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [2, 2, 8, 8])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [2, 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = tmp_path / "torchlike.onnx"
+    onnx.save(model, str(path))
+    sym, arg, _ = _check(path, {"input": rng.random((2, 2, 8, 8)).astype(np.float32)})
+    assert "/Constant_output_0" not in arg  # a shape is an attribute, not a parameter
+    assert sym.list_arguments() == ["input", "onnx::Conv_5", "onnx::Conv_6", "fc.weight",
+                                    "fc.bias"]

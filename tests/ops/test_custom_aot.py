@@ -102,12 +102,15 @@ def test_nonzero_return_raises_and_outputs_untouched(fail_lib: str) -> None:
     np.testing.assert_array_equal(exe.outputs[0].asnumpy(), np.full(4, 5.0, np.float32))
 
 
-def test_wrong_dtype_is_reported_by_the_kernel(lib: str) -> None:
+def test_wrong_dtype_is_refused_at_bind(lib: str) -> None:
+    """symgraph.models.aot_custom_add declares the dtypes CustomAdd reads (f32/f64)."""
+    from symgraph.models.aot_custom_add import allow_library
+    allow_library(lib)
     sym = _add(lib, sg.sym.var("a"), sg.sym.var("b"))
     ints = {k: sg.nd.ones(3, dtype=np.int32) for k in ("a", "b")}
-    exe = sym.bind(sg.cpu(), ints)
-    with pytest.raises(sg.ExecutionError, match="CustomAdd.*returned 3"):
-        exe.forward()
+    with pytest.raises(sg.DTypeError, match=r"add \(Custom\): input x0 has dtype int32.*"
+                                            r"declared to read only \['float32', 'float64'\]"):
+        sym.bind(sg.cpu(), ints)
 
 
 def test_missing_symbol(lib: str) -> None:

@@ -66,7 +66,7 @@ def test_failed_write_keeps_previous_file(writer: str, tmp_path: Path,
     def broken_replace(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
     monkeypatch.setattr(fileio.os, "replace", broken_replace)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(sg.DataError, match=f"cannot write {tmp_path}/.*: No space left on device"):
         write()
     assert target.read_bytes() == b"previous contents"
     assert _temps(tmp_path) == []
@@ -83,6 +83,14 @@ def test_exception_inside_writer_keeps_previous_file(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         fileio.atomic_write(target, write)
     assert target.read_bytes() == before and _temps(tmp_path) == []
+
+
+def test_missing_folder_names_the_file(tmp_path: Path) -> None:
+    target = tmp_path / "no" / "such" / "x.params"
+    with pytest.raises(sg.DataError, match=f"cannot write {target}: No such file or directory"):
+        sg.nd.save(str(target), [sg.nd.ones(2)])
+    with pytest.raises(sg.DataError, match=f"cannot write {tmp_path}: it is a folder"):
+        sg.nd.save(str(tmp_path), [sg.nd.ones(2)])
 
 
 def test_no_writer_bypasses_the_helper() -> None:
@@ -151,6 +159,10 @@ def test_next_save_removes_dead_temps_only(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert not dead.exists() and live.exists() and other.exists()
+    fifo = tmp_path / ".m.params.7.0badf1f0.tmp"  # a planted FIFO would block a plain open
+    os.mkfifo(fifo)
+    sg.nd.save(str(target), [sg.nd.ones(2)])
+    assert fifo.exists()
     assert isinstance(sg.nd.load(str(target)), list)
 
 
@@ -162,7 +174,7 @@ def _child(prefix: str, version: int, ready) -> None:  # runs in a forked proces
     real_fsync = os.fsync
 
     def slow_fsync(fd: int) -> None:  # a slow disk: the kill lands inside the save
-        time.sleep(0.2)
+        time.sleep(1.0)  # 4 fsyncs per checkpoint: seconds of margin over the kill's delay
         real_fsync(fd)
     fileio.os.fsync = slow_fsync
     ready.set()

@@ -9,6 +9,7 @@ import io
 import os
 import struct
 import tracemalloc
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Callable
@@ -185,6 +186,17 @@ def test_npz_bad_members(members: dict, match: str, tmp_path: Path) -> None:
         assert str(f) in str(exc) and match in str(exc)
     else:
         raise AssertionError("loaded")
+
+
+def test_npz_repeated_member(tmp_path: Path) -> None:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about the duplicate we want
+        for value in (0, 1):
+            z.writestr("arg:w.npy", _npy_header((1,)) + struct.pack("<f", value))
+    f = tmp_path / "dup.params"
+    f.write_bytes(buf.getvalue())
+    _expect_data_error(f, "repeated member names")
 
 
 def test_npz_damaged_zip(tmp_path: Path) -> None:

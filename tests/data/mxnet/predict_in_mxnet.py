@@ -1,6 +1,8 @@
 """Run symgraph checkpoints in MXNet 1.9.1 (child process of tests/test_mxnet_interop.py).
 
     <mxnet python> predict_in_mxnet.py PREFIX [PREFIX ...]
+    <mxnet python> predict_in_mxnet.py --resave IN OUT [IN OUT ...]
+                                            (mx.nd.save(OUT, mx.nd.load(IN)) for each pair)
 
 For each prefix, ``mx.model.load_checkpoint(PREFIX, 1)``; every argument the file does not hold
 (labels) is bound to zeros of the inferred shape; one inference forward; the outputs are saved
@@ -37,4 +39,8 @@ def main(prefixes: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1] == "--resave":
+        for src, dst in zip(sys.argv[2::2], sys.argv[3::2]):
+            mx.nd.save(dst, mx.nd.load(src))
+    else:
+        main(sys.argv[1:])

@@ -1,0 +1,109 @@
+"""MXNet's fluent Symbol methods (``x.reshape(...)``, ``x.sum(axis=1)``) and the Python-level
+``sg.sym`` functions that choose an op from their operands' kinds (``maximum``, ``pow``...).
+
+A fluent method is the ``sg.sym`` function of the same name with ``self`` as its first input;
+the methods are generated from the registry's functions, so one exists exactly where the op
+does. ``install`` runs once, when ``symbol.py`` is imported.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional, Sequence, Union
+
+import numpy as np
+
+from .base import GraphError
+
+# MXNet 1.9.1's fluent methods: method name -> sg.sym function (the same name unless given).
+FLUENT: dict[str, str] = {name: name for name in (
+    "reshape reshape_like zeros_like ones_like broadcast_axes repeat pad swapaxes split slice "
+    "slice_axis slice_like take one_hot pick sort topk argsort argmax argmax_channel argmin "
+    "clip abs sign flatten shape_array size_array expand_dims broadcast_to broadcast_like tile "
+    "transpose flip depth_to_space space_to_depth diag sum nansum prod nanprod mean max min "
+    "norm round rint fix floor ceil trunc sin cos tan arcsin arccos arctan degrees radians "
+    "sinh cosh tanh arcsinh arccosh arctanh exp expm1 log log10 log2 log1p sqrt rsqrt cbrt "
+    "rcbrt square reciprocal relu sigmoid softmax log_softmax softmin squeeze").split()}
+FLUENT["astype"] = "Cast"
+
+
+def _method(fn: Callable, name: str) -> Callable:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return fn(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"Fluent form of ``sg.sym.{fn.__name__}(self, ...)``."
+    return method
+
+
+def install(symbol_cls: type, namespace: dict) -> None:
+    """Add a method to ``symbol_cls`` for every fluent name whose function ``namespace`` has."""
+    for method_name, fn_name in FLUENT.items():
+        fn = namespace.get(fn_name)
+        if fn is not None and not hasattr(symbol_cls, method_name):
+            setattr(symbol_cls, method_name, _method(fn, method_name))
+
+
+# -- functions that pick an op from their operands ---------------------------------------------
+
+Operand = Union[Any, int, float]
+
+
+def _is_number(x: Any) -> bool:
+    return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
+
+
+def dispatch(name: str, array_op: str, scalar_op: str, rscalar_op: Optional[str],
+             number_fn: Callable[[Any, Any], Any]) -> Callable:
+    """A function ``f(lhs, rhs)`` as MXNet's ``sym.maximum``: two symbols -> ``array_op``,
+    symbol and number -> ``scalar_op``, number and symbol -> ``rscalar_op`` (or ``scalar_op``
+    with the operands swapped when None: the op is symmetric), two numbers -> ``number_fn``."""
+    from . import symbol as S
+
+    def fn(lhs: Operand, rhs: Operand) -> Any:
+        lsym, rsym = isinstance(lhs, S.Symbol), isinstance(rhs, S.Symbol)
+        if lsym and rsym:
+            return S.apply_op(array_op, [lhs, rhs], {})
+        if lsym and _is_number(rhs):
+            return S.apply_op(scalar_op, [lhs], {"scalar": float(rhs)})
+        if rsym and _is_number(lhs):
+            return S.apply_op(rscalar_op or scalar_op, [rhs], {"scalar": float(lhs)})
+        if _is_number(lhs) and _is_number(rhs):
+            return number_fn(lhs, rhs)
+        raise GraphError(f"{name}: operands must be Symbols or numbers, got "
+                         f"{type(lhs).__name__} and {type(rhs).__name__}")
+    fn.__name__ = name
+    fn.__doc__ = (f"MXNet's ``sym.{name}``: ``{array_op}`` of two symbols, ``{scalar_op}`` "
+                  f"with a number.")
+    return fn
+
+
+def make_functions() -> dict[str, Callable]:
+    """The operand-dispatching functions of ``sg.sym``."""
+    import math
+    pow_ = dispatch("pow", "_power", "_power_scalar", "_rpower_scalar", lambda a, b: a ** b)
+    return {
+        "pow": pow_, "power": pow_,
+        "maximum": dispatch("maximum", "_maximum", "_maximum_scalar", None, max),
+        "minimum": dispatch("minimum", "_minimum", "_minimum_scalar", None, min),
+        "hypot": dispatch("hypot", "_hypot", "_hypot_scalar", None, math.hypot),
+    }
+
+
+def creation(op: str, fill: Optional[float]) -> Callable:
+    """``sg.sym.zeros(shape, dtype)`` / ``ones`` / ``full(shape, val, dtype)``: a node with no
+    inputs holding a constant array."""
+    from . import symbol as S
+
+    def make(shape: Union[int, Sequence[int]], *args: Any, dtype: Any = None,
+             name: Optional[str] = None, **kwargs: Any) -> Any:
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
+        attrs: dict = {"shape": shape, "dtype": None if dtype is None else np.dtype(dtype).name}
+        if fill is None:  # full(shape, val, dtype=None)
+            value = args[0] if args else kwargs.pop("val")
+            attrs["value"] = float(value)
+        elif args:
+            attrs["dtype"] = np.dtype(args[0]).name
+        if kwargs:
+            raise GraphError(f"{op}: unknown arguments {sorted(kwargs)}")
+        return S.apply_op(op, [], attrs, name)
+    make.__name__ = {"_zeros": "zeros", "_ones": "ones", "_full": "full"}[op]
+    make.__doc__ = f"A constant array made by ``{op}`` (MXNet's ``sym.{make.__name__}``)."
+    return make

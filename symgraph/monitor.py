@@ -1,0 +1,154 @@
+"""``sg.monitor.Monitor`` (MXNet's ``mx.mon.Monitor``) and the executor's monitor callback.
+
+``Executor.set_monitor_callback(callback, monitor_all)`` makes every ``forward`` report the
+value of every op node's outputs, named ``<node>_<output>`` (``fc1_output``), and with
+``monitor_all`` its inputs first (``<node>_<input>``, preceded by the variable's own name for a
+variable input), in execution order, as MXNet's graph executor does. The name is passed as
+``bytes`` (MXNet passes a C string; its tests decode it with ``py_str``), the value as an
+NDArray.
+
+The values come from a second program compiled from the same symbol with every node output
+made a graph output, bound to the same argument arrays and to copies of the auxiliary states
+(its own training forward must not update them twice), and run with the random generator
+replayed from the state the monitored forward started from, so Dropout masks agree. The
+optimised program the executor runs is untouched: fused kernels do not materialise
+intermediate values, and a monitored run is a debugging run.
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from .graph import Entry
+from .ndarray import NDArray, array
+from .registry import get_op
+
+Callback = Callable[[bytes, NDArray], None]
+
+
+class ExecutorMonitor:
+    """What one executor reports to its monitor callback (built on first use)."""
+
+    def __init__(self, exe: Any, callback: Callback, monitor_all: bool) -> None:
+        self.exe, self.callback, self.monitor_all = exe, callback, monitor_all
+        self._probe: Optional[Any] = None
+        self._entries: list[Entry] = []
+
+    def _build(self) -> Any:
+        from .symbol import Symbol
+        sym = self.exe._symbol
+        for node in sym._nodes():
+            if not node.is_variable:
+                self._entries.extend(node.entries())
+        probe = Symbol(self._entries)
+        aux = {n: array(a.asnumpy(), a.context, a.dtype) for n, a in self.exe.aux_dict.items()}
+        return probe.bind(self.exe._ctx, dict(self.exe.arg_dict), grad_req="null",
+                          aux_states=aux or None)
+
+    def after_forward(self, is_train: bool, rng_state: dict) -> None:
+        """Report the forward that just ran (from ``rng_state``)."""
+        from . import random as _random
+        if self._probe is None:
+            self._probe = self._build()
+        for name, arr in self._probe.aux_dict.items():
+            arr[:] = self.exe.aux_dict[name]
+        saved = _random.generator().bit_generator.state
+        _random.generator().bit_generator.state = rng_state
+        try:
+            values = dict(zip(self._entries, self._probe.forward(is_train=is_train)))
+        finally:
+            _random.generator().bit_generator.state = saved
+        self._report(values)
+
+    def _report(self, values: dict[Entry, NDArray]) -> None:
+        arrays = {**self.exe.arg_dict, **self.exe.aux_dict}
+        for node in self.exe._symbol._nodes():
+            if node.is_variable:
+                continue
+            opdef = get_op(node.op)
+            if self.monitor_all:
+                for slot, e in zip(opdef.input_names(node.attrs), node.inputs):
+                    value = arrays[e.node.name] if e.node.is_variable else values[e]
+                    if e.node.is_variable:
+                        self.callback(e.node.name.encode(), value)
+                    self.callback(f"{node.name}_{slot}".encode(), value)
+            for out, e in zip(opdef.output_names(node.attrs), node.entries()):
+                self.callback(f"{node.name}_{out}".encode(), values[e])
+
+
+def _norm_stat(x: NDArray) -> NDArray:
+    """MXNet's default statistic: the L2 norm divided by sqrt(size)."""
+    v = x.asnumpy().astype(np.float64)
+    return array(np.array([np.linalg.norm(v.ravel()) / math.sqrt(max(v.size, 1))]),
+                 x.context, np.float32)
+
+
+class Monitor:
+    """Collect a statistic of every node output (and, at ``toc``, of every argument and
+    auxiliary state) whose name matches ``pattern``, every ``interval`` batches.
+
+    ``install(exe)`` before training; ``tic()`` before a batch's forward; ``toc()`` after
+    it returns ``[(step, name, text of the statistic)]``; ``toc_print()`` logs them."""
+
+    def __init__(self, interval: int, stat_func: Optional[Callable[[NDArray], Any]] = None,
+                 pattern: str = ".*", sort: bool = False, monitor_all: bool = False) -> None:
+        self.stat_func = stat_func or _norm_stat
+        self.interval = int(interval)
+        self.activated = False
+        self.queue: list[tuple[int, str, Any]] = []
+        self.step = 0
+        self.exes: list[Any] = []
+        self.re_prog = re.compile(pattern)
+        self.sort = sort
+        self.monitor_all = monitor_all
+
+    def stat_helper(self, name: Any, array_: NDArray) -> None:
+        """The executor callback: queue the statistic of a matching tensor while active."""
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        if self.activated and self.re_prog.match(name):
+            self.queue.append((self.step, name, self.stat_func(array_)))
+
+    def install(self, exe: Any) -> None:
+        """Monitor executor ``exe`` (several may be installed)."""
+        exe.set_monitor_callback(self.stat_helper, self.monitor_all)
+        self.exes.append(exe)
+
+    def tic(self) -> None:
+        """Start collecting if this batch is one of every ``interval``."""
+        if self.step % self.interval == 0:
+            self.queue = []
+            self.activated = True
+        self.step += 1
+
+    def toc(self) -> list[tuple[int, str, str]]:
+        """Stop collecting; add the arguments and auxiliary states; return the queue."""
+        if not self.activated:
+            return []
+        for exe in self.exes:
+            for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+                if self.re_prog.match(name):
+                    self.queue.append((self.step, name, self.stat_func(arr)))
+        self.activated = False
+        if self.sort:
+            self.queue.sort(key=lambda item: item[1])
+        res = [(step, name, _as_text(stat)) for step, name, stat in self.queue]
+        self.queue = []
+        return res
+
+    def toc_print(self) -> None:
+        """``toc`` and log each line as MXNet does."""
+        import logging
+        for step, name, text in self.toc():
+            logging.info("Batch: {:7d} {:30s} {:s}".format(step, name, text))
+
+
+def _as_text(stat: Any) -> str:
+    values = stat if isinstance(stat, list) else [stat]
+    out = ""
+    for v in values:
+        host = v.asnumpy() if isinstance(v, NDArray) else np.asarray(v)
+        out += (str(host.reshape(())[()]) if host.shape == (1,) else str(host)) + "\t"
+    return out
