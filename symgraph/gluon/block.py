@@ -19,10 +19,6 @@ from ..base import AttrError, BindError, GraphError
 from .parameter import DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict, load_file, load_named
 
-# Shapes of the inputs of the trace in progress (``_get_graph``): a layer that needs a static
-# size while traced with F = sg.sym (a one-hot depth) infers it from these.
-TRACE = threading.local()
-
 
 class _BlockScope:
     """The scope of a block's ``name_scope()``: hands out child prefixes."""
@@ -306,13 +302,7 @@ class HybridBlock(Block):
             inputs = [sym.var("data")]
         else:
             inputs = [sym.var(f"data{i}") for i in range(len(args))]
-        old = getattr(TRACE, "shapes", None)
-        TRACE.shapes = {i.name: tuple(a.shape) for i, a in zip(inputs, args)
-                        if hasattr(a, "shape")}
-        try:
-            out = self(*inputs)
-        finally:
-            TRACE.shapes = old
+        out = self(*inputs)
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         for o in outs:
             if not _is_symbol(o):
