@@ -15,6 +15,9 @@ from collections import OrderedDict
 from typing import Any, Callable, Optional
 
 from .. import name as _name
+from .. import ndarray as _nd
+from .. import symbol as _sym
+from ..symbol import Symbol
 from ..base import AttrError, BindError, GraphError
 from .parameter import DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict, load_file, load_named
@@ -225,7 +228,6 @@ class Block:
 
 
 def _is_symbol(x: Any) -> bool:
-    from ..symbol import Symbol
     return isinstance(x, Symbol)
 
 
@@ -274,13 +276,12 @@ class HybridBlock(Block):
         """Symbols in: trace with ``F = sg.sym``. Arrays in: run (traced if hybridized)."""
         if _is_symbol(x):
             params = {k: v.var() for k, v in self._reg_params.items()}
-            from .. import symbol as F
             with self.name_scope():
-                return self.hybrid_forward(F, x, *args, **params)
+                return self.hybrid_forward(_sym, x, *args, **params)
         if self._active:
             from .cached_op import call_cached
             return call_cached(self, (x,) + args)
-        from .. import ndarray as F
+        F = _nd
         ctx = x.context
         try:
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
