@@ -200,7 +200,7 @@ def _canonical(tr: Trace, prefix: str = "_in") -> tuple[list[Node], list[Node]]:
 
 
 def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry],
-             grads: dict[int, tuple[NDArray, str]]) -> Program:
+             grads: dict[int, tuple[NDArray, str]], train: bool) -> Program:
     """Bind an Executor over ``outputs`` (+ ``blocked``: forward values that get no gradient)."""
     from . import symbol as S
     from .executor import Executor
@@ -218,7 +218,7 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
     grad_arrays = {names[k]: g for k, (g, _) in grads.items() if names[k] in args}
     reqs = {n: (grads[k][1] if k in grads and n in args else "null")
             for k, n in enumerate(names) if n in args}
-    exe = Executor.bind(sym, ctx, args, grad_arrays or None, reqs, aux or None)
+    exe = Executor.bind(sym, ctx, args, grad_arrays or None, reqs, aux or None, (train,))
     STATS["compiles"] += 1
     return Program(exe, ctx, len(tr.leaves), len(outputs) + len(blocked))
 
@@ -270,7 +270,7 @@ def force_pending(arrays: Sequence[NDArray]) -> None:
     key = ("forward", ctx, tr.train, tr.key(), tuple(tr.ref(e) for e, _ in outs))
     prog = _CACHE.get(key)
     if prog is None:
-        prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}))
+        prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
     _run(prog, tr, (), None)
     _materialise(outs, prog.take_outputs())
     for node in tr.nodes:
@@ -367,7 +367,7 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
            tuple((k, req) for k, (_, req) in grads.items()), gpu_ids)
     prog = _CACHE.get(key)
     if prog is None:
-        prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads))
+        prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
     _run(prog, tr, [(f"_in{k}", g) for k, (g, _) in grads.items()], (hg, tr.train))
     if variables is None:
         _note_written([g for g, _ in grads.values()])
