@@ -29,6 +29,15 @@ def _np_sign(x: np.ndarray) -> np.ndarray:
     return np.sign(x)
 
 
+_ERF = np.frompyfunc(__import__("math").erf, 1, 1)
+
+
+def _np_erf(x: np.ndarray) -> np.ndarray:
+    # numpy has no erf; math.erf per element (references and small CPU runs only)
+    x = np.asarray(x)
+    return _ERF(x).astype(x.dtype if x.dtype.kind == "f" else np.float64)
+
+
 def _np_round(x: np.ndarray) -> np.ndarray:
     # C's roundf (MXNet's round): halves away from zero; numpy's round goes to even.
     return np.sign(x) * np.floor(np.abs(x) + 0.5)
@@ -75,6 +84,7 @@ PRIMS: dict[str, Prim] = {
     "log10": Prim(1, np.log10, "log10f({0})"),
     "log2": Prim(1, np.log2, "log2f({0})"),
     "cbrt": Prim(1, np.cbrt, "cbrtf({0})"),
+    "erf": Prim(1, _np_erf, "erff({0})"),
     "floor": Prim(1, np.floor, "floorf({0})"),
     "ceil": Prim(1, np.ceil, "ceilf({0})"),
     "trunc": Prim(1, np.trunc, "truncf({0})"),

@@ -40,6 +40,8 @@ UNARY_MATH: dict[str, tuple[Callable, Callable]] = {
     "cbrt": (lambda x: E.call("cbrt", x), lambda c, x, y, dy: dy / (y * y * 3.0)),
     # x^(-1/3): derivative -x^(-4/3)/3 = -y / (3x)
     "rcbrt": (lambda x: 1.0 / E.call("cbrt", x), lambda c, x, y, dy: -dy * y / (x * 3.0)),
+    "erf": (lambda x: E.call("erf", x),
+            lambda c, x, y, dy: dy * c.sym.exp(-c.sym.square(x)) * (2.0 / math.sqrt(math.pi))),
 }
 
 for _name, (_f, _g) in UNARY_MATH.items():

@@ -3,6 +3,8 @@ N-d dot and its gradient ops, sorting, gathers, layout. References are plain num
 scipy-free. Rounding follows MXNet: ``round`` halves away from zero, ``rint`` halves down."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import symgraph as sg
@@ -27,6 +29,7 @@ MATH_REF = {
     "log2": (np.log2, uniform(3, 4, low=0.2, high=5.0)),
     "cbrt": (np.cbrt, away_from((0,), 3, 4, low=-3, high=3, gap=0.3)),
     "rcbrt": (lambda v: 1 / np.cbrt(v), away_from((0,), 3, 4, low=-3, high=3, gap=0.3)),
+    "erf": (np.vectorize(math.erf), normal(3, 4)),
 }
 HALVES = lambda rng: np.array([[0.5, 1.5, 2.5, -0.5], [-1.5, -2.5, 0.2, -0.7]])  # noqa: E731
 ROUND_REF = {
