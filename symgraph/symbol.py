@@ -268,9 +268,22 @@ class Symbol:
         return Executor.bind(self, ctx, args, args_grad, grad_req, aux_states)
 
     def simple_bind(self, ctx: Any, grad_req: Any = "write", type_dict: Any = None,
-                    **shapes: Any) -> Any:
-        """Infer every shape from ``shapes`` and bind freshly allocated arrays."""
+                    stype_dict: Any = None, group2ctx: Any = None,
+                    shared_arg_names: Any = None, shared_exec: Any = None,
+                    shared_buffer: Any = None, **shapes: Any) -> Any:
+        """Infer every shape from ``shapes`` and bind freshly allocated arrays.
+
+        As MXNet's: keywords that name no input of the symbol are ignored, and so are the
+        memory-sharing hints (``shared_*``); storage types other than dense and several
+        device groups are refused."""
+        from .base import BindError
         from .executor import Executor
+        if any(v not in (None, "default") for v in (stype_dict or {}).values()):
+            raise BindError(f"simple_bind: only dense storage, got stype_dict={stype_dict}")
+        if group2ctx and len({str(c) for c in group2ctx.values()} | {str(ctx)}) > 1:
+            raise BindError(f"simple_bind: one device only, got group2ctx={group2ctx}")
+        inputs = set(self.list_inputs())
+        shapes = {k: v for k, v in shapes.items() if k in inputs}
         return Executor.simple_bind(self, ctx, grad_req, type_dict, shapes)
 
     def eval(self, ctx: Any = None, **kwargs: Any) -> list:
