@@ -30,6 +30,8 @@ MATH_REF = {
     "cbrt": (np.cbrt, away_from((0,), 3, 4, low=-3, high=3, gap=0.3)),
     "rcbrt": (lambda v: 1 / np.cbrt(v), away_from((0,), 3, 4, low=-3, high=3, gap=0.3)),
     "erf": (np.vectorize(math.erf), normal(3, 4)),
+    "gamma": (np.vectorize(math.gamma), uniform(3, 4, low=0.3, high=4.0)),
+    "gammaln": (np.vectorize(math.lgamma), uniform(3, 4, low=0.3, high=6.0)),
 }
 HALVES = lambda rng: np.array([[0.5, 1.5, 2.5, -0.5], [-1.5, -2.5, 0.2, -0.7]])  # noqa: E731
 ROUND_REF = {
@@ -162,3 +164,12 @@ CASES += [
 CASES.append(Case("_identity_with_attr_like_rhs",
                   lambda: S._internal._identity_with_attr_like_rhs(a, b),
                   {"a": normal(2, 3), "b": normal(2, 3)}, lambda a, b: a, grad_nodes=["a"]))
+
+
+def _digamma_ref(x):  # d/dx log Gamma(x) by central differences of math.lgamma
+    h = 1e-6
+    return (np.vectorize(math.lgamma)(x + h) - np.vectorize(math.lgamma)(x - h)) / (2 * h)
+
+
+CASES.append(Case("_digamma", lambda: S._digamma(x), {"x": uniform(3, 4, low=-2.7, high=8.0)},
+                  _digamma_ref, grad=False, rtol=1e-6, atol=1e-6))
