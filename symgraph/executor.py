@@ -40,7 +40,7 @@ def _as_list(kind: str, value: Any, names: Sequence[str], required: bool) -> lis
             raise BindError(f"{kind}: missing arrays for {list(names)}")
         return [None] * len(names)
     if isinstance(value, Mapping):
-        extra = sorted(set(value) - set(names))
+        extra = sorted(k for k in set(value) - set(names) if value[k] is not None)
         if extra:
             raise BindError(f"{kind}: {extra} are not arguments of the symbol; expected {list(names)}")
         missing = [n for n in names if n not in value]
@@ -88,7 +88,7 @@ class Executor:
                         for e in self._fwd_outputs]
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
         self._trained = False
-        self._forwarded = False
+        self._rng_state: Optional[dict] = None  # the random state the last forward began with
         self._monitor: Any = None
         self._env: Optional[list] = None
         self._ones: dict[int, NDArray] = {}  # default head gradients, by slot
@@ -111,6 +111,8 @@ class Executor:
         if isinstance(grad_req, str):
             reqs = [grad_req] * len(names)
         else:
+            if isinstance(grad_req, Mapping):  # MXNet ignores requests for other names
+                grad_req = {k: v for k, v in grad_req.items() if k in names}
             reqs = [r or "null" for r in _as_list("grad_req", grad_req, names, required=False)]
         for n, r, g in zip(names, reqs, grad_list):
             if r not in GRAD_REQS:
@@ -283,7 +285,6 @@ class Executor:
         env, run_ctx = self._start(stage, is_train)
         stage["program"].run(env, 0, stage["schedule"].n_forward_steps, run_ctx)
         self._finish_forward(stage, env, run_ctx, is_train)
-        self._forwarded = True
         if self._monitor is not None:
             self._monitor.after_forward(is_train, self._rng_state)
         if not is_train:
@@ -298,16 +299,15 @@ class Executor:
         ``tail``: backend work run right after the backward steps, in the same program run
         (on the GPU a fused optimizer step, captured in the backward's CUDA graph); it reads
         gradients from the run's slots (see :meth:`grad_slots`)."""
-        if not self._forwarded:
-            raise ExecutionError("backward called before forward")
         stage = self._train
         if self._env is None:
-            # MXNet allows backward() after forward(is_train=False): gradients are taken at
-            # the last inputs, so run the training program's forward now (outputs not stored),
+            # MXNet allows backward() after forward(is_train=False), or with no forward at all:
+            # gradients are taken at the bound inputs, so run the training program's forward
+            # now (outputs not stored),
             # in ``is_train`` mode (Dropout is the identity in backward(is_train=False)).
             # Random ops draw what that forward drew: replay the generator from its state.
             replay = np.random.default_rng()
-            replay.bit_generator.state = self._rng_state
+            replay.bit_generator.state = self._rng_state or _random.generator().bit_generator.state
             self._env, self._run_ctx = self._start(stage, is_train)
             self._run_ctx.rng = replay
             stage["program"].run(self._env, 0, stage["schedule"].n_forward_steps,
@@ -345,7 +345,6 @@ class Executor:
         extra = {} if tail is None else {"tail": tail}
         program.run(env, 0, len(stage["schedule"].steps), run_ctx, **extra)
         self._finish_forward(stage, env, run_ctx, True)
-        self._forwarded = True
         self._store_grads(env)
         if self._monitor is not None:
             self._monitor.after_forward(is_train, self._rng_state)

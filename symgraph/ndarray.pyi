@@ -1012,6 +1012,24 @@ def rcbrt(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def gamma(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def gammaln(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def erf(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def floor(
     data: Optional[NDArray] = ...,
     *,

@@ -101,8 +101,9 @@ class Symbol:
         return Symbol(entries)
 
     def get_children(self) -> Optional["Symbol"]:
-        """The inputs of this symbol's node, grouped; None for a variable."""
-        ins = [i for e in self._outputs for i in e.node.inputs]
+        """The inputs of this symbol's node(s), grouped; None for a variable."""
+        nodes = list(dict.fromkeys(e.node for e in self._outputs))  # a node's outputs: once
+        ins = [i for n in nodes for i in n.inputs]
         return Symbol(ins) if ins else None
 
     # -- attributes ------------------------------------------------------------------------
@@ -241,9 +242,9 @@ class Symbol:
         return symbol_infer_type(self, args, kwargs)
 
     def infer_type_partial(self, *args: Any, **kwargs: Any) -> tuple:
-        """Like infer_type; dtypes that stay unknown are None."""
+        """Like infer_type, without the float32 default: dtypes that stay unknown are None."""
         from .passes.infer_type import symbol_infer_type
-        return symbol_infer_type(self, args, kwargs)
+        return symbol_infer_type(self, args, kwargs, partial=True)
 
     def tojson(self) -> str:
         from .serialize import to_json
@@ -268,9 +269,22 @@ class Symbol:
         return Executor.bind(self, ctx, args, args_grad, grad_req, aux_states)
 
     def simple_bind(self, ctx: Any, grad_req: Any = "write", type_dict: Any = None,
-                    **shapes: Any) -> Any:
-        """Infer every shape from ``shapes`` and bind freshly allocated arrays."""
+                    stype_dict: Any = None, group2ctx: Any = None,
+                    shared_arg_names: Any = None, shared_exec: Any = None,
+                    shared_buffer: Any = None, **shapes: Any) -> Any:
+        """Infer every shape from ``shapes`` and bind freshly allocated arrays.
+
+        As MXNet's: keywords that name no input of the symbol are ignored, and so are the
+        memory-sharing hints (``shared_*``); storage types other than dense and several
+        device groups are refused."""
+        from .base import BindError
         from .executor import Executor
+        if any(v not in (None, "default") for v in (stype_dict or {}).values()):
+            raise BindError(f"simple_bind: only dense storage, got stype_dict={stype_dict}")
+        if group2ctx and len({str(c) for c in group2ctx.values()} | {str(ctx)}) > 1:
+            raise BindError(f"simple_bind: one device only, got group2ctx={group2ctx}")
+        inputs = set(self.list_inputs())
+        shapes = {k: v for k, v in shapes.items() if k in inputs}
         return Executor.simple_bind(self, ctx, grad_req, type_dict, shapes)
 
     def eval(self, ctx: Any = None, **kwargs: Any) -> list:

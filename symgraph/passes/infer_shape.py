@@ -135,7 +135,7 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
     """``(fully known shapes, partially known shapes)``. In declared ``shape=``, and in
     ``given`` unless ``exact``, a 0 is an unknown dimension (MXNet's partial shapes)."""
     nodes = graph.nodes()
-    known = _Known()
+    known = _Known(exact=exact)
     for node in nodes:
         if not node.is_variable:
             continue
