@@ -183,7 +183,7 @@ def family(name: str) -> Callable[[LoweringFn], LoweringFn]:
 
 
 # Families that move or convert bytes, or run Python: any dtype (the others are float32 only).
-BYTE_FAMILIES = {"copy", "constant", "callback", "cast", "shape_constant"}
+BYTE_FAMILIES = {"copy", "constant", "callback", "cast", "shape_constant", "fill"}
 
 
 def lowering_of(op: OpDef) -> tuple[str, dict]:
@@ -268,6 +268,9 @@ def _constant(ctx: StepCtx, p: dict) -> list:
 def _fill(ctx: StepCtx, p: dict) -> list:
     """``p['value']``: the fill value, or a function of the attrs giving it (``_full``)."""
     value = p["value"](ctx.attrs) if callable(p["value"]) else p["value"]
+    dtype = np.dtype(ctx.dtypes[-1])
+    if dtype != np.float32:  # any other dtype: its bytes, uploaded as a constant is
+        return [Upload(ctx.outs[0], np.full(ctx.out_shapes[0], value, dtype).tobytes())]
     return [Fill(ctx.outs[0], float(value), prod(ctx.out_shapes[0]))]
 
 
