@@ -121,10 +121,10 @@ def bandwidth(n: int = 1 << 26) -> tuple[float, float]:
     want = np.maximum(host["a"] * host["b"] + host["c"], 0)
     assert np.allclose(got, want, rtol=1e-5, atol=1e-5), "fused kernel gives wrong values"
     stage = exe._infer
-    prog, env = stage["program"], stage["program"].new_env()
-    for node, slot in stage["schedule"].variables.items():
+    prog, env = stage.program, stage.program.new_env()
+    for node, slot in stage.schedule.variables.items():
         prog.bind_input(env, slot, args[node.name])
-    nsteps = len(stage["schedule"].steps)
+    nsteps = len(stage.schedule.steps)
     fused_ms = _median_ms(lambda: prog.run(env, 0, nsteps, RunCtx()), 50, 5)
     src = torch.randn(n, device="cuda")
     dst = torch.empty_like(src)
@@ -140,8 +140,8 @@ def profile(batch: int, top: int = 14) -> None:
     exe = sym.simple_bind(sg.gpu(0), grad_req=reqs, data=(batch, 1, 28, 28))
     exe.forward(is_train=True)
     exe.backward()
-    prog, env = exe._train["program"], exe._env
-    times = prog.time_steps(env, 0, len(exe._train["schedule"].steps), RunCtx(is_train=True))
+    prog, env = exe._train.program, exe._env
+    times = prog.time_steps(env, 0, len(exe._train.schedule.steps), RunCtx(is_train=True))
     print(f"total {sum(t[3] for t in times):.3f} ms over {len(times)} steps (eager)")
     for k, op, name, ms in sorted(times, key=lambda t: -t[3])[:top]:
         print(f"  step {k:3d} {ms:7.3f} ms  {op} {name}")
@@ -155,7 +155,7 @@ def compile_probe(batch: int) -> None:
     sym = build()
     reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
     exe = sym.simple_bind(sg.gpu(0), grad_req=reqs, data=(batch, 1, 28, 28))
-    exe._train["program"]._load()
+    exe._train.program._load()
     print(json.dumps({"seconds": time.perf_counter() - t0, "nvcc_calls": compiler.NVCC_CALLS}))
 
 

@@ -44,7 +44,7 @@ def _as_list(kind: str, value: Any, names: Sequence[str], required: bool) -> lis
             raise BindError(f"{kind}: missing arrays for {list(names)}")
         return [None] * len(names)
     if isinstance(value, Mapping):
-        extra = sorted(set(value) - set(names))
+        extra = sorted(k for k in set(value) - set(names) if value[k] is not None)
         if extra:
             raise BindError(f"{kind}: {extra} are not arguments of the symbol; expected {list(names)}")
         missing = [n for n in names if n not in value]
@@ -87,10 +87,6 @@ class Stage:
     heads: dict[int, int]
     bound: Optional[list] = None
 
-    def __getitem__(self, key: str) -> Any:
-        """``stage["schedule"]``: the dict spelling code written before Stage still uses."""
-        return getattr(self, key)
-
 
 def _grad_reqs(grad_req: Any, names: Sequence[str]) -> dict[str, str]:
     """MXNet's forms of ``grad_req`` (one string, a list, a dict; missing or None: null) as
@@ -98,6 +94,8 @@ def _grad_reqs(grad_req: Any, names: Sequence[str]) -> dict[str, str]:
     if isinstance(grad_req, str):
         reqs = {n: grad_req for n in names}
     else:
+        if isinstance(grad_req, Mapping):  # MXNet ignores requests for other names
+            grad_req = {k: v for k, v in grad_req.items() if k in names}
         given = _as_list("grad_req", grad_req, names, required=False)
         reqs = {n: r or "null" for n, r in zip(names, given)}
     for n, r in reqs.items():
@@ -125,7 +123,8 @@ class Executor:
 
     def __init__(self, symbol: Any, ctx: Context, args: list[NDArray],
                  grads: list[Optional[NDArray]], reqs: list[str], aux: list[NDArray],
-                 types: Optional[TypeTable] = None) -> None:
+                 types: Optional[TypeTable] = None,
+                 stages: tuple[bool, ...] = (False, True)) -> None:
         self._symbol = symbol
         self._ctx = ctx
         self.arg_arrays = args
@@ -140,6 +139,8 @@ class Executor:
         self.aux_dict = dict(zip(self._aux_names, aux))
         self._op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
         self._busy = threading.Lock()  # held during a run (see _one_thread)
+        self._stages: dict[bool, Stage] = {}  # is_train -> built program (see _stage)
+        self._eager_stages = stages
         with _gc_paused():
             self._compile(types)
         self.outputs = [_alloc("output", repr(e), self._types.shape(e), ctx,
@@ -147,7 +148,7 @@ class Executor:
                         for e in self._fwd_outputs]
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
         self._trained = False
-        self._forwarded = False
+        self._rng_state: Optional[dict] = None  # the random state the last forward began with
         self._monitor: Any = None
         self._env: Optional[list] = None
         self._ones: dict[int, NDArray] = {}  # default head gradients, by slot
@@ -156,9 +157,13 @@ class Executor:
     @classmethod
     def bind(cls, symbol: Any, ctx: Context, args: Any, args_grad: Any = None,
              grad_req: Any = "write", aux_states: Any = None,
-             types: Optional[TypeTable] = None) -> "Executor":
-        """``types``: the symbol's inferred types when the caller has them (simple_bind), so
-        that the bind does not infer again; the arrays must have those shapes and dtypes."""
+             types: Optional[TypeTable] = None,
+             stages: tuple[bool, ...] = (False, True)) -> "Executor":
+        """Check and bind. ``types``: the symbol's inferred types when the caller has them
+        (simple_bind), so that the bind does not infer again; the arrays must have those
+        shapes and dtypes. ``stages`` lists the programs (inference ``False``, training
+        ``True``) compiled now; any other is compiled on first use (imperative programs
+        build only the one they run)."""
         check_unique_inputs(symbol.graph())
         names = symbol.list_arguments()
         arg_list = _as_list("bind args", args, names, required=True)
@@ -183,7 +188,7 @@ class Executor:
             if g is not None and (g.shape != a.shape or g.dtype != a.dtype):
                 raise BindError(f"gradient {n}: shape {g.shape} {g.dtype} differs from the "
                                 f"argument's {a.shape} {a.dtype}")
-        return cls(symbol, ctx, arg_list, grad_list, reqs, aux_list, types)
+        return cls(symbol, ctx, arg_list, grad_list, reqs, aux_list, types, stages)
 
     @classmethod
     def simple_bind(cls, symbol: Any, ctx: Context, grad_req: Any = "write",
@@ -225,9 +230,25 @@ class Executor:
         if missing:
             raise BindError(f"cannot decide the shapes of outputs {missing}")
         self._types = types
-        graph = Graph(graph.outputs, types)
-        self._infer = self._build(graph, train=False)
-        self._train = self._build(graph, train=True)
+        self._graph = Graph(graph.outputs, types)
+        for train in self._eager_stages:
+            self._stage(train)
+
+    def _stage(self, train: bool) -> Stage:
+        """The inference or training program, built on first use."""
+        stage = self._stages.get(train)
+        if stage is None:
+            with _gc_paused():
+                stage = self._stages[train] = self._build(self._graph, train=train)
+        return stage
+
+    @property
+    def _infer(self) -> Stage:
+        return self._stage(False)
+
+    @property
+    def _train(self) -> Stage:
+        return self._stage(True)
 
     def _build(self, graph: Graph, train: bool) -> "Stage":
         """Make the inference or training graph, optimise, lower, and compile for the backend."""
@@ -315,7 +336,6 @@ class Executor:
         env, run_ctx = self._start(stage, is_train)
         stage.program.run(env, 0, stage.schedule.n_forward_steps, run_ctx)
         self._finish_forward(stage, env, run_ctx, is_train)
-        self._forwarded = True
         if self._monitor is not None:
             self._monitor.after_forward(is_train, self._rng_state)
         if not is_train:
@@ -330,19 +350,18 @@ class Executor:
         ``tail``: backend work run right after the backward steps, in the same program run
         (on the GPU a fused optimizer step, captured in the backward's CUDA graph); it reads
         gradients from the run's slots (see :meth:`grad_slots`)."""
-        if not self._forwarded:
-            raise ExecutionError("backward called before forward")
         stage = self._train
         if self._env is None:
-            # MXNet allows backward() after forward(is_train=False): gradients are taken at
-            # the last inputs, so run the training program's forward now (outputs not stored),
+            # MXNet allows backward() after forward(is_train=False), or with no forward at all:
+            # gradients are taken at the bound inputs, so run the training program's forward
+            # now (outputs not stored),
             # in ``is_train`` mode (Dropout is the identity in backward(is_train=False)).
             # Random ops draw what that forward drew: replay the generator from its state.
             replay = np.random.default_rng()
-            replay.bit_generator.state = self._rng_state
+            replay.bit_generator.state = self._rng_state or _random.generator().bit_generator.state
             self._env, self._run_ctx = self._start(stage, is_train)
             self._run_ctx.rng = replay
-            stage["program"].run(self._env, 0, stage["schedule"].n_forward_steps,
+            stage.program.run(self._env, 0, stage.schedule.n_forward_steps,
                                  self._run_ctx)
         if isinstance(out_grads, (NDArray, np.ndarray)):
             out_grads = [out_grads]
@@ -375,7 +394,6 @@ class Executor:
             program.bind_input(env, slot, value)
         program.run(env, 0, len(stage.schedule.steps), run_ctx, tail=tail)
         self._finish_forward(stage, env, run_ctx, True)
-        self._forwarded = True
         self._store_grads(env)
         if self._monitor is not None:
             self._monitor.after_forward(is_train, self._rng_state)

@@ -29,6 +29,49 @@ def _np_sign(x: np.ndarray) -> np.ndarray:
     return np.sign(x)
 
 
+_ERF = np.frompyfunc(__import__("math").erf, 1, 1)
+
+
+def _np_erf(x: np.ndarray) -> np.ndarray:
+    # numpy has no erf; math.erf per element (references and small CPU runs only)
+    x = np.asarray(x)
+    return _ERF(x).astype(x.dtype if x.dtype.kind == "f" else np.float64)
+
+
+def _per_element(fn: Callable[[float], float]) -> Callable:
+    """A math-module function on arrays (numpy has no gamma; references and small CPU runs)."""
+    def run(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
+        with np.errstate(all="ignore"):
+            return np.vectorize(lambda v: _safe(fn, v), otypes=[dtype])(x)
+    return run
+
+
+def _safe(fn: Callable[[float], float], v: float) -> float:
+    try:
+        return float(fn(float(v)))
+    except (ValueError, OverflowError):  # poles and overflow: C's tgamma gives inf/nan
+        return float("inf") if float(v) > 0 else float("nan")
+
+
+def _np_digamma(x: np.ndarray) -> np.ndarray:
+    """The digamma function as sg_digamma computes it (cuda/compiler.py's prelude)."""
+    x = np.array(x, dtype=np.float64 if np.asarray(x).dtype.kind != "f" else None, copy=True)
+    acc = np.zeros_like(x)
+    low = x < 0.5
+    with np.errstate(all="ignore"):
+        acc[low] = -np.pi / np.tan(np.pi * x[low])
+        x[low] = 1.0 - x[low]
+        for _ in range(6):
+            small = x < 6.0
+            acc[small] -= 1.0 / x[small]
+            x[small] += 1.0
+        r = 1.0 / (x * x)
+        return acc + np.log(x) - 0.5 / x - r * (1 / 12 - r * (1 / 120 - r * (
+            1 / 252 - r * (1 / 240 - r / 132))))
+
+
 def _np_round(x: np.ndarray) -> np.ndarray:
     # C's roundf (MXNet's round): halves away from zero; numpy's round goes to even.
     return np.sign(x) * np.floor(np.abs(x) + 0.5)
@@ -75,6 +118,10 @@ PRIMS: dict[str, Prim] = {
     "log10": Prim(1, np.log10, "log10f({0})"),
     "log2": Prim(1, np.log2, "log2f({0})"),
     "cbrt": Prim(1, np.cbrt, "cbrtf({0})"),
+    "erf": Prim(1, _np_erf, "erff({0})"),
+    "gamma": Prim(1, _per_element(__import__("math").gamma), "tgammaf({0})"),
+    "lgamma": Prim(1, _per_element(__import__("math").lgamma), "lgammaf({0})"),
+    "digamma": Prim(1, _np_digamma, "sg_digamma({0})"),
     "floor": Prim(1, np.floor, "floorf({0})"),
     "ceil": Prim(1, np.ceil, "ceilf({0})"),
     "trunc": Prim(1, np.trunc, "truncf({0})"),

@@ -95,7 +95,7 @@ def creation(op: str, fill: Optional[float]) -> Callable:
     def make(shape: Union[int, Sequence[int]], *args: Any, dtype: Any = None,
              name: Optional[str] = None, **kwargs: Any) -> Any:
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        attrs: dict = {"shape": shape, "dtype": None if dtype is None else np.dtype(dtype).name}
+        attrs: dict = {"shape": shape, "dtype": np.dtype(dtype or np.float32).name}  # MXNet
         if fill is None:  # full(shape, val, dtype=None)
             value = args[0] if args else kwargs.pop("val")
             attrs["value"] = float(value)

@@ -380,13 +380,32 @@ class Module(BaseModule):
         self._monitors = getattr(self, "_monitors", []) + [mon]
         mon.install(self._exec)
 
-    def get_outputs(self, merge_multi_context: bool = True) -> list[NDArray]:
-        return list(self._exec.outputs)
+    def get_outputs(self, merge_multi_context: bool = True) -> list:
+        """The outputs; with ``merge_multi_context=False``, each as the list of its parts per
+        context (split along the batch axis of its ``__layout__``, as MXNet's)."""
+        outs = list(self._exec.outputs)
+        if merge_multi_context:
+            return outs
+        layouts = [self._symbol[i].attr("__layout__") for i in range(len(outs))]
+        return [self._parts(o, lay) for o, lay in zip(outs, layouts)]
 
-    def get_input_grads(self, merge_multi_context: bool = True) -> list[NDArray]:
+    def get_input_grads(self, merge_multi_context: bool = True) -> list:
         if not self.inputs_need_grad:
             raise BindError("get_input_grads: module was bound with inputs_need_grad=False")
-        return [self._exec.grad_dict[n] for n in self._data_names]
+        grads = [self._exec.grad_dict[n] for n in self._data_names]
+        if merge_multi_context:
+            return grads
+        return [self._parts(g, d.layout) for g, d in zip(grads, self._data_shapes)]
+
+    def _parts(self, arr: NDArray, layout: Optional[str]) -> list[NDArray]:
+        """``arr`` cut along its batch axis (``N`` of ``layout``, else 0) into one part per
+        context given at construction (MXNet's slicing: ceil(batch / parts) rows each)."""
+        axis = max(0, (layout or "N").find("N"))
+        n = getattr(self, "_n_parts", 1)
+        step = -(-arr.shape[axis] // n)
+        host = arr.asnumpy()
+        return [array(np.take(host, range(i * step, min((i + 1) * step, arr.shape[axis])),
+                              axis=axis), arr.context, arr.dtype) for i in range(n)]
 
     def update_metric(self, eval_metric: Any, labels: Sequence, pre_sliced: bool = False,
                       pad: int = 0) -> None:

@@ -160,10 +160,10 @@ class NDArray:
                                     f"NDArray of shape {self.shape}") from None
                 np.copyto(self._buf, arr, casting="unsafe")
             else:
-                self._buf[key] = value
+                self._buf[_host_key(key)] = _fit(value, self._buf[_host_key(key)], key)
         else:
             from .cuda.runtime import write_device
-            write_device(self, key, value)
+            write_device(self, _host_key(key), value)
 
     def copyto(self, other: Union["NDArray", Context]) -> "NDArray":
         """Copy into ``other`` (an NDArray of the same shape) or a new array on a context."""
@@ -225,6 +225,32 @@ class NDArray:
     __hash__ = object.__hash__
 
 
+def _host_key(key: Any) -> Any:
+    """An index with NDArrays (MXNet's advanced indexing) as numpy integer arrays."""
+    if isinstance(key, NDArray):
+        return key.asnumpy().astype(np.int64)
+    if isinstance(key, tuple):
+        return tuple(_host_key(k) for k in key)
+    return key
+
+
+def _fit(value: Any, target: Any, key: Any) -> Any:
+    """``value`` shaped for ``target`` (the indexed part): as MXNet, a value with the same
+    number of elements is reshaped (``b[0] = np.array([x])``), otherwise it must broadcast."""
+    arr = np.asarray(value)
+    shape = np.shape(target)
+    if arr.shape != shape and arr.size == int(np.prod(shape, dtype=np.int64)):
+        return arr.reshape(shape)
+    while arr.ndim > len(shape) and arr.shape[0] == 1:  # MXNet drops leading 1-axes
+        arr = arr[0]
+    try:
+        np.broadcast_to(arr, shape)
+    except ValueError:
+        raise BindError(f"cannot assign an array of shape {arr.shape} to index {key!r} "
+                        f"(shape {shape})") from None
+    return arr
+
+
 def array(source: Any, ctx: Optional[Context] = None, dtype: Any = None) -> NDArray:
     """A new NDArray holding a copy of ``source``.
 
@@ -248,27 +274,36 @@ def _shape(shape: Shape) -> tuple:
     return as_shape((shape,) if isinstance(shape, (int, np.integer)) else shape, "array shape")
 
 
-def empty(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32) -> NDArray:
-    return array(np.zeros(_shape(shape), dtype), ctx, dtype)
+def _made(values: np.ndarray, ctx: Optional[Context], dtype: Any,
+          out: Optional[NDArray]) -> NDArray:
+    """A new array holding ``values``, or ``values`` written into ``out``."""
+    if out is not None:
+        out[:] = values
+        return out
+    return array(values, ctx, dtype)
+
+
+def empty(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
+          out: Optional[NDArray] = None) -> NDArray:
+    dtype = dtype or np.float32
+    return _made(np.zeros(_shape(shape), dtype), ctx, dtype, out)
 
 
 def zeros(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
-          **kwargs: Any) -> NDArray:
-    return empty(shape, ctx, dtype)
+          out: Optional[NDArray] = None, stype: Optional[str] = None) -> NDArray:
+    return empty(shape, ctx, dtype, out)
 
 
 def ones(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
-         **kwargs: Any) -> NDArray:
-    return array(np.ones(_shape(shape), dtype), ctx, dtype)
+         out: Optional[NDArray] = None, stype: Optional[str] = None) -> NDArray:
+    dtype = dtype or np.float32
+    return _made(np.ones(_shape(shape), dtype), ctx, dtype, out)
 
 
 def full(shape: Shape, val: float, ctx: Optional[Context] = None,
          dtype: Any = np.float32, out: Optional[NDArray] = None) -> NDArray:
-    result = array(np.full(_shape(shape), val, dtype), ctx, dtype)
-    if out is not None:
-        out[:] = result
-        return out
-    return result
+    dtype = dtype or np.float32
+    return _made(np.full(_shape(shape), val, dtype), ctx, dtype, out)
 
 
 def arange(start: float, stop: Optional[float] = None, step: float = 1.0, repeat: int = 1,
@@ -277,6 +312,32 @@ def arange(start: float, stop: Optional[float] = None, step: float = 1.0, repeat
     """MXNet's arange: ``[start, stop)`` by ``step``, each value ``repeat`` times."""
     values = np.arange(start, stop, step) if stop is not None else np.arange(start)
     return array(np.repeat(values, int(repeat)), ctx, dtype)
+
+
+def linspace(start: float, stop: float, num: int, endpoint: bool = True,
+             ctx: Optional[Context] = None, dtype: Any = np.float32) -> NDArray:
+    """``num`` evenly spaced values from ``start`` to ``stop``."""
+    return array(np.linspace(start, stop, int(num), endpoint=endpoint), ctx, dtype)
+
+
+def eye(N: int, M: int = 0, k: int = 0, ctx: Optional[Context] = None,
+        dtype: Any = np.float32) -> NDArray:
+    """An N x M (M = N when 0) array with ones on diagonal ``k``."""
+    return array(np.eye(int(N), int(M) or None, int(k)), ctx, dtype)
+
+
+def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = True) -> NDArray:
+    """MXNet's legacy concatenate: ``Concat`` along ``axis``."""
+    if len(arrays) == 1 and not always_copy:
+        return arrays[0]
+    return _engine().call("Concat", list(arrays), {"dim": axis})
+
+
+def moveaxis(tensor: NDArray, source: int, destination: int) -> NDArray:
+    """Move axis ``source`` to position ``destination`` (a recorded transpose)."""
+    order = list(range(tensor.ndim))
+    order.insert(destination % tensor.ndim, order.pop(source % tensor.ndim))
+    return _engine().call("transpose", [tensor], {"axes": tuple(order)})
 
 
 def stack(*data: NDArray, axis: int = 0, num_args: Optional[int] = None,

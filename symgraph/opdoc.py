@@ -31,6 +31,16 @@ KIND_TYPES: dict[str, Any] = {
 }
 
 PARAM_DOCS: dict[str, str] = {
+    "dim1": "The first of the two axes to swap.",
+    "dim2": "The second of the two axes to swap.",
+    "is_ascend": "Sort in ascending order (False: descending).",
+    "k": "How many of the largest (or, with is_ascend, smallest) elements to keep.",
+    "ret_typ": "What to return: 'value', 'indices', 'both' or 'mask'.",
+    "size": "The new size of each broadcast axis (those of size 1 in the input).",
+    "lhs_begin": "First axis of the input's shape to replace (None: 0).",
+    "lhs_end": "End (exclusive) of the input's axes to replace (None: all).",
+    "rhs_begin": "First axis of the other input's shape to take (None: 0).",
+    "rhs_end": "End (exclusive) of the other input's axes to take (None: all).",
     "kernel": "Window size per spatial axis: (w,), (h, w) or (d, h, w).",
     "stride": "Step of the window per spatial axis (default 1 on each).",
     "dilate": "Spacing between kernel elements per spatial axis (default 1 on each).",

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 
 from . import fluent
 from . import symbol as _symbol
+from .base import BindError
 from .executor import Executor
 from .passes.gradient import symbol_gradient
 from .symbol import Symbol
@@ -32,8 +33,19 @@ def bind(self: Symbol, ctx: Any, args: Any, args_grad: Any = None, grad_req: Any
 
 
 def simple_bind(self: Symbol, ctx: Any, grad_req: Any = "write", type_dict: Any = None,
-                **shapes: Any) -> Any:
-    """Infer every shape from ``shapes`` and bind freshly allocated arrays."""
+                stype_dict: Any = None, group2ctx: Any = None, shared_arg_names: Any = None,
+                shared_exec: Any = None, shared_buffer: Any = None, **shapes: Any) -> Any:
+    """Infer every shape from ``shapes`` and bind freshly allocated arrays.
+
+    As MXNet's: keywords that name no input of the symbol are ignored, and so are the
+    memory-sharing hints (``shared_*``); storage types other than dense and several
+    device groups are refused."""
+    if any(v not in (None, "default") for v in (stype_dict or {}).values()):
+        raise BindError(f"simple_bind: only dense storage, got stype_dict={stype_dict}")
+    if group2ctx and len({str(c) for c in group2ctx.values()} | {str(ctx)}) > 1:
+        raise BindError(f"simple_bind: one device only, got group2ctx={group2ctx}")
+    inputs = set(self.list_inputs())
+    shapes = {k: v for k, v in shapes.items() if k in inputs}
     return Executor.simple_bind(self, ctx, grad_req, type_dict, shapes)
 
 

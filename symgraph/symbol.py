@@ -108,8 +108,9 @@ class Symbol:
         return Symbol(entries)
 
     def get_children(self) -> Optional["Symbol"]:
-        """The inputs of this symbol's node, grouped; None for a variable."""
-        ins = [i for e in self._outputs for i in e.node.inputs]
+        """The inputs of this symbol's node(s), grouped; None for a variable."""
+        nodes = list(dict.fromkeys(e.node for e in self._outputs))  # a node's outputs: once
+        ins = [i for n in nodes for i in n.inputs]
         return Symbol(ins) if ins else None
 
     # -- attributes ------------------------------------------------------------------------
@@ -245,8 +246,8 @@ class Symbol:
         return symbol_infer_type(self, args, kwargs)
 
     def infer_type_partial(self, *args: Any, **kwargs: Any) -> tuple:
-        """Like infer_type; dtypes that stay unknown are None."""
-        return symbol_infer_type(self, args, kwargs)
+        """Like infer_type, without the float32 default: dtypes that stay unknown are None."""
+        return symbol_infer_type(self, args, kwargs, partial=True)
 
     def tojson(self) -> str:
         return to_json(self)

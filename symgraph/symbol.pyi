@@ -154,6 +154,11 @@ class Symbol:
         ctx: Any,
         grad_req: Any = ...,
         type_dict: Any = ...,
+        stype_dict: Any = ...,
+        group2ctx: Any = ...,
+        shared_arg_names: Any = ...,
+        shared_exec: Any = ...,
+        shared_buffer: Any = ...,
         **shapes: Any,
     ) -> Any: ...
 
@@ -968,6 +973,24 @@ def cbrt(
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
 def rcbrt(
+    data: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def gamma(
+    data: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def gammaln(
+    data: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def erf(
     data: Optional[Symbol] = ...,
     *,
     name: Optional[str] = ...,

@@ -183,7 +183,7 @@ def family(name: str) -> Callable[[LoweringFn], LoweringFn]:
 
 
 # Families that move or convert bytes, or run Python: any dtype (the others are float32 only).
-BYTE_FAMILIES = {"copy", "constant", "callback", "cast", "shape_constant"}
+BYTE_FAMILIES = {"copy", "constant", "callback", "cast", "shape_constant", "fill"}
 
 
 def lowering_of(op: OpDef) -> tuple[str, dict]:

@@ -60,6 +60,9 @@ def _constant(ctx: StepCtx, p: dict) -> list:
 def _fill(ctx: StepCtx, p: dict) -> list:
     """``p['value']``: the fill value, or a function of the attrs giving it (``_full``)."""
     value = p["value"](ctx.attrs) if callable(p["value"]) else p["value"]
+    dtype = np.dtype(ctx.dtypes[-1])
+    if dtype != np.float32:  # any other dtype: its bytes, uploaded as a constant is
+        return [Upload(ctx.outs[0], np.full(ctx.out_shapes[0], value, dtype).tobytes())]
     return [Fill(ctx.outs[0], float(value), prod(ctx.out_shapes[0]))]
 
 

@@ -21,11 +21,12 @@ from .nn import softmax_np
 from .norm import check_axis, vector_shape
 
 SELU_ALPHA, SELU_LAMBDA = 1.6732632423543772, 1.0507009873554805
-GELU_K0, GELU_K1 = math.sqrt(2 / math.pi), 0.044715  # MXNet's tanh form of GELU
+SQRT1_2, INV_SQRT_2PI = math.sqrt(0.5), 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def _gelu(x: E.Expr) -> E.Expr:
-    return 0.5 * x * (1.0 + E.call("tanh", GELU_K0 * (x + GELU_K1 * x * x * x)))
+    # MXNet 1.9.1's GELU is the exact (erf) form, x * Phi(x).
+    return 0.5 * x * (1.0 + E.call("erf", x * SQRT1_2))
 
 
 def _elu(x: E.Expr, s: float) -> E.Expr:
@@ -62,10 +63,8 @@ def _leaky_grad(c) -> list:
         return [S.where(pos, dy, dy * (y + a["slope"]))]
     if kind == "selu":
         return [S.where(pos, dy * SELU_LAMBDA, dy * (y + SELU_LAMBDA * SELU_ALPHA))]
-    if kind == "gelu":
-        t = S.tanh((x + S.square(x) * x * GELU_K1) * GELU_K0)
-        d = (t + 1.0) * 0.5 + x * (1.0 - S.square(t)) * (S.square(x) * (3 * GELU_K1) + 1.0) \
-            * (0.5 * GELU_K0)
+    if kind == "gelu":  # Phi(x) + x phi(x)
+        d = (S.erf(x * SQRT1_2) + 1.0) * 0.5 + x * S.exp(S.square(x) * -0.5) * INV_SQRT_2PI
         return [dy * d]
     gamma = S._axis_vector(c.inputs[1], x, axis=1)
     neg = S.where(pos, S.zeros_like(x), x)
@@ -92,7 +91,7 @@ register(OpDef(
     lambda a: ("data", "gamma") if a["act_type"] == "prelu" else ("data",),
     _leaky_shape, _leaky_compute, _leaky_grad, OPAQUE, lowering='leaky_relu',
     doc="leaky: x>0 ? x : slope*x; prelu: learned per-channel slope gamma; elu: "
-        "slope*(e^x-1) below 0; selu; gelu (tanh form, as MXNet)."))
+        "slope*(e^x-1) below 0; selu; gelu (erf form, as MXNet 1.9.1)."))
 
 # -- softmax family --------------------------------------------------------------------------------
 

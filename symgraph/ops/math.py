@@ -11,7 +11,7 @@ import math
 from typing import Callable
 
 from .. import expr as E
-from ..registry import BROADCAST, NOT_DIFFERENTIABLE
+from ..registry import BROADCAST, NO_GRADIENT, NOT_DIFFERENTIABLE
 from ._util import SCALAR, broadcast_shape, elementwise
 
 LN10, LN2 = math.log(10.0), math.log(2.0)
@@ -40,10 +40,17 @@ UNARY_MATH: dict[str, tuple[Callable, Callable]] = {
     "cbrt": (lambda x: E.call("cbrt", x), lambda c, x, y, dy: dy / (y * y * 3.0)),
     # x^(-1/3): derivative -x^(-4/3)/3 = -y / (3x)
     "rcbrt": (lambda x: 1.0 / E.call("cbrt", x), lambda c, x, y, dy: -dy * y / (x * 3.0)),
+    "gamma": (lambda x: E.call("gamma", x), lambda c, x, y, dy: dy * y * c.sym._digamma(x)),
+    "gammaln": (lambda x: E.call("lgamma", x), lambda c, x, y, dy: dy * c.sym._digamma(x)),
+    # its derivative (trigamma) is not implemented: a second derivative of gamma raises
+    "_digamma": (lambda x: E.call("digamma", x), NO_GRADIENT),
+    "erf": (lambda x: E.call("erf", x),
+            lambda c, x, y, dy: dy * c.sym.exp(-c.sym.square(x)) * (2.0 / math.sqrt(math.pi))),
 }
 
 for _name, (_f, _g) in UNARY_MATH.items():
     elementwise(_name, lambda attrs, x, f=_f: f(x),
+                _g if _g == NO_GRADIENT else
                 lambda c, g=_g: [g(c, c.inputs[0], c.outputs[0], c.ograds[0])],
                 doc=f"Elementwise {_name} (MXNet's {_name}).")
 

@@ -94,6 +94,12 @@ register(OpDef(
 alias("flatten", "Flatten")
 
 
+def lhs_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """Dtype rule of ops that only read rhs's shape: the output is lhs's dtype, rhs is free."""
+    t = ins[0] if ins[0] is not None else outs[0]
+    return ([t, ins[1]], [t]) if t is not None else (ins, outs)
+
+
 def reshape_like_target(a: Attrs, lhs: Shape, rhs: Shape) -> Shape:
     """lhs[:lhs_begin] + rhs[rhs_begin:rhs_end] + lhs[lhs_end:] (None: the whole shape)."""
     def bounds(shape: Shape, begin: Optional[int], end: Optional[int]) -> tuple[int, int]:
@@ -128,7 +134,7 @@ register(OpDef(
     "reshape_like", RESHAPE_LIKE_PARAMS, ("lhs", "rhs"), _reshape_like_shape,
     lambda a, xs, ctx: [xs[0].reshape(reshape_like_target(a, xs[0].shape, xs[1].shape))],
     lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE, view=True,
-    lowering="copy",
+    lowering="copy", infer_type=lhs_type,
     doc="lhs reshaped to rhs's shape, or only lhs[lhs_begin:lhs_end] to "
         "rhs[rhs_begin:rhs_end]."))
 
@@ -307,7 +313,7 @@ register(OpDef(
     "broadcast_like", {}, ("lhs", "rhs"), _broadcast_like_shape,
     lambda a, xs, ctx: [np.broadcast_to(xs[0], xs[1].shape).copy()],
     lambda c: [c.sym._broadcast_backward(c.ograds[0], c.inputs[0]), None], BROADCAST,
-    lowering="broadcast_to",
+    lowering="broadcast_to", infer_type=lhs_type,
     doc="lhs broadcast to the shape of rhs."))
 
 

@@ -127,7 +127,7 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
     ``given`` unless ``exact``, a 0 is an unknown dimension (MXNet's partial shapes)."""
     COUNT["infer_shapes"] += 1
     nodes = graph.nodes()
-    known = _Known()
+    known = _Known(exact=exact)
     for node in nodes:
         if not node.is_variable:
             continue

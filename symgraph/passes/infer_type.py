@@ -42,8 +42,10 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> bool:
     return changed
 
 
-def infer_types(graph: Graph, given: Mapping[str, Any]) -> dict[Entry, np.dtype]:
-    """Dtypes of every entry, from ``given`` (variable name -> dtype) and declared dtypes."""
+def infer_types(graph: Graph, given: Mapping[str, Any],
+                defaults: bool = True) -> dict[Entry, np.dtype]:
+    """Dtypes of every entry, from ``given`` (variable name -> dtype) and declared dtypes;
+    without ``defaults`` (``infer_type_partial``) undecided variables stay unknown."""
     COUNT["infer_types"] += 1
     nodes = graph.nodes()
     types: dict[Entry, np.dtype] = {}
@@ -62,6 +64,8 @@ def infer_types(graph: Graph, given: Mapping[str, Any]) -> dict[Entry, np.dtype]
             if not changed:
                 return
     propagate()
+    if not defaults:
+        return types
     for node in nodes:
         if node.is_variable and Entry(node) not in types:
             types[Entry(node)] = DEFAULT
@@ -69,13 +73,15 @@ def infer_types(graph: Graph, given: Mapping[str, Any]) -> dict[Entry, np.dtype]
     return types
 
 
-def symbol_infer_type(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> tuple:
-    """``Symbol.infer_type``: ``(arg_types, out_types, aux_types)``."""
-    return symbol_types(sym, args, kwargs)[1]
+def symbol_infer_type(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
+                      partial: bool = False) -> tuple:
+    """``Symbol.infer_type`` (``infer_type_partial`` with ``partial``: no float32 default for
+    undecided variables, which stay None): ``(arg_types, out_types, aux_types)``."""
+    return symbol_types(sym, args, kwargs, partial)[1]
 
 
-def symbol_types(sym: Any, args: Sequence[Any],
-                 kwargs: Mapping[str, Any]) -> tuple[dict[Entry, np.dtype], tuple]:
+def symbol_types(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
+                 partial: bool = False) -> tuple[dict[Entry, np.dtype], tuple]:
     """One inference: every entry's dtype, and ``(arg_types, out_types, aux_types)``."""
     names = sym.list_arguments()
     given = {n: t for n, t in zip(names, args) if t is not None}
@@ -84,7 +90,7 @@ def symbol_types(sym: Any, args: Sequence[Any],
     if unknown:
         raise DTypeError(f"infer_type: {unknown} are not inputs; inputs: {sym.list_inputs()}")
     graph = sym.graph()
-    types = infer_types(graph, given)
+    types = infer_types(graph, given, defaults=not partial)
     by_name = {n.name: types.get(Entry(n)) for n in graph.variables()}
     out: list[Optional[np.dtype]] = [types.get(e) for e in graph.outputs]
     return types, ([by_name[n] for n in names], out,

@@ -3,6 +3,8 @@ N-d dot and its gradient ops, sorting, gathers, layout. References are plain num
 scipy-free. Rounding follows MXNet: ``round`` halves away from zero, ``rint`` halves down."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import symgraph as sg
@@ -27,6 +29,9 @@ MATH_REF = {
     "log2": (np.log2, uniform(3, 4, low=0.2, high=5.0)),
     "cbrt": (np.cbrt, away_from((0,), 3, 4, low=-3, high=3, gap=0.3)),
     "rcbrt": (lambda v: 1 / np.cbrt(v), away_from((0,), 3, 4, low=-3, high=3, gap=0.3)),
+    "erf": (np.vectorize(math.erf), normal(3, 4)),
+    "gamma": (np.vectorize(math.gamma), uniform(3, 4, low=0.3, high=4.0)),
+    "gammaln": (np.vectorize(math.lgamma), uniform(3, 4, low=0.3, high=6.0)),
 }
 HALVES = lambda rng: np.array([[0.5, 1.5, 2.5, -0.5], [-1.5, -2.5, 0.2, -0.7]])  # noqa: E731
 ROUND_REF = {
@@ -85,9 +90,9 @@ CASES += [
          lambda x: _mod(x, 2.5)),
     Case("_rmod_scalar", lambda: 1.5 % x, {"x": uniform(3, 4, low=2.0, high=3.0)},
          lambda x: _mod(1.5, x)),
-    Case("_zeros", lambda: S.zeros((2, 3)) + x, {"x": normal(2, 3)}, lambda x: x),
-    Case("_ones", lambda: S.ones((2, 3)) * x, {"x": normal(2, 3)}, lambda x: x),
-    Case("_full", lambda: S.full((2, 3), 2.5) * x, {"x": normal(2, 3)}, lambda x: 2.5 * x),
+    Case("_zeros", lambda: S._zeros(shape=(2, 3)) + x, {"x": normal(2, 3)}, lambda x: x),
+    Case("_ones", lambda: S.ones((2, 3), dtype=np.float64) * x, {"x": normal(2, 3)}, lambda x: x),
+    Case("_full", lambda: S.full((2, 3), 2.5, dtype=np.float64) * x, {"x": normal(2, 3)}, lambda x: 2.5 * x),
     Case("shape_array", lambda: S.shape_array(x), {"x": normal(2, 3, 4)},
          lambda x: np.array([2, 3, 4]), grad=False),
     Case("size_array", lambda: S.size_array(x), {"x": normal(2, 3, 4)},
@@ -159,3 +164,13 @@ CASES += [
 CASES.append(Case("_identity_with_attr_like_rhs",
                   lambda: S._internal._identity_with_attr_like_rhs(a, b),
                   {"a": normal(2, 3), "b": normal(2, 3)}, lambda a, b: a, grad_nodes=["a"]))
+
+
+def _digamma_ref(x):  # d/dx log Gamma(x) by central differences of math.lgamma
+    h = 1e-6
+    return (np.vectorize(math.lgamma)(x + h) - np.vectorize(math.lgamma)(x - h)) / (2 * h)
+
+
+CASES.append(Case("_digamma", lambda: S.BlockGrad(S._digamma(x)),
+                  {"x": uniform(3, 4, low=-2.7, high=8.0)},
+                  _digamma_ref, grad=False, rtol=1e-6, atol=1e-6))

@@ -206,7 +206,7 @@ def test_cuda_softmax_output_kernel_agrees(tmp_path) -> None:
         pytest.skip("g++ not on PATH")
     sym = sg.sym.SoftmaxOutput(sg.sym.var("x"), sg.sym.var("l"), name="so")
     exe = sym.simple_bind(sg.cpu(), x=(4, 3), l=(4,))
-    sch = exe._train["schedule"]
+    sch = exe._train.schedule
     step = next(st for st in sch.steps if st.node.op == "_backward_SoftmaxOutput")
     assert runnable(lowered(step, sch.shapes, sch.dtypes)[0])
     prob = _softmax(np.vstack([X, [[3., 0., 1.]]])).astype(np.float32)
