@@ -5,16 +5,20 @@ returns a list of actions the backend knows how to run:
 
 * :class:`Kernel` - a generated kernel launch (source rendered by a ``kernels_*`` module or by
   ``codegen``, compiled into the program's one module);
-* :class:`Copy`, :class:`Fill`, :class:`Upload` - device copy, 32-bit memset, constant bytes;
-* :class:`Gemm` - a (strided-batched) cuBLAS SGEMM in row-major terms;
-* :class:`ConvCall` - a cuDNN convolution;
+* :class:`Copy`, :class:`Fill`, :class:`Upload` - device copy, 16/32-bit memset, constant bytes;
+* :class:`Gemm` - a (strided-batched) cuBLAS GEMM in row-major terms (SGEMM, or GemmEx with
+  float16/bfloat16 operands and float32 accumulation);
+* :class:`ConvCall` - a cuDNN convolution (float32, float16 or bfloat16 data, float compute);
 * :class:`Switch`, :class:`Choice` - training/inference and library/fallback alternatives;
 * :class:`Host` - the documented stopgap: inputs to the host, the numpy reference, results back;
 * :class:`Callback` - Python on the step's device buffers (``Custom``).
 
 Arguments are symbolic (:class:`Ref`: a slot, a scratch buffer or a random key) and resolved to
 device pointers by the backend, so lowering is pure Python and CI renders every kernel without
-a GPU. This module imports no lowering module: they all import it, and ``lowering.py`` imports
+a GPU. Every buffer a step touches has a dtype (:meth:`StepCtx.dtype_of`): kernels, scratch
+sizes and library calls take it from there (narrow floats are stored narrow and computed in
+float). A family states the float dtypes it lowers (:func:`family`'s ``dtypes``, float32 by
+default; :data:`FAMILY_DTYPES`). This module imports no lowering module: they all import it, and ``lowering.py`` imports
 them all, so the family table is full before the first step is lowered.
 """
 from __future__ import annotations
@@ -60,9 +64,12 @@ class Copy:
 
 @dataclass(frozen=True)
 class Fill:
+    """``count`` elements of ``dtype`` (a numpy name of a 2- or 4-byte type) set to ``value``."""
+
     dst: Ref
     value: float
     count: int
+    dtype: str = "float32"
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ class Gemm:
     b: Ref
     c: Ref
     batch: int = 1
+    dtype: str = "float32"  # of A, B and C: float32 (SGEMM) or float16/bfloat16 (GemmEx)
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,7 @@ class ConvCall:
     a: Ref
     b: Ref
     out: Ref
+    dtype: str = "float32"  # of the three tensors; cuDNN computes in float for every dtype
 
 
 @dataclass(frozen=True)
@@ -152,13 +161,33 @@ class StepCtx:
     sm_count: int
     scratch: list[int] = field(default_factory=list)  # aligned bytes of this step's buffers
     keys: list[int] = field(default_factory=list)  # random keys of the program so far (shared)
+    types: dict = field(default_factory=dict)  # Ref -> numpy dtype of every buffer (shared)
 
-    def new_scratch(self, nbytes: int) -> Ref:
+    def new_scratch(self, nbytes: int, dtype: Any = np.float32) -> Ref:
         """A temporary buffer of this step (``Ref.index`` is its byte offset in the workspace
         that all steps share: steps run one after another on one stream)."""
         offset = sum(self.scratch)
         self.scratch.append((int(nbytes) + 255) // 256 * 256)
+        self.types[Ref("scratch", offset)] = np.dtype(dtype)
         return Ref("scratch", offset)
+
+    def new_array(self, count: int, dtype: Any) -> Ref:
+        """A scratch buffer of ``count`` elements of ``dtype`` (its size follows the itemsize)."""
+        return self.new_scratch(int(count) * np.dtype(dtype).itemsize, dtype)
+
+    def dtype_of(self, ref: Ref) -> np.dtype:
+        """The dtype of a buffer of this step (float32 for raw scratch bytes)."""
+        return self.types.get(ref, np.dtype(np.float32))
+
+    def dt(self, ref: Ref) -> str:
+        """The numpy name of ``ref``'s dtype (``"float16"``, ``"bfloat16"``...)."""
+        return self.dtype_of(ref).name
+
+    @property
+    def storage(self) -> str:
+        """The step's float storage dtype: that of output 0 (the dtype a GEMM, a convolution
+        or a float kernel of the step stores; narrow types compute in float)."""
+        return self.dt(self.outs[0]) if self.outs else "float32"
 
     def new_key(self) -> Ref:
         """A random key of this step: refreshed from ``RunCtx.rng`` before every run of the
@@ -174,16 +203,36 @@ class StepCtx:
 LoweringFn = Callable[[StepCtx, dict], list]
 FAMILIES: dict[str, LoweringFn] = {}
 
+F32_ONLY: frozenset = frozenset({"float32"})
+NARROW: frozenset = frozenset({"float16", "bfloat16"})
+ALL_FLOATS: frozenset = F32_ONLY | NARROW
+# Family -> the float dtypes its lowering handles (stored and computed as documented above);
+# a step whose float buffers have another dtype has no device lowering in that family.
+FAMILY_DTYPES: dict[str, frozenset] = {}
 
-def family(name: str) -> Callable[[LoweringFn], LoweringFn]:
+
+def family(name: str, dtypes: frozenset = ALL_FLOATS) -> Callable[[LoweringFn], LoweringFn]:
+    """Register lowering ``name``; ``dtypes``: the float dtypes it lowers (issue 15: every
+    family renders float32, float16 and bfloat16 unless it says otherwise)."""
     def deco(fn: LoweringFn) -> LoweringFn:
         FAMILIES[name] = fn
+        FAMILY_DTYPES[name] = frozenset(dtypes)
         return fn
     return deco
 
 
-# Families that move or convert bytes, or run Python: any dtype (the others are float32 only).
+# Families that move or convert bytes, or run Python: any dtype.
 BYTE_FAMILIES = {"copy", "constant", "callback", "cast", "shape_constant", "fill"}
+
+
+def family_supports(fam: str, dtypes: Sequence[Any], index: Sequence[int] = ()) -> bool:
+    """Whether family ``fam`` lowers a step with these input-then-output dtypes; positions in
+    ``index`` hold indices, where an integer dtype is read as it is."""
+    if fam in BYTE_FAMILIES:
+        return True
+    ok = FAMILY_DTYPES.get(fam, F32_ONLY)
+    return all(np.dtype(t).name in ok for i, t in enumerate(dtypes)
+               if not (i in index and np.dtype(t).kind in "iu"))
 
 
 def lowering_of(op: OpDef) -> tuple[str, dict]:
@@ -209,12 +258,14 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
                  keys: Optional[list] = None) -> StepCtx:
     """The :class:`StepCtx` of ``step`` in a schedule with these slot shapes and dtypes
     (``keys``: the program's random keys so far, shared by all its steps)."""
+    slots = list(step.inputs) + list(step.outputs)
     return StepCtx(step, step.node.attrs, [tuple(shapes[i]) for i in step.inputs],
                    [tuple(shapes[i]) for i in step.outputs],
-                   [dtypes[i] for i in step.inputs + step.outputs],
+                   [dtypes[i] for i in slots],
                    [Ref("slot", i) for i in step.inputs], [Ref("slot", i) for i in step.outputs],
                    sm_count, scratch if scratch is not None else [],
-                   keys if keys is not None else [])
+                   keys if keys is not None else [],
+                   {Ref("slot", i): np.dtype(dtypes[i]) for i in slots})
 
 
 def launch(ctx: StepCtx, kern: Rendered, args: tuple, n: int) -> Kernel:

@@ -165,11 +165,12 @@ class CudaProgram:
                     drv.memcpy_dtod_async(dst, src, nbytes, self.stream)
                 if slot in self._redirectable and slot not in self._redirect:
                     self._redirect[slot] = (target._data, dst)
-            elif target.dtype == np.float32:
+            elif np.dtype(target.dtype).name in ACCUMULATE:
                 self._load()
                 n = target.size
                 grid = max(1, min((n + 1023) // 1024, 4096))
-                self._kernel_closure(ACCUMULATE.name, grid, (dst, dst, src), n)(RunCtx())
+                kern = ACCUMULATE[np.dtype(target.dtype).name]
+                self._kernel_closure(kern.name, grid, (dst, dst, src), n)(RunCtx())
             else:
                 self.stream.synchronize()
                 target[:] = target.asnumpy() + self.read(env, slot)
@@ -276,7 +277,9 @@ class CudaProgram:
             tmp_env = CudaEnv(list(env.ptrs))
             if conv:
                 out = conv[0].out
-                tmp = drv.mem_alloc(max(4 * prod(self.schedule.shapes[out.index]), 256))
+                nbytes = prod(self.schedule.shapes[out.index]) * \
+                    np.dtype(self.schedule.dtypes[out.index]).itemsize
+                tmp = drv.mem_alloc(max(nbytes, 256))
                 tmp_env.ptrs[out.index] = int(tmp)
             got = conv_choice.choose(
                 act, self._conv_plan,
@@ -287,7 +290,7 @@ class CudaProgram:
 
     def _conv_plan(self, act: Any) -> Any:
         if isinstance(act, ConvCall) and cudnn.available():
-            return cudnn.plan(self.device_id, act.geometry, act.filters)
+            return cudnn.plan(self.device_id, act.geometry, act.filters, act.dtype)
         return None
 
     def _ptr(self, ref: Ref, env: CudaEnv) -> int:
@@ -323,15 +326,20 @@ class CudaProgram:
         return lambda rc: drv.memcpy_dtod_async(dst, src, nbytes, stream)
 
     def _launch_fill(self, act: Fill, env: CudaEnv) -> Closure:
-        dst, bits = self._ptr(act.dst, env), int(np.float32(act.value).view(np.uint32))
-        count, stream = act.count, self.stream
+        """A 32- or 16-bit memset of the value's bits in the fill's dtype."""
+        dst, count, stream = self._ptr(act.dst, env), act.count, self.stream
+        value = np.array(act.value, fill_dtype(act.dtype))
+        if value.itemsize == 2:
+            bits = int(value.view(np.uint16))
+            return lambda rc: drv.memset_d16_async(dst, bits, count, stream) if count else None
+        bits = int(value.view(np.uint32))
         return lambda rc: drv.memset_d32_async(dst, bits, count, stream) if count else None
 
     def _launch_gemm(self, act: Gemm, env: CudaEnv) -> Closure:
         a, b, c = (self._ptr(r, env) for r in (act.a, act.b, act.c))
         dev, stream = self.device_id, self.stream
         return lambda rc: cublas.gemm(dev, stream.handle, act.trans_a, act.trans_b, act.m,
-                                      act.n, act.k, a, b, c, batch=act.batch)
+                                      act.n, act.k, a, b, c, batch=act.batch, dtype=act.dtype)
 
     def _launch_host(self, act: Host, env: CudaEnv) -> Closure:
         return lambda rc: self._host_step(act, env, rc)
@@ -405,6 +413,14 @@ class CudaProgram:
 
 
 ALIGN_MIN = 256
+
+
+def fill_dtype(name: str) -> np.dtype:
+    """The numpy dtype of a :class:`Fill`'s name (bfloat16 from ml_dtypes)."""
+    if name == "bfloat16":
+        import ml_dtypes
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
 
 # Action type -> the CudaProgram method building its launch closure.
 LAUNCHES: dict[type, Callable[[CudaProgram, Any, CudaEnv], Closure]] = {

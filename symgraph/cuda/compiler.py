@@ -36,6 +36,10 @@ NVCC_CALLS = 0
 
 PRELUDE = """// symgraph generated module. Kernels take (outputs..., inputs..., long long n).
 #include <math.h>
+// Every element read is sg_ld(x): a float for every float storage type (the narrow types'
+// overloads come with the kernels that use them); sg_pack is the 16-byte vector of lanes.
+__device__ __forceinline__ float sg_ld(float v) { return v; }
+template <class T, int N> struct alignas(sizeof(T) * N) sg_pack { T v[N]; };
 // digamma (the expr primitive `digamma`): reflection below 1/2, the recurrence up to 6, then
 // the asymptotic series (relative error below 1e-9 in double, float rounding here).
 __device__ __forceinline__ float sg_digamma(float x) {

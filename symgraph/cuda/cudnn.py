@@ -2,8 +2,11 @@
 
 One handle per device. A :class:`ConvPlan` holds the descriptors of one convolution shape and the
 algorithms chosen for it by ``cudnnFind*`` (which times the candidates), made once per shape and
-cached. Math is CUDNN_FMA_MATH (plain FP32: no TF32 tensor cores) unless ``SYMGRAPH_TF32=1``
-(CUDNN_DEFAULT_MATH, which lets cuDNN use TF32). When the library cannot be loaded,
+cached. Data is float32, float16 or bfloat16 (tensor and filter descriptors of that type); the
+convolution descriptor's compute type is always FLOAT (narrow data accumulates in float). Math is
+CUDNN_TENSOR_OP_MATH for narrow data (tensor cores); for float32 CUDNN_FMA_MATH (plain FP32: no
+TF32 tensor cores) unless ``SYMGRAPH_TF32=1`` (CUDNN_DEFAULT_MATH, which lets cuDNN use TF32).
+Layout is NCHW for every dtype (NHWC, which some tensor-core kernels prefer, is not used yet). When the library cannot be loaded,
 :func:`available` is False and the backend runs its im2col + cuBLAS lowering instead.
 """
 from __future__ import annotations
@@ -17,7 +20,9 @@ from ..base import ExecutionError
 from . import libs
 
 CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_CROSS_CORRELATION = 0, 0, 1
-CUDNN_DEFAULT_MATH, CUDNN_FMA_MATH = 0, 3
+CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_FMA_MATH = 0, 1, 3
+# cudnnDataType_t of each storage dtype (CUDNN_DATA_FLOAT, _HALF, _BFLOAT16).
+CUDNN_DATA = {"float32": 0, "float16": 2, "bfloat16": 9}
 
 _LIB: Any = None
 _TRIED = False
@@ -66,8 +71,8 @@ def handle(device_id: int) -> ctypes.c_void_p:
     return h
 
 
-def _desc(kind: str, *dims: int) -> ctypes.c_void_p:
-    """A packed NC(D)HW float tensor or filter descriptor (4 or 5 dims: the Nd API)."""
+def _desc(kind: str, dtype: str, *dims: int) -> ctypes.c_void_p:
+    """A packed NC(D)HW tensor or filter descriptor of ``dtype`` (4 or 5 dims: the Nd API)."""
     lib, d = _LIB, ctypes.c_void_p()
     dim_a = (ctypes.c_int * len(dims))(*dims)
     if kind == "tensor":
@@ -75,13 +80,13 @@ def _desc(kind: str, *dims: int) -> ctypes.c_void_p:
         for i in range(len(dims) - 2, -1, -1):
             strides[i] = strides[i + 1] * dims[i + 1]
         _check(lib.cudnnCreateTensorDescriptor(ctypes.byref(d)), "create tensor descriptor")
-        _check(lib.cudnnSetTensorNdDescriptor(d, CUDNN_DATA_FLOAT, len(dims), dim_a,
+        _check(lib.cudnnSetTensorNdDescriptor(d, CUDNN_DATA[dtype], len(dims), dim_a,
                                               (ctypes.c_int * len(dims))(*strides)),
                "set tensor descriptor")
     else:
         _check(lib.cudnnCreateFilterDescriptor(ctypes.byref(d)), "create filter descriptor")
-        _check(lib.cudnnSetFilterNdDescriptor(d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, len(dims),
-                                              dim_a), "set filter descriptor")
+        _check(lib.cudnnSetFilterNdDescriptor(d, CUDNN_DATA[dtype], CUDNN_TENSOR_NCHW,
+                                              len(dims), dim_a), "set filter descriptor")
     return d
 
 
@@ -95,9 +100,9 @@ class Unsupported(ExecutionError):
 
 class ConvPlan:
     """Descriptors and measured algorithms of one 2-D or 3-D convolution (geometry ``g``,
-    F filters, ``g.groups`` groups)."""
+    F filters, ``g.groups`` groups) over data of ``dtype``."""
 
-    def __init__(self, device_id: int, g: Any, f: int) -> None:
+    def __init__(self, device_id: int, g: Any, f: int, dtype: str = "float32") -> None:
         lib, h = _LIB, handle(device_id)
         # Find runs work on the handle's stream: point it at the (live) default stream, not at
         # the stream of whichever program used the handle last (it may be freed by now).
@@ -105,9 +110,9 @@ class ConvPlan:
         def sp(vd: int, vh: int, vw: int) -> tuple[int, ...]:
             """Spatial values: 3-D convolutions have one more axis in front of (H, W)."""
             return (vd, vh, vw) if g.is_3d else (vh, vw)
-        self.x = _desc("tensor", g.n, g.c, *sp(g.d, g.h, g.w))
-        self.y = _desc("tensor", g.n, f, *sp(g.od, g.oh, g.ow))
-        self.w = _desc("filter", f, g.c // g.groups, *sp(g.kd, g.kh, g.kw))
+        self.x = _desc("tensor", dtype, g.n, g.c, *sp(g.d, g.h, g.w))
+        self.y = _desc("tensor", dtype, g.n, f, *sp(g.od, g.oh, g.ow))
+        self.w = _desc("filter", dtype, f, g.c // g.groups, *sp(g.kd, g.kh, g.kw))
         self.conv = ctypes.c_void_p()
         _check(lib.cudnnCreateConvolutionDescriptor(ctypes.byref(self.conv)), "create conv")
         _check(lib.cudnnSetConvolutionNdDescriptor(
@@ -115,9 +120,7 @@ class ConvPlan:
             _ints(*sp(g.sd, g.sh, g.sw)), _ints(*sp(g.dd, g.dh, g.dw)), CUDNN_CROSS_CORRELATION,
             CUDNN_DATA_FLOAT), "set conv descriptor")
         _check(lib.cudnnSetConvolutionGroupCount(self.conv, g.groups), "set group count")
-        tf32 = os.environ.get("SYMGRAPH_TF32", "0") == "1"
-        _check(lib.cudnnSetConvolutionMathType(
-            self.conv, CUDNN_DEFAULT_MATH if tf32 else CUDNN_FMA_MATH), "set math type")
+        _check(lib.cudnnSetConvolutionMathType(self.conv, math_type(dtype)), "set math type")
         self.algo, self.ws = {}, {}
         for kind, find, size, descs in (
                 ("fwd", "cudnnFindConvolutionForwardAlgorithm",
@@ -132,7 +135,7 @@ class ConvPlan:
             _check(getattr(lib, find)(h, *descs, 8, ctypes.byref(count), perf), find)
             ok = [p for p in perf[:count.value] if p.status == 0]
             if not ok:
-                raise Unsupported(f"cuDNN has no {kind} algorithm for {g}, {f} filters "
+                raise Unsupported(f"cuDNN has no {kind} algorithm for {g}, {f} filters, {dtype} "
                                   f"(statuses {[p.status for p in perf[:count.value]]})")
             self.algo[kind] = ok[0].algo  # sorted fastest first
             nbytes = ctypes.c_size_t()
@@ -140,13 +143,21 @@ class ConvPlan:
             self.ws[kind] = nbytes.value
 
 
-def plan(device_id: int, g: Any, f: int) -> Optional[ConvPlan]:
-    """The cached plan of this convolution shape (measured on first use); None when cuDNN has
-    no algorithm for it (one line on stderr says so)."""
-    key = (device_id, g, f, os.environ.get("SYMGRAPH_TF32", "0"))
+def math_type(dtype: str) -> int:
+    """cudnnMathType_t: tensor cores for narrow data; float32 is plain FMA unless
+    ``SYMGRAPH_TF32=1``."""
+    if dtype != "float32":
+        return CUDNN_TENSOR_OP_MATH
+    return CUDNN_DEFAULT_MATH if os.environ.get("SYMGRAPH_TF32", "0") == "1" else CUDNN_FMA_MATH
+
+
+def plan(device_id: int, g: Any, f: int, dtype: str = "float32") -> Optional[ConvPlan]:
+    """The cached plan of this convolution shape and dtype (measured on first use); None when
+    cuDNN has no algorithm for it (one line on stderr says so)."""
+    key = (device_id, g, f, dtype, os.environ.get("SYMGRAPH_TF32", "0"))
     if key not in _PLANS:
         try:
-            _PLANS[key] = ConvPlan(device_id, g, f)
+            _PLANS[key] = ConvPlan(device_id, g, f, dtype)
         except Unsupported as err:
             print(f"symgraph: {err}; using im2col + cuBLAS", file=sys.stderr)
             _PLANS[key] = None

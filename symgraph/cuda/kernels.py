@@ -2,7 +2,8 @@
 max, min, prod, L1/L2 norm), softmax along an axis, SoftmaxOutput's backward, one-block sums
 (counts of valid entries, a batch's negative log-likelihood). Shapes are baked in as constants
 (one kernel per shape, all in the one module of a compiled graph); every kernel takes pointers
-then ``long long n``.
+then ``long long n``. Buffers are of any float dtype (numpy names ``x_t``, ``y_t``...: float32
+by default); every kernel reads through ``sg_ld`` and accumulates in float.
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from math import prod
 from typing import Sequence
 
 from ..expr import Expr
-from .codegen import Rendered, c_float, expr_to_c, kernel_name
+from .codegen import Rendered, c_float, dtype_helpers, expr_to_c, kernel_name, ptr, with_dtype
 
 Shape = tuple[int, ...]
 
@@ -49,13 +50,15 @@ def use_block_per_output(n_out: int, n_red: int, sm_count: int) -> bool:
 
 def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
                   block_per_output: bool, chunks: int = 1, count: int = 0,
-                  partials: bool = False) -> Rendered:
+                  partials: bool = False, x_t: str = "float32",
+                  y_t: str = "float32") -> Rendered:
     """out[o] = reduce over the ``axes`` of ``shape``; outputs in row-major order of kept axes.
 
     With ``chunks > 1`` (block per output only) each output's reduction is cut into ``chunks``
     pieces and the kernel writes the ``n_out * chunks`` unfinished partial results (stage one of
     a two-stage reduction). ``count`` overrides the divisor of ``mean``; ``partials`` says the
     input holds such partial results (stage two), so the per-element map is not applied again.
+    ``x_t`` / ``y_t``: the dtypes of input and output (the accumulator is a float).
     """
     kept = [d for d in range(len(shape)) if d not in axes]
     n_out, n_red = reduce_split(shape, axes)
@@ -63,8 +66,8 @@ def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
     fin = "acc" if chunks > 1 else fin.format(count=max(count or n_red, 1))
     load = "v" if partials else load
     clen = -(-n_red // chunks)
-    tag = kernel_name(stem, f"{shape}{tuple(axes)}{kind}{block_per_output}{chunks},{count},"
-                            f"{partials}")
+    tag = kernel_name(with_dtype(stem, x_t), f"{shape}{tuple(axes)}{kind}{block_per_output}"
+                      f"{chunks},{count},{partials},{x_t},{y_t}")
     helpers = (_offset_fn(f"{tag}_base", shape, kept) + _offset_fn(f"{tag}_roff", shape, list(axes))
                + f"__device__ __forceinline__ float {tag}_op(float a, float b) "
                f"{{ return {comb}; }}\n"
@@ -78,7 +81,7 @@ def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
             f"        const long long b0 = {tag}_base(o);\n"
             f"        float acc = {init};\n"
             f"        for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x)\n"
-            f"            acc = {tag}_op(acc, {tag}_load(x[b0 + {tag}_roff(r)]));\n"
+            f"            acc = {tag}_op(acc, {tag}_load(sg_ld(x[b0 + {tag}_roff(r)])));\n"
             f"        for (int s = 16; s > 0; s >>= 1) "
             f"acc = {tag}_op(acc, __shfl_down_sync(0xffffffffu, acc, s));\n"
             "        if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = acc;\n"
@@ -98,19 +101,21 @@ def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
             f"        const long long b0 = {tag}_base(o);\n"
             f"        float acc = {init};\n"
             f"        for (long long r = 0; r < {n_red}LL; ++r) "
-            f"acc = {tag}_op(acc, {tag}_load(x[b0 + {tag}_roff(r)]));\n"
+            f"acc = {tag}_op(acc, {tag}_load(sg_ld(x[b0 + {tag}_roff(r)])));\n"
             f"        y[o] = {fin};\n"
             "    }\n")
-    src = (helpers + f"extern \"C\" __global__ void {tag}(float* __restrict__ y, "
-           f"const float* __restrict__ x, long long n) {{\n{body}}}\n")
-    return Rendered(tag, src, 2)
+    src = (helpers + f"extern \"C\" __global__ void {tag}({ptr('y', y_t, False)}, "
+           f"{ptr('x', x_t)}, long long n) {{\n{body}}}\n")
+    return Rendered(tag, src, 2, helpers=dtype_helpers(x_t, y_t))
 
 
 def render_softmax(stem: str, outer: int, k: int, inner: int, log: bool,
-                   scale: float = 1.0) -> Rendered:
+                   scale: float = 1.0, dtype: str = "float32", y_t: str = "") -> Rendered:
     """Softmax (or log-softmax) of ``scale * x`` over the middle axis of an (outer, k, inner)
-    array, a warp a row. Three passes over the row (max, sum of exponentials, write)."""
-    tag = kernel_name(stem, f"{outer},{k},{inner},{log},{scale}")
+    array of ``dtype`` (output ``y_t``, default the same), a warp a row, in float. Three passes
+    over the row (max, sum of exponentials, write)."""
+    y_t = y_t or dtype
+    tag = kernel_name(with_dtype(stem, dtype), f"{outer},{k},{inner},{log},{scale},{dtype},{y_t}")
     sx = "" if scale == 1.0 else f" * {c_float(scale)}"
     write = "(v - m) - logf(s)" if log else "expf(v - m) * inv"
     body = (
@@ -119,27 +124,28 @@ def render_softmax(stem: str, outer: int, k: int, inner: int, log: bool,
         f"    if (warp >= {outer * inner}LL) return;\n"
         f"    const long long base = (warp / {inner}LL) * {k * inner}LL + warp % {inner}LL;\n"
         f"    float m = {c_float(float('-inf'))};\n"
-        f"    for (int c = lane; c < {k}; c += 32) m = fmaxf(m, x[base + c * {inner}LL]{sx});\n"
+        f"    for (int c = lane; c < {k}; c += 32) m = fmaxf(m, sg_ld(x[base + c * {inner}LL]){sx});\n"
         "    for (int s = 16; s > 0; s >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, s));\n"
         "    float s = 0.f;\n"
-        f"    for (int c = lane; c < {k}; c += 32) s += expf(x[base + c * {inner}LL]{sx} - m);\n"
+        f"    for (int c = lane; c < {k}; c += 32) s += expf(sg_ld(x[base + c * {inner}LL]){sx} - m);\n"
         "    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);\n"
         "    const float inv = 1.f / s;\n"
         f"    for (int c = lane; c < {k}; c += 32) {{\n"
-        f"        const float v = x[base + c * {inner}LL]{sx};\n"
+        f"        const float v = sg_ld(x[base + c * {inner}LL]){sx};\n"
         f"        y[base + c * {inner}LL] = {write};\n"
         "    }\n")
-    src = (f"extern \"C\" __global__ void {tag}(float* __restrict__ y, "
-           f"const float* __restrict__ x, long long n) {{\n{body}}}\n")
-    return Rendered(tag, src, 2)
+    src = (f"extern \"C\" __global__ void {tag}({ptr('y', y_t, False)}, {ptr('x', dtype)}, "
+           f"long long n) {{\n{body}}}\n")
+    return Rendered(tag, src, 2, helpers=dtype_helpers(dtype, y_t))
 
 
 def render_block_sum(stem: str, key: str, params: str, rows: int, term: str,
-                     n_ptr: int = 2, helper: str = "") -> Rendered:
+                     n_ptr: int = 2, helper: str = "", dtypes: Sequence[str] = ()) -> Rendered:
     """One block sums ``term`` (C over row index ``r``) for ``r < rows`` into ``y[0]``: small
     loss-sized sums (counts of valid labels, a batch's summed loss), launched with one block.
-    ``TAG`` in ``term`` / ``helper`` (``__device__`` functions) becomes the kernel's name."""
-    tag = kernel_name(stem, f"{key},{rows},{term},{helper}")
+    ``TAG`` in ``term`` / ``helper`` (``__device__`` functions) becomes the kernel's name;
+    ``dtypes``: those of the buffers in ``params`` (for their headers)."""
+    tag = kernel_name(stem, f"{key},{rows},{term},{helper},{params}")
     body = (
         "    __shared__ float part[32];\n"
         "    float acc = 0.f;\n"
@@ -153,38 +159,44 @@ def render_block_sum(stem: str, key: str, params: str, rows: int, term: str,
         "        y[0] = t;\n"
         "    }\n")
     src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{body}}}\n"
-    return Rendered(tag, (helper + src).replace("TAG", tag), n_ptr)
+    return Rendered(tag, (helper + src).replace("TAG", tag), n_ptr,
+                    helpers=dtype_helpers(*dtypes))
 
 
-def render_count(stem: str, rows: int, predicate: Expr) -> Rendered:
-    """``y[0]`` = how many ``x[r]`` satisfy ``predicate`` (a formula of input 0), as a float."""
+def render_count(stem: str, rows: int, predicate: Expr, x_t: str = "float32") -> Rendered:
+    """``y[0]`` (float32) = how many ``x[r]`` (of ``x_t``) satisfy ``predicate`` (a formula of
+    input 0), as a float."""
     lines, (test,) = expr_to_c([predicate], ["v"])
     body = "".join(f"    {ln}\n" for ln in lines)
     helper = (f"__device__ __forceinline__ float TAG_counts(float v) {{\n{body}"
               f"    return ({test}) != 0.f ? 1.f : 0.f;\n}}\n")
-    return render_block_sum(stem, "", "float* __restrict__ y, const float* __restrict__ x", rows,
-                            "TAG_counts(x[r])", helper=helper)
+    return render_block_sum(stem, "", f"float* __restrict__ y, {ptr('x', x_t)}", rows,
+                            "TAG_counts(sg_ld(x[r]))", helper=helper, dtypes=(x_t,))
 
 
-def render_nll_sum(stem: str, rows: int, k: int) -> Rendered:
+def render_nll_sum(stem: str, rows: int, k: int, y_t: str = "float32", logp_t: str = "float32",
+                   label_t: str = "float32") -> Rendered:
     """``y[0]`` = -sum over rows of ``logp[r, label[r]]`` (labels truncated, clipped to [0, k))."""
-    pick = f"(long long)fminf(fmaxf(label[r], 0.f), {k - 1}.f)"
-    return render_block_sum(stem, f"{k}", "float* __restrict__ y, const float* __restrict__ logp, "
-                            "const float* __restrict__ label", rows,
-                            f"-logp[r * {k}LL + {pick}]", 3)
+    pick = f"(long long)fminf(fmaxf(sg_ld(label[r]), 0.f), {k - 1}.f)"
+    return render_block_sum(stem, f"{k}", f"{ptr('y', y_t, False)}, {ptr('logp', logp_t)}, "
+                            f"{ptr('label', label_t)}", rows,
+                            f"-sg_ld(logp[r * {k}LL + {pick}])", 3,
+                            dtypes=(y_t, logp_t, label_t))
 
 
 def render_softmax_output_backward(stem: str, outer: int, k: int, inner: int, scale: float,
                                    use_ignore: bool, ignore_label: float, alpha: float,
-                                   divide_by_count: bool) -> Rendered:
+                                   divide_by_count: bool, dtype: str = "float32",
+                                   label_t: str = "float32") -> Rendered:
     """grad = (prob - target(label)) * valid * scale over an (outer, k, inner) prob array.
 
     ``target`` is the (optionally label-smoothed) one-hot of the integer label of the element's
     row; with ``divide_by_count`` the scale is further divided by ``max(1, *count)`` (a pointer
-    to the number of valid labels, computed by :func:`render_count`).
+    to the number of valid labels, computed by :func:`render_count`, float32). Gradient and
+    probabilities are of ``dtype``, labels of ``label_t``.
     """
-    tag = kernel_name(stem, f"{outer},{k},{inner},{scale},{use_ignore},{ignore_label},{alpha},"
-                            f"{divide_by_count}")
+    tag = kernel_name(with_dtype(stem, dtype), f"{outer},{k},{inner},{scale},{use_ignore},"
+                      f"{ignore_label},{alpha},{divide_by_count},{dtype},{label_t}")
     on, off = (1.0 - alpha, alpha / (k - 1)) if alpha and k > 1 else (1.0, 0.0)
     valid = f"(lab != {c_float(ignore_label)})" if use_ignore else "true"
     sc = (f"({c_float(scale)} / fmaxf(1.f, count[0]))" if divide_by_count else c_float(scale))
@@ -193,13 +205,13 @@ def render_softmax_output_backward(stem: str, outer: int, k: int, inner: int, sc
         "i += (long long)blockDim.x * gridDim.x) {\n"
         f"        const long long c = (i / {inner}LL) % {k}LL;\n"
         f"        const long long row = (i / {k * inner}LL) * {inner}LL + i % {inner}LL;\n"
-        "        const float lab = label[row];\n"
+        "        const float lab = sg_ld(label[row]);\n"
         # A label outside [0, k) matches no c: no target (MXNet 1.9.1), not a clipped one.
         "        const long long idx = (long long)lab;\n"
         f"        const float t = (c == idx) ? {c_float(on)} : {c_float(off)};\n"
-        f"        y[i] = {valid} ? (p[i] - t) * {sc} : 0.f;\n"
+        f"        y[i] = {valid} ? (sg_ld(p[i]) - t) * {sc} : 0.f;\n"
         "    }\n")
-    src = (f"extern \"C\" __global__ void {tag}(float* __restrict__ y, const float* __restrict__ p, "
-           f"const float* __restrict__ label, const float* __restrict__ count, long long n) "
+    src = (f"extern \"C\" __global__ void {tag}({ptr('y', dtype, False)}, {ptr('p', dtype)}, "
+           f"{ptr('label', label_t)}, const float* __restrict__ count, long long n) "
            f"{{\n{body}}}\n")
-    return Rendered(tag, src, 4)
+    return Rendered(tag, src, 4, helpers=dtype_helpers(dtype, label_t))

@@ -11,17 +11,19 @@ a fixed order, so the maximum it finds is the one the forward kept), multiplies 
 gradient by the activation's derivative there, and accumulates that value times the patch into
 per-thread sums of the filter's weight and bias gradients; blocks reduce their threads' sums
 into one partial per (filter, chunk of windows), and a second kernel adds the partials. No
-atomics: the result is deterministic.
+atomics: the result is deterministic. Data, weights and outputs are of ``ConvPool.dtype``
+(float32, float16 or bfloat16), read through ``sg_ld``; sums and partials are float.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import product
 from typing import Optional
 
 from ..expr import inp
 from ..ops.conv_act_pool import ACT_GRAD, act_expr
-from .codegen import THREADS, Rendered, c_float, expr_to_c, index_type, kernel_name
+from .codegen import (C_TYPES, THREADS, Rendered, c_float, dtype_helpers, expr_to_c, index_type,
+                      kernel_name)
 from .kernels_nn import LOOP, Window2d, _kernel
 
 NEG_INF = c_float(float("-inf"))
@@ -41,6 +43,12 @@ class ConvPool(Window2d):
     ww: int
     act: Optional[str]
     bias: bool
+    dtype: str = field(default="float32", kw_only=True)
+
+    @property
+    def t(self) -> str:
+        """C type of data, weights and outputs."""
+        return C_TYPES[self.dtype]
 
     @property
     def field(self) -> int:
@@ -74,7 +82,7 @@ def _load_patch(g: ConvPool, img: str, indent: str) -> str:
     rows, cols = g.patch
     return (f"{indent}const int h0 = qh * {g.wh * g.sh} - {g.ph}, w0 = qw * {g.ww * g.sw} - "
             f"{g.pw};\n"
-            f"{indent}const float* xp = x + (long long){img} * {g.c * g.h * g.w};\n"
+            f"{indent}const {g.t}* xp = x + (long long){img} * {g.c * g.h * g.w};\n"
             f"{indent}float v[{g.c}][{rows}][{cols}];\n"
             f"{indent}#pragma unroll\n"
             f"{indent}for (int c = 0; c < {g.c}; ++c)\n"
@@ -84,7 +92,7 @@ def _load_patch(g: ConvPool, img: str, indent: str) -> str:
             f"{indent}for (int s = 0; s < {cols}; ++s) {{\n"
             f"{indent}    const int hh = h0 + r, ww = w0 + s;\n"
             f"{indent}    v[c][r][s] = (hh >= 0 && hh < {g.h} && ww >= 0 && ww < {g.w}) ? "
-            f"xp[(c * {g.h} + hh) * {g.w} + ww] : 0.f;\n"
+            f"sg_ld(xp[(c * {g.h} + hh) * {g.w} + ww]) : 0.f;\n"
             f"{indent}}}\n")
 
 
@@ -103,16 +111,16 @@ def _window_max(g: ConvPool, act: str, indent: str) -> str:
 
 
 def _weights(g: ConvPool, f: str, indent: str) -> str:
-    bias = f"bias[{f}]" if g.bias else "0.f"
+    bias = f"sg_ld(bias[{f}])" if g.bias else "0.f"
     return (f"{indent}float wr[{g.field}];\n"
             f"{indent}#pragma unroll\n"
-            f"{indent}for (int k = 0; k < {g.field}; ++k) wr[k] = wt[{f} * {g.field} + k];\n"
+            f"{indent}for (int k = 0; k < {g.field}; ++k) wr[k] = sg_ld(wt[{f} * {g.field} + k]);\n"
             f"{indent}const float bf = {bias};\n")
 
 
 def _inputs(g: ConvPool) -> str:
-    return ("const float* __restrict__ x, const float* __restrict__ wt"
-            + (", const float* __restrict__ bias" if g.bias else ""))
+    return (f"const {g.t}* __restrict__ x, const {g.t}* __restrict__ wt"
+            + (f", const {g.t}* __restrict__ bias" if g.bias else ""))
 
 
 def filters_per_thread(g: ConvPool, sm_count: int) -> int:
@@ -136,7 +144,7 @@ def render_forward(g: ConvPool, fpt: int) -> Rendered:
             f"        const {it} img = i / {g.windows * groups};\n"
             f"        const int qh = q / {g.qw}, qw = q % {g.qw};\n"
             + _load_patch(g, "img", " " * 8) +
-            f"        float* yp = y + ((long long)img * {g.f} + fg * {fpt}) * {g.windows} + q;\n"
+            f"        {g.t}* yp = y + ((long long)img * {g.f} + fg * {fpt}) * {g.windows} + q;\n"
             f"        for (int k = 0; k < {fpt}; ++k) {{\n"
             f"            const int f = fg * {fpt} + k;\n"
             + _weights(g, "f", " " * 12) + _window_max(g, act, " " * 12) +
@@ -144,8 +152,8 @@ def render_forward(g: ConvPool, fpt: int) -> Rendered:
             "        }\n"
             "    }\n")
     tag = kernel_name("conv_act_pool", repr(g) + body)
-    src = _kernel(tag, f"float* __restrict__ y, {_inputs(g)}, long long n", body)
-    return Rendered(tag, src, 4 if g.bias else 3, helpers=helpers)
+    src = _kernel(tag, f"{g.t}* __restrict__ y, {_inputs(g)}, long long n", body)
+    return Rendered(tag, src, 4 if g.bias else 3, helpers=dtype_helpers(g.dtype) + helpers)
 
 
 def chunks_for(g: ConvPool, sm_count: int) -> int:
@@ -187,7 +195,7 @@ def render_param_grad(g: ConvPool, chunks: int) -> Rendered:
             f"            const {it} img = p / {g.windows};\n"
             f"            const int qh = q / {g.qw}, qw = q % {g.qw};\n"
             + _load_patch(g, "img", " " * 12) + _window_max(g, act, " " * 12) +
-            f"            const float grad = dy[((long long)img * {g.f} + f) * {g.windows} + q] * "
+            f"            const float grad = sg_ld(dy[((long long)img * {g.f} + f) * {g.windows} + q]) * "
             f"{dact}(best);\n"
             + "\n".join(accumulate) + "\n"
             f"            acc[{g.field}] += grad;\n"
@@ -206,8 +214,10 @@ def render_param_grad(g: ConvPool, chunks: int) -> Rendered:
             "        __syncthreads();\n"
             "    }\n")
     tag = kernel_name("conv_act_pool_wgrad", repr(g) + body)
-    params = f"float* __restrict__ part, const float* __restrict__ dy, {_inputs(g)}, long long n"
-    return Rendered(tag, _kernel(tag, params, body), 5 if g.bias else 4, helpers=helpers)
+    params = (f"float* __restrict__ part, const {g.t}* __restrict__ dy, {_inputs(g)}, "
+              "long long n")
+    return Rendered(tag, _kernel(tag, params, body), 5 if g.bias else 4,
+                    helpers=dtype_helpers(g.dtype) + helpers)
 
 
 def render_param_grad_sum(g: ConvPool, chunks: int) -> Rendered:
@@ -220,7 +230,7 @@ def render_param_grad_sum(g: ConvPool, chunks: int) -> Rendered:
             f"        for (int c = 0; c < {chunks}; ++c) s += pp[c * {k1}];\n"
             f"        if (k < {g.field}) dw[f * {g.field} + k] = s; else db[f] = s;\n"
             "    }\n")
-    tag = kernel_name("conv_act_pool_wgrad_sum", f"{g.f},{g.field},{chunks}")
-    params = ("float* __restrict__ dw, float* __restrict__ db, const float* __restrict__ part, "
+    tag = kernel_name("conv_act_pool_wgrad_sum", f"{g.f},{g.field},{chunks},{g.dtype}")
+    params = (f"{g.t}* __restrict__ dw, {g.t}* __restrict__ db, const float* __restrict__ part, "
               "long long n")
-    return Rendered(tag, _kernel(tag, params, body), 3)
+    return Rendered(tag, _kernel(tag, params, body), 3, helpers=dtype_helpers(g.dtype))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from math import prod
 
-from .codegen import Rendered, c_float, grid_stride_kernel
+from .codegen import C_TYPES, NARROW_C, Rendered, c_float, grid_stride_kernel, ptr
 
 Shape = tuple[int, ...]
 Pairs = list[tuple[int, int]]
@@ -24,56 +24,51 @@ def pad_source_index(mode: str, n: int, before: int, after: int) -> str:
     return s + f" inside = inside && s >= 0 && s < {n}LL;"
 
 
-def render_pad(x: Shape, y: Shape, pairs: Pairs, mode: str, constant_value: float) -> Rendered:
+def render_pad(x: Shape, y: Shape, pairs: Pairs, mode: str, constant_value: float,
+               dtype: str = "float32") -> Rendered:
     """y = x padded by ``pairs`` (before, after) per axis in ``mode``."""
     idx = ["        long long r = i, src = 0, c, s;", "        bool inside = true;"]
     for d in range(len(x) - 1, -1, -1):
         idx.append(f"        c = r % {y[d]}LL; r /= {y[d]}LL; "
                    + pad_source_index(mode, x[d], *pairs[d])
                    + f" src += s * {prod(x[d + 1:])}LL;")
-    body = "\n".join(idx) + f"\n        y[i] = inside ? x[src] : {c_float(constant_value)};\n"
+    body = ("\n".join(idx)
+            + f"\n        y[i] = inside ? sg_ld(x[src]) : {c_float(constant_value)};\n")
     return grid_stride_kernel(f"pad_{mode}", f"{x}{pairs}{mode}{constant_value}",
-                              "float* __restrict__ y, const float* __restrict__ x", body)
+                              f"{ptr('y', dtype, False)}, {ptr('x', dtype)}", body)
 
 
 def render_pad_fold(outer: int, n: int, inner: int, before: int, after: int,
-                    mode: str) -> Rendered:
+                    mode: str, dtype: str = "float32") -> Rendered:
     """y(outer, n, inner) = the gradient of one padded axis (outer, before+n+after, inner)
     folded back: each cell's own entry plus the padded entries that were copies of it."""
     m = before + n + after
     lines = [f"        const long long in = i % {inner}LL, c = (i / {inner}LL) % {n}LL;",
-             f"        const float* col = x + (i / {inner * n}LL) * {m * inner}LL + in;",
-             f"        float acc = col[(c + {before}LL) * {inner}LL];"]
+             f"        const {C_TYPES[dtype]}* col = x + (i / {inner * n}LL) * {m * inner}LL + in;",
+             f"        float acc = sg_ld(col[(c + {before}LL) * {inner}LL]);"]
     if mode == "edge" and before:  # the head copies cell 0
         lines.append(f"        if (c == 0) for (int k = 0; k < {before}; ++k) "
-                     f"acc += col[k * {inner}LL];")
+                     f"acc += sg_ld(col[k * {inner}LL]);")
     if mode == "edge" and after:  # the tail copies cell n-1
         lines.append(f"        if (c == {n - 1}) for (int k = {before + n}; k < {m}; ++k) "
-                     f"acc += col[k * {inner}LL];")
+                     f"acc += sg_ld(col[k * {inner}LL]);")
     if mode == "reflect" and before:  # head entry before-c mirrors cell c
         lines.append(f"        if (c >= 1 && c <= {before}) "
-                     f"acc += col[({before}LL - c) * {inner}LL];")
+                     f"acc += sg_ld(col[({before}LL - c) * {inner}LL]);")
     if mode == "reflect" and after:  # tail entry before+2n-2-c mirrors cell c
         lines.append(f"        if (c >= {n - 1 - after} && c <= {n - 2}) "
-                     f"acc += col[({before + 2 * n - 2}LL - c) * {inner}LL];")
+                     f"acc += sg_ld(col[({before + 2 * n - 2}LL - c) * {inner}LL]);")
     body = "\n".join(lines) + "\n        y[i] = acc;\n"
     return grid_stride_kernel(f"pad_fold_{mode}", f"{outer},{n},{inner},{before},{after},{mode}",
-                              "float* __restrict__ y, const float* __restrict__ x", body)
-
-
-C_TYPES = {"float32": "float", "float64": "double", "float16": "__half", "bool": "bool",
-           "int8": "signed char", "uint8": "unsigned char", "int16": "short",
-           "uint16": "unsigned short", "int32": "int", "uint32": "unsigned int",
-           "int64": "long long", "uint64": "unsigned long long"}
-FP16_HEADER = ("cuda_fp16", "#include <cuda_fp16.h>\n")
+                              f"{ptr('y', dtype, False)}, {ptr('x', dtype)}", body)
 
 
 def render_cast(src_t: str, dst_t: str) -> Rendered:
     """y[i] = x[i] converted from numpy dtype ``src_t`` to ``dst_t`` as C converts; float16
-    goes through float, its only conversion."""
-    half = "float16" in (src_t, dst_t)
-    value = "(float)x[i]" if half else "x[i]"
+    and bfloat16 go through float, their only conversion (rounding to nearest)."""
+    narrow = C_TYPES[src_t] in NARROW_C or C_TYPES[dst_t] in NARROW_C
+    value = "(float)x[i]" if narrow else "x[i]"
     return grid_stride_kernel(
         f"cast_{src_t}_to_{dst_t}", f"{src_t},{dst_t}",
         f"{C_TYPES[dst_t]}* __restrict__ y, const {C_TYPES[src_t]}* __restrict__ x",
-        f"        y[i] = ({C_TYPES[dst_t]}){value};\n", helpers=(FP16_HEADER,) if half else ())
+        f"        y[i] = ({C_TYPES[dst_t]}){value};\n")

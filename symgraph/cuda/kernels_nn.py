@@ -5,12 +5,14 @@ Convolution runs as GEMMs over a column matrix laid out (C*KH*KW, N*OH*OW): with
 forward, data-gradient and weight-gradient products are each a single cuBLAS call, and the only
 extra passes are im2col / col2im and one transpose between (F, N, P) and (N, F, P).
 Groups are contiguous row blocks of the column matrix, the weight and the (F, N, P) product.
+Every template takes the storage dtype (the GEMM's: float32, float16 or bfloat16); col2im
+accumulates in float.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .codegen import GRID_STRIDE_LOOP, Rendered, kernel_name
+from .codegen import GRID_STRIDE_LOOP, Rendered, dtype_helpers, kernel_name, ptr, with_dtype
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,10 @@ def _kernel(tag: str, params: str, body: str) -> str:
 LOOP = GRID_STRIDE_LOOP
 
 
-def render_im2col(g: Conv2d) -> Rendered:
+def render_im2col(g: Conv2d, dtype: str = "float32") -> Rendered:
     """col[((c*KD+kk)*KH+ki)*KW+kj][n*P + (od*OH+oh)*OW+ow] = x[n][c][d][h][w] at
     d = od*sd-pd+kk*dd (h, w alike), or 0 in the padding; 2-D layers have D = KD = OD = 1."""
-    tag = kernel_name("im2col", repr(g))
+    tag = kernel_name(with_dtype("im2col", dtype), repr(g) + dtype)
     kk = g.kh * g.kw
     body = (LOOP +
             f"        const long long q = i % {g.cols}LL, row = i / {g.cols}LL;\n"
@@ -91,10 +93,10 @@ def render_im2col(g: Conv2d) -> Rendered:
             f"        const int h = oh * {g.sh} - {g.ph} + ki * {g.dh};\n"
             f"        const int w = ow * {g.sw} - {g.pw} + kj * {g.dw};\n"
             f"        col[i] = (d >= 0 && d < {g.d} && h >= 0 && h < {g.h} && w >= 0 && w < {g.w})"
-            f" ? x[(((nn * {g.c} + c) * {g.d} + d) * {g.h} + h) * {g.w} + w] : 0.f;\n"
+            f" ? sg_ld(x[(((nn * {g.c} + c) * {g.d} + d) * {g.h} + h) * {g.w} + w]) : 0.f;\n"
             "    }\n")
-    return Rendered(tag, _kernel(tag, "float* __restrict__ col, const float* __restrict__ x, "
-                                      "long long n", body), 2)
+    params = f"{ptr('col', dtype, False)}, {ptr('x', dtype)}, long long n"
+    return Rendered(tag, _kernel(tag, params, body), 2, helpers=dtype_helpers(dtype))
 
 
 def _col2im_axis(o: str, t: str, k: str, x: str, size: int, kernel: int, stride: int, pad: int,
@@ -107,9 +109,9 @@ def _col2im_axis(o: str, t: str, k: str, x: str, size: int, kernel: int, stride:
             f"{indent}    if ({o} >= {out}) continue;\n")
 
 
-def render_col2im(g: Conv2d) -> Rendered:
+def render_col2im(g: Conv2d, dtype: str = "float32") -> Rendered:
     """dx[n][c][d][h][w] = sum of the column entries that im2col read from that cell."""
-    tag = kernel_name("col2im", repr(g))
+    tag = kernel_name(with_dtype("col2im", dtype), repr(g) + dtype)
     loops = (_col2im_axis("od", "td", "kk", "d", g.d, g.kd, g.sd, g.pd, g.dd, g.od, " " * 8)
              + _col2im_axis("oh", "th", "ki", "h", g.h, g.kh, g.sh, g.ph, g.dh, g.oh, " " * 12)
              + _col2im_axis("ow", "tw", "kj", "w", g.w, g.kw, g.sw, g.pw, g.dw, g.ow, " " * 16))
@@ -119,24 +121,26 @@ def render_col2im(g: Conv2d) -> Rendered:
             f"        const long long c = (i / {g.d * g.h * g.w}LL) % {g.c}LL;\n"
             f"        const long long nn = i / {g.c * g.d * g.h * g.w}LL;\n"
             "        float acc = 0.f;\n" + loops +
-            f"                    acc += col[(((c * {g.kd} + kk) * {g.kh} + ki) * {g.kw} + kj)"
-            f" * {g.cols}LL + nn * {g.pix}LL + (od * {g.oh} + oh) * {g.ow} + ow];\n"
+            f"                    acc += sg_ld(col[(((c * {g.kd} + kk) * {g.kh} + ki) * {g.kw} + kj)"
+            f" * {g.cols}LL + nn * {g.pix}LL + (od * {g.oh} + oh) * {g.ow} + ow]);\n"
             "                }\n            }\n        }\n"
             "        dx[i] = acc;\n"
             "    }\n")
-    return Rendered(tag, _kernel(tag, "float* __restrict__ dx, const float* __restrict__ col, "
-                                      "long long n", body), 2)
+    params = f"{ptr('dx', dtype, False)}, {ptr('col', dtype)}, long long n"
+    return Rendered(tag, _kernel(tag, params, body), 2, helpers=dtype_helpers(dtype))
 
 
-def render_swap01(a: int, b: int, p: int, bias: bool) -> Rendered:
+def render_swap01(a: int, b: int, p: int, bias: bool, dtype: str = "float32") -> Rendered:
     """y[bb][aa][pp] = x[aa][bb][pp] (+ bias[aa] when ``bias``), one thread per element."""
-    tag = kernel_name("swap01_bias" if bias else "swap01", f"{a},{b},{p},{bias}")
-    add = " + bias[aa]" if bias else ""
+    tag = kernel_name(with_dtype("swap01_bias" if bias else "swap01", dtype),
+                      f"{a},{b},{p},{bias},{dtype}")
+    add = " + sg_ld(bias[aa])" if bias else ""
     body = (LOOP +
             f"        const long long pp = i % {p}LL, aa = (i / {p}LL) % {a}LL;\n"
             f"        const long long bb = i / {a * p}LL;\n"
-            f"        y[i] = x[(aa * {b}LL + bb) * {p}LL + pp]{add};\n"
+            f"        y[i] = sg_ld(x[(aa * {b}LL + bb) * {p}LL + pp]){add};\n"
             "    }\n")
-    params = "float* __restrict__ y, const float* __restrict__ x, "
-    params += "const float* __restrict__ bias, long long n" if bias else "long long n"
-    return Rendered(tag, _kernel(tag, params, body), 3 if bias else 2)
+    params = f"{ptr('y', dtype, False)}, {ptr('x', dtype)}, "
+    params += f"{ptr('bias', dtype)}, long long n" if bias else "long long n"
+    return Rendered(tag, _kernel(tag, params, body), 3 if bias else 2,
+                    helpers=dtype_helpers(dtype))

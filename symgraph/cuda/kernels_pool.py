@@ -13,6 +13,9 @@ window's first maximum once and writes every cell of its tile instead.
 Pooling and its backward may be the head of a fused group: their kernels then apply the group's
 formula where they store (``epilogue``, see ``codegen.epilogue_store``), to every cell written,
 zeros included.
+
+Every template takes the storage dtype (``dtype``: float32, float16 or bfloat16): reads go
+through ``sg_ld``, windows are searched and summed in float.
 """
 from __future__ import annotations
 
@@ -21,7 +24,8 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ..expr import Expr
-from .codegen import Rendered, c_float, epilogue_params, epilogue_store, index_type, kernel_name
+from .codegen import (C_TYPES, Rendered, c_float, dtype_helpers, epilogue_params, epilogue_store,
+                      index_type, kernel_name, with_dtype)
 from .kernels_nn import LOOP, Window2d, _kernel
 
 NEG_INF = c_float(float("-inf"))
@@ -91,7 +95,7 @@ def _count_fn(g: Pool2d, tag: str) -> str:
 def _find_first(g: Pool2d) -> str:
     """Sets ``first`` (declared -1 before): the cell of window (od, oh, ow) of ``xp`` that is
     the first equal to its max ``m``; -2 when that is a padding cell (the gradient is dropped)."""
-    return _window_loop(g, f"            const float v = inside ? xp[cell] : {NEG_INF};\n"
+    return _window_loop(g, f"            const float v = inside ? sg_ld(xp[cell]) : {NEG_INF};\n"
                            "            if (first == -1 && v == m) first = inside ? cell : -2;\n")
 
 
@@ -103,47 +107,55 @@ def _out_index(g: Pool2d) -> str:
     return f"(od * {g.oh} + oh) * {g.ow} + ow"
 
 
-def _stem(stem: str, epilogue: Optional[Expr]) -> str:
-    return stem + ("_epilogue" if epilogue is not None else "")
+def _stem(stem: str, epilogue: Optional[Expr], dtype: str) -> str:
+    return with_dtype(stem + ("_epilogue" if epilogue is not None else ""), dtype)
+
+
+def _params(names: str, dtype: str) -> str:
+    """``y, x...`` -> typed pointer parameters (the first written, the others read), each
+    followed by a comma."""
+    t = C_TYPES[dtype]
+    first, *rest = names.split(", ")
+    return f"{t}* __restrict__ {first}, " + "".join(f"const {t}* __restrict__ {r}, "
+                                                     for r in rest)
 
 
 def render_pool(g: Pool2d, gather: bool, epilogue: Optional[Expr] = None,
-                n_epi: int = 0) -> Rendered:
+                n_epi: int = 0, dtype: str = "float32") -> Rendered:
     """Forward pooling; with ``gather``: each window's value of ``grad`` where its output came
     from (max: the first maximum; avg/sum: pooling of ``grad``). ``epilogue``: a fused group's
     formula applied to each result, reading ``n_epi`` operands (``codegen.epilogue_store``)."""
-    tag = kernel_name(_stem("pool_gather" if gather else "pool", epilogue),
-                      f"{g!r},{epilogue!r},{n_epi}")
+    tag = kernel_name(_stem("pool_gather" if gather else "pool", epilogue, dtype),
+                      f"{g!r},{epilogue!r},{n_epi},{dtype}")
+    t = C_TYPES[dtype]
     idx = index_type(g.n * g.c * max(g.cells, g.outs))
     head = (LOOP + f"        const {idx} j = ({idx})i;\n"
             f"        const int ow = (int)(j % {g.ow}u), oh = (int)((j / {g.ow}u) % {g.oh}u);\n"
             f"        const int od = (int)((j / {g.oh * g.ow}u) % {g.od}u);\n"
             f"        const {idx} plane = j / {g.outs}u;\n"
-            f"        const float* xp = x + plane * {g.cells}u;\n")
+            f"        const {t}* xp = x + plane * {g.cells}u;\n")
     if gather:
-        head += f"        const float* gp = grad + plane * {g.cells}u;\n"
+        head += f"        const {t}* gp = grad + plane * {g.cells}u;\n"
     helper = _count_fn(g, tag) if g.kind == "avg" else ""
     if g.kind == "max" and gather:
-        body = head + "        const float m = out[i];\n" + _first_max(g)
-        result = "first >= 0 ? gp[first] : 0.f"
+        body = head + "        const float m = sg_ld(out[i]);\n" + _first_max(g)
+        result = "first >= 0 ? sg_ld(gp[first]) : 0.f"
     else:
         rd = "gp" if gather else "xp"
         if g.kind == "max":
-            init, acc = NEG_INF, f"acc = fmaxf(acc, inside ? {rd}[cell] : {NEG_INF});\n"
+            init, acc = NEG_INF, f"acc = fmaxf(acc, inside ? sg_ld({rd}[cell]) : {NEG_INF});\n"
         else:
-            init, acc = "0.f", f"if (inside) acc += {rd}[cell];\n"
+            init, acc = "0.f", f"if (inside) acc += sg_ld({rd}[cell]);\n"
         result = f"acc / {tag}_count(od, oh, ow)" if g.kind == "avg" else "acc"
         body = head + f"        float acc = {init};\n" + _window_loop(g, "            " + acc)
     body += epilogue_store(epilogue, "y", "i", result, " " * 8) + "    }\n"
-    params = ("float* __restrict__ y, const float* __restrict__ grad, const float* __restrict__ x, "
-              "const float* __restrict__ out, " if gather
-              else "float* __restrict__ y, const float* __restrict__ x, ")
-    params += epilogue_params(n_epi) + "long long n"
-    return Rendered(tag, helper + _kernel(tag, params, body), (4 if gather else 2) + n_epi)
+    params = _params("y, grad, x, out" if gather else "y, x", dtype)
+    params += epilogue_params(n_epi, dtype) + "long long n"
+    return Rendered(tag, helper + _kernel(tag, params, body), (4 if gather else 2) + n_epi,
+                    helpers=dtype_helpers(dtype))
 
 
-BACKWARD_PARAMS = ("float* __restrict__ dx, const float* __restrict__ dy, "
-                   "const float* __restrict__ x, const float* __restrict__ out, ")
+BACKWARD_PARAMS = "dx, dy, x, out"
 
 
 def _windows_of_cell(axis: str, cell: str, pad: int, k: int, stride: int, out: int) -> str:
@@ -152,26 +164,29 @@ def _windows_of_cell(axis: str, cell: str, pad: int, k: int, stride: int, out: i
             f"        const int {axis}1 = min({out - 1}, ({cell} + {pad}) / {stride});\n")
 
 
-def render_pool_backward(g: Pool2d, epilogue: Optional[Expr] = None, n_epi: int = 0) -> Rendered:
+def render_pool_backward(g: Pool2d, epilogue: Optional[Expr] = None, n_epi: int = 0,
+                         dtype: str = "float32") -> Rendered:
     """dx[cell] = sum over windows containing the cell of its share of dy (gather form, one
     thread per input cell); ``epilogue`` as in :func:`render_pool` (relu's backward mask...)."""
-    tag = kernel_name(_stem("pool_backward", epilogue), f"{g!r},{epilogue!r},{n_epi}")
-    dy_at = f"dyp[{_out_index(g)}]"
+    tag = kernel_name(_stem("pool_backward", epilogue, dtype),
+                      f"{g!r},{epilogue!r},{n_epi},{dtype}")
+    t = C_TYPES[dtype]
+    dy_at = f"sg_ld(dyp[{_out_index(g)}])"
     share = {"max": f"(first == here) ? {dy_at} : 0.f",
              "avg": f"{dy_at} / {tag}_count(od, oh, ow)",
              "sum": dy_at}[g.kind]
     find = ""
     if g.kind == "max":  # the window's first maximum decides whether this cell gets dy
-        find = f"            const float m = yp[{_out_index(g)}];\n" + _first_max(g)
+        find = f"            const float m = sg_ld(yp[{_out_index(g)}]);\n" + _first_max(g)
     idx = index_type(g.n * g.c * max(g.cells, g.outs))
     body = (LOOP + f"        const {idx} j = ({idx})i;\n"
             f"        const int w = (int)(j % {g.w}u), h = (int)((j / {g.w}u) % {g.h}u);\n"
             f"        const int d = (int)((j / {g.h * g.w}u) % {g.d}u);\n"
             f"        const int here = (d * {g.h} + h) * {g.w} + w;\n"
             f"        const {idx} plane = j / {g.cells}u;\n"
-            f"        const float* xp = x + plane * {g.cells}u;\n"
-            f"        const float* yp = out + plane * {g.outs}u;\n"
-            f"        const float* dyp = dy + plane * {g.outs}u;\n"
+            f"        const {t}* xp = x + plane * {g.cells}u;\n"
+            f"        const {t}* yp = out + plane * {g.outs}u;\n"
+            f"        const {t}* dyp = dy + plane * {g.outs}u;\n"
             + _windows_of_cell("od", "d", g.pd, g.kd, g.sd, g.od)
             + _windows_of_cell("oh", "h", g.ph, g.kh, g.sh, g.oh)
             + _windows_of_cell("ow", "w", g.pw, g.kw, g.sw, g.ow) +
@@ -183,23 +198,26 @@ def render_pool_backward(g: Pool2d, epilogue: Optional[Expr] = None, n_epi: int 
             "        }\n"
             + epilogue_store(epilogue, "dx", "i", "acc", " " * 8) + "    }\n")
     helper = _count_fn(g, tag) if g.kind == "avg" else ""
-    params = BACKWARD_PARAMS + epilogue_params(n_epi) + "long long n"
-    return Rendered(tag, helper + _kernel(tag, params, body), 4 + n_epi)
+    params = _params(BACKWARD_PARAMS, dtype) + epilogue_params(n_epi, dtype) + "long long n"
+    return Rendered(tag, helper + _kernel(tag, params, body), 4 + n_epi,
+                    helpers=dtype_helpers(dtype))
 
 
 def render_pool_backward_tiles(g: Pool2d, epilogue: Optional[Expr] = None,
-                               n_epi: int = 0) -> Rendered:
+                               n_epi: int = 0, dtype: str = "float32") -> Rendered:
     """The backward pass when windows do not overlap (``g.disjoint``): one thread per tile
     (``Pool2d.tiles``, launched over N * C * tiles threads) reads its window's dy (and, for max,
     finds the window's first maximum) once, then writes every input cell of its tile: its share
     inside the window, 0 in the gap after it and in tiles past the last window.
     ``epilogue`` as in :func:`render_pool`, applied to every cell written."""
-    tag = kernel_name(_stem("pool_backward_tiles", epilogue), f"{g!r},{epilogue!r},{n_epi}")
+    tag = kernel_name(_stem("pool_backward_tiles", epilogue, dtype),
+                      f"{g!r},{epilogue!r},{n_epi},{dtype}")
+    t = C_TYPES[dtype]
     td, th, tw = g.tiles
     idx = index_type(g.n * g.c * max(g.cells, g.outs, td * th * tw))
     at = f"plane * {g.outs}u + {_out_index(g)}"
-    window = {"max": f"            const float* xp = x + plane * {g.cells}u;\n"
-                     f"            const float m = out[{at}];\n"
+    window = {"max": f"            const {t}* xp = x + plane * {g.cells}u;\n"
+                     f"            const float m = sg_ld(out[{at}]);\n"
                      + textwrap.indent(_find_first(g), "    "),
               "avg": f"            share /= {tag}_count(od, oh, ow);\n", "sum": ""}[g.kind]
     # Tile cell (kk, ki, kj) is in the window when below the kernel on every axis where the
@@ -215,7 +233,7 @@ def render_pool_backward_tiles(g: Pool2d, epilogue: Optional[Expr] = None,
             "        float share = 0.f;  // no window past the last one: its tile is all 0\n"
             + ("        int first = -1;\n" if g.kind == "max" else "")
             + f"        if (od < {g.od} && oh < {g.oh} && ow < {g.ow}) {{\n"
-            f"            share = dy[{at}];\n{window}"
+            f"            share = sg_ld(dy[{at}]);\n{window}"
             "        }\n"
             "#pragma unroll\n"
             f"        for (int kk = 0; kk < {g.sd}; ++kk) for (int ki = 0; ki < {g.sh}; ++ki) "
@@ -228,5 +246,6 @@ def render_pool_backward_tiles(g: Pool2d, epilogue: Optional[Expr] = None,
             + epilogue_store(epilogue, "dx", f"plane * {g.cells}u + cell", value, " " * 12)
             + "        }\n    }\n")
     helper = _count_fn(g, tag) if g.kind == "avg" else ""
-    params = BACKWARD_PARAMS + epilogue_params(n_epi) + "long long n"
-    return Rendered(tag, helper + _kernel(tag, params, body), 4 + n_epi)
+    params = _params(BACKWARD_PARAMS, dtype) + epilogue_params(n_epi, dtype) + "long long n"
+    return Rendered(tag, helper + _kernel(tag, params, body), 4 + n_epi,
+                    helpers=dtype_helpers(dtype))

@@ -8,13 +8,11 @@ offers :func:`lower_step`. Nothing here branches on op names.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from ..registry import get_op
 from . import (lowering_conv_pool, lowering_dense, lowering_elementwise,  # noqa: F401
                lowering_fused, lowering_index, lowering_layout, lowering_nn, lowering_norm,
                lowering_random, lowering_reduce, lowering_sort, lowering_views)
-from .actions import BYTE_FAMILIES, FAMILIES, StepCtx, lowering_of
+from .actions import FAMILIES, StepCtx, family_supports, lowering_of
 
 
 # Families whose listed input slots hold indices: an integer dtype there is read as it is (the
@@ -22,13 +20,17 @@ from .actions import BYTE_FAMILIES, FAMILIES, StepCtx, lowering_of
 INDEX_INPUTS = {"one_hot": (0,)}
 
 
-def lower_step(ctx: StepCtx) -> list:
-    """Actions of one step; float32 only, but for integer index inputs (other dtypes take the
-    host path)."""
+def device_family(ctx: StepCtx) -> tuple[str, dict]:
+    """(family, params) that lowers this step on the device, or ``("host", params)`` when its
+    family does not handle the step's dtypes (``actions.FAMILY_DTYPES``)."""
     fam, params = lowering_of(get_op(ctx.step.node.op))
-    index = INDEX_INPUTS.get(fam, ())
-    plain = [t for i, t in enumerate(ctx.dtypes) if i not in index
-             or np.dtype(t).kind not in "iu"]
-    if fam not in BYTE_FAMILIES and any(np.dtype(t) != np.float32 for t in plain):
-        fam = "host"
+    if not family_supports(fam, ctx.dtypes, INDEX_INPUTS.get(fam, ())):
+        return "host", params
+    return fam, params
+
+
+def lower_step(ctx: StepCtx) -> list:
+    """Actions of one step, in float32, float16 or bfloat16 where its family says so (and
+    integer index inputs where ``INDEX_INPUTS`` says so); other dtypes take the host path."""
+    fam, params = device_family(ctx)
     return FAMILIES[fam](ctx, params)

@@ -14,7 +14,7 @@ def geometry(ctx: StepCtx, x: tuple) -> ConvPool:
     oh, ow = g.out(x[2:])
     wh, ww = a["pool_kernel"]
     return ConvPool(*x, *g.kernel, *g.stride, *g.pad, a["num_filter"], oh // wh, ow // ww,
-                    wh, ww, a["act_type"], not a["no_bias"])
+                    wh, ww, a["act_type"], not a["no_bias"], dtype=ctx.dt(ctx.ins[-1]))
 
 
 @family("conv_act_pool")
@@ -33,7 +33,7 @@ def _backward(ctx: StepCtx, p: dict) -> list:
     g = geometry(ctx, ctx.in_shapes[1])
     chunks = chunks_for(g, ctx.sm_count)
     units, k1 = g.f * chunks, g.field + 1
-    part = ctx.new_scratch(4 * units * k1)
+    part = ctx.new_array(units * k1, "float32")  # partial sums stay in float
     return [Kernel(render_param_grad(g, chunks), units, THREADS, (part,) + tuple(ctx.ins), units),
             Kernel(render_param_grad_sum(g, chunks), grid_for(g.f * k1, ctx.sm_count), THREADS,
                    (ctx.outs[0], ctx.outs[1], part), g.f * k1)]

@@ -31,7 +31,8 @@ def _fully_connected(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> l
     fused group's formula when the step heads one)."""
     m, k = matrix_view(ctx.in_shapes[0], ctx.attrs["flatten"])
     n = ctx.attrs["num_hidden"]
-    acts = [Gemm(False, True, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0])]
+    acts = [Gemm(False, True, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0],
+                 dtype=ctx.storage)]
     bias = None if ctx.attrs["no_bias"] else ctx.ins[2]
     return acts + in_place(ctx, epi, (m, n), bias, (1, n))
 
@@ -46,7 +47,7 @@ def _dot(ctx: StepCtx, p: dict) -> list:
     from ..ops.dot import gemm_operands
     ta, tb, m, n, k, ia, ib = gemm_operands(p["call"], list(ctx.in_shapes),
                                             ctx.attrs["transpose_a"], ctx.attrs["transpose_b"])
-    return [Gemm(ta, tb, m, n, k, ctx.ins[ia], ctx.ins[ib], ctx.outs[0])]
+    return [Gemm(ta, tb, m, n, k, ctx.ins[ia], ctx.ins[ib], ctx.outs[0], dtype=ctx.storage)]
 
 
 @family("batch_dot")
@@ -55,7 +56,8 @@ def _batch_dot(ctx: StepCtx, p: dict) -> list:
     (sa, sb), ta, tb = ctx.in_shapes, ctx.attrs["transpose_a"], ctx.attrs["transpose_b"]
     m, k = (sa[2], sa[1]) if ta else (sa[1], sa[2])
     n = sb[1] if tb else sb[2]
-    return [Gemm(ta, tb, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0], batch=sa[0])]
+    return [Gemm(ta, tb, m, n, k, ctx.ins[0], ctx.ins[1], ctx.outs[0], batch=sa[0],
+                 dtype=ctx.storage)]
 
 
 def softmax_axis_split(shape: Shape, axis: int) -> tuple[int, int, int]:
@@ -85,7 +87,8 @@ def _softmax(ctx: StepCtx, p: dict) -> list:
     else:
         outer, k, inner = softmax_axis_split(shape, a["axis"] % len(shape))
         scale = 1.0 / a["temperature"] if a.get("temperature") is not None else 1.0
-    kern = render_softmax(ctx.stem, outer, k, inner, bool(p.get("log", False)), scale)
+    kern = render_softmax(ctx.stem, outer, k, inner, bool(p.get("log", False)), scale,
+                          ctx.dt(ctx.ins[0]), ctx.dt(ctx.outs[0]))
     rows = outer * inner
     return [Kernel(kern, max(1, (rows * 32 + THREADS - 1) // THREADS), THREADS,
                    (ctx.outs[0], ctx.ins[0]), prod(shape))]
@@ -106,13 +109,14 @@ def _softmax_output_backward(ctx: StepCtx, p: dict) -> list:
     by_count = a["normalization"] == "valid"
     count = ctx.ins[1]  # unused by the kernel unless by_count
     if by_count:
-        count = ctx.new_scratch(4)
+        count = ctx.new_array(1, "float32")
         ign = a["ignore_label"] if a["use_ignore"] else float("nan")
-        kern = render_count("count_valid", outer * inner, E.call("ne", inp(0), ign))
+        kern = render_count("count_valid", outer * inner, E.call("ne", inp(0), ign),
+                            ctx.dt(ctx.ins[1]))
         acts.append(Kernel(kern, 1, THREADS, (count, ctx.ins[1]), outer * inner))
     kern = render_softmax_output_backward(
         "softmax_output_grad", outer, k, inner, scale, a["use_ignore"], a["ignore_label"],
-        a["smooth_alpha"], by_count)
+        a["smooth_alpha"], by_count, ctx.storage, ctx.dt(ctx.ins[1]))
     acts.append(Kernel(kern, grid_for(n, ctx.sm_count), THREADS,
                        (ctx.outs[0], ctx.ins[0], ctx.ins[1], count), n))
     return acts
@@ -123,12 +127,13 @@ def _softmax_cross_entropy(ctx: StepCtx, p: dict) -> list:
     """(data (B, K), label (B,)) -> (1,): log-softmax of each row into scratch, then one block
     sums -logp[row, label] (the numpy reference's truncated, clipped labels)."""
     rows, k = ctx.in_shapes[0]
-    logp = ctx.new_scratch(4 * rows * k)
-    soft = Kernel(render_softmax("log_softmax", rows, k, 1, True),
+    logp = ctx.new_array(rows * k, "float32")  # kept in float: the loss sums it
+    soft = Kernel(render_softmax("log_softmax", rows, k, 1, True, 1.0, ctx.dt(ctx.ins[0]),
+                                 "float32"),
                   max(1, (rows * 32 + THREADS - 1) // THREADS), THREADS, (logp, ctx.ins[0]),
                   rows * k)
-    pick = Kernel(render_nll_sum("nll_sum", rows, k), 1, THREADS,
-                  (ctx.outs[0], logp, ctx.ins[1]), rows)
+    pick = Kernel(render_nll_sum("nll_sum", rows, k, ctx.storage, "float32", ctx.dt(ctx.ins[1])),
+                  1, THREADS, (ctx.outs[0], logp, ctx.ins[1]), rows)
     return [soft, pick]
 
 
@@ -136,10 +141,10 @@ def _softmax_cross_entropy(ctx: StepCtx, p: dict) -> list:
 def _scale_by_count(ctx: StepCtx, p: dict) -> list:
     """(data, ref) -> data / max(1, number of ref entries for which ``p['counts'](attrs)``, a
     formula of the entry, holds)."""
-    count = ctx.new_scratch(4)
+    count = ctx.new_array(1, "float32")
     n_ref = prod(ctx.in_shapes[1])
-    acts = [Kernel(render_count("count", n_ref, p["counts"](ctx.attrs)), 1, THREADS,
-                   (count, ctx.ins[1]), n_ref)]
+    acts = [Kernel(render_count("count", n_ref, p["counts"](ctx.attrs), ctx.dt(ctx.ins[1])), 1,
+                   THREADS, (count, ctx.ins[1]), n_ref)]
     return acts + elementwise_actions(ctx, "scale_by_count",
                                       [inp(0) / E.call("max", inp(1), 1.0)],
                                       [ctx.in_shapes[0], (1,)], [ctx.ins[0], count],

@@ -11,17 +11,30 @@ import numpy as np
 
 from ..expr import Expr, inp
 from ..registry import get_op
-from .actions import Callback, Copy, Fill, Host, Kernel, Ref, Shape, StepCtx, Upload, family
+from .actions import (ALL_FLOATS, Callback, Copy, Fill, Host, Kernel, Ref, Shape, StepCtx,
+                      Upload, family)
 from .codegen import THREADS, grid_for, render_elementwise
 
 
 def elementwise_actions(ctx: StepCtx, stem: str, exprs: Sequence[Expr], in_shapes: Sequence[Shape],
                         ins: Sequence[Ref], out_shape: Shape, outs: Sequence[Ref]) -> list:
-    kern, used = render_elementwise(stem, exprs, in_shapes, out_shape)
+    """One elementwise kernel: ``exprs`` over ``ins`` (shapes ``in_shapes``) into ``outs``, each
+    buffer in its own dtype (``ctx.dt``)."""
+    kern, used = render_elementwise(stem, exprs, in_shapes, out_shape,
+                                    [ctx.dt(r) for r in ins], [ctx.dt(r) for r in outs])
     n = prod(out_shape)
     per = kern.per_thread
     grid = grid_for((n + per - 1) // per, ctx.sm_count)
     return [Kernel(kern, grid, THREADS, tuple(outs) + tuple(ins[i] for i in used), n)]
+
+
+def copy_actions(ctx: StepCtx, dst: Ref, src: Ref, shape: Shape) -> list:
+    """``dst`` = ``src`` of ``shape``: a byte copy, or a converting kernel when their dtypes
+    differ (a float32 statistic into a float16 output...)."""
+    if ctx.dtype_of(dst) != ctx.dtype_of(src):
+        return elementwise_actions(ctx, "convert", [inp(0)], [shape], [src], shape, [dst])
+    nbytes = prod(shape) * ctx.dtype_of(dst).itemsize
+    return [Copy(dst, src, nbytes)] if nbytes else []
 
 
 @family("host")
@@ -61,9 +74,9 @@ def _fill(ctx: StepCtx, p: dict) -> list:
     """``p['value']``: the fill value, or a function of the attrs giving it (``_full``)."""
     value = p["value"](ctx.attrs) if callable(p["value"]) else p["value"]
     dtype = np.dtype(ctx.dtypes[-1])
-    if dtype != np.float32:  # any other dtype: its bytes, uploaded as a constant is
+    if dtype.name not in ALL_FLOATS:  # its bytes, uploaded as constants are
         return [Upload(ctx.outs[0], np.full(ctx.out_shapes[0], value, dtype).tobytes())]
-    return [Fill(ctx.outs[0], float(value), prod(ctx.out_shapes[0]))]
+    return [Fill(ctx.outs[0], float(value), prod(ctx.out_shapes[0]), dtype.name)]
 
 
 @family("shape_constant")

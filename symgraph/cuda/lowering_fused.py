@@ -15,7 +15,7 @@ from typing import Callable, Optional
 from ..expr import Expr, inp, substitute
 from ..registry import get_op
 from .codegen import used_inputs
-from .actions import FAMILIES, Host, Ref, StepCtx, family, lowering_of
+from .actions import FAMILIES, Host, Ref, StepCtx, family, family_supports, lowering_of
 from .lowering_elementwise import elementwise_actions
 Shape = tuple[int, ...]
 
@@ -89,12 +89,15 @@ def _fused(ctx: StepCtx, p: dict) -> list:
         head_op, head_attrs, n = a["head"]
         out_shape = tuple(a["shapes"][0])
         head_fam, head_p = lowering_of(get_op(head_op))
-        sub = StepCtx(ctx.step, head_attrs, in_shapes[:n], [out_shape], ctx.dtypes, ins[:n],
-                      list(ctx.outs[:1]), ctx.sm_count, ctx.scratch, ctx.keys)
+        head_types = ctx.dtypes[:n] + ctx.dtypes[len(ctx.ins):len(ctx.ins) + 1]
+        if not family_supports(head_fam, head_types):  # no device lowering in these dtypes
+            return [Host(ctx.step)]
+        sub = StepCtx(ctx.step, head_attrs, in_shapes[:n], [out_shape], head_types, ins[:n],
+                      list(ctx.outs[:1]), ctx.sm_count, ctx.scratch, ctx.keys, ctx.types)
         one_kernel = _inline(ctx, head_fam, head_p, sub)
         if one_kernel is not None:
             return one_kernel
-        tmp = ctx.new_scratch(4 * prod(out_shape))
+        tmp = ctx.new_array(prod(out_shape), ctx.dtype_of(ctx.outs[0]))
         sub.outs = [tmp]
         actions += FAMILIES[head_fam](sub, head_p)
         if any(isinstance(x, Host) for x in actions):  # the head has no device lowering yet

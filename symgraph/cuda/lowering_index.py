@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from math import prod
 
-import numpy as np
 
 from .actions import Fill, StepCtx, family, launch
-from .kernels_layout import C_TYPES
+from .codegen import C_TYPES
 from .kernels_index import (render_arg_reduce, render_one_hot, render_take,
                             render_take_backward)
 
@@ -25,15 +24,17 @@ def _arg_reduce(ctx: StepCtx, p: dict) -> list:
     kept = [d for d in range(len(shape)) if d not in axes]
     n_red = prod(shape[d] for d in axes)
     n_out = prod(shape) // max(n_red, 1)
-    kern = render_arg_reduce(p["kind"], shape, axes, kept, n_red)
+    kern = render_arg_reduce(p["kind"], shape, axes, kept, n_red, ctx.dt(ctx.ins[0]),
+                             ctx.dt(ctx.outs[0]))
     return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), n_out)]
 
 
 @family("one_hot")
 def _one_hot(ctx: StepCtx, p: dict) -> list:
     a = ctx.attrs
-    idx_t = C_TYPES[np.dtype(ctx.dtypes[0]).name]  # float32, or an integer (INDEX_INPUTS)
-    kern = render_one_hot(a["depth"], a["on_value"], a["off_value"], idx_t)
+    idx_t = C_TYPES[ctx.dt(ctx.ins[0])]  # a float type, or an integer (INDEX_INPUTS)
+    kern = render_one_hot(a["depth"], a["on_value"], a["off_value"], idx_t,
+                          C_TYPES[ctx.dt(ctx.outs[0])])
     return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), prod(ctx.out_shapes[0]))]
 
 
@@ -50,7 +51,7 @@ def _take(ctx: StepCtx, p: dict) -> list:
     axis = ctx.attrs.get("axis", 0) if "axis" in ctx.attrs else 0
     wrap = ctx.attrs.get("mode", "clip") == "wrap" if "mode" in ctx.attrs else False
     outer, n, inner, m = _take_geometry(ctx.in_shapes[di], prod(ctx.in_shapes[ii]), axis)
-    kern = render_take(outer, n, inner, m, wrap)
+    kern = render_take(outer, n, inner, m, wrap, ctx.dt(ctx.ins[di]), ctx.dt(ctx.ins[ii]))
     return [launch(ctx, kern, (ctx.outs[0], ctx.ins[di], ctx.ins[ii]),
                    prod(ctx.out_shapes[0]))]
 
@@ -60,6 +61,7 @@ def _take_backward(ctx: StepCtx, p: dict) -> list:
     """Inputs (ograd, indices, data): zeros, then each ograd slice added to its row."""
     a = ctx.attrs
     outer, n, inner, m = _take_geometry(ctx.in_shapes[2], prod(ctx.in_shapes[1]), a["axis"])
-    kern = render_take_backward(outer, n, inner, m, a["mode"])
-    return [Fill(ctx.outs[0], 0.0, prod(ctx.out_shapes[0])),
+    kern = render_take_backward(outer, n, inner, m, a["mode"], ctx.dt(ctx.ins[0]),
+                                ctx.dt(ctx.ins[1]))
+    return [Fill(ctx.outs[0], 0.0, prod(ctx.out_shapes[0]), ctx.dt(ctx.outs[0])),
             launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[0]))]

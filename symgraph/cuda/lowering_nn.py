@@ -44,13 +44,13 @@ def conv_forward(ctx: StepCtx, g: Conv2d, f: int, x: Ref, w: Ref, y: Ref,
                  bias: Optional[Ref]) -> list:
     """y(N,F,P) = conv(x, w) (+ bias): cuDNN, or im2col, one GEMM per group (one batched call)
     and the (F,N,P) -> (N,F,P) swap with the bias as its epilogue."""
-    k, pix = g.ckk // g.groups, g.pix
-    col, tmp = ctx.new_scratch(4 * g.ckk * g.cols), ctx.new_scratch(4 * f * g.cols)
-    fallback = (_launch(ctx, render_im2col(g), (col, x), g.ckk * g.cols),
-                Gemm(False, False, f // g.groups, g.cols, k, w, col, tmp, batch=g.groups),
-                _launch(ctx, render_swap01(f, g.n, pix, bias is not None),
+    k, pix, dt = g.ckk // g.groups, g.pix, ctx.storage
+    col, tmp = ctx.new_array(g.ckk * g.cols, dt), ctx.new_array(f * g.cols, dt)
+    fallback = (_launch(ctx, render_im2col(g, dt), (col, x), g.ckk * g.cols),
+                Gemm(False, False, f // g.groups, g.cols, k, w, col, tmp, g.groups, dt),
+                _launch(ctx, render_swap01(f, g.n, pix, bias is not None, dt),
                         (y, tmp) + ((bias,) if bias is not None else ()), f * g.cols))
-    primary = [ConvCall("fwd", g, f, x, w, y)] + _channel_epilogue(ctx, None, bias)
+    primary = [ConvCall("fwd", g, f, x, w, y, dt)] + _channel_epilogue(ctx, None, bias)
     return [Choice(tuple(primary), fallback)]
 
 
@@ -65,12 +65,12 @@ def conv_backward_data(ctx: StepCtx, g: Conv2d, f: int, w: Ref, dy: Ref, dx: Ref
                        bias: Optional[Ref] = None) -> list:
     """dx = col2im(W^T @ dy(F,NP)), per group; cuDNN's backward-data when it is faster.
     A Deconvolution's bias is added after, in place."""
-    k, pix = g.ckk // g.groups, g.pix
-    dy_t, dcol = ctx.new_scratch(4 * f * g.cols), ctx.new_scratch(4 * g.ckk * g.cols)
-    fallback = (_launch(ctx, render_swap01(g.n, f, pix, False), (dy_t, dy), f * g.cols),
-                Gemm(True, False, k, g.cols, f // g.groups, w, dy_t, dcol, batch=g.groups),
-                _launch(ctx, render_col2im(g), (dx, dcol), g.n * g.c * g.d * g.h * g.w))
-    return [Choice((ConvCall("data", g, f, w, dy, dx),), fallback)] + \
+    k, pix, dt = g.ckk // g.groups, g.pix, ctx.storage
+    dy_t, dcol = ctx.new_array(f * g.cols, dt), ctx.new_array(g.ckk * g.cols, dt)
+    fallback = (_launch(ctx, render_swap01(g.n, f, pix, False, dt), (dy_t, dy), f * g.cols),
+                Gemm(True, False, k, g.cols, f // g.groups, w, dy_t, dcol, g.groups, dt),
+                _launch(ctx, render_col2im(g, dt), (dx, dcol), g.n * g.c * g.d * g.h * g.w))
+    return [Choice((ConvCall("data", g, f, w, dy, dx, dt),), fallback)] + \
         _channel_epilogue(ctx, None, bias)
 
 
@@ -78,12 +78,12 @@ def conv_backward_weight(ctx: StepCtx, g: Conv2d, f: int, x: Ref, dy: Ref, dw: R
                          bias: Optional[Ref] = None) -> list:
     """dW(F, CKK/groups) = dy(F,NP) @ col(CKK,NP)^T, per group; or cuDNN's backward-filter."""
     assert bias is None, "a weight gradient has no bias"
-    k, pix = g.ckk // g.groups, g.pix
-    col, dy_t = ctx.new_scratch(4 * g.ckk * g.cols), ctx.new_scratch(4 * f * g.cols)
-    fallback = (_launch(ctx, render_im2col(g), (col, x), g.ckk * g.cols),
-                _launch(ctx, render_swap01(g.n, f, pix, False), (dy_t, dy), f * g.cols),
-                Gemm(False, True, f // g.groups, k, g.cols, dy_t, col, dw, batch=g.groups))
-    return [Choice((ConvCall("filter", g, f, x, dy, dw),), fallback)]
+    k, pix, dt = g.ckk // g.groups, g.pix, ctx.storage
+    col, dy_t = ctx.new_array(g.ckk * g.cols, dt), ctx.new_array(f * g.cols, dt)
+    fallback = (_launch(ctx, render_im2col(g, dt), (col, x), g.ckk * g.cols),
+                _launch(ctx, render_swap01(g.n, f, pix, False, dt), (dy_t, dy), f * g.cols),
+                Gemm(False, True, f // g.groups, k, g.cols, dy_t, col, dw, g.groups, dt))
+    return [Choice((ConvCall("filter", g, f, x, dy, dw, dt),), fallback)]
 
 
 CONV_CALLS = {"forward": conv_forward, "data": conv_backward_data, "filter": conv_backward_weight}
@@ -152,7 +152,7 @@ def _epilogue(epi: Optional[Epilogue]) -> dict:
 def _pooling(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
     """Input data -> pooled output; ``epi``: a fused group's formula applied by the kernel."""
     g = pool_geometry(ctx, ctx.in_shapes[0])
-    return _pool_kernel(ctx, render_pool(g, False, **_epilogue(epi)),
+    return _pool_kernel(ctx, render_pool(g, False, **_epilogue(epi), dtype=ctx.storage),
                         prod(ctx.out_shapes[0]), epi)
 
 
@@ -161,10 +161,12 @@ def _pooling_backward(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> 
     """Inputs (ograd, data, output) -> gradient w.r.t. data: one thread per tile when windows
     do not overlap (each window searched once), else one per input cell (a gather)."""
     g = pool_geometry(ctx, ctx.in_shapes[1])
+    dt = ctx.storage
     if g.disjoint:
-        kern, n = render_pool_backward_tiles(g, **_epilogue(epi)), g.n * g.c * prod(g.tiles)
+        kern, n = render_pool_backward_tiles(g, **_epilogue(epi), dtype=dt), \
+            g.n * g.c * prod(g.tiles)
     else:
-        kern, n = render_pool_backward(g, **_epilogue(epi)), prod(ctx.out_shapes[0])
+        kern, n = render_pool_backward(g, **_epilogue(epi), dtype=dt), prod(ctx.out_shapes[0])
     return _pool_kernel(ctx, kern, n, epi)
 
 
@@ -177,4 +179,5 @@ inline_epilogue("pooling_backward")(_pooling_backward)
 def _pooling_gather(ctx: StepCtx, p: dict) -> list:
     """Inputs (grad, data, output) -> each window's grad where its output came from."""
     g = pool_geometry(ctx, ctx.in_shapes[1])
-    return _pool_kernel(ctx, render_pool(g, gather=True), prod(ctx.out_shapes[0]), None)
+    return _pool_kernel(ctx, render_pool(g, gather=True, dtype=ctx.storage),
+                        prod(ctx.out_shapes[0]), None)

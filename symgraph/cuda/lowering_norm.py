@@ -1,7 +1,7 @@
 """Lowering families of LeakyReLU and BatchNorm (``ops/activation.py``, ``ops/norm.py``).
 
 LeakyReLU prints the op's own scalar formulas (``LEAKY``) through the elementwise generator, PReLU's
-per-channel ``gamma`` laid along axis 1. BatchNorm in training: per-channel mean (reduction),
+per-channel ``gamma`` laid along axis 1. BatchNorm in training: per-channel mean (reduction, in float),
 variance as the mean of the centred squares (an elementwise pass into the step's workspace, then
 a reduction: the two-pass form the numpy reference computes), the normalisation as one broadcast
 kernel and the moving statistics as one small kernel each; in inference the moving statistics
@@ -14,8 +14,8 @@ from math import prod
 
 from .. import expr as E
 from ..expr import inp
-from .actions import Copy, StepCtx, Switch, family
-from .lowering_elementwise import elementwise_actions
+from .actions import StepCtx, Switch, family
+from .lowering_elementwise import copy_actions, elementwise_actions
 from .lowering_reduce import reduce_actions
 @family("leaky_relu")
 def _leaky_relu(ctx: StepCtx, p: dict) -> list:
@@ -47,14 +47,13 @@ def _batch_norm(ctx: StepCtx, p: dict) -> list:
     ax = a["axis"] % len(x)
     vec = tuple(d if i == ax else 1 for i, d in enumerate(x))
     red = [i for i in range(len(x)) if i != ax]
-    c_bytes = 4 * x[ax]
     y, mean, var, new_mm, new_mv = ctx.outs
-    infer = [Copy(mean, ctx.ins[3], c_bytes), Copy(var, ctx.ins[4], c_bytes),
-             Copy(new_mm, ctx.ins[3], c_bytes), Copy(new_mv, ctx.ins[4], c_bytes)]
+    infer = [a for dst, src in ((mean, ctx.ins[3]), (var, ctx.ins[4]), (new_mm, ctx.ins[3]),
+                                (new_mv, ctx.ins[4])) for a in copy_actions(ctx, dst, src, (x[ax],))]
     infer += _normalise(ctx, vec, ctx.ins[3], ctx.ins[4])
     if a["use_global_stats"]:
         return infer
-    sq = ctx.new_scratch(4 * prod(x))
+    sq = ctx.new_array(prod(x), "float32")  # centred squares in float: var is their mean
     m = a["momentum"]
     train = reduce_actions(ctx, x, red, "mean", ctx.ins[0], mean)
     train += elementwise_actions(ctx, "centred_square", [(inp(0) - inp(1)) * (inp(0) - inp(1))],

@@ -13,7 +13,7 @@ from __future__ import annotations
 from math import prod
 
 from ..expr import inp
-from .codegen import THREADS, Rendered, c_float, grid_for, kernel_name
+from .codegen import THREADS, Rendered, c_float, dtype_helpers, grid_for, kernel_name, ptr
 from .actions import Copy, Fill, Kernel, StepCtx, Switch, family
 from .lowering_elementwise import elementwise_actions
 PHILOX_NAME = "sg_philox4x32_10"
@@ -33,13 +33,13 @@ __host__ __device__ __forceinline__ uint4 {PHILOX_NAME}(uint4 ctr, uint2 key) {{
 """
 
 
-def render_dropout_mask(n: int, p: float) -> Rendered:
+def render_dropout_mask(n: int, p: float, dtype: str = "float32") -> Rendered:
     """mask[i] = 1/(1-p) where element i's uniform draw is >= p, else 0 (all 0 when p = 1).
 
     A thread takes four elements per Philox call; uniforms use the top 24 bits of each word, so
     they are exact floats in [0, 1)."""
     scale = 1.0 / (1.0 - p) if p < 1.0 else 0.0
-    tag = kernel_name("dropout_mask", f"{n},{p}")
+    tag = kernel_name("dropout_mask", f"{n},{p},{dtype}")
     body = (
         "    const uint2 k = make_uint2((unsigned int)key[0], (unsigned int)(key[0] >> 32));\n"
         "    for (long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x; 4 * g < n; "
@@ -52,9 +52,9 @@ def render_dropout_mask(n: int, p: float) -> Rendered:
         f"            mask[4 * g + j] = uniform >= {c_float(p)} ? {c_float(scale)} : 0.f;\n"
         "        }\n"
         "    }\n")
-    src = (f"extern \"C\" __global__ void {tag}(float* __restrict__ mask, "
+    src = (f"extern \"C\" __global__ void {tag}({ptr('mask', dtype, False)}, "
            f"const unsigned long long* __restrict__ key, long long n) {{\n{body}}}\n")
-    return Rendered(tag, src, 2, helpers=((PHILOX_NAME, PHILOX_SOURCE),))
+    return Rendered(tag, src, 2, helpers=dtype_helpers(dtype) + ((PHILOX_NAME, PHILOX_SOURCE),))
 
 
 @family("dropout")
@@ -63,11 +63,12 @@ def _dropout(ctx: StepCtx, p: dict) -> list:
     mask broadcast along ``axes``; otherwise y = x and a mask of ones (the numpy reference)."""
     a, x, m = ctx.attrs, ctx.in_shapes[0], ctx.out_shapes[1]
     y, mask = ctx.outs
-    infer = [Copy(y, ctx.ins[0], 4 * prod(x)), Fill(mask, 1.0, prod(m))]
+    infer = [Copy(y, ctx.ins[0], ctx.dtype_of(y).itemsize * prod(x)),
+             Fill(mask, 1.0, prod(m), ctx.dt(mask))]
     if a["p"] == 0.0 or not prod(x):
         return infer
     n = prod(m)
-    train = [Kernel(render_dropout_mask(n, a["p"]), grid_for(-(-n // 4), ctx.sm_count),
+    train = [Kernel(render_dropout_mask(n, a["p"], ctx.dt(mask)), grid_for(-(-n // 4), ctx.sm_count),
                     THREADS, (mask, ctx.new_key()), n)]
     train += elementwise_actions(ctx, "dropout_apply", [inp(0) * inp(1)], [x, m],
                                  [ctx.ins[0], mask], x, [y])

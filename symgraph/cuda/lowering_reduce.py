@@ -41,14 +41,15 @@ def reduce_actions(ctx: StepCtx, shape: Shape, axes: Sequence[int], kind: str,
     block = use_block_per_output(n_out, n_red, ctx.sm_count)
     chunks = min(-(-ctx.sm_count * 4 // n_out), n_red // 4096) if block else 1
     stem = f"{kind}_{len(shape)}d"
+    x_t, y_t = ctx.dt(src), ctx.dt(dst)
     if chunks > 1:  # too few outputs to fill the device: two stages through a scratch buffer
-        part = ctx.new_scratch(4 * n_out * chunks)
-        first = render_reduce(stem, shape, axes, kind, True, chunks)
+        part = ctx.new_array(n_out * chunks, "float32")  # partial results stay in float
+        first = render_reduce(stem, shape, axes, kind, True, chunks, x_t=x_t)
         second = render_reduce(stem + "_final", (n_out, chunks), (1,), kind, False, 1, n_red,
-                               partials=True)
+                               partials=True, y_t=y_t)
         return [Kernel(first, n_out * chunks, THREADS, (part, src), n_out * chunks),
                 Kernel(second, grid_for(n_out, ctx.sm_count), THREADS, (dst, part), n_out)]
-    kern = render_reduce(stem, shape, axes, kind, block)
+    kern = render_reduce(stem, shape, axes, kind, block, x_t=x_t, y_t=y_t)
     grid = min(n_out, ctx.sm_count * 16) if block else grid_for(n_out, ctx.sm_count)
     return [Kernel(kern, max(grid, 1), THREADS, (dst, src), n_out)]
 

@@ -12,7 +12,7 @@ from math import prod
 
 from ..attrs import Attrs
 from .actions import Fill, StepCtx, family, launch
-from .codegen import grid_stride_kernel
+from .codegen import grid_stride_kernel, ptr
 
 
 def _row_geometry(shape: tuple, axis) -> tuple[int, int, int]:
@@ -36,9 +36,9 @@ def _rank_sort(ctx: StepCtx, p: dict) -> list:
     before = "w < v" if a["is_ascend"] else "w > v"
     body = (f"        const long long in = i % {inner}LL, r = (i / {inner}LL) % {n}LL;\n"
             f"        const long long o = i / {n * inner}LL, base = o * {n * inner}LL + in;\n"
-            "        const float v = x[i];\n        long long rank = 0;\n"
+            "        const float v = sg_ld(x[i]);\n        long long rank = 0;\n"
             f"        for (long long j = 0; j < {n}LL; ++j) {{\n"
-            f"            const float w = x[base + j * {inner}LL];\n"
+            f"            const float w = sg_ld(x[base + j * {inner}LL]);\n"
             f"            rank += ({before}) || (w == v && j < r);\n        }}\n")
     at = f"(o * {k}LL + rank) * {inner}LL + in"
     if kind == "mask":
@@ -53,8 +53,8 @@ def _rank_sort(ctx: StepCtx, p: dict) -> list:
             body += f"            y1[{at}] = (float)r;\n"
         body += "        }\n"
     outs = ctx.outs[:2] if kind == "both" else ctx.outs[:1]
-    params = ", ".join([f"float* __restrict__ y{i}" for i in range(len(outs))]
-                       + ["const float* __restrict__ x"])
+    params = ", ".join([ptr(f"y{i}", ctx.dt(o), False) for i, o in enumerate(outs)]
+                       + [ptr("x", ctx.dt(ctx.ins[0]))])
     kern = grid_stride_kernel(f"rank_{kind}", f"{outer},{n},{inner},{k},{a['is_ascend']}",
                               params, body, n_ptr=len(outs) + 1)
     return [launch(ctx, kern, (*outs, ctx.ins[0]), prod(ctx.in_shapes[0]))]
@@ -72,17 +72,19 @@ def _axis_gather(ctx: StepCtx, p: dict) -> list:
     idx = (f"long long k = (long long)raw % {n}LL; if (k < 0) k += {n}LL;" if wrap else
            f"long long k = (long long)raw; k = k < 0 ? 0 : (k > {n - 1} ? {n - 1} : k);")
     body = (f"        const long long in = i % {inner}LL, o = i / {m * inner}LL;\n"
-            f"        const float raw = idx[i];\n        {idx}\n"
+            f"        const float raw = sg_ld(idx[i]);\n        {idx}\n"
             f"        const long long at = (o * {n}LL + k) * {inner}LL + in;\n")
     if p["scatter"]:
         body += "        atomicAdd(&y[at], g[i]);\n"
-        params = "float* __restrict__ y, const float* __restrict__ g, const float* __restrict__ idx"
+        params = (f"{ptr('y', ctx.dt(ctx.outs[0]), False)}, {ptr('g', ctx.dt(ctx.ins[0]))}, "
+                  f"{ptr('idx', ctx.dt(ctx.ins[1]))}")
         kern = grid_stride_kernel("scatter_axis", f"{outer},{n},{inner},{m},{wrap}", params,
                                   body, n_ptr=3)
-        return [Fill(ctx.outs[0], 0.0, prod(data)),
+        return [Fill(ctx.outs[0], 0.0, prod(data), ctx.dt(ctx.outs[0])),
                 launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[1]))]
     body += "        y[i] = x[at];\n"
-    params = "float* __restrict__ y, const float* __restrict__ x, const float* __restrict__ idx"
+    params = (f"{ptr('y', ctx.dt(ctx.outs[0]), False)}, {ptr('x', ctx.dt(ctx.ins[0]))}, "
+              f"{ptr('idx', ctx.dt(ctx.ins[1]))}")
     kern = grid_stride_kernel("gather_axis", f"{outer},{n},{inner},{m},{wrap}", params, body,
                               n_ptr=3)
     return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[1]))]

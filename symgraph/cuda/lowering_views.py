@@ -5,7 +5,8 @@ The op's own numpy indexing is applied to an *uninitialised* numpy array of the 
 (``np.empty`` touches no memory), and the resulting view's strides and start offset become the
 constants of a copy kernel. So the GPU reads exactly the elements numpy would, with no per-op
 index arithmetic written here. ``gather``: out[i] = in[view(i)]; ``scatter``: out[view(i)] = in[i]
-(Concat's pieces, a slice's gradient placed into zeros).
+(Concat's pieces, a slice's gradient placed into zeros). The kernels move elements of the
+step's dtype (any float type: no arithmetic).
 """
 from __future__ import annotations
 
@@ -14,20 +15,22 @@ from typing import Callable
 
 import numpy as np
 
-from .codegen import Rendered, grid_for, kernel_name, THREADS
+from .codegen import THREADS, Rendered, dtype_helpers, grid_for, kernel_name, ptr
 from .actions import Fill, Kernel, StepCtx, family
 ViewFn = Callable[[object, np.ndarray, list], list]  # (attrs, array, input shapes) -> views
 
 
 def view_geometry(view: np.ndarray, base: np.ndarray) -> tuple[tuple, tuple, int]:
-    """(shape, element strides, element offset) of ``view`` inside float32 array ``base``."""
+    """(shape, element strides, element offset) of ``view`` inside array ``base``."""
+    size = base.itemsize
     offset = view.__array_interface__["data"][0] - base.__array_interface__["data"][0]
-    return tuple(view.shape), tuple(s // 4 for s in view.strides), offset // 4
+    return tuple(view.shape), tuple(s // size for s in view.strides), offset // size
 
 
-def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool) -> Rendered:
+def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool,
+                   dtype: str = "float32") -> Rendered:
     """Copy between a contiguous array and a strided view of another (shape baked in)."""
-    tag = kernel_name("scatter" if scatter else "gather", f"{shape}{strides}{offset}")
+    tag = kernel_name("scatter" if scatter else "gather", f"{shape}{strides}{offset}{dtype}")
     idx = [f"        long long r = i, o = {offset}LL;"]
     for d in range(len(shape) - 1, -1, -1):
         idx.append(f"        o += (r % {shape[d]}LL) * {strides[d]}LL; r /= {shape[d]}LL;")
@@ -35,23 +38,23 @@ def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool) -> 
     body = ("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
             "i += (long long)blockDim.x * gridDim.x) {\n" + "\n".join(idx)
             + f"\n        {move}\n    }}\n")
-    src = (f"extern \"C\" __global__ void {tag}(float* __restrict__ y, "
-           f"const float* __restrict__ x, long long n) {{\n{body}}}\n")
-    return Rendered(tag, src, 2)
+    src = (f"extern \"C\" __global__ void {tag}({ptr('y', dtype, False)}, {ptr('x', dtype)}, "
+           f"long long n) {{\n{body}}}\n")
+    return Rendered(tag, src, 2, helpers=dtype_helpers(dtype))
 
 
 def _copy(ctx: StepCtx, view: np.ndarray, base: np.ndarray, dst, src, scatter: bool) -> Kernel:
     shape, strides, offset = view_geometry(view, base)
     n = prod(shape)
-    return Kernel(render_strided(shape, strides, offset, scatter), grid_for(n, ctx.sm_count),
-                  THREADS, (dst, src), n)
+    return Kernel(render_strided(shape, strides, offset, scatter, ctx.dt(dst)),
+                  grid_for(n, ctx.sm_count), THREADS, (dst, src), n)
 
 
 @family("gather_views")
 def _gather_views(ctx: StepCtx, p: dict) -> list:
     """Output k = ``p['views'](attrs, x)[k]`` for the input ``p.get('input', 0)``."""
     i = p.get("input", 0)
-    base = np.empty(ctx.in_shapes[i], np.float32)
+    base = np.empty(ctx.in_shapes[i], ctx.dtype_of(ctx.ins[i]))
     views = p["views"](ctx.attrs, base, ctx.in_shapes)
     return [_copy(ctx, v, base, out, ctx.ins[i], False) for v, out in zip(views, ctx.outs)]
 
@@ -59,9 +62,10 @@ def _gather_views(ctx: StepCtx, p: dict) -> list:
 @family("scatter_views")
 def _scatter_views(ctx: StepCtx, p: dict) -> list:
     """Input ``p['inputs'][k]`` -> view k of the output; zero-filled first if ``p['zero']``."""
-    base = np.empty(ctx.out_shapes[0], np.float32)
+    base = np.empty(ctx.out_shapes[0], ctx.dtype_of(ctx.outs[0]))
     views = p["views"](ctx.attrs, base, ctx.in_shapes)
     srcs = p.get("inputs") or range(len(ctx.ins))
-    acts: list = [Fill(ctx.outs[0], 0.0, prod(ctx.out_shapes[0]))] if p.get("zero") else []
+    acts: list = ([Fill(ctx.outs[0], 0.0, prod(ctx.out_shapes[0]), ctx.dt(ctx.outs[0]))]
+                  if p.get("zero") else [])
     return acts + [_copy(ctx, v, base, ctx.outs[0], ctx.ins[s], True)
                    for v, s in zip(views, srcs)]

@@ -15,7 +15,7 @@ from .codegen import Rendered, render_contiguous
 from .compiler import module_source
 from .actions import Copy, Kernel, Ref, flat_actions, step_context
 from .lowering import lower_step
-ALIGN = 256  # bytes; keeps every buffer 16-byte aligned for float4 access
+ALIGN = 256  # bytes; keeps every buffer 16-byte aligned for 16-byte packs (sg_pack)
 
 
 def align(n: int) -> int:
@@ -36,8 +36,10 @@ def trivial_plan(schedule: Schedule, skip: set = frozenset()) -> MemoryPlan:
     return MemoryPlan(offset, top, top)
 
 
-ACCUMULATE: Rendered = render_contiguous("accumulate", [inp(0) + inp(1)])
-"""``y = x0 + x1`` over contiguous float32: ``grad_req='add'`` stores."""
+ACCUMULATE: dict[str, Rendered] = {
+    t: render_contiguous("accumulate", [inp(0) + inp(1)], in_types=[t, t], out_types=[t])
+    for t in ("float32", "float16", "bfloat16")}
+"""``y = x0 + x1`` over contiguous arrays of each float dtype: ``grad_req='add'`` stores."""
 
 
 @dataclass
@@ -78,7 +80,7 @@ def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
         alias += _alias_copies(schedule, actions)
         plan = trivial_plan(schedule, {a for a, _ in alias})
     kernels = [a.kernel for acts in actions for a in flat_actions(acts) if isinstance(a, Kernel)]
-    return LoweredProgram(plan, actions, scratch_bytes, module_source(kernels + [ACCUMULATE]),
+    return LoweredProgram(plan, actions, scratch_bytes, module_source(kernels + list(ACCUMULATE.values())),
                           alias, key_steps)
 
 

@@ -48,7 +48,7 @@ for acts in prog.actions:
             seen.add(type(b).__name__)
 assert seen >= {"Choice", "ConvCall", "Copy", "Fill", "Gemm", "Kernel", "Switch"}, seen
 backend.cudnn.available = lambda: True
-backend.cudnn.plan = lambda dev, geom, filters: mock.MagicMock()
+backend.cudnn.plan = lambda dev, geom, filters, dtype="float32": mock.MagicMock()
 backend.conv_choice.time_ms = lambda closures, stream: 1.0 if len(closures) == 1 else 2.0
 prog._choice.clear()
 from symgraph.cuda.actions import Choice
