@@ -67,7 +67,7 @@ def render_cast(src_t: str, dst_t: str) -> Rendered:
     """y[i] = x[i] converted from numpy dtype ``src_t`` to ``dst_t`` as C converts; float16
     and bfloat16 go through float, their only conversion (rounding to nearest)."""
     narrow = C_TYPES[src_t] in NARROW_C or C_TYPES[dst_t] in NARROW_C
-    value = "(float)x[i]" if narrow else "x[i]"
+    value = "sg_ld(x[i])" if C_TYPES[src_t] in NARROW_C else "(float)x[i]" if narrow else "x[i]"
     return grid_stride_kernel(
         f"cast_{src_t}_to_{dst_t}", f"{src_t},{dst_t}",
         f"{C_TYPES[dst_t]}* __restrict__ y, const {C_TYPES[src_t]}* __restrict__ x",

@@ -6,7 +6,9 @@ grid-stride kernel then visits all its elements in order and computes exactly wh
 Library calls run their generated fallback (``Choice.fallback``), with GEMMs as a plain loop.
 Kernels that cooperate across threads (warp shuffles, block reductions) compile against stubs but
 must not be run here unless written for any block size; :func:`runnable` says whether a step
-has any that are not.
+has any that are not. Narrow floats (``__half``, ``__nv_bfloat16``) are host structs that convert
+from float with round-to-nearest-even (as the device's assignment does) and to float only
+through ``sg_ld``: a kernel reading a narrow element without ``sg_ld`` does not compile here.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ import numpy as np
 
 from symgraph.cuda.actions import Choice, Copy, Fill, Gemm, Kernel, Ref, Switch, step_context
 from symgraph.cuda.lowering import lower_step
+from symgraph.cuda.codegen import C_TYPES, NARROW_HELPER
 from symgraph.cuda.compiler import module_source
 from symgraph.cuda.kernels_conv_pool import BLOCK_SIZE_FREE
 from symgraph.schedule import Step
@@ -50,18 +53,44 @@ static inline void __syncthreads() {}
 template <class T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
 static inline float atomicAdd(float* p, float v) { const float o = *p; *p += v; return o; }
-// The backend's Gemm action: row-major C[b] = op(A[b]) @ op(B[b]) (+ C[b]), packed batches.
+"""
+HOST_NARROW = r"""
+struct __half {
+    _Float16 v;
+    __half() = default;
+    __half(float f) : v((_Float16)f) {}
+};
+struct __nv_bfloat16 {
+    unsigned short bits;
+    __nv_bfloat16() = default;
+    __nv_bfloat16(float f) {  // round to nearest even, as __float2bfloat16
+        unsigned int u; memcpy(&u, &f, 4);
+        bits = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+};
+static inline float sg_ld(__half h) { return (float)h.v; }
+static inline float sg_ld(__nv_bfloat16 h) {
+    const unsigned int u = (unsigned int)h.bits << 16; float f; memcpy(&f, &u, 4); return f;
+}
+template <class T> static inline T atomicAdd(T* p, T v) {
+    const T o = *p; *p = T(sg_ld(o) + sg_ld(v)); return o;
+}
+"""
+HOST_GEMM = r"""
+// The backend's Gemm action: row-major C[b] = op(A[b]) @ op(B[b]) (+ C[b]), packed batches,
+// in the Gemm's dtype T, accumulated in double.
+template <class T>
 static void host_gemm(bool ta, bool tb, long long m, long long n, long long k, const void* a,
                       const void* b, void* c, long long batch, bool acc) {
-    const float* A = (const float*)a; const float* B = (const float*)b; float* C = (float*)c;
+    const T* A = (const T*)a; const T* B = (const T*)b; T* C = (T*)c;
     for (long long q = 0; q < batch; ++q, A += m * k, B += k * n, C += m * n)
         for (long long i = 0; i < m; ++i) for (long long j = 0; j < n; ++j) {
-            double s = acc ? C[i * n + j] : 0.0;
+            double s = acc ? sg_ld(C[i * n + j]) : 0.0;
             for (long long p = 0; p < k; ++p) {
-                const float x = ta ? A[p * m + i] : A[i * k + p];
-                s += (double)x * (tb ? B[j * k + p] : B[p * n + j]);
+                const float x = sg_ld(ta ? A[p * m + i] : A[i * k + p]);
+                s += (double)x * sg_ld(tb ? B[j * k + p] : B[p * n + j]);
             }
-            C[i * n + j] = (float)s;
+            C[i * n + j] = T((float)s);
         }
 }
 """
@@ -124,12 +153,13 @@ def _main(actions: Sequence, buffers: dict, files: dict, outputs: Sequence[Ref])
         elif isinstance(a, Gemm):
             ops = (f"{str(a.trans_a).lower()}, {str(a.trans_b).lower()}, {a.m}, {a.n}, {a.k}, "
                    f"{name[a.a]}, {name[a.b]}, {name[a.c]}, {a.batch}, false")
-            lines.append(f"    host_gemm({ops});")
+            lines.append(f"    host_gemm<{C_TYPES[a.dtype]}>({ops});")
         elif isinstance(a, Copy):
             lines.append(f"    memcpy({name[a.dst]}, {name[a.src]}, {a.nbytes});")
         else:
+            t = C_TYPES[a.dtype]
             lines.append(f"    for (long long i = 0; i < {a.count}; ++i) "
-                         f"((float*){name[a.dst]})[i] = {float(a.value)!r}f;")
+                         f"(({t}*){name[a.dst]})[i] = {t}({float(a.value)!r}f);")
     lines += [f'    {{ FILE* f = fopen("{files[r]}", "wb"); fwrite({name[r]}, 1, {buffers[r]}, f); '
               "fclose(f); }" for r in outputs]
     return "int main() {\n" + "\n".join(lines) + "\n    return 0;\n}\n"
@@ -155,7 +185,9 @@ def run_on_host(step: Step, shapes: Sequence, dtypes: Sequence, inputs: Sequence
     outs = [Ref("slot", s) for s in step.outputs]
     kernels = [a.kernel for a in acts if isinstance(a, Kernel)]
     src = tmp / "step.cpp"
-    src.write_text(HOST_PRELUDE + module_source(kernels) + _main(acts, buffers, files, outs))
+    module = module_source(kernels).replace(NARROW_HELPER[1], "")
+    src.write_text(HOST_PRELUDE + HOST_NARROW + module + HOST_GEMM
+                   + _main(acts, buffers, files, outs))
     exe = tmp / "step"
     subprocess.run([host_compiler(), "-O1", "-w", "-o", str(exe), str(src)], check=True)
     subprocess.run([str(exe)], check=True)
