@@ -37,7 +37,7 @@ from . import conv_choice, cudnn
 from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Switch,
                       Upload, flat_actions)
 from .plan import ACCUMULATE, align, lower_schedule, segments
-from .runtime import activate, device_info
+from .runtime import activate, device_info, wire
 
 MAX_GRAPHS = 16
 Closure = Callable[[RunCtx], None]
@@ -181,7 +181,7 @@ class CudaProgram:
         with activate(self.device_id):
             self.stream.synchronize()
             if out.size:
-                drv.memcpy_dtoh(out, env.ptrs[slot])
+                drv.memcpy_dtoh(wire(out), env.ptrs[slot])
         return out
 
     def time_steps(self, env: CudaEnv, start: int, stop: int, rc: RunCtx) -> list[tuple]:
@@ -403,13 +403,13 @@ class CudaProgram:
         for s in st.inputs:
             x = np.empty(shapes[s], dtypes[s])
             if x.size:
-                drv.memcpy_dtoh(x, env.ptrs[s])
+                drv.memcpy_dtoh(wire(x), env.ptrs[s])
             xs.append(x)
         outs = get_op(st.node.op).compute(st.node.attrs, xs, rc)
         for s, v in zip(st.outputs, outs):
             v = np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtypes[s]), shapes[s]))
             if v.size:
-                drv.memcpy_htod(env.ptrs[s], v)
+                drv.memcpy_htod(env.ptrs[s], wire(v))
 
 
 ALIGN_MIN = 256

@@ -67,8 +67,21 @@ def device_info(device_id: int) -> dict:
     return info
 
 
+def wire_dtype(dtype: Any) -> np.dtype:
+    """The dtype host-device copies use for ``dtype``: itself, or for a numpy type that has no
+    buffer format (ml_dtypes' bfloat16) the unsigned integer of its size (same bytes)."""
+    dt = np.dtype(dtype)
+    return np.dtype(f"u{dt.itemsize}") if dt.kind == "V" else dt
+
+
+def wire(a: np.ndarray) -> np.ndarray:
+    """``a`` viewed as :func:`wire_dtype` (pycuda copies need the buffer protocol)."""
+    return a.view(wire_dtype(a.dtype)) if a.dtype.kind == "V" else a
+
+
 class DeviceArray(gpuarray.GPUArray):
-    """A GPUArray that remembers its device and activates its context for host transfers."""
+    """A GPUArray that remembers its device and activates its context for host transfers
+    (bfloat16 arrays travel as their 16-bit patterns)."""
 
     device_id = 0
 
@@ -76,12 +89,20 @@ class DeviceArray(gpuarray.GPUArray):
         with activate(self.device_id):
             if self.size == 0:
                 return np.empty(self.shape, self.dtype)
+            if self.dtype.kind == "V":
+                out = np.empty(self.shape, self.dtype)
+                drv.memcpy_dtoh(wire(out), self.gpudata)
+                return out
             return super().get(ary, **kwargs)
 
     def set(self, ary: Any, **kwargs: Any) -> None:
         with activate(self.device_id):
             if self.size:
-                super().set(np.asarray(ary, dtype=self.dtype, order="C"), **kwargs)
+                host = np.asarray(ary, dtype=self.dtype, order="C")
+                if self.dtype.kind == "V":
+                    drv.memcpy_htod(self.gpudata, wire(host))
+                else:
+                    super().set(host, **kwargs)
 
     @property
     def ptr(self) -> int:

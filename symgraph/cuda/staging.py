@@ -14,7 +14,7 @@ import numpy as np
 import pycuda.driver as drv
 
 from ..ndarray import NDArray
-from .runtime import activate
+from .runtime import activate, wire, wire_dtype
 
 DEPTH = 4
 
@@ -31,8 +31,8 @@ class Staging:
         """The next pinned buffer of ``key``'s ring, once its previous copy has completed."""
         ring = self._rings.get(key)
         if ring is None:
-            ring = self._rings[key] = [[drv.pagelocked_empty(shape, dtype), None]
-                                       for _ in range(DEPTH)]
+            ring = self._rings[key] = [[drv.pagelocked_empty(shape, wire_dtype(dtype))
+                                        .view(dtype), None] for _ in range(DEPTH)]
         k = self._turn[key] = (self._turn.get(key, -1) + 1) % DEPTH
         if ring[k][1] is not None:
             ring[k][1].synchronize()
@@ -48,7 +48,7 @@ class Staging:
             buf, entry, _ = self._buffer(("in", data.ptr), data.shape, data.dtype)
             np.copyto(buf, value, casting="unsafe")
             if data.size:
-                drv.memcpy_htod_async(data.ptr, buf, stream)
+                drv.memcpy_htod_async(data.ptr, wire(buf), stream)
             entry[1] = drv.Event().record(stream)
 
     def from_device(self, sources: Sequence[Any],
@@ -61,7 +61,7 @@ class Staging:
                 data = src._data
                 buf, entry, _ = self._buffer(("out", data.ptr), data.shape, data.dtype)
                 if data.size:
-                    drv.memcpy_dtoh_async(buf, data.ptr, stream)
+                    drv.memcpy_dtoh_async(wire(buf), data.ptr, stream)
                 bufs.append((buf, entry))
             event = drv.Event().record(stream)
             for _, entry in bufs:
