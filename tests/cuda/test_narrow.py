@@ -1,0 +1,226 @@
+"""float16 and bfloat16 on the GPU path, checked without a GPU (issue 15).
+
+* every test graph binds in both narrow dtypes and lowers without a single host step;
+* every kernel of those programs compiles with nvcc for sm_90, spelled with the narrow type;
+* one or more steps of every lowering family run on the host (``host_run``: host ``__half`` and
+  ``__nv_bfloat16`` readable only through ``sg_ld``) and match the op's numpy reference in
+  float32 on the same narrow-rounded inputs, within ``narrow.TOLERANCE``;
+* the mechanism: ``FAMILY_DTYPES`` / ``family_supports``, typed scratch and fills, GemmEx and
+  cuDNN descriptor enums (checked against a recording stand-in for the libraries).
+"""
+from __future__ import annotations
+
+import ctypes
+from collections import Counter
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from symgraph.cuda import compiler, cublas, cudnn
+from symgraph.cuda.actions import (ALL_FLOATS, F32_ONLY, FAMILIES, FAMILY_DTYPES, Fill, Gemm, Host,
+                                   Kernel, family_supports, flat_actions, lowering_of,
+                                   step_context)
+from symgraph.cuda.lowering import lower_step
+from symgraph.cuda.plan import lower_schedule
+from symgraph.registry import RunCtx, get_op
+
+from .host_run import host_compiler, lowered, run_on_host, runnable
+from .narrow import NARROW, PINNED, assert_close, narrow_bind, narrow_graphs, rounded
+
+DTYPES = sorted(NARROW)
+S = sg.sym
+needs_nvcc = pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
+needs_gxx = pytest.mark.skipif(host_compiler() is None, reason="g++ not on PATH")
+_SCHEDULES: dict[str, list] = {}
+
+
+def schedules(dtype: str) -> list[tuple[str, object]]:
+    """(graph id, schedule) of the inference and training programs of every narrow graph."""
+    if dtype not in _SCHEDULES:
+        out = []
+        for name, sym, args, aux in narrow_graphs():
+            exe = narrow_bind(sym, {k: v.shape for k, v in {**args, **aux}.items()}, dtype)
+            out += [(name, exe._infer.schedule), (name, exe._train.schedule)]
+        _SCHEDULES[dtype] = out
+    return _SCHEDULES[dtype]
+
+
+def test_pinned_cases_refuse_a_narrow_graph() -> None:
+    """The only registry cases without a narrow version are the float64-pinned ones: their
+    type rule refuses float16 (anything else binding narrow is covered below)."""
+    for name, sym, args, aux in [g for g in __import__("tests.cuda.graphs", fromlist=["x"])
+                                 .all_graphs() if g[0] in PINNED]:
+        with pytest.raises(sg.base.DTypeError):
+            narrow_bind(sym, {k: v.shape for k, v in {**args, **aux}.items()}, "float16")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_no_step_takes_the_host_path(dtype: str) -> None:
+    """No op of any test graph (registry cases and models, forward and training) runs on the
+    host in a narrow dtype."""
+    found = Counter()
+    for name, sch in schedules(dtype):
+        assert {np.dtype(t).name for t in sch.dtypes} & {dtype}, f"{name}: not {dtype}"
+        for acts in lower_schedule(sch, 132).actions:
+            for a in flat_actions(acts):
+                if isinstance(a, Host):
+                    found[f"{name}: {a.step.node.name} ({a.step.node.op})"] += 1
+    assert not found, f"host steps in {dtype}: {sorted(found)}"
+
+
+@needs_nvcc
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_narrow_kernel_compiles(dtype: str) -> None:
+    """All kernels of all narrow programs in one module: nvcc compiles it for sm_90, every
+    entry point is in the cubin, and the kernels store the narrow type."""
+    kernels = [a.kernel for _, sch in schedules(dtype)
+               for acts in lower_schedule(sch, 132).actions for a in flat_actions(acts)
+               if isinstance(a, Kernel)]
+    ctype = {"float16": "__half", "bfloat16": "__nv_bfloat16"}[dtype]
+    narrow = [k for k in kernels if ctype in k.source]
+    assert len(narrow) > 0.8 * len(kernels), (len(narrow), len(kernels))
+    cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
+    missing = [k.name for k in kernels if k.name.encode() not in cubin]
+    assert not missing, f"{dtype}: kernels missing from the cubin: {missing[:5]}"
+
+
+def _host_steps(dtype: str, per_family: dict[str, int]) -> list:
+    """(id, step, shapes, dtypes) of the first runnable training steps of each family."""
+    taken: Counter = Counter()
+    out = []
+    for name, sch in schedules(dtype)[1::2]:
+        for k, st in enumerate(sch.steps):
+            fam = lowering_of(get_op(st.node.op))[0]
+            acts, _, n_keys = lowered(st, sch.shapes, sch.dtypes)
+            if taken[fam] >= per_family.get(fam, 1) or n_keys or not runnable(acts) \
+                    or not any(isinstance(a, (Kernel, Gemm)) for a in acts):
+                continue
+            taken[fam] += 1
+            out.append((f"{dtype}-{name}-{k}-{st.node.op}", st, sch.shapes, sch.dtypes, dtype))
+    return out
+
+
+HOST_STEPS = [s for d in DTYPES for s in _host_steps(d, {"fused": 4, "elementwise": 4,
+                                                         "convolution": 3, "pooling_backward": 2})]
+
+
+def test_host_steps_cover_the_families() -> None:
+    fams = {lowering_of(get_op(s[1].node.op))[0] for s in HOST_STEPS}
+    assert {"elementwise", "fused", "convolution", "pooling", "pooling_backward", "pad", "cast",
+            "gather_views", "fully_connected", "take", "broadcast_to"} <= fams, sorted(fams)
+
+
+@needs_gxx
+@pytest.mark.parametrize("name,step,shapes,dtypes,dtype", HOST_STEPS,
+                         ids=[s[0] for s in HOST_STEPS])
+def test_narrow_step_matches_float32_reference(name, step, shapes, dtypes, dtype,
+                                               tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    xs = [rng.uniform(0.5, 1.5, size=shapes[s]).astype(dtypes[s]) for s in step.inputs]
+    ref_in = [x.astype(np.float32) if x.dtype == NARROW[dtype] else x for x in xs]
+    want = get_op(step.node.op).compute(step.node.attrs, ref_in, RunCtx(is_train=True))
+    got = run_on_host(step, shapes, dtypes, xs, tmp_path)
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert_close(g, w, dtype, f"{name} output {k}")
+
+
+def test_family_dtypes_decide_the_device_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every family registers the float dtypes it lowers; a step in a dtype its family does
+    not list takes the host path (and index inputs may be integers where declared)."""
+    assert set(FAMILY_DTYPES) == set(FAMILIES)
+    assert all(FAMILY_DTYPES[f] == ALL_FLOATS for f in FAMILIES if f not in ("host",)), \
+        {f: sorted(d) for f, d in FAMILY_DTYPES.items() if d != ALL_FLOATS}
+    f16, f32, i32 = np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.int32)
+    assert family_supports("reduce", [f16, f16]) and not family_supports("reduce", [f16, i32])
+    assert family_supports("one_hot", [i32, f16], index=(0,))
+    assert family_supports("cast", [f16, np.dtype(np.float64)])  # byte families: any dtype
+    sch = S.sum(S.var("x"), axis=1).simple_bind(sg.cpu(), type_dict={"x": "float16"},
+                                                x=(4, 6))._infer.schedule
+    (st,) = sch.steps
+    assert not any(isinstance(a, Host) for a in lower_step(
+        step_context(st, sch.shapes, sch.dtypes, 132)))
+    monkeypatch.setitem(FAMILY_DTYPES, "reduce", F32_ONLY)
+    acts = lower_step(step_context(st, sch.shapes, sch.dtypes, 132))
+    assert [type(a) for a in acts] == [Host]
+    assert [type(a) for a in lower_step(step_context(st, sch.shapes, [f32, f32], 132))] == \
+        [Kernel]
+
+
+def test_scratch_and_fills_follow_the_itemsize() -> None:
+    """A convolution's im2col fallback in float16 asks for half the scratch of float32 and
+    its GEMM is a float16 GemmEx; take's gradient zero-fills 16-bit elements."""
+    sym = S.Convolution(S.var("x"), S.var("w"), kernel=(3, 3), num_filter=4, no_bias=True)
+    need = {}
+    for dt in ("float32", "float16"):
+        sch = sym.simple_bind(sg.cpu(), type_dict={"x": dt, "w": dt},
+                              x=(4, 8, 32, 32))._infer.schedule
+        scratch: list[int] = []
+        acts = flat_actions(lower_step(step_context(sch.steps[0], sch.shapes, sch.dtypes, 132,
+                                                    scratch)))
+        need[dt] = sum(scratch)
+        assert {a.dtype for a in acts if isinstance(a, Gemm)} == {dt}
+    assert need["float16"] * 2 == pytest.approx(need["float32"], rel=0.05)
+    g = S.take(S.var("a"), S.var("i")).simple_bind(
+        sg.cpu(), type_dict={"a": "float16", "i": "float16"}, a=(5, 3), i=(4,))
+    fills = [a for st in g._train.schedule.steps for a in flat_actions(lower_step(
+        step_context(st, g._train.schedule.shapes, g._train.schedule.dtypes, 132)))
+        if isinstance(a, Fill)]
+    assert fills and all(f.dtype == "float16" for f in fills)
+
+
+class _Recorder:
+    """A stand-in for a ctypes library: every call is recorded and returns 0 (success)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple]] = []
+
+    def __getattr__(self, name: str):
+        fn = mock.MagicMock(side_effect=lambda *a: self.calls.append((name, a)) or 0)
+        setattr(self, name, fn)
+        return fn
+
+
+@pytest.mark.parametrize("dtype,code", [("float16", 2), ("bfloat16", 14)])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_gemm_ex_arguments(dtype: str, code: int, batch: int, monkeypatch) -> None:
+    """Narrow GEMMs call cublasGemmEx / cublasGemmStridedBatchedEx with CUDA_R_16F (2) or
+    CUDA_R_16BF (14) for A, B and C (library_types.h), CUBLAS_COMPUTE_32F (68) and
+    CUBLAS_GEMM_DEFAULT (-1), operands swapped for row-major; float32 stays SGEMM."""
+    lib = _Recorder()
+    monkeypatch.setattr(cublas, "_load", lambda: lib)
+    monkeypatch.setattr(cublas, "handle", lambda dev: ctypes.c_void_p(7))
+    m, n, k = 5, 6, 7
+    cublas.gemm(0, 0, False, True, m, n, k, 100, 200, 300, batch=batch, dtype=dtype)
+    name, args = [c for c in lib.calls if "Gemm" in c[0]][0]
+    if batch == 1:
+        assert name == "cublasGemmEx"
+        _, op_b, op_a, cm, cn, ck, _, b, bt, ldb, a, at, lda, _, c, ct, ldc, comp, algo = args
+    else:
+        assert name == "cublasGemmStridedBatchedEx"
+        (_, op_b, op_a, cm, cn, ck, _, b, bt, ldb, sb, a, at, lda, sa, _, c, ct, ldc, sc, cnt,
+         comp, algo) = args
+        assert (sb, sa, sc, cnt) == (k * n, m * k, m * n, batch)
+    assert (op_b, op_a, cm, cn, ck) == (cublas.CUBLAS_OP_T, cublas.CUBLAS_OP_N, n, m, k)
+    assert (b, a, c, ldb, lda, ldc) == (200, 100, 300, k, k, n)
+    assert (bt, at, ct, comp, algo) == (code, code, code, 68, -1)
+    lib.calls.clear()
+    cublas.gemm(0, 0, False, True, m, n, k, 100, 200, 300, batch=batch)
+    assert [c[0] for c in lib.calls if "emm" in c[0]][0].startswith("cublasSgemm")
+
+
+@pytest.mark.parametrize("dtype,code", [("float32", 0), ("float16", 2), ("bfloat16", 9)])
+def test_cudnn_descriptors_take_the_storage_type(dtype: str, code: int, monkeypatch) -> None:
+    """Tensor and filter descriptors carry CUDNN_DATA_FLOAT/HALF/BFLOAT16 (0/2/9); narrow
+    convolutions use tensor-core math (CUDNN_TENSOR_OP_MATH = 1), float32 plain FMA (3)."""
+    lib = _Recorder()
+    monkeypatch.setattr(cudnn, "_LIB", lib)
+    cudnn._desc("tensor", dtype, 2, 3, 4, 5)
+    cudnn._desc("filter", dtype, 4, 3, 3, 3)
+    (t_args,) = [a for n, a in lib.calls if n == "cudnnSetTensorNdDescriptor"]
+    (f_args,) = [a for n, a in lib.calls if n == "cudnnSetFilterNdDescriptor"]
+    assert t_args[1] == code and f_args[1] == code
+    monkeypatch.delenv("SYMGRAPH_TF32", raising=False)
+    assert cudnn.math_type(dtype) == (3 if dtype == "float32" else 1)
