@@ -224,3 +224,30 @@ def test_cudnn_descriptors_take_the_storage_type(dtype: str, code: int, monkeypa
     assert t_args[1] == code and f_args[1] == code
     monkeypatch.delenv("SYMGRAPH_TF32", raising=False)
     assert cudnn.math_type(dtype) == (3 if dtype == "float32" else 1)
+
+
+CAST_PAIRS = [("float32", "bfloat16"), ("bfloat16", "float32"), ("float16", "bfloat16"),
+              ("bfloat16", "float16"), ("bfloat16", "int32"), ("int32", "bfloat16"),
+              ("float32", "float16"), ("float16", "float32")]
+
+
+@needs_gxx
+@pytest.mark.parametrize("src,dst", CAST_PAIRS, ids=[f"{s}-{d}" for s, d in CAST_PAIRS])
+def test_cast_kernels_round_as_numpy(src: str, dst: str, tmp_path: Path) -> None:
+    """Cast between narrow floats and other types: one kernel, round-to-nearest-even like
+    numpy's (ml_dtypes') astype, on values that need rounding (and ties)."""
+    types = {**NARROW, "float32": np.dtype(np.float32), "int32": np.dtype(np.int32)}
+    sym = S.Cast(S.var("x"), dtype=types[dst])
+    sch = sym.simple_bind(sg.cpu(), type_dict={"x": types[src]}, x=(257,))._infer.schedule
+    (step,) = sch.steps
+    acts, _, _ = lowered(step, sch.shapes, sch.dtypes)
+    assert [type(a) for a in acts] == [Kernel], acts
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=257) * 300).astype(types[src])
+    x[:3] = np.array([1.0 + 2 ** -8, 1.0 + 3 * 2 ** -9, 65504.0]).astype(types[src])
+    (got,) = run_on_host(step, sch.shapes, sch.dtypes, [x], tmp_path)
+    with np.errstate(over="ignore"):  # bfloat16 beyond float16's range: inf, as C converts
+        want = x.astype(np.float32).astype(types[dst]) if types[dst].kind != "i" else \
+            np.trunc(x.astype(np.float32)).astype(np.int32)
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32),
+                                  err_msg=f"Cast {src} -> {dst}")

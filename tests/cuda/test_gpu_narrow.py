@@ -1,0 +1,89 @@
+"""float16 and bfloat16 on the GPU against the CPU float32 reference (issue 15; run on a GPU).
+
+Every test graph (registry cases and models) runs a training forward and backward on the GPU
+with every argument, aux state, gradient and head gradient in the narrow dtype; the reference is
+the numpy backend in float32 on the same narrow-rounded values. Outputs and gradients must agree
+within ``narrow.TOLERANCE`` (documented there). Each failure names the graph, the output or
+gradient and the dtype. Also: the GPU programs of those graphs hold no host step, replays give
+the same numbers, and the narrow MLP's GEMMs run as GemmEx.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from symgraph.cuda.actions import Gemm, Host, flat_actions
+
+from .graphs import mlp, mlp_inputs
+from .narrow import NARROW, assert_close, narrow_graphs, rounded
+
+pytestmark = pytest.mark.gpu
+GRAPHS = narrow_graphs()
+CASES = [(d, *g) for d in sorted(NARROW) for g in GRAPHS]
+
+
+def _arrays(values: dict, ctx: Any, dtype: Any) -> dict:
+    return {k: sg.nd.array(v, ctx, dtype) for k, v in values.items()}
+
+
+def _run(sym: Any, ctx: Any, args: dict, aux: dict, dtype: Any, narrow: str, heads_seed: int,
+         repeats: int = 1) -> tuple[list, dict, Any]:
+    """Training forward + backward (``repeats`` times: eager, captured, replayed) with fixed
+    head gradients rounded to ``narrow``; values are already rounded, arrays are made in
+    ``dtype`` (the narrow one, or float32 for the reference)."""
+    names = sym.list_arguments()
+    grads = {k: sg.nd.zeros(args[k].shape, ctx, dtype) for k in names}
+    exe = sym.bind(ctx, _arrays(args, ctx, dtype), args_grad=grads, grad_req="write",
+                   aux_states=_arrays(aux, ctx, dtype) or None)
+    for _ in range(repeats):
+        outs = exe.forward(is_train=True)
+        rng = np.random.default_rng(heads_seed)
+        heads = [np.asarray(rounded(rng.normal(size=o.shape), narrow), dtype) for o in outs]
+        exe.backward(heads)
+    return [o.asnumpy() for o in outs], {k: g.asnumpy() for k, g in grads.items()}, exe
+
+
+@pytest.mark.parametrize("dtype,name,sym,args,aux", CASES,
+                         ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_narrow_gpu_matches_float32_cpu(dtype: str, name: str, sym, args, aux) -> None:
+    args = {k: rounded(v, dtype) for k, v in args.items()}
+    aux = {k: rounded(v, dtype) for k, v in aux.items()}
+    # The reference's head gradients are rounded the same way (seeded, same shapes).
+    want_outs, want_grads, _ = _run(sym, sg.cpu(), args, aux, np.float32, dtype, 7)
+    got_outs, got_grads, exe = _run(sym, sg.gpu(0), args, aux, NARROW[dtype], dtype, 7,
+                                    repeats=3)
+    hosts = [f"{a.step.node.name} ({a.step.node.op})" for stage in (exe._train,)
+             for acts in stage.program.actions for a in flat_actions(acts)
+             if isinstance(a, Host)]
+    assert not hosts, f"{name} in {dtype}: host steps {hosts}"
+    for i, (g, w) in enumerate(zip(got_outs, want_outs)):
+        assert g.dtype == NARROW[dtype], f"{name} output {i}: dtype {g.dtype}, want {dtype}"
+        assert_close(g, w, dtype, f"{name} output {i}")
+    for k in want_grads:
+        assert_close(got_grads[k], want_grads[k], dtype, f"{name} gradient of {k}")
+
+
+@pytest.mark.parametrize("dtype", sorted(NARROW))
+def test_narrow_mlp_uses_gemm_ex_and_trains(dtype: str) -> None:
+    """The MLP in a narrow dtype: every GEMM is narrow (GemmEx on the tensor cores), and a few
+    SGD steps on one batch lower the loss, as in float32."""
+    args = {k: rounded(v, dtype) for k, v in mlp_inputs(np.random.default_rng(1), 64).items()}
+    ctx, dt = sg.gpu(0), NARROW[dtype]
+    grads = {k: sg.nd.zeros(v.shape, ctx, dt) for k, v in args.items() if k != "softmax_label"}
+    exe = mlp().bind(ctx, _arrays(args, ctx, dt), args_grad=grads)
+    gemms = [a for acts in exe._train.program.actions for a in flat_actions(acts)
+             if isinstance(a, Gemm)]
+    assert gemms and {a.dtype for a in gemms} == {dtype}, [a.dtype for a in gemms]
+    label = args["softmax_label"].astype(int)
+    losses = []
+    for _ in range(20):
+        prob = exe.forward(is_train=True)[0].asnumpy().astype(np.float32)
+        losses.append(-np.log(np.maximum(prob[np.arange(len(label)), label], 1e-6)).mean())
+        exe.backward()
+        for k, g in grads.items():
+            w = exe.arg_dict[k]
+            w[:] = (w.asnumpy().astype(np.float32) - 0.1 * g.asnumpy().astype(np.float32))
+    assert losses[-1] < 0.7 * losses[0], f"{dtype}: loss {losses[0]:.3f} -> {losses[-1]:.3f}"
