@@ -203,9 +203,9 @@ class StepCtx:
 LoweringFn = Callable[[StepCtx, dict], list]
 FAMILIES: dict[str, LoweringFn] = {}
 
-F32_ONLY: frozenset = frozenset({"float32"})
+FLOAT32_ONLY: frozenset = frozenset({"float32"})
 NARROW: frozenset = frozenset({"float16", "bfloat16"})
-ALL_FLOATS: frozenset = F32_ONLY | NARROW
+ALL_FLOATS: frozenset = FLOAT32_ONLY | NARROW
 # Family -> the float dtypes its lowering handles (stored and computed as documented above);
 # a step whose float buffers have another dtype has no device lowering in that family.
 FAMILY_DTYPES: dict[str, frozenset] = {}
@@ -230,7 +230,7 @@ def family_supports(fam: str, dtypes: Sequence[Any], index: Sequence[int] = ()) 
     ``index`` hold indices, where an integer dtype is read as it is."""
     if fam in BYTE_FAMILIES:
         return True
-    ok = FAMILY_DTYPES.get(fam, F32_ONLY)
+    ok = FAMILY_DTYPES.get(fam, FLOAT32_ONLY)
     return all(np.dtype(t).name in ok for i, t in enumerate(dtypes)
                if not (i in index and np.dtype(t).kind in "iu"))
 

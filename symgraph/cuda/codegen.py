@@ -59,6 +59,14 @@ def with_dtype(stem: str, dtype: str) -> str:
     return f"{stem}_{DTYPE_TAGS[dtype]}" if dtype in DTYPE_TAGS else stem
 
 
+def index_load(element: str, dtype: str) -> tuple[str, str]:
+    """(C type, C value) of an index read from ``element`` of numpy dtype ``dtype``: floats
+    through ``sg_ld`` (truncated by the caller), integers as they are."""
+    if C_TYPES[dtype] in ("float", "double") + NARROW_C:
+        return "float", f"sg_ld({element})"
+    return "long long", f"(long long){element}"
+
+
 def ptr(name: str, dtype: str, const: bool = True, restrict: bool = True) -> str:
     """A kernel pointer parameter of a buffer of ``dtype``."""
     return (f"{'const ' if const else ''}{C_TYPES[dtype]}* {'__restrict__ ' if restrict else ''}"

@@ -6,7 +6,7 @@ wrapped as take's ``mode`` says. ``dtype``: the data's float type (``idx_t``: th
 """
 from __future__ import annotations
 
-from .codegen import Rendered, c_float, grid_stride_kernel, ptr
+from .codegen import Rendered, c_float, grid_stride_kernel, index_load, ptr
 from .kernels import _offset_fn
 
 Shape = tuple[int, ...]
@@ -30,19 +30,20 @@ def render_arg_reduce(kind: str, shape: Shape, axes: list[int], kept: list[int],
 
 
 def render_one_hot(depth: int, on_value: float, off_value: float, idx_t: str,
-                   y_t: str = "float") -> Rendered:
+                   y_t: str = "float32") -> Rendered:
     """y[i] = on_value where i % depth is the index idx[i / depth], else off_value; ``idx_t``
-    is the indices' C type (a float type, or an integer type read as it is), ``y_t`` the
+    is the indices' numpy dtype (a float type, or an integer type read as it is), ``y_t`` the
     output's."""
-    body = (f"        const long long k = (long long)sg_ld(idx[i / {depth}LL]);\n"
+    _, value = index_load(f"idx[i / {depth}LL]", idx_t)
+    body = (f"        const long long k = (long long){value};\n"
             f"        y[i] = (k == i % {depth}LL) ? {c_float(on_value)} : "
             f"{c_float(off_value)};\n")
     return grid_stride_kernel("one_hot", f"{depth},{on_value},{off_value},{idx_t}",
-                              f"{y_t}* __restrict__ y, const {idx_t}* __restrict__ idx", body)
+                              f"{ptr('y', y_t, False)}, {ptr('idx', idx_t)}", body)
 
 
 def _index_expr(n: int, wrap: bool) -> str:
-    """C of the clipped or wrapped integer index ``k`` read from float ``raw``."""
+    """C of the clipped or wrapped integer index ``k`` read from ``raw`` (a float or integer)."""
     if wrap:
         return f"long long k = (long long)raw % {n}LL; if (k < 0) k += {n}LL;\n"
     return f"long long k = (long long)raw; k = k < 0 ? 0 : (k > {n - 1} ? {n - 1} : k);\n"
@@ -51,9 +52,10 @@ def _index_expr(n: int, wrap: bool) -> str:
 def render_take(outer: int, n: int, inner: int, m: int, wrap: bool, dtype: str = "float32",
                 idx_t: str = "float32") -> Rendered:
     """y[o, j, in] = x[o, idx[j], in] over data viewed as (outer, n, inner), m indices."""
+    raw_t, raw = index_load("idx[j]", idx_t)
     body = (f"        const long long in = i % {inner}LL, j = (i / {inner}LL) % {m}LL;\n"
             f"        const long long o = i / {inner * m}LL;\n"
-            f"        const float raw = sg_ld(idx[j]);\n        {_index_expr(n, wrap)}"
+            f"        const {raw_t} raw = {raw};\n        {_index_expr(n, wrap)}"
             f"        y[i] = x[(o * {n}LL + k) * {inner}LL + in];\n")
     return grid_stride_kernel("take", f"{outer},{n},{inner},{m},{wrap}",
                               f"{ptr('y', dtype, False)}, {ptr('x', dtype)}, {ptr('idx', idx_t)}",
@@ -64,9 +66,10 @@ def render_take_backward(outer: int, n: int, inner: int, m: int, mode: str,
                          dtype: str = "float32", idx_t: str = "float32") -> Rendered:
     """g[o, idx[j], in] += dy[o, j, in] with atomicAdd (g zero-filled first; narrow types use
     their own atomicAdd, sm_70+ for __half, sm_80+ for __nv_bfloat16)."""
+    raw_t, raw = index_load("idx[j]", idx_t)
     body = (f"        const long long in = i % {inner}LL, j = (i / {inner}LL) % {m}LL;\n"
             f"        const long long o = i / {inner * m}LL;\n"
-            f"        const float raw = sg_ld(idx[j]);\n        {_index_expr(n, mode == 'wrap')}"
+            f"        const {raw_t} raw = {raw};\n        {_index_expr(n, mode == 'wrap')}"
             f"        atomicAdd(&g[(o * {n}LL + k) * {inner}LL + in], dy[i]);\n")
     return grid_stride_kernel("take_backward", f"{outer},{n},{inner},{m},{mode}",
                               f"{ptr('g', dtype, False, False)}, {ptr('dy', dtype)}, "

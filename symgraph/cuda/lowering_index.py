@@ -11,7 +11,6 @@ from math import prod
 
 
 from .actions import Fill, StepCtx, family, launch
-from .codegen import C_TYPES
 from .kernels_index import (render_arg_reduce, render_one_hot, render_take,
                             render_take_backward)
 
@@ -32,9 +31,9 @@ def _arg_reduce(ctx: StepCtx, p: dict) -> list:
 @family("one_hot")
 def _one_hot(ctx: StepCtx, p: dict) -> list:
     a = ctx.attrs
-    idx_t = C_TYPES[ctx.dt(ctx.ins[0])]  # a float type, or an integer (INDEX_INPUTS)
-    kern = render_one_hot(a["depth"], a["on_value"], a["off_value"], idx_t,
-                          C_TYPES[ctx.dt(ctx.outs[0])])
+    # indices: a float type, or an integer read as it is (INDEX_INPUTS)
+    kern = render_one_hot(a["depth"], a["on_value"], a["off_value"], ctx.dt(ctx.ins[0]),
+                          ctx.dt(ctx.outs[0]))
     return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0]), prod(ctx.out_shapes[0]))]
 
 

@@ -12,7 +12,7 @@ from math import prod
 
 from ..attrs import Attrs
 from .actions import Fill, StepCtx, family, launch
-from .codegen import grid_stride_kernel, ptr
+from .codegen import grid_stride_kernel, index_load, ptr
 
 
 def _row_geometry(shape: tuple, axis) -> tuple[int, int, int]:
@@ -71,8 +71,9 @@ def _axis_gather(ctx: StepCtx, p: dict) -> list:
     wrap = a["mode"] == "wrap"
     idx = (f"long long k = (long long)raw % {n}LL; if (k < 0) k += {n}LL;" if wrap else
            f"long long k = (long long)raw; k = k < 0 ? 0 : (k > {n - 1} ? {n - 1} : k);")
+    raw_t, raw = index_load("idx[i]", ctx.dt(ctx.ins[1]))
     body = (f"        const long long in = i % {inner}LL, o = i / {m * inner}LL;\n"
-            f"        const float raw = sg_ld(idx[i]);\n        {idx}\n"
+            f"        const {raw_t} raw = {raw};\n        {idx}\n"
             f"        const long long at = (o * {n}LL + k) * {inner}LL + in;\n")
     if p["scatter"]:
         body += "        atomicAdd(&y[at], g[i]);\n"

@@ -20,7 +20,7 @@ import pytest
 
 import symgraph as sg
 from symgraph.cuda import compiler, cublas, cudnn
-from symgraph.cuda.actions import (ALL_FLOATS, F32_ONLY, FAMILIES, FAMILY_DTYPES, Fill, Gemm, Host,
+from symgraph.cuda.actions import (ALL_FLOATS, FLOAT32_ONLY, FAMILIES, FAMILY_DTYPES, Fill, Gemm, Host,
                                    Kernel, family_supports, flat_actions, lowering_of,
                                    step_context)
 from symgraph.cuda.lowering import lower_step
@@ -142,7 +142,7 @@ def test_family_dtypes_decide_the_device_path(monkeypatch: pytest.MonkeyPatch) -
     (st,) = sch.steps
     assert not any(isinstance(a, Host) for a in lower_step(
         step_context(st, sch.shapes, sch.dtypes, 132)))
-    monkeypatch.setitem(FAMILY_DTYPES, "reduce", F32_ONLY)
+    monkeypatch.setitem(FAMILY_DTYPES, "reduce", FLOAT32_ONLY)
     acts = lower_step(step_context(st, sch.shapes, sch.dtypes, 132))
     assert [type(a) for a in acts] == [Host]
     assert [type(a) for a in lower_step(step_context(st, sch.shapes, [f32, f32], 132))] == \
