@@ -17,9 +17,10 @@ Arguments are symbolic (:class:`Ref`: a slot, a scratch buffer or a random key) 
 device pointers by the backend, so lowering is pure Python and CI renders every kernel without
 a GPU. Every buffer a step touches has a dtype (:meth:`StepCtx.dtype_of`): kernels, scratch
 sizes and library calls take it from there (narrow floats are stored narrow and computed in
-float). A family states the float dtypes it lowers (:func:`family`'s ``dtypes``, float32 by
-default; :data:`FAMILY_DTYPES`). This module imports no lowering module: they all import it, and ``lowering.py`` imports
-them all, so the family table is full before the first step is lowered.
+float). A family states the float dtypes it lowers (:func:`family`'s ``dtypes``: float32,
+float16 and bfloat16 unless it says otherwise; :data:`FAMILY_DTYPES`). This module imports no
+lowering module: they all import it, and ``lowering.py`` imports them all, so the family table
+is full before the first step is lowered.
 """
 from __future__ import annotations
 

@@ -114,7 +114,8 @@ def _weights(g: ConvPool, f: str, indent: str) -> str:
     bias = f"sg_ld(bias[{f}])" if g.bias else "0.f"
     return (f"{indent}float wr[{g.field}];\n"
             f"{indent}#pragma unroll\n"
-            f"{indent}for (int k = 0; k < {g.field}; ++k) wr[k] = sg_ld(wt[{f} * {g.field} + k]);\n"
+            f"{indent}for (int k = 0; k < {g.field}; ++k)\n"
+            f"{indent}    wr[k] = sg_ld(wt[{f} * {g.field} + k]);\n"
             f"{indent}const float bf = {bias};\n")
 
 
@@ -195,7 +196,8 @@ def render_param_grad(g: ConvPool, chunks: int) -> Rendered:
             f"            const {it} img = p / {g.windows};\n"
             f"            const int qh = q / {g.qw}, qw = q % {g.qw};\n"
             + _load_patch(g, "img", " " * 12) + _window_max(g, act, " " * 12) +
-            f"            const float grad = sg_ld(dy[((long long)img * {g.f} + f) * {g.windows} + q]) * "
+            f"            const float grad = "
+            f"sg_ld(dy[((long long)img * {g.f} + f) * {g.windows} + q]) * "
             f"{dact}(best);\n"
             + "\n".join(accumulate) + "\n"
             f"            acc[{g.field}] += grad;\n"

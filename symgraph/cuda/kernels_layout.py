@@ -44,7 +44,8 @@ def render_pad_fold(outer: int, n: int, inner: int, before: int, after: int,
     folded back: each cell's own entry plus the padded entries that were copies of it."""
     m = before + n + after
     lines = [f"        const long long in = i % {inner}LL, c = (i / {inner}LL) % {n}LL;",
-             f"        const {C_TYPES[dtype]}* col = x + (i / {inner * n}LL) * {m * inner}LL + in;",
+             f"        const {C_TYPES[dtype]}* col = x + (i / {inner * n}LL) * {m * inner}LL"
+             " + in;",
              f"        float acc = sg_ld(col[(c + {before}LL) * {inner}LL]);"]
     if mode == "edge" and before:  # the head copies cell 0
         lines.append(f"        if (c == 0) for (int k = 0; k < {before}; ++k) "

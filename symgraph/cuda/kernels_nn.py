@@ -121,7 +121,8 @@ def render_col2im(g: Conv2d, dtype: str = "float32") -> Rendered:
             f"        const long long c = (i / {g.d * g.h * g.w}LL) % {g.c}LL;\n"
             f"        const long long nn = i / {g.c * g.d * g.h * g.w}LL;\n"
             "        float acc = 0.f;\n" + loops +
-            f"                    acc += sg_ld(col[(((c * {g.kd} + kk) * {g.kh} + ki) * {g.kw} + kj)"
+            f"                    acc += sg_ld(col[(((c * {g.kd} + kk) * {g.kh} + ki) * {g.kw}"
+            " + kj)"
             f" * {g.cols}LL + nn * {g.pix}LL + (od * {g.oh} + oh) * {g.ow} + ow]);\n"
             "                }\n            }\n        }\n"
             "        dx[i] = acc;\n"

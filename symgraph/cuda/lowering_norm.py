@@ -48,8 +48,8 @@ def _batch_norm(ctx: StepCtx, p: dict) -> list:
     vec = tuple(d if i == ax else 1 for i, d in enumerate(x))
     red = [i for i in range(len(x)) if i != ax]
     y, mean, var, new_mm, new_mv = ctx.outs
-    infer = [a for dst, src in ((mean, ctx.ins[3]), (var, ctx.ins[4]), (new_mm, ctx.ins[3]),
-                                (new_mv, ctx.ins[4])) for a in copy_actions(ctx, dst, src, (x[ax],))]
+    pairs = ((mean, ctx.ins[3]), (var, ctx.ins[4]), (new_mm, ctx.ins[3]), (new_mv, ctx.ins[4]))
+    infer = [a for dst, src in pairs for a in copy_actions(ctx, dst, src, (x[ax],))]
     infer += _normalise(ctx, vec, ctx.ins[3], ctx.ins[4])
     if a["use_global_stats"]:
         return infer

@@ -68,7 +68,8 @@ def _dropout(ctx: StepCtx, p: dict) -> list:
     if a["p"] == 0.0 or not prod(x):
         return infer
     n = prod(m)
-    train = [Kernel(render_dropout_mask(n, a["p"], ctx.dt(mask)), grid_for(-(-n // 4), ctx.sm_count),
+    train = [Kernel(render_dropout_mask(n, a["p"], ctx.dt(mask)),
+                    grid_for(-(-n // 4), ctx.sm_count),
                     THREADS, (mask, ctx.new_key()), n)]
     train += elementwise_actions(ctx, "dropout_apply", [inp(0) * inp(1)], [x, m],
                                  [ctx.ins[0], mask], x, [y])

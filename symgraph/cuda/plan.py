@@ -80,7 +80,8 @@ def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
         alias += _alias_copies(schedule, actions)
         plan = trivial_plan(schedule, {a for a, _ in alias})
     kernels = [a.kernel for acts in actions for a in flat_actions(acts) if isinstance(a, Kernel)]
-    return LoweredProgram(plan, actions, scratch_bytes, module_source(kernels + list(ACCUMULATE.values())),
+    source = module_source(kernels + list(ACCUMULATE.values()))
+    return LoweredProgram(plan, actions, scratch_bytes, source,
                           alias, key_steps)
 
 

@@ -20,15 +20,15 @@ import pytest
 
 import symgraph as sg
 from symgraph.cuda import compiler, cublas, cudnn
-from symgraph.cuda.actions import (ALL_FLOATS, FLOAT32_ONLY, FAMILIES, FAMILY_DTYPES, Fill, Gemm, Host,
-                                   Kernel, family_supports, flat_actions, lowering_of,
+from symgraph.cuda.actions import (ALL_FLOATS, FAMILIES, FAMILY_DTYPES, FLOAT32_ONLY, Fill, Gemm,
+                                   Host, Kernel, family_supports, flat_actions, lowering_of,
                                    step_context)
 from symgraph.cuda.lowering import lower_step
 from symgraph.cuda.plan import lower_schedule
 from symgraph.registry import RunCtx, get_op
 
 from .host_run import host_compiler, lowered, run_on_host, runnable
-from .narrow import NARROW, PINNED, assert_close, narrow_bind, narrow_graphs, rounded
+from .narrow import NARROW, PINNED, assert_close, narrow_bind, narrow_graphs
 
 DTYPES = sorted(NARROW)
 S = sg.sym
