@@ -18,6 +18,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 import pycuda.driver as drv
 
+from ..base import ExecutionError
 from ..optimizer import Optimizer, Updater
 from .codegen import THREADS
 from .compiler import compile_module, module_source
@@ -31,10 +32,11 @@ RING = 4  # pinned staging buffers for the scalar table: the host may run RING s
 class FusedUpdate:
     """One launch of ``rule``'s fused kernel over parameters of the given element counts."""
 
-    def __init__(self, rule: Any, sizes: Sequence[int], device_id: int) -> None:
-        self.rule, self.device_id = rule, device_id
+    def __init__(self, rule: Any, sizes: Sequence[int], device_id: int,
+                 dtype: str = "float32") -> None:
+        self.rule, self.device_id, self.dtype = rule, device_id, dtype
         self.sizes = list(sizes)
-        rendered = render_update(rule)
+        rendered = render_update(rule, dtype)
         info = device_info(device_id)
         n, n_scal = len(self.sizes), max(len(rule.scalars), 1)
         chunks = np.array(chunk_table(self.sizes), np.int64).reshape(-1, 2)
@@ -136,13 +138,20 @@ class FusedUpdater(Updater):
             if index not in self.states:
                 self.states[index] = tuple(self._zeros(weight) for _ in
                                            self.optimizer.rule.states)
-        if self.fused is None or self.fused.sizes != [w.size for w in weights]:
+        dtypes = sorted({np.dtype(w.dtype).name for w in weights})
+        if len(dtypes) > 1 or (dtypes and dtypes[0] not in ("float32", "float16", "bfloat16")):
+            raise ExecutionError(f"fused GPU update: weights of dtypes {dtypes}; one float "
+                                 f"dtype (float32, float16 or bfloat16) per update")
+        dtype = dtypes[0] if dtypes else "float32"
+        if self.fused is None or self.fused.sizes != [w.size for w in weights] \
+                or self.fused.dtype != dtype:
             self.fused = FusedUpdate(self.optimizer.rule, [w.size for w in weights],
-                                     self.device_id)
+                                     self.device_id, dtype)
         return [self.states[i] for i in indices]
 
     def _zeros(self, weight: Any) -> DeviceArray:
-        arr = empty_device(weight.shape, weight.dtype, self.device_id)
+        """A zero state of ``weight``'s shape, float32 whatever the weight's dtype."""
+        arr = empty_device(weight.shape, np.float32, self.device_id)
         if arr.size:
             with activate(self.device_id):
                 drv.memset_d8(arr.gpudata, 0, arr.nbytes)

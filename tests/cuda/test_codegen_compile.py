@@ -36,7 +36,8 @@ def _all_lowered() -> list:
 # back), in some or all configurations: the "not done" list of issue 5 (docs/performance.md).
 HOST_FALLBACK: set[str] = set()
 # Registry cases that pin float64 on purpose (the dtype attribute of _ones/_full): the GPU path
-# is float32 only until issue 15, so their steps take the host path by design.
+# has no float64 kernels (float32, float16, bfloat16: test_narrow.py), so their steps take the
+# host path by design.
 FLOAT64_CASES = {"_ones", "_full"}
 
 

@@ -36,8 +36,14 @@ def test_chunk_table_covers_every_element_once() -> None:
 
 
 @pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
-def test_update_kernels_compile_for_sm90() -> None:
-    kernels = [render_update(make().rule) for make in OPTIMIZERS.values()]
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_update_kernels_compile_for_sm90(dtype: str) -> None:
+    """Weights and gradients of each float dtype (read through sg_ld), float32 states."""
+    kernels = [render_update(make().rule, dtype) for make in OPTIMIZERS.values()]
+    if dtype != "float32":
+        assert all("__half" in k.source or "__nv_bfloat16" in k.source for k in kernels)
+        assert all(k.name.endswith({"float16": "_f16", "bfloat16": "_bf16"}[dtype])
+                   for k in kernels)
     for k in kernels:  # one module per optimizer, as the updater builds it
         cubin = compiler.run_nvcc(compiler.module_source([k]), "sm_90", compiler.find_nvcc())
         assert cubin[:4] == b"\x7fELF" and k.name.encode() in cubin
