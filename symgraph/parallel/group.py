@@ -27,11 +27,7 @@ from ..ndarray import NDArray, array
 from .bucket import DEFAULT_BUCKET_BYTES
 from .bucket import make_buckets
 from .split import split_batch
-from .step import StepQueue, stage_copies
-
-# a device's batch slices are filled on a worker thread from this size up (below it the
-# hand-off costs more than the copy)
-STAGE_THREAD_BYTES = 256 * 1024
+from .step import DeviceSlice, StepQueue
 
 
 def _host(x: Any) -> np.ndarray:
@@ -287,7 +283,10 @@ class DataParallelModule(Module):
         with self._queue.phase("stage"):
             host = self._host_batch(data_batch)
             self._staging()
-        devices = [_DeviceStep(self, k, host) for k in range(len(self._execs))]
+        stage = self._stage_buffers
+        devices = [DeviceSlice(exe, part, host, stage[exe] if stage is not None else None,
+                               lambda k=k: self._update_device(k))
+                   for k, (exe, part) in enumerate(zip(self._execs, self._slices))]
         self._queue.run(devices, self.allreduce, self._comm)
 
     @property
@@ -361,48 +360,6 @@ class DataParallelModule(Module):
         batch = self._data_shapes[0].shape[0]
         return [(n, (batch,) + tuple(o.shape[1:]))
                 for n, o in zip(self._output_names, self._exec.outputs)]
-
-
-def _fill(buf: np.ndarray, value: np.ndarray) -> None:
-    np.copyto(buf, value, casting="unsafe")  # releases the GIL: runs on a staging thread
-
-
-class _DeviceStep:
-    """Device ``k``'s part of ``forward_backward_update`` (see :class:`~.step.DeviceStep`):
-    on GPUs the batch slices go through pinned staging buffers and async copies on the
-    executor's stream; on CPUs they are assigned when the step is launched."""
-
-    def __init__(self, module: DataParallelModule, k: int, host: dict[str, np.ndarray]) -> None:
-        self.exe, self.part, self.host = module._execs[k], module._slices[k], host
-        self.module, self.k = module, k
-        stage = module._stage_buffers
-        self.staging = stage[self.exe] if stage is not None else None
-        self.sends: list[tuple] = []
-
-    def stage(self, pool: Any) -> Any:
-        if self.staging is None:
-            return lambda: None
-        copies = []
-        for name, value in self.host.items():
-            target = self.exe.arg_dict[name]
-            buf, entry = self.staging.reserve(target)
-            self.sends.append((target, buf, entry))
-            copies.append((buf, value[self.part]))
-        return stage_copies(copies, pool, _fill, STAGE_THREAD_BYTES)
-
-    def launch(self, ready: Any) -> None:
-        ready()
-        if self.staging is None:
-            for name, value in self.host.items():
-                self.exe.arg_dict[name][:] = value[self.part]
-        else:
-            stream = self.exe.train_program.stream
-            for target, buf, entry in self.sends:
-                self.staging.send(target, buf, entry, stream)
-        self.exe.train_step()
-
-    def update(self) -> None:
-        self.module._update_device(self.k)
 
 
 class _UpdaterGroup:

@@ -24,6 +24,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
 
+import numpy as np
+
+# a device's batch slices are filled on a worker thread from this size up (below it the
+# hand-off costs more than the copy)
+STAGE_THREAD_BYTES = 256 * 1024
+
 Ready = Callable[[], None]
 
 PHASES = ("wait", "stage", "launch", "allreduce", "update", "mark")
@@ -128,3 +134,45 @@ def stage_copies(copies: Sequence[tuple[Any, Any]], pool: Optional[ThreadPoolExe
         fill()
         return _null
     return pool.submit(fill).result
+
+
+def _fill(buf: np.ndarray, value: np.ndarray) -> None:
+    np.copyto(buf, value, casting="unsafe")  # releases the GIL: runs on a staging thread
+
+
+class DeviceSlice:
+    """A :class:`DeviceStep` for executor ``exe`` on samples ``part`` of the host batch
+    ``host``: with ``staging`` (a ``cuda.staging.Staging``) the slices go through pinned
+    buffers and async copies on the executor's stream; without, they are assigned at launch
+    (CPU replicas). ``update`` queues the device's optimizer step."""
+
+    def __init__(self, exe: Any, part: slice, host: dict[str, np.ndarray], staging: Any,
+                 update: Callable[[], None]) -> None:
+        self.exe, self.part, self.host, self.staging = exe, part, host, staging
+        self._update = update
+        self.sends: list[tuple] = []
+
+    def stage(self, pool: Optional[ThreadPoolExecutor]) -> Ready:
+        if self.staging is None:
+            return _null
+        copies = []
+        for name, value in self.host.items():
+            target = self.exe.arg_dict[name]
+            buf, entry = self.staging.reserve(target)
+            self.sends.append((target, buf, entry))
+            copies.append((buf, value[self.part]))
+        return stage_copies(copies, pool, _fill, STAGE_THREAD_BYTES)
+
+    def launch(self, ready: Ready) -> None:
+        ready()
+        if self.staging is None:
+            for name, value in self.host.items():
+                self.exe.arg_dict[name][:] = value[self.part]
+        else:
+            stream = self.exe.train_program.stream
+            for target, buf, entry in self.sends:
+                self.staging.send(target, buf, entry, stream)
+        self.exe.train_step()
+
+    def update(self) -> None:
+        self._update()
