@@ -280,7 +280,7 @@ class DataParallelModule(Module):
         last. ``step_times`` (host seconds per phase) is filled while it is a dict."""
         if not self.optimizer_initialized:
             raise BindError("update: call init_optimizer() first")
-        with self._queue.phase("stage"):
+        with self._queue.phase("batch"):
             host = self._host_batch(data_batch)
             self._staging()
         stage = self._stage_buffers

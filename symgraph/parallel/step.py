@@ -32,7 +32,9 @@ STAGE_THREAD_BYTES = 256 * 1024
 
 Ready = Callable[[], None]
 
-PHASES = ("wait", "stage", "launch", "allreduce", "update", "mark")
+# host phases of a step, in order ("batch", the slicing of the batch on the host, is timed by
+# the caller; "ready" is waiting for the staging threads)
+PHASES = ("wait", "batch", "stage", "ready", "launch", "allreduce", "update", "mark")
 
 
 class DeviceStep(Protocol):
@@ -102,9 +104,11 @@ class StepQueue:
             ready = [_null] + [dev.stage(pool) for dev in devices[1:]]
             if devices:
                 ready[0] = devices[0].stage(None)  # the host fills device 0's itself
-        with self.phase("launch"):
-            for dev, done in zip(devices, ready):
-                dev.launch(done)
+        for dev, done in zip(devices, ready):
+            with self.phase("ready"):
+                done()
+            with self.phase("launch"):
+                dev.launch(_null)
         with self.phase("allreduce"):
             reduce()
         with self.phase("update"):
