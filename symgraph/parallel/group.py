@@ -64,6 +64,7 @@ class DataParallelModule(Module):
         self._comm: Any = None
         self._queue = StepQueue()  # fit's step: enqueue order, host waits, phase times
         self._reduce_plan: tuple = (None, [])  # (executors, per-bucket replica lists)
+        self._update_args: dict[int, tuple] = {}  # device -> (executor, update_multi args)
         self._kv_name: Optional[str] = None
         self.bucket_bytes = DEFAULT_BUCKET_BYTES
 
@@ -265,13 +266,18 @@ class DataParallelModule(Module):
             self._update_device(k)
 
     def _update_device(self, k: int) -> None:
-        """Queue device ``k``'s optimizer step (parameter ``i`` is index ``i * n + k``)."""
+        """Queue device ``k``'s optimizer step (parameter ``i`` is index ``i * n + k``); its
+        argument lists are made once per bind."""
         exe, upd, n = self._execs[k], self._updaters[k], len(self._execs)
-        todo = [(i, name) for i, name in enumerate(self._param_names) if name in exe.grad_dict]
+        args = self._update_args.get(k)
+        if args is None or args[0] is not exe:
+            todo = [(i, m) for i, m in enumerate(self._param_names) if m in exe.grad_dict]
+            args = self._update_args[k] = (exe, [i * n + k for i, _ in todo],
+                                           [exe.grad_dict[m] for _, m in todo],
+                                           [exe.arg_dict[m] for _, m in todo])
         if hasattr(upd, "stream"):
             upd.stream = exe.train_program.stream
-        upd.update_multi([i * n + k for i, _ in todo], [exe.grad_dict[m] for _, m in todo],
-                         [exe.arg_dict[m] for _, m in todo])
+        upd.update_multi(*args[1:])
 
     def forward_backward_update(self, data_batch: DataBatch) -> None:
         """``fit``'s step, queued by :class:`~.step.StepQueue`: per device the batch copy
