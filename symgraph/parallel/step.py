@@ -8,7 +8,8 @@ work) that sum, not the GPUs, sets the pace. :class:`StepQueue` therefore
 - waits at most once per step, for the step before last (the one whose staging buffers and
   events the host is about to reuse), never for the step it just queued;
 - fills the pinned staging buffers of devices 1.. on worker threads (numpy's copies release
-  the GIL) while the host fills device 0's and queues it;
+  the GIL) while the host fills device 0's and queues it (``SYMGRAPH_STAGE_THREADS=0``:
+  each device's are filled inline, right before its launch);
 - queues each device's batch copy and step graph back to back, so device 0 computes while the
   host queues device 1;
 - then the all-reduce of every device (one NCCL group per bucket), then each device's update.
@@ -20,6 +21,7 @@ Guarantees: the order above; at most one ``comm.wait`` per step, none in the fir
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
@@ -29,6 +31,7 @@ import numpy as np
 # a device's batch slices are filled on a worker thread from this size up (below it the
 # hand-off costs more than the copy)
 STAGE_THREAD_BYTES = 256 * 1024
+THREADS_ENV = "SYMGRAPH_STAGE_THREADS"
 
 Ready = Callable[[], None]
 
@@ -53,6 +56,13 @@ class DeviceStep(Protocol):
 
 def _null() -> None:
     return None
+
+
+def stage_threads() -> bool:
+    """Whether devices 1.. have their staging buffers filled on worker threads
+    (``SYMGRAPH_STAGE_THREADS``, default 1; 0 fills each device's inline, just before its
+    launch)."""
+    return os.environ.get(THREADS_ENV, "1") != "0"
 
 
 class StepQueue:
@@ -99,14 +109,17 @@ class StepQueue:
         with self.phase("wait"):
             if len(self.marks) > 1 and hasattr(comm, "wait"):
                 comm.wait(self.marks.pop(0))  # the step before last: inputs reused now
-        with self.phase("stage"):
-            pool = self.pool(len(devices) - 1)
-            ready = [_null] + [dev.stage(pool) for dev in devices[1:]]
-            if devices:
-                ready[0] = devices[0].stage(None)  # the host fills device 0's itself
-        for dev, done in zip(devices, ready):
+        pool = self.pool(len(devices) - 1) if stage_threads() else None
+        ready: list[Optional[Ready]] = [None] * len(devices)
+        if pool is not None:
+            with self.phase("stage"):
+                ready[1:] = [dev.stage(pool) for dev in devices[1:]]
+        for k, dev in enumerate(devices):
+            if ready[k] is None:  # device 0, or every device without threads: inline
+                with self.phase("stage"):
+                    ready[k] = dev.stage(None)
             with self.phase("ready"):
-                done()
+                ready[k]()
             with self.phase("launch"):
                 dev.launch(_null)
         with self.phase("allreduce"):

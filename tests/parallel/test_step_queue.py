@@ -65,6 +65,16 @@ def test_enqueue_order_and_one_wait_per_step() -> None:
     queue.close()
 
 
+def test_without_threads_each_device_is_staged_right_before_its_launch(monkeypatch) -> None:
+    monkeypatch.setenv("SYMGRAPH_STAGE_THREADS", "0")
+    log: list = []
+    devices = [_Device(0, log), _Device(1, log)]
+    StepQueue().run(devices, lambda: log.append("allreduce"), _Comm(log))
+    assert log == ["stage0", "ready0", "launch0", "stage1", "ready1", "launch1",
+                   "allreduce", "update0", "update1", "mark"]
+    assert devices[1].pools == [None]
+
+
 def test_one_device_and_host_communicator_never_wait() -> None:
     log: list = []
     queue = StepQueue()
