@@ -25,6 +25,7 @@ from ..log import LOGGER
 from ..module import Module, _descs
 from ..ndarray import NDArray, array
 from .bucket import DEFAULT_BUCKET_BYTES
+from . import flat
 from .bucket import make_buckets
 from .split import split_batch
 from .step import DeviceSlice, StepQueue
@@ -111,6 +112,8 @@ class DataParallelModule(Module):
             self._execs.append(self._symbol.simple_bind(ctx, grad_req=reqs, type_dict=types,
                                                         **shapes))
         self._exec = self._execs[0]
+        if for_training and self._contexts[0].device_type == "gpu":
+            self._buckets()  # flat gradient buckets: before any run records the pointers
         for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
             for exe in self._execs:
                 mon.install(exe)
@@ -243,10 +246,21 @@ class DataParallelModule(Module):
             names = [n for n in self._param_names if n in self._execs[0].grad_dict]
             grads = [[exe.grad_dict[n] for n in names] for exe in self._execs]
             sizes = [g.size * np.dtype(g.dtype).itemsize for g in grads[0]] if names else []
-            plan = [[[rep[i] for i in b.indices] for rep in grads]
+            plan = [self._flatten([[rep[i] for i in b.indices] for rep in grads])
                     for b in make_buckets(sizes, self.bucket_bytes)] if sizes else []
             self._reduce_plan = ((list(self._execs), self.bucket_bytes), plan)
         return plan
+
+    def _flatten(self, replicas: list[list[Any]]) -> list[list[Any]]:
+        """On GPUs, before the executors' first run: the bucket's gradients become views of
+        one buffer per device (``flat.py``), reduced by one call per device."""
+        if self._contexts[0].device_type != "gpu" or not flat.enabled() or any(
+                getattr(exe, "_trained", False) or getattr(exe, "_forwarded", False)
+                for exe in self._execs):
+            return replicas
+        bufs = [flat.flatten(rep, flat.gpu_alloc(ctx.device_id), flat.gpu_view)
+                for rep, ctx in zip(replicas, self._contexts)]
+        return replicas if any(b is None for b in bufs) else [[b] for b in bufs]
 
     def allreduce(self) -> None:
         """Sum the gradients of all devices (and processes) into every device's grad arrays."""
