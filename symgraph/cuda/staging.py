@@ -19,6 +19,13 @@ from .runtime import activate, wire, wire_dtype
 DEPTH = 4
 
 
+def _pinned(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """A page-locked host array; bfloat16 (no buffer format) allocated as its 16-bit words."""
+    if np.dtype(dtype).kind != "V":
+        return drv.pagelocked_empty(shape, dtype)
+    return drv.pagelocked_empty(shape, wire_dtype(dtype)).view(dtype)
+
+
 class Staging:
     """Rings of pinned buffers, one ring per (direction, array), on ``device_id``."""
 
@@ -31,8 +38,7 @@ class Staging:
         """The next pinned buffer of ``key``'s ring, once its previous copy has completed."""
         ring = self._rings.get(key)
         if ring is None:
-            ring = self._rings[key] = [[drv.pagelocked_empty(shape, wire_dtype(dtype))
-                                        .view(dtype), None] for _ in range(DEPTH)]
+            ring = self._rings[key] = [[_pinned(shape, dtype), None] for _ in range(DEPTH)]
         k = self._turn[key] = (self._turn.get(key, -1) + 1) % DEPTH
         if ring[k][1] is not None:
             ring[k][1].synchronize()
@@ -43,13 +49,26 @@ class Staging:
         numpy does) on ``stream``."""
         if isinstance(value, NDArray):  # a host batch is only read: no copy
             value = value._data if value.context.device_type == "cpu" else value.asnumpy()
+        buf, entry = self.reserve(target)
+        np.copyto(buf, value, casting="unsafe")
+        self.send(target, buf, entry, stream)
+
+    def reserve(self, target: Any) -> tuple[np.ndarray, list]:
+        """The pinned buffer of the next copy into ``target`` (waiting, if need be, for the
+        copy that used it ``DEPTH`` turns ago) and its ring entry. Filling the buffer is the
+        caller's (any thread may: no CUDA call is involved); :meth:`send` queues the copy."""
         data = target._data
         with activate(self.device_id):
             buf, entry, _ = self._buffer(("in", data.ptr), data.shape, data.dtype)
-            np.copyto(buf, value, casting="unsafe")
+        return buf, entry
+
+    def send(self, target: Any, buf: np.ndarray, entry: list, stream: Any) -> None:
+        """Queue the copy of the filled ``buf`` (from :meth:`reserve`) into ``target``."""
+        data = target._data
+        with activate(self.device_id):
             if data.size:
                 drv.memcpy_htod_async(data.ptr, wire(buf), stream)
-            entry[1] = drv.Event().record(stream)
+            entry[1] = drv.Event(drv.event_flags.DISABLE_TIMING).record(stream)
 
     def from_device(self, sources: Sequence[Any],
                     stream: Any) -> Callable[[], list[np.ndarray]]:

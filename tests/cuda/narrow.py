@@ -22,14 +22,14 @@ import numpy as np
 
 import symgraph as sg
 
-from .graphs import all_graphs
+from .graphs import FLOAT64_CASES, all_graphs
 
 NARROW: dict[str, np.dtype] = {"float16": np.dtype(np.float16),
                                "bfloat16": np.dtype(ml_dtypes.bfloat16)}
 TOLERANCE: dict[str, tuple[float, float]] = {"float16": (1e-2, 1e-2), "bfloat16": (8e-2, 8e-2)}
 # Registry cases whose op pins float64 (the dtype attribute of _ones/_full): they have no narrow
 # version, the graph's type rule refuses one.
-PINNED = {"_ones", "_full"}
+PINNED = FLOAT64_CASES
 
 
 def narrow_bind(sym: Any, shapes: dict, dtype: str, ctx: Any = None, **kwargs: Any) -> Any:
