@@ -251,3 +251,21 @@ def test_cast_kernels_round_as_numpy(src: str, dst: str, tmp_path: Path) -> None
             np.trunc(x.astype(np.float32)).astype(np.int32)
     np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32),
                                   err_msg=f"Cast {src} -> {dst}")
+
+
+@pytest.mark.parametrize("types,lanes", [(("float32", "float32"), 4), (("float16", "float16"), 8),
+                                         (("bfloat16", "bfloat16"), 8),
+                                         (("float16", "float32"), 4)])
+def test_vector_width_follows_the_dtype(types: tuple, lanes: int) -> None:
+    """Contiguous kernels move 16 bytes of the widest operand per lane group: 4 floats, 8
+    halves; a float16 operand beside a float32 one loads 4 (8 bytes)."""
+    from symgraph import expr as E
+    from symgraph.cuda.codegen import render_elementwise
+    kern, _ = render_elementwise("probe", [E.inp(0) * E.inp(1)], [(64,), (64,)], (64,),
+                                 list(types), [types[0]])
+    assert kern.per_thread == lanes
+    assert f"sg_pack<{'__half' if types[0] == 'float16' else ''}" in kern.source or \
+        types[0] != "float16"
+    assert f"n / {lanes}" in kern.source
+    tag = {"float16": "_f16_", "bfloat16": "_bf16_"}.get(types[0])
+    assert tag is None or tag in kern.name, kern.name
