@@ -7,7 +7,8 @@ convolution descriptor's compute type is always FLOAT (narrow data accumulates i
 CUDNN_TENSOR_OP_MATH for narrow data (tensor cores); for float32 CUDNN_FMA_MATH (plain FP32: no
 TF32 tensor cores) unless ``SYMGRAPH_TF32=1`` (CUDNN_DEFAULT_MATH, which lets cuDNN use TF32).
 Layout is NCHW for every dtype (NHWC, which some tensor-core kernels prefer, is not used yet).
-When the library cannot be loaded, :func:`available` is False and the backend runs its im2col + cuBLAS lowering instead.
+When the library cannot be loaded, :func:`available` is False and the backend runs its im2col +
+cuBLAS lowering instead.
 """
 from __future__ import annotations
 
