@@ -73,6 +73,18 @@ class Fill:
     dtype: str = "float32"
 
 
+def fill_bits(value: float, dtype: str) -> tuple[int, int]:
+    """(bytes per element, bit pattern) a memset of a :class:`Fill` writes: ``value`` in
+    ``dtype`` (float32: 32-bit; float16 / bfloat16: 16-bit, rounded to nearest)."""
+    if dtype == "bfloat16":
+        import ml_dtypes
+        dt = np.dtype(ml_dtypes.bfloat16)
+    else:
+        dt = np.dtype(dtype)
+    v = np.array(value, dt)
+    return v.itemsize, int(v.view(np.uint16 if v.itemsize == 2 else np.uint32))
+
+
 @dataclass(frozen=True)
 class Gemm:
     """C[b] = op(A[b]) @ op(B[b]), row-major, ``batch`` matrices."""

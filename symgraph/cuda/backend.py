@@ -35,7 +35,7 @@ from .graphs import CudaGraph
 from .codegen import THREADS
 from . import conv_choice, cudnn
 from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Switch,
-                      Upload, flat_actions)
+                      Upload, fill_bits, flat_actions)
 from .plan import ACCUMULATE, align, lower_schedule, segments
 from .runtime import activate, device_info, wire
 
@@ -328,11 +328,9 @@ class CudaProgram:
     def _launch_fill(self, act: Fill, env: CudaEnv) -> Closure:
         """A 32- or 16-bit memset of the value's bits in the fill's dtype."""
         dst, count, stream = self._ptr(act.dst, env), act.count, self.stream
-        value = np.array(act.value, fill_dtype(act.dtype))
-        if value.itemsize == 2:
-            bits = int(value.view(np.uint16))
+        width, bits = fill_bits(act.value, act.dtype)
+        if width == 2:
             return lambda rc: drv.memset_d16_async(dst, bits, count, stream) if count else None
-        bits = int(value.view(np.uint32))
         return lambda rc: drv.memset_d32_async(dst, bits, count, stream) if count else None
 
     def _launch_gemm(self, act: Gemm, env: CudaEnv) -> Closure:
@@ -413,14 +411,6 @@ class CudaProgram:
 
 
 ALIGN_MIN = 256
-
-
-def fill_dtype(name: str) -> np.dtype:
-    """The numpy dtype of a :class:`Fill`'s name (bfloat16 from ml_dtypes)."""
-    if name == "bfloat16":
-        import ml_dtypes
-        return np.dtype(ml_dtypes.bfloat16)
-    return np.dtype(name)
 
 # Action type -> the CudaProgram method building its launch closure.
 LAUNCHES: dict[type, Callable[[CudaProgram, Any, CudaEnv], Closure]] = {

@@ -269,3 +269,15 @@ def test_vector_width_follows_the_dtype(types: tuple, lanes: int) -> None:
     assert f"n / {lanes}" in kern.source
     tag = {"float16": "_f16_", "bfloat16": "_bf16_"}.get(types[0])
     assert tag is None or tag in kern.name, kern.name
+
+
+def test_fill_bits_per_dtype() -> None:
+    """A Fill's memset pattern: float32 1.0 = 0x3f800000 (32-bit), float16 1.0 = 0x3c00,
+    bfloat16 1.0 = 0x3f80 and -2.5 = 0xc020 (16-bit), 1/3 rounded to nearest."""
+    from symgraph.cuda.actions import fill_bits
+    assert fill_bits(1.0, "float32") == (4, 0x3F800000)
+    assert fill_bits(1.0, "float16") == (2, 0x3C00)
+    assert fill_bits(1.0, "bfloat16") == (2, 0x3F80)
+    assert fill_bits(-2.5, "bfloat16") == (2, 0xC020)
+    assert fill_bits(1 / 3, "float16") == (2, 0x3555)
+    assert fill_bits(1 / 3, "bfloat16") == (2, 0x3EAB)
