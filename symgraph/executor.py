@@ -65,7 +65,8 @@ class Executor:
     """Runs a bound symbol. Build with ``Symbol.bind`` or ``Symbol.simple_bind``."""
 
     def __init__(self, symbol: Any, ctx: Context, args: list[NDArray],
-                 grads: list[Optional[NDArray]], reqs: list[str], aux: list[NDArray]) -> None:
+                 grads: list[Optional[NDArray]], reqs: list[str], aux: list[NDArray],
+                 stages: tuple[bool, ...] = (False, True)) -> None:
         self._symbol = symbol
         self._ctx = ctx
         self.arg_arrays = args
@@ -80,6 +81,8 @@ class Executor:
         self.aux_dict = dict(zip(self._aux_names, aux))
         self._op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
         self._busy = threading.Lock()  # held during a run (see _one_thread)
+        self._stages: dict[bool, dict] = {}  # is_train -> built program (see _stage)
+        self._eager_stages = stages
         self._compile()
         self.outputs = [_alloc("output", repr(e), self._shapes[e], ctx, self._dtypes[e])
                         for e in self._fwd_outputs]
@@ -94,7 +97,11 @@ class Executor:
     # -- construction ----------------------------------------------------------------------
     @classmethod
     def bind(cls, symbol: Any, ctx: Context, args: Any, args_grad: Any = None,
-             grad_req: Any = "write", aux_states: Any = None) -> "Executor":
+             grad_req: Any = "write", aux_states: Any = None,
+             stages: tuple[bool, ...] = (False, True)) -> "Executor":
+        """Check and bind; ``stages`` lists the programs (inference ``False``, training
+        ``True``) compiled now; any other is compiled on first use (imperative programs
+        build only the one they run)."""
         check_unique_inputs(symbol.graph())
         names = symbol.list_arguments()
         arg_list = _as_list("bind args", args, names, required=True)
@@ -125,7 +132,7 @@ class Executor:
             if g is not None and (g.shape != a.shape or g.dtype != a.dtype):
                 raise BindError(f"gradient {n}: shape {g.shape} {g.dtype} differs from the "
                                 f"argument's {a.shape} {a.dtype}")
-        return cls(symbol, ctx, arg_list, grad_list, reqs, aux_list)
+        return cls(symbol, ctx, arg_list, grad_list, reqs, aux_list, stages)
 
     @classmethod
     def simple_bind(cls, symbol: Any, ctx: Context, grad_req: Any = "write",
@@ -168,8 +175,24 @@ class Executor:
             raise BindError(f"cannot decide the shapes of outputs {missing}")
         self._shapes, self._dtypes = shapes, types
         declared = {v: _declare(v, shapes[Entry(v)], types[Entry(v)]) for v in graph.variables()}
-        self._infer = self._build(graph, declared, train=False)
-        self._train = self._build(graph, declared, train=True)
+        self._graph_declared = (graph, declared)
+        for train in self._eager_stages:
+            self._stage(train)
+
+    def _stage(self, train: bool) -> dict:
+        """The inference or training program, built on first use."""
+        stage = self._stages.get(train)
+        if stage is None:
+            stage = self._stages[train] = self._build(*self._graph_declared, train=train)
+        return stage
+
+    @property
+    def _infer(self) -> dict:
+        return self._stage(False)
+
+    @property
+    def _train(self) -> dict:
+        return self._stage(True)
 
     def _build(self, graph: Graph, declared: dict[Node, Node], train: bool) -> dict:
         """Make the inference or training graph, optimise, lower, and compile for the backend."""

@@ -11,6 +11,7 @@ materialised by that one run.
 """
 from __future__ import annotations
 
+import warnings
 import weakref
 from typing import Any, Optional, Sequence
 
@@ -22,6 +23,7 @@ from .graph import Entry, Node, variable
 from .imperative import (ATTR_SERIAL, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS,
                          VALUE, is_recorded, is_training)
 from .ndarray import NDArray
+from .registry import get_op
 
 # id(gradient array) -> weakref, for every gradient buffer a backward() wrote: gluon.Trainer
 # reads it to tell fresh gradients from stale ones (MXNet's ``_fresh_grad``), then clears it.
@@ -198,7 +200,7 @@ def _canonical(tr: Trace, prefix: str = "_in") -> tuple[list[Node], list[Node]]:
 
 
 def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry],
-             grads: dict[int, tuple[NDArray, str]]) -> Program:
+             grads: dict[int, tuple[NDArray, str]], train: bool) -> Program:
     """Bind an Executor over ``outputs`` (+ ``blocked``: forward values that get no gradient)."""
     from . import symbol as S
     from .executor import Executor
@@ -216,7 +218,7 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
     grad_arrays = {names[k]: g for k, (g, _) in grads.items() if names[k] in args}
     reqs = {n: (grads[k][1] if k in grads and n in args else "null")
             for k, n in enumerate(names) if n in args}
-    exe = Executor.bind(sym, ctx, args, grad_arrays or None, reqs, aux or None)
+    exe = Executor.bind(sym, ctx, args, grad_arrays or None, reqs, aux or None, (train,))
     STATS["compiles"] += 1
     return Program(exe, ctx, len(tr.leaves), len(outputs) + len(blocked))
 
@@ -268,7 +270,7 @@ def force_pending(arrays: Sequence[NDArray]) -> None:
     key = ("forward", ctx, tr.train, tr.key(), tuple(tr.ref(e) for e, _ in outs))
     prog = _CACHE.get(key)
     if prog is None:
-        prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}))
+        prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
     _run(prog, tr, (), None)
     _materialise(outs, prog.take_outputs())
     for node in tr.nodes:
@@ -324,6 +326,17 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
     return out, results
 
 
+def _warn_recomputed(tr: Trace) -> None:
+    """A train-dependent node (Dropout) whose value was read before backward() is computed
+    again by the backward program, with new random draws: say so (docs/imperative.md)."""
+    for node in tr.nodes:
+        if get_op(node.op).train_dependent and node in VALUE and is_training(node):
+            warnings.warn(f"backward(): {node.name} ({node.op}) was computed before backward() "
+                          f"(a graph break inside record()); the backward program computes it "
+                          f"again, so its gradient may not match the value read",
+                          RuntimeWarning, stacklevel=4)
+
+
 def _note_written(grads: Sequence[NDArray]) -> None:
     if len(GRAD_WRITTEN) > 4096:  # without a Trainer clearing it: drop dead entries
         for k in [k for k, r in GRAD_WRITTEN.items() if r() is None]:
@@ -343,6 +356,8 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     ctx = heads[0]._ctx
     entries = [h._entry for h in heads]
     tr = walk(entries, for_backward=True)
+    if tr.train:
+        _warn_recomputed(tr)
     grads, results = _grad_leaves(tr, variables)
     others = _live_outputs(tr, set(entries))
     hg = None if head_grads is None else list(head_grads) + [None] * len(others)
@@ -352,7 +367,7 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
            tuple((k, req) for k, (_, req) in grads.items()), gpu_ids)
     prog = _CACHE.get(key)
     if prog is None:
-        prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads))
+        prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
     _run(prog, tr, [(f"_in{k}", g) for k, (g, _) in grads.items()], (hg, tr.train))
     if variables is None:
         _note_written([g for g, _ in grads.values()])

@@ -11,7 +11,7 @@ from . import registry
 from .base import AttrError, ShapeError, where
 from .context import Context
 from .imperative import PENDING, _Call, _call_info, _result, call, record
-from .ndarray import NDArray, array
+from .ndarray import NDArray, _host_key, array
 
 # method: (array-array op, array-scalar op, reflected scalar op or None)
 BINARY: dict[str, tuple[str, str, str]] = {
@@ -105,8 +105,7 @@ def getitem(a: NDArray, key: Any) -> NDArray:
         return a
     parts = key if isinstance(key, tuple) else (key,)
     if not all(isinstance(k, (int, np.integer, slice)) for k in parts):
-        return array(a.asnumpy()[key if not isinstance(key, NDArray) else
-                                 key.asnumpy().astype(np.int64)], a._ctx, a.dtype)
+        return array(a.asnumpy()[_host_key(key)], a._ctx, a.dtype)
     if len(parts) > a.ndim:
         raise ShapeError(f"index {key!r} has {len(parts)} entries for an array of shape "
                          f"{a.shape}")

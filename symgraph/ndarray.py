@@ -141,10 +141,10 @@ class NDArray:
                                     f"NDArray of shape {self.shape}") from None
                 np.copyto(self._buf, arr, casting="unsafe")
             else:
-                self._buf[key] = value
+                self._buf[_host_key(key)] = _fit(value, self._buf[_host_key(key)], key)
         else:
             from .cuda.runtime import write_device
-            write_device(self, key, value)
+            write_device(self, _host_key(key), value)
 
     def copyto(self, other: Union["NDArray", Context]) -> "NDArray":
         """Copy into ``other`` (an NDArray of the same shape) or a new array on a context."""
@@ -211,6 +211,30 @@ class NDArray:
         return (self[i] for i in range(len(self)))
 
     __hash__ = object.__hash__
+
+
+def _host_key(key: Any) -> Any:
+    """An index with NDArrays (MXNet's advanced indexing) as numpy integer arrays."""
+    if isinstance(key, NDArray):
+        return key.asnumpy().astype(np.int64)
+    if isinstance(key, tuple):
+        return tuple(_host_key(k) for k in key)
+    return key
+
+
+def _fit(value: Any, target: Any, key: Any) -> Any:
+    """``value`` shaped for ``target`` (the indexed part): as MXNet, a value with the same
+    number of elements is reshaped (``b[0] = np.array([x])``), otherwise it must broadcast."""
+    arr = np.asarray(value)
+    shape = np.shape(target)
+    if arr.shape != shape and arr.size == int(np.prod(shape, dtype=np.int64)):
+        return arr.reshape(shape)
+    try:
+        np.broadcast_to(arr, shape)
+    except ValueError:
+        raise BindError(f"cannot assign an array of shape {arr.shape} to index {key!r} "
+                        f"(shape {shape})") from None
+    return arr
 
 
 def array(source: Any, ctx: Optional[Context] = None, dtype: Any = None) -> NDArray:

@@ -317,3 +317,14 @@ def test_get_symbol(rng) -> None:
                               "var1": sg.nd.array(w0, dtype=np.float64)})
     assert_almost_equal(exe.forward()[0].asnumpy(), np.maximum(x0 @ w0.T, 0) * 2, rtol=1e-12)
     assert_almost_equal(y.asnumpy(), np.maximum(x0 @ w0.T, 0) * 2, rtol=1e-12)
+
+
+def test_reading_a_dropout_before_backward_warns() -> None:
+    x = sg.nd.ones((10, 10))
+    x.attach_grad()
+    with ag.record():
+        y = sg.nd.Dropout(x, p=0.5)
+        y.asnumpy()  # a graph break: backward computes the mask again
+        z = y.sum()
+    with pytest.warns(RuntimeWarning, match=r"Dropout.*computed before backward"):
+        z.backward()

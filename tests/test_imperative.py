@@ -278,3 +278,16 @@ def test_caches_are_bounded(monkeypatch) -> None:
         c = k + 1000.25
         np.testing.assert_allclose((x * c - c).asnumpy(), [0.0, c])
         assert len(imperative_compile._CACHE) <= 2 and len(imperative._INTERNED) <= 3
+
+
+def test_advanced_indexing_and_element_writes() -> None:
+    a = _a([[0, 1], [2, 3]])
+    np.testing.assert_array_equal(a[[1, 1, 0], [0, 1, 0]].asnumpy(), [2, 3, 0])
+    np.testing.assert_array_equal(a[_a([1, 1, 0]), _a([0, 1, 0])].asnumpy(), [2, 3, 0])
+    np.testing.assert_array_equal(a[_a([1, 0])].asnumpy(), [[2, 3], [0, 1]])
+    b = sg.nd.zeros(2)
+    b[0] = np.array([4.5], np.float32)  # one element from a 1-element array, as MXNet
+    b[1] = 7
+    np.testing.assert_array_equal(b.asnumpy(), [4.5, 7.0])
+    with pytest.raises(sg.BindError, match="cannot assign an array of shape"):
+        b[0] = np.ones(3)

@@ -15,13 +15,12 @@ from collections import OrderedDict
 from typing import Any, Callable, Optional
 
 from .. import name as _name
+from .. import ndarray as _nd
+from .. import symbol as _sym
+from ..symbol import Symbol
 from ..base import AttrError, BindError, GraphError
 from .parameter import DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict, load_file, load_named
-
-# Shapes of the inputs of the trace in progress (``_get_graph``): a layer that needs a static
-# size while traced with F = sg.sym (a one-hot depth) infers it from these.
-TRACE = threading.local()
 
 
 class _BlockScope:
@@ -124,6 +123,7 @@ class Block:
         return self._scope
 
     def register_child(self, block: "Block", name: Optional[str] = None) -> None:
+        """Register ``block`` as a child (attribute assignment does this)."""
         self._children[name or str(len(self._children))] = block
 
     def collect_params(self, select: Optional[str] = None) -> ParameterDict:
@@ -175,6 +175,7 @@ class Block:
 
     def load_params(self, filename: str, ctx: Any = None, allow_missing: bool = False,
                     ignore_extra: bool = False) -> None:
+        """Deprecated MXNet name of :meth:`load_parameters`."""
         self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
     def initialize(self, init: Any = None, ctx: Any = None, verbose: bool = False,
@@ -188,24 +189,29 @@ class Block:
             child.hybridize(active, **kwargs)
 
     def cast(self, dtype: Any) -> None:
+        """Cast every parameter to ``dtype``."""
         for child in self._children.values():
             child.cast(dtype)
         for p in self.params.values():
             p.cast(dtype)
 
     def zero_grad(self) -> None:
+        """Set every parameter's gradient to zero."""
         self.collect_params().zero_grad()
 
     def apply(self, fn: Callable[["Block"], Any]) -> "Block":
+        """Call ``fn`` on every child (recursively) and then on this block."""
         for child in self._children.values():
             child.apply(fn)
         fn(self)
         return self
 
     def register_forward_hook(self, hook: Callable) -> None:
+        """``hook(block, inputs, outputs)`` after every forward."""
         self._forward_hooks.append(hook)
 
     def register_forward_pre_hook(self, hook: Callable) -> None:
+        """``hook(block, inputs)`` before every forward."""
         self._forward_pre_hooks.append(hook)
 
     def __call__(self, *args: Any) -> Any:
@@ -217,11 +223,11 @@ class Block:
         return out
 
     def forward(self, *args: Any) -> Any:
+        """The computation; subclasses override it."""
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
 
 def _is_symbol(x: Any) -> bool:
-    from ..symbol import Symbol
     return isinstance(x, Symbol)
 
 
@@ -270,13 +276,12 @@ class HybridBlock(Block):
         """Symbols in: trace with ``F = sg.sym``. Arrays in: run (traced if hybridized)."""
         if _is_symbol(x):
             params = {k: v.var() for k, v in self._reg_params.items()}
-            from .. import symbol as F
             with self.name_scope():
-                return self.hybrid_forward(F, x, *args, **params)
+                return self.hybrid_forward(_sym, x, *args, **params)
         if self._active:
             from .cached_op import call_cached
             return call_cached(self, (x,) + args)
-        from .. import ndarray as F
+        F = _nd
         ctx = x.context
         try:
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
@@ -288,6 +293,7 @@ class HybridBlock(Block):
         return self.hybrid_forward(F, x, *args, **params)
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
+        """The computation with ``F`` = ``sg.nd`` or ``sg.sym``; subclasses override it."""
         raise NotImplementedError(f"{type(self).__name__} must define hybrid_forward()")
 
     def _get_graph(self, *args: Any) -> tuple[list, Any]:
@@ -297,13 +303,7 @@ class HybridBlock(Block):
             inputs = [sym.var("data")]
         else:
             inputs = [sym.var(f"data{i}") for i in range(len(args))]
-        old = getattr(TRACE, "shapes", None)
-        TRACE.shapes = {i.name: tuple(a.shape) for i, a in zip(inputs, args)
-                        if hasattr(a, "shape")}
-        try:
-            out = self(*inputs)
-        finally:
-            TRACE.shapes = old
+        out = self(*inputs)
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         for o in outs:
             if not _is_symbol(o):

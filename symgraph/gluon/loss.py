@@ -4,22 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..base import AttrError, ShapeError
-from .block import TRACE, HybridBlock
-
-
-def static_shape(x: Any) -> tuple:
-    """The shape of ``x``: an NDArray's own, or a traced Symbol's inferred from the shapes of
-    the inputs of the trace in progress (``HybridBlock`` records them)."""
-    if hasattr(x, "shape"):
-        return tuple(x.shape)
-    shapes = getattr(TRACE, "shapes", None) or {}
-    args = set(x.list_arguments())
-    _, outs, _ = x.infer_shape_partial(**{k: v for k, v in shapes.items() if k in args})
-    if outs[0] is None:
-        raise ShapeError(f"{x.name}: the shape of this value is needed (one_hot depth) but "
-                         f"cannot be inferred from the inputs {shapes}")
-    return tuple(outs[0])
+from ..base import AttrError
+from .block import HybridBlock
 
 
 def _weighting(F: Any, loss: Any, weight: Optional[float], sample_weight: Any) -> Any:
@@ -51,24 +37,6 @@ class Loss(HybridBlock):
         raise NotImplementedError
 
 
-def pick(F: Any, data: Any, index: Any, axis: int) -> Any:
-    """``data`` at ``index`` along ``axis``, keeping that axis with size 1 (MXNet's ``pick``
-    with ``keepdims=True``), composed as a one-hot mask and a sum."""
-    shape = static_shape(data)
-    axis = axis % len(shape)
-    mask = F.one_hot(index, depth=shape[axis], dtype=_dtype_name(data))
-    if axis != len(shape) - 1:
-        order = list(range(len(shape) - 1))
-        order.insert(axis, len(shape) - 1)
-        mask = F.transpose(mask, axes=tuple(order))
-    return F.sum(data * mask, axis=axis, keepdims=True)
-
-
-def _dtype_name(x: Any) -> str:
-    dtype = getattr(x, "dtype", None)
-    return "float32" if dtype is None else str(dtype)
-
-
 class SoftmaxCrossEntropyLoss(Loss):
     """``-log softmax(pred)[label]`` per sample (``sparse_label``), or
     ``-sum(label * log softmax(pred))`` with dense labels; ``from_logits``: ``pred`` already
@@ -83,7 +51,9 @@ class SoftmaxCrossEntropyLoss(Loss):
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)
         if self._sparse_label:
-            loss = -pick(F, pred, label, self._axis)
+            # MXNet's pick(..., keepdims=True), spelled so that labels shaped like pred
+            # without the class axis are accepted by symgraph's pick shape rule.
+            loss = -F.expand_dims(F.pick(pred, label, axis=self._axis), axis=self._axis)
         else:
             label = F.reshape_like(label, pred)
             loss = -F.sum(pred * label, axis=self._axis, keepdims=True)

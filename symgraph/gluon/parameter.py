@@ -210,6 +210,7 @@ class Parameter:
         return arrays[ctx]
 
     def list_data(self) -> list[nd.NDArray]:
+        """The value on every context, in context order."""
         return list(self._check(None).values())
 
     def grad(self, ctx: Optional[Context] = None) -> nd.NDArray:
@@ -220,12 +221,14 @@ class Parameter:
         return self.data(ctx).grad
 
     def list_grad(self) -> list[nd.NDArray]:
+        """The gradient buffer on every context."""
         if self._grad_req == "null":
             raise BindError(f"Cannot get gradient arrays for Parameter '{self.name}' "
                             f"because grad_req='null'")
         return [a.grad for a in self.list_data()]
 
     def list_ctx(self) -> list[Context]:
+        """The contexts the data lives on (or will, once initialised)."""
         if self._data is None:
             if self._deferred is not None:
                 return list(self._deferred[1])

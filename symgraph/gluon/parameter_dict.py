@@ -116,14 +116,17 @@ class ParameterDict:
             p.initialize(None, ctx, default, force_reinit=force_reinit)
 
     def zero_grad(self) -> None:
+        """Set every gradient to zero."""
         for p in self.values():
             p.zero_grad()
 
     def reset_ctx(self, ctx: CtxArg) -> None:
+        """Move every parameter to ``ctx``."""
         for p in self.values():
             p.reset_ctx(ctx)
 
     def list_ctx(self) -> list[Context]:
+        """The contexts of all parameters."""
         out: list[Context] = []
         for p in self.values():
             out += [c for c in p.list_ctx() if c not in out]

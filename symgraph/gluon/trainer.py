@@ -105,18 +105,19 @@ class Trainer:
         ``rescale_grad / batch_size``."""
         self._check_batch(batch_size)
         self._optimizer.rescale_grad = self._scale / batch_size
-        self._allreduce()
-        self._update(ignore_stale_grad)
+        items = self._gather()
+        self._allreduce(items)
+        self._update(items, ignore_stale_grad)
 
     def allreduce_grads(self) -> None:
         """Sum each parameter's gradients over its contexts (a no-op on one context)."""
-        self._allreduce()
+        self._allreduce(self._gather())
 
     def update(self, batch_size: int, ignore_stale_grad: bool = False) -> None:
         """The update alone (after :meth:`allreduce_grads`)."""
         self._check_batch(batch_size)
         self._optimizer.rescale_grad = self._scale / batch_size
-        self._update(ignore_stale_grad)
+        self._update(self._gather(), ignore_stale_grad)
 
     @staticmethod
     def _check_batch(batch_size: Any) -> None:
@@ -124,50 +125,54 @@ class Trainer:
             raise AttrError(f"Trainer.step: batch_size must be a positive int, got "
                             f"{batch_size!r}")
 
-    def _trainable(self) -> list[tuple[int, Parameter]]:
-        return [(i, p) for i, p in enumerate(self._params) if p.grad_req != "null"]
+    def _gather(self) -> list[tuple[int, Parameter, list]]:
+        """``(index, parameter, its arrays by context)`` of every trainable parameter."""
+        items = [(i, p, p.list_data()) for i, p in enumerate(self._params)
+                 if p.grad_req != "null"]
+        if not items:
+            raise ExecutionError("Trainer.step: none of the Parameters has grad_req != 'null'"
+                                 "; there is nothing to update")
+        ctxs = [a.context for a in items[0][2]]
+        for _, p, arrays in items:
+            if len(arrays) != len(ctxs) or [a.context for a in arrays] != ctxs:
+                raise ExecutionError(f"Trainer.step: Parameter {p.name!r} lives on "
+                                     f"{p.list_ctx()}, the others on {ctxs}")
+        return items
 
-    def _allreduce(self) -> None:
-        for _, p in self._trainable():
-            grads = p.list_grad()
-            if len(grads) < 2:
+    @staticmethod
+    def _allreduce(items: Sequence[tuple[int, Parameter, list]]) -> None:
+        for _, _, arrays in items:
+            if len(arrays) < 2:
                 continue
+            grads = [a.grad for a in arrays]
             total = sum(g.asnumpy().astype(np.float64) for g in grads)
             for g in grads:
                 g[:] = total.astype(g.dtype)
 
-    def _update(self, ignore_stale_grad: bool) -> None:
-        todo = self._trainable()
-        if not todo:
-            raise ExecutionError("Trainer.step: none of the Parameters has grad_req != 'null'"
-                                 "; there is nothing to update")
-        stale = [p.name for _, p in todo if not all(_fresh(a) for a in p.list_data())]
+    def _update(self, items: Sequence[tuple[int, Parameter, list]],
+                ignore_stale_grad: bool) -> None:
+        stale = [p.name for _, p, arrays in items if not all(_fresh(a) for a in arrays)]
         if stale and not ignore_stale_grad:
-            if len(stale) == len(todo):
+            if len(stale) == len(items):
                 raise ExecutionError(
-                    f"Trainer.step: no gradients: none of the {len(todo)} Parameters "
+                    f"Trainer.step: no gradients: none of the {len(items)} Parameters "
                     f"({stale[0]!r}...) got one from backward() since the last step. Call "
                     f"loss.backward() inside autograd.record() first")
             raise ExecutionError(
                 f"Trainer.step: gradient of Parameter {stale[0]!r} has not been updated by "
                 f"backward since last step ({len(stale)} such Parameters). If you are "
                 f"intentionally only using a subset, call step with ignore_stale_grad=True")
-        todo = [(i, p) for i, p in todo if p.name not in stale]
-        for ctx in self._contexts(todo):
-            indices = [i for i, _ in todo]
-            weights = [p.data(ctx) for _, p in todo]
-            grads = [w.grad for w in weights]
-            self._updater(ctx, weights).update_multi(indices, grads, weights)
+        if stale:
+            items = [it for it in items if it[1].name not in stale]
+        if not items:
+            return
+        indices = [i for i, _, _ in items]
+        for k, ctx in enumerate(a.context for a in items[0][2]):
+            weights = [arrays[k] for _, _, arrays in items]
+            self._updater(ctx, weights).update_multi(indices, [w.grad for w in weights],
+                                                     weights)
             for w in weights:
                 _mark_stale(w)
-
-    def _contexts(self, todo: Sequence[tuple[int, Parameter]]) -> list:
-        ctxs = todo[0][1].list_ctx() if todo else []
-        for _, p in todo:
-            if p.list_ctx() != ctxs:
-                raise ExecutionError(f"Trainer.step: Parameter {p.name!r} lives on "
-                                     f"{p.list_ctx()}, the others on {ctxs}")
-        return ctxs
 
     def _updater(self, ctx: Any, weights: Sequence[Any]) -> Any:
         """The context's updater: fused on the GPU with float32 weights, numpy otherwise."""

@@ -79,7 +79,7 @@ class SimpleCNN(gluon.HybridBlock):
         x = F.Pooling(x, pool_type='max', kernel=(2, 2), stride=(2, 2))
         x = F.relu(self.conv2(x))
         x = F.Pooling(x, pool_type='max', kernel=(2, 2), stride=(2, 2))
-        x = F.reshape(x, shape=(0, -1))
+        x = x.reshape((0, -1))
         x = F.relu(self.fc1(x))
         x = self.fc2(x)
         return x
