@@ -3,6 +3,7 @@ over registered ops (so every one of them records a node; nothing here computes)
 from __future__ import annotations
 
 import weakref
+from types import SimpleNamespace
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
@@ -31,14 +32,18 @@ REFLECTED = ("add", "sub", "mul", "truediv", "pow")
 IN_PLACE = ("add", "sub", "mul", "truediv")
 
 # Fluent methods: x.<name>(...) is sg.nd.<op>(x, ...).
+# MXNet's fluent method names; those whose op is registered are installed.
 FLUENT: dict[str, str] = {
     n: n for n in (
-        "sum", "mean", "max", "min", "prod", "norm", "argmax", "argmin", "exp", "expm1", "log",
-        "log1p", "sqrt", "rsqrt", "square", "abs", "sign", "relu", "sigmoid", "tanh",
-        "softmax", "log_softmax", "clip", "expand_dims", "squeeze", "tile", "repeat",
-        "broadcast_to", "broadcast_like", "one_hot", "take", "slice", "slice_axis", "flip",
-        "reverse", "reshape_like", "zeros_like", "ones_like", "pad", "split", "reciprocal",
-        "softrelu")}
+        "sum", "nansum", "mean", "max", "min", "prod", "nanprod", "norm", "argmax", "argmin",
+        "exp", "expm1", "log", "log10", "log2", "log1p", "sqrt", "rsqrt", "cbrt", "rcbrt",
+        "square", "reciprocal", "abs", "sign", "round", "rint", "fix", "floor", "ceil", "trunc",
+        "sin", "cos", "tan", "arcsin", "arccos", "arctan", "degrees", "radians", "sinh",
+        "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "relu", "sigmoid", "softmax",
+        "log_softmax", "clip", "expand_dims", "squeeze", "tile", "repeat", "broadcast_to",
+        "broadcast_like", "broadcast_axes", "one_hot", "pick", "take", "slice", "slice_axis",
+        "flip", "reverse", "reshape_like", "zeros_like", "ones_like", "pad", "split",
+        "softrelu", "sort", "topk", "argsort", "swapaxes", "shape_array", "size_array")}
 FLUENT.update({"flatten": "Flatten", "cast": "Cast"})
 
 
@@ -149,8 +154,10 @@ def make_nd_function(opdef: registry.OpDef):
         while n < len(args) and isinstance(args[n], NDArray):
             n += 1
         ctx = kwargs.pop("ctx") if isinstance(kwargs.get("ctx"), Context) else None
+        inplace = bool(kwargs.pop("inplace", False)) and opdef.view
         named = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
-        attrs = {k: v for k, v in kwargs.items() if not isinstance(v, NDArray)}
+        attrs = {k: (tuple(v.tolist()) if isinstance(v, np.ndarray) else v)
+                 for k, v in kwargs.items() if not isinstance(v, NDArray)}
         if n < len(args) and isinstance(args[n], (np.ndarray, list)):
             raise AttrError(f"{where(name or opdef.name, opdef.name)}input {n} must be an "
                             f"NDArray, got {type(args[n]).__name__}")
@@ -170,7 +177,10 @@ def make_nd_function(opdef: registry.OpDef):
         if named:
             raise AttrError(f"{where(name or opdef.name, opdef.name)}no input named "
                             f"{sorted(named)}; inputs: {list(info.slots)}")
-        return _result(record(info, inputs, name, ctx), out)
+        outs = record(info, inputs, name, ctx)
+        if inplace:  # MXNet's inplace=True of a reshaping op: a view sharing the memory
+            outs = [NDArray(inputs[0]._data.reshape(o.shape), inputs[0]._ctx) for o in outs]
+        return _result(outs, out)
 
     from .opdoc import document  # signature and docstring from the registry
     return document(op_function, opdef, front_end="nd")
@@ -226,8 +236,11 @@ def install(cls: type, namespace: dict) -> None:
                              make_nd_function(opdef))
     for alias_name, target in registry.all_aliases().items():
         namespace.setdefault(alias_name, namespace[target])
+    # MXNet's `nd._internal`: every op function, private ones included, by its name
+    namespace.setdefault("_internal", SimpleNamespace(**{
+        n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
     for meth, op in FLUENT.items():
-        if not hasattr(cls, meth):
+        if not hasattr(cls, meth) and op in namespace:
             setattr(cls, meth, _fluent(namespace[op]))
     cls.transpose = _transpose
     cls.__getitem__ = getitem

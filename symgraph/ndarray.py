@@ -231,6 +231,8 @@ def _fit(value: Any, target: Any, key: Any) -> Any:
     shape = np.shape(target)
     if arr.shape != shape and arr.size == int(np.prod(shape, dtype=np.int64)):
         return arr.reshape(shape)
+    while arr.ndim > len(shape) and arr.shape[0] == 1:  # MXNet drops leading 1-axes
+        arr = arr[0]
     try:
         np.broadcast_to(arr, shape)
     except ValueError:
@@ -262,27 +264,36 @@ def _shape(shape: Shape) -> tuple:
     return as_shape((shape,) if isinstance(shape, (int, np.integer)) else shape, "array shape")
 
 
-def empty(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32) -> NDArray:
-    return array(np.zeros(_shape(shape), dtype), ctx, dtype)
+def _made(values: np.ndarray, ctx: Optional[Context], dtype: Any,
+          out: Optional[NDArray]) -> NDArray:
+    """A new array holding ``values``, or ``values`` written into ``out``."""
+    if out is not None:
+        out[:] = values
+        return out
+    return array(values, ctx, dtype)
+
+
+def empty(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
+          out: Optional[NDArray] = None) -> NDArray:
+    dtype = dtype or np.float32
+    return _made(np.zeros(_shape(shape), dtype), ctx, dtype, out)
 
 
 def zeros(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
-          **kwargs: Any) -> NDArray:
-    return empty(shape, ctx, dtype)
+          out: Optional[NDArray] = None, stype: Optional[str] = None) -> NDArray:
+    return empty(shape, ctx, dtype, out)
 
 
 def ones(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
-         **kwargs: Any) -> NDArray:
-    return array(np.ones(_shape(shape), dtype), ctx, dtype)
+         out: Optional[NDArray] = None, stype: Optional[str] = None) -> NDArray:
+    dtype = dtype or np.float32
+    return _made(np.ones(_shape(shape), dtype), ctx, dtype, out)
 
 
 def full(shape: Shape, val: float, ctx: Optional[Context] = None,
          dtype: Any = np.float32, out: Optional[NDArray] = None) -> NDArray:
-    result = array(np.full(_shape(shape), val, dtype), ctx, dtype)
-    if out is not None:
-        out[:] = result
-        return out
-    return result
+    dtype = dtype or np.float32
+    return _made(np.full(_shape(shape), val, dtype), ctx, dtype, out)
 
 
 def arange(start: float, stop: Optional[float] = None, step: float = 1.0, repeat: int = 1,
@@ -291,6 +302,32 @@ def arange(start: float, stop: Optional[float] = None, step: float = 1.0, repeat
     """MXNet's arange: ``[start, stop)`` by ``step``, each value ``repeat`` times."""
     values = np.arange(start, stop, step) if stop is not None else np.arange(start)
     return array(np.repeat(values, int(repeat)), ctx, dtype)
+
+
+def linspace(start: float, stop: float, num: int, endpoint: bool = True,
+             ctx: Optional[Context] = None, dtype: Any = np.float32) -> NDArray:
+    """``num`` evenly spaced values from ``start`` to ``stop``."""
+    return array(np.linspace(start, stop, int(num), endpoint=endpoint), ctx, dtype)
+
+
+def eye(N: int, M: int = 0, k: int = 0, ctx: Optional[Context] = None,
+        dtype: Any = np.float32) -> NDArray:
+    """An N x M (M = N when 0) array with ones on diagonal ``k``."""
+    return array(np.eye(int(N), int(M) or None, int(k)), ctx, dtype)
+
+
+def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = True) -> NDArray:
+    """MXNet's legacy concatenate: ``Concat`` along ``axis``."""
+    if len(arrays) == 1 and not always_copy:
+        return arrays[0]
+    return _engine().call("Concat", list(arrays), {"dim": axis})
+
+
+def moveaxis(tensor: NDArray, source: int, destination: int) -> NDArray:
+    """Move axis ``source`` to position ``destination`` (a recorded transpose)."""
+    order = list(range(tensor.ndim))
+    order.insert(destination % tensor.ndim, order.pop(source % tensor.ndim))
+    return _engine().call("transpose", [tensor], {"axes": tuple(order)})
 
 
 def stack(*data: NDArray, axis: int = 0, num_args: Optional[int] = None,
@@ -334,6 +371,7 @@ def load(fname: str) -> Union[dict[str, NDArray], list[NDArray]]:
 
 
 from . import random  # noqa: E402  (sg.nd.random is sg.random: one generator)
+from .random import random_normal, random_uniform  # noqa: E402,F401  (MXNet's legacy names)
 from .nd_methods import install as _install  # noqa: E402
 
 _install(NDArray, globals())

@@ -89,3 +89,7 @@ def shuffle(data: Any, **kwargs: Any) -> Any:
         raise AttrError(f"random.shuffle: data must be an NDArray, got {type(data).__name__}")
     host = data.asnumpy()
     return array(host[generator().permutation(host.shape[0])], data.context, data.dtype)
+
+
+random_uniform = uniform  # MXNet's legacy sg.nd.random_uniform / random_normal names
+random_normal = normal

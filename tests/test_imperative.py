@@ -291,3 +291,32 @@ def test_advanced_indexing_and_element_writes() -> None:
     np.testing.assert_array_equal(b.asnumpy(), [4.5, 7.0])
     with pytest.raises(sg.BindError, match="cannot assign an array of shape"):
         b[0] = np.ones(3)
+
+
+def test_mxnet_helpers_out_inplace_views_and_legacy_names() -> None:
+    out = sg.nd.zeros((2, 2))
+    assert sg.nd.ones((2, 2), out=out) is out and out.asnumpy().sum() == 4
+    sg.nd.zeros((2, 2), out=out)
+    assert out.asnumpy().sum() == 0
+    np.testing.assert_array_equal(sg.nd.eye(3, 4, 1).asnumpy(), np.eye(3, 4, 1))
+    np.testing.assert_allclose(sg.nd.linspace(0, 1, 5).asnumpy(), np.linspace(0, 1, 5))
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    np.testing.assert_array_equal(sg.nd.moveaxis(_a(x), 0, 2).asnumpy(), np.moveaxis(x, 0, 2))
+    np.testing.assert_array_equal(sg.nd.concatenate([_a(x), _a(x)], axis=1).asnumpy(),
+                                  np.concatenate([x, x], 1))
+    a = _a(x)
+    view = a.flatten(inplace=True)  # MXNet: a view sharing the memory
+    view[:] = 1
+    assert a.asnumpy().sum() == 24
+    assert sg.nd.broadcast_to(_a([[1, 2]]), shape=np.array([3, 2])).shape == (3, 2)
+    assert sg.nd.random_uniform(0, 1, shape=(3,)).shape == (3,)
+    b = sg.nd.zeros((2, 3))
+    b[0] = np.ones((1, 1, 3))  # leading 1-axes dropped, as MXNet
+    assert b.asnumpy().sum() == 3
+
+
+def test_internal_namespace_has_every_op() -> None:
+    from symgraph.registry import all_ops
+    assert all(callable(getattr(sg.nd._internal, n)) for n in all_ops())
+    np.testing.assert_array_equal(
+        sg.nd._internal._rminus_scalar(sg.nd.ones(2), scalar=5).asnumpy(), [4.0, 4.0])

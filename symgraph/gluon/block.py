@@ -18,7 +18,7 @@ from .. import name as _name
 from .. import ndarray as _nd
 from .. import symbol as _sym
 from ..symbol import Symbol
-from ..base import AttrError, BindError, GraphError
+from ..base import AttrError, BindError, GraphError, SymgraphError
 from .parameter import DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict, load_file, load_named
 
@@ -227,6 +227,18 @@ class Block:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
 
+def _named(exc: SymgraphError, prefix: str) -> SymgraphError:
+    """An op call's error with the node named as the traced graph names it: a layer calls its
+    op ``name='fwd'``, which an imperative call keeps bare (``fwd`` -> ``dense0_fwd``)."""
+    msg = str(exc)
+    if msg.startswith("fwd ("):
+        try:
+            return type(exc)(prefix + msg)
+        except TypeError:  # an error type with another signature: keep it as it is
+            return exc
+    return exc
+
+
 def _is_symbol(x: Any) -> bool:
     return isinstance(x, Symbol)
 
@@ -281,7 +293,6 @@ class HybridBlock(Block):
         if self._active:
             from .cached_op import call_cached
             return call_cached(self, (x,) + args)
-        F = _nd
         ctx = x.context
         try:
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
@@ -290,7 +301,10 @@ class HybridBlock(Block):
             for p in self.collect_params().values():
                 p._finish_deferred_init()
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
-        return self.hybrid_forward(F, x, *args, **params)
+        try:
+            return self.hybrid_forward(_nd, x, *args, **params)
+        except SymgraphError as exc:
+            raise _named(exc, self.prefix) from None
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         """The computation with ``F`` = ``sg.nd`` or ``sg.sym``; subclasses override it."""

@@ -36,7 +36,7 @@ class TracedProgram:
                 index[node] = len(index)
                 continue
             refs = tuple((index[e.node], e.index) for e in node.inputs)
-            self.steps.append((node.op, dict(node.attrs), refs))
+            self.steps.append((node.op, dict(node.attrs), refs, node.name))
             index[node] = len(index)
         self.variables = [n for n in index]  # node order: variables and ops interleaved
         self.outputs = [(index[e.node], e.index) for e in graph.outputs]
@@ -54,8 +54,8 @@ class TracedProgram:
                 values.append((by_name[name],) if name in by_name else
                               (self.params[name].data(ctx),))
                 continue
-            op, attrs, refs = next(steps)
-            out = imperative.call(op, [values[i][k] for i, k in refs], attrs)
+            op, attrs, refs, name = next(steps)
+            out = imperative.call(op, [values[i][k] for i, k in refs], attrs, name=name)
             values.append(tuple(out) if isinstance(out, list) else (out,))
         outs = [values[i][k] for i, k in self.outputs]
         return outs[0] if self.n_out == 1 else outs

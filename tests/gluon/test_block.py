@@ -167,3 +167,13 @@ def test_grad_req_add_zero_grad_reset_ctx_force_reinit() -> None:
     net.initialize(sg.init.Constant(0.25), ctx=sg.cpu(), force_reinit=True)
     np.testing.assert_array_equal(net.weight.data().asnumpy(), 0.25)
     np.testing.assert_array_equal(net.bias.data().asnumpy(), 0.0)  # its own init: zeros
+
+
+def test_shape_error_names_the_layer_node() -> None:
+    dense = nn.Dense(3, in_units=4, prefix="fc_")
+    dense.initialize()
+    for hybrid in (False, True):
+        dense.hybridize(hybrid)
+        with pytest.raises(ShapeError, match=r"fc_fwd \(FullyConnected\): weight has shape "
+                                             r"\(3, 4\), inferred \(3, 5\)"):
+            dense(sg.nd.ones((2, 5)))
