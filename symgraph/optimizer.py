@@ -105,18 +105,28 @@ class Optimizer:
         """Count one update for each of ``indices`` and return this step's scalar table:
         ``{scalar name: float64 array with one value per index}``. A fused GPU update takes this
         table (one row per parameter) and the rule's formulas; the numpy path reads row ``i``."""
+        rows = self.step_rows(indices)
+        return {k: np.array([r[j] for r in rows], np.float64)
+                for j, k in enumerate(self.rule.scalars)}
+
+    def step_rows(self, indices: Sequence[Any]) -> list[tuple[float, ...]]:
+        """:meth:`step_scalars` as plain floats: one tuple per index, in ``rule.scalars``
+        order (the per-step path of the fused GPU update: no numpy calls for scalars)."""
+        names = self.rule.scalars
         rows = []
         for index in indices:
             self._update_count(index)
-            rows.append(self._scalars(index, self._index_update_count[index]))
-        return {k: np.array([r[k] for r in rows], np.float64) for k in self.rule.scalars}
+            got = self._scalars(index, self._index_update_count[index])
+            rows.append(tuple(float(got[k]) for k in names))
+        return rows
 
     def update_multi(self, indices: Sequence[Any], weights: Sequence[Any],
                      grads: Sequence[Any], states: Sequence[Sequence[np.ndarray]]) -> None:
         """One step for several parameters (the scalar table is built once)."""
-        table = self.step_scalars(indices)
-        for i, (w, g, st) in enumerate(zip(weights, grads, states)):
-            self._apply(w, g, st, {k: v[i] for k, v in table.items()})
+        names = self.rule.scalars
+        for row, w, g, st in zip(self.step_rows(indices), weights, grads, states):
+            # float64 scalars, as the table of step_scalars holds them (numpy promotion)
+            self._apply(w, g, st, {k: np.float64(v) for k, v in zip(names, row)})
 
     def update(self, index: Any, weight: Any, grad: Any, state: Sequence[np.ndarray]) -> None:
         """Apply one step to ``weight`` (an NDArray or numpy array) in place; states too."""

@@ -50,6 +50,7 @@ class FusedUpdate:
         self._turn = 0
         self._rows: Optional[tuple] = None
         self._last: Optional[np.ndarray] = None
+        self._last_rows: Optional[tuple] = None  # the last list of row tuples given
         grid = max(1, min(len(chunks), info["sm_count"] * 16))
         self._grid, self._block = (grid, 1, 1), (THREADS, 1, 1)
         chunk_ptr = int(self._chunks) if self._chunks is not None else 0
@@ -71,8 +72,14 @@ class FusedUpdate:
             drv.memcpy_htod(self._table, np.ascontiguousarray(table))
         self._rows = rows
 
-    def set_scalars(self, table: np.ndarray, stream: Any) -> None:
-        """Queue the scalar table ``(parameters, scalars)`` on ``stream`` if it changed."""
+    def set_scalars(self, table: Any, stream: Any) -> None:
+        """Queue the scalar table ``(parameters, scalars)`` on ``stream`` if it changed.
+        ``table`` is an array or a list of row tuples; rows of plain floats are first compared
+        as tuples (no numpy work on the per-step path when nothing changed)."""
+        rows = tuple(table) if isinstance(table, list) else None
+        if rows is not None and rows == self._last_rows:
+            return
+        self._last_rows = rows
         table = np.asarray(table, np.float32)  # compared as the device holds it
         if self._last is not None and np.array_equal(table, self._last):
             return
@@ -150,10 +157,9 @@ class FusedUpdater(Updater):
 
     def set_step_scalars(self, indices: Sequence[Any], stream: Any) -> None:
         """Count one update of each of ``indices`` and queue this step's scalar table."""
-        table = self.optimizer.step_scalars(indices)
-        names = self.optimizer.rule.scalars
-        self.fused.set_scalars(np.stack([table[k] for k in names], axis=1)
-                               if names else np.zeros((len(indices), 1)), stream)
+        rows = self.optimizer.step_rows(indices)
+        self.fused.set_scalars(rows if self.optimizer.rule.scalars
+                               else [(0.0,)] * len(indices), stream)
 
     def tail(self, indices: Sequence[Any], weights: Sequence[Any],
              grad_slots: Sequence[int]) -> UpdateTail:
