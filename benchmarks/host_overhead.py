@@ -2,13 +2,16 @@
 numpy work is negligible on the CPU and the GPU work is negligible beside the host time.
 
 Usage: python benchmarks/host_overhead.py [--ctx cpu|gpu] [--batch 1] [--steps 200]
-       [--repeats 5] [--profile gluon|hybrid|module]
+       [--repeats 5] [--profile gluon|hybrid|module] [--frontend]
 On the CPU the default widths are tiny (same ops, same calls), on the GPU the seed's.
 Columns: the seed's Gluon loop body (record, net, loss, backward, ``trainer.step``), the same
 network as a hybridized ``HybridBlock``, and ``Module.forward_backward_update``. Each prints the
 median over ``--repeats`` of the mean microseconds per step over ``--steps`` steps (wall time,
 synchronised at the end of each repeat). ``--profile`` runs one column under cProfile and prints
-the top functions by own time, per step.
+the top functions by own time, per step. ``--frontend`` (CPU) replays each numpy kernel's first
+results instead of computing them and skips the optimizer's numpy arithmetic: what is left is the
+Python work of the step (tracing, cache key, executor and Trainer bookkeeping), the part that the
+GPU path also pays on the host.
 """
 from __future__ import annotations
 
@@ -144,6 +147,25 @@ def profile(step: Callable[[], None], steps: int, top: int = 30) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(top)
 
 
+def frontend_only() -> None:
+    """Replace the numpy backend's kernels by a replay of their first results, and the numpy
+    optimizer arithmetic by nothing (the values go stale; only the host work is measured)."""
+    from symgraph.backend import numpy_backend
+    from symgraph import optimizer
+    first: dict = {}
+    compute = numpy_backend.NumpyProgram._step
+
+    def replay(self, env, k, ctx) -> None:  # noqa: ANN001
+        got = first.get((id(self), k))
+        if got is None:
+            compute(self, env, k, ctx)
+            got = first[id(self), k] = [env[s] for s in self._kernels[k][3]]
+        for slot, value in zip(self._kernels[k][3], got):
+            env[slot] = value
+    numpy_backend.NumpyProgram._step = replay
+    optimizer.Optimizer._apply = lambda self, weight, grad, state, scalars: None
+
+
 def main(argv: Optional[list] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ctx", choices=("cpu", "gpu"), default="cpu")
@@ -154,7 +176,11 @@ def main(argv: Optional[list] = None) -> None:
                         help="conv1, conv2, fc1 widths (default: tiny on the CPU, the seed's "
                         "32 64 128 on the GPU)")
     parser.add_argument("--profile", choices=("gluon", "hybrid", "module"), default=None)
+    parser.add_argument("--frontend", action="store_true",
+                        help="CPU: measure the Python host work only (see the docstring)")
     args = parser.parse_args(argv)
+    if args.frontend:
+        frontend_only()
     ctx = mx.gpu(0) if args.ctx == "gpu" else mx.cpu()
     w = tuple(args.widths or (SEED_WIDTHS if args.ctx == "gpu" else TINY_WIDTHS))
     makers = {"gluon": lambda: gluon_step(args.batch, ctx, False, w),
@@ -164,7 +190,8 @@ def main(argv: Optional[list] = None) -> None:
         profile(makers[args.profile](), args.steps)
         return
     print(f"context: {ctx}; batch {args.batch}; widths {w}; "
-          f"{args.steps} steps x {args.repeats} repeats")
+          f"{args.steps} steps x {args.repeats} repeats"
+          + ("; host work only (--frontend)" if args.frontend else ""))
     print("| Gluon us/step | Gluon hybridized us/step | Module us/step |")
     print("|---|---|---|")
     cols = [us_per_step(makers[k](), args.steps, args.repeats) for k in makers]
