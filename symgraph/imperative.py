@@ -102,6 +102,10 @@ class _Call:
 
 _CALLS: dict[tuple, _Call] = {}  # (op, given keyword attributes) -> call
 _INTERNED: dict[tuple, _Call] = {}  # (op, parsed Attrs) -> call
+# (op, argument types, keyword items in the caller's order) -> call, for ``sg.nd.<op>`` calls
+# whose positional arguments are all arrays and whose keywords are all attributes: such a call
+# needs neither the argument sorting of ``op_function`` nor the sorted key of ``_CALLS``.
+FAST_CALLS: dict[tuple, _Call] = {}
 
 
 def _call_info(opdef: registry.OpDef, kwargs: dict, name: Optional[str]) -> _Call:
@@ -117,6 +121,7 @@ def _call_info(opdef: registry.OpDef, kwargs: dict, name: Optional[str]) -> _Cal
             if len(_INTERNED) >= MAX_INTERNED:  # e.g. one attribute set per Function call
                 _CALLS.clear()
                 _INTERNED.clear()
+                FAST_CALLS.clear()
                 ATTR_SERIAL.clear()
             info = _INTERNED[opdef.name, attrs] = _Call(opdef, attrs)
             ATTR_SERIAL[id(attrs)] = (attrs, next(_serials))
