@@ -128,6 +128,14 @@ class UpdateTail:
         return [fused.closure(stream)]
 
 
+def _same(a: tuple, b: Optional[tuple]) -> bool:
+    """Whether two ``update_multi`` bindings hold the same objects (identity, not value)."""
+    if b is None or a[0] is not b[0] or a[1] != b[1]:
+        return False
+    return all(x is y for x, y in zip(a[2], b[2])) and len(a[2]) == len(b[2]) and \
+        all(x is y for x, y in zip(a[3], b[3])) and len(a[3]) == len(b[3])
+
+
 class FusedUpdater(Updater):
     """An updater whose states are device arrays and whose step is one :class:`FusedUpdate`."""
 
@@ -136,6 +144,10 @@ class FusedUpdater(Updater):
         self.device_id = device_id
         self.stream = stream  # the executor's stream: the step is ordered after backward
         self.fused: Optional[FusedUpdate] = None
+        # What the last eager step bound (see update_multi): the arrays' buffers, the states
+        # table, and the row tuple the kernel's pointer table was then written from.
+        self._bound: Optional[tuple] = None
+        self._bound_rows: Optional[tuple] = None
 
     def prepare(self, indices: Sequence[Any], weights: Sequence[Any]) -> list[tuple]:
         """Create missing device states and the kernel (once); the states of ``indices``."""
@@ -173,10 +185,18 @@ class FusedUpdater(Updater):
                      weights: Sequence[Any]) -> None:
         """One eager step on ``self.stream`` from gradient arrays (after a separate backward):
         at most one scalar-table copy and one kernel launch."""
-        states = self.prepare(indices, weights)
+        # The same buffers as the last step, and nobody rebound the kernel's table since
+        # (a tail, another updater): prepare() and bind() would change nothing.
+        bound = (self.states, tuple(indices), [w._buf for w in weights],
+                 [g._buf for g in grads])
+        fused = self.fused
+        if fused is None or fused._rows is not self._bound_rows or \
+                not _same(bound, self._bound):
+            states = self.prepare(indices, weights)
+            self.fused.bind([(w._data.ptr, g._data.ptr, *(s.ptr for s in st))
+                             for w, g, st in zip(weights, grads, states)])
+            self._bound, self._bound_rows = bound, self.fused._rows
         self.set_step_scalars(indices, self.stream)
-        self.fused.bind([(w._data.ptr, g._data.ptr, *(s.ptr for s in st))
-                         for w, g, st in zip(weights, grads, states)])
         with activate(self.device_id):
             self.fused.closure(self.stream)(None)
 
