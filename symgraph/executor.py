@@ -387,7 +387,10 @@ class Executor:
         if out_grads is not None and len(out_grads) != len(self.outputs):
             raise BindError(f"train_step: {len(out_grads)} out_grads for {len(self.outputs)} "
                             f"outputs")
-        self._rng_state = _random.generator().bit_generator.state
+        # Only a monitor replays this forward (a later backward() finds the run's env); reading
+        # the generator's state costs more than the rest of the bookkeeping of a step.
+        self._rng_state = _random.generator().bit_generator.state \
+            if self._monitor is not None else None
         env, run_ctx = self._start(stage, is_train)
         program = stage.program
         for slot, value in self._heads(out_grads).items():

@@ -102,9 +102,10 @@ class _Call:
 
 _CALLS: dict[tuple, _Call] = {}  # (op, given keyword attributes) -> call
 _INTERNED: dict[tuple, _Call] = {}  # (op, parsed Attrs) -> call
-# (op, argument types, keyword items in the caller's order) -> call, for ``sg.nd.<op>`` calls
-# whose positional arguments are all arrays and whose keywords are all attributes: such a call
-# needs neither the argument sorting of ``op_function`` nor the sorted key of ``_CALLS``.
+# Calls seen before, by what the caller gave: ``(op, argument types, keyword items in the
+# caller's order)`` for ``sg.nd.<op>`` calls whose positional arguments are all arrays and whose
+# keywords are all attributes, ``(op, attribute items)`` for :func:`call`. Such a call needs
+# neither the argument sorting of ``op_function`` nor the sorted key of ``_CALLS``.
 FAST_CALLS: dict[tuple, _Call] = {}
 
 
@@ -239,12 +240,21 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
 def call(op: str, inputs: Sequence[NDArray], attrs: dict, out: Optional[NDArray] = None,
          name: Optional[str] = None, ctx: Optional[Context] = None) -> Any:
     """Call registered op ``op`` on arrays (the engine behind ``sg.nd.<op>`` and methods)."""
-    opdef = registry.get_op(op)
-    attrs = dict(attrs)
-    if opdef.variadic and opdef.variadic not in attrs:
-        attrs[opdef.variadic] = len(inputs)
-    outs = record(_call_info(opdef, attrs, name), inputs, name, ctx)
-    return _result(outs, out)
+    try:
+        key: Optional[tuple] = (op, tuple(attrs.items()))
+        info = FAST_CALLS.get(key)
+    except TypeError:  # an unhashable attribute value
+        key, info = None, None
+    if info is None:
+        opdef = registry.get_op(op)
+        attrs = dict(attrs)
+        if opdef.variadic and opdef.variadic not in attrs:
+            attrs[opdef.variadic] = len(inputs)  # depends on the call: not kept below
+            key = None
+        info = _call_info(opdef, attrs, name)
+        if key is not None and len(FAST_CALLS) < MAX_INTERNED:
+            FAST_CALLS[key] = info
+    return _result(record(info, inputs, name, ctx), out)
 
 
 def _result(outs: list[NDArray], out: Any) -> Any:
