@@ -241,6 +241,15 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
     return Program(exe, ctx, len(tr.leaves), len(outputs) + len(blocked))
 
 
+_IN_NAMES: list[str] = []  # "_in0", "_in1"... (not formatted again on every step)
+
+
+def _in_name(k: int) -> str:
+    while len(_IN_NAMES) <= k:
+        _IN_NAMES.append(f"_in{len(_IN_NAMES)}")
+    return _IN_NAMES[k]
+
+
 _CACHE: dict[tuple, Program] = {}
 MAX_PROGRAMS = 4096  # past this, the oldest program is dropped (and recompiled if needed)
 
@@ -348,8 +357,10 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
 def _warn_recomputed(tr: Trace) -> None:
     """A train-dependent node (Dropout) whose value was read before backward() is computed
     again by the backward program, with new random draws: say so (docs/imperative.md)."""
+    value_of, ref = VALUE.data.get, weakref.ref  # (no value: the usual case, tested first)
     for node in tr.nodes:
-        if get_op(node.op).train_dependent and node in VALUE and is_training(node):
+        if value_of(ref(node)) is not None and get_op(node.op).train_dependent \
+                and is_training(node):
             warnings.warn(f"backward(): {node.name} ({node.op}) was computed before backward() "
                           f"(a graph break inside record()); the backward program computes it "
                           f"again, so its gradient may not match the value read",
@@ -388,7 +399,7 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     prog = _CACHE.get(key)
     if prog is None:
         prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
-    _run(prog, tr, [(f"_in{k}", g) for k, (g, _) in grads.items()], (hg, tr.train))
+    _run(prog, tr, [(_in_name(k), g) for k, (g, _) in grads.items()], (hg, tr.train))
     if variables is None:
         _note_written([g for g, _ in grads.values()])
     bufs = prog.take_outputs()
