@@ -91,10 +91,10 @@ def compile_count() -> int:
 class _Call:
     """An op with parsed attributes: what every call with the same attributes shares."""
 
-    __slots__ = ("opdef", "attrs", "slots", "nvis", "sigs")
+    __slots__ = ("opdef", "op", "attrs", "slots", "nvis", "sigs")
 
     def __init__(self, opdef: registry.OpDef, attrs: Attrs) -> None:
-        self.opdef, self.attrs = opdef, attrs
+        self.opdef, self.op, self.attrs = opdef, opdef.name, attrs
         self.slots = opdef.input_names(attrs)
         self.nvis = opdef.num_visible_outputs(attrs)
         self.sigs: dict[tuple, tuple] = {}  # (input shapes, dtypes) -> output shapes, dtypes
@@ -222,16 +222,19 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
         entries.append(e)
     if ctx is None:
         _bad_inputs(info, inputs, name or info.opdef.name)
-    node = Node(info.opdef.name, name or f"{info.opdef.name}{next(_ids)}", info.attrs,
-                tuple(entries), MODE[rec, STATE.training])
+    op = info.op
+    node = Node(op, name or f"{op}{next(_ids)}", info.attrs, tuple(entries),
+                MODE[rec, STATE.training])
     sig = (tuple(shapes), tuple(dtypes))
     found = info.sigs.get(sig)
     if found is None:
         found = info.sigs[sig] = _infer(info, node, inputs)
+    out_shapes, out_dtypes = found
     outs = []
-    for i, (shape, dtype) in enumerate(zip(*found)):
+    for i in range(len(out_shapes)):
         a = NDArray(None, ctx)
-        a._entry, a._shape, a._dtype, a._recorded = Entry(node, i), shape, dtype, rec
+        a._entry, a._shape, a._dtype, a._recorded = Entry(node, i), out_shapes[i], \
+            out_dtypes[i], rec
         outs.append(a)
     PENDING[node] = [weakref.ref(a) for a in outs]
     return outs
