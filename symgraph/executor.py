@@ -332,7 +332,10 @@ class Executor:
         for k, v in host.items():
             self.arg_dict[k][:] = v
         stage = self._train if is_train else self._infer
-        self._rng_state = _random.generator().bit_generator.state  # for a later backward()
+        # For a backward() that replays this forward (after is_train=False) or a monitor; a
+        # training forward keeps its env, which backward() uses instead.
+        self._rng_state = _random.generator().bit_generator.state \
+            if not is_train or self._monitor is not None else None
         env, run_ctx = self._start(stage, is_train)
         stage.program.run(env, 0, stage.schedule.n_forward_steps, run_ctx)
         self._finish_forward(stage, env, run_ctx, is_train)
