@@ -8,11 +8,11 @@ Columns: the seed's Gluon loop body (record, net, loss, backward, ``trainer.step
 network as a hybridized ``HybridBlock``, and ``Module.forward_backward_update``. Each prints the
 fastest over ``--repeats`` of the mean microseconds per step over ``--steps`` steps (wall time
 synchronised at the end of each repeat on the GPU; this process's CPU time on the CPU, which
-other processes on a shared machine disturb less). ``--profile`` runs one column under cProfile and prints
-the top functions by own time, per step. ``--frontend`` (CPU) replays each numpy kernel's first
-results instead of computing them and skips the optimizer's numpy arithmetic: what is left is the
-Python work of the step (tracing, cache key, executor and Trainer bookkeeping), the part that the
-GPU path also pays on the host.
+other processes on a shared machine disturb less). ``--profile`` runs one column under
+cProfile and prints the top functions by own time, per step. ``--frontend`` (CPU) replays
+each numpy kernel's first results instead of computing them and skips the optimizer's numpy
+arithmetic: what is left is the Python work of the step (tracing, cache key, executor and
+Trainer bookkeeping), the part that the GPU path also pays on the host.
 """
 from __future__ import annotations
 
