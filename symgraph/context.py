@@ -4,25 +4,54 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Context:
     """A device: ``device_type`` is ``'cpu'`` or ``'gpu'``."""
 
     device_type: str
     device_id: int = 0
 
+    # Contexts key the program caches and parameter tables on every step: the hash is
+    # computed once, and equal contexts made by cpu()/gpu() are one object (identity first).
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.device_type, self.device_id)))
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined]
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (isinstance(other, Context)
+                                 and self.device_type == other.device_type
+                                 and self.device_id == other.device_id)
+
+    def __reduce__(self) -> tuple:
+        # Rebuilt through __init__: string hashes differ between processes.
+        return (Context, (self.device_type, self.device_id))
+
     def __repr__(self) -> str:
         return f"{self.device_type}({self.device_id})"
 
 
+_MADE: dict[tuple, Context] = {}
+
+
+def _context(device_type: str, device_id: int) -> Context:
+    ctx = _MADE.get((device_type, device_id))
+    if ctx is None:
+        ctx = Context(device_type, device_id)
+        if len(_MADE) < 1024 and isinstance(device_id, int):
+            _MADE[device_type, device_id] = ctx
+    return ctx
+
+
 def cpu(device_id: int = 0) -> Context:
     """The host CPU (numpy backend)."""
-    return Context("cpu", device_id)
+    return _context("cpu", device_id)
 
 
 def gpu(device_id: int = 0) -> Context:
     """CUDA device ``device_id`` (CUDA backend, needs pycuda)."""
-    return Context("gpu", device_id)
+    return _context("gpu", device_id)
 
 
 def current_context() -> Context:

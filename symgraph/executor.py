@@ -332,7 +332,10 @@ class Executor:
         for k, v in host.items():
             self.arg_dict[k][:] = v
         stage = self._train if is_train else self._infer
-        self._rng_state = _random.generator().bit_generator.state  # for a later backward()
+        # For a backward() that replays this forward (after is_train=False) or a monitor; a
+        # training forward keeps its env, which backward() uses instead.
+        self._rng_state = _random.generator().bit_generator.state \
+            if not is_train or self._monitor is not None else None
         env, run_ctx = self._start(stage, is_train)
         stage.program.run(env, 0, stage.schedule.n_forward_steps, run_ctx)
         self._finish_forward(stage, env, run_ctx, is_train)
@@ -387,7 +390,10 @@ class Executor:
         if out_grads is not None and len(out_grads) != len(self.outputs):
             raise BindError(f"train_step: {len(out_grads)} out_grads for {len(self.outputs)} "
                             f"outputs")
-        self._rng_state = _random.generator().bit_generator.state
+        # Only a monitor replays this forward (a later backward() finds the run's env); reading
+        # the generator's state costs more than the rest of the bookkeeping of a step.
+        self._rng_state = _random.generator().bit_generator.state \
+            if self._monitor is not None else None
         env, run_ctx = self._start(stage, is_train)
         program = stage.program
         for slot, value in self._heads(out_grads).items():

@@ -265,12 +265,27 @@ def substitute(e: Expr, inputs: Sequence[Expr]) -> Expr:
     return go(e)
 
 
+# tuple(roots) -> topo(roots): fused kernels and the optimizer update evaluate the same formulas
+# every step, and walking the DAG cost more than the numpy work on small arrays.
+_TOPO: dict[tuple, list] = {}
+
+
+def _topo_cached(roots: Sequence[Expr]) -> list[Expr]:
+    key = tuple(roots)
+    order = _TOPO.get(key)
+    if order is None:
+        if len(_TOPO) > 4096:
+            _TOPO.clear()
+        order = _TOPO[key] = topo(key)
+    return order
+
+
 def evaluate(roots: Sequence[Expr], inputs: Sequence[np.ndarray], dtype: np.dtype) -> list:
     """Evaluate formulas on numpy arrays (broadcasting), computing in ``dtype``."""
     dtype = np.dtype(dtype)
     vals: dict[Expr, np.ndarray] = {}
     with np.errstate(all="ignore"):
-        for e in topo(roots):
+        for e in _topo_cached(roots):
             if e.op == "input":
                 vals[e] = inputs[int(e.value)]
             elif e.op == "const":

@@ -18,7 +18,10 @@ from .registry import get_op
 VARIABLE = "null"
 
 
-@dataclass(frozen=True, eq=False)
+_EMPTY = Attrs()
+
+
+@dataclass(frozen=True, eq=False, init=False)
 class Node:
     """One operation: ``op`` (registry name or ``"null"``), unique ``name``, parsed ``attrs``,
     input entries and ``extra`` user attributes (MXNet's ``attr`` dict: ``__shape__``,
@@ -29,6 +32,15 @@ class Node:
     attrs: Attrs = field(default_factory=Attrs)
     inputs: tuple["Entry", ...] = ()
     extra: Attrs = field(default_factory=Attrs)
+
+    def __init__(self, op: str, name: str, attrs: Optional[Attrs] = None,
+                 inputs: tuple["Entry", ...] = (), extra: Optional[Attrs] = None) -> None:
+        # Written into __dict__ directly: the frozen dataclass's generated __init__ (one
+        # object.__setattr__ per field) was a quarter of an imperative op call.
+        d = self.__dict__
+        d["op"], d["name"], d["inputs"] = op, name, inputs
+        d["attrs"] = _EMPTY if attrs is None else attrs
+        d["extra"] = _EMPTY if extra is None else extra
 
     @property
     def is_variable(self) -> bool:

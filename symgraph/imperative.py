@@ -91,10 +91,10 @@ def compile_count() -> int:
 class _Call:
     """An op with parsed attributes: what every call with the same attributes shares."""
 
-    __slots__ = ("opdef", "attrs", "slots", "nvis", "sigs")
+    __slots__ = ("opdef", "op", "attrs", "slots", "nvis", "sigs")
 
     def __init__(self, opdef: registry.OpDef, attrs: Attrs) -> None:
-        self.opdef, self.attrs = opdef, attrs
+        self.opdef, self.op, self.attrs = opdef, opdef.name, attrs
         self.slots = opdef.input_names(attrs)
         self.nvis = opdef.num_visible_outputs(attrs)
         self.sigs: dict[tuple, tuple] = {}  # (input shapes, dtypes) -> output shapes, dtypes
@@ -102,6 +102,11 @@ class _Call:
 
 _CALLS: dict[tuple, _Call] = {}  # (op, given keyword attributes) -> call
 _INTERNED: dict[tuple, _Call] = {}  # (op, parsed Attrs) -> call
+# Calls seen before, by what the caller gave: ``(op, argument types, keyword items in the
+# caller's order)`` for ``sg.nd.<op>`` calls whose positional arguments are all arrays and whose
+# keywords are all attributes, ``(op, attribute items)`` for :func:`call`. Such a call needs
+# neither the argument sorting of ``op_function`` nor the sorted key of ``_CALLS``.
+FAST_CALLS: dict[tuple, _Call] = {}
 
 
 def _call_info(opdef: registry.OpDef, kwargs: dict, name: Optional[str]) -> _Call:
@@ -117,6 +122,7 @@ def _call_info(opdef: registry.OpDef, kwargs: dict, name: Optional[str]) -> _Cal
             if len(_INTERNED) >= MAX_INTERNED:  # e.g. one attribute set per Function call
                 _CALLS.clear()
                 _INTERNED.clear()
+                FAST_CALLS.clear()
                 ATTR_SERIAL.clear()
             info = _INTERNED[opdef.name, attrs] = _Call(opdef, attrs)
             ATTR_SERIAL[id(attrs)] = (attrs, next(_serials))
@@ -216,16 +222,19 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
         entries.append(e)
     if ctx is None:
         _bad_inputs(info, inputs, name or info.opdef.name)
-    node = Node(info.opdef.name, name or f"{info.opdef.name}{next(_ids)}", info.attrs,
-                tuple(entries), MODE[rec, STATE.training])
+    op = info.op
+    node = Node(op, name or f"{op}{next(_ids)}", info.attrs, tuple(entries),
+                MODE[rec, STATE.training])
     sig = (tuple(shapes), tuple(dtypes))
     found = info.sigs.get(sig)
     if found is None:
         found = info.sigs[sig] = _infer(info, node, inputs)
+    out_shapes, out_dtypes = found
     outs = []
-    for i, (shape, dtype) in enumerate(zip(*found)):
+    for i in range(len(out_shapes)):
         a = NDArray(None, ctx)
-        a._entry, a._shape, a._dtype, a._recorded = Entry(node, i), shape, dtype, rec
+        a._entry, a._shape, a._dtype, a._recorded = Entry(node, i), out_shapes[i], \
+            out_dtypes[i], rec
         outs.append(a)
     PENDING[node] = [weakref.ref(a) for a in outs]
     return outs
@@ -234,12 +243,21 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
 def call(op: str, inputs: Sequence[NDArray], attrs: dict, out: Optional[NDArray] = None,
          name: Optional[str] = None, ctx: Optional[Context] = None) -> Any:
     """Call registered op ``op`` on arrays (the engine behind ``sg.nd.<op>`` and methods)."""
-    opdef = registry.get_op(op)
-    attrs = dict(attrs)
-    if opdef.variadic and opdef.variadic not in attrs:
-        attrs[opdef.variadic] = len(inputs)
-    outs = record(_call_info(opdef, attrs, name), inputs, name, ctx)
-    return _result(outs, out)
+    try:
+        key: Optional[tuple] = (op, tuple(attrs.items()))
+        info = FAST_CALLS.get(key)
+    except TypeError:  # an unhashable attribute value
+        key, info = None, None
+    if info is None:
+        opdef = registry.get_op(op)
+        attrs = dict(attrs)
+        if opdef.variadic and opdef.variadic not in attrs:
+            attrs[opdef.variadic] = len(inputs)  # depends on the call: not kept below
+            key = None
+        info = _call_info(opdef, attrs, name)
+        if key is not None and len(FAST_CALLS) < MAX_INTERNED:
+            FAST_CALLS[key] = info
+    return _result(record(info, inputs, name, ctx), out)
 
 
 def _result(outs: list[NDArray], out: Any) -> Any:

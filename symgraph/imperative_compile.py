@@ -20,8 +20,8 @@ import numpy as np
 from .base import ExecutionError
 from .context import Context
 from .graph import Entry, Node, variable
-from .imperative import (ATTR_SERIAL, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS,
-                         VALUE, is_recorded, is_training)
+from .imperative import (_REC, _REC_TRN, _TRN, ATTR_SERIAL, FREED, GRAD_LEAF, GRAD_VAR, PENDING,
+                         PLAIN, STATE, STATS, VALUE, is_recorded, is_training)
 from .ndarray import NDArray
 from .registry import get_op
 
@@ -49,17 +49,27 @@ class Trace:
         return -1 - k if k is not None else (self.local[e.node], e.index)
 
     def key(self) -> tuple:
-        return (tuple(self.sig), tuple((a._buf.shape, a._buf.dtype) for a in self.leaves))
+        return (tuple(self.sig), tuple([(a._buf.shape, a._buf.dtype) for a in self.leaves]))
+
+    def refs(self, entries: Sequence[Entry]) -> tuple:
+        """:meth:`ref` of each of ``entries``."""
+        leaf_of, local = self.leaf_of, self.local
+        return tuple([-1 - leaf_of[e] if e in leaf_of else (local[e.node], e.index)
+                      for e in entries])
 
 
 def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:
     """Depth-first post-order over the nodes ``roots`` need (iterative: chains can be long).
 
     An input is a leaf when its value is known: a variable, or a computed output (backward
-    recomputes recorded nodes instead, since their gradient needs the graph)."""
+    recomputes recorded nodes instead, since their gradient needs the graph). This runs on
+    every step, so the weak tables are read through their dicts (one C call per lookup) and
+    the mode tests are inlined."""
     tr = Trace()
     local, leaf_of, leaves, sig = tr.local, tr.leaf_of, tr.leaves, tr.sig
-    value_of, serial_of = VALUE.get, ATTR_SERIAL.get
+    nodes, leaf_entries = tr.nodes, tr.leaf_entries
+    value_of, serial_of, ref = VALUE.data.get, ATTR_SERIAL.get, weakref.ref
+    train_any = False
     for root in roots:
         if root.node in local:
             continue
@@ -67,13 +77,14 @@ def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:
         while stack:
             top = stack[-1]
             node, i = top
-            if i < len(node.inputs):
+            inputs = node.inputs
+            if i < len(inputs):
                 top[1] = i + 1
-                e = node.inputs[i]
+                e = inputs[i]
                 n = e.node
                 if n in local or e in leaf_of:
                     continue
-                vals = value_of(n)
+                vals = value_of(ref(n))
                 v = None
                 if vals is not None:
                     if n.op == "null":
@@ -85,33 +96,39 @@ def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:
                 else:
                     leaf_of[e] = len(leaves)
                     leaves.append(v)
-                    tr.leaf_entries.append(e)
+                    leaf_entries.append(e)
                 continue
             stack.pop()
-            train = is_training(node)
-            tr.train |= train
-            local[node] = len(tr.nodes)
-            tr.nodes.append(node)
-            got = serial_of(id(node.attrs))
-            attrs = got[1] if got is not None and got[0] is node.attrs else node.attrs
-            sig.append((node.op, attrs, train, tuple(
-                -1 - leaf_of[e] if e in leaf_of else (local[e.node], e.index)
-                for e in node.inputs)))
+            x = node.extra
+            train = x is _TRN or x is _REC_TRN or (x is not PLAIN and x is not _REC
+                                                    and is_training(node))
+            train_any |= train
+            local[node] = len(nodes)
+            nodes.append(node)
+            attrs = node.attrs
+            got = serial_of(id(attrs))
+            sig.append((node.op, got[1] if got is not None and got[0] is attrs else attrs,
+                        train, tuple([-1 - leaf_of[e] if e in leaf_of else
+                                      (local[e.node], e.index) for e in inputs])))
+    tr.train = train_any
     return tr
 
 
 def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
     """Pending arrays, alive, that stand for outputs of the walked nodes."""
     outs = []
+    pending_of, ref = PENDING.data.get, weakref.ref
     for node in tr.nodes:
-        refs = PENDING.get(node)
+        refs = pending_of(ref(node))
         if refs is None:
             continue
         for i, r in enumerate(refs):
             a = r()
-            if a is not None and a._buf is None and a._entry == Entry(node, i) \
-                    and a._entry not in skip:
-                outs.append((a._entry, a))
+            if a is None or a._buf is not None:
+                continue
+            e = a._entry
+            if e is not None and e.node is node and e.index == i and e not in skip:
+                outs.append((e, a))
     return outs
 
 
@@ -224,6 +241,15 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
     return Program(exe, ctx, len(tr.leaves), len(outputs) + len(blocked))
 
 
+_IN_NAMES: list[str] = []  # "_in0", "_in1"... (not formatted again on every step)
+
+
+def _in_name(k: int) -> str:
+    while len(_IN_NAMES) <= k:
+        _IN_NAMES.append(f"_in{len(_IN_NAMES)}")
+    return _IN_NAMES[k]
+
+
 _CACHE: dict[tuple, Program] = {}
 MAX_PROGRAMS = 4096  # past this, the oldest program is dropped (and recompiled if needed)
 
@@ -268,7 +294,7 @@ def force_pending(arrays: Sequence[NDArray]) -> None:
     ctx = arrays[0]._ctx
     tr = walk([a._entry for a in arrays], for_backward=False)
     outs = _live_outputs(tr, set())
-    key = ("forward", ctx, tr.train, tr.key(), tuple(tr.ref(e) for e, _ in outs))
+    key = ("forward", ctx, tr.train, tr.key(), tr.refs([e for e, _ in outs]))
     prog = _CACHE.get(key)
     if prog is None:
         prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
@@ -302,8 +328,9 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
     ``autograd.grad``) one result array per variable, zeros where the heads do not read it."""
     out: dict[int, tuple] = {}
     if variables is None:
+        leaf_of, ref = GRAD_LEAF.data.get, weakref.ref
         for k, e in enumerate(tr.leaf_entries):
-            r = GRAD_LEAF.get(e.node) if e.node.extra is GRAD_VAR else None
+            r = leaf_of(ref(e.node)) if e.node.extra is GRAD_VAR else None
             a = r() if r is not None else None
             if a is not None and a._grad_req != "null" and a._grad is not None:
                 out[k] = (a._grad, a._grad_req)
@@ -330,8 +357,10 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
 def _warn_recomputed(tr: Trace) -> None:
     """A train-dependent node (Dropout) whose value was read before backward() is computed
     again by the backward program, with new random draws: say so (docs/imperative.md)."""
+    value_of, ref = VALUE.data.get, weakref.ref  # (no value: the usual case, tested first)
     for node in tr.nodes:
-        if get_op(node.op).train_dependent and node in VALUE and is_training(node):
+        if value_of(ref(node)) is not None and get_op(node.op).train_dependent \
+                and is_training(node):
             warnings.warn(f"backward(): {node.name} ({node.op}) was computed before backward() "
                           f"(a graph break inside record()); the backward program computes it "
                           f"again, so its gradient may not match the value read",
@@ -362,14 +391,15 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     grads, results = _grad_leaves(tr, variables)
     others = _live_outputs(tr, set(entries))
     hg = None if head_grads is None else list(head_grads) + [None] * len(others)
-    gpu_ids = tuple(id(g._buf) for g, _ in grads.values()) if ctx.device_type == "gpu" else ()
-    key = ("backward", ctx, tr.train, tr.key(), tuple(tr.ref(e) for e in entries),
-           tuple(tr.ref(e) for e, _ in others), tuple(g is None for g in (hg or ())),
-           tuple((k, req) for k, (_, req) in grads.items()), gpu_ids)
+    gpu_ids = tuple([id(g._buf) for g, _ in grads.values()]) if ctx.device_type == "gpu" \
+        else ()
+    key = ("backward", ctx, tr.train, tr.key(), tr.refs(entries),
+           tr.refs([e for e, _ in others]), tuple([g is None for g in (hg or ())]),
+           tuple([(k, req) for k, (_, req) in grads.items()]), gpu_ids)
     prog = _CACHE.get(key)
     if prog is None:
         prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
-    _run(prog, tr, [(f"_in{k}", g) for k, (g, _) in grads.items()], (hg, tr.train))
+    _run(prog, tr, [(_in_name(k), g) for k, (g, _) in grads.items()], (hg, tr.train))
     if variables is None:
         _note_written([g for g, _ in grads.values()])
     bufs = prog.take_outputs()
@@ -425,7 +455,7 @@ def wait(a: NDArray) -> None:
 def before_run() -> None:
     """An executor is about to overwrite its bound arrays: compute pending work that reads them
     (nothing inside one of our own runs)."""
-    if PENDING and not STATE.running:
+    if not STATE.running and PENDING:  # (cheap test first: inside our own runs it is set)
         flush()
 
 

@@ -13,14 +13,12 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from types import SimpleNamespace
-
 from . import autograd, imperative, imperative_compile, ndarray, random, registry
 from . import ops  # noqa: F401  (registers the built-in ops)
 from . import symbol as S
 from .base import AttrError, ShapeError, where
 from .context import Context
-from .imperative import PENDING, _Call, _call_info, _result, call, record
+from .imperative import FAST_CALLS, PENDING, _Call, _call_info, _result, call, record
 from .ndarray import NDArray, _host_key, array
 
 # What NDArray asks of the engine (see ``ndarray.set_engine``).
@@ -155,6 +153,18 @@ def getitem(a: NDArray, key: Any) -> NDArray:
 
 # -- sg.nd op functions ------------------------------------------------------------------------
 
+MAX_FAST = 20000  # FAST_CALLS entries (one per call site and attribute values, in practice)
+
+
+def _fast_key(op: str, args: tuple, kwargs: dict) -> Optional[tuple]:
+    """The :data:`FAST_CALLS` key of a call, or None when it cannot have one (an array among
+    the keywords: arrays hash by identity and compare by value)."""
+    for v in kwargs.values():
+        if isinstance(v, (NDArray, np.ndarray, list)):
+            return None
+    return (op, tuple(map(type, args)), tuple(kwargs.items()))
+
+
 def make_nd_function(opdef: registry.OpDef):
     """The ``sg.nd`` function of one op: arrays positionally or by input name, then attributes
     by keyword (or positionally, in the op's schema order, after the arrays); ``out=``."""
@@ -162,6 +172,13 @@ def make_nd_function(opdef: registry.OpDef):
 
     def op_function(*args: Any, out: Optional[NDArray] = None, name: Optional[str] = None,
                     **kwargs: Any) -> Union[NDArray, list]:
+        key = _fast_key(opdef.name, args, kwargs)
+        try:
+            info = FAST_CALLS.get(key) if key is not None else None
+        except TypeError:  # an unhashable attribute value (a tuple of lists)
+            key, info = None, None
+        if info is not None:  # seen before: arrays positionally, attributes by keyword
+            return _result(record(info, args, name), out)
         if opdef.variadic:
             arrays = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) \
                 else list(args)
@@ -186,6 +203,9 @@ def make_nd_function(opdef: registry.OpDef):
             raise AttrError(f"{where(name or opdef.name, opdef.name)}too many positional "
                             f"arguments: {len(args) - n} after the arrays")
         info = _call_info(opdef, attrs, name)
+        if key is not None and n == len(args) and not named and ctx is None and \
+                "inplace" not in kwargs and len(FAST_CALLS) < MAX_FAST:
+            FAST_CALLS[key] = info
         inputs = list(args[:n])
         for slot in info.slots[n:]:
             if slot in named:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import builtins
 from typing import Any, Iterator, Optional, Sequence, Union
 
+import math
+
 import numpy as np
 
 from . import ndfile
@@ -97,7 +99,7 @@ class NDArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)  # a numpy reduction cost more than the rest of a step
 
     @property
     def ndim(self) -> int:

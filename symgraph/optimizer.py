@@ -85,6 +85,8 @@ class Optimizer:
         self.set_lr_mult({})
         self.set_wd_mult({})
         self.rule = self._rule()
+        self._row_memo: dict[Any, tuple] = {}  # index -> scalar row (see step_rows)
+        self._row_snapshot: Optional[tuple] = None
 
     # -- the rule and its per-step scalars -------------------------------------------------
     def _rule(self) -> UpdateRule:
@@ -105,18 +107,60 @@ class Optimizer:
         """Count one update for each of ``indices`` and return this step's scalar table:
         ``{scalar name: float64 array with one value per index}``. A fused GPU update takes this
         table (one row per parameter) and the rule's formulas; the numpy path reads row ``i``."""
+        rows = self.step_rows(indices)
+        return {k: np.array([r[j] for r in rows], np.float64)
+                for j, k in enumerate(self.rule.scalars)}
+
+    def step_rows(self, indices: Sequence[Any]) -> list[tuple[float, ...]]:
+        """:meth:`step_scalars` as plain floats: one tuple per index, in ``rule.scalars``
+        order (the per-step path of the fused GPU update: no numpy calls for scalars).
+        Rows are remembered per index while :meth:`_row_inputs` stays the same."""
+        snapshot = self._row_inputs()
+        names = self.rule.scalars
+        if snapshot is None:  # a subclass may count or schedule its own way
+            rows = []
+            for index in indices:
+                self._update_count(index)
+                got = self._scalars(index, self._index_update_count[index])
+                rows.append(tuple(float(got[k]) for k in names))
+            return rows
+        memo = self._row_memo
+        if snapshot != self._row_snapshot:
+            memo.clear()
+            self._row_snapshot = snapshot
+        counts, begin = self._index_update_count, self.begin_num_update
         rows = []
         for index in indices:
-            self._update_count(index)
-            rows.append(self._scalars(index, self._index_update_count[index]))
-        return {k: np.array([r[k] for r in rows], np.float64) for k in self.rule.scalars}
+            count = counts[index] = counts.get(index, begin) + 1
+            if count > self.num_update:
+                self.num_update = count
+            row = memo.get(index)
+            if row is None:
+                got = self._scalars(index, count)
+                row = memo[index] = tuple(float(got[k]) for k in names)
+            rows.append(row)
+        return rows
+
+    def _row_inputs(self) -> Optional[tuple]:
+        """Everything :meth:`_scalars` reads besides the index, when its result does not
+        depend on the update count (then rows are reused while this is unchanged); None
+        (always recompute) for optimizers that do not say, a scheduled learning rate, or
+        scalars that change with the step (Adam's bias correction)."""
+        return None
+
+    def _base_inputs(self) -> tuple:
+        """What the base :meth:`_scalars` reads (for subclasses' :meth:`_row_inputs`)."""
+        return (self.lr, self.wd, self.rescale_grad, self.clip_gradient,
+                tuple(self.lr_mult.items()), tuple(self.wd_mult.items()),
+                tuple(self.idx2name.items()))
 
     def update_multi(self, indices: Sequence[Any], weights: Sequence[Any],
                      grads: Sequence[Any], states: Sequence[Sequence[np.ndarray]]) -> None:
         """One step for several parameters (the scalar table is built once)."""
-        table = self.step_scalars(indices)
-        for i, (w, g, st) in enumerate(zip(weights, grads, states)):
-            self._apply(w, g, st, {k: v[i] for k, v in table.items()})
+        names = self.rule.scalars
+        for row, w, g, st in zip(self.step_rows(indices), weights, grads, states):
+            # float64 scalars, as the table of step_scalars holds them (numpy promotion)
+            self._apply(w, g, st, {k: np.float64(v) for k, v in zip(names, row)})
 
     def update(self, index: Any, weight: Any, grad: Any, state: Sequence[np.ndarray]) -> None:
         """Apply one step to ``weight`` (an NDArray or numpy array) in place; states too."""
@@ -193,6 +237,11 @@ class SGD(Optimizer):
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "momentum": self.momentum}
 
+    def _row_inputs(self) -> Optional[tuple]:
+        if type(self) is not SGD or self.lr_scheduler is not None:
+            return None
+        return (*self._base_inputs(), self.momentum)
+
 
 class Adam(Optimizer):
     """MXNet's Adam: ``g = clip(rescale*grad + wd*weight)``, moments ``m, v``, and
@@ -254,6 +303,11 @@ class RMSProp(Optimizer):
         return {**super()._scalars(index, t), "gamma1": self.gamma1, "gamma2": self.gamma2,
                 "epsilon": self.epsilon}
 
+    def _row_inputs(self) -> Optional[tuple]:
+        if type(self) is not RMSProp or self.lr_scheduler is not None:
+            return None
+        return (*self._base_inputs(), self.gamma1, self.gamma2, self.epsilon)
+
 
 class AdaGrad(Optimizer):
     """MXNet's AdaGrad: ``g = clip(rescale*grad); h += g^2;
@@ -274,6 +328,11 @@ class AdaGrad(Optimizer):
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "eps": self.float_stable_eps}
+
+    def _row_inputs(self) -> Optional[tuple]:
+        if type(self) is not AdaGrad or self.lr_scheduler is not None:
+            return None
+        return (*self._base_inputs(), self.float_stable_eps)
 
 
 _REGISTRY: dict[str, type] = {"sgd": SGD, "adam": Adam, "rmsprop": RMSProp, "adagrad": AdaGrad}

@@ -86,13 +86,17 @@ class CudaProgram:
         produced = [o for st in schedule.steps for o in st.outputs]
         self._redirectable = {o for o in produced if o not in bound
                               and produced.count(o) == 1}
+        self._env0: Any = None  # the planned slots' pointers (new_env)
+        self._segments: dict[tuple[int, int], list] = {}  # (start, stop) -> segments()
 
     # -- backend interface ---------------------------------------------------------------------
     def new_env(self) -> CudaEnv:
-        ptrs = [0] * len(self.schedule.shapes)
-        for slot, off in self.plan.offset.items():
-            ptrs[slot] = self._base + off
-        return CudaEnv(ptrs)
+        if self._env0 is None:  # every run starts from these pointers: made once
+            ptrs = [0] * len(self.schedule.shapes)
+            for slot, off in self.plan.offset.items():
+                ptrs[slot] = self._base + off
+            self._env0 = ptrs
+        return CudaEnv(list(self._env0))
 
     def bind_input(self, env: CudaEnv, slot: int, array: Any) -> None:
         env.ptrs[slot] = array._data.ptr
@@ -118,7 +122,9 @@ class CudaProgram:
             if profiler.recording():  # eagerly, one step at a time between CUDA events
                 self._run_profiled(steps, start, rc)
                 steps, start, stop = [], stop, stop
-            parts = segments(self.has_host, start, stop)
+            parts = self._segments.get((start, stop))
+            if parts is None:
+                parts = self._segments[start, stop] = segments(self.has_host, start, stop)
             for i, (a, b, host) in enumerate(parts):
                 seg, gkey = steps[a - start:b - start], (a, b, key, rc.is_train)
                 if i == len(parts) - 1 and not host and extra:  # the tail joins the last graph

@@ -52,6 +52,7 @@ class FusedUpdate:
         self._turn = 0
         self._rows: Optional[tuple] = None
         self._last: Optional[np.ndarray] = None
+        self._last_rows: Optional[tuple] = None  # the last list of row tuples given
         grid = max(1, min(len(chunks), info["sm_count"] * 16))
         self._grid, self._block = (grid, 1, 1), (THREADS, 1, 1)
         chunk_ptr = int(self._chunks) if self._chunks is not None else 0
@@ -73,8 +74,14 @@ class FusedUpdate:
             drv.memcpy_htod(self._table, np.ascontiguousarray(table))
         self._rows = rows
 
-    def set_scalars(self, table: np.ndarray, stream: Any) -> None:
-        """Queue the scalar table ``(parameters, scalars)`` on ``stream`` if it changed."""
+    def set_scalars(self, table: Any, stream: Any) -> None:
+        """Queue the scalar table ``(parameters, scalars)`` on ``stream`` if it changed.
+        ``table`` is an array or a list of row tuples; rows of plain floats are first compared
+        as tuples (no numpy work on the per-step path when nothing changed)."""
+        rows = tuple(table) if isinstance(table, list) else None
+        if rows is not None and rows == self._last_rows:
+            return
+        self._last_rows = rows
         table = np.asarray(table, np.float32)  # compared as the device holds it
         if self._last is not None and np.array_equal(table, self._last):
             return
@@ -123,6 +130,14 @@ class UpdateTail:
         return [fused.closure(stream)]
 
 
+def _same(a: tuple, b: Optional[tuple]) -> bool:
+    """Whether two ``update_multi`` bindings hold the same objects (identity, not value)."""
+    if b is None or a[0] is not b[0] or a[1] != b[1]:
+        return False
+    return all(x is y for x, y in zip(a[2], b[2])) and len(a[2]) == len(b[2]) and \
+        all(x is y for x, y in zip(a[3], b[3])) and len(a[3]) == len(b[3])
+
+
 class FusedUpdater(Updater):
     """An updater whose states are device arrays and whose step is one :class:`FusedUpdate`."""
 
@@ -131,6 +146,10 @@ class FusedUpdater(Updater):
         self.device_id = device_id
         self.stream = stream  # the executor's stream: the step is ordered after backward
         self.fused: Optional[FusedUpdate] = None
+        # What the last eager step bound (see update_multi): the arrays' buffers, the states
+        # table, and the row tuple the kernel's pointer table was then written from.
+        self._bound: Optional[tuple] = None
+        self._bound_rows: Optional[tuple] = None
 
     def prepare(self, indices: Sequence[Any], weights: Sequence[Any]) -> list[tuple]:
         """Create missing device states and the kernel (once); the states of ``indices``."""
@@ -159,10 +178,9 @@ class FusedUpdater(Updater):
 
     def set_step_scalars(self, indices: Sequence[Any], stream: Any) -> None:
         """Count one update of each of ``indices`` and queue this step's scalar table."""
-        table = self.optimizer.step_scalars(indices)
-        names = self.optimizer.rule.scalars
-        self.fused.set_scalars(np.stack([table[k] for k in names], axis=1)
-                               if names else np.zeros((len(indices), 1)), stream)
+        rows = self.optimizer.step_rows(indices)
+        self.fused.set_scalars(rows if self.optimizer.rule.scalars
+                               else [(0.0,)] * len(indices), stream)
 
     def tail(self, indices: Sequence[Any], weights: Sequence[Any],
              grad_slots: Sequence[int]) -> UpdateTail:
@@ -176,10 +194,18 @@ class FusedUpdater(Updater):
                      weights: Sequence[Any]) -> None:
         """One eager step on ``self.stream`` from gradient arrays (after a separate backward):
         at most one scalar-table copy and one kernel launch."""
-        states = self.prepare(indices, weights)
+        # The same buffers as the last step, and nobody rebound the kernel's table since
+        # (a tail, another updater): prepare() and bind() would change nothing.
+        bound = (self.states, tuple(indices), [w._buf for w in weights],
+                 [g._buf for g in grads])
+        fused = self.fused
+        if fused is None or fused._rows is not self._bound_rows or \
+                not _same(bound, self._bound):
+            states = self.prepare(indices, weights)
+            self.fused.bind([(w._data.ptr, g._data.ptr, *(s.ptr for s in st))
+                             for w, g, st in zip(weights, grads, states)])
+            self._bound, self._bound_rows = bound, self.fused._rows
         self.set_step_scalars(indices, self.stream)
-        self.fused.bind([(w._data.ptr, g._data.ptr, *(s.ptr for s in st))
-                         for w, g, st in zip(weights, grads, states)])
         with activate(self.device_id):
             self.fused.closure(self.stream)(None)
 

@@ -36,7 +36,7 @@ class TracedProgram:
                 index[node] = len(index)
                 continue
             refs = tuple((index[e.node], e.index) for e in node.inputs)
-            self.steps.append((node.op, dict(node.attrs), refs, node.name))
+            self.steps.append((_call_of(node), refs, node.name))
             index[node] = len(index)
         self.variables = [n for n in index]  # node order: variables and ops interleaved
         self.outputs = [(index[e.node], e.index) for e in graph.outputs]
@@ -54,11 +54,19 @@ class TracedProgram:
                 values.append((by_name[name],) if name in by_name else
                               (self.params[name].data(ctx),))
                 continue
-            op, attrs, refs, name = next(steps)
-            out = imperative.call(op, [values[i][k] for i, k in refs], attrs, name=name)
-            values.append(tuple(out) if isinstance(out, list) else (out,))
+            info, refs, name = next(steps)
+            out = imperative.record(info, [values[i][k] for i, k in refs], name)
+            values.append(tuple(out))
         outs = [values[i][k] for i, k in self.outputs]
         return outs[0] if self.n_out == 1 else outs
+
+
+def _call_of(node: Any) -> Any:
+    """The imperative call of a traced node: its op with its parsed attributes (made once,
+    so a replay records each node without parsing or looking up anything)."""
+    from .. import imperative
+    from ..registry import get_op
+    return imperative._call_info(get_op(node.op), dict(node.attrs), node.name)
 
 
 def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence[Any]) -> None:

@@ -21,6 +21,9 @@ from ..base import AttrError, BindError, DataError, ShapeError
 from ..context import Context, current_context
 
 GRAD_REQS = ("write", "add", "null")
+# Bumped whenever any Parameter's arrays or grad_req change: a Trainer keeps what it gathers
+# from its Parameters (arrays, contexts, trainable set) until this moves (a per-step saving).
+VERSION = [0]
 CtxArg = Union[None, Context, Sequence[Context]]
 
 
@@ -96,6 +99,7 @@ class Parameter:
         if not self._differentiable:
             req = "null"
         self._grad_req = req
+        VERSION[0] += 1
         for arr in (self._data or {}).values():
             self._attach(arr)
 
@@ -115,6 +119,7 @@ class Parameter:
                           f"Set force_reinit=True to re-initialize.", stacklevel=2)
             return
         self._data = None
+        VERSION[0] += 1
         init = init if init is not None else self.init
         default_init = default_init if default_init is not None else _init.Uniform()
         self._deferred = (init, _ctx_list(ctx), default_init, None)
@@ -153,6 +158,7 @@ class Parameter:
             self._attach(arr)
             arrays[c] = arr
         self._data = arrays
+        VERSION[0] += 1
 
     def reset_ctx(self, ctx: CtxArg) -> None:
         """Move the data (and a pending initialisation) to other contexts."""
@@ -204,6 +210,11 @@ class Parameter:
 
     def data(self, ctx: Optional[Context] = None) -> nd.NDArray:
         """The value on ``ctx`` (default: the only or the first context)."""
+        arrays = self._data
+        if arrays is not None and ctx is not None:  # every forward asks: one lookup
+            got = arrays.get(ctx)
+            if got is not None:
+                return got
         arrays = self._check(ctx)
         if ctx is None:
             return next(iter(arrays.values()))

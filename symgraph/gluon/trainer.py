@@ -15,7 +15,7 @@ import numpy as np
 from .. import optimizer as _opt
 from ..imperative_compile import GRAD_WRITTEN
 from ..base import AttrError, DataError, ExecutionError
-from .parameter import Parameter
+from .parameter import VERSION, Parameter
 from .parameter_dict import ParameterDict
 
 _KVSTORES = ("device", "local", None, False)
@@ -44,8 +44,11 @@ def _fresh(arr: Any) -> bool:
     return ref is not None and ref() is g
 
 
-def _mark_stale(arr: Any) -> None:
-    GRAD_WRITTEN.pop(id(arr.grad), None)
+def _all_fresh(arrays: Sequence[Any]) -> bool:
+    for a in arrays:
+        if not _fresh(a):
+            return False
+    return True
 
 
 class Trainer:
@@ -71,6 +74,7 @@ class Trainer:
         self._optimizer = self._make_optimizer(optimizer, optimizer_params)
         self._updaters: dict[Any, Any] = {}   # context -> Updater
         self._kvstore = kvstore
+        self._gathered: Optional[tuple[int, list]] = None  # (parameter VERSION, _gather())
 
     def _make_optimizer(self, optimizer: Any, params: dict) -> _opt.Optimizer:
         idx2name = {i: p.name for i, p in enumerate(self._params)}
@@ -126,7 +130,16 @@ class Trainer:
                             f"{batch_size!r}")
 
     def _gather(self) -> list[tuple[int, Parameter, list]]:
-        """``(index, parameter, its arrays by context)`` of every trainable parameter."""
+        """``(index, parameter, its arrays by context)`` of every trainable parameter (kept
+        until a Parameter's arrays or grad_req change)."""
+        got = self._gathered
+        if got is not None and got[0] == VERSION[0]:
+            return got[1]
+        items = self._gather_now()
+        self._gathered = (VERSION[0], items)
+        return items
+
+    def _gather_now(self) -> list[tuple[int, Parameter, list]]:
         items = [(i, p, p.list_data()) for i, p in enumerate(self._params)
                  if p.grad_req != "null"]
         if not items:
@@ -151,7 +164,7 @@ class Trainer:
 
     def _update(self, items: Sequence[tuple[int, Parameter, list]],
                 ignore_stale_grad: bool) -> None:
-        stale = [p.name for _, p, arrays in items if not all(_fresh(a) for a in arrays)]
+        stale = [p.name for _, p, arrays in items if not _all_fresh(arrays)]
         if stale and not ignore_stale_grad:
             if len(stale) == len(items):
                 raise ExecutionError(
@@ -167,12 +180,12 @@ class Trainer:
         if not items:
             return
         indices = [i for i, _, _ in items]
-        for k, ctx in enumerate(a.context for a in items[0][2]):
+        for k, ctx in enumerate(a._ctx for a in items[0][2]):
             weights = [arrays[k] for _, _, arrays in items]
-            self._updater(ctx, weights).update_multi(indices, [w.grad for w in weights],
-                                                     weights)
-            for w in weights:
-                _mark_stale(w)
+            grads = [w._grad for w in weights]
+            self._updater(ctx, weights).update_multi(indices, grads, weights)
+            for g in grads:
+                GRAD_WRITTEN.pop(id(g), None)  # stale until the next backward() writes it
 
     def _updater(self, ctx: Any, weights: Sequence[Any]) -> Any:
         """The context's updater: fused on the GPU with float32 weights, numpy otherwise."""

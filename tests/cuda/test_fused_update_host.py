@@ -1,0 +1,86 @@
+"""The host side of the GPU Trainer step without a GPU: ``FusedUpdater.update_multi`` skips
+``prepare`` and the pointer-table rows while the same buffers come back, and rebinds when a
+gradient buffer, the states or the kernel's table (rebound by someone else) changed. A
+subprocess stands a mock in for pycuda (the mock must not leak into other tests)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCRIPT = r'''
+import sys, types, contextlib
+from unittest import mock
+pycuda = types.ModuleType("pycuda"); drv = mock.MagicMock(); pycuda.driver = drv
+sys.modules["pycuda"] = pycuda; sys.modules["pycuda.driver"] = drv
+sys.modules["pycuda.gpuarray"] = mock.MagicMock(); pycuda.gpuarray = sys.modules["pycuda.gpuarray"]
+import symgraph as sg
+from symgraph.cuda import libs
+libs.require_pycuda = lambda: None
+from symgraph.cuda import optimizer as co
+
+
+class Buf:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+class Arr:  # what update_multi reads of an NDArray: _buf, _data.ptr, size
+    def __init__(self, ptr, size=4):
+        self._buf = self._data = Buf(ptr)
+        self.size = size
+
+
+class Fused:  # FusedUpdate's interface, counting what the host asks of it
+    def __init__(self, rule, sizes, device_id):
+        self.sizes, self._rows, self.binds, self.scalars, self.launches = sizes, None, 0, 0, 0
+
+    def bind(self, rows):
+        rows = tuple(tuple(r) for r in rows)
+        if rows != self._rows:
+            self._rows = rows
+        self.binds += 1
+
+    def set_scalars(self, rows, stream):
+        self.scalars += 1
+
+    def closure(self, stream):
+        def go(rc=None):
+            self.launches += 1
+        return go
+
+
+co.FusedUpdate = Fused
+co.activate = lambda d: contextlib.nullcontext()
+upd = co.FusedUpdater(sg.optimizer.create("sgd", learning_rate=0.1), 0)
+upd._zeros = lambda w: Buf(0)
+w, g = [Arr(100), Arr(200)], [Arr(300), Arr(400)]
+upd.update_multi([0, 1], g, w)
+f = upd.fused
+upd.update_multi([0, 1], g, w)
+upd.update_multi([0, 1], g, w)
+assert (f.binds, f.scalars, f.launches) == (1, 3, 3), (f.binds, f.scalars, f.launches)
+assert upd.optimizer._index_update_count == {0: 3, 1: 3}
+g[1] = Arr(500)  # a new gradient buffer
+upd.update_multi([0, 1], g, w)
+assert f.binds == 2 and f._rows[1][1] == 500, f._rows
+f._rows = ((4, 1, 2), (4, 3, 4))  # a tail rebound the kernel's table
+upd.update_multi([0, 1], g, w)
+assert f.binds == 3 and f._rows[0][1] == 300
+upd.states = dict(upd.states)  # set_states: new states
+upd.update_multi([0, 1], g, w)
+assert f.binds == 4
+upd.update_multi([0], g[:1], w[:1])  # another parameter set: another kernel
+assert upd.fused is not f and upd.fused.binds == 1 and upd.fused.launches == 1
+print("OK")
+'''
+
+
+def test_repeated_steps_skip_the_rebind() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
+                         env=env, cwd=ROOT, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stdout + out.stderr
