@@ -74,27 +74,32 @@ def variable(name: str, extra: Optional[dict] = None) -> Node:
 def topo_order(outputs: Iterable[Entry]) -> list[Node]:
     """Nodes reachable from ``outputs`` in depth-first post-order (inputs in order first).
 
-    This is MXNet's order: ``list_arguments`` lists variables in it.
+    This is MXNet's order: ``list_arguments`` lists variables in it. Iterative (graphs are
+    deep) and linear: each node is pushed once with an iterator over its inputs.
     """
     order: list[Node] = []
-    state: dict[Node, int] = {}  # 1 = on stack, 2 = done
+    done: set[Node] = set()
+    on_stack: set[Node] = set()
     for out in outputs:
-        stack: list[tuple[Node, int]] = [(out.node, 0)]
+        if out.node in done:
+            continue
+        on_stack.add(out.node)
+        stack = [(out.node, iter(out.node.inputs))]
         while stack:
-            node, i = stack.pop()
-            if i == 0:
-                if state.get(node) == 2:
+            node, pending = stack[-1]
+            for e in pending:
+                child = e.node
+                if child in done:
                     continue
-                state[node] = 1
-            if i < len(node.inputs):
-                stack.append((node, i + 1))
-                child = node.inputs[i].node
-                if state.get(child) == 1:
+                if child in on_stack:
                     raise GraphError(f"cycle through node {child.name}")
-                if child not in state:
-                    stack.append((child, 0))
+                on_stack.add(child)
+                stack.append((child, iter(child.inputs)))
+                break
             else:
-                state[node] = 2
+                stack.pop()
+                on_stack.discard(node)
+                done.add(node)
                 order.append(node)
     return order
 
@@ -138,18 +143,31 @@ def rewrite(graph: Graph, fn: Callable[[Node], Replacement]) -> Graph:
 
     Each node is first rebuilt on its (possibly replaced) inputs, then passed to ``fn``, which
     returns ``None`` (keep), a replacement node with the same outputs, or one entry per output.
+
+    Passes keep every entry's type (their contract), so a node rebuilt only because its
+    inputs were replaced has its old outputs' types: they are copied into ``graph.types``
+    rather than recomputed (``verify`` replays the rules and catches a pass that broke this).
     """
     remap: dict[Entry, Entry] = {}
+    table = graph.types
     for node in graph.nodes():
-        new_inputs = tuple(remap.get(e, e) for e in node.inputs)
-        current = node if new_inputs == node.inputs else node.with_inputs(new_inputs)
+        current = node
+        if remap:
+            ins = node.inputs
+            new_inputs = tuple([remap.get(e, e) for e in ins])
+            if new_inputs != ins:
+                current = node.with_inputs(new_inputs)
+                if table is not None:
+                    table.copy(node, current)
         result = fn(current)
         if result is None:
             result = current
+        if result is node:
+            continue
         entries = result.entries() if isinstance(result, Node) else tuple(result)
-        for i in range(node.num_outputs):
-            remap[Entry(node, i)] = entries[i]
-    return Graph(tuple(remap.get(e, e) for e in graph.outputs), graph.types)
+        for i, old in enumerate(node.entries()):
+            remap[old] = entries[i]
+    return Graph(tuple([remap.get(e, e) for e in graph.outputs]), graph.types)
 
 
 def check_unique_inputs(graph: Graph) -> None:

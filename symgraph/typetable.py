@@ -57,15 +57,28 @@ class TypeTable:
         self._shapes[entry] = tuple(int(d) for d in shape)
         self._types[entry] = np.dtype(dtype)
 
+    def copy(self, old: Node, new: Node) -> None:
+        """Give ``new``'s outputs the known types of ``old``'s: ``new`` is ``old`` rebuilt on
+        inputs of the same types (``graph.rewrite``), so its rules would give the same."""
+        shapes, types = self._shapes, self._types
+        for eo, en in zip(old.entries(), new.entries()):
+            if eo in shapes and eo in types:
+                shapes[en] = shapes[eo]
+                types[en] = types[eo]
+
     def shape(self, e: Entry) -> Optional[Shape]:
-        if e not in self._shapes:
+        try:
+            return self._shapes[e]
+        except KeyError:
             self._fill_upto(e.node)
-        return self._shapes[e]
+            return self._shapes[e]
 
     def dtype(self, e: Entry) -> Optional[np.dtype]:
-        if e not in self._types:
+        try:
+            return self._types[e]
+        except KeyError:
             self._fill_upto(e.node)
-        return self._types[e]
+            return self._types[e]
 
     def _fill_upto(self, node: Node) -> None:
         """Fill ``node`` and its unknown ancestors, inputs first (iterative: graphs are deep)."""
