@@ -230,7 +230,7 @@ class Executor:
         if missing:
             raise BindError(f"cannot decide the shapes of outputs {missing}")
         self._types = types
-        self._graph = Graph(graph.outputs, types)
+        self._graph = graph.with_types(types)
         for train in self._eager_stages:
             self._stage(train)
 
@@ -275,7 +275,7 @@ class Executor:
             for h, e in zip(heads, self._fwd_outputs):
                 self._types.add(Entry(h), self._types.shape(e), self._types.dtype(e))
             head_syms = [Symbol((Entry(h),)) for h in heads]
-            grads = gradient(Graph(tuple(g.outputs), self._types),
+            grads = gradient(g.with_types(self._types),
                              [var_by_name[n] for n in wrt_names],
                              head_syms)
             outputs += [s.outputs_[0] for s in grads]

@@ -75,30 +75,32 @@ def topo_order(outputs: Iterable[Entry]) -> list[Node]:
     """Nodes reachable from ``outputs`` in depth-first post-order (inputs in order first).
 
     This is MXNet's order: ``list_arguments`` lists variables in it. Iterative (graphs are
-    deep) and linear: each node is pushed once with an iterator over its inputs.
+    deep) and linear: the stack holds each open node with the position of its next input.
     """
     order: list[Node] = []
     done: set[Node] = set()
-    on_stack: set[Node] = set()
     for out in outputs:
         if out.node in done:
             continue
-        on_stack.add(out.node)
-        stack = [(out.node, iter(out.node.inputs))]
+        stack, pos, active = [out.node], [0], {out.node}
         while stack:
-            node, pending = stack[-1]
-            for e in pending:
-                child = e.node
-                if child in done:
-                    continue
-                if child in on_stack:
-                    raise GraphError(f"cycle through node {child.name}")
-                on_stack.add(child)
-                stack.append((child, iter(child.inputs)))
-                break
+            node = stack[-1]
+            ins, i = node.inputs, pos[-1]
+            while i < len(ins):
+                child = ins[i].node
+                i += 1
+                if child not in done:
+                    if child in active:
+                        raise GraphError(f"cycle through node {child.name}")
+                    pos[-1] = i
+                    stack.append(child)
+                    pos.append(0)
+                    active.add(child)
+                    break
             else:
                 stack.pop()
-                on_stack.discard(node)
+                pos.pop()
+                active.discard(node)
                 done.add(node)
                 order.append(node)
     return order
@@ -121,6 +123,14 @@ class Graph:
             cached = topo_order(self.outputs)
             object.__setattr__(self, "_nodes", cached)
         return list(cached)
+
+    def with_types(self, types: Optional["TypeTable"]) -> "Graph":  # noqa: F821
+        """The same graph carrying ``types`` (its node list is shared, not walked again)."""
+        out = Graph(self.outputs, types)
+        cached = self.__dict__.get("_nodes")
+        if cached is not None:
+            object.__setattr__(out, "_nodes", cached)
+        return out
 
     def variables(self) -> list[Node]:
         return [n for n in self.nodes() if n.op == VARIABLE]
@@ -167,6 +177,8 @@ def rewrite(graph: Graph, fn: Callable[[Node], Replacement]) -> Graph:
         entries = result.entries() if isinstance(result, Node) else tuple(result)
         for i, old in enumerate(node.entries()):
             remap[old] = entries[i]
+    if not remap:  # nothing replaced: the same graph (and its node list, already walked)
+        return graph
     return Graph(tuple([remap.get(e, e) for e in graph.outputs]), graph.types)
 
 

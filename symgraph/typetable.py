@@ -82,30 +82,32 @@ class TypeTable:
 
     def _fill_upto(self, node: Node) -> None:
         """Fill ``node`` and its unknown ancestors, inputs first (iterative: graphs are deep)."""
+        shapes, types = self._shapes, self._types
         stack = [(node, False)]
         while stack:
             n, ready = stack.pop()
-            if Entry(n) in self._shapes and Entry(n) in self._types:
+            e0 = Entry(n)
+            if e0 in shapes and e0 in types:
                 continue
             if ready:
                 self._fill(n)
                 continue
             stack.append((n, True))
             stack.extend((e.node, False) for e in n.inputs
-                         if e not in self._shapes or e not in self._types)
+                         if e not in shapes or e not in types)
 
     def _fill(self, node: Node) -> None:
-        e0 = Entry(node)
+        shapes, types = self._shapes, self._types
         if node.is_variable:
-            self._shapes.setdefault(e0, declared_shape(node))
-            self._types.setdefault(e0, declared_dtype(node))
+            e0 = Entry(node)
+            shapes.setdefault(e0, declared_shape(node))
+            types.setdefault(e0, declared_dtype(node))
             return
-        n = node.num_outputs
-        outs, touts = forward_types(node, [self._shapes[e] for e in node.inputs],
-                                    [self._types[e] for e in node.inputs])
-        for i in range(n):
-            self._shapes.setdefault(Entry(node, i), outs[i])
-            self._types.setdefault(Entry(node, i), touts[i])
+        outs, touts = forward_types(node, [shapes[e] for e in node.inputs],
+                                    [types[e] for e in node.inputs])
+        for e, s, t in zip(node.entries(), outs, touts):
+            shapes.setdefault(e, s)
+            types.setdefault(e, t)
 
 
 def forward_types(node: Node, in_shapes: list, in_types: list) -> tuple[list, list]:
@@ -121,8 +123,13 @@ def forward_types(node: Node, in_shapes: list, in_types: list) -> tuple[list, li
         touts = opdef.infer_type(node.attrs, list(in_types), [None] * n)[1]
     except SymgraphError:
         touts = [None] * n
-    return ([None if s is None else tuple(int(d) for d in s) for s in outs],
-            [None if t is None else np.dtype(t) for t in touts])
+    return ([s if s is None or _is_shape(s) else tuple(int(d) for d in s) for s in outs],
+            [t if t is None or isinstance(t, np.dtype) else np.dtype(t) for t in touts])
+
+
+def _is_shape(s: Any) -> bool:
+    """Already a tuple of Python ints (most rules return one): no copy needed."""
+    return type(s) is tuple and all(type(d) is int for d in s)
 
 
 def types_of(graph: Graph) -> TypeTable:

@@ -95,6 +95,8 @@ def same_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
     if not known:
         return ins, outs
     merged = known[0]
+    if known.count(merged) == len(known):  # all equal (bind: every rule of a large graph)
+        return [merged] * len(ins), [merged] * len(outs)
     for s in known[1:]:
         both = merge_dims(merged, s)
         if both is None:
