@@ -41,12 +41,13 @@ class Node:
 
     def entries(self) -> tuple["Entry", ...]:
         """One entry per output (made once: the node never changes, and passes ask often)."""
-        cached = self.__dict__.get("_entries")
-        if cached is None:
+        try:
+            return self._entries  # type: ignore[attr-defined]
+        except AttributeError:
             n = 1 if self.op == VARIABLE else get_op(self.op).num_outputs(self.attrs)
             cached = tuple(Entry(self, i) for i in range(n))
             object.__setattr__(self, "_entries", cached)
-        return cached
+            return cached
 
     def with_inputs(self, inputs: Sequence["Entry"]) -> "Node":
         """A copy of this node reading ``inputs``."""
