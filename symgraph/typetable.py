@@ -20,7 +20,7 @@ import numpy as np
 
 from .attrs import _parse_shape
 from .base import SymgraphError
-from .graph import Entry, Graph, Node
+from .graph import VARIABLE, Entry, Graph, Node
 from .registry import get_op
 
 Shape = tuple[int, ...]
@@ -83,27 +83,28 @@ class TypeTable:
     def _fill_upto(self, node: Node) -> None:
         """Fill ``node`` and its unknown ancestors, inputs first (iterative: graphs are deep)."""
         shapes, types = self._shapes, self._types
-        stack = [(node, False)]
+        stack = [node]
         while stack:
-            n, ready = stack.pop()
-            e0 = Entry(n)
-            if e0 in shapes and e0 in types:
+            n = stack[-1]
+            e0 = n.entries()[0]
+            if e0 in types and e0 in shapes:  # filled meanwhile (shared ancestor)
+                stack.pop()
                 continue
-            if ready:
-                self._fill(n)
+            missing = [e.node for e in n.inputs if e not in types or e not in shapes]
+            if missing:
+                stack.extend(missing)
                 continue
-            stack.append((n, True))
-            stack.extend((e.node, False) for e in n.inputs
-                         if e not in shapes or e not in types)
+            stack.pop()
+            self._fill(n)
 
     def _fill(self, node: Node) -> None:
         shapes, types = self._shapes, self._types
-        if node.is_variable:
-            e0 = Entry(node)
+        if node.op == VARIABLE:
+            e0 = node.entries()[0]
             shapes.setdefault(e0, declared_shape(node))
             types.setdefault(e0, declared_dtype(node))
             return
-        outs, touts = forward_types(node, [shapes[e] for e in node.inputs],
+        outs, touts = forward_types(node, [shapes.get(e) for e in node.inputs],
                                     [types[e] for e in node.inputs])
         for e, s, t in zip(node.entries(), outs, touts):
             shapes.setdefault(e, s)

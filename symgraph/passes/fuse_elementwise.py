@@ -35,12 +35,10 @@ MAX_MEMBERS = 48  # keeps generated kernels (and Expr hashing) small
 FUSE, HEAD = 1, 2  # what a node can be in a group: a member, or a GEMM-like head
 
 
-def _role(node: Node) -> int:
-    """``FUSE`` for an elementwise/broadcast node with a formula, ``HEAD`` for a GEMM-like
-    one (pattern ``gemm`` or ``OpDef.epilogue``), 0 otherwise; single-output nodes only."""
-    if node.op == VARIABLE or node.num_outputs != 1:
-        return 0
-    opdef = get_op(node.op)
+def _op_role(op: str) -> int:
+    """``FUSE`` for an elementwise/broadcast op with a formula, ``HEAD`` for a GEMM-like one
+    (pattern ``gemm`` or ``OpDef.epilogue``), 0 otherwise."""
+    opdef = get_op(op)
     if opdef.pattern in (ELEMWISE, BROADCAST) and opdef.expr is not None:
         return FUSE
     return HEAD if opdef.pattern == GEMM or opdef.epilogue else 0
@@ -69,6 +67,16 @@ class _Grouping:
         self.kind: list[tuple] = []  # (dtype, late) of each group's members
         self.anc: dict[Node, int] = {}
         self.late: dict[Node, bool] = {}  # depends on an input bound in the backward phase
+        self.roles: dict[str, int] = {}  # op -> _op_role (asked once per op, not per node)
+
+    def _role(self, node: Node) -> int:
+        """The node's role in a group; single-output op nodes only."""
+        if node.op == VARIABLE or len(node.entries()) != 1:
+            return 0
+        role = self.roles.get(node.op)
+        if role is None:
+            role = self.roles[node.op] = _op_role(node.op)
+        return role
 
     def root(self, gid: int) -> int:
         parent = self.parent
@@ -148,7 +156,7 @@ class _Grouping:
             late = late or self.late[e.node]
         self.late[node] = late
         gid = None
-        role = _role(node)
+        role = self._role(node)
         if role == FUSE:
             gid = self._join(node)
         elif role == HEAD:
@@ -205,32 +213,36 @@ def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
     """One ``_fused`` node for a group; returns (old entry, new entry) pairs for its outputs."""
     inside = set(members)
     node_inputs: list[Entry] = [remap[e] for e in head.inputs] if head else []
-    expr_of: dict[Entry, Expr] = {Entry(head): inp(0)} if head else {}
+    expr_of: dict[Entry, Expr] = {head.entries()[0]: inp(0)} if head else {}
     base = 1 if head else 0
     ext_index: dict[Entry, int] = {}
     body = [m for m in members if m is not head]
     for m in body:
         args = []
         for e in m.inputs:
-            if e not in expr_of:
-                if e not in ext_index:
-                    ext_index[e] = base + len(ext_index)
+            x = expr_of.get(e)
+            if x is None:
+                k = ext_index.get(e)
+                if k is None:
+                    k = ext_index[e] = base + len(ext_index)
                     node_inputs.append(remap[e])
-                expr_of[e] = inp(ext_index[e])
-            args.append(expr_of[e])
-        expr_of[Entry(m)] = get_op(m.op).expr(m.attrs, *args)
-    outs = [m for m in body if Entry(m) in g.outputs or any(u not in inside for u in g.users[m])]
+                x = expr_of[e] = inp(k)
+            args.append(x)
+        expr_of[m.entries()[0]] = get_op(m.op).expr(m.attrs, *args)
+    outputs, users = g.outputs, g.users
+    outs = [m for m in body if m.entries()[0] in outputs
+            or any(u not in inside for u in users[m])]
     ops = [m.op for m in members]
     kname = _kernel_name(ops)
     attrs = Attrs({
-        "exprs": tuple(expr_of[Entry(m)] for m in outs),
-        "shapes": tuple(g.sc.shape(Entry(m)) for m in outs),
+        "exprs": tuple(expr_of[m.entries()[0]] for m in outs),
+        "shapes": tuple(g.sc.shape(m.entries()[0]) for m in outs),
         "members": tuple(ops),
         "nodes": tuple(m.name for m in members),  # for profiles and pictures of the schedule
         "head": (head.op, head.attrs, len(head.inputs)) if head else None,
         "num_inputs": len(node_inputs), "name": kname})
     fused = Node("_fused", f"{kname}:{body[-1].name}", attrs, tuple(node_inputs))
-    return [(Entry(m), Entry(fused, i)) for i, m in enumerate(outs)]
+    return [(m.entries()[0], Entry(fused, i)) for i, m in enumerate(outs)]
 
 
 def fuse_elementwise(graph: Graph) -> Graph:
