@@ -95,7 +95,8 @@ def _grad_reqs(grad_req: Any, names: Sequence[str]) -> dict[str, str]:
         reqs = {n: grad_req for n in names}
     else:
         if isinstance(grad_req, Mapping):  # MXNet ignores requests for other names
-            grad_req = {k: v for k, v in grad_req.items() if k in names}
+            known = set(names)
+            grad_req = {k: v for k, v in grad_req.items() if k in known}
         given = _as_list("grad_req", grad_req, names, required=False)
         reqs = {n: r or "null" for n, r in zip(names, given)}
     for n, r in reqs.items():

@@ -35,9 +35,12 @@ def as_dim(d: object, what: str) -> int:
 
 def as_shape(s: object, what: str) -> Shape:
     """``s`` as a shape tuple of non-negative ints, at most ``MAX_ELEMENTS`` elements."""
-    if isinstance(s, (str, bytes)) or not isinstance(s, Sequence | np.ndarray):
+    if type(s) is tuple and all(type(d) is int and d >= 0 for d in s):
+        shape = s  # already one (what most rules return): only the size is left to check
+    elif isinstance(s, (str, bytes)) or not isinstance(s, Sequence | np.ndarray):
         raise ShapeError(f"{what}: {s!r} is not a shape (a tuple of integers)")
-    shape = tuple(as_dim(d, what) for d in s)
+    else:
+        shape = tuple(as_dim(d, what) for d in s)
     size = 1
     for d in shape:
         size *= d
