@@ -117,6 +117,8 @@ def like_input(index: int) -> Callable:
 
 def broadcast_shapes(shapes: Sequence[Shape]) -> Shape:
     """numpy broadcasting of ``shapes``; ShapeError if they are incompatible."""
+    if shapes and shapes.count(shapes[0]) == len(shapes):  # nothing to broadcast (most calls)
+        return tuple(int(d) for d in shapes[0])
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:

@@ -208,41 +208,55 @@ def _kernel_name(ops: list[str]) -> str:
     return "fused_" + "_".join(names)
 
 
+def _formulas(sig: tuple, outs: tuple[int, ...]) -> tuple[Expr, ...]:
+    """The formulas of a group's outputs from its signature: per body member (op, attrs,
+    references to its operands: ``k >= 0`` is expression input ``k``, ``-1 - j`` member j)."""
+    vals: list[Expr] = []
+    for op, attrs, refs in sig:
+        vals.append(get_op(op).expr(attrs, *[inp(r) if r >= 0 else vals[-1 - r]
+                                             for r in refs]))
+    return tuple(vals[j] for j in outs)
+
+
 def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
-                 remap: dict[Entry, Entry]) -> list[tuple[Entry, Entry]]:
-    """One ``_fused`` node for a group; returns (old entry, new entry) pairs for its outputs."""
+                 remap: dict[Entry, Entry], memo: dict) -> list[tuple[Entry, Entry]]:
+    """One ``_fused`` node for a group; returns (old entry, new entry) pairs for its outputs.
+    ``memo``: formulas by group signature (graphs repeat the same groups many times)."""
     inside = set(members)
     node_inputs: list[Entry] = [remap[e] for e in head.inputs] if head else []
-    expr_of: dict[Entry, Expr] = {head.entries()[0]: inp(0)} if head else {}
-    base = 1 if head else 0
-    ext_index: dict[Entry, int] = {}
+    ref_of: dict[Entry, int] = {head.entries()[0]: 0} if head else {}
+    base = 1 if head else 0  # the head's output is expression input 0
+    n_head = len(node_inputs)  # node inputs feeding the head come first
     body = [m for m in members if m is not head]
-    for m in body:
-        args = []
+    sig = []
+    for j, m in enumerate(body):
+        refs = []
         for e in m.inputs:
-            x = expr_of.get(e)
-            if x is None:
-                k = ext_index.get(e)
-                if k is None:
-                    k = ext_index[e] = base + len(ext_index)
-                    node_inputs.append(remap[e])
-                x = expr_of[e] = inp(k)
-            args.append(x)
-        expr_of[m.entries()[0]] = get_op(m.op).expr(m.attrs, *args)
+            r = ref_of.get(e)
+            if r is None:  # read from outside: the next expression input
+                r = ref_of[e] = base + len(node_inputs) - n_head
+                node_inputs.append(remap[e])
+            refs.append(r)
+        ref_of[m.entries()[0]] = -1 - j
+        sig.append((m.op, m.attrs, tuple(refs)))
     outputs, users = g.outputs, g.users
-    outs = [m for m in body if m.entries()[0] in outputs
-            or any(u not in inside for u in users[m])]
+    outs = tuple(j for j, m in enumerate(body) if m.entries()[0] in outputs
+                 or any(u not in inside for u in users[m]))
+    key = (tuple(sig), outs)
+    exprs = memo.get(key)
+    if exprs is None:
+        exprs = memo[key] = _formulas(key[0], outs)
     ops = [m.op for m in members]
     kname = _kernel_name(ops)
     attrs = Attrs({
-        "exprs": tuple(expr_of[m.entries()[0]] for m in outs),
-        "shapes": tuple(g.sc.shape(m.entries()[0]) for m in outs),
+        "exprs": exprs,
+        "shapes": tuple(g.sc.shape(body[j].entries()[0]) for j in outs),
         "members": tuple(ops),
         "nodes": tuple(m.name for m in members),  # for profiles and pictures of the schedule
         "head": (head.op, head.attrs, len(head.inputs)) if head else None,
         "num_inputs": len(node_inputs), "name": kname})
     fused = Node("_fused", f"{kname}:{body[-1].name}", attrs, tuple(node_inputs))
-    return [(m.entries()[0], Entry(fused, i)) for i, m in enumerate(outs)]
+    return [(body[j].entries()[0], Entry(fused, i)) for i, j in enumerate(outs)]
 
 
 def fuse_elementwise(graph: Graph) -> Graph:
@@ -262,6 +276,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
     for node in nodes:
         units.setdefault(node, node)
     remap: dict[Entry, Entry] = {}
+    memo: dict[tuple, tuple[Expr, ...]] = {}
     for unit in _unit_order(nodes, units):
         if isinstance(unit, Node):
             new_inputs = tuple(remap[e] for e in unit.inputs)
@@ -269,7 +284,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
             remap.update(zip(unit.entries(), new.entries()))
         else:
             gid = unit[1]
-            remap.update(_build_fused(g.members[gid], g.head[gid], g, remap))
+            remap.update(_build_fused(g.members[gid], g.head[gid], g, remap, memo))
     return Graph(tuple(remap[e] for e in graph.outputs), graph.types)
 
 
