@@ -18,7 +18,10 @@ from .registry import get_op
 VARIABLE = "null"
 
 
-@dataclass(frozen=True, eq=False)
+_NO_ATTRS = Attrs()
+
+
+@dataclass(frozen=True, eq=False, init=False)
 class Node:
     """One operation: ``op`` (registry name or ``"null"``), unique ``name``, parsed ``attrs``,
     input entries and ``extra`` user attributes (MXNet's ``attr`` dict: ``__shape__``,
@@ -29,6 +32,16 @@ class Node:
     attrs: Attrs = field(default_factory=Attrs)
     inputs: tuple["Entry", ...] = ()
     extra: Attrs = field(default_factory=Attrs)
+
+    def __init__(self, op: str, name: str, attrs: Optional[Attrs] = None,
+                 inputs: tuple["Entry", ...] = (), extra: Optional[Attrs] = None) -> None:
+        # Written into __dict__ directly: passes and autodiff make a node per graph node, and
+        # the frozen dataclass __init__ (one object.__setattr__ per field) was a visible
+        # share of bind time. Attrs are immutable, so the empty default is shared.
+        d = self.__dict__
+        d["op"], d["name"], d["inputs"] = op, name, inputs
+        d["attrs"] = _NO_ATTRS if attrs is None else attrs
+        d["extra"] = _NO_ATTRS if extra is None else extra
 
     @property
     def is_variable(self) -> bool:
