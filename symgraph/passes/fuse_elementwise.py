@@ -100,7 +100,7 @@ class _Grouping:
         return gid
 
     def _kind(self, node: Node) -> tuple:
-        return self.sc.dtype(Entry(node)), self.late[node]
+        return self.sc.dtype(node.entries()[0]), self.late[node]
 
     def _compatible(self, node: Node, r: int, kind: tuple) -> bool:
         """Size, phase, dtype (``kind`` is ``node``'s), and a lone GEMM head read only by
@@ -126,8 +126,22 @@ class _Grouping:
             return False
         return not self._outside_reaches(node, in_roots, (r, h), self.bits[r] | self.bits[h])
 
+    def _input_roots(self, node: Node) -> list[Optional[int]]:
+        """The group root of each input's producer (None outside groups); ``root`` inlined:
+        this runs once per node of the graph."""
+        group, parent = self.group, self.parent
+        out: list[Optional[int]] = []
+        for e in node.inputs:
+            gid = group.get(e.node)
+            if gid is not None:
+                while parent[gid] != gid:
+                    parent[gid] = parent[parent[gid]]
+                    gid = parent[gid]
+            out.append(gid)
+        return out
+
     def _join(self, node: Node) -> int:
-        in_roots = [self.root_of(e.node) for e in node.inputs]
+        in_roots = self._input_roots(node)
         roots = list(dict.fromkeys(r for r in in_roots if r is not None))
         kind = self._kind(node)
         r = next((r for r in roots if self._compatible(node, r, kind)
@@ -151,10 +165,11 @@ class _Grouping:
 
     def add(self, node: Node) -> None:
         anc, late = 0, node.op == VARIABLE and node.extra.get("__phase__") == "backward"
+        anc_of, late_of = self.anc, self.late
         for e in node.inputs:
-            anc |= self.anc[e.node]
-            late = late or self.late[e.node]
-        self.late[node] = late
+            anc |= anc_of[e.node]
+            late = late or late_of[e.node]
+        late_of[node] = late
         gid = None
         role = self._role(node)
         if role == FUSE:

@@ -86,6 +86,12 @@ def _apply_rule(node: Node, shapes: dict[Entry, Shape]) -> bool:
     return known.changed
 
 
+def _nothing_new(entries: Sequence[Entry], shapes: Sequence[Optional[Shape]],
+                 full: dict[Entry, Shape]) -> bool:
+    """Every shape a rule gave is None or the very tuple already recorded (checked then)."""
+    return all(s is None or s is full.get(e) for e, s in zip(entries, shapes))
+
+
 def _apply(node: Node, known: _Known) -> bool:
     """Run ``node``'s rule and record what it found. True when every input and output was
     fully known before: the rule (a function of them) has nothing left to say."""
@@ -103,6 +109,8 @@ def _apply(node: Node, known: _Known) -> bool:
                           if s is not None)
         raise type(exc)(f"{where(node.name, node.op)}{exc} (inputs: {given or 'none known'})") \
             from None
+    if _nothing_new(node.inputs, new_ins, full) and _nothing_new(entries, new_outs, full):
+        return settled
     in_names = opdef.input_names(node.attrs)
     out_names = opdef.output_names(node.attrs)
     slots = [(e, n, new, i, True) for i, (e, n, new)
@@ -110,7 +118,7 @@ def _apply(node: Node, known: _Known) -> bool:
     slots += [(e, n, new, i, False) for i, (e, n, new)
               in enumerate(zip(entries, out_names, new_outs))]
     for entry, slot, new, i, is_input in slots:
-        if new is None or new is full.get(entry):  # (the same checked tuple: nothing new)
+        if new is None or new is full.get(entry):
             continue
         new = as_shape(new, f"{where(node.name, node.op)}{slot}")
         clash = known.put(entry, new)

@@ -29,9 +29,13 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
         new_ins, new_outs = opdef.infer_type(node.attrs, olds[:n_in], olds[n_in:])
     except (DTypeError, AttrError) as exc:
         raise type(exc)(f"{where(node.name, node.op)}{exc}") from None
+    news = list(new_ins) + list(new_outs)
+    if all(new is None or new is old for old, new in zip(olds, news)) \
+            and len(new_ins) == n_in:  # nothing new (the usual second look at a node)
+        return False, None not in olds
     names = list(opdef.input_names(node.attrs)) + list(opdef.output_names(node.attrs))
     changed = False
-    for entry, name, old, new in zip(entries, names, olds, list(new_ins) + list(new_outs)):
+    for entry, name, old, new in zip(entries, names, olds, news):
         if new is None or new is old:
             continue
         new = np.dtype(new)
