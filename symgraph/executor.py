@@ -195,11 +195,16 @@ class Executor:
     def simple_bind(cls, symbol: Any, ctx: Context, grad_req: Any = "write",
                     type_dict: Optional[Mapping[str, Any]] = None,
                     shapes: Optional[Mapping[str, Any]] = None) -> "Executor":
+        with _gc_paused():  # one pause for the whole bind: each resume costs a collection
+            return cls._simple_bind(symbol, ctx, grad_req, type_dict, shapes)
+
+    @classmethod
+    def _simple_bind(cls, symbol: Any, ctx: Context, grad_req: Any,
+                     type_dict: Optional[Mapping[str, Any]],
+                     shapes: Optional[Mapping[str, Any]]) -> "Executor":
         # The one inference of this bind: the executor reuses its table.
-        with _gc_paused():
-            shape_of, (arg_shapes, _, aux_shapes) = symbol_shapes(symbol, (), shapes or {},
-                                                                  False)
-            type_of, (arg_types, _, aux_types) = symbol_types(symbol, (), type_dict or {})
+        shape_of, (arg_shapes, _, aux_shapes) = symbol_shapes(symbol, (), shapes or {}, False)
+        type_of, (arg_types, _, aux_types) = symbol_types(symbol, (), type_dict or {})
         names = symbol.list_arguments()
         args = [_alloc("argument", n, s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)]
         reqs = _grad_reqs(grad_req, names)
