@@ -92,30 +92,31 @@ def topo_order(outputs: Iterable[Entry]) -> list[Node]:
     deep) and linear: the stack holds each open node with the position of its next input.
     """
     order: list[Node] = []
-    done: set[Node] = set()
+    placed: dict[Node, bool] = {}  # False while on the stack (a cycle reaches it), then True
     for out in outputs:
-        if out.node in done:
+        if out.node in placed:
             continue
-        stack, pos, active = [out.node], [0], {out.node}
+        stack, pos = [out.node], [0]
+        placed[out.node] = False
         while stack:
             node = stack[-1]
             ins, i = node.inputs, pos[-1]
             while i < len(ins):
                 child = ins[i].node
                 i += 1
-                if child not in done:
-                    if child in active:
-                        raise GraphError(f"cycle through node {child.name}")
+                state = placed.get(child)
+                if state is None:
                     pos[-1] = i
                     stack.append(child)
                     pos.append(0)
-                    active.add(child)
+                    placed[child] = False
                     break
+                if state is False:
+                    raise GraphError(f"cycle through node {child.name}")
             else:
                 stack.pop()
                 pos.pop()
-                active.discard(node)
-                done.add(node)
+                placed[node] = True
                 order.append(node)
     return order
 
