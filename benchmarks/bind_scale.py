@@ -4,7 +4,8 @@ backend: inference, passes, autodiff, lowering, memory plan, both schedules).
 Three families, each at 10^3, 10^4, 10^5 nodes (counted in the forward graph, variables
 included): a deep MLP (FullyConnected + relu layers), a long elementwise chain (one input
 through alternating unary ops) and a wide fan-out (one input read by many branches summed with
-add_n). The target is linear time, at most 0.1 ms per node at 10^5 nodes.
+add_n). The target is linear time, at most 0.1 ms per node at 10^5 nodes. Printed per node:
+wall time, and the CPU time of this process (the figure to compare on a shared machine).
 
 Usage: python benchmarks/bind_scale.py [--sizes 1000 10000 100000] [--families mlp chain fan]
        [--profile FAMILY:SIZE]   (cProfile of one bind, top 25 by cumulative time)
