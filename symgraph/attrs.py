@@ -25,12 +25,13 @@ name are parsed with the Param stored under this key instead of being rejected."
 class Attrs(Mapping[str, Any]):
     """Immutable, hashable attribute mapping (sorted key/value tuples)."""
 
-    __slots__ = ("_items", "_dict")
+    __slots__ = ("_items", "_dict", "_hash")
 
     def __init__(self, items: Mapping[str, Any] | None = None) -> None:
         d = dict(items or {})
         self._items = tuple(sorted(d.items()))
         self._dict = d
+        self._hash: Optional[int] = None
 
     def __getitem__(self, key: str) -> Any:
         return self._dict[key]
@@ -42,7 +43,11 @@ class Attrs(Mapping[str, Any]):
         return len(self._items)
 
     def __hash__(self) -> int:
-        return hash(self._items)
+        # Cached: CSE and the passes' memo tables hash every node's attrs, fused kernels' hold
+        # whole formulas.
+        if self._hash is None:
+            self._hash = hash(self._items)
+        return self._hash
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Attrs) and self._items == other._items

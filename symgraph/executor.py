@@ -95,7 +95,8 @@ def _grad_reqs(grad_req: Any, names: Sequence[str]) -> dict[str, str]:
         reqs = {n: grad_req for n in names}
     else:
         if isinstance(grad_req, Mapping):  # MXNet ignores requests for other names
-            grad_req = {k: v for k, v in grad_req.items() if k in names}
+            known = set(names)
+            grad_req = {k: v for k, v in grad_req.items() if k in known}
         given = _as_list("grad_req", grad_req, names, required=False)
         reqs = {n: r or "null" for n, r in zip(names, given)}
     for n, r in reqs.items():
@@ -194,11 +195,16 @@ class Executor:
     def simple_bind(cls, symbol: Any, ctx: Context, grad_req: Any = "write",
                     type_dict: Optional[Mapping[str, Any]] = None,
                     shapes: Optional[Mapping[str, Any]] = None) -> "Executor":
+        with _gc_paused():  # one pause for the whole bind: each resume costs a collection
+            return cls._simple_bind(symbol, ctx, grad_req, type_dict, shapes)
+
+    @classmethod
+    def _simple_bind(cls, symbol: Any, ctx: Context, grad_req: Any,
+                     type_dict: Optional[Mapping[str, Any]],
+                     shapes: Optional[Mapping[str, Any]]) -> "Executor":
         # The one inference of this bind: the executor reuses its table.
-        with _gc_paused():
-            shape_of, (arg_shapes, _, aux_shapes) = symbol_shapes(symbol, (), shapes or {},
-                                                                  False)
-            type_of, (arg_types, _, aux_types) = symbol_types(symbol, (), type_dict or {})
+        shape_of, (arg_shapes, _, aux_shapes) = symbol_shapes(symbol, (), shapes or {}, False)
+        type_of, (arg_types, _, aux_types) = symbol_types(symbol, (), type_dict or {})
         names = symbol.list_arguments()
         args = [_alloc("argument", n, s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)]
         reqs = _grad_reqs(grad_req, names)
@@ -230,7 +236,7 @@ class Executor:
         if missing:
             raise BindError(f"cannot decide the shapes of outputs {missing}")
         self._types = types
-        self._graph = Graph(graph.outputs, types)
+        self._graph = graph.with_types(types)
         for train in self._eager_stages:
             self._stage(train)
 
@@ -275,7 +281,7 @@ class Executor:
             for h, e in zip(heads, self._fwd_outputs):
                 self._types.add(Entry(h), self._types.shape(e), self._types.dtype(e))
             head_syms = [Symbol((Entry(h),)) for h in heads]
-            grads = gradient(Graph(tuple(g.outputs), self._types),
+            grads = gradient(g.with_types(self._types),
                              [var_by_name[n] for n in wrt_names],
                              head_syms)
             outputs += [s.outputs_[0] for s in grads]

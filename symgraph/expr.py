@@ -138,7 +138,7 @@ PRIMS: dict[str, Prim] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Expr:
     """A node of a scalar formula: ``op`` is a key of PRIMS, ``"input"`` (value = index) or
     ``"const"`` (value = float). Frozen and hashable, so equal subformulas share."""
@@ -146,6 +146,14 @@ class Expr:
     op: str
     args: tuple["Expr", ...] = ()
     value: Union[int, float, None] = None
+
+    def __init__(self, op: str, args: tuple["Expr", ...] = (),
+                 value: Union[int, float, None] = None) -> None:
+        # Written into __dict__ directly: the frozen dataclass __init__ (one
+        # object.__setattr__ per field) was a visible share of bind time, which builds
+        # hundreds of thousands of these in fusion and simplification.
+        d = self.__dict__
+        d["op"], d["args"], d["value"] = op, args, value
 
     def __hash__(self) -> int:
         # Cached: the dataclass hash re-hashes the whole sub-DAG on every call, which made
@@ -221,7 +229,7 @@ def call(op: str, *args: ExprLike) -> Expr:
     """Apply primitive ``op``; checks arity so a typo in an op table fails at import."""
     if len(args) != PRIMS[op].arity:
         raise ValueError(f"primitive {op} takes {PRIMS[op].arity} arguments, got {len(args)}")
-    return Expr(op, tuple(lift(a) for a in args))
+    return Expr(op, tuple([a if type(a) is Expr else lift(a) for a in args]))
 
 
 def exp(x: ExprLike) -> Expr:

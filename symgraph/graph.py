@@ -18,7 +18,7 @@ from .registry import get_op
 VARIABLE = "null"
 
 
-_EMPTY = Attrs()
+_NO_ATTRS = Attrs()
 
 
 @dataclass(frozen=True, eq=False, init=False)
@@ -35,12 +35,13 @@ class Node:
 
     def __init__(self, op: str, name: str, attrs: Optional[Attrs] = None,
                  inputs: tuple["Entry", ...] = (), extra: Optional[Attrs] = None) -> None:
-        # Written into __dict__ directly: the frozen dataclass's generated __init__ (one
-        # object.__setattr__ per field) was a quarter of an imperative op call.
+        # Written into __dict__ directly: passes and autodiff make a node per graph node, and
+        # the frozen dataclass __init__ (one object.__setattr__ per field) was a visible
+        # share of bind time. Attrs are immutable, so the empty default is shared.
         d = self.__dict__
         d["op"], d["name"], d["inputs"] = op, name, inputs
-        d["attrs"] = _EMPTY if attrs is None else attrs
-        d["extra"] = _EMPTY if extra is None else extra
+        d["attrs"] = _NO_ATTRS if attrs is None else attrs
+        d["extra"] = _NO_ATTRS if extra is None else extra
 
     @property
     def is_variable(self) -> bool:
@@ -53,12 +54,13 @@ class Node:
 
     def entries(self) -> tuple["Entry", ...]:
         """One entry per output (made once: the node never changes, and passes ask often)."""
-        cached = self.__dict__.get("_entries")
-        if cached is None:
+        try:
+            return self._entries  # type: ignore[attr-defined]
+        except AttributeError:
             n = 1 if self.op == VARIABLE else get_op(self.op).num_outputs(self.attrs)
             cached = tuple(Entry(self, i) for i in range(n))
             object.__setattr__(self, "_entries", cached)
-        return cached
+            return cached
 
     def with_inputs(self, inputs: Sequence["Entry"]) -> "Node":
         """A copy of this node reading ``inputs``."""
@@ -86,27 +88,35 @@ def variable(name: str, extra: Optional[dict] = None) -> Node:
 def topo_order(outputs: Iterable[Entry]) -> list[Node]:
     """Nodes reachable from ``outputs`` in depth-first post-order (inputs in order first).
 
-    This is MXNet's order: ``list_arguments`` lists variables in it.
+    This is MXNet's order: ``list_arguments`` lists variables in it. Iterative (graphs are
+    deep) and linear: the stack holds each open node with the position of its next input.
     """
     order: list[Node] = []
-    state: dict[Node, int] = {}  # 1 = on stack, 2 = done
+    placed: dict[Node, bool] = {}  # False while on the stack (a cycle reaches it), then True
     for out in outputs:
-        stack: list[tuple[Node, int]] = [(out.node, 0)]
+        if out.node in placed:
+            continue
+        stack, pos = [out.node], [0]
+        placed[out.node] = False
         while stack:
-            node, i = stack.pop()
-            if i == 0:
-                if state.get(node) == 2:
-                    continue
-                state[node] = 1
-            if i < len(node.inputs):
-                stack.append((node, i + 1))
-                child = node.inputs[i].node
-                if state.get(child) == 1:
+            node = stack[-1]
+            ins, i = node.inputs, pos[-1]
+            while i < len(ins):
+                child = ins[i].node
+                i += 1
+                state = placed.get(child)
+                if state is None:
+                    pos[-1] = i
+                    stack.append(child)
+                    pos.append(0)
+                    placed[child] = False
+                    break
+                if state is False:
                     raise GraphError(f"cycle through node {child.name}")
-                if child not in state:
-                    stack.append((child, 0))
             else:
-                state[node] = 2
+                stack.pop()
+                pos.pop()
+                placed[node] = True
                 order.append(node)
     return order
 
@@ -129,6 +139,14 @@ class Graph:
             object.__setattr__(self, "_nodes", cached)
         return list(cached)
 
+    def with_types(self, types: Optional["TypeTable"]) -> "Graph":  # noqa: F821
+        """The same graph carrying ``types`` (its node list is shared, not walked again)."""
+        out = Graph(self.outputs, types)
+        cached = self.__dict__.get("_nodes")
+        if cached is not None:
+            object.__setattr__(out, "_nodes", cached)
+        return out
+
     def variables(self) -> list[Node]:
         return [n for n in self.nodes() if n.op == VARIABLE]
 
@@ -150,18 +168,33 @@ def rewrite(graph: Graph, fn: Callable[[Node], Replacement]) -> Graph:
 
     Each node is first rebuilt on its (possibly replaced) inputs, then passed to ``fn``, which
     returns ``None`` (keep), a replacement node with the same outputs, or one entry per output.
+
+    Passes keep every entry's type (their contract), so a node rebuilt only because its
+    inputs were replaced has its old outputs' types: they are copied into ``graph.types``
+    rather than recomputed (``verify`` replays the rules and catches a pass that broke this).
     """
     remap: dict[Entry, Entry] = {}
+    table = graph.types
     for node in graph.nodes():
-        new_inputs = tuple(remap.get(e, e) for e in node.inputs)
-        current = node if new_inputs == node.inputs else node.with_inputs(new_inputs)
+        current = node
+        if remap:
+            ins = node.inputs
+            new_inputs = tuple([remap.get(e, e) for e in ins])
+            if new_inputs != ins:
+                current = node.with_inputs(new_inputs)
+                if table is not None:
+                    table.copy(node, current)
         result = fn(current)
         if result is None:
             result = current
+        if result is node:
+            continue
         entries = result.entries() if isinstance(result, Node) else tuple(result)
-        for i in range(node.num_outputs):
-            remap[Entry(node, i)] = entries[i]
-    return Graph(tuple(remap.get(e, e) for e in graph.outputs), graph.types)
+        for i, old in enumerate(node.entries()):
+            remap[old] = entries[i]
+    if not remap:  # nothing replaced: the same graph (and its node list, already walked)
+        return graph
+    return Graph(tuple([remap.get(e, e) for e in graph.outputs]), graph.types)
 
 
 def check_unique_inputs(graph: Graph) -> None:

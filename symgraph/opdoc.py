@@ -13,12 +13,13 @@ signatures.
 from __future__ import annotations
 
 import inspect
+from functools import lru_cache
 from typing import Any, Callable, Literal, Optional, Union
 
 from .attrs import REQUIRED, Param, parse_attrs
 from .base import AttrError
 from .ndarray import NDArray
-from .registry import OpDef
+from .registry import OpDef, generation, get_op, has_op
 
 P = inspect.Parameter
 
@@ -178,6 +179,10 @@ def type_text(tp: Any) -> str:
 def probe_input_names(opdef: OpDef, attrs: dict) -> tuple[str, ...]:
     """Input names for ``attrs`` before full validation (which needs the node name and runs
     in apply_op); invalid values fall back to placeholders so the real error comes later."""
+    if not callable(opdef.inputs) and _placeholders_parse(opdef):
+        # Names that do not depend on the attrs, and the last candidate below parses: every
+        # path returns them (bind time: autodiff builds every backward node through here).
+        return tuple(opdef.inputs)
     probe = {k: v for k, v in attrs.items() if k in opdef.params}
     for candidate in (probe, {**_fill_required(opdef), **probe}, _fill_required(opdef)):
         try:
@@ -185,6 +190,28 @@ def probe_input_names(opdef: OpDef, attrs: dict) -> tuple[str, ...]:
         except AttrError:
             continue
     return ()
+
+
+def _placeholders_parse(opdef: OpDef) -> bool:
+    """Whether ``opdef``'s attribute schema accepts :func:`_fill_required`'s placeholders
+    (remembered per registered op)."""
+    if has_op(opdef.name) and get_op(opdef.name) is opdef:
+        return _registered_placeholders_parse(opdef.name, generation())
+    return _parses(opdef, _fill_required(opdef))
+
+
+@lru_cache(maxsize=4096)  # keyed by the registry's generation: a re-registered op is asked anew
+def _registered_placeholders_parse(name: str, gen: int) -> bool:
+    opdef = get_op(name)
+    return _parses(opdef, _fill_required(opdef))
+
+
+def _parses(opdef: OpDef, attrs: dict) -> bool:
+    try:
+        parse_attrs(opdef.params, attrs, "")
+        return True
+    except AttrError:
+        return False
 
 
 def _fill_required(opdef: OpDef) -> dict:

@@ -128,6 +128,12 @@ class OpDef:
 
 
 _REGISTRY: dict[str, OpDef] = {}
+_GENERATION = [0]  # bumped by every (un)registration: memo tables keyed by op names use it
+
+
+def generation() -> int:
+    """A number that changes whenever an op is registered or removed."""
+    return _GENERATION[0]
 
 
 def register(opdef: OpDef) -> OpDef:
@@ -137,6 +143,7 @@ def register(opdef: OpDef) -> OpDef:
     if opdef.pattern not in PATTERNS:
         raise GraphError(f"operator {opdef.name!r}: unknown pattern {opdef.pattern!r}")
     _REGISTRY[opdef.name] = opdef
+    _GENERATION[0] += 1
     return opdef
 
 
@@ -157,6 +164,9 @@ def canonical(name: str) -> str:
 
 def get_op(name: str) -> OpDef:
     """The definition of op ``name``; GraphError if none is registered."""
+    opdef = _REGISTRY.get(name)  # graphs hold canonical names: one lookup on the hot path
+    if opdef is not None and name not in _ALIASES:
+        return opdef
     try:
         return _REGISTRY[canonical(name)]
     except KeyError:
@@ -179,6 +189,7 @@ def has_op(name: str) -> bool:
 def unregister(name: str) -> None:
     """Remove an op (tests and custom-op re-registration)."""
     _REGISTRY.pop(name, None)
+    _GENERATION[0] += 1
 
 
 def shapes_of(xs: Sequence[Any]) -> list[MaybeShape]:

@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .base import ShapeError
-from .graph import Entry, Graph, Node, topo_order
+from .graph import Entry, Graph, Node
 from .passes.infer_shape import infer_shapes
 from .passes.infer_type import infer_types
 from .registry import get_op
@@ -100,9 +100,17 @@ def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None,
     table = graph.types
     if table is None:  # a graph lowered on its own: its variables declare their types
         table = TypeTable(infer_shapes(graph, {}), infer_types(graph, {}))
-    fwd = topo_order(graph.outputs[:n_forward])
-    fwd_set = set(fwd)
-    order = fwd + [n for n in graph.nodes() if n not in fwd_set]
+    # The depth-first order of the first n_forward outputs is a prefix of the whole graph's
+    # (outputs are walked in turn); it ends at the last of their nodes to be placed.
+    order = graph.nodes()
+    pending = {e.node for e in graph.outputs[:n_forward]}
+    n_fwd_nodes = 0
+    for i, n in enumerate(order):
+        if not pending:
+            break
+        pending.discard(n)
+        n_fwd_nodes = i + 1
+    fwd_set = set(order[:n_fwd_nodes])
     slot_of: dict[Entry, int] = {}
     slot_shapes: list = []
     slot_dtypes: list = []

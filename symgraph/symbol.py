@@ -19,7 +19,7 @@ from .serialize import save as save_json
 from .attrs import Attrs, format_value, parse_attrs
 from .base import AttrError, GraphError
 from .base import where as _where  # not `where`: sg.sym.where is the operator
-from .graph import Entry, Graph, Node, rewrite, topo_order, variable
+from .graph import Entry, Graph, Node, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
 from .opdoc import probe_input_names as _probe_input_names
 from .passes.infer_shape import symbol_infer_shape
@@ -31,7 +31,7 @@ Number = Union[int, float, np.number]
 class Symbol:
     """A handle on one or more graph outputs. Immutable: every operation returns a new one."""
 
-    __slots__ = ("_outputs",)
+    __slots__ = ("_outputs", "_graph", "_aux")
     __array_priority__ = 1000.0  # numpy scalars on the left defer to our operators
 
     def __init__(self, outputs: Sequence[Entry]) -> None:
@@ -44,7 +44,13 @@ class Symbol:
         return self._outputs
 
     def graph(self) -> Graph:
-        return Graph(self._outputs)
+        """The graph of this symbol's outputs (made once: the symbol never changes, and its
+        node list is what every ``list_*`` call walks)."""
+        try:
+            return self._graph
+        except AttributeError:
+            self._graph: Graph = Graph(self._outputs)
+            return self._graph
 
     @property
     def name(self) -> Optional[str]:
@@ -69,9 +75,16 @@ class Symbol:
         return f"<Symbol {self.name or 'group [' + ', '.join(self.list_outputs()) + ']'}>"
 
     def _nodes(self) -> list[Node]:
-        return topo_order(self._outputs)
+        return self.graph().nodes()
 
     def _aux_nodes(self) -> set[Node]:
+        try:
+            return self._aux
+        except AttributeError:
+            self._aux: set[Node] = self._find_aux()
+            return self._aux
+
+    def _find_aux(self) -> set[Node]:
         aux: set[Node] = set()
         for node in self._nodes():
             if node.is_variable:

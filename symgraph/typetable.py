@@ -20,7 +20,7 @@ import numpy as np
 
 from .attrs import _parse_shape
 from .base import SymgraphError
-from .graph import Entry, Graph, Node
+from .graph import VARIABLE, Entry, Graph, Node
 from .registry import get_op
 
 Shape = tuple[int, ...]
@@ -57,42 +57,58 @@ class TypeTable:
         self._shapes[entry] = tuple(int(d) for d in shape)
         self._types[entry] = np.dtype(dtype)
 
+    def copy(self, old: Node, new: Node) -> None:
+        """Give ``new``'s outputs the known types of ``old``'s: ``new`` is ``old`` rebuilt on
+        inputs of the same types (``graph.rewrite``), so its rules would give the same."""
+        shapes, types = self._shapes, self._types
+        for eo, en in zip(old.entries(), new.entries()):
+            if eo in shapes and eo in types:
+                shapes[en] = shapes[eo]
+                types[en] = types[eo]
+
     def shape(self, e: Entry) -> Optional[Shape]:
-        if e not in self._shapes:
+        try:
+            return self._shapes[e]
+        except KeyError:
             self._fill_upto(e.node)
-        return self._shapes[e]
+            return self._shapes[e]
 
     def dtype(self, e: Entry) -> Optional[np.dtype]:
-        if e not in self._types:
+        try:
+            return self._types[e]
+        except KeyError:
             self._fill_upto(e.node)
-        return self._types[e]
+            return self._types[e]
 
     def _fill_upto(self, node: Node) -> None:
         """Fill ``node`` and its unknown ancestors, inputs first (iterative: graphs are deep)."""
-        stack = [(node, False)]
+        shapes, types = self._shapes, self._types
+        stack = [node]
         while stack:
-            n, ready = stack.pop()
-            if Entry(n) in self._shapes and Entry(n) in self._types:
+            n = stack[-1]
+            e0 = n.entries()[0]
+            if e0 in types and e0 in shapes:  # filled meanwhile (shared ancestor)
+                stack.pop()
                 continue
-            if ready:
-                self._fill(n)
+            missing = [e.node for e in n.inputs if e not in types or e not in shapes]
+            if missing:
+                stack.extend(missing)
                 continue
-            stack.append((n, True))
-            stack.extend((e.node, False) for e in n.inputs
-                         if e not in self._shapes or e not in self._types)
+            stack.pop()
+            self._fill(n)
 
     def _fill(self, node: Node) -> None:
-        e0 = Entry(node)
-        if node.is_variable:
-            self._shapes.setdefault(e0, declared_shape(node))
-            self._types.setdefault(e0, declared_dtype(node))
+        shapes, types = self._shapes, self._types
+        if node.op == VARIABLE:
+            e0 = node.entries()[0]
+            shapes.setdefault(e0, declared_shape(node))
+            types.setdefault(e0, declared_dtype(node))
             return
-        n = node.num_outputs
-        outs, touts = forward_types(node, [self._shapes[e] for e in node.inputs],
-                                    [self._types[e] for e in node.inputs])
-        for i in range(n):
-            self._shapes.setdefault(Entry(node, i), outs[i])
-            self._types.setdefault(Entry(node, i), touts[i])
+        outs, touts = forward_types(node, [shapes.get(e) for e in node.inputs],
+                                    [types[e] for e in node.inputs])
+        for e, s, t in zip(node.entries(), outs, touts):
+            shapes.setdefault(e, s)
+            types.setdefault(e, t)
 
 
 def forward_types(node: Node, in_shapes: list, in_types: list) -> tuple[list, list]:
@@ -108,8 +124,13 @@ def forward_types(node: Node, in_shapes: list, in_types: list) -> tuple[list, li
         touts = opdef.infer_type(node.attrs, list(in_types), [None] * n)[1]
     except SymgraphError:
         touts = [None] * n
-    return ([None if s is None else tuple(int(d) for d in s) for s in outs],
-            [None if t is None else np.dtype(t) for t in touts])
+    return ([s if s is None or _is_shape(s) else tuple(int(d) for d in s) for s in outs],
+            [t if t is None or isinstance(t, np.dtype) else np.dtype(t) for t in touts])
+
+
+def _is_shape(s: Any) -> bool:
+    """Already a tuple of Python ints (most rules return one): no copy needed."""
+    return type(s) is tuple and all(type(d) is int for d in s)
 
 
 def types_of(graph: Graph) -> TypeTable:

@@ -35,9 +35,12 @@ def as_dim(d: object, what: str) -> int:
 
 def as_shape(s: object, what: str) -> Shape:
     """``s`` as a shape tuple of non-negative ints, at most ``MAX_ELEMENTS`` elements."""
-    if isinstance(s, (str, bytes)) or not isinstance(s, Sequence | np.ndarray):
+    if type(s) is tuple and all(type(d) is int and d >= 0 for d in s):
+        shape = s  # already one (what most rules return): only the size is left to check
+    elif isinstance(s, (str, bytes)) or not isinstance(s, Sequence | np.ndarray):
         raise ShapeError(f"{what}: {s!r} is not a shape (a tuple of integers)")
-    shape = tuple(as_dim(d, what) for d in s)
+    else:
+        shape = tuple(as_dim(d, what) for d in s)
     size = 1
     for d in shape:
         size *= d
@@ -95,6 +98,8 @@ def same_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
     if not known:
         return ins, outs
     merged = known[0]
+    if known.count(merged) == len(known):  # all equal (bind: every rule of a large graph)
+        return [merged] * len(ins), [merged] * len(outs)
     for s in known[1:]:
         both = merge_dims(merged, s)
         if both is None:
@@ -112,6 +117,8 @@ def like_input(index: int) -> Callable:
 
 def broadcast_shapes(shapes: Sequence[Shape]) -> Shape:
     """numpy broadcasting of ``shapes``; ShapeError if they are incompatible."""
+    if shapes and shapes.count(shapes[0]) == len(shapes):  # nothing to broadcast (most calls)
+        return tuple(int(d) for d in shapes[0])
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:

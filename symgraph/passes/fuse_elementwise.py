@@ -25,26 +25,23 @@ from typing import Optional
 
 from ..attrs import Attrs
 from ..expr import Expr, inp
-from ..graph import Entry, Graph, Node
+from ..graph import VARIABLE, Entry, Graph, Node
 from ..registry import BROADCAST, ELEMWISE, GEMM, get_op
 from ..typetable import TypeTable, types_of
 
 MAX_MEMBERS = 48  # keeps generated kernels (and Expr hashing) small
 
 
-def _fusible(node: Node) -> bool:
-    if node.is_variable:
-        return False
-    opdef = get_op(node.op)
-    return opdef.pattern in (ELEMWISE, BROADCAST) and opdef.expr is not None \
-        and node.num_outputs == 1
+FUSE, HEAD = 1, 2  # what a node can be in a group: a member, or a GEMM-like head
 
 
-def _is_head(node: Node) -> bool:
-    if node.is_variable or node.num_outputs != 1:
-        return False
-    opdef = get_op(node.op)
-    return opdef.pattern == GEMM or opdef.epilogue
+def _op_role(op: str) -> int:
+    """``FUSE`` for an elementwise/broadcast op with a formula, ``HEAD`` for a GEMM-like one
+    (pattern ``gemm`` or ``OpDef.epilogue``), 0 otherwise."""
+    opdef = get_op(op)
+    if opdef.pattern in (ELEMWISE, BROADCAST) and opdef.expr is not None:
+        return FUSE
+    return HEAD if opdef.pattern == GEMM or opdef.epilogue else 0
 
 
 class _Grouping:
@@ -53,6 +50,8 @@ class _Grouping:
     ``anc[node]`` has bit g set when the node depends on (or is in) group g; ``ext[root]`` ORs
     the ``anc`` of every input a group reads from outside, so "does group A reach group B through
     a node outside them" is one AND. Checks are conservative: a merge they refuse is safe.
+    Every member of a group shares one dtype and one phase (joins and merges check them), kept
+    per group in ``kind``.
     """
 
     def __init__(self, graph: Graph, sc: TypeTable) -> None:
@@ -65,84 +64,118 @@ class _Grouping:
         self.ext: list[int] = []
         self.members: list[list[Node]] = []
         self.head: list[Optional[Node]] = []
+        self.kind: list[tuple] = []  # (dtype, late) of each group's members
         self.anc: dict[Node, int] = {}
         self.late: dict[Node, bool] = {}  # depends on an input bound in the backward phase
+        self.roles: dict[str, int] = {}  # op -> _op_role (asked once per op, not per node)
+
+    def _role(self, node: Node) -> int:
+        """The node's role in a group; single-output op nodes only."""
+        if node.op == VARIABLE or len(node.entries()) != 1:
+            return 0
+        role = self.roles.get(node.op)
+        if role is None:
+            role = self.roles[node.op] = _op_role(node.op)
+        return role
 
     def root(self, gid: int) -> int:
-        while self.parent[gid] != gid:
-            self.parent[gid] = self.parent[self.parent[gid]]
-            gid = self.parent[gid]
+        parent = self.parent
+        while parent[gid] != gid:
+            parent[gid] = parent[parent[gid]]
+            gid = parent[gid]
         return gid
 
     def root_of(self, node: Node) -> Optional[int]:
         gid = self.group.get(node)
         return None if gid is None else self.root(gid)
 
-    def _new(self, node: Node, head: bool) -> int:
+    def _new(self, node: Node, head: bool, kind: tuple) -> int:
         gid = len(self.parent)
         self.parent.append(gid)
         self.bits.append(1 << gid)
         self.ext.append(0)
         self.members.append([node])
         self.head.append(node if head else None)
+        self.kind.append(kind)
         return gid
 
-    def _compatible(self, node: Node, r: int) -> bool:
-        """Size, phase, dtype, and a lone GEMM head read only by ``node``."""
-        first = self.members[r][0]
-        if len(self.members[r]) >= MAX_MEMBERS or self.late[first] != self.late[node]:
-            return False
-        if self.sc.dtype(Entry(first)) != self.sc.dtype(Entry(node)):
+    def _kind(self, node: Node) -> tuple:
+        return self.sc.dtype(node.entries()[0]), self.late[node]
+
+    def _compatible(self, node: Node, r: int, kind: tuple) -> bool:
+        """Size, phase, dtype (``kind`` is ``node``'s), and a lone GEMM head read only by
+        ``node``."""
+        if len(self.members[r]) >= MAX_MEMBERS or self.kind[r] != kind:
             return False
         head = self.head[r]
         return head is None or len(self.members[r]) > 1 or \
             (self.users[head] == [node] and Entry(head) not in self.outputs)
 
-    def _outside_reaches(self, node: Node, roots: tuple[int, ...], mask: int) -> bool:
-        return any(self.root_of(e.node) not in roots and self.anc[e.node] & mask
-                   for e in node.inputs)
+    def _outside_reaches(self, node: Node, in_roots: list, roots: tuple[int, ...],
+                         mask: int) -> bool:
+        anc = self.anc
+        return any(r not in roots and anc[e.node] & mask
+                   for e, r in zip(node.inputs, in_roots))
 
-    def _can_merge(self, r: int, h: int, node: Node) -> bool:
-        if not self._compatible(node, h) or (self.head[r] and self.head[h]):
+    def _can_merge(self, r: int, h: int, node: Node, kind: tuple, in_roots: list) -> bool:
+        if not self._compatible(node, h, kind) or (self.head[r] and self.head[h]):
             return False
         if len(self.members[r]) + len(self.members[h]) > MAX_MEMBERS:
             return False
         if self.ext[r] & self.bits[h] or self.ext[h] & self.bits[r]:
             return False
-        return not self._outside_reaches(node, (r, h), self.bits[r] | self.bits[h])
+        return not self._outside_reaches(node, in_roots, (r, h), self.bits[r] | self.bits[h])
+
+    def _input_roots(self, node: Node) -> list[Optional[int]]:
+        """The group root of each input's producer (None outside groups); ``root`` inlined:
+        this runs once per node of the graph."""
+        group, parent = self.group, self.parent
+        out: list[Optional[int]] = []
+        for e in node.inputs:
+            gid = group.get(e.node)
+            if gid is not None:
+                while parent[gid] != gid:
+                    parent[gid] = parent[parent[gid]]
+                    gid = parent[gid]
+            out.append(gid)
+        return out
 
     def _join(self, node: Node) -> int:
-        roots = list(dict.fromkeys(r for e in node.inputs
-                                   if (r := self.root_of(e.node)) is not None))
-        r = next((r for r in roots if self._compatible(node, r)
-                  and not self._outside_reaches(node, (r,), self.bits[r])), None)
+        in_roots = self._input_roots(node)
+        roots = list(dict.fromkeys(r for r in in_roots if r is not None))
+        kind = self._kind(node)
+        r = next((r for r in roots if self._compatible(node, r, kind)
+                  and not self._outside_reaches(node, in_roots, (r,), self.bits[r])), None)
         if r is None:
-            r = self._new(node, head=False)
+            r = self._new(node, False, kind)
         else:
             self.members[r].append(node)
             for h in roots:
-                if h != r and self._can_merge(r, h, node):
+                if h != r and self._can_merge(r, h, node, kind, in_roots):
                     self.parent[h] = r
                     self.bits[r] |= self.bits[h]
                     self.ext[r] |= self.ext[h]
                     self.members[r] += self.members[h]
                     self.head[r] = self.head[r] or self.head[h]
-        for e in node.inputs:
-            if self.root_of(e.node) != r:
+                    in_roots = [r if x == h else x for x in in_roots]
+        for e, x in zip(node.inputs, in_roots):
+            if x != r:
                 self.ext[r] |= self.anc[e.node]
         return r
 
     def add(self, node: Node) -> None:
-        anc, late = 0, node.is_variable and node.extra.get("__phase__") == "backward"
+        anc, late = 0, node.op == VARIABLE and node.extra.get("__phase__") == "backward"
+        anc_of, late_of = self.anc, self.late
         for e in node.inputs:
-            anc |= self.anc[e.node]
-            late = late or self.late[e.node]
-        self.late[node] = late
+            anc |= anc_of[e.node]
+            late = late or late_of[e.node]
+        late_of[node] = late
         gid = None
-        if _fusible(node):
+        role = self._role(node)
+        if role == FUSE:
             gid = self._join(node)
-        elif _is_head(node):
-            gid = self._new(node, head=True)
+        elif role == HEAD:
+            gid = self._new(node, True, self._kind(node))
             for e in node.inputs:
                 self.ext[gid] |= self.anc[e.node]
         if gid is not None:
@@ -165,7 +198,8 @@ class _Grouping:
             h = self.root_of(users[0])
             # A head's inputs come from outside its group (fused.py's format), so never defer
             # a node into the group whose head reads it.
-            if h is None or h == r or self.head[h] is users[0] or not self._compatible(node, h):
+            if h is None or h == r or self.head[h] is users[0] \
+                    or not self._compatible(node, h, self._kind(node)):
                 continue
             if all((self.root_of(e.node) != r or self._is_group_output(e, r, node))
                    and not self.anc[e.node] & self.bits[h] for e in node.inputs):
@@ -189,37 +223,55 @@ def _kernel_name(ops: list[str]) -> str:
     return "fused_" + "_".join(names)
 
 
+def _formulas(sig: tuple, outs: tuple[int, ...]) -> tuple[Expr, ...]:
+    """The formulas of a group's outputs from its signature: per body member (op, attrs,
+    references to its operands: ``k >= 0`` is expression input ``k``, ``-1 - j`` member j)."""
+    vals: list[Expr] = []
+    for op, attrs, refs in sig:
+        vals.append(get_op(op).expr(attrs, *[inp(r) if r >= 0 else vals[-1 - r]
+                                             for r in refs]))
+    return tuple(vals[j] for j in outs)
+
+
 def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
-                 remap: dict[Entry, Entry]) -> list[tuple[Entry, Entry]]:
-    """One ``_fused`` node for a group; returns (old entry, new entry) pairs for its outputs."""
+                 remap: dict[Entry, Entry], memo: dict) -> list[tuple[Entry, Entry]]:
+    """One ``_fused`` node for a group; returns (old entry, new entry) pairs for its outputs.
+    ``memo``: formulas by group signature (graphs repeat the same groups many times)."""
     inside = set(members)
     node_inputs: list[Entry] = [remap[e] for e in head.inputs] if head else []
-    expr_of: dict[Entry, Expr] = {Entry(head): inp(0)} if head else {}
-    base = 1 if head else 0
-    ext_index: dict[Entry, int] = {}
+    ref_of: dict[Entry, int] = {head.entries()[0]: 0} if head else {}
+    base = 1 if head else 0  # the head's output is expression input 0
+    n_head = len(node_inputs)  # node inputs feeding the head come first
     body = [m for m in members if m is not head]
-    for m in body:
-        args = []
+    sig = []
+    for j, m in enumerate(body):
+        refs = []
         for e in m.inputs:
-            if e not in expr_of:
-                if e not in ext_index:
-                    ext_index[e] = base + len(ext_index)
-                    node_inputs.append(remap[e])
-                expr_of[e] = inp(ext_index[e])
-            args.append(expr_of[e])
-        expr_of[Entry(m)] = get_op(m.op).expr(m.attrs, *args)
-    outs = [m for m in body if Entry(m) in g.outputs or any(u not in inside for u in g.users[m])]
+            r = ref_of.get(e)
+            if r is None:  # read from outside: the next expression input
+                r = ref_of[e] = base + len(node_inputs) - n_head
+                node_inputs.append(remap[e])
+            refs.append(r)
+        ref_of[m.entries()[0]] = -1 - j
+        sig.append((m.op, m.attrs, tuple(refs)))
+    outputs, users = g.outputs, g.users
+    outs = tuple(j for j, m in enumerate(body) if m.entries()[0] in outputs
+                 or any(u not in inside for u in users[m]))
+    key = (tuple(sig), outs)
+    exprs = memo.get(key)
+    if exprs is None:
+        exprs = memo[key] = _formulas(key[0], outs)
     ops = [m.op for m in members]
     kname = _kernel_name(ops)
     attrs = Attrs({
-        "exprs": tuple(expr_of[Entry(m)] for m in outs),
-        "shapes": tuple(g.sc.shape(Entry(m)) for m in outs),
+        "exprs": exprs,
+        "shapes": tuple(g.sc.shape(body[j].entries()[0]) for j in outs),
         "members": tuple(ops),
         "nodes": tuple(m.name for m in members),  # for profiles and pictures of the schedule
         "head": (head.op, head.attrs, len(head.inputs)) if head else None,
         "num_inputs": len(node_inputs), "name": kname})
     fused = Node("_fused", f"{kname}:{body[-1].name}", attrs, tuple(node_inputs))
-    return [(Entry(m), Entry(fused, i)) for i, m in enumerate(outs)]
+    return [(body[j].entries()[0], Entry(fused, i)) for i, j in enumerate(outs)]
 
 
 def fuse_elementwise(graph: Graph) -> Graph:
@@ -239,6 +291,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
     for node in nodes:
         units.setdefault(node, node)
     remap: dict[Entry, Entry] = {}
+    memo: dict[tuple, tuple[Expr, ...]] = {}
     for unit in _unit_order(nodes, units):
         if isinstance(unit, Node):
             new_inputs = tuple(remap[e] for e in unit.inputs)
@@ -246,7 +299,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
             remap.update(zip(unit.entries(), new.entries()))
         else:
             gid = unit[1]
-            remap.update(_build_fused(g.members[gid], g.head[gid], g, remap))
+            remap.update(_build_fused(g.members[gid], g.head[gid], g, remap, memo))
     return Graph(tuple(remap[e] for e in graph.outputs), graph.types)
 
 

@@ -86,11 +86,22 @@ def _apply_rule(node: Node, shapes: dict[Entry, Shape]) -> bool:
     return known.changed
 
 
-def _apply(node: Node, known: _Known) -> None:
+def _nothing_new(entries: Sequence[Entry], shapes: Sequence[Optional[Shape]],
+                 full: dict[Entry, Shape]) -> bool:
+    """Every shape a rule gave is None or the very tuple already recorded (checked then)."""
+    return all(s is None or s is full.get(e) for e, s in zip(entries, shapes))
+
+
+def _apply(node: Node, known: _Known) -> bool:
+    """Run ``node``'s rule and record what it found. True when every input and output was
+    fully known before: the rule (a function of them) has nothing left to say."""
     opdef = get_op(node.op)
     partial = opdef.partial_shapes
+    full = known.full
+    entries = node.entries()
     ins = [known.get(e, partial) for e in node.inputs]
-    outs = [known.get(e, partial) for e in node.entries()]
+    outs = [known.get(e, partial) for e in entries]
+    settled = all(e in full for e in node.inputs) and all(e in full for e in entries)
     try:
         new_ins, new_outs = opdef.infer_shape(node.attrs, list(ins), list(outs))
     except (ShapeError, AttrError) as exc:  # attribute ranges are checked against the shapes
@@ -98,14 +109,16 @@ def _apply(node: Node, known: _Known) -> None:
                           if s is not None)
         raise type(exc)(f"{where(node.name, node.op)}{exc} (inputs: {given or 'none known'})") \
             from None
+    if _nothing_new(node.inputs, new_ins, full) and _nothing_new(entries, new_outs, full):
+        return settled
     in_names = opdef.input_names(node.attrs)
     out_names = opdef.output_names(node.attrs)
     slots = [(e, n, new, i, True) for i, (e, n, new)
              in enumerate(zip(node.inputs, in_names, new_ins))]
     slots += [(e, n, new, i, False) for i, (e, n, new)
-              in enumerate(zip(node.entries(), out_names, new_outs))]
+              in enumerate(zip(entries, out_names, new_outs))]
     for entry, slot, new, i, is_input in slots:
-        if new is None:
+        if new is None or new is full.get(entry):
             continue
         new = as_shape(new, f"{where(node.name, node.op)}{slot}")
         clash = known.put(entry, new)
@@ -113,6 +126,7 @@ def _apply(node: Node, known: _Known) -> None:
             src = _describe(in_names, ins, i if is_input else -1)
             raise ShapeError(f"{where(node.name, node.op)}{slot} has shape {tuple(clash)}, "
                              f"inferred {new}{src}")
+    return settled
 
 
 def infer_shapes(graph: Graph, given: Mapping[str, Shape]) -> dict[Entry, Shape]:
@@ -139,12 +153,17 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
         if shape is not None:
             known.put(Entry(node), as_shape(shape, f"variable {node.name}"))
     ops = [n for n in nodes if not n.is_variable]
+    # A node whose rule ran on fully known inputs and outputs (and accepted them) is settled:
+    # shapes never change once fully known, so running it again would give the same answer.
+    settled: set[Node] = set()
     for _ in range(len(ops) + 2):
         known.changed = False
         for node in ops:
-            _apply(node, known)
+            if node not in settled and _apply(node, known):
+                settled.add(node)
         for node in reversed(ops):
-            _apply(node, known)
+            if node not in settled and _apply(node, known):
+                settled.add(node)
         if not known.changed:
             break
     return known.full, known.partial

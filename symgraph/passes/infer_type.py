@@ -19,19 +19,24 @@ DEFAULT = np.dtype("float32")
 COUNT = {"infer_types": 0}
 
 
-def _apply(node: Node, types: dict[Entry, np.dtype]) -> bool:
+def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
+    """Run ``node``'s rule: (found a new dtype, every input and output was known before)."""
     opdef = get_op(node.op)
-    ins = [types.get(e) for e in node.inputs]
-    outs = [types.get(e) for e in node.entries()]
+    entries = list(node.inputs) + list(node.entries())
+    olds = [types.get(e) for e in entries]
+    n_in = len(node.inputs)
     try:
-        new_ins, new_outs = opdef.infer_type(node.attrs, list(ins), list(outs))
+        new_ins, new_outs = opdef.infer_type(node.attrs, olds[:n_in], olds[n_in:])
     except (DTypeError, AttrError) as exc:
         raise type(exc)(f"{where(node.name, node.op)}{exc}") from None
+    news = list(new_ins) + list(new_outs)
+    if all(new is None or new is old for old, new in zip(olds, news)) \
+            and len(new_ins) == n_in:  # nothing new (the usual second look at a node)
+        return False, None not in olds
     names = list(opdef.input_names(node.attrs)) + list(opdef.output_names(node.attrs))
     changed = False
-    for entry, name, old, new in zip(list(node.inputs) + list(node.entries()), names,
-                                     ins + outs, list(new_ins) + list(new_outs)):
-        if new is None:
+    for entry, name, old, new in zip(entries, names, olds, news):
+        if new is None or new is old:
             continue
         new = np.dtype(new)
         if old is None:
@@ -39,7 +44,7 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> bool:
             changed = True
         elif old != new:
             raise DTypeError(f"{where(node.name, node.op)}{name} has dtype {old}, inferred {new}")
-    return changed
+    return changed, None not in olds
 
 
 def infer_types(graph: Graph, given: Mapping[str, Any],
@@ -56,11 +61,18 @@ def infer_types(graph: Graph, given: Mapping[str, Any],
                 types[Entry(node)] = np.dtype(t)
     ops = [n for n in nodes if not n.is_variable]
 
+    settled: set[Node] = set()  # rule ran on known dtypes only: nothing more to say
+
     def propagate() -> None:
         for _ in range(len(ops) + 2):
             changed = False
             for node in ops + ops[::-1]:
-                changed |= _apply(node, types)
+                if node in settled:
+                    continue
+                found, done = _apply(node, types)
+                changed |= found
+                if done:
+                    settled.add(node)
             if not changed:
                 return
     propagate()

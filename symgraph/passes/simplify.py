@@ -18,12 +18,13 @@ Two kinds of rules:
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable, Optional
 
 from ..attrs import Attrs
 from ..expr import Expr, inp
-from ..graph import Entry, Graph, Node, Replacement, rewrite
-from ..registry import get_op
+from ..graph import VARIABLE, Entry, Graph, Node, Replacement, rewrite
+from ..registry import generation, get_op
 from ..typetable import TypeTable, types_of
 
 
@@ -56,23 +57,45 @@ def simplify_expr(e: Expr) -> Expr:
     return go(e)
 
 
-def _formula_rule(node: Node, sc: TypeTable) -> Replacement:
-    """Replace an elementwise node whose (spliced) formula is just one of its leaves."""
-    leaves: list[Entry] = []
+Position = tuple[int, Optional[int]]  # (input, input of that input's producer or None)
+
+
+def _formula_key(node: Node) -> tuple:
+    """What the formula rule's answer depends on: the registry's generation, op and attrs of
+    the node, and op, attrs, arity and output count of each producer (``None``: variable)."""
+    return (generation(), node.op, node.attrs) + tuple(
+        None if e.node.op == VARIABLE
+        else (e.node.op, e.node.attrs, len(e.node.inputs), e.node.num_outputs)
+        for e in node.inputs)
+
+
+@lru_cache(maxsize=4096)  # graphs repeat a few combinations many times (bind time)
+def _formula_leaf(key: tuple) -> Optional[Position]:
+    """Where the leaf sits that an elementwise node's formula, with the formulas of
+    elementwise producers spliced in, simplifies to, if it is just one leaf."""
+    leaves: list[Position] = []
     args = []
-    for e in node.inputs:
-        inner = get_op(e.node.op) if not e.node.is_variable else None
-        if inner is not None and inner.expr is not None and e.node.num_outputs == 1:
-            sub = [inp(len(leaves) + i) for i in range(len(e.node.inputs))]
-            leaves += list(e.node.inputs)
-            args.append(inner.expr(e.node.attrs, *sub))
+    for i, producer in enumerate(key[3:]):
+        inner = get_op(producer[0]) if producer is not None else None
+        if inner is not None and inner.expr is not None and producer[3] == 1:
+            sub = [inp(len(leaves) + j) for j in range(producer[2])]
+            leaves += [(i, j) for j in range(producer[2])]
+            args.append(inner.expr(producer[1], *sub))
         else:
             args.append(inp(len(leaves)))
-            leaves.append(e)
-    out = simplify_expr(get_op(node.op).expr(node.attrs, *args))
-    if out.op != "input":
+            leaves.append((i, None))
+    out = simplify_expr(get_op(key[1]).expr(key[2], *args))
+    return leaves[int(out.value)] if out.op == "input" else None
+
+
+def _formula_rule(node: Node, sc: TypeTable) -> Replacement:
+    """Replace an elementwise node whose (spliced) formula is just one of its leaves."""
+    where = _formula_leaf(_formula_key(node))
+    if where is None:
         return None
-    leaf, me = leaves[int(out.value)], Entry(node)
+    i, j = where
+    leaf = node.inputs[i] if j is None else node.inputs[i].node.inputs[j]
+    me = Entry(node)
     same = sc.shape(leaf) == sc.shape(me) is not None and sc.dtype(leaf) == sc.dtype(me)
     return [leaf] if same else None
 
@@ -157,7 +180,7 @@ def simplify(graph: Graph) -> Graph:
     sc = types_of(graph)
 
     def visit(node: Node) -> Replacement:
-        if node.is_variable:
+        if node.op == VARIABLE:
             return None
         rule = RULES.get(node.op)
         if rule is not None:
