@@ -150,6 +150,9 @@ class NDArray:
     def flatten(self, *args: Any, **kwargs: Any) -> Any: ...
     def cast(self, *args: Any, **kwargs: Any) -> Any: ...
     def transpose(self, *axes: Any, **kwargs: Any) -> Any: ...
+    @property
+    def stype(self): ...
+    def tostype(self, stype: str) -> NDArray: ...
     def __getitem__(self, key: Any) -> NDArray: ...
     def backward(
         self,
@@ -913,6 +916,16 @@ def MAERegressionOutput(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def LRN(
+    data: Optional[NDArray] = ...,
+    *,
+    alpha: float = ...,
+    beta: float = ...,
+    knorm: float = ...,
+    nsize: int,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def sin(
     data: Optional[NDArray] = ...,
     *,
@@ -1090,6 +1103,33 @@ def broadcast_mod(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def broadcast_logical_and(
+    lhs: Optional[NDArray] = ...,
+    rhs: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def broadcast_logical_or(
+    lhs: Optional[NDArray] = ...,
+    rhs: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def broadcast_logical_xor(
+    lhs: Optional[NDArray] = ...,
+    rhs: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def logical_not(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def transpose(
     data: Optional[NDArray] = ...,
     *,
@@ -1184,6 +1224,7 @@ def pick(
 ) -> NDArray: ...
 
 Softmax = SoftmaxOutput
+BatchNorm_v1 = BatchNorm
 ElementWiseSum = add_n
 broadcast_plus = broadcast_add
 broadcast_minus = broadcast_sub

@@ -15,6 +15,7 @@ class Symbol:
     @property
     def name(self) -> Optional[str]: ...
     def __len__(self) -> int: ...
+    def __bool__(self) -> bool: ...
     def __iter__(self) -> Iterator['Symbol']: ...
     def __getitem__(self, index: Union[int, str]) -> 'Symbol': ...
     def __repr__(self) -> str: ...
@@ -876,6 +877,16 @@ def MAERegressionOutput(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def LRN(
+    data: Optional[Symbol] = ...,
+    *,
+    alpha: float = ...,
+    beta: float = ...,
+    knorm: float = ...,
+    nsize: int,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def sin(
     data: Optional[Symbol] = ...,
     *,
@@ -1053,6 +1064,33 @@ def broadcast_mod(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def broadcast_logical_and(
+    lhs: Optional[Symbol] = ...,
+    rhs: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def broadcast_logical_or(
+    lhs: Optional[Symbol] = ...,
+    rhs: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def broadcast_logical_xor(
+    lhs: Optional[Symbol] = ...,
+    rhs: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def logical_not(
+    data: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def transpose(
     data: Optional[Symbol] = ...,
     *,
@@ -1148,6 +1186,7 @@ def pick(
 
 Variable = var
 Softmax = SoftmaxOutput
+BatchNorm_v1 = BatchNorm
 ElementWiseSum = add_n
 broadcast_plus = broadcast_add
 broadcast_minus = broadcast_sub

@@ -38,3 +38,22 @@ CASES: list[Case] = [
     Case("logical_not", lambda: S.logical_not(x), {"x": _ints(3, 4)},
          lambda x: (x == 0) * 1.0, grad=False),
 ]
+
+
+def _lrn_ref(x, nsize=3, alpha=1e-2, beta=0.75, knorm=2.0):
+    """Loop over channels: the window is clipped at the edges (MXNet pads with zeros)."""
+    norm = np.empty_like(x)
+    half = nsize // 2
+    for ch in range(x.shape[1]):
+        lo, hi = max(0, ch - half), min(x.shape[1], ch + half + 1)
+        norm[:, ch] = knorm + alpha / nsize * np.sum(x[:, lo:hi] ** 2, axis=1)
+    return x * norm ** -beta
+
+
+CASES += [
+    # alpha large enough that the normaliser's gradient term matters
+    Case("LRN", lambda: S.LRN(x, nsize=3, alpha=1e-2 * 50, beta=0.75, knorm=2.0),
+         {"x": normal(2, 5, 3, 2)}, lambda x: _lrn_ref(x, 3, 0.5)),
+    Case("LRN", lambda: S.LRN(x, nsize=5, alpha=0.3, beta=0.5, knorm=1.0),
+         {"x": normal(2, 4, 3)}, lambda x: _lrn_ref(x, 5, 0.3, 0.5, 1.0), id="LRN-3d-wide"),
+]
