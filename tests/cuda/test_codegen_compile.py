@@ -34,7 +34,7 @@ def _all_lowered() -> list:
 
 # Ops that still take the documented host stopgap (inputs to the host, numpy reference, results
 # back), in some or all configurations: the "not done" list of issue 5 (docs/performance.md).
-HOST_FALLBACK: set[str] = {"LRN"}  # forward only; see its OpDef's lowering reason
+HOST_FALLBACK: set[str] = {"LRN", "softmax"}  # LRN forward; softmax with use_length only
 # Registry cases that pin float64 on purpose (the dtype attribute of _ones/_full): the GPU path
 # is float32 only until issue 15, so their steps take the host path by design.
 FLOAT64_CASES = {"_ones", "_full"}

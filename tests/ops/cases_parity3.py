@@ -57,3 +57,20 @@ CASES += [
     Case("LRN", lambda: S.LRN(x, nsize=5, alpha=0.3, beta=0.5, knorm=1.0),
          {"x": normal(2, 4, 3)}, lambda x: _lrn_ref(x, 5, 0.3, 0.5, 1.0), id="LRN-3d-wide"),
 ]
+
+
+def _softmax_length_ref(x, n):
+    """Softmax over the first n[i, j] entries of axis 1, 0 beyond (a loop, independently)."""
+    out = np.zeros_like(x)
+    for i in range(x.shape[0]):
+        for j in range(x.shape[2]):
+            k = int(n[i, j])
+            e = np.exp(x[i, :k, j] - x[i, :k, j].max())
+            out[i, :k, j] = e / e.sum()
+    return out
+
+
+CASES.append(Case(
+    "softmax", lambda: S.softmax(x, S.var("n"), axis=1, use_length=True),
+    {"x": normal(2, 5, 3), "n": lambda rng: rng.integers(1, 6, size=(2, 3))},
+    _softmax_length_ref, grad_nodes=["x"], id="softmax-use_length"))
