@@ -1,0 +1,76 @@
+"""MXNet 1.x API details added in the third parity round (issue 12): nd's binary functions,
+NDArray storage types, bool(Symbol), MXNet's integer mod gradient, Module._exec_group,
+check_symbolic_backward with surplus head gradients. References are plain numpy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from symgraph.base import AttrError, NotImplementedForSymbol, SymgraphError, mx_real_t
+from symgraph.test_utils import check_symbolic_backward
+
+S = sg.sym
+
+
+@pytest.mark.parametrize("name, ref", [
+    ("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply),
+    ("divide", np.divide), ("power", np.power), ("maximum", np.maximum),
+    ("minimum", np.minimum), ("modulo", np.mod), ("equal", np.equal),
+    ("greater", np.greater), ("lesser_equal", np.less_equal),
+    ("logical_and", np.logical_and), ("logical_xor", np.logical_xor)])
+def test_nd_binary_functions_broadcast_and_take_scalars(name: str, ref) -> None:
+    rng = np.random.default_rng(0)
+    a = rng.uniform(0.5, 2.0, (3, 4)).round(1)
+    b = rng.uniform(0.5, 2.0, (1, 4)).round(1)
+    fn = getattr(sg.nd, name)
+    got = fn(sg.nd.array(a, dtype=np.float64), sg.nd.array(b, dtype=np.float64)).asnumpy()
+    np.testing.assert_allclose(got, ref(a, b).astype(np.float64), rtol=1e-12)
+    left = fn(1.5, sg.nd.array(a, dtype=np.float64)).asnumpy()  # scalar on the left
+    np.testing.assert_allclose(left, ref(1.5, a).astype(np.float64), rtol=1e-12)
+    with pytest.raises(AttrError, match=name):
+        fn(1.0, 2.0)
+
+
+def test_storage_type_is_dense_only() -> None:
+    x = sg.nd.ones((2, 2))
+    assert x.stype == "default" and x.tostype("default") is x
+    with pytest.raises(AttrError, match="csr"):
+        x.tostype("csr")
+
+
+def test_bool_of_a_symbol_raises() -> None:
+    with pytest.raises(NotImplementedForSymbol):
+        bool(S.var("x"))
+    assert issubclass(NotImplementedForSymbol, SymgraphError) and mx_real_t is np.float32
+
+
+def test_integer_mod_has_zero_gradient_as_in_mxnet() -> None:
+    a, b = S.var("a"), S.var("b")
+    y = S.broadcast_mod(S.Cast(a, dtype="int32"), S.Cast(b, dtype="int32"))
+    av, bv = np.array([[7.0, 9.0]]), np.array([[2.0, 4.0]])
+    check_symbolic_backward(y, {"a": av, "b": bv}, [np.ones((1, 2))],
+                            {"a": np.zeros((1, 2)), "b": np.zeros((1, 2))})
+    z = S.broadcast_mod(a, b)  # floats keep the true derivative
+    check_symbolic_backward(z, {"a": av, "b": bv}, [np.ones((1, 2))],
+                            {"a": np.ones((1, 2)), "b": -np.floor(av / bv)}, rtol=1e-6)
+
+
+def test_surplus_head_gradients_are_ignored_as_mxnet_does() -> None:
+    x = S.var("x")
+    xv = np.array([1.0, -2.0, 3.0])
+    check_symbolic_backward(S.square(x), [xv], [np.ones(3), np.ones(3)], [2 * xv])
+
+
+def test_module_exec_group_view() -> None:
+    sym = S.FullyConnected(S.var("data"), num_hidden=3, name="fc")
+    mod = sg.mod.Module(sym, ("data",), None)
+    with pytest.raises(SymgraphError, match="not bound"):
+        mod._exec_group
+    mod.bind(data_shapes=[("data", (2, 4))])
+    mod.init_params()
+    group = mod._exec_group
+    assert group.param_names == ["fc_weight", "fc_bias"]
+    assert group.execs[0].arg_dict["fc_weight"].shape == (3, 4)
+    mod.init_optimizer(optimizer="sgd")
+    assert mod._optimizer.idx2name == dict(enumerate(group.param_names))
