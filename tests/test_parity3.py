@@ -74,3 +74,15 @@ def test_module_exec_group_view() -> None:
     assert group.execs[0].arg_dict["fc_weight"].shape == (3, 4)
     mod.init_optimizer(optimizer="sgd")
     assert mod._optimizer.idx2name == dict(enumerate(group.param_names))
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "max", "min", "prod", "nansum", "nanprod",
+                                "norm"])
+def test_reducing_every_axis_gives_shape_1_as_mxnet_1x(op: str) -> None:
+    x = np.arange(1.0, 7.0).reshape(2, 3)
+    y = getattr(S, op)(S.var("x"))
+    assert y.infer_shape(x=(2, 3))[1] == [(1,)]
+    out = y.bind(sg.cpu(), {"x": sg.nd.array(x)}).forward()[0]
+    assert out.shape == (1,)
+    kept = getattr(S, op)(S.var("x"), keepdims=True).infer_shape(x=(2, 3))[1]
+    assert kept == [(1, 1)]

@@ -222,14 +222,16 @@ def reduced_shape(a: Attrs, shape: Shape) -> Shape:
     axes = reduce_axes(a, len(shape))
     if a["keepdims"]:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
-    return tuple(d for i, d in enumerate(shape) if i not in axes)
+    # MXNet 1.x: reducing every axis gives shape (1,), not a 0-d array
+    return tuple(d for i, d in enumerate(shape) if i not in axes) or (1,)
 
 
 def _reduce_compute(fn):
     def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
         x = xs[0]
-        return [np.asarray(fn(x, axis=reduce_axes(a, x.ndim), keepdims=a["keepdims"]),
-                           dtype=x.dtype)]
+        out = np.asarray(fn(x, axis=reduce_axes(a, x.ndim), keepdims=a["keepdims"]),
+                         dtype=x.dtype)
+        return [out.reshape(reduced_shape(a, x.shape))]
     return compute
 
 

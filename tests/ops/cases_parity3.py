@@ -74,3 +74,21 @@ CASES.append(Case(
     "softmax", lambda: S.softmax(x, S.var("n"), axis=1, use_length=True),
     {"x": normal(2, 5, 3), "n": lambda rng: rng.integers(1, 6, size=(2, 3))},
     _softmax_length_ref, grad_nodes=["x"], id="softmax-use_length"))
+
+
+def _with_nans(*shape: int):
+    def gen(rng):
+        v = rng.uniform(0.5, 1.5, size=shape)
+        v[rng.random(shape) < 0.25] = np.nan
+        return v
+    return gen
+
+
+CASES += [
+    Case("nansum", lambda: S.nansum(x, axis=1), {"x": _with_nans(3, 4, 2)},
+         lambda x: np.where(np.isnan(x), 0, x).sum(axis=1)),
+    Case("nanprod", lambda: S.nanprod(x, axis=(0, 2), keepdims=True), {"x": _with_nans(3, 4, 2)},
+         lambda x: np.where(np.isnan(x), 1, x).prod(axis=(0, 2), keepdims=True)),
+    Case("sum", lambda: S.sum(x), {"x": normal(2, 3)}, lambda x: np.array([x.sum()]),
+         id="sum-all-gives-(1,)"),  # MXNet 1.x: a reduction over every axis has shape (1,)
+]
