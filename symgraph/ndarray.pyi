@@ -635,6 +635,8 @@ def Reshape(
     *,
     shape: tuple[int, ...] = ...,
     reverse: bool = ...,
+    target_shape: tuple[int, ...] = ...,
+    keep_highest: bool = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...

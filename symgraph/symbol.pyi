@@ -596,6 +596,8 @@ def Reshape(
     *,
     shape: tuple[int, ...] = ...,
     reverse: bool = ...,
+    target_shape: tuple[int, ...] = ...,
+    keep_highest: bool = ...,
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...

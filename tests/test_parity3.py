@@ -86,3 +86,15 @@ def test_reducing_every_axis_gives_shape_1_as_mxnet_1x(op: str) -> None:
     assert out.shape == (1,)
     kept = getattr(S, op)(S.var("x"), keepdims=True).infer_shape(x=(2, 3))[1]
     assert kept == [(1, 1)]
+
+
+def test_reshape_partial_input_from_known_output_and_old_api() -> None:
+    net = S.elemwise_add(S.var("data").reshape((-1, 6)), S.ones(shape=(4, 6)))
+    arg, out, _ = net.infer_shape(data=(2, 0, 3))  # the 0 is unknown: 24 / (2 * 3)
+    assert arg == [(2, 4, 3)] and out == [(4, 6)]
+    assert S.Reshape(S.var("x"), target_shape=(2, 0)).infer_shape(x=(2, 3, 5))[1] == [(2, 15)]
+    kept = S.Reshape(S.var("x"), target_shape=(7, 5, 0), keep_highest=True)
+    assert kept.infer_shape(x=(2, 3, 10))[1] == [(2, 5, 6)]
+    # reverse reads codes right to left, -4's sizes included (MXNet 1.9.1's result)
+    rev = S.Reshape(S.var("x"), shape=(3, 2, -4, 0), reverse=True)
+    assert rev.infer_shape(x=(6, 6))[1] == [(3, 2, 6)]  # MXNet 1.9.1 gives (3, 2, 6)
