@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+import numpy as np
+
 
 class SymgraphError(Exception):
     """Base class of every error symgraph raises on bad input."""
@@ -38,6 +40,14 @@ class GraphError(SymgraphError, ValueError):
 
 class ExecutionError(SymgraphError, RuntimeError):
     """A run-time failure: backward before forward, a custom kernel returning an error."""
+
+
+class NotImplementedForSymbol(SymgraphError, TypeError):
+    """An NDArray-only operation (``bool()``, ``len`` of values...) was applied to a Symbol."""
+
+
+mx_real_t = np.float32
+"""MXNet's default real type (``mxnet.base.mx_real_t``)."""
 
 
 def where(name: Optional[str], op: Optional[str]) -> str:

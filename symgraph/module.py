@@ -28,6 +28,17 @@ def _descs(shapes: Any) -> list[DataDesc]:
     return out
 
 
+class ExecutorGroupView:
+    """What MXNet's ``DataParallelExecutorGroup`` exposes of its state: ``execs`` (one
+    executor per device; here one) and the parameter, aux, data and label names."""
+
+    def __init__(self, execs: list, param_names: list[str], aux_names: list[str],
+                 data_names: list[str], label_names: list[str]) -> None:
+        self.execs = execs
+        self.param_names, self.aux_names = param_names, aux_names
+        self.data_names, self.label_names = data_names, label_names
+
+
 class Module(BaseModule):
     """A trainable module over ``symbol`` (MXNet's ``mx.mod.Module``). With several contexts,
     or in one of several launched processes, it is a ``parallel.group.DataParallelModule``."""
@@ -109,6 +120,15 @@ class Module(BaseModule):
     @property
     def label_shapes(self) -> list[DataDesc]:
         return self._label_shapes
+
+    @property
+    def _exec_group(self) -> "ExecutorGroupView":
+        """MXNet's ``Module._exec_group`` (a DataParallelExecutorGroup), which MXNet's own
+        tests read: here a read-only view of the one executor and the names."""
+        if self._exec is None:
+            raise BindError("Module._exec_group: the module is not bound; call bind() first")
+        return ExecutorGroupView([self._exec], list(self._param_names), list(self._aux_names),
+                                 list(self._data_names), list(self._label_names))
 
     @property
     def output_shapes(self) -> list[tuple[str, tuple]]:

@@ -60,6 +60,19 @@ FLUENT: dict[str, str] = {
         "softrelu", "sort", "topk", "argsort", "swapaxes", "shape_array", "size_array")}
 FLUENT.update({"flatten": "Flatten", "cast": "Cast"})
 
+# MXNet's `nd.add(lhs, rhs)` family: (array-array op, array-scalar op, scalar-array op).
+FUNCTIONS: dict[str, tuple[str, str, str]] = {
+    "add": BINARY["add"], "subtract": BINARY["sub"], "multiply": BINARY["mul"],
+    "divide": BINARY["truediv"], "power": BINARY["pow"], "equal": BINARY["eq"],
+    "not_equal": BINARY["ne"], "greater": BINARY["gt"], "greater_equal": BINARY["ge"],
+    "lesser": BINARY["lt"], "lesser_equal": BINARY["le"],
+    "modulo": ("broadcast_mod", "_mod_scalar", "_rmod_scalar"),
+    "maximum": ("broadcast_maximum", "_maximum_scalar", "_maximum_scalar"),
+    "minimum": ("broadcast_minimum", "_minimum_scalar", "_minimum_scalar"),
+    **{f"logical_{n}": (f"broadcast_logical_{n}", f"_logical_{n}_scalar",
+                        f"_logical_{n}_scalar") for n in ("and", "or", "xor")},
+}
+
 
 def _number(x: Any) -> bool:
     return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
@@ -96,6 +109,33 @@ def _in_place(name: str) -> Callable:
         return self
     method.__name__ = f"__i{name}__"
     return method
+
+
+def _function(name: str, ops_: tuple[str, str, str]) -> Callable:
+    forward, reflected = _binary(name, ops_, False), _binary(name, ops_, True)
+
+    def function(lhs: Any, rhs: Any) -> Any:
+        if isinstance(lhs, NDArray):
+            result = forward(lhs, rhs)
+        elif isinstance(rhs, NDArray):
+            result = reflected(rhs, lhs)
+        else:
+            raise AttrError(f"nd.{name}: one operand must be an NDArray, got "
+                            f"{type(lhs).__name__} and {type(rhs).__name__}")
+        if result is NotImplemented:
+            raise AttrError(f"nd.{name}: cannot combine {type(lhs).__name__} and "
+                            f"{type(rhs).__name__}")
+        return result
+    function.__name__ = name
+    function.__doc__ = f"MXNet's ``nd.{name}``: ``{ops_[0]}`` of two arrays, or a scalar form."
+    return function
+
+
+def _tostype(self: NDArray, stype: str) -> NDArray:
+    """MXNet's storage conversion: only the dense ('default') storage exists here."""
+    if stype != "default":
+        raise AttrError(f"tostype({stype!r}): sparse storage is not supported; only 'default'")
+    return self
 
 
 def _fluent(fn: Callable) -> Callable:
@@ -276,6 +316,10 @@ def install(cls: type, namespace: dict) -> None:
         if not hasattr(cls, meth) and op in namespace:
             setattr(cls, meth, _fluent(namespace[op]))
     cls.transpose = _transpose
+    cls.stype = property(lambda self: "default", doc="Storage type: always 'default' (dense).")
+    cls.tostype = _tostype
+    for name, ops_ in FUNCTIONS.items():
+        namespace.setdefault(name, _function(name, ops_))
     cls.__getitem__ = getitem
     cls.backward = _backward
     namespace["random"] = random  # sg.nd.random is sg.random: one generator

@@ -75,10 +75,12 @@ class NDArray:
     @property
     def T(self): ...
     def sum(self, *args: Any, **kwargs: Any) -> Any: ...
+    def nansum(self, *args: Any, **kwargs: Any) -> Any: ...
     def mean(self, *args: Any, **kwargs: Any) -> Any: ...
     def max(self, *args: Any, **kwargs: Any) -> Any: ...
     def min(self, *args: Any, **kwargs: Any) -> Any: ...
     def prod(self, *args: Any, **kwargs: Any) -> Any: ...
+    def nanprod(self, *args: Any, **kwargs: Any) -> Any: ...
     def norm(self, *args: Any, **kwargs: Any) -> Any: ...
     def argmax(self, *args: Any, **kwargs: Any) -> Any: ...
     def argmin(self, *args: Any, **kwargs: Any) -> Any: ...
@@ -150,6 +152,9 @@ class NDArray:
     def flatten(self, *args: Any, **kwargs: Any) -> Any: ...
     def cast(self, *args: Any, **kwargs: Any) -> Any: ...
     def transpose(self, *axes: Any, **kwargs: Any) -> Any: ...
+    @property
+    def stype(self): ...
+    def tostype(self, stype: str) -> NDArray: ...
     def __getitem__(self, key: Any) -> NDArray: ...
     def backward(
         self,
@@ -279,6 +284,7 @@ def softmax(
     *,
     axis: int = ...,
     temperature: Optional[float] = ...,
+    use_length: bool = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
@@ -629,6 +635,8 @@ def Reshape(
     *,
     shape: tuple[int, ...] = ...,
     reverse: bool = ...,
+    target_shape: tuple[int, ...] = ...,
+    keep_highest: bool = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
@@ -726,6 +734,24 @@ def broadcast_like(
     name: Optional[str] = ...,
 ) -> NDArray: ...
 def prod(
+    data: Optional[NDArray] = ...,
+    *,
+    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    keepdims: bool = ...,
+    exclude: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def nansum(
+    data: Optional[NDArray] = ...,
+    *,
+    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    keepdims: bool = ...,
+    exclude: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def nanprod(
     data: Optional[NDArray] = ...,
     *,
     axis: Union[int, tuple[int, ...], NoneType] = ...,
@@ -913,6 +939,16 @@ def MAERegressionOutput(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def LRN(
+    data: Optional[NDArray] = ...,
+    *,
+    alpha: float = ...,
+    beta: float = ...,
+    knorm: float = ...,
+    nsize: int,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def sin(
     data: Optional[NDArray] = ...,
     *,
@@ -1090,6 +1126,33 @@ def broadcast_mod(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def broadcast_logical_and(
+    lhs: Optional[NDArray] = ...,
+    rhs: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def broadcast_logical_or(
+    lhs: Optional[NDArray] = ...,
+    rhs: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def broadcast_logical_xor(
+    lhs: Optional[NDArray] = ...,
+    rhs: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def logical_not(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def transpose(
     data: Optional[NDArray] = ...,
     *,
@@ -1184,6 +1247,7 @@ def pick(
 ) -> NDArray: ...
 
 Softmax = SoftmaxOutput
+BatchNorm_v1 = BatchNorm
 ElementWiseSum = add_n
 broadcast_plus = broadcast_add
 broadcast_minus = broadcast_sub

@@ -17,7 +17,7 @@ from . import registry
 from .serialize import graph_from_json, load_graph, to_json
 from .serialize import save as save_json
 from .attrs import Attrs, format_value, parse_attrs
-from .base import AttrError, GraphError
+from .base import AttrError, GraphError, NotImplementedForSymbol
 from .base import where as _where  # not `where`: sg.sym.where is the operator
 from .graph import Entry, Graph, Node, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
@@ -59,6 +59,10 @@ class Symbol:
 
     def __len__(self) -> int:
         return len(self._outputs)
+
+    def __bool__(self) -> bool:
+        raise NotImplementedForSymbol(f"bool() of {self!r}: a Symbol has no value until it is "
+                                      f"bound and run")
 
     def __iter__(self) -> Iterator["Symbol"]:
         return (Symbol((e,)) for e in self._outputs)

@@ -15,6 +15,7 @@ class Symbol:
     @property
     def name(self) -> Optional[str]: ...
     def __len__(self) -> int: ...
+    def __bool__(self) -> bool: ...
     def __iter__(self) -> Iterator['Symbol']: ...
     def __getitem__(self, index: Union[int, str]) -> 'Symbol': ...
     def __repr__(self) -> str: ...
@@ -95,7 +96,9 @@ class Symbol:
     def transpose(self, *args: Any, **kwargs: Any) -> Any: ...
     def flip(self, *args: Any, **kwargs: Any) -> Any: ...
     def sum(self, *args: Any, **kwargs: Any) -> Any: ...
+    def nansum(self, *args: Any, **kwargs: Any) -> Any: ...
     def prod(self, *args: Any, **kwargs: Any) -> Any: ...
+    def nanprod(self, *args: Any, **kwargs: Any) -> Any: ...
     def mean(self, *args: Any, **kwargs: Any) -> Any: ...
     def max(self, *args: Any, **kwargs: Any) -> Any: ...
     def min(self, *args: Any, **kwargs: Any) -> Any: ...
@@ -242,6 +245,7 @@ def softmax(
     *,
     axis: int = ...,
     temperature: Optional[float] = ...,
+    use_length: bool = ...,
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
@@ -592,6 +596,8 @@ def Reshape(
     *,
     shape: tuple[int, ...] = ...,
     reverse: bool = ...,
+    target_shape: tuple[int, ...] = ...,
+    keep_highest: bool = ...,
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
@@ -689,6 +695,24 @@ def broadcast_like(
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
 def prod(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    keepdims: bool = ...,
+    exclude: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def nansum(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    keepdims: bool = ...,
+    exclude: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def nanprod(
     data: Optional[Symbol] = ...,
     *,
     axis: Union[int, tuple[int, ...], NoneType] = ...,
@@ -876,6 +900,16 @@ def MAERegressionOutput(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def LRN(
+    data: Optional[Symbol] = ...,
+    *,
+    alpha: float = ...,
+    beta: float = ...,
+    knorm: float = ...,
+    nsize: int,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def sin(
     data: Optional[Symbol] = ...,
     *,
@@ -1053,6 +1087,33 @@ def broadcast_mod(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def broadcast_logical_and(
+    lhs: Optional[Symbol] = ...,
+    rhs: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def broadcast_logical_or(
+    lhs: Optional[Symbol] = ...,
+    rhs: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def broadcast_logical_xor(
+    lhs: Optional[Symbol] = ...,
+    rhs: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def logical_not(
+    data: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def transpose(
     data: Optional[Symbol] = ...,
     *,
@@ -1148,6 +1209,7 @@ def pick(
 
 Variable = var
 Softmax = SoftmaxOutput
+BatchNorm_v1 = BatchNorm
 ElementWiseSum = add_n
 broadcast_plus = broadcast_add
 broadcast_minus = broadcast_sub

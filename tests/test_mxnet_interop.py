@@ -145,6 +145,11 @@ CASES: dict[str, tuple[Callable[[], S.Symbol], dict]] = {
         attr={"__ctx_group__": "dev1"}), {"data": (2, 3)}),
     "cross_entropy": (lambda: S.softmax_cross_entropy(_x(), _var("label")),
                       {"data": (3, 4), "label": (3,)}),
+    "lrn": (lambda: S.LRN(_x(), nsize=3, alpha=0.5, beta=0.75, knorm=2.0, name="lrn"),
+            {"data": (2, 5, 3, 2)}),
+    "logical": (lambda: S.Group([f(S.relu(_var("a")), S.relu(_var("b"))) for f in (
+        S.broadcast_logical_and, S.broadcast_logical_or, S.broadcast_logical_xor)]
+        + [S.logical_not(S.relu(_var("a")))]), {"a": (2, 3), "b": (1, 3)}),
 }
 
 

@@ -77,7 +77,8 @@ class _CounterProp(sg.operator.CustomOpProp):
 
 
 def _affine(x=None, **kw):
-    return sg.sym.Custom(x=x or sg.sym.var("x"), y=sg.sym.var("y"), op_type="test_affine",
+    x = x if x is not None else sg.sym.var("x")  # bool(Symbol) raises, as in MXNet
+    return sg.sym.Custom(x=x, y=sg.sym.var("y"), op_type="test_affine",
                          name="aff", **kw)
 
 

@@ -22,6 +22,8 @@ REDUCERS = {
     "max": (c_float(float("-inf")), "fmaxf(a, b)", "acc", "v"),
     "min": (c_float(float("inf")), "fminf(a, b)", "acc", "v"),
     "prod": ("1.f", "a * b", "acc", "v"),
+    "nansum": ("0.f", "a + b", "acc", "(isnan(v) ? 0.f : v)"),
+    "nanprod": ("1.f", "a * b", "acc", "(isnan(v) ? 1.f : v)"),
     "norm1": ("0.f", "a + b", "acc", "fabsf(v)"),
     "norm2": ("0.f", "a + b", "sqrtf(acc)", "v * v"),
 }

@@ -15,7 +15,7 @@ from .. import expr as E
 from .. import random as _random
 from ..attrs import Attrs, Param
 from ..base import ShapeError
-from ..registry import OPAQUE, REDUCE, OpDef, RunCtx, register
+from ..registry import OPAQUE, REDUCE, OpDef, RunCtx, register, same_type
 from ._util import check_attr, fmt, norm_axis, same_shape
 from .nn import softmax_np
 from .norm import check_axis, vector_shape
@@ -96,6 +96,9 @@ register(OpDef(
 # -- softmax family --------------------------------------------------------------------------------
 
 SOFTMAX_PARAMS = {"axis": Param("int", -1), "temperature": Param("float?", None)}
+LENGTH_PARAMS = {**SOFTMAX_PARAMS, "use_length": Param(
+    "bool", False, doc="take a second input `length` (data's shape without `axis`): only "
+                       "the first length[i] entries along axis take part, the rest give 0")}
 
 
 def _softmax_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -135,12 +138,41 @@ def _log_softmax_grad(c) -> list:
     return [g * _inv_t(c.attrs) if _inv_t(c.attrs) != 1.0 else g]
 
 
+def _length_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """softmax: data and output alike; ``length`` is data's shape without ``axis``."""
+    if not a["use_length"]:
+        return _softmax_shape(a, ins, outs)
+    (data,), outs = _softmax_shape(a, ins[:1], outs)
+    if data is None:
+        return [data, ins[1]], outs
+    ax = norm_axis(a["axis"], len(data))
+    return [data, tuple(data[:ax]) + tuple(data[ax + 1:])], outs
+
+
+def _length_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """The length may be of any (integer) dtype; data and output share one."""
+    (data,), outs = same_type(a, ins[:1], outs)
+    return [data] + list(ins[1:]), outs
+
+
+def _softmax_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    x, axis = _scaled(a, xs[0]), a["axis"] % xs[0].ndim
+    if not a["use_length"]:
+        return [softmax_np(x, axis)]
+    pos = np.arange(x.shape[axis]).reshape((-1,) + (1,) * (x.ndim - axis - 1))
+    keep = pos < np.expand_dims(xs[1].astype(np.int64), axis)
+    z = np.exp(np.where(keep, x - np.where(keep, x, -np.inf).max(axis, keepdims=True), -np.inf))
+    return [(z / np.maximum(z.sum(axis, keepdims=True), 1e-38)).astype(x.dtype)]
+
+
 register(OpDef(
-    "softmax", SOFTMAX_PARAMS, ("data",), _softmax_shape,
-    lambda a, xs, ctx: [softmax_np(_scaled(a, xs[0]), a["axis"])],
-    lambda c: [softmax_grad(c, {"axis": c.attrs["axis"]})], REDUCE,
-    lowering=('softmax', {'axis_from': 'attr'}),
-    doc="exp(x/T) / sum(exp(x/T)) along axis."))
+    "softmax", LENGTH_PARAMS, lambda a: ("data", "length") if a["use_length"] else ("data",),
+    _length_shape, _softmax_compute,
+    # entries past the length have y = 0, so the usual formula gives them a zero gradient
+    lambda c: [softmax_grad(c, {"axis": c.attrs["axis"]})] + [None] * (len(c.inputs) - 1),
+    REDUCE, infer_type=_length_type, lowering=('softmax', {'axis_from': 'attr'}),
+    doc="exp(x/T) / sum(exp(x/T)) along axis (over the first `length` entries with "
+        "use_length)."))
 register(OpDef(
     "log_softmax", SOFTMAX_PARAMS, ("data",), _softmax_shape,
     lambda a, xs, ctx: [_log_softmax_np(_scaled(a, xs[0]), a["axis"])],

@@ -37,6 +37,27 @@ register(OpDef(
     lowering=("reduce", {"kind": "prod"}),
     doc="Product over axis (None: all); gradient y/x, so defined for nonzero x."))
 
+
+
+def _nan_grad(c, value) -> list:
+    """Gradient of a NaN-skipping reduction: ``value`` where x is a number, 0 at NaNs."""
+    x = c.inputs[0]
+    return [c.sym.where(c.sym.broadcast_equal(x, x), value, c.sym.zeros_like(x))]
+
+
+register(OpDef(
+    "nansum", REDUCE_PARAMS, ("data",), forward_shape(lambda a, s: [reduced_shape(a, s[0])]),
+    _reduce_compute(np.nansum), lambda c: _nan_grad(c, _unreduce(c, c.ograds[0])), REDUCE,
+    lowering=("reduce", {"kind": "nansum"}),
+    doc="Sum over axis (None: all) treating NaN as 0; NaN entries get a zero gradient."))
+register(OpDef(
+    "nanprod", REDUCE_PARAMS, ("data",), forward_shape(lambda a, s: [reduced_shape(a, s[0])]),
+    _reduce_compute(np.nanprod),
+    lambda c: _nan_grad(c, _unreduce(c, c.ograds[0]) * _unreduce(c, c.outputs[0])
+                        / c.inputs[0]), REDUCE,
+    lowering=("reduce", {"kind": "nanprod"}),
+    doc="Product over axis (None: all) treating NaN as 1; gradient y/x, 0 at NaN entries."))
+
 NORM_PARAMS = {"ord": Param("int", 2, (1, 2)), "axis": Param("axis", None),
                "out_dtype": Param("dtype?", None, doc="output dtype (default: the input's)"),
                "keepdims": Param("bool", False)}
@@ -53,7 +74,8 @@ def _norm_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     acc = x.astype(np.promote_types(x.dtype, np.float32)) if x.dtype.kind == "f" else x
     out = np.abs(acc).sum(axis=axes, keepdims=k) if a["ord"] == 1 else \
         np.sqrt(np.square(acc).sum(axis=axes, keepdims=k))
-    return [np.asarray(out, dtype=a["out_dtype"] or x.dtype)]
+    return [np.asarray(out, dtype=a["out_dtype"] or x.dtype)
+            .reshape(reduced_shape(_as_reduce(a), x.shape))]
 
 
 def _norm_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 from typing import Callable
 
+import numpy as np
+
 from .. import expr as E
 from ..registry import BROADCAST, NO_GRADIENT, NOT_DIFFERENTIABLE
 from ._util import SCALAR, broadcast_shape, elementwise
@@ -95,8 +97,17 @@ def _hypot_grad(c) -> list:
     return [dy * a / y, dy * b / y]
 
 
+def _integer(c) -> bool:
+    """Integer operands: MXNet's mod gradients are 0 there (its ``mod_grad`` is 1 only for
+    floating types), not the float formulas truncated."""
+    t = None if c.types is None else c.types.dtype(c.inputs[0].outputs_[0])
+    return t is not None and np.dtype(t).kind in "iub"
+
+
 def _mod_grad(c) -> list:
     a, b, dy = c.inputs[0], c.inputs[1], c.ograds[0]
+    if _integer(c):
+        return [c.sym.zeros_like(a), c.sym.zeros_like(b)]
     return [dy, -dy * c.sym.floor(a / b)]
 
 
@@ -113,7 +124,29 @@ elementwise("_hypot_scalar", lambda a, x: E.call("hypot", x, a["scalar"]),
             lambda c: [c.ograds[0] * c.inputs[0] / c.outputs[0]], params=SCALAR,
             doc="hypot(data, scalar).")
 elementwise("_mod_scalar", lambda a, x: E.call("mod", x, a["scalar"]),
-            lambda c: [c.ograds[0]], params=SCALAR, doc="data mod scalar (divisor's sign).")
+            lambda c: [c.sym.zeros_like(c.inputs[0]) if _integer(c) else c.ograds[0]],
+            params=SCALAR, doc="data mod scalar (divisor's sign).")
 elementwise("_rmod_scalar", lambda a, x: E.call("mod", a["scalar"], x),
-            lambda c: [-c.ograds[0] * c.sym.floor(c.attrs["scalar"] / c.inputs[0])],
+            lambda c: [c.sym.zeros_like(c.inputs[0]) if _integer(c) else
+                       -c.ograds[0] * c.sym.floor(c.attrs["scalar"] / c.inputs[0])],
             params=SCALAR, doc="scalar mod data (divisor's sign).")
+
+
+def _truth(x: E.Expr) -> E.Expr:
+    return E.call("ne", x, 0.0)
+
+
+# MXNet's logical ops: 1 or 0 in the input dtype; piecewise constant, so no gradient flows.
+LOGICAL: dict[str, Callable[[E.Expr, E.Expr], E.Expr]] = {
+    "logical_and": lambda a, b: _truth(a) * _truth(b),
+    "logical_or": lambda a, b: _truth(_truth(a) + _truth(b)),
+    "logical_xor": lambda a, b: E.call("ne", _truth(a), _truth(b)),
+}
+for _name, _f in LOGICAL.items():
+    elementwise(f"broadcast_{_name}", lambda attrs, a, b, f=_f: f(a, b), NOT_DIFFERENTIABLE,
+                inputs=("lhs", "rhs"), pattern=BROADCAST, shape_rule=broadcast_shape,
+                doc=f"{_name} of two arrays with numpy broadcasting (1 or 0).")
+    elementwise(f"_{_name}_scalar", lambda attrs, x, f=_f: f(x, attrs["scalar"]),
+                NOT_DIFFERENTIABLE, params=SCALAR, doc=f"{_name} of data and scalar (1 or 0).")
+elementwise("logical_not", lambda attrs, x: E.call("eq", x, 0.0), NOT_DIFFERENTIABLE,
+            doc="1 where data is 0, else 0.")

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..attrs import Attrs, Param
 from ..base import ShapeError
-from ..registry import INJECTIVE, OPAQUE, OpDef, RunCtx, register
+from ..registry import INJECTIVE, OPAQUE, OpDef, RunCtx, alias, register
 from ._util import check_attr, fmt, norm_axis
 
 # -- _axis_vector ----------------------------------------------------------------------------------
@@ -109,3 +109,5 @@ register(OpDef(
     train_dependent=True,
     doc="Batch normalisation over every axis but `axis`; batch statistics in training "
         "(moving statistics updated with `momentum`), moving statistics otherwise."))
+# MXNet's legacy BatchNorm (channel axis 1, a subset of BatchNorm's parameters): the same op.
+alias("BatchNorm_v1", "BatchNorm")

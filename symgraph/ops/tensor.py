@@ -18,9 +18,7 @@ Shape = tuple[int, ...]
 
 def mx_reshape(src: Shape, spec: Sequence[int], reverse: bool = False) -> Shape:
     """MXNet's Reshape target shape with the special codes 0, -1, -2, -3, -4."""
-    if reverse:
-        if -4 in spec:
-            raise ShapeError("Reshape: code -4 is not supported with reverse=True")
+    if reverse:  # MXNet reads both lists right to left (-4's two sizes included)
         return tuple(reversed(mx_reshape(tuple(reversed(src)), tuple(reversed(spec)))))
     out: list[int] = []
     infer_at: Optional[int] = None
@@ -77,11 +75,37 @@ def _reshape_compute(shape_of):
     return lambda a, xs, ctx: [xs[0].reshape(shape_of(a, [xs[0].shape])[0])]
 
 
+def _spec(a: Attrs) -> tuple[int, ...]:
+    """The shape codes: ``shape``, or MXNet's deprecated ``target_shape`` (0 = inferred)."""
+    target = a.get("target_shape") or ()  # passes build Reshape nodes with shape only
+    if a["shape"] or not target:
+        return tuple(a["shape"])
+    spec = tuple(-1 if d == 0 else d for d in target)
+    return (0,) + spec[1:] if a.get("keep_highest") else spec
+
+
+def _reshape_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """Forward once the input is fully known. Backward, as MXNet's partial shapes: a fully
+    known output decides the one unknown (0) dimension of the input from the element count."""
+    src, dst = ins[0], outs[0]
+    if src is not None and 0 not in src:
+        return ins, [mx_reshape(tuple(src), _spec(a), a["reverse"])]
+    if src is not None and dst is not None and 0 not in dst and list(src).count(0) == 1:
+        known = prod(d for d in src if d)
+        if known and prod(dst) % known == 0:
+            return [tuple(d or prod(dst) // known for d in src)], outs
+    return ins, outs
+
+
 register(OpDef(
-    "Reshape", {"shape": Param("shape", ()), "reverse": Param("bool", False)}, ("data",),
-    forward_shape(lambda a, s: [mx_reshape(s[0], a["shape"], a["reverse"])]),
-    _reshape_compute(lambda a, s: [mx_reshape(s[0], a["shape"], a["reverse"])]),
-    _reshape_like_grad, INJECTIVE, view=True, lowering="copy",
+    "Reshape", {"shape": Param("shape", ()), "reverse": Param("bool", False),
+                "target_shape": Param("shape", (), doc="deprecated form of shape: one 0 is "
+                                      "the inferred dimension (used when shape is empty)"),
+                "keep_highest": Param("bool", False, doc="with target_shape: keep the first "
+                                      "dimension of the input")}, ("data",),
+    _reshape_shape,
+    _reshape_compute(lambda a, s: [mx_reshape(s[0], _spec(a), a["reverse"])]),
+    _reshape_like_grad, INJECTIVE, view=True, lowering="copy", partial_shapes=True,
     doc="Reshape with MXNet's codes 0, -1, -2, -3, -4."))
 alias("reshape", "Reshape")
 
@@ -222,14 +246,16 @@ def reduced_shape(a: Attrs, shape: Shape) -> Shape:
     axes = reduce_axes(a, len(shape))
     if a["keepdims"]:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
-    return tuple(d for i, d in enumerate(shape) if i not in axes)
+    # MXNet 1.x: reducing every axis gives shape (1,), not a 0-d array
+    return tuple(d for i, d in enumerate(shape) if i not in axes) or (1,)
 
 
 def _reduce_compute(fn):
     def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
         x = xs[0]
-        return [np.asarray(fn(x, axis=reduce_axes(a, x.ndim), keepdims=a["keepdims"]),
-                           dtype=x.dtype)]
+        out = np.asarray(fn(x, axis=reduce_axes(a, x.ndim), keepdims=a["keepdims"]),
+                         dtype=x.dtype)
+        return [out.reshape(reduced_shape(a, x.shape))]
     return compute
 
 
