@@ -37,6 +37,7 @@ import numpy as np
 import numpy.lib.format as npformat
 
 from .base import DataError
+from .dtypes import BFLOAT16  # noqa: F401 (registers np.dtype('bfloat16'))
 from .fileio import PathLike, atomic_write, file_size
 
 LIST_MAGIC = 0x112
@@ -45,7 +46,9 @@ V2_MAGIC = 0xF993FAC9
 V3_MAGIC = 0xF993FACA
 DTYPE_FLAGS: dict[str, int] = {
     "float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5, "int64": 6,
-    "bool": 7, "int16": 8, "uint16": 9, "uint32": 10, "uint64": 11}
+    "bool": 7, "int16": 8, "uint16": 9, "uint32": 10, "uint64": 11, "bfloat16": 12}
+# 12 is mshadow's kBfloat16 (MXNet 1.9.1 ndarray.py: _DTYPE_MX_TO_NP[12]); the elements are the
+# upper 16 bits of the float32, the layout ml_dtypes.bfloat16 has.
 FLAG_DTYPES = {v: np.dtype(k) for k, v in DTYPE_FLAGS.items()}
 DEVICES = {"cpu": 1, "gpu": 2}
 KNOWN_DEVICES = (1, 2, 3, 5)  # cpu, gpu, cpu_pinned, cpu_shared
