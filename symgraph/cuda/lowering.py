@@ -8,13 +8,17 @@ offers :func:`lower_step`. Nothing here branches on op names.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
+from ..base import BindError, where
+from ..log import LOGGER
 from ..registry import get_op
 from . import (lowering_conv_pool, lowering_dense, lowering_elementwise,  # noqa: F401
                lowering_fused, lowering_index, lowering_layout, lowering_nn, lowering_norm,
                lowering_random, lowering_reduce, lowering_sort, lowering_views)
-from .actions import BYTE_FAMILIES, FAMILIES, StepCtx, lowering_of
+from .actions import FAMILIES, StepCtx, lowering_dtypes, lowering_of
 
 
 # Families whose listed input slots hold indices: an integer dtype there is read as it is (the
@@ -23,12 +27,36 @@ INDEX_INPUTS = {"one_hot": (0,)}
 
 
 def lower_step(ctx: StepCtx) -> list:
-    """Actions of one step; float32 only, but for integer index inputs (other dtypes take the
-    host path)."""
+    """Actions of one step in the dtypes its lowering declares (``actions.lowering_dtypes``;
+    integer index inputs are read as they are). Any other dtype is a BindError naming the node,
+    op and dtype, or with SYMGRAPH_ALLOW_HOST=1 the host path and a warning."""
     fam, params = lowering_of(get_op(ctx.step.node.op))
-    index = INDEX_INPUTS.get(fam, ())
-    plain = [t for i, t in enumerate(ctx.dtypes) if i not in index
-             or np.dtype(t).kind not in "iu"]
-    if fam not in BYTE_FAMILIES and any(np.dtype(t) != np.float32 for t in plain):
-        fam = "host"
+    supported = lowering_dtypes(fam, params)
+    params.pop("dtypes", None)
+    if fam != "host" and supported is not None:
+        index = INDEX_INPUTS.get(fam, ())
+        bad = sorted({np.dtype(t).name for i, t in enumerate(ctx.dtypes)
+                      if np.dtype(t).name not in supported
+                      and not (i in index and np.dtype(t).kind in "iu")})
+        if bad:
+            _allow_host(ctx, fam, bad, supported)
+            fam = "host"
     return FAMILIES[fam](ctx, params)
+
+
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _allow_host(ctx: StepCtx, fam: str, bad: list, supported: frozenset) -> None:
+    """Refuse the host path for a dtype (BindError), or warn once per op and dtype when
+    SYMGRAPH_ALLOW_HOST=1 allows it."""
+    node = ctx.step.node
+    what = (f"{where(node.name, node.op)}no GPU lowering in {', '.join(bad)} (the {fam} "
+            f"lowering runs {', '.join(sorted(supported))})")
+    if os.environ.get("SYMGRAPH_ALLOW_HOST", "") not in ("1", "true", "yes"):
+        raise BindError(f"{what}; SYMGRAPH_ALLOW_HOST=1 runs such steps on the host with their "
+                        f"numpy reference")
+    key = (node.op, ",".join(bad))
+    if key not in _WARNED:
+        _WARNED.add(key)
+        LOGGER.warning("%s: running on the host (SYMGRAPH_ALLOW_HOST=1)", what)
