@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from math import prod
 
+import numpy as np
+
 from ..attrs import Attrs
 from .actions import Fill, StepCtx, family, launch
 from .codegen import grid_stride_kernel
+from .kernels_layout import C_TYPES
 
 
 def _row_geometry(shape: tuple, axis) -> tuple[int, int, int]:
@@ -69,20 +72,22 @@ def _axis_gather(ctx: StepCtx, p: dict) -> list:
     outer, n, inner = _row_geometry(data, a["axis"])
     m = prod(ctx.in_shapes[1]) // max(1, outer * inner)  # index entries per row
     wrap = a["mode"] == "wrap"
+    # the index input is read in its own type: float32, or integer labels (INDEX_INPUTS)
+    idx_t = C_TYPES[np.dtype(ctx.dtypes[1]).name]
+    key = f"{outer},{n},{inner},{m},{wrap}" + ("" if idx_t == "float" else f",{idx_t}")
     idx = (f"long long k = (long long)raw % {n}LL; if (k < 0) k += {n}LL;" if wrap else
            f"long long k = (long long)raw; k = k < 0 ? 0 : (k > {n - 1} ? {n - 1} : k);")
     body = (f"        const long long in = i % {inner}LL, o = i / {m * inner}LL;\n"
-            f"        const float raw = idx[i];\n        {idx}\n"
+            f"        const {idx_t} raw = idx[i];\n        {idx}\n"
             f"        const long long at = (o * {n}LL + k) * {inner}LL + in;\n")
     if p["scatter"]:
         body += "        atomicAdd(&y[at], g[i]);\n"
-        params = "float* __restrict__ y, const float* __restrict__ g, const float* __restrict__ idx"
-        kern = grid_stride_kernel("scatter_axis", f"{outer},{n},{inner},{m},{wrap}", params,
-                                  body, n_ptr=3)
+        params = ("float* __restrict__ y, const float* __restrict__ g, "
+                  f"const {idx_t}* __restrict__ idx")
+        kern = grid_stride_kernel("scatter_axis", key, params, body, n_ptr=3)
         return [Fill(ctx.outs[0], 0.0, prod(data)),
                 launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[1]))]
     body += "        y[i] = x[at];\n"
-    params = "float* __restrict__ y, const float* __restrict__ x, const float* __restrict__ idx"
-    kern = grid_stride_kernel("gather_axis", f"{outer},{n},{inner},{m},{wrap}", params, body,
-                              n_ptr=3)
+    params = f"float* __restrict__ y, const float* __restrict__ x, const {idx_t}* __restrict__ idx"
+    kern = grid_stride_kernel("gather_axis", key, params, body, n_ptr=3)
     return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[1]))]

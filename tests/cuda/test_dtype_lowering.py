@@ -10,8 +10,8 @@ import pytest
 
 import symgraph as sg
 from symgraph.base import BindError
-from symgraph.cuda import lowering
-from symgraph.cuda.actions import FLOAT32_ONLY, Host, flat_actions, lowering_dtypes
+from symgraph.cuda import compiler, lowering
+from symgraph.cuda.actions import FLOAT32_ONLY, Host, Kernel, flat_actions, lowering_dtypes
 from symgraph.cuda.plan import lower_schedule
 
 S = sg.sym
@@ -84,3 +84,19 @@ def test_debug_str_marks_host_steps(monkeypatch: pytest.MonkeyPatch) -> None:
     text = exe.debug_str()
     assert any("_fused" in ln and ln.endswith("[host]") for ln in text.splitlines())
     exe.forward(is_train=True, data=sg.nd.array(np.ones((4, 5)), dtype="float64"))
+
+
+@pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
+def test_integer_labels_pick_runs_on_the_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gluon's SoftmaxCrossEntropyLoss picks by int32 labels: pick and its scatter read the
+    integer index in its own type (they used to take the host path silently)."""
+    monkeypatch.delenv("SYMGRAPH_ALLOW_HOST", raising=False)
+    d, i = S.var("d"), S.var("i")
+    y = S.sum(S.pick(S.log_softmax(d), i, axis=-1))
+    exe = y.simple_bind(sg.cpu(), type_dict={"d": "float32", "i": "int32"}, d=(8, 4), i=(8,))
+    actions = [a for s in (exe._infer.schedule, exe._train.schedule)
+               for acts in lower_schedule(s, 132).actions for a in flat_actions(acts)]
+    assert not [a for a in actions if isinstance(a, Host)]
+    source = compiler.module_source([a.kernel for a in actions if isinstance(a, Kernel)])
+    assert "const int* __restrict__ idx" in source
+    assert compiler.run_nvcc(source, "sm_90", compiler.find_nvcc())[:4] == b"\x7fELF"
