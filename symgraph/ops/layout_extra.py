@@ -133,3 +133,21 @@ register(OpDef(
     lowering=("cast_each", {"dtypes": "any"}),
     doc="Cast every floating-point input to the widest float type among them (cast_narrow: "
         "the narrowest); other inputs pass unchanged. Output i is input i, cast; for AMP."))
+
+
+def _grad_scale_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    if ins[1] is not None and tuple(ins[1]) != (1,):
+        raise ShapeError(f"scale must have shape (1,), got {fmt(ins[1])}")
+    data = ins[0] if ins[0] is not None else outs[0]
+    return [data, (1,)], [data]
+
+
+register(OpDef(
+    "_amp_grad_scale", {}, ("data", "scale"), _grad_scale_shape,
+    lambda a, xs, ctx: [xs[0].copy()],
+    lambda c: [c.sym.broadcast_mul(c.ograds[0], c.inputs[1]), None], INJECTIVE,
+    infer_type=lambda a, ins, outs: ([ins[0] if ins[0] is not None else outs[0], ins[1]],
+                                     [ins[0] if ins[0] is not None else outs[0]]),
+    lowering="copy",
+    doc="Forward: data unchanged; backward: the gradient times scale (a (1,) array). AMP's "
+        "dynamic loss scaling puts it on a loss op's input, so a new scale needs no rebind."))
