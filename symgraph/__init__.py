@@ -28,6 +28,7 @@ from . import profiler  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package is imported on first use)
 from . import gluon  # noqa: E402
 from . import kvstore, parallel  # noqa: E402  (NCCL is loaded on first GPU use)
+from . import amp, contrib  # noqa: E402
 from .parallel import group as _parallel_group  # noqa: E402,F401  (Module(context=[...]))
 
 symbol = sym

@@ -8,7 +8,7 @@ from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..dtypes import is_float
 from ..registry import BROADCAST, INJECTIVE, NO_GRADIENT, OpDef, RunCtx, alias, register
-from ._util import fmt, forward_shape, like_input, norm_axis
+from ._util import fmt, forward_shape, like_input, norm_axis, same_shape
 
 
 def _swap(a: Attrs, ndim: int) -> tuple[int, ...]:
@@ -81,7 +81,7 @@ def _amp_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 
 register(OpDef(
-    "amp_cast", {"dtype": Param("dtype")}, ("data",), like_input(0),
+    "amp_cast", {"dtype": Param("dtype")}, ("data",), same_shape,  # both ways, as MXNet
     lambda a, xs, ctx: [xs[0].astype(a["dtype"]) if is_float(xs[0].dtype) else xs[0].copy()],
     lambda c: [c.sym._backward_Cast(c.ograds[0], c.inputs[0])], INJECTIVE,
     infer_type=_amp_type, lowering="cast",
