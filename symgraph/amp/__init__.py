@@ -32,10 +32,12 @@ _STATE: dict[str, Any] = {"target": None}
 
 def init(target_dtype: str = "float16", target_precision_ops: Optional[list] = None,
          conditional_fp32_ops: Optional[list] = None, fp32_ops: Optional[list] = None) -> None:
-    """Turn AMP on for this process (MXNet's ``amp.init``): hybridized Gluon blocks traced from
-    now on are converted with these lists (``convert_symbol``), and :func:`init_trainer` may be
-    called. Unlike MXNet, ``sg.sym``/``sg.nd`` functions are not rewrapped: a symbolic graph is
-    converted with :func:`convert_symbol` or ``Module.fit(amp=...)``."""
+    """Turn AMP on for this process (MXNet's ``amp.init``): records the target dtype and the
+    lists, and allows :func:`init_trainer`. Unlike MXNet, ``sg.sym``/``sg.nd``/Gluon functions
+    are not rewrapped, so a Gluon network computes in the dtype of its parameters and inputs
+    (``net.cast('float16')`` with ``multi_precision=True``); a symbolic graph is converted
+    with :func:`convert_symbol` (:func:`convert_traced` with these lists) or by
+    ``Module.fit(amp=...)``."""
     if _STATE["target"] is None:
         _STATE.update(target=check_target(target_dtype), lp16=target_precision_ops,
                       conditional=conditional_fp32_ops, fp32=fp32_ops)
@@ -47,8 +49,7 @@ def target_dtype() -> Optional[str]:
 
 
 def convert_traced(sym: Any) -> Any:
-    """``sym`` converted with :func:`init`'s lists (unchanged when AMP is off); Gluon's
-    hybridized blocks call this on each traced graph."""
+    """``sym`` converted with :func:`init`'s lists (unchanged when AMP is off)."""
     if _STATE["target"] is None:
         return sym
     return convert_symbol(sym, _STATE["target"], _STATE["lp16"], _STATE["fp32"],
