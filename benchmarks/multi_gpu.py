@@ -4,6 +4,7 @@
     PYTHONPATH=. python3 benchmarks/multi_gpu.py --mode scaling     # samples/s, 1 vs 2 GPUs
     PYTHONPATH=. python3 benchmarks/multi_gpu.py --mode identical   # 100 steps, bitwise equal
     PYTHONPATH=. python3 benchmarks/multi_gpu.py --mode accuracy --data-dir /data/mnist
+    PYTHONPATH=. python3 benchmarks/multi_gpu.py --profile         # host ms per step phase
 
 Scaling: the seed CNN (symgraph.models.simple_cnn, batch 1024 per GPU) and a ResNet-20-style
 CIFAR net (3 stages x 3 basic blocks with BatchNorm, 16/32/64 channels, batch 256 per GPU), on
@@ -251,6 +252,49 @@ def scaling(args: argparse.Namespace) -> None:
               f"{multi / one:.2f} | {same} | {t1:,.0f} | {tddp:,.0f} | {tddp / t1:.2f} |")
 
 
+def _profile_run(label: str, mod: Any, batch: Any, steps: int) -> None:
+    """Print wall and host ms per step of ``mod`` (and its phases when it times them)."""
+    from symgraph.parallel.step import PHASES
+    for _ in range(10):
+        mod.forward_backward_update(batch)
+    _sync(mod)
+    timed = hasattr(mod, "step_times")
+    if timed:
+        mod.step_times = {}
+    tic = time.perf_counter()
+    for _ in range(steps):
+        mod.forward_backward_update(batch)
+    host = time.perf_counter() - tic
+    _sync(mod)
+    wall = time.perf_counter() - tic
+    n = batch.data[0].shape[0]
+    print(f"{label}: wall {wall * 1000 / steps:.3f} ms/step, host {host * 1000 / steps:.3f} "
+          f"ms/step, {n * steps / wall:,.0f} samples/s")
+    for name in PHASES if timed else ():
+        print(f"    {name:10s} {mod.step_times.get(name, 0.0) * 1000 / steps:8.3f} ms/step")
+
+
+def profile(args: argparse.Namespace) -> None:
+    """``--profile``: host milliseconds per step in each phase of the single-process step, for
+    2 GPUs in one process, 1 GPU through the same data-parallel path (a rank's path in the
+    multi-process run) and the plain 1-GPU Module (no phases: host total only). A host time
+    close to the wall time per step means the host, not the GPUs, sets the pace."""
+    from symgraph.parallel.group import DataParallelModule
+    for model in args.models:
+        per = BATCH[model]
+        _profile_run(f"{model} 1 GPU Module", sg_module(model, sg.gpu(0), per),
+                     _batch(model, per), args.steps)
+        sg.random.seed(0)
+        one = DataParallelModule(build(model), context=[sg.gpu(0)])
+        one.bind([("data", (per,) + SHAPE[model])], [("softmax_label", (per,))])
+        one.init_params(sg.init.Xavier())
+        one.init_optimizer(kvstore="device", optimizer="sgd", optimizer_params=OPT)
+        _profile_run(f"{model} 1 GPU data-parallel", one, _batch(model, per), args.steps)
+        _profile_run(f"{model} 2 GPUs 1 proc", sg_module(model, [sg.gpu(0), sg.gpu(1)],
+                                                         2 * per),
+                     _batch(model, 2 * per), args.steps)
+
+
 def identical(args: argparse.Namespace) -> bool:
     """100 steps on 2 GPUs of one process; parameters compared bitwise across the GPUs."""
     ok = True
@@ -296,6 +340,9 @@ def main() -> None:
     p.add_argument("--acc-batch", type=int, default=64, help="global batch of --mode accuracy")
     p.add_argument("--data-dir", default=None, help="MNIST folder (default: $SYMGRAPH_DATA)")
     p.add_argument("--no-torch", action="store_true", help="skip the PyTorch columns")
+    p.add_argument("--profile", action="store_true",
+                   help="host time per step in each phase of the single-process step, then "
+                        "exit")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--model", default="cnn", help=argparse.SUPPRESS)
     p.add_argument("--out", default=None, help=argparse.SUPPRESS)
@@ -305,6 +352,8 @@ def main() -> None:
     found = sg.context.num_gpus()
     if found < 2:
         raise SystemExit(f"multi_gpu.py needs at least 2 GPUs, found {found}")
+    if args.profile:
+        return profile(args)
     if args.mode in ("all", "scaling"):
         scaling(args)
     if args.mode in ("all", "identical") and not identical(args):

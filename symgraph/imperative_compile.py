@@ -218,7 +218,8 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
     grad_arrays = {names[k]: g for k, (g, _) in grads.items() if names[k] in args}
     reqs = {n: (grads[k][1] if k in grads and n in args else "null")
             for k, n in enumerate(names) if n in args}
-    exe = Executor.bind(sym, ctx, args, grad_arrays or None, reqs, aux or None, (train,))
+    exe = Executor.bind(sym, ctx, args, grad_arrays or None, reqs, aux or None,
+                        stages=(train,))
     STATS["compiles"] += 1
     return Program(exe, ctx, len(tr.leaves), len(outputs) + len(blocked))
 

@@ -110,7 +110,7 @@ def save(fname: PathLike, data: Any) -> None:
         f.write(struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays)))
         for arr, device in arrays:
             f.write(_record_header(arr, magic, device))
-            f.write(memoryview(arr).cast("B") if arr.size else b"")
+            f.write(memoryview(arr.view(np.uint8)).cast("B") if arr.size else b"")
         f.write(struct.pack("<Q", len(names) if named else 0))
         for n in names if named else ():
             raw = n.encode("utf-8")

@@ -43,13 +43,26 @@ class Staging:
         numpy does) on ``stream``."""
         if isinstance(value, NDArray):  # a host batch is only read: no copy
             value = value._data if value.context.device_type == "cpu" else value.asnumpy()
+        buf, entry = self.reserve(target)
+        np.copyto(buf, value, casting="unsafe")
+        self.send(target, buf, entry, stream)
+
+    def reserve(self, target: Any) -> tuple[np.ndarray, list]:
+        """The pinned buffer of the next copy into ``target`` (waiting, if need be, for the
+        copy that used it ``DEPTH`` turns ago) and its ring entry. Filling the buffer is the
+        caller's (any thread may: no CUDA call is involved); :meth:`send` queues the copy."""
         data = target._data
         with activate(self.device_id):
             buf, entry, _ = self._buffer(("in", data.ptr), data.shape, data.dtype)
-            np.copyto(buf, value, casting="unsafe")
+        return buf, entry
+
+    def send(self, target: Any, buf: np.ndarray, entry: list, stream: Any) -> None:
+        """Queue the copy of the filled ``buf`` (from :meth:`reserve`) into ``target``."""
+        data = target._data
+        with activate(self.device_id):
             if data.size:
                 drv.memcpy_htod_async(data.ptr, buf, stream)
-            entry[1] = drv.Event().record(stream)
+            entry[1] = drv.Event(drv.event_flags.DISABLE_TIMING).record(stream)
 
     def from_device(self, sources: Sequence[Any],
                     stream: Any) -> Callable[[], list[np.ndarray]]:

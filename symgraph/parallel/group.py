@@ -25,8 +25,10 @@ from ..log import LOGGER
 from ..module import Module, _descs
 from ..ndarray import NDArray, array
 from .bucket import DEFAULT_BUCKET_BYTES
-from .comm import allreduce_grads
+from . import flat
+from .bucket import make_buckets
 from .split import split_batch
+from .step import DeviceSlice, StepQueue
 
 
 def _host(x: Any) -> np.ndarray:
@@ -61,7 +63,9 @@ class DataParallelModule(Module):
         self._slices: list[slice] = []
         self._updaters: list[Any] = []
         self._comm: Any = None
-        self._marks: list[Any] = []  # device events of the last queued steps (GPU)
+        self._queue = StepQueue()  # fit's step: enqueue order, host waits, phase times
+        self._reduce_plan: tuple = (None, [])  # (executors, per-bucket replica lists)
+        self._update_args: dict[int, tuple] = {}  # device -> (executor, update_multi args)
         self._kv_name: Optional[str] = None
         self.bucket_bytes = DEFAULT_BUCKET_BYTES
 
@@ -108,6 +112,8 @@ class DataParallelModule(Module):
             self._execs.append(self._symbol.simple_bind(ctx, grad_req=reqs, type_dict=types,
                                                         **shapes))
         self._exec = self._execs[0]
+        if for_training and self._contexts[0].device_type == "gpu":
+            self._buckets()  # flat gradient buckets: before any run records the pointers
         for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
             for exe in self._execs:
                 mon.install(exe)
@@ -177,7 +183,7 @@ class DataParallelModule(Module):
             optimizer = _opt.create(optimizer, param_idx2name=idx2name, sym=self._symbol,
                                     **params)
         self._optimizer, self._comm, self._kv_name = optimizer, comm, name
-        self._marks = []
+        self._queue.reset()
         if hasattr(comm, "streams"):  # collectives queue on the executors' streams
             comm.streams = [exe.train_program.stream for exe in self._execs]
         if self._contexts[0].device_type == "gpu":
@@ -200,8 +206,8 @@ class DataParallelModule(Module):
         self._arg_params, self._aux_params = self.get_params()
 
     # -- computation ---------------------------------------------------------------------------
-    def _load_batch(self, data_batch: DataBatch, staging: Any = None) -> None:
-        """Slice the batch over the devices (rebinding first if its size changed)."""
+    def _host_batch(self, data_batch: DataBatch) -> dict[str, np.ndarray]:
+        """The batch's arrays on the host (rebinding first if its size changed)."""
         if not (self.binded and self.params_initialized):
             raise BindError("forward: call bind() and init_params() first")
         arrays = self._batch_arrays(data_batch)
@@ -210,14 +216,14 @@ class DataParallelModule(Module):
             self.reshape([(n, tuple(arrays[n].shape)) for n in self._data_names],
                          [(n, tuple(arrays[n].shape)) for n in self._label_names
                           if n in arrays and self._label_shapes] or None)
-        host = {k: _host(v) for k, v in arrays.items()}
+        return {k: _host(v) for k, v in arrays.items()}
+
+    def _load_batch(self, data_batch: DataBatch) -> None:
+        """Slice the batch over the devices."""
+        host = self._host_batch(data_batch)
         for exe, part in zip(self._execs, self._slices):
             for name, value in host.items():
-                if staging is None:
-                    exe.arg_dict[name][:] = value[part]
-                else:
-                    staging[exe].to_device(exe.arg_dict[name], value[part],
-                                           exe.train_program.stream)
+                exe.arg_dict[name][:] = value[part]
 
     def forward(self, data_batch: DataBatch, is_train: Optional[bool] = None) -> None:
         self._load_batch(data_batch)
@@ -232,41 +238,90 @@ class DataParallelModule(Module):
             exe.backward(None if out_grads is None else
                          [array(_host(g)[part], exe._ctx) for g in out_grads])
 
+    def _buckets(self) -> list[list[list[Any]]]:
+        """Per bucket, the gradient arrays of every device (``[device][array]``), made once
+        per bind (the executors' gradient arrays stay put between steps)."""
+        key, plan = self._reduce_plan
+        if key != (self._execs, self.bucket_bytes):
+            names = [n for n in self._param_names if n in self._execs[0].grad_dict]
+            grads = [[exe.grad_dict[n] for n in names] for exe in self._execs]
+            sizes = [g.size * np.dtype(g.dtype).itemsize for g in grads[0]] if names else []
+            plan = [self._flatten([[rep[i] for i in b.indices] for rep in grads])
+                    for b in make_buckets(sizes, self.bucket_bytes)] if sizes else []
+            self._reduce_plan = ((list(self._execs), self.bucket_bytes), plan)
+        return plan
+
+    def _flatten(self, replicas: list[list[Any]]) -> list[list[Any]]:
+        """On GPUs, before the executors' first run: the bucket's gradients become views of
+        one buffer per device (``flat.py``), reduced by one call per device."""
+        if self._contexts[0].device_type != "gpu" or not flat.enabled() or any(
+                getattr(exe, "_trained", False) or getattr(exe, "_forwarded", False)
+                for exe in self._execs):
+            return replicas
+        bufs = [flat.flatten(rep, flat.gpu_alloc(ctx.device_id), flat.gpu_view)
+                for rep, ctx in zip(replicas, self._contexts)]
+        return replicas if any(b is None for b in bufs) else [[b] for b in bufs]
+
     def allreduce(self) -> None:
         """Sum the gradients of all devices (and processes) into every device's grad arrays."""
-        names = [n for n in self._param_names if n in self._execs[0].grad_dict]
         if self._comm is None:
             raise BindError("update: call init_optimizer() first")
-        if hasattr(self._comm, "streams"):
+        if hasattr(self._comm, "streams"):  # collectives queue behind each device's step
             self._comm.streams = [exe.train_program.stream for exe in self._execs]
-        allreduce_grads([[exe.grad_dict[n] for n in names] for exe in self._execs],
-                        self._comm, self.bucket_bytes)
+        for replicas in self._buckets():
+            self._comm.allreduce(replicas)
 
     def update(self) -> None:
         """All-reduce the gradients, then the same optimizer step on every device."""
         if not self.optimizer_initialized:
             raise BindError("update: call init_optimizer() first")
         self.allreduce()
-        n = len(self._execs)
-        todo = [(i, name) for i, name in enumerate(self._param_names)
-                if name in self._execs[0].grad_dict]
-        for k, (exe, upd) in enumerate(zip(self._execs, self._updaters)):
-            if hasattr(upd, "stream"):
-                upd.stream = exe.train_program.stream
-            upd.update_multi([i * n + k for i, _ in todo], [exe.grad_dict[m] for _, m in todo],
-                             [exe.arg_dict[m] for _, m in todo])
+        for k in range(len(self._execs)):
+            self._update_device(k)
+
+    def _update_device(self, k: int) -> None:
+        """Queue device ``k``'s optimizer step (parameter ``i`` is index ``i * n + k``); its
+        argument lists are made once per bind."""
+        exe, upd, n = self._execs[k], self._updaters[k], len(self._execs)
+        args = self._update_args.get(k)
+        if args is None or args[0] is not exe:
+            todo = [(i, m) for i, m in enumerate(self._param_names) if m in exe.grad_dict]
+            args = self._update_args[k] = (exe, [i * n + k for i, _ in todo],
+                                           [exe.grad_dict[m] for _, m in todo],
+                                           [exe.arg_dict[m] for _, m in todo])
+        if hasattr(upd, "stream"):
+            upd.stream = exe.train_program.stream
+        upd.update_multi(*args[1:])
 
     def forward_backward_update(self, data_batch: DataBatch) -> None:
-        """Each device runs forward+backward as one program (one CUDA graph on the GPU),
-        then the all-reduce and the update are queued behind it on every device."""
-        if len(self._marks) > 1:  # the step before last: a dead rank or a hang ends us here
-            self._comm.wait(self._marks.pop(0))
-        self._load_batch(data_batch, self._staging())
-        for exe in self._execs:
-            exe.train_step()
-        self.update()
-        if hasattr(self._comm, "mark"):  # the host may run one step ahead, never more
-            self._marks.append(self._comm.mark())
+        """``fit``'s step, queued by :class:`~.step.StepQueue`: per device the batch copy
+        and one program run (one CUDA graph on the GPU) back to back, then the all-reduce
+        and the update on every device's stream; the host waits only for the step before
+        last. ``step_times`` (host seconds per phase) is filled while it is a dict."""
+        if not self.optimizer_initialized:
+            raise BindError("update: call init_optimizer() first")
+        with self._queue.phase("batch"):
+            host = self._host_batch(data_batch)
+            self._staging()
+        stage = self._stage_buffers
+        devices = [DeviceSlice(exe, part, host, stage[exe] if stage is not None else None,
+                               lambda k=k: self._update_device(k))
+                   for k, (exe, part) in enumerate(zip(self._execs, self._slices))]
+        self._queue.run(devices, self.allreduce, self._comm)
+
+    @property
+    def step_times(self) -> Optional[dict[str, float]]:
+        """Host seconds spent per phase of ``forward_backward_update`` since it was set to
+        ``{}`` (``None``: not collected); ``step_count`` steps were timed."""
+        return self._queue.times
+
+    @step_times.setter
+    def step_times(self, value: Optional[dict[str, float]]) -> None:
+        self._queue.times, self._queue.steps = value, 0
+
+    @property
+    def step_count(self) -> int:
+        return self._queue.steps
 
     def _staging(self) -> Any:
         if self._contexts[0].device_type != "gpu" or not self.optimizer_initialized:

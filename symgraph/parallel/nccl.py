@@ -151,21 +151,39 @@ class NcclCommunicator:
             n = self.num_replicas
             self.comms = init_comms(self.device_ids, world.rank * n, world.size * n, uid)
 
+    def _arguments(self, replicas: Sequence[Sequence[Any]]) -> list[tuple]:
+        """``(buffer, count, dtype, comm, stream)`` of every call, array by array and device
+        by device; cached per (device buffers, streams), since a trainer reduces the same
+        gradient buffers every step (the cache holds the buffers: their ids stay unique)."""
+        cache = self.__dict__.setdefault("_args", {})
+        streams = tuple(s.handle if s is not None else None for s in self.streams)
+        bufs = [rep[i]._data for i in range(len(replicas[0])) for rep in replicas]
+        key = (tuple(map(id, bufs)), streams)
+        got = cache.get(key)
+        if got is not None:
+            return got[1]
+        args = []
+        for i in range(len(replicas[0])):
+            for d, comm in enumerate(self.comms):
+                x = replicas[d][i]
+                args.append((x._data.ptr, int(np.prod(x.shape)),
+                             nccl_dtype(x.dtype, f"array {i}"), comm, streams[d]))
+        if len(cache) >= 256:  # keep it bounded for callers with ever new buffers
+            cache.clear()
+        cache[key] = (bufs, args)
+        return args
+
     def _collective(self, replicas: Sequence[Sequence[Any]], call: str, root: int) -> None:
         lib = library()
+        args = self._arguments(replicas)
         check(lib.ncclGroupStart(), "ncclGroupStart")
         try:
-            for i in range(len(replicas[0])):
-                for d, comm in enumerate(self.comms):
-                    x = replicas[d][i]
-                    buf, n = x._data.ptr, int(np.prod(x.shape))
-                    kind = nccl_dtype(x.dtype, f"array {i}")
-                    stream = self.streams[d].handle if self.streams[d] is not None else None
-                    if call == "ncclAllReduce":
-                        rc = lib.ncclAllReduce(buf, buf, n, kind, SUM, comm, stream)
-                    else:
-                        rc = lib.ncclBroadcast(buf, buf, n, kind, root, comm, stream)
-                    check(rc, call)
+            if call == "ncclAllReduce":
+                for buf, n, kind, comm, stream in args:
+                    check(lib.ncclAllReduce(buf, buf, n, kind, SUM, comm, stream), call)
+            else:
+                for buf, n, kind, comm, stream in args:
+                    check(lib.ncclBroadcast(buf, buf, n, kind, root, comm, stream), call)
         finally:
             check(lib.ncclGroupEnd(), "ncclGroupEnd")
 
@@ -211,11 +229,13 @@ class NcclCommunicator:
             time.sleep(0.0002)
 
     def abort(self) -> None:
+        self.__dict__.pop("_args", None)  # the cached calls name these communicators
         for comm in self.comms:
             library().ncclCommAbort(comm)
         self.comms = []
 
     def close(self) -> None:
+        self.__dict__.pop("_args", None)
         for comm in self.comms:
             library().ncclCommDestroy(comm)
         self.comms = []

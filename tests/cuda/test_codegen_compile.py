@@ -16,7 +16,7 @@ from symgraph.cuda import compiler
 from symgraph.cuda.actions import Host, Kernel, flat_actions
 from symgraph.cuda.plan import lower_schedule
 
-from .graphs import all_graphs
+from .graphs import FLOAT64_CASES, all_graphs
 
 needs_nvcc = pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,9 +37,6 @@ def _all_lowered() -> list:
 # Ops that still take the documented host stopgap (inputs to the host, numpy reference, results
 # back), in some or all configurations: the "not done" list of issue 5 (docs/performance.md).
 HOST_FALLBACK: set[str] = set()
-# Registry cases that pin float64 on purpose (the dtype attribute of _ones/_full): no GPU
-# lowering runs float64, so lowering them is a BindError (SYMGRAPH_ALLOW_HOST=1: the host).
-FLOAT64_CASES = {"_ones", "_full"}
 
 
 def test_host_fallback_only_where_documented() -> None:

@@ -69,6 +69,26 @@ def test_grouped_allreduce_call_sequence(monkeypatch: pytest.MonkeyPatch) -> Non
     assert rec.calls[7][1:] == (0, 0, 16, 7, 0, 111, 7)
 
 
+def test_cached_call_arguments_follow_buffers_and_streams(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    rec = _Recorder()
+    monkeypatch.setattr(nccl, "_LIB", [rec])
+    comm = object.__new__(nccl.NcclCommunicator)
+    comm.comms, comm.num_replicas = [111, 222], 2
+    comm.streams = [_Stream(7), _Stream(8)]
+    bucket = [[_Arr(10 + d, (3,))] for d in range(2)]
+    comm.allreduce(bucket)
+    comm.allreduce([list(rep) for rep in bucket])  # new lists, same buffers: same calls
+    calls = [c[1:] for c in rec.calls if c[0] == "ncclAllReduce"]
+    assert calls == [(10, 10, 3, 7, 0, 111, 7), (11, 11, 3, 7, 0, 222, 8)] * 2
+    del rec.calls[:]
+    bucket[1][0] = _Arr(99, (3,))  # a new buffer on device 1 (same list object)
+    comm.streams = [_Stream(5), _Stream(8)]
+    comm.allreduce(bucket)
+    calls = [c[1:] for c in rec.calls if c[0] == "ncclAllReduce"]
+    assert calls == [(10, 10, 3, 7, 0, 111, 5), (99, 99, 3, 7, 0, 222, 8)]
+
+
 def test_dtype_table_and_errors() -> None:
     assert nccl.nccl_dtype(np.float16, "w") == 6 and nccl.nccl_dtype(np.float64, "w") == 8
     with pytest.raises(DTypeError, match="fc1_weight has dtype bool"):
