@@ -110,7 +110,7 @@ def save(fname: PathLike, data: Any) -> None:
         f.write(struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays)))
         for arr, device in arrays:
             f.write(_record_header(arr, magic, device))
-            f.write(memoryview(arr.view(np.uint8)).cast("B") if arr.size else b"")
+            f.write(memoryview(arr.reshape(-1).view(np.uint8)) if arr.size else b"")
         f.write(struct.pack("<Q", len(names) if named else 0))
         for n in names if named else ():
             raw = n.encode("utf-8")
@@ -148,7 +148,7 @@ class _Reader:
             raise self.fail(f"{what} of shape {shape} ({dtype}) needs {nbytes} bytes, "
                             f"only {self.left} remain")
         out = np.empty(shape, dtype.newbyteorder("<"))
-        if nbytes and self.f.readinto(memoryview(out.reshape(-1)).cast("B")) != nbytes:
+        if nbytes and self.f.readinto(memoryview(out.reshape(-1).view(np.uint8))) != nbytes:
             raise self.fail(f"{what}: file ended early")
         self.left -= nbytes
         return out.astype(dtype, copy=False)
