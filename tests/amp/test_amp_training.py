@@ -35,6 +35,7 @@ def _check(build, mnist_dir, n_train: int, flat: bool, lr: float, slack: float) 
     acc32, _ = _fit(build, mnist_dir, None, n_train, flat, lr)
     acc_bf, mod_bf = _fit(build, mnist_dir, "bfloat16", n_train, flat, lr)
     acc_h, mod_h = _fit(build, mnist_dir, "float16", n_train, flat, lr)
+    print(f"\naccuracy float32 {acc32:.4f} bfloat16 {acc_bf:.4f} float16 {acc_h:.4f}")
     assert acc32 > 0.8
     assert acc_bf > acc32 - slack and acc_h > acc32 - slack, (acc32, acc_bf, acc_h)
     # the module's own parameters stay float32; the bound graph holds the casts

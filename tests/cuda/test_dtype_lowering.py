@@ -100,3 +100,19 @@ def test_integer_labels_pick_runs_on_the_device(monkeypatch: pytest.MonkeyPatch)
     source = compiler.module_source([a.kernel for a in actions if isinstance(a, Kernel)])
     assert "const int* __restrict__ idx" in source
     assert compiler.run_nvcc(source, "sm_90", compiler.find_nvcc())[:4] == b"\x7fELF"
+
+
+@pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
+def test_amp_multicast_lowers_to_casts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """amp_multicast (any dtype, declared) is one cast kernel or copy per input pair."""
+    monkeypatch.delenv("SYMGRAPH_ALLOW_HOST", raising=False)
+    a, b = S.var("a"), S.var("b")
+    y = S.Group(list(S.amp_multicast(a, b, num_outputs=2)))
+    exe = y.simple_bind(sg.cpu(), type_dict={"a": "float16", "b": "float32"}, a=(4,), b=(4,))
+    acts = [x for acts in lower_schedule(exe._infer.schedule, 132).actions
+            for x in flat_actions(acts)]
+    assert not [x for x in acts if isinstance(x, Host)]
+    kernels = [x.kernel for x in acts if isinstance(x, Kernel)]
+    assert len(kernels) == 1  # a: float16 -> float32; b: a copy
+    source = compiler.module_source(kernels)
+    assert compiler.run_nvcc(source, "sm_90", compiler.find_nvcc())[:4] == b"\x7fELF"
