@@ -171,9 +171,16 @@ def _cast_rule(node: Node, sc: TypeTable) -> Replacement:
     return Node(node.op, node.name, node.attrs, (x,), node.extra)
 
 
+def _same_dtype_rule(node: Node, sc: TypeTable) -> Replacement:
+    """``_backward_Cast`` to the dtype its gradient already has (the forward cast was a no-op)."""
+    t_in, t_out = sc.dtype(node.inputs[0]), sc.dtype(Entry(node))
+    return [node.inputs[0]] if t_in is not None and t_in == t_out else None
+
+
 RULES: dict[str, Callable[[Node, TypeTable], Replacement]] = {
     "Cast": _cast_rule,
     "amp_cast": _cast_rule,
+    "_backward_Cast": _same_dtype_rule,
     "Reshape": _reshape_rule,
     "Flatten": _reshape_rule,
     "reshape_like": _reshape_rule,

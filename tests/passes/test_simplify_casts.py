@@ -70,3 +70,9 @@ def test_f32_f16_f32_is_not_the_identity() -> None:
     g = declared(sym, dtype, x=(3, 5))
     vals = {"x": random_inputs(g)["x"] * np.float32(3.0) + np.float32(1e-3)}
     assert not np.array_equal(run_graph(simplify(g), vals)[0], vals["x"])
+
+
+def test_backward_cast_to_the_same_dtype_is_dropped() -> None:
+    g, y = S.var("g"), S.var("y")
+    sym = S._backward_Cast(g, y)
+    assert ops_of(simplify(declared(sym, "float16", g=(2, 3), y=(2, 3)))) == []
