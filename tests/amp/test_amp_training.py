@@ -48,7 +48,9 @@ def _check(build, mnist_dir, n_train: int, flat: bool, lr: float, slack: float) 
 
 
 def test_mlp_amp_training(mnist_dir) -> None:
-    _check(mlp.build, mnist_dir, 6400, True, 0.05, 0.02)
+    """100 steps (measured: float32 0.8745, bfloat16 0.8660, float16 0.8575). float16 skips
+    its first 8 steps while the loss scale comes down from 2^16, hence the 3-point slack."""
+    _check(mlp.build, mnist_dir, 6400, True, 0.05, 0.03)
 
 
 @pytest.mark.slow
