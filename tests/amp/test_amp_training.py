@@ -55,5 +55,6 @@ def test_mlp_amp_training(mnist_dir) -> None:
 
 @pytest.mark.slow
 def test_seed_cnn_amp_training(mnist_dir) -> None:
-    """Two hundred steps of the seed CNN per dtype (over 10 minutes on a shared 2-core machine)."""
+    """Two hundred steps of the seed CNN per dtype (11.5 minutes on a shared 2-core machine;
+    measured: float32 0.9375, bfloat16 0.9550, float16 0.9500)."""
     _check(simple_cnn.build, mnist_dir, 12800, False, 0.05, 0.015)
