@@ -8,7 +8,7 @@ API is ``sg.gluon`` (graphviz, onnx, matplotlib and tqdm are imported only when 
 """
 from __future__ import annotations
 
-from . import base, context, name, operator, random
+from . import base, context, dtypes, name, operator, random
 from . import ndarray as nd
 from . import nd_methods  # noqa: F401  (NDArray's engine, methods and sg.nd's op functions)
 from . import symbol as sym
@@ -28,6 +28,7 @@ from . import profiler  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package is imported on first use)
 from . import gluon  # noqa: E402
 from . import kvstore, parallel  # noqa: E402  (NCCL is loaded on first GPU use)
+from . import amp, contrib  # noqa: E402
 from .parallel import group as _parallel_group  # noqa: E402,F401  (Module(context=[...]))
 
 symbol = sym

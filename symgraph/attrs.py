@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 import numpy as np
 
 from .base import AttrError
+from .dtypes import as_dtype
 
 REQUIRED = object()
 """Default of a parameter that has to be given."""
@@ -122,7 +123,7 @@ def _parse_str(v: Any) -> str:
 
 def _parse_dtype(v: Any) -> str:
     try:
-        return np.dtype(v if not isinstance(v, str) else v.strip()).name
+        return as_dtype(v).name
     except TypeError as exc:
         raise TypeError(f"expected a dtype, got {v!r}") from exc
 

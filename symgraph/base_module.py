@@ -129,9 +129,10 @@ class BaseModule:
             allow_missing: bool = False, force_rebind: bool = False, force_init: bool = False,
             begin_epoch: int = 0, num_epoch: Optional[int] = None, validation_metric: Any = None,
             monitor: Any = None, progress_bar: bool = True,
-            curve_file: Optional[str] = None) -> None:
+            curve_file: Optional[str] = None, amp: Optional[str] = None) -> None:
         """Train for ``num_epoch`` epochs (MXNet's arguments). A tqdm bar shows progress when
-        stdout is a terminal; ``curve_file`` writes a training-curve PNG (needs matplotlib)."""
+        stdout is a terminal; ``curve_file`` writes a training-curve PNG (needs matplotlib);
+        ``amp``: 'float16' or 'bfloat16' trains in mixed precision (docs/amp.md)."""
         from . import initializer as _init
         from . import optimizer as _opt
         if num_epoch is None:
@@ -140,6 +141,8 @@ class BaseModule:
         validation_metric = _metric.create(validation_metric or eval_metric)
         if isinstance(optimizer, str):
             _opt.check_name(optimizer)
+        if amp is not None:
+            self.use_amp(amp)
         self.bind(train_data.provide_data, train_data.provide_label, for_training=True,
                   force_rebind=force_rebind)
         self.init_params(initializer or _init.Uniform(0.01), arg_params, aux_params,
@@ -161,6 +164,11 @@ class BaseModule:
         if curve_file:
             from .plot import plot_history
             plot_history(self.history, curve_file, self.logger)
+
+    def use_amp(self, target_dtype: Any) -> None:
+        """Mixed-precision training (``fit(amp=...)``); Module implements it."""
+        raise AttrError(f"{type(self).__name__}: amp={target_dtype!r} is not supported "
+                        f"(Module supports it)")
 
     def install_monitor(self, mon: Any) -> None:
         """Report node outputs to ``mon`` (an ``sg.monitor.Monitor``) on every forward."""

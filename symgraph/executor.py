@@ -503,5 +503,8 @@ class Executor:
         return self._train.schedule
 
     def debug_str(self) -> str:
-        """The training schedule: every step with input/output slots and shapes."""
-        return self._train.schedule.describe()
+        """The training schedule: every step with input/output slots and shapes; steps the
+        backend runs on the host (GPU programs' ``has_host``) are marked ``[host]``."""
+        stage = self._train
+        host = getattr(stage.program, "has_host", ())
+        return stage.schedule.describe({k: "host" for k, h in enumerate(host) if h})

@@ -12,6 +12,7 @@ from typing import Any, Callable, Optional, Sequence, Union
 import numpy as np
 
 from .base import GraphError
+from .dtypes import as_dtype
 
 # MXNet 1.9.1's fluent methods: method name -> sg.sym function (the same name unless given).
 FLUENT: dict[str, str] = {name: name for name in (
@@ -95,12 +96,12 @@ def creation(op: str, fill: Optional[float]) -> Callable:
     def make(shape: Union[int, Sequence[int]], *args: Any, dtype: Any = None,
              name: Optional[str] = None, **kwargs: Any) -> Any:
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
-        attrs: dict = {"shape": shape, "dtype": np.dtype(dtype or np.float32).name}  # MXNet
+        attrs: dict = {"shape": shape, "dtype": as_dtype(dtype or np.float32).name}  # MXNet
         if fill is None:  # full(shape, val, dtype=None)
             value = args[0] if args else kwargs.pop("val")
             attrs["value"] = float(value)
         elif args:
-            attrs["dtype"] = np.dtype(args[0]).name
+            attrs["dtype"] = as_dtype(args[0]).name
         if kwargs:
             raise GraphError(f"{op}: unknown arguments {sorted(kwargs)}")
         return S.apply_op(op, [], attrs, name)

@@ -82,6 +82,7 @@ class Module(BaseModule):
         self._updater: Any = None
         self._optimizer: Optional[_opt.Optimizer] = None
         self._stage_buffers: Any = None  # cuda.staging.Staging of fit's GPU path
+        self._amp: Any = None  # amp.module_amp.ModuleAmp, set by fit(amp=...)
 
     # -- names and shapes ------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -161,8 +162,15 @@ class Module(BaseModule):
                 reqs.update({n: grad_req for n in self._data_names})
         shapes = {d.name: d.shape for d in data + label}
         types = {d.name: d.dtype for d in data + label}
-        self._exec = self._symbol.simple_bind(self._context, grad_req=reqs, type_dict=types,
-                                              **shapes)
+        symbol = self._symbol
+        if self._amp is not None:  # a mixed-precision copy; parameters stay float32
+            symbol = self._amp.symbol(symbol)
+            for mine, extra in zip((reqs, shapes, types), self._amp.bind_extras()):
+                mine.update(extra)
+        self._exec = symbol.simple_bind(self._context, grad_req=reqs, type_dict=types,
+                                        **shapes)
+        if self._amp is not None:
+            self._amp.after_bind(self._exec)
         for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
             mon.install(self._exec)
         self.binded = True
@@ -336,8 +344,25 @@ class Module(BaseModule):
         todo = [(i, n) for i, n in enumerate(self._param_names) if n in grads]
         if hasattr(self._updater, "stream"):  # device updater: order after our backward
             self._updater.stream = self._exec.train_program.stream
-        self._updater.update_multi([i for i, _ in todo], [grads[n] for _, n in todo],
-                                   [self._exec.arg_dict[n] for _, n in todo])
+
+        def run() -> None:
+            self._updater.update_multi([i for i, _ in todo], [grads[n] for _, n in todo],
+                                       [self._exec.arg_dict[n] for _, n in todo])
+        if self._amp is None:
+            run()
+        else:  # float16: skip a step whose gradients overflowed (amp/module_amp.py)
+            self._amp.update(self._exec, self._optimizer, [grads[n] for _, n in todo], run)
+
+    def use_amp(self, target_dtype: Any) -> None:
+        """Train in mixed precision (``fit(amp=...)``): 'float16' (with dynamic loss scaling)
+        or 'bfloat16'; None turns it off. Takes effect at the next bind."""
+        from .amp.module_amp import ModuleAmp
+        amp = None if target_dtype is None else ModuleAmp(target_dtype)
+        if (amp and amp.target) != (self._amp and self._amp.target) and self.binded:
+            if self.params_initialized:  # keep the trained values for the next bind
+                self._arg_params, self._aux_params = self.get_params()
+            self.binded = False  # the next bind makes the (un)converted executor
+        self._amp = amp
 
     def forward_backward_update(self, data_batch: DataBatch) -> None:
         """``fit``'s step. With the device updater, forward, backward and the fused update are
@@ -378,8 +403,9 @@ class Module(BaseModule):
         """The fused update as a backward tail for the current executor (made once per bind);
         ``None`` without a device updater or when a gradient accumulates (``grad_req='add'``)."""
         if not (self.optimizer_initialized and self.for_training
-                and hasattr(self._updater, "tail")):
-            return None
+                and hasattr(self._updater, "tail")) or \
+                (self._amp is not None and self._amp.scaler is not None):
+            return None  # the loss scaler looks at the gradients before each update
         exe, tail = self._tail
         if exe is not self._exec:
             slots = self._exec.grad_slots()

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import ndfile
 from .base import BindError, ShapeError
+from .dtypes import as_dtype
 from .context import Context, cpu, current_context
 
 Shape = Union[int, Sequence[int]]
@@ -185,9 +186,9 @@ class NDArray:
         return self.copyto(self._ctx)
 
     def astype(self, dtype: Any, copy: bool = True) -> "NDArray":
-        if not copy and np.dtype(dtype) == self.dtype:
+        if not copy and as_dtype(dtype) == self.dtype:
             return self
-        return _engine().call("Cast", [self], {"dtype": np.dtype(dtype).name})
+        return _engine().call("Cast", [self], {"dtype": as_dtype(dtype).name})
 
     def reshape(self, *shape: Any, **kwargs: Any) -> "NDArray":
         """MXNet's reshape: 0 keeps an axis, -1 infers one, -2 copies the rest, -3 merges two,
@@ -262,7 +263,7 @@ def array(source: Any, ctx: Optional[Context] = None, dtype: Any = None) -> NDAr
     if dtype is None:
         dtype = source.dtype if isinstance(source, NDArray) else np.float32
     src = source.asnumpy() if isinstance(source, NDArray) else source
-    host = np.array(src, dtype=dtype, copy=True)
+    host = np.array(src, dtype=as_dtype(dtype), copy=True)
     if ctx.device_type == "cpu":
         return NDArray(host, ctx)
     from .cuda.runtime import to_device
@@ -287,7 +288,7 @@ def _made(values: np.ndarray, ctx: Optional[Context], dtype: Any,
 
 def empty(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
           out: Optional[NDArray] = None) -> NDArray:
-    dtype = dtype or np.float32
+    dtype = as_dtype(dtype or np.float32)
     return _made(np.zeros(_shape(shape), dtype), ctx, dtype, out)
 
 
@@ -298,13 +299,13 @@ def zeros(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
 
 def ones(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
          out: Optional[NDArray] = None, stype: Optional[str] = None) -> NDArray:
-    dtype = dtype or np.float32
+    dtype = as_dtype(dtype or np.float32)
     return _made(np.ones(_shape(shape), dtype), ctx, dtype, out)
 
 
 def full(shape: Shape, val: float, ctx: Optional[Context] = None,
          dtype: Any = np.float32, out: Optional[NDArray] = None) -> NDArray:
-    dtype = dtype or np.float32
+    dtype = as_dtype(dtype or np.float32)
     return _made(np.full(_shape(shape), val, dtype), ctx, dtype, out)
 
 

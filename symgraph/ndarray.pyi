@@ -908,6 +908,13 @@ def amp_cast(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def amp_multicast(
+    *data: NDArray,
+    num_outputs: Optional[int] = ...,
+    cast_narrow: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def softmax_cross_entropy(
     data: Optional[NDArray] = ...,
     label: Optional[NDArray] = ...,

@@ -37,6 +37,7 @@ import numpy as np
 import numpy.lib.format as npformat
 
 from .base import DataError
+from .dtypes import BFLOAT16  # noqa: F401 (registers np.dtype('bfloat16'))
 from .fileio import PathLike, atomic_write, file_size
 
 LIST_MAGIC = 0x112
@@ -45,7 +46,9 @@ V2_MAGIC = 0xF993FAC9
 V3_MAGIC = 0xF993FACA
 DTYPE_FLAGS: dict[str, int] = {
     "float32": 0, "float64": 1, "float16": 2, "uint8": 3, "int32": 4, "int8": 5, "int64": 6,
-    "bool": 7, "int16": 8, "uint16": 9, "uint32": 10, "uint64": 11}
+    "bool": 7, "int16": 8, "uint16": 9, "uint32": 10, "uint64": 11, "bfloat16": 12}
+# 12 is mshadow's kBfloat16 (MXNet 1.9.1 ndarray.py: _DTYPE_MX_TO_NP[12]); the elements are the
+# upper 16 bits of the float32, the layout ml_dtypes.bfloat16 has.
 FLAG_DTYPES = {v: np.dtype(k) for k, v in DTYPE_FLAGS.items()}
 DEVICES = {"cpu": 1, "gpu": 2}
 KNOWN_DEVICES = (1, 2, 3, 5)  # cpu, gpu, cpu_pinned, cpu_shared
@@ -107,7 +110,7 @@ def save(fname: PathLike, data: Any) -> None:
         f.write(struct.pack("<QQQ", LIST_MAGIC, 0, len(arrays)))
         for arr, device in arrays:
             f.write(_record_header(arr, magic, device))
-            f.write(memoryview(arr).cast("B") if arr.size else b"")
+            f.write(memoryview(arr.reshape(-1).view(np.uint8)) if arr.size else b"")
         f.write(struct.pack("<Q", len(names) if named else 0))
         for n in names if named else ():
             raw = n.encode("utf-8")
@@ -145,7 +148,7 @@ class _Reader:
             raise self.fail(f"{what} of shape {shape} ({dtype}) needs {nbytes} bytes, "
                             f"only {self.left} remain")
         out = np.empty(shape, dtype.newbyteorder("<"))
-        if nbytes and self.f.readinto(memoryview(out.reshape(-1)).cast("B")) != nbytes:
+        if nbytes and self.f.readinto(memoryview(out.reshape(-1).view(np.uint8))) != nbytes:
             raise self.fail(f"{what}: file ended early")
         self.left -= nbytes
         return out.astype(dtype, copy=False)

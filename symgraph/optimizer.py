@@ -17,6 +17,7 @@ import numpy as np
 
 from . import expr as E
 from .base import AttrError
+from .dtypes import compute_dtype, is_narrow
 from .lr_scheduler import LRScheduler
 
 
@@ -32,11 +33,25 @@ class UpdateRule:
 
     def apply(self, weight: np.ndarray, grad: np.ndarray, states: Sequence[np.ndarray],
               scalars: dict[str, float]) -> list[np.ndarray]:
-        """Evaluate the rule on numpy arrays; returns ``[new weight, *new states]``."""
-        dt = weight.dtype
-        ins = [weight, grad.astype(dt, copy=False), *states]
+        """Evaluate the rule on numpy arrays; returns ``[new weight, *new states]``, computed
+        in float32 for narrow (float16/bfloat16) weights (the caller stores them narrow)."""
+        dt = compute_dtype(weight.dtype)
+        ins = [weight.astype(dt, copy=False), grad.astype(dt, copy=False),
+               *(s.astype(dt, copy=False) for s in states)]
         ins += [np.asarray(scalars[k], dt) for k in self.scalars]
         return E.evaluate(self.formulas, ins, dt)
+
+    def master_weight_rule(self) -> "UpdateRule":
+        """The multi-precision variant (``multi_precision=True``): state 0 is the float32
+        master weight. The update reads it in place of the (narrow) weight, and its new value
+        is both output 0 (stored narrow into the weight) and the new master. Derived from the
+        same formulas, so a fused kernel printed from them updates master and narrow copy."""
+        n_in = 2 + len(self.states) + len(self.scalars)
+        # old inputs (weight, grad, *states, *scalars) read from (weight32, grad, ...) shifted
+        remap = [E.inp(2), E.inp(1)] + [E.inp(i + 1) for i in range(2, n_in)]
+        new = tuple(E.substitute(f, remap) for f in self.formulas)
+        return UpdateRule(f"{self.name}_mp", ("weight32",) + self.states, self.scalars,
+                          (new[0], new[0]) + new[1:])
 
 
 class _Inputs:
@@ -87,6 +102,7 @@ class Optimizer:
         self.rule = self._rule()
         self._row_memo: dict[Any, tuple] = {}  # index -> scalar row (see step_rows)
         self._row_snapshot: Optional[tuple] = None
+        self.mp_rule = self.rule.master_weight_rule()
 
     # -- the rule and its per-step scalars -------------------------------------------------
     def _rule(self) -> UpdateRule:
@@ -100,8 +116,18 @@ class Optimizer:
 
     # -- MXNet's API -----------------------------------------------------------------------
     def create_state(self, index: Any, weight: Any) -> tuple[np.ndarray, ...]:
-        """Zero-initialised state arrays (host numpy) for ``weight``."""
+        """Zero-initialised state arrays (host numpy) for ``weight``. With
+        ``multi_precision`` and a float16/bfloat16 weight: a float32 copy of the weight (the
+        master weight) first, and float32 states (MXNet's ``create_state_multi_precision``)."""
+        if self._master(weight):
+            w = weight.asnumpy() if hasattr(weight, "asnumpy") else np.asarray(weight)
+            return (w.astype(np.float32),) + tuple(np.zeros(w.shape, np.float32)
+                                                   for _ in self.rule.states)
         return tuple(np.zeros(weight.shape, np.dtype(weight.dtype)) for _ in self.rule.states)
+
+    def _master(self, weight: Any) -> bool:
+        """True when ``weight`` is updated through a float32 master copy."""
+        return self.multi_precision and is_narrow(weight.dtype)
 
     def step_scalars(self, indices: Sequence[Any]) -> dict[str, np.ndarray]:
         """Count one update for each of ``indices`` and return this step's scalar table:
@@ -158,20 +184,26 @@ class Optimizer:
                      grads: Sequence[Any], states: Sequence[Sequence[np.ndarray]]) -> None:
         """One step for several parameters (the scalar table is built once)."""
         names = self.rule.scalars
-        for row, w, g, st in zip(self.step_rows(indices), weights, grads, states):
+        for i, (row, w, g, st) in enumerate(zip(self.step_rows(indices), weights, grads,
+                                                states)):
             # float64 scalars, as the table of step_scalars holds them (numpy promotion)
-            self._apply(w, g, st, {k: np.float64(v) for k, v in zip(names, row)})
+            self._apply(w, g, st, {k: np.float64(v) for k, v in zip(names, row)}, indices[i])
 
     def update(self, index: Any, weight: Any, grad: Any, state: Sequence[np.ndarray]) -> None:
         """Apply one step to ``weight`` (an NDArray or numpy array) in place; states too."""
         self.update_multi([index], [weight], [grad], [state])
 
     def _apply(self, weight: Any, grad: Any, state: Sequence[np.ndarray],
-               scalars: dict[str, float]) -> None:
+               scalars: dict[str, float], index: Any = None) -> None:
         w = weight.asnumpy() if hasattr(weight, "asnumpy") else weight
         g = grad.asnumpy() if hasattr(grad, "asnumpy") else np.asarray(grad)
-        new = self.rule.apply(w, g, state, scalars)
-        weight[:] = new[0]
+        rule = self.mp_rule if self._master(weight) else self.rule
+        if len(state) != len(rule.states):
+            raise AttrError(f"optimizer state of parameter {self._name(index)!r}: "
+                            f"{len(state)} arrays, {rule.name} keeps {len(rule.states)} "
+                            f"({', '.join(rule.states) or 'none'})")
+        new = rule.apply(w, g, state, scalars)
+        weight[:] = new[0].astype(w.dtype, copy=False)
         for s, v in zip(state, new[1:]):
             s[...] = v
 
@@ -402,11 +434,14 @@ class Updater:
                 states.setdefault(int(index), []).append((int(rest[0]), np.array(value)))
             else:
                 counts[int(index)] = int(value)
-        want = len(self.optimizer.rule.states)
+        want = {len(self.optimizer.rule.states)}
+        if self.optimizer.multi_precision:  # narrow weights keep a master weight more
+            want.add(len(self.optimizer.mp_rule.states))
         for i, items in states.items():
-            if len(items) != want:
+            if len(items) not in want:
                 raise AttrError(f"optimizer states of parameter {i}: {len(items)} arrays, "
-                                f"{type(self.optimizer).__name__} keeps {want}")
+                                f"{type(self.optimizer).__name__} keeps "
+                                f"{' or '.join(map(str, sorted(want)))}")
         self.states = {i: tuple(v for _, v in sorted(items)) for i, items in states.items()}
         self.optimizer._index_update_count = counts
         self.optimizer.num_update = max(counts.values(), default=self.optimizer.num_update)

@@ -65,9 +65,11 @@ class Schedule:
     aliases: dict[int, int] = field(default_factory=dict)  # view slot -> slot owning the bytes
     info: dict = field(default_factory=dict)
 
-    def describe(self) -> str:
+    def describe(self, marks: Optional[dict[int, str]] = None) -> str:
         """One line per step: op, name, input and output slots with shapes (and arena offsets
-        when planned); fused steps list their member ops; the memory plan's totals last."""
+        when planned); fused steps list their member ops; the memory plan's totals last.
+        ``marks``: a note appended to the line of step ``k`` (the backend's, e.g. host steps)."""
+        marks = marks or {}
         offset = self.plan.offset if self.plan is not None else {}
         var_slots = set(self.variables.values())
 
@@ -78,7 +80,8 @@ class Schedule:
         for k, st in enumerate(self.steps):
             phase = "fwd" if k < self.n_forward_steps else "bwd"
             lines.append(f"[{phase} {k:3d}] {st.node.op} {st.node.name}: "
-                         f"{', '.join(map(slot, st.inputs))} -> {', '.join(map(slot, st.outputs))}")
+                         f"{', '.join(map(slot, st.inputs))} -> {', '.join(map(slot, st.outputs))}"
+                         + (f"  [{marks[k]}]" if k in marks else ""))
             if "members" in st.node.attrs:
                 lines.append(f"           members: {' -> '.join(st.node.attrs['members'])}")
         for a, root in self.aliases.items():

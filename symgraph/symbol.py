@@ -18,6 +18,7 @@ from .serialize import graph_from_json, load_graph, to_json
 from .serialize import save as save_json
 from .attrs import Attrs, format_value, parse_attrs
 from .base import AttrError, GraphError, NotImplementedForSymbol
+from .dtypes import as_dtype
 from .base import where as _where  # not `where`: sg.sym.where is the operator
 from .graph import Entry, Graph, Node, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
@@ -319,7 +320,7 @@ def var(name: str, attr: Optional[dict] = None, shape: Optional[Sequence[int]] =
     if shape is not None:
         extra["__shape__"] = format_value(tuple(int(s) for s in shape))
     if dtype is not None:
-        extra["__dtype__"] = np.dtype(dtype).name
+        extra["__dtype__"] = as_dtype(dtype).name
     if lr_mult is not None:
         extra["__lr_mult__"] = str(float(lr_mult))
     if wd_mult is not None:

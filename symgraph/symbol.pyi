@@ -869,6 +869,13 @@ def amp_cast(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def amp_multicast(
+    *data: Symbol,
+    num_outputs: Optional[int] = ...,
+    cast_narrow: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def softmax_cross_entropy(
     data: Optional[Symbol] = ...,
     label: Optional[Symbol] = ...,

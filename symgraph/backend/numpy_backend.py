@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .. import profiler
+from ..dtypes import NARROW
 from ..registry import RunCtx, get_op
 from ..schedule import Schedule
 
@@ -29,8 +30,16 @@ traffic, but its numpy gradient recomputes the convolution and pooling it fuses 
 a CPU training step), so the CPU keeps the unfused chain."""
 
 
+def _widen(x: Any) -> Any:
+    """Narrow floats (float16, bfloat16) are read as float32: every numpy reference computes in
+    float32 and its result is stored back narrow by the caller (the slot's dtype). This is the
+    one place that does it, so no op handles narrow dtypes itself (numpy rejects bfloat16 in
+    many functions, and float16 arithmetic would round at every intermediate)."""
+    return x.astype(np.float32) if isinstance(x, np.ndarray) and x.dtype in NARROW else x
+
+
 def _poison(view: np.ndarray) -> None:
-    if view.dtype.kind in "fc":
+    if view.dtype.kind in "fc" or view.dtype in NARROW:
         view.fill(np.nan)
     else:
         view.fill(np.iinfo(view.dtype).max if view.dtype.kind in "iu" else 1)
@@ -97,7 +106,7 @@ class NumpyProgram:
 
     def _step(self, env: list[Any], k: int, ctx: RunCtx) -> None:
         compute, attrs, ins, outs = self._kernels[k]
-        results = compute(attrs, [self.read(env, i) for i in ins], ctx)
+        results = compute(attrs, [_widen(self.read(env, i)) for i in ins], ctx)
         dtypes = self.schedule.dtypes
         planned = self._freed is not None
         for slot, value in zip(outs, results):

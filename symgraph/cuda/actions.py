@@ -237,6 +237,22 @@ def family(name: str, dtypes: frozenset = ALL_FLOATS) -> Callable[[LoweringFn], 
 # Families that move or convert bytes, or run Python: any dtype.
 BYTE_FAMILIES = {"copy", "constant", "callback", "cast", "shape_constant", "fill"}
 
+# The dtypes each lowering runs in, by family; a family not listed runs float32 only, and
+# BYTE_FAMILIES run any dtype. An op may narrow or widen its own with ``"dtypes"`` in its
+# lowering params (``lowering=("gemm", {..., "dtypes": ("float32", "float16")})``, or
+# ``"any"``). ``lowering.lower_step`` refuses a step whose dtypes its lowering does not list
+# (BindError) unless SYMGRAPH_ALLOW_HOST=1, so a dtype never falls back to the host silently.
+
+
+def lowering_dtypes(fam: str, params: dict) -> Optional[frozenset[str]]:
+    """dtype names a step of family ``fam`` with ``params`` runs in on the GPU (None: any)."""
+    declared = params.get("dtypes")
+    if declared is not None:
+        return None if declared == "any" else frozenset(np.dtype(t).name for t in declared)
+    if fam in BYTE_FAMILIES:
+        return None
+    return FAMILY_DTYPES.get(fam, FLOAT32_ONLY)
+
 
 def family_supports(fam: str, dtypes: Sequence[Any], index: Sequence[int] = ()) -> bool:
     """Whether family ``fam`` lowers a step with these input-then-output dtypes; positions in

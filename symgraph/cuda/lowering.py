@@ -8,29 +8,56 @@ offers :func:`lower_step`. Nothing here branches on op names.
 """
 from __future__ import annotations
 
+import os
+
+import numpy as np
+
+from ..base import BindError, where
+from ..log import LOGGER
 from ..registry import get_op
-from . import (lowering_conv_pool, lowering_dense, lowering_elementwise,  # noqa: F401
-               lowering_fused, lowering_index, lowering_layout, lowering_nn, lowering_norm,
-               lowering_random, lowering_reduce, lowering_sort, lowering_views)
-from .actions import FAMILIES, StepCtx, family_supports, lowering_of
+from . import (lowering_amp, lowering_conv_pool, lowering_dense,  # noqa: F401
+               lowering_elementwise, lowering_fused, lowering_index, lowering_layout,
+               lowering_nn, lowering_norm, lowering_random, lowering_reduce, lowering_sort,
+               lowering_views)
+from .actions import FAMILIES, StepCtx, lowering_dtypes, lowering_of
 
 
 # Families whose listed input slots hold indices: an integer dtype there is read as it is (the
 # kernel spells its C type), so integer labels need no host path or cast.
-INDEX_INPUTS = {"one_hot": (0,)}
-
-
-def device_family(ctx: StepCtx) -> tuple[str, dict]:
-    """(family, params) that lowers this step on the device, or ``("host", params)`` when its
-    family does not handle the step's dtypes (``actions.FAMILY_DTYPES``)."""
-    fam, params = lowering_of(get_op(ctx.step.node.op))
-    if not family_supports(fam, ctx.dtypes, INDEX_INPUTS.get(fam, ())):
-        return "host", params
-    return fam, params
+INDEX_INPUTS = {"one_hot": (0,), "axis_gather": (1,)}
 
 
 def lower_step(ctx: StepCtx) -> list:
-    """Actions of one step, in float32, float16 or bfloat16 where its family says so (and
-    integer index inputs where ``INDEX_INPUTS`` says so); other dtypes take the host path."""
-    fam, params = device_family(ctx)
+    """Actions of one step in the dtypes its lowering declares (``actions.lowering_dtypes``;
+    integer index inputs are read as they are). Any other dtype is a BindError naming the node,
+    op and dtype, or with SYMGRAPH_ALLOW_HOST=1 the host path and a warning."""
+    fam, params = lowering_of(get_op(ctx.step.node.op))
+    supported = lowering_dtypes(fam, params)
+    params.pop("dtypes", None)
+    if fam != "host" and supported is not None:
+        index = INDEX_INPUTS.get(fam, ())
+        bad = sorted({np.dtype(t).name for i, t in enumerate(ctx.dtypes)
+                      if np.dtype(t).name not in supported
+                      and not (i in index and np.dtype(t).kind in "iu")})
+        if bad:
+            _allow_host(ctx, fam, bad, supported)
+            fam = "host"
     return FAMILIES[fam](ctx, params)
+
+
+_WARNED: set[tuple[str, str]] = set()
+
+
+def _allow_host(ctx: StepCtx, fam: str, bad: list, supported: frozenset) -> None:
+    """Refuse the host path for a dtype (BindError), or warn once per op and dtype when
+    SYMGRAPH_ALLOW_HOST=1 allows it."""
+    node = ctx.step.node
+    what = (f"{where(node.name, node.op)}no GPU lowering in {', '.join(bad)} (the {fam} "
+            f"lowering runs {', '.join(sorted(supported))})")
+    if os.environ.get("SYMGRAPH_ALLOW_HOST", "") not in ("1", "true", "yes"):
+        raise BindError(f"{what}; SYMGRAPH_ALLOW_HOST=1 runs such steps on the host with their "
+                        f"numpy reference")
+    key = (node.op, ",".join(bad))
+    if key not in _WARNED:
+        _WARNED.add(key)
+        LOGGER.warning("%s: running on the host (SYMGRAPH_ALLOW_HOST=1)", what)

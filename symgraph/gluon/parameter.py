@@ -19,6 +19,7 @@ from .. import initializer as _init
 from .. import ndarray as nd
 from ..base import AttrError, BindError, DataError, ShapeError
 from ..context import Context, current_context
+from ..dtypes import as_dtype
 
 GRAD_REQS = ("write", "add", "null")
 # Bumped whenever any Parameter's arrays or grad_req change: a Trainer keeps what it gathers
@@ -65,7 +66,7 @@ class Parameter:
         self.name = name
         self._shape = None if shape is None else (
             (int(shape),) if isinstance(shape, int) else tuple(int(d) for d in shape))
-        self.dtype = np.dtype(dtype)
+        self.dtype = as_dtype(dtype)
         self.lr_mult, self.wd_mult = lr_mult, wd_mult
         self.init = init
         self.allow_deferred_init = allow_deferred_init
@@ -285,7 +286,7 @@ class Parameter:
 
     def cast(self, dtype: Any) -> None:
         """Change the dtype, converting the data."""
-        self.dtype = np.dtype(dtype)
+        self.dtype = as_dtype(dtype)
         if self._data is not None:
             self._set_arrays(self._reduce().astype(self.dtype), list(self._data))
 

@@ -75,6 +75,8 @@ class Trainer:
         self._updaters: dict[Any, Any] = {}   # context -> Updater
         self._kvstore = kvstore
         self._gathered: Optional[tuple[int, list]] = None  # (parameter VERSION, _gather())
+        self._amp_loss_scaler: Any = None  # sg.amp.init_trainer: skip steps that overflow
+        self._amp_original_scale = self._scale
 
     def _make_optimizer(self, optimizer: Any, params: dict) -> _opt.Optimizer:
         idx2name = {i: p.name for i, p in enumerate(self._params)}
@@ -178,6 +180,12 @@ class Trainer:
         if stale:
             items = [it for it in items if it[1].name not in stale]
         if not items:
+            return
+        scaler = self._amp_loss_scaler
+        if scaler is not None and scaler.has_overflow([p for _, p, _ in items]):
+            for _, _, arrays in items:  # skipped: these gradients are spent all the same
+                for w in arrays:
+                    _mark_stale(w)
             return
         indices = [i for i, _, _ in items]
         for k, ctx in enumerate(a._ctx for a in items[0][2]):

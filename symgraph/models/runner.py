@@ -64,6 +64,9 @@ def add_train_options(p: argparse.ArgumentParser, recipe: Optional[dict]) -> Non
                    help="Speedometer period in batches (default: 100)")
     p.add_argument("--gpus", type=gpu_list, default=None, metavar="0,1",
                    help="train on these GPUs of this process (data parallel; implies --ctx gpu)")
+    p.add_argument("--amp", default=None, choices=("fp16", "float16", "bf16", "bfloat16"),
+                   help="mixed precision: float16 (dynamic loss scaling) or bfloat16 "
+                        "(docs/amp.md)")
     p.add_argument("--kv-store", default=None, metavar="TYPE",
                    help="local, device, nccl, dist_sync, dist_device_sync (default: device "
                         "with several GPUs, dist_sync under torchrun/mpirun/srun, else local)")
@@ -157,7 +160,8 @@ def train(model: str, args: argparse.Namespace, recipe: dict, symbol: Any) -> di
             kvstore=kvstore,
             optimizer_params=opt_params, initializer=make_initializer(args.init),
             num_epoch=args.epochs, batch_end_callback=callbacks, epoch_end_callback=epoch_cb,
-            curve_file=f"{args.prefix}-curve.png" if args.prefix and args.curve else None)
+            curve_file=f"{args.prefix}-curve.png" if args.prefix and args.curve else None,
+            amp=getattr(args, "amp", None))
     total = time.time() - tic
     acc = mod.history[-1]["val-accuracy"]  # fit scored the test set after the last epoch
     epoch_time = float(np.median([h["time"] for h in mod.history]))

@@ -11,7 +11,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import BROADCAST, INJECTIVE, REDUCE, OpDef, RunCtx, alias, register
-from ._util import broadcast_shapes, fmt, forward_shape, like_input
+from ._util import broadcast_shapes, fmt, forward_shape, like_input, same_shape
 from .norm import check_axis
 
 Shape = tuple[int, ...]
@@ -209,7 +209,7 @@ def _cast_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 
 register(OpDef(
-    "Cast", {"dtype": Param("dtype")}, ("data",), like_input(0),
+    "Cast", {"dtype": Param("dtype")}, ("data",), same_shape,  # both ways, as MXNet
     lambda a, xs, ctx: [xs[0].astype(a["dtype"])],
     lambda c: [c.sym._backward_Cast(c.ograds[0], c.inputs[0])], INJECTIVE,
     infer_type=_cast_type, lowering="cast", doc="Convert to dtype; the gradient converts back."))

@@ -1,12 +1,14 @@
-"""MXNet layout ops added for parity: SwapAxis, broadcast_axis, batch_take, amp_cast."""
+"""MXNet layout ops added for parity: SwapAxis, broadcast_axis, batch_take, and AMP's casts
+(amp_cast, amp_multicast)."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..attrs import Attrs, Param
 from ..base import ShapeError
+from ..dtypes import is_float
 from ..registry import BROADCAST, INJECTIVE, NO_GRADIENT, OpDef, RunCtx, alias, register
-from ._util import fmt, forward_shape, like_input, norm_axis
+from ._util import fmt, forward_shape, like_input, norm_axis, same_shape
 
 
 def _swap(a: Attrs, ndim: int) -> tuple[int, ...]:
@@ -75,12 +77,77 @@ register(OpDef(
 def _amp_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     if ins[0] is None:
         return ins, outs
-    return ins, [np.dtype(a["dtype"]) if np.dtype(ins[0]).kind == "f" else ins[0]]
+    return ins, [np.dtype(a["dtype"]) if is_float(ins[0]) else ins[0]]
 
 
 register(OpDef(
-    "amp_cast", {"dtype": Param("dtype")}, ("data",), like_input(0),
-    lambda a, xs, ctx: [xs[0].astype(a["dtype"]) if xs[0].dtype.kind == "f" else xs[0].copy()],
+    "amp_cast", {"dtype": Param("dtype")}, ("data",), same_shape,  # both ways, as MXNet
+    lambda a, xs, ctx: [xs[0].astype(a["dtype"]) if is_float(xs[0].dtype) else xs[0].copy()],
     lambda c: [c.sym._backward_Cast(c.ograds[0], c.inputs[0])], INJECTIVE,
     infer_type=_amp_type, lowering="cast",
     doc="Cast floating-point data to dtype (other dtypes pass unchanged), for AMP."))
+
+# float widths for amp_multicast: float16 and bfloat16 are both 1, neither holds the other.
+_RANK = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
+
+
+def multicast_dtype(cast_narrow: bool, dtypes: list) -> np.dtype | None:
+    """The one dtype amp_multicast gives its float inputs (MXNet's AMPMultiCastType): the
+    widest of them, or with ``cast_narrow`` the narrowest. float16 with bfloat16 is float32
+    when widening (the narrowest float that holds both), the first one given when narrowing."""
+    floats = [np.dtype(t) for t in dtypes if is_float(t)]
+    if not floats:
+        return None
+    if cast_narrow:
+        return min(floats, key=lambda t: _RANK[t.name])
+    top = max(_RANK[t.name] for t in floats)
+    widest = {t for t in floats if _RANK[t.name] == top}
+    return widest.pop() if len(widest) == 1 else np.dtype(np.float32)
+
+
+def _multicast_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    if any(t is None for t in ins):
+        return ins, outs
+    to = multicast_dtype(a["cast_narrow"], ins)
+    return ins, [to if is_float(t) else t for t in ins]
+
+
+def _multicast_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    both = [i if i is not None else o for i, o in zip(ins, outs)]
+    return both, list(both)
+
+
+def _multicast(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    to = multicast_dtype(a["cast_narrow"], [x.dtype for x in xs])
+    return [x.astype(to) if is_float(x.dtype) else x.copy() for x in xs]
+
+
+register(OpDef(
+    "amp_multicast",
+    {"num_outputs": Param("int", doc="number of inputs, and of outputs"),
+     "cast_narrow": Param("bool", False, doc="cast to the narrowest float type instead")},
+    lambda a: tuple(f"data_{i}" for i in range(a["num_outputs"])), _multicast_shape,
+    _multicast, lambda c: [c.sym._backward_Cast(g, x) for g, x in zip(c.ograds, c.inputs)],
+    INJECTIVE, infer_type=_multicast_type, variadic="num_outputs",
+    outputs=lambda a: tuple(f"output{i}" for i in range(a["num_outputs"])),
+    lowering=("cast_each", {"dtypes": "any"}),
+    doc="Cast every floating-point input to the widest float type among them (cast_narrow: "
+        "the narrowest); other inputs pass unchanged. Output i is input i, cast; for AMP."))
+
+
+def _grad_scale_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    if ins[1] is not None and tuple(ins[1]) != (1,):
+        raise ShapeError(f"scale must have shape (1,), got {fmt(ins[1])}")
+    data = ins[0] if ins[0] is not None else outs[0]
+    return [data, (1,)], [data]
+
+
+register(OpDef(
+    "_amp_grad_scale", {}, ("data", "scale"), _grad_scale_shape,
+    lambda a, xs, ctx: [xs[0].copy()],
+    lambda c: [c.sym.broadcast_mul(c.ograds[0], c.inputs[1]), None], INJECTIVE,
+    infer_type=lambda a, ins, outs: ([ins[0] if ins[0] is not None else outs[0], ins[1]],
+                                     [ins[0] if ins[0] is not None else outs[0]]),
+    lowering="copy",
+    doc="Forward: data unchanged; backward: the gradient times scale (a (1,) array). AMP's "
+        "dynamic loss scaling puts it on a loss op's input, so a new scale needs no rebind."))

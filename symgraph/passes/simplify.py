@@ -13,8 +13,16 @@ Two kinds of rules:
   ``_mul_scalar(x, 1)``, ``_plus_scalar(x, 0)`` and ``negative(negative(x))`` all vanish without
   a rule naming them.
 * **Graph rules**, the table ``RULES`` from op name to a rewrite, for ops whose meaning is not a
-  scalar formula (reshapes, identities, ``_broadcast_backward``, ``add_n``). A rewrite table keyed
-  by op is the one place a pass names ops; each entry is a one-line statement of an identity.
+  scalar formula (reshapes, identities, ``_broadcast_backward``, ``add_n``, casts). A rewrite
+  table keyed by op is the one place a pass names ops; each entry is a one-line statement of an
+  identity.
+
+Cast pairs (``Cast``, ``amp_cast``; AMP's ``convert_symbol`` makes many) cancel only when exact.
+A cast to the dtype the data already has is the data. ``cast(cast(x, B), C)`` with ``x`` of dtype
+``A`` drops the inner cast when ``B`` holds every value of ``A`` (``A`` narrower: float16 or
+bfloat16 -> float32 -> float64): so ``f16 -> f32 -> f16`` is ``x``, and ``f16 -> f32 -> bf16`` is
+one cast ``f16 -> bf16``. ``f32 -> f16 -> f32`` is *not* the identity (it rounds to float16) and
+stays, as does ``f16 -> bf16 -> f16`` (neither holds the other).
 """
 from __future__ import annotations
 
@@ -161,7 +169,41 @@ def _mul_ones_rule(node: Node, sc: TypeTable) -> Replacement:
     return _formula_rule(node, sc)
 
 
+# (narrow, wide): every value of ``narrow`` is exactly a value of ``wide``.
+_HOLDS = {("float16", "float32"), ("float16", "float64"), ("bfloat16", "float32"),
+          ("bfloat16", "float64"), ("float32", "float64")}
+CASTS = ("Cast", "amp_cast")
+
+
+def _cast_rule(node: Node, sc: TypeTable) -> Replacement:
+    """Same-dtype cast -> its input; a cast of an exact (widening) cast skips the inner one."""
+    src = node.inputs[0]
+    t_in, t_out = sc.dtype(src), sc.dtype(Entry(node))
+    if t_in is None or t_out is None:
+        return None
+    if t_in == t_out:
+        return [src]
+    if src.node.is_variable or src.node.op not in CASTS:
+        return None
+    x = src.node.inputs[0]
+    t_x = sc.dtype(x)
+    if t_x is None or (t_x.name, t_in.name) not in _HOLDS:
+        return None
+    if t_x == t_out:
+        return [x]
+    return Node(node.op, node.name, node.attrs, (x,), node.extra)
+
+
+def _same_dtype_rule(node: Node, sc: TypeTable) -> Replacement:
+    """``_backward_Cast`` to the dtype its gradient already has (the forward cast was a no-op)."""
+    t_in, t_out = sc.dtype(node.inputs[0]), sc.dtype(Entry(node))
+    return [node.inputs[0]] if t_in is not None and t_in == t_out else None
+
+
 RULES: dict[str, Callable[[Node, TypeTable], Replacement]] = {
+    "Cast": _cast_rule,
+    "amp_cast": _cast_rule,
+    "_backward_Cast": _same_dtype_rule,
     "Reshape": _reshape_rule,
     "Flatten": _reshape_rule,
     "reshape_like": _reshape_rule,

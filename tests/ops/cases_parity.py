@@ -153,6 +153,22 @@ CASES += [
          lambda x, i: x[np.arange(4), np.clip(i.astype(int), 0, 2)], grad=False),
     Case("amp_cast", lambda: S.amp_cast(x, dtype="float32"), {"x": normal(2, 3)},
          lambda x: x.astype(np.float32), rtol=1e-6),
+    # x float64 (the cases' dtype), y cast to float32: both float64 (the widest), or with
+    # cast_narrow both float32
+    Case("amp_multicast", lambda: S.Group(list(S.amp_multicast(
+        x, S.Cast(S.var("y"), dtype="float32"), num_outputs=2))),
+         {"x": normal(2, 3), "y": normal(3)},
+         lambda x, y: [x, y.astype(np.float32).astype(np.float64)], rtol=1e-12, atol=0,
+         grad_nodes=["x"]),
+    Case("amp_multicast", lambda: S.Group(list(S.amp_multicast(
+        x, S.Cast(S.var("y"), dtype="float32"), num_outputs=2, cast_narrow=True))),
+         {"x": normal(2, 3), "y": normal(3)},
+         lambda x, y: [x.astype(np.float32), y.astype(np.float32)], rtol=1e-12, atol=0,
+         grad_nodes=["x"], grad_rtol=1e-2, id="amp_multicast-narrow"),
+    # the gradient is scaled by s (tests/amp checks s != 1); with s = 1 it is the true one
+    Case("_amp_grad_scale", lambda: S._amp_grad_scale(x, S.var("s")),
+         {"x": normal(2, 3), "s": lambda rng: np.array([1.0])}, lambda x, s: x, rtol=0,
+         atol=0, grad_nodes=["x"]),
     Case("reshape_like", lambda: S.reshape_like(a, b, lhs_begin=1, lhs_end=3, rhs_begin=0,
                                                 rhs_end=1),
          {"a": normal(2, 3, 4), "b": normal(12, 5)}, lambda a, b: a.reshape(2, 12),
