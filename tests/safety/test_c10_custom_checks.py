@@ -40,7 +40,7 @@ def test_bprop_must_return_symbols(add_lib: str, bad, shown: str) -> None:
 def test_bprop_gradient_of_the_wrong_shape(add_lib: str) -> None:
     sym = _aot_add(add_lib, lambda x, y, out, dout: (sg.sym.sum(dout), dout))
     with pytest.raises(sg.ShapeError, match=r"add \(Custom\): bprop's gradient of x0 has shape "
-                                            r"\(\), the input has \(3,\)"):
+                                            r"\(1,\), the input has \(3,\)"):
         _bind_grad(sym)
     # inference only needs no bprop: the same graph binds without gradients
     exe = sym.simple_bind(sg.cpu(), grad_req="null", a=(3,), b=(3,))
