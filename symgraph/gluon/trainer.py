@@ -185,7 +185,7 @@ class Trainer:
         if scaler is not None and scaler.has_overflow([p for _, p, _ in items]):
             for _, _, arrays in items:  # skipped: these gradients are spent all the same
                 for w in arrays:
-                    _mark_stale(w)
+                    GRAD_WRITTEN.pop(id(w._grad), None)
             return
         indices = [i for i, _, _ in items]
         for k, ctx in enumerate(a._ctx for a in items[0][2]):

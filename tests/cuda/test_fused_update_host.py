@@ -28,15 +28,16 @@ class Buf:
         self.ptr = ptr
 
 
-class Arr:  # what update_multi reads of an NDArray: _buf, _data.ptr, size
+class Arr:  # what update_multi reads of an NDArray: _buf, _data.ptr, size, dtype
     def __init__(self, ptr, size=4):
         self._buf = self._data = Buf(ptr)
-        self.size = size
+        self.size, self.dtype = size, "float32"
 
 
 class Fused:  # FusedUpdate's interface, counting what the host asks of it
-    def __init__(self, rule, sizes, device_id):
-        self.sizes, self._rows, self.binds, self.scalars, self.launches = sizes, None, 0, 0, 0
+    def __init__(self, rule, sizes, device_id, dtype):
+        self.sizes, self.dtype, self._rows = sizes, dtype, None
+        self.binds, self.scalars, self.launches = 0, 0, 0
 
     def bind(self, rows):
         rows = tuple(tuple(r) for r in rows)
