@@ -76,12 +76,16 @@ def system_dirs() -> list[str]:
 
 
 def candidates(key: str) -> list[str]:
-    """Every path or bare name tried for library ``key``, in order."""
+    """Every path or bare name tried for library ``key``, in order: the wheels first, unless
+    ``SYMGRAPH_CUDA_LIBS=system`` puts them last (to compare a PyTorch environment's library
+    versions with the toolkit's: they can differ in speed)."""
     lib = LIBRARIES[key]
-    out = [os.path.join(d, n) for d in wheel_dirs(lib) for n in lib.sonames]
-    out += list(lib.sonames)  # bare names: the dynamic loader's search path
-    out += [os.path.join(d, n) for d in system_dirs() for n in lib.sonames]
-    return out
+    wheels = [os.path.join(d, n) for d in wheel_dirs(lib) for n in lib.sonames]
+    system = list(lib.sonames)  # bare names: the dynamic loader's search path
+    system += [os.path.join(d, n) for d in system_dirs() for n in lib.sonames]
+    if os.environ.get("SYMGRAPH_CUDA_LIBS", "wheels") == "system":
+        return system + wheels
+    return wheels + system
 
 
 def _try(path: str) -> Optional[Any]:

@@ -35,6 +35,14 @@ def test_wheel_folder_comes_first(fake_site):
     assert handle.cudnnConvolutionForward() == 42
 
 
+def test_system_libraries_first_on_request(fake_site, monkeypatch):
+    monkeypatch.setenv("SYMGRAPH_CUDA_LIBS", "system")
+    order = libs.candidates("cudnn")
+    wheel = order.index(str(fake_site / "libcudnn.so.9"))
+    assert order[0] == "libcudnn.so.9"
+    assert wheel > order.index("/usr/local/cuda/lib64/libcudnn.so.9")
+
+
 def test_missing_library_says_what_where_and_how(tmp_path, monkeypatch):
     monkeypatch.setattr(libs, "site_dirs", lambda: [str(tmp_path)])
     monkeypatch.setattr(libs, "_LOADED", {})
