@@ -77,6 +77,7 @@ class Module(BaseModule):
         self._fixed_param_names = list(fixed_param_names or [])
         self._output_names = symbol.list_outputs()
         self._exec: Any = None
+        self._execs: list[Any] = []  # every executor bind made (here one: _exec)
         self._arg_params: Optional[dict] = None
         self._aux_params: Optional[dict] = None
         self._updater: Any = None
@@ -152,31 +153,40 @@ class Module(BaseModule):
             raise BindError(f"bind: label shapes for {[d.name for d in label]}, module label "
                             f"names are {self._label_names}")
         self._check_batch(data + label)
-        self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
-        self._data_shapes, self._label_shapes = data, label
         reqs = {n: "null" for n in self._symbol.list_arguments()}
         if for_training:
             reqs.update({n: grad_req for n in self._param_names
                          if n not in self._fixed_param_names})
             if inputs_need_grad:
                 reqs.update({n: grad_req for n in self._data_names})
-        shapes = {d.name: d.shape for d in data + label}
-        types = {d.name: d.dtype for d in data + label}
+        self._execs = self._bind_executors(data + label, reqs, for_training)
+        self._exec = self._execs[0]
+        self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
+        self._data_shapes, self._label_shapes = data, label
+        for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
+            for exe in self._execs:
+                mon.install(exe)
+        self.binded = True
+        if self.params_initialized:
+            self._check_params(self._arg_params, self._aux_params, False, False)
+            for exe in self._execs:
+                exe.copy_params_from(self._arg_params, self._aux_params)
+
+    def _bind_executors(self, descs: list[DataDesc], reqs: dict[str, str],
+                        for_training: bool) -> list[Any]:
+        """The executors ``bind`` makes for inputs ``descs``: here one, on this context
+        (the data-parallel module makes one per device)."""
+        shapes = {d.name: d.shape for d in descs}
+        types = {d.name: d.dtype for d in descs}
         symbol = self._symbol
         if self._amp is not None:  # a mixed-precision copy; parameters stay float32
             symbol = self._amp.symbol(symbol)
             for mine, extra in zip((reqs, shapes, types), self._amp.bind_extras()):
                 mine.update(extra)
-        self._exec = symbol.simple_bind(self._context, grad_req=reqs, type_dict=types,
-                                        **shapes)
+        exe = symbol.simple_bind(self._context, grad_req=reqs, type_dict=types, **shapes)
         if self._amp is not None:
-            self._amp.after_bind(self._exec)
-        for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
-            mon.install(self._exec)
-        self.binded = True
-        if self.params_initialized:
-            self._check_params(self._arg_params, self._aux_params, False, False)
-            self._exec.copy_params_from(self._arg_params, self._aux_params)
+            self._amp.after_bind(exe)
+        return [exe]
 
     @staticmethod
     def _check_batch(descs: Sequence[DataDesc]) -> None:
@@ -190,7 +200,8 @@ class Module(BaseModule):
         self.binded = False
         self.bind(data_shapes, label_shapes, self.for_training, self.inputs_need_grad)
         if arg is not None:
-            self._exec.copy_params_from(arg, aux)
+            for exe in self._execs:
+                exe.copy_params_from(arg, aux)
 
     # -- parameters --------------------------------------------------------------------------
     def init_params(self, initializer: Any = None, arg_params: Optional[Mapping] = None,
@@ -420,11 +431,12 @@ class Module(BaseModule):
         return tail
 
     def install_monitor(self, mon: Any) -> None:
-        """Install ``mon`` on the bound executor (and on any executor a rebind makes)."""
+        """Install ``mon`` on the bound executors (and on any executor a rebind makes)."""
         if self._exec is None:
             raise BindError("install_monitor: bind the module first")
         self._monitors = getattr(self, "_monitors", []) + [mon]
-        mon.install(self._exec)
+        for exe in self._execs:
+            mon.install(exe)
 
     def get_outputs(self, merge_multi_context: bool = True) -> list:
         """The outputs; with ``merge_multi_context=False``, each as the list of its parts per

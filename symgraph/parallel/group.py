@@ -20,9 +20,9 @@ import numpy as np
 from .. import optimizer as _opt
 from ..base import BindError
 from ..context import Context, cpu
-from ..io import DataBatch
+from ..io import DataBatch, DataDesc
 from ..log import LOGGER
-from ..module import Module, _descs
+from ..module import Module
 from ..ndarray import NDArray, array
 from .bucket import DEFAULT_BUCKET_BYTES
 from . import flat
@@ -59,7 +59,6 @@ class DataParallelModule(Module):
                             f"{len(work_load_list)} entries for {len(contexts)} contexts")
         self._contexts = contexts
         self._work_load_list = list(work_load_list or [1] * len(contexts))
-        self._execs: list[Any] = []
         self._slices: list[slice] = []
         self._updaters: list[Any] = []
         self._comm: Any = None
@@ -82,55 +81,20 @@ class DataParallelModule(Module):
         return list(self._execs)
 
     # -- bind ----------------------------------------------------------------------------------
-    def bind(self, data_shapes: Any, label_shapes: Any = None, for_training: bool = True,
-             inputs_need_grad: bool = False, force_rebind: bool = False,
-             shared_module: Any = None, grad_req: str = "write") -> None:
-        """One executor per context, each for its slice of the batch."""
-        if self.binded and not force_rebind:
-            self.logger.warning("Already bound, ignoring bind()")
-            return
-        data, label = _descs(data_shapes), _descs(label_shapes)
-        if sorted(d.name for d in data) != sorted(self._data_names):
-            raise BindError(f"bind: data shapes for {[d.name for d in data]}, module data "
-                            f"names are {self._data_names}")
-        self._check_batch(data + label)
-        batch = data[0].shape[0]
-        self._slices = split_batch(batch, self._work_load_list, len(self._contexts))
-        self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
-        self._data_shapes, self._label_shapes = data, label
-        reqs = {n: "null" for n in self._symbol.list_arguments()}
-        if for_training:
-            reqs.update({n: grad_req for n in self._param_names
-                         if n not in self._fixed_param_names})
-            if inputs_need_grad:
-                reqs.update({n: grad_req for n in self._data_names})
-        types = {d.name: d.dtype for d in data + label}
-        self._execs = []
-        for ctx, part in zip(self._contexts, self._slices):
-            shapes = {d.name: (part.stop - part.start,) + tuple(d.shape[1:])
-                      for d in data + label}
-            self._execs.append(self._symbol.simple_bind(ctx, grad_req=reqs, type_dict=types,
-                                                        **shapes))
-        self._exec = self._execs[0]
+    def _bind_executors(self, descs: list[DataDesc], reqs: dict[str, str],
+                        for_training: bool) -> list[Any]:
+        """One executor per context, each for its slice of the batch (Module.bind's checks
+        and parameter copies then serve every device)."""
+        slices = split_batch(descs[0].shape[0], self._work_load_list, len(self._contexts))
+        types = {d.name: d.dtype for d in descs}
+        execs = [self._symbol.simple_bind(
+            ctx, grad_req=reqs, type_dict=types,
+            **{d.name: (part.stop - part.start,) + tuple(d.shape[1:]) for d in descs})
+            for ctx, part in zip(self._contexts, slices)]
+        self._execs, self._slices = execs, slices  # all made: a failed bind leaves the old
         if for_training and self._contexts[0].device_type == "gpu":
             self._buckets()  # flat gradient buckets: before any run records the pointers
-        for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
-            for exe in self._execs:
-                mon.install(exe)
-        self.binded = True
-        if self.params_initialized:
-            self._check_params(self._arg_params, self._aux_params, False, False)
-            for exe in self._execs:
-                exe.copy_params_from(self._arg_params, self._aux_params)
-
-    def reshape(self, data_shapes: Any, label_shapes: Any = None) -> None:
-        arg, aux = self.get_params() if self.params_initialized else (None, None)
-        self.binded = False
-        self.bind(data_shapes, label_shapes, self.for_training, self.inputs_need_grad)
-        if arg is not None:
-            for exe in self._execs:
-                exe.copy_params_from(arg, aux)
-        self._tail = (None, None)
+        return self._execs
 
     def init_params(self, *args: Any, **kwargs: Any) -> None:
         """As Module's, on device 0; then the same values on every device."""
@@ -150,14 +114,6 @@ class DataParallelModule(Module):
                             for exe in self._execs)
                 aux[name] = array((total / len(self._execs)).astype(aux[name].dtype))
         return arg, aux
-
-    def install_monitor(self, mon: Any) -> None:
-        """Install ``mon`` on every device's executor (MXNet's executor group does too)."""
-        if not self._execs:
-            raise BindError("install_monitor: bind the module first")
-        self._monitors = getattr(self, "_monitors", []) + [mon]
-        for exe in self._execs:
-            mon.install(exe)
 
     # -- optimizer -----------------------------------------------------------------------------
     def _init_optimizer(self, kvstore: Any = "local", optimizer: Any = "sgd",
@@ -192,7 +148,6 @@ class DataParallelModule(Module):
         else:
             self._updaters = [_opt.get_updater(optimizer)] * n
         self._updater = _UpdaterGroup(self._updaters, n)
-        self._tail = (None, None)
         self.optimizer_initialized = True
         if workers > 1:  # every process starts from rank 0's parameters
             self._sync_params()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, BindError
+from symgraph.base import AttrError, BindError, ShapeError
 from symgraph.models import lenet, mlp
 from symgraph.parallel.comm import HostCommunicator
 from symgraph.parallel.group import DataParallelModule
@@ -219,3 +219,47 @@ def test_optimizer_states_move_between_one_and_two_devices(tmp_path) -> None:
         a, b = (exe.arg_dict[name].asnumpy() for exe in fresh.executors)
         assert a.tobytes() == b.tobytes()
         np.testing.assert_allclose(a, ref.asnumpy(), rtol=1e-4, atol=1e-6)
+
+
+class _Recorder:
+    """A monitor stand-in that records the executors it is installed on."""
+
+    def __init__(self) -> None:
+        self.execs: list = []
+
+    def install(self, exe) -> None:
+        self.execs.append(exe)
+
+
+def test_rebind_for_a_new_batch_keeps_params_and_monitors_on_every_device() -> None:
+    x, y = _data(16)
+    sym = mlp.build()
+    one = _module(sym, sg.cpu(), 16, x)
+    two = _module(sym, [sg.cpu(0), sg.cpu(1)], 16, x)
+    two.set_params(*one.get_params())
+    mon = _Recorder()
+    two.install_monitor(mon)
+    assert mon.execs == two.executors
+    small = sg.io.DataBatch([sg.nd.array(x[:6])], [sg.nd.array(y[:6])])
+    for mod in (one, two):
+        mod.forward(small, is_train=False)  # a batch of 6: rebinds, 3 rows per device
+    assert [e.arg_dict["data"].shape[0] for e in two.executors] == [3, 3]
+    assert mon.execs[2:] == two.executors
+    for exe in two.executors:
+        for name, value in one.get_params()[0].items():
+            np.testing.assert_array_equal(exe.arg_dict[name].asnumpy(), value.asnumpy())
+    np.testing.assert_allclose(two.get_outputs()[0].asnumpy(), one.get_outputs()[0].asnumpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("ctx", [sg.cpu(), [sg.cpu(0), sg.cpu(1)]])
+def test_failed_rebind_keeps_the_bound_executors(ctx) -> None:
+    mod = sg.mod.Module(lenet.build(), context=ctx)
+    mod.bind([("data", (16, 1, 28, 28))], [("softmax_label", (16,))])
+    execs = list(mod._execs)
+    with pytest.raises(BindError, match=r"label shapes for \['lbl'\].*\['softmax_label'\]"):
+        mod.bind([("data", (8, 1, 28, 28))], [("lbl", (8,))], force_rebind=True)
+    with pytest.raises(ShapeError, match=r"conv1 \(Convolution\): kernel \(5, 5\)"):
+        mod.bind([("data", (8, 1, 3, 3))], [("softmax_label", (8,))], force_rebind=True)
+    assert mod._execs == execs and mod._exec is execs[0]
+    assert [d.shape for d in mod.data_shapes + mod.label_shapes] == [(16, 1, 28, 28), (16,)]
