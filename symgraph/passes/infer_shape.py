@@ -11,7 +11,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..base import AttrError, ShapeError, where
 from ..graph import Entry, Graph, Node, check_unique_inputs
-from ..ops._util import as_shape
+from ..ops._util import as_shape, merge_dims
 from ..registry import get_op
 from ..typetable import declared_partial, declared_shape  # noqa: F401  (declared_shape: API)
 
@@ -19,18 +19,6 @@ Shape = tuple[int, ...]
 
 # Full inferences run in this process (tests count them: one per bind).
 COUNT = {"infer_shapes": 0}
-
-
-def merge_dims(old: Shape, new: Shape) -> Optional[Shape]:
-    """``old`` and ``new`` (0 = unknown dimension) as one shape; None if they contradict."""
-    if len(old) != len(new):
-        return None
-    out = []
-    for o, n in zip(old, new):
-        if o and n and o != n:
-            return None
-        out.append(o or n)
-    return tuple(out)
 
 
 def _describe(names: Sequence[str], shapes: Sequence[Optional[Shape]], skip: int) -> str:
