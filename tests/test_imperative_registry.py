@@ -52,18 +52,14 @@ def replay(sym, values: dict, ctx=None, attach: tuple = (), dtype=np.float64) ->
     return [got[e] for e in sym.outputs_], {k: v for k, v in got.items() if k.node.is_variable}
 
 
-def _values(case: Case) -> dict:
-    args, aux = _sample(case)
-    return {**args, **aux}
-
-
 def test_every_registered_op_has_an_nd_function() -> None:
     missing = [n for n in all_ops() if not callable(sg.nd.__dict__.get(n))]
     assert not missing
 
 
-@pytest.mark.parametrize("case", CASES, ids=Case.name)
-def test_imperative_matches_symbolic(case: Case) -> None:
+def _imperative_and_symbolic(case: Case, ctx=None, dtype=np.float64) -> tuple[list, list]:
+    """(outputs of the ``sg.nd`` replay on ``ctx`` in ``dtype``, outputs of the symbolic
+    forward on the CPU), both after seeding the generator alike."""
     args, aux = _sample(case)
     sym = case.build()
     sg.random.seed(7)
@@ -71,7 +67,30 @@ def test_imperative_matches_symbolic(case: Case) -> None:
     sg.random.seed(7)
     scope = autograd.train_mode() if case.is_train else autograd.predict_mode()
     with scope:
-        outs, _ = replay(sym, {**args, **aux})
+        outs, _ = replay(sym, {**args, **aux}, ctx, dtype=dtype)
+    return outs, want
+
+
+def _autograd_and_numeric(case: Case, ctx=None, dtype=np.float64) -> list[tuple]:
+    """``(name, autograd gradient of the replay on ctx in dtype, float64 central differences
+    of the symbolic forward on the CPU)`` for each argument the case differentiates."""
+    args, aux = _sample(case)
+    sym = case.build()
+    names = list(case.grad_nodes or sym.list_arguments())
+    rng = np.random.default_rng(5)
+    exe = _bind(sym, args, aux, sg.cpu(), np.float64, grad_req="null")
+    heads = [rng.normal(size=o.shape) for o in exe.forward(is_train=True)]
+    numeric = numeric_grad(exe, args, heads, names, 1e-4, True)
+    with autograd.record():
+        outs, leaves = replay(sym, {**args, **aux}, ctx, tuple(names), dtype)
+    autograd.backward(outs, [sg.nd.array(h, ctx, dtype=dtype) for h in heads])
+    by_name = {e.node.name: a for e, a in leaves.items()}
+    return [(n, by_name[n].grad.asnumpy(), numeric[n]) for n in names]
+
+
+@pytest.mark.parametrize("case", CASES, ids=Case.name)
+def test_imperative_matches_symbolic(case: Case) -> None:
+    outs, want = _imperative_and_symbolic(case)
     assert all(o.is_pending for o in outs)  # nothing ran yet: the calls only recorded
     assert [o.shape for o in outs] == [w.shape for w in want]
     for g, w in zip(outs, want):
@@ -81,20 +100,9 @@ def test_imperative_matches_symbolic(case: Case) -> None:
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.grad], ids=Case.name)
 def test_autograd_matches_central_differences(case: Case) -> None:
-    args, aux = _sample(case)
-    sym = case.build()
-    names = list(case.grad_nodes or sym.list_arguments())
-    rng = np.random.default_rng(5)
-    exe = _bind(sym, args, aux, sg.cpu(), np.float64, grad_req="null")
-    heads = [rng.normal(size=o.shape) for o in exe.forward(is_train=True)]
-    numeric = numeric_grad(exe, args, heads, names, 1e-4, True)
-    with autograd.record():
-        outs, leaves = replay(sym, {**args, **aux}, attach=tuple(names))
-    autograd.backward(outs, [sg.nd.array(h, dtype=np.float64) for h in heads])
-    by_name = {e.node.name: a for e, a in leaves.items()}
-    for n in names:
-        assert_almost_equal(by_name[n].grad.asnumpy(), numeric[n], case.grad_rtol,
-                            case.atol, (f"autograd gradient of {n}", "numeric"))
+    for name, got, numeric in _autograd_and_numeric(case):
+        assert_almost_equal(got, numeric, case.grad_rtol, case.atol,
+                            (f"autograd gradient of {name}", "numeric"))
 
 
 # -- the same on the GPU (float32 there; references from the CPU in float64) -----------------
@@ -102,11 +110,8 @@ def test_autograd_matches_central_differences(case: Case) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", GPU_CASES, ids=Case.name)
 def test_imperative_matches_symbolic_gpu(case: Case) -> None:
-    args, aux = _sample(case)
-    want = _forward(case.build(), args, aux, case.is_train)
-    scope = autograd.train_mode() if case.is_train else autograd.predict_mode()
-    with scope:
-        outs, _ = replay(case.build(), {**args, **aux}, sg.gpu(), dtype=np.float32)
+    outs, want = _imperative_and_symbolic(case, sg.gpu(), np.float32)
+    assert [o.shape for o in outs] == [w.shape for w in want]
     for g, w in zip(outs, want):
         if "Dropout" in case.name() and case.is_train:
             continue  # another generator on the GPU: tests/cuda check its law
@@ -117,17 +122,6 @@ def test_imperative_matches_symbolic_gpu(case: Case) -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("case", [c for c in GPU_CASES if c.grad], ids=Case.name)
 def test_autograd_matches_central_differences_gpu(case: Case) -> None:
-    args, aux = _sample(case)
-    sym = case.build()
-    names = list(case.grad_nodes or sym.list_arguments())
-    rng = np.random.default_rng(5)
-    exe = _bind(sym, args, aux, sg.cpu(), np.float64, grad_req="null")
-    heads = [rng.normal(size=o.shape) for o in exe.forward(is_train=True)]
-    numeric = numeric_grad(exe, args, heads, names, 1e-4, True)
-    with autograd.record():
-        outs, leaves = replay(sym, {**args, **aux}, sg.gpu(), tuple(names), np.float32)
-    autograd.backward(outs, [sg.nd.array(h, sg.gpu()) for h in heads])
-    by_name = {e.node.name: a for e, a in leaves.items()}
-    for n in names:
-        assert_almost_equal(by_name[n].grad.asnumpy(), numeric[n], max(case.grad_rtol, 1e-2),
-                            max(case.atol, 1e-3), (f"autograd gpu gradient of {n}", "numeric"))
+    for name, got, numeric in _autograd_and_numeric(case, sg.gpu(), np.float32):
+        assert_almost_equal(got, numeric, max(case.grad_rtol, 1e-2), max(case.atol, 1e-3),
+                            (f"autograd gpu gradient of {name}", "numeric"))
