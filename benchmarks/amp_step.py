@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -31,25 +31,12 @@ sys.path.insert(0, str(ROOT))
 
 import symgraph as sg  # noqa: E402
 
+from benchmarks.common import (NO_INPUT_GRADS, cuda_median_ms, torch_cuda_graph,  # noqa: E402
+                               torch_fp32)
+
 S = sg.sym
 MLP_SIZES = (1024, 4096, 4096, 4096, 10)
 MLP_BATCH, RESNET_BATCH = 1024, 128
-NO_INPUT_GRADS = {"data": "null", "softmax_label": "null"}
-
-
-def median_ms(fn: Callable[[], Any], steps: int, warm: int = 5) -> float:
-    import torch
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(steps)]
-    for start, end in events:
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return float(np.median([s.elapsed_time(e) for s, e in events]))
 
 
 # -- models --------------------------------------------------------------------------------------
@@ -141,7 +128,7 @@ def symgraph_rows(name: str, sym: Any, data_shape: tuple, steps: int,
     nsym, mode = narrow_symbol(sym)
     for label, s, everywhere in (("fp32", sym, False), (mode, nsym, mode == "pure bf16")):
         exe = bind(s, data_shape, everywhere)
-        ms = median_ms(lambda: exe.train_step(), steps)
+        ms = cuda_median_ms(lambda: exe.train_step(), steps)
         extra = ""
         if flops:
             g = gemm_ms(exe)
@@ -195,25 +182,17 @@ def torch_rows(name: str, model: Any, x_shape: tuple, steps: int,
     y = torch.randint(0, 10, (x_shape[0],), device="cuda")
     rows = []
     for label, amp in (("fp32", False), ("autocast bf16", True)):
+        def body() -> None:
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
+                loss = F.cross_entropy(model(x), y, reduction="sum")
+            loss.backward()
+
         def step() -> None:
             model.zero_grad(set_to_none=True)
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
-                loss = F.cross_entropy(model(x), y, reduction="sum")
-            loss.backward()
-        eager = median_ms(step, steps)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):
-                step()
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        model.zero_grad(set_to_none=True)
-        with torch.cuda.graph(graph):
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=amp):
-                loss = F.cross_entropy(model(x), y, reduction="sum")
-            loss.backward()
-        graphed = median_ms(graph.replay, steps)
+            body()
+        eager = cuda_median_ms(step, steps)
+        replay = torch_cuda_graph(step, body, lambda: model.zero_grad(set_to_none=True))
+        graphed = cuda_median_ms(replay, steps)
         for how, ms in (("eager", eager), ("CUDA graph", graphed)):
             extra = f"GEMM {flops / ms / 1e9:.0f} TFLOP/s over the step" if flops else ""
             rows.append((name, f"PyTorch {label} {how}", ms, extra))
@@ -225,10 +204,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--only", choices=("mlp", "resnet"), default=None)
     args = ap.parse_args()
-    import torch
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cudnn.benchmark = True
+    torch = torch_fp32()
     print(f"device: {torch.cuda.get_device_name()}")
     rows: list[tuple] = []
     if args.only in (None, "mlp"):

@@ -26,29 +26,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as mx  # noqa: E402  (the seed's spelling)
 from symgraph import autograd, gluon, nd  # noqa: E402
-from symgraph.gluon import nn  # noqa: E402
+
+from benchmarks.common import cuda_median_ms, torch_cuda_graph, torch_fp32  # noqa: E402
+from benchmarks.common import torch_seed_cnn  # noqa: E402
+from tests.gluon.seed_programs import seed_network  # noqa: E402
 
 
-class SimpleCNN(gluon.Block):
-    """Seed 000's network, as the seed writes it."""
-
-    def __init__(self) -> None:
-        super(SimpleCNN, self).__init__()
-        with self.name_scope():
-            self.conv1 = nn.Conv2D(32, kernel_size=3, strides=1, padding=1)
-            self.conv2 = nn.Conv2D(64, kernel_size=3, strides=1, padding=1)
-            self.fc1 = nn.Dense(128)
-            self.fc2 = nn.Dense(10)
-
-    def forward(self, x):  # noqa: ANN001, ANN201  (the seed's code)
-        x = nd.relu(self.conv1(x))
-        x = nd.Pooling(x, pool_type='max', kernel=(2, 2), stride=(2, 2))
-        x = nd.relu(self.conv2(x))
-        x = nd.Pooling(x, pool_type='max', kernel=(2, 2), stride=(2, 2))
-        x = x.reshape((0, -1))
-        x = nd.relu(self.fc1(x))
-        x = self.fc2(x)
-        return x
+# Seed 000's network, defined by the seed's own text (tests/gluon/seed_programs.py).
+SimpleCNN = seed_network()
 
 
 def _sync(ctx: mx.Context) -> None:
@@ -58,21 +43,11 @@ def _sync(ctx: mx.Context) -> None:
 
 def median_ms(fn: Callable[[], None], ctx: mx.Context, repeats: int, warm: int = 3) -> float:
     """Median milliseconds of ``fn``: CUDA events on the GPU (torch's), else wall time."""
+    if ctx.device_type == "gpu" and _torch() is not None:
+        return cuda_median_ms(fn, repeats, warm, lambda: _sync(ctx))
     for _ in range(warm):
         fn()
     _sync(ctx)
-    if ctx.device_type == "gpu" and _torch() is not None:
-        torch = _torch()
-        torch.cuda.synchronize()
-        events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                  for _ in range(repeats)]
-        for start, end in events:
-            start.record()
-            fn()
-            end.record()
-        _sync(ctx)
-        torch.cuda.synchronize()
-        return float(np.median([s.elapsed_time(e) for s, e in events]))
     times = []
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -90,22 +65,20 @@ def _torch() -> Optional[object]:
         return None
 
 
-def _batch(batch: int, ctx: mx.Context) -> tuple:
+def seed_batch(batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random images and labels of seed 000's shapes (the same for every column)."""
     rng = np.random.default_rng(0)
     x = rng.random((batch, 1, 28, 28), dtype=np.float32)
     y = rng.integers(0, 10, batch)
     return x, y
 
 
-def gluon_step(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, int]:
-    """(median ms, programs compiled after the first step) of the seed's loop body."""
-    x, y = _batch(batch, ctx)
-    data_in = nd.array(x, ctx)
-    label_in = nd.array(y, ctx, dtype=np.int32)
-    net = SimpleCNN()
-    net.initialize(ctx=ctx)
+def seed_loop_body(net: gluon.Block, data_in: nd.NDArray, label_in: nd.NDArray,
+                   ctx: mx.Context) -> Callable[[], None]:
+    """Seed 000's training loop body on ``net`` (loss, SGD at lr 0.01), for one batch."""
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.01})
+    batch = data_in.shape[0]
 
     def step() -> None:
         data = data_in.as_in_context(ctx)
@@ -115,6 +88,17 @@ def gluon_step(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, int]:
             loss = loss_fn(output, label)
         loss.backward()
         trainer.step(batch_size=batch)
+    return step
+
+
+def gluon_step(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, int]:
+    """(median ms, programs compiled after the first step) of the seed's loop body."""
+    x, y = seed_batch(batch)
+    data_in = nd.array(x, ctx)
+    label_in = nd.array(y, ctx, dtype=np.int32)
+    net = SimpleCNN()
+    net.initialize(ctx=ctx)
+    step = seed_loop_body(net, data_in, label_in, ctx)
     step()
     _sync(ctx)
     before = mx.imperative.compile_count()
@@ -124,7 +108,7 @@ def gluon_step(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, int]:
 
 def module_step(batch: int, ctx: mx.Context, repeats: int) -> float:
     from symgraph.models.simple_cnn import build
-    x, y = _batch(batch, ctx)
+    x, y = seed_batch(batch)
     mod = mx.mod.Module(build(), context=ctx)
     mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", (batch,))])
     mod.init_params(mx.init.Uniform(0.07))
@@ -140,14 +124,10 @@ def torch_steps(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, float
     if torch is None:
         return float("nan"), float("nan")
     import torch.nn.functional as F
-    from torch import nn as tnn
     dev = "cuda" if ctx.device_type == "gpu" else "cpu"
-    model = tnn.Sequential(
-        tnn.Conv2d(1, 32, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2),
-        tnn.Conv2d(32, 64, 3, padding=1), tnn.ReLU(), tnn.MaxPool2d(2), tnn.Flatten(),
-        tnn.Linear(64 * 7 * 7, 128), tnn.ReLU(), tnn.Linear(128, 10)).to(dev)
+    model = torch_seed_cnn().to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x, y = _batch(batch, ctx)
+    x, y = seed_batch(batch)
     xt, yt = torch.tensor(x, device=dev), torch.tensor(y, device=dev)
 
     def step() -> None:
@@ -157,16 +137,7 @@ def torch_steps(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, float
     eager = median_ms(step, ctx, repeats)
     if dev == "cpu":
         return eager, float("nan")
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
-    return eager, median_ms(graph.replay, ctx, repeats)
+    return eager, median_ms(torch_cuda_graph(step), ctx, repeats)
 
 
 def main(argv: Optional[list] = None) -> None:
@@ -179,8 +150,7 @@ def main(argv: Optional[list] = None) -> None:
     ctx = mx.gpu(0) if name == "gpu" else mx.cpu()
     torch = _torch()
     if torch is not None:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        torch_fp32(benchmark=False)
     print(f"context: {ctx}; PyTorch: {'not installed' if torch is None else torch.__version__}")
     print("\n| batch | Gluon ms/step | Module ms/step | Gluon/Module | PyTorch eager | "
           "PyTorch CUDA graph | eager/Gluon | compiles after step 1 |")

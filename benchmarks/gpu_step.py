@@ -27,31 +27,21 @@ sys.path.insert(0, str(ROOT))
 import symgraph as sg  # noqa: E402
 from symgraph.models.simple_cnn import build  # noqa: E402
 
-
-def _median_ms(fn, steps: int, warm: int) -> float:
-    import torch
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-              for _ in range(steps)]
-    for start, end in events:
-        start.record()
-        fn()
-        end.record()
-    torch.cuda.synchronize()
-    return float(np.median([s.elapsed_time(e) for s, e in events]))
+from benchmarks.common import (NO_INPUT_GRADS, cuda_median_ms, torch_cuda_graph,  # noqa: E402
+                               torch_fp32, torch_seed_cnn)
 
 
-NO_INPUT_GRADS = {"data": "null", "softmax_label": "null"}  # as Module binds (and as PyTorch)
+def _train_executor(batch: int) -> object:
+    """The seed CNN's training executor on gpu(0), with no gradient for data and label."""
+    sym = build()
+    reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
+    return sym.simple_bind(sg.gpu(0), grad_req=reqs, data=(batch, 1, 28, 28))
 
 
 def symgraph_step(batch: int, steps: int) -> tuple[float, float]:
     """(GPU ms per step by CUDA events, host ms per step issuing the work)."""
     rng = np.random.default_rng(0)
-    sym = build()
-    reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
-    exe = sym.simple_bind(sg.gpu(0), grad_req=reqs, data=(batch, 1, 28, 28))
+    exe = _train_executor(batch)
     for name, arr in exe.arg_dict.items():
         arr[:] = rng.normal(size=arr.shape) * (0.1 if name != "softmax_label" else 0)
     exe.arg_dict["data"][:] = rng.normal(size=(batch, 1, 28, 28))
@@ -60,7 +50,7 @@ def symgraph_step(batch: int, steps: int) -> tuple[float, float]:
     def step() -> None:
         exe.forward(is_train=True)
         exe.backward()
-    gpu = _median_ms(step, steps, 10)
+    gpu = cuda_median_ms(step, steps, 10)
     t0 = time.perf_counter()
     for _ in range(steps):
         step()
@@ -70,38 +60,24 @@ def symgraph_step(batch: int, steps: int) -> tuple[float, float]:
     return gpu, host
 
 
-def torch_model():
-    from torch import nn
-    return nn.Sequential(
-        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-        nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10)).cuda()
-
-
 def torch_steps(batch: int, steps: int) -> tuple[float, float]:
     """(eager, CUDA graph) ms per forward+backward; loss = summed cross-entropy (the gradient
     SoftmaxOutput produces)."""
     import torch
     import torch.nn.functional as F
-    model = torch_model()
+    model = torch_seed_cnn().cuda()
     x = torch.randn(batch, 1, 28, 28, device="cuda")
     y = torch.randint(0, 10, (batch,), device="cuda")
 
+    def body() -> None:
+        F.cross_entropy(model(x), y, reduction="sum").backward()
+
     def step() -> None:
         model.zero_grad(set_to_none=True)
-        F.cross_entropy(model(x), y, reduction="sum").backward()
-    eager = _median_ms(step, steps, 10)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
-            step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    model.zero_grad(set_to_none=True)
-    with torch.cuda.graph(graph):
-        F.cross_entropy(model(x), y, reduction="sum").backward()
-    return eager, _median_ms(graph.replay, steps, 10)
+        body()
+    eager = cuda_median_ms(step, steps, 10)
+    replay = torch_cuda_graph(step, body, lambda: model.zero_grad(set_to_none=True))
+    return eager, cuda_median_ms(replay, steps, 10)
 
 
 def bandwidth(n: int = 1 << 26) -> tuple[float, float]:
@@ -125,19 +101,17 @@ def bandwidth(n: int = 1 << 26) -> tuple[float, float]:
     for node, slot in stage.schedule.variables.items():
         prog.bind_input(env, slot, args[node.name])
     nsteps = len(stage.schedule.steps)
-    fused_ms = _median_ms(lambda: prog.run(env, 0, nsteps, RunCtx()), 50, 5)
+    fused_ms = cuda_median_ms(lambda: prog.run(env, 0, nsteps, RunCtx()), 50, 5)
     src = torch.randn(n, device="cuda")
     dst = torch.empty_like(src)
-    copy_ms = _median_ms(lambda: dst.copy_(src), 50, 5)
+    copy_ms = cuda_median_ms(lambda: dst.copy_(src), 50, 5)
     return 16 * n / fused_ms / 1e6, 8 * n / copy_ms / 1e6
 
 
 def profile(batch: int, top: int = 14) -> None:
     """Per-step GPU times of one training step (eager, each step synchronised)."""
     from symgraph.registry import RunCtx
-    sym = build()
-    reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
-    exe = sym.simple_bind(sg.gpu(0), grad_req=reqs, data=(batch, 1, 28, 28))
+    exe = _train_executor(batch)
     exe.forward(is_train=True)
     exe.backward()
     prog, env = exe._train.program, exe._env
@@ -152,9 +126,7 @@ def compile_probe(batch: int) -> None:
     from symgraph.cuda import compiler
     sg.nd.zeros((1,), sg.gpu(0))  # device initialisation is not compilation
     t0 = time.perf_counter()
-    sym = build()
-    reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
-    exe = sym.simple_bind(sg.gpu(0), grad_req=reqs, data=(batch, 1, 28, 28))
+    exe = _train_executor(batch)
     exe._train.program._load()
     print(json.dumps({"seconds": time.perf_counter() - t0, "nvcc_calls": compiler.NVCC_CALLS}))
 
@@ -186,10 +158,7 @@ def main() -> None:
     if args.profile:
         profile(args.profile)
         return
-    import torch
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    torch.backends.cudnn.benchmark = True
+    torch = torch_fp32()
     print(f"device: {torch.cuda.get_device_name()}, CUDA graphs "
           f"{'off' if os.environ.get('SYMGRAPH_CUDA_GRAPHS') == '0' else 'on'}")
     comp = compile_times()

@@ -29,10 +29,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as mx  # noqa: E402
-from symgraph import autograd, gluon, nd  # noqa: E402
+from symgraph import gluon, nd  # noqa: E402
 from symgraph.gluon import nn  # noqa: E402
 
-from benchmarks.gluon_step import SimpleCNN  # noqa: E402
+from benchmarks.gluon_step import SimpleCNN, seed_batch, seed_loop_body  # noqa: E402
+from tests.gluon.seed_programs import seed_network  # noqa: E402
 
 
 SEED_WIDTHS = (32, 64, 128)
@@ -55,25 +56,18 @@ class TinyCNN(SimpleCNN):
         _layers(self, widths)
 
 
-class HybridCNN(gluon.HybridBlock):
-    """Seed 000's network as a ``HybridBlock`` (hybridized before use)."""
+class HybridCNN(seed_network(hybrid=True)):
+    """Seed 000's network as a ``HybridBlock`` (its ``hybrid_forward``; hybridized before use)
+    with the channel widths ``widths``."""
 
     def __init__(self, widths: tuple = SEED_WIDTHS) -> None:
-        super().__init__()
+        gluon.HybridBlock.__init__(self)
         _layers(self, widths)
-
-    def hybrid_forward(self, F, x):  # noqa: ANN001, ANN201  (MXNet's signature)
-        x = F.Pooling(F.relu(self.conv1(x)), pool_type='max', kernel=(2, 2), stride=(2, 2))
-        x = F.Pooling(F.relu(self.conv2(x)), pool_type='max', kernel=(2, 2), stride=(2, 2))
-        x = F.relu(self.fc1(x.reshape((0, -1))))
-        return self.fc2(x)
 
 
 def _data(batch: int, ctx: mx.Context) -> tuple:
-    rng = np.random.default_rng(0)
-    x = nd.array(rng.random((batch, 1, 28, 28), dtype=np.float32), ctx)
-    y = nd.array(rng.integers(0, 10, batch), ctx, dtype=np.int32)
-    return x, y
+    x, y = seed_batch(batch)
+    return nd.array(x, ctx), nd.array(y, ctx, dtype=np.int32)
 
 
 def gluon_step(batch: int, ctx: mx.Context, hybrid: bool, widths: tuple) -> Callable[[], None]:
@@ -83,17 +77,7 @@ def gluon_step(batch: int, ctx: mx.Context, hybrid: bool, widths: tuple) -> Call
     net.initialize(ctx=ctx)
     if hybrid:
         net.hybridize()
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    trainer = gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.01})
-
-    def step() -> None:
-        data = data_in.as_in_context(ctx)
-        label = label_in.as_in_context(ctx)
-        with autograd.record():
-            loss = loss_fn(net(data), label)
-        loss.backward()
-        trainer.step(batch_size=batch)
-    return step
+    return seed_loop_body(net, data_in, label_in, ctx)
 
 
 def _symbol(widths: tuple) -> mx.sym.Symbol:

@@ -38,6 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 import symgraph as sg  # noqa: E402
 
+from benchmarks.common import torch_fp32, torch_seed_cnn  # noqa: E402
+
 BATCH = {"cnn": 1024, "resnet20": 256}
 SHAPE = {"cnn": (1, 28, 28), "resnet20": (3, 32, 32)}
 OPT = {"learning_rate": 0.01, "momentum": 0.9}
@@ -79,10 +81,7 @@ def build(model: str) -> Any:
 def torch_net(model: str) -> Any:
     from torch import nn
     if model == "cnn":
-        return nn.Sequential(
-            nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-            nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+        return torch_seed_cnn()
 
     class Block(nn.Module):
         def __init__(self, cin: int, cout: int, stride: int) -> None:
@@ -184,10 +183,8 @@ def sg_multiprocess(model: str, steps: int) -> tuple[float, bool]:
 
 # -- PyTorch -----------------------------------------------------------------------------------
 def _torch_loop(model: str, rank: int, world: int, steps: int) -> float:
-    import torch
     import torch.nn.functional as F
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.benchmark = True
+    torch = torch_fp32()
     torch.cuda.set_device(rank)
     net = torch_net(model).cuda()
     if world > 1:

@@ -23,6 +23,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import symgraph as sg  # noqa: E402
 from symgraph.models.runner import DEFAULTS, make_initializer  # noqa: E402
 
+from benchmarks.common import torch_seed_cnn  # noqa: E402
+
 
 def run_symgraph(model: str, data: dict, args: argparse.Namespace) -> tuple[list, float]:
     recipe = {**DEFAULTS, **importlib.import_module(f"symgraph.models.{model}").RECIPE}
@@ -56,9 +58,7 @@ def torch_net(model: str, torch):
         return nn.Sequential(nn.Conv2d(1, 20, 5), nn.Tanh(), nn.MaxPool2d(2),
                              nn.Conv2d(20, 50, 5), nn.Tanh(), nn.MaxPool2d(2), nn.Flatten(),
                              nn.Linear(800, 500), nn.Tanh(), nn.Linear(500, 10))
-    return nn.Sequential(nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                         nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
+    return torch_seed_cnn()
 
 
 def run_torch(model: str, data: dict, args: argparse.Namespace) -> tuple[list, float]:
