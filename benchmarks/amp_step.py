@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT))
 import symgraph as sg  # noqa: E402
 
 from benchmarks.common import (NO_INPUT_GRADS, cuda_median_ms, torch_cuda_graph,  # noqa: E402
-                               torch_fp32)
+                               torch_fp32, torch_resnet20)
 
 S = sg.sym
 MLP_SIZES = (1024, 4096, 4096, 4096, 10)
@@ -149,31 +149,6 @@ def torch_mlp() -> Any:
     return nn.Sequential(*layers).cuda()
 
 
-def torch_resnet() -> Any:
-    from torch import nn
-
-    class Block(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int) -> None:
-            super().__init__()
-            self.a = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False),
-                                   nn.BatchNorm2d(cout), nn.ReLU(),
-                                   nn.Conv2d(cout, cout, 3, 1, 1, bias=False),
-                                   nn.BatchNorm2d(cout))
-            self.p = nn.Identity() if stride == 1 and cin == cout else nn.Sequential(
-                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-
-        def forward(self, x: Any) -> Any:
-            return (self.a(x) + self.p(x)).relu()
-    layers: list = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
-    cin = 16
-    for stage, c in enumerate((16, 32, 64)):
-        for block in range(3):
-            layers.append(Block(cin, c, 2 if stage > 0 and block == 0 else 1))
-            cin = c
-    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)]
-    return nn.Sequential(*layers).cuda()
-
-
 def torch_rows(name: str, model: Any, x_shape: tuple, steps: int,
                flops: float = 0.0) -> list[tuple]:
     import torch
@@ -216,7 +191,8 @@ def main() -> None:
     if args.only in (None, "resnet"):
         shape = (RESNET_BATCH, 3, 32, 32)
         rows += symgraph_rows("ResNet-20 b128", resnet_symbol(), shape, args.steps)
-        rows += torch_rows("ResNet-20 b128", torch_resnet(), shape, args.steps)
+        rows += torch_rows("ResNet-20 b128", torch_resnet20(projection_bn=True).cuda(), shape,
+                           args.steps)
     print("\n| model | variant | ms/step | notes |\n|---|---|---|---|")
     for model, variant, ms, extra in rows:
         print(f"| {model} | {variant} | {ms:.3f} | {extra} |")

@@ -76,3 +76,31 @@ def torch_seed_cnn() -> Any:
         nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
         nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def torch_resnet20(projection_bn: bool) -> Any:
+    """ResNet-20 for CIFAR in PyTorch, on the CPU: conv3x3(16) + BatchNorm + ReLU, 3 stages x 3
+    basic blocks (16/32/64 channels; at each stage change stride 2 and a 1x1 projection, with
+    BatchNorm after it if ``projection_bn``), global average pool, dense 10."""
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self, cin: int, cout: int, stride: int) -> None:
+            super().__init__()
+            self.a = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False),
+                                   nn.BatchNorm2d(cout), nn.ReLU(),
+                                   nn.Conv2d(cout, cout, 3, 1, 1, bias=False),
+                                   nn.BatchNorm2d(cout))
+            proj = [nn.Conv2d(cin, cout, 1, stride, bias=False)]
+            proj += [nn.BatchNorm2d(cout)] if projection_bn else []
+            self.p = nn.Identity() if stride == 1 and cin == cout else nn.Sequential(*proj)
+
+        def forward(self, x: Any) -> Any:
+            return (self.a(x) + self.p(x)).relu()
+    layers: list = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
+    cin = 16
+    for stage, cout in enumerate((16, 32, 64)):
+        for block in range(3):
+            layers.append(Block(cin, cout, 2 if stage > 0 and block == 0 else 1))
+            cin = cout
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))

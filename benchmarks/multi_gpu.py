@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 import symgraph as sg  # noqa: E402
 
-from benchmarks.common import torch_fp32, torch_seed_cnn  # noqa: E402
+from benchmarks.common import torch_fp32, torch_resnet20, torch_seed_cnn  # noqa: E402
 
 BATCH = {"cnn": 1024, "resnet20": 256}
 SHAPE = {"cnn": (1, 28, 28), "resnet20": (3, 32, 32)}
@@ -79,28 +79,7 @@ def build(model: str) -> Any:
 
 
 def torch_net(model: str) -> Any:
-    from torch import nn
-    if model == "cnn":
-        return torch_seed_cnn()
-
-    class Block(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int) -> None:
-            super().__init__()
-            self.a = nn.Sequential(nn.Conv2d(cin, cout, 3, stride, 1, bias=False),
-                                   nn.BatchNorm2d(cout), nn.ReLU(),
-                                   nn.Conv2d(cout, cout, 3, 1, 1, bias=False),
-                                   nn.BatchNorm2d(cout))
-            self.proj = nn.Conv2d(cin, cout, 1, stride, bias=False) if stride != 1 else None
-
-        def forward(self, x: Any) -> Any:
-            return (self.a(x) + (x if self.proj is None else self.proj(x))).relu()
-    layers: list = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU()]
-    cin = 16
-    for stage, cout in enumerate((16, 32, 64)):
-        for block in range(3):
-            layers.append(Block(cin, cout, 2 if stage > 0 and block == 0 else 1))
-            cin = cout
-    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+    return torch_seed_cnn() if model == "cnn" else torch_resnet20(projection_bn=False)
 
 
 # -- symgraph ----------------------------------------------------------------------------------

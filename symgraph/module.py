@@ -324,9 +324,9 @@ class Module(BaseModule):
         self._load_batch(data_batch)
         self._exec.forward(is_train=self.for_training if is_train is None else is_train)
 
-    def _load_batch(self, data_batch: DataBatch, staging: Any = None) -> None:
-        """Copy a batch into the bound inputs (rebinding first if its shapes differ); with a
-        ``cuda.staging.Staging``, one async copy per input on the training stream."""
+    def _bound_batch(self, data_batch: DataBatch) -> dict[str, Any]:
+        """The batch's arrays by input name, after rebinding if their shapes differ from the
+        bound ones."""
         if not (self.binded and self.params_initialized):
             raise BindError("forward: call bind() and init_params() first")
         arrays = self._batch_arrays(data_batch)
@@ -335,6 +335,12 @@ class Module(BaseModule):
             self.reshape([(n, tuple(arrays[n].shape)) for n in self._data_names],
                          [(n, tuple(arrays[n].shape)) for n in self._label_names
                           if n in arrays and self._label_shapes] or None)
+        return arrays
+
+    def _load_batch(self, data_batch: DataBatch, staging: Any = None) -> None:
+        """Copy a batch into the bound inputs (rebinding first if its shapes differ); with a
+        ``cuda.staging.Staging``, one async copy per input on the training stream."""
+        arrays = self._bound_batch(data_batch)
         for name, value in arrays.items():
             if staging is None:
                 self._exec.arg_dict[name][:] = value

@@ -163,15 +163,7 @@ class DataParallelModule(Module):
     # -- computation ---------------------------------------------------------------------------
     def _host_batch(self, data_batch: DataBatch) -> dict[str, np.ndarray]:
         """The batch's arrays on the host (rebinding first if its size changed)."""
-        if not (self.binded and self.params_initialized):
-            raise BindError("forward: call bind() and init_params() first")
-        arrays = self._batch_arrays(data_batch)
-        bound = {d.name: d.shape for d in self._data_shapes + self._label_shapes}
-        if any(tuple(v.shape) != bound.get(k, tuple(v.shape)) for k, v in arrays.items()):
-            self.reshape([(n, tuple(arrays[n].shape)) for n in self._data_names],
-                         [(n, tuple(arrays[n].shape)) for n in self._label_names
-                          if n in arrays and self._label_shapes] or None)
-        return {k: _host(v) for k, v in arrays.items()}
+        return {k: _host(v) for k, v in self._bound_batch(data_batch).items()}
 
     def _load_batch(self, data_batch: DataBatch) -> None:
         """Slice the batch over the devices."""
