@@ -36,6 +36,18 @@ def _init(name, value):
     return numpy_helper.from_array(np.asarray(value, np.float32), name)
 
 
+def _save(path, nodes, name, inputs, outputs, inits):
+    """Write the opset-17 model of ``nodes`` to ``path`` once onnx's checker accepts it;
+    ``inputs`` and ``outputs`` are ``(name, element type, shape)``."""
+    graph = helper.make_graph(nodes, name, [helper.make_tensor_value_info(*i) for i in inputs],
+                              [helper.make_tensor_value_info(*o) for o in outputs], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    onnx.save(model, str(path))
+    return path
+
+
 def test_helper_made_cnn(tmp_path):
     rng = np.random.default_rng(0)
     inits = [
@@ -60,14 +72,8 @@ def test_helper_made_cnn(tmp_path):
         helper.make_node("MatMul", ["t2", "W3"], ["mm"]),
         helper.make_node("Softmax", ["mm"], ["prob"], axis=1),
     ]
-    graph = helper.make_graph(
-        nodes, "cnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])],
-        [helper.make_tensor_value_info("prob", TensorProto.FLOAT, [2, 5])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path = tmp_path / "cnn.onnx"
-    onnx.save(model, str(path))
+    path = _save(tmp_path / "cnn.onnx", nodes, "cnn", [("x", TensorProto.FLOAT, [2, 3, 8, 8])],
+                 [("prob", TensorProto.FLOAT, [2, 5])], inits)
     x = rng.random((2, 3, 8, 8)).astype(np.float32)
     sym, arg, aux = _check(path, {"x": x})
     assert sorted(aux) == ["m", "v"] and "W1" in arg and "flat_shape" not in arg
@@ -92,14 +98,8 @@ def test_helper_made_layers(tmp_path):
         helper.make_node("Add", ["z", "f"], ["s"]),
         helper.make_node("Exp", ["s"], ["out"]),
     ]
-    graph = helper.make_graph(
-        nodes, "layers", [helper.make_tensor_value_info("ids", TensorProto.INT64, [2, 3])],
-        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2, 2])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path = tmp_path / "layers.onnx"
-    onnx.save(model, str(path))
+    path = _save(tmp_path / "layers.onnx", nodes, "layers", [("ids", TensorProto.INT64, [2, 3])],
+                 [("out", TensorProto.FLOAT, [2, 2])], inits)
     ids = rng.integers(0, 9, (2, 3))
     sym, arg, _ = sg.onnx.import_model(str(path))
     got = _run_symgraph(sym, arg, {}, {"ids": ids.astype(np.float32)})[0]
@@ -181,15 +181,9 @@ def test_torch_style_names_and_constants(tmp_path):
                          value=half),
         helper.make_node("Div", ["/fc/Gemm", "/Constant_1_output_0"], ["output"], name="/Div"),
     ]
-    graph = helper.make_graph(
-        nodes, "main_graph",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [2, 2, 8, 8])],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [2, 4])], inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    path = tmp_path / "torchlike.onnx"
-    onnx.save(model, str(path))
+    path = _save(tmp_path / "torchlike.onnx", nodes, "main_graph",
+                 [("input", TensorProto.FLOAT, [2, 2, 8, 8])],
+                 [("output", TensorProto.FLOAT, [2, 4])], inits)
     sym, arg, _ = _check(path, {"input": rng.random((2, 2, 8, 8)).astype(np.float32)})
     assert "/Constant_output_0" not in arg  # a shape is an attribute, not a parameter
     assert sym.list_arguments() == ["input", "onnx::Conv_5", "onnx::Conv_6", "fc.weight",
