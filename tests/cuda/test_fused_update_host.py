@@ -4,22 +4,10 @@ gradient buffer, the states or the kernel's table (rebound by someone else) chan
 subprocess stands a mock in for pycuda (the mock must not leak into other tests)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from .mock_pycuda import run_with_mock_pycuda
 
 SCRIPT = r'''
-import sys, types, contextlib
-from unittest import mock
-pycuda = types.ModuleType("pycuda"); drv = mock.MagicMock(); pycuda.driver = drv
-sys.modules["pycuda"] = pycuda; sys.modules["pycuda.driver"] = drv
-sys.modules["pycuda.gpuarray"] = mock.MagicMock(); pycuda.gpuarray = sys.modules["pycuda.gpuarray"]
-import symgraph as sg
-from symgraph.cuda import libs
-libs.require_pycuda = lambda: None
+import contextlib
 from symgraph.cuda import optimizer as co
 
 
@@ -81,7 +69,4 @@ print("OK")
 
 
 def test_repeated_steps_skip_the_rebind() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                         env=env, cwd=ROOT, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stdout + out.stderr
+    run_with_mock_pycuda(SCRIPT)

@@ -4,22 +4,9 @@ into other tests), builds a CudaProgram for a training graph with every kind of 
 builds each action's launch closure through ``backend.LAUNCHES``."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
+from .mock_pycuda import run_with_mock_pycuda
 
 SCRIPT = r'''
-import sys, types
-from unittest import mock
-pycuda = types.ModuleType("pycuda"); drv = mock.MagicMock(); pycuda.driver = drv
-sys.modules["pycuda"] = pycuda; sys.modules["pycuda.driver"] = drv
-sys.modules["pycuda.gpuarray"] = mock.MagicMock(); pycuda.gpuarray = sys.modules["pycuda.gpuarray"]
-import symgraph as sg
-from symgraph.cuda import libs
-libs.require_pycuda = lambda: None
 from symgraph.cuda import runtime
 runtime.device_info = lambda d: {"arch": "sm_90", "sm_count": 132}
 import contextlib
@@ -67,7 +54,4 @@ print("OK")
 
 
 def test_every_action_has_a_launch_and_choice_keeps_the_faster() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                         env=env, cwd=ROOT, timeout=300)
-    assert out.returncode == 0 and out.stdout.strip().endswith("OK"), out.stdout + out.stderr
+    run_with_mock_pycuda(SCRIPT)
