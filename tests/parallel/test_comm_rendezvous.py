@@ -92,16 +92,22 @@ def test_missing_rank_zero_is_named_within_timeout() -> None:
     assert float(took) < 5.0
 
 
-def _one_dies(rank: int) -> str:
-    peers = Rendezvous(world_from_env(), timeout=30).connect()
-    if rank == 1:
-        os._exit(0)  # dies without a word after the rendezvous
+def _allreduce_error(peers) -> str:
+    """``ranks|message|seconds`` of the RendezvousError an all-reduce over ``peers`` ends
+    with (``no error`` if it completes)."""
     tic = time.monotonic()
     try:
         HostCommunicator(1, peers).allreduce([[np.ones(3, np.float32)]])
     except RendezvousError as exc:
         return f"{exc.ranks}|{exc}|{time.monotonic() - tic:.2f}"
     return "no error"
+
+
+def _one_dies(rank: int) -> str:
+    peers = Rendezvous(world_from_env(), timeout=30).connect()
+    if rank == 1:
+        os._exit(0)  # dies without a word after the rendezvous
+    return _allreduce_error(peers)
 
 
 def test_dead_rank_ends_the_others_with_its_name() -> None:
@@ -116,12 +122,7 @@ def _one_hangs(rank: int) -> str:
     if rank == 1:
         time.sleep(6)  # alive, connected, but never joins the all-reduce
         return "slept"
-    tic = time.monotonic()
-    try:
-        HostCommunicator(1, peers).allreduce([[np.ones(3, np.float32)]])
-    except RendezvousError as exc:
-        return f"{exc.ranks}|{exc}|{time.monotonic() - tic:.2f}"
-    return "no error"
+    return _allreduce_error(peers)
 
 
 def test_hanging_rank_is_named_within_timeout() -> None:
