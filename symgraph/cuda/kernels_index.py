@@ -49,14 +49,20 @@ def _index_expr(n: int, wrap: bool) -> str:
     return f"long long k = (long long)raw; k = k < 0 ? 0 : (k > {n - 1} ? {n - 1} : k);\n"
 
 
+def _take_index(n: int, inner: int, m: int, wrap: bool, idx_t: str) -> str:
+    """The first lines of a take kernel's body: element ``i``'s ``(o, j, in)`` and ``k``, the
+    index ``idx[j]`` wrapped or clipped into ``[0, n)``."""
+    raw_t, raw = index_load("idx[j]", idx_t)
+    return (f"        const long long in = i % {inner}LL, j = (i / {inner}LL) % {m}LL;\n"
+            f"        const long long o = i / {inner * m}LL;\n"
+            f"        const {raw_t} raw = {raw};\n        {_index_expr(n, wrap)}")
+
+
 def render_take(outer: int, n: int, inner: int, m: int, wrap: bool, dtype: str = "float32",
                 idx_t: str = "float32") -> Rendered:
     """y[o, j, in] = x[o, idx[j], in] over data viewed as (outer, n, inner), m indices."""
-    raw_t, raw = index_load("idx[j]", idx_t)
-    body = (f"        const long long in = i % {inner}LL, j = (i / {inner}LL) % {m}LL;\n"
-            f"        const long long o = i / {inner * m}LL;\n"
-            f"        const {raw_t} raw = {raw};\n        {_index_expr(n, wrap)}"
-            f"        y[i] = x[(o * {n}LL + k) * {inner}LL + in];\n")
+    body = (_take_index(n, inner, m, wrap, idx_t)
+            + f"        y[i] = x[(o * {n}LL + k) * {inner}LL + in];\n")
     return grid_stride_kernel("take", f"{outer},{n},{inner},{m},{wrap}",
                               f"{ptr('y', dtype, False)}, {ptr('x', dtype)}, {ptr('idx', idx_t)}",
                               body, n_ptr=3)
@@ -66,11 +72,8 @@ def render_take_backward(outer: int, n: int, inner: int, m: int, mode: str,
                          dtype: str = "float32", idx_t: str = "float32") -> Rendered:
     """g[o, idx[j], in] += dy[o, j, in] with atomicAdd (g zero-filled first; narrow types use
     their own atomicAdd, sm_70+ for __half, sm_80+ for __nv_bfloat16)."""
-    raw_t, raw = index_load("idx[j]", idx_t)
-    body = (f"        const long long in = i % {inner}LL, j = (i / {inner}LL) % {m}LL;\n"
-            f"        const long long o = i / {inner * m}LL;\n"
-            f"        const {raw_t} raw = {raw};\n        {_index_expr(n, mode == 'wrap')}"
-            f"        atomicAdd(&g[(o * {n}LL + k) * {inner}LL + in], dy[i]);\n")
+    body = (_take_index(n, inner, m, mode == "wrap", idx_t)
+            + f"        atomicAdd(&g[(o * {n}LL + k) * {inner}LL + in], dy[i]);\n")
     return grid_stride_kernel("take_backward", f"{outer},{n},{inner},{m},{mode}",
                               f"{ptr('g', dtype, False, False)}, {ptr('dy', dtype)}, "
                               f"{ptr('idx', idx_t)}", body, n_ptr=3)
