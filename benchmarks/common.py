@@ -7,6 +7,7 @@ imported only inside the functions that use it, so a benchmark without it still 
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -36,6 +37,26 @@ def cuda_median_ms(fn: Callable[[], Any], steps: int, warm: int = 5,
         sync()
     torch.cuda.synchronize()
     return float(np.median([s.elapsed_time(e) for s, e in events]))
+
+
+def host_median_ms(fn: Callable[[], Any], repeats: int, warm: int = 1,
+                   sync: Optional[Callable[[], None]] = None,
+                   clock: Callable[[], float] = time.perf_counter) -> float:
+    """Median milliseconds of ``fn`` by ``clock`` over ``repeats`` calls after ``warm``
+    calls; ``sync`` (if given) runs after the warm-up and inside each timed call, so that the
+    work ``fn`` queues is counted where it is queued."""
+    for _ in range(warm):
+        fn()
+    if sync is not None:
+        sync()
+    times = []
+    for _ in range(repeats):
+        start = clock()
+        fn()
+        if sync is not None:
+            sync()
+        times.append((clock() - start) * 1e3)
+    return float(np.median(times))
 
 
 def torch_fp32(benchmark: bool = True) -> Any:

@@ -9,9 +9,7 @@ forward+backward over ``--repeat`` runs. Rows:
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
-import time
 
 import numpy as np
 
@@ -20,6 +18,8 @@ from symgraph.models.aot_custom_add import build_library, correct_bprop
 from symgraph.models.reorg_lenet import NDArrayReorg
 from symgraph.models.rtc_softmax_mlp import NDArraySoftmax
 
+from benchmarks.common import host_median_ms
+
 
 def _time(sym: sg.sym.Symbol, shapes: dict, repeat: int) -> float:
     exe = sym.simple_bind(sg.cpu(), **shapes)
@@ -27,13 +27,7 @@ def _time(sym: sg.sym.Symbol, shapes: dict, repeat: int) -> float:
     for name, arr in exe.arg_dict.items():
         arr[:] = rng.integers(0, 10, arr.shape) if name.endswith("label") else \
             rng.normal(size=arr.shape)
-    times = []
-    for _ in range(repeat + 1):
-        start = time.perf_counter()
-        exe.forward(is_train=True)
-        exe.backward()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times[1:]) * 1e3
+    return host_median_ms(lambda: (exe.forward(is_train=True), exe.backward()), repeat)
 
 
 def main() -> None:

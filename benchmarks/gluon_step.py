@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Callable, Optional
 
@@ -27,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import symgraph as mx  # noqa: E402  (the seed's spelling)
 from symgraph import autograd, gluon, nd  # noqa: E402
 
-from benchmarks.common import cuda_median_ms, torch_cuda_graph, torch_fp32  # noqa: E402
-from benchmarks.common import torch_seed_cnn  # noqa: E402
+from benchmarks.common import (cuda_median_ms, host_median_ms, torch_cuda_graph,  # noqa: E402
+                               torch_fp32, torch_seed_cnn)
 from tests.gluon.seed_programs import seed_network  # noqa: E402
 
 
@@ -43,18 +42,9 @@ def _sync(ctx: mx.Context) -> None:
 
 def median_ms(fn: Callable[[], None], ctx: mx.Context, repeats: int, warm: int = 3) -> float:
     """Median milliseconds of ``fn``: CUDA events on the GPU (torch's), else wall time."""
-    if ctx.device_type == "gpu" and _torch() is not None:
-        return cuda_median_ms(fn, repeats, warm, lambda: _sync(ctx))
-    for _ in range(warm):
-        fn()
-    _sync(ctx)
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        _sync(ctx)
-        times.append((time.perf_counter() - t0) * 1e3)
-    return float(np.median(times))
+    timer = cuda_median_ms if ctx.device_type == "gpu" and _torch() is not None \
+        else host_median_ms
+    return timer(fn, repeats, warm, lambda: _sync(ctx))
 
 
 def _torch() -> Optional[object]:

@@ -22,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import symgraph as sg  # noqa: E402
 from symgraph import autograd, imperative  # noqa: E402
 
+from benchmarks.common import host_median_ms  # noqa: E402
+
 CNN = {"conv1_weight": (32, 1, 3, 3), "conv1_bias": (32,), "conv2_weight": (64, 32, 3, 3),
        "conv2_bias": (64,), "fc1_weight": (128, 3136), "fc1_bias": (128,),
        "fc2_weight": (10, 128), "fc2_bias": (10,)}
@@ -83,15 +85,8 @@ CLOCK = {"clock": time.perf_counter}
 
 
 def median_ms(fn: Callable[[], object], repeats: int, sync: Callable[[], None]) -> float:
-    clock = CLOCK["clock"]
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = clock()
-        fn()
-        sync()
-        times.append((clock() - t0) * 1e3)
-    return float(np.median(times))
+    """Median ms of ``fn`` by the clock ``--cpu-time`` picks, after one warm-up call."""
+    return host_median_ms(fn, repeats, 1, sync, CLOCK["clock"])
 
 
 def main() -> None:
