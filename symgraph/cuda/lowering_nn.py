@@ -7,50 +7,36 @@ kernels (and take cuDNN's Nd descriptors). Grouped convolutions are cuDNN's grou
 strided-batched GEMM over the groups (their rows of the column matrix, the weight and the output
 are contiguous blocks). A Deconvolution is the data gradient of a convolution (and its gradients
 that convolution's forward and weight gradient), so it reuses the same three lowerings.
-Geometry comes from the ops' own helpers so that the GPU and numpy shapes can never disagree.
+Geometry is the node's own window object (``ops/geometry.py``), made by the op's shape rule
+and passed unchanged to the kernel templates and to cuDNN, so the GPU and numpy shapes cannot
+disagree.
 """
 from __future__ import annotations
 
 from math import prod
 from typing import Optional
 
-from .codegen import THREADS, grid_for
-from .kernels_nn import Conv2d, render_col2im, render_im2col, render_swap01
-from .kernels_pool import (Pool2d, render_pool, render_pool_backward,
-                           render_pool_backward_tiles)
-from .actions import Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, family
+from ..ops.conv import conv_window
+from ..ops.deconv import deconv_window
+from ..ops.geometry import ConvWindow, PoolWindow
+from ..ops.pool import pool_window
+from .kernels_nn import render_col2im, render_im2col, render_swap01
+from .kernels_pool import render_pool, render_pool_backward, render_pool_backward_tiles
+from .actions import Choice, ConvCall, Gemm, Ref, StepCtx, family, launch
 from .lowering_fused import Epilogue, in_place, inline_epilogue
 
 
-def _launch(ctx: StepCtx, kern, args: tuple, n: int) -> Kernel:
-    return Kernel(kern, grid_for(n, ctx.sm_count), THREADS, args, n)
-
-
-def conv2d(g, x_shape: tuple, out: tuple) -> Conv2d:
-    """The :class:`Conv2d` of a convolution of ``x_shape`` with spatial output ``out`` (an op's
-    ``Geometry``): 1-D as 2-D with a height of 1, 3-D with the depth fields."""
-    if len(g.kernel) == 1:
-        return Conv2d(x_shape[0], x_shape[1], 1, x_shape[2], 1, g.kernel[0], 1, g.stride[0],
-                      0, g.pad[0], 1, g.dilate[0], 1, out[0], g.groups)
-    if len(g.kernel) == 2:
-        return Conv2d(x_shape[0], x_shape[1], *x_shape[2:], *g.kernel, *g.stride, *g.pad,
-                      *g.dilate, *out, g.groups)
-    return Conv2d(x_shape[0], x_shape[1], *x_shape[3:], *g.kernel[1:], *g.stride[1:],
-                  *g.pad[1:], *g.dilate[1:], *out[1:], g.groups, d=x_shape[2], kd=g.kernel[0],
-                  sd=g.stride[0], pd=g.pad[0], dd=g.dilate[0], od=out[0])
-
-
-def conv_forward(ctx: StepCtx, g: Conv2d, f: int, x: Ref, w: Ref, y: Ref,
+def conv_forward(ctx: StepCtx, g: ConvWindow, x: Ref, w: Ref, y: Ref,
                  bias: Optional[Ref]) -> list:
     """y(N,F,P) = conv(x, w) (+ bias): cuDNN, or im2col, one GEMM per group (one batched call)
     and the (F,N,P) -> (N,F,P) swap with the bias as its epilogue."""
-    k, pix, dt = g.ckk // g.groups, g.pix, ctx.storage
+    f, k, pix, dt = g.filters, g.ckk // g.groups, g.pix, ctx.storage
     col, tmp = ctx.new_array(g.ckk * g.cols, dt), ctx.new_array(f * g.cols, dt)
-    fallback = (_launch(ctx, render_im2col(g, dt), (col, x), g.ckk * g.cols),
+    fallback = (launch(ctx, render_im2col(g, dt), (col, x), g.ckk * g.cols),
                 Gemm(False, False, f // g.groups, g.cols, k, w, col, tmp, g.groups, dt),
-                _launch(ctx, render_swap01(f, g.n, pix, bias is not None, dt),
-                        (y, tmp) + ((bias,) if bias is not None else ()), f * g.cols))
-    primary = [ConvCall("fwd", g, f, x, w, y, dt)] + _channel_epilogue(ctx, None, bias)
+                launch(ctx, render_swap01(f, g.n, pix, bias is not None, dt),
+                       (y, tmp) + ((bias,) if bias is not None else ()), f * g.cols))
+    primary = [ConvCall("fwd", g, x, w, y, dt)] + _channel_epilogue(ctx, None, bias)
     return [Choice(tuple(primary), fallback)]
 
 
@@ -61,48 +47,41 @@ def _channel_epilogue(ctx: StepCtx, epi: Optional[Epilogue], bias: Optional[Ref]
     return in_place(ctx, epi, shape, bias, (1, shape[1]) + (1,) * (len(shape) - 2))
 
 
-def conv_backward_data(ctx: StepCtx, g: Conv2d, f: int, w: Ref, dy: Ref, dx: Ref,
+def conv_backward_data(ctx: StepCtx, g: ConvWindow, w: Ref, dy: Ref, dx: Ref,
                        bias: Optional[Ref] = None) -> list:
     """dx = col2im(W^T @ dy(F,NP)), per group; cuDNN's backward-data when it is faster.
     A Deconvolution's bias is added after, in place."""
-    k, pix, dt = g.ckk // g.groups, g.pix, ctx.storage
+    f, k, pix, dt = g.filters, g.ckk // g.groups, g.pix, ctx.storage
     dy_t, dcol = ctx.new_array(f * g.cols, dt), ctx.new_array(g.ckk * g.cols, dt)
-    fallback = (_launch(ctx, render_swap01(g.n, f, pix, False, dt), (dy_t, dy), f * g.cols),
+    fallback = (launch(ctx, render_swap01(g.n, f, pix, False, dt), (dy_t, dy), f * g.cols),
                 Gemm(True, False, k, g.cols, f // g.groups, w, dy_t, dcol, g.groups, dt),
-                _launch(ctx, render_col2im(g, dt), (dx, dcol), g.n * g.c * g.d * g.h * g.w))
-    return [Choice((ConvCall("data", g, f, w, dy, dx, dt),), fallback)] + \
+                launch(ctx, render_col2im(g, dt), (dx, dcol), g.n * g.c * g.d * g.h * g.w))
+    return [Choice((ConvCall("data", g, w, dy, dx, dt),), fallback)] + \
         _channel_epilogue(ctx, None, bias)
 
 
-def conv_backward_weight(ctx: StepCtx, g: Conv2d, f: int, x: Ref, dy: Ref, dw: Ref,
+def conv_backward_weight(ctx: StepCtx, g: ConvWindow, x: Ref, dy: Ref, dw: Ref,
                          bias: Optional[Ref] = None) -> list:
     """dW(F, CKK/groups) = dy(F,NP) @ col(CKK,NP)^T, per group; or cuDNN's backward-filter."""
     assert bias is None, "a weight gradient has no bias"
-    k, pix, dt = g.ckk // g.groups, g.pix, ctx.storage
+    f, k, pix, dt = g.filters, g.ckk // g.groups, g.pix, ctx.storage
     col, dy_t = ctx.new_array(g.ckk * g.cols, dt), ctx.new_array(f * g.cols, dt)
-    fallback = (_launch(ctx, render_im2col(g, dt), (col, x), g.ckk * g.cols),
-                _launch(ctx, render_swap01(g.n, f, pix, False, dt), (dy_t, dy), f * g.cols),
+    fallback = (launch(ctx, render_im2col(g, dt), (col, x), g.ckk * g.cols),
+                launch(ctx, render_swap01(g.n, f, pix, False, dt), (dy_t, dy), f * g.cols),
                 Gemm(False, True, f // g.groups, k, g.cols, dy_t, col, dw, g.groups, dt))
-    return [Choice((ConvCall("filter", g, f, x, dy, dw, dt),), fallback)]
+    return [Choice((ConvCall("filter", g, x, dy, dw, dt),), fallback)]
 
 
 CONV_CALLS = {"forward": conv_forward, "data": conv_backward_data, "filter": conv_backward_weight}
 
 
-def _geometry(ctx: StepCtx, x: tuple, transposed: bool) -> tuple[Conv2d, int]:
-    """(2-D view, filters) of the convolution a step runs, given its data shape ``x``.
-
-    Transposed (Deconvolution and its gradients): the convolution whose data gradient the
-    deconvolution is. Its input has the deconvolution's output shape, its output is the
-    deconvolution's data, its filters are the data's channels and its padding is the effective
-    one (``adj`` / ``target_shape``)."""
+def _window(ctx: StepCtx, data: tuple, transposed: bool) -> ConvWindow:
+    """The geometry of the convolution a step runs, given its data shape (the node's cached
+    window: the object its shape rule made). Transposed (Deconvolution and its gradients): the
+    convolution whose data gradient the deconvolution is."""
     if transposed:
-        from ..ops.deconv import resolve
-        g, out = resolve(ctx.attrs, x[2:])
-        return conv2d(g, (x[0], ctx.attrs["num_filter"]) + out, x[2:]), x[1]
-    from ..ops.conv import geometry
-    g = geometry(ctx.attrs)
-    return conv2d(g, x, g.out(x[2:])), ctx.attrs["num_filter"]
+        return deconv_window(ctx.attrs, data)[0]
+    return conv_window(ctx.attrs, data)
 
 
 @family("convolution")
@@ -111,36 +90,22 @@ def _convolution(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
     ``call`` (forward / data / filter), ``data`` (the input giving the data shape), ``args``
     (the inputs that are the call's two operands), ``transposed`` (Deconvolution), ``bias``
     (the layer adds input 2 unless ``no_bias``)."""
-    g, f = _geometry(ctx, ctx.in_shapes[p["data"]], p.get("transposed", False))
+    g = _window(ctx, ctx.in_shapes[p["data"]], p.get("transposed", False))
     bias = ctx.ins[2] if p.get("bias") and not ctx.attrs["no_bias"] else None
     a, b = (ctx.ins[i] for i in p["args"])
     if epi is None:
-        return CONV_CALLS[p["call"]](ctx, g, f, a, b, ctx.outs[0], bias)
-    return CONV_CALLS[p["call"]](ctx, g, f, a, b, ctx.outs[0], None) + \
+        return CONV_CALLS[p["call"]](ctx, g, a, b, ctx.outs[0], bias)
+    return CONV_CALLS[p["call"]](ctx, g, a, b, ctx.outs[0], None) + \
         _channel_epilogue(ctx, epi, bias)
 
 
 inline_epilogue("convolution")(_convolution)
 
 
-def pool_geometry(ctx: StepCtx, x_shape: tuple) -> Pool2d:
-    """The :class:`Pool2d` of a pooling step: 1-D as 2-D with a height of 1, 3-D with depth."""
-    from ..ops.pool import _geometry  # the op's own rule: shapes cannot drift apart
-    kernel, stride, pad, out = _geometry(ctx.attrs, x_shape)
-    kind = (ctx.attrs["pool_type"], ctx.attrs["count_include_pad"])
-    if len(kernel) == 1:
-        return Pool2d(x_shape[0], x_shape[1], 1, x_shape[2], 1, kernel[0], 1, stride[0], 0,
-                      pad[0], 1, out[0], *kind)
-    if len(kernel) == 2:
-        return Pool2d(*x_shape, *kernel, *stride, *pad, *out, *kind)
-    return Pool2d(*x_shape[:2], *x_shape[3:], *kernel[1:], *stride[1:], *pad[1:], *out[1:],
-                  *kind, d=x_shape[2], kd=kernel[0], sd=stride[0], pd=pad[0], od=out[0])
-
-
 def _pool_kernel(ctx: StepCtx, kern, n: int, epi: Optional[Epilogue]) -> list:
     """One launch over ``n`` threads: (output, the step's inputs, epilogue operands)."""
     operands = epi.operands if epi is not None else ()
-    return [_launch(ctx, kern, (ctx.outs[0],) + tuple(ctx.ins) + operands, n)]
+    return [launch(ctx, kern, (ctx.outs[0],) + tuple(ctx.ins) + operands, n)]
 
 
 def _epilogue(epi: Optional[Epilogue]) -> dict:
@@ -151,7 +116,7 @@ def _epilogue(epi: Optional[Epilogue]) -> dict:
 @family("pooling")
 def _pooling(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
     """Input data -> pooled output; ``epi``: a fused group's formula applied by the kernel."""
-    g = pool_geometry(ctx, ctx.in_shapes[0])
+    g = pool_window(ctx.attrs, ctx.in_shapes[0])
     return _pool_kernel(ctx, render_pool(g, False, **_epilogue(epi), dtype=ctx.storage),
                         prod(ctx.out_shapes[0]), epi)
 
@@ -160,7 +125,7 @@ def _pooling(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
 def _pooling_backward(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
     """Inputs (ograd, data, output) -> gradient w.r.t. data: one thread per tile when windows
     do not overlap (each window searched once), else one per input cell (a gather)."""
-    g = pool_geometry(ctx, ctx.in_shapes[1])
+    g = pool_window(ctx.attrs, ctx.in_shapes[1])
     dt = ctx.storage
     if g.disjoint:
         kern, n = render_pool_backward_tiles(g, **_epilogue(epi), dtype=dt), \
@@ -178,6 +143,6 @@ inline_epilogue("pooling_backward")(_pooling_backward)
 @family("pooling_gather")
 def _pooling_gather(ctx: StepCtx, p: dict) -> list:
     """Inputs (grad, data, output) -> each window's grad where its output came from."""
-    g = pool_geometry(ctx, ctx.in_shapes[1])
+    g = pool_window(ctx.attrs, ctx.in_shapes[1])
     return _pool_kernel(ctx, render_pool(g, gather=True, dtype=ctx.storage),
                         prod(ctx.out_shapes[0]), None)
