@@ -4,7 +4,7 @@ A window node's geometry depends only on its attributes and its data shape. The 
 in one function (``conv.conv_window``, ``deconv.deconv_window``, ``pool.pool_window``,
 ``conv_act_pool.cap_window``), cached on (attrs, shape), so the shape rule, the numpy reference
 and the CUDA lowering of one node all hold the *same* object; lowering passes it unchanged to
-the C templates (``cuda/kernels_nn``, ``kernels_pool``, ``kernels_conv_pool``) and to cuDNN's
+the C templates (``cuda/kernels_conv``, ``kernels_pool``, ``kernels_conv_pool``) and to cuDNN's
 descriptors (``cuda/cudnn.ConvPlan``), as autodidax passes an equation's params to every rule.
 
 The per-axis tuples (1 to 3 spatial axes) are the truth. The C templates are written for three

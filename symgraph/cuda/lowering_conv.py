@@ -1,6 +1,6 @@
-"""Lowering families of the CNN ops (Convolution, Deconvolution and Pooling, registered by
-``ops/conv.py``, ``ops/deconv.py`` and ``ops/pool.py``): cuDNN convolution (algorithm measured
-once per shape) with an im2col + cuBLAS fallback, and hand-written pooling kernels.
+"""Lowering family of the convolution layers (Convolution and Deconvolution and their gradient
+ops, registered by ``ops/conv.py`` and ``ops/deconv.py``): cuDNN (algorithm measured once per
+shape) with an im2col + cuBLAS fallback (templates in ``kernels_conv``).
 
 1-D layers run as 2-D ones with a height of 1 and 3-D ones add a depth axis to the same
 kernels (and take cuDNN's Nd descriptors). Grouped convolutions are cuDNN's group count or one
@@ -13,15 +13,12 @@ disagree.
 """
 from __future__ import annotations
 
-from math import prod
 from typing import Optional
 
 from ..ops.conv import conv_window
 from ..ops.deconv import deconv_window
-from ..ops.geometry import ConvWindow, PoolWindow
-from ..ops.pool import pool_window
-from .kernels_nn import render_col2im, render_im2col, render_swap01
-from .kernels_pool import render_pool, render_pool_backward, render_pool_backward_tiles
+from ..ops.geometry import ConvWindow
+from .kernels_conv import render_col2im, render_im2col, render_swap01
 from .actions import Choice, ConvCall, Gemm, Ref, StepCtx, family, launch
 from .lowering_fused import Epilogue, in_place, inline_epilogue
 
@@ -100,49 +97,3 @@ def _convolution(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
 
 
 inline_epilogue("convolution")(_convolution)
-
-
-def _pool_kernel(ctx: StepCtx, kern, n: int, epi: Optional[Epilogue]) -> list:
-    """One launch over ``n`` threads: (output, the step's inputs, epilogue operands)."""
-    operands = epi.operands if epi is not None else ()
-    return [launch(ctx, kern, (ctx.outs[0],) + tuple(ctx.ins) + operands, n)]
-
-
-def _epilogue(epi: Optional[Epilogue]) -> dict:
-    """The render functions' epilogue arguments."""
-    return {} if epi is None else {"epilogue": epi.expr, "n_epi": len(epi.operands)}
-
-
-@family("pooling")
-def _pooling(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
-    """Input data -> pooled output; ``epi``: a fused group's formula applied by the kernel."""
-    g = pool_window(ctx.attrs, ctx.in_shapes[0])
-    return _pool_kernel(ctx, render_pool(g, False, **_epilogue(epi), dtype=ctx.storage),
-                        prod(ctx.out_shapes[0]), epi)
-
-
-@family("pooling_backward")
-def _pooling_backward(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
-    """Inputs (ograd, data, output) -> gradient w.r.t. data: one thread per tile when windows
-    do not overlap (each window searched once), else one per input cell (a gather)."""
-    g = pool_window(ctx.attrs, ctx.in_shapes[1])
-    dt = ctx.storage
-    if g.disjoint:
-        kern, n = render_pool_backward_tiles(g, **_epilogue(epi), dtype=dt), \
-            g.n * g.c * prod(g.tiles)
-    else:
-        kern, n = render_pool_backward(g, **_epilogue(epi), dtype=dt), prod(ctx.out_shapes[0])
-    return _pool_kernel(ctx, kern, n, epi)
-
-
-# Both write a fused group's formula in their own store (no scratch, no second pass).
-inline_epilogue("pooling")(_pooling)
-inline_epilogue("pooling_backward")(_pooling_backward)
-
-
-@family("pooling_gather")
-def _pooling_gather(ctx: StepCtx, p: dict) -> list:
-    """Inputs (grad, data, output) -> each window's grad where its output came from."""
-    g = pool_window(ctx.attrs, ctx.in_shapes[1])
-    return _pool_kernel(ctx, render_pool(g, gather=True, dtype=ctx.storage),
-                        prod(ctx.out_shapes[0]), None)
