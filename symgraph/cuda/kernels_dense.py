@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..expr import Expr
-from .codegen import Rendered, c_float, dtype_helpers, expr_to_c, kernel_name, ptr, with_dtype
+from .codegen import (Rendered, c_float, dtype_helpers, expr_to_c, grid_stride_kernel, kernel_name,
+                      ptr, with_dtype)
 
 
 def render_softmax(stem: str, outer: int, k: int, inner: int, log: bool,
@@ -103,23 +104,20 @@ def render_softmax_output_backward(stem: str, outer: int, k: int, inner: int, sc
     to the number of valid labels, computed by :func:`render_count`, float32). Gradient and
     probabilities are of ``dtype``, labels of ``label_t``.
     """
-    tag = kernel_name(with_dtype(stem, dtype), f"{outer},{k},{inner},{scale},{use_ignore},"
-                      f"{ignore_label},{alpha},{divide_by_count},{dtype},{label_t}")
+    key = (f"{outer},{k},{inner},{scale},{use_ignore},{ignore_label},{alpha},"
+           f"{divide_by_count},{dtype},{label_t}")
     on, off = (1.0 - alpha, alpha / (k - 1)) if alpha and k > 1 else (1.0, 0.0)
     valid = f"(lab != {c_float(ignore_label)})" if use_ignore else "true"
     sc = (f"({c_float(scale)} / fmaxf(1.f, count[0]))" if divide_by_count else c_float(scale))
     body = (
-        "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
-        "i += (long long)blockDim.x * gridDim.x) {\n"
         f"        const long long c = (i / {inner}LL) % {k}LL;\n"
         f"        const long long row = (i / {k * inner}LL) * {inner}LL + i % {inner}LL;\n"
         "        const float lab = sg_ld(label[row]);\n"
         # A label outside [0, k) matches no c: no target (MXNet 1.9.1), not a clipped one.
         "        const long long idx = (long long)lab;\n"
         f"        const float t = (c == idx) ? {c_float(on)} : {c_float(off)};\n"
-        f"        y[i] = {valid} ? (sg_ld(p[i]) - t) * {sc} : 0.f;\n"
-        "    }\n")
-    src = (f"extern \"C\" __global__ void {tag}({ptr('y', dtype, False)}, {ptr('p', dtype)}, "
-           f"{ptr('label', label_t)}, const float* __restrict__ count, long long n) "
-           f"{{\n{body}}}\n")
-    return Rendered(tag, src, 4, helpers=dtype_helpers(dtype, label_t))
+        f"        y[i] = {valid} ? (sg_ld(p[i]) - t) * {sc} : 0.f;\n")
+    params = (f"{ptr('y', dtype, False)}, {ptr('p', dtype)}, {ptr('label', label_t)}, "
+              "const float* __restrict__ count")
+    return grid_stride_kernel(with_dtype(stem, dtype), key, params, body, 4,
+                              helpers=dtype_helpers(dtype, label_t))
