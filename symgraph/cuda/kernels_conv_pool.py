@@ -109,7 +109,8 @@ def render_forward(g: ConvPoolWindow, fpt: int, dtype: str = "float32") -> Rende
             f"        const {it} img = i / {g.windows * groups};\n"
             f"        const int qh = q / {g.qw}, qw = q % {g.qw};\n"
             + _load_patch(g, "img", " " * 8, t) +
-            f"        {t}* yp = y + ((long long)img * {g.filters} + fg * {fpt}) * {g.windows} + q;\n"
+            f"        {t}* yp = y + ((long long)img * {g.filters} + fg * {fpt}) * "
+            f"{g.windows} + q;\n"
             f"        for (int k = 0; k < {fpt}; ++k) {{\n"
             f"            const int f = fg * {fpt} + k;\n"
             + _weights(g, "f", " " * 12) + _window_max(g, act, " " * 12) +

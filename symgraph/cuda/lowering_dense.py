@@ -10,7 +10,8 @@ from ..attrs import Attrs
 from .. import expr as E
 from ..expr import inp
 from .codegen import THREADS, grid_for
-from .kernels_dense import render_count, render_nll_sum, render_softmax, render_softmax_output_backward
+from .kernels_dense import (render_count, render_nll_sum, render_softmax,
+                            render_softmax_output_backward)
 from .actions import Gemm, Host, Kernel, StepCtx, family
 from .lowering_elementwise import elementwise_actions
 from .lowering_fused import Epilogue, in_place, inline_epilogue

@@ -4,8 +4,8 @@ SliceChannel, Concat and their gradients.
 The op's own numpy indexing is applied to an *uninitialised* numpy array of the input's shape
 (``np.empty`` touches no memory), and the resulting view's strides and start offset become the
 constants of a copy kernel (``kernels_views``). So the GPU reads exactly the elements numpy
-would, with no per-op index arithmetic written here. ``gather``: out[i] = in[view(i)]; ``scatter``: out[view(i)] = in[i]
-(Concat's pieces, a slice's gradient placed into zeros). The kernels move elements of the
+would, with no per-op index arithmetic written here. ``gather``: out[i] = in[view(i)];
+``scatter``: out[view(i)] = in[i] (Concat's pieces, a slice's gradient placed into zeros). The kernels move elements of the
 step's dtype (any float type: no arithmetic).
 """
 from __future__ import annotations

@@ -27,7 +27,7 @@ def _tree(path: Path) -> ast.Module:
 
 
 def _imports(tree: ast.Module) -> set[str]:
-    """Modules of ``symgraph.cuda`` a file imports (``from .x import ...`` / ``from . import x``)."""
+    """Modules of ``symgraph.cuda`` a file imports (``from .x import`` / ``from . import x``)."""
     out = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 1:
