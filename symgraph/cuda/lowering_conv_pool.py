@@ -7,7 +7,7 @@ from ..ops.conv_act_pool import cap_window
 from .codegen import THREADS, grid_for
 from .kernels_conv_pool import (chunks_for, filters_per_thread, render_forward,
                                 render_param_grad, render_param_grad_sum)
-from .actions import Kernel, StepCtx, family
+from .actions import Kernel, StepCtx, family, launch
 
 
 @family("conv_act_pool")
@@ -30,6 +30,5 @@ def _backward(ctx: StepCtx, p: dict) -> list:
     part = ctx.new_array(units * k1, "float32")  # partial sums stay in float
     return [Kernel(render_param_grad(g, chunks, dtype), units, THREADS, (part,) + tuple(ctx.ins),
                    units),
-            Kernel(render_param_grad_sum(g, chunks, dtype), grid_for(g.filters * k1,
-                                                                       ctx.sm_count),
-                   THREADS, (ctx.outs[0], ctx.outs[1], part), g.filters * k1)]
+            launch(ctx, render_param_grad_sum(g, chunks, dtype),
+                   (ctx.outs[0], ctx.outs[1], part), g.filters * k1)]
