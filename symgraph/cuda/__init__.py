@@ -5,19 +5,28 @@ Module map (only ``runtime``, ``backend``, ``cublas``, ``graphs``, ``optimizer``
 import pycuda/ctypes CUDA libraries, and only when a GPU context is used; ``import symgraph``
 never imports pycuda):
 
-* ``codegen``  - C source for elementwise groups from their scalar expression DAG;
-* ``kernels``  - hand-written kernel templates (reductions, softmax, SoftmaxOutput backward);
-  ``kernels_nn`` (im2col / col2im) and ``kernels_pool`` (pooling) those of the CNN layers;
-* ``lowering`` - the table from ``OpDef.lowering`` family names to lowering functions, which turn a
-  schedule step into launch actions (pure Python, so CI renders and compiles every kernel);
-  ``lowering_*`` hold the families of each group of ops (dense, nn, norm, index, views, layout,
-  random: Philox-4x32-10 and Dropout; fused: ``_fused`` groups and inline epilogues);
+* ``actions``  - the vocabulary of lowering: action types, ``StepCtx``, the family table,
+  ``launch`` (imports no lowering module);
+* ``codegen``  - C source for elementwise groups from their scalar expression DAG, and the
+  frames every kernel shares (``kernel_source``, ``grid_stride_kernel``);
+* ``kernels_<x>`` - C templates only (a ``render_*`` function per kernel): ``conv`` (im2col /
+  col2im), ``pool``, ``conv_pool``, ``reduce``, ``dense`` (softmax, loss sums), ``index``,
+  ``layout``, ``views``, ``random`` (Philox-4x32-10), ``sort``;
+* ``lowering_<x>`` - lowering functions only, one per family (``StepCtx`` -> actions), named as
+  the ``kernels_<x>`` module whose templates they render; ``lowering_elementwise``,
+  ``lowering_fused`` (``_fused`` groups, inline epilogues), ``lowering_norm`` and
+  ``lowering_amp`` render through ``codegen`` or compose other families;
+* ``lowering`` - imports every ``lowering_*`` module (so the family table is full) and offers
+  ``lower_step``; ``plan`` lowers a whole schedule (pure Python, so CI renders and compiles
+  every kernel);
 * ``compiler`` - one ``nvcc --cubin`` call per module, cached on disk;
 * ``runtime``  - primary context, device arrays (``sg.nd`` on the GPU);
 * ``cublas``, ``graphs`` - ctypes bindings of cuBLAS and of the driver's stream capture;
 * ``libs``    - finds pycuda and the cuBLAS/cuDNN/NCCL libraries (``nvidia-*`` wheels first),
   with errors that say what was looked for, where, and how to install it;
-* ``backend``  - ``compile(schedule, ctx)``: the program the executor runs;
+* ``backend``  - ``compile(schedule, ctx)``: the program the executor runs (an action -> launch
+  table); ``conv_choice`` - cuDNN or the generated im2col path, per convolution;
+  ``cudnn`` - ctypes binding; its descriptors read the node's window (``ops/geometry.py``);
 * ``update_kernel`` - the fused multi-tensor optimizer update printed from an optimizer's rule
   (pure Python); ``optimizer`` - its launch and the device-state updater ``Module`` uses;
 * ``staging``  - pinned rings for ``fit``'s async per-batch copies in and out.

@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from ..attrs import Attrs
+from ..ops.geometry import ConvWindow
 from ..registry import OpDef
 from ..schedule import Step
 from .codegen import THREADS, Rendered, grid_for
@@ -117,11 +118,11 @@ class Callback:
 
 @dataclass(frozen=True)
 class ConvCall:
-    """A cuDNN convolution: ``kind`` fwd (a=x, b=w), data (a=w, b=dy) or filter (a=x, b=dy)."""
+    """A cuDNN convolution: ``kind`` fwd (a=x, b=w), data (a=w, b=dy) or filter (a=x, b=dy);
+    ``geometry`` is the node's window object, which cuDNN's descriptors read as it is."""
 
     kind: str
-    geometry: Any
-    filters: int
+    geometry: ConvWindow
     a: Ref
     b: Ref
     out: Ref

@@ -296,7 +296,7 @@ class CudaProgram:
 
     def _conv_plan(self, act: Any) -> Any:
         if isinstance(act, ConvCall) and cudnn.available():
-            return cudnn.plan(self.device_id, act.geometry, act.filters, act.dtype)
+            return cudnn.plan(self.device_id, act.geometry, act.dtype)
         return None
 
     def _ptr(self, ref: Ref, env: CudaEnv) -> int:

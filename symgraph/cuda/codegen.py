@@ -300,6 +300,12 @@ GRID_STRIDE_LOOP = ("    for (long long i = (long long)blockIdx.x * blockDim.x +
 """The loop every one-thread-per-element kernel runs (``n`` elements, any grid size)."""
 
 
+def kernel_source(name: str, params: str, body: str) -> str:
+    """The C of kernel ``name``: ``extern "C"`` (so the module exports the name as is),
+    ``params``, then ``body`` (statements ending in a newline)."""
+    return f"extern \"C\" __global__ void {name}({params}) {{\n{body}}}\n"
+
+
 def grid_stride_kernel(stem: str, key: str, params: str, body: str, n_ptr: int = 2,
                        prelude: str = "", helpers: tuple = ()) -> Rendered:
     """A kernel running ``body`` for each ``i < n`` in a grid-stride loop. ``params``: the
@@ -309,8 +315,8 @@ def grid_stride_kernel(stem: str, key: str, params: str, body: str, n_ptr: int =
     tag = kernel_name(stem, key + params)
     if any(t in params for t in NARROW_C) and NARROW_HELPER not in helpers:
         helpers = (NARROW_HELPER,) + tuple(helpers)
-    src = (prelude + f"extern \"C\" __global__ void TAG({params}, long long n) {{\n"
-           f"{GRID_STRIDE_LOOP}{body}    }}\n}}\n").replace("TAG", tag)
+    src = (prelude + kernel_source("TAG", f"{params}, long long n",
+                                   f"{GRID_STRIDE_LOOP}{body}    }}\n")).replace("TAG", tag)
     return Rendered(tag, src, n_ptr, helpers=helpers)
 
 

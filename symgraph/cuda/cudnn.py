@@ -18,6 +18,7 @@ import sys
 from typing import Any, Optional
 
 from ..base import ExecutionError
+from ..ops.geometry import ConvWindow
 from . import libs
 
 CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_CROSS_CORRELATION = 0, 0, 1
@@ -99,27 +100,41 @@ class Unsupported(ExecutionError):
     """cuDNN offers no working algorithm for a shape (that convolution uses im2col instead)."""
 
 
-class ConvPlan:
-    """Descriptors and measured algorithms of one 2-D or 3-D convolution (geometry ``g``,
-    F filters, ``g.groups`` groups) over data of ``dtype``."""
+def lifted(values: tuple, fill: int) -> tuple:
+    """A 1-D layer's per-axis ``values`` with a leading axis of ``fill`` (cuDNN's descriptors
+    have 2 or 3 spatial axes); 2-D and 3-D values as they are."""
+    return (fill,) + tuple(values) if len(values) == 1 else tuple(values)
 
-    def __init__(self, device_id: int, g: Any, f: int, dtype: str = "float32") -> None:
+
+def descriptor_args(g: ConvWindow) -> dict[str, tuple]:
+    """The dimensions and settings of a convolution's cuDNN descriptors, read from the node's
+    window: ``x`` (N, C, *spatial), ``y`` (N, filters, *out), ``w`` (filters, C/groups,
+    *kernel), and the convolution's ``pad``, ``stride``, ``dilate``."""
+    return {"x": (g.n, g.c) + lifted(g.spatial, 1), "y": (g.n, g.filters) + lifted(g.out, 1),
+            "w": (g.filters, g.c // g.groups) + lifted(g.kernel, 1),
+            "pad": lifted(g.pad, 0), "stride": lifted(g.stride, 1),
+            "dilate": lifted(g.dilate, 1)}
+
+
+class ConvPlan:
+    """Descriptors and measured algorithms of one 1-D, 2-D or 3-D convolution of geometry
+    ``g`` (``g.filters`` filters, ``g.groups`` groups) over data of ``dtype``."""
+
+    def __init__(self, device_id: int, g: ConvWindow, dtype: str = "float32") -> None:
         lib, h = _LIB, handle(device_id)
         # Find runs work on the handle's stream: point it at the (live) default stream, not at
         # the stream of whichever program used the handle last (it may be freed by now).
         _check(lib.cudnnSetStream(h, ctypes.c_void_p(0)), "cudnnSetStream")
-        def sp(vd: int, vh: int, vw: int) -> tuple[int, ...]:
-            """Spatial values: 3-D convolutions have one more axis in front of (H, W)."""
-            return (vd, vh, vw) if g.is_3d else (vh, vw)
-        self.x = _desc("tensor", dtype, g.n, g.c, *sp(g.d, g.h, g.w))
-        self.y = _desc("tensor", dtype, g.n, f, *sp(g.od, g.oh, g.ow))
-        self.w = _desc("filter", dtype, f, g.c // g.groups, *sp(g.kd, g.kh, g.kw))
+        dims = descriptor_args(g)
+        self.x = _desc("tensor", dtype, *dims["x"])
+        self.y = _desc("tensor", dtype, *dims["y"])
+        self.w = _desc("filter", dtype, *dims["w"])
         self.conv = ctypes.c_void_p()
         _check(lib.cudnnCreateConvolutionDescriptor(ctypes.byref(self.conv)), "create conv")
         _check(lib.cudnnSetConvolutionNdDescriptor(
-            self.conv, len(sp(0, 0, 0)), _ints(*sp(g.pd, g.ph, g.pw)),
-            _ints(*sp(g.sd, g.sh, g.sw)), _ints(*sp(g.dd, g.dh, g.dw)), CUDNN_CROSS_CORRELATION,
-            CUDNN_DATA_FLOAT), "set conv descriptor")
+            self.conv, len(dims["pad"]), _ints(*dims["pad"]), _ints(*dims["stride"]),
+            _ints(*dims["dilate"]), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+            "set conv descriptor")
         _check(lib.cudnnSetConvolutionGroupCount(self.conv, g.groups), "set group count")
         _check(lib.cudnnSetConvolutionMathType(self.conv, math_type(dtype)), "set math type")
         self.algo, self.ws = {}, {}
@@ -136,7 +151,7 @@ class ConvPlan:
             _check(getattr(lib, find)(h, *descs, 8, ctypes.byref(count), perf), find)
             ok = [p for p in perf[:count.value] if p.status == 0]
             if not ok:
-                raise Unsupported(f"cuDNN has no {kind} algorithm for {g}, {f} filters, {dtype} "
+                raise Unsupported(f"cuDNN has no {kind} algorithm for {g}, {dtype} "
                                   f"(statuses {[p.status for p in perf[:count.value]]})")
             self.algo[kind] = ok[0].algo  # sorted fastest first
             nbytes = ctypes.c_size_t()
@@ -152,13 +167,13 @@ def math_type(dtype: str) -> int:
     return CUDNN_DEFAULT_MATH if os.environ.get("SYMGRAPH_TF32", "0") == "1" else CUDNN_FMA_MATH
 
 
-def plan(device_id: int, g: Any, f: int, dtype: str = "float32") -> Optional[ConvPlan]:
+def plan(device_id: int, g: ConvWindow, dtype: str = "float32") -> Optional[ConvPlan]:
     """The cached plan of this convolution shape and dtype (measured on first use); None when
     cuDNN has no algorithm for it (one line on stderr says so)."""
-    key = (device_id, g, f, dtype, os.environ.get("SYMGRAPH_TF32", "0"))
+    key = (device_id, g, dtype, os.environ.get("SYMGRAPH_TF32", "0"))
     if key not in _PLANS:
         try:
-            _PLANS[key] = ConvPlan(device_id, g, f, dtype)
+            _PLANS[key] = ConvPlan(device_id, g, dtype)
         except Unsupported as err:
             print(f"symgraph: {err}; using im2col + cuBLAS", file=sys.stderr)
             _PLANS[key] = None

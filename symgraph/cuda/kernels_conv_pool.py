@@ -16,57 +16,19 @@ atomics: the result is deterministic. Data, weights and outputs are of ``ConvPoo
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from itertools import product
-from typing import Optional
 
 from ..expr import inp
 from ..ops.conv_act_pool import ACT_GRAD, act_expr
-from .codegen import (C_TYPES, THREADS, Rendered, c_float, dtype_helpers, expr_to_c, index_type,
-                      kernel_name)
-from .kernels_nn import LOOP, Window2d, _kernel
+from ..ops.geometry import ConvPoolWindow
+from .codegen import (C_TYPES, THREADS, Rendered, c_float, dtype_helpers, expr_to_c,
+                      grid_stride_kernel, index_type, kernel_name, kernel_source)
 
 NEG_INF = c_float(float("-inf"))
 BLOCK_SIZE_FREE = "// any block size works (the host tests run this kernel with one thread)"
 
 
-@dataclass(frozen=True)
-class ConvPool(Window2d):
-    """A convolution's input (n, c, h, w), kernel, stride and padding (the :class:`Window2d`
-    fields; 2-D only), its f filters, and the pooled output (qh, qw) of windows (wh, ww) over the
-    convolution's output."""
-
-    f: int
-    qh: int
-    qw: int
-    wh: int
-    ww: int
-    act: Optional[str]
-    bias: bool
-    dtype: str = field(default="float32", kw_only=True)
-
-    @property
-    def t(self) -> str:
-        """C type of data, weights and outputs."""
-        return C_TYPES[self.dtype]
-
-    @property
-    def field(self) -> int:
-        """Weights of one filter."""
-        return self.c * self.kh * self.kw
-
-    @property
-    def windows(self) -> int:
-        """Pooling windows of one image and filter."""
-        return self.qh * self.qw
-
-    @property
-    def patch(self) -> tuple[int, int]:
-        """Rows and columns of the input under one window."""
-        return (self.wh - 1) * self.sh + self.kh, (self.ww - 1) * self.sw + self.kw
-
-
-def _act_helpers(g: ConvPool) -> tuple[str, str, tuple]:
+def _act_helpers(g: ConvPoolWindow) -> tuple[str, str, tuple]:
     """Names and sources of the activation and of its derivative (of the output)."""
     out = []
     for stem, e in (("act", act_expr(g.act, inp(0))), ("dact", ACT_GRAD[g.act](inp(0)))):
@@ -77,12 +39,12 @@ def _act_helpers(g: ConvPool) -> tuple[str, str, tuple]:
     return out[0][0], out[1][0], tuple(out)
 
 
-def _load_patch(g: ConvPool, img: str, indent: str) -> str:
+def _load_patch(g: ConvPoolWindow, img: str, indent: str, t: str) -> str:
     """``v[c][r][s]``: the input under the window (qh, qw) of image ``img``, 0 in the padding."""
     rows, cols = g.patch
     return (f"{indent}const int h0 = qh * {g.wh * g.sh} - {g.ph}, w0 = qw * {g.ww * g.sw} - "
             f"{g.pw};\n"
-            f"{indent}const {g.t}* xp = x + (long long){img} * {g.c * g.h * g.w};\n"
+            f"{indent}const {t}* xp = x + (long long){img} * {g.c * g.h * g.w};\n"
             f"{indent}float v[{g.c}][{rows}][{cols}];\n"
             f"{indent}#pragma unroll\n"
             f"{indent}for (int c = 0; c < {g.c}; ++c)\n"
@@ -96,7 +58,7 @@ def _load_patch(g: ConvPool, img: str, indent: str) -> str:
             f"{indent}}}\n")
 
 
-def _window_max(g: ConvPool, act: str, indent: str) -> str:
+def _window_max(g: ConvPoolWindow, act: str, indent: str) -> str:
     """``best`` (the window's first maximum after the activation) and ``at`` (its position),
     for the filter whose weights are ``wr`` and bias ``bf``; the same code in both kernels."""
     lines = [f"{indent}float best = {NEG_INF};", f"{indent}int at = 0;"]
@@ -110,7 +72,7 @@ def _window_max(g: ConvPool, act: str, indent: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _weights(g: ConvPool, f: str, indent: str) -> str:
+def _weights(g: ConvPoolWindow, f: str, indent: str) -> str:
     bias = f"sg_ld(bias[{f}])" if g.bias else "0.f"
     return (f"{indent}float wr[{g.field}];\n"
             f"{indent}#pragma unroll\n"
@@ -119,24 +81,26 @@ def _weights(g: ConvPool, f: str, indent: str) -> str:
             f"{indent}const float bf = {bias};\n")
 
 
-def _inputs(g: ConvPool) -> str:
-    return (f"const {g.t}* __restrict__ x, const {g.t}* __restrict__ wt"
-            + (f", const {g.t}* __restrict__ bias" if g.bias else ""))
+def _inputs(g: ConvPoolWindow, t: str) -> str:
+    return (f"const {t}* __restrict__ x, const {t}* __restrict__ wt"
+            + (f", const {t}* __restrict__ bias" if g.bias else ""))
 
 
-def filters_per_thread(g: ConvPool, sm_count: int) -> int:
+def filters_per_thread(g: ConvPoolWindow, sm_count: int) -> int:
     """Filters one forward thread computes: all of them (one patch load serves every filter)
     unless that leaves too few threads to fill the device."""
-    fpt = g.f
-    while fpt % 2 == 0 and fpt > 4 and g.n * g.windows * (g.f // fpt) < sm_count * 1024:
+    fpt = g.filters
+    while fpt % 2 == 0 and fpt > 4 and g.n * g.windows * (g.filters // fpt) < sm_count * 1024:
         fpt //= 2
     return fpt
 
 
-def render_forward(g: ConvPool, fpt: int) -> Rendered:
-    """y[img][f][qh][qw]: one thread per (image, group of ``fpt`` filters, window)."""
+def render_forward(g: ConvPoolWindow, fpt: int, dtype: str = "float32") -> Rendered:
+    """y[img][f][qh][qw]: one thread per (image, group of ``fpt`` filters, window); data,
+    weights and output of ``dtype``."""
+    t = C_TYPES[dtype]
     act, _, helpers = _act_helpers(g)
-    groups = g.f // fpt
+    groups = g.filters // fpt
     it = index_type(g.n * g.windows * groups)
     body = (f"    for ({it} i = blockIdx.x * blockDim.x + threadIdx.x; i < n; "
             f"i += blockDim.x * gridDim.x) {{\n"
@@ -144,8 +108,9 @@ def render_forward(g: ConvPool, fpt: int) -> Rendered:
             f"{groups});\n"
             f"        const {it} img = i / {g.windows * groups};\n"
             f"        const int qh = q / {g.qw}, qw = q % {g.qw};\n"
-            + _load_patch(g, "img", " " * 8) +
-            f"        {g.t}* yp = y + ((long long)img * {g.f} + fg * {fpt}) * {g.windows} + q;\n"
+            + _load_patch(g, "img", " " * 8, t) +
+            f"        {t}* yp = y + ((long long)img * {g.filters} + fg * {fpt}) * "
+            f"{g.windows} + q;\n"
             f"        for (int k = 0; k < {fpt}; ++k) {{\n"
             f"            const int f = fg * {fpt} + k;\n"
             + _weights(g, "f", " " * 12) + _window_max(g, act, " " * 12) +
@@ -153,21 +118,22 @@ def render_forward(g: ConvPool, fpt: int) -> Rendered:
             "        }\n"
             "    }\n")
     tag = kernel_name("conv_act_pool", repr(g) + body)
-    src = _kernel(tag, f"{g.t}* __restrict__ y, {_inputs(g)}, long long n", body)
-    return Rendered(tag, src, 4 if g.bias else 3, helpers=dtype_helpers(g.dtype) + helpers)
+    src = kernel_source(tag, f"{t}* __restrict__ y, {_inputs(g, t)}, long long n", body)
+    return Rendered(tag, src, 4 if g.bias else 3, helpers=dtype_helpers(dtype) + helpers)
 
 
-def chunks_for(g: ConvPool, sm_count: int) -> int:
+def chunks_for(g: ConvPoolWindow, sm_count: int) -> int:
     """Chunks of windows per filter in the gradient's first stage: enough blocks to fill the
     device, each thread still visiting several windows."""
     per_filter = g.n * g.windows
-    return max(1, min(-(-sm_count * 8 // g.f), per_filter // (THREADS * 4)))
+    return max(1, min(-(-sm_count * 8 // g.filters), per_filter // (THREADS * 4)))
 
 
-def render_param_grad(g: ConvPool, chunks: int) -> Rendered:
+def render_param_grad(g: ConvPoolWindow, chunks: int, dtype: str = "float32") -> Rendered:
     """part[(f * chunks + chunk) * (field + 1) + k]: the sums of one (filter, chunk) unit, k <
     field the weight gradient's, k = field the bias gradient's; one block per unit."""
     act, dact, helpers = _act_helpers(g)
+    t = C_TYPES[dtype]
     k1 = g.field + 1
     total = g.n * g.windows
     per = -(-total // chunks)
@@ -195,9 +161,9 @@ def render_param_grad(g: ConvPool, chunks: int) -> Rendered:
             f"            const int q = (int)(p % {g.windows});\n"
             f"            const {it} img = p / {g.windows};\n"
             f"            const int qh = q / {g.qw}, qw = q % {g.qw};\n"
-            + _load_patch(g, "img", " " * 12) + _window_max(g, act, " " * 12) +
+            + _load_patch(g, "img", " " * 12, t) + _window_max(g, act, " " * 12) +
             f"            const float grad = "
-            f"sg_ld(dy[((long long)img * {g.f} + f) * {g.windows} + q]) * "
+            f"sg_ld(dy[((long long)img * {g.filters} + f) * {g.windows} + q]) * "
             f"{dact}(best);\n"
             + "\n".join(accumulate) + "\n"
             f"            acc[{g.field}] += grad;\n"
@@ -216,23 +182,22 @@ def render_param_grad(g: ConvPool, chunks: int) -> Rendered:
             "        __syncthreads();\n"
             "    }\n")
     tag = kernel_name("conv_act_pool_wgrad", repr(g) + body)
-    params = (f"float* __restrict__ part, const {g.t}* __restrict__ dy, {_inputs(g)}, "
+    params = (f"float* __restrict__ part, const {t}* __restrict__ dy, {_inputs(g, t)}, "
               "long long n")
-    return Rendered(tag, _kernel(tag, params, body), 5 if g.bias else 4,
-                    helpers=dtype_helpers(g.dtype) + helpers)
+    return Rendered(tag, kernel_source(tag, params, body), 5 if g.bias else 4,
+                    helpers=dtype_helpers(dtype) + helpers)
 
 
-def render_param_grad_sum(g: ConvPool, chunks: int) -> Rendered:
+def render_param_grad_sum(g: ConvPoolWindow, chunks: int, dtype: str = "float32") -> Rendered:
     """dw[f][k] and db[f]: the sums over chunks of the first stage's partials."""
+    t = C_TYPES[dtype]
     k1 = g.field + 1
-    body = (LOOP +
-            f"        const int f = (int)(i / {k1}), k = (int)(i % {k1});\n"
+    body = (f"        const int f = (int)(i / {k1}), k = (int)(i % {k1});\n"
             f"        const float* pp = part + (long long)f * {chunks * k1} + k;\n"
             "        float s = 0.f;\n"
             f"        for (int c = 0; c < {chunks}; ++c) s += pp[c * {k1}];\n"
-            f"        if (k < {g.field}) dw[f * {g.field} + k] = s; else db[f] = s;\n"
-            "    }\n")
-    tag = kernel_name("conv_act_pool_wgrad_sum", f"{g.f},{g.field},{chunks},{g.dtype}")
-    params = (f"{g.t}* __restrict__ dw, {g.t}* __restrict__ db, const float* __restrict__ part, "
-              "long long n")
-    return Rendered(tag, _kernel(tag, params, body), 3, helpers=dtype_helpers(g.dtype))
+            f"        if (k < {g.field}) dw[f * {g.field} + k] = s; else db[f] = s;\n")
+    params = f"{t}* __restrict__ dw, {t}* __restrict__ db, const float* __restrict__ part"
+    return grid_stride_kernel("conv_act_pool_wgrad_sum",
+                              f"{g.filters},{g.field},{chunks},{dtype}", params, body, 3,
+                              helpers=dtype_helpers(dtype))

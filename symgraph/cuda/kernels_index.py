@@ -7,7 +7,7 @@ wrapped as take's ``mode`` says. ``dtype``: the data's float type (``idx_t``: th
 from __future__ import annotations
 
 from .codegen import Rendered, c_float, grid_stride_kernel, index_load, ptr
-from .kernels import _offset_fn
+from .kernels_reduce import offset_fn
 
 Shape = tuple[int, ...]
 
@@ -16,7 +16,7 @@ def render_arg_reduce(kind: str, shape: Shape, axes: list[int], kept: list[int],
                       n_red: int, dtype: str = "float32", y_t: str = "float32") -> Rendered:
     """y[i] = index (as a float) of the first max/min of x over ``axes`` at output i."""
     cmp = ">" if kind == "max" else "<"
-    helpers = _offset_fn("TAG_base", shape, kept) + _offset_fn("TAG_roff", shape, axes)
+    helpers = offset_fn("TAG_base", shape, kept) + offset_fn("TAG_roff", shape, axes)
     body = ("        const long long b0 = TAG_base(i);\n"
             "        float best = sg_ld(x[b0]); long long at = 0;\n"
             f"        for (long long r = 1; r < {n_red}LL; ++r) {{\n"

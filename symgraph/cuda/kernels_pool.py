@@ -20,52 +20,17 @@ through ``sg_ld``, windows are searched and summed in float.
 from __future__ import annotations
 
 import textwrap
-from dataclasses import dataclass
 from typing import Optional
 
 from ..expr import Expr
+from ..ops.geometry import PoolWindow
 from .codegen import (C_TYPES, Rendered, c_float, dtype_helpers, epilogue_params, epilogue_store,
-                      index_type, kernel_name, with_dtype)
-from .kernels_nn import LOOP, Window2d, _kernel
+                      grid_stride_kernel, index_type, with_dtype)
 
 NEG_INF = c_float(float("-inf"))
 
 
-@dataclass(frozen=True)
-class Pool2d(Window2d):
-    """Geometry of a pooling layer (3-D ones set the depth fields of :class:`Window2d`)."""
-
-    oh: int
-    ow: int
-    kind: str            # max | avg | sum
-    include_pad: bool
-
-    @property
-    def cells(self) -> int:
-        """Input cells of one (n, c) plane."""
-        return self.d * self.h * self.w
-
-    @property
-    def outs(self) -> int:
-        """Output cells of one (n, c) plane."""
-        return self.od * self.oh * self.ow
-
-    @property
-    def disjoint(self) -> bool:
-        """No input cell lies in two windows (stride >= kernel on every axis)."""
-        return self.sd >= self.kd and self.sh >= self.kh and self.sw >= self.kw
-
-    @property
-    def tiles(self) -> tuple[int, int, int]:
-        """Tiles along depth, height, width: tile t spans input cells [t*s - p, (t+1)*s - p),
-        window t and the gap after it, so the tiles cover every input cell exactly once (tiles
-        past the last window hold cells that no window reads)."""
-        return tuple(-(-(size + pad) // stride) for size, pad, stride in
-                     ((self.d, self.pd, self.sd), (self.h, self.ph, self.sh),
-                      (self.w, self.pw, self.sw)))
-
-
-def _window_loop(g: Pool2d, inner: str) -> str:
+def _window_loop(g: PoolWindow, inner: str) -> str:
     """Loop over the cells of window (od, oh, ow); ``inner`` sees d, h, w, ``inside`` and
     ``cell`` (the flat index in the plane)."""
     return (f"        const int ds = od * {g.sd} - {g.pd}, hs = oh * {g.sh} - {g.ph}, "
@@ -80,7 +45,7 @@ def _window_loop(g: Pool2d, inner: str) -> str:
             "        }\n")
 
 
-def _count_fn(g: Pool2d, tag: str) -> str:
+def _count_fn(g: PoolWindow, tag: str) -> str:
     """Divisor of avg window (od, oh, ow), as the numpy reference counts it."""
     def span(start: str, size: int, pad: int, k: int) -> str:
         lo, hi = (-pad, size + pad) if g.include_pad else (0, size)
@@ -92,18 +57,18 @@ def _count_fn(g: Pool2d, tag: str) -> str:
             f"{span('hs', g.h, g.ph, g.kh)} * {span('ws', g.w, g.pw, g.kw)}));\n}}\n")
 
 
-def _find_first(g: Pool2d) -> str:
+def _find_first(g: PoolWindow) -> str:
     """Sets ``first`` (declared -1 before): the cell of window (od, oh, ow) of ``xp`` that is
     the first equal to its max ``m``; -2 when that is a padding cell (the gradient is dropped)."""
     return _window_loop(g, f"            const float v = inside ? sg_ld(xp[cell]) : {NEG_INF};\n"
                            "            if (first == -1 && v == m) first = inside ? cell : -2;\n")
 
 
-def _first_max(g: Pool2d) -> str:
+def _first_max(g: PoolWindow) -> str:
     return "        int first = -1;\n" + _find_first(g)
 
 
-def _out_index(g: Pool2d) -> str:
+def _out_index(g: PoolWindow) -> str:
     return f"(od * {g.oh} + oh) * {g.ow} + ow"
 
 
@@ -120,16 +85,15 @@ def _params(names: str, dtype: str) -> str:
                                                      for r in rest)
 
 
-def render_pool(g: Pool2d, gather: bool, epilogue: Optional[Expr] = None,
+def render_pool(g: PoolWindow, gather: bool, epilogue: Optional[Expr] = None,
                 n_epi: int = 0, dtype: str = "float32") -> Rendered:
     """Forward pooling; with ``gather``: each window's value of ``grad`` where its output came
     from (max: the first maximum; avg/sum: pooling of ``grad``). ``epilogue``: a fused group's
     formula applied to each result, reading ``n_epi`` operands (``codegen.epilogue_store``)."""
-    tag = kernel_name(_stem("pool_gather" if gather else "pool", epilogue, dtype),
-                      f"{g!r},{epilogue!r},{n_epi},{dtype}")
+    tag = "TAG"  # the kernel's name, filled in by grid_stride_kernel
     t = C_TYPES[dtype]
     idx = index_type(g.n * g.c * max(g.cells, g.outs))
-    head = (LOOP + f"        const {idx} j = ({idx})i;\n"
+    head = (f"        const {idx} j = ({idx})i;\n"
             f"        const int ow = (int)(j % {g.ow}u), oh = (int)((j / {g.ow}u) % {g.oh}u);\n"
             f"        const int od = (int)((j / {g.oh * g.ow}u) % {g.od}u);\n"
             f"        const {idx} plane = j / {g.outs}u;\n"
@@ -148,11 +112,12 @@ def render_pool(g: Pool2d, gather: bool, epilogue: Optional[Expr] = None,
             init, acc = "0.f", f"if (inside) acc += sg_ld({rd}[cell]);\n"
         result = f"acc / {tag}_count(od, oh, ow)" if g.kind == "avg" else "acc"
         body = head + f"        float acc = {init};\n" + _window_loop(g, "            " + acc)
-    body += epilogue_store(epilogue, "y", "i", result, " " * 8) + "    }\n"
+    body += epilogue_store(epilogue, "y", "i", result, " " * 8)
     params = _params("y, grad, x, out" if gather else "y, x", dtype)
-    params += epilogue_params(n_epi, dtype) + "long long n"
-    return Rendered(tag, helper + _kernel(tag, params, body), (4 if gather else 2) + n_epi,
-                    helpers=dtype_helpers(dtype))
+    params += epilogue_params(n_epi, dtype)
+    return grid_stride_kernel(_stem("pool_gather" if gather else "pool", epilogue, dtype),
+                              f"{g!r},{epilogue!r},{n_epi},{dtype}", params.rstrip(", "), body,
+                              (4 if gather else 2) + n_epi, helper, dtype_helpers(dtype))
 
 
 BACKWARD_PARAMS = "dx, dy, x, out"
@@ -164,12 +129,11 @@ def _windows_of_cell(axis: str, cell: str, pad: int, k: int, stride: int, out: i
             f"        const int {axis}1 = min({out - 1}, ({cell} + {pad}) / {stride});\n")
 
 
-def render_pool_backward(g: Pool2d, epilogue: Optional[Expr] = None, n_epi: int = 0,
+def render_pool_backward(g: PoolWindow, epilogue: Optional[Expr] = None, n_epi: int = 0,
                          dtype: str = "float32") -> Rendered:
     """dx[cell] = sum over windows containing the cell of its share of dy (gather form, one
     thread per input cell); ``epilogue`` as in :func:`render_pool` (relu's backward mask...)."""
-    tag = kernel_name(_stem("pool_backward", epilogue, dtype),
-                      f"{g!r},{epilogue!r},{n_epi},{dtype}")
+    tag = "TAG"  # the kernel's name, filled in by grid_stride_kernel
     t = C_TYPES[dtype]
     dy_at = f"sg_ld(dyp[{_out_index(g)}])"
     share = {"max": f"(first == here) ? {dy_at} : 0.f",
@@ -179,7 +143,7 @@ def render_pool_backward(g: Pool2d, epilogue: Optional[Expr] = None, n_epi: int 
     if g.kind == "max":  # the window's first maximum decides whether this cell gets dy
         find = f"            const float m = sg_ld(yp[{_out_index(g)}]);\n" + _first_max(g)
     idx = index_type(g.n * g.c * max(g.cells, g.outs))
-    body = (LOOP + f"        const {idx} j = ({idx})i;\n"
+    body = (f"        const {idx} j = ({idx})i;\n"
             f"        const int w = (int)(j % {g.w}u), h = (int)((j / {g.w}u) % {g.h}u);\n"
             f"        const int d = (int)((j / {g.h * g.w}u) % {g.d}u);\n"
             f"        const int here = (d * {g.h} + h) * {g.w} + w;\n"
@@ -196,22 +160,22 @@ def render_pool_backward(g: Pool2d, epilogue: Optional[Expr] = None, n_epi: int 
             f"{find}"
             f"            acc += {share};\n"
             "        }\n"
-            + epilogue_store(epilogue, "dx", "i", "acc", " " * 8) + "    }\n")
+            + epilogue_store(epilogue, "dx", "i", "acc", " " * 8))
     helper = _count_fn(g, tag) if g.kind == "avg" else ""
-    params = _params(BACKWARD_PARAMS, dtype) + epilogue_params(n_epi, dtype) + "long long n"
-    return Rendered(tag, helper + _kernel(tag, params, body), 4 + n_epi,
-                    helpers=dtype_helpers(dtype))
+    params = _params(BACKWARD_PARAMS, dtype) + epilogue_params(n_epi, dtype)
+    return grid_stride_kernel(_stem("pool_backward", epilogue, dtype),
+                              f"{g!r},{epilogue!r},{n_epi},{dtype}", params.rstrip(", "), body,
+                              4 + n_epi, helper, dtype_helpers(dtype))
 
 
-def render_pool_backward_tiles(g: Pool2d, epilogue: Optional[Expr] = None,
+def render_pool_backward_tiles(g: PoolWindow, epilogue: Optional[Expr] = None,
                                n_epi: int = 0, dtype: str = "float32") -> Rendered:
     """The backward pass when windows do not overlap (``g.disjoint``): one thread per tile
-    (``Pool2d.tiles``, launched over N * C * tiles threads) reads its window's dy (and, for max,
+    (``PoolWindow.tiles``, launched over N * C * tiles threads) reads its window's dy (and, for max,
     finds the window's first maximum) once, then writes every input cell of its tile: its share
     inside the window, 0 in the gap after it and in tiles past the last window.
     ``epilogue`` as in :func:`render_pool`, applied to every cell written."""
-    tag = kernel_name(_stem("pool_backward_tiles", epilogue, dtype),
-                      f"{g!r},{epilogue!r},{n_epi},{dtype}")
+    tag = "TAG"  # the kernel's name, filled in by grid_stride_kernel
     t = C_TYPES[dtype]
     td, th, tw = g.tiles
     idx = index_type(g.n * g.c * max(g.cells, g.outs, td * th * tw))
@@ -226,7 +190,7 @@ def render_pool_backward_tiles(g: Pool2d, epilogue: Optional[Expr] = None,
                                           ("kj", g.kw, g.sw)) if s > k]
     value = ("(cell == first) ? share : 0.f" if g.kind == "max"
              else f"({' && '.join(gap)}) ? share : 0.f" if gap else "share")
-    body = (LOOP + f"        const {idx} j = ({idx})i;\n"
+    body = (f"        const {idx} j = ({idx})i;\n"
             f"        const int ow = (int)(j % {tw}u), oh = (int)((j / {tw}u) % {th}u);\n"
             f"        const int od = (int)((j / {th * tw}u) % {td}u);\n"
             f"        const {idx} plane = j / {td * th * tw}u;\n"
@@ -244,8 +208,9 @@ def render_pool_backward_tiles(g: Pool2d, epilogue: Optional[Expr] = None,
             "continue;\n"
             f"            const int cell = (d * {g.h} + h) * {g.w} + w;\n"
             + epilogue_store(epilogue, "dx", f"plane * {g.cells}u + cell", value, " " * 12)
-            + "        }\n    }\n")
+            + "        }\n")
     helper = _count_fn(g, tag) if g.kind == "avg" else ""
-    params = _params(BACKWARD_PARAMS, dtype) + epilogue_params(n_epi, dtype) + "long long n"
-    return Rendered(tag, helper + _kernel(tag, params, body), 4 + n_epi,
-                    helpers=dtype_helpers(dtype))
+    params = _params(BACKWARD_PARAMS, dtype) + epilogue_params(n_epi, dtype)
+    return grid_stride_kernel(_stem("pool_backward_tiles", epilogue, dtype),
+                              f"{g!r},{epilogue!r},{n_epi},{dtype}", params.rstrip(", "), body,
+                              4 + n_epi, helper, dtype_helpers(dtype))

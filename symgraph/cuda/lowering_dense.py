@@ -9,9 +9,10 @@ from typing import Optional
 from ..attrs import Attrs
 from .. import expr as E
 from ..expr import inp
-from .codegen import THREADS, grid_for
-from .kernels import render_count, render_nll_sum, render_softmax, render_softmax_output_backward
-from .actions import Gemm, Host, Kernel, StepCtx, family
+from .codegen import THREADS
+from .kernels_dense import (render_count, render_nll_sum, render_softmax,
+                            render_softmax_output_backward)
+from .actions import Gemm, Host, Kernel, StepCtx, family, launch
 from .lowering_elementwise import elementwise_actions
 from .lowering_fused import Epilogue, in_place, inline_epilogue
 
@@ -119,8 +120,7 @@ def _softmax_output_backward(ctx: StepCtx, p: dict) -> list:
     kern = render_softmax_output_backward(
         "softmax_output_grad", outer, k, inner, scale, a["use_ignore"], a["ignore_label"],
         a["smooth_alpha"], by_count, ctx.storage, ctx.dt(ctx.ins[1]))
-    acts.append(Kernel(kern, grid_for(n, ctx.sm_count), THREADS,
-                       (ctx.outs[0], ctx.ins[0], ctx.ins[1], count), n))
+    acts.append(launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1], count), n))
     return acts
 
 

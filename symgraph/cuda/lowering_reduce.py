@@ -10,7 +10,7 @@ from ..expr import inp
 from ..ops.tensor import reduce_axes
 from .actions import Kernel, Ref, Shape, StepCtx, family
 from .codegen import THREADS, grid_for
-from .kernels import REDUCERS, reduce_split, render_reduce, use_block_per_output
+from .kernels_reduce import REDUCERS, reduce_split, render_reduce, use_block_per_output
 from .lowering_elementwise import elementwise_actions
 
 

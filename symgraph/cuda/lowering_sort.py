@@ -1,10 +1,6 @@
 """Lowering families of ``ops/sorting.py``: sort/argsort/topk by ranks, and the axis gather
-(pick, ``_gather_axis``) and its scatter.
-
-A sort step is one kernel with a thread per element: its rank is the number of elements of its
-row that come before it (smaller, or equal and earlier: the stable order numpy's reference
-uses), and it writes itself at that rank (if below k for topk). Quadratic in the row length,
-with no scratch memory and no synchronisation; rows of sort/topk in models are short.
+(pick, ``_gather_axis``) and its scatter; one kernel each (``kernels_sort``), a scatter after
+zeroing its output.
 """
 from __future__ import annotations
 
@@ -12,7 +8,7 @@ from math import prod
 
 from ..attrs import Attrs
 from .actions import Fill, StepCtx, family, launch
-from .codegen import grid_stride_kernel, index_load, ptr
+from .kernels_sort import render_axis_gather, render_rank
 
 
 def _row_geometry(shape: tuple, axis) -> tuple[int, int, int]:
@@ -33,30 +29,9 @@ def _rank_sort(ctx: StepCtx, p: dict) -> list:
     outer, n, inner = _row_geometry(ctx.in_shapes[0], a["axis"])
     kind = a["ret_typ"] if p["mode"] == "topk" else p["mode"]
     k = _topk_k(a, n) if p["mode"] == "topk" else n
-    before = "w < v" if a["is_ascend"] else "w > v"
-    body = (f"        const long long in = i % {inner}LL, r = (i / {inner}LL) % {n}LL;\n"
-            f"        const long long o = i / {n * inner}LL, base = o * {n * inner}LL + in;\n"
-            "        const float v = sg_ld(x[i]);\n        long long rank = 0;\n"
-            f"        for (long long j = 0; j < {n}LL; ++j) {{\n"
-            f"            const float w = sg_ld(x[base + j * {inner}LL]);\n"
-            f"            rank += ({before}) || (w == v && j < r);\n        }}\n")
-    at = f"(o * {k}LL + rank) * {inner}LL + in"
-    if kind == "mask":
-        body += f"        y0[i] = rank < {k}LL ? 1.f : 0.f;\n"
-    else:
-        body += f"        if (rank < {k}LL) {{\n"
-        if kind in ("value", "both"):
-            body += f"            y0[{at}] = v;\n"
-        if kind == "indices":
-            body += f"            y0[{at}] = (float)r;\n"
-        if kind == "both":
-            body += f"            y1[{at}] = (float)r;\n"
-        body += "        }\n"
     outs = ctx.outs[:2] if kind == "both" else ctx.outs[:1]
-    params = ", ".join([ptr(f"y{i}", ctx.dt(o), False) for i, o in enumerate(outs)]
-                       + [ptr("x", ctx.dt(ctx.ins[0]))])
-    kern = grid_stride_kernel(f"rank_{kind}", f"{outer},{n},{inner},{k},{a['is_ascend']}",
-                              params, body, n_ptr=len(outs) + 1)
+    kern = render_rank(kind, outer, n, inner, k, a["is_ascend"], [ctx.dt(o) for o in outs],
+                       ctx.dt(ctx.ins[0]))
     return [launch(ctx, kern, (*outs, ctx.ins[0]), prod(ctx.in_shapes[0]))]
 
 
@@ -68,24 +43,9 @@ def _axis_gather(ctx: StepCtx, p: dict) -> list:
     data = ctx.in_shapes[2] if p["scatter"] else ctx.in_shapes[0]
     outer, n, inner = _row_geometry(data, a["axis"])
     m = prod(ctx.in_shapes[1]) // max(1, outer * inner)  # index entries per row
-    wrap = a["mode"] == "wrap"
-    idx = (f"long long k = (long long)raw % {n}LL; if (k < 0) k += {n}LL;" if wrap else
-           f"long long k = (long long)raw; k = k < 0 ? 0 : (k > {n - 1} ? {n - 1} : k);")
-    raw_t, raw = index_load("idx[i]", ctx.dt(ctx.ins[1]))
-    body = (f"        const long long in = i % {inner}LL, o = i / {m * inner}LL;\n"
-            f"        const {raw_t} raw = {raw};\n        {idx}\n"
-            f"        const long long at = (o * {n}LL + k) * {inner}LL + in;\n")
+    kern = render_axis_gather(p["scatter"], outer, n, inner, m, a["mode"] == "wrap",
+                              ctx.dt(ctx.outs[0]), ctx.dt(ctx.ins[0]), ctx.dt(ctx.ins[1]))
+    run = launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[1]))
     if p["scatter"]:
-        body += "        atomicAdd(&y[at], g[i]);\n"
-        params = (f"{ptr('y', ctx.dt(ctx.outs[0]), False)}, {ptr('g', ctx.dt(ctx.ins[0]))}, "
-                  f"{ptr('idx', ctx.dt(ctx.ins[1]))}")
-        kern = grid_stride_kernel("scatter_axis", f"{outer},{n},{inner},{m},{wrap}", params,
-                                  body, n_ptr=3)
-        return [Fill(ctx.outs[0], 0.0, prod(data), ctx.dt(ctx.outs[0])),
-                launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[1]))]
-    body += "        y[i] = x[at];\n"
-    params = (f"{ptr('y', ctx.dt(ctx.outs[0]), False)}, {ptr('x', ctx.dt(ctx.ins[0]))}, "
-              f"{ptr('idx', ctx.dt(ctx.ins[1]))}")
-    kern = grid_stride_kernel("gather_axis", f"{outer},{n},{inner},{m},{wrap}", params, body,
-                              n_ptr=3)
-    return [launch(ctx, kern, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(ctx.in_shapes[1]))]
+        return [Fill(ctx.outs[0], 0.0, prod(data), ctx.dt(ctx.outs[0])), run]
+    return [run]

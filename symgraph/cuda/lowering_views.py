@@ -3,9 +3,9 @@ SliceChannel, Concat and their gradients.
 
 The op's own numpy indexing is applied to an *uninitialised* numpy array of the input's shape
 (``np.empty`` touches no memory), and the resulting view's strides and start offset become the
-constants of a copy kernel. So the GPU reads exactly the elements numpy would, with no per-op
-index arithmetic written here. ``gather``: out[i] = in[view(i)]; ``scatter``: out[view(i)] = in[i]
-(Concat's pieces, a slice's gradient placed into zeros). The kernels move elements of the
+constants of a copy kernel (``kernels_views``). So the GPU reads exactly the elements numpy
+would, with no per-op index arithmetic written here. ``gather``: out[i] = in[view(i)];
+``scatter``: out[view(i)] = in[i] (Concat's pieces, a slice's gradient placed into zeros). The kernels move elements of the
 step's dtype (any float type: no arithmetic).
 """
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import Callable
 
 import numpy as np
 
-from .codegen import THREADS, Rendered, dtype_helpers, grid_for, kernel_name, ptr
-from .actions import Fill, Kernel, StepCtx, family
+from .actions import Fill, Kernel, StepCtx, family, launch
+from .kernels_views import render_strided
+
 ViewFn = Callable[[object, np.ndarray, list], list]  # (attrs, array, input shapes) -> views
 
 
@@ -27,27 +28,10 @@ def view_geometry(view: np.ndarray, base: np.ndarray) -> tuple[tuple, tuple, int
     return tuple(view.shape), tuple(s // size for s in view.strides), offset // size
 
 
-def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool,
-                   dtype: str = "float32") -> Rendered:
-    """Copy between a contiguous array and a strided view of another (shape baked in)."""
-    tag = kernel_name("scatter" if scatter else "gather", f"{shape}{strides}{offset}{dtype}")
-    idx = [f"        long long r = i, o = {offset}LL;"]
-    for d in range(len(shape) - 1, -1, -1):
-        idx.append(f"        o += (r % {shape[d]}LL) * {strides[d]}LL; r /= {shape[d]}LL;")
-    move = "y[o] = x[i];" if scatter else "y[i] = x[o];"
-    body = ("    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
-            "i += (long long)blockDim.x * gridDim.x) {\n" + "\n".join(idx)
-            + f"\n        {move}\n    }}\n")
-    src = (f"extern \"C\" __global__ void {tag}({ptr('y', dtype, False)}, {ptr('x', dtype)}, "
-           f"long long n) {{\n{body}}}\n")
-    return Rendered(tag, src, 2, helpers=dtype_helpers(dtype))
-
-
 def _copy(ctx: StepCtx, view: np.ndarray, base: np.ndarray, dst, src, scatter: bool) -> Kernel:
     shape, strides, offset = view_geometry(view, base)
-    n = prod(shape)
-    return Kernel(render_strided(shape, strides, offset, scatter, ctx.dt(dst)),
-                  grid_for(n, ctx.sm_count), THREADS, (dst, src), n)
+    return launch(ctx, render_strided(shape, strides, offset, scatter, ctx.dt(dst)), (dst, src),
+                  prod(shape))
 
 
 @family("gather_views")

@@ -12,7 +12,10 @@ import numpy as np
 
 from ..base import GraphError
 from ..graph import Entry, Node
-from ..ops.deconv import resolve
+from ..ops.geometry import Window
+from ..ops.conv import conv_window
+from ..ops.deconv import deconv_window
+from ..ops.pool import pool_window
 from .context import ExportCtx
 
 Converter = Callable[[ExportCtx, Node, list, list], None]
@@ -31,11 +34,9 @@ def _refuse(node: Node, what: str) -> GraphError:
     return GraphError(f"{node.name} ({node.op}): {what} has no ONNX equivalent in export_model")
 
 
-def _window(node: Node, nsp: int) -> dict:
-    a = node.attrs
-    stride = tuple(a["stride"]) or (1,) * nsp
-    pad = tuple(a["pad"]) or (0,) * nsp
-    return {"strides": list(stride), "pads": list(pad) * 2}
+def _window(g: Window) -> dict:
+    """ONNX's strides and symmetric pads of a node's geometry."""
+    return {"strides": list(g.stride), "pads": list(g.pad) * 2}
 
 
 @_reg("FullyConnected")
@@ -59,24 +60,18 @@ def _fc(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
 @_reg("Convolution")
 def _conv(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
     a = node.attrs
-    k = tuple(a["kernel"])
-    c.add("Conv", ins[:2] if a["no_bias"] else ins[:3], outs, kernel_shape=list(k),
-          dilations=list(tuple(a["dilate"]) or (1,) * len(k)), group=a["num_group"],
-          **_window(node, len(k)))
+    g = conv_window(a, tuple(c.shape(node.inputs[0])))
+    c.add("Conv", ins[:2] if a["no_bias"] else ins[:3], outs, kernel_shape=list(g.kernel),
+          dilations=list(g.dilate), group=g.groups, **_window(g))
 
 
 @_reg("Deconvolution")
 def _deconv(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
     a = node.attrs
-    g, _ = resolve(a, c.shape(node.inputs[0])[2:])
-    adj = tuple(a["adj"]) or (0,) * len(g.kernel)
-    if a["target_shape"]:  # resolve's rule: the odd part of the padding becomes adj
-        natural = [s * (i - 1) + d * (k - 1) + 1 for s, i, d, k in
-                   zip(g.stride, c.shape(node.inputs[0])[2:], g.dilate, g.kernel)]
-        adj = tuple((m - t) % 2 for m, t in zip(natural, a["target_shape"]))
+    g, adj = deconv_window(a, tuple(c.shape(node.inputs[0])))  # target_shape's pad and adj
     c.add("ConvTranspose", ins[:2] if a["no_bias"] else ins[:3], outs,
-          kernel_shape=list(g.kernel), strides=list(g.stride), dilations=list(g.dilate),
-          pads=list(g.pad) * 2, output_padding=list(adj), group=g.groups)
+          kernel_shape=list(g.kernel), dilations=list(g.dilate), output_padding=list(adj),
+          group=g.groups, **_window(g))
 
 
 @_reg("Pooling")
@@ -88,9 +83,9 @@ def _pool(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
             raise _refuse(node, "global sum pooling")
         c.add("GlobalMaxPool" if kind == "max" else "GlobalAveragePool", ins[:1], outs)
         return
-    k = list(a["kernel"])
-    geo = dict(_window(node, len(k)), kernel_shape=k,
-               ceil_mode=int(a["pooling_convention"] == "full"))
+    g = pool_window(a, tuple(c.shape(node.inputs[0])))
+    k = list(g.kernel)
+    geo = dict(_window(g), kernel_shape=k, ceil_mode=int(a["pooling_convention"] == "full"))
     if kind == "max":
         c.add("MaxPool", ins[:1], outs, **geo)
         return

@@ -13,6 +13,8 @@ from typing import Optional, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .geometry import ConvWindow
+
 Shape = tuple[int, ...]
 
 
@@ -111,19 +113,18 @@ def batch_chunks(n: int, per_sample: int) -> list[slice]:
     return [slice(i, min(n, i + step)) for i in range(0, n, step)]
 
 
-def conv_forward(x: np.ndarray, w: np.ndarray, stride: Sequence[int], dilate: Sequence[int],
-                 pad: Sequence[int], groups: int, out: Sequence[int],
+def conv_forward(x: np.ndarray, w: np.ndarray, g: ConvWindow,
                  bias: Optional[np.ndarray] = None) -> np.ndarray:
-    """Convolution (cross-correlation) of NC... data with O,C/g,... weights (+ bias)."""
-    n, o = x.shape[0], w.shape[0]
-    kernel = w.shape[2:]
+    """Convolution (cross-correlation) of NC... data ``x`` with O,C/g,... weights (+ bias),
+    of geometry ``g`` (``x`` has ``g``'s input shape)."""
+    n, o, groups, out = x.shape[0], w.shape[0], g.groups, g.out
     w3 = w.reshape(groups, o // groups, -1)
     result = np.empty((n, o) + tuple(out), dtype=np.result_type(x, w))
     # Per-sample column blocks (n, g, C/g*K, P): the GEMMs write NCHW output directly, with
     # no transposed operand and no transposing copy afterwards.
     flat = result.reshape(n, groups, o // groups, -1)
     for part in batch_chunks(n, w3.shape[2] * groups * prod(out)):
-        view = windows(pad_spatial(x[part], pad, pad), kernel, stride, dilate, out)
+        view = windows(pad_spatial(x[part], g.pad, g.pad), g.kernel, g.stride, g.dilate, out)
         cols = np.ascontiguousarray(view).reshape(view.shape[0], groups, w3.shape[2], -1)
         np.matmul(w3, cols, out=flat[part])
     if bias is not None:
@@ -131,27 +132,25 @@ def conv_forward(x: np.ndarray, w: np.ndarray, stride: Sequence[int], dilate: Se
     return result
 
 
-def conv_data_grad(dy: np.ndarray, w: np.ndarray, x_shape: Shape, stride: Sequence[int],
-                   dilate: Sequence[int], pad: Sequence[int], groups: int) -> np.ndarray:
-    """Gradient of :func:`conv_forward` with respect to its data (a transposed convolution)."""
-    n, o = dy.shape[:2]
+def conv_data_grad(dy: np.ndarray, w: np.ndarray, g: ConvWindow) -> np.ndarray:
+    """Gradient of :func:`conv_forward` with respect to its data (a transposed convolution):
+    an array of ``g``'s input shape."""
+    n, o, groups = dy.shape[0], dy.shape[1], g.groups
     w3 = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)  # (g, C/g*K, O/g)
-    dx = np.empty(x_shape, dtype=np.result_type(dy, w))
-    for part in batch_chunks(n, w3.shape[1] * groups * prod(dy.shape[2:])):
+    dx = np.empty((g.n, g.c) + tuple(g.spatial), dtype=np.result_type(dy, w))
+    for part in batch_chunks(n, w3.shape[1] * groups * prod(g.out)):
         dcols = grouped_matmul(w3, _by_group(dy[part], groups))  # (g, C/g*K, n*P)
-        dx[part] = col2im(dcols, (dcols.shape[2] // prod(dy.shape[2:]),) + tuple(x_shape[1:]),
-                          w.shape[2:], stride, dilate, pad, dy.shape[2:])
+        dx[part] = col2im(dcols, (dcols.shape[2] // prod(g.out), g.c) + tuple(g.spatial),
+                          g.kernel, g.stride, g.dilate, g.pad, g.out)
     return dx
 
 
-def conv_weight_grad(dy: np.ndarray, x: np.ndarray, kernel: Sequence[int],
-                     stride: Sequence[int], dilate: Sequence[int], pad: Sequence[int],
-                     groups: int) -> np.ndarray:
+def conv_weight_grad(dy: np.ndarray, x: np.ndarray, g: ConvWindow) -> np.ndarray:
     """Gradient of :func:`conv_forward` with respect to its weights."""
-    n, o = dy.shape[:2]
+    n, o, groups, kernel = dy.shape[0], dy.shape[1], g.groups, g.kernel
     dw = np.zeros((groups, o // groups, x.shape[1] // groups * prod(kernel)),
                   dtype=np.result_type(dy, x))
-    for part in batch_chunks(n, x.shape[1] * prod(kernel) * prod(dy.shape[2:])):
-        cols = im2col(x[part], kernel, stride, dilate, pad, dy.shape[2:], groups)
+    for part in batch_chunks(n, x.shape[1] * prod(kernel) * prod(g.out)):
+        cols = im2col(x[part], kernel, g.stride, g.dilate, g.pad, g.out, groups)
         dw += grouped_matmul(_by_group(dy[part], groups), cols.transpose(0, 2, 1))
     return dw.reshape((o, x.shape[1] // groups) + tuple(kernel))

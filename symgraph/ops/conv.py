@@ -7,6 +7,7 @@ gradients of their own, so a convolution can be differentiated twice. The numpy 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable
 
 from ..attrs import Attrs, Param
@@ -14,6 +15,7 @@ from ..base import ShapeError
 from ..registry import GEMM, OpDef, RunCtx, register
 from ._util import fmt
 from ._window import conv_data_grad, conv_forward, conv_weight_grad, dilated
+from .geometry import ConvWindow
 
 Shape = tuple[int, ...]
 
@@ -29,7 +31,8 @@ LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 
 @dataclass(frozen=True)
 class Geometry:
-    """Kernel, stride, dilation and padding, each one entry per spatial axis."""
+    """Kernel, stride, dilation and padding, each one entry per spatial axis: what the attrs
+    alone decide (a partial data shape gets no further; :func:`conv_window` does)."""
 
     kernel: Shape
     stride: Shape
@@ -86,9 +89,20 @@ def check_data(a: Attrs, data: Shape, channels_per: str = "data") -> Geometry:
     return g
 
 
+@lru_cache(maxsize=4096)
+def conv_window(a: Attrs, data: Shape) -> ConvWindow:
+    """The geometry of a Convolution-like node of attrs ``a`` over data of shape ``data``:
+    made once per (attrs, shape), so the shape rule, the numpy reference and the lowering of a
+    node share one object."""
+    g = check_data(a, data)
+    return ConvWindow(data[0], data[1], tuple(data[2:]), g.kernel, g.stride, g.pad, g.dilate,
+                      g.out(data[2:]), a["num_filter"], g.groups)
+
+
 def layer_shape(weight_of: Callable, spatial_of: Callable) -> Callable:
     """Shape rule of a convolution-like layer: bias (num_filter,), weight ``weight_of(a, data,
-    geometry)``, output (N, num_filter, *spatial_of(a, data, geometry))."""
+    geometry)``, output (N, num_filter, *spatial_of(a, data)): ``spatial_of`` reads the node's
+    window (``conv_window`` / ``deconv_window``), which the lowering later gets from the cache."""
     def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
         ins = list(ins)
         nf = a["num_filter"]
@@ -102,7 +116,7 @@ def layer_shape(weight_of: Callable, spatial_of: Callable) -> Callable:
         if 0 in data:  # partial shapes (0 = unknown): only MXNet's convolution rule reads them
             return _partial_layer(a, ins, outs, g, weight_of)
         ins[1] = weight_of(a, data, g)
-        return ins, [(data[0], nf) + spatial_of(a, data, g)]
+        return ins, [(data[0], nf) + spatial_of(a, tuple(data))]
     return rule
 
 
@@ -130,14 +144,12 @@ def _out_size(d: int, s: int, e: int, p: int) -> int:
 
 
 _conv_shape = layer_shape(lambda a, d, g: (a["num_filter"], d[1] // g.groups) + g.kernel,
-                          lambda a, d, g: g.out(d[2:]))
+                          lambda a, data: conv_window(a, data).out)
 
 
 def _conv_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
-    x, w = xs[0], xs[1]
-    g = geometry(a)
     bias = None if a["no_bias"] else xs[2]
-    return [conv_forward(x, w, g.stride, g.dilate, g.pad, g.groups, g.out(x.shape[2:]), bias)]
+    return [conv_forward(xs[0], xs[1], conv_window(a, xs[0].shape), bias)]
 
 
 def bias_grad(c: Any, dy: Any, nsp: int) -> Any:
@@ -181,8 +193,7 @@ def _data_grad_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 def _data_grad_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     dy, w, x = xs
-    g = geometry(a)
-    return [conv_data_grad(dy, w, x.shape, g.stride, g.dilate, g.pad, g.groups)]
+    return [conv_data_grad(dy, w, conv_window(a, x.shape))]
 
 
 def _data_grad_grad(c) -> list:
@@ -210,8 +221,7 @@ def _weight_grad_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 def _weight_grad_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     dy, x = xs
-    g = geometry(a)
-    return [conv_weight_grad(dy, x, g.kernel, g.stride, g.dilate, g.pad, g.groups)]
+    return [conv_weight_grad(dy, x, conv_window(a, x.shape))]
 
 
 def _weight_grad_grad(c) -> list:

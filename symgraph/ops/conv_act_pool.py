@@ -14,6 +14,7 @@ Attributes are Convolution's plus ``act_type`` (an Activation type or None) and
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -22,7 +23,8 @@ from .. import expr as E
 from ..attrs import Attrs, Param, parse_attrs
 from ..base import ShapeError
 from ..registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
-from .conv import CONV_PARAMS, _conv_shape, geometry, layer_inputs
+from .conv import CONV_PARAMS, _conv_shape, conv_window, layer_inputs
+from .geometry import ConvPoolWindow
 from .elemwise import UNARY
 from .pool import POOL_PARAMS, _pool_backward, pool_forward
 from ._window import conv_forward, conv_weight_grad
@@ -36,6 +38,7 @@ ACT_GRAD: dict[Optional[str], Callable[[E.Expr], E.Expr]] = {
     "tanh": lambda y: 1.0 - y * y,
 }
 
+Shape = tuple[int, ...]
 PARAMS = {**CONV_PARAMS, "act_type": Param("str?", None), "pool_kernel": Param("shape")}
 
 
@@ -59,25 +62,33 @@ def _check(a: Attrs) -> None:
         raise ShapeError(f"num_group {a['num_group']}: only 1 is supported")
 
 
+@lru_cache(maxsize=1024)
+def cap_window(a: Attrs, data: Shape) -> ConvPoolWindow:
+    """The geometry of a ``_conv_act_pool`` node over data of shape ``data`` (its
+    convolution's window, the pooling window, the activation and whether a bias is added),
+    made once per (attrs, shape)."""
+    g = conv_window(a, data)
+    return ConvPoolWindow(g.n, g.c, g.spatial, g.kernel, g.stride, g.pad, g.dilate, g.out,
+                          g.filters, g.groups, tuple(a["pool_kernel"]), a["act_type"],
+                          not a["no_bias"])
+
+
 def _shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     _check(a)
     ins, conv_out = _conv_shape(a, ins, [None])
-    if conv_out[0] is None:
+    if conv_out[0] is None or 0 in ins[0]:  # partial data: the pass only fuses known shapes
         return ins, outs
-    n, f, oh, ow = conv_out[0]
-    ph, pw = a["pool_kernel"]
-    if oh < ph or ow < pw:
+    g = cap_window(a, tuple(ins[0]))
+    if g.oh < g.wh or g.ow < g.ww:
         raise ShapeError(f"pool_kernel {a['pool_kernel']} is larger than the convolution's "
-                         f"output {(oh, ow)}")
-    return ins, [(n, f, oh // ph, ow // pw)]
+                         f"output {(g.oh, g.ow)}")
+    return ins, [(g.n, g.filters, g.qh, g.qw)]
 
 
 def _maps(a: Attrs, xs: list) -> tuple[np.ndarray, np.ndarray]:
     """(convolution output z, activation output y) of the inputs."""
     x, w = xs[0], xs[1]
-    g = geometry(a)
-    z = conv_forward(x, w, g.stride, g.dilate, g.pad, 1, g.out(x.shape[2:]),
-                     None if a["no_bias"] else xs[2])
+    z = conv_forward(x, w, cap_window(a, x.shape), None if a["no_bias"] else xs[2])
     return z, E.evaluate([act_expr(a["act_type"], E.inp(0))], [z], z.dtype)[0]
 
 
@@ -92,8 +103,7 @@ def _backward_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     p = pool_attrs(a)
     dz = _pool_backward(p, [dy, y, pool_forward(y, p)], RunCtx())[0]
     dz = dz * E.evaluate([ACT_GRAD[a["act_type"]](E.inp(0))], [y], y.dtype)[0]
-    g = geometry(a)
-    return [conv_weight_grad(dz, x, g.kernel, g.stride, g.dilate, g.pad, 1),
+    return [conv_weight_grad(dz, x, cap_window(a, x.shape)),
             dz.sum(axis=(0, 2, 3))]
 
 

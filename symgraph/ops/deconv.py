@@ -7,13 +7,15 @@ time instead of a fixed pad.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import GEMM, OpDef, RunCtx, register
 from ._window import conv_data_grad, conv_forward, conv_weight_grad, dilated
 from ._util import like_input
-from .conv import (CONV_PARAMS, Geometry, check_data, geometry, layer_grad, layer_inputs,
-                   layer_shape)
+from .conv import CONV_PARAMS, check_data, layer_grad, layer_inputs, layer_shape
+from .geometry import ConvWindow
 
 Shape = tuple[int, ...]
 
@@ -22,9 +24,15 @@ DECONV_PARAMS = {**CONV_PARAMS, "no_bias": Param("bool", True), "adj": Param("sh
                  "target_shape": Param("shape", ())}
 
 
-def resolve(a: Attrs, spatial: Shape) -> tuple[Geometry, Shape]:
-    """(geometry with the effective pad, output spatial shape) for input ``spatial``."""
-    g = geometry(a)
+@lru_cache(maxsize=4096)
+def deconv_window(a: Attrs, data: Shape) -> tuple[ConvWindow, Shape]:
+    """(geometry, adj) of a Deconvolution-like node over data of shape ``data``: the geometry
+    is that of the convolution whose data gradient the deconvolution is (its input has the
+    deconvolution's output shape, its output is ``data``, its filters are ``data``'s channels)
+    with the effective padding; ``adj`` the extra cells after each axis. Made once per (attrs,
+    shape), like ``conv.conv_window``."""
+    g = check_data(a, data)
+    spatial = data[2:]
     n = len(g.kernel)
     ext = dilated(g.kernel, g.dilate)
     natural = tuple(s * (i - 1) + e for s, i, e in zip(g.stride, spatial, ext))
@@ -45,20 +53,20 @@ def resolve(a: Attrs, spatial: Shape) -> tuple[Geometry, Shape]:
     out = tuple(m - 2 * p + j for m, p, j in zip(natural, pad, adj))
     if min(out) < 1:
         raise ShapeError(f"output {out} of input {tuple(spatial)} is empty (pad {pad})")
-    return Geometry(g.kernel, g.stride, g.dilate, pad, g.groups), out
+    return ConvWindow(data[0], a["num_filter"], out, g.kernel, g.stride, pad, g.dilate,
+                      tuple(spatial), data[1], g.groups), adj
 
 
 _deconv_shape = layer_shape(lambda a, d, g: (d[1], a["num_filter"] // g.groups) + g.kernel,
-                            lambda a, d, g: resolve(a, d[2:])[1])
+                            lambda a, data: deconv_window(a, data)[0].spatial)
 
 
 def _deconv_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x, w = xs[0], xs[1]
-    g, out = resolve(a, x.shape[2:])
-    y = conv_data_grad(x, w, (x.shape[0], a["num_filter"]) + out, g.stride, g.dilate, g.pad,
-                       g.groups)
+    g = deconv_window(a, x.shape)[0]
+    y = conv_data_grad(x, w, g)
     if not a["no_bias"]:
-        y += xs[2].reshape((-1,) + (1,) * len(out))
+        y += xs[2].reshape((-1,) + (1,) * g.rank)
     return [y]
 
 
@@ -73,8 +81,7 @@ register(OpDef(
 
 def _data_grad_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     dy, w, x = xs
-    g, _ = resolve(a, x.shape[2:])
-    return [conv_forward(dy, w, g.stride, g.dilate, g.pad, g.groups, x.shape[2:])]
+    return [conv_forward(dy, w, deconv_window(a, x.shape)[0])]
 
 
 register(OpDef(
@@ -98,8 +105,7 @@ def _weight_grad_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 def _weight_grad_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     dy, x = xs
-    g, _ = resolve(a, x.shape[2:])
-    return [conv_weight_grad(x, dy, g.kernel, g.stride, g.dilate, g.pad, g.groups)]
+    return [conv_weight_grad(x, dy, deconv_window(a, x.shape)[0])]
 
 
 register(OpDef(

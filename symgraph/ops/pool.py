@@ -6,6 +6,7 @@ run over kernel offsets only, each one a vectorised pass over every window.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from math import ceil
 from typing import Iterator
 
@@ -16,6 +17,7 @@ from ..base import ShapeError
 from ..registry import OPAQUE, OpDef, RunCtx, register
 from ._util import check_attr, fmt, like_input
 from ._window import inner, offsets, pad_spatial
+from .geometry import PoolWindow
 
 Shape = tuple[int, ...]
 
@@ -28,13 +30,18 @@ POOL_PARAMS = {
 }
 
 
-def _geometry(a: Attrs, data: Shape) -> tuple[Shape, Shape, Shape, Shape]:
-    """(kernel, stride, pad, out) for ``data``; ShapeError when they do not fit."""
+@lru_cache(maxsize=4096)
+def pool_window(a: Attrs, data: Shape) -> PoolWindow:
+    """The geometry of a Pooling-like node of attrs ``a`` over data of shape ``data``;
+    ShapeError when they do not fit. Made once per (attrs, shape), so the shape rule, the
+    numpy reference and the lowering of a node share one object."""
     nsp = len(data) - 2
     if nsp not in (1, 2, 3):
         raise ShapeError(f"data {fmt(data)} must be 3-D, 4-D or 5-D")
+    kind = (a["pool_type"], a["count_include_pad"])
     if a["global_pool"]:
-        return tuple(data[2:]), (1,) * nsp, (0,) * nsp, (1,) * nsp
+        return PoolWindow(data[0], data[1], tuple(data[2:]), tuple(data[2:]), (1,) * nsp,
+                          (0,) * nsp, (1,) * nsp, (1,) * nsp, *kind)
     kernel = tuple(a["kernel"])
     stride = tuple(a["stride"]) or (1,) * nsp
     pad = tuple(a["pad"]) or (0,) * nsp
@@ -52,7 +59,8 @@ def _geometry(a: Attrs, data: Shape) -> tuple[Shape, Shape, Shape, Shape]:
                          f"(input {tuple(data[2:])}, pad {pad})")
     rnd = (lambda v: v // 1) if a["pooling_convention"] == "valid" else ceil
     out = tuple(int(rnd((p - k) / s)) + 1 for p, k, s in zip(padded, kernel, stride))
-    return kernel, stride, pad, out
+    return PoolWindow(data[0], data[1], tuple(data[2:]), kernel, stride, pad, (1,) * nsp, out,
+                      *kind)
 
 
 def _pool_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -60,31 +68,27 @@ def _pool_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
         return ins, outs
     if not a["global_pool"] and not a["kernel"]:
         raise ShapeError("kernel is required unless global_pool=True")
-    data = ins[0]
-    return ins, [tuple(data[:2]) + _geometry(a, data)[3]]
+    data = tuple(ins[0])
+    return ins, [data[:2] + pool_window(a, data).out]
 
 
-def _padded(x: np.ndarray, a: Attrs, value: float) -> tuple[np.ndarray, tuple]:
-    """``x`` padded so every window of the output lies inside; and the geometry."""
-    kernel, stride, pad, out = _geometry(a, x.shape)
-    after = tuple(max(p, (o - 1) * s + k - sz - p)
-                  for p, o, s, k, sz in zip(pad, out, stride, kernel, x.shape[2:]))
-    return pad_spatial(x, pad, after, value), (kernel, stride, pad, out, after)
+def _padded(x: np.ndarray, a: Attrs, value: float) -> tuple[np.ndarray, PoolWindow]:
+    """``x`` padded so every window of the output lies inside; and the node's geometry."""
+    g = pool_window(a, x.shape)
+    return pad_spatial(x, g.pad, g.after, value), g
 
 
-def _counts(x_shape: Shape, a: Attrs, geo: tuple, dtype: np.dtype) -> np.ndarray:
+def _counts(g: PoolWindow, dtype: np.dtype) -> np.ndarray:
     """Divisor of each avg window: cells inside the padded input (count_include_pad) or
     inside the input itself, as MXNet counts them."""
-    kernel, stride, pad, out, after = geo
-    spatial = x_shape[2:]
-    region = tuple(s + 2 * p for s, p in zip(spatial, pad)) if a["count_include_pad"] \
-        else spatial
-    lead = pad if not a["count_include_pad"] else (0,) * len(pad)
+    spatial, pad, after = g.spatial, g.pad, g.after
+    region = tuple(s + 2 * p for s, p in zip(spatial, pad)) if g.include_pad else spatial
+    lead = pad if not g.include_pad else (0,) * len(pad)
     ones = pad_spatial(np.ones((1, 1) + tuple(region), dtype), lead,
                        tuple(s + p + q - r - b for s, p, q, r, b
                              in zip(spatial, pad, after, region, lead)))
-    total = np.zeros((1, 1) + tuple(out), dtype)
-    for _, index in offsets(kernel, stride, (1,) * len(kernel), out):
+    total = np.zeros((1, 1) + tuple(g.out), dtype)
+    for _, index in offsets(g.kernel, g.stride, g.dilate, g.out):
         total += ones[index]
     return np.maximum(total, 1)
 
@@ -92,10 +96,9 @@ def _counts(x_shape: Shape, a: Attrs, geo: tuple, dtype: np.dtype) -> np.ndarray
 def pool_forward(x: np.ndarray, a: Attrs) -> np.ndarray:
     """The numpy reference of Pooling."""
     is_max = a["pool_type"] == "max"
-    xp, geo = _padded(x, a, -np.inf if is_max else 0.0)
-    kernel, stride, _, out, _ = geo
+    xp, g = _padded(x, a, -np.inf if is_max else 0.0)
     result = None
-    for _, index in offsets(kernel, stride, (1,) * len(kernel), out):
+    for _, index in offsets(g.kernel, g.stride, g.dilate, g.out):
         if result is None:
             result = xp[index].copy()
         elif is_max:
@@ -103,15 +106,14 @@ def pool_forward(x: np.ndarray, a: Attrs) -> np.ndarray:
         else:
             result += xp[index]
     if a["pool_type"] == "avg":
-        result /= _counts(x.shape, a, geo, x.dtype)
+        result /= _counts(g, x.dtype)
     return result
 
 
-def _first_max(xp: np.ndarray, y: np.ndarray, geo: tuple) -> Iterator[tuple]:
+def _first_max(xp: np.ndarray, y: np.ndarray, g: PoolWindow) -> Iterator[tuple]:
     """For each kernel offset: (index into xp, mask of windows whose first max is there)."""
-    kernel, stride, _, out, _ = geo
     taken = np.zeros(y.shape, dtype=bool)
-    for _, index in offsets(kernel, stride, (1,) * len(kernel), out):
+    for _, index in offsets(g.kernel, g.stride, g.dilate, g.out):
         hit = xp[index] == y
         hit &= ~taken
         taken |= hit
@@ -121,33 +123,31 @@ def _first_max(xp: np.ndarray, y: np.ndarray, geo: tuple) -> Iterator[tuple]:
 def _pool_backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
     dy, x, y = xs
     is_max = a["pool_type"] == "max"
-    xp, geo = _padded(x, a, -np.inf if is_max else 0.0)
-    kernel, stride, pad, out, _ = geo
+    xp, g = _padded(x, a, -np.inf if is_max else 0.0)
     dxp = np.zeros(xp.shape, dtype=dy.dtype)
     # Disjoint windows (stride >= kernel) write each input cell at most once: plain stores
     # into strided views, no temporaries; overlapping windows accumulate.
-    disjoint = all(s >= k for s, k in zip(stride, kernel))
     if is_max:
-        for index, hit in _first_max(xp, y, geo):
-            if disjoint:
+        for index, hit in _first_max(xp, y, g):
+            if g.disjoint:
                 np.multiply(dy, hit, out=dxp[index])
             else:
                 dxp[index] += dy * hit
     else:
-        g = dy / _counts(x.shape, a, geo, dy.dtype) if a["pool_type"] == "avg" else dy
-        for _, index in offsets(kernel, stride, (1,) * len(kernel), out):
-            dxp[index] += g
-    return [dxp[inner(x.shape[2:], pad)]]
+        share = dy / _counts(g, dy.dtype) if a["pool_type"] == "avg" else dy
+        for _, index in offsets(g.kernel, g.stride, g.dilate, g.out):
+            dxp[index] += share
+    return [dxp[inner(g.spatial, g.pad)]]
 
 
 def _pool_gather(a: Attrs, xs: list, ctx: RunCtx) -> list:
-    g, x, y = xs
+    grad, x, y = xs
     if a["pool_type"] != "max":
-        return [pool_forward(g, a)]
-    xp, geo = _padded(x, a, -np.inf)
-    gp = pad_spatial(g, geo[2], geo[4])
-    result = np.zeros(y.shape, dtype=g.dtype)
-    for index, hit in _first_max(xp, y, geo):
+        return [pool_forward(grad, a)]
+    xp, g = _padded(x, a, -np.inf)
+    gp = pad_spatial(grad, g.pad, g.after)
+    result = np.zeros(y.shape, dtype=grad.dtype)
+    for index, hit in _first_max(xp, y, g):
         np.copyto(result, gp[index], where=hit)
     return [result]
 

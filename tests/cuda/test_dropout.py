@@ -12,7 +12,7 @@ import pytest
 
 import symgraph as sg
 from symgraph.cuda import compiler
-from symgraph.cuda.lowering_random import PHILOX_NAME, PHILOX_SOURCE
+from symgraph.cuda.kernels_random import PHILOX_NAME, PHILOX_SOURCE
 
 S = sg.sym
 # Random123's kat_vectors for philox4x32_10: (counter, key) -> output.

@@ -17,10 +17,11 @@ import pytest
 
 import symgraph as sg
 from symgraph.cuda import compiler
-from symgraph.cuda.kernels_pool import (Pool2d, render_pool, render_pool_backward,
+from symgraph.cuda.kernels_pool import (render_pool, render_pool_backward,
                                         render_pool_backward_tiles)
 from symgraph.cuda.actions import Kernel
 from symgraph.expr import call, inp
+from symgraph.ops.geometry import PoolWindow
 
 from .host_run import host_compiler, lowered, run_on_host
 
@@ -129,7 +130,7 @@ def test_seed_cnn_pool_backward_groups_are_one_kernel() -> None:
 @pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
 def test_kernels_with_64_bit_indices_compile() -> None:
     """Past 2**31 cells the index math is 64-bit (host runs only see 32-bit sizes)."""
-    g = Pool2d(4096, 64, 96, 96, 2, 2, 2, 2, 0, 0, 48, 48, "max", True)
+    g = PoolWindow(4096, 64, (96, 96), (2, 2), (2, 2), (0, 0), (1, 1), (48, 48), "max", True)
     kernels = [render_pool(g, False), render_pool(g, True), render_pool_backward(g),
                render_pool_backward_tiles(g, inp(0) * call("gt", inp(1), 0.0), 1)]
     for k in kernels:
