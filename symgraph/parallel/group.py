@@ -71,6 +71,15 @@ class DataParallelModule(Module):
     def __repr__(self) -> str:
         return super().__repr__().replace(f"on {self._context}", f"on {self._contexts}")
 
+    def use_amp(self, target_dtype: Any) -> None:
+        """Mixed precision is not wired through the multi-device step yet: refuse it rather
+        than train in float32 without saying so."""
+        if target_dtype is not None:
+            raise BindError(f"Module over {self._contexts}: fit(amp={target_dtype!r}) runs on "
+                            f"one device only (the multi-device step has no loss scaling or "
+                            f"master weights yet); train on one context or without amp")
+        super().use_amp(None)
+
     @property
     def contexts(self) -> list[Context]:
         return list(self._contexts)

@@ -91,6 +91,10 @@ def test_bad_kvstore_and_contexts_raise() -> None:
         mod = sg.mod.Module(mlp.build(), context=ctx)
         with pytest.raises(AttrError, match=r"kvstore 'parameter_server' is not supported"):
             mod.fit(it, num_epoch=1, kvstore="parameter_server", progress_bar=False)
+    mod = sg.mod.Module(mlp.build(), context=[sg.cpu(0), sg.cpu(1)])
+    with pytest.raises(BindError, match=r"amp='bfloat16'.*one device"):  # never silently fp32
+        mod.fit(it, num_epoch=1, amp="bfloat16", progress_bar=False)
+    assert not mod.binded
     with pytest.raises(BindError, match="distinct devices of one kind"):
         sg.mod.Module(mlp.build(), context=[sg.cpu(0), sg.cpu(0)])
     with pytest.raises(BindError, match="3 entries for 2 contexts"):
