@@ -101,7 +101,8 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
     dot.attr("edge", fontsize="9")
     ids = {n: f"n{i}" for i, n in enumerate(nodes)}
     ops = provenance.op_table(nodes)
-    ends: dict[Node, tuple[str, str]] = {}  # node -> (first id, last id) for clusters
+    # node -> (id edges enter, ids edges leave by output index: a fused group's members)
+    ends: dict[Node, tuple[str, tuple[str, ...]]] = {}
     for node in nodes:
         if _is_hidden_param(node, hide_weights):
             continue
@@ -112,21 +113,24 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
         if node.is_variable:
             attrs["shape"] = "oval"
         dot.node(ids[node], _label(node), **attrs)
-        ends[node] = (ids[node], ids[node])
+        ends[node] = (ids[node], (ids[node],))
     for node in nodes:
         if node not in ends:
             continue
         for e in node.inputs:
             if e.node in ends:
                 label = _edge_label(shapes, e)
-                dot.edge(ends[e.node][1], ends[node][0], **({"label": label} if label else {}))
+                outs = ends[e.node][1]
+                dot.edge(outs[min(e.index, len(outs) - 1)], ends[node][0],
+                         **({"label": label} if label else {}))
     return dot
 
 
 def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
-                   ops: dict[str, str]) -> tuple[str, str]:
+                   ops: dict[str, str]) -> tuple[str, tuple[str, ...]]:
     """Draw a fused node as a cluster of its member ops, titled by the user-level nodes it
-    holds; return its first and last ids."""
+    holds; return the first member's id and, per output, the id of the member computing it
+    (``out_members``; the last member for hand-made nodes that do not say)."""
     members = provenance.members(node) or (("_fused", node.name),)
     head = node.attrs["head"]
     with dot.subgraph(name=f"cluster_{nid}") as sub:
@@ -139,7 +143,9 @@ def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
             sub.node(mid, label, **dict(style, fillcolor=color))
         for a, b in zip(ids, ids[1:]):
             sub.edge(a, b, style="dashed", arrowhead="none")
-    return ids[0], ids[-1]
+    picks = node.attrs.get("out_members") or ()
+    outs = tuple(ids[i] for i in picks if 0 <= i < len(ids)) or (ids[-1],)
+    return ids[0], outs
 
 
 def summary_rows(symbol: Any, shape: dict) -> list[tuple[str, str, int, str]]:

@@ -74,3 +74,21 @@ def test_print_summary_counts(capsys):
     assert capsys.readouterr().out.strip() == text.strip()
     with pytest.raises(sg.ShapeError, match="needs input shapes"):
         sg.viz.print_summary(_mlp())
+
+
+def test_compiled_edges_leave_the_member_that_computes_them():
+    """A fused group with several outputs (relu1's value, and its gradient mask for backward):
+    the edge into fc2 starts at the member computing what fc2 reads (``_mul_scalar``), not at
+    the group's last member (the mask, which nothing in the forward graph reads)."""
+    x = sg.sym.FullyConnected(sg.sym.var("data"), num_hidden=6, name="fc1")
+    x = sg.sym.exp(sg.sym.Activation(x, act_type="relu", name="relu1"), name="e") * 2.0
+    net = sg.sym.SoftmaxOutput(sg.sym.FullyConnected(x, num_hidden=3, name="fc2"), name="sm")
+    exe = net.simple_bind(sg.cpu(), data=(2, 5))
+    src = sg.viz.plot_network(exe, shape={"data": (2, 5)}).source
+    labels = dict(re.findall(r"^\s*(n\d+(?:_\d+)?) \[label=\"([^\"]*)\"", src, re.M))
+    fc2 = next(i for i, text in labels.items() if text.startswith("FullyConnected\nfc2"))
+    (src_id,) = [a for a, b in re.findall(r"(n\d+(?:_\d+)?) -> (n\d+(?:_\d+)?)", src)
+                 if b == fc2]
+    assert labels[src_id].startswith("_mul_scalar"), (labels[src_id], src)
+    fused = [st.node for st in exe.schedule.steps if st.node.op == "_fused"]
+    assert any(len(n.attrs["out_members"]) > 1 for n in fused)  # the case being tested

@@ -268,6 +268,7 @@ def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
         "shapes": tuple(g.sc.shape(body[j].entries()[0]) for j in outs),
         "members": tuple(ops),
         "nodes": tuple(m.name for m in members),  # for profiles and pictures of the schedule
+        "out_members": tuple(members.index(body[j]) for j in outs),  # which member is output i
         "head": (head.op, head.attrs, len(head.inputs)) if head else None,
         "num_inputs": len(node_inputs), "name": kname})
     fused = Node("_fused", f"{kname}:{body[-1].name}", attrs, tuple(node_inputs))
