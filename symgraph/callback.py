@@ -11,6 +11,9 @@ from typing import Any, Callable, ContextManager, Optional
 
 from .log import LOGGER
 
+__all__ = ["BatchEndParam", "do_checkpoint", "Speedometer", "ProgressBar",
+           "LogValidationMetricsCallback", "LogMetricsCallback"]
+
 BatchEndParam = namedtuple("BatchEndParam", ["epoch", "nbatch", "eval_metric", "locals"])
 
 

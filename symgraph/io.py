@@ -14,6 +14,8 @@ from . import random as _random
 from .base import DataError
 from .ndarray import NDArray, array
 
+__all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "MNISTIter"]
+
 LAST_BATCH_HANDLES = ("pad", "discard", "roll_over")
 
 

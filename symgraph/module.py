@@ -20,6 +20,8 @@ from .io import DataBatch, DataDesc
 from .ndarray import NDArray, array
 from .parallel.setup import wants_data_parallel
 
+__all__ = ["Module", "BaseModule"]
+
 
 def _descs(shapes: Any) -> list[DataDesc]:
     out = []

@@ -26,6 +26,8 @@ from .graph import Entry
 from .ndarray import NDArray, array
 from .registry import get_op
 
+__all__ = ["Monitor"]
+
 Callback = Callable[[bytes, NDArray], None]
 
 

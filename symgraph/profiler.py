@@ -27,6 +27,8 @@ from . import fileio
 from .base import AttrError
 from .provenance import op_table, title, user_level
 
+__all__ = ["set_config", "set_state", "state", "pause", "resume", "dump", "dumps", "events"]
+
 # MXNet's set_config keys and our defaults; the unimplemented kinds are refused when turned on.
 DEFAULTS: dict[str, Any] = {
     "filename": "profile.json", "profile_all": False, "profile_symbolic": True,

@@ -15,6 +15,8 @@ from .attrs import format_value
 from .graph import Entry, Graph, Node, topo_order
 from .registry import get_op
 
+__all__ = ["plot_network", "print_summary"]
+
 # Fill colours by fusion pattern kind (the registry's classification of ops).
 COLORS = {"gemm": "#fb8072", "opaque": "#fdb462", "reduce": "#80b1d3", "injective": "#b3de69",
           "elementwise": "#ffffb3", "broadcast": "#bebada", "variable": "#8dd3c7",
