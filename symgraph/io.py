@@ -71,14 +71,19 @@ class DataIter:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        descs = list(self.provide_data) + list(self.provide_label)
-        inputs = ", ".join(f"{d.name} {d.shape} {np.dtype(d.dtype).name}" for d in descs)
+        try:
+            descs = list(self.provide_data) + list(self.provide_label)
+        except NotImplementedError:  # a user's iterator that does not describe its batches
+            descs = []
+        # DataDesc, or MXNet's plain (name, shape) pairs
+        inputs = ", ".join(f"{d[0]} {tuple(d[1])} {np.dtype(getattr(d, 'dtype', np.float32))}"
+                           for d in descs)
         num = getattr(self, "num_data", None)
         size = f"{num} samples, " if num is not None else ""
         opts = [f"{k}={getattr(self, k)!r}" for k in ("shuffle", "last_batch_handle")
                 if hasattr(self, k)]
         return (f"<{type(self).__name__}: {size}batch_size {self.batch_size}"
-                f"{', ' + ', '.join(opts) if opts else ''}; {inputs}>")
+                f"{', ' + ', '.join(opts) if opts else ''}{'; ' + inputs if inputs else ''}>")
 
     @property
     def provide_data(self) -> list:
