@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import time
 from typing import Any, Optional, Sequence
@@ -183,10 +184,23 @@ def fetch_mnist(data_dir: Optional[str]) -> None:
     print(f"MNIST is in {folder}")
 
 
+def check_prefix(prefix: Optional[str]) -> None:
+    """``--prefix``: its folder must exist before training, not when the first epoch's
+    checkpoint is written."""
+    if prefix is None:
+        return
+    folder = os.path.dirname(prefix) or "."
+    if not os.path.isdir(folder):
+        raise sg.DataError(f"--prefix {prefix}: folder {folder} does not exist (create it "
+                           f"first; checkpoints are written as {prefix}-symbol.json and "
+                           f"{prefix}-NNNN.params)")
+
+
 def run_cli(args: argparse.Namespace) -> int:
     """``symgraph train MODEL ...`` after parsing (errors propagate to the CLI's handler)."""
     mod = importlib.import_module(f"symgraph.models.{args.model}")
     fill_recipe(args, mod.RECIPE)
+    check_prefix(args.prefix)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout, force=True)
     if args.download:
         fetch_mnist(args.data_dir)
