@@ -12,7 +12,7 @@ from typing import Any, Optional, Sequence
 
 from . import provenance
 from .attrs import format_value
-from .graph import Entry, Graph, Node, topo_order
+from .graph import Entry, Node, topo_order
 from .registry import get_op
 
 __all__ = ["plot_network", "print_summary"]
@@ -27,16 +27,21 @@ PARAM_SUFFIXES = ("_weight", "_bias", "_gamma", "_beta", "_moving_mean", "_movin
 
 def _graph_and_shapes(obj: Any, shape: Optional[dict]) -> tuple[list[Node], dict]:
     """Nodes to draw and ``{Entry: shape}`` (empty when no shapes are known)."""
-    from .passes.infer_shape import infer_shapes
     sched = getattr(obj, "schedule", None)
     if sched is not None:  # a bound executor: its optimised forward phase
         fwd = [st.node for st in sched.steps[:sched.n_forward_steps]]
         nodes = topo_order([e for n in fwd for e in n.entries()])
         shapes = {e: sched.shapes[s] for e, s in sched.slot_of.items()}
         return nodes, shapes
-    graph = Graph(obj.outputs_)
-    shapes = infer_shapes(graph, {k: tuple(v) for k, v in shape.items()}) if shape else {}
-    return topo_order(obj.outputs_), shapes
+    return topo_order(obj.outputs_), _shapes(obj, shape) if shape else {}
+
+
+def _shapes(symbol: Any, shape: dict) -> dict:
+    """Every entry's shape; ShapeError (as ``infer_shape``'s) when ``shape`` names no input or
+    leaves a shape undecided (MXNet: "Input shape is incomplete"), rather than a picture or
+    table with unknown sizes and wrong parameter counts."""
+    from .passes.infer_shape import symbol_shapes
+    return symbol_shapes(symbol, (), {k: tuple(v) for k, v in shape.items()}, False)[0]
 
 
 def _is_hidden_param(node: Node, hide_weights: bool) -> bool:
@@ -152,9 +157,7 @@ def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
 
 def summary_rows(symbol: Any, shape: dict) -> list[tuple[str, str, int, str]]:
     """``(layer (type), output shape, parameter count, previous layers)`` per op node."""
-    from .passes.infer_shape import infer_shapes
-    graph = Graph(symbol.outputs_)
-    shapes = infer_shapes(graph, {k: tuple(v) for k, v in shape.items()})
+    shapes = _shapes(symbol, shape)
     rows = []
     for node in topo_order(symbol.outputs_):
         if node.is_variable:

@@ -92,3 +92,13 @@ def test_compiled_edges_leave_the_member_that_computes_them():
     assert labels[src_id].startswith("_mul_scalar"), (labels[src_id], src)
     fused = [st.node for st in exe.schedule.steps if st.node.op == "_fused"]
     assert any(len(n.attrs["out_members"]) > 1 for n in fused)  # the case being tested
+
+
+def test_incomplete_or_unknown_shapes_are_errors():
+    """A table or picture with unknown sizes would count parameters wrongly: refuse, as MXNet
+    refuses ("Input shape is incomplete"), naming what is missing."""
+    with pytest.raises(sg.ShapeError, match=r"cannot decide the shapes of \['data', "
+                                            r"'fc1_weight'"):
+        sg.viz.print_summary(_mlp(), {"softmax_label": (2,)})
+    with pytest.raises(sg.ShapeError, match="'dta' is not an input"):
+        sg.viz.plot_network(_mlp(), shape={"dta": (2, 20)})
