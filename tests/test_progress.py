@@ -76,3 +76,25 @@ def test_monitor_logs_to_the_symgraph_logger(caplog):
     lines = [r for r in caplog.records if "fc_output" in r.getMessage()]
     assert len(lines) == 2 and {r.name for r in lines} == {"symgraph"}  # batches 0 and 5 of 10
     assert lines[0].getMessage().startswith("Batch:       1 fc_output")
+
+
+def test_each_log_line_once_with_a_configured_root(monkeypatch):
+    """As ``symgraph train`` sets up logging (``basicConfig`` on stdout; the symgraph logger
+    propagates to it): every message once, above the bar."""
+    tty = FakeTTY()
+    monkeypatch.setattr(sys, "stdout", tty)
+    monkeypatch.setattr(sys, "stderr", tty)  # one terminal shows both streams
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level
+    root.handlers = [logging.StreamHandler(sys.stdout)]
+    root.setLevel(logging.INFO)
+    try:
+        _fit()
+        after = root.handlers[:]
+    finally:
+        root.handlers, _ = saved[0], root.setLevel(saved[1])
+    lines = [ln.split("\r")[-1] for ln in tty.getvalue().split("\n")]
+    assert sum(ln.startswith("Epoch[0] Batch") for ln in lines) == 4, tty.getvalue()
+    assert sum(ln.startswith("Epoch[0] Validation-accuracy") for ln in lines) == 1
+    assert "epoch 0" in tty.getvalue()  # the bar was drawn
+    assert len(after) == 1 and not logging.getLogger("symgraph").handlers  # restored
