@@ -133,6 +133,20 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
     return dot
 
 
+TITLE_WIDTH = 60  # characters per line of a cluster title (a long group made a wide picture)
+
+
+def _wrap(parts: Sequence[str], width: int) -> str:
+    """Join ``parts`` with `` + ``, breaking lines between parts, never inside one."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " + " + part
+        else:
+            lines.append(part if not lines else "+ " + part)
+    return "\n".join(lines)
+
+
 def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
                    ops: dict[str, str]) -> tuple[str, tuple[str, ...]]:
     """Draw a fused node as a cluster of its member ops, titled by the user-level nodes it
@@ -140,8 +154,9 @@ def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
     (``out_members``; the last member for hand-made nodes that do not say)."""
     members = provenance.members(node) or (("_fused", node.name),)
     head = node.attrs["head"]
+    title = _wrap(provenance.title(node, ops).split(" + "), TITLE_WIDTH)
     with dot.subgraph(name=f"cluster_{nid}") as sub:
-        sub.attr(label=f"{provenance.title(node, ops)}\n(fused: {len(members)} ops)",
+        sub.attr(label=f"{title}\n(fused: {len(members)} ops)", labelloc="b",
                  style="rounded,filled", fillcolor=COLORS["fused"], fontsize="10")
         ids = [f"{nid}_{i}" for i in range(len(members))]
         for i, (mid, (op, name)) in enumerate(zip(ids, members)):

@@ -37,7 +37,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_contents(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    for want in ("symgraph/py.typed", "symgraph/models/custom_add.c",
+    for want in ("symgraph/py.typed", "symgraph/symbol.pyi", "symgraph/ndarray.pyi",
+                 "symgraph/models/custom_add.c",
                  "symgraph/models/custom_add.cu", "symgraph/models/runner.py",
                  "symgraph/cuda/libs.py"):
         assert want in names, want

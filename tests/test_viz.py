@@ -90,6 +90,12 @@ def test_compiled_edges_leave_the_member_that_computes_them():
     (src_id,) = [a for a, b in re.findall(r"(n\d+(?:_\d+)?) -> (n\d+(?:_\d+)?)", src)
                  if b == fc2]
     assert labels[src_id].startswith("_mul_scalar"), (labels[src_id], src)
+    # the title names every user-level node, wrapped between parts (not one wide line)
+    title = re.search(r'label="(fc1 \(FullyConnected\)[^"]*)"', src).group(1).split("\n")
+    assert " ".join(title).replace(" + ", " ").split()[:4] == ["fc1", "(FullyConnected)",
+                                                                "relu1", "(Activation)"]
+    assert "e (exp)" in " ".join(title) and len(title) >= 3
+    assert all(len(line) <= sg.viz.TITLE_WIDTH + 2 for line in title), title
     fused = [st.node for st in exe.schedule.steps if st.node.op == "_fused"]
     assert any(len(n.attrs["out_members"]) > 1 for n in fused)  # the case being tested
 
