@@ -12,6 +12,7 @@ import numpy as np
 
 from . import initializer as _init
 from . import optimizer as _opt
+from . import profiler
 from .log import LOGGER
 from .base import BindError, DataError, MissingParamError
 from .base_module import BaseModule
@@ -350,10 +351,15 @@ class Module(BaseModule):
         def run() -> None:
             self._updater.update_multi([i for i, _ in todo], [grads[n] for _, n in todo],
                                        [self._exec.arg_dict[n] for _, n in todo])
-        if self._amp is None:
-            run()
-        else:  # float16: skip a step whose gradients overflowed (amp/module_amp.py)
-            self._amp.update(self._exec, self._optimizer, [grads[n] for _, n in todo], run)
+        # sg.profiler: the step is one event (it is not a schedule step)
+        stream = getattr(self._updater, "stream", None)
+        with profiler.host_range(f"update ({type(self._optimizer).__name__})",
+                                 str(getattr(self._exec, "_ctx", "cpu(0)")),
+                                 getattr(stream, "synchronize", None)):
+            if self._amp is None:
+                run()
+            else:  # float16: skip a step whose gradients overflowed (amp/module_amp.py)
+                self._amp.update(self._exec, self._optimizer, [grads[n] for _, n in todo], run)
 
     def use_amp(self, target_dtype: Any) -> None:
         """Train in mixed precision (``fit(amp=...)``): 'float16' (with dynamic loss scaling)
