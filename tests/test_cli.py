@@ -268,3 +268,16 @@ def test_prefix_folder_is_checked_before_training(tmp_path, capsys, monkeypatch)
     err = capsys.readouterr().err
     assert err.startswith("symgraph train: error: DataError: --prefix ")
     assert str(tmp_path / "missing") in err and not (tmp_path / "missing").exists()
+
+
+def test_no_data_folder_hint_in_flag_syntax(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("SYMGRAPH_DATA", raising=False)
+    for argv in (["train", "mlp"], ["train", "mlp", "--download"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.strip() == ("symgraph train: error: DataError: no MNIST folder: give "
+                               "--data-dir DIR (or set SYMGRAPH_DATA); add --download to "
+                               "fetch MNIST into it")
+    assert cli.main(["train", "mlp", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "add --download" in err and "data_dir=" not in err and "sg.datasets" not in err

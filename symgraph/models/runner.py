@@ -143,9 +143,13 @@ def train(model: str, args: argparse.Namespace, recipe: dict, symbol: Any) -> di
     try:
         mnist = load_mnist(args.data_dir, flat, args.num_train, args.num_test)
     except sg.DataError as exc:
-        if getattr(args, "download", None) is None:
+        if "not found in" not in str(exc):  # a damaged file: its own message says what
             raise
-        raise sg.DataError(f"{exc}, or pass --download") from None
+        folder = sg.datasets.mnist.data_dir(args.data_dir)
+        raise sg.DataError(f"MNIST files not found in {folder}: add --download to fetch them "
+                           f"from {sg.datasets.mnist.DEFAULT_URL} (or give --data-dir of a "
+                           f"folder holding train-images-idx3-ubyte[.gz] and the others)"
+                           ) from None
     ctx, kvstore, world = contexts(args)
     train_iter = sg.io.NDArrayIter(mnist["train_data"], mnist["train_label"], args.batch_size,
                                    shuffle=True, num_parts=world.size, part_index=world.rank)
@@ -201,6 +205,9 @@ def run_cli(args: argparse.Namespace) -> int:
     mod = importlib.import_module(f"symgraph.models.{args.model}")
     fill_recipe(args, mod.RECIPE)
     check_prefix(args.prefix)
+    if not (args.data_dir or os.environ.get("SYMGRAPH_DATA")):
+        raise sg.DataError("no MNIST folder: give --data-dir DIR (or set SYMGRAPH_DATA); "
+                           "add --download to fetch MNIST into it")
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout, force=True)
     if args.download:
         fetch_mnist(args.data_dir)
