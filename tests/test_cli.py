@@ -117,6 +117,9 @@ def test_version(capsys):
     (["viz", "g.json", "--compiled"], ["symgraph viz: error:", "--compiled",
                                        "--shape data=1,784"]),
     (["nosuch"], ["symgraph: error:", "invalid choice"]),
+    (["train", "mlp", "--kv-store", "nosuch"], ["--kv-store", "invalid choice: 'nosuch'",
+                                                 "'dist_sync'"]),
+    (["train", "mlp", "--amp", "fp8"], ["--amp", "invalid choice: 'fp8'", "'bf16'"]),
 ])
 def test_bad_arguments_one_error_line(argv, words, capsys):
     code, out, err = _exit(argv, capsys)

@@ -68,7 +68,7 @@ def add_train_options(p: argparse.ArgumentParser, recipe: Optional[dict]) -> Non
     p.add_argument("--amp", default=None, choices=("fp16", "float16", "bf16", "bfloat16"),
                    help="mixed precision: float16 (dynamic loss scaling) or bfloat16 "
                         "(docs/amp.md)")
-    p.add_argument("--kv-store", default=None, metavar="TYPE",
+    p.add_argument("--kv-store", default=None, metavar="TYPE", choices=sg.kvstore.TYPES,
                    help="local, device, nccl, dist_sync, dist_device_sync (default: device "
                         "with several GPUs, dist_sync under torchrun/mpirun/srun, else local)")
 
