@@ -156,8 +156,7 @@ def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
     head = node.attrs["head"]
     title = _wrap(provenance.title(node, ops).split(" + "), TITLE_WIDTH)
     with dot.subgraph(name=f"cluster_{nid}") as sub:
-        sub.attr(label=f"{title}\n(fused: {len(members)} ops)", labelloc="b",
-                 style="rounded,filled", fillcolor=COLORS["fused"], fontsize="10")
+        sub.attr(label="", style="rounded,filled", fillcolor=COLORS["fused"])
         ids = [f"{nid}_{i}" for i in range(len(members))]
         for i, (mid, (op, name)) in enumerate(zip(ids, members)):
             color = COLORS["gemm"] if head is not None and i == 0 else COLORS["elementwise"]
@@ -165,6 +164,13 @@ def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
             sub.node(mid, label, **dict(style, fillcolor=color))
         for a, b in zip(ids, ids[1:]):
             sub.edge(a, b, style="dashed", arrowhead="none")
+        # The title is a text node beside the first member, not the cluster's label: edges
+        # enter and leave through a cluster's top and bottom, where a label sits under them.
+        with sub.subgraph() as row:
+            row.attr(rank="same")
+            row.node(f"{nid}_title", f"{title}\n(fused: {len(members)} ops)", shape="plaintext",
+                     fontsize="10")
+            row.node(ids[0])
     picks = node.attrs.get("out_members") or ()
     outs = tuple(ids[i] for i in picks if 0 <= i < len(ids)) or (ids[-1],)
     return ids[0], outs
