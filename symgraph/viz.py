@@ -108,8 +108,9 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
     dot.attr("edge", fontsize="9")
     ids = {n: f"n{i}" for i, n in enumerate(nodes)}
     ops = provenance.op_table(nodes)
-    # node -> (id edges enter, ids edges leave by output index: a fused group's members)
-    ends: dict[Node, tuple[str, tuple[str, ...]]] = {}
+    # node -> (ids edges enter by input index, ids edges leave by output index): one id, or
+    # the members of a fused group that read and compute them
+    ends: dict[Node, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for node in nodes:
         if _is_hidden_param(node, hide_weights):
             continue
@@ -120,15 +121,16 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
         if node.is_variable:
             attrs["shape"] = "oval"
         dot.node(ids[node], _label(node), **attrs)
-        ends[node] = (ids[node], (ids[node],))
+        ends[node] = ((ids[node],), (ids[node],))
     for node in nodes:
         if node not in ends:
             continue
-        for e in node.inputs:
+        ins = ends[node][0]
+        for i, e in enumerate(node.inputs):
             if e.node in ends:
                 label = _edge_label(shapes, e)
                 outs = ends[e.node][1]
-                dot.edge(outs[min(e.index, len(outs) - 1)], ends[node][0],
+                dot.edge(outs[min(e.index, len(outs) - 1)], ins[min(i, len(ins) - 1)],
                          **({"label": label} if label else {}))
     return dot
 
@@ -148,10 +150,11 @@ def _wrap(parts: Sequence[str], width: int) -> str:
 
 
 def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
-                   ops: dict[str, str]) -> tuple[str, tuple[str, ...]]:
+                   ops: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Draw a fused node as a cluster of its member ops, titled by the user-level nodes it
-    holds; return the first member's id and, per output, the id of the member computing it
-    (``out_members``; the last member for hand-made nodes that do not say)."""
+    holds; return per input the id of the member reading it (``in_members``) and per output
+    the id of the member computing it (``out_members``); hand-made nodes that do not say
+    enter at the first member and leave from the last."""
     members = provenance.members(node) or (("_fused", node.name),)
     head = node.attrs["head"]
     title = _wrap(provenance.title(node, ops).split(" + "), TITLE_WIDTH)
@@ -171,9 +174,13 @@ def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
             row.node(f"{nid}_title", f"{title}\n(fused: {len(members)} ops)", shape="plaintext",
                      fontsize="10")
             row.node(ids[0])
-    picks = node.attrs.get("out_members") or ()
-    outs = tuple(ids[i] for i in picks if 0 <= i < len(ids)) or (ids[-1],)
-    return ids[0], outs
+    return _pick(ids, node.attrs.get("in_members"), 0), \
+        _pick(ids, node.attrs.get("out_members"), -1)
+
+
+def _pick(ids: list[str], indices: Any, default: int) -> tuple[str, ...]:
+    """The member ids at ``indices``, or the one at ``default`` when the node does not say."""
+    return tuple(ids[i] for i in indices or () if 0 <= i < len(ids)) or (ids[default],)
 
 
 def summary_rows(symbol: Any, shape: dict) -> list[tuple[str, str, int, str]]:

@@ -108,3 +108,21 @@ def test_incomplete_or_unknown_shapes_are_errors():
         sg.viz.print_summary(_mlp(), {"softmax_label": (2,)})
     with pytest.raises(sg.ShapeError, match="'dta' is not an input"):
         sg.viz.plot_network(_mlp(), shape={"dta": (2, 20)})
+
+
+def test_compiled_edges_enter_the_member_that_reads_them():
+    """A residual add fused after a convolution head: r1 feeds the convolution (the head) and
+    the add (a body member); each edge enters the member reading it."""
+    S = sg.sym
+    x = S.Activation(S.Convolution(S.var("data"), kernel=(3, 3), num_filter=4, name="c1"),
+                     act_type="relu", name="r1")
+    y = S.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4, name="c2")
+    net = S.FullyConnected(S.Flatten(S.Activation(x + y, act_type="relu", name="r2")),
+                           num_hidden=3, name="fc")
+    exe = S.SoftmaxOutput(net, name="sm").simple_bind(sg.cpu(), data=(2, 3, 8, 8))
+    src = sg.viz.plot_network(exe, shape={"data": (2, 3, 8, 8)}).source
+    labels = dict(re.findall(r"^\s*(n\d+(?:_\d+)?) \[label=\"([^\"]*)\"", src, re.M))
+    edges = re.findall(r"(n\d+(?:_\d+)?) -> (n\d+(?:_\d+)?)(?! \[arrowhead)", src)
+    r1 = [a for a, _ in edges if labels.get(a, "").startswith("Activation\nr1")]
+    readers = sorted(labels[b].split("\n")[0] for a, b in edges if a in r1)
+    assert readers == ["Convolution", "broadcast_add"], (readers, src)
