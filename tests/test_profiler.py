@@ -161,3 +161,19 @@ def test_gpu_trace_uses_device_time(tmp_path):
     assert all(e["dur"] > 0 for e in xs)
     updates = [e for e in trace["traceEvents"] if e.get("cat") == "update"]
     assert len(updates) == 2 and all(e["dur"] > 0 for e in updates)
+
+
+def test_fit_records_each_optimizer_step():
+    """A profiled fit: every batch has its schedule steps and one update event."""
+    x = sg.sym.FullyConnected(sg.sym.var("data"), num_hidden=3, name="fc")
+    mod = sg.mod.Module(sg.sym.SoftmaxOutput(x, name="softmax"))
+    rng = np.random.default_rng(1)
+    it = sg.io.NDArrayIter(rng.random((12, 5)), rng.integers(0, 3, 12), batch_size=4)
+    sg.profiler.set_state("run")
+    mod.fit(it, num_epoch=1, optimizer="adam", progress_bar=False)
+    sg.profiler.set_state("stop")
+    evs = sg.profiler.events()
+    assert [e["name"] for e in evs if e["cat"] == "update"] == ["update (Adam)"] * 3
+    steps = len(mod._exec._train.schedule.steps)
+    assert sum(e["cat"] in ("forward", "backward") for e in evs) == 3 * steps
+    assert "update (Adam)" in sg.profiler.dumps()
