@@ -168,7 +168,7 @@ def test_fit_records_each_optimizer_step():
     x = sg.sym.FullyConnected(sg.sym.var("data"), num_hidden=3, name="fc")
     mod = sg.mod.Module(sg.sym.SoftmaxOutput(x, name="softmax"))
     rng = np.random.default_rng(1)
-    it = sg.io.NDArrayIter(rng.random((12, 5)), rng.integers(0, 3, 12), batch_size=4)
+    it = sg.io.NDArrayIter(rng.random((12, 5)), rng.integers(0, 3, 12).astype(np.float32), 4)
     sg.profiler.set_state("run")
     mod.fit(it, num_epoch=1, optimizer="adam", progress_bar=False)
     sg.profiler.set_state("stop")
