@@ -109,8 +109,9 @@ def _named(value: Any, default: str) -> "OrderedDict[str, np.ndarray]":
         items = [(default, value)]
     out = OrderedDict()
     for k, v in items:
-        host = v.asnumpy() if isinstance(v, NDArray) else np.asarray(v)
-        out[k] = host.astype(np.float32) if host.dtype == np.float64 else host
+        # MXNet: an NDArray keeps its dtype, anything else becomes float32 (``mx.nd.array``'s
+        # default), so integer labels feed SoftmaxOutput as they do in MXNet
+        out[k] = v.asnumpy() if isinstance(v, NDArray) else np.asarray(v, dtype=np.float32)
     return out
 
 
