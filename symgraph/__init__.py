@@ -47,4 +47,4 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
            "profiler", "onnx", "__version__",
            "autograd", "imperative", "context", "gluon", "monitor", "mon", "kv", "kvstore",
-           "parallel"]
+           "parallel", "amp", "contrib"]

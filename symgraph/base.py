@@ -9,6 +9,9 @@ from typing import Optional
 
 import numpy as np
 
+__all__ = ["SymgraphError", "AttrError", "ShapeError", "DTypeError", "BindError", "GraphError",
+           "ExecutionError", "DataError", "MissingParamError", "NotImplementedForSymbol"]
+
 
 class SymgraphError(Exception):
     """Base class of every error symgraph raises on bad input."""

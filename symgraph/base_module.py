@@ -19,6 +19,8 @@ from .callback import BatchEndParam, ProgressBar
 from .log import LOGGER
 from .ndarray import NDArray, array
 
+__all__ = ["BaseModule"]
+
 
 def _num_batches(data: Any) -> Optional[int]:
     """Batches per pass of a data iterator, when it knows (for the progress bar's total)."""

@@ -11,6 +11,9 @@ from typing import Any, Callable, ContextManager, Optional
 
 from .log import LOGGER
 
+__all__ = ["BatchEndParam", "do_checkpoint", "Speedometer", "ProgressBar",
+           "LogValidationMetricsCallback", "LogMetricsCallback"]
+
 BatchEndParam = namedtuple("BatchEndParam", ["epoch", "nbatch", "eval_metric", "locals"])
 
 
@@ -57,6 +60,12 @@ class Speedometer:
         self.tic = time.time()
 
 
+def _prints_to_terminal(logger: logging.Logger) -> bool:
+    """A handler of ``logger`` writes to stdout or stderr (what tqdm's redirect replaces)."""
+    return any(isinstance(h, logging.StreamHandler) and h.stream in (sys.stdout, sys.stderr)
+               for h in logger.handlers)
+
+
 class ProgressBar:
     """A tqdm bar over the batches of an epoch (or of a validation pass), shown only when the
     stream is a terminal and tqdm is installed; otherwise it does nothing.
@@ -85,11 +94,16 @@ class ProgressBar:
 
     def redirect(self) -> ContextManager:
         """While active, log records of the root and ``symgraph`` loggers are written above the
-        bar (``tqdm.contrib.logging.logging_redirect_tqdm``) instead of through it."""
+        bar (``tqdm.contrib.logging.logging_redirect_tqdm``) instead of through it.
+
+        Only loggers that print to the terminal themselves are redirected: tqdm gives every
+        logger it is handed a handler, so handing it the ``symgraph`` logger while that only
+        propagates to a configured root (``logging.basicConfig``) printed each line twice."""
         if not self.enabled():
             return contextlib.nullcontext()
         from tqdm.contrib.logging import logging_redirect_tqdm
-        return logging_redirect_tqdm(loggers=[logging.root, LOGGER])
+        loggers = [lg for lg in (logging.root, LOGGER) if _prints_to_terminal(lg)]
+        return logging_redirect_tqdm(loggers=loggers) if loggers else contextlib.nullcontext()
 
     def __call__(self, param: BatchEndParam) -> None:
         if not self.enabled():

@@ -74,13 +74,27 @@ def _shapes_or_error(parser: Parser, args: argparse.Namespace, why: str) -> dict
     return dict(args.shape)
 
 
+def _load_graph(parser: Parser, args: argparse.Namespace) -> Any:
+    """The symbol of ``args.graph``; a ``--shape`` naming none of its inputs is a usage error
+    (the library would ignore it and report the input it names as unknown)."""
+    from . import symbol
+    net = symbol.load(args.graph)
+    inputs = net.list_inputs()
+    for name, shape in args.shape:
+        if name not in inputs:
+            listed = ", ".join(inputs[:12]) + (", ..." if len(inputs) > 12 else "")
+            parser.error(f"--shape {name}={','.join(map(str, shape))}: {args.graph} has no "
+                         f"input {name!r} (its inputs: {listed})")
+    return net
+
+
 def _cmd_viz(args: argparse.Namespace, parser: Parser) -> int:
-    from . import fileio, symbol, viz
+    from . import fileio, viz
     from .context import cpu
     out: Path = args.output
     fmt = out.suffix.lstrip(".").lower()
     shapes = _shapes_or_error(parser, args, "--compiled") if args.compiled else dict(args.shape)
-    net = symbol.load(args.graph)
+    net = _load_graph(parser, args)
     target: Any = net.simple_bind(cpu(), **shapes) if args.compiled else net
     dot = viz.plot_network(target, title=args.title or out.stem, save_format=fmt,
                            shape=shapes or None, hide_weights=not args.show_weights,
@@ -100,9 +114,9 @@ def _cmd_viz(args: argparse.Namespace, parser: Parser) -> int:
 
 
 def _cmd_summary(args: argparse.Namespace, parser: Parser) -> int:
-    from . import symbol, viz
+    from . import viz
     shapes = _shapes_or_error(parser, args, "summary")
-    viz.print_summary(symbol.load(args.graph), shapes)
+    viz.print_summary(_load_graph(parser, args), shapes)
     return 0
 
 

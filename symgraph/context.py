@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = ["Context", "cpu", "gpu", "current_context", "num_gpus"]
+
 
 @dataclass(frozen=True, eq=False)
 class Context:

@@ -34,6 +34,8 @@ from .schedule import Schedule, lower
 from .symbol import Symbol
 from .typetable import TypeTable
 
+__all__ = ["Executor"]
+
 GRAD_REQS = ("write", "add", "null")
 
 

@@ -16,6 +16,9 @@ import numpy as np
 from . import random as _random
 from .base import AttrError
 
+__all__ = ["InitDesc", "Initializer", "Constant", "Zero", "One", "Uniform", "Normal", "Xavier",
+           "MSRAPrelu", "create"]
+
 
 class InitDesc(str):
     """A parameter name carrying the variable's attributes (MXNet's ``mx.init.InitDesc``)."""

@@ -14,6 +14,8 @@ from . import random as _random
 from .base import DataError
 from .ndarray import NDArray, array
 
+__all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "MNISTIter"]
+
 LAST_BATCH_HANDLES = ("pad", "discard", "roll_over")
 
 
@@ -69,14 +71,19 @@ class DataIter:
         raise NotImplementedError
 
     def __repr__(self) -> str:
-        descs = list(self.provide_data) + list(self.provide_label)
-        inputs = ", ".join(f"{d.name} {d.shape} {np.dtype(d.dtype).name}" for d in descs)
+        try:
+            descs = list(self.provide_data) + list(self.provide_label)
+        except NotImplementedError:  # a user's iterator that does not describe its batches
+            descs = []
+        # DataDesc, or MXNet's plain (name, shape) pairs
+        inputs = ", ".join(f"{d[0]} {tuple(d[1])} {np.dtype(getattr(d, 'dtype', np.float32))}"
+                           for d in descs)
         num = getattr(self, "num_data", None)
         size = f"{num} samples, " if num is not None else ""
         opts = [f"{k}={getattr(self, k)!r}" for k in ("shuffle", "last_batch_handle")
                 if hasattr(self, k)]
         return (f"<{type(self).__name__}: {size}batch_size {self.batch_size}"
-                f"{', ' + ', '.join(opts) if opts else ''}; {inputs}>")
+                f"{', ' + ', '.join(opts) if opts else ''}{'; ' + inputs if inputs else ''}>")
 
     @property
     def provide_data(self) -> list:
@@ -102,8 +109,9 @@ def _named(value: Any, default: str) -> "OrderedDict[str, np.ndarray]":
         items = [(default, value)]
     out = OrderedDict()
     for k, v in items:
-        host = v.asnumpy() if isinstance(v, NDArray) else np.asarray(v)
-        out[k] = host.astype(np.float32) if host.dtype == np.float64 else host
+        # MXNet: an NDArray keeps its dtype, anything else becomes float32 (``mx.nd.array``'s
+        # default), so integer labels feed SoftmaxOutput as they do in MXNet
+        out[k] = v.asnumpy() if isinstance(v, NDArray) else np.asarray(v, dtype=np.float32)
     return out
 
 

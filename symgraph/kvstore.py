@@ -26,6 +26,8 @@ from .parallel.comm import HostCommunicator
 from .parallel.launch import WorldInfo, world_from_env
 from .parallel.rendezvous import DEFAULT_TIMEOUT, Rendezvous
 
+__all__ = ["KVStore", "create"]
+
 LOCAL_TYPES = ("local", "device", "nccl")
 DIST_TYPES = ("dist_sync", "dist_device_sync", "dist")
 TYPES = LOCAL_TYPES + DIST_TYPES

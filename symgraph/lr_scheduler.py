@@ -6,6 +6,8 @@ from typing import Sequence
 from .base import AttrError
 from .log import LOGGER
 
+__all__ = ["LRScheduler", "FactorScheduler", "MultiFactorScheduler"]
+
 
 class LRScheduler:
     """Base class; the optimizer sets ``base_lr`` to its ``learning_rate``."""

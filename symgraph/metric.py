@@ -7,6 +7,9 @@ import numpy as np
 
 from .base import AttrError, DataError
 
+__all__ = ["EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "CrossEntropy", "MSE",
+           "Loss", "CustomMetric", "create", "check_label_shapes"]
+
 
 def _host(x: Any) -> np.ndarray:
     return x.asnumpy() if hasattr(x, "asnumpy") else np.asarray(x)

@@ -18,6 +18,9 @@ from .base import DataError
 from .ndarray import NDArray
 from .context import cpu
 
+__all__ = ["save_checkpoint", "load_checkpoint", "save_params", "load_params", "save_arrays",
+           "load_arrays", "load_optimizer_states", "checkpoint_names"]
+
 
 def save_arrays(fname: str, arrays: Mapping[str, Any]) -> None:
     """Write named arrays in MXNet's NDArray-list format, atomically."""

@@ -12,6 +12,7 @@ import numpy as np
 
 from . import initializer as _init
 from . import optimizer as _opt
+from . import profiler
 from .log import LOGGER
 from .base import BindError, DataError, MissingParamError
 from .base_module import BaseModule
@@ -19,6 +20,8 @@ from .context import Context, cpu
 from .io import DataBatch, DataDesc
 from .ndarray import NDArray, array
 from .parallel.setup import wants_data_parallel
+
+__all__ = ["Module", "BaseModule"]
 
 
 def _descs(shapes: Any) -> list[DataDesc]:
@@ -365,10 +368,20 @@ class Module(BaseModule):
         def run() -> None:
             self._updater.update_multi([i for i, _ in todo], [grads[n] for _, n in todo],
                                        [self._exec.arg_dict[n] for _, n in todo])
-        if self._amp is None:
-            run()
-        else:  # float16: skip a step whose gradients overflowed (amp/module_amp.py)
-            self._amp.update(self._exec, self._optimizer, [grads[n] for _, n in todo], run)
+
+        def step() -> None:
+            if self._amp is None:
+                run()
+            else:  # float16: skip a step whose gradients overflowed (amp/module_amp.py)
+                self._amp.update(self._exec, self._optimizer, [grads[n] for _, n in todo], run)
+        if not profiler.recording():
+            step()
+            return
+        stream = getattr(self._updater, "stream", None)  # sg.profiler: the step is one event
+        with profiler.host_range(f"update ({type(self._optimizer).__name__})",
+                                 str(getattr(self._exec, "_ctx", "cpu(0)")),
+                                 getattr(stream, "synchronize", None)):
+            step()
 
     def use_amp(self, target_dtype: Any) -> None:
         """Train in mixed precision (``fit(amp=...)``): 'float16' (with dynamic loss scaling)
@@ -386,7 +399,9 @@ class Module(BaseModule):
         one program run (one CUDA graph replay per step); otherwise forward, backward, update."""
         staging = self._staging()
         self._load_batch(data_batch, staging)  # first: a batch of another size rebinds
-        tail = self._update_tail()
+        # while sg.profiler records, the update runs apart (the same fused kernel) so that it
+        # is an event of its own; the profiled steps run eagerly anyway
+        tail = None if profiler.recording() else self._update_tail()
         if tail is None:
             self._exec.forward(is_train=True)
             self.backward()

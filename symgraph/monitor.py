@@ -26,6 +26,8 @@ from .graph import Entry
 from .ndarray import NDArray, array
 from .registry import get_op
 
+__all__ = ["Monitor"]
+
 Callback = Callable[[bytes, NDArray], None]
 
 
@@ -139,10 +141,11 @@ class Monitor:
         return res
 
     def toc_print(self) -> None:
-        """``toc`` and log each line as MXNet does."""
-        import logging
+        """``toc`` and log each line as MXNet does (to the ``symgraph`` logger, which
+        propagates to the root logger MXNet writes to)."""
+        from .log import LOGGER
         for step, name, text in self.toc():
-            logging.info("Batch: {:7d} {:30s} {:s}".format(step, name, text))
+            LOGGER.info("Batch: {:7d} {:30s} {:s}".format(step, name, text))
 
 
 def _as_text(stat: Any) -> str:

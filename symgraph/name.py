@@ -4,6 +4,8 @@ from __future__ import annotations
 import threading
 from typing import Optional
 
+__all__ = ["NameManager", "Prefix"]
+
 
 class NameManager:
     """Hands out ``<hint><counter>`` names; use as a context manager to scope them."""

@@ -18,6 +18,7 @@ from . import ops  # noqa: F401  (registers the built-in ops)
 from . import symbol as S
 from .base import AttrError, ShapeError, where
 from .context import Context
+from .exports import export
 from .imperative import FAST_CALLS, PENDING, _Call, _call_info, _result, call, record
 from .ndarray import NDArray, _host_key, array
 
@@ -325,6 +326,8 @@ def install(cls: type, namespace: dict) -> None:
     namespace["random"] = random  # sg.nd.random is sg.random: one generator
     namespace.setdefault("random_uniform", random.uniform)  # MXNet's legacy names
     namespace.setdefault("random_normal", random.normal)
+    export(namespace, list(registry.all_ops()) + list(registry.all_aliases()) + list(FUNCTIONS)
+           + ["random", "random_uniform", "random_normal"])
 
 
 def _backward(self: NDArray, out_grad: Optional[NDArray] = None, retain_graph: bool = False,

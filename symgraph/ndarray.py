@@ -21,6 +21,9 @@ from .dtypes import as_dtype
 from .context import Context, cpu, current_context
 
 Shape = Union[int, Sequence[int]]
+# nd_methods.install adds the op functions (export())
+__all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
+           "concatenate", "moveaxis", "stack", "waitall", "save", "load"]
 
 
 # The imperative engine (``imperative.py``: records op calls, computes pending arrays) builds

@@ -5,6 +5,8 @@ from typing import Any, Callable, Iterator, Literal, Mapping, Optional, Sequence
 from symgraph.context import Context
 import numpy as np
 
+Shape = Union[int, Sequence[int]]
+
 def set_engine(engine: Any) -> None: ...
 def before_run() -> None: ...
 
@@ -693,7 +695,7 @@ def ones_like(
 def sum(
     data: Optional[NDArray] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     out: Optional[NDArray] = ...,
@@ -702,7 +704,7 @@ def sum(
 def mean(
     data: Optional[NDArray] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     out: Optional[NDArray] = ...,
@@ -711,7 +713,7 @@ def mean(
 def max(
     data: Optional[NDArray] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     out: Optional[NDArray] = ...,
@@ -720,7 +722,7 @@ def max(
 def min(
     data: Optional[NDArray] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     out: Optional[NDArray] = ...,
@@ -736,7 +738,7 @@ def broadcast_like(
 def prod(
     data: Optional[NDArray] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     out: Optional[NDArray] = ...,
@@ -745,7 +747,7 @@ def prod(
 def nansum(
     data: Optional[NDArray] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     out: Optional[NDArray] = ...,
@@ -754,7 +756,7 @@ def nansum(
 def nanprod(
     data: Optional[NDArray] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     out: Optional[NDArray] = ...,
@@ -764,7 +766,7 @@ def norm(
     data: Optional[NDArray] = ...,
     *,
     ord: Literal[1, 2] = ...,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     out_dtype: Any = ...,
     keepdims: bool = ...,
     out: Optional[NDArray] = ...,
@@ -1177,7 +1179,7 @@ def expand_dims(
 def squeeze(
     data: Optional[NDArray] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
@@ -1270,3 +1272,31 @@ broadcast_axes = broadcast_axis
 concat = Concat
 split = SliceChannel
 crop = slice
+
+__all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
+    "concatenate", "moveaxis", "stack", "waitall", "save", "load", "FullyConnected",
+    "SoftmaxOutput", "BatchNorm", "LeakyReLU", "softmax", "log_softmax", "SoftmaxActivation",
+    "Dropout", "Convolution", "negative", "exp", "log", "sqrt", "rsqrt", "square", "reciprocal",
+    "abs", "tanh", "sigmoid", "relu", "softrelu", "softsign", "log1p", "expm1", "sign",
+    "Activation", "clip", "broadcast_add", "broadcast_sub", "broadcast_mul", "broadcast_div",
+    "broadcast_power", "broadcast_maximum", "broadcast_minimum", "elemwise_add", "elemwise_sub",
+    "elemwise_mul", "elemwise_div", "broadcast_equal", "broadcast_not_equal", "broadcast_greater",
+    "broadcast_greater_equal", "broadcast_lesser", "broadcast_lesser_equal", "add_n", "Pooling",
+    "shape_array", "size_array", "Custom", "Deconvolution", "dot", "Reshape", "Flatten",
+    "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like", "ones_like", "sum", "mean",
+    "max", "min", "broadcast_like", "prod", "nansum", "nanprod", "norm", "argmax", "argmin",
+    "one_hot", "take", "Embedding", "where", "batch_dot", "broadcast_to", "tile", "repeat", "pad",
+    "reverse", "Cast", "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
+    "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
+    "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
+    "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "log10", "log2", "cbrt",
+    "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc", "fix", "round",
+    "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
+    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "transpose", "expand_dims",
+    "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "sort", "argsort", "topk", "pick",
+    "Softmax", "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "reshape",
+    "flatten", "stop_gradient", "sum_axis", "Pad", "flip", "cast", "swapaxes", "broadcast_axes",
+    "concat", "split", "crop", "add", "subtract", "multiply", "divide", "power", "equal",
+    "not_equal", "greater", "greater_equal", "lesser", "lesser_equal", "modulo", "maximum",
+    "minimum", "logical_and", "logical_or", "logical_xor", "random", "random_uniform",
+    "random_normal"]

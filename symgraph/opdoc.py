@@ -125,6 +125,8 @@ PARAM_DOCS: dict[str, str] = {
     "shapes": "Shape of each output (fusion).",
     "members": "Op names of the fused group.",
     "nodes": "Node names of the fused group.",
+    "out_members": "Index in members of the member computing each output of the fused group.",
+    "in_members": "Index in members of the member reading each input of the fused group.",
     "head": "GEMM-like producer of the fused group, or None.",
     "num_inputs": "Number of inputs of the fused group.",
     "name": "Kernel name stem.",

@@ -30,6 +30,9 @@ from .ops.custom import PROPS as _PROPS
 from .ops.custom import prop_factory  # noqa: F401  (sg.operator.prop_factory, as before)
 from .ops.native import AotFunction  # noqa: F401  (sg.operator.AotFunction)
 
+__all__ = ["CustomOp", "CustomOpProp", "NDArrayOp", "register", "registered_types",
+           "register_custom_ops_library", "unregister_custom_ops_library"]
+
 
 def register(reg_name: str) -> Callable[[type], type]:
     """Class decorator registering a :class:`CustomOpProp` subclass as ``op_type=reg_name``.

@@ -20,6 +20,9 @@ from .base import AttrError
 from .dtypes import compute_dtype, is_narrow
 from .lr_scheduler import LRScheduler
 
+__all__ = ["Optimizer", "SGD", "Adam", "AdaGrad", "RMSProp", "Updater", "UpdateRule", "create",
+           "register", "get_updater"]
+
 
 @dataclass(frozen=True)
 class UpdateRule:

@@ -18,14 +18,17 @@ executors, so ``profile_symbolic`` and ``profile_imperative`` record the same ev
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import weakref
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from . import fileio
 from .base import AttrError
 from .provenance import op_table, title, user_level
+
+__all__ = ["set_config", "set_state", "state", "pause", "resume", "dump", "dumps", "events"]
 
 # MXNet's set_config keys and our defaults; the unimplemented kinds are refused when turned on.
 DEFAULTS: dict[str, Any] = {
@@ -125,7 +128,6 @@ def nvtx_range(name: str) -> Any:
     try:
         import nvtx
     except ImportError:
-        import contextlib
         return contextlib.nullcontext()
     return nvtx.annotate(name, domain="symgraph")
 
@@ -140,6 +142,27 @@ def run_host_timed(schedule: Any, start: int, stop: int, device: str,
             run_one(k)
             t1 = now_us()
         add_step(schedule, k, t0, t1 - t0, device)
+
+
+@contextlib.contextmanager
+def host_range(name: str, device: str, sync: Optional[Callable[[], None]] = None) -> Iterator:
+    """Record the enclosed work (an optimizer step: not a schedule step) as one ``update``
+    event while recording. ``sync`` waits for the device before and after, so the time covers
+    its work, not the launches (the profiled GPU path runs eagerly anyway)."""
+    if not recording():
+        yield
+        return
+    with nvtx_range(name):
+        if sync is not None:
+            sync()
+        t0 = now_us()
+        yield
+        if sync is not None:
+            sync()
+        t1 = now_us()
+    _events.append({"name": name, "cat": "update", "ph": "X", "ts": t0, "dur": t1 - t0,
+                    "pid": device, "tid": "steps",
+                    "args": {"phase": "update", "ops": name, "nodes": []}})
 
 
 def _trace() -> dict:
@@ -199,7 +222,7 @@ def _table(rows: dict[str, list]) -> str:
     width = max([len(r[0]) for rs in rows.values() for r in rs] + [24]) + 2
     head = f"{'Name':<{width}}{'Total Count':>12}{'Time (ms)':>14}{'Min Time (ms)':>16}" \
            f"{'Max Time (ms)':>16}{'Avg Time (ms)':>16}"
-    lines = ["Profile Statistics (symgraph: one entry per user-level op of a schedule step)"]
+    lines = ["Profile Statistics (symgraph: schedule steps by user-level op; optimizer updates)"]
     for dev, rs in sorted(rows.items()):
         lines += ["", f"Device {dev}", "=" * len(head), head, "-" * len(head)]
         lines += [f"{r[0]:<{width}}{r[1]:>12d}{r[2]:>14.4f}{r[3]:>16.4f}{r[4]:>16.4f}"

@@ -13,6 +13,8 @@ import numpy as np
 
 from .base import AttrError
 
+__all__ = ["seed", "uniform", "normal", "randint", "shuffle", "random_uniform", "random_normal"]
+
 _state = {"rng": np.random.default_rng(0)}
 
 

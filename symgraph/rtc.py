@@ -28,6 +28,8 @@ from .base import AttrError, BindError, DTypeError, ShapeError
 from .context import Context
 from .cuda.compiler import numbered  # noqa: F401  (part of sg.rtc's API: numbered sources)
 
+__all__ = ["CudaModule", "CudaKernel", "numbered"]
+
 Dims = Sequence[int]
 _MODULES: dict[tuple, Any] = {}
 

@@ -14,6 +14,7 @@ from . import fluent
 from . import symbol as _symbol
 from .base import BindError
 from .executor import Executor
+from .exports import export
 from .passes.gradient import symbol_gradient
 from .symbol import Symbol
 
@@ -51,10 +52,12 @@ def simple_bind(self: Symbol, ctx: Any, grad_req: Any = "write", type_dict: Any 
 
 def _install_fluent(namespace: dict) -> None:
     """``sg.sym``'s fluent functions (pow, maximum, zeros...) and Symbol's fluent methods."""
-    for fn_name, fn in fluent.make_functions().items():
+    functions = fluent.make_functions()
+    for fn_name, fn in functions.items():
         namespace.setdefault(fn_name, fn)
     for op, fill in (("_zeros", 0.0), ("_ones", 1.0), ("_full", None)):
         namespace.setdefault(op[1:], fluent.creation(op, fill))
+    export(namespace, list(functions) + ["zeros", "ones", "full"])
     fluent.install(Symbol, namespace)
 
 

@@ -19,6 +19,7 @@ from .serialize import save as save_json
 from .attrs import Attrs, format_value, parse_attrs
 from .base import AttrError, GraphError, NotImplementedForSymbol
 from .dtypes import as_dtype
+from .exports import export
 from .base import where as _where  # not `where`: sg.sym.where is the operator
 from .graph import Entry, Graph, Node, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
@@ -464,3 +465,5 @@ def _install_op_functions() -> None:
 
 ARRAY_CLASSES["sym"] = Symbol  # the annotations of sg.sym's functions
 _install_op_functions()
+__all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"]
+export(globals(), list(registry.all_ops()) + list(registry.all_aliases()))  # the op functions

@@ -54,8 +54,8 @@ class Symbol:
     def __ge__(self, o: Any) -> 'Symbol': ...
     def __lt__(self, o: Any) -> 'Symbol': ...
     def __le__(self, o: Any) -> 'Symbol': ...
-    def __eq__(self, o: Any) -> 'Symbol': ...
-    def __ne__(self, o: Any) -> 'Symbol': ...
+    def __eq__(self, o: Any) -> 'Symbol': ...  # type: ignore[override]
+    def __ne__(self, o: Any) -> 'Symbol': ...  # type: ignore[override]
     def infer_shape(self, *args: Any, **kwargs: Any) -> tuple: ...
     def infer_shape_partial(self, *args: Any, **kwargs: Any) -> tuple: ...
     def infer_type(self, *args: Any, **kwargs: Any) -> tuple: ...
@@ -654,7 +654,7 @@ def ones_like(
 def sum(
     data: Optional[Symbol] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     name: Optional[str] = ...,
@@ -663,7 +663,7 @@ def sum(
 def mean(
     data: Optional[Symbol] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     name: Optional[str] = ...,
@@ -672,7 +672,7 @@ def mean(
 def max(
     data: Optional[Symbol] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     name: Optional[str] = ...,
@@ -681,7 +681,7 @@ def max(
 def min(
     data: Optional[Symbol] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     name: Optional[str] = ...,
@@ -697,7 +697,7 @@ def broadcast_like(
 def prod(
     data: Optional[Symbol] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     name: Optional[str] = ...,
@@ -706,7 +706,7 @@ def prod(
 def nansum(
     data: Optional[Symbol] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     name: Optional[str] = ...,
@@ -715,7 +715,7 @@ def nansum(
 def nanprod(
     data: Optional[Symbol] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     keepdims: bool = ...,
     exclude: bool = ...,
     name: Optional[str] = ...,
@@ -725,7 +725,7 @@ def norm(
     data: Optional[Symbol] = ...,
     *,
     ord: Literal[1, 2] = ...,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     out_dtype: Any = ...,
     keepdims: bool = ...,
     name: Optional[str] = ...,
@@ -1138,7 +1138,7 @@ def expand_dims(
 def squeeze(
     data: Optional[Symbol] = ...,
     *,
-    axis: Union[int, tuple[int, ...], NoneType] = ...,
+    axis: Union[int, tuple[int, ...], None] = ...,
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
@@ -1232,3 +1232,28 @@ broadcast_axes = broadcast_axis
 concat = Concat
 split = SliceChannel
 crop = slice
+
+__all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json", "FullyConnected",
+    "SoftmaxOutput", "BatchNorm", "LeakyReLU", "softmax", "log_softmax", "SoftmaxActivation",
+    "Dropout", "Convolution", "negative", "exp", "log", "sqrt", "rsqrt", "square", "reciprocal",
+    "abs", "tanh", "sigmoid", "relu", "softrelu", "softsign", "log1p", "expm1", "sign",
+    "Activation", "clip", "broadcast_add", "broadcast_sub", "broadcast_mul", "broadcast_div",
+    "broadcast_power", "broadcast_maximum", "broadcast_minimum", "elemwise_add", "elemwise_sub",
+    "elemwise_mul", "elemwise_div", "broadcast_equal", "broadcast_not_equal", "broadcast_greater",
+    "broadcast_greater_equal", "broadcast_lesser", "broadcast_lesser_equal", "add_n", "Pooling",
+    "shape_array", "size_array", "Custom", "Deconvolution", "dot", "Reshape", "Flatten",
+    "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like", "ones_like", "sum", "mean",
+    "max", "min", "broadcast_like", "prod", "nansum", "nanprod", "norm", "argmax", "argmin",
+    "one_hot", "take", "Embedding", "where", "batch_dot", "broadcast_to", "tile", "repeat", "pad",
+    "reverse", "Cast", "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
+    "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
+    "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
+    "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "log10", "log2", "cbrt",
+    "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc", "fix", "round",
+    "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
+    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "transpose", "expand_dims",
+    "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "sort", "argsort", "topk", "pick",
+    "Softmax", "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "reshape",
+    "flatten", "stop_gradient", "sum_axis", "Pad", "flip", "cast", "swapaxes", "broadcast_axes",
+    "concat", "split", "crop", "pow", "power", "maximum", "minimum", "hypot", "zeros", "ones",
+    "full"]

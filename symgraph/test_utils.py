@@ -9,6 +9,9 @@ import numpy as np
 from .context import Context, cpu
 from .ndarray import NDArray, array
 
+__all__ = ["assert_almost_equal", "check_numeric_gradient", "check_symbolic_forward",
+           "check_symbolic_backward", "numeric_grad", "get_mnist"]
+
 Location = Union[Sequence[np.ndarray], Mapping[str, np.ndarray]]
 
 

@@ -12,8 +12,10 @@ from typing import Any, Optional, Sequence
 
 from . import provenance
 from .attrs import format_value
-from .graph import Entry, Graph, Node, topo_order
+from .graph import Entry, Node, topo_order
 from .registry import get_op
+
+__all__ = ["plot_network", "print_summary"]
 
 # Fill colours by fusion pattern kind (the registry's classification of ops).
 COLORS = {"gemm": "#fb8072", "opaque": "#fdb462", "reduce": "#80b1d3", "injective": "#b3de69",
@@ -25,16 +27,21 @@ PARAM_SUFFIXES = ("_weight", "_bias", "_gamma", "_beta", "_moving_mean", "_movin
 
 def _graph_and_shapes(obj: Any, shape: Optional[dict]) -> tuple[list[Node], dict]:
     """Nodes to draw and ``{Entry: shape}`` (empty when no shapes are known)."""
-    from .passes.infer_shape import infer_shapes
     sched = getattr(obj, "schedule", None)
     if sched is not None:  # a bound executor: its optimised forward phase
         fwd = [st.node for st in sched.steps[:sched.n_forward_steps]]
         nodes = topo_order([e for n in fwd for e in n.entries()])
         shapes = {e: sched.shapes[s] for e, s in sched.slot_of.items()}
         return nodes, shapes
-    graph = Graph(obj.outputs_)
-    shapes = infer_shapes(graph, {k: tuple(v) for k, v in shape.items()}) if shape else {}
-    return topo_order(obj.outputs_), shapes
+    return topo_order(obj.outputs_), _shapes(obj, shape) if shape else {}
+
+
+def _shapes(symbol: Any, shape: dict) -> dict:
+    """Every entry's shape; ShapeError (as ``infer_shape``'s) when ``shape`` names no input or
+    leaves a shape undecided (MXNet: "Input shape is incomplete"), rather than a picture or
+    table with unknown sizes and wrong parameter counts."""
+    from .passes.infer_shape import symbol_shapes
+    return symbol_shapes(symbol, (), {k: tuple(v) for k, v in shape.items()}, False)[0]
 
 
 def _is_hidden_param(node: Node, hide_weights: bool) -> bool:
@@ -101,7 +108,9 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
     dot.attr("edge", fontsize="9")
     ids = {n: f"n{i}" for i, n in enumerate(nodes)}
     ops = provenance.op_table(nodes)
-    ends: dict[Node, tuple[str, str]] = {}  # node -> (first id, last id) for clusters
+    # node -> (ids edges enter by input index, ids edges leave by output index): one id, or
+    # the members of a fused group that read and compute them
+    ends: dict[Node, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     for node in nodes:
         if _is_hidden_param(node, hide_weights):
             continue
@@ -112,26 +121,45 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
         if node.is_variable:
             attrs["shape"] = "oval"
         dot.node(ids[node], _label(node), **attrs)
-        ends[node] = (ids[node], ids[node])
+        ends[node] = ((ids[node],), (ids[node],))
     for node in nodes:
         if node not in ends:
             continue
-        for e in node.inputs:
+        ins = ends[node][0]
+        for i, e in enumerate(node.inputs):
             if e.node in ends:
                 label = _edge_label(shapes, e)
-                dot.edge(ends[e.node][1], ends[node][0], **({"label": label} if label else {}))
+                outs = ends[e.node][1]
+                dot.edge(outs[min(e.index, len(outs) - 1)], ins[min(i, len(ins) - 1)],
+                         **({"label": label} if label else {}))
     return dot
 
 
+TITLE_WIDTH = 60  # characters per line of a cluster title (a long group made a wide picture)
+
+
+def _wrap(parts: Sequence[str], width: int) -> str:
+    """Join ``parts`` with `` + ``, breaking lines between parts, never inside one."""
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " + " + part
+        else:
+            lines.append(part if not lines else "+ " + part)
+    return "\n".join(lines)
+
+
 def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
-                   ops: dict[str, str]) -> tuple[str, str]:
+                   ops: dict[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Draw a fused node as a cluster of its member ops, titled by the user-level nodes it
-    holds; return its first and last ids."""
+    holds; return per input the id of the member reading it (``in_members``) and per output
+    the id of the member computing it (``out_members``); hand-made nodes that do not say
+    enter at the first member and leave from the last."""
     members = provenance.members(node) or (("_fused", node.name),)
     head = node.attrs["head"]
+    title = _wrap(provenance.title(node, ops).split(" + "), TITLE_WIDTH)
     with dot.subgraph(name=f"cluster_{nid}") as sub:
-        sub.attr(label=f"{provenance.title(node, ops)}\n(fused: {len(members)} ops)",
-                 style="rounded,filled", fillcolor=COLORS["fused"], fontsize="10")
+        sub.attr(label="", style="rounded,filled", fillcolor=COLORS["fused"])
         ids = [f"{nid}_{i}" for i in range(len(members))]
         for i, (mid, (op, name)) in enumerate(zip(ids, members)):
             color = COLORS["gemm"] if head is not None and i == 0 else COLORS["elementwise"]
@@ -139,14 +167,25 @@ def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
             sub.node(mid, label, **dict(style, fillcolor=color))
         for a, b in zip(ids, ids[1:]):
             sub.edge(a, b, style="dashed", arrowhead="none")
-    return ids[0], ids[-1]
+        # The title is a text node beside the first member, not the cluster's label: edges
+        # enter and leave through a cluster's top and bottom, where a label sits under them.
+        with sub.subgraph() as row:
+            row.attr(rank="same")
+            row.node(f"{nid}_title", f"{title}\n(fused: {len(members)} ops)", shape="plaintext",
+                     fontsize="10")
+            row.node(ids[0])
+    return _pick(ids, node.attrs.get("in_members"), 0), \
+        _pick(ids, node.attrs.get("out_members"), -1)
+
+
+def _pick(ids: list[str], indices: Any, default: int) -> tuple[str, ...]:
+    """The member ids at ``indices``, or the one at ``default`` when the node does not say."""
+    return tuple(ids[i] for i in indices or () if 0 <= i < len(ids)) or (ids[default],)
 
 
 def summary_rows(symbol: Any, shape: dict) -> list[tuple[str, str, int, str]]:
     """``(layer (type), output shape, parameter count, previous layers)`` per op node."""
-    from .passes.infer_shape import infer_shapes
-    graph = Graph(symbol.outputs_)
-    shapes = infer_shapes(graph, {k: tuple(v) for k, v in shape.items()})
+    shapes = _shapes(symbol, shape)
     rows = []
     for node in topo_order(symbol.outputs_):
         if node.is_variable:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import builtins
 import io
 import logging
+import sys
+import types
 
 import numpy as np
 import pytest
@@ -128,3 +130,38 @@ def test_log_metrics_callback_without_tensorboardx(monkeypatch, tmp_path):
     monkeypatch.setattr(builtins, "__import__", fake)
     with pytest.raises(ImportError, match=r"symgraph\[tensorboard\]"):
         sg.callback.LogMetricsCallback(str(tmp_path))
+
+
+def test_log_metrics_callback_with_a_fake_summary_writer(monkeypatch, tmp_path):
+    """Runs without tensorboardX: a stand-in SummaryWriter records the calls. The values are
+    the accuracies numpy computes from the trained module's predictions."""
+    calls = []
+
+    class SummaryWriter:
+        def __init__(self, logdir):
+            self.logdir = logdir
+
+        def add_scalar(self, tag, value, global_step=None):
+            calls.append((self.logdir, tag, float(value), global_step))
+
+        def flush(self):
+            calls.append((self.logdir, "flush", None, None))
+
+        def close(self):
+            pass
+    monkeypatch.setitem(sys.modules, "tensorboardX", types.SimpleNamespace(
+        SummaryWriter=SummaryWriter))
+    rng = np.random.default_rng(3)
+    x, y = rng.random((16, 5)).astype(np.float32), rng.integers(0, 2, 16).astype(np.float32)
+    net = sg.sym.SoftmaxOutput(sg.sym.FullyConnected(sg.sym.var("data"), num_hidden=2,
+                                                     name="fc"), name="softmax")
+    mod = sg.mod.Module(net)
+    cb = sg.contrib.tensorboard.LogMetricsCallback(str(tmp_path), prefix="val")  # MXNet's path
+    mod.fit(sg.io.NDArrayIter(x, y, 8), eval_data=sg.io.NDArrayIter(x, y, 8), num_epoch=2,
+            eval_end_callback=cb, progress_bar=False)
+    scalars = [c for c in calls if c[1] != "flush"]
+    assert [(d, t, s) for d, t, _, s in scalars] == [(str(tmp_path), "val-accuracy", 0),
+                                                     (str(tmp_path), "val-accuracy", 1)]
+    pred = mod.predict(sg.io.NDArrayIter(x, None, 8)).asnumpy().argmax(1)
+    assert scalars[-1][2] == pytest.approx(float(np.mean(pred == y)))
+    assert calls[-1][1] == "flush"  # written after each call, not only at close

@@ -117,6 +117,9 @@ def test_version(capsys):
     (["viz", "g.json", "--compiled"], ["symgraph viz: error:", "--compiled",
                                        "--shape data=1,784"]),
     (["nosuch"], ["symgraph: error:", "invalid choice"]),
+    (["train", "mlp", "--kv-store", "nosuch"], ["--kv-store", "invalid choice: 'nosuch'",
+                                                 "'dist_sync'"]),
+    (["train", "mlp", "--amp", "fp8"], ["--amp", "invalid choice: 'fp8'", "'bf16'"]),
 ])
 def test_bad_arguments_one_error_line(argv, words, capsys):
     code, out, err = _exit(argv, capsys)
@@ -170,6 +173,9 @@ def test_download_without_network(tmp_path, capsys, monkeypatch):
     rc = cli.main(["train", "mlp", "--download", "--data-dir", str(tmp_path / "m")])
     err = capsys.readouterr().err
     assert rc == 2 and "could not fetch MNIST" in err and "no network here" in err
+    # one line naming what was fetched from where into which folder
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert sg.datasets.mnist.DEFAULT_URL in err and str(tmp_path / "m") in err
     assert not any((tmp_path / "m").iterdir())  # nothing half-written
 
 
@@ -240,3 +246,41 @@ def test_train_scores_the_test_set_once_per_epoch(tmp_path, capsys, monkeypatch)
     last = [line for line in out.splitlines() if "Validation-accuracy" in line][-1]
     reported = float(out.split("test accuracy ")[1].split("%")[0])
     assert reported == pytest.approx(float(last.split("=")[1]) * 100, abs=0.01)
+
+
+def test_shape_of_no_input_is_a_usage_error(tmp_path, capsys):
+    """``--shape`` naming no input of the graph: one error line listing the inputs, exit 2
+    (the library alone ignores unknown names and leaves the table's shapes unknown)."""
+    path = _fc_relu(tmp_path)
+    for argv in (["summary", str(path), "--shape", "dta=2,8"],
+                 ["viz", str(path), "--shape", "dta=2,8", "--compiled", "-o",
+                  str(tmp_path / "x.dot")]):
+        code, out, err = _exit(argv, capsys)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+        assert "--shape dta=2,8" in err and "no input 'dta'" in err and "data" in err
+    assert not (tmp_path / "x.dot").exists()
+
+
+def test_prefix_folder_is_checked_before_training(tmp_path, capsys, monkeypatch):
+    from tests.datasets.test_mnist import _write_set
+    from symgraph.base_module import BaseModule
+    _write_set(tmp_path, n=60)
+    monkeypatch.setattr(BaseModule, "fit", lambda *a, **k: pytest.fail("trained"))
+    prefix = tmp_path / "missing" / "mlp"
+    assert cli.main(["train", "mlp", "--data-dir", str(tmp_path), "--prefix", str(prefix)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("symgraph train: error: DataError: --prefix ")
+    assert str(tmp_path / "missing") in err and not (tmp_path / "missing").exists()
+
+
+def test_no_data_folder_hint_in_flag_syntax(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("SYMGRAPH_DATA", raising=False)
+    for argv in (["train", "mlp"], ["train", "mlp", "--download"]):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.strip() == ("symgraph train: error: DataError: no MNIST folder: give "
+                               "--data-dir DIR (or set SYMGRAPH_DATA); add --download to "
+                               "fetch MNIST into it")
+    assert cli.main(["train", "mlp", "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "add --download" in err and "data_dir=" not in err and "sg.datasets" not in err

@@ -64,3 +64,19 @@ def test_bad_input():
         sg.io.NDArrayIter(np.zeros((5, 2)), np.zeros(5), 2, last_batch_handle="wrap")
     with pytest.raises(DataError, match="batch_size"):
         sg.io.NDArrayIter(np.zeros((5, 2)), np.zeros(5), 0)
+
+
+def test_numpy_inputs_become_float32_as_in_mxnet():
+    """MXNet 1.9.1: NDArrayIter(np int32 data, np int64 labels) yields float32 batches (its
+    provide_data/label say float32); an NDArray keeps its own dtype."""
+    it = sg.io.NDArrayIter(np.zeros((4, 2), np.int32), np.arange(4), 2)
+    assert [d.dtype for d in it.provide_data + it.provide_label] == [np.float32] * 2
+    batch = next(iter(it))
+    assert batch.label[0].dtype == np.float32 and batch.label[0].asnumpy().tolist() == [0, 1]
+    kept = sg.io.NDArrayIter(sg.nd.array(np.zeros((4, 2)), dtype=np.float16), None, 2)
+    assert kept.provide_data[0].dtype == np.float16
+    # integer labels train as in MXNet (SoftmaxOutput's label is float32)
+    net = sg.sym.SoftmaxOutput(sg.sym.FullyConnected(sg.sym.var("data"), num_hidden=2), name="sm")
+    mod = sg.mod.Module(net, label_names=["sm_label"])
+    mod.fit(sg.io.NDArrayIter(np.ones((4, 3)), np.array([0, 1, 0, 1]), 2, label_name="sm_label"),
+            num_epoch=1, progress_bar=False)

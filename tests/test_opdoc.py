@@ -89,3 +89,19 @@ def test_stubs_are_up_to_date():
     assert "def Convolution(\n    data: Optional[Symbol] = ...,\n" in text
     assert "    *,\n    kernel: tuple[int, ...],\n" in text and "\nflatten = Flatten\n" in text
     assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_every_nd_function_documents_its_parameters():
+    """sg.nd's functions get the same registry documentation as sg.sym's, for every op."""
+    missing = []
+    for name in OPS:
+        op, fn = registry.get_op(name), getattr(sg.nd, name)
+        sig, doc = inspect.signature(fn), fn.__doc__ or ""
+        if "out" not in sig.parameters or sig.return_annotation is not sg.nd.NDArray:
+            missing.append((name, "signature"))
+        for key, param in _documented_params(op):
+            p = sig.parameters.get(key)
+            if p is None or p.annotation is p.empty or f"{key} : " not in doc \
+                    or opdoc.param_doc(op, key, param) not in doc:
+                missing.append((name, key))
+    assert not missing, missing

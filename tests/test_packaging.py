@@ -37,7 +37,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_contents(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    for want in ("symgraph/py.typed", "symgraph/models/custom_add.c",
+    for want in ("symgraph/py.typed", "symgraph/symbol.pyi", "symgraph/ndarray.pyi",
+                 "symgraph/models/custom_add.c",
                  "symgraph/models/custom_add.cu", "symgraph/models/runner.py",
                  "symgraph/cuda/libs.py"):
         assert want in names, want
@@ -64,3 +65,9 @@ def test_wheel_trains_mlp_from_another_folder(wheel: Path, tmp_path: Path,
     assert "mlp: test accuracy" in r.stdout, r.stdout
     acc = float(r.stdout.split("test accuracy")[1].split("%")[0])
     assert acc > 70.0, r.stdout
+    # the README's first example, as a user pastes it, against the installed package
+    readme = (ROOT / "README.md").read_text()
+    snippet = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    r = _run([py, "-c", snippet], cwd=work)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "'fc1_weight': (128, 784)" in r.stdout and "(128, 784)" in r.stdout.splitlines()[-1]

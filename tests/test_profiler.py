@@ -53,7 +53,7 @@ def test_trace_of_two_training_steps(tmp_path):
     sg.profiler.dump()
     trace = json.loads(path.read_text())
     steps = mod._exec._train.schedule.steps
-    xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    xs = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] != "update"]
     assert len(xs) == 2 * len(steps)
     assert [e["args"]["step"] for e in xs] == list(range(len(steps))) * 2
     for e in xs:
@@ -66,6 +66,11 @@ def test_trace_of_two_training_steps(tmp_path):
     assert any(n.startswith("d relu1 (Activation)") or "d relu1 (Activation)" in n
                for n in names)
     assert not any("fused_" in n for n in names)
+    # each optimizer step is one event after its backward steps (it is no schedule step)
+    updates = [e for e in trace["traceEvents"] if e.get("cat") == "update"]
+    assert [e["name"] for e in updates] == ["update (SGD)"] * 2
+    last_backward = [e for e in xs if e["args"]["step"] == len(steps) - 1]
+    assert all(b["ts"] + b["dur"] <= u["ts"] + 1e-3 for b, u in zip(last_backward, updates))
     meta = [e for e in trace["traceEvents"] if e["ph"] == "M"]
     assert meta[0]["args"]["name"] == "cpu(0)"
     assert sg.profiler.events() == []  # dump(finished=True) cleared them
@@ -149,7 +154,26 @@ def test_gpu_trace_uses_device_time(tmp_path):
     print(sg.profiler.dumps())
     sg.profiler.dump()
     trace = json.loads(path.read_text())
-    xs = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    xs = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] != "update"]
     assert len(xs) == 2 * len(mod._exec._train.schedule.steps)
-    assert [e for e in trace["traceEvents"] if e["ph"] == "M"][0]["args"]["name"] == "gpu(0)"
+    meta = [e for e in trace["traceEvents"] if e["ph"] == "M"]
+    assert [m["args"]["name"] for m in meta] == ["gpu(0)"]  # updates on the same device
     assert all(e["dur"] > 0 for e in xs)
+    updates = [e for e in trace["traceEvents"] if e.get("cat") == "update"]
+    assert len(updates) == 2 and all(e["dur"] > 0 for e in updates)
+
+
+def test_fit_records_each_optimizer_step():
+    """A profiled fit: every batch has its schedule steps and one update event."""
+    x = sg.sym.FullyConnected(sg.sym.var("data"), num_hidden=3, name="fc")
+    mod = sg.mod.Module(sg.sym.SoftmaxOutput(x, name="softmax"))
+    rng = np.random.default_rng(1)
+    it = sg.io.NDArrayIter(rng.random((12, 5)), rng.integers(0, 3, 12).astype(np.float32), 4)
+    sg.profiler.set_state("run")
+    mod.fit(it, num_epoch=1, optimizer="adam", progress_bar=False)
+    sg.profiler.set_state("stop")
+    evs = sg.profiler.events()
+    assert [e["name"] for e in evs if e["cat"] == "update"] == ["update (Adam)"] * 3
+    steps = len(mod._exec._train.schedule.steps)
+    assert sum(e["cat"] in ("forward", "backward") for e in evs) == 3 * steps
+    assert "update (Adam)" in sg.profiler.dumps()

@@ -39,3 +39,31 @@ def test_module_repr_follows_its_state():
     mod.init_params()
     mod.init_optimizer(optimizer="adam")
     assert repr(mod).endswith("bound for training, optimizer Adam>")
+
+
+def test_user_iterator_repr_never_raises():
+    class Mine(sg.io.DataIter):  # describes no batches: provide_data raises NotImplementedError
+        pass
+    assert repr(Mine(3)) == "<Mine: batch_size 3>"
+
+    class Described(sg.io.DataIter):
+        provide_data = [("data", (3, 2))]  # MXNet also accepts plain (name, shape) pairs
+    assert repr(Described(3)) == "<Described: batch_size 3; data (3, 2) float32>"
+
+
+def test_gluon_data_reprs():
+    data = sg.gluon.data
+    ds = data.ArrayDataset(np.zeros((10, 2), np.float32), np.arange(10, dtype=np.int32))
+    assert repr(ds) == "<ArrayDataset: 10 samples; (10, 2) float32, (10,) int32>"
+    assert repr(data.SimpleDataset([1, 2, 3])) == "<SimpleDataset: 3 samples>"
+    loader = data.DataLoader(ds, batch_size=4, shuffle=True, last_batch="discard")
+    assert repr(loader) == ("<DataLoader: 2 batches of ArrayDataset of 10 samples; batch_size "
+                            "4, last_batch='discard', RandomSampler; no workers>")
+    assert len(loader) == 2 and len(list(loader)) == 2
+    threads = data.DataLoader(ds, batch_size=3, num_workers=2, thread_pool=True)
+    assert repr(threads).endswith("batch_size 3, last_batch='keep', SequentialSampler; "
+                                  "2 threads>")
+
+    class Endless(data.Dataset):  # no __len__: the repr still works
+        pass
+    assert repr(Endless()) == "<Endless: unknown length>"

@@ -74,3 +74,55 @@ def test_print_summary_counts(capsys):
     assert capsys.readouterr().out.strip() == text.strip()
     with pytest.raises(sg.ShapeError, match="needs input shapes"):
         sg.viz.print_summary(_mlp())
+
+
+def test_compiled_edges_leave_the_member_that_computes_them():
+    """A fused group with several outputs (relu1's value, and its gradient mask for backward):
+    the edge into fc2 starts at the member computing what fc2 reads (``_mul_scalar``), not at
+    the group's last member (the mask, which nothing in the forward graph reads)."""
+    x = sg.sym.FullyConnected(sg.sym.var("data"), num_hidden=6, name="fc1")
+    x = sg.sym.exp(sg.sym.Activation(x, act_type="relu", name="relu1"), name="e") * 2.0
+    net = sg.sym.SoftmaxOutput(sg.sym.FullyConnected(x, num_hidden=3, name="fc2"), name="sm")
+    exe = net.simple_bind(sg.cpu(), data=(2, 5))
+    src = sg.viz.plot_network(exe, shape={"data": (2, 5)}).source
+    labels = dict(re.findall(r"^\s*(n\d+(?:_\d+)?) \[label=\"([^\"]*)\"", src, re.M))
+    fc2 = next(i for i, text in labels.items() if text.startswith("FullyConnected\nfc2"))
+    (src_id,) = [a for a, b in re.findall(r"(n\d+(?:_\d+)?) -> (n\d+(?:_\d+)?)", src)
+                 if b == fc2]
+    assert labels[src_id].startswith("_mul_scalar"), (labels[src_id], src)
+    # the title names every user-level node, wrapped between parts (not one wide line)
+    title = re.search(r'label="(fc1 \(FullyConnected\)[^"]*)"', src).group(1).split("\n")
+    assert " ".join(title).replace(" + ", " ").split()[:4] == ["fc1", "(FullyConnected)",
+                                                                "relu1", "(Activation)"]
+    assert "e (exp)" in " ".join(title) and len(title) >= 3
+    assert all(len(line) <= sg.viz.TITLE_WIDTH + 2 for line in title), title
+    fused = [st.node for st in exe.schedule.steps if st.node.op == "_fused"]
+    assert any(len(n.attrs["out_members"]) > 1 for n in fused)  # the case being tested
+
+
+def test_incomplete_or_unknown_shapes_are_errors():
+    """A table or picture with unknown sizes would count parameters wrongly: refuse, as MXNet
+    refuses ("Input shape is incomplete"), naming what is missing."""
+    with pytest.raises(sg.ShapeError, match=r"cannot decide the shapes of \['data', "
+                                            r"'fc1_weight'"):
+        sg.viz.print_summary(_mlp(), {"softmax_label": (2,)})
+    with pytest.raises(sg.ShapeError, match="'dta' is not an input"):
+        sg.viz.plot_network(_mlp(), shape={"dta": (2, 20)})
+
+
+def test_compiled_edges_enter_the_member_that_reads_them():
+    """A residual add fused after a convolution head: r1 feeds the convolution (the head) and
+    the add (a body member); each edge enters the member reading it."""
+    S = sg.sym
+    x = S.Activation(S.Convolution(S.var("data"), kernel=(3, 3), num_filter=4, name="c1"),
+                     act_type="relu", name="r1")
+    y = S.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4, name="c2")
+    net = S.FullyConnected(S.Flatten(S.Activation(x + y, act_type="relu", name="r2")),
+                           num_hidden=3, name="fc")
+    exe = S.SoftmaxOutput(net, name="sm").simple_bind(sg.cpu(), data=(2, 3, 8, 8))
+    src = sg.viz.plot_network(exe, shape={"data": (2, 3, 8, 8)}).source
+    labels = dict(re.findall(r"^\s*(n\d+(?:_\d+)?) \[label=\"([^\"]*)\"", src, re.M))
+    edges = re.findall(r"(n\d+(?:_\d+)?) -> (n\d+(?:_\d+)?)(?! \[arrowhead)", src)
+    r1 = [a for a, _ in edges if labels.get(a, "").startswith("Activation\nr1")]
+    readers = sorted(labels[b].split("\n")[0] for a, b in edges if a in r1)
+    assert readers == ["Convolution", "broadcast_add"], (readers, src)

@@ -1,6 +1,9 @@
-"""``sg.contrib``: MXNet's ``mx.contrib`` names; ``sg.contrib.amp`` is :mod:`symgraph.amp`."""
+"""``sg.contrib``: MXNet's ``mx.contrib`` names; ``sg.contrib.amp`` is :mod:`symgraph.amp`,
+``sg.contrib.onnx`` is :mod:`symgraph.onnx` and ``sg.contrib.tensorboard`` holds
+``LogMetricsCallback`` (onnx and tensorboardX are imported only when used)."""
 from __future__ import annotations
 
 from .. import amp
+from . import onnx, tensorboard
 
-__all__ = ["amp"]
+__all__ = ["amp", "onnx", "tensorboard"]

@@ -21,6 +21,8 @@ import numpy as np
 from ..base import DataError
 from ..fileio import write_bytes
 
+__all__ = ["load", "load_data", "download", "data_dir", "read_idx", "parse_idx"]
+
 
 FILES = {
     "train_images": "train-images-idx3-ubyte",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import time
 from typing import Any, Optional, Sequence
@@ -67,7 +68,7 @@ def add_train_options(p: argparse.ArgumentParser, recipe: Optional[dict]) -> Non
     p.add_argument("--amp", default=None, choices=("fp16", "float16", "bf16", "bfloat16"),
                    help="mixed precision: float16 (dynamic loss scaling) or bfloat16 "
                         "(docs/amp.md)")
-    p.add_argument("--kv-store", default=None, metavar="TYPE",
+    p.add_argument("--kv-store", default=None, metavar="TYPE", choices=sg.kvstore.TYPES,
                    help="local, device, nccl, dist_sync, dist_device_sync (default: device "
                         "with several GPUs, dist_sync under torchrun/mpirun/srun, else local)")
 
@@ -142,9 +143,13 @@ def train(model: str, args: argparse.Namespace, recipe: dict, symbol: Any) -> di
     try:
         mnist = load_mnist(args.data_dir, flat, args.num_train, args.num_test)
     except sg.DataError as exc:
-        if getattr(args, "download", None) is None:
+        if "not found in" not in str(exc):  # a damaged file: its own message says what
             raise
-        raise sg.DataError(f"{exc}, or pass --download") from None
+        folder = sg.datasets.mnist.data_dir(args.data_dir)
+        raise sg.DataError(f"MNIST files not found in {folder}: add --download to fetch them "
+                           f"from {sg.datasets.mnist.DEFAULT_URL} (or give --data-dir of a "
+                           f"folder holding train-images-idx3-ubyte[.gz] and the others)"
+                           ) from None
     ctx, kvstore, world = contexts(args)
     train_iter = sg.io.NDArrayIter(mnist["train_data"], mnist["train_label"], args.batch_size,
                                    shuffle=True, num_parts=world.size, part_index=world.rank)
@@ -183,10 +188,26 @@ def fetch_mnist(data_dir: Optional[str]) -> None:
     print(f"MNIST is in {folder}")
 
 
+def check_prefix(prefix: Optional[str]) -> None:
+    """``--prefix``: its folder must exist before training, not when the first epoch's
+    checkpoint is written."""
+    if prefix is None:
+        return
+    folder = os.path.dirname(prefix) or "."
+    if not os.path.isdir(folder):
+        raise sg.DataError(f"--prefix {prefix}: folder {folder} does not exist (create it "
+                           f"first; checkpoints are written as {prefix}-symbol.json and "
+                           f"{prefix}-NNNN.params)")
+
+
 def run_cli(args: argparse.Namespace) -> int:
     """``symgraph train MODEL ...`` after parsing (errors propagate to the CLI's handler)."""
     mod = importlib.import_module(f"symgraph.models.{args.model}")
     fill_recipe(args, mod.RECIPE)
+    check_prefix(args.prefix)
+    if not (args.data_dir or os.environ.get("SYMGRAPH_DATA")):
+        raise sg.DataError("no MNIST folder: give --data-dir DIR (or set SYMGRAPH_DATA); "
+                           "add --download to fetch MNIST into it")
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout, force=True)
     if args.download:
         fetch_mnist(args.data_dir)

@@ -3,6 +3,7 @@
     sg.onnx.export_model(sym, params, in_shapes=[(1, 1, 28, 28)], in_types=np.float32,
                          onnx_file_path="net.onnx")
     sym, arg_params, aux_params = sg.onnx.import_model("net.onnx")
+    sg.onnx.get_model_metadata("net.onnx")["input_tensor_data"]  # [(name, shape, type)]
 
 The graph written is the inference graph (opset :data:`OPSET`): loss heads become their
 prediction (``SoftmaxOutput`` -> ``Softmax``, regression outputs -> identity or ``Sigmoid``),
@@ -15,6 +16,6 @@ naming the node, the op and the supported set. Needs the ``onnx`` extra
 from __future__ import annotations
 
 from .export import OPSET, export_model
-from .importer import import_model
+from .importer import get_model_metadata, import_model
 
-__all__ = ["export_model", "import_model", "OPSET"]
+__all__ = ["export_model", "import_model", "get_model_metadata", "OPSET"]

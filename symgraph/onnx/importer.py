@@ -48,3 +48,18 @@ def import_model(model_file: str) -> tuple[Any, dict, dict]:
     sym = heads[0] if len(heads) == 1 else sym_mod.Group(heads)
     used = set(sym.list_inputs())
     return sym, _arrays(ctx.arg_params, used), _arrays(ctx.aux_params, used)
+
+
+def get_model_metadata(model_file: str) -> dict[str, list[tuple]]:
+    """Names and shapes of the graph's data inputs and outputs (MXNet 1.9's
+    ``mx.contrib.onnx.get_model_metadata``): ``{'input_tensor_data': [(name, shape, elem_type)],
+    'output_tensor_data': [(name, shape)]}``; an unknown (dynamic) dimension reads 0, as
+    MXNet reports it. Initializers are parameters, not inputs."""
+    graph = onnx_module().load(model_file).graph
+    params = {t.name for t in graph.initializer}
+
+    def dims(value: Any) -> tuple[int, ...]:
+        return tuple(int(d.dim_value) for d in value.type.tensor_type.shape.dim)
+    return {"input_tensor_data": [(i.name, dims(i), int(i.type.tensor_type.elem_type))
+                                  for i in graph.input if i.name not in params],
+            "output_tensor_data": [(o.name, dims(o)) for o in graph.output]}

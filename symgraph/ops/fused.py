@@ -7,6 +7,10 @@ Attributes (all hashable, set by ``passes/fuse_elementwise.py``, read by the bac
 * ``members``: the op names of the group, in order, for kernel names and ``debug_str``;
 * ``nodes``: the names of the graph nodes the group replaced, in the same order (what
   ``sg.profiler`` and ``viz --compiled`` show; empty for hand-made nodes);
+* ``out_members``: for each output, the index in ``members`` of the member that computes it
+  (``viz --compiled`` draws each edge from that member; empty for hand-made nodes);
+* ``in_members``: for each node input, the index in ``members`` of the (first) member that
+  reads it (``viz --compiled`` draws the edge into that member);
 * ``head``: ``None``, or ``(op, attrs, n)`` for a GEMM-like epilogue producer: the first ``n``
   node inputs feed op ``op`` (FullyConnected, Convolution...) and its output is expression input
   0; the remaining node inputs are expression inputs 1, 2, ... Without a head, node input ``i`` is
@@ -40,7 +44,8 @@ def _fused_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 register(OpDef(
     "_fused",
-    {"exprs": Param("any"), "shapes": Param("any"), "members": Param("any", ()), "nodes": Param("any", ()),
+    {"exprs": Param("any"), "shapes": Param("any"), "members": Param("any", ()),
+     "nodes": Param("any", ()), "out_members": Param("any", ()), "in_members": Param("any", ()),
      "head": Param("any", None), "num_inputs": Param("int"), "name": Param("str", "fused")},
     _fused_inputs,
     lambda a, ins, outs: (ins, [tuple(s) for s in a["shapes"]]),

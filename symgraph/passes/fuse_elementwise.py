@@ -237,8 +237,9 @@ def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
                  remap: dict[Entry, Entry], memo: dict) -> list[tuple[Entry, Entry]]:
     """One ``_fused`` node for a group; returns (old entry, new entry) pairs for its outputs.
     ``memo``: formulas by group signature (graphs repeat the same groups many times)."""
-    inside = set(members)
+    inside, pos = set(members), {m: i for i, m in enumerate(members)}
     node_inputs: list[Entry] = [remap[e] for e in head.inputs] if head else []
+    readers = [pos[head]] * len(node_inputs) if head else []  # member reading each input
     ref_of: dict[Entry, int] = {head.entries()[0]: 0} if head else {}
     base = 1 if head else 0  # the head's output is expression input 0
     n_head = len(node_inputs)  # node inputs feeding the head come first
@@ -251,6 +252,7 @@ def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
             if r is None:  # read from outside: the next expression input
                 r = ref_of[e] = base + len(node_inputs) - n_head
                 node_inputs.append(remap[e])
+                readers.append(pos[m])
             refs.append(r)
         ref_of[m.entries()[0]] = -1 - j
         sig.append((m.op, m.attrs, tuple(refs)))
@@ -268,6 +270,8 @@ def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
         "shapes": tuple(g.sc.shape(body[j].entries()[0]) for j in outs),
         "members": tuple(ops),
         "nodes": tuple(m.name for m in members),  # for profiles and pictures of the schedule
+        "out_members": tuple(pos[body[j]] for j in outs),  # which member is output i
+        "in_members": tuple(readers),  # the member that reads input i (first reader)
         "head": (head.op, head.attrs, len(head.inputs)) if head else None,
         "num_inputs": len(node_inputs), "name": kname})
     fused = Node("_fused", f"{kname}:{body[-1].name}", attrs, tuple(node_inputs))

@@ -147,3 +147,30 @@ def test_dynamic_batch(tmp_path):
     x = np.random.default_rng(0).random((5, 784)).astype(np.float32)
     ref = _symgraph_out(net, arg, aux, {"data": x, "softmax_label": np.zeros(5, np.float32)})
     np.testing.assert_allclose(sess.run(None, {"data": x})[0], ref[0], rtol=1e-5, atol=1e-6)
+
+
+def test_gluon_hybrid_block_export(tmp_path):
+    """A Gluon net (as the seed programs write them) saved with HybridBlock.export, then
+    exported to ONNX: onnxruntime gives the Gluon forward's outputs."""
+    from symgraph.gluon import nn
+    net = nn.HybridSequential()
+    net.add(nn.Conv2D(8, 3, padding=1, activation="relu"), nn.BatchNorm(), nn.MaxPool2D(2),
+            nn.Conv2DTranspose(4, 2, strides=2), nn.GlobalAvgPool2D(), nn.Flatten(),
+            nn.Dense(16, activation="tanh"), nn.Dropout(0.5), nn.Dense(10))
+    net.initialize(sg.init.Xavier())
+    net.hybridize()
+    x = np.random.default_rng(4).random((2, 3, 12, 12)).astype(np.float32)
+    want = net(sg.nd.array(x)).asnumpy()
+    prefix = str(tmp_path / "gnet")
+    net.export(prefix)
+    sym = sg.sym.load(prefix + "-symbol.json")
+    arg, aux = sg.model.load_params(prefix + "-0000.params")
+    path = sg.onnx.export_model(sym, {**arg, **aux}, [x.shape], np.float32,
+                                str(tmp_path / "gnet.onnx"))
+    onnx.checker.check_model(onnx.load(path), full_check=True)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    got = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    ops = {n.op_type for n in onnx.load(path).graph.node}
+    assert {"BatchNormalization", "ConvTranspose", "Gemm"} <= ops or \
+        {"BatchNormalization", "ConvTranspose", "MatMul"} <= ops

@@ -78,6 +78,28 @@ def test_helper_made_cnn(tmp_path):
     sym, arg, aux = _check(path, {"x": x})
     assert sorted(aux) == ["m", "v"] and "W1" in arg and "flat_shape" not in arg
     assert sym.list_auxiliary_states() == ["m", "v"]
+    assert sg.contrib.onnx.get_model_metadata(str(path)) == {  # MXNet 1.x's contrib path
+        "input_tensor_data": [("x", (2, 3, 8, 8), TensorProto.FLOAT)],
+        "output_tensor_data": [("prob", (2, 5))]}
+
+
+def test_metadata_skips_initializers_listed_as_inputs(tmp_path):
+    """Old exporters list parameters among the graph inputs too; a dynamic axis reads 0."""
+    w = _init("w", np.ones((3, 4)))
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "mm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3]),
+         helper.make_tensor_value_info("w", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = tmp_path / "mm.onnx"
+    onnx.save(model, str(path))
+    assert sg.onnx.get_model_metadata(str(path)) == {
+        "input_tensor_data": [("x", (0, 3), TensorProto.FLOAT)],
+        "output_tensor_data": [("y", (0, 4))]}
+    sym, arg, _ = sg.onnx.import_model(str(path))
+    assert sym.list_arguments() == ["x", "w"] and list(arg) == ["w"]
 
 
 def test_helper_made_layers(tmp_path):

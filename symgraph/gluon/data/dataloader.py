@@ -65,6 +65,18 @@ def _worker_batch(indices: list) -> Any:
     return _stack_host(samples) if fn is None else _to_host(fn(samples))
 
 
+def _length(obj: Any) -> str:
+    try:
+        return str(len(obj))
+    except (TypeError, NotImplementedError):
+        return "?"
+
+
+def _describe(dataset: Any) -> str:
+    """``ArrayDataset of 100 samples`` (a repr must not fail on user datasets)."""
+    return f"{type(dataset).__name__} of {_length(dataset)} samples"
+
+
 class DataLoader:
     """MXNet's ``gluon.data.DataLoader(dataset, batch_size, shuffle, sampler, last_batch,
     batch_sampler, batchify_fn, num_workers, pin_memory, pin_device_id, prefetch,
@@ -102,6 +114,17 @@ class DataLoader:
 
     def __len__(self) -> int:
         return len(self._batch_sampler)
+
+    def __repr__(self) -> str:
+        bs = self._batch_sampler
+        size = getattr(bs, "_batch_size", None)
+        batching = (f"batch_size {size}, last_batch={bs._last_batch!r}, "
+                    f"{type(bs._sampler).__name__}" if size is not None
+                    else f"batch_sampler {type(bs).__name__}")
+        workers = f"{self._num_workers} {'threads' if self._thread_pool else 'workers'}" \
+            if self._num_workers else "no workers"
+        return (f"<DataLoader: {_length(self)} batches of {_describe(self._dataset)}; "
+                f"{batching}; {workers}>")
 
     def _batchify(self, samples: list) -> Any:
         if self._batchify_fn is None:

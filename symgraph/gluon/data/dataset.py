@@ -16,6 +16,13 @@ class Dataset:
     def __len__(self) -> int:
         raise NotImplementedError
 
+    def __repr__(self) -> str:
+        try:
+            size = f"{len(self)} samples"
+        except (TypeError, NotImplementedError):
+            size = "unknown length"
+        return f"<{type(self).__name__}: {size}>"
+
     def transform(self, fn: Callable, lazy: bool = True) -> "Dataset":
         """A dataset whose samples are ``fn(*sample)`` (``fn(sample)`` for single items)."""
         out = _LazyTransformDataset(self, fn)
@@ -93,3 +100,8 @@ class ArrayDataset(Dataset):
 
     def __len__(self) -> int:
         return self._length
+
+    def __repr__(self) -> str:
+        parts = [f"{tuple(d.shape)} {d.dtype}" if hasattr(d, "shape") and hasattr(d, "dtype")
+                 else type(d).__name__ for d in self._data]
+        return f"<ArrayDataset: {self._length} samples; {', '.join(parts)}>"
