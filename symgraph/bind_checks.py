@@ -1,7 +1,7 @@
 """Checks the Executor makes on what it is given and how it is used (issue 13).
 
-* ``check_no_aliasing``: two bound roles (arguments, aux states, gradients) must not share
-  memory, or a run would write one through the other.
+* ``check_no_aliasing``: a role a run writes (a gradient, an aux state) must not share memory
+  with another bound role, or the run would write one through the other.
 * ``alloc``: arrays ``simple_bind`` makes; memory that cannot be had is a BindError naming it.
 * ``one_thread``: an executor's runs share its bound arrays, outputs and saved forward, so a run
   entered while another thread is inside one raises ExecutionError (docs/architecture.md,
@@ -33,17 +33,24 @@ def _byte_span(a: NDArray) -> tuple[int, int]:
 
 
 def check_no_aliasing(groups: list[tuple[str, Sequence[str], list]]) -> None:
-    """BindError when two bound roles (arguments, aux states, gradients) share memory: a run
-    would write one through the other (MXNet refuses such binds too)."""
-    spans = sorted((*_byte_span(a), f"{kind} {n}") for kind, names, arrays in groups
+    """BindError when a bound role that a run writes (a gradient, an aux state) shares memory
+    with any other bound role: the run would write one through the other. Arguments are only
+    read, so one array may be bound as several arguments, as MXNet allows (its
+    test_deconvolution binds one weight to a convolution and a deconvolution)."""
+    spans = sorted((*_byte_span(a), f"{kind} {n}", kind == "argument")
+                   for kind, names, arrays in groups
                    for n, a in zip(names, arrays) if a is not None and a.size)
-    widest: Optional[tuple[int, int, str]] = None
-    for lo, hi, who in spans:
-        if widest is not None and lo < widest[1]:
-            raise BindError(f"bind: {who} and {widest[2]} are the same array (or share "
-                            f"memory); bind a separate array to each")
-        if widest is None or hi > widest[1]:
-            widest = (lo, hi, who)
+    # the span reaching furthest so far among the read-only arguments and among the written
+    # roles: sorted by start, a span overlaps an earlier one iff it starts before that end.
+    widest: dict[bool, tuple[int, str]] = {}
+    for lo, hi, who, read_only in spans:
+        against = [widest.get(False)] + ([] if read_only else [widest.get(True)])
+        for end, other in (w for w in against if w is not None):
+            if lo < end:
+                raise BindError(f"bind: {who} and {other} are the same array (or share "
+                                f"memory); bind a separate array to each")
+        if read_only not in widest or hi > widest[read_only][0]:
+            widest[read_only] = (hi, who)
 
 
 def alloc(kind: str, name: str, shape: tuple, ctx: Context, dtype: Any) -> NDArray:
