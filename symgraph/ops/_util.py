@@ -8,7 +8,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import AttrError, ShapeError
 from ..expr import Expr, evaluate, inp
-from ..registry import ELEMWISE, OpDef, RunCtx, register
+from ..registry import ELEMWISE, OpDef, PartialShape, RunCtx, register  # noqa: F401
 
 Shape = tuple[int, ...]
 

@@ -14,7 +14,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import INJECTIVE, OpDef, RunCtx, alias, register
-from ._util import check_attr, fmt, forward_shape, like_input, norm_axes
+from ._util import check_attr, fmt, forward_shape, like_input, merge_dims, norm_axes
 from .norm import check_axis
 
 Shape = tuple[int, ...]
@@ -36,12 +36,27 @@ def _inverse(axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(np.argsort([ax % len(axes) for ax in axes]).tolist())
 
 
+def _transpose_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """Both directions, partial shapes (0 = unknown) included: out[j] = data[axes[j]]."""
+    src, dst = ins[0], outs[0]
+    known = src if src is not None else dst
+    if known is None:
+        return ins, outs
+    axes = _transpose_axes(a, len(known))
+    back = tuple(np.argsort(axes).tolist())
+    fwd = tuple(src[i] for i in axes) if src is not None else dst
+    if src is not None and dst is not None:
+        fwd = merge_dims(fwd, dst)
+        if fwd is None:
+            raise ShapeError(f"data {fmt(src)} transposed by axes {axes} is not {fmt(dst)}")
+    return [tuple(fwd[j] for j in back)], [fwd]
+
+
 register(OpDef(
-    "transpose", {"axes": Param("shape", ())}, ("data",),
-    forward_shape(lambda a, s: [tuple(s[0][i] for i in _transpose_axes(a, len(s[0])))]),
+    "transpose", {"axes": Param("shape", ())}, ("data",), _transpose_shape,
     lambda a, xs, ctx: [np.ascontiguousarray(xs[0].transpose(_transpose_axes(a, xs[0].ndim)))],
     lambda c: [c.sym.transpose(c.ograds[0], axes=_inverse(c.attrs["axes"]))],
-    INJECTIVE, doc="Permute axes (default: reverse them).",
+    INJECTIVE, doc="Permute axes (default: reverse them).", partial_shapes=True,
     # GPU: one strided copy of the input viewed with permuted strides (cuda/lowering_views.py)
     lowering=("gather_views", {
         "views": lambda a, x, s: [x.transpose(_transpose_axes(a, x.ndim))]})))

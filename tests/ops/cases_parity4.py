@@ -1,0 +1,45 @@
+"""Cases for the fourth MXNet-parity round (issue 12): ``where`` with a 1-D condition and the
+ops added in that round. References are plain float64 numpy, written from MXNet's documented
+semantics (checked against MXNet 1.9.1 where noted)."""
+from __future__ import annotations
+
+import numpy as np
+
+import symgraph as sg
+
+from .case import Case, integers, normal
+
+S = sg.sym
+x, y, c = S.var("x"), S.var("y"), S.var("c")
+
+
+def _rows(cond: np.ndarray, ndim: int) -> np.ndarray:
+    """A 1-D condition as a column over the remaining axes (MXNet: it picks whole rows)."""
+    return cond.reshape(cond.shape + (1,) * (ndim - 1)) != 0
+
+
+def _same_pool(x: np.ndarray, k: int, s: int, kind: str) -> np.ndarray:
+    """MXNet 1.9.1's 'same' pooling of 1-D data (values checked against it): ceil(n/s)
+    windows at i*s, cut at the input's end; an average divides by the cells inside."""
+    n = x.shape[2]
+    wins = [x[:, :, i * s:min(i * s + k, n)] for i in range(-(-n // s))]
+    red = {"max": np.max, "sum": np.sum, "avg": np.mean}[kind]
+    return np.stack([red(w, axis=2) for w in wins], axis=2)
+
+
+CASES: list[Case] = [
+    Case("where", lambda: S.where(c, x, y),
+         {"c": integers(0, 2, 4), "x": normal(4, 3, 2), "y": normal(4, 3, 2)},
+         lambda c, x, y: np.where(_rows(c, 3), x, y), grad_nodes=["x", "y"], id="where-rows"),
+    # inside a fusable chain: simplify's rewrite must reach the fused kernel
+    Case("where", lambda: S.exp(S.where(c, x * 2.0, S.sin(y))) + 1.0,
+         {"c": integers(0, 2, 5), "x": normal(5, 3), "y": normal(5, 3)},
+         lambda c, x, y: np.exp(np.where(_rows(c, 2), 2 * x, np.sin(y))) + 1,
+         grad_nodes=["x", "y"], id="where-rows-fused"),
+    Case("Pooling", lambda: S.Pooling(x, kernel=(3,), stride=(2,), pool_type="max",
+                                      pooling_convention="same"),
+         {"x": normal(2, 3, 10)}, lambda x: _same_pool(x, 3, 2, "max"), id="Pooling-same-max"),
+    Case("Pooling", lambda: S.Pooling(x, kernel=(4,), stride=(3,), pool_type="avg",
+                                      pooling_convention="same", pad=(0, 0, 0)),
+         {"x": normal(2, 3, 10)}, lambda x: _same_pool(x, 4, 3, "avg"), id="Pooling-same-avg"),
+]

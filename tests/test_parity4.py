@@ -1,0 +1,54 @@
+"""MXNet 1.x details added in the fourth parity round (issue 12): sizes left to inference
+(``sym.ones(shape=(-1, 3))``) and decided backward through transpose, ... References are
+plain numpy; expected shapes are MXNet 1.9.1's (its test_transpose_infer_shape_* tests)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+
+S = sg.sym
+
+
+@pytest.mark.parametrize("first, second", [((-1, -1), None), ((3, -1), (2, -1))])
+def test_ones_minus_one_decided_backward_through_transpose(first, second) -> None:
+    """(2, 3) + transpose(ones(shape=first)): the -1s are decided from the sum's other side."""
+    left = S.ones(shape=(2, 3)) if second is None else S.ones(shape=second)
+    out = left + S.transpose(S.ones(shape=first)) * 2.0
+    exe = out.bind(sg.cpu(), args={})
+    got = exe.forward()[0].asnumpy()
+    np.testing.assert_array_equal(got, np.full((2, 3), 3.0))
+
+
+def test_ones_minus_one_infer_shape_partial_leaves_it_unknown() -> None:
+    t = S.transpose(S.ones(shape=(-1, 4)))
+    _, outs, _ = t.infer_shape_partial()
+    assert outs == [(4, 0)]
+    with pytest.raises(sg.ShapeError):
+        (S.var("x") + t).simple_bind(sg.cpu(), x=(3, 3))  # 4 cannot meet 3
+
+
+def test_transpose_infers_its_input_from_its_output() -> None:
+    x = S.var("x")
+    y = S.elemwise_add(S.transpose(x, axes=(1, 2, 0)), S.var("z"))
+    args, outs, _ = y.infer_shape(z=(3, 4, 2))
+    assert args[0] == (2, 3, 4) and outs == [(3, 4, 2)]
+
+
+def test_zero_size_arrays_stay_exact_in_a_bind() -> None:
+    """A 0 in a bound array or a creation op's shape is an empty axis, not an unknown one."""
+    y = S.transpose(S.var("x")) + S.zeros(shape=(3, 0))
+    exe = y.bind(sg.cpu(), args={"x": sg.nd.zeros((0, 3))})
+    assert exe.forward()[0].shape == (3, 0)
+
+
+def test_pooling_same_refuses_pad_and_data_mxnet_refuses() -> None:
+    x = sg.nd.array(np.zeros((1, 1, 10)))
+    with pytest.raises(sg.AttrError, match="pad"):
+        sg.nd.Pooling(x, kernel=(2,), stride=(2,), pad=(2,), pooling_convention="same")
+    with pytest.raises(sg.ShapeError, match="3-D data"):
+        sg.nd.Pooling(sg.nd.zeros((1, 1, 4, 4)), kernel=(2, 2), stride=(2, 2),
+                      pooling_convention="same")
+    assert sg.nd.Pooling(x, kernel=(2,), stride=(3,), pooling_convention="same").shape == \
+        (1, 1, 4)  # ceil(10 / 3)
