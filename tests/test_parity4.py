@@ -52,3 +52,9 @@ def test_pooling_same_refuses_pad_and_data_mxnet_refuses() -> None:
                       pooling_convention="same")
     assert sg.nd.Pooling(x, kernel=(2,), stride=(3,), pooling_convention="same").shape == \
         (1, 1, 4)  # ceil(10 / 3)
+
+
+def test_prelu_gamma_that_does_not_fit_is_a_shape_error() -> None:
+    y = S.LeakyReLU(S.var("x"), gamma=S.var("g"), act_type="prelu", name="act")
+    with pytest.raises(sg.ShapeError, match=r"act \(LeakyReLU\).*gamma \(4, 3\) does not fit"):
+        y.infer_shape(x=(3, 4, 5), g=(4, 3))

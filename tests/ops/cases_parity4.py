@@ -7,7 +7,7 @@ import numpy as np
 
 import symgraph as sg
 
-from .case import Case, integers, normal
+from .case import Case, away_from, integers, normal
 
 S = sg.sym
 x, y, c = S.var("x"), S.var("y"), S.var("c")
@@ -42,4 +42,12 @@ CASES: list[Case] = [
     Case("Pooling", lambda: S.Pooling(x, kernel=(4,), stride=(3,), pool_type="avg",
                                       pooling_convention="same", pad=(0, 0, 0)),
          {"x": normal(2, 3, 10)}, lambda x: _same_pool(x, 4, 3, "avg"), id="Pooling-same-avg"),
+    # PReLU's gamma over the batch and channel axes (MXNet's expand_shape; test_prelu)
+    Case("LeakyReLU", lambda: S.LeakyReLU(x, gamma=S.var("g"), act_type="prelu"),
+         {"x": away_from((0,), 3, 4, 2, 5), "g": normal(3, 4)},
+         lambda x, g: np.where(x > 0, x, g[:, :, None, None] * x), id="LeakyReLU-prelu-NC",
+         also_covers=("_prelu_gamma",)),
+    Case("LeakyReLU", lambda: S.LeakyReLU(x, gamma=S.var("g"), act_type="prelu"),
+         {"x": away_from((0,), 3, 4), "g": normal(1, 4)},
+         lambda x, g: np.where(x > 0, x, g * x), id="LeakyReLU-prelu-1C"),
 ]
