@@ -296,6 +296,14 @@ def log_softmax(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def softmin(
+    data: Optional[NDArray] = ...,
+    *,
+    axis: int = ...,
+    temperature: Optional[float] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def SoftmaxActivation(
     data: Optional[NDArray] = ...,
     *,
@@ -575,7 +583,7 @@ def Pooling(
     pool_type: Literal['max', 'avg', 'sum'] = ...,
     global_pool: bool = ...,
     cudnn_off: bool = ...,
-    pooling_convention: Literal['valid', 'full'] = ...,
+    pooling_convention: Literal['valid', 'full', 'same'] = ...,
     stride: tuple[int, ...] = ...,
     pad: tuple[int, ...] = ...,
     count_include_pad: bool = ...,
@@ -730,6 +738,8 @@ def broadcast_like(
     lhs: Optional[NDArray] = ...,
     rhs: Optional[NDArray] = ...,
     *,
+    lhs_axes: Union[int, tuple[int, ...], NoneType] = ...,
+    rhs_axes: Union[int, tuple[int, ...], NoneType] = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
@@ -783,6 +793,12 @@ def argmin(
     *,
     axis: Optional[int] = ...,
     keepdims: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def argmax_channel(
+    data: Optional[NDArray] = ...,
+    *,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
@@ -1211,6 +1227,14 @@ def slice_axis(
     axis: int,
     begin: int,
     end: Optional[int] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def slice_like(
+    data: Optional[NDArray] = ...,
+    shape_like: Optional[NDArray] = ...,
+    *,
+    axes: tuple[int, ...] = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...

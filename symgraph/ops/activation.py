@@ -205,6 +205,13 @@ register(OpDef(
     _log_softmax_grad, REDUCE, lowering=('softmax', {'axis_from': 'attr', 'log': True}),
     doc="log(softmax(x/T)) along axis, computed stably."))
 
+register(OpDef(
+    "softmin", SOFTMAX_PARAMS, ("data",), _softmax_shape,
+    lambda a, xs, ctx: [softmax_np(-_scaled(a, xs[0]), a["axis"] % xs[0].ndim)],
+    lambda c: [-softmax_grad(c, {"axis": c.attrs["axis"]})], REDUCE,
+    lowering=('softmax', {'axis_from': 'attr', 'negate': True}),
+    doc="softmax(-x/T) along axis."))
+
 
 def _softmax_activation(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x = xs[0]

@@ -132,6 +132,22 @@ for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
                    doc=f"Index of the first {_name[3:]} along axis (None: flattened), as a "
                        f"float of the input's dtype. Not differentiable."))
 
+def _channel_shape(a: Attrs, s: list) -> list:
+    return [(1,) if len(s[0]) < 2 else tuple(s[0][:1]) + tuple(s[0][2:])]
+
+
+def _argmax_channel(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    x = xs[0]
+    out = np.argmax(x, axis=1) if x.ndim >= 2 else np.argmax(x).reshape(1)
+    return [np.asarray(out, dtype=x.dtype)]
+
+
+register(OpDef(
+    "argmax_channel", {}, ("data",), forward_shape(_channel_shape), _argmax_channel,
+    NOT_DIFFERENTIABLE, REDUCE, lowering=("arg_reduce", {"kind": "max", "channel": True}),
+    doc="argmax along axis 1 (a 1-D input: over all of it, giving (1,)), as a float of the "
+        "input's dtype, as MXNet's argmax_channel. Not differentiable."))
+
 # -- one_hot, take, Embedding --------------------------------------------------------------------
 
 

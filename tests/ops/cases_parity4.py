@@ -27,6 +27,11 @@ def _same_pool(x: np.ndarray, k: int, s: int, kind: str) -> np.ndarray:
     return np.stack([red(w, axis=2) for w in wins], axis=2)
 
 
+def _softmin(x: np.ndarray, axis: int, t: float = 1.0) -> np.ndarray:
+    z = np.exp(-(x - x.min(axis=axis, keepdims=True)) / t)
+    return z / z.sum(axis=axis, keepdims=True)
+
+
 CASES: list[Case] = [
     Case("where", lambda: S.where(c, x, y),
          {"c": integers(0, 2, 4), "x": normal(4, 3, 2), "y": normal(4, 3, 2)},
@@ -50,4 +55,21 @@ CASES: list[Case] = [
     Case("LeakyReLU", lambda: S.LeakyReLU(x, gamma=S.var("g"), act_type="prelu"),
          {"x": away_from((0,), 3, 4), "g": normal(1, 4)},
          lambda x, g: np.where(x > 0, x, g * x), id="LeakyReLU-prelu-1C"),
+    # fluent list of MXNet 1.9.1 (test_symbol_fluent)
+    Case("argmax_channel", lambda: S.argmax_channel(x), {"x": normal(3, 4, 5)},
+         lambda x: np.argmax(x, axis=1).astype(np.float64), grad=False),
+    Case("argmax_channel", lambda: S.argmax_channel(x), {"x": normal(6)},
+         lambda x: np.array([np.argmax(x)], np.float64), grad=False, id="argmax_channel-1d"),
+    Case("softmin", lambda: S.softmin(x, axis=1), {"x": normal(3, 4, 2)},
+         lambda x: _softmin(x, 1)),
+    Case("softmin", lambda: S.softmin(x, axis=0, temperature=2.5), {"x": normal(3, 4)},
+         lambda x: _softmin(x, 0, 2.5), id="softmin-temperature"),
+    Case("slice_like", lambda: S.slice_like(x, y, axes=(0, -2)),
+         {"x": normal(5, 6, 2), "y": normal(3, 4)}, lambda x, y: x[:3, :4],
+         grad_nodes=["x"], also_covers=("_backward_slice_like",)),
+    Case("slice_like", lambda: S.slice_like(x, y), {"x": normal(5, 6, 3), "y": normal(2, 6, 1)},
+         lambda x, y: x[:2, :6, :1], grad_nodes=["x"], id="slice_like-all-axes"),
+    Case("broadcast_like", lambda: S.broadcast_like(x, y, lhs_axes=(0, 2), rhs_axes=(1, 0)),
+         {"x": normal(1, 4, 1), "y": normal(3, 5)},
+         lambda x, y: np.broadcast_to(x, (5, 4, 3)), grad_nodes=["x"], id="broadcast_like-axes"),
 ]
