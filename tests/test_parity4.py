@@ -58,3 +58,27 @@ def test_prelu_gamma_that_does_not_fit_is_a_shape_error() -> None:
     y = S.LeakyReLU(S.var("x"), gamma=S.var("g"), act_type="prelu", name="act")
     with pytest.raises(sg.ShapeError, match=r"act \(LeakyReLU\).*gamma \(4, 3\) does not fit"):
         y.infer_shape(x=(3, 4, 5), g=(4, 3))
+
+
+def test_data_parallel_module_splits_on_the_layout_batch_axis_and_keeps_dtype() -> None:
+    """Two CPU contexts, data 'TNC': each device gets 4 of the 8 samples along axis 1; merged
+    outputs and input gradients come back in float16 along that axis (MXNet's
+    test_module_layout / test_module_dtype)."""
+    sym = S.Activation(S.var("data"), act_type="relu", __layout__="TNC")
+    mod = sg.mod.Module(sym, ("data",), None, context=[sg.cpu(0), sg.cpu(1)])
+    mod.bind(data_shapes=[sg.io.DataDesc("data", (3, 8, 7), np.float16, layout="TNC")],
+             inputs_need_grad=True)
+    mod.init_params()
+    x = np.random.default_rng(0).normal(size=(3, 8, 7)).astype(np.float16)
+    mod.forward(sg.io.DataBatch(data=[sg.nd.array(x, dtype=np.float16)], label=None))
+    dy = np.arange(3 * 8 * 7, dtype=np.float16).reshape(3, 8, 7)
+    mod.backward([sg.nd.array(dy, dtype=np.float16)])
+    out = mod.get_outputs()[0]
+    assert out.dtype == np.float16 and out.shape == (3, 8, 7)
+    np.testing.assert_array_equal(out.asnumpy(), np.maximum(x, 0))
+    parts = mod.get_outputs(merge_multi_context=False)[0]
+    assert [p.shape for p in parts] == [(3, 4, 7), (3, 4, 7)]
+    np.testing.assert_array_equal(parts[1].asnumpy(), np.maximum(x, 0)[:, 4:])
+    grad = mod.get_input_grads()[0]
+    assert grad.dtype == np.float16
+    np.testing.assert_array_equal(grad.asnumpy(), np.where(x > 0, dy, 0))
