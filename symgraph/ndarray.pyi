@@ -1276,6 +1276,17 @@ def pick(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def UpSampling(
+    *data: NDArray,
+    scale: int,
+    num_filter: int = ...,
+    sample_type: Literal['nearest', 'bilinear'] = ...,
+    multi_input_mode: Literal['concat', 'sum'] = ...,
+    num_args: Optional[int] = ...,
+    workspace: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 
 Softmax = SoftmaxOutput
 BatchNorm_v1 = BatchNorm

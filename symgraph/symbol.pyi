@@ -1241,6 +1241,17 @@ def pick(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def UpSampling(
+    *data: Symbol,
+    scale: int,
+    num_filter: int = ...,
+    sample_type: Literal['nearest', 'bilinear'] = ...,
+    multi_input_mode: Literal['concat', 'sum'] = ...,
+    num_args: Optional[int] = ...,
+    workspace: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def Softmax(
     data: Optional[Symbol] = ...,
     label: Optional[Symbol] = ...,

@@ -82,3 +82,28 @@ def test_data_parallel_module_splits_on_the_layout_batch_axis_and_keeps_dtype() 
     grad = mod.get_input_grads()[0]
     assert grad.dtype == np.float16
     np.testing.assert_array_equal(grad.asnumpy(), np.where(x > 0, dy, 0))
+
+
+def test_monitor_names_inputs_as_mxnet() -> None:
+    """MXNet's monitor calls the inputs of ops it registers without input names input<i>
+    (Activation, SoftmaxActivation) and of variadic ones arg<i> (concat, UpSampling);
+    the names are MXNet 1.9.1's (its test_op_all_names_monitor)."""
+    data = S.var("data", shape=(2, 3, 4, 4))
+    cases = [(S.Activation(data, act_type="relu", name="act"),
+              ["data", "act_input0", "act_output"]),
+             (S.UpSampling(data, scale=2, sample_type="nearest", name="up"),
+              ["data", "up_arg0", "up_output"]),
+             (S.concat(data, data, dim=0, name="cc"),
+              ["data", "cc_arg0", "data", "cc_arg1", "cc_output"]),
+             (S.softmax(data, name="sm"), ["data", "sm_data", "sm_output"])]
+    for sym, want in cases:
+        names: list[str] = []
+        exe = sym.simple_bind(sg.cpu(), grad_req="null")
+        exe.set_monitor_callback(lambda n, a: names.append(n.decode()), monitor_all=True)
+        exe.forward()
+        assert names == want
+
+
+def test_upsampling_bilinear_is_refused_by_name() -> None:
+    with pytest.raises(sg.AttrError, match="sample_type"):
+        S.UpSampling(S.var("x"), scale=2, sample_type="bilinear").infer_shape(x=(1, 1, 2, 2))

@@ -226,6 +226,7 @@ register(OpDef(
     lambda c: [softmax_grad(c, {"axis": 1} if c.attrs["mode"] == "channel"
                             else {"axis": 0, "exclude": True})],
     REDUCE, lowering=('softmax', {'axis_from': 'mode'}),
+    extra={"monitor_inputs": "input"},  # MXNet's monitor calls its input <name>_input0
     doc="Softmax over all but the first axis (instance) or over axis 1 (channel)."))
 
 # -- Dropout ---------------------------------------------------------------------------------------

@@ -32,6 +32,12 @@ def _softmin(x: np.ndarray, axis: int, t: float = 1.0) -> np.ndarray:
     return z / z.sum(axis=axis, keepdims=True)
 
 
+def _up(x: np.ndarray, s: int) -> np.ndarray:
+    """Nearest-neighbour upsampling by index arithmetic: out[..., i, j] = x[..., i//s, j//s]."""
+    h, w = x.shape[2] * s, x.shape[3] * s
+    return x[:, :, np.arange(h) // s][:, :, :, np.arange(w) // s]
+
+
 CASES: list[Case] = [
     Case("where", lambda: S.where(c, x, y),
          {"c": integers(0, 2, 4), "x": normal(4, 3, 2), "y": normal(4, 3, 2)},
@@ -72,4 +78,13 @@ CASES: list[Case] = [
     Case("broadcast_like", lambda: S.broadcast_like(x, y, lhs_axes=(0, 2), rhs_axes=(1, 0)),
          {"x": normal(1, 4, 1), "y": normal(3, 5)},
          lambda x, y: np.broadcast_to(x, (5, 4, 3)), grad_nodes=["x"], id="broadcast_like-axes"),
+    Case("UpSampling", lambda: S.UpSampling(x, scale=2, sample_type="nearest"),
+         {"x": normal(2, 3, 3, 4)}, lambda x: _up(x, 2)),
+    Case("UpSampling", lambda: S.UpSampling(x, y, scale=2, sample_type="nearest", num_args=2),
+         {"x": normal(2, 3, 2, 3), "y": normal(2, 1, 4, 6)},
+         lambda x, y: np.concatenate([_up(x, 2), y], axis=1), id="UpSampling-concat"),
+    Case("UpSampling", lambda: S.UpSampling(x, y, scale=3, sample_type="nearest", num_args=2,
+                                            multi_input_mode="sum"),
+         {"x": normal(1, 2, 2, 2), "y": normal(1, 2, 6, 6)},
+         lambda x, y: _up(x, 3) + y, id="UpSampling-sum"),
 ]
