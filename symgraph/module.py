@@ -77,6 +77,7 @@ class Module(BaseModule):
         self._fixed_param_names = list(fixed_param_names or [])
         self._output_names = symbol.list_outputs()
         self._exec: Any = None
+        self._grad_req = "write"
         self._arg_params: Optional[dict] = None
         self._aux_params: Optional[dict] = None
         self._updater: Any = None
@@ -167,8 +168,11 @@ class Module(BaseModule):
             symbol = self._amp.symbol(symbol)
             for mine, extra in zip((reqs, shapes, types), self._amp.bind_extras()):
                 mine.update(extra)
+        self._grad_req = grad_req
         self._exec = symbol.simple_bind(self._context, grad_req=reqs, type_dict=types,
                                         **shapes)
+        if shared_module is not None:
+            self._exec = self._share(shared_module, reqs)
         if self._amp is not None:
             self._amp.after_bind(self._exec)
         for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
@@ -177,6 +181,31 @@ class Module(BaseModule):
         if self.params_initialized:
             self._check_params(self._arg_params, self._aux_params, False, False)
             self._exec.copy_params_from(self._arg_params, self._aux_params)
+
+    def _share(self, shared: "Module", reqs: dict[str, str]) -> Any:
+        """The executor rebound onto ``shared``'s parameter, gradient and aux arrays (MXNet's
+        ``shared_module``: a BucketingModule's buckets train one set of parameters)."""
+        if not shared.binded or self._amp is not None:
+            raise BindError("bind: shared_module must be bound (and without AMP)")
+        mine, theirs = self._exec, shared._exec
+        args, grads, aux = dict(mine.arg_dict), dict(mine.grad_dict), dict(mine.aux_dict)
+        for kind, names, own, other in (
+                ("parameter", self._param_names, (args, grads), (theirs.arg_dict,
+                                                                 theirs.grad_dict)),
+                ("aux state", self._aux_names, (aux,), (theirs.aux_dict,))):
+            for n in names:
+                if n not in other[0]:
+                    continue
+                if other[0][n].shape != own[0][n].shape:
+                    raise BindError(f"bind: {kind} {n} has shape {own[0][n].shape} here, "
+                                    f"{other[0][n].shape} in shared_module")
+                for mine_d, theirs_d in zip(own, other):
+                    if n in theirs_d:
+                        mine_d[n] = theirs_d[n]
+        self.params_initialized = shared.params_initialized
+        self._arg_params, self._aux_params = shared._arg_params, shared._aux_params
+        return self._symbol.bind(self._context, args, args_grad=grads, grad_req=reqs,
+                                 aux_states=aux)
 
     @staticmethod
     def _check_batch(descs: Sequence[DataDesc]) -> None:
@@ -279,6 +308,15 @@ class Module(BaseModule):
         self._optimizer = optimizer
         self._updater = self._device_updater(optimizer) or _opt.get_updater(optimizer)
         self._tail: tuple = (None, None)
+        self.optimizer_initialized = True
+
+    def borrow_optimizer(self, shared_module: "Module") -> None:
+        """Use ``shared_module``'s optimizer and updater (states included), as MXNet's: the
+        buckets of a BucketingModule update one set of parameters."""
+        if not shared_module.optimizer_initialized:
+            raise BindError("borrow_optimizer: the shared module has no optimizer yet")
+        self._optimizer, self._updater = shared_module._optimizer, shared_module._updater
+        self._tail = (None, None)
         self.optimizer_initialized = True
 
     def _device_updater(self, optimizer: _opt.Optimizer) -> Any:

@@ -107,3 +107,31 @@ def test_monitor_names_inputs_as_mxnet() -> None:
 def test_upsampling_bilinear_is_refused_by_name() -> None:
     with pytest.raises(sg.AttrError, match="sample_type"):
         S.UpSampling(S.var("x"), scale=2, sample_type="bilinear").infer_shape(x=(1, 1, 2, 2))
+
+
+def _bucket_sym(key: int):
+    """Data of width ``key``; one parameter ``a`` of shape (1,) shared by every bucket."""
+    data = S.var("data")
+    a = S.var("a", shape=(1,), init=sg.init.One())
+    return S.make_loss(S.sum(S.broadcast_mul(data, a))), ("data",), None
+
+
+def test_bucketing_module_shares_parameters_gradients_and_optimizer() -> None:
+    mod = sg.mod.BucketingModule(sym_gen=_bucket_sym, default_bucket_key=10)
+    mod.bind(data_shapes=[("data", (2, 10))], grad_req="add")
+    mod.init_params()
+    mod.init_optimizer(optimizer_params={"learning_rate": 0.5, "rescale_grad": 1.0})
+    rng = np.random.default_rng(0)
+    d10, d5 = rng.normal(size=(2, 10)), rng.normal(size=(2, 5))
+    for d, key in ((d10, 10), (d5, 5)):
+        mod.forward_backward(sg.io.DataBatch(
+            [sg.nd.array(d)], None, bucket_key=key,
+            provide_data=[sg.io.DataDesc("data", d.shape)]))
+    assert mod._curr_module.data_shapes[0].shape == (2, 5)
+    grad = mod._curr_module._exec_group.execs[0].grad_dict["a"].asnumpy()
+    np.testing.assert_allclose(grad, [d10.sum() + d5.sum()], rtol=1e-5)  # 'add' accumulates
+    mod.update()  # plain SGD on the shared weight, seen by the default bucket too
+    want = 1.0 - 0.5 * (d10.sum() + d5.sum())
+    np.testing.assert_allclose(mod._buckets[10]._exec.arg_dict["a"].asnumpy(), [want],
+                               rtol=1e-5)
+    np.testing.assert_allclose(mod.get_params()[0]["a"].asnumpy(), [want], rtol=1e-5)

@@ -184,6 +184,7 @@ _identity("MakeLoss", lambda c: [_make_loss_grad(c)], "Identity forward; its gra
           "gradients.", {"grad_scale": Param("float", 1.0),
                          "normalization": Param("str", "null", ("null", "batch", "valid")),
                          "valid_thresh": Param("float", 0.0)})
+alias("make_loss", "MakeLoss")  # MXNet's make_loss: MakeLoss with its defaults (gradient ones)
 
 
 def _make_loss_grad(c) -> object:
