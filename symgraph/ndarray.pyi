@@ -1176,6 +1176,25 @@ def logical_not(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def RNN(
+    data: Optional[NDArray] = ...,
+    parameters: Optional[NDArray] = ...,
+    state: Optional[NDArray] = ...,
+    *,
+    state_size: int,
+    num_layers: int,
+    bidirectional: bool = ...,
+    mode: Literal['rnn_relu', 'rnn_tanh', 'lstm', 'gru'],
+    p: float = ...,
+    state_outputs: bool = ...,
+    projection_size: Optional[int] = ...,
+    lstm_state_clip_min: Optional[float] = ...,
+    lstm_state_clip_max: Optional[float] = ...,
+    lstm_state_clip_nan: bool = ...,
+    use_sequence_length: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def transpose(
     data: Optional[NDArray] = ...,
     *,
@@ -1296,6 +1315,7 @@ broadcast_minus = broadcast_sub
 reshape = Reshape
 flatten = Flatten
 stop_gradient = BlockGrad
+make_loss = MakeLoss
 sum_axis = sum
 Pad = pad
 flip = reverse

@@ -131,6 +131,16 @@ class Symbol:
         ins = [i for n in nodes for i in n.inputs]
         return Symbol(ins) if ins else None
 
+    def _gen_atomic_symbol(self) -> "Symbol":
+        """This symbol's (single) op node again, with its attributes, over fresh input
+        variables named ``<node>_<input>`` (MXNet's atomic symbol of the op)."""
+        node = self._outputs[0].node
+        if node.is_variable:
+            raise GraphError(f"_gen_atomic_symbol: {node.name} is a variable, not an op")
+        n_in = len(node.inputs)
+        return apply_op(node.op, [None] * n_in, dict(node.attrs), node.name,
+                        dict(node.extra))
+
     # -- attributes ------------------------------------------------------------------------
     def attr(self, key: str) -> Optional[str]:
         """One attribute of this (single) node as a string, or None."""

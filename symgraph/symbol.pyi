@@ -1141,6 +1141,25 @@ def logical_not(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def RNN(
+    data: Optional[Symbol] = ...,
+    parameters: Optional[Symbol] = ...,
+    state: Optional[Symbol] = ...,
+    *,
+    state_size: int,
+    num_layers: int,
+    bidirectional: bool = ...,
+    mode: Literal['rnn_relu', 'rnn_tanh', 'lstm', 'gru'],
+    p: float = ...,
+    state_outputs: bool = ...,
+    projection_size: Optional[int] = ...,
+    lstm_state_clip_min: Optional[float] = ...,
+    lstm_state_clip_max: Optional[float] = ...,
+    lstm_state_clip_nan: bool = ...,
+    use_sequence_length: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def transpose(
     data: Optional[Symbol] = ...,
     *,
@@ -1307,6 +1326,15 @@ def broadcast_minus(
 def stop_gradient(
     data: Optional[Symbol] = ...,
     *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def make_loss(
+    data: Optional[Symbol] = ...,
+    *,
+    grad_scale: float = ...,
+    normalization: Literal['null', 'batch', 'valid'] = ...,
+    valid_thresh: float = ...,
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...

@@ -135,3 +135,49 @@ def test_bucketing_module_shares_parameters_gradients_and_optimizer() -> None:
     np.testing.assert_allclose(mod._buckets[10]._exec.arg_dict["a"].asnumpy(), [want],
                                rtol=1e-5)
     np.testing.assert_allclose(mod.get_params()[0]["a"].asnumpy(), [want], rtol=1e-5)
+
+
+GOLDEN = "tests/data/mxnet/rnn-golden.npz"  # made by tests/data/mxnet/make_rnn_golden.py
+
+
+@pytest.mark.parametrize("mode", ["lstm", "gru", "rnn_tanh", "rnn_relu"])
+def test_rnn_matches_mxnet_191_forward_and_gradients(mode: str) -> None:
+    """2 bidirectional layers, state outputs, float64: outputs and the gradients of every
+    input under fixed head gradients, against MXNet 1.9.1's values."""
+    from pathlib import Path
+    gold = np.load(Path(__file__).parent.parent / GOLDEN, allow_pickle=False)
+    names = [k for k in ("x", "p", "h0", "c0") if f"{mode}:in:{k}" in gold]
+    sym = S.RNN(*[S.var(n) for n in names], state_size=4, num_layers=2, bidirectional=True,
+                mode=mode, state_outputs=True)
+    args = {n: sg.nd.array(gold[f"{mode}:in:{n}"], dtype=np.float64) for n in names}
+    grads = {n: sg.nd.zeros(a.shape, dtype=np.float64) for n, a in args.items()}
+    exe = sym.bind(sg.cpu(), args, args_grad=grads)
+    outs = exe.forward(is_train=True)
+    exe.backward([sg.nd.array(gold[f"{mode}:head:{i}"], dtype=np.float64)
+                  for i in range(len(outs))])
+    tol = 1e-6 if mode == "rnn_relu" else 1e-10  # MXNet's relu RNN rounds through float32
+    for i, o in enumerate(outs):
+        np.testing.assert_allclose(o.asnumpy(), gold[f"{mode}:out:{i}"], rtol=tol, atol=tol)
+    for n in names:
+        np.testing.assert_allclose(grads[n].asnumpy(), gold[f"{mode}:grad:{n}"], rtol=tol,
+                                   atol=tol)
+
+
+def test_rnn_refuses_what_it_does_not_implement_and_infers_parameter_size() -> None:
+    x = S.var("x")
+    with pytest.raises(sg.AttrError, match=r"p=0\.5.*not implemented"):
+        S.RNN(x, state_size=4, num_layers=1, mode="gru", p=0.5).infer_shape(x=(3, 2, 5))
+    rnn = S.RNN(x, state_size=4, num_layers=2, mode="gru", name="rnn")
+    args, outs, _ = rnn.infer_shape(x=(3, 2, 5))
+    # layer 0: 3 gates x 4 x (5 + 4) + 2 x 12 biases; layer 1: 3 x 4 x (4 + 4) + 24
+    assert dict(zip(rnn.list_arguments(), args))["rnn_parameters"] == (132 + 120,)
+    assert outs == [(3, 2, 4)]
+
+
+def test_gen_atomic_symbol_keeps_op_and_attributes() -> None:
+    s = S.RNN(S.var("d"), S.var("p"), S.var("h"), S.var("c"), state_size=10, num_layers=2,
+              bidirectional=True, state_outputs=True, mode="lstm", name="r")
+    atomic = s._gen_atomic_symbol()
+    assert atomic.list_outputs() == ["r_output", "r_state", "r_state_cell"]
+    assert atomic.list_arguments() == ["r_data", "r_parameters", "r_state", "r_state_cell"]
+    assert atomic.attr("mode") == "lstm" and atomic.attr("state_size") == "10"

@@ -38,6 +38,24 @@ def _up(x: np.ndarray, s: int) -> np.ndarray:
     return x[:, :, np.arange(h) // s][:, :, :, np.arange(w) // s]
 
 
+def _lstm_ref(x: np.ndarray, p: np.ndarray, h: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """One LSTM layer written from MXNet's documented formulas (gates i, f, g, o; weights
+    W (4H, I), U (4H, H), then biases b, c in the flat vector)."""
+    hsz, isz = h.shape[2], x.shape[2]
+    w = p[:4 * hsz * isz].reshape(4 * hsz, isz)
+    u = p[4 * hsz * isz:4 * hsz * (isz + hsz)].reshape(4 * hsz, hsz)
+    b = p[4 * hsz * (isz + hsz):].reshape(2, 4 * hsz).sum(axis=0)
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    hh, cc, out = h[0], c[0], []
+    for t in range(x.shape[0]):
+        z = x[t] @ w.T + hh @ u.T + b
+        i, f, g, o = (z[:, k * hsz:(k + 1) * hsz] for k in range(4))
+        cc = sig(f) * cc + sig(i) * np.tanh(g)
+        hh = sig(o) * np.tanh(cc)
+        out.append(hh)
+    return np.stack(out)
+
+
 CASES: list[Case] = [
     Case("where", lambda: S.where(c, x, y),
          {"c": integers(0, 2, 4), "x": normal(4, 3, 2), "y": normal(4, 3, 2)},
@@ -87,4 +105,8 @@ CASES: list[Case] = [
                                             multi_input_mode="sum"),
          {"x": normal(1, 2, 2, 2), "y": normal(1, 2, 6, 6)},
          lambda x, y: _up(x, 3) + y, id="UpSampling-sum"),
+    Case("RNN", lambda: S.RNN(x, S.var("p"), S.var("h"), S.var("c"), state_size=3,
+                              num_layers=1, mode="lstm"),
+         {"x": normal(4, 2, 3), "p": normal(4 * 3 * (3 + 3) + 2 * 4 * 3, scale=0.5),
+          "h": normal(1, 2, 3), "c": normal(1, 2, 3)}, _lstm_ref, also_covers=("_backward_RNN",)),
 ]
