@@ -181,3 +181,33 @@ def test_gen_atomic_symbol_keeps_op_and_attributes() -> None:
     assert atomic.list_outputs() == ["r_output", "r_state", "r_state_cell"]
     assert atomic.list_arguments() == ["r_data", "r_parameters", "r_state", "r_state_cell"]
     assert atomic.attr("mode") == "lstm" and atomic.attr("state_size") == "10"
+
+
+def _total_mb(exe) -> int:
+    import re
+    return int(re.search(r"Total (\d+) MB allocated", exe.debug_str()).group(1))
+
+
+def test_no_gradient_path_is_filled_not_computed() -> None:
+    """stop_gradient: the data gradient is 0 and takes no arena memory (MXNet's
+    test_zero_prop: same total as grad_req='null'); 'add' leaves the buffer as it was."""
+    data = S.var("data")
+    y = data
+    for _ in range(3):
+        y = y * y
+    shape = (4, 64, 64)  # 64 KiB of float32 per array: 1 MiB per 16 arrays
+    big = y.simple_bind(sg.cpu(), data=(16,) + shape)
+    null = y.simple_bind(sg.cpu(), data=(16,) + shape, grad_req="null")
+    stopped = S.stop_gradient(y).simple_bind(sg.cpu(), data=(16,) + shape)
+    assert _total_mb(big) > _total_mb(stopped) == _total_mb(null)
+    x = np.random.default_rng(0).normal(size=(16,) + shape).astype(np.float32)
+    stopped.grad_dict["data"][:] = 5.0
+    stopped.forward(is_train=True, data=x)
+    stopped.backward()
+    assert not stopped.grad_dict["data"].asnumpy().any()
+    np.testing.assert_allclose(stopped.outputs[0].asnumpy(), x ** 8, rtol=1e-5)
+    add = S.stop_gradient(y).simple_bind(sg.cpu(), data=(2, 3), grad_req="add")
+    add.grad_dict["data"][:] = 5.0
+    add.forward(is_train=True, data=np.ones((2, 3)))
+    add.backward()
+    np.testing.assert_array_equal(add.grad_dict["data"].asnumpy(), np.full((2, 3), 5.0))
