@@ -88,6 +88,7 @@ class Stage:
     grads: dict[str, int]
     heads: dict[int, int]
     bound: Optional[list] = None
+    zero_grads: tuple[str, ...] = ()  # arguments no gradient reaches (filled, not computed)
 
 
 def _grad_reqs(grad_req: Any, names: Sequence[str]) -> dict[str, str]:
@@ -275,6 +276,7 @@ class Executor:
         outputs += [e for e, _ in mutations]
         n_forward = len(outputs)
         heads: list[Node] = []
+        zero_grads: tuple[str, ...] = ()
         wrt_names = [n for n, r in self._grad_req.items() if r != "null"]
         if train and wrt_names:
             # Head gradients are bound only in backward(); fusion must know (__phase__).
@@ -285,8 +287,10 @@ class Executor:
             head_syms = [Symbol((Entry(h),)) for h in heads]
             grads = gradient(g.with_types(self._types),
                              [var_by_name[n] for n in wrt_names],
-                             head_syms)
-            outputs += [s.outputs_[0] for s in grads]
+                             head_syms, zero_as_none=True)
+            zero_grads = tuple(n for n, s in zip(wrt_names, grads) if s is None)
+            wrt_names = [n for n, s in zip(wrt_names, grads) if s is not None]
+            outputs += [s.outputs_[0] for s in grads if s is not None]
         full = Graph(tuple(outputs), self._types)
         full = run_pipeline(full, TRAINING_PIPELINE if train else INFERENCE_PIPELINE)
         schedule = lower(full, n_forward, views=passes.ENABLED)
@@ -300,7 +304,8 @@ class Executor:
                        for e, (_, name) in zip(outs[len(self._fwd_outputs):n_forward], mutations)],
             grads=dict(zip(wrt_names, [schedule.slot_of[e] for e in outs[n_forward:]])),
             heads={i: schedule.variables[h] for i, h in enumerate(heads)
-                   if h in schedule.variables})
+                   if h in schedule.variables},
+            zero_grads=zero_grads)
 
     def __repr__(self) -> str:
         sched = self._train.schedule
@@ -460,6 +465,9 @@ class Executor:
         for name, slot in self._train.grads.items():
             program.store(env, slot, self.grad_dict[name],
                           accumulate=self._grad_req[name] == "add")
+        for name in self._train.zero_grads:  # no gradient reaches it: 0 (write) or unchanged
+            if self._grad_req[name] == "write":
+                self.grad_dict[name][:] = 0
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
                 **kwargs: Any) -> "Executor":
@@ -506,7 +514,11 @@ class Executor:
 
     def debug_str(self) -> str:
         """The training schedule: every step with input/output slots and shapes; steps the
-        backend runs on the host (GPU programs' ``has_host``) are marked ``[host]``."""
+        backend runs on the host (GPU programs' ``has_host``) are marked ``[host]``; last,
+        MXNet's ``Total N MB allocated``: the training program's arena (intermediates,
+        outputs and gradients before they are stored; bound arrays are not counted)."""
         stage = self._train
         host = getattr(stage.program, "has_host", ())
-        return stage.schedule.describe({k: "host" for k, h in enumerate(host) if h})
+        plan = stage.schedule.plan
+        total = f"\nTotal {plan.arena_bytes >> 20} MB allocated" if plan is not None else ""
+        return stage.schedule.describe({k: "host" for k, h in enumerate(host) if h}) + total

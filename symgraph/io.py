@@ -37,9 +37,11 @@ class DataBatch:
     """One batch: ``data`` and ``label`` lists of NDArrays; ``pad`` = padded samples at the end."""
 
     def __init__(self, data: list, label: Optional[list] = None, pad: int = 0,
-                 index: Optional[np.ndarray] = None, provide_data: Optional[list] = None,
+                 index: Optional[np.ndarray] = None, bucket_key: Any = None,
+                 provide_data: Optional[list] = None,
                  provide_label: Optional[list] = None) -> None:
         self.data = data
+        self.bucket_key = bucket_key  # which bucket of a BucketingModule runs it
         self.label = label
         self.pad = pad
         self.index = index
@@ -222,7 +224,7 @@ class NDArrayIter(DataIter):
             self._carry = np.zeros(0, np.int64)
         self._cursor = start + bs
         return DataBatch(self._take(self.data, idx), self._take(self.label, idx), pad, idx,
-                         self.provide_data, self.provide_label)
+                         provide_data=self.provide_data, provide_label=self.provide_label)
 
     def getpad(self) -> int:
         return max(0, self._cursor - len(self._order))

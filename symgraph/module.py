@@ -81,6 +81,7 @@ class Module(BaseModule):
         self._output_names = symbol.list_outputs()
         self._exec: Any = None
         self._execs: list[Any] = []  # every executor bind made (here one: _exec)
+        self._grad_req = "write"
         self._arg_params: Optional[dict] = None
         self._aux_params: Optional[dict] = None
         self._updater: Any = None
@@ -162,7 +163,8 @@ class Module(BaseModule):
                          if n not in self._fixed_param_names})
             if inputs_need_grad:
                 reqs.update({n: grad_req for n in self._data_names})
-        self._execs = self._bind_executors(data + label, reqs, for_training)
+        self._execs = self._bind_executors(data + label, reqs, for_training, shared_module)
+        self._grad_req = grad_req
         self._exec = self._execs[0]
         self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
         self._data_shapes, self._label_shapes = data, label
@@ -176,9 +178,10 @@ class Module(BaseModule):
                 exe.copy_params_from(self._arg_params, self._aux_params)
 
     def _bind_executors(self, descs: list[DataDesc], reqs: dict[str, str],
-                        for_training: bool) -> list[Any]:
+                        for_training: bool, shared_module: Any = None) -> list[Any]:
         """The executors ``bind`` makes for inputs ``descs``: here one, on this context
-        (the data-parallel module makes one per device)."""
+        (the data-parallel module makes one per device), on ``shared_module``'s parameter
+        arrays when given."""
         shapes = {d.name: d.shape for d in descs}
         types = {d.name: d.dtype for d in descs}
         symbol = self._symbol
@@ -187,9 +190,36 @@ class Module(BaseModule):
             for mine, extra in zip((reqs, shapes, types), self._amp.bind_extras()):
                 mine.update(extra)
         exe = symbol.simple_bind(self._context, grad_req=reqs, type_dict=types, **shapes)
+        if shared_module is not None:
+            exe = self._share(shared_module, exe, reqs)
         if self._amp is not None:
             self._amp.after_bind(exe)
         return [exe]
+
+    def _share(self, shared: "Module", mine: Any, reqs: dict[str, str]) -> Any:
+        """The executor rebound onto ``shared``'s parameter, gradient and aux arrays (MXNet's
+        ``shared_module``: a BucketingModule's buckets train one set of parameters)."""
+        if not shared.binded or self._amp is not None:
+            raise BindError("bind: shared_module must be bound (and without AMP)")
+        theirs = shared._exec
+        args, grads, aux = dict(mine.arg_dict), dict(mine.grad_dict), dict(mine.aux_dict)
+        for kind, names, own, other in (
+                ("parameter", self._param_names, (args, grads), (theirs.arg_dict,
+                                                                 theirs.grad_dict)),
+                ("aux state", self._aux_names, (aux,), (theirs.aux_dict,))):
+            for n in names:
+                if n not in other[0]:
+                    continue
+                if other[0][n].shape != own[0][n].shape:
+                    raise BindError(f"bind: {kind} {n} has shape {own[0][n].shape} here, "
+                                    f"{other[0][n].shape} in shared_module")
+                for mine_d, theirs_d in zip(own, other):
+                    if n in theirs_d:
+                        mine_d[n] = theirs_d[n]
+        self.params_initialized = shared.params_initialized
+        self._arg_params, self._aux_params = shared._arg_params, shared._aux_params
+        return self._symbol.bind(self._context, args, args_grad=grads, grad_req=reqs,
+                                 aux_states=aux)
 
     @staticmethod
     def _check_batch(descs: Sequence[DataDesc]) -> None:
@@ -293,6 +323,15 @@ class Module(BaseModule):
         self._optimizer = optimizer
         self._updater = self._device_updater(optimizer) or _opt.get_updater(optimizer)
         self._tail: tuple = (None, None)
+        self.optimizer_initialized = True
+
+    def borrow_optimizer(self, shared_module: "Module") -> None:
+        """Use ``shared_module``'s optimizer and updater (states included), as MXNet's: the
+        buckets of a BucketingModule update one set of parameters."""
+        if not shared_module.optimizer_initialized:
+            raise BindError("borrow_optimizer: the shared module has no optimizer yet")
+        self._optimizer, self._updater = shared_module._optimizer, shared_module._updater
+        self._tail = (None, None)
         self.optimizer_initialized = True
 
     def _device_updater(self, optimizer: _opt.Optimizer) -> Any:

@@ -22,9 +22,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .attrs import Attrs
 from .graph import Entry
 from .ndarray import NDArray, array
-from .registry import get_op
+from .registry import OpDef, get_op
 
 __all__ = ["Monitor"]
 
@@ -72,13 +73,21 @@ class ExecutorMonitor:
                 continue
             opdef = get_op(node.op)
             if self.monitor_all:
-                for slot, e in zip(opdef.input_names(node.attrs), node.inputs):
+                for slot, e in zip(_monitor_input_names(opdef, node.attrs), node.inputs):
                     value = arrays[e.node.name] if e.node.is_variable else values[e]
                     if e.node.is_variable:
                         self.callback(e.node.name.encode(), value)
                     self.callback(f"{node.name}_{slot}".encode(), value)
             for out, e in zip(opdef.output_names(node.attrs), node.entries()):
                 self.callback(f"{node.name}_{out}".encode(), values[e])
+
+
+def _monitor_input_names(opdef: OpDef, attrs: Attrs) -> tuple[str, ...]:
+    """The input names MXNet's monitor reports: the op's, or ``input0``... for ops that MXNet
+    registers without input names (``OpDef.extra["monitor_inputs"]``: Activation...)."""
+    names = opdef.input_names(attrs)
+    prefix = opdef.extra.get("monitor_inputs")
+    return names if prefix is None else tuple(f"{prefix}{i}" for i in range(len(names)))
 
 
 def _norm_stat(x: NDArray) -> NDArray:

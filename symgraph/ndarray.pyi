@@ -298,6 +298,14 @@ def log_softmax(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def softmin(
+    data: Optional[NDArray] = ...,
+    *,
+    axis: int = ...,
+    temperature: Optional[float] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def SoftmaxActivation(
     data: Optional[NDArray] = ...,
     *,
@@ -577,7 +585,7 @@ def Pooling(
     pool_type: Literal['max', 'avg', 'sum'] = ...,
     global_pool: bool = ...,
     cudnn_off: bool = ...,
-    pooling_convention: Literal['valid', 'full'] = ...,
+    pooling_convention: Literal['valid', 'full', 'same'] = ...,
     stride: tuple[int, ...] = ...,
     pad: tuple[int, ...] = ...,
     count_include_pad: bool = ...,
@@ -732,6 +740,8 @@ def broadcast_like(
     lhs: Optional[NDArray] = ...,
     rhs: Optional[NDArray] = ...,
     *,
+    lhs_axes: Union[int, tuple[int, ...], None] = ...,
+    rhs_axes: Union[int, tuple[int, ...], None] = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
@@ -785,6 +795,12 @@ def argmin(
     *,
     axis: Optional[int] = ...,
     keepdims: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def argmax_channel(
+    data: Optional[NDArray] = ...,
+    *,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
@@ -1162,6 +1178,25 @@ def logical_not(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def RNN(
+    data: Optional[NDArray] = ...,
+    parameters: Optional[NDArray] = ...,
+    state: Optional[NDArray] = ...,
+    *,
+    state_size: int,
+    num_layers: int,
+    bidirectional: bool = ...,
+    mode: Literal['rnn_relu', 'rnn_tanh', 'lstm', 'gru'],
+    p: float = ...,
+    state_outputs: bool = ...,
+    projection_size: Optional[int] = ...,
+    lstm_state_clip_min: Optional[float] = ...,
+    lstm_state_clip_max: Optional[float] = ...,
+    lstm_state_clip_nan: bool = ...,
+    use_sequence_length: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def transpose(
     data: Optional[NDArray] = ...,
     *,
@@ -1216,6 +1251,14 @@ def slice_axis(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def slice_like(
+    data: Optional[NDArray] = ...,
+    shape_like: Optional[NDArray] = ...,
+    *,
+    axes: tuple[int, ...] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def sort(
     data: Optional[NDArray] = ...,
     *,
@@ -1254,6 +1297,17 @@ def pick(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def UpSampling(
+    *data: NDArray,
+    scale: int,
+    num_filter: int = ...,
+    sample_type: Literal['nearest', 'bilinear'] = ...,
+    multi_input_mode: Literal['concat', 'sum'] = ...,
+    num_args: Optional[int] = ...,
+    workspace: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 
 Softmax = SoftmaxOutput
 BatchNorm_v1 = BatchNorm
@@ -1263,6 +1317,7 @@ broadcast_minus = broadcast_sub
 reshape = Reshape
 flatten = Flatten
 stop_gradient = BlockGrad
+make_loss = MakeLoss
 sum_axis = sum
 Pad = pad
 flip = reverse
@@ -1275,28 +1330,28 @@ crop = slice
 
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
     "concatenate", "moveaxis", "stack", "waitall", "save", "load", "FullyConnected",
-    "SoftmaxOutput", "BatchNorm", "LeakyReLU", "softmax", "log_softmax", "SoftmaxActivation",
-    "Dropout", "Convolution", "negative", "exp", "log", "sqrt", "rsqrt", "square", "reciprocal",
-    "abs", "tanh", "sigmoid", "relu", "softrelu", "softsign", "log1p", "expm1", "sign",
-    "Activation", "clip", "broadcast_add", "broadcast_sub", "broadcast_mul", "broadcast_div",
-    "broadcast_power", "broadcast_maximum", "broadcast_minimum", "elemwise_add", "elemwise_sub",
-    "elemwise_mul", "elemwise_div", "broadcast_equal", "broadcast_not_equal", "broadcast_greater",
-    "broadcast_greater_equal", "broadcast_lesser", "broadcast_lesser_equal", "add_n", "Pooling",
-    "shape_array", "size_array", "Custom", "Deconvolution", "dot", "Reshape", "Flatten",
-    "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like", "ones_like", "sum", "mean",
-    "max", "min", "broadcast_like", "prod", "nansum", "nanprod", "norm", "argmax", "argmin",
-    "one_hot", "take", "Embedding", "where", "batch_dot", "broadcast_to", "tile", "repeat", "pad",
-    "reverse", "Cast", "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
-    "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
-    "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
-    "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "log10", "log2", "cbrt",
-    "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc", "fix", "round",
-    "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
-    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "transpose", "expand_dims",
-    "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "sort", "argsort", "topk", "pick",
-    "Softmax", "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "reshape",
-    "flatten", "stop_gradient", "sum_axis", "Pad", "flip", "cast", "swapaxes", "broadcast_axes",
-    "concat", "split", "crop", "add", "subtract", "multiply", "divide", "power", "equal",
-    "not_equal", "greater", "greater_equal", "lesser", "lesser_equal", "modulo", "maximum",
-    "minimum", "logical_and", "logical_or", "logical_xor", "random", "random_uniform",
-    "random_normal"]
+    "SoftmaxOutput", "BatchNorm", "LeakyReLU", "softmax", "log_softmax", "softmin",
+    "SoftmaxActivation", "Dropout", "Convolution", "negative", "exp", "log", "sqrt", "rsqrt",
+    "square", "reciprocal", "abs", "tanh", "sigmoid", "relu", "softrelu", "softsign", "log1p",
+    "expm1", "sign", "Activation", "clip", "broadcast_add", "broadcast_sub", "broadcast_mul",
+    "broadcast_div", "broadcast_power", "broadcast_maximum", "broadcast_minimum", "elemwise_add",
+    "elemwise_sub", "elemwise_mul", "elemwise_div", "broadcast_equal", "broadcast_not_equal",
+    "broadcast_greater", "broadcast_greater_equal", "broadcast_lesser", "broadcast_lesser_equal",
+    "add_n", "Pooling", "shape_array", "size_array", "Custom", "Deconvolution", "dot", "Reshape",
+    "Flatten", "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like", "ones_like",
+    "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod", "norm", "argmax",
+    "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where", "batch_dot",
+    "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "SwapAxis", "broadcast_axis",
+    "batch_take", "amp_cast", "amp_multicast", "softmax_cross_entropy", "LinearRegressionOutput",
+    "LogisticRegressionOutput", "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin",
+    "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians",
+    "log10", "log2", "cbrt", "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc",
+    "fix", "round", "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
+    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN", "transpose",
+    "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like",
+    "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
+    "broadcast_plus", "broadcast_minus", "reshape", "flatten", "stop_gradient", "make_loss",
+    "sum_axis", "Pad", "flip", "cast", "swapaxes", "broadcast_axes", "concat", "split", "crop",
+    "add", "subtract", "multiply", "divide", "power", "equal", "not_equal", "greater",
+    "greater_equal", "lesser", "lesser_equal", "modulo", "maximum", "minimum", "logical_and",
+    "logical_or", "logical_xor", "random", "random_uniform", "random_normal"]

@@ -25,6 +25,13 @@ GEMM = "gemm"
 OPAQUE = "opaque"
 PATTERNS = (ELEMWISE, BROADCAST, INJECTIVE, REDUCE, GEMM, OPAQUE)
 
+class PartialShape(tuple):
+    """A shape a rule returns with 0 as an unknown dimension even where shapes are otherwise
+    exact (a bind): ``_ones(shape=(-1, 3))`` leaves its first dimension to its consumers.
+    Inference keeps such shapes, and what rules derive from them, apart from exact ones until
+    every dimension is known."""
+
+
 NOT_DIFFERENTIABLE = "not differentiable"
 """Gradient marker of ops whose gradient is zero or undefined (argmax, comparisons)."""
 

@@ -132,6 +132,16 @@ class Symbol:
         ins = [i for n in nodes for i in n.inputs]
         return Symbol(ins) if ins else None
 
+    def _gen_atomic_symbol(self) -> "Symbol":
+        """This symbol's (single) op node again, with its attributes, over fresh input
+        variables named ``<node>_<input>`` (MXNet's atomic symbol of the op)."""
+        node = self._outputs[0].node
+        if node.is_variable:
+            raise GraphError(f"_gen_atomic_symbol: {node.name} is a variable, not an op")
+        n_in = len(node.inputs)
+        return apply_op(node.op, [None] * n_in, dict(node.attrs), node.name,
+                        dict(node.extra))
+
     # -- attributes ------------------------------------------------------------------------
     def attr(self, key: str) -> Optional[str]:
         """One attribute of this (single) node as a string, or None."""
@@ -346,16 +356,19 @@ def Group(symbols: Sequence[Symbol]) -> Symbol:
 
 
 def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
-             name: Optional[str] = None, extra: Optional[dict] = None) -> Symbol:
+             name: Optional[str] = None, extra: Optional[dict] = None,
+             hint: Optional[str] = None) -> Symbol:
     """Create a node of ``op`` on ``inputs`` (positional, in the op's input order).
 
     ``None`` inputs become new variables ``<name>_<input>``. Returns the visible outputs.
+    ``hint``: the stem of an automatic name (the spelling called: ``flip`` names its node
+    ``flip0`` though it makes a ``reverse`` node, as MXNet does); the op's name by default.
     """
     opdef = registry.get_op(op)
     attrs = dict(attrs)
     if opdef.variadic and opdef.variadic not in attrs:
         attrs[opdef.variadic] = len(inputs)
-    node_name = _name.current().get(name, opdef.name)
+    node_name = _name.current().get(name, hint or opdef.name)
     parsed = parse_attrs(opdef.params, attrs, _where(node_name, opdef.name))
     try:  # an op's input/output lists may check its attributes (SliceChannel's num_outputs)
         slots = opdef.input_names(parsed)
@@ -383,10 +396,11 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
     return Symbol([Entry(node, i) for i in range(n_visible)])
 
 
-def make_op_function(opdef: registry.OpDef):
+def make_op_function(opdef: registry.OpDef, hint: Optional[str] = None):
     """The ``sg.sym`` function of one op, called as MXNet's generated functions are: inputs
     positionally (``None`` for an input to create) or by name, then attributes positionally in
-    the op's parameter order or by name; ``__dunder__`` keywords are node attributes."""
+    the op's parameter order or by name; ``__dunder__`` keywords are node attributes.
+    ``hint``: the spelling (an alias) whose automatic node names this function makes."""
 
     def op_function(*args: Any, name: Optional[str] = None, attr: Optional[dict] = None,
                     **kwargs: Any) -> Symbol:
@@ -402,7 +416,7 @@ def make_op_function(opdef: registry.OpDef):
         if opdef.variadic:
             if sym_kwargs:
                 raise AttrError(f"{opdef.name} takes its inputs positionally")
-            return apply_op(opdef.name, list(args), attrs, name, extra)
+            return apply_op(opdef.name, list(args), attrs, name, extra, hint)
         slots = _probe_input_names(opdef, attrs)
         unknown = sorted(set(sym_kwargs) - set(slots))
         if unknown:
@@ -419,7 +433,7 @@ def make_op_function(opdef: registry.OpDef):
                 if inputs[i] is not None:
                     raise AttrError(f"{opdef.name}: input '{slot}' given twice")
                 inputs[i] = sym_kwargs[slot]
-        return apply_op(opdef.name, inputs, attrs, name, extra)
+        return apply_op(opdef.name, inputs, attrs, name, extra, hint)
 
     return document(op_function, opdef)
 
@@ -456,7 +470,10 @@ def _install_op_functions() -> None:
         api = opdef.extra.get("api")
         namespace.setdefault(opname, api(apply_op, Symbol) if api else make_op_function(opdef))
     for alias_name, target in registry.all_aliases().items():
-        namespace.setdefault(alias_name, namespace[target])
+        opdef = registry.get_op(target)
+        made = opdef.extra.get("api") is None and alias_name.lower() != target.lower()
+        namespace.setdefault(alias_name, make_op_function(opdef, alias_name) if made
+                             else namespace[target])
     # (fluent functions and methods are added by sym_methods.py: fluent.py builds on us)
     # MXNet's `sym._internal`: every op function, private ones included, by its name
     namespace.setdefault("_internal", SimpleNamespace(**{

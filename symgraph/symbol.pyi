@@ -75,6 +75,7 @@ class Symbol:
     def split(self, *args: Any, **kwargs: Any) -> Any: ...
     def slice(self, *args: Any, **kwargs: Any) -> Any: ...
     def slice_axis(self, *args: Any, **kwargs: Any) -> Any: ...
+    def slice_like(self, *args: Any, **kwargs: Any) -> Any: ...
     def take(self, *args: Any, **kwargs: Any) -> Any: ...
     def one_hot(self, *args: Any, **kwargs: Any) -> Any: ...
     def pick(self, *args: Any, **kwargs: Any) -> Any: ...
@@ -82,6 +83,7 @@ class Symbol:
     def topk(self, *args: Any, **kwargs: Any) -> Any: ...
     def argsort(self, *args: Any, **kwargs: Any) -> Any: ...
     def argmax(self, *args: Any, **kwargs: Any) -> Any: ...
+    def argmax_channel(self, *args: Any, **kwargs: Any) -> Any: ...
     def argmin(self, *args: Any, **kwargs: Any) -> Any: ...
     def clip(self, *args: Any, **kwargs: Any) -> Any: ...
     def abs(self, *args: Any, **kwargs: Any) -> Any: ...
@@ -139,6 +141,7 @@ class Symbol:
     def sigmoid(self, *args: Any, **kwargs: Any) -> Any: ...
     def softmax(self, *args: Any, **kwargs: Any) -> Any: ...
     def log_softmax(self, *args: Any, **kwargs: Any) -> Any: ...
+    def softmin(self, *args: Any, **kwargs: Any) -> Any: ...
     def squeeze(self, *args: Any, **kwargs: Any) -> Any: ...
     def astype(self, *args: Any, **kwargs: Any) -> Any: ...
     def gradient(self, wrt: Sequence[str]) -> Symbol: ...
@@ -183,8 +186,9 @@ def apply_op(
     attrs: dict,
     name: Optional[str] = ...,
     extra: Optional[dict] = ...,
+    hint: Optional[str] = ...,
 ) -> Symbol: ...
-def make_op_function(opdef: registry.OpDef): ...
+def make_op_function(opdef: registry.OpDef, hint: Optional[str] = ...): ...
 def load_json(text: str) -> Symbol: ...
 def load(fname: str) -> Symbol: ...
 def FullyConnected(
@@ -250,6 +254,14 @@ def softmax(
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
 def log_softmax(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: int = ...,
+    temperature: Optional[float] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def softmin(
     data: Optional[Symbol] = ...,
     *,
     axis: int = ...,
@@ -536,7 +548,7 @@ def Pooling(
     pool_type: Literal['max', 'avg', 'sum'] = ...,
     global_pool: bool = ...,
     cudnn_off: bool = ...,
-    pooling_convention: Literal['valid', 'full'] = ...,
+    pooling_convention: Literal['valid', 'full', 'same'] = ...,
     stride: tuple[int, ...] = ...,
     pad: tuple[int, ...] = ...,
     count_include_pad: bool = ...,
@@ -691,6 +703,8 @@ def broadcast_like(
     lhs: Optional[Symbol] = ...,
     rhs: Optional[Symbol] = ...,
     *,
+    lhs_axes: Union[int, tuple[int, ...], None] = ...,
+    rhs_axes: Union[int, tuple[int, ...], None] = ...,
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
@@ -744,6 +758,12 @@ def argmin(
     *,
     axis: Optional[int] = ...,
     keepdims: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def argmax_channel(
+    data: Optional[Symbol] = ...,
+    *,
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
@@ -1121,6 +1141,25 @@ def logical_not(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def RNN(
+    data: Optional[Symbol] = ...,
+    parameters: Optional[Symbol] = ...,
+    state: Optional[Symbol] = ...,
+    *,
+    state_size: int,
+    num_layers: int,
+    bidirectional: bool = ...,
+    mode: Literal['rnn_relu', 'rnn_tanh', 'lstm', 'gru'],
+    p: float = ...,
+    state_outputs: bool = ...,
+    projection_size: Optional[int] = ...,
+    lstm_state_clip_min: Optional[float] = ...,
+    lstm_state_clip_max: Optional[float] = ...,
+    lstm_state_clip_nan: bool = ...,
+    use_sequence_length: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def transpose(
     data: Optional[Symbol] = ...,
     *,
@@ -1175,6 +1214,14 @@ def slice_axis(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def slice_like(
+    data: Optional[Symbol] = ...,
+    shape_like: Optional[Symbol] = ...,
+    *,
+    axes: tuple[int, ...] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def sort(
     data: Optional[Symbol] = ...,
     *,
@@ -1213,47 +1260,162 @@ def pick(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def UpSampling(
+    *data: Symbol,
+    scale: int,
+    num_filter: int = ...,
+    sample_type: Literal['nearest', 'bilinear'] = ...,
+    multi_input_mode: Literal['concat', 'sum'] = ...,
+    num_args: Optional[int] = ...,
+    workspace: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def Softmax(
+    data: Optional[Symbol] = ...,
+    label: Optional[Symbol] = ...,
+    *,
+    grad_scale: float = ...,
+    ignore_label: float = ...,
+    multi_output: bool = ...,
+    use_ignore: bool = ...,
+    preserve_shape: bool = ...,
+    normalization: Literal['null', 'batch', 'valid'] = ...,
+    out_grad: bool = ...,
+    smooth_alpha: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def BatchNorm_v1(
+    data: Optional[Symbol] = ...,
+    gamma: Optional[Symbol] = ...,
+    beta: Optional[Symbol] = ...,
+    moving_mean: Optional[Symbol] = ...,
+    moving_var: Optional[Symbol] = ...,
+    *,
+    eps: float = ...,
+    momentum: float = ...,
+    fix_gamma: bool = ...,
+    use_global_stats: bool = ...,
+    output_mean_var: bool = ...,
+    axis: int = ...,
+    cudnn_off: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def ElementWiseSum(
+    *data: Symbol,
+    num_args: Optional[int] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def broadcast_plus(
+    lhs: Optional[Symbol] = ...,
+    rhs: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def broadcast_minus(
+    lhs: Optional[Symbol] = ...,
+    rhs: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def stop_gradient(
+    data: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def make_loss(
+    data: Optional[Symbol] = ...,
+    *,
+    grad_scale: float = ...,
+    normalization: Literal['null', 'batch', 'valid'] = ...,
+    valid_thresh: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def sum_axis(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: Union[int, tuple[int, ...], None] = ...,
+    keepdims: bool = ...,
+    exclude: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def flip(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: tuple[int, ...],
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def swapaxes(
+    data: Optional[Symbol] = ...,
+    *,
+    dim1: int = ...,
+    dim2: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def broadcast_axes(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: tuple[int, ...] = ...,
+    size: tuple[int, ...] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def split(
+    data: Optional[Symbol] = ...,
+    *,
+    num_outputs: int,
+    axis: int = ...,
+    squeeze_axis: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def crop(
+    *,
+    begin: tuple[Optional[int], ...],
+    end: tuple[Optional[int], ...],
+    step: tuple[Optional[int], ...] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 
 Variable = var
-Softmax = SoftmaxOutput
-BatchNorm_v1 = BatchNorm
-ElementWiseSum = add_n
-broadcast_plus = broadcast_add
-broadcast_minus = broadcast_sub
 reshape = Reshape
 flatten = Flatten
-stop_gradient = BlockGrad
-sum_axis = sum
 Pad = pad
-flip = reverse
 cast = Cast
-swapaxes = SwapAxis
-broadcast_axes = broadcast_axis
 concat = Concat
-split = SliceChannel
-crop = slice
 
 __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json", "FullyConnected",
-    "SoftmaxOutput", "BatchNorm", "LeakyReLU", "softmax", "log_softmax", "SoftmaxActivation",
-    "Dropout", "Convolution", "negative", "exp", "log", "sqrt", "rsqrt", "square", "reciprocal",
-    "abs", "tanh", "sigmoid", "relu", "softrelu", "softsign", "log1p", "expm1", "sign",
-    "Activation", "clip", "broadcast_add", "broadcast_sub", "broadcast_mul", "broadcast_div",
-    "broadcast_power", "broadcast_maximum", "broadcast_minimum", "elemwise_add", "elemwise_sub",
-    "elemwise_mul", "elemwise_div", "broadcast_equal", "broadcast_not_equal", "broadcast_greater",
-    "broadcast_greater_equal", "broadcast_lesser", "broadcast_lesser_equal", "add_n", "Pooling",
-    "shape_array", "size_array", "Custom", "Deconvolution", "dot", "Reshape", "Flatten",
-    "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like", "ones_like", "sum", "mean",
-    "max", "min", "broadcast_like", "prod", "nansum", "nanprod", "norm", "argmax", "argmin",
-    "one_hot", "take", "Embedding", "where", "batch_dot", "broadcast_to", "tile", "repeat", "pad",
-    "reverse", "Cast", "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
-    "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
-    "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
-    "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "log10", "log2", "cbrt",
-    "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc", "fix", "round",
-    "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
-    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "transpose", "expand_dims",
-    "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "sort", "argsort", "topk", "pick",
-    "Softmax", "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "reshape",
-    "flatten", "stop_gradient", "sum_axis", "Pad", "flip", "cast", "swapaxes", "broadcast_axes",
-    "concat", "split", "crop", "pow", "power", "maximum", "minimum", "hypot", "zeros", "ones",
-    "full"]
+    "SoftmaxOutput", "BatchNorm", "LeakyReLU", "softmax", "log_softmax", "softmin",
+    "SoftmaxActivation", "Dropout", "Convolution", "negative", "exp", "log", "sqrt", "rsqrt",
+    "square", "reciprocal", "abs", "tanh", "sigmoid", "relu", "softrelu", "softsign", "log1p",
+    "expm1", "sign", "Activation", "clip", "broadcast_add", "broadcast_sub", "broadcast_mul",
+    "broadcast_div", "broadcast_power", "broadcast_maximum", "broadcast_minimum", "elemwise_add",
+    "elemwise_sub", "elemwise_mul", "elemwise_div", "broadcast_equal", "broadcast_not_equal",
+    "broadcast_greater", "broadcast_greater_equal", "broadcast_lesser", "broadcast_lesser_equal",
+    "add_n", "Pooling", "shape_array", "size_array", "Custom", "Deconvolution", "dot", "Reshape",
+    "Flatten", "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like", "ones_like",
+    "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod", "norm", "argmax",
+    "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where", "batch_dot",
+    "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "SwapAxis", "broadcast_axis",
+    "batch_take", "amp_cast", "amp_multicast", "softmax_cross_entropy", "LinearRegressionOutput",
+    "LogisticRegressionOutput", "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin",
+    "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians",
+    "log10", "log2", "cbrt", "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc",
+    "fix", "round", "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
+    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN", "transpose",
+    "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like",
+    "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
+    "broadcast_plus", "broadcast_minus", "reshape", "flatten", "stop_gradient", "make_loss",
+    "sum_axis", "Pad", "flip", "cast", "swapaxes", "broadcast_axes", "concat", "split", "crop",
+    "pow", "power", "maximum", "minimum", "hypot", "zeros", "ones", "full"]

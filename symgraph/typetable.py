@@ -21,7 +21,7 @@ import numpy as np
 from .attrs import _parse_shape
 from .base import SymgraphError
 from .graph import VARIABLE, Entry, Graph, Node
-from .registry import get_op
+from .registry import PartialShape, get_op
 
 Shape = tuple[int, ...]
 
@@ -124,6 +124,8 @@ def forward_types(node: Node, in_shapes: list, in_types: list) -> tuple[list, li
         touts = opdef.infer_type(node.attrs, list(in_types), [None] * n)[1]
     except SymgraphError:
         touts = [None] * n
+    # a PartialShape leaves dimensions to consumers: forward alone does not decide it
+    outs = [None if isinstance(s, PartialShape) else s for s in outs]
     return ([s if s is None or _is_shape(s) else tuple(int(d) for d in s) for s in outs],
             [t if t is None or isinstance(t, np.dtype) else np.dtype(t) for t in touts])
 

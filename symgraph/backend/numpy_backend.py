@@ -45,6 +45,16 @@ def _poison(view: np.ndarray) -> None:
         view.fill(np.iinfo(view.dtype).max if view.dtype.kind in "iu" else 1)
 
 
+def _concrete_attrs(step: Any, schedule: Schedule) -> Any:
+    """The step's attributes as its numpy reference needs them: an op whose attributes may
+    leave dimensions to inference (``_ones(shape=(-1, 3))``) states ``extra["at_shapes"]``,
+    which fills them in from the inferred output shapes."""
+    at_shapes = get_op(step.node.op).extra.get("at_shapes")
+    if at_shapes is None:
+        return step.node.attrs
+    return at_shapes(step.node.attrs, [schedule.shapes[o] for o in step.outputs])
+
+
 class NumpyProgram:
     """A schedule ready to run on the CPU. ``env`` holds one array per slot."""
 
@@ -52,8 +62,8 @@ class NumpyProgram:
         from ..passes import debug_level
         from ..passes.memory_plan import freed_after
         self.schedule = schedule
-        self._kernels = [(get_op(s.node.op).compute, s.node.attrs, s.inputs, s.outputs)
-                         for s in schedule.steps]
+        self._kernels = [(get_op(s.node.op).compute, _concrete_attrs(s, schedule), s.inputs,
+                          s.outputs) for s in schedule.steps]
         self._arena: Optional[np.ndarray] = None
         self._views_of = {a: (root, schedule.shapes[a]) for a, root in schedule.aliases.items()}
         plan = schedule.plan

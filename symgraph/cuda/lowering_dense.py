@@ -90,6 +90,7 @@ def _softmax(ctx: StepCtx, p: dict) -> list:
     else:
         outer, k, inner = softmax_axis_split(shape, a["axis"] % len(shape))
         scale = 1.0 / a["temperature"] if a.get("temperature") is not None else 1.0
+        scale = -scale if p.get("negate") else scale  # softmin
     kern = render_softmax(ctx.stem, outer, k, inner, bool(p.get("log", False)), scale,
                           ctx.dt(ctx.ins[0]), ctx.dt(ctx.outs[0]))
     rows = outer * inner

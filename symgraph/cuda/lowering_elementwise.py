@@ -10,6 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from ..expr import Expr, inp
+from ..ops.indexing import rows_condition
 from ..registry import get_op
 from .actions import (ALL_FLOATS, Callback, Copy, Fill, Host, Kernel, Ref, Shape, StepCtx,
                       Upload, family)
@@ -53,6 +54,19 @@ def _elementwise(ctx: StepCtx, p: dict) -> list:
     e = op.expr(ctx.attrs, *(inp(i) for i in range(len(ctx.ins))))
     return elementwise_actions(ctx, ctx.stem, [e], ctx.in_shapes, ctx.ins, ctx.out_shapes[0],
                                ctx.outs)
+
+
+@family("where")
+def _where(ctx: StepCtx, p: dict) -> list:
+    """``where``: the elementwise kernel of its formula; a 1-D condition picking rows is read
+    as (rows, 1, ...), which the kernel broadcasts over the data (fusion never sees this form:
+    simplify rewrites it)."""
+    cond, data = ctx.in_shapes[0], ctx.in_shapes[1]
+    shapes = list(ctx.in_shapes)
+    if rows_condition(cond, data):
+        shapes[0] = tuple(cond) + (1,) * (len(data) - 1)
+    e = get_op(ctx.step.node.op).expr(ctx.attrs, *(inp(i) for i in range(3)))
+    return elementwise_actions(ctx, ctx.stem, [e], shapes, ctx.ins, ctx.out_shapes[0], ctx.outs)
 
 
 @family("copy")

@@ -18,7 +18,11 @@ from .kernels_index import (render_arg_reduce, render_one_hot, render_take,
 @family("arg_reduce")
 def _arg_reduce(ctx: StepCtx, p: dict) -> list:
     """Index (as a float) of the first max / min along ``axis`` (None: flattened)."""
-    shape, axis = ctx.in_shapes[0], ctx.attrs["axis"]
+    shape = ctx.in_shapes[0]
+    if p.get("channel"):  # argmax_channel: axis 1, or all of a 1-D input
+        axis = 1 if len(shape) >= 2 else None
+    else:
+        axis = ctx.attrs["axis"]
     axes = list(range(len(shape))) if axis is None else [axis % len(shape)]
     kept = [d for d in range(len(shape)) if d not in axes]
     n_red = prod(shape[d] for d in axes)

@@ -19,11 +19,10 @@ from .lowering_elementwise import copy_actions, elementwise_actions
 from .lowering_reduce import reduce_actions
 @family("leaky_relu")
 def _leaky_relu(ctx: StepCtx, p: dict) -> list:
-    from ..ops.activation import LEAKY
+    from ..ops.activation import LEAKY, prelu_gamma_shape
     a, x = ctx.attrs, ctx.in_shapes[0]
     if a["act_type"] == "prelu":
-        g = ctx.in_shapes[1]
-        g_shape = (1, g[0]) + (1,) * (len(x) - 2) if len(x) > 1 else g
+        g_shape = prelu_gamma_shape(ctx.in_shapes[1], x)
         e, shapes = LEAKY["prelu"](inp(0), inp(1)), [x, g_shape]
     else:
         e, shapes = LEAKY[a["act_type"]](inp(0), E.const(a["slope"])), [x]

@@ -8,7 +8,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import AttrError, ShapeError
 from ..expr import Expr, evaluate, inp
-from ..registry import ELEMWISE, OpDef, RunCtx, register
+from ..registry import ELEMWISE, OpDef, PartialShape, RunCtx, register  # noqa: F401
 
 Shape = tuple[int, ...]
 
@@ -168,13 +168,14 @@ def expr_compute(formula: Callable[..., Expr]) -> Callable:
 def elementwise(name: str, formula: Callable[..., Expr], gradient: object,
                 inputs: tuple[str, ...] = ("data",), params: Optional[dict] = None,
                 pattern: str = ELEMWISE, shape_rule: Callable = same_shape,
-                doc: str = "", variadic: Optional[str] = None) -> OpDef:
+                doc: str = "", variadic: Optional[str] = None,
+                extra: Optional[dict] = None) -> OpDef:
     """Register an op given by a scalar formula; shape, dtype, numpy and CUDA derive from it."""
     return register(OpDef(
         name=name, params=params or {}, inputs=inputs, infer_shape=shape_rule,
         compute=expr_compute(formula), gradient=gradient, pattern=pattern, expr=formula,
         lowering="elementwise", partial_shapes=shape_rule in (same_shape, broadcast_shape),
-        doc=doc, variadic=variadic))
+        doc=doc, variadic=variadic, extra=extra or {}))
 
 
 SCALAR = {"scalar": Param("float", 1.0, doc="the scalar operand")}

@@ -15,10 +15,10 @@ from .. import expr as E
 from .. import random as _random
 from ..attrs import Attrs, Param
 from ..base import ShapeError
-from ..registry import OPAQUE, REDUCE, OpDef, RunCtx, register, same_type
+from ..registry import INJECTIVE, OPAQUE, REDUCE, OpDef, RunCtx, register, same_type
 from ._util import check_attr, fmt, norm_axis, same_shape
 from .nn import softmax_np
-from .norm import check_axis, vector_shape
+from .norm import check_axis
 
 SELU_ALPHA, SELU_LAMBDA = 1.6732632423543772, 1.0507009873554805
 SQRT1_2, INV_SQRT_2PI = math.sqrt(0.5), 1.0 / math.sqrt(2.0 * math.pi)
@@ -43,10 +43,28 @@ LEAKY: dict[str, Callable[[E.Expr, E.Expr], E.Expr]] = {
 }
 
 
+def prelu_gamma_shape(gamma: tuple, data: tuple) -> tuple:
+    """PReLU's ``gamma`` laid over ``data`` (MXNet's ``expand_shape``): its axes go, from the
+    right, onto the data's axes 1 and 0, each of the same size or 1; every other axis is 1.
+    So (C,) is per channel, (N, C) per sample and channel, (1,) one slope. ShapeError if
+    gamma does not fit."""
+    out = [1] * len(data)
+    k = len(gamma) - 1
+    for i in range(min(len(data), 2) - 1, -1, -1):
+        if k >= 0 and gamma[k] in (data[i], 1):
+            out[i] = gamma[k]
+            k -= 1
+    if k >= 0 or not gamma:
+        raise ShapeError(f"gamma {fmt(gamma)} does not fit data {fmt(data)}: it takes the "
+                         f"data's channel axis, optionally preceded by its batch axis "
+                         f"(each of that size or 1)")
+    return tuple(out)
+
+
 def _leaky_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x = xs[0]
     if a["act_type"] == "prelu":
-        s = xs[1].reshape(vector_shape(xs[1].shape[0], x.shape, 1)) if x.ndim > 1 else xs[1]
+        s = xs[1].reshape(prelu_gamma_shape(xs[1].shape, x.shape))
     else:
         s = x.dtype.type(a["slope"])
     return E.evaluate([LEAKY[a["act_type"]](E.inp(0), E.inp(1))], [x, s], x.dtype)
@@ -66,9 +84,10 @@ def _leaky_grad(c) -> list:
     if kind == "gelu":  # Phi(x) + x phi(x)
         d = (S.erf(x * SQRT1_2) + 1.0) * 0.5 + x * S.exp(S.square(x) * -0.5) * INV_SQRT_2PI
         return [dy * d]
-    gamma = S._axis_vector(c.inputs[1], x, axis=1)
+    gamma = S._prelu_gamma(c.inputs[1], x)
     neg = S.where(pos, S.zeros_like(x), x)
-    return [S.where(pos, dy, dy * gamma), S.sum(dy * neg, axis=1, exclude=True)]
+    dgamma = S.reshape_like(S._broadcast_backward(dy * neg, gamma), c.inputs[1])
+    return [S.where(pos, dy, S.broadcast_mul(dy, gamma)), dgamma]
 
 
 def _leaky_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -78,8 +97,7 @@ def _leaky_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
         return ins, outs
     if a["act_type"] == "prelu":
         ins[1] = ins[1] or ((data[1],) if len(data) > 1 else (1,))
-        if len(data) > 1 and ins[1] not in ((data[1],), (1,)):
-            raise ShapeError(f"gamma has shape {fmt(ins[1])}, expected ({data[1]},)")
+        prelu_gamma_shape(ins[1], data)
     ins[0] = data
     return ins, [data]
 
@@ -92,6 +110,14 @@ register(OpDef(
     _leaky_shape, _leaky_compute, _leaky_grad, OPAQUE, lowering='leaky_relu',
     doc="leaky: x>0 ? x : slope*x; prelu: learned per-channel slope gamma; elu: "
         "slope*(e^x-1) below 0; selu; gelu (erf form, as MXNet 1.9.1)."))
+
+register(OpDef(
+    "_prelu_gamma", {}, ("gamma", "like"),
+    lambda a, ins, outs: (ins, [prelu_gamma_shape(ins[0], ins[1])] if None not in ins else outs),
+    lambda a, xs, ctx: [xs[0].reshape(prelu_gamma_shape(xs[0].shape, xs[1].shape))],
+    lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE, lowering='copy',
+    infer_type=lambda a, ins, outs: (ins, [ins[0]] if ins[0] is not None else outs),
+    doc="PReLU's gamma reshaped to broadcast over `like` (its axes on like's axes 0-1)."))
 
 # -- softmax family --------------------------------------------------------------------------------
 
@@ -179,6 +205,13 @@ register(OpDef(
     _log_softmax_grad, REDUCE, lowering=('softmax', {'axis_from': 'attr', 'log': True}),
     doc="log(softmax(x/T)) along axis, computed stably."))
 
+register(OpDef(
+    "softmin", SOFTMAX_PARAMS, ("data",), _softmax_shape,
+    lambda a, xs, ctx: [softmax_np(-_scaled(a, xs[0]), a["axis"] % xs[0].ndim)],
+    lambda c: [-softmax_grad(c, {"axis": c.attrs["axis"]})], REDUCE,
+    lowering=('softmax', {'axis_from': 'attr', 'negate': True}),
+    doc="softmax(-x/T) along axis."))
+
 
 def _softmax_activation(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x = xs[0]
@@ -193,6 +226,7 @@ register(OpDef(
     lambda c: [softmax_grad(c, {"axis": 1} if c.attrs["mode"] == "channel"
                             else {"axis": 0, "exclude": True})],
     REDUCE, lowering=('softmax', {'axis_from': 'mode'}),
+    extra={"monitor_inputs": "input"},  # MXNet's monitor calls its input <name>_input0
     doc="Softmax over all but the first axis (instance) or over axis 1 (channel)."))
 
 # -- Dropout ---------------------------------------------------------------------------------------

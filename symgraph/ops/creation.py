@@ -5,11 +5,32 @@ from __future__ import annotations
 import numpy as np
 
 from ..attrs import Attrs, Param
+from ..base import ShapeError
 from ..registry import INJECTIVE, NOT_DIFFERENTIABLE, OpDef, RunCtx, register
+from ._util import PartialShape, check_attr, fmt, merge_dims
 
 
 def _made_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    return ins, [tuple(a["shape"])]
+    """``shape``, where -1 is a dimension left to the consumers (MXNet's
+    ``sym.ones(shape=(-1, 3))``): until they decide it, it is an unknown (0) of a
+    ``PartialShape``."""
+    shape = tuple(a["shape"])
+    if all(d >= 0 for d in shape):
+        return ins, [shape]
+    check_attr(all(d >= -1 for d in shape), "shape", shape,
+               "dimensions must be >= 0, or -1 for one its consumers decide")
+    partial = tuple(max(d, 0) for d in shape)
+    if outs[0] is not None:
+        merged = merge_dims(partial, outs[0])
+        if merged is None:
+            raise ShapeError(f"shape={shape} cannot be {fmt(outs[0])}")
+        partial = merged
+    return ins, [PartialShape(partial) if 0 in partial else partial]
+
+
+def _at_shapes(a: Attrs, out_shapes: list) -> Attrs:
+    """The attributes with ``shape`` as inferred (its -1s decided), for the numpy reference."""
+    return a if min(a["shape"], default=0) >= 0 else a.replace(shape=tuple(out_shapes[0]))
 
 
 def _made_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -29,7 +50,8 @@ for _name, _fill in CREATED.items():
         _name, _params, (), _made_shape,
         lambda a, xs, ctx, f=_fill: [np.full(a["shape"], a["value"] if f is None else f,
                                              dtype=np.dtype(a["dtype"] or np.float32))],
-        NOT_DIFFERENTIABLE, INJECTIVE, infer_type=_made_type,
+        NOT_DIFFERENTIABLE, INJECTIVE, infer_type=_made_type, partial_shapes=True,
+        extra={"at_shapes": _at_shapes},
         lowering=("fill", {"value": (lambda a: a["value"]) if _fill is None else _fill}),
         doc=f"An array of shape `shape` filled with {_fill if _fill is not None else 'value'}."))
 

@@ -48,6 +48,7 @@ elementwise(
     "Activation", lambda attrs, x: UNARY[attrs["act_type"]][0](x),
     lambda c: [UNARY[c.attrs["act_type"]][1](c, c.inputs[0], c.outputs[0], c.ograds[0])],
     params={"act_type": Param("str", choices=ACT_TYPES)},
+    extra={"monitor_inputs": "input"},  # MXNet's monitor calls its input act_input0
     doc="Activation(act_type=relu|sigmoid|tanh|softrelu|softsign).")
 
 elementwise(

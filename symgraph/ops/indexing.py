@@ -9,8 +9,9 @@ import numpy as np
 from .. import expr as E
 from ..attrs import Attrs, Param
 from ..base import ShapeError
-from ..registry import (GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef, RunCtx, register)
-from ._util import check_attr, checked, elementwise, fmt, forward_shape, same_shape
+from ..registry import (ELEMWISE, GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef, RunCtx,
+                        register)
+from ._util import check_attr, checked, expr_compute, fmt, forward_shape, same_shape
 from .tensor import (REDUCE_PARAMS, _reduce_compute, _unreduce, product_grad, reduce_axes,
                      reduced_shape)
 
@@ -131,6 +132,22 @@ for _name, _fn in (("argmax", np.argmax), ("argmin", np.argmin)):
                    doc=f"Index of the first {_name[3:]} along axis (None: flattened), as a "
                        f"float of the input's dtype. Not differentiable."))
 
+def _channel_shape(a: Attrs, s: list) -> list:
+    return [(1,) if len(s[0]) < 2 else tuple(s[0][:1]) + tuple(s[0][2:])]
+
+
+def _argmax_channel(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    x = xs[0]
+    out = np.argmax(x, axis=1) if x.ndim >= 2 else np.argmax(x).reshape(1)
+    return [np.asarray(out, dtype=x.dtype)]
+
+
+register(OpDef(
+    "argmax_channel", {}, ("data",), forward_shape(_channel_shape), _argmax_channel,
+    NOT_DIFFERENTIABLE, REDUCE, lowering=("arg_reduce", {"kind": "max", "channel": True}),
+    doc="argmax along axis 1 (a 1-D input: over all of it, giving (1,)), as a float of the "
+        "input's dtype, as MXNet's argmax_channel. Not differentiable."))
+
 # -- one_hot, take, Embedding --------------------------------------------------------------------
 
 
@@ -226,12 +243,50 @@ register(OpDef(
 
 # -- where, batch_dot ---------------------------------------------------------------------------
 
-elementwise(
-    "where", lambda a, cond, x, y: E.where(cond, x, y),
+def rows_condition(cond: tuple, data: tuple) -> bool:
+    """True when ``where``'s condition picks whole rows: 1-D against data of 2 or more axes
+    (MXNet's second form); otherwise condition and data have one shape."""
+    return len(cond) == 1 and len(data) >= 2
+
+
+def _where_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """x, y and the output share one shape; the condition has it too, or is 1-D with the
+    data's first dimension (0 = unknown, as in every partial shape)."""
+    cond = ins[0]
+    data_ins, data_outs = same_shape(a, ins[1:], outs)
+    data = data_outs[0]
+    if cond is None or data is None or not rows_condition(cond, data):
+        return same_shape(a, ins, outs)
+    if cond[0] and data[0] and cond[0] != data[0]:
+        raise ShapeError(f"condition {fmt(cond)} picks rows of data {fmt(data)}: its length "
+                         f"must be the data's first dimension {data[0]}")
+    rows = cond[0] or data[0]
+    data = (rows,) + tuple(data[1:])
+    return [(rows,), data, data], [data]
+
+
+def _where_formula(a: Attrs, cond: E.Expr, x: E.Expr, y: E.Expr) -> E.Expr:
+    return E.where(cond, x, y)
+
+
+_where_same_shape = expr_compute(_where_formula)
+
+
+def _where(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    cond, x, y = xs
+    if rows_condition(cond.shape, x.shape):
+        cond = cond.reshape(cond.shape + (1,) * (x.ndim - 1))
+    return _where_same_shape(a, [cond, x, y], ctx)
+
+
+register(OpDef(
+    "where", {}, ("condition", "x", "y"), _where_shape, _where,
     lambda c: [None, c.sym.where(c.inputs[0], c.ograds[0], c.sym.zeros_like(c.ograds[0])),
                c.sym.where(c.inputs[0], c.sym.zeros_like(c.ograds[0]), c.ograds[0])],
-    inputs=("condition", "x", "y"), shape_rule=same_shape,
-    doc="x where condition is nonzero, else y (all of one shape).")
+    ELEMWISE, expr=_where_formula, lowering="where", partial_shapes=True,
+    doc="x where condition is nonzero, else y: x, y and condition of one shape, or a 1-D "
+        "condition choosing whole rows (first axis) of x and y. Fusion sees only the first "
+        "form: simplify rewrites the second into a condition broadcast to the data's shape."))
 
 
 def _batch_dot_shape(a: Attrs, s: list) -> list:

@@ -1,4 +1,4 @@
-"""Pooling (max/avg/sum; 1-D, 2-D, 3-D; valid/full conventions) and its backward ops.
+"""Pooling (max/avg/sum; 1-D, 2-D, 3-D; valid/full/same conventions) and its backward ops.
 
 ``_backward_Pooling`` scatters the output gradient back (max: to the first maximum of each
 window, as MXNet), ``_pooling_gather`` is its adjoint, so pooling differentiates twice. Loops
@@ -24,7 +24,7 @@ Shape = tuple[int, ...]
 POOL_PARAMS = {
     "kernel": Param("shape", ()), "pool_type": Param("str", "max", ("max", "avg", "sum")),
     "global_pool": Param("bool", False), "cudnn_off": Param("bool", False),
-    "pooling_convention": Param("str", "valid", ("valid", "full")),
+    "pooling_convention": Param("str", "valid", ("valid", "full", "same")),
     "stride": Param("shape", ()), "pad": Param("shape", ()),
     "count_include_pad": Param("bool", True), "layout": Param("str?", None),
 }
@@ -45,6 +45,8 @@ def pool_window(a: Attrs, data: Shape) -> PoolWindow:
     kernel = tuple(a["kernel"])
     stride = tuple(a["stride"]) or (1,) * nsp
     pad = tuple(a["pad"]) or (0,) * nsp
+    if a["pooling_convention"] == "same":
+        return _same(data, kernel, stride, pad)
     if not len(kernel) == len(stride) == len(pad) == nsp:
         raise ShapeError(f"kernel {kernel}, stride {stride} and pad {pad} need {nsp} entries "
                          f"each for data {fmt(data)}")
@@ -61,6 +63,21 @@ def pool_window(a: Attrs, data: Shape) -> PoolWindow:
     out = tuple(int(rnd((p - k) / s)) + 1 for p, k, s in zip(padded, kernel, stride))
     return PoolWindow(data[0], data[1], tuple(data[2:]), kernel, stride, pad, (1,) * nsp, out,
                       *kind)
+
+
+def _same(data: Shape, kernel: Shape, stride: Shape, pad: Shape) -> tuple:
+    """MXNet's ``same`` convention, for 1-D data only as in MXNet 1.9.1: ceil(size / stride)
+    windows starting at i * stride, the last ones running into padding after the input (an
+    average divides by the cells inside it). ``pad`` must be zeros (MXNet: "Same pooling
+    convention disables the use of pad parameter"; it reads only the first entry)."""
+    if len(data) != 3:
+        raise ShapeError(f"pooling_convention='same' takes 3-D data (batch, channel, x), as "
+                         f"MXNet 1.9.1; got {fmt(data)}")
+    check_attr(not any(pad), "pad", pad, "must be 0 with pooling_convention='same'")
+    if len(kernel) != 1 or len(stride) != 1 or min(kernel + stride) < 1:
+        raise ShapeError(f"kernel {kernel} and stride {stride} need one positive entry each "
+                         f"for data {fmt(data)}")
+    return kernel, stride, (0,), (-(-data[2] // stride[0]),)
 
 
 def _pool_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -157,7 +174,7 @@ register(OpDef(
     lambda a, xs, ctx: [pool_forward(xs[0], a)],
     lambda c: [c.sym._backward_Pooling(c.ograds[0], c.inputs[0], c.outputs[0], **c.attrs)],
     OPAQUE, lowering='pooling', epilogue=True,
-    doc="Max/avg/sum pooling over 1-3 spatial axes (valid or full convention)."))
+    doc="Max/avg/sum pooling over 1-3 spatial axes (valid, full or same convention)."))
 
 
 register(OpDef(

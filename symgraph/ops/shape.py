@@ -14,7 +14,7 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import INJECTIVE, OpDef, RunCtx, alias, register
-from ._util import check_attr, fmt, forward_shape, like_input, norm_axes
+from ._util import check_attr, fmt, forward_shape, like_input, merge_dims, norm_axes
 from .norm import check_axis
 
 Shape = tuple[int, ...]
@@ -36,12 +36,27 @@ def _inverse(axes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(np.argsort([ax % len(axes) for ax in axes]).tolist())
 
 
+def _transpose_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """Both directions, partial shapes (0 = unknown) included: out[j] = data[axes[j]]."""
+    src, dst = ins[0], outs[0]
+    known = src if src is not None else dst
+    if known is None:
+        return ins, outs
+    axes = _transpose_axes(a, len(known))
+    back = tuple(np.argsort(axes).tolist())
+    fwd = tuple(src[i] for i in axes) if src is not None else dst
+    if src is not None and dst is not None:
+        fwd = merge_dims(fwd, dst)
+        if fwd is None:
+            raise ShapeError(f"data {fmt(src)} transposed by axes {axes} is not {fmt(dst)}")
+    return [tuple(fwd[j] for j in back)], [fwd]
+
+
 register(OpDef(
-    "transpose", {"axes": Param("shape", ())}, ("data",),
-    forward_shape(lambda a, s: [tuple(s[0][i] for i in _transpose_axes(a, len(s[0])))]),
+    "transpose", {"axes": Param("shape", ())}, ("data",), _transpose_shape,
     lambda a, xs, ctx: [np.ascontiguousarray(xs[0].transpose(_transpose_axes(a, xs[0].ndim)))],
     lambda c: [c.sym.transpose(c.ograds[0], axes=_inverse(c.attrs["axes"]))],
-    INJECTIVE, doc="Permute axes (default: reverse them).",
+    INJECTIVE, doc="Permute axes (default: reverse them).", partial_shapes=True,
     # GPU: one strided copy of the input viewed with permuted strides (cuda/lowering_views.py)
     lowering=("gather_views", {
         "views": lambda a, x, s: [x.transpose(_transpose_axes(a, x.ndim))]})))
@@ -278,3 +293,56 @@ _register_slicing("slice_axis", {"axis": Param("int"), "begin": Param("int"),
                                  "end": Param("int?", None)}, _slice_axis_index,
                   "Slice [begin, end) along one axis.")
 alias("crop", "slice")
+
+
+# -- slice_like ------------------------------------------------------------------------------------
+
+
+def _slice_like_index(a: Attrs, data: Shape, like: Shape) -> tuple:
+    """[0, like[axis]) on each of ``axes`` (all axes when empty, then ranks must match)."""
+    if not a["axes"]:
+        if len(data) != len(like):
+            raise ShapeError(f"without axes, slice_like slices every axis: data {fmt(data)} "
+                             f"and shape_like {fmt(like)} need one rank")
+        axes = tuple(range(len(data)))
+    else:
+        axes = norm_axes(a["axes"], len(data), "axes")
+    index = [slice(None)] * len(data)
+    for ax in axes:
+        if ax >= len(like) or like[ax] > data[ax]:
+            raise ShapeError(f"axis {ax}: shape_like {fmt(like)} does not fit inside data "
+                             f"{fmt(data)}")
+        index[ax] = slice(0, like[ax])
+    return tuple(index)
+
+
+def _slice_like_shape(a: Attrs, s: list) -> list:
+    index = _slice_like_index(a, s[0], s[1])
+    return [tuple(len(range(*sl.indices(n))) for sl, n in zip(index, s[0]))]
+
+
+def _origin(shape: Shape) -> tuple:
+    """The block of ``shape`` at the origin (where slice_like's output came from)."""
+    return tuple(slice(0, n) for n in shape)
+
+
+def _backward_slice_like(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    dy, x = xs
+    out = np.zeros(x.shape, dtype=dy.dtype)
+    out[_origin(dy.shape)] = dy
+    return [out]
+
+
+register(OpDef(
+    "slice_like", {"axes": Param("shape", ())}, ("data", "shape_like"),
+    forward_shape(_slice_like_shape),
+    lambda a, xs, ctx: [xs[0][_slice_like_index(a, xs[0].shape, xs[1].shape)].copy()],
+    lambda c: [c.sym._backward_slice_like(c.ograds[0], c.inputs[0]), None], INJECTIVE,
+    lowering=("gather_views", {"views": lambda a, x, s: [x[_slice_like_index(a, s[0], s[1])]]}),
+    doc="data cut to shape_like's size on `axes` (every axis when empty), from index 0."))
+register(OpDef(
+    "_backward_slice_like", {}, ("ograd", "data"), like_input(1), _backward_slice_like,
+    lambda c: [c.sym.slice_like(c.ograds[0], c.inputs[0]), None], INJECTIVE,
+    lowering=("scatter_views", {"views": lambda a, x, s: [x[_origin(s[0])]], "zero": True,
+                                "inputs": (0,)}),
+    doc="Gradient of slice_like: ograd placed at the origin of zeros shaped like the data."))

@@ -11,7 +11,7 @@ from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import (BROADCAST, GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef,
                         RunCtx, alias, register)
-from ._util import broadcast_shapes, fmt, forward_shape, norm_axis, same_shape
+from ._util import broadcast_shapes, fmt, forward_shape, norm_axes, norm_axis, same_shape
 
 Shape = tuple[int, ...]
 
@@ -184,6 +184,7 @@ _identity("MakeLoss", lambda c: [_make_loss_grad(c)], "Identity forward; its gra
           "gradients.", {"grad_scale": Param("float", 1.0),
                          "normalization": Param("str", "null", ("null", "batch", "valid")),
                          "valid_thresh": Param("float", 0.0)})
+alias("make_loss", "MakeLoss")  # MXNet's make_loss: MakeLoss with its defaults (gradient ones)
 
 
 def _make_loss_grad(c) -> object:
@@ -328,19 +329,40 @@ register(OpDef(
 
 
 def _broadcast_like_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    if ins[0] is not None and ins[1] is not None:
-        if broadcast_shapes([ins[0], ins[1]]) != tuple(ins[1]):
-            raise ShapeError(f"cannot broadcast {fmt(ins[0])} to {fmt(ins[1])}")
-        return ins, [ins[1]]
-    return ins, outs
+    """rhs's shape; with ``lhs_axes``/``rhs_axes``, lhs's shape with each lhs axis (of size 1)
+    taking the size of the paired rhs axis (MXNet's pairing)."""
+    lhs, rhs = ins
+    if lhs is None or rhs is None:
+        return ins, outs
+    if a["lhs_axes"] is None and a["rhs_axes"] is None:
+        if broadcast_shapes([lhs, rhs]) != tuple(rhs):
+            raise ShapeError(f"cannot broadcast {fmt(lhs)} to {fmt(rhs)}")
+        return ins, [rhs]
+    la = norm_axes(a["lhs_axes"] or (), len(lhs), "lhs_axes")
+    ra = norm_axes(a["rhs_axes"] or (), len(rhs), "rhs_axes")
+    if len(la) != len(ra):
+        raise ShapeError(f"lhs_axes {a['lhs_axes']} and rhs_axes {a['rhs_axes']} pair up "
+                         f"axes: they need one length")
+    out = list(lhs)
+    for i, j in zip(la, ra):
+        if lhs[i] not in (1, rhs[j]):
+            raise ShapeError(f"lhs axis {i} of {fmt(lhs)} has size {lhs[i]}, neither 1 nor "
+                             f"rhs axis {j}'s {rhs[j]}")
+        out[i] = rhs[j]
+    return ins, [tuple(out)]
 
 
 register(OpDef(
-    "broadcast_like", {}, ("lhs", "rhs"), _broadcast_like_shape,
-    lambda a, xs, ctx: [np.broadcast_to(xs[0], xs[1].shape).copy()],
+    "broadcast_like", {
+        "lhs_axes": Param("axis", None, doc="axes of lhs (of size 1) to broadcast; None: all"),
+        "rhs_axes": Param("axis", None, doc="the rhs axes whose sizes they take, paired")},
+    ("lhs", "rhs"), _broadcast_like_shape,
+    lambda a, xs, ctx: [np.broadcast_to(
+        xs[0], _broadcast_like_shape(a, [xs[0].shape, xs[1].shape], [None])[1][0]).copy()],
     lambda c: [c.sym._broadcast_backward(c.ograds[0], c.inputs[0]), None], BROADCAST,
     lowering="broadcast_to", infer_type=lhs_type,
-    doc="lhs broadcast to the shape of rhs."))
+    doc="lhs broadcast to the shape of rhs (only on lhs_axes, to the sizes of the paired "
+        "rhs_axes, when given)."))
 
 
 # -- dot ----------------------------------------------------------------------------------------

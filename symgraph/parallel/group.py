@@ -27,13 +27,23 @@ from ..ndarray import NDArray, array
 from .bucket import DEFAULT_BUCKET_BYTES
 from . import flat
 from .bucket import make_buckets
-from .split import split_batch
+from .split import batch_axis, split_batch, take_part
 from .step import DeviceSlice, StepQueue
 
 
 def _host(x: Any) -> np.ndarray:
     return x._data if isinstance(x, NDArray) and x.context.device_type == "cpu" \
         else np.asarray(x.asnumpy() if hasattr(x, "asnumpy") else x)
+
+
+def _with_dim(shape: Sequence[int], axis: int, size: int) -> tuple:
+    """``shape`` with ``size`` at ``axis`` (a device's part of the batch)."""
+    return tuple(shape[:axis]) + (size,) + tuple(shape[axis + 1:])
+
+
+def _merged(parts: list[NDArray], axis: int) -> NDArray:
+    """Per-device arrays joined along the batch ``axis``, in their dtype."""
+    return array(np.concatenate([p.asnumpy() for p in parts], axis=axis), dtype=parts[0].dtype)
 
 
 class DataParallelModule(Module):
@@ -60,6 +70,7 @@ class DataParallelModule(Module):
         self._contexts = contexts
         self._work_load_list = list(work_load_list or [1] * len(contexts))
         self._slices: list[slice] = []
+        self._axes: dict[str, int] = {}  # batch axis of each input (its DataDesc layout)
         self._updaters: list[Any] = []
         self._comm: Any = None
         self._queue = StepQueue()  # fit's step: enqueue order, host waits, phase times
@@ -91,16 +102,23 @@ class DataParallelModule(Module):
 
     # -- bind ----------------------------------------------------------------------------------
     def _bind_executors(self, descs: list[DataDesc], reqs: dict[str, str],
-                        for_training: bool) -> list[Any]:
-        """One executor per context, each for its slice of the batch (Module.bind's checks
-        and parameter copies then serve every device)."""
-        slices = split_batch(descs[0].shape[0], self._work_load_list, len(self._contexts))
+                        for_training: bool, shared_module: Any = None) -> list[Any]:
+        """One executor per context, each for its slice of the batch along each input's
+        ``__layout__`` batch axis (Module.bind's checks and parameter copies then serve every
+        device)."""
+        if shared_module is not None:
+            raise BindError(f"Module over {self._contexts}: shared_module is supported on one "
+                            f"device only")
+        axes = {d.name: batch_axis(d.layout) for d in descs}
+        slices = split_batch(descs[0].shape[axes[descs[0].name]], self._work_load_list,
+                             len(self._contexts))
         types = {d.name: d.dtype for d in descs}
         execs = [self._symbol.simple_bind(
             ctx, grad_req=reqs, type_dict=types,
-            **{d.name: (part.stop - part.start,) + tuple(d.shape[1:]) for d in descs})
+            **{d.name: _with_dim(d.shape, axes[d.name], part.stop - part.start) for d in descs})
             for ctx, part in zip(self._contexts, slices)]
-        self._execs, self._slices = execs, slices  # all made: a failed bind leaves the old
+        # all made: a failed bind leaves the old
+        self._execs, self._slices, self._axes = execs, slices, axes
         if for_training and self._contexts[0].device_type == "gpu":
             self._buckets()  # flat gradient buckets: before any run records the pointers
         return self._execs
@@ -179,7 +197,7 @@ class DataParallelModule(Module):
         host = self._host_batch(data_batch)
         for exe, part in zip(self._execs, self._slices):
             for name, value in host.items():
-                exe.arg_dict[name][:] = value[part]
+                exe.arg_dict[name][:] = take_part(value, self._axes.get(name, 0), part)
 
     def forward(self, data_batch: DataBatch, is_train: Optional[bool] = None) -> None:
         self._load_batch(data_batch)
@@ -190,9 +208,16 @@ class DataParallelModule(Module):
     def backward(self, out_grads: Any = None) -> None:
         if not self.for_training:
             raise BindError("backward: module was bound with for_training=False")
+        axes = self._output_axes()
         for exe, part in zip(self._execs, self._slices):
             exe.backward(None if out_grads is None else
-                         [array(_host(g)[part], exe._ctx) for g in out_grads])
+                         [array(take_part(_host(g), ax, part), exe._ctx, g.dtype)
+                          for g, ax in zip(out_grads, axes)])
+
+    def _output_axes(self) -> list[int]:
+        """The batch axis of each output (its ``__layout__``, as MXNet's executor group)."""
+        return [batch_axis(self._symbol[i].attr("__layout__"))
+                for i in range(len(self._output_names))]
 
     def _buckets(self) -> list[list[list[Any]]]:
         """Per bucket, the gradient arrays of every device (``[device][array]``), made once
@@ -261,7 +286,7 @@ class DataParallelModule(Module):
             self._staging()
         stage = self._stage_buffers
         devices = [DeviceSlice(exe, part, host, stage[exe] if stage is not None else None,
-                               lambda k=k: self._update_device(k))
+                               lambda k=k: self._update_device(k), self._axes)
                    for k, (exe, part) in enumerate(zip(self._execs, self._slices))]
         self._queue.run(devices, self.allreduce, self._comm)
 
@@ -316,13 +341,12 @@ class DataParallelModule(Module):
         per = [list(exe.outputs) for exe in self._execs]
         if not merge_multi_context:
             return [[p[i] for p in per] for i in range(len(per[0]))]
-        return [array(np.concatenate([p[i].asnumpy() for p in per]))
-                for i in range(len(per[0]))]
+        return [_merged([p[i] for p in per], ax) for i, ax in enumerate(self._output_axes())]
 
     def get_input_grads(self, merge_multi_context: bool = True) -> list:
         if not self.inputs_need_grad:
             raise BindError("get_input_grads: module was bound with inputs_need_grad=False")
-        return [array(np.concatenate([exe.grad_dict[n].asnumpy() for exe in self._execs]))
+        return [_merged([exe.grad_dict[n] for exe in self._execs], self._axes.get(n, 0))
                 for n in self._data_names]
 
     def update_metric(self, eval_metric: Any, labels: Sequence, pre_sliced: bool = False,
@@ -333,9 +357,10 @@ class DataParallelModule(Module):
 
     @property
     def output_shapes(self) -> list[tuple[str, tuple]]:
-        batch = self._data_shapes[0].shape[0]
-        return [(n, (batch,) + tuple(o.shape[1:]))
-                for n, o in zip(self._output_names, self._exec.outputs)]
+        d = self._data_shapes[0]
+        batch = d.shape[self._axes.get(d.name, 0)]
+        return [(n, _with_dim(o.shape, ax, batch)) for n, o, ax
+                in zip(self._output_names, self._exec.outputs, self._output_axes())]
 
 
 class _UpdaterGroup:

@@ -7,7 +7,20 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+import numpy as np
+
 from ..base import BindError
+
+
+def batch_axis(layout: Optional[str]) -> int:
+    """The batch axis of an array of ``layout`` (MXNet's ``DataDesc.get_batch_axis``): the
+    position of ``N``, 0 without a layout or an ``N``."""
+    return max(0, (layout or "N").find("N"))
+
+
+def take_part(value: np.ndarray, axis: int, part: slice) -> np.ndarray:
+    """Samples ``part`` of ``value`` along its batch ``axis`` (a view)."""
+    return value[(slice(None),) * axis + (part,)]
 
 
 def split_batch(batch_size: int, work_load_list: Optional[Sequence[float]] = None,

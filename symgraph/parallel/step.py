@@ -28,6 +28,8 @@ from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
 
 import numpy as np
 
+from .split import take_part
+
 # a device's batch slices are filled on a worker thread from this size up (below it the
 # hand-off costs more than the copy)
 STAGE_THREAD_BYTES = 256 * 1024
@@ -164,9 +166,10 @@ class DeviceSlice:
     (CPU replicas). ``update`` queues the device's optimizer step."""
 
     def __init__(self, exe: Any, part: slice, host: dict[str, np.ndarray], staging: Any,
-                 update: Callable[[], None]) -> None:
+                 update: Callable[[], None], axes: Optional[dict[str, int]] = None) -> None:
         self.exe, self.part, self.host, self.staging = exe, part, host, staging
         self._update = update
+        self.axes = axes or {}  # batch axis of each input (``__layout__``), 0 if absent
         self.sends: list[tuple] = []
 
     def stage(self, pool: Optional[ThreadPoolExecutor]) -> Ready:
@@ -177,14 +180,15 @@ class DeviceSlice:
             target = self.exe.arg_dict[name]
             buf, entry = self.staging.reserve(target)
             self.sends.append((target, buf, entry))
-            copies.append((buf, value[self.part]))
+            copies.append((buf, take_part(value, self.axes.get(name, 0), self.part)))
         return stage_copies(copies, pool, _fill, STAGE_THREAD_BYTES)
 
     def launch(self, ready: Ready) -> None:
         ready()
         if self.staging is None:
             for name, value in self.host.items():
-                self.exe.arg_dict[name][:] = value[self.part]
+                self.exe.arg_dict[name][:] = take_part(value, self.axes.get(name, 0),
+                                                       self.part)
         else:
             stream = self.exe.train_program.stream
             for target, buf, entry in self.sends:

@@ -48,10 +48,13 @@ def _total(sym: Any, grads: list) -> Any:
     return grads[0] if len(grads) == 1 else sym.add_n(*grads)
 
 
-def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[Any]]) -> list:
+def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[Any]],
+             zero_as_none: bool = False) -> list:
     """Gradient symbols of ``graph``'s outputs with respect to the variables ``wrt``.
 
     ``head_grads[i]`` is the symbol of output i's gradient (None: that output has none).
+    A variable no gradient reaches gets ``zeros_like`` of it, or None with ``zero_as_none``
+    (the executor then fills its gradient array instead of computing zeros).
     """
     table = types_of(graph)
     nodes = graph.nodes()
@@ -87,7 +90,10 @@ def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[An
     for v in wrt:
         e = Entry(v)
         with _name.Prefix(f"{v.name}_grad_"):
-            result.append(_total(S, ograds[e]) if e in ograds else S.zeros_like(S.Symbol((e,))))
+            if e in ograds:
+                result.append(_total(S, ograds[e]))
+            else:
+                result.append(None if zero_as_none else S.zeros_like(S.Symbol((e,))))
     return result
 
 

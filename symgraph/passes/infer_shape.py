@@ -11,7 +11,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..base import AttrError, ShapeError, where
 from ..graph import Entry, Graph, Node, check_unique_inputs
-from ..ops._util import as_shape, merge_dims
+from ..ops._util import PartialShape, as_shape, merge_dims
 from ..registry import get_op
 from ..typetable import declared_partial, declared_shape  # noqa: F401  (declared_shape: API)
 
@@ -40,13 +40,15 @@ class _Known:
         got = self.full.get(e)
         return got if got is not None or not partial else self.partial.get(e)
 
-    def put(self, e: Entry, new: Shape) -> Optional[Shape]:
-        """Record ``new``; returns the conflicting known shape, or None. Sets ``changed``."""
+    def put(self, e: Entry, new: Shape, partial: bool = False) -> Optional[Shape]:
+        """Record ``new``; returns the conflicting known shape, or None. Sets ``changed``.
+        ``partial``: a 0 in ``new`` is unknown even in exact mode (``PartialShape``)."""
+        exact = self.exact and not partial
         old = self.full.get(e)
         if old is not None:
-            same = old == new if self.exact else merge_dims(old, new) == old
+            same = old == new if exact else merge_dims(old, new) == old
             return None if same else old
-        if self.exact:
+        if exact:
             self.full[e] = new
             self.changed = True
             return None
@@ -99,6 +101,11 @@ def _apply(node: Node, known: _Known) -> bool:
             from None
     if _nothing_new(node.inputs, new_ins, full) and _nothing_new(entries, new_outs, full):
         return settled
+    # in a bind, a 0 is an empty axis, unless it comes from a PartialShape (directly or through
+    # a rule that read one): then it is an unknown dimension until a rule fills it in
+    partial = partial and bool(known.partial) and any(
+        e in known.partial for e in (*node.inputs, *entries))
+    partial = partial or any(isinstance(s, PartialShape) for s in (*new_ins, *new_outs))
     in_names = opdef.input_names(node.attrs)
     out_names = opdef.output_names(node.attrs)
     slots = [(e, n, new, i, True) for i, (e, n, new)
@@ -109,7 +116,7 @@ def _apply(node: Node, known: _Known) -> bool:
         if new is None or new is full.get(entry):
             continue
         new = as_shape(new, f"{where(node.name, node.op)}{slot}")
-        clash = known.put(entry, new)
+        clash = known.put(entry, new, partial)
         if clash is not None:
             src = _describe(in_names, ins, i if is_input else -1)
             raise ShapeError(f"{where(node.name, node.op)}{slot} has shape {tuple(clash)}, "

@@ -32,6 +32,7 @@ from typing import Callable, Optional
 from ..attrs import Attrs
 from ..expr import Expr, inp
 from ..graph import VARIABLE, Entry, Graph, Node, Replacement, rewrite
+from ..ops.indexing import rows_condition
 from ..registry import generation, get_op
 from ..typetable import TypeTable, types_of
 
@@ -200,6 +201,20 @@ def _same_dtype_rule(node: Node, sc: TypeTable) -> Replacement:
     return [node.inputs[0]] if t_in is not None and t_in == t_out else None
 
 
+def _where_rows_rule(node: Node, sc: TypeTable) -> Replacement:
+    """``where`` with a 1-D condition picking rows -> ``where`` of that condition reshaped to
+    (rows, 1, ...) and broadcast to the data's shape: fusion and the fused kernels then see
+    only conditions of the data's shape."""
+    cond, data = sc.shape(node.inputs[0]), sc.shape(Entry(node))
+    if cond is None or data is None or not rows_condition(cond, data):
+        return None
+    column = (cond[0],) + (1,) * (len(data) - 1)
+    shaped = Node("Reshape", node.name + "_cond_rows", Attrs({"shape": column, "reverse": False}),
+                  (node.inputs[0],))
+    full = Node("broadcast_to", node.name + "_cond", Attrs({"shape": data}), (Entry(shaped),))
+    return Node(node.op, node.name, node.attrs, (Entry(full),) + node.inputs[1:], node.extra)
+
+
 RULES: dict[str, Callable[[Node, TypeTable], Replacement]] = {
     "Cast": _cast_rule,
     "amp_cast": _cast_rule,
@@ -214,6 +229,7 @@ RULES: dict[str, Callable[[Node, TypeTable], Replacement]] = {
     "add_n": _add_n_rule,
     "broadcast_mul": _mul_ones_rule,
     "elemwise_mul": _mul_ones_rule,
+    "where": _where_rows_rule,
 }
 
 
