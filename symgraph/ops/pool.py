@@ -46,7 +46,8 @@ def pool_window(a: Attrs, data: Shape) -> PoolWindow:
     stride = tuple(a["stride"]) or (1,) * nsp
     pad = tuple(a["pad"]) or (0,) * nsp
     if a["pooling_convention"] == "same":
-        return _same(data, kernel, stride, pad)
+        return PoolWindow(data[0], data[1], tuple(data[2:]), *_same(data, kernel, stride, pad),
+                          *kind)
     if not len(kernel) == len(stride) == len(pad) == nsp:
         raise ShapeError(f"kernel {kernel}, stride {stride} and pad {pad} need {nsp} entries "
                          f"each for data {fmt(data)}")
@@ -66,10 +67,12 @@ def pool_window(a: Attrs, data: Shape) -> PoolWindow:
 
 
 def _same(data: Shape, kernel: Shape, stride: Shape, pad: Shape) -> tuple:
-    """MXNet's ``same`` convention, for 1-D data only as in MXNet 1.9.1: ceil(size / stride)
-    windows starting at i * stride, the last ones running into padding after the input (an
-    average divides by the cells inside it). ``pad`` must be zeros (MXNet: "Same pooling
-    convention disables the use of pad parameter"; it reads only the first entry)."""
+    """(kernel, stride, pad, dilate, out) of MXNet's ``same`` convention (the padding after
+    the input follows from them: ``PoolWindow.after``)."""
+    # MXNet's ``same`` convention, for 1-D data only as in MXNet 1.9.1: ceil(size / stride)
+    # windows starting at i * stride, the last ones running into padding after the input (an
+    # average divides by the cells inside it). ``pad`` must be zeros (MXNet: "Same pooling
+    # convention disables the use of pad parameter"; it reads only the first entry).
     if len(data) != 3:
         raise ShapeError(f"pooling_convention='same' takes 3-D data (batch, channel, x), as "
                          f"MXNet 1.9.1; got {fmt(data)}")
@@ -77,7 +80,7 @@ def _same(data: Shape, kernel: Shape, stride: Shape, pad: Shape) -> tuple:
     if len(kernel) != 1 or len(stride) != 1 or min(kernel + stride) < 1:
         raise ShapeError(f"kernel {kernel} and stride {stride} need one positive entry each "
                          f"for data {fmt(data)}")
-    return kernel, stride, (0,), (-(-data[2] // stride[0]),)
+    return kernel, stride, (0,), (1,), (-(-data[2] // stride[0]),)
 
 
 def _pool_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
