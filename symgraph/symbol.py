@@ -355,12 +355,7 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
     if opdef.variadic and opdef.variadic not in attrs:
         attrs[opdef.variadic] = len(inputs)
     node_name = _name.current().get(name, opdef.name)
-    parsed = parse_attrs(opdef.params, attrs, _where(node_name, opdef.name))
-    try:  # an op's input/output lists may check its attributes (SliceChannel's num_outputs)
-        slots = opdef.input_names(parsed)
-        n_visible = opdef.num_visible_outputs(parsed)
-    except AttrError as exc:
-        raise AttrError(f"{_where(node_name, opdef.name)}{exc}") from None
+    parsed, slots, n_visible = _parsed(opdef, attrs, node_name)
     if len(inputs) > len(slots):
         raise AttrError(f"{_where(node_name, opdef.name)}takes inputs {list(slots)}, "
                         f"got {len(inputs)} symbols")
@@ -380,6 +375,37 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
     node = Node(opdef.name, node_name, parsed, tuple(entries),
                 Attrs({k: str(v) for k, v in (extra or {}).items()}))
     return Symbol([Entry(node, i) for i in range(n_visible)])
+
+
+# (op, registry generation, given attrs) -> (parsed attrs, input names, visible outputs):
+# autodiff makes most of its nodes from a few such combinations; parsing is a pure function of
+# the op's schema and the given values.
+_PARSED: dict[tuple, tuple[Attrs, tuple[str, ...], int]] = {}
+_PLAIN = (str, int, float, bool, type(None))  # values remembered (containers are not)
+
+
+def _parsed(opdef: registry.OpDef, attrs: dict,
+            node_name: str) -> tuple[Attrs, tuple[str, ...], int]:
+    """``attrs`` parsed against ``opdef``'s schema, with the op's input names and number of
+    visible outputs under them (remembered for hashable ``attrs``)."""
+    key: Optional[tuple] = None
+    if all(type(v) in _PLAIN for v in attrs.values()):
+        # The types are part of the key: 1, 1.0 and True are equal but may parse differently.
+        key = (opdef.name, registry.generation(),
+               tuple([(k, type(v), v) for k, v in attrs.items()]))
+        found = _PARSED.get(key)
+        if found is not None:
+            return found
+    parsed = parse_attrs(opdef.params, attrs, _where(node_name, opdef.name))
+    try:  # an op's input/output lists may check its attributes (SliceChannel's num_outputs)
+        found = (parsed, opdef.input_names(parsed), opdef.num_visible_outputs(parsed))
+    except AttrError as exc:
+        raise AttrError(f"{_where(node_name, opdef.name)}{exc}") from None
+    if key is not None:
+        if len(_PARSED) > 4096:  # distinct scalars could grow it without bound
+            _PARSED.clear()
+        _PARSED[key] = found
+    return found
 
 
 def make_op_function(opdef: registry.OpDef):
