@@ -60,7 +60,7 @@ class _Grouping:
         self.users = graph.consumers()
         self.group: dict[Node, int] = {}
         self.parent: list[int] = []
-        self.bits: list[int] = []
+        self.merged: dict[int, int] = {}  # root -> bits of the groups merged into it
         self.ext: list[int] = []
         self.members: list[list[Node]] = []
         self.head: list[Optional[Node]] = []
@@ -78,6 +78,10 @@ class _Grouping:
             role = self.roles[node.op] = _op_role(node.op)
         return role
 
+    def _bits(self, r: int) -> int:
+        """The group bits of root ``r``: its own, and those of the groups merged into it."""
+        return self.merged.get(r) or 1 << r
+
     def root(self, gid: int) -> int:
         parent = self.parent
         while parent[gid] != gid:
@@ -92,7 +96,6 @@ class _Grouping:
     def _new(self, node: Node, head: bool, kind: tuple) -> int:
         gid = len(self.parent)
         self.parent.append(gid)
-        self.bits.append(1 << gid)
         self.ext.append(0)
         self.members.append([node])
         self.head.append(node if head else None)
@@ -122,9 +125,9 @@ class _Grouping:
             return False
         if len(self.members[r]) + len(self.members[h]) > MAX_MEMBERS:
             return False
-        if self.ext[r] & self.bits[h] or self.ext[h] & self.bits[r]:
+        if self.ext[r] & self._bits(h) or self.ext[h] & self._bits(r):
             return False
-        return not self._outside_reaches(node, in_roots, (r, h), self.bits[r] | self.bits[h])
+        return not self._outside_reaches(node, in_roots, (r, h), self._bits(r) | self._bits(h))
 
     def _input_roots(self, node: Node) -> list[Optional[int]]:
         """The group root of each input's producer (None outside groups); ``root`` inlined:
@@ -145,7 +148,7 @@ class _Grouping:
         roots = list(dict.fromkeys(r for r in in_roots if r is not None))
         kind = self._kind(node)
         r = next((r for r in roots if self._compatible(node, r, kind)
-                  and not self._outside_reaches(node, in_roots, (r,), self.bits[r])), None)
+                  and not self._outside_reaches(node, in_roots, (r,), self._bits(r))), None)
         if r is None:
             r = self._new(node, False, kind)
         else:
@@ -153,21 +156,21 @@ class _Grouping:
             for h in roots:
                 if h != r and self._can_merge(r, h, node, kind, in_roots):
                     self.parent[h] = r
-                    self.bits[r] |= self.bits[h]
-                    self.ext[r] |= self.ext[h]
+                    self.merged[r] = self._bits(r) | self._bits(h)
+                    self.ext[r] = _union(self.ext[r], self.ext[h])
                     self.members[r] += self.members[h]
                     self.head[r] = self.head[r] or self.head[h]
                     in_roots = [r if x == h else x for x in in_roots]
         for e, x in zip(node.inputs, in_roots):
             if x != r:
-                self.ext[r] |= self.anc[e.node]
+                self.ext[r] = _union(self.ext[r], self.anc[e.node])
         return r
 
     def add(self, node: Node) -> None:
         anc, late = 0, node.op == VARIABLE and node.extra.get("__phase__") == "backward"
         anc_of, late_of = self.anc, self.late
         for e in node.inputs:
-            anc |= anc_of[e.node]
+            anc = _union(anc, anc_of[e.node])
             late = late or late_of[e.node]
         late_of[node] = late
         gid = None
@@ -177,10 +180,11 @@ class _Grouping:
         elif role == HEAD:
             gid = self._new(node, True, self._kind(node))
             for e in node.inputs:
-                self.ext[gid] |= self.anc[e.node]
+                self.ext[gid] = _union(self.ext[gid], self.anc[e.node])
         if gid is not None:
             self.group[node] = gid
-            anc |= 1 << gid
+            if not (anc >> gid) & 1:  # a member of its input's group: no new int
+                anc |= 1 << gid
         self.anc[node] = anc
 
     def _is_group_output(self, e: Entry, r: int, besides: Node) -> bool:
@@ -202,7 +206,7 @@ class _Grouping:
                     or not self._compatible(node, h, self._kind(node)):
                 continue
             if all((self.root_of(e.node) != r or self._is_group_output(e, r, node))
-                   and not self.anc[e.node] & self.bits[h] for e in node.inputs):
+                   and not self.anc[e.node] & self._bits(h) for e in node.inputs):
                 self.members[r].remove(node)
                 self.members[h].append(node)
                 self.group[node] = h
@@ -210,6 +214,18 @@ class _Grouping:
     def groups(self) -> dict[int, list[Node]]:
         """Root id -> members in topological order."""
         return {r: ms for r, ms in enumerate(self.members) if self.parent[r] == r}
+
+
+def _union(a: int, b: int) -> int:
+    """``a | b``, returning ``a`` or ``b`` itself when it already holds the other. The masks
+    grow with the number of groups; most nodes add no new bit to what an input has, and
+    sharing the object keeps memory (and time) linear instead of one new mask per node."""
+    if a is b or not b:
+        return a
+    if not a:
+        return b
+    c = a | b
+    return a if c == a else b if c == b else c
 
 
 def _kernel_name(ops: list[str]) -> str:
