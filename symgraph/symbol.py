@@ -373,8 +373,8 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
             raise AttrError(f"{_where(node_name, opdef.name)}user attribute {k!r} must be "
                             f"named like __{k.strip('_')}__ (only variables take any name)")
     node = Node(opdef.name, node_name, parsed, tuple(entries),
-                Attrs({k: str(v) for k, v in (extra or {}).items()}))
-    return Symbol([Entry(node, i) for i in range(n_visible)])
+                Attrs({k: str(v) for k, v in extra.items()}) if extra else None)
+    return Symbol(node.entries()[:n_visible])
 
 
 # (op, registry generation, given attrs) -> (parsed attrs, input names, visible outputs):

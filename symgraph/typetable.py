@@ -69,6 +69,14 @@ class TypeTable:
                 shapes[en] = shapes[eo]
                 types[en] = types[eo]
 
+    def copy_entry(self, old: Entry, new: Entry) -> None:
+        """Give ``new`` the known type of ``old``: a pass replaced ``old`` by ``new``, which
+        computes the same values (fusion's kernels)."""
+        shapes, types = self._shapes, self._types
+        if old in shapes and old in types:
+            shapes[new] = shapes[old]
+            types[new] = types[old]
+
     def shape(self, e: Entry) -> Optional[Shape]:
         try:
             return self._shapes[e]

@@ -308,14 +308,23 @@ def fuse_elementwise(graph: Graph) -> Graph:
         units.setdefault(node, node)
     remap: dict[Entry, Entry] = {}
     memo: dict[tuple, tuple[Expr, ...]] = {}
+    # Rebuilt nodes and fused kernels compute the values they replace: their types are
+    # copied, not recomputed (``verify`` replays the rules in the tests).
     for unit in _unit_order(nodes, units):
         if isinstance(unit, Node):
-            new_inputs = tuple(remap[e] for e in unit.inputs)
-            new = unit if new_inputs == unit.inputs else unit.with_inputs(new_inputs)
+            new_inputs = tuple([remap[e] for e in unit.inputs])
+            if new_inputs == unit.inputs:
+                new = unit
+            else:
+                new = unit.with_inputs(new_inputs)
+                sc.copy(unit, new)
             remap.update(zip(unit.entries(), new.entries()))
         else:
             gid = unit[1]
-            remap.update(_build_fused(g.members[gid], g.head[gid], g, remap, memo))
+            pairs = _build_fused(g.members[gid], g.head[gid], g, remap, memo)
+            for old, new_entry in pairs:
+                sc.copy_entry(old, new_entry)
+            remap.update(pairs)
     return Graph(tuple(remap[e] for e in graph.outputs), graph.types)
 
 
