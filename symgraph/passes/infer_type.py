@@ -20,7 +20,8 @@ COUNT = {"infer_types": 0}
 
 
 def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
-    """Run ``node``'s rule: (found a new dtype, every input and output was known before)."""
+    """Run ``node``'s rule: (found a new dtype, every input and output is known now: run
+    again, the rule would return the dtypes it was given)."""
     opdef = get_op(node.op)
     entries = list(node.inputs) + list(node.entries())
     olds = [types.get(e) for e in entries]
@@ -44,7 +45,7 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
             changed = True
         elif old != new:
             raise DTypeError(f"{where(node.name, node.op)}{name} has dtype {old}, inferred {new}")
-    return changed, None not in olds
+    return changed, all(types.get(e) is not None for e in entries)
 
 
 def infer_types(graph: Graph, given: Mapping[str, Any],
@@ -61,7 +62,7 @@ def infer_types(graph: Graph, given: Mapping[str, Any],
                 types[Entry(node)] = np.dtype(t)
     ops = [n for n in nodes if not n.is_variable]
 
-    settled: set[Node] = set()  # rule ran on known dtypes only: nothing more to say
+    settled: set[Node] = set()  # all its dtypes known after its rule: nothing more to say
 
     def propagate() -> None:
         for _ in range(len(ops) + 2):
