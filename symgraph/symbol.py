@@ -360,11 +360,12 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
         raise AttrError(f"{_where(node_name, opdef.name)}takes inputs {list(slots)}, "
                         f"got {len(inputs)} symbols")
     entries = []
+    n_in = len(inputs)
     for i, slot in enumerate(slots):
-        sym = inputs[i] if i < len(inputs) else None
+        sym = inputs[i] if i < n_in else None
         if sym is None:
             sym = var(f"{node_name}_{slot}")
-        if not isinstance(sym, Symbol) or len(sym) != 1:
+        if not isinstance(sym, Symbol) or len(sym._outputs) != 1:
             raise AttrError(f"{_where(node_name, opdef.name)}input '{slot}' must be a "
                             f"single-output Symbol, got {sym!r}")
         entries.append(sym._outputs[0])

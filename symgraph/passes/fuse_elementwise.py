@@ -117,8 +117,10 @@ class _Grouping:
     def _outside_reaches(self, node: Node, in_roots: list, roots: tuple[int, ...],
                          mask: int) -> bool:
         anc = self.anc
-        return any(r not in roots and anc[e.node] & mask
-                   for e, r in zip(node.inputs, in_roots))
+        for e, r in zip(node.inputs, in_roots):
+            if r not in roots and anc[e.node] & mask:
+                return True
+        return False
 
     def _can_merge(self, r: int, h: int, node: Node, kind: tuple, in_roots: list) -> bool:
         if not self._compatible(node, h, kind) or (self.head[r] and self.head[h]):
@@ -145,10 +147,17 @@ class _Grouping:
 
     def _join(self, node: Node) -> int:
         in_roots = self._input_roots(node)
-        roots = list(dict.fromkeys(r for r in in_roots if r is not None))
+        roots: list[int] = []  # distinct, in input order (plain loops: once per node)
+        for x in in_roots:
+            if x is not None and x not in roots:
+                roots.append(x)
         kind = self._kind(node)
-        r = next((r for r in roots if self._compatible(node, r, kind)
-                  and not self._outside_reaches(node, in_roots, (r,), self._bits(r))), None)
+        r = None
+        for x in roots:
+            if self._compatible(node, x, kind) \
+                    and not self._outside_reaches(node, in_roots, (x,), self._bits(x)):
+                r = x
+                break
         if r is None:
             r = self._new(node, False, kind)
         else:
