@@ -32,6 +32,7 @@ class Node:
     attrs: Attrs = field(default_factory=Attrs)
     inputs: tuple["Entry", ...] = ()
     extra: Attrs = field(default_factory=Attrs)
+    _entries: Optional[tuple["Entry", ...]] = field(default=None, init=False, repr=False)
 
     def __init__(self, op: str, name: str, attrs: Optional[Attrs] = None,
                  inputs: tuple["Entry", ...] = (), extra: Optional[Attrs] = None) -> None:
@@ -42,6 +43,7 @@ class Node:
         d["op"], d["name"], d["inputs"] = op, name, inputs
         d["attrs"] = _NO_ATTRS if attrs is None else attrs
         d["extra"] = _NO_ATTRS if extra is None else extra
+        d["_entries"] = None  # made on first ask (see entries)
 
     @property
     def is_variable(self) -> bool:
@@ -54,13 +56,12 @@ class Node:
 
     def entries(self) -> tuple["Entry", ...]:
         """One entry per output (made once: the node never changes, and passes ask often)."""
-        try:
-            return self._entries  # type: ignore[attr-defined]
-        except AttributeError:
+        cached = self._entries
+        if cached is None:  # (a None slot, not a missing attribute: raising costs more)
             n = 1 if self.op == VARIABLE else get_op(self.op).num_outputs(self.attrs)
-            cached = tuple(Entry(self, i) for i in range(n))
-            object.__setattr__(self, "_entries", cached)
-            return cached
+            cached = (Entry(self, 0),) if n == 1 else tuple([Entry(self, i) for i in range(n)])
+            self.__dict__["_entries"] = cached
+        return cached
 
     def with_inputs(self, inputs: Sequence["Entry"]) -> "Node":
         """A copy of this node reading ``inputs``."""
