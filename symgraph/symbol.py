@@ -429,7 +429,7 @@ def make_op_function(opdef: registry.OpDef):
             if sym_kwargs:
                 raise AttrError(f"{opdef.name} takes its inputs positionally")
             return apply_op(opdef.name, list(args), attrs, name, extra)
-        slots = _probe_input_names(opdef, attrs)
+        slots = _input_names(opdef, attrs, name)
         unknown = sorted(set(sym_kwargs) - set(slots))
         if unknown:
             raise AttrError(f"{_where(name or '?', opdef.name)}no input named {unknown}; "
@@ -448,6 +448,18 @@ def make_op_function(opdef: registry.OpDef):
         return apply_op(opdef.name, inputs, attrs, name, extra)
 
     return document(op_function, opdef)
+
+
+def _input_names(opdef: registry.OpDef, attrs: dict, name: Optional[str]) -> tuple[str, ...]:
+    """The op's input names under ``attrs``: from the full parse when the attrs are valid
+    (remembered, and apply_op asks the same), else a probe that tolerates invalid values
+    (the real error is raised by apply_op)."""
+    if callable(opdef.inputs) and all(k in opdef.params for k in attrs):
+        try:
+            return _parsed(opdef, attrs, name or "?")[1]
+        except AttrError:
+            pass
+    return _probe_input_names(opdef, attrs)
 
 
 def _attrs_by_position(opdef: registry.OpDef, values: Sequence[Any], attrs: dict,
