@@ -165,11 +165,11 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
         for node in ops:
             if node not in settled and _apply(node, known):
                 settled.add(node)
+        if not known.changed:  # every rule ran on the final shapes: backward finds nothing
+            break
         for node in reversed(ops):
             if node not in settled and _apply(node, known):
                 settled.add(node)
-        if not known.changed:
-            break
     return known.full, known.partial
 
 

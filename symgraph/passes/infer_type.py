@@ -64,18 +64,25 @@ def infer_types(graph: Graph, given: Mapping[str, Any],
 
     settled: set[Node] = set()  # all its dtypes known after its rule: nothing more to say
 
+    def sweep(order: list[Node]) -> bool:
+        changed = False
+        for node in order:
+            if node in settled:
+                continue
+            found, done = _apply(node, types)
+            changed |= found
+            if done:
+                settled.add(node)
+        return changed
+
     def propagate() -> None:
+        backward = ops[::-1]
         for _ in range(len(ops) + 2):
-            changed = False
-            for node in ops + ops[::-1]:
-                if node in settled:
-                    continue
-                found, done = _apply(node, types)
-                changed |= found
-                if done:
-                    settled.add(node)
-            if not changed:
+            # A forward sweep that found nothing ran every rule on the final dtypes: a
+            # backward sweep would run them on the same ones again, and find nothing either.
+            if not sweep(ops):
                 return
+            sweep(backward)
     propagate()
     if not defaults:
         return types
