@@ -17,7 +17,7 @@ from symgraph import symbol as S
 from symgraph.attrs import Param
 from symgraph.base import GraphError
 from symgraph.graph import Entry, Graph, Node, rewrite, topo_order, variable
-from symgraph.passes import infer_shape
+from symgraph.passes import infer_shape, infer_type
 from symgraph.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, register, unregister
 from symgraph.typetable import TypeTable
 
@@ -102,6 +102,16 @@ def test_shape_inference_runs_each_rule_once_on_a_forward_chain(monkeypatch) -> 
     assert all(shapes[Entry(n)] == (3,) for n in g.nodes())
     # a node is settled as soon as its rule has left every input and output known
     assert len(calls) == 300
+
+
+def test_dtype_inference_runs_each_rule_at_most_twice_with_the_default(monkeypatch) -> None:
+    calls = []
+    real = infer_type._apply
+    monkeypatch.setattr(infer_type, "_apply", lambda n, t: calls.append(n) or real(n, t))
+    g, _ = _chain(300)
+    types = infer_type.infer_types(g, {})  # nothing given: float32 by default, then again
+    assert all(types[Entry(n)] == np.float32 for n in g.nodes())
+    assert len(calls) <= 2 * 300  # a backward sweep after a fruitless forward one is skipped
 
 
 def _count_walks(monkeypatch, n: int) -> int:
