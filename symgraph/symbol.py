@@ -351,9 +351,8 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
     ``None`` inputs become new variables ``<name>_<input>``. Returns the visible outputs.
     """
     opdef = registry.get_op(op)
-    attrs = dict(attrs)
     if opdef.variadic and opdef.variadic not in attrs:
-        attrs[opdef.variadic] = len(inputs)
+        attrs = {**attrs, opdef.variadic: len(inputs)}
     node_name = _name.current().get(name, opdef.name)
     parsed, slots, n_visible = _parsed(opdef, attrs, node_name)
     if len(inputs) > len(slots):
@@ -389,11 +388,17 @@ def _parsed(opdef: registry.OpDef, attrs: dict,
             node_name: str) -> tuple[Attrs, tuple[str, ...], int]:
     """``attrs`` parsed against ``opdef``'s schema, with the op's input names and number of
     visible outputs under them (remembered for hashable ``attrs``)."""
+    # The types are part of the key: 1, 1.0 and True are equal but may parse differently.
+    items: Optional[list] = []
+    for k, v in attrs.items():
+        t = type(v)
+        if t not in _PLAIN:
+            items = None
+            break
+        items.append((k, t, v))  # type: ignore[union-attr]
     key: Optional[tuple] = None
-    if all(type(v) in _PLAIN for v in attrs.values()):
-        # The types are part of the key: 1, 1.0 and True are equal but may parse differently.
-        key = (opdef.name, registry.generation(),
-               tuple([(k, type(v), v) for k, v in attrs.items()]))
+    if items is not None:
+        key = (opdef.name, registry.generation(), tuple(items))
         found = _PARSED.get(key)
         if found is not None:
             return found
