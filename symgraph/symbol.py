@@ -421,21 +421,29 @@ def make_op_function(opdef: registry.OpDef):
 
     def op_function(*args: Any, name: Optional[str] = None, attr: Optional[dict] = None,
                     **kwargs: Any) -> Symbol:
-        sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-        attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol)}
-        extra = dict(attr or {})
-        extra.update({k: attrs.pop(k) for k in list(attrs) if k.startswith("__")
-                      and k.endswith("__")})
-        n_in = next((i for i, a in enumerate(args) if not (a is None or isinstance(a, Symbol))),
-                    len(args))
-        args, positional_attrs = args[:n_in], args[n_in:]
-        _attrs_by_position(opdef, positional_attrs, attrs, name)
+        # (plain loops: autodiff builds most backward nodes through here)
+        sym_kwargs, attrs, extra = {}, {}, dict(attr or {})
+        for k, v in kwargs.items():
+            if isinstance(v, Symbol):
+                sym_kwargs[k] = v
+            elif k.startswith("__") and k.endswith("__"):
+                extra[k] = v
+            else:
+                attrs[k] = v
+        n_in = len(args)
+        for i, a in enumerate(args):
+            if not (a is None or isinstance(a, Symbol)):
+                n_in = i
+                break
+        if n_in < len(args):
+            _attrs_by_position(opdef, args[n_in:], attrs, name)
+            args = args[:n_in]
         if opdef.variadic:
             if sym_kwargs:
                 raise AttrError(f"{opdef.name} takes its inputs positionally")
             return apply_op(opdef.name, list(args), attrs, name, extra)
         slots = _input_names(opdef, attrs, name)
-        unknown = sorted(set(sym_kwargs) - set(slots))
+        unknown = sorted(set(sym_kwargs) - set(slots)) if sym_kwargs else None
         if unknown:
             raise AttrError(f"{_where(name or '?', opdef.name)}no input named {unknown}; "
                             f"inputs: {list(slots)}")
@@ -459,12 +467,14 @@ def _input_names(opdef: registry.OpDef, attrs: dict, name: Optional[str]) -> tup
     """The op's input names under ``attrs``: from the full parse when the attrs are valid
     (remembered, and apply_op asks the same), else a probe that tolerates invalid values
     (the real error is raised by apply_op)."""
-    if callable(opdef.inputs) and all(k in opdef.params for k in attrs):
-        try:
-            return _parsed(opdef, attrs, name or "?")[1]
-        except AttrError:
-            pass
-    return _probe_input_names(opdef, attrs)
+    params = opdef.params
+    for k in attrs:
+        if k not in params:
+            return _probe_input_names(opdef, attrs)
+    try:
+        return _parsed(opdef, attrs, name or "?")[1]
+    except AttrError:
+        return _probe_input_names(opdef, attrs)
 
 
 def _attrs_by_position(opdef: registry.OpDef, values: Sequence[Any], attrs: dict,
