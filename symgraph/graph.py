@@ -64,8 +64,14 @@ class Node:
         return cached
 
     def with_inputs(self, inputs: Sequence["Entry"]) -> "Node":
-        """A copy of this node reading ``inputs``."""
-        return Node(self.op, self.name, self.attrs, tuple(inputs), self.extra)
+        """A copy of this node reading ``inputs`` (as many outputs: same op, same attrs)."""
+        new = Node(self.op, self.name, self.attrs, tuple(inputs), self.extra)
+        mine = self._entries
+        if mine is not None:  # passes rebuild many nodes: skip asking the op again
+            n = len(mine)
+            new.__dict__["_entries"] = (Entry(new, 0),) if n == 1 else \
+                tuple([Entry(new, i) for i in range(n)])
+        return new
 
     def __repr__(self) -> str:
         return f"Node({self.name}:{self.op})"
