@@ -12,7 +12,7 @@ import numpy as np
 
 from ..base import AttrError, DTypeError, where
 from ..graph import Entry, Graph, Node
-from ..registry import get_op
+from ..registry import get_op, same_type
 
 DEFAULT = np.dtype("float32")
 # Full inferences run in this process (tests count them: one per bind).
@@ -26,6 +26,8 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
     entries = list(node.inputs) + list(node.entries())
     olds = [types.get(e) for e in entries]
     n_in = len(node.inputs)
+    if opdef.infer_type is same_type and all(o is None for o in olds):
+        return False, False  # the default rule has nothing to go on (before the float32 default)
     try:
         new_ins, new_outs = opdef.infer_type(node.attrs, olds[:n_in], olds[n_in:])
     except (DTypeError, AttrError) as exc:
@@ -33,7 +35,7 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
     news = list(new_ins) + list(new_outs)
     if all(new is None or new is old for old, new in zip(olds, news)) \
             and len(new_ins) == n_in:  # nothing new (the usual second look at a node)
-        return False, None not in olds
+        return False, all(o is not None for o in olds)  # (not `None in`: dtype("float64") == None)
     names = list(opdef.input_names(node.attrs)) + list(opdef.output_names(node.attrs))
     changed = False
     for entry, name, old, new in zip(entries, names, olds, news):
