@@ -96,33 +96,33 @@ def topo_order(outputs: Iterable[Entry]) -> list[Node]:
     """Nodes reachable from ``outputs`` in depth-first post-order (inputs in order first).
 
     This is MXNet's order: ``list_arguments`` lists variables in it. Iterative (graphs are
-    deep) and linear: the stack holds each open node with the position of its next input.
+    deep) and linear: the stack holds each open node with an iterator over its inputs; a node
+    without inputs is placed at once instead of being pushed (the same order, fewer steps).
     """
     order: list[Node] = []
     placed: dict[Node, bool] = {}  # False while on the stack (a cycle reaches it), then True
     for out in outputs:
-        if out.node in placed:
+        root = out.node
+        if root in placed:
             continue
-        stack, pos = [out.node], [0]
-        placed[out.node] = False
+        placed[root] = False
+        stack = [(root, iter(root.inputs))]
         while stack:
-            node = stack[-1]
-            ins, i = node.inputs, pos[-1]
-            while i < len(ins):
-                child = ins[i].node
-                i += 1
+            node, ins = stack[-1]
+            for e in ins:
+                child = e.node
                 state = placed.get(child)
                 if state is None:
-                    pos[-1] = i
-                    stack.append(child)
-                    pos.append(0)
-                    placed[child] = False
-                    break
-                if state is False:
+                    if child.inputs:
+                        placed[child] = False
+                        stack.append((child, iter(child.inputs)))
+                        break
+                    placed[child] = True
+                    order.append(child)
+                elif state is False:
                     raise GraphError(f"cycle through node {child.name}")
             else:
                 stack.pop()
-                pos.pop()
                 placed[node] = True
                 order.append(node)
     return order
