@@ -261,7 +261,8 @@ def _formulas(sig: tuple, outs: tuple[int, ...]) -> tuple[Expr, ...]:
 def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
                  remap: dict[Entry, Entry], memo: dict) -> list[tuple[Entry, Entry]]:
     """One ``_fused`` node for a group; returns (old entry, new entry) pairs for its outputs.
-    ``memo``: formulas by group signature (graphs repeat the same groups many times)."""
+    ``memo``: formulas, member ops and kernel name by group signature (graphs repeat the same
+    groups many times)."""
     inside = set(members)
     node_inputs: list[Entry] = [remap[e] for e in head.inputs] if head else []
     ref_of: dict[Entry, int] = {head.entries()[0]: 0} if head else {}
@@ -280,18 +281,20 @@ def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
         ref_of[m.entries()[0]] = -1 - j
         sig.append((m.op, m.attrs, tuple(refs)))
     outputs, users = g.outputs, g.users
-    outs = tuple(j for j, m in enumerate(body) if m.entries()[0] in outputs
-                 or any(u not in inside for u in users[m]))
-    key = (tuple(sig), outs)
-    exprs = memo.get(key)
-    if exprs is None:
-        exprs = memo[key] = _formulas(key[0], outs)
-    ops = [m.op for m in members]
-    kname = _kernel_name(ops)
+    outs = tuple([j for j, m in enumerate(body) if m.entries()[0] in outputs
+                  or any(u not in inside for u in users[m])])
+    # The signature and the head's op and place decide the formulas, member ops and name.
+    key = (tuple(sig), outs, (head.op, members.index(head)) if head else None)
+    found = memo.get(key)
+    if found is None:
+        ops = tuple([m.op for m in members])
+        found = memo[key] = (_formulas(key[0], outs), ops, _kernel_name(list(ops)))
+    exprs, ops, kname = found
+    shape = g.sc.shape
     attrs = Attrs({
         "exprs": exprs,
-        "shapes": tuple(g.sc.shape(body[j].entries()[0]) for j in outs),
-        "members": tuple(ops),
+        "shapes": tuple([shape(body[j].entries()[0]) for j in outs]),
+        "members": ops,
         "nodes": tuple(m.name for m in members),  # for profiles and pictures of the schedule
         "head": (head.op, head.attrs, len(head.inputs)) if head else None,
         "num_inputs": len(node_inputs), "name": kname})
@@ -316,7 +319,7 @@ def fuse_elementwise(graph: Graph) -> Graph:
     for node in nodes:
         units.setdefault(node, node)
     remap: dict[Entry, Entry] = {}
-    memo: dict[tuple, tuple[Expr, ...]] = {}
+    memo: dict[tuple, tuple] = {}
     # Rebuilt nodes and fused kernels compute the values they replace: their types are
     # copied, not recomputed (``verify`` replays the rules in the tests).
     for unit in _unit_order(nodes, units):
