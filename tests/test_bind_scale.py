@@ -217,3 +217,23 @@ def test_fused_kernels_take_their_types_without_running_their_rule(monkeypatch) 
     np.testing.assert_allclose(out.asnumpy(), np.exp(2 * t) + data, rtol=1e-5)
     np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(),
                                np.exp(2 * t) * 2 * (1 - t * t) + 1, rtol=1e-5)
+
+
+def test_fusion_dependency_masks_are_shared_along_a_chain() -> None:
+    g, table = _chain(1000)
+    for n in g.nodes():
+        table.shape(Entry(n))
+    grouping = fuse_mod._Grouping(g, table)
+    for n in g.nodes():
+        grouping.add(n)
+    n_groups = len(grouping.groups())
+    assert n_groups >= 1000 // fuse_mod.MAX_MEMBERS
+    # one mask object per group (a new one only where a node adds a bit), not one per node:
+    # each would hold a bit for every earlier group (quadratic memory on a deep chain)
+    masks = {id(m) for m in grouping.anc.values()}
+    assert len(masks) <= n_groups + 1
+    nodes = g.nodes()  # a chain: every earlier node is an ancestor
+    for k in range(1, len(nodes), 97):  # the masks still say which groups a node depends on
+        want = {grouping.root_of(m) for m in nodes[1:k + 1]}
+        got = {r for r in range(len(grouping.parent)) if grouping.anc[nodes[k]] >> r & 1}
+        assert got == want
