@@ -16,13 +16,14 @@ from . import ops  # noqa: F401  (registers the built-in ops)
 from . import registry
 from .serialize import graph_from_json, load_graph, to_json
 from .serialize import save as save_json
-from .attrs import Attrs, format_value, parse_attrs
+from .attrs import Attrs, format_value
 from .base import AttrError, GraphError, NotImplementedForSymbol
 from .dtypes import as_dtype
 from .base import where as _where  # not `where`: sg.sym.where is the operator
 from .graph import Entry, Graph, Node, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
-from .opdoc import probe_input_names as _probe_input_names
+from .parse_memo import input_names as _input_names
+from .parse_memo import parsed as _parsed
 from .passes.infer_shape import symbol_infer_shape
 from .passes.infer_type import symbol_infer_type
 
@@ -377,43 +378,6 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
     return Symbol(node.entries()[:n_visible])
 
 
-# (op, registry generation, given attrs) -> (parsed attrs, input names, visible outputs):
-# autodiff makes most of its nodes from a few such combinations; parsing is a pure function of
-# the op's schema and the given values.
-_PARSED: dict[tuple, tuple[Attrs, tuple[str, ...], int]] = {}
-_PLAIN = (str, int, float, bool, type(None))  # values remembered (containers are not)
-
-
-def _parsed(opdef: registry.OpDef, attrs: dict,
-            node_name: str) -> tuple[Attrs, tuple[str, ...], int]:
-    """``attrs`` parsed against ``opdef``'s schema, with the op's input names and number of
-    visible outputs under them (remembered for hashable ``attrs``)."""
-    # The types are part of the key: 1, 1.0 and True are equal but may parse differently.
-    items: Optional[list] = []
-    for k, v in attrs.items():
-        t = type(v)
-        if t not in _PLAIN:
-            items = None
-            break
-        items.append((k, t, v))  # type: ignore[union-attr]
-    key: Optional[tuple] = None
-    if items is not None:
-        key = (opdef.name, registry.generation(), tuple(items))
-        found = _PARSED.get(key)
-        if found is not None:
-            return found
-    parsed = parse_attrs(opdef.params, attrs, _where(node_name, opdef.name))
-    try:  # an op's input/output lists may check its attributes (SliceChannel's num_outputs)
-        found = (parsed, opdef.input_names(parsed), opdef.num_visible_outputs(parsed))
-    except AttrError as exc:
-        raise AttrError(f"{_where(node_name, opdef.name)}{exc}") from None
-    if key is not None:
-        if len(_PARSED) > 4096:  # distinct scalars could grow it without bound
-            _PARSED.clear()
-        _PARSED[key] = found
-    return found
-
-
 def make_op_function(opdef: registry.OpDef):
     """The ``sg.sym`` function of one op, called as MXNet's generated functions are: inputs
     positionally (``None`` for an input to create) or by name, then attributes positionally in
@@ -461,20 +425,6 @@ def make_op_function(opdef: registry.OpDef):
         return apply_op(opdef.name, inputs, attrs, name, extra)
 
     return document(op_function, opdef)
-
-
-def _input_names(opdef: registry.OpDef, attrs: dict, name: Optional[str]) -> tuple[str, ...]:
-    """The op's input names under ``attrs``: from the full parse when the attrs are valid
-    (remembered, and apply_op asks the same), else a probe that tolerates invalid values
-    (the real error is raised by apply_op)."""
-    params = opdef.params
-    for k in attrs:
-        if k not in params:
-            return _probe_input_names(opdef, attrs)
-    try:
-        return _parsed(opdef, attrs, name or "?")[1]
-    except AttrError:
-        return _probe_input_names(opdef, attrs)
 
 
 def _attrs_by_position(opdef: registry.OpDef, values: Sequence[Any], attrs: dict,
