@@ -108,6 +108,16 @@ def _grad_reqs(grad_req: Any, names: Sequence[str]) -> dict[str, str]:
     return reqs
 
 
+def _bound_for(reqs: Sequence[str]) -> tuple[bool, ...]:
+    """The program a bind compiles now: training when some gradient is requested, else
+    inference; the other is compiled on first use. Every error a bind must raise comes from
+    either: the training graph holds the whole inference graph (all outputs are kept, and the
+    same passes, lowering and backend run on it) plus autodiff's nodes, and without
+    gradients the two graphs differ only by the aux-state updates a training forward writes
+    back. Building one instead of both halves the work of a bind."""
+    return (True,) if any(r != "null" for r in reqs) else (False,)
+
+
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     """Binding makes millions of small objects that stay alive (nodes, entries, tables); the
@@ -128,7 +138,7 @@ class Executor:
     def __init__(self, symbol: Any, ctx: Context, args: list[NDArray],
                  grads: list[Optional[NDArray]], reqs: list[str], aux: list[NDArray],
                  types: Optional[TypeTable] = None,
-                 stages: tuple[bool, ...] = (False, True)) -> None:
+                 stages: Optional[tuple[bool, ...]] = None) -> None:
         self._symbol = symbol
         self._ctx = ctx
         self.arg_arrays = args
@@ -144,7 +154,7 @@ class Executor:
         self._op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
         self._busy = threading.Lock()  # held during a run (see _one_thread)
         self._stages: dict[bool, Stage] = {}  # is_train -> built program (see _stage)
-        self._eager_stages = stages
+        self._eager_stages = _bound_for(reqs) if stages is None else stages
         with _gc_paused():
             self._compile(types)
         self.outputs = [_alloc("output", repr(e), self._types.shape(e), ctx,
@@ -162,12 +172,12 @@ class Executor:
     def bind(cls, symbol: Any, ctx: Context, args: Any, args_grad: Any = None,
              grad_req: Any = "write", aux_states: Any = None,
              types: Optional[TypeTable] = None,
-             stages: tuple[bool, ...] = (False, True)) -> "Executor":
+             stages: Optional[tuple[bool, ...]] = None) -> "Executor":
         """Check and bind. ``types``: the symbol's inferred types when the caller has them
         (simple_bind), so that the bind does not infer again; the arrays must have those
         shapes and dtypes. ``stages`` lists the programs (inference ``False``, training
-        ``True``) compiled now; any other is compiled on first use (imperative programs
-        build only the one they run)."""
+        ``True``) compiled now; any other is compiled on first use. Default: the one the
+        executor was bound for (see ``_bound_for``)."""
         check_unique_inputs(symbol.graph())
         names = symbol.list_arguments()
         arg_list = _as_list("bind args", args, names, required=True)

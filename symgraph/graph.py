@@ -32,6 +32,7 @@ class Node:
     attrs: Attrs = field(default_factory=Attrs)
     inputs: tuple["Entry", ...] = ()
     extra: Attrs = field(default_factory=Attrs)
+    _entries: Optional[tuple["Entry", ...]] = field(default=None, init=False, repr=False)
 
     def __init__(self, op: str, name: str, attrs: Optional[Attrs] = None,
                  inputs: tuple["Entry", ...] = (), extra: Optional[Attrs] = None) -> None:
@@ -42,6 +43,7 @@ class Node:
         d["op"], d["name"], d["inputs"] = op, name, inputs
         d["attrs"] = _NO_ATTRS if attrs is None else attrs
         d["extra"] = _NO_ATTRS if extra is None else extra
+        d["_entries"] = None  # made on first ask (see entries)
 
     @property
     def is_variable(self) -> bool:
@@ -54,17 +56,22 @@ class Node:
 
     def entries(self) -> tuple["Entry", ...]:
         """One entry per output (made once: the node never changes, and passes ask often)."""
-        try:
-            return self._entries  # type: ignore[attr-defined]
-        except AttributeError:
+        cached = self._entries
+        if cached is None:  # (a None slot, not a missing attribute: raising costs more)
             n = 1 if self.op == VARIABLE else get_op(self.op).num_outputs(self.attrs)
-            cached = tuple(Entry(self, i) for i in range(n))
-            object.__setattr__(self, "_entries", cached)
-            return cached
+            cached = (Entry(self, 0),) if n == 1 else tuple([Entry(self, i) for i in range(n)])
+            self.__dict__["_entries"] = cached
+        return cached
 
     def with_inputs(self, inputs: Sequence["Entry"]) -> "Node":
-        """A copy of this node reading ``inputs``."""
-        return Node(self.op, self.name, self.attrs, tuple(inputs), self.extra)
+        """A copy of this node reading ``inputs`` (as many outputs: same op, same attrs)."""
+        new = Node(self.op, self.name, self.attrs, tuple(inputs), self.extra)
+        mine = self._entries
+        if mine is not None:  # passes rebuild many nodes: skip asking the op again
+            n = len(mine)
+            new.__dict__["_entries"] = (Entry(new, 0),) if n == 1 else \
+                tuple([Entry(new, i) for i in range(n)])
+        return new
 
     def __repr__(self) -> str:
         return f"Node({self.name}:{self.op})"
@@ -89,33 +96,33 @@ def topo_order(outputs: Iterable[Entry]) -> list[Node]:
     """Nodes reachable from ``outputs`` in depth-first post-order (inputs in order first).
 
     This is MXNet's order: ``list_arguments`` lists variables in it. Iterative (graphs are
-    deep) and linear: the stack holds each open node with the position of its next input.
+    deep) and linear: the stack holds each open node with an iterator over its inputs; a node
+    without inputs is placed at once instead of being pushed (the same order, fewer steps).
     """
     order: list[Node] = []
     placed: dict[Node, bool] = {}  # False while on the stack (a cycle reaches it), then True
     for out in outputs:
-        if out.node in placed:
+        root = out.node
+        if root in placed:
             continue
-        stack, pos = [out.node], [0]
-        placed[out.node] = False
+        placed[root] = False
+        stack = [(root, iter(root.inputs))]
         while stack:
-            node = stack[-1]
-            ins, i = node.inputs, pos[-1]
-            while i < len(ins):
-                child = ins[i].node
-                i += 1
+            node, ins = stack[-1]
+            for e in ins:
+                child = e.node
                 state = placed.get(child)
                 if state is None:
-                    pos[-1] = i
-                    stack.append(child)
-                    pos.append(0)
-                    placed[child] = False
-                    break
-                if state is False:
+                    if child.inputs:
+                        placed[child] = False
+                        stack.append((child, iter(child.inputs)))
+                        break
+                    placed[child] = True
+                    order.append(child)
+                elif state is False:
                     raise GraphError(f"cycle through node {child.name}")
             else:
                 stack.pop()
-                pos.pop()
                 placed[node] = True
                 order.append(node)
     return order

@@ -16,14 +16,15 @@ from . import ops  # noqa: F401  (registers the built-in ops)
 from . import registry
 from .serialize import graph_from_json, load_graph, to_json
 from .serialize import save as save_json
-from .attrs import Attrs, format_value, parse_attrs
+from .attrs import Attrs, format_value
 from .base import AttrError, GraphError, NotImplementedForSymbol
 from .dtypes import as_dtype
 from .exports import export
 from .base import where as _where  # not `where`: sg.sym.where is the operator
 from .graph import Entry, Graph, Node, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
-from .opdoc import probe_input_names as _probe_input_names
+from .parse_memo import input_names as _input_names
+from .parse_memo import parsed as _parsed
 from .passes.infer_shape import symbol_infer_shape
 from .passes.infer_type import symbol_infer_type
 
@@ -365,25 +366,20 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
     ``flip0`` though it makes a ``reverse`` node, as MXNet does); the op's name by default.
     """
     opdef = registry.get_op(op)
-    attrs = dict(attrs)
     if opdef.variadic and opdef.variadic not in attrs:
-        attrs[opdef.variadic] = len(inputs)
+        attrs = {**attrs, opdef.variadic: len(inputs)}
     node_name = _name.current().get(name, hint or opdef.name)
-    parsed = parse_attrs(opdef.params, attrs, _where(node_name, opdef.name))
-    try:  # an op's input/output lists may check its attributes (SliceChannel's num_outputs)
-        slots = opdef.input_names(parsed)
-        n_visible = opdef.num_visible_outputs(parsed)
-    except AttrError as exc:
-        raise AttrError(f"{_where(node_name, opdef.name)}{exc}") from None
+    parsed, slots, n_visible = _parsed(opdef, attrs, node_name)
     if len(inputs) > len(slots):
         raise AttrError(f"{_where(node_name, opdef.name)}takes inputs {list(slots)}, "
                         f"got {len(inputs)} symbols")
     entries = []
+    n_in = len(inputs)
     for i, slot in enumerate(slots):
-        sym = inputs[i] if i < len(inputs) else None
+        sym = inputs[i] if i < n_in else None
         if sym is None:
             sym = var(f"{node_name}_{slot}")
-        if not isinstance(sym, Symbol) or len(sym) != 1:
+        if not isinstance(sym, Symbol) or len(sym._outputs) != 1:
             raise AttrError(f"{_where(node_name, opdef.name)}input '{slot}' must be a "
                             f"single-output Symbol, got {sym!r}")
         entries.append(sym._outputs[0])
@@ -392,8 +388,8 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
             raise AttrError(f"{_where(node_name, opdef.name)}user attribute {k!r} must be "
                             f"named like __{k.strip('_')}__ (only variables take any name)")
     node = Node(opdef.name, node_name, parsed, tuple(entries),
-                Attrs({k: str(v) for k, v in (extra or {}).items()}))
-    return Symbol([Entry(node, i) for i in range(n_visible)])
+                Attrs({k: str(v) for k, v in extra.items()}) if extra else None)
+    return Symbol(node.entries()[:n_visible])
 
 
 def make_op_function(opdef: registry.OpDef, hint: Optional[str] = None):
@@ -404,21 +400,29 @@ def make_op_function(opdef: registry.OpDef, hint: Optional[str] = None):
 
     def op_function(*args: Any, name: Optional[str] = None, attr: Optional[dict] = None,
                     **kwargs: Any) -> Symbol:
-        sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-        attrs = {k: v for k, v in kwargs.items() if not isinstance(v, Symbol)}
-        extra = dict(attr or {})
-        extra.update({k: attrs.pop(k) for k in list(attrs) if k.startswith("__")
-                      and k.endswith("__")})
-        n_in = next((i for i, a in enumerate(args) if not (a is None or isinstance(a, Symbol))),
-                    len(args))
-        args, positional_attrs = args[:n_in], args[n_in:]
-        _attrs_by_position(opdef, positional_attrs, attrs, name)
+        # (plain loops: autodiff builds most backward nodes through here)
+        sym_kwargs, attrs, extra = {}, {}, dict(attr or {})
+        for k, v in kwargs.items():
+            if isinstance(v, Symbol):
+                sym_kwargs[k] = v
+            elif k.startswith("__") and k.endswith("__"):
+                extra[k] = v
+            else:
+                attrs[k] = v
+        n_in = len(args)
+        for i, a in enumerate(args):
+            if not (a is None or isinstance(a, Symbol)):
+                n_in = i
+                break
+        if n_in < len(args):
+            _attrs_by_position(opdef, args[n_in:], attrs, name)
+            args = args[:n_in]
         if opdef.variadic:
             if sym_kwargs:
                 raise AttrError(f"{opdef.name} takes its inputs positionally")
             return apply_op(opdef.name, list(args), attrs, name, extra, hint)
-        slots = _probe_input_names(opdef, attrs)
-        unknown = sorted(set(sym_kwargs) - set(slots))
+        slots = _input_names(opdef, attrs, name)
+        unknown = sorted(set(sym_kwargs) - set(slots)) if sym_kwargs else None
         if unknown:
             raise AttrError(f"{_where(name or '?', opdef.name)}no input named {unknown}; "
                             f"inputs: {list(slots)}")

@@ -51,6 +51,9 @@ class TypeTable:
                  dtypes: Optional[Mapping[Entry, np.dtype]] = None) -> None:
         self._shapes: dict[Entry, Optional[Shape]] = dict(shapes or {})
         self._types: dict[Entry, Optional[np.dtype]] = dict(dtypes or {})
+        # (op, attrs, input shapes, input dtypes) -> output types: autodiff's nodes repeat a
+        # few such combinations many times (a rule is a function of exactly these).
+        self._memo: dict[tuple, tuple[list, list]] = {}
 
     def add(self, entry: Entry, shape: Shape, dtype: Any) -> None:
         """Give the type of a new entry (a variable made after inference: head gradients)."""
@@ -65,6 +68,14 @@ class TypeTable:
             if eo in shapes and eo in types:
                 shapes[en] = shapes[eo]
                 types[en] = types[eo]
+
+    def copy_entry(self, old: Entry, new: Entry) -> None:
+        """Give ``new`` the known type of ``old``: a pass replaced ``old`` by ``new``, which
+        computes the same values (fusion's kernels)."""
+        shapes, types = self._shapes, self._types
+        if old in shapes and old in types:
+            shapes[new] = shapes[old]
+            types[new] = types[old]
 
     def shape(self, e: Entry) -> Optional[Shape]:
         try:
@@ -104,8 +115,13 @@ class TypeTable:
             shapes.setdefault(e0, declared_shape(node))
             types.setdefault(e0, declared_dtype(node))
             return
-        outs, touts = forward_types(node, [shapes.get(e) for e in node.inputs],
-                                    [types[e] for e in node.inputs])
+        in_shapes = tuple([shapes.get(e) for e in node.inputs])
+        in_types = tuple([types[e] for e in node.inputs])
+        key = (node.op, node.attrs, in_shapes, in_types)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = forward_types(node, list(in_shapes), list(in_types))
+        outs, touts = found
         for e, s, t in zip(node.entries(), outs, touts):
             shapes.setdefault(e, s)
             types.setdefault(e, t)

@@ -12,9 +12,13 @@ import pytest
 import symgraph as sg
 from symgraph import graph as G
 from symgraph import typetable
+from symgraph import executor as X
+from symgraph import symbol as S
+from symgraph.attrs import Param
 from symgraph.base import GraphError
 from symgraph.graph import Entry, Graph, Node, rewrite, topo_order, variable
-from symgraph.passes import infer_shape
+from symgraph.passes import infer_shape, infer_type
+from symgraph.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, register, unregister
 from symgraph.typetable import TypeTable
 
 fuse_mod = importlib.import_module("symgraph.passes.fuse_elementwise")
@@ -89,14 +93,25 @@ def test_rebuilt_nodes_keep_their_types_without_running_rules(monkeypatch) -> No
     assert all(table.dtype(Entry(n)) == np.float32 for n in rebuilt)
 
 
-def test_shape_inference_runs_each_rule_at_most_twice(monkeypatch) -> None:
+def test_shape_inference_runs_each_rule_once_on_a_forward_chain(monkeypatch) -> None:
     calls = []
     real = infer_shape._apply
     monkeypatch.setattr(infer_shape, "_apply", lambda n, k: calls.append(n) or real(n, k))
     g, _ = _chain(300)
     shapes = infer_shape.infer_shapes(g, {"x": (3,)})
     assert all(shapes[Entry(n)] == (3,) for n in g.nodes())
-    assert len(calls) <= 2 * 300  # settled nodes are not asked again
+    # a node is settled as soon as its rule has left every input and output known
+    assert len(calls) == 300
+
+
+def test_dtype_inference_runs_each_rule_at_most_twice_with_the_default(monkeypatch) -> None:
+    calls = []
+    real = infer_type._apply
+    monkeypatch.setattr(infer_type, "_apply", lambda n, t: calls.append(n) or real(n, t))
+    g, _ = _chain(300)
+    types = infer_type.infer_types(g, {})  # nothing given: float32 by default, then again
+    assert all(types[Entry(n)] == np.float32 for n in g.nodes())
+    assert len(calls) <= 2 * 300  # a backward sweep after a fruitless forward one is skipped
 
 
 def _count_walks(monkeypatch, n: int) -> int:
@@ -132,3 +147,93 @@ def test_fused_formulas_are_built_once_per_distinct_group(monkeypatch) -> None:
     for i in range(400):
         ref = 1 / (1 + np.exp(-ref)) if i % 2 else np.tanh(ref)
     np.testing.assert_allclose(out, ref, rtol=1e-5)
+
+
+def _count_builds(monkeypatch) -> list:
+    built: list = []
+    real = X.Executor._build
+    monkeypatch.setattr(X.Executor, "_build",
+                        lambda self, g, train: built.append(train) or real(self, g, train))
+    return built
+
+
+def test_a_bind_compiles_only_the_program_it_was_bound_for(monkeypatch) -> None:
+    built = _count_builds(monkeypatch)
+    x = sg.sym.var("x")
+    y = sg.sym.sigmoid(sg.sym.tanh(x)) * 3.0
+    data = np.linspace(-2, 2, 6).reshape(2, 3)
+    ref = 3.0 / (1.0 + np.exp(-np.tanh(data)))
+    exe = y.simple_bind(sg.cpu(), x=(2, 3))  # gradients requested: the training program
+    assert built == [True]
+    exe.forward(is_train=True, x=data)
+    assert built == [True]
+    out = exe.forward(is_train=False, x=data)[0].asnumpy()  # the inference one, once
+    exe.forward(is_train=False, x=data)
+    assert built == [True, False]
+    np.testing.assert_allclose(out, ref, rtol=1e-5)
+    built.clear()
+    exe = y.simple_bind(sg.cpu(), grad_req="null", x=(2, 3))
+    assert built == [False]
+    np.testing.assert_allclose(exe.forward(is_train=True, x=data)[0].asnumpy(), ref, rtol=1e-5)
+    assert built == [False, True]
+
+
+def test_gradient_errors_are_still_raised_by_the_bind() -> None:
+    x = sg.sym.var("x")
+    idx = sg.sym.var("i")
+    y = sg.sym.batch_take(x, idx)  # MXNet registers no gradient for it
+    with pytest.raises(GraphError, match="batch_take"):
+        y.simple_bind(sg.cpu(), grad_req={"x": "write"}, x=(2, 3), i=(2,))
+
+
+def test_remembered_attribute_parses_tell_equal_values_of_other_types_apart() -> None:
+    register(OpDef("_test_tagged", {"tag": Param("text")}, ("data",),
+                   lambda a, ins, outs: (ins, [ins[0]]), lambda a, xs, ctx: [xs[0]],
+                   NOT_DIFFERENTIABLE, OPAQUE))
+    try:
+        x = sg.sym.var("x")
+        tags = [S.apply_op("_test_tagged", [x], {"tag": v}).outputs_[0].node.attrs["tag"]
+                for v in (1, 1.0, True, 1, "1")]
+        assert tags == ["1", "1.0", "True", "1", "1"]
+    finally:
+        unregister("_test_tagged")
+
+
+def test_fused_kernels_take_their_types_without_running_their_rule(monkeypatch) -> None:
+    real = typetable.forward_types
+
+    def no_fused(node: Node, *args: object) -> object:
+        assert node.op != "_fused", "the fused kernel's rule ran to find its types"
+        return real(node, *args)
+    monkeypatch.setattr(typetable, "forward_types", no_fused)
+    x = sg.sym.var("x")
+    y = sg.sym.exp(sg.sym.tanh(x) * 2.0) + x
+    exe = y.simple_bind(sg.cpu(), x=(4,))
+    assert any(s.node.op == "_fused" for s in exe.schedule.steps)
+    data = np.array([-1.0, -0.2, 0.3, 1.5])
+    out, = exe.forward(is_train=True, x=data)
+    exe.backward()
+    t = np.tanh(data)
+    np.testing.assert_allclose(out.asnumpy(), np.exp(2 * t) + data, rtol=1e-5)
+    np.testing.assert_allclose(exe.grad_dict["x"].asnumpy(),
+                               np.exp(2 * t) * 2 * (1 - t * t) + 1, rtol=1e-5)
+
+
+def test_fusion_dependency_masks_are_shared_along_a_chain() -> None:
+    g, table = _chain(1000)
+    for n in g.nodes():
+        table.shape(Entry(n))
+    grouping = fuse_mod._Grouping(g, table)
+    for n in g.nodes():
+        grouping.add(n)
+    n_groups = len(grouping.groups())
+    assert n_groups >= 1000 // fuse_mod.MAX_MEMBERS
+    # one mask object per group (a new one only where a node adds a bit), not one per node:
+    # each would hold a bit for every earlier group (quadratic memory on a deep chain)
+    masks = {id(m) for m in grouping.anc.values()}
+    assert len(masks) <= n_groups + 1
+    nodes = g.nodes()  # a chain: every earlier node is an ancestor
+    for k in range(1, len(nodes), 97):  # the masks still say which groups a node depends on
+        want = {grouping.root_of(m) for m in nodes[1:k + 1]}
+        got = {r for r in range(len(grouping.parent)) if grouping.anc[nodes[k]] >> r & 1}
+        assert got == want

@@ -60,7 +60,7 @@ class _Grouping:
         self.users = graph.consumers()
         self.group: dict[Node, int] = {}
         self.parent: list[int] = []
-        self.bits: list[int] = []
+        self.merged: dict[int, int] = {}  # root -> bits of the groups merged into it
         self.ext: list[int] = []
         self.members: list[list[Node]] = []
         self.head: list[Optional[Node]] = []
@@ -78,6 +78,10 @@ class _Grouping:
             role = self.roles[node.op] = _op_role(node.op)
         return role
 
+    def _bits(self, r: int) -> int:
+        """The group bits of root ``r``: its own, and those of the groups merged into it."""
+        return self.merged.get(r) or 1 << r
+
     def root(self, gid: int) -> int:
         parent = self.parent
         while parent[gid] != gid:
@@ -92,7 +96,6 @@ class _Grouping:
     def _new(self, node: Node, head: bool, kind: tuple) -> int:
         gid = len(self.parent)
         self.parent.append(gid)
-        self.bits.append(1 << gid)
         self.ext.append(0)
         self.members.append([node])
         self.head.append(node if head else None)
@@ -114,17 +117,19 @@ class _Grouping:
     def _outside_reaches(self, node: Node, in_roots: list, roots: tuple[int, ...],
                          mask: int) -> bool:
         anc = self.anc
-        return any(r not in roots and anc[e.node] & mask
-                   for e, r in zip(node.inputs, in_roots))
+        for e, r in zip(node.inputs, in_roots):
+            if r not in roots and anc[e.node] & mask:
+                return True
+        return False
 
     def _can_merge(self, r: int, h: int, node: Node, kind: tuple, in_roots: list) -> bool:
         if not self._compatible(node, h, kind) or (self.head[r] and self.head[h]):
             return False
         if len(self.members[r]) + len(self.members[h]) > MAX_MEMBERS:
             return False
-        if self.ext[r] & self.bits[h] or self.ext[h] & self.bits[r]:
+        if self.ext[r] & self._bits(h) or self.ext[h] & self._bits(r):
             return False
-        return not self._outside_reaches(node, in_roots, (r, h), self.bits[r] | self.bits[h])
+        return not self._outside_reaches(node, in_roots, (r, h), self._bits(r) | self._bits(h))
 
     def _input_roots(self, node: Node) -> list[Optional[int]]:
         """The group root of each input's producer (None outside groups); ``root`` inlined:
@@ -142,10 +147,17 @@ class _Grouping:
 
     def _join(self, node: Node) -> int:
         in_roots = self._input_roots(node)
-        roots = list(dict.fromkeys(r for r in in_roots if r is not None))
+        roots: list[int] = []  # distinct, in input order (plain loops: once per node)
+        for x in in_roots:
+            if x is not None and x not in roots:
+                roots.append(x)
         kind = self._kind(node)
-        r = next((r for r in roots if self._compatible(node, r, kind)
-                  and not self._outside_reaches(node, in_roots, (r,), self.bits[r])), None)
+        r = None
+        for x in roots:
+            if self._compatible(node, x, kind) \
+                    and not self._outside_reaches(node, in_roots, (x,), self._bits(x)):
+                r = x
+                break
         if r is None:
             r = self._new(node, False, kind)
         else:
@@ -153,21 +165,21 @@ class _Grouping:
             for h in roots:
                 if h != r and self._can_merge(r, h, node, kind, in_roots):
                     self.parent[h] = r
-                    self.bits[r] |= self.bits[h]
-                    self.ext[r] |= self.ext[h]
+                    self.merged[r] = self._bits(r) | self._bits(h)
+                    self.ext[r] = _union(self.ext[r], self.ext[h])
                     self.members[r] += self.members[h]
                     self.head[r] = self.head[r] or self.head[h]
                     in_roots = [r if x == h else x for x in in_roots]
         for e, x in zip(node.inputs, in_roots):
             if x != r:
-                self.ext[r] |= self.anc[e.node]
+                self.ext[r] = _union(self.ext[r], self.anc[e.node])
         return r
 
     def add(self, node: Node) -> None:
         anc, late = 0, node.op == VARIABLE and node.extra.get("__phase__") == "backward"
         anc_of, late_of = self.anc, self.late
         for e in node.inputs:
-            anc |= anc_of[e.node]
+            anc = _union(anc, anc_of[e.node])
             late = late or late_of[e.node]
         late_of[node] = late
         gid = None
@@ -177,10 +189,11 @@ class _Grouping:
         elif role == HEAD:
             gid = self._new(node, True, self._kind(node))
             for e in node.inputs:
-                self.ext[gid] |= self.anc[e.node]
+                self.ext[gid] = _union(self.ext[gid], self.anc[e.node])
         if gid is not None:
             self.group[node] = gid
-            anc |= 1 << gid
+            if not (anc >> gid) & 1:  # a member of its input's group: no new int
+                anc |= 1 << gid
         self.anc[node] = anc
 
     def _is_group_output(self, e: Entry, r: int, besides: Node) -> bool:
@@ -202,7 +215,7 @@ class _Grouping:
                     or not self._compatible(node, h, self._kind(node)):
                 continue
             if all((self.root_of(e.node) != r or self._is_group_output(e, r, node))
-                   and not self.anc[e.node] & self.bits[h] for e in node.inputs):
+                   and not self.anc[e.node] & self._bits(h) for e in node.inputs):
                 self.members[r].remove(node)
                 self.members[h].append(node)
                 self.group[node] = h
@@ -210,6 +223,18 @@ class _Grouping:
     def groups(self) -> dict[int, list[Node]]:
         """Root id -> members in topological order."""
         return {r: ms for r, ms in enumerate(self.members) if self.parent[r] == r}
+
+
+def _union(a: int, b: int) -> int:
+    """``a | b``, returning ``a`` or ``b`` itself when it already holds the other. The masks
+    grow with the number of groups; most nodes add no new bit to what an input has, and
+    sharing the object keeps memory (and time) linear instead of one new mask per node."""
+    if a is b or not b:
+        return a
+    if not a:
+        return b
+    c = a | b
+    return a if c == a else b if c == b else c
 
 
 def _kernel_name(ops: list[str]) -> str:
@@ -236,7 +261,8 @@ def _formulas(sig: tuple, outs: tuple[int, ...]) -> tuple[Expr, ...]:
 def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
                  remap: dict[Entry, Entry], memo: dict) -> list[tuple[Entry, Entry]]:
     """One ``_fused`` node for a group; returns (old entry, new entry) pairs for its outputs.
-    ``memo``: formulas by group signature (graphs repeat the same groups many times)."""
+    ``memo``: formulas, member ops and kernel name by group signature (graphs repeat the same
+    groups many times)."""
     inside, pos = set(members), {m: i for i, m in enumerate(members)}
     node_inputs: list[Entry] = [remap[e] for e in head.inputs] if head else []
     readers = [pos[head]] * len(node_inputs) if head else []  # member reading each input
@@ -257,18 +283,20 @@ def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
         ref_of[m.entries()[0]] = -1 - j
         sig.append((m.op, m.attrs, tuple(refs)))
     outputs, users = g.outputs, g.users
-    outs = tuple(j for j, m in enumerate(body) if m.entries()[0] in outputs
-                 or any(u not in inside for u in users[m]))
-    key = (tuple(sig), outs)
-    exprs = memo.get(key)
-    if exprs is None:
-        exprs = memo[key] = _formulas(key[0], outs)
-    ops = [m.op for m in members]
-    kname = _kernel_name(ops)
+    outs = tuple([j for j, m in enumerate(body) if m.entries()[0] in outputs
+                  or any(u not in inside for u in users[m])])
+    # The signature and the head's op and place decide the formulas, member ops and name.
+    key = (tuple(sig), outs, (head.op, pos[head]) if head else None)
+    found = memo.get(key)
+    if found is None:
+        ops = tuple([m.op for m in members])
+        found = memo[key] = (_formulas(key[0], outs), ops, _kernel_name(list(ops)))
+    exprs, ops, kname = found
+    shape = g.sc.shape
     attrs = Attrs({
         "exprs": exprs,
-        "shapes": tuple(g.sc.shape(body[j].entries()[0]) for j in outs),
-        "members": tuple(ops),
+        "shapes": tuple([shape(body[j].entries()[0]) for j in outs]),
+        "members": ops,
         "nodes": tuple(m.name for m in members),  # for profiles and pictures of the schedule
         "out_members": tuple(pos[body[j]] for j in outs),  # which member is output i
         "in_members": tuple(readers),  # the member that reads input i (first reader)
@@ -295,15 +323,24 @@ def fuse_elementwise(graph: Graph) -> Graph:
     for node in nodes:
         units.setdefault(node, node)
     remap: dict[Entry, Entry] = {}
-    memo: dict[tuple, tuple[Expr, ...]] = {}
+    memo: dict[tuple, tuple] = {}
+    # Rebuilt nodes and fused kernels compute the values they replace: their types are
+    # copied, not recomputed (``verify`` replays the rules in the tests).
     for unit in _unit_order(nodes, units):
         if isinstance(unit, Node):
-            new_inputs = tuple(remap[e] for e in unit.inputs)
-            new = unit if new_inputs == unit.inputs else unit.with_inputs(new_inputs)
+            new_inputs = tuple([remap[e] for e in unit.inputs])
+            if new_inputs == unit.inputs:
+                new = unit
+            else:
+                new = unit.with_inputs(new_inputs)
+                sc.copy(unit, new)
             remap.update(zip(unit.entries(), new.entries()))
         else:
             gid = unit[1]
-            remap.update(_build_fused(g.members[gid], g.head[gid], g, remap, memo))
+            pairs = _build_fused(g.members[gid], g.head[gid], g, remap, memo)
+            for old, new_entry in pairs:
+                sc.copy_entry(old, new_entry)
+            remap.update(pairs)
     return Graph(tuple(remap[e] for e in graph.outputs), graph.types)
 
 

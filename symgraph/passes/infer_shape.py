@@ -83,15 +83,15 @@ def _nothing_new(entries: Sequence[Entry], shapes: Sequence[Optional[Shape]],
 
 
 def _apply(node: Node, known: _Known) -> bool:
-    """Run ``node``'s rule and record what it found. True when every input and output was
-    fully known before: the rule (a function of them) has nothing left to say."""
+    """Run ``node``'s rule and record what it found. True when every input and output is
+    fully known now: the rule (a function of them) has nothing left to say; run again, it
+    would return the very shapes it was given."""
     opdef = get_op(node.op)
     partial = opdef.partial_shapes
     full = known.full
     entries = node.entries()
     ins = [known.get(e, partial) for e in node.inputs]
     outs = [known.get(e, partial) for e in entries]
-    settled = all(e in full for e in node.inputs) and all(e in full for e in entries)
     try:
         new_ins, new_outs = opdef.infer_shape(node.attrs, list(ins), list(outs))
     except (ShapeError, AttrError) as exc:  # attribute ranges are checked against the shapes
@@ -100,7 +100,7 @@ def _apply(node: Node, known: _Known) -> bool:
         raise type(exc)(f"{where(node.name, node.op)}{exc} (inputs: {given or 'none known'})") \
             from None
     if _nothing_new(node.inputs, new_ins, full) and _nothing_new(entries, new_outs, full):
-        return settled
+        return _all_known(node, entries, full)
     # in a bind, a 0 is an empty axis, unless it comes from a PartialShape (directly or through
     # a rule that read one): then it is an unknown dimension until a rule fills it in
     partial = partial and bool(known.partial) and any(
@@ -121,7 +121,11 @@ def _apply(node: Node, known: _Known) -> bool:
             src = _describe(in_names, ins, i if is_input else -1)
             raise ShapeError(f"{where(node.name, node.op)}{slot} has shape {tuple(clash)}, "
                              f"inferred {new}{src}")
-    return settled
+    return _all_known(node, entries, full)
+
+
+def _all_known(node: Node, entries: Sequence[Entry], full: dict[Entry, Shape]) -> bool:
+    return all(e in full for e in node.inputs) and all(e in full for e in entries)
 
 
 def infer_shapes(graph: Graph, given: Mapping[str, Shape]) -> dict[Entry, Shape]:
@@ -148,7 +152,7 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
         if shape is not None:
             known.put(Entry(node), as_shape(shape, f"variable {node.name}"))
     ops = [n for n in nodes if not n.is_variable]
-    # A node whose rule ran on fully known inputs and outputs (and accepted them) is settled:
+    # A node whose inputs and outputs are all fully known after its rule ran is settled:
     # shapes never change once fully known, so running it again would give the same answer.
     settled: set[Node] = set()
     for _ in range(len(ops) + 2):
@@ -156,11 +160,11 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
         for node in ops:
             if node not in settled and _apply(node, known):
                 settled.add(node)
+        if not known.changed:  # every rule ran on the final shapes: backward finds nothing
+            break
         for node in reversed(ops):
             if node not in settled and _apply(node, known):
                 settled.add(node)
-        if not known.changed:
-            break
     return known.full, known.partial
 
 

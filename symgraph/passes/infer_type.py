@@ -12,7 +12,7 @@ import numpy as np
 
 from ..base import AttrError, DTypeError, where
 from ..graph import Entry, Graph, Node
-from ..registry import get_op
+from ..registry import get_op, same_type
 
 DEFAULT = np.dtype("float32")
 # Full inferences run in this process (tests count them: one per bind).
@@ -20,11 +20,14 @@ COUNT = {"infer_types": 0}
 
 
 def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
-    """Run ``node``'s rule: (found a new dtype, every input and output was known before)."""
+    """Run ``node``'s rule: (found a new dtype, every input and output is known now: run
+    again, the rule would return the dtypes it was given)."""
     opdef = get_op(node.op)
     entries = list(node.inputs) + list(node.entries())
     olds = [types.get(e) for e in entries]
     n_in = len(node.inputs)
+    if opdef.infer_type is same_type and all(o is None for o in olds):
+        return False, False  # the default rule has nothing to go on (before the float32 default)
     try:
         new_ins, new_outs = opdef.infer_type(node.attrs, olds[:n_in], olds[n_in:])
     except (DTypeError, AttrError) as exc:
@@ -32,7 +35,7 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
     news = list(new_ins) + list(new_outs)
     if all(new is None or new is old for old, new in zip(olds, news)) \
             and len(new_ins) == n_in:  # nothing new (the usual second look at a node)
-        return False, None not in olds
+        return False, all(o is not None for o in olds)  # (not `None in`: dtype("float64") == None)
     names = list(opdef.input_names(node.attrs)) + list(opdef.output_names(node.attrs))
     changed = False
     for entry, name, old, new in zip(entries, names, olds, news):
@@ -44,7 +47,7 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
             changed = True
         elif old != new:
             raise DTypeError(f"{where(node.name, node.op)}{name} has dtype {old}, inferred {new}")
-    return changed, None not in olds
+    return changed, all(types.get(e) is not None for e in entries)
 
 
 def infer_types(graph: Graph, given: Mapping[str, Any],
@@ -61,20 +64,27 @@ def infer_types(graph: Graph, given: Mapping[str, Any],
                 types[Entry(node)] = np.dtype(t)
     ops = [n for n in nodes if not n.is_variable]
 
-    settled: set[Node] = set()  # rule ran on known dtypes only: nothing more to say
+    settled: set[Node] = set()  # all its dtypes known after its rule: nothing more to say
+
+    def sweep(order: list[Node]) -> bool:
+        changed = False
+        for node in order:
+            if node in settled:
+                continue
+            found, done = _apply(node, types)
+            changed |= found
+            if done:
+                settled.add(node)
+        return changed
 
     def propagate() -> None:
+        backward = ops[::-1]
         for _ in range(len(ops) + 2):
-            changed = False
-            for node in ops + ops[::-1]:
-                if node in settled:
-                    continue
-                found, done = _apply(node, types)
-                changed |= found
-                if done:
-                    settled.add(node)
-            if not changed:
+            # A forward sweep that found nothing ran every rule on the final dtypes: a
+            # backward sweep would run them on the same ones again, and find nothing either.
+            if not sweep(ops):
                 return
+            sweep(backward)
     propagate()
     if not defaults:
         return types

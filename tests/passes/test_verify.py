@@ -20,8 +20,11 @@ def test_verifier_runs_after_every_pass(monkeypatch) -> None:
     seen: list[int] = []
     monkeypatch.setattr(P, "verify", lambda g: seen.append(len(g.nodes())))
     x = sg.sym.var("x")
-    (sg.sym.relu(x) * 2.0).simple_bind(sg.cpu(), x=(2, 3))
-    # the CPU backend runs no forward (pre-autodiff) pipeline
+    exe = (sg.sym.relu(x) * 2.0).simple_bind(sg.cpu(), x=(2, 3))
+    # the CPU backend runs no forward (pre-autodiff) pipeline; a bind with gradients compiles
+    # the training program, the inference one is compiled by the first inference forward
+    assert len(seen) == len(P.TRAINING_PIPELINE)
+    exe.forward(is_train=False)
     assert len(seen) == len(P.INFERENCE_PIPELINE) + len(P.TRAINING_PIPELINE)
 
 
