@@ -10,7 +10,8 @@ from typing import Optional
 import numpy as np
 
 __all__ = ["SymgraphError", "AttrError", "ShapeError", "DTypeError", "BindError", "GraphError",
-           "ExecutionError", "DataError", "MissingParamError", "NotImplementedForSymbol"]
+           "ExecutionError", "DataError", "MissingParamError", "NotImplementedForSymbol",
+           "mx_real_t"]
 
 
 class SymgraphError(Exception):

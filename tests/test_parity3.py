@@ -43,6 +43,9 @@ def test_bool_of_a_symbol_raises() -> None:
     with pytest.raises(NotImplementedForSymbol):
         bool(S.var("x"))
     assert issubclass(NotImplementedForSymbol, SymgraphError) and mx_real_t is np.float32
+    star: dict = {}
+    exec("from symgraph.base import *", star)  # what code written for mxnet.base imports
+    assert star["mx_real_t"] is np.float32 and star["NotImplementedForSymbol"] is not None
 
 
 def test_integer_mod_has_zero_gradient_as_in_mxnet() -> None:
