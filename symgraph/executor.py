@@ -207,14 +207,18 @@ class Executor:
     @classmethod
     def simple_bind(cls, symbol: Any, ctx: Context, grad_req: Any = "write",
                     type_dict: Optional[Mapping[str, Any]] = None,
-                    shapes: Optional[Mapping[str, Any]] = None) -> "Executor":
+                    shapes: Optional[Mapping[str, Any]] = None,
+                    stages: Optional[tuple[bool, ...]] = None) -> "Executor":
+        """Infer the shapes and dtypes, allocate every array, bind (``stages`` as in
+        :meth:`bind`)."""
         with _gc_paused():  # one pause for the whole bind: each resume costs a collection
-            return cls._simple_bind(symbol, ctx, grad_req, type_dict, shapes)
+            return cls._simple_bind(symbol, ctx, grad_req, type_dict, shapes, stages)
 
     @classmethod
     def _simple_bind(cls, symbol: Any, ctx: Context, grad_req: Any,
                      type_dict: Optional[Mapping[str, Any]],
-                     shapes: Optional[Mapping[str, Any]]) -> "Executor":
+                     shapes: Optional[Mapping[str, Any]],
+                     stages: Optional[tuple[bool, ...]]) -> "Executor":
         # The one inference of this bind: the executor reuses its table.
         shape_of, (arg_shapes, _, aux_shapes) = symbol_shapes(symbol, (), shapes or {}, False)
         type_of, (arg_types, _, aux_types) = symbol_types(symbol, (), type_dict or {})
@@ -226,7 +230,8 @@ class Executor:
                  if reqs[n] != "null"}
         aux = [_alloc("aux state", n, s, ctx, t) for n, s, t
                in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]
-        return cls.bind(symbol, ctx, args, grads, reqs, aux, TypeTable(shape_of, type_of))
+        return cls.bind(symbol, ctx, args, grads, reqs, aux, TypeTable(shape_of, type_of),
+                        stages)
 
     def _compile(self, types: Optional[TypeTable]) -> None:
         graph = self._symbol.graph()

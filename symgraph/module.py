@@ -16,6 +16,7 @@ from . import profiler
 from .log import LOGGER
 from .base import BindError, DataError, MissingParamError
 from .base_module import BaseModule
+from .executor import Executor
 from .context import Context, cpu
 from .io import DataBatch, DataDesc
 from .ndarray import NDArray, array
@@ -189,9 +190,11 @@ class Module(BaseModule):
             symbol = self._amp.symbol(symbol)
             for mine, extra in zip((reqs, shapes, types), self._amp.bind_extras()):
                 mine.update(extra)
-        exe = symbol.simple_bind(self._context, grad_req=reqs, type_dict=types, **shapes)
-        if shared_module is not None:
-            exe = self._share(shared_module, exe, reqs)
+        if shared_module is None:
+            exe = symbol.simple_bind(self._context, grad_req=reqs, type_dict=types, **shapes)
+        else:  # the arrays only: the executor that runs is bound on the shared ones, once
+            exe = self._share(shared_module, Executor.simple_bind(
+                symbol, self._context, reqs, types, shapes, stages=()), reqs)
         if self._amp is not None:
             self._amp.after_bind(exe)
         return [exe]

@@ -116,7 +116,12 @@ def _bucket_sym(key: int):
     return S.make_loss(S.sum(S.broadcast_mul(data, a))), ("data",), None
 
 
-def test_bucketing_module_shares_parameters_gradients_and_optimizer() -> None:
+def test_bucketing_module_shares_parameters_gradients_and_optimizer(monkeypatch) -> None:
+    from symgraph.executor import Executor
+    builds = []
+    build = Executor._build
+    monkeypatch.setattr(Executor, "_build", lambda self, graph, train: builds.append(train)
+                        or build(self, graph, train))
     mod = sg.mod.BucketingModule(sym_gen=_bucket_sym, default_bucket_key=10)
     mod.bind(data_shapes=[("data", (2, 10))], grad_req="add")
     mod.init_params()
@@ -128,6 +133,7 @@ def test_bucketing_module_shares_parameters_gradients_and_optimizer() -> None:
             [sg.nd.array(d)], None, bucket_key=key,
             provide_data=[sg.io.DataDesc("data", d.shape)]))
     assert mod._curr_module.data_shapes[0].shape == (2, 5)
+    assert builds == [True, True]  # one training program per bucket (none thrown away)
     grad = mod._curr_module._exec_group.execs[0].grad_dict["a"].asnumpy()
     np.testing.assert_allclose(grad, [d10.sum() + d5.sum()], rtol=1e-5)  # 'add' accumulates
     mod.update()  # plain SGD on the shared weight, seen by the default bucket too
