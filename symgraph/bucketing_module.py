@@ -107,6 +107,8 @@ class BucketingModule(BaseModule):
             module.bind(data_shapes, label_shapes, shared_module=default, **self._bind_args)
             if default.optimizer_initialized:
                 module.borrow_optimizer(default)
+            for mon in getattr(self, "_monitors", []):  # installed before this bucket existed
+                module.install_monitor(mon)
             self._buckets[bucket_key] = module
         self._curr_module, self._curr_bucket_key = self._buckets[bucket_key], bucket_key
 
@@ -164,6 +166,8 @@ class BucketingModule(BaseModule):
         self._curr_module.update_metric(eval_metric, labels, pre_sliced, pad)
 
     def install_monitor(self, mon: Any) -> None:
+        """Install ``mon`` on every bucket's module, and on buckets bound later."""
+        self._monitors = getattr(self, "_monitors", []) + [mon]
         for module in self._buckets.values():
             module.install_monitor(mon)
 

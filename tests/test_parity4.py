@@ -143,6 +143,19 @@ def test_bucketing_module_shares_parameters_gradients_and_optimizer(monkeypatch)
     np.testing.assert_allclose(mod.get_params()[0]["a"].asnumpy(), [want], rtol=1e-5)
 
 
+def test_bucketing_monitor_reaches_buckets_bound_later() -> None:
+    mod = sg.mod.BucketingModule(sym_gen=_bucket_sym, default_bucket_key=10)
+    mod.bind(data_shapes=[("data", (2, 10))])
+    mod.init_params()
+    mon = sg.monitor.Monitor(1, pattern=".*")
+    mod.install_monitor(mon)
+    mon.tic()
+    mod.forward(sg.io.DataBatch([sg.nd.ones((2, 5))], None, bucket_key=5,
+                                provide_data=[sg.io.DataDesc("data", (2, 5))]), is_train=False)
+    assert mod._curr_module._exec in mon.exes
+    assert any(name.startswith("sum") for _, name, _ in mon.toc())  # the new bucket's node
+
+
 GOLDEN = "tests/data/mxnet/rnn-golden.npz"  # made by tests/data/mxnet/make_rnn_golden.py
 
 
