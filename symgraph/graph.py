@@ -59,18 +59,18 @@ class Node:
         cached = self._entries
         if cached is None:  # (a None slot, not a missing attribute: raising costs more)
             n = 1 if self.op == VARIABLE else get_op(self.op).num_outputs(self.attrs)
-            cached = (Entry(self, 0),) if n == 1 else tuple([Entry(self, i) for i in range(n)])
-            self.__dict__["_entries"] = cached
+            cached = self.__dict__["_entries"] = self._make_entries(n)
         return cached
+
+    def _make_entries(self, n: int) -> tuple["Entry", ...]:
+        return (Entry(self, 0),) if n == 1 else tuple([Entry(self, i) for i in range(n)])
 
     def with_inputs(self, inputs: Sequence["Entry"]) -> "Node":
         """A copy of this node reading ``inputs`` (as many outputs: same op, same attrs)."""
         new = Node(self.op, self.name, self.attrs, tuple(inputs), self.extra)
         mine = self._entries
         if mine is not None:  # passes rebuild many nodes: skip asking the op again
-            n = len(mine)
-            new.__dict__["_entries"] = (Entry(new, 0),) if n == 1 else \
-                tuple([Entry(new, i) for i in range(n)])
+            new.__dict__["_entries"] = new._make_entries(len(mine))
         return new
 
     def __repr__(self) -> str:
