@@ -63,11 +63,8 @@ class TypeTable:
     def copy(self, old: Node, new: Node) -> None:
         """Give ``new``'s outputs the known types of ``old``'s: ``new`` is ``old`` rebuilt on
         inputs of the same types (``graph.rewrite``), so its rules would give the same."""
-        shapes, types = self._shapes, self._types
         for eo, en in zip(old.entries(), new.entries()):
-            if eo in shapes and eo in types:
-                shapes[en] = shapes[eo]
-                types[en] = types[eo]
+            self.copy_entry(eo, en)
 
     def copy_entry(self, old: Entry, new: Entry) -> None:
         """Give ``new`` the known type of ``old``: a pass replaced ``old`` by ``new``, which
