@@ -1,9 +1,12 @@
 """Finding the GPU pieces: pycuda, cuBLAS, cuDNN and NCCL.
 
-The shared libraries are looked up first in the ``nvidia-*`` wheels
-(``site-packages/nvidia/<pkg>/lib``, what ``pip install 'symgraph[cuda]'`` and PyTorch install),
-then on the loader's search path (``LD_LIBRARY_PATH``, ldconfig), then in ``$CUDA_HOME/lib64``
-and ``/usr/local/cuda/lib64``, so a PyTorch user's environment works without a system cuDNN.
+The shared libraries are looked up first on the loader's search path (``LD_LIBRARY_PATH``,
+ldconfig), then in ``$CUDA_HOME/lib64`` and ``/usr/local/cuda/lib64``, then in the ``nvidia-*``
+wheels (``site-packages/nvidia/<pkg>/lib``, what ``pip install 'symgraph[cuda]'`` and PyTorch
+install), so a PyTorch user's environment works without a system cuDNN. The toolkit comes first
+because it was measured faster: on the H100 the seed CNN's step took 0.222/0.500 ms (batch
+64/256) with the wheels PyTorch installs and 0.195/0.405 ms with the CUDA 13 toolkit's libraries
+(``docs/performance.md``). ``SYMGRAPH_CUDA_LIBS=wheels`` puts the wheels first.
 A library that cannot be found raises :class:`GPUUnavailable`, whose message says which files
 were looked for, where, and how to install them. Pure Python: importable without a GPU.
 """
@@ -76,16 +79,16 @@ def system_dirs() -> list[str]:
 
 
 def candidates(key: str) -> list[str]:
-    """Every path or bare name tried for library ``key``, in order: the wheels first, unless
-    ``SYMGRAPH_CUDA_LIBS=system`` puts them last (to compare a PyTorch environment's library
-    versions with the toolkit's: they can differ in speed)."""
+    """Every path or bare name tried for library ``key``, in order: the loader's path and the
+    toolkit first, the wheels last, unless ``SYMGRAPH_CUDA_LIBS=wheels`` puts the wheels first
+    (to compare a PyTorch environment's library versions with the toolkit's)."""
     lib = LIBRARIES[key]
     wheels = [os.path.join(d, n) for d in wheel_dirs(lib) for n in lib.sonames]
     system = list(lib.sonames)  # bare names: the dynamic loader's search path
     system += [os.path.join(d, n) for d in system_dirs() for n in lib.sonames]
-    if os.environ.get("SYMGRAPH_CUDA_LIBS", "wheels") == "system":
-        return system + wheels
-    return wheels + system
+    if os.environ.get("SYMGRAPH_CUDA_LIBS", "system") == "wheels":
+        return wheels + system
+    return system + wheels
 
 
 def _try(path: str) -> Optional[Any]:
@@ -116,7 +119,8 @@ def missing_message(key: str) -> str:
 
 
 def load(key: str, required: bool = True) -> Optional[Any]:
-    """Load CUDA library ``key`` (``'cublas'``, ``'cudnn'``, ``'nccl'``) once, wheels first.
+    """Load CUDA library ``key`` (``'cublas'``, ``'cudnn'``, ``'nccl'``) once, in
+    :func:`candidates` order.
 
     Returns the ``ctypes.CDLL``; ``None`` when it is missing and ``required`` is False; raises
     :class:`GPUUnavailable` naming the files and folders searched otherwise."""

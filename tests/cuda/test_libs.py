@@ -1,4 +1,4 @@
-"""CUDA library lookup: nvidia-* wheels before the system, errors that say how to install."""
+"""CUDA library lookup: the toolkit before the nvidia-* wheels (or on request after), errors that say how to install."""
 from __future__ import annotations
 
 import shutil
@@ -26,7 +26,8 @@ def fake_site(tmp_path, monkeypatch):
     return lib
 
 
-def test_wheel_folder_comes_first(fake_site):
+def test_wheel_folder_first_on_request(fake_site, monkeypatch):
+    monkeypatch.setenv("SYMGRAPH_CUDA_LIBS", "wheels")
     order = libs.candidates("cudnn")
     assert order[0] == str(fake_site / "libcudnn.so.9")
     assert order.index("libcudnn.so.9") < order.index("/usr/local/cuda/lib64/libcudnn.so.9")
@@ -35,8 +36,8 @@ def test_wheel_folder_comes_first(fake_site):
     assert handle.cudnnConvolutionForward() == 42
 
 
-def test_system_libraries_first_on_request(fake_site, monkeypatch):
-    monkeypatch.setenv("SYMGRAPH_CUDA_LIBS", "system")
+def test_system_libraries_first_by_default(fake_site, monkeypatch):
+    monkeypatch.delenv("SYMGRAPH_CUDA_LIBS", raising=False)
     order = libs.candidates("cudnn")
     wheel = order.index(str(fake_site / "libcudnn.so.9"))
     assert order[0] == "libcudnn.so.9"
