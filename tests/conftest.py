@@ -1,4 +1,5 @@
-"""Test-wide settings: verify the graph after every pass; poison freed buffers; a fixed seed; the MNIST folder."""
+"""Test-wide settings: verify the graph after every pass; poison freed buffers; a fixed seed; the
+MNIST folder; ``SYMGRAPH_TEST_SHARD=i/n`` runs one of n interleaved shards (parallel GPU runs)."""
 from __future__ import annotations
 
 import os
@@ -27,7 +28,14 @@ def _have_gpu() -> bool:
     return _gpu_count() > 0
 
 
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection, so shards split what will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
+    shard = os.environ.get("SYMGRAPH_TEST_SHARD")  # "i/n": every n-th test from the i-th
+    if shard:
+        i, n = (int(v) for v in shard.split("/"))
+        dropped = [item for k, item in enumerate(items) if k % n != i]
+        items[:] = [item for k, item in enumerate(items) if k % n == i]
+        config.hook.pytest_deselected(items=dropped)
     if any("gpu" in item.keywords for item in items) and not _have_gpu():
         skip = pytest.mark.skip(reason="needs a CUDA GPU and pycuda")
         for item in items:
