@@ -1,11 +1,15 @@
 """CUDA graphs through the driver API (ctypes on libcuda): stream capture, instantiate, launch.
 
 pycuda has no binding for stream capture, so the few driver calls are made here directly on the
-pycuda stream's handle. Capture mode is thread-local: other threads may keep allocating.
+pycuda stream's handle. Capture mode is thread-local: other threads may keep allocating. This
+thread may not free: a ``cuMemFree`` while capturing invalidates the capture, and the cyclic
+garbage collector can run inside ``record()`` and free an unreachable GPU array of earlier work
+(seen on the H100 in the GPU suite). So the collector is paused while recording.
 """
 from __future__ import annotations
 
 import ctypes
+import gc
 from typing import Any, Callable
 
 from ..base import ExecutionError
@@ -42,10 +46,14 @@ class CudaGraph:
         _check(lib.cuStreamBeginCapture_v2(self._stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
                "cuStreamBeginCapture")
         graph = ctypes.c_void_p()
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             record()
         finally:
             status = lib.cuStreamEndCapture(self._stream, ctypes.byref(graph))
+            if collecting:
+                gc.enable()
         _check(status, "cuStreamEndCapture")
         self._graph = graph
         self._exec = ctypes.c_void_p()
