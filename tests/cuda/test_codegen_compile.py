@@ -16,7 +16,7 @@ from symgraph.cuda import compiler
 from symgraph.cuda.actions import Host, Kernel, flat_actions
 from symgraph.cuda.plan import lower_schedule
 
-from .graphs import FLOAT64_CASES, all_graphs
+from .graphs import FLOAT64_CASES, HOST_FALLBACK, all_graphs
 
 needs_nvcc = pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,11 +34,6 @@ def _all_lowered() -> list:
             if name not in FLOAT64_CASES for s in _schedules(sym, args, aux)]
 
 
-# Ops that still take the documented host stopgap (inputs to the host, numpy reference, results
-# back), in some or all configurations: the "not done" list of issue 5 (docs/performance.md).
-# LRN forward; softmax with use_length only; UpSampling's nearest repeat (its gradient is a
-# sum pooling on the device); the fused RNN and its backward (cuDNN's RNN not wired yet)
-HOST_FALLBACK: set[str] = {"LRN", "softmax", "UpSampling", "RNN", "_backward_RNN"}
 
 
 def test_host_fallback_only_where_documented() -> None:
