@@ -10,6 +10,7 @@ the same numbers, and the narrow MLP's GEMMs run as GemmEx.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -68,8 +69,28 @@ def test_narrow_gpu_matches_float32_cpu(dtype: str, name: str, sym, args, aux) -
     for i, (g, w, t) in enumerate(zip(got_outs, want_outs, out_types)):
         assert g.dtype == t, f"{name} output {i}: dtype {g.dtype}, want {t}"
         assert_close(g, w, dtype, f"{name} output {i}")
+    narrow_cpu = None
     for k in want_grads:
-        assert_close(got_grads[k], want_grads[k], dtype, f"{name} gradient of {k}")
+        try:
+            assert_close(got_grads[k], want_grads[k], dtype, f"{name} gradient of {k}")
+        except AssertionError:
+            if not _max_pools(sym):
+                raise
+            # Narrow rounding ties values a max pool tells apart in float32, so its gradient
+            # goes to another element (seen: seed_cnn's data gradient). The numpy backend run in
+            # the same narrow dtype makes the same choices: the GPU must match that run.
+            if narrow_cpu is None:
+                narrow_cpu = _run(sym, sg.cpu(), args, aux, NARROW[dtype], dtype, 7)[1]
+            assert_close(got_grads[k], narrow_cpu[k], dtype,
+                         f"{name} gradient of {k} (against the CPU run in {dtype})")
+
+
+def _max_pools(sym: Any) -> bool:
+    """Whether ``sym`` holds a max pooling: Pooling with MXNet's default pool_type, or the fused
+    ``_conv_act_pool`` (always max)."""
+    nodes = json.loads(sym.tojson())["nodes"]
+    return any(n["op"] == "_conv_act_pool" or n["op"] == "Pooling"
+               and n.get("attrs", {}).get("pool_type", "max") == "max" for n in nodes)
 
 
 @pytest.mark.parametrize("dtype", sorted(NARROW))
