@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import numpy as np
 import pytest
 
 import symgraph as sg

@@ -288,3 +288,14 @@ def test_fill_bits_per_dtype() -> None:
     assert fill_bits(-2.5, "bfloat16") == (2, 0xC020)
     assert fill_bits(1 / 3, "float16") == (2, 0x3555)
     assert fill_bits(1 / 3, "bfloat16") == (2, 0x3EAB)
+
+
+def test_assert_close_allows_only_the_given_share() -> None:
+    want = np.linspace(1.0, 2.0, 20, dtype=np.float32)
+    got = want.copy()
+    got[:2] += 0.5  # 2 of 20 elements far off
+    assert_close(got, want, "float16", "two off", share=0.1)
+    with pytest.raises(AssertionError, match=r"2 of 20 elements \(at most 5% allowed\)"):
+        assert_close(got, want, "float16", "two off", share=0.05)
+    with pytest.raises(AssertionError, match="two off in float16"):
+        assert_close(got, want, "float16", "two off")
