@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import sys
 import time
@@ -131,7 +132,7 @@ def profile(step: Callable[[], None], steps: int, top: int = 30) -> None:
         step()
     nd.waitall()
     prof.disable()
-    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+    pstats.Stats(prof).sort_stats(os.environ.get("SORT", "tottime")).print_stats(top)
 
 
 def frontend_only() -> None:
@@ -150,7 +151,7 @@ def frontend_only() -> None:
         for slot, value in zip(self._kernels[k][3], got):
             env[slot] = value
     numpy_backend.NumpyProgram._step = replay
-    optimizer.Optimizer._apply = lambda self, weight, grad, state, scalars: None
+    optimizer.Optimizer._apply = lambda self, *args: None  # (weight, grad, state, scalars, index)
 
 
 def main(argv: Optional[list] = None) -> None:
