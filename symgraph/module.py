@@ -475,7 +475,8 @@ class Module(BaseModule):
 
     def _update_tail(self) -> Any:
         """The fused update as a backward tail for the current executor (made once per bind);
-        ``None`` without a device updater or when a gradient accumulates (``grad_req='add'``)."""
+        ``None`` without a device updater, when a gradient accumulates (``grad_req='add'``) or
+        when no gradient reaches a trained parameter."""
         if not (self.optimizer_initialized and self.for_training
                 and hasattr(self._updater, "tail")) or \
                 (self._amp is not None and self._amp.scaler is not None):
@@ -485,8 +486,12 @@ class Module(BaseModule):
             slots = self._exec.grad_slots()
             reqs = self._exec.grad_req.values()
             todo = [(i, n) for i, n in enumerate(self._param_names) if n in slots]
+            unreached = [n for n in self._param_names
+                         if n not in slots and self._exec.grad_req.get(n, "null") != "null"]
             tail = None
-            if all(r != "add" for r in reqs):
+            # A parameter no gradient reaches still takes its step on a zero gradient (weight
+            # decay, momentum), as on the CPU: the tail has no slot for it, so update() runs.
+            if all(r != "add" for r in reqs) and not unreached:
                 tail = self._updater.tail([i for i, _ in todo],
                                           [self._exec.arg_dict[n] for _, n in todo],
                                           [slots[n] for _, n in todo])
