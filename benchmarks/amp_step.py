@@ -1,6 +1,6 @@
 """Mixed-precision training steps on the GPU (issue 15), beside PyTorch in the same process.
 
-    PYTHONPATH=. python3 benchmarks/amp_step.py [--steps 50] [--only mlp|resnet]
+    PYTHONPATH=. python3 benchmarks/amp_step.py [--steps 50] [--only mlp|resnet] [--profile]
 
 * MLP 1024-4096-4096-4096-10, batch 1024: symgraph float32 vs bfloat16 training step
   (forward + backward, one ``train_step``: one CUDA graph replay), and the GEMM throughput in
@@ -16,6 +16,8 @@ symgraph's bfloat16 step is AMP (``sg.amp.convert_symbol``: narrow ops in bfloat
 norms and losses in float32, float32 parameters cast in the graph) when ``sg.amp`` exists, else
 the whole graph bound in bfloat16 (printed as "pure bf16"). Times are medians of ``--steps``
 steps after warm-up, by CUDA events on the legacy stream (which orders after symgraph's stream).
+``--profile``: instead, the eager per-step GPU times of the chosen models' fp32 and bf16 training
+programs, summed by op (where the step time goes).
 """
 from __future__ import annotations
 
@@ -122,6 +124,26 @@ def gemm_ms(exe: Any) -> float:
                if any(isinstance(a, Gemm) for a in flat_actions(prog.actions[k])))
 
 
+def profile(name: str, sym: Any, data_shape: tuple, top: int = 12) -> None:
+    """Eager per-step times of the fp32 and bf16 training programs, summed by op."""
+    from symgraph.registry import RunCtx
+    nsym, mode = narrow_symbol(sym)
+    for label, s, everywhere in (("fp32", sym, False), (mode, nsym, mode == "pure bf16")):
+        exe = bind(s, data_shape, everywhere)
+        exe.forward(is_train=True)
+        exe.backward()
+        prog, stage = exe._train.program, exe._train
+        times = prog.time_steps(exe._env, 0, len(stage.schedule.steps), RunCtx(is_train=True))
+        by_op: dict = {}
+        for _, op, _, ms in times:
+            n, t = by_op.get(op, (0, 0.0))
+            by_op[op] = (n + 1, t + ms)
+        print(f"\n{name} {label}: {sum(t[3] for t in times):.3f} ms over {len(times)} steps "
+              f"(eager, each synchronised)")
+        for op, (n, t) in sorted(by_op.items(), key=lambda kv: -kv[1][1])[:top]:
+            print(f"  {t:7.3f} ms  {n:3d} x {op}")
+
+
 def symgraph_rows(name: str, sym: Any, data_shape: tuple, steps: int,
                   flops: float = 0.0) -> list[tuple]:
     rows = []
@@ -178,7 +200,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--only", choices=("mlp", "resnet"), default=None)
+    ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
+    if args.profile:
+        if args.only in (None, "mlp"):
+            profile("MLP b1024", mlp_symbol(), (MLP_BATCH, MLP_SIZES[0]))
+        if args.only in (None, "resnet"):
+            profile("ResNet-20 b128", resnet_symbol(), (RESNET_BATCH, 3, 32, 32))
+        return
     torch = torch_fp32()
     print(f"device: {torch.cuda.get_device_name()}")
     rows: list[tuple] = []
