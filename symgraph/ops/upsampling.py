@@ -92,7 +92,6 @@ def _upsampling_grad(c) -> list:
 register(OpDef(
     "UpSampling", UPSAMPLING_PARAMS, lambda a: tuple(f"arg{i}" for i in range(a["num_args"])),
     _upsampling_shape, _upsampling, _upsampling_grad, OPAQUE, variadic="num_args",
-    lowering=("host", {"why": "no CUDA kernel yet for the nearest-neighbour repeat (its "
-                              "gradient, a sum pooling, runs on the device)"}),
+    lowering="upsampling_nearest",  # one input; several keep the host stopgap (cuda/)
     doc="Nearest-neighbour upsampling of (N, C, H, W) inputs by `scale`; several inputs "
         "joined along channels (concat) or summed."))
