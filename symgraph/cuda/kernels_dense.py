@@ -12,30 +12,43 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..expr import Expr
-from .codegen import (Rendered, c_float, dtype_helpers, expr_to_c, grid_stride_kernel, kernel_name,
-                      ptr, with_dtype)
+from .codegen import (Rendered, c_float, dtype_helpers, expr_to_c, grid_stride_kernel,
+                      index_load, kernel_name, ptr, with_dtype)
 
 
 def render_softmax(stem: str, outer: int, k: int, inner: int, log: bool,
-                   scale: float = 1.0, dtype: str = "float32", y_t: str = "") -> Rendered:
+                   scale: float = 1.0, dtype: str = "float32", y_t: str = "",
+                   len_t: str = "") -> Rendered:
     """Softmax (or log-softmax) of ``scale * x`` over the middle axis of an (outer, k, inner)
     array of ``dtype`` (output ``y_t``, default the same), a warp a row, in float. Three passes
-    over the row (max, sum of exponentials, write)."""
+    over the row (max, sum of exponentials, write). With ``len_t`` (the dtype of a ``length``
+    array of shape (outer, inner), a float or integer type) only the first ``length[row]``
+    entries take part and the rest are written 0 (softmax's ``use_length``; a length <= 0
+    gives a row of zeros, as the numpy reference)."""
     y_t = y_t or dtype
-    tag = kernel_name(with_dtype(stem, dtype), f"{outer},{k},{inner},{log},{scale},{dtype},{y_t}")
+    tag = kernel_name(with_dtype(stem, dtype),
+                      f"{outer},{k},{inner},{log},{scale},{dtype},{y_t},{len_t}")
     sx = "" if scale == 1.0 else f" * {c_float(scale)}"
     write = "(v - m) - logf(s)" if log else "expf(v - m) * inv"
+    end = str(k)
+    length = ""
+    if len_t:
+        _, value = index_load("len[warp]", len_t)
+        length = (f"    const long long want = (long long){value};\n"
+                  f"    const int L = want < 0 ? 0 : (want > {k} ? {k} : (int)want);\n")
+        end, write = "L", f"c < L ? {write} : 0.f"
     body = (
         "    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;\n"
         "    const int lane = threadIdx.x & 31;\n"
         f"    if (warp >= {outer * inner}LL) return;\n"
         f"    const long long base = (warp / {inner}LL) * {k * inner}LL + warp % {inner}LL;\n"
+        f"{length}"
         f"    float m = {c_float(float('-inf'))};\n"
-        f"    for (int c = lane; c < {k}; c += 32)\n"
+        f"    for (int c = lane; c < {end}; c += 32)\n"
         f"        m = fmaxf(m, sg_ld(x[base + c * {inner}LL]){sx});\n"
         "    for (int s = 16; s > 0; s >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, s));\n"
         "    float s = 0.f;\n"
-        f"    for (int c = lane; c < {k}; c += 32)\n"
+        f"    for (int c = lane; c < {end}; c += 32)\n"
         f"        s += expf(sg_ld(x[base + c * {inner}LL]){sx} - m);\n"
         "    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);\n"
         "    const float inv = 1.f / s;\n"
@@ -43,9 +56,11 @@ def render_softmax(stem: str, outer: int, k: int, inner: int, log: bool,
         f"        const float v = sg_ld(x[base + c * {inner}LL]){sx};\n"
         f"        y[base + c * {inner}LL] = {write};\n"
         "    }\n")
-    src = (f"extern \"C\" __global__ void {tag}({ptr('y', y_t, False)}, {ptr('x', dtype)}, "
-           f"long long n) {{\n{body}}}\n")
-    return Rendered(tag, src, 2, helpers=dtype_helpers(dtype, y_t))
+    lens = f", {ptr('len', len_t)}" if len_t else ""
+    src = (f"extern \"C\" __global__ void {tag}({ptr('y', y_t, False)}, {ptr('x', dtype)}"
+           f"{lens}, long long n) {{\n{body}}}\n")
+    return Rendered(tag, src, 3 if len_t else 2,
+                    helpers=dtype_helpers(dtype, y_t, *([len_t] if len_t else [])))
 
 
 def render_block_sum(stem: str, key: str, params: str, rows: int, term: str,

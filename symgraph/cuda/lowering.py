@@ -24,7 +24,7 @@ from .actions import FAMILIES, StepCtx, lowering_dtypes, lowering_of
 
 # Families whose listed input slots hold indices: an integer dtype there is read as it is (the
 # kernel spells its C type), so integer labels need no host path or cast.
-INDEX_INPUTS = {"one_hot": (0,), "axis_gather": (1,)}
+INDEX_INPUTS = {"one_hot": (0,), "axis_gather": (1,), "softmax": (1,)}  # softmax: length
 
 
 def lower_step(ctx: StepCtx) -> list:

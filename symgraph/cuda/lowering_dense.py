@@ -12,7 +12,7 @@ from ..expr import inp
 from .codegen import THREADS
 from .kernels_dense import (render_count, render_nll_sum, render_softmax,
                             render_softmax_output_backward)
-from .actions import Gemm, Host, Kernel, StepCtx, family, launch
+from .actions import Gemm, Kernel, StepCtx, family, launch
 from .lowering_elementwise import elementwise_actions
 from .lowering_fused import Epilogue, in_place, inline_epilogue
 
@@ -80,8 +80,6 @@ def _softmax(ctx: StepCtx, p: dict) -> list:
     ``"mode"`` (SoftmaxActivation: instance = all but axis 0, channel = axis 1) or ``"attr"``
     (the ``axis`` attribute, with an optional ``temperature``)."""
     shape, a, scale = ctx.in_shapes[0], ctx.attrs, 1.0
-    if a.get("use_length"):  # the kernel has no length mask yet: the documented host stopgap
-        return [Host(ctx.step)]
     if p.get("axis_from") == "softmax_output":
         outer, k, inner = softmax_output_axis(a, shape)
     elif p.get("axis_from") == "mode":
@@ -91,11 +89,13 @@ def _softmax(ctx: StepCtx, p: dict) -> list:
         outer, k, inner = softmax_axis_split(shape, a["axis"] % len(shape))
         scale = 1.0 / a["temperature"] if a.get("temperature") is not None else 1.0
         scale = -scale if p.get("negate") else scale  # softmin
+    lengths = ctx.ins[1:2] if a.get("use_length") else []  # (outer, inner): data less axis
     kern = render_softmax(ctx.stem, outer, k, inner, bool(p.get("log", False)), scale,
-                          ctx.dt(ctx.ins[0]), ctx.dt(ctx.outs[0]))
+                          ctx.dt(ctx.ins[0]), ctx.dt(ctx.outs[0]),
+                          ctx.dtype_of(lengths[0]).name if lengths else "")
     rows = outer * inner
     return [Kernel(kern, max(1, (rows * 32 + THREADS - 1) // THREADS), THREADS,
-                   (ctx.outs[0], ctx.ins[0]), prod(shape))]
+                   (ctx.outs[0], ctx.ins[0], *lengths), prod(shape))]
 
 
 @family("softmax_output_backward")

@@ -60,11 +60,14 @@ CASES += [
 
 
 def _softmax_length_ref(x, n):
-    """Softmax over the first n[i, j] entries of axis 1, 0 beyond (a loop, independently)."""
+    """Softmax over the first n[i, j] entries of axis 1, 0 beyond (a loop, independently); a
+    row of zeros where the length is 0 or less."""
     out = np.zeros_like(x)
     for i in range(x.shape[0]):
         for j in range(x.shape[2]):
             k = int(n[i, j])
+            if k <= 0:
+                continue
             e = np.exp(x[i, :k, j] - x[i, :k, j].max())
             out[i, :k, j] = e / e.sum()
     return out
@@ -74,6 +77,11 @@ CASES.append(Case(
     "softmax", lambda: S.softmax(x, S.var("n"), axis=1, use_length=True),
     {"x": normal(2, 5, 3), "n": lambda rng: rng.integers(1, 6, size=(2, 3))},
     _softmax_length_ref, grad_nodes=["x"], id="softmax-use_length"))
+# Lengths past the axis (all of it), zero and negative (zeros), fractional (truncated).
+CASES.append(Case(
+    "softmax", lambda: S.softmax(x, S.var("n"), axis=1, use_length=True),
+    {"x": normal(2, 5, 3), "n": lambda rng: np.array([[7.0, 0.0, -2.0], [2.9, 5.0, 1.0]])},
+    _softmax_length_ref, grad_nodes=["x"], id="softmax-use_length-edges"))
 
 
 def _with_nans(*shape: int):
