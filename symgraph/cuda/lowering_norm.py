@@ -1,4 +1,5 @@
-"""Lowering families of LeakyReLU and BatchNorm (``ops/activation.py``, ``ops/norm.py``).
+"""Lowering families of LeakyReLU, BatchNorm and LRN (``ops/activation.py``, ``ops/norm.py``,
+``ops/lrn.py``).
 
 LeakyReLU prints the op's own scalar formulas (``LEAKY``) through the elementwise generator, PReLU's
 per-channel ``gamma`` laid along axis 1. BatchNorm in training: per-channel mean (reduction, in float),
@@ -14,7 +15,8 @@ from math import prod
 
 from .. import expr as E
 from ..expr import inp
-from .actions import StepCtx, Switch, family
+from .actions import StepCtx, Switch, family, launch
+from .kernels_norm import render_lrn
 from .lowering_elementwise import copy_actions, elementwise_actions
 from .lowering_reduce import reduce_actions
 @family("leaky_relu")
@@ -81,3 +83,12 @@ def _regression_backward(ctx: StepCtx, p: dict) -> list:
     d = inp(0) - inp(1)
     e = (E.call("sign", d) if ctx.attrs["mae"] else d) * (ctx.attrs["grad_scale"] / per_sample)
     return elementwise_actions(ctx, "regression_grad", [e], [out, out], ctx.ins, out, ctx.outs)
+
+
+@family("lrn")
+def _lrn(ctx: StepCtx, p: dict) -> list:
+    """LRN's output and its hidden normaliser ``tmp_norm``, one kernel (``kernels_norm``)."""
+    a, x = ctx.attrs, ctx.in_shapes[0]
+    kern = render_lrn(x[1], prod(x[2:]), a["nsize"], a["alpha"], a["beta"], a["knorm"],
+                      ctx.dt(ctx.ins[0]))
+    return [launch(ctx, kern, (ctx.outs[0], ctx.outs[1], ctx.ins[0]), prod(x))]

@@ -79,8 +79,6 @@ def _lrn_grad(c) -> list:
 register(OpDef(
     "LRN", LRN_PARAMS, ("data",), _lrn_shape, _lrn_compute, _lrn_grad, OPAQUE,
     outputs=("output", "tmp_norm"), num_visible=1,
-    lowering=("host", {"why": "LRN (a legacy AlexNet layer) has no CUDA kernel yet: its "
-                              "forward runs the numpy reference on host copies; its gradient "
-                              "is built from Pooling and elementwise ops, which do lower"}),
+    lowering="lrn",
     doc="Local response normalisation across channels: x * (knorm + alpha/nsize * window "
         "sum of x^2)^-beta; hidden output tmp_norm is the normaliser."))

@@ -23,7 +23,7 @@ OPS = {"pad", "_backward_pad", "tile", "_backward_tile", "repeat", "_backward_re
        "_backward_Cast", "prod", "norm", "Deconvolution", "_backward_Deconvolution_data",
        "_backward_Deconvolution_weight", "Convolution", "_backward_Convolution_data",
        "_backward_Convolution_weight", "Pooling", "_backward_Pooling", "_pooling_gather",
-       "_conv_act_pool", "_backward_conv_act_pool", "UpSampling"}
+       "_conv_act_pool", "_backward_conv_act_pool", "UpSampling", "LRN"}
 S = sg.sym
 
 
