@@ -11,7 +11,7 @@ def render_lrn(channels: int, rest: int, nsize: int, alpha: float, beta: float, 
     nsize//2 that exist`` and ``y = x * norm^-beta`` over an (N, channels, rest) array; both
     outputs (y, norm) in ``dtype``."""
     half = nsize // 2
-    body = (f"        const long long r = i % {rest}LL, c = (i / {rest}LL) % {channels}LL;\n"
+    body = (f"        const long long c = (i / {rest}LL) % {channels}LL;\n"
             f"        const long long row = i - c * {rest}LL;\n"
             f"        const long long lo = c < {half} ? 0 : c - {half};\n"
             f"        const long long hi = c + {half} < {channels} ? c + {half} : {channels - 1};\n"
