@@ -32,5 +32,8 @@ class Program(Protocol):
     def read(self, env: Any, slot: int) -> np.ndarray:
         """A host copy of ``slot``."""
 
-    def time_steps(self, env: Any, start: int, stop: int, ctx: RunCtx) -> list[tuple]:
-        """(step index, op, node name, milliseconds) of each step, run one at a time."""
+    def time_steps(self, env: Any, start: int, stop: int, ctx: RunCtx,
+                   repeat: int = 1) -> list[tuple]:
+        """(step index, op, node name, milliseconds) of each step, run one at a time; with
+        ``repeat``, each step runs that many times back to back and the mean is reported
+        (on a GPU: the kernels' throughput without a synchronisation per launch)."""

@@ -103,15 +103,17 @@ class NumpyProgram:
         if tail is not None:
             tail(lambda slot: self.read(env, slot))
 
-    def time_steps(self, env: list[Any], start: int, stop: int,
-                   ctx: RunCtx) -> list[tuple[int, str, str, float]]:
-        """(step index, op, name, milliseconds) of each step, run one at a time."""
+    def time_steps(self, env: list[Any], start: int, stop: int, ctx: RunCtx,
+                   repeat: int = 1) -> list[tuple[int, str, str, float]]:
+        """(step index, op, name, milliseconds) of each step, run one at a time (``repeat``
+        times back to back: the mean)."""
         out = []
         for k in range(start, stop):
             t0 = time.perf_counter()
-            self._step(env, k, ctx)
+            for _ in range(repeat):
+                self._step(env, k, ctx)
             node = self.schedule.steps[k].node
-            out.append((k, node.op, node.name, 1e3 * (time.perf_counter() - t0)))
+            out.append((k, node.op, node.name, 1e3 * (time.perf_counter() - t0) / repeat))
         return out
 
     def _step(self, env: list[Any], k: int, ctx: RunCtx) -> None:

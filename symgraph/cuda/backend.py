@@ -190,20 +190,24 @@ class CudaProgram:
                 drv.memcpy_dtoh(wire(out), env.ptrs[slot])
         return out
 
-    def time_steps(self, env: CudaEnv, start: int, stop: int, rc: RunCtx) -> list[tuple]:
-        """(step index, op, name, milliseconds) of each step, run eagerly one at a time."""
+    def time_steps(self, env: CudaEnv, start: int, stop: int, rc: RunCtx,
+                   repeat: int = 1) -> list[tuple]:
+        """(step index, op, name, milliseconds) of each step, run eagerly one at a time;
+        ``repeat`` launches of a step between its two events (no synchronisation between
+        them) give the mean time of one, without the launch-and-wait latency."""
         self.run(env, start, start, rc)  # resolve pointers, load the module
         out = []
         with activate(self.device_id):
             for k, closures in enumerate(self._closures(env, (start, stop, tuple(env.ptrs)))):
                 begin, end = drv.Event(), drv.Event()
                 begin.record(self.stream)
-                for fn in closures:
-                    fn(rc)
+                for _ in range(repeat):
+                    for fn in closures:
+                        fn(rc)
                 end.record(self.stream)
                 end.synchronize()
                 node = self.schedule.steps[start + k].node
-                out.append((start + k, node.op, node.name, end.time_since(begin)))
+                out.append((start + k, node.op, node.name, end.time_since(begin) / repeat))
         return out
 
     # -- internals -----------------------------------------------------------------------------
