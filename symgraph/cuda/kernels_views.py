@@ -1,6 +1,7 @@
-"""Kernel template of the strided-view family (``lowering_views``): one grid-stride copy
-between a contiguous array and a strided view of another, the view's shape, element strides and
-start offset baked in as constants. It moves elements of any float type (no arithmetic)."""
+"""Kernel templates of ``lowering_views``: one grid-stride copy between a contiguous array and a
+strided view of another, the view's shape, element strides and start offset baked in as
+constants (it moves elements of any float type, no arithmetic); and UpSampling's nearest
+repeat of one or several inputs."""
 from __future__ import annotations
 
 from .codegen import Rendered, dtype_helpers, grid_stride_kernel, ptr
@@ -19,3 +20,30 @@ def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool,
                               f"{shape}{strides}{offset}{dtype}",
                               f"{ptr('y', dtype, False)}, {ptr('x', dtype)}", body, 2,
                               helpers=dtype_helpers(dtype))
+
+
+def render_upsampling(out: tuple, inputs: list, concat: bool, dtype: str = "float32") -> Rendered:
+    """UpSampling (nearest) into ``out`` = (N, C, OH, OW), one thread per output element, from
+    ``inputs``: (channels, height, width, scale) of each (N, C_k, H_k, W_k) input, pixel
+    (oh, ow) reading (oh / scale, ow / scale). ``concat``: input k fills its own run of
+    channels; else every input has C channels and they are summed, in float."""
+    n_c, oh, ow = out[1:]
+    idx = (f"        const long long w = i % {ow}LL, h = (i / {ow}LL) % {oh}LL;\n"
+           f"        const long long c = (i / {oh * ow}LL) % {n_c}LL, n = i / {n_c * oh * ow}LL;\n")
+    reads, c0 = [], 0
+    for k, (ck, hk, wk, s) in enumerate(inputs):
+        ch = f"(c - {c0}LL)" if concat else "c"
+        reads.append((c0 + ck, f"x{k}[((n * {ck}LL + {ch}) * {hk}LL + h / {s}LL) * {wk}LL"
+                               f" + w / {s}LL]"))
+        c0 += ck if concat else 0
+    if concat:
+        body = "".join(f"        {'if' if k == 0 else 'else if'} (c < {end}LL) y[i] = {read};\n"
+                       for k, (end, read) in enumerate(reads))
+    else:
+        body = ("        float acc = 0.f;\n"
+                + "".join(f"        acc += sg_ld({read});\n" for _, read in reads)
+                + "        y[i] = acc;\n")
+    params = ", ".join([ptr("y", dtype, False)] + [ptr(f"x{k}", dtype)
+                                                   for k in range(len(inputs))])
+    return grid_stride_kernel("upsampling", f"{out}{inputs}{concat}{dtype}", params, idx + body,
+                              1 + len(inputs))

@@ -1,5 +1,5 @@
 """Lowering of layout ops that are strided views: transpose, slice, slice_axis, reverse,
-SliceChannel, Concat and their gradients, and UpSampling's nearest repeat of one input.
+SliceChannel, Concat and their gradients; UpSampling's nearest repeat (its own kernel).
 
 The op's own numpy indexing is applied to an *uninitialised* numpy array of the input's shape
 (``np.empty`` touches no memory), and the resulting view's strides and start offset become the
@@ -15,8 +15,8 @@ from typing import Callable
 
 import numpy as np
 
-from .actions import Fill, Host, Kernel, StepCtx, family, launch
-from .kernels_views import render_strided
+from .actions import Fill, Kernel, StepCtx, family, launch
+from .kernels_views import render_strided, render_upsampling
 
 ViewFn = Callable[[object, np.ndarray, list], list]  # (attrs, array, input shapes) -> views
 
@@ -57,13 +57,10 @@ def _scatter_views(ctx: StepCtx, p: dict) -> list:
 
 @family("upsampling_nearest")
 def _upsampling_nearest(ctx: StepCtx, p: dict) -> list:
-    """One input: the output is a gather through the input's broadcast view (N, C, H, s, W, s)
-    (stride 0 over the two ``s`` axes), whose row-major order is the (N, C, H*s, W*s) output.
-    Several inputs (each with its own scale, joined or summed) keep the host stopgap."""
-    if len(ctx.ins) != 1:
-        return [Host(ctx.step)]
-    n, c, h, w = ctx.in_shapes[0]
-    s = ctx.out_shapes[0][2] // h
-    base = np.empty(ctx.in_shapes[0], ctx.dtype_of(ctx.ins[0]))
-    view = np.broadcast_to(base[:, :, :, None, :, None], (n, c, h, s, w, s))
-    return [_copy(ctx, view, base, ctx.outs[0], ctx.ins[0], False)]
+    """Each output pixel reads its input's pixel (oh / scale, ow / scale): one kernel for any
+    number of inputs, joined along channels or summed (``kernels_views.render_upsampling``)."""
+    out = ctx.out_shapes[0]
+    inputs = [(s[1], s[2], s[3], out[2] // s[2]) for s in ctx.in_shapes]
+    kern = render_upsampling(tuple(out), inputs, ctx.attrs["multi_input_mode"] == "concat",
+                             ctx.dt(ctx.outs[0]))
+    return [launch(ctx, kern, (ctx.outs[0], *ctx.ins), prod(out))]

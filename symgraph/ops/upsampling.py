@@ -92,6 +92,6 @@ def _upsampling_grad(c) -> list:
 register(OpDef(
     "UpSampling", UPSAMPLING_PARAMS, lambda a: tuple(f"arg{i}" for i in range(a["num_args"])),
     _upsampling_shape, _upsampling, _upsampling_grad, OPAQUE, variadic="num_args",
-    lowering="upsampling_nearest",  # one input; several keep the host stopgap (cuda/)
+    lowering="upsampling_nearest",
     doc="Nearest-neighbour upsampling of (N, C, H, W) inputs by `scale`; several inputs "
         "joined along channels (concat) or summed."))

@@ -12,9 +12,8 @@ S = sg.sym
 
 # Ops that still take the documented host stopgap (inputs to the host, numpy reference, results
 # back), in some or all configurations and in every dtype: the "not done" list of issue 5
-# (docs/performance.md). UpSampling of several inputs (its gradient is a sum pooling on the
-# device); the fused RNN and its backward (cuDNN's RNN not wired yet).
-HOST_FALLBACK: set[str] = {"UpSampling", "RNN", "_backward_RNN"}
+# (docs/performance.md): the fused RNN and its backward (cuDNN's RNN not wired yet).
+HOST_FALLBACK: set[str] = {"RNN", "_backward_RNN"}
 
 
 def mlp() -> Any:
