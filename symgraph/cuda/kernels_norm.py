@@ -1,8 +1,9 @@
-"""C template of LRN's forward (``lowering_norm``): one thread per element sums the squares of
-its ``nsize`` channel neighbours, in float."""
+"""C templates of ``lowering_norm``: LRN's forward (one thread per element sums the squares of its
+``nsize`` channel neighbours, in float) and BatchNorm's backward sums (a two-stage per-channel
+reduction of ``dy`` and ``dy * xhat`` in one pass)."""
 from __future__ import annotations
 
-from .codegen import Rendered, c_float, grid_stride_kernel, ptr
+from .codegen import Rendered, c_float, dtype_helpers, grid_stride_kernel, kernel_name, ptr
 
 
 def render_lrn(channels: int, rest: int, nsize: int, alpha: float, beta: float, knorm: float,
@@ -26,3 +27,70 @@ def render_lrn(channels: int, rest: int, nsize: int, alpha: float, beta: float, 
     params = f"{ptr('y', dtype, False)}, {ptr('t', dtype, False)}, {ptr('x', dtype)}"
     return grid_stride_kernel("lrn", f"{channels},{rest},{nsize},{alpha},{beta},{knorm},{dtype}",
                               params, body, 3)
+
+
+def render_bn_backward_sums(outer: int, channels: int, inner: int, chunks: int, eps: float,
+                            dtype: str = "float32") -> Rendered:
+    """Stage one of BatchNorm's backward over an (outer, channels, inner) array: block ``v``
+    sums, over chunk ``v % chunks`` of channel ``v / chunks``, ``dy`` and ``dy * xhat`` with
+    ``xhat = (x - mean[c]) / sqrt(var[c] + eps)``, in float, into ``part[2v]`` and
+    ``part[2v + 1]``. Any block size that is a multiple of 32 (at most 1024)."""
+    m = outer * inner
+    clen = -(-m // chunks)
+    tag = kernel_name("bn_backward_sums", f"{outer},{channels},{inner},{chunks},{eps},{dtype}")
+    body = (
+        "    __shared__ float s1[32], s2[32];\n"
+        f"    for (long long v = blockIdx.x; v < {channels * chunks}LL; v += gridDim.x) {{\n"
+        f"        const long long c = v / {chunks}LL, r0 = (v % {chunks}LL) * {clen}LL;\n"
+        f"        const long long r1 = r0 + {clen}LL < {m}LL ? r0 + {clen}LL : {m}LL;\n"
+        "        const float mu = sg_ld(mean[c]);\n"
+        f"        const float rstd = rsqrtf(sg_ld(var[c]) + {c_float(eps)});\n"
+        "        float a = 0.f, b = 0.f;\n"
+        "        for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x) {\n"
+        f"            const long long at = ((r / {inner}LL) * {channels}LL + c) * {inner}LL"
+        f" + r % {inner}LL;\n"
+        "            const float g = sg_ld(dy[at]);\n"
+        "            a += g;\n"
+        "            b += g * (sg_ld(x[at]) - mu) * rstd;\n"
+        "        }\n"
+        "        for (int s = 16; s > 0; s >>= 1) {\n"
+        "            a += __shfl_down_sync(0xffffffffu, a, s);\n"
+        "            b += __shfl_down_sync(0xffffffffu, b, s);\n"
+        "        }\n"
+        "        if ((threadIdx.x & 31) == 0) {\n"
+        "            s1[threadIdx.x >> 5] = a;\n"
+        "            s2[threadIdx.x >> 5] = b;\n"
+        "        }\n"
+        "        __syncthreads();\n"
+        "        if (threadIdx.x < 32) {\n"
+        "            const bool on = threadIdx.x < (blockDim.x >> 5);\n"
+        "            a = on ? s1[threadIdx.x] : 0.f;\n"
+        "            b = on ? s2[threadIdx.x] : 0.f;\n"
+        "            for (int s = 16; s > 0; s >>= 1) {\n"
+        "                a += __shfl_down_sync(0xffffffffu, a, s);\n"
+        "                b += __shfl_down_sync(0xffffffffu, b, s);\n"
+        "            }\n"
+        "            if (threadIdx.x == 0) { part[2 * v] = a; part[2 * v + 1] = b; }\n"
+        "        }\n"
+        "        __syncthreads();\n"
+        "    }\n")
+    params = (f"float* __restrict__ part, {ptr('dy', dtype)}, {ptr('x', dtype)}, "
+              f"{ptr('mean', dtype)}, {ptr('var', dtype)}")
+    src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{body}}}\n"
+    return Rendered(tag, src, 5, helpers=dtype_helpers(dtype))
+
+
+def render_bn_backward_finish(channels: int, chunks: int, dtype: str = "float32") -> Rendered:
+    """Stage two: per channel, the sums of its ``chunks`` partial pairs into ``dgamma[c]``
+    (of dy * xhat) and ``dbeta[c]`` (of dy), of ``dtype``."""
+    body = ("        float a = 0.f, b = 0.f;\n"
+            f"        for (int k = 0; k < {chunks}; ++k) {{\n"
+            f"            a += part[2 * (i * {chunks}LL + k)];\n"
+            f"            b += part[2 * (i * {chunks}LL + k) + 1];\n"
+            "        }\n"
+            "        dbeta[i] = a;\n"
+            "        dgamma[i] = b;\n")
+    params = (f"{ptr('dgamma', dtype, False)}, {ptr('dbeta', dtype, False)}, "
+              "const float* __restrict__ part")
+    return grid_stride_kernel("bn_backward_finish", f"{channels},{chunks},{dtype}", params,
+                              body, 3)

@@ -15,8 +15,9 @@ from math import prod
 
 from .. import expr as E
 from ..expr import inp
-from .actions import StepCtx, Switch, family, launch
-from .kernels_norm import render_lrn
+from .actions import Kernel, StepCtx, Switch, family, launch
+from .codegen import THREADS
+from .kernels_norm import render_bn_backward_finish, render_bn_backward_sums, render_lrn
 from .lowering_elementwise import copy_actions, elementwise_actions
 from .lowering_reduce import reduce_actions
 @family("leaky_relu")
@@ -92,3 +93,32 @@ def _lrn(ctx: StepCtx, p: dict) -> list:
     kern = render_lrn(x[1], prod(x[2:]), a["nsize"], a["alpha"], a["beta"], a["knorm"],
                       ctx.dt(ctx.ins[0]))
     return [launch(ctx, kern, (ctx.outs[0], ctx.outs[1], ctx.ins[0]), prod(x))]
+
+
+@family("batch_norm_backward")
+def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
+    """(dx, dgamma, dbeta) from (dy, x, gamma, mean, var): the two per-channel sums in one
+    pass over dy and x (two stages: few channels would not fill the device), then dx as one
+    elementwise kernel over the sums."""
+    a, x = ctx.attrs, ctx.in_shapes[1]
+    ax = a["axis"] % len(x)
+    outer, ch, inner = prod(x[:ax]), x[ax], prod(x[ax + 1:])
+    dy, data, gamma, mean, var = ctx.ins
+    dx, dgamma, dbeta = ctx.outs
+    m = outer * inner
+    chunks = max(1, min(-(-ctx.sm_count * 4 // ch), m // 4096))
+    part = ctx.new_array(2 * ch * chunks, "float32")
+    dt = ctx.dt(data)
+    acts = [Kernel(render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt),
+                   ch * chunks, THREADS, (part, dy, data, mean, var), ch * chunks),
+            launch(ctx, render_bn_backward_finish(ch, chunks, dt), (dgamma, dbeta, part), ch)]
+    vec = tuple(d if i == ax else 1 for i, d in enumerate(x))
+    rstd = E.const(1.0) / E.call("sqrt", inp(4) + a["eps"])
+    scale = rstd if a["fix_gamma"] else inp(2) * rstd
+    if a["use_global_stats"]:
+        e = inp(0) * scale
+    else:
+        xhat = (inp(1) - inp(3)) * rstd
+        e = (inp(0) - inp(5) * (1.0 / m) - xhat * (inp(6) * (1.0 / m))) * scale
+    return acts + elementwise_actions(ctx, "bn_backward_dx", [e], [x, x] + [vec] * 5,
+                                      [dy, data, gamma, mean, var, dbeta, dgamma], x, [dx])

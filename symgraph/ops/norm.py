@@ -12,7 +12,7 @@ import numpy as np
 
 from ..attrs import Attrs, Param
 from ..base import ShapeError
-from ..registry import INJECTIVE, OPAQUE, OpDef, RunCtx, alias, register
+from ..registry import INJECTIVE, NO_GRADIENT, OPAQUE, OpDef, RunCtx, alias, register
 from ._util import check_attr, fmt, norm_axis
 
 # -- _axis_vector ----------------------------------------------------------------------------------
@@ -82,22 +82,41 @@ def _bn_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 
 def _bn_grad(c) -> list:
-    S, a = c.sym, c.attrs
-    x, gamma, dy = c.inputs[0], c.inputs[1], c.ograds[0]
-    ax = a["axis"]
-    mean, var = S._axis_vector(c.outputs[1], x, axis=ax), S._axis_vector(c.outputs[2], x, axis=ax)
-    rstd = S.rsqrt(var + a["eps"])
-    xhat = (x - mean) * rstd
-    scale = rstd if a["fix_gamma"] else rstd * S._axis_vector(gamma, x, axis=ax)
-    over = dict(axis=ax, exclude=True)
-    dgamma = None if a["fix_gamma"] else S.sum(dy * xhat, **over)
-    dbeta = S.sum(dy, **over)
+    """One ``_backward_BatchNorm`` node (the GPU runs it as two reductions and one
+    elementwise kernel instead of a dozen steps of registered ops)."""
+    a = c.attrs
+    back = c.sym._backward_BatchNorm(c.ograds[0], c.inputs[0], c.inputs[1], c.outputs[1],
+                                     c.outputs[2], **a)
+    return [back[0], None if a["fix_gamma"] else back[1], back[2], None, None]
+
+
+def _bn_backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    """(dx, dgamma, dbeta) from (dy, x, gamma, mean, var), in float64: with the batch's
+    statistics dx = (dy - mean(dy) - xhat * mean(dy * xhat)) * gamma / std; with the moving
+    ones (``use_global_stats``) dx = dy * gamma / std."""
+    dy, x, gamma, mean, var = (np.asarray(v, np.float64) for v in xs)
+    ax = check_axis(a["axis"], x.ndim)
+    red = tuple(i for i in range(x.ndim) if i != ax)
+    shape = vector_shape(x.shape[ax], x.shape, ax)
+    rstd = 1.0 / np.sqrt(var + a["eps"])
+    xhat = (x - mean.reshape(shape)) * rstd.reshape(shape)
+    g = np.ones_like(gamma) if a["fix_gamma"] else gamma
+    dbeta, dgamma = dy.sum(axis=red), (dy * xhat).sum(axis=red)
+    scale = (g * rstd).reshape(shape)
     if a["use_global_stats"]:
         dx = dy * scale
     else:
-        centred = dy - S.mean(dy, keepdims=True, **over)
-        dx = (centred - xhat * S.mean(dy * xhat, keepdims=True, **over)) * scale
-    return [dx, dgamma, dbeta, None, None]
+        m = x.size // x.shape[ax]
+        dx = (dy - (dbeta / m).reshape(shape) - xhat * (dgamma / m).reshape(shape)) * scale
+    return [dx.astype(xs[1].dtype), dgamma.astype(xs[2].dtype), dbeta.astype(xs[2].dtype)]
+
+
+def _bn_backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    data = next((s for s in (ins[0], ins[1], outs[0]) if s is not None), None)
+    if data is None:
+        return ins, outs
+    c = (data[check_axis(a["axis"], len(data))],)
+    return [data, data, c, c, c], [data, c, c]
 
 
 register(OpDef(
@@ -109,5 +128,10 @@ register(OpDef(
     train_dependent=True,
     doc="Batch normalisation over every axis but `axis`; batch statistics in training "
         "(moving statistics updated with `momentum`), moving statistics otherwise."))
+register(OpDef(
+    "_backward_BatchNorm", BN_PARAMS, ("ograd", "data", "gamma", "mean", "var"),
+    _bn_backward_shape, _bn_backward, NO_GRADIENT, OPAQUE, lowering="batch_norm_backward",
+    outputs=("data_grad", "gamma_grad", "beta_grad"),
+    doc="Gradient of BatchNorm w.r.t. data, gamma and beta, from the statistics it used."))
 # MXNet's legacy BatchNorm (channel axis 1, a subset of BatchNorm's parameters): the same op.
 alias("BatchNorm_v1", "BatchNorm")

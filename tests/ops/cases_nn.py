@@ -40,7 +40,7 @@ def _bn_case(shape, train, fix_gamma, axis=1, global_stats=False, cid=""):
             fix_gamma, axis),
         aux={"bn_moving_mean": normal(c), "bn_moving_var": uniform(c, low=0.5, high=2.0)},
         is_train=train, grad_nodes=["x", "bn_beta"] + ([] if fix_gamma else ["bn_gamma"]),
-        also_covers=("_axis_vector",), id=f"BatchNorm-{cid}")
+        also_covers=("_backward_BatchNorm",), id=f"BatchNorm-{cid}")
 
 
 CASES: list[Case] = [
@@ -48,6 +48,9 @@ CASES: list[Case] = [
     _bn_case((4, 3, 2, 3), False, True, cid="inference-fixgamma"),
     _bn_case((5, 2, 3), True, True, axis=-1, cid="train-lastaxis"),
     _bn_case((4, 3), True, False, global_stats=True, cid="global-stats"),
+    Case("_axis_vector", lambda: S._axis_vector(S.var("v"), x, axis=2),
+         {"v": normal(3), "x": normal(2, 4, 3, 5)}, lambda v, x: v.reshape(1, 1, 3, 1),
+         grad_nodes=["v"]),
 ]
 
 SELU = (1.6732632423543772, 1.0507009873554805)
