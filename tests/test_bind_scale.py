@@ -219,7 +219,7 @@ def test_fused_kernels_take_their_types_without_running_their_rule(monkeypatch) 
                                np.exp(2 * t) * 2 * (1 - t * t) + 1, rtol=1e-5)
 
 
-def test_fusion_dependency_masks_are_shared_along_a_chain() -> None:
+def test_fusion_dependency_answers_follow_a_chain_and_stay_small() -> None:
     g, table = _chain(1000)
     for n in g.nodes():
         table.shape(Entry(n))
@@ -228,12 +228,12 @@ def test_fusion_dependency_masks_are_shared_along_a_chain() -> None:
         grouping.add(n)
     n_groups = len(grouping.groups())
     assert n_groups >= 1000 // fuse_mod.MAX_MEMBERS
-    # one mask object per group (a new one only where a node adds a bit), not one per node:
-    # each would hold a bit for every earlier group (quadratic memory on a deep chain)
-    masks = {id(m) for m in grouping.anc.values()}
-    assert len(masks) <= n_groups + 1
+    # per node: two small ints, nothing that grows with the number of earlier groups (a mask
+    # of every earlier group per node was quadratic in memory on a deep chain)
+    assert all(type(t) is int for t in grouping.top.values())
     nodes = g.nodes()  # a chain: every earlier node is an ancestor
-    for k in range(1, len(nodes), 97):  # the masks still say which groups a node depends on
-        want = {grouping.root_of(m) for m in nodes[1:k + 1]}
-        got = {r for r in range(len(grouping.parent)) if grouping.anc[nodes[k]] >> r & 1}
+    for k in range(1, len(nodes), 97):  # does nodes[k] depend on group r, asked per group
+        want = {grouping.born[m] for m in nodes[1:k + 1]}
+        got = {r for r in range(len(grouping.parent))
+               if grouping._reaches([nodes[k]], frozenset((r,)))}
         assert got == want
