@@ -76,12 +76,10 @@ class _Grouping:
 
     def _role(self, node: Node) -> int:
         """The node's role in a group; single-output op nodes only."""
-        if node.op == VARIABLE or len(node.entries()) != 1:
-            return 0
         role = self.roles.get(node.op)
         if role is None:
-            role = self.roles[node.op] = _op_role(node.op)
-        return role
+            role = self.roles[node.op] = 0 if node.op == VARIABLE else _op_role(node.op)
+        return role if role and len(node.entries()) == 1 else 0
 
     def _bits(self, r: int) -> frozenset:
         """The group ids of root ``r``: its own, and those of the groups merged into it."""
@@ -227,8 +225,11 @@ class _Grouping:
         reads values its own group outputs anyway (relu's mask ``y > 0``: computed where the
         backward multiply needs it instead of being saved from the forward kernel)."""
         for node in reversed(list(self.group)):
-            r, users = self.root_of(node), self.users[node]
-            if len(users) != 1 or Entry(node) in self.outputs or self.head[r] is node:
+            users = self.users[node]  # (the cheap tests first: most nodes stop here)
+            if len(users) != 1 or Entry(node) in self.outputs:
+                continue
+            r = self.root_of(node)
+            if self.head[r] is node:
                 continue
             h = self.root_of(users[0])
             # A head's inputs come from outside its group (fused.py's format), so never defer
