@@ -93,6 +93,12 @@ class TypeTable:
     def _fill_upto(self, node: Node) -> None:
         """Fill ``node`` and its unknown ancestors, inputs first (iterative: graphs are deep)."""
         shapes, types = self._shapes, self._types
+        for e in node.inputs:  # usually every input is known already: fill just this node
+            if e not in types or e not in shapes:
+                break
+        else:
+            self._fill(node)
+            return
         stack = [node]
         while stack:
             n = stack[-1]

@@ -164,6 +164,8 @@ class _Grouping:
         return out
 
     def _join(self, node: Node) -> int:
+        if len(node.inputs) == 1:  # most nodes: what the general case does, without its loops
+            return self._join_one(node)
         in_roots = self._input_roots(node)
         roots: list[int] = []  # distinct, in input order (plain loops: once per node)
         for x in in_roots:
@@ -192,6 +194,21 @@ class _Grouping:
         for e, x in zip(node.inputs, in_roots):
             if x != r:
                 ext.append(e.node)
+        return r
+
+    def _join_one(self, node: Node) -> int:
+        """``_join`` of a node with one input: it joins its input's group when compatible (no
+        other input can reach that group), else starts one that reads the input from outside."""
+        src = node.inputs[0].node
+        kind = self._kind(node)
+        x = self.group.get(src)
+        if x is not None:
+            x = self.root(x)
+            if self._compatible(node, x, kind):
+                self.members[x].append(node)
+                return x
+        r = self._new(node, False, kind)
+        self.ext[r].append(src)
         return r
 
     def add(self, node: Node) -> None:
