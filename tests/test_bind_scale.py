@@ -3,7 +3,9 @@
 against independent references, and the counts that must not grow with the graph)."""
 from __future__ import annotations
 
+import gc
 import importlib
+import weakref
 import random
 
 import numpy as np
@@ -237,3 +239,45 @@ def test_fusion_dependency_answers_follow_a_chain_and_stay_small() -> None:
         got = {r for r in range(len(grouping.parent))
                if grouping._reaches([nodes[k]], frozenset((r,)))}
         assert got == want
+
+
+def _bind_and_drop() -> "weakref.ref":
+    x = sg.sym.var("x")
+    y = sg.sym.tanh(sg.sym.exp(x) * 2.0)
+    exe = y.simple_bind(sg.cpu(), x=(3,))
+    return weakref.ref(y.outputs_[0].node)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_bind_leaves_the_collector_as_it_found_it(enabled: bool) -> None:
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        x = sg.sym.var("x")
+        y = sg.sym.exp(x)
+        y.simple_bind(sg.cpu(), x=(2,))
+        assert gc.isenabled() is enabled
+        with pytest.raises(sg.base.SymgraphError):  # a failing bind restores it too
+            (y + sg.sym.var("z")).simple_bind(sg.cpu(), x=(2,), z=(3,))
+        assert gc.isenabled() is enabled
+        assert gc.get_freeze_count() == 0
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_objects_frozen_by_the_program_stay_frozen() -> None:
+    gc.freeze()  # a program that froze its objects (before forking, say)
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        sg.sym.sigmoid(sg.sym.var("x")).simple_bind(sg.cpu(), x=(2,))
+        assert gc.get_freeze_count() >= frozen  # not released by the bind
+    finally:
+        gc.unfreeze()
+
+
+def test_graphs_of_a_dropped_executor_are_still_collected() -> None:
+    # the bind hands its objects to the oldest generation: a full collection frees them
+    ref = _bind_and_drop()
+    gc.collect()
+    assert ref() is None
