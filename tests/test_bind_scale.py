@@ -248,8 +248,14 @@ def _bind_and_drop() -> "weakref.ref":
     return weakref.ref(y.outputs_[0].node)
 
 
+@pytest.fixture
+def promote_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small binds behave as large ones do (objects handed to the oldest generation)."""
+    monkeypatch.setattr(X, "GC_PROMOTE_AFTER", -1)
+
+
 @pytest.mark.parametrize("enabled", [True, False])
-def test_a_bind_leaves_the_collector_as_it_found_it(enabled: bool) -> None:
+def test_a_bind_leaves_the_collector_as_it_found_it(enabled: bool, promote_always: None) -> None:
     was = gc.isenabled()
     (gc.enable if enabled else gc.disable)()
     try:
@@ -265,7 +271,7 @@ def test_a_bind_leaves_the_collector_as_it_found_it(enabled: bool) -> None:
         (gc.enable if was else gc.disable)()
 
 
-def test_objects_frozen_by_the_program_stay_frozen() -> None:
+def test_objects_frozen_by_the_program_stay_frozen(promote_always: None) -> None:
     gc.freeze()  # a program that froze its objects (before forking, say)
     try:
         frozen = gc.get_freeze_count()
@@ -276,8 +282,25 @@ def test_objects_frozen_by_the_program_stay_frozen() -> None:
         gc.unfreeze()
 
 
-def test_graphs_of_a_dropped_executor_are_still_collected() -> None:
+def test_graphs_of_a_dropped_executor_are_still_collected(promote_always: None) -> None:
     # the bind hands its objects to the oldest generation: a full collection frees them
     ref = _bind_and_drop()
     gc.collect()
     assert ref() is None
+
+
+def test_small_binds_leave_the_young_generation_alone() -> None:
+    garbage = []
+    garbage.append(garbage)  # a young cycle of the program's
+    ref = weakref.ref(_Box(garbage))
+    del garbage
+    sg.sym.exp(sg.sym.var("x")).simple_bind(sg.cpu(), x=(2,))
+    gc.collect(0)  # a young-generation collection still finds it
+    assert ref() is None
+
+
+class _Box:
+    """A weakly referable object in a cycle with itself."""
+
+    def __init__(self, payload: object) -> None:
+        self.payload, self.me = payload, self
