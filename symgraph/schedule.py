@@ -14,7 +14,7 @@ from typing import Any, Optional
 import numpy as np
 
 from .base import ShapeError
-from .graph import Entry, Graph, Node
+from .graph import VARIABLE, Entry, Graph, Node
 from .passes.infer_shape import infer_shapes
 from .passes.infer_type import infer_types
 from .registry import get_op
@@ -113,12 +113,17 @@ def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None,
             break
         pending.discard(n)
         n_fwd_nodes = i + 1
-    fwd_set = set(order[:n_fwd_nodes])
     slot_of: dict[Entry, int] = {}
     slot_shapes: list = []
     slot_dtypes: list = []
-    for node in order:
-        for e in node.entries():
+    aliases: dict[int, int] = {}
+    steps: list[Step] = []
+    variables: dict[Node, int] = {}
+    n_fwd_steps = 0
+    is_view: dict[str, bool] = {}  # op -> lowered as a view (asked once per op)
+    for k, node in enumerate(order):  # one walk: slots, views, steps, variables
+        entries = node.entries()
+        for e in entries:
             shape, dtype = table.shape(e), table.dtype(e)
             if shape is None or dtype is None:
                 raise ShapeError(f"{node.name} ({node.op}): {'dtype' if shape else 'shape'} of "
@@ -126,15 +131,19 @@ def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None,
             slot_of[e] = len(slot_shapes)
             slot_shapes.append(shape)
             slot_dtypes.append(dtype)
-    aliases: dict[int, int] = {}
-    for n in order:
-        if views and not n.is_variable and get_op(n.op).view:
-            src = slot_of[n.inputs[0]]
-            aliases[slot_of[Entry(n)]] = aliases.get(src, src)
-    runs = [n for n in order if not n.is_variable and slot_of[Entry(n)] not in aliases]
-    steps = [Step(n, tuple(slot_of[e] for e in n.inputs),
-                  tuple(slot_of[e] for e in n.entries())) for n in runs]
-    n_fwd_steps = sum(1 for n in runs if n in fwd_set)
-    variables = {n: slot_of[Entry(n)] for n in order if n.is_variable}
+        if node.op == VARIABLE:
+            variables[node] = slot_of[entries[0]]
+            continue
+        view = is_view.get(node.op)
+        if view is None:
+            view = is_view[node.op] = bool(get_op(node.op).view)
+        if views and view:
+            src = slot_of[node.inputs[0]]
+            aliases[slot_of[entries[0]]] = aliases.get(src, src)
+            continue
+        steps.append(Step(node, tuple([slot_of[e] for e in node.inputs]),
+                          tuple([slot_of[e] for e in entries])))
+        if k < n_fwd_nodes:
+            n_fwd_steps += 1
     return Schedule(graph, steps, n_fwd_steps, slot_of, slot_shapes, slot_dtypes, variables,
                     [slot_of[e] for e in graph.outputs], plan, aliases=aliases)
