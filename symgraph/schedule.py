@@ -9,7 +9,7 @@ inference through every pass), or else from the variables' declared shapes and d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -93,6 +93,20 @@ class Schedule:
         return "\n".join(lines)
 
 
+def _forward_prefix(order: list[Node], forward_outputs: Sequence[Entry]) -> int:
+    """How many nodes of ``order`` the forward outputs need. The depth-first order of the
+    first outputs is a prefix of the whole graph's (outputs are walked in turn); it ends at
+    the last of their nodes to be placed."""
+    pending = {e.node for e in forward_outputs}
+    n_fwd_nodes = 0
+    for i, n in enumerate(order):
+        if not pending:
+            break
+        pending.discard(n)
+        n_fwd_nodes = i + 1
+    return n_fwd_nodes
+
+
 def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None,
           views: bool = True) -> Schedule:
     """Number every entry, order the steps forward-phase first, attach shapes and dtypes.
@@ -103,16 +117,8 @@ def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None,
     table = graph.types
     if table is None:  # a graph lowered on its own: its variables declare their types
         table = TypeTable(infer_shapes(graph, {}), infer_types(graph, {}))
-    # The depth-first order of the first n_forward outputs is a prefix of the whole graph's
-    # (outputs are walked in turn); it ends at the last of their nodes to be placed.
     order = graph.nodes()
-    pending = {e.node for e in graph.outputs[:n_forward]}
-    n_fwd_nodes = 0
-    for i, n in enumerate(order):
-        if not pending:
-            break
-        pending.discard(n)
-        n_fwd_nodes = i + 1
+    n_fwd_nodes = _forward_prefix(order, graph.outputs[:n_forward])
     slot_of: dict[Entry, int] = {}
     slot_shapes: list = []
     slot_dtypes: list = []
