@@ -186,11 +186,14 @@ def rewrite(graph: Graph, fn: Callable[[Node], Replacement]) -> Graph:
         current = node
         if remap:
             ins = node.inputs
-            new_inputs = tuple([remap.get(e, e) for e in ins])
-            if new_inputs != ins:
-                current = node.with_inputs(new_inputs)
-                if table is not None:
-                    table.copy(node, current)
+            for e in ins:  # rebuilt only when an input was replaced (most nodes: none was)
+                if e in remap:
+                    new_inputs = tuple([remap.get(e, e) for e in ins])
+                    if new_inputs != ins:
+                        current = node.with_inputs(new_inputs)
+                        if table is not None:
+                            table.copy(node, current)
+                    break
         result = fn(current)
         if result is None:
             result = current

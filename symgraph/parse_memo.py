@@ -15,17 +15,19 @@ from .base import AttrError
 from .base import where as _where
 from .opdoc import probe_input_names as _probe_input_names
 
-# (op, registry generation, given attrs) -> (parsed attrs, input names, visible outputs):
+# (op, registry generation, given attrs) -> (parsed attrs, input names, visible outputs,
+# all outputs):
 # autodiff makes most of its nodes from a few such combinations; parsing is a pure function of
 # the op's schema and the given values.
-_PARSED: dict[tuple, tuple[Attrs, tuple[str, ...], int]] = {}
+_PARSED: dict[tuple, tuple[Attrs, tuple[str, ...], int, int]] = {}
 _PLAIN = (str, int, float, bool, type(None))  # values remembered (containers are not)
 
 
 def parsed(opdef: registry.OpDef, attrs: dict,
-           node_name: str) -> tuple[Attrs, tuple[str, ...], int]:
-    """``attrs`` parsed against ``opdef``'s schema, with the op's input names and number of
-    visible outputs under them (remembered when every value is a plain str/int/float/bool/None)."""
+           node_name: str) -> tuple[Attrs, tuple[str, ...], int, int]:
+    """``attrs`` parsed against ``opdef``'s schema, with the op's input names and numbers of
+    visible and of all outputs under them (remembered when every value is a plain
+    str/int/float/bool/None)."""
     # The types are part of the key: 1, 1.0 and True are equal but may parse differently.
     items: Optional[list] = []
     for k, v in attrs.items():
@@ -42,7 +44,8 @@ def parsed(opdef: registry.OpDef, attrs: dict,
             return found
     values = parse_attrs(opdef.params, attrs, _where(node_name, opdef.name))
     try:  # an op's input/output lists may check its attributes (SliceChannel's num_outputs)
-        found = (values, opdef.input_names(values), opdef.num_visible_outputs(values))
+        found = (values, opdef.input_names(values), opdef.num_visible_outputs(values),
+                 opdef.num_outputs(values))
     except AttrError as exc:
         raise AttrError(f"{_where(node_name, opdef.name)}{exc}") from None
     if key is not None:

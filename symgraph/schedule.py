@@ -9,12 +9,12 @@ inference through every pass), or else from the variables' declared shapes and d
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from .base import ShapeError
-from .graph import Entry, Graph, Node
+from .graph import VARIABLE, Entry, Graph, Node
 from .passes.infer_shape import infer_shapes
 from .passes.infer_type import infer_types
 from .registry import get_op
@@ -93,6 +93,20 @@ class Schedule:
         return "\n".join(lines)
 
 
+def _forward_prefix(order: list[Node], forward_outputs: Sequence[Entry]) -> int:
+    """How many nodes of ``order`` the forward outputs need. The depth-first order of the
+    first outputs is a prefix of the whole graph's (outputs are walked in turn); it ends at
+    the last of their nodes to be placed."""
+    pending = {e.node for e in forward_outputs}
+    n_fwd_nodes = 0
+    for i, n in enumerate(order):
+        if not pending:
+            break
+        pending.discard(n)
+        n_fwd_nodes = i + 1
+    return n_fwd_nodes
+
+
 def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None,
           views: bool = True) -> Schedule:
     """Number every entry, order the steps forward-phase first, attach shapes and dtypes.
@@ -103,22 +117,19 @@ def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None,
     table = graph.types
     if table is None:  # a graph lowered on its own: its variables declare their types
         table = TypeTable(infer_shapes(graph, {}), infer_types(graph, {}))
-    # The depth-first order of the first n_forward outputs is a prefix of the whole graph's
-    # (outputs are walked in turn); it ends at the last of their nodes to be placed.
     order = graph.nodes()
-    pending = {e.node for e in graph.outputs[:n_forward]}
-    n_fwd_nodes = 0
-    for i, n in enumerate(order):
-        if not pending:
-            break
-        pending.discard(n)
-        n_fwd_nodes = i + 1
-    fwd_set = set(order[:n_fwd_nodes])
+    n_fwd_nodes = _forward_prefix(order, graph.outputs[:n_forward])
     slot_of: dict[Entry, int] = {}
     slot_shapes: list = []
     slot_dtypes: list = []
-    for node in order:
-        for e in node.entries():
+    aliases: dict[int, int] = {}
+    steps: list[Step] = []
+    variables: dict[Node, int] = {}
+    n_fwd_steps = 0
+    is_view: dict[str, bool] = {}  # op -> lowered as a view (asked once per op)
+    for k, node in enumerate(order):  # one walk: slots, views, steps, variables
+        entries = node.entries()
+        for e in entries:
             shape, dtype = table.shape(e), table.dtype(e)
             if shape is None or dtype is None:
                 raise ShapeError(f"{node.name} ({node.op}): {'dtype' if shape else 'shape'} of "
@@ -126,15 +137,19 @@ def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None,
             slot_of[e] = len(slot_shapes)
             slot_shapes.append(shape)
             slot_dtypes.append(dtype)
-    aliases: dict[int, int] = {}
-    for n in order:
-        if views and not n.is_variable and get_op(n.op).view:
-            src = slot_of[n.inputs[0]]
-            aliases[slot_of[Entry(n)]] = aliases.get(src, src)
-    runs = [n for n in order if not n.is_variable and slot_of[Entry(n)] not in aliases]
-    steps = [Step(n, tuple(slot_of[e] for e in n.inputs),
-                  tuple(slot_of[e] for e in n.entries())) for n in runs]
-    n_fwd_steps = sum(1 for n in runs if n in fwd_set)
-    variables = {n: slot_of[Entry(n)] for n in order if n.is_variable}
+        if node.op == VARIABLE:
+            variables[node] = slot_of[entries[0]]
+            continue
+        view = is_view.get(node.op)
+        if view is None:
+            view = is_view[node.op] = bool(get_op(node.op).view)
+        if views and view:
+            src = slot_of[node.inputs[0]]
+            aliases[slot_of[entries[0]]] = aliases.get(src, src)
+            continue
+        steps.append(Step(node, tuple([slot_of[e] for e in node.inputs]),
+                          tuple([slot_of[e] for e in entries])))
+        if k < n_fwd_nodes:
+            n_fwd_steps += 1
     return Schedule(graph, steps, n_fwd_steps, slot_of, slot_shapes, slot_dtypes, variables,
                     [slot_of[e] for e in graph.outputs], plan, aliases=aliases)

@@ -369,7 +369,7 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
     if opdef.variadic and opdef.variadic not in attrs:
         attrs = {**attrs, opdef.variadic: len(inputs)}
     node_name = _name.current().get(name, hint or opdef.name)
-    parsed, slots, n_visible = _parsed(opdef, attrs, node_name)
+    parsed, slots, n_visible, n_outputs = _parsed(opdef, attrs, node_name)
     if len(inputs) > len(slots):
         raise AttrError(f"{_where(node_name, opdef.name)}takes inputs {list(slots)}, "
                         f"got {len(inputs)} symbols")
@@ -389,7 +389,9 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
                             f"named like __{k.strip('_')}__ (only variables take any name)")
     node = Node(opdef.name, node_name, parsed, tuple(entries),
                 Attrs({k: str(v) for k, v in extra.items()}) if extra else None)
-    return Symbol(node.entries()[:n_visible])
+    # the parse knows the outputs: the node need not ask its op (autodiff makes most nodes here)
+    outs = node.__dict__["_entries"] = node._make_entries(n_outputs)
+    return Symbol(outs[:n_visible])
 
 
 def make_op_function(opdef: registry.OpDef, hint: Optional[str] = None):

@@ -24,6 +24,7 @@ from .graph import VARIABLE, Entry, Graph, Node
 from .registry import PartialShape, get_op
 
 Shape = tuple[int, ...]
+_MISSING: Any = object()  # "not in the table" (None is a value: unknown)
 
 
 def declared_shape(node: Node) -> Optional[Shape]:
@@ -75,22 +76,29 @@ class TypeTable:
             types[new] = types[old]
 
     def shape(self, e: Entry) -> Optional[Shape]:
-        try:
-            return self._shapes[e]
-        except KeyError:
+        # (a sentinel, not KeyError: every node autodiff makes misses once, and raising costs)
+        s = self._shapes.get(e, _MISSING)
+        if s is _MISSING:
             self._fill_upto(e.node)
-            return self._shapes[e]
+            s = self._shapes[e]
+        return s
 
     def dtype(self, e: Entry) -> Optional[np.dtype]:
-        try:
-            return self._types[e]
-        except KeyError:
+        t = self._types.get(e, _MISSING)
+        if t is _MISSING:
             self._fill_upto(e.node)
-            return self._types[e]
+            t = self._types[e]
+        return t
 
     def _fill_upto(self, node: Node) -> None:
         """Fill ``node`` and its unknown ancestors, inputs first (iterative: graphs are deep)."""
         shapes, types = self._shapes, self._types
+        for e in node.inputs:  # usually every input is known already: fill just this node
+            if e not in types or e not in shapes:
+                break
+        else:
+            self._fill(node)
+            return
         stack = [node]
         while stack:
             n = stack[-1]

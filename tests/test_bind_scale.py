@@ -3,7 +3,9 @@
 against independent references, and the counts that must not grow with the graph)."""
 from __future__ import annotations
 
+import gc
 import importlib
+import weakref
 import random
 
 import numpy as np
@@ -219,7 +221,7 @@ def test_fused_kernels_take_their_types_without_running_their_rule(monkeypatch) 
                                np.exp(2 * t) * 2 * (1 - t * t) + 1, rtol=1e-5)
 
 
-def test_fusion_dependency_masks_are_shared_along_a_chain() -> None:
+def test_fusion_dependency_answers_follow_a_chain_and_stay_small() -> None:
     g, table = _chain(1000)
     for n in g.nodes():
         table.shape(Entry(n))
@@ -228,12 +230,77 @@ def test_fusion_dependency_masks_are_shared_along_a_chain() -> None:
         grouping.add(n)
     n_groups = len(grouping.groups())
     assert n_groups >= 1000 // fuse_mod.MAX_MEMBERS
-    # one mask object per group (a new one only where a node adds a bit), not one per node:
-    # each would hold a bit for every earlier group (quadratic memory on a deep chain)
-    masks = {id(m) for m in grouping.anc.values()}
-    assert len(masks) <= n_groups + 1
+    # per node: two small ints, nothing that grows with the number of earlier groups (a mask
+    # of every earlier group per node was quadratic in memory on a deep chain)
+    assert all(type(t) is int for t in grouping.top.values())
     nodes = g.nodes()  # a chain: every earlier node is an ancestor
-    for k in range(1, len(nodes), 97):  # the masks still say which groups a node depends on
-        want = {grouping.root_of(m) for m in nodes[1:k + 1]}
-        got = {r for r in range(len(grouping.parent)) if grouping.anc[nodes[k]] >> r & 1}
+    for k in range(1, len(nodes), 97):  # does nodes[k] depend on group r, asked per group
+        want = {grouping.born[m] for m in nodes[1:k + 1]}
+        got = {r for r in range(len(grouping.parent))
+               if grouping._reaches([nodes[k]], frozenset((r,)))}
         assert got == want
+
+
+def _bind_and_drop() -> "weakref.ref":
+    x = sg.sym.var("x")
+    y = sg.sym.tanh(sg.sym.exp(x) * 2.0)
+    exe = y.simple_bind(sg.cpu(), x=(3,))
+    return weakref.ref(y.outputs_[0].node)
+
+
+@pytest.fixture
+def promote_always(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small binds behave as large ones do (objects handed to the oldest generation)."""
+    monkeypatch.setattr(X, "GC_PROMOTE_AFTER", -1)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_bind_leaves_the_collector_as_it_found_it(enabled: bool, promote_always: None) -> None:
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        x = sg.sym.var("x")
+        y = sg.sym.exp(x)
+        y.simple_bind(sg.cpu(), x=(2,))
+        assert gc.isenabled() is enabled
+        with pytest.raises(sg.base.SymgraphError):  # a failing bind restores it too
+            (y + sg.sym.var("z")).simple_bind(sg.cpu(), x=(2,), z=(3,))
+        assert gc.isenabled() is enabled
+        assert gc.get_freeze_count() == 0
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_objects_frozen_by_the_program_stay_frozen(promote_always: None) -> None:
+    gc.freeze()  # a program that froze its objects (before forking, say)
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen > 0
+        sg.sym.sigmoid(sg.sym.var("x")).simple_bind(sg.cpu(), x=(2,))
+        assert gc.get_freeze_count() >= frozen  # not released by the bind
+    finally:
+        gc.unfreeze()
+
+
+def test_graphs_of_a_dropped_executor_are_still_collected(promote_always: None) -> None:
+    # the bind hands its objects to the oldest generation: a full collection frees them
+    ref = _bind_and_drop()
+    gc.collect()
+    assert ref() is None
+
+
+def test_small_binds_leave_the_young_generation_alone() -> None:
+    garbage = []
+    garbage.append(garbage)  # a young cycle of the program's
+    ref = weakref.ref(_Box(garbage))
+    del garbage
+    sg.sym.exp(sg.sym.var("x")).simple_bind(sg.cpu(), x=(2,))
+    gc.collect(0)  # a young-generation collection still finds it
+    assert ref() is None
+
+
+class _Box:
+    """A weakly referable object in a cycle with itself."""
+
+    def __init__(self, payload: object) -> None:
+        self.payload, self.me = payload, self

@@ -26,12 +26,14 @@ def constant_fold(graph: Graph) -> Graph:
     const = get_op("_constant")
 
     def visit(node: Node) -> Replacement:
-        if node.is_variable or not node.inputs or node.op == const.name:
+        # Cheapest test first: almost every node reads a non-constant (variables have no inputs).
+        if not node.inputs or node.op == const.name:
             return None
+        for e in node.inputs:
+            if e.node.op != const.name:
+                return None
         opdef = get_op(node.op)
         if opdef.train_dependent or node.num_outputs != 1:
-            return None
-        if any(e.node.op != const.name for e in node.inputs):
             return None
         xs = [const.compute(e.node.attrs, [], RunCtx())[0] for e in node.inputs]
         value = opdef.compute(node.attrs, xs, RunCtx())[0]

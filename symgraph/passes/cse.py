@@ -8,16 +8,21 @@ Dropout and other random ops), nor nodes carrying user attributes that differ.
 """
 from __future__ import annotations
 
-from ..graph import Graph, Node, rewrite
+from ..graph import VARIABLE, Graph, Node, rewrite
 from ..registry import get_op
 
 
 def cse(graph: Graph) -> Graph:
     """Merge structurally equal op nodes."""
     seen: dict[tuple, Node] = {}
+    keep: dict[str, bool] = {VARIABLE: True}  # op -> never merged (asked once per op)
 
     def visit(node: Node) -> Node | None:
-        if node.is_variable or get_op(node.op).train_dependent:
+        op = node.op
+        never = keep.get(op)
+        if never is None:
+            never = keep[op] = bool(get_op(op).train_dependent)
+        if never:
             return None
         key = (node.op, node.attrs, node.inputs, node.extra)
         first = seen.setdefault(key, node)

@@ -10,7 +10,7 @@ differentiable). Guarantees: maximal groups (greedy, in topological order) of no
   with ``OpDef.epilogue`` such as pooling) takes it as its ``head``, so bias/activation become
   that op's epilogue;
 * no cycle: a node joins a group only if none of its inputs from outside the group depends on the
-  group (a bitmask of the groups each node depends on makes this one OR per edge);
+  group (a backward search from those inputs, cut where no group that recent is upstream);
 * nothing is recomputed: every node lands in exactly one group or stays as it is;
 * a node that depends on an input bound only in the backward phase (``__phase__`` = backward, the
   head gradients) never joins a group that does not, so the forward phase never waits on one.
@@ -47,11 +47,15 @@ def _op_role(op: str) -> int:
 class _Grouping:
     """Greedy grouping state (union-find over group ids).
 
-    ``anc[node]`` has bit g set when the node depends on (or is in) group g; ``ext[root]`` ORs
-    the ``anc`` of every input a group reads from outside, so "does group A reach group B through
-    a node outside them" is one AND. Checks are conservative: a merge they refuse is safe.
-    Every member of a group shares one dtype and one phase (joins and merges check them), kept
-    per group in ``kind``.
+    "Does this node depend on group g" is answered by searching upward from the node
+    (``_reaches``): ``born[node]`` is the group a node was put in when it was added, ``top[node]``
+    the newest such group among the node and its ancestors, so the search stops at every node
+    whose ancestry holds no group as recent as the ones asked about (on a long graph: at once).
+    ``ext[root]`` lists the nodes a group reads from outside it. (A bitmask of all the groups
+    upstream of each node answered with one AND, but on a deep chain each mask held a bit per
+    earlier group: time and memory grew with the square of the graph.) Checks are
+    conservative: a merge they refuse is safe. Every member of a group shares one dtype and one
+    phase (joins and merges check them), kept per group in ``kind``.
     """
 
     def __init__(self, graph: Graph, sc: TypeTable) -> None:
@@ -60,27 +64,44 @@ class _Grouping:
         self.users = graph.consumers()
         self.group: dict[Node, int] = {}
         self.parent: list[int] = []
-        self.merged: dict[int, int] = {}  # root -> bits of the groups merged into it
-        self.ext: list[int] = []
+        self.merged: dict[int, frozenset] = {}  # root -> ids of the groups merged into it
+        self.ext: list[list[Node]] = []  # per root: the nodes its members read from outside
         self.members: list[list[Node]] = []
         self.head: list[Optional[Node]] = []
         self.kind: list[tuple] = []  # (dtype, late) of each group's members
-        self.anc: dict[Node, int] = {}
+        self.born: dict[Node, int] = {}  # the group a node was put in when added
+        self.top: dict[Node, int] = {}  # newest group id among the node and its ancestors
         self.late: dict[Node, bool] = {}  # depends on an input bound in the backward phase
         self.roles: dict[str, int] = {}  # op -> _op_role (asked once per op, not per node)
 
     def _role(self, node: Node) -> int:
         """The node's role in a group; single-output op nodes only."""
-        if node.op == VARIABLE or len(node.entries()) != 1:
-            return 0
         role = self.roles.get(node.op)
         if role is None:
-            role = self.roles[node.op] = _op_role(node.op)
-        return role
+            role = self.roles[node.op] = 0 if node.op == VARIABLE else _op_role(node.op)
+        return role if role and len(node.entries()) == 1 else 0
 
-    def _bits(self, r: int) -> int:
-        """The group bits of root ``r``: its own, and those of the groups merged into it."""
-        return self.merged.get(r) or 1 << r
+    def _bits(self, r: int) -> frozenset:
+        """The group ids of root ``r``: its own, and those of the groups merged into it."""
+        return self.merged.get(r) or frozenset((r,))
+
+    def _reaches(self, starts: list[Node], gids: frozenset) -> bool:
+        """Whether a node of ``starts`` or an ancestor was put in a group of ``gids`` when it
+        was added. Group ids grow in topological order, so a node whose ``top`` is older than
+        every id asked about has none of them upstream: the search goes no further there."""
+        floor, top, born = min(gids), self.top, self.born
+        stack = [n for n in starts if top[n] >= floor]
+        seen = set(stack)
+        while stack:
+            n = stack.pop()
+            if born.get(n) in gids:
+                return True
+            for e in n.inputs:
+                m = e.node
+                if top[m] >= floor and m not in seen:
+                    seen.add(m)
+                    stack.append(m)
+        return False
 
     def root(self, gid: int) -> int:
         parent = self.parent
@@ -96,7 +117,7 @@ class _Grouping:
     def _new(self, node: Node, head: bool, kind: tuple) -> int:
         gid = len(self.parent)
         self.parent.append(gid)
-        self.ext.append(0)
+        self.ext.append([])
         self.members.append([node])
         self.head.append(node if head else None)
         self.kind.append(kind)
@@ -115,19 +136,16 @@ class _Grouping:
             (self.users[head] == [node] and Entry(head) not in self.outputs)
 
     def _outside_reaches(self, node: Node, in_roots: list, roots: tuple[int, ...],
-                         mask: int) -> bool:
-        anc = self.anc
-        for e, r in zip(node.inputs, in_roots):
-            if r not in roots and anc[e.node] & mask:
-                return True
-        return False
+                         gids: frozenset) -> bool:
+        outside = [e.node for e, r in zip(node.inputs, in_roots) if r not in roots]
+        return bool(outside) and self._reaches(outside, gids)
 
     def _can_merge(self, r: int, h: int, node: Node, kind: tuple, in_roots: list) -> bool:
         if not self._compatible(node, h, kind) or (self.head[r] and self.head[h]):
             return False
         if len(self.members[r]) + len(self.members[h]) > MAX_MEMBERS:
             return False
-        if self.ext[r] & self._bits(h) or self.ext[h] & self._bits(r):
+        if self._reaches(self.ext[r], self._bits(h)) or self._reaches(self.ext[h], self._bits(r)):
             return False
         return not self._outside_reaches(node, in_roots, (r, h), self._bits(r) | self._bits(h))
 
@@ -146,6 +164,8 @@ class _Grouping:
         return out
 
     def _join(self, node: Node) -> int:
+        if len(node.inputs) == 1:  # most nodes: what the general case does, without its loops
+            return self._join_one(node)
         in_roots = self._input_roots(node)
         roots: list[int] = []  # distinct, in input order (plain loops: once per node)
         for x in in_roots:
@@ -166,20 +186,38 @@ class _Grouping:
                 if h != r and self._can_merge(r, h, node, kind, in_roots):
                     self.parent[h] = r
                     self.merged[r] = self._bits(r) | self._bits(h)
-                    self.ext[r] = _union(self.ext[r], self.ext[h])
+                    self.ext[r] = self.ext[r] + self.ext[h]
                     self.members[r] += self.members[h]
                     self.head[r] = self.head[r] or self.head[h]
                     in_roots = [r if x == h else x for x in in_roots]
+        ext = self.ext[r]
         for e, x in zip(node.inputs, in_roots):
             if x != r:
-                self.ext[r] = _union(self.ext[r], self.anc[e.node])
+                ext.append(e.node)
+        return r
+
+    def _join_one(self, node: Node) -> int:
+        """``_join`` of a node with one input: it joins its input's group when compatible (no
+        other input can reach that group), else starts one that reads the input from outside."""
+        src = node.inputs[0].node
+        kind = self._kind(node)
+        x = self.group.get(src)
+        if x is not None:
+            x = self.root(x)
+            if self._compatible(node, x, kind):
+                self.members[x].append(node)
+                return x
+        r = self._new(node, False, kind)
+        self.ext[r].append(src)
         return r
 
     def add(self, node: Node) -> None:
-        anc, late = 0, node.op == VARIABLE and node.extra.get("__phase__") == "backward"
-        anc_of, late_of = self.anc, self.late
+        top, late = -1, node.op == VARIABLE and node.extra.get("__phase__") == "backward"
+        top_of, late_of = self.top, self.late
         for e in node.inputs:
-            anc = _union(anc, anc_of[e.node])
+            t = top_of[e.node]
+            if t > top:
+                top = t
             late = late or late_of[e.node]
         late_of[node] = late
         gid = None
@@ -188,13 +226,12 @@ class _Grouping:
             gid = self._join(node)
         elif role == HEAD:
             gid = self._new(node, True, self._kind(node))
-            for e in node.inputs:
-                self.ext[gid] = _union(self.ext[gid], self.anc[e.node])
+            self.ext[gid] = [e.node for e in node.inputs]
         if gid is not None:
-            self.group[node] = gid
-            if not (anc >> gid) & 1:  # a member of its input's group: no new int
-                anc |= 1 << gid
-        self.anc[node] = anc
+            self.group[node] = self.born[node] = gid
+            if gid > top:
+                top = gid
+        top_of[node] = top
 
     def _is_group_output(self, e: Entry, r: int, besides: Node) -> bool:
         return e in self.outputs or any(self.root_of(u) != r and u is not besides
@@ -205,8 +242,11 @@ class _Grouping:
         reads values its own group outputs anyway (relu's mask ``y > 0``: computed where the
         backward multiply needs it instead of being saved from the forward kernel)."""
         for node in reversed(list(self.group)):
-            r, users = self.root_of(node), self.users[node]
-            if len(users) != 1 or Entry(node) in self.outputs or self.head[r] is node:
+            users = self.users[node]  # (the cheap tests first: most nodes stop here)
+            if len(users) != 1 or Entry(node) in self.outputs:
+                continue
+            r = self.root_of(node)
+            if self.head[r] is node:
                 continue
             h = self.root_of(users[0])
             # A head's inputs come from outside its group (fused.py's format), so never defer
@@ -215,7 +255,7 @@ class _Grouping:
                     or not self._compatible(node, h, self._kind(node)):
                 continue
             if all((self.root_of(e.node) != r or self._is_group_output(e, r, node))
-                   and not self.anc[e.node] & self._bits(h) for e in node.inputs):
+                   and not self._reaches([e.node], self._bits(h)) for e in node.inputs):
                 self.members[r].remove(node)
                 self.members[h].append(node)
                 self.group[node] = h
@@ -223,18 +263,6 @@ class _Grouping:
     def groups(self) -> dict[int, list[Node]]:
         """Root id -> members in topological order."""
         return {r: ms for r, ms in enumerate(self.members) if self.parent[r] == r}
-
-
-def _union(a: int, b: int) -> int:
-    """``a | b``, returning ``a`` or ``b`` itself when it already holds the other. The masks
-    grow with the number of groups; most nodes add no new bit to what an input has, and
-    sharing the object keeps memory (and time) linear instead of one new mask per node."""
-    if a is b or not b:
-        return a
-    if not a:
-        return b
-    c = a | b
-    return a if c == a else b if c == b else c
 
 
 def _kernel_name(ops: list[str]) -> str:

@@ -72,10 +72,12 @@ Position = tuple[int, Optional[int]]  # (input, input of that input's producer o
 def _formula_key(node: Node) -> tuple:
     """What the formula rule's answer depends on: the registry's generation, op and attrs of
     the node, and op, attrs, arity and output count of each producer (``None``: variable)."""
-    return (generation(), node.op, node.attrs) + tuple(
-        None if e.node.op == VARIABLE
-        else (e.node.op, e.node.attrs, len(e.node.inputs), e.node.num_outputs)
-        for e in node.inputs)
+    key: list = [generation(), node.op, node.attrs]
+    for e in node.inputs:  # (a plain loop: this runs once per node of the graph)
+        p = e.node
+        key.append(None if p.op == VARIABLE
+                   else (p.op, p.attrs, len(p.inputs), len(p.entries())))
+    return tuple(key)
 
 
 @lru_cache(maxsize=4096)  # graphs repeat a few combinations many times (bind time)
@@ -236,12 +238,17 @@ RULES: dict[str, Callable[[Node, TypeTable], Replacement]] = {
 def simplify(graph: Graph) -> Graph:
     """Apply the formula rules and ``RULES`` once, bottom-up (rewrites see simplified inputs)."""
     sc = types_of(graph)
+    # op -> its rule: a RULES entry, the formula rule, or None (asked once per op, not per node)
+    rule_of: dict[str, Optional[Callable[[Node, TypeTable], Replacement]]] = {VARIABLE: None}
 
     def visit(node: Node) -> Replacement:
-        if node.op == VARIABLE:
-            return None
-        rule = RULES.get(node.op)
-        if rule is not None:
-            return rule(node, sc)
-        return _formula_rule(node, sc) if get_op(node.op).expr is not None else None
+        op = node.op
+        rule = rule_of.get(op, _UNKNOWN)
+        if rule is _UNKNOWN:
+            rule = rule_of[op] = RULES.get(op) or \
+                (_formula_rule if get_op(op).expr is not None else None)
+        return None if rule is None else rule(node, sc)
     return rewrite(graph, visit)
+
+
+_UNKNOWN = object()
