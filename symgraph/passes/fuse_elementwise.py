@@ -10,7 +10,9 @@ differentiable). Guarantees: maximal groups (greedy, in topological order) of no
   with ``OpDef.epilogue`` such as pooling) takes it as its ``head``, so bias/activation become
   that op's epilogue;
 * no cycle: a node joins a group only if none of its inputs from outside the group depends on the
-  group (a backward search from those inputs, cut where no group that recent is upstream);
+  group (a backward search from those inputs, cut where no group that recent is upstream); when
+  the groups still read each other (an outside input whose group holds another member that
+  reads this group), the grouping is redone with group-level searches (``strict``);
 * nothing is recomputed: every node lands in exactly one group or stays as it is;
 * a node that depends on an input bound only in the backward phase (``__phase__`` = backward, the
   head gradients) never joins a group that does not, so the forward phase never waits on one.
@@ -24,6 +26,7 @@ from collections import deque
 from typing import Optional
 
 from ..attrs import Attrs
+from ..base import GraphError
 from ..expr import Expr, inp
 from ..graph import VARIABLE, Entry, Graph, Node
 from ..registry import BROADCAST, ELEMWISE, GEMM, get_op
@@ -58,8 +61,9 @@ class _Grouping:
     phase (joins and merges check them), kept per group in ``kind``.
     """
 
-    def __init__(self, graph: Graph, sc: TypeTable) -> None:
+    def __init__(self, graph: Graph, sc: TypeTable, strict: bool = False) -> None:
         self.sc = sc
+        self.strict = strict  # group-level searches (see _reaches_strict)
         self.outputs = set(graph.outputs)
         self.users = graph.consumers()
         self.group: dict[Node, int] = {}
@@ -89,6 +93,8 @@ class _Grouping:
         """Whether a node of ``starts`` or an ancestor was put in a group of ``gids`` when it
         was added. Group ids grow in topological order, so a node whose ``top`` is older than
         every id asked about has none of them upstream: the search goes no further there."""
+        if self.strict:
+            return self._reaches_strict(starts, gids)
         floor, top, born = min(gids), self.top, self.born
         stack = [n for n in starts if top[n] >= floor]
         seen = set(stack)
@@ -99,6 +105,28 @@ class _Grouping:
             for e in n.inputs:
                 m = e.node
                 if top[m] >= floor and m not in seen:
+                    seen.add(m)
+                    stack.append(m)
+        return False
+
+    def _reaches_strict(self, starts: list[Node], gids: frozenset) -> bool:
+        """:meth:`_reaches` through groups: a fused kernel reads the inputs of all its members,
+        so a node in a group stands for every member's inputs (the node-level search misses a
+        cycle through a group whose other member depends on ``gids``). No pruning: this runs
+        only when the node-level grouping made a cycle (``fuse_elementwise``)."""
+        targets = {self.root(g) for g in gids}
+        stack, seen, expanded = list(starts), set(starts), set()
+        while stack:
+            n = stack.pop()
+            r = self.root_of(n)
+            if self.born.get(n) in gids or r in targets:
+                return True
+            nxt = [e.node for e in n.inputs]
+            if r is not None and r not in expanded:
+                expanded.add(r)
+                nxt += [e.node for m in self.members[r] for e in m.inputs]
+            for m in nxt:
+                if m not in seen:
                     seen.add(m)
                     stack.append(m)
         return False
@@ -337,24 +365,19 @@ def _build_fused(members: list[Node], head: Optional[Node], g: _Grouping,
 def fuse_elementwise(graph: Graph) -> Graph:
     """Replace fusible groups by ``_fused`` nodes."""
     sc = types_of(graph)
-    g = _Grouping(graph, sc)
     nodes = graph.nodes()
-    for node in nodes:
-        g.add(node)
-    g.defer_to_consumers()
     index = {n: i for i, n in enumerate(nodes)}
-    units: dict[Node, object] = {}
-    for r, members in g.groups().items():
-        members.sort(key=index.__getitem__)
-        for m in members:
-            units[m] = ("group", r) if len(members) > 1 else m
-    for node in nodes:
-        units.setdefault(node, node)
+    g, units, order = _grouped(graph, sc, nodes, index, strict=False)
+    if order is None:  # a cycle through a group's other member: group-level checks instead
+        g, units, order = _grouped(graph, sc, nodes, index, strict=True)
+    if order is None:
+        raise GraphError("fuse_elementwise: the grouping has a cycle even with group-level "
+                         "checks (a bug: please report the graph)")
     remap: dict[Entry, Entry] = {}
     memo: dict[tuple, tuple] = {}
     # Rebuilt nodes and fused kernels compute the values they replace: their types are
     # copied, not recomputed (``verify`` replays the rules in the tests).
-    for unit in _unit_order(nodes, units):
+    for unit in order:
         if isinstance(unit, Node):
             new_inputs = tuple([remap[e] for e in unit.inputs])
             if new_inputs == unit.inputs:
@@ -372,8 +395,27 @@ def fuse_elementwise(graph: Graph) -> Graph:
     return Graph(tuple(remap[e] for e in graph.outputs), graph.types)
 
 
-def _unit_order(nodes: list[Node], units: dict[Node, object]) -> list[object]:
-    """Units (single nodes or groups) in an order where every unit follows its inputs."""
+def _grouped(graph: Graph, sc: TypeTable, nodes: list[Node], index: dict, strict: bool
+             ) -> tuple[_Grouping, dict[Node, object], Optional[list[object]]]:
+    """The grouping, each node's unit (itself, or ``("group", root)``) and the units in
+    dependency order (None when the groups depend on each other in a cycle)."""
+    g = _Grouping(graph, sc, strict)
+    for node in nodes:
+        g.add(node)
+    g.defer_to_consumers()
+    units: dict[Node, object] = {}
+    for r, members in g.groups().items():
+        members.sort(key=index.__getitem__)
+        for m in members:
+            units[m] = ("group", r) if len(members) > 1 else m
+    for node in nodes:
+        units.setdefault(node, node)
+    return g, units, _unit_order(nodes, units)
+
+
+def _unit_order(nodes: list[Node], units: dict[Node, object]) -> Optional[list[object]]:
+    """Units (single nodes or groups) in an order where every unit follows its inputs; None
+    if there is none (a cycle)."""
     deps: dict[object, set] = {}
     for node in nodes:
         u = units[node]
@@ -393,5 +435,4 @@ def _unit_order(nodes: list[Node], units: dict[Node, object]) -> list[object]:
             indeg[v] -= 1
             if indeg[v] == 0:
                 ready.append(v)
-    assert len(order) == len(deps), "fusion made a cycle"
-    return order
+    return order if len(order) == len(deps) else None
