@@ -5,8 +5,9 @@
 * MLP 1024-4096-4096-4096-10, batch 1024: symgraph float32 vs bfloat16 training step
   (forward + backward, one ``train_step``: one CUDA graph replay), and the GEMM throughput in
   TFLOP/s: the step's GEMM FLOPs over the whole step time, over the GEMM steps' own time
-  (``time_steps``, eager, each step synchronised), and over the GEMM steps each launched 20
-  times back to back (the kernels' throughput without the launch-and-wait latency).
+  (``time_steps``, eager, each step synchronised), over the GEMM steps each launched 20
+  times back to back (the kernels' throughput without the launch-and-wait latency), and over
+  the cuBLAS calls alone so launched (without the steps' bias/activation epilogue kernels).
 * ResNet-20-style CIFAR network (3 stages of 3 basic blocks with BatchNorm, 16/32/64 channels,
   batch 128, 32x32 inputs): symgraph float32 vs bfloat16.
 * PyTorch, same models: float32 and ``torch.autocast(bfloat16)``, eager and with the whole
@@ -113,16 +114,17 @@ def bind(sym: Any, data_shape: tuple, bf16_everywhere: bool) -> Any:
     return exe
 
 
-def gemm_ms(exe: Any, repeat: int = 1) -> float:
+def gemm_ms(exe: Any, repeat: int = 1, calls_only: bool = False) -> float:
     """Milliseconds of the training program's steps that run a GEMM (eager, one step at a
-    time; each step launched ``repeat`` times between its events: the mean)."""
+    time; each step launched ``repeat`` times between its events: the mean). ``calls_only``:
+    the cuBLAS calls alone, without the steps' epilogue kernels (bias, activation)."""
     from symgraph.cuda.actions import Gemm, flat_actions
     from symgraph.registry import RunCtx
     prog, stage = exe._train.program, exe._train
     exe.forward(is_train=True)  # leaves the executor's environment bound (as gpu_step.profile)
     exe.backward()
     times = prog.time_steps(exe._env, 0, len(stage.schedule.steps), RunCtx(is_train=True),
-                            repeat)
+                            repeat, Gemm if calls_only else None)
     return sum(ms for k, _, _, ms in times
                if any(isinstance(a, Gemm) for a in flat_actions(prog.actions[k])))
 
@@ -156,11 +158,12 @@ def symgraph_rows(name: str, sym: Any, data_shape: tuple, steps: int,
         ms = cuda_median_ms(lambda: exe.train_step(), steps)
         extra = ""
         if flops:
-            g, g20 = gemm_ms(exe), gemm_ms(exe, 20)
+            g, g20, c20 = gemm_ms(exe), gemm_ms(exe, 20), gemm_ms(exe, 20, True)
             extra = (f"GEMM {flops / ms / 1e9:.0f} TFLOP/s over the step, "
                      f"{flops / g / 1e9:.0f} TFLOP/s over GEMM steps ({g:.3f} ms eager), "
                      f"{flops / g20 / 1e9:.0f} TFLOP/s over GEMM steps launched 20 times "
-                     f"back to back ({g20:.3f} ms)")
+                     f"back to back ({g20:.3f} ms), {flops / c20 / 1e9:.0f} TFLOP/s over the "
+                     f"cuBLAS calls alone so launched ({c20:.3f} ms)")
         rows.append((name, f"symgraph {label}", ms, extra))
     return rows
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import struct
 from math import prod
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -191,14 +191,19 @@ class CudaProgram:
         return out
 
     def time_steps(self, env: CudaEnv, start: int, stop: int, rc: RunCtx,
-                   repeat: int = 1) -> list[tuple]:
+                   repeat: int = 1, only: Optional[type] = None) -> list[tuple]:
         """(step index, op, name, milliseconds) of each step, run eagerly one at a time;
         ``repeat`` launches of a step between its two events (no synchronisation between
-        them) give the mean time of one, without the launch-and-wait latency."""
+        them) give the mean time of one, without the launch-and-wait latency. ``only``: time
+        just the step's actions of that type (``Gemm``: the library calls without their
+        epilogue kernels)."""
         self.run(env, start, start, rc)  # resolve pointers, load the module
         out = []
         with activate(self.device_id):
             for k, closures in enumerate(self._closures(env, (start, stop, tuple(env.ptrs)))):
+                if only is not None:
+                    closures = [fn for fn, a in zip(closures, self.actions[start + k])
+                                if isinstance(a, only)]
                 begin, end = drv.Event(), drv.Event()
                 begin.record(self.stream)
                 for _ in range(repeat):
