@@ -1,21 +1,18 @@
-"""BatchNorm with moving statistics as auxiliary states, and ``_axis_vector`` (a per-channel
-vector laid along one axis of a tensor), which BatchNorm's and PReLU's gradients use.
+"""BatchNorm with moving statistics as auxiliary states, and its gradient op.
 
 BatchNorm's outputs are (output, mean, var) as in MXNet (mean and var visible only with
 ``output_mean_var``) plus two hidden outputs holding the updated moving statistics; ``mutates``
 has the executor copy those into ``moving_mean``/``moving_var`` after a training forward.
-Its gradient is composed from registered ops, so it fuses and differentiates again.
+Its gradient is one ``_backward_BatchNorm`` node (the GPU's two-stage per-channel sums and one
+elementwise kernel); it is not differentiable again.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..attrs import Attrs, Param
-from ..base import ShapeError
-from ..registry import INJECTIVE, NO_GRADIENT, OPAQUE, OpDef, RunCtx, alias, register
-from ._util import check_attr, fmt, norm_axis
-
-# -- _axis_vector ----------------------------------------------------------------------------------
+from ..registry import NO_GRADIENT, OPAQUE, OpDef, RunCtx, alias, register
+from ._util import check_attr, norm_axis
 
 
 def vector_shape(n: int, like: tuple, axis: int) -> tuple:
@@ -28,21 +25,6 @@ def check_axis(axis: int, ndim: int) -> int:
     """``axis`` normalised for ``ndim`` axes (the shared ``_util.norm_axis``)."""
     return norm_axis(axis, ndim)
 
-
-def _axis_vector_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    vec, like = ins
-    if vec is None or like is None:
-        return ins, outs
-    if len(vec) != 1:
-        raise ShapeError(f"vector must be 1-D, got {fmt(vec)}")
-    return ins, [vector_shape(vec[0], like, a["axis"])]
-
-
-register(OpDef(
-    "_axis_vector", {"axis": Param("int", 1)}, ("data", "like"), _axis_vector_shape,
-    lambda a, xs, ctx: [xs[0].reshape(vector_shape(xs[0].shape[0], xs[1].shape, a["axis"]))],
-    lambda c: [c.sym.reshape_like(c.ograds[0], c.inputs[0]), None], INJECTIVE, lowering='copy',
-    doc="A (C,) vector reshaped to broadcast along `axis` of `like` (C at axis, 1 elsewhere)."))
 
 # -- BatchNorm -------------------------------------------------------------------------------------
 

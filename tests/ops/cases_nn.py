@@ -48,9 +48,6 @@ CASES: list[Case] = [
     _bn_case((4, 3, 2, 3), False, True, cid="inference-fixgamma"),
     _bn_case((5, 2, 3), True, True, axis=-1, cid="train-lastaxis"),
     _bn_case((4, 3), True, False, global_stats=True, cid="global-stats"),
-    Case("_axis_vector", lambda: S._axis_vector(S.var("v"), x, axis=2),
-         {"v": normal(3), "x": normal(2, 4, 3, 5)}, lambda v, x: v.reshape(1, 1, 3, 1),
-         grad_nodes=["v"]),
 ]
 
 SELU = (1.6732632423543772, 1.0507009873554805)
