@@ -19,7 +19,7 @@ from .actions import Kernel, StepCtx, Switch, family, launch
 from .codegen import THREADS
 from .kernels_norm import render_bn_backward_finish, render_bn_backward_sums, render_lrn
 from .lowering_elementwise import copy_actions, elementwise_actions
-from .lowering_reduce import reduce_actions
+from .lowering_reduce import reduce_actions, split_chunks
 @family("leaky_relu")
 def _leaky_relu(ctx: StepCtx, p: dict) -> list:
     from ..ops.activation import LEAKY, prelu_gamma_shape
@@ -106,7 +106,7 @@ def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
     dy, data, gamma, mean, var = ctx.ins
     dx, dgamma, dbeta = ctx.outs
     m = outer * inner
-    chunks = max(1, min(-(-ctx.sm_count * 4 // ch), m // 4096))
+    chunks = split_chunks(ch, m, ctx.sm_count)
     part = ctx.new_array(2 * ch * chunks, "float32")
     dt = ctx.dt(data)
     acts = [Kernel(render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt),

@@ -14,6 +14,12 @@ from .kernels_reduce import REDUCERS, reduce_split, render_reduce, use_block_per
 from .lowering_elementwise import elementwise_actions
 
 
+def split_chunks(n_out: int, n_red: int, sm_count: int) -> int:
+    """Pieces each of ``n_out`` reductions of ``n_red`` elements is cut into for a two-stage
+    reduction: enough blocks for about four per SM, none under 4096 elements (1: one stage)."""
+    return max(1, min(-(-sm_count * 4 // n_out), n_red // 4096))
+
+
 def _axes(ctx: StepCtx) -> tuple[int, ...]:
     return reduce_axes(ctx.attrs, len(ctx.in_shapes[-1]))
 
@@ -39,7 +45,7 @@ def reduce_actions(ctx: StepCtx, shape: Shape, axes: Sequence[int], kind: str,
         return elementwise_actions(ctx, "reduce_noop", [inp(0)], [shape], [src], shape, [dst])
     n_out, n_red = reduce_split(shape, axes)
     block = use_block_per_output(n_out, n_red, ctx.sm_count)
-    chunks = min(-(-ctx.sm_count * 4 // n_out), n_red // 4096) if block else 1
+    chunks = split_chunks(n_out, n_red, ctx.sm_count) if block else 1
     stem = f"{kind}_{len(shape)}d"
     x_t, y_t = ctx.dt(src), ctx.dt(dst)
     if chunks > 1:  # too few outputs to fill the device: two stages through a scratch buffer
