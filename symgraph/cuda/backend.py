@@ -26,7 +26,8 @@ import pycuda.driver as drv  # noqa: E402
 from .. import profiler
 from .. import random as _random
 from ..base import ExecutionError
-from ..passes import FORWARD_PIPELINE  # noqa: F401 (read by the executor: all of it pays here)
+from ..passes import FORWARD_PIPELINE as SHARED_FORWARD
+from ..passes.channel_last import channel_last
 from ..registry import RunCtx, get_op
 from ..schedule import Schedule
 from . import cublas
@@ -41,6 +42,18 @@ from .runtime import activate, device_info, wire
 
 MAX_GRAPHS = 16
 Closure = Callable[[RunCtx], None]
+
+
+def channel_last_for_cudnn(graph: Any) -> Any:
+    """``passes.channel_last`` when cuDNN runs the convolutions (its NHWC kernels are what the
+    layout is for); ``SYMGRAPH_NHWC=0`` keeps every convolution NCHW."""
+    if os.environ.get("SYMGRAPH_NHWC", "1") == "0" or not cudnn.available():
+        return graph
+    return channel_last(graph)
+
+
+# Read by the executor: the shared forward passes, then the layout this backend's library wants.
+FORWARD_PIPELINE = SHARED_FORWARD + (channel_last_for_cudnn,)
 
 
 def graphs_enabled() -> bool:

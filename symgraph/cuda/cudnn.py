@@ -6,7 +6,9 @@ cached. Data is float32, float16 or bfloat16 (tensor and filter descriptors of t
 convolution descriptor's compute type is always FLOAT (narrow data accumulates in float). Math is
 CUDNN_TENSOR_OP_MATH for narrow data (tensor cores); for float32 CUDNN_FMA_MATH (plain FP32: no
 TF32 tensor cores) unless ``SYMGRAPH_TF32=1`` (CUDNN_DEFAULT_MATH, which lets cuDNN use TF32).
-Layout is NCHW for every dtype (NHWC, which some tensor-core kernels prefer, is not used yet).
+Layout is the window's: NC(D)HW, or channels last (N(D)HWC data, K(D)HWC filters) for a
+channel-last window (``ConvWindow.channel_last``: what ``passes/channel_last.py`` makes for
+the tensor-core kernels, which want NHWC).
 When the library cannot be loaded, :func:`available` is False and the backend runs its im2col +
 cuBLAS lowering instead.
 """
@@ -21,7 +23,7 @@ from ..base import ExecutionError
 from ..ops.geometry import ConvWindow
 from . import libs
 
-CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_CROSS_CORRELATION = 0, 0, 1
+CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_TENSOR_NHWC, CUDNN_CROSS_CORRELATION = 0, 0, 1, 1
 CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_FMA_MATH = 0, 1, 3
 # cudnnDataType_t of each storage dtype (CUDNN_DATA_FLOAT, _HALF, _BFLOAT16).
 CUDNN_DATA = {"float32": 0, "float16": 2, "bfloat16": 9}
@@ -73,22 +75,32 @@ def handle(device_id: int) -> ctypes.c_void_p:
     return h
 
 
-def _desc(kind: str, dtype: str, *dims: int) -> ctypes.c_void_p:
-    """A packed NC(D)HW tensor or filter descriptor of ``dtype`` (4 or 5 dims: the Nd API)."""
+def packed_strides(dims: tuple, channel_last: bool) -> list[int]:
+    """Element strides of a packed tensor of NC(D)HW ``dims`` stored in that order, or with the
+    channel axis (1) innermost."""
+    order = [0] + list(range(2, len(dims))) + [1] if channel_last else list(range(len(dims)))
+    strides, step = [0] * len(dims), 1
+    for axis in reversed(order):
+        strides[axis], step = step, step * dims[axis]
+    return strides
+
+
+def _desc(kind: str, dtype: str, channel_last: bool, *dims: int) -> ctypes.c_void_p:
+    """A packed tensor or filter descriptor of ``dtype`` and NC(D)HW ``dims`` (4 or 5: the Nd
+    API), stored NC(D)HW or channels last."""
     lib, d = _LIB, ctypes.c_void_p()
     dim_a = (ctypes.c_int * len(dims))(*dims)
     if kind == "tensor":
-        strides = [1] * len(dims)
-        for i in range(len(dims) - 2, -1, -1):
-            strides[i] = strides[i + 1] * dims[i + 1]
+        strides = packed_strides(dims, channel_last)
         _check(lib.cudnnCreateTensorDescriptor(ctypes.byref(d)), "create tensor descriptor")
         _check(lib.cudnnSetTensorNdDescriptor(d, CUDNN_DATA[dtype], len(dims), dim_a,
                                               (ctypes.c_int * len(dims))(*strides)),
                "set tensor descriptor")
     else:
         _check(lib.cudnnCreateFilterDescriptor(ctypes.byref(d)), "create filter descriptor")
-        _check(lib.cudnnSetFilterNdDescriptor(d, CUDNN_DATA[dtype], CUDNN_TENSOR_NCHW,
-                                              len(dims), dim_a), "set filter descriptor")
+        fmt = CUDNN_TENSOR_NHWC if channel_last else CUDNN_TENSOR_NCHW
+        _check(lib.cudnnSetFilterNdDescriptor(d, CUDNN_DATA[dtype], fmt, len(dims), dim_a),
+               "set filter descriptor")
     return d
 
 
@@ -126,9 +138,10 @@ class ConvPlan:
         # the stream of whichever program used the handle last (it may be freed by now).
         _check(lib.cudnnSetStream(h, ctypes.c_void_p(0)), "cudnnSetStream")
         dims = descriptor_args(g)
-        self.x = _desc("tensor", dtype, *dims["x"])
-        self.y = _desc("tensor", dtype, *dims["y"])
-        self.w = _desc("filter", dtype, *dims["w"])
+        last = g.channel_last
+        self.x = _desc("tensor", dtype, last, *dims["x"])
+        self.y = _desc("tensor", dtype, last, *dims["y"])
+        self.w = _desc("filter", dtype, last, *dims["w"])
         self.conv = ctypes.c_void_p()
         _check(lib.cudnnCreateConvolutionDescriptor(ctypes.byref(self.conv)), "create conv")
         _check(lib.cudnnSetConvolutionNdDescriptor(

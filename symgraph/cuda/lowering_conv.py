@@ -9,11 +9,14 @@ are contiguous blocks). A Deconvolution is the data gradient of a convolution (a
 that convolution's forward and weight gradient), so it reuses the same three lowerings.
 Geometry is the node's own window object (``ops/geometry.py``), made by the op's shape rule
 and passed unchanged to the kernel templates and to cuDNN, so the GPU and numpy shapes cannot
-disagree.
+disagree. A channels-last window (NHWC data, OHWI weights) is read in place by cuDNN; its
+fallback runs the channels-first kernels on transposed copies.
 """
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import replace
+from math import prod
+from typing import Callable, Optional
 
 from ..ops.conv import conv_window
 from ..ops.deconv import deconv_window
@@ -21,6 +24,7 @@ from ..ops.geometry import ConvWindow
 from .kernels_conv import render_col2im, render_im2col, render_swap01
 from .actions import Choice, ConvCall, Gemm, Ref, StepCtx, family, launch
 from .lowering_fused import Epilogue, in_place, inline_epilogue
+from .lowering_views import moved_copy
 
 
 def conv_forward(ctx: StepCtx, g: ConvWindow, x: Ref, w: Ref, y: Ref,
@@ -37,11 +41,14 @@ def conv_forward(ctx: StepCtx, g: ConvWindow, x: Ref, w: Ref, y: Ref,
     return [Choice(tuple(primary), fallback)]
 
 
-def _channel_epilogue(ctx: StepCtx, epi: Optional[Epilogue], bias: Optional[Ref]) -> list:
-    """The step's output (N, C, ...) += bias laid along the channel axis, then ``epi``, in
-    place: one broadcast kernel (none without either)."""
+def _channel_epilogue(ctx: StepCtx, epi: Optional[Epilogue], bias: Optional[Ref],
+                      channel_last: bool = False) -> list:
+    """The step's output (N, C, ...) or (N, ..., C) += bias laid along the channel axis, then
+    ``epi``, in place: one broadcast kernel (none without either)."""
     shape = ctx.out_shapes[0]
-    return in_place(ctx, epi, shape, bias, (1, shape[1]) + (1,) * (len(shape) - 2))
+    axis = len(shape) - 1 if channel_last else 1
+    vec = tuple(d if i == axis else 1 for i, d in enumerate(shape))
+    return in_place(ctx, epi, shape, bias, vec)
 
 
 def conv_backward_data(ctx: StepCtx, g: ConvWindow, w: Ref, dy: Ref, dx: Ref,
@@ -70,6 +77,25 @@ def conv_backward_weight(ctx: StepCtx, g: ConvWindow, x: Ref, dy: Ref, dw: Ref,
 
 
 CONV_CALLS = {"forward": conv_forward, "data": conv_backward_data, "filter": conv_backward_weight}
+# Per call, the channels-first shapes of its two operands and its output.
+OPERANDS: dict[str, Callable[[ConvWindow], tuple]] = {
+    "forward": lambda g: (g.input_shape, g.weight_shape, g.output_shape),
+    "data": lambda g: (g.weight_shape, g.output_shape, g.input_shape),
+    "filter": lambda g: (g.input_shape, g.output_shape, g.weight_shape)}
+
+
+def channel_last_call(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, out: Ref) -> list:
+    """A convolution call on channels-last operands: cuDNN reads them in place; the fallback
+    copies them channels first, runs the channels-first fallback and copies the result back."""
+    first, dt = replace(g, channel_last=False), ctx.storage
+    shapes = OPERANDS[call](first)
+    tmp = [ctx.new_array(prod(s), dt) for s in shapes]
+    inner = CONV_CALLS[call](ctx, first, tmp[0], tmp[1], tmp[2], None)[0]
+    fallback = (moved_copy(ctx, a, tmp[0], shapes[0], False),
+                moved_copy(ctx, b, tmp[1], shapes[1], False)) + tuple(inner.fallback) + \
+        (moved_copy(ctx, tmp[2], out, shapes[2], True),)
+    return [Choice((ConvCall(call if call != "forward" else "fwd", g, a, b, out, dt),),
+                   fallback)]
 
 
 def _window(ctx: StepCtx, data: tuple, transposed: bool) -> ConvWindow:
@@ -90,6 +116,9 @@ def _convolution(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
     g = _window(ctx, ctx.in_shapes[p["data"]], p.get("transposed", False))
     bias = ctx.ins[2] if p.get("bias") and not ctx.attrs["no_bias"] else None
     a, b = (ctx.ins[i] for i in p["args"])
+    if g.channel_last:
+        return channel_last_call(ctx, p["call"], g, a, b, ctx.outs[0]) + \
+            _channel_epilogue(ctx, epi, bias, True)
     if epi is None:
         return CONV_CALLS[p["call"]](ctx, g, a, b, ctx.outs[0], bias)
     return CONV_CALLS[p["call"]](ctx, g, a, b, ctx.outs[0], None) + \

@@ -34,6 +34,18 @@ def _copy(ctx: StepCtx, view: np.ndarray, base: np.ndarray, dst, src, scatter: b
                   prod(shape))
 
 
+def moved_copy(ctx: StepCtx, src, dst, first: tuple, to_last: bool) -> Kernel:
+    """Copy between an array of channels-first shape ``first`` (N, C, ...) and its
+    channels-last form (N, ..., C): ``to_last`` reads the channels-first ``src``."""
+    if to_last:
+        base = np.empty(first, np.int8)
+        view = np.moveaxis(base, 1, -1)
+    else:
+        base = np.empty((first[0],) + first[2:] + (first[1],), np.int8)
+        view = np.moveaxis(base, -1, 1)
+    return _copy(ctx, view, base, dst, src, False)
+
+
 @family("gather_views")
 def _gather_views(ctx: StepCtx, p: dict) -> list:
     """Output k = ``p['views'](attrs, x)[k]`` for the input ``p.get('input', 0)``."""

@@ -1,14 +1,21 @@
-"""Convolution (1-D, 2-D, 3-D; NCW/NCHW/NCDHW data, OIHW weights) and its two gradient ops.
+"""Convolution (1-D, 2-D, 3-D; NCW/NCHW/NCDHW data, OIHW weights, or channels last: NWC/NHWC/
+NDHWC data, OHWI weights) and its two gradient ops.
 
 ``_backward_Convolution_data`` and ``_backward_Convolution_weight`` are registered ops with
 gradients of their own, so a convolution can be differentiated twice. The numpy kernels (im2col
-+ one GEMM per group) are in ``_window.py``.
++ one GEMM per group) are in ``_window.py``. A channels-last layer is its channels-first layer
+with every tensor's channel axis moved (``channels_first``): one shape rule and one numpy
+kernel serve both, and its window (``conv_window``) says ``channel_last`` so that cuDNN reads
+the data in place. The CUDA backend's ``passes/channel_last.py`` rewrites 2-D convolutions to
+NHWC, the layout cuDNN's tensor-core kernels want.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable
+
+import numpy as np
 
 from ..attrs import Attrs, Param
 from ..base import ShapeError
@@ -27,6 +34,50 @@ CONV_PARAMS = {
     "layout": Param("str?", None),
 }
 LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
+CHANNEL_LAST = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
+
+
+def channel_last(a: Attrs) -> bool:
+    """Whether a Convolution's data, weight and output put the channels last (NHWC, ...)."""
+    return a["layout"] is not None and a["layout"] == CHANNEL_LAST.get(len(a["kernel"]))
+
+
+@lru_cache(maxsize=1024)
+def first_attrs(a: Attrs) -> Attrs:
+    """The attrs of the channels-first layer a channels-last one is computed as."""
+    return Attrs({**a, "layout": None})
+
+
+def to_first(shape: Shape) -> Shape:
+    """(N, *spatial, C) -> (N, C, *spatial); also (O, *kernel, I) -> (O, I, *kernel)."""
+    return (shape[0], shape[-1]) + tuple(shape[1:-1])
+
+
+def to_last(shape: Shape) -> Shape:
+    """The inverse of :func:`to_first`."""
+    return (shape[0],) + tuple(shape[2:]) + (shape[1],)
+
+
+def channels_first(rule: Callable) -> Callable:
+    """A shape rule (``kind='shape'``) or numpy compute (``kind='compute'``) of a
+    channels-first layer, made to take channels-last attrs too: every tensor of the layer's
+    rank (data, weight, output, their gradients; not the bias) has its channel axis moved
+    first, the rule runs on the channels-first attrs, and its results move back."""
+    def run(a: Attrs, ins: list, third: Any) -> Any:
+        if not channel_last(a):
+            return rule(a, ins, third)
+        rank = len(a["kernel"]) + 2
+        if isinstance(third, RunCtx):  # a compute: arrays in, arrays out
+            xs = [np.moveaxis(x, -1, 1) if x.ndim == rank else x for x in ins]
+            return [np.ascontiguousarray(np.moveaxis(y, 1, -1)) if y.ndim == rank else y
+                    for y in rule(first_attrs(a), xs, third)]
+
+        def move(shapes: list, fn: Callable) -> list:
+            return [fn(s) if s is not None and len(s) == rank else s for s in shapes]
+        ins, outs = rule(first_attrs(a), move(ins, to_first), move(third, to_first))
+        return move(ins, to_last), move(outs, to_last)
+    run.__doc__ = rule.__doc__
+    return run
 
 
 @dataclass(frozen=True)
@@ -69,7 +120,8 @@ def geometry(a: Attrs) -> Geometry:
     if min(a["kernel"]) < 1:
         raise ShapeError(f"kernel {a['kernel']} must be positive")
     if a["layout"] not in (None, LAYOUTS[n]):
-        raise ShapeError(f"layout {a['layout']} is not supported; use {LAYOUTS[n]}")
+        raise ShapeError(f"layout {a['layout']} is not supported; use {LAYOUTS[n]} (a "
+                         f"Convolution also takes {CHANNEL_LAST[n]})")
     if a["num_group"] < 1 or a["num_filter"] < 1:
         raise ShapeError(f"num_filter={a['num_filter']} and num_group={a['num_group']} must "
                          f"be positive")
@@ -93,7 +145,10 @@ def check_data(a: Attrs, data: Shape, channels_per: str = "data") -> Geometry:
 def conv_window(a: Attrs, data: Shape) -> ConvWindow:
     """The geometry of a Convolution-like node of attrs ``a`` over data of shape ``data``:
     made once per (attrs, shape), so the shape rule, the numpy reference and the lowering of a
-    node share one object."""
+    node share one object. Channels-last data (NHWC, ...) gives the window of the same
+    convolution with ``channel_last`` set."""
+    if channel_last(a):
+        return replace(conv_window(first_attrs(a), to_first(data)), channel_last=True)
     g = check_data(a, data)
     return ConvWindow(data[0], data[1], tuple(data[2:]), g.kernel, g.stride, g.pad, g.dilate,
                       g.out(data[2:]), a["num_filter"], g.groups)
@@ -154,6 +209,8 @@ def _conv_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 def bias_grad(c: Any, dy: Any, nsp: int) -> Any:
     """Sum of ``dy`` over every axis but the channel axis (a bias gradient)."""
+    if channel_last(c.attrs):
+        return c.sym.sum(dy, axis=tuple(range(1 + nsp)))
     return c.sym.sum(dy, axis=(0,) + tuple(range(2, 2 + nsp)))
 
 
@@ -176,12 +233,14 @@ def layer_grad(data_op: str, weight_op: str) -> Callable:
 
 
 register(OpDef(
-    "Convolution", CONV_PARAMS, layer_inputs, _conv_shape, _conv_compute,
+    "Convolution", CONV_PARAMS, layer_inputs, channels_first(_conv_shape),
+    channels_first(_conv_compute),
     layer_grad("_backward_Convolution_data", "_backward_Convolution_weight"), GEMM,
     partial_shapes=True,
     lowering=("convolution", {"call": "forward", "data": 0, "args": (0, 1), "bias": True}),
-    doc="N-d convolution (cross-correlation), NC(D)(H)W data, O,C/num_group,k... weights; "
-        "im2col + one GEMM per group on the CPU."))
+    doc="N-d convolution (cross-correlation), NC(D)(H)W data, O,C/num_group,k... weights "
+        "(layout N(D)(H)WC: channels-last data and O,k...,C/num_group weights); im2col + one "
+        "GEMM per group on the CPU."))
 
 
 def _data_grad_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -205,7 +264,7 @@ def _data_grad_grad(c) -> list:
 
 register(OpDef(
     "_backward_Convolution_data", CONV_PARAMS, ("ograd", "weight", "data"),
-    _data_grad_shape, _data_grad_compute, _data_grad_grad, GEMM,
+    channels_first(_data_grad_shape), channels_first(_data_grad_compute), _data_grad_grad, GEMM,
     lowering=("convolution", {"call": "data", "data": 2, "args": (1, 0)}),
     doc="Gradient of Convolution w.r.t. its data (a transposed convolution of ograd); "
         "`data` only gives the shape."))
@@ -233,6 +292,7 @@ def _weight_grad_grad(c) -> list:
 
 register(OpDef(
     "_backward_Convolution_weight", CONV_PARAMS, ("ograd", "data"),
-    _weight_grad_shape, _weight_grad_compute, _weight_grad_grad, GEMM,
+    channels_first(_weight_grad_shape), channels_first(_weight_grad_compute), _weight_grad_grad,
+    GEMM,
     lowering=("convolution", {"call": "filter", "data": 1, "args": (1, 0)}),
     doc="Gradient of Convolution w.r.t. its weight: ograd x im2col(data)^T."))

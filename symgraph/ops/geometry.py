@@ -14,7 +14,7 @@ cuDNN reads the tuples.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 from typing import Optional
 
@@ -85,6 +85,24 @@ class ConvWindow(Window):
 
     filters: int
     groups: int
+    # Data N(D)(H)WC and weights O(D)(H)WC (the fields keep the NC... order); keyword-only so
+    # that subclasses may add fields without defaults.
+    channel_last: bool = field(default=False, kw_only=True)
+
+    @property
+    def input_shape(self) -> Shape:
+        """The data's shape, channels first."""
+        return (self.n, self.c) + self.spatial
+
+    @property
+    def output_shape(self) -> Shape:
+        """The output's shape, channels first."""
+        return (self.n, self.filters) + self.out
+
+    @property
+    def weight_shape(self) -> Shape:
+        """The weight's shape, channels first (O, I/groups, *kernel)."""
+        return (self.filters, self.c // self.groups) + self.kernel
 
     @property
     def pix(self) -> int:

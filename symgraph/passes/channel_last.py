@@ -1,0 +1,133 @@
+"""2-D convolutions, and the layers around them, in channels-last layout (NHWC): ``Graph ->
+Graph``.
+
+Runs on the forward graph, before autodiff (the CUDA backend's ``FORWARD_PIPELINE``): cuDNN's
+convolution kernels are faster on NHWC data than on NCHW, and its tensor-core kernels for
+float16 and bfloat16 need it; autodiff then gives the gradients in the same layout.
+
+Requires: the graph's types. Converts a 2-D ``Convolution`` over NCHW data of known shape to
+``layout='NHWC'`` when that saves more than the transposes cost: its data is narrow (float16,
+bfloat16: cuDNN's NCHW kernels for them are several times slower), its data is NHWC already,
+or its output reaches another convolution through the layers below. Its data comes in
+transposed (once per value) and its OIHW weight transposed to OHWI. A converted value stays NHWC through the layers that do not care where the
+channels are: elementwise ops (and AMP's casts) whose inputs all have its shape, and
+``BatchNorm`` over axis 1, which becomes axis 3. Any other reader, and a graph output, gets
+the NCHW value back through one transpose per value.
+
+Guarantees: every output keeps its value (up to the order of float sums), its name and its
+type; variables are untouched (weights stay OIHW); every node not converted is the same node
+on the NCHW values it read before.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..attrs import Attrs, parse_attrs
+from ..graph import Entry, Graph, Node
+from ..registry import BROADCAST, ELEMWISE, get_op
+from ..typetable import types_of
+
+TO_LAST, TO_FIRST = (0, 2, 3, 1), (0, 3, 1, 2)
+LAYOUT_FREE = frozenset({"amp_cast", "amp_multicast"})
+"""Ops besides the elementwise ones whose value at a position depends on that position's
+inputs only (AMP's casts are 'injective' for fusion, but move no element)."""
+
+
+def _transpose(e: Entry, axes: tuple, name: str) -> Entry:
+    attrs = parse_attrs(get_op("transpose").params, {"axes": axes}, name)
+    return Entry(Node("transpose", name, attrs, (e,)))
+
+
+class _Layouts:
+    """The rebuilt graph's entries of each old entry: NCHW (``first``) and NHWC (``last``)."""
+
+    def __init__(self, graph: Graph) -> None:
+        self.types = types_of(graph)
+        self.first: dict[Entry, Entry] = {}
+        self.last: dict[Entry, Entry] = {}
+        self.feeds_conv = _feeding_convolutions(graph)
+
+    def nchw(self, e: Entry) -> Entry:
+        got = self.first.get(e)
+        if got is None:  # a converted value read by a layer that needs NCHW: the transpose
+            # takes the old node's name (its NHWC node has another), so outputs keep theirs
+            name = f"{e.node.name}_output{e.index}" if e.index else e.node.name
+            got = self.first[e] = _transpose(self.last[e], TO_FIRST, name)
+        return got
+
+    def nhwc(self, e: Entry) -> Entry:
+        got = self.last.get(e)
+        if got is None:
+            got = self.last[e] = _transpose(self.first[e], TO_LAST, f"{e.node.name}_nhwc_in")
+        return got
+
+    def four_d(self, e: Entry) -> bool:
+        s = self.types.shape(e)
+        return s is not None and len(s) == 4
+
+    def convert(self, node: Node) -> Optional[Node]:
+        """The NHWC node standing for ``node`` (its outputs recorded), or None."""
+        a, ins = node.attrs, node.inputs
+        if node.op == "Convolution":
+            if len(a["kernel"]) != 2 or a["layout"] not in (None, "NCHW") \
+                    or not self.four_d(ins[0]):
+                return None
+            narrow = self.types.dtype(ins[0]).itemsize < 4
+            if not (narrow or ins[0] in self.last or node in self.feeds_conv):
+                return None
+            new_ins = (self.nhwc(ins[0]),
+                       _transpose(self.nchw(ins[1]), TO_LAST, f"{node.name}_weight_ohwi"),
+                       *[self.nchw(e) for e in ins[2:]])
+            attrs = Attrs({**a, "layout": "NHWC"})
+        elif node.op == "BatchNorm":
+            if ins[0] not in self.last or a["axis"] % 4 != 1:
+                return None
+            new_ins = (self.last[ins[0]], *[self.nchw(e) for e in ins[1:]])
+            attrs = Attrs({**a, "axis": 3})
+        elif _layout_free(node):
+            shapes = {self.types.shape(e) for e in ins}
+            if not any(e in self.last for e in ins) or len(shapes) != 1:
+                return None
+            new_ins, attrs = tuple(self.nhwc(e) for e in ins), a
+        else:
+            return None
+        new = Node(node.op, f"{node.name}_nhwc", attrs, new_ins, node.extra)
+        olds, news = node.entries(), new.entries()
+        self.last[olds[0]] = news[0]
+        for old, e in zip(olds[1:], news[1:]):  # BatchNorm's statistics are vectors
+            (self.first if node.op == "BatchNorm" else self.last)[old] = e
+        return new
+
+
+def _layout_free(node: Node) -> bool:
+    return get_op(node.op).pattern in (ELEMWISE, BROADCAST) or node.op in LAYOUT_FREE \
+        or node.op == "BatchNorm"
+
+
+def _feeding_convolutions(graph: Graph) -> set[Node]:
+    """The nodes whose output reaches a Convolution through layout-free nodes only."""
+    users = graph.consumers()
+    feeds: set[Node] = set()
+    for node in reversed(graph.nodes()):
+        if any(u.op == "Convolution" or u in feeds and _layout_free(u) for u in users[node]):
+            feeds.add(node)
+    return feeds
+
+
+def channel_last(graph: Graph) -> Graph:
+    """``graph`` with its 2-D convolutions (and what follows them) in NHWC; see the module."""
+    if not any(n.op == "Convolution" for n in graph.nodes()):
+        return graph
+    lay = _Layouts(graph)
+    for node in graph.nodes():
+        if node.is_variable or lay.convert(node) is None:
+            ins = tuple(lay.nchw(e) for e in node.inputs)
+            new = node
+            if ins != node.inputs:
+                new = node.with_inputs(ins)
+                lay.types.copy(node, new)
+            for old, e in zip(node.entries(), new.entries()):
+                lay.first[old] = e
+    if not lay.last:
+        return graph
+    return Graph(tuple(lay.nchw(e) for e in graph.outputs), graph.types)
