@@ -119,26 +119,33 @@ def test_outputs_keep_their_names(monkeypatch) -> None:
     assert [e.node.name for e in g.outputs] == ["head", "a_bn"]
 
 
+def _step(sym, ctx, dtype) -> tuple:
+    """Output and gradients (float64) of one training step on ``ctx`` in ``dtype`` from the
+    same bfloat16-representable inputs."""
+    names = sym.list_arguments() + sym.list_auxiliary_states()
+    exe = sym.simple_bind(ctx, type_dict={n: dtype for n in names}, **SHAPES)
+    rng = np.random.default_rng(0)
+    for name, arr in exe.arg_dict.items():
+        arr[:] = rng.uniform(-1, 1, arr.shape).astype(BF16).astype(np.float32)
+    exe.arg_dict["softmax_label"][:] = rng.integers(0, 3, 2)
+    for name, arr in exe.aux_dict.items():
+        arr[:] = 1.0 if name.endswith("var") else 0.0
+    out = exe.forward(is_train=True)[0].asnumpy().astype(np.float64)
+    exe.backward()
+    return out, {k: g.asnumpy().astype(np.float64) for k, g in exe.grad_dict.items()
+                 if g is not None}
+
+
 @pytest.mark.gpu
-def test_resnet_bfloat16_step_on_the_gpu_matches_the_cpu() -> None:
-    """The CUDA backend converts (cuDNN reads NHWC in place); the CPU does not: one training
-    step of the bfloat16 network agrees within bfloat16's precision."""
+def test_resnet_bfloat16_step_on_the_gpu_is_as_close_as_the_cpu() -> None:
+    """The CUDA backend converts (cuDNN reads NHWC in place), the CPU does not. Against the
+    float64 step from the same inputs, the GPU's bfloat16 step errs no more than twice as much
+    as the CPU's (which rounds to bfloat16 after every op; the GPU computes in float between
+    loads and stores)."""
     sym = small_resnet()
-    results = []
-    for ctx in (sg.cpu(), sg.gpu(0)):
-        names = sym.list_arguments() + sym.list_auxiliary_states()
-        exe = sym.simple_bind(ctx, type_dict={n: BF16 for n in names}, **SHAPES)
-        rng = np.random.default_rng(0)
-        for name, arr in exe.arg_dict.items():
-            arr[:] = rng.uniform(-1, 1, arr.shape)
-        exe.arg_dict["softmax_label"][:] = rng.integers(0, 3, 2)
-        for name, arr in exe.aux_dict.items():
-            arr[:] = 1.0 if name.endswith("var") else 0.0
-        out = exe.forward(is_train=True)[0].asnumpy().astype(np.float64)
-        exe.backward()
-        results.append((out, {k: g.asnumpy().astype(np.float64)
-                              for k, g in exe.grad_dict.items() if g is not None}))
-    (o0, g0), (o1, g1) = results
-    np.testing.assert_allclose(o1, o0, rtol=3e-2, atol=3e-2)
-    for k in g0:
-        assert np.abs(g1[k] - g0[k]).max() <= 0.08 * (np.abs(g0[k]).max() + 1e-3), k
+    (o64, g64), (o16, g16), (og, gg) = (_step(sym, sg.cpu(), np.float64),
+                                        _step(sym, sg.cpu(), BF16), _step(sym, sg.gpu(0), BF16))
+    err = lambda a, b: np.linalg.norm(a - b)  # noqa: E731
+    assert err(og, o64) <= 2 * err(o16, o64) + 1e-3 * np.linalg.norm(o64)
+    for k in g64:
+        assert err(gg[k], g64[k]) <= 2 * err(g16[k], g64[k]) + 1e-3 * np.linalg.norm(g64[k]), k
