@@ -39,6 +39,10 @@ STATS = {"compiles": 0, "runs": 0}
 
 # Pending op nodes -> weak references to their visible output arrays.
 PENDING: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
+# What ``PENDING[node] = refs`` does, without its Python frame (record() runs per op call);
+# ``Entry(node, i)`` likewise (a NamedTuple's __new__ is a Python function).
+_PENDING_DATA, _PENDING_GONE, _ref = PENDING.data, PENDING._remove, weakref.ref
+_new_entry = tuple.__new__
 # Computed values: variable node -> [array]; op node -> [array or None per visible output].
 VALUE: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
 GRAD_LEAF: "weakref.WeakKeyDictionary[Node, Any]" = weakref.WeakKeyDictionary()
@@ -216,7 +220,7 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
             dtypes.append(a._dtype)
         else:
             e = a._entry if rec and a._recorded else (
-                Entry(a._var) if a._var is not None else _leaf(a))
+                _new_entry(Entry, (a._var, 0)) if a._var is not None else _leaf(a))
             shapes.append(b.shape)
             dtypes.append(b.dtype)
         entries.append(e)
@@ -233,10 +237,10 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
     outs = []
     for i in range(len(out_shapes)):
         a = NDArray(None, ctx)
-        a._entry, a._shape, a._dtype, a._recorded = Entry(node, i), out_shapes[i], \
-            out_dtypes[i], rec
+        a._entry, a._shape, a._dtype, a._recorded = _new_entry(Entry, (node, i)), \
+            out_shapes[i], out_dtypes[i], rec
         outs.append(a)
-    PENDING[node] = [weakref.ref(a) for a in outs]
+    _PENDING_DATA[_ref(node, _PENDING_GONE)] = [_ref(a) for a in outs]  # PENDING[node] = ...
     return outs
 
 

@@ -276,6 +276,13 @@ def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any]) ->
             a._entry = None
 
 
+def _forget_pending(nodes: Sequence[Node]) -> None:
+    """``PENDING.pop(node, None)`` for each node (through the dict: one C call each)."""
+    pop, ref = PENDING.data.pop, weakref.ref
+    for node in nodes:
+        pop(ref(node), None)
+
+
 def _run(prog: Program, tr: Trace, grads: Sequence[tuple[str, NDArray]], train: Any) -> None:
     prog.bind(tr.leaves, grads)
     STATE.running += 1
@@ -300,8 +307,7 @@ def force_pending(arrays: Sequence[NDArray]) -> None:
         prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
     _run(prog, tr, (), None)
     _materialise(outs, prog.take_outputs())
-    for node in tr.nodes:
-        PENDING.pop(node, None)
+    _forget_pending(tr.nodes)
 
 
 def _describe(a: NDArray) -> str:
@@ -404,8 +410,7 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
         _note_written([g for g, _ in grads.values()])
     bufs = prog.take_outputs()
     _materialise(list(zip(entries, heads)) + others, bufs)
-    for node in tr.nodes:
-        PENDING.pop(node, None)
+    _forget_pending(tr.nodes)
     if not retain_graph:
         for e in entries:
             FREED.add(e.node)
