@@ -31,6 +31,8 @@ def _as_list(x: Any) -> list:
 def _scope(recording: Optional[bool], training: Optional[bool]) -> Iterator[None]:
     saved = STATE.recording, STATE.training
     if recording is not None:
+        if recording and not saved[0]:
+            STATE.tape = None  # recording starts: a new tape (imperative.Tape)
         STATE.recording = recording
     if training is not None:
         STATE.training = training
@@ -72,6 +74,8 @@ def is_training() -> bool:
 def set_recording(is_recording: bool) -> bool:  # noqa: A002 (MXNet's name)
     """Set the recording switch; returns the previous value."""
     prev, STATE.recording = STATE.recording, bool(is_recording)
+    if STATE.recording and not prev:
+        STATE.tape = None  # as record() does
     return prev
 
 

@@ -32,6 +32,7 @@ class _State:
     recording = False
     training = False
     running = 0  # > 0 while a compiled program runs (custom ops write their outputs then)
+    tape: Optional["Tape"] = None  # what record() recorded since recording (re)started
 
 
 STATE = _State()
@@ -90,6 +91,124 @@ MAX_INTERNED = 50000
 def compile_count() -> int:
     """How many programs imperative code has compiled in this process (cache misses)."""
     return STATS["compiles"]
+
+
+class Trace:
+    """A walked subgraph: op nodes in topological order, leaf values, and its signature."""
+
+    __slots__ = ("nodes", "local", "leaves", "leaf_entries", "leaf_of", "sig", "train")
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.local: dict[Node, int] = {}
+        self.leaves: list[NDArray] = []
+        self.leaf_entries: list[Entry] = []
+        self.leaf_of: dict[Entry, int] = {}
+        self.sig: list[tuple] = []
+        self.train = False
+
+    def ref(self, e: Entry) -> Any:
+        k = self.leaf_of.get(e)
+        return -1 - k if k is not None else (self.local[e.node], e.index)
+
+    def key(self) -> tuple:
+        return (tuple(self.sig), tuple([(a._buf.shape, a._buf.dtype) for a in self.leaves]))
+
+    def refs(self, entries: Sequence[Entry]) -> tuple:
+        """:meth:`ref` of each of ``entries``."""
+        leaf_of, local = self.leaf_of, self.local
+        return tuple([-1 - leaf_of[e] if e in leaf_of else (local[e.node], e.index)
+                      for e in entries])
+
+
+MAX_TAPE = 10000  # nodes a tape follows; past this it stops (backward() then walks)
+
+
+class Tape(Trace):
+    """The nodes recorded since recording last started, walked while they are recorded.
+
+    ``record`` adds each recorded node with its inputs' references (a node of the tape, or a
+    leaf: the inputs ``backward``'s walk would not go into, found as it would find them), so
+    a ``backward`` whose heads need exactly the tape's nodes takes the tape as its trace
+    instead of walking. The order is the recording order (a topological order) and the key
+    holds each node's call (op and parsed attributes), mode, wiring and input shapes and
+    dtypes. An input the walk would go into but the tape does not hold (a node recorded
+    before recording restarted, a pending value read under ``record()``) makes the tape
+    ``ok = False``: that backward walks."""
+
+    __slots__ = ("ok",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ok = True
+
+    def leaf(self, e: Entry) -> int:
+        """The reference of input ``e`` that is not a node of the tape: a leaf, unless the
+        walk would go into it (then the tape stops; leaf values: see :meth:`resolve`)."""
+        k = self.leaf_of.get(e)
+        if k is None:
+            n = e.node
+            if n.op != "null" and is_recorded(n) or len(self.leaf_of) >= MAX_TAPE:
+                self.drop()
+                return 0
+            k = self.leaf_of[e] = len(self.leaf_entries)
+            self.leaf_entries.append(e)
+        return -1 - k
+
+    def add(self, node: Node, sig: tuple) -> None:
+        """Follow recorded ``node``; ``sig`` is ``(op, call, training, input references,
+        input shapes and dtypes)``."""
+        if len(self.nodes) >= MAX_TAPE:
+            self.drop()
+            return
+        self.local[node] = len(self.nodes)
+        self.nodes.append(node)
+        self.sig.append(sig)
+        if sig[2]:
+            self.train = True
+
+    def resolve(self) -> bool:
+        """Find the leaves' values as the walk would; False where it would not stop at one
+        (a value not computed: the walk goes on into its node)."""
+        value_of, ref = VALUE.data.get, weakref.ref
+        leaves = []
+        for e in self.leaf_entries:
+            vals = value_of(ref(e.node))
+            v = None
+            if vals is not None:
+                v = vals[0] if e.node.op == "null" else (
+                    vals[e.index] if e.index < len(vals) else None)
+            if v is None:
+                return False
+            leaves.append(v)
+        self.leaves = leaves
+        return True
+
+    def drop(self) -> None:
+        """Stop following (and let go of the nodes)."""
+        self.ok = False
+        self.nodes, self.local, self.leaves, self.leaf_entries, self.leaf_of, self.sig = \
+            [], {}, [], [], {}, []
+
+    def key(self) -> tuple:
+        # (the shapes of every node's inputs are in sig, the leaves' among them)
+        return ("tape", tuple(self.sig))
+
+    def needs_all(self, heads: Sequence[Entry]) -> bool:
+        """Whether ``heads`` need every node of the tape (so that walking from them would
+        find the tape's nodes, no more, no fewer)."""
+        need = [False] * len(self.nodes)
+        local = self.local
+        for e in heads:
+            need[local[e.node]] = True
+        sig = self.sig
+        for k in range(len(need) - 1, -1, -1):
+            if not need[k]:
+                return False
+            for r in sig[k][3]:
+                if r.__class__ is tuple:
+                    need[r[0]] = True
+        return True
 
 
 class _Call:
@@ -209,7 +328,15 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
             else None
     else:
         ctx = None if info.slots else ctx or current_context()
-    entries, shapes, dtypes = [], [], []
+    entries, shapes, dtypes, refs = [], [], [], []
+    tape = None
+    if rec:  # follow the node on the tape (see Tape), in this one pass over the inputs
+        tape = STATE.tape
+        if tape is None:
+            tape = STATE.tape = Tape()
+        elif not tape.ok:
+            tape = None
+    local = tape.local if tape is not None else None
     for a in inputs:
         if ctx is None or not isinstance(a, NDArray) or (a._ctx is not ctx and a._ctx != ctx):
             _bad_inputs(info, inputs, name or info.opdef.name)
@@ -224,15 +351,20 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
             shapes.append(b.shape)
             dtypes.append(b.dtype)
         entries.append(e)
+        if local is not None:
+            k = local.get(e.node)
+            refs.append((k, e.index) if k is not None else tape.leaf(e))
     if ctx is None:
         _bad_inputs(info, inputs, name or info.opdef.name)
     op = info.op
-    node = Node(op, name or f"{op}{next(_ids)}", info.attrs, tuple(entries),
-                MODE[rec, STATE.training])
+    train = STATE.training
+    node = Node(op, name or f"{op}{next(_ids)}", info.attrs, tuple(entries), MODE[rec, train])
     sig = (tuple(shapes), tuple(dtypes))
     found = info.sigs.get(sig)
     if found is None:
         found = info.sigs[sig] = _infer(info, node, inputs)
+    if tape is not None and tape.ok:  # (after the rules: a call that raised is not followed)
+        tape.add(node, (op, info, train, tuple(refs), sig))
     out_shapes, out_dtypes = found
     outs = []
     for i in range(len(out_shapes)):

@@ -21,41 +21,13 @@ from .base import ExecutionError
 from .context import Context
 from .graph import Entry, Node, variable
 from .imperative import (_REC, _REC_TRN, _TRN, ATTR_SERIAL, FREED, GRAD_LEAF, GRAD_VAR, PENDING,
-                         PLAIN, STATE, STATS, VALUE, is_recorded, is_training)
+                         PLAIN, STATE, STATS, VALUE, Tape, Trace, is_recorded, is_training)
 from .ndarray import NDArray
 from .registry import get_op
 
 # id(gradient array) -> weakref, for every gradient buffer a backward() wrote: gluon.Trainer
 # reads it to tell fresh gradients from stale ones (MXNet's ``_fresh_grad``), then clears it.
 GRAD_WRITTEN: dict[int, Any] = {}
-
-
-class Trace:
-    """A walked subgraph: op nodes in topological order, leaf values, and its signature."""
-
-    __slots__ = ("nodes", "local", "leaves", "leaf_entries", "leaf_of", "sig", "train")
-
-    def __init__(self) -> None:
-        self.nodes: list[Node] = []
-        self.local: dict[Node, int] = {}
-        self.leaves: list[NDArray] = []
-        self.leaf_entries: list[Entry] = []
-        self.leaf_of: dict[Entry, int] = {}
-        self.sig: list[tuple] = []
-        self.train = False
-
-    def ref(self, e: Entry) -> Any:
-        k = self.leaf_of.get(e)
-        return -1 - k if k is not None else (self.local[e.node], e.index)
-
-    def key(self) -> tuple:
-        return (tuple(self.sig), tuple([(a._buf.shape, a._buf.dtype) for a in self.leaves]))
-
-    def refs(self, entries: Sequence[Entry]) -> tuple:
-        """:meth:`ref` of each of ``entries``."""
-        leaf_of, local = self.leaf_of, self.local
-        return tuple([-1 - leaf_of[e] if e in leaf_of else (local[e.node], e.index)
-                      for e in entries])
 
 
 def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:
@@ -391,17 +363,25 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     _check_heads(heads)
     ctx = heads[0]._ctx
     entries = [h._entry for h in heads]
-    tr = walk(entries, for_backward=True)
+    tape, STATE.tape = STATE.tape, None  # a backward ends what the tape followed
+    if tape is not None and tape.ok and all([e.node in tape.local for e in entries]) \
+            and tape.resolve():
+        tr = tape
+        plan = _plan(tr, ctx, entries, head_grads, variables)
+        if _CACHE.get(plan[0]) is None and (plan[0] in _BAD_TAPES or
+                                            not tape.needs_all(entries)):
+            _BAD_TAPES[plan[0]] = True  # heads that need only part of the tape: walk
+            while len(_BAD_TAPES) > MAX_PROGRAMS:
+                del _BAD_TAPES[next(iter(_BAD_TAPES))]
+            tr = None
+    else:
+        tr = None
+    if tr is None:
+        tr = walk(entries, for_backward=True)
+        plan = _plan(tr, ctx, entries, head_grads, variables)
+    key, grads, results, others, hg = plan
     if tr.train:
         _warn_recomputed(tr)
-    grads, results = _grad_leaves(tr, variables)
-    others = _live_outputs(tr, set(entries))
-    hg = None if head_grads is None else list(head_grads) + [None] * len(others)
-    gpu_ids = tuple([id(g._buf) for g, _ in grads.values()]) if ctx.device_type == "gpu" \
-        else ()
-    key = ("backward", ctx, tr.train, tr.key(), tr.refs(entries),
-           tr.refs([e for e, _ in others]), tuple([g is None for g in (hg or ())]),
-           tuple([(k, req) for k, (_, req) in grads.items()]), gpu_ids)
     prog = _CACHE.get(key)
     if prog is None:
         prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
@@ -415,6 +395,24 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
         for e in entries:
             FREED.add(e.node)
     return results if variables is not None else None
+
+
+_BAD_TAPES: dict[tuple, bool] = {}  # backward keys of tapes holding more than the heads need
+
+
+def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Sequence[Any]],
+          variables: Optional[Sequence[NDArray]]) -> tuple:
+    """The program key of a backward over ``tr``, with the gradient leaves, results, live
+    outputs and head gradients it is run with."""
+    grads, results = _grad_leaves(tr, variables)
+    others = _live_outputs(tr, set(entries))
+    hg = None if head_grads is None else list(head_grads) + [None] * len(others)
+    gpu_ids = tuple([id(g._buf) for g, _ in grads.values()]) if ctx.device_type == "gpu" \
+        else ()
+    key = ("backward", ctx, tr.train, tr.key(), tr.refs(entries),
+           tr.refs([e for e, _ in others]), tuple([g is None for g in (hg or ())]),
+           tuple([(k, req) for k, (_, req) in grads.items()]), gpu_ids)
+    return key, grads, results, others, hg
 
 
 def recorded_symbol(a: NDArray) -> Any:
