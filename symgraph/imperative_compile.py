@@ -114,6 +114,7 @@ class Program:
                       for n in names]
         self.owned = [False] * n_leaves
         self.gpu = ctx.device_type == "gpu"
+        self.train_dependent = False  # holds a Dropout-like op (see _warn_recomputed)
 
     def bind(self, leaves: Sequence[NDArray], grads: Sequence[tuple[str, NDArray]]) -> None:
         """Point the executor at this call's leaves: on the CPU by rebinding; on the GPU a
@@ -210,7 +211,9 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
     exe = Executor.bind(sym, ctx, args, grad_arrays or None, reqs, aux or None,
                         stages=(train,))
     STATS["compiles"] += 1
-    return Program(exe, ctx, len(tr.leaves), len(outputs) + len(blocked))
+    prog = Program(exe, ctx, len(tr.leaves), len(outputs) + len(blocked))
+    prog.train_dependent = any(get_op(n.op).train_dependent for n in tr.nodes)
+    return prog
 
 
 _IN_NAMES: list[str] = []  # "_in0", "_in1"... (not formatted again on every step)
@@ -363,28 +366,16 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     _check_heads(heads)
     ctx = heads[0]._ctx
     entries = [h._entry for h in heads]
-    tape, STATE.tape = STATE.tape, None  # a backward ends what the tape followed
-    if tape is not None and tape.ok and all([e.node in tape.local for e in entries]) \
-            and tape.resolve():
-        tr = tape
-        plan = _plan(tr, ctx, entries, head_grads, variables)
-        if _CACHE.get(plan[0]) is None and (plan[0] in _BAD_TAPES or
-                                            not tape.needs_all(entries)):
-            _BAD_TAPES[plan[0]] = True  # heads that need only part of the tape: walk
-            while len(_BAD_TAPES) > MAX_PROGRAMS:
-                del _BAD_TAPES[next(iter(_BAD_TAPES))]
-            tr = None
-    else:
-        tr = None
+    tr, plan, prog = _taped(entries, ctx, head_grads, variables)
     if tr is None:
         tr = walk(entries, for_backward=True)
         plan = _plan(tr, ctx, entries, head_grads, variables)
+        prog = _CACHE.get(plan[0])
     key, grads, results, others, hg = plan
-    if tr.train:
-        _warn_recomputed(tr)
-    prog = _CACHE.get(key)
     if prog is None:
         prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
+    if tr.train and prog.train_dependent:
+        _warn_recomputed(tr)
     _run(prog, tr, [(_in_name(k), g) for k, (g, _) in grads.items()], (hg, tr.train))
     if variables is None:
         _note_written([g for g, _ in grads.values()])
@@ -398,6 +389,25 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
 
 
 _BAD_TAPES: dict[tuple, bool] = {}  # backward keys of tapes holding more than the heads need
+
+
+def _taped(entries: list[Entry], ctx: Context, head_grads: Optional[Sequence[Any]],
+           variables: Optional[Sequence[NDArray]]) -> tuple:
+    """``(tape, its plan, the cached program or None)`` when the tape can stand for the walk
+    from ``entries`` (``imperative.Tape``), else ``(None, None, None)``. The check that the
+    heads need every node of the tape runs when its key has no program yet."""
+    tape, STATE.tape = STATE.tape, None  # a backward ends what the tape followed
+    if tape is None or not tape.ok or not all([e.node in tape.local for e in entries]) \
+            or not tape.resolve():
+        return None, None, None
+    plan = _plan(tape, ctx, entries, head_grads, variables)
+    prog = _CACHE.get(plan[0])
+    if prog is None and (plan[0] in _BAD_TAPES or not tape.needs_all(entries)):
+        _BAD_TAPES[plan[0]] = True  # heads that need only part of the tape: walk
+        while len(_BAD_TAPES) > MAX_PROGRAMS:
+            del _BAD_TAPES[next(iter(_BAD_TAPES))]
+        return None, None, None
+    return tape, plan, prog
 
 
 def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Sequence[Any]],
