@@ -256,7 +256,7 @@ class HybridBlock(Block):
         self._active = False
         self._cached: dict = {}        # input signature -> traced program (cached_op.py)
         self._cached_graph: tuple = ()  # (input symbols, output symbol) of the last trace
-        self._nd_calls: dict = {}       # (sg.nd function, arity) -> parsed call (see _op)
+        self._nd_calls: dict = {}  # (sg.nd function, arity) -> (attributes, call); see _op
         self._nd_params: Optional[tuple] = None  # (VERSION, context, parameter arrays)
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -322,18 +322,20 @@ class HybridBlock(Block):
         self._nd_params = (VERSION[0], ctx, params)
         return params
 
-    def _op(self, F: Any, fn: Callable, arrays: tuple, attrs: dict) -> Any:
-        """A layer's op: ``fn(*arrays, name='fwd', **attrs)``, ``fn`` being ``F``'s function of
-        the op. On NDArrays (``F`` is ``sg.nd``) the call is parsed once per layer, function
-        and arity and then recorded directly: a layer's attributes are fixed when it is made,
-        so ``sg.nd``'s per-call keyword key would find the same call at every step."""
+    def _op(self, F: Any, fn: Callable, arrays: tuple, attrs: dict,
+            name: Optional[str] = "fwd") -> Any:
+        """A layer's op: ``fn(*arrays, name=name, **attrs)`` (no name: ``fn(*arrays, **attrs)``),
+        ``fn`` being ``F``'s function of the op. On NDArrays (``F`` is ``sg.nd``) the call parsed for these attributes is kept
+        per function and arity, and recorded directly: a layer calls its ops with the same
+        attributes at every step, and comparing them costs less than ``sg.nd``'s keyword key
+        (a layer calling one op with two attribute sets parses each time it switches)."""
         if F is not _nd:
-            return fn(*arrays, name="fwd", **attrs)
-        call = self._nd_calls.get((fn, len(arrays)))
-        if call is None:
-            call = self._nd_calls[fn, len(arrays)] = _call_info(get_op(fn.__name__),
-                                                                dict(attrs), "fwd")
-        outs = record(call, arrays, "fwd")
+            return fn(*arrays, **attrs) if name is None else fn(*arrays, name=name, **attrs)
+        got = self._nd_calls.get((fn, len(arrays)))
+        if got is None or got[0] != attrs:
+            got = self._nd_calls[fn, len(arrays)] = (
+                dict(attrs), _call_info(get_op(fn.__name__), dict(attrs), name))
+        outs = record(got[1], arrays, name)
         return outs[0] if len(outs) == 1 else outs
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
