@@ -242,7 +242,7 @@ def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any]) ->
             continue
         a._buf = buf
         node = entry.node
-        vals = VALUE.get(node)
+        vals = VALUE.data.get(weakref.ref(node))  # VALUE.get(node)
         if vals is None:
             vals = VALUE[node] = [None] * len(PENDING.get(node, ())) or [None]
         if entry.index < len(vals):
@@ -298,7 +298,7 @@ def _check_heads(heads: Sequence[NDArray]) -> None:
             raise ExecutionError(
                 f"backward: {_describe(h)} was not computed under autograd.record() from "
                 f"arrays with attach_grad(), so it has no graph to differentiate")
-        if h._entry.node in FREED:
+        if weakref.ref(h._entry.node) in FREED.data:  # (FREED's own test, without its frame)
             raise ExecutionError(
                 f"backward: the graph of {_describe(h)} was released by an earlier backward; "
                 f"pass retain_graph=True to differentiate it twice")
@@ -383,8 +383,9 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     _materialise(list(zip(entries, heads)) + others, bufs)
     _forget_pending(tr.nodes)
     if not retain_graph:
+        freed, gone = FREED.data, FREED._remove
         for e in entries:
-            FREED.add(e.node)
+            freed.add(weakref.ref(e.node, gone))  # FREED.add(e.node)
     return results if variables is not None else None
 
 
