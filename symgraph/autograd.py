@@ -40,7 +40,7 @@ class _Scope:
         self.saved = STATE.recording, STATE.training
         if self.recording is not None:
             if self.recording and not STATE.recording:
-                STATE.tape = None  # recording starts: a new tape (imperative.Tape)
+                STATE.tape = None  # recording starts: a new tape (imperative_trace.Tape)
             STATE.recording = self.recording
         if self.training is not None:
             STATE.training = self.training

@@ -22,193 +22,29 @@ from .base import AttrError, BindError, ShapeError, where
 from .context import Context, current_context
 from .graph import Entry, Node, variable
 from .ndarray import NDArray
+from .imperative_state import (ATTR_SERIAL, GRAD_LEAF, GRAD_VAR, MODE, PENDING, PLAIN, STATE,
+                               STATS, VALUE, _serials)
+# (also reachable as imperative.<name>, as before the tables had a module of their own)
+from .imperative_state import (_REC, _REC_TRN, _TRN, FREED, LATE,  # noqa: F401
+                               is_recorded, is_training)
+from .imperative_trace import Tape
 from .passes.infer_shape import _apply_rule
 from .passes.infer_type import _apply as _apply_type
 
-
-class _State:
-    """autograd's switches (``record`` / ``pause`` / ``train_mode``)."""
-
-    recording = False
-    training = False
-    running = 0  # > 0 while a compiled program runs (custom ops write their outputs then)
-    tape: Optional["Tape"] = None  # what record() recorded since recording (re)started
-
-
-STATE = _State()
-STATS = {"compiles": 0, "runs": 0}
-
-# Pending op nodes -> weak references to their visible output arrays.
-PENDING: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
 # What ``PENDING[node] = refs`` does, without its Python frame (record() runs per op call);
 # ``Entry(node, i)`` likewise (a NamedTuple's __new__ is a Python function).
 _PENDING_DATA, _PENDING_GONE, _ref = PENDING.data, PENDING._remove, weakref.ref
 _new_entry = tuple.__new__
-# Computed values: variable node -> [array]; op node -> [array or None per visible output].
-VALUE: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
-GRAD_LEAF: "weakref.WeakKeyDictionary[Node, Any]" = weakref.WeakKeyDictionary()
-FREED: "weakref.WeakSet[Node]" = weakref.WeakSet()  # heads whose graph backward released
-# Gradient nodes made by autograd.grad(create_graph=True): (recorded, training) by node.
-LATE: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
 
-# How a node was made is told by WHICH of these objects its ``extra`` is (an identity test on
-# the per-step path, no lookup); compiled copies drop them (imperative_compile._canonical).
-PLAIN = Attrs()
-MODE = {(False, False): PLAIN, (True, False): Attrs({"__recorded__": "1"}),
-        (False, True): Attrs({"__train__": "1"}),
-        (True, True): Attrs({"__recorded__": "1", "__train__": "1"})}
-_REC, _TRN, _REC_TRN = MODE[True, False], MODE[False, True], MODE[True, True]
-GRAD_VAR = Attrs({"__grad_var__": "1"})  # extra of the variables of attach_grad arrays
-
-
-def is_recorded(node: Node) -> bool:
-    x = node.extra
-    if x is _REC or x is _REC_TRN:
-        return True
-    if x is PLAIN or x is _TRN:
-        return False
-    return LATE.get(node, (False, False))[0]
-
-
-def is_training(node: Node) -> bool:
-    x = node.extra
-    if x is _TRN or x is _REC_TRN:
-        return True
-    if x is PLAIN or x is _REC:
-        return False
-    return LATE.get(node, (False, False))[1]
 
 
 _ids = itertools.count()
-# id(Attrs) -> (the Attrs, serial): cache keys hash a small int instead of the attributes.
-# Serials are never reused, so forgetting interned Attrs (past MAX_INTERNED) cannot make an
-# old program match new attributes; it only costs recompilations.
-ATTR_SERIAL: dict[int, tuple[Attrs, int]] = {}
-_serials = itertools.count()
 MAX_INTERNED = 50000
 
 
 def compile_count() -> int:
     """How many programs imperative code has compiled in this process (cache misses)."""
     return STATS["compiles"]
-
-
-class Trace:
-    """A walked subgraph: op nodes in topological order, leaf values, and its signature."""
-
-    __slots__ = ("nodes", "local", "leaves", "leaf_entries", "leaf_of", "sig", "train")
-
-    def __init__(self) -> None:
-        self.nodes: list[Node] = []
-        self.local: dict[Node, int] = {}
-        self.leaves: list[NDArray] = []
-        self.leaf_entries: list[Entry] = []
-        self.leaf_of: dict[Entry, int] = {}
-        self.sig: list[tuple] = []
-        self.train = False
-
-    def ref(self, e: Entry) -> Any:
-        k = self.leaf_of.get(e)
-        return -1 - k if k is not None else (self.local[e.node], e.index)
-
-    def key(self) -> tuple:
-        return (tuple(self.sig), tuple([(a._buf.shape, a._buf.dtype) for a in self.leaves]))
-
-    def refs(self, entries: Sequence[Entry]) -> tuple:
-        """:meth:`ref` of each of ``entries``."""
-        leaf_of, local = self.leaf_of, self.local
-        return tuple([-1 - leaf_of[e] if e in leaf_of else (local[e.node], e.index)
-                      for e in entries])
-
-
-MAX_TAPE = 10000  # nodes a tape follows; past this it stops (backward() then walks)
-
-
-class Tape(Trace):
-    """The nodes recorded since recording last started, walked while they are recorded.
-
-    ``record`` adds each recorded node with its inputs' references (a node of the tape, or a
-    leaf: the inputs ``backward``'s walk would not go into, found as it would find them), so
-    a ``backward`` whose heads need exactly the tape's nodes takes the tape as its trace
-    instead of walking. The order is the recording order (a topological order) and the key
-    holds each node's call (op and parsed attributes), mode, wiring and input shapes and
-    dtypes. An input the walk would go into but the tape does not hold (a node recorded
-    before recording restarted, a pending value read under ``record()``) makes the tape
-    ``ok = False``: that backward walks."""
-
-    __slots__ = ("ok",)
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ok = True
-
-    def leaf(self, e: Entry) -> int:
-        """The reference of input ``e`` that is not a node of the tape: a leaf, unless the
-        walk would go into it (then the tape stops; leaf values: see :meth:`resolve`)."""
-        k = self.leaf_of.get(e)
-        if k is None:
-            n = e.node
-            if n.op != "null" and is_recorded(n) or len(self.leaf_of) >= MAX_TAPE:
-                self.drop()
-                return 0
-            k = self.leaf_of[e] = len(self.leaf_entries)
-            self.leaf_entries.append(e)
-        return -1 - k
-
-    def add(self, node: Node, sig: tuple) -> None:
-        """Follow recorded ``node``; ``sig`` is ``(op, call, training, input references,
-        input shapes and dtypes)``."""
-        if len(self.nodes) >= MAX_TAPE:
-            self.drop()
-            return
-        self.local[node] = len(self.nodes)
-        self.nodes.append(node)
-        self.sig.append(sig)
-        if sig[2]:
-            self.train = True
-
-    def resolve(self) -> bool:
-        """Find the leaves' values as the walk would; False where it would not stop at one
-        (a value not computed: the walk goes on into its node)."""
-        value_of, ref = VALUE.data.get, weakref.ref
-        leaves = []
-        for e in self.leaf_entries:
-            vals = value_of(ref(e.node))
-            v = None
-            if vals is not None:
-                v = vals[0] if e.node.op == "null" else (
-                    vals[e.index] if e.index < len(vals) else None)
-            if v is None:
-                return False
-            leaves.append(v)
-        self.leaves = leaves
-        return True
-
-    def drop(self) -> None:
-        """Stop following (and let go of the nodes)."""
-        self.ok = False
-        self.nodes, self.local, self.leaves, self.leaf_entries, self.leaf_of, self.sig = \
-            [], {}, [], [], {}, []
-
-    def key(self) -> tuple:
-        # (the shapes of every node's inputs are in sig, the leaves' among them)
-        return ("tape", tuple(self.sig))
-
-    def needs_all(self, heads: Sequence[Entry]) -> bool:
-        """Whether ``heads`` need every node of the tape (so that walking from them would
-        find the tape's nodes, no more, no fewer)."""
-        need = [False] * len(self.nodes)
-        local = self.local
-        for e in heads:
-            need[local[e.node]] = True
-        sig = self.sig
-        for k in range(len(need) - 1, -1, -1):
-            if not need[k]:
-                return False
-            for r in sig[k][3]:
-                if r.__class__ is tuple:
-                    need[r[0]] = True
-        return True
 
 
 class _Call:

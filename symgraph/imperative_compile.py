@@ -6,8 +6,9 @@ dtype known). Guarantees: a subgraph is compiled by the unchanged pipeline (an
 ``_in1``...), once per structure: the cache key is the ops, attributes and wiring in topological
 order, the leaves' shapes and dtypes, the outputs, the context, the training mode and (for
 ``backward``) which leaves get gradients and how. A cache hit costs one walk over the recorded
-nodes, a dict lookup and one program run. Every live pending array of the subgraph is
-materialised by that one run.
+nodes (for ``backward`` usually not even that: the tape, ``imperative_trace.Tape``), a dict
+lookup and one program run. Every live pending array of the subgraph is materialised by that
+one run.
 """
 from __future__ import annotations
 
@@ -15,75 +16,20 @@ import warnings
 import weakref
 from typing import Any, Optional, Sequence
 
-import numpy as np
 
 from .base import ExecutionError
 from .context import Context
 from .graph import Entry, Node, variable
-from .imperative import (_REC, _REC_TRN, _TRN, ATTR_SERIAL, FREED, GRAD_LEAF, GRAD_VAR, PENDING,
-                         PLAIN, STATE, STATS, VALUE, Tape, Trace, is_recorded, is_training)
+from .imperative_state import (FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS, VALUE,
+                               is_training)
+from .imperative_program import Program
+from .imperative_trace import Trace, walk
 from .ndarray import NDArray
 from .registry import get_op
 
 # id(gradient array) -> weakref, for every gradient buffer a backward() wrote: gluon.Trainer
 # reads it to tell fresh gradients from stale ones (MXNet's ``_fresh_grad``), then clears it.
 GRAD_WRITTEN: dict[int, Any] = {}
-
-
-def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:
-    """Depth-first post-order over the nodes ``roots`` need (iterative: chains can be long).
-
-    An input is a leaf when its value is known: a variable, or a computed output (backward
-    recomputes recorded nodes instead, since their gradient needs the graph). This runs on
-    every step, so the weak tables are read through their dicts (one C call per lookup) and
-    the mode tests are inlined."""
-    tr = Trace()
-    local, leaf_of, leaves, sig = tr.local, tr.leaf_of, tr.leaves, tr.sig
-    nodes, leaf_entries = tr.nodes, tr.leaf_entries
-    value_of, serial_of, ref = VALUE.data.get, ATTR_SERIAL.get, weakref.ref
-    train_any = False
-    for root in roots:
-        if root.node in local:
-            continue
-        stack = [[root.node, 0]]
-        while stack:
-            top = stack[-1]
-            node, i = top
-            inputs = node.inputs
-            if i < len(inputs):
-                top[1] = i + 1
-                e = inputs[i]
-                n = e.node
-                if n in local or e in leaf_of:
-                    continue
-                vals = value_of(ref(n))
-                v = None
-                if vals is not None:
-                    if n.op == "null":
-                        v = vals[0]
-                    elif e.index < len(vals) and not (for_backward and is_recorded(n)):
-                        v = vals[e.index]
-                if v is None:
-                    stack.append([n, 0])
-                else:
-                    leaf_of[e] = len(leaves)
-                    leaves.append(v)
-                    leaf_entries.append(e)
-                continue
-            stack.pop()
-            x = node.extra
-            train = x is _TRN or x is _REC_TRN or (x is not PLAIN and x is not _REC
-                                                    and is_training(node))
-            train_any |= train
-            local[node] = len(nodes)
-            nodes.append(node)
-            attrs = node.attrs
-            got = serial_of(id(attrs))
-            sig.append((node.op, got[1] if got is not None and got[0] is attrs else attrs,
-                        train, tuple([-1 - leaf_of[e] if e in leaf_of else
-                                      (local[e.node], e.index) for e in inputs])))
-    tr.train = train_any
-    return tr
 
 
 def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
@@ -102,80 +48,6 @@ def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
             if e is not None and e.node is node and e.index == i and e not in skip:
                 outs.append((e, a))
     return outs
-
-
-class Program:
-    """A compiled subgraph: the executor and where each leaf and gradient is bound."""
-
-    def __init__(self, exe: Any, ctx: Context, n_leaves: int, n_out: int) -> None:
-        self.exe, self.ctx, self.n_out = exe, ctx, n_out
-        names = [f"_in{k}" for k in range(n_leaves)]
-        self.slots = [(exe.arg_dict, n) if n in exe.arg_dict else (exe.aux_dict, n)
-                      for n in names]
-        self.owned = [False] * n_leaves
-        self.gpu = ctx.device_type == "gpu"
-        self.train_dependent = False  # holds a Dropout-like op (see _warn_recomputed)
-
-    def bind(self, leaves: Sequence[NDArray], grads: Sequence[tuple[str, NDArray]]) -> None:
-        """Point the executor at this call's leaves: on the CPU by rebinding; on the GPU a
-        changing argument is copied into a buffer the program owns, so device pointers stay
-        fixed and the CUDA graph replays."""
-        exe = self.exe
-        for k, ((d, name), leaf) in enumerate(zip(self.slots, leaves)):
-            cur = d[name]
-            if cur._buf is leaf._buf:
-                continue
-            if not self.gpu or d is exe.aux_dict:
-                d[name] = leaf
-                continue
-            if not self.owned[k]:
-                d[name] = _device_array(leaf.shape, leaf.dtype, self.ctx)
-                self.owned[k] = True
-            _copy_device(d[name], leaf)
-        for name, g in grads:
-            exe.grad_dict[name] = g
-
-    def take_outputs(self) -> list[Any]:
-        """The first ``n_out`` output buffers, handed over (CPU) or copied (GPU, where the
-        program keeps writing into its own output arrays)."""
-        bufs = []
-        for o in self.exe.outputs[:self.n_out]:
-            if self.gpu:
-                fresh = _device_array(o.shape, o.dtype, self.ctx)
-                _copy_device(fresh, o)
-                bufs.append(fresh._buf)
-            else:
-                bufs.append(o._buf)
-                o._buf = np.empty_like(o._buf)
-        return bufs
-
-
-_POOLS: dict[int, Any] = {}  # device id -> pycuda DeviceMemoryPool
-
-
-def _device_array(shape: tuple, dtype: np.dtype, ctx: Context) -> NDArray:
-    """Uninitialised device memory from a per-device pool: results handed out every step are
-    allocated and freed without cuMemAlloc/cuMemFree (the latter synchronises the device)."""
-    from pycuda.tools import DeviceMemoryPool
-    from .cuda.runtime import DeviceArray, activate
-    with activate(ctx.device_id):
-        pool = _POOLS.get(ctx.device_id)
-        if pool is None:
-            pool = _POOLS[ctx.device_id] = DeviceMemoryPool()
-        arr = DeviceArray(tuple(shape), np.dtype(dtype), allocator=pool.allocate)
-    arr.device_id = ctx.device_id
-    return NDArray(arr, ctx)
-
-
-def _copy_device(dst: NDArray, src: NDArray) -> None:
-    """Device-to-device copy on the legacy default stream: asynchronous for the host, yet
-    ordered after the work of every (blocking) program stream and before their later work,
-    so programs of different executors that share arrays see each other's results."""
-    import pycuda.driver as drv
-    from .cuda.runtime import activate
-    with activate(dst._ctx.device_id):
-        if dst._buf.nbytes:
-            drv.memcpy_dtod_async(dst._buf.ptr, src._buf.ptr, dst._buf.nbytes)
 
 
 def _canonical(tr: Trace, prefix: str = "_in") -> tuple[list[Node], list[Node]]:
@@ -395,7 +267,7 @@ _BAD_TAPES: dict[tuple, bool] = {}  # backward keys of tapes holding more than t
 def _taped(entries: list[Entry], ctx: Context, head_grads: Optional[Sequence[Any]],
            variables: Optional[Sequence[NDArray]]) -> tuple:
     """``(tape, its plan, the cached program or None)`` when the tape can stand for the walk
-    from ``entries`` (``imperative.Tape``), else ``(None, None, None)``. The check that the
+    from ``entries`` (``imperative_trace.Tape``), else ``(None, None, None)``. The check that the
     heads need every node of the tape runs when its key has no program yet."""
     tape, STATE.tape = STATE.tape, None  # a backward ends what the tape followed
     if tape is None or not tape.ok or not all([e.node in tape.local for e in entries]) \
