@@ -202,13 +202,14 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
     if tape is not None and tape.ok:  # (after the rules: a call that raised is not followed)
         tape.add(node, (op, info, train, tuple(refs), sig))
     out_shapes, out_dtypes = found
-    outs = []
+    outs, alive = [], []  # (one loop: a comprehension is a function call in Python 3.11)
     for i in range(len(out_shapes)):
         a = NDArray(None, ctx)
         a._entry, a._shape, a._dtype, a._recorded = _new_entry(Entry, (node, i)), \
             out_shapes[i], out_dtypes[i], rec
         outs.append(a)
-    _PENDING_DATA[_ref(node, _PENDING_GONE)] = [_ref(a) for a in outs]  # PENDING[node] = ...
+        alive.append(_ref(a))
+    _PENDING_DATA[_ref(node, _PENDING_GONE)] = alive  # PENDING[node] = alive
     return outs
 
 

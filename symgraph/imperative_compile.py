@@ -293,7 +293,8 @@ def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Se
     gpu_ids = tuple([id(g._buf) for g, _ in grads.values()]) if ctx.device_type == "gpu" \
         else ()
     key = ("backward", ctx, tr.train, tr.key(), tr.refs(entries),
-           tr.refs([e for e, _ in others]), tuple([g is None for g in (hg or ())]),
+           tr.refs([e for e, _ in others]),
+           tuple([g is None for g in hg]) if hg is not None else (),
            tuple([(k, req) for k, (_, req) in grads.items()]), gpu_ids)
     return key, grads, results, others, hg
 
