@@ -270,9 +270,11 @@ def _taped(entries: list[Entry], ctx: Context, head_grads: Optional[Sequence[Any
     from ``entries`` (``imperative_trace.Tape``), else ``(None, None, None)``. The check that the
     heads need every node of the tape runs when its key has no program yet."""
     tape, STATE.tape = STATE.tape, None  # a backward ends what the tape followed
-    if tape is None or not tape.ok or not all([e.node in tape.local for e in entries]) \
-            or not tape.resolve():
+    if tape is None or not tape.ok or not tape.resolve():
         return None, None, None
+    for e in entries:
+        if e.node not in tape.local:
+            return None, None, None
     plan = _plan(tape, ctx, entries, head_grads, variables)
     prog = _CACHE.get(plan[0])
     if prog is None and (plan[0] in _BAD_TAPES or not tape.needs_all(entries)):

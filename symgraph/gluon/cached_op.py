@@ -64,7 +64,10 @@ class TracedProgram:
             values[pos] = (args[k],)
         record = imperative.record
         for pos, info, refs, name in self.steps:
-            values[pos] = record(info, [values[i][k] for i, k in refs], name)
+            ins = []  # (a loop: a comprehension is a function call per node in Python 3.11)
+            for i, k in refs:
+                ins.append(values[i][k])
+            values[pos] = record(info, ins, name)
         outs = [values[i][k] for i, k in self.outputs]
         return outs[0] if self.n_out == 1 else outs
 
