@@ -21,13 +21,13 @@ from .attrs import Attrs, parse_attrs
 from .base import AttrError, BindError, ShapeError, where
 from .context import Context, current_context
 from .graph import Entry, Node, variable
-from .ndarray import NDArray
 from .imperative_state import (ATTR_SERIAL, GRAD_LEAF, GRAD_VAR, MODE, PENDING, PLAIN, STATE,
                                STATS, VALUE, _serials)
 # (also reachable as imperative.<name>, as before the tables had a module of their own)
 from .imperative_state import (_REC, _REC_TRN, _TRN, FREED, LATE,  # noqa: F401
                                is_recorded, is_training)
 from .imperative_trace import Tape
+from .ndarray import NDArray
 from .passes.infer_shape import _apply_rule
 from .passes.infer_type import _apply as _apply_type
 
@@ -35,8 +35,6 @@ from .passes.infer_type import _apply as _apply_type
 # ``Entry(node, i)`` likewise (a NamedTuple's __new__ is a Python function).
 _PENDING_DATA, _PENDING_GONE, _ref = PENDING.data, PENDING._remove, weakref.ref
 _new_entry = tuple.__new__
-
-
 
 _ids = itertools.count()
 MAX_INTERNED = 50000

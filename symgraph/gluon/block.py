@@ -325,10 +325,11 @@ class HybridBlock(Block):
     def _op(self, F: Any, fn: Callable, arrays: tuple, attrs: dict,
             name: Optional[str] = "fwd") -> Any:
         """A layer's op: ``fn(*arrays, name=name, **attrs)`` (no name: ``fn(*arrays, **attrs)``),
-        ``fn`` being ``F``'s function of the op. On NDArrays (``F`` is ``sg.nd``) the call parsed for these attributes is kept
-        per function and arity, and recorded directly: a layer calls its ops with the same
-        attributes at every step, and comparing them costs less than ``sg.nd``'s keyword key
-        (a layer calling one op with two attribute sets parses each time it switches)."""
+        ``fn`` being ``F``'s function of the op. On NDArrays (``F`` is ``sg.nd``) the call
+        parsed for these attributes is kept per function and arity, and recorded directly: a
+        layer calls its ops with the same attributes at every step, and comparing them costs
+        less than ``sg.nd``'s keyword key (a layer calling one op with two attribute sets
+        looks the call up again each time it switches)."""
         if F is not _nd:
             return fn(*arrays, **attrs) if name is None else fn(*arrays, name=name, **attrs)
         got = self._nd_calls.get((fn, len(arrays)))
