@@ -3,7 +3,9 @@
 reduction of ``dy`` and ``dy * xhat`` in one pass)."""
 from __future__ import annotations
 
-from .codegen import Rendered, c_float, dtype_helpers, grid_stride_kernel, kernel_name, ptr
+from .codegen import (Rendered, c_float, dtype_helpers, grid_stride_kernel, kernel_name,
+                      kernel_source, ptr, with_dtype)
+from .kernels_conv_pool import BLOCK_SIZE_FREE
 
 
 def render_lrn(channels: int, rest: int, nsize: int, alpha: float, beta: float, knorm: float,
@@ -44,7 +46,7 @@ def render_bn_backward_sums(outer: int, channels: int, inner: int, chunks: int, 
         f"        const long long c = v / {chunks}LL, r0 = (v % {chunks}LL) * {clen}LL;\n"
         f"        const long long r1 = r0 + {clen}LL < {m}LL ? r0 + {clen}LL : {m}LL;\n"
         "        const float mu = sg_ld(mean[c]);\n"
-        f"        const float rstd = rsqrtf(sg_ld(var[c]) + {c_float(eps)});\n"
+        f"        const float rstd = 1.f / sqrtf(sg_ld(var[c]) + {c_float(eps)});\n"
         "        float a = 0.f, b = 0.f;\n"
         "        for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x) {\n"
         f"            const long long at = ((r / {inner}LL) * {channels}LL + c) * {inner}LL"
@@ -94,3 +96,120 @@ def render_bn_backward_finish(channels: int, chunks: int, dtype: str = "float32"
               "const float* __restrict__ part")
     return grid_stride_kernel("bn_backward_finish", f"{channels},{chunks},{dtype}", params,
                               body, 3)
+
+
+# -- BatchNorm over the last axis (channel-last data: NHWC, or (N, C)) ----------------------------
+#
+# The data is an (rows, cols) matrix whose columns are the channels. A block lays its threads as
+# ``lanes = min(cols, blockDim.x)`` consecutive columns by ``blockDim.x / lanes`` row lanes, so a
+# warp reads consecutive addresses of one or a few rows; each thread sums, in float, a strided
+# set of rows of one chunk, and the row lanes' sums meet in shared memory through a halving tree
+# that takes any count (a block of 48-channel rows has 5 row lanes). Lanes, row lanes and column
+# tiles come from ``blockDim.x`` at run time: any block size (one thread on the host) works.
+
+COLUMN_SUM_KINDS = {"sum": 1, "centred_square": 1, "grad": 2}
+"""Stage-one kinds -> sums per column: ``x``; ``(x - mu)^2`` (``mu``: float means); ``dy`` and
+``dy * (x - mean) / sqrt(var + eps)``."""
+
+
+def _column_sum_kernel(tag: str, params: str, rows: int, cols: int, chunks: int, nsum: int,
+                       setup: str, accumulate: str, store: str) -> str:
+    """The frame of both stages: unit ``u`` (column tile ``u / chunks``, row chunk ``u %
+    chunks``) sums ``nsum`` float values per column (``acc0``...) over its rows; ``setup``
+    runs per column before the loop (``c`` known), ``accumulate`` per element (``at``: its
+    offset), ``store`` once per column of the unit with ``red{j}[threadIdx.x]`` complete."""
+    clen = -(-rows // chunks)
+    sums = range(nsum)
+    zero = ", ".join(f"acc{j} = 0.f" for j in sums)
+    keep = "".join(f"        red{j}[threadIdx.x] = acc{j};\n" for j in sums)
+    fold = "".join(f"                red{j}[threadIdx.x] += red{j}[threadIdx.x + half * lanes];\n"
+                   for j in sums)
+    body = (
+        f"    {BLOCK_SIZE_FREE}\n"
+        + "".join(f"    __shared__ float red{j}[1024];\n" for j in sums) +
+        f"    const int lanes = blockDim.x < {cols} ? (int)blockDim.x : {cols};\n"
+        "    const int lines = (int)blockDim.x / lanes;  // row lanes\n"
+        "    const int lane = (int)threadIdx.x % lanes, line = (int)threadIdx.x / lanes;\n"
+        f"    const long long units = ({cols}LL + lanes - 1) / lanes * {chunks}LL;\n"
+        "    for (long long u = blockIdx.x; u < units; u += gridDim.x) {\n"
+        f"        const long long c = u / {chunks}LL * lanes + lane, k = u % {chunks}LL;\n"
+        f"        const long long r0 = k * {clen}LL;\n"
+        f"        const long long r1 = r0 + {clen}LL < {rows}LL ? r0 + {clen}LL : {rows}LL;\n"
+        f"        float {zero};\n"
+        f"        if (c < {cols} && line < lines) {{\n"
+        f"{setup}"
+        "            #pragma unroll 8  // loads in flight: the sums are memory-bound\n"
+        f"            const long long step = (long long)lines * {cols}LL, end = r1 * {cols}LL;\n"
+        f"            for (long long at = (r0 + line) * {cols}LL + c; at < end; at += step) {{\n"
+        f"{accumulate}"
+        "            }\n"
+        "        }\n"
+        f"{keep}"
+        "        __syncthreads();\n"
+        "        for (int h = lines; h > 1;) {  // fold the upper half of the row lanes\n"
+        "            const int half = (h + 1) / 2;\n"
+        "            if (line < h - half) {\n"
+        f"{fold}"
+        "            }\n"
+        "            h = half;\n"
+        "            __syncthreads();\n"
+        "        }\n"
+        f"        if (line == 0 && c < {cols}) {{\n{store}        }}\n"
+        "        __syncthreads();\n"
+        "    }\n")
+    return kernel_source(tag, f"{params}, long long n", body)
+
+
+def render_bn_column_partials(rows: int, cols: int, chunks: int, kind: str, eps: float = 0.0,
+                              x_t: str = "float32", s_t: str = "float32") -> Rendered:
+    """Stage one over a (rows, cols) channel-last matrix: ``part[(k * nsum + j) * cols + c]``,
+    sum ``j`` of column ``c`` over row chunk ``k`` (``chunks`` of ``ceil(rows / chunks)`` rows),
+    in float; ``kind`` is a key of :data:`COLUMN_SUM_KINDS`. Parameters: ``part``, then ``x``
+    (sum), ``x, mu`` (centred_square; ``mu`` float), or ``dy, x, mean, var`` (grad; data of
+    ``x_t``, statistics of ``s_t``)."""
+    nsum = COLUMN_SUM_KINDS[kind]
+    ind = " " * 16
+    if kind == "grad":
+        params = (f"float* __restrict__ part, {ptr('dy', x_t)}, {ptr('x', x_t)}, "
+                  f"{ptr('mean', s_t)}, {ptr('var', s_t)}")
+        setup = (f"{ind[4:]}const float m = sg_ld(mean[c]);\n"
+                 f"{ind[4:]}const float rstd = 1.f / sqrtf(sg_ld(var[c]) + {c_float(eps)});\n")
+        accumulate = (f"{ind}const float g = sg_ld(dy[at]);\n"
+                      f"{ind}acc0 += g;\n"
+                      f"{ind}acc1 += g * (sg_ld(x[at]) - m) * rstd;\n")
+    elif kind == "centred_square":
+        params = f"float* __restrict__ part, {ptr('x', x_t)}, const float* __restrict__ mu"
+        setup = f"{ind[4:]}const float m = mu[c];\n"
+        accumulate = f"{ind}const float d = sg_ld(x[at]) - m;\n{ind}acc0 += d * d;\n"
+    else:
+        params = f"float* __restrict__ part, {ptr('x', x_t)}"
+        setup, accumulate = "", f"{ind}acc0 += sg_ld(x[at]);\n"
+    store = "".join(f"{ind[4:]}part[(k * {nsum} + {j}) * {cols}LL + c] = red{j}[threadIdx.x];\n"
+                    for j in range(nsum))
+    tag = kernel_name(with_dtype(f"bn_cols_{kind}", x_t),
+                      f"{rows},{cols},{chunks},{kind},{eps},{x_t},{s_t}")
+    src = _column_sum_kernel(tag, params, rows, cols, chunks, nsum, setup, accumulate, store)
+    return Rendered(tag, src, params.count("*"), helpers=dtype_helpers(x_t, s_t))
+
+
+def render_bn_column_finish(chunks: int, cols: int, scale: float, out_ts: tuple[str, ...],
+                            keep: bool = False) -> Rendered:
+    """Stage two: the stage-one partials as a (chunks, len(out_ts) * cols) float matrix,
+    summed by column and times ``scale``; column ``g * cols + c`` goes to ``out{g}[c]`` (of
+    dtype ``out_ts[g]``) and, with ``keep``, group 0 also to ``keep[c]`` in float (a mean the
+    next stage reads unrounded). Parameters: ``out0``..., ``keep``, ``part``."""
+    width = len(out_ts) * cols
+    ind = " " * 12
+    outs = [ptr(f"out{g}", t, False) for g, t in enumerate(out_ts)]
+    params = ", ".join(outs + (["float* __restrict__ keep"] if keep else [])
+                       + ["const float* __restrict__ part"])
+    store = f"{ind}const float v = red0[threadIdx.x] * {c_float(scale)};\n"
+    for g in range(len(out_ts)):
+        lo = f"c >= {g * cols}LL && " if g else ""
+        cond = f"if ({lo}c < {(g + 1) * cols}LL) "
+        store += f"{ind}{cond}out{g}[c - {g * cols}LL] = v;\n"
+    store += f"{ind}if (c < {cols}LL) keep[c] = v;\n" if keep else ""
+    tag = kernel_name("bn_cols_finish", f"{chunks},{cols},{scale},{out_ts},{keep}")
+    src = _column_sum_kernel(tag, params, chunks, width, 1, 1, "",
+                             f"{ind}    acc0 += part[at];\n", store)
+    return Rendered(tag, src, params.count("*"), helpers=dtype_helpers(*out_ts))

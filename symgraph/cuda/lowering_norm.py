@@ -15,9 +15,10 @@ from math import prod
 
 from .. import expr as E
 from ..expr import inp
-from .actions import Kernel, StepCtx, Switch, family, launch
+from .actions import Kernel, Ref, StepCtx, Switch, family, launch
 from .codegen import THREADS
-from .kernels_norm import render_bn_backward_finish, render_bn_backward_sums, render_lrn
+from .kernels_norm import (COLUMN_SUM_KINDS, render_bn_backward_finish, render_bn_backward_sums,
+                           render_bn_column_finish, render_bn_column_partials, render_lrn)
 from .lowering_elementwise import copy_actions, elementwise_actions
 from .lowering_reduce import reduce_actions, split_chunks
 @family("leaky_relu")
@@ -42,6 +43,47 @@ def _normalise(ctx: StepCtx, vec: tuple, mean, var) -> list:
                                [ctx.ins[0], ctx.ins[1], ctx.ins[2], mean, var], x, ctx.outs[:1])
 
 
+FINISH_THREADS = 1024  # one block sums the partials of up to 1024 columns: all of its threads
+
+
+def _column_chunks(tiles: int, n: int, sm_count: int) -> int:
+    """Row chunks of a channel-last column sum with ``tiles`` column tiles of ``n`` elements
+    each: about eight blocks of THREADS per SM (full occupancy: the sums are memory-bound), at
+    least eight elements per thread (the finish reads ``chunks`` rows)."""
+    return max(1, min(-(-sm_count * 8 // tiles), n // (THREADS * 8)))
+
+
+def column_sum_actions(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tuple,
+                       dsts: tuple, scale: float, keep=None, eps: float = 0.0) -> list:
+    """Coalesced two-stage column sums of a (rows, cols) channel-last matrix
+    (``kernels_norm.render_bn_column_partials``, ``kind`` and ``srcs`` as there), times
+    ``scale``, into ``dsts`` (one per sum), and into the float vector ``keep`` if given."""
+    lanes = min(cols, THREADS)
+    tiles = -(-cols // lanes)
+    chunks = _column_chunks(tiles, rows * lanes, ctx.sm_count)
+    nsum = COLUMN_SUM_KINDS[kind]
+    part = ctx.new_array(chunks * nsum * cols, "float32")
+    s_t = ctx.dt(srcs[2]) if kind == "grad" else "float32"
+    first = render_bn_column_partials(rows, cols, chunks, kind, eps, ctx.dt(srcs[0]), s_t)
+    second = render_bn_column_finish(chunks, cols, scale, tuple(ctx.dt(d) for d in dsts),
+                                     keep is not None)
+    width = nsum * cols
+    fin_tiles = -(-width // min(width, FINISH_THREADS))
+    return [Kernel(first, tiles * chunks, THREADS, (part, *srcs), tiles * chunks),
+            Kernel(second, fin_tiles, FINISH_THREADS,
+                   (*dsts, *([keep] if keep is not None else []), part), fin_tiles)]
+
+
+def _channel_last_stats(ctx: StepCtx, rows: int, cols: int, mean: Ref, var: Ref) -> list:
+    """Mean and biased variance of input 0 seen as (rows, cols), channels last: the two-pass
+    form of the numpy reference, the centred squares taken about the unrounded float mean."""
+    mu = ctx.new_array(cols, "float32")
+    x = ctx.ins[0]
+    return (column_sum_actions(ctx, rows, cols, "sum", (x,), (mean,), 1.0 / rows, keep=mu)
+            + column_sum_actions(ctx, rows, cols, "centred_square", (x, mu), (var,),
+                                 1.0 / rows))
+
+
 @family("batch_norm")
 def _batch_norm(ctx: StepCtx, p: dict) -> list:
     """Outputs (y, mean, var, new moving mean, new moving var); inputs (x, gamma, beta, mm, mv)."""
@@ -55,12 +97,16 @@ def _batch_norm(ctx: StepCtx, p: dict) -> list:
     infer += _normalise(ctx, vec, ctx.ins[3], ctx.ins[4])
     if a["use_global_stats"]:
         return infer
-    sq = ctx.new_array(prod(x), "float32")  # centred squares in float: var is their mean
     m = a["momentum"]
-    train = reduce_actions(ctx, x, red, "mean", ctx.ins[0], mean)
-    train += elementwise_actions(ctx, "centred_square", [(inp(0) - inp(1)) * (inp(0) - inp(1))],
-                                 [x, vec], [ctx.ins[0], mean], x, [sq])
-    train += reduce_actions(ctx, x, red, "mean", sq, var)
+    if prod(x[ax + 1:]) == 1:  # channels last: coalesced column sums
+        train = _channel_last_stats(ctx, prod(x) // x[ax], x[ax], mean, var)
+    else:
+        sq = ctx.new_array(prod(x), "float32")  # centred squares in float: var is their mean
+        train = reduce_actions(ctx, x, red, "mean", ctx.ins[0], mean)
+        train += elementwise_actions(ctx, "centred_square",
+                                     [(inp(0) - inp(1)) * (inp(0) - inp(1))],
+                                     [x, vec], [ctx.ins[0], mean], x, [sq])
+        train += reduce_actions(ctx, x, red, "mean", sq, var)
     train += _normalise(ctx, vec, mean, var)
     for stat, old, new in ((mean, ctx.ins[3], new_mm), (var, ctx.ins[4], new_mv)):
         train += elementwise_actions(ctx, "moving_stat", [inp(0) * m + inp(1) * (1.0 - m)],
@@ -106,12 +152,17 @@ def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
     dy, data, gamma, mean, var = ctx.ins
     dx, dgamma, dbeta = ctx.outs
     m = outer * inner
-    chunks = split_chunks(ch, m, ctx.sm_count)
-    part = ctx.new_array(2 * ch * chunks, "float32")
-    dt = ctx.dt(data)
-    acts = [Kernel(render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt),
-                   ch * chunks, THREADS, (part, dy, data, mean, var), ch * chunks),
-            launch(ctx, render_bn_backward_finish(ch, chunks, dt), (dgamma, dbeta, part), ch)]
+    if inner == 1:  # channels last: coalesced column sums
+        acts = column_sum_actions(ctx, m, ch, "grad", (dy, data, mean, var), (dbeta, dgamma),
+                                  1.0, eps=a["eps"])
+    else:
+        chunks = split_chunks(ch, m, ctx.sm_count)
+        part = ctx.new_array(2 * ch * chunks, "float32")
+        dt = ctx.dt(data)
+        acts = [Kernel(render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt),
+                       ch * chunks, THREADS, (part, dy, data, mean, var), ch * chunks),
+                launch(ctx, render_bn_backward_finish(ch, chunks, dt), (dgamma, dbeta, part),
+                       ch)]
     vec = tuple(d if i == ax else 1 for i, d in enumerate(x))
     rstd = E.const(1.0) / E.call("sqrt", inp(4) + a["eps"])
     scale = rstd if a["fix_gamma"] else inp(2) * rstd
