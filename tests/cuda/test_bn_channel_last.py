@@ -1,0 +1,209 @@
+"""BatchNorm over the last axis (channel-last data: NHWC after ``passes/channel_last``, or an
+(N, C) matrix) on the GPU path: coalesced two-stage column sums (``kernels_norm``'s
+``render_bn_column_partials`` / ``render_bn_column_finish``) for the training statistics and
+the backward sums, checked without a GPU against numpy in float64:
+
+* the lowered BatchNorm and _backward_BatchNorm steps run on the host (``host_run``: one
+  thread), float32 and bfloat16, channel counts that do not divide the block, one channel, more
+  channels than a block has threads, odd row counts;
+* the column-sum kernels alone with real block sizes (``block_run``: host threads and
+  barriers), several grids, so that the shared-memory fold over row lanes is exercised;
+* every variant compiles with nvcc for sm_90.
+
+The ``gpu`` tests compare the device with the numpy backend on ResNet-20-like NHWC shapes.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from symgraph.cuda import compiler
+from symgraph.cuda.actions import Kernel
+from symgraph.cuda.kernels_norm import render_bn_column_finish, render_bn_column_partials
+from symgraph.registry import RunCtx, get_op
+
+from .block_run import run_threaded
+from .host_run import host_compiler, lowered, run_on_host, runnable
+from .narrow import NARROW, rounded
+
+S = sg.sym
+needs_gxx = pytest.mark.skipif(host_compiler() is None, reason="g++ not on PATH")
+# (shape, axis): 48 channels leave 16 of 256 threads idle; 1 channel; 300 channels take two
+# column tiles of a 256-thread block; odd row counts everywhere.
+SHAPES = [((3, 5, 7, 48), 3), ((9, 1, 1, 1), -1), ((5, 3, 300), -1), ((13, 7), 1),
+          ((2, 3, 3, 16), -1)]
+DTYPES = ["float32", "bfloat16"]
+
+
+def _bn_steps(shape: tuple, axis: int, dtype: str) -> tuple:
+    """The training schedule of BatchNorm (gamma learned) and its BatchNorm and
+    _backward_BatchNorm steps."""
+    sym = S.BatchNorm(S.var("x"), fix_gamma=False, axis=axis, eps=1e-3, name="bn")
+    names = ("x", "bn_gamma", "bn_beta", "bn_moving_mean", "bn_moving_var")
+    exe = sym.simple_bind(sg.cpu(), type_dict={k: NARROW.get(dtype, np.dtype(dtype))
+                                               for k in names}, x=shape)
+    sch = exe._train.schedule
+    steps = {st.node.op: st for st in sch.steps}
+    return sch, steps["BatchNorm"], steps["_backward_BatchNorm"]
+
+
+def _inputs(step, sch, dtype: str, rng: np.random.Generator) -> list:
+    """Inputs of a step, offset from zero (a centred-square variance must not be a difference
+    of large squares) and rounded to ``dtype``; variances positive."""
+    out = []
+    for s, name in zip(step.inputs, get_op(step.node.op).input_names(step.node.attrs)):
+        v = rng.normal(size=sch.shapes[s]) * 2.0 + 5.0
+        v = np.abs(v) if name in ("var", "moving_var") else v
+        out.append(v.astype(NARROW.get(dtype, np.dtype(dtype))))
+    return out
+
+
+@needs_gxx
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,axis", SHAPES, ids=[str(s[0]) for s in SHAPES])
+def test_channel_last_steps_on_host(shape: tuple, axis: int, dtype: str, tmp_path: Path) -> None:
+    """Both steps lower to the column sums, run on the host and match numpy in float64 on the
+    same (rounded) inputs; narrow outputs within a few roundings of their own scale."""
+    sch, fwd, bwd = _bn_steps(shape, axis, dtype)
+    rng = np.random.default_rng(11)
+    for step in (fwd, bwd):
+        acts, _, _ = lowered(step, sch.shapes, sch.dtypes)
+        names = [a.kernel.name for a in acts if isinstance(a, Kernel)]
+        assert sum("bn_cols_" in n for n in names) == (4 if step is fwd else 2), names
+        assert runnable(acts)
+        xs = _inputs(step, sch, dtype, rng)
+        got = run_on_host(step, sch.shapes, sch.dtypes, [np.asarray(x) for x in xs], tmp_path)
+        want = get_op(step.node.op).compute(step.node.attrs,
+                                            [np.asarray(x, np.float64) for x in xs],
+                                            RunCtx(is_train=True))
+        rtol = 1e-5 if dtype == "float32" else 2e-2
+        for k, (g, w) in enumerate(zip(got, want)):
+            w = np.asarray(w, np.float64).reshape(g.shape)
+            scale = max(1.0, float(np.abs(w).max()))
+            np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=rtol,
+                                       atol=rtol * scale, err_msg=f"{step.node.op} out {k}")
+
+
+def test_inner_axes_keep_the_block_per_channel_path() -> None:
+    """NCHW data (axis 1 of 4-D) lowers as before: no column-sum kernel."""
+    sch, fwd, bwd = _bn_steps((4, 3, 5, 6), 1, "float32")
+    for step in (fwd, bwd):
+        acts, _, _ = lowered(step, sch.shapes, sch.dtypes)
+        assert not any("bn_cols_" in a.kernel.name for a in acts if isinstance(a, Kernel))
+
+
+def _column_case(rows: int, cols: int, kind: str, chunks: int, x_t: str, rng) -> tuple:
+    """(launch arguments of stage one, inputs, float64 reference sums (nsum, cols))."""
+    x = rng.normal(size=(rows, cols)) + 3.0
+    mu = rng.normal(size=cols) + 3.0
+    dy = rng.normal(size=(rows, cols))
+    var = rng.uniform(0.5, 2.0, size=cols)
+    narrow = NARROW.get(x_t, np.dtype(x_t))
+    x, dy = x.astype(narrow), dy.astype(narrow)
+    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+    mu32 = mu.astype(np.float32)
+    if kind == "sum":
+        return ("x",), {"x": x}, x64.sum(0)[None]
+    if kind == "centred_square":
+        return ("x", "mu"), {"x": x, "mu": mu32}, ((x64 - mu32) ** 2).sum(0)[None]
+    mean, var = mu.astype(narrow), var.astype(narrow)
+    xhat = (x64 - mean.astype(np.float64)) / np.sqrt(var.astype(np.float64) + 1e-3)
+    return (("dy", "x", "mean", "var"), {"dy": dy, "x": x, "mean": mean, "var": var},
+            np.stack([dy64.sum(0), (dy64 * xhat).sum(0)]))
+
+
+@needs_gxx
+@pytest.mark.parametrize("rows,cols,kind,chunks,block,grid,x_t", [
+    (37, 48, "sum", 3, 256, 2, "float32"),
+    (37, 48, "centred_square", 1, 96, 1, "float32"),
+    (1001, 1, "sum", 4, 64, 3, "bfloat16"),
+    (11, 300, "grad", 2, 256, 3, "float32"),
+    (2003, 7, "grad", 5, 1024, 2, "bfloat16"),
+    (50, 16, "grad", 7, 33, 4, "float32"),
+    (199, 5, "centred_square", 2, 16, 1, "float32"),
+])
+def test_column_sums_with_real_blocks(rows: int, cols: int, kind: str, chunks: int, block: int,
+                                      grid: int, x_t: str, tmp_path: Path) -> None:
+    """Both stages with ``block`` host threads per block and ``grid`` blocks striding over
+    the units (block sizes not a multiple of the column count, of 32, or one of 1024), against
+    float64 sums of the same values, scaled by the finish. Every case has at least as many rows
+    per chunk as the block has row lanes, so each lane's sum reaches the fold."""
+    rng = np.random.default_rng(rows * cols)
+    srcs, inputs, want = _column_case(rows, cols, kind, chunks, x_t, rng)
+    nsum = len(want)
+    s_t = x_t if kind == "grad" else "float32"
+    first = render_bn_column_partials(rows, cols, chunks, kind, 1e-3, x_t, s_t)
+    out_ts = ("float32", "bfloat16")[:nsum] if nsum == 2 else ("bfloat16",)
+    second = render_bn_column_finish(chunks, cols, 0.5, out_ts, keep=nsum == 1)
+    outs = {f"o{g}": (cols, NARROW.get(t, np.dtype(t))) for g, t in enumerate(out_ts)}
+    outs["part"] = (chunks * nsum * cols, np.dtype(np.float32))
+    if nsum == 1:
+        outs["keep"] = (cols, np.dtype(np.float32))
+    finish_args = list(outs)[:len(out_ts)] + (["keep"] if nsum == 1 else []) + ["part"]
+    got = run_threaded([(first, grid, block, ("part",) + srcs),
+                        (second, 2, block, finish_args)], inputs, outs, tmp_path)
+    parts = got["part"].reshape(chunks, nsum, cols).astype(np.float64)
+    np.testing.assert_allclose(parts.sum(0), want, rtol=1e-5, atol=1e-4)
+    for g, t in enumerate(out_ts):
+        tol = 1e-6 if t == "float32" else 2 ** -8
+        np.testing.assert_allclose(got[f"o{g}"].astype(np.float64), want[g] * 0.5, rtol=tol,
+                                   atol=1e-4)
+    if nsum == 1:
+        np.testing.assert_allclose(got["keep"], want[0] * 0.5, rtol=1e-6, atol=1e-4)
+
+
+@pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
+def test_column_sum_kernels_compile_for_sm90() -> None:
+    kernels = [render_bn_column_partials(1000, c, 7, kind, 1e-3, x_t, s_t)
+               for c in (1, 48, 300) for kind in ("sum", "centred_square", "grad")
+               for x_t, s_t in (("float32", "float32"), ("bfloat16", "bfloat16"),
+                                ("float16", "float32"))]
+    kernels += [render_bn_column_finish(7, c, 0.25, ts, keep)
+                for c in (1, 48) for ts, keep in ((("float32",), True), (("float16",), True),
+                                                  (("bfloat16", "bfloat16"), False))]
+    cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
+    assert all(k.name.encode() in cubin for k in kernels)
+
+
+GPU_SHAPES = [(128, 32, 32, 16), (128, 16, 16, 32), (128, 8, 8, 64), (64, 7, 7, 300),
+              (1000, 3), (4097, 1)]
+GPU_CASES = [(s, a) for s in GPU_SHAPES for a in ((-1, 3) if len(s) == 4 else (-1,))]
+
+
+def _gpu_run(ctx, shape: tuple, axis: int, dtype, values: dict, head: np.ndarray) -> tuple:
+    sym = S.BatchNorm(S.var("x"), fix_gamma=False, axis=axis, output_mean_var=True, name="bn")
+    names = ("x", "bn_gamma", "bn_beta")
+    args = {k: sg.nd.array(values[k], ctx, dtype) for k in names}
+    grads = {k: sg.nd.zeros(values[k].shape, ctx, dtype) for k in names}
+    aux = {k: sg.nd.array(values[k], ctx, dtype) for k in ("bn_moving_mean", "bn_moving_var")}
+    exe = sym.bind(ctx, args, args_grad=grads, aux_states=aux)
+    for _ in range(3):  # eager, captured, replayed
+        outs = [o.asnumpy().astype(np.float32) for o in exe.forward(is_train=True)]
+        exe.backward([sg.nd.array(head, ctx, dtype)] + [sg.nd.zeros(o.shape, ctx, dtype)
+                                                       for o in outs[1:]])
+    return outs, {k: g.asnumpy().astype(np.float32) for k, g in grads.items()}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("shape,axis", GPU_CASES, ids=[f"{s}-axis{a}" for s, a in GPU_CASES])
+def test_channel_last_gpu_matches_numpy_backend(shape: tuple, axis: int, dtype: str) -> None:
+    """Forward (output, mean, var) and gradients of x, gamma, beta on the GPU against the numpy
+    backend in float32 on the same rounded values (bfloat16: within narrow roundings)."""
+    rng = np.random.default_rng(3)
+    c = shape[axis]
+    values = {"x": rng.normal(size=shape) * 2 + 1, "bn_gamma": rng.uniform(0.5, 1.5, c),
+              "bn_beta": rng.normal(size=c), "bn_moving_mean": np.zeros(c),
+              "bn_moving_var": np.ones(c)}
+    values = {k: rounded(v, dtype) for k, v in values.items()}
+    head = rounded(rng.normal(size=shape), dtype)
+    want = _gpu_run(sg.cpu(), shape, axis, np.float32, values, head)
+    got = _gpu_run(sg.gpu(0), shape, axis, NARROW.get(dtype, np.float32), values, head)
+    rtol = 1e-4 if dtype == "float32" else 3e-2
+    for what, g, w in [(f"output {i}", *p) for i, p in enumerate(zip(got[0], want[0]))] + [
+            (f"grad {k}", got[1][k], want[1][k]) for k in want[1]]:
+        scale = max(1.0, float(np.abs(w).max()))
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * scale, err_msg=what)
