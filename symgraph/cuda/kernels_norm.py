@@ -1,10 +1,15 @@
 """C templates of ``lowering_norm``: LRN's forward (one thread per element sums the squares of its
-``nsize`` channel neighbours, in float) and BatchNorm's backward sums (a two-stage per-channel
-reduction of ``dy`` and ``dy * xhat`` in one pass)."""
+``nsize`` channel neighbours, in float); BatchNorm's backward sums with channels not last (a
+two-stage per-channel reduction of ``dy`` and ``dy * xhat`` in one pass, a block per channel
+and chunk); and BatchNorm's column sums with channels last (forward statistics and backward
+sums: consecutive threads read consecutive channels, see the section's comment)."""
 from __future__ import annotations
 
-from .codegen import (Rendered, c_float, dtype_helpers, grid_stride_kernel, kernel_name,
-                      kernel_source, ptr, with_dtype)
+from typing import Optional
+
+from ..expr import Expr
+from .codegen import (Rendered, c_float, dtype_helpers, epilogue_store, grid_stride_kernel,
+                      kernel_name, kernel_source, ptr, with_dtype)
 from .kernels_conv_pool import BLOCK_SIZE_FREE
 
 
@@ -193,23 +198,31 @@ def render_bn_column_partials(rows: int, cols: int, chunks: int, kind: str, eps:
 
 
 def render_bn_column_finish(chunks: int, cols: int, scale: float, out_ts: tuple[str, ...],
-                            keep: bool = False) -> Rendered:
+                            keep: bool = False,
+                            update: Optional[tuple[Expr, str]] = None) -> Rendered:
     """Stage two: the stage-one partials as a (chunks, len(out_ts) * cols) float matrix,
     summed by column and times ``scale``; column ``g * cols + c`` goes to ``out{g}[c]`` (of
-    dtype ``out_ts[g]``) and, with ``keep``, group 0 also to ``keep[c]`` in float (a mean the
-    next stage reads unrounded). Parameters: ``out0``..., ``keep``, ``part``."""
+    dtype ``out_ts[g]``). With one group, ``keep`` also writes it to ``keep[c]`` in float (a
+    mean the next stage reads unrounded), and ``update`` = (formula, dtype) writes
+    ``upd[c]`` = the formula of (input 0: the value, input 1: ``epi1[c]``), both of that dtype
+    (a moving statistic: no separate launch). Parameters: ``out0``..., ``keep``, ``upd``,
+    ``epi1``, ``part``."""
+    assert len(out_ts) == 1 or not (keep or update)
     width = len(out_ts) * cols
     ind = " " * 12
-    outs = [ptr(f"out{g}", t, False) for g, t in enumerate(out_ts)]
-    params = ", ".join(outs + (["float* __restrict__ keep"] if keep else [])
-                       + ["const float* __restrict__ part"])
+    params = [ptr(f"out{g}", t, False) for g, t in enumerate(out_ts)]
+    params += ["float* __restrict__ keep"] if keep else []
+    if update is not None:  # in place over epi1 is allowed: one thread reads, then writes
+        params += [ptr("upd", update[1], False, False), ptr("epi1", update[1], True, False)]
+    params += ["const float* __restrict__ part"]
     store = f"{ind}const float v = red0[threadIdx.x] * {c_float(scale)};\n"
     for g in range(len(out_ts)):
         lo = f"c >= {g * cols}LL && " if g else ""
-        cond = f"if ({lo}c < {(g + 1) * cols}LL) "
-        store += f"{ind}{cond}out{g}[c - {g * cols}LL] = v;\n"
-    store += f"{ind}if (c < {cols}LL) keep[c] = v;\n" if keep else ""
-    tag = kernel_name("bn_cols_finish", f"{chunks},{cols},{scale},{out_ts},{keep}")
-    src = _column_sum_kernel(tag, params, chunks, width, 1, 1, "",
+        store += f"{ind}if ({lo}c < {(g + 1) * cols}LL) out{g}[c - {g * cols}LL] = v;\n"
+    store += f"{ind}keep[c] = v;\n" if keep else ""
+    store += epilogue_store(update[0], "upd", "c", "v", ind) if update is not None else ""
+    tag = kernel_name("bn_cols_finish", f"{chunks},{cols},{scale},{out_ts},{keep}{store}")
+    src = _column_sum_kernel(tag, ", ".join(params), chunks, width, 1, 1, "",
                              f"{ind}    acc0 += part[at];\n", store)
-    return Rendered(tag, src, params.count("*"), helpers=dtype_helpers(*out_ts))
+    return Rendered(tag, src, len(params),
+                    helpers=dtype_helpers(*out_ts, *(update[1:] if update else ())))

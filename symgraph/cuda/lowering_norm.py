@@ -1,17 +1,22 @@
 """Lowering families of LeakyReLU, BatchNorm and LRN (``ops/activation.py``, ``ops/norm.py``,
 ``ops/lrn.py``).
 
-LeakyReLU prints the op's own scalar formulas (``LEAKY``) through the elementwise generator, PReLU's
-per-channel ``gamma`` laid along axis 1. BatchNorm in training: per-channel mean (reduction, in float),
-variance as the mean of the centred squares (an elementwise pass into the step's workspace, then
-a reduction: the two-pass form the numpy reference computes), the normalisation as one broadcast
-kernel and the moving statistics as one small kernel each; in inference the moving statistics
-are copied out and the normalisation uses them. Which of the two runs is decided by
-``RunCtx.is_train`` (a :class:`Switch`).
+LeakyReLU prints the op's own scalar formulas (``LEAKY``) through the elementwise generator,
+PReLU's per-channel ``gamma`` laid along axis 1. BatchNorm in training: per-channel mean (in
+float), variance as the mean of the centred squares (the two-pass form the numpy reference
+computes), the normalisation as one broadcast kernel, and the moving statistics. With channels
+not last (NCHW) the statistics are block-per-channel reductions (``lowering_reduce``) with the
+centred squares in the step's workspace, and each moving statistic is one small kernel. With
+channels last (NHWC, or (N, C): nothing after the channel axis) the data is a (rows, channels)
+matrix and both statistics are coalesced two-stage column sums (``kernels_norm``), whose finish
+kernels also write the moving statistics; the gradient's sums of dy and dy * xhat take the same
+kernels. In inference the moving statistics are copied out and the normalisation uses them.
+Which of the two runs is decided by ``RunCtx.is_train`` (a :class:`Switch`).
 """
 from __future__ import annotations
 
 from math import prod
+from typing import Optional
 
 from .. import expr as E
 from ..expr import inp
@@ -46,6 +51,11 @@ def _normalise(ctx: StepCtx, vec: tuple, mean, var) -> list:
 FINISH_THREADS = 1024  # one block sums the partials of up to 1024 columns: all of its threads
 
 
+def _moving_stat(momentum: float, old: E.Expr, stat: E.Expr) -> E.Expr:
+    """The moving statistic after a training batch (MXNet's formula)."""
+    return old * momentum + stat * (1.0 - momentum)
+
+
 def _column_chunks(tiles: int, n: int, sm_count: int) -> int:
     """Row chunks of a channel-last column sum with ``tiles`` column tiles of ``n`` elements
     each: about eight blocks of THREADS per SM (full occupancy: the sums are memory-bound), at
@@ -54,10 +64,12 @@ def _column_chunks(tiles: int, n: int, sm_count: int) -> int:
 
 
 def column_sum_actions(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tuple,
-                       dsts: tuple, scale: float, keep=None, eps: float = 0.0) -> list:
+                       dsts: tuple, scale: float, keep: Optional[Ref] = None,
+                       update: Optional[tuple] = None, eps: float = 0.0) -> list:
     """Coalesced two-stage column sums of a (rows, cols) channel-last matrix
     (``kernels_norm.render_bn_column_partials``, ``kind`` and ``srcs`` as there), times
-    ``scale``, into ``dsts`` (one per sum), and into the float vector ``keep`` if given."""
+    ``scale``, into ``dsts`` (one per sum), into the float vector ``keep`` if given, and
+    through ``update`` = (formula of (sum, old), new, old) into ``new`` if given."""
     lanes = min(cols, THREADS)
     tiles = -(-cols // lanes)
     chunks = _column_chunks(tiles, rows * lanes, ctx.sm_count)
@@ -65,23 +77,49 @@ def column_sum_actions(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tupl
     part = ctx.new_array(chunks * nsum * cols, "float32")
     s_t = ctx.dt(srcs[2]) if kind == "grad" else "float32"
     first = render_bn_column_partials(rows, cols, chunks, kind, eps, ctx.dt(srcs[0]), s_t)
+    upd = (update[0], ctx.dt(update[1])) if update else None
     second = render_bn_column_finish(chunks, cols, scale, tuple(ctx.dt(d) for d in dsts),
-                                     keep is not None)
+                                     keep is not None, upd)
+    extra = ((keep,) if keep is not None else ()) + (tuple(update[1:]) if update else ())
     width = nsum * cols
     fin_tiles = -(-width // min(width, FINISH_THREADS))
     return [Kernel(first, tiles * chunks, THREADS, (part, *srcs), tiles * chunks),
-            Kernel(second, fin_tiles, FINISH_THREADS,
-                   (*dsts, *([keep] if keep is not None else []), part), fin_tiles)]
+            Kernel(second, fin_tiles, FINISH_THREADS, (*dsts, *extra, part), fin_tiles)]
 
 
-def _channel_last_stats(ctx: StepCtx, rows: int, cols: int, mean: Ref, var: Ref) -> list:
-    """Mean and biased variance of input 0 seen as (rows, cols), channels last: the two-pass
-    form of the numpy reference, the centred squares taken about the unrounded float mean."""
+def _channel_last_train(ctx: StepCtx, ax: int, vec: tuple) -> list:
+    """Training forward of input 0 seen as (rows, channels), channels last: the mean, then the
+    biased variance as the mean of squares centred on the unrounded float mean (the two-pass
+    form of the numpy reference), each finish also updating its moving statistic; then y."""
+    x = ctx.in_shapes[0]
+    rows, cols = prod(x) // x[ax], x[ax]
+    _, mean, var, new_mm, new_mv = ctx.outs
     mu = ctx.new_array(cols, "float32")
-    x = ctx.ins[0]
-    return (column_sum_actions(ctx, rows, cols, "sum", (x,), (mean,), 1.0 / rows, keep=mu)
-            + column_sum_actions(ctx, rows, cols, "centred_square", (x, mu), (var,),
-                                 1.0 / rows))
+    upd = _moving_stat(ctx.attrs["momentum"], inp(1), inp(0))  # 0: batch statistic, 1: old
+    acts = column_sum_actions(ctx, rows, cols, "sum", (ctx.ins[0],), (mean,), 1.0 / rows,
+                              keep=mu, update=(upd, new_mm, ctx.ins[3]))
+    acts += column_sum_actions(ctx, rows, cols, "centred_square", (ctx.ins[0], mu), (var,),
+                               1.0 / rows, update=(upd, new_mv, ctx.ins[4]))
+    return acts + _normalise(ctx, vec, mean, var)
+
+
+def _blocked_train(ctx: StepCtx, ax: int, vec: tuple) -> list:
+    """Training forward with channels not last: block-per-channel mean, the centred squares
+    into float scratch, their mean, y, then the moving statistics one kernel each."""
+    x = ctx.in_shapes[0]
+    red = [i for i in range(len(x)) if i != ax]
+    _, mean, var, new_mm, new_mv = ctx.outs
+    sq = ctx.new_array(prod(x), "float32")  # centred squares in float: var is their mean
+    acts = reduce_actions(ctx, x, red, "mean", ctx.ins[0], mean)
+    acts += elementwise_actions(ctx, "centred_square", [(inp(0) - inp(1)) * (inp(0) - inp(1))],
+                                [x, vec], [ctx.ins[0], mean], x, [sq])
+    acts += reduce_actions(ctx, x, red, "mean", sq, var)
+    acts += _normalise(ctx, vec, mean, var)
+    for stat, old, new in ((mean, ctx.ins[3], new_mm), (var, ctx.ins[4], new_mv)):
+        acts += elementwise_actions(ctx, "moving_stat",
+                                    [_moving_stat(ctx.attrs["momentum"], inp(0), inp(1))],
+                                    [(x[ax],), (x[ax],)], [old, stat], (x[ax],), [new])
+    return acts
 
 
 @family("batch_norm")
@@ -90,27 +128,14 @@ def _batch_norm(ctx: StepCtx, p: dict) -> list:
     a, x = ctx.attrs, ctx.in_shapes[0]
     ax = a["axis"] % len(x)
     vec = tuple(d if i == ax else 1 for i, d in enumerate(x))
-    red = [i for i in range(len(x)) if i != ax]
     y, mean, var, new_mm, new_mv = ctx.outs
     pairs = ((mean, ctx.ins[3]), (var, ctx.ins[4]), (new_mm, ctx.ins[3]), (new_mv, ctx.ins[4]))
     infer = [a for dst, src in pairs for a in copy_actions(ctx, dst, src, (x[ax],))]
     infer += _normalise(ctx, vec, ctx.ins[3], ctx.ins[4])
     if a["use_global_stats"]:
         return infer
-    m = a["momentum"]
-    if prod(x[ax + 1:]) == 1:  # channels last: coalesced column sums
-        train = _channel_last_stats(ctx, prod(x) // x[ax], x[ax], mean, var)
-    else:
-        sq = ctx.new_array(prod(x), "float32")  # centred squares in float: var is their mean
-        train = reduce_actions(ctx, x, red, "mean", ctx.ins[0], mean)
-        train += elementwise_actions(ctx, "centred_square",
-                                     [(inp(0) - inp(1)) * (inp(0) - inp(1))],
-                                     [x, vec], [ctx.ins[0], mean], x, [sq])
-        train += reduce_actions(ctx, x, red, "mean", sq, var)
-    train += _normalise(ctx, vec, mean, var)
-    for stat, old, new in ((mean, ctx.ins[3], new_mm), (var, ctx.ins[4], new_mv)):
-        train += elementwise_actions(ctx, "moving_stat", [inp(0) * m + inp(1) * (1.0 - m)],
-                                     [(x[ax],), (x[ax],)], [old, stat], (x[ax],), [new])
+    # channels last (NHWC, (N, C)): coalesced column sums, else a block per channel
+    train = (_channel_last_train if prod(x[ax + 1:]) == 1 else _blocked_train)(ctx, ax, vec)
     return [Switch(tuple(train), tuple(infer))]
 
 

@@ -23,6 +23,7 @@ import symgraph as sg
 from symgraph.cuda import compiler
 from symgraph.cuda.actions import Kernel
 from symgraph.cuda.kernels_norm import render_bn_column_finish, render_bn_column_partials
+from symgraph.expr import inp
 from symgraph.registry import RunCtx, get_op
 
 from .block_run import run_threaded
@@ -137,12 +138,17 @@ def test_column_sums_with_real_blocks(rows: int, cols: int, kind: str, chunks: i
     s_t = x_t if kind == "grad" else "float32"
     first = render_bn_column_partials(rows, cols, chunks, kind, 1e-3, x_t, s_t)
     out_ts = ("float32", "bfloat16")[:nsum] if nsum == 2 else ("bfloat16",)
-    second = render_bn_column_finish(chunks, cols, 0.5, out_ts, keep=nsum == 1)
+    one = nsum == 1  # one group: the float copy and a moving-statistic update too
+    update = (inp(1) * 0.75 + inp(0) * 0.25, "float32") if one else None
+    second = render_bn_column_finish(chunks, cols, 0.5, out_ts, keep=one, update=update)
     outs = {f"o{g}": (cols, NARROW.get(t, np.dtype(t))) for g, t in enumerate(out_ts)}
     outs["part"] = (chunks * nsum * cols, np.dtype(np.float32))
-    if nsum == 1:
-        outs["keep"] = (cols, np.dtype(np.float32))
-    finish_args = list(outs)[:len(out_ts)] + (["keep"] if nsum == 1 else []) + ["part"]
+    old = rng.normal(size=cols).astype(np.float32)
+    if one:
+        outs.update(keep=(cols, np.dtype(np.float32)), upd=(cols, np.dtype(np.float32)))
+        inputs = {**inputs, "old": old}
+    finish_args = [f"o{g}" for g in range(len(out_ts))] + (["keep", "upd", "old"] if one
+                                                            else []) + ["part"]
     got = run_threaded([(first, grid, block, ("part",) + srcs),
                         (second, 2, block, finish_args)], inputs, outs, tmp_path)
     parts = got["part"].reshape(chunks, nsum, cols).astype(np.float64)
@@ -151,8 +157,10 @@ def test_column_sums_with_real_blocks(rows: int, cols: int, kind: str, chunks: i
         tol = 1e-6 if t == "float32" else 2 ** -8
         np.testing.assert_allclose(got[f"o{g}"].astype(np.float64), want[g] * 0.5, rtol=tol,
                                    atol=1e-4)
-    if nsum == 1:
+    if one:
         np.testing.assert_allclose(got["keep"], want[0] * 0.5, rtol=1e-6, atol=1e-4)
+        np.testing.assert_allclose(got["upd"], old * 0.75 + want[0] * 0.5 * 0.25, rtol=1e-6,
+                                   atol=1e-4)
 
 
 @pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
@@ -161,7 +169,8 @@ def test_column_sum_kernels_compile_for_sm90() -> None:
                for c in (1, 48, 300) for kind in ("sum", "centred_square", "grad")
                for x_t, s_t in (("float32", "float32"), ("bfloat16", "bfloat16"),
                                 ("float16", "float32"))]
-    kernels += [render_bn_column_finish(7, c, 0.25, ts, keep)
+    update = inp(1) * 0.9 + inp(0) * 0.1
+    kernels += [render_bn_column_finish(7, c, 0.25, ts, keep, (update, ts[0]) if keep else None)
                 for c in (1, 48) for ts, keep in ((("float32",), True), (("float16",), True),
                                                   (("bfloat16", "bfloat16"), False))]
     cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
