@@ -63,7 +63,7 @@ def _column_chunks(tiles: int, n: int, sm_count: int) -> int:
     return max(1, min(-(-sm_count * 8 // tiles), n // (THREADS * 8)))
 
 
-def column_sum_actions(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tuple,
+def _column_sums(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tuple,
                        dsts: tuple, scale: float, keep: Optional[Ref] = None,
                        update: Optional[tuple] = None, eps: float = 0.0) -> list:
     """Coalesced two-stage column sums of a (rows, cols) channel-last matrix
@@ -96,9 +96,9 @@ def _channel_last_train(ctx: StepCtx, ax: int, vec: tuple) -> list:
     _, mean, var, new_mm, new_mv = ctx.outs
     mu = ctx.new_array(cols, "float32")
     upd = _moving_stat(ctx.attrs["momentum"], inp(1), inp(0))  # 0: batch statistic, 1: old
-    acts = column_sum_actions(ctx, rows, cols, "sum", (ctx.ins[0],), (mean,), 1.0 / rows,
+    acts = _column_sums(ctx, rows, cols, "sum", (ctx.ins[0],), (mean,), 1.0 / rows,
                               keep=mu, update=(upd, new_mm, ctx.ins[3]))
-    acts += column_sum_actions(ctx, rows, cols, "centred_square", (ctx.ins[0], mu), (var,),
+    acts += _column_sums(ctx, rows, cols, "centred_square", (ctx.ins[0], mu), (var,),
                                1.0 / rows, update=(upd, new_mv, ctx.ins[4]))
     return acts + _normalise(ctx, vec, mean, var)
 
@@ -178,7 +178,7 @@ def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
     dx, dgamma, dbeta = ctx.outs
     m = outer * inner
     if inner == 1:  # channels last: coalesced column sums
-        acts = column_sum_actions(ctx, m, ch, "grad", (dy, data, mean, var), (dbeta, dgamma),
+        acts = _column_sums(ctx, m, ch, "grad", (dy, data, mean, var), (dbeta, dgamma),
                                   1.0, eps=a["eps"])
     else:
         chunks = split_chunks(ch, m, ctx.sm_count)
