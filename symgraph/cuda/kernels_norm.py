@@ -9,7 +9,7 @@ from typing import Optional
 
 from ..expr import Expr
 from .codegen import (Rendered, c_float, dtype_helpers, epilogue_store, grid_stride_kernel,
-                      kernel_name, kernel_source, ptr, with_dtype)
+                      index_type, kernel_name, kernel_source, ptr, with_dtype)
 from .kernels_conv_pool import BLOCK_SIZE_FREE
 
 
@@ -124,6 +124,7 @@ def _column_sum_kernel(tag: str, params: str, rows: int, cols: int, chunks: int,
     runs per column before the loop (``c`` known), ``accumulate`` per element (``at``: its
     offset), ``store`` once per column of the unit with ``red{j}[threadIdx.x]`` complete."""
     clen = -(-rows // chunks)
+    it = index_type(rows * cols)  # 32-bit offsets where they fit: fewer registers
     sums = range(nsum)
     zero = ", ".join(f"acc{j} = 0.f" for j in sums)
     keep = "".join(f"        red{j}[threadIdx.x] = acc{j};\n" for j in sums)
@@ -143,9 +144,10 @@ def _column_sum_kernel(tag: str, params: str, rows: int, cols: int, chunks: int,
         f"        float {zero};\n"
         f"        if (c < {cols} && line < lines) {{\n"
         f"{setup}"
+        f"            const {it} step = ({it})lines * {cols}u, end = ({it})r1 * {cols}u;\n"
         "            #pragma unroll 8  // loads in flight: the sums are memory-bound\n"
-        f"            const long long step = (long long)lines * {cols}LL, end = r1 * {cols}LL;\n"
-        f"            for (long long at = (r0 + line) * {cols}LL + c; at < end; at += step) {{\n"
+        f"            for ({it} at = ({it})(r0 + line) * {cols}u + ({it})c; at < end; "
+        "at += step) {\n"
         f"{accumulate}"
         "            }\n"
         "        }\n"

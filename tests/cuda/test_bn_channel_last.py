@@ -169,6 +169,7 @@ def test_column_sum_kernels_compile_for_sm90() -> None:
                for c in (1, 48, 300) for kind in ("sum", "centred_square", "grad")
                for x_t, s_t in (("float32", "float32"), ("bfloat16", "bfloat16"),
                                 ("float16", "float32"))]
+    kernels += [render_bn_column_partials(2 ** 22, 1024, 3, "grad", 1e-3)]  # 64-bit offsets
     update = inp(1) * 0.9 + inp(0) * 0.1
     kernels += [render_bn_column_finish(7, c, 0.25, ts, keep, (update, ts[0]) if keep else None)
                 for c in (1, 48) for ts, keep in ((("float32",), True), (("float16",), True),
