@@ -51,7 +51,7 @@ def render_bn_backward_sums(outer: int, channels: int, inner: int, chunks: int, 
         f"        const long long c = v / {chunks}LL, r0 = (v % {chunks}LL) * {clen}LL;\n"
         f"        const long long r1 = r0 + {clen}LL < {m}LL ? r0 + {clen}LL : {m}LL;\n"
         "        const float mu = sg_ld(mean[c]);\n"
-        f"        const float rstd = 1.f / sqrtf(sg_ld(var[c]) + {c_float(eps)});\n"
+        f"        const float rstd = rsqrtf(sg_ld(var[c]) + {c_float(eps)});\n"
         "        float a = 0.f, b = 0.f;\n"
         "        for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x) {\n"
         f"            const long long at = ((r / {inner}LL) * {channels}LL + c) * {inner}LL"

@@ -39,9 +39,19 @@ def _leaky_relu(ctx: StepCtx, p: dict) -> list:
                                ctx.outs)
 
 
-def _normalise(ctx: StepCtx, vec: tuple, mean, var) -> list:
+def _views(x: tuple, ax: int) -> tuple[tuple, tuple]:
+    """(data, vector) shapes the elementwise kernels index by: x and the channel vector laid
+    along ``ax``; with channels last (rows, C) and (1, C), so that a broadcast kernel splits
+    each index into two coordinates, not one per axis."""
+    if prod(x[ax + 1:]) == 1:
+        return (prod(x) // x[ax], x[ax]), (1, x[ax])
+    return x, tuple(d if i == ax else 1 for i, d in enumerate(x))
+
+
+def _normalise(ctx: StepCtx, mean: Ref, var: Ref) -> list:
     """y = (x - mean) * gamma / sqrt(var + eps) + beta, vectors laid along the channel axis."""
-    a, x = ctx.attrs, ctx.in_shapes[0]
+    a = ctx.attrs
+    x, vec = _views(ctx.in_shapes[0], a["axis"] % len(ctx.in_shapes[0]))
     gamma = E.const(1.0) if a["fix_gamma"] else inp(1)
     e = (inp(0) - inp(3)) * (gamma / E.call("sqrt", inp(4) + a["eps"])) + inp(2)
     return elementwise_actions(ctx, "BatchNorm", [e], [x, vec, vec, vec, vec],
@@ -87,7 +97,7 @@ def _column_sums(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tuple,
             Kernel(second, fin_tiles, FINISH_THREADS, (*dsts, *extra, part), fin_tiles)]
 
 
-def _channel_last_train(ctx: StepCtx, ax: int, vec: tuple) -> list:
+def _channel_last_train(ctx: StepCtx, ax: int) -> list:
     """Training forward of input 0 seen as (rows, channels), channels last: the mean, then the
     biased variance as the mean of squares centred on the unrounded float mean (the two-pass
     form of the numpy reference), each finish also updating its moving statistic; then y."""
@@ -100,13 +110,14 @@ def _channel_last_train(ctx: StepCtx, ax: int, vec: tuple) -> list:
                               keep=mu, update=(upd, new_mm, ctx.ins[3]))
     acts += _column_sums(ctx, rows, cols, "centred_square", (ctx.ins[0], mu), (var,),
                                1.0 / rows, update=(upd, new_mv, ctx.ins[4]))
-    return acts + _normalise(ctx, vec, mean, var)
+    return acts + _normalise(ctx, mean, var)
 
 
-def _blocked_train(ctx: StepCtx, ax: int, vec: tuple) -> list:
+def _blocked_train(ctx: StepCtx, ax: int) -> list:
     """Training forward with channels not last: block-per-channel mean, the centred squares
     into float scratch, their mean, y, then the moving statistics one kernel each."""
     x = ctx.in_shapes[0]
+    _, vec = _views(x, ax)
     red = [i for i in range(len(x)) if i != ax]
     _, mean, var, new_mm, new_mv = ctx.outs
     sq = ctx.new_array(prod(x), "float32")  # centred squares in float: var is their mean
@@ -114,7 +125,7 @@ def _blocked_train(ctx: StepCtx, ax: int, vec: tuple) -> list:
     acts += elementwise_actions(ctx, "centred_square", [(inp(0) - inp(1)) * (inp(0) - inp(1))],
                                 [x, vec], [ctx.ins[0], mean], x, [sq])
     acts += reduce_actions(ctx, x, red, "mean", sq, var)
-    acts += _normalise(ctx, vec, mean, var)
+    acts += _normalise(ctx, mean, var)
     for stat, old, new in ((mean, ctx.ins[3], new_mm), (var, ctx.ins[4], new_mv)):
         acts += elementwise_actions(ctx, "moving_stat",
                                     [_moving_stat(ctx.attrs["momentum"], inp(0), inp(1))],
@@ -127,15 +138,14 @@ def _batch_norm(ctx: StepCtx, p: dict) -> list:
     """Outputs (y, mean, var, new moving mean, new moving var); inputs (x, gamma, beta, mm, mv)."""
     a, x = ctx.attrs, ctx.in_shapes[0]
     ax = a["axis"] % len(x)
-    vec = tuple(d if i == ax else 1 for i, d in enumerate(x))
     y, mean, var, new_mm, new_mv = ctx.outs
     pairs = ((mean, ctx.ins[3]), (var, ctx.ins[4]), (new_mm, ctx.ins[3]), (new_mv, ctx.ins[4]))
     infer = [a for dst, src in pairs for a in copy_actions(ctx, dst, src, (x[ax],))]
-    infer += _normalise(ctx, vec, ctx.ins[3], ctx.ins[4])
+    infer += _normalise(ctx, ctx.ins[3], ctx.ins[4])
     if a["use_global_stats"]:
         return infer
     # channels last (NHWC, (N, C)): coalesced column sums, else a block per channel
-    train = (_channel_last_train if prod(x[ax + 1:]) == 1 else _blocked_train)(ctx, ax, vec)
+    train = (_channel_last_train if prod(x[ax + 1:]) == 1 else _blocked_train)(ctx, ax)
     return [Switch(tuple(train), tuple(infer))]
 
 
@@ -178,8 +188,8 @@ def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
     dx, dgamma, dbeta = ctx.outs
     m = outer * inner
     if inner == 1:  # channels last: coalesced column sums
-        acts = _column_sums(ctx, m, ch, "grad", (dy, data, mean, var), (dbeta, dgamma),
-                                  1.0, eps=a["eps"])
+        acts = _column_sums(ctx, m, ch, "grad", (dy, data, mean, var), (dbeta, dgamma), 1.0,
+                            eps=a["eps"])
     else:
         chunks = split_chunks(ch, m, ctx.sm_count)
         part = ctx.new_array(2 * ch * chunks, "float32")
@@ -188,7 +198,7 @@ def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
                        ch * chunks, THREADS, (part, dy, data, mean, var), ch * chunks),
                 launch(ctx, render_bn_backward_finish(ch, chunks, dt), (dgamma, dbeta, part),
                        ch)]
-    vec = tuple(d if i == ax else 1 for i, d in enumerate(x))
+    x, vec = _views(x, ax)
     rstd = E.const(1.0) / E.call("sqrt", inp(4) + a["eps"])
     scale = rstd if a["fix_gamma"] else inp(2) * rstd
     if a["use_global_stats"]:
