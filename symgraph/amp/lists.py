@@ -3,14 +3,16 @@
 * narrow (``list_lp16_ops``): GEMM-like ops that gain from float16/bfloat16 tensor cores;
   their float inputs are cast to the target dtype.
 * fp32 (``list_fp32_ops``): ops whose accuracy or range needs float32: softmax and losses,
-  normalisations (BatchNorm's statistics stay float32), reductions, exp/log and friends.
+  normalisations but BatchNorm, reductions, exp/log and friends. BatchNorm runs in the dtype
+  that reaches it, as in MXNet's lists: on narrow data its gamma, beta and statistics stay
+  float32 (its dtype rule), so it needs no cast pair around it.
 * widest (``list_widest_type_cast``): ops with several inputs that must agree, run in the
   widest float type among their inputs (``amp_multicast``).
 * conditional fp32 (``list_conditional_fp32_ops``): ``(op, parameter, values)``: fp32 only for
   those parameter values (``Activation(act_type='softrelu')``).
 
 Every other op runs in whatever dtype reaches it. Departures from MXNet 1.9.1's float16 lists:
-``dot`` and ``batch_dot`` are narrow (MXNet: widest), and BatchNorm is fp32 (MXNet: either).
+``dot`` and ``batch_dot`` are narrow (MXNet: widest).
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ _FP32 = (
     "softmax", "log_softmax", "softmin", "SoftmaxOutput", "SoftmaxActivation",
     "LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput", "SVMOutput",
     "MakeLoss", "softmax_cross_entropy", "smooth_l1", "CTCLoss",
-    "BatchNorm", "LayerNorm", "InstanceNorm", "GroupNorm", "L2Normalization", "LRN",
+    "LayerNorm", "InstanceNorm", "GroupNorm", "L2Normalization", "LRN",
     "sum", "mean", "prod", "nansum", "nanprod", "norm", "moments",
     "exp", "expm1", "log", "log10", "log2", "log1p", "broadcast_power", "square",
     "reciprocal", "rsqrt", "rcbrt", "gamma", "gammaln", "erfinv", "arccos", "arcsin", "cosh",

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import pycuda.driver as drv
 
+from ..base import ExecutionError
 from ..registry import RunCtx
 from .actions import Choice, ConvCall
 
@@ -43,3 +44,25 @@ def time_ms(closures: list, stream: Any, reps: int = 3) -> float:
     end.record(stream)
     end.synchronize()
     return end.time_since(begin)
+
+
+def fastest(n: int, launch: Callable[[int], None], reps: int = 5, rounds: int = 2) -> int:
+    """Index of the fastest of ``n`` candidates, ``launch(i)`` running candidate ``i`` once on
+    the default stream: each is warmed up once, then timed over ``reps`` runs, in ``rounds``
+    rounds keeping each one's best (a choice that differs between processes costs more than
+    the extra runs). A candidate that fails (ExecutionError) is never chosen."""
+    best = [float("inf")] * n
+    begin, end = drv.Event(), drv.Event()
+    for _ in range(rounds):
+        for i in range(n):
+            try:
+                launch(i)
+                begin.record()
+                for _ in range(reps):
+                    launch(i)
+                end.record()
+                end.synchronize()
+            except ExecutionError:
+                continue
+            best[i] = min(best[i], end.time_since(begin))
+    return min(range(n), key=best.__getitem__)

@@ -17,16 +17,16 @@ from __future__ import annotations
 import ctypes
 import os
 import sys
+from math import prod
 from typing import Any, Optional
 
 from ..base import ExecutionError
 from ..ops.geometry import ConvWindow
 from . import libs
+from .cudnn_graph import DATA_TYPES as CUDNN_DATA, graph_call, packed_strides
 
 CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_TENSOR_NHWC, CUDNN_CROSS_CORRELATION = 0, 0, 1, 1
 CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_FMA_MATH = 0, 1, 3
-# cudnnDataType_t of each storage dtype (CUDNN_DATA_FLOAT, _HALF, _BFLOAT16).
-CUDNN_DATA = {"float32": 0, "float16": 2, "bfloat16": 9}
 
 _LIB: Any = None
 _TRIED = False
@@ -75,16 +75,6 @@ def handle(device_id: int) -> ctypes.c_void_p:
     return h
 
 
-def packed_strides(dims: tuple, channel_last: bool) -> list[int]:
-    """Element strides of a packed tensor of NC(D)HW ``dims`` stored in that order, or with the
-    channel axis (1) innermost."""
-    order = [0] + list(range(2, len(dims))) + [1] if channel_last else list(range(len(dims)))
-    strides, step = [0] * len(dims), 1
-    for axis in reversed(order):
-        strides[axis], step = step, step * dims[axis]
-    return strides
-
-
 def _desc(kind: str, dtype: str, channel_last: bool, *dims: int) -> ctypes.c_void_p:
     """A packed tensor or filter descriptor of ``dtype`` and NC(D)HW ``dims`` (4 or 5: the Nd
     API), stored NC(D)HW or channels last."""
@@ -128,12 +118,27 @@ def descriptor_args(g: ConvWindow) -> dict[str, tuple]:
             "dilate": lifted(g.dilate, 1)}
 
 
+LEGACY_CANDIDATES = 3
+# Per call kind: the legacy Find, workspace-size and run functions, and the ConvPlan
+# descriptors of its three tensors (operands a, b and the output, in the functions' order).
+KINDS = {"fwd": ("cudnnFindConvolutionForwardAlgorithm",
+                 "cudnnGetConvolutionForwardWorkspaceSize", "cudnnConvolutionForward",
+                 ("x", "w", "y")),
+         "data": ("cudnnFindConvolutionBackwardDataAlgorithm",
+                  "cudnnGetConvolutionBackwardDataWorkspaceSize",
+                  "cudnnConvolutionBackwardData", ("w", "y", "x")),
+         "filter": ("cudnnFindConvolutionBackwardFilterAlgorithm",
+                    "cudnnGetConvolutionBackwardFilterWorkspaceSize",
+                    "cudnnConvolutionBackwardFilter", ("x", "y", "w"))}
+
+
 class ConvPlan:
     """Descriptors and measured algorithms of one 1-D, 2-D or 3-D convolution of geometry
     ``g`` (``g.filters`` filters, ``g.groups`` groups) over data of ``dtype``."""
 
     def __init__(self, device_id: int, g: ConvWindow, dtype: str = "float32") -> None:
         lib, h = _LIB, handle(device_id)
+        self.device_id = device_id
         # Find runs work on the handle's stream: point it at the (live) default stream, not at
         # the stream of whichever program used the handle last (it may be freed by now).
         _check(lib.cudnnSetStream(h, ctypes.c_void_p(0)), "cudnnSetStream")
@@ -150,26 +155,61 @@ class ConvPlan:
             "set conv descriptor")
         _check(lib.cudnnSetConvolutionGroupCount(self.conv, g.groups), "set group count")
         _check(lib.cudnnSetConvolutionMathType(self.conv, math_type(dtype)), "set math type")
-        self.algo, self.ws = {}, {}
-        for kind, find, size, descs in (
-                ("fwd", "cudnnFindConvolutionForwardAlgorithm",
-                 "cudnnGetConvolutionForwardWorkspaceSize", (self.x, self.w, self.conv, self.y)),
-                ("data", "cudnnFindConvolutionBackwardDataAlgorithm",
-                 "cudnnGetConvolutionBackwardDataWorkspaceSize",
-                 (self.w, self.y, self.conv, self.x)),
-                ("filter", "cudnnFindConvolutionBackwardFilterAlgorithm",
-                 "cudnnGetConvolutionBackwardFilterWorkspaceSize",
-                 (self.x, self.y, self.conv, self.w))):
-            perf, count = (_Perf * 8)(), ctypes.c_int()
-            _check(getattr(lib, find)(h, *descs, 8, ctypes.byref(count), perf), find)
-            ok = [p for p in perf[:count.value] if p.status == 0]
-            if not ok:
-                raise Unsupported(f"cuDNN has no {kind} algorithm for {g}, {dtype} "
-                                  f"(statuses {[p.status for p in perf[:count.value]]})")
-            self.algo[kind] = ok[0].algo  # sorted fastest first
+        self.choice: dict[str, tuple] = {}  # kind -> engine: ("legacy", algo) / ("graph", ...)
+        self.ws: dict[str, int] = {}
+        found = {kind: self._engines(kind, dims, last, dtype) for kind in KINDS}
+        for kind, engines in found.items():
+            if not engines:
+                raise Unsupported(f"cuDNN has no {kind} algorithm for {g}, {dtype}")
+        self._measure(found, dims, dtype)
+
+    def _engines(self, kind: str, dims: dict, last: bool, dtype: str) -> list[tuple]:
+        """(engine, workspace bytes) candidates of one call: the legacy API's fastest
+        algorithms by its own Find, then the graph API's plans."""
+        lib, h = _LIB, handle(self.device_id)
+        find, size, _, names = KINDS[kind]
+        d1, d2, d3 = (getattr(self, n) for n in names)
+        perf, count = (_Perf * 8)(), ctypes.c_int()
+        _check(getattr(lib, find)(h, d1, d2, self.conv, d3, 8, ctypes.byref(count), perf), find)
+        found = []
+        for p in [p for p in perf[:count.value] if p.status == 0][:LEGACY_CANDIDATES]:
             nbytes = ctypes.c_size_t()
-            _check(getattr(lib, size)(h, *descs, self.algo[kind], ctypes.byref(nbytes)), size)
-            self.ws[kind] = nbytes.value
+            _check(getattr(lib, size)(h, d1, d2, self.conv, d3, p.algo, ctypes.byref(nbytes)),
+                   size)
+            found.append((("legacy", p.algo), nbytes.value))
+        call = graph_call(lib, h, kind, dims, last, dtype)
+        return found + ([(("graph", call, plan), ws) for plan, ws in call.plans] if call else [])
+
+    def _measure(self, found: dict, dims: dict, dtype: str) -> None:
+        """Keep each call's fastest engine, every candidate timed the same way on scratch
+        operands (cuDNN's Find times only its own algorithms, and differently)."""
+        if all(len(e) == 1 for e in found.values()):  # nothing to choose
+            for kind, engines in found.items():
+                self.choice[kind], self.ws[kind] = engines[0]
+            return
+        import pycuda.driver as drv  # here: this module is imported (not run) without pycuda
+        from .conv_choice import fastest
+        item = 4 if dtype == "float32" else 2
+        bufs = {k: drv.mem_alloc(item * prod(dims[k])) for k in ("x", "w", "y")}
+        ws = drv.mem_alloc(max(256, max(n for e in found.values() for _, n in e)))
+        for kind, engines in found.items():
+            a, b, out = (int(bufs[n]) for n in KINDS[kind][3])
+            best = fastest(len(engines), lambda i: self.launch(
+                kind, engines[i][0], a, b, out, int(ws), engines[i][1]))
+            self.choice[kind], self.ws[kind] = engines[best]
+
+    def launch(self, kind: str, engine: tuple, a: int, b: int, out: int, ws: int,
+               ws_bytes: int) -> None:
+        """Run one call with ``engine`` on the handle's current stream (``run``'s operands)."""
+        if engine[0] == "graph":
+            engine[1].run(engine[2], a, b, out, ws)
+            return
+        _, _, fn, names = KINDS[kind]
+        d1, d2, d3 = (getattr(self, n) for n in names)
+        _check(getattr(_LIB, fn)(handle(self.device_id), ctypes.byref(_ONE), d1,
+                                 ctypes.c_void_p(a), d2, ctypes.c_void_p(b), self.conv,
+                                 engine[1], ctypes.c_void_p(ws), ctypes.c_size_t(ws_bytes),
+                                 ctypes.byref(_ZERO), d3, ctypes.c_void_p(out)), fn)
 
 
 def math_type(dtype: str) -> int:
@@ -199,19 +239,6 @@ _ONE, _ZERO = ctypes.c_float(1.0), ctypes.c_float(0.0)
 def run(device_id: int, stream_handle: int, p: ConvPlan, kind: str, a: int, b: int, out: int,
         ws: int, ws_bytes: int) -> None:
     """fwd: y = conv(x=a, w=b); data: dx = conv^T(w=a, dy=b); filter: dw from (x=a, dy=b)."""
-    lib, h = _LIB, handle(device_id)
-    _check(lib.cudnnSetStream(h, ctypes.c_void_p(stream_handle)), "cudnnSetStream")
-    one, zero, a, b, out, ws = (ctypes.byref(_ONE), ctypes.byref(_ZERO), ctypes.c_void_p(a),
-                                ctypes.c_void_p(b), ctypes.c_void_p(out), ctypes.c_void_p(ws))
-    size = ctypes.c_size_t(ws_bytes)
-    if kind == "fwd":
-        _check(lib.cudnnConvolutionForward(h, one, p.x, a, p.w, b, p.conv, p.algo[kind], ws,
-                                           size, zero, p.y, out), "cudnnConvolutionForward")
-    elif kind == "data":
-        _check(lib.cudnnConvolutionBackwardData(h, one, p.w, a, p.y, b, p.conv, p.algo[kind],
-                                                ws, size, zero, p.x, out),
-               "cudnnConvolutionBackwardData")
-    else:
-        _check(lib.cudnnConvolutionBackwardFilter(h, one, p.x, a, p.y, b, p.conv, p.algo[kind],
-                                                  ws, size, zero, p.w, out),
-               "cudnnConvolutionBackwardFilter")
+    _check(_LIB.cudnnSetStream(handle(device_id), ctypes.c_void_p(stream_handle)),
+           "cudnnSetStream")
+    p.launch(kind, p.choice[kind], a, b, out, ws, ws_bytes)

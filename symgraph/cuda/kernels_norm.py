@@ -37,14 +37,17 @@ def render_lrn(channels: int, rest: int, nsize: int, alpha: float, beta: float, 
 
 
 def render_bn_backward_sums(outer: int, channels: int, inner: int, chunks: int, eps: float,
-                            dtype: str = "float32") -> Rendered:
+                            dtype: str = "float32", stat_dtype: str = "") -> Rendered:
     """Stage one of BatchNorm's backward over an (outer, channels, inner) array: block ``v``
     sums, over chunk ``v % chunks`` of channel ``v / chunks``, ``dy`` and ``dy * xhat`` with
     ``xhat = (x - mean[c]) / sqrt(var[c] + eps)``, in float, into ``part[2v]`` and
-    ``part[2v + 1]``. Any block size that is a multiple of 32 (at most 1024)."""
+    ``part[2v + 1]``. Any block size that is a multiple of 32 (at most 1024). ``dy`` and
+    ``x`` are of ``dtype``, the statistics of ``stat_dtype`` (default: the same)."""
+    stat_dtype = stat_dtype or dtype
     m = outer * inner
     clen = -(-m // chunks)
-    tag = kernel_name("bn_backward_sums", f"{outer},{channels},{inner},{chunks},{eps},{dtype}")
+    tag = kernel_name("bn_backward_sums",
+                      f"{outer},{channels},{inner},{chunks},{eps},{dtype},{stat_dtype}")
     body = (
         "    __shared__ float s1[32], s2[32];\n"
         f"    for (long long v = blockIdx.x; v < {channels * chunks}LL; v += gridDim.x) {{\n"
@@ -82,9 +85,9 @@ def render_bn_backward_sums(outer: int, channels: int, inner: int, chunks: int, 
         "        __syncthreads();\n"
         "    }\n")
     params = (f"float* __restrict__ part, {ptr('dy', dtype)}, {ptr('x', dtype)}, "
-              f"{ptr('mean', dtype)}, {ptr('var', dtype)}")
+              f"{ptr('mean', stat_dtype)}, {ptr('var', stat_dtype)}")
     src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{body}}}\n"
-    return Rendered(tag, src, 5, helpers=dtype_helpers(dtype))
+    return Rendered(tag, src, 5, helpers=dtype_helpers(dtype, stat_dtype))
 
 
 def render_bn_backward_finish(channels: int, chunks: int, dtype: str = "float32") -> Rendered:

@@ -193,11 +193,11 @@ def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
     else:
         chunks = split_chunks(ch, m, ctx.sm_count)
         part = ctx.new_array(2 * ch * chunks, "float32")
-        dt = ctx.dt(data)
-        acts = [Kernel(render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt),
+        dt, st = ctx.dt(data), ctx.dt(mean)  # narrow data keeps float32 statistics (ops/norm)
+        acts = [Kernel(render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt, st),
                        ch * chunks, THREADS, (part, dy, data, mean, var), ch * chunks),
-                launch(ctx, render_bn_backward_finish(ch, chunks, dt), (dgamma, dbeta, part),
-                       ch)]
+                launch(ctx, render_bn_backward_finish(ch, chunks, ctx.dt(dgamma)),
+                       (dgamma, dbeta, part), ch)]
     x, vec = _views(x, ax)
     rstd = E.const(1.0) / E.call("sqrt", inp(4) + a["eps"])
     scale = rstd if a["fix_gamma"] else inp(2) * rstd

@@ -4,13 +4,18 @@ BatchNorm's outputs are (output, mean, var) as in MXNet (mean and var visible on
 ``output_mean_var``) plus two hidden outputs holding the updated moving statistics; ``mutates``
 has the executor copy those into ``moving_mean``/``moving_var`` after a training forward.
 Its gradient is one ``_backward_BatchNorm`` node (the GPU's two-stage per-channel sums and one
-elementwise kernel); it is not differentiable again.
+elementwise kernel); it is not differentiable again. Data may be float16/bfloat16 with gamma,
+beta and the statistics in float32 (MXNet's rule for narrow data; AMP runs BatchNorm so): the
+statistics are then computed in float32.
 """
 from __future__ import annotations
+
+from typing import Callable
 
 import numpy as np
 
 from ..attrs import Attrs, Param
+from ..dtypes import is_narrow
 from ..registry import NO_GRADIENT, OPAQUE, OpDef, RunCtx, alias, register
 from ._util import check_attr, norm_axis
 
@@ -46,11 +51,26 @@ def _bn_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return [data, c, c, c, c], [data, c, c, c, c]
 
 
+def bn_type(n_data: int) -> Callable:
+    """The dtype rule of an op whose first ``n_data`` inputs and first output are data (the
+    data's dtype) and the rest parameters (gamma, beta, statistics: the parameters' dtype,
+    float32 by default for narrow data as MXNet's cuDNN BatchNorm has it, else the data's)."""
+    def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        d = next((t for t in ins[:n_data] + outs[:1] if t is not None), None)
+        p = next((t for t in ins[n_data:] + outs[1:] if t is not None), None)
+        if p is None and d is not None:
+            p = np.dtype(np.float32) if is_narrow(d) else d
+        return [d] * n_data + [p] * (len(ins) - n_data), [d] + [p] * (len(outs) - 1)
+    return rule
+
+
 def _bn_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x, gamma, beta, mm, mv = xs
     ax = check_axis(a["axis"], x.ndim)
     red = tuple(i for i in range(x.ndim) if i != ax)
     shape = vector_shape(x.shape[ax], x.shape, ax)
+    if is_narrow(x.dtype) and not is_narrow(mm.dtype):  # statistics in the parameters' type
+        x = x.astype(mm.dtype)
     if ctx.is_train and not a["use_global_stats"]:
         mean, var = x.mean(axis=red), x.var(axis=red)
         m = a["momentum"]
@@ -60,7 +80,8 @@ def _bn_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     g = np.ones_like(gamma) if a["fix_gamma"] else gamma
     scale = g / np.sqrt(var + a["eps"])
     y = (x - mean.reshape(shape)) * scale.reshape(shape) + beta.reshape(shape)
-    return [y.astype(x.dtype, copy=False), mean, var, new_mm, new_mv]
+    return [y.astype(xs[0].dtype, copy=False)] + \
+        [v.astype(mm.dtype, copy=False) for v in (mean, var, new_mm, new_mv)]
 
 
 def _bn_grad(c) -> list:
@@ -103,7 +124,7 @@ def _bn_backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 register(OpDef(
     "BatchNorm", BN_PARAMS, BN_INPUTS, _bn_shape, _bn_compute, _bn_grad, OPAQUE,
-    lowering='batch_norm',
+    lowering='batch_norm', infer_type=bn_type(1),
     aux=("moving_mean", "moving_var"),
     outputs=("output", "mean", "var", "moving_mean_new", "moving_var_new"),
     num_visible=lambda a: 3 if a["output_mean_var"] else 1, mutates=((3, 3), (4, 4)),
@@ -113,6 +134,7 @@ register(OpDef(
 register(OpDef(
     "_backward_BatchNorm", BN_PARAMS, ("ograd", "data", "gamma", "mean", "var"),
     _bn_backward_shape, _bn_backward, NO_GRADIENT, OPAQUE, lowering="batch_norm_backward",
+    infer_type=bn_type(2),
     outputs=("data_grad", "gamma_grad", "beta_grad"),
     doc="Gradient of BatchNorm w.r.t. data, gamma and beta, from the statistics it used."))
 # MXNet's legacy BatchNorm (channel axis 1, a subset of BatchNorm's parameters): the same op.

@@ -5,10 +5,12 @@ Runs on the forward graph, before autodiff (the CUDA backend's ``FORWARD_PIPELIN
 convolution kernels are faster on NHWC data than on NCHW, and its tensor-core kernels for
 float16 and bfloat16 need it; autodiff then gives the gradients in the same layout.
 
-Requires: the graph's types. Converts a 2-D ``Convolution`` over NCHW data of known shape to
-``layout='NHWC'`` when that saves more than the transposes cost: its data is narrow (float16,
-bfloat16: cuDNN's NCHW kernels for them are several times slower), its data is NHWC already,
-or its output reaches another convolution through the layers below. Its data comes in
+Requires: the graph's types. Converts a 2-D ``Convolution`` over narrow NCHW data (float16,
+bfloat16) of known shape to ``layout='NHWC'`` when its data is NHWC already or its output
+reaches another convolution through the layers below (a lone convolution would pay two
+transposes for one call). float32 convolutions stay NCHW: on the H100, cuDNN's FMA kernels
+for NHWC float32 were slower than its NCHW ones (ResNet-20's training step 5.6 against 3.9 ms;
+docs/performance.md). Its data comes in
 transposed (once per value) and its OIHW weight transposed to OHWI. A converted value stays NHWC through the layers that do not care where the
 channels are: elementwise ops (and AMP's casts) whose inputs all have its shape, and
 ``BatchNorm`` over axis 1, which becomes axis 3. Any other reader, and a graph output, gets
@@ -72,8 +74,8 @@ class _Layouts:
             if len(a["kernel"]) != 2 or a["layout"] not in (None, "NCHW") \
                     or not self.four_d(ins[0]):
                 return None
-            narrow = self.types.dtype(ins[0]).itemsize < 4
-            if not (narrow or ins[0] in self.last or node in self.feeds_conv):
+            if self.types.dtype(ins[0]).itemsize >= 4 or \
+                    not (ins[0] in self.last or node in self.feeds_conv):
                 return None
             new_ins = (self.nhwc(ins[0]),
                        _transpose(self.nchw(ins[1]), TO_LAST, f"{node.name}_weight_ohwi"),

@@ -37,7 +37,7 @@ def test_casts_follow_the_lists(target: str) -> None:
     conv, fc, bn = nodes["conv"], nodes["fc"], nodes["bn"]
     assert [_cast_of(conv, i) for i in range(3)] == [target] * 3  # data, weight, bias
     assert [_cast_of(fc, i) for i in range(3)] == [target] * 3
-    assert _cast_of(bn, 0) == "float32"                    # BatchNorm stays float32
+    assert [_cast_of(bn, i) for i in range(3)] == [None] * 3  # BatchNorm: unlisted (MXNet)
     assert [bn.inputs[i].node.op for i in (3, 4)] == ["null", "null"]  # aux never cast
     assert _cast_of(nodes["softmax"], 0) == "float32"
     add = [n for n in nodes.values() if n.op == "broadcast_add"][0]
@@ -47,6 +47,13 @@ def test_casts_follow_the_lists(target: str) -> None:
     assert out.list_arguments() == _net().list_arguments()
     t = dict(zip(out.list_outputs(), out.infer_type(data="float32")[1]))
     assert t["softmax_output"] == np.float32
+    # ... and runs on the convolution's narrow output with float32 gamma, beta, statistics
+    bn_out = out.get_internals()["bn_output"]
+    args, outs, aux = bn_out.infer_type(data="float32")
+    types = dict(zip(bn_out.list_arguments() + bn_out.list_auxiliary_states(), args + aux))
+    assert np.dtype(outs[0]) == np.dtype(target if target == "float16" else BFLOAT16)
+    assert {types[k] for k in ("bn_gamma", "bn_beta", "bn_moving_mean", "bn_moving_var")} \
+        == {np.dtype(np.float32)}
 
 
 def test_one_cast_per_entry_and_dtype() -> None:

@@ -268,7 +268,7 @@ def test_cudnn_descriptors_carry_the_numpy_shapes(monkeypatch: pytest.MonkeyPatc
         monkeypatch.setattr(cudnn, "_LIB", lib)
         monkeypatch.setattr(cudnn, "_HANDLES", {})
         plan = cudnn.ConvPlan(99, g, "float32")
-        assert set(plan.algo) == {"fwd", "data", "filter"}
+        assert set(plan.choice) == {"fwd", "data", "filter"}
         tensors = [d[0] for d in lib.dims("cudnnSetTensorNdDescriptor")]
         (filt,), (conv,) = lib.dims("cudnnSetFilterNdDescriptor"), \
             lib.dims("cudnnSetConvolutionNdDescriptor")

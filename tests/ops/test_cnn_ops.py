@@ -170,3 +170,61 @@ def test_argmax_is_not_differentiable() -> None:
     from symgraph.registry import NOT_DIFFERENTIABLE
     for name in ("argmax", "argmin", "one_hot"):
         assert get_op(name).gradient == NOT_DIFFERENTIABLE
+
+
+def _narrow_bn_run(ctx, dtype, axis: int) -> tuple:
+    """One training forward/backward of BatchNorm on ``dtype`` data (gamma, beta and the
+    statistics float32, as inferred): output, gradients, moving statistics, all as float64."""
+    sym = S.BatchNorm(S.var("x"), fix_gamma=False, momentum=0.7, axis=axis, name="bn")
+    exe = sym.simple_bind(ctx, type_dict={"x": dtype}, x=(6, 3, 4, 5))
+    rng = np.random.default_rng(2)
+    x = (rng.normal(size=(6, 3, 4, 5)) * 3 + 2).astype(dtype)
+    dy = rng.normal(size=x.shape).astype(dtype)
+    exe.arg_dict["x"][:] = x
+    exe.arg_dict["bn_gamma"][:] = rng.uniform(0.5, 2, exe.arg_dict["bn_gamma"].shape)
+    exe.arg_dict["bn_beta"][:] = rng.normal(size=exe.arg_dict["bn_beta"].shape)
+    exe.aux_dict["bn_moving_mean"][:] = 0.0
+    exe.aux_dict["bn_moving_var"][:] = 1.0
+    y = exe.forward(is_train=True)[0]
+    exe.backward([sg.nd.array(dy, ctx=ctx, dtype=dtype)])
+    f64 = lambda a: a.asnumpy().astype(np.float64)  # noqa: E731
+    return (x.astype(np.float64), dy.astype(np.float64), {k: f64(v) for k, v in
+            exe.arg_dict.items()}, f64(y), {k: f64(v) for k, v in exe.grad_dict.items()},
+            {k: (f64(v), v.dtype) for k, v in exe.aux_dict.items()})
+
+
+@pytest.mark.parametrize("axis", [1, 3])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_batchnorm_on_narrow_data_keeps_float32_statistics(dtype: str, axis: int,
+                                                           ctx=None) -> None:
+    """MXNet's rule: float16 (here also bfloat16) data, float32 gamma/beta/statistics; the
+    statistics are those of the data computed in float (against float64 of the same values)."""
+    from symgraph.dtypes import as_dtype
+    dt = as_dtype(dtype)
+    x, dy, args, y, grads, aux = _narrow_bn_run(ctx or sg.cpu(), dt, axis)
+    assert args["bn_gamma"].dtype == np.float64 and grads["x"].shape == x.shape
+    assert {t for _, t in aux.values()} == {np.dtype(np.float32)}
+    red = tuple(i for i in range(4) if i != axis)
+    shape = [1] * 4
+    shape[axis] = x.shape[axis]
+    mean, var = x.mean(axis=red), x.var(axis=red)
+    np.testing.assert_allclose(aux["bn_moving_mean"][0], 0.3 * mean, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(aux["bn_moving_var"][0], 0.7 + 0.3 * var, rtol=1e-5)
+    g, b = args["bn_gamma"].reshape(shape), args["bn_beta"].reshape(shape)
+    xhat = (x - mean.reshape(shape)) / np.sqrt(var.reshape(shape) + 1e-3)
+    tol = 1e-2 if dtype == "float16" else 4e-2  # one rounding of the output to dtype
+    np.testing.assert_allclose(y, xhat * g + b, rtol=tol, atol=tol * 3)
+    dgamma, dbeta = (dy * xhat).sum(axis=red), dy.sum(axis=red)
+    np.testing.assert_allclose(grads["bn_gamma"], dgamma, rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(grads["bn_beta"], dbeta, rtol=1e-3, atol=1e-3)
+    m = x.size // x.shape[axis]
+    dx = (dy - dbeta.reshape(shape) / m - xhat * dgamma.reshape(shape) / m) * g / \
+        np.sqrt(var.reshape(shape) + 1e-3)
+    np.testing.assert_allclose(grads["x"], dx, rtol=tol, atol=tol * np.abs(dx).max())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("axis", [1, 3])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_batchnorm_on_narrow_data_on_the_gpu(dtype: str, axis: int) -> None:
+    test_batchnorm_on_narrow_data_keeps_float32_statistics(dtype, axis, sg.gpu(0))
