@@ -28,7 +28,7 @@ from symgraph.registry import RunCtx, get_op
 
 from .block_run import run_threaded
 from .host_run import host_compiler, lowered, run_on_host, runnable
-from .narrow import NARROW, rounded
+from .narrow import NARROW
 
 S = sg.sym
 needs_gxx = pytest.mark.skipif(host_compiler() is None, reason="g++ not on PATH")
@@ -36,52 +36,63 @@ needs_gxx = pytest.mark.skipif(host_compiler() is None, reason="g++ not on PATH"
 # column tiles of a 256-thread block; odd row counts everywhere.
 SHAPES = [((3, 5, 7, 48), 3), ((9, 1, 1, 1), -1), ((5, 3, 300), -1), ((13, 7), 1),
           ((2, 3, 3, 16), -1)]
-DTYPES = ["float32", "bfloat16"]
+# (data dtype, parameters' dtype): gamma, beta and the statistics default to float32 beside
+# narrow data (ops/norm.bn_type: AMP and channel_last's bfloat16 graphs), or all narrow.
+DTYPES = [("float32", "float32"), ("bfloat16", "float32"), ("float16", "float32"),
+          ("bfloat16", "bfloat16")]
+RTOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 2e-2}  # about two roundings of each
 
 
-def _bn_steps(shape: tuple, axis: int, dtype: str) -> tuple:
+def _np(dtype: str) -> np.dtype:
+    return NARROW.get(dtype, np.dtype(dtype))
+
+
+def _bn_steps(shape: tuple, axis: int, dtypes: tuple = ("float32", "float32")) -> tuple:
     """The training schedule of BatchNorm (gamma learned) and its BatchNorm and
-    _backward_BatchNorm steps."""
+    _backward_BatchNorm steps, data of ``dtypes[0]``, parameters and statistics of
+    ``dtypes[1]``."""
     sym = S.BatchNorm(S.var("x"), fix_gamma=False, axis=axis, eps=1e-3, name="bn")
-    names = ("x", "bn_gamma", "bn_beta", "bn_moving_mean", "bn_moving_var")
-    exe = sym.simple_bind(sg.cpu(), type_dict={k: NARROW.get(dtype, np.dtype(dtype))
-                                               for k in names}, x=shape)
+    types = {k: _np(dtypes[1]) for k in ("bn_gamma", "bn_beta", "bn_moving_mean",
+                                         "bn_moving_var")}
+    exe = sym.simple_bind(sg.cpu(), type_dict={"x": _np(dtypes[0]), **types}, x=shape)
     sch = exe._train.schedule
     steps = {st.node.op: st for st in sch.steps}
     return sch, steps["BatchNorm"], steps["_backward_BatchNorm"]
 
 
-def _inputs(step, sch, dtype: str, rng: np.random.Generator) -> list:
-    """Inputs of a step, offset from zero (a centred-square variance must not be a difference
-    of large squares) and rounded to ``dtype``; variances positive."""
+def _inputs(step, sch, rng: np.random.Generator) -> list:
+    """Inputs of a step in their slots' dtypes, offset from zero (a centred-square variance
+    must not be a difference of large squares); variances positive."""
     out = []
     for s, name in zip(step.inputs, get_op(step.node.op).input_names(step.node.attrs)):
         v = rng.normal(size=sch.shapes[s]) * 2.0 + 5.0
         v = np.abs(v) if name in ("var", "moving_var") else v
-        out.append(v.astype(NARROW.get(dtype, np.dtype(dtype))))
+        out.append(v.astype(sch.dtypes[s]))
     return out
 
 
 @needs_gxx
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtypes", DTYPES, ids=["-".join(d) for d in DTYPES])
 @pytest.mark.parametrize("shape,axis", SHAPES, ids=[str(s[0]) for s in SHAPES])
-def test_channel_last_steps_on_host(shape: tuple, axis: int, dtype: str, tmp_path: Path) -> None:
+def test_channel_last_steps_on_host(shape: tuple, axis: int, dtypes: tuple,
+                                    tmp_path: Path) -> None:
     """Both steps lower to the column sums, run on the host and match numpy in float64 on the
-    same (rounded) inputs; narrow outputs within a few roundings of their own scale."""
-    sch, fwd, bwd = _bn_steps(shape, axis, dtype)
+    same (rounded) inputs, each output within about two roundings of its own dtype."""
+    sch, fwd, bwd = _bn_steps(shape, axis, dtypes)
     rng = np.random.default_rng(11)
     for step in (fwd, bwd):
         acts, _, _ = lowered(step, sch.shapes, sch.dtypes)
         names = [a.kernel.name for a in acts if isinstance(a, Kernel)]
         assert sum("bn_cols_" in n for n in names) == (4 if step is fwd else 2), names
         assert runnable(acts)
-        xs = _inputs(step, sch, dtype, rng)
-        got = run_on_host(step, sch.shapes, sch.dtypes, [np.asarray(x) for x in xs], tmp_path)
+        xs = _inputs(step, sch, rng)
+        got = run_on_host(step, sch.shapes, sch.dtypes, xs, tmp_path)
         want = get_op(step.node.op).compute(step.node.attrs,
                                             [np.asarray(x, np.float64) for x in xs],
                                             RunCtx(is_train=True))
-        rtol = 1e-5 if dtype == "float32" else 2e-2
-        for k, (g, w) in enumerate(zip(got, want)):
+        for k, (g, w, slot) in enumerate(zip(got, want, step.outputs)):
+            assert g.dtype == sch.dtypes[slot]
+            rtol = RTOL[str(g.dtype)]
             w = np.asarray(w, np.float64).reshape(g.shape)
             scale = max(1.0, float(np.abs(w).max()))
             np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=rtol,
@@ -90,7 +101,7 @@ def test_channel_last_steps_on_host(shape: tuple, axis: int, dtype: str, tmp_pat
 
 def test_inner_axes_keep_the_block_per_channel_path() -> None:
     """NCHW data (axis 1 of 4-D) lowers as before: no column-sum kernel."""
-    sch, fwd, bwd = _bn_steps((4, 3, 5, 6), 1, "float32")
+    sch, fwd, bwd = _bn_steps((4, 3, 5, 6), 1)
     for step in (fwd, bwd):
         acts, _, _ = lowered(step, sch.shapes, sch.dtypes)
         assert not any("bn_cols_" in a.kernel.name for a in acts if isinstance(a, Kernel))
@@ -183,38 +194,43 @@ GPU_SHAPES = [(128, 32, 32, 16), (128, 16, 16, 32), (128, 8, 8, 64), (64, 7, 7, 
 GPU_CASES = [(s, a) for s in GPU_SHAPES for a in ((-1, 3) if len(s) == 4 else (-1,))]
 
 
-def _gpu_run(ctx, shape: tuple, axis: int, dtype, values: dict, head: np.ndarray) -> tuple:
+def _gpu_run(ctx, shape: tuple, axis: int, dtypes: tuple, values: dict,
+             head: np.ndarray) -> tuple:
+    """Outputs, then the moving statistics, and gradients (float32 copies) after three
+    training steps (eager, captured, replayed), data of ``dtypes[0]``, parameters and statistics of ``dtypes[1]``."""
     sym = S.BatchNorm(S.var("x"), fix_gamma=False, axis=axis, output_mean_var=True, name="bn")
-    names = ("x", "bn_gamma", "bn_beta")
-    args = {k: sg.nd.array(values[k], ctx, dtype) for k in names}
-    grads = {k: sg.nd.zeros(values[k].shape, ctx, dtype) for k in names}
-    aux = {k: sg.nd.array(values[k], ctx, dtype) for k in ("bn_moving_mean", "bn_moving_var")}
-    exe = sym.bind(ctx, args, args_grad=grads, aux_states=aux)
-    for _ in range(3):  # eager, captured, replayed
-        outs = [o.asnumpy().astype(np.float32) for o in exe.forward(is_train=True)]
-        exe.backward([sg.nd.array(head, ctx, dtype)] + [sg.nd.zeros(o.shape, ctx, dtype)
-                                                       for o in outs[1:]])
-    return outs, {k: g.asnumpy().astype(np.float32) for k, g in grads.items()}
+    types = {k: dtypes[0] if k == "x" else dtypes[1] for k in values}
+    arrays = {k: sg.nd.array(v, ctx, types[k]) for k, v in values.items()}
+    grads = {k: sg.nd.zeros(values[k].shape, ctx, types[k]) for k in ("x", "bn_gamma",
+                                                                         "bn_beta")}
+    exe = sym.bind(ctx, {k: arrays[k] for k in grads}, args_grad=grads,
+                   aux_states={k: arrays[k] for k in ("bn_moving_mean", "bn_moving_var")})
+    for _ in range(3):
+        outs = exe.forward(is_train=True)
+        exe.backward([sg.nd.array(head, ctx, dtypes[0])]
+                     + [sg.nd.zeros(o.shape, ctx, o.dtype) for o in outs[1:]])
+    moving = [exe.aux_dict[k].asnumpy().astype(np.float32) for k in sorted(exe.aux_dict)]
+    return ([o.asnumpy().astype(np.float32) for o in outs] + moving,
+            {k: g.asnumpy().astype(np.float32) for k, g in grads.items()})
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dtypes", DTYPES, ids=["-".join(d) for d in DTYPES])
 @pytest.mark.parametrize("shape,axis", GPU_CASES, ids=[f"{s}-axis{a}" for s, a in GPU_CASES])
-def test_channel_last_gpu_matches_numpy_backend(shape: tuple, axis: int, dtype: str) -> None:
-    """Forward (output, mean, var) and gradients of x, gamma, beta on the GPU against the numpy
-    backend in float32 on the same rounded values (bfloat16: within narrow roundings)."""
+def test_channel_last_gpu_matches_numpy_backend(shape: tuple, axis: int, dtypes: tuple) -> None:
+    """Forward (output, mean, var, moving mean and variance after three updates) and gradients
+    of x, gamma, beta on the GPU against the numpy backend in float32 on the same rounded
+    values (narrow: within a few roundings)."""
     rng = np.random.default_rng(3)
     c = shape[axis]
     values = {"x": rng.normal(size=shape) * 2 + 1, "bn_gamma": rng.uniform(0.5, 1.5, c),
               "bn_beta": rng.normal(size=c), "bn_moving_mean": np.zeros(c),
               "bn_moving_var": np.ones(c)}
-    values["head"] = rng.normal(size=shape)
-    values = {k: rounded(v, dtype) if dtype in NARROW else v.astype(np.float32)
-              for k, v in values.items()}
-    head = values.pop("head")
-    want = _gpu_run(sg.cpu(), shape, axis, np.float32, values, head)
-    got = _gpu_run(sg.gpu(0), shape, axis, NARROW.get(dtype, np.float32), values, head)
-    rtol = 1e-4 if dtype == "float32" else 3e-2
+    values = {k: v.astype(_np(dtypes[k != "x"])).astype(np.float32) for k, v in values.items()}
+    head = rng.normal(size=shape).astype(_np(dtypes[0])).astype(np.float32)
+    want = _gpu_run(sg.cpu(), shape, axis, ("float32", "float32"), values, head)
+    got = _gpu_run(sg.gpu(0), shape, axis, tuple(_np(d) for d in dtypes), values, head)
+    rtol = 1e-4 if dtypes[0] == "float32" else 3e-2  # narrow data: y, dx and what they reach
     for what, g, w in [(f"output {i}", *p) for i, p in enumerate(zip(got[0], want[0]))] + [
             (f"grad {k}", got[1][k], want[1][k]) for k in want[1]]:
         scale = max(1.0, float(np.abs(w).max()))
