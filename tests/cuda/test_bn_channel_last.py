@@ -197,7 +197,8 @@ GPU_CASES = [(s, a) for s in GPU_SHAPES for a in ((-1, 3) if len(s) == 4 else (-
 def _gpu_run(ctx, shape: tuple, axis: int, dtypes: tuple, values: dict,
              head: np.ndarray) -> tuple:
     """Outputs, then the moving statistics, and gradients (float32 copies) after three
-    training steps (eager, captured, replayed), data of ``dtypes[0]``, parameters and statistics of ``dtypes[1]``."""
+    training steps (eager, captured, replayed); data of ``dtypes[0]``, parameters and
+    statistics of ``dtypes[1]``."""
     sym = S.BatchNorm(S.var("x"), fix_gamma=False, axis=axis, output_mean_var=True, name="bn")
     types = {k: dtypes[0] if k == "x" else dtypes[1] for k in values}
     arrays = {k: sg.nd.array(v, ctx, types[k]) for k, v in values.items()}
