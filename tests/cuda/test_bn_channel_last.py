@@ -33,9 +33,10 @@ from .narrow import NARROW
 S = sg.sym
 needs_gxx = pytest.mark.skipif(host_compiler() is None, reason="g++ not on PATH")
 # (shape, axis): 48 channels leave 16 of 256 threads idle; 1 channel; 300 channels take two
-# column tiles of a 256-thread block; odd row counts everywhere.
+# column tiles of a 256-thread block; odd and even row counts; a unit axis after the channels
+# (nothing follows them in memory: still channels last).
 SHAPES = [((3, 5, 7, 48), 3), ((9, 1, 1, 1), -1), ((5, 3, 300), -1), ((13, 7), 1),
-          ((2, 3, 3, 16), -1)]
+          ((2, 3, 3, 16), -1), ((6, 5, 1), 1)]
 # (data dtype, parameters' dtype): gamma, beta and the statistics default to float32 beside
 # narrow data (ops/norm.bn_type: AMP and channel_last's bfloat16 graphs), or all narrow.
 DTYPES = [("float32", "float32"), ("bfloat16", "float32"), ("float16", "float32"),
