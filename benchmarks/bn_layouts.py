@@ -1,8 +1,8 @@
 """BatchNorm's training steps on NCHW (axis 1) and NHWC (axis 3) data, ResNet-20-on-CIFAR shapes:
 the forward (statistics, normalisation, moving statistics) and ``_backward_BatchNorm`` each
 timed alone (``time_steps`` with ``--repeat`` back-to-back launches: the mean), beside the
-bandwidth their minimum traffic would give (forward: x read for the mean, for the variance and
-for y, y written; backward: dy and x read for the sums and for dx, dx written).
+bandwidth their minimum traffic would give (forward: x read for the statistics and for y, y
+written; backward: dy and x read for the sums and for dx, dx written).
 
     PYTHONPATH=. python3 benchmarks/bn_layouts.py [--repeat 50] [--dtypes float32 bfloat16]
 
@@ -23,7 +23,7 @@ import symgraph as sg  # noqa: E402
 from symgraph.registry import RunCtx  # noqa: E402
 
 SHAPES = ((128, 16, 32, 32), (128, 32, 16, 16), (128, 64, 8, 8))  # NCHW
-PASSES = {"BatchNorm": 4, "_backward_BatchNorm": 5}  # element reads + writes, as above
+PASSES = {"BatchNorm": 3, "_backward_BatchNorm": 5}  # element reads + writes, as above
 
 
 def _dtype(name: str) -> np.dtype:

@@ -2,30 +2,31 @@
 ``ops/lrn.py``).
 
 LeakyReLU prints the op's own scalar formulas (``LEAKY``) through the elementwise generator,
-PReLU's per-channel ``gamma`` laid along axis 1. BatchNorm in training: per-channel mean (in
-float), variance as the mean of the centred squares (the two-pass form the numpy reference
-computes), the normalisation as one broadcast kernel, and the moving statistics. With channels
-not last (NCHW) the statistics are block-per-channel reductions (``lowering_reduce``) with the
-centred squares in the step's workspace, and each moving statistic is one small kernel. With
-channels last (NHWC, or (N, C): nothing after the channel axis) the data is a (rows, channels)
-matrix and both statistics are coalesced two-stage column sums (``kernels_norm``), whose finish
-kernels also write the moving statistics; the gradient's sums of dy and dy * xhat take the same
-kernels. In inference the moving statistics are copied out and the normalisation uses them.
-Which of the two runs is decided by ``RunCtx.is_train`` (a :class:`Switch`).
+PReLU's per-channel ``gamma`` laid along axis 1. BatchNorm in training: one pass over the data
+sums, per channel, ``x - shift`` and its square in float (two stages: few channels would not
+fill the device; the shift, the channel's first value, keeps the one-pass variance from
+cancelling), a small kernel gives the mean, the variance and the moving statistics, and the
+normalisation is one broadcast kernel; the gradient's sums of dy and dy * xhat take the same
+two stages. With channels not last (NCHW) a block sums a chunk of one channel; with channels
+last (NHWC, or (N, C): nothing after the channel axis) the data is a (rows, channels) matrix,
+the sums are coalesced column sums and the elementwise kernels index that 2-D view. In
+inference the moving statistics are copied out and the normalisation uses them. Which of the
+two runs is decided by ``RunCtx.is_train`` (a :class:`Switch`).
 """
 from __future__ import annotations
 
 from math import prod
-from typing import Optional
 
 from .. import expr as E
 from ..expr import inp
 from .actions import Kernel, Ref, StepCtx, Switch, family, launch
 from .codegen import THREADS
-from .kernels_norm import (COLUMN_SUM_KINDS, render_bn_backward_finish, render_bn_backward_sums,
-                           render_bn_column_finish, render_bn_column_partials, render_lrn)
+from .kernels_norm import (render_bn_backward_finish, render_bn_backward_sums,
+                           render_bn_column_grad_finish, render_bn_column_stats_finish,
+                           render_bn_column_sums, render_bn_stats, render_bn_stats_finish,
+                           render_lrn)
 from .lowering_elementwise import copy_actions, elementwise_actions
-from .lowering_reduce import reduce_actions, split_chunks
+from .lowering_reduce import split_chunks
 @family("leaky_relu")
 def _leaky_relu(ctx: StepCtx, p: dict) -> list:
     from ..ops.activation import LEAKY, prelu_gamma_shape
@@ -61,11 +62,6 @@ def _normalise(ctx: StepCtx, mean: Ref, var: Ref) -> list:
 FINISH_THREADS = 1024  # one block sums the partials of up to 1024 columns: all of its threads
 
 
-def _moving_stat(momentum: float, old: E.Expr, stat: E.Expr) -> E.Expr:
-    """The moving statistic after a training batch (MXNet's formula)."""
-    return old * momentum + stat * (1.0 - momentum)
-
-
 def _column_chunks(tiles: int, n: int, sm_count: int) -> int:
     """Row chunks of a channel-last column sum with ``tiles`` column tiles of ``n`` elements
     each: about eight blocks of THREADS per SM (full occupancy: the sums are memory-bound), at
@@ -73,64 +69,41 @@ def _column_chunks(tiles: int, n: int, sm_count: int) -> int:
     return max(1, min(-(-sm_count * 8 // tiles), n // (THREADS * 8)))
 
 
-def _column_sums(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tuple,
-                       dsts: tuple, scale: float, keep: Optional[Ref] = None,
-                       update: Optional[tuple] = None, eps: float = 0.0) -> list:
-    """Coalesced two-stage column sums of a (rows, cols) channel-last matrix
-    (``kernels_norm.render_bn_column_partials``, ``kind`` and ``srcs`` as there), times
-    ``scale``, into ``dsts`` (one per sum), into the float vector ``keep`` if given, and
-    through ``update`` = (formula of (sum, old), new, old) into ``new`` if given."""
+def _column_sums(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tuple, finish,
+                 outs: tuple, extra: tuple = (), eps: float = 0.0) -> list:
+    """Coalesced two-stage pair sums per column of a (rows, cols) channel-last matrix:
+    ``kernels_norm.render_bn_column_sums`` (``kind``, ``srcs``) into float partials, then
+    ``finish(chunks)`` (one of its column finishes) with ``outs``, the partials, ``extra``."""
     lanes = min(cols, THREADS)
     tiles = -(-cols // lanes)
     chunks = _column_chunks(tiles, rows * lanes, ctx.sm_count)
-    nsum = COLUMN_SUM_KINDS[kind]
-    part = ctx.new_array(chunks * nsum * cols, "float32")
+    part = ctx.new_array(2 * chunks * cols, "float32")
     s_t = ctx.dt(srcs[2]) if kind == "grad" else "float32"
-    first = render_bn_column_partials(rows, cols, chunks, kind, eps, ctx.dt(srcs[0]), s_t)
-    upd = (update[0], ctx.dt(update[1])) if update else None
-    second = render_bn_column_finish(chunks, cols, scale, tuple(ctx.dt(d) for d in dsts),
-                                     keep is not None, upd)
-    extra = ((keep,) if keep is not None else ()) + (tuple(update[1:]) if update else ())
-    width = nsum * cols
-    fin_tiles = -(-width // min(width, FINISH_THREADS))
+    first = render_bn_column_sums(rows, cols, chunks, kind, eps, ctx.dt(srcs[0]), s_t)
+    fin_tiles = -(-cols // min(cols, FINISH_THREADS))
     return [Kernel(first, tiles * chunks, THREADS, (part, *srcs), tiles * chunks),
-            Kernel(second, fin_tiles, FINISH_THREADS, (*dsts, *extra, part), fin_tiles)]
+            Kernel(finish(chunks), fin_tiles, FINISH_THREADS, (*outs, part, *extra), fin_tiles)]
 
 
-def _channel_last_train(ctx: StepCtx, ax: int) -> list:
-    """Training forward of input 0 seen as (rows, channels), channels last: the mean, then the
-    biased variance as the mean of squares centred on the unrounded float mean (the two-pass
-    form of the numpy reference), each finish also updating its moving statistic; then y."""
-    x = ctx.in_shapes[0]
-    rows, cols = prod(x) // x[ax], x[ax]
+def _train_stats(ctx: StepCtx, ax: int) -> list:
+    """Mean, biased variance and moving statistics of input 0 over every axis but ``ax``."""
+    a, x = ctx.attrs, ctx.in_shapes[0]
     _, mean, var, new_mm, new_mv = ctx.outs
-    mu = ctx.new_array(cols, "float32")
-    upd = _moving_stat(ctx.attrs["momentum"], inp(1), inp(0))  # 0: batch statistic, 1: old
-    acts = _column_sums(ctx, rows, cols, "sum", (ctx.ins[0],), (mean,), 1.0 / rows,
-                              keep=mu, update=(upd, new_mm, ctx.ins[3]))
-    acts += _column_sums(ctx, rows, cols, "centred_square", (ctx.ins[0], mu), (var,),
-                               1.0 / rows, update=(upd, new_mv, ctx.ins[4]))
-    return acts + _normalise(ctx, mean, var)
-
-
-def _blocked_train(ctx: StepCtx, ax: int) -> list:
-    """Training forward with channels not last: block-per-channel mean, the centred squares
-    into float scratch, their mean, y, then the moving statistics one kernel each."""
-    x = ctx.in_shapes[0]
-    _, vec = _views(x, ax)
-    red = [i for i in range(len(x)) if i != ax]
-    _, mean, var, new_mm, new_mv = ctx.outs
-    sq = ctx.new_array(prod(x), "float32")  # centred squares in float: var is their mean
-    acts = reduce_actions(ctx, x, red, "mean", ctx.ins[0], mean)
-    acts += elementwise_actions(ctx, "centred_square", [(inp(0) - inp(1)) * (inp(0) - inp(1))],
-                                [x, vec], [ctx.ins[0], mean], x, [sq])
-    acts += reduce_actions(ctx, x, red, "mean", sq, var)
-    acts += _normalise(ctx, mean, var)
-    for stat, old, new in ((mean, ctx.ins[3], new_mm), (var, ctx.ins[4], new_mv)):
-        acts += elementwise_actions(ctx, "moving_stat",
-                                    [_moving_stat(ctx.attrs["momentum"], inp(0), inp(1))],
-                                    [(x[ax],), (x[ax],)], [old, stat], (x[ax],), [new])
-    return acts
+    outer, inner = prod(x[:ax]), prod(x[ax + 1:])
+    dt, st = ctx.dt(ctx.ins[0]), ctx.dt(mean)  # narrow data keeps float32 statistics
+    outs, extra = (mean, var, new_mm, new_mv), (ctx.ins[0], ctx.ins[3], ctx.ins[4])
+    if inner == 1:  # channels last: coalesced column sums
+        rows = outer
+        return _column_sums(ctx, rows, x[ax], "stats", (ctx.ins[0],), lambda chunks:
+                            render_bn_column_stats_finish(x[ax], chunks, rows, a["momentum"],
+                                                          dt, st), outs, extra)
+    chunks = split_chunks(x[ax], outer * inner, ctx.sm_count)
+    part = ctx.new_array(2 * x[ax] * chunks, "float32")
+    return [Kernel(render_bn_stats(outer, x[ax], inner, chunks, dt), x[ax] * chunks, THREADS,
+                   (part, ctx.ins[0]), x[ax] * chunks),
+            launch(ctx, render_bn_stats_finish(x[ax], inner, chunks, outer * inner,
+                                               a["momentum"], dt, st),
+                   (*outs, part, *extra), x[ax])]
 
 
 @family("batch_norm")
@@ -144,8 +117,7 @@ def _batch_norm(ctx: StepCtx, p: dict) -> list:
     infer += _normalise(ctx, ctx.ins[3], ctx.ins[4])
     if a["use_global_stats"]:
         return infer
-    # channels last (NHWC, (N, C)): coalesced column sums, else a block per channel
-    train = (_channel_last_train if prod(x[ax + 1:]) == 1 else _blocked_train)(ctx, ax)
+    train = _train_stats(ctx, ax) + _normalise(ctx, mean, var)
     return [Switch(tuple(train), tuple(infer))]
 
 
@@ -188,8 +160,9 @@ def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
     dx, dgamma, dbeta = ctx.outs
     m = outer * inner
     if inner == 1:  # channels last: coalesced column sums
-        acts = _column_sums(ctx, m, ch, "grad", (dy, data, mean, var), (dbeta, dgamma), 1.0,
-                            eps=a["eps"])
+        acts = _column_sums(ctx, m, ch, "grad", (dy, data, mean, var), lambda chunks:
+                            render_bn_column_grad_finish(ch, chunks, ctx.dt(dgamma)),
+                            (dgamma, dbeta), eps=a["eps"])
     else:
         chunks = split_chunks(ch, m, ctx.sm_count)
         part = ctx.new_array(2 * ch * chunks, "float32")

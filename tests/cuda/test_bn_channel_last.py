@@ -1,11 +1,12 @@
 """BatchNorm over the last axis (channel-last data: NHWC after ``passes/channel_last``, or an
 (N, C) matrix) on the GPU path: coalesced two-stage column sums (``kernels_norm``'s
-``render_bn_column_partials`` / ``render_bn_column_finish``) for the training statistics and
-the backward sums, checked without a GPU against numpy in float64:
+``render_bn_column_sums`` and its two finishes) for the one-pass training statistics and the
+backward sums, checked without a GPU against numpy in float64:
 
 * the lowered BatchNorm and _backward_BatchNorm steps run on the host (``host_run``: one
-  thread), float32 and bfloat16, channel counts that do not divide the block, one channel, more
-  channels than a block has threads, odd row counts;
+  thread), float32, float16 and bfloat16 data (with float32 or narrow statistics), channel
+  counts that do not divide the block, one channel, more channels than a block has threads,
+  odd row counts; data far from zero (the shifted one-pass variance);
 * the column-sum kernels alone with real block sizes (``block_run``: host threads and
   barriers), several grids, so that the shared-memory fold over row lanes is exercised;
 * every variant compiles with nvcc for sm_90.
@@ -22,8 +23,8 @@ import pytest
 import symgraph as sg
 from symgraph.cuda import compiler
 from symgraph.cuda.actions import Kernel
-from symgraph.cuda.kernels_norm import render_bn_column_finish, render_bn_column_partials
-from symgraph.expr import inp
+from symgraph.cuda.kernels_norm import (render_bn_column_grad_finish,
+                                       render_bn_column_stats_finish, render_bn_column_sums)
 from symgraph.registry import RunCtx, get_op
 
 from .block_run import run_threaded
@@ -84,7 +85,7 @@ def test_channel_last_steps_on_host(shape: tuple, axis: int, dtypes: tuple,
     for step in (fwd, bwd):
         acts, _, _ = lowered(step, sch.shapes, sch.dtypes)
         names = [a.kernel.name for a in acts if isinstance(a, Kernel)]
-        assert sum("bn_cols_" in n for n in names) == (4 if step is fwd else 2), names
+        assert sum("bn_cols_" in n for n in names) == 2, names
         assert runnable(acts)
         xs = _inputs(step, sch, rng)
         got = run_on_host(step, sch.shapes, sch.dtypes, xs, tmp_path)
@@ -108,84 +109,94 @@ def test_inner_axes_keep_the_block_per_channel_path() -> None:
         assert not any("bn_cols_" in a.kernel.name for a in acts if isinstance(a, Kernel))
 
 
-def _column_case(rows: int, cols: int, kind: str, chunks: int, x_t: str, rng) -> tuple:
-    """(launch arguments of stage one, inputs, float64 reference sums (nsum, cols))."""
-    x = rng.normal(size=(rows, cols)) + 3.0
-    mu = rng.normal(size=cols) + 3.0
-    dy = rng.normal(size=(rows, cols))
-    var = rng.uniform(0.5, 2.0, size=cols)
-    narrow = NARROW.get(x_t, np.dtype(x_t))
-    x, dy = x.astype(narrow), dy.astype(narrow)
+def _column_case(rows: int, cols: int, kind: str, x_t: str, s_t: str, rng) -> tuple:
+    """(stage one's buffer names, inputs, float64 pair sums (2, cols), the finish's outputs
+    and their float64 values)."""
+    x = (rng.normal(size=(rows, cols)) * 2.0 + 3.0).astype(_np(x_t))
+    dy = rng.normal(size=(rows, cols)).astype(_np(x_t))
     x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
-    mu32 = mu.astype(np.float32)
-    if kind == "sum":
-        return ("x",), {"x": x}, x64.sum(0)[None]
-    if kind == "centred_square":
-        return ("x", "mu"), {"x": x, "mu": mu32}, ((x64 - mu32) ** 2).sum(0)[None]
-    mean, var = mu.astype(narrow), var.astype(narrow)
+    if kind == "stats":
+        mm, mv = rng.normal(size=cols).astype(_np(s_t)), rng.uniform(1, 2, cols).astype(_np(s_t))
+        d = x64 - x64[0]  # the shift: the channel's first value
+        mean, var = x64.mean(0), x64.var(0)
+        want = {"mean": mean, "var": var, "new_mm": mm.astype(np.float64) * 0.9 + mean * 0.1,
+                "new_mv": mv.astype(np.float64) * 0.9 + var * 0.1}
+        return ("x",), {"x": x, "mm": mm, "mv": mv}, np.stack([d.sum(0), (d * d).sum(0)]), want
+    mean = (rng.normal(size=cols) + 3.0).astype(_np(s_t))
+    var = rng.uniform(0.5, 2.0, size=cols).astype(_np(s_t))
     xhat = (x64 - mean.astype(np.float64)) / np.sqrt(var.astype(np.float64) + 1e-3)
-    return (("dy", "x", "mean", "var"), {"dy": dy, "x": x, "mean": mean, "var": var},
-            np.stack([dy64.sum(0), (dy64 * xhat).sum(0)]))
+    sums = np.stack([dy64.sum(0), (dy64 * xhat).sum(0)])
+    return (("dy", "x", "mean", "var"), {"dy": dy, "x": x, "mean": mean, "var": var}, sums,
+            {"dgamma": sums[1], "dbeta": sums[0]})
 
 
 @needs_gxx
-@pytest.mark.parametrize("rows,cols,kind,chunks,block,grid,x_t", [
-    (37, 48, "sum", 3, 256, 2, "float32"),
-    (37, 48, "centred_square", 1, 96, 1, "float32"),
-    (1001, 1, "sum", 4, 64, 3, "bfloat16"),
-    (11, 300, "grad", 2, 256, 3, "float32"),
-    (2003, 7, "grad", 5, 1024, 2, "bfloat16"),
-    (50, 16, "grad", 7, 33, 4, "float32"),
-    (199, 5, "centred_square", 2, 16, 1, "float32"),
+@pytest.mark.parametrize("rows,cols,kind,chunks,block,grid,x_t,s_t", [
+    (37, 48, "stats", 3, 256, 2, "float32", "float32"),
+    (37, 48, "stats", 1, 96, 1, "bfloat16", "float32"),
+    (1001, 1, "stats", 4, 64, 3, "bfloat16", "bfloat16"),
+    (11, 300, "grad", 2, 256, 3, "float32", "float32"),
+    (2003, 7, "grad", 5, 1024, 2, "bfloat16", "float32"),
+    (50, 16, "grad", 7, 33, 4, "float16", "float16"),
+    (199, 5, "stats", 2, 16, 1, "float32", "float32"),
 ])
 def test_column_sums_with_real_blocks(rows: int, cols: int, kind: str, chunks: int, block: int,
-                                      grid: int, x_t: str, tmp_path: Path) -> None:
+                                      grid: int, x_t: str, s_t: str, tmp_path: Path) -> None:
     """Both stages with ``block`` host threads per block and ``grid`` blocks striding over
     the units (block sizes not a multiple of the column count, of 32, or one of 1024), against
-    float64 sums of the same values, scaled by the finish. Every case has at least as many rows
-    per chunk as the block has row lanes, so each lane's sum reaches the fold."""
+    float64 sums and statistics of the same values. Every case has at least as many rows per
+    chunk as the block has row lanes, so each lane's sum reaches the fold."""
     rng = np.random.default_rng(rows * cols)
-    srcs, inputs, want = _column_case(rows, cols, kind, chunks, x_t, rng)
-    nsum = len(want)
-    s_t = x_t if kind == "grad" else "float32"
-    first = render_bn_column_partials(rows, cols, chunks, kind, 1e-3, x_t, s_t)
-    out_ts = ("float32", "bfloat16")[:nsum] if nsum == 2 else ("bfloat16",)
-    one = nsum == 1  # one group: the float copy and a moving-statistic update too
-    update = (inp(1) * 0.75 + inp(0) * 0.25, "float32") if one else None
-    second = render_bn_column_finish(chunks, cols, 0.5, out_ts, keep=one, update=update)
-    outs = {f"o{g}": (cols, NARROW.get(t, np.dtype(t))) for g, t in enumerate(out_ts)}
-    outs["part"] = (chunks * nsum * cols, np.dtype(np.float32))
-    old = rng.normal(size=cols).astype(np.float32)
-    if one:
-        outs.update(keep=(cols, np.dtype(np.float32)), upd=(cols, np.dtype(np.float32)))
-        inputs = {**inputs, "old": old}
-    finish_args = [f"o{g}" for g in range(len(out_ts))] + (["keep", "upd", "old"] if one
-                                                            else []) + ["part"]
+    srcs, inputs, sums, want = _column_case(rows, cols, kind, x_t, s_t, rng)
+    first = render_bn_column_sums(rows, cols, chunks, kind, 1e-3, x_t, s_t)
+    out_t = s_t if kind == "stats" else x_t  # gradients of gamma and beta: their dtype
+    if kind == "stats":
+        second = render_bn_column_stats_finish(cols, chunks, rows, 0.9, x_t, s_t)
+        finish_args = ["mean", "var", "new_mm", "new_mv", "part", "x", "mm", "mv"]
+    else:
+        second = render_bn_column_grad_finish(cols, chunks, out_t)
+        finish_args = ["dgamma", "dbeta", "part"]
+    outs = {k: (cols, _np(out_t)) for k in want}
+    outs["part"] = (chunks * 2 * cols, np.dtype(np.float32))
     got = run_threaded([(first, grid, block, ("part",) + srcs),
                         (second, 2, block, finish_args)], inputs, outs, tmp_path)
-    parts = got["part"].reshape(chunks, nsum, cols).astype(np.float64)
-    np.testing.assert_allclose(parts.sum(0), want, rtol=1e-5, atol=1e-4)
-    for g, t in enumerate(out_ts):
-        tol = 1e-6 if t == "float32" else 2 ** -8
-        np.testing.assert_allclose(got[f"o{g}"].astype(np.float64), want[g] * 0.5, rtol=tol,
-                                   atol=1e-4)
-    if one:
-        np.testing.assert_allclose(got["keep"], want[0] * 0.5, rtol=1e-6, atol=1e-4)
-        np.testing.assert_allclose(got["upd"], old * 0.75 + want[0] * 0.5 * 0.25, rtol=1e-6,
-                                   atol=1e-4)
+    parts = got["part"].reshape(chunks, 2, cols).astype(np.float64)
+    scale = np.abs(sums).max()
+    np.testing.assert_allclose(parts.sum(0), sums, rtol=1e-5, atol=1e-6 * scale)
+    for k, w in want.items():
+        rtol = RTOL[out_t]
+        np.testing.assert_allclose(got[k].astype(np.float64), w, rtol=rtol,
+                                   atol=rtol * max(1.0, np.abs(w).max()), err_msg=k)
+
+
+@needs_gxx
+def test_one_pass_statistics_of_offset_data(tmp_path: Path) -> None:
+    """The one-pass shifted sums keep the variance of data far from zero: values 1000 + 0.1 *
+    N(0, 1) in float32 (where the unshifted sum of squares would lose every digit of the
+    variance, 0.01 against 1e6) give the float64 mean and variance of the same values."""
+    sch, fwd, _ = _bn_steps((64, 5, 5, 8), 3)
+    rng = np.random.default_rng(2)
+    xs = _inputs(fwd, sch, rng)
+    xs[0] = (1000.0 + 0.1 * rng.normal(size=xs[0].shape)).astype(np.float32)
+    _, mean, var, _, _ = run_on_host(fwd, sch.shapes, sch.dtypes, xs, tmp_path)
+    x64 = xs[0].astype(np.float64).reshape(-1, 8)
+    np.testing.assert_allclose(mean, x64.mean(0), rtol=1e-7)
+    np.testing.assert_allclose(var, x64.var(0), rtol=1e-4)
 
 
 @pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
 def test_column_sum_kernels_compile_for_sm90() -> None:
-    kernels = [render_bn_column_partials(1000, c, 7, kind, 1e-3, x_t, s_t)
-               for c in (1, 48, 300) for kind in ("sum", "centred_square", "grad")
+    kernels = [render_bn_column_sums(1000, c, 7, kind, 1e-3, x_t, s_t)
+               for c in (1, 48, 300) for kind in ("stats", "grad")
                for x_t, s_t in (("float32", "float32"), ("bfloat16", "bfloat16"),
-                                ("float16", "float32"))]
-    kernels += [render_bn_column_partials(2 ** 22, 1024, 3, "grad", 1e-3)]  # 64-bit offsets
-    update = inp(1) * 0.9 + inp(0) * 0.1
-    kernels += [render_bn_column_finish(7, c, 0.25, ts, keep, (update, ts[0]) if keep else None)
-                for c in (1, 48) for ts, keep in ((("float32",), True), (("float16",), True),
-                                                  (("bfloat16", "bfloat16"), False))]
+                                ("float16", "float32"), ("bfloat16", "float32"))]
+    kernels += [render_bn_column_sums(2 ** 22, 1024, 3, "grad", 1e-3)]  # 64-bit offsets
+    kernels += [render_bn_column_stats_finish(c, 7, 1000, 0.9, x_t, s_t)
+                for c in (1, 48, 2000) for x_t, s_t in (("float32", "float32"),
+                                                        ("bfloat16", "float32"),
+                                                        ("float16", "float16"))]
+    kernels += [render_bn_column_grad_finish(c, 7, t) for c in (1, 48)
+                for t in ("float32", "bfloat16")]
     cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
     assert all(k.name.encode() in cubin for k in kernels)
 
