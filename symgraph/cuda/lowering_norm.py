@@ -16,11 +16,12 @@ two runs is decided by ``RunCtx.is_train`` (a :class:`Switch`).
 from __future__ import annotations
 
 from math import prod
+from typing import Callable
 
 from .. import expr as E
 from ..expr import inp
 from .actions import Kernel, Ref, StepCtx, Switch, family, launch
-from .codegen import THREADS
+from .codegen import THREADS, Rendered
 from .kernels_norm import (render_bn_backward_finish, render_bn_backward_sums,
                            render_bn_column_grad_finish, render_bn_column_stats_finish,
                            render_bn_column_sums, render_bn_stats, render_bn_stats_finish,
@@ -69,8 +70,9 @@ def _column_chunks(tiles: int, n: int, sm_count: int) -> int:
     return max(1, min(-(-sm_count * 8 // tiles), n // (THREADS * 8)))
 
 
-def _column_sums(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tuple, finish,
-                 outs: tuple, extra: tuple = (), eps: float = 0.0) -> list:
+def _column_sums(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tuple,
+                 finish: Callable[[int], Rendered], outs: tuple, extra: tuple = (),
+                 eps: float = 0.0) -> list:
     """Coalesced two-stage pair sums per column of a (rows, cols) channel-last matrix:
     ``kernels_norm.render_bn_column_sums`` (``kind``, ``srcs``) into float partials, then
     ``finish(chunks)`` (one of its column finishes) with ``outs``, the partials, ``extra``."""
