@@ -1,25 +1,31 @@
 """Lowering families of LeakyReLU, BatchNorm and LRN (``ops/activation.py``, ``ops/norm.py``,
 ``ops/lrn.py``).
 
-LeakyReLU prints the op's own scalar formulas (``LEAKY``) through the elementwise generator, PReLU's
-per-channel ``gamma`` laid along axis 1. BatchNorm in training: one pass over the data sums,
-per channel, ``x - shift`` and its square in float (two stages: few channels would not fill the
-device; the shift, the channel's first value, keeps the one-pass variance from cancelling), a
-small kernel gives the mean, the variance and the moving statistics, and the normalisation is
-one broadcast kernel; in inference the moving statistics are copied out and the normalisation
-uses them. Which of the two runs is decided by
-``RunCtx.is_train`` (a :class:`Switch`).
+LeakyReLU prints the op's own scalar formulas (``LEAKY``) through the elementwise generator,
+PReLU's per-channel ``gamma`` laid along axis 1. BatchNorm in training: one pass over the data
+sums, per channel, ``x - shift`` and its square in float (two stages: few channels would not
+fill the device; the shift, the channel's first value, keeps the one-pass variance from
+cancelling), a small kernel gives the mean, the variance and the moving statistics, and the
+normalisation is one broadcast kernel; the gradient's sums of dy and dy * xhat take the same
+two stages. With channels not last (NCHW) a block sums a chunk of one channel; with channels
+last (NHWC, or (N, C): nothing after the channel axis) the data is a (rows, channels) matrix,
+the sums are coalesced column sums and the elementwise kernels index that 2-D view. In
+inference the moving statistics are copied out and the normalisation uses them. Which of the
+two runs is decided by ``RunCtx.is_train`` (a :class:`Switch`).
 """
 from __future__ import annotations
 
 from math import prod
+from typing import Callable
 
 from .. import expr as E
 from ..expr import inp
-from .actions import Kernel, StepCtx, Switch, family, launch
-from .codegen import THREADS
-from .kernels_norm import (render_bn_backward_finish, render_bn_backward_sums, render_bn_stats,
-                           render_bn_stats_finish, render_lrn)
+from .actions import Kernel, Ref, StepCtx, Switch, family, launch
+from .codegen import THREADS, Rendered
+from .kernels_norm import (render_bn_backward_finish, render_bn_backward_sums,
+                           render_bn_column_grad_finish, render_bn_column_stats_finish,
+                           render_bn_column_sums, render_bn_stats, render_bn_stats_finish,
+                           render_lrn)
 from .lowering_elementwise import copy_actions, elementwise_actions
 from .lowering_reduce import split_chunks
 @family("leaky_relu")
@@ -35,13 +41,71 @@ def _leaky_relu(ctx: StepCtx, p: dict) -> list:
                                ctx.outs)
 
 
-def _normalise(ctx: StepCtx, vec: tuple, mean, var) -> list:
+def _views(x: tuple, ax: int) -> tuple[tuple, tuple]:
+    """(data, vector) shapes the elementwise kernels index by: x and the channel vector laid
+    along ``ax``; with channels last (rows, C) and (1, C), so that a broadcast kernel splits
+    each index into two coordinates, not one per axis."""
+    if prod(x[ax + 1:]) == 1:
+        return (prod(x) // x[ax], x[ax]), (1, x[ax])
+    return x, tuple(d if i == ax else 1 for i, d in enumerate(x))
+
+
+def _normalise(ctx: StepCtx, mean: Ref, var: Ref) -> list:
     """y = (x - mean) * gamma / sqrt(var + eps) + beta, vectors laid along the channel axis."""
-    a, x = ctx.attrs, ctx.in_shapes[0]
+    a = ctx.attrs
+    x, vec = _views(ctx.in_shapes[0], a["axis"] % len(ctx.in_shapes[0]))
     gamma = E.const(1.0) if a["fix_gamma"] else inp(1)
     e = (inp(0) - inp(3)) * (gamma / E.call("sqrt", inp(4) + a["eps"])) + inp(2)
     return elementwise_actions(ctx, "BatchNorm", [e], [x, vec, vec, vec, vec],
                                [ctx.ins[0], ctx.ins[1], ctx.ins[2], mean, var], x, ctx.outs[:1])
+
+
+FINISH_THREADS = 1024  # one block sums the partials of up to 1024 columns: all of its threads
+
+
+def _column_chunks(tiles: int, n: int, sm_count: int) -> int:
+    """Row chunks of a channel-last column sum with ``tiles`` column tiles of ``n`` elements
+    each: about eight blocks of THREADS per SM (full occupancy: the sums are memory-bound), at
+    least eight elements per thread (the finish reads ``chunks`` rows)."""
+    return max(1, min(-(-sm_count * 8 // tiles), n // (THREADS * 8)))
+
+
+def _column_sums(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tuple,
+                 finish: Callable[[int], Rendered], outs: tuple, extra: tuple = (),
+                 eps: float = 0.0) -> list:
+    """Coalesced two-stage pair sums per column of a (rows, cols) channel-last matrix:
+    ``kernels_norm.render_bn_column_sums`` (``kind``, ``srcs``) into float partials, then
+    ``finish(chunks)`` (one of its column finishes) with ``outs``, the partials, ``extra``."""
+    lanes = min(cols, THREADS)
+    tiles = -(-cols // lanes)
+    chunks = _column_chunks(tiles, rows * lanes, ctx.sm_count)
+    part = ctx.new_array(2 * chunks * cols, "float32")
+    s_t = ctx.dt(srcs[2]) if kind == "grad" else "float32"
+    first = render_bn_column_sums(rows, cols, chunks, kind, eps, ctx.dt(srcs[0]), s_t)
+    fin_tiles = -(-cols // min(cols, FINISH_THREADS))
+    return [Kernel(first, tiles * chunks, THREADS, (part, *srcs), tiles * chunks),
+            Kernel(finish(chunks), fin_tiles, FINISH_THREADS, (*outs, part, *extra), fin_tiles)]
+
+
+def _train_stats(ctx: StepCtx, ax: int) -> list:
+    """Mean, biased variance and moving statistics of input 0 over every axis but ``ax``."""
+    a, x = ctx.attrs, ctx.in_shapes[0]
+    _, mean, var, new_mm, new_mv = ctx.outs
+    outer, inner = prod(x[:ax]), prod(x[ax + 1:])
+    dt, st = ctx.dt(ctx.ins[0]), ctx.dt(mean)  # narrow data keeps float32 statistics
+    outs, extra = (mean, var, new_mm, new_mv), (ctx.ins[0], ctx.ins[3], ctx.ins[4])
+    if inner == 1:  # channels last: coalesced column sums
+        rows = outer
+        return _column_sums(ctx, rows, x[ax], "stats", (ctx.ins[0],), lambda chunks:
+                            render_bn_column_stats_finish(x[ax], chunks, rows, a["momentum"],
+                                                          dt, st), outs, extra)
+    chunks = split_chunks(x[ax], outer * inner, ctx.sm_count)
+    part = ctx.new_array(2 * x[ax] * chunks, "float32")
+    return [Kernel(render_bn_stats(outer, x[ax], inner, chunks, dt), x[ax] * chunks, THREADS,
+                   (part, ctx.ins[0]), x[ax] * chunks),
+            launch(ctx, render_bn_stats_finish(x[ax], inner, chunks, outer * inner,
+                                               a["momentum"], dt, st),
+                   (*outs, part, *extra), x[ax])]
 
 
 @family("batch_norm")
@@ -49,23 +113,13 @@ def _batch_norm(ctx: StepCtx, p: dict) -> list:
     """Outputs (y, mean, var, new moving mean, new moving var); inputs (x, gamma, beta, mm, mv)."""
     a, x = ctx.attrs, ctx.in_shapes[0]
     ax = a["axis"] % len(x)
-    vec = tuple(d if i == ax else 1 for i, d in enumerate(x))
     y, mean, var, new_mm, new_mv = ctx.outs
     pairs = ((mean, ctx.ins[3]), (var, ctx.ins[4]), (new_mm, ctx.ins[3]), (new_mv, ctx.ins[4]))
     infer = [a for dst, src in pairs for a in copy_actions(ctx, dst, src, (x[ax],))]
-    infer += _normalise(ctx, vec, ctx.ins[3], ctx.ins[4])
+    infer += _normalise(ctx, ctx.ins[3], ctx.ins[4])
     if a["use_global_stats"]:
         return infer
-    outer, inner = prod(x[:ax]), prod(x[ax + 1:])
-    chunks = split_chunks(x[ax], outer * inner, ctx.sm_count)
-    part = ctx.new_array(2 * x[ax] * chunks, "float32")
-    dt, st = ctx.dt(ctx.ins[0]), ctx.dt(mean)  # narrow data keeps float32 statistics
-    train = [Kernel(render_bn_stats(outer, x[ax], inner, chunks, dt), x[ax] * chunks, THREADS,
-                    (part, ctx.ins[0]), x[ax] * chunks),
-             launch(ctx, render_bn_stats_finish(x[ax], inner, chunks, outer * inner,
-                                                a["momentum"], dt, st),
-                    (mean, var, new_mm, new_mv, part, ctx.ins[0], ctx.ins[3], ctx.ins[4]), x[ax])]
-    train += _normalise(ctx, vec, mean, var)
+    train = _train_stats(ctx, ax) + _normalise(ctx, mean, var)
     return [Switch(tuple(train), tuple(infer))]
 
 
@@ -107,14 +161,19 @@ def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
     dy, data, gamma, mean, var = ctx.ins
     dx, dgamma, dbeta = ctx.outs
     m = outer * inner
-    chunks = split_chunks(ch, m, ctx.sm_count)
-    part = ctx.new_array(2 * ch * chunks, "float32")
-    dt, st = ctx.dt(data), ctx.dt(mean)  # narrow data keeps float32 statistics (ops/norm.py)
-    acts = [Kernel(render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt, st),
-                   ch * chunks, THREADS, (part, dy, data, mean, var), ch * chunks),
-            launch(ctx, render_bn_backward_finish(ch, chunks, ctx.dt(dgamma)),
-                   (dgamma, dbeta, part), ch)]
-    vec = tuple(d if i == ax else 1 for i, d in enumerate(x))
+    if inner == 1:  # channels last: coalesced column sums
+        acts = _column_sums(ctx, m, ch, "grad", (dy, data, mean, var), lambda chunks:
+                            render_bn_column_grad_finish(ch, chunks, ctx.dt(dgamma)),
+                            (dgamma, dbeta), eps=a["eps"])
+    else:
+        chunks = split_chunks(ch, m, ctx.sm_count)
+        part = ctx.new_array(2 * ch * chunks, "float32")
+        dt, st = ctx.dt(data), ctx.dt(mean)  # narrow data keeps float32 statistics (ops/norm)
+        acts = [Kernel(render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt, st),
+                       ch * chunks, THREADS, (part, dy, data, mean, var), ch * chunks),
+                launch(ctx, render_bn_backward_finish(ch, chunks, ctx.dt(dgamma)),
+                       (dgamma, dbeta, part), ch)]
+    x, vec = _views(x, ax)
     rstd = E.const(1.0) / E.call("sqrt", inp(4) + a["eps"])
     scale = rstd if a["fix_gamma"] else inp(2) * rstd
     if a["use_global_stats"]:
