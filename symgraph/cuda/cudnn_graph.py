@@ -6,8 +6,9 @@ API's engines (the implicit-GEMM kernels PyTorch reaches through cudnn-frontend)
 times faster. A :class:`GraphCall` states one call (forward, backward data or backward filter)
 as a graph of one operation, asks the heuristics (modes A, B and FALLBACK) for engine
 configurations and finalizes the execution plans of the first ``CANDIDATES`` of each
-(``cudnn.ConvPlan`` times them beside the legacy algorithms and keeps the fastest). float32 keeps to engines without the TENSOR_CORE numerical note (no TF32, like the legacy
-path's FMA math) unless ``SYMGRAPH_TF32=1``.
+(``cudnn.ConvPlan`` times them beside the legacy algorithms and keeps the fastest). float32
+keeps to engines without the TENSOR_CORE or DOWN_CONVERT_INPUTS numerical notes (no TF32, like
+the legacy path's FMA math) unless ``SYMGRAPH_TF32=1``.
 
 Tensor unique ids: 1 the data (x or dx), 2 the filter (w or dw), 3 the output (y or dy), for
 every kind. Enum values are cuDNN 9's ``cudnn_graph.h``.

@@ -10,8 +10,8 @@ bfloat16) of known shape to ``layout='NHWC'`` when its data is NHWC already or i
 reaches another convolution through the layers below (a lone convolution would pay two
 transposes for one call). float32 convolutions stay NCHW: on the H100, cuDNN's FMA kernels
 for NHWC float32 were slower than its NCHW ones (ResNet-20's training step 5.6 against 3.9 ms;
-docs/performance.md). Its data comes in
-transposed (once per value) and its OIHW weight transposed to OHWI. A converted value stays NHWC through the layers that do not care where the
+docs/performance.md). Its data comes in transposed (once per value) and its OIHW weight
+transposed to OHWI. A converted value stays NHWC through the layers that do not care where the
 channels are: elementwise ops (and AMP's casts) whose inputs all have its shape, and
 ``BatchNorm`` over axis 1, which becomes axis 3. Any other reader, and a graph output, gets
 the NCHW value back through one transpose per value.
@@ -102,6 +102,7 @@ class _Layouts:
 
 
 def _layout_free(node: Node) -> bool:
+    """Whether an NHWC value may pass through ``node`` (BatchNorm: by moving its axis)."""
     return get_op(node.op).pattern in (ELEMWISE, BROADCAST) or node.op in LAYOUT_FREE \
         or node.op == "BatchNorm"
 
