@@ -84,22 +84,26 @@ def _rnn_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return ins, [(t, n, d * h)] + [state] * (len(_outputs(a)) - 1)
 
 
-def _weights(a: Attrs, flat: np.ndarray, input_size: int) -> list[tuple]:
-    """(W, U, b, c) per (layer, direction), in that order, as views of ``flat``."""
+def param_layout(a: Attrs, input_size: int) -> list[tuple[int, int, int, int, int]]:
+    """Per (layer, direction), in that order: the element offsets of ``W``, ``U``, ``b`` and
+    ``c`` in the flat parameter vector, and the layer's input width (the layout above)."""
     h, g, d = a["state_size"], GATES[a["mode"]], 2 if a["bidirectional"] else 1
     mats, pos = [], 0
     for layer in range(a["num_layers"]):
         width = input_size if layer == 0 else d * h
         for _ in range(d):
-            wx = flat[pos:pos + g * h * width].reshape(g * h, width)
-            pos += g * h * width
-            wh = flat[pos:pos + g * h * h].reshape(g * h, h)
-            pos += g * h * h
-            mats.append([wx, wh])
-    for k in range(len(mats)):
-        mats[k] += [flat[pos:pos + g * h], flat[pos + g * h:pos + 2 * g * h]]
-        pos += 2 * g * h
-    return [tuple(m) for m in mats]
+            mats.append((pos, pos + g * h * width, width))
+            pos += g * h * (width + h)
+    return [(w, u, pos + 2 * g * h * k, pos + 2 * g * h * k + g * h, width)
+            for k, (w, u, width) in enumerate(mats)]
+
+
+def _weights(a: Attrs, flat: np.ndarray, input_size: int) -> list[tuple]:
+    """(W, U, b, c) per (layer, direction), in that order, as views of ``flat``."""
+    gh = a["state_size"] * GATES[a["mode"]]
+    return [(flat[w:u].reshape(gh, width), flat[u:u + gh * a["state_size"]].reshape(gh, -1),
+             flat[b:b + gh], flat[c:c + gh])
+            for w, u, b, c, width in param_layout(a, input_size)]
 
 
 def _forward(a: Attrs, xs: list) -> tuple[list, list]:
@@ -178,7 +182,7 @@ HOST = ("host", {"why": "cuDNN's RNN is not wired yet: the numpy reference runs 
 
 register(OpDef(
     "RNN", RNN_PARAMS, _inputs, _rnn_shape, _rnn, _rnn_grad, OPAQUE, outputs=_outputs,
-    lowering=HOST,
+    lowering=("rnn", {}),
     doc="MXNet's fused recurrent layers (lstm, gru, rnn_tanh, rnn_relu) over (T, N, I) data "
         "with one flat parameter vector (cuDNN's layout)."))
 register(OpDef(

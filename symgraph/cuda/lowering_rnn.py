@@ -1,0 +1,150 @@
+"""Lowering families of MXNet's fused RNN (``ops/rnn.py``): ``rnn`` (the forward) and
+``rnn_backward`` (``_backward_RNN``: the forward recomputed, then backpropagation through time).
+
+Built from cuBLAS GEMMs and the gate kernels of ``kernels_rnn``, no cuDNN RNN. Per layer and
+direction (the reverse one walks t backwards):
+
+* the input projection of all T steps is one GEMM, ``ZX = X W^T`` ((T*N, in) x (in, G*H));
+* per step, one GEMM ``zh = h U^T`` and one gate kernel: biases, the cell's formulas, ``h``
+  into the direction's state buffer ``HS`` and into the layer output (concatenated on the last
+  axis), ``c`` into ``CS`` (LSTM), and over ``ZX[t]`` (GRU: and ``ZH[t]``) what the backward
+  reads. ``HS``/``CS`` hold T + 1 states: the initial one first in the direction's order
+  (slot 0 forward, slot T reverse), so the state before step t is always one slot away.
+
+Backward, per layer from the top and per direction, steps in reverse run order: the gate
+kernel turns ``ZX[t]`` into the pre-activation gradients ``dZ[t]`` (adding the output gradient
+to the carried ``dh``, which lives in the ``d_state`` output), and one GEMM carries
+``dh = dZ_h[t] U`` back (accumulating onto GRU's direct term). Then one GEMM each over all
+steps: ``dW = dZ^T X``, ``dU = dZ_h^T HS``, the bias gradients as ``dZ^T 1``, and the layer's
+input gradient ``dX = sum over directions of dZ W``. Scratch follows the step's dtype; narrow
+types store every intermediate (gates, states, carried gradients) narrow and compute in float.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from .actions import Copy, Fill, Gemm, Ref, StepCtx, family, launch
+from .kernels_rnn import BACKWARD_PARAMS, FORWARD_PARAMS, render_rnn_backward, render_rnn_forward
+
+
+@dataclass(frozen=True)
+class _Dims:
+    mode: str
+    t: int
+    n: int
+    h: int
+    g: int
+    d: int
+    layers: int
+
+    @property
+    def gh(self) -> int:
+        return self.g * self.h
+
+    @property
+    def nh(self) -> int:
+        return self.n * self.h
+
+
+@dataclass(frozen=True)
+class _Direction:
+    """What the forward of one layer and direction leaves for the backward."""
+
+    x: Ref  # the layer's input (T*N, width)
+    width: int
+    offsets: tuple  # of W, U, b, c in the flat parameters
+    zx: Ref  # (T, N, G*H): stored gate values (what the gate kernel wrote)
+    zh: Ref  # (T, N, G*H) for GRU (its n gate's recurrent part), else one step's GEMM output
+    hs: Ref  # (T + 1, N, H)
+    cs: Optional[Ref]
+    reverse: bool
+
+    def order(self, dm: _Dims) -> range:
+        return range(dm.t - 1, -1, -1) if self.reverse else range(dm.t)
+
+    def cur(self, t: int) -> int:
+        """Slot of HS/CS holding the state after step t (before it: ``prev``)."""
+        return t if self.reverse else t + 1
+
+    def prev(self, t: int) -> int:
+        return t + 1 if self.reverse else t
+
+
+def _dims(ctx: StepCtx, data_shape: tuple) -> _Dims:
+    from ..ops.rnn_cells import GATES
+    a = ctx.attrs
+    return _Dims(a["mode"], data_shape[0], data_shape[1], a["state_size"], GATES[a["mode"]],
+                 2 if a["bidirectional"] else 1, a["num_layers"])
+
+
+def _direction(ctx: StepCtx, dm: _Dims, s: int, x: Ref, params: Ref, offsets: tuple,
+               state: tuple, y: Ref, keep: bool) -> tuple[list, _Direction]:
+    """Forward of layer ``s // D``, direction ``s % D``: its actions and buffers. ``state``:
+    (h0, c0 or None) of the whole step; ``keep``: GRU keeps ``zh`` of every step."""
+    dt, (w, u, b, _, width) = ctx.storage, offsets
+    tn, nbytes = dm.t * dm.n, dm.nh * ctx.dtype_of(y).itemsize
+    zx = ctx.new_array(tn * dm.gh, dt)
+    zh = ctx.new_array((dm.t if keep and dm.mode == "gru" else 1) * dm.n * dm.gh, dt)
+    hs = ctx.new_array((dm.t + 1) * dm.nh, dt)
+    cs = ctx.new_array((dm.t + 1) * dm.nh, dt) if dm.mode == "lstm" else None
+    run = _Direction(x, width, offsets, zx, zh, hs, cs, s % dm.d == 1)
+    first = dm.t if run.reverse else 0
+    acts: list = [Gemm(False, True, tn, dm.gh, width, x, ctx.at(params, w), zx, dtype=dt),
+                  Copy(ctx.at(hs, first * dm.nh), ctx.at(state[0], s * dm.nh), nbytes)]
+    if cs is not None:
+        acts.append(Copy(ctx.at(cs, first * dm.nh), ctx.at(state[1], s * dm.nh), nbytes))
+    kern = render_rnn_forward(dm.mode, dm.h, dm.d * dm.h, dt)
+    for t in run.order(dm):
+        zh_t = ctx.at(zh, t * dm.n * dm.gh if zh != zx and keep and dm.mode == "gru" else 0)
+        at = {"zx": ctx.at(zx, t * dm.n * dm.gh), "zh": zh_t, "bias": ctx.at(params, b),
+              "h_prev": ctx.at(hs, run.prev(t) * dm.nh), "h": ctx.at(hs, run.cur(t) * dm.nh),
+              "y": ctx.at(y, (t * dm.n * dm.d + s % dm.d) * dm.h)}
+        if cs is not None:
+            at.update(c_prev=ctx.at(cs, run.prev(t) * dm.nh), c=ctx.at(cs, run.cur(t) * dm.nh))
+        acts += [Gemm(False, True, dm.n, dm.gh, dm.h, at["h_prev"], ctx.at(params, u), zh_t,
+                      dtype=dt),
+                 launch(ctx, kern, tuple(at[p] for p, _ in FORWARD_PARAMS[dm.mode]), dm.nh)]
+    return acts, run
+
+
+def _stack(ctx: StepCtx, dm: _Dims, ins: list, out: Optional[Ref], keep: bool
+           ) -> tuple[list, list[_Direction]]:
+    """Forward of every layer: ``ins`` = (data, parameters, state[, state_cell]); the last
+    layer writes ``out`` (a scratch buffer when None)."""
+    from ..ops.rnn import param_layout
+    layout = param_layout(ctx.attrs, ctx.in_shapes[len(ctx.in_shapes) - len(ins)][2])
+    state = (ins[2], ins[3] if dm.mode == "lstm" else None)
+    acts: list = []
+    runs: list[_Direction] = []
+    x = ins[0]
+    for layer in range(dm.layers):
+        y = out if layer == dm.layers - 1 and out is not None else \
+            ctx.new_array(dm.t * dm.n * dm.d * dm.h, ctx.storage)
+        for k in range(dm.d):
+            s = layer * dm.d + k
+            got, run = _direction(ctx, dm, s, x, ins[1], layout[s], state, y, keep)
+            acts += got
+            runs.append(run)
+        x = y
+    return acts, runs
+
+
+def _final_states(ctx: StepCtx, dm: _Dims, runs: list[_Direction]) -> list:
+    """Copies of each direction's last h (and c) into the state outputs."""
+    acts = []
+    nbytes = dm.nh * ctx.dtype_of(ctx.outs[0]).itemsize
+    for s, run in enumerate(runs):
+        last = (0 if run.reverse else dm.t) * dm.nh
+        acts.append(Copy(ctx.at(ctx.outs[1], s * dm.nh), ctx.at(run.hs, last), nbytes))
+        if run.cs is not None and len(ctx.outs) > 2:
+            acts.append(Copy(ctx.at(ctx.outs[2], s * dm.nh), ctx.at(run.cs, last), nbytes))
+    return acts
+
+
+@family("rnn")
+def _rnn(ctx: StepCtx, p: dict) -> list:
+    """RNN's forward: every layer and direction, then the last states when asked for."""
+    dm = _dims(ctx, ctx.in_shapes[0])
+    acts, runs = _stack(ctx, dm, list(ctx.ins), ctx.outs[0], keep=False)
+    return acts + (_final_states(ctx, dm, runs) if ctx.attrs["state_outputs"] else [])
