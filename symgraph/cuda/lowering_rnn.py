@@ -37,6 +37,7 @@ class _Dims:
     g: int
     d: int
     layers: int
+    i: int  # input features of layer 0
 
     @property
     def gh(self) -> int:
@@ -75,7 +76,7 @@ def _dims(ctx: StepCtx, data_shape: tuple) -> _Dims:
     from ..ops.rnn_cells import GATES
     a = ctx.attrs
     return _Dims(a["mode"], data_shape[0], data_shape[1], a["state_size"], GATES[a["mode"]],
-                 2 if a["bidirectional"] else 1, a["num_layers"])
+                 2 if a["bidirectional"] else 1, a["num_layers"], data_shape[2])
 
 
 def _direction(ctx: StepCtx, dm: _Dims, s: int, x: Ref, params: Ref, offsets: tuple,
@@ -85,7 +86,8 @@ def _direction(ctx: StepCtx, dm: _Dims, s: int, x: Ref, params: Ref, offsets: tu
     dt, (w, u, b, _, width) = ctx.storage, offsets
     tn, nbytes = dm.t * dm.n, dm.nh * ctx.dtype_of(y).itemsize
     zx = ctx.new_array(tn * dm.gh, dt)
-    zh = ctx.new_array((dm.t if keep and dm.mode == "gru" else 1) * dm.n * dm.gh, dt)
+    steps = keep and dm.mode == "gru"  # the backward reads GRU's recurrent n part
+    zh = ctx.new_array((dm.t if steps else 1) * dm.n * dm.gh, dt)
     hs = ctx.new_array((dm.t + 1) * dm.nh, dt)
     cs = ctx.new_array((dm.t + 1) * dm.nh, dt) if dm.mode == "lstm" else None
     run = _Direction(x, width, offsets, zx, zh, hs, cs, s % dm.d == 1)
@@ -96,7 +98,7 @@ def _direction(ctx: StepCtx, dm: _Dims, s: int, x: Ref, params: Ref, offsets: tu
         acts.append(Copy(ctx.at(cs, first * dm.nh), ctx.at(state[1], s * dm.nh), nbytes))
     kern = render_rnn_forward(dm.mode, dm.h, dm.d * dm.h, dt)
     for t in run.order(dm):
-        zh_t = ctx.at(zh, t * dm.n * dm.gh if zh != zx and keep and dm.mode == "gru" else 0)
+        zh_t = ctx.at(zh, t * dm.n * dm.gh if steps else 0)
         at = {"zx": ctx.at(zx, t * dm.n * dm.gh), "zh": zh_t, "bias": ctx.at(params, b),
               "h_prev": ctx.at(hs, run.prev(t) * dm.nh), "h": ctx.at(hs, run.cur(t) * dm.nh),
               "y": ctx.at(y, (t * dm.n * dm.d + s % dm.d) * dm.h)}
@@ -113,7 +115,7 @@ def _stack(ctx: StepCtx, dm: _Dims, ins: list, out: Optional[Ref], keep: bool
     """Forward of every layer: ``ins`` = (data, parameters, state[, state_cell]); the last
     layer writes ``out`` (a scratch buffer when None)."""
     from ..ops.rnn import param_layout
-    layout = param_layout(ctx.attrs, ctx.in_shapes[len(ctx.in_shapes) - len(ins)][2])
+    layout = param_layout(ctx.attrs, dm.i)
     state = (ins[2], ins[3] if dm.mode == "lstm" else None)
     acts: list = []
     runs: list[_Direction] = []
@@ -148,3 +150,70 @@ def _rnn(ctx: StepCtx, p: dict) -> list:
     dm = _dims(ctx, ctx.in_shapes[0])
     acts, runs = _stack(ctx, dm, list(ctx.ins), ctx.outs[0], keep=False)
     return acts + (_final_states(ctx, dm, runs) if ctx.attrs["state_outputs"] else [])
+
+
+def _direction_backward(ctx: StepCtx, dm: _Dims, s: int, run: _Direction, dout: Ref,
+                        params: Ref, ones: Ref) -> list:
+    """Backpropagation through time of one layer and direction, then its weight gradients
+    (into ``d_parameters``, one GEMM each over all steps). The carried ``dh`` (``dc``) is the
+    direction's part of the ``d_state`` (``d_state_cell``) output, holding the output
+    gradient of the last state on entry and the initial state's gradient on exit."""
+    dt, (w, u, b, c, width) = ctx.storage, run.offsets
+    dzh = run.zh if dm.mode == "gru" else run.zx  # where the recurrent side's gradient is
+    dh = ctx.at(ctx.outs[2], s * dm.nh)
+    kern = render_rnn_backward(dm.mode, dm.h, dm.d * dm.h, dt)
+    acts: list = []
+    for t in reversed(run.order(dm)):
+        at = {"zx": ctx.at(run.zx, t * dm.n * dm.gh), "zh": ctx.at(run.zh, t * dm.n * dm.gh),
+              "dh": dh, "dy": ctx.at(dout, (t * dm.n * dm.d + s % dm.d) * dm.h),
+              "h_prev": ctx.at(run.hs, run.prev(t) * dm.nh), "h": ctx.at(run.hs, run.cur(t) * dm.nh)}
+        if run.cs is not None:
+            at.update(dc=ctx.at(ctx.outs[3], s * dm.nh), c=ctx.at(run.cs, run.cur(t) * dm.nh),
+                      c_prev=ctx.at(run.cs, run.prev(t) * dm.nh))
+        acts += [launch(ctx, kern, tuple(at[p] for p, _ in BACKWARD_PARAMS[dm.mode]), dm.nh),
+                 Gemm(False, False, dm.n, dm.h, dm.gh, ctx.at(dzh, t * dm.n * dm.gh),
+                      ctx.at(params, u), dh, dtype=dt, accumulate=dm.mode == "gru")]
+    tn, dp = dm.t * dm.n, ctx.outs[1]
+    h_prev = ctx.at(run.hs, (1 if run.reverse else 0) * dm.nh)  # the state before each step
+    return acts + [Gemm(True, False, dm.gh, width, tn, run.zx, run.x, ctx.at(dp, w), dtype=dt),
+                   Gemm(True, False, dm.gh, dm.h, tn, dzh, h_prev, ctx.at(dp, u), dtype=dt),
+                   Gemm(True, False, dm.gh, 1, tn, run.zx, ones, ctx.at(dp, b), dtype=dt),
+                   Gemm(True, False, dm.gh, 1, tn, dzh, ones, ctx.at(dp, c), dtype=dt)]
+
+
+def _carries(ctx: StepCtx, dm: _Dims, grads: list) -> list:
+    """``d_state`` (``d_state_cell``) start as the gradients of the last states, or 0."""
+    acts: list = []
+    for k, out in enumerate(ctx.outs[2:], start=1):
+        count = dm.layers * dm.d * dm.nh
+        if ctx.attrs["state_outputs"]:
+            acts.append(Copy(out, grads[k], count * ctx.dtype_of(out).itemsize))
+        else:
+            acts.append(Fill(out, 0.0, count, ctx.dt(out)))
+    return acts
+
+
+@family("rnn_backward")
+def _rnn_backward(ctx: StepCtx, p: dict) -> list:
+    """``_backward_RNN``: the forward again into scratch (every step's gates and states kept),
+    then per layer from the top: each direction's backward, and the layer's input gradient
+    (the data gradient for layer 0) as one GEMM per direction, the second accumulating."""
+    from ..ops.rnn import param_layout
+    n_out = len(ctx.ins) - len(ctx.outs)
+    grads, fwd = list(ctx.ins[:n_out]), list(ctx.ins[n_out:])
+    dm = _dims(ctx, ctx.in_shapes[n_out])
+    acts, runs = _stack(ctx, dm, fwd, None, keep=True)
+    ones = ctx.new_array(dm.t * dm.n, ctx.storage)
+    acts += _carries(ctx, dm, grads) + [Fill(ones, 1.0, dm.t * dm.n, ctx.storage)]
+    layout, dout = param_layout(ctx.attrs, dm.i), grads[0]
+    for layer in range(dm.layers - 1, -1, -1):
+        width = layout[layer * dm.d][4]
+        dx = ctx.outs[0] if layer == 0 else ctx.new_array(dm.t * dm.n * width, ctx.storage)
+        for k in range(dm.d):
+            s = layer * dm.d + k
+            acts += _direction_backward(ctx, dm, s, runs[s], dout, fwd[1], ones)
+        acts += [Gemm(False, False, dm.t * dm.n, width, dm.gh, runs[layer * dm.d + k].zx,
+                      ctx.at(fwd[1], layout[layer * dm.d + k][0]), dx, dtype=ctx.storage,
+                      accumulate=k > 0) for k in range(dm.d)]
+        dout = dx
+    return acts

@@ -187,6 +187,7 @@ register(OpDef(
         "with one flat parameter vector (cuDNN's layout)."))
 register(OpDef(
     "_backward_RNN", RNN_PARAMS, _backward_inputs, _backward_shape, _backward, NO_GRADIENT,
-    OPAQUE, outputs=lambda a: tuple(f"d_{n}" for n in _inputs(a)), lowering=HOST,
+    OPAQUE, outputs=lambda a: tuple(f"d_{n}" for n in _inputs(a)),
+    lowering=("rnn_backward", {}),
     doc="Gradient of RNN w.r.t. its inputs (backpropagation through time, recomputing the "
         "forward)."))
