@@ -166,7 +166,8 @@ def _direction_backward(ctx: StepCtx, dm: _Dims, s: int, run: _Direction, dout: 
     for t in reversed(run.order(dm)):
         at = {"zx": ctx.at(run.zx, t * dm.n * dm.gh), "zh": ctx.at(run.zh, t * dm.n * dm.gh),
               "dh": dh, "dy": ctx.at(dout, (t * dm.n * dm.d + s % dm.d) * dm.h),
-              "h_prev": ctx.at(run.hs, run.prev(t) * dm.nh), "h": ctx.at(run.hs, run.cur(t) * dm.nh)}
+              "h_prev": ctx.at(run.hs, run.prev(t) * dm.nh),
+              "h": ctx.at(run.hs, run.cur(t) * dm.nh)}
         if run.cs is not None:
             at.update(dc=ctx.at(ctx.outs[3], s * dm.nh), c=ctx.at(run.cs, run.cur(t) * dm.nh),
                       c_prev=ctx.at(run.cs, run.prev(t) * dm.nh))

@@ -9,9 +9,12 @@ Outputs: ``output`` (T, N, D*H), and with ``state_outputs`` the last ``state`` (
 ``state_cell``). The backward op recomputes the forward (no stored activations) and runs
 backpropagation through time in numpy; it has no gradient itself (second derivatives raise).
 
-GPU: the host stopgap (the numpy reference on host copies), listed in HOST_FALLBACK; cuDNN's
-RNN is not wired yet. Not implemented (refused by name): dropout between layers (``p`` > 0),
-``projection_size``, LSTM state clipping, ``use_sequence_length``.
+GPU: the ``rnn`` and ``rnn_backward`` families (``cuda/lowering_rnn.py``): cuBLAS GEMMs (the
+input projection of all steps in one, then one per step for the recurrent side) and one gate
+kernel per step printing the cell formulas of ``rnn_cells.CELLS``, which the numpy reference
+evaluates too; the backward recomputes the forward on the device as here. No cuDNN RNN. Not
+implemented (refused by name): dropout between layers (``p`` > 0), ``projection_size``, LSTM
+state clipping, ``use_sequence_length``.
 """
 from __future__ import annotations
 
@@ -176,9 +179,6 @@ def _backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     fwd = ins[len(_outputs(a)):]
     return ins, [s for s in fwd]
 
-
-HOST = ("host", {"why": "cuDNN's RNN is not wired yet: the numpy reference runs on host "
-                        "copies"})
 
 register(OpDef(
     "RNN", RNN_PARAMS, _inputs, _rnn_shape, _rnn, _rnn_grad, OPAQUE, outputs=_outputs,
