@@ -79,17 +79,24 @@ def _dims(ctx: StepCtx, data_shape: tuple) -> _Dims:
                  2 if a["bidirectional"] else 1, a["num_layers"], data_shape[2])
 
 
+def _buffers(ctx: StepCtx, dm: _Dims, keep: bool) -> tuple[Ref, Ref, Ref, Optional[Ref]]:
+    """Scratch of one layer and direction: ``zx``, ``zh``, ``hs``, ``cs`` (see _Direction);
+    ``keep``: for the backward (GRU's ``zh`` of every step)."""
+    dt, steps = ctx.storage, keep and dm.mode == "gru"
+    return (ctx.new_array(dm.t * dm.n * dm.gh, dt),
+            ctx.new_array((dm.t if steps else 1) * dm.n * dm.gh, dt),
+            ctx.new_array((dm.t + 1) * dm.nh, dt),
+            ctx.new_array((dm.t + 1) * dm.nh, dt) if dm.mode == "lstm" else None)
+
+
 def _direction(ctx: StepCtx, dm: _Dims, s: int, x: Ref, params: Ref, offsets: tuple,
-               state: tuple, y: Ref, keep: bool) -> tuple[list, _Direction]:
+               state: tuple, y: Ref, bufs: tuple, keep: bool) -> tuple[list, _Direction]:
     """Forward of layer ``s // D``, direction ``s % D``: its actions and buffers. ``state``:
-    (h0, c0 or None) of the whole step; ``keep``: GRU keeps ``zh`` of every step."""
-    dt, (w, u, b, _, width) = ctx.storage, offsets
+    (h0, c0 or None) of the whole step; ``bufs``: its scratch (:func:`_buffers` with
+    ``keep``)."""
+    dt, (w, u, b, _, width), (zx, zh, hs, cs) = ctx.storage, offsets, bufs
     tn, nbytes = dm.t * dm.n, dm.nh * ctx.dtype_of(y).itemsize
-    zx = ctx.new_array(tn * dm.gh, dt)
-    steps = keep and dm.mode == "gru"  # the backward reads GRU's recurrent n part
-    zh = ctx.new_array((dm.t if steps else 1) * dm.n * dm.gh, dt)
-    hs = ctx.new_array((dm.t + 1) * dm.nh, dt)
-    cs = ctx.new_array((dm.t + 1) * dm.nh, dt) if dm.mode == "lstm" else None
+    steps = keep and dm.mode == "gru"
     run = _Direction(x, width, offsets, zx, zh, hs, cs, s % dm.d == 1)
     first = dm.t if run.reverse else 0
     acts: list = [Gemm(False, True, tn, dm.gh, width, x, ctx.at(params, w), zx, dtype=dt),
@@ -113,43 +120,50 @@ def _direction(ctx: StepCtx, dm: _Dims, s: int, x: Ref, params: Ref, offsets: tu
 def _stack(ctx: StepCtx, dm: _Dims, ins: list, out: Optional[Ref], keep: bool
            ) -> tuple[list, list[_Direction]]:
     """Forward of every layer: ``ins`` = (data, parameters, state[, state_cell]); the last
-    layer writes ``out`` (a scratch buffer when None)."""
+    layer writes ``out`` (a scratch buffer when None). ``keep``: every layer's buffers stay
+    for the backward; else layers share them (two layer outputs alternate) and the last
+    states are copied out as each direction ends (``state_outputs``)."""
     from ..ops.rnn import param_layout
     layout = param_layout(ctx.attrs, dm.i)
     state = (ins[2], ins[3] if dm.mode == "lstm" else None)
     acts: list = []
     runs: list[_Direction] = []
+    ys: dict[int, Ref] = {}  # layer outputs by parity; scratch by direction (shared)
+    bufs: dict[int, tuple] = {}
     x = ins[0]
     for layer in range(dm.layers):
-        y = out if layer == dm.layers - 1 and out is not None else \
-            ctx.new_array(dm.t * dm.n * dm.d * dm.h, ctx.storage)
+        if layer == dm.layers - 1 and out is not None:
+            y = out
+        elif keep or layer % 2 not in ys:
+            y = ys[layer % 2] = ctx.new_array(dm.t * dm.n * dm.d * dm.h, ctx.storage)
+        else:
+            y = ys[layer % 2]
         for k in range(dm.d):
             s = layer * dm.d + k
-            got, run = _direction(ctx, dm, s, x, ins[1], layout[s], state, y, keep)
-            acts += got
+            if keep or k not in bufs:
+                bufs[k] = _buffers(ctx, dm, keep)
+            got, run = _direction(ctx, dm, s, x, ins[1], layout[s], state, y, bufs[k], keep)
+            acts += got + (_final_states(ctx, dm, s, run) if out is not None
+                           and ctx.attrs["state_outputs"] else [])
             runs.append(run)
         x = y
     return acts, runs
 
 
-def _final_states(ctx: StepCtx, dm: _Dims, runs: list[_Direction]) -> list:
-    """Copies of each direction's last h (and c) into the state outputs."""
-    acts = []
+def _final_states(ctx: StepCtx, dm: _Dims, s: int, run: _Direction) -> list:
+    """Copies of a direction's last h (and c) into the state outputs."""
     nbytes = dm.nh * ctx.dtype_of(ctx.outs[0]).itemsize
-    for s, run in enumerate(runs):
-        last = (0 if run.reverse else dm.t) * dm.nh
-        acts.append(Copy(ctx.at(ctx.outs[1], s * dm.nh), ctx.at(run.hs, last), nbytes))
-        if run.cs is not None and len(ctx.outs) > 2:
-            acts.append(Copy(ctx.at(ctx.outs[2], s * dm.nh), ctx.at(run.cs, last), nbytes))
+    last = (0 if run.reverse else dm.t) * dm.nh
+    acts = [Copy(ctx.at(ctx.outs[1], s * dm.nh), ctx.at(run.hs, last), nbytes)]
+    if run.cs is not None:
+        acts.append(Copy(ctx.at(ctx.outs[2], s * dm.nh), ctx.at(run.cs, last), nbytes))
     return acts
 
 
 @family("rnn")
 def _rnn(ctx: StepCtx, p: dict) -> list:
-    """RNN's forward: every layer and direction, then the last states when asked for."""
-    dm = _dims(ctx, ctx.in_shapes[0])
-    acts, runs = _stack(ctx, dm, list(ctx.ins), ctx.outs[0], keep=False)
-    return acts + (_final_states(ctx, dm, runs) if ctx.attrs["state_outputs"] else [])
+    """RNN's forward: every layer and direction, and the last states when asked for."""
+    return _stack(ctx, _dims(ctx, ctx.in_shapes[0]), list(ctx.ins), ctx.outs[0], keep=False)[0]
 
 
 def _direction_backward(ctx: StepCtx, dm: _Dims, s: int, run: _Direction, dout: Ref,

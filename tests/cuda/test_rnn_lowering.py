@@ -1,7 +1,7 @@
 """The fused RNN's GPU lowering (``cuda/lowering_rnn.py``), checked without and with a GPU.
 
 Without a GPU: the ``RNN`` and ``_backward_RNN`` steps of every mode (2 stacked bidirectional
-layers with state outputs, and 1 plain layer without) are lowered, their gate kernels compiled as
+layers with state outputs, 1 plain layer without, 3 stacked layers with) are lowered, their gate kernels compiled as
 host C++ and their GEMMs run as loops (``host_run``), and every output compared with the op's
 numpy reference (``ops/rnn_cells.py``; it matches MXNet 1.9.1 in float64:
 ``tests/test_parity4.py``) on the same inputs: float32 within 1e-5, float16 and bfloat16
@@ -35,8 +35,10 @@ from .narrow import NARROW, assert_close, rounded
 S = sg.sym
 MODES = ["lstm", "gru", "rnn_tanh", "rnn_relu"]
 T, N, I, H = 4, 3, 5, 6
-# (layers, bidirectional, state_outputs)
-CONFIGS = {"2x-bi-states": (2, True, True), "1x": (1, False, False)}
+# (layers, bidirectional, state_outputs); 3 layers: the forward's layers share scratch (two
+# layer outputs alternate), the last states are copied out before the next layer overwrites
+CONFIGS = {"2x-bi-states": (2, True, True), "1x": (1, False, False),
+           "3x-states": (3, False, True)}
 # relu's derivative jumps at 0: a pre-activation within a narrow rounding of 0 takes the
 # other branch than in float32 and moves the gradients it feeds (as ties do in max pooling).
 KINK_SHARE = 0.05
