@@ -1,19 +1,20 @@
 """The fused RNN's GPU lowering (``cuda/lowering_rnn.py``), checked without and with a GPU.
 
 Without a GPU: the ``RNN`` and ``_backward_RNN`` steps of every mode (2 stacked bidirectional
-layers with state outputs, 1 plain layer without, 3 stacked layers with) are lowered, their gate kernels compiled as
-host C++ and their GEMMs run as loops (``host_run``), and every output compared with the op's
-numpy reference (``ops/rnn_cells.py``; it matches MXNet 1.9.1 in float64:
-``tests/test_parity4.py``) on the same inputs: float32 within 1e-5, float16 and bfloat16
-against the float32 reference on the same rounded inputs within ``narrow.TOLERANCE`` (a few
-narrow roundings per step: gates, states, GEMM outputs and carried gradients are stored
-narrow). The programs hold no host step in any dtype, their shape is the one documented (one
-input-projection GEMM per layer and direction, one GEMM and one gate kernel per step, weight
-gradients as one GEMM over all steps), and every kernel compiles with nvcc for sm_90.
+layers with state outputs, 1 plain layer without, 3 stacked layers with) are lowered, their
+gate kernels compiled as host C++ and their GEMMs run as loops (``host_run``), and every
+output compared with the op's numpy reference (``ops/rnn_cells.py``; it matches MXNet 1.9.1
+in float64: ``tests/test_parity4.py``) on the same inputs: float32 within 1e-5, float16 and
+bfloat16 against the float32 reference on the same rounded inputs within ``narrow.TOLERANCE``
+(a few narrow roundings per step: gates, states, GEMM outputs and carried gradients are
+stored narrow; rnn_relu may move a few gradients, ``KINK_SHARE``). The programs hold no host
+step in any dtype, their shape is the one documented (one input-projection GEMM per layer and
+direction, one GEMM and one gate kernel per step, weight gradients as one GEMM over all
+steps), offsets and accumulation reach the launches, and every kernel compiles with nvcc.
 
 With a GPU (``-m gpu``): forward outputs and gradients of every mode against the numpy backend
-(float32 within 1e-4 relative; bfloat16 against float32 within ``narrow.TOLERANCE``), eager,
-captured and replayed.
+(float32 within 1e-4 relative; float16 and bfloat16 against float32 within
+``narrow.TOLERANCE``), eager, captured and replayed.
 """
 from __future__ import annotations
 
