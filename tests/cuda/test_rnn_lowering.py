@@ -188,6 +188,15 @@ def _run(sym: Any, ctx: Any, values: dict, dtype: Any, narrow: str = "",
     return [o.asnumpy() for o in outs], {k: g.asnumpy() for k, g in grads.items()}
 
 
+def _infer(sym: Any, ctx: Any, values: dict) -> list:
+    """Outputs of an inference-only bind (the forward program whose layers share scratch),
+    run three times: eager, captured, replayed."""
+    exe = sym.bind(ctx, {k: sg.nd.array(v, ctx, np.float32) for k, v in values.items()})
+    for _ in range(3):
+        outs = [o.asnumpy() for o in exe.forward(is_train=False)]
+    return outs
+
+
 def _values(sym: Any, dtype: str) -> dict:
     shapes = sym.infer_shape(data=(T, N, I))[0]
     rng = np.random.default_rng(2)
@@ -205,6 +214,7 @@ def test_gpu_matches_cpu_float32(mode: str, config: str) -> None:
     want_outs, want_grads = _run(sym, sg.cpu(), values, np.float32)
     got_outs, got_grads = _run(sym, sg.gpu(0), values, np.float32, repeats=3)
     pairs = list(zip(got_outs, want_outs)) + [(got_grads[k], want_grads[k]) for k in values]
+    pairs += list(zip(_infer(sym, sg.gpu(0), values), _infer(sym, sg.cpu(), values)))
     for k, (g, w) in enumerate(pairs):
         scale = max(1.0, float(np.abs(w).max()))
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5 * scale,
