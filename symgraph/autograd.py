@@ -8,7 +8,7 @@ gradients into the ``.grad`` of the arrays given :meth:`~symgraph.ndarray.NDArra
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 from .autograd_function import Function
 from .base import ExecutionError
@@ -27,38 +27,47 @@ def _as_list(x: Any) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-@contextlib.contextmanager
-def _scope(recording: Optional[bool], training: Optional[bool]) -> Iterator[None]:
-    saved = STATE.recording, STATE.training
-    if recording is not None:
-        STATE.recording = recording
-    if training is not None:
-        STATE.training = training
-    try:
-        yield
-    finally:
-        STATE.recording, STATE.training = saved
+class _Scope:
+    """Sets the recording and training switches for a ``with`` block, then restores them (a
+    plain class: ``record()`` is entered once per training step)."""
+
+    __slots__ = ("recording", "training", "saved")
+
+    def __init__(self, recording: Optional[bool], training: Optional[bool]) -> None:
+        self.recording, self.training = recording, training
+
+    def __enter__(self) -> None:
+        self.saved = STATE.recording, STATE.training
+        if self.recording is not None:
+            if self.recording and not STATE.recording:
+                STATE.tape = None  # recording starts: a new tape (imperative_trace.Tape)
+            STATE.recording = self.recording
+        if self.training is not None:
+            STATE.training = self.training
+
+    def __exit__(self, *exc: Any) -> None:
+        STATE.recording, STATE.training = self.saved
 
 
 def record(train_mode: bool = True) -> contextlib.AbstractContextManager:
     """Record op calls for :func:`backward`; train-dependent ops run in training mode unless
     ``train_mode=False``."""
-    return _scope(True, train_mode)
+    return _Scope(True, train_mode)
 
 
 def pause(train_mode: bool = False) -> contextlib.AbstractContextManager:
     """Stop recording inside a :func:`record` scope (ops run in inference mode by default)."""
-    return _scope(False, train_mode)
+    return _Scope(False, train_mode)
 
 
 def train_mode() -> contextlib.AbstractContextManager:
     """Run train-dependent ops in training mode, without changing recording."""
-    return _scope(None, True)
+    return _Scope(None, True)
 
 
 def predict_mode() -> contextlib.AbstractContextManager:
     """Run train-dependent ops in inference mode, without changing recording."""
-    return _scope(None, False)
+    return _Scope(None, False)
 
 
 def is_recording() -> bool:
@@ -72,6 +81,8 @@ def is_training() -> bool:
 def set_recording(is_recording: bool) -> bool:  # noqa: A002 (MXNet's name)
     """Set the recording switch; returns the previous value."""
     prev, STATE.recording = STATE.recording, bool(is_recording)
+    if STATE.recording and not prev:
+        STATE.tape = None  # as record() does
     return prev
 
 

@@ -21,65 +21,22 @@ from .attrs import Attrs, parse_attrs
 from .base import AttrError, BindError, ShapeError, where
 from .context import Context, current_context
 from .graph import Entry, Node, variable
+from .imperative_state import (ATTR_SERIAL, GRAD_LEAF, GRAD_VAR, MODE, PENDING, PLAIN, STATE,
+                               STATS, VALUE, _serials)
+# (also reachable as imperative.<name>, as before the tables had a module of their own)
+from .imperative_state import (_REC, _REC_TRN, _TRN, FREED, LATE,  # noqa: F401
+                               is_recorded, is_training)
+from .imperative_trace import Tape
 from .ndarray import NDArray
 from .passes.infer_shape import _apply_rule
 from .passes.infer_type import _apply as _apply_type
 
-
-class _State:
-    """autograd's switches (``record`` / ``pause`` / ``train_mode``)."""
-
-    recording = False
-    training = False
-    running = 0  # > 0 while a compiled program runs (custom ops write their outputs then)
-
-
-STATE = _State()
-STATS = {"compiles": 0, "runs": 0}
-
-# Pending op nodes -> weak references to their visible output arrays.
-PENDING: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
-# Computed values: variable node -> [array]; op node -> [array or None per visible output].
-VALUE: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
-GRAD_LEAF: "weakref.WeakKeyDictionary[Node, Any]" = weakref.WeakKeyDictionary()
-FREED: "weakref.WeakSet[Node]" = weakref.WeakSet()  # heads whose graph backward released
-# Gradient nodes made by autograd.grad(create_graph=True): (recorded, training) by node.
-LATE: "weakref.WeakKeyDictionary[Node, tuple]" = weakref.WeakKeyDictionary()
-
-# How a node was made is told by WHICH of these objects its ``extra`` is (an identity test on
-# the per-step path, no lookup); compiled copies drop them (imperative_compile._canonical).
-PLAIN = Attrs()
-MODE = {(False, False): PLAIN, (True, False): Attrs({"__recorded__": "1"}),
-        (False, True): Attrs({"__train__": "1"}),
-        (True, True): Attrs({"__recorded__": "1", "__train__": "1"})}
-_REC, _TRN, _REC_TRN = MODE[True, False], MODE[False, True], MODE[True, True]
-GRAD_VAR = Attrs({"__grad_var__": "1"})  # extra of the variables of attach_grad arrays
-
-
-def is_recorded(node: Node) -> bool:
-    x = node.extra
-    if x is _REC or x is _REC_TRN:
-        return True
-    if x is PLAIN or x is _TRN:
-        return False
-    return LATE.get(node, (False, False))[0]
-
-
-def is_training(node: Node) -> bool:
-    x = node.extra
-    if x is _TRN or x is _REC_TRN:
-        return True
-    if x is PLAIN or x is _REC:
-        return False
-    return LATE.get(node, (False, False))[1]
-
+# What ``PENDING[node] = refs`` does, without its Python frame (record() runs per op call);
+# ``Entry(node, i)`` likewise (a NamedTuple's __new__ is a Python function).
+_PENDING_DATA, _PENDING_GONE, _ref = PENDING.data, PENDING._remove, weakref.ref
+_new_entry = tuple.__new__
 
 _ids = itertools.count()
-# id(Attrs) -> (the Attrs, serial): cache keys hash a small int instead of the attributes.
-# Serials are never reused, so forgetting interned Attrs (past MAX_INTERNED) cannot make an
-# old program match new attributes; it only costs recompilations.
-ATTR_SERIAL: dict[int, tuple[Attrs, int]] = {}
-_serials = itertools.count()
 MAX_INTERNED = 50000
 
 
@@ -205,7 +162,15 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
             else None
     else:
         ctx = None if info.slots else ctx or current_context()
-    entries, shapes, dtypes = [], [], []
+    entries, shapes, dtypes, refs = [], [], [], []
+    tape = None
+    if rec:  # follow the node on the tape (see Tape), in this one pass over the inputs
+        tape = STATE.tape
+        if tape is None:
+            tape = STATE.tape = Tape()
+        elif not tape.ok:
+            tape = None
+    local = tape.local if tape is not None else None
     for a in inputs:
         if ctx is None or not isinstance(a, NDArray) or (a._ctx is not ctx and a._ctx != ctx):
             _bad_inputs(info, inputs, name or info.opdef.name)
@@ -216,27 +181,33 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
             dtypes.append(a._dtype)
         else:
             e = a._entry if rec and a._recorded else (
-                Entry(a._var) if a._var is not None else _leaf(a))
+                _new_entry(Entry, (a._var, 0)) if a._var is not None else _leaf(a))
             shapes.append(b.shape)
             dtypes.append(b.dtype)
         entries.append(e)
+        if local is not None:
+            k = local.get(e.node)
+            refs.append((k, e.index) if k is not None else tape.leaf(e))
     if ctx is None:
         _bad_inputs(info, inputs, name or info.opdef.name)
     op = info.op
-    node = Node(op, name or f"{op}{next(_ids)}", info.attrs, tuple(entries),
-                MODE[rec, STATE.training])
+    train = STATE.training
+    node = Node(op, name or f"{op}{next(_ids)}", info.attrs, tuple(entries), MODE[rec, train])
     sig = (tuple(shapes), tuple(dtypes))
     found = info.sigs.get(sig)
     if found is None:
         found = info.sigs[sig] = _infer(info, node, inputs)
+    if tape is not None and tape.ok:  # (after the rules: a call that raised is not followed)
+        tape.add(node, (op, info, train, tuple(refs), sig))
     out_shapes, out_dtypes = found
-    outs = []
+    outs, alive = [], []  # (one loop: a comprehension is a function call in Python 3.11)
     for i in range(len(out_shapes)):
         a = NDArray(None, ctx)
-        a._entry, a._shape, a._dtype, a._recorded = Entry(node, i), out_shapes[i], \
-            out_dtypes[i], rec
+        a._entry, a._shape, a._dtype, a._recorded = _new_entry(Entry, (node, i)), \
+            out_shapes[i], out_dtypes[i], rec
         outs.append(a)
-    PENDING[node] = [weakref.ref(a) for a in outs]
+        alive.append(_ref(a))
+    _PENDING_DATA[_ref(node, _PENDING_GONE)] = alive  # PENDING[node] = alive
     return outs
 
 

@@ -6,8 +6,9 @@ dtype known). Guarantees: a subgraph is compiled by the unchanged pipeline (an
 ``_in1``...), once per structure: the cache key is the ops, attributes and wiring in topological
 order, the leaves' shapes and dtypes, the outputs, the context, the training mode and (for
 ``backward``) which leaves get gradients and how. A cache hit costs one walk over the recorded
-nodes, a dict lookup and one program run. Every live pending array of the subgraph is
-materialised by that one run.
+nodes (for ``backward`` usually not even that: the tape, ``imperative_trace.Tape``), a dict
+lookup and one program run. Every live pending array of the subgraph is materialised by that
+one run.
 """
 from __future__ import annotations
 
@@ -15,103 +16,20 @@ import warnings
 import weakref
 from typing import Any, Optional, Sequence
 
-import numpy as np
 
 from .base import ExecutionError
 from .context import Context
 from .graph import Entry, Node, variable
-from .imperative import (_REC, _REC_TRN, _TRN, ATTR_SERIAL, FREED, GRAD_LEAF, GRAD_VAR, PENDING,
-                         PLAIN, STATE, STATS, VALUE, is_recorded, is_training)
+from .imperative_state import (FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS, VALUE,
+                               is_training)
+from .imperative_program import Program
+from .imperative_trace import Trace, walk
 from .ndarray import NDArray
 from .registry import get_op
 
 # id(gradient array) -> weakref, for every gradient buffer a backward() wrote: gluon.Trainer
 # reads it to tell fresh gradients from stale ones (MXNet's ``_fresh_grad``), then clears it.
 GRAD_WRITTEN: dict[int, Any] = {}
-
-
-class Trace:
-    """A walked subgraph: op nodes in topological order, leaf values, and its signature."""
-
-    __slots__ = ("nodes", "local", "leaves", "leaf_entries", "leaf_of", "sig", "train")
-
-    def __init__(self) -> None:
-        self.nodes: list[Node] = []
-        self.local: dict[Node, int] = {}
-        self.leaves: list[NDArray] = []
-        self.leaf_entries: list[Entry] = []
-        self.leaf_of: dict[Entry, int] = {}
-        self.sig: list[tuple] = []
-        self.train = False
-
-    def ref(self, e: Entry) -> Any:
-        k = self.leaf_of.get(e)
-        return -1 - k if k is not None else (self.local[e.node], e.index)
-
-    def key(self) -> tuple:
-        return (tuple(self.sig), tuple([(a._buf.shape, a._buf.dtype) for a in self.leaves]))
-
-    def refs(self, entries: Sequence[Entry]) -> tuple:
-        """:meth:`ref` of each of ``entries``."""
-        leaf_of, local = self.leaf_of, self.local
-        return tuple([-1 - leaf_of[e] if e in leaf_of else (local[e.node], e.index)
-                      for e in entries])
-
-
-def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:
-    """Depth-first post-order over the nodes ``roots`` need (iterative: chains can be long).
-
-    An input is a leaf when its value is known: a variable, or a computed output (backward
-    recomputes recorded nodes instead, since their gradient needs the graph). This runs on
-    every step, so the weak tables are read through their dicts (one C call per lookup) and
-    the mode tests are inlined."""
-    tr = Trace()
-    local, leaf_of, leaves, sig = tr.local, tr.leaf_of, tr.leaves, tr.sig
-    nodes, leaf_entries = tr.nodes, tr.leaf_entries
-    value_of, serial_of, ref = VALUE.data.get, ATTR_SERIAL.get, weakref.ref
-    train_any = False
-    for root in roots:
-        if root.node in local:
-            continue
-        stack = [[root.node, 0]]
-        while stack:
-            top = stack[-1]
-            node, i = top
-            inputs = node.inputs
-            if i < len(inputs):
-                top[1] = i + 1
-                e = inputs[i]
-                n = e.node
-                if n in local or e in leaf_of:
-                    continue
-                vals = value_of(ref(n))
-                v = None
-                if vals is not None:
-                    if n.op == "null":
-                        v = vals[0]
-                    elif e.index < len(vals) and not (for_backward and is_recorded(n)):
-                        v = vals[e.index]
-                if v is None:
-                    stack.append([n, 0])
-                else:
-                    leaf_of[e] = len(leaves)
-                    leaves.append(v)
-                    leaf_entries.append(e)
-                continue
-            stack.pop()
-            x = node.extra
-            train = x is _TRN or x is _REC_TRN or (x is not PLAIN and x is not _REC
-                                                    and is_training(node))
-            train_any |= train
-            local[node] = len(nodes)
-            nodes.append(node)
-            attrs = node.attrs
-            got = serial_of(id(attrs))
-            sig.append((node.op, got[1] if got is not None and got[0] is attrs else attrs,
-                        train, tuple([-1 - leaf_of[e] if e in leaf_of else
-                                      (local[e.node], e.index) for e in inputs])))
-    tr.train = train_any
-    return tr
 
 
 def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
@@ -130,79 +48,6 @@ def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
             if e is not None and e.node is node and e.index == i and e not in skip:
                 outs.append((e, a))
     return outs
-
-
-class Program:
-    """A compiled subgraph: the executor and where each leaf and gradient is bound."""
-
-    def __init__(self, exe: Any, ctx: Context, n_leaves: int, n_out: int) -> None:
-        self.exe, self.ctx, self.n_out = exe, ctx, n_out
-        names = [f"_in{k}" for k in range(n_leaves)]
-        self.slots = [(exe.arg_dict, n) if n in exe.arg_dict else (exe.aux_dict, n)
-                      for n in names]
-        self.owned = [False] * n_leaves
-        self.gpu = ctx.device_type == "gpu"
-
-    def bind(self, leaves: Sequence[NDArray], grads: Sequence[tuple[str, NDArray]]) -> None:
-        """Point the executor at this call's leaves: on the CPU by rebinding; on the GPU a
-        changing argument is copied into a buffer the program owns, so device pointers stay
-        fixed and the CUDA graph replays."""
-        exe = self.exe
-        for k, ((d, name), leaf) in enumerate(zip(self.slots, leaves)):
-            cur = d[name]
-            if cur._buf is leaf._buf:
-                continue
-            if not self.gpu or d is exe.aux_dict:
-                d[name] = leaf
-                continue
-            if not self.owned[k]:
-                d[name] = _device_array(leaf.shape, leaf.dtype, self.ctx)
-                self.owned[k] = True
-            _copy_device(d[name], leaf)
-        for name, g in grads:
-            exe.grad_dict[name] = g
-
-    def take_outputs(self) -> list[Any]:
-        """The first ``n_out`` output buffers, handed over (CPU) or copied (GPU, where the
-        program keeps writing into its own output arrays)."""
-        bufs = []
-        for o in self.exe.outputs[:self.n_out]:
-            if self.gpu:
-                fresh = _device_array(o.shape, o.dtype, self.ctx)
-                _copy_device(fresh, o)
-                bufs.append(fresh._buf)
-            else:
-                bufs.append(o._buf)
-                o._buf = np.empty_like(o._buf)
-        return bufs
-
-
-_POOLS: dict[int, Any] = {}  # device id -> pycuda DeviceMemoryPool
-
-
-def _device_array(shape: tuple, dtype: np.dtype, ctx: Context) -> NDArray:
-    """Uninitialised device memory from a per-device pool: results handed out every step are
-    allocated and freed without cuMemAlloc/cuMemFree (the latter synchronises the device)."""
-    from pycuda.tools import DeviceMemoryPool
-    from .cuda.runtime import DeviceArray, activate
-    with activate(ctx.device_id):
-        pool = _POOLS.get(ctx.device_id)
-        if pool is None:
-            pool = _POOLS[ctx.device_id] = DeviceMemoryPool()
-        arr = DeviceArray(tuple(shape), np.dtype(dtype), allocator=pool.allocate)
-    arr.device_id = ctx.device_id
-    return NDArray(arr, ctx)
-
-
-def _copy_device(dst: NDArray, src: NDArray) -> None:
-    """Device-to-device copy on the legacy default stream: asynchronous for the host, yet
-    ordered after the work of every (blocking) program stream and before their later work,
-    so programs of different executors that share arrays see each other's results."""
-    import pycuda.driver as drv
-    from .cuda.runtime import activate
-    with activate(dst._ctx.device_id):
-        if dst._buf.nbytes:
-            drv.memcpy_dtod_async(dst._buf.ptr, src._buf.ptr, dst._buf.nbytes)
 
 
 def _canonical(tr: Trace, prefix: str = "_in") -> tuple[list[Node], list[Node]]:
@@ -238,7 +83,9 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
     exe = Executor.bind(sym, ctx, args, grad_arrays or None, reqs, aux or None,
                         stages=(train,))
     STATS["compiles"] += 1
-    return Program(exe, ctx, len(tr.leaves), len(outputs) + len(blocked))
+    prog = Program(exe, ctx, len(tr.leaves), len(outputs) + len(blocked))
+    prog.train_dependent = any(get_op(n.op).train_dependent for n in tr.nodes)
+    return prog
 
 
 _IN_NAMES: list[str] = []  # "_in0", "_in1"... (not formatted again on every step)
@@ -267,13 +114,20 @@ def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any]) ->
             continue
         a._buf = buf
         node = entry.node
-        vals = VALUE.get(node)
+        vals = VALUE.data.get(weakref.ref(node))  # VALUE.get(node)
         if vals is None:
             vals = VALUE[node] = [None] * len(PENDING.get(node, ())) or [None]
         if entry.index < len(vals):
             vals[entry.index] = NDArray(buf, a._ctx)
         if not a._recorded:  # its value is all that is needed from now on
             a._entry = None
+
+
+def _forget_pending(nodes: Sequence[Node]) -> None:
+    """``PENDING.pop(node, None)`` for each node (through the dict: one C call each)."""
+    pop, ref = PENDING.data.pop, weakref.ref
+    for node in nodes:
+        pop(ref(node), None)
 
 
 def _run(prog: Program, tr: Trace, grads: Sequence[tuple[str, NDArray]], train: Any) -> None:
@@ -300,8 +154,7 @@ def force_pending(arrays: Sequence[NDArray]) -> None:
         prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
     _run(prog, tr, (), None)
     _materialise(outs, prog.take_outputs())
-    for node in tr.nodes:
-        PENDING.pop(node, None)
+    _forget_pending(tr.nodes)
 
 
 def _describe(a: NDArray) -> str:
@@ -317,7 +170,7 @@ def _check_heads(heads: Sequence[NDArray]) -> None:
             raise ExecutionError(
                 f"backward: {_describe(h)} was not computed under autograd.record() from "
                 f"arrays with attach_grad(), so it has no graph to differentiate")
-        if h._entry.node in FREED:
+        if weakref.ref(h._entry.node) in FREED.data:  # (FREED's own test, without its frame)
             raise ExecutionError(
                 f"backward: the graph of {_describe(h)} was released by an earlier backward; "
                 f"pass retain_graph=True to differentiate it twice")
@@ -385,31 +238,67 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     _check_heads(heads)
     ctx = heads[0]._ctx
     entries = [h._entry for h in heads]
-    tr = walk(entries, for_backward=True)
-    if tr.train:
+    tr, plan, prog = _taped(entries, ctx, head_grads, variables)
+    if tr is None:
+        tr = walk(entries, for_backward=True)
+        plan = _plan(tr, ctx, entries, head_grads, variables)
+        prog = _CACHE.get(plan[0])
+    key, grads, results, others, hg = plan
+    if prog is None:
+        prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
+    if tr.train and prog.train_dependent:
         _warn_recomputed(tr)
+    _run(prog, tr, [(_in_name(k), g) for k, (g, _) in grads.items()], (hg, tr.train))
+    if variables is None:
+        _note_written([g for g, _ in grads.values()])
+    bufs = prog.take_outputs()
+    _materialise(list(zip(entries, heads)) + others, bufs)
+    _forget_pending(tr.nodes)
+    if not retain_graph:
+        freed, gone = FREED.data, FREED._remove
+        for e in entries:
+            freed.add(weakref.ref(e.node, gone))  # FREED.add(e.node)
+    return results if variables is not None else None
+
+
+_BAD_TAPES: dict[tuple, bool] = {}  # backward keys of tapes holding more than the heads need
+
+
+def _taped(entries: list[Entry], ctx: Context, head_grads: Optional[Sequence[Any]],
+           variables: Optional[Sequence[NDArray]]) -> tuple:
+    """``(tape, its plan, the cached program or None)`` when the tape can stand for the walk
+    from ``entries`` (``imperative_trace.Tape``), else ``(None, None, None)``. The check that the
+    heads need every node of the tape runs when its key has no program yet."""
+    tape, STATE.tape = STATE.tape, None  # a backward ends what the tape followed
+    if tape is None or not tape.ok or not tape.resolve():
+        return None, None, None
+    for e in entries:
+        if e.node not in tape.local:
+            return None, None, None
+    plan = _plan(tape, ctx, entries, head_grads, variables)
+    prog = _CACHE.get(plan[0])
+    if prog is None and (plan[0] in _BAD_TAPES or not tape.needs_all(entries)):
+        _BAD_TAPES[plan[0]] = True  # heads that need only part of the tape: walk
+        while len(_BAD_TAPES) > MAX_PROGRAMS:
+            del _BAD_TAPES[next(iter(_BAD_TAPES))]
+        return None, None, None
+    return tape, plan, prog
+
+
+def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Sequence[Any]],
+          variables: Optional[Sequence[NDArray]]) -> tuple:
+    """The program key of a backward over ``tr``, with the gradient leaves, results, live
+    outputs and head gradients it is run with."""
     grads, results = _grad_leaves(tr, variables)
     others = _live_outputs(tr, set(entries))
     hg = None if head_grads is None else list(head_grads) + [None] * len(others)
     gpu_ids = tuple([id(g._buf) for g, _ in grads.values()]) if ctx.device_type == "gpu" \
         else ()
     key = ("backward", ctx, tr.train, tr.key(), tr.refs(entries),
-           tr.refs([e for e, _ in others]), tuple([g is None for g in (hg or ())]),
+           tr.refs([e for e, _ in others]),
+           tuple([g is None for g in hg]) if hg is not None else (),
            tuple([(k, req) for k, (_, req) in grads.items()]), gpu_ids)
-    prog = _CACHE.get(key)
-    if prog is None:
-        prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
-    _run(prog, tr, [(_in_name(k), g) for k, (g, _) in grads.items()], (hg, tr.train))
-    if variables is None:
-        _note_written([g for g, _ in grads.values()])
-    bufs = prog.take_outputs()
-    _materialise(list(zip(entries, heads)) + others, bufs)
-    for node in tr.nodes:
-        PENDING.pop(node, None)
-    if not retain_graph:
-        for e in entries:
-            FREED.add(e.node)
-    return results if variables is not None else None
+    return key, grads, results, others, hg
 
 
 def recorded_symbol(a: NDArray) -> Any:

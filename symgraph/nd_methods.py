@@ -210,16 +210,20 @@ def make_nd_function(opdef: registry.OpDef):
     """The ``sg.nd`` function of one op: arrays positionally or by input name, then attributes
     by keyword (or positionally, in the op's schema order, after the arrays); ``out=``."""
     params = [p for p in opdef.params if p != "**"]
+    op = opdef.name
 
     def op_function(*args: Any, out: Optional[NDArray] = None, name: Optional[str] = None,
                     **kwargs: Any) -> Union[NDArray, list]:
-        key = _fast_key(opdef.name, args, kwargs)
+        key = _fast_key(op, args, kwargs) if kwargs else (op, tuple(map(type, args)), ())
         try:
             info = FAST_CALLS.get(key) if key is not None else None
         except TypeError:  # an unhashable attribute value (a tuple of lists)
             key, info = None, None
         if info is not None:  # seen before: arrays positionally, attributes by keyword
-            return _result(record(info, args, name), out)
+            outs = record(info, args, name)
+            if out is None:
+                return outs[0] if len(outs) == 1 else outs
+            return _result(outs, out)
         if opdef.variadic:
             arrays = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) \
                 else list(args)

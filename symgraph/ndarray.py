@@ -183,7 +183,7 @@ class NDArray:
         return other
 
     def as_in_context(self, ctx: Context) -> "NDArray":
-        return self if ctx == self._ctx else self.copyto(ctx)
+        return self if ctx is self._ctx or ctx == self._ctx else self.copyto(ctx)
 
     def copy(self) -> "NDArray":
         return self.copyto(self._ctx)

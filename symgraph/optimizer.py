@@ -105,6 +105,7 @@ class Optimizer:
         self.rule = self._rule()
         self._row_memo: dict[Any, tuple] = {}  # index -> scalar row (see step_rows)
         self._row_snapshot: Optional[tuple] = None
+        self._scalar_dicts: dict[tuple, dict] = {}  # row -> its float64 scalars by name
         self.mp_rule = self.rule.master_weight_rule()
 
     # -- the rule and its per-step scalars -------------------------------------------------
@@ -186,11 +187,17 @@ class Optimizer:
     def update_multi(self, indices: Sequence[Any], weights: Sequence[Any],
                      grads: Sequence[Any], states: Sequence[Sequence[np.ndarray]]) -> None:
         """One step for several parameters (the scalar table is built once)."""
-        names = self.rule.scalars
+        names, tables = self.rule.scalars, self._scalar_dicts
+        if len(tables) > 4096:  # (a schedule makes new rows every step)
+            tables.clear()
         for i, (row, w, g, st) in enumerate(zip(self.step_rows(indices), weights, grads,
                                                 states)):
-            # float64 scalars, as the table of step_scalars holds them (numpy promotion)
-            self._apply(w, g, st, {k: np.float64(v) for k, v in zip(names, row)}, indices[i])
+            # float64 scalars, as the table of step_scalars holds them (numpy promotion);
+            # the same row (unchanged hyper-parameters) gives the same read-only dict
+            table = tables.get(row)
+            if table is None:
+                table = tables[row] = {k: np.float64(v) for k, v in zip(names, row)}
+            self._apply(w, g, st, table, indices[i])
 
     def update(self, index: Any, weight: Any, grad: Any, state: Sequence[np.ndarray]) -> None:
         """Apply one step to ``weight`` (an NDArray or numpy array) in place; states too."""

@@ -46,8 +46,9 @@ def time_ms(closures: list, stream: Any, reps: int = 3) -> float:
     return end.time_since(begin)
 
 
-def fastest(n: int, launch: Callable[[int], None], reps: int = 5, rounds: int = 2) -> int:
-    """Index of the fastest of ``n`` candidates, ``launch(i)`` running candidate ``i`` once on
+def fastest(n: int, launch: Callable[[int], None], reps: int = 5,
+            rounds: int = 2) -> tuple[int, float]:
+    """(index, milliseconds per run) of the fastest of ``n`` candidates, ``launch(i)`` running candidate ``i`` once on
     the default stream: each is warmed up once, then timed over ``reps`` runs, in ``rounds``
     rounds keeping each one's best (a choice that differs between processes costs more than
     the extra runs). A candidate that fails (ExecutionError) is never chosen."""
@@ -64,5 +65,6 @@ def fastest(n: int, launch: Callable[[int], None], reps: int = 5, rounds: int = 
                 end.synchronize()
             except ExecutionError:
                 continue
-            best[i] = min(best[i], end.time_since(begin))
-    return min(range(n), key=best.__getitem__)
+            best[i] = min(best[i], end.time_since(begin) / reps)
+    k = min(range(n), key=best.__getitem__)
+    return k, best[k]

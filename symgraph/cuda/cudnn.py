@@ -157,6 +157,7 @@ class ConvPlan:
         _check(lib.cudnnSetConvolutionMathType(self.conv, math_type(dtype)), "set math type")
         self.choice: dict[str, tuple] = {}  # kind -> engine: ("legacy", algo) / ("graph", ...)
         self.ws: dict[str, int] = {}
+        self.ms: dict[str, float] = {}  # the chosen engine's measured time (when measured)
         found = {kind: self._engines(kind, dims, last, dtype) for kind in KINDS}
         for kind, engines in found.items():
             if not engines:
@@ -194,7 +195,7 @@ class ConvPlan:
         ws = drv.mem_alloc(max(256, max(n for e in found.values() for _, n in e)))
         for kind, engines in found.items():
             a, b, out = (int(bufs[n]) for n in KINDS[kind][3])
-            best = fastest(len(engines), lambda i: self.launch(
+            best, self.ms[kind] = fastest(len(engines), lambda i: self.launch(
                 kind, engines[i][0], a, b, out, int(ws), engines[i][1]))
             self.choice[kind], self.ws[kind] = engines[best]
 

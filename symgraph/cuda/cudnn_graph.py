@@ -4,10 +4,9 @@ cuDNN 9's legacy ``cudnnFind*`` chooses among the legacy algorithms only. On cha
 (NHWC, the layout its tensor-core kernels want) those are slower than on NCHW, while the graph
 API's engines (the implicit-GEMM kernels PyTorch reaches through cudnn-frontend) are several
 times faster. A :class:`GraphCall` states one call (forward, backward data or backward filter)
-as a graph of one operation, asks the heuristics (mode A) for engine configurations, finalizes
-the execution plans of the first ``CANDIDATES`` (``cudnn.ConvPlan`` times them beside the
-legacy algorithms and keeps the fastest).
-float32 keeps to engines without the TENSOR_CORE numerical note (no TF32, like the legacy
+as a graph of one operation, asks the heuristics (modes A, B and FALLBACK) for engine
+configurations and finalizes the execution plans of the first ``CANDIDATES`` of each
+(``cudnn.ConvPlan`` times them beside the legacy algorithms and keeps the fastest). float32 keeps to engines without the TENSOR_CORE numerical note (no TF32, like the legacy
 path's FMA math) unless ``SYMGRAPH_TF32=1``.
 
 Tensor unique ids: 1 the data (x or dx), 2 the filter (w or dw), 3 the output (y or dy), for
@@ -27,7 +26,8 @@ OP_FWD, OP_BWD_FILTER, OP_BWD_DATA, OPERATIONGRAPH, VARIANT_PACK, TENSOR = 10, 1
 # cudnnBackendAttributeType_t
 T_HANDLE, T_DATA_TYPE, T_INT64, T_FLOAT, T_VOID_PTR, T_CONV_MODE, T_HEUR_MODE = 0, 1, 3, 4, 6, 7, 8
 T_NUMERICAL_NOTE, T_DESCRIPTOR = 11, 15
-CROSS_CORRELATION, HEUR_MODE_A, DATA_FLOAT = 1, 3, 0
+CROSS_CORRELATION, DATA_FLOAT = 1, 0
+HEUR_MODES = (3, 1, 2)  # cudnnBackendHeurMode_t A, B, FALLBACK
 NOT_FP32 = (0, 1)  # numerical notes TENSOR_CORE, DOWN_CONVERT_INPUTS: TF32 for float32 data
 DATA_TYPES = {"float32": 0, "float16": 2, "bfloat16": 9}  # cudnnDataType_t per storage dtype
 # (operation type, its first attribute: alpha, beta, conv desc, then three tensors, and the
@@ -144,12 +144,22 @@ class GraphCall:
                       if not (float32 and not tf32 and tc)]
 
     def _plans(self, graph: Any) -> list[tuple]:
-        """(plan, workspace bytes, uses tensor cores) of the heuristics' first configs that
-        finalize."""
+        """(plan, workspace bytes, uses tensor cores) of the first ``CANDIDATES`` configs that
+        finalize, per heuristics mode (``HEUR_MODES``: their lists differ, and the fastest
+        engine is not always in the first)."""
+        found: list[tuple] = []
+        for mode in HEUR_MODES:
+            try:
+                found += self._mode_plans(graph, mode)
+            except ExecutionError:  # a mode without results for this graph
+                continue
+        return found
+
+    def _mode_plans(self, graph: Any, mode: int) -> list[tuple]:
         api, count = self.api, ctypes.c_int64()
         heur = api.create(ENGINEHEUR)
         api.set(heur, 201, T_DESCRIPTOR, ctypes.c_void_p, graph)
-        api.set(heur, 200, T_HEUR_MODE, ctypes.c_int, HEUR_MODE_A)
+        api.set(heur, 200, T_HEUR_MODE, ctypes.c_int, mode)
         api.check(api.finalize(heur, "heuristics"), "finalize heuristics")
         api.check(api.lib.cudnnBackendGetAttribute(heur, 202, T_DESCRIPTOR, 0,
                                                    ctypes.byref(count), None), "config count")

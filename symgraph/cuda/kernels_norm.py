@@ -1,6 +1,7 @@
 """C templates of ``lowering_norm``: LRN's forward (one thread per element sums the squares of its
-``nsize`` channel neighbours, in float) and BatchNorm's backward sums (a two-stage per-channel
-reduction of ``dy`` and ``dy * xhat`` in one pass)."""
+``nsize`` channel neighbours, in float), BatchNorm's training statistics and its backward sums
+(each a two-stage per-channel pair of sums in one pass over the data: ``x - shift`` and its
+square; ``dy`` and ``dy * xhat``)."""
 from __future__ import annotations
 
 from .codegen import Rendered, c_float, dtype_helpers, grid_stride_kernel, kernel_name, ptr
@@ -29,32 +30,26 @@ def render_lrn(channels: int, rest: int, nsize: int, alpha: float, beta: float, 
                               params, body, 3)
 
 
-def render_bn_backward_sums(outer: int, channels: int, inner: int, chunks: int, eps: float,
-                            dtype: str = "float32", stat_dtype: str = "") -> Rendered:
-    """Stage one of BatchNorm's backward over an (outer, channels, inner) array: block ``v``
-    sums, over chunk ``v % chunks`` of channel ``v / chunks``, ``dy`` and ``dy * xhat`` with
-    ``xhat = (x - mean[c]) / sqrt(var[c] + eps)``, in float, into ``part[2v]`` and
-    ``part[2v + 1]``. Any block size that is a multiple of 32 (at most 1024). ``dy`` and
-    ``x`` are of ``dtype``, the statistics of ``stat_dtype`` (default: the same)."""
-    stat_dtype = stat_dtype or dtype
+def _pair_sums(outer: int, channels: int, inner: int, chunks: int, setup: str,
+               element: str) -> str:
+    """Body of stage one of a two-stage per-channel pair of sums over an (outer, channels,
+    inner) array: block ``v`` takes chunk ``v % chunks`` of channel ``c = v / chunks``, runs
+    ``setup`` once, then for each of its elements (index ``at``) ``element``, which adds to the
+    float accumulators ``a`` and ``b``; the block's totals go to ``part[2v]``, ``part[2v + 1]``.
+    Any block size that is a multiple of 32 (at most 1024)."""
     m = outer * inner
     clen = -(-m // chunks)
-    tag = kernel_name("bn_backward_sums",
-                      f"{outer},{channels},{inner},{chunks},{eps},{dtype},{stat_dtype}")
-    body = (
+    return (
         "    __shared__ float s1[32], s2[32];\n"
         f"    for (long long v = blockIdx.x; v < {channels * chunks}LL; v += gridDim.x) {{\n"
         f"        const long long c = v / {chunks}LL, r0 = (v % {chunks}LL) * {clen}LL;\n"
         f"        const long long r1 = r0 + {clen}LL < {m}LL ? r0 + {clen}LL : {m}LL;\n"
-        "        const float mu = sg_ld(mean[c]);\n"
-        f"        const float rstd = rsqrtf(sg_ld(var[c]) + {c_float(eps)});\n"
+        f"{setup}"
         "        float a = 0.f, b = 0.f;\n"
         "        for (long long r = r0 + threadIdx.x; r < r1; r += blockDim.x) {\n"
         f"            const long long at = ((r / {inner}LL) * {channels}LL + c) * {inner}LL"
         f" + r % {inner}LL;\n"
-        "            const float g = sg_ld(dy[at]);\n"
-        "            a += g;\n"
-        "            b += g * (sg_ld(x[at]) - mu) * rstd;\n"
+        f"{element}"
         "        }\n"
         "        for (int s = 16; s > 0; s >>= 1) {\n"
         "            a += __shfl_down_sync(0xffffffffu, a, s);\n"
@@ -77,10 +72,71 @@ def render_bn_backward_sums(outer: int, channels: int, inner: int, chunks: int, 
         "        }\n"
         "        __syncthreads();\n"
         "    }\n")
+
+
+def render_bn_backward_sums(outer: int, channels: int, inner: int, chunks: int, eps: float,
+                            dtype: str = "float32", stat_dtype: str = "") -> Rendered:
+    """Stage one of BatchNorm's backward over an (outer, channels, inner) array: the sums of
+    ``dy`` and ``dy * xhat``, ``xhat = (x - mean[c]) / sqrt(var[c] + eps)``, per chunk of a
+    channel (``_pair_sums``). ``dy`` and ``x`` are of ``dtype``, the statistics of
+    ``stat_dtype`` (default: the same)."""
+    stat_dtype = stat_dtype or dtype
+    tag = kernel_name("bn_backward_sums",
+                      f"{outer},{channels},{inner},{chunks},{eps},{dtype},{stat_dtype}")
+    body = _pair_sums(outer, channels, inner, chunks,
+                      "        const float mu = sg_ld(mean[c]);\n"
+                      f"        const float rstd = rsqrtf(sg_ld(var[c]) + {c_float(eps)});\n",
+                      "            const float g = sg_ld(dy[at]);\n"
+                      "            a += g;\n"
+                      "            b += g * (sg_ld(x[at]) - mu) * rstd;\n")
     params = (f"float* __restrict__ part, {ptr('dy', dtype)}, {ptr('x', dtype)}, "
               f"{ptr('mean', stat_dtype)}, {ptr('var', stat_dtype)}")
     src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{body}}}\n"
     return Rendered(tag, src, 5, helpers=dtype_helpers(dtype, stat_dtype))
+
+
+def render_bn_stats(outer: int, channels: int, inner: int, chunks: int,
+                    dtype: str = "float32") -> Rendered:
+    """Stage one of BatchNorm's training statistics: per chunk of a channel, the sums of
+    ``d`` and ``d * d`` with ``d = x - x[c's first element]`` (a shift inside the channel's
+    values keeps the one-pass variance accurate in float, where the sum of squares of large
+    values would cancel)."""
+    tag = kernel_name("bn_stats", f"{outer},{channels},{inner},{chunks},{dtype}")
+    body = _pair_sums(outer, channels, inner, chunks,
+                      f"        const float s = sg_ld(x[c * {inner}LL]);\n",
+                      "            const float d = sg_ld(x[at]) - s;\n"
+                      "            a += d;\n"
+                      "            b += d * d;\n")
+    params = f"float* __restrict__ part, {ptr('x', dtype)}"
+    src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{body}}}\n"
+    return Rendered(tag, src, 2, helpers=dtype_helpers(dtype))
+
+
+def render_bn_stats_finish(channels: int, inner: int, chunks: int, count: int, momentum: float,
+                           dtype: str = "float32", stat_dtype: str = "float32") -> Rendered:
+    """Stage two of the statistics: per channel, the mean and (biased) variance of its
+    ``count`` values from the partial pairs and the shift, and the moving statistics updated
+    with ``momentum`` (``mm * momentum + mean * (1 - momentum)``), all of ``stat_dtype``."""
+    m = c_float(momentum)
+    body = ("        float a = 0.f, b = 0.f;\n"
+            f"        for (int k = 0; k < {chunks}; ++k) {{\n"
+            f"            a += part[2 * (i * {chunks}LL + k)];\n"
+            f"            b += part[2 * (i * {chunks}LL + k) + 1];\n"
+            "        }\n"
+            f"        const float d = a / {count}.f;\n"
+            f"        const float mu = sg_ld(x[i * {inner}LL]) + d;\n"
+            f"        const float v = fmaxf(b / {count}.f - d * d, 0.f);\n"
+            "        mean[i] = mu;\n"
+            "        var[i] = v;\n"
+            f"        new_mm[i] = sg_ld(mm[i]) * {m} + mu * (1.f - {m});\n"
+            f"        new_mv[i] = sg_ld(mv[i]) * {m} + v * (1.f - {m});\n")
+    params = (f"{ptr('mean', stat_dtype, False)}, {ptr('var', stat_dtype, False)}, "
+              f"{ptr('new_mm', stat_dtype, False)}, {ptr('new_mv', stat_dtype, False)}, "
+              f"const float* __restrict__ part, {ptr('x', dtype)}, {ptr('mm', stat_dtype)}, "
+              f"{ptr('mv', stat_dtype)}")
+    return grid_stride_kernel("bn_stats_finish",
+                              f"{channels},{inner},{chunks},{count},{momentum},{dtype}", params,
+                              body, 8, helpers=dtype_helpers(dtype, stat_dtype))
 
 
 def render_bn_backward_finish(channels: int, chunks: int, dtype: str = "float32") -> Rendered:

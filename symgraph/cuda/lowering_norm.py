@@ -2,11 +2,12 @@
 ``ops/lrn.py``).
 
 LeakyReLU prints the op's own scalar formulas (``LEAKY``) through the elementwise generator, PReLU's
-per-channel ``gamma`` laid along axis 1. BatchNorm in training: per-channel mean (reduction, in float),
-variance as the mean of the centred squares (an elementwise pass into the step's workspace, then
-a reduction: the two-pass form the numpy reference computes), the normalisation as one broadcast
-kernel and the moving statistics as one small kernel each; in inference the moving statistics
-are copied out and the normalisation uses them. Which of the two runs is decided by
+per-channel ``gamma`` laid along axis 1. BatchNorm in training: one pass over the data sums,
+per channel, ``x - shift`` and its square in float (two stages: few channels would not fill the
+device; the shift, the channel's first value, keeps the one-pass variance from cancelling), a
+small kernel gives the mean, the variance and the moving statistics, and the normalisation is
+one broadcast kernel; in inference the moving statistics are copied out and the normalisation
+uses them. Which of the two runs is decided by
 ``RunCtx.is_train`` (a :class:`Switch`).
 """
 from __future__ import annotations
@@ -17,9 +18,10 @@ from .. import expr as E
 from ..expr import inp
 from .actions import Kernel, StepCtx, Switch, family, launch
 from .codegen import THREADS
-from .kernels_norm import render_bn_backward_finish, render_bn_backward_sums, render_lrn
+from .kernels_norm import (render_bn_backward_finish, render_bn_backward_sums, render_bn_stats,
+                           render_bn_stats_finish, render_lrn)
 from .lowering_elementwise import copy_actions, elementwise_actions
-from .lowering_reduce import reduce_actions, split_chunks
+from .lowering_reduce import split_chunks
 @family("leaky_relu")
 def _leaky_relu(ctx: StepCtx, p: dict) -> list:
     from ..ops.activation import LEAKY, prelu_gamma_shape
@@ -48,23 +50,22 @@ def _batch_norm(ctx: StepCtx, p: dict) -> list:
     a, x = ctx.attrs, ctx.in_shapes[0]
     ax = a["axis"] % len(x)
     vec = tuple(d if i == ax else 1 for i, d in enumerate(x))
-    red = [i for i in range(len(x)) if i != ax]
     y, mean, var, new_mm, new_mv = ctx.outs
     pairs = ((mean, ctx.ins[3]), (var, ctx.ins[4]), (new_mm, ctx.ins[3]), (new_mv, ctx.ins[4]))
     infer = [a for dst, src in pairs for a in copy_actions(ctx, dst, src, (x[ax],))]
     infer += _normalise(ctx, vec, ctx.ins[3], ctx.ins[4])
     if a["use_global_stats"]:
         return infer
-    sq = ctx.new_array(prod(x), "float32")  # centred squares in float: var is their mean
-    m = a["momentum"]
-    train = reduce_actions(ctx, x, red, "mean", ctx.ins[0], mean)
-    train += elementwise_actions(ctx, "centred_square", [(inp(0) - inp(1)) * (inp(0) - inp(1))],
-                                 [x, vec], [ctx.ins[0], mean], x, [sq])
-    train += reduce_actions(ctx, x, red, "mean", sq, var)
+    outer, inner = prod(x[:ax]), prod(x[ax + 1:])
+    chunks = split_chunks(x[ax], outer * inner, ctx.sm_count)
+    part = ctx.new_array(2 * x[ax] * chunks, "float32")
+    dt, st = ctx.dt(ctx.ins[0]), ctx.dt(mean)  # narrow data keeps float32 statistics
+    train = [Kernel(render_bn_stats(outer, x[ax], inner, chunks, dt), x[ax] * chunks, THREADS,
+                    (part, ctx.ins[0]), x[ax] * chunks),
+             launch(ctx, render_bn_stats_finish(x[ax], inner, chunks, outer * inner,
+                                                a["momentum"], dt, st),
+                    (mean, var, new_mm, new_mv, part, ctx.ins[0], ctx.ins[3], ctx.ins[4]), x[ax])]
     train += _normalise(ctx, vec, mean, var)
-    for stat, old, new in ((mean, ctx.ins[3], new_mm), (var, ctx.ins[4], new_mv)):
-        train += elementwise_actions(ctx, "moving_stat", [inp(0) * m + inp(1) * (1.0 - m)],
-                                     [(x[ax],), (x[ax],)], [old, stat], (x[ax],), [new])
     return [Switch(tuple(train), tuple(infer))]
 
 

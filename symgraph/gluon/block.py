@@ -19,7 +19,9 @@ from .. import ndarray as _nd
 from .. import symbol as _sym
 from ..symbol import Symbol
 from ..base import AttrError, BindError, GraphError, SymgraphError
-from .parameter import DeferredInitializationError, Parameter
+from ..imperative import _call_info, record
+from ..registry import get_op
+from .parameter import VERSION, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict, load_file, load_named
 
 
@@ -100,6 +102,7 @@ class Block:
                 self.register_child(value, name)
             elif isinstance(value, Parameter):
                 self._reg_params[name] = value
+                VERSION[0] += 1  # (forward keeps the parameters' arrays while it is unchanged)
         super().__setattr__(name, value)
 
     def _alias(self) -> str:
@@ -253,6 +256,8 @@ class HybridBlock(Block):
         self._active = False
         self._cached: dict = {}        # input signature -> traced program (cached_op.py)
         self._cached_graph: tuple = ()  # (input symbols, output symbol) of the last trace
+        self._nd_calls: dict = {}  # (sg.nd function, arity) -> (attributes, call); see _op
+        self._nd_params: Optional[tuple] = None  # (VERSION, context, parameter arrays)
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -294,6 +299,19 @@ class HybridBlock(Block):
             from .cached_op import call_cached
             return call_cached(self, (x,) + args)
         ctx = x.context
+        got = self._nd_params
+        if got is not None and got[0] == VERSION[0] and got[1] == ctx:
+            params = got[2]  # no Parameter's arrays changed since
+        else:
+            params = self._params_on(ctx, x, args)
+        try:
+            return self.hybrid_forward(_nd, x, *args, **params)
+        except SymgraphError as exc:
+            raise _named(exc, self.prefix) from None
+
+    def _params_on(self, ctx: Any, x: Any, args: tuple) -> dict:
+        """This block's parameter arrays on ``ctx`` (deferred initialisations run first);
+        kept for the next forward until a Parameter's arrays change (``VERSION``)."""
         try:
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
         except DeferredInitializationError:
@@ -301,10 +319,25 @@ class HybridBlock(Block):
             for p in self.collect_params().values():
                 p._finish_deferred_init()
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
-        try:
-            return self.hybrid_forward(_nd, x, *args, **params)
-        except SymgraphError as exc:
-            raise _named(exc, self.prefix) from None
+        self._nd_params = (VERSION[0], ctx, params)
+        return params
+
+    def _op(self, F: Any, fn: Callable, arrays: tuple, attrs: dict,
+            name: Optional[str] = "fwd") -> Any:
+        """A layer's op: ``fn(*arrays, name=name, **attrs)`` (no name: ``fn(*arrays, **attrs)``),
+        ``fn`` being ``F``'s function of the op. On NDArrays (``F`` is ``sg.nd``) the call
+        parsed for these attributes is kept per function and arity, and recorded directly: a
+        layer calls its ops with the same attributes at every step, and comparing them costs
+        less than ``sg.nd``'s keyword key (a layer calling one op with two attribute sets
+        looks the call up again each time it switches)."""
+        if F is not _nd:
+            return fn(*arrays, **attrs) if name is None else fn(*arrays, name=name, **attrs)
+        got = self._nd_calls.get((fn, len(arrays)))
+        if got is None or got[0] != attrs:
+            got = self._nd_calls[fn, len(arrays)] = (
+                dict(attrs), _call_info(get_op(fn.__name__), dict(attrs), name))
+        outs = record(got[1], arrays, name)
+        return outs[0] if len(outs) == 1 else outs
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         """The computation with ``F`` = ``sg.nd`` or ``sg.sym``; subclasses override it."""

@@ -10,9 +10,10 @@ every step, so the compiled program is found in the imperative program cache, an
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from ..base import GraphError
+from .parameter import VERSION
 
 
 class TracedProgram:
@@ -24,39 +25,49 @@ class TracedProgram:
         self.input_names = [i.name for i in inputs]
         params = block.collect_params()
         self.params: dict[str, Any] = {}
-        self.steps: list[tuple] = []
+        self.steps: list[tuple] = []  # (position, call, input references, name)
+        self.inputs: list[tuple[int, int]] = []  # (position, argument index)
+        self.param_at: list[tuple[int, Any]] = []  # (position, Parameter)
         index: dict[Any, int] = {}
         for node in topo_order(graph.outputs):
             if node.is_variable:
-                if node.name not in self.input_names:
-                    if node.name not in params:
-                        raise GraphError(f"{block.name}: unknown input {node.name!r} of the "
-                                         f"traced graph (not an input nor a Parameter)")
+                if node.name in self.input_names:
+                    self.inputs.append((len(index), self.input_names.index(node.name)))
+                elif node.name in params:
                     self.params[node.name] = params[node.name]
+                    self.param_at.append((len(index), params[node.name]))
+                else:
+                    raise GraphError(f"{block.name}: unknown input {node.name!r} of the "
+                                     f"traced graph (not an input nor a Parameter)")
                 index[node] = len(index)
                 continue
             refs = tuple((index[e.node], e.index) for e in node.inputs)
-            self.steps.append((_call_of(node), refs, node.name))
+            self.steps.append((len(index), _call_of(node), refs, node.name))
             index[node] = len(index)
-        self.variables = [n for n in index]  # node order: variables and ops interleaved
+        self.n_nodes = len(index)
         self.outputs = [(index[e.node], e.index) for e in graph.outputs]
         self.n_out = len(graph.outputs)
+        self._arrays: Optional[tuple] = None  # (parameter VERSION, context, their arrays)
 
     def run(self, args: Sequence[Any]) -> Any:
+        """Record the traced nodes on ``args`` and the parameters' arrays; the outputs."""
         from .. import imperative
         ctx = args[0].context
-        by_name = dict(zip(self.input_names, args))
-        values: list[Any] = []
-        steps = iter(self.steps)
-        for node in self.variables:
-            if node.is_variable:
-                name = node.name
-                values.append((by_name[name],) if name in by_name else
-                              (self.params[name].data(ctx),))
-                continue
-            info, refs, name = next(steps)
-            out = imperative.record(info, [values[i][k] for i, k in refs], name)
-            values.append(tuple(out))
+        got = self._arrays
+        if got is None or got[0] != VERSION[0] or got[1] != ctx:
+            got = self._arrays = (VERSION[0], ctx, [(pos, (p.data(ctx),))
+                                                    for pos, p in self.param_at])
+        values: list[Any] = [None] * self.n_nodes
+        for pos, arrays in got[2]:
+            values[pos] = arrays
+        for pos, k in self.inputs:
+            values[pos] = (args[k],)
+        record = imperative.record
+        for pos, info, refs, name in self.steps:
+            ins = []  # (a loop: a comprehension is a function call per node in Python 3.11)
+            for i, k in refs:
+                ins.append(values[i][k])
+            values[pos] = record(info, ins, name)
         outs = [values[i][k] for i, k in self.outputs]
         return outs[0] if self.n_out == 1 else outs
 

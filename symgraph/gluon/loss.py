@@ -31,7 +31,7 @@ class Loss(HybridBlock):
     def _per_sample(self, F: Any, loss: Any, sample_weight: Any,
                     weight: Optional[float] = None) -> Any:
         loss = _weighting(F, loss, self._weight if weight is None else weight, sample_weight)
-        return F.mean(loss, axis=self._batch_axis, exclude=True)
+        return self._op(F, F.mean, (loss,), {"axis": self._batch_axis, "exclude": True}, None)
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         raise NotImplementedError
@@ -49,11 +49,13 @@ class SoftmaxCrossEntropyLoss(Loss):
 
     def hybrid_forward(self, F: Any, pred: Any, label: Any, sample_weight: Any = None) -> Any:
         if not self._from_logits:
-            pred = F.log_softmax(pred, axis=self._axis)
+            pred = self._op(F, F.log_softmax, (pred,), {"axis": self._axis}, None)
         if self._sparse_label:
             # MXNet's pick(..., keepdims=True), spelled so that labels shaped like pred
             # without the class axis are accepted by symgraph's pick shape rule.
-            loss = -F.expand_dims(F.pick(pred, label, axis=self._axis), axis=self._axis)
+            axis = {"axis": self._axis}
+            loss = -self._op(F, F.expand_dims,
+                             (self._op(F, F.pick, (pred, label), axis, None),), axis, None)
         else:
             label = F.reshape_like(label, pred)
             loss = -F.sum(pred * label, axis=self._axis, keepdims=True)

@@ -74,7 +74,8 @@ class Trainer:
         self._optimizer = self._make_optimizer(optimizer, optimizer_params)
         self._updaters: dict[Any, Any] = {}   # context -> Updater
         self._kvstore = kvstore
-        self._gathered: Optional[tuple[int, list]] = None  # (parameter VERSION, _gather())
+        # (parameter VERSION, _gather(), its arrays on the one context or None)
+        self._gathered: Optional[tuple[int, list, Optional[tuple]]] = None
         self._amp_loss_scaler: Any = None  # sg.amp.init_trainer: skip steps that overflow
         self._amp_original_scale = self._scale
 
@@ -112,8 +113,30 @@ class Trainer:
         self._check_batch(batch_size)
         self._optimizer.rescale_grad = self._scale / batch_size
         items = self._gather()
+        if self._steady_update():
+            return
         self._allreduce(items)
         self._update(items, ignore_stale_grad)
+
+    def _steady_update(self) -> bool:
+        """The update of a step on one context where every gradient is fresh (the loop's
+        usual step): the gathered arrays are used as they are, without the per-parameter
+        checks of :meth:`_update`. False (nothing done) whenever those checks could matter:
+        a stale gradient, several contexts, a loss scaler, a gradient buffer replaced."""
+        got = self._gathered
+        if got is None or got[2] is None or self._amp_loss_scaler is not None:
+            return False
+        ctx, indices, weights, grads = got[2]
+        written = GRAD_WRITTEN.get
+        for g in grads:
+            r = written(id(g))
+            if r is None or r() is not g:  # (a replaced buffer: the old one is stale)
+                return False
+        self._updater(ctx, weights).update_multi(indices, grads, weights)
+        pop = GRAD_WRITTEN.pop
+        for g in grads:
+            pop(id(g), None)  # stale until the next backward() writes it
+        return True
 
     def allreduce_grads(self) -> None:
         """Sum each parameter's gradients over its contexts (a no-op on one context)."""
@@ -138,7 +161,12 @@ class Trainer:
         if got is not None and got[0] == VERSION[0]:
             return got[1]
         items = self._gather_now()
-        self._gathered = (VERSION[0], items)
+        one = None  # (context, indices, weights, gradients) when there is one context
+        if len(items[0][2]) == 1:
+            weights = [arrays[0] for _, _, arrays in items]
+            one = (weights[0]._ctx, [i for i, _, _ in items], weights,
+                   [w._grad for w in weights])
+        self._gathered = (VERSION[0], items, one)
         return items
 
     def _gather_now(self) -> list[tuple[int, Parameter, list]]:

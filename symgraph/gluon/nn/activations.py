@@ -18,7 +18,7 @@ class Activation(HybridBlock):
         return self._act_type
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:
-        return F.Activation(x, act_type=self._act_type, name="fwd")
+        return self._op(F, F.Activation, (x,), {"act_type": self._act_type})
 
     def __repr__(self) -> str:
         return f"Activation({self._act_type})"

@@ -74,11 +74,11 @@ class Dense(HybridBlock):
 
     def hybrid_forward(self, F: Any, x: Any, weight: Any, bias: Any = None) -> Any:
         if bias is None:
-            out = F.FullyConnected(x, weight, no_bias=True, num_hidden=self._units,
-                                   flatten=self._flatten, name="fwd")
+            out = self._op(F, F.FullyConnected, (x, weight), {
+                "no_bias": True, "num_hidden": self._units, "flatten": self._flatten})
         else:
-            out = F.FullyConnected(x, weight, bias, num_hidden=self._units,
-                                   flatten=self._flatten, name="fwd")
+            out = self._op(F, F.FullyConnected, (x, weight, bias),
+                           {"num_hidden": self._units, "flatten": self._flatten})
         return self.act(out) if self.act is not None else out
 
     def __repr__(self) -> str:
@@ -143,8 +143,8 @@ class BatchNorm(HybridBlock):
 
     def hybrid_forward(self, F: Any, x: Any, gamma: Any, beta: Any, running_mean: Any,
                        running_var: Any) -> Any:
-        return F.BatchNorm(x, gamma, beta, running_mean, running_var, name="fwd",
-                           **self._kwargs)
+        return self._op(F, F.BatchNorm, (x, gamma, beta, running_mean, running_var),
+                        self._kwargs)
 
     def __repr__(self) -> str:
         return f"BatchNorm({self._kwargs}, in_channels={self._in_channels or None})"
@@ -167,7 +167,7 @@ class Embedding(HybridBlock):
                                       allow_deferred_init=True)
 
     def hybrid_forward(self, F: Any, x: Any, weight: Any) -> Any:
-        return F.Embedding(x, weight, name="fwd", **self._kwargs)
+        return self._op(F, F.Embedding, (x, weight), self._kwargs)
 
     def __repr__(self) -> str:
         return f"Embedding({self._kwargs['input_dim']} -> {self._kwargs['output_dim']})"

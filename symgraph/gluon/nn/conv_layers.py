@@ -65,10 +65,7 @@ class _Conv(HybridBlock):
 
     def hybrid_forward(self, F: Any, x: Any, weight: Any, bias: Any = None) -> Any:
         op = F.Convolution if self._op_name == "Convolution" else F.Deconvolution
-        if bias is None:
-            out = op(x, weight, name="fwd", **self._kwargs)
-        else:
-            out = op(x, weight, bias, name="fwd", **self._kwargs)
+        out = self._op(F, op, (x, weight) if bias is None else (x, weight, bias), self._kwargs)
         return self.act(out) if self.act is not None else out
 
     def __repr__(self) -> str:
@@ -130,7 +127,7 @@ class _Pooling(HybridBlock):
         return "pool"
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:
-        return F.Pooling(x, name="fwd", **self._kwargs)
+        return self._op(F, F.Pooling, (x,), self._kwargs)
 
     def __repr__(self) -> str:
         k = self._kwargs
