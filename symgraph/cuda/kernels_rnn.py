@@ -15,8 +15,6 @@ float, stores convert to the step's dtype.
 """
 from __future__ import annotations
 
-from typing import Callable
-
 from ..ops.rnn_cells import CELLS, GATES
 from .codegen import Rendered, expr_to_c, grid_stride_kernel, ptr, with_dtype
 
@@ -40,48 +38,70 @@ BACKWARD_PARAMS: dict[str, tuple[tuple[str, bool], ...]] = {
 BACKWARD_PARAMS["rnn_relu"] = BACKWARD_PARAMS["rnn_tanh"]
 
 
-def _gate(h: int, gh: int) -> dict[str, Callable[[int], str]]:
-    """C reads of gate ``g``: the input side, the recurrent side, both with their biases."""
-    x = lambda g: f"sg_ld(zx[z + {g * h}]) + sg_ld(bias[j + {g * h}])"  # noqa: E731
-    r = lambda g: f"sg_ld(zh[z + {g * h}]) + sg_ld(bias[j + {gh + g * h}])"  # noqa: E731
-    return {"x": x, "r": r, "sum": lambda g: f"{x(g)} + {r(g)}",
-            "zx": lambda g: f"zx[z + {g * h}]", "zh": lambda g: f"zh[z + {g * h}]"}
+class _Gates:
+    """C text of the step's gate rows: element ``(row, j)`` of gate ``g`` in ``zx``/``zh``
+    (``z`` is the row's first element plus ``j``), and reads with the biases added."""
+
+    def __init__(self, h: int, gh: int) -> None:
+        self.h, self.gh = h, gh
+
+    def zx(self, g: int) -> str:
+        return f"zx[z + {g * self.h}]"
+
+    def zh(self, g: int) -> str:
+        return f"zh[z + {g * self.h}]"
+
+    def x(self, g: int) -> str:
+        """Input side plus ``b``."""
+        return f"sg_ld({self.zx(g)}) + sg_ld(bias[j + {g * self.h}])"
+
+    def r(self, g: int) -> str:
+        """Recurrent side plus ``c`` (stored right after ``b``)."""
+        return f"sg_ld({self.zh(g)}) + sg_ld(bias[j + {self.gh + g * self.h}])"
+
+    def sum(self, g: int) -> str:
+        return f"{self.x(g)} + {self.r(g)}"
 
 
-def _forward_io(mode: str, h: int, gh: int) -> tuple[list[str], list[tuple[str, ...]]]:
-    """(C value of each forward formula input, places each formula output is stored)."""
-    g = _gate(h, gh)
-    state = ("h[i]", "y[yo]")
+IO = tuple[list[str], list[tuple[str, ...]]]
+
+
+def _forward_io(mode: str, h: int, gh: int) -> IO:
+    """(C value of each forward formula input, places each formula output is stored), in the
+    order of ``CELLS[mode].forward_in`` / ``forward_out``."""
+    g, state = _Gates(h, gh), ("h[i]", "y[yo]")
     return {
-        "lstm": ([g["sum"](k) for k in range(4)] + ["sg_ld(c_prev[i])"],
-                 [(g["zx"](k),) for k in range(4)] + [("c[i]",), state]),
-        "gru": ([g["sum"](0), g["sum"](1), g["x"](2), g["r"](2), "sg_ld(h_prev[i])"],
-                [(g["zx"](0),), (g["zx"](1),), (g["zx"](2),), (g["zh"](2),), state]),
-        "rnn_tanh": ([g["sum"](0)], [state]),
-        "rnn_relu": ([g["sum"](0)], [state]),
+        "lstm": ([g.sum(k) for k in range(4)] + ["sg_ld(c_prev[i])"],
+                 [(g.zx(k),) for k in range(4)] + [("c[i]",), state]),
+        "gru": ([g.sum(0), g.sum(1), g.x(2), g.r(2), "sg_ld(h_prev[i])"],
+                [(g.zx(0),), (g.zx(1),), (g.zx(2),), (g.zh(2),), state]),
+        "rnn_tanh": ([g.sum(0)], [state]),
+        "rnn_relu": ([g.sum(0)], [state]),
     }[mode]
 
 
-def _backward_io(mode: str, h: int, gh: int) -> tuple[list[str], list[tuple[str, ...]]]:
-    """(C value of each backward formula input, places each formula output is stored)."""
-    g = _gate(h, gh)
-    dh = "sg_ld(dh[i]) + sg_ld(dy[yo])"
-    ld = lambda ref: f"sg_ld({ref})"  # noqa: E731
+def _backward_io(mode: str, h: int, gh: int) -> IO:
+    """(C value of each backward formula input, places each formula output is stored), in
+    the order of ``CELLS[mode].backward_in`` / ``backward_out``."""
+    g, dh = _Gates(h, gh), "sg_ld(dh[i]) + sg_ld(dy[yo])"
     return {
-        "lstm": ([dh, "sg_ld(dc[i])", "sg_ld(c_prev[i])"] + [ld(g["zx"](k)) for k in range(4)]
-                 + ["sg_ld(c[i])"], [(g["zx"](k),) for k in range(4)] + [("dc[i]",)]),
-        "gru": ([dh, "sg_ld(h_prev[i])"] + [ld(g["zx"](k)) for k in range(3)]
-                + [ld(g["zh"](2))],
-                [(g["zx"](0), g["zh"](0)), (g["zx"](1), g["zh"](1)), (g["zx"](2),),
-                 (g["zh"](2),), ("dh[i]",)]),
-        "rnn_tanh": ([dh, "sg_ld(h[i])"], [(g["zx"](0),)]),
-        "rnn_relu": ([dh, "sg_ld(h[i])"], [(g["zx"](0),)]),
+        "lstm": ([dh, "sg_ld(dc[i])", "sg_ld(c_prev[i])"]
+                 + [f"sg_ld({g.zx(k)})" for k in range(4)] + ["sg_ld(c[i])"],
+                 [(g.zx(k),) for k in range(4)] + [("dc[i]",)]),
+        "gru": ([dh, "sg_ld(h_prev[i])"] + [f"sg_ld({g.zx(k)})" for k in range(3)]
+                + [f"sg_ld({g.zh(2)})"],
+                [(g.zx(0), g.zh(0)), (g.zx(1), g.zh(1)), (g.zx(2),), (g.zh(2),), ("dh[i]",)]),
+        "rnn_tanh": ([dh, "sg_ld(h[i])"], [(g.zx(0),)]),
+        "rnn_relu": ([dh, "sg_ld(h[i])"], [(g.zx(0),)]),
     }[mode]
 
 
-def _render(stem: str, mode: str, formulas: tuple, io: tuple, params: tuple, h: int, gh: int,
+def _render(stem: str, mode: str, formulas: tuple, io: IO, params: tuple, h: int, gh: int,
             out_stride: int, dtype: str) -> Rendered:
+    """One thread per (row, unit): the reads, the cell's formulas, the stores."""
     reads, stores = io
+    if len(stores) != len(formulas):  # the tables above follow CELLS' order
+        raise ValueError(f"{stem} {mode}: {len(stores)} stores for {len(formulas)} formulas")
     lines = [f"const float v{k} = {c};" for k, c in enumerate(reads)]
     body_lines, results = expr_to_c(formulas, [f"v{k}" for k in range(len(reads))])
     lines += body_lines
