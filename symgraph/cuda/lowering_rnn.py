@@ -10,6 +10,8 @@ direction (the reverse one walks t backwards):
   axis), ``c`` into ``CS`` (LSTM), and over ``ZX[t]`` (GRU: and ``ZH[t]``) what the backward
   reads. ``HS``/``CS`` hold T + 1 states: the initial one first in the direction's order
   (slot 0 forward, slot T reverse), so the state before step t is always one slot away.
+  The forward op's layers share these buffers (two layer outputs alternate); the backward's
+  recomputation keeps every layer's.
 
 Backward, per layer from the top and per direction, steps in reverse run order: the gate
 kernel turns ``ZX[t]`` into the pre-activation gradients ``dZ[t]`` (adding the output gradient
