@@ -223,9 +223,12 @@ def _rnn_backward(ctx: StepCtx, p: dict) -> list:
     ones = ctx.new_array(dm.t * dm.n, ctx.storage)
     acts += _carries(ctx, dm, grads) + [Fill(ones, 1.0, dm.t * dm.n, ctx.storage)]
     layout, dout = param_layout(ctx.attrs, dm.i), grads[0]
+    dxs: dict[int, Ref] = {}  # the input gradients of layers above 0, by parity (alternating)
     for layer in range(dm.layers - 1, -1, -1):
         width = layout[layer * dm.d][4]
-        dx = ctx.outs[0] if layer == 0 else ctx.new_array(dm.t * dm.n * width, ctx.storage)
+        if layer > 0 and layer % 2 not in dxs:
+            dxs[layer % 2] = ctx.new_array(dm.t * dm.n * width, ctx.storage)
+        dx = dxs[layer % 2] if layer > 0 else ctx.outs[0]
         for k in range(dm.d):
             s = layer * dm.d + k
             acts += _direction_backward(ctx, dm, s, runs[s], dout, fwd[1], ones)
