@@ -42,10 +42,18 @@ Shape = tuple[int, ...]
 class Ref:
     """A device buffer: ``("slot", i)``, ``("scratch", k)`` or ``("key", k)`` of the step's
     program. Keys are 64-bit random-number keys that live for the whole program: the backend
-    writes a fresh one, drawn from ``RunCtx.rng``, before each run of the step that owns it."""
+    writes a fresh one, drawn from ``RunCtx.rng``, before each run of the step that owns it.
+    ``offset``: bytes into the buffer (a time step or a weight matrix of a packed array, for
+    library calls and kernels that take the part as a whole buffer: the fused RNN)."""
 
     kind: str
     index: int
+    offset: int = 0
+
+    @property
+    def base(self) -> "Ref":
+        """The whole buffer this reference points into."""
+        return Ref(self.kind, self.index) if self.offset else self
 
 
 @dataclass(frozen=True)
@@ -88,7 +96,8 @@ def fill_bits(value: float, dtype: str) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Gemm:
-    """C[b] = op(A[b]) @ op(B[b]), row-major, ``batch`` matrices."""
+    """C[b] = op(A[b]) @ op(B[b]) (``+ C[b]`` when ``accumulate``), row-major, ``batch``
+    matrices."""
 
     trans_a: bool
     trans_b: bool
@@ -100,6 +109,7 @@ class Gemm:
     c: Ref
     batch: int = 1
     dtype: str = "float32"  # of A, B and C: float32 (SGEMM) or float16/bfloat16 (GemmEx)
+    accumulate: bool = False  # cuBLAS's beta = 1
 
 
 @dataclass(frozen=True)
@@ -191,7 +201,12 @@ class StepCtx:
 
     def dtype_of(self, ref: Ref) -> np.dtype:
         """The dtype of a buffer of this step (float32 for raw scratch bytes)."""
-        return self.types.get(ref, np.dtype(np.float32))
+        return self.types.get(ref.base, np.dtype(np.float32))
+
+    def at(self, ref: Ref, elements: int) -> Ref:
+        """``ref`` moved ``elements`` elements of its dtype further (a part of a buffer)."""
+        step = self.dtype_of(ref).itemsize * int(elements)
+        return Ref(ref.kind, ref.index, ref.offset + step)
 
     def dt(self, ref: Ref) -> str:
         """The numpy name of ``ref``'s dtype (``"float16"``, ``"bfloat16"``...)."""

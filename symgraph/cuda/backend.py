@@ -323,10 +323,10 @@ class CudaProgram:
 
     def _ptr(self, ref: Ref, env: CudaEnv) -> int:
         if ref.kind == "slot":
-            return env.ptrs[ref.index]
+            return env.ptrs[ref.index] + ref.offset
         if ref.kind == "key":
             return self._base + self._key_base + 8 * ref.index
-        return self._base + self._scratch_base + ref.index
+        return self._base + self._scratch_base + ref.index + ref.offset
 
     def _kernel_closure(self, name: str, grid: int, ptrs: tuple, n: int,
                         block: int = THREADS) -> Closure:
@@ -365,7 +365,8 @@ class CudaProgram:
         a, b, c = (self._ptr(r, env) for r in (act.a, act.b, act.c))
         dev, stream = self.device_id, self.stream
         return lambda rc: cublas.gemm(dev, stream.handle, act.trans_a, act.trans_b, act.m,
-                                      act.n, act.k, a, b, c, batch=act.batch, dtype=act.dtype)
+                                      act.n, act.k, a, b, c, accumulate=act.accumulate,
+                                      batch=act.batch, dtype=act.dtype)
 
     def _launch_host(self, act: Host, env: CudaEnv) -> Closure:
         return lambda rc: self._host_step(act, env, rc)

@@ -9,9 +9,12 @@ Outputs: ``output`` (T, N, D*H), and with ``state_outputs`` the last ``state`` (
 ``state_cell``). The backward op recomputes the forward (no stored activations) and runs
 backpropagation through time in numpy; it has no gradient itself (second derivatives raise).
 
-GPU: the host stopgap (the numpy reference on host copies), listed in HOST_FALLBACK; cuDNN's
-RNN is not wired yet. Not implemented (refused by name): dropout between layers (``p`` > 0),
-``projection_size``, LSTM state clipping, ``use_sequence_length``.
+GPU: the ``rnn`` and ``rnn_backward`` families (``cuda/lowering_rnn.py``): cuBLAS GEMMs (the
+input projection of all steps in one, then one per step for the recurrent side) and one gate
+kernel per step printing the cell formulas of ``rnn_cells.CELLS``, which the numpy reference
+evaluates too; the backward recomputes the forward on the device as here. No cuDNN RNN. Not
+implemented (refused by name): dropout between layers (``p`` > 0), ``projection_size``, LSTM
+state clipping, ``use_sequence_length``.
 """
 from __future__ import annotations
 
@@ -84,22 +87,26 @@ def _rnn_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return ins, [(t, n, d * h)] + [state] * (len(_outputs(a)) - 1)
 
 
-def _weights(a: Attrs, flat: np.ndarray, input_size: int) -> list[tuple]:
-    """(W, U, b, c) per (layer, direction), in that order, as views of ``flat``."""
+def param_layout(a: Attrs, input_size: int) -> list[tuple[int, int, int, int, int]]:
+    """Per (layer, direction), in that order: the element offsets of ``W``, ``U``, ``b`` and
+    ``c`` in the flat parameter vector, and the layer's input width (the layout above)."""
     h, g, d = a["state_size"], GATES[a["mode"]], 2 if a["bidirectional"] else 1
     mats, pos = [], 0
     for layer in range(a["num_layers"]):
         width = input_size if layer == 0 else d * h
         for _ in range(d):
-            wx = flat[pos:pos + g * h * width].reshape(g * h, width)
-            pos += g * h * width
-            wh = flat[pos:pos + g * h * h].reshape(g * h, h)
-            pos += g * h * h
-            mats.append([wx, wh])
-    for k in range(len(mats)):
-        mats[k] += [flat[pos:pos + g * h], flat[pos + g * h:pos + 2 * g * h]]
-        pos += 2 * g * h
-    return [tuple(m) for m in mats]
+            mats.append((pos, pos + g * h * width, width))
+            pos += g * h * (width + h)
+    return [(w, u, pos + 2 * g * h * k, pos + 2 * g * h * k + g * h, width)
+            for k, (w, u, width) in enumerate(mats)]
+
+
+def _weights(a: Attrs, flat: np.ndarray, input_size: int) -> list[tuple]:
+    """(W, U, b, c) per (layer, direction), in that order, as views of ``flat``."""
+    gh = a["state_size"] * GATES[a["mode"]]
+    return [(flat[w:u].reshape(gh, width), flat[u:u + gh * a["state_size"]].reshape(gh, -1),
+             flat[b:b + gh], flat[c:c + gh])
+            for w, u, b, c, width in param_layout(a, input_size)]
 
 
 def _forward(a: Attrs, xs: list) -> tuple[list, list]:
@@ -173,16 +180,14 @@ def _backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return ins, [s for s in fwd]
 
 
-HOST = ("host", {"why": "cuDNN's RNN is not wired yet: the numpy reference runs on host "
-                        "copies"})
-
 register(OpDef(
     "RNN", RNN_PARAMS, _inputs, _rnn_shape, _rnn, _rnn_grad, OPAQUE, outputs=_outputs,
-    lowering=HOST,
+    lowering=("rnn", {}),
     doc="MXNet's fused recurrent layers (lstm, gru, rnn_tanh, rnn_relu) over (T, N, I) data "
         "with one flat parameter vector (cuDNN's layout)."))
 register(OpDef(
     "_backward_RNN", RNN_PARAMS, _backward_inputs, _backward_shape, _backward, NO_GRADIENT,
-    OPAQUE, outputs=lambda a: tuple(f"d_{n}" for n in _inputs(a)), lowering=HOST,
+    OPAQUE, outputs=lambda a: tuple(f"d_{n}" for n in _inputs(a)),
+    lowering=("rnn_backward", {}),
     doc="Gradient of RNN w.r.t. its inputs (backpropagation through time, recomputing the "
         "forward)."))

@@ -11,9 +11,9 @@ from tests.ops.test_registry import ALL_CASES, _sample
 S = sg.sym
 
 # Ops that still take the documented host stopgap (inputs to the host, numpy reference, results
-# back), in some or all configurations and in every dtype: the "not done" list of issue 5
-# (docs/performance.md): the fused RNN and its backward (cuDNN's RNN not wired yet).
-HOST_FALLBACK: set[str] = {"RNN", "_backward_RNN"}
+# back), in some or all configurations and in every dtype: none (the fused RNN and its backward,
+# the last ones, lower to GEMMs and gate kernels: cuda/lowering_rnn.py). Keep it empty.
+HOST_FALLBACK: set[str] = set()
 
 
 def mlp() -> Any:

@@ -138,12 +138,24 @@ def _refs(act: object) -> tuple[Ref, ...]:
     return (act.dst, act.src) if isinstance(act, Copy) else (act.dst,)
 
 
+class _Names:
+    """C expression of a buffer reference: its allocation's name, plus its byte offset."""
+
+    def __init__(self, base: dict) -> None:
+        self.base = base
+
+    def __getitem__(self, ref: Ref) -> str:
+        name = self.base[ref.base]
+        return f"({name} + {ref.offset})" if ref.offset else name
+
+
 def _main(actions: Sequence, buffers: dict, files: dict, outputs: Sequence[Ref]) -> str:
     """A ``main`` that loads the inputs, runs the actions in order and saves the outputs."""
-    name = {ref: f"b{k}" for k, ref in enumerate(buffers)}
-    lines = [f"    unsigned char* {name[r]} = (unsigned char*)calloc({max(n, 1)}, 1);"
+    base = {ref: f"b{k}" for k, ref in enumerate(buffers)}
+    name = _Names(base)
+    lines = [f"    unsigned char* {base[r]} = (unsigned char*)calloc({max(n, 1)}, 1);"
              for r, n in buffers.items()]
-    lines += [f'    {{ FILE* f = fopen("{files[r]}", "rb"); fread({name[r]}, 1, {buffers[r]}, f); '
+    lines += [f'    {{ FILE* f = fopen("{files[r]}", "rb"); fread({base[r]}, 1, {buffers[r]}, f); '
               "fclose(f); }" for r in files if r not in outputs]
     for a in actions:
         if isinstance(a, Kernel):
@@ -152,7 +164,8 @@ def _main(actions: Sequence, buffers: dict, files: dict, outputs: Sequence[Ref])
             lines.append(f"    reinterpret_cast<void (*)({sig})>({a.kernel.name})({args});")
         elif isinstance(a, Gemm):
             ops = (f"{str(a.trans_a).lower()}, {str(a.trans_b).lower()}, {a.m}, {a.n}, {a.k}, "
-                   f"{name[a.a]}, {name[a.b]}, {name[a.c]}, {a.batch}, false")
+                   f"{name[a.a]}, {name[a.b]}, {name[a.c]}, {a.batch}, "
+                   f"{str(a.accumulate).lower()}")
             lines.append(f"    host_gemm<{C_TYPES[a.dtype]}>({ops});")
         elif isinstance(a, Copy):
             lines.append(f"    memcpy({name[a.dst]}, {name[a.src]}, {a.nbytes});")
@@ -160,7 +173,7 @@ def _main(actions: Sequence, buffers: dict, files: dict, outputs: Sequence[Ref])
             t = C_TYPES[a.dtype]
             lines.append(f"    for (long long i = 0; i < {a.count}; ++i) "
                          f"(({t}*){name[a.dst]})[i] = {t}({float(a.value)!r}f);")
-    lines += [f'    {{ FILE* f = fopen("{files[r]}", "wb"); fwrite({name[r]}, 1, {buffers[r]}, f); '
+    lines += [f'    {{ FILE* f = fopen("{files[r]}", "wb"); fwrite({base[r]}, 1, {buffers[r]}, f); '
               "fclose(f); }" for r in outputs]
     return "int main() {\n" + "\n".join(lines) + "\n    return 0;\n}\n"
 
@@ -179,6 +192,7 @@ def run_on_host(step: Step, shapes: Sequence, dtypes: Sequence, inputs: Sequence
         buffers[Ref("key", k)] = 8
         files[Ref("key", k)] = tmp / f"key{k}.bin"
         np.array([keys[k]], np.uint64).tofile(files[Ref("key", k)])
+    # A reference with an offset points into the allocation of its base buffer.
     offsets = sorted({r.index for a in acts for r in _refs(a) if r.kind == "scratch"})
     for off in offsets:  # each scratch buffer as its own allocation up to the next one
         buffers[Ref("scratch", off)] = scratch_bytes - off
