@@ -88,11 +88,13 @@ def main() -> None:
     a = p.parse_args()
     print(f"{a.mode}: T={a.seq} N={a.batch} I=H={a.hidden} layers={a.layers} "
           f"{'uni' if a.uni else 'bi'}directional")
-    rows = symgraph_rows(a)
-    try:
-        rows += torch_rows(a)
+    try:  # PyTorch's own cuDNN loaded first: the one symgraph loads would shadow it
+        torch_fp32().backends.cudnn.version()
+        have_torch = True
     except ImportError:
         print("(PyTorch not installed: symgraph only)")
+        have_torch = False
+    rows = symgraph_rows(a) + (torch_rows(a) if have_torch else [])
     for name, ms in rows:
         print(f"  {name:42s} {ms:8.3f} ms")
 
