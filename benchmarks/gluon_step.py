@@ -2,6 +2,7 @@
 with a CUDA graph, all in one process and on one context.
 
 Usage: python benchmarks/gluon_step.py [--ctx gpu|cpu] [--batches 64 1024] [--repeats 30]
+       [--rounds 5]
 The Gluon step is the seed's loop body: ``as_in_context``, ``autograd.record()`` around
 ``net(data)`` and ``loss_fn``, ``loss.backward()`` (tracing + program-cache hit + one run) and
 ``trainer.step`` (SGD, lr 0.01; on the GPU the fused multi-tensor update). ``Module`` runs
@@ -81,8 +82,8 @@ def seed_loop_body(net: gluon.Block, data_in: nd.NDArray, label_in: nd.NDArray,
     return step
 
 
-def gluon_step(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, int]:
-    """(median ms, programs compiled after the first step) of the seed's loop body."""
+def gluon_stepper(batch: int, ctx: mx.Context) -> Callable[[], None]:
+    """The seed's loop body on a fresh net, run once (its program compiled)."""
     x, y = seed_batch(batch)
     data_in = nd.array(x, ctx)
     label_in = nd.array(y, ctx, dtype=np.int32)
@@ -91,12 +92,10 @@ def gluon_step(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, int]:
     step = seed_loop_body(net, data_in, label_in, ctx)
     step()
     _sync(ctx)
-    before = mx.imperative.compile_count()
-    ms = median_ms(step, ctx, repeats)
-    return ms, mx.imperative.compile_count() - before
+    return step
 
 
-def module_step(batch: int, ctx: mx.Context, repeats: int) -> float:
+def module_stepper(batch: int, ctx: mx.Context) -> Callable[[], None]:
     from symgraph.models.simple_cnn import build
     x, y = seed_batch(batch)
     mod = mx.mod.Module(build(), context=ctx)
@@ -104,15 +103,15 @@ def module_step(batch: int, ctx: mx.Context, repeats: int) -> float:
     mod.init_params(mx.init.Uniform(0.07))
     mod.init_optimizer(optimizer="sgd", optimizer_params={"learning_rate": 0.01})
     data_batch = mx.io.DataBatch([nd.array(x, ctx)], [nd.array(y, ctx)])
-    return median_ms(lambda: mod.forward_backward_update(data_batch), ctx, repeats)
+    return lambda: mod.forward_backward_update(data_batch)
 
 
-def torch_steps(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, float]:
-    """(eager, CUDA graph) ms of zero_grad + forward + backward + SGD step; NaN without torch
-    (the graph column is NaN on the CPU)."""
+def torch_steppers(batch: int, ctx: mx.Context) -> list[Optional[Callable[[], None]]]:
+    """[eager, CUDA graph] steps of zero_grad + forward + backward + SGD step; None where
+    there is no such step (no torch; no graph on the CPU)."""
     torch = _torch()
     if torch is None:
-        return float("nan"), float("nan")
+        return [None, None]
     import torch.nn.functional as F
     dev = "cuda" if ctx.device_type == "gpu" else "cpu"
     model = torch_seed_cnn().to(dev)
@@ -124,10 +123,23 @@ def torch_steps(batch: int, ctx: mx.Context, repeats: int) -> tuple[float, float
         opt.zero_grad(set_to_none=False)
         F.cross_entropy(model(xt), yt).backward()
         opt.step()
-    eager = median_ms(step, ctx, repeats)
-    if dev == "cpu":
-        return eager, float("nan")
-    return eager, median_ms(torch_cuda_graph(step), ctx, repeats)
+    return [step, None if dev == "cpu" else torch_cuda_graph(step)]
+
+
+def measure(batch: int, ctx: mx.Context, repeats: int, rounds: int) -> tuple[list, float, int]:
+    """Medians over ``rounds`` of [Gluon, Module, eager, graph] (each round times every column
+    in turn, ``repeats`` steps each: host-bound columns drift together within a process), the
+    median of the rounds' eager/Gluon ratios, and the programs compiled after Gluon's first
+    step."""
+    steps = [gluon_stepper(batch, ctx), module_stepper(batch, ctx)] + torch_steppers(batch, ctx)
+    before = mx.imperative.compile_count()
+    times: list[list[float]] = [[] for _ in steps]
+    for _ in range(rounds):
+        for fn, col in zip(steps, times):
+            col.append(median_ms(fn, ctx, repeats) if fn is not None else float("nan"))
+    ratios = [e / g for e, g in zip(times[2], times[0])]
+    return ([float(np.median(c)) for c in times], float(np.median(ratios)),
+            mx.imperative.compile_count() - before)
 
 
 def main(argv: Optional[list] = None) -> None:
@@ -135,6 +147,7 @@ def main(argv: Optional[list] = None) -> None:
     parser.add_argument("--ctx", choices=("gpu", "cpu"), default=None)
     parser.add_argument("--batches", type=int, nargs="+", default=[64, 1024])
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args(argv)
     name = args.ctx or ("gpu" if mx.context.num_gpus() > 0 else "cpu")
     ctx = mx.gpu(0) if name == "gpu" else mx.cpu()
@@ -146,11 +159,9 @@ def main(argv: Optional[list] = None) -> None:
           "PyTorch CUDA graph | eager/Gluon | compiles after step 1 |")
     print("|---|---|---|---|---|---|---|---|")
     for b in args.batches:
-        g, compiles = gluon_step(b, ctx, args.repeats)
-        m = module_step(b, ctx, args.repeats)
-        eager, graph = torch_steps(b, ctx, args.repeats)
+        (g, m, eager, graph), ratio, compiles = measure(b, ctx, args.repeats, args.rounds)
         print(f"| {b} | {g:.3f} | {m:.3f} | {g / m:.2f}x | {eager:.3f} | {graph:.3f} | "
-              f"{eager / g:.2f}x | {compiles} |", flush=True)
+              f"{ratio:.2f}x | {compiles} |", flush=True)
 
 
 if __name__ == "__main__":
