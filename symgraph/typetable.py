@@ -70,10 +70,11 @@ class TypeTable:
     def copy_entry(self, old: Entry, new: Entry) -> None:
         """Give ``new`` the known type of ``old``: a pass replaced ``old`` by ``new``, which
         computes the same values (fusion's kernels)."""
-        shapes, types = self._shapes, self._types
-        if old in shapes and old in types:
-            shapes[new] = shapes[old]
-            types[new] = types[old]
+        s = self._shapes.get(old, _MISSING)
+        t = self._types.get(old, _MISSING)
+        if s is not _MISSING and t is not _MISSING:
+            self._shapes[new] = s
+            self._types[new] = t
 
     def shape(self, e: Entry) -> Optional[Shape]:
         # (a sentinel, not KeyError: every node autodiff makes misses once, and raising costs)
@@ -92,13 +93,9 @@ class TypeTable:
 
     def _fill_upto(self, node: Node) -> None:
         """Fill ``node`` and its unknown ancestors, inputs first (iterative: graphs are deep)."""
+        if node.op != VARIABLE and self._fill_typed(node):
+            return  # usually every input is known already: just this node was filled
         shapes, types = self._shapes, self._types
-        for e in node.inputs:  # usually every input is known already: fill just this node
-            if e not in types or e not in shapes:
-                break
-        else:
-            self._fill(node)
-            return
         stack = [node]
         while stack:
             n = stack[-1]
@@ -112,6 +109,27 @@ class TypeTable:
                 continue
             stack.pop()
             self._fill(n)
+
+    def _fill_typed(self, node: Node) -> bool:
+        """:meth:`_fill` of an op node whose inputs are all typed (False, nothing done, if
+        one is not): one lookup per input and table (autodiff's nodes all come here once)."""
+        shapes, types = self._shapes, self._types
+        in_shapes, in_types = [], []
+        for e in node.inputs:
+            s = shapes.get(e, _MISSING)
+            t = types.get(e, _MISSING)
+            if s is _MISSING or t is _MISSING:
+                return False
+            in_shapes.append(s)
+            in_types.append(t)
+        key = (node.op, node.attrs, tuple(in_shapes), tuple(in_types))
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = forward_types(node, in_shapes, in_types)
+        for e, s, t in zip(node.entries(), *found):
+            shapes.setdefault(e, s)
+            types.setdefault(e, t)
+        return True
 
     def _fill(self, node: Node) -> None:
         shapes, types = self._shapes, self._types

@@ -66,25 +66,37 @@ def _build_fused(members: list[int], head: int, g: Grouping, new: list, memo: di
     node_inputs: list[Entry] = [new[j][e.index] for j, e in zip(ins[head], head_node.inputs)] \
         if head_node else []
     readers = [pos[head]] * len(node_inputs) if head_node else []  # member reading each input
-    ref_of: dict[Entry, int] = {head_node.entries()[0]: 0} if head_node else {}
+    # expression reference of each value read, by producer position (and output index when
+    # not 0): ints hash faster than entries
+    ref_of: dict = {head: 0} if head_node else {}
     base = 1 if head_node else 0  # the head's output is expression input 0
     n_head = len(node_inputs)  # node inputs feeding the head come first
     body = [m for m in members if m != head]
     sig = []
     for k, m in enumerate(body):
         refs = []
-        for j, e in zip(ins[m], nodes[m].inputs):
-            r = ref_of.get(e)
+        node = nodes[m]
+        for j, e in zip(ins[m], node.inputs):
+            key = j if e.index == 0 else (j, e.index)
+            r = ref_of.get(key)
             if r is None:  # read from outside: the next expression input
-                r = ref_of[e] = base + len(node_inputs) - n_head
+                r = ref_of[key] = base + len(node_inputs) - n_head
                 node_inputs.append(new[j][e.index])
                 readers.append(pos[m])
             refs.append(r)
-        ref_of[nodes[m].entries()[0]] = -1 - k
-        sig.append((nodes[m].op, nodes[m].attrs, tuple(refs)))
+        ref_of[m] = -1 - k
+        sig.append((node.op, node.attrs, tuple(refs)))
     out0, users = g.out0, g.users
-    outs = tuple([k for k, m in enumerate(body)
-                  if m in out0 or any(u not in pos for u in users[m])])
+    outs_: list[int] = []
+    for k, m in enumerate(body):  # read outside the group, or a graph output
+        if m in out0:
+            outs_.append(k)
+            continue
+        for u in users[m]:
+            if u not in pos:
+                outs_.append(k)
+                break
+    outs = tuple(outs_)
     # The signature and the head's op and place decide the formulas, member ops and name.
     key = (tuple(sig), outs, (head_node.op, pos[head]) if head_node else None)
     found = memo.get(key)

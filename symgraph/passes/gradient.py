@@ -63,17 +63,18 @@ def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[An
     for out, head in zip(graph.outputs, head_grads):
         if head is not None and out.node in needed:
             ograds.setdefault(out, []).append(head)
-    for node in reversed(nodes):
-        if node.is_variable or node not in needed:
-            continue
-        opdef = get_op(node.op)
-        entries = node.entries()
-        if opdef.gradient == NOT_DIFFERENTIABLE or not any(e in ograds for e in entries):
-            continue
-        if opdef.gradient == NO_GRADIENT:
-            raise GraphError(f"{where(node.name, node.op)}has no gradient, but a gradient "
-                             f"must flow through it to {sorted(v.name for v in wrt)}")
-        with _name.Prefix(f"{node.name}_backward_"):
+    with _name.Prefix("") as namer:  # restarted per node: Prefix(f"{node.name}_backward_")
+        for node in reversed(nodes):
+            if node.is_variable or node not in needed:
+                continue
+            opdef = get_op(node.op)
+            entries = node.entries()
+            if opdef.gradient == NOT_DIFFERENTIABLE or not any(e in ograds for e in entries):
+                continue
+            if opdef.gradient == NO_GRADIENT:
+                raise GraphError(f"{where(node.name, node.op)}has no gradient, but a gradient "
+                                 f"must flow through it to {sorted(v.name for v in wrt)}")
+            namer.restart(f"{node.name}_backward_")
             outs = [S.Symbol((e,)) for e in entries]
             dys = [_total(S, ograds[e]) if e in ograds else S.zeros_like(o)
                    for e, o in zip(entries, outs)]
