@@ -63,7 +63,11 @@ class Node:
         return cached
 
     def _make_entries(self, n: int) -> tuple["Entry", ...]:
-        return (Entry(self, 0),) if n == 1 else tuple([Entry(self, i) for i in range(n)])
+        # (tuple.__new__: the NamedTuple constructor is a Python-level function, and every
+        # node of every pass makes its entries here)
+        if n == 1:
+            return (_new_tuple(Entry, (self, 0)),)
+        return tuple([_new_tuple(Entry, (self, i)) for i in range(n)])
 
     def with_inputs(self, inputs: Sequence["Entry"]) -> "Node":
         """A copy of this node reading ``inputs`` (as many outputs: same op, same attrs)."""
@@ -85,6 +89,9 @@ class Entry(NamedTuple):
 
     def __repr__(self) -> str:
         return f"{self.node.name}[{self.index}]" if self.index else self.node.name
+
+
+_new_tuple = tuple.__new__
 
 
 def variable(name: str, extra: Optional[dict] = None) -> Node:

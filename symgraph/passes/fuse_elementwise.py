@@ -60,63 +60,59 @@ def _build_fused(members: list[int], head: int, g: Grouping, new: list, memo: di
     new entry) for each of its outputs. ``new``: each built node's new entries, by position.
     ``memo``: formulas, member ops and kernel name by group signature (graphs repeat the same
     groups many times)."""
-    nodes, ins = g.nodes, g.ins
-    head_node = nodes[head] if head != NONE else None
+    nodes, ins, out0, users = g.nodes, g.ins, g.out0, g.users
     pos = {m: k for k, m in enumerate(members)}
-    node_inputs: list[Entry] = [new[j][e.index] for j, e in zip(ins[head], head_node.inputs)] \
-        if head_node else []
-    readers = [pos[head]] * len(node_inputs) if head_node else []  # member reading each input
+    head_node = nodes[head] if head != NONE else None
+    node_inputs: list[Entry] = []
+    readers: list[int] = []  # the member reading each node input
     # expression reference of each value read, by producer position (and output index when
-    # not 0): ints hash faster than entries
-    ref_of: dict = {head: 0} if head_node else {}
-    base = 1 if head_node else 0  # the head's output is expression input 0
-    n_head = len(node_inputs)  # node inputs feeding the head come first
-    body = [m for m in members if m != head]
-    sig = []
-    for k, m in enumerate(body):
-        refs = []
+    # not 0: ints hash faster than entries); the head's output is expression input 0
+    ref_of: dict = {}
+    if head_node is not None:
+        node_inputs = [new[j][e.index] for j, e in zip(ins[head], head_node.inputs)]
+        readers = [pos[head]] * len(node_inputs)
+        ref_of[head] = 0
+    base = len(node_inputs) - (1 if head_node is not None else 0)  # inputs feeding the head
+    sig, outs, out_pos, k = [], [], [], 0
+    for m in members:
+        if m == head:
+            continue
         node = nodes[m]
+        refs = []
         for j, e in zip(ins[m], node.inputs):
             key = j if e.index == 0 else (j, e.index)
             r = ref_of.get(key)
             if r is None:  # read from outside: the next expression input
-                r = ref_of[key] = base + len(node_inputs) - n_head
+                r = ref_of[key] = len(node_inputs) - base
                 node_inputs.append(new[j][e.index])
                 readers.append(pos[m])
             refs.append(r)
         ref_of[m] = -1 - k
         sig.append((node.op, node.attrs, tuple(refs)))
-    out0, users = g.out0, g.users
-    outs_: list[int] = []
-    for k, m in enumerate(body):  # read outside the group, or a graph output
-        if m in out0:
-            outs_.append(k)
-            continue
-        for u in users[m]:
-            if u not in pos:
-                outs_.append(k)
-                break
-    outs = tuple(outs_)
+        if m in out0 or any([u not in pos for u in users[m]]):  # read outside, or an output
+            outs.append(k)
+            out_pos.append(m)
+        k += 1
     # The signature and the head's op and place decide the formulas, member ops and name.
-    key = (tuple(sig), outs, (head_node.op, pos[head]) if head_node else None)
+    key = (tuple(sig), tuple(outs), (head_node.op, pos[head]) if head_node else None)
     found = memo.get(key)
     if found is None:
         ops = tuple([nodes[m].op for m in members])
-        found = memo[key] = (_formulas(key[0], outs), ops, _kernel_name(list(ops)))
+        found = memo[key] = (_formulas(key[0], key[1]), ops, _kernel_name(list(ops)))
     exprs, ops, kname = found
     shape = g.sc.shape
-    out_pos = [body[k] for k in outs]
     outputs = [nodes[m].entries()[0] for m in out_pos]
     attrs = Attrs({
         "exprs": exprs,
         "shapes": tuple([shape(e) for e in outputs]),
         "members": ops,
-        "nodes": tuple(nodes[m].name for m in members),  # for profiles and schedule pictures
-        "out_members": tuple(pos[body[k]] for k in outs),  # which member is output i
+        "nodes": tuple([nodes[m].name for m in members]),  # for profiles and pictures
+        "out_members": tuple([pos[m] for m in out_pos]),  # which member is output i
         "in_members": tuple(readers),  # the member that reads input i (first reader)
         "head": (head_node.op, head_node.attrs, len(head_node.inputs)) if head_node else None,
         "num_inputs": len(node_inputs), "name": kname})
-    fused = Node("_fused", f"{kname}:{nodes[body[-1]].name}", attrs, tuple(node_inputs))
+    last = members[-1] if members[-1] != head else members[-2]
+    fused = Node("_fused", f"{kname}:{nodes[last].name}", attrs, tuple(node_inputs))
     return [(m, e, Entry(fused, i)) for i, (m, e) in enumerate(zip(out_pos, outputs))]
 
 
