@@ -113,7 +113,9 @@ def _build_fused(members: list[int], head: int, g: Grouping, new: list, memo: di
         "num_inputs": len(node_inputs), "name": kname})
     last = members[-1] if members[-1] != head else members[-2]
     fused = Node("_fused", f"{kname}:{nodes[last].name}", attrs, tuple(node_inputs))
-    return [(m, e, Entry(fused, i)) for i, (m, e) in enumerate(zip(out_pos, outputs))]
+    # one entry per output, known here: the node need not ask its op (lowering asks)
+    made = fused.__dict__["_entries"] = fused._make_entries(len(outputs))
+    return list(zip(out_pos, outputs, made))
 
 
 def fuse_elementwise(graph: Graph) -> Graph:

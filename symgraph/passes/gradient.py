@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence
 from .. import name as _name
 from .. import symbol as S
 from ..attrs import Attrs
-from ..graph import Entry, Graph, Node
+from ..graph import VARIABLE, Entry, Graph, Node
 from ..base import GraphError, where
 from ..typetable import TypeTable, types_of
 from ..registry import BROADCAST, NO_GRADIENT, NOT_DIFFERENTIABLE, get_op
@@ -39,9 +39,18 @@ class GradCtx:
 def _depends_on(nodes: list[Node], wrt: set[Node]) -> set[Node]:
     reach = set(wrt)
     for node in nodes:
-        if any(e.node in reach for e in node.inputs):
-            reach.add(node)
+        for e in node.inputs:  # (plain loops: once per node of the graph)
+            if e.node in reach:
+                reach.add(node)
+                break
     return reach
+
+
+def _any_in(entries: tuple[Entry, ...], ograds: dict) -> bool:
+    for e in entries:  # (a plain loop: once per node)
+        if e in ograds:
+            return True
+    return False
 
 
 def _total(sym: Any, grads: list) -> Any:
@@ -65,11 +74,11 @@ def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[An
             ograds.setdefault(out, []).append(head)
     with _name.Prefix("") as namer:  # restarted per node: Prefix(f"{node.name}_backward_")
         for node in reversed(nodes):
-            if node.is_variable or node not in needed:
+            if node not in needed or node.op == VARIABLE:
                 continue
             opdef = get_op(node.op)
             entries = node.entries()
-            if opdef.gradient == NOT_DIFFERENTIABLE or not any(e in ograds for e in entries):
+            if opdef.gradient == NOT_DIFFERENTIABLE or not _any_in(entries, ograds):
                 continue
             if opdef.gradient == NO_GRADIENT:
                 raise GraphError(f"{where(node.name, node.op)}has no gradient, but a gradient "
