@@ -106,9 +106,15 @@ def topo_order(outputs: Iterable[Entry]) -> list[Node]:
     deep) and linear: the stack holds each open node with an iterator over its inputs; a node
     without inputs is placed at once instead of being pushed (the same order, fewer steps).
     """
+    return walk(outputs)[0]
+
+
+def walk(outputs: Iterable[Entry]) -> tuple[list[Node], dict[Node, int]]:
+    """:func:`topo_order`, and each node's position in it (the walk needs a table of the
+    nodes it has seen anyway: passes that number the nodes take it instead of making one)."""
     order: list[Node] = []
-    placed: dict[Node, bool] = {}  # False while on the stack (a cycle reaches it), then True
-    for out in outputs:
+    placed: dict[Node, object] = {}  # False while on the stack (a cycle reaches it), then
+    for out in outputs:              # the node's position in the order
         root = out.node
         if root in placed:
             continue
@@ -124,15 +130,15 @@ def topo_order(outputs: Iterable[Entry]) -> list[Node]:
                         placed[child] = False
                         stack.append((child, iter(child.inputs)))
                         break
-                    placed[child] = True
+                    placed[child] = len(order)
                     order.append(child)
                 elif state is False:
                     raise GraphError(f"cycle through node {child.name}")
             else:
                 stack.pop()
-                placed[node] = True
+                placed[node] = len(order)
                 order.append(node)
-    return order
+    return order, placed  # type: ignore[return-value]  (every value is a position now)
 
 
 @dataclass(frozen=True, eq=False)
@@ -147,18 +153,25 @@ class Graph:
 
     def nodes(self) -> list[Node]:
         """Every node in topological order (computed once per graph; a copy each call)."""
-        cached = self.__dict__.get("_nodes")
+        return list(self._walked()[0])
+
+    def positions(self) -> dict[Node, int]:
+        """Each node's position in :meth:`nodes` (computed with it; shared: do not modify)."""
+        return self._walked()[1]
+
+    def _walked(self) -> tuple[list[Node], dict[Node, int]]:
+        cached = self.__dict__.get("_walk")
         if cached is None:
-            cached = topo_order(self.outputs)
-            object.__setattr__(self, "_nodes", cached)
-        return list(cached)
+            cached = walk(self.outputs)
+            object.__setattr__(self, "_walk", cached)
+        return cached
 
     def with_types(self, types: Optional["TypeTable"]) -> "Graph":  # noqa: F821
         """The same graph carrying ``types`` (its node list is shared, not walked again)."""
         out = Graph(self.outputs, types)
-        cached = self.__dict__.get("_nodes")
+        cached = self.__dict__.get("_walk")
         if cached is not None:
-            object.__setattr__(out, "_nodes", cached)
+            object.__setattr__(out, "_walk", cached)
         return out
 
     def variables(self) -> list[Node]:

@@ -51,7 +51,7 @@ class Grouping:
     def __init__(self, graph: Graph, sc: TypeTable, nodes: list[Node],
                  strict: bool = False) -> None:
         self.sc, self.nodes, self.strict = sc, nodes, strict  # strict: see _reaches_strict
-        self.index = index = {n: i for i, n in enumerate(nodes)}
+        self.index = index = graph.positions()  # (``nodes`` is ``graph.nodes()``)
         self.ins: list[list[int]] = [[index[e.node] for e in n.inputs] for n in nodes]
         users: list[list[int]] = [[] for _ in nodes]
         for i, js in enumerate(self.ins):
