@@ -72,13 +72,6 @@ class Grouping:
         self.kind: list[tuple] = []  # (dtype, late) of each group's members
         self.roles: dict[str, int] = {}  # op -> op_role (asked once per op, not per node)
 
-    def _role(self, node: Node) -> int:
-        """The node's role in a group; single-output op nodes only."""
-        role = self.roles.get(node.op)
-        if role is None:
-            role = self.roles[node.op] = 0 if node.op == VARIABLE else op_role(node.op)
-        return role if role and len(node.entries()) == 1 else 0
-
     def kind_of(self, i: int) -> tuple:
         return self.sc.dtype(self.nodes[i].entries()[0]), self.late[i]
 
@@ -182,15 +175,14 @@ class Grouping:
             out.append(gid)
         return out
 
-    def _join(self, i: int) -> int:
-        if len(self.ins[i]) == 1:  # most nodes: what the general case does, without its loops
-            return self._join_one(i)
+    def _join(self, i: int, kind: tuple) -> int:
+        """Node ``i`` (``kind`` is its (dtype, late)) joins a group its inputs are in, merging
+        others into it where allowed, or starts one. (A node with one input: _join_one.)"""
         in_roots = self._input_roots(i)
         roots: list[int] = []  # distinct, in input order (plain loops: once per node)
         for x in in_roots:
             if x != NONE and x not in roots:
                 roots.append(x)
-        kind = self.kind_of(i)
         r = NONE
         for x in roots:
             if self._compatible(i, x, kind) \
@@ -220,11 +212,10 @@ class Grouping:
         if self.head[r] == NONE:
             self.head[r] = self.head[h]
 
-    def _join_one(self, i: int) -> int:
-        """``_join`` of a node with one input: it joins its input's group when compatible (no
-        other input can reach that group), else starts one that reads the input from outside."""
-        src = self.ins[i][0]
-        kind = self.kind_of(i)
+    def _join_one(self, i: int, src: int, kind: tuple) -> int:
+        """``_join`` of a node whose one input is node ``src``: it joins that input's group
+        when compatible (no other input can reach the group), else starts one that reads the
+        input from outside (the general case, without its loops)."""
         x = self.group[src]
         if x != NONE:
             x = self.root(x)
@@ -236,23 +227,33 @@ class Grouping:
         return r
 
     def add(self, i: int) -> None:
-        """Put node ``i`` (after its inputs) in a group, or leave it alone."""
+        """Put node ``i`` (after its inputs) in a group, or leave it alone. (Runs once per
+        node: role, kind and the one-input join are inlined.)"""
         node = self.nodes[i]
+        ins = self.ins[i]
         top, late = NONE, node.op == VARIABLE and node.extra.get("__phase__") == "backward"
         top_of, late_of = self.top, self.late
-        for j in self.ins[i]:
+        for j in ins:
             t = top_of[j]
             if t > top:
                 top = t
             late = late or late_of[j]
         late_of[i] = late
+        role = self.roles.get(node.op)
+        if role is None:
+            role = self.roles[node.op] = 0 if node.op == VARIABLE else op_role(node.op)
         gid = NONE
-        role = self._role(node)
-        if role == FUSE:
-            gid = self._join(i)
-        elif role == HEAD:
-            gid = self._new(i, True, self.kind_of(i))
-            self.ext[gid] = list(self.ins[i])
+        if role:
+            entries = node.entries()
+            if len(entries) == 1:
+                kind = (self.sc.dtype(entries[0]), late)
+                if role == HEAD:
+                    gid = self._new(i, True, kind)
+                    self.ext[gid] = list(ins)
+                elif len(ins) == 1:
+                    gid = self._join_one(i, ins[0], kind)
+                else:
+                    gid = self._join(i, kind)
         if gid != NONE:
             self.group[i] = self.born[i] = gid
             if gid > top:
