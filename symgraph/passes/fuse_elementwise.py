@@ -89,9 +89,15 @@ def _build_fused(members: list[int], head: int, g: Grouping, new: list, memo: di
             refs.append(r)
         ref_of[m] = -1 - k
         sig.append((node.op, node.attrs, tuple(refs)))
-        if m in out0 or any([u not in pos for u in users[m]]):  # read outside, or an output
+        if m in out0:  # a graph output, or read outside the group: an output of the kernel
             outs.append(k)
             out_pos.append(m)
+        else:
+            for u in users[m]:
+                if u not in pos:
+                    outs.append(k)
+                    out_pos.append(m)
+                    break
         k += 1
     # The signature and the head's op and place decide the formulas, member ops and name.
     key = (tuple(sig), tuple(outs), (head_node.op, pos[head]) if head_node else None)
@@ -102,15 +108,16 @@ def _build_fused(members: list[int], head: int, g: Grouping, new: list, memo: di
     exprs, ops, kname = found
     shape = g.sc.shape
     outputs = [nodes[m].entries()[0] for m in out_pos]
-    attrs = Attrs({
-        "exprs": exprs,
-        "shapes": tuple([shape(e) for e in outputs]),
-        "members": ops,
-        "nodes": tuple([nodes[m].name for m in members]),  # for profiles and pictures
-        "out_members": tuple([pos[m] for m in out_pos]),  # which member is output i
-        "in_members": tuple(readers),  # the member that reads input i (first reader)
-        "head": (head_node.op, head_node.attrs, len(head_node.inputs)) if head_node else None,
-        "num_inputs": len(node_inputs), "name": kname})
+    attrs = Attrs.from_sorted((  # (keys in order: one kernel per group, no sort needed)
+        ("exprs", exprs),
+        ("head", (head_node.op, head_node.attrs, len(head_node.inputs)) if head_node else None),
+        ("in_members", tuple(readers)),  # the member that reads input i (first reader)
+        ("members", ops),
+        ("name", kname),
+        ("nodes", tuple([nodes[m].name for m in members])),  # for profiles and pictures
+        ("num_inputs", len(node_inputs)),
+        ("out_members", tuple([pos[m] for m in out_pos])),  # which member is output i
+        ("shapes", tuple([shape(e) for e in outputs]))))
     last = members[-1] if members[-1] != head else members[-2]
     fused = Node("_fused", f"{kname}:{nodes[last].name}", attrs, tuple(node_inputs))
     # one entry per output, known here: the node need not ask its op (lowering asks)
