@@ -64,8 +64,13 @@ class TypeTable:
     def copy(self, old: Node, new: Node) -> None:
         """Give ``new``'s outputs the known types of ``old``'s: ``new`` is ``old`` rebuilt on
         inputs of the same types (``graph.rewrite``), so its rules would give the same."""
-        for eo, en in zip(old.entries(), new.entries()):
-            self.copy_entry(eo, en)
+        shapes, types = self._shapes, self._types
+        for eo, en in zip(old.entries(), new.entries()):  # (copy_entry inlined: per node)
+            s = shapes.get(eo, _MISSING)
+            t = types.get(eo, _MISSING)
+            if s is not _MISSING and t is not _MISSING:
+                shapes[en] = s
+                types[en] = t
 
     def copy_entry(self, old: Entry, new: Entry) -> None:
         """Give ``new`` the known type of ``old``: a pass replaced ``old`` by ``new``, which
