@@ -93,8 +93,12 @@ def _apply(node: Node, known: _Known) -> bool:
     partial = opdef.partial_shapes
     full = known.full
     entries = node.entries()
-    ins = [known.get(e, partial) for e in node.inputs]
-    outs = [known.get(e, partial) for e in entries]
+    if partial and known.partial:
+        ins = [known.get(e, True) for e in node.inputs]
+        outs = [known.get(e, True) for e in entries]
+    else:  # no partial shapes to look at: the full ones alone (once per node and sweep)
+        ins = [full.get(e) for e in node.inputs]
+        outs = [full.get(e) for e in entries]
     try:
         new_ins, new_outs = opdef.infer_shape(node.attrs, list(ins), list(outs))
     except (ShapeError, AttrError) as exc:  # attribute ranges are checked against the shapes
