@@ -21,7 +21,7 @@ VARIABLE = "null"
 _NO_ATTRS = Attrs()
 
 
-@dataclass(frozen=True, eq=False, init=False)
+@dataclass(frozen=True, eq=False, init=False, slots=True, weakref_slot=True)
 class Node:
     """One operation: ``op`` (registry name or ``"null"``), unique ``name``, parsed ``attrs``,
     input entries and ``extra`` user attributes (MXNet's ``attr`` dict: ``__shape__``,
@@ -36,14 +36,16 @@ class Node:
 
     def __init__(self, op: str, name: str, attrs: Optional[Attrs] = None,
                  inputs: tuple["Entry", ...] = (), extra: Optional[Attrs] = None) -> None:
-        # Written into __dict__ directly: passes and autodiff make a node per graph node, and
-        # the frozen dataclass __init__ (one object.__setattr__ per field) was a visible
-        # share of bind time. Attrs are immutable, so the empty default is shared.
-        d = self.__dict__
-        d["op"], d["name"], d["inputs"] = op, name, inputs
-        d["attrs"] = _NO_ATTRS if attrs is None else attrs
-        d["extra"] = _NO_ATTRS if extra is None else extra
-        d["_entries"] = None  # made on first ask (see entries)
+        # Written through the slots directly: passes and autodiff make a node per graph node,
+        # and the frozen dataclass __init__ (one object.__setattr__ per field) was a visible
+        # share of bind time. Slots, not a __dict__: a training graph holds 10^5..10^6 nodes,
+        # and every pass reads all of them. Attrs are immutable: the empty default is shared.
+        _SET_OP(self, op)
+        _SET_NAME(self, name)
+        _SET_INPUTS(self, inputs)
+        _SET_ATTRS(self, _NO_ATTRS if attrs is None else attrs)
+        _SET_EXTRA(self, _NO_ATTRS if extra is None else extra)
+        _SET_ENTRIES(self, None)  # made on first ask (see entries)
 
     @property
     def is_variable(self) -> bool:
@@ -59,8 +61,16 @@ class Node:
         cached = self._entries
         if cached is None:  # (a None slot, not a missing attribute: raising costs more)
             n = 1 if self.op == VARIABLE else get_op(self.op).num_outputs(self.attrs)
-            cached = self.__dict__["_entries"] = self._make_entries(n)
+            cached = self._make_entries(n)
+            _SET_ENTRIES(self, cached)
         return cached
+
+    def set_entries(self, n: int) -> tuple["Entry", ...]:
+        """Make the node's entries knowing it has ``n`` outputs (the maker of a node that
+        knows spares asking the op); returns them."""
+        made = self._make_entries(n)
+        _SET_ENTRIES(self, made)
+        return made
 
     def _make_entries(self, n: int) -> tuple["Entry", ...]:
         # (tuple.__new__: the NamedTuple constructor is a Python-level function, and every
@@ -74,11 +84,15 @@ class Node:
         new = Node(self.op, self.name, self.attrs, tuple(inputs), self.extra)
         mine = self._entries
         if mine is not None:  # passes rebuild many nodes: skip asking the op again
-            new.__dict__["_entries"] = new._make_entries(len(mine))
+            new.set_entries(len(mine))
         return new
 
     def __repr__(self) -> str:
         return f"Node({self.name}:{self.op})"
+
+
+_SET_OP, _SET_NAME, _SET_INPUTS, _SET_ATTRS, _SET_EXTRA, _SET_ENTRIES = (
+    Node.__dict__[f].__set__ for f in ("op", "name", "inputs", "attrs", "extra", "_entries"))
 
 
 class Entry(NamedTuple):

@@ -387,7 +387,7 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
     node = Node(opdef.name, node_name, parsed, tuple(entries),
                 Attrs({k: str(v) for k, v in extra.items()}) if extra else None)
     # the parse knows the outputs: the node need not ask its op (autodiff makes most nodes here)
-    outs = node.__dict__["_entries"] = node._make_entries(n_outputs)
+    outs = node.set_entries(n_outputs)
     return Symbol(outs[:n_visible])
 
 

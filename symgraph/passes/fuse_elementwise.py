@@ -121,7 +121,7 @@ def _build_fused(members: list[int], head: int, g: Grouping, new: list, memo: di
     last = members[-1] if members[-1] != head else members[-2]
     fused = Node("_fused", f"{kname}:{nodes[last].name}", attrs, tuple(node_inputs))
     # one entry per output, known here: the node need not ask its op (lowering asks)
-    made = fused.__dict__["_entries"] = fused._make_entries(len(outputs))
+    made = fused.set_entries(len(outputs))
     return list(zip(out_pos, outputs, made))
 
 
