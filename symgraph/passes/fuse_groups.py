@@ -83,6 +83,8 @@ class Grouping:
             return self._reaches_strict(starts, gids)
         floor, top, born, ins = min(gids), self.top, self.born, self.ins
         stack = [j for j in starts if top[j] >= floor]
+        if not stack:  # (the usual answer on a long graph: nothing that recent upstream)
+            return False
         seen = set(stack)
         while stack:
             j = stack.pop()
