@@ -18,7 +18,10 @@ differentiable). Guarantees: maximal groups (greedy, in topological order) of no
   head gradients) never joins a group that does not, so the forward phase never waits on one.
 
 Only ``OpDef.pattern``, ``OpDef.epilogue``, ``OpDef.expr`` and the arity are read; no op is
-named.
+named. The grouping is ``fuse_groups.py`` (facts per node position in ``Graph.positions``'
+order); the kernels and the remaining nodes are rebuilt in the order of one depth-first walk
+over those units (``fuse_groups.unit_order``), each kernel's output entries taking the types
+of the entries they replace.
 """
 from __future__ import annotations
 
@@ -54,14 +57,13 @@ def _formulas(sig: tuple, outs: tuple[int, ...]) -> tuple[Expr, ...]:
     return tuple(vals[j] for j in outs)
 
 
-def _build_fused(members: list[int], head: int, g: Grouping, new: list, memo: dict
-                 ) -> list[tuple[int, Entry, Entry]]:
-    """One ``_fused`` node for a group (node positions, sorted); returns (member, old entry,
-    new entry) for each of its outputs. ``new``: each built node's new entries, by position.
-    ``memo``: formulas, member ops and kernel name by group signature (graphs repeat the same
-    groups many times)."""
+def _wiring(members: list[int], head: int, pos: dict[int, int], g: Grouping, new: list
+            ) -> tuple[list[Entry], list[int], list[tuple], list[int], list[int]]:
+    """A group's node inputs (new entries), the member reading each, the signature (per body
+    member: op, attrs, references to its operands: ``k >= 0`` is expression input ``k``,
+    ``-1 - j`` body member j), and the body members that are outputs of the kernel: their
+    places in the body and their node positions."""
     nodes, ins, out0, users = g.nodes, g.ins, g.out0, g.users
-    pos = {m: k for k, m in enumerate(members)}
     head_node = nodes[head] if head != NONE else None
     node_inputs: list[Entry] = []
     readers: list[int] = []  # the member reading each node input
@@ -73,7 +75,9 @@ def _build_fused(members: list[int], head: int, g: Grouping, new: list, memo: di
         readers = [pos[head]] * len(node_inputs)
         ref_of[head] = 0
     base = len(node_inputs) - (1 if head_node is not None else 0)  # inputs feeding the head
-    sig, outs, out_pos, k = [], [], [], 0
+    sig: list[tuple] = []
+    outs: list[int] = []
+    out_pos: list[int] = []
     for m in members:
         if m == head:
             continue
@@ -87,6 +91,7 @@ def _build_fused(members: list[int], head: int, g: Grouping, new: list, memo: di
                 node_inputs.append(new[j][e.index])
                 readers.append(pos[m])
             refs.append(r)
+        k = len(sig)
         ref_of[m] = -1 - k
         sig.append((node.op, node.attrs, tuple(refs)))
         if m in out0:  # a graph output, or read outside the group: an output of the kernel
@@ -98,7 +103,19 @@ def _build_fused(members: list[int], head: int, g: Grouping, new: list, memo: di
                     outs.append(k)
                     out_pos.append(m)
                     break
-        k += 1
+    return node_inputs, readers, sig, outs, out_pos
+
+
+def _build_fused(members: list[int], head: int, g: Grouping, new: list, memo: dict
+                 ) -> list[tuple[int, Entry, Entry]]:
+    """One ``_fused`` node for a group (node positions, sorted); returns (member, old entry,
+    new entry) for each of its outputs. ``new``: each built node's new entries, by position.
+    ``memo``: formulas, member ops and kernel name by group signature (graphs repeat the same
+    groups many times)."""
+    nodes = g.nodes
+    pos = {m: k for k, m in enumerate(members)}
+    head_node = nodes[head] if head != NONE else None
+    node_inputs, readers, sig, outs, out_pos = _wiring(members, head, pos, g, new)
     # The signature and the head's op and place decide the formulas, member ops and name.
     key = (tuple(sig), tuple(outs), (head_node.op, pos[head]) if head_node else None)
     found = memo.get(key)
