@@ -34,6 +34,14 @@ class Attrs(Mapping[str, Any]):
         self._dict = d
         self._hash: Optional[int] = None
 
+    @classmethod
+    def from_sorted(cls, items: tuple[tuple[str, Any], ...]) -> "Attrs":
+        """Attrs of ``(key, value)`` pairs already sorted by key, keys distinct (checked in
+        tests, not here: passes that make one per node skip the copy and the sort)."""
+        made = cls.__new__(cls)
+        made._items, made._dict, made._hash = items, dict(items), None
+        return made
+
     def __getitem__(self, key: str) -> Any:
         return self._dict[key]
 

@@ -186,12 +186,14 @@ class Executor:
     def bind(cls, symbol: Any, ctx: Context, args: Any, args_grad: Any = None,
              grad_req: Any = "write", aux_states: Any = None,
              types: Optional[TypeTable] = None,
-             stages: Optional[tuple[bool, ...]] = None) -> "Executor":
+             stages: Optional[tuple[bool, ...]] = None, fresh: bool = False) -> "Executor":
         """Check and bind. ``types``: the symbol's inferred types when the caller has them
         (simple_bind), so that the bind does not infer again; the arrays must have those
         shapes and dtypes. ``stages`` lists the programs (inference ``False``, training
         ``True``) compiled now; any other is compiled on first use. Default: the one the
-        executor was bound for (see ``_bound_for``)."""
+        executor was bound for (see ``_bound_for``). ``fresh``: every array was just
+        allocated by ``simple_bind``, so none can share memory with another (the aliasing
+        check, a few microseconds per array, is skipped)."""
         check_unique_inputs(symbol.graph())
         names = symbol.list_arguments()
         arg_list = _as_list("bind args", args, names, required=True)
@@ -208,10 +210,11 @@ class Executor:
                     raise BindError(f"{kind} {n}: expected an NDArray, got {type(a).__name__}")
                 if a is not None and a.context != ctx:
                     raise BindError(f"{kind} {n}: array is on {a.context}, executor on {ctx}")
-        _check_no_aliasing([("argument", names, arg_list),
-                            ("aux state", symbol.list_auxiliary_states(), aux_list),
-                            ("gradient", names, [g if r != "null" else None
-                                                 for g, r in zip(grad_list, reqs)])])
+        if not fresh:
+            _check_no_aliasing([("argument", names, arg_list),
+                                ("aux state", symbol.list_auxiliary_states(), aux_list),
+                                ("gradient", names, [g if r != "null" else None
+                                                     for g, r in zip(grad_list, reqs)])])
         for n, a, g in zip(names, arg_list, grad_list):
             if g is not None and (g.shape != a.shape or g.dtype != a.dtype):
                 raise BindError(f"gradient {n}: shape {g.shape} {g.dtype} differs from the "
@@ -245,7 +248,7 @@ class Executor:
         aux = [_alloc("aux state", n, s, ctx, t) for n, s, t
                in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]
         return cls.bind(symbol, ctx, args, grads, reqs, aux, TypeTable(shape_of, type_of),
-                        stages)
+                        stages, fresh=True)
 
     def _compile(self, types: Optional[TypeTable]) -> None:
         graph = self._symbol.graph()

@@ -21,7 +21,7 @@ VARIABLE = "null"
 _NO_ATTRS = Attrs()
 
 
-@dataclass(frozen=True, eq=False, init=False)
+@dataclass(frozen=True, eq=False, init=False, slots=True, weakref_slot=True)
 class Node:
     """One operation: ``op`` (registry name or ``"null"``), unique ``name``, parsed ``attrs``,
     input entries and ``extra`` user attributes (MXNet's ``attr`` dict: ``__shape__``,
@@ -36,14 +36,16 @@ class Node:
 
     def __init__(self, op: str, name: str, attrs: Optional[Attrs] = None,
                  inputs: tuple["Entry", ...] = (), extra: Optional[Attrs] = None) -> None:
-        # Written into __dict__ directly: passes and autodiff make a node per graph node, and
-        # the frozen dataclass __init__ (one object.__setattr__ per field) was a visible
-        # share of bind time. Attrs are immutable, so the empty default is shared.
-        d = self.__dict__
-        d["op"], d["name"], d["inputs"] = op, name, inputs
-        d["attrs"] = _NO_ATTRS if attrs is None else attrs
-        d["extra"] = _NO_ATTRS if extra is None else extra
-        d["_entries"] = None  # made on first ask (see entries)
+        # Written through the slots directly: passes and autodiff make a node per graph node,
+        # and the frozen dataclass __init__ (one object.__setattr__ per field) was a visible
+        # share of bind time. Slots, not a __dict__: a training graph holds 10^5..10^6 nodes,
+        # and every pass reads all of them. Attrs are immutable: the empty default is shared.
+        _SET_OP(self, op)
+        _SET_NAME(self, name)
+        _SET_INPUTS(self, inputs)
+        _SET_ATTRS(self, _NO_ATTRS if attrs is None else attrs)
+        _SET_EXTRA(self, _NO_ATTRS if extra is None else extra)
+        _SET_ENTRIES(self, None)  # made on first ask (see entries)
 
     @property
     def is_variable(self) -> bool:
@@ -59,22 +61,38 @@ class Node:
         cached = self._entries
         if cached is None:  # (a None slot, not a missing attribute: raising costs more)
             n = 1 if self.op == VARIABLE else get_op(self.op).num_outputs(self.attrs)
-            cached = self.__dict__["_entries"] = self._make_entries(n)
+            cached = self._make_entries(n)
+            _SET_ENTRIES(self, cached)
         return cached
 
+    def set_entries(self, n: int) -> tuple["Entry", ...]:
+        """Make the node's entries knowing it has ``n`` outputs (the maker of a node that
+        knows spares asking the op); returns them."""
+        made = self._make_entries(n)
+        _SET_ENTRIES(self, made)
+        return made
+
     def _make_entries(self, n: int) -> tuple["Entry", ...]:
-        return (Entry(self, 0),) if n == 1 else tuple([Entry(self, i) for i in range(n)])
+        # (tuple.__new__: the NamedTuple constructor is a Python-level function, and every
+        # node of every pass makes its entries here)
+        if n == 1:
+            return (_new_tuple(Entry, (self, 0)),)
+        return tuple([_new_tuple(Entry, (self, i)) for i in range(n)])
 
     def with_inputs(self, inputs: Sequence["Entry"]) -> "Node":
         """A copy of this node reading ``inputs`` (as many outputs: same op, same attrs)."""
         new = Node(self.op, self.name, self.attrs, tuple(inputs), self.extra)
         mine = self._entries
         if mine is not None:  # passes rebuild many nodes: skip asking the op again
-            new.__dict__["_entries"] = new._make_entries(len(mine))
+            new.set_entries(len(mine))
         return new
 
     def __repr__(self) -> str:
         return f"Node({self.name}:{self.op})"
+
+
+_SET_OP, _SET_NAME, _SET_INPUTS, _SET_ATTRS, _SET_EXTRA, _SET_ENTRIES = (
+    Node.__dict__[f].__set__ for f in ("op", "name", "inputs", "attrs", "extra", "_entries"))
 
 
 class Entry(NamedTuple):
@@ -85,6 +103,9 @@ class Entry(NamedTuple):
 
     def __repr__(self) -> str:
         return f"{self.node.name}[{self.index}]" if self.index else self.node.name
+
+
+_new_tuple = tuple.__new__
 
 
 def variable(name: str, extra: Optional[dict] = None) -> Node:
@@ -99,9 +120,15 @@ def topo_order(outputs: Iterable[Entry]) -> list[Node]:
     deep) and linear: the stack holds each open node with an iterator over its inputs; a node
     without inputs is placed at once instead of being pushed (the same order, fewer steps).
     """
+    return walk(outputs)[0]
+
+
+def walk(outputs: Iterable[Entry]) -> tuple[list[Node], dict[Node, int]]:
+    """:func:`topo_order`, and each node's position in it (the walk needs a table of the
+    nodes it has seen anyway: passes that number the nodes take it instead of making one)."""
     order: list[Node] = []
-    placed: dict[Node, bool] = {}  # False while on the stack (a cycle reaches it), then True
-    for out in outputs:
+    placed: dict[Node, object] = {}  # False while on the stack (a cycle reaches it), then
+    for out in outputs:              # the node's position in the order
         root = out.node
         if root in placed:
             continue
@@ -117,15 +144,15 @@ def topo_order(outputs: Iterable[Entry]) -> list[Node]:
                         placed[child] = False
                         stack.append((child, iter(child.inputs)))
                         break
-                    placed[child] = True
+                    placed[child] = len(order)
                     order.append(child)
                 elif state is False:
                     raise GraphError(f"cycle through node {child.name}")
             else:
                 stack.pop()
-                placed[node] = True
+                placed[node] = len(order)
                 order.append(node)
-    return order
+    return order, placed  # type: ignore[return-value]  (every value is a position now)
 
 
 @dataclass(frozen=True, eq=False)
@@ -140,18 +167,25 @@ class Graph:
 
     def nodes(self) -> list[Node]:
         """Every node in topological order (computed once per graph; a copy each call)."""
-        cached = self.__dict__.get("_nodes")
+        return list(self._walked()[0])
+
+    def positions(self) -> dict[Node, int]:
+        """Each node's position in :meth:`nodes` (computed with it; shared: do not modify)."""
+        return self._walked()[1]
+
+    def _walked(self) -> tuple[list[Node], dict[Node, int]]:
+        cached = self.__dict__.get("_walk")
         if cached is None:
-            cached = topo_order(self.outputs)
-            object.__setattr__(self, "_nodes", cached)
-        return list(cached)
+            cached = walk(self.outputs)
+            object.__setattr__(self, "_walk", cached)
+        return cached
 
     def with_types(self, types: Optional["TypeTable"]) -> "Graph":  # noqa: F821
         """The same graph carrying ``types`` (its node list is shared, not walked again)."""
         out = Graph(self.outputs, types)
-        cached = self.__dict__.get("_nodes")
+        cached = self.__dict__.get("_walk")
         if cached is not None:
-            object.__setattr__(out, "_nodes", cached)
+            object.__setattr__(out, "_walk", cached)
         return out
 
     def variables(self) -> list[Node]:

@@ -42,7 +42,20 @@ class Prefix(NameManager):
         self._prefix = prefix
 
     def get(self, name: Optional[str], hint: str) -> str:
-        return self._prefix + super().get(name, hint)
+        # (NameManager.get inlined: autodiff names most of its nodes through here)
+        if name:
+            return self._prefix + name
+        hint = hint.lower()
+        n = self._counter.get(hint, 0)
+        self._counter[hint] = n + 1
+        return f"{self._prefix}{hint}{n}"
+
+    def restart(self, prefix: str) -> None:
+        """Become a fresh ``Prefix(prefix)`` (counters from 0) while staying the current
+        manager: autodiff names each node's backward nodes this way without entering and
+        leaving a new manager per node."""
+        self._prefix = prefix
+        self._counter.clear()
 
 
 def current() -> NameManager:

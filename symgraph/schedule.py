@@ -21,9 +21,10 @@ from .registry import get_op
 from .typetable import TypeTable
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Step:
-    """Run ``node``'s op reading slots ``inputs``, writing slots ``outputs``."""
+    """Run ``node``'s op reading slots ``inputs``, writing slots ``outputs``. (Slots: a
+    schedule holds a step per graph node.)"""
 
     node: Node
     inputs: tuple[int, ...]

@@ -21,7 +21,7 @@ from .base import AttrError, GraphError, NotImplementedForSymbol
 from .dtypes import as_dtype
 from .exports import export
 from .base import where as _where  # not `where`: sg.sym.where is the operator
-from .graph import Entry, Graph, Node, rewrite, variable
+from .graph import VARIABLE, Entry, Graph, Node, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
 from .parse_memo import input_names as _input_names
 from .parse_memo import parsed as _parsed
@@ -94,18 +94,21 @@ class Symbol:
     def _find_aux(self) -> set[Node]:
         aux: set[Node] = set()
         for node in self._nodes():
-            if node.is_variable:
+            if node.op == VARIABLE:
                 continue
             opdef = registry.get_op(node.op)
+            if opdef.aux == ():  # (most ops: no aux inputs, nothing to ask per node)
+                continue
+            names = opdef.aux_names(node.attrs)
             for slot, e in zip(opdef.input_names(node.attrs), node.inputs):
-                if slot in opdef.aux_names(node.attrs) and e.node.is_variable:
+                if slot in names and e.node.op == VARIABLE:
                     aux.add(e.node)
         return aux
 
     def list_arguments(self) -> list[str]:
         """Names of the non-auxiliary variables, in depth-first order."""
         aux = self._aux_nodes()
-        return [n.name for n in self._nodes() if n.is_variable and n not in aux]
+        return [n.name for n in self._nodes() if n.op == VARIABLE and n not in aux]
 
     def list_auxiliary_states(self) -> list[str]:
         """Names of variables that ops use as auxiliary states (BatchNorm's moving stats)."""
@@ -373,6 +376,25 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
     if len(inputs) > len(slots):
         raise AttrError(f"{_where(node_name, opdef.name)}takes inputs {list(slots)}, "
                         f"got {len(inputs)} symbols")
+    # every input a single-output Symbol (autodiff's calls): no per-slot checks needed
+    entries = [s._outputs[0] for s in inputs if type(s) is Symbol and len(s._outputs) == 1]
+    if len(entries) != len(slots):
+        entries = _input_entries(opdef, node_name, slots, inputs)
+    for k in extra or {}:  # as MXNet: an op's user attributes are __hidden__ (JSON needs it)
+        if not (k.startswith("__") and k.endswith("__") and len(k) > 4):
+            raise AttrError(f"{_where(node_name, opdef.name)}user attribute {k!r} must be "
+                            f"named like __{k.strip('_')}__ (only variables take any name)")
+    node = Node(opdef.name, node_name, parsed, tuple(entries),
+                Attrs({k: str(v) for k, v in extra.items()}) if extra else None)
+    # the parse knows the outputs: the node need not ask its op (autodiff makes most nodes here)
+    outs = node.set_entries(n_outputs)
+    return Symbol(outs[:n_visible])
+
+
+def _input_entries(opdef: registry.OpDef, node_name: str, slots: Sequence[str],
+                   inputs: Sequence[Optional[Symbol]]) -> list[Entry]:
+    """The entry of each input slot; a missing input (``None``, or past the end) becomes a new
+    variable ``<node>_<slot>``."""
     entries = []
     n_in = len(inputs)
     for i, slot in enumerate(slots):
@@ -383,15 +405,7 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
             raise AttrError(f"{_where(node_name, opdef.name)}input '{slot}' must be a "
                             f"single-output Symbol, got {sym!r}")
         entries.append(sym._outputs[0])
-    for k in extra or {}:  # as MXNet: an op's user attributes are __hidden__ (JSON needs it)
-        if not (k.startswith("__") and k.endswith("__") and len(k) > 4):
-            raise AttrError(f"{_where(node_name, opdef.name)}user attribute {k!r} must be "
-                            f"named like __{k.strip('_')}__ (only variables take any name)")
-    node = Node(opdef.name, node_name, parsed, tuple(entries),
-                Attrs({k: str(v) for k, v in extra.items()}) if extra else None)
-    # the parse knows the outputs: the node need not ask its op (autodiff makes most nodes here)
-    outs = node.__dict__["_entries"] = node._make_entries(n_outputs)
-    return Symbol(outs[:n_visible])
+    return entries
 
 
 def make_op_function(opdef: registry.OpDef, hint: Optional[str] = None):

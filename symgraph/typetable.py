@@ -46,90 +46,124 @@ def declared_dtype(node: Node) -> Optional[np.dtype]:
 
 
 class TypeTable:
-    """Shape and dtype per entry: known ones given, the rest computed forward on demand."""
+    """Shape and dtype per entry: known ones given, the rest computed forward on demand.
+
+    One dict, entry -> ``(shape, dtype)`` (``_MISSING`` for a part not known to the table):
+    a bind's table grows to several entries per graph node, and one record per entry is half
+    the lookups and insertions of a dict per part. Records are shared: a rebuilt node's
+    entries get its old record, and nodes whose rule saw the same inputs get the same one.
+    """
 
     def __init__(self, shapes: Optional[Mapping[Entry, Shape]] = None,
                  dtypes: Optional[Mapping[Entry, np.dtype]] = None) -> None:
-        self._shapes: dict[Entry, Optional[Shape]] = dict(shapes or {})
-        self._types: dict[Entry, Optional[np.dtype]] = dict(dtypes or {})
-        # (op, attrs, input shapes, input dtypes) -> output types: autodiff's nodes repeat a
-        # few such combinations many times (a rule is a function of exactly these).
-        self._memo: dict[tuple, tuple[list, list]] = {}
+        shapes, dtypes = shapes or {}, dtypes or {}
+        recs: dict[Entry, tuple] = {e: (s, dtypes.get(e, _MISSING)) for e, s in shapes.items()}
+        for e, t in dtypes.items():
+            if e not in recs:
+                recs[e] = (_MISSING, t)
+        self._recs = recs
+        # (op, attrs, input shapes, input dtypes) -> each output's record: autodiff's nodes
+        # repeat a few such combinations many times (a rule is a function of exactly these).
+        self._memo: dict[tuple, tuple[tuple, ...]] = {}
 
     def add(self, entry: Entry, shape: Shape, dtype: Any) -> None:
         """Give the type of a new entry (a variable made after inference: head gradients)."""
-        self._shapes[entry] = tuple(int(d) for d in shape)
-        self._types[entry] = np.dtype(dtype)
+        self._recs[entry] = (tuple(int(d) for d in shape), np.dtype(dtype))
 
     def copy(self, old: Node, new: Node) -> None:
         """Give ``new``'s outputs the known types of ``old``'s: ``new`` is ``old`` rebuilt on
         inputs of the same types (``graph.rewrite``), so its rules would give the same."""
-        for eo, en in zip(old.entries(), new.entries()):
-            self.copy_entry(eo, en)
+        recs = self._recs
+        for eo, en in zip(old.entries(), new.entries()):  # (copy_entry inlined: per node)
+            r = recs.get(eo)
+            if r is not None and r[0] is not _MISSING and r[1] is not _MISSING:
+                recs[en] = r
 
     def copy_entry(self, old: Entry, new: Entry) -> None:
         """Give ``new`` the known type of ``old``: a pass replaced ``old`` by ``new``, which
         computes the same values (fusion's kernels)."""
-        shapes, types = self._shapes, self._types
-        if old in shapes and old in types:
-            shapes[new] = shapes[old]
-            types[new] = types[old]
+        r = self._recs.get(old)
+        if r is not None and r[0] is not _MISSING and r[1] is not _MISSING:
+            self._recs[new] = r
 
     def shape(self, e: Entry) -> Optional[Shape]:
         # (a sentinel, not KeyError: every node autodiff makes misses once, and raising costs)
-        s = self._shapes.get(e, _MISSING)
-        if s is _MISSING:
+        r = self._recs.get(e)
+        if r is None or r[0] is _MISSING:
             self._fill_upto(e.node)
-            s = self._shapes[e]
-        return s
+            r = self._recs[e]
+        return r[0]
 
     def dtype(self, e: Entry) -> Optional[np.dtype]:
-        t = self._types.get(e, _MISSING)
-        if t is _MISSING:
+        r = self._recs.get(e)
+        if r is None or r[1] is _MISSING:
             self._fill_upto(e.node)
-            t = self._types[e]
-        return t
+            r = self._recs[e]
+        return r[1]
+
+    def _known(self, e: Entry) -> bool:
+        r = self._recs.get(e)
+        return r is not None and r[0] is not _MISSING and r[1] is not _MISSING
 
     def _fill_upto(self, node: Node) -> None:
         """Fill ``node`` and its unknown ancestors, inputs first (iterative: graphs are deep)."""
-        shapes, types = self._shapes, self._types
-        for e in node.inputs:  # usually every input is known already: fill just this node
-            if e not in types or e not in shapes:
-                break
-        else:
-            self._fill(node)
-            return
+        if node.op != VARIABLE and self._fill_typed(node):
+            return  # usually every input is known already: just this node was filled
+        known = self._known
         stack = [node]
         while stack:
             n = stack[-1]
-            e0 = n.entries()[0]
-            if e0 in types and e0 in shapes:  # filled meanwhile (shared ancestor)
+            if known(n.entries()[0]):  # filled meanwhile (shared ancestor)
                 stack.pop()
                 continue
-            missing = [e.node for e in n.inputs if e not in types or e not in shapes]
+            missing = [e.node for e in n.inputs if not known(e)]
             if missing:
                 stack.extend(missing)
                 continue
             stack.pop()
             self._fill(n)
 
-    def _fill(self, node: Node) -> None:
-        shapes, types = self._shapes, self._types
-        if node.op == VARIABLE:
-            e0 = node.entries()[0]
-            shapes.setdefault(e0, declared_shape(node))
-            types.setdefault(e0, declared_dtype(node))
-            return
-        in_shapes = tuple([shapes.get(e) for e in node.inputs])
-        in_types = tuple([types[e] for e in node.inputs])
-        key = (node.op, node.attrs, in_shapes, in_types)
+    def _put(self, e: Entry, rec: tuple) -> None:
+        """Record ``rec`` for ``e``, keeping any part the table knew already."""
+        got = self._recs.setdefault(e, rec)
+        if got is not rec and (got[0] is _MISSING or got[1] is _MISSING):
+            self._recs[e] = (rec[0] if got[0] is _MISSING else got[0],
+                             rec[1] if got[1] is _MISSING else got[1])
+
+    def _fill_typed(self, node: Node) -> bool:
+        """:meth:`_fill` of an op node whose inputs are all typed (False, nothing done, if
+        one is not): one lookup per input (autodiff's nodes all come here once)."""
+        recs = self._recs
+        in_shapes, in_types = [], []
+        for e in node.inputs:
+            r = recs.get(e)
+            if r is None or r[0] is _MISSING or r[1] is _MISSING:
+                return False
+            in_shapes.append(r[0])
+            in_types.append(r[1])
+        key = (node.op, node.attrs, tuple(in_shapes), tuple(in_types))
         found = self._memo.get(key)
         if found is None:
-            found = self._memo[key] = forward_types(node, list(in_shapes), list(in_types))
-        outs, touts = found
-        for e, s, t in zip(node.entries(), outs, touts):
-            shapes.setdefault(e, s)
-            types.setdefault(e, t)
+            found = self._memo[key] = tuple(zip(*forward_types(node, in_shapes, in_types)))
+        for e, rec in zip(node.entries(), found):
+            got = recs.setdefault(e, rec)  # (a new node: nothing known yet, the usual case)
+            if got is not rec:
+                self._put(e, rec)
+        return True
+
+    def _fill(self, node: Node) -> None:
+        if node.op == VARIABLE:
+            self._put(node.entries()[0], (declared_shape(node), declared_dtype(node)))
+            return
+        recs = self._recs
+        in_shapes = [recs[e][0] for e in node.inputs]
+        in_types = [recs[e][1] for e in node.inputs]
+        key = (node.op, node.attrs, tuple(in_shapes), tuple(in_types))
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = tuple(zip(*forward_types(node, in_shapes, in_types)))
+        for e, rec in zip(node.entries(), found):
+            self._put(e, rec)
 
 
 def forward_types(node: Node, in_shapes: list, in_types: list) -> tuple[list, list]:

@@ -24,6 +24,7 @@ from symgraph.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, register, unreg
 from symgraph.typetable import TypeTable
 
 fuse_mod = importlib.import_module("symgraph.passes.fuse_elementwise")
+fuse_groups = importlib.import_module("symgraph.passes.fuse_groups")
 
 
 def _reference_order(outputs: list[Entry]) -> list[Node]:
@@ -118,8 +119,8 @@ def test_dtype_inference_runs_each_rule_at_most_twice_with_the_default(monkeypat
 
 def _count_walks(monkeypatch, n: int) -> int:
     walks = []
-    real = G.topo_order
-    monkeypatch.setattr(G, "topo_order", lambda outs: walks.append(1) or real(outs))
+    real = G.walk
+    monkeypatch.setattr(G, "walk", lambda outs: walks.append(1) or real(outs))
     x = sg.sym.var("data")
     for i in range(n):
         x = sg.sym.relu(sg.sym.FullyConnected(x, num_hidden=4, name=f"fc{i}"), name=f"r{i}")
@@ -225,19 +226,19 @@ def test_fusion_dependency_answers_follow_a_chain_and_stay_small() -> None:
     g, table = _chain(1000)
     for n in g.nodes():
         table.shape(Entry(n))
-    grouping = fuse_mod._Grouping(g, table)
-    for n in g.nodes():
-        grouping.add(n)
+    nodes = g.nodes()  # a chain: every earlier node is an ancestor
+    grouping = fuse_groups.Grouping(g, table, nodes)
+    for i in range(len(nodes)):
+        grouping.add(i)
     n_groups = len(grouping.groups())
-    assert n_groups >= 1000 // fuse_mod.MAX_MEMBERS
+    assert n_groups >= 1000 // fuse_groups.MAX_MEMBERS
     # per node: two small ints, nothing that grows with the number of earlier groups (a mask
     # of every earlier group per node was quadratic in memory on a deep chain)
-    assert all(type(t) is int for t in grouping.top.values())
-    nodes = g.nodes()  # a chain: every earlier node is an ancestor
+    assert all(type(t) is int for t in grouping.top)
     for k in range(1, len(nodes), 97):  # does nodes[k] depend on group r, asked per group
-        want = {grouping.born[m] for m in nodes[1:k + 1]}
+        want = {grouping.born[m] for m in range(1, k + 1)}
         got = {r for r in range(len(grouping.parent))
-               if grouping._reaches([nodes[k]], frozenset((r,)))}
+               if grouping.reaches([k], frozenset((r,)))}
         assert got == want
 
 

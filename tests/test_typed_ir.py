@@ -89,7 +89,7 @@ def test_passes_keep_the_table() -> None:
     assert any(n.op == "_fused" for n in out.nodes())  # fusion saw the shapes
     assert table.shape(out.outputs[0]) == (5,)
     verify(out)
-    assert Entry(x.outputs_[0].node) in table._shapes
+    assert Entry(x.outputs_[0].node) in table._recs
 
 
 def test_deep_chains_need_no_deep_recursion() -> None:

@@ -51,15 +51,25 @@ def _fc_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     return [y.reshape(out_shape).astype(x.dtype, copy=False)]
 
 
+def _known_shape(c, sym) -> tuple | None:
+    return None if c.types is None else c.types.shape(sym.outputs_[0])
+
+
 def _fc_grad(c) -> list:
     S = c.sym
     x, w, dy = c.inputs[0], c.inputs[1], c.ograds[0]
+    # Reshapes the types show to be no-ops (2-D data) are not made: simplify would remove
+    # them, and rebuild every backward node after them (bind time, issue 14).
+    x_shape = _known_shape(c, x)
     if c.attrs["flatten"]:
-        x2, dy2 = S.Flatten(x), dy
+        x2 = x if x_shape is not None and len(x_shape) == 2 else S.Flatten(x)
+        dy2 = dy
     else:
         x2 = S.Reshape(x, shape=(-1, 0), reverse=True)
         dy2 = S.Reshape(dy, shape=(-1, 0), reverse=True)
-    dx = S.reshape_like(S.dot(dy2, w), x)
+    dx = S.dot(dy2, w)
+    if x_shape is None or _known_shape(c, dx) != x_shape:
+        dx = S.reshape_like(dx, x)
     dw = S.dot(dy2, x2, transpose_a=True)
     grads = [dx, dw]
     if not c.attrs["no_bias"]:

@@ -15,7 +15,7 @@ from typing import Any, Optional, Sequence
 from .. import name as _name
 from .. import symbol as S
 from ..attrs import Attrs
-from ..graph import Entry, Graph, Node
+from ..graph import VARIABLE, Entry, Graph, Node
 from ..base import GraphError, where
 from ..typetable import TypeTable, types_of
 from ..registry import BROADCAST, NO_GRADIENT, NOT_DIFFERENTIABLE, get_op
@@ -39,9 +39,18 @@ class GradCtx:
 def _depends_on(nodes: list[Node], wrt: set[Node]) -> set[Node]:
     reach = set(wrt)
     for node in nodes:
-        if any(e.node in reach for e in node.inputs):
-            reach.add(node)
+        for e in node.inputs:  # (plain loops: once per node of the graph)
+            if e.node in reach:
+                reach.add(node)
+                break
     return reach
+
+
+def _any_in(entries: tuple[Entry, ...], ograds: dict) -> bool:
+    for e in entries:  # (a plain loop: once per node)
+        if e in ograds:
+            return True
+    return False
 
 
 def _total(sym: Any, grads: list) -> Any:
@@ -63,17 +72,18 @@ def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[An
     for out, head in zip(graph.outputs, head_grads):
         if head is not None and out.node in needed:
             ograds.setdefault(out, []).append(head)
-    for node in reversed(nodes):
-        if node.is_variable or node not in needed:
-            continue
-        opdef = get_op(node.op)
-        entries = node.entries()
-        if opdef.gradient == NOT_DIFFERENTIABLE or not any(e in ograds for e in entries):
-            continue
-        if opdef.gradient == NO_GRADIENT:
-            raise GraphError(f"{where(node.name, node.op)}has no gradient, but a gradient "
-                             f"must flow through it to {sorted(v.name for v in wrt)}")
-        with _name.Prefix(f"{node.name}_backward_"):
+    with _name.Prefix("") as namer:  # restarted per node: Prefix(f"{node.name}_backward_")
+        for node in reversed(nodes):
+            if node not in needed or node.op == VARIABLE:
+                continue
+            opdef = get_op(node.op)
+            entries = node.entries()
+            if opdef.gradient == NOT_DIFFERENTIABLE or not _any_in(entries, ograds):
+                continue
+            if opdef.gradient == NO_GRADIENT:
+                raise GraphError(f"{where(node.name, node.op)}has no gradient, but a gradient "
+                                 f"must flow through it to {sorted(v.name for v in wrt)}")
+            namer.restart(f"{node.name}_backward_")
             outs = [S.Symbol((e,)) for e in entries]
             dys = [_total(S, ograds[e]) if e in ograds else S.zeros_like(o)
                    for e, o in zip(entries, outs)]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Optional, Sequence
 
 from ..base import AttrError, ShapeError, where
-from ..graph import Entry, Graph, Node, check_unique_inputs
+from ..graph import VARIABLE, Entry, Graph, Node, check_unique_inputs
 from ..ops._util import PartialShape, as_shape, merge_dims
 from ..registry import get_op
 from ..typetable import declared_partial, declared_shape  # noqa: F401  (declared_shape: API)
@@ -79,7 +79,10 @@ def _apply_rule(node: Node, shapes: dict[Entry, Shape]) -> bool:
 def _nothing_new(entries: Sequence[Entry], shapes: Sequence[Optional[Shape]],
                  full: dict[Entry, Shape]) -> bool:
     """Every shape a rule gave is None or the very tuple already recorded (checked then)."""
-    return all(s is None or s is full.get(e) for e, s in zip(entries, shapes))
+    for e, s in zip(entries, shapes):  # (plain loops here: once per node and sweep)
+        if s is not None and s is not full.get(e):
+            return False
+    return True
 
 
 def _apply(node: Node, known: _Known) -> bool:
@@ -90,8 +93,12 @@ def _apply(node: Node, known: _Known) -> bool:
     partial = opdef.partial_shapes
     full = known.full
     entries = node.entries()
-    ins = [known.get(e, partial) for e in node.inputs]
-    outs = [known.get(e, partial) for e in entries]
+    if partial and known.partial:
+        ins = [known.get(e, True) for e in node.inputs]
+        outs = [known.get(e, True) for e in entries]
+    else:  # no partial shapes to look at: the full ones alone (once per node and sweep)
+        ins = [full.get(e) for e in node.inputs]
+        outs = [full.get(e) for e in entries]
     try:
         new_ins, new_outs = opdef.infer_shape(node.attrs, list(ins), list(outs))
     except (ShapeError, AttrError) as exc:  # attribute ranges are checked against the shapes
@@ -125,7 +132,13 @@ def _apply(node: Node, known: _Known) -> bool:
 
 
 def _all_known(node: Node, entries: Sequence[Entry], full: dict[Entry, Shape]) -> bool:
-    return all(e in full for e in node.inputs) and all(e in full for e in entries)
+    for e in node.inputs:
+        if e not in full:
+            return False
+    for e in entries:
+        if e not in full:
+            return False
+    return True
 
 
 def infer_shapes(graph: Graph, given: Mapping[str, Shape]) -> dict[Entry, Shape]:
@@ -142,7 +155,7 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
     nodes = graph.nodes()
     known = _Known(exact=exact)
     for node in nodes:
-        if not node.is_variable:
+        if node.op != VARIABLE:
             continue
         user = given.get(node.name)  # overrides a declared shape, as in MXNet
         if user is not None and exact:
@@ -151,7 +164,7 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
         shape = user if user is not None else declared_partial(node)
         if shape is not None:
             known.put(Entry(node), as_shape(shape, f"variable {node.name}"))
-    ops = [n for n in nodes if not n.is_variable]
+    ops = [n for n in nodes if n.op != VARIABLE]
     # A node whose inputs and outputs are all fully known after its rule ran is settled:
     # shapes never change once fully known, so running it again would give the same answer.
     settled: set[Node] = set()

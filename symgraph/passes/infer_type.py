@@ -19,23 +19,43 @@ DEFAULT = np.dtype("float32")
 COUNT = {"infer_types": 0}
 
 
+def _nothing_new(olds: list, news: list) -> bool:
+    for old, new in zip(olds, news):  # (plain loops here: once per node and sweep)
+        if new is not None and new is not old:
+            return False
+    return True
+
+
+def _none_known(olds: list) -> bool:
+    for o in olds:  # (not `count(None)`: numpy says dtype("float64") == None)
+        if o is not None:
+            return False
+    return True
+
+
+def _all_known(olds: list) -> bool:
+    for o in olds:  # `is not None`, not `None in`: numpy says dtype("float64") == None
+        if o is None:
+            return False
+    return True
+
+
 def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
     """Run ``node``'s rule: (found a new dtype, every input and output is known now: run
     again, the rule would return the dtypes it was given)."""
     opdef = get_op(node.op)
-    entries = list(node.inputs) + list(node.entries())
+    entries = node.inputs + node.entries()
     olds = [types.get(e) for e in entries]
     n_in = len(node.inputs)
-    if opdef.infer_type is same_type and all(o is None for o in olds):
+    if opdef.infer_type is same_type and _none_known(olds):
         return False, False  # the default rule has nothing to go on (before the float32 default)
     try:
         new_ins, new_outs = opdef.infer_type(node.attrs, olds[:n_in], olds[n_in:])
     except (DTypeError, AttrError) as exc:
         raise type(exc)(f"{where(node.name, node.op)}{exc}") from None
     news = list(new_ins) + list(new_outs)
-    if all(new is None or new is old for old, new in zip(olds, news)) \
-            and len(new_ins) == n_in:  # nothing new (the usual second look at a node)
-        return False, all(o is not None for o in olds)  # (not `None in`: dtype("float64") == None)
+    if len(new_ins) == n_in and _nothing_new(olds, news):  # (the usual second look at a node)
+        return False, _all_known(olds)
     names = list(opdef.input_names(node.attrs)) + list(opdef.output_names(node.attrs))
     changed = False
     for entry, name, old, new in zip(entries, names, olds, news):

@@ -118,6 +118,7 @@ def memory_plan(schedule: Schedule) -> MemoryPlan:
     for s, k in last.items():
         dying.setdefault(k, []).append(s)
     arena, offset, inplace = _Arena(), {}, {}
+    size_of: dict[int, int] = {}  # slot -> slot_bytes, asked up to three times per slot
     for k, st in enumerate(schedule.steps):
         taken: set[int] = set()
         for out in st.outputs:
@@ -126,11 +127,13 @@ def memory_plan(schedule: Schedule) -> MemoryPlan:
                 taken.add(src)
                 offset[out], inplace[out] = offset[src], src
             else:
-                offset[out] = arena.alloc(slot_bytes(schedule, out))
+                size = size_of[out] = slot_bytes(schedule, out)
+                offset[out] = arena.alloc(size)
         for s in dying.get(k, ()):
             if s not in taken:
-                arena.release(offset[s], slot_bytes(schedule, s))
-    naive = sum(slot_bytes(schedule, s) for s in first)
+                size = size_of.get(s)
+                arena.release(offset[s], slot_bytes(schedule, s) if size is None else size)
+    naive = sum([size_of.get(s) or slot_bytes(schedule, s) for s in first])
     return MemoryPlan(offset, arena.top, naive, inplace)
 
 

@@ -155,3 +155,17 @@ def test_no_cycle_through_another_member_of_a_group() -> None:
     want = [1 / (1 + np.exp(av + bv + cv)), np.tanh(bv + cv @ w.T + bias)]
     for g, wv in zip(got, want):
         np.testing.assert_allclose(g, wv, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_attrs_are_made_sorted_and_equal_a_parsed_copy() -> None:
+    """Fusion builds each kernel's attrs with ``Attrs.from_sorted`` (no sort): the keys must be
+    written in order, or hashing and equality (CSE keys, compile caches) would differ from
+    ``Attrs`` made the ordinary way."""
+    fc = sg.sym.FullyConnected(x, num_hidden=5, name="fc")
+    sym = sg.sym.Group([sg.sym.relu(fc) * 2.0, sg.sym.exp(x) + 1.0])
+    out = fuse_elementwise(declared(sym, x=(4, 3)))
+    assert len(_fused(out)) == 2
+    for node in _fused(out):
+        assert list(node.attrs) == sorted(node.attrs)
+        again = sg.attrs.Attrs(dict(node.attrs))
+        assert again == node.attrs and hash(again) == hash(node.attrs)
