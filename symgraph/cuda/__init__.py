@@ -27,6 +27,7 @@ never imports pycuda):
 * ``backend``  - ``compile(schedule, ctx)``: the program the executor runs (an action -> launch
   table); ``conv_choice`` - cuDNN or the generated im2col path, per convolution;
   ``cudnn`` - ctypes binding; its descriptors read the node's window (``ops/geometry.py``);
+  ``cudnn_graph`` - cuDNN's graph (backend) API plans of one convolution call;
 * ``update_kernel`` - the fused multi-tensor optimizer update printed from an optimizer's rule
   (pure Python); ``optimizer`` - its launch and the device-state updater ``Module`` uses;
 * ``staging``  - pinned rings for ``fit``'s async per-batch copies in and out.
@@ -36,5 +37,7 @@ cuBLAS use TF32 tensor cores (off by default: results then match float32 to ~1e-
 ``SYMGRAPH_CACHE_DIR`` moves the kernel cache (default ``~/.cache/symgraph``);
 ``SYMGRAPH_DEBUG=2`` prints every generated module; ``SYMGRAPH_CUDNN=0`` never uses cuDNN,
 ``=1`` always does where it has an algorithm, the default measures each convolution shape once
-and keeps the faster of cuDNN and the generated im2col + cuBLAS path.
+and keeps the faster of cuDNN and the generated im2col + cuBLAS path;
+``SYMGRAPH_CUDNN_API=legacy`` times cuDNN's legacy algorithms only (not its graph API's engines);
+``SYMGRAPH_NHWC=0`` keeps float16/bfloat16 convolutions NCHW (``passes/channel_last.py``).
 """
