@@ -31,40 +31,43 @@ def choose(act: Choice, plan_of: Callable[[ConvCall], Any],
     return act.primary if ms[0] <= ms[1] else act.fallback
 
 
-def time_ms(closures: list, stream: Any, reps: int = 3) -> float:
-    """Milliseconds of ``reps`` runs of ``closures`` on ``stream``, after one warm-up run."""
-    rc = RunCtx()
-    for fn in closures:
-        fn(rc)
+def _elapsed_ms(run: Callable[[], None], stream: Any, reps: int) -> float:
+    """Milliseconds of ``reps`` calls of ``run`` on ``stream`` (None: the default stream),
+    after one warm-up call."""
+    run()
     begin, end = drv.Event(), drv.Event()
     begin.record(stream)
     for _ in range(reps):
-        for fn in closures:
-            fn(rc)
+        run()
     end.record(stream)
     end.synchronize()
     return end.time_since(begin)
 
 
+def time_ms(closures: list, stream: Any, reps: int = 3) -> float:
+    """Milliseconds of ``reps`` runs of ``closures`` on ``stream``, after one warm-up run."""
+    rc = RunCtx()
+
+    def run() -> None:
+        for fn in closures:
+            fn(rc)
+    return _elapsed_ms(run, stream, reps)
+
+
 def fastest(n: int, launch: Callable[[int], None], reps: int = 5,
             rounds: int = 2) -> tuple[int, float]:
-    """(index, milliseconds per run) of the fastest of ``n`` candidates, ``launch(i)`` running candidate ``i`` once on
-    the default stream: each is warmed up once, then timed over ``reps`` runs, in ``rounds``
-    rounds keeping each one's best (a choice that differs between processes costs more than
-    the extra runs). A candidate that fails (ExecutionError) is never chosen."""
+    """(index, milliseconds per run) of the fastest of ``n`` candidates, ``launch(i)``
+    running candidate ``i`` once on the default stream: each is warmed up once, then timed over
+    ``reps`` runs, in ``rounds`` rounds keeping each one's best (a choice that differs between
+    processes costs more than the extra runs). A candidate that fails (ExecutionError) is
+    never chosen."""
     best = [float("inf")] * n
-    begin, end = drv.Event(), drv.Event()
     for _ in range(rounds):
         for i in range(n):
             try:
-                launch(i)
-                begin.record()
-                for _ in range(reps):
-                    launch(i)
-                end.record()
-                end.synchronize()
+                ms = _elapsed_ms(lambda: launch(i), None, reps)
             except ExecutionError:
                 continue
-            best[i] = min(best[i], end.time_since(begin) / reps)
+            best[i] = min(best[i], ms / reps)
     k = min(range(n), key=best.__getitem__)
     return k, best[k]
