@@ -53,7 +53,8 @@ def packed_strides(dims: tuple, channel_last: bool) -> list[int]:
 
 
 class _Api:
-    """The backend functions of a loaded cuDNN, with their argument types."""
+    """The backend functions of a loaded cuDNN, with their argument types (set once per
+    library: ``_api``)."""
 
     def __init__(self, lib: Any) -> None:
         self.lib = lib
@@ -77,12 +78,22 @@ class _Api:
         self.check(self.lib.cudnnBackendSetAttribute(d, name, typ, len(values), arr),
                    f"set attribute {name}")
 
-    def finalize(self, d: Any, what: str) -> int:
-        return self.lib.cudnnBackendFinalize(d)
+    def finalize(self, d: Any, what: str) -> None:
+        self.check(self.lib.cudnnBackendFinalize(d), f"finalize {what}")
 
     def check(self, status: int, what: str) -> None:
         if status != 0:
             raise ExecutionError(f"cuDNN graph API: {what} failed (status {status})")
+
+
+_APIS: dict[Any, _Api] = {}  # loaded library -> its _Api
+
+
+def _api(lib: Any) -> _Api:
+    got = _APIS.get(lib)
+    if got is None:
+        got = _APIS[lib] = _Api(lib)
+    return got
 
 
 def _tensor(api: _Api, uid: int, dims: tuple, strides: list, dtype: int) -> ctypes.c_void_p:
@@ -92,7 +103,7 @@ def _tensor(api: _Api, uid: int, dims: tuple, strides: list, dtype: int) -> ctyp
     api.set(t, 903, T_INT64, ctypes.c_int64, *strides)
     api.set(t, 906, T_INT64, ctypes.c_int64, uid)
     api.set(t, 900, T_INT64, ctypes.c_int64, 16)  # byte alignment: every buffer is 256-aligned
-    api.check(api.finalize(t, "tensor"), "finalize tensor")
+    api.finalize(t, "tensor")
     return t
 
 
@@ -104,7 +115,7 @@ def _convolution(api: _Api, dims: dict) -> ctypes.c_void_p:
     for name, values in ((105, dims["pad"]), (104, dims["pad"]), (102, dims["dilate"]),
                          (103, dims["stride"])):
         api.set(c, name, T_INT64, ctypes.c_int64, *values)
-    api.check(api.finalize(c, "convolution"), "finalize convolution")
+    api.finalize(c, "convolution")
     return c
 
 
@@ -124,7 +135,7 @@ class GraphCall:
 
     def __init__(self, lib: Any, handle: Any, kind: str, descs: dict, dtype: int,
                  float32: bool) -> None:
-        api = self.api = _Api(lib)
+        api = self.api = _api(lib)
         self.handle, self.kind = handle, kind
         self._packs: dict[tuple, ctypes.c_void_p] = {}
         op_type, first, uids = OPERATIONS[kind]
@@ -135,11 +146,11 @@ class GraphCall:
         api.set(op, first + 2, T_DESCRIPTOR, ctypes.c_void_p, descs["conv"])
         for k, u in enumerate(uids):
             api.set(op, first + 3 + k, T_DESCRIPTOR, ctypes.c_void_p, tensors[u])
-        api.check(api.finalize(op, "operation"), f"finalize {kind} operation")
+        api.finalize(op, f"{kind} operation")
         graph = api.create(OPERATIONGRAPH)
         api.set(graph, 801, T_DESCRIPTOR, ctypes.c_void_p, op)
         api.set(graph, 800, T_HANDLE, ctypes.c_void_p, handle)
-        api.check(api.finalize(graph, "graph"), "finalize operation graph")
+        api.finalize(graph, "graph")
         tf32 = os.environ.get("SYMGRAPH_TF32", "0") == "1"
         self.plans = [(p, ws) for p, ws, tc in self._plans(graph)
                       if not (float32 and not tf32 and tc)]
@@ -161,7 +172,7 @@ class GraphCall:
         heur = api.create(ENGINEHEUR)
         api.set(heur, 201, T_DESCRIPTOR, ctypes.c_void_p, graph)
         api.set(heur, 200, T_HEUR_MODE, ctypes.c_int, mode)
-        api.check(api.finalize(heur, "heuristics"), "finalize heuristics")
+        api.finalize(heur, "heuristics")
         api.check(api.lib.cudnnBackendGetAttribute(heur, 202, T_DESCRIPTOR, 0,
                                                    ctypes.byref(count), None), "config count")
         n = min(count.value, 4 * CANDIDATES)
@@ -173,7 +184,7 @@ class GraphCall:
             plan = api.create(EXECUTION_PLAN)
             api.set(plan, 400, T_HANDLE, ctypes.c_void_p, self.handle)
             api.set(plan, 401, T_DESCRIPTOR, ctypes.c_void_p, cfg)
-            if api.finalize(plan, "plan") != 0:
+            if api.lib.cudnnBackendFinalize(plan) != 0:  # this engine cannot run the graph
                 continue
             ws = ctypes.c_int64()
             api.check(api.lib.cudnnBackendGetAttribute(plan, 402, T_INT64, 1,
@@ -195,7 +206,7 @@ class GraphCall:
             api.set(pack, 1000, T_INT64, ctypes.c_int64, 1, 2, 3)
             api.set(pack, 1001, T_VOID_PTR, ctypes.c_void_p, *ptrs)
             api.set(pack, 1003, T_VOID_PTR, ctypes.c_void_p, ws)
-            api.check(api.finalize(pack, "variant pack"), "finalize variant pack")
+            api.finalize(pack, "variant pack")
             self._packs[key] = pack
         return pack
 
@@ -217,7 +228,7 @@ def graph_call(lib: Any, handle: Any, kind: str, dims: dict, channel_last: bool,
     descs: dict = {u: (dims[k], packed_strides(dims[k], channel_last))
                    for u, k in ((1, "x"), (2, "w"), (3, "y"))}
     try:
-        descs["conv"] = _convolution(_Api(lib), dims)
+        descs["conv"] = _convolution(_api(lib), dims)
         call = GraphCall(lib, handle, kind, descs, DATA_TYPES[dtype], dtype == "float32")
     except ExecutionError:
         return None
