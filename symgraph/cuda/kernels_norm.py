@@ -116,6 +116,16 @@ def render_bn_stats(outer: int, channels: int, inner: int, chunks: int,
     return Rendered(tag, src, 2, helpers=dtype_helpers(dtype))
 
 
+def _sum_partials(chunks: int) -> str:
+    """C statements of a block-per-channel stage two: channel ``i``'s ``chunks`` partial pairs
+    (laid ``part[2 * (i * chunks + k)]``, ``+ 1``) summed into the floats ``a`` and ``b``."""
+    return ("        float a = 0.f, b = 0.f;\n"
+            f"        for (int k = 0; k < {chunks}; ++k) {{\n"
+            f"            a += part[2 * (i * {chunks}LL + k)];\n"
+            f"            b += part[2 * (i * {chunks}LL + k) + 1];\n"
+            "        }\n")
+
+
 def _stats_store(count: int, momentum: float, shift: str, i: str, ind: str) -> str:
     """C statements of both stat finishes: from the float sums ``a`` of ``x - shift`` and
     ``b`` of its square over ``count`` values, the mean and biased variance (clamped at 0: the
@@ -136,12 +146,8 @@ def render_bn_stats_finish(channels: int, inner: int, chunks: int, count: int, m
     """Stage two of the statistics: per channel, the mean and (biased) variance of its
     ``count`` values from the partial pairs and the shift, and the moving statistics updated
     with ``momentum`` (``mm * momentum + mean * (1 - momentum)``), all of ``stat_dtype``."""
-    body = ("        float a = 0.f, b = 0.f;\n"
-            f"        for (int k = 0; k < {chunks}; ++k) {{\n"
-            f"            a += part[2 * (i * {chunks}LL + k)];\n"
-            f"            b += part[2 * (i * {chunks}LL + k) + 1];\n"
-            "        }\n"
-            + _stats_store(count, momentum, f"sg_ld(x[i * {inner}LL])", "i", " " * 8))
+    body = _sum_partials(chunks) + _stats_store(count, momentum, f"sg_ld(x[i * {inner}LL])", "i",
+                                                " " * 8)
     params = (f"{ptr('mean', stat_dtype, False)}, {ptr('var', stat_dtype, False)}, "
               f"{ptr('new_mm', stat_dtype, False)}, {ptr('new_mv', stat_dtype, False)}, "
               f"const float* __restrict__ part, {ptr('x', dtype)}, {ptr('mm', stat_dtype)}, "
@@ -154,12 +160,8 @@ def render_bn_stats_finish(channels: int, inner: int, chunks: int, count: int, m
 def render_bn_backward_finish(channels: int, chunks: int, dtype: str = "float32") -> Rendered:
     """Stage two: per channel, the sums of its ``chunks`` partial pairs into ``dgamma[c]``
     (of dy * xhat) and ``dbeta[c]`` (of dy), of ``dtype``."""
-    body = ("        float a = 0.f, b = 0.f;\n"
-            f"        for (int k = 0; k < {chunks}; ++k) {{\n"
-            f"            a += part[2 * (i * {chunks}LL + k)];\n"
-            f"            b += part[2 * (i * {chunks}LL + k) + 1];\n"
-            "        }\n"
-            "        dbeta[i] = a;\n"
+    body = (_sum_partials(chunks)
+            + "        dbeta[i] = a;\n"
             "        dgamma[i] = b;\n")
     params = (f"{ptr('dgamma', dtype, False)}, {ptr('dbeta', dtype, False)}, "
               "const float* __restrict__ part")

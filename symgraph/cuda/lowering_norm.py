@@ -87,6 +87,19 @@ def _column_sums(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tuple,
             Kernel(finish(chunks), fin_tiles, FINISH_THREADS, (*outs, part, *extra), fin_tiles)]
 
 
+def _block_sums(ctx: StepCtx, channels: int, n: int, srcs: tuple,
+                first: Callable[[int], Rendered], finish: Callable[[int], Rendered],
+                outs: tuple, extra: tuple = ()) -> list:
+    """Two-stage pair sums with a block per chunk of a channel (channels not last; each of
+    ``n`` elements): ``first(chunks)`` reads ``srcs`` into float partials, ``finish(chunks)``,
+    one thread per channel, writes ``outs`` from them and ``extra``. The counterpart of
+    ``_column_sums``."""
+    chunks = split_chunks(channels, n, ctx.sm_count)
+    part = ctx.new_array(2 * channels * chunks, "float32")
+    return [Kernel(first(chunks), channels * chunks, THREADS, (part, *srcs), channels * chunks),
+            launch(ctx, finish(chunks), (*outs, part, *extra), channels)]
+
+
 def _train_stats(ctx: StepCtx, ax: int) -> list:
     """Mean, biased variance and moving statistics of input 0 over every axis but ``ax``."""
     a, x = ctx.attrs, ctx.in_shapes[0]
@@ -99,13 +112,11 @@ def _train_stats(ctx: StepCtx, ax: int) -> list:
         return _column_sums(ctx, rows, x[ax], "stats", (ctx.ins[0],), lambda chunks:
                             render_bn_column_stats_finish(x[ax], chunks, rows, a["momentum"],
                                                           dt, st), outs, extra)
-    chunks = split_chunks(x[ax], outer * inner, ctx.sm_count)
-    part = ctx.new_array(2 * x[ax] * chunks, "float32")
-    return [Kernel(render_bn_stats(outer, x[ax], inner, chunks, dt), x[ax] * chunks, THREADS,
-                   (part, ctx.ins[0]), x[ax] * chunks),
-            launch(ctx, render_bn_stats_finish(x[ax], inner, chunks, outer * inner,
-                                               a["momentum"], dt, st),
-                   (*outs, part, *extra), x[ax])]
+    return _block_sums(ctx, x[ax], outer * inner, (ctx.ins[0],),
+                       lambda chunks: render_bn_stats(outer, x[ax], inner, chunks, dt),
+                       lambda chunks: render_bn_stats_finish(x[ax], inner, chunks, outer * inner,
+                                                             a["momentum"], dt, st),
+                       outs, extra)
 
 
 @family("batch_norm")
@@ -166,13 +177,11 @@ def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
                             render_bn_column_grad_finish(ch, chunks, ctx.dt(dgamma)),
                             (dgamma, dbeta), eps=a["eps"])
     else:
-        chunks = split_chunks(ch, m, ctx.sm_count)
-        part = ctx.new_array(2 * ch * chunks, "float32")
         dt, st = ctx.dt(data), ctx.dt(mean)  # narrow data keeps float32 statistics (ops/norm)
-        acts = [Kernel(render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt, st),
-                       ch * chunks, THREADS, (part, dy, data, mean, var), ch * chunks),
-                launch(ctx, render_bn_backward_finish(ch, chunks, ctx.dt(dgamma)),
-                       (dgamma, dbeta, part), ch)]
+        acts = _block_sums(ctx, ch, m, (dy, data, mean, var), lambda chunks:
+                           render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt, st),
+                           lambda chunks: render_bn_backward_finish(ch, chunks, ctx.dt(dgamma)),
+                           (dgamma, dbeta))
     x, vec = _views(x, ax)
     rstd = E.const(1.0) / E.call("sqrt", inp(4) + a["eps"])
     scale = rstd if a["fix_gamma"] else inp(2) * rstd
