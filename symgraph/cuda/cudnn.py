@@ -23,7 +23,7 @@ from typing import Any, Optional
 from ..base import ExecutionError
 from ..ops.geometry import ConvWindow
 from . import libs
-from .cudnn_graph import DATA_TYPES as CUDNN_DATA, graph_call, packed_strides
+from .cudnn_graph import DATA_TYPES as CUDNN_DATA, ROLES, graph_call, packed_strides
 
 CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_TENSOR_NHWC, CUDNN_CROSS_CORRELATION = 0, 0, 1, 1
 CUDNN_DEFAULT_MATH, CUDNN_TENSOR_OP_MATH, CUDNN_FMA_MATH = 0, 1, 3
@@ -123,13 +123,13 @@ LEGACY_CANDIDATES = 3
 # descriptors of its three tensors (operands a, b and the output, in the functions' order).
 KINDS = {"fwd": ("cudnnFindConvolutionForwardAlgorithm",
                  "cudnnGetConvolutionForwardWorkspaceSize", "cudnnConvolutionForward",
-                 ("x", "w", "y")),
+                 ROLES["fwd"]),
          "data": ("cudnnFindConvolutionBackwardDataAlgorithm",
                   "cudnnGetConvolutionBackwardDataWorkspaceSize",
-                  "cudnnConvolutionBackwardData", ("w", "y", "x")),
+                  "cudnnConvolutionBackwardData", ROLES["data"]),
          "filter": ("cudnnFindConvolutionBackwardFilterAlgorithm",
                     "cudnnGetConvolutionBackwardFilterWorkspaceSize",
-                    "cudnnConvolutionBackwardFilter", ("x", "y", "w"))}
+                    "cudnnConvolutionBackwardFilter", ROLES["filter"])}
 
 
 class ConvPlan:

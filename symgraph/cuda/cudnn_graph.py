@@ -36,8 +36,9 @@ DATA_TYPES = {"float32": 0, "float16": 2, "bfloat16": 9}  # cudnnDataType_t per 
 OPERATIONS = {"fwd": (OP_FWD, 700, (2, 1, 3)),  # W, X, Y
               "data": (OP_BWD_DATA, 706, (2, 1, 3)),  # W, DX, DY
               "filter": (OP_BWD_FILTER, 712, (2, 1, 3))}  # DW, X, DY
-# Which of run()'s (a, b, out) pointers each unique id (1, 2, 3) takes, per kind.
-OPERANDS = {"fwd": (0, 1, 2), "data": (2, 0, 1), "filter": (0, 2, 1)}
+# Per call kind, the roles of its operands a, b and its output (x: data, w: filter, y: the
+# convolution's output); ``cudnn.KINDS`` and ``lowering_conv`` read them too.
+ROLES = {"fwd": ("x", "w", "y"), "data": ("w", "y", "x"), "filter": ("x", "y", "w")}
 CANDIDATES = 8
 MAX_WORKSPACE = 256 << 20  # bytes: configurations that want more are skipped
 
@@ -136,7 +137,8 @@ class GraphCall:
     def __init__(self, lib: Any, handle: Any, kind: str, descs: dict, dtype: int,
                  float32: bool) -> None:
         api = self.api = _api(lib)
-        self.handle, self.kind = handle, kind
+        self.handle = handle
+        self._order = tuple(ROLES[kind].index(r) for r in "xwy")  # run()'s pointer per uid
         self._packs: dict[tuple, ctypes.c_void_p] = {}
         op_type, first, uids = OPERATIONS[kind]
         tensors = {u: _tensor(api, u, *descs[u], dtype) for u in (1, 2, 3)}
@@ -213,7 +215,7 @@ class GraphCall:
     def run(self, plan: Any, a: int, b: int, out: int, ws: int) -> None:
         """``plan`` on run()'s operands (see ``cudnn.run``), on the handle's current stream."""
         got = (a, b, out)
-        pack = self._pack(tuple(got[i] for i in OPERANDS[self.kind]), ws)
+        pack = self._pack(tuple(got[i] for i in self._order), ws)
         self.api.check(self.api.lib.cudnnBackendExecute(self.handle, plan, pack), "execute")
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from math import prod
-from typing import Callable, Optional
+from typing import Optional
 
 from ..ops.conv import conv_window
 from ..ops.deconv import deconv_window
@@ -24,6 +24,7 @@ from ..ops.geometry import ConvWindow
 from .kernels_conv import render_col2im, render_im2col, render_swap01
 from .actions import Choice, ConvCall, Gemm, Ref, StepCtx, family, launch
 from .lowering_fused import Epilogue, in_place, inline_epilogue
+from .cudnn_graph import ROLES
 from .lowering_views import moved_copy
 
 
@@ -77,25 +78,21 @@ def conv_backward_weight(ctx: StepCtx, g: ConvWindow, x: Ref, dy: Ref, dw: Ref,
 
 
 CONV_CALLS = {"forward": conv_forward, "data": conv_backward_data, "filter": conv_backward_weight}
-# Per call, the channels-first shapes of its two operands and its output.
-OPERANDS: dict[str, Callable[[ConvWindow], tuple]] = {
-    "forward": lambda g: (g.input_shape, g.weight_shape, g.output_shape),
-    "data": lambda g: (g.weight_shape, g.output_shape, g.input_shape),
-    "filter": lambda g: (g.input_shape, g.output_shape, g.weight_shape)}
+CALL_KINDS = {"forward": "fwd", "data": "data", "filter": "filter"}  # -> ConvCall.kind
 
 
 def channel_last_call(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, out: Ref) -> list:
     """A convolution call on channels-last operands: cuDNN reads them in place; the fallback
     copies them channels first, runs the channels-first fallback and copies the result back."""
-    first, dt = replace(g, channel_last=False), ctx.storage
-    shapes = OPERANDS[call](first)
+    first, dt, kind = replace(g, channel_last=False), ctx.storage, CALL_KINDS[call]
+    by_role = {"x": first.input_shape, "w": first.weight_shape, "y": first.output_shape}
+    shapes = [by_role[r] for r in ROLES[kind]]
     tmp = [ctx.new_array(prod(s), dt) for s in shapes]
     inner = CONV_CALLS[call](ctx, first, tmp[0], tmp[1], tmp[2], None)[0]
     fallback = (moved_copy(ctx, a, tmp[0], shapes[0], False),
                 moved_copy(ctx, b, tmp[1], shapes[1], False)) + tuple(inner.fallback) + \
         (moved_copy(ctx, tmp[2], out, shapes[2], True),)
-    return [Choice((ConvCall(call if call != "forward" else "fwd", g, a, b, out, dt),),
-                   fallback)]
+    return [Choice((ConvCall(kind, g, a, b, out, dt),), fallback)]
 
 
 def _window(ctx: StepCtx, data: tuple, transposed: bool) -> ConvWindow:
