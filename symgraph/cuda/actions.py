@@ -24,6 +24,7 @@ is full before the first step is lowered.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
 
@@ -92,6 +93,17 @@ def fill_bits(value: float, dtype: str) -> tuple[int, int]:
         dt = np.dtype(dtype)
     v = np.array(value, dt)
     return v.itemsize, int(v.view(np.uint16 if v.itemsize == 2 else np.uint32))
+
+
+def memset_pattern(value: np.ndarray) -> Optional[tuple[int, int]]:
+    """(width in bytes, pattern) of a device memset that writes the one-element array
+    ``value`` into every element: its bytes repeat a 1-, 2- or 4-byte pattern (0 in any dtype,
+    every float32/float16/bfloat16 value); None when they do not (most float64 values)."""
+    raw = value.tobytes()
+    for width in (1, 2, 4):
+        if len(raw) % width == 0 and raw == raw[:width] * (len(raw) // width):
+            return width, int.from_bytes(raw[:width], sys.byteorder)
+    return None
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import pycuda.driver as drv  # noqa: E402
 from pycuda import gpuarray  # noqa: E402
 
 from ..base import BindError, ExecutionError
+from .actions import memset_pattern
 
 _CONTEXTS: dict[int, Any] = {}
 _INFO: dict[int, dict] = {}
@@ -124,11 +125,25 @@ def to_device(host: np.ndarray, ctx: Any) -> DeviceArray:
     return arr
 
 
+_MEMSET = {1: "memset_d8", 2: "memset_d16", 4: "memset_d32"}
+
+
 def write_device(target: Any, key: Any, value: Any) -> None:
-    """``target[key] = value`` for an NDArray on the GPU; checked before anything is written."""
+    """``target[key] = value`` for an NDArray on the GPU; checked before anything is written.
+    A scalar written to the whole array is a device memset on the legacy stream (ordered
+    after the program's blocking stream, and not waiting for it on the host): a pageable
+    upload would make the host wait for the GPU (each step's ``grad[:] = 0`` of gradients no
+    op reaches, as BatchNorm's ``fix_gamma`` gamma, cost ResNet-20 a third of its step)."""
     data: DeviceArray = target._data
     if isinstance(key, slice) and key == slice(None):
         arr = np.asarray(value)
+        fill = memset_pattern(np.asarray(arr, data.dtype)) if arr.ndim == 0 else None
+        if fill is not None:
+            if data.size:
+                width, bits = fill
+                with activate(data.device_id):
+                    getattr(drv, _MEMSET[width])(data.gpudata, bits, data.nbytes // width)
+            return
         try:
             # no copy when the value already has the array's shape, dtype and layout
             host = np.asarray(np.broadcast_to(arr, data.shape), data.dtype, order="C")
