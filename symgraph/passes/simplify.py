@@ -18,7 +18,8 @@ Two kinds of rules:
   identity.
 
 Cast pairs (``Cast``, ``amp_cast``; AMP's ``convert_symbol`` makes many) cancel only when exact.
-A cast to the dtype the data already has is the data. ``cast(cast(x, B), C)`` with ``x`` of dtype
+A cast to the dtype the data already has is the data, and so is an ``amp_multicast`` of inputs
+that all have their output's dtype already. ``cast(cast(x, B), C)`` with ``x`` of dtype
 ``A`` drops the inner cast when ``B`` holds every value of ``A`` (``A`` narrower: float16 or
 bfloat16 -> float32 -> float64): so ``f16 -> f32 -> f16`` is ``x``, and ``f16 -> f32 -> bf16`` is
 one cast ``f16 -> bf16``. ``f32 -> f16 -> f32`` is *not* the identity (it rounds to float16) and
@@ -203,6 +204,16 @@ def _same_dtype_rule(node: Node, sc: TypeTable) -> Replacement:
     return [node.inputs[0]] if t_in is not None and t_in == t_out else None
 
 
+def _multicast_rule(node: Node, sc: TypeTable) -> Replacement:
+    """``amp_multicast`` whose inputs all have their output's dtype already (the residual add
+    of two narrow values) -> its inputs: the copies would change nothing."""
+    for i, src in enumerate(node.inputs):
+        t_in = sc.dtype(src)
+        if t_in is None or t_in != sc.dtype(Entry(node, i)):
+            return None
+    return list(node.inputs)
+
+
 def _where_rows_rule(node: Node, sc: TypeTable) -> Replacement:
     """``where`` with a 1-D condition picking rows -> ``where`` of that condition reshaped to
     (rows, 1, ...) and broadcast to the data's shape: fusion and the fused kernels then see
@@ -221,6 +232,7 @@ RULES: dict[str, Callable[[Node, TypeTable], Replacement]] = {
     "Cast": _cast_rule,
     "amp_cast": _cast_rule,
     "_backward_Cast": _same_dtype_rule,
+    "amp_multicast": _multicast_rule,
     "Reshape": _reshape_rule,
     "Flatten": _reshape_rule,
     "reshape_like": _reshape_rule,

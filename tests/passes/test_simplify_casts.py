@@ -76,3 +76,22 @@ def test_backward_cast_to_the_same_dtype_is_dropped() -> None:
     g, y = S.var("g"), S.var("y")
     sym = S._backward_Cast(g, y)
     assert ops_of(simplify(declared(sym, "float16", g=(2, 3), y=(2, 3)))) == []
+
+
+@pytest.mark.parametrize("dtype,left", [("bfloat16", ["elemwise_add"]),
+                                        ("float32", ["amp_multicast", "elemwise_add"])])
+def test_multicast_of_inputs_already_in_its_dtype_is_dropped(dtype: str, left: list) -> None:
+    """AMP's residual add of two bfloat16 values: ``amp_multicast`` would copy both unchanged.
+    With float32 data and a bfloat16 branch it casts, so it stays."""
+    a, b = S.var("a"), S.var("b")
+    other = b if dtype == "bfloat16" else S.amp_cast(b, dtype="bfloat16")
+    pair = S.amp_multicast(a, other, num_outputs=2)
+    sym = S.elemwise_add(pair[0], pair[1])
+    g = declared(sym, dtype, a=(2, 3), b=(2, 3))
+    out = simplify(g)
+    assert sorted(o for o in ops_of(out) if o != "amp_cast") == left
+    vals = random_inputs(g)
+    want = vals["a"].astype(np.float64) + vals["b"].astype(as_dtype(dtype)).astype(np.float64)
+    got = run_graph(out, vals)[0]
+    assert got.dtype == as_dtype(dtype)
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(as_dtype(dtype)), rtol=1e-2)
