@@ -33,8 +33,8 @@ from .narrow import NARROW
 
 S = sg.sym
 needs_gxx = pytest.mark.skipif(host_compiler() is None, reason="g++ not on PATH")
-# (shape, axis): 48 channels leave 16 of 256 threads idle; 1 channel; 300 channels take two
-# column tiles of a 256-thread block; odd and even row counts; a unit axis after the channels
+# (shape, axis): 48 channels leave 16 of 1024 threads idle; 1 channel; 300 channels leave three
+# row lanes to a 1024-thread block; odd and even row counts; a unit axis after the channels
 # (nothing follows them in memory: still channels last).
 SHAPES = [((3, 5, 7, 48), 3), ((9, 1, 1, 1), -1), ((5, 3, 300), -1), ((13, 7), 1),
           ((2, 3, 3, 16), -1), ((6, 5, 1), 1)]
