@@ -896,6 +896,68 @@ def Cast(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def transpose(
+    data: Optional[NDArray] = ...,
+    *,
+    axes: tuple[int, ...] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def expand_dims(
+    data: Optional[NDArray] = ...,
+    *,
+    axis: int,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def squeeze(
+    data: Optional[NDArray] = ...,
+    *,
+    axis: Union[int, tuple[int, ...], None] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def Concat(
+    *data: NDArray,
+    num_args: Optional[int] = ...,
+    dim: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def SliceChannel(
+    data: Optional[NDArray] = ...,
+    *,
+    num_outputs: int,
+    axis: int = ...,
+    squeeze_axis: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def slice(
+    *,
+    begin: tuple[Optional[int], ...],
+    end: tuple[Optional[int], ...],
+    step: tuple[Optional[int], ...] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def slice_axis(
+    data: Optional[NDArray] = ...,
+    *,
+    axis: int,
+    begin: int,
+    end: Optional[int] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def slice_like(
+    data: Optional[NDArray] = ...,
+    shape_like: Optional[NDArray] = ...,
+    *,
+    axes: tuple[int, ...] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def SwapAxis(
     data: Optional[NDArray] = ...,
     *,
@@ -1197,68 +1259,6 @@ def RNN(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
-def transpose(
-    data: Optional[NDArray] = ...,
-    *,
-    axes: tuple[int, ...] = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def expand_dims(
-    data: Optional[NDArray] = ...,
-    *,
-    axis: int,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def squeeze(
-    data: Optional[NDArray] = ...,
-    *,
-    axis: Union[int, tuple[int, ...], None] = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def Concat(
-    *data: NDArray,
-    num_args: Optional[int] = ...,
-    dim: int = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def SliceChannel(
-    data: Optional[NDArray] = ...,
-    *,
-    num_outputs: int,
-    axis: int = ...,
-    squeeze_axis: bool = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def slice(
-    *,
-    begin: tuple[Optional[int], ...],
-    end: tuple[Optional[int], ...],
-    step: tuple[Optional[int], ...] = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def slice_axis(
-    data: Optional[NDArray] = ...,
-    *,
-    axis: int,
-    begin: int,
-    end: Optional[int] = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def slice_like(
-    data: Optional[NDArray] = ...,
-    shape_like: Optional[NDArray] = ...,
-    *,
-    axes: tuple[int, ...] = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
 def sort(
     data: Optional[NDArray] = ...,
     *,
@@ -1322,11 +1322,11 @@ sum_axis = sum
 Pad = pad
 flip = reverse
 cast = Cast
-swapaxes = SwapAxis
-broadcast_axes = broadcast_axis
 concat = Concat
 split = SliceChannel
 crop = slice
+swapaxes = SwapAxis
+broadcast_axes = broadcast_axis
 
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
     "concatenate", "moveaxis", "stack", "waitall", "save", "load", "FullyConnected",
@@ -1341,17 +1341,17 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "Flatten", "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like", "ones_like",
     "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod", "norm", "argmax",
     "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where", "batch_dot",
-    "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "SwapAxis", "broadcast_axis",
-    "batch_take", "amp_cast", "amp_multicast", "softmax_cross_entropy", "LinearRegressionOutput",
-    "LogisticRegressionOutput", "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin",
-    "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians",
-    "log10", "log2", "cbrt", "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc",
-    "fix", "round", "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
-    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN", "transpose",
-    "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like",
+    "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "transpose", "expand_dims",
+    "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like", "SwapAxis",
+    "broadcast_axis", "batch_take", "amp_cast", "amp_multicast", "softmax_cross_entropy",
+    "LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput", "LRN", "sin",
+    "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
+    "degrees", "radians", "log10", "log2", "cbrt", "rcbrt", "gamma", "gammaln", "erf", "floor",
+    "ceil", "rint", "trunc", "fix", "round", "smooth_l1", "broadcast_hypot", "broadcast_mod",
+    "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN",
     "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
     "broadcast_plus", "broadcast_minus", "reshape", "flatten", "stop_gradient", "make_loss",
-    "sum_axis", "Pad", "flip", "cast", "swapaxes", "broadcast_axes", "concat", "split", "crop",
+    "sum_axis", "Pad", "flip", "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes",
     "add", "subtract", "multiply", "divide", "power", "equal", "not_equal", "greater",
     "greater_equal", "lesser", "lesser_equal", "modulo", "maximum", "minimum", "logical_and",
     "logical_or", "logical_xor", "random", "random_uniform", "random_normal"]

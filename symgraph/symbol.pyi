@@ -859,6 +859,68 @@ def Cast(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def transpose(
+    data: Optional[Symbol] = ...,
+    *,
+    axes: tuple[int, ...] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def expand_dims(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: int,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def squeeze(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: Union[int, tuple[int, ...], None] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def Concat(
+    *data: Symbol,
+    num_args: Optional[int] = ...,
+    dim: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def SliceChannel(
+    data: Optional[Symbol] = ...,
+    *,
+    num_outputs: int,
+    axis: int = ...,
+    squeeze_axis: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def slice(
+    *,
+    begin: tuple[Optional[int], ...],
+    end: tuple[Optional[int], ...],
+    step: tuple[Optional[int], ...] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def slice_axis(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: int,
+    begin: int,
+    end: Optional[int] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def slice_like(
+    data: Optional[Symbol] = ...,
+    shape_like: Optional[Symbol] = ...,
+    *,
+    axes: tuple[int, ...] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def SwapAxis(
     data: Optional[Symbol] = ...,
     *,
@@ -1160,68 +1222,6 @@ def RNN(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
-def transpose(
-    data: Optional[Symbol] = ...,
-    *,
-    axes: tuple[int, ...] = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def expand_dims(
-    data: Optional[Symbol] = ...,
-    *,
-    axis: int,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def squeeze(
-    data: Optional[Symbol] = ...,
-    *,
-    axis: Union[int, tuple[int, ...], None] = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def Concat(
-    *data: Symbol,
-    num_args: Optional[int] = ...,
-    dim: int = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def SliceChannel(
-    data: Optional[Symbol] = ...,
-    *,
-    num_outputs: int,
-    axis: int = ...,
-    squeeze_axis: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def slice(
-    *,
-    begin: tuple[Optional[int], ...],
-    end: tuple[Optional[int], ...],
-    step: tuple[Optional[int], ...] = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def slice_axis(
-    data: Optional[Symbol] = ...,
-    *,
-    axis: int,
-    begin: int,
-    end: Optional[int] = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def slice_like(
-    data: Optional[Symbol] = ...,
-    shape_like: Optional[Symbol] = ...,
-    *,
-    axes: tuple[int, ...] = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
 def sort(
     data: Optional[Symbol] = ...,
     *,
@@ -1354,22 +1354,6 @@ def flip(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
-def swapaxes(
-    data: Optional[Symbol] = ...,
-    *,
-    dim1: int = ...,
-    dim2: int = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def broadcast_axes(
-    data: Optional[Symbol] = ...,
-    *,
-    axis: tuple[int, ...] = ...,
-    size: tuple[int, ...] = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
 def split(
     data: Optional[Symbol] = ...,
     *,
@@ -1384,6 +1368,22 @@ def crop(
     begin: tuple[Optional[int], ...],
     end: tuple[Optional[int], ...],
     step: tuple[Optional[int], ...] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def swapaxes(
+    data: Optional[Symbol] = ...,
+    *,
+    dim1: int = ...,
+    dim2: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def broadcast_axes(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: tuple[int, ...] = ...,
+    size: tuple[int, ...] = ...,
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
@@ -1407,15 +1407,15 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "Flatten", "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like", "ones_like",
     "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod", "norm", "argmax",
     "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where", "batch_dot",
-    "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "SwapAxis", "broadcast_axis",
-    "batch_take", "amp_cast", "amp_multicast", "softmax_cross_entropy", "LinearRegressionOutput",
-    "LogisticRegressionOutput", "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin",
-    "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians",
-    "log10", "log2", "cbrt", "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc",
-    "fix", "round", "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
-    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN", "transpose",
-    "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like",
+    "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "transpose", "expand_dims",
+    "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like", "SwapAxis",
+    "broadcast_axis", "batch_take", "amp_cast", "amp_multicast", "softmax_cross_entropy",
+    "LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput", "LRN", "sin",
+    "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
+    "degrees", "radians", "log10", "log2", "cbrt", "rcbrt", "gamma", "gammaln", "erf", "floor",
+    "ceil", "rint", "trunc", "fix", "round", "smooth_l1", "broadcast_hypot", "broadcast_mod",
+    "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN",
     "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
     "broadcast_plus", "broadcast_minus", "reshape", "flatten", "stop_gradient", "make_loss",
-    "sum_axis", "Pad", "flip", "cast", "swapaxes", "broadcast_axes", "concat", "split", "crop",
+    "sum_axis", "Pad", "flip", "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes",
     "pow", "power", "maximum", "minimum", "hypot", "zeros", "ones", "full"]

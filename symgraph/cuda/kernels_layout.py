@@ -64,12 +64,18 @@ def render_pad_fold(outer: int, n: int, inner: int, before: int, after: int,
                               f"{ptr('y', dtype, False)}, {ptr('x', dtype)}", body)
 
 
-def render_cast(src_t: str, dst_t: str) -> Rendered:
-    """y[i] = x[i] converted from numpy dtype ``src_t`` to ``dst_t`` as C converts; float16
-    and bfloat16 go through float, their only conversion (rounding to nearest)."""
+def converted(src_t: str, dst_t: str, ref: str) -> str:
+    """C of element ``ref`` (of numpy dtype ``src_t``) converted to ``dst_t`` as C converts;
+    float16 and bfloat16 go through float, their only conversion (rounding to nearest)."""
     narrow = C_TYPES[src_t] in NARROW_C or C_TYPES[dst_t] in NARROW_C
-    value = "sg_ld(x[i])" if C_TYPES[src_t] in NARROW_C else "(float)x[i]" if narrow else "x[i]"
+    value = f"sg_ld({ref})" if C_TYPES[src_t] in NARROW_C else f"(float){ref}" if narrow \
+        else ref
+    return f"({C_TYPES[dst_t]}){value}"
+
+
+def render_cast(src_t: str, dst_t: str) -> Rendered:
+    """y[i] = x[i] converted from numpy dtype ``src_t`` to ``dst_t`` (:func:`converted`)."""
     return grid_stride_kernel(
         f"cast_{src_t}_to_{dst_t}", f"{src_t},{dst_t}",
         f"{C_TYPES[dst_t]}* __restrict__ y, const {C_TYPES[src_t]}* __restrict__ x",
-        f"        y[i] = ({C_TYPES[dst_t]}){value};\n")
+        f"        y[i] = {converted(src_t, dst_t, 'x[i]')};\n")

@@ -5,21 +5,26 @@ repeat of one or several inputs."""
 from __future__ import annotations
 
 from .codegen import Rendered, dtype_helpers, grid_stride_kernel, ptr
+from .kernels_layout import converted
 
 
 def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool,
-                   dtype: str = "float32") -> Rendered:
+                   dtype: str = "float32", src_dtype: str = "") -> Rendered:
     """``gather``: y[i] = x[view(i)]; ``scatter``: y[view(i)] = x[i], where ``view(i)`` is the
-    element offset of the view's i-th element (row-major over ``shape``)."""
+    element offset of the view's i-th element (row-major over ``shape``). ``src_dtype`` (a
+    gather only; default ``dtype``): x's dtype, converted as ``Cast`` converts."""
+    src_dtype = src_dtype or dtype
+    assert not scatter or src_dtype == dtype, "a scatter moves elements of one dtype"
     idx = [f"        long long r = i, o = {offset}LL;"]
     for d in range(len(shape) - 1, -1, -1):
         idx.append(f"        o += (r % {shape[d]}LL) * {strides[d]}LL; r /= {shape[d]}LL;")
-    move = "y[o] = x[i];" if scatter else "y[i] = x[o];"
+    read = "x[o]" if src_dtype == dtype else converted(src_dtype, dtype, "x[o]")
+    move = "y[o] = x[i];" if scatter else f"y[i] = {read};"
     body = "\n".join(idx) + f"\n        {move}\n"
-    return grid_stride_kernel("scatter" if scatter else "gather",
-                              f"{shape}{strides}{offset}{dtype}",
-                              f"{ptr('y', dtype, False)}, {ptr('x', dtype)}", body, 2,
-                              helpers=dtype_helpers(dtype))
+    key = f"{shape}{strides}{offset}{dtype}" + (src_dtype if src_dtype != dtype else "")
+    return grid_stride_kernel("scatter" if scatter else "gather", key,
+                              f"{ptr('y', dtype, False)}, {ptr('x', src_dtype)}", body, 2,
+                              helpers=dtype_helpers(dtype, src_dtype))
 
 
 def render_upsampling(out: tuple, inputs: list, concat: bool, dtype: str = "float32") -> Rendered:

@@ -6,7 +6,8 @@ The op's own numpy indexing is applied to an *uninitialised* numpy array of the 
 constants of a copy kernel (``kernels_views``). So the GPU reads exactly the elements numpy
 would, with no per-op index arithmetic written here. ``gather``: out[i] = in[view(i)];
 ``scatter``: out[view(i)] = in[i] (Concat's pieces, a slice's gradient placed into zeros). The kernels move elements of the
-step's dtype (any float type: no arithmetic).
+step's dtype (any float type: no arithmetic); a gather may also convert them
+(``_transpose_cast``, the transpose of a cast that ``passes/fold_casts`` makes one step).
 """
 from __future__ import annotations
 
@@ -30,8 +31,8 @@ def view_geometry(view: np.ndarray, base: np.ndarray) -> tuple[tuple, tuple, int
 
 def _copy(ctx: StepCtx, view: np.ndarray, base: np.ndarray, dst, src, scatter: bool) -> Kernel:
     shape, strides, offset = view_geometry(view, base)
-    return launch(ctx, render_strided(shape, strides, offset, scatter, ctx.dt(dst)), (dst, src),
-                  prod(shape))
+    kern = render_strided(shape, strides, offset, scatter, ctx.dt(dst), ctx.dt(src))
+    return launch(ctx, kern, (dst, src), prod(shape))
 
 
 def moved_copy(ctx: StepCtx, src, dst, first: tuple, to_last: bool) -> Kernel:

@@ -1,5 +1,5 @@
 """MXNet layout ops added for parity: SwapAxis, broadcast_axis, batch_take, and AMP's casts
-(amp_cast, amp_multicast)."""
+(amp_cast, amp_multicast); symgraph's ``_transpose_cast`` (a transpose and a cast as one step)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,6 +9,7 @@ from ..base import ShapeError
 from ..dtypes import is_float
 from ..registry import BROADCAST, INJECTIVE, NO_GRADIENT, OpDef, RunCtx, alias, register
 from ._util import fmt, forward_shape, like_input, norm_axis, same_shape
+from .shape import _inverse, _transpose_axes, _transpose_shape
 
 
 def _swap(a: Attrs, ndim: int) -> tuple[int, ...]:
@@ -151,3 +152,24 @@ register(OpDef(
     lowering="copy",
     doc="Forward: data unchanged; backward: the gradient times scale (a (1,) array). AMP's "
         "dynamic loss scaling puts it on a loss op's input, so a new scale needs no rebind."))
+
+
+def _transpose_cast(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    axes = _transpose_axes(a, xs[0].ndim)
+    return [np.ascontiguousarray(xs[0].transpose(axes)).astype(a["dtype"])]
+
+
+register(OpDef(
+    "_transpose_cast", {"axes": Param("shape", ()), "dtype": Param("dtype")}, ("data",),
+    _transpose_shape, _transpose_cast,
+    lambda c: [c.sym._backward_Cast(c.sym.transpose(c.ograds[0],
+                                                    axes=_inverse(c.attrs["axes"])),
+                                    c.inputs[0])],
+    INJECTIVE, partial_shapes=True,
+    infer_type=lambda a, ins, outs: (ins, [np.dtype(a["dtype"])]),
+    # GPU: one strided copy converting each element (cuda/lowering_views.py)
+    lowering=("gather_views", {
+        "views": lambda a, x, s: [x.transpose(_transpose_axes(a, x.ndim))]}),
+    doc="transpose(data, axes) converted to dtype (as Cast converts), in one step: what "
+        "passes/fold_casts makes of a float cast next to a transpose (AMP's weights in "
+        "channels-last convolutions)."))

@@ -14,6 +14,7 @@ from ..graph import Graph, Node
 from .constant_fold import constant_fold
 from .cse import cse
 from .dce import dce
+from .fold_casts import fold_casts
 from .fuse_conv_pool import fuse_conv_pool
 from .fuse_elementwise import fuse_elementwise
 from .simplify import simplify
@@ -24,9 +25,12 @@ Pass = Callable[[Graph], Graph]
 # Before autodiff: rewrites whose fused op brings its own gradient rule. A backend module opts in
 # by naming it as its own FORWARD_PIPELINE (the CUDA backend does, the numpy backend does not).
 FORWARD_PIPELINE: tuple[Pass, ...] = (fuse_conv_pool,)
-# After autodiff: simplify first so CSE sees canonical nodes; fusion last, on the smallest graph.
-TRAINING_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fuse_elementwise)
-INFERENCE_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fuse_elementwise)
+# After autodiff: simplify first so CSE sees canonical nodes; casts fold into transposes once
+# dead readers are gone (dce); fusion last, on the smallest graph.
+TRAINING_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fold_casts,
+                                       fuse_elementwise)
+INFERENCE_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fold_casts,
+                                        fuse_elementwise)
 
 VERIFY = False
 ENABLED = True

@@ -153,6 +153,9 @@ CASES += [
          lambda x, i: x[np.arange(4), np.clip(i.astype(int), 0, 2)], grad=False),
     Case("amp_cast", lambda: S.amp_cast(x, dtype="float32"), {"x": normal(2, 3)},
          lambda x: x.astype(np.float32), rtol=1e-6),
+    Case("_transpose_cast", lambda: S._transpose_cast(x, axes=(2, 0, 1), dtype="float32"),
+         {"x": normal(2, 3, 4)}, lambda x: x.transpose(2, 0, 1).astype(np.float32),
+         rtol=1e-6, grad_rtol=1e-2),  # central differences of a float32 output
     # x float64 (the cases' dtype), y cast to float32: both float64 (the widest), or with
     # cast_narrow both float32
     Case("amp_multicast", lambda: S.Group(list(S.amp_multicast(
