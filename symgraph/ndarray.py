@@ -155,7 +155,15 @@ class NDArray:
     def __setitem__(self, key: Any, value: Any) -> None:
         _engine().before_write(self)
         if isinstance(value, NDArray):  # a host array is only read: no copy (per-batch path)
-            value = value._data if value._ctx.device_type == "cpu" else value.asnumpy()
+            if value._ctx.device_type == "cpu":
+                value = value._data
+            elif (value._ctx == self._ctx and isinstance(key, builtins.slice)
+                  and key == builtins.slice(None) and value.shape == self.shape
+                  and value.dtype == self.dtype):
+                from .cuda.runtime import copy_device
+                return copy_device(self, value)
+            else:
+                value = value.asnumpy()
         if self._ctx.device_type == "cpu":
             if isinstance(key, builtins.slice) and key == builtins.slice(None):
                 arr = np.asarray(value)

@@ -128,6 +128,17 @@ def to_device(host: np.ndarray, ctx: Any) -> DeviceArray:
 _MEMSET = {1: "memset_d8", 2: "memset_d16", 4: "memset_d32"}
 
 
+def copy_device(target: Any, value: Any) -> None:
+    """``target[:] = value`` for two GPU NDArrays of one device, shape and dtype: one copy on
+    the legacy default stream, ordered after the earlier work of every (blocking) program
+    stream and before its later work, and not waited for on the host (a batch already on the
+    GPU used to travel through the host: two synchronising copies per ``Module`` step)."""
+    src, dst = value._data, target._data
+    if dst.nbytes and src.ptr != dst.ptr:
+        with activate(dst.device_id):
+            drv.memcpy_dtod_async(dst.ptr, src.ptr, dst.nbytes)
+
+
 def write_device(target: Any, key: Any, value: Any) -> None:
     """``target[key] = value`` for an NDArray on the GPU; checked before anything is written.
     A scalar written to the whole array is a device memset on the legacy stream (ordered

@@ -48,7 +48,10 @@ class Staging:
         """Queue ``target[:] = value`` (an NDArray on the GPU; value broadcast and cast as
         numpy does) on ``stream``."""
         if isinstance(value, NDArray):  # a host batch is only read: no copy
-            value = value._data if value.context.device_type == "cpu" else value.asnumpy()
+            if value.context.device_type != "cpu":  # a device copy, or through the host
+                target[:] = value
+                return
+            value = value._data
         buf, entry = self.reserve(target)
         np.copyto(buf, value, casting="unsafe")
         self.send(target, buf, entry, stream)

@@ -1,6 +1,7 @@
-"""``gpu_array[:] = scalar`` is a device memset, not a pageable upload (which makes the host
-wait for the GPU: each step's ``grad[:] = 0`` for BatchNorm's fixed gamma cost ResNet-20 a third
-of its step on the H100). ``memset_pattern`` must reproduce numpy's bytes exactly."""
+"""``gpu_array[:] = scalar`` is a device memset and ``gpu_array[:] = gpu_array`` (same shape
+and dtype) a device copy, not a trip through the host (a pageable upload makes the host wait for
+the GPU: each step's ``grad[:] = 0`` for BatchNorm's fixed gamma cost ResNet-20 a third of its
+step on the H100). ``memset_pattern`` must reproduce numpy's bytes exactly."""
 from __future__ import annotations
 
 import ml_dtypes
@@ -108,3 +109,63 @@ def test_scalar_fill_on_gpu(dtype) -> None:
         a[:] = v
         expect = np.full((4, 6), np.asarray(v).astype(dtype), dtype)
         assert a.asnumpy().tobytes() == expect.tobytes(), (dtype, v)
+
+
+COPY_SCRIPT = r'''
+import contextlib
+import numpy as np
+import symgraph.cuda.runtime as rt
+from symgraph.cuda import staging as st
+from symgraph.ndarray import NDArray
+
+rt.activate = st.activate = lambda device_id: contextlib.nullcontext()
+
+
+class Dev:
+    next_ptr = 4096
+
+    def __init__(self, shape, dtype=np.float32):
+        self.shape, self.dtype = tuple(shape), np.dtype(dtype)
+        self.size = int(np.prod(shape))
+        self.nbytes = self.size * self.dtype.itemsize
+        self.ptr, Dev.next_ptr = Dev.next_ptr, Dev.next_ptr + 4096
+        self.device_id = 0
+
+    def get(self):
+        raise AssertionError("a device-to-device write went through the host")
+
+
+a, b = NDArray(Dev((64, 1, 28, 28)), sg.gpu(0)), NDArray(Dev((64, 1, 28, 28)), sg.gpu(0))
+a[:] = b
+assert drv.memcpy_dtod_async.call_args_list[-1].args == (a._buf.ptr, b._buf.ptr, 64 * 784 * 4)
+assert not drv.memcpy_dtoh.called and not drv.memcpy_htod.called
+staging = st.Staging(0)
+n = drv.memcpy_dtod_async.call_count
+staging.to_device(a, b, stream=object())  # Module's batch already on the device
+assert drv.memcpy_dtod_async.call_count == n + 1 and not drv.memcpy_htod_async.called
+a[:] = a  # onto itself: nothing to copy
+assert drv.memcpy_dtod_async.call_count == n + 1
+print("OK")
+'''
+
+
+def test_device_batch_is_copied_on_the_device() -> None:
+    """``gpu_array[:] = other_gpu_array`` (and ``Module``'s batch loading through staging) of
+    one shape and dtype is one device copy: it went through the host before, a synchronising
+    download and an upload per input per step."""
+    run_with_mock_pycuda(COPY_SCRIPT)
+
+
+@pytest.mark.gpu
+def test_device_to_device_assignment_on_gpu() -> None:
+    import symgraph as sg
+    x = np.random.default_rng(0).normal(size=(5, 7)).astype(np.float32)
+    a = sg.nd.array(x, ctx=sg.gpu(0))
+    b = sg.nd.zeros((5, 7), ctx=sg.gpu(0))
+    b[:] = a
+    np.testing.assert_array_equal(b.asnumpy(), x)
+    b[:] = a * 2 + 1  # a pending value: computed, then copied
+    np.testing.assert_allclose(b.asnumpy(), x * 2 + 1, rtol=1e-6)
+    c = sg.nd.zeros((5, 7), ctx=sg.gpu(0), dtype=np.float16)
+    c[:] = a  # another dtype: through the host, converted
+    np.testing.assert_array_equal(c.asnumpy(), x.astype(np.float16))
