@@ -377,7 +377,10 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
         raise AttrError(f"{_where(node_name, opdef.name)}takes inputs {list(slots)}, "
                         f"got {len(inputs)} symbols")
     # every input a single-output Symbol (autodiff's calls): no per-slot checks needed
-    entries = [s._outputs[0] for s in inputs if type(s) is Symbol and len(s._outputs) == 1]
+    entries = []
+    for s in inputs:  # (a plain loop, not a comprehension's frame: autodiff's nodes come here)
+        if type(s) is Symbol and len(s._outputs) == 1:
+            entries.append(s._outputs[0])
     if len(entries) != len(slots):
         entries = _input_entries(opdef, node_name, slots, inputs)
     for k in extra or {}:  # as MXNet: an op's user attributes are __hidden__ (JSON needs it)
