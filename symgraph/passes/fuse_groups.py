@@ -278,8 +278,8 @@ class Grouping:
             if born[i] == NONE:  # (the cheap tests first: most nodes stop here)
                 continue
             us = users[i]
-            if len(us) != 1 or i in self.out0:
-                continue
+            if len(us) != 1 or i in self.out0 or group[us[0]] == group[i]:
+                continue  # (the last: its reader is in its group, the usual case: same root)
             r = self.root_of(i)
             if head[r] == i:
                 continue
