@@ -87,6 +87,14 @@ def test_a_dtype_conflict_names_the_slot_and_both_dtypes() -> None:
         net.infer_type()
 
 
+def test_dtypes_from_a_non_default_rule_reach_undeclared_variables_before_the_default(
+        ) -> None:
+    # no variable declares a dtype: the default-rule nodes are skipped until one is known
+    net = S.tanh(S.sigmoid(S.var("x")) + S.zeros(shape=(2,), dtype="float16"))
+    args, outs, _ = net.infer_type()
+    assert args == [np.float16] and outs == [np.float16]
+
+
 @pytest.mark.parametrize("op, attrs, n_in", [("tanh", {}, 1), ("broadcast_add", {}, 2),
                                              ("SliceChannel", {"num_outputs": 3}, 1)])
 def test_entries_made_with_the_node_are_the_ones_its_op_gives(op: str, attrs: dict,

@@ -89,12 +89,21 @@ def infer_types(graph: Graph, given: Mapping[str, Any],
     ops = [n for n in nodes if not n.is_variable]
 
     settled: set[Node] = set()  # all its dtypes known after its rule: nothing more to say
+    # op -> its rule is the default one: with no dtype known anywhere yet (no variable
+    # declares one, the usual bind before MXNet's float32 default) it has nothing to go on
+    defaulted: dict[str, bool] = {}
 
     def sweep(order: list[Node]) -> bool:
         changed = False
         for node in order:
             if node in settled:
                 continue
+            if not types:
+                plain = defaulted.get(node.op)
+                if plain is None:
+                    plain = defaulted[node.op] = get_op(node.op).infer_type is same_type
+                if plain:
+                    continue
             found, done = _apply(node, types)
             changed |= found
             if done:
