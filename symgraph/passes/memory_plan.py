@@ -57,11 +57,16 @@ def lifetimes(schedule: Schedule) -> tuple[dict[int, int], dict[int, int]]:
 
 
 def _elementwise_inputs(step: Step) -> Iterable[int]:
+    """The inputs ``step`` reads elementwise (a range or tuple: asked once per step and
+    iterated once per output)."""
     opdef = get_op(step.node.op)
     if opdef.expr is not None:
         return range(len(step.inputs))
     rule = opdef.extra.get("elementwise_inputs")
-    return rule(step.node.attrs) if rule is not None else ()
+    if rule is None:
+        return ()
+    found = rule(step.node.attrs)
+    return found if isinstance(found, (range, tuple)) else tuple(found)
 
 
 class _Arena:
