@@ -35,17 +35,23 @@ class Node:
     _entries: Optional[tuple["Entry", ...]] = field(default=None, init=False, repr=False)
 
     def __init__(self, op: str, name: str, attrs: Optional[Attrs] = None,
-                 inputs: tuple["Entry", ...] = (), extra: Optional[Attrs] = None) -> None:
+                 inputs: tuple["Entry", ...] = (), extra: Optional[Attrs] = None,
+                 n_outputs: int = 0) -> None:
         # Written through the slots directly: passes and autodiff make a node per graph node,
         # and the frozen dataclass __init__ (one object.__setattr__ per field) was a visible
         # share of bind time. Slots, not a __dict__: a training graph holds 10^5..10^6 nodes,
         # and every pass reads all of them. Attrs are immutable: the empty default is shared.
+        # ``n_outputs``: the number of outputs when the maker knows it (the entries are made
+        # now instead of asking the op on first use).
         _SET_OP(self, op)
         _SET_NAME(self, name)
         _SET_INPUTS(self, inputs)
         _SET_ATTRS(self, _NO_ATTRS if attrs is None else attrs)
         _SET_EXTRA(self, _NO_ATTRS if extra is None else extra)
-        _SET_ENTRIES(self, None)  # made on first ask (see entries)
+        if n_outputs == 1:  # (most nodes: _make_entries inlined)
+            _SET_ENTRIES(self, (_new_tuple(Entry, (self, 0)),))
+        else:
+            _SET_ENTRIES(self, self._make_entries(n_outputs) if n_outputs else None)
 
     @property
     def is_variable(self) -> bool:

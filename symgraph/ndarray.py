@@ -290,10 +290,15 @@ def _shape(shape: Shape) -> tuple:
 
 def _made(values: np.ndarray, ctx: Optional[Context], dtype: Any,
           out: Optional[NDArray]) -> NDArray:
-    """A new array holding ``values``, or ``values`` written into ``out``."""
+    """A new array holding ``values`` (a numpy array made for it by the caller: on the CPU
+    it becomes the buffer, uncopied; simple_bind allocates every array here), or ``values``
+    written into ``out``."""
     if out is not None:
         out[:] = values
         return out
+    ctx = ctx or current_context()
+    if ctx.device_type == "cpu" and values.dtype == dtype:
+        return NDArray(values, ctx)
     return array(values, ctx, dtype)
 
 

@@ -131,7 +131,7 @@ def lower(graph: Graph, n_forward: Optional[int] = None, plan: Any = None,
     for k, node in enumerate(order):  # one walk: slots, views, steps, variables
         entries = node.entries()
         for e in entries:
-            shape, dtype = table.shape(e), table.dtype(e)
+            shape, dtype = table.shape_dtype(e)
             if shape is None or dtype is None:
                 raise ShapeError(f"{node.name} ({node.op}): {'dtype' if shape else 'shape'} of "
                                  f"output {e.index} is unknown")

@@ -377,18 +377,21 @@ def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
         raise AttrError(f"{_where(node_name, opdef.name)}takes inputs {list(slots)}, "
                         f"got {len(inputs)} symbols")
     # every input a single-output Symbol (autodiff's calls): no per-slot checks needed
-    entries = [s._outputs[0] for s in inputs if type(s) is Symbol and len(s._outputs) == 1]
+    entries = []
+    for s in inputs:  # (a plain loop, not a comprehension's frame: autodiff's nodes come here)
+        if type(s) is Symbol and len(s._outputs) == 1:
+            entries.append(s._outputs[0])
     if len(entries) != len(slots):
         entries = _input_entries(opdef, node_name, slots, inputs)
     for k in extra or {}:  # as MXNet: an op's user attributes are __hidden__ (JSON needs it)
         if not (k.startswith("__") and k.endswith("__") and len(k) > 4):
             raise AttrError(f"{_where(node_name, opdef.name)}user attribute {k!r} must be "
                             f"named like __{k.strip('_')}__ (only variables take any name)")
-    node = Node(opdef.name, node_name, parsed, tuple(entries),
-                Attrs({k: str(v) for k, v in extra.items()}) if extra else None)
     # the parse knows the outputs: the node need not ask its op (autodiff makes most nodes here)
-    outs = node.set_entries(n_outputs)
-    return Symbol(outs[:n_visible])
+    outs = Node(opdef.name, node_name, parsed, tuple(entries),
+                Attrs({k: str(v) for k, v in extra.items()}) if extra else None,
+                n_outputs).entries()
+    return Symbol(outs if n_visible == n_outputs else outs[:n_visible])
 
 
 def _input_entries(opdef: registry.OpDef, node_name: str, slots: Sequence[str],

@@ -62,8 +62,8 @@ class TypeTable:
             if e not in recs:
                 recs[e] = (_MISSING, t)
         self._recs = recs
-        # (op, attrs, input shapes, input dtypes) -> each output's record: autodiff's nodes
-        # repeat a few such combinations many times (a rule is a function of exactly these).
+        # (op, attrs, each input's (shape, dtype) record) -> each output's record: autodiff's
+        # nodes repeat a few such combinations many times (a rule is a function of these).
         self._memo: dict[tuple, tuple[tuple, ...]] = {}
 
     def add(self, entry: Entry, shape: Shape, dtype: Any) -> None:
@@ -101,6 +101,14 @@ class TypeTable:
             r = self._recs[e]
         return r[1]
 
+    def shape_dtype(self, e: Entry) -> tuple[Optional[Shape], Optional[np.dtype]]:
+        """``(shape(e), dtype(e))`` in one lookup (lowering asks both of every entry)."""
+        r = self._recs.get(e)
+        if r is None or r[0] is _MISSING or r[1] is _MISSING:
+            self._fill_upto(e.node)
+            r = self._recs[e]
+        return r
+
     def _known(self, e: Entry) -> bool:
         r = self._recs.get(e)
         return r is not None and r[0] is not _MISSING and r[1] is not _MISSING
@@ -134,34 +142,39 @@ class TypeTable:
         """:meth:`_fill` of an op node whose inputs are all typed (False, nothing done, if
         one is not): one lookup per input (autodiff's nodes all come here once)."""
         recs = self._recs
-        in_shapes, in_types = [], []
+        key = [node.op, node.attrs]  # then each input's record: (shape, dtype)
         for e in node.inputs:
             r = recs.get(e)
             if r is None or r[0] is _MISSING or r[1] is _MISSING:
                 return False
-            in_shapes.append(r[0])
-            in_types.append(r[1])
-        key = (node.op, node.attrs, tuple(in_shapes), tuple(in_types))
-        found = self._memo.get(key)
+            key.append(r)
+        found = self._memo.get(tuple(key))
         if found is None:
-            found = self._memo[key] = tuple(zip(*forward_types(node, in_shapes, in_types)))
+            found = self._fill_rule(node, key)
         for e, rec in zip(node.entries(), found):
             got = recs.setdefault(e, rec)  # (a new node: nothing known yet, the usual case)
             if got is not rec:
                 self._put(e, rec)
         return True
 
+    def _fill_rule(self, node: Node, key: list) -> tuple[tuple, ...]:
+        """Run ``node``'s rules on the input records in ``key`` (op, attrs, then one record
+        per input) and remember each output's record under that key."""
+        in_recs = key[2:]
+        found = tuple(zip(*forward_types(node, [r[0] for r in in_recs],
+                                         [r[1] for r in in_recs])))
+        self._memo[tuple(key)] = found
+        return found
+
     def _fill(self, node: Node) -> None:
         if node.op == VARIABLE:
             self._put(node.entries()[0], (declared_shape(node), declared_dtype(node)))
             return
         recs = self._recs
-        in_shapes = [recs[e][0] for e in node.inputs]
-        in_types = [recs[e][1] for e in node.inputs]
-        key = (node.op, node.attrs, tuple(in_shapes), tuple(in_types))
-        found = self._memo.get(key)
+        key = [node.op, node.attrs] + [recs[e] for e in node.inputs]
+        found = self._memo.get(tuple(key))
         if found is None:
-            found = self._memo[key] = tuple(zip(*forward_types(node, in_shapes, in_types)))
+            found = self._fill_rule(node, key)
         for e, rec in zip(node.entries(), found):
             self._put(e, rec)
 

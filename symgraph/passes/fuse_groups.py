@@ -52,13 +52,16 @@ class Grouping:
                  strict: bool = False) -> None:
         self.sc, self.nodes, self.strict = sc, nodes, strict  # strict: see _reaches_strict
         self.index = index = graph.positions()  # (``nodes`` is ``graph.nodes()``)
-        self.ins: list[list[int]] = [[index[e.node] for e in n.inputs] for n in nodes]
+        ins: list[list[int]] = []
         users: list[list[int]] = [[] for _ in nodes]
-        for i, js in enumerate(self.ins):
+        for i, n in enumerate(nodes):  # (one loop for both: once per node)
+            js = [index[e.node] for e in n.inputs] if n.inputs else []
+            ins.append(js)
             for j in js:  # a node's own appends are consecutive: the last one tells a repeat
                 u = users[j]
                 if not u or u[-1] != i:
                     u.append(i)
+        self.ins = ins
         self.users = users  # readers of each node, in order, each once
         self.out0 = {index[e.node] for e in graph.outputs if e.index == 0}  # graph outputs
         n = len(nodes)
@@ -275,8 +278,8 @@ class Grouping:
             if born[i] == NONE:  # (the cheap tests first: most nodes stop here)
                 continue
             us = users[i]
-            if len(us) != 1 or i in self.out0:
-                continue
+            if len(us) != 1 or i in self.out0 or group[us[0]] == group[i]:
+                continue  # (the last: its reader is in its group, the usual case: same root)
             r = self.root_of(i)
             if head[r] == i:
                 continue

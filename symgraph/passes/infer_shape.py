@@ -11,7 +11,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..base import AttrError, ShapeError, where
 from ..graph import VARIABLE, Entry, Graph, Node, check_unique_inputs
-from ..ops._util import PartialShape, as_shape, merge_dims
+from ..ops._util import MAX_ELEMENTS, PartialShape, as_shape, merge_dims
 from ..registry import get_op
 from ..typetable import declared_partial, declared_shape  # noqa: F401  (declared_shape: API)
 
@@ -85,6 +85,31 @@ def _nothing_new(entries: Sequence[Entry], shapes: Sequence[Optional[Shape]],
     return True
 
 
+def _put_plain(entries: Sequence[Entry], news: Sequence[Optional[Shape]], known: _Known) -> bool:
+    """Record the outputs a rule found when each is nothing new or a plain new shape (a tuple
+    of positive ints, within ``MAX_ELEMENTS``, of an entry known neither fully nor partly):
+    what the general path below does for them, without its per-slot names and checks (this
+    is every rule of a bind's forward graph). False, recording nothing, for anything else."""
+    full = known.full
+    for e, s in zip(entries, news):  # (plain loops: once per node)
+        if s is None or s is full.get(e):
+            continue
+        if type(s) is not tuple or e in full:
+            return False
+        size = 1
+        for d in s:
+            if type(d) is not int or d <= 0:
+                return False
+            size *= d
+        if size > MAX_ELEMENTS:
+            return False
+    for e, s in zip(entries, news):
+        if s is not None and e not in full:
+            full[e] = s
+            known.changed = True
+    return True
+
+
 def _apply(node: Node, known: _Known) -> bool:
     """Run ``node``'s rule and record what it found. True when every input and output is
     fully known now: the rule (a function of them) has nothing left to say; run again, it
@@ -106,8 +131,11 @@ def _apply(node: Node, known: _Known) -> bool:
                           if s is not None)
         raise type(exc)(f"{where(node.name, node.op)}{exc} (inputs: {given or 'none known'})") \
             from None
-    if _nothing_new(node.inputs, new_ins, full) and _nothing_new(entries, new_outs, full):
-        return _all_known(node, entries, full)
+    if _nothing_new(node.inputs, new_ins, full):
+        if _nothing_new(entries, new_outs, full):
+            return _all_known(node, entries, full)
+        if not known.partial and _put_plain(entries, new_outs, known):
+            return _all_known(node, entries, full)
     # in a bind, a 0 is an empty axis, unless it comes from a PartialShape (directly or through
     # a rule that read one): then it is an unknown dimension until a rule fills it in
     partial = partial and bool(known.partial) and any(

@@ -56,18 +56,22 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
     news = list(new_ins) + list(new_outs)
     if len(new_ins) == n_in and _nothing_new(olds, news):  # (the usual second look at a node)
         return False, _all_known(olds)
-    names = list(opdef.input_names(node.attrs)) + list(opdef.output_names(node.attrs))
     changed = False
-    for entry, name, old, new in zip(entries, names, olds, news):
+    for k, (entry, old, new) in enumerate(zip(entries, olds, news)):
         if new is None or new is old:
             continue
         new = np.dtype(new)
         if old is None:
             types[entry] = new
             changed = True
-        elif old != new:
-            raise DTypeError(f"{where(node.name, node.op)}{name} has dtype {old}, inferred {new}")
-    return changed, all(types.get(e) is not None for e in entries)
+        elif old != new:  # (the slot names only for the message: once per node otherwise)
+            names = list(opdef.input_names(node.attrs)) + list(opdef.output_names(node.attrs))
+            raise DTypeError(f"{where(node.name, node.op)}{names[k]} has dtype {old}, "
+                             f"inferred {new}")
+    for e in entries:
+        if types.get(e) is None:
+            return changed, False
+    return changed, True
 
 
 def infer_types(graph: Graph, given: Mapping[str, Any],
@@ -85,12 +89,21 @@ def infer_types(graph: Graph, given: Mapping[str, Any],
     ops = [n for n in nodes if not n.is_variable]
 
     settled: set[Node] = set()  # all its dtypes known after its rule: nothing more to say
+    # op -> its rule is the default one: with no dtype known anywhere yet (no variable
+    # declares one, the usual bind before MXNet's float32 default) it has nothing to go on
+    defaulted: dict[str, bool] = {}
 
     def sweep(order: list[Node]) -> bool:
         changed = False
         for node in order:
             if node in settled:
                 continue
+            if not types:
+                plain = defaulted.get(node.op)
+                if plain is None:
+                    plain = defaulted[node.op] = get_op(node.op).infer_type is same_type
+                if plain:
+                    continue
             found, done = _apply(node, types)
             changed |= found
             if done:

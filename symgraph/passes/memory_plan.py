@@ -57,11 +57,16 @@ def lifetimes(schedule: Schedule) -> tuple[dict[int, int], dict[int, int]]:
 
 
 def _elementwise_inputs(step: Step) -> Iterable[int]:
+    """The inputs ``step`` reads elementwise (a range or tuple: asked once per step and
+    iterated once per output)."""
     opdef = get_op(step.node.op)
     if opdef.expr is not None:
         return range(len(step.inputs))
     rule = opdef.extra.get("elementwise_inputs")
-    return rule(step.node.attrs) if rule is not None else ()
+    if rule is None:
+        return ()
+    found = rule(step.node.attrs)
+    return found if isinstance(found, (range, tuple)) else tuple(found)
 
 
 class _Arena:
@@ -99,9 +104,10 @@ class _Arena:
 
 
 def _inplace_source(schedule: Schedule, st: Step, k: int, out: int, last: dict[int, int],
-                    offset: dict[int, int], taken: set[int]) -> int:
-    """An input slot ``out`` may overwrite at step ``k``, or -1."""
-    for i in _elementwise_inputs(st):
+                    offset: dict[int, int], taken: set[int], elementwise: Iterable[int]) -> int:
+    """An input slot ``out`` may overwrite at step ``k`` (``elementwise``: the step's inputs
+    read elementwise), or -1."""
+    for i in elementwise:
         s = st.inputs[i]
         if s in offset and s not in taken and last[s] == k \
                 and schedule.shapes[s] == schedule.shapes[out] \
@@ -121,8 +127,9 @@ def memory_plan(schedule: Schedule) -> MemoryPlan:
     size_of: dict[int, int] = {}  # slot -> slot_bytes, asked up to three times per slot
     for k, st in enumerate(schedule.steps):
         taken: set[int] = set()
+        elementwise = _elementwise_inputs(st)  # (once per step: a fused step has many outputs)
         for out in st.outputs:
-            src = _inplace_source(schedule, st, k, out, last, offset, taken)
+            src = _inplace_source(schedule, st, k, out, last, offset, taken, elementwise)
             if src >= 0:
                 taken.add(src)
                 offset[out], inplace[out] = offset[src], src
