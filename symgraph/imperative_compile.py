@@ -88,15 +88,6 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
     return prog
 
 
-_IN_NAMES: list[str] = []  # "_in0", "_in1"... (not formatted again on every step)
-
-
-def _in_name(k: int) -> str:
-    while len(_IN_NAMES) <= k:
-        _IN_NAMES.append(f"_in{len(_IN_NAMES)}")
-    return _IN_NAMES[k]
-
-
 _CACHE: dict[tuple, Program] = {}
 MAX_PROGRAMS = 4096  # past this, the oldest program is dropped (and recompiled if needed)
 
@@ -130,14 +121,11 @@ def _forget_pending(nodes: Sequence[Node]) -> None:
         pop(ref(node), None)
 
 
-def _run(prog: Program, tr: Trace, grads: Sequence[tuple[str, NDArray]], train: Any) -> None:
-    prog.bind(tr.leaves, grads)
+def _run_forward(prog: Program, tr: Trace) -> None:
+    prog.bind(tr.leaves, ())
     STATE.running += 1
     try:
-        if train is None:
-            prog.exe.forward(is_train=tr.train)
-        else:
-            prog.exe.train_step(out_grads=train[0], is_train=train[1])
+        prog.exe.forward(is_train=tr.train)
     finally:
         STATE.running -= 1
     STATS["runs"] += 1
@@ -152,7 +140,7 @@ def force_pending(arrays: Sequence[NDArray]) -> None:
     prog = _CACHE.get(key)
     if prog is None:
         prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
-    _run(prog, tr, (), None)
+    _run_forward(prog, tr)
     _materialise(outs, prog.take_outputs())
     _forget_pending(tr.nodes)
 
@@ -248,10 +236,14 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
         prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
     if tr.train and prog.train_dependent:
         _warn_recomputed(tr)
-    _run(prog, tr, [(_in_name(k), g) for k, (g, _) in grads.items()], (hg, tr.train))
+    STATE.running += 1
+    try:
+        bufs = prog.train(tr.leaves, grads, hg, tr.train)
+    finally:
+        STATE.running -= 1
+    STATS["runs"] += 1
     if variables is None:
         _note_written([g for g, _ in grads.values()])
-    bufs = prog.take_outputs()
     _materialise(list(zip(entries, heads)) + others, bufs)
     _forget_pending(tr.nodes)
     if not retain_graph:
