@@ -149,29 +149,10 @@ def _bad_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
                             f"'{info.slots[0]}' on {ctx}")
 
 
-def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
-           ctx: Optional[Context] = None) -> list[NDArray]:
-    """Append one node of ``info``'s op on ``inputs``; return its pending visible outputs.
-    ``ctx`` places an op without inputs (``_zeros``); others run where their inputs are.
-
-    The per-step hot path of imperative code (about 15 calls a training step): one pass over
-    the inputs, one Node, a cached shape/dtype rule result, the output arrays; the tape's
-    bookkeeping, the Node and the arrays are written inline (a Python call each cost as much
-    as the work they do)."""
-    rec = STATE.recording
-    n = len(inputs)
-    if n:
-        ctx = inputs[0]._ctx if n == len(info.slots) and isinstance(inputs[0], NDArray) \
-            else None
-    else:
-        ctx = None if info.slots else ctx or current_context()
-    tape = None
-    if rec:  # follow the node on the tape (see Tape), in this one pass over the inputs
-        tape = STATE.tape
-        if tape is None:
-            tape = STATE.tape = Tape()
-        elif not tape.ok:
-            tape = None
+def _gather(info: _Call, inputs: Sequence[Any], name: Optional[str], ctx: Optional[Context],
+            rec: bool, tape: Optional[Tape]) -> tuple:
+    """The entries a node recorded now reads for ``inputs``, their (shapes, dtypes), and (with
+    a tape following) their tape references (see :func:`record`); checks the inputs."""
     entries, shapes, dtypes, refs = [], [], [], []
     local = tape.local if tape is not None else None
     for a in inputs:
@@ -193,25 +174,61 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
             refs.append((k, e[1]) if k is not None else tape.leaf(e))
     if ctx is None:
         _bad_inputs(info, inputs, name or info.op)
+    return tuple(entries), (tuple(shapes), tuple(dtypes)), tuple(refs)
+
+
+def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
+           ctx: Optional[Context] = None) -> list[NDArray]:
+    """Append one node of ``info``'s op on ``inputs``; return its pending visible outputs.
+    ``ctx`` places an op without inputs (``_zeros``); others run where their inputs are.
+
+    The per-step hot path of imperative code (about 15 calls a training step): one pass over
+    the inputs, one Node, a cached shape/dtype rule result, the output arrays. The usual
+    call under ``record()``, one pending recorded input, skips the general pass; the tape's
+    bookkeeping, the Node and the arrays are written inline (a Python call each cost as much
+    as the work they do)."""
+    rec = STATE.recording
+    n = len(inputs)
+    if n:
+        ctx = inputs[0]._ctx if n == len(info.slots) and isinstance(inputs[0], NDArray) \
+            else None
+    else:
+        ctx = None if info.slots else ctx or current_context()
+    tape = None
+    if rec:  # follow the node on the tape (see Tape), in this one pass over the inputs
+        tape = STATE.tape
+        if tape is None:
+            tape = STATE.tape = Tape()
+        elif not tape.ok:
+            tape = None
+    # (ctx is not None: one NDArray for a one-input op, so nothing to check)
+    if n == 1 and tape is not None and ctx is not None and inputs[0]._buf is None \
+            and inputs[0]._recorded:
+        a = inputs[0]
+        e = a._entry
+        k = tape.local.get(e[0])
+        ins, sig, refs = (e,), ((a._shape,), (a._dtype,)), \
+            ((k, e[1]) if k is not None else tape.leaf(e),)
+    else:
+        ins, sig, refs = _gather(info, inputs, name, ctx, rec, tape)
     op = info.op
     train = STATE.training
     node = _new_obj(Node)  # Node(op, name, attrs, inputs, mode) without its __init__ frame
     _SET_OP(node, op)
     _SET_NAME(node, name or f"{op}{next(_ids)}")
-    _SET_INPUTS(node, tuple(entries))
+    _SET_INPUTS(node, ins)
     _SET_ATTRS(node, info.attrs)
     _SET_EXTRA(node, MODE[rec, train])
     _SET_ENTRIES(node, None)
-    sig = (tuple(shapes), tuple(dtypes))
     found = info.sigs.get(sig)
     if found is None:
         found = info.sigs[sig] = _infer(info, node, inputs)
     if tape is not None and tape.ok:  # Tape.add, inline (after the rules: a call that
         nodes = tape.nodes            # raised is not followed)
         if len(nodes) < MAX_TAPE:
-            local[node] = len(nodes)
+            tape.local[node] = len(nodes)
             nodes.append(node)
-            tape.sig.append((op, info, train, tuple(refs), sig))
+            tape.sig.append((op, info, train, refs, sig))
             if train:
                 tape.train = True
         else:
