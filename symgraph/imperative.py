@@ -223,11 +223,13 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
     found = info.sigs.get(sig)
     if found is None:
         found = info.sigs[sig] = _infer(info, node, inputs)
+    key = _ref(node, _PENDING_GONE)  # (PENDING's key of the node; the tape keeps it too)
     if tape is not None and tape.ok:  # Tape.add, inline (after the rules: a call that
         nodes = tape.nodes            # raised is not followed)
         if len(nodes) < MAX_TAPE:
             tape.local[node] = len(nodes)
             nodes.append(node)
+            tape.pkeys.append(key)
             tape.sig.append((op, info, train, refs, sig))
             if train:
                 tape.train = True
@@ -242,7 +244,7 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
         a._grad_req, a._fresh_grad = "null", False
         outs.append(a)
         alive.append(_ref(a))
-    _PENDING_DATA[_ref(node, _PENDING_GONE)] = alive  # PENDING[node] = alive
+    _PENDING_DATA[key] = alive  # PENDING[node] = alive
     return outs
 
 

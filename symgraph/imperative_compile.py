@@ -23,7 +23,7 @@ from .graph import Entry, Node, variable
 from .imperative_state import (FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS, VALUE,
                                is_training)
 from .imperative_program import Program
-from .imperative_trace import Trace, walk
+from .imperative_trace import Tape, Trace, walk
 from .ndarray import NDArray
 from .registry import get_op
 
@@ -35,9 +35,10 @@ GRAD_WRITTEN: dict[int, Any] = {}
 def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
     """Pending arrays, alive, that stand for outputs of the walked nodes."""
     outs = []
-    pending_of, ref = PENDING.data.get, weakref.ref
-    for node in tr.nodes:
-        refs = pending_of(ref(node))
+    pending_of = PENDING.data.get
+    keys = tr.pkeys if isinstance(tr, Tape) else [weakref.ref(n) for n in tr.nodes]
+    for node, key in zip(tr.nodes, keys):
+        refs = pending_of(key)
         if refs is None:
             continue
         for i, r in enumerate(refs):
@@ -100,24 +101,32 @@ def _remember(key: tuple, prog: Program) -> Program:
 
 
 def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any]) -> None:
+    value_of, pending_of, ref = VALUE.data.get, PENDING.data.get, weakref.ref
     for (entry, a), buf in zip(pairs, bufs):
         if a._buf is not None:
             continue
         a._buf = buf
         node = entry.node
-        vals = VALUE.data.get(weakref.ref(node))  # VALUE.get(node)
+        vals = value_of(ref(node))  # VALUE.get(node), through the dict (no Python frame)
         if vals is None:
-            vals = VALUE[node] = [None] * len(PENDING.get(node, ())) or [None]
+            vals = [None] * len(pending_of(ref(node), ())) or [None]
+            VALUE.data[ref(node, VALUE._remove)] = vals  # VALUE[node] = vals
         if entry.index < len(vals):
             vals[entry.index] = NDArray(buf, a._ctx)
         if not a._recorded:  # its value is all that is needed from now on
             a._entry = None
 
 
-def _forget_pending(nodes: Sequence[Node]) -> None:
-    """``PENDING.pop(node, None)`` for each node (through the dict: one C call each)."""
-    pop, ref = PENDING.data.pop, weakref.ref
-    for node in nodes:
+def _forget_pending(tr: Trace) -> None:
+    """``PENDING.pop(node, None)`` for each node of ``tr`` (through the dict: one C call
+    each; a tape has the keys already)."""
+    pop = PENDING.data.pop
+    if isinstance(tr, Tape):
+        for key in tr.pkeys:
+            pop(key, None)
+        return
+    ref = weakref.ref
+    for node in tr.nodes:
         pop(ref(node), None)
 
 
@@ -142,7 +151,7 @@ def force_pending(arrays: Sequence[NDArray]) -> None:
         prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
     _run_forward(prog, tr)
     _materialise(outs, prog.take_outputs())
-    _forget_pending(tr.nodes)
+    _forget_pending(tr)
 
 
 def _describe(a: NDArray) -> str:
@@ -245,7 +254,7 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     if variables is None:
         _note_written([g for g, _ in grads.values()])
     _materialise(list(zip(entries, heads)) + others, bufs)
-    _forget_pending(tr.nodes)
+    _forget_pending(tr)
     if not retain_graph:
         freed, gone = FREED.data, FREED._remove
         for e in entries:

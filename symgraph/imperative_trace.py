@@ -60,11 +60,12 @@ class Tape(Trace):
     before recording restarted, a pending value read under ``record()``) makes the tape
     ``ok = False``: that backward walks."""
 
-    __slots__ = ("ok",)
+    __slots__ = ("ok", "pkeys")
 
     def __init__(self) -> None:
         super().__init__()
         self.ok = True
+        self.pkeys: list[Any] = []  # per node, its key in PENDING's dict (record() adds it)
 
     def leaf(self, e: Entry) -> int:
         """The reference of input ``e`` that is not a node of the tape: a leaf, unless the
@@ -78,18 +79,6 @@ class Tape(Trace):
             k = self.leaf_of[e] = len(self.leaf_entries)
             self.leaf_entries.append(e)
         return -1 - k
-
-    def add(self, node: Node, sig: tuple) -> None:
-        """Follow recorded ``node``; ``sig`` is ``(op, call, training, input references,
-        input shapes and dtypes)``."""
-        if len(self.nodes) >= MAX_TAPE:
-            self.drop()
-            return
-        self.local[node] = len(self.nodes)
-        self.nodes.append(node)
-        self.sig.append(sig)
-        if sig[2]:
-            self.train = True
 
     def resolve(self) -> bool:
         """Find the leaves' values as the walk would; False where it would not stop at one
@@ -113,6 +102,7 @@ class Tape(Trace):
         self.ok = False
         self.nodes, self.local, self.leaves, self.leaf_entries, self.leaf_of, self.sig = \
             [], {}, [], [], {}, []
+        self.pkeys = []
 
     def key(self) -> tuple:
         # (the shapes of every node's inputs are in sig, the leaves' among them)
