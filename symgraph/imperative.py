@@ -49,11 +49,12 @@ def compile_count() -> int:
 class _Call:
     """An op with parsed attributes: what every call with the same attributes shares."""
 
-    __slots__ = ("opdef", "op", "attrs", "slots", "nvis", "sigs")
+    __slots__ = ("opdef", "op", "attrs", "slots", "arity", "nvis", "sigs")
 
     def __init__(self, opdef: registry.OpDef, attrs: Attrs) -> None:
         self.opdef, self.op, self.attrs = opdef, opdef.name, attrs
         self.slots = opdef.input_names(attrs)
+        self.arity = len(self.slots)
         self.nvis = opdef.num_visible_outputs(attrs)
         self.sigs: dict[tuple, tuple] = {}  # (input shapes, dtypes) -> output shapes, dtypes
 
@@ -177,6 +178,16 @@ def _gather(info: _Call, inputs: Sequence[Any], name: Optional[str], ctx: Option
     return tuple(entries), (tuple(shapes), tuple(dtypes)), tuple(refs)
 
 
+def _outputs(node: Node, ctx: Context, rec: bool, found: tuple) -> list[NDArray]:
+    """The pending arrays of ``node``'s outputs of shapes and dtypes ``found``."""
+    outs = []
+    for i, (shape, dtype) in enumerate(zip(*found)):
+        a = NDArray(None, ctx)
+        a._entry, a._shape, a._dtype, a._recorded = Entry(node, i), shape, dtype, rec
+        outs.append(a)
+    return outs
+
+
 def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
            ctx: Optional[Context] = None) -> list[NDArray]:
     """Append one node of ``info``'s op on ``inputs``; return its pending visible outputs.
@@ -190,8 +201,7 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
     rec = STATE.recording
     n = len(inputs)
     if n:
-        ctx = inputs[0]._ctx if n == len(info.slots) and isinstance(inputs[0], NDArray) \
-            else None
+        ctx = inputs[0]._ctx if n == info.arity and isinstance(inputs[0], NDArray) else None
     else:
         ctx = None if info.slots else ctx or current_context()
     tape = None
@@ -226,8 +236,9 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
     key = _ref(node, _PENDING_GONE)  # (PENDING's key of the node; the tape keeps it too)
     if tape is not None and tape.ok:  # Tape.add, inline (after the rules: a call that
         nodes = tape.nodes            # raised is not followed)
-        if len(nodes) < MAX_TAPE:
-            tape.local[node] = len(nodes)
+        k = len(nodes)
+        if k < MAX_TAPE:
+            tape.local[node] = k
             nodes.append(node)
             tape.pkeys.append(key)
             tape.sig.append((op, info, train, refs, sig))
@@ -235,15 +246,15 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
                 tape.train = True
         else:
             tape.drop()
-    out_shapes, out_dtypes = found
-    outs, alive = [], []  # (one loop: a comprehension is a function call in Python 3.11)
-    for i in range(len(out_shapes)):
+    if info.nvis == 1:  # (inline: the usual op)
         a = _new_obj(NDArray)  # NDArray(None, ctx) without its __init__ frame: every slot
-        a._buf, a._ctx, a._entry, a._recorded = None, ctx, _new_entry(Entry, (node, i)), rec
-        a._shape, a._dtype, a._var, a._grad = out_shapes[i], out_dtypes[i], None, None
+        a._buf, a._ctx, a._entry, a._recorded = None, ctx, _new_entry(Entry, (node, 0)), rec
+        a._shape, a._dtype, a._var, a._grad = found[0][0], found[1][0], None, None
         a._grad_req, a._fresh_grad = "null", False
-        outs.append(a)
-        alive.append(_ref(a))
+        outs, alive = [a], [_ref(a)]
+    else:
+        outs = _outputs(node, ctx, rec, found)
+        alive = [_ref(a) for a in outs]
     _PENDING_DATA[key] = alive  # PENDING[node] = alive
     return outs
 
@@ -297,6 +308,7 @@ def attach_grad(a: NDArray, grad_req: str = "write", grad: Optional[NDArray] = N
     GRAD_LEAF[v] = weakref.ref(a)
     a._var, a._entry, a._recorded = v, Entry(v), True
     a._grad, a._grad_req = grad, grad_req
+    a._fresh_grad = False  # (no backward wrote the new buffer yet)
 
 
 def detach(a: NDArray) -> NDArray:

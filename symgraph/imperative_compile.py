@@ -27,11 +27,6 @@ from .imperative_trace import Tape, Trace, walk
 from .ndarray import NDArray
 from .registry import get_op
 
-# id(gradient array) -> weakref, for every gradient buffer a backward() wrote: gluon.Trainer
-# reads it to tell fresh gradients from stale ones (MXNet's ``_fresh_grad``), then clears it.
-GRAD_WRITTEN: dict[int, Any] = {}
-
-
 def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
     """Pending arrays, alive, that stand for outputs of the walked nodes."""
     outs = []
@@ -173,19 +168,21 @@ def _check_heads(heads: Sequence[NDArray]) -> None:
                 f"pass retain_graph=True to differentiate it twice")
 
 
-def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dict, list]:
-    """Leaf index -> (gradient array, grad_req) for the leaves that get gradients, and (for
-    ``autograd.grad``) one result array per variable, zeros where the heads do not read it."""
+def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dict, list, list]:
+    """Leaf index -> (gradient array, grad_req) for the leaves that get gradients; (for
+    ``autograd.grad``) one result array per variable, zeros where the heads do not read it;
+    (otherwise) the variables whose ``.grad`` the run writes, to be marked fresh after it."""
     out: dict[int, tuple] = {}
     if variables is None:
+        fresh = []
         leaf_of, ref = GRAD_LEAF.data.get, weakref.ref
         for k, e in enumerate(tr.leaf_entries):
             r = leaf_of(ref(e.node)) if e.node.extra is GRAD_VAR else None
             a = r() if r is not None else None
             if a is not None and a._grad_req != "null" and a._grad is not None:
                 out[k] = (a._grad, a._grad_req)
-                a._fresh_grad = True
-        return out, []
+                fresh.append(a)
+        return out, [], fresh
     from .ndarray import zeros
     results = []
     for v in variables:
@@ -201,7 +198,7 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
         results.append(g)
         if k is not None:
             out[k] = (g, "write")
-    return out, results
+    return out, results, []
 
 
 def _warn_recomputed(tr: Trace) -> None:
@@ -215,14 +212,6 @@ def _warn_recomputed(tr: Trace) -> None:
                           f"(a graph break inside record()); the backward program computes it "
                           f"again, so its gradient may not match the value read",
                           RuntimeWarning, stacklevel=4)
-
-
-def _note_written(grads: Sequence[NDArray]) -> None:
-    if len(GRAD_WRITTEN) > 4096:  # without a Trainer clearing it: drop dead entries
-        for k in [k for k, r in GRAD_WRITTEN.items() if r() is None]:
-            del GRAD_WRITTEN[k]
-    for g in grads:
-        GRAD_WRITTEN[id(g)] = weakref.ref(g)
 
 
 def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
@@ -240,7 +229,7 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
         tr = walk(entries, for_backward=True)
         plan = _plan(tr, ctx, entries, head_grads, variables)
         prog = _CACHE.get(plan[0])
-    key, grads, results, others, hg = plan
+    key, grads, results, others, hg, fresh = plan
     if prog is None:
         prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
     if tr.train and prog.train_dependent:
@@ -251,8 +240,8 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     finally:
         STATE.running -= 1
     STATS["runs"] += 1
-    if variables is None:
-        _note_written([g for g, _ in grads.values()])
+    for a in fresh:  # MXNet's _fresh_grad: a backward wrote .grad (gluon.Trainer reads it)
+        a._fresh_grad = True
     _materialise(list(zip(entries, heads)) + others, bufs)
     _forget_pending(tr)
     if not retain_graph:
@@ -290,7 +279,7 @@ def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Se
           variables: Optional[Sequence[NDArray]]) -> tuple:
     """The program key of a backward over ``tr``, with the gradient leaves, results, live
     outputs and head gradients it is run with."""
-    grads, results = _grad_leaves(tr, variables)
+    grads, results, fresh = _grad_leaves(tr, variables)
     others = _live_outputs(tr, set(entries))
     hg = None if head_grads is None else list(head_grads) + [None] * len(others)
     gpu_ids = tuple([id(g._buf) for g, _ in grads.values()]) if ctx.device_type == "gpu" \
@@ -299,7 +288,7 @@ def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Se
            tr.refs([e for e, _ in others]),
            tuple([g is None for g in hg]) if hg is not None else (),
            tuple([(k, req) for k, (_, req) in grads.items()]), gpu_ids)
-    return key, grads, results, others, hg
+    return key, grads, results, others, hg, fresh
 
 
 def recorded_symbol(a: NDArray) -> Any:
