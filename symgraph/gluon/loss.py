@@ -51,11 +51,8 @@ class SoftmaxCrossEntropyLoss(Loss):
         if not self._from_logits:
             pred = self._op(F, F.log_softmax, (pred,), {"axis": self._axis}, None)
         if self._sparse_label:
-            # MXNet's pick(..., keepdims=True), spelled so that labels shaped like pred
-            # without the class axis are accepted by symgraph's pick shape rule.
-            axis = {"axis": self._axis}
-            loss = -self._op(F, F.expand_dims,
-                             (self._op(F, F.pick, (pred, label), axis, None),), axis, None)
+            loss = -self._op(F, F.pick, (pred, label), {"axis": self._axis, "keepdims": True},
+                             None)
         else:
             label = F.reshape_like(label, pred)
             loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
