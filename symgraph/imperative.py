@@ -304,6 +304,7 @@ def attach_grad(a: NDArray, grad_req: str = "write", grad: Optional[NDArray] = N
     if a._var is not None:
         GRAD_LEAF.pop(a._var, None)
     v = Node("null", f"_var{next(_ids)}", PLAIN, (), GRAD_VAR)
+    STATE.attached += 1  # (a steady backward plan made before this is not reused)
     VALUE[v] = [NDArray(buf, a._ctx)]
     GRAD_LEAF[v] = weakref.ref(a)
     a._var, a._entry, a._recorded = v, Entry(v), True

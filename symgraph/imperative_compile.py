@@ -22,6 +22,7 @@ from .context import Context
 from .graph import Entry, Node, variable
 from .imperative_state import (FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS, VALUE,
                                is_training)
+from . import imperative_steady as steady
 from .imperative_program import Program
 from .imperative_trace import Tape, Trace, walk
 from .ndarray import NDArray
@@ -232,6 +233,8 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     key, grads, results, others, hg, fresh = plan
     if prog is None:
         prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
+    if variables is None and isinstance(tr, Tape) and not steady.is_last(key):
+        steady.remember(tr, ctx, entries, plan, head_grads, prog)
     if tr.train and prog.train_dependent:
         _warn_recomputed(tr)
     STATE.running += 1
@@ -257,15 +260,23 @@ _BAD_TAPES: dict[tuple, bool] = {}  # backward keys of tapes holding more than t
 def _taped(entries: list[Entry], ctx: Context, head_grads: Optional[Sequence[Any]],
            variables: Optional[Sequence[NDArray]]) -> tuple:
     """``(tape, its plan, the cached program or None)`` when the tape can stand for the walk
-    from ``entries`` (``imperative_trace.Tape``), else ``(None, None, None)``. The check that the
+    from ``entries`` (``imperative_trace.Tape``), else ``(None, None, None)``. A tape that
+    repeats the previous backward takes its plan (``imperative_steady``). The check that the
     heads need every node of the tape runs when its key has no program yet."""
     tape, STATE.tape = STATE.tape, None  # a backward ends what the tape followed
-    if tape is None or not tape.ok or not tape.resolve():
+    if tape is None or not tape.ok:
         return None, None, None
     for e in entries:
         if e.node not in tape.local:
             return None, None, None
-    plan = _plan(tape, ctx, entries, head_grads, variables)
+    others = _live_outputs(tape, set(entries))
+    if variables is None:
+        got = steady.lookup(tape, ctx, entries, head_grads, others)
+        if got is not None:
+            return tape, got[0], got[1]
+    if not tape.resolve():
+        return None, None, None
+    plan = _plan(tape, ctx, entries, head_grads, variables, others)
     prog = _CACHE.get(plan[0])
     if prog is None and (plan[0] in _BAD_TAPES or not tape.needs_all(entries)):
         _BAD_TAPES[plan[0]] = True  # heads that need only part of the tape: walk
@@ -276,11 +287,12 @@ def _taped(entries: list[Entry], ctx: Context, head_grads: Optional[Sequence[Any
 
 
 def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Sequence[Any]],
-          variables: Optional[Sequence[NDArray]]) -> tuple:
+          variables: Optional[Sequence[NDArray]], others: Optional[list] = None) -> tuple:
     """The program key of a backward over ``tr``, with the gradient leaves, results, live
     outputs and head gradients it is run with."""
     grads, results, fresh = _grad_leaves(tr, variables)
-    others = _live_outputs(tr, set(entries))
+    if others is None:
+        others = _live_outputs(tr, set(entries))
     hg = None if head_grads is None else list(head_grads) + [None] * len(others)
     gpu_ids = tuple([id(g._buf) for g, _ in grads.values()]) if ctx.device_type == "gpu" \
         else ()
