@@ -63,7 +63,7 @@ def _check(loss: sg.nd.NDArray, w: sg.nd.NDArray, b: sg.nd.NDArray, ref: tuple) 
 
 @pytest.fixture
 def net(rng: np.random.Generator) -> tuple:
-    w0, b0, c0 = rng.normal(size=(3, 4)), rng.normal(size=3), rng.normal(size=(5, 3))
+    w0, b0, c0 = rng.normal(size=(3, 7)), rng.normal(size=3), rng.normal(size=(6, 3))
     return w0, b0, c0, _var(w0), _var(b0), sg.nd.array(c0, dtype=np.float64)
 
 
@@ -72,7 +72,7 @@ def test_a_loop_reuses_the_plan_with_a_new_batch_each_step(net: tuple,
     w0, b0, c0, w, b, c = net
     before, compiled = STATS["steady"], imperative.compile_count()
     for _ in range(5):
-        x = rng.normal(size=(5, 4))
+        x = rng.normal(size=(6, 7))
         _check(_step(x, w, b, c), w, b, _ref(x, w0, b0, c0))
     assert STATS["steady"] - before == 4  # every step after the first
     assert imperative.compile_count() - compiled == 1
@@ -90,9 +90,9 @@ def test_another_trace_does_not_reuse_the_plan(change: str, net: tuple,
     before = STATS["steady"]
     for i in range(4):
         kw = kinds[i % 2]
-        n = 7 if change == "shape" and i % 2 else 5
-        x = rng.normal(size=(n, 4))
-        cc = c if n == 5 else sg.nd.array(np.resize(c0, (n, 3)), dtype=np.float64)
+        n = 9 if change == "shape" and i % 2 else 6
+        x = rng.normal(size=(n, 7))
+        cc = c if n == 6 else sg.nd.array(np.resize(c0, (n, 3)), dtype=np.float64)
         loss = _step(x, w, b, cc, **kw)
         _check(loss, w, b, _ref(x, w0, b0, cc.asnumpy(), **kw))
     assert STATS["steady"] == before
@@ -102,7 +102,7 @@ def test_attach_grad_between_steps(net: tuple, rng: np.random.Generator) -> None
     """A new gradient buffer (and grad_req 'add') after a step: the next step writes into it,
     the old buffer keeps the earlier step's gradient."""
     w0, b0, c0, w, b, c = net
-    x1, x2, x3 = (rng.normal(size=(5, 4)) for _ in range(3))
+    x1, x2, x3 = (rng.normal(size=(6, 7)) for _ in range(3))
     _step(x1, w, b, c)
     old = w.grad
     before = STATS["steady"]
@@ -121,7 +121,7 @@ def test_a_parameter_replaced_by_a_plain_array(net: tuple, rng: np.random.Genera
     gradient stays the previous step's); back to the weight: its gradient again."""
     w0, b0, c0, w, b, c = net
     plain = sg.nd.array(w0, dtype=np.float64)
-    xs = [rng.normal(size=(5, 4)) for _ in range(3)]
+    xs = [rng.normal(size=(6, 7)) for _ in range(3)]
     before = STATS["steady"]
     _check(_step(xs[0], w, b, c), w, b, _ref(xs[0], w0, b0, c0))
     loss = _step(xs[1], plain, b, c)
@@ -140,7 +140,7 @@ def test_live_outputs_and_head_gradients_change(net: tuple, rng: np.random.Gener
     plan = [dict(), dict(keep=[]), dict(keep=[]), dict(), dict(head=2.5), dict(head=0.5)]
     hits = []
     for kw in plan:
-        x = rng.normal(size=(5, 4))
+        x = rng.normal(size=(6, 7))
         before = STATS["steady"]
         loss = _step(x, w, b, c, keep=kw.get("keep"), head=kw.get("head"))
         hits.append(STATS["steady"] - before)
@@ -158,7 +158,7 @@ def test_values_read_between_steps(net: tuple, rng: np.random.Generator) -> None
     around it still reuse nothing they should not, and every gradient is right."""
     w0, b0, c0, w, b, c = net
     for i in range(4):
-        x = rng.normal(size=(5, 4))
+        x = rng.normal(size=(6, 7))
         xa = sg.nd.array(x, dtype=np.float64)
         with ag.record():
             h = sg.nd.FullyConnected(xa, w, b, num_hidden=3)
@@ -174,7 +174,7 @@ def test_attach_grad_between_record_and_backward(net: tuple, rng: np.random.Gene
     buffer any more, so its old buffer keeps the previous step's gradient, the new one stays
     zero (what the full plan does: the previous plan must not be reused)."""
     w0, b0, c0, w, b, c = net
-    x1, x2, x3 = (rng.normal(size=(5, 4)) for _ in range(3))
+    x1, x2, x3 = (rng.normal(size=(6, 7)) for _ in range(3))
     _step(x1, w, b, c)
     _step(x2, w, b, c)
     old = w.grad
