@@ -92,23 +92,19 @@ class Program:
         try:
             program, bound = plan.program, self.bound
             env = program.new_env()
-            bind = program.bind_input
-            for k, slot in plan.leaf_slots:
-                bind(env, slot, bound[k])
-            for slot, value in exe._heads(out_grads).items():
-                bind(env, slot, value)
+            program.bind_inputs(env, [(slot, bound[k]) for k, slot in plan.leaf_slots])
+            program.bind_inputs(env, exe._heads(out_grads).items())
             program.run(env, 0, plan.n_steps,
                         RunCtx(is_train=is_train, rng=_random.generator(), state=exe._op_state))
-            store = program.store
-            for slot, k in plan.mutations:
-                store(env, slot, bound[k], False)
+            stores = [(slot, bound[k], False) for slot, k in plan.mutations]
             grad_slots = plan.grad_slots
             for k, (g, req) in grads.items():
                 slot = grad_slots.get(k)
                 if slot is not None:
-                    store(env, slot, g, req == "add")
+                    stores.append((slot, g, req == "add"))
                 elif k in plan.zero and req == "write":  # no gradient reaches the leaf
                     g[:] = 0
+            program.store_all(env, stores)
             return self._hand_out(program, env, plan.out_slots)
         finally:
             exe._busy.release()
