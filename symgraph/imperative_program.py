@@ -24,7 +24,7 @@ class _TrainPlan:
     slot, the leaves no gradient reaches, and the visible outputs' slots (found once)."""
 
     __slots__ = ("program", "n_steps", "leaf_slots", "mutations", "grad_slots", "zero",
-                 "out_slots")
+                 "out_slots", "ones")
 
     def __init__(self, exe: Any, names: Sequence[str], n_out: int) -> None:
         stage = exe._stage(True)
@@ -36,6 +36,7 @@ class _TrainPlan:
         self.grad_slots = {index[n]: slot for n, slot in stage.grads.items()}
         self.zero = {index[n] for n in stage.zero_grads}
         self.out_slots = stage.outputs[:n_out]
+        self.ones: Optional[list] = None  # (slot, ones) of the default head gradients
 
 
 class Program:
@@ -81,19 +82,28 @@ class Program:
         are found once, by leaf index); gradients go into ``grads`` (leaf index ->
         (array, grad_req)), aux updates into the aux leaves; returns the first ``n_out``
         outputs' buffers, handed over. Call inside ``STATE.running`` (nothing flushes)."""
-        self.bind(leaves, ())
         plan = self._plan
         if plan is None:
             plan = self._plan = _TrainPlan(self.exe, [n for _, n in self.slots], self.n_out)
+        if self.gpu:  # (changed inputs copied into the program's own buffers)
+            self.bind(leaves, ())
+            bound = self.bound
+        else:
+            bound = leaves
         exe = self.exe
         if not exe._busy.acquire(blocking=False):
             raise ExecutionError("backward: this imperative program is running in another "
                                  "thread; run one training step at a time per program")
         try:
-            program, bound = plan.program, self.bound
+            program = plan.program
             env = program.new_env()
             program.bind_inputs(env, [(slot, bound[k]) for k, slot in plan.leaf_slots])
-            program.bind_inputs(env, exe._heads(out_grads).items())
+            if out_grads is None:  # (the default head gradients: arrays of ones, made once)
+                if plan.ones is None:
+                    plan.ones = list(exe._heads(None).items())
+                program.bind_inputs(env, plan.ones)
+            else:
+                program.bind_inputs(env, exe._heads(out_grads).items())
             program.run(env, 0, plan.n_steps,
                         RunCtx(is_train=is_train, rng=_random.generator(), state=exe._op_state))
             stores = [(slot, bound[k], False) for slot, k in plan.mutations]

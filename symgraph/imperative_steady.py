@@ -83,7 +83,7 @@ def lookup(tape: Tape, ctx: Context, entries: Sequence[Entry],
     if len(ents) != len(old):
         return None
     leaves = None
-    for k, e in enumerate(ents):
+    for k, e in enumerate(ents if ents != old else ()):  # (the same arrays: no loop)
         p = old[k]
         if e[0] is p[0] and e[1] == p[1]:
             continue
