@@ -154,25 +154,26 @@ def _gather(info: _Call, inputs: Sequence[Any], name: Optional[str], ctx: Option
             rec: bool, tape: Optional[Tape]) -> tuple:
     """The entries a node recorded now reads for ``inputs``, their (shapes, dtypes), and (with
     a tape following) their tape references (see :func:`record`); checks the inputs."""
-    entries, shapes, dtypes, refs = [], [], [], []
+    n = len(inputs)
+    entries, shapes, dtypes = [None] * n, [None] * n, [None] * n  # (filled by index: no calls)
+    refs = [None] * n if tape is not None else []
     local = tape.local if tape is not None else None
-    for a in inputs:
+    for i in range(n):
+        a = inputs[i]
         if ctx is None or not isinstance(a, NDArray) or (a._ctx is not ctx and a._ctx != ctx):
             _bad_inputs(info, inputs, name or info.op)
         b = a._buf
         if b is None:
             e = a._entry if not rec or a._recorded else _block(a)
-            shapes.append(a._shape)
-            dtypes.append(a._dtype)
+            shapes[i], dtypes[i] = a._shape, a._dtype
         else:
             e = a._entry if rec and a._recorded else (
                 _new_entry(Entry, (a._var, 0)) if a._var is not None else _leaf(a))
-            shapes.append(b.shape)
-            dtypes.append(b.dtype)
-        entries.append(e)
+            shapes[i], dtypes[i] = b.shape, b.dtype
+        entries[i] = e
         if local is not None:
             k = local.get(e[0])
-            refs.append((k, e[1]) if k is not None else tape.leaf(e))
+            refs[i] = (k, e[1]) if k is not None else tape.leaf(e)
     if ctx is None:
         _bad_inputs(info, inputs, name or info.op)
     return tuple(entries), (tuple(shapes), tuple(dtypes)), tuple(refs)
@@ -201,7 +202,9 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
     rec = STATE.recording
     n = len(inputs)
     if n:
-        ctx = inputs[0]._ctx if n == info.arity and isinstance(inputs[0], NDArray) else None
+        first = inputs[0]
+        ctx = first._ctx if n == info.arity and (first.__class__ is NDArray or isinstance(
+            first, NDArray)) else None
     else:
         ctx = None if info.slots else ctx or current_context()
     tape = None

@@ -73,10 +73,11 @@ class Tape(Trace):
         k = self.leaf_of.get(e)
         if k is None:
             n = e.node
-            if n.op != "null" and is_recorded(n) or len(self.leaf_of) >= MAX_TAPE:
+            k = len(self.leaf_entries)
+            if n.op != "null" and is_recorded(n) or k >= MAX_TAPE:
                 self.drop()
                 return 0
-            k = self.leaf_of[e] = len(self.leaf_entries)
+            self.leaf_of[e] = k
             self.leaf_entries.append(e)
         return -1 - k
 

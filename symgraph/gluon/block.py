@@ -291,7 +291,7 @@ class HybridBlock(Block):
 
     def forward(self, x: Any, *args: Any) -> Any:
         """Symbols in: trace with ``F = sg.sym``. Arrays in: run (traced if hybridized)."""
-        if _is_symbol(x):
+        if isinstance(x, Symbol):
             params = {k: v.var() for k, v in self._reg_params.items()}
             with self.name_scope():
                 return self.hybrid_forward(_sym, x, *args, **params)
@@ -300,7 +300,7 @@ class HybridBlock(Block):
             return call_cached(self, (x,) + args)
         ctx = x.context
         got = self._nd_params
-        if got is not None and got[0] == VERSION[0] and got[1] == ctx:
+        if got is not None and got[0] == VERSION[0] and (got[1] is ctx or got[1] == ctx):
             params = got[2]  # no Parameter's arrays changed since
         else:
             params = self._params_on(ctx, x, args)
@@ -337,7 +337,7 @@ class HybridBlock(Block):
             got = self._nd_calls[fn, len(arrays)] = (
                 dict(attrs), _call_info(get_op(fn.__name__), dict(attrs), name))
         outs = record(got[1], arrays, name)
-        return outs[0] if len(outs) == 1 else outs
+        return outs[0] if got[1].nvis == 1 else outs
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         """The computation with ``F`` = ``sg.nd`` or ``sg.sym``; subclasses override it."""
