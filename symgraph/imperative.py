@@ -158,22 +158,29 @@ def _gather(info: _Call, inputs: Sequence[Any], name: Optional[str], ctx: Option
     entries, shapes, dtypes = [None] * n, [None] * n, [None] * n  # (filled by index: no calls)
     refs = [None] * n if tape is not None else []
     local = tape.local if tape is not None else None
-    for i in range(n):
-        a = inputs[i]
-        if ctx is None or not isinstance(a, NDArray) or (a._ctx is not ctx and a._ctx != ctx):
+    i = 0
+    for a in inputs:
+        if ctx is None or a.__class__ is not NDArray and not isinstance(a, NDArray):
+            _bad_inputs(info, inputs, name or info.op)
+        c = a._ctx
+        if c is not ctx and c != ctx:
             _bad_inputs(info, inputs, name or info.op)
         b = a._buf
         if b is None:
             e = a._entry if not rec or a._recorded else _block(a)
             shapes[i], dtypes[i] = a._shape, a._dtype
         else:
-            e = a._entry if rec and a._recorded else (
-                _new_entry(Entry, (a._var, 0)) if a._var is not None else _leaf(a))
+            if rec and a._recorded:
+                e = a._entry
+            else:
+                v = a._var
+                e = _new_entry(Entry, (v, 0)) if v is not None else _leaf(a)
             shapes[i], dtypes[i] = b.shape, b.dtype
         entries[i] = e
         if local is not None:
             k = local.get(e[0])
             refs[i] = (k, e[1]) if k is not None else tape.leaf(e)
+        i += 1
     if ctx is None:
         _bad_inputs(info, inputs, name or info.op)
     return tuple(entries), (tuple(shapes), tuple(dtypes)), tuple(refs)
