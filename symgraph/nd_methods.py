@@ -214,7 +214,12 @@ def make_nd_function(opdef: registry.OpDef):
 
     def op_function(*args: Any, out: Optional[NDArray] = None, name: Optional[str] = None,
                     **kwargs: Any) -> Union[NDArray, list]:
-        key = _fast_key(op, args, kwargs) if kwargs else (op, tuple(map(type, args)), ())
+        if kwargs:
+            key = _fast_key(op, args, kwargs)
+        elif len(args) == 1:  # (the usual nd.relu(x): its own key form, no tuple of types)
+            key = (op, args[0].__class__)
+        else:
+            key = (op, tuple(map(type, args)), ())
         try:
             info = FAST_CALLS.get(key) if key is not None else None
         except TypeError:  # an unhashable attribute value (a tuple of lists)

@@ -71,3 +71,18 @@ def test_same_results_as_executor_train_step(rng: np.random.Generator) -> None:
                                rtol=1e-8)
     np.testing.assert_allclose(beta.grad.asnumpy(), (2 * y.asnumpy() * head).sum(axis=(0, 2)),
                                rtol=1e-8)
+
+
+def test_recorded_outputs_have_every_slot() -> None:
+    """record() writes a pending array's slots inline (not through NDArray.__init__): every
+    slot NDArray declares is set, to the values __init__ gives where record has none."""
+    x = _arr(np.ones((2, 3)))
+    for out in (sg.nd.relu(x), sg.nd.FullyConnected(x, _arr(np.ones((4, 3))), no_bias=True,
+                                                    num_hidden=4)):
+        fresh = sg.nd.NDArray(None, out.context)
+        for slot in sg.nd.NDArray.__slots__:
+            if slot == "__weakref__":
+                continue
+            getattr(out, slot)  # AttributeError if record() left it unset
+            if slot not in ("_entry", "_shape", "_dtype", "_recorded"):
+                assert getattr(out, slot) == getattr(fresh, slot), slot
