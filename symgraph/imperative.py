@@ -243,19 +243,6 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
     found = info.sigs.get(sig)
     if found is None:
         found = info.sigs[sig] = _infer(info, node, inputs)
-    key = _ref(node, _PENDING_GONE)  # (PENDING's key of the node; the tape keeps it too)
-    if tape is not None and tape.ok:  # Tape.add, inline (after the rules: a call that
-        nodes = tape.nodes            # raised is not followed)
-        k = len(nodes)
-        if k < MAX_TAPE:
-            tape.local[node] = k
-            nodes.append(node)
-            tape.pkeys.append(key)
-            tape.sig.append((op, info, train, refs, sig))
-            if train:
-                tape.train = True
-        else:
-            tape.drop()
     if info.nvis == 1:  # (inline: the usual op)
         a = _new_obj(NDArray)  # NDArray(None, ctx) without its __init__ frame: every slot
         a._buf, a._ctx, a._entry, a._recorded = None, ctx, _new_entry(Entry, (node, 0)), rec
@@ -265,7 +252,19 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
     else:
         outs = _outputs(node, ctx, rec, found)
         alive = [_ref(a) for a in outs]
-    _PENDING_DATA[key] = alive  # PENDING[node] = alive
+    if tape is not None and tape.ok:  # Tape.add, inline (after the rules: a call that
+        nodes = tape.nodes            # raised is not followed)
+        k = len(nodes)
+        if k < MAX_TAPE:
+            tape.local[node] = k
+            nodes.append(node)
+            tape.alive.append(alive)  # (PENDING[node], until the tape settles: Tape.alive)
+            tape.sig.append((op, info, train, refs, sig))
+            if train:
+                tape.train = True
+            return outs
+        tape.drop()
+    _PENDING_DATA[_ref(node, _PENDING_GONE)] = alive  # PENDING[node] = alive
     return outs
 
 

@@ -24,17 +24,21 @@ from .imperative_state import (FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE
                                is_training)
 from . import imperative_steady as steady
 from .imperative_program import Program
-from .imperative_trace import Tape, Trace, walk
+from .imperative_trace import Tape, Trace, settle, unsettled, walk
 from .ndarray import NDArray
 from .registry import get_op
 
 def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
-    """Pending arrays, alive, that stand for outputs of the walked nodes."""
+    """Pending arrays, alive, that stand for outputs of the walked nodes (a walk runs after
+    ``settle()``: PENDING knows every pending node then; a tape knows its own)."""
     outs = []
-    pending_of = PENDING.data.get
-    keys = tr.pkeys if isinstance(tr, Tape) else [weakref.ref(n) for n in tr.nodes]
-    for node, key in zip(tr.nodes, keys):
-        refs = pending_of(key)
+    if isinstance(tr, Tape):
+        found = tr.alive if not tr.settled else [tr.pending_of(k)
+                                                 for k in range(len(tr.nodes))]
+    else:
+        pending_of, ref = PENDING.data.get, weakref.ref
+        found = [pending_of(ref(n)) for n in tr.nodes]
+    for node, refs in zip(tr.nodes, found):
         if refs is None:
             continue
         for i, r in enumerate(refs):
@@ -96,7 +100,11 @@ def _remember(key: tuple, prog: Program) -> Program:
     return prog
 
 
-def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any]) -> None:
+def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any],
+                 tape: Optional[Tape] = None) -> None:
+    """Give each pending array of ``pairs`` its buffer and note the value of its node (how
+    many visible outputs a node has: from PENDING, or ``tape`` for its nodes PENDING does
+    not know)."""
     value_of, pending_of, ref = VALUE.data.get, PENDING.data.get, weakref.ref
     for (entry, a), buf in zip(pairs, bufs):
         if a._buf is not None:
@@ -105,7 +113,10 @@ def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any]) ->
         node = entry.node
         vals = value_of(ref(node))  # VALUE.get(node), through the dict (no Python frame)
         if vals is None:
-            vals = [None] * len(pending_of(ref(node), ())) or [None]
+            refs = pending_of(ref(node))
+            if refs is None and tape is not None and node in tape.local:
+                refs = tape.pending_of(tape.local[node])
+            vals = [None] * len(refs or ()) or [None]
             VALUE.data[ref(node, VALUE._remove)] = vals  # VALUE[node] = vals
         if entry.index < len(vals):
             vals[entry.index] = NDArray(buf, a._ctx)
@@ -117,7 +128,7 @@ def _forget_pending(tr: Trace) -> None:
     """``PENDING.pop(node, None)`` for each node of ``tr`` (through the dict: one C call
     each; a tape has the keys already)."""
     pop = PENDING.data.pop
-    if isinstance(tr, Tape):
+    if isinstance(tr, Tape):  # (the nodes it did not register are not in PENDING)
         for key in tr.pkeys:
             pop(key, None)
         return
@@ -139,6 +150,7 @@ def _run_forward(prog: Program, tr: Trace) -> None:
 def force_pending(arrays: Sequence[NDArray]) -> None:
     """Compute pending ``arrays`` and every live pending array of their subgraph."""
     ctx = arrays[0]._ctx
+    settle()  # (the walk's live outputs are found in PENDING)
     tr = walk([a._entry for a in arrays], for_backward=False)
     outs = _live_outputs(tr, set())
     key = ("forward", ctx, tr.train, tr.key(), tr.refs([e for e, _ in outs]))
@@ -230,22 +242,29 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
         tr = walk(entries, for_backward=True)
         plan = _plan(tr, ctx, entries, head_grads, variables)
         prog = _CACHE.get(plan[0])
+    tape = tr if isinstance(tr, Tape) else None
     key, grads, results, others, hg, fresh = plan
-    if prog is None:
-        prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
-    if variables is None and isinstance(tr, Tape) and not steady.is_last(key):
-        steady.remember(tr, ctx, entries, plan, head_grads, prog)
-    if tr.train and prog.train_dependent:
-        _warn_recomputed(tr)
-    STATE.running += 1
     try:
-        bufs = prog.train(tr.leaves, grads, hg, tr.train)
-    finally:
-        STATE.running -= 1
+        if prog is None:
+            prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads,
+                                           True))
+        if variables is None and tape is not None and not steady.is_last(key):
+            steady.remember(tape, ctx, entries, plan, head_grads, prog)
+        if tr.train and prog.train_dependent:
+            _warn_recomputed(tr)
+        STATE.running += 1
+        try:
+            bufs = prog.train(tr.leaves, grads, hg, tr.train)
+        finally:
+            STATE.running -= 1
+    except BaseException:
+        if tape is not None:  # (its pending arrays stay pending: PENDING must know them)
+            tape.settle()
+        raise
     STATS["runs"] += 1
     for a in fresh:  # MXNet's _fresh_grad: a backward wrote .grad (gluon.Trainer reads it)
         a._fresh_grad = True
-    _materialise(list(zip(entries, heads)) + others, bufs)
+    _materialise(list(zip(entries, heads)) + others, bufs, tape)
     _forget_pending(tr)
     if not retain_graph:
         freed, gone = FREED.data, FREED._remove
@@ -264,26 +283,39 @@ def _taped(entries: list[Entry], ctx: Context, head_grads: Optional[Sequence[Any
     repeats the previous backward takes its plan (``imperative_steady``). The check that the
     heads need every node of the tape runs when its key has no program yet."""
     tape, STATE.tape = STATE.tape, None  # a backward ends what the tape followed
-    if tape is None or not tape.ok:
+    if tape is None:
         return None, None, None
+    got = _tape_plan(tape, entries, ctx, head_grads, variables)
+    if got is None:
+        tape.settle()  # (the walk finds the live pending outputs in PENDING)
+        return None, None, None
+    return (tape,) + got
+
+
+def _tape_plan(tape: Tape, entries: list[Entry], ctx: Context,
+               head_grads: Optional[Sequence[Any]],
+               variables: Optional[Sequence[NDArray]]) -> Optional[tuple]:
+    """``(plan, program or None)`` of a backward taking ``tape`` as its trace, or None."""
+    if not tape.ok:
+        return None
     for e in entries:
         if e.node not in tape.local:
-            return None, None, None
+            return None
     others = _live_outputs(tape, set(entries))
     if variables is None:
         got = steady.lookup(tape, ctx, entries, head_grads, others)
         if got is not None:
-            return tape, got[0], got[1]
+            return got
     if not tape.resolve():
-        return None, None, None
+        return None
     plan = _plan(tape, ctx, entries, head_grads, variables, others)
     prog = _CACHE.get(plan[0])
     if prog is None and (plan[0] in _BAD_TAPES or not tape.needs_all(entries)):
         _BAD_TAPES[plan[0]] = True  # heads that need only part of the tape: walk
         while len(_BAD_TAPES) > MAX_PROGRAMS:
             del _BAD_TAPES[next(iter(_BAD_TAPES))]
-        return None, None, None
-    return tape, plan, prog
+        return None
+    return plan, prog
 
 
 def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Sequence[Any]],
@@ -324,6 +356,7 @@ def force(arrays: Sequence[NDArray]) -> None:
 
 def flush() -> None:
     """Compute every live pending array."""
+    settle()
     arrays = [a for refs in list(PENDING.values()) for r in refs
               for a in (r(),) if a is not None and a._buf is None]
     by_ctx: dict = {}
@@ -346,7 +379,7 @@ def wait(a: NDArray) -> None:
 def before_run() -> None:
     """An executor is about to overwrite its bound arrays: compute pending work that reads them
     (nothing inside one of our own runs)."""
-    if not STATE.running and PENDING:  # (cheap test first: inside our own runs it is set)
+    if not STATE.running and (PENDING or unsettled()):  # (inside our own runs: nothing)
         flush()
 
 
@@ -355,7 +388,7 @@ def before_write(a: NDArray) -> None:
     ``a``), and cut ``a`` from the recorded graph unless it is a variable."""
     if STATE.running:  # a custom op writing its outputs inside a run
         return
-    if PENDING:
+    if PENDING or unsettled():
         flush()
     if a._entry is not None and a._entry.node is not a._var:
         a._entry, a._recorded = None, False
