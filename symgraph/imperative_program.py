@@ -39,6 +39,19 @@ class _TrainPlan:
         self.ones: Optional[list] = None  # (slot, ones) of the default head gradients
 
 
+def _grad_stores(plan: _TrainPlan, grads: dict[int, tuple[NDArray, str]]) -> tuple[list, list]:
+    """The ``store_all`` items of ``grads`` (leaf index -> (array, grad_req)), and the 'write'
+    gradients no gradient reaches (to be zeroed)."""
+    stores, zeroed = [], []
+    for k, (g, req) in grads.items():
+        slot = plan.grad_slots.get(k)
+        if slot is not None:
+            stores.append((slot, g, req == "add"))
+        elif k in plan.zero and req == "write":
+            zeroed.append(g)
+    return stores, zeroed
+
+
 class Program:
     """A compiled subgraph: the executor and where each leaf and gradient is bound."""
 
@@ -52,6 +65,7 @@ class Program:
         self.gpu = ctx.device_type == "gpu"
         self.train_dependent = False  # holds a Dropout-like op (see _warn_recomputed)
         self._plan: Optional[_TrainPlan] = None
+        self._grad_stores: Optional[tuple] = None  # (grads, their stores, zeroed) of train
 
     def bind(self, leaves: Sequence[NDArray], grads: Sequence[tuple[str, NDArray]]) -> None:
         """Point the executor at this call's leaves: on the CPU by rebinding; on the GPU a
@@ -106,15 +120,14 @@ class Program:
                 program.bind_inputs(env, exe._heads(out_grads).items())
             program.run(env, 0, plan.n_steps,
                         RunCtx(is_train=is_train, rng=_random.generator(), state=exe._op_state))
-            stores = [(slot, bound[k], False) for slot, k in plan.mutations]
-            grad_slots = plan.grad_slots
-            for k, (g, req) in grads.items():
-                slot = grad_slots.get(k)
-                if slot is not None:
-                    stores.append((slot, g, req == "add"))
-                elif k in plan.zero and req == "write":  # no gradient reaches the leaf
-                    g[:] = 0
-            program.store_all(env, stores)
+            kept = self._grad_stores
+            if kept is None or kept[0] is not grads:  # (a steady backward: the same dict)
+                kept = self._grad_stores = (grads, *_grad_stores(plan, grads))
+            for g in kept[2]:  # no gradient reaches these 'write' leaves
+                g[:] = 0
+            if plan.mutations:
+                program.store_all(env, [(slot, bound[k], False) for slot, k in plan.mutations])
+            program.store_all(env, kept[1])
             return self._hand_out(program, env, plan.out_slots)
         finally:
             exe._busy.release()
