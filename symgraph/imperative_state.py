@@ -29,7 +29,8 @@ class _State:
 STATE = _State()
 STATS = {"compiles": 0, "runs": 0, "steady": 0}  # steady: imperative_steady plans reused
 
-# Pending op nodes -> weak references to their visible output arrays.
+# Pending op nodes -> weak references to their visible output arrays (the current tape's
+# nodes are on the tape until it settles: imperative_trace.Tape.alive / settle).
 PENDING: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
 # Computed values: variable node -> [array]; op node -> [array or None per visible output].
 VALUE: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
