@@ -21,7 +21,7 @@ from ..symbol import Symbol
 from ..base import AttrError, BindError, GraphError, SymgraphError
 from ..imperative import _call_info, record
 from ..registry import get_op
-from .one_op import capture
+from .one_op import capture, replay
 from .parameter import VERSION, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict, load_file, load_named
 
@@ -244,8 +244,8 @@ def _named(exc: SymgraphError, prefix: str) -> SymgraphError:
 
 
 # HybridBlock attributes set by its own bookkeeping (the rest reset a one-op layer's call)
-_OWN_STATE = frozenset(("_one", "_seen", "_nd_params", "_nd_calls", "_cached", "_cached_graph",
-                        "_active"))
+_OWN_STATE = frozenset(("_one", "_seq", "_seen", "_nd_params", "_nd_calls", "_cached",
+                        "_cached_graph", "_active"))
 
 
 def _is_symbol(x: Any) -> bool:
@@ -256,7 +256,7 @@ class HybridBlock(Block):
     """A block written once as ``hybrid_forward(F, x, *args, **params)``: imperative with
     ``F = sg.nd``, or traced into a Symbol with ``F = sg.sym`` after :meth:`hybridize`."""
 
-    _ONE_OP: Optional[Callable] = None  # a one-op layer's hybrid_forward (gluon/one_op.py)
+    _FIXED_OPS: Optional[Callable] = None  # hybrid_forward of kept op calls (gluon/one_op.py)
 
     def __init__(self, prefix: Optional[str] = None,
                  params: Optional[ParameterDict] = None) -> None:
@@ -267,12 +267,13 @@ class HybridBlock(Block):
         self._nd_calls: dict = {}  # (sg.nd function, arity) -> (attributes, call); see _op
         self._nd_params: Optional[tuple] = None  # (VERSION, context, parameter arrays)
         self._one: Optional[tuple] = None  # a one-op layer's kept call (one_op.capture)
+        self._seq: Optional[tuple] = None  # another block's kept calls (one_op.capture)
         self._seen: Optional[list] = None  # _op's calls while one_op.capture watches
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
         if name not in _OWN_STATE:  # (anything else may change what forward computes)
-            self.__dict__["_one"] = None
+            self.__dict__["_one"] = self.__dict__["_seq"] = None
         if isinstance(value, HybridBlock) and hasattr(self, "_cached"):
             self._clear_cache()
 
@@ -287,7 +288,7 @@ class HybridBlock(Block):
     def _clear_cache(self) -> None:
         self._cached = {}
         self._cached_graph = ()
-        self._one = None
+        self._one = self._seq = None
 
     def hybridize(self, active: bool = True, static_alloc: bool = False,
                   static_shape: bool = False, **kwargs: Any) -> None:
@@ -323,8 +324,12 @@ class HybridBlock(Block):
                 outs = record(one[1], (x,) + one[2], one[3])
                 out = outs[0] if one[1].nvis == 1 else outs
                 return self.act(out) if one[4] and self.act is not None else out
-            if self._ONE_OP is not None and not args:
-                return capture(self, x, params)
+            seq = self._seq
+            if seq is not None and seq[0] is params and len(args) == len(seq[1]) and all(
+                    (a is None) is n for a, n in zip(args, seq[1])):
+                return replay(seq[2], (x,) + args)
+            if self._FIXED_OPS is not None:
+                return capture(self, x, args, params)
             return self.hybrid_forward(_nd, x, *args, **params)
         except SymgraphError as exc:
             raise _named(exc, self.prefix) from None

@@ -51,12 +51,14 @@ class SoftmaxCrossEntropyLoss(Loss):
         if not self._from_logits:
             pred = self._op(F, F.log_softmax, (pred,), {"axis": self._axis}, None)
         if self._sparse_label:
-            loss = -self._op(F, F.pick, (pred, label), {"axis": self._axis, "keepdims": True},
-                             None)
+            loss = self._op(F, F.negative, (self._op(F, F.pick, (pred, label), {
+                "axis": self._axis, "keepdims": True}, None),), {}, None)
         else:
             label = F.reshape_like(label, pred)
             loss = -F.sum(pred * label, axis=self._axis, keepdims=True)
         return self._per_sample(F, loss, sample_weight)
+    # (sparse labels, no weights: its op calls are kept after the first, gluon/one_op.py)
+    _FIXED_OPS = hybrid_forward
 
 
 SoftmaxCELoss = SoftmaxCrossEntropyLoss

@@ -136,3 +136,67 @@ def test_new_parameter_arrays_are_read(rng: np.random.Generator) -> None:
     layer.initialize(sg.init.Constant(0.5), force_reinit=True)
     np.testing.assert_allclose(layer(sg.nd.array(x0)).asnumpy(),
                                x0 @ np.full((3, 2), 0.5) + 0.0, rtol=1e-5, atol=1e-6)
+
+
+def _ce_ref(pred: np.ndarray, label: np.ndarray, sw: Any = None) -> tuple:
+    """Sparse softmax cross-entropy per sample (float64) and its gradient w.r.t. ``pred``."""
+    z = pred - pred.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    idx = label.astype(int)
+    loss = -logp[np.arange(len(idx)), idx]
+    grad = np.exp(logp)
+    grad[np.arange(len(idx)), idx] -= 1
+    if sw is not None:
+        loss, grad = loss * sw[:, 0], grad * sw
+    return loss, grad
+
+
+@pytest.mark.parametrize("kw", [{}, {"from_logits": True}, {"weight": 2.0},
+                                 {"sparse_label": False}])
+def test_softmax_ce_loss_kept_calls(kw: dict, rng: np.random.Generator) -> None:
+    """The loss's kept calls against the plain path, steps alternating with and without a
+    sample weight (another input: the calls are not kept for it; an explicit None is kept
+    apart from a weight) and float64 numpy."""
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss(**kw)
+    plain = _plain(gluon.loss.SoftmaxCrossEntropyLoss)(**kw)
+    for step in range(4):
+        p0 = rng.normal(size=(5, 4))
+        lab = rng.integers(0, 4, size=5).astype(np.float64)
+        if kw.get("sparse_label") is False:
+            lab = np.eye(4)[lab.astype(int)]
+        sw = rng.uniform(0.5, 2, size=(5, 1)) if step in (1, 3) else None
+        got = []
+        for fn in (loss_fn, plain):
+            pred = sg.nd.array(p0, dtype=np.float64)
+            pred.attach_grad()
+            extra = [sg.nd.array(sw, dtype=np.float64)] if sw is not None else (
+                [None] if step == 2 else [])  # (step 2: an explicit None, then a weight)
+            with autograd.record():
+                out = fn(pred, sg.nd.array(lab, dtype=np.float64), *extra)
+            out.backward()
+            got.append((out.asnumpy(), pred.grad.asnumpy()))
+        np.testing.assert_allclose(got[0][0], got[1][0], rtol=1e-12)
+        np.testing.assert_allclose(got[0][1], got[1][1], rtol=1e-12)
+        if not kw:
+            ref = _ce_ref(p0, lab, sw)
+            np.testing.assert_allclose(got[0][0], ref[0], rtol=1e-10)
+            np.testing.assert_allclose(got[0][1], ref[1], rtol=1e-10)
+    kept = loss_fn._seq is not None
+    assert kept == (not kw or "from_logits" in kw) and plain._seq is None
+
+
+class _Wrong(gluon.HybridBlock):
+    """Declares kept calls, but finishes with an op called other than through _op."""
+
+    def hybrid_forward(self, F: Any, x: Any, y: Any) -> Any:
+        return -self._op(F, F.broadcast_add, (x, y), {}, None)
+    _FIXED_OPS = hybrid_forward
+
+
+def test_calls_not_all_watched_are_not_kept(rng: np.random.Generator) -> None:
+    block = _Wrong()
+    for _ in range(3):
+        a, b = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+        out = block(sg.nd.array(a, dtype=np.float64), sg.nd.array(b, dtype=np.float64))
+        np.testing.assert_allclose(out.asnumpy(), -(a + b), rtol=1e-12)
+    assert block._seq is None and block._one is None
