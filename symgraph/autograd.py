@@ -14,6 +14,7 @@ from .autograd_function import Function
 from .base import ExecutionError
 from .imperative import STATE, attach_grad
 from .imperative_compile import backward as run_backward
+from .imperative_trace import settle
 from .ndarray import NDArray
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
@@ -40,7 +41,8 @@ class _Scope:
         self.saved = STATE.recording, STATE.training
         if self.recording is not None:
             if self.recording and not STATE.recording:
-                STATE.tape = None  # recording starts: a new tape (imperative_trace.Tape)
+                settle()  # recording starts: a new tape (imperative_trace.Tape); the old
+                STATE.tape = None  # one's pending nodes go to PENDING
             STATE.recording = self.recording
         if self.training is not None:
             STATE.training = self.training
@@ -82,7 +84,8 @@ def set_recording(is_recording: bool) -> bool:  # noqa: A002 (MXNet's name)
     """Set the recording switch; returns the previous value."""
     prev, STATE.recording = STATE.recording, bool(is_recording)
     if STATE.recording and not prev:
-        STATE.tape = None  # as record() does
+        settle()  # as record() does
+        STATE.tape = None
     return prev
 
 

@@ -46,6 +46,7 @@ class Function:
         from .imperative import STATE
         from .imperative_compile import _materialise
         from .imperative import PENDING
+        from .imperative_trace import settle
         if self._used:
             raise ExecutionError(f"{type(self).__name__}: each Function object can only be "
                                  f"called once; make a new one per call")
@@ -66,6 +67,7 @@ class Function:
         made = made if isinstance(made, list) else [made]
         node = made[0]._entry.node
         _KEEP[node] = self
+        settle()  # (PENDING tells _materialise the node's outputs, then lets it go)
         _materialise([(a._entry, a) for a in made], [o._buf for o in self._outputs])
         PENDING.pop(node, None)
         return made if isinstance(outputs, (list, tuple)) else made[0]

@@ -465,8 +465,7 @@ class Executor:
             by_name = {n.name: slot for n, slot in stage.schedule.variables.items()}
             stage.bound = [(d, n, by_name[n]) for d in (self.arg_dict, self.aux_dict)
                               for n in d if n in by_name]
-        for arrays, name, slot in stage.bound:
-            program.bind_input(env, slot, arrays[name])
+        program.bind_inputs(env, [(slot, arrays[name]) for arrays, name, slot in stage.bound])
         return env, RunCtx(is_train=is_train, rng=_random.generator(), state=self._op_state)
 
     def _finish_forward(self, stage: "Stage", env: Any, run_ctx: RunCtx, is_train: bool) -> None:
@@ -493,10 +492,9 @@ class Executor:
         return heads
 
     def _store_grads(self, env: Any) -> None:
-        program = self._train.program
-        for name, slot in self._train.grads.items():
-            program.store(env, slot, self.grad_dict[name],
-                          accumulate=self._grad_req[name] == "add")
+        reqs, grads = self._grad_req, self.grad_dict
+        self._train.program.store_all(env, [(slot, grads[name], reqs[name] == "add")
+                                            for name, slot in self._train.grads.items()])
         for name in self._train.zero_grads:  # no gradient reaches it: 0 (write) or unchanged
             if self._grad_req[name] == "write":
                 self.grad_dict[name][:] = 0

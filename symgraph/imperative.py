@@ -20,13 +20,14 @@ from . import registry
 from .attrs import Attrs, parse_attrs
 from .base import AttrError, BindError, ShapeError, where
 from .context import Context, current_context
-from .graph import Entry, Node, variable
+from .graph import (_SET_ATTRS, _SET_ENTRIES, _SET_EXTRA, _SET_INPUTS, _SET_NAME, _SET_OP,
+                    Entry, Node, variable)
 from .imperative_state import (ATTR_SERIAL, GRAD_LEAF, GRAD_VAR, MODE, PENDING, PLAIN, STATE,
                                STATS, VALUE, _serials)
 # (also reachable as imperative.<name>, as before the tables had a module of their own)
 from .imperative_state import (_REC, _REC_TRN, _TRN, FREED, LATE,  # noqa: F401
                                is_recorded, is_training)
-from .imperative_trace import Tape
+from .imperative_trace import MAX_TAPE, Tape
 from .ndarray import NDArray
 from .passes.infer_shape import _apply_rule
 from .passes.infer_type import _apply as _apply_type
@@ -34,7 +35,7 @@ from .passes.infer_type import _apply as _apply_type
 # What ``PENDING[node] = refs`` does, without its Python frame (record() runs per op call);
 # ``Entry(node, i)`` likewise (a NamedTuple's __new__ is a Python function).
 _PENDING_DATA, _PENDING_GONE, _ref = PENDING.data, PENDING._remove, weakref.ref
-_new_entry = tuple.__new__
+_new_entry, _new_obj = tuple.__new__, object.__new__
 
 _ids = itertools.count()
 MAX_INTERNED = 50000
@@ -48,11 +49,12 @@ def compile_count() -> int:
 class _Call:
     """An op with parsed attributes: what every call with the same attributes shares."""
 
-    __slots__ = ("opdef", "op", "attrs", "slots", "nvis", "sigs")
+    __slots__ = ("opdef", "op", "attrs", "slots", "arity", "nvis", "sigs")
 
     def __init__(self, opdef: registry.OpDef, attrs: Attrs) -> None:
         self.opdef, self.op, self.attrs = opdef, opdef.name, attrs
         self.slots = opdef.input_names(attrs)
+        self.arity = len(self.slots)
         self.nvis = opdef.num_visible_outputs(attrs)
         self.sigs: dict[tuple, tuple] = {}  # (input shapes, dtypes) -> output shapes, dtypes
 
@@ -148,21 +150,70 @@ def _bad_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
                             f"'{info.slots[0]}' on {ctx}")
 
 
+def _gather(info: _Call, inputs: Sequence[Any], name: Optional[str], ctx: Optional[Context],
+            rec: bool, tape: Optional[Tape]) -> tuple:
+    """The entries a node recorded now reads for ``inputs``, their (shapes, dtypes), and (with
+    a tape following) their tape references (see :func:`record`); checks the inputs."""
+    n = len(inputs)
+    entries, shapes, dtypes = [None] * n, [None] * n, [None] * n  # (filled by index: no calls)
+    refs = [None] * n if tape is not None else []
+    local = tape.local if tape is not None else None
+    i = 0
+    for a in inputs:
+        if ctx is None or a.__class__ is not NDArray and not isinstance(a, NDArray):
+            _bad_inputs(info, inputs, name or info.op)
+        c = a._ctx
+        if c is not ctx and c != ctx:
+            _bad_inputs(info, inputs, name or info.op)
+        b = a._buf
+        if b is None:
+            e = a._entry if not rec or a._recorded else _block(a)
+            shapes[i], dtypes[i] = a._shape, a._dtype
+        else:
+            if rec and a._recorded:
+                e = a._entry
+            else:
+                v = a._var
+                e = _new_entry(Entry, (v, 0)) if v is not None else _leaf(a)
+            shapes[i], dtypes[i] = b.shape, b.dtype
+        entries[i] = e
+        if local is not None:
+            k = local.get(e[0])
+            refs[i] = (k, e[1]) if k is not None else tape.leaf(e)
+        i += 1
+    if ctx is None:
+        _bad_inputs(info, inputs, name or info.op)
+    return tuple(entries), (tuple(shapes), tuple(dtypes)), tuple(refs)
+
+
+def _outputs(node: Node, ctx: Context, rec: bool, found: tuple) -> list[NDArray]:
+    """The pending arrays of ``node``'s outputs of shapes and dtypes ``found``."""
+    outs = []
+    for i, (shape, dtype) in enumerate(zip(*found)):
+        a = NDArray(None, ctx)
+        a._entry, a._shape, a._dtype, a._recorded = Entry(node, i), shape, dtype, rec
+        outs.append(a)
+    return outs
+
+
 def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
            ctx: Optional[Context] = None) -> list[NDArray]:
     """Append one node of ``info``'s op on ``inputs``; return its pending visible outputs.
     ``ctx`` places an op without inputs (``_zeros``); others run where their inputs are.
 
-    The per-step hot path of imperative code: one pass over the inputs, one Node, a cached
-    shape/dtype rule result, the output arrays."""
+    The per-step hot path of imperative code (about 15 calls a training step): one pass over
+    the inputs, one Node, a cached shape/dtype rule result, the output arrays. The usual
+    call under ``record()``, one pending recorded input, skips the general pass; the tape's
+    bookkeeping, the Node and the arrays are written inline (a Python call each cost as much
+    as the work they do)."""
     rec = STATE.recording
     n = len(inputs)
     if n:
-        ctx = inputs[0]._ctx if n == len(info.slots) and isinstance(inputs[0], NDArray) \
-            else None
+        first = inputs[0]
+        ctx = first._ctx if n == info.arity and (first.__class__ is NDArray or isinstance(
+            first, NDArray)) else None
     else:
         ctx = None if info.slots else ctx or current_context()
-    entries, shapes, dtypes, refs = [], [], [], []
     tape = None
     if rec:  # follow the node on the tape (see Tape), in this one pass over the inputs
         tape = STATE.tape
@@ -170,43 +221,49 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
             tape = STATE.tape = Tape()
         elif not tape.ok:
             tape = None
-    local = tape.local if tape is not None else None
-    for a in inputs:
-        if ctx is None or not isinstance(a, NDArray) or (a._ctx is not ctx and a._ctx != ctx):
-            _bad_inputs(info, inputs, name or info.opdef.name)
-        b = a._buf
-        if b is None:
-            e = a._entry if not rec or a._recorded else _block(a)
-            shapes.append(a._shape)
-            dtypes.append(a._dtype)
-        else:
-            e = a._entry if rec and a._recorded else (
-                _new_entry(Entry, (a._var, 0)) if a._var is not None else _leaf(a))
-            shapes.append(b.shape)
-            dtypes.append(b.dtype)
-        entries.append(e)
-        if local is not None:
-            k = local.get(e.node)
-            refs.append((k, e.index) if k is not None else tape.leaf(e))
-    if ctx is None:
-        _bad_inputs(info, inputs, name or info.opdef.name)
+    # (ctx is not None: one NDArray for a one-input op, so nothing to check)
+    if n == 1 and tape is not None and ctx is not None and inputs[0]._buf is None \
+            and inputs[0]._recorded:
+        a = inputs[0]
+        e = a._entry
+        k = tape.local.get(e[0])
+        ins, sig, refs = (e,), ((a._shape,), (a._dtype,)), \
+            ((k, e[1]) if k is not None else tape.leaf(e),)
+    else:
+        ins, sig, refs = _gather(info, inputs, name, ctx, rec, tape)
     op = info.op
     train = STATE.training
-    node = Node(op, name or f"{op}{next(_ids)}", info.attrs, tuple(entries), MODE[rec, train])
-    sig = (tuple(shapes), tuple(dtypes))
+    node = _new_obj(Node)  # Node(op, name, attrs, inputs, mode) without its __init__ frame
+    _SET_OP(node, op)
+    _SET_NAME(node, name or f"{op}{next(_ids)}")
+    _SET_INPUTS(node, ins)
+    _SET_ATTRS(node, info.attrs)
+    _SET_EXTRA(node, MODE[rec, train])
+    _SET_ENTRIES(node, None)
     found = info.sigs.get(sig)
     if found is None:
         found = info.sigs[sig] = _infer(info, node, inputs)
-    if tape is not None and tape.ok:  # (after the rules: a call that raised is not followed)
-        tape.add(node, (op, info, train, tuple(refs), sig))
-    out_shapes, out_dtypes = found
-    outs, alive = [], []  # (one loop: a comprehension is a function call in Python 3.11)
-    for i in range(len(out_shapes)):
-        a = NDArray(None, ctx)
-        a._entry, a._shape, a._dtype, a._recorded = _new_entry(Entry, (node, i)), \
-            out_shapes[i], out_dtypes[i], rec
-        outs.append(a)
-        alive.append(_ref(a))
+    if info.nvis == 1:  # (inline: the usual op)
+        a = _new_obj(NDArray)  # NDArray(None, ctx) without its __init__ frame: every slot
+        a._buf, a._ctx, a._entry, a._recorded = None, ctx, _new_entry(Entry, (node, 0)), rec
+        a._shape, a._dtype, a._var, a._grad = found[0][0], found[1][0], None, None
+        a._grad_req, a._fresh_grad = "null", False
+        outs, alive = [a], [_ref(a)]
+    else:
+        outs = _outputs(node, ctx, rec, found)
+        alive = [_ref(a) for a in outs]
+    if tape is not None and tape.ok:  # Tape.add, inline (after the rules: a call that
+        nodes = tape.nodes            # raised is not followed)
+        k = len(nodes)
+        if k < MAX_TAPE:
+            tape.local[node] = k
+            nodes.append(node)
+            tape.alive.append(alive)  # (PENDING[node], until the tape settles: Tape.alive)
+            tape.sig.append((op, info, train, refs, sig))
+            if train:
+                tape.train = True
+            return outs
+        tape.drop()
     _PENDING_DATA[_ref(node, _PENDING_GONE)] = alive  # PENDING[node] = alive
     return outs
 
@@ -256,10 +313,12 @@ def attach_grad(a: NDArray, grad_req: str = "write", grad: Optional[NDArray] = N
     if a._var is not None:
         GRAD_LEAF.pop(a._var, None)
     v = Node("null", f"_var{next(_ids)}", PLAIN, (), GRAD_VAR)
+    STATE.attached += 1  # (a steady backward plan made before this is not reused)
     VALUE[v] = [NDArray(buf, a._ctx)]
     GRAD_LEAF[v] = weakref.ref(a)
     a._var, a._entry, a._recorded = v, Entry(v), True
     a._grad, a._grad_req = grad, grad_req
+    a._fresh_grad = False  # (no backward wrote the new buffer yet)
 
 
 def detach(a: NDArray) -> NDArray:

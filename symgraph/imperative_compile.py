@@ -22,22 +22,23 @@ from .context import Context
 from .graph import Entry, Node, variable
 from .imperative_state import (FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS, VALUE,
                                is_training)
+from . import imperative_steady as steady
 from .imperative_program import Program
-from .imperative_trace import Trace, walk
+from .imperative_trace import Tape, Trace, settle, unsettled, walk
 from .ndarray import NDArray
 from .registry import get_op
 
-# id(gradient array) -> weakref, for every gradient buffer a backward() wrote: gluon.Trainer
-# reads it to tell fresh gradients from stale ones (MXNet's ``_fresh_grad``), then clears it.
-GRAD_WRITTEN: dict[int, Any] = {}
-
-
 def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
-    """Pending arrays, alive, that stand for outputs of the walked nodes."""
+    """Pending arrays, alive, that stand for outputs of the walked nodes (a walk runs after
+    ``settle()``: PENDING knows every pending node then; a tape knows its own)."""
     outs = []
-    pending_of, ref = PENDING.data.get, weakref.ref
-    for node in tr.nodes:
-        refs = pending_of(ref(node))
+    if isinstance(tr, Tape):
+        found = tr.alive if not tr.settled else [tr.pending_of(k)
+                                                 for k in range(len(tr.nodes))]
+    else:
+        pending_of, ref = PENDING.data.get, weakref.ref
+        found = [pending_of(ref(n)) for n in tr.nodes]
+    for node, refs in zip(tr.nodes, found):
         if refs is None:
             continue
         for i, r in enumerate(refs):
@@ -88,15 +89,6 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
     return prog
 
 
-_IN_NAMES: list[str] = []  # "_in0", "_in1"... (not formatted again on every step)
-
-
-def _in_name(k: int) -> str:
-    while len(_IN_NAMES) <= k:
-        _IN_NAMES.append(f"_in{len(_IN_NAMES)}")
-    return _IN_NAMES[k]
-
-
 _CACHE: dict[tuple, Program] = {}
 MAX_PROGRAMS = 4096  # past this, the oldest program is dropped (and recompiled if needed)
 
@@ -108,36 +100,48 @@ def _remember(key: tuple, prog: Program) -> Program:
     return prog
 
 
-def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any]) -> None:
+def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any],
+                 tape: Optional[Tape] = None) -> None:
+    """Give each pending array of ``pairs`` its buffer and note the value of its node (how
+    many visible outputs a node has: from PENDING, or ``tape`` for its nodes PENDING does
+    not know)."""
+    value_of, pending_of, ref = VALUE.data.get, PENDING.data.get, weakref.ref
     for (entry, a), buf in zip(pairs, bufs):
         if a._buf is not None:
             continue
         a._buf = buf
         node = entry.node
-        vals = VALUE.data.get(weakref.ref(node))  # VALUE.get(node)
+        vals = value_of(ref(node))  # VALUE.get(node), through the dict (no Python frame)
         if vals is None:
-            vals = VALUE[node] = [None] * len(PENDING.get(node, ())) or [None]
+            refs = pending_of(ref(node))
+            if refs is None and tape is not None and node in tape.local:
+                refs = tape.pending_of(tape.local[node])
+            vals = [None] * len(refs or ()) or [None]
+            VALUE.data[ref(node, VALUE._remove)] = vals  # VALUE[node] = vals
         if entry.index < len(vals):
             vals[entry.index] = NDArray(buf, a._ctx)
         if not a._recorded:  # its value is all that is needed from now on
             a._entry = None
 
 
-def _forget_pending(nodes: Sequence[Node]) -> None:
-    """``PENDING.pop(node, None)`` for each node (through the dict: one C call each)."""
-    pop, ref = PENDING.data.pop, weakref.ref
-    for node in nodes:
+def _forget_pending(tr: Trace) -> None:
+    """``PENDING.pop(node, None)`` for each node of ``tr`` (through the dict: one C call
+    each; a tape has the keys already)."""
+    pop = PENDING.data.pop
+    if isinstance(tr, Tape):  # (the nodes it did not register are not in PENDING)
+        for key in tr.pkeys:
+            pop(key, None)
+        return
+    ref = weakref.ref
+    for node in tr.nodes:
         pop(ref(node), None)
 
 
-def _run(prog: Program, tr: Trace, grads: Sequence[tuple[str, NDArray]], train: Any) -> None:
-    prog.bind(tr.leaves, grads)
+def _run_forward(prog: Program, tr: Trace) -> None:
+    prog.bind(tr.leaves, ())
     STATE.running += 1
     try:
-        if train is None:
-            prog.exe.forward(is_train=tr.train)
-        else:
-            prog.exe.train_step(out_grads=train[0], is_train=train[1])
+        prog.exe.forward(is_train=tr.train)
     finally:
         STATE.running -= 1
     STATS["runs"] += 1
@@ -146,15 +150,16 @@ def _run(prog: Program, tr: Trace, grads: Sequence[tuple[str, NDArray]], train: 
 def force_pending(arrays: Sequence[NDArray]) -> None:
     """Compute pending ``arrays`` and every live pending array of their subgraph."""
     ctx = arrays[0]._ctx
+    settle()  # (the walk's live outputs are found in PENDING)
     tr = walk([a._entry for a in arrays], for_backward=False)
     outs = _live_outputs(tr, set())
     key = ("forward", ctx, tr.train, tr.key(), tr.refs([e for e, _ in outs]))
     prog = _CACHE.get(key)
     if prog is None:
         prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
-    _run(prog, tr, (), None)
+    _run_forward(prog, tr)
     _materialise(outs, prog.take_outputs())
-    _forget_pending(tr.nodes)
+    _forget_pending(tr)
 
 
 def _describe(a: NDArray) -> str:
@@ -176,19 +181,21 @@ def _check_heads(heads: Sequence[NDArray]) -> None:
                 f"pass retain_graph=True to differentiate it twice")
 
 
-def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dict, list]:
-    """Leaf index -> (gradient array, grad_req) for the leaves that get gradients, and (for
-    ``autograd.grad``) one result array per variable, zeros where the heads do not read it."""
+def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dict, list, list]:
+    """Leaf index -> (gradient array, grad_req) for the leaves that get gradients; (for
+    ``autograd.grad``) one result array per variable, zeros where the heads do not read it;
+    (otherwise) the variables whose ``.grad`` the run writes, to be marked fresh after it."""
     out: dict[int, tuple] = {}
     if variables is None:
+        fresh = []
         leaf_of, ref = GRAD_LEAF.data.get, weakref.ref
         for k, e in enumerate(tr.leaf_entries):
             r = leaf_of(ref(e.node)) if e.node.extra is GRAD_VAR else None
             a = r() if r is not None else None
             if a is not None and a._grad_req != "null" and a._grad is not None:
                 out[k] = (a._grad, a._grad_req)
-                a._fresh_grad = True
-        return out, []
+                fresh.append(a)
+        return out, [], fresh
     from .ndarray import zeros
     results = []
     for v in variables:
@@ -204,7 +211,7 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
         results.append(g)
         if k is not None:
             out[k] = (g, "write")
-    return out, results
+    return out, results, []
 
 
 def _warn_recomputed(tr: Trace) -> None:
@@ -218,14 +225,6 @@ def _warn_recomputed(tr: Trace) -> None:
                           f"(a graph break inside record()); the backward program computes it "
                           f"again, so its gradient may not match the value read",
                           RuntimeWarning, stacklevel=4)
-
-
-def _note_written(grads: Sequence[NDArray]) -> None:
-    if len(GRAD_WRITTEN) > 4096:  # without a Trainer clearing it: drop dead entries
-        for k in [k for k, r in GRAD_WRITTEN.items() if r() is None]:
-            del GRAD_WRITTEN[k]
-    for g in grads:
-        GRAD_WRITTEN[id(g)] = weakref.ref(g)
 
 
 def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
@@ -243,17 +242,30 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
         tr = walk(entries, for_backward=True)
         plan = _plan(tr, ctx, entries, head_grads, variables)
         prog = _CACHE.get(plan[0])
-    key, grads, results, others, hg = plan
-    if prog is None:
-        prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads, True))
-    if tr.train and prog.train_dependent:
-        _warn_recomputed(tr)
-    _run(prog, tr, [(_in_name(k), g) for k, (g, _) in grads.items()], (hg, tr.train))
-    if variables is None:
-        _note_written([g for g, _ in grads.values()])
-    bufs = prog.take_outputs()
-    _materialise(list(zip(entries, heads)) + others, bufs)
-    _forget_pending(tr.nodes)
+    tape = tr if isinstance(tr, Tape) else None
+    key, grads, results, others, hg, fresh = plan
+    try:
+        if prog is None:
+            prog = _remember(key, _compile(tr, ctx, entries, [e for e, _ in others], grads,
+                                           True))
+        if variables is None and tape is not None and not steady.is_last(key):
+            steady.remember(tape, ctx, entries, plan, head_grads, prog)
+        if tr.train and prog.train_dependent:
+            _warn_recomputed(tr)
+        STATE.running += 1
+        try:
+            bufs = prog.train(tr.leaves, grads, hg, tr.train)
+        finally:
+            STATE.running -= 1
+    except BaseException:
+        if tape is not None:  # (its pending arrays stay pending: PENDING must know them)
+            tape.settle()
+        raise
+    STATS["runs"] += 1
+    for a in fresh:  # MXNet's _fresh_grad: a backward wrote .grad (gluon.Trainer reads it)
+        a._fresh_grad = True
+    _materialise(list(zip(entries, heads)) + others, bufs, tape)
+    _forget_pending(tr)
     if not retain_graph:
         freed, gone = FREED.data, FREED._remove
         for e in entries:
@@ -267,30 +279,52 @@ _BAD_TAPES: dict[tuple, bool] = {}  # backward keys of tapes holding more than t
 def _taped(entries: list[Entry], ctx: Context, head_grads: Optional[Sequence[Any]],
            variables: Optional[Sequence[NDArray]]) -> tuple:
     """``(tape, its plan, the cached program or None)`` when the tape can stand for the walk
-    from ``entries`` (``imperative_trace.Tape``), else ``(None, None, None)``. The check that the
+    from ``entries`` (``imperative_trace.Tape``), else ``(None, None, None)``. A tape that
+    repeats the previous backward takes its plan (``imperative_steady``). The check that the
     heads need every node of the tape runs when its key has no program yet."""
     tape, STATE.tape = STATE.tape, None  # a backward ends what the tape followed
-    if tape is None or not tape.ok or not tape.resolve():
+    if tape is None:
         return None, None, None
+    got = _tape_plan(tape, entries, ctx, head_grads, variables)
+    if got is None:
+        tape.settle()  # (the walk finds the live pending outputs in PENDING)
+        return None, None, None
+    return (tape,) + got
+
+
+def _tape_plan(tape: Tape, entries: list[Entry], ctx: Context,
+               head_grads: Optional[Sequence[Any]],
+               variables: Optional[Sequence[NDArray]]) -> Optional[tuple]:
+    """``(plan, program or None)`` of a backward taking ``tape`` as its trace, or None."""
+    if not tape.ok:
+        return None
     for e in entries:
         if e.node not in tape.local:
-            return None, None, None
-    plan = _plan(tape, ctx, entries, head_grads, variables)
+            return None
+    others = _live_outputs(tape, set(entries))
+    if variables is None:
+        got = steady.lookup(tape, ctx, entries, head_grads, others)
+        if got is not None:
+            return got
+    if not tape.resolve():
+        return None
+    plan = _plan(tape, ctx, entries, head_grads, variables, others)
     prog = _CACHE.get(plan[0])
     if prog is None and (plan[0] in _BAD_TAPES or not tape.needs_all(entries)):
         _BAD_TAPES[plan[0]] = True  # heads that need only part of the tape: walk
         while len(_BAD_TAPES) > MAX_PROGRAMS:
             del _BAD_TAPES[next(iter(_BAD_TAPES))]
-        return None, None, None
-    return tape, plan, prog
+        return None
+    return plan, prog
 
 
 def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Sequence[Any]],
-          variables: Optional[Sequence[NDArray]]) -> tuple:
+          variables: Optional[Sequence[NDArray]], others: Optional[list] = None) -> tuple:
     """The program key of a backward over ``tr``, with the gradient leaves, results, live
     outputs and head gradients it is run with."""
-    grads, results = _grad_leaves(tr, variables)
-    others = _live_outputs(tr, set(entries))
+    grads, results, fresh = _grad_leaves(tr, variables)
+    if others is None:
+        others = _live_outputs(tr, set(entries))
     hg = None if head_grads is None else list(head_grads) + [None] * len(others)
     gpu_ids = tuple([id(g._buf) for g, _ in grads.values()]) if ctx.device_type == "gpu" \
         else ()
@@ -298,7 +332,7 @@ def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Se
            tr.refs([e for e, _ in others]),
            tuple([g is None for g in hg]) if hg is not None else (),
            tuple([(k, req) for k, (_, req) in grads.items()]), gpu_ids)
-    return key, grads, results, others, hg
+    return key, grads, results, others, hg, fresh
 
 
 def recorded_symbol(a: NDArray) -> Any:
@@ -322,6 +356,7 @@ def force(arrays: Sequence[NDArray]) -> None:
 
 def flush() -> None:
     """Compute every live pending array."""
+    settle()
     arrays = [a for refs in list(PENDING.values()) for r in refs
               for a in (r(),) if a is not None and a._buf is None]
     by_ctx: dict = {}
@@ -344,7 +379,7 @@ def wait(a: NDArray) -> None:
 def before_run() -> None:
     """An executor is about to overwrite its bound arrays: compute pending work that reads them
     (nothing inside one of our own runs)."""
-    if not STATE.running and PENDING:  # (cheap test first: inside our own runs it is set)
+    if not STATE.running and (PENDING or unsettled()):  # (inside our own runs: nothing)
         flush()
 
 
@@ -353,7 +388,7 @@ def before_write(a: NDArray) -> None:
     ``a``), and cut ``a`` from the recorded graph unless it is a variable."""
     if STATE.running:  # a custom op writing its outputs inside a run
         return
-    if PENDING:
+    if PENDING or unsettled():
         flush()
     if a._entry is not None and a._entry.node is not a._var:
         a._entry, a._recorded = None, False

@@ -13,6 +13,7 @@ from typing import Optional, Sequence
 from .base import ExecutionError
 from .graph import Graph
 from .imperative import LATE, PENDING, STATE, VALUE, _input_entry, call
+from .imperative_trace import settle
 from .imperative_compile import _check_heads, _describe
 from .ndarray import NDArray
 from .passes.gradient import gradient
@@ -56,6 +57,7 @@ def grad_graph(heads: Sequence[NDArray], variables: Sequence[NDArray],
                                  f"{_describe(v)}")
         a = NDArray(None, v._ctx)
         a._entry, a._shape, a._dtype, a._recorded = e, shapes[e], types[e], True
+        settle()  # (PENDING must hold the tape's nodes before one of them gets arrays here)
         PENDING.setdefault(e.node, [])
         refs = PENDING[e.node]
         refs.extend([lambda: None] * (e.index + 1 - len(refs)))

@@ -7,12 +7,49 @@ executor's bound device pointers never change between calls, so its CUDA graph r
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from . import random as _random
+from .base import ExecutionError
 from .context import Context
 from .ndarray import NDArray
+from .registry import RunCtx
+
+
+class _TrainPlan:
+    """Where a training run of a :class:`Program` reads and writes, by leaf index: the slots
+    of the training program that read leaves, the aux updates (slot, leaf), each gradient's
+    slot, the leaves no gradient reaches, and the visible outputs' slots (found once)."""
+
+    __slots__ = ("program", "n_steps", "leaf_slots", "mutations", "grad_slots", "zero",
+                 "out_slots", "ones")
+
+    def __init__(self, exe: Any, names: Sequence[str], n_out: int) -> None:
+        stage = exe._stage(True)
+        index = {n: k for k, n in enumerate(names)}
+        by_name = {node.name: slot for node, slot in stage.schedule.variables.items()}
+        self.program, self.n_steps = stage.program, len(stage.schedule.steps)
+        self.leaf_slots = [(k, by_name[n]) for k, n in enumerate(names) if n in by_name]
+        self.mutations = [(slot, index[name]) for slot, name in stage.mutations]
+        self.grad_slots = {index[n]: slot for n, slot in stage.grads.items()}
+        self.zero = {index[n] for n in stage.zero_grads}
+        self.out_slots = stage.outputs[:n_out]
+        self.ones: Optional[list] = None  # (slot, ones) of the default head gradients
+
+
+def _grad_stores(plan: _TrainPlan, grads: dict[int, tuple[NDArray, str]]) -> tuple[list, list]:
+    """The ``store_all`` items of ``grads`` (leaf index -> (array, grad_req)), and the 'write'
+    gradients no gradient reaches (to be zeroed)."""
+    stores, zeroed = [], []
+    for k, (g, req) in grads.items():
+        slot = plan.grad_slots.get(k)
+        if slot is not None:
+            stores.append((slot, g, req == "add"))
+        elif k in plan.zero and req == "write":
+            zeroed.append(g)
+    return stores, zeroed
 
 
 class Program:
@@ -23,38 +60,94 @@ class Program:
         names = [f"_in{k}" for k in range(n_leaves)]
         self.slots = [(exe.arg_dict, n) if n in exe.arg_dict else (exe.aux_dict, n)
                       for n in names]
+        self.bound = [d[n] for d, n in self.slots]  # the array each leaf's slot reads now
         self.owned = [False] * n_leaves
         self.gpu = ctx.device_type == "gpu"
         self.train_dependent = False  # holds a Dropout-like op (see _warn_recomputed)
+        self._plan: Optional[_TrainPlan] = None
+        self._grad_stores: Optional[tuple] = None  # (grads, their stores, zeroed) of train
 
     def bind(self, leaves: Sequence[NDArray], grads: Sequence[tuple[str, NDArray]]) -> None:
         """Point the executor at this call's leaves: on the CPU by rebinding; on the GPU a
         changing argument is copied into a buffer the program owns, so device pointers stay
         fixed and the CUDA graph replays."""
-        exe = self.exe
+        exe, bound = self.exe, self.bound
         copies = []
-        for k, ((d, name), leaf) in enumerate(zip(self.slots, leaves)):
-            cur = d[name]
-            if cur._buf is leaf._buf:
+        for k, leaf in enumerate(leaves):
+            if bound[k]._buf is leaf._buf:
                 continue
+            d, name = self.slots[k]
             if not self.gpu or d is exe.aux_dict:
-                d[name] = leaf
+                d[name] = bound[k] = leaf
                 continue
             if not self.owned[k]:
-                d[name] = _device_array(leaf.shape, leaf.dtype, self.ctx)
+                d[name] = bound[k] = _device_array(leaf.shape, leaf.dtype, self.ctx)
                 self.owned[k] = True
-            copies.append((d[name], leaf))
+            copies.append((bound[k], leaf))
         if copies:
             _copy_device(copies, self.ctx.device_id)
         for name, g in grads:
             exe.grad_dict[name] = g
+
+    def train(self, leaves: Sequence[NDArray], grads: dict[int, tuple[NDArray, str]],
+              out_grads: Optional[Sequence[Any]], is_train: bool) -> list[Any]:
+        """Forward and backward as one run of the executor's training program (what
+        ``Executor.train_step`` does, without its name-keyed binding and stores: the slots
+        are found once, by leaf index); gradients go into ``grads`` (leaf index ->
+        (array, grad_req)), aux updates into the aux leaves; returns the first ``n_out``
+        outputs' buffers, handed over. Call inside ``STATE.running`` (nothing flushes)."""
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = _TrainPlan(self.exe, [n for _, n in self.slots], self.n_out)
+        if self.gpu:  # (changed inputs copied into the program's own buffers)
+            self.bind(leaves, ())
+            bound = self.bound
+        else:
+            bound = leaves
+        exe = self.exe
+        if not exe._busy.acquire(blocking=False):
+            raise ExecutionError("backward: this imperative program is running in another "
+                                 "thread; run one training step at a time per program")
+        try:
+            program = plan.program
+            env = program.new_env()
+            program.bind_inputs(env, [(slot, bound[k]) for k, slot in plan.leaf_slots])
+            if out_grads is None:  # (the default head gradients: arrays of ones, made once)
+                if plan.ones is None:
+                    plan.ones = list(exe._heads(None).items())
+                program.bind_inputs(env, plan.ones)
+            else:
+                program.bind_inputs(env, exe._heads(out_grads).items())
+            program.run(env, 0, plan.n_steps,
+                        RunCtx(is_train=is_train, rng=_random.generator(), state=exe._op_state))
+            kept = self._grad_stores
+            if kept is None or kept[0] is not grads:  # (a steady backward: the same dict)
+                kept = self._grad_stores = (grads, *_grad_stores(plan, grads))
+            for g in kept[2]:  # no gradient reaches these 'write' leaves
+                g[:] = 0
+            if plan.mutations:
+                program.store_all(env, [(slot, bound[k], False) for slot, k in plan.mutations])
+            program.store_all(env, kept[1])
+            return self._hand_out(program, env, plan.out_slots)
+        finally:
+            exe._busy.release()
+
+    def _hand_out(self, program: Any, env: Any, slots: Sequence[int]) -> list[Any]:
+        """Copies of the output slots' values (the run's memory is the program's)."""
+        if self.gpu:
+            sch = program.schedule
+            return _device_copies([(env.ptrs[s], sch.shapes[s], sch.dtypes[s]) for s in slots],
+                                  self.ctx.device_id)
+        read = program.read
+        return [np.array(read(env, s)) for s in slots]
 
     def take_outputs(self) -> list[Any]:
         """The first ``n_out`` output buffers, handed over (CPU) or copied (GPU, where the
         program keeps writing into its own output arrays)."""
         outs = self.exe.outputs[:self.n_out]
         if self.gpu:
-            return _device_copies(outs, self.ctx.device_id)
+            return _device_copies([(o._buf.ptr, o.shape, o.dtype) for o in outs],
+                                  self.ctx.device_id)
         bufs = []
         for o in outs:
             bufs.append(o._buf)
@@ -87,17 +180,17 @@ def _device_array(shape: tuple, dtype: np.dtype, ctx: Context) -> NDArray:
     return NDArray(arr, ctx)
 
 
-def _device_copies(arrays: Sequence[NDArray], device_id: int) -> list[Any]:
-    """Pool buffers holding copies of device ``arrays`` (copied as :func:`_copy_device` does),
-    made under one activation of the context: a push and a pop per array cost more host time
-    than the copies' launches (this runs at every step)."""
+def _device_copies(sources: Sequence[tuple[int, tuple, Any]], device_id: int) -> list[Any]:
+    """Pool buffers holding copies of the device memory ``sources`` (pointer, shape, dtype),
+    copied as :func:`_copy_device` does, under one activation of the context: a push and a
+    pop per array cost more host time than the copies' launches (this runs at every step)."""
     import pycuda.driver as drv
     from .cuda.runtime import activate
     with activate(device_id):
-        bufs = [_pool_buffer(a.shape, a.dtype, device_id) for a in arrays]
-        for buf, a in zip(bufs, arrays):
+        bufs = [_pool_buffer(shape, dtype, device_id) for _, shape, dtype in sources]
+        for buf, (ptr, _, _) in zip(bufs, sources):
             if buf.nbytes:
-                drv.memcpy_dtod_async(buf.ptr, a._buf.ptr, buf.nbytes)
+                drv.memcpy_dtod_async(buf.ptr, ptr, buf.nbytes)
     return bufs
 
 

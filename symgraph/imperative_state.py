@@ -23,12 +23,14 @@ class _State:
     training = False
     running = 0  # > 0 while a compiled program runs (custom ops write their outputs then)
     tape: Any = None  # imperative_trace.Tape: what record() recorded since recording started
+    attached = 0  # attach_grad calls so far (gradient buffers and grad_req unchanged while equal)
 
 
 STATE = _State()
-STATS = {"compiles": 0, "runs": 0}
+STATS = {"compiles": 0, "runs": 0, "steady": 0}  # steady: imperative_steady plans reused
 
-# Pending op nodes -> weak references to their visible output arrays.
+# Pending op nodes -> weak references to their visible output arrays (the current tape's
+# nodes are on the tape until it settles: imperative_trace.Tape.alive / settle).
 PENDING: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()
 # Computed values: variable node -> [array]; op node -> [array or None per visible output].
 VALUE: "weakref.WeakKeyDictionary[Node, list]" = weakref.WeakKeyDictionary()

@@ -9,11 +9,11 @@ the same structure, shapes and dtypes, whatever the node names and values.
 from __future__ import annotations
 
 import weakref
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from .graph import Entry, Node
-from .imperative_state import (_REC, _REC_TRN, _TRN, ATTR_SERIAL, PLAIN, VALUE, is_recorded,
-                               is_training)
+from .imperative_state import (_REC, _REC_TRN, _TRN, ATTR_SERIAL, PENDING, PLAIN, STATE, VALUE,
+                               is_recorded, is_training)
 from .ndarray import NDArray
 
 
@@ -60,11 +60,32 @@ class Tape(Trace):
     before recording restarted, a pending value read under ``record()``) makes the tape
     ``ok = False``: that backward walks."""
 
-    __slots__ = ("ok",)
+    __slots__ = ("ok", "alive", "settled", "pkeys")
 
     def __init__(self) -> None:
         super().__init__()
         self.ok = True
+        # Per node, the weak references to its pending output arrays: what PENDING holds for
+        # other nodes. ``backward``'s tape path reads them here; the nodes are registered in
+        # PENDING only when anything else needs them there (:meth:`settle`).
+        self.alive: list[list] = []
+        self.settled = 0  # nodes [0, settled) are registered in PENDING, under ``pkeys``
+        self.pkeys: list[Any] = []
+
+    def settle(self) -> None:
+        """Register the nodes not registered yet in PENDING (their live pending outputs must
+        be found by whatever forces, flushes or writes: the tape does not hold them then)."""
+        data, gone, ref = PENDING.data, PENDING._remove, weakref.ref
+        nodes, alive, keys = self.nodes, self.alive, self.pkeys
+        for k in range(self.settled, len(nodes)):
+            key = ref(nodes[k], gone)
+            keys.append(key)
+            data[key] = alive[k]  # PENDING[node] = alive
+        self.settled = len(nodes)
+
+    def pending_of(self, k: int) -> Optional[list]:
+        """The weak references to node ``k``'s pending outputs (None: none left)."""
+        return self.alive[k] if k >= self.settled else PENDING.data.get(self.pkeys[k])
 
     def leaf(self, e: Entry) -> int:
         """The reference of input ``e`` that is not a node of the tape: a leaf, unless the
@@ -72,24 +93,13 @@ class Tape(Trace):
         k = self.leaf_of.get(e)
         if k is None:
             n = e.node
-            if n.op != "null" and is_recorded(n) or len(self.leaf_of) >= MAX_TAPE:
+            k = len(self.leaf_entries)
+            if n.op != "null" and is_recorded(n) or k >= MAX_TAPE:
                 self.drop()
                 return 0
-            k = self.leaf_of[e] = len(self.leaf_entries)
+            self.leaf_of[e] = k
             self.leaf_entries.append(e)
         return -1 - k
-
-    def add(self, node: Node, sig: tuple) -> None:
-        """Follow recorded ``node``; ``sig`` is ``(op, call, training, input references,
-        input shapes and dtypes)``."""
-        if len(self.nodes) >= MAX_TAPE:
-            self.drop()
-            return
-        self.local[node] = len(self.nodes)
-        self.nodes.append(node)
-        self.sig.append(sig)
-        if sig[2]:
-            self.train = True
 
     def resolve(self) -> bool:
         """Find the leaves' values as the walk would; False where it would not stop at one
@@ -109,10 +119,12 @@ class Tape(Trace):
         return True
 
     def drop(self) -> None:
-        """Stop following (and let go of the nodes)."""
+        """Stop following (and let go of the nodes; their pending outputs go to PENDING)."""
+        self.settle()
         self.ok = False
         self.nodes, self.local, self.leaves, self.leaf_entries, self.leaf_of, self.sig = \
             [], {}, [], [], {}, []
+        self.alive, self.settled, self.pkeys = [], 0, []
 
     def key(self) -> tuple:
         # (the shapes of every node's inputs are in sig, the leaves' among them)
@@ -133,6 +145,20 @@ class Tape(Trace):
                 if r.__class__ is tuple:
                     need[r[0]] = True
         return True
+
+
+def settle() -> None:
+    """Register the current tape's nodes in PENDING (see :meth:`Tape.settle`): before anything
+    reads PENDING or lets the tape go."""
+    tape = STATE.tape
+    if tape is not None and tape.settled < len(tape.nodes):
+        tape.settle()
+
+
+def unsettled() -> bool:
+    """Whether the current tape holds pending nodes PENDING does not know yet."""
+    tape = STATE.tape
+    return tape is not None and tape.settled < len(tape.nodes)
 
 
 def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:

@@ -20,6 +20,7 @@ from .base import AttrError, ShapeError, where
 from .context import Context
 from .exports import export
 from .imperative import FAST_CALLS, PENDING, _Call, _call_info, _result, call, record
+from .imperative_trace import settle
 from .ndarray import NDArray, _host_key, array
 
 # What NDArray asks of the engine (see ``ndarray.set_engine``).
@@ -104,6 +105,7 @@ def _in_place(name: str) -> Callable:
             return result
         if self._buf is None:  # still pending: this array now stands for the new value
             self._entry, self._recorded = result._entry, result._recorded
+            settle()  # (the tape's node goes to PENDING, which now holds its one array)
             PENDING[result._entry.node] = [weakref.ref(self)]
             return self
         self[:] = result
@@ -214,7 +216,12 @@ def make_nd_function(opdef: registry.OpDef):
 
     def op_function(*args: Any, out: Optional[NDArray] = None, name: Optional[str] = None,
                     **kwargs: Any) -> Union[NDArray, list]:
-        key = _fast_key(op, args, kwargs) if kwargs else (op, tuple(map(type, args)), ())
+        if kwargs:
+            key = _fast_key(op, args, kwargs)
+        elif len(args) == 1:  # (the usual nd.relu(x): its own key form, no tuple of types)
+            key = (op, args[0].__class__)
+        else:
+            key = (op, tuple(map(type, args)), ())
         try:
             info = FAST_CALLS.get(key) if key is not None else None
         except TypeError:  # an unhashable attribute value (a tuple of lists)

@@ -6,7 +6,7 @@ A backend module offers ``FORWARD_PIPELINE`` (the passes it wants before autodif
 """
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 
@@ -22,12 +22,18 @@ class Program(Protocol):
     def bind_input(self, env: Any, slot: int, array: Any) -> None:
         """Let ``slot`` be the bound NDArray ``array`` (no copy)."""
 
+    def bind_inputs(self, env: Any, pairs: Sequence[tuple[int, Any]]) -> None:
+        """:meth:`bind_input` of each ``(slot, array)`` (one call per run, not per array)."""
+
     def run(self, env: Any, start: int, stop: int, ctx: RunCtx, tail: Any = None) -> None:
         """Run steps ``start:stop``; then ``tail`` (extra backend work reading the run's slots:
         the fused optimizer update), in the same run (one CUDA graph on the GPU)."""
 
     def store(self, env: Any, slot: int, target: Any, accumulate: bool) -> None:
         """Write ``slot`` into NDArray ``target`` (``+=`` when ``accumulate``)."""
+
+    def store_all(self, env: Any, items: Sequence[tuple[int, Any, bool]]) -> None:
+        """:meth:`store` of each ``(slot, target, accumulate)``."""
 
     def read(self, env: Any, slot: int) -> np.ndarray:
         """A host copy of ``slot``."""

@@ -12,7 +12,7 @@ overwritten buffer yields NaN instead of a plausible number.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -145,6 +145,24 @@ class NumpyProgram:
 
     def bind_input(self, env: list[Any], slot: int, array: Any) -> None:
         env[slot] = array._data
+
+    def bind_inputs(self, env: list[Any], pairs: Sequence[tuple[int, Any]]) -> None:
+        for slot, array in pairs:
+            b = array._buf
+            env[slot] = b if b is not None else array._data
+
+    def store_all(self, env: list[Any], items: Sequence[tuple[int, Any, bool]]) -> None:
+        """:meth:`store` of each ``(slot, target, accumulate)`` (a step's gradients: written
+        by assignment, the dtypes being equal by the bind's checks)."""
+        views = self._views_of
+        for slot, target, accumulate in items:
+            view = views.get(slot)
+            value = env[slot] if view is None else env[view[0]].reshape(view[1])
+            buf = target._buf if target._buf is not None else target._data
+            if accumulate:
+                buf += value
+            else:
+                buf[...] = value
 
 
 def compile(schedule: Schedule, ctx: Any = None) -> NumpyProgram:  # noqa: A001 (interface name)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import struct
 from math import prod
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -114,6 +114,21 @@ class CudaProgram:
     def bind_input(self, env: CudaEnv, slot: int, array: Any) -> None:
         env.ptrs[slot] = array._data.ptr
         env.keep[slot] = array._data
+
+    def bind_inputs(self, env: CudaEnv, pairs: Sequence[tuple[int, Any]]) -> None:
+        ptrs, keep = env.ptrs, env.keep
+        for slot, array in pairs:
+            d = array._data
+            ptrs[slot] = d.ptr
+            keep[slot] = d
+
+    def store_all(self, env: CudaEnv, items: Sequence[tuple[int, Any, bool]]) -> None:
+        """:meth:`store` of each ``(slot, target, accumulate)``; a slot whose step already
+        writes into its target (redirected) costs one pointer comparison."""
+        ptrs = env.ptrs
+        for slot, target, accumulate in items:
+            if target._data.ptr != ptrs[slot]:
+                self.store(env, slot, target, accumulate)
 
     def run(self, env: CudaEnv, start: int, stop: int, rc: RunCtx, tail: Any = None) -> None:
         """Run steps ``start:stop`` on the program's stream (replaying a graph when possible).

@@ -21,6 +21,7 @@ from ..symbol import Symbol
 from ..base import AttrError, BindError, GraphError, SymgraphError
 from ..imperative import _call_info, record
 from ..registry import get_op
+from .one_op import capture, replay
 from .parameter import VERSION, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict, load_file, load_named
 
@@ -242,6 +243,11 @@ def _named(exc: SymgraphError, prefix: str) -> SymgraphError:
     return exc
 
 
+# HybridBlock attributes set by its own bookkeeping (the rest reset a one-op layer's call)
+_OWN_STATE = frozenset(("_one", "_seq", "_seen", "_nd_params", "_nd_calls", "_cached",
+                        "_cached_graph", "_active"))
+
+
 def _is_symbol(x: Any) -> bool:
     return isinstance(x, Symbol)
 
@@ -249,6 +255,8 @@ def _is_symbol(x: Any) -> bool:
 class HybridBlock(Block):
     """A block written once as ``hybrid_forward(F, x, *args, **params)``: imperative with
     ``F = sg.nd``, or traced into a Symbol with ``F = sg.sym`` after :meth:`hybridize`."""
+
+    _FIXED_OPS: Optional[Callable] = None  # hybrid_forward of kept op calls (gluon/one_op.py)
 
     def __init__(self, prefix: Optional[str] = None,
                  params: Optional[ParameterDict] = None) -> None:
@@ -258,9 +266,14 @@ class HybridBlock(Block):
         self._cached_graph: tuple = ()  # (input symbols, output symbol) of the last trace
         self._nd_calls: dict = {}  # (sg.nd function, arity) -> (attributes, call); see _op
         self._nd_params: Optional[tuple] = None  # (VERSION, context, parameter arrays)
+        self._one: Optional[tuple] = None  # a one-op layer's kept call (one_op.capture)
+        self._seq: Optional[tuple] = None  # another block's kept calls (one_op.capture)
+        self._seen: Optional[list] = None  # _op's calls while one_op.capture watches
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
+        if name not in _OWN_STATE:  # (anything else may change what forward computes)
+            self.__dict__["_one"] = self.__dict__["_seq"] = None
         if isinstance(value, HybridBlock) and hasattr(self, "_cached"):
             self._clear_cache()
 
@@ -275,6 +288,7 @@ class HybridBlock(Block):
     def _clear_cache(self) -> None:
         self._cached = {}
         self._cached_graph = ()
+        self._one = self._seq = None
 
     def hybridize(self, active: bool = True, static_alloc: bool = False,
                   static_shape: bool = False, **kwargs: Any) -> None:
@@ -291,7 +305,7 @@ class HybridBlock(Block):
 
     def forward(self, x: Any, *args: Any) -> Any:
         """Symbols in: trace with ``F = sg.sym``. Arrays in: run (traced if hybridized)."""
-        if _is_symbol(x):
+        if isinstance(x, Symbol):
             params = {k: v.var() for k, v in self._reg_params.items()}
             with self.name_scope():
                 return self.hybrid_forward(_sym, x, *args, **params)
@@ -300,11 +314,22 @@ class HybridBlock(Block):
             return call_cached(self, (x,) + args)
         ctx = x.context
         got = self._nd_params
-        if got is not None and got[0] == VERSION[0] and got[1] == ctx:
+        if got is not None and got[0] == VERSION[0] and (got[1] is ctx or got[1] == ctx):
             params = got[2]  # no Parameter's arrays changed since
         else:
             params = self._params_on(ctx, x, args)
+        one = self._one
         try:
+            if one is not None and one[0] is params and not args:  # a one-op layer (one_op.py)
+                outs = record(one[1], (x,) + one[2], one[3])
+                out = outs[0] if one[1].nvis == 1 else outs
+                return self.act(out) if one[4] and self.act is not None else out
+            seq = self._seq
+            if seq is not None and seq[0] is params and len(args) == len(seq[1]) and all(
+                    (a is None) is n for a, n in zip(args, seq[1])):
+                return replay(seq[2], (x,) + args)
+            if self._FIXED_OPS is not None:
+                return capture(self, x, args, params)
             return self.hybrid_forward(_nd, x, *args, **params)
         except SymgraphError as exc:
             raise _named(exc, self.prefix) from None
@@ -337,7 +362,10 @@ class HybridBlock(Block):
             got = self._nd_calls[fn, len(arrays)] = (
                 dict(attrs), _call_info(get_op(fn.__name__), dict(attrs), name))
         outs = record(got[1], arrays, name)
-        return outs[0] if len(outs) == 1 else outs
+        out = outs[0] if got[1].nvis == 1 else outs
+        if self._seen is not None:  # (one_op.capture watches)
+            self._seen.append((got[1], arrays, name, out))
+        return out
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
         """The computation with ``F`` = ``sg.nd`` or ``sg.sym``; subclasses override it."""

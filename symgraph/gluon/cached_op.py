@@ -98,7 +98,7 @@ def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence
 
 def call_cached(block: Any, args: Sequence[Any]) -> Any:
     """Run ``block`` hybridized on NDArrays ``args`` (tracing on a new input signature)."""
-    key = tuple((tuple(a.shape), str(a.dtype), a.context) for a in args)
+    key = tuple([(a.shape, a.dtype, a.context) for a in args])  # (dtypes hash as themselves)
     program = block._cached.get(key)
     if program is None:
         inputs, out = block._get_graph(*args)

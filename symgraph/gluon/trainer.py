@@ -13,7 +13,6 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from .. import optimizer as _opt
-from ..imperative_compile import GRAD_WRITTEN
 from ..base import AttrError, DataError, ExecutionError
 from .parameter import VERSION, Parameter
 from .parameter_dict import ParameterDict
@@ -38,10 +37,9 @@ def _param_list(params: Any) -> list[Parameter]:
 
 
 def _fresh(arr: Any) -> bool:
-    """Whether a backward() wrote this array's gradient since the last step."""
-    g = arr.grad
-    ref = GRAD_WRITTEN.get(id(g))
-    return ref is not None and ref() is g
+    """Whether a backward() wrote this array's gradient since the last step (MXNet's
+    ``_fresh_grad``; ``attach_grad`` clears it with the new buffer)."""
+    return arr._fresh_grad
 
 
 def _all_fresh(arrays: Sequence[Any]) -> bool:
@@ -127,15 +125,12 @@ class Trainer:
         if got is None or got[2] is None or self._amp_loss_scaler is not None:
             return False
         ctx, indices, weights, grads = got[2]
-        written = GRAD_WRITTEN.get
-        for g in grads:
-            r = written(id(g))
-            if r is None or r() is not g:  # (a replaced buffer: the old one is stale)
+        for w, g in zip(weights, grads):
+            if not w._fresh_grad or w._grad is not g:  # (a replaced buffer: not gathered)
                 return False
         self._updater(ctx, weights).update_multi(indices, grads, weights)
-        pop = GRAD_WRITTEN.pop
-        for g in grads:
-            pop(id(g), None)  # stale until the next backward() writes it
+        for w in weights:
+            w._fresh_grad = False  # stale until the next backward() writes it
         return True
 
     def allreduce_grads(self) -> None:
@@ -213,15 +208,15 @@ class Trainer:
         if scaler is not None and scaler.has_overflow([p for _, p, _ in items]):
             for _, _, arrays in items:  # skipped: these gradients are spent all the same
                 for w in arrays:
-                    GRAD_WRITTEN.pop(id(w._grad), None)
+                    w._fresh_grad = False
             return
         indices = [i for i, _, _ in items]
         for k, ctx in enumerate(a._ctx for a in items[0][2]):
             weights = [arrays[k] for _, _, arrays in items]
             grads = [w._grad for w in weights]
             self._updater(ctx, weights).update_multi(indices, grads, weights)
-            for g in grads:
-                GRAD_WRITTEN.pop(id(g), None)  # stale until the next backward() writes it
+            for w in weights:
+                w._fresh_grad = False  # stale until the next backward() writes it
 
     def _updater(self, ctx: Any, weights: Sequence[Any]) -> Any:
         """The context's updater: fused on the GPU with float32 weights, numpy otherwise."""

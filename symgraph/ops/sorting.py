@@ -224,19 +224,21 @@ register(OpDef(
 
 
 def _pick_shape(a: Attrs, s: list) -> list:
+    """MXNet's rule: the index is shaped like data without the axis, or with it kept as 1
+    (either way, whatever ``keepdims``: Gluon's loss picks with 1-d labels and keepdims)."""
     data, index = s
     ax = _check_axis(a, data)
-    want = data[:ax] + ((1,) if a["keepdims"] else ()) + data[ax + 1:]
-    if tuple(index) != want:
-        raise ShapeError(f"index has shape {fmt(index)}, expected {fmt(want)} for data "
-                         f"{fmt(data)} along axis {a['axis']}")
-    return [want]
+    dropped, kept = data[:ax] + data[ax + 1:], data[:ax] + (1,) + data[ax + 1:]
+    if tuple(index) not in (dropped, kept):
+        raise ShapeError(f"index has shape {fmt(index)}, expected {fmt(dropped)} or "
+                         f"{fmt(kept)} for data {fmt(data)} along axis {a['axis']}")
+    return [kept if a["keepdims"] else dropped]
 
 
 def _pick(a: Attrs, xs: list, ctx: RunCtx) -> list:
     data, index = xs
     ax = a["axis"] % data.ndim
-    idx = index if a["keepdims"] else np.expand_dims(index, ax)
+    idx = index if index.ndim == data.ndim else np.expand_dims(index, ax)
     out = _gather(Attrs({"axis": ax, "mode": a["mode"]}), [data, idx], ctx)[0]
     return [out if a["keepdims"] else np.squeeze(out, ax)]
 
@@ -244,7 +246,12 @@ def _pick(a: Attrs, xs: list, ctx: RunCtx) -> list:
 def _pick_grad(c) -> list:
     S, a, (x, index), dy = c.sym, c.attrs, c.inputs, c.ograds[0]
     if not a["keepdims"]:  # a negative axis of x is the same expand_dims axis of dy
-        dy, index = S.expand_dims(dy, axis=a["axis"]), S.expand_dims(index, axis=a["axis"])
+        dy = S.expand_dims(dy, axis=a["axis"])
+    shapes = [c.types.shape(e) if c.types is not None else None for e in c.node.inputs]
+    if None in shapes:  # (types unknown: whichever shape the index has, dy's fits it)
+        index = S.reshape_like(index, dy)
+    elif len(shapes[1]) < len(shapes[0]):
+        index = S.expand_dims(index, axis=a["axis"])
     return [S._scatter_axis(dy, index, x, axis=a["axis"], mode=a["mode"]), None]
 
 

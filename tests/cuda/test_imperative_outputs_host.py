@@ -1,8 +1,9 @@
 """The host side of a GPU imperative program's per-step copies without a GPU:
-``Program.take_outputs`` copies every output into a fresh pool buffer, and ``Program.bind``
-every changed input into the buffer the program owns (device to device, on the legacy default
-stream), each under ONE activation of the context, whatever the number of arrays. A subprocess
-stands a mock in for pycuda (the mock must not leak into other tests)."""
+``Program.take_outputs`` and ``Program._hand_out`` (``train``'s) copy every output into a fresh
+pool buffer, and ``Program.bind`` every changed input into the buffer the program owns (device
+to device, on the legacy default stream), each under ONE activation of the context, whatever
+the number of arrays; the CUDA program's ``bind_inputs`` and ``store_all``. A subprocess stands
+a mock in for pycuda (the mock must not leak into other tests)."""
 from __future__ import annotations
 
 from .mock_pycuda import run_with_mock_pycuda
@@ -90,6 +91,47 @@ activations.clear()
 prog.bind([a, Leaf((3,))], [])  # a is the same: only the new second input is copied
 assert exe.arg_dict["_in0"] is owned[0] and exe.arg_dict["_in1"] is owned[1]
 assert len(drv.memcpy_dtod_async.call_args_list) == 4 and activations == [1], activations
+
+# Program.train hands its outputs out from the run's slots: one pool buffer per output slot,
+# copied from the slot's pointer (shape and dtype from the schedule), under one activation.
+from symgraph.cuda.backend import CudaEnv, CudaProgram
+
+
+class Sched:
+    shapes = {3: (64,), 5: (2, 5), 6: (0,)}
+    dtypes = {3: np.dtype(np.float32), 5: np.dtype(np.float64), 6: np.dtype(np.float32)}
+
+
+class Run:
+    schedule = Sched()
+
+
+drv.memcpy_dtod_async.reset_mock()
+activations.clear()
+env = CudaEnv([0, 0, 0, 7000, 0, 8000, 9000])
+bufs = ip.Program(Exe(), sg.gpu(3), 0, 3)._hand_out(Run(), env, [3, 5, 6])
+assert activations == [3], activations
+assert [(b.shape, b.dtype) for b in bufs] == [((64,), np.float32), ((2, 5), np.float64),
+                                              ((0,), np.float32)]
+copies = [c.args for c in drv.memcpy_dtod_async.call_args_list]
+assert copies == [(bufs[0].ptr, 7000, 256), (bufs[1].ptr, 8000, 80)], copies
+
+# The CUDA program's batched binding and stores: bind_inputs as bind_input per pair;
+# store_all stores every slot whose step does not already write into its target.
+class Prog:
+    stored = []
+
+    def store(self, env, slot, target, accumulate):
+        self.stored.append((slot, target, accumulate))
+
+
+prog, env = Prog(), CudaEnv([0] * 4)
+a, b = (sg.nd.NDArray(Dev((n,), np.float32), sg.gpu(0)) for n in (4, 3))
+CudaProgram.bind_inputs(prog, env, [(1, a), (3, b)])
+assert env.ptrs == [0, a._buf.ptr, 0, b._buf.ptr] and env.keep == {1: a._buf, 3: b._buf}
+env.ptrs[0] = b._buf.ptr  # slot 0 is redirected into b: nothing to store
+CudaProgram.store_all(prog, env, [(0, b, False), (2, a, False), (1, b, True)])
+assert Prog.stored == [(2, a, False), (1, b, True)], Prog.stored
 print("OK")
 '''
 

@@ -19,6 +19,7 @@ class Activation(HybridBlock):
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:
         return self._op(F, F.Activation, (x,), {"act_type": self._act_type})
+    _FIXED_OPS = hybrid_forward  # one recorded op (gluon/one_op.py)
 
     def __repr__(self) -> str:
         return f"Activation({self._act_type})"

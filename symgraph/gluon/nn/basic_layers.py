@@ -80,6 +80,7 @@ class Dense(HybridBlock):
             out = self._op(F, F.FullyConnected, (x, weight, bias),
                            {"num_hidden": self._units, "flatten": self._flatten})
         return self.act(out) if self.act is not None else out
+    _FIXED_OPS = hybrid_forward  # one recorded op (gluon/one_op.py)
 
     def __repr__(self) -> str:
         return f"Dense({self._in_units or None} -> {self._units}, " \
@@ -145,6 +146,7 @@ class BatchNorm(HybridBlock):
                        running_var: Any) -> Any:
         return self._op(F, F.BatchNorm, (x, gamma, beta, running_mean, running_var),
                         self._kwargs)
+    _FIXED_OPS = hybrid_forward  # one recorded op (gluon/one_op.py)
 
     def __repr__(self) -> str:
         return f"BatchNorm({self._kwargs}, in_channels={self._in_channels or None})"
@@ -168,6 +170,7 @@ class Embedding(HybridBlock):
 
     def hybrid_forward(self, F: Any, x: Any, weight: Any) -> Any:
         return self._op(F, F.Embedding, (x, weight), self._kwargs)
+    _FIXED_OPS = hybrid_forward  # one recorded op (gluon/one_op.py)
 
     def __repr__(self) -> str:
         return f"Embedding({self._kwargs['input_dim']} -> {self._kwargs['output_dim']})"

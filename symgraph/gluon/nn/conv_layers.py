@@ -67,6 +67,7 @@ class _Conv(HybridBlock):
         op = F.Convolution if self._op_name == "Convolution" else F.Deconvolution
         out = self._op(F, op, (x, weight) if bias is None else (x, weight, bias), self._kwargs)
         return self.act(out) if self.act is not None else out
+    _FIXED_OPS = hybrid_forward  # one recorded op (gluon/one_op.py)
 
     def __repr__(self) -> str:
         k = self._kwargs
@@ -128,6 +129,7 @@ class _Pooling(HybridBlock):
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:
         return self._op(F, F.Pooling, (x,), self._kwargs)
+    _FIXED_OPS = hybrid_forward  # one recorded op (gluon/one_op.py)
 
     def __repr__(self) -> str:
         k = self._kwargs
