@@ -117,8 +117,8 @@ def test_seed_002_three_epochs_on_gpu_match_module(mnist_dir, test_set, hybrid: 
 
 def check_against_module(mnist_dir, test_set, hybrid: bool, ctx: str, epochs: int) -> None:
     """Gluon (the seed's program) and Module on the same recipe, from the same initial weights
-    and over the same batches (the permutations the DataLoader draws), so that the two differ
-    only by rounding and by the last, short batch of each epoch (Module drops it)."""
+    and over the same batches (the permutations the DataLoader draws, the short last batch of
+    each epoch included), so that the two differ only by rounding."""
     parts = (HYBRID_MODEL, seed_002()[1]) if hybrid else seed_002()
     sg.random.seed(0)
     seen: dict = {}
@@ -146,8 +146,8 @@ def _module_accuracy(mnist_dir, test_set, ctx, epochs: int, seen: dict) -> float
     rng.bit_generator.state = seen["rng"]
     for _ in range(epochs):
         perm = rng.permutation(len(y))
-        for lo in range(0, len(y) - 63, 64):
-            idx = perm[lo:lo + 64]
+        for lo in range(0, len(y), 64):  # the short last batch too, as the DataLoader
+            idx = perm[lo:lo + 64]  # (Module rebinds for it; its gradient scale stays 1/64)
             mod.forward_backward_update(sg.io.DataBatch([sg.nd.array(x[idx])],
                                                         [sg.nd.array(y[idx])]))
     images_t, labels_t = test_set
