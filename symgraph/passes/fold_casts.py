@@ -21,8 +21,10 @@ from ..dtypes import is_float
 from ..graph import Entry, Graph, Node, rewrite
 from ..registry import get_op
 from ..typetable import TypeTable, types_of
+from .simplify import CASTS as FORWARD_CASTS
 
-CASTS = frozenset({"Cast", "amp_cast", "_backward_Cast"})
+# simplify's forward casts, and the gradient of either (a cast back to its input's dtype)
+CASTS = frozenset(FORWARD_CASTS) | {"_backward_Cast"}
 
 
 def _float_cast(node: Node, types: TypeTable) -> bool:
