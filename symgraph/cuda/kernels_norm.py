@@ -1,13 +1,14 @@
 """C templates of ``lowering_norm``: LRN's forward (one thread per element sums the squares of its
 ``nsize`` channel neighbours, in float), BatchNorm's training statistics and its backward sums
-(each a two-stage per-channel pair of sums in one pass over the data: ``x - shift`` and its
-square; ``dy`` and ``dy * xhat``): a block per chunk of a channel with channels not last, and
-column sums whose consecutive threads read consecutive channels with channels last (see that
-section's comment)."""
+(each a per-channel pair of sums in one pass over the data: ``x - shift`` and its square; ``dy``
+and ``dy * xhat``). With channels not last, two stages: a block per chunk of a channel, then a
+small finishing kernel. With channels last, one kernel per direction that also normalises (or
+gives dx): column sums whose consecutive threads read consecutive channels, a grid-wide
+barrier, and the elementwise part (see that section's comment)."""
 from __future__ import annotations
 
 from .codegen import (Rendered, c_float, dtype_helpers, grid_stride_kernel, index_type,
-                      kernel_name, kernel_source, ptr, with_dtype)
+                      kernel_name, ptr, with_dtype)
 from .kernels_conv_pool import BLOCK_SIZE_FREE
 
 

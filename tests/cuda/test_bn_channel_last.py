@@ -1,14 +1,15 @@
 """BatchNorm over the last axis (channel-last data: NHWC after ``passes/channel_last``, or an
-(N, C) matrix) on the GPU path: coalesced two-stage column sums (``kernels_norm``'s
-``render_bn_column_sums`` and its two finishes) for the one-pass training statistics and the
-backward sums, checked without a GPU against numpy in float64:
+(N, C) matrix) on the GPU path: one kernel per direction (``kernels_norm``'s
+``render_bn_column_train`` and ``render_bn_column_backward``: coalesced column sums, a grid
+barrier, the normalisation or dx), checked without a GPU against numpy in float64:
 
 * the lowered BatchNorm and _backward_BatchNorm steps run on the host (``host_run``: one
   thread), float32, float16 and bfloat16 data (with float32 or narrow statistics), channel
   counts that do not divide the block, one channel, more channels than a block has threads,
   odd row counts; data far from zero (the shifted one-pass variance);
-* the column-sum kernels alone with real block sizes (``block_run``: host threads and
-  barriers), several grids, so that the shared-memory fold over row lanes is exercised;
+* the kernels alone with real block sizes (``block_run``: host threads and barriers), one
+  block striding over several units, so that the shared-memory folds over row lanes and the
+  per-tile coefficients are exercised (the barrier across blocks only on the GPU);
 * every variant compiles with nvcc for sm_90.
 
 The ``gpu`` tests compare the device with the numpy backend on ResNet-20-like NHWC shapes.
