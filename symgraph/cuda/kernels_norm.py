@@ -239,8 +239,44 @@ def _fold(ind: str) -> str:
             f"{ind}}}\n")
 
 
+BATCH = 8  # loop trips whose loads are issued together
+
+
+def _batched(t: str, first: str, end: str, step: str, loads: dict[str, str], use: str,
+             ind: str, var: str = "at") -> str:
+    """C loop over ``var = first, first + step, ... < end``, BATCH trips at a time: first every
+    trip's ``loads`` (name -> float C expression of ``var``; a trip past the end reads the
+    batch's first element instead, unused), then ``use`` (statements reading those names) for
+    the trips before the end. All of a batch's loads are in flight together, also in the last,
+    partial batch (a thread here has a few trips, 15 rows of a 16-channel layer; an ``unroll``
+    pragma left the remainder to a loop that waited for each load in turn)."""
+    decl = "".join(f"{ind}    float {k}_[{BATCH}];\n" for k in loads)
+    fetch = "".join(f"{ind}        {k}_[q] = {e};\n" for k, e in loads.items())
+    names = "".join(f"{ind}            const float {k} = {k}_[q];\n" for k in loads)
+    body = "".join(f"{ind}            {line.strip()}\n" for line in use.splitlines())
+    return (f"{ind}for ({t} {var}0 = {first}; {var}0 < {end}; {var}0 += {BATCH} * {step}) {{\n"
+            f"{decl}"
+            f"{ind}    #pragma unroll\n"
+            f"{ind}    for (int q = 0; q < {BATCH}; ++q) {{\n"
+            f"{ind}        const {t} {var} = {var}0 + q * {step} < {end} ? {var}0 + q * {step}"
+            f" : {var}0;\n"
+            f"{fetch}"
+            f"{ind}    }}\n"
+            f"{ind}    #pragma unroll\n"
+            f"{ind}    for (int q = 0; q < {BATCH}; ++q) {{\n"
+            f"{ind}        const {t} {var} = {var}0 + q * {step};\n"
+            f"{ind}        if ({var} < {end}) {{\n"
+            f"{names}{body}"
+            f"{ind}        }}\n"
+            f"{ind}    }}\n"
+            f"{ind}}}\n")
+
+
+Step = tuple[dict[str, str], str]  # (loads, use) of one element: see _batched
+
+
 def _coop_kernel(tag: str, params: str, rows: int, cols: int, chunks: int, setup: str,
-                 accumulate: str, coef: str, apply: str) -> str:
+                 accumulate: Step, coef: str, apply: Step) -> str:
     """The frame of both kernels. Unit ``u`` is (column tile ``u / chunks``, row chunk ``k = u
     % chunks``). Phase one: per unit, two float sums per column ``c``, ``a`` and ``b``, of
     ``accumulate`` over the chunk's rows (``at``: the element's offset; ``setup`` first, per
@@ -249,7 +285,10 @@ def _coop_kernel(tag: str, params: str, rows: int, cols: int, chunks: int, setup
     line 0 (it stores the column's coefficients ``cf[j][lane]`` and, where ``k == 0``: once per
     column, the column's outputs); then ``apply`` per element of the unit's rows."""
     clen = -(-rows // chunks)
-    it = index_type(rows * cols)  # 32-bit offsets where they fit: fewer registers
+    # 32-bit offsets where they fit (fewer registers), past the end by a batch of row lanes
+    it = index_type((rows + BATCH * COOP_THREADS) * cols)
+    partials = {"pa": f"__ldcg(part + j * {2 * cols}LL + c)",
+                "pb": f"__ldcg(part + j * {2 * cols}LL + {cols}LL + c)"}
     rows_of_unit = (
         f"        const long long c = u / {chunks}LL * lanes + lane, k = u % {chunks}LL;\n"
         f"        const long long r0 = k * {clen}LL;\n"
@@ -269,10 +308,7 @@ def _coop_kernel(tag: str, params: str, rows: int, cols: int, chunks: int, setup
         "        float a = 0.f, b = 0.f;\n"
         "        if (mine) {\n"
         f"{setup}"
-        "            #pragma unroll 8  // loads in flight: the sums are memory-bound\n"
-        f"            for ({it} at = first; at < end; at += step) {{\n"
-        f"{accumulate}"
-        "            }\n"
+        f"{_batched(it, 'first', 'end', 'step', *accumulate, ' ' * 12)}"
         "        }\n"
         f"{_fold(' ' * 8)}"
         f"        if (line == 0 && c < {cols}) {{\n"
@@ -287,9 +323,8 @@ def _coop_kernel(tag: str, params: str, rows: int, cols: int, chunks: int, setup
         f"        if (u / {chunks}LL != tile) {{  // (the same for the whole block)\n"
         f"            tile = u / {chunks}LL;\n"
         "            float a = 0.f, b = 0.f;\n"
-        f"            if (mine) for (int j = line; j < {chunks}; j += lines) {{\n"
-        f"                a += __ldcg(part + j * {2 * cols}LL + c);  // L2: other SMs wrote it\n"
-        f"                b += __ldcg(part + j * {2 * cols}LL + {cols}LL + c);\n"
+        "            if (mine) {  // (__ldcg: from L2, where the other SMs' partials are)\n"
+        f"{_batched('int', 'line', str(chunks), 'lines', partials, 'a += pa; b += pb;', ' ' * 16, 'j')}"
         "            }\n"
         f"{_fold(' ' * 12)}"
         f"            if (line == 0 && c < {cols}) {{\n"
@@ -299,8 +334,8 @@ def _coop_kernel(tag: str, params: str, rows: int, cols: int, chunks: int, setup
         "            }\n"
         "            __syncthreads();\n"
         "        }\n"
-        f"        if (mine) for ({it} at = first; at < end; at += step) {{\n"
-        f"{apply}"
+        "        if (mine) {\n"
+        f"{_batched(it, 'first', 'end', 'step', *apply, ' ' * 12)}"
         "        }\n"
         "    }\n")
     return (f"extern \"C\" __global__ void __launch_bounds__({COOP_THREADS}, "
@@ -326,7 +361,7 @@ def render_bn_column_train(rows: int, cols: int, chunks: int, eps: float, moment
             f"{ind}if (k == 0) {{\n"
             + _stats_writes(momentum, "c", ind + "    ")
             + f"{ind}}}\n")
-    apply = (f"{ind[4:]}y[at] = (sg_ld(x[at]) - cf[0][lane]) * cf[1][lane] + cf[2][lane];\n")
+    apply = ({"xv": "sg_ld(x[at])"}, "y[at] = (xv - cf[0][lane]) * cf[1][lane] + cf[2][lane];")
     params = (f"{ptr('y', x_t, False)}, {ptr('mean', s_t, False)}, {ptr('var', s_t, False)}, "
               f"{ptr('new_mm', s_t, False)}, {ptr('new_mv', s_t, False)}, "
               "float* __restrict__ part, unsigned int* bar, "
@@ -336,7 +371,7 @@ def render_bn_column_train(rows: int, cols: int, chunks: int, eps: float, moment
                       f"{rows},{cols},{chunks},{eps},{momentum},{fix_gamma},{x_t},{s_t},{p_t}")
     src = _coop_kernel(tag, params, rows, cols, chunks,
                        f"{ind[4:]}const float s = sg_ld(x[c]);\n",
-                       f"{ind}const float d = sg_ld(x[at]) - s;\n{ind}a += d;\n{ind}b += d * d;\n",
+                       ({"xv": "sg_ld(x[at])"}, "const float d = xv - s;\na += d;\nb += d * d;"),
                        coef, apply)
     return Rendered(tag, src, params.count("*"),
                     helpers=(GRID_SYNC,) + dtype_helpers(x_t, s_t, p_t))
@@ -364,13 +399,11 @@ def render_bn_column_backward(rows: int, cols: int, chunks: int, eps: float, fix
             f"{ind}    dbeta[c] = a;\n"
             f"{ind}    dgamma[c] = b;\n"
             f"{ind}}}\n")
-    apply = (f"{ind[4:]}dx[at] = (sg_ld(dy[at]) - cf[2][lane] - (sg_ld(x[at]) - cf[0][lane])"
-             " * cf[3][lane]) * cf[1][lane];\n")
+    loads = {"g": "sg_ld(dy[at])", "xv": "sg_ld(x[at])"}
+    apply = (loads, "dx[at] = (g - cf[2][lane] - (xv - cf[0][lane]) * cf[3][lane]) * cf[1][lane];")
     setup = (f"{ind[4:]}const float mu = sg_ld(mean[c]);\n"  # 1/sqrt: dx's formula
              f"{ind[4:]}const float rstd = 1.f / sqrtf(sg_ld(var[c]) + {c_float(eps)});\n")
-    accumulate = (f"{ind}const float g = sg_ld(dy[at]);\n"
-                  f"{ind}a += g;\n"
-                  f"{ind}b += g * (sg_ld(x[at]) - mu) * rstd;\n")
+    accumulate = (loads, "a += g;\nb += g * (xv - mu) * rstd;")
     params = (f"{ptr('dx', x_t, False)}, {ptr('dgamma', g_t, False)}, "
               f"{ptr('dbeta', g_t, False)}, float* __restrict__ part, unsigned int* bar, "
               f"{ptr('dy', x_t)}, {ptr('x', x_t)}, {ptr('gamma', p_t)}, {ptr('mean', s_t)}, "
