@@ -99,7 +99,7 @@ def _train_stats(ctx: StepCtx, ax: int) -> list:
     """Mean, biased variance and moving statistics of input 0 over every axis but ``ax``, and
     the normalisation with them."""
     a, x = ctx.attrs, ctx.in_shapes[0]
-    y, mean, var, new_mm, new_mv = ctx.outs
+    _, mean, var, new_mm, new_mv = ctx.outs
     outer, inner = prod(x[:ax]), prod(x[ax + 1:])
     dt, st = ctx.dt(ctx.ins[0]), ctx.dt(mean)  # narrow data keeps float32 statistics
     if inner == 1:  # channels last: one kernel (kernels_norm.render_bn_column_train)
