@@ -197,29 +197,25 @@ COOP_THREADS = 512
 COOP_BLOCKS_PER_SM = 2
 
 GRID_SYNC = ("sg_grid_sync", r"""
-// Every block of the launch waits here until all have arrived. bar[0] counts the arrivals and
-// is back at 0 when the last one leaves; bar[1] is a generation number the last one bumps. The
-// kernel leaves the two words as it found them (up to the generation): they are program state,
-// zeroed once, not scratch that other steps overwrite between runs.
+// Every block of the launch waits here until all have arrived. One word of program state
+// counts: block 0 adds 2^31 - (gridDim.x - 1), every other block 1, so the word's top bit flips
+// once all have arrived and its low bits are back where they were: nothing to reset, and the
+// next launch finds the word as this one left it. The block's stores are made visible to the
+// grid by thread 0's fence after the block's own barrier (fences are cumulative).
 __device__ __forceinline__ void sg_grid_sync(unsigned int* bar) {
-    __threadfence();  // this thread's partials, before its block arrives
     __syncthreads();
     if (threadIdx.x == 0) {
-        volatile unsigned int* gen = bar + 1;
-        const unsigned int g = *gen;
-        __threadfence();  // read the generation before arriving
-        if (atomicAdd(bar, 1u) == gridDim.x - 1u) {
-            atomicExch(bar, 0u);
-            __threadfence();
-            atomicAdd(bar + 1, 1u);
-        } else {
-            while (*gen == g) __nanosleep(32);
-        }
+        const unsigned int add = blockIdx.x == 0 ? 0x80000000u - (gridDim.x - 1u) : 1u;
+        __threadfence();
+        const unsigned int old = atomicAdd(bar, add);
+        volatile unsigned int* word = bar;
+        while (((old ^ *word) & 0x80000000u) == 0u) {}
         __threadfence();
     }
     __syncthreads();
 }
 """)
+
 
 
 def _fold(ind: str) -> str:
@@ -350,7 +346,7 @@ def render_bn_column_train(rows: int, cols: int, chunks: int, eps: float, moment
     shift of ``render_bn_stats``), the moving statistics, and ``y = (x - mean) * gamma /
     sqrt(var + eps) + beta``. Parameters ``y, mean, var, new_mm, new_mv, part, bar, x, gamma,
     beta, mm, mv``: data of ``x_t``, statistics of ``s_t``, gamma and beta of ``p_t``;
-    ``part``: 2 * chunks * cols floats of scratch, ``bar``: two words of program state."""
+    ``part``: 2 * chunks * cols floats of scratch, ``bar``: a word of program state."""
     ind = " " * 16
     gamma = "1.f" if fix_gamma else "sg_ld(gamma[c])"
     coef = (f"{ind}const float s = sg_ld(x[c]);\n"

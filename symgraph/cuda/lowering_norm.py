@@ -75,10 +75,10 @@ def _coop_grid(ctx: StepCtx, rows: int, cols: int) -> tuple[int, int]:
 def _coop(ctx: StepCtx, rows: int, cols: int, render: Callable[[int], Rendered], outs: tuple,
           ins: tuple) -> list:
     """One launch of a one-kernel channel-last BatchNorm (``render(chunks)``): ``outs``, its
-    float partials (scratch), its barrier's two words (program state), ``ins``."""
+    float partials (scratch), its barrier's word (program state), ``ins``."""
     chunks, grid = _coop_grid(ctx, rows, cols)
     part = ctx.new_array(2 * chunks * cols, "float32")
-    bar = ctx.new_state(8)
+    bar = ctx.new_state(4)
     return [Kernel(render(chunks), grid, COOP_THREADS, (*outs, part, bar, *ins), grid)]
 
 

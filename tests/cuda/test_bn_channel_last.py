@@ -163,10 +163,10 @@ def test_one_kernel_with_real_blocks(rows: int, cols: int, kind: str, chunks: in
     outs = {k: (rows * cols if k in ("y", "dx") else cols, _np(x_t if k in ("y", "dx") else s_t))
             for k in want}
     outs["part"] = (chunks * 2 * cols, np.dtype(np.float32))
-    outs["bar"] = (2, np.dtype(np.uint32))
+    outs["bar"] = (1, np.dtype(np.uint32))
     got = run_threaded([(kern, 1, block, tuple(list(want) + ["part", "bar"]) + srcs)],
                        inputs, outs, tmp_path)
-    assert got["bar"][0] == 0 and got["bar"][1] == 1  # left as found: the next run's barrier
+    assert got["bar"][0] == 2 ** 31  # the barrier's flip: the next launch's barrier starts there
     for k, w in want.items():
         rtol = max(RTOL[str(outs[k][1])], 1e-4)
         w = w.reshape(-1)
