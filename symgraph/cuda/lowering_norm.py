@@ -23,7 +23,7 @@ from .. import expr as E
 from ..expr import inp
 from .actions import Kernel, Ref, StepCtx, Switch, family, launch
 from .codegen import THREADS, Rendered
-from .kernels_norm import (COOP_BLOCKS_PER_SM, COOP_THREADS, render_bn_backward_finish,
+from .kernels_norm import (COOP_THREADS, render_bn_backward_finish,
                            render_bn_backward_sums, render_bn_column_backward,
                            render_bn_column_train, render_bn_stats, render_bn_stats_finish,
                            render_lrn)
@@ -63,14 +63,15 @@ def _normalise(ctx: StepCtx, mean: Ref, var: Ref) -> list:
 
 def _coop_grid(ctx: StepCtx, rows: int, cols: int) -> tuple[int, int]:
     """(row chunks, blocks) of a one-kernel channel-last BatchNorm: about one unit per SM, at
-    least eight elements per thread; at most COOP_BLOCKS_PER_SM blocks per SM (the blocks the
-    barrier waits for must all be resident). One unit per SM measured faster than two (H100,
-    bf16: a 16-channel layer's forward 11.7 against 14.1 us; 32 channels 8.1 against 9.0): a
-    cheaper barrier, and half the partials for each block to sum after it."""
+    least eight elements per thread, at most one block per SM (``kernels_norm``'s barrier:
+    half of what every SM can hold, so any two such launches fit together). One unit per SM
+    measured faster than two (H100, bf16: a 16-channel layer's forward 11.7 against 14.1 us;
+    32 channels 8.1 against 9.0): a cheaper barrier, and half the partials for each block to
+    sum after it."""
     lanes = min(cols, COOP_THREADS)
     tiles = -(-cols // lanes)
     chunks = max(1, min(-(-ctx.sm_count // tiles), rows * lanes // (COOP_THREADS * 8)))
-    return chunks, min(tiles * chunks, COOP_BLOCKS_PER_SM * ctx.sm_count)
+    return chunks, min(tiles * chunks, ctx.sm_count)
 
 
 def _coop(ctx: StepCtx, rows: int, cols: int, render: Callable[[int], Rendered], outs: tuple,
