@@ -41,9 +41,10 @@ Shape = tuple[int, ...]
 
 @dataclass(frozen=True)
 class Ref:
-    """A device buffer: ``("slot", i)``, ``("scratch", k)`` or ``("key", k)`` of the step's
-    program. Keys are 64-bit random-number keys that live for the whole program: the backend
-    writes a fresh one, drawn from ``RunCtx.rng``, before each run of the step that owns it.
+    """A device buffer: ``("slot", i)``, ``("scratch", k)``, ``("key", k)`` or ``("state", b)``
+    of the step's program. Keys are 64-bit random-number keys that live for the whole program:
+    the backend writes a fresh one, drawn from ``RunCtx.rng``, before each run of the step that
+    owns it. State (``StepCtx.new_state``) lives for the whole program too, zeroed once.
     ``offset``: bytes into the buffer (a time step or a weight matrix of a packed array, for
     library calls and kernels that take the part as a whole buffer: the fused RNN)."""
 
@@ -198,6 +199,7 @@ class StepCtx:
     scratch: list[int] = field(default_factory=list)  # aligned bytes of this step's buffers
     keys: list[int] = field(default_factory=list)  # random keys of the program so far (shared)
     types: dict = field(default_factory=dict)  # Ref -> numpy dtype of every buffer (shared)
+    state: list[int] = field(default_factory=list)  # aligned bytes of state so far (shared)
 
     def new_scratch(self, nbytes: int, dtype: Any = np.float32) -> Ref:
         """A temporary buffer of this step (``Ref.index`` is its byte offset in the workspace
@@ -235,6 +237,14 @@ class StepCtx:
         step, outside any captured CUDA graph, so a replayed graph still draws new numbers."""
         self.keys.append(len(self.keys))
         return Ref("key", len(self.keys) - 1)
+
+    def new_state(self, nbytes: int) -> Ref:
+        """Device memory of this step that outlives the run, zero when the program is made
+        (``Ref.index``: its byte offset in the program's state; ``scratch`` is shared with the
+        other steps). A kernel keeping a counter there must leave it as it found it."""
+        offset = sum(self.state)
+        self.state.append((int(nbytes) + 255) // 256 * 256)
+        return Ref("state", offset)
 
     @property
     def stem(self) -> str:
@@ -312,9 +322,9 @@ class Upload:
 
 def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype],
                  sm_count: int, scratch: Optional[list] = None,
-                 keys: Optional[list] = None) -> StepCtx:
+                 keys: Optional[list] = None, state: Optional[list] = None) -> StepCtx:
     """The :class:`StepCtx` of ``step`` in a schedule with these slot shapes and dtypes
-    (``keys``: the program's random keys so far, shared by all its steps)."""
+    (``keys``, ``state``: the program's random keys and state so far, shared by its steps)."""
     slots = list(step.inputs) + list(step.outputs)
     return StepCtx(step, step.node.attrs, [tuple(shapes[i]) for i in step.inputs],
                    [tuple(shapes[i]) for i in step.outputs],
@@ -322,7 +332,8 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
                    [Ref("slot", i) for i in step.inputs], [Ref("slot", i) for i in step.outputs],
                    sm_count, scratch if scratch is not None else [],
                    keys if keys is not None else [],
-                   {Ref("slot", i): np.dtype(dtypes[i]) for i in slots})
+                   {Ref("slot", i): np.dtype(dtypes[i]) for i in slots},
+                   state if state is not None else [])
 
 
 def launch(ctx: StepCtx, kern: Rendered, args: tuple, n: int) -> Kernel:

@@ -82,10 +82,13 @@ class CudaProgram:
         self._scratch_base = align(self.plan.arena_bytes)
         self._key_base = self._scratch_base + align(low.scratch_bytes)
         self.key_steps = low.key_steps  # random keys (Dropout...): 8 bytes each, after scratch
-        total = self._key_base + 8 * len(self.key_steps)
+        self._state_base = align(self._key_base + 8 * len(self.key_steps))
+        total = self._state_base + low.state_bytes
         with activate(device_id):
             self.stream = drv.Stream()
             self._arena = drv.mem_alloc(max(total, ALIGN_MIN))
+            if low.state_bytes:  # (the arena's other bytes are written before they are read)
+                drv.memset_d8(int(self._arena) + self._state_base, 0, low.state_bytes)
         self._base = int(self._arena)
         self._workspace: Any = None  # cuDNN workspace, sized once from the measured plans
         self._choice: dict[Choice, tuple] = {}  # library or generated path, measured once
@@ -341,6 +344,8 @@ class CudaProgram:
             return env.ptrs[ref.index] + ref.offset
         if ref.kind == "key":
             return self._base + self._key_base + 8 * ref.index
+        if ref.kind == "state":
+            return self._base + self._state_base + ref.index + ref.offset
         return self._base + self._scratch_base + ref.index + ref.offset
 
     def _kernel_closure(self, name: str, grid: int, ptrs: tuple, n: int,

@@ -93,7 +93,8 @@ def _fused(ctx: StepCtx, p: dict) -> list:
         if not family_supports(head_fam, head_types):  # no device lowering in these dtypes
             return [Host(ctx.step)]
         sub = StepCtx(ctx.step, head_attrs, in_shapes[:n], [out_shape], head_types, ins[:n],
-                      list(ctx.outs[:1]), ctx.sm_count, ctx.scratch, ctx.keys, ctx.types)
+                      list(ctx.outs[:1]), ctx.sm_count, ctx.scratch, ctx.keys, ctx.types,
+                      ctx.state)
         one_kernel = _inline(ctx, head_fam, head_p, sub)
         if one_kernel is not None:
             return one_kernel

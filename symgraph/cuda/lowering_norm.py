@@ -2,16 +2,17 @@
 ``ops/lrn.py``).
 
 LeakyReLU prints the op's own scalar formulas (``LEAKY``) through the elementwise generator,
-PReLU's per-channel ``gamma`` laid along axis 1. BatchNorm in training: one pass over the data
-sums, per channel, ``x - shift`` and its square in float (two stages: few channels would not
-fill the device; the shift, the channel's first value, keeps the one-pass variance from
-cancelling), a small kernel gives the mean, the variance and the moving statistics, and the
-normalisation is one broadcast kernel; the gradient's sums of dy and dy * xhat take the same
-two stages. With channels not last (NCHW) a block sums a chunk of one channel; with channels
-last (NHWC, or (N, C): nothing after the channel axis) the data is a (rows, channels) matrix,
-the sums are coalesced column sums and the elementwise kernels index that 2-D view. In
-inference the moving statistics are copied out and the normalisation uses them. Which of the
-two runs is decided by ``RunCtx.is_train`` (a :class:`Switch`).
+PReLU's per-channel ``gamma`` laid along axis 1. BatchNorm in training sums, per channel, ``x -
+shift`` and its square in float in one pass over the data (the shift, the channel's first
+value, keeps the one-pass variance from cancelling); the gradient sums dy and dy * xhat. With
+channels not last (NCHW) that is two stages (a block per chunk of a channel, then a small
+kernel for the mean, the variance and the moving statistics, or dgamma and dbeta), and the
+normalisation or dx is one broadcast kernel. With channels last (NHWC, or (N, C): nothing after
+the channel axis) the data is a (rows, channels) matrix, and each direction is one kernel of
+coalesced column sums, a grid-wide barrier, and the elementwise part
+(``kernels_norm.render_bn_column_train`` / ``_backward``). In inference the moving statistics
+are copied out and the normalisation uses them. Which of the two runs is decided by
+``RunCtx.is_train`` (a :class:`Switch`).
 """
 from __future__ import annotations
 
@@ -22,9 +23,9 @@ from .. import expr as E
 from ..expr import inp
 from .actions import Kernel, Ref, StepCtx, Switch, family, launch
 from .codegen import THREADS, Rendered
-from .kernels_norm import (render_bn_backward_finish, render_bn_backward_sums,
-                           render_bn_column_grad_finish, render_bn_column_stats_finish,
-                           render_bn_column_sums, render_bn_stats, render_bn_stats_finish,
+from .kernels_norm import (COOP_THREADS, render_bn_backward_finish,
+                           render_bn_backward_sums, render_bn_column_backward,
+                           render_bn_column_train, render_bn_stats, render_bn_stats_finish,
                            render_lrn)
 from .lowering_elementwise import copy_actions, elementwise_actions
 from .lowering_reduce import split_chunks
@@ -60,35 +61,27 @@ def _normalise(ctx: StepCtx, mean: Ref, var: Ref) -> list:
                                [ctx.ins[0], ctx.ins[1], ctx.ins[2], mean, var], x, ctx.outs[:1])
 
 
-FINISH_THREADS = 1024  # one block sums the partials of up to 1024 columns: all of its threads
-# Stage one's blocks are as large: as many threads in flight as with 256-thread blocks, but a
-# quarter of the partials for the finish's one block to add up (whose serial loop over them was
-# most of its time: ResNet-20's bf16 BatchNorm kernels 0.646 -> 0.567 ms per step on the H100).
-COLUMN_THREADS = 1024
-
-
-def _column_chunks(tiles: int, n: int, sm_count: int) -> int:
-    """Row chunks of a channel-last column sum with ``tiles`` column tiles of ``n`` elements
-    each: about two blocks of COLUMN_THREADS per SM (full occupancy: the sums are
-    memory-bound), at least eight elements per thread (the finish reads ``chunks`` rows)."""
-    return max(1, min(-(-sm_count * 2 // tiles), n // (COLUMN_THREADS * 8)))
-
-
-def _column_sums(ctx: StepCtx, rows: int, cols: int, kind: str, srcs: tuple,
-                 finish: Callable[[int], Rendered], outs: tuple, extra: tuple = (),
-                 eps: float = 0.0) -> list:
-    """Coalesced two-stage pair sums per column of a (rows, cols) channel-last matrix:
-    ``kernels_norm.render_bn_column_sums`` (``kind``, ``srcs``) into float partials, then
-    ``finish(chunks)`` (one of its column finishes) with ``outs``, the partials, ``extra``."""
-    lanes = min(cols, COLUMN_THREADS)
+def _coop_grid(ctx: StepCtx, rows: int, cols: int) -> tuple[int, int]:
+    """(row chunks, blocks) of a one-kernel channel-last BatchNorm: about one unit per SM, at
+    least eight elements per thread, at most one block per SM (``kernels_norm``'s barrier:
+    half of what every SM can hold, so any two such launches fit together). One unit per SM
+    measured faster than two (H100, bf16: a 16-channel layer's forward 11.7 against 14.1 us;
+    32 channels 8.1 against 9.0): a cheaper barrier, and half the partials for each block to
+    sum after it."""
+    lanes = min(cols, COOP_THREADS)
     tiles = -(-cols // lanes)
-    chunks = _column_chunks(tiles, rows * lanes, ctx.sm_count)
+    chunks = max(1, min(-(-ctx.sm_count // tiles), rows * lanes // (COOP_THREADS * 8)))
+    return chunks, min(tiles * chunks, ctx.sm_count)
+
+
+def _coop(ctx: StepCtx, rows: int, cols: int, render: Callable[[int], Rendered], outs: tuple,
+          ins: tuple) -> list:
+    """One launch of a one-kernel channel-last BatchNorm (``render(chunks)``): ``outs``, its
+    float partials (scratch), its barrier's word (program state), ``ins``."""
+    chunks, grid = _coop_grid(ctx, rows, cols)
     part = ctx.new_array(2 * chunks * cols, "float32")
-    s_t = ctx.dt(srcs[2]) if kind == "grad" else "float32"
-    first = render_bn_column_sums(rows, cols, chunks, kind, eps, ctx.dt(srcs[0]), s_t)
-    fin_tiles = -(-cols // min(cols, FINISH_THREADS))
-    return [Kernel(first, tiles * chunks, COLUMN_THREADS, (part, *srcs), tiles * chunks),
-            Kernel(finish(chunks), fin_tiles, FINISH_THREADS, (*outs, part, *extra), fin_tiles)]
+    bar = ctx.new_state(4)
+    return [Kernel(render(chunks), grid, COOP_THREADS, (*outs, part, bar, *ins), grid)]
 
 
 def _block_sums(ctx: StepCtx, channels: int, n: int, srcs: tuple,
@@ -105,22 +98,22 @@ def _block_sums(ctx: StepCtx, channels: int, n: int, srcs: tuple,
 
 
 def _train_stats(ctx: StepCtx, ax: int) -> list:
-    """Mean, biased variance and moving statistics of input 0 over every axis but ``ax``."""
+    """Mean, biased variance and moving statistics of input 0 over every axis but ``ax``, and
+    the normalisation with them."""
     a, x = ctx.attrs, ctx.in_shapes[0]
     _, mean, var, new_mm, new_mv = ctx.outs
     outer, inner = prod(x[:ax]), prod(x[ax + 1:])
     dt, st = ctx.dt(ctx.ins[0]), ctx.dt(mean)  # narrow data keeps float32 statistics
-    outs, extra = (mean, var, new_mm, new_mv), (ctx.ins[0], ctx.ins[3], ctx.ins[4])
-    if inner == 1:  # channels last: coalesced column sums
-        rows = outer
-        return _column_sums(ctx, rows, x[ax], "stats", (ctx.ins[0],), lambda chunks:
-                            render_bn_column_stats_finish(x[ax], chunks, rows, a["momentum"],
-                                                          dt, st), outs, extra)
+    if inner == 1:  # channels last: one kernel (kernels_norm.render_bn_column_train)
+        return _coop(ctx, outer, x[ax], lambda chunks: render_bn_column_train(
+            outer, x[ax], chunks, a["eps"], a["momentum"], a["fix_gamma"], dt, st,
+            ctx.dt(ctx.ins[1])), ctx.outs, tuple(ctx.ins))
     return _block_sums(ctx, x[ax], outer * inner, (ctx.ins[0],),
                        lambda chunks: render_bn_stats(outer, x[ax], inner, chunks, dt),
                        lambda chunks: render_bn_stats_finish(x[ax], inner, chunks, outer * inner,
                                                              a["momentum"], dt, st),
-                       outs, extra)
+                       (mean, var, new_mm, new_mv), (ctx.ins[0], ctx.ins[3], ctx.ins[4])) \
+        + _normalise(ctx, mean, var)
 
 
 @family("batch_norm")
@@ -128,13 +121,13 @@ def _batch_norm(ctx: StepCtx, p: dict) -> list:
     """Outputs (y, mean, var, new moving mean, new moving var); inputs (x, gamma, beta, mm, mv)."""
     a, x = ctx.attrs, ctx.in_shapes[0]
     ax = a["axis"] % len(x)
-    y, mean, var, new_mm, new_mv = ctx.outs
+    _, mean, var, new_mm, new_mv = ctx.outs
     pairs = ((mean, ctx.ins[3]), (var, ctx.ins[4]), (new_mm, ctx.ins[3]), (new_mv, ctx.ins[4]))
     infer = [a for dst, src in pairs for a in copy_actions(ctx, dst, src, (x[ax],))]
     infer += _normalise(ctx, ctx.ins[3], ctx.ins[4])
     if a["use_global_stats"]:
         return infer
-    train = _train_stats(ctx, ax) + _normalise(ctx, mean, var)
+    train = _train_stats(ctx, ax)
     return [Switch(tuple(train), tuple(infer))]
 
 
@@ -176,17 +169,15 @@ def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
     dy, data, gamma, mean, var = ctx.ins
     dx, dgamma, dbeta = ctx.outs
     m = outer * inner
-    if inner == 1:  # channels last: coalesced column sums
-        acts = _column_sums(ctx, m, ch, "grad", (dy, data, mean, var), lambda chunks:
-                            render_bn_column_grad_finish(ch, chunks, ctx.dt(dgamma)),
-                            (dgamma, dbeta), eps=a["eps"])
-    else:
-        dt, st = ctx.dt(data), ctx.dt(mean)  # narrow data keeps float32 statistics (ops/norm)
-        acts = _block_sums(ctx, ch, m, (dy, data, mean, var), lambda chunks:
-                           render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt, st),
-                           lambda chunks: render_bn_backward_finish(ch, chunks, ctx.dt(dgamma)),
-                           (dgamma, dbeta))
-    x, vec = _views(x, ax)
+    if inner == 1:  # channels last: one kernel (kernels_norm.render_bn_column_backward)
+        return _coop(ctx, m, ch, lambda chunks: render_bn_column_backward(
+            m, ch, chunks, a["eps"], a["fix_gamma"], a["use_global_stats"], ctx.dt(data),
+            ctx.dt(mean), ctx.dt(gamma), ctx.dt(dgamma)), tuple(ctx.outs), tuple(ctx.ins))
+    dt, st = ctx.dt(data), ctx.dt(mean)  # narrow data keeps float32 statistics (ops/norm)
+    acts = _block_sums(ctx, ch, m, (dy, data, mean, var), lambda chunks:
+                       render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt, st),
+                       lambda chunks: render_bn_backward_finish(ch, chunks, ctx.dt(dgamma)),
+                       (dgamma, dbeta))
     rstd = E.const(1.0) / E.call("sqrt", inp(4) + a["eps"])
     scale = rstd if a["fix_gamma"] else inp(2) * rstd
     if a["use_global_stats"]:
@@ -194,5 +185,6 @@ def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
     else:
         xhat = (inp(1) - inp(3)) * rstd
         e = (inp(0) - inp(5) * (1.0 / m) - xhat * (inp(6) * (1.0 / m))) * scale
+    vec = tuple(d if i == ax else 1 for i, d in enumerate(x))
     return acts + elementwise_actions(ctx, "bn_backward_dx", [e], [x, x] + [vec] * 5,
                                       [dy, data, gamma, mean, var, dbeta, dgamma], x, [dx])

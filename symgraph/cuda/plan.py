@@ -50,6 +50,7 @@ class LoweredProgram:
     source: str              # the one CUDA module of this program
     alias: list[tuple[int, int]]  # (slot, slot whose memory it shares), in step order
     key_steps: list[int]     # key k (``Ref("key", k)``) is refreshed before step key_steps[k]
+    state_bytes: int = 0     # zeroed once, kept between runs (``StepCtx.new_state``)
 
 
 def _alias_copies(schedule: Schedule, actions: list[list]) -> list[tuple[int, int]]:
@@ -66,11 +67,11 @@ def _alias_copies(schedule: Schedule, actions: list[list]) -> list[tuple[int, in
 
 def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
     """Lower every step and gather all generated kernels into one module source."""
-    actions, scratch_bytes, keys, key_steps = [], 0, [], []
+    actions, scratch_bytes, keys, key_steps, state = [], 0, [], [], []
     for k, st in enumerate(schedule.steps):
         scratch: list[int] = []
         actions.append(lower_step(step_context(st, schedule.shapes, schedule.dtypes, sm_count,
-                                               scratch, keys)))
+                                               scratch, keys, state)))
         scratch_bytes = max(scratch_bytes, sum(scratch))
         key_steps += [k] * (len(keys) - len(key_steps))
     # Views (schedule.aliases) point at the bytes of the slot that owns them.
@@ -82,7 +83,7 @@ def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
     kernels = [a.kernel for acts in actions for a in flat_actions(acts) if isinstance(a, Kernel)]
     source = module_source(kernels + list(ACCUMULATE.values()))
     return LoweredProgram(plan, actions, scratch_bytes, source,
-                          alias, key_steps)
+                          alias, key_steps, sum(state))
 
 
 def segments(has_host: list[bool], start: int, stop: int) -> list[tuple[int, int, bool]]:

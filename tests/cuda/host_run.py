@@ -53,6 +53,19 @@ static inline void __syncthreads() {}
 template <class T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
 static inline float atomicAdd(float* p, float v) { const float o = *p; *p += v; return o; }
+// A grid barrier's words (kernels_norm.GRID_SYNC): one thread per block touches them, and
+// block_run's blocks run one after another, so plain reads and writes do.
+static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) {
+    const unsigned int o = *p; *p += v; return o;
+}
+static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
+    const unsigned int o = *p; *p = v; return o;
+}
+static inline void __threadfence() {}
+static inline void __nanosleep(unsigned int) {}
+static inline void __trap() { abort(); }
+template <class T> static inline T __ldcg(const T* p) { return *p; }
+#define __launch_bounds__(...)
 """
 HOST_NARROW = r"""
 struct __half {
@@ -192,6 +205,8 @@ def run_on_host(step: Step, shapes: Sequence, dtypes: Sequence, inputs: Sequence
         buffers[Ref("key", k)] = 8
         files[Ref("key", k)] = tmp / f"key{k}.bin"
         np.array([keys[k]], np.uint64).tofile(files[Ref("key", k)])
+    for r in {r.base for a in acts for r in _refs(a) if r.kind == "state"}:
+        buffers[r] = 256  # program state: zero (calloc), as the backend leaves it
     # A reference with an offset points into the allocation of its base buffer.
     offsets = sorted({r.index for a in acts for r in _refs(a) if r.kind == "scratch"})
     for off in offsets:  # each scratch buffer as its own allocation up to the next one

@@ -1,14 +1,15 @@
 """BatchNorm over the last axis (channel-last data: NHWC after ``passes/channel_last``, or an
-(N, C) matrix) on the GPU path: coalesced two-stage column sums (``kernels_norm``'s
-``render_bn_column_sums`` and its two finishes) for the one-pass training statistics and the
-backward sums, checked without a GPU against numpy in float64:
+(N, C) matrix) on the GPU path: one kernel per direction (``kernels_norm``'s
+``render_bn_column_train`` and ``render_bn_column_backward``: coalesced column sums, a grid
+barrier, the normalisation or dx), checked without a GPU against numpy in float64:
 
 * the lowered BatchNorm and _backward_BatchNorm steps run on the host (``host_run``: one
   thread), float32, float16 and bfloat16 data (with float32 or narrow statistics), channel
   counts that do not divide the block, one channel, more channels than a block has threads,
   odd row counts; data far from zero (the shifted one-pass variance);
-* the column-sum kernels alone with real block sizes (``block_run``: host threads and
-  barriers), several grids, so that the shared-memory fold over row lanes is exercised;
+* the kernels alone with real block sizes (``block_run``: host threads and barriers), one
+  block striding over several units, so that the shared-memory folds over row lanes and the
+  per-tile coefficients are exercised (the barrier across blocks only on the GPU);
 * every variant compiles with nvcc for sm_90.
 
 The ``gpu`` tests compare the device with the numpy backend on ResNet-20-like NHWC shapes.
@@ -23,8 +24,7 @@ import pytest
 import symgraph as sg
 from symgraph.cuda import compiler
 from symgraph.cuda.actions import Kernel
-from symgraph.cuda.kernels_norm import (render_bn_column_grad_finish,
-                                       render_bn_column_stats_finish, render_bn_column_sums)
+from symgraph.cuda.kernels_norm import render_bn_column_backward, render_bn_column_train
 from symgraph.registry import RunCtx, get_op
 
 from .block_run import run_threaded
@@ -78,14 +78,14 @@ def _inputs(step, sch, rng: np.random.Generator) -> list:
 @pytest.mark.parametrize("shape,axis", SHAPES, ids=[str(s[0]) for s in SHAPES])
 def test_channel_last_steps_on_host(shape: tuple, axis: int, dtypes: tuple,
                                     tmp_path: Path) -> None:
-    """Both steps lower to the column sums, run on the host and match numpy in float64 on the
+    """Both steps lower to one column-sum kernel each, run on the host and match numpy in float64 on the
     same (rounded) inputs, each output within about two roundings of its own dtype."""
     sch, fwd, bwd = _bn_steps(shape, axis, dtypes)
     rng = np.random.default_rng(11)
     for step in (fwd, bwd):
         acts, _, _ = lowered(step, sch.shapes, sch.dtypes)
         names = [a.kernel.name for a in acts if isinstance(a, Kernel)]
-        assert sum("bn_cols_" in n for n in names) == 2, names
+        assert names == [n for n in names if "bn_cols_" in n] and len(names) == 1, names
         assert runnable(acts)
         xs = _inputs(step, sch, rng)
         got = run_on_host(step, sch.shapes, sch.dtypes, xs, tmp_path)
@@ -110,61 +110,66 @@ def test_inner_axes_keep_the_block_per_channel_path() -> None:
 
 
 def _column_case(rows: int, cols: int, kind: str, x_t: str, s_t: str, rng) -> tuple:
-    """(stage one's buffer names, inputs, float64 pair sums (2, cols), the finish's outputs
-    and their float64 values)."""
+    """(the kernel's buffer names after ``part, bar``, inputs, float64 outputs by name)."""
     x = (rng.normal(size=(rows, cols)) * 2.0 + 3.0).astype(_np(x_t))
     dy = rng.normal(size=(rows, cols)).astype(_np(x_t))
-    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
-    if kind == "stats":
+    gamma = rng.uniform(0.5, 1.5, cols).astype(_np(s_t))
+    x64, dy64, g64 = x.astype(np.float64), dy.astype(np.float64), gamma.astype(np.float64)
+    if kind == "train":
+        beta = rng.normal(size=cols).astype(_np(s_t))
         mm, mv = rng.normal(size=cols).astype(_np(s_t)), rng.uniform(1, 2, cols).astype(_np(s_t))
-        d = x64 - x64[0]  # the shift: the channel's first value
         mean, var = x64.mean(0), x64.var(0)
-        want = {"mean": mean, "var": var, "new_mm": mm.astype(np.float64) * 0.9 + mean * 0.1,
+        y = (x64 - mean) / np.sqrt(var + 1e-3) * g64 + beta.astype(np.float64)
+        want = {"y": y, "mean": mean, "var": var,
+                "new_mm": mm.astype(np.float64) * 0.9 + mean * 0.1,
                 "new_mv": mv.astype(np.float64) * 0.9 + var * 0.1}
-        return ("x",), {"x": x, "mm": mm, "mv": mv}, np.stack([d.sum(0), (d * d).sum(0)]), want
+        return (("x", "gamma", "beta", "mm", "mv"),
+                {"x": x, "gamma": gamma, "beta": beta, "mm": mm, "mv": mv}, want)
     mean = (rng.normal(size=cols) + 3.0).astype(_np(s_t))
     var = rng.uniform(0.5, 2.0, size=cols).astype(_np(s_t))
-    xhat = (x64 - mean.astype(np.float64)) / np.sqrt(var.astype(np.float64) + 1e-3)
-    sums = np.stack([dy64.sum(0), (dy64 * xhat).sum(0)])
-    return (("dy", "x", "mean", "var"), {"dy": dy, "x": x, "mean": mean, "var": var}, sums,
-            {"dgamma": sums[1], "dbeta": sums[0]})
+    rstd = 1.0 / np.sqrt(var.astype(np.float64) + 1e-3)
+    xhat = (x64 - mean.astype(np.float64)) * rstd
+    dbeta, dgamma = dy64.sum(0), (dy64 * xhat).sum(0)
+    dx = (dy64 - dbeta / rows - xhat * dgamma / rows) * g64 * rstd
+    return (("dy", "x", "gamma", "mean", "var"),
+            {"dy": dy, "x": x, "gamma": gamma, "mean": mean, "var": var},
+            {"dx": dx, "dgamma": dgamma, "dbeta": dbeta})
 
 
 @needs_gxx
-@pytest.mark.parametrize("rows,cols,kind,chunks,block,grid,x_t,s_t", [
-    (37, 48, "stats", 3, 256, 2, "float32", "float32"),
-    (37, 48, "stats", 1, 96, 1, "bfloat16", "float32"),
-    (1001, 1, "stats", 4, 64, 3, "bfloat16", "bfloat16"),
-    (11, 300, "grad", 2, 256, 3, "float32", "float32"),
-    (2003, 7, "grad", 5, 1024, 2, "bfloat16", "float32"),
-    (50, 16, "grad", 7, 33, 4, "float16", "float16"),
-    (199, 5, "stats", 2, 16, 1, "float32", "float32"),
+@pytest.mark.parametrize("rows,cols,kind,chunks,block,x_t,s_t", [
+    (37, 48, "train", 3, 256, "float32", "float32"),
+    (37, 48, "train", 1, 96, "bfloat16", "float32"),
+    (1001, 1, "train", 4, 64, "bfloat16", "bfloat16"),
+    (11, 300, "grad", 2, 256, "float32", "float32"),
+    (2003, 7, "grad", 5, 512, "bfloat16", "float32"),
+    (50, 16, "grad", 7, 33, "float16", "float16"),
+    (199, 5, "train", 2, 16, "float32", "float32"),
 ])
-def test_column_sums_with_real_blocks(rows: int, cols: int, kind: str, chunks: int, block: int,
-                                      grid: int, x_t: str, s_t: str, tmp_path: Path) -> None:
-    """Both stages with ``block`` host threads per block and ``grid`` blocks striding over
-    the units (block sizes not a multiple of the column count, of 32, or one of 1024), against
-    float64 sums and statistics of the same values. Every case has at least as many rows per
-    chunk as the block has row lanes, so each lane's sum reaches the fold."""
+def test_one_kernel_with_real_blocks(rows: int, cols: int, kind: str, chunks: int, block: int,
+                                     x_t: str, s_t: str, tmp_path: Path) -> None:
+    """The one-kernel forward and backward with ``block`` host threads in one block that
+    strides over every unit twice (sums, then the barrier, coefficients and elementwise part;
+    block sizes not a multiple of the column count, of 32, or over 300 columns in tiles),
+    against float64 outputs of the same values. (One block: ``block_run`` runs blocks one
+    after another, so a second block would wait at the barrier for ever.)"""
     rng = np.random.default_rng(rows * cols)
-    srcs, inputs, sums, want = _column_case(rows, cols, kind, x_t, s_t, rng)
-    first = render_bn_column_sums(rows, cols, chunks, kind, 1e-3, x_t, s_t)
-    out_t = s_t if kind == "stats" else x_t  # gradients of gamma and beta: their dtype
-    if kind == "stats":
-        second = render_bn_column_stats_finish(cols, chunks, rows, 0.9, x_t, s_t)
-        finish_args = ["mean", "var", "new_mm", "new_mv", "part", "x", "mm", "mv"]
+    srcs, inputs, want = _column_case(rows, cols, kind, x_t, s_t, rng)
+    if kind == "train":
+        kern = render_bn_column_train(rows, cols, chunks, 1e-3, 0.9, False, x_t, s_t, s_t)
     else:
-        second = render_bn_column_grad_finish(cols, chunks, out_t)
-        finish_args = ["dgamma", "dbeta", "part"]
-    outs = {k: (cols, _np(out_t)) for k in want}
+        kern = render_bn_column_backward(rows, cols, chunks, 1e-3, False, False, x_t, s_t,
+                                         s_t, s_t)
+    outs = {k: (rows * cols if k in ("y", "dx") else cols, _np(x_t if k in ("y", "dx") else s_t))
+            for k in want}
     outs["part"] = (chunks * 2 * cols, np.dtype(np.float32))
-    got = run_threaded([(first, grid, block, ("part",) + srcs),
-                        (second, 2, block, finish_args)], inputs, outs, tmp_path)
-    parts = got["part"].reshape(chunks, 2, cols).astype(np.float64)
-    scale = np.abs(sums).max()
-    np.testing.assert_allclose(parts.sum(0), sums, rtol=1e-5, atol=1e-6 * scale)
+    outs["bar"] = (1, np.dtype(np.uint32))
+    got = run_threaded([(kern, 1, block, tuple(list(want) + ["part", "bar"]) + srcs)],
+                       inputs, outs, tmp_path)
+    assert got["bar"][0] == 2 ** 31  # the barrier's flip: the next launch's barrier starts there
     for k, w in want.items():
-        rtol = RTOL[out_t]
+        rtol = max(RTOL[str(outs[k][1])], 1e-4)
+        w = w.reshape(-1)
         np.testing.assert_allclose(got[k].astype(np.float64), w, rtol=rtol,
                                    atol=rtol * max(1.0, np.abs(w).max()), err_msg=k)
 
@@ -185,18 +190,15 @@ def test_one_pass_statistics_of_offset_data(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
-def test_column_sum_kernels_compile_for_sm90() -> None:
-    kernels = [render_bn_column_sums(1000, c, 7, kind, 1e-3, x_t, s_t)
-               for c in (1, 48, 300) for kind in ("stats", "grad")
-               for x_t, s_t in (("float32", "float32"), ("bfloat16", "bfloat16"),
-                                ("float16", "float32"), ("bfloat16", "float32"))]
-    kernels += [render_bn_column_sums(2 ** 22, 1024, 3, "grad", 1e-3)]  # 64-bit offsets
-    kernels += [render_bn_column_stats_finish(c, 7, 1000, 0.9, x_t, s_t)
-                for c in (1, 48, 2000) for x_t, s_t in (("float32", "float32"),
-                                                        ("bfloat16", "float32"),
-                                                        ("float16", "float16"))]
-    kernels += [render_bn_column_grad_finish(c, 7, t) for c in (1, 48)
-                for t in ("float32", "bfloat16")]
+def test_one_kernel_bn_compiles_for_sm90() -> None:
+    types = (("float32", "float32"), ("bfloat16", "bfloat16"), ("float16", "float32"),
+             ("bfloat16", "float32"))
+    kernels = [render_bn_column_train(1000, c, 7, 1e-3, 0.9, fix, x_t, s_t, s_t)
+               for c in (1, 48, 300) for x_t, s_t in types for fix in (False, True)]
+    kernels += [render_bn_column_backward(1000, c, 7, 1e-3, fix, glob, x_t, s_t, s_t, x_t)
+                for c in (1, 48, 300) for x_t, s_t in types for fix in (False, True)
+                for glob in (False, True)]
+    kernels += [render_bn_column_backward(2 ** 22, 1024, 3, 1e-3, False, False)]  # 64-bit
     cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
     assert all(k.name.encode() in cubin for k in kernels)
 
