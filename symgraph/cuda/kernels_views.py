@@ -1,11 +1,24 @@
 """Kernel templates of ``lowering_views``: one grid-stride copy between a contiguous array and a
 strided view of another, the view's shape, element strides and start offset baked in as
-constants (it moves elements of any float type, no arithmetic); and UpSampling's nearest
-repeat of one or several inputs."""
+constants (it moves elements of any float type, no arithmetic); several such gathers, each
+converting, as one kernel (``_multi_transpose_cast``); and UpSampling's nearest repeat of one
+or several inputs."""
 from __future__ import annotations
+
+from math import prod
 
 from .codegen import Rendered, dtype_helpers, grid_stride_kernel, ptr
 from .kernels_layout import converted
+
+
+def view_offset(shape: tuple, strides: tuple, offset: int, index: str = "i",
+                indent: str = "        ") -> str:
+    """C statements setting ``o`` to the element offset of the view's element ``index``
+    (row-major over ``shape``; the view's element ``strides`` from its start ``offset``)."""
+    idx = [f"{indent}long long r = {index}, o = {offset}LL;"]
+    for d in range(len(shape) - 1, -1, -1):
+        idx.append(f"{indent}o += (r % {shape[d]}LL) * {strides[d]}LL; r /= {shape[d]}LL;")
+    return "\n".join(idx) + "\n"
 
 
 def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool,
@@ -15,16 +28,39 @@ def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool,
     gather only; default ``dtype``): x's dtype, converted as ``Cast`` converts."""
     src_dtype = src_dtype or dtype
     assert not scatter or src_dtype == dtype, "a scatter moves elements of one dtype"
-    idx = [f"        long long r = i, o = {offset}LL;"]
-    for d in range(len(shape) - 1, -1, -1):
-        idx.append(f"        o += (r % {shape[d]}LL) * {strides[d]}LL; r /= {shape[d]}LL;")
     read = "x[o]" if src_dtype == dtype else converted(src_dtype, dtype, "x[o]")
     move = "y[o] = x[i];" if scatter else f"y[i] = {read};"
-    body = "\n".join(idx) + f"\n        {move}\n"
+    body = view_offset(shape, strides, offset) + f"        {move}\n"
     key = f"{shape}{strides}{offset}{dtype}" + (src_dtype if src_dtype != dtype else "")
     return grid_stride_kernel("scatter" if scatter else "gather", key,
                               f"{ptr('y', dtype, False)}, {ptr('x', src_dtype)}", body, 2,
                               helpers=dtype_helpers(dtype, src_dtype))
+
+
+Segment = tuple[tuple, tuple, int, str, str]  # (shape, strides, offset, dtype, src_dtype)
+
+
+def render_multi_gather(segments: list[Segment]) -> Rendered:
+    """One kernel for several converting gathers: ``y<j>[k] = x<j>[view_j(k)]`` converted from
+    segment j's ``src_dtype`` to its ``dtype`` (as :func:`render_strided`'s gather). Element
+    ``i`` of the kernel's range is element ``i - start_j`` of the segment whose cumulative
+    range holds it (a chain of comparisons with the ends, baked in). Parameters: every
+    output, then every input."""
+    chain, start = [], 0
+    for j, (shape, strides, offset, dtype, src) in enumerate(segments):
+        end = start + prod(shape)
+        read = f"x{j}[o]" if src == dtype else converted(src, dtype, f"x{j}[o]")
+        test = f"{'if' if j == 0 else '} else if'} (i < {end}LL) {{"
+        chain.append(f"        {test}\n            const long long k = i - {start}LL;\n"
+                     + view_offset(shape, strides, offset, "k", " " * 12)
+                     + f"            y{j}[k] = {read};\n")
+        start = end
+    body = "".join(chain) + "        }\n"
+    params = ", ".join([ptr(f"y{j}", s[3], False) for j, s in enumerate(segments)]
+                       + [ptr(f"x{j}", s[4]) for j, s in enumerate(segments)])
+    key = ";".join(f"{s[0]}{s[1]}{s[2]}" for s in segments)
+    return grid_stride_kernel("multi_gather", key, params, body, 2 * len(segments),
+                              helpers=dtype_helpers(*(t for s in segments for t in s[3:])))
 
 
 def render_upsampling(out: tuple, inputs: list, concat: bool, dtype: str = "float32") -> Rendered:
