@@ -12,13 +12,24 @@ from .kernels_layout import converted
 
 
 def view_offset(shape: tuple, strides: tuple, offset: int, index: str = "i",
-                indent: str = "        ") -> str:
+                indent: str = "        ", narrow: bool = False) -> str:
     """C statements setting ``o`` to the element offset of the view's element ``index``
-    (row-major over ``shape``; the view's element ``strides`` from its start ``offset``)."""
-    idx = [f"{indent}long long r = {index}, o = {offset}LL;"]
+    (row-major over ``shape``; the view's element ``strides`` from its start ``offset``).
+    ``narrow``: in 32-bit unsigned arithmetic (see :func:`fits_32_bits`)."""
+    c, lit = ("unsigned", "u") if narrow else ("long long", "LL")
+    idx = [f"{indent}{c} r = {index}, o = {offset}{lit};"]
     for d in range(len(shape) - 1, -1, -1):
-        idx.append(f"{indent}o += (r % {shape[d]}LL) * {strides[d]}LL; r /= {shape[d]}LL;")
+        idx.append(f"{indent}o += (r % {shape[d]}{lit}) * {strides[d]}{lit}; "
+                   f"r /= {shape[d]}{lit};")
     return "\n".join(idx) + "\n"
+
+
+def fits_32_bits(shape: tuple, strides: tuple, offset: int) -> bool:
+    """Whether every index and offset of the view is a non-negative int below 2^31: divisions
+    by the baked-in sizes then take a few 32-bit instructions instead of 64-bit sequences
+    several times as long (``codegen.index_type``)."""
+    last = offset + sum((d - 1) * s for d, s in zip(shape, strides))
+    return min(strides, default=0) >= 0 and offset >= 0 and max(prod(shape), last) < 2 ** 31
 
 
 def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool,
@@ -44,15 +55,18 @@ def render_multi_gather(segments: list[Segment]) -> Rendered:
     """One kernel for several converting gathers: ``y<j>[k] = x<j>[view_j(k)]`` converted from
     segment j's ``src_dtype`` to its ``dtype`` (as :func:`render_strided`'s gather). Element
     ``i`` of the kernel's range is element ``i - start_j`` of the segment whose cumulative
-    range holds it (a chain of comparisons with the ends, baked in). Parameters: every
-    output, then every input."""
+    range holds it (a chain of comparisons with the ends, baked in); its index arithmetic is
+    32-bit where the segment fits. Parameters: every output, then every input."""
     chain, start = [], 0
     for j, (shape, strides, offset, dtype, src) in enumerate(segments):
         end = start + prod(shape)
         read = f"x{j}[o]" if src == dtype else converted(src, dtype, f"x{j}[o]")
+        narrow = fits_32_bits(shape, strides, offset)
         test = f"{'if' if j == 0 else '} else if'} (i < {end}LL) {{"
-        chain.append(f"        {test}\n            const long long k = i - {start}LL;\n"
-                     + view_offset(shape, strides, offset, "k", " " * 12)
+        k = (f"const unsigned k = (unsigned)(i - {start}LL);" if narrow
+             else f"const long long k = i - {start}LL;")
+        chain.append(f"        {test}\n            {k}\n"
+                     + view_offset(shape, strides, offset, "k", " " * 12, narrow)
                      + f"            y{j}[k] = {read};\n")
         start = end
     body = "".join(chain) + "        }\n"

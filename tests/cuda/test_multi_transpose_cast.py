@@ -15,6 +15,7 @@ import symgraph as sg
 from symgraph import executor as ex
 from symgraph.cuda import compiler, lowering_views
 from symgraph.cuda.actions import Kernel, flat_actions
+from symgraph.cuda.kernels_views import fits_32_bits, render_multi_gather
 from symgraph.dtypes import as_dtype
 from symgraph.passes import FORWARD_PIPELINE
 from symgraph.passes.channel_last import channel_last
@@ -84,12 +85,27 @@ def test_one_kernel_takes_every_output_then_every_input() -> None:
     assert kern.n == sum(int(np.prod(s[2])) for s in SEGMENTS)
 
 
+# a segment past 2^31 elements (not run: 8 GiB), and one the small one: 64- and 32-bit index
+WIDE = render_multi_gather([((2 ** 30, 3), (1, 2 ** 30), 0, "bfloat16", "float32"),
+                            ((3, 4), (4, 1), 0, "float32", "float16")])
+
+
+def test_index_arithmetic_is_32_bit_where_it_fits() -> None:
+    assert fits_32_bits((3, 4), (1, 3), 0) and fits_32_bits((2 ** 15, 2 ** 15), (1, 2 ** 15), 0)
+    assert not fits_32_bits((2 ** 16, 2 ** 15), (1, 2 ** 16), 0)
+    assert not fits_32_bits((5,), (-1,), 4)  # a reversed view: negative strides
+    first, second = WIDE.source.split("} else if")
+    assert "long long k" in first and "unsigned" not in first
+    assert "unsigned k" in second and "LL;\n" not in second.split("unsigned k")[1]
+
+
 @needs_nvcc
 def test_multi_gathers_compile_for_sm90(monkeypatch) -> None:
     kernels = {a.kernel.name: a.kernel for a in _kernels(SEGMENTS)}
     monkeypatch.setattr(lowering_views, "MAX_SEGMENTS", 4)
     kernels.update({a.kernel.name: a.kernel for a in _kernels(SEGMENTS)})
     assert len(kernels) == 3
+    kernels[WIDE.name] = WIDE
     cubin = compiler.run_nvcc(compiler.module_source(list(kernels.values())), "sm_90",
                               compiler.find_nvcc())
     assert cubin[:4] == b"\x7fELF"
