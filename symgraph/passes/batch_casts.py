@@ -53,7 +53,7 @@ def _classes(graph: Graph) -> tuple[list[Node], list[list[Node]]]:
     nodes = graph.nodes()
     casts = [n for n in nodes if n.op == CAST]
     if len(casts) < 2:
-        return [], []
+        return [], [[], []]
     late = _late(nodes)
     first = [n for n in casts if n.inputs[0].node.op == VARIABLE and n not in late]
     read = {e.node for n in nodes for e in n.inputs}
@@ -85,8 +85,9 @@ def _merged(casts: list[Node], name: str, types: TypeTable) -> Node:
 def batch_casts(graph: Graph) -> Graph:
     """``graph`` with its weight casts (class (a)) and its gradients' casts (each group of
     class (b)) as one ``_multi_transpose_cast`` per class or group of two or more."""
-    first, groups = _classes(graph)
-    groups = [g for g in groups if len(g) >= 2]
+    first, (early, late) = _classes(graph)
+    groups = [(stem, g) for stem, g in (("_transpose_casts_last", early),
+                                        ("_transpose_casts_last_late", late)) if len(g) >= 2]
     if len(first) < 2 and not groups:
         return graph
     types = types_of(graph)
@@ -100,11 +101,11 @@ def batch_casts(graph: Graph) -> Graph:
     # class (b) is read by nothing: only the graph outputs name it. Output p of the rewritten
     # graph is output p of the old one, rebuilt on replaced inputs.
     outputs = list(out.outputs)
-    for k, group in enumerate(groups):
+    for stem, group in groups:
         member = set(group)
         at = [p for p, e in enumerate(graph.outputs) if e.node in member]
         rebuilt = list(dict.fromkeys(outputs[p].node for p in at))
-        multi = _merged(rebuilt, _fresh(f"_transpose_casts_last{'_late' * k}", names), types)
+        multi = _merged(rebuilt, _fresh(stem, names), types)
         index = {n: j for j, n in enumerate(rebuilt)}
         for p in at:
             outputs[p] = Entry(multi, index[outputs[p].node])
