@@ -32,6 +32,16 @@ def fits_32_bits(shape: tuple, strides: tuple, offset: int) -> bool:
     return min(strides, default=0) >= 0 and offset >= 0 and max(prod(shape), last) < 2 ** 31
 
 
+def is_contiguous(shape: tuple, strides: tuple, offset: int) -> bool:
+    """Whether the view is its base's elements in order (element k at offset k)."""
+    step = 1
+    for d, st in zip(reversed(shape), reversed(strides)):
+        if d != 1 and st != step:
+            return False
+        step *= d
+    return offset == 0
+
+
 def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool,
                    dtype: str = "float32", src_dtype: str = "") -> Rendered:
     """``gather``: y[i] = x[view(i)]; ``scatter``: y[view(i)] = x[i], where ``view(i)`` is the
@@ -56,7 +66,8 @@ def render_multi_gather(segments: list[Segment]) -> Rendered:
     segment j's ``src_dtype`` to its ``dtype`` (as :func:`render_strided`'s gather). Element
     ``i`` of the kernel's range is element ``i - start_j`` of the segment whose cumulative
     range holds it (a chain of comparisons with the ends, baked in); its index arithmetic is
-    32-bit where the segment fits. Parameters: every output, then every input."""
+    32-bit where the segment fits, and none where the view is contiguous (a plain cast).
+    Parameters: every output, then every input."""
     chain, start = [], 0
     for j, (shape, strides, offset, dtype, src) in enumerate(segments):
         end = start + prod(shape)
@@ -65,15 +76,15 @@ def render_multi_gather(segments: list[Segment]) -> Rendered:
         test = f"{'if' if j == 0 else '} else if'} (i < {end}LL) {{"
         k = (f"const unsigned k = (unsigned)(i - {start}LL);" if narrow
              else f"const long long k = i - {start}LL;")
-        chain.append(f"        {test}\n            {k}\n"
-                     + view_offset(shape, strides, offset, "k", " " * 12, narrow)
-                     + f"            y{j}[k] = {read};\n")
+        index = ("            const long long o = k;\n" if is_contiguous(shape, strides, offset)
+                 else view_offset(shape, strides, offset, "k", " " * 12, narrow))
+        chain.append(f"        {test}\n            {k}\n{index}            y{j}[k] = {read};\n")
         start = end
     body = "".join(chain) + "        }\n"
     params = ", ".join([ptr(f"y{j}", s[3], False) for j, s in enumerate(segments)]
                        + [ptr(f"x{j}", s[4]) for j, s in enumerate(segments)])
-    key = ";".join(f"{s[0]}{s[1]}{s[2]}" for s in segments)
-    return grid_stride_kernel("multi_gather", key, params, body, 2 * len(segments),
+    # named by a hash of the body itself: equal names mean equal code (module_source dedupes)
+    return grid_stride_kernel("multi_gather", body, params, body, 2 * len(segments),
                               helpers=dtype_helpers(*(t for s in segments for t in s[3:])))
 
 

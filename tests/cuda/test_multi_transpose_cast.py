@@ -135,8 +135,9 @@ def test_amp_resnet20_step_has_two_multi_gathers(monkeypatch) -> None:
     assert "_transpose_cast" not in ops
     multi = [(node, a) for node, a in acts if node.op == "_multi_transpose_cast"]
     assert len(multi) == 2 and all(isinstance(a, Kernel) for _, a in multi)
-    # 21 convolution weights and the data in; 21 weight gradients out
-    assert sorted(len(node.inputs) for node, _ in multi) == [21, 22]
+    # 21 convolution weights, the data, the dense weight and bias in; their 23 gradients out
+    assert sorted(len(node.inputs) for node, _ in multi) == [23, 24]
+    assert "amp_cast" in ops  # of the dense layer's output (read by the softmax): not a batch
     assert not [n for n, _ in _resnet_program(monkeypatch, False)
                 if n.op in ("_transpose_cast", "_multi_transpose_cast")]
     if compiler.find_nvcc() is not None:

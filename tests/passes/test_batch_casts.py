@@ -48,8 +48,11 @@ def test_amp_step_has_one_batch_each_way_and_keeps_values(monkeypatch) -> None:
     ops = [st.node.op for st in steps]
     assert "_transpose_cast" not in ops and ops.count("_multi_transpose_cast") == 2, ops
     fwd, bwd = [st.node for st in steps if st.node.op == "_multi_transpose_cast"]
-    # 6 convolution weights (and the data) in, 6 weight gradients out, in their phases
-    assert len(fwd.inputs) == 7 and len(bwd.inputs) == 6
+    # 6 convolution weights, the data and the dense layer's weight and bias (plain casts) in;
+    # their 8 gradients out, each batch in its phase
+    assert len(fwd.inputs) == 9 and len(bwd.inputs) == 8
+    assert {e.node.name for e in fwd.inputs} == {"data", "fc_weight", "fc_bias"} | {
+        f"{n}_conv_weight" for n in ("stem", "b1a", "b1b", "b2a", "b2b", "b2p")}
     n_fwd = exe._train.schedule.n_forward_steps
     assert steps.index(next(s for s in steps if s.node is fwd)) < n_fwd
     assert steps.index(next(s for s in steps if s.node is bwd)) >= n_fwd
@@ -99,6 +102,17 @@ def test_casts_of_variables_merge() -> None:
     a, b = S.var("a"), S.var("b")
     sym = S.Group([S.exp(_tc(a)), S.relu(_tc(b, "float16", (2, 0, 1))), _tc(S.var("c"))])
     _check(sym, ["_multi_transpose_cast", "exp", "relu"], a=(3, 4), b=(2, 3, 4), c=(5, 2))
+
+
+def test_plain_float_casts_merge_with_transposing_ones() -> None:
+    """A float-to-float cast is a transposing cast with the identity permutation; a cast to an
+    integer type is not one."""
+    a, b, c = S.var("a"), S.var("b"), S.var("c")
+    sym = S.Group([S.exp(_tc(a)), S.relu(S.amp_cast(b, dtype="float16")),
+                   S.Cast(c, dtype="int32"), S._backward_Cast(S.relu(a), S.var("like")),
+                   S.Cast(S.sin(b), dtype="bfloat16")])
+    _check(sym, ["_multi_transpose_cast", "exp", "relu", "Cast", "relu", "sin",
+                 "_multi_transpose_cast"], a=(3, 4), b=(2, 3, 4), c=(5, 2), like=(3, 4))
 
 
 def test_unread_output_casts_merge_and_a_read_one_stays() -> None:
