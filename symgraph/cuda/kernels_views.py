@@ -65,22 +65,26 @@ def render_multi_gather(segments: list[Segment]) -> Rendered:
     """One kernel for several converting gathers: ``y<j>[k] = x<j>[view_j(k)]`` converted from
     segment j's ``src_dtype`` to its ``dtype`` (as :func:`render_strided`'s gather). Element
     ``i`` of the kernel's range is element ``i - start_j`` of the segment whose cumulative
-    range holds it (a chain of comparisons with the ends, baked in); its index arithmetic is
-    32-bit where the segment fits, and none where the view is contiguous (a plain cast).
-    Parameters: every output, then every input."""
+    range holds it (a chain of comparisons with the ends, baked in, the largest segments
+    first: most elements take the first branches); its index arithmetic is 32-bit where the
+    segment fits, and none where the view is contiguous (a plain cast). Parameters: every
+    output, then every input, in the order given."""
     chain, start = [], 0
-    for j, (shape, strides, offset, dtype, src) in enumerate(segments):
+    for j in sorted(range(len(segments)), key=lambda j: -prod(segments[j][0])):
+        shape, strides, offset, dtype, src = segments[j]
         end = start + prod(shape)
+        if end == start:
+            continue  # an empty input: nothing to move
         read = f"x{j}[o]" if src == dtype else converted(src, dtype, f"x{j}[o]")
         narrow = fits_32_bits(shape, strides, offset)
-        test = f"{'if' if j == 0 else '} else if'} (i < {end}LL) {{"
+        test = f"{'} else if' if chain else 'if'} (i < {end}LL) {{"
         k = (f"const unsigned k = (unsigned)(i - {start}LL);" if narrow
              else f"const long long k = i - {start}LL;")
         index = ("            const long long o = k;\n" if is_contiguous(shape, strides, offset)
                  else view_offset(shape, strides, offset, "k", " " * 12, narrow))
         chain.append(f"        {test}\n            {k}\n{index}            y{j}[k] = {read};\n")
         start = end
-    body = "".join(chain) + "        }\n"
+    body = "".join(chain) + ("        }\n" if chain else "")
     params = ", ".join([ptr(f"y{j}", s[3], False) for j, s in enumerate(segments)]
                        + [ptr(f"x{j}", s[4]) for j, s in enumerate(segments)])
     # named by a hash of the body itself: equal names mean equal code (module_source dedupes)

@@ -99,6 +99,15 @@ def test_index_arithmetic_is_32_bit_where_it_fits() -> None:
     assert "unsigned k" in second and "LL;\n" not in second.split("unsigned k")[1]
 
 
+def test_largest_segment_is_tested_first_and_an_empty_one_not_at_all() -> None:
+    kern = render_multi_gather([((2, 3), (1, 2), 0, "float16", "float32"),
+                                ((0, 3), (3, 1), 0, "float16", "float32"),
+                                ((4, 5), (1, 4), 0, "float32", "float16")])
+    body = kern.source.split("{\n", 2)[2]
+    assert body.index("y2[k]") < body.index("y0[k]") and "y1[" not in body
+    assert "if (i < 20LL)" in body and "if (i < 26LL)" in body
+
+
 @needs_nvcc
 def test_multi_gathers_compile_for_sm90(monkeypatch) -> None:
     kernels = {a.kernel.name: a.kernel for a in _kernels(SEGMENTS)}
