@@ -156,6 +156,27 @@ def _optional(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return parse_opt
 
 
+def _parse_shapes(v: Any) -> tuple[tuple[int, ...], ...]:
+    """A tuple of shapes (one axes tuple per input of a multi-input op)."""
+    v = _literal(v)
+    if not isinstance(v, (tuple, list)):
+        raise TypeError(f"expected a tuple of tuples of integers, got {v!r}")
+    return tuple(_parse_shape(x) for x in v)
+
+
+def _parse_dtypes(v: Any) -> tuple[str, ...]:
+    """A tuple of dtype names; the text ``format_value`` writes, ``(bfloat16, float32)``,
+    names them unquoted."""
+    if isinstance(v, str):
+        text = v.strip()
+        quoted = _literal(text)
+        v = quoted if not isinstance(quoted, str) else \
+            [t for t in text.strip("()[]").split(",") if t.strip()]
+    if not isinstance(v, (tuple, list)):
+        raise TypeError(f"expected a tuple of dtypes, got {v!r}")
+    return tuple(_parse_dtype(t.strip() if isinstance(t, str) else t) for t in v)
+
+
 def _parse_index_tuple(v: Any) -> tuple[Optional[int], ...]:
     """A tuple whose entries are ints or None (``slice``'s begin/end/step: ``(None, 2)``)."""
     v = _literal(v)
@@ -185,6 +206,8 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "axis": _parse_axis,
     "str?": _optional(_parse_str),
     "index_tuple": _parse_index_tuple,
+    "shapes": _parse_shapes,
+    "dtypes": _parse_dtypes,
     "any": lambda v: v,
     "text": lambda v: v if isinstance(v, str) else str(v),
     "literal": _parse_literal,

@@ -1,11 +1,45 @@
 """Kernel templates of ``lowering_views``: one grid-stride copy between a contiguous array and a
 strided view of another, the view's shape, element strides and start offset baked in as
-constants (it moves elements of any float type, no arithmetic); and UpSampling's nearest
-repeat of one or several inputs."""
+constants (it moves elements of any float type, no arithmetic); several such gathers, each
+converting, as one kernel (``_multi_transpose_cast``); and UpSampling's nearest repeat of one
+or several inputs."""
 from __future__ import annotations
+
+from math import prod
 
 from .codegen import Rendered, dtype_helpers, grid_stride_kernel, ptr
 from .kernels_layout import converted
+
+
+def view_offset(shape: tuple, strides: tuple, offset: int, index: str = "i",
+                indent: str = "        ", narrow: bool = False) -> str:
+    """C statements setting ``o`` to the element offset of the view's element ``index``
+    (row-major over ``shape``; the view's element ``strides`` from its start ``offset``).
+    ``narrow``: in 32-bit unsigned arithmetic (see :func:`fits_32_bits`)."""
+    c, lit = ("unsigned", "u") if narrow else ("long long", "LL")
+    idx = [f"{indent}{c} r = {index}, o = {offset}{lit};"]
+    for d in range(len(shape) - 1, -1, -1):
+        idx.append(f"{indent}o += (r % {shape[d]}{lit}) * {strides[d]}{lit}; "
+                   f"r /= {shape[d]}{lit};")
+    return "\n".join(idx) + "\n"
+
+
+def fits_32_bits(shape: tuple, strides: tuple, offset: int) -> bool:
+    """Whether every index and offset of the view is a non-negative int below 2^31: divisions
+    by the baked-in sizes then take a few 32-bit instructions instead of 64-bit sequences
+    several times as long (``codegen.index_type``)."""
+    last = offset + sum((d - 1) * s for d, s in zip(shape, strides))
+    return min(strides, default=0) >= 0 and offset >= 0 and max(prod(shape), last) < 2 ** 31
+
+
+def is_contiguous(shape: tuple, strides: tuple, offset: int) -> bool:
+    """Whether the view is its base's elements in order (element k at offset k)."""
+    step = 1
+    for d, st in zip(reversed(shape), reversed(strides)):
+        if d != 1 and st != step:
+            return False
+        step *= d
+    return offset == 0
 
 
 def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool,
@@ -15,16 +49,47 @@ def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool,
     gather only; default ``dtype``): x's dtype, converted as ``Cast`` converts."""
     src_dtype = src_dtype or dtype
     assert not scatter or src_dtype == dtype, "a scatter moves elements of one dtype"
-    idx = [f"        long long r = i, o = {offset}LL;"]
-    for d in range(len(shape) - 1, -1, -1):
-        idx.append(f"        o += (r % {shape[d]}LL) * {strides[d]}LL; r /= {shape[d]}LL;")
     read = "x[o]" if src_dtype == dtype else converted(src_dtype, dtype, "x[o]")
     move = "y[o] = x[i];" if scatter else f"y[i] = {read};"
-    body = "\n".join(idx) + f"\n        {move}\n"
+    body = view_offset(shape, strides, offset) + f"        {move}\n"
     key = f"{shape}{strides}{offset}{dtype}" + (src_dtype if src_dtype != dtype else "")
     return grid_stride_kernel("scatter" if scatter else "gather", key,
                               f"{ptr('y', dtype, False)}, {ptr('x', src_dtype)}", body, 2,
                               helpers=dtype_helpers(dtype, src_dtype))
+
+
+Segment = tuple[tuple, tuple, int, str, str]  # (shape, strides, offset, dtype, src_dtype)
+
+
+def render_multi_gather(segments: list[Segment]) -> Rendered:
+    """One kernel for several converting gathers: ``y<j>[k] = x<j>[view_j(k)]`` converted from
+    segment j's ``src_dtype`` to its ``dtype`` (as :func:`render_strided`'s gather). Element
+    ``i`` of the kernel's range is element ``i - start_j`` of the segment whose cumulative
+    range holds it (a chain of comparisons with the ends, baked in, the largest segments
+    first: most elements take the first branches); its index arithmetic is 32-bit where the
+    segment fits, and none where the view is contiguous (a plain cast). Parameters: every
+    output, then every input, in the order given."""
+    chain, start = [], 0
+    for j in sorted(range(len(segments)), key=lambda j: -prod(segments[j][0])):
+        shape, strides, offset, dtype, src = segments[j]
+        end = start + prod(shape)
+        if end == start:
+            continue  # an empty input: nothing to move
+        read = f"x{j}[o]" if src == dtype else converted(src, dtype, f"x{j}[o]")
+        narrow = fits_32_bits(shape, strides, offset)
+        test = f"{'} else if' if chain else 'if'} (i < {end}LL) {{"
+        k = (f"const unsigned k = (unsigned)(i - {start}LL);" if narrow
+             else f"const long long k = i - {start}LL;")
+        index = ("            const long long o = k;\n" if is_contiguous(shape, strides, offset)
+                 else view_offset(shape, strides, offset, "k", " " * 12, narrow))
+        chain.append(f"        {test}\n            {k}\n{index}            y{j}[k] = {read};\n")
+        start = end
+    body = "".join(chain) + ("        }\n" if chain else "")
+    params = ", ".join([ptr(f"y{j}", s[3], False) for j, s in enumerate(segments)]
+                       + [ptr(f"x{j}", s[4]) for j, s in enumerate(segments)])
+    # named by a hash of the body itself: equal names mean equal code (module_source dedupes)
+    return grid_stride_kernel("multi_gather", body, params, body, 2 * len(segments),
+                              helpers=dtype_helpers(*(t for s in segments for t in s[3:])))
 
 
 def render_upsampling(out: tuple, inputs: list, concat: bool, dtype: str = "float32") -> Rendered:

@@ -7,7 +7,9 @@ constants of a copy kernel (``kernels_views``). So the GPU reads exactly the ele
 would, with no per-op index arithmetic written here. ``gather``: out[i] = in[view(i)];
 ``scatter``: out[view(i)] = in[i] (Concat's pieces, a slice's gradient placed into zeros). The kernels move elements of the
 step's dtype (any float type: no arithmetic); a gather may also convert them
-(``_transpose_cast``, the transpose of a cast that ``passes/fold_casts`` makes one step).
+(``_transpose_cast``, the transpose of a cast that ``passes/fold_casts`` makes one step), and
+``_multi_transpose_cast`` (``passes/batch_casts``' batch of them) is one kernel doing each
+input's converting gather in its own range of the launch.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import Callable
 import numpy as np
 
 from .actions import Fill, Kernel, StepCtx, family, launch
-from .kernels_views import render_strided, render_upsampling
+from .kernels_views import render_multi_gather, render_strided, render_upsampling
 
 ViewFn = Callable[[object, np.ndarray, list], list]  # (attrs, array, input shapes) -> views
 
@@ -54,6 +56,26 @@ def _gather_views(ctx: StepCtx, p: dict) -> list:
     base = np.empty(ctx.in_shapes[i], ctx.dtype_of(ctx.ins[i]))
     views = p["views"](ctx.attrs, base, ctx.in_shapes)
     return [_copy(ctx, v, base, out, ctx.ins[i], False) for v, out in zip(views, ctx.outs)]
+
+
+MAX_SEGMENTS = 64
+"""Gathers per kernel: 2 pointers each, 1 KiB of the 4 KiB of parameters a launch may pass."""
+
+
+@family("multi_transpose_cast")
+def _multi_transpose_cast(ctx: StepCtx, p: dict) -> list:
+    """Output j = ``p['views'](attrs, bases)[j]`` of input j's array, converted to output j's
+    dtype: one kernel per ``MAX_SEGMENTS`` inputs, over all their elements."""
+    bases = [np.empty(shape, ctx.dtype_of(x)) for shape, x in zip(ctx.in_shapes, ctx.ins)]
+    segments = [view_geometry(v, b) + (ctx.dt(y), ctx.dt(x)) for v, b, x, y in
+                zip(p["views"](ctx.attrs, bases), bases, ctx.ins, ctx.outs)]
+    acts = []
+    for k in range(0, len(segments), MAX_SEGMENTS):
+        part = slice(k, k + MAX_SEGMENTS)
+        kern = render_multi_gather(segments[part])
+        acts.append(launch(ctx, kern, (*ctx.outs[part], *ctx.ins[part]),
+                           sum(prod(s[0]) for s in segments[part])))
+    return acts
 
 
 @family("scatter_views")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..attrs import Attrs, Param
-from ..base import ShapeError
+from ..base import AttrError, ShapeError
 from ..dtypes import is_float
 from ..registry import BROADCAST, INJECTIVE, NO_GRADIENT, OpDef, RunCtx, alias, register
 from ._util import fmt, forward_shape, like_input, norm_axis, same_shape
@@ -173,3 +173,42 @@ register(OpDef(
     doc="transpose(data, axes) converted to dtype (as Cast converts), in one step: what "
         "passes/fold_casts makes of a float cast next to a transpose (AMP's weights in "
         "channels-last convolutions)."))
+
+
+def _each(a: Attrs, n: int) -> list[tuple[tuple[int, ...], str]]:
+    """(axes, dtype) of each of the ``n`` inputs; AttrError when the attrs do not give one
+    of each per input."""
+    axes, dtypes = a["axes"], a["dtypes"]
+    if not len(axes) == len(dtypes) == n == a["num_args"]:
+        raise AttrError(f"num_args={a['num_args']}, {n} inputs, {len(axes)} axes tuples "
+                        f"{axes} and {len(dtypes)} dtypes {dtypes}: one of each per input")
+    return list(zip(axes, dtypes))
+
+
+def _multi_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    done = [_transpose_shape({"axes": ax}, [i], [o])
+            for (ax, _), i, o in zip(_each(a, len(ins)), ins, outs)]
+    return [d[0][0] for d in done], [d[1][0] for d in done]
+
+
+def _multi_transpose_cast(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    return [_transpose_cast({"axes": ax, "dtype": t}, [x], ctx)[0]
+            for (ax, t), x in zip(_each(a, len(xs)), xs)]
+
+
+register(OpDef(
+    "_multi_transpose_cast",
+    {"num_args": Param("int", doc="number of inputs, and of outputs"),
+     "axes": Param("shapes", doc="the permutation of each input (() reverses its axes)"),
+     "dtypes": Param("dtypes", doc="the dtype each output is converted to")},
+    lambda a: tuple(f"data_{i}" for i in range(a["num_args"])), _multi_shape,
+    _multi_transpose_cast, NO_GRADIENT, INJECTIVE, partial_shapes=True,
+    infer_type=lambda a, ins, outs: (ins, [np.dtype(t) for _, t in _each(a, len(ins))]),
+    variadic="num_args", outputs=lambda a: tuple(f"output{i}" for i in range(a["num_args"])),
+    # GPU: one kernel for all of them (cuda/lowering_views.py)
+    lowering=("multi_transpose_cast", {"views": lambda a, xs: [
+        x.transpose(_transpose_axes({"axes": ax}, x.ndim)) for x, ax in zip(xs, a["axes"])]}),
+    doc="Output i is ``_transpose_cast(data_i, axes[i], dtypes[i])``: what passes/batch_casts "
+        "makes of the weight casts of a training step (all at its start, their gradients' all "
+        "at its end), so that the GPU runs one kernel for each batch. Made after autodiff: "
+        "no gradient."))

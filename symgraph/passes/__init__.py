@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 from typing import Any, Optional
 
 from ..graph import Graph, Node
+from .batch_casts import batch_casts
 from .constant_fold import constant_fold
 from .cse import cse
 from .dce import dce
@@ -26,11 +27,12 @@ Pass = Callable[[Graph], Graph]
 # by naming it as its own FORWARD_PIPELINE (the CUDA backend does, the numpy backend does not).
 FORWARD_PIPELINE: tuple[Pass, ...] = (fuse_conv_pool,)
 # After autodiff: simplify first so CSE sees canonical nodes; casts fold into transposes once
-# dead readers are gone (dce); fusion last, on the smallest graph.
+# dead readers are gone (dce), then the folded weight casts batch into one step each way;
+# fusion last, on the smallest graph.
 TRAINING_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fold_casts,
-                                       fuse_elementwise)
+                                       batch_casts, fuse_elementwise)
 INFERENCE_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fold_casts,
-                                        fuse_elementwise)
+                                        batch_casts, fuse_elementwise)
 
 VERIFY = False
 ENABLED = True

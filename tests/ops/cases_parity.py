@@ -165,6 +165,12 @@ CASES += [
     Case("_transpose_cast", lambda: S._transpose_cast(x, axes=(2, 0, 1), dtype="float32"),
          {"x": normal(2, 3, 4)}, lambda x: x.transpose(2, 0, 1).astype(np.float32),
          rtol=1e-6, grad_rtol=1e-2),  # central differences of a float32 output
+    # made after autodiff only: no gradient (BlockGrad keeps autodiff out, as for batch_take)
+    Case("_multi_transpose_cast", lambda: S.Group([S.BlockGrad(o) for o in S._multi_transpose_cast(
+        x, S.var("y"), axes=((2, 0, 1), ()), dtypes=("float32", "float16"))]),
+         {"x": normal(2, 3, 4), "y": normal(3, 5)},
+         lambda x, y: [x.transpose(2, 0, 1).astype(np.float32), y.T.astype(np.float16)],
+         rtol=1e-6, grad=False),
     # x float64 (the cases' dtype), y cast to float32: both float64 (the widest), or with
     # cast_narrow both float32
     Case("amp_multicast", lambda: S.Group(list(S.amp_multicast(
