@@ -65,6 +65,7 @@ class Kernel:
     block: int
     args: tuple[Ref, ...]
     n: int
+    cooperative: bool = False  # a grid-wide barrier: every block resident (cuda/cooperative)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from . import cublas
 from .compiler import compile_module
 from .graphs import CudaGraph
 from .codegen import THREADS
-from . import conv_choice, cudnn
+from . import conv_choice, cooperative, cudnn
 from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Switch,
                       Upload, fill_bits, flat_actions)
 from .plan import ACCUMULATE, align, lower_schedule, segments
@@ -253,6 +253,7 @@ class CudaProgram:
             cubin = compile_module(self.source, self.arch)
             with activate(self.device_id):
                 self._module = drv.module_from_buffer(cubin)
+            self._cubin = cubin  # (cooperative launches load it again: cuda/cooperative.py)
 
     def _draw_keys(self, start: int, stop: int, rc: RunCtx) -> None:
         """Fresh random keys for the steps ``start:stop`` that own one, drawn from the run's
@@ -366,6 +367,11 @@ class CudaProgram:
 
     def _launch_kernel(self, act: Kernel, env: CudaEnv) -> Closure:
         ptrs = tuple(self._ptr(r, env) for r in act.args)
+        if act.cooperative:
+            self._load()
+            func = cooperative.function(self.device_id, self._cubin, act.kernel.name)
+            return cooperative.launch_closure(func, act.grid, act.block, ptrs, act.n,
+                                              self.stream.handle, act.kernel.name)
         return self._kernel_closure(act.kernel.name, act.grid, ptrs, act.n, act.block)
 
     def _launch_copy(self, act: Copy, env: CudaEnv) -> Closure:

@@ -29,6 +29,10 @@ def _lib() -> Any:
         _LIB.cuGraphLaunch.argtypes = [vp, vp]
         _LIB.cuGraphExecDestroy.argtypes = [vp]
         _LIB.cuGraphDestroy.argtypes = [vp]
+        # cooperative.py's launches
+        _LIB.cuModuleLoadData.argtypes = [ctypes.POINTER(vp), ctypes.c_char_p]
+        _LIB.cuModuleGetFunction.argtypes = [ctypes.POINTER(vp), vp, ctypes.c_char_p]
+        _LIB.cuLaunchKernelEx.argtypes = [vp, vp, vp, vp]
     return _LIB
 
 

@@ -190,12 +190,11 @@ def render_bn_backward_finish(channels: int, chunks: int, dtype: str = "float32"
 # write their float partial pairs, laid (chunks, 2, cols), meet at a grid-wide barrier, then
 # each block sums the partials of its columns (in a fixed order: the results do not depend on
 # the blocks' schedule), and applies the result to the rows it summed, which are still in L2.
-# The barrier needs every block resident at once. ``__launch_bounds__`` makes the compiler fit
+# The barrier needs every block resident at once: the kernels are launched cooperatively
+# (``Kernel.cooperative``, ``cuda/cooperative.py``), so the driver schedules a grid only when all
+# of its blocks fit, beside whatever else runs. ``__launch_bounds__`` makes the compiler fit
 # COOP_BLOCKS_PER_SM blocks of COOP_THREADS on each SM, and the lowering launches at most one
-# block per SM: a launch fits beside any other, so two of these kernels running at once (two
-# programs' streams) both fit. (Three at once, each partly resident, could wait for each
-# other's blocks: symgraph runs one program at a time per device unless the user runs
-# executors from several threads; the barrier traps after about a minute rather than hang.)
+# block per SM, well within what a cooperative launch accepts.
 
 COOP_THREADS = 512
 COOP_BLOCKS_PER_SM = 2
@@ -213,11 +212,7 @@ __device__ __forceinline__ void sg_grid_sync(unsigned int* bar) {
         __threadfence();
         const unsigned int old = atomicAdd(bar, add);
         volatile unsigned int* word = bar;
-        // A launch whose blocks cannot all be resident would wait here for ever: stop with an
-        // error after about a minute instead (see COOP_BLOCKS_PER_SM).
-        for (unsigned int spins = 0; ((old ^ *word) & 0x80000000u) == 0u; ++spins) {
-            if (spins == (1u << 26)) __trap();
-        }
+        while (((old ^ *word) & 0x80000000u) == 0u) {}
         __threadfence();
     }
     __syncthreads();

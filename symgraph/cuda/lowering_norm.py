@@ -63,8 +63,8 @@ def _normalise(ctx: StepCtx, mean: Ref, var: Ref) -> list:
 
 def _coop_grid(ctx: StepCtx, rows: int, cols: int) -> tuple[int, int]:
     """(row chunks, blocks) of a one-kernel channel-last BatchNorm: about one unit per SM, at
-    least eight elements per thread, at most one block per SM (``kernels_norm``'s barrier:
-    half of what every SM can hold, so any two such launches fit together). One unit per SM
+    least eight elements per thread, at most one block per SM (a cooperative launch: half of
+    what every SM can hold, so it fits beside other work). One unit per SM
     measured faster than two (H100, bf16: a 16-channel layer's forward 11.7 against 14.1 us;
     32 channels 8.1 against 9.0): a cheaper barrier, and half the partials for each block to
     sum after it."""
@@ -81,7 +81,8 @@ def _coop(ctx: StepCtx, rows: int, cols: int, render: Callable[[int], Rendered],
     chunks, grid = _coop_grid(ctx, rows, cols)
     part = ctx.new_array(2 * chunks * cols, "float32")
     bar = ctx.new_state(4)
-    return [Kernel(render(chunks), grid, COOP_THREADS, (*outs, part, bar, *ins), grid)]
+    return [Kernel(render(chunks), grid, COOP_THREADS, (*outs, part, bar, *ins), grid,
+                   cooperative=True)]
 
 
 def _block_sums(ctx: StepCtx, channels: int, n: int, srcs: tuple,

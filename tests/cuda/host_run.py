@@ -63,7 +63,6 @@ static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
 }
 static inline void __threadfence() {}
 static inline void __nanosleep(unsigned int) {}
-static inline void __trap() { abort(); }
 template <class T> static inline T __ldcg(const T* p) { return *p; }
 #define __launch_bounds__(...)
 """
