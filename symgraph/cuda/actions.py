@@ -85,22 +85,11 @@ class Fill:
     dtype: str = "float32"
 
 
-def fill_bits(value: float, dtype: str) -> tuple[int, int]:
-    """(bytes per element, bit pattern) a memset of a :class:`Fill` writes: ``value`` in
-    ``dtype`` (float32: 32-bit; float16 / bfloat16: 16-bit, rounded to nearest)."""
-    if dtype == "bfloat16":
-        import ml_dtypes
-        dt = np.dtype(ml_dtypes.bfloat16)
-    else:
-        dt = np.dtype(dtype)
-    v = np.array(value, dt)
-    return v.itemsize, int(v.view(np.uint16 if v.itemsize == 2 else np.uint32))
-
-
 def memset_pattern(value: np.ndarray) -> Optional[tuple[int, int]]:
     """(width in bytes, pattern) of a device memset that writes the one-element array
     ``value`` into every element: its bytes repeat a 1-, 2- or 4-byte pattern (0 in any dtype,
-    every float32/float16/bfloat16 value); None when they do not (most float64 values)."""
+    every value of a 2- or 4-byte type: every :class:`Fill`); None when they do not (most
+    float64 values)."""
     raw = value.tobytes()
     for width in (1, 2, 4):
         if len(raw) % width == 0 and raw == raw[:width] * (len(raw) // width):

@@ -26,6 +26,7 @@ import pycuda.driver as drv  # noqa: E402
 from .. import profiler
 from .. import random as _random
 from ..base import ExecutionError
+from ..dtypes import as_dtype
 from ..passes import FORWARD_PIPELINE as SHARED_FORWARD
 from ..passes.channel_last import channel_last
 from ..registry import RunCtx, get_op
@@ -36,7 +37,7 @@ from .graphs import CudaGraph
 from .codegen import THREADS
 from . import conv_choice, cooperative, cudnn
 from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Switch,
-                      Upload, fill_bits, flat_actions)
+                      Upload, flat_actions, memset_pattern)
 from .plan import ACCUMULATE, align, lower_schedule, segments
 from .runtime import activate, device_info, wire
 
@@ -380,12 +381,14 @@ class CudaProgram:
         return lambda rc: drv.memcpy_dtod_async(dst, src, nbytes, stream)
 
     def _launch_fill(self, act: Fill, env: CudaEnv) -> Closure:
-        """A 32- or 16-bit memset of the value's bits in the fill's dtype."""
-        dst, count, stream = self._ptr(act.dst, env), act.count, self.stream
-        width, bits = fill_bits(act.value, act.dtype)
-        if width == 2:
-            return lambda rc: drv.memset_d16_async(dst, bits, count, stream) if count else None
-        return lambda rc: drv.memset_d32_async(dst, bits, count, stream) if count else None
+        """A memset of the value's bits in the fill's dtype, as narrow as they repeat (a zero
+        fill is bytes)."""
+        dst, stream = self._ptr(act.dst, env), self.stream
+        value = np.asarray(act.value, as_dtype(act.dtype))
+        width, bits = memset_pattern(value)  # (a 2- or 4-byte value repeats at its own width)
+        count = act.count * value.itemsize // width
+        memset = MEMSETS[width]
+        return lambda rc: memset(dst, bits, count, stream) if count else None
 
     def _launch_gemm(self, act: Gemm, env: CudaEnv) -> Closure:
         a, b, c = (self._ptr(r, env) for r in (act.a, act.b, act.c))
@@ -468,6 +471,8 @@ class CudaProgram:
 ALIGN_MIN = 256
 
 # Action type -> the CudaProgram method building its launch closure.
+MEMSETS = {1: drv.memset_d8_async, 2: drv.memset_d16_async, 4: drv.memset_d32_async}
+
 LAUNCHES: dict[type, Callable[[CudaProgram, Any, CudaEnv], Closure]] = {
     Kernel: CudaProgram._launch_kernel, Copy: CudaProgram._launch_copy,
     Fill: CudaProgram._launch_fill, Gemm: CudaProgram._launch_gemm,
