@@ -231,7 +231,8 @@ class StepCtx:
     def new_state(self, nbytes: int) -> Ref:
         """Device memory of this step that outlives the run, zero when the program is made
         (``Ref.index``: its byte offset in the program's state; ``scratch`` is shared with the
-        other steps). A kernel keeping a counter there must leave it as it found it."""
+        other steps). A kernel keeping a counter there must leave it in a state its next
+        launch accepts (``kernels_norm``'s barrier: its low bits as they were)."""
         offset = sum(self.state)
         self.state.append((int(nbytes) + 255) // 256 * 256)
         return Ref("state", offset)

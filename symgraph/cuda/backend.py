@@ -470,9 +470,10 @@ class CudaProgram:
 
 ALIGN_MIN = 256
 
-# Action type -> the CudaProgram method building its launch closure.
+# A memset's width in bytes -> the driver call.
 MEMSETS = {1: drv.memset_d8_async, 2: drv.memset_d16_async, 4: drv.memset_d32_async}
 
+# Action type -> the CudaProgram method building its launch closure.
 LAUNCHES: dict[type, Callable[[CudaProgram, Any, CudaEnv], Closure]] = {
     Kernel: CudaProgram._launch_kernel, Copy: CudaProgram._launch_copy,
     Fill: CudaProgram._launch_fill, Gemm: CudaProgram._launch_gemm,

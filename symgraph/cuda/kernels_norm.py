@@ -286,8 +286,8 @@ def _coop_kernel(tag: str, params: str, rows: int, cols: int, chunks: int, setup
     clen = -(-rows // chunks)
     # 32-bit offsets where they fit (fewer registers), past the end by a batch of row lanes
     it = index_type((rows + BATCH * COOP_THREADS) * cols)
-    partials = {"pa": f"__ldcg(part + j * {2 * cols}LL + c)",
-                "pb": f"__ldcg(part + j * {2 * cols}LL + {cols}LL + c)"}
+    partials = ({"pa": f"__ldcg(part + j * {2 * cols}LL + c)",
+                 "pb": f"__ldcg(part + j * {2 * cols}LL + {cols}LL + c)"}, "a += pa; b += pb;")
     rows_of_unit = (
         f"        const long long c = u / {chunks}LL * lanes + lane, k = u % {chunks}LL;\n"
         f"        const long long r0 = k * {clen}LL;\n"
@@ -323,7 +323,7 @@ def _coop_kernel(tag: str, params: str, rows: int, cols: int, chunks: int, setup
         f"            tile = u / {chunks}LL;\n"
         "            float a = 0.f, b = 0.f;\n"
         "            if (mine) {  // (__ldcg: from L2, where the other SMs' partials are)\n"
-        f"{_batched('int', 'line', str(chunks), 'lines', partials, 'a += pa; b += pb;', ' ' * 16, 'j')}"
+        f"{_batched('int', 'line', str(chunks), 'lines', *partials, ' ' * 16, 'j')}"
         "            }\n"
         f"{_fold(' ' * 12)}"
         f"            if (line == 0 && c < {cols}) {{\n"

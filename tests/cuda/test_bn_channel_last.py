@@ -78,8 +78,9 @@ def _inputs(step, sch, rng: np.random.Generator) -> list:
 @pytest.mark.parametrize("shape,axis", SHAPES, ids=[str(s[0]) for s in SHAPES])
 def test_channel_last_steps_on_host(shape: tuple, axis: int, dtypes: tuple,
                                     tmp_path: Path) -> None:
-    """Both steps lower to one column-sum kernel each, run on the host and match numpy in float64 on the
-    same (rounded) inputs, each output within about two roundings of its own dtype."""
+    """Both steps lower to one column-sum kernel each, run on the host and match numpy in
+    float64 on the same (rounded) inputs, each output within about two roundings of its own
+    dtype."""
     sch, fwd, bwd = _bn_steps(shape, axis, dtypes)
     rng = np.random.default_rng(11)
     for step in (fwd, bwd):

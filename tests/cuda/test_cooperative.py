@@ -26,9 +26,9 @@ PROGRAM = r"""
 int main() {
     printf("%zu %zu %zu %zu\n", sizeof(CUlaunchAttribute), offsetof(CUlaunchAttribute, value),
            sizeof(CUlaunchAttributeValue), (size_t)CU_LAUNCH_ATTRIBUTE_COOPERATIVE);
-    printf("%zu %zu %zu %zu %zu\n", sizeof(CUlaunchConfig), offsetof(CUlaunchConfig, sharedMemBytes),
-           offsetof(CUlaunchConfig, hStream), offsetof(CUlaunchConfig, attrs),
-           offsetof(CUlaunchConfig, numAttrs));
+    printf("%zu %zu %zu %zu %zu\n", sizeof(CUlaunchConfig),
+           offsetof(CUlaunchConfig, sharedMemBytes), offsetof(CUlaunchConfig, hStream),
+           offsetof(CUlaunchConfig, attrs), offsetof(CUlaunchConfig, numAttrs));
     return 0;
 }
 """
