@@ -87,11 +87,11 @@ class Fill:
 
 def memset_pattern(value: np.ndarray) -> Optional[tuple[int, int]]:
     """(width in bytes, pattern) of a device memset that writes the one-element array
-    ``value`` into every element: its bytes repeat a 1-, 2- or 4-byte pattern (0 in any dtype,
-    every value of a 2- or 4-byte type: every :class:`Fill`); None when they do not (most
-    float64 values)."""
+    ``value`` into every element: the widest of a 4-, 2- or 1-byte pattern its bytes repeat (0
+    in any dtype, every value of a 2- or 4-byte type: every :class:`Fill`); None when they do
+    not (most float64 values)."""
     raw = value.tobytes()
-    for width in (1, 2, 4):
+    for width in (4, 2, 1):
         if len(raw) % width == 0 and raw == raw[:width] * (len(raw) // width):
             return width, int.from_bytes(raw[:width], sys.byteorder)
     return None

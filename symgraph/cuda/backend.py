@@ -381,8 +381,8 @@ class CudaProgram:
         return lambda rc: drv.memcpy_dtod_async(dst, src, nbytes, stream)
 
     def _launch_fill(self, act: Fill, env: CudaEnv) -> Closure:
-        """A memset of the value's bits in the fill's dtype, as narrow as they repeat (a zero
-        fill is bytes)."""
+        """A memset of the value's bits in the fill's dtype (``memset_pattern``: a Fill's 2- or
+        4-byte values repeat at their own width)."""
         dst, stream = self._ptr(act.dst, env), self.stream
         value = np.asarray(act.value, as_dtype(act.dtype))
         width, bits = memset_pattern(value)  # (a 2- or 4-byte value repeats at its own width)

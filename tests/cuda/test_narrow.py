@@ -281,7 +281,7 @@ def test_vector_width_follows_the_dtype(types: tuple, lanes: int) -> None:
 def test_fill_patterns_per_dtype() -> None:
     """A Fill's memset pattern (``memset_pattern`` of the value in the fill's dtype): float32
     1.0 = 0x3f800000 (32-bit), float16 1.0 = 0x3c00, bfloat16 1.0 = 0x3f80 and -2.5 = 0xc020
-    (16-bit), 1/3 rounded to nearest; zero in bytes."""
+    (16-bit), 1/3 rounded to nearest: always the fill type's own width."""
     from symgraph.cuda.actions import memset_pattern
     from symgraph.dtypes import as_dtype
 
@@ -293,7 +293,7 @@ def test_fill_patterns_per_dtype() -> None:
     assert fill(-2.5, "bfloat16") == (2, 0xC020)
     assert fill(1 / 3, "float16") == (2, 0x3555)
     assert fill(1 / 3, "bfloat16") == (2, 0x3EAB)
-    assert fill(0.0, "float32") == (1, 0) and fill(0.0, "int32") == (1, 0)
+    assert fill(0.0, "float32") == (4, 0) and fill(0.0, "bfloat16") == (2, 0)
 
 
 def test_assert_close_allows_only_the_given_share() -> None:

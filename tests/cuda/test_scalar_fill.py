@@ -41,7 +41,8 @@ def test_pattern_rebuilds_numpy_full(dtype) -> None:
 
 
 def test_zero_and_float32_values_always_memset() -> None:
-    assert memset_pattern(np.zeros((), np.float64)) == (1, 0)
+    assert memset_pattern(np.zeros((), np.float64)) == (4, 0)
+    assert memset_pattern(np.zeros((), np.int8)) == (1, 0)
     assert memset_pattern(np.asarray(1.0, np.float32)) == (4, 0x3F800000)
     assert memset_pattern(np.asarray(1.0, ml_dtypes.bfloat16)) == (2, 0x3F80)
     assert memset_pattern(np.asarray(1 / 3, np.float64)) is None
