@@ -76,7 +76,7 @@ class Target:
 
 t = Target((3, 4), np.float32)
 rt.write_device(t, slice(None), 0)
-assert drv.memset_d8.call_args_list[-1].args == (4096, 0, 48), drv.memset_d8.call_args_list
+assert drv.memset_d32.call_args_list[-1].args == (4096, 0, 12), drv.memset_d32.call_args_list
 rt.write_device(t, slice(None), 2.0)
 assert drv.memset_d32.call_args_list[-1].args == (4096, 0x40000000, 12)
 assert t._data.sets == []  # no upload for a scalar
@@ -88,10 +88,13 @@ rt.write_device(d, slice(None), 1 / 3)  # no 1-, 2- or 4-byte pattern: uploaded
 assert len(d._data.sets) == 1 and d._data.sets[0].tolist() == [1 / 3, 1 / 3]
 rt.write_device(t, slice(None), np.ones((3, 4)))  # an array is uploaded
 assert len(t._data.sets) == 1
+b = Target((3,), np.int8)
+rt.write_device(b, slice(None), 7)
+assert drv.memset_d8.call_args_list[-1].args == (4096, 7, 3)
 e = Target((0,), np.float32)
-n = drv.memset_d8.call_count
+n = drv.memset_d32.call_count
 rt.write_device(e, slice(None), 0)
-assert drv.memset_d8.call_count == n  # nothing to write
+assert drv.memset_d32.call_count == n  # nothing to write
 print("OK")
 '''
 
