@@ -71,7 +71,10 @@ def test_amp_step_has_one_batch_each_way_and_keeps_values(monkeypatch) -> None:
 
 def test_amp_step_matches_no_passes(monkeypatch) -> None:
     """Against the unoptimised graph (no fusion, no folding): bfloat16 roundings differ by
-    where fusion keeps float, so a loose tolerance; values that far apart would be wrong."""
+    where fusion keeps float (a BatchNorm heading its ReLU applies it before rounding), so a
+    loose tolerance: on this batch of two, either graph's gradients are up to 0.2-0.4 of their
+    scale from the float32 net's, and the two within 0.07 of each other (values that far
+    apart would be wrong)."""
     _, outs, grads = _amp_train(monkeypatch)
     monkeypatch.setattr(P, "ENABLED", False)
     _, outs2, grads2 = _amp_train(monkeypatch)
@@ -79,7 +82,7 @@ def test_amp_step_matches_no_passes(monkeypatch) -> None:
         np.testing.assert_allclose(a, b, rtol=0.05, atol=0.02)
     for k in grads:
         scale = np.abs(grads2[k]).max() + 1e-3
-        np.testing.assert_allclose(grads[k] / scale, grads2[k] / scale, atol=0.05, err_msg=k)
+        np.testing.assert_allclose(grads[k] / scale, grads2[k] / scale, atol=0.1, err_msg=k)
 
 
 def _tc(x, dtype: str = "bfloat16", axes=(1, 0)):
