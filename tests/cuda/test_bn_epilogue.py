@@ -103,4 +103,13 @@ def test_gpu_step_matches_numpy(axis: int, shape: tuple, dtype: str) -> None:
     for part_got, part_want in zip(got, want):
         for k, w in part_want.items():
             scale = max(1.0, float(np.abs(w).max()))
-            np.testing.assert_allclose(part_got[k], w, rtol=tol, atol=tol * scale, err_msg=k)
+            if dtype == "float32":
+                np.testing.assert_allclose(part_got[k], w, rtol=tol, atol=tol * scale,
+                                           err_msg=k)
+                continue
+            # bfloat16 against float32: where y + x is within a rounding of 0 the ReLU keeps
+            # one and cuts the other (0.7% of x's gradient on the H100): a few elements off by
+            # their whole value, the rest within a few roundings
+            off = np.abs(part_got[k] - w) > tol * (np.abs(w) + scale)
+            assert off.mean() <= 0.02, (k, off.mean())
+            assert np.abs(part_got[k] - w).mean() <= tol * scale / 4, k
