@@ -7,8 +7,11 @@ gives dx): column sums whose consecutive threads read consecutive channels, a gr
 barrier, and the elementwise part (see that section's comment)."""
 from __future__ import annotations
 
-from .codegen import (Rendered, c_float, dtype_helpers, grid_stride_kernel, index_type,
-                      kernel_name, ptr, with_dtype)
+from typing import Optional
+
+from ..expr import Expr
+from .codegen import (Rendered, c_float, dtype_helpers, expr_to_c, grid_stride_kernel,
+                      index_type, kernel_name, ptr, with_dtype)
 from .kernels_conv_pool import BLOCK_SIZE_FREE
 
 
@@ -343,13 +346,16 @@ def _coop_kernel(tag: str, params: str, rows: int, cols: int, chunks: int, setup
 
 def render_bn_column_train(rows: int, cols: int, chunks: int, eps: float, momentum: float,
                            fix_gamma: bool, x_t: str = "float32", s_t: str = "float32",
-                           p_t: str = "float32") -> Rendered:
+                           p_t: str = "float32", epilogue: Optional[Expr] = None,
+                           n_epi: int = 0) -> Rendered:
     """BatchNorm's training forward over a (rows, cols) channel-last matrix, one kernel:
     per column the mean and biased variance (one pass of ``d = x - x[0][c]`` and ``d * d``: the
     shift of ``render_bn_stats``), the moving statistics, and ``y = (x - mean) * gamma /
     sqrt(var + eps) + beta``. Parameters ``y, mean, var, new_mm, new_mv, part, bar, x, gamma,
     beta, mm, mv``: data of ``x_t``, statistics of ``s_t``, gamma and beta of ``p_t``;
-    ``part``: 2 * chunks * cols floats of scratch, ``bar``: a word of program state."""
+    ``part``: 2 * chunks * cols floats of scratch, ``bar``: a word of program state.
+    ``epilogue``: a fused group's formula stored instead of y (input 0: y, input ``k``: the
+    element of operand ``epi<k>``, ``n_epi`` of them after ``mv``, of ``x_t``)."""
     ind = " " * 16
     gamma = "1.f" if fix_gamma else "sg_ld(gamma[c])"
     coef = (f"{ind}const float s = sg_ld(x[c]);\n"
@@ -360,14 +366,21 @@ def render_bn_column_train(rows: int, cols: int, chunks: int, eps: float, moment
             f"{ind}if (k == 0) {{\n"
             + _stats_writes(momentum, "c", ind + "    ")
             + f"{ind}}}\n")
-    apply = ({"xv": "sg_ld(x[at])"}, "y[at] = (xv - cf[0][lane]) * cf[1][lane] + cf[2][lane];")
+    value = "(xv - cf[0][lane]) * cf[1][lane] + cf[2][lane]"
+    loads = {"xv": "sg_ld(x[at])"} | {f"e{k}": f"sg_ld(epi{k}[at])" for k in range(1, n_epi + 1)}
+    if epilogue is None:
+        apply = (loads, f"y[at] = {value};")
+    else:  # the operands loaded with x, in the same batch
+        lines, (result,) = expr_to_c([epilogue], ["head"] + [f"e{k}" for k in range(1, n_epi + 1)])
+        apply = (loads, "\n".join([f"const float head = {value};", *lines, f"y[at] = {result};"]))
     params = (f"{ptr('y', x_t, False)}, {ptr('mean', s_t, False)}, {ptr('var', s_t, False)}, "
               f"{ptr('new_mm', s_t, False)}, {ptr('new_mv', s_t, False)}, "
               "float* __restrict__ part, unsigned int* bar, "
               f"{ptr('x', x_t)}, {ptr('gamma', p_t)}, {ptr('beta', p_t)}, {ptr('mm', s_t)}, "
-              f"{ptr('mv', s_t)}")
+              f"{ptr('mv', s_t)}" + "".join(f", {ptr(f'epi{k}', x_t)}" for k in range(1, n_epi + 1)))
     tag = kernel_name(with_dtype("bn_cols_train", x_t),
-                      f"{rows},{cols},{chunks},{eps},{momentum},{fix_gamma},{x_t},{s_t},{p_t}")
+                      f"{rows},{cols},{chunks},{eps},{momentum},{fix_gamma},{x_t},{s_t},{p_t}"
+                      + (f",{epilogue!r},{n_epi}" if epilogue is not None else ""))
     src = _coop_kernel(tag, params, rows, cols, chunks,
                        f"{ind[4:]}const float s = sg_ld(x[c]);\n",
                        ({"xv": "sg_ld(x[at])"}, "const float d = xv - s;\na += d;\nb += d * d;"),

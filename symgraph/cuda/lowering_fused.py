@@ -1,4 +1,6 @@
 """Lowering of ``_fused`` nodes (``ops/fused.py``): an optional head, then the group's formulas.
+A head's other outputs (``extra``: BatchNorm's statistics) are its own, written where the
+node's outputs after the group's are.
 
 A head family may apply the group's formula in its own kernel, where it stores each value (an
 *inline epilogue*): it registers a function with :func:`inline_epilogue`, which returns the
@@ -68,7 +70,8 @@ def _inline(ctx: StepCtx, head_fam: str, head_p: dict, sub: StepCtx) -> Optional
     head_op, head_attrs, n = a["head"]
     if head_fam not in INLINE or len(a["exprs"]) != 1:
         return None
-    _, (head_shape,) = get_op(head_op).infer_shape(head_attrs, list(sub.in_shapes), [None])
+    head_shape = get_op(head_op).infer_shape(head_attrs, list(sub.in_shapes),
+                                             [None] * len(sub.outs))[1][0]
     shape = tuple(a["shapes"][0])
     if head_shape is None or tuple(head_shape) != shape or \
             any(tuple(ctx.in_shapes[n + k - 1]) != shape for k in used_inputs(a["exprs"]) if k):
@@ -89,17 +92,20 @@ def _fused(ctx: StepCtx, p: dict) -> list:
         head_op, head_attrs, n = a["head"]
         out_shape = tuple(a["shapes"][0])
         head_fam, head_p = lowering_of(get_op(head_op))
-        head_types = ctx.dtypes[:n] + ctx.dtypes[len(ctx.ins):len(ctx.ins) + 1]
+        g = len(a["exprs"])  # the head's other outputs (``extra``) follow the group's
+        head_types = ctx.dtypes[:n] + [ctx.dtypes[len(ctx.ins)]] + ctx.dtypes[len(ctx.ins) + g:]
         if not family_supports(head_fam, head_types):  # no device lowering in these dtypes
             return [Host(ctx.step)]
-        sub = StepCtx(ctx.step, head_attrs, in_shapes[:n], [out_shape], head_types, ins[:n],
-                      list(ctx.outs[:1]), ctx.sm_count, ctx.scratch, ctx.keys, ctx.types,
-                      ctx.state)
+        extra = list(ctx.outs[g:])
+        sub = StepCtx(ctx.step, head_attrs, in_shapes[:n],
+                      [out_shape] + [tuple(s) for s, _ in a.get("extra", ())], head_types,
+                      ins[:n], list(ctx.outs[:1]) + extra, ctx.sm_count, ctx.scratch, ctx.keys,
+                      ctx.types, ctx.state)
         one_kernel = _inline(ctx, head_fam, head_p, sub)
         if one_kernel is not None:
             return one_kernel
         tmp = ctx.new_array(prod(out_shape), ctx.dtype_of(ctx.outs[0]))
-        sub.outs = [tmp]
+        sub.outs = [tmp] + extra
         actions += FAMILIES[head_fam](sub, head_p)
         if any(isinstance(x, Host) for x in actions):  # the head has no device lowering yet
             return [Host(ctx.step)]

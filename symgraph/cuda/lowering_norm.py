@@ -17,10 +17,10 @@ are copied out and the normalisation uses them. Which of the two runs is decided
 from __future__ import annotations
 
 from math import prod
-from typing import Callable
+from typing import Callable, Optional
 
 from .. import expr as E
-from ..expr import inp
+from ..expr import inp, substitute
 from .actions import Kernel, Ref, StepCtx, Switch, family, launch
 from .codegen import THREADS, Rendered
 from .kernels_norm import (COOP_THREADS, render_bn_backward_finish,
@@ -28,6 +28,7 @@ from .kernels_norm import (COOP_THREADS, render_bn_backward_finish,
                            render_bn_column_train, render_bn_stats, render_bn_stats_finish,
                            render_lrn)
 from .lowering_elementwise import copy_actions, elementwise_actions
+from .lowering_fused import Epilogue, inline_epilogue
 from .lowering_reduce import split_chunks
 @family("leaky_relu")
 def _leaky_relu(ctx: StepCtx, p: dict) -> list:
@@ -51,14 +52,21 @@ def _views(x: tuple, ax: int) -> tuple[tuple, tuple]:
     return x, tuple(d if i == ax else 1 for i, d in enumerate(x))
 
 
-def _normalise(ctx: StepCtx, mean: Ref, var: Ref) -> list:
-    """y = (x - mean) * gamma / sqrt(var + eps) + beta, vectors laid along the channel axis."""
+def _normalise(ctx: StepCtx, mean: Ref, var: Ref, epi: Optional[Epilogue] = None) -> list:
+    """y = (x - mean) * gamma / sqrt(var + eps) + beta, vectors laid along the channel axis;
+    through ``epi`` (a fused group's formula over y and operands of x's shape) when given."""
     a = ctx.attrs
     x, vec = _views(ctx.in_shapes[0], a["axis"] % len(ctx.in_shapes[0]))
     gamma = E.const(1.0) if a["fix_gamma"] else inp(1)
     e = (inp(0) - inp(3)) * (gamma / E.call("sqrt", inp(4) + a["eps"])) + inp(2)
-    return elementwise_actions(ctx, "BatchNorm", [e], [x, vec, vec, vec, vec],
-                               [ctx.ins[0], ctx.ins[1], ctx.ins[2], mean, var], x, ctx.outs[:1])
+    operands: tuple = ()
+    if epi is not None:
+        operands = epi.operands
+        e = substitute(epi.expr, [e] + [inp(4 + k) for k in range(1, len(operands) + 1)])
+    return elementwise_actions(ctx, "BatchNorm", [e], [x, vec, vec, vec, vec]
+                               + [x] * len(operands),
+                               [ctx.ins[0], ctx.ins[1], ctx.ins[2], mean, var, *operands], x,
+                               ctx.outs[:1])
 
 
 def _coop_grid(ctx: StepCtx, rows: int, cols: int) -> tuple[int, int]:
@@ -98,7 +106,7 @@ def _block_sums(ctx: StepCtx, channels: int, n: int, srcs: tuple,
             launch(ctx, finish(chunks), (*outs, part, *extra), channels)]
 
 
-def _train_stats(ctx: StepCtx, ax: int) -> list:
+def _train_stats(ctx: StepCtx, ax: int, epi: Optional[Epilogue]) -> list:
     """Mean, biased variance and moving statistics of input 0 over every axis but ``ax``, and
     the normalisation with them."""
     a, x = ctx.attrs, ctx.in_shapes[0]
@@ -106,29 +114,34 @@ def _train_stats(ctx: StepCtx, ax: int) -> list:
     outer, inner = prod(x[:ax]), prod(x[ax + 1:])
     dt, st = ctx.dt(ctx.ins[0]), ctx.dt(mean)  # narrow data keeps float32 statistics
     if inner == 1:  # channels last: one kernel (kernels_norm.render_bn_column_train)
+        operands = epi.operands if epi is not None else ()
         return _coop(ctx, outer, x[ax], lambda chunks: render_bn_column_train(
             outer, x[ax], chunks, a["eps"], a["momentum"], a["fix_gamma"], dt, st,
-            ctx.dt(ctx.ins[1])), ctx.outs, tuple(ctx.ins))
+            ctx.dt(ctx.ins[1]), epi.expr if epi is not None else None, len(operands)),
+            ctx.outs, tuple(ctx.ins) + tuple(operands))
     return _block_sums(ctx, x[ax], outer * inner, (ctx.ins[0],),
                        lambda chunks: render_bn_stats(outer, x[ax], inner, chunks, dt),
                        lambda chunks: render_bn_stats_finish(x[ax], inner, chunks, outer * inner,
                                                              a["momentum"], dt, st),
                        (mean, var, new_mm, new_mv), (ctx.ins[0], ctx.ins[3], ctx.ins[4])) \
-        + _normalise(ctx, mean, var)
+        + _normalise(ctx, mean, var, epi)
 
 
+@inline_epilogue("batch_norm")
 @family("batch_norm")
-def _batch_norm(ctx: StepCtx, p: dict) -> list:
-    """Outputs (y, mean, var, new moving mean, new moving var); inputs (x, gamma, beta, mm, mv)."""
+def _batch_norm(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
+    """Outputs (y, mean, var, new moving mean, new moving var); inputs (x, gamma, beta, mm, mv).
+    ``epi``: a fused group's formula applied to y where it is stored (``_fused`` with this
+    head: ``passes/fuse_bn_epilogue``), in training and in inference."""
     a, x = ctx.attrs, ctx.in_shapes[0]
     ax = a["axis"] % len(x)
     _, mean, var, new_mm, new_mv = ctx.outs
     pairs = ((mean, ctx.ins[3]), (var, ctx.ins[4]), (new_mm, ctx.ins[3]), (new_mv, ctx.ins[4]))
     infer = [a for dst, src in pairs for a in copy_actions(ctx, dst, src, (x[ax],))]
-    infer += _normalise(ctx, ctx.ins[3], ctx.ins[4])
+    infer += _normalise(ctx, ctx.ins[3], ctx.ins[4], epi)
     if a["use_global_stats"]:
         return infer
-    train = _train_stats(ctx, ax)
+    train = _train_stats(ctx, ax, epi)
     return [Switch(tuple(train), tuple(infer))]
 
 

@@ -17,6 +17,7 @@ from .cse import cse
 from .dce import dce
 from .fold_casts import fold_casts
 from .fuse_conv_pool import fuse_conv_pool
+from .fuse_bn_epilogue import fuse_bn_epilogue
 from .fuse_elementwise import fuse_elementwise
 from .simplify import simplify
 from .verify import verify
@@ -28,11 +29,12 @@ Pass = Callable[[Graph], Graph]
 FORWARD_PIPELINE: tuple[Pass, ...] = (fuse_conv_pool,)
 # After autodiff: simplify first so CSE sees canonical nodes; casts fold into transposes once
 # dead readers are gone (dce), then the folded weight casts batch into one step each way;
-# fusion last, on the smallest graph.
+# fusion last, on the smallest graph, then each BatchNorm takes the group reading it as its
+# epilogue.
 TRAINING_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fold_casts,
-                                       batch_casts, fuse_elementwise)
+                                       batch_casts, fuse_elementwise, fuse_bn_epilogue)
 INFERENCE_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fold_casts,
-                                        batch_casts, fuse_elementwise)
+                                        batch_casts, fuse_elementwise, fuse_bn_epilogue)
 
 VERIFY = False
 ENABLED = True
