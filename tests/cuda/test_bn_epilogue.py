@@ -108,8 +108,8 @@ def test_gpu_step_matches_numpy(axis: int, shape: tuple, dtype: str) -> None:
                                            err_msg=k)
                 continue
             # bfloat16 against float32: where y + x is within a rounding of 0 the ReLU keeps
-            # one and cuts the other (0.7% of x's gradient on the H100): a few elements off by
-            # their whole value, the rest within a few roundings
+            # one and cuts the other (on the H100: 0.7% of x's gradient, 2 of the 81 weight
+            # gradients that sum over them): a few elements off, the rest within roundings
             off = np.abs(part_got[k] - w) > tol * (np.abs(w) + scale)
-            assert off.mean() <= 0.02, (k, off.mean())
+            assert off.mean() <= 0.05, (k, off.mean())
             assert np.abs(part_got[k] - w).mean() <= tol * scale / 4, k
