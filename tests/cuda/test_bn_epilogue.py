@@ -21,14 +21,14 @@ S = sg.sym
 needs_gxx = pytest.mark.skipif(host_compiler() is None, reason="g++ not on PATH")
 
 
-def _net(axis: int):
-    """layer -> BatchNorm -> + shortcut -> ReLU -> dense -> loss (no head gradient)."""
+def _net(axis: int, act: str = "relu"):
+    """layer -> BatchNorm -> + shortcut -> ``act`` -> dense -> loss (no head gradient)."""
     x = S.var("x")
     if axis == 1:
         h = S.Convolution(x, num_filter=3, kernel=(3, 3), pad=(1, 1), no_bias=True, name="c")
     else:
         h = S.FullyConnected(x, num_hidden=6, no_bias=True, name="f")
-    y = S.Activation(S.BatchNorm(h, fix_gamma=False, axis=axis, name="bn") + x, act_type="relu")
+    y = S.Activation(S.BatchNorm(h, fix_gamma=False, axis=axis, name="bn") + x, act_type=act)
     return S.MakeLoss(S.sum(S.FullyConnected(y, num_hidden=2, name="head")))
 
 
@@ -91,7 +91,12 @@ def _gpu_run(ctx, sym, shapes: dict, dtype, values: dict) -> tuple:
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("axis,shape", [(1, (8, 3, 6, 6)), (-1, (64, 6))])
 def test_gpu_step_matches_numpy(axis: int, shape: tuple, dtype: str) -> None:
-    sym = _net(axis)
+    """Gradients and moving statistics of a training step against the numpy backend in
+    float32 on the same (rounded) values. bfloat16 takes tanh for its epilogue: with a ReLU,
+    values within a rounding of 0 are kept by one and cut by the other, and the gradients that
+    sum over them differ by whole terms (measured on the H100), where a smooth formula differs
+    by roundings only."""
+    sym = _net(axis, "relu" if dtype == "float32" else "tanh")
     dt = NARROW.get(dtype, np.dtype(dtype))
     rng = np.random.default_rng(2)
     exe = sym.simple_bind(sg.cpu(), x=shape)
@@ -103,13 +108,4 @@ def test_gpu_step_matches_numpy(axis: int, shape: tuple, dtype: str) -> None:
     for part_got, part_want in zip(got, want):
         for k, w in part_want.items():
             scale = max(1.0, float(np.abs(w).max()))
-            if dtype == "float32":
-                np.testing.assert_allclose(part_got[k], w, rtol=tol, atol=tol * scale,
-                                           err_msg=k)
-                continue
-            # bfloat16 against float32: where y + x is within a rounding of 0 the ReLU keeps
-            # one and cuts the other (on the H100: 0.7% of x's gradient, 2 of the 81 weight
-            # gradients that sum over them): a few elements off, the rest within roundings
-            off = np.abs(part_got[k] - w) > tol * (np.abs(w) + scale)
-            assert off.mean() <= 0.05, (k, off.mean())
-            assert np.abs(part_got[k] - w).mean() <= tol * scale / 4, k
+            np.testing.assert_allclose(part_got[k], w, rtol=tol, atol=tol * scale, err_msg=k)
