@@ -129,6 +129,8 @@ PARAM_DOCS: dict[str, str] = {
     "out_members": "Index in members of the member computing each output of the fused group.",
     "in_members": "Index in members of the member reading each input of the fused group.",
     "head": "GEMM-like producer of the fused group, or None.",
+    "extra": "(shape, dtype) of each output of the head after its first, output after the "
+             "group's (a BatchNorm head's statistics).",
     "num_inputs": "Number of inputs of the fused group.",
     "name": "Kernel name stem.",
     "pool_kernel": "Pooling window of the fused convolution-activation-pooling op.",
