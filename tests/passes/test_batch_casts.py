@@ -19,6 +19,16 @@ S = sg.sym
 OHWI = (0, 2, 3, 1)
 
 
+def _set_values(exe, shapes: dict, seed: int) -> None:
+    """Arguments uniform in [-1, 1), labels of 3 classes, moving statistics (0, 1)."""
+    rng = np.random.default_rng(seed)
+    for name, arr in exe.arg_dict.items():
+        arr[:] = rng.uniform(-1, 1, arr.shape)
+    exe.arg_dict["softmax_label"][:] = rng.integers(0, 3, shapes["softmax_label"])
+    for name, arr in exe.aux_dict.items():
+        arr[:] = 1.0 if name.endswith("var") else 0.0
+
+
 def _amp_train(monkeypatch, pipeline=None, seed: int = 0, shapes: dict = SHAPES):
     """(executor, outputs, gradients) of one training step of the AMP bfloat16 small ResNet
     with its convolutions channels-last, as the CUDA backend binds it (on the numpy backend)."""
@@ -30,12 +40,7 @@ def _amp_train(monkeypatch, pipeline=None, seed: int = 0, shapes: dict = SHAPES)
     reqs = {n: "null" if n in ("data", "softmax_label") else "write"
             for n in sym.list_arguments()}
     exe = sym.simple_bind(sg.cpu(), grad_req=reqs, **shapes)
-    rng = np.random.default_rng(seed)
-    for name, arr in exe.arg_dict.items():
-        arr[:] = rng.uniform(-1, 1, arr.shape)
-    exe.arg_dict["softmax_label"][:] = rng.integers(0, 3, shapes["softmax_label"])
-    for name, arr in exe.aux_dict.items():
-        arr[:] = 1.0 if name.endswith("var") else 0.0
+    _set_values(exe, shapes, seed)
     outs = [o.asnumpy().copy() for o in exe.forward(is_train=True)]
     exe.backward()
     grads = {k: g.asnumpy().copy() for k, g in exe.grad_dict.items() if g is not None}
@@ -79,12 +84,7 @@ def _float32_grads(shapes: dict, seed: int = 0) -> dict:
         exe = sym.simple_bind(sg.cpu(), grad_req=reqs, **shapes)
     finally:
         P.ENABLED = old
-    rng = np.random.default_rng(seed)
-    for name, arr in exe.arg_dict.items():
-        arr[:] = rng.uniform(-1, 1, arr.shape)
-    exe.arg_dict["softmax_label"][:] = rng.integers(0, 3, shapes["softmax_label"])
-    for name, arr in exe.aux_dict.items():
-        arr[:] = 1.0 if name.endswith("var") else 0.0
+    _set_values(exe, shapes, seed)
     exe.forward(is_train=True)
     exe.backward()
     return {k: g.asnumpy().copy() for k, g in exe.grad_dict.items() if g is not None}
