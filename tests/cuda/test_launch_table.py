@@ -48,6 +48,11 @@ prog._choice.clear()
 for a in ch:
     prog._closure(a, env)
     assert prog._choice[a] is a.fallback
+backend.conv_choice.time_ms = lambda closures, stream: 1.0 if len(closures) == 1 else 0.95
+prog._choice.clear()
+for a in ch:
+    prog._closure(a, env)
+    assert prog._choice[a] is a.primary  # generated code 5% faster alone: within the margin
 assert ch
 print("OK")
 '''
