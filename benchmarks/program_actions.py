@@ -22,26 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as sg  # noqa: E402
 from symgraph import executor  # noqa: E402
-from symgraph.cuda.actions import Choice, Kernel, Switch  # noqa: E402
+from symgraph.cuda.actions import Kernel, flat_actions  # noqa: E402
 from symgraph.cuda.plan import lower_schedule  # noqa: E402
 from symgraph.passes import FORWARD_PIPELINE  # noqa: E402
 from symgraph.passes.channel_last import channel_last  # noqa: E402
 
 from benchmarks.amp_step import RESNET_BATCH, narrow_symbol, resnet_symbol  # noqa: E402
 from benchmarks.common import NO_INPUT_GRADS  # noqa: E402
-
-
-def _run_branch(acts: list) -> list:
-    """The actions that run on a GPU with cuDNN, in training."""
-    out: list = []
-    for a in acts:
-        if isinstance(a, Choice):
-            out += _run_branch(list(a.primary))
-        elif isinstance(a, Switch):
-            out += _run_branch(list(a.train))
-        else:
-            out.append(a)
-    return out
 
 
 def program_counts(sym: Any, sm_count: int) -> collections.Counter:
@@ -59,7 +46,7 @@ def program_counts(sym: Any, sm_count: int) -> collections.Counter:
         executor.Executor._backend = saved
     counts: collections.Counter = collections.Counter()
     for st, acts in zip(stage.schedule.steps, stage.program.actions):
-        for a in _run_branch(acts):
+        for a in flat_actions(acts, "primary"):  # cuDNN's calls, in training
             kind = type(a).__name__
             if isinstance(a, Kernel):
                 kind += " " + a.kernel.name.rsplit("_", 1)[0]

@@ -158,14 +158,17 @@ class Choice:
     fallback: tuple
 
 
-def flat_actions(acts: Sequence[Any]) -> list:
-    """Every action, both branches of a Choice included (for gathering kernels)."""
+def flat_actions(acts: Sequence[Any], choice: Optional[str] = None) -> list:
+    """Every action, both branches of a Choice and a Switch included (for gathering kernels);
+    with ``choice`` ("primary" or "fallback"), the actions a training run executes: each
+    Switch's ``train`` branch and that branch of each Choice."""
     out: list = []
     for a in acts:
         if isinstance(a, Choice):
-            out += flat_actions(a.primary + a.fallback)
+            out += flat_actions(a.primary + a.fallback if choice is None
+                                else getattr(a, choice), choice)
         elif isinstance(a, Switch):
-            out += flat_actions(a.train + a.infer)
+            out += flat_actions(a.train + a.infer if choice is None else a.train, choice)
         else:
             out.append(a)
     return out

@@ -28,10 +28,8 @@ def choose(act: Choice, plan_of: Callable[[ConvCall], Any],
         return act.fallback
     if os.environ.get("SYMGRAPH_CUDNN", "auto") == "1":
         return act.primary
-    ms = [float("inf")] * 2
-    for _ in range(ROUNDS):  # alternating, each branch's best: one noisy timing flipped choices
-        for i, branch in enumerate((act.primary, act.fallback)):
-            ms[i] = min(ms[i], time_branch(branch))
+    branches = (act.primary, act.fallback)  # one noisy timing each flipped choices
+    ms = best_of_rounds(2, lambda i: time_branch(branches[i]), ROUNDS)
     return act.fallback if ms[1] < ms[0] * (1.0 - FALLBACK_MARGIN) else act.primary
 
 
@@ -73,13 +71,22 @@ def fastest(n: int, launch: Callable[[int], None], reps: int = 5,
     ``reps`` runs, in ``rounds`` rounds keeping each one's best (a choice that differs between
     processes costs more than the extra runs). A candidate that fails (ExecutionError) is
     never chosen."""
+    def per_run(i: int) -> float:
+        try:
+            return _elapsed_ms(lambda: launch(i), None, reps) / reps
+        except ExecutionError:
+            return float("inf")
+    best = best_of_rounds(n, per_run, rounds)
+    k = min(range(n), key=best.__getitem__)
+    return k, best[k]
+
+
+def best_of_rounds(n: int, time_one: Callable[[int], float], rounds: int) -> list[float]:
+    """Each of ``n`` candidates' best of ``rounds`` timings ``time_one(i)``, the candidates
+    taking turns in each round (a slow moment of the device falls on one timing of each, not
+    on every timing of one)."""
     best = [float("inf")] * n
     for _ in range(rounds):
         for i in range(n):
-            try:
-                ms = _elapsed_ms(lambda: launch(i), None, reps)
-            except ExecutionError:
-                continue
-            best[i] = min(best[i], ms / reps)
-    k = min(range(n), key=best.__getitem__)
-    return k, best[k]
+            best[i] = min(best[i], time_one(i))
+    return best

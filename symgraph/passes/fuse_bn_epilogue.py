@@ -53,13 +53,14 @@ def _depends_on(starts: list[Node], target: Node, pos: dict[Node, int]) -> bool:
     return False
 
 
-def _plan(graph: Graph, types: TypeTable) -> dict[Node, Node]:
-    """Group node -> the BatchNorm whose epilogue it becomes."""
+def _plan(graph: Graph, types: TypeTable) -> dict[Node, tuple[Node, Attrs]]:
+    """Group node -> the BatchNorm whose epilogue it becomes, and the group's attributes
+    (``_group``)."""
     nodes = graph.nodes()
     pos = graph.positions()
     users = graph.consumers()
     named = {e.node for e in graph.outputs if e.index == 0}
-    plan: dict[Node, Node] = {}
+    plan: dict[Node, tuple[Node, Attrs]] = {}
     for bn in nodes:
         if bn.op != BATCH_NORM or bn in named:
             continue
@@ -67,7 +68,8 @@ def _plan(graph: Graph, types: TypeTable) -> dict[Node, Node]:
         if len(readers) != 1 or readers[0] in plan:
             continue
         g = readers[0]
-        if _group(g, types) is None:
+        a = _group(g, types)
+        if a is None:
             continue
         y = Entry(bn, 0)
         kind = (types.shape(y), types.dtype(y))
@@ -79,7 +81,7 @@ def _plan(graph: Graph, types: TypeTable) -> dict[Node, Node]:
             continue
         if any(pos[u] < pos[g] for u in users[bn] if u is not g):
             continue  # a statistic read before the group (the backward reads them after)
-        plan[g] = bn
+        plan[g] = (bn, a)
     return plan
 
 
@@ -98,10 +100,9 @@ def _group(g: Node, types: TypeTable) -> Optional[Attrs]:
                   "out_members": (0,), "shapes": (types.shape(Entry(g)),)})
 
 
-def _merged(g: Node, bn: Node, inputs: list[Entry], types: TypeTable) -> Node:
+def _merged(g: Node, a: Attrs, bn: Node, inputs: list[Entry], types: TypeTable) -> Node:
     """The ``_fused`` node of BatchNorm ``bn`` (inputs ``inputs[:5]``, rebuilt) heading group
-    ``g`` (its other inputs ``inputs[5:]``)."""
-    a = _group(g, types)
+    ``g`` (attributes ``a``, its other inputs ``inputs[5:]``)."""
     refs, k = [], 0
     for e in g.inputs:
         if e.node is bn:
@@ -143,9 +144,10 @@ def fuse_bn_epilogue(graph: Graph) -> Graph:
         current = node if ins == node.inputs else node.with_inputs(ins)
         if current is not node:
             types.copy(node, current)
-        bn = plan.get(node)
-        if bn is not None:
-            current = _merged(node, bn, [remap.get(e, e) for e in bn.inputs]
+        planned = plan.get(node)
+        if planned is not None:
+            bn, a = planned
+            current = _merged(node, a, bn, [remap.get(e, e) for e in bn.inputs]
                               + [e for e, old in zip(ins, node.inputs) if old.node is not bn],
                               types)
             types.copy_entry(Entry(node), Entry(current))

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from symgraph.cuda.actions import Choice, Copy, Fill, Gemm, Kernel, Ref, Switch, step_context
+from symgraph.cuda.actions import Copy, Fill, Gemm, Kernel, Ref, flat_actions, step_context
 from symgraph.cuda.lowering import lower_step
 from symgraph.cuda.codegen import C_TYPES, NARROW_HELPER
 from symgraph.cuda.compiler import module_source
@@ -53,16 +53,12 @@ static inline void __syncthreads() {}
 template <class T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
 static inline float atomicAdd(float* p, float v) { const float o = *p; *p += v; return o; }
-// A grid barrier's words (kernels_norm.GRID_SYNC): one thread per block touches them, and
-// block_run's blocks run one after another, so plain reads and writes do.
+// A grid barrier's word (kernels_norm.GRID_SYNC): one thread per block touches it, and
+// block_run's blocks run one after another, so a plain read and write do.
 static inline unsigned int atomicAdd(unsigned int* p, unsigned int v) {
     const unsigned int o = *p; *p += v; return o;
 }
-static inline unsigned int atomicExch(unsigned int* p, unsigned int v) {
-    const unsigned int o = *p; *p = v; return o;
-}
 static inline void __threadfence() {}
-static inline void __nanosleep(unsigned int) {}
 template <class T> static inline T __ldcg(const T* p) { return *p; }
 #define __launch_bounds__(...)
 """
@@ -113,24 +109,13 @@ def host_compiler() -> str | None:
     return shutil.which("g++")
 
 
-def _flat(actions: Sequence) -> list:
-    """The actions a training run executes: Switch -> train, Choice -> generated fallback."""
-    out: list = []
-    for a in actions:
-        if isinstance(a, Switch):
-            out += _flat(a.train)
-        elif isinstance(a, Choice):
-            out += _flat(a.fallback)
-        else:
-            out.append(a)
-    return out
-
-
 def lowered(step: Step, shapes: Sequence, dtypes: Sequence) -> tuple[list, int, int]:
     """(flat actions, scratch bytes, key count) of one schedule step."""
     scratch: list[int] = []
     keys: list[int] = []
-    acts = _flat(lower_step(step_context(step, shapes, dtypes, 132, scratch, keys)))
+    # what a training run executes there, library calls as their generated fallback
+    acts = flat_actions(lower_step(step_context(step, shapes, dtypes, 132, scratch, keys)),
+                        "fallback")
     return acts, sum(scratch), len(keys)
 
 
