@@ -2,7 +2,7 @@
 
 A convolution lowers to a ``Choice`` between library calls (cuDNN, ``primary``) and generated
 im2col + GEMM kernels (``fallback``). When cuDNN has a plan for every call, the two branches are
-timed on the device (each its best of two rounds) and the generated one is kept only when it is
+timed on the device as CUDA graph replays (each its best of two rounds) and the generated one is kept only when it is
 clearly faster (``FALLBACK_MARGIN``) (``SYMGRAPH_CUDNN=1`` takes cuDNN without
 timing; ``SYMGRAPH_CUDNN=0`` makes ``cudnn.available()`` false, so the fallback runs). Kept apart
 from the program so that the policy reads in one place.
@@ -17,6 +17,7 @@ import pycuda.driver as drv
 from ..base import ExecutionError
 from ..registry import RunCtx
 from .actions import Choice, ConvCall
+from .graphs import CudaGraph
 
 
 def choose(act: Choice, plan_of: Callable[[ConvCall], Any],
@@ -41,39 +42,48 @@ FALLBACK_MARGIN = 0.1
 ROUNDS = 2
 
 
-def _elapsed_ms(run: Callable[[], None], stream: Any, reps: int) -> float:
-    """Milliseconds of ``reps`` calls of ``run`` on ``stream`` (None: the default stream),
-    after one warm-up call."""
-    run()
-    begin, end = drv.Event(), drv.Event()
-    begin.record(stream)
-    for _ in range(reps):
-        run()
-    end.record(stream)
-    end.synchronize()
-    return end.time_since(begin)
+def graph_ms(record: Callable[[], None], stream: Any, reps: int = 5, launches: int = 3) -> float:
+    """Milliseconds per call of ``record`` (work issued on ``stream``, not the default stream)
+    as a CUDA graph replays it: ``reps`` calls captured into one graph, launched ``launches``
+    times between two events after a warm-up launch. Timed eagerly, a small call's time is
+    its host launch overhead (ResNet-20's cuDNN calls measured 10-45 us each where their
+    kernels take a few), so candidates tied and the choice differed between processes; the
+    program replays a graph too, so this is the time it pays. A call that fails, or cannot be
+    captured, raises ExecutionError."""
+    record()  # eagerly first: lazy module loads and first-call setup stay out of the capture
+    graph = CudaGraph(stream.handle, lambda: [record() for _ in range(reps)])
+    try:
+        graph.launch()
+        begin, end = drv.Event(), drv.Event()
+        begin.record(stream)
+        for _ in range(launches):
+            graph.launch()
+        end.record(stream)
+        end.synchronize()
+        return end.time_since(begin) / (launches * reps)
+    finally:
+        graph.destroy()
 
 
-def time_ms(closures: list, stream: Any, reps: int = 3) -> float:
-    """Milliseconds of ``reps`` runs of ``closures`` on ``stream``, after one warm-up run."""
+def time_ms(closures: list, stream: Any) -> float:
+    """Milliseconds of one run of ``closures`` on ``stream``, replayed as a graph."""
     rc = RunCtx()
 
     def run() -> None:
         for fn in closures:
             fn(rc)
-    return _elapsed_ms(run, stream, reps)
+    return graph_ms(run, stream)
 
 
-def fastest(n: int, launch: Callable[[int], None], reps: int = 5,
+def fastest(n: int, launch: Callable[[int], None], stream: Any,
             rounds: int = 2) -> tuple[int, float]:
     """(index, milliseconds per run) of the fastest of ``n`` candidates, ``launch(i)``
-    running candidate ``i`` once on the default stream: each is warmed up once, then timed over
-    ``reps`` runs, in ``rounds`` rounds keeping each one's best (a choice that differs between
-    processes costs more than the extra runs). A candidate that fails (ExecutionError) is
-    never chosen."""
+    running candidate ``i`` once on ``stream``: each timed by ``graph_ms`` in ``rounds``
+    rounds keeping each one's best (a choice that differs between processes costs more than
+    the extra runs). A candidate that fails (ExecutionError) is never chosen."""
     def per_run(i: int) -> float:
         try:
-            return _elapsed_ms(lambda: launch(i), None, reps) / reps
+            return graph_ms(lambda: launch(i), stream)
         except ExecutionError:
             return float("inf")
     best = best_of_rounds(n, per_run, rounds)

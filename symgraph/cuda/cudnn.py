@@ -193,11 +193,17 @@ class ConvPlan:
         item = 4 if dtype == "float32" else 2
         bufs = {k: drv.mem_alloc(item * prod(dims[k])) for k in ("x", "w", "y")}
         ws = drv.mem_alloc(max(256, max(n for e in found.values() for _, n in e)))
-        for kind, engines in found.items():
-            a, b, out = (int(bufs[n]) for n in KINDS[kind][3])
-            best, self.ms[kind] = fastest(len(engines), lambda i: self.launch(
-                kind, engines[i][0], a, b, out, int(ws), engines[i][1]))
-            self.choice[kind], self.ws[kind] = engines[best]
+        stream, h = drv.Stream(), handle(self.device_id)  # a graph captures no default stream
+        _check(_LIB.cudnnSetStream(h, ctypes.c_void_p(stream.handle)), "cudnnSetStream")
+        try:
+            for kind, engines in found.items():
+                a, b, out = (int(bufs[n]) for n in KINDS[kind][3])
+                best, self.ms[kind] = fastest(len(engines), lambda i: self.launch(
+                    kind, engines[i][0], a, b, out, int(ws), engines[i][1]), stream)
+                self.choice[kind], self.ws[kind] = engines[best]
+        finally:  # the live default stream again (this one is freed with the function)
+            stream.synchronize()
+            _check(_LIB.cudnnSetStream(h, ctypes.c_void_p(0)), "cudnnSetStream")
 
     def launch(self, kind: str, engine: tuple, a: int, b: int, out: int, ws: int,
                ws_bytes: int) -> None:
