@@ -1,0 +1,99 @@
+"""The direct tensor-core convolution (``kernels_conv_mma``): which geometries it takes, that its
+sources compile for sm_90 (no GPU needed), and on the GPU that a channels-last float16 /
+bfloat16 network whose convolutions all run the generated branch gives the numpy backend's
+float32 outputs and gradients (forward and data-gradient calls through the direct kernel)."""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from symgraph.cuda import compiler
+from symgraph.cuda.kernels_conv_mma import mma_fits, render_conv_mma
+from symgraph.ops.geometry import ConvWindow
+
+from .narrow import NARROW, assert_close, rounded
+
+S = sg.sym
+
+
+def _window(c: int, f: int, k: int, **kw: Any) -> ConvWindow:
+    g = ConvWindow(n=3, c=c, spatial=(5, 7), kernel=(k, k), stride=(1, 1),
+                   pad=((k - 1) // 2,) * 2, dilate=(1, 1), out=(5, 7), filters=f, groups=1,
+                   channel_last=True)
+    return replace(g, **kw)
+
+
+@pytest.mark.parametrize("g,dtype,fits", [
+    (_window(16, 16, 3), "bfloat16", True),
+    (_window(32, 16, 1), "float16", True),
+    (_window(16, 32, 5), "bfloat16", True),
+    (_window(16, 16, 3), "float32", False),  # no tensor-core float32 here
+    (_window(16, 16, 3, channel_last=False), "bfloat16", False),
+    (_window(64, 16, 3), "bfloat16", False),  # wide layers stay with cuDNN
+    (_window(8, 16, 3), "bfloat16", False),  # a fragment is 16 channels
+    (_window(16, 16, 3, stride=(2, 2)), "bfloat16", False),
+    (_window(16, 16, 3, pad=(0, 0)), "bfloat16", False),
+    (_window(16, 16, 3, dilate=(2, 2)), "bfloat16", False),
+    (_window(16, 16, 3, groups=2), "bfloat16", False),
+    (_window(32, 32, 5), "bfloat16", False),  # 64 KB of staged weights
+])
+def test_which_geometries_fit(g: ConvWindow, dtype: str, fits: bool) -> None:
+    assert mma_fits(g, dtype) is fits
+
+
+@pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
+def test_sources_compile_for_sm90() -> None:
+    kernels = [render_conv_mma(g, dt, tr) for g in (_window(16, 16, 3), _window(32, 16, 1),
+                                                    _window(16, 32, 5))
+               for dt in ("bfloat16", "float16") for tr in (False, True)]
+    cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
+    for k in kernels:
+        assert k.name.encode() in cubin
+
+
+def _net() -> Any:
+    """Three convolutions (16 -> 16 3x3, 16 -> 32 3x3 with a bias, 32 -> 16 1x1) with ReLUs:
+    each one's data gradient is needed, so every forward and data call runs."""
+    x = S.Variable("data")
+    x = S.relu(S.Convolution(x, num_filter=16, kernel=(3, 3), pad=(1, 1), no_bias=True,
+                             name="c1"))
+    x = S.relu(S.Convolution(x, num_filter=32, kernel=(3, 3), pad=(1, 1), name="c2"))
+    return S.Convolution(x, num_filter=16, kernel=(1, 1), no_bias=True, name="c3")
+
+
+def _run(ctx: Any, args: dict, head: np.ndarray, dtype: Any) -> tuple[np.ndarray, dict, Any]:
+    sym = _net()
+    arrays = {k: sg.nd.array(v, ctx, dtype) for k, v in args.items()}
+    grads = {k: sg.nd.zeros(v.shape, ctx, dtype) for k, v in args.items()}
+    exe = sym.bind(ctx, arrays, args_grad=grads, grad_req="write")
+    out = exe.forward(is_train=True)[0]
+    exe.backward([sg.nd.array(head, ctx, dtype)])
+    return out.asnumpy(), {k: g.asnumpy() for k, g in grads.items()}, exe
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", sorted(NARROW))
+def test_direct_kernel_matches_float32_cpu(dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from symgraph.cuda import backend, conv_choice
+    from symgraph.cuda.actions import Kernel, flat_actions
+    monkeypatch.setattr(conv_choice, "choose", lambda act, plan_of, time_branch: act.fallback)
+    rng = np.random.default_rng(3)
+    shapes = {"data": (3, 16, 5, 7), "c1_weight": (16, 16, 3, 3), "c2_weight": (32, 16, 3, 3),
+              "c2_bias": (32,), "c3_weight": (16, 32, 1, 1)}
+    args = {k: rounded(rng.normal(size=s) * (0.3 if k != "data" else 1.0), dtype)
+            for k, s in shapes.items()}
+    head = rounded(rng.normal(size=(3, 16, 5, 7)), dtype)
+    want, want_grads, _ = _run(sg.cpu(), args, head, np.float32)
+    got, got_grads, exe = _run(sg.gpu(0), args, head, NARROW[dtype])
+    program = exe._train.program
+    assert isinstance(program, backend.CudaProgram)
+    names = [a.kernel.name for acts in program.actions for a in flat_actions(acts, "fallback")
+             if isinstance(a, Kernel)]
+    assert sum("conv_mma" in n for n in names) == 6, names  # 3 forward + 3 data calls
+    assert_close(got, want, dtype, "conv net output")
+    for k in shapes:
+        assert_close(got_grads[k], want_grads[k], dtype, f"conv net gradient of {k}")
