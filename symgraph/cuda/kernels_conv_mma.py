@@ -27,6 +27,7 @@ VEC2 = {"bfloat16": "__nv_bfloat162", "float16": "__half2"}
 WARPS = 4  # per block
 PIXELS = 32  # per warp and trip: two m16 tiles
 MAX_CHANNELS = 32
+PER_SM = 8
 SMEM = 48 << 10  # static shared memory a block may take
 
 
@@ -47,9 +48,10 @@ def _staged_bytes(taps: int, cin: int, cout: int) -> int:
 
 
 def mma_blocks(g: ConvWindow, sm_count: int) -> int:
-    """Blocks of one launch: a trip per warp of ``PIXELS`` pixels, at most 8 blocks an SM."""
+    """Blocks of one launch: ``PER_SM`` an SM at most, each warp looping over trips of
+    ``PIXELS`` pixels (each block stages the weights once)."""
     trips = -(-g.n * g.h * g.w // PIXELS)
-    return max(1, min(-(-trips // WARPS), 8 * sm_count))
+    return max(1, min(-(-trips // WARPS), PER_SM * sm_count))
 
 
 def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool) -> Rendered:
@@ -64,18 +66,21 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool) -> Rendered:
     assert _staged_bytes(taps, cin, cout) <= SMEM
     ab = MMA_TYPES[dtype]
     if transposed:
-        stage = (f"            lo = wu[((2 * kp) * {taps} + {taps - 1} - tap) * {cout} + o];\n"
-                 f"            hi = wu[((2 * kp + 1) * {taps} + {taps - 1} - tap) * {cout} + o];\n")
+        stage = (f"            lo = wu[(c * {taps} + {taps - 1} - tap) * {cout} + o];\n"
+                 f"            hi = wu[((c + 1) * {taps} + {taps - 1} - tap) * {cout} + o];\n")
     else:
-        stage = (f"            lo = wu[(o * {taps} + tap) * {cin} + 2 * kp];\n"
-                 f"            hi = wu[(o * {taps} + tap) * {cin} + 2 * kp + 1];\n")
-    hw = g.h * g.w
+        stage = (f"            const unsigned int pair = reinterpret_cast<const unsigned int*>(w)"
+                 f"[((o * {taps} + tap) * {cin} + c) / 2];\n"
+                 "            lo = pair & 0xffffu; hi = pair >> 16;\n")
+    hw, vtype = g.h * g.w, "uint2" if cin == 16 else "uint4"
     body = (
         f"    __shared__ unsigned int wb[{taps * cout * kp}];\n"
         "    const unsigned short* wu = reinterpret_cast<const unsigned short*>(w);\n"
         f"    for (int i = threadIdx.x; i < {taps * cout * (cin // 2)}; i += blockDim.x) {{\n"
         f"        const int kp = i % {cin // 2}, o = (i / {cin // 2}) % {cout};\n"
         f"        const int tap = i / {cin // 2 * cout};\n"
+        # word kp = kc * 8 + half * 4 + t of the row: channels c, c + 1 (see the loads)
+        f"        const int c = (kp & 3) * {cin // 4} + (kp >> 3) * 4 + ((kp >> 2) & 1) * 2;\n"
         "        unsigned int lo, hi;\n"
         "        {\n"
         f"{stage}"
@@ -110,18 +115,25 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool) -> Rendered:
         "            for (int j = 0; j < 4; ++j) {\n"
         "                const int yy = py[j] + dy, xx = px[j] + dx;\n"
         f"                ok[j] = in_range[j] && yy >= 0 && yy < {g.h} && xx >= 0 && xx < {g.w};\n"
-        f"                at[j] = (((long long)pn[j] * {g.h} + yy) * {g.w} + xx) * {cin // 2} + t;\n"
+        f"                at[j] = (((long long)pn[j] * {g.h} + yy) * {g.w} + xx) * {cin // 2}"
+        f" + t * {cin // 8};\n"
         "            }\n"
+        # thread t's row vector: channels t * cin/4 .. + cin/4, words 2 kc and 2 kc + 1 its
+        # fragment's columns 2t, 2t+1 and 2t+8, 2t+9 of chunk kc (the staged weights agree)
+        f"            {vtype} v[4];\n"
+        "            #pragma unroll\n"
+        "            for (int j = 0; j < 4; ++j)\n"
+        f"                v[j] = ok[j] ? __ldg(reinterpret_cast<const {vtype}*>(xw + at[j]))"
+        f" : {vtype}{{}};\n"
         "            #pragma unroll\n"
         f"            for (int kc = 0; kc < {cin // 16}; ++kc) {{\n"
         "                unsigned int a[2][4];\n"
         "                #pragma unroll\n"
         "                for (int mt = 0; mt < 2; ++mt) {\n"
-        "                    a[mt][0] = ok[2 * mt] ? __ldg(xw + at[2 * mt] + kc * 8) : 0u;\n"
-        "                    a[mt][1] = ok[2 * mt + 1] ? __ldg(xw + at[2 * mt + 1] + kc * 8) : 0u;\n"
-        "                    a[mt][2] = ok[2 * mt] ? __ldg(xw + at[2 * mt] + kc * 8 + 4) : 0u;\n"
-        "                    a[mt][3] = ok[2 * mt + 1] ? __ldg(xw + at[2 * mt + 1] + kc * 8 + 4)"
-        " : 0u;\n"
+        "                    const unsigned int* r0 = (const unsigned int*)&v[2 * mt];\n"
+        "                    const unsigned int* r1 = (const unsigned int*)&v[2 * mt + 1];\n"
+        "                    a[mt][0] = r0[2 * kc]; a[mt][1] = r1[2 * kc];\n"
+        "                    a[mt][2] = r0[2 * kc + 1]; a[mt][3] = r1[2 * kc + 1];\n"
         "                }\n"
         "                #pragma unroll\n"
         f"                for (int nt = 0; nt < {cout // 8}; ++nt) {{\n"
@@ -145,7 +157,7 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool) -> Rendered:
         "            for (int half = 0; half < 2; ++half) {\n"
         f"                const long long m = trip * {PIXELS} + mt * 16 + half * 8 + g;\n"
         "                if (m >= n) continue;\n"
-        "                #pragma unroll\n"
+        "        "                #pragma unroll\n"
         f"                for (int nt = 0; nt < {cout // 8}; ++nt)\n"
         f"                    *reinterpret_cast<{VEC2[dtype]}*>(out + m * {cout} + nt * 8 + 2 * t)"
         f" = {PACK[dtype]}(acc[mt][nt][2 * half], acc[mt][nt][2 * half + 1]);\n"
