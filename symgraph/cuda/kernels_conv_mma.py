@@ -169,3 +169,110 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool) -> Rendered:
     src = (f"extern \"C\" __global__ void __launch_bounds__({WARPS * 32}) {tag}({params}) {{\n"
            f"{body}}}\n")
     return Rendered(tag, src, 3, helpers=(NARROW_HELPER,))
+
+
+FILTER_WARPS = 4
+FILTER_STEP = 16  # pixels of one mma's reduction
+
+
+def filter_blocks(g: ConvWindow, sm_count: int) -> int:
+    """Blocks of one weight-gradient launch: ``g.kh`` (one per kernel row) times a share of the
+    pixel steps, about two blocks an SM in all."""
+    steps = -(-g.n * g.h * g.w // FILTER_STEP)
+    per_row = max(1, min(-(-steps // FILTER_WARPS), 2 * sm_count // g.kh))
+    return per_row * g.kh
+
+
+def render_conv_mma_filter(g: ConvWindow, dtype: str) -> Rendered:
+    """Partial sums of the weight gradient dw[o][r][s][c] (OHWI) = sum over pixels of
+    dy[n][h][w][o] * x[n][h+r-ph][w+s-pw][c], added (atomically) into float32 ``part`` (zeroed
+    before); parameters (part, x, dy, n pixels). Block ``b`` takes kernel row ``b % kh``; each
+    warp reduces steps of 16 pixels, the mma's reduction axis: its fragments are 32-bit loads
+    of a pixel's channel pairs, transposed in registers (``movmatrix``) so that pixels run
+    along the fragment's pairs."""
+    cin, cout, kw, ab = g.c, g.filters, g.kw, MMA_TYPES[dtype]
+    mts, nts = cout // 16, cin // 8
+    hw = g.h * g.w
+    body = (
+        "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
+        "    const int g = lane >> 2, t = lane & 3;\n"
+        f"    const int r = blockIdx.x % {g.kh}, blocks = gridDim.x / {g.kh};\n"
+        "    const unsigned int* xw = reinterpret_cast<const unsigned int*>(x);\n"
+        "    const unsigned int* dyw = reinterpret_cast<const unsigned int*>(dy);\n"
+        f"    float acc[{mts}][{kw}][{nts}][4];\n"
+        "    #pragma unroll\n"
+        f"    for (int q = 0; q < {mts * kw * nts * 4}; ++q) (&acc[0][0][0][0])[q] = 0.f;\n"
+        f"    for (long long step = (long long)(blockIdx.x / {g.kh}) * {FILTER_WARPS} + warp;"
+        f" step * {FILTER_STEP} < n; step += (long long)blocks * {FILTER_WARPS}) {{\n"
+        "        long long p[2];\n"
+        "        int pn[2], py[2], px[2];\n"
+        "        bool in_range[2];\n"
+        "        #pragma unroll\n"
+        "        for (int j = 0; j < 2; ++j) {\n"
+        f"            p[j] = step * {FILTER_STEP} + j * 8 + g;\n"
+        "            in_range[j] = p[j] < n;\n"
+        f"            pn[j] = (int)(p[j] / {hw}); py[j] = (int)(p[j] % {hw}) / {g.w};"
+        f" px[j] = (int)(p[j] % {g.w});\n"
+        "        }\n"
+        # A = dy^T (o x pixels): matrix (o block i, pixel half j) is the transpose of the
+        # stored rows pixel j*8+g, channels o = 16 mt + 8 i + 2t
+        f"        unsigned int a[{mts}][4];\n"
+        "        #pragma unroll\n"
+        f"        for (int mt = 0; mt < {mts}; ++mt)\n"
+        "            #pragma unroll\n"
+        "            for (int q = 0; q < 4; ++q) {\n"
+        "                const int i = q & 1, j = q >> 1;\n"
+        f"                const unsigned int u = in_range[j] ? __ldg(dyw + (p[j] * {cout}"
+        " + 16 * mt + 8 * i) / 2 + t) : 0u;\n"
+        "                asm volatile(\"movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\""
+        " : \"=r\"(a[mt][q]) : \"r\"(u));\n"
+        "            }\n"
+        "        #pragma unroll\n"
+        f"        for (int s = 0; s < {kw}; ++s) {{\n"
+        "            long long at[2];\n"
+        "            bool ok[2];\n"
+        "            #pragma unroll\n"
+        "            for (int j = 0; j < 2; ++j) {\n"
+        f"                const int yy = py[j] + r - {g.ph}, xx = px[j] + s - {g.pw};\n"
+        f"                ok[j] = in_range[j] && yy >= 0 && yy < {g.h} && xx >= 0 && xx < {g.w};\n"
+        f"                at[j] = (((long long)pn[j] * {g.h} + yy) * {g.w} + xx) * {cin // 2} + t;\n"
+        "            }\n"
+        "            #pragma unroll\n"
+        f"            for (int nt = 0; nt < {nts}; ++nt) {{\n"
+        "                unsigned int b[2];\n"
+        "                #pragma unroll\n"
+        "                for (int j = 0; j < 2; ++j) {\n"
+        "                    const unsigned int u = ok[j] ? __ldg(xw + at[j] + nt * 4) : 0u;\n"
+        "                    asm volatile(\"movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\""
+        " : \"=r\"(b[j]) : \"r\"(u));\n"
+        "                }\n"
+        "                #pragma unroll\n"
+        f"                for (int mt = 0; mt < {mts}; ++mt)\n"
+        f"                    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}"
+        ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
+        "                        : \"+f\"(acc[mt][s][nt][0]), \"+f\"(acc[mt][s][nt][1]),"
+        " \"+f\"(acc[mt][s][nt][2]), \"+f\"(acc[mt][s][nt][3])\n"
+        "                        : \"r\"(a[mt][0]), \"r\"(a[mt][1]), \"r\"(a[mt][2]),"
+        " \"r\"(a[mt][3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+        "            }\n"
+        "        }\n"
+        "    }\n"
+        # C fragment: rows o = 16 mt + g (+ 8), columns c = 8 nt + 2t (+ 1)
+        "    #pragma unroll\n"
+        f"    for (int mt = 0; mt < {mts}; ++mt)\n"
+        "        #pragma unroll\n"
+        f"        for (int s = 0; s < {kw}; ++s)\n"
+        "            #pragma unroll\n"
+        f"            for (int nt = 0; nt < {nts}; ++nt)\n"
+        "                #pragma unroll\n"
+        "                for (int q = 0; q < 4; ++q) {\n"
+        "                    const int o = 16 * mt + g + 8 * (q >> 1), c = 8 * nt + 2 * t"
+        " + (q & 1);\n"
+        f"                    atomicAdd(part + ((o * {g.kh} + r) * {kw} + s) * {cin} + c,"
+        " acc[mt][s][nt][q]);\n"
+        "                }\n")
+    params = (f"float* __restrict__ part, {ptr('x', dtype)}, {ptr('dy', dtype)}, long long n")
+    tag = kernel_name(f"conv_mma_filter_{ab}", repr(g) + dtype)
+    src = (f"extern \"C\" __global__ void __launch_bounds__({FILTER_WARPS * 32}) {tag}({params}) "
+           f"{{\n{body}}}\n")
+    return Rendered(tag, src, 3, helpers=(NARROW_HELPER,))

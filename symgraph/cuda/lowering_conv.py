@@ -22,13 +22,13 @@ from ..ops.conv import conv_window
 from ..ops.deconv import deconv_window
 from ..ops.geometry import ConvWindow
 from .kernels_conv import render_col2im, render_im2col, render_swap01
-from .kernels_conv_mma import WARPS, mma_blocks, mma_fits, render_conv_mma
-from .actions import Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, family, launch
+from .kernels_conv_mma import (FILTER_WARPS, WARPS, filter_blocks, mma_blocks, mma_fits,
+                               render_conv_mma, render_conv_mma_filter)
+from .kernels_layout import render_cast
+from .actions import Choice, ConvCall, Fill, Gemm, Kernel, Ref, StepCtx, family, launch
 from .lowering_fused import Epilogue, in_place, inline_epilogue
 from .cudnn_graph import ROLES
 from .lowering_views import moved_copy
-
-MMA_THREADS = 32 * WARPS
 
 
 def conv_forward(ctx: StepCtx, g: ConvWindow, x: Ref, w: Ref, y: Ref,
@@ -86,7 +86,7 @@ CALL_KINDS = {"forward": "fwd", "data": "data", "filter": "filter"}  # -> ConvCa
 
 def channel_last_call(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, out: Ref) -> list:
     """A convolution call on channels-last operands: cuDNN reads them in place; the fallback
-    is the direct tensor-core kernel where it fits (``kernels_conv_mma``), else copies them
+    is the direct tensor-core kernels where they fit (``kernels_conv_mma``), else copies them
     channels first, runs the channels-first fallback and copies the result back."""
     first, dt, kind = replace(g, channel_last=False), ctx.storage, CALL_KINDS[call]
     by_role = {"x": first.input_shape, "w": first.weight_shape, "y": first.output_shape}
@@ -96,11 +96,25 @@ def channel_last_call(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, ou
     fallback = (moved_copy(ctx, a, tmp[0], shapes[0], False),
                 moved_copy(ctx, b, tmp[1], shapes[1], False)) + tuple(inner.fallback) + \
         (moved_copy(ctx, tmp[2], out, shapes[2], True),)
-    if call != "filter" and mma_fits(g, dt):  # one direct kernel instead
-        data, weight = (a, b) if call == "forward" else (b, a)
-        fallback = (Kernel(render_conv_mma(g, dt, call == "data"), mma_blocks(g, ctx.sm_count),
-                           MMA_THREADS, (out, data, weight), g.n * g.h * g.w),)
+    if mma_fits(g, dt):
+        fallback = _direct(ctx, call, g, a, b, out)
     return [Choice((ConvCall(kind, g, a, b, out, dt),), fallback)]
+
+
+def _direct(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, out: Ref) -> tuple:
+    """The direct tensor-core kernels of a call (``kernels_conv_mma``): one kernel for the
+    forward and data calls; the weight gradient's sums go to a float32 scratch, then a cast."""
+    dt, pixels = ctx.storage, g.n * g.h * g.w
+    if call != "filter":
+        data, weight = (a, b) if call == "forward" else (b, a)
+        return (Kernel(render_conv_mma(g, dt, call == "data"), mma_blocks(g, ctx.sm_count),
+                       32 * WARPS, (out, data, weight), pixels),)
+    count = prod(g.weight_shape)
+    part = ctx.new_array(count, "float32")
+    return (Fill(part, 0.0, count, "float32"),
+            Kernel(render_conv_mma_filter(g, dt), filter_blocks(g, ctx.sm_count),
+                   32 * FILTER_WARPS, (part, a, b), pixels),
+            launch(ctx, render_cast("float32", dt), (out, part), count))
 
 
 def _window(ctx: StepCtx, data: tuple, transposed: bool) -> ConvWindow:

@@ -1,7 +1,8 @@
 """The direct tensor-core convolution (``kernels_conv_mma``): which geometries it takes, that its
 sources compile for sm_90 (no GPU needed), and on the GPU that a channels-last float16 /
 bfloat16 network whose convolutions all run the generated branch gives the numpy backend's
-float32 outputs and gradients (forward and data-gradient calls through the direct kernel)."""
+float32 outputs and gradients (every forward, data and weight-gradient call through the direct
+kernels)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -12,7 +13,7 @@ import pytest
 
 import symgraph as sg
 from symgraph.cuda import compiler
-from symgraph.cuda.kernels_conv_mma import mma_fits, render_conv_mma
+from symgraph.cuda.kernels_conv_mma import mma_fits, render_conv_mma, render_conv_mma_filter
 from symgraph.ops.geometry import ConvWindow
 
 from .narrow import NARROW, assert_close, rounded
@@ -47,9 +48,10 @@ def test_which_geometries_fit(g: ConvWindow, dtype: str, fits: bool) -> None:
 
 @pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
 def test_sources_compile_for_sm90() -> None:
-    kernels = [render_conv_mma(g, dt, tr) for g in (_window(16, 16, 3), _window(32, 16, 1),
-                                                    _window(16, 32, 5))
+    windows = (_window(16, 16, 3), _window(32, 16, 1), _window(16, 32, 5))
+    kernels = [render_conv_mma(g, dt, tr) for g in windows
                for dt in ("bfloat16", "float16") for tr in (False, True)]
+    kernels += [render_conv_mma_filter(g, dt) for g in windows for dt in ("bfloat16", "float16")]
     cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
     for k in kernels:
         assert k.name.encode() in cubin
@@ -93,7 +95,7 @@ def test_direct_kernel_matches_float32_cpu(dtype: str, monkeypatch: pytest.Monke
     assert isinstance(program, backend.CudaProgram)
     names = [a.kernel.name for acts in program.actions for a in flat_actions(acts, "fallback")
              if isinstance(a, Kernel)]
-    assert sum("conv_mma" in n for n in names) == 6, names  # 3 forward + 3 data calls
+    assert sum("conv_mma" in n for n in names) == 9, names  # 3 forward, data, filter calls
     assert_close(got, want, dtype, "conv net output")
     for k in shapes:
         assert_close(got_grads[k], want_grads[k], dtype, f"conv net gradient of {k}")
