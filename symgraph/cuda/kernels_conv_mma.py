@@ -1,16 +1,26 @@
 """A direct tensor-core convolution for narrow channels-last data with few channels: the
-generated branch of such a convolution's forward and data-gradient calls.
+generated branch of such a convolution's forward, data-gradient and weight-gradient calls.
 
 Why: cuDNN's kernels for ResNet-20's 16-channel 3x3 layers at 32x32 (bfloat16, NHWC, batch
 128) take about 20 us a call on the H100, replayed in a graph, for 4 MB read and 4 MB written:
 their tiles are 64 or more channels wide. Here each warp computes 32 output pixels x all the
 output channels with ``mma.sync`` (m16n8k16, float accumulation), reading its operand
-fragments straight from the NHWC data (a pixel's channels are contiguous, so a fragment's pair
-of channels is one 32-bit load) and the weights from shared memory, staged once per block.
+fragments straight from the NHWC data and the weights from shared memory, staged once per
+block.
+
+Channel order: a fragment's thread holds columns 2t, 2t+1 and 2t+8, 2t+9 of each 16-column
+chunk (t = lane % 4). The order of a GEMM's reduction and output columns is free, so column
+pairs are mapped to channels such that thread t's pairs over all chunks are the contiguous
+channels t*C/4 .. t*C/4 + C/4 - 1 of a pixel (``_pair_channel``): a pixel's fragment is one 8-
+or 16-byte load, and its outputs one store.
 
 The data gradient of a stride-1 convolution with "same" padding is the forward convolution of
 dy with the weights flipped in space and input / output channels swapped: the same kernel,
-staging the weights that way (``transposed``).
+staging the weights that way (``transposed``). The weight gradient reduces over pixels, the
+strided axis of NHWC data: its fragments are loaded by pixel and transposed in registers
+(``movmatrix``); each block sums its warps in shared memory and writes its partial sums, which
+a second kernel adds up in a fixed order (no atomics between blocks: they cost more than the
+sums, and the result is the same on every run).
 
 Fits (``mma_fits``): 2-D, float16 or bfloat16, channels last, one group, stride and dilation
 1, odd kernel with padding (k - 1) / 2, input and output channels multiples of 16 and at most
@@ -19,7 +29,8 @@ Fits (``mma_fits``): 2-D, float16 or bfloat16, channels last, one group, stride 
 from __future__ import annotations
 
 from ..ops.geometry import ConvWindow
-from .codegen import NARROW_HELPER, Rendered, kernel_name, ptr
+from .codegen import (C_TYPES, NARROW_HELPER, Rendered, grid_stride_kernel, kernel_name, ptr,
+                      with_dtype)
 
 MMA_TYPES = {"bfloat16": "bf16", "float16": "f16"}
 PACK = {"bfloat16": "__floats2bfloat162_rn", "float16": "__floats2half2_rn"}
@@ -32,8 +43,8 @@ SMEM = 48 << 10  # static shared memory a block may take
 
 
 def mma_fits(g: ConvWindow, dtype: str) -> bool:
-    """Whether the direct kernel runs this channels-last convolution's forward and data
-    gradient (see the module's docstring)."""
+    """Whether the direct kernels run this channels-last convolution's calls (see the
+    module's docstring)."""
     return (dtype in MMA_TYPES and g.channel_last and g.rank == 2 and g.groups == 1
             and g.sh == g.sw == g.dh == g.dw == 1 and g.kh % 2 == 1 and g.kw % 2 == 1
             and g.ph == (g.kh - 1) // 2 and g.pw == (g.kw - 1) // 2
@@ -54,6 +65,61 @@ def mma_blocks(g: ConvWindow, sm_count: int) -> int:
     return max(1, min(-(-trips // WARPS), PER_SM * sm_count))
 
 
+MMA = ('asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}.f32 {{%0,%1,%2,%3}}, '
+       '{{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};"\n{ind}    : "+f"({c}[0]), "+f"({c}[1]), '
+       '"+f"({c}[2]), "+f"({c}[3])\n{ind}    : "r"({a}[0]), "r"({a}[1]), "r"({a}[2]), '
+       '"r"({a}[3]), "r"({b0}), "r"({b1}));\n')
+TRANSPOSE = 'asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"({d}) : "r"({u}));'
+VECTORS = {4: "uint2", 8: "uint4"}  # channels a thread holds (C / 4) -> its vector type
+
+
+def _pair_channel(tile: str, col: str, channels: int) -> str:
+    """C of the channel of column ``col`` (0-7) of 8-column fragment tile ``tile`` of a
+    ``channels``-wide operand: thread col / 2's pairs cover channels (col / 2) * C/4 onward."""
+    return f"(({col}) / 2 * {channels // 4} + 2 * ({tile}) + ({col}) % 2)"
+
+
+def _index_type(g: ConvWindow) -> str:
+    """32-bit element offsets when every one fits (fewer registers and instructions)."""
+    return "int" if g.n * g.h * g.w * max(g.c, g.filters) < 2 ** 31 - 2 ** 20 else "long long"
+
+
+def _pixels(count: int, first: str, it: str) -> str:
+    """C declaring ``pn, py, px, in_range[j]`` of rows j < ``count``: pixel ``first`` (an
+    expression of j), ``n`` the number of pixels."""
+    return (f"        {it} p[{count}]; int pn[{count}], py[{count}], px[{count}];\n"
+            f"        bool in_range[{count}];\n"
+            "        #pragma unroll\n"
+            f"        for (int j = 0; j < {count}; ++j) {{\n"
+            f"            p[j] = {first};\n"
+            "            in_range[j] = p[j] < n;\n"
+            "            pn[j] = (int)(p[j] / HW); py[j] = (int)(p[j] % HW) / W;"
+            " px[j] = (int)(p[j] % W);\n"
+            "        }\n")
+
+
+def _shifted(count: int, dy: str, dx: str, channels: int, it: str) -> str:
+    """C declaring ``ok[j]`` and ``at[j]``: row j's pixel moved by (dy, dx) is inside the image,
+    and the offset of thread t's channels there."""
+    return (f"            bool ok[{count}]; {it} at[{count}];\n"
+            "            #pragma unroll\n"
+            f"            for (int j = 0; j < {count}; ++j) {{\n"
+            f"                const int yy = py[j] + {dy}, xx = px[j] + {dx};\n"
+            "                ok[j] = in_range[j] && yy >= 0 && yy < H && xx >= 0 && xx < W;\n"
+            f"                at[j] = (({it})(pn[j] * H + yy) * W + xx) * {channels}"
+            f" + t * {channels // 4};\n"
+            "            }\n")
+
+
+def _frame(tag: str, params: str, threads: int, g: ConvWindow, body: str) -> Rendered:
+    src = (f"extern \"C\" __global__ void __launch_bounds__({threads}) {tag}({params}) {{\n"
+           f"    const int H = {g.h}, W = {g.w}, HW = {g.h * g.w};\n"
+           "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
+           "    const int g = lane >> 2, t = lane & 3;\n"
+           f"{body}}}\n")
+    return Rendered(tag, src, 3, helpers=(NARROW_HELPER,))
+
+
 def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool) -> Rendered:
     """out[n][h][w][o] = sum over taps and input channels k of in[n][h+r-ph][w+s-pw][k] *
     B[tap][o][k], zero outside; parameters (out, in, w, n pixels). Forward: in = x, out = y,
@@ -64,67 +130,44 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool) -> Rendered:
         cin, cout = cout, cin
     kp = cin // 2 + 4  # words per staged row; the 4 spread a warp's reads over the banks
     assert _staged_bytes(taps, cin, cout) <= SMEM
-    ab = MMA_TYPES[dtype]
+    ab, it, vin, vout = MMA_TYPES[dtype], _index_type(g), VECTORS[cin // 4], VECTORS[cout // 4]
     if transposed:
-        stage = (f"            lo = wu[(c * {taps} + {taps - 1} - tap) * {cout} + o];\n"
-                 f"            hi = wu[((c + 1) * {taps} + {taps - 1} - tap) * {cout} + o];\n")
+        stage = (f"        lo = wu[(c * {taps} + {taps - 1} - tap) * {cout} + o];\n"
+                 f"        hi = wu[((c + 1) * {taps} + {taps - 1} - tap) * {cout} + o];\n")
     else:
-        stage = (f"            const unsigned int pair = reinterpret_cast<const unsigned int*>(w)"
+        stage = (f"        const unsigned int pair = reinterpret_cast<const unsigned int*>(w)"
                  f"[((o * {taps} + tap) * {cin} + c) / 2];\n"
-                 "            lo = pair & 0xffffu; hi = pair >> 16;\n")
-    hw, vtype = g.h * g.w, "uint2" if cin == 16 else "uint4"
+                 "        lo = pair & 0xffffu; hi = pair >> 16;\n")
     body = (
+        # staged row n = MMA column (output channel o), word k = kc * 8 + half * 4 + t of it
+        # the pair of MMA rows 16 kc + 8 half + 2t (input channels c, c + 1)
         f"    __shared__ unsigned int wb[{taps * cout * kp}];\n"
         "    const unsigned short* wu = reinterpret_cast<const unsigned short*>(w);\n"
         f"    for (int i = threadIdx.x; i < {taps * cout * (cin // 2)}; i += blockDim.x) {{\n"
-        f"        const int kp = i % {cin // 2}, o = (i / {cin // 2}) % {cout};\n"
+        f"        const int k = i % {cin // 2}, row = (i / {cin // 2}) % {cout};\n"
         f"        const int tap = i / {cin // 2 * cout};\n"
-        # word kp = kc * 8 + half * 4 + t of the row: channels c, c + 1 (see the loads)
-        f"        const int c = (kp & 3) * {cin // 4} + (kp >> 3) * 4 + ((kp >> 2) & 1) * 2;\n"
+        f"        const int o = {_pair_channel('row / 8', 'row % 8', cout)};\n"
+        f"        const int c = {_pair_channel('k / 4', '(k % 4) * 2', cin)};\n"
         "        unsigned int lo, hi;\n"
-        "        {\n"
         f"{stage}"
-        "        }\n"
-        f"        wb[(tap * {cout} + o) * {kp} + kp] = lo | (hi << 16);\n"
+        f"        wb[(tap * {cout} + row) * {kp} + k] = lo | (hi << 16);\n"
         "    }\n"
         "    __syncthreads();\n"
-        "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
-        "    const int g = lane >> 2, t = lane & 3;\n"
-        "    const unsigned int* xw = reinterpret_cast<const unsigned int*>(in);\n"
         f"    for (long long trip = (long long)blockIdx.x * {WARPS} + warp; trip * {PIXELS} < n;\n"
         f"         trip += (long long)gridDim.x * {WARPS}) {{\n"
         # rows j = 2 * tile + half: pixel trip * 32 + tile * 16 + half * 8 + g
-        "        int pn[4], py[4], px[4];\n"
-        "        bool in_range[4];\n"
-        "        #pragma unroll\n"
-        "        for (int j = 0; j < 4; ++j) {\n"
-        f"            const long long m = trip * {PIXELS} + (j >> 1) * 16 + (j & 1) * 8 + g;\n"
-        "            in_range[j] = m < n;\n"
-        f"            pn[j] = (int)(m / {hw}); py[j] = (int)(m % {hw}) / {g.w};"
-        f" px[j] = (int)(m % {g.w});\n"
-        "        }\n"
+        + _pixels(4, f"({it})(trip * {PIXELS}) + (j >> 1) * 16 + (j & 1) * 8 + g", it) +
         f"        float acc[2][{cout // 8}][4];\n"
         "        #pragma unroll\n"
         f"        for (int q = 0; q < {2 * cout // 8 * 4}; ++q) (&acc[0][0][0])[q] = 0.f;\n"
         "        #pragma unroll\n"
         f"        for (int tap = 0; tap < {taps}; ++tap) {{\n"
-        f"            const int dy = tap / {g.kw} - {g.ph}, dx = tap % {g.kw} - {g.pw};\n"
-        "            long long at[4];\n"
-        "            bool ok[4];\n"
-        "            #pragma unroll\n"
-        "            for (int j = 0; j < 4; ++j) {\n"
-        "                const int yy = py[j] + dy, xx = px[j] + dx;\n"
-        f"                ok[j] = in_range[j] && yy >= 0 && yy < {g.h} && xx >= 0 && xx < {g.w};\n"
-        f"                at[j] = (((long long)pn[j] * {g.h} + yy) * {g.w} + xx) * {cin // 2}"
-        f" + t * {cin // 8};\n"
-        "            }\n"
-        # thread t's row vector: channels t * cin/4 .. + cin/4, words 2 kc and 2 kc + 1 its
-        # fragment's columns 2t, 2t+1 and 2t+8, 2t+9 of chunk kc (the staged weights agree)
-        f"            {vtype} v[4];\n"
+        + _shifted(4, f"tap / {g.kw} - {g.ph}", f"tap % {g.kw} - {g.pw}", cin, it) +
+        f"            {vin} v[4];\n"
         "            #pragma unroll\n"
         "            for (int j = 0; j < 4; ++j)\n"
-        f"                v[j] = ok[j] ? __ldg(reinterpret_cast<const {vtype}*>(xw + at[j]))"
-        f" : {vtype}{{}};\n"
+        f"                v[j] = ok[j] ? __ldg(reinterpret_cast<const {vin}*>(in + at[j]))"
+        f" : {vin}{{}};\n"
         "            #pragma unroll\n"
         f"            for (int kc = 0; kc < {cin // 16}; ++kc) {{\n"
         "                unsigned int a[2][4];\n"
@@ -142,33 +185,30 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool) -> Rendered:
         "                    const unsigned int b0 = b[0], b1 = b[4];\n"
         "                    #pragma unroll\n"
         "                    for (int mt = 0; mt < 2; ++mt)\n"
-        f"                        asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}"
-        ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
-        "                            : \"+f\"(acc[mt][nt][0]), \"+f\"(acc[mt][nt][1]),"
-        " \"+f\"(acc[mt][nt][2]), \"+f\"(acc[mt][nt][3])\n"
-        "                            : \"r\"(a[mt][0]), \"r\"(a[mt][1]), \"r\"(a[mt][2]),"
-        " \"r\"(a[mt][3]), \"r\"(b0), \"r\"(b1));\n"
+        "                        " + MMA.format(ab=ab, c="acc[mt][nt]", a="a[mt]", b0="b0", b1="b1",
+                                               ind=" " * 24) +
         "                }\n"
         "            }\n"
         "        }\n"
+        # thread t's outputs of a row are channels t * cout/4 onward: one store
         "        #pragma unroll\n"
-        "        for (int mt = 0; mt < 2; ++mt)\n"
+        "        for (int j = 0; j < 4; ++j) {\n"
+        "            if (!in_range[j]) continue;\n"
+        f"            {vout} packed;\n"
+        "            unsigned int* words = (unsigned int*)&packed;\n"
         "            #pragma unroll\n"
-        "            for (int half = 0; half < 2; ++half) {\n"
-        f"                const long long m = trip * {PIXELS} + mt * 16 + half * 8 + g;\n"
-        "                if (m >= n) continue;\n"
-        "        "                #pragma unroll\n"
-        f"                for (int nt = 0; nt < {cout // 8}; ++nt)\n"
-        f"                    *reinterpret_cast<{VEC2[dtype]}*>(out + m * {cout} + nt * 8 + 2 * t)"
-        f" = {PACK[dtype]}(acc[mt][nt][2 * half], acc[mt][nt][2 * half + 1]);\n"
+        f"            for (int nt = 0; nt < {cout // 8}; ++nt) {{\n"
+        f"                const {VEC2[dtype]} pair = {PACK[dtype]}("
+        "acc[j >> 1][nt][2 * (j & 1)], acc[j >> 1][nt][2 * (j & 1) + 1]);\n"
+        "                words[nt] = *reinterpret_cast<const unsigned int*>(&pair);\n"
         "            }\n"
+        f"            *reinterpret_cast<{vout}*>(out + p[j] * {cout} + t * {cout // 4}) = packed;\n"
+        "        }\n"
         "    }\n")
     params = (f"{ptr('out', dtype, False)}, {ptr('in', dtype)}, {ptr('w', dtype)}, "
               "long long n")
     tag = kernel_name(f"conv_mma_{ab}", repr(g) + dtype + str(transposed))
-    src = (f"extern \"C\" __global__ void __launch_bounds__({WARPS * 32}) {tag}({params}) {{\n"
-           f"{body}}}\n")
-    return Rendered(tag, src, 3, helpers=(NARROW_HELPER,))
+    return _frame(tag, params, WARPS * 32, g, body)
 
 
 FILTER_WARPS = 4
@@ -179,85 +219,70 @@ def filter_blocks(g: ConvWindow, sm_count: int) -> int:
     """Blocks of one weight-gradient launch: ``g.kh`` (one per kernel row) times a share of the
     pixel steps, about two blocks an SM in all."""
     steps = -(-g.n * g.h * g.w // FILTER_STEP)
-    per_row = max(1, min(-(-steps // FILTER_WARPS), 2 * sm_count // g.kh))
-    return per_row * g.kh
+    return max(1, min(-(-steps // FILTER_WARPS), 2 * sm_count // g.kh)) * g.kh
 
 
 def render_conv_mma_filter(g: ConvWindow, dtype: str) -> Rendered:
     """Partial sums of the weight gradient dw[o][r][s][c] (OHWI) = sum over pixels of
-    dy[n][h][w][o] * x[n][h+r-ph][w+s-pw][c], added (atomically) into float32 ``part`` (zeroed
-    before); parameters (part, x, dy, n pixels). Block ``b`` takes kernel row ``b % kh``; each
-    warp reduces steps of 16 pixels, the mma's reduction axis: its fragments are 32-bit loads
-    of a pixel's channel pairs, transposed in registers (``movmatrix``) so that pixels run
-    along the fragment's pairs."""
+    dy[n][h][w][o] * x[n][h+r-ph][w+s-pw][c]: block b takes kernel row r = b % kh and a share
+    of the pixels, and writes its sums to ``part[b]`` (o, s, c ordered), which
+    ``render_filter_sum`` adds up; parameters (part, x, dy, n pixels). Each warp reduces steps
+    of 16 pixels, the mma's reduction axis: a pixel's channels are loaded as in the forward
+    kernel and transposed in registers so that pixels run along the fragments' pairs."""
     cin, cout, kw, ab = g.c, g.filters, g.kw, MMA_TYPES[dtype]
-    mts, nts = cout // 16, cin // 8
-    hw = g.h * g.w
+    mts, nts, it = cout // 16, cin // 8, _index_type(g)
+    per_row = cout * kw * cin
+    vx, vdy = VECTORS[cin // 4], VECTORS[cout // 4]
     body = (
-        "    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;\n"
-        "    const int g = lane >> 2, t = lane & 3;\n"
+        f"    __shared__ float red[{per_row}];\n"
+        f"    for (int i = threadIdx.x; i < {per_row}; i += blockDim.x) red[i] = 0.f;\n"
         f"    const int r = blockIdx.x % {g.kh}, blocks = gridDim.x / {g.kh};\n"
-        "    const unsigned int* xw = reinterpret_cast<const unsigned int*>(x);\n"
-        "    const unsigned int* dyw = reinterpret_cast<const unsigned int*>(dy);\n"
         f"    float acc[{mts}][{kw}][{nts}][4];\n"
         "    #pragma unroll\n"
         f"    for (int q = 0; q < {mts * kw * nts * 4}; ++q) (&acc[0][0][0][0])[q] = 0.f;\n"
         f"    for (long long step = (long long)(blockIdx.x / {g.kh}) * {FILTER_WARPS} + warp;"
         f" step * {FILTER_STEP} < n; step += (long long)blocks * {FILTER_WARPS}) {{\n"
-        "        long long p[2];\n"
-        "        int pn[2], py[2], px[2];\n"
-        "        bool in_range[2];\n"
+        + _pixels(2, f"({it})(step * {FILTER_STEP}) + j * 8 + g", it) +
+        # A = dy^T (o x pixels): matrix (o tile i of m-tile mt, pixel half j) is the transpose
+        # of the stored rows pixel j*8+g, word 2 mt + i of thread t's channels
+        f"        {vdy} u[2];\n"
         "        #pragma unroll\n"
-        "        for (int j = 0; j < 2; ++j) {\n"
-        f"            p[j] = step * {FILTER_STEP} + j * 8 + g;\n"
-        "            in_range[j] = p[j] < n;\n"
-        f"            pn[j] = (int)(p[j] / {hw}); py[j] = (int)(p[j] % {hw}) / {g.w};"
-        f" px[j] = (int)(p[j] % {g.w});\n"
-        "        }\n"
-        # A = dy^T (o x pixels): matrix (o block i, pixel half j) is the transpose of the
-        # stored rows pixel j*8+g, channels o = 16 mt + 8 i + 2t
+        "        for (int j = 0; j < 2; ++j)\n"
+        f"            u[j] = in_range[j] ? __ldg(reinterpret_cast<const {vdy}*>("
+        f"dy + p[j] * {cout} + t * {cout // 4})) : {vdy}{{}};\n"
         f"        unsigned int a[{mts}][4];\n"
         "        #pragma unroll\n"
-        f"        for (int mt = 0; mt < {mts}; ++mt)\n"
-        "            #pragma unroll\n"
-        "            for (int q = 0; q < 4; ++q) {\n"
-        "                const int i = q & 1, j = q >> 1;\n"
-        f"                const unsigned int u = in_range[j] ? __ldg(dyw + (p[j] * {cout}"
-        " + 16 * mt + 8 * i) / 2 + t) : 0u;\n"
-        "                asm volatile(\"movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\""
-        " : \"=r\"(a[mt][q]) : \"r\"(u));\n"
-        "            }\n"
+        f"        for (int q = 0; q < {mts * 4}; ++q) {{\n"
+        "            const int mt = q >> 2, i = q & 1, j = (q >> 1) & 1;\n"
+        "            const unsigned int word = ((const unsigned int*)&u[j])[2 * mt + i];\n"
+        "            " + TRANSPOSE.format(d="a[mt][q & 3]", u="word") + "\n"
+        "        }\n"
         "        #pragma unroll\n"
         f"        for (int s = 0; s < {kw}; ++s) {{\n"
-        "            long long at[2];\n"
-        "            bool ok[2];\n"
+        + _shifted(2, f"r - {g.ph}", f"s - {g.pw}", cin, it) +
+        f"            {vx} v[2];\n"
         "            #pragma unroll\n"
-        "            for (int j = 0; j < 2; ++j) {\n"
-        f"                const int yy = py[j] + r - {g.ph}, xx = px[j] + s - {g.pw};\n"
-        f"                ok[j] = in_range[j] && yy >= 0 && yy < {g.h} && xx >= 0 && xx < {g.w};\n"
-        f"                at[j] = (((long long)pn[j] * {g.h} + yy) * {g.w} + xx) * {cin // 2} + t;\n"
-        "            }\n"
+        "            for (int j = 0; j < 2; ++j)\n"
+        f"                v[j] = ok[j] ? __ldg(reinterpret_cast<const {vx}*>(x + at[j]))"
+        f" : {vx}{{}};\n"
         "            #pragma unroll\n"
         f"            for (int nt = 0; nt < {nts}; ++nt) {{\n"
         "                unsigned int b[2];\n"
         "                #pragma unroll\n"
         "                for (int j = 0; j < 2; ++j) {\n"
-        "                    const unsigned int u = ok[j] ? __ldg(xw + at[j] + nt * 4) : 0u;\n"
-        "                    asm volatile(\"movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\""
-        " : \"=r\"(b[j]) : \"r\"(u));\n"
+        "                    const unsigned int word = ((const unsigned int*)&v[j])[nt];\n"
+        "                    " + TRANSPOSE.format(d="b[j]", u="word") + "\n"
         "                }\n"
         "                #pragma unroll\n"
         f"                for (int mt = 0; mt < {mts}; ++mt)\n"
-        f"                    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}"
-        ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
-        "                        : \"+f\"(acc[mt][s][nt][0]), \"+f\"(acc[mt][s][nt][1]),"
-        " \"+f\"(acc[mt][s][nt][2]), \"+f\"(acc[mt][s][nt][3])\n"
-        "                        : \"r\"(a[mt][0]), \"r\"(a[mt][1]), \"r\"(a[mt][2]),"
-        " \"r\"(a[mt][3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+        "                    " + MMA.format(ab=ab, c="acc[mt][s][nt]", a="a[mt]", b0="b[0]",
+                                           b1="b[1]", ind=" " * 20) +
         "            }\n"
         "        }\n"
         "    }\n"
-        # C fragment: rows o = 16 mt + g (+ 8), columns c = 8 nt + 2t (+ 1)
+        "    __syncthreads();\n"
+        # accumulator (mt, s, nt, q): MMA row 16 mt + 8 (q >> 1) + g is column g of o tile
+        # q >> 1, MMA column 2t + (q & 1) of tile nt (both in _pair_channel's order)
         "    #pragma unroll\n"
         f"    for (int mt = 0; mt < {mts}; ++mt)\n"
         "        #pragma unroll\n"
@@ -266,13 +291,29 @@ def render_conv_mma_filter(g: ConvWindow, dtype: str) -> Rendered:
         f"            for (int nt = 0; nt < {nts}; ++nt)\n"
         "                #pragma unroll\n"
         "                for (int q = 0; q < 4; ++q) {\n"
-        "                    const int o = 16 * mt + g + 8 * (q >> 1), c = 8 * nt + 2 * t"
-        " + (q & 1);\n"
-        f"                    atomicAdd(part + ((o * {g.kh} + r) * {kw} + s) * {cin} + c,"
-        " acc[mt][s][nt][q]);\n"
-        "                }\n")
-    params = (f"float* __restrict__ part, {ptr('x', dtype)}, {ptr('dy', dtype)}, long long n")
+        f"                    const int o = {_pair_channel('2 * mt + (q >> 1)', 'g', cout)};\n"
+        f"                    const int c = {_pair_channel('nt', '2 * t + (q & 1)', cin)};\n"
+        f"                    atomicAdd(red + (o * {kw} + s) * {cin} + c, acc[mt][s][nt][q]);\n"
+        "                }\n"
+        "    __syncthreads();\n"
+        f"    for (int i = threadIdx.x; i < {per_row}; i += blockDim.x)\n"
+        f"        part[(long long)blockIdx.x * {per_row} + i] = red[i];\n")
+    params = f"float* __restrict__ part, {ptr('x', dtype)}, {ptr('dy', dtype)}, long long n"
     tag = kernel_name(f"conv_mma_filter_{ab}", repr(g) + dtype)
-    src = (f"extern \"C\" __global__ void __launch_bounds__({FILTER_WARPS * 32}) {tag}({params}) "
-           f"{{\n{body}}}\n")
-    return Rendered(tag, src, 3, helpers=(NARROW_HELPER,))
+    return _frame(tag, params, FILTER_WARPS * 32, g, body)
+
+
+def render_filter_sum(g: ConvWindow, blocks: int, dtype: str) -> Rendered:
+    """dw[o][r][s][c] = the sum of the ``blocks / kh`` partial sums of kernel row r (written by
+    ``render_conv_mma_filter`` to blocks r, r + kh, ...), in block order."""
+    per_row, kh, kw, c = g.filters * g.kw * g.c, g.kh, g.kw, g.c
+    body = (f"        const long long ch = i % {c}, s = (i / {c}) % {kw};\n"
+            f"        const long long r = (i / {c * kw}) % {kh}, o = i / {c * kw * kh};\n"
+            f"        const float* at = part + r * {per_row} + (o * {kw} + s) * {c} + ch;\n"
+            "        float sum = 0.f;\n"
+            f"        for (int b = 0; b < {blocks // kh}; ++b)"
+            f" sum += at[(long long)b * {kh * per_row}];\n"
+            f"        dw[i] = ({C_TYPES[dtype]})sum;\n")
+    params = f"{ptr('dw', dtype, False)}, const float* __restrict__ part"
+    return grid_stride_kernel(with_dtype("conv_filter_sum", dtype), repr(g) + str(blocks),
+                              params, body, 2)

@@ -23,9 +23,8 @@ from ..ops.deconv import deconv_window
 from ..ops.geometry import ConvWindow
 from .kernels_conv import render_col2im, render_im2col, render_swap01
 from .kernels_conv_mma import (FILTER_WARPS, WARPS, filter_blocks, mma_blocks, mma_fits,
-                               render_conv_mma, render_conv_mma_filter)
-from .kernels_layout import render_cast
-from .actions import Choice, ConvCall, Fill, Gemm, Kernel, Ref, StepCtx, family, launch
+                               render_conv_mma, render_conv_mma_filter, render_filter_sum)
+from .actions import Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, family, launch
 from .lowering_fused import Epilogue, in_place, inline_epilogue
 from .cudnn_graph import ROLES
 from .lowering_views import moved_copy
@@ -103,18 +102,17 @@ def channel_last_call(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, ou
 
 def _direct(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, out: Ref) -> tuple:
     """The direct tensor-core kernels of a call (``kernels_conv_mma``): one kernel for the
-    forward and data calls; the weight gradient's sums go to a float32 scratch, then a cast."""
+    forward and data calls; the weight gradient's partial sums, then their sum."""
     dt, pixels = ctx.storage, g.n * g.h * g.w
     if call != "filter":
         data, weight = (a, b) if call == "forward" else (b, a)
         return (Kernel(render_conv_mma(g, dt, call == "data"), mma_blocks(g, ctx.sm_count),
                        32 * WARPS, (out, data, weight), pixels),)
-    count = prod(g.weight_shape)
-    part = ctx.new_array(count, "float32")
-    return (Fill(part, 0.0, count, "float32"),
-            Kernel(render_conv_mma_filter(g, dt), filter_blocks(g, ctx.sm_count),
-                   32 * FILTER_WARPS, (part, a, b), pixels),
-            launch(ctx, render_cast("float32", dt), (out, part), count))
+    count, blocks = prod(g.weight_shape), filter_blocks(g, ctx.sm_count)
+    part = ctx.new_array(blocks * count // g.kh, "float32")
+    return (Kernel(render_conv_mma_filter(g, dt), blocks, 32 * FILTER_WARPS, (part, a, b),
+                   pixels),
+            launch(ctx, render_filter_sum(g, blocks, dt), (out, part), count))
 
 
 def _window(ctx: StepCtx, data: tuple, transposed: bool) -> ConvWindow:

@@ -13,7 +13,8 @@ import pytest
 
 import symgraph as sg
 from symgraph.cuda import compiler
-from symgraph.cuda.kernels_conv_mma import mma_fits, render_conv_mma, render_conv_mma_filter
+from symgraph.cuda.kernels_conv_mma import (mma_fits, render_conv_mma, render_conv_mma_filter,
+                                            render_filter_sum)
 from symgraph.ops.geometry import ConvWindow
 
 from .narrow import NARROW, assert_close, rounded
@@ -51,7 +52,8 @@ def test_sources_compile_for_sm90() -> None:
     windows = (_window(16, 16, 3), _window(32, 16, 1), _window(16, 32, 5))
     kernels = [render_conv_mma(g, dt, tr) for g in windows
                for dt in ("bfloat16", "float16") for tr in (False, True)]
-    kernels += [render_conv_mma_filter(g, dt) for g in windows for dt in ("bfloat16", "float16")]
+    kernels += [k for g in windows for dt in ("bfloat16", "float16")
+                for k in (render_conv_mma_filter(g, dt), render_filter_sum(g, 6 * g.kh, dt))]
     cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
     for k in kernels:
         assert k.name.encode() in cubin
