@@ -28,9 +28,12 @@ Fits (``mma_fits``): 2-D, float16 or bfloat16, channels last, one group, stride 
 """
 from __future__ import annotations
 
+from typing import Optional
+
+from ..expr import Expr
 from ..ops.geometry import ConvWindow
-from .codegen import (C_TYPES, NARROW_HELPER, Rendered, grid_stride_kernel, kernel_name, ptr,
-                      with_dtype)
+from .codegen import (C_TYPES, NARROW_HELPER, Rendered, expr_to_c, kernel_name, kernel_source,
+                      ptr, with_dtype)
 
 MMA_TYPES = {"bfloat16": "bf16", "float16": "f16"}
 PACK = {"bfloat16": "__floats2bfloat162_rn", "float16": "__floats2half2_rn"}
@@ -38,7 +41,7 @@ VEC2 = {"bfloat16": "__nv_bfloat162", "float16": "__half2"}
 WARPS = 4  # per block
 PIXELS = 32  # per warp and trip: two m16 tiles
 MAX_CHANNELS = 32
-PER_SM = 8
+PER_SM = 4  # 8 took 10% longer (ResNet-20's 16-channel layers, H100)
 SMEM = 48 << 10  # static shared memory a block may take
 
 
@@ -111,26 +114,31 @@ def _shifted(count: int, dy: str, dx: str, channels: int, it: str) -> str:
             "            }\n")
 
 
-def _frame(tag: str, params: str, threads: int, g: ConvWindow, body: str) -> Rendered:
+def _frame(tag: str, params: str, threads: int, g: ConvWindow, body: str,
+           n_ptr: int = 3) -> Rendered:
     src = (f"extern \"C\" __global__ void __launch_bounds__({threads}) {tag}({params}) {{\n"
            f"    const int H = {g.h}, W = {g.w}, HW = {g.h * g.w};\n"
            "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
            "    const int g = lane >> 2, t = lane & 3;\n"
            f"{body}}}\n")
-    return Rendered(tag, src, 3, helpers=(NARROW_HELPER,))
+    return Rendered(tag, src, n_ptr, helpers=(NARROW_HELPER,))
 
 
-def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool) -> Rendered:
+def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool,
+                    epilogue: Optional[Expr] = None, operands: int = 0) -> Rendered:
     """out[n][h][w][o] = sum over taps and input channels k of in[n][h+r-ph][w+s-pw][k] *
-    B[tap][o][k], zero outside; parameters (out, in, w, n pixels). Forward: in = x, out = y,
-    B[tap][o][k] = w[o][tap][k] (OHWI). ``transposed`` (data gradient): in = dy, out = dx,
-    B[tap][o][k] = w[k][taps - 1 - tap][o]."""
+    B[tap][o][k], zero outside; parameters (out, in, w, then ``operands`` more, n pixels).
+    Forward: in = x, out = y, B[tap][o][k] = w[o][tap][k] (OHWI). ``transposed`` (data
+    gradient): in = dy, out = dx, B[tap][o][k] = w[k][taps - 1 - tap][o]. ``epilogue``: a
+    fused group's formula applied to each value as it is stored (input 0 the value, input k
+    the same element of operand k)."""
     taps, cin, cout = g.kh * g.kw, g.c, g.filters
     if transposed:
         cin, cout = cout, cin
     kp = cin // 2 + 4  # words per staged row; the 4 spread a warp's reads over the banks
     assert _staged_bytes(taps, cin, cout) <= SMEM
     ab, it, vin, vout = MMA_TYPES[dtype], _index_type(g), VECTORS[cin // 4], VECTORS[cout // 4]
+    apply = _epilogue_c(epilogue, operands, cout)
     if transposed:
         stage = (f"        lo = wu[(c * {taps} + {taps - 1} - tap) * {cout} + o];\n"
                  f"        hi = wu[((c + 1) * {taps} + {taps - 1} - tap) * {cout} + o];\n")
@@ -198,26 +206,46 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool) -> Rendered:
         "            unsigned int* words = (unsigned int*)&packed;\n"
         "            #pragma unroll\n"
         f"            for (int nt = 0; nt < {cout // 8}; ++nt) {{\n"
-        f"                const {VEC2[dtype]} pair = {PACK[dtype]}("
-        "acc[j >> 1][nt][2 * (j & 1)], acc[j >> 1][nt][2 * (j & 1) + 1]);\n"
+        "                float* v = &acc[j >> 1][nt][2 * (j & 1)];\n"
+        f"{apply}"
+        f"                const {VEC2[dtype]} pair = {PACK[dtype]}(v[0], v[1]);\n"
         "                words[nt] = *reinterpret_cast<const unsigned int*>(&pair);\n"
         "            }\n"
         f"            *reinterpret_cast<{vout}*>(out + p[j] * {cout} + t * {cout // 4}) = packed;\n"
         "        }\n"
         "    }\n")
-    params = (f"{ptr('out', dtype, False)}, {ptr('in', dtype)}, {ptr('w', dtype)}, "
+    extra = "".join(f"{ptr(f'e{k}', dtype)}, " for k in range(1, operands + 1))
+    params = (f"{ptr('out', dtype, False)}, {ptr('in', dtype)}, {ptr('w', dtype)}, {extra}"
               "long long n")
-    tag = kernel_name(f"conv_mma_{ab}", repr(g) + dtype + str(transposed))
-    return _frame(tag, params, WARPS * 32, g, body)
+    tag = kernel_name(f"conv_mma_{ab}", repr(g) + dtype + str(transposed) + repr(epilogue))
+    return _frame(tag, params, WARPS * 32, g, body, 3 + operands)
 
 
-FILTER_WARPS = 4
+def _epilogue_c(epilogue: Optional[Expr], operands: int, cout: int) -> str:
+    """C applying ``epilogue`` to the pair ``v[0], v[1]`` of output channels ``t * cout/4 +
+    2 nt`` onward of pixel ``p[j]`` (operand k's elements there are its inputs k)."""
+    if epilogue is None:
+        return ""
+    at = f"p[j] * {cout} + t * {cout // 4} + 2 * nt + e"
+    lines, (root,) = expr_to_c([epilogue], ["v[e]"] + [f"sg_ld(e{k}[{at}])"
+                                                        for k in range(1, operands + 1)])
+    inner = "".join(f"                    {line}\n" for line in lines)
+    return ("                #pragma unroll\n"
+            "                for (int e = 0; e < 2; ++e) {\n"
+            f"{inner}"
+            f"                    v[e] = {root};\n"
+            "                }\n")
+
+
+FILTER_WARPS = 8
 FILTER_STEP = 16  # pixels of one mma's reduction
+SUM_GROUPS = 8  # warps of a block of the partial sums' kernel, each a share of the partials
 
 
 def filter_blocks(g: ConvWindow, sm_count: int) -> int:
     """Blocks of one weight-gradient launch: ``g.kh`` (one per kernel row) times a share of the
-    pixel steps, about two blocks an SM in all."""
+    pixel steps, about two blocks an SM in all (each block's partial sums are read once
+    more)."""
     steps = -(-g.n * g.h * g.w // FILTER_STEP)
     return max(1, min(-(-steps // FILTER_WARPS), 2 * sm_count // g.kh)) * g.kh
 
@@ -305,15 +333,28 @@ def render_conv_mma_filter(g: ConvWindow, dtype: str) -> Rendered:
 
 def render_filter_sum(g: ConvWindow, blocks: int, dtype: str) -> Rendered:
     """dw[o][r][s][c] = the sum of the ``blocks / kh`` partial sums of kernel row r (written by
-    ``render_conv_mma_filter`` to blocks r, r + kh, ...), in block order."""
+    ``render_conv_mma_filter`` to blocks r, r + kh, ...); parameters (dw, part, n = dw's size).
+    Block b sums elements 32 b .. 32 b + 31, each of its ``SUM_GROUPS`` warps a strided share of
+    the partials, then adds the warps' sums in a fixed order (the same result on every run)."""
     per_row, kh, kw, c = g.filters * g.kw * g.c, g.kh, g.kw, g.c
-    body = (f"        const long long ch = i % {c}, s = (i / {c}) % {kw};\n"
+    body = (f"    __shared__ float sums[{SUM_GROUPS}][32];\n"
+            "    const int lane = threadIdx.x & 31, grp = threadIdx.x >> 5;\n"
+            "    const long long i = (long long)blockIdx.x * 32 + lane;\n"
+            "    float sum = 0.f;\n"
+            "    if (i < n) {\n"
+            f"        const long long ch = i % {c}, s = (i / {c}) % {kw};\n"
             f"        const long long r = (i / {c * kw}) % {kh}, o = i / {c * kw * kh};\n"
             f"        const float* at = part + r * {per_row} + (o * {kw} + s) * {c} + ch;\n"
-            "        float sum = 0.f;\n"
-            f"        for (int b = 0; b < {blocks // kh}; ++b)"
-            f" sum += at[(long long)b * {kh * per_row}];\n"
-            f"        dw[i] = ({C_TYPES[dtype]})sum;\n")
-    params = f"{ptr('dw', dtype, False)}, const float* __restrict__ part"
-    return grid_stride_kernel(with_dtype("conv_filter_sum", dtype), repr(g) + str(blocks),
-                              params, body, 2)
+            f"        for (int b = grp; b < {blocks // kh}; b += {SUM_GROUPS})\n"
+            f"            sum += at[(long long)b * {kh * per_row}];\n"
+            "    }\n"
+            "    sums[grp][lane] = sum;\n"
+            "    __syncthreads();\n"
+            "    if (grp == 0 && i < n) {\n"
+            "        #pragma unroll\n"
+            f"        for (int k = 1; k < {SUM_GROUPS}; ++k) sum += sums[k][lane];\n"
+            f"        dw[i] = ({C_TYPES[dtype]})sum;\n"
+            "    }\n")
+    params = f"{ptr('dw', dtype, False)}, const float* __restrict__ part, long long n"
+    tag = kernel_name(with_dtype("conv_filter_sum", dtype), repr(g) + str(blocks))
+    return Rendered(tag, kernel_source(tag, params, body), 2, helpers=(NARROW_HELPER,))

@@ -22,8 +22,9 @@ from ..ops.conv import conv_window
 from ..ops.deconv import deconv_window
 from ..ops.geometry import ConvWindow
 from .kernels_conv import render_col2im, render_im2col, render_swap01
-from .kernels_conv_mma import (FILTER_WARPS, WARPS, filter_blocks, mma_blocks, mma_fits,
-                               render_conv_mma, render_conv_mma_filter, render_filter_sum)
+from .kernels_conv_mma import (FILTER_WARPS, SUM_GROUPS, WARPS, filter_blocks, mma_blocks,
+                               mma_fits, render_conv_mma, render_conv_mma_filter,
+                               render_filter_sum)
 from .actions import Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, family, launch
 from .lowering_fused import Epilogue, in_place, inline_epilogue
 from .cudnn_graph import ROLES
@@ -83,11 +84,19 @@ CONV_CALLS = {"forward": conv_forward, "data": conv_backward_data, "filter": con
 CALL_KINDS = {"forward": "fwd", "data": "data", "filter": "filter"}  # -> ConvCall.kind
 
 
-def channel_last_call(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, out: Ref) -> list:
-    """A convolution call on channels-last operands: cuDNN reads them in place; the fallback
-    is the direct tensor-core kernels where they fit (``kernels_conv_mma``), else copies them
-    channels first, runs the channels-first fallback and copies the result back."""
+def channel_last_call(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, out: Ref,
+                      epi: Optional[Epilogue] = None, bias: Optional[Ref] = None) -> list:
+    """A convolution call on channels-last operands, then ``bias`` and ``epi`` in place: cuDNN
+    reads them in place; the fallback is the direct tensor-core kernels where they fit
+    (``kernels_conv_mma``, which apply ``epi`` as they store when there is no bias), else
+    copies them channels first, runs the channels-first fallback and copies the result back."""
     first, dt, kind = replace(g, channel_last=False), ctx.storage, CALL_KINDS[call]
+    after = _channel_epilogue(ctx, epi, bias, True)
+    call_act = ConvCall(kind, g, a, b, out, dt)
+    if mma_fits(g, dt):
+        if epi is not None and bias is None and call != "filter":
+            return [Choice((call_act, *after), _direct(ctx, call, g, a, b, out, epi))]
+        return [Choice((call_act,), _direct(ctx, call, g, a, b, out))] + after
     by_role = {"x": first.input_shape, "w": first.weight_shape, "y": first.output_shape}
     shapes = [by_role[r] for r in ROLES[kind]]
     tmp = [ctx.new_array(prod(s), dt) for s in shapes]
@@ -95,24 +104,27 @@ def channel_last_call(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, ou
     fallback = (moved_copy(ctx, a, tmp[0], shapes[0], False),
                 moved_copy(ctx, b, tmp[1], shapes[1], False)) + tuple(inner.fallback) + \
         (moved_copy(ctx, tmp[2], out, shapes[2], True),)
-    if mma_fits(g, dt):
-        fallback = _direct(ctx, call, g, a, b, out)
-    return [Choice((ConvCall(kind, g, a, b, out, dt),), fallback)]
+    return [Choice((call_act,), fallback)] + after
 
 
-def _direct(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, out: Ref) -> tuple:
+def _direct(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, out: Ref,
+            epi: Optional[Epilogue] = None) -> tuple:
     """The direct tensor-core kernels of a call (``kernels_conv_mma``): one kernel for the
-    forward and data calls; the weight gradient's partial sums, then their sum."""
+    forward and data calls (applying ``epi``); the weight gradient's partial sums, then their
+    sum."""
     dt, pixels = ctx.storage, g.n * g.h * g.w
     if call != "filter":
         data, weight = (a, b) if call == "forward" else (b, a)
-        return (Kernel(render_conv_mma(g, dt, call == "data"), mma_blocks(g, ctx.sm_count),
-                       32 * WARPS, (out, data, weight), pixels),)
+        ops = epi.operands if epi is not None else ()
+        kern = render_conv_mma(g, dt, call == "data", epi.expr if epi else None, len(ops))
+        return (Kernel(kern, mma_blocks(g, ctx.sm_count), 32 * WARPS, (out, data, weight, *ops),
+                       pixels),)
     count, blocks = prod(g.weight_shape), filter_blocks(g, ctx.sm_count)
     part = ctx.new_array(blocks * count // g.kh, "float32")
     return (Kernel(render_conv_mma_filter(g, dt), blocks, 32 * FILTER_WARPS, (part, a, b),
                    pixels),
-            launch(ctx, render_filter_sum(g, blocks, dt), (out, part), count))
+            Kernel(render_filter_sum(g, blocks, dt), -(-count // 32), 32 * SUM_GROUPS, (out, part),
+                   count))
 
 
 def _window(ctx: StepCtx, data: tuple, transposed: bool) -> ConvWindow:
@@ -134,8 +146,7 @@ def _convolution(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
     bias = ctx.ins[2] if p.get("bias") and not ctx.attrs["no_bias"] else None
     a, b = (ctx.ins[i] for i in p["args"])
     if g.channel_last:
-        return channel_last_call(ctx, p["call"], g, a, b, ctx.outs[0]) + \
-            _channel_epilogue(ctx, epi, bias, True)
+        return channel_last_call(ctx, p["call"], g, a, b, ctx.outs[0], epi, bias)
     if epi is None:
         return CONV_CALLS[p["call"]](ctx, g, a, b, ctx.outs[0], bias)
     return CONV_CALLS[p["call"]](ctx, g, a, b, ctx.outs[0], None) + \

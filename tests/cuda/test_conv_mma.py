@@ -13,6 +13,7 @@ import pytest
 
 import symgraph as sg
 from symgraph.cuda import compiler
+from symgraph.expr import call, inp
 from symgraph.cuda.kernels_conv_mma import (mma_fits, render_conv_mma, render_conv_mma_filter,
                                             render_filter_sum)
 from symgraph.ops.geometry import ConvWindow
@@ -52,6 +53,8 @@ def test_sources_compile_for_sm90() -> None:
     windows = (_window(16, 16, 3), _window(32, 16, 1), _window(16, 32, 5))
     kernels = [render_conv_mma(g, dt, tr) for g in windows
                for dt in ("bfloat16", "float16") for tr in (False, True)]
+    mask_of_sum = call("gt", inp(1), 0.0) * (inp(0) + inp(2))  # ReLU's mask, a residual's dy
+    kernels += [render_conv_mma(g, "bfloat16", True, mask_of_sum, 2) for g in windows]
     kernels += [k for g in windows for dt in ("bfloat16", "float16")
                 for k in (render_conv_mma_filter(g, dt), render_filter_sum(g, 6 * g.kh, dt))]
     cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
@@ -97,7 +100,11 @@ def test_direct_kernel_matches_float32_cpu(dtype: str, monkeypatch: pytest.Monke
     assert isinstance(program, backend.CudaProgram)
     names = [a.kernel.name for acts in program.actions for a in flat_actions(acts, "fallback")
              if isinstance(a, Kernel)]
-    assert sum("conv_mma" in n for n in names) == 9, names  # 3 forward, data, filter calls
+    mma = [a for acts in program.actions for a in flat_actions(acts, "fallback")
+           if isinstance(a, Kernel) and "conv_mma" in a.kernel.name]
+    assert len(mma) == 9, names  # 3 forward, data and filter calls
+    # conv2's data gradient goes through conv1's ReLU: that mask is applied as it is stored
+    assert any(len(a.args) > 3 for a in mma), [a.kernel.name for a in mma]
     assert_close(got, want, dtype, "conv net output")
     for k in shapes:
         assert_close(got_grads[k], want_grads[k], dtype, f"conv net gradient of {k}")
