@@ -45,15 +45,23 @@ PER_SM = 4  # 8 took 10% longer (ResNet-20's 16-channel layers, H100)
 SMEM = 48 << 10  # static shared memory a block may take
 
 
-def mma_fits(g: ConvWindow, dtype: str) -> bool:
-    """Whether the direct kernels run this channels-last convolution's calls (see the
-    module's docstring)."""
+def mma_fits(g: ConvWindow, dtype: str, call: str) -> bool:
+    """Whether the direct kernels run this call (forward / data / filter) of a channels-last
+    convolution (see the module's docstring)."""
+    cin = _padded(g.c) if call != "data" else g.c
     return (dtype in MMA_TYPES and g.channel_last and g.rank == 2 and g.groups == 1
             and g.sh == g.sw == g.dh == g.dw == 1 and g.kh % 2 == 1 and g.kw % 2 == 1
             and g.ph == (g.kh - 1) // 2 and g.pw == (g.kw - 1) // 2
-            and all(c % 16 == 0 and c <= MAX_CHANNELS for c in (g.c, g.filters))
-            and max(_staged_bytes(g.kh * g.kw, g.c, g.filters),
-                    _staged_bytes(g.kh * g.kw, g.filters, g.c)) <= SMEM)
+            and all(c % 16 == 0 and c <= MAX_CHANNELS for c in (cin, g.filters))
+            and max(_staged_bytes(g.kh * g.kw, cin, g.filters),
+                    _staged_bytes(g.kh * g.kw, g.filters, cin)) <= SMEM)
+
+
+def _padded(channels: int) -> int:
+    """Input channels as the MMA sees them: fewer than 16 (an image's 3) are zero-padded to
+    16 as they are loaded (the forward and weight-gradient calls; a data gradient writes
+    them, so it needs 16)."""
+    return max(channels, 16)
 
 
 def _staged_bytes(taps: int, cin: int, cout: int) -> int:
@@ -103,14 +111,34 @@ def _pixels(count: int, first: str, it: str) -> str:
 
 def _shifted(count: int, dy: str, dx: str, channels: int, it: str) -> str:
     """C declaring ``ok[j]`` and ``at[j]``: row j's pixel moved by (dy, dx) is inside the image,
-    and the offset of thread t's channels there."""
+    and the offset of its channel 0 (``channels`` a pixel)."""
     return (f"            bool ok[{count}]; {it} at[{count}];\n"
             "            #pragma unroll\n"
             f"            for (int j = 0; j < {count}; ++j) {{\n"
             f"                const int yy = py[j] + {dy}, xx = px[j] + {dx};\n"
             "                ok[j] = in_range[j] && yy >= 0 && yy < H && xx >= 0 && xx < W;\n"
-            f"                at[j] = (({it})(pn[j] * H + yy) * W + xx) * {channels}"
-            f" + t * {channels // 4};\n"
+            f"                at[j] = (({it})(pn[j] * H + yy) * W + xx) * {channels};\n"
+            "            }\n")
+
+
+def _load_rows(count: int, src: str, real: int, channels: int) -> str:
+    """C loading ``v[j]``, thread t's ``channels / 4`` channels of row j's pixel (``at[j]``,
+    ``ok[j]``) of ``src``, whose pixels hold ``real`` channels: one vector load, or (fewer
+    than 16 channels, unaligned) one 16-bit load per channel, zero past ``real``."""
+    vec = VECTORS[channels // 4]
+    if real == channels:
+        return ("            #pragma unroll\n"
+                f"            for (int j = 0; j < {count}; ++j)\n"
+                f"                v[j] = ok[j] ? __ldg(reinterpret_cast<const {vec}*>("
+                f"{src} + at[j] + t * {channels // 4})) : {vec}{{}};\n")
+    return ("            #pragma unroll\n"
+            f"            for (int j = 0; j < {count}; ++j) {{\n"
+            "                unsigned int h[4];\n"
+            "                #pragma unroll\n"
+            "                for (int q = 0; q < 4; ++q)\n"
+            f"                    h[q] = ok[j] && t * 4 + q < {real} ? (unsigned int)"
+            f"reinterpret_cast<const unsigned short*>({src})[at[j] + t * 4 + q] : 0u;\n"
+            "                v[j] = make_uint2(h[0] | (h[1] << 16), h[2] | (h[3] << 16));\n"
             "            }\n")
 
 
@@ -132,9 +160,10 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool,
     gradient): in = dy, out = dx, B[tap][o][k] = w[k][taps - 1 - tap][o]. ``epilogue``: a
     fused group's formula applied to each value as it is stored (input 0 the value, input k
     the same element of operand k)."""
-    taps, cin, cout = g.kh * g.kw, g.c, g.filters
+    taps, real, cout = g.kh * g.kw, g.c, g.filters
     if transposed:
-        cin, cout = cout, cin
+        real, cout = cout, real
+    cin = _padded(real)
     kp = cin // 2 + 4  # words per staged row; the 4 spread a warp's reads over the banks
     assert _staged_bytes(taps, cin, cout) <= SMEM
     ab, it, vin, vout = MMA_TYPES[dtype], _index_type(g), VECTORS[cin // 4], VECTORS[cout // 4]
@@ -142,6 +171,9 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool,
     if transposed:
         stage = (f"        lo = wu[(c * {taps} + {taps - 1} - tap) * {cout} + o];\n"
                  f"        hi = wu[((c + 1) * {taps} + {taps - 1} - tap) * {cout} + o];\n")
+    elif real < cin:  # weights of a padded input: zero past its channels, pairs unaligned
+        stage = (f"        lo = c < {real} ? wu[(o * {taps} + tap) * {real} + c] : 0u;\n"
+                 f"        hi = c + 1 < {real} ? wu[(o * {taps} + tap) * {real} + c + 1] : 0u;\n")
     else:
         stage = (f"        const unsigned int pair = reinterpret_cast<const unsigned int*>(w)"
                  f"[((o * {taps} + tap) * {cin} + c) / 2];\n"
@@ -170,12 +202,9 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool,
         f"        for (int q = 0; q < {2 * cout // 8 * 4}; ++q) (&acc[0][0][0])[q] = 0.f;\n"
         "        #pragma unroll\n"
         f"        for (int tap = 0; tap < {taps}; ++tap) {{\n"
-        + _shifted(4, f"tap / {g.kw} - {g.ph}", f"tap % {g.kw} - {g.pw}", cin, it) +
+        + _shifted(4, f"tap / {g.kw} - {g.ph}", f"tap % {g.kw} - {g.pw}", real, it) +
         f"            {vin} v[4];\n"
-        "            #pragma unroll\n"
-        "            for (int j = 0; j < 4; ++j)\n"
-        f"                v[j] = ok[j] ? __ldg(reinterpret_cast<const {vin}*>(in + at[j]))"
-        f" : {vin}{{}};\n"
+        + _load_rows(4, "in", real, cin) +
         "            #pragma unroll\n"
         f"            for (int kc = 0; kc < {cin // 16}; ++kc) {{\n"
         "                unsigned int a[2][4];\n"
@@ -244,10 +273,10 @@ SUM_GROUPS = 8  # warps of a block of the partial sums' kernel, each a share of 
 
 def filter_blocks(g: ConvWindow, sm_count: int) -> int:
     """Blocks of one weight-gradient launch: ``g.kh`` (one per kernel row) times a share of the
-    pixel steps, about two blocks an SM in all (each block's partial sums are read once
+    pixel steps, about four blocks an SM in all (each block's partial sums are read once
     more)."""
     steps = -(-g.n * g.h * g.w // FILTER_STEP)
-    return max(1, min(-(-steps // FILTER_WARPS), 2 * sm_count // g.kh)) * g.kh
+    return max(1, min(-(-steps // FILTER_WARPS), 4 * sm_count // g.kh)) * g.kh
 
 
 def render_conv_mma_filter(g: ConvWindow, dtype: str) -> Rendered:
@@ -257,7 +286,7 @@ def render_conv_mma_filter(g: ConvWindow, dtype: str) -> Rendered:
     ``render_filter_sum`` adds up; parameters (part, x, dy, n pixels). Each warp reduces steps
     of 16 pixels, the mma's reduction axis: a pixel's channels are loaded as in the forward
     kernel and transposed in registers so that pixels run along the fragments' pairs."""
-    cin, cout, kw, ab = g.c, g.filters, g.kw, MMA_TYPES[dtype]
+    real, cin, cout, kw, ab = g.c, _padded(g.c), g.filters, g.kw, MMA_TYPES[dtype]
     mts, nts, it = cout // 16, cin // 8, _index_type(g)
     per_row = cout * kw * cin
     vx, vdy = VECTORS[cin // 4], VECTORS[cout // 4]
@@ -287,12 +316,9 @@ def render_conv_mma_filter(g: ConvWindow, dtype: str) -> Rendered:
         "        }\n"
         "        #pragma unroll\n"
         f"        for (int s = 0; s < {kw}; ++s) {{\n"
-        + _shifted(2, f"r - {g.ph}", f"s - {g.pw}", cin, it) +
+        + _shifted(2, f"r - {g.ph}", f"s - {g.pw}", real, it) +
         f"            {vx} v[2];\n"
-        "            #pragma unroll\n"
-        "            for (int j = 0; j < 2; ++j)\n"
-        f"                v[j] = ok[j] ? __ldg(reinterpret_cast<const {vx}*>(x + at[j]))"
-        f" : {vx}{{}};\n"
+        + _load_rows(2, "x", real, cin) +
         "            #pragma unroll\n"
         f"            for (int nt = 0; nt < {nts}; ++nt) {{\n"
         "                unsigned int b[2];\n"
@@ -336,7 +362,7 @@ def render_filter_sum(g: ConvWindow, blocks: int, dtype: str) -> Rendered:
     ``render_conv_mma_filter`` to blocks r, r + kh, ...); parameters (dw, part, n = dw's size).
     Block b sums elements 32 b .. 32 b + 31, each of its ``SUM_GROUPS`` warps a strided share of
     the partials, then adds the warps' sums in a fixed order (the same result on every run)."""
-    per_row, kh, kw, c = g.filters * g.kw * g.c, g.kh, g.kw, g.c
+    per_row, kh, kw, c = g.filters * g.kw * _padded(g.c), g.kh, g.kw, g.c
     body = (f"    __shared__ float sums[{SUM_GROUPS}][32];\n"
             "    const int lane = threadIdx.x & 31, grp = threadIdx.x >> 5;\n"
             "    const long long i = (long long)blockIdx.x * 32 + lane;\n"
@@ -344,7 +370,8 @@ def render_filter_sum(g: ConvWindow, blocks: int, dtype: str) -> Rendered:
             "    if (i < n) {\n"
             f"        const long long ch = i % {c}, s = (i / {c}) % {kw};\n"
             f"        const long long r = (i / {c * kw}) % {kh}, o = i / {c * kw * kh};\n"
-            f"        const float* at = part + r * {per_row} + (o * {kw} + s) * {c} + ch;\n"
+            f"        const float* at = part + r * {per_row} + (o * {kw} + s) * {_padded(c)}"
+            " + ch;\n"
             f"        for (int b = grp; b < {blocks // kh}; b += {SUM_GROUPS})\n"
             f"            sum += at[(long long)b * {kh * per_row}];\n"
             "    }\n"

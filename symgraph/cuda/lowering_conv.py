@@ -93,7 +93,7 @@ def channel_last_call(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, ou
     first, dt, kind = replace(g, channel_last=False), ctx.storage, CALL_KINDS[call]
     after = _channel_epilogue(ctx, epi, bias, True)
     call_act = ConvCall(kind, g, a, b, out, dt)
-    if mma_fits(g, dt):
+    if mma_fits(g, dt, call):
         if epi is not None and bias is None and call != "filter":
             return [Choice((call_act, *after), _direct(ctx, call, g, a, b, out, epi))]
         return [Choice((call_act,), _direct(ctx, call, g, a, b, out))] + after
