@@ -1,11 +1,13 @@
 """cuDNN or the generated code, per convolution step: the choice of a :class:`Choice` action.
 
 A convolution lowers to a ``Choice`` between library calls (cuDNN, ``primary``) and generated
-im2col + GEMM kernels (``fallback``). When cuDNN has a plan for every call, the two branches are
-timed on the device as CUDA graph replays (each its best of two rounds) and the generated one is kept only when it is
-clearly faster (``FALLBACK_MARGIN``) (``SYMGRAPH_CUDNN=1`` takes cuDNN without
-timing; ``SYMGRAPH_CUDNN=0`` makes ``cudnn.available()`` false, so the fallback runs). Kept apart
-from the program so that the policy reads in one place.
+kernels (``fallback``: the direct tensor-core kernels of ``kernels_conv_mma`` where they fit,
+else im2col + GEMM). When cuDNN has a plan for every call, the two branches are timed on the
+device as CUDA graph replays (each its best of two rounds) and the generated one is kept only
+when it is clearly faster (``FALLBACK_MARGIN``) (``SYMGRAPH_CUDNN=1`` takes cuDNN without
+timing; ``SYMGRAPH_CUDNN=0`` makes ``cudnn.available()`` false, so the fallback runs). cuDNN's
+own engines are timed the same way (``fastest``). Kept apart from the program so that the
+policy reads in one place.
 """
 from __future__ import annotations
 
@@ -34,10 +36,9 @@ def choose(act: Choice, plan_of: Callable[[ConvCall], Any],
     return act.fallback if ms[1] < ms[0] * (1.0 - FALLBACK_MARGIN) else act.primary
 
 
-# The generated branch must win by this fraction: its several kernels cost gaps between graph
-# nodes that timing the branch alone does not see, and with one timing each, ResNet-20's fp32
-# step took the fallback in 9-15 of its 62 convolution calls, differently in each process
-# (3.34-3.48 ms; the H100, session 9).
+# The generated branch must win by this fraction, so that near ties do not flip between
+# processes: with one eager timing each, ResNet-20's fp32 step took the fallback in 9-15 of its
+# 62 convolution calls, differently in each process (3.34-3.48 ms; the H100, session 9).
 FALLBACK_MARGIN = 0.1
 ROUNDS = 2
 

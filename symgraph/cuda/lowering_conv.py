@@ -22,8 +22,8 @@ from ..ops.conv import conv_window
 from ..ops.deconv import deconv_window
 from ..ops.geometry import ConvWindow
 from .kernels_conv import render_col2im, render_im2col, render_swap01
-from .kernels_conv_mma import (FILTER_WARPS, SUM_GROUPS, WARPS, filter_blocks, mma_blocks,
-                               mma_fits, render_conv_mma, render_conv_mma_filter,
+from .kernels_conv_mma import (FILTER_WARPS, SUM_GROUPS, WARPS, filter_blocks, filter_partials,
+                               mma_blocks, mma_fits, render_conv_mma, render_conv_mma_filter,
                                render_filter_sum)
 from .actions import Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, family, launch
 from .lowering_fused import Epilogue, in_place, inline_epilogue
@@ -120,7 +120,7 @@ def _direct(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, out: Ref,
         return (Kernel(kern, mma_blocks(g, ctx.sm_count), 32 * WARPS, (out, data, weight, *ops),
                        pixels),)
     count, blocks = prod(g.weight_shape), filter_blocks(g, ctx.sm_count)
-    part = ctx.new_array(blocks * count // g.kh, "float32")
+    part = ctx.new_array(filter_partials(g, blocks), "float32")
     return (Kernel(render_conv_mma_filter(g, dt), blocks, 32 * FILTER_WARPS, (part, a, b),
                    pixels),
             Kernel(render_filter_sum(g, blocks, dt), -(-count // 32), 32 * SUM_GROUPS, (out, part),

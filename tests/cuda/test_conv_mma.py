@@ -46,6 +46,8 @@ def _window(c: int, f: int, k: int, **kw: Any) -> ConvWindow:
     (_window(16, 16, 3, dilate=(2, 2)), "bfloat16", "forward", False),
     (_window(16, 16, 3, groups=2), "bfloat16", "forward", False),
     (_window(32, 32, 5), "bfloat16", "forward", False),  # 64 KB of staged weights
+    (_window(32, 32, 3), "bfloat16", "forward", True),
+    (_window(32, 32, 3), "bfloat16", "filter", False),  # 96 sums a thread: cuDNN is faster
 ])
 def test_which_geometries_fit(g: ConvWindow, dtype: str, call: str, fits: bool) -> None:
     assert mma_fits(g, dtype, call) is fits
@@ -59,7 +61,8 @@ def test_sources_compile_for_sm90() -> None:
     mask_of_sum = call("gt", inp(1), 0.0) * (inp(0) + inp(2))  # ReLU's mask, a residual's dy
     kernels += [render_conv_mma(g, "bfloat16", True, mask_of_sum, 2) for g in windows[:3]]
     kernels += [k for g in windows for dt in ("bfloat16", "float16")
-                for k in (render_conv_mma_filter(g, dt), render_filter_sum(g, 6 * g.kh, dt))]
+                for k in (render_conv_mma_filter(g, dt), render_filter_sum(g, 6 * g.kh, dt))
+                if mma_fits(g, dt, "filter")]
     cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
     for k in kernels:
         assert k.name.encode() in cubin
