@@ -25,7 +25,9 @@ never imports pycuda):
 * ``libs``    - finds pycuda and the cuBLAS/cuDNN/NCCL libraries (``nvidia-*`` wheels first),
   with errors that say what was looked for, where, and how to install it;
 * ``backend``  - ``compile(schedule, ctx)``: the program the executor runs (an action -> launch
-  table); ``conv_choice`` - cuDNN or the generated im2col path, per convolution;
+  table); ``conv_choice`` - cuDNN or the generated path (direct tensor-core kernels of
+  ``kernels_conv_mma`` for narrow channels-last layers of 16-32 channels, else im2col), per
+  convolution call, timed as CUDA graph replays;
   ``cudnn`` - ctypes binding; its descriptors read the node's window (``ops/geometry.py``);
   ``cudnn_graph`` - cuDNN's graph (backend) API plans of one convolution call;
 * ``update_kernel`` - the fused multi-tensor optimizer update printed from an optimizer's rule
@@ -36,8 +38,8 @@ Environment: ``SYMGRAPH_CUDA_GRAPHS=0`` turns CUDA graph replay off; ``SYMGRAPH_
 cuBLAS use TF32 tensor cores (off by default: results then match float32 to ~1e-6);
 ``SYMGRAPH_CACHE_DIR`` moves the kernel cache (default ``~/.cache/symgraph``);
 ``SYMGRAPH_DEBUG=2`` prints every generated module; ``SYMGRAPH_CUDNN=0`` never uses cuDNN,
-``=1`` always does where it has an algorithm, the default measures each convolution shape once
-and keeps the faster of cuDNN and the generated im2col + cuBLAS path;
+``=1`` always does where it has an algorithm, the default measures each convolution call once
+and keeps the faster of cuDNN and the generated path;
 ``SYMGRAPH_CUDNN_API=legacy`` times cuDNN's legacy algorithms only (not its graph API's engines);
 ``SYMGRAPH_NHWC=0`` keeps float16/bfloat16 convolutions NCHW (``passes/channel_last.py``).
 """

@@ -22,12 +22,10 @@ from ..ops.conv import conv_window
 from ..ops.deconv import deconv_window
 from ..ops.geometry import ConvWindow
 from .kernels_conv import render_col2im, render_im2col, render_swap01
-from .kernels_conv_mma import (FILTER_WARPS, SUM_GROUPS, WARPS, filter_blocks, filter_partials,
-                               mma_blocks, mma_fits, render_conv_mma, render_conv_mma_filter,
-                               render_filter_sum)
-from .actions import Choice, ConvCall, Gemm, Kernel, Ref, StepCtx, family, launch
+from .actions import Choice, ConvCall, Gemm, Ref, StepCtx, family, launch
 from .lowering_fused import Epilogue, in_place, inline_epilogue
 from .cudnn_graph import ROLES
+from .lowering_conv_mma import direct, mma_fits
 from .lowering_views import moved_copy
 
 
@@ -95,8 +93,8 @@ def channel_last_call(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, ou
     call_act = ConvCall(kind, g, a, b, out, dt)
     if mma_fits(g, dt, call):
         if epi is not None and bias is None and call != "filter":
-            return [Choice((call_act, *after), _direct(ctx, call, g, a, b, out, epi))]
-        return [Choice((call_act,), _direct(ctx, call, g, a, b, out))] + after
+            return [Choice((call_act, *after), direct(ctx, call, g, a, b, out, epi))]
+        return [Choice((call_act,), direct(ctx, call, g, a, b, out))] + after
     by_role = {"x": first.input_shape, "w": first.weight_shape, "y": first.output_shape}
     shapes = [by_role[r] for r in ROLES[kind]]
     tmp = [ctx.new_array(prod(s), dt) for s in shapes]
@@ -105,26 +103,6 @@ def channel_last_call(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, ou
                 moved_copy(ctx, b, tmp[1], shapes[1], False)) + tuple(inner.fallback) + \
         (moved_copy(ctx, tmp[2], out, shapes[2], True),)
     return [Choice((call_act,), fallback)] + after
-
-
-def _direct(ctx: StepCtx, call: str, g: ConvWindow, a: Ref, b: Ref, out: Ref,
-            epi: Optional[Epilogue] = None) -> tuple:
-    """The direct tensor-core kernels of a call (``kernels_conv_mma``): one kernel for the
-    forward and data calls (applying ``epi``); the weight gradient's partial sums, then their
-    sum."""
-    dt, pixels = ctx.storage, g.n * g.h * g.w
-    if call != "filter":
-        data, weight = (a, b) if call == "forward" else (b, a)
-        ops = epi.operands if epi is not None else ()
-        kern = render_conv_mma(g, dt, call == "data", epi.expr if epi else None, len(ops))
-        return (Kernel(kern, mma_blocks(g, ctx.sm_count), 32 * WARPS, (out, data, weight, *ops),
-                       pixels),)
-    count, blocks = prod(g.weight_shape), filter_blocks(g, ctx.sm_count)
-    part = ctx.new_array(filter_partials(g, blocks), "float32")
-    return (Kernel(render_conv_mma_filter(g, dt), blocks, 32 * FILTER_WARPS, (part, a, b),
-                   pixels),
-            Kernel(render_filter_sum(g, blocks, dt), -(-count // 32), 32 * SUM_GROUPS, (out, part),
-                   count))
 
 
 def _window(ctx: StepCtx, data: tuple, transposed: bool) -> ConvWindow:
