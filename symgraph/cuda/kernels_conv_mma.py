@@ -114,6 +114,12 @@ def _pixels(count: int, first: str, it: str) -> str:
             "        }\n")
 
 
+def _rows_at(count: int, dy: str, dx: str, src: str, real: int, channels: int, it: str) -> str:
+    """C declaring ``v[j]``: thread t's ``channels / 4`` channels of row j's pixel moved by
+    (dy, dx) in ``src`` (zero outside the image), whose pixels hold ``real`` channels."""
+    return _shifted(count, dy, dx, real, it) + _load_rows(count, src, real, channels)
+
+
 def _shifted(count: int, dy: str, dx: str, channels: int, it: str) -> str:
     """C declaring ``ok[j]`` and ``at[j]``: row j's pixel moved by (dy, dx) is inside the image,
     and the offset of its channel 0 (``channels`` a pixel)."""
@@ -131,12 +137,13 @@ def _load_rows(count: int, src: str, real: int, channels: int) -> str:
     ``ok[j]``) of ``src``, whose pixels hold ``real`` channels: one vector load, or (fewer
     than 16 channels, unaligned) one 16-bit load per channel, zero past ``real``."""
     vec = VECTORS[channels // 4]
+    declare = f"            {vec} v[{count}];\n"
     if real == channels:
-        return ("            #pragma unroll\n"
+        return (declare + "            #pragma unroll\n"
                 f"            for (int j = 0; j < {count}; ++j)\n"
                 f"                v[j] = ok[j] ? __ldg(reinterpret_cast<const {vec}*>("
                 f"{src} + at[j] + t * {channels // 4})) : {vec}{{}};\n")
-    return ("            #pragma unroll\n"
+    return (declare + "            #pragma unroll\n"
             f"            for (int j = 0; j < {count}; ++j) {{\n"
             "                unsigned int h[4];\n"
             "                #pragma unroll\n"
@@ -171,7 +178,7 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool,
     cin = _padded(real)
     kp = cin // 2 + 4  # words per staged row; the 4 spread a warp's reads over the banks
     assert _staged_bytes(taps, cin, cout) <= SMEM
-    ab, it, vin, vout = MMA_TYPES[dtype], _index_type(g), VECTORS[cin // 4], VECTORS[cout // 4]
+    ab, it, vout = MMA_TYPES[dtype], _index_type(g), VECTORS[cout // 4]
     apply = _epilogue_c(epilogue, operands, cout)
     if transposed:
         stage = (f"        lo = wu[(c * {taps} + {taps - 1} - tap) * {cout} + o];\n"
@@ -207,9 +214,7 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool,
         f"        for (int q = 0; q < {2 * cout // 8 * 4}; ++q) (&acc[0][0][0])[q] = 0.f;\n"
         "        #pragma unroll\n"
         f"        for (int tap = 0; tap < {taps}; ++tap) {{\n"
-        + _shifted(4, f"tap / {g.kw} - {g.ph}", f"tap % {g.kw} - {g.pw}", real, it) +
-        f"            {vin} v[4];\n"
-        + _load_rows(4, "in", real, cin) +
+        + _rows_at(4, f"tap / {g.kw} - {g.ph}", f"tap % {g.kw} - {g.pw}", "in", real, cin, it) +
         "            #pragma unroll\n"
         f"            for (int kc = 0; kc < {cin // 16}; ++kc) {{\n"
         "                unsigned int a[2][4];\n"
@@ -299,7 +304,7 @@ def render_conv_mma_filter(g: ConvWindow, dtype: str) -> Rendered:
     real, cin, cout, kw, ab = g.c, _padded(g.c), g.filters, g.kw, MMA_TYPES[dtype]
     mts, nts, it = cout // 16, cin // 8, _index_type(g)
     per_row = cout * kw * cin
-    vx, vdy = VECTORS[cin // 4], VECTORS[cout // 4]
+    vdy = VECTORS[cout // 4]
     body = (
         f"    __shared__ float red[{per_row}];\n"
         f"    for (int i = threadIdx.x; i < {per_row}; i += blockDim.x) red[i] = 0.f;\n"
@@ -326,9 +331,7 @@ def render_conv_mma_filter(g: ConvWindow, dtype: str) -> Rendered:
         "        }\n"
         "        #pragma unroll\n"
         f"        for (int s = 0; s < {kw}; ++s) {{\n"
-        + _shifted(2, f"r - {g.ph}", f"s - {g.pw}", real, it) +
-        f"            {vx} v[2];\n"
-        + _load_rows(2, "x", real, cin) +
+        + _rows_at(2, f"r - {g.ph}", f"s - {g.pw}", "x", real, cin, it) +
         "            #pragma unroll\n"
         f"            for (int nt = 0; nt < {nts}; ++nt) {{\n"
         "                unsigned int b[2];\n"
