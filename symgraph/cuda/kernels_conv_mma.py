@@ -24,7 +24,10 @@ sums, and the result is the same on every run).
 
 Fits (``mma_fits``): 2-D, float16 or bfloat16, channels last, one group, stride and dilation
 1, odd kernel with padding (k - 1) / 2, input and output channels multiples of 16 and at most
-32 (wider layers are fast in cuDNN), the staged weights within 48 KB of shared memory.
+32 (wider layers are fast in cuDNN; fewer than 16 input channels, as an image's 3, are
+zero-padded to 16 as loaded, but for the data gradient, which would write them), the staged
+weights within 48 KB of shared memory, and a weight gradient's sums within
+``MAX_FILTER_SUMS``. The ``Choice`` keeps these kernels only where they time faster.
 """
 from __future__ import annotations
 
