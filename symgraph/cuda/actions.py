@@ -177,6 +177,12 @@ def flat_actions(acts: Sequence[Any], choice: Optional[str] = None) -> list:
 Action = Any
 
 
+def _aligned(nbytes: int) -> int:
+    """Bytes a step's buffer takes: rounded up to 256 (``plan.ALIGN``: 16-byte packs stay
+    aligned)."""
+    return (int(nbytes) + 255) // 256 * 256
+
+
 @dataclass
 class StepCtx:
     """What a lowering function sees: the step, its shapes and buffers, device facts."""
@@ -198,7 +204,7 @@ class StepCtx:
         """A temporary buffer of this step (``Ref.index`` is its byte offset in the workspace
         that all steps share: steps run one after another on one stream)."""
         offset = sum(self.scratch)
-        self.scratch.append((int(nbytes) + 255) // 256 * 256)
+        self.scratch.append(_aligned(nbytes))
         self.types[Ref("scratch", offset)] = np.dtype(dtype)
         return Ref("scratch", offset)
 
@@ -237,7 +243,7 @@ class StepCtx:
         other steps). A kernel keeping a counter there must leave it in a state its next
         launch accepts (``kernels_norm``'s barrier: its low bits as they were)."""
         offset = sum(self.state)
-        self.state.append((int(nbytes) + 255) // 256 * 256)
+        self.state.append(_aligned(nbytes))
         return Ref("state", offset)
 
     @property

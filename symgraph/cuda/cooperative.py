@@ -17,7 +17,7 @@ import hashlib
 from typing import Any, Callable
 
 from ..base import ExecutionError
-from .graphs import _lib
+from .graphs import _check, _lib
 
 CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2  # cuda.h: CUlaunchAttributeID
 
@@ -40,11 +40,6 @@ class LaunchConfig(ctypes.Structure):
 
 
 _MODULES: dict[tuple[int, str], ctypes.c_void_p] = {}  # (device, cubin digest) -> CUmodule
-
-
-def _check(status: int, what: str) -> None:
-    if status != 0:
-        raise ExecutionError(f"CUDA driver {what} failed with error {status}")
 
 
 def function(device_id: int, cubin: bytes, name: str) -> ctypes.c_void_p:

@@ -99,7 +99,9 @@ def _pair_channel(tile: str, col: str, channels: int) -> str:
 
 
 def _index_type(g: ConvWindow) -> str:
-    """32-bit element offsets when every one fits (fewer registers and instructions)."""
+    """32-bit element offsets when every one fits (fewer registers and instructions). Signed,
+    unlike ``codegen.index_type``'s: with ``unsigned`` (wrapping, so not strength-reduced)
+    the direct kernels measured 7-40% slower on the H100 (the stem's forward 8.3 -> 11.9 us)."""
     return "int" if g.n * g.h * g.w * max(g.c, g.filters) < 2 ** 31 - 2 ** 20 else "long long"
 
 

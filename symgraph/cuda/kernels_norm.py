@@ -223,7 +223,6 @@ __device__ __forceinline__ void sg_grid_sync(unsigned int* bar) {
 """)
 
 
-
 def _fold(ind: str) -> str:
     """C statements: every thread's ``a`` and ``b`` into ``ra``/``rb``, the row lanes of each
     column halved into line 0 (``ra[threadIdx.x]`` of line 0 holds the column's sums)."""
