@@ -8,7 +8,7 @@ API is ``sg.gluon`` (graphviz, onnx, matplotlib and tqdm are imported only when 
 """
 from __future__ import annotations
 
-from . import base, context, dtypes, name, operator, random
+from . import base, config, context, dtypes, name, operator, random
 from . import ndarray as nd
 from . import nd_methods  # noqa: F401  (NDArray's engine, methods and sg.nd's op functions)
 from . import symbol as sym

@@ -11,13 +11,13 @@ runs between them are captured and replayed.
 """
 from __future__ import annotations
 
-import os
 import struct
 from math import prod
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from .. import config
 from .libs import require_pycuda
 
 require_pycuda()  # a missing pycuda says how to install it, not just ModuleNotFoundError
@@ -48,7 +48,7 @@ Closure = Callable[[RunCtx], None]
 def channel_last_for_cudnn(graph: Any) -> Any:
     """``passes.channel_last`` when cuDNN runs the convolutions (its NHWC kernels are what the
     layout is for); ``SYMGRAPH_NHWC=0`` keeps every convolution NCHW."""
-    if os.environ.get("SYMGRAPH_NHWC", "1") == "0" or not cudnn.available():
+    if not config.get("SYMGRAPH_NHWC") or not cudnn.available():
         return graph
     return channel_last(graph)
 
@@ -58,7 +58,7 @@ FORWARD_PIPELINE = SHARED_FORWARD + (channel_last_for_cudnn,)
 
 
 def graphs_enabled() -> bool:
-    return os.environ.get("SYMGRAPH_CUDA_GRAPHS", "1") != "0"
+    return config.get("SYMGRAPH_CUDA_GRAPHS")
 
 
 class CudaEnv:

@@ -27,6 +27,7 @@ import warnings
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from .. import config
 from ..base import DataError, ExecutionError
 from ..fileio import write_bytes
 from .codegen import Rendered
@@ -96,7 +97,7 @@ def _make_private(folder: Path) -> Optional[str]:
 def cache_dir() -> Path:
     """The cache folder: ``$SYMGRAPH_CACHE_DIR`` or ``~/.cache/symgraph`` when it is private,
     else (with a warning naming the folder and the reason) a private fallback."""
-    wanted = Path(os.environ.get("SYMGRAPH_CACHE_DIR") or
+    wanted = Path(config.get("SYMGRAPH_CACHE_DIR") or
                   os.path.join(os.path.expanduser("~"), ".cache", "symgraph"))
     problem = _make_private(wanted)
     if problem is None:
@@ -177,7 +178,7 @@ def run_nvcc(source: str, arch: str, nvcc: str, options: Sequence[str] = ()) -> 
     """Compile ``source`` to a cubin; errors show the numbered source and nvcc's message."""
     global NVCC_CALLS
     NVCC_CALLS += 1
-    log = os.environ.get("SYMGRAPH_NVCC_LOG")
+    log = config.get("SYMGRAPH_NVCC_LOG")
     if log:
         with open(log, "a") as f:
             f.write(f"{os.getpid()} {arch}\n")
@@ -197,7 +198,7 @@ def run_nvcc(source: str, arch: str, nvcc: str, options: Sequence[str] = ()) -> 
 def compile_module(source: str, arch: str, options: Sequence[str] = ()) -> bytes:
     """The cubin for ``source`` on ``arch`` (e.g. ``sm_90``), from the cache when possible;
     ``options`` are extra nvcc flags (``sg.rtc`` users' own)."""
-    if os.environ.get("SYMGRAPH_DEBUG", "0") >= "2":
+    if config.get("SYMGRAPH_DEBUG") >= 2:
         print(f"// ---- symgraph CUDA module ({arch}) ----\n{numbered(source)}", file=sys.stderr)
     nvcc = find_nvcc()
     if nvcc is None:

@@ -11,11 +11,11 @@ policy reads in one place.
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Callable
 
 import pycuda.driver as drv
 
+from .. import config
 from ..base import ExecutionError
 from ..registry import RunCtx
 from .actions import Choice, ConvCall
@@ -29,7 +29,7 @@ def choose(act: Choice, plan_of: Callable[[ConvCall], Any],
     conv = [a for a in act.primary if isinstance(a, ConvCall)]
     if not all(plan_of(a) is not None for a in conv):
         return act.fallback
-    if os.environ.get("SYMGRAPH_CUDNN", "auto") == "1":
+    if config.get("SYMGRAPH_CUDNN") == "1":
         return act.primary
     branches = (act.primary, act.fallback)  # one noisy timing each flipped choices
     ms = best_of_rounds(2, lambda i: time_branch(branches[i]), ROUNDS)

@@ -11,9 +11,9 @@ being captured never allocate.
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any
 
+from .. import config
 from ..base import ExecutionError
 from . import libs
 
@@ -64,7 +64,7 @@ def handle(device_id: int) -> ctypes.c_void_p:
         lib = _load()
         hd = ctypes.c_void_p()
         _check(lib.cublasCreate_v2(ctypes.byref(hd)), "cublasCreate")
-        tf32 = os.environ.get("SYMGRAPH_TF32", "0") == "1"
+        tf32 = config.get("SYMGRAPH_TF32")
         _check(lib.cublasSetMathMode(hd, CUBLAS_TF32_TENSOR_OP_MATH if tf32
                                      else CUBLAS_DEFAULT_MATH), "cublasSetMathMode")
         ws = drv.mem_alloc(WORKSPACE_BYTES)

@@ -15,11 +15,11 @@ cuBLAS lowering instead.
 from __future__ import annotations
 
 import ctypes
-import os
 import sys
 from math import prod
 from typing import Any, Optional
 
+from .. import config
 from ..base import ExecutionError
 from ..ops.geometry import ConvWindow
 from . import libs
@@ -56,7 +56,7 @@ def _load() -> Optional[Any]:
 
 
 def available() -> bool:
-    return os.environ.get("SYMGRAPH_CUDNN", "auto") != "0" and _load() is not None
+    return config.get("SYMGRAPH_CUDNN") != "0" and _load() is not None
 
 
 def _check(status: int, what: str) -> None:
@@ -224,13 +224,13 @@ def math_type(dtype: str) -> int:
     ``SYMGRAPH_TF32=1``."""
     if dtype != "float32":
         return CUDNN_TENSOR_OP_MATH
-    return CUDNN_DEFAULT_MATH if os.environ.get("SYMGRAPH_TF32", "0") == "1" else CUDNN_FMA_MATH
+    return CUDNN_DEFAULT_MATH if config.get("SYMGRAPH_TF32") else CUDNN_FMA_MATH
 
 
 def plan(device_id: int, g: ConvWindow, dtype: str = "float32") -> Optional[ConvPlan]:
     """The cached plan of this convolution shape and dtype (measured on first use); None when
     cuDNN has no algorithm for it (one line on stderr says so)."""
-    key = (device_id, g, dtype, os.environ.get("SYMGRAPH_TF32", "0"))
+    key = (device_id, g, dtype, config.get("SYMGRAPH_TF32"))
     if key not in _PLANS:
         try:
             _PLANS[key] = ConvPlan(device_id, g, dtype)

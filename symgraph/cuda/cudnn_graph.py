@@ -16,9 +16,9 @@ every kind. Enum values are cuDNN 9's ``cudnn_graph.h``.
 from __future__ import annotations
 
 import ctypes
-import os
 from typing import Any, Optional
 
+from .. import config
 from ..base import ExecutionError
 
 # cudnnBackendDescriptorType_t
@@ -153,7 +153,7 @@ class GraphCall:
         api.set(graph, 801, T_DESCRIPTOR, ctypes.c_void_p, op)
         api.set(graph, 800, T_HANDLE, ctypes.c_void_p, handle)
         api.finalize(graph, "graph")
-        tf32 = os.environ.get("SYMGRAPH_TF32", "0") == "1"
+        tf32 = config.get("SYMGRAPH_TF32")
         self.plans = [(p, ws) for p, ws, tc in self._plans(graph)
                       if not (float32 and not tf32 and tc)]
 
@@ -225,7 +225,7 @@ def graph_call(lib: Any, handle: Any, kind: str, dims: dict, channel_last: bool,
     (``cudnn.descriptor_args``) describe, or None when it has none (``SYMGRAPH_CUDNN_API=legacy``:
     never asked)."""
     if not hasattr(lib, "cudnnBackendExecute") or \
-            os.environ.get("SYMGRAPH_CUDNN_API", "auto") == "legacy":
+            config.get("SYMGRAPH_CUDNN_API") == "legacy":
         return None
     descs: dict = {u: (dims[k], packed_strides(dims[k], channel_last))
                    for u, k in ((1, "x"), (2, "w"), (3, "y"))}

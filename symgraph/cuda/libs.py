@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from .. import config
 from ..base import ExecutionError
 
 INSTALL_HINT = "pip install 'symgraph[cuda]'"
@@ -86,7 +87,7 @@ def candidates(key: str) -> list[str]:
     wheels = [os.path.join(d, n) for d in wheel_dirs(lib) for n in lib.sonames]
     system = list(lib.sonames)  # bare names: the dynamic loader's search path
     system += [os.path.join(d, n) for d in system_dirs() for n in lib.sonames]
-    if os.environ.get("SYMGRAPH_CUDA_LIBS", "system") == "wheels":
+    if config.get("SYMGRAPH_CUDA_LIBS") == "wheels":
         return wheels + system
     return system + wheels
 

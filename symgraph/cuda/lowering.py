@@ -8,10 +8,10 @@ offers :func:`lower_step`. Nothing here branches on op names.
 """
 from __future__ import annotations
 
-import os
 
 import numpy as np
 
+from .. import config
 from ..base import BindError, where
 from ..log import LOGGER
 from ..registry import get_op
@@ -54,7 +54,7 @@ def _allow_host(ctx: StepCtx, fam: str, bad: list, supported: frozenset) -> None
     node = ctx.step.node
     what = (f"{where(node.name, node.op)}no GPU lowering in {', '.join(bad)} (the {fam} "
             f"lowering runs {', '.join(sorted(supported))})")
-    if os.environ.get("SYMGRAPH_ALLOW_HOST", "") not in ("1", "true", "yes"):
+    if not config.get("SYMGRAPH_ALLOW_HOST"):
         raise BindError(f"{what}; SYMGRAPH_ALLOW_HOST=1 runs such steps on the host with their "
                         f"numpy reference")
     key = (node.op, ",".join(bad))

@@ -18,6 +18,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from .. import config
 from ..base import DataError
 from ..fileio import write_bytes
 
@@ -49,7 +50,7 @@ PathLike = Union[str, os.PathLike]
 
 def data_dir(path: Optional[PathLike] = None) -> Path:
     """The MNIST folder: ``path`` if given, else ``$SYMGRAPH_DATA``."""
-    chosen = path if path is not None else os.environ.get("SYMGRAPH_DATA")
+    chosen = path if path is not None else config.get("SYMGRAPH_DATA")
     if not chosen:
         raise DataError("no MNIST folder given: pass data_dir=... or set SYMGRAPH_DATA")
     return Path(chosen)

@@ -205,7 +205,7 @@ def run_cli(args: argparse.Namespace) -> int:
     mod = importlib.import_module(f"symgraph.models.{args.model}")
     fill_recipe(args, mod.RECIPE)
     check_prefix(args.prefix)
-    if not (args.data_dir or os.environ.get("SYMGRAPH_DATA")):
+    if not (args.data_dir or sg.config.get("SYMGRAPH_DATA")):
         raise sg.DataError("no MNIST folder: give --data-dir DIR (or set SYMGRAPH_DATA); "
                            "add --download to fetch MNIST into it")
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stdout, force=True)

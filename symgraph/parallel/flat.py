@@ -15,10 +15,11 @@ views is zero and stays zero (zero summed is zero).
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Callable, Sequence
 
 import numpy as np
+
+from .. import config
 
 ALIGN = 256
 FLAT_ENV = "SYMGRAPH_FLAT_BUCKETS"
@@ -27,7 +28,7 @@ FLAT_ENV = "SYMGRAPH_FLAT_BUCKETS"
 def enabled() -> bool:
     """Whether GPU buckets are flattened (``SYMGRAPH_FLAT_BUCKETS=1``; off by default until
     measured on GPUs: written on a machine without one)."""
-    return os.environ.get(FLAT_ENV, "0") == "1"
+    return config.get(FLAT_ENV)
 
 
 def layout(sizes: Sequence[int], itemsize: int, align: int = ALIGN) -> tuple[list[int], int]:

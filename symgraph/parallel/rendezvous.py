@@ -16,11 +16,12 @@ import struct
 import time
 from typing import Optional
 
+from .. import config
 from ..base import ExecutionError
 from .launch import WorldInfo
 
 MAGIC = b"SGRV"
-DEFAULT_TIMEOUT = 300.0
+DEFAULT_TIMEOUT: float = config.SETTINGS["SYMGRAPH_DIST_TIMEOUT"].default
 
 
 class RendezvousError(ExecutionError):

@@ -17,9 +17,9 @@ started as one of several ranks (``WORLD_SIZE > 1`` and friends), is a
 """
 from __future__ import annotations
 
-import os
 from typing import Any, Sequence
 
+from .. import config
 from ..context import Context
 from .launch import world_from_env
 
@@ -28,9 +28,8 @@ TIMEOUT_ENV = "SYMGRAPH_DIST_TIMEOUT"
 
 def timeout() -> float:
     """Seconds a rendezvous or a collective may wait for a peer (``SYMGRAPH_DIST_TIMEOUT``,
-    default 300)."""
-    from .rendezvous import DEFAULT_TIMEOUT
-    return float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT))
+    default 300; a value that is not a positive number of seconds is an AttrError)."""
+    return config.get(TIMEOUT_ENV)
 
 
 def wants_data_parallel(args: Sequence[Any], kwargs: dict) -> bool:

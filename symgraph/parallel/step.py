@@ -21,13 +21,13 @@ Guarantees: the order above; at most one ``comm.wait`` per step, none in the fir
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterator, Optional, Protocol, Sequence
 
 import numpy as np
 
+from .. import config
 from .split import take_part
 
 # a device's batch slices are filled on a worker thread from this size up (below it the
@@ -64,7 +64,7 @@ def stage_threads() -> bool:
     """Whether devices 1.. have their staging buffers filled on worker threads
     (``SYMGRAPH_STAGE_THREADS``, default 1; 0 fills each device's inline, just before its
     launch)."""
-    return os.environ.get(THREADS_ENV, "1") != "0"
+    return config.get(THREADS_ENV)
 
 
 class StepQueue:

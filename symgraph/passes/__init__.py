@@ -5,11 +5,9 @@ IR after each pass; ``VERIFY`` (set by the test suite) runs the verifier after e
 """
 from __future__ import annotations
 
-import os
-from typing import Callable, Sequence
+from typing import Any, Callable, Optional, Sequence
 
-from typing import Any, Optional
-
+from .. import config
 from ..graph import Graph, Node
 from .batch_casts import batch_casts
 from .constant_fold import constant_fold
@@ -42,10 +40,7 @@ ENABLED = True
 
 
 def debug_level() -> int:
-    try:
-        return int(os.environ.get("SYMGRAPH_DEBUG", "0") or 0)
-    except ValueError:
-        return 0
+    return config.get("SYMGRAPH_DEBUG")
 
 
 def format_graph(graph: Graph) -> str:

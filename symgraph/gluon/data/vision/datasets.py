@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .... import config
 from .... import ndarray as nd
 from ....base import DataError
 from ....datasets import mnist as _mnist
@@ -30,7 +31,7 @@ def _opener(url: str) -> Any:
 def default_root(namespace: str) -> Path:
     """``$SYMGRAPH_DATA`` (a subfolder for data sets other than MNIST), else the user data
     folder ``~/.symgraph/datasets/<namespace>``."""
-    env = os.environ.get("SYMGRAPH_DATA")
+    env = config.get("SYMGRAPH_DATA")
     if env:
         return Path(env) if namespace == "mnist" else Path(env) / namespace
     return Path.home() / ".symgraph" / "datasets" / namespace

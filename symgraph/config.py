@@ -1,0 +1,121 @@
+"""Every ``SYMGRAPH_*`` environment variable, in one table: its type, default and meaning.
+
+Code reads a setting through :func:`get` (never ``os.environ`` directly), so each variable is
+parsed and validated in one place, and a bad value is an :class:`AttrError` that names the
+variable, the value and what is accepted. The environment is read at each call, not cached at
+import: a test or a launcher may set a variable after ``import symgraph``.
+
+Example::
+
+    >>> import os, symgraph as sg
+    >>> os.environ["SYMGRAPH_DEBUG"] = "2"
+    >>> sg.config.get("SYMGRAPH_DEBUG")
+    2
+    >>> del os.environ["SYMGRAPH_DEBUG"]
+    >>> print(sg.config.describe())      # the table below, as text      # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from .base import AttrError
+
+
+def _flag(text: str) -> Optional[bool]:
+    """``0``/``1`` and their usual spellings; None when the text is none of them."""
+    return {"0": False, "false": False, "no": False, "off": False,
+            "1": True, "true": True, "yes": True, "on": True}.get(text.strip().lower())
+
+
+def _positive_seconds(text: str) -> Optional[float]:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def _level(text: str) -> Optional[int]:
+    return int(text) if text.strip().isdigit() else None
+
+
+def _path(text: str) -> Optional[str]:
+    return text or None
+
+
+def _choice(*values: str) -> Callable[[str], Optional[str]]:
+    def parse(text: str) -> Optional[str]:
+        return text if text in values else None
+    parse.__doc__ = " | ".join(values)
+    return parse
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One variable: ``parse`` turns its text into a value, or None when the text is invalid."""
+
+    name: str
+    parse: Callable[[str], Any]
+    default: Any
+    accepts: str
+    doc: str
+
+
+SETTINGS: dict[str, Setting] = {s.name: s for s in (
+    Setting("SYMGRAPH_DEBUG", _level, 0, "an integer >= 0",
+            "1 prints the IR after each pass; 2 also prints every generated CUDA module."),
+    Setting("SYMGRAPH_DATA", _path, None, "a folder",
+            "Where MNIST's IDX files are (the datasets, the CLI and the tests look there)."),
+    Setting("SYMGRAPH_CACHE_DIR", _path, None, "a folder",
+            "The compiled-kernel cache (default ~/.cache/symgraph)."),
+    Setting("SYMGRAPH_NVCC_LOG", _path, None, "a file",
+            "Appends one line per nvcc call (shows that a warm run compiles nothing)."),
+    Setting("SYMGRAPH_CUDA_GRAPHS", _flag, True, "0 | 1",
+            "0 launches every step eagerly instead of replaying CUDA graphs."),
+    Setting("SYMGRAPH_TF32", _flag, False, "0 | 1",
+            "1 lets cuBLAS and cuDNN use TF32 tensor cores for float32."),
+    Setting("SYMGRAPH_CUDNN", _choice("auto", "0", "1"), "auto", "auto | 0 | 1",
+            "0 never uses cuDNN (generated convolutions); 1 takes cuDNN without timing the "
+            "generated branch; auto times both."),
+    Setting("SYMGRAPH_CUDNN_API", _choice("auto", "legacy"), "auto", "auto | legacy",
+            "legacy times cuDNN's legacy algorithms only, not its graph API's engines."),
+    Setting("SYMGRAPH_NHWC", _flag, True, "0 | 1",
+            "0 keeps float16/bfloat16 convolutions NCHW (no channels-last layout pass)."),
+    Setting("SYMGRAPH_CUDA_LIBS", _choice("system", "wheels"), "system", "system | wheels",
+            "wheels loads cuBLAS/cuDNN/NCCL from the nvidia-* wheels before the toolkit's."),
+    Setting("SYMGRAPH_ALLOW_HOST", _flag, False, "0 | 1",
+            "1 runs GPU steps that have no lowering on the host (with a warning) instead of "
+            "refusing the bind."),
+    Setting("SYMGRAPH_STAGE_THREADS", _flag, True, "0 | 1",
+            "0 fills each device's input staging inline instead of on a helper thread."),
+    Setting("SYMGRAPH_FLAT_BUCKETS", _flag, False, "0 | 1",
+            "1 all-reduces gradients from one flat bucket per dtype."),
+    Setting("SYMGRAPH_DIST_TIMEOUT", _positive_seconds, 300.0, "seconds > 0",
+            "How long a rendezvous or a collective waits for a peer."),
+)}
+
+
+def get(name: str) -> Any:
+    """The value of setting ``name`` from the environment, or its default when unset or empty.
+
+    Raises AttrError for an unknown setting or a value the setting does not accept."""
+    try:
+        setting = SETTINGS[name]
+    except KeyError:
+        raise AttrError(f"config: unknown setting {name!r}; known: {sorted(SETTINGS)}") from None
+    text = os.environ.get(name, "")
+    if text == "":
+        return setting.default
+    value = setting.parse(text)
+    if value is None:
+        raise AttrError(f"environment: {name}={text!r} is not valid; expected {setting.accepts}")
+    return value
+
+
+def describe() -> str:
+    """Every setting as ``NAME (accepts, default D): meaning``, one per line."""
+    return "\n".join(f"{s.name} ({s.accepts}, default {s.default}): {s.doc}"
+                     for s in SETTINGS.values())
