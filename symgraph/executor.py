@@ -24,7 +24,7 @@ from .context import Context
 from .graph import Entry, Graph, Node, variable
 from .ndarray import NDArray, array, before_run
 from . import passes
-from .passes import INFERENCE_PIPELINE, TRAINING_PIPELINE, plan_memory, run_pipeline
+from .passes import OPTIMIZE_PIPELINE, plan_memory, run_pipeline
 from .passes.gradient import gradient
 from .passes.infer_shape import infer_shapes, symbol_shapes
 from .passes.infer_type import infer_types, symbol_types
@@ -324,7 +324,7 @@ class Executor:
             wrt_names = [n for n, s in zip(wrt_names, grads) if s is not None]
             outputs += [s.outputs_[0] for s in grads if s is not None]
         full = Graph(tuple(outputs), self._types)
-        full = run_pipeline(full, TRAINING_PIPELINE if train else INFERENCE_PIPELINE)
+        full = run_pipeline(full, OPTIMIZE_PIPELINE)
         schedule = lower(full, n_forward, views=passes.ENABLED)
         schedule.plan = plan_memory(schedule)
         program = self._backend().compile(schedule, self._ctx)

@@ -25,14 +25,12 @@ Pass = Callable[[Graph], Graph]
 # Before autodiff: rewrites whose fused op brings its own gradient rule. A backend module opts in
 # by naming it as its own FORWARD_PIPELINE (the CUDA backend does, the numpy backend does not).
 FORWARD_PIPELINE: tuple[Pass, ...] = (fuse_conv_pool,)
-# After autodiff: simplify first so CSE sees canonical nodes; casts fold into transposes once
-# dead readers are gone (dce), then the folded weight casts batch into one step each way;
-# fusion last, on the smallest graph, then each BatchNorm takes the group reading it as its
-# epilogue.
-TRAINING_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fold_casts,
+# After autodiff, for training and inference graphs alike: simplify first so CSE sees canonical
+# nodes; casts fold into transposes once dead readers are gone (dce), then the folded weight
+# casts batch into one step each way; fusion last, on the smallest graph, then each BatchNorm
+# takes the group reading it as its epilogue.
+OPTIMIZE_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fold_casts,
                                        batch_casts, fuse_elementwise, fuse_bn_epilogue)
-INFERENCE_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fold_casts,
-                                        batch_casts, fuse_elementwise, fuse_bn_epilogue)
 
 VERIFY = False
 ENABLED = True

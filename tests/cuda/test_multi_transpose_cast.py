@@ -174,8 +174,8 @@ def _gpu_amp_step(monkeypatch, batched: bool) -> tuple:
     from symgraph import passes
     from symgraph.passes.batch_casts import batch_casts
     from tests.passes.test_channel_last import SHAPES, small_resnet
-    pipe = tuple(p for p in passes.TRAINING_PIPELINE if batched or p is not batch_casts)
-    monkeypatch.setattr(ex, "TRAINING_PIPELINE", pipe)
+    pipe = tuple(p for p in passes.OPTIMIZE_PIPELINE if batched or p is not batch_casts)
+    monkeypatch.setattr(ex, "OPTIMIZE_PIPELINE", pipe)
     sym = sg.amp.convert_symbol(small_resnet(), target_dtype="bfloat16")
     reqs = {n: "null" if n in SHAPES else "write" for n in sym.list_arguments()}
     exe = sym.simple_bind(sg.gpu(0), grad_req=reqs, **SHAPES)

@@ -34,8 +34,8 @@ def _amp_train(monkeypatch, pipeline=None, seed: int = 0, shapes: dict = SHAPES)
     with its convolutions channels-last, as the CUDA backend binds it (on the numpy backend)."""
     monkeypatch.setattr(numpy_backend, "FORWARD_PIPELINE", (channel_last,))
     if pipeline is not None:
-        monkeypatch.setattr(P, "TRAINING_PIPELINE", pipeline)
-        monkeypatch.setattr("symgraph.executor.TRAINING_PIPELINE", pipeline)
+        monkeypatch.setattr(P, "OPTIMIZE_PIPELINE", pipeline)
+        monkeypatch.setattr("symgraph.executor.OPTIMIZE_PIPELINE", pipeline)
     sym = sg.amp.convert_symbol(small_resnet(), target_dtype="bfloat16")
     reqs = {n: "null" if n in ("data", "softmax_label") else "write"
             for n in sym.list_arguments()}
@@ -62,7 +62,7 @@ def test_amp_step_has_one_batch_each_way_and_keeps_values(monkeypatch) -> None:
     assert steps.index(next(s for s in steps if s.node is fwd)) < n_fwd
     assert steps.index(next(s for s in steps if s.node is bwd)) >= n_fwd
     with monkeypatch.context() as m:
-        plain = tuple(p for p in P.TRAINING_PIPELINE if p is not batch_casts)
+        plain = tuple(p for p in P.OPTIMIZE_PIPELINE if p is not batch_casts)
         exe2, outs2, grads2 = _amp_train(m, plain)
     ops2 = [st.node.op for st in exe2._train.schedule.steps]
     assert ops2.count("_transpose_cast") == 13 and "_multi_transpose_cast" not in ops2

@@ -23,9 +23,9 @@ def test_verifier_runs_after_every_pass(monkeypatch) -> None:
     exe = (sg.sym.relu(x) * 2.0).simple_bind(sg.cpu(), x=(2, 3))
     # the CPU backend runs no forward (pre-autodiff) pipeline; a bind with gradients compiles
     # the training program, the inference one is compiled by the first inference forward
-    assert len(seen) == len(P.TRAINING_PIPELINE)
+    assert len(seen) == len(P.OPTIMIZE_PIPELINE)
     exe.forward(is_train=False)
-    assert len(seen) == len(P.INFERENCE_PIPELINE) + len(P.TRAINING_PIPELINE)
+    assert len(seen) == 2 * len(P.OPTIMIZE_PIPELINE)
 
 
 def _x() -> Entry:
