@@ -1,4 +1,4 @@
-"""Mixed-precision training steps on the GPU (issue 15), beside PyTorch in the same process.
+"""Mixed-precision training steps on the GPU, beside PyTorch in the same process.
 
     PYTHONPATH=. python3 benchmarks/amp_step.py [--steps 50] [--only mlp|resnet] [--profile]
 

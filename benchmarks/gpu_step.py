@@ -1,4 +1,4 @@
-"""GPU benchmark (issue 5): the seed CNN's training step, a fused elementwise kernel's bandwidth,
+"""GPU benchmark: the seed CNN's training step, a fused elementwise kernel's bandwidth,
 and compile time with a cold and a warm kernel cache.
 
     PYTHONPATH=. python3 benchmarks/gpu_step.py [--batches 64 256 1024] [--steps 100]

@@ -1,4 +1,4 @@
-"""Multi-GPU benchmark (issue 17): weak scaling, identical replicas, accuracy on 2 GPUs.
+"""Multi-GPU benchmark: weak scaling, identical replicas, accuracy on 2 GPUs.
 
     PYTHONPATH=. python3 benchmarks/multi_gpu.py                    # every mode
     PYTHONPATH=. python3 benchmarks/multi_gpu.py --mode scaling     # samples/s, 1 vs 2 GPUs

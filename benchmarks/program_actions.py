@@ -7,7 +7,7 @@ each ``Choice``, the training branch of each ``Switch``).
     PYTHONPATH=. python3 benchmarks/program_actions.py [--top 30] [--sm-count 132]
 
 Prints one table per program (float32, AMP bfloat16) and their totals. Kernel counts are what
-the per-kernel floor of a CUDA graph node multiplies (docs/performance.md, session 9).
+the per-kernel floor of a CUDA graph node multiplies (docs/performance.md).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Checks the Executor makes on what it is given and how it is used (issue 13).
+"""Checks the Executor makes on what it is given and how it is used.
 
 * ``check_no_aliasing``: two bound roles (arguments, aux states, gradients) must not share
   memory, or a run would write one through the other.

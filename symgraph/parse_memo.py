@@ -1,5 +1,5 @@
 """Parsed attributes of ``sg.sym`` calls, remembered: autodiff builds most backward nodes
-through the front end, from a few (op, attrs) combinations (bind time, issue 14).
+through the front end, from a few (op, attrs) combinations (bind time).
 
 Parsing is a pure function of the op's schema and the given values, so a plain-valued call is
 parsed once per op and registry generation; errors are never remembered (a bad call raises

@@ -1,4 +1,4 @@
-"""Bind time, session 8: the short paths a bind takes (plain output shapes recorded directly,
+"""Bind time: the short paths a bind takes (plain output shapes recorded directly,
 slot names only for errors, entries made with the node, rule answers remembered per input
 record, arrays allocated without a copy) give what the general paths give."""
 from __future__ import annotations

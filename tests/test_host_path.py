@@ -1,4 +1,4 @@
-"""The caches of the per-step host path (issue 11's step benchmark) change no result: op calls
+"""The caches of the per-step host path (the step benchmark) change no result: op calls
 seen before (``FAST_CALLS``), the program cache on a changed op sequence, shape or attribute,
 the Trainer's gathered parameters, the optimizer's remembered scalar rows, and interned
 contexts. Each is checked against hand-computed float64 values or against the uncached path."""

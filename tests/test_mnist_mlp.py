@@ -1,4 +1,4 @@
-"""Issue 2's end-to-end check: MLP 784-128-64-10, 100 SGD steps on real MNIST, > 90% test
+"""End-to-end check: MLP 784-128-64-10, 100 SGD steps on real MNIST, > 90% test
 accuracy (skips without the data; CI sets SYMGRAPH_DATA)."""
 from __future__ import annotations
 

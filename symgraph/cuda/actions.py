@@ -263,7 +263,7 @@ FAMILY_DTYPES: dict[str, frozenset] = {}
 
 
 def family(name: str, dtypes: frozenset = ALL_FLOATS) -> Callable[[LoweringFn], LoweringFn]:
-    """Register lowering ``name``; ``dtypes``: the float dtypes it lowers (issue 15: every
+    """Register lowering ``name``; ``dtypes``: the float dtypes it lowers (every
     family renders float32, float16 and bfloat16 unless it says otherwise)."""
     def deco(fn: LoweringFn) -> LoweringFn:
         FAMILIES[name] = fn

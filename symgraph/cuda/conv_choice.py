@@ -38,7 +38,7 @@ def choose(act: Choice, plan_of: Callable[[ConvCall], Any],
 
 # The generated branch must win by this fraction, so that near ties do not flip between
 # processes: with one eager timing each, ResNet-20's fp32 step took the fallback in 9-15 of its
-# 62 convolution calls, differently in each process (3.34-3.48 ms; the H100, session 9).
+# 62 convolution calls, differently in each process (3.34-3.48 ms; measured on an H100).
 FALLBACK_MARGIN = 0.1
 ROUNDS = 2
 

@@ -59,7 +59,7 @@ def _fc_grad(c) -> list:
     S = c.sym
     x, w, dy = c.inputs[0], c.inputs[1], c.ograds[0]
     # Reshapes the types show to be no-ops (2-D data) are not made: simplify would remove
-    # them, and rebuild every backward node after them (bind time, issue 14).
+    # them, and rebuild every backward node after them (bind time).
     x_shape = _known_shape(c, x)
     if c.attrs["flatten"]:
         x2 = x if x_shape is not None and len(x_shape) == 2 else S.Flatten(x)

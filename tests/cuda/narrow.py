@@ -1,4 +1,4 @@
-"""float16 / bfloat16 versions of the CUDA test graphs (issue 15), shared by the CPU tests (every
+"""float16 / bfloat16 versions of the CUDA test graphs, shared by the CPU tests (every
 narrow kernel renders, compiles, and runs on the host) and the GPU tests.
 
 A narrow graph is a registry case or model bound with every argument and auxiliary state in the

@@ -1,4 +1,4 @@
-"""float16 and bfloat16 on the GPU against the CPU float32 reference (issue 15; run on a GPU).
+"""float16 and bfloat16 on the GPU against the CPU float32 reference (run on a GPU).
 
 Every test graph (registry cases and models) runs a training forward and backward on the GPU
 with every argument, aux state, gradient and head gradient in the narrow dtype; the reference is

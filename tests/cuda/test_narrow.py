@@ -1,4 +1,4 @@
-"""float16 and bfloat16 on the GPU path, checked without a GPU (issue 15).
+"""float16 and bfloat16 on the GPU path, checked without a GPU.
 
 * every test graph binds in both narrow dtypes and lowers without a single host step;
 * every kernel of those programs compiles with nvcc for sm_90, spelled with the narrow type;

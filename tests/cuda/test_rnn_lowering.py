@@ -4,7 +4,7 @@ Without a GPU: the ``RNN`` and ``_backward_RNN`` steps of every mode (2 stacked 
 layers with state outputs, 1 plain layer without, 3 stacked layers with) are lowered, their
 gate kernels compiled as host C++ and their GEMMs run as loops (``host_run``), and every
 output compared with the op's numpy reference (``ops/rnn_cells.py``; it matches MXNet 1.9.1
-in float64: ``tests/test_parity4.py``) on the same inputs: float32 within 1e-5, float16 and
+in float64: ``tests/test_mxnet_shapes_and_modules.py``) on the same inputs: float32 within 1e-5, float16 and
 bfloat16 against the float32 reference on the same rounded inputs within ``narrow.TOLERANCE``
 (a few narrow roundings per step: gates, states, GEMM outputs and carried gradients are
 stored narrow; rnn_relu may move a few gradients, ``KINK_SHARE``). The programs hold no host

@@ -1,5 +1,5 @@
 """Cutting a phase at host steps so the device-only runs between them are still replayed as
-CUDA graphs (issue 6: custom-op Python must not break graph replay)."""
+CUDA graphs (custom-op Python must not break graph replay)."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Issue 7's acceptance run: ``symgraph train simple_cnn --ctx cpu --epochs 1`` reaches 97.0%
+"""The quick start's promise: ``symgraph train simple_cnn --ctx cpu --epochs 1`` reaches 97.0%
 MNIST test accuracy (PyTorch with the same recipe: 97.45%), printing progress."""
 from __future__ import annotations
 

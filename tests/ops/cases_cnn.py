@@ -1,4 +1,4 @@
-"""Cases for the window ops of issue 3: Convolution (+ its two gradient ops), Deconvolution,
+"""Cases for the window ops: Convolution (+ its two gradient ops), Deconvolution,
 Pooling (+ backward ops). References are the naive loops of ``tests/ops/naive.py``."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cases for the core ops (issue 2). References are written independently with numpy."""
+"""Cases for the core ops. References are written independently with numpy."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Cases for BatchNorm, Dropout, LeakyReLU, the softmax family and the loss layers (issue 3).
+"""Cases for BatchNorm, Dropout, LeakyReLU, the softmax family and the loss layers.
 References are independent float64 numpy."""
 from __future__ import annotations
 

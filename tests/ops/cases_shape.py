@@ -1,4 +1,4 @@
-"""Cases for shape, layout, reduction and indexing ops of issue 3 (and more Reshape codes).
+"""Cases for shape, layout, reduction and indexing ops (and more Reshape codes).
 Backward helper ops get cases of their own so their gradients (the forward op) are checked.
 References are independent numpy."""
 from __future__ import annotations

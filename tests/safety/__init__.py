@@ -1,1 +1,1 @@
-"""Acceptance tests of issue 13, one file per class of hostile or careless input."""
+"""Hostile or careless input: one file per class of defect."""

@@ -1,4 +1,4 @@
-"""Class 4: every file symgraph writes goes through one atomic helper (symgraph.fileio).
+"""Every file symgraph writes goes through one atomic helper (symgraph.fileio).
 
 A failing writer or a SIGKILL mid-save leaves the previous file intact; killed saves' temporary
 files are removed by the next save of the same path; new files get the umask's permissions.

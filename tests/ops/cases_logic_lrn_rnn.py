@@ -1,4 +1,4 @@
-"""Cases for the ops added in the third MXNet-parity round (issue 12): logical ops, LRN, RNN.
+"""Cases for MXNet-parity ops: logical ops, LRN, RNN.
 References are plain float64 numpy, written from MXNet's documented formulas."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cases for the ops added for MXNet parity (issue 12): math functions, hypot/mod, creation,
+"""Cases for the ops added for MXNet parity: math functions, hypot/mod, creation,
 N-d dot and its gradient ops, sorting, gathers, layout. References are plain numpy (float64);
 scipy-free. Rounding follows MXNet: ``round`` halves away from zero, ``rint`` halves down."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 13, class 10: what custom ops give back is checked, and errors name the op."""
+"""What custom ops give back is checked, and errors name the op."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""Class 6: the CUDA compile cache verifies what it finds. Entries carry a sha256 checked before
+"""The CUDA compile cache verifies what it finds. Entries carry a sha256 checked before
 use (damaged ones are recompiled); the folder is created 0700 and a folder others can write or
 that belongs to another user is refused with a warning; failed writes leave nothing behind.
 

@@ -1,4 +1,4 @@
-"""Cases for the fourth MXNet-parity round (issue 12): ``where`` with a 1-D condition and the
+"""Cases for MXNet-parity details: ``where`` with a 1-D condition and the
 ops added in that round. References are plain float64 numpy, written from MXNet's documented
 semantics (checked against MXNet 1.9.1 where noted)."""
 from __future__ import annotations

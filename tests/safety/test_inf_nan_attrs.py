@@ -1,4 +1,4 @@
-"""Class 3: checkpoints whose attributes hold inf or nan save AND load, and compute the same.
+"""Checkpoints whose attributes hold inf or nan save AND load, and compute the same.
 
 References are numpy in float64 on the same inputs, never symgraph's own output.
 """

@@ -1,4 +1,4 @@
-"""Issue 13, class 11: a float64 graph around an aot kernel with a float32 output. Its bprop's
+"""A float64 graph around an aot kernel with a float32 output. Its bprop's
 float32 gradient is cast to the input's dtype, so the backward graph type-checks and
 check_numeric_gradient passes; what cannot work is refused at bind, naming the node."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""MXNet 1.x parity (issue 12): calling conventions, fluent methods, partial shapes, executor
+"""MXNet 1.x parity: calling conventions, fluent methods, partial shapes, executor
 behaviours, the monitor and the test helpers. Values are checked against numpy; names and
 shapes against what MXNet 1.9.1 gives for the same calls."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Class 7: every loader (.params, .states, nd files, symbol JSON, legacy npz, MNIST) raises
+"""Every loader (.params, .states, nd files, symbol JSON, legacy npz, MNIST) raises
 DataError or GraphError naming the file, never a raw exception; sizes claimed by a header are
 checked against the file's size before anything is allocated; nothing is unpickled.
 """

@@ -1,4 +1,4 @@
-"""Issue 13, class 9: one executor used from two threads at once raises ExecutionError; an array
+"""One executor used from two threads at once raises ExecutionError; an array
 bound in two roles is a BindError; out-of-range class labels behave as in MXNet 1.9.1."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 13, class 8: every op's shape rule validates its attributes, and the error names the
+"""Every op's shape rule validates its attributes, and the error names the
 node. MXNet 1.9.1 refuses the same cases (checked with mxnet) unless a test says otherwise."""
 from __future__ import annotations
 

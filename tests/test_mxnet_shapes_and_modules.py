@@ -1,4 +1,4 @@
-"""MXNet 1.x details added in the fourth parity round (issue 12): sizes left to inference
+"""MXNet 1.x details: sizes left to inference
 (``sym.ones(shape=(-1, 3))``) and decided backward through transpose, ... References are
 plain numpy; expected shapes are MXNet 1.9.1's (its test_transpose_infer_shape_* tests)."""
 from __future__ import annotations

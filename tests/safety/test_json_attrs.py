@@ -1,4 +1,4 @@
-"""Class 5: symbol JSON is loaded strictly. Unknown attributes, wrong JSON types and bad indices
+"""Symbol JSON is loaded strictly. Unknown attributes, wrong JSON types and bad indices
 raise GraphError naming the node and attribute (or the index); MXNet's ``__dunder__`` user
 attributes stay allowed. A hypothesis fuzz over the model zoo's JSON: every mutation either
 loads into a well-formed graph or raises GraphError."""

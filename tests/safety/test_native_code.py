@@ -1,4 +1,4 @@
-"""Issue 13, class 1: loading a graph never loads or calls native code unless code allowed it,
+"""Loading a graph never loads or calls native code unless code allowed it,
 and an aot node's out_shape is checked against what its function is declared to write."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""MXNet 1.x API details added in the third parity round (issue 12): nd's binary functions,
+"""MXNet 1.x API details: nd's binary functions,
 NDArray storage types, bool(Symbol), MXNet's integer mod gradient, Module._exec_group,
 check_symbolic_backward with surplus head gradients. References are plain numpy."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 13, class 2: a Python CustomOp instance belongs to one executor (as in MXNet): two
+"""A Python CustomOp instance belongs to one executor (as in MXNet): two
 executors never share the state a forward keeps for its backward, and instances are freed with
 their executor."""
 from __future__ import annotations
