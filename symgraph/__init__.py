@@ -12,7 +12,6 @@ from . import base, config, context, dtypes, name, operator, random
 from . import ndarray as nd
 from . import nd_methods  # noqa: F401  (NDArray's engine, methods and sg.nd's op functions)
 from . import symbol as sym
-from . import sym_methods  # noqa: F401  (Symbol.gradient, bind, simple_bind)
 from . import test_utils
 from . import autograd, imperative
 from .base import (AttrError, BindError, DataError, DTypeError, ExecutionError, GraphError,

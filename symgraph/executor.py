@@ -16,7 +16,7 @@ import numpy as np
 
 from . import random as _random
 from .backend import Program
-from .base import BindError, ExecutionError
+from .base import BindError
 from .bind_checks import alloc as _alloc
 from .bind_checks import check_no_aliasing as _check_no_aliasing
 from .bind_checks import one_thread as _one_thread
@@ -31,7 +31,6 @@ from .passes.infer_type import infer_types, symbol_types
 from .passes.verify import check_unique_inputs
 from .registry import RunCtx, get_op
 from .schedule import Schedule, lower
-from .symbol import Symbol
 from .typetable import TypeTable
 
 __all__ = ["Executor"]
@@ -316,13 +315,12 @@ class Executor:
                      for i in range(len(self._fwd_outputs))]
             for h, e in zip(heads, self._fwd_outputs):
                 self._types.add(Entry(h), self._types.shape(e), self._types.dtype(e))
-            head_syms = [Symbol((Entry(h),)) for h in heads]
             grads = gradient(g.with_types(self._types),
                              [var_by_name[n] for n in wrt_names],
-                             head_syms, zero_as_none=True)
-            zero_grads = tuple(n for n, s in zip(wrt_names, grads) if s is None)
-            wrt_names = [n for n, s in zip(wrt_names, grads) if s is not None]
-            outputs += [s.outputs_[0] for s in grads if s is not None]
+                             [Entry(h) for h in heads], zero_as_none=True)
+            zero_grads = tuple(n for n, e in zip(wrt_names, grads) if e is None)
+            wrt_names = [n for n, e in zip(wrt_names, grads) if e is not None]
+            outputs += [e for e in grads if e is not None]
         full = Graph(tuple(outputs), self._types)
         full = run_pipeline(full, OPTIMIZE_PIPELINE)
         schedule = lower(full, n_forward, views=passes.ENABLED)

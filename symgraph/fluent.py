@@ -1,12 +1,22 @@
 """MXNet's fluent Symbol methods (``x.reshape(...)``, ``x.sum(axis=1)``) and the Python-level
 ``sg.sym`` functions that choose an op from their operands' kinds (``maximum``, ``pow``...).
 
-A fluent method is the ``sg.sym`` function of the same name with ``self`` as its first input;
-the methods are generated from the registry's functions, so one exists exactly where the op
-does. ``install`` runs once, when ``symbol.py`` is imported.
+A fluent method is the ``sg.sym`` function of the same name with ``self`` as its first input:
+:class:`Fluent` holds one method per name of :data:`FLUENT`, each calling the front end's
+``_fluent_function(name)`` (the class that mixes it in says where its functions are). The
+dispatching functions take the front end's ``apply_op`` and array class, so this module
+imports no front end.
+
+Example::
+
+    >>> import symgraph as sg
+    >>> x = sg.sym.var("x")
+    >>> x.sum(axis=1).name.startswith("sum")
+    True
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Optional, Sequence, Union
 
 import numpy as np
@@ -26,20 +36,26 @@ FLUENT: dict[str, str] = {name: name for name in (
 FLUENT["astype"] = "Cast"
 
 
-def _method(fn: Callable, name: str) -> Callable:
+def _method(method_name: str, fn_name: str) -> Callable:
     def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return fn(self, *args, **kwargs)
-    method.__name__ = name
-    method.__doc__ = f"Fluent form of ``sg.sym.{fn.__name__}(self, ...)``."
+        return self._fluent_function(fn_name)(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = method_name
+    method.__doc__ = f"Fluent form of ``{fn_name}(self, ...)``."
     return method
 
 
-def install(symbol_cls: type, namespace: dict) -> None:
-    """Add a method to ``symbol_cls`` for every fluent name whose function ``namespace`` has."""
-    for method_name, fn_name in FLUENT.items():
-        fn = namespace.get(fn_name)
-        if fn is not None and not hasattr(symbol_cls, method_name):
-            setattr(symbol_cls, method_name, _method(fn, method_name))
+class Fluent:
+    """MXNet's fluent methods, for a front end's array class to mix in; the class defines
+    ``_fluent_function(name)``: its front end's function of that name."""
+
+    __slots__ = ()
+
+    def _fluent_function(self, name: str) -> Callable:
+        raise NotImplementedError
+
+    for _method_name, _fn_name in FLUENT.items():
+        vars()[_method_name] = _method(_method_name, _fn_name)
+    del _method_name, _fn_name
 
 
 # -- functions that pick an op from their operands ---------------------------------------------
@@ -52,20 +68,19 @@ def _is_number(x: Any) -> bool:
 
 
 def dispatch(name: str, array_op: str, scalar_op: str, rscalar_op: Optional[str],
-             number_fn: Callable[[Any, Any], Any]) -> Callable:
-    """A function ``f(lhs, rhs)`` as MXNet's ``sym.maximum``: two symbols -> ``array_op``,
-    symbol and number -> ``scalar_op``, number and symbol -> ``rscalar_op`` (or ``scalar_op``
+             number_fn: Callable[[Any, Any], Any], apply_op: Callable, cls: type) -> Callable:
+    """A function ``f(lhs, rhs)`` as MXNet's ``sym.maximum``: two ``cls`` -> ``array_op``,
+    one and a number -> ``scalar_op``, number and one -> ``rscalar_op`` (or ``scalar_op``
     with the operands swapped when None: the op is symmetric), two numbers -> ``number_fn``."""
-    from . import symbol as S
 
     def fn(lhs: Operand, rhs: Operand) -> Any:
-        lsym, rsym = isinstance(lhs, S.Symbol), isinstance(rhs, S.Symbol)
+        lsym, rsym = isinstance(lhs, cls), isinstance(rhs, cls)
         if lsym and rsym:
-            return S.apply_op(array_op, [lhs, rhs], {})
+            return apply_op(array_op, [lhs, rhs], {})
         if lsym and _is_number(rhs):
-            return S.apply_op(scalar_op, [lhs], {"scalar": float(rhs)})
+            return apply_op(scalar_op, [lhs], {"scalar": float(rhs)})
         if rsym and _is_number(lhs):
-            return S.apply_op(rscalar_op or scalar_op, [rhs], {"scalar": float(lhs)})
+            return apply_op(rscalar_op or scalar_op, [rhs], {"scalar": float(lhs)})
         if _is_number(lhs) and _is_number(rhs):
             return number_fn(lhs, rhs)
         raise GraphError(f"{name}: operands must be Symbols or numbers, got "
@@ -76,22 +91,24 @@ def dispatch(name: str, array_op: str, scalar_op: str, rscalar_op: Optional[str]
     return fn
 
 
-def make_functions() -> dict[str, Callable]:
-    """The operand-dispatching functions of ``sg.sym``."""
-    import math
-    pow_ = dispatch("pow", "_power", "_power_scalar", "_rpower_scalar", lambda a, b: a ** b)
+def make_functions(apply_op: Callable, cls: type) -> dict[str, Callable]:
+    """The operand-dispatching functions of ``sg.sym`` (``apply_op`` making ``cls``) and its
+    creation functions ``zeros``, ``ones``, ``full``."""
+    pow_ = dispatch("pow", "_power", "_power_scalar", "_rpower_scalar", lambda a, b: a ** b,
+                    apply_op, cls)
     return {
         "pow": pow_, "power": pow_,
-        "maximum": dispatch("maximum", "_maximum", "_maximum_scalar", None, max),
-        "minimum": dispatch("minimum", "_minimum", "_minimum_scalar", None, min),
-        "hypot": dispatch("hypot", "_hypot", "_hypot_scalar", None, math.hypot),
+        "maximum": dispatch("maximum", "_maximum", "_maximum_scalar", None, max, apply_op, cls),
+        "minimum": dispatch("minimum", "_minimum", "_minimum_scalar", None, min, apply_op, cls),
+        "hypot": dispatch("hypot", "_hypot", "_hypot_scalar", None, math.hypot, apply_op, cls),
+        "zeros": creation("_zeros", 0.0, apply_op), "ones": creation("_ones", 1.0, apply_op),
+        "full": creation("_full", None, apply_op),
     }
 
 
-def creation(op: str, fill: Optional[float]) -> Callable:
+def creation(op: str, fill: Optional[float], apply_op: Callable) -> Callable:
     """``sg.sym.zeros(shape, dtype)`` / ``ones`` / ``full(shape, val, dtype)``: a node with no
     inputs holding a constant array."""
-    from . import symbol as S
 
     def make(shape: Union[int, Sequence[int]], *args: Any, dtype: Any = None,
              name: Optional[str] = None, **kwargs: Any) -> Any:
@@ -104,7 +121,7 @@ def creation(op: str, fill: Optional[float]) -> Callable:
             attrs["dtype"] = as_dtype(args[0]).name
         if kwargs:
             raise GraphError(f"{op}: unknown arguments {sorted(kwargs)}")
-        return S.apply_op(op, [], attrs, name)
+        return apply_op(op, [], attrs, name)
     make.__name__ = {"_zeros": "zeros", "_ones": "ones", "_full": "full"}[op]
     make.__doc__ = f"A constant array made by ``{op}`` (MXNet's ``sym.{make.__name__}``)."
     return make

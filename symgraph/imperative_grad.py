@@ -24,7 +24,6 @@ from .passes.infer_type import infer_types
 def grad_graph(heads: Sequence[NDArray], variables: Sequence[NDArray],
                head_grads: Optional[Sequence[Optional[NDArray]]]) -> list[NDArray]:
     """Pending, recorded arrays holding d(heads . head_grads)/d(variables)."""
-    from . import symbol as S
     _check_heads(heads)
     for v in variables:
         if not isinstance(v, NDArray) or v._var is None or v._entry is None \
@@ -35,12 +34,11 @@ def grad_graph(heads: Sequence[NDArray], variables: Sequence[NDArray],
     try:
         hg = [call("ones_like", [h], {}) if head_grads is None or head_grads[i] is None
               else head_grads[i] for i, h in enumerate(heads)]
-        hg_syms = [S.Symbol((_input_entry(g, True),)) for g in hg]
+        hg_entries = [_input_entry(g, True) for g in hg]
     finally:
         STATE.recording = saved
     graph = Graph(tuple(h._entry for h in heads))
-    grads = gradient(graph, [v._var for v in variables], hg_syms)
-    out_graph = Graph(tuple(g.outputs_[0] for g in grads))
+    out_graph = Graph(tuple(gradient(graph, [v._var for v in variables], hg_entries)))
     leaves = {n: VALUE[n][0] for n in out_graph.variables()}
     shapes = infer_shapes(out_graph, {n.name: a.shape for n, a in leaves.items()})
     types = infer_types(out_graph, {n.name: a.dtype for n, a in leaves.items()})

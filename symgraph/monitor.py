@@ -41,12 +41,11 @@ class ExecutorMonitor:
         self._entries: list[Entry] = []
 
     def _build(self) -> Any:
-        from .symbol import Symbol
         sym = self.exe._symbol
         for node in sym._nodes():
             if not node.is_variable:
                 self._entries.extend(node.entries())
-        probe = Symbol(self._entries)
+        probe = type(sym)(self._entries)  # a Symbol over every entry (the front end's class)
         aux = {n: array(a.asnumpy(), a.context, a.dtype) for n, a in self.exe.aux_dict.items()}
         return probe.bind(self.exe._ctx, dict(self.exe.arg_dict), grad_req="null",
                           aux_states=aux or None)

@@ -13,13 +13,12 @@ signatures.
 from __future__ import annotations
 
 import inspect
-from functools import lru_cache
 from typing import Any, Callable, Literal, Optional, Union
 
-from .attrs import REQUIRED, Param, parse_attrs
-from .base import AttrError
+from .attrs import REQUIRED, Param
+from .build import probe_input_names
 from .ndarray import NDArray
-from .registry import OpDef, generation, get_op, has_op
+from .registry import OpDef
 
 P = inspect.Parameter
 
@@ -179,51 +178,6 @@ def type_text(tp: Any) -> str:
     if isinstance(tp, type):
         return tp.__name__
     return str(tp).replace("typing.", "")
-
-
-def probe_input_names(opdef: OpDef, attrs: dict) -> tuple[str, ...]:
-    """Input names for ``attrs`` before full validation (which needs the node name and runs
-    in apply_op); invalid values fall back to placeholders so the real error comes later."""
-    if not callable(opdef.inputs) and _placeholders_parse(opdef):
-        # Names that do not depend on the attrs, and the last candidate below parses: every
-        # path returns them (bind time: autodiff builds every backward node through here).
-        return tuple(opdef.inputs)
-    probe = {k: v for k, v in attrs.items() if k in opdef.params}
-    for candidate in (probe, {**_fill_required(opdef), **probe}, _fill_required(opdef)):
-        try:
-            return opdef.input_names(parse_attrs(opdef.params, candidate, ""))
-        except AttrError:
-            continue
-    return ()
-
-
-def _placeholders_parse(opdef: OpDef) -> bool:
-    """Whether ``opdef``'s attribute schema accepts :func:`_fill_required`'s placeholders
-    (remembered per registered op)."""
-    if has_op(opdef.name) and get_op(opdef.name) is opdef:
-        return _registered_placeholders_parse(opdef.name, generation())
-    return _parses(opdef, _fill_required(opdef))
-
-
-@lru_cache(maxsize=4096)  # keyed by the registry's generation: a re-registered op is asked anew
-def _registered_placeholders_parse(name: str, gen: int) -> bool:
-    opdef = get_op(name)
-    return _parses(opdef, _fill_required(opdef))
-
-
-def _parses(opdef: OpDef, attrs: dict) -> bool:
-    try:
-        parse_attrs(opdef.params, attrs, "")
-        return True
-    except AttrError:
-        return False
-
-
-def _fill_required(opdef: OpDef) -> dict:
-    """Placeholder values for required attributes, to learn input names before validation."""
-    samples = {"int": 1, "float": 1.0, "bool": False, "shape": (1,), "str": "", "dtype": "float32"}
-    return {k: samples.get(p.kind, None) if not p.choices else p.choices[0]
-            for k, p in opdef.params.items() if p.default is REQUIRED}
 
 
 def input_names(opdef: OpDef) -> tuple[str, ...]:

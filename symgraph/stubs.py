@@ -82,12 +82,24 @@ def _own(module: ModuleType, obj: Any) -> bool:
     return getattr(obj, "__module__", None) == module.__name__
 
 
+def _members(cls: type) -> list[tuple[str, Any, bool]]:
+    """``(name, member, inherited)`` of the class and of its bases defined in symgraph (the
+    operators and fluent methods Symbol inherits), the class's own first."""
+    seen: dict[str, tuple[str, Any, bool]] = {}
+    for klass in cls.__mro__:
+        if klass is not cls and not klass.__module__.startswith("symgraph."):
+            continue
+        for name, member in klass.__dict__.items():
+            seen.setdefault(name, (name, member, klass is not cls))
+    return list(seen.values())
+
+
 def _class_stub(cls: type, module: ModuleType) -> list[str]:
     bases = [b.__name__ for b in cls.__bases__ if b is not object]
     lines = [f"class {cls.__name__}{'(' + ', '.join(bases) + ')' if bases else ''}:"]
     if cls.__doc__:
         lines.append(f'    """{cls.__doc__.strip().splitlines()[0]}"""')
-    for name, member in cls.__dict__.items():
+    for name, member, inherited in _members(cls):
         if name.startswith("_") and not (name.startswith("__") and name.endswith("__")):
             continue
         if isinstance(member, property):
@@ -101,6 +113,8 @@ def _class_stub(cls: type, module: ModuleType) -> list[str]:
             lines += [f"    @{deco}"] + _def("    ", name, sig)
         elif inspect.isfunction(member):
             sig = _signature(member, module, True)
+            if inherited and sig.endswith("-> Any"):  # a base's operator returns this class
+                sig = sig[:-len("Any")] + f"'{cls.__name__}'"
             if name in ("__eq__", "__ne__") and not sig.endswith(("-> bool", "-> Any")):
                 # elementwise comparison returns an array, as in numpy: a deliberate override
                 lines += [f"    def {name}{sig}: ...  # type: ignore[override]"]

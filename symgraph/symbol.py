@@ -7,45 +7,40 @@ newly registered op is callable here with no extra code.
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any, Iterator, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from . import name as _name
+from . import build
 from . import ops  # noqa: F401  (registers the built-in ops)
 from . import registry
+from .build import Handle
+from .executor import Executor
+from .fluent import Fluent, make_functions
+from .passes.gradient import gradient
 from .serialize import graph_from_json, load_graph, to_json
 from .serialize import save as save_json
-from .attrs import Attrs, format_value
-from .base import AttrError, GraphError, NotImplementedForSymbol
+from .attrs import format_value
+from .base import AttrError, BindError, GraphError, NotImplementedForSymbol
 from .dtypes import as_dtype
 from .exports import export
-from .base import where as _where  # not `where`: sg.sym.where is the operator
 from .graph import VARIABLE, Entry, Graph, Node, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
-from .parse_memo import input_names as _input_names
-from .parse_memo import parsed as _parsed
 from .passes.infer_shape import symbol_infer_shape
 from .passes.infer_type import symbol_infer_type
 
 Number = Union[int, float, np.number]
 
 
-class Symbol:
-    """A handle on one or more graph outputs. Immutable: every operation returns a new one."""
+class Symbol(Handle, Fluent):
+    """A handle on one or more graph outputs. Immutable: every operation returns a new one.
 
-    __slots__ = ("_outputs", "_graph", "_aux")
-    __array_priority__ = 1000.0  # numpy scalars on the left defer to our operators
+    Arithmetic operators come from :class:`~symgraph.build.Handle` (``a + b`` is
+    ``broadcast_add``, ``a * 2`` is ``_mul_scalar``) and return Symbols."""
 
-    def __init__(self, outputs: Sequence[Entry]) -> None:
-        self._outputs = tuple(outputs)
+    __slots__ = ("_graph", "_aux")
 
     # -- structure -------------------------------------------------------------------------
-    @property
-    def outputs_(self) -> tuple[Entry, ...]:
-        """The graph entries this symbol stands for."""
-        return self._outputs
-
     def graph(self) -> Graph:
         """The graph of this symbol's outputs (made once: the symbol never changes, and its
         node list is what every ``list_*`` call walks)."""
@@ -60,15 +55,9 @@ class Symbol:
         """The node's name for a single-output symbol, else None (as in MXNet)."""
         return self._outputs[0].node.name if len(self._outputs) == 1 else None
 
-    def __len__(self) -> int:
-        return len(self._outputs)
-
     def __bool__(self) -> bool:
         raise NotImplementedForSymbol(f"bool() of {self!r}: a Symbol has no value until it is "
                                       f"bound and run")
-
-    def __iter__(self) -> Iterator["Symbol"]:
-        return (Symbol((e,)) for e in self._outputs)
 
     def __getitem__(self, index: Union[int, str]) -> "Symbol":
         if isinstance(index, str):
@@ -196,75 +185,6 @@ class Symbol:
     def __deepcopy__(self, memo: dict) -> "Symbol":
         return self
 
-    # -- operators ---------------------------------------------------------------------------
-    def _binary(self, other: Any, op: str, scalar_op: str, reverse: bool = False) -> "Symbol":
-        if isinstance(other, Symbol):
-            a, b = (other, self) if reverse else (self, other)
-            return apply_op(op, [a, b], {})
-        if isinstance(other, (int, float, np.number)) and not isinstance(other, bool):
-            return apply_op(scalar_op, [self], {"scalar": float(other)})
-        return NotImplemented
-
-    def __add__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_add", "_plus_scalar")
-
-    __radd__ = __add__
-
-    def __sub__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_sub", "_minus_scalar")
-
-    def __rsub__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_sub", "_rminus_scalar", True)
-
-    def __mul__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_mul", "_mul_scalar")
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_div", "_div_scalar")
-
-    def __rtruediv__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_div", "_rdiv_scalar", True)
-
-    def __pow__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_power", "_power_scalar")
-
-    def __rpow__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_power", "_rpower_scalar", True)
-
-    def __mod__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_mod", "_mod_scalar")
-
-    def __rmod__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_mod", "_rmod_scalar", True)
-
-    def __neg__(self) -> "Symbol":
-        return apply_op("negative", [self], {})
-
-    def __abs__(self) -> "Symbol":
-        return apply_op("abs", [self], {})
-
-    def __gt__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_greater", "_greater_scalar")
-
-    def __ge__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_greater_equal", "_greater_equal_scalar")
-
-    def __lt__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_lesser", "_lesser_scalar")
-
-    def __le__(self, o: Any) -> "Symbol":
-        return self._binary(o, "broadcast_lesser_equal", "_lesser_equal_scalar")
-
-    def __eq__(self, o: Any) -> "Symbol":  # type: ignore[override]
-        return self._binary(o, "broadcast_equal", "_equal_scalar")
-
-    def __ne__(self, o: Any) -> "Symbol":  # type: ignore[override]
-        return self._binary(o, "broadcast_not_equal", "_not_equal_scalar")
-
-    __hash__ = object.__hash__
-
     # -- inference, serialisation, binding (implemented in their own modules) -------------------
     def infer_shape(self, *args: Any, **kwargs: Any) -> tuple:
         """``(arg_shapes, out_shapes, aux_shapes)``; raises ShapeError if any stays unknown."""
@@ -288,8 +208,44 @@ class Symbol:
     def save(self, fname: str) -> None:
         save_json(self, fname)
 
-    # gradient, bind and simple_bind are installed by ``sym_methods.py``: autodiff and the
-    # executor build on this module, so it cannot import them.
+    # -- autodiff and binding -------------------------------------------------------------------
+    def gradient(self, wrt: Sequence[str]) -> "Symbol":
+        """A symbol whose outputs are d(sum of outputs)/d(each name in ``wrt``)."""
+        graph = self.graph()
+        by_name = {n.name: n for n in graph.variables()}
+        missing = [w for w in wrt if w not in by_name]
+        if missing:
+            raise GraphError(f"gradient: {missing} are not inputs; inputs: {self.list_inputs()}")
+        heads = [build.OPS.ones_like(Handle((e,))).outputs_[0] for e in graph.outputs]
+        return Symbol(gradient(graph, [by_name[w] for w in wrt], heads))
+
+    def bind(self, ctx: Any, args: Any, args_grad: Any = None, grad_req: Any = "write",
+             aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None) -> Executor:
+        """Bind arrays and return an :class:`~symgraph.executor.Executor`."""
+        return Executor.bind(self, ctx, args, args_grad, grad_req, aux_states)
+
+    def simple_bind(self, ctx: Any, grad_req: Any = "write", type_dict: Any = None,
+                    stype_dict: Any = None, group2ctx: Any = None, shared_arg_names: Any = None,
+                    shared_exec: Any = None, shared_buffer: Any = None,
+                    **shapes: Any) -> Executor:
+        """Infer every shape from ``shapes`` and bind freshly allocated arrays.
+
+        As MXNet's: keywords that name no input of the symbol are ignored, and so are the
+        memory-sharing hints (``shared_*``); storage types other than dense and several
+        device groups are refused."""
+        if any(v not in (None, "default") for v in (stype_dict or {}).values()):
+            raise BindError(f"simple_bind: only dense storage, got stype_dict={stype_dict}")
+        if group2ctx and len({str(c) for c in group2ctx.values()} | {str(ctx)}) > 1:
+            raise BindError(f"simple_bind: one device only, got group2ctx={group2ctx}")
+        inputs = set(self.list_inputs())
+        shapes = {k: v for k, v in shapes.items() if k in inputs}
+        return Executor.simple_bind(self, ctx, grad_req, type_dict, shapes)
+
+    def _fluent_function(self, name: str) -> Any:
+        fn = _FUNCTIONS.get(name)
+        if fn is None:
+            raise AttributeError(f"Symbol has no method {name!r}: sg.sym has no such function")
+        return fn
 
     def eval(self, ctx: Any = None, **kwargs: Any) -> list:
         """Bind the arrays in ``kwargs`` (no gradients), run forward, return the outputs."""
@@ -362,118 +318,15 @@ def Group(symbols: Sequence[Symbol]) -> Symbol:
 def apply_op(op: str, inputs: Sequence[Optional[Symbol]], attrs: dict,
              name: Optional[str] = None, extra: Optional[dict] = None,
              hint: Optional[str] = None) -> Symbol:
-    """Create a node of ``op`` on ``inputs`` (positional, in the op's input order).
-
-    ``None`` inputs become new variables ``<name>_<input>``. Returns the visible outputs.
-    ``hint``: the stem of an automatic name (the spelling called: ``flip`` names its node
-    ``flip0`` though it makes a ``reverse`` node, as MXNet does); the op's name by default.
-    """
-    opdef = registry.get_op(op)
-    if opdef.variadic and opdef.variadic not in attrs:
-        attrs = {**attrs, opdef.variadic: len(inputs)}
-    node_name = _name.current().get(name, hint or opdef.name)
-    parsed, slots, n_visible, n_outputs = _parsed(opdef, attrs, node_name)
-    if len(inputs) > len(slots):
-        raise AttrError(f"{_where(node_name, opdef.name)}takes inputs {list(slots)}, "
-                        f"got {len(inputs)} symbols")
-    # every input a single-output Symbol (autodiff's calls): no per-slot checks needed
-    entries = []
-    for s in inputs:  # (a plain loop, not a comprehension's frame: autodiff's nodes come here)
-        if type(s) is Symbol and len(s._outputs) == 1:
-            entries.append(s._outputs[0])
-    if len(entries) != len(slots):
-        entries = _input_entries(opdef, node_name, slots, inputs)
-    for k in extra or {}:  # as MXNet: an op's user attributes are __hidden__ (JSON needs it)
-        if not (k.startswith("__") and k.endswith("__") and len(k) > 4):
-            raise AttrError(f"{_where(node_name, opdef.name)}user attribute {k!r} must be "
-                            f"named like __{k.strip('_')}__ (only variables take any name)")
-    # the parse knows the outputs: the node need not ask its op (autodiff makes most nodes here)
-    outs = Node(opdef.name, node_name, parsed, tuple(entries),
-                Attrs({k: str(v) for k, v in extra.items()}) if extra else None,
-                n_outputs).entries()
-    return Symbol(outs if n_visible == n_outputs else outs[:n_visible])
+    """Create a node of ``op`` on ``inputs`` (positional, in the op's input order); ``None``
+    inputs become new variables ``<name>_<input>``. Returns the visible outputs
+    (:func:`symgraph.build.apply_op`)."""
+    return build.apply_op(op, inputs, attrs, name, extra, hint, Symbol)
 
 
-def _input_entries(opdef: registry.OpDef, node_name: str, slots: Sequence[str],
-                   inputs: Sequence[Optional[Symbol]]) -> list[Entry]:
-    """The entry of each input slot; a missing input (``None``, or past the end) becomes a new
-    variable ``<node>_<slot>``."""
-    entries = []
-    n_in = len(inputs)
-    for i, slot in enumerate(slots):
-        sym = inputs[i] if i < n_in else None
-        if sym is None:
-            sym = var(f"{node_name}_{slot}")
-        if not isinstance(sym, Symbol) or len(sym._outputs) != 1:
-            raise AttrError(f"{_where(node_name, opdef.name)}input '{slot}' must be a "
-                            f"single-output Symbol, got {sym!r}")
-        entries.append(sym._outputs[0])
-    return entries
-
-
-def make_op_function(opdef: registry.OpDef, hint: Optional[str] = None):
-    """The ``sg.sym`` function of one op, called as MXNet's generated functions are: inputs
-    positionally (``None`` for an input to create) or by name, then attributes positionally in
-    the op's parameter order or by name; ``__dunder__`` keywords are node attributes.
-    ``hint``: the spelling (an alias) whose automatic node names this function makes."""
-
-    def op_function(*args: Any, name: Optional[str] = None, attr: Optional[dict] = None,
-                    **kwargs: Any) -> Symbol:
-        # (plain loops: autodiff builds most backward nodes through here)
-        sym_kwargs, attrs, extra = {}, {}, dict(attr or {})
-        for k, v in kwargs.items():
-            if isinstance(v, Symbol):
-                sym_kwargs[k] = v
-            elif k.startswith("__") and k.endswith("__"):
-                extra[k] = v
-            else:
-                attrs[k] = v
-        n_in = len(args)
-        for i, a in enumerate(args):
-            if not (a is None or isinstance(a, Symbol)):
-                n_in = i
-                break
-        if n_in < len(args):
-            _attrs_by_position(opdef, args[n_in:], attrs, name)
-            args = args[:n_in]
-        if opdef.variadic:
-            if sym_kwargs:
-                raise AttrError(f"{opdef.name} takes its inputs positionally")
-            return apply_op(opdef.name, list(args), attrs, name, extra, hint)
-        slots = _input_names(opdef, attrs, name)
-        unknown = sorted(set(sym_kwargs) - set(slots)) if sym_kwargs else None
-        if unknown:
-            raise AttrError(f"{_where(name or '?', opdef.name)}no input named {unknown}; "
-                            f"inputs: {list(slots)}")
-        while len(args) > len(slots) and args[-1] is None:  # MXNet's `bias=None` with no_bias
-            args = args[:-1]
-        if len(args) > len(slots):
-            raise AttrError(f"{_where(name or '?', opdef.name)}takes inputs {list(slots)}, "
-                            f"got {len(args)} positional symbols")
-        inputs: list[Optional[Symbol]] = list(args) + [None] * (len(slots) - len(args))
-        for i, slot in enumerate(slots):
-            if slot in sym_kwargs:
-                if inputs[i] is not None:
-                    raise AttrError(f"{opdef.name}: input '{slot}' given twice")
-                inputs[i] = sym_kwargs[slot]
-        return apply_op(opdef.name, inputs, attrs, name, extra, hint)
-
-    return document(op_function, opdef)
-
-
-def _attrs_by_position(opdef: registry.OpDef, values: Sequence[Any], attrs: dict,
-                       name: Optional[str]) -> None:
-    """Put attribute values given positionally (``Dropout(x, 0.5)``) into ``attrs`` under the
-    op's parameter names, in declaration order (MXNet's)."""
-    keys = [k for k in opdef.params if not k.startswith("*")]
-    if len(values) > len(keys):
-        raise AttrError(f"{_where(name or '?', opdef.name)}{len(values)} positional attributes "
-                        f"for parameters {keys}")
-    for key, value in zip(keys, values):
-        if key in attrs:
-            raise AttrError(f"{_where(name or '?', opdef.name)}attribute '{key}' given "
-                            f"positionally and by name")
-        attrs[key] = value
+def make_op_function(opdef: registry.OpDef, hint: Optional[str] = None) -> Any:
+    """The documented ``sg.sym`` function of one op (:func:`symgraph.build.make_op_function`)."""
+    return document(build.make_op_function(opdef, Symbol, hint), opdef)
 
 
 def load_json(text: str) -> Symbol:
@@ -486,8 +339,9 @@ def load(fname: str) -> Symbol:
     return Symbol(load_graph(fname).outputs)
 
 
-def _install_op_functions() -> None:
-    """Expose every registered op (and its MXNet aliases) as a function of this module."""
+def _install_op_functions() -> list[str]:
+    """Expose every registered op (and its MXNet aliases) as a function of this module, then
+    the functions that pick an op from their operands (``maximum``, ``pow``, ``zeros``...)."""
     namespace = globals()
     for opname, opdef in registry.all_ops().items():
         api = opdef.extra.get("api")
@@ -497,13 +351,19 @@ def _install_op_functions() -> None:
         made = opdef.extra.get("api") is None and alias_name.lower() != target.lower()
         namespace.setdefault(alias_name, make_op_function(opdef, alias_name) if made
                              else namespace[target])
-    # (fluent functions and methods are added by sym_methods.py: fluent.py builds on us)
+    dispatching = make_functions(apply_op, Symbol)
+    for fn_name, fn in dispatching.items():
+        namespace.setdefault(fn_name, fn)
     # MXNet's `sym._internal`: every op function, private ones included, by its name
     namespace.setdefault("_internal", SimpleNamespace(**{
         n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
+    return list(dispatching)
 
 
 ARRAY_CLASSES["sym"] = Symbol  # the annotations of sg.sym's functions
-_install_op_functions()
+_DISPATCHING = _install_op_functions()
+_FUNCTIONS: dict[str, Any] = {k: v for k, v in globals().items() if callable(v)}
+"""This module's functions by name: what Symbol's fluent methods call."""
 __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"]
-export(globals(), list(registry.all_ops()) + list(registry.all_aliases()))  # the op functions
+export(globals(), list(registry.all_ops()) + list(registry.all_aliases())
+       + _DISPATCHING)  # the op functions

@@ -16,6 +16,7 @@ import numpy as np
 
 from ..attrs import Attrs
 from ..base import AttrError, DTypeError, ExecutionError, GraphError, ShapeError, where
+from ..build import Handle
 from . import native
 from ._util import as_shape
 
@@ -169,8 +170,7 @@ def _checked_grad(here: str, i: int, g: Any, x: Any, c: Any) -> Any:
     than the input's is cast to it (a float32 kernel in a float64 graph)."""
     if g is None:
         return None
-    sym = c.sym
-    if not isinstance(g, sym.Symbol) or len(g) != 1:
+    if not isinstance(g, Handle) or len(g) != 1:
         shown = " ".join(repr(g).split())[:60]
         raise GraphError(f"{here}bprop returned {type(g).__name__} {shown} as the gradient "
                          f"of x{i}; return a one-output sg.sym Symbol (or None)")
@@ -183,7 +183,7 @@ def _checked_grad(here: str, i: int, g: Any, x: Any, c: Any) -> Any:
         raise ShapeError(f"{here}bprop's gradient of x{i} has shape {gs}, the input has {xs}")
     gt, xt = cache.dtype(ge), cache.dtype(xe)
     if gt is not None and xt is not None and gt != xt:
-        return sym.Cast(g, dtype=xt.name)
+        return c.sym.Cast(g, dtype=xt.name)
     return g
 
 

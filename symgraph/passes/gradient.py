@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from .. import name as _name
-from .. import symbol as S
 from ..attrs import Attrs
+from ..build import OPS, Handle
 from ..graph import VARIABLE, Entry, Graph, Node
 from ..base import GraphError, where
 from ..typetable import TypeTable, types_of
@@ -23,9 +23,10 @@ from ..registry import BROADCAST, NO_GRADIENT, NOT_DIFFERENTIABLE, get_op
 
 @dataclass
 class GradCtx:
-    """What a gradient rule sees: symbols for the node's inputs, outputs (hidden ones too) and
-    output gradients, its attrs, ``sym`` (the ``sg.sym`` module) to build ops with, and
-    ``types`` (the graph's TypeTable: shapes and dtypes of any entry, new ones included)."""
+    """What a gradient rule sees: handles (:class:`~symgraph.build.Handle`) on the node's
+    inputs, outputs (hidden ones too) and output gradients, its attrs, ``sym`` (every op as a
+    function over handles, spelled as ``sg.sym``'s) to build ops with, and ``types`` (the
+    graph's TypeTable: shapes and dtypes of any entry, new ones included)."""
 
     node: Node
     attrs: Attrs
@@ -57,11 +58,11 @@ def _total(sym: Any, grads: list) -> Any:
     return grads[0] if len(grads) == 1 else sym.add_n(*grads)
 
 
-def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[Any]],
-             zero_as_none: bool = False) -> list:
-    """Gradient symbols of ``graph``'s outputs with respect to the variables ``wrt``.
+def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[Entry]],
+             zero_as_none: bool = False) -> list[Optional[Entry]]:
+    """Gradient entries of ``graph``'s outputs with respect to the variables ``wrt``.
 
-    ``head_grads[i]`` is the symbol of output i's gradient (None: that output has none).
+    ``head_grads[i]`` is the entry of output i's gradient (None: that output has none).
     A variable no gradient reaches gets ``zeros_like`` of it, or None with ``zero_as_none``
     (the executor then fills its gradient array instead of computing zeros).
     """
@@ -71,7 +72,7 @@ def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[An
     ograds: dict[Entry, list] = {}
     for out, head in zip(graph.outputs, head_grads):
         if head is not None and out.node in needed:
-            ograds.setdefault(out, []).append(head)
+            ograds.setdefault(out, []).append(Handle((head,)))
     with _name.Prefix("") as namer:  # restarted per node: Prefix(f"{node.name}_backward_")
         for node in reversed(nodes):
             if node not in needed or node.op == VARIABLE:
@@ -84,35 +85,25 @@ def gradient(graph: Graph, wrt: Sequence[Node], head_grads: Sequence[Optional[An
                 raise GraphError(f"{where(node.name, node.op)}has no gradient, but a gradient "
                                  f"must flow through it to {sorted(v.name for v in wrt)}")
             namer.restart(f"{node.name}_backward_")
-            outs = [S.Symbol((e,)) for e in entries]
-            dys = [_total(S, ograds[e]) if e in ograds else S.zeros_like(o)
+            outs = [Handle((e,)) for e in entries]
+            dys = [_total(OPS, ograds[e]) if e in ograds else OPS.zeros_like(o)
                    for e, o in zip(entries, outs)]
-            ctx = GradCtx(node, node.attrs, [S.Symbol((e,)) for e in node.inputs], outs, dys, S,
-                          table)
+            ctx = GradCtx(node, node.attrs, [Handle((e,)) for e in node.inputs], outs, dys,
+                          OPS, table)
             in_grads = opdef.gradient(ctx)
             for e, g in zip(node.inputs, in_grads):
                 if g is None or e.node not in needed:
                     continue
                 if opdef.pattern == BROADCAST:
-                    g = S._broadcast_backward(g, S.Symbol((e,)))
+                    g = OPS._broadcast_backward(g, Handle((e,)))
                 ograds.setdefault(e, []).append(g)
-    result = []
+    result: list[Optional[Entry]] = []
     for v in wrt:
         e = Entry(v)
         with _name.Prefix(f"{v.name}_grad_"):
             if e in ograds:
-                result.append(_total(S, ograds[e]))
+                result.append(_total(OPS, ograds[e]).outputs_[0])
             else:
-                result.append(None if zero_as_none else S.zeros_like(S.Symbol((e,))))
+                result.append(None if zero_as_none else
+                              OPS.zeros_like(Handle((e,))).outputs_[0])
     return result
-
-
-def symbol_gradient(sym: Any, wrt: list[str]) -> Any:
-    """``Symbol.gradient``: d(sum of all outputs)/d(each variable in ``wrt``), as one symbol."""
-    graph = sym.graph()
-    by_name = {n.name: n for n in graph.variables()}
-    missing = [w for w in wrt if w not in by_name]
-    if missing:
-        raise GraphError(f"gradient: {missing} are not inputs; inputs: {sym.list_inputs()}")
-    heads = [S.ones_like(S.Symbol((e,))) for e in graph.outputs]
-    return S.Group(gradient(graph, [by_name[w] for w in wrt], heads))
