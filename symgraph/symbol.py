@@ -19,7 +19,7 @@ from .serialize import save as save_json
 from .attrs import Attrs, format_value
 from .base import AttrError, GraphError, NotImplementedForSymbol
 from .dtypes import as_dtype
-from .exports import export
+from .exports import export, sub_namespace
 from .base import where as _where  # not `where`: sg.sym.where is the operator
 from .graph import VARIABLE, Entry, Graph, Node, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
@@ -501,6 +501,8 @@ def _install_op_functions() -> None:
     # MXNet's `sym._internal`: every op function, private ones included, by its name
     namespace.setdefault("_internal", SimpleNamespace(**{
         n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
+    namespace.setdefault("contrib", sub_namespace(
+        namespace, list(registry.all_ops()) + list(registry.all_aliases()), "_contrib_"))
 
 
 ARRAY_CLASSES["sym"] = Symbol  # the annotations of sg.sym's functions
