@@ -118,3 +118,29 @@ def test_losses_and_gradients_match_mxnet(tmp_path: Path) -> None:
     assert np.isnan(want.pop("poisson_full")).all() and np.isfinite(got["poisson_full"]).all()
     for key in sorted(want):
         np.testing.assert_allclose(got[key], want[key], rtol=2e-4, atol=2e-6, err_msg=key)
+
+
+IMPOSSIBLE = """
+import mxnet as mx
+x = mx.nd.zeros((2, 1, 4))
+x.attach_grad()
+with mx.autograd.record():
+    y = mx.nd.ctc_loss(x, mx.nd.array([[2, 2]]), blank_label="last")
+y.backward()
+print(float(y.asnumpy()[0]), float(abs(x.grad.asnumpy()).sum()))
+"""
+
+
+def test_impossible_ctc_alignment_departs_from_mxnet() -> None:
+    """Two steps cannot emit "2 2" (a blank must separate the repeats): MXNet says loss 0,
+    symgraph inf (probability 0); both give gradient 0 (docs/mxnet_parity.md)."""
+    run = subprocess.run([_mxnet(), "-c", IMPOSSIBLE], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert [float(v) for v in run.stdout.split()] == [0.0, 0.0]
+    x = sg.nd.zeros((2, 1, 4))
+    x.attach_grad()
+    with sg.autograd.record():
+        y = sg.nd.ctc_loss(x, sg.nd.array([[2, 2]]), blank_label="last")
+    y.backward()
+    assert np.isinf(y.asnumpy()[0]) and not x.grad.asnumpy().any()
