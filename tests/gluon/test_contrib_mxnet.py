@@ -4,7 +4,6 @@ skipped when MXNet 1.9.1 is not available (``SYMGRAPH_MXNET_PYTHON``)."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +11,7 @@ import pytest
 
 import symgraph as sg
 
-from .test_mxnet_gluon import _mxnet
+from ._mxnet_child import run_child
 
 pytestmark = pytest.mark.mxnet
 
@@ -47,18 +46,11 @@ with open(sys.argv[2], "w") as f:
 
 
 def test_contrib_layers_and_samplers_match_mxnet(tmp_path: Path) -> None:
-    exe = _mxnet()
     rng = np.random.default_rng(0)
     xs = {"x1": rng.normal(size=(2, 6, 3)), "x2": rng.normal(size=(1, 12, 2, 3)),
           "x3": rng.normal(size=(1, 16, 2, 1, 3))}
     xs = {k: v.astype(np.float32) for k, v in xs.items()}
-    np.savez(tmp_path / "in.npz", **xs)
-    (tmp_path / "child.py").write_text(CHILD)
-    run = subprocess.run([exe, str(tmp_path / "child.py"), str(tmp_path / "in.npz"),
-                          str(tmp_path / "out.json")], capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    want = json.loads((tmp_path / "out.json").read_text())
+    want = json.loads(run_child(tmp_path, CHILD, xs, "out.json").read_text())
     ns: dict = {}
     exec(CODE, ns)
     got = ns["run"](sg, sg.gluon.contrib.data, xs["x1"], xs["x2"], xs["x3"])

@@ -12,6 +12,7 @@ import pytest
 import symgraph as sg
 from symgraph.gluon import loss as gloss
 
+from ._mxnet_child import run_child
 from .test_mxnet_gluon import _mxnet
 
 pytestmark = pytest.mark.mxnet
@@ -100,17 +101,10 @@ def _symgraph(inputs: dict) -> dict:
 
 
 def test_losses_and_gradients_match_mxnet(tmp_path: Path) -> None:
-    exe = _mxnet()
     inputs = _inputs()
     flat = {f"{k}_{i}": a.astype(np.float32) for k, v in inputs.items() for i, a in enumerate(v)}
     flat.update({f"{k}_n": np.array(len(v)) for k, v in inputs.items()})
-    np.savez(tmp_path / "in.npz", **flat)
-    (tmp_path / "child.py").write_text(CHILD)
-    run = subprocess.run([exe, str(tmp_path / "child.py"), str(tmp_path / "in.npz"),
-                          str(tmp_path / "out.npz")], capture_output=True, text=True,
-                         timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    want = dict(np.load(tmp_path / "out.npz"))
+    want = dict(np.load(run_child(tmp_path, CHILD, flat, "out.npz")))
     got = _symgraph(inputs)
     # MXNet multiplies Stirling's term, NaN at a zero count (0 * log 0), by the mask of
     # counts above 1: NaN for any zero count (docs/mxnet_parity.md); we give the formula's
