@@ -3,6 +3,7 @@
 registry without a hand-kept list."""
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Iterable
 
 
@@ -14,3 +15,10 @@ def export(namespace: dict, names: Iterable[str]) -> None:
         if not name.startswith("_") and name not in seen:
             current.append(name)
             seen.add(name)
+
+
+def sub_namespace(namespace: dict, names: Iterable[str], prefix: str) -> SimpleNamespace:
+    """MXNet's op sub-namespaces: the functions of ``names`` starting with ``prefix`` under
+    the rest of their name (``_contrib_ctc_loss`` is ``contrib.ctc_loss``)."""
+    return SimpleNamespace(**{n[len(prefix):]: namespace[n] for n in names
+                              if n.startswith(prefix) and n in namespace})

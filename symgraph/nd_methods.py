@@ -18,7 +18,7 @@ from . import ops  # noqa: F401  (registers the built-in ops)
 from . import symbol as S
 from .base import AttrError, ShapeError, where
 from .context import Context
-from .exports import export
+from .exports import export, sub_namespace
 from .imperative import FAST_CALLS, PENDING, _Call, _call_info, _result, call, record
 from .imperative_trace import settle
 from .ndarray import NDArray, _host_key, array
@@ -324,6 +324,8 @@ def install(cls: type, namespace: dict) -> None:
     # MXNet's `nd._internal`: every op function, private ones included, by its name
     namespace.setdefault("_internal", SimpleNamespace(**{
         n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
+    namespace.setdefault("contrib", sub_namespace(
+        namespace, list(registry.all_ops()) + list(registry.all_aliases()), "_contrib_"))
     for meth, op in FLUENT.items():
         if not hasattr(cls, meth) and op in namespace:
             setattr(cls, meth, _fluent(namespace[op]))

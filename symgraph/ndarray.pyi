@@ -605,6 +605,16 @@ def size_array(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def CTCLoss(
+    data: Optional[NDArray] = ...,
+    label: Optional[NDArray] = ...,
+    *,
+    use_data_lengths: bool = ...,
+    use_label_lengths: bool = ...,
+    blank_label: Literal['first', 'last'] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def Custom(
     *args: Any,
     out: Optional[NDArray] = ...,
@@ -1314,6 +1324,7 @@ BatchNorm_v1 = BatchNorm
 ElementWiseSum = add_n
 broadcast_plus = broadcast_add
 broadcast_minus = broadcast_sub
+ctc_loss = CTCLoss
 reshape = Reshape
 flatten = Flatten
 stop_gradient = BlockGrad
@@ -1337,21 +1348,22 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "broadcast_div", "broadcast_power", "broadcast_maximum", "broadcast_minimum", "elemwise_add",
     "elemwise_sub", "elemwise_mul", "elemwise_div", "broadcast_equal", "broadcast_not_equal",
     "broadcast_greater", "broadcast_greater_equal", "broadcast_lesser", "broadcast_lesser_equal",
-    "add_n", "Pooling", "shape_array", "size_array", "Custom", "Deconvolution", "dot", "Reshape",
-    "Flatten", "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like", "ones_like",
-    "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod", "norm", "argmax",
-    "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where", "batch_dot",
-    "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "transpose", "expand_dims",
-    "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like", "SwapAxis",
-    "broadcast_axis", "batch_take", "amp_cast", "amp_multicast", "softmax_cross_entropy",
-    "LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput", "LRN", "sin",
-    "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
-    "degrees", "radians", "log10", "log2", "cbrt", "rcbrt", "gamma", "gammaln", "erf", "floor",
-    "ceil", "rint", "trunc", "fix", "round", "smooth_l1", "broadcast_hypot", "broadcast_mod",
-    "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN",
-    "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
-    "broadcast_plus", "broadcast_minus", "reshape", "flatten", "stop_gradient", "make_loss",
-    "sum_axis", "Pad", "flip", "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes",
-    "add", "subtract", "multiply", "divide", "power", "equal", "not_equal", "greater",
-    "greater_equal", "lesser", "lesser_equal", "modulo", "maximum", "minimum", "logical_and",
-    "logical_or", "logical_xor", "random", "random_uniform", "random_normal"]
+    "add_n", "Pooling", "shape_array", "size_array", "CTCLoss", "Custom", "Deconvolution", "dot",
+    "Reshape", "Flatten", "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like",
+    "ones_like", "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod",
+    "norm", "argmax", "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where",
+    "batch_dot", "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "transpose",
+    "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like",
+    "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
+    "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
+    "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
+    "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "log10", "log2", "cbrt",
+    "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc", "fix", "round",
+    "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
+    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN", "sort", "argsort",
+    "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum", "broadcast_plus",
+    "broadcast_minus", "ctc_loss", "reshape", "flatten", "stop_gradient", "make_loss", "sum_axis",
+    "Pad", "flip", "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "add",
+    "subtract", "multiply", "divide", "power", "equal", "not_equal", "greater", "greater_equal",
+    "lesser", "lesser_equal", "modulo", "maximum", "minimum", "logical_and", "logical_or",
+    "logical_xor", "random", "random_uniform", "random_normal"]

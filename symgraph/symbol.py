@@ -23,7 +23,7 @@ from .serialize import save as save_json
 from .attrs import format_value
 from .base import AttrError, BindError, GraphError, NotImplementedForSymbol
 from .dtypes import as_dtype
-from .exports import export
+from .exports import export, sub_namespace
 from .graph import VARIABLE, Entry, Graph, Node, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
 from .passes.infer_shape import symbol_infer_shape
@@ -357,6 +357,8 @@ def _install_op_functions() -> list[str]:
     # MXNet's `sym._internal`: every op function, private ones included, by its name
     namespace.setdefault("_internal", SimpleNamespace(**{
         n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
+    namespace.setdefault("contrib", sub_namespace(
+        namespace, list(registry.all_ops()) + list(registry.all_aliases()), "_contrib_"))
     return list(dispatching)
 
 

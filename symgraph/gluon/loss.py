@@ -114,5 +114,12 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
 
 SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
 
+# (the other losses build on Loss above, so they are imported after it)
+from .loss_margin import (CosineEmbeddingLoss, HingeLoss, HuberLoss,  # noqa: E402
+                          LogisticLoss, SquaredHingeLoss, TripletLoss)
+from .loss_prob import CTCLoss, KLDivLoss, PoissonNLLLoss, SDMLLoss  # noqa: E402
+
 __all__ = ["Loss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "L2Loss", "L1Loss",
-           "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss"]
+           "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss", "KLDivLoss", "HuberLoss",
+           "HingeLoss", "SquaredHingeLoss", "LogisticLoss", "TripletLoss", "PoissonNLLLoss",
+           "CosineEmbeddingLoss", "SDMLLoss", "CTCLoss"]

@@ -4,7 +4,9 @@ from __future__ import annotations
 from . import vision
 from .dataloader import DataLoader, default_batchify_fn
 from .dataset import ArrayDataset, Dataset, SimpleDataset
-from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from .sampler import (BatchSampler, FilterSampler, IntervalSampler, RandomSampler, Sampler,
+                      SequentialSampler)
 
-__all__ = ["ArrayDataset", "BatchSampler", "DataLoader", "Dataset", "RandomSampler",
-           "Sampler", "SequentialSampler", "SimpleDataset", "default_batchify_fn", "vision"]
+__all__ = ["ArrayDataset", "BatchSampler", "DataLoader", "Dataset", "FilterSampler",
+           "IntervalSampler", "RandomSampler", "Sampler", "SequentialSampler", "SimpleDataset",
+           "default_batchify_fn", "vision"]

@@ -1,9 +1,9 @@
 """Samplers (MXNet 1.x ``gluon.data.sampler``): sequential, random (from ``sg.random``'s
-generator, so ``sg.random.seed`` makes shuffling reproducible) and batches with MXNet's
-``last_batch`` rules."""
+generator, so ``sg.random.seed`` makes shuffling reproducible), filtered, at intervals
+(MXNet's ``contrib.data.IntervalSampler``) and batches with MXNet's ``last_batch`` rules."""
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -46,6 +46,48 @@ class RandomSampler(Sampler):
         return iter(_random.generator().permutation(self._length).tolist())
 
     def __len__(self) -> int:
+        return self._length
+
+
+class FilterSampler(Sampler):
+    """The indices of the samples of ``dataset`` for which ``fn(sample)`` is true (decided
+    once, when the sampler is made).
+
+    Example: ``list(FilterSampler(lambda x: x % 2 == 0, SimpleDataset(range(6))))`` is
+    ``[0, 2, 4]``.
+    """
+
+    def __init__(self, fn: Callable[[Any], bool], dataset: Iterable) -> None:
+        self._fn, self._dataset = fn, dataset
+        self._indices = [i for i, sample in enumerate(dataset) if fn(sample)]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._indices)
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+
+class IntervalSampler(Sampler):
+    """Every ``interval``-th index of ``range(length)``, then (``rollover``) the same
+    starting from 1, 2... until every index has been given once.
+
+    Example: ``list(IntervalSampler(7, 3))`` is ``[0, 3, 6, 1, 4, 2, 5]``;
+    with ``rollover=False`` it is ``[0, 3, 6]``.
+    """
+
+    def __init__(self, length: int, interval: int, rollover: bool = True) -> None:
+        if not 0 < interval <= length:
+            raise AttrError(f"IntervalSampler: interval must be in [1, length={length}], "
+                            f"got {interval}")
+        self._length, self._interval, self._rollover = length, interval, rollover
+
+    def __iter__(self) -> Iterator[int]:
+        for start in range(self._interval if self._rollover else 1):
+            yield from range(start, self._length, self._interval)
+
+    def __len__(self) -> int:
+        # (MXNet's value, also without rollover, where fewer indices are given)
         return self._length
 
 
