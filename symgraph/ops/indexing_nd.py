@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from ..attrs import Attrs, Param
-from ..base import DataError, GraphError, ShapeError
+from ..base import DataError, ShapeError
 from ..registry import (INJECTIVE, NO_GRADIENT, NOT_DIFFERENTIABLE, REDUCE, OpDef, RunCtx,
                         alias, register)
-from ._util import fmt, forward_shape, merge_dims, norm_axes, norm_axis
+from ._util import fmt, forward_shape, known_input_shape, merge_dims, norm_axes, norm_axis
 from .indexing import typed_like
 
 Shape = tuple[int, ...]
@@ -64,10 +64,7 @@ def _gather_nd(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 
 def _gather_nd_grad(c: Any) -> list:
-    shape = None if c.types is None else c.types.shape(c.node.inputs[0])
-    if shape is None:
-        raise GraphError(f"{c.node.name} (gather_nd): its gradient needs the data's shape; "
-                         f"give the input shapes (simple_bind or infer_shape)")
+    shape = known_input_shape(c, 0)
     return [c.sym._backward_gather_nd(c.ograds[0], c.inputs[1], shape=shape), None]
 
 
