@@ -324,6 +324,9 @@ def install(cls: type, namespace: dict) -> None:
     # MXNet's `nd._internal`: every op function, private ones included, by its name
     namespace.setdefault("_internal", SimpleNamespace(**{
         n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
+    # MXNet's `contrib` namespace: `_contrib_index_copy` as `contrib.index_copy`
+    namespace.setdefault("contrib", SimpleNamespace(**{
+        short: namespace[full] for short, full in registry.contrib_names().items()}))
     for meth, op in FLUENT.items():
         if not hasattr(cls, meth) and op in namespace:
             setattr(cls, meth, _fluent(namespace[op]))

@@ -189,6 +189,16 @@ def all_aliases() -> dict[str, str]:
     return dict(_ALIASES)
 
 
+CONTRIB = "_contrib_"
+
+
+def contrib_names() -> dict[str, str]:
+    """MXNet's ``sym.contrib`` / ``nd.contrib`` spellings of the ops registered with the
+    ``_contrib_`` prefix: ``{"index_copy": "_contrib_index_copy", ...}``."""
+    return {n[len(CONTRIB):]: n for n in list(_REGISTRY) + list(_ALIASES)
+            if n.startswith(CONTRIB)}
+
+
 def has_op(name: str) -> bool:
     return canonical(name) in _REGISTRY
 

@@ -501,6 +501,9 @@ def _install_op_functions() -> None:
     # MXNet's `sym._internal`: every op function, private ones included, by its name
     namespace.setdefault("_internal", SimpleNamespace(**{
         n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
+    # MXNet's `contrib` namespace: `_contrib_index_copy` as `contrib.index_copy`
+    namespace.setdefault("contrib", SimpleNamespace(**{
+        short: namespace[full] for short, full in registry.contrib_names().items()}))
 
 
 ARRAY_CLASSES["sym"] = Symbol  # the annotations of sg.sym's functions

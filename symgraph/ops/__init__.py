@@ -1,5 +1,5 @@
 """Built-in operators. Importing this package registers them all."""
 from . import (activation, constant, conv, conv_act_pool, creation, custom,  # noqa: F401
                deconv, dot, elemwise, fused, indexing, indexing_nd, layout, layout_extra,
-               loss, lrn, math, nn, norm, pool, rearrange, rnn, shape, sorting, tensor,
-               upsampling)
+               loss, lrn, math, math_extra, nn, norm, pool, rearrange, rnn, shape, sorting,
+               tensor, upsampling)
