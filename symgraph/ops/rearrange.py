@@ -91,7 +91,7 @@ for _name, _view, _fwd, _inv, _other in (
         doc=f"{_name} of NCHW data in blocks of block_size x block_size (MXNet's DCR order); "
             f"its gradient is {_other}."))
 
-# -- diag -------------------------------------------------------------------------------------------
+# -- diag ---------------------------------------------------------------------------------------
 
 DIAG_PARAMS = {"k": Param("int", 0), "axis1": Param("int", 0), "axis2": Param("int", 1)}
 
@@ -283,7 +283,8 @@ def _col2im_attrs(a: Attrs, image: Shape) -> Attrs:
 register(OpDef(
     "im2col", WINDOW_PARAMS, ("data",),
     forward_shape(lambda a, s: [_columns_shape(column_window(a, tuple(s[0])))]), _im2col,
-    lambda c: [c.sym.col2im(c.ograds[0], **_col2im_attrs(c.attrs, known_input_shape(c, 0)))], INJECTIVE,
+    lambda c: [c.sym.col2im(c.ograds[0], **_col2im_attrs(c.attrs, known_input_shape(c, 0)))],
+    INJECTIVE,
     lowering=("columns", {"inverse": False}),
     doc="Sliding blocks of (N, C, *spatial) data as columns (N, C*prod(kernel), L); its "
         "gradient is col2im."))

@@ -109,7 +109,8 @@ IDX = const([[1, 0, 2, 0], [2, 1, 0, 2]])
 CASES: list[Case] = [
     Case("gather_nd", lambda: S.gather_nd(x, i), {"x": normal(3, 4, 2), "i": IDX},
          _gather_nd, grad_nodes=["x"], also_covers=("_backward_gather_nd",)),
-    Case("gather_nd", lambda: S.gather_nd(x, i), {"x": normal(3, 4), "i": const([[-1, 0], [2, -4]])},
+    Case("gather_nd", lambda: S.gather_nd(x, i),
+         {"x": normal(3, 4), "i": const([[-1, 0], [2, -4]])},
          _gather_nd, grad_nodes=["x"], id="gather_nd-negative"),
     Case("scatter_nd", lambda: S.scatter_nd(x, i, shape=(3, 4, 2)),
          {"x": normal(4, 2), "i": const([[1, 0, 2, 2], [2, 1, 0, 3]])},
