@@ -38,6 +38,24 @@ def _np_erf(x: np.ndarray) -> np.ndarray:
     return _ERF(x).astype(x.dtype if x.dtype.kind == "f" else np.float64)
 
 
+def _np_erfinv(x: np.ndarray) -> np.ndarray:
+    """Inverse of erf: a closed-form first guess (Winitzki's) refined by Newton steps on
+    ``_np_erf``, in float64; +-inf at +-1 and NaN outside [-1, 1] (CUDA's erfinvf)."""
+    x = np.asarray(x)
+    v = np.asarray(x, np.float64)
+    inside = np.abs(v) < 1
+    t = np.where(inside, v, 0.0)
+    k = 0.147
+    ln = np.log1p(-t * t)
+    first = 2 / (np.pi * k) + ln / 2
+    y = np.sign(t) * np.sqrt(np.sqrt(first * first - ln / k) - first)
+    for _ in range(3):  # Newton: quadratic convergence from ~2e-3
+        y = y - (_np_erf(y).astype(np.float64) - t) * (np.sqrt(np.pi) / 2) * np.exp(y * y)
+    with np.errstate(invalid="ignore"):
+        edge = np.where(np.abs(v) == 1, np.sign(v) * np.inf, np.nan)
+    return np.where(inside, y, edge).astype(x.dtype if x.dtype.kind == "f" else np.float64)
+
+
 def _per_element(fn: Callable[[float], float]) -> Callable:
     """A math-module function on arrays (numpy has no gamma; references and small CPU runs)."""
     def run(x: np.ndarray) -> np.ndarray:
@@ -119,6 +137,7 @@ PRIMS: dict[str, Prim] = {
     "log2": Prim(1, np.log2, "log2f({0})"),
     "cbrt": Prim(1, np.cbrt, "cbrtf({0})"),
     "erf": Prim(1, _np_erf, "erff({0})"),
+    "erfinv": Prim(1, _np_erfinv, "erfinvf({0})"),
     "gamma": Prim(1, _per_element(__import__("math").gamma), "tgammaf({0})"),
     "lgamma": Prim(1, _per_element(__import__("math").lgamma), "lgammaf({0})"),
     "digamma": Prim(1, _np_digamma, "sg_digamma({0})"),

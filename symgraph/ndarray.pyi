@@ -861,6 +861,43 @@ def batch_dot(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def gather_nd(
+    data: Optional[NDArray] = ...,
+    indices: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def scatter_nd(
+    data: Optional[NDArray] = ...,
+    indices: Optional[NDArray] = ...,
+    *,
+    shape: tuple[int, ...],
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def ravel_multi_index(
+    data: Optional[NDArray] = ...,
+    *,
+    shape: tuple[int, ...],
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def unravel_index(
+    data: Optional[NDArray] = ...,
+    *,
+    shape: tuple[int, ...],
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def fill_element_0index(
+    lhs: Optional[NDArray] = ...,
+    mhs: Optional[NDArray] = ...,
+    rhs: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def broadcast_to(
     data: Optional[NDArray] = ...,
     *,
@@ -1250,6 +1287,81 @@ def logical_not(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def hard_sigmoid(
+    data: Optional[NDArray] = ...,
+    *,
+    alpha: float = ...,
+    beta: float = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def erfinv(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def cumsum(
+    a: Optional[NDArray] = ...,
+    *,
+    axis: Optional[int] = ...,
+    dtype: Any = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def depth_to_space(
+    data: Optional[NDArray] = ...,
+    *,
+    block_size: int,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def space_to_depth(
+    data: Optional[NDArray] = ...,
+    *,
+    block_size: int,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def diag(
+    data: Optional[NDArray] = ...,
+    *,
+    k: int = ...,
+    axis1: int = ...,
+    axis2: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def Crop(
+    *data: NDArray,
+    num_args: Optional[int] = ...,
+    offset: tuple[int, ...] = ...,
+    h_w: tuple[int, ...] = ...,
+    center_crop: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def im2col(
+    data: Optional[NDArray] = ...,
+    *,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...] = ...,
+    dilate: tuple[int, ...] = ...,
+    pad: tuple[int, ...] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def col2im(
+    data: Optional[NDArray] = ...,
+    *,
+    output_size: tuple[int, ...],
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...] = ...,
+    dilate: tuple[int, ...] = ...,
+    pad: tuple[int, ...] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def RNN(
     data: Optional[NDArray] = ...,
     parameters: Optional[NDArray] = ...,
@@ -1330,6 +1442,7 @@ flatten = Flatten
 stop_gradient = BlockGrad
 make_loss = MakeLoss
 sum_axis = sum
+choose_element_0index = pick
 Pad = pad
 flip = reverse
 cast = Cast
@@ -1338,6 +1451,8 @@ split = SliceChannel
 crop = slice
 swapaxes = SwapAxis
 broadcast_axes = broadcast_axis
+max_axis = max
+min_axis = min
 
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
     "concatenate", "moveaxis", "stack", "waitall", "save", "load", "FullyConnected",
@@ -1352,7 +1467,8 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "Reshape", "Flatten", "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like",
     "ones_like", "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod",
     "norm", "argmax", "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where",
-    "batch_dot", "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "transpose",
+    "batch_dot", "gather_nd", "scatter_nd", "ravel_multi_index", "unravel_index",
+    "fill_element_0index", "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "transpose",
     "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like",
     "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
     "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
@@ -1360,10 +1476,12 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "log10", "log2", "cbrt",
     "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc", "fix", "round",
     "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
-    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN", "sort", "argsort",
-    "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum", "broadcast_plus",
-    "broadcast_minus", "ctc_loss", "reshape", "flatten", "stop_gradient", "make_loss", "sum_axis",
-    "Pad", "flip", "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "add",
-    "subtract", "multiply", "divide", "power", "equal", "not_equal", "greater", "greater_equal",
-    "lesser", "lesser_equal", "modulo", "maximum", "minimum", "logical_and", "logical_or",
-    "logical_xor", "random", "random_uniform", "random_normal"]
+    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "hard_sigmoid", "erfinv",
+    "cumsum", "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN",
+    "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
+    "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape", "flatten", "stop_gradient",
+    "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip", "cast", "concat", "split",
+    "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "add", "subtract", "multiply",
+    "divide", "power", "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal",
+    "modulo", "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "random",
+    "random_uniform", "random_normal"]

@@ -830,6 +830,43 @@ def batch_dot(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def gather_nd(
+    data: Optional[Symbol] = ...,
+    indices: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def scatter_nd(
+    data: Optional[Symbol] = ...,
+    indices: Optional[Symbol] = ...,
+    *,
+    shape: tuple[int, ...],
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def ravel_multi_index(
+    data: Optional[Symbol] = ...,
+    *,
+    shape: tuple[int, ...],
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def unravel_index(
+    data: Optional[Symbol] = ...,
+    *,
+    shape: tuple[int, ...],
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def fill_element_0index(
+    lhs: Optional[Symbol] = ...,
+    mhs: Optional[Symbol] = ...,
+    rhs: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def broadcast_to(
     data: Optional[Symbol] = ...,
     *,
@@ -1219,6 +1256,81 @@ def logical_not(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def hard_sigmoid(
+    data: Optional[Symbol] = ...,
+    *,
+    alpha: float = ...,
+    beta: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def erfinv(
+    data: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def cumsum(
+    a: Optional[Symbol] = ...,
+    *,
+    axis: Optional[int] = ...,
+    dtype: Any = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def depth_to_space(
+    data: Optional[Symbol] = ...,
+    *,
+    block_size: int,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def space_to_depth(
+    data: Optional[Symbol] = ...,
+    *,
+    block_size: int,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def diag(
+    data: Optional[Symbol] = ...,
+    *,
+    k: int = ...,
+    axis1: int = ...,
+    axis2: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def Crop(
+    *data: Symbol,
+    num_args: Optional[int] = ...,
+    offset: tuple[int, ...] = ...,
+    h_w: tuple[int, ...] = ...,
+    center_crop: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def im2col(
+    data: Optional[Symbol] = ...,
+    *,
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...] = ...,
+    dilate: tuple[int, ...] = ...,
+    pad: tuple[int, ...] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def col2im(
+    data: Optional[Symbol] = ...,
+    *,
+    output_size: tuple[int, ...],
+    kernel: tuple[int, ...],
+    stride: tuple[int, ...] = ...,
+    dilate: tuple[int, ...] = ...,
+    pad: tuple[int, ...] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def RNN(
     data: Optional[Symbol] = ...,
     parameters: Optional[Symbol] = ...,
@@ -1373,6 +1485,16 @@ def sum_axis(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def choose_element_0index(
+    data: Optional[Symbol] = ...,
+    index: Optional[Symbol] = ...,
+    *,
+    axis: int = ...,
+    mode: Literal['clip', 'wrap'] = ...,
+    keepdims: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def flip(
     data: Optional[Symbol] = ...,
     *,
@@ -1413,6 +1535,24 @@ def broadcast_axes(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def max_axis(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: Union[int, tuple[int, ...], None] = ...,
+    keepdims: bool = ...,
+    exclude: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def min_axis(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: Union[int, tuple[int, ...], None] = ...,
+    keepdims: bool = ...,
+    exclude: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 
 Variable = var
 reshape = Reshape
@@ -1433,7 +1573,8 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "Reshape", "Flatten", "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like",
     "ones_like", "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod",
     "norm", "argmax", "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where",
-    "batch_dot", "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "transpose",
+    "batch_dot", "gather_nd", "scatter_nd", "ravel_multi_index", "unravel_index",
+    "fill_element_0index", "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "transpose",
     "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like",
     "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
     "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
@@ -1441,8 +1582,10 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "log10", "log2", "cbrt",
     "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc", "fix", "round",
     "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
-    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN", "sort", "argsort",
-    "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum", "broadcast_plus",
-    "broadcast_minus", "ctc_loss", "reshape", "flatten", "stop_gradient", "make_loss", "sum_axis",
-    "Pad", "flip", "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "pow", "power",
-    "maximum", "minimum", "hypot", "zeros", "ones", "full"]
+    "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "hard_sigmoid", "erfinv",
+    "cumsum", "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN",
+    "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
+    "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape", "flatten", "stop_gradient",
+    "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip", "cast", "concat", "split",
+    "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "pow", "power", "maximum",
+    "minimum", "hypot", "zeros", "ones", "full"]

@@ -1,4 +1,4 @@
 """Built-in operators. Importing this package registers them all."""
 from . import (activation, constant, conv, conv_act_pool, creation, ctc,  # noqa: F401
-               custom, deconv, dot, elemwise, fused, indexing, layout, layout_extra, loss, lrn,
-               math, nn, norm, pool, rnn, shape, sorting, tensor, upsampling)
+               custom, deconv, dot, elemwise, fused, indexing, indexing_nd, layout, layout_extra, loss, lrn, math,
+               math_extra, nn, norm, pool, rearrange, rnn, shape, sorting, tensor, upsampling)

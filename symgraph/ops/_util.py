@@ -6,7 +6,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from ..attrs import Attrs, Param
-from ..base import AttrError, ShapeError
+from ..base import AttrError, GraphError, ShapeError
 from ..expr import Expr, evaluate, inp
 from ..registry import ELEMWISE, OpDef, PartialShape, RunCtx, register  # noqa: F401
 
@@ -179,3 +179,16 @@ def elementwise(name: str, formula: Callable[..., Expr], gradient: object,
 
 
 SCALAR = {"scalar": Param("float", 1.0, doc="the scalar operand")}
+
+
+def known_input_shape(c: object, index: int) -> Shape:
+    """The shape of input ``index`` of the node a gradient rule ``c`` differentiates, for
+    gradients whose attributes hold it (gather_nd's scatter, im2col's col2im); GraphError
+    when the graph's types do not know it."""
+    node = c.node  # type: ignore[attr-defined]
+    types = c.types  # type: ignore[attr-defined]
+    shape = None if types is None else types.shape(node.inputs[index])
+    if shape is None:
+        raise GraphError(f"{node.name} ({node.op}): its gradient needs the shape of input "
+                         f"{index}; give the input shapes (simple_bind, infer_shape)")
+    return tuple(shape)
