@@ -1240,6 +1240,53 @@ def logical_not(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def L2Normalization(
+    data: Optional[NDArray] = ...,
+    *,
+    eps: float = ...,
+    mode: Literal['instance', 'channel', 'spatial'] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def moments(
+    data: Optional[NDArray] = ...,
+    *,
+    axes: Any = ...,
+    keepdims: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def LayerNorm(
+    data: Optional[NDArray] = ...,
+    gamma: Optional[NDArray] = ...,
+    beta: Optional[NDArray] = ...,
+    *,
+    axis: int = ...,
+    eps: float = ...,
+    output_mean_var: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def GroupNorm(
+    data: Optional[NDArray] = ...,
+    gamma: Optional[NDArray] = ...,
+    beta: Optional[NDArray] = ...,
+    *,
+    num_groups: int = ...,
+    eps: float = ...,
+    output_mean_var: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def InstanceNorm(
+    data: Optional[NDArray] = ...,
+    gamma: Optional[NDArray] = ...,
+    beta: Optional[NDArray] = ...,
+    *,
+    eps: float = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def RNN(
     data: Optional[NDArray] = ...,
     parameters: Optional[NDArray] = ...,
@@ -1348,8 +1395,9 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
     "degrees", "radians", "log10", "log2", "cbrt", "rcbrt", "gamma", "gammaln", "erf", "floor",
     "ceil", "rint", "trunc", "fix", "round", "smooth_l1", "broadcast_hypot", "broadcast_mod",
-    "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN",
-    "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
+    "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor", "logical_not",
+    "L2Normalization", "moments", "LayerNorm", "GroupNorm", "InstanceNorm", "RNN", "sort",
+    "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
     "broadcast_plus", "broadcast_minus", "reshape", "flatten", "stop_gradient", "make_loss",
     "sum_axis", "Pad", "flip", "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes",
     "add", "subtract", "multiply", "divide", "power", "equal", "not_equal", "greater",

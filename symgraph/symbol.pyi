@@ -1203,6 +1203,53 @@ def logical_not(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def L2Normalization(
+    data: Optional[Symbol] = ...,
+    *,
+    eps: float = ...,
+    mode: Literal['instance', 'channel', 'spatial'] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def moments(
+    data: Optional[Symbol] = ...,
+    *,
+    axes: Any = ...,
+    keepdims: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def LayerNorm(
+    data: Optional[Symbol] = ...,
+    gamma: Optional[Symbol] = ...,
+    beta: Optional[Symbol] = ...,
+    *,
+    axis: int = ...,
+    eps: float = ...,
+    output_mean_var: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def GroupNorm(
+    data: Optional[Symbol] = ...,
+    gamma: Optional[Symbol] = ...,
+    beta: Optional[Symbol] = ...,
+    *,
+    num_groups: int = ...,
+    eps: float = ...,
+    output_mean_var: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def InstanceNorm(
+    data: Optional[Symbol] = ...,
+    gamma: Optional[Symbol] = ...,
+    beta: Optional[Symbol] = ...,
+    *,
+    eps: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def RNN(
     data: Optional[Symbol] = ...,
     parameters: Optional[Symbol] = ...,
@@ -1414,8 +1461,9 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh", "arcsinh", "arccosh", "arctanh",
     "degrees", "radians", "log10", "log2", "cbrt", "rcbrt", "gamma", "gammaln", "erf", "floor",
     "ceil", "rint", "trunc", "fix", "round", "smooth_l1", "broadcast_hypot", "broadcast_mod",
-    "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN",
-    "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
+    "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor", "logical_not",
+    "L2Normalization", "moments", "LayerNorm", "GroupNorm", "InstanceNorm", "RNN", "sort",
+    "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
     "broadcast_plus", "broadcast_minus", "reshape", "flatten", "stop_gradient", "make_loss",
     "sum_axis", "Pad", "flip", "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes",
     "pow", "power", "maximum", "minimum", "hypot", "zeros", "ones", "full"]
