@@ -5,7 +5,6 @@ with MXNet 1.9.1 live (marked ``mxnet``)."""
 from __future__ import annotations
 
 import math
-import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
@@ -19,7 +18,7 @@ from symgraph.gluon import nn
 from tests.ops import cases_norm_layer as ref
 
 from .conftest import run_both
-from .test_mxnet_gluon import _mxnet
+from .test_mxnet_gluon import CHILD_BODY, _child, _make_net, _mxnet
 
 X = np.random.default_rng(0).normal(size=(2, 4, 3, 5)) * 2 + 1
 ERF = np.vectorize(math.erf)
@@ -127,42 +126,17 @@ def make_net(mx, nn):
                 nn.ELU(0.7), nn.SELU(), nn.GELU(), nn.Swish(1.5), nn.Dense(6),
                 nn.LayerNorm())
     return net
-'''
-CHILD = NET + '''
-import sys
-import numpy as np
-import mxnet as mx
-from mxnet.gluon import nn
-mode, params, x_file, out_file = sys.argv[1:]
-net = make_net(mx, nn)
-x = mx.nd.array(np.load(x_file))
-if mode == "load":
-    net.load_parameters(params)
-else:
+
+
+def prepare(mx, np, net, x):
     net.initialize(mx.init.Uniform(0.9))
     net(x)
-    net.save_parameters(params)
-np.save(out_file, net(x).asnumpy())
 '''
-
-
-def _make_net() -> Any:
-    ns: dict = {}
-    exec(NET, ns)
-    return ns["make_net"](sg, nn)
-
-
-def _child(exe: str, tmp: Path, mode: str, params: Path, x: np.ndarray) -> np.ndarray:
-    (tmp / "child.py").write_text(CHILD)
-    np.save(tmp / "x.npy", x)
-    run = subprocess.run([exe, str(tmp / "child.py"), mode, str(params), str(tmp / "x.npy"),
-                          str(tmp / "out.npy")], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr[-2000:]
-    return np.load(tmp / "out.npy")
+CHILD = NET + CHILD_BODY
 
 
 def test_export_reloads_with_the_same_outputs(tmp_path: Path) -> None:
-    net = _make_net()
+    net = _make_net(NET)
     net.initialize(sg.init.Uniform(0.9))
     net.hybridize()
     x = sg.nd.array(X.astype(np.float32))
@@ -178,10 +152,10 @@ def test_parameter_files_cross_with_mxnet(tmp_path: Path) -> None:
     """MXNet's file predicts the same in symgraph, and symgraph's in MXNet."""
     exe = _mxnet()
     x = X.astype(np.float32)
-    want = _child(exe, tmp_path, "save", tmp_path / "mx.params", x)
-    net = _make_net()
+    want = _child(exe, tmp_path, "save", tmp_path / "mx.params", x, CHILD)
+    net = _make_net(NET)
     net.load_parameters(str(tmp_path / "mx.params"))
     np.testing.assert_allclose(net(sg.nd.array(x)).asnumpy(), want, rtol=1e-4, atol=1e-5)
     net.save_parameters(str(tmp_path / "sg.params"))
-    again = _child(exe, tmp_path, "load", tmp_path / "sg.params", x)
+    again = _child(exe, tmp_path, "load", tmp_path / "sg.params", x, CHILD)
     np.testing.assert_allclose(again, want, rtol=1e-4, atol=1e-5)

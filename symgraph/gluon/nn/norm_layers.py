@@ -14,6 +14,17 @@ from ...base import AttrError
 from ..block import HybridBlock
 
 
+def scale_shift(block: HybridBlock, shape: tuple, center: bool, scale: bool, beta_init: Any,
+                gamma_init: Any) -> tuple:
+    """A normalisation layer's (gamma, beta) Parameters of ``shape``, trained unless ``scale``
+    / ``center`` is False (MXNet's ``grad_req='null'``); call inside ``name_scope()``."""
+    gamma = block.params.get("gamma", grad_req="write" if scale else "null", shape=shape,
+                             init=gamma_init, allow_deferred_init=True, differentiable=scale)
+    beta = block.params.get("beta", grad_req="write" if center else "null", shape=shape,
+                            init=beta_init, allow_deferred_init=True, differentiable=center)
+    return gamma, beta
+
+
 class _Norm(HybridBlock):
     """gamma and beta of ``shape`` (0: inferred from the data), trained unless ``scale`` /
     ``center`` is False (MXNet's ``grad_req='null'``)."""
@@ -23,12 +34,8 @@ class _Norm(HybridBlock):
         super().__init__(**block_kwargs)
         self._kwargs = kwargs
         with self.name_scope():
-            self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                         shape=shape, init=gamma_initializer,
-                                         allow_deferred_init=True, differentiable=scale)
-            self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                        shape=shape, init=beta_initializer,
-                                        allow_deferred_init=True, differentiable=center)
+            self.gamma, self.beta = scale_shift(self, shape, center, scale, beta_initializer,
+                                                gamma_initializer)
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v}" for k, v in self._kwargs.items())
