@@ -1309,6 +1309,53 @@ def cumsum(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def L2Normalization(
+    data: Optional[NDArray] = ...,
+    *,
+    eps: float = ...,
+    mode: Literal['instance', 'channel', 'spatial'] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def moments(
+    data: Optional[NDArray] = ...,
+    *,
+    axes: Any = ...,
+    keepdims: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def LayerNorm(
+    data: Optional[NDArray] = ...,
+    gamma: Optional[NDArray] = ...,
+    beta: Optional[NDArray] = ...,
+    *,
+    axis: int = ...,
+    eps: float = ...,
+    output_mean_var: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def GroupNorm(
+    data: Optional[NDArray] = ...,
+    gamma: Optional[NDArray] = ...,
+    beta: Optional[NDArray] = ...,
+    *,
+    num_groups: int = ...,
+    eps: float = ...,
+    output_mean_var: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def InstanceNorm(
+    data: Optional[NDArray] = ...,
+    gamma: Optional[NDArray] = ...,
+    beta: Optional[NDArray] = ...,
+    *,
+    eps: float = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def depth_to_space(
     data: Optional[NDArray] = ...,
     *,
@@ -1477,8 +1524,9 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc", "fix", "round",
     "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
     "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "hard_sigmoid", "erfinv",
-    "cumsum", "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN",
-    "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
+    "cumsum", "L2Normalization", "moments", "LayerNorm", "GroupNorm", "InstanceNorm",
+    "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN", "sort",
+    "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
     "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape", "flatten", "stop_gradient",
     "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip", "cast", "concat", "split",
     "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "add", "subtract", "multiply",

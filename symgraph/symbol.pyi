@@ -1278,6 +1278,53 @@ def cumsum(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def L2Normalization(
+    data: Optional[Symbol] = ...,
+    *,
+    eps: float = ...,
+    mode: Literal['instance', 'channel', 'spatial'] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def moments(
+    data: Optional[Symbol] = ...,
+    *,
+    axes: Any = ...,
+    keepdims: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def LayerNorm(
+    data: Optional[Symbol] = ...,
+    gamma: Optional[Symbol] = ...,
+    beta: Optional[Symbol] = ...,
+    *,
+    axis: int = ...,
+    eps: float = ...,
+    output_mean_var: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def GroupNorm(
+    data: Optional[Symbol] = ...,
+    gamma: Optional[Symbol] = ...,
+    beta: Optional[Symbol] = ...,
+    *,
+    num_groups: int = ...,
+    eps: float = ...,
+    output_mean_var: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def InstanceNorm(
+    data: Optional[Symbol] = ...,
+    gamma: Optional[Symbol] = ...,
+    beta: Optional[Symbol] = ...,
+    *,
+    eps: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def depth_to_space(
     data: Optional[Symbol] = ...,
     *,
@@ -1583,8 +1630,9 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc", "fix", "round",
     "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
     "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "hard_sigmoid", "erfinv",
-    "cumsum", "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN",
-    "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
+    "cumsum", "L2Normalization", "moments", "LayerNorm", "GroupNorm", "InstanceNorm",
+    "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN", "sort",
+    "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
     "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape", "flatten", "stop_gradient",
     "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip", "cast", "concat", "split",
     "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "pow", "power", "maximum",

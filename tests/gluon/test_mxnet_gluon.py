@@ -22,9 +22,17 @@ def make_net(mx, nn):
         net.add(nn.Conv2D(4, 3, padding=1, activation="relu"), nn.BatchNorm(),
                 nn.MaxPool2D(), nn.Flatten(), nn.Dense(5))
     return net
+
+
+def prepare(mx, np, net, x):
+    net.initialize(mx.init.Normal(0.5))
+    net(x)
+    net[1].running_mean.set_data(mx.nd.array(np.linspace(-1, 1, 4)))
+    net[1].running_var.set_data(mx.nd.array(np.linspace(0.5, 2, 4)))
 '''
 
-CHILD = NET + '''
+# The child's code after a NET's ``make_net`` and ``prepare`` (MXNet's initialisation).
+CHILD_BODY = '''
 import sys
 import numpy as np
 import mxnet as mx
@@ -35,13 +43,11 @@ x = mx.nd.array(np.load(x_file))
 if mode == "load":
     net.load_parameters(params)
 else:
-    net.initialize(mx.init.Normal(0.5))
-    net(x)
-    net[1].running_mean.set_data(mx.nd.array(np.linspace(-1, 1, 4)))
-    net[1].running_var.set_data(mx.nd.array(np.linspace(0.5, 2, 4)))
+    prepare(mx, np, net, x)
     net.save_parameters(params)
 np.save(out_file, net(x).asnumpy())
 '''
+CHILD = NET + CHILD_BODY
 
 
 def _mxnet() -> str:
@@ -52,17 +58,20 @@ def _mxnet() -> str:
     return exe
 
 
-def _make_net():
+def _make_net(source: str = NET):
+    """The net of ``source``'s ``make_net`` (the code both frameworks run) in symgraph."""
     ns: dict = {}
-    exec(NET, ns)
+    exec(source, ns)
     return ns["make_net"](sg, nn)
 
 
-def _child(exe: str, tmp: Path, mode: str, params: Path, x: np.ndarray) -> np.ndarray:
-    script, x_file, out_file = tmp / "child.py", tmp / "x.npy", tmp / "out.npy"
-    script.write_text(CHILD)
+def _child(exe: str, tmp: Path, mode: str, params: Path, x: np.ndarray,
+           script: str = CHILD) -> np.ndarray:
+    """``script`` run by MXNet: ``mode`` load or save, ``params`` its file; its outputs."""
+    path, x_file, out_file = tmp / "child.py", tmp / "x.npy", tmp / "out.npy"
+    path.write_text(script)
     np.save(x_file, x)
-    run = subprocess.run([exe, str(script), mode, str(params), str(x_file), str(out_file)],
+    run = subprocess.run([exe, str(path), mode, str(params), str(x_file), str(out_file)],
                          capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     return np.load(out_file)

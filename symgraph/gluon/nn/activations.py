@@ -1,9 +1,11 @@
 """Activation layers: ``Activation`` (relu, sigmoid, tanh, softrelu, softsign) and
-``LeakyReLU``, one call of the registered op each."""
+``LeakyReLU`` with its PReLU, ELU, SELU and GELU forms, and Swish: one or two registered ops
+each."""
 from __future__ import annotations
 
 from typing import Any
 
+from ...initializer import Constant
 from ..block import HybridBlock
 
 
@@ -40,3 +42,73 @@ class LeakyReLU(HybridBlock):
 
     def __repr__(self) -> str:
         return f"LeakyReLU({self._alpha})"
+
+
+class PReLU(HybridBlock):
+    """``x`` for ``x > 0``, ``alpha * x`` otherwise, with a learned ``alpha`` of
+    ``in_channels`` entries (1: one shared slope; else one per channel, axis 1).
+
+    Example: ``nn.PReLU(in_channels=16)``."""
+
+    def __init__(self, alpha_initializer: Any = Constant(0.25), in_channels: int = 1,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        with self.name_scope():
+            self.alpha = self.params.get("alpha", shape=(in_channels,), init=alpha_initializer)
+
+    def hybrid_forward(self, F: Any, x: Any, alpha: Any) -> Any:
+        return F.LeakyReLU(x, gamma=alpha, act_type="prelu", name="fwd")
+
+
+class _Leaky(HybridBlock):
+    """One ``LeakyReLU`` call of a fixed ``act_type`` (and ``slope``)."""
+
+    ACT = ""
+
+    def __init__(self, slope: float = 0.25, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._slope = slope
+
+    def hybrid_forward(self, F: Any, x: Any) -> Any:
+        return F.LeakyReLU(x, act_type=self.ACT, slope=self._slope, name="fwd")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class ELU(_Leaky):
+    """``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise."""
+
+    ACT = "elu"
+
+    def __init__(self, alpha: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(alpha, **kwargs)
+
+
+class SELU(_Leaky):
+    """Scaled ELU with the self-normalising constants (lambda 1.0507, alpha 1.6733)."""
+
+    ACT = "selu"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+
+
+class GELU(_Leaky):
+    """``x * Phi(x)``, Phi the standard normal CDF (MXNet's erf form)."""
+
+    ACT = "gelu"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+
+
+class Swish(HybridBlock):
+    """``x * sigmoid(beta * x)``."""
+
+    def __init__(self, beta: float = 1.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._beta = beta
+
+    def hybrid_forward(self, F: Any, x: Any) -> Any:
+        return x * F.sigmoid(x * self._beta, name="fwd")

@@ -11,6 +11,7 @@ from ... import registry
 from ...base import AttrError
 from ..block import Block, HybridBlock
 from .activations import Activation
+from .norm_layers import scale_shift
 
 
 class Sequential(Block):
@@ -122,12 +123,8 @@ class BatchNorm(HybridBlock):
         self._in_channels = in_channels
         shape = (in_channels,)
         with self.name_scope():
-            self.gamma = self.params.get("gamma", grad_req="write" if scale else "null",
-                                         shape=shape, init=gamma_initializer,
-                                         allow_deferred_init=True, differentiable=scale)
-            self.beta = self.params.get("beta", grad_req="write" if center else "null",
-                                        shape=shape, init=beta_initializer,
-                                        allow_deferred_init=True, differentiable=center)
+            self.gamma, self.beta = scale_shift(self, shape, center, scale, beta_initializer,
+                                                gamma_initializer)
             self.running_mean = self.params.get("running_mean", grad_req="null", shape=shape,
                                                 init=running_mean_initializer,
                                                 allow_deferred_init=True,
