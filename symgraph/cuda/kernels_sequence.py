@@ -6,7 +6,7 @@ truncated and clipped as ``ops/sequence.lengths`` does.
 """
 from __future__ import annotations
 
-from .codegen import Rendered, c_float, grid_stride_kernel, index_load, ptr
+from .codegen import Rendered, c_float, grid_stride_kernel, index_load, ptr, with_dtype
 
 # kind -> (the output element's statement, whether the loop runs over (N, inner) only)
 _BODIES = {
@@ -54,6 +54,6 @@ def render_sequence(kind: str, t: int, n: int, inner: int, axis: int, dtype: str
     params = f"{ptr('y', dtype, False)}, {ptr('x', dtype)}"
     if len_t is not None:
         params += f", {ptr('lens', len_t)}"
-    return grid_stride_kernel(f"sequence_{kind}", f"{t},{n},{inner},{axis},{value},{len_t}",
-                              params, body, n_ptr=3 if len_t else 2,
+    return grid_stride_kernel(with_dtype(f"sequence_{kind}", dtype),
+                              f"{t},{n},{inner},{axis},{value},{len_t}", params, body, n_ptr=3 if len_t else 2,
                               prelude=_position(t, n, axis))
