@@ -13,7 +13,7 @@ from .parameter_dict import ParameterDict
 from .block import Block, HybridBlock
 from .symbol_block import SymbolBlock
 from .trainer import Trainer
-from . import data, loss, nn, utils
+from . import data, loss, nn, rnn, utils
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock", "Parameter", "ParameterDict", "Constant",
-           "DeferredInitializationError", "Trainer", "data", "loss", "nn", "utils"]
+           "DeferredInitializationError", "Trainer", "data", "loss", "nn", "rnn", "utils"]
