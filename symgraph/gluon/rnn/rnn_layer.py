@@ -126,8 +126,8 @@ class _RNNLayer(HybridBlock):
         inputs = [_sym.var("data")] + [_sym.var(f"state{i}") for i in range(n)] + \
             ([_sym.var("sequence_length")] if self._use_sequence_length else [])
         self._trace_steps = args[0].shape[self._layout.find("T")]
-        for d in "lr"[:self._dir]:  # (the flat vector's concatenation hides this from
-            p = self._reg_params[f"{d}0_i2h_weight"]  # shape inference, as MXNet's does not)
+        for d in "lr"[:self._dir]:  # (shape inference through the flat vector decides one
+            p = self._reg_params[f"{d}0_i2h_weight"]  # unknown width, not two)
             if p._data is None:
                 p.shape = (p.shape[0], args[0].shape[2])
         try:
@@ -140,11 +140,11 @@ class _RNNLayer(HybridBlock):
     def hybrid_forward(self, F: Any, inputs: Any, *args: Any, **params: Any) -> list:
         n = len(self.state_info())
         states, lengths = list(args[:n]), (args[n] if len(args) > n else None)
+        x = F.swapaxes(inputs, dim1=0, dim2=1) if self._layout == "NTC" else inputs
         if not states:
-            states = self.begin_state(0, func=F.zeros)
+            states = self._zero_states(F, x)
         if F is _nd:
             self._check_states(inputs, states)
-        x = F.swapaxes(inputs, dim1=0, dim2=1) if self._layout == "NTC" else inputs
         if lengths is None and not self._projection_size:
             out = self._fused(F, x, states, params)
         else:
@@ -152,6 +152,14 @@ class _RNNLayer(HybridBlock):
         if self._layout == "NTC":
             out[0] = F.swapaxes(out[0], dim1=0, dim2=1)
         return out
+
+    def _zero_states(self, F: Any, x: Any) -> list:
+        """Zero begin states of a traced call, made from the (T, N, C) data so that their
+        batch size follows it (a replayed trace has no shape to decide a ``zeros`` by)."""
+        column = F.sum(F.zeros_like(F.slice_axis(x, axis=0, begin=0, end=1)), axis=2,
+                       keepdims=True)  # (1, N, 1)
+        return [F.broadcast_axis(column, axis=(0, 2), size=(i["shape"][0], i["shape"][2]))
+                for i in self.state_info()]
 
     def _check_states(self, inputs: Any, states: list) -> None:
         infos = self.state_info(inputs.shape[self._layout.find("N")])
