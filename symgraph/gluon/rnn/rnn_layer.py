@@ -90,6 +90,19 @@ class _RNNLayer(HybridBlock):
                 f"{self._layout}, num_layers={self._num_layers}"
                 f"{', bidirectional' if self._dir == 2 else ''})")
 
+    def _collect_params_with_prefix(self, prefix: str = "") -> dict:
+        """Structural names as MXNet 1.9.1 writes them for its layers (its older unfused
+        format): ``_unfused.<layer>.<i2h|h2h|h2r>_<weight|bias>``, bidirectional
+        ``_unfused.<layer>.<l|r>_cell.<...>``, so parameter files cross both ways."""
+        prefix = prefix + "." if prefix else prefix
+        bi = self._dir == 2
+        out = {}
+        for key, p in self._reg_params.items():
+            d, layer, rest = key[0], key[1:key.index("_")], key[key.index("_") + 1:]
+            cell = f"{d}_cell." if bi else ""
+            out[f"{prefix}_unfused.{layer}.{cell}{rest}"] = p
+        return out
+
     def state_info(self, batch_size: int = 0) -> list:
         """Shape, layout and dtype of each state: (layers * directions, batch, size)."""
         ld, h = self._num_layers * self._dir, self._hidden_size
