@@ -1259,6 +1259,31 @@ def RNN(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def SequenceMask(
+    data: Optional[NDArray] = ...,
+    *,
+    use_sequence_length: bool = ...,
+    value: float = ...,
+    axis: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def SequenceReverse(
+    data: Optional[NDArray] = ...,
+    *,
+    use_sequence_length: bool = ...,
+    axis: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def SequenceLast(
+    data: Optional[NDArray] = ...,
+    *,
+    use_sequence_length: bool = ...,
+    axis: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def sort(
     data: Optional[NDArray] = ...,
     *,
@@ -1349,9 +1374,10 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "degrees", "radians", "log10", "log2", "cbrt", "rcbrt", "gamma", "gammaln", "erf", "floor",
     "ceil", "rint", "trunc", "fix", "round", "smooth_l1", "broadcast_hypot", "broadcast_mod",
     "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN",
-    "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
-    "broadcast_plus", "broadcast_minus", "reshape", "flatten", "stop_gradient", "make_loss",
-    "sum_axis", "Pad", "flip", "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes",
-    "add", "subtract", "multiply", "divide", "power", "equal", "not_equal", "greater",
-    "greater_equal", "lesser", "lesser_equal", "modulo", "maximum", "minimum", "logical_and",
-    "logical_or", "logical_xor", "random", "random_uniform", "random_normal"]
+    "SequenceMask", "SequenceReverse", "SequenceLast", "sort", "argsort", "topk", "pick",
+    "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus",
+    "reshape", "flatten", "stop_gradient", "make_loss", "sum_axis", "Pad", "flip", "cast",
+    "concat", "split", "crop", "swapaxes", "broadcast_axes", "add", "subtract", "multiply",
+    "divide", "power", "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal",
+    "modulo", "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "random",
+    "random_uniform", "random_normal"]

@@ -1222,6 +1222,31 @@ def RNN(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def SequenceMask(
+    data: Optional[Symbol] = ...,
+    *,
+    use_sequence_length: bool = ...,
+    value: float = ...,
+    axis: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def SequenceReverse(
+    data: Optional[Symbol] = ...,
+    *,
+    use_sequence_length: bool = ...,
+    axis: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def SequenceLast(
+    data: Optional[Symbol] = ...,
+    *,
+    use_sequence_length: bool = ...,
+    axis: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def sort(
     data: Optional[Symbol] = ...,
     *,
@@ -1415,7 +1440,8 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "degrees", "radians", "log10", "log2", "cbrt", "rcbrt", "gamma", "gammaln", "erf", "floor",
     "ceil", "rint", "trunc", "fix", "round", "smooth_l1", "broadcast_hypot", "broadcast_mod",
     "broadcast_logical_and", "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "RNN",
-    "sort", "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
-    "broadcast_plus", "broadcast_minus", "reshape", "flatten", "stop_gradient", "make_loss",
-    "sum_axis", "Pad", "flip", "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes",
-    "pow", "power", "maximum", "minimum", "hypot", "zeros", "ones", "full"]
+    "SequenceMask", "SequenceReverse", "SequenceLast", "sort", "argsort", "topk", "pick",
+    "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus",
+    "reshape", "flatten", "stop_gradient", "make_loss", "sum_axis", "Pad", "flip", "cast",
+    "concat", "split", "crop", "swapaxes", "broadcast_axes", "pow", "power", "maximum", "minimum",
+    "hypot", "zeros", "ones", "full"]
