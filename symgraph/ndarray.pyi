@@ -1428,6 +1428,31 @@ def RNN(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def SequenceMask(
+    data: Optional[NDArray] = ...,
+    *,
+    use_sequence_length: bool = ...,
+    value: float = ...,
+    axis: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def SequenceReverse(
+    data: Optional[NDArray] = ...,
+    *,
+    use_sequence_length: bool = ...,
+    axis: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def SequenceLast(
+    data: Optional[NDArray] = ...,
+    *,
+    use_sequence_length: bool = ...,
+    axis: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def sort(
     data: Optional[NDArray] = ...,
     *,
@@ -1525,11 +1550,11 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
     "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "hard_sigmoid", "erfinv",
     "cumsum", "L2Normalization", "moments", "LayerNorm", "GroupNorm", "InstanceNorm",
-    "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN", "sort",
-    "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
-    "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape", "flatten", "stop_gradient",
-    "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip", "cast", "concat", "split",
-    "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "add", "subtract", "multiply",
-    "divide", "power", "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal",
-    "modulo", "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "random",
-    "random_uniform", "random_normal"]
+    "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN", "SequenceMask",
+    "SequenceReverse", "SequenceLast", "sort", "argsort", "topk", "pick", "UpSampling", "Softmax",
+    "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape",
+    "flatten", "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip",
+    "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "add",
+    "subtract", "multiply", "divide", "power", "equal", "not_equal", "greater", "greater_equal",
+    "lesser", "lesser_equal", "modulo", "maximum", "minimum", "logical_and", "logical_or",
+    "logical_xor", "random", "random_uniform", "random_normal"]

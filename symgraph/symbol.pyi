@@ -1397,6 +1397,31 @@ def RNN(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def SequenceMask(
+    data: Optional[Symbol] = ...,
+    *,
+    use_sequence_length: bool = ...,
+    value: float = ...,
+    axis: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def SequenceReverse(
+    data: Optional[Symbol] = ...,
+    *,
+    use_sequence_length: bool = ...,
+    axis: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def SequenceLast(
+    data: Optional[Symbol] = ...,
+    *,
+    use_sequence_length: bool = ...,
+    axis: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def sort(
     data: Optional[Symbol] = ...,
     *,
@@ -1631,9 +1656,9 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "smooth_l1", "broadcast_hypot", "broadcast_mod", "broadcast_logical_and",
     "broadcast_logical_or", "broadcast_logical_xor", "logical_not", "hard_sigmoid", "erfinv",
     "cumsum", "L2Normalization", "moments", "LayerNorm", "GroupNorm", "InstanceNorm",
-    "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN", "sort",
-    "argsort", "topk", "pick", "UpSampling", "Softmax", "BatchNorm_v1", "ElementWiseSum",
-    "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape", "flatten", "stop_gradient",
-    "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip", "cast", "concat", "split",
-    "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "pow", "power", "maximum",
-    "minimum", "hypot", "zeros", "ones", "full"]
+    "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN", "SequenceMask",
+    "SequenceReverse", "SequenceLast", "sort", "argsort", "topk", "pick", "UpSampling", "Softmax",
+    "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape",
+    "flatten", "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip",
+    "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "pow",
+    "power", "maximum", "minimum", "hypot", "zeros", "ones", "full"]

@@ -19,13 +19,15 @@ from . import (lowering_amp, lowering_conv, lowering_conv_mma, lowering_conv_poo
                lowering_dense, lowering_elementwise, lowering_fused, lowering_index,
                lowering_index_nd, lowering_rearrange, lowering_scan,
                lowering_layout, lowering_norm, lowering_pool, lowering_random, lowering_reduce,
-               lowering_rnn, lowering_row_norm, lowering_sort, lowering_views)
+               lowering_rnn, lowering_row_norm, lowering_sequence, lowering_sort,
+               lowering_views)
 from .actions import FAMILIES, StepCtx, lowering_dtypes, lowering_of
 
 
 # Families whose listed input slots hold indices: an integer dtype there is read as it is (the
 # kernel spells its C type), so integer labels need no host path or cast.
-INDEX_INPUTS = {"one_hot": (0,), "axis_gather": (1,), "softmax": (1,)}  # softmax: length
+INDEX_INPUTS = {"one_hot": (0,), "axis_gather": (1,), "softmax": (1,),  # softmax: length
+                "sequence": (1,)}  # the sequence lengths
 
 
 def lower_step(ctx: StepCtx) -> list:

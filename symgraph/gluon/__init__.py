@@ -13,8 +13,9 @@ from .parameter_dict import ParameterDict
 from .block import Block, HybridBlock
 from .symbol_block import SymbolBlock
 from .trainer import Trainer
-from . import data, loss, nn, utils
+from . import data, loss, nn, rnn, utils
 from . import contrib  # (after nn and data, which it builds on)
 
 __all__ = ["Block", "HybridBlock", "SymbolBlock", "Parameter", "ParameterDict", "Constant",
-           "DeferredInitializationError", "Trainer", "contrib", "data", "loss", "nn", "utils"]
+           "DeferredInitializationError", "Trainer", "contrib", "data", "loss", "nn", "rnn",
+           "utils"]

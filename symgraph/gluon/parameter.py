@@ -277,12 +277,19 @@ class Parameter:
         return (sum(a.astype(np.float64) for a in arrays) / len(arrays)).astype(self.dtype)
 
     def var(self) -> Any:
-        """The symbol variable of this parameter (shape, dtype, multipliers, init)."""
+        """The symbol variable of this parameter (shape, dtype, multipliers, init). One
+        variable while those stay the same, so a graph that reads the parameter several times
+        (a recurrent cell unrolled, a shared block) has one argument of its name."""
         from .. import symbol as sym
         init = None if self.init is None or isinstance(self.init, _ValueInit) else \
             _dumps(self.init)
-        return sym.var(self.name, shape=self._shape, dtype=self.dtype, lr_mult=self.lr_mult,
-                       wd_mult=self.wd_mult, init=init)
+        key = (self._shape, self.dtype, self.lr_mult, self.wd_mult, init)
+        got = self.__dict__.get("_var")
+        if got is None or got[0] != key:
+            got = self._var = (key, sym.var(self.name, shape=self._shape, dtype=self.dtype,
+                                            lr_mult=self.lr_mult, wd_mult=self.wd_mult,
+                                            init=init))
+        return got[1]
 
     def cast(self, dtype: Any) -> None:
         """Change the dtype, converting the data."""

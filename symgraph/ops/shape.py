@@ -111,7 +111,10 @@ def _concat_rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     by every input and the output, and one unknown input size along dim comes from the
     output's."""
     known = [s for s in list(ins) + list(outs) if s is not None]
-    if not known or not any(0 in s for s in known):
+    # (a known output with one input unknown also decides that input: a gluon RNN layer's
+    # flat parameters, whose first weight's width comes from the data)
+    one_missing = outs[0] is not None and [s is None for s in ins].count(True) == 1
+    if not known or not any(0 in s for s in known) and not one_missing:
         return forward_shape(_concat_shape)(a, ins, outs)
     n = len(known[0])
     ax = check_axis(a["dim"], n)
