@@ -44,7 +44,10 @@ class UpdateRule:
         ins = [weight.astype(dt, copy=False), grad.astype(dt, copy=False),
                *(s.astype(dt, copy=False) for s in states)]
         ins += [np.asarray(scalars[k], dt) for k in self.scalars]
-        return E.evaluate(self.formulas, ins, dt)
+        # an output that is an input (DCASGD's previous weight) is copied: the caller
+        # overwrites the weight before it stores the states
+        return [o.copy() if any(o is i for i in ins) else o
+                for o in E.evaluate(self.formulas, ins, dt)]
 
     def master_weight_rule(self) -> "UpdateRule":
         """The multi-precision variant (``multi_precision=True``): state 0 is the float32

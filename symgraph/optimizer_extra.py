@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from . import expr as E
 from . import optimizer as _opt
+from .base import AttrError
 from .optimizer import SGD, Optimizer, UpdateRule, _clip, _Inputs
 
 __all__ = ["NAG", "Signum", "FTML", "Ftrl", "AdaDelta", "Adamax", "Nadam", "DCASGD", "ccSGD",
@@ -76,6 +77,9 @@ class Signum(Optimizer):
 
     def __init__(self, learning_rate: float = 0.01, momentum: float = 0.9, wd_lh: float = 0.0,
                  **kwargs: Any) -> None:
+        if not momentum and wd_lh:  # MXNet's signsgd_update rejects it at the first step
+            raise AttrError(f"Signum: wd_lh={wd_lh} needs momentum > 0 (signSGD has no "
+                            f"decoupled weight decay)")
         self.momentum, self.wd_lh = momentum, wd_lh
         super().__init__(learning_rate=learning_rate, **kwargs)
 
