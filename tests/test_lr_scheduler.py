@@ -2,9 +2,7 @@
 values and MXNet 1.9.1 run live (marked ``mxnet``)."""
 from __future__ import annotations
 
-import json
 import math
-import subprocess
 
 import numpy as np
 import pytest
@@ -12,7 +10,7 @@ import pytest
 import symgraph as sg
 from symgraph.base import AttrError
 
-from .test_mxnet_interop import mxnet_python
+from .mxnet_live import mxnet_json
 
 WARM = {"warmup_steps": 4, "warmup_begin_lr": 0.02}
 CASES = {
@@ -82,12 +80,6 @@ print(json.dumps(out))
 
 @pytest.mark.mxnet
 def test_schedules_match_mxnet() -> None:
-    exe = mxnet_python()
-    if exe is None:
-        pytest.skip("MXNet 1.9.1 not available (set SYMGRAPH_MXNET_PYTHON)")
-    got = subprocess.run([exe, "-c", MX_SCRIPT], input=json.dumps([CASES, UPDATES]),
-                         capture_output=True, text=True, timeout=300)
-    assert got.returncode == 0, got.stderr[-2000:]
-    mx = json.loads(got.stdout.strip().splitlines()[-1])
+    mx = mxnet_json(MX_SCRIPT, [CASES, UPDATES])
     for case in CASES:
         np.testing.assert_allclose(_rates(case), mx[case], rtol=1e-12, err_msg=case)

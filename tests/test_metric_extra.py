@@ -2,9 +2,7 @@
 and MXNet 1.9.1 run live on the same batches (marked ``mxnet``)."""
 from __future__ import annotations
 
-import json
 import math
-import subprocess
 
 import numpy as np
 import pytest
@@ -12,7 +10,7 @@ import pytest
 import symgraph as sg
 from symgraph.base import AttrError, DataError
 
-from .test_mxnet_interop import mxnet_python
+from .mxnet_live import mxnet_json
 
 
 def _batches(kind: str, seed: int = 0) -> list[tuple[list, list]]:
@@ -147,14 +145,8 @@ print(json.dumps(out))
 
 @pytest.mark.mxnet
 def test_metrics_match_mxnet() -> None:
-    exe = mxnet_python()
-    if exe is None:
-        pytest.skip("MXNet 1.9.1 not available (set SYMGRAPH_MXNET_PYTHON)")
     batches = {k: [([x.tolist() for x in ls], [x.tolist() for x in ps]) for ls, ps in
                    _batches(k)] for k in ("binary", "classes", "real")}
-    got = subprocess.run([exe, "-c", MX_SCRIPT], input=json.dumps([CASES, batches]),
-                         capture_output=True, text=True, timeout=300)
-    assert got.returncode == 0, got.stderr[-2000:]
-    mx = json.loads(got.stdout.strip().splitlines()[-1])
+    mx = mxnet_json(MX_SCRIPT, [CASES, batches])
     for case in CASES:
         np.testing.assert_allclose(_values(case), mx[case], rtol=1e-5, err_msg=case)

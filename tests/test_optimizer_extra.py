@@ -4,9 +4,7 @@ written here from MXNet's documented rules, and against MXNet 1.9.1 run live (ma
 ``mxnet``; float32 and multi-precision float16 weights)."""
 from __future__ import annotations
 
-import json
 import math
-import subprocess
 
 import numpy as np
 import pytest
@@ -14,7 +12,7 @@ import pytest
 import symgraph as sg
 from symgraph.base import AttrError, ShapeError
 
-from .test_mxnet_interop import mxnet_python
+from .mxnet_live import mxnet_json
 
 STEPS = 4
 SHAPE = (5, 4)
@@ -224,9 +222,6 @@ print(json.dumps(out))
 
 @pytest.fixture(scope="module")
 def mxnet_results() -> dict:
-    exe = mxnet_python()
-    if exe is None:
-        pytest.skip("MXNet 1.9.1 not available (set SYMGRAPH_MXNET_PYTHON)")
     w, grads = _data()
     jobs = {}
     for case in CASES:
@@ -234,10 +229,7 @@ def mxnet_results() -> dict:
             jobs[f"{case}:{dtype}"] = {"name": CASES[case][0], "kwargs": _kwargs(case),
                                        "dtype": dtype, "mp": mp, "w": w.tolist(),
                                        "grads": [g.tolist() for g in grads]}
-    got = subprocess.run([exe, "-c", MX_SCRIPT], input=json.dumps(jobs), capture_output=True,
-                         text=True, timeout=300)
-    assert got.returncode == 0, got.stderr[-3000:]
-    return json.loads(got.stdout.strip().splitlines()[-1])
+    return mxnet_json(MX_SCRIPT, jobs)
 
 
 @pytest.mark.mxnet
