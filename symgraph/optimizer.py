@@ -265,7 +265,8 @@ class Optimizer:
         return self.lr_scheduler(self.num_update) if self.lr_scheduler else self.lr
 
     def set_lr_mult(self, args_lr_mult: dict) -> None:
-        """Per-name learning-rate multipliers: ``__lr_mult__`` attributes, then ``args_lr_mult``."""
+        """Per-name learning-rate multipliers: ``__lr_mult__`` attributes, then
+        ``args_lr_mult``."""
         self.lr_mult = {n: float(a["__lr_mult__"]) for n, a in self.sym_info.items()
                         if "__lr_mult__" in a}
         self.lr_mult.update(args_lr_mult)

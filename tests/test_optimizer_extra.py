@@ -185,7 +185,8 @@ def _ref_groupadagrad(w, g, s, t, k, eps=1e-5):
     return w - k["learning_rate"] * g / np.sqrt(s["h"] + eps)
 
 
-REFS = {"nag": _ref_nag, "nag_wd": _ref_nag, "nag_plain": _ref_nag, "signum": _ref_signum, "signsgd": _ref_signum,
+REFS = {"nag": _ref_nag, "nag_wd": _ref_nag, "nag_plain": _ref_nag, "signum": _ref_signum,
+        "signsgd": _ref_signum,
         "ftml": _ref_ftml, "ftrl": _ref_ftrl, "adadelta": _ref_adadelta, "adamax": _ref_adamax,
         "nadam": _ref_nadam, "dcasgd": _ref_dcasgd, "ccsgd": _ref_sgd, "test": _ref_test,
         "lamb": _ref_lamb, "lamb_nobias": _ref_lamb, "lars": _ref_lars, "lbsgd": _ref_lbsgd,
