@@ -20,6 +20,8 @@ from .context import Context, cpu, current_context, gpu
 from .executor import Executor
 from . import (callback, datasets, io, lr_scheduler, metric, model, monitor,  # noqa: E402
                optimizer, viz)
+from . import optimizer_extra, optimizer_norm, optimizer_contrib  # noqa: F401,E402 (register)
+from . import metric_extra  # noqa: F401,E402  (registers F1, MCC... into sg.metric)
 from . import initializer as init
 from . import module as mod
 from . import rtc  # noqa: E402  (pycuda is imported lazily, on first GPU use)

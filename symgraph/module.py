@@ -341,7 +341,7 @@ class Module(BaseModule):
         """On the GPU, with float32 parameters: the fused updater (states on the device, one
         kernel launch per step for all parameters); ``None`` elsewhere (numpy updater)."""
         args = self._exec.arg_dict
-        if self._context.device_type != "gpu" or any(
+        if self._context.device_type != "gpu" or not optimizer.fused or any(
                 args[n].dtype != np.float32 for n in self._param_names):
             return None
         from .cuda.optimizer import FusedUpdater

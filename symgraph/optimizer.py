@@ -33,6 +33,8 @@ class UpdateRule:
     states: tuple[str, ...]
     scalars: tuple[str, ...]
     formulas: tuple[E.Expr, ...]
+    # states that start as a copy of the weight (DCASGD's previous weight), not as zeros
+    from_weight: frozenset = frozenset()
 
     def apply(self, weight: np.ndarray, grad: np.ndarray, states: Sequence[np.ndarray],
               scalars: dict[str, float]) -> list[np.ndarray]:
@@ -42,7 +44,10 @@ class UpdateRule:
         ins = [weight.astype(dt, copy=False), grad.astype(dt, copy=False),
                *(s.astype(dt, copy=False) for s in states)]
         ins += [np.asarray(scalars[k], dt) for k in self.scalars]
-        return E.evaluate(self.formulas, ins, dt)
+        # an output that is an input (DCASGD's previous weight) is copied: the caller
+        # overwrites the weight before it stores the states
+        return [o.copy() if any(o is i for i in ins) else o
+                for o in E.evaluate(self.formulas, ins, dt)]
 
     def master_weight_rule(self) -> "UpdateRule":
         """The multi-precision variant (``multi_precision=True``): state 0 is the float32
@@ -54,7 +59,12 @@ class UpdateRule:
         remap = [E.inp(2), E.inp(1)] + [E.inp(i + 1) for i in range(2, n_in)]
         new = tuple(E.substitute(f, remap) for f in self.formulas)
         return UpdateRule(f"{self.name}_mp", ("weight32",) + self.states, self.scalars,
-                          (new[0], new[0]) + new[1:])
+                          (new[0], new[0]) + new[1:], self.from_weight | {"weight32"})
+
+    def initial_states(self, weight: np.ndarray, dtype: Any) -> tuple[np.ndarray, ...]:
+        """Fresh states of ``dtype`` for ``weight``: zeros, or the weight for ``from_weight``."""
+        return tuple(weight.astype(dtype) if name in self.from_weight
+                     else np.zeros(weight.shape, dtype) for name in self.states)
 
 
 class _Inputs:
@@ -82,16 +92,24 @@ class Optimizer:
     """Base class (MXNet's ``mx.optimizer.Optimizer``): learning rate, weight decay, gradient
     rescaling and clipping, per-parameter ``lr_mult``/``wd_mult``, update counts."""
 
+    # False where a step needs more than per-element formulas (norms, random draws, states
+    # of another shape): such an optimizer updates through its numpy ``_apply`` on any device.
+    fused = True
+    # names that keep weight decay unless a multiplier says otherwise (MXNet's default)
+    WD_SUFFIXES: tuple[str, ...] = ("_weight", "_gamma")
+
     def __init__(self, rescale_grad: float = 1.0, param_idx2name: Optional[dict] = None,
                  wd: float = 0.0, clip_gradient: Optional[float] = None,
-                 learning_rate: float = 0.01, lr_scheduler: Optional[LRScheduler] = None,
+                 learning_rate: Optional[float] = None, lr_scheduler: Optional[LRScheduler] = None,
                  sym: Any = None, begin_num_update: int = 0, multi_precision: bool = False,
                  param_dict: Optional[dict] = None) -> None:
         self.rescale_grad = rescale_grad
-        self.lr, self.wd = learning_rate, wd
+        if lr_scheduler is None and learning_rate is None:
+            learning_rate = 0.01
+        self.lr, self.wd = learning_rate, wd  # (MXNet: None while a scheduler drives it)
         self.clip_gradient = clip_gradient
         self.lr_scheduler = lr_scheduler
-        if lr_scheduler is not None:
+        if lr_scheduler is not None and learning_rate is not None:
             lr_scheduler.base_lr = learning_rate
         self.begin_num_update = self.num_update = begin_num_update
         self._index_update_count: dict[Any, int] = {}
@@ -123,11 +141,25 @@ class Optimizer:
         """Zero-initialised state arrays (host numpy) for ``weight``. With
         ``multi_precision`` and a float16/bfloat16 weight: a float32 copy of the weight (the
         master weight) first, and float32 states (MXNet's ``create_state_multi_precision``)."""
+        w = weight.asnumpy() if hasattr(weight, "asnumpy") else np.asarray(weight)
         if self._master(weight):
-            w = weight.asnumpy() if hasattr(weight, "asnumpy") else np.asarray(weight)
-            return (w.astype(np.float32),) + tuple(np.zeros(w.shape, np.float32)
-                                                   for _ in self.rule.states)
-        return tuple(np.zeros(weight.shape, np.dtype(weight.dtype)) for _ in self.rule.states)
+            return self.mp_rule.initial_states(w, np.float32)
+        return self.rule.initial_states(w, np.dtype(weight.dtype))
+
+    def create_state_multi_precision(self, index: Any, weight: Any) -> tuple[np.ndarray, ...]:
+        """MXNet's name: :meth:`create_state` already keeps a float32 master weight first
+        when ``multi_precision`` is on and ``weight`` is float16/bfloat16."""
+        return self.create_state(index, weight)
+
+    def update_multi_precision(self, index: Any, weight: Any, grad: Any,
+                               state: Sequence[np.ndarray]) -> None:
+        """MXNet's name: :meth:`update` already steps through the master weight of states
+        made by :meth:`create_state_multi_precision`."""
+        self.update(index, weight, grad, state)
+
+    def set_lr_scale(self, args_lrscale: dict) -> None:
+        """Deprecated in MXNet (raises ``DeprecationWarning`` there too): use set_lr_mult."""
+        raise DeprecationWarning("set_lr_scale is deprecated; use set_lr_mult")
 
     def _master(self, weight: Any) -> bool:
         """True when ``weight`` is updated through a float32 master copy."""
@@ -212,10 +244,16 @@ class Optimizer:
             raise AttrError(f"optimizer state of parameter {self._name(index)!r}: "
                             f"{len(state)} arrays, {rule.name} keeps {len(rule.states)} "
                             f"({', '.join(rule.states) or 'none'})")
-        new = rule.apply(w, g, state, scalars)
+        new = self._step(rule, w, g, state, scalars, index)
         weight[:] = new[0].astype(w.dtype, copy=False)
         for s, v in zip(state, new[1:]):
             s[...] = v
+
+    def _step(self, rule: UpdateRule, weight: np.ndarray, grad: np.ndarray,
+              state: Sequence[np.ndarray], scalars: dict, index: Any) -> list[np.ndarray]:
+        """``[new weight, *new states]`` of one parameter on the host: the rule's formulas
+        (optimizers whose step needs norms or random draws add those here)."""
+        return rule.apply(weight, grad, state, scalars)
 
     def set_learning_rate(self, lr: float) -> None:
         if self.lr_scheduler is not None:
@@ -227,7 +265,8 @@ class Optimizer:
         return self.lr_scheduler(self.num_update) if self.lr_scheduler else self.lr
 
     def set_lr_mult(self, args_lr_mult: dict) -> None:
-        """Per-name learning-rate multipliers: ``__lr_mult__`` attributes, then ``args_lr_mult``."""
+        """Per-name learning-rate multipliers: ``__lr_mult__`` attributes, then
+        ``args_lr_mult``."""
         self.lr_mult = {n: float(a["__lr_mult__"]) for n, a in self.sym_info.items()
                         if "__lr_mult__" in a}
         self.lr_mult.update(args_lr_mult)
@@ -236,7 +275,7 @@ class Optimizer:
         """As MXNet: parameters not named ``*_weight``/``*_gamma`` get no weight decay unless a
         ``__wd_mult__`` attribute or ``args_wd_mult`` says otherwise."""
         self.wd_mult = {n: 0.0 for n in self.idx2name.values()
-                        if not (n.endswith("_weight") or n.endswith("_gamma"))}
+                        if not n.endswith(self.WD_SUFFIXES)}
         self.wd_mult.update({n: float(a["__wd_mult__"]) for n, a in self.sym_info.items()
                              if "__wd_mult__" in a})
         self.wd_mult.update(args_wd_mult)
@@ -251,10 +290,14 @@ class Optimizer:
 
     def _get_lr(self, index: Any) -> float:
         lr = self.lr_scheduler(self.num_update) if self.lr_scheduler else self.lr
-        return lr * self.lr_mult.get(self._name(index), 1.0)
+        return lr * self._mult(self.lr_mult, index)
 
     def _get_wd(self, index: Any) -> float:
-        return self.wd * self.wd_mult.get(self._name(index), 1.0)
+        return self.wd * self._mult(self.wd_mult, index)
+
+    def _mult(self, table: dict, index: Any) -> float:
+        """MXNet's lookup order: the index itself, then the parameter's name."""
+        return table[index] if index in table else table.get(self._name(index), 1.0)
 
 
 class SGD(Optimizer):

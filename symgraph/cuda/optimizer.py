@@ -153,10 +153,11 @@ class FusedUpdater(Updater):
 
     def prepare(self, indices: Sequence[Any], weights: Sequence[Any]) -> list[tuple]:
         """Create missing device states and the kernel (once); the states of ``indices``."""
+        rule = self.optimizer.rule
         for index, weight in zip(indices, weights):
             if index not in self.states:
-                self.states[index] = tuple(self._zeros(weight) for _ in
-                                           self.optimizer.rule.states)
+                self.states[index] = tuple(self._from_weight(weight) if s in rule.from_weight
+                                           else self._zeros(weight) for s in rule.states)
         dtypes = sorted({np.dtype(w.dtype).name for w in weights})
         if len(dtypes) > 1 or (dtypes and dtypes[0] not in ("float32", "float16", "bfloat16")):
             raise ExecutionError(f"fused GPU update: weights of dtypes {dtypes}; one float "
@@ -167,6 +168,11 @@ class FusedUpdater(Updater):
             self.fused = FusedUpdate(self.optimizer.rule, [w.size for w in weights],
                                      self.device_id, dtype)
         return [self.states[i] for i in indices]
+
+    def _from_weight(self, weight: Any) -> DeviceArray:
+        """A float32 copy of ``weight`` (a state that starts as the weight, once per bind)."""
+        from ..context import gpu
+        return to_device(weight.asnumpy().astype(np.float32), gpu(self.device_id))
 
     def _zeros(self, weight: Any) -> DeviceArray:
         """A zero state of ``weight``'s shape, float32 whatever the weight's dtype."""

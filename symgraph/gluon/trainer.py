@@ -223,7 +223,8 @@ class Trainer:
         upd = self._updaters.get(ctx)
         if upd is None:
             upd = None
-            if ctx.device_type == "gpu" and all(w.dtype == np.float32 for w in weights):
+            if ctx.device_type == "gpu" and self._optimizer.fused and \
+                    all(w.dtype == np.float32 for w in weights):
                 from ..cuda.optimizer import FusedUpdater
                 # stream=None: the legacy default stream, ordered after the backward program's
                 # (blocking) stream and before the next step's work, without a host sync.

@@ -169,7 +169,7 @@ class DataParallelModule(Module):
         self._queue.reset()
         if hasattr(comm, "streams"):  # collectives queue on the executors' streams
             comm.streams = [exe.train_program.stream for exe in self._execs]
-        if self._contexts[0].device_type == "gpu":
+        if self._contexts[0].device_type == "gpu" and optimizer.fused:
             from ..cuda.optimizer import FusedUpdater
             self._updaters = [FusedUpdater(optimizer, c.device_id) for c in self._contexts]
         else:

@@ -149,7 +149,8 @@ def test_save_load_states(rng, tmp_path) -> None:
     np.testing.assert_allclose(net.weight.data().asnumpy(), expect, rtol=1e-6)
 
 
-@pytest.mark.parametrize("name", sorted(sg.optimizer._REGISTRY))
+# GroupAdaGrad takes 2-d parameters only (MXNet asserts it too); this net has a bias
+@pytest.mark.parametrize("name", sorted(set(sg.optimizer._REGISTRY) - {"groupadagrad"}))
 def test_every_optimizer_by_name_matches_its_updater(rng, name: str) -> None:
     """Trainer(name) moves the weights exactly as sg.optimizer's own updater does on numpy."""
     net, x, y = _setup(rng)
@@ -157,9 +158,11 @@ def test_every_optimizer_by_name_matches_its_updater(rng, name: str) -> None:
     g = _grads(net, x, y)["weight"].astype(np.float32)
     trainer = gluon.Trainer(net.collect_params(), name, {"learning_rate": 0.01})
     _backward(net, x, y)
+    sg.random.seed(7)  # SGLD: the same noise for the weight (index 0) in both
     trainer.step(6)
     ref = sg.optimizer.create(name, learning_rate=0.01, rescale_grad=1 / 6)
     w = w0.copy()
+    sg.random.seed(7)
     sg.optimizer.get_updater(ref)(0, g, w)
     np.testing.assert_allclose(net.weight.data().asnumpy(), w, rtol=1e-5, atol=1e-7)
     assert not np.allclose(w, w0)
