@@ -7,8 +7,9 @@ from .basic_layers import (BatchNorm, Dense, Dropout, Embedding, Flatten, Hybrid
 from .conv_layers import (AvgPool1D, AvgPool2D, Conv1D, Conv2D, Conv2DTranspose, Conv3D,
                           GlobalAvgPool2D, GlobalMaxPool2D, MaxPool1D, MaxPool2D)
 from ..block import Block, HybridBlock
+from ..symbol_block import SymbolBlock  # MXNet's gluon.nn re-exports its gluon.block names
 
 __all__ = ["Activation", "LeakyReLU", "BatchNorm", "Dense", "Dropout", "Embedding", "Flatten",
            "HybridLambda", "HybridSequential", "Lambda", "Sequential", "AvgPool1D",
            "AvgPool2D", "Conv1D", "Conv2D", "Conv2DTranspose", "Conv3D", "GlobalAvgPool2D",
-           "GlobalMaxPool2D", "MaxPool1D", "MaxPool2D", "Block", "HybridBlock"]
+           "GlobalMaxPool2D", "MaxPool1D", "MaxPool2D", "Block", "HybridBlock", "SymbolBlock"]
