@@ -35,5 +35,5 @@ def test_nn_symbolblock_runs_a_graph() -> None:
 def test_nn_symbolblock_refuses_a_non_variable_input() -> None:
     data = sg.sym.var("data")
     hidden = sg.sym.FullyConnected(data, num_hidden=3, name="fc")
-    with pytest.raises(GraphError, match="input 'fc' is not a variable.*\['data', 'fc_weight'"):
+    with pytest.raises(GraphError, match=r"input 'fc' is not a variable.*\['data', 'fc_weight'"):
         nn.SymbolBlock(sg.sym.relu(hidden), hidden)
