@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import itertools
 import logging
 import re
+import types
 
 import numpy as np
 import pytest
@@ -64,8 +66,12 @@ def test_shape_refused_by_name(capsys, text: str) -> None:
     assert f"argument --shape: {text!r} is not NAME=D1,D2,... (or D1xD2)" in err
 
 
-def test_speedometer_columns_line_up(caplog) -> None:
-    """Lines whose batch numbers, epochs and speeds grow by digits keep their columns."""
+def test_speedometer_columns_line_up(caplog, monkeypatch) -> None:
+    """Lines whose batch numbers, epochs and speeds (up to 640000 samples/s) change their
+    number of digits keep their columns."""
+    steps = itertools.cycle([0.01, 1.0, 50.0])  # seconds between two readings of the clock
+    now = itertools.accumulate(steps)
+    monkeypatch.setattr(sg.callback, "time", types.SimpleNamespace(time=lambda: next(now)))
     metric = sg.metric.create("acc")
     speedo = sg.callback.Speedometer(batch_size=64, frequent=100)
     with caplog.at_level(logging.INFO, logger="symgraph"):
@@ -78,6 +84,7 @@ def test_speedometer_columns_line_up(caplog) -> None:
     assert len(lines) == 22 and "Batch [0-100]" in lines[0] and "[1000-1100]" in lines[10]
     assert len({line.index("Speed:") for line in lines}) == 1
     assert len({line.index("accuracy=") for line in lines}) == 1
+    assert len({len(line.split("Speed: ")[1].split()[0]) for line in lines}) > 1
     accuracy = [float(line.split("accuracy=")[1]) for line in lines]
     np.testing.assert_allclose(accuracy, 0.5)  # one of each pair right, by construction
 
