@@ -7,7 +7,7 @@ import math
 import sys
 import time
 from collections import namedtuple
-from typing import Any, Callable, ContextManager, Optional
+from typing import Any, Callable, ContextManager, Optional, Sequence
 
 from .log import LOGGER
 
@@ -27,6 +27,20 @@ def do_checkpoint(prefix: str, period: int = 1) -> Callable:
         if (iter_no + 1) % period == 0:
             save_checkpoint(prefix, iter_no + 1, sym, arg, aux)
     return _callback
+
+
+def speed_line(epoch: int, first: int, last: int, speed: float,
+               pairs: Sequence[tuple[str, float]]) -> str:
+    """One Speedometer line, MXNet's words in columns that line up from one line to the next
+    (MXNet separates them by tabs, which wander as the batch numbers grow):
+
+    >>> speed_line(0, 100, 200, 5012.5, [("accuracy", 0.5)])
+    'Epoch[0] Batch [100-200]          Speed: 5012.50 samples/sec     accuracy=0.500000'
+    """
+    head = f"Epoch[{epoch}] Batch [{first}-{last}]"
+    rate = f"Speed: {speed:.2f} samples/sec"
+    # widths of epoch 99, batch 999999 and 999999.99 samples/sec; wider values still get a gap
+    return "  ".join([f"{head:<32}", f"{rate:<29}"] + [f"{n}={v:f}" for n, v in pairs])
 
 
 class Speedometer:
@@ -49,14 +63,12 @@ class Speedometer:
         if count % self.frequent != 0:
             return
         speed = self.frequent * self.batch_size / max(time.time() - self.tic, 1e-9)
-        msg = f"Epoch[{param.epoch}] Batch [{count - self.frequent}-{count}]\t" \
-              f"Speed: {speed:.2f} samples/sec"
+        pairs = []
         if param.eval_metric is not None:
             pairs = param.eval_metric.get_name_value()
             if self.auto_reset:
                 param.eval_metric.reset()
-            msg += "".join(f"\t{n}={v:f}" for n, v in pairs)
-        LOGGER.info(msg)
+        LOGGER.info(speed_line(param.epoch, count - self.frequent, count, speed, pairs))
         self.tic = time.time()
 
 

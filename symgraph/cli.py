@@ -13,6 +13,7 @@ with status 2; so do errors raised while running (missing files, bad graphs), ne
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from .base import ShapeError, SymgraphError
 from .cli_args import Parser, positive_float, positive_int
+from .viz_render import DOT_INSTALL_HINT
 from .models import MODELS
 
 SHAPE_HINT = "--shape NAME=D1,D2,... (e.g. --shape data=1,784)"
@@ -28,17 +30,22 @@ FALLBACK_FORMATS = ("svg", "png", "pdf", "jpg", "jpeg", "gif", "ps", "eps", "dot
 
 
 def shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
-    """argparse type of ``--shape``: ``data=1,1,28,28`` -> ``('data', (1, 1, 28, 28))``."""
+    """argparse type of ``--shape``: ``data=1,1,28,28`` -> ``('data', (1, 1, 28, 28))``; the
+    dimensions may also be written ``1x1x28x28`` or as a Python tuple ``(1,1,28,28)``. An
+    empty dimension (``1,,784``) or any other separator is refused, never skipped."""
     name, sep, dims = text.partition("=")
+    dims = dims.strip()
+    if dims.startswith("(") and dims.endswith(")"):
+        dims = dims[1:-1].rstrip(",")  # (784,) is a one-element tuple
     try:
         if not sep or not name:
             raise ValueError
-        shape = tuple(int(d) for d in dims.replace("x", ",").split(",") if d)
-        if not shape or min(shape) < 1:
+        shape = tuple(int(d) for d in re.split(r"[,x]", dims))  # int('') raises
+        if min(shape) < 1:
             raise ValueError
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=D1,D2,... with positive sizes "
-                                         f"(e.g. --shape data=1,784)") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=D1,D2,... (or D1xD2) with "
+                                         f"positive sizes (e.g. --shape data=1,784)") from None
     return name, shape
 
 
@@ -104,8 +111,8 @@ def _cmd_viz(args: argparse.Namespace, parser: Parser) -> int:
     elif shutil.which("dot") is None:
         src = out.with_suffix(".dot")
         fileio.write_text(src, dot.source)
-        print(f"note: Graphviz 'dot' not found; wrote the DOT source to {src} "
-              f"(render it with: dot -T{fmt} {src} -o {out})")
+        print(f"note: Graphviz's 'dot' program not found ({DOT_INSTALL_HINT}); wrote the DOT "
+              f"source to {src} (render it with: dot -T{fmt} {src} -o {out})")
         return 0
     else:
         fileio.write_bytes(out, dot.pipe(format=fmt))
@@ -134,7 +141,8 @@ def _add_graph_command(sub: Any, name: str, helptext: str) -> Parser:
     q = sub.add_parser(name, help=helptext, description=helptext)
     q.add_argument("graph", help="symbol JSON file (e.g. PREFIX-symbol.json)")
     q.add_argument("--shape", action="append", default=[], type=shape_arg, metavar="NAME=D1,D2",
-                   help="input shape, e.g. data=1,784 (repeat for several inputs)")
+                   help="input shape, e.g. data=1,784 or data=1x784 (repeat for several "
+                        "inputs)")
     return q
 
 

@@ -4,7 +4,10 @@ them."""
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+import importlib.util
+from typing import Any, NoReturn, Optional, Sequence
+
+from .plot import PLOT_HINT
 
 
 class Parser(argparse.ArgumentParser):
@@ -34,3 +37,17 @@ def positive_float(text: str) -> float:
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return value
+
+
+class CurveFlag(argparse.Action):
+    """``--curve`` (a flag): refused when parsed if matplotlib is missing, naming the ``plot``
+    extra, rather than noted after a whole training."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=False, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: Optional[str] = None) -> None:
+        if importlib.util.find_spec("matplotlib") is None:
+            raise argparse.ArgumentError(self, f"needs matplotlib: {PLOT_HINT}")
+        setattr(namespace, self.dest, True)

@@ -17,7 +17,7 @@ from . import random as _random
 from .base import AttrError
 
 __all__ = ["InitDesc", "Initializer", "Constant", "Zero", "One", "Uniform", "Normal", "Xavier",
-           "MSRAPrelu", "create"]
+           "MSRAPrelu", "create", "names"]
 
 
 class InitDesc(str):
@@ -177,6 +177,11 @@ class MSRAPrelu(Xavier):
 _REGISTRY: dict[str, type] = {c.__name__.lower(): c for c in
                               (Zero, One, Constant, Uniform, Normal, Xavier, MSRAPrelu)}
 _REGISTRY.update({"zeros": Zero, "ones": One})
+
+
+def names() -> list[str]:
+    """The names :func:`create` knows, e.g. ``'xavier'`` (for messages and command lines)."""
+    return sorted(_REGISTRY)
 
 
 def create(spec: Any) -> Initializer:

@@ -80,6 +80,10 @@ class Module(BaseModule):
         self._aux_names = symbol.list_auxiliary_states()
         self._fixed_param_names = list(fixed_param_names or [])
         self._output_names = symbol.list_outputs()
+        # MXNet's: None until bind; _label_shapes stays None when bind gets no label shapes, so
+        # ``bind(..., label_shapes=mod._label_shapes)`` works on a module without labels.
+        self._data_shapes: Optional[list[DataDesc]] = None
+        self._label_shapes: Optional[list[DataDesc]] = None
         self._exec: Any = None
         self._execs: list[Any] = []  # every executor bind made (here one: _exec)
         self._grad_req = "write"
@@ -120,25 +124,35 @@ class Module(BaseModule):
     def output_names(self) -> list[str]:
         return self._output_names
 
+    def _bound(self, what: str) -> None:
+        """Refuse ``what`` (a name of the bound state) before ``bind``, as MXNet asserts."""
+        if not self.binded:
+            raise BindError(f"Module.{what}: the module is not bound; call bind() first")
+
     @property
     def data_shapes(self) -> list[DataDesc]:
+        """The data descriptions given to ``bind`` (``mod._data_shapes`` is None before)."""
+        self._bound("data_shapes")
         return self._data_shapes
 
     @property
-    def label_shapes(self) -> list[DataDesc]:
+    def label_shapes(self) -> Optional[list[DataDesc]]:
+        """The label descriptions given to ``bind``; None when it got none (MXNet's)."""
+        self._bound("label_shapes")
         return self._label_shapes
 
     @property
     def _exec_group(self) -> "ExecutorGroupView":
         """MXNet's ``Module._exec_group`` (a DataParallelExecutorGroup), which MXNet's own
         tests read: here a read-only view of the one executor and the names."""
-        if self._exec is None:
-            raise BindError("Module._exec_group: the module is not bound; call bind() first")
+        self._bound("_exec_group")
         return ExecutorGroupView([self._exec], list(self._param_names), list(self._aux_names),
                                  list(self._data_names), list(self._label_names))
 
     @property
     def output_shapes(self) -> list[tuple[str, tuple]]:
+        """``(name, shape)`` of each output of the bound executor."""
+        self._bound("output_shapes")
         return [(n, o.shape) for n, o in zip(self._output_names, self._exec.outputs)]
 
     # -- bind --------------------------------------------------------------------------------
@@ -168,7 +182,7 @@ class Module(BaseModule):
         self._grad_req = grad_req
         self._exec = self._execs[0]
         self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
-        self._data_shapes, self._label_shapes = data, label
+        self._data_shapes, self._label_shapes = data, (label if label_shapes is not None else None)
         for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
             for exe in self._execs:
                 mon.install(exe)
@@ -240,15 +254,21 @@ class Module(BaseModule):
                 exe.copy_params_from(arg, aux)
 
     # -- parameters --------------------------------------------------------------------------
-    def init_params(self, initializer: Any = None, arg_params: Optional[Mapping] = None,
-                    aux_params: Optional[Mapping] = None, allow_missing: bool = False,
-                    force_init: bool = False, allow_extra: bool = False) -> None:
-        """Fill parameters: given arrays first, the initializer for the rest."""
+    def init_params(self, initializer: Any = _init.Uniform(0.01),
+                    arg_params: Optional[Mapping] = None, aux_params: Optional[Mapping] = None,
+                    allow_missing: bool = False, force_init: bool = False,
+                    allow_extra: bool = False) -> None:
+        """Fill parameters: given arrays first, the initializer for the rest; with
+        ``initializer=None`` (MXNet's ``set_params(allow_missing=True)``) the rest keep
+        their values, e.g. a ``softmax_label`` that ``label_names=None`` made a parameter."""
         if self.params_initialized and not force_init:
             return
         if not self.binded:
             raise BindError("init_params: call bind() first")
-        initializer = _init.create(initializer) if initializer is not None else _init.Uniform(0.01)
+        if initializer is None and arg_params is None:
+            raise BindError("init_params: initializer=None and no arg_params: nothing would "
+                            f"fill the parameters {self._param_names}")
+        initializer = _init.create(initializer) if initializer is not None else None
         self._check_params(arg_params, aux_params, allow_missing, allow_extra)
         attrs = self._symbol.attr_dict()
         for names, given, target in ((self._param_names, arg_params, self._exec.arg_dict),
@@ -256,7 +276,7 @@ class Module(BaseModule):
             for name in names:
                 if given is not None and name in given:
                     target[name][:] = given[name]
-                else:
+                elif initializer is not None:
                     initializer(_init.InitDesc(name, attrs.get(name, {})), target[name])
         self.params_initialized = True
         self._arg_params, self._aux_params = self.get_params()
@@ -375,7 +395,7 @@ class Module(BaseModule):
         if not (self.binded and self.params_initialized):
             raise BindError("forward: call bind() and init_params() first")
         arrays = self._batch_arrays(data_batch)
-        bound = {d.name: d.shape for d in self._data_shapes + self._label_shapes}
+        bound = {d.name: d.shape for d in self._data_shapes + (self._label_shapes or [])}
         if any(tuple(v.shape) != bound.get(k, tuple(v.shape)) for k, v in arrays.items()):
             self.reshape([(n, tuple(arrays[n].shape)) for n in self._data_names],
                          [(n, tuple(arrays[n].shape)) for n in self._label_names

@@ -52,7 +52,7 @@ PARAM_DOCS: dict[str, str] = {
     "no_bias": "Leave out the bias input.",
     "cudnn_tune": "cuDNN algorithm selection (accepted for MXNet compatibility; unused).",
     "cudnn_off": "Do not use cuDNN for this layer.",
-    "layout": "Data layout; only the default (NCHW-style, channels on axis 1) is supported.",
+    "layout": "Data layout; None is the default, channels on axis 1 (NCW, NCHW, NCDHW).",
     "adj": "Extra rows/columns added to one side of the output (output padding).",
     "target_shape": "Output spatial shape; the padding is derived from it (overrides pad/adj).",
     "num_hidden": "Number of output units.",

@@ -202,6 +202,7 @@ class _NDArrayOpProp(CustomOpProp):
     def __init__(self, op: NDArrayOp) -> None:
         super().__init__(op.need_top_grad())
         self.op = op
+        self.user_class = type(op)  # messages and the CPU bind check name the user's class
 
     def list_arguments(self) -> list[str]:
         return list(self.op.list_arguments())
@@ -224,6 +225,7 @@ class _NDArrayOpProp(CustomOpProp):
 class _NDArrayOpRunner(CustomOp):
     def __init__(self, op: NDArrayOp) -> None:
         self.op = op
+        self.user_class = type(op)
 
     def forward(self, is_train: bool, req: Sequence[str], in_data: Sequence[Any],
                 out_data: Sequence[Any], aux: Sequence[Any]) -> None:

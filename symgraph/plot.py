@@ -6,6 +6,8 @@ from typing import Any, Sequence
 
 from .fileio import atomic_write
 
+PLOT_HINT = "pip install 'symgraph[plot]'"  # the extra that brings matplotlib
+
 
 def plot_history(history: Sequence[dict], fname: str, logger: Any) -> bool:
     """Plot every ``train-*``/``val-*`` series of ``Module.history`` against the epoch."""
@@ -14,7 +16,8 @@ def plot_history(history: Sequence[dict], fname: str, logger: Any) -> bool:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        logger.warning("matplotlib is not installed: no training curve written to %s", fname)
+        logger.warning("matplotlib is not installed (%s): no training curve written to %s",
+                       PLOT_HINT, fname)
         return False
     keys = sorted({k for rec in history for k in rec if k.startswith(("train-", "val-"))})
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -83,7 +83,8 @@ def activate(ctx: Context) -> Iterator[None]:
 def device_pointer(x: Any) -> int:
     """The device address of a GPU NDArray (a pycuda GPUArray inside)."""
     if x.context.device_type != "gpu":
-        raise BindError(f"sg.rtc: array on {x.context}; kernels need GPU arrays")
+        raise BindError(f"sg.rtc: array on {x.context}; kernels need GPU arrays (bind on a GPU, "
+                        f"or give the op a numpy path for CPU arrays)")
     return int(x._data.gpudata)
 
 

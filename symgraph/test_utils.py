@@ -2,6 +2,7 @@
 in float64 (MXNet's ``mx.test_utils`` names and arguments)."""
 from __future__ import annotations
 
+import os
 from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
@@ -212,8 +213,10 @@ def get_mnist(path: Optional[str] = None) -> dict[str, np.ndarray]:
     ``(N, 1, 28, 28)`` in [0, 1], ``train_label``/``test_label`` (N,), read from ``path``, else
     ``$SYMGRAPH_DATA``, else ``~/.symgraph/datasets/mnist`` (downloaded there when missing and
     a network is there; DataError naming the folder and files otherwise)."""
-    from .gluon.data.vision.datasets import MNIST, default_root
+    from pathlib import Path
+    from .gluon.data.vision.datasets import check_files, default_root
     from .datasets.mnist import load_data
-    folder = path if path is not None else default_root("mnist")
-    MNIST(root=str(folder), train=True)  # checks the files, downloads or names what is missing
+    folder = Path(os.path.expanduser(path)) if path is not None else default_root("mnist")
+    for split in ("train", "test"):  # downloads, or names what is missing and `path`
+        check_files(folder, split, who="get_mnist", param="path")
     return load_data(folder)

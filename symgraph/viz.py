@@ -14,6 +14,7 @@ from . import provenance
 from .attrs import format_value
 from .graph import Entry, Node, topo_order
 from .registry import get_op
+from .viz_render import digraph_class
 
 __all__ = ["plot_network", "print_summary"]
 
@@ -94,7 +95,7 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
     cluster titled by the user-level nodes and ops it holds (``relu1 (Activation) + ...``).
     """
     try:
-        from graphviz import Digraph
+        Digraph = digraph_class()  # refuses rendering without Graphviz's dot by name
     except ImportError as exc:
         raise ImportError("plot_network needs the graphviz package: pip install "
                           "'symgraph[viz]'") from exc

@@ -61,4 +61,5 @@ def mnist_dir() -> Path:
     for c in candidates:
         if c and (Path(c) / "train-images-idx3-ubyte.gz").exists():
             return Path(c)
-    pytest.skip("MNIST not found: set SYMGRAPH_DATA")
+    pytest.skip(f"MNIST not found in SYMGRAPH_DATA ({candidates[0] or 'unset'}) nor in "
+                f"{candidates[1]}: set SYMGRAPH_DATA to a folder holding the MNIST files")

@@ -75,7 +75,7 @@ def test_curve_without_matplotlib(tmp_path, monkeypatch, caplog):
     with caplog.at_level(logging.WARNING):
         assert plot_history([{"epoch": 0, "train-accuracy": 0.5}], str(tmp_path / "c.png"),
                             logging) is False
-    assert "matplotlib is not installed" in caplog.text
+    assert "matplotlib is not installed (pip install 'symgraph[plot]')" in caplog.text
     assert not (tmp_path / "c.png").exists()
 
 

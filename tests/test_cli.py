@@ -29,7 +29,8 @@ def test_viz_svg_or_dot(tmp_path, capsys, monkeypatch):
     out2 = tmp_path / "other.svg"
     assert cli.main(["viz", str(path), "--shape", "data=1,8", "-o", str(out2)]) == 0
     note = capsys.readouterr().out.strip().splitlines()[-1]
-    assert note.startswith("note: Graphviz 'dot' not found")
+    assert note.startswith("note: Graphviz's 'dot' program not found (install the system "
+                           "package graphviz: apt install graphviz")
     assert not out2.exists()
     assert (tmp_path / "other.dot").read_text().startswith("digraph")
 

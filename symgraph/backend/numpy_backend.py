@@ -8,6 +8,9 @@ backend uses it: the program owns one ``np.uint8`` arena, every planned slot is 
 offset, each step's results are copied into their views, and the bytes of every slot whose
 lifetime ended are filled with NaN right after its last reader, so a plan that reads a freed or
 overwritten buffer yields NaN instead of a plausible number.
+
+An op that may be unable to run on the host (a Python op launching CUDA kernels) states
+``OpDef.extra["host_check"](node)``, which the program calls per step when it is built, at bind.
 """
 from __future__ import annotations
 
@@ -62,6 +65,10 @@ class NumpyProgram:
         from ..passes import debug_level
         from ..passes.memory_plan import freed_after
         self.schedule = schedule
+        for s in schedule.steps:  # refuse, at bind, an op that cannot run on the host
+            host_check = get_op(s.node.op).extra.get("host_check")
+            if host_check is not None:
+                host_check(s.node)
         self._kernels = [(get_op(s.node.op).compute, _concrete_attrs(s, schedule), s.inputs,
                           s.outputs) for s in schedule.steps]
         self._arena: Optional[np.ndarray] = None

@@ -18,7 +18,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 import symgraph as sg
-from symgraph.cli_args import Parser, positive_float, positive_int
+from symgraph.cli_args import CurveFlag, Parser, positive_float, positive_int
 
 DEFAULTS = {"batch_size": 64, "optimizer": "sgd", "learning_rate": 0.01, "momentum": 0.9,
             "wd": 0.0, "initializer": "pytorch", "flat": False}
@@ -32,6 +32,15 @@ def make_initializer(name: str) -> sg.init.Initializer:
     return sg.init.create(name)
 
 
+def init_name(text: str) -> str:
+    """argparse type of ``--init``: ``pytorch`` or a name (or JSON) ``sg.init.create`` takes;
+    an unknown name is a usage error listing every choice, ``pytorch`` included."""
+    if text == "pytorch" or text.lower() in sg.init.names() or text.lstrip().startswith("["):
+        return text
+    raise argparse.ArgumentTypeError(f"unknown initializer {text!r}; known: "
+                                     f"{['pytorch'] + sg.init.names()}")
+
+
 # option -> (recipe key, type, help); defaults come from the model's RECIPE over DEFAULTS
 RECIPE_OPTIONS = {
     "--batch-size": ("batch_size", positive_int, "samples per batch"),
@@ -39,7 +48,7 @@ RECIPE_OPTIONS = {
     "--lr": ("learning_rate", positive_float, "learning rate"),
     "--momentum": ("momentum", float, "SGD momentum"),
     "--wd": ("wd", float, "weight decay"),
-    "--init": ("initializer", str, "'pytorch' or an sg.init name"),
+    "--init": ("initializer", init_name, "'pytorch' or an sg.init name"),
 }
 
 
@@ -60,7 +69,8 @@ def add_train_options(p: argparse.ArgumentParser, recipe: Optional[dict]) -> Non
     p.add_argument("--num-test", type=positive_int, default=None,
                    help="use the first N test images")
     p.add_argument("--prefix", default=None, help="checkpoint prefix (saved after each epoch)")
-    p.add_argument("--curve", action="store_true", help="write PREFIX-curve.png (matplotlib)")
+    p.add_argument("--curve", action=CurveFlag,
+                   help="write PREFIX-curve.png (needs --prefix and matplotlib)")
     p.add_argument("--log-every", type=positive_int, default=100,
                    help="Speedometer period in batches (default: 100)")
     p.add_argument("--gpus", type=gpu_list, default=None, metavar="0,1",
@@ -205,6 +215,8 @@ def run_cli(args: argparse.Namespace) -> int:
     mod = importlib.import_module(f"symgraph.models.{args.model}")
     fill_recipe(args, mod.RECIPE)
     check_prefix(args.prefix)
+    if args.curve and args.prefix is None:
+        raise sg.DataError("--curve writes PREFIX-curve.png: give --prefix too")
     if not (args.data_dir or sg.config.get("SYMGRAPH_DATA")):
         raise sg.DataError("no MNIST folder: give --data-dir DIR (or set SYMGRAPH_DATA); "
                            "add --download to fetch MNIST into it")

@@ -31,8 +31,14 @@ CONV_PARAMS = {
     "pad": Param("shape", ()), "num_filter": Param("int"), "num_group": Param("int", 1),
     "workspace": Param("int", 1024), "no_bias": Param("bool", False),
     "cudnn_tune": Param("str?", None), "cudnn_off": Param("bool", False),
-    "layout": Param("str?", None),
+    "layout": Param("str?", None, doc="Data layout: None (the default), NCW, NCHW or NCDHW put "
+                    "the channels on axis 1; NWC, NHWC or NDHWC put them last (weights then "
+                    "O,k...,C/num_group). Its rank must be the kernel's."),
 }
+FIRST_ONLY_LAYOUT = Param("str?", None, doc="Data layout: None (the default), NCW, NCHW or "
+                          "NCDHW, channels on axis 1, the rank of the kernel; channels-last "
+                          "layouts are refused (a Convolution takes them).")
+"""``layout`` of the ops that compute channels first only (Deconvolution, Pooling)."""
 LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 CHANNEL_LAST = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
 
@@ -239,8 +245,8 @@ register(OpDef(
     partial_shapes=True,
     lowering=("convolution", {"call": "forward", "data": 0, "args": (0, 1), "bias": True}),
     doc="N-d convolution (cross-correlation), NC(D)(H)W data, O,C/num_group,k... weights "
-        "(layout N(D)(H)WC: channels-last data and O,k...,C/num_group weights); im2col + one "
-        "GEMM per group on the CPU."))
+        "(layout NWC/NHWC/NDHWC: channels-last data and O,k...,C/num_group weights); im2col + "
+        "one GEMM per group on the CPU."))
 
 
 def _data_grad_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:

@@ -30,7 +30,7 @@ from ..context import cpu
 from ..ndarray import NDArray
 from ..registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
 from ..rtc import stream_scope
-from . import custom_aot
+from . import custom_aot, custom_host
 from ._util import as_shape
 
 PARAMS = {
@@ -98,7 +98,21 @@ def get_prop(attrs: Attrs) -> Any:
 
 
 def _here(a: Attrs) -> str:
-    return f"Custom op_type {a['op_type']!r}: "
+    """Message prefix naming the op as the user wrote it: an NDArrayOp by its class, not by the
+    private op_type it is registered under (adapters set ``user_class``)."""
+    cls = getattr(get_prop(a), "user_class", None)
+    return f"Custom {cls.__name__}: " if cls is not None else f"Custom op_type {a['op_type']!r}: "
+
+
+def _user_name(obj: Any) -> str:
+    """The name of the class the user wrote behind ``obj`` (a prop or an operator)."""
+    return getattr(obj, "user_class", type(obj)).__name__
+
+
+def _host_check(node: Any) -> None:
+    """At a CPU bind: refuse a Python op whose class only runs CUDA kernels (custom_host)."""
+    if node.attrs["func_type"] == "":
+        custom_host.check_user_class(getattr(get_prop(node.attrs), "user_class", None), node)
 
 
 def _py_inputs(a: Attrs) -> tuple:
@@ -112,7 +126,7 @@ def _py_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     if any(s is None for s in ins[:n]):
         return ins, outs  # MXNet's custom ops infer forward only
     res = p.infer_shape([list(s) for s in ins[:n]])
-    what = f"{_here(a)}{type(p).__name__}.infer_shape"
+    what = f"{_here(a)}{_user_name(p)}.infer_shape"
     if not isinstance(res, (tuple, list)) or len(res) not in (2, 3):
         raise ShapeError(f"{what} returned {res!r}; expected (in_shapes, out_shapes[, aux])")
     aux = list(res[2]) if len(res) > 2 else []
@@ -130,7 +144,7 @@ def _py_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
         return ins, outs
     res = p.infer_type(list(ins[:n]))
     aux = list(res[2]) if len(res) > 2 else list(ins[n:])
-    what = f"{_here(a)}{type(p).__name__}.infer_type"
+    what = f"{_here(a)}{_user_name(p)}.infer_type"
     if len(res[0]) != n or len(res[1]) != len(outs) or len(aux) != len(ins) - n:
         raise DTypeError(f"{what} returned {len(res[0])} input, {len(res[1])} output and "
                          f"{len(aux)} aux dtypes for {n} inputs, {len(outs)} outputs")
@@ -157,7 +171,7 @@ def get_operator(attrs: Attrs, in_data: list, rc: RunCtx) -> Any:
 
 def _call_user(a: Attrs, method: Any, args: tuple) -> None:
     """Call ``CustomOp.forward``/``backward``; errors of what it writes name the op."""
-    what = f"{_here(a)}{type(method.__self__).__name__}.{method.__name__}"
+    what = f"{_here(a)}{_user_name(method.__self__)}.{method.__name__}"
     try:
         result = method(*args)
     except SymgraphError as exc:
@@ -287,7 +301,7 @@ register(OpDef(
     aux=lambda a: _kind(a).aux(a), outputs=lambda a: _kind(a).outputs(a),
     lowering=("callback", {"run": run_forward}),
     doc="A user operator: a Python CustomOp/NDArrayOp (op_type) or an aot kernel (func).",
-    extra={"api": custom_api}))
+    extra={"api": custom_api, "host_check": _host_check}))
 
 
 # -- _backward_Custom -----------------------------------------------------------------------------

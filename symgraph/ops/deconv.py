@@ -14,14 +14,14 @@ from ..base import ShapeError
 from ..registry import GEMM, OpDef, RunCtx, register
 from ._window import conv_data_grad, conv_forward, conv_weight_grad, dilated
 from ._util import like_input
-from .conv import CONV_PARAMS, check_data, layer_grad, layer_inputs, layer_shape
+from .conv import CONV_PARAMS, FIRST_ONLY_LAYOUT, check_data, layer_grad, layer_inputs, layer_shape
 from .geometry import ConvWindow
 
 Shape = tuple[int, ...]
 
 # MXNet's Deconvolution has no bias unless asked (no_bias defaults to True, unlike Convolution).
 DECONV_PARAMS = {**CONV_PARAMS, "no_bias": Param("bool", True), "adj": Param("shape", ()),
-                 "target_shape": Param("shape", ())}
+                 "target_shape": Param("shape", ()), "layout": FIRST_ONLY_LAYOUT}
 
 
 @lru_cache(maxsize=4096)

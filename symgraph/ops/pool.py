@@ -17,6 +17,7 @@ from ..base import ShapeError
 from ..registry import OPAQUE, OpDef, RunCtx, register
 from ._util import check_attr, fmt, like_input
 from ._window import inner, offsets, pad_spatial
+from .conv import FIRST_ONLY_LAYOUT, LAYOUTS
 from .geometry import PoolWindow
 
 Shape = tuple[int, ...]
@@ -26,7 +27,7 @@ POOL_PARAMS = {
     "global_pool": Param("bool", False), "cudnn_off": Param("bool", False),
     "pooling_convention": Param("str", "valid", ("valid", "full", "same")),
     "stride": Param("shape", ()), "pad": Param("shape", ()),
-    "count_include_pad": Param("bool", True), "layout": Param("str?", None),
+    "count_include_pad": Param("bool", True), "layout": FIRST_ONLY_LAYOUT,
 }
 
 
@@ -38,6 +39,9 @@ def pool_window(a: Attrs, data: Shape) -> PoolWindow:
     nsp = len(data) - 2
     if nsp not in (1, 2, 3):
         raise ShapeError(f"data {fmt(data)} must be 3-D, 4-D or 5-D")
+    if a["layout"] not in (None, LAYOUTS[nsp]):  # computed channels first; never reinterpret
+        raise ShapeError(f"layout {a['layout']} is not supported for {nsp}-D pooling; use "
+                         f"{LAYOUTS[nsp]} (channels on axis 1) and transpose the data")
     kind = (a["pool_type"], a["count_include_pad"])
     if a["global_pool"]:
         return PoolWindow(data[0], data[1], tuple(data[2:]), tuple(data[2:]), (1,) * nsp,

@@ -8,9 +8,10 @@ from .conv_layers import (AvgPool1D, AvgPool2D, Conv1D, Conv2D, Conv2DTranspose,
                           GlobalAvgPool2D, GlobalMaxPool2D, MaxPool1D, MaxPool2D)
 from .norm_layers import GroupNorm, InstanceNorm, LayerNorm
 from ..block import Block, HybridBlock
+from ..symbol_block import SymbolBlock  # MXNet's gluon.nn re-exports its gluon.block names
 
 __all__ = ["Activation", "LeakyReLU", "PReLU", "ELU", "SELU", "GELU", "Swish", "LayerNorm",
            "GroupNorm", "InstanceNorm", "BatchNorm", "Dense", "Dropout", "Embedding", "Flatten",
            "HybridLambda", "HybridSequential", "Lambda", "Sequential", "AvgPool1D",
            "AvgPool2D", "Conv1D", "Conv2D", "Conv2DTranspose", "Conv3D", "GlobalAvgPool2D",
-           "GlobalMaxPool2D", "MaxPool1D", "MaxPool2D", "Block", "HybridBlock"]
+           "GlobalMaxPool2D", "MaxPool1D", "MaxPool2D", "Block", "HybridBlock", "SymbolBlock"]

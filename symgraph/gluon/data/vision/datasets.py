@@ -37,6 +37,32 @@ def default_root(namespace: str) -> Path:
     return Path.home() / ".symgraph" / "datasets" / namespace
 
 
+def _missing(root: Path, split: str) -> list[str]:
+    stems = [_mnist.FILES[f"{split}_images"], _mnist.FILES[f"{split}_labels"]]
+    return [s for s in stems if not any((root / n).is_file() for n in (s + ".gz", s))]
+
+
+def check_files(root: Path, split: str, namespace: str = "mnist", can_download: bool = True,
+                who: str = "MNIST", param: str = "root") -> None:
+    """Make sure ``root`` holds the IDX files of ``split``: download what is missing (MNIST
+    only), else a DataError naming ``who``, the folder, the files and the parameter
+    ``param`` of ``who`` that picks the folder (``get_mnist`` calls it ``path``)."""
+    missing = _missing(root, split)
+    if not missing:
+        return
+    why = "download them by hand"
+    if can_download:
+        try:
+            _mnist.download(root, opener=_opener)
+            return
+        except (urllib.error.URLError, OSError) as exc:
+            why = f"the download failed: {exc}"
+    names = ", ".join(f"{s}[.gz]" for s in missing)
+    raise DataError(f"{who}: folder {root} lacks {names} ({why}); put the IDX files there or "
+                    f"pass {param}=... (default: $SYMGRAPH_DATA, else "
+                    f"~/.symgraph/datasets/{namespace})")
+
+
 class MNIST(Dataset):
     """Sample ``i``: ``(image uint8 NDArray (28, 28, 1), label int32)``; ``transform``
     is applied as ``transform(image, label)``."""
@@ -54,33 +80,9 @@ class MNIST(Dataset):
         self._data = images.reshape(len(images), 28, 28, 1)
         self._label = labels.astype(np.int32)
 
-    def _stems(self, split: str) -> list[str]:
-        return [_mnist.FILES[f"{split}_images"], _mnist.FILES[f"{split}_labels"]]
-
-    def _missing(self, split: str) -> list[str]:
-        return [s for s in self._stems(split)
-                if not any((self._root / n).is_file() for n in (s + ".gz", s))]
-
     def _load(self, split: str) -> tuple[np.ndarray, np.ndarray]:
-        missing = self._missing(split)
-        if missing and self._can_download:
-            self._download(missing)
-        elif missing:
-            raise DataError(self._missing_message(missing, "download them by hand"))
+        check_files(self._root, split, self._namespace, self._can_download, type(self).__name__)
         return _mnist.load(self._root, split)
-
-    def _missing_message(self, missing: list[str], why: str) -> str:
-        names = ", ".join(f"{s}[.gz]" for s in missing)
-        return (f"{type(self).__name__}: folder {self._root} lacks {names} ({why}); put the "
-                f"IDX files there or pass root=... (default: $SYMGRAPH_DATA, else "
-                f"~/.symgraph/datasets/{self._namespace})")
-
-    def _download(self, missing: list[str]) -> None:
-        try:
-            _mnist.download(self._root, opener=_opener)
-        except (urllib.error.URLError, OSError) as exc:
-            raise DataError(self._missing_message(
-                missing, f"the download failed: {exc}")) from None
 
     def __getitem__(self, idx: int) -> Any:
         image = nd.array(self._data[idx], dtype=np.uint8)
