@@ -15,11 +15,12 @@ also writes every graph's own hash (to find the first graph that differs).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import sys
 import types
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -32,13 +33,26 @@ S = sg.sym
 
 def _cuda_backend() -> Any:
     """The CUDA backend's forward passes and lowering, run without a device."""
-    from symgraph import executor
     from symgraph.cuda.plan import lower_schedule
     from symgraph.passes import FORWARD_PIPELINE
     from symgraph.passes.channel_last import channel_last
-    return executor, types.SimpleNamespace(
+    return types.SimpleNamespace(
         FORWARD_PIPELINE=FORWARD_PIPELINE + (channel_last,),  # as with cuDNN present
         compile=lambda schedule, ctx: lower_schedule(schedule, 132))
+
+
+@contextlib.contextmanager
+def cuda_lowering() -> Iterator[None]:
+    """Binds inside compile for the CPU context with the CUDA backend's passes and lowering
+    (the programs cannot run)."""
+    from symgraph import compile as C
+    backend = _cuda_backend()
+    saved = C.backend_for
+    C.backend_for = lambda ctx: backend
+    try:
+        yield
+    finally:
+        C.backend_for = saved
 
 
 def _action_text(action: Any) -> str:
@@ -67,13 +81,8 @@ def fingerprint(sym: Any, shapes: dict, dtype: Any = np.float32) -> str:
     type_dict = {n: dtype for n in shapes}
     exe = sym.simple_bind(sg.cpu(), grad_req=reqs, type_dict=type_dict, **shapes)
     h.update(exe._train.schedule.describe().encode())
-    executor, backend = _cuda_backend()
-    saved = executor.Executor._backend
-    executor.Executor._backend = lambda self: backend
-    try:
+    with cuda_lowering():
         stage = sym.simple_bind(sg.cpu(), grad_req=reqs, type_dict=type_dict, **shapes)._train
-    finally:
-        executor.Executor._backend = saved
     program = stage.program
     h.update(stage.schedule.describe().encode())
     h.update(program.source.encode())

@@ -21,7 +21,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as sg  # noqa: E402
-from symgraph import executor  # noqa: E402
+from symgraph import compile as C  # noqa: E402
 from symgraph.cuda.actions import Kernel, flat_actions  # noqa: E402
 from symgraph.cuda.plan import lower_schedule  # noqa: E402
 from symgraph.passes import FORWARD_PIPELINE  # noqa: E402
@@ -36,14 +36,14 @@ def program_counts(sym: Any, sm_count: int) -> collections.Counter:
     backend = types.SimpleNamespace(
         FORWARD_PIPELINE=FORWARD_PIPELINE + (channel_last,),
         compile=lambda schedule, ctx: lower_schedule(schedule, sm_count))
-    saved = executor.Executor._backend
-    executor.Executor._backend = lambda self: backend  # the CUDA backend's passes, no device
+    saved = C.backend_for
+    C.backend_for = lambda ctx: backend  # the CUDA backend's passes, no device
     try:
         reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
         exe = sym.simple_bind(sg.cpu(), grad_req=reqs, data=(RESNET_BATCH, 3, 32, 32))
         stage = exe._train
     finally:
-        executor.Executor._backend = saved
+        C.backend_for = saved
     counts: collections.Counter = collections.Counter()
     for st, acts in zip(stage.schedule.steps, stage.program.actions):
         for a in flat_actions(acts, "primary"):  # cuDNN's calls, in training

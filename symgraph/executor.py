@@ -9,28 +9,24 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from . import random as _random
-from .backend import Program
 from .base import BindError
 from .bind_checks import alloc as _alloc
 from .bind_checks import check_no_aliasing as _check_no_aliasing
 from .bind_checks import one_thread as _one_thread
 from .context import Context
-from .graph import Entry, Graph, Node, variable
-from .ndarray import NDArray, array, before_run
-from . import passes
-from .passes import OPTIMIZE_PIPELINE, plan_memory, run_pipeline
-from .passes.gradient import gradient
+from .graph import Entry
+from .ndarray import NDArray, before_run
+from .compile import Stage, build_stage
 from .passes.infer_shape import infer_shapes, symbol_shapes
 from .passes.infer_type import infer_types, symbol_types
 from .passes.verify import check_unique_inputs
-from .registry import RunCtx, get_op
-from .schedule import Schedule, lower
+from .registry import RunCtx
+from .schedule import Schedule
 from .typetable import TypeTable
 
 __all__ = ["Executor"]
@@ -56,38 +52,6 @@ def _as_list(kind: str, value: Any, names: Sequence[str], required: bool) -> lis
     if len(value) != len(names):
         raise BindError(f"{kind}: {len(value)} arrays given for {len(names)} names {list(names)}")
     return value
-
-
-def _numpy_backend() -> Any:
-    from .backend import numpy_backend
-    return numpy_backend
-
-
-def _cuda_backend() -> Any:
-    from .cuda import backend  # imports pycuda: only when a GPU executor is made
-    return backend
-
-
-# Device type -> the backend module: ``FORWARD_PIPELINE`` and ``compile(schedule, ctx)``,
-# which returns a :class:`~symgraph.backend.Program`.
-BACKENDS: dict[str, Callable[[], Any]] = {"cpu": _numpy_backend, "gpu": _cuda_backend}
-
-
-@dataclass
-class Stage:
-    """One compiled graph of an executor (inference, or training: forward then backward) and
-    where its values live: slots of the visible outputs, of the aux states a training forward
-    writes back (``mutations``: slot, aux name), of each argument's gradient, of each head
-    gradient (by output index); ``bound`` is filled on first run."""
-
-    schedule: Schedule
-    program: Program
-    outputs: list[int]
-    mutations: list[tuple[int, str]]
-    grads: dict[str, int]
-    heads: dict[int, int]
-    bound: Optional[list] = None
-    zero_grads: tuple[str, ...] = ()  # arguments no gradient reaches (filled, not computed)
 
 
 def _grad_reqs(grad_req: Any, names: Sequence[str]) -> dict[str, str]:
@@ -278,8 +242,9 @@ class Executor:
         """The inference or training program, built on first use."""
         stage = self._stages.get(train)
         if stage is None:
+            wrt = [n for n, r in self._grad_req.items() if r != "null"]
             with _gc_paused():
-                stage = self._stages[train] = self._build(self._graph, train=train)
+                stage = self._stages[train] = build_stage(self._graph, wrt, train, self._ctx)
         return stage
 
     @property
@@ -290,53 +255,6 @@ class Executor:
     def _train(self) -> Stage:
         return self._stage(True)
 
-    def _build(self, graph: Graph, train: bool) -> "Stage":
-        """Make the inference or training graph, optimise, lower, and compile for the backend."""
-        g = run_pipeline(graph, self._backend().FORWARD_PIPELINE)  # the backend's choice
-        var_by_name = {v.name: v for v in g.variables()}
-        outputs = list(g.outputs)
-        mutations: list[tuple[Entry, str]] = []
-        if train:
-            for node in g.nodes():
-                if node.is_variable:
-                    continue
-                for out_idx, in_idx in get_op(node.op).mutates:
-                    src = node.inputs[in_idx].node
-                    if src.is_variable:
-                        mutations.append((Entry(node, out_idx), src.name))
-        outputs += [e for e, _ in mutations]
-        n_forward = len(outputs)
-        heads: list[Node] = []
-        zero_grads: tuple[str, ...] = ()
-        wrt_names = [n for n, r in self._grad_req.items() if r != "null"]
-        if train and wrt_names:
-            # Head gradients are bound only in backward(); fusion must know (__phase__).
-            heads = [variable(f"_head_grad{i}", {"__phase__": "backward"})
-                     for i in range(len(self._fwd_outputs))]
-            for h, e in zip(heads, self._fwd_outputs):
-                self._types.add(Entry(h), self._types.shape(e), self._types.dtype(e))
-            grads = gradient(g.with_types(self._types),
-                             [var_by_name[n] for n in wrt_names],
-                             [Entry(h) for h in heads], zero_as_none=True)
-            zero_grads = tuple(n for n, e in zip(wrt_names, grads) if e is None)
-            wrt_names = [n for n, e in zip(wrt_names, grads) if e is not None]
-            outputs += [e for e in grads if e is not None]
-        full = Graph(tuple(outputs), self._types)
-        full = run_pipeline(full, OPTIMIZE_PIPELINE)
-        schedule = lower(full, n_forward, views=passes.ENABLED)
-        schedule.plan = plan_memory(schedule)
-        program = self._backend().compile(schedule, self._ctx)
-        outs = list(full.outputs)
-        return Stage(
-            schedule, program,
-            outputs=[schedule.slot_of[e] for e in outs[:len(self._fwd_outputs)]],
-            mutations=[(schedule.slot_of[e], name)
-                       for e, (_, name) in zip(outs[len(self._fwd_outputs):n_forward], mutations)],
-            grads=dict(zip(wrt_names, [schedule.slot_of[e] for e in outs[n_forward:]])),
-            heads={i: schedule.variables[h] for i, h in enumerate(heads)
-                   if h in schedule.variables},
-            zero_grads=zero_grads)
-
     def __repr__(self) -> str:
         sched = self._train.schedule
         n_grad = sum(r != "null" for r in self._grad_req.values())
@@ -345,13 +263,6 @@ class Executor:
                 f"{len(self.arg_arrays)} arguments ({n_grad} with gradients), "
                 f"{len(self.aux_arrays)} aux states -> {outs}; training schedule "
                 f"{len(sched.steps)} steps ({sched.n_forward_steps} forward)>")
-
-    def _backend(self) -> Any:
-        try:
-            return BACKENDS[self._ctx.device_type]()
-        except KeyError:
-            raise BindError(f"no backend for device type {self._ctx.device_type!r}; "
-                            f"backends: {sorted(BACKENDS)}") from None
 
     # -- running ----------------------------------------------------------------------------
     def _check_array(self, kind: str, name: str, value: Any, want: NDArray,
@@ -380,7 +291,7 @@ class Executor:
         self._rng_state = _random.generator().bit_generator.state \
             if not is_train or self._monitor is not None else None
         env, run_ctx = self._start(stage, is_train)
-        stage.program.run(env, 0, stage.schedule.n_forward_steps, run_ctx)
+        stage.run(env, run_ctx, "forward")
         self._finish_forward(stage, env, run_ctx, is_train)
         if self._monitor is not None:
             self._monitor.after_forward(is_train, self._rng_state)
@@ -407,19 +318,16 @@ class Executor:
             replay.bit_generator.state = self._rng_state or _random.generator().bit_generator.state
             self._env, self._run_ctx = self._start(stage, is_train)
             self._run_ctx.rng = replay
-            stage.program.run(self._env, 0, stage.schedule.n_forward_steps,
-                                 self._run_ctx)
+            stage.run(self._env, self._run_ctx, "forward")
         if isinstance(out_grads, (NDArray, np.ndarray)):
             out_grads = [out_grads]
         if out_grads is not None and len(out_grads) != len(self.outputs):
             raise BindError(f"backward: {len(out_grads)} out_grads for {len(self.outputs)} outputs")
-        program, env = stage.program, self._env
+        env = self._env
         before_run()
-        for slot, value in self._heads(out_grads).items():
-            program.bind_input(env, slot, value)
-        program.run(env, stage.schedule.n_forward_steps, len(stage.schedule.steps),
-                    self._run_ctx, tail=tail)
-        self._store_grads(env)
+        stage.bind_heads(env, self._heads(out_grads))
+        stage.run(env, self._run_ctx, "backward", tail)
+        stage.store_grads(env, self.grad_dict, self._grad_req)
 
     @_one_thread
     def train_step(self, tail: Any = None, out_grads: Optional[Sequence[Any]] = None,
@@ -438,12 +346,10 @@ class Executor:
         self._rng_state = _random.generator().bit_generator.state \
             if self._monitor is not None else None
         env, run_ctx = self._start(stage, is_train)
-        program = stage.program
-        for slot, value in self._heads(out_grads).items():
-            program.bind_input(env, slot, value)
-        program.run(env, 0, len(stage.schedule.steps), run_ctx, tail=tail)
+        stage.bind_heads(env, self._heads(out_grads))
+        stage.run(env, run_ctx, "all", tail)
         self._finish_forward(stage, env, run_ctx, True)
-        self._store_grads(env)
+        stage.store_grads(env, self.grad_dict, self._grad_req)
         if self._monitor is not None:
             self._monitor.after_forward(is_train, self._rng_state)
         return self.outputs
@@ -452,58 +358,29 @@ class Executor:
         """Call ``callback(name, value)`` for every node output after each forward (and its
         inputs first with ``monitor_all``), as MXNet does; see ``symgraph/monitor.py``."""
         from .monitor import ExecutorMonitor
-        self._monitor = ExecutorMonitor(self, callback, monitor_all)
+        self._monitor = ExecutorMonitor(self._graph, self._ctx, self.arg_dict, self.aux_dict,
+                                        callback, monitor_all)
 
-    def _start(self, stage: "Stage", is_train: bool) -> tuple[Any, RunCtx]:
+    def _start(self, stage: Stage, is_train: bool) -> tuple[Any, RunCtx]:
         """A fresh environment of ``stage``'s program with every bound array bound."""
-        before_run()  # pending sg.nd work may read arrays this run overwrites
-        program = stage.program
-        env = program.new_env()
-        if stage.bound is None:  # (name, slot) of every bound variable, found once
-            by_name = {n.name: slot for n, slot in stage.schedule.variables.items()}
-            stage.bound = [(d, n, by_name[n]) for d in (self.arg_dict, self.aux_dict)
-                              for n in d if n in by_name]
-        program.bind_inputs(env, [(slot, arrays[name]) for arrays, name, slot in stage.bound])
-        return env, RunCtx(is_train=is_train, rng=_random.generator(), state=self._op_state)
+        return stage.start((self.arg_dict, self.aux_dict), is_train, self._op_state)
 
-    def _finish_forward(self, stage: "Stage", env: Any, run_ctx: RunCtx, is_train: bool) -> None:
-        program = stage.program
-        for out, slot in zip(self.outputs, stage.outputs):
-            program.store(env, slot, out, accumulate=False)
+    def _finish_forward(self, stage: Stage, env: Any, run_ctx: RunCtx, is_train: bool) -> None:
+        stage.finish(env, self.outputs, self.aux_dict if is_train else None)
         if is_train:
-            for slot, name in stage.mutations:
-                program.store(env, slot, self.aux_dict[name], accumulate=False)
             self._env, self._run_ctx, self._trained = env, run_ctx, True
 
     def _heads(self, out_grads: Optional[Sequence[Any]]) -> dict[int, NDArray]:
         """Head-gradient slot -> array; the default ones are made once per executor."""
-        heads = {}
-        for i, slot in self._train.heads.items():
-            out = self.outputs[i]
-            if out_grads is None or out_grads[i] is None:
-                if slot not in self._ones:
-                    self._ones[slot] = array(np.ones(out.shape, out.dtype), self._ctx, out.dtype)
-                heads[slot] = self._ones[slot]
-            else:
-                value = self._check_array("out_grads", str(i), out_grads[i], out, True)
-                heads[slot] = array(value.astype(out.dtype), self._ctx, out.dtype)
-        return heads
-
-    def _store_grads(self, env: Any) -> None:
-        reqs, grads = self._grad_req, self.grad_dict
-        self._train.program.store_all(env, [(slot, grads[name], reqs[name] == "add")
-                                            for name, slot in self._train.grads.items()])
-        for name in self._train.zero_grads:  # no gradient reaches it: 0 (write) or unchanged
-            if self._grad_req[name] == "write":
-                self.grad_dict[name][:] = 0
+        return self._train.head_arrays(out_grads, self._ctx, self._ones)
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
                 **kwargs: Any) -> "Executor":
         """A new executor for the input shapes in ``kwargs``, sharing this one's memory
         (MXNet's ``Executor.reshape``; see ``executor_reshape.py``)."""
         from .executor_reshape import reshape
-        return reshape(self, partial_shaping, allow_up_sizing,
-                       {k: tuple(v) for k, v in kwargs.items()})
+        return reshape(self, self._symbol, self._ctx, self.grad_req, partial_shaping,
+                       allow_up_sizing, {k: tuple(v) for k, v in kwargs.items()})
 
     # -- parameters and introspection --------------------------------------------------------
     def copy_params_from(self, arg_params: Mapping[str, NDArray],

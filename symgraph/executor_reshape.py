@@ -32,12 +32,11 @@ def _reuse(name: str, old: Optional[NDArray], shape: tuple[int, ...], dtype: Any
     return zeros(shape, ctx, dtype)
 
 
-def reshape(exe: Any, partial_shaping: bool, allow_up_sizing: bool,
-            shapes: dict[str, tuple]) -> Any:
-    """A new executor of ``exe``'s symbol with the input shapes in ``shapes`` (MXNet's
-    ``Executor.reshape``). Without ``partial_shaping``, only the named inputs may change
-    shape; everything else must keep its shape."""
-    sym, ctx = exe._symbol, exe._ctx
+def reshape(exe: Any, sym: Any, ctx: Any, grad_req: dict[str, str], partial_shaping: bool,
+            allow_up_sizing: bool, shapes: dict[str, tuple]) -> Any:
+    """A new executor of ``exe``'s symbol ``sym`` (bound on ``ctx`` with ``grad_req``) with the
+    input shapes in ``shapes`` (MXNet's ``Executor.reshape``). Without ``partial_shaping``,
+    only the named inputs may change shape; everything else must keep its shape."""
     arg_names, aux_names = sym.list_arguments(), sym.list_auxiliary_states()
     unknown = sorted(set(shapes) - set(arg_names))
     if unknown:
@@ -58,7 +57,7 @@ def reshape(exe: Any, partial_shaping: bool, allow_up_sizing: bool,
              for n, g, s in zip(arg_names, exe.grad_arrays, arg_shapes)]
     aux = [_reuse(n, exe.aux_dict[n], s, exe.aux_dict[n].dtype, ctx, allow_up_sizing)
            for n, s in zip(aux_names, aux_shapes)]
-    new = type(exe)(sym, ctx, args, grads, list(exe._grad_req.values()), aux)  # an Executor
+    new = type(exe)(sym, ctx, args, grads, list(grad_req.values()), aux)  # an Executor
     for i, (old, shape) in enumerate(zip(exe.outputs, out_shapes)):
         if old.shape == tuple(shape) or prod(shape) <= old.size:
             new.outputs[i] = view(old, tuple(shape))  # MXNet shares output memory too

@@ -17,9 +17,11 @@ import weakref
 from typing import Any, Optional, Sequence
 
 
+from . import compile
 from .base import ExecutionError
+from .build import OPS, Handle
 from .context import Context
-from .graph import Entry, Node, variable
+from .graph import Entry, Graph, Node, variable
 from .imperative_state import (FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS, VALUE,
                                is_training)
 from . import imperative_steady as steady
@@ -64,27 +66,26 @@ def _canonical(tr: Trace, prefix: str = "_in") -> tuple[list[Node], list[Node]]:
 
 def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry],
              grads: dict[int, tuple[NDArray, str]], train: bool) -> Program:
-    """Bind an Executor over ``outputs`` (+ ``blocked``: forward values that get no gradient)."""
-    from . import symbol as S
-    from .executor import Executor
-    new, _ = _canonical(tr)
+    """Compile a stage over ``outputs`` (+ ``blocked``: forward values that get no gradient)
+    reading the leaves as variables ``_in0``, ``_in1``..."""
+    new, variables = _canonical(tr)
 
     def canon(e: Entry) -> Entry:
         return Entry(new[tr.local[e.node]], e.index)
-    heads = [S.Symbol((canon(e),)) for e in outputs]
-    heads += [S.BlockGrad(S.Symbol((canon(e),))) for e in blocked]
-    sym = S.Group(heads)
-    names = [f"_in{k}" for k in range(len(tr.leaves))]
-    aux_names = set(sym.list_auxiliary_states())
-    args = {n: a for n, a in zip(names, tr.leaves) if n not in aux_names}
-    aux = {n: a for n, a in zip(names, tr.leaves) if n in aux_names}
-    grad_arrays = {names[k]: g for k, (g, _) in grads.items() if names[k] in args}
-    reqs = {n: (grads[k][1] if k in grads and n in args else "null")
-            for k, n in enumerate(names) if n in args}
-    exe = Executor.bind(sym, ctx, args, grad_arrays or None, reqs, aux or None,
-                        stages=(train,))
+    heads = [canon(e) for e in outputs]
+    heads += [OPS.BlockGrad(Handle((canon(e),))).outputs_[0] for e in blocked]
+    graph = Graph(tuple(heads))
+    aux = compile.aux_variables(graph)
+    names = [v.name for v in variables]
+    types = compile.infer(graph, {n: a.shape for n, a in zip(names, tr.leaves)},
+                          {n: a.dtype for n, a in zip(names, tr.leaves)})
+    leaf_of = {v: k for k, v in enumerate(variables)}
+    # in the graph's variable order (MXNet's list_arguments), as an executor asks
+    wrt = [v.name for v in graph.variables() if v not in aux and leaf_of[v] in grads]
+    stage = compile.build_stage(graph.with_types(types), wrt, train, ctx)
     STATS["compiles"] += 1
-    prog = Program(exe, ctx, len(tr.leaves), len(outputs) + len(blocked))
+    prog = Program(stage, ctx, tr.leaves, [v in aux for v in variables],
+                   len(outputs) + len(blocked))
     prog.train_dependent = any(get_op(n.op).train_dependent for n in tr.nodes)
     return prog
 
@@ -137,14 +138,14 @@ def _forget_pending(tr: Trace) -> None:
         pop(ref(node), None)
 
 
-def _run_forward(prog: Program, tr: Trace) -> None:
-    prog.bind(tr.leaves, ())
+def _run_forward(prog: Program, tr: Trace) -> list[Any]:
     STATE.running += 1
     try:
-        prog.exe.forward(is_train=tr.train)
+        bufs = prog.forward(tr.leaves, tr.train)
     finally:
         STATE.running -= 1
     STATS["runs"] += 1
+    return bufs
 
 
 def force_pending(arrays: Sequence[NDArray]) -> None:
@@ -157,8 +158,7 @@ def force_pending(arrays: Sequence[NDArray]) -> None:
     prog = _CACHE.get(key)
     if prog is None:
         prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
-    _run_forward(prog, tr)
-    _materialise(outs, prog.take_outputs())
+    _materialise(outs, _run_forward(prog, tr))
     _forget_pending(tr)
 
 

@@ -1,18 +1,21 @@
-"""A compiled imperative subgraph (:class:`Program`): its executor, and how each call's leaves
-and gradient buffers are bound to it and its outputs handed out, on the CPU and the GPU.
+"""A compiled imperative subgraph (:class:`Program`): its compiled stage, and how each call's
+leaves and gradient buffers are bound to it and its outputs handed out, on the CPU and the GPU.
 
-Requires: an :class:`~symgraph.executor.Executor` bound over a canonical copy whose variables
-are ``_in0``, ``_in1``... (``imperative_compile._compile``). Guarantees: on the GPU the
-executor's bound device pointers never change between calls, so its CUDA graph replays.
+Requires: a :class:`~symgraph.compile.Stage` built over a canonical copy whose variables are
+``_in0``, ``_in1``... (``imperative_compile._compile``). Guarantees: on the GPU the arrays a
+program reads never change between calls (changed inputs are copied into buffers it owns), so
+its CUDA graph replays.
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from . import random as _random
 from .base import ExecutionError
+from .compile import Stage
 from .context import Context
 from .ndarray import NDArray
 from .registry import RunCtx
@@ -23,14 +26,11 @@ class _TrainPlan:
     of the training program that read leaves, the aux updates (slot, leaf), each gradient's
     slot, the leaves no gradient reaches, and the visible outputs' slots (found once)."""
 
-    __slots__ = ("program", "n_steps", "leaf_slots", "mutations", "grad_slots", "zero",
-                 "out_slots", "ones")
+    __slots__ = ("leaf_slots", "mutations", "grad_slots", "zero", "out_slots", "ones")
 
-    def __init__(self, exe: Any, names: Sequence[str], n_out: int) -> None:
-        stage = exe._stage(True)
+    def __init__(self, stage: Stage, names: Sequence[str], n_out: int) -> None:
         index = {n: k for k, n in enumerate(names)}
         by_name = {node.name: slot for node, slot in stage.schedule.variables.items()}
-        self.program, self.n_steps = stage.program, len(stage.schedule.steps)
         self.leaf_slots = [(k, by_name[n]) for k, n in enumerate(names) if n in by_name]
         self.mutations = [(slot, index[name]) for slot, name in stage.mutations]
         self.grad_slots = {index[n]: slot for n, slot in stage.grads.items()}
@@ -53,73 +53,88 @@ def _grad_stores(plan: _TrainPlan, grads: dict[int, tuple[NDArray, str]]) -> tup
 
 
 class Program:
-    """A compiled subgraph: the executor and where each leaf and gradient is bound."""
+    """A compiled subgraph: its stage, the array each leaf's variable reads now (``bound``),
+    and the run-time state its runs share (ops' objects, default head gradients, a lock: one
+    run at a time)."""
 
-    def __init__(self, exe: Any, ctx: Context, n_leaves: int, n_out: int) -> None:
-        self.exe, self.ctx, self.n_out = exe, ctx, n_out
-        names = [f"_in{k}" for k in range(n_leaves)]
-        self.slots = [(exe.arg_dict, n) if n in exe.arg_dict else (exe.aux_dict, n)
-                      for n in names]
-        self.bound = [d[n] for d, n in self.slots]  # the array each leaf's slot reads now
-        self.owned = [False] * n_leaves
+    def __init__(self, stage: Stage, ctx: Context, leaves: Sequence[NDArray],
+                 aux: Sequence[bool], n_out: int) -> None:
+        self.stage, self.ctx, self.n_out = stage, ctx, n_out
+        self.names = [f"_in{k}" for k in range(len(leaves))]
+        self.aux = list(aux)  # leaf k is an aux state (written back by a training forward)
+        self.bound = list(leaves)
+        self.arrays = dict(zip(self.names, leaves))  # ``bound`` by variable name
+        self.owned = [False] * len(leaves)
         self.gpu = ctx.device_type == "gpu"
         self.train_dependent = False  # holds a Dropout-like op (see _warn_recomputed)
+        self.op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
+        self.busy = threading.Lock()
         self._plan: Optional[_TrainPlan] = None
         self._grad_stores: Optional[tuple] = None  # (grads, their stores, zeroed) of train
 
-    def bind(self, leaves: Sequence[NDArray], grads: Sequence[tuple[str, NDArray]]) -> None:
-        """Point the executor at this call's leaves: on the CPU by rebinding; on the GPU a
+    def bind(self, leaves: Sequence[NDArray]) -> None:
+        """Point the program at this call's leaves: on the CPU by rebinding; on the GPU a
         changing argument is copied into a buffer the program owns, so device pointers stay
         fixed and the CUDA graph replays."""
-        exe, bound = self.exe, self.bound
+        bound = self.bound
         copies = []
         for k, leaf in enumerate(leaves):
             if bound[k]._buf is leaf._buf:
                 continue
-            d, name = self.slots[k]
-            if not self.gpu or d is exe.aux_dict:
-                d[name] = bound[k] = leaf
+            if not self.gpu or self.aux[k]:
+                bound[k] = self.arrays[self.names[k]] = leaf
                 continue
             if not self.owned[k]:
-                d[name] = bound[k] = _device_array(leaf.shape, leaf.dtype, self.ctx)
+                bound[k] = self.arrays[self.names[k]] = _device_array(leaf.shape, leaf.dtype,
+                                                                      self.ctx)
                 self.owned[k] = True
             copies.append((bound[k], leaf))
         if copies:
             _copy_device(copies, self.ctx.device_id)
-        for name, g in grads:
-            exe.grad_dict[name] = g
+
+    def forward(self, leaves: Sequence[NDArray], is_train: bool) -> list[Any]:
+        """Run the forward steps on ``leaves``; aux updates of a training forward go into the
+        aux leaves; returns the first ``n_out`` outputs' buffers, handed over."""
+        self.bind(leaves)
+        stage = self.stage
+        self._acquire("forward")
+        try:
+            env, run_ctx = stage.start((self.arrays,), is_train, self.op_state)
+            stage.run(env, run_ctx, "forward")
+            if is_train:
+                stage.finish(env, (), self.arrays)  # (the aux updates, if any)
+            return self._hand_out(stage.program, env, stage.outputs[:self.n_out])
+        finally:
+            self.busy.release()
 
     def train(self, leaves: Sequence[NDArray], grads: dict[int, tuple[NDArray, str]],
               out_grads: Optional[Sequence[Any]], is_train: bool) -> list[Any]:
-        """Forward and backward as one run of the executor's training program (what
-        ``Executor.train_step`` does, without its name-keyed binding and stores: the slots
-        are found once, by leaf index); gradients go into ``grads`` (leaf index ->
-        (array, grad_req)), aux updates into the aux leaves; returns the first ``n_out``
-        outputs' buffers, handed over. Call inside ``STATE.running`` (nothing flushes)."""
+        """Forward and backward as one run of the training stage (the slots are found once,
+        by leaf index); gradients go into ``grads`` (leaf index -> (array, grad_req)), aux
+        updates into the aux leaves; returns the first ``n_out`` outputs' buffers, handed
+        over. Call inside ``STATE.running`` (nothing flushes)."""
+        stage = self.stage
         plan = self._plan
         if plan is None:
-            plan = self._plan = _TrainPlan(self.exe, [n for _, n in self.slots], self.n_out)
+            plan = self._plan = _TrainPlan(stage, self.names, self.n_out)
         if self.gpu:  # (changed inputs copied into the program's own buffers)
-            self.bind(leaves, ())
+            self.bind(leaves)
             bound = self.bound
         else:
             bound = leaves
-        exe = self.exe
-        if not exe._busy.acquire(blocking=False):
-            raise ExecutionError("backward: this imperative program is running in another "
-                                 "thread; run one training step at a time per program")
+        self._acquire("backward")
         try:
-            program = plan.program
+            program = stage.program
             env = program.new_env()
             program.bind_inputs(env, [(slot, bound[k]) for k, slot in plan.leaf_slots])
             if out_grads is None:  # (the default head gradients: arrays of ones, made once)
                 if plan.ones is None:
-                    plan.ones = list(exe._heads(None).items())
+                    plan.ones = list(stage.head_arrays(None, self.ctx, {}).items())
                 program.bind_inputs(env, plan.ones)
             else:
-                program.bind_inputs(env, exe._heads(out_grads).items())
-            program.run(env, 0, plan.n_steps,
-                        RunCtx(is_train=is_train, rng=_random.generator(), state=exe._op_state))
+                stage.bind_heads(env, stage.head_arrays(out_grads, self.ctx, {}))
+            program.run(env, 0, len(stage.schedule.steps),
+                        RunCtx(is_train=is_train, rng=_random.generator(), state=self.op_state))
             kept = self._grad_stores
             if kept is None or kept[0] is not grads:  # (a steady backward: the same dict)
                 kept = self._grad_stores = (grads, *_grad_stores(plan, grads))
@@ -130,7 +145,13 @@ class Program:
             program.store_all(env, kept[1])
             return self._hand_out(program, env, plan.out_slots)
         finally:
-            exe._busy.release()
+            self.busy.release()
+
+    def _acquire(self, what: str) -> None:
+        """Hold the program for one run; a second thread's run is refused, not serialised."""
+        if not self.busy.acquire(blocking=False):
+            raise ExecutionError(f"{what}: this imperative program is running in another "
+                                 f"thread; run one step at a time per program")
 
     def _hand_out(self, program: Any, env: Any, slots: Sequence[int]) -> list[Any]:
         """Copies of the output slots' values (the run's memory is the program's)."""
@@ -140,19 +161,6 @@ class Program:
                                   self.ctx.device_id)
         read = program.read
         return [np.array(read(env, s)) for s in slots]
-
-    def take_outputs(self) -> list[Any]:
-        """The first ``n_out`` output buffers, handed over (CPU) or copied (GPU, where the
-        program keeps writing into its own output arrays)."""
-        outs = self.exe.outputs[:self.n_out]
-        if self.gpu:
-            return _device_copies([(o._buf.ptr, o.shape, o.dtype) for o in outs],
-                                  self.ctx.device_id)
-        bufs = []
-        for o in outs:
-            bufs.append(o._buf)
-            o._buf = np.empty_like(o._buf)
-        return bufs
 
 
 _POOLS: dict[int, Any] = {}  # device id -> pycuda DeviceMemoryPool

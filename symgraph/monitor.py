@@ -7,7 +7,7 @@ variable input), in execution order, as MXNet's graph executor does. The name is
 ``bytes`` (MXNet passes a C string; its tests decode it with ``py_str``), the value as an
 NDArray.
 
-The values come from a second program compiled from the same symbol with every node output
+The values come from a second program compiled from the same graph with every node output
 made a graph output, bound to the same argument arrays and to copies of the auxiliary states
 (its own training forward must not update them twice), and run with the random generator
 replayed from the state the monitored forward started from, so Dropout masks agree. The
@@ -23,7 +23,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .attrs import Attrs
-from .graph import Entry
+from .compile import Stage, build_stage
+from .context import Context
+from .graph import Entry, Graph
 from .ndarray import NDArray, array
 from .registry import OpDef, get_op
 
@@ -33,41 +35,44 @@ Callback = Callable[[bytes, NDArray], None]
 
 
 class ExecutorMonitor:
-    """What one executor reports to its monitor callback (built on first use)."""
+    """What one executor reports to its monitor callback: ``graph`` (typed) is the executor's,
+    run on ``ctx`` with its argument and aux arrays (probe programs built on first use)."""
 
-    def __init__(self, exe: Any, callback: Callback, monitor_all: bool) -> None:
-        self.exe, self.callback, self.monitor_all = exe, callback, monitor_all
-        self._probe: Optional[Any] = None
-        self._entries: list[Entry] = []
+    def __init__(self, graph: Graph, ctx: Context, arg_dict: dict[str, NDArray],
+                 aux_dict: dict[str, NDArray], callback: Callback, monitor_all: bool) -> None:
+        self.graph, self.ctx, self.callback, self.monitor_all = graph, ctx, callback, monitor_all
+        self.arg_dict, self.aux_dict = arg_dict, aux_dict
+        self._entries = [e for n in graph.nodes() if not n.is_variable for e in n.entries()]
+        self._probes: dict[bool, Stage] = {}  # is_train -> program with every entry an output
+        self._aux: Optional[dict[str, NDArray]] = None  # the probes' own aux states
 
-    def _build(self) -> Any:
-        sym = self.exe._symbol
-        for node in sym._nodes():
-            if not node.is_variable:
-                self._entries.extend(node.entries())
-        probe = type(sym)(self._entries)  # a Symbol over every entry (the front end's class)
-        aux = {n: array(a.asnumpy(), a.context, a.dtype) for n, a in self.exe.aux_dict.items()}
-        return probe.bind(self.exe._ctx, dict(self.exe.arg_dict), grad_req="null",
-                          aux_states=aux or None)
+    def _probe(self, is_train: bool) -> Stage:
+        stage = self._probes.get(is_train)
+        if stage is None:
+            probe = Graph(tuple(self._entries), self.graph.types)
+            stage = self._probes[is_train] = build_stage(probe, (), is_train, self.ctx)
+        return stage
 
     def after_forward(self, is_train: bool, rng_state: dict) -> None:
         """Report the forward that just ran (from ``rng_state``)."""
         from . import random as _random
-        if self._probe is None:
-            self._probe = self._build()
-        for name, arr in self._probe.aux_dict.items():
-            arr[:] = self.exe.aux_dict[name]
+        stage = self._probe(is_train)
+        self._aux = {n: array(a.asnumpy(), a.context, a.dtype) for n, a in self.aux_dict.items()}
         saved = _random.generator().bit_generator.state
         _random.generator().bit_generator.state = rng_state
         try:
-            values = dict(zip(self._entries, self._probe.forward(is_train=is_train)))
+            env, run_ctx = stage.start((self.arg_dict, self._aux), is_train)
+            stage.run(env, run_ctx, "forward")
         finally:
             _random.generator().bit_generator.state = saved
+        read, dtypes = stage.program.read, stage.schedule.dtypes
+        values = {e: array(read(env, slot), self.ctx, dtypes[slot])
+                  for e, slot in zip(self._entries, stage.outputs)}
         self._report(values)
 
     def _report(self, values: dict[Entry, NDArray]) -> None:
-        arrays = {**self.exe.arg_dict, **self.exe.aux_dict}
-        for node in self.exe._symbol._nodes():
+        arrays = {**self.arg_dict, **self.aux_dict}
+        for node in self.graph.nodes():
             if node.is_variable:
                 continue
             opdef = get_op(node.op)

@@ -154,9 +154,9 @@ def test_fused_formulas_are_built_once_per_distinct_group(monkeypatch) -> None:
 
 def _count_builds(monkeypatch) -> list:
     built: list = []
-    real = X.Executor._build
-    monkeypatch.setattr(X.Executor, "_build",
-                        lambda self, g, train: built.append(train) or real(self, g, train))
+    real = X.build_stage
+    monkeypatch.setattr(X, "build_stage", lambda g, wrt, train, ctx:
+                        built.append(train) or real(g, wrt, train, ctx))
     return built
 
 

@@ -117,11 +117,11 @@ def _bucket_sym(key: int):
 
 
 def test_bucketing_module_shares_parameters_gradients_and_optimizer(monkeypatch) -> None:
-    from symgraph.executor import Executor
+    from symgraph import executor
     builds = []
-    build = Executor._build
-    monkeypatch.setattr(Executor, "_build", lambda self, graph, train: builds.append(train)
-                        or build(self, graph, train))
+    build = executor.build_stage
+    monkeypatch.setattr(executor, "build_stage", lambda graph, wrt, train, ctx:
+                        builds.append(train) or build(graph, wrt, train, ctx))
     mod = sg.mod.BucketingModule(sym_gen=_bucket_sym, default_bucket_key=10)
     mod.bind(data_shapes=[("data", (2, 10))], grad_req="add")
     mod.init_params()

@@ -277,8 +277,10 @@ register(OpDef(
     doc="int64 array data.shape + (len(axes),): each element's coordinates on `axes` (all "
         "axes when None) (sg.sym.contrib.index_array)."))
 
-ARANGE_PARAMS = {"start": Param("float", 0.0), "step": Param("float", 1.0),
-                 "repeat": Param("int", 1), "ctx": Param("str", ""),
+ARANGE_PARAMS = {"start": Param("float", 0.0, doc="First value."), "step": Param("float", 1.0),
+                 "repeat": Param("int", 1, doc="How many times each value repeats."),
+                 "ctx": Param("str", "", doc="Accepted for MXNet compatibility; the result "
+                                             "is on the input's device."),
                  "axis": Param("int?", None)}
 
 

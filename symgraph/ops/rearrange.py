@@ -93,7 +93,8 @@ for _name, _view, _fwd, _inv, _other in (
 
 # -- diag ---------------------------------------------------------------------------------------
 
-DIAG_PARAMS = {"k": Param("int", 0), "axis1": Param("int", 0), "axis2": Param("int", 1)}
+DIAG_PARAMS = {"k": Param("int", 0), "axis1": Param("int", 0, doc="First axis of the 2-D planes."),
+               "axis2": Param("int", 1, doc="Second axis of the 2-D planes.")}
 
 
 def diagonal(a: Attrs, big: np.ndarray, vector: bool) -> np.ndarray:
@@ -159,8 +160,9 @@ register(OpDef(
 
 # -- Crop ---------------------------------------------------------------------------------------
 
-CROP_PARAMS = {"num_args": Param("int"), "offset": Param("shape", (0, 0)),
-               "h_w": Param("shape", (0, 0)), "center_crop": Param("bool", False)}
+CROP_PARAMS = {"num_args": Param("int"), "offset": Param("shape", (0, 0), doc="(y, x) of the crop's corner."),
+               "h_w": Param("shape", (0, 0), doc="(height, width) of the crop (when one input)."),
+               "center_crop": Param("bool", False, doc="Crop the centre instead of at offset.")}
 
 
 def crop_index(a: Attrs, data: Shape, like: Any) -> tuple:
@@ -289,7 +291,8 @@ register(OpDef(
     doc="Sliding blocks of (N, C, *spatial) data as columns (N, C*prod(kernel), L); its "
         "gradient is col2im."))
 register(OpDef(
-    "col2im", {"output_size": Param("shape"), **WINDOW_PARAMS}, ("data",),
+    "col2im", {"output_size": Param("shape", doc="(height, width) of the image the columns came from."),
+                **WINDOW_PARAMS}, ("data",),
     _inverse_pair(_image_of, lambda a, img: _columns_shape(column_window(a, img))), _col2im,
     lambda c: [c.sym.im2col(c.ograds[0], **{k: v for k, v in c.attrs.items()
                                               if k != "output_size"})], REDUCE,

@@ -22,12 +22,14 @@ Example::
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import INJECTIVE, OpDef, RunCtx, register
-from ._util import check_attr, fmt
+from ._util import check_attr, fmt, norm_axis
 from .indexing import typed_like
 
 _LEN = {"use_sequence_length": Param("bool", False, doc="read lengths from sequence_length "
@@ -45,7 +47,13 @@ def _backward_inputs(a: Attrs) -> tuple[str, ...]:
     return ("ograd",) + _inputs(a)[1:] + ("data",)
 
 
-def _check_axis(a: Attrs, allowed: tuple[int, ...]) -> None:
+def _check_axis(a: Attrs, allowed: tuple[int, ...], data: Optional[tuple] = None) -> None:
+    """An axis outside ``data``'s dimensions is a ShapeError (as every op's); one inside them
+    but not a sequence axis MXNet supports is an AttrError."""
+    if data is not None:
+        if len(data) < 2:
+            raise ShapeError(f"data must have a sequence and a batch axis, got {fmt(data)}")
+        norm_axis(a["axis"], len(data))
     check_attr(a["axis"] in allowed, "axis", a["axis"],
                f"must be one of {allowed} (the sequence axis)")
 
@@ -72,8 +80,8 @@ def _with_lengths(a: Attrs, ins: list, data: tuple) -> list:
 def _same_shape_rule(allowed: tuple[int, ...]):
     """Shape rule of the mask and the reversal: output = data, both directions."""
     def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-        _check_axis(a, allowed)
         data = ins[0] if ins[0] is not None else outs[0]
+        _check_axis(a, allowed, None if data is None else tuple(data))
         if data is None:
             return ins, outs
         data = tuple(data)
@@ -85,7 +93,7 @@ def _same_shape_rule(allowed: tuple[int, ...]):
 
 
 def _last_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    _check_axis(a, (0, 1))
+    _check_axis(a, (0, 1), None if ins[0] is None else tuple(ins[0]))
     if ins[0] is None:
         return ins, outs
     data = tuple(ins[0])

@@ -209,9 +209,9 @@ class DataParallelModule(Module):
         if not self.for_training:
             raise BindError("backward: module was bound with for_training=False")
         axes = self._output_axes()
-        for exe, part in zip(self._execs, self._slices):
+        for exe, ctx, part in zip(self._execs, self._contexts, self._slices):
             exe.backward(None if out_grads is None else
-                         [array(take_part(_host(g), ax, part), exe._ctx, g.dtype)
+                         [array(take_part(_host(g), ax, part), ctx, g.dtype)
                           for g, ax in zip(out_grads, axes)])
 
     def _output_axes(self) -> list[int]:

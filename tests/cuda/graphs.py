@@ -69,7 +69,7 @@ MODELS: dict[str, tuple[Callable[[], Any], Callable[[np.random.Generator], dict]
 # Registry cases that pin float64 on purpose (the dtype attribute of _ones/_full/cumsum): the GPU
 # path has no float64 kernels (float32, float16, bfloat16: test_narrow.py), so their steps take the
 # host path by design, and the float32 and narrow GPU-against-CPU comparisons cannot bind them.
-FLOAT64_CASES = {"_ones", "_full", "cumsum-dtype"}
+FLOAT64_CASES = {"_ones", "_full"}
 
 
 def all_graphs() -> list[tuple[str, Any, dict, dict]]:

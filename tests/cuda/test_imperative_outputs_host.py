@@ -1,5 +1,5 @@
 """The host side of a GPU imperative program's per-step copies without a GPU:
-``Program.take_outputs`` and ``Program._hand_out`` (``train``'s) copy every output into a fresh
+``Program._hand_out`` (``forward``'s and ``train``'s) copies every output slot into a fresh
 pool buffer, and ``Program.bind`` every changed input into the buffer the program owns (device
 to device, on the legacy default stream), each under ONE activation of the context, whatever
 the number of arrays; the CUDA program's ``bind_inputs`` and ``store_all``. A subprocess stands
@@ -39,57 +39,28 @@ class Pool:
         return n
 
 
-class Out:  # an executor output: an NDArray with a device _buf
+class Leaf:  # a leaf NDArray as bind reads it: an NDArray with a device _buf
     def __init__(self, shape):
         self._buf = Dev(shape, np.float32)
         self.shape, self.dtype = self._buf.shape, self._buf.dtype
-
-
-class Exe:
-    arg_dict, aux_dict = {}, {}
-    outputs = [Out((64,)), Out((64, 10)), Out((0,))]
 
 
 rt.activate, rt.DeviceArray = activate, Dev
 tools = types.ModuleType("pycuda.tools")
 tools.DeviceMemoryPool = Pool
 sys.modules["pycuda.tools"] = pycuda.tools = tools
-prog = ip.Program(Exe(), sg.gpu(2), 0, 3)
-bufs = prog.take_outputs()
-assert activations == [2], activations
-assert [b.shape for b in bufs] == [(64,), (64, 10), (0,)]
-assert all(b.device_id == 2 for b in bufs)
-copies = [c.args for c in drv.memcpy_dtod_async.call_args_list]
-outs = Exe.outputs
-assert copies == [(bufs[0].ptr, outs[0]._buf.ptr, 256), (bufs[1].ptr, outs[1]._buf.ptr, 2560)], \
-    copies  # the empty output is not copied
-assert len({b.ptr for b in bufs} | {o._buf.ptr for o in outs}) == 6  # fresh buffers
-prog.take_outputs()
-assert activations == [2, 2]
-
-
-class Leaf(Out):  # a leaf NDArray as bind reads it
-    pass
-
-
-class Args(dict):  # arg_dict: values are NDArrays
-    pass
-
-
-exe = Exe()
-exe.arg_dict, exe.grad_dict = Args(_in0=Leaf((4,)), _in1=Leaf((3,))), {}
-prog = ip.Program(exe, sg.gpu(1), 2, 0)
+prog = ip.Program(None, sg.gpu(1), [Leaf((4,)), Leaf((3,))], [False, False], 0)
 drv.memcpy_dtod_async.reset_mock()
-activations.clear()
 a, b = Leaf((4,)), Leaf((3,))
-prog.bind([a, b], [])
-owned = [exe.arg_dict["_in0"], exe.arg_dict["_in1"]]  # buffers the program owns now
+prog.bind([a, b])
+owned = list(prog.bound)  # buffers the program owns now
+assert prog.arrays == {"_in0": owned[0], "_in1": owned[1]}
 copies = [c.args for c in drv.memcpy_dtod_async.call_args_list]
 assert copies == [(owned[0]._buf.ptr, a._buf.ptr, 16), (owned[1]._buf.ptr, b._buf.ptr, 12)]
 assert activations.count(1) == 3, activations  # two allocations (once), then one for both
 activations.clear()
-prog.bind([a, Leaf((3,))], [])  # a is the same: only the new second input is copied
-assert exe.arg_dict["_in0"] is owned[0] and exe.arg_dict["_in1"] is owned[1]
+prog.bind([a, Leaf((3,))])  # into the same owned buffers, both copied under one activation
+assert prog.bound == owned and prog.arrays["_in1"] is owned[1]
 assert len(drv.memcpy_dtod_async.call_args_list) == 4 and activations == [1], activations
 
 # Program.train hands its outputs out from the run's slots: one pool buffer per output slot,
@@ -109,7 +80,7 @@ class Run:
 drv.memcpy_dtod_async.reset_mock()
 activations.clear()
 env = CudaEnv([0, 0, 0, 7000, 0, 8000, 9000])
-bufs = ip.Program(Exe(), sg.gpu(3), 0, 3)._hand_out(Run(), env, [3, 5, 6])
+bufs = ip.Program(None, sg.gpu(3), [], [], 3)._hand_out(Run(), env, [3, 5, 6])
 assert activations == [3], activations
 assert [(b.shape, b.dtype) for b in bufs] == [((64,), np.float32), ((2, 5), np.float64),
                                               ((0,), np.float32)]

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import executor as ex
+from symgraph import compile as ex
 from symgraph.cuda import compiler, lowering_views
 from symgraph.cuda.actions import Kernel, flat_actions
 from symgraph.cuda.kernels_views import fits_32_bits, render_multi_gather

@@ -18,9 +18,11 @@ S, nd = sg.sym, sg.nd
 
 
 def test_axis_out_of_range_names_node_and_value() -> None:
-    y = S.SequenceMask(S.var("x"), axis=2, name="m")
-    with pytest.raises(AttrError, match=r"m \(SequenceMask\).*axis=2"):
+    y = S.SequenceMask(S.var("x"), axis=2, name="m")  # past the input's rank, as every op's
+    with pytest.raises(ShapeError, match=r"m \(SequenceMask\).*axis=2 out of range"):
         y.infer_shape(x=(4, 3))
+    with pytest.raises(AttrError, match=r"m \(SequenceMask\).*axis=2.*sequence axis"):
+        y.infer_shape(x=(4, 3, 2))  # in range, but MXNet's sequence axis is 0 or 1
     with pytest.raises(AttrError, match=r"r \(SequenceReverse\).*axis=1"):
         S.SequenceReverse(S.var("x"), axis=1, name="r").infer_shape(x=(4, 3))
 

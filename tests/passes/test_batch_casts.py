@@ -35,7 +35,7 @@ def _amp_train(monkeypatch, pipeline=None, seed: int = 0, shapes: dict = SHAPES)
     monkeypatch.setattr(numpy_backend, "FORWARD_PIPELINE", (channel_last,))
     if pipeline is not None:
         monkeypatch.setattr(P, "OPTIMIZE_PIPELINE", pipeline)
-        monkeypatch.setattr("symgraph.executor.OPTIMIZE_PIPELINE", pipeline)
+        monkeypatch.setattr("symgraph.compile.OPTIMIZE_PIPELINE", pipeline)
     sym = sg.amp.convert_symbol(small_resnet(), target_dtype="bfloat16")
     reqs = {n: "null" if n in ("data", "softmax_label") else "write"
             for n in sym.list_arguments()}

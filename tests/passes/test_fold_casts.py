@@ -30,7 +30,7 @@ def _amp_conv():
 
 def test_training_graph_folds_both_directions_and_keeps_values(monkeypatch) -> None:
     # without batch_casts, which would merge the weight's and the data's casts (its own test)
-    monkeypatch.setattr("symgraph.executor.OPTIMIZE_PIPELINE",
+    monkeypatch.setattr("symgraph.compile.OPTIMIZE_PIPELINE",
                         tuple(p for p in OPTIMIZE_PIPELINE if p is not batch_casts))
     sym, shapes = _amp_conv(), {"data": (2, 5, 5, 3), "w": (4, 3, 3, 3)}
     exe = sym.simple_bind(sg.cpu(), grad_req={"data": "null", "w": "write"}, **shapes)

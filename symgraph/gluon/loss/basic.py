@@ -1,14 +1,14 @@
-"""``gluon.loss``: per-sample losses as MXNet 1.x computes them (the mean over every axis but
-``batch_axis``), each a HybridBlock composed of registered ops through ``F``."""
+"""The ``Loss`` base class, its weighting, and MXNet's classic losses (softmax cross-entropy,
+L1, L2, sigmoid binary cross-entropy)."""
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..base import AttrError
-from .block import HybridBlock
+from ...base import AttrError
+from ..block import HybridBlock
 
 
-def _weighting(F: Any, loss: Any, weight: Optional[float], sample_weight: Any) -> Any:
+def apply_weighting(F: Any, loss: Any, weight: Optional[float], sample_weight: Any) -> Any:
     if sample_weight is not None:
         loss = F.broadcast_mul(loss, sample_weight)
     if weight is not None:
@@ -30,7 +30,7 @@ class Loss(HybridBlock):
 
     def _per_sample(self, F: Any, loss: Any, sample_weight: Any,
                     weight: Optional[float] = None) -> Any:
-        loss = _weighting(F, loss, self._weight if weight is None else weight, sample_weight)
+        loss = apply_weighting(F, loss, self._weight if weight is None else weight, sample_weight)
         return self._op(F, F.mean, (loss,), {"axis": self._batch_axis, "exclude": True}, None)
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -113,13 +113,3 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
 
 
 SigmoidBCELoss = SigmoidBinaryCrossEntropyLoss
-
-# (the other losses build on Loss above, so they are imported after it)
-from .loss_margin import (CosineEmbeddingLoss, HingeLoss, HuberLoss,  # noqa: E402
-                          LogisticLoss, SquaredHingeLoss, TripletLoss)
-from .loss_prob import CTCLoss, KLDivLoss, PoissonNLLLoss, SDMLLoss  # noqa: E402
-
-__all__ = ["Loss", "SoftmaxCrossEntropyLoss", "SoftmaxCELoss", "L2Loss", "L1Loss",
-           "SigmoidBinaryCrossEntropyLoss", "SigmoidBCELoss", "KLDivLoss", "HuberLoss",
-           "HingeLoss", "SquaredHingeLoss", "LogisticLoss", "TripletLoss", "PoissonNLLLoss",
-           "CosineEmbeddingLoss", "SDMLLoss", "CTCLoss"]

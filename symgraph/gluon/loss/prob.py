@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from ..base import AttrError
-from .loss import Loss, _weighting
+from ...base import AttrError
+from .basic import Loss, apply_weighting
 
 
 class KLDivLoss(Loss):
@@ -26,7 +26,7 @@ class KLDivLoss(Loss):
         if not self._from_logits:
             pred = F.log_softmax(pred, axis=self._axis)
         loss = label * (F.log(label + 1e-12) - pred)
-        loss = _weighting(F, loss, self._weight, sample_weight)
+        loss = apply_weighting(F, loss, self._weight, sample_weight)
         return F.sum(loss, axis=self._batch_axis, exclude=True)
 
 
@@ -55,7 +55,7 @@ class PoissonNLLLoss(Loss):
             # where, not a product with the mask: 0 * log(0) would make zero counts NaN
             stirling = target * F.log(target) - target + 0.5 * F.log(2 * math.pi * target)
             loss = loss + F.where(target > 1, stirling, F.zeros_like(stirling))
-        loss = _weighting(F, loss, self._weight, sample_weight)
+        loss = apply_weighting(F, loss, self._weight, sample_weight)
         return F.mean(loss)
 
 
@@ -88,7 +88,7 @@ class SDMLLoss(Loss):
         cross = (1 - s) * diag + off * (F.sum(log_prob, axis=1, keepdims=True) - diag)
         entropy = (1 - s) * math.log(1 - s + 1e-12) + s * F.log(off + 1e-12)
         loss = F.reshape(entropy - cross, shape=(-1,))
-        return _weighting(F, loss, self._weight, sample_weight)
+        return apply_weighting(F, loss, self._weight, sample_weight)
 
 
 class CTCLoss(Loss):
@@ -118,7 +118,7 @@ class CTCLoss(Loss):
         lengths = [x for x in (pred_lengths, label_lengths) if x is not None]
         loss = F.CTCLoss(pred, label, *lengths, use_data_lengths=pred_lengths is not None,
                          use_label_lengths=label_lengths is not None, blank_label="last")
-        return _weighting(F, loss, self._weight, sample_weight)
+        return apply_weighting(F, loss, self._weight, sample_weight)
 
 
 __all__ = ["KLDivLoss", "PoissonNLLLoss", "SDMLLoss", "CTCLoss"]

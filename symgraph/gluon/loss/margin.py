@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ..base import AttrError
-from .loss import Loss, _weighting
+from ...base import AttrError
+from .basic import Loss, apply_weighting
 
 
 class HuberLoss(Loss):
@@ -97,7 +97,7 @@ class TripletLoss(Loss):
         negative = F.reshape_like(negative, pred)
         loss = F.sum(F.square(positive - pred) - F.square(negative - pred),
                      axis=self._batch_axis, exclude=True)
-        return _weighting(F, F.relu(loss + self._margin), self._weight, sample_weight)
+        return apply_weighting(F, F.relu(loss + self._margin), self._weight, sample_weight)
 
 
 class CosineEmbeddingLoss(Loss):
@@ -121,7 +121,7 @@ class CosineEmbeddingLoss(Loss):
         # (the floor keeps a zero vector's cosine finite, as MXNet's 1e-12)
         cos = dots / F.maximum(norms, 1e-12)
         loss = (1 - cos) * (label == 1) + F.relu((label == -1) * (cos - self._margin))
-        return _weighting(F, loss, self._weight, sample_weight)
+        return apply_weighting(F, loss, self._weight, sample_weight)
 
 
 __all__ = ["HuberLoss", "HingeLoss", "SquaredHingeLoss", "LogisticLoss", "TripletLoss",
