@@ -88,6 +88,11 @@ def _sha1(path: str) -> str:
     return digest.hexdigest()
 
 
+def _urlopen(url: str) -> Any:
+    # a timeout, so that a machine without a network fails rather than waits
+    return urllib.request.urlopen(url, timeout=60)
+
+
 def _download(url: str, member: str, target: str,
               opener: Callable[[str], Any]) -> None:
     """Fetch the zip archive at ``url`` and move its ``member`` to ``target``."""
@@ -113,9 +118,9 @@ def get_model_file(name: str, root: str = DEFAULT_ROOT,
                    opener: Optional[Callable[[str], Any]] = None) -> str:
     """The path of model ``name``'s parameter file under ``root``, downloaded when missing.
 
-    ``opener`` (default ``urllib.request.urlopen``) takes a URL and returns a readable context
-    manager. Raises DataError naming the expected path when the file is neither there with
-    the right sha1 nor downloadable.
+    ``opener`` (default ``urllib.request.urlopen`` with a timeout) takes a URL and returns a
+    readable context manager. Raises DataError naming the expected path when the file is
+    neither there with the right sha1 nor downloadable.
 
     Example: ``get_model_file('squeezenet1.1')`` is
     ``~/.mxnet/models/squeezenet1.1-33ba0f93.params`` (expanded) once that file is there.
@@ -132,7 +137,7 @@ def get_model_file(name: str, root: str = DEFAULT_ROOT,
     why = f"{path} has another sha1 than {sha1}" if found else f"{path} is missing"
     try:
         os.makedirs(root, exist_ok=True)
-        _download(url, file_name, path, opener or urllib.request.urlopen)
+        _download(url, file_name, path, opener or _urlopen)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise DataError(f"pretrained model {name}: {why} and downloading {url} failed "
                         f"({exc}); put MXNet's file {file_name} (sha1 {sha1}) in {root}, or "
