@@ -76,6 +76,14 @@ def test_get_model_is_case_insensitive_and_names_the_options() -> None:
         vision.get_model("resnet19_v1")
 
 
+def test_named_variants_fix_their_arguments_as_mxnet() -> None:
+    assert vision.resnet50_v2.__name__ == "resnet50_v2"
+    bn = vision.vgg11_bn(batch_norm=False)  # MXNet's vgg11_bn overrides the keyword
+    assert any(isinstance(b, sg.gluon.nn.BatchNorm) for b in bn.features._children.values())
+    assert not any(isinstance(b, sg.gluon.nn.BatchNorm)
+                   for b in vision.vgg11().features._children.values())
+
+
 def test_bad_arguments_are_refused_by_name() -> None:
     with pytest.raises(sg.AttrError, match="Invalid number of layers: 20"):
         vision.get_resnet(1, 20)
@@ -185,3 +193,21 @@ def test_a_missing_file_is_downloaded_from_the_repository(
 def test_short_hash_of_an_unknown_model() -> None:
     with pytest.raises(sg.DataError, match="resnet7_v1 is not available"):
         model_store.short_hash("resnet7_v1")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["resnet18_v2", "mobilenetv2_0.25", "squeezenet1.1"])
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_gpu_outputs_equal_mxnet_with_seeded_weights(name: str, hybrid: bool,
+                                                     tmp_path: Path) -> None:
+    net, x = _seeded(name)
+    path = tmp_path / "seeded.params"
+    net.save_parameters(str(path))
+    gpu = vision.get_model(name)
+    gpu.load_parameters(str(path), ctx=sg.gpu())
+    if hybrid:
+        gpu.hybridize()
+    got = gpu(x.as_in_context(sg.gpu())).asnumpy()
+    # cuDNN/cuBLAS sum in other orders (TF32 stays off by default): float32 tolerance
+    np.testing.assert_allclose(got, np.load(HERE / "outputs.npz")[name], rtol=1e-3,
+                               atol=1e-3 * max(1.0, np.abs(got).max()))

@@ -19,6 +19,7 @@ from ...block import HybridBlock
 from ... import nn
 from ...contrib.nn import HybridConcurrent, Identity
 from ..model_store import DEFAULT_ROOT, load_pretrained
+from ._variant import variant
 
 __all__ = ["DenseNet", "densenet121", "densenet161", "densenet169", "densenet201"]
 
@@ -112,21 +113,7 @@ def get_densenet(num_layers: int, pretrained: bool = False, ctx: Context = cpu()
     return load_pretrained(net, f"densenet{num_layers}", root, ctx) if pretrained else net
 
 
-def densenet121(**kwargs: Any) -> DenseNet:
-    """DenseNet-BC-121; keywords as :func:`get_densenet`."""
-    return get_densenet(121, **kwargs)
-
-
-def densenet161(**kwargs: Any) -> DenseNet:
-    """DenseNet-BC-161; keywords as :func:`get_densenet`."""
-    return get_densenet(161, **kwargs)
-
-
-def densenet169(**kwargs: Any) -> DenseNet:
-    """DenseNet-BC-169; keywords as :func:`get_densenet`."""
-    return get_densenet(169, **kwargs)
-
-
-def densenet201(**kwargs: Any) -> DenseNet:
-    """DenseNet-BC-201; keywords as :func:`get_densenet`."""
-    return get_densenet(201, **kwargs)
+densenet121 = variant("densenet121", get_densenet, 121, doc="DenseNet-BC-121")
+densenet161 = variant("densenet161", get_densenet, 161, doc="DenseNet-BC-161")
+densenet169 = variant("densenet169", get_densenet, 169, doc="DenseNet-BC-169")
+densenet201 = variant("densenet201", get_densenet, 201, doc="DenseNet-BC-201")

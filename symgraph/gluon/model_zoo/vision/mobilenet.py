@@ -17,6 +17,7 @@ from ....context import Context, cpu
 from ...block import HybridBlock
 from ... import nn
 from ..model_store import DEFAULT_ROOT, load_pretrained
+from ._variant import variant
 
 __all__ = ["MobileNet", "MobileNetV2", "mobilenet1_0", "mobilenet_v2_1_0", "mobilenet0_75",
            "mobilenet_v2_0_75", "mobilenet0_5", "mobilenet_v2_0_5", "mobilenet0_25",
@@ -172,41 +173,15 @@ def get_mobilenet_v2(multiplier: float, pretrained: bool = False, ctx: Context =
         if pretrained else net
 
 
-def mobilenet1_0(**kwargs: Any) -> MobileNet:
-    """MobileNet, width 1.0; keywords as :func:`get_mobilenet`."""
-    return get_mobilenet(1.0, **kwargs)
-
-
-def mobilenet0_75(**kwargs: Any) -> MobileNet:
-    """MobileNet, width 0.75; keywords as :func:`get_mobilenet`."""
-    return get_mobilenet(0.75, **kwargs)
-
-
-def mobilenet0_5(**kwargs: Any) -> MobileNet:
-    """MobileNet, width 0.5; keywords as :func:`get_mobilenet`."""
-    return get_mobilenet(0.5, **kwargs)
-
-
-def mobilenet0_25(**kwargs: Any) -> MobileNet:
-    """MobileNet, width 0.25; keywords as :func:`get_mobilenet`."""
-    return get_mobilenet(0.25, **kwargs)
-
-
-def mobilenet_v2_1_0(**kwargs: Any) -> MobileNetV2:
-    """MobileNetV2, width 1.0; keywords as :func:`get_mobilenet_v2`."""
-    return get_mobilenet_v2(1.0, **kwargs)
-
-
-def mobilenet_v2_0_75(**kwargs: Any) -> MobileNetV2:
-    """MobileNetV2, width 0.75; keywords as :func:`get_mobilenet_v2`."""
-    return get_mobilenet_v2(0.75, **kwargs)
-
-
-def mobilenet_v2_0_5(**kwargs: Any) -> MobileNetV2:
-    """MobileNetV2, width 0.5; keywords as :func:`get_mobilenet_v2`."""
-    return get_mobilenet_v2(0.5, **kwargs)
-
-
-def mobilenet_v2_0_25(**kwargs: Any) -> MobileNetV2:
-    """MobileNetV2, width 0.25; keywords as :func:`get_mobilenet_v2`."""
-    return get_mobilenet_v2(0.25, **kwargs)
+mobilenet1_0 = variant("mobilenet1_0", get_mobilenet, 1.0, doc="MobileNet, width 1.0")
+mobilenet0_75 = variant("mobilenet0_75", get_mobilenet, 0.75, doc="MobileNet, width 0.75")
+mobilenet0_5 = variant("mobilenet0_5", get_mobilenet, 0.5, doc="MobileNet, width 0.5")
+mobilenet0_25 = variant("mobilenet0_25", get_mobilenet, 0.25, doc="MobileNet, width 0.25")
+mobilenet_v2_1_0 = variant("mobilenet_v2_1_0", get_mobilenet_v2, 1.0,
+                           doc="MobileNetV2, width 1.0")
+mobilenet_v2_0_75 = variant("mobilenet_v2_0_75", get_mobilenet_v2, 0.75,
+                            doc="MobileNetV2, width 0.75")
+mobilenet_v2_0_5 = variant("mobilenet_v2_0_5", get_mobilenet_v2, 0.5,
+                           doc="MobileNetV2, width 0.5")
+mobilenet_v2_0_25 = variant("mobilenet_v2_0_25", get_mobilenet_v2, 0.25,
+                            doc="MobileNetV2, width 0.25")

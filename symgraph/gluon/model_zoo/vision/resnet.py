@@ -18,6 +18,7 @@ from ....context import Context, cpu
 from ...block import HybridBlock
 from ... import nn
 from ..model_store import DEFAULT_ROOT, load_pretrained
+from ._variant import variant
 
 __all__ = ["ResNetV1", "ResNetV2", "BasicBlockV1", "BasicBlockV2", "BottleneckV1",
            "BottleneckV2", "resnet18_v1", "resnet34_v1", "resnet50_v1", "resnet101_v1",
@@ -258,51 +259,13 @@ def get_resnet(version: int, num_layers: int, pretrained: bool = False,
     return net
 
 
-def resnet18_v1(**kwargs: Any) -> HybridBlock:
-    """ResNet-18 V1; ``pretrained``, ``ctx``, ``root`` as :func:`get_resnet`."""
-    return get_resnet(1, 18, **kwargs)
-
-
-def resnet34_v1(**kwargs: Any) -> HybridBlock:
-    """ResNet-34 V1; ``pretrained``, ``ctx``, ``root`` as :func:`get_resnet`."""
-    return get_resnet(1, 34, **kwargs)
-
-
-def resnet50_v1(**kwargs: Any) -> HybridBlock:
-    """ResNet-50 V1; ``pretrained``, ``ctx``, ``root`` as :func:`get_resnet`."""
-    return get_resnet(1, 50, **kwargs)
-
-
-def resnet101_v1(**kwargs: Any) -> HybridBlock:
-    """ResNet-101 V1; ``pretrained``, ``ctx``, ``root`` as :func:`get_resnet`."""
-    return get_resnet(1, 101, **kwargs)
-
-
-def resnet152_v1(**kwargs: Any) -> HybridBlock:
-    """ResNet-152 V1; ``pretrained``, ``ctx``, ``root`` as :func:`get_resnet`."""
-    return get_resnet(1, 152, **kwargs)
-
-
-def resnet18_v2(**kwargs: Any) -> HybridBlock:
-    """ResNet-18 V2; ``pretrained``, ``ctx``, ``root`` as :func:`get_resnet`."""
-    return get_resnet(2, 18, **kwargs)
-
-
-def resnet34_v2(**kwargs: Any) -> HybridBlock:
-    """ResNet-34 V2; ``pretrained``, ``ctx``, ``root`` as :func:`get_resnet`."""
-    return get_resnet(2, 34, **kwargs)
-
-
-def resnet50_v2(**kwargs: Any) -> HybridBlock:
-    """ResNet-50 V2; ``pretrained``, ``ctx``, ``root`` as :func:`get_resnet`."""
-    return get_resnet(2, 50, **kwargs)
-
-
-def resnet101_v2(**kwargs: Any) -> HybridBlock:
-    """ResNet-101 V2; ``pretrained``, ``ctx``, ``root`` as :func:`get_resnet`."""
-    return get_resnet(2, 101, **kwargs)
-
-
-def resnet152_v2(**kwargs: Any) -> HybridBlock:
-    """ResNet-152 V2; ``pretrained``, ``ctx``, ``root`` as :func:`get_resnet`."""
-    return get_resnet(2, 152, **kwargs)
+resnet18_v1 = variant("resnet18_v1", get_resnet, 1, 18, doc="ResNet-18 V1")
+resnet34_v1 = variant("resnet34_v1", get_resnet, 1, 34, doc="ResNet-34 V1")
+resnet50_v1 = variant("resnet50_v1", get_resnet, 1, 50, doc="ResNet-50 V1")
+resnet101_v1 = variant("resnet101_v1", get_resnet, 1, 101, doc="ResNet-101 V1")
+resnet152_v1 = variant("resnet152_v1", get_resnet, 1, 152, doc="ResNet-152 V1")
+resnet18_v2 = variant("resnet18_v2", get_resnet, 2, 18, doc="ResNet-18 V2")
+resnet34_v2 = variant("resnet34_v2", get_resnet, 2, 34, doc="ResNet-34 V2")
+resnet50_v2 = variant("resnet50_v2", get_resnet, 2, 50, doc="ResNet-50 V2")
+resnet101_v2 = variant("resnet101_v2", get_resnet, 2, 101, doc="ResNet-101 V2")
+resnet152_v2 = variant("resnet152_v2", get_resnet, 2, 152, doc="ResNet-152 V2")

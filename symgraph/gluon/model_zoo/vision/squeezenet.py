@@ -19,6 +19,7 @@ from ...block import HybridBlock
 from ... import nn
 from ...contrib.nn import HybridConcurrent
 from ..model_store import DEFAULT_ROOT, load_pretrained
+from ._variant import variant
 
 __all__ = ["SqueezeNet", "squeezenet1_0", "squeezenet1_1"]
 
@@ -89,11 +90,6 @@ def get_squeezenet(version: str, pretrained: bool = False, ctx: Context = cpu(),
     return load_pretrained(net, f"squeezenet{version}", root, ctx) if pretrained else net
 
 
-def squeezenet1_0(**kwargs: Any) -> SqueezeNet:
-    """SqueezeNet 1.0; keywords as :func:`get_squeezenet`."""
-    return get_squeezenet("1.0", **kwargs)
-
-
-def squeezenet1_1(**kwargs: Any) -> SqueezeNet:
-    """SqueezeNet 1.1 (2.4x less computation than 1.0); keywords as :func:`get_squeezenet`."""
-    return get_squeezenet("1.1", **kwargs)
+squeezenet1_0 = variant("squeezenet1_0", get_squeezenet, "1.0", doc="SqueezeNet 1.0")
+squeezenet1_1 = variant("squeezenet1_1", get_squeezenet, "1.1",
+                        doc="SqueezeNet 1.1 (2.4x less computation than 1.0)")

@@ -20,6 +20,7 @@ from ....initializer import Xavier
 from ...block import HybridBlock
 from ... import nn
 from ..model_store import DEFAULT_ROOT, load_pretrained
+from ._variant import variant
 
 __all__ = ["VGG", "vgg11", "vgg13", "vgg16", "vgg19", "vgg11_bn", "vgg13_bn", "vgg16_bn",
            "vgg19_bn", "get_vgg"]
@@ -94,41 +95,11 @@ def get_vgg(num_layers: int, pretrained: bool = False, ctx: Context = cpu(),
     return net
 
 
-def vgg11(**kwargs: Any) -> VGG:
-    """VGG-11; keywords as :func:`get_vgg`."""
-    return get_vgg(11, **kwargs)
-
-
-def vgg13(**kwargs: Any) -> VGG:
-    """VGG-13; keywords as :func:`get_vgg`."""
-    return get_vgg(13, **kwargs)
-
-
-def vgg16(**kwargs: Any) -> VGG:
-    """VGG-16; keywords as :func:`get_vgg`."""
-    return get_vgg(16, **kwargs)
-
-
-def vgg19(**kwargs: Any) -> VGG:
-    """VGG-19; keywords as :func:`get_vgg`."""
-    return get_vgg(19, **kwargs)
-
-
-def vgg11_bn(**kwargs: Any) -> VGG:
-    """VGG-11 with batch norm; keywords as :func:`get_vgg`."""
-    return get_vgg(11, **{**kwargs, "batch_norm": True})
-
-
-def vgg13_bn(**kwargs: Any) -> VGG:
-    """VGG-13 with batch norm; keywords as :func:`get_vgg`."""
-    return get_vgg(13, **{**kwargs, "batch_norm": True})
-
-
-def vgg16_bn(**kwargs: Any) -> VGG:
-    """VGG-16 with batch norm; keywords as :func:`get_vgg`."""
-    return get_vgg(16, **{**kwargs, "batch_norm": True})
-
-
-def vgg19_bn(**kwargs: Any) -> VGG:
-    """VGG-19 with batch norm; keywords as :func:`get_vgg`."""
-    return get_vgg(19, **{**kwargs, "batch_norm": True})
+vgg11 = variant("vgg11", get_vgg, 11, doc="VGG-11")
+vgg13 = variant("vgg13", get_vgg, 13, doc="VGG-13")
+vgg16 = variant("vgg16", get_vgg, 16, doc="VGG-16")
+vgg19 = variant("vgg19", get_vgg, 19, doc="VGG-19")
+vgg11_bn = variant("vgg11_bn", get_vgg, 11, doc="VGG-11 with batch norm", batch_norm=True)
+vgg13_bn = variant("vgg13_bn", get_vgg, 13, doc="VGG-13 with batch norm", batch_norm=True)
+vgg16_bn = variant("vgg16_bn", get_vgg, 16, doc="VGG-16 with batch norm", batch_norm=True)
+vgg19_bn = variant("vgg19_bn", get_vgg, 19, doc="VGG-19 with batch norm", batch_norm=True)
