@@ -93,6 +93,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "0 fills each device's input staging inline instead of on a helper thread."),
     Setting("SYMGRAPH_FLAT_BUCKETS", _flag, False, "0 | 1",
             "1 all-reduces gradients from one flat bucket per dtype."),
+    Setting("SYMGRAPH_GLUON_REPO", _path,
+            "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/", "a URL",
+            "Where gluon.model_zoo downloads missing pretrained files from (MXNet's "
+            "MXNET_GLUON_REPO)."),
     Setting("SYMGRAPH_DIST_TIMEOUT", _positive_seconds, 300.0, "seconds > 0",
             "How long a rendezvous or a collective waits for a peer."),
 )}
