@@ -29,8 +29,9 @@ def pillow() -> Any:
     return Image
 
 
-def _open(buf: Any, where: str) -> Any:
-    """A loaded Pillow image of the encoded bytes ``buf``."""
+def _open(buf: Any, where: str, flag: int = 1) -> Any:
+    """A loaded Pillow image of the encoded bytes ``buf`` (a JPEG asked for in grey is
+    decoded to its luma plane, as libjpeg does for OpenCV)."""
     Image = pillow()
     data = buf.tobytes() if isinstance(buf, np.ndarray) else bytes(buf)
     if not data:
@@ -40,6 +41,8 @@ def _open(buf: Any, where: str) -> Any:
             # a bomb warning becomes the error: a hostile header must not make us allocate
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             img = Image.open(io.BytesIO(data))
+            if flag == 0 and img.format == "JPEG":
+                img.draft("L", img.size)
             img.load()
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombWarning,
             Image.DecompressionBombError) as exc:
@@ -61,6 +64,10 @@ def _pixels(img: Any, flag: int) -> np.ndarray:
     if img.mode in ("I;16", "I;16B", "I") and mode == "L":
         # 16-bit grey: OpenCV keeps the high byte when asked for 8 bits
         arr = (np.asarray(img, dtype=np.uint32) >> 8).astype(np.uint8)
+    elif mode == "L" and img.mode != "L":
+        # libpng's rgb-to-grey as OpenCV calls it: 15-bit weights, truncated
+        rgb = np.asarray(img.convert("RGB"), dtype=np.uint32)
+        arr = ((rgb @ np.array([9797, 19234, 3737], np.uint32)) >> 15).astype(np.uint8)
     else:
         arr = np.asarray(img.convert(mode), dtype=np.uint8)
     return arr if arr.ndim == 3 else arr[:, :, None]
@@ -75,7 +82,7 @@ def decode(buf: Any, flag: int = 1, to_rgb: bool = True, where: str = "imdecode"
         >>> decode(open('cat.jpg', 'rb').read()).shape        # doctest: +SKIP
         (224, 224, 3)
     """
-    arr = _pixels(_open(buf, where), flag)
+    arr = _pixels(_open(buf, where, flag), flag)
     if not to_rgb and arr.shape[2] >= 3:
         arr = arr[:, :, [2, 1, 0] + list(range(3, arr.shape[2]))]
     return np.ascontiguousarray(arr)
