@@ -19,7 +19,7 @@ from .. import recordio
 from .augment import CreateAugmenter
 from .image import host, imdecode, read_file
 
-__all__ = ["ImageIter", "read_image_list"]
+__all__ = ["ImageIter", "read_image_list", "DescribedIter"]
 
 LABEL_DTYPES = ("int32", "float32", "int64", "float64")
 
@@ -45,7 +45,21 @@ def read_image_list(path: str) -> tuple[dict, list]:
     return items, keys
 
 
-class ImageIter(DataIter):
+class DescribedIter(DataIter):
+    """A DataIter whose batch descriptions are fixed at construction (``self._descs``)."""
+
+    _descs: tuple[list, list]
+
+    @property
+    def provide_data(self) -> list:
+        return self._descs[0]
+
+    @property
+    def provide_label(self) -> list:
+        return self._descs[1]
+
+
+class ImageIter(DescribedIter):
     """Iterate over images from ``path_imgrec`` (with ``path_imgidx`` for shuffling and
     parts), ``path_imglist`` + ``path_root``, or ``imglist`` ([label(s)..., path] items).
 
@@ -119,14 +133,6 @@ class ImageIter(DataIter):
                 table[str(i)] = (np.atleast_1d(np.asarray(label, dtype=dtype)), item[-1])
             return table, list(table)
         return None, []
-
-    @property
-    def provide_data(self) -> list:
-        return self._descs[0]
-
-    @property
-    def provide_label(self) -> list:
-        return self._descs[1]
 
     def reset(self) -> None:
         """Start a new epoch (rolled-over samples, if any, stay at the front)."""

@@ -17,10 +17,10 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..base import AttrError, DataError
-from ..io import DataBatch, DataDesc, DataIter
+from ..io import DataBatch, DataDesc
 from ..ndarray import array
 from .. import recordio
-from .iter import read_image_list
+from .iter import DescribedIter, read_image_list
 from .record_sample import Sample, SampleParams, process
 
 __all__ = ["ImageRecordIter"]
@@ -65,7 +65,7 @@ def _part(offsets: list[int], total: int, num_parts: int, part_index: int,
     return [o for o in offsets if o // step == part_index]
 
 
-class ImageRecordIter(DataIter):
+class ImageRecordIter(DescribedIter):
     """Batches of decoded, augmented images from an image ``.rec`` file (MXNet's names).
 
     Example::
@@ -128,14 +128,6 @@ class ImageRecordIter(DataIter):
             raise DataError(f"ImageRecordIter: {path_imgrec} part {part_index} of {num_parts} "
                             f"holds no record")
         self.num_data = len(self._offsets)
-
-    @property
-    def provide_data(self) -> list:
-        return self._descs[0]
-
-    @property
-    def provide_label(self) -> list:
-        return self._descs[1]
 
     def reset(self) -> None:
         """Start a new epoch: reshuffle with ``shuffle``; after a rounded last batch, carry on
