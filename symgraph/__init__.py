@@ -30,6 +30,7 @@ from . import onnx  # noqa: E402  (the onnx package is imported on first use)
 from . import gluon  # noqa: E402
 from . import kvstore, parallel  # noqa: E402  (NCCL is loaded on first GPU use)
 from . import amp, contrib  # noqa: E402
+from . import image, recordio  # noqa: E402  (Pillow is imported on first decode)
 from .parallel import group as _parallel_group  # noqa: E402,F401  (Module(context=[...]))
 from . import bucketing_module as _bucketing  # noqa: E402,F401  (sg.mod.BucketingModule)
 
@@ -39,6 +40,7 @@ mon = monitor
 initializer = init
 module = mod
 kv = kvstore
+img = image
 
 __version__ = "0.1.0"
 
@@ -49,4 +51,4 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
            "profiler", "onnx", "__version__",
            "autograd", "imperative", "context", "gluon", "monitor", "mon", "kv", "kvstore",
-           "parallel", "amp", "contrib"]
+           "parallel", "amp", "contrib", "image", "img", "recordio"]

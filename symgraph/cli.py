@@ -5,7 +5,8 @@ fetches it first); ``symgraph bench MODEL`` times training steps;
 ``symgraph viz GRAPH.json --shape data=1,1,28,28 -o net.svg`` draws a saved symbol
 (``--compiled``: the fused forward schedule it compiles to), writing the ``.dot`` source instead,
 with a note, when Graphviz's ``dot`` program is not installed;
-``symgraph summary GRAPH.json --shape ...`` prints the layer table.
+``symgraph summary GRAPH.json --shape ...`` prints the layer table;
+``symgraph im2rec [--list] PREFIX ROOT`` makes image lists and ``.rec`` files (MXNet's tool).
 
 Bad arguments print one ``PROG: error: ...`` line written in the command's own syntax and exit
 with status 2; so do errors raised while running (missing files, bad graphs), never a traceback.
@@ -137,6 +138,11 @@ def _cmd_bench(args: argparse.Namespace, parser: Parser) -> int:
     return runner.bench(args)
 
 
+def _cmd_im2rec(args: argparse.Namespace, parser: Parser) -> int:
+    from . import im2rec
+    return im2rec.run(args)
+
+
 def _add_graph_command(sub: Any, name: str, helptext: str) -> Parser:
     q = sub.add_parser(name, help=helptext, description=helptext)
     q.add_argument("graph", help="symbol JSON file (e.g. PREFIX-symbol.json)")
@@ -180,6 +186,11 @@ def build_parser() -> Parser:
     q.set_defaults(func=_cmd_viz, parser=q)
     q = _add_graph_command(sub, "summary", "print the layer table of a symbol JSON")
     q.set_defaults(func=_cmd_summary, parser=q)
+    from . import im2rec
+    helptext = "make image lists (--list) or pack them into .rec/.idx (MXNet's im2rec)"
+    q = sub.add_parser("im2rec", help=helptext, description=helptext)
+    im2rec.add_arguments(q)
+    q.set_defaults(func=_cmd_im2rec, parser=q)
     return p
 
 

@@ -14,7 +14,7 @@ from . import random as _random
 from .base import DataError
 from .ndarray import NDArray, array
 
-__all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "MNISTIter"]
+__all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "MNISTIter", "ImageRecordIter"]
 
 LAST_BATCH_HANDLES = ("pad", "discard", "roll_over")
 
@@ -250,3 +250,7 @@ class MNISTIter(NDArrayIter):
             _random.seed(seed)
         super().__init__(data, labels.astype(np.float32), batch_size, shuffle, last_batch_handle,
                          num_parts=num_parts, part_index=part_index)
+
+
+# at the end: the image iterator builds on the classes above (symgraph/image/record_iter.py)
+from .image.record_iter import ImageRecordIter  # noqa: E402
