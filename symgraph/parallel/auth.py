@@ -65,7 +65,7 @@ def job_key() -> bytes:
     key = config.get(KEY_ENV)
     if key is None:
         raise AttrError(
-            f"environment: {KEY_ENV} is not set; the ranks of a multi-process job prove a "
+            f"{KEY_ENV} is not set; the ranks of a multi-process job prove a "
             f"shared secret to each other at the rendezvous. 'symgraph launch' sets it; with "
             f"torchrun, mpirun (-x {KEY_ENV}) or srun export the same value on every rank, "
             f"e.g. export {KEY_ENV}=$(python3 -c 'import secrets; print(secrets.token_hex(32))')")

@@ -55,3 +55,37 @@ def test_benchmark_refuses_fewer_than_two_gpus_and_builds_resnet20() -> None:
     assert len(convs) == 19  # stem + 18 in 9 basic blocks (+ 2 projections, named _proj)
     exe = net.simple_bind(sg.cpu(), data=(2, 3, 32, 32))
     assert exe.forward()[0].shape == (2, 10)
+
+
+RANK_SCRIPT = """
+import os, symgraph as sg
+from symgraph.parallel.launch import world_from_env
+from symgraph.parallel.rendezvous import Rendezvous
+world = world_from_env()
+parts = Rendezvous(world, 20).connect().allgather(os.environ["SYMGRAPH_JOB_KEY"].encode())
+line = f"rank {world.rank} of {world.size} keys {len(set(parts))} {len(parts[0])}\n"
+os.write(1, line.encode())  # one write: the ranks share the pipe
+"""
+
+
+def test_launch_gives_every_rank_one_fresh_job_key() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "SYMGRAPH_JOB_KEY"}
+    out = subprocess.run([sys.executable, "-m", "symgraph", "launch", "-n", "3", sys.executable,
+                          "-c", RANK_SCRIPT], capture_output=True, text=True, timeout=120,
+                         env={**env, "PYTHONPATH": PYTHONPATH})
+    assert out.returncode == 0, out.stderr
+    lines = sorted(ln for ln in out.stdout.splitlines() if ln.startswith("rank"))
+    # one key shared by all three, 64 hex digits (256 random bits)
+    assert lines == [f"rank {r} of 3 keys 1 64" for r in range(3)], out.stdout
+
+
+def test_launch_returns_a_failing_rank_status_and_needs_a_command() -> None:
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH}
+    out = subprocess.run([sys.executable, "-m", "symgraph", "launch", "-n", "2", sys.executable,
+                          "-c", "import os, sys, time; r = int(os.environ['RANK']); "
+                          "time.sleep(30 * (r == 0)); sys.exit(5 * r)"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 5  # rank 1's; rank 0 (sleeping) was stopped, not waited for
+    out = subprocess.run([sys.executable, "-m", "symgraph", "launch", "-n", "2"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 2 and "give the command each rank runs" in out.stderr
