@@ -63,7 +63,7 @@ from symgraph.parallel.launch import world_from_env
 from symgraph.parallel.rendezvous import Rendezvous
 world = world_from_env()
 parts = Rendezvous(world, 20).connect().allgather(os.environ["SYMGRAPH_JOB_KEY"].encode())
-line = f"rank {world.rank} of {world.size} keys {len(set(parts))} {len(parts[0])}\n"
+line = f"rank {world.rank} of {world.size} keys {len(set(parts))} {len(parts[0])}\\n"
 os.write(1, line.encode())  # one write: the ranks share the pipe
 """
 
