@@ -146,10 +146,12 @@ def sg_multiprocess(model: str, steps: int) -> tuple[float, bool]:
     """(global samples/s, parameters identical on both ranks) of 2 launched processes."""
     port, outs, procs = _free_port(), [], []
     tmp = tempfile.mkdtemp(prefix="sg-mgpu-")
+    key = os.urandom(32).hex()  # the job key both ranks prove at the rendezvous
     for rank in (0, 1):
         out = os.path.join(tmp, f"rank{rank}.json")
         env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
-               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "PYTHONPATH": PYTHONPATH}
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "PYTHONPATH": PYTHONPATH,
+               "SYMGRAPH_JOB_KEY": key}
         procs.append(subprocess.Popen([sys.executable, __file__, "--worker", "--model", model,
                                        "--steps", str(steps), "--out", out], env=env))
         outs.append(out)

@@ -142,6 +142,13 @@ def _cmd_im2rec(args: argparse.Namespace, parser: Parser) -> int:
     from . import im2rec
     return im2rec.run(args)
 
+def _cmd_launch(args: argparse.Namespace, parser: Parser) -> int:
+    from .parallel.spawn import launch
+    if not args.command:
+        parser.error("give the command each rank runs, e.g. symgraph launch -n 2 python3 "
+                     "train.py")
+    return launch(args.nproc, args.command, args.master_port)
+
 
 def _add_graph_command(sub: Any, name: str, helptext: str) -> Parser:
     q = sub.add_parser(name, help=helptext, description=helptext)
@@ -191,6 +198,15 @@ def build_parser() -> Parser:
     q = sub.add_parser("im2rec", help=helptext, description=helptext)
     im2rec.add_arguments(q)
     q.set_defaults(func=_cmd_im2rec, parser=q)
+
+    q = sub.add_parser("launch", help="run a command as N ranks on this host, with a job key",
+                       description="run a command as N ranks on this host; each is given RANK, "
+                       "WORLD_SIZE, MASTER_ADDR/PORT and the job's fresh SYMGRAPH_JOB_KEY")
+    q.add_argument("-n", "--nproc", type=positive_int, required=True, help="number of ranks")
+    q.add_argument("--master-port", type=positive_int, default=0,
+                   help="rank 0's port (default: a free one)")
+    q.add_argument("command", nargs=argparse.REMAINDER, help="the command each rank runs")
+    q.set_defaults(func=_cmd_launch, parser=q)
     return p
 
 

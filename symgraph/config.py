@@ -46,6 +46,10 @@ def _path(text: str) -> Optional[str]:
     return text or None
 
 
+def _secret(text: str) -> Optional[str]:
+    return text if len(text.strip()) >= 16 else None
+
+
 def _choice(*values: str) -> Callable[[str], Optional[str]]:
     def parse(text: str) -> Optional[str]:
         return text if text in values else None
@@ -62,6 +66,7 @@ class Setting:
     default: Any
     accepts: str
     doc: str
+    secret: bool = False  # errors name the variable but never echo its value
 
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in (
@@ -99,6 +104,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "MXNET_GLUON_REPO)."),
     Setting("SYMGRAPH_DIST_TIMEOUT", _positive_seconds, 300.0, "seconds > 0",
             "How long a rendezvous or a collective waits for a peer."),
+    Setting("SYMGRAPH_JOB_KEY", _secret, None, "a secret of at least 16 characters",
+            "The job's shared secret: ranks prove it to each other (HMAC) at the rendezvous. "
+            "'symgraph launch' makes one; otherwise export the same value on every rank.",
+            secret=True),
 )}
 
 
@@ -115,7 +124,8 @@ def get(name: str) -> Any:
         return setting.default
     value = setting.parse(text)
     if value is None:
-        raise AttrError(f"environment: {name}={text!r} is not valid; expected {setting.accepts}")
+        shown = f"<{len(text)} characters, not shown>" if setting.secret else repr(text)
+        raise AttrError(f"environment: {name}={shown} is not valid; expected {setting.accepts}")
     return value
 
 

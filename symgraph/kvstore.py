@@ -9,7 +9,8 @@ Types (MXNet's names):
   other processes, as ``dist_device_sync`` does.
 - ``'dist_sync'``, ``'dist_device_sync'``, ``'dist'``: several processes (rank and world size
   from torchrun, mpirun or SLURM, see :mod:`symgraph.parallel.launch`), meeting at
-  ``MASTER_ADDR:MASTER_PORT``; a push is summed over every worker before it is stored.
+  ``MASTER_ADDR:MASTER_PORT`` on GPUs; the host store sums over MPI (mpirun or srun,
+  :mod:`symgraph.parallel.mpi`). A push is summed over every worker before it is stored.
 
 ``dist_async`` is refused: there is no parameter server, and asynchronous updates would make the
 replicas differ. With ``set_optimizer`` the store updates its values with the summed pushes
@@ -24,6 +25,7 @@ import numpy as np
 from .base import AttrError, BindError
 from .parallel.comm import HostCommunicator
 from .parallel.launch import WorldInfo, world_from_env
+from .parallel.mpi import mpi_group
 from .parallel.rendezvous import DEFAULT_TIMEOUT, Rendezvous
 
 __all__ = ["KVStore", "create"]
@@ -64,7 +66,8 @@ class KVStore:
     def __init__(self, kvtype: str = "local", timeout: float = DEFAULT_TIMEOUT) -> None:
         self._type = check_type(kvtype)
         self._world = world_from_env() if is_distributed(kvtype) else WorldInfo()
-        self._peers = peers_for(self._world, timeout) if self._world.size > 1 else None
+        self._comm = HostCommunicator(1, mpi_group(self._world)
+                                      if self._world.size > 1 else None)
         self._store: dict[Key, np.ndarray] = {}
         self._ctx: dict[Key, Any] = {}
         self._updater: Optional[Callable] = None
@@ -88,7 +91,7 @@ class KVStore:
     @property
     def communicator(self) -> HostCommunicator:
         """The host communicator over this store's processes (one local replica)."""
-        return HostCommunicator(1, self._peers)
+        return self._comm
 
     # -- values --------------------------------------------------------------------------------
     def init(self, key: Any, value: Any) -> None:
@@ -97,7 +100,8 @@ class KVStore:
             if k in self._store:
                 raise AttrError(f"kvstore init: key {k!r} is already initialised")
             host = _host(v[0] if isinstance(v, (list, tuple)) else v).copy()
-            self.communicator.broadcast([[host]])
+            self._comm.check_manifest([f"key {k!r}"], [host], "kvstore init")
+            self._comm.broadcast([[host]])
             self._store[k] = host
             self._ctx[k] = getattr(v, "context", None)
 
@@ -113,7 +117,7 @@ class KVStore:
             if total.shape != stored.shape:
                 raise BindError(f"kvstore push: key {k!r} has shape {stored.shape}, pushed "
                                 f"{total.shape}")
-            self.communicator.allreduce([[total]])
+            self._comm.allreduce([[total]])
             if self._updater is not None:
                 from .ndarray import array
                 weight, grad = array(stored), array(total)
@@ -165,7 +169,7 @@ class KVStore:
 
     def barrier(self) -> None:
         """Wait until every worker reached this call."""
-        self.communicator.allreduce([[np.zeros(1, np.float32)]])
+        self._comm.allreduce([[np.zeros(1, np.float32)]])
 
 
 def _host(x: Any) -> np.ndarray:

@@ -2,10 +2,11 @@
 
 - :mod:`.launch` reads rank and world size from the launchers people use (torchrun, OpenMPI,
   SLURM);
-- :mod:`.rendezvous` exchanges bytes (the NCCL unique id) at ``MASTER_ADDR:MASTER_PORT`` with a
-  timeout whose error names the rank that did not arrive;
-- :mod:`.comm` is the communicator protocol and the host implementations (in-process replicas,
-  TCP between processes) that let CI run the whole path without a GPU;
+- :mod:`.rendezvous` exchanges bytes (the NCCL unique id) at ``MASTER_ADDR:MASTER_PORT``
+  among ranks that prove the job key (:mod:`.auth`), with a timeout whose error names the
+  rank that did not arrive;
+- :mod:`.comm` is the communicator protocol and the host implementation (in-process
+  replicas, MPI between processes: :mod:`.mpi`) that lets CI run the whole path without a GPU;
 - :mod:`.nccl` is the ctypes binding of NCCL, loaded on first use;
 - :mod:`.bucket` groups gradients into size-limited buckets, in reverse order of production;
 - :mod:`.split` slices a batch over devices as MXNet's executor group does;

@@ -6,9 +6,10 @@ Every replica ends with the *same* bits: the sum is formed once, in a fixed orde
 ...; rank 0, 1, ...), and copied to all of them, so optimizer steps keep replicas identical.
 
 - :class:`HostCommunicator` sums on the host: numpy arrays, or NDArrays on ``sg.cpu(i)``
-  contexts (copied through the host when on a GPU), and across processes through the TCP
-  connections of a :class:`~.rendezvous.Rendezvous` (rank 0 sums in rank order and sends the
-  result back). It is the communicator of CPU training and of CI; it needs no GPU.
+  contexts (copied through the host when on a GPU), and across processes through a
+  :class:`~.mpi.ProcessGroup` (MPI under mpirun or srun). It is the communicator of CPU
+  training and of CI; it needs no GPU. Before its first collective the processes compare a
+  manifest of the arrays (:mod:`.manifest`; trainers give one naming their parameters).
 - ``nccl.NcclCommunicator`` does the same on GPUs through NCCL.
 
 :func:`allreduce_grads` is the entry point for trainers (Module, Gluon's Trainer): it buckets
@@ -21,8 +22,9 @@ from typing import Any, Optional, Protocol, Sequence
 import numpy as np
 
 from ..base import ShapeError
+from . import manifest
 from .bucket import DEFAULT_BUCKET_BYTES, make_buckets
-from .rendezvous import Rendezvous
+from .mpi import ProcessGroup
 
 
 class Communicator(Protocol):
@@ -42,62 +44,58 @@ def _host(x: Any) -> np.ndarray:
 
 
 class HostCommunicator:
-    """Sums on the host (see the module docstring); ``peers`` joins processes."""
+    """Sums on the host (see the module docstring); ``group`` joins processes."""
 
-    def __init__(self, num_replicas: int, peers: Optional[Rendezvous] = None) -> None:
+    def __init__(self, num_replicas: int, group: Optional[ProcessGroup] = None) -> None:
         self.num_replicas = num_replicas
-        self.peers = peers
+        self.group = group if group is not None and group.size > 1 else None
+        self._verified = self.group is None
 
     @property
     def rank(self) -> int:
-        return self.peers.world.rank if self.peers else 0
+        return self.group.rank if self.group else 0
 
     @property
     def size(self) -> int:
-        return self.peers.world.size if self.peers else 1
+        return self.group.size if self.group else 1
+
+    def check_manifest(self, names: Sequence[str], arrays: Sequence[Any],
+                       what: str = "allreduce") -> None:
+        """Compare ``(name, shape, dtype)`` of ``arrays`` across the processes (a
+        collective: every rank calls it); ShapeError naming the first difference."""
+        if self.group is not None:
+            manifest.check(manifest.manifest_of(names, arrays), self.group.allgather, what)
+        self._verified = True
+
+    def _verify(self, arrays: Sequence[Any], what: str) -> None:
+        # without a caller's manifest, the first collective's arrays are compared: every
+        # rank makes a first call, so every rank joins this check
+        if not self._verified:
+            self.check_manifest([f"array {i}" for i in range(len(arrays))], arrays, what)
 
     def allreduce(self, replicas: Sequence[Sequence[Any]]) -> None:
         _check_replicas(replicas, self.num_replicas)
+        self._verify(replicas[0], "allreduce")
         for members in _by_dtype(replicas[0]):
             flat = [np.concatenate([_host(rep[i]).ravel() for i in members])
                     for rep in replicas]
             total = flat[0].copy()
             for part in flat[1:]:
                 total += part
-            total = self._across(total)
+            if self.group is not None:
+                total = self.group.allreduce(total)
             for rep in replicas:
                 _scatter(total, [rep[i] for i in members])
 
     def broadcast(self, replicas: Sequence[Sequence[Any]], root: int = 0) -> None:
         _check_replicas(replicas, self.num_replicas)
+        self._verify(replicas[root], "broadcast")
         for members in _by_dtype(replicas[0]):
             flat = np.concatenate([_host(replicas[root][i]).ravel() for i in members])
-            if self.peers and self.size > 1:
-                flat = _from_bytes(self.peers.broadcast(flat.tobytes()
-                                                        if self.rank == 0 else None), flat)
+            if self.group is not None:
+                flat = self.group.broadcast(flat)
             for rep in replicas:
                 _scatter(flat, [rep[i] for i in members])
-
-    def _across(self, total: np.ndarray) -> np.ndarray:
-        """Sum over processes through rank 0, in rank order (identical bits everywhere)."""
-        if not self.peers or self.size == 1:
-            return total
-        if self.rank != 0:
-            self.peers.send(0, total.tobytes())
-            return _from_bytes(self.peers.recv(0), total)
-        for rank in range(1, self.size):
-            total += _from_bytes(self.peers.recv(rank), total)
-        for rank in range(1, self.size):
-            self.peers.send(rank, total.tobytes())
-        return total
-
-
-def _from_bytes(data: bytes, like: np.ndarray) -> np.ndarray:
-    if len(data) != like.nbytes:
-        raise ShapeError(f"allreduce: a peer sent {len(data)} bytes, this rank holds "
-                         f"{like.nbytes} ({like.size} x {like.dtype}); the ranks run different "
-                         f"models or parameter sets")
-    return np.frombuffer(data, like.dtype).copy()
 
 
 def _scatter(flat: np.ndarray, arrays: Sequence[Any]) -> None:

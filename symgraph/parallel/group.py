@@ -183,6 +183,7 @@ class DataParallelModule(Module):
         names = self._param_names
         reps = [[exe.arg_dict[n] for n in names] + [exe.aux_dict[n] for n in self._aux_names]
                 for exe in self._execs]
+        self._comm.check_manifest(names + self._aux_names, reps[0], "Module.init_optimizer")
         self._comm.broadcast(reps)
         _wait(self._comm)
         self._arg_params, self._aux_params = self.get_params()

@@ -151,6 +151,14 @@ class NcclCommunicator:
             n = self.num_replicas
             self.comms = init_comms(self.device_ids, world.rank * n, world.size * n, uid)
 
+    def check_manifest(self, names: Sequence[str], arrays: Sequence[Any],
+                       what: str = "allreduce") -> None:
+        """Compare ``(name, shape, dtype)`` of ``arrays`` across the processes through the
+        rendezvous connections; ShapeError naming the first difference and the rank."""
+        if self.peers is not None and self.peers.world.size > 1:
+            from . import manifest
+            manifest.check(manifest.manifest_of(names, arrays), self.peers.allgather, what)
+
     def _arguments(self, replicas: Sequence[Sequence[Any]]) -> list[tuple]:
         """``(buffer, count, dtype, comm, stream)`` of every call, array by array and device
         by device; cached per (device buffers, streams), since a trainer reduces the same

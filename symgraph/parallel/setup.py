@@ -9,9 +9,10 @@ started as one of several ranks (``WORLD_SIZE > 1`` and friends), is a
 ==================================  ==================================================
 ``local``, ``device``, ``nccl``     this process's devices: NCCL between GPUs, host
                                     sums between ``cpu(i)`` replicas
-``dist_sync``, ``dist_device_sync``  the same, joined with the other ranks (NCCL over
-``dist``, ``nccl`` under a launcher  ``ncclCommInitRank`` on GPUs, TCP through rank 0 on
-                                    CPUs); rendezvous at ``MASTER_ADDR:MASTER_PORT``
+``dist_sync``, ``dist_device_sync``  the same, joined with the other ranks: NCCL over
+``dist``, ``nccl`` under a launcher  ``ncclCommInitRank`` on GPUs (bootstrapped by the
+                                    authenticated rendezvous at ``MASTER_ADDR:MASTER_PORT``),
+                                    MPI on CPUs (under mpirun or srun, :mod:`.mpi`)
 ``None``                            as ``local`` (several devices are always summed)
 ==================================  ==================================================
 """
@@ -47,13 +48,12 @@ def make_communicator(kvstore: Any, contexts: Sequence[Context]) -> tuple[Any, i
     name = kvstore.type if isinstance(kvstore, KVStore) else \
         ("local" if kvstore is None else check_type(kvstore))
     world = world_from_env()
-    peers = peers_for(world, timeout()) if is_distributed(name, world) and world.size > 1 \
-        else None
-    workers = world.size if peers is not None else 1
+    joined = is_distributed(name, world) and world.size > 1
+    workers = world.size if joined else 1
     if contexts[0].device_type == "gpu":
         from .nccl import NcclCommunicator
-        comm = NcclCommunicator([c.device_id for c in contexts], peers, timeout())
-    else:
-        from .comm import HostCommunicator
-        comm = HostCommunicator(len(contexts), peers)
-    return comm, workers, name
+        peers = peers_for(world, timeout()) if joined else None
+        return NcclCommunicator([c.device_id for c in contexts], peers, timeout()), workers, name
+    from .comm import HostCommunicator
+    from .mpi import mpi_group
+    return HostCommunicator(len(contexts), mpi_group(world) if joined else None), workers, name

@@ -4,6 +4,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue as queue_mod
+import secrets
 import socket
 import time
 import traceback
@@ -16,9 +17,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _child(fn: Callable, rank: int, size: int, port: int, queue: Any, args: tuple) -> None:
+def _child(fn: Callable, rank: int, size: int, port: int, queue: Any, args: tuple,
+           key: str) -> None:
     os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(rank),
-                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)})
+                       "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                       "SYMGRAPH_JOB_KEY": key})
     try:
         queue.put((rank, "ok", fn(rank, *args)))
     except BaseException as exc:  # reported to the parent, which asserts on it
@@ -26,13 +29,15 @@ def _child(fn: Callable, rank: int, size: int, port: int, queue: Any, args: tupl
 
 
 def run_ranks(fn: Callable, size: int, *args: Any, ranks: Any = None,
-              timeout: float = 60.0) -> dict:
+              timeout: float = 60.0, port: int = 0, key: str = "") -> dict:
     """``{rank: ('ok', result) | ('error', text)}`` of ``fn(rank, *args)`` in each process;
-    ``ranks`` limits which ranks are started (the others never arrive)."""
+    ``ranks`` limits which ranks are started (the others never arrive). The ranks share a
+    fresh job key (or ``key``) and meet on a free port (or ``port``)."""
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
-    port = free_port()
-    procs = [ctx.Process(target=_child, args=(fn, r, size, port, queue, args))
+    port = port or free_port()
+    key = key or secrets.token_hex(16)
+    procs = [ctx.Process(target=_child, args=(fn, r, size, port, queue, args, key))
              for r in (range(size) if ranks is None else ranks)]
     for p in procs:
         p.start()

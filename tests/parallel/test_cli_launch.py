@@ -1,5 +1,5 @@
-"""The documented recipe ``torchrun --nproc-per-node 2 -m symgraph train ...``, with the
-environment torchrun sets, on the CPU: both ranks end with the same test accuracy."""
+"""The documented recipe ``mpirun -np 2 python -m symgraph train ...`` on the CPU: both ranks
+end with the same test accuracy."""
 from __future__ import annotations
 
 import os
@@ -9,29 +9,23 @@ from pathlib import Path
 
 import pytest
 
-from ._procs import free_port
+from ._mpi import mpirun_env, needs_mpi
 
 ROOT = Path(__file__).resolve().parents[2]
 # workers import this checkout first, then whatever the parent could import
 PYTHONPATH = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
 
 
-def test_two_rank_cli_training(mnist_dir: Path) -> None:
-    port = free_port()
-    procs = []
-    for rank in (0, 1):
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
-               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-               "SYMGRAPH_DIST_TIMEOUT": "60", "PYTHONPATH": PYTHONPATH}
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "symgraph", "train", "mlp", "--data-dir", str(mnist_dir),
-             "--num-train", "512", "--num-test", "200", "--epochs", "1"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outs = [p.communicate(timeout=240)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outs
-    lines = [next(ln for ln in o.splitlines() if "test accuracy" in ln) for o in outs]
+@needs_mpi
+def test_two_rank_cli_training_under_mpirun(mnist_dir: Path) -> None:
+    out = subprocess.run(
+        ["mpirun", "-np", "2", sys.executable, "-m", "symgraph", "train", "mlp", "--data-dir",
+         str(mnist_dir), "--num-train", "512", "--num-test", "200", "--epochs", "1"],
+        env=mpirun_env(), capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = [ln for ln in out.stdout.splitlines() if "test accuracy" in ln]
     accs = [ln.split("test accuracy ")[1].split("%")[0] for ln in lines]
-    assert accs[0] == accs[1], lines  # identical parameters on both ranks
+    assert len(accs) == 2 and accs[0] == accs[1], lines  # identical parameters on both ranks
 
 
 def test_cli_refuses_unknown_kvstore(mnist_dir: Path) -> None:
@@ -61,3 +55,37 @@ def test_benchmark_refuses_fewer_than_two_gpus_and_builds_resnet20() -> None:
     assert len(convs) == 19  # stem + 18 in 9 basic blocks (+ 2 projections, named _proj)
     exe = net.simple_bind(sg.cpu(), data=(2, 3, 32, 32))
     assert exe.forward()[0].shape == (2, 10)
+
+
+RANK_SCRIPT = """
+import os, symgraph as sg
+from symgraph.parallel.launch import world_from_env
+from symgraph.parallel.rendezvous import Rendezvous
+world = world_from_env()
+parts = Rendezvous(world, 20).connect().allgather(os.environ["SYMGRAPH_JOB_KEY"].encode())
+line = f"rank {world.rank} of {world.size} keys {len(set(parts))} {len(parts[0])}\\n"
+os.write(1, line.encode())  # one write: the ranks share the pipe
+"""
+
+
+def test_launch_gives_every_rank_one_fresh_job_key() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "SYMGRAPH_JOB_KEY"}
+    out = subprocess.run([sys.executable, "-m", "symgraph", "launch", "-n", "3", sys.executable,
+                          "-c", RANK_SCRIPT], capture_output=True, text=True, timeout=120,
+                         env={**env, "PYTHONPATH": PYTHONPATH})
+    assert out.returncode == 0, out.stderr
+    lines = sorted(ln for ln in out.stdout.splitlines() if ln.startswith("rank"))
+    # one key shared by all three, 64 hex digits (256 random bits)
+    assert lines == [f"rank {r} of 3 keys 1 64" for r in range(3)], out.stdout
+
+
+def test_launch_returns_a_failing_rank_status_and_needs_a_command() -> None:
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH}
+    out = subprocess.run([sys.executable, "-m", "symgraph", "launch", "-n", "2", sys.executable,
+                          "-c", "import os, sys, time; r = int(os.environ['RANK']); "
+                          "time.sleep(30 * (r == 0)); sys.exit(5 * r)"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 5  # rank 1's; rank 0 (sleeping) was stopped, not waited for
+    out = subprocess.run([sys.executable, "-m", "symgraph", "launch", "-n", "2"],
+                         capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 2 and "give the command each rank runs" in out.stderr

@@ -10,7 +10,7 @@ from symgraph.models import lenet, mlp
 from symgraph.parallel.comm import HostCommunicator
 from symgraph.parallel.group import DataParallelModule
 
-from ._procs import run_ranks
+from ._mpi import needs_mpi, run_mpi
 
 OPT = {"learning_rate": 0.1, "momentum": 0.9, "wd": 1e-4}
 
@@ -115,9 +115,10 @@ def _dist_train(rank: int, x: np.ndarray, y: np.ndarray) -> dict:
     return {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
 
 
-def test_two_processes_dist_sync_equals_one_process_global_batch() -> None:
+@needs_mpi
+def test_two_processes_dist_sync_equals_one_process_global_batch(tmp_path) -> None:
     x, y = _data(64)
-    res = run_ranks(_dist_train, 2, x, y, timeout=120)
+    res = run_mpi(_dist_train, 2, tmp_path, x, y, timeout=120)
     assert all(s == "ok" for s, _ in res.values()), res
     # one process, global batch 16: samples [i*8, i*8+8) of part 0 and of part 1
     order = np.concatenate([np.r_[i * 8:i * 8 + 8, 32 + i * 8:32 + i * 8 + 8]

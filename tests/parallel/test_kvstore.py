@@ -7,7 +7,7 @@ import pytest
 import symgraph as sg
 from symgraph.base import AttrError, BindError
 
-from ._procs import run_ranks
+from ._mpi import needs_mpi, run_mpi
 
 
 def test_types_and_unknown_name() -> None:
@@ -67,7 +67,7 @@ def test_errors_name_key_and_shapes() -> None:
 
 
 def _dist_kv(rank: int) -> list:
-    kv = sg.kv.create("dist_sync", timeout=20)
+    kv = sg.kv.create("dist_sync")
     kv.init("w", sg.nd.array([10.0 * (rank + 1)] * 2))  # rank 0's value wins
     start = sg.nd.zeros(2)
     kv.pull("w", out=start)
@@ -77,8 +77,9 @@ def _dist_kv(rank: int) -> list:
     return [kv.rank, kv.num_workers, start.asnumpy().tolist(), out.asnumpy().tolist()]
 
 
-def test_dist_sync_two_processes() -> None:
-    res = run_ranks(_dist_kv, 2)
+@needs_mpi
+def test_dist_sync_two_processes(tmp_path) -> None:
+    res = run_mpi(_dist_kv, 2, tmp_path)
     assert all(s == "ok" for s, _ in res.values()), res
     for rank in (0, 1):
         r, n, start, out = res[rank][1]

@@ -179,10 +179,10 @@ np.savez(sys.argv[2], **{k: v.asnumpy() for k, v in arg.items()})
 @pytest.mark.multigpu
 def test_two_processes_over_nccl(tmp_path: Path) -> None:
     from ._procs import free_port
-    port, procs = free_port(), []
+    port, procs, key = free_port(), [], os.urandom(16).hex()
     for rank in (0, 1):
         env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_RANK": str(rank),
-               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+               "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "SYMGRAPH_JOB_KEY": key,
                "SYMGRAPH_DIST_TIMEOUT": "120", "PYTHONPATH": PYTHONPATH}
         procs.append(subprocess.Popen([sys.executable, "-c", SCRIPT, str(rank),
                                        str(tmp_path / f"r{rank}.npz")], env=env, cwd=ROOT))
