@@ -24,7 +24,7 @@ def _gnb(g: np.random.Generator, mu: np.ndarray, alpha: np.ndarray, shape: tuple
     """Poisson(Gamma(1/alpha, alpha*mu)); alpha = 0 is Poisson(mu) (the gamma's limit)."""
     mu, alpha = np.broadcast_to(mu, shape), np.broadcast_to(alpha, shape)
     safe = np.where(alpha > 0, alpha, 1.0)
-    rate = np.where(alpha > 0, g.gamma(1.0 / safe, safe * mu, shape), mu)
+    rate = np.where(alpha > 0, g.gamma(1.0 / safe, safe * mu + 0.0, shape), mu)  # -0.0 -> 0.0
     return g.poisson(rate, shape)
 
 
@@ -47,7 +47,8 @@ LAWS: dict[str, Law] = {
     "uniform": Law((("low", "float", 0.0), ("high", "float", 1.0)),
                    lambda g, lo, hi, s: g.uniform(lo, hi, s), "uniform on [low, high)", {}),
     "normal": Law((("loc", "float", 0.0), ("scale", "float", 1.0)),
-                  lambda g, m, sd, s: g.normal(m, sd, s), "mean loc, standard deviation scale",
+                  lambda g, m, sd, s: g.normal(m, np.add(sd, 0.0), s),  # -0.0 -> 0.0
+                  "mean loc, standard deviation scale",
                   {"scale": _NON_NEGATIVE}),
     "gamma": Law((("alpha", "float", 1.0), ("beta", "float", 1.0)),
                  lambda g, k, th, s: g.gamma(k, th, s), "shape alpha, scale beta",
