@@ -11,6 +11,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
+
 from .base import AttrError
 
 Call = Callable[[str, list, dict, Any, Any], Any]
@@ -70,7 +72,7 @@ def sampler(call: Call, is_array: Callable[[Any], bool], law: str) -> Callable:
             raise AttrError(f"random.{law}: parameters must all be arrays or all be numbers, "
                             f"got {[type(v).__name__ for v in values]}")
         values = _exponential_scale(law, values, is_array)
-        attrs: dict = {} if dtype is None else {"dtype": str(dtype)}
+        attrs: dict = {} if dtype is None else {"dtype": np.dtype(dtype).name}
         if all(arrays):
             attrs["shape"] = _shape(shape) or ()
             return call(f"_sample_{law}", values, attrs, out, None)
@@ -116,7 +118,8 @@ def namespace(call: Call, is_array: Callable[[Any], bool]) -> dict[str, Callable
     def randint(low: int, high: int, shape: Any = None, dtype: Any = None, ctx: Any = None,
                 out: Any = None, **kwargs: Any) -> Any:
         """Integers uniform in [low, high); int32 unless ``dtype`` says int64."""
-        attrs = {"low": low, "high": high, **({} if dtype is None else {"dtype": str(dtype)})}
+        attrs = {"low": low, "high": high,
+                 **({} if dtype is None else {"dtype": np.dtype(dtype).name})}
         if _shape(shape) is not None:
             attrs["shape"] = _shape(shape)
         return call("_random_randint", [], attrs, out, ctx)
@@ -125,7 +128,7 @@ def namespace(call: Call, is_array: Callable[[Any], bool]) -> dict[str, Callable
                     dtype: Any = "int32", **kwargs: Any) -> Any:
         """Category indices drawn from the rows of probabilities ``data``."""
         attrs = {"shape": _shape(shape) or (), "get_prob": bool(get_prob),
-                 "dtype": str(dtype)}
+                 "dtype": np.dtype(dtype).name}
         return call("_sample_multinomial", [data], attrs, out, None)
 
     def shuffle(data: Any, out: Any = None, **kwargs: Any) -> Any:

@@ -30,10 +30,10 @@ def _gnb(g: np.random.Generator, mu: np.ndarray, alpha: np.ndarray, shape: tuple
 
 @dataclass(frozen=True)
 class Law:
-    """One law: parameters ``(name, attribute kind, default)``, ``draw(rng, *params, shape)``,
+    """One law: parameters ``(name, attribute kind, default, description)``, ``draw(rng, *params, shape)``,
     the output dtype when none is given, checks per parameter and a phrase for docs."""
 
-    params: tuple[tuple[str, str, object], ...]
+    params: tuple[tuple[str, str, object, str], ...]  # (name, kind, default, description)
     draw: Callable[..., np.ndarray]
     about: str
     checks: Mapping[str, Check]
@@ -44,28 +44,28 @@ _POSITIVE: Check = (lambda v: v > 0, "must be > 0")
 _NON_NEGATIVE: Check = (lambda v: v >= 0, "must be >= 0")
 
 LAWS: dict[str, Law] = {
-    "uniform": Law((("low", "float", 0.0), ("high", "float", 1.0)),
+    "uniform": Law((("low", "float", 0.0, "lower bound"), ("high", "float", 1.0, "upper bound")),
                    lambda g, lo, hi, s: g.uniform(lo, hi, s), "uniform on [low, high)", {}),
-    "normal": Law((("loc", "float", 0.0), ("scale", "float", 1.0)),
+    "normal": Law((("loc", "float", 0.0, "mean"), ("scale", "float", 1.0, "standard deviation")),
                   lambda g, m, sd, s: g.normal(m, np.add(sd, 0.0), s),  # -0.0 -> 0.0
                   "mean loc, standard deviation scale",
                   {"scale": _NON_NEGATIVE}),
-    "gamma": Law((("alpha", "float", 1.0), ("beta", "float", 1.0)),
+    "gamma": Law((("alpha", "float", 1.0, "shape"), ("beta", "float", 1.0, "scale")),
                  lambda g, k, th, s: g.gamma(k, th, s), "shape alpha, scale beta",
                  {"alpha": _POSITIVE, "beta": _POSITIVE}),
-    "exponential": Law((("lam", "float", 1.0),), lambda g, lam, s: g.exponential(1.0 / lam, s),
+    "exponential": Law((("lam", "float", 1.0, "rate"),), lambda g, lam, s: g.exponential(1.0 / lam, s),
                        "rate lam", {"lam": _POSITIVE}),
-    "poisson": Law((("lam", "float", 1.0),), lambda g, lam, s: g.poisson(lam, s),
+    "poisson": Law((("lam", "float", 1.0, "mean"),), lambda g, lam, s: g.poisson(lam, s),
                    "mean lam", {"lam": _NON_NEGATIVE}),
-    "negative_binomial": Law((("k", "int", 1), ("p", "float", 1.0)),
+    "negative_binomial": Law((("k", "int", 1, "successes"), ("p", "float", 1.0, "success probability")),
                              lambda g, k, p, s: g.negative_binomial(k, p, s),
                              "failures before the k-th success of probability p",
                              {"k": _POSITIVE, "p": (lambda v: (v > 0) & (v <= 1),
                                                     "must lie in (0, 1]")}),
     "generalized_negative_binomial": Law(
-        (("mu", "float", 1.0), ("alpha", "float", 1.0)), _gnb,
+        (("mu", "float", 1.0, "mean"), ("alpha", "float", 1.0, "dispersion")), _gnb,
         "mean mu, variance mu + alpha * mu**2", {"mu": _NON_NEGATIVE, "alpha": _NON_NEGATIVE}),
-    "randint": Law((("low", "int", None), ("high", "int", None)),
+    "randint": Law((("low", "int", None, "lower bound"), ("high", "int", None, "upper bound (excluded)")),
                    lambda g, lo, hi, s: g.integers(lo, hi, s), "integers in [low, high)",
                    {}, dtype="int32"),
 }
@@ -80,8 +80,8 @@ def check_params(law: str, values: Mapping[str, object], names: tuple[str, ...] 
     """AttrError naming the first parameter out of its range (``names``: the caller's names of
     the parameters, in the law's order, when they differ from the attributes')."""
     spec = LAWS[law]
-    names = names or tuple(k for k, _, _ in spec.params)
-    for (key, _, _), shown in zip(spec.params, names):
+    names = names or tuple(k for k, *_ in spec.params)
+    for (key, *_), shown in zip(spec.params, names):
         value = np.asarray(values[shown])
         check = spec.checks.get(key)
         if check is not None and not np.all(check[0](value)):

@@ -44,7 +44,7 @@ def _lowering(law: str, source: str) -> tuple:
 # -- _random_<law>: parameters and shape as attributes ----------------------------------------
 
 def _attr_values(law: str, a: Attrs) -> list:
-    return [a[k] for k, _, _ in laws.LAWS[law].params]
+    return [a[k] for k, *_ in laws.LAWS[law].params]
 
 
 def _attr_shape(law: str, a: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -121,14 +121,15 @@ def _sample_compute(law: str, a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 
 def _law_params(law: laws.Law) -> dict:
-    return {k: Param(kind) if default is None else Param(kind, default)  # None: required
-            for k, kind, default in law.params}
+    return {k: Param(kind, doc=doc) if default is None  # None: required
+            else Param(kind, default, doc=doc) for k, kind, default, doc in law.params}
 
 
 for _name, _law in laws.LAWS.items():
     register(OpDef(
         f"_random_{_name}",
-        {**_law_params(_law), "shape": Param("shape?", None), "dtype": Param("dtype?", None),
+        {**_law_params(_law), "shape": Param("shape?", None, doc="output shape"),
+         "dtype": Param("dtype?", None, doc=f"output dtype ({_law.dtype} if None)"),
          "ctx": Param("str", "", doc="ignored: the executor's context places it")},
         (), partial(_attr_shape, _name), partial(_random_compute, _name), NOT_DIFFERENTIABLE,
         OPAQUE, infer_type=partial(_attr_type, _name), train_dependent=True,
@@ -143,7 +144,8 @@ for _name, _law in laws.LAWS.items():
         lowering=_lowering(_name, "attrs"),
         doc=f"Samples of the {_name} law ({_law.about}) of data's shape and dtype."))
     register(OpDef(
-        f"_sample_{_name}", {"shape": Param("shape", ()), "dtype": Param("dtype?", None)},
+        f"_sample_{_name}", {"shape": Param("shape", (), doc="samples per parameter element"),
+         "dtype": Param("dtype?", None, doc="output dtype (float32 if None)")},
         laws.SAMPLE_INPUTS[_name], _sample_shape, partial(_sample_compute, _name),
         NOT_DIFFERENTIABLE, OPAQUE, infer_type=_sample_type, train_dependent=True,
         lowering=_lowering(_name, "inputs"),

@@ -14,9 +14,10 @@ from ._util import fmt
 from .sampling import _host_only, _rng
 
 MULTINOMIAL_PARAMS = {
-    "shape": Param("shape", ()),
+    "shape": Param("shape", (), doc="draws per row"),
     "get_prob": Param("bool", False, doc="also return the log-probability of each draw"),
-    "dtype": Param("dtype", "int32", ("float16", "float32", "float64", "int32", "uint8"))}
+    "dtype": Param("dtype", "int32", ("float16", "float32", "float64", "int32", "uint8"),
+                   doc="dtype of the indices")}
 
 
 def _multinomial_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
