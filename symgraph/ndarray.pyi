@@ -1502,6 +1502,229 @@ def UpSampling(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def random_uniform(
+    *,
+    low: float = ...,
+    high: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def sample_uniform(
+    low: Optional[NDArray] = ...,
+    high: Optional[NDArray] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_normal(
+    *,
+    loc: float = ...,
+    scale: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def sample_normal(
+    mu: Optional[NDArray] = ...,
+    sigma: Optional[NDArray] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_gamma(
+    *,
+    alpha: float = ...,
+    beta: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def sample_gamma(
+    alpha: Optional[NDArray] = ...,
+    beta: Optional[NDArray] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_exponential(
+    *,
+    lam: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def sample_exponential(
+    lam: Optional[NDArray] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_poisson(
+    *,
+    lam: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def sample_poisson(
+    lam: Optional[NDArray] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_negative_binomial(
+    *,
+    k: int = ...,
+    p: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def sample_negative_binomial(
+    k: Optional[NDArray] = ...,
+    p: Optional[NDArray] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_generalized_negative_binomial(
+    *,
+    mu: float = ...,
+    alpha: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def sample_generalized_negative_binomial(
+    mu: Optional[NDArray] = ...,
+    alpha: Optional[NDArray] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_randint(
+    *,
+    low: int,
+    high: int,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def sample_multinomial(
+    data: Optional[NDArray] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    get_prob: bool = ...,
+    dtype: Literal['float16', 'float32', 'float64', 'int32', 'uint8'] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def shuffle(
+    data: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_uniform(
+    sample: Optional[NDArray] = ...,
+    low: Optional[NDArray] = ...,
+    high: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_normal(
+    sample: Optional[NDArray] = ...,
+    mu: Optional[NDArray] = ...,
+    sigma: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_gamma(
+    sample: Optional[NDArray] = ...,
+    alpha: Optional[NDArray] = ...,
+    beta: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_exponential(
+    sample: Optional[NDArray] = ...,
+    lam: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_poisson(
+    sample: Optional[NDArray] = ...,
+    lam: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_negative_binomial(
+    sample: Optional[NDArray] = ...,
+    k: Optional[NDArray] = ...,
+    p: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_generalized_negative_binomial(
+    sample: Optional[NDArray] = ...,
+    mu: Optional[NDArray] = ...,
+    alpha: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_dirichlet(
+    sample: Optional[NDArray] = ...,
+    alpha: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 
 Softmax = SoftmaxOutput
 BatchNorm_v1 = BatchNorm
@@ -1509,6 +1732,8 @@ ElementWiseSum = add_n
 broadcast_plus = broadcast_add
 broadcast_minus = broadcast_sub
 ctc_loss = CTCLoss
+uniform = random_uniform
+normal = random_normal
 reshape = Reshape
 flatten = Flatten
 stop_gradient = BlockGrad
@@ -1552,9 +1777,16 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "cumsum", "L2Normalization", "moments", "LayerNorm", "GroupNorm", "InstanceNorm",
     "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN", "SequenceMask",
     "SequenceReverse", "SequenceLast", "sort", "argsort", "topk", "pick", "UpSampling", "Softmax",
-    "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape",
-    "flatten", "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip",
-    "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "add",
+    "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss",
+    "random_uniform", "sample_uniform", "random_normal", "sample_normal", "random_gamma",
+    "sample_gamma", "random_exponential", "sample_exponential", "random_poisson", "sample_poisson",
+    "random_negative_binomial", "sample_negative_binomial", "random_generalized_negative_binomial",
+    "sample_generalized_negative_binomial", "random_randint", "uniform", "normal",
+    "sample_multinomial", "shuffle", "random_pdf_uniform", "random_pdf_normal", "random_pdf_gamma",
+    "random_pdf_exponential", "random_pdf_poisson", "random_pdf_negative_binomial",
+    "random_pdf_generalized_negative_binomial", "random_pdf_dirichlet", "reshape", "flatten",
+    "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip", "cast",
+    "concat", "split", "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "add",
     "subtract", "multiply", "divide", "power", "equal", "not_equal", "greater", "greater_equal",
     "lesser", "lesser_equal", "modulo", "maximum", "minimum", "logical_and", "logical_or",
-    "logical_xor", "random", "random_uniform", "random_normal"]
+    "logical_xor", "random"]

@@ -1,97 +1,88 @@
 """``sg.random`` (also ``sg.nd.random``): one generator drives dropout masks, initialisers and
-the samplers here, so ``sg.random.seed`` makes all of them reproducible.
+the sampler ops (``_random_*``, ``_sample_*``, ``_shuffle``...), so ``sg.random.seed`` makes all
+of them reproducible.
 
-The samplers take MXNet's arguments (``low``, ``high``, ``shape``, ``dtype``, ``ctx``, ``out``)
-and return materialised NDArrays. Parameters given as NDArrays draw one sample set per element,
-the output shape being ``param.shape + shape``, as in MXNet.
+The functions take MXNet's arguments (``low``, ``high``, ``shape``, ``dtype``, ``ctx``,
+``out``; see ``random_api``) and record the sampler ops like any ``sg.nd`` call. Parameters
+given as NDArrays draw one sample set per element, the output shape being
+``param.shape + shape``, as in MXNet.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, Union
+import numbers
+from typing import Any
 
 import numpy as np
 
 from .base import AttrError
-
-__all__ = ["seed", "uniform", "normal", "randint", "shuffle", "random_uniform", "random_normal"]
+from .random_api import namespace as _namespace
 
 _state = {"rng": np.random.default_rng(0)}
 
 
 def seed(seed_state: int, ctx: Any = "all") -> None:
-    """Reseed symgraph's random generator (and nothing else)."""
-    _state["rng"] = np.random.default_rng(int(seed_state))
+    """Reseed symgraph's random generator.
+
+    symgraph has one generator for every device, so a seed given for one context (``ctx``)
+    reseeds it too: draws on any device then repeat, as MXNet's per-device generators seeded
+    alike do. Negative seeds are taken modulo 2**64.
+
+    Example: ``sg.random.seed(42); a = sg.nd.random.uniform(shape=3)``"""
+    if isinstance(seed_state, bool) or not isinstance(seed_state, numbers.Integral):
+        raise AttrError(f"random.seed: seed_state must be an integer, got {seed_state!r}")
+    _state["rng"] = np.random.default_rng(int(seed_state) % (1 << 64))
 
 
 def generator() -> np.random.Generator:
+    """The generator every sampler draws from."""
     return _state["rng"]
 
 
-Shape = Union[None, int, Sequence[int]]
-
-
-def _host(value: Any) -> Any:
-    from .ndarray import NDArray
-    return value.asnumpy().astype(np.float64) if isinstance(value, NDArray) else value
-
-
-def _draw(name: str, fn: Callable, params: tuple, shape: Shape, dtype: Any, ctx: Any,
-          out: Any, default_dtype: str) -> Any:
-    from .context import current_context
-    from .ndarray import NDArray, array
-    if out is not None and not isinstance(out, NDArray):
-        raise AttrError(f"random.{name}: out must be an NDArray, got {type(out).__name__}")
-    if shape is None or shape == ():
-        shape = out.shape if out is not None else ()
-    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(shape)
-    host = [_host(p) for p in params]
-    lead = np.broadcast(*host).shape if any(isinstance(p, np.ndarray) for p in host) else ()
-    full = tuple(lead) + shape
-    if not full:
-        full = (1,)  # MXNet's default shape
-    if lead:
-        host = [np.reshape(p, np.shape(p) + (1,) * len(shape)) for p in host]
-    values = fn(generator(), *host, full)
+def _call(op: str, inputs: list, attrs: dict, out: Any, ctx: Any) -> Any:
+    """Record ``op`` through the imperative engine; ``out`` also gives the shape and dtype
+    when they are not given (MXNet infers them from it)."""
+    from .context import Context
+    from .ndarray import NDArray, _engine
     if out is not None:
-        if out.shape != full:
-            raise AttrError(f"random.{name}: out has shape {out.shape}, the sample {full}")
-        out[:] = values
-        return out
-    dtype = np.dtype(dtype or default_dtype)
-    return array(values, ctx or current_context(), dtype)
+        if not isinstance(out, NDArray):
+            raise AttrError(f"random ({op}): out must be an NDArray, got {type(out).__name__}")
+        if not inputs and attrs.get("shape") is None:
+            attrs["shape"] = out.shape
+        if "dtype" not in attrs and op != "_shuffle" and not op.endswith("_like"):
+            attrs["dtype"] = np.dtype(out.dtype).name
+    for x in inputs:
+        if not isinstance(x, NDArray):
+            raise AttrError(f"random ({op}): inputs must be NDArrays, got {type(x).__name__}")
+    if not inputs and attrs.get("shape") is None:
+        attrs["shape"] = (1,)  # MXNet's default: nothing decides it later in sg.nd
+    if ctx is not None and not isinstance(ctx, Context):
+        raise AttrError(f"random ({op}): ctx must be a Context, got {ctx!r}")
+    return _engine().call(op, inputs, attrs, out, None, ctx)
 
 
-def uniform(low: Any = 0.0, high: Any = 1.0, shape: Shape = None, dtype: Any = None,
-            ctx: Any = None, out: Any = None, **kwargs: Any) -> Any:
-    """Samples from U[low, high)."""
-    return _draw("uniform", lambda g, lo, hi, s: g.uniform(lo, hi, s), (low, high), shape,
-                 dtype, ctx, out, "float32")
+def _is_array(v: Any) -> bool:
+    from .ndarray import NDArray
+    return isinstance(v, NDArray)
 
 
-def normal(loc: Any = 0.0, scale: Any = 1.0, shape: Shape = None, dtype: Any = None,
-           ctx: Any = None, out: Any = None, **kwargs: Any) -> Any:
-    """Samples from N(loc, scale**2)."""
-    return _draw("normal", lambda g, m, s_, s: g.normal(m, s_, s), (loc, scale), shape, dtype,
-                 ctx, out, "float32")
+_FUNCTIONS = _namespace(_call, _is_array)
+uniform = _FUNCTIONS["uniform"]
+normal = _FUNCTIONS["normal"]
+randn = _FUNCTIONS["randn"]
+gamma = _FUNCTIONS["gamma"]
+exponential = _FUNCTIONS["exponential"]
+poisson = _FUNCTIONS["poisson"]
+negative_binomial = _FUNCTIONS["negative_binomial"]
+generalized_negative_binomial = _FUNCTIONS["generalized_negative_binomial"]
+multinomial = _FUNCTIONS["multinomial"]
+shuffle = _FUNCTIONS["shuffle"]
+randint = _FUNCTIONS["randint"]
+uniform_like = _FUNCTIONS["uniform_like"]
+normal_like = _FUNCTIONS["normal_like"]
+gamma_like = _FUNCTIONS["gamma_like"]
+exponential_like = _FUNCTIONS["exponential_like"]
+poisson_like = _FUNCTIONS["poisson_like"]
+negative_binomial_like = _FUNCTIONS["negative_binomial_like"]
+generalized_negative_binomial_like = _FUNCTIONS["generalized_negative_binomial_like"]
 
-
-def randint(low: int, high: int, shape: Shape = None, dtype: Any = None, ctx: Any = None,
-            out: Any = None, **kwargs: Any) -> Any:
-    """Integers uniform in [low, high); int32 by default, as MXNet."""
-    if high <= low:
-        raise AttrError(f"random.randint: high ({high}) must be greater than low ({low})")
-    return _draw("randint", lambda g, lo, hi, s: g.integers(lo, hi, s), (low, high), shape,
-                 dtype, ctx, out, "int32")
-
-
-def shuffle(data: Any, **kwargs: Any) -> Any:
-    """A copy of ``data`` with its first axis randomly permuted."""
-    from .ndarray import NDArray, array
-    if not isinstance(data, NDArray):
-        raise AttrError(f"random.shuffle: data must be an NDArray, got {type(data).__name__}")
-    host = data.asnumpy()
-    return array(host[generator().permutation(host.shape[0])], data.context, data.dtype)
-
-
-random_uniform = uniform  # MXNet's legacy sg.nd.random_uniform / random_normal names
-random_normal = normal
+__all__ = ["seed", "generator"] + list(_FUNCTIONS)

@@ -27,6 +27,7 @@ from .exports import export, sub_namespace
 from .graph import VARIABLE, Entry, Graph, Node, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
 from .passes.infer_shape import symbol_infer_shape
+from .random_api import symbol_namespace as _random_namespace
 from .passes.infer_type import symbol_infer_type
 
 Number = Union[int, float, np.number]
@@ -359,6 +360,7 @@ def _install_op_functions() -> list[str]:
         n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
     namespace.setdefault("contrib", sub_namespace(
         namespace, list(registry.all_ops()) + list(registry.all_aliases()), "_contrib_"))
+    namespace.setdefault("random", _random_namespace(apply_op, Symbol))  # sg.sym.random
     return list(dispatching)
 
 

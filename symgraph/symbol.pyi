@@ -1533,6 +1533,249 @@ def ctc_loss(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def random_uniform(
+    *,
+    low: float = ...,
+    high: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def sample_uniform(
+    low: Optional[Symbol] = ...,
+    high: Optional[Symbol] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_normal(
+    *,
+    loc: float = ...,
+    scale: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def sample_normal(
+    mu: Optional[Symbol] = ...,
+    sigma: Optional[Symbol] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_gamma(
+    *,
+    alpha: float = ...,
+    beta: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def sample_gamma(
+    alpha: Optional[Symbol] = ...,
+    beta: Optional[Symbol] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_exponential(
+    *,
+    lam: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def sample_exponential(
+    lam: Optional[Symbol] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_poisson(
+    *,
+    lam: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def sample_poisson(
+    lam: Optional[Symbol] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_negative_binomial(
+    *,
+    k: int = ...,
+    p: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def sample_negative_binomial(
+    k: Optional[Symbol] = ...,
+    p: Optional[Symbol] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_generalized_negative_binomial(
+    *,
+    mu: float = ...,
+    alpha: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def sample_generalized_negative_binomial(
+    mu: Optional[Symbol] = ...,
+    alpha: Optional[Symbol] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    dtype: Any = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_randint(
+    *,
+    low: int,
+    high: int,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def uniform(
+    *,
+    low: float = ...,
+    high: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def normal(
+    *,
+    loc: float = ...,
+    scale: float = ...,
+    shape: Any = ...,
+    dtype: Any = ...,
+    ctx: str = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def sample_multinomial(
+    data: Optional[Symbol] = ...,
+    *,
+    shape: tuple[int, ...] = ...,
+    get_prob: bool = ...,
+    dtype: Literal['float16', 'float32', 'float64', 'int32', 'uint8'] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def shuffle(
+    data: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_uniform(
+    sample: Optional[Symbol] = ...,
+    low: Optional[Symbol] = ...,
+    high: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_normal(
+    sample: Optional[Symbol] = ...,
+    mu: Optional[Symbol] = ...,
+    sigma: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_gamma(
+    sample: Optional[Symbol] = ...,
+    alpha: Optional[Symbol] = ...,
+    beta: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_exponential(
+    sample: Optional[Symbol] = ...,
+    lam: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_poisson(
+    sample: Optional[Symbol] = ...,
+    lam: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_negative_binomial(
+    sample: Optional[Symbol] = ...,
+    k: Optional[Symbol] = ...,
+    p: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_generalized_negative_binomial(
+    sample: Optional[Symbol] = ...,
+    mu: Optional[Symbol] = ...,
+    alpha: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_dirichlet(
+    sample: Optional[Symbol] = ...,
+    alpha: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def stop_gradient(
     data: Optional[Symbol] = ...,
     *,
@@ -1658,7 +1901,14 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "cumsum", "L2Normalization", "moments", "LayerNorm", "GroupNorm", "InstanceNorm",
     "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN", "SequenceMask",
     "SequenceReverse", "SequenceLast", "sort", "argsort", "topk", "pick", "UpSampling", "Softmax",
-    "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape",
-    "flatten", "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip",
-    "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "pow",
+    "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss",
+    "random_uniform", "sample_uniform", "random_normal", "sample_normal", "random_gamma",
+    "sample_gamma", "random_exponential", "sample_exponential", "random_poisson", "sample_poisson",
+    "random_negative_binomial", "sample_negative_binomial", "random_generalized_negative_binomial",
+    "sample_generalized_negative_binomial", "random_randint", "uniform", "normal",
+    "sample_multinomial", "shuffle", "random_pdf_uniform", "random_pdf_normal", "random_pdf_gamma",
+    "random_pdf_exponential", "random_pdf_poisson", "random_pdf_negative_binomial",
+    "random_pdf_generalized_negative_binomial", "random_pdf_dirichlet", "reshape", "flatten",
+    "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip", "cast",
+    "concat", "split", "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "pow",
     "power", "maximum", "minimum", "hypot", "zeros", "ones", "full"]
