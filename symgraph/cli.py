@@ -142,6 +142,7 @@ def _cmd_im2rec(args: argparse.Namespace, parser: Parser) -> int:
     from . import im2rec
     return im2rec.run(args)
 
+
 def _cmd_launch(args: argparse.Namespace, parser: Parser) -> int:
     from .parallel.spawn import launch
     if not args.command:
