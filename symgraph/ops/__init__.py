@@ -1,5 +1,6 @@
 """Built-in operators. Importing this package registers them all."""
 from . import (activation, constant, conv, conv_act_pool, creation, ctc, custom,  # noqa: F401
-               deconv, dot, elemwise, fused, indexing, indexing_nd, layout, layout_extra, loss,
-               lrn, math, math_extra, nn, norm, norm_l2, norm_layer, pool, rearrange, rnn,
-               sequence, shape, sorting, tensor, upsampling)
+               deconv, dot, elemwise, fused, indexing, indexing_nd, khatri_rao, layout,
+               layout_extra, linalg_blas, linalg_factor, linalg_tri, loss, lrn, math,
+               math_extra, nn, norm, norm_l2, norm_layer, pool, rearrange, rnn, sequence, shape,
+               sorting, tensor, upsampling)
