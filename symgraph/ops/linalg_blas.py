@@ -100,7 +100,7 @@ def product(a: Attrs, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _gemm2_grad(c) -> list:
     """dA and dB of alpha op(A) op(B): MXNet's gemm_backward as two gemm2 calls."""
-    S, a, (x, y), dy = c.sym, c.attrs, c.inputs, c.ograds[0]
+    S, a, (x, y), dy = c.sym, c.attrs, c.inputs[:2], c.ograds[0]
     ta, tb, kw = a["transpose_a"], a["transpose_b"], {"alpha": a["alpha"], "axis": a["axis"]}
     da = (S._linalg_gemm2(y, dy, transpose_a=tb, transpose_b=True, **kw) if ta
           else S._linalg_gemm2(dy, y, transpose_a=False, transpose_b=not tb, **kw))
