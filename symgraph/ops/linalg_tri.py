@@ -2,9 +2,10 @@
 ``extracttrian``, ``maketrian`` and ``sumlogdiag`` (registered as ``_linalg_<name>`` with the
 alias ``linalg_<name>``, as MXNet 1.9.1 does; ``sg.sym.linalg.<name>`` is the same function).
 
-Leading axes are a batch; the trailing two are the (square) matrix. A triangle is packed row by
-row (``np.tril_indices`` / ``np.triu_indices`` order): ``offset < 0``, or ``offset == 0`` with
-``lower``, is the lower triangle below the ``offset``-th diagonal, otherwise the upper one.
+Leading axes are a batch; the trailing two are the (square) matrix. ``offset < 0``, or
+``offset == 0`` with ``lower``, names the lower triangle below the ``offset``-th diagonal,
+packed row by row; otherwise the upper one, packed column by column (MXNet 1.9.1's order: the
+upper triangle of A packs as the lower triangle of A^T).
 Each op's gradient is its partner op (extract <-> make), so second derivatives work, and
 :func:`tri` (the triangle of a matrix, others zero) is the composition the factorizations'
 gradients use.
@@ -43,7 +44,10 @@ def is_lower(attrs: Attrs) -> bool:
 def trian_indices(n: int, attrs: Attrs) -> tuple[np.ndarray, np.ndarray]:
     """(rows, cols) of the triangle of an n x n matrix, in packed order."""
     k = attrs["offset"]
-    return np.tril_indices(n, k) if is_lower(attrs) else np.triu_indices(n, k)
+    if is_lower(attrs):
+        return np.tril_indices(n, k)
+    cols, rows = np.tril_indices(n, -k)
+    return rows, cols
 
 
 def _check_offset(op: str, n: int, offset: int) -> None:
@@ -158,11 +162,13 @@ _OPS = [
     ("extracttrian", TRIAN_PARAMS, _extracttrian_shape, _extracttrian,
      lambda c: [c.sym._linalg_maketrian(c.ograds[0], **c.attrs)],
      ("linalg_trian", {"make": False}),
-     "Triangle of each square matrix of A, packed row by row into the last axis."),
+     "Triangle of each square matrix of A packed into the last axis (lower: row by row, "
+     "upper: column by column)."),
     ("maketrian", TRIAN_PARAMS, _maketrian_shape, _maketrian,
      lambda c: [c.sym._linalg_extracttrian(c.ograds[0], **c.attrs)],
      ("linalg_trian", {"make": True}),
-     "Square matrices whose triangle is A's last axis (packed row by row), zeros elsewhere."),
+     "Square matrices whose triangle is A's last axis (packed as extracttrian packs), zeros "
+     "elsewhere."),
 ]
 for _name, _params, _shape, _compute, _grad, _lowering, _doc in _OPS:
     register(OpDef(f"_linalg_{_name}", _params, ("A",), forward_shape(_shape), _compute, _grad,

@@ -63,14 +63,19 @@ def _eig_rows(m: np.ndarray) -> list:
     return [u, lam]
 
 
-def _packed(m: np.ndarray, keep) -> np.ndarray:
-    n = m.shape[-1]
-    return np.stack([m[..., i, j] for i in range(n) for j in range(n) if keep(i, j)], -1)
+def _spots(n: int, keep, upper: bool) -> list:
+    """The triangle's (row, col) in MXNet's packing: lower row by row, upper column by column."""
+    pairs = [(i, j) for i in range(n) for j in range(n) if keep(i, j)]
+    return sorted(pairs, key=lambda p: (p[1], p[0])) if upper else pairs
 
 
-def _unpacked(p: np.ndarray, n: int, keep) -> np.ndarray:
+def _packed(m: np.ndarray, keep, upper: bool) -> np.ndarray:
+    return np.stack([m[..., i, j] for i, j in _spots(m.shape[-1], keep, upper)], -1)
+
+
+def _unpacked(p: np.ndarray, n: int, keep, upper: bool) -> np.ndarray:
     out = np.zeros(p.shape[:-1] + (n, n))
-    spots = [(i, j) for i in range(n) for j in range(n) if keep(i, j)]
+    spots = _spots(n, keep, upper)
     for k, (i, j) in enumerate(spots):
         out[..., i, j] = p[..., k]
     return out
@@ -146,8 +151,8 @@ _FACTOR = [
 
 _LOWER = (lambda i, j: j <= i, lambda i, j: j >= i, lambda i, j: j >= i + 1,
           lambda i, j: j <= i - 2)
-_TRIAN = [({}, _LOWER[0]), ({"lower": False}, _LOWER[1]), ({"offset": 1}, _LOWER[2]),
-          ({"offset": -2, "lower": False}, _LOWER[3])]
+_TRIAN = [({}, _LOWER[0], False), ({"lower": False}, _LOWER[1], True),
+          ({"offset": 1}, _LOWER[2], True), ({"offset": -2, "lower": False}, _LOWER[3], False)]
 
 _DIAG = [
     Case("_linalg_sumlogdiag", lambda: L.sumlogdiag(a), {"a": uniform(2, 3, 3, low=0.5, high=2)},
@@ -164,12 +169,12 @@ _DIAG = [
          lambda a: np.diag(a), id="makediag-one"),
 ] + [
     Case("_linalg_extracttrian", lambda k=k: L.extracttrian(a, **k), {"a": normal(2, 4, 4)},
-         lambda a, f=f: _packed(a, f), id=f"extracttrian-{n}")
-    for n, (k, f) in enumerate(_TRIAN)
+         lambda a, f=f, u=u: _packed(a, f, u), id=f"extracttrian-{n}")
+    for n, (k, f, u) in enumerate(_TRIAN)
 ] + [
     Case("_linalg_maketrian", lambda k=k: L.maketrian(a, **k), {"a": normal(2, size)},
-         lambda a, f=f, side=side: _unpacked(a, side, f), id=f"maketrian-{n}")
-    for n, ((k, f), size, side) in enumerate(zip(_TRIAN, (10, 10, 6, 3), (4, 4, 4, 4)))
+         lambda a, f=f, u=u: _unpacked(a, 4, f, u), id=f"maketrian-{n}")
+    for n, ((k, f, u), size) in enumerate(zip(_TRIAN, (10, 10, 6, 3)))
 ] + [
     Case("khatri_rao", lambda: S.khatri_rao(a, b), {"a": normal(2, 3), "b": normal(4, 3)},
          _kr, id="khatri_rao"),
