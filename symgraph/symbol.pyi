@@ -867,6 +867,12 @@ def fill_element_0index(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def khatri_rao(
+    *data: Symbol,
+    num_args: Optional[int] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def broadcast_to(
     data: Optional[Symbol] = ...,
     *,
@@ -1607,6 +1613,134 @@ def broadcast_axes(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def linalg_extractdiag(
+    A: Optional[Symbol] = ...,
+    *,
+    offset: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_makediag(
+    A: Optional[Symbol] = ...,
+    *,
+    offset: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_extracttrian(
+    A: Optional[Symbol] = ...,
+    *,
+    offset: int = ...,
+    lower: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_maketrian(
+    A: Optional[Symbol] = ...,
+    *,
+    offset: int = ...,
+    lower: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_sumlogdiag(
+    A: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_gemm(
+    A: Optional[Symbol] = ...,
+    B: Optional[Symbol] = ...,
+    C: Optional[Symbol] = ...,
+    *,
+    transpose_a: bool = ...,
+    transpose_b: bool = ...,
+    alpha: float = ...,
+    axis: int = ...,
+    beta: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_gemm2(
+    A: Optional[Symbol] = ...,
+    B: Optional[Symbol] = ...,
+    *,
+    transpose_a: bool = ...,
+    transpose_b: bool = ...,
+    alpha: float = ...,
+    axis: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_syrk(
+    A: Optional[Symbol] = ...,
+    *,
+    transpose: bool = ...,
+    alpha: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_trmm(
+    A: Optional[Symbol] = ...,
+    B: Optional[Symbol] = ...,
+    *,
+    transpose: bool = ...,
+    rightside: bool = ...,
+    lower: bool = ...,
+    alpha: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_trsm(
+    A: Optional[Symbol] = ...,
+    B: Optional[Symbol] = ...,
+    *,
+    transpose: bool = ...,
+    rightside: bool = ...,
+    lower: bool = ...,
+    alpha: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_potrf(
+    A: Optional[Symbol] = ...,
+    *,
+    lower: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_potri(
+    A: Optional[Symbol] = ...,
+    *,
+    lower: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_gelqf(
+    A: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_inverse(
+    A: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_det(
+    A: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_slogdet(
+    A: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def max_axis(
     data: Optional[Symbol] = ...,
     *,
@@ -1646,9 +1780,9 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "ones_like", "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod",
     "norm", "argmax", "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where",
     "batch_dot", "gather_nd", "scatter_nd", "ravel_multi_index", "unravel_index",
-    "fill_element_0index", "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "transpose",
-    "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like",
-    "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
+    "fill_element_0index", "khatri_rao", "broadcast_to", "tile", "repeat", "pad", "reverse",
+    "Cast", "transpose", "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis",
+    "slice_like", "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
     "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
     "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
     "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "log10", "log2", "cbrt",
@@ -1660,5 +1794,8 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "SequenceReverse", "SequenceLast", "sort", "argsort", "topk", "pick", "UpSampling", "Softmax",
     "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape",
     "flatten", "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip",
-    "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "pow",
-    "power", "maximum", "minimum", "hypot", "zeros", "ones", "full"]
+    "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "linalg_extractdiag",
+    "linalg_makediag", "linalg_extracttrian", "linalg_maketrian", "linalg_sumlogdiag",
+    "linalg_gemm", "linalg_gemm2", "linalg_syrk", "linalg_trmm", "linalg_trsm", "linalg_potrf",
+    "linalg_potri", "linalg_gelqf", "linalg_inverse", "linalg_det", "linalg_slogdet", "max_axis",
+    "min_axis", "pow", "power", "maximum", "minimum", "hypot", "zeros", "ones", "full"]
