@@ -144,8 +144,9 @@ def _syrk_grad(c) -> list:
 
 def _tri_shape(op: str):
     def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-        if ins[0] is None or ins[1] is None:
-            return ins, (outs if ins[1] is None else [ins[1]])
+        if ins[0] is None or ins[1] is None:  # B and the output share one shape
+            b = ins[1] if ins[1] is not None else outs[0]
+            return [ins[0], b], [b]
         n = square_matrices(op, ins[0])
         matrices(op, ins[1], "B")
         side = ins[1][-1] if a["rightside"] else ins[1][-2]

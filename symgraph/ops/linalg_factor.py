@@ -56,8 +56,7 @@ def _potrf(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 
 def _lower_view(S, f, lower: bool):
-    """(F, F^T) helpers: the factor read as lower; upper factors are transposed by the
-    gradient formulas through trsm/gemm2 flags rather than by a transpose op."""
+    """The Cholesky factor (or its head gradient) as the lower factor L: an upper U is L^T."""
     return f if lower else S.SwapAxis(f, dim1=-1, dim2=-2)
 
 

@@ -3,14 +3,11 @@ gradients (head gradient 1, 2, 3, ...) of the same float32 inputs, through the r
 tests/ops/test_seqops_mxnet.py. Marked ``mxnet``; skipped unless MXNet is installed."""
 from __future__ import annotations
 
-import json
-import subprocess
-
 import numpy as np
 import pytest
 
 from tests.ops.test_seqops_mxnet import CHILD, _symgraph
-from tests.test_mxnet_interop import mxnet_python
+from tests.mxnet_live import mxnet_json
 
 pytestmark = pytest.mark.mxnet
 RNG = np.random.default_rng(7)
@@ -63,20 +60,13 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def mxnet_results() -> dict:
-    exe = mxnet_python()
-    if exe is None:
-        pytest.skip("MXNet 1.9.1 not available (set SYMGRAPH_MXNET_PYTHON)")
-    run = subprocess.run([exe, "-c", CHILD], input=json.dumps(CASES), capture_output=True,
-                         text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-2000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return mxnet_json(CHILD, CASES)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_linalg_matches_mxnet(name: str, mxnet_results: dict) -> None:
-    ours = _symgraph(*CASES[name])
-    theirs = mxnet_results[name]
-    assert len(ours) == len(theirs)
-    for k, (o, t) in enumerate(zip(ours, theirs)):
-        np.testing.assert_allclose(o, np.asarray(t, float), rtol=2e-4, atol=2e-4,
-                                   err_msg=f"{name} {'output' if k == 0 else 'gradient'}")
+    """Output first, then the gradient of each differentiated input."""
+    pairs = list(zip(_symgraph(*CASES[name]), mxnet_results[name], strict=True))
+    for k, (ours, theirs) in enumerate(pairs):
+        np.testing.assert_allclose(ours, np.asarray(theirs, float), rtol=2e-4, atol=2e-4,
+                                   err_msg=f"{name}: result {k}")
