@@ -324,8 +324,9 @@ def install(cls: type, namespace: dict) -> None:
     # MXNet's `nd._internal`: every op function, private ones included, by its name
     namespace.setdefault("_internal", SimpleNamespace(**{
         n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
-    namespace.setdefault("contrib", sub_namespace(
-        namespace, list(registry.all_ops()) + list(registry.all_aliases()), "_contrib_"))
+    for sub, prefix in (("contrib", "_contrib_"), ("linalg", "_linalg_")):
+        namespace.setdefault(sub, sub_namespace(
+            namespace, list(registry.all_ops()) + list(registry.all_aliases()), prefix))
     for meth, op in FLUENT.items():
         if not hasattr(cls, meth) and op in namespace:
             setattr(cls, meth, _fluent(namespace[op]))

@@ -898,6 +898,12 @@ def fill_element_0index(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def khatri_rao(
+    *data: NDArray,
+    num_args: Optional[int] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def broadcast_to(
     data: Optional[NDArray] = ...,
     *,
@@ -1502,6 +1508,203 @@ def UpSampling(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def linalg_extractdiag(
+    A: Optional[NDArray] = ...,
+    *,
+    offset: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_makediag(
+    A: Optional[NDArray] = ...,
+    *,
+    offset: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_extracttrian(
+    A: Optional[NDArray] = ...,
+    *,
+    offset: int = ...,
+    lower: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_maketrian(
+    A: Optional[NDArray] = ...,
+    *,
+    offset: int = ...,
+    lower: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_sumlogdiag(
+    A: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_gemm(
+    A: Optional[NDArray] = ...,
+    B: Optional[NDArray] = ...,
+    C: Optional[NDArray] = ...,
+    *,
+    transpose_a: bool = ...,
+    transpose_b: bool = ...,
+    alpha: float = ...,
+    axis: int = ...,
+    beta: float = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_gemm2(
+    A: Optional[NDArray] = ...,
+    B: Optional[NDArray] = ...,
+    *,
+    transpose_a: bool = ...,
+    transpose_b: bool = ...,
+    alpha: float = ...,
+    axis: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_syrk(
+    A: Optional[NDArray] = ...,
+    *,
+    transpose: bool = ...,
+    alpha: float = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_trmm(
+    A: Optional[NDArray] = ...,
+    B: Optional[NDArray] = ...,
+    *,
+    transpose: bool = ...,
+    rightside: bool = ...,
+    lower: bool = ...,
+    alpha: float = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_trsm(
+    A: Optional[NDArray] = ...,
+    B: Optional[NDArray] = ...,
+    *,
+    transpose: bool = ...,
+    rightside: bool = ...,
+    lower: bool = ...,
+    alpha: float = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_potrf(
+    A: Optional[NDArray] = ...,
+    *,
+    lower: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_potri(
+    A: Optional[NDArray] = ...,
+    *,
+    lower: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_gelqf(
+    A: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_inverse(
+    A: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_det(
+    A: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def linalg_slogdet(
+    A: Optional[NDArray] = ...,
+    *,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_uniform(
+    sample: Optional[NDArray] = ...,
+    low: Optional[NDArray] = ...,
+    high: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_normal(
+    sample: Optional[NDArray] = ...,
+    mu: Optional[NDArray] = ...,
+    sigma: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_gamma(
+    sample: Optional[NDArray] = ...,
+    alpha: Optional[NDArray] = ...,
+    beta: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_exponential(
+    sample: Optional[NDArray] = ...,
+    lam: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_poisson(
+    sample: Optional[NDArray] = ...,
+    lam: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_negative_binomial(
+    sample: Optional[NDArray] = ...,
+    k: Optional[NDArray] = ...,
+    p: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_generalized_negative_binomial(
+    sample: Optional[NDArray] = ...,
+    mu: Optional[NDArray] = ...,
+    alpha: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def random_pdf_dirichlet(
+    sample: Optional[NDArray] = ...,
+    alpha: Optional[NDArray] = ...,
+    *,
+    is_log: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def random_uniform(
     *,
     low: float = ...,
@@ -1656,75 +1859,6 @@ def shuffle(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
-def random_pdf_uniform(
-    sample: Optional[NDArray] = ...,
-    low: Optional[NDArray] = ...,
-    high: Optional[NDArray] = ...,
-    *,
-    is_log: bool = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def random_pdf_normal(
-    sample: Optional[NDArray] = ...,
-    mu: Optional[NDArray] = ...,
-    sigma: Optional[NDArray] = ...,
-    *,
-    is_log: bool = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def random_pdf_gamma(
-    sample: Optional[NDArray] = ...,
-    alpha: Optional[NDArray] = ...,
-    beta: Optional[NDArray] = ...,
-    *,
-    is_log: bool = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def random_pdf_exponential(
-    sample: Optional[NDArray] = ...,
-    lam: Optional[NDArray] = ...,
-    *,
-    is_log: bool = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def random_pdf_poisson(
-    sample: Optional[NDArray] = ...,
-    lam: Optional[NDArray] = ...,
-    *,
-    is_log: bool = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def random_pdf_negative_binomial(
-    sample: Optional[NDArray] = ...,
-    k: Optional[NDArray] = ...,
-    p: Optional[NDArray] = ...,
-    *,
-    is_log: bool = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def random_pdf_generalized_negative_binomial(
-    sample: Optional[NDArray] = ...,
-    mu: Optional[NDArray] = ...,
-    alpha: Optional[NDArray] = ...,
-    *,
-    is_log: bool = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
-def random_pdf_dirichlet(
-    sample: Optional[NDArray] = ...,
-    alpha: Optional[NDArray] = ...,
-    *,
-    is_log: bool = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
 
 Softmax = SoftmaxOutput
 BatchNorm_v1 = BatchNorm
@@ -1732,8 +1866,6 @@ ElementWiseSum = add_n
 broadcast_plus = broadcast_add
 broadcast_minus = broadcast_sub
 ctc_loss = CTCLoss
-uniform = random_uniform
-normal = random_normal
 reshape = Reshape
 flatten = Flatten
 stop_gradient = BlockGrad
@@ -1750,6 +1882,8 @@ swapaxes = SwapAxis
 broadcast_axes = broadcast_axis
 max_axis = max
 min_axis = min
+uniform = random_uniform
+normal = random_normal
 
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
     "concatenate", "moveaxis", "stack", "waitall", "save", "load", "FullyConnected",
@@ -1765,9 +1899,9 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "ones_like", "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod",
     "norm", "argmax", "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where",
     "batch_dot", "gather_nd", "scatter_nd", "ravel_multi_index", "unravel_index",
-    "fill_element_0index", "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "transpose",
-    "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like",
-    "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
+    "fill_element_0index", "khatri_rao", "broadcast_to", "tile", "repeat", "pad", "reverse",
+    "Cast", "transpose", "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis",
+    "slice_like", "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
     "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
     "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
     "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "log10", "log2", "cbrt",
@@ -1777,16 +1911,19 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "cumsum", "L2Normalization", "moments", "LayerNorm", "GroupNorm", "InstanceNorm",
     "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN", "SequenceMask",
     "SequenceReverse", "SequenceLast", "sort", "argsort", "topk", "pick", "UpSampling", "Softmax",
-    "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss",
-    "random_uniform", "sample_uniform", "random_normal", "sample_normal", "random_gamma",
-    "sample_gamma", "random_exponential", "sample_exponential", "random_poisson", "sample_poisson",
+    "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape",
+    "flatten", "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip",
+    "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "linalg_extractdiag",
+    "linalg_makediag", "linalg_extracttrian", "linalg_maketrian", "linalg_sumlogdiag",
+    "linalg_gemm", "linalg_gemm2", "linalg_syrk", "linalg_trmm", "linalg_trsm", "linalg_potrf",
+    "linalg_potri", "linalg_gelqf", "linalg_inverse", "linalg_det", "linalg_slogdet", "max_axis",
+    "min_axis", "random_pdf_uniform", "random_pdf_normal", "random_pdf_gamma",
+    "random_pdf_exponential", "random_pdf_poisson", "random_pdf_negative_binomial",
+    "random_pdf_generalized_negative_binomial", "random_pdf_dirichlet", "random_uniform",
+    "sample_uniform", "random_normal", "sample_normal", "random_gamma", "sample_gamma",
+    "random_exponential", "sample_exponential", "random_poisson", "sample_poisson",
     "random_negative_binomial", "sample_negative_binomial", "random_generalized_negative_binomial",
     "sample_generalized_negative_binomial", "random_randint", "uniform", "normal",
-    "sample_multinomial", "shuffle", "random_pdf_uniform", "random_pdf_normal", "random_pdf_gamma",
-    "random_pdf_exponential", "random_pdf_poisson", "random_pdf_negative_binomial",
-    "random_pdf_generalized_negative_binomial", "random_pdf_dirichlet", "reshape", "flatten",
-    "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip", "cast",
-    "concat", "split", "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "add",
-    "subtract", "multiply", "divide", "power", "equal", "not_equal", "greater", "greater_equal",
-    "lesser", "lesser_equal", "modulo", "maximum", "minimum", "logical_and", "logical_or",
-    "logical_xor", "random"]
+    "sample_multinomial", "shuffle", "add", "subtract", "multiply", "divide", "power", "equal",
+    "not_equal", "greater", "greater_equal", "lesser", "lesser_equal", "modulo", "maximum",
+    "minimum", "logical_and", "logical_or", "logical_xor", "random"]

@@ -358,8 +358,9 @@ def _install_op_functions() -> list[str]:
     # MXNet's `sym._internal`: every op function, private ones included, by its name
     namespace.setdefault("_internal", SimpleNamespace(**{
         n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))
-    namespace.setdefault("contrib", sub_namespace(
-        namespace, list(registry.all_ops()) + list(registry.all_aliases()), "_contrib_"))
+    for sub, prefix in (("contrib", "_contrib_"), ("linalg", "_linalg_")):
+        namespace.setdefault(sub, sub_namespace(
+            namespace, list(registry.all_ops()) + list(registry.all_aliases()), prefix))
     namespace.setdefault("random", _random_namespace(apply_op, Symbol))  # sg.sym.random
     return list(dispatching)
 

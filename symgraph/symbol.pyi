@@ -867,6 +867,12 @@ def fill_element_0index(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def khatri_rao(
+    *data: Symbol,
+    num_args: Optional[int] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def broadcast_to(
     data: Optional[Symbol] = ...,
     *,
@@ -1533,6 +1539,295 @@ def ctc_loss(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
+def stop_gradient(
+    data: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def make_loss(
+    data: Optional[Symbol] = ...,
+    *,
+    grad_scale: float = ...,
+    normalization: Literal['null', 'batch', 'valid'] = ...,
+    valid_thresh: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def sum_axis(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: Union[int, tuple[int, ...], None] = ...,
+    keepdims: bool = ...,
+    exclude: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def choose_element_0index(
+    data: Optional[Symbol] = ...,
+    index: Optional[Symbol] = ...,
+    *,
+    axis: int = ...,
+    mode: Literal['clip', 'wrap'] = ...,
+    keepdims: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def flip(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: tuple[int, ...],
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def split(
+    data: Optional[Symbol] = ...,
+    *,
+    num_outputs: int,
+    axis: int = ...,
+    squeeze_axis: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def crop(
+    *,
+    begin: tuple[Optional[int], ...],
+    end: tuple[Optional[int], ...],
+    step: tuple[Optional[int], ...] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def swapaxes(
+    data: Optional[Symbol] = ...,
+    *,
+    dim1: int = ...,
+    dim2: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def broadcast_axes(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: tuple[int, ...] = ...,
+    size: tuple[int, ...] = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_extractdiag(
+    A: Optional[Symbol] = ...,
+    *,
+    offset: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_makediag(
+    A: Optional[Symbol] = ...,
+    *,
+    offset: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_extracttrian(
+    A: Optional[Symbol] = ...,
+    *,
+    offset: int = ...,
+    lower: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_maketrian(
+    A: Optional[Symbol] = ...,
+    *,
+    offset: int = ...,
+    lower: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_sumlogdiag(
+    A: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_gemm(
+    A: Optional[Symbol] = ...,
+    B: Optional[Symbol] = ...,
+    C: Optional[Symbol] = ...,
+    *,
+    transpose_a: bool = ...,
+    transpose_b: bool = ...,
+    alpha: float = ...,
+    axis: int = ...,
+    beta: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_gemm2(
+    A: Optional[Symbol] = ...,
+    B: Optional[Symbol] = ...,
+    *,
+    transpose_a: bool = ...,
+    transpose_b: bool = ...,
+    alpha: float = ...,
+    axis: int = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_syrk(
+    A: Optional[Symbol] = ...,
+    *,
+    transpose: bool = ...,
+    alpha: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_trmm(
+    A: Optional[Symbol] = ...,
+    B: Optional[Symbol] = ...,
+    *,
+    transpose: bool = ...,
+    rightside: bool = ...,
+    lower: bool = ...,
+    alpha: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_trsm(
+    A: Optional[Symbol] = ...,
+    B: Optional[Symbol] = ...,
+    *,
+    transpose: bool = ...,
+    rightside: bool = ...,
+    lower: bool = ...,
+    alpha: float = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_potrf(
+    A: Optional[Symbol] = ...,
+    *,
+    lower: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_potri(
+    A: Optional[Symbol] = ...,
+    *,
+    lower: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_gelqf(
+    A: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_inverse(
+    A: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_det(
+    A: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def linalg_slogdet(
+    A: Optional[Symbol] = ...,
+    *,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def max_axis(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: Union[int, tuple[int, ...], None] = ...,
+    keepdims: bool = ...,
+    exclude: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def min_axis(
+    data: Optional[Symbol] = ...,
+    *,
+    axis: Union[int, tuple[int, ...], None] = ...,
+    keepdims: bool = ...,
+    exclude: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_uniform(
+    sample: Optional[Symbol] = ...,
+    low: Optional[Symbol] = ...,
+    high: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_normal(
+    sample: Optional[Symbol] = ...,
+    mu: Optional[Symbol] = ...,
+    sigma: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_gamma(
+    sample: Optional[Symbol] = ...,
+    alpha: Optional[Symbol] = ...,
+    beta: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_exponential(
+    sample: Optional[Symbol] = ...,
+    lam: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_poisson(
+    sample: Optional[Symbol] = ...,
+    lam: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_negative_binomial(
+    sample: Optional[Symbol] = ...,
+    k: Optional[Symbol] = ...,
+    p: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_generalized_negative_binomial(
+    sample: Optional[Symbol] = ...,
+    mu: Optional[Symbol] = ...,
+    alpha: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def random_pdf_dirichlet(
+    sample: Optional[Symbol] = ...,
+    alpha: Optional[Symbol] = ...,
+    *,
+    is_log: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
 def random_uniform(
     *,
     low: float = ...,
@@ -1707,167 +2002,6 @@ def shuffle(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
-def random_pdf_uniform(
-    sample: Optional[Symbol] = ...,
-    low: Optional[Symbol] = ...,
-    high: Optional[Symbol] = ...,
-    *,
-    is_log: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def random_pdf_normal(
-    sample: Optional[Symbol] = ...,
-    mu: Optional[Symbol] = ...,
-    sigma: Optional[Symbol] = ...,
-    *,
-    is_log: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def random_pdf_gamma(
-    sample: Optional[Symbol] = ...,
-    alpha: Optional[Symbol] = ...,
-    beta: Optional[Symbol] = ...,
-    *,
-    is_log: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def random_pdf_exponential(
-    sample: Optional[Symbol] = ...,
-    lam: Optional[Symbol] = ...,
-    *,
-    is_log: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def random_pdf_poisson(
-    sample: Optional[Symbol] = ...,
-    lam: Optional[Symbol] = ...,
-    *,
-    is_log: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def random_pdf_negative_binomial(
-    sample: Optional[Symbol] = ...,
-    k: Optional[Symbol] = ...,
-    p: Optional[Symbol] = ...,
-    *,
-    is_log: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def random_pdf_generalized_negative_binomial(
-    sample: Optional[Symbol] = ...,
-    mu: Optional[Symbol] = ...,
-    alpha: Optional[Symbol] = ...,
-    *,
-    is_log: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def random_pdf_dirichlet(
-    sample: Optional[Symbol] = ...,
-    alpha: Optional[Symbol] = ...,
-    *,
-    is_log: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def stop_gradient(
-    data: Optional[Symbol] = ...,
-    *,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def make_loss(
-    data: Optional[Symbol] = ...,
-    *,
-    grad_scale: float = ...,
-    normalization: Literal['null', 'batch', 'valid'] = ...,
-    valid_thresh: float = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def sum_axis(
-    data: Optional[Symbol] = ...,
-    *,
-    axis: Union[int, tuple[int, ...], None] = ...,
-    keepdims: bool = ...,
-    exclude: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def choose_element_0index(
-    data: Optional[Symbol] = ...,
-    index: Optional[Symbol] = ...,
-    *,
-    axis: int = ...,
-    mode: Literal['clip', 'wrap'] = ...,
-    keepdims: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def flip(
-    data: Optional[Symbol] = ...,
-    *,
-    axis: tuple[int, ...],
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def split(
-    data: Optional[Symbol] = ...,
-    *,
-    num_outputs: int,
-    axis: int = ...,
-    squeeze_axis: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def crop(
-    *,
-    begin: tuple[Optional[int], ...],
-    end: tuple[Optional[int], ...],
-    step: tuple[Optional[int], ...] = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def swapaxes(
-    data: Optional[Symbol] = ...,
-    *,
-    dim1: int = ...,
-    dim2: int = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def broadcast_axes(
-    data: Optional[Symbol] = ...,
-    *,
-    axis: tuple[int, ...] = ...,
-    size: tuple[int, ...] = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def max_axis(
-    data: Optional[Symbol] = ...,
-    *,
-    axis: Union[int, tuple[int, ...], None] = ...,
-    keepdims: bool = ...,
-    exclude: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
-def min_axis(
-    data: Optional[Symbol] = ...,
-    *,
-    axis: Union[int, tuple[int, ...], None] = ...,
-    keepdims: bool = ...,
-    exclude: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
 
 Variable = var
 reshape = Reshape
@@ -1889,9 +2023,9 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "ones_like", "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod",
     "norm", "argmax", "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where",
     "batch_dot", "gather_nd", "scatter_nd", "ravel_multi_index", "unravel_index",
-    "fill_element_0index", "broadcast_to", "tile", "repeat", "pad", "reverse", "Cast", "transpose",
-    "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis", "slice_like",
-    "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
+    "fill_element_0index", "khatri_rao", "broadcast_to", "tile", "repeat", "pad", "reverse",
+    "Cast", "transpose", "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis",
+    "slice_like", "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
     "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
     "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
     "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "log10", "log2", "cbrt",
@@ -1901,14 +2035,18 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "cumsum", "L2Normalization", "moments", "LayerNorm", "GroupNorm", "InstanceNorm",
     "depth_to_space", "space_to_depth", "diag", "Crop", "im2col", "col2im", "RNN", "SequenceMask",
     "SequenceReverse", "SequenceLast", "sort", "argsort", "topk", "pick", "UpSampling", "Softmax",
-    "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss",
-    "random_uniform", "sample_uniform", "random_normal", "sample_normal", "random_gamma",
-    "sample_gamma", "random_exponential", "sample_exponential", "random_poisson", "sample_poisson",
+    "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape",
+    "flatten", "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip",
+    "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "linalg_extractdiag",
+    "linalg_makediag", "linalg_extracttrian", "linalg_maketrian", "linalg_sumlogdiag",
+    "linalg_gemm", "linalg_gemm2", "linalg_syrk", "linalg_trmm", "linalg_trsm", "linalg_potrf",
+    "linalg_potri", "linalg_gelqf", "linalg_inverse", "linalg_det", "linalg_slogdet", "max_axis",
+    "min_axis", "random_pdf_uniform", "random_pdf_normal", "random_pdf_gamma",
+    "random_pdf_exponential", "random_pdf_poisson", "random_pdf_negative_binomial",
+    "random_pdf_generalized_negative_binomial", "random_pdf_dirichlet", "random_uniform",
+    "sample_uniform", "random_normal", "sample_normal", "random_gamma", "sample_gamma",
+    "random_exponential", "sample_exponential", "random_poisson", "sample_poisson",
     "random_negative_binomial", "sample_negative_binomial", "random_generalized_negative_binomial",
     "sample_generalized_negative_binomial", "random_randint", "uniform", "normal",
-    "sample_multinomial", "shuffle", "random_pdf_uniform", "random_pdf_normal", "random_pdf_gamma",
-    "random_pdf_exponential", "random_pdf_poisson", "random_pdf_negative_binomial",
-    "random_pdf_generalized_negative_binomial", "random_pdf_dirichlet", "reshape", "flatten",
-    "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip", "cast",
-    "concat", "split", "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "pow",
-    "power", "maximum", "minimum", "hypot", "zeros", "ones", "full"]
+    "sample_multinomial", "shuffle", "pow", "power", "maximum", "minimum", "hypot", "zeros",
+    "ones", "full"]

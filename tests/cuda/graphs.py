@@ -72,10 +72,20 @@ MODELS: dict[str, tuple[Callable[[], Any], Callable[[np.random.Generator], dict]
 FLOAT64_CASES = {"_ones", "_full"}
 
 
+# Registry cases whose graphs hold a step the GPU refuses by name (BindError at bind): the
+# linalg factorizations and triangular solves (no cuSOLVER/cuBLAS trsm binding yet) and
+# gemm/gemm2 with rows along another axis than -2 (tests/ops/test_linalg.py checks the refusal).
+GPU_REFUSED_CASES = {"gemm2-axis1", "gemm-axis0", "trsm", "trsm-tu", "trsm-r", "potrf",
+                     "potrf-upper", "potri", "potri-upper", "gelqf", "gelqf-batch", "syevd",
+                     "inverse", "det", "det-one", "slogdet"}
+
+
 def all_graphs() -> list[tuple[str, Any, dict, dict]]:
-    """(id, symbol, float64 inputs, aux) for every registry case and model."""
+    """(id, symbol, float64 inputs, aux) for every registry case the GPU lowers, and model."""
     out = []
     for case in ALL_CASES:
+        if case.name() in GPU_REFUSED_CASES:
+            continue
         args, aux = _sample(case)
         out.append((case.name(), case.build(), args, aux))
     for name, (build, inputs) in MODELS.items():

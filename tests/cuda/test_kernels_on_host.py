@@ -23,7 +23,10 @@ OPS = {"pad", "_backward_pad", "tile", "_backward_tile", "repeat", "_backward_re
        "_backward_Cast", "prod", "norm", "Deconvolution", "_backward_Deconvolution_data",
        "_backward_Deconvolution_weight", "Convolution", "_backward_Convolution_data",
        "_backward_Convolution_weight", "Pooling", "_backward_Pooling", "_pooling_gather",
-       "_conv_act_pool", "_backward_conv_act_pool", "UpSampling", "LRN"}
+       "_conv_act_pool", "_backward_conv_act_pool", "UpSampling", "LRN", "_linalg_gemm",
+       "_linalg_gemm2", "_linalg_syrk", "_linalg_trmm", "_linalg_extracttrian",
+       "_linalg_maketrian", "_linalg_extractdiag", "_linalg_makediag", "_linalg_sumlogdiag",
+       "khatri_rao"}
 S = sg.sym
 
 
