@@ -39,7 +39,7 @@ def grad_graph(heads: Sequence[NDArray], variables: Sequence[NDArray],
         STATE.recording = saved
     for i, (h, g) in enumerate(zip(heads, hg)):
         # A head gradient that merely broadcasts against its head would give the variables
-        # gradients of the wrong shape; MXNet requires equal shapes.
+        # gradients of the wrong shape; MXNet refuses it too.
         if g.shape != h.shape:
             raise ShapeError(f"autograd.grad: head_grads[{i}] has shape {g.shape}, "
                              f"its head is {_describe(h)}")
