@@ -1557,4 +1557,4 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "max_axis", "min_axis", "add",
     "subtract", "multiply", "divide", "power", "equal", "not_equal", "greater", "greater_equal",
     "lesser", "lesser_equal", "modulo", "maximum", "minimum", "logical_and", "logical_or",
-    "logical_xor", "random", "random_uniform", "random_normal"]
+    "logical_xor", "random", "random_uniform", "random_normal", "uniform", "normal"]

@@ -13,7 +13,8 @@ import numpy as np
 
 from .base import AttrError
 
-__all__ = ["seed", "uniform", "normal", "randint", "shuffle", "random_uniform", "random_normal"]
+__all__ = ["seed", "uniform", "normal", "randn", "poisson", "randint", "shuffle", "random_uniform",
+           "random_normal"]
 
 _state = {"rng": np.random.default_rng(0)}
 
@@ -73,6 +74,23 @@ def normal(loc: Any = 0.0, scale: Any = 1.0, shape: Shape = None, dtype: Any = N
     """Samples from N(loc, scale**2)."""
     return _draw("normal", lambda g, m, s_, s: g.normal(m, s_, s), (loc, scale), shape, dtype,
                  ctx, out, "float32")
+
+
+def randn(*shape: int, loc: Any = 0.0, scale: Any = 1.0, dtype: Any = None, ctx: Any = None,
+          out: Any = None) -> Any:
+    """Samples from N(loc, scale**2), the shape given as positional sizes.
+
+    Example: ``sg.nd.random.randn(2, 3)`` is a (2, 3) float32 array."""
+    return normal(loc, scale, shape, dtype, ctx, out)
+
+
+def poisson(lam: Any = 1.0, shape: Shape = None, dtype: Any = None, ctx: Any = None,
+            out: Any = None) -> Any:
+    """Samples from Poisson(lam), float32 by default (MXNet's default dtype for it)."""
+    if np.any(np.asarray(_host(lam)) < 0):
+        raise AttrError(f"random.poisson: lam must be >= 0, got {lam}")
+    return _draw("poisson", lambda g, lm, s: g.poisson(lm, s), (lam,), shape, dtype, ctx, out,
+                 "float32")
 
 
 def randint(low: int, high: int, shape: Shape = None, dtype: Any = None, ctx: Any = None,
