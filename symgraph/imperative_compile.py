@@ -159,7 +159,8 @@ def force_pending(arrays: Sequence[NDArray], salvage: bool = True) -> None:
     tr = walk([a._entry for a in arrays], for_backward=False)
     if FAILED:
         failed = next((FAILED[n] for n in tr.nodes if n in FAILED), None)
-        if failed is not None:
+        if failed is not None:  # (what reads a failed result fails with it, and leaves PENDING)
+            _after_failure(tr, [], failed, salvage=False)
             raise failed
     outs = _live_outputs(tr, set())
     key = ("forward", ctx, tr.train, tr.key(), tr.refs([e for e, _ in outs]))

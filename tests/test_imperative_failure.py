@@ -43,3 +43,15 @@ def test_failed_result_stays_failed_after_its_input_changes() -> None:
     with pytest.raises(DataError):
         (loss + 1).asnumpy()        # what reads a failed result fails with its error
     assert _bad_ctc(labels).shape == (2,) and np.all(np.isfinite(_bad_ctc(labels).asnumpy()))
+
+
+def test_reading_a_failed_result_leaves_no_pending_work() -> None:
+    loss = _bad_ctc(nd.array([[3, 0], [1, 1]]))
+    with pytest.raises(DataError):
+        loss.asnumpy()
+    reader = loss * 2
+    with pytest.raises(DataError):
+        reader.asnumpy()
+    w = nd.zeros(2)
+    w[:] = 1.0  # flushes: neither the failed loss nor its reader is pending any more
+    assert np.array_equal(w.asnumpy(), np.ones(2))
