@@ -119,19 +119,20 @@ def backward(heads: Arrays, head_grads: Optional[Arrays] = None, retain_graph: b
 
 def grad(heads: Arrays, variables: Arrays, head_grads: Optional[Arrays] = None,
          retain_graph: Optional[bool] = None, create_graph: bool = False,
-         train_mode: bool = True) -> Union[NDArray, list[NDArray]]:
-    """Gradients of ``heads`` with respect to ``variables``, returned as new arrays (``.grad``
-    is left alone). ``create_graph=True`` records them, so they can be differentiated again."""
+         train_mode: bool = True) -> list[NDArray]:
+    """Gradients of ``heads`` with respect to ``variables``, returned as a list of new arrays
+    (``.grad`` is left alone), one per variable also when ``variables`` is one array, as in
+    MXNet. ``create_graph=True`` records them, so they can be differentiated again.
+
+    Example: ``dx, = autograd.grad(y, x)`` (``x`` attached, ``y`` recorded from it)."""
     hs, vs = _as_list(heads), _as_list(variables)
     hg = None if head_grads is None else _as_list(head_grads)
     if retain_graph is None:
         retain_graph = create_graph
     if create_graph:
         from .imperative_grad import grad_graph
-        out = grad_graph(hs, vs, hg)
-    else:
-            out = run_backward(hs, hg, retain_graph, train_mode, variables=vs)
-    return out if isinstance(variables, (list, tuple)) else out[0]
+        return grad_graph(hs, vs, hg)
+    return run_backward(hs, hg, retain_graph, train_mode, variables=vs)
 
 
 def get_symbol(x: NDArray) -> Any:

@@ -148,17 +148,50 @@ def _run_forward(prog: Program, tr: Trace) -> list[Any]:
     return bufs
 
 
-def force_pending(arrays: Sequence[NDArray]) -> None:
+# Nodes whose computation failed -> the error: reading what needs them raises it again (their
+# inputs may have been written since, so computing them later could give another value).
+FAILED: "weakref.WeakKeyDictionary[Node, BaseException]" = weakref.WeakKeyDictionary()
+
+
+def force_pending(arrays: Sequence[NDArray], salvage: bool = True) -> None:
     """Compute pending ``arrays`` and every live pending array of their subgraph."""
     ctx = arrays[0]._ctx
     settle()  # (the walk's live outputs are found in PENDING)
     tr = walk([a._entry for a in arrays], for_backward=False)
+    if FAILED:
+        failed = next((FAILED[n] for n in tr.nodes if n in FAILED), None)
+        if failed is not None:  # (what reads a failed result fails with it, and leaves PENDING)
+            _after_failure(tr, [], failed, salvage=False)
+            raise failed
     outs = _live_outputs(tr, set())
     key = ("forward", ctx, tr.train, tr.key(), tr.refs([e for e, _ in outs]))
-    prog = _CACHE.get(key)
-    if prog is None:
-        prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
-    _materialise(outs, _run_forward(prog, tr))
+    try:
+        prog = _CACHE.get(key)
+        if prog is None:
+            prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
+        bufs = _run_forward(prog, tr)
+    except Exception as exc:
+        _after_failure(tr, outs, exc, salvage)
+        raise
+    _materialise(outs, bufs)
+    _forget_pending(tr)
+
+
+def _after_failure(tr: Trace, outs: list, exc: Exception, salvage: bool) -> None:
+    """One program failed: compute its live arrays one at a time, in topological order, so
+    that those the failure does not reach get their values (as MXNet's engine, which fails
+    only the ops that read a failed result); the others raise ``exc`` when read and leave
+    PENDING, so that flushing before an unrelated write does not raise it."""
+    if salvage:
+        for _, a in outs:
+            if a._buf is None and a._entry is not None:
+                try:
+                    force_pending([a], salvage=False)
+                except Exception:  # (recorded in FAILED by the inner call)
+                    pass
+        return
+    for node in tr.nodes:
+        FAILED[node] = exc
     _forget_pending(tr)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import Optional, Sequence
 
-from .base import ExecutionError
+from .base import ExecutionError, ShapeError
 from .graph import Graph
 from .imperative import LATE, PENDING, STATE, VALUE, _input_entry, call
 from .imperative_trace import settle
@@ -37,6 +37,12 @@ def grad_graph(heads: Sequence[NDArray], variables: Sequence[NDArray],
         hg_entries = [_input_entry(g, True) for g in hg]
     finally:
         STATE.recording = saved
+    for i, (h, g) in enumerate(zip(heads, hg)):
+        # A head gradient that merely broadcasts against its head would give the variables
+        # gradients of the wrong shape; MXNet refuses it too.
+        if g.shape != h.shape:
+            raise ShapeError(f"autograd.grad: head_grads[{i}] has shape {g.shape}, "
+                             f"its head is {_describe(h)}")
     graph = Graph(tuple(h._entry for h in heads))
     out_graph = Graph(tuple(gradient(graph, [v._var for v in variables], hg_entries)))
     leaves = {n: VALUE[n][0] for n in out_graph.variables()}

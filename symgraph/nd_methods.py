@@ -340,8 +340,10 @@ def install(cls: type, namespace: dict) -> None:
     namespace["random"] = random  # sg.nd.random is sg.random: one generator
     namespace.setdefault("random_uniform", random.uniform)  # MXNet's legacy names
     namespace.setdefault("random_normal", random.normal)
+    namespace.setdefault("uniform", random.uniform)  # MXNet's sg.nd.uniform / sg.nd.normal
+    namespace.setdefault("normal", random.normal)
     export(namespace, list(registry.all_ops()) + list(registry.all_aliases()) + list(FUNCTIONS)
-           + ["random", "random_uniform", "random_normal"])
+           + ["random", "random_uniform", "random_normal", "uniform", "normal"])
 
 
 def _backward(self: NDArray, out_grad: Optional[NDArray] = None, retain_graph: bool = False,

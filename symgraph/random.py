@@ -27,9 +27,14 @@ def seed(seed_state: int, ctx: Any = "all") -> None:
     reseeds it too: draws on any device then repeat, as MXNet's per-device generators seeded
     alike do. Negative seeds are taken modulo 2**64.
 
+    Draws recorded before the call and not yet run are made first, from the generator as it
+    was: MXNet's engine runs a seed after the operations pushed before it.
+
     Example: ``sg.random.seed(42); a = sg.nd.random.uniform(shape=3)``"""
+    from .ndarray import before_run
     if isinstance(seed_state, bool) or not isinstance(seed_state, numbers.Integral):
         raise AttrError(f"random.seed: seed_state must be an integer, got {seed_state!r}")
+    before_run()
     _state["rng"] = np.random.default_rng(int(seed_state) % (1 << 64))
 
 

@@ -116,7 +116,7 @@ def test_grad_and_create_graph(rng) -> None:
     x = _var(x0)
     with ag.record():
         y = (x ** 3).sum()
-    g = ag.grad(y, x)
+    g, = ag.grad(y, x)  # a list, also for one variable (MXNet)
     assert_almost_equal(g.asnumpy(), 3 * x0 ** 2, rtol=1e-12)
     assert np.all(x.grad.asnumpy() == 0)  # grad() leaves .grad alone
     with ag.record():

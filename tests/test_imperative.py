@@ -213,8 +213,12 @@ def test_random_samplers_share_one_seeded_generator() -> None:
     s = sg.nd.random.shuffle(sg.nd.arange(10)).asnumpy()
     assert sorted(s.tolist()) == list(range(10))
     assert sg.random.uniform().shape == (1,)
-    per_elem = sg.nd.random.normal(sg.nd.array([0, 100]), 1, shape=(50,)).asnumpy()
+    # per-row parameters: all arrays (MXNet refuses an array beside a number)
+    per_elem = sg.nd.random.normal(sg.nd.array([0, 100]), sg.nd.array([1, 1]),
+                                   shape=(50,)).asnumpy()
     assert per_elem.shape == (2, 50) and abs(per_elem[1].mean() - 100) < 1
+    with pytest.raises(sg.AttrError, match="all be arrays or all be numbers"):
+        sg.nd.random.normal(sg.nd.array([0, 100]), 1, shape=(50,))
     out = sg.nd.zeros((3, 3))
     assert sg.random.uniform(5, 6, out=out) is out and out.asnumpy().min() >= 5
     with pytest.raises(sg.AttrError, match="high"):

@@ -21,6 +21,7 @@ from ..symbol import Symbol
 from ..base import AttrError, BindError, GraphError, SymgraphError
 from ..imperative import _call_info, record
 from ..registry import get_op
+from .nested import flatten, regroup
 from .one_op import capture, replay
 from .parameter import VERSION, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict, load_file, load_named
@@ -245,7 +246,7 @@ def _named(exc: SymgraphError, prefix: str) -> SymgraphError:
 
 # HybridBlock attributes set by its own bookkeeping (the rest reset a one-op layer's call)
 _OWN_STATE = frozenset(("_one", "_seq", "_seen", "_nd_params", "_nd_calls", "_cached",
-                        "_cached_graph", "_active"))
+                        "_cached_graph", "_active", "_out_format"))
 
 
 def _is_symbol(x: Any) -> bool:
@@ -262,8 +263,9 @@ class HybridBlock(Block):
                  params: Optional[ParameterDict] = None) -> None:
         super().__init__(prefix, params)
         self._active = False
-        self._cached: dict = {}        # input signature -> traced program (cached_op.py)
+        self._cached: dict = {}  # input signature -> (traced program, output nesting)
         self._cached_graph: tuple = ()  # (input symbols, output symbol) of the last trace
+        self._out_format: Any = None  # nesting of the last trace's outputs (nested.flatten)
         self._nd_calls: dict = {}  # (sg.nd function, arity) -> (attributes, call); see _op
         self._nd_params: Optional[tuple] = None  # (VERSION, context, parameter arrays)
         self._one: Optional[tuple] = None  # a one-op layer's kept call (one_op.capture)
@@ -374,12 +376,13 @@ class HybridBlock(Block):
     def _get_graph(self, *args: Any) -> tuple[list, Any]:
         """Trace with ``F = sg.sym`` on inputs ``data`` (or ``data0``, ``data1``...)."""
         from .. import symbol as sym
-        if len(args) == 1:
+        flat, fmt = flatten(args)
+        if len(flat) == 1:
             inputs = [sym.var("data")]
         else:
-            inputs = [sym.var(f"data{i}") for i in range(len(args))]
-        out = self(*inputs)
-        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+            inputs = [sym.var(f"data{i}") for i in range(len(flat))]
+        out = self(*regroup(inputs, fmt))
+        outs, self._out_format = flatten(out)
         for o in outs:
             if not _is_symbol(o):
                 raise GraphError(f"{self.name}: hybrid_forward returned {type(o).__name__}, "
@@ -391,7 +394,7 @@ class HybridBlock(Block):
     def infer_shape(self, *args: Any) -> None:
         """Fill the unknown sizes of the parameters' shapes from the inputs' shapes."""
         inputs, out = self._get_graph(*args)
-        shapes = {i.name: tuple(a.shape) for i, a in zip(inputs, args)}
+        shapes = {i.name: tuple(a.shape) for i, a in zip(inputs, flatten(args)[0])}
         try:
             arg_shapes, _, aux_shapes = out.infer_shape_partial(**shapes)
         except Exception as exc:  # the shape rule's message names node, op and values
@@ -407,7 +410,7 @@ class HybridBlock(Block):
         """Set the parameters' dtypes from the inputs' dtypes."""
         inputs, out = self._get_graph(*args)
         arg_types, _, aux_types = out.infer_type(
-            **{i.name: a.dtype for i, a in zip(inputs, args)})
+            **{i.name: a.dtype for i, a in zip(inputs, flatten(args)[0])})
         known = dict(zip(out.list_arguments(), arg_types))
         known.update(zip(out.list_auxiliary_states(), aux_types))
         for p in self.collect_params().values():

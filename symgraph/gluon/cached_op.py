@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from ..base import GraphError
+from .nested import flatten, is_flat, regroup
 from .parameter import VERSION
 
 
@@ -98,11 +99,13 @@ def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence
 
 def call_cached(block: Any, args: Sequence[Any]) -> Any:
     """Run ``block`` hybridized on NDArrays ``args`` (tracing on a new input signature)."""
-    key = tuple([(a.shape, a.dtype, a.context) for a in args])  # (dtypes hash as themselves)
-    program = block._cached.get(key)
-    if program is None:
+    flat, fmt = flatten(args)  # (an RNN layer's states come as a list)
+    key = (tuple([(a.shape, a.dtype, a.context) for a in flat]), fmt)  # (dtypes hash as
+    got = block._cached.get(key)                                     # themselves)
+    if got is None:
         inputs, out = block._get_graph(*args)
-        _finish_deferred(block, inputs, out, args)
-        program = TracedProgram(block, inputs, out)
-        block._cached[key] = program
-    return program.run(args)
+        _finish_deferred(block, inputs, out, flat)
+        got = block._cached[key] = (TracedProgram(block, inputs, out), block._out_format)
+    program, out_fmt = got
+    outs = program.run(flat)
+    return outs if is_flat(out_fmt) else regroup(outs, out_fmt)
