@@ -1,8 +1,8 @@
 """Backends execute schedules: ``numpy_backend`` on the CPU, ``symgraph.cuda`` on GPUs.
 
 A backend module offers ``FORWARD_PIPELINE`` (the passes it wants before autodiff) and
-``compile(schedule, ctx) -> Program``; the executor picks the module by device type
-(``executor.BACKENDS``) and knows nothing else about it.
+``compile(schedule, ctx) -> Program``; ``compile.build_stage`` picks the module by device type
+(``compile.BACKENDS``) and knows nothing else about it.
 """
 from __future__ import annotations
 
