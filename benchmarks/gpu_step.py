@@ -127,7 +127,7 @@ def compile_probe(batch: int) -> None:
     sg.nd.zeros((1,), sg.gpu(0))  # device initialisation is not compilation
     t0 = time.perf_counter()
     exe = _train_executor(batch)
-    exe._train.program._load()
+    exe._train.program.load()
     print(json.dumps({"seconds": time.perf_counter() - t0, "nvcc_calls": compiler.NVCC_CALLS}))
 
 

@@ -11,9 +11,8 @@ runs between them are captured and replayed.
 """
 from __future__ import annotations
 
-import struct
 from math import prod
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -26,23 +25,18 @@ import pycuda.driver as drv  # noqa: E402
 from .. import profiler
 from .. import random as _random
 from ..base import ExecutionError
-from ..dtypes import as_dtype
 from ..passes import FORWARD_PIPELINE as SHARED_FORWARD
 from ..passes.channel_last import channel_last
-from ..registry import RunCtx, get_op
+from ..registry import RunCtx
 from ..schedule import Schedule
-from . import cublas
 from .compiler import compile_module
-from .graphs import CudaGraph
 from .codegen import THREADS
-from . import conv_choice, cooperative, cudnn
-from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Ref, Switch,
-                      Upload, flat_actions, memset_pattern)
+from . import conv_choice, cudnn
+from .actions import Callback, Choice, ConvCall, Host, Ref, flat_actions
+from .launches import LAUNCHES, Closure, kernel_closure
 from .plan import ACCUMULATE, align, lower_schedule, segments
+from .replay import MAX_GRAPHS, GraphCache
 from .runtime import activate, device_info, wire
-
-MAX_GRAPHS = 16
-Closure = Callable[[RunCtx], None]
 
 
 def channel_last_for_cudnn(graph: Any) -> Any:
@@ -70,6 +64,10 @@ class CudaEnv:
 
 
 class CudaProgram:
+    """One compiled schedule on one device: its stream, arena, module, launch closures
+    (``launches.py``), captured graphs (``replay.GraphCache``) and host steps
+    (``host_steps.py``)."""
+
     def __init__(self, schedule: Schedule, device_id: int) -> None:
         self.schedule = schedule
         self.device_id = device_id
@@ -90,12 +88,14 @@ class CudaProgram:
             self._arena = drv.mem_alloc(max(total, ALIGN_MIN))
             if low.state_bytes:  # (the arena's other bytes are written before they are read)
                 drv.memset_d8(int(self._arena) + self._state_base, 0, low.state_bytes)
-        self._base = int(self._arena)
-        self._workspace: Any = None  # cuDNN workspace, sized once from the measured plans
-        self._choice: dict[Choice, tuple] = {}  # library or generated path, measured once
-        self._module: Any = None
+        self.base = int(self._arena)
+        self.workspace: Any = None  # cuDNN workspace, sized once from the measured plans
+        self.ws_bytes = 0
+        self.choices: dict[Choice, tuple] = {}  # library or generated path, measured once
+        self.module: Any = None
+        self.cubin: Optional[bytes] = None  # (cooperative launches load it again)
         self._prepared: dict[tuple, list[list[Closure]]] = {}
-        self._graphs: dict[tuple, Any] = {}
+        self.graphs = GraphCache(self.stream)
         # slot -> (target array, pointer): after a first copying store, the producing step
         # writes straight into the executor's output / gradient array (no copy per step).
         self._redirect: dict[int, tuple[Any, int]] = {}
@@ -111,7 +111,7 @@ class CudaProgram:
         if self._env0 is None:  # every run starts from these pointers: made once
             ptrs = [0] * len(self.schedule.shapes)
             for slot, off in self.plan.offset.items():
-                ptrs[slot] = self._base + off
+                ptrs[slot] = self.base + off
             self._env0 = ptrs
         return CudaEnv(list(self._env0))
 
@@ -142,13 +142,9 @@ class CudaProgram:
         ``cuda/optimizer.py``); it reads the run's slots, so it sees gradients before stores.
         """
         with activate(self.device_id):
-            self._load()
+            self.load()
             self._draw_keys(start, stop, rc)
-            for slot, (_, ptr) in self._redirect.items():
-                env.ptrs[slot] = ptr
-            for dst, src in self.alias:
-                env.ptrs[dst] = env.ptrs[src]
-            key = tuple(env.ptrs)
+            key = self._resolve(env)
             steps = self._closures(env, (start, stop, key))
             extra = [tail.closures(env.ptrs, self.stream)] if tail is not None else []
             if profiler.recording():  # eagerly, one step at a time between CUDA events
@@ -161,13 +157,22 @@ class CudaProgram:
                 seg, gkey = steps[a - start:b - start], (a, b, key, rc.is_train)
                 if i == len(parts) - 1 and not host and extra:  # the tail joins the last graph
                     seg, gkey, extra = seg + extra, gkey + (tail.key,), []
-                if host or not graphs_enabled() or not self._replay(gkey, seg, rc):
+                if host or not graphs_enabled() or not self.graphs.replay(gkey, seg, rc):
                     for closures in seg:
                         for fn in closures:
                             fn(rc)
             for closures in extra:  # after a host step (or no steps): eagerly
                 for fn in closures:
                     fn(rc)
+
+    def _resolve(self, env: CudaEnv) -> tuple:
+        """Point redirected slots at their targets and views at the bytes they share; the
+        pointers then key the closures and graphs of this run."""
+        for slot, (_, ptr) in self._redirect.items():
+            env.ptrs[slot] = ptr
+        for dst, src in self.alias:
+            env.ptrs[dst] = env.ptrs[src]
+        return tuple(env.ptrs)
 
     def _run_profiled(self, steps: list, start: int, rc: RunCtx) -> None:
         """Run ``steps`` (from schedule step ``start``) eagerly, each between two CUDA events
@@ -204,11 +209,11 @@ class CudaProgram:
                 if slot in self._redirectable and slot not in self._redirect:
                     self._redirect[slot] = (target._data, dst)
             elif np.dtype(target.dtype).name in ACCUMULATE:
-                self._load()
+                self.load()
                 n = target.size
                 grid = max(1, min((n + 1023) // 1024, 4096))
                 kern = ACCUMULATE[np.dtype(target.dtype).name]
-                self._kernel_closure(kern.name, grid, (dst, dst, src), n)(RunCtx())
+                self.kernel_closure(kern.name, grid, (dst, dst, src), n)(RunCtx())
             else:
                 self.stream.synchronize()
                 target[:] = target.asnumpy() + self.read(env, slot)
@@ -247,79 +252,42 @@ class CudaProgram:
                 out.append((start + k, node.op, node.name, end.time_since(begin) / repeat))
         return out
 
-    # -- internals -----------------------------------------------------------------------------
-    def _load(self) -> None:
+    # -- what the launch builders read (launches.py) -------------------------------------------
+    def load(self) -> None:
         """Compile (or fetch from the disk cache) and load the program's module, once."""
-        if self._module is None:
+        if self.module is None:
             cubin = compile_module(self.source, self.arch)
             with activate(self.device_id):
-                self._module = drv.module_from_buffer(cubin)
-            self._cubin = cubin  # (cooperative launches load it again: cuda/cooperative.py)
+                self.module = drv.module_from_buffer(cubin)
+            self.cubin = cubin
 
-    def _draw_keys(self, start: int, stop: int, rc: RunCtx) -> None:
-        """Fresh random keys for the steps ``start:stop`` that own one, drawn from the run's
-        generator (``sg.random``) and copied in on the stream before the steps' graph, which
-        reads them from device memory: a replay draws new numbers, a reseed repeats them."""
-        ks = [k for k, s in enumerate(self.key_steps) if start <= s < stop]
-        if ks:
-            rng = rc.rng if rc.rng is not None else _random.generator()
-            values = rng.integers(0, 2 ** 64, size=len(ks), dtype=np.uint64)
-            for k, v in zip(ks, values):  # pageable source: staged at once, reusable after
-                drv.memcpy_htod_async(self._ptr(Ref("key", k), None), np.array([v]), self.stream)
+    def ptr(self, ref: Ref, env: CudaEnv) -> int:
+        """The device address ``ref`` stands for in ``env``."""
+        if ref.kind == "slot":
+            return env.ptrs[ref.index] + ref.offset
+        if ref.kind == "key":
+            return self.base + self._key_base + 8 * ref.index
+        if ref.kind == "state":
+            return self.base + self._state_base + ref.index + ref.offset
+        return self.base + self._scratch_base + ref.index + ref.offset
 
-    def _replay(self, gkey: tuple, steps: list[list[Closure]], rc: RunCtx) -> bool:
-        """Launch the graph of this range; capture it the second time the range is run."""
-        g = self._graphs.get(gkey)
-        if g is None:
-            if len(self._graphs) >= MAX_GRAPHS:
-                self._drop_graphs()
-            self._graphs[gkey] = "seen"
-            return False
-        if g == "seen":
-            def record() -> None:
-                for closures in steps:
-                    for fn in closures:
-                        fn(rc)
-            g = self._graphs[gkey] = CudaGraph(self.stream.handle, record)
-        g.launch()
-        return True
+    def kernel_closure(self, name: str, grid: int, ptrs: tuple, n: int,
+                       block: int = THREADS) -> Closure:
+        """A launch of the module's kernel ``name`` on the program's stream."""
+        return kernel_closure(self.module, self.stream, name, grid, ptrs, n, block)
 
-    def _drop_graphs(self) -> None:
-        for g in self._graphs.values():
-            if isinstance(g, CudaGraph):
-                g.destroy()
-        self._graphs.clear()
+    def closure(self, act: Any, env: CudaEnv) -> Closure:
+        """The launch of one action with its pointers resolved (one builder per action type,
+        from the table ``launches.LAUNCHES``)."""
+        make = LAUNCHES.get(type(act))
+        if make is None:
+            raise ExecutionError(f"unknown action {act!r}")
+        return make(self, act, env)
 
-    def _closures(self, env: CudaEnv, key: tuple) -> list[list[Closure]]:
-        """Closures of steps ``key[0]:key[1]`` for the bound pointers ``key[2]`` (cached)."""
-        got = self._prepared.get(key)
-        if got is None:
-            self._ensure_workspace()
-            if len(self._prepared) >= MAX_GRAPHS:
-                self._prepared.clear()
-            got = self._prepared[key] = [[self._closure(a, env) for a in acts]
-                                         for acts in self.actions[key[0]:key[1]]]
-        return got
-
-    def _ensure_workspace(self) -> None:
-        """Measure every convolution's cuDNN plan and allocate the largest workspace, once
-        (before any closure holds the workspace pointer)."""
-        if self._workspace is not None:
-            return
-        need = 0
-        if cudnn.available():
-            for acts in self.actions:
-                for a in flat_actions(acts):
-                    p = self._conv_plan(a)
-                    if p is not None:
-                        need = max(need, p.ws[a.kind])
-        self._workspace = drv.mem_alloc(max(need, 256))
-        self._ws_bytes = need
-
-    def _choose(self, act: Choice, env: CudaEnv) -> tuple:
+    def choose(self, act: Choice, env: CudaEnv) -> tuple:
         """The branch of ``act`` to run here (``conv_choice``), decided once. Timing writes
         into a temporary output so that no live slot is touched."""
-        got = self._choice.get(act)
+        got = self.choices.get(act)
         if got is None:
             conv = [a for a in act.primary if isinstance(a, ConvCall)]
             tmp_env = CudaEnv(list(env.ptrs))
@@ -330,158 +298,58 @@ class CudaProgram:
                 tmp = drv.mem_alloc(max(nbytes, 256))
                 tmp_env.ptrs[out.index] = int(tmp)
             got = conv_choice.choose(
-                act, self._conv_plan,
-                lambda branch: conv_choice.time_ms([self._closure(a, tmp_env) for a in branch],
+                act, self.conv_plan,
+                lambda branch: conv_choice.time_ms([self.closure(a, tmp_env) for a in branch],
                                                    self.stream))
-            self._choice[act] = got
+            self.choices[act] = got
         return got
 
-    def _conv_plan(self, act: Any) -> Any:
+    def conv_plan(self, act: Any) -> Any:
+        """cuDNN's plan of a convolution call (None when cuDNN is not used)."""
         if isinstance(act, ConvCall) and cudnn.available():
             return cudnn.plan(self.device_id, act.geometry, act.dtype)
         return None
 
-    def _ptr(self, ref: Ref, env: CudaEnv) -> int:
-        if ref.kind == "slot":
-            return env.ptrs[ref.index] + ref.offset
-        if ref.kind == "key":
-            return self._base + self._key_base + 8 * ref.index
-        if ref.kind == "state":
-            return self._base + self._state_base + ref.index + ref.offset
-        return self._base + self._scratch_base + ref.index + ref.offset
+    # -- internals -----------------------------------------------------------------------------
+    def _draw_keys(self, start: int, stop: int, rc: RunCtx) -> None:
+        """Fresh random keys for the steps ``start:stop`` that own one, drawn from the run's
+        generator (``sg.random``) and copied in on the stream before the steps' graph, which
+        reads them from device memory: a replay draws new numbers, a reseed repeats them."""
+        ks = [k for k, s in enumerate(self.key_steps) if start <= s < stop]
+        if ks:
+            rng = rc.rng if rc.rng is not None else _random.generator()
+            values = rng.integers(0, 2 ** 64, size=len(ks), dtype=np.uint64)
+            for k, v in zip(ks, values):  # pageable source: staged at once, reusable after
+                drv.memcpy_htod_async(self.ptr(Ref("key", k), None), np.array([v]), self.stream)
 
-    def _kernel_closure(self, name: str, grid: int, ptrs: tuple, n: int,
-                        block: int = THREADS) -> Closure:
-        """A launch with its parameter buffer packed once: pointers, then ``long long n``."""
-        func = self._module.get_function(name)
-        buf = struct.pack("<" + "Q" * len(ptrs) + "q", *ptrs, n)
-        grid_t, block_t, stream = (grid, 1, 1), (block, 1, 1), self.stream
-        return lambda rc: func._launch_kernel(grid_t, block_t, buf, 0, stream)
+    def _closures(self, env: CudaEnv, key: tuple) -> list[list[Closure]]:
+        """Closures of steps ``key[0]:key[1]`` for the bound pointers ``key[2]`` (cached)."""
+        got = self._prepared.get(key)
+        if got is None:
+            self._ensure_workspace()
+            if len(self._prepared) >= MAX_GRAPHS:
+                self._prepared.clear()
+            got = self._prepared[key] = [[self.closure(a, env) for a in acts]
+                                         for acts in self.actions[key[0]:key[1]]]
+        return got
 
-    def _closure(self, act: Any, env: CudaEnv) -> Closure:
-        """The launch of one action with its pointers resolved (one builder per action type,
-        from the table ``LAUNCHES``)."""
-        make = LAUNCHES.get(type(act))
-        if make is None:
-            raise ExecutionError(f"unknown action {act!r}")
-        return make(self, act, env)
-
-    def _launch_kernel(self, act: Kernel, env: CudaEnv) -> Closure:
-        ptrs = tuple(self._ptr(r, env) for r in act.args)
-        if act.cooperative:
-            self._load()
-            func = cooperative.function(self.device_id, self._cubin, act.kernel.name)
-            return cooperative.launch_closure(func, act.grid, act.block, ptrs, act.n,
-                                              self.stream.handle, act.kernel.name)
-        return self._kernel_closure(act.kernel.name, act.grid, ptrs, act.n, act.block)
-
-    def _launch_copy(self, act: Copy, env: CudaEnv) -> Closure:
-        dst, src, nbytes = self._ptr(act.dst, env), self._ptr(act.src, env), act.nbytes
-        stream = self.stream
-        return lambda rc: drv.memcpy_dtod_async(dst, src, nbytes, stream)
-
-    def _launch_fill(self, act: Fill, env: CudaEnv) -> Closure:
-        """A memset of the value's bits in the fill's dtype (``memset_pattern``: a Fill's 2- or
-        4-byte values repeat at their own width)."""
-        dst, stream = self._ptr(act.dst, env), self.stream
-        value = np.asarray(act.value, as_dtype(act.dtype))
-        width, bits = memset_pattern(value)  # (a 2- or 4-byte value repeats at its own width)
-        count = act.count * value.itemsize // width
-        memset = MEMSETS[width]
-        return lambda rc: memset(dst, bits, count, stream) if count else None
-
-    def _launch_gemm(self, act: Gemm, env: CudaEnv) -> Closure:
-        a, b, c = (self._ptr(r, env) for r in (act.a, act.b, act.c))
-        dev, stream = self.device_id, self.stream
-        return lambda rc: cublas.gemm(dev, stream.handle, act.trans_a, act.trans_b, act.m,
-                                      act.n, act.k, a, b, c, accumulate=act.accumulate,
-                                      batch=act.batch, dtype=act.dtype)
-
-    def _launch_host(self, act: Host, env: CudaEnv) -> Closure:
-        return lambda rc: self._host_step(act, env, rc)
-
-    def _launch_upload(self, act: Upload, env: CudaEnv) -> Closure:
-        host = drv.pagelocked_empty(len(act.data), np.uint8)
-        host[:] = np.frombuffer(act.data, np.uint8)
-        dst, stream = self._ptr(act.dst, env), self.stream
-        return lambda rc: drv.memcpy_htod_async(dst, host, stream)
-
-    def _launch_switch(self, act: Switch, env: CudaEnv) -> Closure:
-        train = [self._closure(a, env) for a in act.train]
-        infer = [self._closure(a, env) for a in act.infer]
-
-        def switch(rc: RunCtx) -> None:
-            for fn in (train if rc.is_train else infer):
-                fn(rc)
-        return switch
-
-    def _launch_callback(self, act: Callback, env: CudaEnv) -> Closure:
-        return lambda rc: self._callback_step(act, env, rc)
-
-    def _launch_choice(self, act: Choice, env: CudaEnv) -> Closure:
-        parts = [self._closure(a, env) for a in self._choose(act, env)]
-
-        def run_all(rc: RunCtx) -> None:
-            for fn in parts:
-                fn(rc)
-        return run_all
-
-    def _launch_conv(self, act: ConvCall, env: CudaEnv) -> Closure:
-        p = self._conv_plan(act)
-        a, b, out = (self._ptr(r, env) for r in (act.a, act.b, act.out))
-        ws, nbytes, dev, kind = int(self._workspace), self._ws_bytes, self.device_id, act.kind
-        stream = self.stream
-        return lambda rc: cudnn.run(dev, stream.handle, p, kind, a, b, out, ws, nbytes)
-
-    def _callback_step(self, act: Callback, env: CudaEnv, rc: RunCtx) -> None:
-        """A custom op: its buffers as GPU NDArrays, outputs zeroed, run on this stream."""
-        from ..context import gpu
-        from ..ndarray import NDArray
-        from .runtime import DeviceArray
-        st, shapes, dtypes = act.step, self.schedule.shapes, self.schedule.dtypes
-
-        def wrap(slot: int) -> NDArray:
-            arr = DeviceArray(shapes[slot], dtypes[slot], gpudata=env.ptrs[slot])
-            arr.device_id = self.device_id
-            return NDArray(arr, gpu(self.device_id))
-        with activate(self.device_id):
-            outs = [wrap(s) for s in st.outputs]
-            for o in outs:
-                if o.size:
-                    drv.memset_d8_async(o._data.ptr, 0, o._data.nbytes, self.stream)
-            act.run(st.node.attrs, [wrap(s) for s in st.inputs], outs, rc, self.stream)
-
-    def _host_step(self, act: Host, env: CudaEnv, rc: RunCtx) -> None:
-        """Stopgap for ops without a GPU lowering: numpy reference on host copies."""
-        st, shapes, dtypes = act.step, self.schedule.shapes, self.schedule.dtypes
-        self.stream.synchronize()
-        xs = []
-        for s in st.inputs:
-            x = np.empty(shapes[s], dtypes[s])
-            if x.size:
-                drv.memcpy_dtoh(wire(x), env.ptrs[s])
-            xs.append(x)
-        outs = get_op(st.node.op).compute(st.node.attrs, xs, rc)
-        for s, v in zip(st.outputs, outs):
-            v = np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtypes[s]), shapes[s]))
-            if v.size:
-                drv.memcpy_htod(env.ptrs[s], wire(v))
+    def _ensure_workspace(self) -> None:
+        """Measure every convolution's cuDNN plan and allocate the largest workspace, once
+        (before any closure holds the workspace pointer)."""
+        if self.workspace is not None:
+            return
+        need = 0
+        if cudnn.available():
+            for acts in self.actions:
+                for a in flat_actions(acts):
+                    p = self.conv_plan(a)
+                    if p is not None:
+                        need = max(need, p.ws[a.kind])
+        self.workspace = drv.mem_alloc(max(need, 256))
+        self.ws_bytes = need
 
 
 ALIGN_MIN = 256
-
-# A memset's width in bytes -> the driver call.
-MEMSETS = {1: drv.memset_d8_async, 2: drv.memset_d16_async, 4: drv.memset_d32_async}
-
-# Action type -> the CudaProgram method building its launch closure.
-LAUNCHES: dict[type, Callable[[CudaProgram, Any, CudaEnv], Closure]] = {
-    Kernel: CudaProgram._launch_kernel, Copy: CudaProgram._launch_copy,
-    Fill: CudaProgram._launch_fill, Gemm: CudaProgram._launch_gemm,
-    Host: CudaProgram._launch_host, Upload: CudaProgram._launch_upload,
-    Switch: CudaProgram._launch_switch, Callback: CudaProgram._launch_callback,
-    Choice: CudaProgram._launch_choice, ConvCall: CudaProgram._launch_conv,
-}
-
 
 def compile(schedule: Schedule, ctx: Any = None) -> CudaProgram:  # noqa: A001 (interface name)
     """The backend interface: a runnable program for ``schedule`` on ``ctx`` (default gpu(0))."""

@@ -16,8 +16,8 @@ from .augment import (Augmenter, BrightnessJitterAug, CastAug, CenterCropAug, Co
                       RandomGrayAug, RandomOrderAug, RandomSizedCropAug, ResizeAug,
                       SaturationJitterAug, SequentialAug)
 from .image import (center_crop, color_normalize, copyMakeBorder, fixed_crop, imdecode, imread,
-                    imresize, imrotate, random_crop, random_rotate, random_size_crop,
-                    resize_short, scale_down)
+                    imresize, random_crop, random_size_crop, resize_short, scale_down)
+from .rotate import imrotate, random_rotate
 from .iter import ImageIter
 
 __all__ = ["image", "imread", "imdecode", "imresize", "scale_down", "copyMakeBorder",

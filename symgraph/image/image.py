@@ -20,8 +20,7 @@ from . import codec
 from .resize import resize
 
 __all__ = ["imread", "imdecode", "imresize", "scale_down", "copyMakeBorder", "resize_short",
-           "fixed_crop", "random_crop", "center_crop", "color_normalize", "random_size_crop",
-           "imrotate", "random_rotate"]
+           "fixed_crop", "random_crop", "center_crop", "color_normalize", "random_size_crop"]
 
 Image = Union[NDArray, np.ndarray]
 Box = tuple[int, int, int, int]
@@ -253,6 +252,3 @@ def read_file(path: str, where: str) -> bytes:
             return f.read()
     except OSError as exc:
         raise DataError(f"{where}: cannot read {path}: {exc.strerror}") from None
-
-
-from .rotate import imrotate, random_rotate  # noqa: E402  (rotate uses the helpers above)

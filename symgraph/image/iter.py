@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import random as _random
 from ..base import DataError
-from ..io import DataBatch, DataDesc, DataIter, LAST_BATCH_HANDLES
+from ..io.base import DataBatch, DataDesc, DataIter, LAST_BATCH_HANDLES
 from ..ndarray import array
 from .. import recordio
 from .augment import CreateAugmenter

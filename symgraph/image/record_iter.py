@@ -17,7 +17,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from ..base import AttrError, DataError
-from ..io import DataBatch, DataDesc
+from ..io.base import DataBatch, DataDesc
 from ..ndarray import array
 from .. import recordio
 from .iter import DescribedIter, read_image_list

@@ -1,7 +1,7 @@
 """The CUDA program's action -> launch table and the cuDNN/generated choice, without a GPU:
 a subprocess stands a mock in for pycuda (the real one is absent here; the mock must not leak
 into other tests), builds a CudaProgram for a training graph with every kind of action, and
-builds each action's launch closure through ``backend.LAUNCHES``."""
+builds each action's launch closure through ``launches.LAUNCHES``."""
 from __future__ import annotations
 
 from .mock_pycuda import run_with_mock_pycuda
@@ -21,14 +21,14 @@ net = sg.sym.BatchNorm(sg.sym.Dropout(sg.sym.relu(net), p=0.5), name="bn")
 net = sg.sym.SoftmaxOutput(sg.sym.FullyConnected(net, num_hidden=3, name="fc"), name="sm")
 exe = net.simple_bind(sg.cpu(), x=(2, 1, 6, 6))
 prog = backend.compile(exe._train.schedule, None)
-prog._workspace, prog._ws_bytes = 0, 0
-prog._module = mock.MagicMock()
+prog.workspace, prog.ws_bytes = 0, 0
+prog.module = mock.MagicMock()
 env = prog.new_env()
 seen = set()
 backend.cudnn.available = lambda: False
 for acts in prog.actions:
     for a in acts:
-        fn = prog._closure(a, env)
+        fn = prog.closure(a, env)
         assert callable(fn), a
         seen.add(type(a).__name__)
         for b in flat_actions([a]):
@@ -37,22 +37,22 @@ assert seen >= {"Choice", "ConvCall", "Copy", "Fill", "Gemm", "Kernel", "Switch"
 backend.cudnn.available = lambda: True
 backend.cudnn.plan = lambda dev, geom, filters, dtype="float32": mock.MagicMock()
 backend.conv_choice.time_ms = lambda closures, stream: 1.0 if len(closures) == 1 else 2.0
-prog._choice.clear()
+prog.choices.clear()
 from symgraph.cuda.actions import Choice
 ch = [a for acts in prog.actions for a in acts if isinstance(a, Choice)]
 for a in ch:
-    prog._closure(a, env)
-    assert prog._choice[a] is a.primary  # timed faster (1 closure < 2): cuDNN kept
+    prog.closure(a, env)
+    assert prog.choices[a] is a.primary  # timed faster (1 closure < 2): cuDNN kept
 backend.conv_choice.time_ms = lambda closures, stream: 2.0 if len(closures) == 1 else 1.0
-prog._choice.clear()
+prog.choices.clear()
 for a in ch:
-    prog._closure(a, env)
-    assert prog._choice[a] is a.fallback
+    prog.closure(a, env)
+    assert prog.choices[a] is a.fallback
 backend.conv_choice.time_ms = lambda closures, stream: 1.0 if len(closures) == 1 else 0.95
-prog._choice.clear()
+prog.choices.clear()
 for a in ch:
-    prog._closure(a, env)
-    assert prog._choice[a] is a.primary  # generated code 5% faster alone: within the margin
+    prog.closure(a, env)
+    assert prog.choices[a] is a.primary  # generated code 5% faster alone: within the margin
 assert ch
 print("OK")
 '''

@@ -243,32 +243,33 @@ import contextlib
 runtime.activate = lambda d: contextlib.nullcontext()
 from symgraph.cuda import backend
 backend.device_info, backend.activate = runtime.device_info, runtime.activate
-from symgraph.cuda.actions import Gemm, Kernel
+from symgraph.cuda.actions import Gemm, Kernel, Ref
+from symgraph.cuda import cublas
 calls = []
-backend.cublas.gemm = lambda *a, **k: calls.append((a, k))
+cublas.gemm = lambda *a, **k: calls.append((a, k))
 sym = sg.sym.RNN(sg.sym.var("x"), state_size=3, num_layers=2, bidirectional=True, mode="gru",
                  state_outputs=True)
 exe = sym.simple_bind(sg.cpu(), x=(4, 2, 5))
 prog = backend.compile(exe._train.schedule, None)
-prog._workspace, prog._ws_bytes, prog._module = 0, 0, mock.MagicMock()
+prog.workspace, prog.ws_bytes, prog.module = 0, 0, mock.MagicMock()
 env = prog.new_env()
 env.ptrs = [(1 << 32) + 4096 * k for k in range(len(env.ptrs))]  # distinct slot addresses
-scratch = prog._base + prog._scratch_base
+scratch = prog.ptr(Ref("scratch", 0), env)
 def where(r):
     return (env.ptrs[r.index] if r.kind == "slot" else scratch + r.index) + r.offset
 gemms = [a for acts in prog.actions for a in acts if isinstance(a, Gemm)]
 kernels = [a for acts in prog.actions for a in acts if isinstance(a, Kernel)]
 assert any(r.offset for g in gemms for r in (g.a, g.b, g.c)) and any(g.accumulate for g in gemms)
 for g in gemms:
-    prog._closure(g, env)(None)
+    prog.closure(g, env)(None)
     args, kw = calls.pop()
     assert args[7:10] == (where(g.a), where(g.b), where(g.c)), g
     assert kw["accumulate"] == g.accumulate and kw["dtype"] == "float32", (g, kw)
 packed = []
-backend.CudaProgram._kernel_closure = lambda self, name, grid, ptrs, n, block=256: \
+backend.CudaProgram.kernel_closure = lambda self, name, grid, ptrs, n, block=256: \
     packed.append(ptrs) or (lambda rc: None)
 for k in kernels:
-    prog._closure(k, env)
+    prog.closure(k, env)
     assert packed.pop() == tuple(where(r) for r in k.args), k
 print("OK")
 '''

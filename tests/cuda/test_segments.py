@@ -67,5 +67,5 @@ def test_python_op_between_captured_graphs_matches_cpu() -> None:
         for a, b in zip(got["gpu"], got["cpu"]):
             assert_almost_equal(a, b, rtol=1e-4, atol=1e-5)
     program = execs["gpu"]._train.program
-    assert any(isinstance(g, CudaGraph) for g in program._graphs.values()), \
+    assert any(isinstance(g, CudaGraph) for g in program.graphs.graphs.values()), \
         "no device-only segment was captured"

@@ -1,4 +1,5 @@
-"""``sg.io``: data iterators as in MXNet 1.x (``NDArrayIter``, ``MNISTIter``, ``DataBatch``).
+"""MXNet 1.x's data iterator protocol and its in-memory iterators (``NDArrayIter``,
+``MNISTIter``, ``DataBatch``, ``DataDesc``).
 
 An iterator yields :class:`DataBatch` objects whose ``data``/``label`` are lists of CPU NDArrays
 of a fixed batch shape; ``provide_data``/``provide_label`` describe them as :class:`DataDesc`.
@@ -10,11 +11,11 @@ from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
-from . import random as _random
-from .base import DataError
-from .ndarray import NDArray, array
+from .. import random as _random
+from ..base import DataError
+from ..ndarray import NDArray, array
 
-__all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "MNISTIter", "ImageRecordIter"]
+__all__ = ["DataDesc", "DataBatch", "DataIter", "NDArrayIter", "MNISTIter"]
 
 LAST_BATCH_HANDLES = ("pad", "discard", "roll_over")
 
@@ -238,7 +239,7 @@ class MNISTIter(NDArrayIter):
                  flat: bool = False, seed: Optional[int] = None,
                  last_batch_handle: str = "pad", num_parts: int = 1,
                  part_index: int = 0) -> None:
-        from .datasets.mnist import read_idx
+        from ..datasets.mnist import read_idx
         images = read_idx(image, 3)
         labels = read_idx(label, 1)
         if len(images) != len(labels):
@@ -250,7 +251,3 @@ class MNISTIter(NDArrayIter):
             _random.seed(seed)
         super().__init__(data, labels.astype(np.float32), batch_size, shuffle, last_batch_handle,
                          num_parts=num_parts, part_index=part_index)
-
-
-# at the end: the image iterator builds on the classes above (symgraph/image/record_iter.py)
-from .image.record_iter import ImageRecordIter  # noqa: E402
