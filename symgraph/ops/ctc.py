@@ -173,8 +173,7 @@ def _ctc_grad(c) -> list:
 register(OpDef(
     "CTCLoss", CTC_PARAMS, _inputs, _ctc_shape, _ctc_compute, _ctc_grad, OPAQUE,
     infer_type=_ctc_type, outputs=("output", "grad"), num_visible=1,
-    lowering=("host", {"why": "the forward-backward recursion has no CUDA kernel yet; its "
-                              "numpy reference runs on host copies"}),
+    lowering=("ctc", {}),
     doc="CTC loss of (T, N, C) activations against (N, L) label sequences, per sequence; "
         "softmax inside; forward-backward in log space (Graves et al. 2006)."))
 for _alias in ("ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"):
