@@ -41,7 +41,8 @@ __device__ __forceinline__ float sg_logaddexp(float a, float b) {
 # label i of the sequence as a number, ``LABEL_OK(v)`` whether a loaded label is valid.
 _BODY = r"""
     __shared__ float red[1024];
-    __shared__ long long info[3];  // steps, label length, 1 when one of them or a label is bad
+    // steps, label length, 1 when a length is out of range, 1 when a label is
+    __shared__ long long info[4];
     for (int b = blockIdx.x; b < N; b += gridDim.x) {
         const lab_t* lab = label + (long long)b * L;
         float* al = alpha + (long long)b * T * S_MAX;
@@ -55,15 +56,16 @@ _BODY = r"""
             info[0] = steps;
             info[1] = lens;
             info[2] = steps < 0 || steps > T || lens < 0 || lens > L;
+            info[3] = 0;
         }
         __syncthreads();
         if (info[2] == 0)
             for (long long i = threadIdx.x; i < info[1]; i += blockDim.x) {
                 const auto v = LAB(i);
-                if (!(v >= LOW && v <= HIGH && LABEL_OK(v))) info[2] = 1;
+                if (!(v >= LOW && v <= HIGH && LABEL_OK(v))) info[3] = 1;
             }
         __syncthreads();
-        const bool bad = info[2] != 0;
+        const bool bad = info[2] != 0 || info[3] != 0;
         const int steps = bad ? 0 : (int)info[0], len = bad ? 0 : (int)info[1];
         const int S = 2 * len + 1;
         auto ext = [&](int s) -> int { return (s & 1) ? (int)LAB(s >> 1) : BLANK; };

@@ -18,11 +18,13 @@ import numpy as np
 import pytest
 
 import symgraph as sg
+from symgraph.attrs import parse_attrs
 from symgraph.base import DataError
 from symgraph.cuda import compiler
 from symgraph.cuda.actions import Host, Kernel, flat_actions
 from symgraph.cuda.kernels_ctc import render_ctc, scratch_counts
 from symgraph.cuda.plan import lower_schedule
+from symgraph.registry import RunCtx, get_op
 from tests.gluon._loss_refs import ctc_brute, numeric_grad
 
 from .block_run import run_threaded
@@ -167,6 +169,26 @@ def test_blocks_of_threads_on_host(cid: str, grid: int, block: int, tmp_path: Pa
     xs = _inputs(cid, "float32")
     loss, grad = _threaded(cid, xs, grid, block, tmp_path)
     _check(cid, "float32", loss, grad, xs[0])
+
+
+@needs_gxx
+def test_long_sequences_match_the_float64_reference(tmp_path: Path) -> None:
+    """40 steps, 12 classes, 8 labels with repeats (too many alignments to enumerate): against
+    the op's numpy reference in float64, threads fewer than the 17 states."""
+    rng = np.random.default_rng(3)
+    label = rng.integers(1, 4, size=(3, 8)).astype(np.float32)  # classes 1..3: many repeats
+    CONFIGS["long"] = ({}, (40, 3, 12), label, np.array([40, 30, 17], np.int32), None)
+    try:
+        xs = _inputs("long", "float32")
+        loss, grad = _threaded("long", xs, 2, 8, tmp_path)
+        op = get_op("CTCLoss")
+        attrs = parse_attrs(op.params, {"use_data_lengths": True}, "ctc")
+        want = op.compute(attrs, xs, RunCtx(is_train=True))
+        np.testing.assert_allclose(loss, want[0], rtol=1e-4)
+        # float32 log-space sums of ~100 in magnitude: about 1e-5 absolute in the occupancy
+        np.testing.assert_allclose(grad.reshape(xs[0].shape), want[1], atol=5e-5)
+    finally:
+        del CONFIGS["long"]
 
 
 @needs_gxx
