@@ -12,6 +12,8 @@ Label values: with ``blank_label='first'`` channel 0 is the blank, labels are 1.
 0 ends a sequence; with ``'last'`` channel C-1 is the blank, labels are 0..C-2 and a -1 ends
 it. ``use_label_lengths`` / ``use_data_lengths`` add the inputs ``label_lengths`` /
 ``data_lengths`` (per sequence) instead.
+
+GPU: the ``ctc`` lowering family (``cuda/lowering_ctc.py``), one kernel computing both outputs.
 """
 from __future__ import annotations
 
