@@ -216,24 +216,24 @@ def test_bad_label_is_nan_on_the_device_and_a_data_error_on_the_cpu(tmp_path: Pa
         del CONFIGS["bad"]
 
 
+def _actions(cid: str, dtype: str, train: bool) -> list:
+    """Every action of the forward or training program of a configuration."""
+    return [a for st in lower_schedule(_schedule(cid, dtype, train), 132).actions
+            for a in flat_actions(st)]
+
+
 @pytest.mark.parametrize("dtype", ["float32", *sorted(NARROW)])
 def test_no_host_step(dtype: str) -> None:
-    """Forward and training programs of every configuration lower without a host step."""
+    """Training programs of every configuration (integer labels and lengths included) lower
+    without a host step."""
     for cid in CONFIGS:
-        acts = [a for st in lower_schedule(_schedule(cid, dtype, True), 132).actions
-                for a in flat_actions(st)]
-        assert not [a for a in acts if isinstance(a, Host)], (cid, dtype)
+        assert not [a for a in _actions(cid, dtype, True) if isinstance(a, Host)], (cid, dtype)
 
 
 @pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
 def test_kernels_compile_for_sm90_in_every_float_dtype() -> None:
-    kernels = {}
-    for dtype in ("float32", *NARROW):
-        for cid in CONFIGS:
-            for st in lower_schedule(_schedule(cid, dtype), 132).actions:
-                for a in flat_actions(st):
-                    if isinstance(a, Kernel):
-                        kernels[a.kernel.name] = a.kernel
+    kernels = {a.kernel.name: a.kernel for dtype in ("float32", *NARROW) for cid in CONFIGS
+               for a in _actions(cid, dtype, False) if isinstance(a, Kernel)}
     assert {n.split("_")[3] for n in kernels} >= {"f16", "bf16"}, sorted(kernels)
     cubin = compiler.run_nvcc(compiler.module_source(list(kernels.values())), "sm_90",
                               compiler.find_nvcc())
