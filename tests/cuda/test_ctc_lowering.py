@@ -149,9 +149,9 @@ def _threaded(cid: str, xs: list, grid: int, block: int, tmp: Path) -> tuple:
     attrs, (t, n, c), label, steps, lens = CONFIGS[cid]
     ins = {"x": xs[0].astype(np.float32)}
     ins.update({k: np.asarray(v) for k, v in zip(("label", "dl", "ll"), xs[1:])})
-    dt = lambda v: None if v is None else np.asarray(v).dtype.name  # noqa: E731
+    given = [None if v is None else np.asarray(v).dtype.name for v in (steps, lens)]
     kern = render_ctc(t, n, c, np.shape(label)[1], attrs.get("blank_label") != "last",
-                      "float32", ins["label"].dtype.name, dt(steps), dt(lens))
+                      "float32", ins["label"].dtype.name, *given)
     outs = {"loss": (n, np.dtype(np.float32)), "grad": (t * n * c, np.dtype(np.float32))}
     outs.update({f"s{k}": (count, np.dtype(d))
                  for k, (count, d) in enumerate(scratch_counts(t, n, c, np.shape(label)[1]))})
