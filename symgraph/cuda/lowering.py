@@ -16,7 +16,7 @@ from ..base import BindError, where
 from ..log import LOGGER
 from ..registry import get_op
 from . import (lowering_amp, lowering_conv, lowering_conv_mma, lowering_conv_pool,  # noqa: F401
-               lowering_dense, lowering_elementwise, lowering_fused, lowering_index,
+               lowering_ctc, lowering_dense, lowering_elementwise, lowering_fused, lowering_index,
                lowering_index_nd, lowering_layout, lowering_linalg, lowering_norm, lowering_pool,
                lowering_random, lowering_random_draw, lowering_rearrange, lowering_reduce,
                lowering_rnn, lowering_row_norm, lowering_scan, lowering_sequence, lowering_sort,
@@ -27,7 +27,8 @@ from .actions import FAMILIES, StepCtx, lowering_dtypes, lowering_of
 # Families whose listed input slots hold indices: an integer dtype there is read as it is (the
 # kernel spells its C type), so integer labels need no host path or cast.
 INDEX_INPUTS = {"one_hot": (0,), "axis_gather": (1,), "softmax": (1,),  # softmax: length
-                "sequence": (1,)}  # the sequence lengths
+                "sequence": (1,),  # the sequence lengths
+                "ctc": (1, 2, 3)}  # labels and lengths
 
 
 def lower_step(ctx: StepCtx) -> list:

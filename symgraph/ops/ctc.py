@@ -12,6 +12,8 @@ Label values: with ``blank_label='first'`` channel 0 is the blank, labels are 1.
 0 ends a sequence; with ``'last'`` channel C-1 is the blank, labels are 0..C-2 and a -1 ends
 it. ``use_label_lengths`` / ``use_data_lengths`` add the inputs ``label_lengths`` /
 ``data_lengths`` (per sequence) instead.
+
+GPU: the ``ctc`` lowering family (``cuda/lowering_ctc.py``), one kernel computing both outputs.
 """
 from __future__ import annotations
 
@@ -173,8 +175,7 @@ def _ctc_grad(c) -> list:
 register(OpDef(
     "CTCLoss", CTC_PARAMS, _inputs, _ctc_shape, _ctc_compute, _ctc_grad, OPAQUE,
     infer_type=_ctc_type, outputs=("output", "grad"), num_visible=1,
-    lowering=("host", {"why": "the forward-backward recursion has no CUDA kernel yet; its "
-                              "numpy reference runs on host copies"}),
+    lowering=("ctc", {}),
     doc="CTC loss of (T, N, C) activations against (N, L) label sequences, per sequence; "
         "softmax inside; forward-backward in log space (Graves et al. 2006)."))
 for _alias in ("ctc_loss", "_contrib_CTCLoss", "_contrib_ctc_loss"):

@@ -106,8 +106,11 @@ def _host_steps(dtype: str, per_family: dict[str, int]) -> list:
     return out
 
 
+# ctc: none, since uniform random labels are no labels (DataError); tests/cuda/test_ctc_lowering.py
+# runs its kernel in every dtype on valid ones.
 HOST_STEPS = [s for d in DTYPES for s in _host_steps(d, {"fused": 4, "elementwise": 4,
-                                                         "convolution": 3, "pooling_backward": 2})]
+                                                         "convolution": 3, "pooling_backward": 2,
+                                                         "ctc": 0})]
 
 
 def test_host_steps_cover_the_families() -> None:
