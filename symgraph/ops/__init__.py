@@ -1,5 +1,6 @@
 """Built-in operators. Importing this package registers them all."""
-from . import (activation, constant, conv, conv_act_pool, creation, ctc, custom,  # noqa: F401
+from . import (activation, constant, control_flow, control_flow_branch,
+               conv, conv_act_pool, creation, ctc, custom,  # noqa: F401
                deconv, dot, elemwise, fused, indexing, indexing_nd, layout, layout_extra, loss,
                lrn, math, math_extra, nn, norm, norm_l2, norm_layer, pool, rearrange, rnn,
                sequence, shape, sorting, tensor, upsampling)
