@@ -136,13 +136,18 @@ def _masked_reverse_body(func: Subgraph, a: Attrs, table: Any) -> tuple[Subgraph
     accs = [variable(f"_grad_sum{k}") for k in range(len(free))]
     m = Handle((Entry(mask),))
 
-    def chosen(g: Entry, other: Any) -> Entry:
-        gh = Handle((g,))
-        return OPS.where(OPS.broadcast_mul(OPS.ones_like(gh), m), gh, other).outputs_[0]
+    def chosen(p: int, other: Any) -> Entry:
+        """Input p's gradient where the step ran, ``other`` elsewhere (the mask is float32:
+        cast to the gradient's dtype, which ``where`` needs)."""
+        g = Handle((grads[p],))
+        dtype = table.dtype(Entry(func.inputs[p])) if table is not None else None
+        cond = OPS.broadcast_like(m, g)
+        cond = cond if dtype is None or dtype == np.float32 else OPS.Cast(cond, dtype=dtype)
+        return OPS.where(cond, g, other).outputs_[0]
     carried = [Handle((Entry(h),)) for h in heads[n_out:]]
-    new_carried = [chosen(grads[p], carried[j]) for j, p in enumerate(var_pos)]
-    sums = [(Handle((Entry(acc),)) + Handle((chosen(grads[p], OPS.zeros_like(
-        Handle((grads[p],)))),))).outputs_[0] for acc, p in zip(accs, free)]
+    new_carried = [chosen(p, carried[j]) for j, p in enumerate(var_pos)]
+    sums = [(Handle((Entry(acc),)) + Handle((chosen(p, OPS.zeros_like(Handle((grads[p],)))),))
+             ).outputs_[0] for acc, p in zip(accs, free)]
     back = Subgraph.of(new_carried + sums, list(func.inputs) + heads + [mask] + accs)
     n_in, n_heads = len(func.inputs), len(heads)
     lay = {"body": back, "num_out_data": 0, "num_outputs": len(var_pos) + len(free),
