@@ -29,6 +29,7 @@ from ..base import ExecutionError
 from ..dtypes import as_dtype
 from ..passes import FORWARD_PIPELINE as SHARED_FORWARD
 from ..passes.channel_last import channel_last
+from ..passes.unroll_control_flow import unroll_control_flow
 from ..registry import RunCtx, get_op
 from ..schedule import Schedule
 from . import cublas
@@ -53,8 +54,10 @@ def channel_last_for_cudnn(graph: Any) -> Any:
     return channel_last(graph)
 
 
-# Read by the executor: the shared forward passes, then the layout this backend's library wants.
-FORWARD_PIPELINE = SHARED_FORWARD + (channel_last_for_cudnn,)
+# Read by the executor: control flow unrolled into plain ops (each step's kernels in the one
+# program and CUDA graph), the shared forward passes, then the layout this backend's library
+# wants.
+FORWARD_PIPELINE = (unroll_control_flow,) + SHARED_FORWARD + (channel_last_for_cudnn,)
 
 
 def graphs_enabled() -> bool:

@@ -16,7 +16,7 @@ from ..base import BindError, where
 from ..log import LOGGER
 from ..registry import get_op
 from . import (lowering_amp, lowering_conv, lowering_conv_mma, lowering_conv_pool,  # noqa: F401
-               lowering_dense, lowering_elementwise, lowering_fused, lowering_index,
+               lowering_control_flow, lowering_dense, lowering_elementwise, lowering_fused, lowering_index,
                lowering_index_nd, lowering_rearrange, lowering_scan,
                lowering_layout, lowering_norm, lowering_pool, lowering_random, lowering_reduce,
                lowering_rnn, lowering_row_norm, lowering_sequence, lowering_sort,

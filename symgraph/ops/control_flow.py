@@ -27,6 +27,7 @@ from ..graph import Entry, Graph, variable
 from ..registry import OPAQUE, OpDef, RunCtx, register
 from ..subgraph import Subgraph, unique_name
 from ..typetable import TypeTable
+from .control_flow_unroll import unroll_foreach
 
 LOCS_DOC = "Position in the body's input list of each {} input of the node."
 UNROLLED = ("unrolled", {"pass": "unroll_control_flow"})
@@ -251,6 +252,6 @@ register(OpDef(
      "remain_locs": Param("shape", doc=LOCS_DOC.format("free (loop-invariant)"))},
     _inputs, _foreach_shape, _foreach_compute, _foreach_grad, OPAQUE,
     infer_type=_foreach_types, outputs=_outputs, num_visible=lambda a: a["num_outputs"],
-    lowering=UNROLLED,
+    lowering=UNROLLED, extra={"unroll": unroll_foreach},
     doc="MXNet's foreach: runs ``body`` over axis 0 of the data, carrying loop states "
         "(``sg.sym.contrib.foreach`` traces the body)."))

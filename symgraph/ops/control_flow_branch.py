@@ -31,6 +31,7 @@ from ..graph import Entry, variable
 from ..registry import OPAQUE, OpDef, RunCtx, register
 from ..subgraph import Subgraph
 from .control_flow import UNROLLED, body_gradient, body_types
+from .control_flow_unroll import unroll_cond, unroll_while
 
 LOCS_DOC = "Node input feeding each input of the {} subgraph."
 
@@ -214,6 +215,7 @@ register(OpDef(
                        + tuple(f"var_steps{j}" for j in range(len(a["func_var_locs"])))
                        + ("steps_mask",)),
     num_visible=lambda a: a["num_outputs"], lowering=UNROLLED,
+    extra={"unroll": unroll_while},
     doc="MXNet's while_loop: runs ``func`` while ``cond`` holds, at most max_iterations "
         "times (``sg.sym.contrib.while_loop`` traces both)."))
 
@@ -296,6 +298,7 @@ register(OpDef(
     lambda a: tuple(f"in{i}" for i in range(n_inputs(a, ("cond", "then", "else")))),
     _cond_shape, _cond_compute, _cond_grad, OPAQUE, infer_type=_cond_types,
     outputs=lambda a: tuple(f"output{i}" for i in range(a["num_outputs"])), lowering=UNROLLED,
+    extra={"unroll": unroll_cond},
     doc="MXNet's cond: then_branch or else_branch by a one-element predicate "
         "(``sg.sym.contrib.cond`` traces all three)."))
 
