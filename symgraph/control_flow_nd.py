@@ -88,7 +88,8 @@ def while_loop(cond: Callable, func: Callable, loop_vars: Any,
     outputs, out_fmt, steps = [], None, 0
     while steps < max_iterations and _scalar(cond(*loop_vars), "while_loop: cond's result"):
         step_out, new_vars = func(*loop_vars)
-        step_out = list(step_out) if isinstance(step_out, tuple) else (step_out or [])
+        step_out = list(step_out) if isinstance(step_out, tuple) else \
+            ([] if step_out is None else step_out)
         new_vars = [new_vars] if isinstance(new_vars, NDArray) else list(new_vars or [])
         if len(new_vars) != len(loop_vars):
             raise GraphError(f"while_loop: func returns {len(new_vars)} loop variables for "
