@@ -183,9 +183,3 @@ def union_inputs(outers: Sequence[Sequence[Optional[Entry]]], subs: Sequence[Sub
         locs.append(tuple(mine))
     return inputs, locs
 
-
-def install(sym_contrib: Any) -> None:
-    """Put the functions into ``sg.sym.contrib``."""
-    from .control_flow_branch import cond, while_loop
-    for fn in (foreach, while_loop, cond):
-        setattr(sym_contrib, fn.__name__, fn)

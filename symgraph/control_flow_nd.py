@@ -20,7 +20,8 @@ import numpy as np
 from . import ndarray as nd
 from . import symbol as sym
 from .base import GraphError
-from .control_flow import flatten, install, regroup
+from . import control_flow, control_flow_branch
+from .control_flow import flatten, regroup
 from .ndarray import NDArray
 
 
@@ -124,6 +125,7 @@ def cond(pred: Any, then_func: Callable, else_func: Callable) -> Any:
     return then_func() if _scalar(pred, "cond: pred") else else_func()
 
 
-install(sym.contrib)
+for _fn in (control_flow.foreach, control_flow_branch.while_loop, control_flow_branch.cond):
+    setattr(sym.contrib, _fn.__name__, _fn)
 for _fn in (foreach, while_loop, cond):
     setattr(nd.contrib, _fn.__name__, _fn)
