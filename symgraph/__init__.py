@@ -31,6 +31,8 @@ from . import gluon  # noqa: E402
 from . import kvstore, parallel  # noqa: E402  (NCCL is loaded on first GPU use)
 from . import amp, contrib  # noqa: E402
 from . import image, recordio  # noqa: E402  (Pillow is imported on first decode)
+
+from . import control_flow_nd  # noqa: E402,F401  (sg.sym/sg.nd.contrib.foreach, ...)
 from .parallel import group as _parallel_group  # noqa: E402,F401  (Module(context=[...]))
 from . import bucketing_module as _bucketing  # noqa: E402,F401  (sg.mod.BucketingModule)
 

@@ -192,6 +192,16 @@ def _parse_axis(v: Any) -> Optional[tuple[int, ...]]:
     return _optional(_parse_shape)(v)
 
 
+def _parse_subgraph(v: Any) -> Any:
+    """A graph held by a control-flow node (``symgraph.subgraph.Subgraph``, which sits above
+    this module: checked by its shape). JSON gives it in the node's ``subgraphs`` field,
+    never as attribute text."""
+    if isinstance(v, str) or not (hasattr(v, "inputs") and hasattr(v, "outputs")):
+        raise TypeError(f"expected a subgraph (symbol JSON holds it in the node's "
+                        f"'subgraphs' field), got {str(v)[:60]!r}")
+    return v
+
+
 PARSERS: dict[str, Callable[[Any], Any]] = {
     "int": _parse_int,
     "float": _parse_float,
@@ -211,6 +221,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "any": lambda v: v,
     "text": lambda v: v if isinstance(v, str) else str(v),
     "literal": _parse_literal,
+    "subgraph": _parse_subgraph,
 }
 
 

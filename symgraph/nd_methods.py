@@ -339,6 +339,7 @@ def install(cls: type, namespace: dict) -> None:
     cls.backward = _backward
     namespace["random"] = random  # sg.nd.random is sg.random: one generator
     namespace.setdefault("random_uniform", random.uniform)  # MXNet's legacy names
+    namespace.setdefault("normal", random.normal)  # MXNet 1.x: nd.normal is random_normal
     namespace.setdefault("random_normal", random.normal)
     namespace.setdefault("uniform", random.uniform)  # MXNet's sg.nd.uniform / sg.nd.normal
     namespace.setdefault("normal", random.normal)

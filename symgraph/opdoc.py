@@ -28,7 +28,7 @@ KIND_TYPES: dict[str, Any] = {
     "shape": tuple[int, ...], "index_tuple": tuple[Optional[int], ...],
     "int?": Optional[int], "float?": Optional[float], "str?": Optional[str],
     "axis": Union[int, tuple[int, ...], None], "any": Any,
-    "shapes": tuple[tuple[int, ...], ...], "dtypes": tuple[str, ...],
+    "shapes": tuple[tuple[int, ...], ...], "dtypes": tuple[str, ...], "subgraph": Any,
 }
 
 PARAM_DOCS: dict[str, str] = {

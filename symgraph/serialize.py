@@ -26,6 +26,7 @@ from .fileio import read_limited, write_text
 from .ndfile import FLAG_DTYPES
 from .graph import Entry, Graph, Node, topo_order
 from .registry import get_op
+from .subgraph import Subgraph
 
 FORMAT_VERSION = 1
 # The MXNet release whose JSON this matches (1.9.1 as MXNet encodes it: 10000 * major +
@@ -35,7 +36,24 @@ MXNET_VERSION = 10901
 
 def to_json(sym: Any) -> str:
     """Serialise ``sym`` (deterministic: same graph, same text)."""
-    nodes = topo_order(sym.outputs_)
+    doc = graph_doc(sym.outputs_)
+    doc["attrs"] = {"mxnet_version": ["int", MXNET_VERSION],
+                    "symgraph_json_version": ["int", FORMAT_VERSION]}
+    return json.dumps(doc, indent=2)
+
+
+def _subgraph_params(op: str) -> list[str]:
+    """The op's attributes holding subgraphs, in declaration order (MXNet's ``subgraphs``)."""
+    return [k for k, p in get_op(op).params.items() if p.kind == "subgraph"]
+
+
+def graph_doc(outputs: Any, inputs: Any = ()) -> dict:
+    """The node list of ``outputs`` as MXNet's JSON object (no top-level ``attrs``). A
+    subgraph is written with its ``inputs`` as ``arg_nodes`` in their order (variables no
+    output reads are appended), and a control-flow node's subgraphs in its ``subgraphs``."""
+    nodes = topo_order(outputs)
+    seen = set(nodes)
+    nodes += [n for n in inputs if n not in seen]
     index = {n: i for i, n in enumerate(nodes)}
     out_nodes = []
     codes = {v.name: str(k) for k, v in FLAG_DTYPES.items()}
@@ -44,18 +62,21 @@ def to_json(sym: Any) -> str:
             if callable(v):
                 raise GraphError(f"{where(n.name, n.op)}attribute {k} is a Python callable "
                                  f"({v!r}), which JSON cannot hold; give its value instead")
-        attrs = {k: format_value(v) for k, v in n.attrs.items()}
+        held = [] if n.is_variable else _subgraph_params(n.op)
+        attrs = {k: format_value(v) for k, v in n.attrs.items() if k not in held}
         attrs.update({k: str(v) for k, v in n.extra.items()})
         if "__dtype__" in attrs and n.is_variable:  # MXNet's integer type codes
             attrs["__dtype__"] = codes.get(attrs["__dtype__"], attrs["__dtype__"])
-        out_nodes.append({"op": n.op, "name": n.name, "attrs": attrs,
-                          "inputs": [[index[e.node], e.index, 0] for e in n.inputs]})
-    doc = {"nodes": out_nodes,
-           "arg_nodes": [i for i, n in enumerate(nodes) if n.is_variable],
-           "heads": [[index[e.node], e.index, 0] for e in sym.outputs_],
-           "attrs": {"mxnet_version": ["int", MXNET_VERSION],
-                     "symgraph_json_version": ["int", FORMAT_VERSION]}}
-    return json.dumps(doc, indent=2)
+        row: dict = {"op": n.op, "name": n.name, "attrs": attrs,
+                     "inputs": [[index[e.node], e.index, 0] for e in n.inputs]}
+        if held:
+            row["subgraphs"] = [graph_doc(n.attrs[k].outputs, n.attrs[k].inputs)
+                                for k in held]
+        out_nodes.append(row)
+    args = [index[n] for n in inputs] if inputs else \
+        [i for i, n in enumerate(nodes) if n.is_variable]
+    return {"nodes": out_nodes, "arg_nodes": args,
+            "heads": [[index[e.node], e.index, 0] for e in outputs]}
 
 
 MAX_DEPTH = 32
@@ -187,12 +208,27 @@ def _node_from_json(i: int, raw: Any, built: list[Node]) -> Node:
         raise GraphError(f"{where(name, opdef.name)}internal op; graphs holding it cannot be "
                          f"loaded from JSON")
     params, extra = _split_attrs(opdef, name, attrs)
+    params.update(_subgraphs(raw, opdef.name, name))
     parsed = parse_attrs(opdef.params, params, where(name, opdef.name))
     want = len(opdef.input_names(parsed))
     if len(inputs) != want:
         raise GraphError(f"{where(name, opdef.name)}{len(inputs)} inputs in JSON, the op takes "
                          f"{want} {list(opdef.input_names(parsed))}")
     return Node(opdef.name, name, parsed, tuple(inputs), Attrs(extra))
+
+
+def _subgraphs(raw: dict, op: str, name: str) -> dict[str, Subgraph]:
+    """The node's ``subgraphs`` under the op's subgraph attribute names (MXNet's order);
+    a subgraph's inputs are its ``arg_nodes``, in that order."""
+    held, docs = _subgraph_params(op), raw.get("subgraphs", [])
+    if not isinstance(docs, list) or len(docs) != len(held):
+        raise _bad(f"node {name} ({op}) needs {len(held)} subgraphs {held}, got "
+                   f"{len(docs) if isinstance(docs, list) else docs!r}")
+    out = {}
+    for key, doc in zip(held, docs):
+        built, heads = _build(doc)
+        out[key] = Subgraph([built[i] for i in doc.get("arg_nodes", [])], heads)
+    return out
 
 
 def _check_doc(doc: Any) -> list:
@@ -215,7 +251,7 @@ def _check_doc(doc: Any) -> list:
     return nodes
 
 
-def _build(doc: Any) -> list[Entry]:
+def _build(doc: Any) -> tuple[list[Node], list[Entry]]:
     built: list[Node] = []
     variables: dict[str, int] = {}
     for i, raw in enumerate(_check_doc(doc)):
@@ -230,7 +266,7 @@ def _build(doc: Any) -> list[Entry]:
     for k, a in enumerate(args):
         if not built[_index(a, len(built), f"arg_nodes[{k}]")].is_variable:
             raise _bad(f"arg_nodes[{k}] = {a} is node {built[a].name}, not a variable")
-    return [_entry(h, built, f"head {k}") for k, h in enumerate(doc["heads"])]
+    return built, [_entry(h, built, f"head {k}") for k, h in enumerate(doc["heads"])]
 
 
 def graph_from_json(text: str) -> Graph:
@@ -246,7 +282,7 @@ def graph_from_json(text: str) -> Graph:
     _check_depth(text)
     try:
         doc = json.loads(text, parse_constant=_refuse_constant)
-        heads = _build(doc)
+        heads = _build(doc)[1]
     except AttrError as exc:
         raise GraphError(f"malformed symbol JSON: {exc}") from None
     except SymgraphError:

@@ -27,6 +27,7 @@ from .. import random as _random
 from ..base import ExecutionError
 from ..passes import FORWARD_PIPELINE as SHARED_FORWARD
 from ..passes.channel_last import channel_last
+from ..passes.unroll_control_flow import unroll_control_flow
 from ..registry import RunCtx
 from ..schedule import Schedule
 from .compiler import compile_module
@@ -47,8 +48,10 @@ def channel_last_for_cudnn(graph: Any) -> Any:
     return channel_last(graph)
 
 
-# Read by the executor: the shared forward passes, then the layout this backend's library wants.
-FORWARD_PIPELINE = SHARED_FORWARD + (channel_last_for_cudnn,)
+# Read by the executor: control flow unrolled into plain ops (each step's kernels in the one
+# program and CUDA graph), the shared forward passes, then the layout this backend's library
+# wants.
+FORWARD_PIPELINE = (unroll_control_flow,) + SHARED_FORWARD + (channel_last_for_cudnn,)
 
 
 def graphs_enabled() -> bool:
