@@ -38,9 +38,10 @@ def narrow_bind(sym: Any, shapes: dict, dtype: str, ctx: Any = None, **kwargs: A
                            **kwargs, **shapes)
 
 
-def narrow_graphs() -> list[tuple[str, Any, dict, dict]]:
-    """(id, symbol, float64 inputs, aux) of every test graph that has a narrow version."""
-    return [g for g in all_graphs() if g[0] not in PINNED]
+def narrow_graphs(cpu_schedules: bool = False) -> list[tuple[str, Any, dict, dict]]:
+    """(id, symbol, float64 inputs, aux) of every test graph that has a narrow version
+    (``cpu_schedules``: see ``graphs.all_graphs``)."""
+    return [g for g in all_graphs(cpu_schedules) if g[0] not in PINNED]
 
 
 def rounded(x: np.ndarray, dtype: str) -> np.ndarray:

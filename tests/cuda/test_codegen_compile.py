@@ -30,7 +30,8 @@ def _schedules(sym, args: dict, aux: dict) -> list:
 def _all_lowered() -> list:
     """Every test graph lowered, but the float64-pinned cases (a BindError without
     SYMGRAPH_ALLOW_HOST: tests/cuda/test_dtype_lowering.py)."""
-    return [(name, lower_schedule(s, 132)) for name, sym, args, aux in all_graphs()
+    return [(name, lower_schedule(s, 132))
+            for name, sym, args, aux in all_graphs(cpu_schedules=True)
             if name not in FLOAT64_CASES for s in _schedules(sym, args, aux)]
 
 
@@ -62,7 +63,8 @@ def test_every_kernel_compiles_for_sm90(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_module_source_dedupes_kernels() -> None:
-    (_, low), = [(n, lower_schedule(s, 132)) for n, sym, a, x in all_graphs() if n == "mlp"
+    (_, low), = [(n, lower_schedule(s, 132)) for n, sym, a, x in all_graphs(cpu_schedules=True)
+                 if n == "mlp"
                  for s in _schedules(sym, a, x)[1:]]
     names = [ln.split("void ")[1].split("(")[0] for ln in low.source.splitlines()
              if ln.startswith('extern "C" __global__')]

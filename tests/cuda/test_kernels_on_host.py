@@ -33,7 +33,7 @@ S = sg.sym
 def _steps() -> list:
     """(case id, step, shapes, dtypes) of every step of the OPS in the training schedules."""
     out = []
-    for name, sym, args, aux in all_graphs():
+    for name, sym, args, aux in all_graphs(cpu_schedules=True):
         exe = sym.simple_bind(sg.cpu(), **{k: v.shape for k, v in {**args, **aux}.items()})
         sch = exe._train.schedule
         for k, st in enumerate(sch.steps):
