@@ -49,10 +49,10 @@ class Group:
 
 
 def rule_group(rule: UpdateRule, arrays: Sequence[int], scalars: dict[str, Scalar],
-               outputs: Sequence[Optional[int]], like0: int = 0) -> Group:
+               outputs: Sequence[Optional[int]], like0: Optional[int] = None) -> Group:
     """``rule`` as a :class:`Group`: its arrays (weight, grad, *states) are the op inputs
     ``arrays``, its scalars the values in ``scalars``; its formula k goes to output
-    ``outputs[k]`` (None: not written), typed like input ``like0`` (the weight) for k = 0,
+    ``outputs[k]`` (None: not written), typed like input ``like0`` (default: the weight) for k = 0,
     else like the state it updates."""
     operands: list[Operand] = [(i, None) for i in arrays]
     remap: list[E.Expr] = [E.inp(j) for j in range(len(arrays))]
@@ -64,7 +64,8 @@ def rule_group(rule: UpdateRule, arrays: Sequence[int], scalars: dict[str, Scala
         else:
             remap.append(E.const(value))
     kept = [(k, out) for k, out in enumerate(outputs) if out is not None]
-    likes = tuple(like0 if k == 0 else arrays[1 + k] for k, _ in kept)
+    first = arrays[0] if like0 is None else like0
+    likes = tuple(first if k == 0 else arrays[1 + k] for k, _ in kept)
     return Group(tuple(E.substitute(rule.formulas[k], remap) for k, _ in kept),
                  tuple(operands), tuple(out for _, out in kept), likes)
 
