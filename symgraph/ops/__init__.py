@@ -2,5 +2,5 @@
 from . import (activation, constant, conv, conv_act_pool, creation, ctc, custom,  # noqa: F401
                deconv, dot, elemwise, fused, indexing, indexing_nd, layout, layout_extra, loss,
                lrn, math, math_extra, nn, norm, norm_l2, norm_layer, pool, rearrange, rnn,
-               sequence, shape, sorting, tensor, update_multi, update_ops,
+               sequence, shape, sorting, tensor, update_checks, update_multi, update_ops,
                upsampling)
