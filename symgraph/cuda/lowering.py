@@ -20,7 +20,7 @@ from . import (lowering_amp, lowering_conv, lowering_conv_mma, lowering_conv_poo
                lowering_index_nd, lowering_rearrange, lowering_scan,
                lowering_layout, lowering_norm, lowering_pool, lowering_random, lowering_reduce,
                lowering_rnn, lowering_row_norm, lowering_sequence, lowering_sort,
-               lowering_views)
+               lowering_update, lowering_views)
 from .actions import FAMILIES, StepCtx, lowering_dtypes, lowering_of
 
 
