@@ -19,7 +19,7 @@ Example::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -137,8 +137,21 @@ UPDATE_DOC = {
     "lr": "learning rate", "wd": "weight decay coefficient (L2 penalty)",
     "rescale_grad": "the gradient is multiplied by this first",
     "clip_gradient": "clip the rescaled gradient to [-c, c]; off when negative",
+    "clip_grad": "clip the rescaled gradient to [-c, c]; off when negative",
     "lazy_update": "MXNet's row-sparse lazy update; dense arrays update every row",
     "momentum": "momentum (decay of the previous step)",
+    "beta1": "decay rate of the first moment", "beta2": "decay rate of the second moment",
+    "epsilon": "added to the denominator for stability",
+    "gamma1": "decay rate of the squared-gradient average",
+    "gamma2": "momentum of the centered update", "clip_weights": "clip the new weight to "
+    "[-c, c]; off when negative", "lamda1": "L1 regularisation strength",
+    "beta": "FTRL's per-coordinate learning-rate offset", "t": "number of the update step",
+    "bias_correction": "divide the moments by (1 - beta^t)",
+    "wd_lh": "decoupled weight decay (Loshchilov and Hutter)",
+    "lower_bound": "lower bound of the weight norm r1 (off when negative)",
+    "upper_bound": "upper bound of the weight norm r1 (off when negative)",
+    "lrs": "learning rate of each weight", "wds": "weight decay of each weight",
+    "num_weights": "number of weights updated",
 }
 
 
@@ -186,6 +199,7 @@ def register_update(name: str, params: dict, inputs: Callable[[Attrs], tuple[str
     def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
         return run_groups(groups(a), xs, len(outputs(a)))
 
+    params = {k: replace(p, doc=p.doc or UPDATE_DOC[k]) for k, p in params.items()}
     return register(OpDef(
         name, params, inputs, group_shape(groups), compute, NOT_DIFFERENTIABLE, OPAQUE,
         infer_type=class_type(classes, like),

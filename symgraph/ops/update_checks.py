@@ -26,6 +26,9 @@ from ._util import elementwise
 from .update import Group, group_shape
 
 
+NUM = Param("int", doc="number of input arrays")
+
+
 def _arrays(a: Attrs) -> tuple[str, ...]:
     n = a["num_arrays"]
     if n < 1:
@@ -53,7 +56,7 @@ def _finite(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 
 register(OpDef(
-    "multi_sum_sq", {"num_arrays": Param("int")}, _arrays, _one_output(lambda a: a["num_arrays"]),
+    "multi_sum_sq", {"num_arrays": NUM}, _arrays, _one_output(lambda a: a["num_arrays"]),
     _sum_sq, NOT_DIFFERENTIABLE, REDUCE, infer_type=_float32_out,
     lowering=("reduce_each", {"kind": "sumsq", "combine": None}),
     doc="The sum of squares of each of num_arrays arrays, as one float32 vector."))
@@ -66,7 +69,7 @@ register(OpDef(
     lowering=("reduce_each", {"kind": "finite", "combine": "min"}),
     doc="[1.0] when every element of data is finite, else [0.0] (float32)."))
 register(OpDef(
-    "multi_all_finite", {"num_arrays": Param("int", 1), **INIT}, _arrays,
+    "multi_all_finite", {"num_arrays": Param("int", 1, doc=NUM.doc), **INIT}, _arrays,
     _one_output(lambda a: 1), _finite, NOT_DIFFERENTIABLE, REDUCE, infer_type=_float32_out,
     lowering=("reduce_each", {"kind": "finite", "combine": "min"}),
     doc="[1.0] when every element of the num_arrays arrays is finite, else [0.0] (float32)."))
@@ -82,7 +85,10 @@ def _lars(a: Attrs, lrs: E.Expr, w_sq: E.Expr, g_sq: E.Expr, wds: E.Expr) -> E.E
 elementwise(
     "multi_lars", _lars, NOT_DIFFERENTIABLE, inputs=("lrs", "weights_sum_sq", "grads_sum_sq",
                                                      "wds"),
-    params={"eta": Param("float"), "eps": Param("float"), "rescale_grad": Param("float", 1.0)},
+    params={"eta": Param("float", doc="LARS trust coefficient"),
+            "eps": Param("float", doc="added to the denominator for stability"),
+            "rescale_grad": Param("float", 1.0, doc="the gradient norms are multiplied by "
+                                                    "this")},
     doc="LARS learning rates: lrs*eta*||w||/(||g||*rescale_grad + wds*||w|| + eps) where both "
         "norms are positive, else lrs (inputs hold squared norms, one per layer).")
 
@@ -96,7 +102,7 @@ def _zeros(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 
 register(OpDef(
-    "reset_arrays", {"num_arrays": Param("int")}, _arrays, group_shape(_zero_groups), _zeros,
+    "reset_arrays", {"num_arrays": NUM}, _arrays, group_shape(_zero_groups), _zeros,
     NOT_DIFFERENTIABLE, OPAQUE, aux=_arrays,
     infer_type=lambda a, ins, outs: (ins, list(ins)),
     outputs=lambda a: tuple(f"{n}_new" for n in _arrays(a)),

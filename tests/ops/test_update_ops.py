@@ -192,3 +192,39 @@ def test_gpu_kernels_on_host_match_numpy(name: str, tmp_path: Path) -> None:
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, np.asarray(w, g.dtype).reshape(g.shape), rtol=2e-3,
                                        atol=1e-5, err_msg=name)
+
+
+# -- MXNet 1.9.1 live ----------------------------------------------------------------------------
+
+MX_SCRIPT = r"""
+import json, sys
+import numpy as np, mxnet as mx
+cases = json.load(sys.stdin)
+out = {}
+for op, names, xs, attrs, written in cases:
+    arrays = [mx.nd.array(np.array(x, np.float32)) for x in xs]
+    res = getattr(mx.nd, op)(*arrays, **attrs)
+    res = res if isinstance(res, list) else [res]
+    out[op] = [r.asnumpy().tolist() for r in res] + [arrays[i].asnumpy().tolist() for i in written]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.mxnet
+def test_single_tensor_updates_match_mxnet() -> None:
+    from ..mxnet_live import mxnet_json
+    cases, mine = [], {}
+    for op in ALL_SINGLE:
+        _, attrs = _reference(op)
+        names = get_op(op).input_names(_parsed(op, attrs))
+        xs = [x.astype(np.float32) for x in _inputs(names, seed=7)]
+        written = [names.index(n) for n in get_op(op).aux_names(_parsed(op, attrs))]
+        cases.append((op, names, [x.tolist() for x in xs], attrs, written))
+        arrays = [sg.nd.array(x) for x in xs]
+        res = getattr(sg.nd, op)(*arrays, **attrs)
+        mine[op] = [res.asnumpy()] + [arrays[i].asnumpy() for i in written]
+    theirs = mxnet_json(MX_SCRIPT, cases)
+    for op in ALL_SINGLE:
+        for k, (a, b) in enumerate(zip(mine[op], theirs[op])):
+            np.testing.assert_allclose(a, np.asarray(b, np.float32), rtol=1e-5, atol=1e-6,
+                                       err_msg=f"{op} output {k}")
