@@ -123,6 +123,16 @@ def _parse_shape(v: Any) -> tuple[int, ...]:
     raise TypeError(f"expected a tuple of integers, got {v!r}")
 
 
+def _parse_floats(v: Any) -> tuple[float, ...]:
+    """A tuple of floats (MXNet's ``tuple of <float>``: a multi-tensor update's ``lrs``)."""
+    v = _literal(v)
+    if isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
+        return (_parse_float(v),)
+    if isinstance(v, (tuple, list, np.ndarray)):
+        return tuple(_parse_float(x) for x in v)
+    raise TypeError(f"expected a tuple of floats, got {v!r}")
+
+
 def _parse_str(v: Any) -> str:
     if not isinstance(v, str):
         raise TypeError(f"expected a string, got {v!r}")
@@ -207,6 +217,7 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "float": _parse_float,
     "bool": _parse_bool,
     "shape": _parse_shape,
+    "floats": _parse_floats,
     "str": _parse_str,
     "dtype": _parse_dtype,
     "int?": _optional(_parse_int),

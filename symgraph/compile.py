@@ -27,7 +27,7 @@ Example::
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
@@ -97,7 +97,7 @@ def infer(graph: Graph, shapes: Mapping[str, Any], dtypes: Mapping[str, Any]) ->
 class Stage:
     """One compiled graph (inference, or training: forward then backward) and where its values
     live: slots of the visible outputs, of the aux states a training forward writes back
-    (``mutations``: slot, aux name), of each argument's gradient, of each head gradient (by
+    (``mutations``: slot, aux name) and those every forward writes (``updates``), of each argument's gradient, of each head gradient (by
     output index); ``zero_grads``: arguments no gradient reaches (filled, not computed)."""
 
     schedule: Schedule
@@ -107,7 +107,8 @@ class Stage:
     grads: dict[str, int]
     heads: dict[int, int]
     zero_grads: tuple[str, ...] = ()
-    bound: Optional[list] = None  # (which mapping, name, slot) of each bound variable
+    bound: Optional[list] = None
+    updates: list = field(default_factory=list)  # (slot, name) written after every forward  # (which mapping, name, slot) of each bound variable
 
     @property
     def n_forward(self) -> int:
@@ -163,12 +164,15 @@ class Stage:
         self.program.bind_inputs(env, list(heads.items()))
 
     def finish(self, env: Any, outputs: Sequence[NDArray],
-               aux: Optional[Mapping[str, NDArray]] = None) -> None:
-        """Store the visible outputs into ``outputs`` and, given ``aux``, the aux updates of a
-        training forward into those arrays."""
+               aux: Optional[Mapping[str, NDArray]] = None, is_train: bool = True) -> None:
+        """Store the visible outputs into ``outputs`` and, given ``aux``, the states written
+        after every forward (``updates``) and the aux updates of a training forward
+        (``is_train``) into those arrays."""
         items = [(slot, out, False) for out, slot in zip(outputs, self.outputs)]
         if aux is not None:
-            items += [(slot, aux[name], False) for slot, name in self.mutations]
+            items += [(slot, aux[name], False) for slot, name in self.updates]
+            if is_train:
+                items += [(slot, aux[name], False) for slot, name in self.mutations]
         self.program.store_all(env, items)
 
     def store_grads(self, env: Any, grads: Mapping[str, NDArray],
@@ -182,6 +186,26 @@ class Stage:
                 grads[name][:] = 0
 
 
+def _mutations(g: Graph, train: bool) -> tuple[list, list]:
+    """The (hidden output, variable name) pairs a forward writes back: aux updates of a
+    training forward (``OpDef.mutates``), and those of ops that write after every forward
+    (``OpDef.always_mutates``: optimizer updates)."""
+    mutations: list[tuple[Entry, str]] = []
+    updates: list[tuple[Entry, str]] = []
+    for node in g.nodes():
+        if node.is_variable:
+            continue
+        opdef = get_op(node.op)
+        if opdef.mutates == () or not (train or opdef.always_mutates):
+            continue
+        into = updates if opdef.always_mutates else mutations
+        for out_idx, in_idx in opdef.mutated(node.attrs):
+            src = node.inputs[in_idx].node
+            if src.is_variable:
+                into.append((Entry(node, out_idx), src.name))
+    return mutations, updates
+
+
 def build_stage(graph: Graph, wrt: Sequence[str], train: bool, ctx: Context) -> Stage:
     """Compile typed ``graph`` (``graph.types`` set) for ``ctx``: the inference graph, or with
     ``train`` the training graph (aux updates, and gradients of the variables named in
@@ -191,16 +215,8 @@ def build_stage(graph: Graph, wrt: Sequence[str], train: bool, ctx: Context) -> 
     var_by_name = {v.name: v for v in g.variables()}
     outputs = list(g.outputs)
     n_visible = len(outputs)
-    mutations: list[tuple[Entry, str]] = []
-    if train:
-        for node in g.nodes():
-            if node.is_variable:
-                continue
-            for out_idx, in_idx in get_op(node.op).mutates:
-                src = node.inputs[in_idx].node
-                if src.is_variable:
-                    mutations.append((Entry(node, out_idx), src.name))
-    outputs += [e for e, _ in mutations]
+    mutations, updates = _mutations(g, train)
+    outputs += [e for e, _ in mutations + updates]
     n_forward = len(outputs)
     heads: list[Node] = []
     zero_grads: tuple[str, ...] = ()
@@ -225,6 +241,8 @@ def build_stage(graph: Graph, wrt: Sequence[str], train: bool, ctx: Context) -> 
         outputs=[schedule.slot_of[e] for e in outs[:n_visible]],
         mutations=[(schedule.slot_of[e], name)
                    for e, (_, name) in zip(outs[n_visible:n_forward], mutations)],
+        updates=[(schedule.slot_of[e], name) for e, (_, name)
+                 in zip(outs[n_visible + len(mutations):n_forward], updates)],
         grads=dict(zip(wrt_names, [schedule.slot_of[e] for e in outs[n_forward:]])),
         heads={i: schedule.variables[h] for i, h in enumerate(heads)
                if h in schedule.variables},

@@ -366,7 +366,7 @@ class Executor:
         return stage.start((self.arg_dict, self.aux_dict), is_train, self._op_state)
 
     def _finish_forward(self, stage: Stage, env: Any, run_ctx: RunCtx, is_train: bool) -> None:
-        stage.finish(env, self.outputs, self.aux_dict if is_train else None)
+        stage.finish(env, self.outputs, self.aux_dict, is_train)
         if is_train:
             self._env, self._run_ctx, self._trained = env, run_ctx, True
 

@@ -49,7 +49,7 @@ def compile_count() -> int:
 class _Call:
     """An op with parsed attributes: what every call with the same attributes shares."""
 
-    __slots__ = ("opdef", "op", "attrs", "slots", "arity", "nvis", "sigs")
+    __slots__ = ("opdef", "op", "attrs", "slots", "arity", "nvis", "sigs", "eager")
 
     def __init__(self, opdef: registry.OpDef, attrs: Attrs) -> None:
         self.opdef, self.op, self.attrs = opdef, opdef.name, attrs
@@ -57,6 +57,7 @@ class _Call:
         self.arity = len(self.slots)
         self.nvis = opdef.num_visible_outputs(attrs)
         self.sigs: dict[tuple, tuple] = {}  # (input shapes, dtypes) -> output shapes, dtypes
+        self.eager = opdef.always_mutates  # runs at the call (see _record_update)
 
 
 _CALLS: dict[tuple, _Call] = {}  # (op, given keyword attributes) -> call
@@ -196,8 +197,21 @@ def _outputs(node: Node, ctx: Context, rec: bool, found: tuple) -> list[NDArray]
     return outs
 
 
+def _record_update(info: _Call, inputs: Sequence[NDArray], name: Optional[str],
+                   ctx: Optional[Context]) -> list[NDArray]:
+    """An op that writes its inputs (``OpDef.always_mutates``: optimizer updates) runs at the
+    call, as MXNet's engine orders such writes: pending work, which may read the states, is
+    computed first, and the states hold their new values when the call returns (a lazy node
+    would leave them stale for a reader that sees no pending work)."""
+    from .imperative_compile import flush, force
+    flush()
+    outs = record(info, inputs, name, ctx, now=True)
+    force(outs)
+    return outs
+
+
 def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
-           ctx: Optional[Context] = None) -> list[NDArray]:
+           ctx: Optional[Context] = None, now: bool = False) -> list[NDArray]:
     """Append one node of ``info``'s op on ``inputs``; return its pending visible outputs.
     ``ctx`` places an op without inputs (``_zeros``); others run where their inputs are.
 
@@ -205,7 +219,9 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
     the inputs, one Node, a cached shape/dtype rule result, the output arrays. The usual
     call under ``record()``, one pending recorded input, skips the general pass; the tape's
     bookkeeping, the Node and the arrays are written inline (a Python call each cost as much
-    as the work they do)."""
+    as the work they do). ``now``: the call of :func:`_record_update`."""
+    if info.eager and not now:
+        return _record_update(info, inputs, name, ctx)
     rec = STATE.recording
     n = len(inputs)
     if n:

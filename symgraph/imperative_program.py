@@ -32,7 +32,7 @@ class _TrainPlan:
         index = {n: k for k, n in enumerate(names)}
         by_name = {node.name: slot for node, slot in stage.schedule.variables.items()}
         self.leaf_slots = [(k, by_name[n]) for k, n in enumerate(names) if n in by_name]
-        self.mutations = [(slot, index[name]) for slot, name in stage.mutations]
+        self.mutations = [(slot, index[name]) for slot, name in stage.mutations + stage.updates]
         self.grad_slots = {index[n]: slot for n, slot in stage.grads.items()}
         self.zero = {index[n] for n in stage.zero_grads}
         self.out_slots = stage.outputs[:n_out]
@@ -101,8 +101,7 @@ class Program:
         try:
             env, run_ctx = stage.start((self.arrays,), is_train, self.op_state)
             stage.run(env, run_ctx, "forward")
-            if is_train:
-                stage.finish(env, (), self.arrays)  # (the aux updates, if any)
+            stage.finish(env, (), self.arrays, is_train)  # (state and aux updates, if any)
             return self._hand_out(stage.program, env, stage.outputs[:self.n_out])
         finally:
             self.busy.release()

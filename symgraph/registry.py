@@ -81,7 +81,10 @@ class OpDef:
     * ``gradient(c) -> [symbol or None per input]`` built from registered ops (see
       ``passes/gradient.py`` for ``c``), or ``NOT_DIFFERENTIABLE``.
     * ``pattern``: fusion kind; ``expr``: scalar formula for elementwise/broadcast ops.
-    * ``mutates``: pairs (hidden output, aux input) copied back after a training forward.
+    * ``mutates``: pairs (hidden output, aux input) copied back after a training forward, or
+      a function of the attrs giving them (a multi-tensor update's pairs follow its count).
+    * ``always_mutates``: ``mutates`` is copied back after every forward, inference included
+      (optimizer updates write their states on each call; BatchNorm's statistics only train).
     * ``view``: a pure reshape; lowering aliases its output to its input instead of a step.
     * ``epilogue``: besides GEMM-like ops, this op may take an elementwise consumer as its
       epilogue (fusion's ``head``).
@@ -105,9 +108,10 @@ class OpDef:
     outputs: Union[tuple[str, ...], Callable[[Attrs], tuple[str, ...]]] = ("output",)
     num_visible: Union[None, int, Callable[[Attrs], int]] = None
     expr: Optional[Callable] = None
-    mutates: tuple[tuple[int, int], ...] = ()
+    mutates: Union[tuple[tuple[int, int], ...], Callable[[Attrs], tuple]] = ()
     variadic: Optional[str] = None  # attr holding the number of inputs (Concat's num_args)
     train_dependent: bool = False  # forward differs between training and inference
+    always_mutates: bool = False  # ``mutates`` applies after every forward, not only training
     view: bool = False  # output 0 is input 0's bytes under another shape (no step is run)
     epilogue: bool = False  # an elementwise consumer may run as this op's epilogue (like GEMM)
     partial_shapes: bool = False  # the shape rule reads and gives 0 as an unknown dimension
@@ -125,6 +129,10 @@ class OpDef:
 
     def output_names(self, attrs: Attrs) -> tuple[str, ...]:
         return tuple(_value_or_call(self.outputs, attrs))
+
+    def mutated(self, attrs: Attrs) -> tuple[tuple[int, int], ...]:
+        """The (hidden output, input) pairs of ``mutates`` for these attrs."""
+        return tuple(_value_or_call(self.mutates, attrs))
 
     def num_outputs(self, attrs: Attrs) -> int:
         return len(self.output_names(attrs))

@@ -26,6 +26,8 @@ REDUCERS = {
     "nanprod": ("1.f", "a * b", "acc", "(isnan(v) ? 1.f : v)"),
     "norm1": ("0.f", "a + b", "acc", "fabsf(v)"),
     "norm2": ("0.f", "a + b", "sqrtf(acc)", "v * v"),
+    "sumsq": ("0.f", "a + b", "acc", "v * v"),
+    "finite": ("1.f", "fminf(a, b)", "acc", "(isfinite(v) ? 1.f : 0.f)"),
 }
 
 
