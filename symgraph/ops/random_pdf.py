@@ -5,9 +5,10 @@ the output P + S; ``_random_pdf_dirichlet`` takes alpha (P..., K) and sample (P.
 and gives P + S. Each law is written once, as its log-density and the derivatives of that
 log-density, over a small namespace ``F`` of functions: scalar formulas for the forward
 (evaluated in float64 for the reference), the graph's ops for the gradient, so the gradient
-is built from registered ops (elementwise, broadcast and sum: it fuses, and runs on the GPU). ``gamma``'s ``beta`` is a rate here, as in
-MXNet (its sampler's ``beta`` is a scale). Discrete laws (Poisson, negative binomials) have
-no gradient in their integer sample: zero, as in MXNet. On the GPU a density is one
+is built from registered ops (elementwise, broadcast and sum: it fuses, and runs on the GPU).
+``gamma``'s ``beta`` is a rate here, as in MXNet (its sampler's ``beta`` is a scale).
+Discrete laws (Poisson, negative binomials) have no gradient in their integer sample: zero,
+as in MXNet. On the GPU a density is one
 elementwise kernel of its formula (``pdf_formula``), the parameters read along the leading
 axes (``cuda/lowering_random_pdf``); Dirichlet's sums its last axis in one kernel.
 """

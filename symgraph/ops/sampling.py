@@ -11,7 +11,6 @@ from the Philox generator (``cuda/lowering_random_draw``): the same laws, other 
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable
 
 import numpy as np
 
