@@ -165,3 +165,16 @@ def test_density_kernel_matches_reference(law: str, is_log: bool, dtype: str,
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
     else:
         assert_close(got, want, dtype, f"{law} density")
+
+
+def test_parameters_out_of_range_give_nan(tmp_path: Path) -> None:
+    """A kernel cannot raise: parameter arrays out of their law's range (the CPU's AttrError)
+    give NaN draws and end (no rejection loop spins on a NaN), in-range rows are drawn."""
+    bad = np.array([-1.0, np.nan, 2.0], np.float32)
+    for sym in (S._sample_gamma(S.var("a"), S.var("b"), shape=(3,)),
+                S._sample_poisson(S.var("a"), shape=(3,)),
+                S._sample_negative_binomial(S.var("a"), S.var("b"), shape=(3,))):
+        inputs = {"a": bad, "b": np.full(3, 0.5, np.float32)}
+        (x,) = _host(sym, {k: v for k, v in inputs.items() if k in sym.list_arguments()},
+                     tmp_path)
+        assert np.all(np.isnan(x[:2])) and np.all(np.isfinite(x[2])), x
