@@ -57,12 +57,25 @@ def test_equal_keys_repeat_the_draws(tmp_path: Path) -> None:
     assert np.mean(a == c) < 0.01
 
 
-def test_uniform_normal_draws_are_unchanged_by_the_stream(tmp_path: Path) -> None:
-    """The per-element stream starts with Philox of counter (i, SALT, 0): uniform draws are its
-    first word's top 24 bits, as before the other laws shared it (known-answer values)."""
-    (u,) = _host(S._random_uniform(shape=(4,)), {}, tmp_path, key=0)
-    assert np.all((u >= 0) & (u < 1)) and np.all(u * 2 ** 24 == np.round(u * 2 ** 24))
-    assert len(set(u.tolist())) == 4
+def _philox(ctr: list[int], key: list[int]) -> list[int]:
+    """Philox-4x32-10 in Python (Salmon et al. 2011; Random123's constants)."""
+    m = 0xFFFFFFFF
+    for _ in range(10):
+        p0, p1 = 0xD2511F53 * ctr[0], 0xCD9E8D57 * ctr[2]
+        ctr = [(p1 >> 32) ^ ctr[1] ^ key[0], p1 & m, (p0 >> 32) ^ ctr[3] ^ key[1], p0 & m]
+        key = [(key[0] + 0x9E3779B9) & m, (key[1] + 0xBB67AE85) & m]
+    return ctr
+
+
+def test_uniform_draws_are_philox_words(tmp_path: Path) -> None:
+    """Element i's uniform is the top 24 bits of the first word of Philox(counter (i, 0,
+    SALT, 0), key), scaled to [0, 1): checked against a Python Philox."""
+    from symgraph.cuda.kernels_random_laws import SALT
+    key = 0x1234567890ABCDEF
+    (u,) = _host(S._random_uniform(shape=(5,)), {}, tmp_path, key=key)
+    want = [(_philox([i, 0, SALT, 0], [key & 0xFFFFFFFF, key >> 32])[0] >> 8) / 2 ** 24
+            for i in range(5)]
+    np.testing.assert_array_equal(u, np.array(want, np.float32))
 
 
 def test_sample_per_row_parameters(tmp_path: Path) -> None:
@@ -178,3 +191,16 @@ def test_parameters_out_of_range_give_nan(tmp_path: Path) -> None:
         (x,) = _host(sym, {k: v for k, v in inputs.items() if k in sym.list_arguments()},
                      tmp_path)
         assert np.all(np.isnan(x[:2])) and np.all(np.isfinite(x[2])), x
+
+
+@pytest.mark.parametrize("low,high,dtype", [(-2 ** 31, 2 ** 31 - 1, "int32"),
+                                            (-2 ** 40, 2 ** 41, "int64"), (0, 3, "float16")])
+def test_randint_wide_ranges(low: int, high: int, dtype: str, tmp_path: Path) -> None:
+    """Integers in [low, high) over the whole int32 range and beyond it (64-bit arithmetic,
+    exact literals), and into a float output; the mean within six standard errors."""
+    (x,) = _host(S._random_randint(low=low, high=high, shape=(N,), dtype=dtype), {}, tmp_path)
+    assert x.dtype == np.dtype(dtype)
+    v = x.astype(np.float64)
+    assert v.min() >= low and v.max() < high and np.array_equal(v, np.round(v))
+    mean, sd = (low + high - 1) / 2, (high - low) / math.sqrt(12)
+    assert abs(v.mean() - mean) < 6 * sd / math.sqrt(N), (v.mean(), mean)
