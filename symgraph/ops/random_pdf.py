@@ -3,11 +3,14 @@
 Parameters have shape P, the sample P + S (each parameter set scores the S samples of its row),
 the output P + S; ``_random_pdf_dirichlet`` takes alpha (P..., K) and sample (P..., S..., K)
 and gives P + S. Each law is written once, as its log-density and the derivatives of that
-log-density, over a small namespace ``F`` of functions: numpy's for the reference (float64),
-the graph's ops for the gradient, so the gradient is built from registered ops (elementwise,
-broadcast and sum: it fuses, and runs on the GPU). ``gamma``'s ``beta`` is a rate here, as in
-MXNet (its sampler's ``beta`` is a scale). Discrete laws (Poisson, negative binomials) have
-no gradient in their integer sample: zero, as in MXNet.
+log-density, over a small namespace ``F`` of functions: scalar formulas for the forward
+(evaluated in float64 for the reference), the graph's ops for the gradient, so the gradient
+is built from registered ops (elementwise, broadcast and sum: it fuses, and runs on the GPU).
+``gamma``'s ``beta`` is a rate here, as in MXNet (its sampler's ``beta`` is a scale).
+Discrete laws (Poisson, negative binomials) have no gradient in their integer sample: zero,
+as in MXNet. On the GPU a density is one
+elementwise kernel of its formula (``pdf_formula``), the parameters read along the leading
+axes (``cuda/lowering_random_pdf``); Dirichlet's sums its last axis in one kernel.
 """
 from __future__ import annotations
 
@@ -17,15 +20,17 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import expr as E
 from ..attrs import Attrs, Param
 from ..base import ShapeError
-from ..expr import PRIMS
+from ..expr import PRIMS, Expr, evaluate, inp
 from ..registry import OPAQUE, OpDef, RunCtx, register
 from ..registry import alias as _alias
 from ._util import fmt, known_input_shape
 
-NUMPY = SimpleNamespace(log=np.log, lgamma=PRIMS["lgamma"].numpy,
-                        digamma=PRIMS["digamma"].numpy)
+# The functions the formulas call, as scalar formulas: the forward is one formula.
+EXPR = SimpleNamespace(log=E.log, lgamma=lambda v: E.call("lgamma", v),
+                       digamma=lambda v: E.call("digamma", v))
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -85,14 +90,22 @@ def _expand(p: np.ndarray, ndim: int) -> np.ndarray:
     return np.reshape(p, p.shape + (1,) * (ndim - p.ndim))
 
 
+def pdf_formula(law: str, a: Attrs, x: Expr, *params: Expr) -> Expr:
+    """The density of ``law`` at ``x`` (its log with ``is_log``) as a scalar formula: the
+    numpy reference evaluates it in float64, the GPU kernel in float."""
+    logp = PDFS[law][1](EXPR, x, *params)
+    if law == "uniform":  # outside [low, high] the density is 0
+        inside = E.call("ge", x, params[0]) * E.call("le", x, params[1])
+        logp = E.where(inside, logp, -np.inf)
+    return logp if a["is_log"] else E.exp(logp)
+
+
 def _pdf_compute(law: str, a: Attrs, xs: list, ctx: RunCtx) -> list:
     x = xs[0].astype(np.float64)
     params = [_expand(p.astype(np.float64), x.ndim) for p in xs[1:]]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logp = PDFS[law][1](NUMPY, x, *params)
-        if law == "uniform":  # outside [low, high] the density is 0
-            logp = np.where((x >= params[0]) & (x <= params[1]), logp, -np.inf)
-    return [(logp if a["is_log"] else np.exp(logp)).astype(xs[0].dtype)]
+    formula = pdf_formula(law, a, *(inp(k) for k in range(len(xs))))
+    (out,) = evaluate([formula], [x, *params], np.float64)
+    return [out.astype(xs[0].dtype)]
 
 
 def _pdf_gradient(law: str, c: Any) -> list:
@@ -122,7 +135,7 @@ for _name, (_params, _, _) in PDFS.items():
     register(OpDef(
         f"_random_pdf_{_name}", IS_LOG, ("sample",) + _params, _pdf_shape,
         partial(_pdf_compute, _name), partial(_pdf_gradient, _name), OPAQUE,
-        lowering=("host", {"why": "densities have no CUDA kernel yet"}),
+        lowering=("leading_elementwise", {"formula": partial(pdf_formula, _name)}),
         doc=f"Density of the {_name} law at sample, one parameter set "
             f"({', '.join(_params)}) per leading index; log-density with is_log."))
     _alias(f"random_pdf_{_name}", f"_random_pdf_{_name}")
@@ -145,7 +158,7 @@ def _dirichlet_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x = xs[0].astype(np.float64)
     alpha = xs[1].astype(np.float64)
     alpha = alpha.reshape(alpha.shape[:-1] + (1,) * (x.ndim - alpha.ndim) + alpha.shape[-1:])
-    lg = NUMPY.lgamma
+    lg = PRIMS["lgamma"].numpy
     with np.errstate(divide="ignore", invalid="ignore"):
         logp = ((alpha - 1.0) * np.log(x) - lg(alpha)).sum(axis=-1) \
             + lg(alpha.sum(axis=-1))
@@ -170,8 +183,7 @@ def _dirichlet_gradient(c: Any) -> list:
 
 register(OpDef(
     "_random_pdf_dirichlet", IS_LOG, ("sample", "alpha"), _dirichlet_shape, _dirichlet_compute,
-    _dirichlet_gradient, OPAQUE,
-    lowering=("host", {"why": "densities have no CUDA kernel yet"}),
+    _dirichlet_gradient, OPAQUE, lowering="dirichlet_pdf",
     doc="Density of the Dirichlet law of concentrations alpha (..., K) at sample "
         "(..., S..., K); log-density with is_log."))
 _alias("random_pdf_dirichlet", "_random_pdf_dirichlet")

@@ -5,14 +5,12 @@ shape as an attribute), ``_random_<dist>_like`` (the shape of an input), ``_samp
 
 Every sampler draws from ``RunCtx.rng`` (``sg.random``), so ``sg.random.seed`` repeats the
 draws. Their result is not a function of their inputs: they are ``train_dependent``, which keeps
-CSE from merging two draws and constant folding from freezing one. On the GPU, uniform and
-normal draw with the Philox generator (``lowering_random_draw``); the other laws have no CUDA
-sampler in symgraph and run their numpy reference on the host (the lowering says why).
+CSE from merging two draws and constant folding from freezing one. On the GPU every law draws
+from the Philox generator (``cuda/lowering_random_draw``): the same laws, other numbers.
 """
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable
 
 import numpy as np
 
@@ -29,16 +27,14 @@ def _rng(ctx: RunCtx) -> np.random.Generator:
     return ctx.rng or _random.generator()
 
 
-def _host_only(law: str) -> tuple:
-    return ("host", {"why": f"symgraph has no CUDA {law} sampler; the numpy reference draws "
-                            f"on the host"})
+# Float outputs compute in float (narrow ones stored narrow); integer outputs (randint,
+# counts) are stored as they are; float64 has no GPU kernels.
+DRAW_DTYPES = ("float32", "float16", "bfloat16", "int8", "uint8", "int32", "int64")
 
 
 def _lowering(law: str, source: str) -> tuple:
-    """Philox kernels for the laws that have one, the host path for the others."""
-    if law in ("uniform", "normal"):
-        return ("random_draw", {"law": law, "source": source})
-    return _host_only(law)
+    """Philox kernels of every law (cuda/lowering_random_draw.py)."""
+    return ("random_draw", {"law": law, "source": source, "dtypes": DRAW_DTYPES})
 
 
 # -- _random_<law>: parameters and shape as attributes ----------------------------------------

@@ -1,6 +1,7 @@
 """``_sample_multinomial`` (draws category indices from rows of probabilities) and ``_shuffle``
 (a random permutation of the first axis): samplers that are not a law of ``_random_laws``.
-Both draw from ``RunCtx.rng`` and are ``train_dependent`` like the samplers of ``sampling.py``.
+Both draw from ``RunCtx.rng`` and are ``train_dependent`` like the samplers of ``sampling.py``;
+on the GPU they draw from Philox (``cuda/lowering_random_draw``).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ..base import AttrError, ShapeError
 from ..registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
 from ..registry import alias as _alias
 from ._util import fmt
-from .sampling import _host_only, _rng
+from .sampling import _rng
 
 MULTINOMIAL_PARAMS = {
     "shape": Param("shape", (), doc="draws per row"),
@@ -59,7 +60,8 @@ register(OpDef(
     "_sample_multinomial", MULTINOMIAL_PARAMS, ("data",), _multinomial_shape,
     _multinomial_compute, NOT_DIFFERENTIABLE, OPAQUE, infer_type=_multinomial_type,
     outputs=lambda a: ("output", "prob") if a["get_prob"] else ("output",),
-    train_dependent=True, lowering=_host_only("multinomial"),
+    train_dependent=True,
+    lowering=("multinomial", {"dtypes": ("float32", "float16", "bfloat16", "int32", "uint8")}),
     doc="Category indices drawn from each row of probabilities data (..., K), `shape` draws "
         "per row; with get_prob also their log-probabilities."))
 _alias("sample_multinomial", "_sample_multinomial")
@@ -79,6 +81,6 @@ def _shuffle_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 register(OpDef(
     "_shuffle", {}, ("data",), _shuffle_shape, _shuffle_compute, NOT_DIFFERENTIABLE, OPAQUE,
-    train_dependent=True, lowering=_host_only("permutation"),
+    train_dependent=True, lowering=("shuffle", {"dtypes": "any"}),
     doc="data with its first axis randomly permuted."))
 _alias("shuffle", "_shuffle")

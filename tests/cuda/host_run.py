@@ -49,6 +49,7 @@ static inline uint4 make_uint4(unsigned int a, unsigned int b, unsigned int c, u
     return {a, b, c, d};
 }
 static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }
+static inline float cospif(float x) { return (float)cos(3.14159265358979323846 * x); }
 static inline void __syncthreads() {}
 template <class T> static inline T __shfl_down_sync(unsigned, T v, int) { return v; }
 template <class T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }
