@@ -96,8 +96,8 @@ def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence
         p._finish_deferred_init()
 
 
-def call_cached(block: Any, args: Sequence[Any]) -> Any:
-    """Run ``block`` hybridized on NDArrays ``args`` (tracing on a new input signature)."""
+def prepare_cached(block: Any, args: Sequence[Any]) -> TracedProgram:
+    """``block``'s traced program for NDArrays ``args`` (tracing on a new input signature)."""
     key = tuple([(a.shape, a.dtype, a.context) for a in args])  # (dtypes hash as themselves)
     program = block._cached.get(key)
     if program is None:
@@ -105,4 +105,13 @@ def call_cached(block: Any, args: Sequence[Any]) -> Any:
         _finish_deferred(block, inputs, out, args)
         program = TracedProgram(block, inputs, out)
         block._cached[key] = program
+    return program
+
+
+def call_cached(block: Any, args: Sequence[Any]) -> Any:
+    """Run ``block`` hybridized on NDArrays ``args`` (tracing on a new input signature)."""
+    program = prepare_cached(block, args)
+    if block._op_hook is not None:
+        from .op_hook import run_hooked
+        return run_hooked(program, args, *block._op_hook)
     return program.run(args)
