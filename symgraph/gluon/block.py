@@ -380,7 +380,7 @@ class HybridBlock(Block):
             inputs = [sym.var("data")]
         else:
             inputs = [sym.var(f"data{i}") for i in range(len(args))]
-        out = self(*inputs)
+        out = self.forward(*inputs)  # (not __call__: its own hooks see arrays only, as MXNet)
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         for o in outs:
             if not _is_symbol(o):

@@ -44,7 +44,8 @@ def _target(url: str, path: Optional[str]) -> str:
             raise AttrError(f"download: cannot make a file name from url {url!r}; pass path=")
         return base
     path = os.path.expanduser(path)
-    return os.path.join(path, base) if os.path.isdir(path) else path
+    folder = os.path.isdir(path) or path.endswith(("/", os.sep))  # ("dir/": a new folder)
+    return os.path.join(path, base) if folder else path
 
 
 def _chunks(url: str, verify_ssl: bool) -> tuple[Iterator[bytes], Optional[int]]:
