@@ -70,7 +70,16 @@ class HybridCompose(HybridSequential):
                 self.add(t)
 
 
-class Cast(HybridBlock):
+class _Tensor(HybridBlock):
+    """A hybridizable transform that also takes a numpy image (as a data set yields it)."""
+
+    def forward(self, x: Any, *args: Any) -> Any:
+        if isinstance(x, np.ndarray):
+            x = nd.array(x, dtype=x.dtype)
+        return super().forward(x, *args)
+
+
+class Cast(_Tensor):
     """Cast to ``dtype`` (default float32)."""
 
     def __init__(self, dtype: Any = "float32") -> None:
@@ -81,7 +90,7 @@ class Cast(HybridBlock):
         return F.cast(x, dtype=self._dtype)
 
 
-class ToTensor(HybridBlock):
+class ToTensor(_Tensor):
     """``(H, W, C)`` in [0, 255] to float32 ``(C, H, W)`` in [0, 1] (also a batch
     ``(N, H, W, C)``)."""
 
@@ -89,7 +98,7 @@ class ToTensor(HybridBlock):
         return F.image.to_tensor(x)
 
 
-class Normalize(HybridBlock):
+class Normalize(_Tensor):
     """``(x - mean) / std`` per channel of a ``(C, H, W)`` (or ``(N, C, H, W)``) tensor."""
 
     def __init__(self, mean: Union[float, Sequence[float]] = 0.0,
