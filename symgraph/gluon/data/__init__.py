@@ -9,5 +9,5 @@ from .sampler import (BatchSampler, FilterSampler, IntervalSampler, RandomSample
                       SequentialSampler)
 
 __all__ = ["ArrayDataset", "BatchSampler", "DataLoader", "Dataset", "FilterSampler",
-           "IntervalSampler", "RandomSampler", "RecordFileDataset", "Sampler", "SequentialSampler", "SimpleDataset",
-           "default_batchify_fn", "vision"]
+           "IntervalSampler", "RandomSampler", "RecordFileDataset", "Sampler",
+           "SequentialSampler", "SimpleDataset", "default_batchify_fn", "vision"]

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional, Union
 
 from ....base import DataError
 from ....metric import Loss as LossMetric
-from .utils import check_metrics
+from .utils import as_list_of, check_metrics
 
 __all__ = ["EventHandler", "TrainBegin", "TrainEnd", "EpochBegin", "EpochEnd", "BatchBegin",
            "BatchEnd", "StoppingHandler", "MetricHandler", "ValidationHandler",
@@ -24,14 +24,7 @@ class EventHandler:
 
 def check_event_handlers(handlers: Any) -> list:
     """``handlers`` as a list of EventHandlers (one alone is wrapped)."""
-    if isinstance(handlers, EventHandler):
-        return [handlers]
-    handlers = list(handlers or [])
-    bad = [h for h in handlers if not isinstance(h, EventHandler)]
-    if bad:
-        raise DataError(f"event_handlers must be an EventHandler or a list of them, got "
-                        f"{bad[0]!r}")
-    return handlers
+    return as_list_of(handlers, EventHandler, "event_handlers")
 
 
 class TrainBegin(EventHandler):

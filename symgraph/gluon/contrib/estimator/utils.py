@@ -8,19 +8,23 @@ from ....base import DataError
 from ....metric import Accuracy, CompositeEvalMetric, EvalMetric
 
 
+def as_list_of(value: Any, kind: type, what: str) -> list:
+    """``value`` (one ``kind``, a list of them or None) as a list; a DataError naming ``what``
+    and the first wrong item otherwise."""
+    if isinstance(value, kind):
+        return [value]
+    items = list(value or [])
+    bad = [v for v in items if not isinstance(v, kind)]
+    if bad:
+        raise DataError(f"{what} must be a {kind.__name__} or a list of them, got {bad[0]!r}")
+    return items
+
+
 def check_metrics(metrics: Any) -> list:
-    """``metrics`` as a flat list of EvalMetrics (a CompositeEvalMetric is opened up);
-    anything else is a DataError naming what was given."""
+    """``metrics`` as a flat list of EvalMetrics (a CompositeEvalMetric is opened up)."""
     if isinstance(metrics, CompositeEvalMetric):
         return [m for inner in metrics.metrics for m in check_metrics(inner)]
-    if isinstance(metrics, EvalMetric):
-        return [metrics]
-    metrics = list(metrics or [])
-    bad = [m for m in metrics if not isinstance(m, EvalMetric)]
-    if bad:
-        raise DataError(f"metrics must be an EvalMetric or a list of them "
-                        f"(sg.metric.Accuracy()...), got {bad[0]!r}")
-    return metrics
+    return as_list_of(metrics, EvalMetric, "metrics")
 
 
 def check_handler_metric_ref(handler: Any, known: list) -> None:

@@ -102,4 +102,6 @@ class FashionMNIST(MNIST):
     _namespace = "fashion-mnist"
     _can_download = False
 
-from .datasets_extra import CIFAR10, CIFAR100, ImageFolderDataset, ImageRecordDataset  # noqa: E402,F401,E501  (MXNet keeps them in vision.datasets)
+# (MXNet keeps these in vision.datasets too)
+from .datasets_extra import (CIFAR10, CIFAR100, ImageFolderDataset,  # noqa: E402,F401
+                             ImageRecordDataset)
