@@ -1,8 +1,8 @@
 """``sg.nd.image`` and ``sg.sym.image``: MXNet's image ops on ``(H, W, C)`` images and
 ``(N, H, W, C)`` batches, usable in a hybridized transform.
 
-The flips are ops (symgraph/ops/image.py). ``to_tensor`` and ``normalize`` are compositions
-of registered ops (a cast, two axis swaps, scalar arithmetic): they get shapes, dtypes,
+The flips are ops (symgraph/ops/image.py). ``to_tensor``, ``normalize`` and ``crop`` are
+compositions of registered ops (a cast, axis swaps, slices, scalar arithmetic): they get shapes, dtypes,
 fusion and CUDA code from those ops, and no op of their own is needed.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ def _values(v: Values) -> list[float]:
 def make_namespace(ns: dict) -> SimpleNamespace:
     """The ``image`` namespace over op functions ``ns`` (``sg.nd``'s or ``sg.sym``'s)."""
     cast, swap = ns["Cast"], ns["SwapAxis"]
-    split, concat = ns["split"], ns["concat"]
+    split, concat, slice_axis = ns["split"], ns["concat"], ns["slice_axis"]
 
     def to_tensor(data: Any, **kwargs: Any) -> Any:
         """``(H, W, C)`` (or ``(N, H, W, C)``) in [0, 255] to float32 ``(C, H, W)`` (or
@@ -67,6 +67,19 @@ def make_namespace(ns: dict) -> SimpleNamespace:
         parts = split(data, num_outputs=n, axis=-3)
         return concat(*[(parts[c] - means[c]) * (1.0 / stds[c]) for c in range(n)], dim=-3)
 
-    return SimpleNamespace(to_tensor=to_tensor, normalize=normalize,
+    def crop(data: Any, x: int, y: int, width: int, height: int, **kwargs: Any) -> Any:
+        """The ``width`` x ``height`` window at column ``x``, row ``y`` of an ``(H, W, C)``
+        image or each image of an ``(N, H, W, C)`` batch (two slices: the gradient is the
+        head gradient placed in zeros)."""
+        _ndim(data, "crop", (3, 4))
+        shape = getattr(data, "shape", None)
+        if width <= 0 or height <= 0 or x < 0 or y < 0 or (isinstance(shape, tuple) and (
+                x + width > shape[-2] or y + height > shape[-3])):
+            raise ShapeError(f"image.crop: window x={x}, y={y}, width={width}, "
+                             f"height={height} does not fit the input of shape {shape}")
+        rows = slice_axis(data, axis=-3, begin=y, end=y + height)
+        return slice_axis(rows, axis=-2, begin=x, end=x + width)
+
+    return SimpleNamespace(to_tensor=to_tensor, normalize=normalize, crop=crop,
                            flip_left_right=ns["_image_flip_left_right"],
                            flip_top_bottom=ns["_image_flip_top_bottom"])

@@ -154,3 +154,28 @@ def test_color_transforms_keep_shape_and_dtype():
         assert y.shape == (6, 7, 3) and y.dtype == np.uint8, type(t).__name__
     gray = T.RandomGray(1.0)(x).asnumpy()
     assert (gray[..., 0] == gray[..., 1]).all() and (gray[..., 1] == gray[..., 2]).all()
+
+
+def test_crop_and_its_gradient():
+    a = RNG.random((2, 5, 4, 3))
+    x = sg.nd.array(a)
+    x.attach_grad()
+    head = RNG.random((2, 2, 3, 3))
+    with sg.autograd.record():
+        y = (sg.nd.image.crop(x, 1, 2, 3, 2) * sg.nd.array(head)).sum()
+    y.backward()
+    want = np.zeros_like(a)
+    want[:, 2:4, 1:4] = head  # the head gradient placed where the window was, zeros elsewhere
+    np.testing.assert_allclose(x.grad.asnumpy(), want, rtol=1e-6)
+    with pytest.raises(ShapeError, match="does not fit"):
+        sg.nd.image.crop(x, 2, 0, 3, 2)
+
+
+def test_random_apply_rate():
+    sg.random.seed(11)
+    t = T.RandomApply(T.Resize(4), p=0.3)
+    img = sg.nd.ones((6, 6, 3), dtype="uint8")
+    hits = sum(t(img).shape[0] == 4 for _ in range(400))
+    assert 0.22 < hits / 400 < 0.38  # binomial(400, 0.3): 4 standard deviations
+    with pytest.raises(DataError):
+        T.RandomApply(T.Resize(4), p=2.0)

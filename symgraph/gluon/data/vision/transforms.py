@@ -49,6 +49,21 @@ class Compose(Sequential):
                 self.add(t if isinstance(t, Block) else _Call(t))
 
 
+class RandomApply(Sequential):
+    """Apply ``transforms`` (a block or callable) with probability ``p``, else pass through."""
+
+    def __init__(self, transforms: Any, p: float = 0.5) -> None:
+        super().__init__()
+        self._p = _check_proba(p, "RandomApply")
+        with self.name_scope():
+            self.add(transforms if isinstance(transforms, Block) else _Call(transforms))
+
+    def forward(self, x: Any, *args: Any) -> Any:
+        if _random.generator().random() < self._p:
+            return super().forward(x, *args)
+        return x
+
+
 class _Call(Block):
     """A plain callable as a block of a Compose."""
 
