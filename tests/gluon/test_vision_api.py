@@ -179,3 +179,20 @@ def test_random_apply_rate():
     assert 0.22 < hits / 400 < 0.38  # binomial(400, 0.3): 4 standard deviations
     with pytest.raises(DataError):
         T.RandomApply(T.Resize(4), p=2.0)
+
+
+@pytest.mark.gpu
+def test_image_ops_on_gpu_match_cpu():
+    a = RNG.integers(0, 256, (2, 6, 5, 3)).astype(np.uint8)
+    chain = T.HybridCompose([T.ToTensor(), T.Normalize((0.4, 0.5, 0.6), (0.2, 0.3, 0.4))])
+    chain.hybridize()
+    cpu = chain(sg.nd.array(a, dtype="uint8")).asnumpy()
+    gpu = chain(sg.nd.array(a, sg.gpu(0), dtype="uint8")).asnumpy()
+    np.testing.assert_allclose(gpu, cpu, rtol=1e-6, atol=1e-6)
+    for fn, ref in ((sg.nd.image.flip_left_right, a[:, :, ::-1]),
+                    (sg.nd.image.flip_top_bottom, a[:, ::-1])):
+        np.testing.assert_array_equal(fn(sg.nd.array(a, sg.gpu(0), dtype="uint8")).asnumpy(),
+                                      ref)
+    x = sg.nd.array(a.astype(np.float32), sg.gpu(0))
+    np.testing.assert_array_equal(sg.nd.image.crop(x, 1, 2, 3, 2).asnumpy(),
+                                  a[:, 2:4, 1:4].astype(np.float32))
