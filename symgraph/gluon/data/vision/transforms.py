@@ -12,7 +12,6 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from .... import image as _image
 from .... import ndarray as nd
 from .... import random as _random
 from ....base import DataError, ShapeError
@@ -20,6 +19,12 @@ from ...block import Block, HybridBlock
 from ...nn.basic_layers import HybridSequential, Sequential
 
 Size = Union[int, Sequence[int]]
+
+
+def _img() -> Any:
+    """``sg.image`` (imported on first use: it loads Pillow)."""
+    from .... import image
+    return image
 
 
 def _host(x: Any) -> np.ndarray:
@@ -160,7 +165,7 @@ def _per_image(x: Any, fn: Any, who: str) -> nd.NDArray:
 
 
 def _resize(img: np.ndarray, w: int, h: int, interp: int) -> np.ndarray:
-    return _host(_image.imresize(img, w, h, interp))
+    return _host(_img().imresize(img, w, h, interp))
 
 
 class Resize(Block):
@@ -217,7 +222,7 @@ class CenterCrop(Block):
         self._size, self._interp = _wh(size, "CenterCrop"), interpolation
 
     def forward(self, x: Any, *args: Any) -> nd.NDArray:
-        return _per_image(x, lambda img: _host(_image.center_crop(
+        return _per_image(x, lambda img: _host(_img().center_crop(
             img, self._size, self._interp)[0]), "CenterCrop")
 
 
@@ -236,7 +241,7 @@ class RandomCrop(Block):
                 p = self._pad if isinstance(self._pad, (tuple, list)) else (self._pad,) * 2
                 img = np.pad(img, ((p[0], p[0]), (p[1], p[1]), (0, 0)),
                              constant_values=self._value)
-            return _host(_image.random_crop(img, self._size, self._interp)[0])
+            return _host(_img().random_crop(img, self._size, self._interp)[0])
         return _per_image(x, one, "RandomCrop")
 
 
@@ -251,7 +256,7 @@ class RandomResizedCrop(Block):
         self._ratio, self._interp = ratio, interpolation
 
     def forward(self, x: Any, *args: Any) -> nd.NDArray:
-        return _per_image(x, lambda img: _host(_image.random_size_crop(
+        return _per_image(x, lambda img: _host(_img().random_size_crop(
             img, self._size, self._scale, self._ratio, self._interp)[0]), "RandomResizedCrop")
 
 

@@ -7,11 +7,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .... import image as _image
 from .... import random as _random
 from ....base import DataError, DTypeError
 from ...block import Block
-from .transforms import _check_proba, _host, _like, _per_image
+from .transforms import _check_proba, _host, _img, _like, _per_image
 
 # ImageNet's RGB eigenvalues and eigenvectors, as MXNet's RandomLighting uses them
 _EIGVAL = np.array([55.46, 4.794, 1.148])
@@ -35,28 +34,28 @@ class RandomBrightness(_Augment):
     """Scale brightness by a factor drawn from ``[max(0, 1 - brightness), 1 + brightness]``."""
 
     def __init__(self, brightness: float) -> None:
-        super().__init__(_image.BrightnessJitterAug(brightness), "RandomBrightness")
+        super().__init__(_img().BrightnessJitterAug(brightness), "RandomBrightness")
 
 
 class RandomContrast(_Augment):
     """Blend with the mean grey level by a factor drawn around 1 (``contrast`` wide)."""
 
     def __init__(self, contrast: float) -> None:
-        super().__init__(_image.ContrastJitterAug(contrast), "RandomContrast")
+        super().__init__(_img().ContrastJitterAug(contrast), "RandomContrast")
 
 
 class RandomSaturation(_Augment):
     """Blend with the grey image by a factor drawn around 1 (``saturation`` wide)."""
 
     def __init__(self, saturation: float) -> None:
-        super().__init__(_image.SaturationJitterAug(saturation), "RandomSaturation")
+        super().__init__(_img().SaturationJitterAug(saturation), "RandomSaturation")
 
 
 class RandomHue(_Augment):
     """Rotate the hue by an angle drawn from ``[-hue, hue]`` (fraction of a turn)."""
 
     def __init__(self, hue: float) -> None:
-        super().__init__(_image.HueJitterAug(hue), "RandomHue")
+        super().__init__(_img().HueJitterAug(hue), "RandomHue")
 
 
 class RandomColorJitter(Block):
@@ -65,9 +64,9 @@ class RandomColorJitter(Block):
     def __init__(self, brightness: float = 0, contrast: float = 0, saturation: float = 0,
                  hue: float = 0) -> None:
         super().__init__()
-        augs = [_image.ColorJitterAug(brightness, contrast, saturation)]
+        augs = [_img().ColorJitterAug(brightness, contrast, saturation)]
         if hue:
-            augs.append(_image.HueJitterAug(hue))
+            augs.append(_img().HueJitterAug(hue))
         self._augs = augs
 
     def forward(self, x: Any, *args: Any) -> Any:
@@ -83,14 +82,14 @@ class RandomLighting(_Augment):
     """AlexNet-style PCA lighting noise of standard deviation ``alpha``."""
 
     def __init__(self, alpha: float) -> None:
-        super().__init__(_image.LightingAug(alpha, _EIGVAL, _EIGVEC), "RandomLighting")
+        super().__init__(_img().LightingAug(alpha, _EIGVAL, _EIGVEC), "RandomLighting")
 
 
 class RandomGray(_Augment):
     """Convert to grey (3 equal channels) with probability ``p``."""
 
     def __init__(self, p: float = 0.5) -> None:
-        super().__init__(_image.RandomGrayAug(_check_proba(p, "RandomGray")), "RandomGray")
+        super().__init__(_img().RandomGrayAug(_check_proba(p, "RandomGray")), "RandomGray")
 
 
 def _float_tensor(x: Any, who: str) -> np.ndarray:
@@ -112,7 +111,7 @@ class Rotate(Block):
 
     def forward(self, x: Any, *args: Any) -> Any:
         host = _float_tensor(x, "Rotate")
-        return _like(_host(_image.imrotate(host, *self._args)), host.dtype)
+        return _like(_host(_img().imrotate(host, *self._args)), host.dtype)
 
 
 class RandomRotation(Block):
@@ -134,4 +133,4 @@ class RandomRotation(Block):
         if rng.random() >= self._p:
             return x
         angle: Optional[float] = float(rng.uniform(*self._limits))
-        return _like(_host(_image.imrotate(host, angle, *self._zoom)), host.dtype)
+        return _like(_host(_img().imrotate(host, angle, *self._zoom)), host.dtype)
