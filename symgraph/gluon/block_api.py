@@ -122,7 +122,8 @@ class BlockAPI:
 
     def register_op_hook(self, callback: Callable, monitor_all: bool = False) -> None:
         """``callback(name, op_name, array)`` on every op output (with ``monitor_all``, on
-        its inputs too) of the hybridized blocks under this one."""
+        its inputs too) of the hybridized blocks under this one; names are bytes, as in
+        MXNet."""
         for child in self._children.values():
             child.register_op_hook(callback, monitor_all)
 

@@ -1,8 +1,9 @@
 """``HybridBlock.register_op_hook``: a traced program replayed with a callback on each op.
 
 MXNet's monitor names an op's output ``<node>_output`` (``<node>_output<i>`` past the first)
-and, with ``monitor_all``, its inputs ``<node>_<input name>`` before the op runs. The
-callback gets the (lazy) NDArray; reading it computes what it depends on.
+and, with ``monitor_all``, its inputs ``<node>_<input name>`` before the op runs. Names come
+as bytes, as MXNet's C API passes them (callbacks decode them with ``py_str``); the array is
+the (lazy) NDArray itself, and reading it computes what it depends on.
 """
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ def run_hooked(program: Any, args: Sequence[Any], callback: Callable,
         ins = [values[i][k] for i, k in refs]
         if monitor_all:
             for slot, arr in zip(info.slots, ins):
-                callback(f"{name}_{slot}", info.op, arr)
+                callback(f"{name}_{slot}".encode(), info.op.encode(), arr)
         values[pos] = outs = imperative.record(info, ins, name)
         for j, arr in enumerate(outs[:info.nvis]):
-            callback(f"{name}_output" + (str(j) if j else ""), info.op, arr)
+            callback(f"{name}_output{j or ''}".encode(), info.op.encode(), arr)
     outs = [values[i][k] for i, k in program.outputs]
     return outs[0] if program.n_out == 1 else outs

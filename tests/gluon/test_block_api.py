@@ -103,7 +103,8 @@ def test_op_hook_names():
     net = _mlp("mlp_")
     net.hybridize()
     seen = []
-    net.register_op_hook(lambda name, op, arr: seen.append((name, op, arr.shape)), True)
+    net.register_op_hook(lambda name, op, arr: seen.append((name.decode(), op.decode(),
+                                                            arr.shape)), True)
     net(sg.nd.ones((2, 4)))
     assert ("mlp_dense0_fwd_weight", "FullyConnected", (5, 4)) in seen
     assert ("mlp_dense1_fwd_output", "FullyConnected", (2, 3)) in seen
