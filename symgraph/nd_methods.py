@@ -19,6 +19,7 @@ from . import symbol as S
 from .base import AttrError, ShapeError, where
 from .context import Context
 from .exports import export, sub_namespace
+from .image_api import make_namespace as make_image_namespace
 from .imperative import FAST_CALLS, PENDING, _Call, _call_info, _result, call, record
 from .imperative_trace import settle
 from .ndarray import NDArray, _host_key, array
@@ -331,6 +332,7 @@ def install(cls: type, namespace: dict) -> None:
         if not hasattr(cls, meth) and op in namespace:
             setattr(cls, meth, _fluent(namespace[op]))
     cls.transpose = _transpose
+    namespace.setdefault("image", make_image_namespace(namespace))  # sg.nd.image
     cls.stype = property(lambda self: "default", doc="Storage type: always 'default' (dense).")
     cls.tostype = _tostype
     for name, ops_ in FUNCTIONS.items():

@@ -24,6 +24,7 @@ from .attrs import format_value
 from .base import AttrError, BindError, GraphError, NotImplementedForSymbol
 from .dtypes import as_dtype
 from .exports import export, sub_namespace
+from .image_api import make_namespace as _image_namespace
 from .graph import VARIABLE, Entry, Graph, Node, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
 from .passes.infer_shape import symbol_infer_shape
@@ -355,6 +356,7 @@ def _install_op_functions() -> list[str]:
     dispatching = make_functions(apply_op, Symbol)
     for fn_name, fn in dispatching.items():
         namespace.setdefault(fn_name, fn)
+    namespace.setdefault("image", _image_namespace(namespace))  # sg.sym.image
     # MXNet's `sym._internal`: every op function, private ones included, by its name
     namespace.setdefault("_internal", SimpleNamespace(**{
         n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))

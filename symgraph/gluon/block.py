@@ -21,6 +21,7 @@ from ..symbol import Symbol
 from ..base import AttrError, BindError, GraphError, SymgraphError
 from ..imperative import _call_info, record
 from ..registry import get_op
+from .block_api import BlockAPI
 from .nested import flatten, regroup
 from .one_op import capture, replay
 from .parameter import VERSION, DeferredInitializationError, Parameter
@@ -78,7 +79,7 @@ class _BlockScope:
         _BlockScope._current.value = self._old
 
 
-class Block:
+class Block(BlockAPI):
     """Base class of all layers and models: children and parameters assigned as attributes
     are registered; ``__call__`` runs :meth:`forward`."""
 
@@ -90,8 +91,8 @@ class Block:
         self._scope = _BlockScope(self)
         self._children: OrderedDict[str, Block] = OrderedDict()
         self._reg_params: dict[str, Parameter] = {}
-        self._forward_hooks: list[Callable] = []
-        self._forward_pre_hooks: list[Callable] = []
+        self._forward_hooks: OrderedDict[int, Callable] = OrderedDict()  # id -> hook
+        self._forward_pre_hooks: OrderedDict[int, Callable] = OrderedDict()
 
     def __repr__(self) -> str:
         lines = [f"  ({k}): {v!r}".replace("\n", "\n  ") for k, v in self._children.items()]
@@ -211,20 +212,14 @@ class Block:
         fn(self)
         return self
 
-    def register_forward_hook(self, hook: Callable) -> None:
-        """``hook(block, inputs, outputs)`` after every forward."""
-        self._forward_hooks.append(hook)
-
-    def register_forward_pre_hook(self, hook: Callable) -> None:
-        """``hook(block, inputs)`` before every forward."""
-        self._forward_pre_hooks.append(hook)
-
     def __call__(self, *args: Any) -> Any:
-        for hook in self._forward_pre_hooks:
-            hook(self, args)
+        if self._forward_pre_hooks:
+            for hook in list(self._forward_pre_hooks.values()):
+                hook(self, args)
         out = self.forward(*args)
-        for hook in self._forward_hooks:
-            hook(self, args, out)
+        if self._forward_hooks:
+            for hook in list(self._forward_hooks.values()):
+                hook(self, args, out)
         return out
 
     def forward(self, *args: Any) -> Any:
@@ -246,7 +241,7 @@ def _named(exc: SymgraphError, prefix: str) -> SymgraphError:
 
 # HybridBlock attributes set by its own bookkeeping (the rest reset a one-op layer's call)
 _OWN_STATE = frozenset(("_one", "_seq", "_seen", "_nd_params", "_nd_calls", "_cached",
-                        "_cached_graph", "_active", "_out_format"))
+                        "_cached_graph", "_active", "_out_format", "_op_hook"))
 
 
 def _is_symbol(x: Any) -> bool:
@@ -271,6 +266,7 @@ class HybridBlock(Block):
         self._one: Optional[tuple] = None  # a one-op layer's kept call (one_op.capture)
         self._seq: Optional[tuple] = None  # another block's kept calls (one_op.capture)
         self._seen: Optional[list] = None  # _op's calls while one_op.capture watches
+        self._op_hook: Optional[tuple] = None  # (callback, monitor_all): register_op_hook
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -286,6 +282,12 @@ class HybridBlock(Block):
                              f"Sequential, please try HybridSequential instead")
         super().register_child(block, name)
         self._clear_cache()
+
+    def register_op_hook(self, callback: Callable, monitor_all: bool = False) -> None:
+        """``callback(name, op_name, array)`` on each op output (``monitor_all``: inputs too)
+        while this block runs hybridized; the children get it as well."""
+        self._op_hook = (callback, monitor_all)
+        super().register_op_hook(callback, monitor_all)
 
     def _clear_cache(self) -> None:
         self._cached = {}
@@ -381,7 +383,7 @@ class HybridBlock(Block):
             inputs = [sym.var("data")]
         else:
             inputs = [sym.var(f"data{i}") for i in range(len(flat))]
-        out = self(*regroup(inputs, fmt))
+        out = self.forward(*regroup(inputs, fmt))  # (not __call__: its hooks see arrays only)
         outs, self._out_format = flatten(out)
         for o in outs:
             if not _is_symbol(o):

@@ -97,8 +97,9 @@ def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence
         p._finish_deferred_init()
 
 
-def call_cached(block: Any, args: Sequence[Any]) -> Any:
-    """Run ``block`` hybridized on NDArrays ``args`` (tracing on a new input signature)."""
+def prepare_cached(block: Any, args: Sequence[Any]) -> tuple[TracedProgram, Any]:
+    """``block``'s traced program for NDArrays ``args`` (tracing on a new input signature),
+    with the nesting of its outputs."""
     flat, fmt = flatten(args)  # (an RNN layer's states come as a list)
     key = (tuple([(a.shape, a.dtype, a.context) for a in flat]), fmt)  # (dtypes hash as
     got = block._cached.get(key)                                     # themselves)
@@ -106,6 +107,16 @@ def call_cached(block: Any, args: Sequence[Any]) -> Any:
         inputs, out = block._get_graph(*args)
         _finish_deferred(block, inputs, out, flat)
         got = block._cached[key] = (TracedProgram(block, inputs, out), block._out_format)
-    program, out_fmt = got
-    outs = program.run(flat)
+    return got
+
+
+def call_cached(block: Any, args: Sequence[Any]) -> Any:
+    """Run ``block`` hybridized on NDArrays ``args`` (tracing on a new input signature)."""
+    program, out_fmt = prepare_cached(block, args)
+    flat, _ = flatten(args)
+    if block._op_hook is not None:
+        from .op_hook import run_hooked
+        outs = run_hooked(program, flat, *block._op_hook)
+    else:
+        outs = program.run(flat)
     return outs if is_flat(out_fmt) else regroup(outs, out_fmt)

@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import initializer as _init
 from .. import ndarray as nd
-from ..base import AttrError, BindError, DataError, ShapeError
+from ..base import AttrError, BindError, DataError, MissingParamError, ShapeError
 from ..context import Context, current_context
 from ..dtypes import as_dtype
 
@@ -202,8 +202,8 @@ class Parameter:
                     f"Parameter '{self.name}' has not been initialized yet because "
                     f"initialization was deferred: its shape {self._shape} is only known "
                     f"after the first forward pass")
-            raise BindError(f"Parameter '{self.name}' has not been initialized. Call "
-                            f"initialize() on it or on the Block that owns it")
+            raise MissingParamError(f"Parameter '{self.name}' has not been initialized. "
+                                    f"Call initialize() on it or on the Block that owns it")
         if ctx is not None and ctx not in self._data:
             raise BindError(f"Parameter '{self.name}' was not initialized on context {ctx}; "
                             f"it lives on {list(self._data)}")
@@ -244,7 +244,7 @@ class Parameter:
         if self._data is None:
             if self._deferred is not None:
                 return list(self._deferred[1])
-            raise BindError(f"Parameter '{self.name}' has not been initialized")
+            raise MissingParamError(f"Parameter '{self.name}' has not been initialized")
         return list(self._data)
 
     def set_data(self, data: Any) -> None:

@@ -157,6 +157,15 @@ class ParameterDict:
         named = {restore_prefix + _strip_kind(k): v for k, v in loaded.items()}
         load_named(self._params, named, f"file {filename}", ctx, allow_missing, ignore_extra)
 
+    def load_dict(self, param_dict: dict, ctx: CtxArg = None, allow_missing: bool = False,
+                  ignore_extra: bool = False, restore_prefix: str = "",
+                  cast_dtype: bool = False, dtype_source: str = "current") -> None:
+        """Set parameters from ``{name: array}`` (names as :meth:`save` writes them, or with
+        ``arg:``/``aux:``), e.g. ``pd.load_dict(sg.nd.load(f))``; values are cast to each
+        parameter's dtype."""
+        named = {restore_prefix + _strip_kind(k): v for k, v in param_dict.items()}
+        load_named(self._params, named, "the given dict", ctx, allow_missing, ignore_extra)
+
 
 def _strip_kind(key: str) -> str:
     return key[4:] if key.startswith(("arg:", "aux:")) else key

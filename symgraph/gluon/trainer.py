@@ -237,9 +237,11 @@ class Trainer:
     def save_states(self, fname: str) -> None:
         """Write optimizer states and update counts (``.npz``, no pickle)."""
         from ..model import save_arrays
-        if not self._updaters:
-            raise ExecutionError("Trainer.save_states: no states yet (call step() first)")
-        save_arrays(fname, next(iter(self._updaters.values())).get_states())
+        if not self._updaters and self._params:  # before the first step: fresh states
+            ctx = self._params[0].list_ctx()[0]
+            self._updater(ctx, [p.data(ctx) for p in self._params])
+        states = next(iter(self._updaters.values())).get_states() if self._updaters else {}
+        save_arrays(fname, states)
 
     def load_states(self, fname: str) -> None:
         """Restore :meth:`save_states` output into every context's updater."""

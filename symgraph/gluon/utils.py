@@ -1,5 +1,5 @@
 """``gluon.utils``: ``split_data`` and ``split_and_load`` (one slice of a batch per context),
-``clip_global_norm``."""
+``clip_global_norm``, ``download``/``check_sha1`` and ``HookHandle``."""
 from __future__ import annotations
 
 from typing import Any, Sequence
@@ -9,6 +9,8 @@ import numpy as np
 from .. import ndarray as nd
 from ..base import ShapeError
 from ..context import Context
+from .download import check_sha1, download  # noqa: F401  (MXNet's gluon.utils names)
+from .hooks import HookHandle  # noqa: F401
 
 
 def split_data(data: Any, num_slice: int, batch_axis: int = 0,

@@ -101,3 +101,7 @@ class FashionMNIST(MNIST):
 
     _namespace = "fashion-mnist"
     _can_download = False
+
+# (MXNet keeps these in vision.datasets too)
+from .datasets_extra import (CIFAR10, CIFAR100, ImageFolderDataset,  # noqa: E402,F401
+                             ImageRecordDataset)

@@ -1,85 +1,271 @@
 """``gluon.data.vision.transforms``: per-sample image transforms (MXNet 1.x names).
 
-They run on the host, on each sample's numpy data, and return CPU NDArrays: a data loader
-transforms one small image at a time, where building and compiling a graph per sample would
-cost far more than the arithmetic. ``Compose`` chains them.
+``ToTensor``, ``Normalize`` and the random flips are HybridBlocks over ``F.image`` (they
+hybridize into a graph); resizing and cropping run on the host through ``sg.image``
+(Pillow-backed), as a data loader transforms one small image at a time. The colour and
+rotation transforms are in ``transforms_color``. ``Compose`` chains any of them.
 """
 from __future__ import annotations
 
+import numbers
 from typing import Any, Sequence, Union
 
 import numpy as np
 
 from .... import ndarray as nd
-from ....base import DTypeError, ShapeError
-from ...block import Block
+from .... import random as _random
+from ....base import DataError, ShapeError
+from ...block import Block, HybridBlock
+from ...nn.basic_layers import HybridSequential, Sequential
+
+Size = Union[int, Sequence[int]]
+
+
+def _img() -> Any:
+    """``sg.image`` (imported on first use: it loads Pillow)."""
+    from .... import image
+    return image
 
 
 def _host(x: Any) -> np.ndarray:
     return x.asnumpy() if isinstance(x, nd.NDArray) else np.asarray(x)
 
 
-class Compose(Block):
-    """Applies ``transforms`` in order."""
+def _like(values: np.ndarray, dtype: Any) -> nd.NDArray:
+    return nd.array(values.astype(dtype, copy=False), dtype=dtype)
+
+
+class Compose(Sequential):
+    """Applies ``transforms`` in order.
+
+    Example::
+
+        >>> import symgraph as sg
+        >>> T = sg.gluon.data.vision.transforms
+        >>> t = T.Compose([T.Resize(8), T.ToTensor()])
+        >>> t(sg.nd.ones((10, 12, 3), dtype='uint8')).shape
+        (3, 8, 8)
+    """
 
     def __init__(self, transforms: Sequence[Any]) -> None:
         super().__init__()
-        self._transforms = list(transforms)
-        for i, t in enumerate(self._transforms):
-            if isinstance(t, Block):
-                self.register_child(t, str(i))
+        with self.name_scope():
+            for t in transforms:
+                self.add(t if isinstance(t, Block) else _Call(t))
+
+
+class RandomApply(Sequential):
+    """Apply ``transforms`` (a block or callable) with probability ``p``, else pass through."""
+
+    def __init__(self, transforms: Any, p: float = 0.5) -> None:
+        super().__init__()
+        self._p = _check_proba(p, "RandomApply")
+        with self.name_scope():
+            self.add(transforms if isinstance(transforms, Block) else _Call(transforms))
 
     def forward(self, x: Any, *args: Any) -> Any:
-        for t in self._transforms:
-            x = t(x)
+        if _random.generator().random() < self._p:
+            return super().forward(x, *args)
         return x
 
 
-class Cast(Block):
+class _Call(Block):
+    """A plain callable as a block of a Compose."""
+
+    def __init__(self, fn: Any) -> None:
+        super().__init__()
+        self._fn = fn
+
+    def forward(self, x: Any, *args: Any) -> Any:
+        return self._fn(x, *args)
+
+
+class HybridCompose(HybridSequential):
+    """``Compose`` of HybridBlocks, hybridizable as one graph."""
+
+    def __init__(self, transforms: Sequence[HybridBlock]) -> None:
+        super().__init__()
+        with self.name_scope():
+            for t in transforms:
+                self.add(t)
+
+
+class _Tensor(HybridBlock):
+    """A hybridizable transform that also takes a numpy image (as a data set yields it)."""
+
+    def forward(self, x: Any, *args: Any) -> Any:
+        if isinstance(x, np.ndarray):
+            x = nd.array(x, dtype=x.dtype)
+        return super().forward(x, *args)
+
+
+class Cast(_Tensor):
     """Cast to ``dtype`` (default float32)."""
 
     def __init__(self, dtype: Any = "float32") -> None:
         super().__init__()
-        self._dtype = np.dtype(dtype)
+        self._dtype = np.dtype(dtype).name
 
-    def forward(self, x: Any, *args: Any) -> nd.NDArray:
-        return nd.array(_host(x), dtype=self._dtype)
+    def hybrid_forward(self, F: Any, x: Any) -> Any:
+        return F.cast(x, dtype=self._dtype)
 
 
-class ToTensor(Block):
-    """``(H, W, C)`` uint8 in [0, 255] to ``(C, H, W)`` float32 in [0, 1] (also for a batch
+class ToTensor(_Tensor):
+    """``(H, W, C)`` in [0, 255] to float32 ``(C, H, W)`` in [0, 1] (also a batch
     ``(N, H, W, C)``)."""
 
-    def forward(self, x: Any, *args: Any) -> nd.NDArray:
-        host = _host(x)
-        if host.ndim not in (3, 4):
-            raise ShapeError(f"ToTensor: expected an (H, W, C) or (N, H, W, C) image, got "
-                             f"shape {host.shape}")
-        axes = (2, 0, 1) if host.ndim == 3 else (0, 3, 1, 2)
-        out = np.ascontiguousarray(host.transpose(axes), dtype=np.float32) / np.float32(255)
-        return nd.array(out, dtype=np.float32)
+    def hybrid_forward(self, F: Any, x: Any) -> Any:
+        return F.image.to_tensor(x)
 
 
-class Normalize(Block):
+class Normalize(_Tensor):
     """``(x - mean) / std`` per channel of a ``(C, H, W)`` (or ``(N, C, H, W)``) tensor."""
 
     def __init__(self, mean: Union[float, Sequence[float]] = 0.0,
                  std: Union[float, Sequence[float]] = 1.0) -> None:
         super().__init__()
-        self._mean = np.asarray(mean, np.float32).reshape(-1)
-        self._std = np.asarray(std, np.float32).reshape(-1)
+        self._mean, self._std = mean, std
+
+    def hybrid_forward(self, F: Any, x: Any) -> Any:
+        return F.image.normalize(x, mean=self._mean, std=self._std)
+
+
+# The random flips draw on the host per call: a traced graph would fix one draw forever.
+class RandomFlipLeftRight(Block):
+    """Flip the width axis with probability 0.5."""
+
+    def forward(self, x: Any, *args: Any) -> Any:
+        return nd.image.flip_left_right(x) if _random.generator().random() < 0.5 else x
+
+
+class RandomFlipTopBottom(Block):
+    """Flip the height axis with probability 0.5."""
+
+    def forward(self, x: Any, *args: Any) -> Any:
+        return nd.image.flip_top_bottom(x) if _random.generator().random() < 0.5 else x
+
+
+def _wh(size: Size, who: str) -> tuple[int, int]:
+    """``size`` as (w, h); one int is a square."""
+    wh = (size, size) if isinstance(size, numbers.Integral) else tuple(size)
+    if len(wh) != 2 or any(not isinstance(v, numbers.Integral) or v <= 0 for v in wh):
+        raise ShapeError(f"{who}: size must be a positive int or (width, height), got {size!r}")
+    return int(wh[0]), int(wh[1])
+
+
+def _per_image(x: Any, fn: Any, who: str) -> nd.NDArray:
+    """``fn`` (an (H, W, C) host array -> host array) on an image or each image of a batch."""
+    host = _host(x)
+    if host.ndim == 3:
+        return _like(fn(host), host.dtype)
+    if host.ndim == 4:
+        return _like(np.stack([fn(img) for img in host]), host.dtype)
+    raise ShapeError(f"{who}: expected an (H, W, C) image or an (N, H, W, C) batch, got "
+                     f"shape {host.shape}")
+
+
+def _resize(img: np.ndarray, w: int, h: int, interp: int) -> np.ndarray:
+    return _host(_img().imresize(img, w, h, interp))
+
+
+class Resize(Block):
+    """Resize to ``size`` ((w, h), or a square); ``keep_ratio`` with one int scales the
+    shorter side to it."""
+
+    def __init__(self, size: Size, keep_ratio: bool = False, interpolation: int = 1) -> None:
+        super().__init__()
+        self._size, self._keep, self._interp = size, keep_ratio, interpolation
+
+    def _target(self, h: int, w: int) -> tuple[int, int]:
+        if isinstance(self._size, numbers.Integral) and self._keep:
+            short = _wh(self._size, "Resize")[0]
+            if h > w:
+                return short, int(short * h / w)
+            return int(short * w / h), short
+        return _wh(self._size, "Resize")
 
     def forward(self, x: Any, *args: Any) -> nd.NDArray:
-        host = _host(x)
-        if host.dtype.kind != "f":
-            raise DTypeError(f"Normalize: expected a float tensor (use ToTensor first), got "
-                             f"{host.dtype}")
-        c_axis = host.ndim - 3
-        channels = host.shape[c_axis] if host.ndim in (3, 4) else 0
-        for name, v in (("mean", self._mean), ("std", self._std)):
-            if v.size not in (1, channels):
-                raise ShapeError(f"Normalize: {name} has {v.size} values for {channels} "
-                                 f"channels (input shape {host.shape})")
-        shape = (-1, 1, 1)
-        out = (host - self._mean.reshape(shape)) / self._std.reshape(shape)
-        return nd.array(out.astype(host.dtype), dtype=host.dtype)
+        def one(img: np.ndarray) -> np.ndarray:
+            w, h = self._target(img.shape[0], img.shape[1])
+            return _resize(img, w, h, self._interp)
+        return _per_image(x, one, "Resize")
+
+
+class CropResize(Block):
+    """Crop ``(x, y, width, height)``, then resize to ``size`` when given."""
+
+    def __init__(self, x: int, y: int, width: int, height: int, size: Any = None,
+                 interpolation: int = 1) -> None:
+        super().__init__()
+        self._box = (x, y, width, height)
+        self._size, self._interp = size, interpolation
+
+    def forward(self, x: Any, *args: Any) -> nd.NDArray:
+        x0, y0, w, h = self._box
+        size = _wh(self._size, "CropResize") if self._size is not None else None
+
+        def one(img: np.ndarray) -> np.ndarray:
+            if w <= 0 or h <= 0 or x0 < 0 or y0 < 0 or x0 + w > img.shape[1] or \
+                    y0 + h > img.shape[0]:
+                raise ShapeError(f"CropResize: box (x={x0}, y={y0}, width={w}, height={h}) "
+                                 f"does not fit an image of shape {img.shape}")
+            crop = img[y0:y0 + h, x0:x0 + w]
+            return crop if size is None else _resize(crop, size[0], size[1], self._interp)
+        return _per_image(x, one, "CropResize")
+
+
+class CenterCrop(Block):
+    """The centred crop of ``size`` (scaled down to fit and resized back)."""
+
+    def __init__(self, size: Size, interpolation: int = 1) -> None:
+        super().__init__()
+        self._size, self._interp = _wh(size, "CenterCrop"), interpolation
+
+    def forward(self, x: Any, *args: Any) -> nd.NDArray:
+        return _per_image(x, lambda img: _host(_img().center_crop(
+            img, self._size, self._interp)[0]), "CenterCrop")
+
+
+class RandomCrop(Block):
+    """A random crop of ``size`` after padding every side by ``pad`` (``pad_value``)."""
+
+    def __init__(self, size: Size, pad: Any = None, pad_value: float = 0,
+                 interpolation: int = 1) -> None:
+        super().__init__()
+        self._size, self._interp = _wh(size, "RandomCrop"), interpolation
+        self._pad, self._value = pad, pad_value
+
+    def forward(self, x: Any, *args: Any) -> nd.NDArray:
+        def one(img: np.ndarray) -> np.ndarray:
+            if self._pad:
+                p = self._pad if isinstance(self._pad, (tuple, list)) else (self._pad,) * 2
+                img = np.pad(img, ((p[0], p[0]), (p[1], p[1]), (0, 0)),
+                             constant_values=self._value)
+            return _host(_img().random_crop(img, self._size, self._interp)[0])
+        return _per_image(x, one, "RandomCrop")
+
+
+class RandomResizedCrop(Block):
+    """A crop of random area (fraction in ``scale``) and aspect ratio (in ``ratio``),
+    resized to ``size``."""
+
+    def __init__(self, size: Size, scale: tuple = (0.08, 1.0),
+                 ratio: tuple = (3.0 / 4.0, 4.0 / 3.0), interpolation: int = 1) -> None:
+        super().__init__()
+        self._size, self._scale = _wh(size, "RandomResizedCrop"), scale
+        self._ratio, self._interp = ratio, interpolation
+
+    def forward(self, x: Any, *args: Any) -> nd.NDArray:
+        return _per_image(x, lambda img: _host(_img().random_size_crop(
+            img, self._size, self._scale, self._ratio, self._interp)[0]), "RandomResizedCrop")
+
+
+def _check_proba(p: float, who: str) -> float:
+    if not 0.0 <= p <= 1.0:
+        raise DataError(f"{who}: probability must be in [0, 1], got {p}")
+    return p
+
+
+from .transforms_color import (RandomBrightness, RandomColorJitter,  # noqa: E402,F401
+                               RandomContrast, RandomGray, RandomHue, RandomLighting,
+                               RandomRotation, RandomSaturation, Rotate)

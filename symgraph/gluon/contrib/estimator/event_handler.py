@@ -1,0 +1,229 @@
+"""Event handlers of the Estimator: a handler subclasses the events it reacts to
+(``TrainBegin``, ``EpochBegin``, ``BatchBegin``, ``BatchEnd``, ``EpochEnd``, ``TrainEnd``); a
+``batch_end``/``epoch_end`` returning True stops the loop. Handlers run in order of their
+``priority`` (lower first; gradient update -2000, metrics and validation -1000, logging last).
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Optional, Union
+
+from ....base import DataError
+from ....metric import Loss as LossMetric
+from .utils import as_list_of, check_metrics
+
+__all__ = ["EventHandler", "TrainBegin", "TrainEnd", "EpochBegin", "EpochEnd", "BatchBegin",
+           "BatchEnd", "StoppingHandler", "MetricHandler", "ValidationHandler",
+           "LoggingHandler", "CheckpointHandler", "EarlyStoppingHandler",
+           "GradientUpdateHandler"]
+
+
+class EventHandler:
+    """Base of every event handler."""
+
+
+def check_event_handlers(handlers: Any) -> list:
+    """``handlers`` as a list of EventHandlers (one alone is wrapped)."""
+    return as_list_of(handlers, EventHandler, "event_handlers")
+
+
+class TrainBegin(EventHandler):
+    def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        """Called once before training."""
+
+
+class TrainEnd(EventHandler):
+    def train_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        """Called once after training."""
+
+
+class EpochBegin(EventHandler):
+    def epoch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        """Called before each epoch (and before a validation pass)."""
+
+
+class EpochEnd(EventHandler):
+    def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        """Called after each epoch; True stops training."""
+        return False
+
+
+class BatchBegin(EventHandler):
+    def batch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        """Called before each batch (``batch=``)."""
+
+
+class BatchEnd(EventHandler):
+    def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        """Called after each batch (``batch``, ``pred``, ``label``, ``loss``); True stops
+        the epoch."""
+        return False
+
+
+class StoppingHandler(TrainBegin, BatchEnd, EpochEnd):
+    """Stops after ``max_epoch`` epochs or ``max_batch`` batches (the estimator's)."""
+
+    def __init__(self, max_epoch: Optional[int] = None,
+                 max_batch: Optional[int] = None) -> None:
+        self.max_epoch, self.max_batch = max_epoch, max_batch
+        self.current_batch = self.current_epoch = 0
+        self.stop_training = False
+
+    def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        self.max_epoch, self.max_batch = estimator.max_epoch, estimator.max_batch
+        self.current_batch = self.current_epoch = 0
+
+    def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        self.current_batch += 1
+        if self.current_batch == self.max_batch:
+            self.stop_training = True
+        return self.stop_training
+
+    def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        self.current_epoch += 1
+        if self.current_epoch == self.max_epoch:
+            self.stop_training = True
+        return self.stop_training
+
+
+class MetricHandler(EpochBegin, BatchEnd):
+    """Resets ``metrics`` each epoch and updates them each batch (a loss metric with the
+    batch's loss, the others with label and prediction)."""
+
+    def __init__(self, metrics: Any, priority: float = -1000) -> None:
+        self.metrics = check_metrics(metrics)
+        self.priority = priority
+
+    def epoch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        for metric in self.metrics:
+            metric.reset()
+
+    def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        for metric in self.metrics:
+            if isinstance(metric, LossMetric):
+                metric.update(0, kwargs["loss"])
+            else:
+                metric.update(kwargs["label"], kwargs["pred"])
+        return False
+
+
+class ValidationHandler(TrainBegin, BatchEnd, EpochEnd):
+    """Runs ``eval_fn(val_data=..., batch_axis=..., event_handlers=...)`` every
+    ``epoch_period`` epochs and/or every ``batch_period`` batches."""
+
+    def __init__(self, val_data: Any, eval_fn: Callable, epoch_period: Optional[int] = 1,
+                 batch_period: Optional[int] = None, priority: float = -1000,
+                 event_handlers: Any = None) -> None:
+        self.val_data, self.eval_fn = val_data, eval_fn
+        self.epoch_period, self.batch_period = epoch_period, batch_period
+        self.current_batch = self.current_epoch = 0
+        self.priority = priority
+        self.event_handlers = event_handlers
+
+    def _run(self, estimator: Any) -> None:
+        self.eval_fn(val_data=self.val_data, batch_axis=estimator.batch_axis,
+                     event_handlers=self.event_handlers)
+
+    def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        self.current_batch = self.current_epoch = 0
+
+    def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        self.current_batch += 1
+        if self.batch_period and self.current_batch % self.batch_period == 0:
+            self._run(estimator)
+        return False
+
+    def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        self.current_epoch += 1
+        if self.epoch_period and self.current_epoch % self.epoch_period == 0:
+            self._run(estimator)
+        return False
+
+
+def _metric_text(metrics: list) -> str:
+    return ", ".join("%s: %.4f" % metric.get() for metric in metrics)
+
+
+class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, BatchEnd):
+    """Logs to ``estimator.logger``: training start and end, each epoch, and every
+    ``log_interval`` batches when it is an int (``'epoch'``: per epoch only)."""
+
+    def __init__(self, log_interval: Union[int, str] = "epoch", metrics: Any = None,
+                 priority: float = float("inf")) -> None:
+        if not isinstance(log_interval, int) and log_interval != "epoch":
+            raise DataError(f"LoggingHandler: log_interval must be an int or 'epoch', got "
+                            f"{log_interval!r}")
+        self.metrics = check_metrics(metrics)
+        self.log_interval, self.priority = log_interval, priority
+        self.batch_index = self.current_epoch = self.processed_samples = 0
+        self.log_interval_time = 0.0
+        self.train_start = self.epoch_start = self.batch_start = 0.0
+
+    def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        self.train_start = time.time()
+        trainer = estimator.trainer
+        estimator.logger.info("Training begin: using optimizer %s with current learning "
+                              "rate %.4f ", type(trainer.optimizer).__name__,
+                              trainer.learning_rate)
+        if estimator.max_epoch:
+            estimator.logger.info("Train for %d epochs.", estimator.max_epoch)
+        else:
+            estimator.logger.info("Train for %d batches.", estimator.max_batch)
+        self.current_epoch = self.batch_index = self.processed_samples = 0
+        self.log_interval_time = 0.0
+
+    def train_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        msg = "Train finished using total %ds with %d epochs. " % (
+            time.time() - self.train_start, self.current_epoch)
+        estimator.logger.info((msg + _metric_text(self.metrics)).rstrip(", "))
+
+    def batch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(self.log_interval, int):
+            self.batch_start = time.time()
+
+    def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        if isinstance(self.log_interval, int):
+            self.processed_samples += kwargs["batch"][0].shape[0]
+            self.log_interval_time += time.time() - self.batch_start
+            if self.batch_index % self.log_interval == 0:
+                msg = "[Epoch %d][Batch %d][Samples %s] time/interval: %.3fs " % (
+                    self.current_epoch, self.batch_index, self.processed_samples,
+                    self.log_interval_time)
+                self.log_interval_time = 0.0
+                estimator.logger.info((msg + _metric_text(self.metrics)).rstrip(", "))
+        self.batch_index += 1
+        return False
+
+    def epoch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
+        self.epoch_start = time.time()
+        if any("training" in m.name for m in self.metrics):
+            estimator.logger.info("[Epoch %d] Begin, current learning rate: %.4f",
+                                  self.current_epoch, estimator.trainer.learning_rate)
+        else:
+            estimator.logger.info("Validation Begin")
+
+    def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        msg = "[Epoch %d] Finished in %.3fs, " % (self.current_epoch,
+                                                  time.time() - self.epoch_start)
+        estimator.logger.info((msg + _metric_text(self.metrics)).rstrip(", "))
+        self.current_epoch += 1
+        self.batch_index = 0
+        return False
+
+
+class GradientUpdateHandler(BatchEnd):
+    """Steps the estimator's trainer after each batch, with the batch size summed over the
+    per-context losses."""
+
+    def __init__(self, priority: float = -2000) -> None:
+        self.priority = priority
+
+    def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
+        loss = kwargs["loss"]
+        losses = loss if isinstance(loss, list) else [loss]
+        estimator.trainer.step(sum(lo.shape[0] for lo in losses))
+        return False
+
+
+# (they build on the classes above)
+from .checkpoint import CheckpointHandler, EarlyStoppingHandler  # noqa: E402

@@ -1,0 +1,136 @@
+"""The random colour transforms of ``gluon.data.vision.transforms`` (on ``(H, W, C)``
+images, through ``sg.image``'s augmenters) and the rotations (on float ``(C, H, W)``
+tensors or ``(N, C, H, W)`` batches, through ``sg.image.imrotate``)."""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from .... import random as _random
+from ....base import DataError, DTypeError
+from ...block import Block
+from .transforms import _check_proba, _host, _img, _like, _per_image
+
+# ImageNet's RGB eigenvalues and eigenvectors, as MXNet's RandomLighting uses them
+_EIGVAL = np.array([55.46, 4.794, 1.148])
+_EIGVEC = np.array([[-0.5675, 0.7192, 0.4009],
+                    [-0.5808, -0.0045, -0.8140],
+                    [-0.5836, -0.6948, 0.4203]])
+
+
+class _Augment(Block):
+    """An ``sg.image`` augmenter applied to each (H, W, C) image, in float, cast back."""
+
+    def __init__(self, aug: Any, who: str) -> None:
+        super().__init__()
+        self._aug, self._who = aug, who
+
+    def forward(self, x: Any, *args: Any) -> Any:
+        return _per_image(x, lambda img: _host(self._aug(img.astype(np.float32))), self._who)
+
+
+class RandomBrightness(_Augment):
+    """Scale brightness by a factor drawn from ``[max(0, 1 - brightness), 1 + brightness]``."""
+
+    def __init__(self, brightness: float) -> None:
+        super().__init__(_img().BrightnessJitterAug(brightness), "RandomBrightness")
+
+
+class RandomContrast(_Augment):
+    """Blend with the mean grey level by a factor drawn around 1 (``contrast`` wide)."""
+
+    def __init__(self, contrast: float) -> None:
+        super().__init__(_img().ContrastJitterAug(contrast), "RandomContrast")
+
+
+class RandomSaturation(_Augment):
+    """Blend with the grey image by a factor drawn around 1 (``saturation`` wide)."""
+
+    def __init__(self, saturation: float) -> None:
+        super().__init__(_img().SaturationJitterAug(saturation), "RandomSaturation")
+
+
+class RandomHue(_Augment):
+    """Rotate the hue by an angle drawn from ``[-hue, hue]`` (fraction of a turn)."""
+
+    def __init__(self, hue: float) -> None:
+        super().__init__(_img().HueJitterAug(hue), "RandomHue")
+
+
+class RandomColorJitter(Block):
+    """Brightness, contrast and saturation jitter in random order, then hue jitter."""
+
+    def __init__(self, brightness: float = 0, contrast: float = 0, saturation: float = 0,
+                 hue: float = 0) -> None:
+        super().__init__()
+        augs = [_img().ColorJitterAug(brightness, contrast, saturation)]
+        if hue:
+            augs.append(_img().HueJitterAug(hue))
+        self._augs = augs
+
+    def forward(self, x: Any, *args: Any) -> Any:
+        def one(img: np.ndarray) -> np.ndarray:
+            out = img.astype(np.float32)
+            for aug in self._augs:
+                out = _host(aug(out))
+            return out
+        return _per_image(x, one, "RandomColorJitter")
+
+
+class RandomLighting(_Augment):
+    """AlexNet-style PCA lighting noise of standard deviation ``alpha``."""
+
+    def __init__(self, alpha: float) -> None:
+        super().__init__(_img().LightingAug(alpha, _EIGVAL, _EIGVEC), "RandomLighting")
+
+
+class RandomGray(_Augment):
+    """Convert to grey (3 equal channels) with probability ``p``."""
+
+    def __init__(self, p: float = 0.5) -> None:
+        super().__init__(_img().RandomGrayAug(_check_proba(p, "RandomGray")), "RandomGray")
+
+
+def _float_tensor(x: Any, who: str) -> np.ndarray:
+    host = _host(x)
+    if host.dtype.kind != "f":
+        raise DTypeError(f"{who}: expected a float (C, H, W) tensor or (N, C, H, W) batch "
+                         f"(use ToTensor first), got dtype {host.dtype}")
+    return host
+
+
+class Rotate(Block):
+    """Rotate a float ``(C, H, W)`` tensor or ``(N, C, H, W)`` batch by
+    ``rotation_degrees`` counter-clockwise (``zoom_in``/``zoom_out`` as ``sg.image``)."""
+
+    def __init__(self, rotation_degrees: float, zoom_in: bool = False,
+                 zoom_out: bool = False) -> None:
+        super().__init__()
+        self._args = (rotation_degrees, zoom_in, zoom_out)
+
+    def forward(self, x: Any, *args: Any) -> Any:
+        host = _float_tensor(x, "Rotate")
+        return _like(_host(_img().imrotate(host, *self._args)), host.dtype)
+
+
+class RandomRotation(Block):
+    """With probability ``rotate_with_proba``, rotate by an angle drawn uniformly from
+    ``angle_limits`` (degrees)."""
+
+    def __init__(self, angle_limits: Sequence[float], zoom_in: bool = False,
+                 zoom_out: bool = False, rotate_with_proba: float = 1.0) -> None:
+        super().__init__()
+        if not 0.0 <= rotate_with_proba <= 1.0:
+            raise DataError(f"RandomRotation: rotate_with_proba must be in [0, 1], got "
+                            f"{rotate_with_proba}")
+        self._limits = tuple(angle_limits)
+        self._zoom, self._p = (zoom_in, zoom_out), rotate_with_proba
+
+    def forward(self, x: Any, *args: Any) -> Any:
+        host = _float_tensor(x, "RandomRotation")
+        rng = _random.generator()
+        if rng.random() >= self._p:
+            return x
+        angle: Optional[float] = float(rng.uniform(*self._limits))
+        return _like(_host(_img().imrotate(host, angle, *self._zoom)), host.dtype)
