@@ -133,8 +133,8 @@ class Stage:
     def run(self, env: Any, run_ctx: RunCtx, phase: str = "all", tail: Any = None) -> None:
         """Run the ``forward``, ``backward`` or ``all`` steps; ``tail``: backend work right after
         the backward steps, in the same run (the GPU's fused optimizer step)."""
-        begin = self.n_forward if phase == "backward" else 0
-        end = self.n_forward if phase == "forward" else len(self.schedule.steps)
+        n, nf = len(self.schedule.steps), self.schedule.n_forward_steps
+        begin, end = {"forward": (0, nf), "backward": (nf, n), "all": (0, n)}[phase]
         self.program.run(env, begin, end, run_ctx, tail=tail)
 
     def head_arrays(self, out_grads: Optional[Sequence[Any]], ctx: Context,
@@ -142,6 +142,8 @@ class Stage:
         """Head-gradient slot -> array: ``out_grads[i]`` (an NDArray or host values of output
         i's shape, converted to its dtype), or ones where it is None or absent (made once,
         kept in ``ones``)."""
+        if out_grads is None and len(ones) == len(self.heads):
+            return ones  # (every step of a training loop with default head gradients)
         heads = {}
         sch = self.schedule
         for i, slot in self.heads.items():
@@ -161,7 +163,7 @@ class Stage:
 
     def bind_heads(self, env: Any, heads: Mapping[int, NDArray]) -> None:
         """Bind head-gradient arrays (from :meth:`head_arrays`) into ``env``."""
-        self.program.bind_inputs(env, list(heads.items()))
+        self.program.bind_inputs(env, heads.items())
 
     def finish(self, env: Any, outputs: Sequence[NDArray],
                aux: Optional[Mapping[str, NDArray]] = None, is_train: bool = True) -> None:

@@ -34,12 +34,12 @@ register(OpDef(
     "_image_flip_left_right", {}, ("data",), same_shape,
     lambda a, xs, ctx: [np.ascontiguousarray(_LEFT_RIGHT(a, xs[0])[0])],
     lambda c: [c.sym._image_flip_left_right(c.ograds[0])], INJECTIVE,
-    lowering=("gather_views", {"views": _LEFT_RIGHT}),
+    lowering=("gather_views", {"views": _LEFT_RIGHT, "dtypes": "any"}),  # moves bytes
     doc="Reverse the width axis of an (H, W, C) image or an (N, H, W, C) batch."))
 
 register(OpDef(
     "_image_flip_top_bottom", {}, ("data",), same_shape,
     lambda a, xs, ctx: [np.ascontiguousarray(_TOP_BOTTOM(a, xs[0])[0])],
     lambda c: [c.sym._image_flip_top_bottom(c.ograds[0])], INJECTIVE,
-    lowering=("gather_views", {"views": _TOP_BOTTOM}),
+    lowering=("gather_views", {"views": _TOP_BOTTOM, "dtypes": "any"}),
     doc="Reverse the height axis of an (H, W, C) image or an (N, H, W, C) batch."))

@@ -27,6 +27,8 @@ def _run(sym, ctx, args: dict, aux: dict, head_seed: int, repeats: int = 1,
     auxs = {k: sg.nd.array(v, ctx, F32) for k, v in aux.items()} or None
     exe = sym.bind(ctx, arrays, args_grad=grads, grad_req=req, aux_states=auxs)
     for _ in range(repeats):
+        for k, a in exe.aux_dict.items():  # every repeat from the same states: ops that write
+            a[:] = np.asarray(aux[k], F32)  # theirs (update ops' moments) would drift apart
         outs = exe.forward(is_train=True)
         rng = np.random.default_rng(head_seed)
         exe.backward([rng.normal(size=o.shape).astype(F32) for o in outs])

@@ -45,6 +45,8 @@ def _run(sym: Any, ctx: Any, args: dict, aux: dict, dtype: Any, narrow: str, hea
     exe = sym.bind(ctx, _arrays(args, ctx, dtype), args_grad=grads, grad_req="write",
                    aux_states=_arrays(aux, ctx, dtype) or None)
     for _ in range(repeats):
+        for k, a in exe.aux_dict.items():  # every repeat from the same states: ops that write
+            a[:] = np.asarray(aux[k], dtype)  # theirs (update ops' moments) would drift apart
         outs = exe.forward(is_train=True)
         rng = np.random.default_rng(heads_seed)
         heads = [np.asarray(rounded(rng.normal(size=o.shape), narrow), dtype) for o in outs]
