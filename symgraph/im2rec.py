@@ -18,6 +18,7 @@ from typing import Any, Iterator, Optional, Sequence
 
 import numpy as np
 
+from . import fileio
 from .base import DataError
 from . import recordio
 from .image import codec
@@ -52,10 +53,11 @@ def list_image(root: str, recursive: bool, exts: Sequence[str]) -> Iterator[tupl
 
 def write_list(path_out: str, image_list: Sequence[tuple]) -> None:
     """Write ``index<TAB>label...<TAB>path`` lines (labels as ``%f``, as MXNet)."""
-    with open(path_out, "w") as fout:
-        for item in image_list:
-            labels = "".join(f"{float(j):f}\t" for j in item[2:])
-            fout.write(f"{int(item[0])}\t{labels}{item[1]}\n")
+    lines = []
+    for item in image_list:
+        labels = "".join(f"{float(j):f}\t" for j in item[2:])
+        lines.append(f"{int(item[0])}\t{labels}{item[1]}\n")
+    fileio.write_text(path_out, "".join(lines))
 
 
 def make_list(args: argparse.Namespace) -> None:

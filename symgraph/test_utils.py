@@ -214,7 +214,7 @@ def get_mnist(path: Optional[str] = None) -> dict[str, np.ndarray]:
     ``$SYMGRAPH_DATA``, else ``~/.symgraph/datasets/mnist`` (downloaded there when missing and
     a network is there; DataError naming the folder and files otherwise)."""
     from pathlib import Path
-    from .gluon.data.vision.datasets import check_files, default_root
+    from .gluon.data.vision.datasets.mnist import check_files, default_root
     from .datasets.mnist import load_data
     folder = Path(os.path.expanduser(path)) if path is not None else default_root("mnist")
     for split in ("train", "test"):  # downloads, or names what is missing and `path`

@@ -1,5 +1,5 @@
 """Kernel templates of the samplers' GPU lowering (``lowering_random_draw``): draws of every law
-of ``kernels_random_laws``, draws from rows of probabilities (``_sample_multinomial``) and a
+of ``random_laws``, draws from rows of probabilities (``_sample_multinomial``) and a
 random permutation of the first axis (``_shuffle``).
 
 Each element ``i`` draws from its own stream (``sg_rng_at(key, i)``), so a value depends only
@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Union
 
-from .codegen import (C_TYPES, Rendered, c_float, dtype_helpers, grid_stride_kernel,
-                      kernel_name, kernel_source, ptr)
+from .codegen import C_TYPES, Rendered, c_float, dtype_helpers, grid_stride_kernel, ptr
 from .kernels_random import PHILOX_NAME, PHILOX_SOURCE
-from .kernels_random_laws import LAW_DRAWS, LAWS_NAME, LAWS_SOURCE, RNG_NAME, RNG_SOURCE
+from .random_laws import LAW_DRAWS, LAWS_NAME, LAWS_SOURCE, RNG_NAME, RNG_SOURCE
 
 Literal = Union[float, int]
 KEY = "const unsigned long long* __restrict__ key"
@@ -48,18 +47,14 @@ def render_random_draw(law: str, n: int, inner: int, literals: Optional[Sequence
     else:
         values = [_literal(v, c_type) for v in literals]
     values += ["0"] * (2 - len(values))  # one-parameter laws leave b unused
-    tag = kernel_name(f"random_{law}", f"{n},{inner},{literals},{array_types},{dtype}")
-    body = (
-        "    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; "
-        "i += (long long)blockDim.x * gridDim.x) {\n"
-        "        sg_rng st = sg_rng_at(key[0], i);\n"
-        f"        const {c_type} a = {values[0]}, b = {values[1]};\n"
-        f"        out[i] = ({store_cast(dtype)})({draw});\n"
-        "    }\n")
-    sig = ", ".join([ptr("out", dtype, False)]
-                    + [ptr(f"p{k}", t) for k, t in enumerate(array_types)] + [KEY, "long long n"])
-    return Rendered(tag, kernel_source(tag, sig, body), 2 + len(array_types),
-                    helpers=dtype_helpers(dtype, *array_types) + RNG_HELPERS)
+    body = ("        sg_rng st = sg_rng_at(key[0], i);\n"
+            f"        const {c_type} a = {values[0]}, b = {values[1]};\n"
+            f"        out[i] = ({store_cast(dtype)})({draw});\n")
+    params = ", ".join([ptr("out", dtype, False)]
+                       + [ptr(f"p{k}", t) for k, t in enumerate(array_types)] + [KEY])
+    return grid_stride_kernel(f"random_{law}", f"{n},{inner},{literals},{array_types},{dtype}",
+                              params, body, 2 + len(array_types),
+                              helpers=dtype_helpers(dtype, *array_types) + RNG_HELPERS)
 
 
 def render_multinomial(k: int, draws: int, out_types: Sequence[str], p_type: str) -> Rendered:

@@ -7,6 +7,7 @@ import json
 from collections import OrderedDict
 from typing import Any, Callable, Optional
 
+from .. import fileio
 from ..base import AttrError, DataError, GraphError
 from .hooks import HookHandle
 
@@ -98,6 +99,8 @@ class BlockAPI:
     """Methods of ``Block`` built on its children, hooks and parameters."""
 
     _children: "OrderedDict[str, Any]"
+    # False for containers that only run their children (Sequential): no row of their own
+    _summary_row = True
     _forward_hooks: "OrderedDict[int, Callable]"
     _forward_pre_hooks: "OrderedDict[int, Callable]"
 
@@ -130,7 +133,6 @@ class BlockAPI:
     def summary(self, *inputs: Any) -> None:
         """Print MXNet's table of each layer's output shape and parameter count, running
         forward once on ``inputs`` (the block must be initialised and not hybridized)."""
-        from .nn.basic_layers import HybridSequential, Sequential
         rows: "OrderedDict[str, tuple]" = OrderedDict()
         rows["Input"] = (_shape_str(inputs), 0, 0, 0)
         seen: set = set()
@@ -154,7 +156,7 @@ class BlockAPI:
             if getattr(block, "_active", False):
                 raise HybridizedError(f'"{block.name}" must not be hybridized to print '
                                       f"summary")
-            if not isinstance(block, (Sequential, HybridSequential)):
+            if block._summary_row:
                 handles.append(block.register_forward_hook(hook))
         try:
             self.apply(attach)
@@ -174,8 +176,7 @@ class BlockAPI:
         """
         model: dict = {}
         _structure(self, [0], model)
-        with open(prefix + "-model.json", "w") as fp:
-            json.dump(model, fp)
+        fileio.write_text(prefix + "-model.json", json.dumps(model))
         self.save_parameters(prefix + "-model.params")
 
     def load(self, prefix: str) -> None:

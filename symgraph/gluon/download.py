@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import uuid
 import warnings
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
+from .. import fileio
 from ..base import AttrError, DataError
 
 CHUNK = 1 << 16
@@ -70,30 +70,27 @@ def _chunks(url: str, verify_ssl: bool) -> tuple[Iterator[bytes], Optional[int]]
 
 def _fetch(url: str, fname: str, sha1_hash: Optional[str], size: Optional[int],
            verify_ssl: bool) -> None:
-    """One attempt: stream into a temporary file, check, rename over ``fname``."""
+    """One attempt: stream into a temporary file, check, rename over ``fname``
+    (``fileio.atomic_write``: a failed check leaves no file behind)."""
     chunks, announced = _chunks(url, verify_ssl)
     want = size if size is not None else announced
-    tmp = f"{fname}.{uuid.uuid4().hex}.part"
-    sha1, got = hashlib.sha1(), 0
-    try:
-        with open(tmp, "wb") as f:
-            for chunk in chunks:
-                got += len(chunk)
-                if want is not None and got > want:  # stop early: never store an overlong body
-                    raise DataError(f"download: {fname} from {url} is longer than the expected "
-                                    f"{want} bytes")
-                sha1.update(chunk)
-                f.write(chunk)
+
+    def write(f: Any) -> None:
+        sha1, got = hashlib.sha1(), 0
+        for chunk in chunks:
+            got += len(chunk)
+            if want is not None and got > want:  # stop early: never store an overlong body
+                raise DataError(f"download: {fname} from {url} is longer than the expected "
+                                f"{want} bytes")
+            sha1.update(chunk)
+            f.write(chunk)
         if want is not None and got != want:
             raise DataError(f"download: {fname} from {url} has {got} bytes, expected {want}")
         if sha1_hash and sha1.hexdigest() != sha1_hash:
             raise DataError(f"download: {fname} from {url} has SHA-1 {sha1.hexdigest()}, "
                             f"expected {sha1_hash}; the mirror may be outdated or the "
                             f"download corrupted")
-        os.replace(tmp, fname)  # atomic on one file system
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    fileio.atomic_write(fname, write)
 
 
 def download(url: str, path: Optional[str] = None, overwrite: bool = False,

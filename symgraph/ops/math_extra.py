@@ -94,8 +94,9 @@ register(OpDef(
 
 # -- allclose, div_sqrt_dim ------------------------------------------------------------------------
 
-ALLCLOSE_PARAMS = {"rtol": Param("float", 1e-5), "atol": Param("float", 1e-8),
-                   "equal_nan": Param("bool", True)}
+ALLCLOSE_PARAMS = {"rtol": Param("float", 1e-5, doc="Relative tolerance."),
+                   "atol": Param("float", 1e-8, doc="Absolute tolerance."),
+                   "equal_nan": Param("bool", True, doc="NaNs in the same places count as equal.")}
 
 
 def _allclose_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:

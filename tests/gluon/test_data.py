@@ -11,6 +11,7 @@ import symgraph as sg
 from symgraph.base import AttrError, DataError
 from symgraph.gluon import data as gdata
 from symgraph.gluon.data.vision import datasets as vdatasets
+from symgraph.gluon.data.vision.datasets import mnist as vmnist
 from symgraph.gluon.data.vision import transforms
 
 
@@ -141,7 +142,7 @@ def test_mnist_dataset(mnist_dir) -> None:
 def test_mnist_missing_folder_names_folder_and_files(tmp_path, monkeypatch) -> None:
     def offline(url: str):
         raise urllib.error.URLError("no network")
-    monkeypatch.setattr(vdatasets, "_opener", offline)
+    monkeypatch.setattr(vmnist, "_opener", offline)
     root = tmp_path / "nowhere"
     with pytest.raises(DataError) as err:
         vdatasets.MNIST(root=str(root), train=True)

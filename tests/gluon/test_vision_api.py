@@ -8,7 +8,8 @@ import pytest
 import symgraph as sg
 from symgraph.base import DataError, DTypeError, ShapeError
 from symgraph.gluon.data import vision
-from symgraph.gluon.data.vision import datasets_extra, transforms as T
+from symgraph.gluon.data.vision import transforms as T
+from symgraph.gluon.data.vision.datasets import more as datasets_more
 
 RNG = np.random.default_rng(0)
 
@@ -43,7 +44,7 @@ def test_cifar10_and_100_from_files(tmp_path):
 def test_cifar_missing_offline(tmp_path, monkeypatch):
     def offline(*a, **k):
         raise OSError("network unreachable")
-    monkeypatch.setattr(datasets_extra, "download", offline)
+    monkeypatch.setattr(datasets_more, "download", offline)
     with pytest.raises(DataError, match="data_batch_1.bin") as info:
         vision.CIFAR10(root=str(tmp_path))
     assert str(tmp_path) in str(info.value)

@@ -22,7 +22,7 @@ import urllib.request
 import zipfile
 from typing import Any, Callable, Optional
 
-from ... import config
+from ... import config, fileio
 from ...base import DataError
 
 __all__ = ["get_model_file", "purge", "short_hash", "load_pretrained", "DEFAULT_ROOT"]
@@ -99,13 +99,16 @@ def _download(url: str, member: str, target: str,
     folder = os.path.dirname(target)
     with tempfile.TemporaryDirectory(dir=folder) as tmp:
         archive = os.path.join(tmp, "download.zip")
-        with opener(url) as response, open(archive, "wb") as out:
+        def write(out: Any) -> None:
             size = 0
-            for chunk in iter(lambda: response.read(1 << 20), b""):
-                size += len(chunk)
-                if size > MAX_DOWNLOAD:
-                    raise DataError(f"{url}: more than {MAX_DOWNLOAD} bytes, not a model file")
-                out.write(chunk)
+            with opener(url) as response:
+                for chunk in iter(lambda: response.read(1 << 20), b""):
+                    size += len(chunk)
+                    if size > MAX_DOWNLOAD:
+                        raise DataError(f"{url}: more than {MAX_DOWNLOAD} bytes, not a model "
+                                        f"file")
+                    out.write(chunk)
+        fileio.atomic_write(archive, write)
         try:
             with zipfile.ZipFile(archive) as zf:
                 zf.extract(member, tmp)

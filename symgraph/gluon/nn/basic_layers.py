@@ -17,6 +17,8 @@ from .norm_layers import scale_shift
 class Sequential(Block):
     """Runs its children in the order they were added."""
 
+    _summary_row = False  # (Block.summary lists the children instead)
+
     def add(self, *blocks: Block) -> None:
         for block in blocks:
             self.register_child(block)
@@ -42,6 +44,8 @@ class Sequential(Block):
 
 class HybridSequential(HybridBlock):
     """Sequential whose children are HybridBlocks, so the whole chain can be hybridized."""
+
+    _summary_row = False
 
     add = Sequential.add
     __getitem__ = Sequential.__getitem__

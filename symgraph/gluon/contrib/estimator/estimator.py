@@ -17,7 +17,8 @@ from ...trainer import Trainer
 from .batch_processor import BatchProcessor
 from .event_handler import (BatchBegin, BatchEnd, EpochBegin, EpochEnd, GradientUpdateHandler,
                             LoggingHandler, MetricHandler, StoppingHandler, TrainBegin,
-                            TrainEnd, ValidationHandler, check_event_handlers)
+                            TrainEnd, ValidationHandler)
+from .event_handler.basic import check_event_handlers
 from .utils import check_handler_metric_ref, check_metrics, suggest_metric_for_loss
 
 __all__ = ["Estimator"]

@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 from . import datasets, transforms
-from .datasets import MNIST, FashionMNIST
-from .datasets_extra import (CIFAR10, CIFAR100, ImageFolderDataset,  # noqa: F401
-                             ImageRecordDataset)
+from .datasets import (CIFAR10, CIFAR100, MNIST, FashionMNIST,  # noqa: F401
+                       ImageFolderDataset, ImageRecordDataset)
 
 __all__ = ["datasets", "transforms", "MNIST", "FashionMNIST", "CIFAR10", "CIFAR100",
            "ImageFolderDataset", "ImageRecordDataset"]

@@ -13,12 +13,12 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .... import ndarray as nd
-from ....base import DataError
-from ...download import download
-from ..dataset import Dataset
-from ..record_dataset import RecordFileDataset
-from .datasets import default_root
+from ..... import ndarray as nd
+from .....base import DataError
+from ....download import download
+from ...dataset import Dataset
+from ...record_dataset import RecordFileDataset
+from .mnist import default_root
 
 REPO = "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/gluon/dataset/"
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
@@ -113,7 +113,7 @@ class ImageRecordDataset(RecordFileDataset):
         self._flag, self._transform = flag, transform
 
     def __getitem__(self, idx: int) -> Any:
-        from .... import image, recordio
+        from ..... import image, recordio
         header, img = recordio.unpack(super().__getitem__(idx))
         decoded = image.imdecode(img, self._flag)
         if self._transform is not None:
@@ -143,7 +143,7 @@ class ImageFolderDataset(Dataset):
                     self.items.append((os.path.join(path, name), float(label)))
 
     def __getitem__(self, idx: int) -> Any:
-        from .... import image
+        from ..... import image
         img = image.imread(self.items[idx][0], self._flag)
         label = self.items[idx][1]
         if self._transform is not None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Optional, Union
 
-from ....base import DataError
-from ....metric import Loss as LossMetric
-from .utils import as_list_of, check_metrics
+from .....base import DataError
+from .....metric import Loss as LossMetric
+from ..utils import as_list_of, check_metrics
 
 __all__ = ["EventHandler", "TrainBegin", "TrainEnd", "EpochBegin", "EpochEnd", "BatchBegin",
            "BatchEnd", "StoppingHandler", "MetricHandler", "ValidationHandler",
@@ -223,7 +223,3 @@ class GradientUpdateHandler(BatchEnd):
         losses = loss if isinstance(loss, list) else [loss]
         estimator.trainer.step(sum(lo.shape[0] for lo in losses))
         return False
-
-
-# (they build on the classes above)
-from .checkpoint import CheckpointHandler, EarlyStoppingHandler  # noqa: E402

@@ -7,10 +7,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .... import random as _random
-from ....base import DataError, DTypeError
-from ...block import Block
-from .transforms import _check_proba, _host, _img, _like, _per_image
+from ..... import random as _random
+from .....base import DataError, DTypeError
+from ....block import Block
+from .basic import _check_proba, _host, _img, _like, _per_image
 
 # ImageNet's RGB eigenvalues and eigenvectors, as MXNet's RandomLighting uses them
 _EIGVAL = np.array([55.46, 4.794, 1.148])

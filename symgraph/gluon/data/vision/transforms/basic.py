@@ -12,18 +12,18 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from .... import ndarray as nd
-from .... import random as _random
-from ....base import DataError, ShapeError
-from ...block import Block, HybridBlock
-from ...nn.basic_layers import HybridSequential, Sequential
+from ..... import ndarray as nd
+from ..... import random as _random
+from .....base import DataError, ShapeError
+from ....block import Block, HybridBlock
+from ....nn.basic_layers import HybridSequential, Sequential
 
 Size = Union[int, Sequence[int]]
 
 
 def _img() -> Any:
     """``sg.image`` (imported on first use: it loads Pillow)."""
-    from .... import image
+    from ..... import image
     return image
 
 
@@ -264,8 +264,3 @@ def _check_proba(p: float, who: str) -> float:
     if not 0.0 <= p <= 1.0:
         raise DataError(f"{who}: probability must be in [0, 1], got {p}")
     return p
-
-
-from .transforms_color import (RandomBrightness, RandomColorJitter,  # noqa: E402,F401
-                               RandomContrast, RandomGray, RandomHue, RandomLighting,
-                               RandomRotation, RandomSaturation, Rotate)

@@ -8,9 +8,9 @@ import os
 import warnings
 from typing import Any, Callable, Optional
 
-from ....base import DataError
-from ....metric import CompositeEvalMetric, EvalMetric
-from .event_handler import BatchEnd, EpochEnd, TrainBegin, TrainEnd
+from .....base import DataError
+from .....metric import CompositeEvalMetric, EvalMetric
+from .basic import BatchEnd, EpochEnd, TrainBegin, TrainEnd
 
 
 def _comparison(mode: str, monitor: EvalMetric, who: str) -> Callable[[float, float], bool]:

@@ -15,11 +15,11 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from .... import config
-from .... import ndarray as nd
-from ....base import DataError
-from ....datasets import mnist as _mnist
-from ..dataset import Dataset
+from ..... import config
+from ..... import ndarray as nd
+from .....base import DataError
+from .....datasets import mnist as _mnist
+from ...dataset import Dataset
 
 DOWNLOAD_TIMEOUT = 30.0  # seconds per request: no network should fail fast, not hang
 
@@ -101,7 +101,3 @@ class FashionMNIST(MNIST):
 
     _namespace = "fashion-mnist"
     _can_download = False
-
-# (MXNet keeps these in vision.datasets too)
-from .datasets_extra import (CIFAR10, CIFAR100, ImageFolderDataset,  # noqa: E402,F401
-                             ImageRecordDataset)
