@@ -29,7 +29,7 @@ def test_get_mnist_layout(mnist_dir) -> None:
 
 
 def test_get_mnist_missing_folder(tmp_path, monkeypatch) -> None:
-    from symgraph.gluon.data.vision import datasets
+    from symgraph.gluon.data.vision.datasets import mnist as datasets
     monkeypatch.setattr(datasets, "_opener", lambda url: (_ for _ in ()).throw(OSError("down")))
     with pytest.raises(mx.DataError) as err:
         mx.test_utils.get_mnist(str(tmp_path))
