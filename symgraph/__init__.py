@@ -29,6 +29,9 @@ from . import profiler  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package is imported on first use)
 from . import gluon  # noqa: E402
 from . import kvstore, parallel  # noqa: E402  (NCCL is loaded on first GPU use)
+from . import attribute, util  # noqa: E402
+from .attribute import AttrScope  # noqa: E402
+from .util import is_np_shape, np_shape, set_np_shape, use_np_shape  # noqa: E402
 from . import amp, contrib  # noqa: E402
 from .parallel import group as _parallel_group  # noqa: E402,F401  (Module(context=[...]))
 from . import bucketing_module as _bucketing  # noqa: E402,F401  (sg.mod.BucketingModule)
@@ -49,4 +52,5 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
            "profiler", "onnx", "__version__",
            "autograd", "imperative", "context", "gluon", "monitor", "mon", "kv", "kvstore",
-           "parallel", "amp", "contrib"]
+           "parallel", "amp", "contrib", "attribute", "AttrScope", "util", "np_shape",
+           "use_np_shape", "is_np_shape", "set_np_shape"]

@@ -30,6 +30,8 @@ import numpy as np
 
 from . import name as _name
 from . import registry
+from .attribute import HIDDEN_KEYS, AttrScope, hidden_key
+from .attribute import current_attrs as scoped
 from .attrs import REQUIRED, Attrs, parse_attrs
 from .base import AttrError
 from .base import where as _where
@@ -191,7 +193,7 @@ def apply_op(op: str, inputs: Sequence[Optional[Handle]], attrs: dict,
         if isinstance(s, Handle) and len(s._outputs) == 1:
             entries.append(s._outputs[0])
     if len(entries) != len(slots):
-        entries = _input_entries(opdef, node_name, slots, inputs)
+        entries = _input_entries(opdef, node_name, slots, inputs, extra)
     for k in extra or {}:  # as MXNet: an op's user attributes are __hidden__ (JSON needs it)
         if not (k.startswith("__") and k.endswith("__") and len(k) > 4):
             raise AttrError(f"{_where(node_name, opdef.name)}user attribute {k!r} must be "
@@ -204,15 +206,18 @@ def apply_op(op: str, inputs: Sequence[Optional[Handle]], attrs: dict,
 
 
 def _input_entries(opdef: registry.OpDef, node_name: str, slots: Sequence[str],
-                   inputs: Sequence[Optional[Handle]]) -> list[Entry]:
+                   inputs: Sequence[Optional[Handle]],
+                   extra: Optional[dict] = None) -> list[Entry]:
     """The entry of each input slot; a missing input (``None``, or past the end) becomes a new
-    variable ``<node>_<slot>``."""
+    variable ``<node>_<slot>`` with the node's user attributes (as MXNet: ``__lr_mult__`` or
+    ``__ctx_group__`` on a layer reach the weights it creates)."""
+    var_extra = {k: str(v) for k, v in extra.items()} if extra else None
     entries = []
     n_in = len(inputs)
     for i, slot in enumerate(slots):
         h = inputs[i] if i < n_in else None
         if h is None:
-            entries.append(Entry(variable(f"{node_name}_{slot}")))
+            entries.append(Entry(variable(f"{node_name}_{slot}", var_extra)))
             continue
         if not isinstance(h, Handle) or len(h._outputs) != 1:
             raise AttrError(f"{_where(node_name, opdef.name)}input '{slot}' must be a "
@@ -231,12 +236,15 @@ def make_op_function(opdef: registry.OpDef, cls: type = Handle,
     def op_function(*args: Any, name: Optional[str] = None, attr: Optional[dict] = None,
                     **kwargs: Any) -> Any:
         # (plain loops: autodiff builds most backward nodes through here)
-        handle_kwargs, attrs, extra = {}, {}, dict(attr or {})
+        handle_kwargs, attrs = {}, {}
+        extra = AttrScope.current().get(attr) if attr or scoped() else {}
         for k, v in kwargs.items():
             if isinstance(v, Handle):
                 handle_kwargs[k] = v
             elif k.startswith("__") and k.endswith("__"):
                 extra[k] = v
+            elif k in HIDDEN_KEYS:  # MXNet's `lr_mult=` on a layer is its `__lr_mult__`
+                extra[hidden_key(k)] = str(v)
             else:
                 attrs[k] = v
         n_in = len(args)

@@ -1,7 +1,9 @@
 """Device contexts: ``sg.cpu()`` and ``sg.gpu(i)`` as in MXNet."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+from typing import ClassVar, Optional
 
 __all__ = ["Context", "cpu", "gpu", "current_context", "num_gpus"]
 
@@ -12,6 +14,8 @@ class Context:
 
     device_type: str
     device_id: int = 0
+    # MXNet's name: the thread's default context lives in `_default_ctx.value`
+    _default_ctx: ClassVar[threading.local] = threading.local()
 
     # Contexts key the program caches and parameter tables on every step: the hash is
     # computed once, and equal contexts made by cpu()/gpu() are one object (identity first).
@@ -32,6 +36,18 @@ class Context:
 
     def __repr__(self) -> str:
         return f"{self.device_type}({self.device_id})"
+
+    def __enter__(self) -> "Context":
+        """``with sg.gpu(0):`` makes this the default context of the block (MXNet)."""
+        stack = getattr(Context._default_ctx, "stack", None)
+        if stack is None:
+            stack = Context._default_ctx.stack = []
+        stack.append(getattr(Context._default_ctx, "value", None))
+        Context._default_ctx.value = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Context._default_ctx.value = Context._default_ctx.stack.pop()
 
 
 _MADE: dict[tuple, Context] = {}
@@ -57,8 +73,10 @@ def gpu(device_id: int = 0) -> Context:
 
 
 def current_context() -> Context:
-    """The default context: the CPU."""
-    return cpu()
+    """The default context: the CPU, or the context of the innermost ``with ctx:`` block
+    (``test_utils.set_default_context`` sets it for the thread)."""
+    ctx: Optional[Context] = getattr(Context._default_ctx, "value", None)
+    return cpu() if ctx is None else ctx
 
 
 def num_gpus() -> int:
