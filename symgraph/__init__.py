@@ -30,6 +30,7 @@ from . import onnx  # noqa: E402  (the onnx package is imported on first use)
 from . import gluon  # noqa: E402
 from . import kvstore, parallel  # noqa: E402  (NCCL is loaded on first GPU use)
 from . import attribute, util  # noqa: E402
+from . import io_text, io_wrappers  # noqa: E402,F401  (CSVIter, LibSVMIter, ResizeIter... in sg.io)
 from .attribute import AttrScope  # noqa: E402
 from .util import is_np_shape, np_shape, set_np_shape, use_np_shape  # noqa: E402
 from . import amp, contrib  # noqa: E402
