@@ -101,3 +101,19 @@ def test_attr_dicts_match_mxnet() -> None:
                 ("mood", "lr_mult", "wd_mult")}
         assert {k: ours[node][k] for k in user} == user
     assert v.list_attr() == want[1] and v.attr("ctx_group") == want[2]
+
+
+def test_base_helpers_of_mxnet_scripts() -> None:
+    from symgraph.base import _as_list, integer_types, numeric_types, py_str, string_types
+    assert _as_list((1, 2)) == (1, 2) and _as_list([1]) == [1] and _as_list(3) == [3]
+    assert py_str("é".encode()) == "é" and isinstance("s", string_types)
+    assert isinstance(3, integer_types) and not isinstance(3.0, integer_types)
+    assert isinstance(2.5, numeric_types) and not isinstance("2", numeric_types)
+
+
+def test_np_shape_marks_unknown_dimensions_with_minus_one() -> None:
+    cat = S.Concat(S.var("x"), S.var("y"), dim=1)
+    assert cat.infer_shape_partial(x=(0, 3), y=(0, 2))[1] == [(0, 5)]
+    with sg.np_shape(True):
+        assert cat.infer_shape_partial(x=(-1, 3), y=(-1, 2))[1] == [(-1, 5)]
+        assert cat.infer_shape_partial(x=(4, 3), y=(-1, 2))[0] == [(4, 3), (4, 2)]
