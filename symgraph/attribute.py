@@ -3,7 +3,8 @@
 As MXNet's: variables take any key; op nodes take ``__key__`` ones. MXNet's hidden keys
 (``ctx_group``, ``lr_mult``, ``wd_mult``, ``force_mirroring``, ``mirror_stage``) are stored as
 ``__key__`` and read back under both spellings. Attributes given at creation win over the
-scope's; inner scopes add to (and override) outer ones.
+scope's; inner scopes add to (and override) outer ones. The scope is per thread;
+``AttrScope.current`` reads or replaces it (MXNet's class property).
 
 Example::
 
@@ -33,7 +34,22 @@ def hidden_key(key: str) -> str:
     return f"__{key}__" if key in HIDDEN_KEYS else key
 
 
-class AttrScope:
+class _ScopeClass(type):
+    """Gives the class MXNet's ``AttrScope.current``: the thread's scope, settable."""
+
+    @property
+    def current(cls) -> "AttrScope":
+        scope = getattr(_LOCAL, "current", None)
+        if scope is None:
+            scope = _LOCAL.current = AttrScope()
+        return scope
+
+    @current.setter
+    def current(cls, scope: "AttrScope") -> None:
+        _LOCAL.current = scope
+
+
+class AttrScope(metaclass=_ScopeClass):
     """Attributes (string values) attached to the symbols created in the ``with`` block."""
 
     # Names MXNet's control-flow operators give their subgraphs, counted per prefix
@@ -54,19 +70,13 @@ class AttrScope:
         return out
 
     def __enter__(self) -> "AttrScope":
-        self._old = getattr(_LOCAL, "current", None)
-        if self._old is not None:  # nested scopes accumulate
-            self._attr = {**self._old._attr, **self._attr}
+        self._old = AttrScope.current
+        self._attr = {**self._old._attr, **self._attr}  # nested scopes accumulate
         _LOCAL.current = self
         return self
 
     def __exit__(self, *exc: object) -> None:
         _LOCAL.current = self._old
-
-    @classmethod
-    def current(cls) -> "AttrScope":
-        """The innermost active scope (an empty one outside any ``with``)."""
-        return getattr(_LOCAL, "current", None) or cls()
 
 
 def current_attrs() -> Optional[dict[str, str]]:

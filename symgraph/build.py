@@ -237,7 +237,7 @@ def make_op_function(opdef: registry.OpDef, cls: type = Handle,
                     **kwargs: Any) -> Any:
         # (plain loops: autodiff builds most backward nodes through here)
         handle_kwargs, attrs = {}, {}
-        extra = AttrScope.current().get(attr) if attr or scoped() else {}
+        extra = AttrScope.current.get(attr) if attr or scoped() else {}
         for k, v in kwargs.items():
             if isinstance(v, Handle):
                 handle_kwargs[k] = v

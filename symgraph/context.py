@@ -8,14 +8,33 @@ from typing import ClassVar, Optional
 __all__ = ["Context", "cpu", "gpu", "current_context", "num_gpus"]
 
 
+class _ContextClass(type):
+    """Gives the class MXNet's ``Context.default_ctx``: the thread's default, settable."""
+
+    @property
+    def default_ctx(cls) -> "Context":
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx: "Context") -> None:
+        Context._default_ctx.value = ctx
+
+
 @dataclass(frozen=True, eq=False)
-class Context:
+class Context(metaclass=_ContextClass):
     """A device: ``device_type`` is ``'cpu'`` or ``'gpu'``."""
 
     device_type: str
     device_id: int = 0
     # MXNet's name: the thread's default context lives in `_default_ctx.value`
     _default_ctx: ClassVar[threading.local] = threading.local()
+    devtype2str: ClassVar[dict] = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    devstr2type: ClassVar[dict] = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
+
+    @property
+    def device_typeid(self) -> int:
+        """MXNet's number of the device type (1 cpu, 2 gpu)."""
+        return Context.devstr2type[self.device_type]
 
     # Contexts key the program caches and parameter tables on every step: the hash is
     # computed once, and equal contexts made by cpu()/gpu() are one object (identity first).

@@ -290,7 +290,7 @@ def var(name: str, attr: Optional[dict] = None, shape: Optional[Sequence[int]] =
     """A variable (graph input). ``shape``/``dtype`` are hints checked by inference."""
     if not isinstance(name, str) or not name:
         raise GraphError(f"variable name must be a non-empty string, got {name!r}")
-    extra = AttrScope.current().get(attr)  # the `with sg.AttrScope(...)` block's, then attr
+    extra = AttrScope.current.get(attr)  # the `with sg.AttrScope(...)` block's, then attr
     if shape is not None:
         extra["__shape__"] = format_value(tuple(int(s) for s in shape))
     if dtype is not None:

@@ -77,6 +77,26 @@ def test_context_with_block() -> None:
             assert sg.current_context() == sg.cpu(5)
         assert sg.nd.ones(1).context == sg.cpu(2)
     assert sg.current_context() == sg.cpu()
+    seen = []
+    worker = threading.Thread(target=lambda: (setattr(sg.Context, "default_ctx", sg.gpu(4)),
+                                              seen.append(sg.Context.default_ctx)))
+    worker.start()
+    worker.join()
+    assert seen == [sg.gpu(4)] and sg.Context.default_ctx == sg.cpu()  # per thread
+    assert sg.Context.devtype2str[sg.gpu(1).device_typeid] == "gpu"
+
+
+def test_scope_assigned_to_the_class_is_per_thread() -> None:
+    sg.AttrScope.current = sg.AttrScope(__k__="main")
+    try:
+        seen = []
+        worker = threading.Thread(target=lambda: seen.append(dict(sg.AttrScope.current._attr)))
+        worker.start()
+        worker.join()
+        assert seen == [{}] and S.relu(S.var("q")).attr("__k__") == "main"
+    finally:
+        sg.AttrScope.current = sg.AttrScope()
+    assert S.relu(S.var("q")).attr("__k__") is None
 
 
 @pytest.mark.mxnet
