@@ -59,15 +59,31 @@ def _narrower(dt1: Any, dt2: Any) -> np.dtype:
     return np.dtype(dt1) if np.dtype(dt1).itemsize < np.dtype(dt2).itemsize else np.dtype(dt2)
 
 
-def _compare(got: NDArray, want: Any, what: str, rtol: Any, atol: Any, equal_nan: bool,
-             raise_on_err: bool) -> None:
-    try:
-        assert_almost_equal(got, want, rtol=rtol, atol=atol, names=(what, "ground truth"),
-                            equal_nan=equal_nan)
-    except AssertionError as exc:
-        if raise_on_err:
-            raise
-        print(exc)
+def _compare_runs(exes: list, gt: dict, gt_idx: int, names: list, with_grads: bool,
+                  tols: tuple, equal_nan: bool, raise_on_err: bool) -> None:
+    """Compare every run but the ground truth's with ``gt``, output and (``with_grads``)
+    gradient by name. An array narrower than its run's main dtype (a float32 gamma gradient
+    in a float16 run) is held to the narrower dtype's tolerance."""
+    dtypes = [np.dtype(exe.outputs[0].dtype) for exe in exes]
+    for i, exe in enumerate(exes):
+        arrays = exe.outputs + (exe.grad_arrays if with_grads else [])
+        for name, got in zip(names, arrays):
+            want = gt.get(name)
+            if i == gt_idx or want is None or got is None:
+                continue
+            rtol, atol = tols
+            low_got = _narrower(got.dtype, dtypes[i])
+            low_gt = _narrower(want.dtype, dtypes[gt_idx])
+            if low_got != got.dtype or low_gt != want.dtype:
+                rtol, atol = get_tols(np.zeros(1, low_got), np.zeros(1, low_gt), rtol, atol)
+            try:
+                assert_almost_equal(got, want, rtol=rtol, atol=atol,
+                                    names=(f"ctx {i} {name}", "ground truth"),
+                                    equal_nan=equal_nan)
+            except AssertionError as exc:
+                if raise_on_err:
+                    raise
+                print(exc)
 
 
 def check_consistency(sym: Any, ctx_list: Sequence[Mapping[str, Any]], scale: float = 1.0,
@@ -90,17 +106,13 @@ def check_consistency(sym: Any, ctx_list: Sequence[Mapping[str, Any]], scale: fl
     _fill_inputs(exes, {} if arg_params is None else arg_params,
                  {} if aux_params is None else aux_params, scale, use_uniform, rand_type,
                  grad_req)
-    dtypes = [np.dtype(exe.outputs[0].dtype) for exe in exes]
-    gt_idx = max(range(len(exes)), key=lambda i: (dtypes[i].itemsize, -i))
+    sizes = [np.dtype(exe.outputs[0].dtype).itemsize for exe in exes]
+    gt_idx = sizes.index(max(sizes))
     for exe in exes:
         exe.forward(is_train=False)
     gt = dict(ground_truth) if ground_truth is not None else \
         {n: o.copy() for n, o in zip(out_names, exes[gt_idx].outputs)}
-    for i, exe in enumerate(exes):
-        for name, out in zip(out_names, exe.outputs):
-            if i != gt_idx:
-                _compare(out, gt[name], f"ctx {i} output {name}", rtol, atol, equal_nan,
-                         raise_on_err)
+    _compare_runs(exes, gt, gt_idx, out_names, False, (rtol, atol), equal_nan, raise_on_err)
     if grad_req == "null":
         return gt
     for exe in exes:
@@ -115,19 +127,8 @@ def check_consistency(sym: Any, ctx_list: Sequence[Mapping[str, Any]], scale: fl
         gt.update({n: o.copy() for n, o in zip(out_names, exes[gt_idx].outputs)})
         gt.update({n: None if g is None else g.copy()
                    for n, g in zip(arg_names, exes[gt_idx].grad_arrays)})
-    for i, exe in enumerate(exes):
-        if i == gt_idx:
-            continue
-        for name, got in zip(out_names + arg_names, exe.outputs + exe.grad_arrays):
-            if gt.get(name) is None or got is None:
-                continue
-            rt, at = rtol, atol
-            want = gt[name]
-            low_got, low_gt = _narrower(got.dtype, dtypes[i]), _narrower(want.dtype,
-                                                                          dtypes[gt_idx])
-            if low_got != got.dtype or low_gt != want.dtype:  # float32 gamma of a float16 run
-                rt, at = get_tols(np.zeros(1, low_got), np.zeros(1, low_gt), rtol, atol)
-            _compare(got, want, f"ctx {i} {name}", rt, at, equal_nan, raise_on_err)
+    _compare_runs(exes, gt, gt_idx, out_names + arg_names, True, (rtol, atol), equal_nan,
+                  raise_on_err)
     return gt
 
 
