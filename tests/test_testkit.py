@@ -171,3 +171,11 @@ def test_tolerance_defaults_match_mxnet() -> None:
             for t in ("float16", "float32", "float64")] == got["tols"]
     dat = np.arange(24.).reshape(2, 3, 4)
     assert tu.np_reduce(dat, (0, 2), True, np.max).tolist() == got["red"]
+
+
+def test_discard_stderr_silences_file_descriptor_2(capfd: pytest.CaptureFixture) -> None:
+    with tu.discard_stderr():
+        os.write(2, b"hidden\n")
+    os.write(2, b"shown\n")
+    err = capfd.readouterr().err
+    assert "shown" in err and "hidden" not in err

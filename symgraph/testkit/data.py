@@ -223,17 +223,13 @@ def retry(n: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
 def discard_stderr() -> Iterator[None]:
     """Send what is written to file descriptor 2 (C code's messages too) to the null device
     for the ``with`` block."""
-    try:
-        fd = sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):  # a captured stream without a descriptor
-        yield
-        return
+    fd = 2  # the descriptor itself: sys.stderr may be a Python-level capture of it
     sys.stderr.flush()
-    saved = os.dup(fd)
+    saved, null = os.dup(fd), os.open(os.devnull, os.O_WRONLY)  # the null device: no file
     try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), fd)
-            yield
+        os.dup2(null, fd)
+        yield
     finally:
         os.dup2(saved, fd)
         os.close(saved)
+        os.close(null)
