@@ -29,6 +29,9 @@ from . import profiler  # noqa: E402
 from . import onnx  # noqa: E402  (the onnx package is imported on first use)
 from . import gluon  # noqa: E402
 from . import kvstore, parallel  # noqa: E402  (NCCL is loaded on first GPU use)
+from . import attribute, util  # noqa: E402
+from .attribute import AttrScope  # noqa: E402
+from .util import is_np_shape, np_shape, set_np_shape, use_np_shape  # noqa: E402
 from . import amp, contrib  # noqa: E402
 from . import image, recordio  # noqa: E402  (Pillow is imported on first decode)
 
@@ -53,4 +56,5 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
            "profiler", "onnx", "__version__",
            "autograd", "imperative", "context", "gluon", "monitor", "mon", "kv", "kvstore",
-           "parallel", "amp", "contrib", "image", "img", "recordio"]
+           "parallel", "amp", "contrib", "image", "img", "recordio", "attribute", "AttrScope",
+           "util", "np_shape", "use_np_shape", "is_np_shape", "set_np_shape"]

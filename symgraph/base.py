@@ -5,13 +5,13 @@ node name and op where it is known, and is raised before anything is allocated o
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
 __all__ = ["SymgraphError", "AttrError", "ShapeError", "DTypeError", "BindError", "GraphError",
            "ExecutionError", "DataError", "MissingParamError", "NotImplementedForSymbol",
-           "mx_real_t"]
+           "mx_real_t", "integer_types", "numeric_types", "string_types", "py_str"]
 
 
 class SymgraphError(Exception):
@@ -52,6 +52,21 @@ class NotImplementedForSymbol(SymgraphError, TypeError):
 
 mx_real_t = np.float32
 """MXNet's default real type (``mxnet.base.mx_real_t``)."""
+
+# MXNet's type groups of `mxnet.base`, which its scripts test arguments against
+integer_types = (int, np.integer)
+numeric_types = (float, int, np.generic)
+string_types = (str,)
+
+
+def py_str(x: bytes) -> str:
+    """``bytes`` from a C library as ``str`` (MXNet's ``mxnet.base.py_str``)."""
+    return x.decode("utf-8")
+
+
+def _as_list(obj: object) -> Union[list, tuple]:
+    """``obj`` itself if it is a list or a tuple, else ``[obj]`` (MXNet's helper)."""
+    return obj if isinstance(obj, (list, tuple)) else [obj]
 
 
 def where(name: Optional[str], op: Optional[str]) -> str:

@@ -23,18 +23,20 @@ Example::
 """
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from . import name as _name
 from . import registry
-from .attrs import REQUIRED, Attrs, parse_attrs
+from .attribute import HIDDEN_KEYS, AttrScope, hidden_key
+from .attribute import current_attrs as scoped
+from .attrs import Attrs, parse_attrs
 from .base import AttrError
 from .base import where as _where
 from .fluent import Fluent
 from .graph import Entry, Node, variable
+from .probe import probe_input_names
 
 # (op, registry generation, given attrs) -> (parsed attrs, input names, visible outputs,
 # all outputs); the types are part of the key: 1, 1.0 and True are equal but may parse apart.
@@ -191,7 +193,7 @@ def apply_op(op: str, inputs: Sequence[Optional[Handle]], attrs: dict,
         if isinstance(s, Handle) and len(s._outputs) == 1:
             entries.append(s._outputs[0])
     if len(entries) != len(slots):
-        entries = _input_entries(opdef, node_name, slots, inputs)
+        entries = _input_entries(opdef, node_name, slots, inputs, extra)
     for k in extra or {}:  # as MXNet: an op's user attributes are __hidden__ (JSON needs it)
         if not (k.startswith("__") and k.endswith("__") and len(k) > 4):
             raise AttrError(f"{_where(node_name, opdef.name)}user attribute {k!r} must be "
@@ -204,15 +206,18 @@ def apply_op(op: str, inputs: Sequence[Optional[Handle]], attrs: dict,
 
 
 def _input_entries(opdef: registry.OpDef, node_name: str, slots: Sequence[str],
-                   inputs: Sequence[Optional[Handle]]) -> list[Entry]:
+                   inputs: Sequence[Optional[Handle]],
+                   extra: Optional[dict] = None) -> list[Entry]:
     """The entry of each input slot; a missing input (``None``, or past the end) becomes a new
-    variable ``<node>_<slot>``."""
+    variable ``<node>_<slot>`` with the node's user attributes (as MXNet: ``__lr_mult__`` or
+    ``__ctx_group__`` on a layer reach the weights it creates)."""
+    var_extra = {k: str(v) for k, v in extra.items()} if extra else None
     entries = []
     n_in = len(inputs)
     for i, slot in enumerate(slots):
         h = inputs[i] if i < n_in else None
         if h is None:
-            entries.append(Entry(variable(f"{node_name}_{slot}")))
+            entries.append(Entry(variable(f"{node_name}_{slot}", var_extra)))
             continue
         if not isinstance(h, Handle) or len(h._outputs) != 1:
             raise AttrError(f"{_where(node_name, opdef.name)}input '{slot}' must be a "
@@ -231,12 +236,15 @@ def make_op_function(opdef: registry.OpDef, cls: type = Handle,
     def op_function(*args: Any, name: Optional[str] = None, attr: Optional[dict] = None,
                     **kwargs: Any) -> Any:
         # (plain loops: autodiff builds most backward nodes through here)
-        handle_kwargs, attrs, extra = {}, {}, dict(attr or {})
+        handle_kwargs, attrs = {}, {}
+        extra = AttrScope.current.get(attr) if attr or scoped() else {}
         for k, v in kwargs.items():
             if isinstance(v, Handle):
                 handle_kwargs[k] = v
             elif k.startswith("__") and k.endswith("__"):
                 extra[k] = v
+            elif k in HIDDEN_KEYS:  # MXNet's `lr_mult=` on a layer is its `__lr_mult__`
+                extra[hidden_key(k)] = str(v)
             else:
                 attrs[k] = v
         n_in = len(args)
@@ -300,51 +308,6 @@ def input_names(opdef: registry.OpDef, attrs: dict, name: Optional[str]) -> tupl
         return parsed(opdef, attrs, name or "?")[1]
     except AttrError:
         return probe_input_names(opdef, attrs)
-
-
-def probe_input_names(opdef: registry.OpDef, attrs: dict) -> tuple[str, ...]:
-    """Input names for ``attrs`` before full validation (which needs the node name and runs
-    in apply_op); invalid values fall back to placeholders so the real error comes later."""
-    if not callable(opdef.inputs) and _placeholders_parse(opdef):
-        # Names that do not depend on the attrs, and the last candidate below parses: every
-        # path returns them (bind time: autodiff builds every backward node through here).
-        return tuple(opdef.inputs)
-    probe = {k: v for k, v in attrs.items() if k in opdef.params}
-    for candidate in (probe, {**_fill_required(opdef), **probe}, _fill_required(opdef)):
-        try:
-            return opdef.input_names(parse_attrs(opdef.params, candidate, ""))
-        except AttrError:
-            continue
-    return ()
-
-
-def _placeholders_parse(opdef: registry.OpDef) -> bool:
-    """Whether ``opdef``'s attribute schema accepts :func:`_fill_required`'s placeholders
-    (remembered per registered op)."""
-    if registry.has_op(opdef.name) and registry.get_op(opdef.name) is opdef:
-        return _registered_placeholders_parse(opdef.name, registry.generation())
-    return _parses(opdef, _fill_required(opdef))
-
-
-@lru_cache(maxsize=4096)  # keyed by the registry's generation: a re-registered op is asked anew
-def _registered_placeholders_parse(name: str, gen: int) -> bool:
-    opdef = registry.get_op(name)
-    return _parses(opdef, _fill_required(opdef))
-
-
-def _parses(opdef: registry.OpDef, attrs: dict) -> bool:
-    try:
-        parse_attrs(opdef.params, attrs, "")
-        return True
-    except AttrError:
-        return False
-
-
-def _fill_required(opdef: registry.OpDef) -> dict:
-    """Placeholder values for required attributes, to learn input names before validation."""
-    samples = {"int": 1, "float": 1.0, "bool": False, "shape": (1,), "str": "", "dtype": "float32"}
-    return {k: samples.get(p.kind, None) if not p.choices else p.choices[0]
-            for k, p in opdef.params.items() if p.default is REQUIRED}
 
 
 class Ops:

@@ -1,17 +1,40 @@
 """Device contexts: ``sg.cpu()`` and ``sg.gpu(i)`` as in MXNet."""
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
+from typing import ClassVar, Optional
 
 __all__ = ["Context", "cpu", "gpu", "current_context", "num_gpus"]
 
 
+class _ContextClass(type):
+    """Gives the class MXNet's ``Context.default_ctx``: the thread's default, settable."""
+
+    @property
+    def default_ctx(cls) -> "Context":
+        return current_context()
+
+    @default_ctx.setter
+    def default_ctx(cls, ctx: "Context") -> None:
+        Context._default_ctx.value = ctx
+
+
 @dataclass(frozen=True, eq=False)
-class Context:
+class Context(metaclass=_ContextClass):
     """A device: ``device_type`` is ``'cpu'`` or ``'gpu'``."""
 
     device_type: str
     device_id: int = 0
+    # MXNet's name: the thread's default context lives in `_default_ctx.value`
+    _default_ctx: ClassVar[threading.local] = threading.local()
+    devtype2str: ClassVar[dict] = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    devstr2type: ClassVar[dict] = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
+
+    @property
+    def device_typeid(self) -> int:
+        """MXNet's number of the device type (1 cpu, 2 gpu)."""
+        return Context.devstr2type[self.device_type]
 
     # Contexts key the program caches and parameter tables on every step: the hash is
     # computed once, and equal contexts made by cpu()/gpu() are one object (identity first).
@@ -32,6 +55,18 @@ class Context:
 
     def __repr__(self) -> str:
         return f"{self.device_type}({self.device_id})"
+
+    def __enter__(self) -> "Context":
+        """``with sg.gpu(0):`` makes this the default context of the block (MXNet)."""
+        stack = getattr(Context._default_ctx, "stack", None)
+        if stack is None:
+            stack = Context._default_ctx.stack = []
+        stack.append(getattr(Context._default_ctx, "value", None))
+        Context._default_ctx.value = self
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Context._default_ctx.value = Context._default_ctx.stack.pop()
 
 
 _MADE: dict[tuple, Context] = {}
@@ -57,8 +92,10 @@ def gpu(device_id: int = 0) -> Context:
 
 
 def current_context() -> Context:
-    """The default context: the CPU."""
-    return cpu()
+    """The default context: the CPU, or the context of the innermost ``with ctx:`` block
+    (``test_utils.set_default_context`` sets it for the thread)."""
+    ctx: Optional[Context] = getattr(Context._default_ctx, "value", None)
+    return cpu() if ctx is None else ctx
 
 
 def num_gpus() -> int:

@@ -16,7 +16,7 @@ import inspect
 from typing import Any, Callable, Literal, Optional, Union
 
 from .attrs import REQUIRED, Param
-from .build import probe_input_names
+from .probe import probe_input_names
 from .ndarray import NDArray
 from .registry import OpDef
 

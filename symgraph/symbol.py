@@ -20,6 +20,7 @@ from .fluent import Fluent, make_functions
 from .passes.gradient import gradient
 from .serialize import graph_from_json, load_graph, to_json
 from .serialize import save as save_json
+from .attribute import HIDDEN_KEYS, AttrScope, hidden_key
 from .attrs import format_value
 from .base import AttrError, BindError, GraphError, NotImplementedForSymbol
 from .dtypes import as_dtype
@@ -141,8 +142,9 @@ class Symbol(Handle, Fluent):
     def attr(self, key: str) -> Optional[str]:
         """One attribute of this (single) node as a string, or None."""
         node = self._outputs[0].node
-        if key in node.extra:
-            return str(node.extra[key])
+        for k in (key, hidden_key(key)):  # `lr_mult` reads `__lr_mult__`, as MXNet's
+            if k in node.extra:
+                return str(node.extra[k])
         if key in node.attrs:
             return format_value(node.attrs[key])
         return None
@@ -277,6 +279,7 @@ def _output_name(e: Entry) -> str:
 def _node_attr_strings(node: Node) -> dict[str, str]:
     d = {k: format_value(v) for k, v in node.attrs.items()}
     d.update({k: str(v) for k, v in node.extra.items()})
+    d.update({k: d[f"__{k}__"] for k in HIDDEN_KEYS if f"__{k}__" in d})  # both spellings
     return d
 
 
@@ -289,15 +292,15 @@ def var(name: str, attr: Optional[dict] = None, shape: Optional[Sequence[int]] =
     """A variable (graph input). ``shape``/``dtype`` are hints checked by inference."""
     if not isinstance(name, str) or not name:
         raise GraphError(f"variable name must be a non-empty string, got {name!r}")
-    extra = {k: str(v) for k, v in (attr or {}).items()}
+    extra = AttrScope.current.get(attr)  # the `with sg.AttrScope(...)` block's, then attr
     if shape is not None:
         extra["__shape__"] = format_value(tuple(int(s) for s in shape))
     if dtype is not None:
         extra["__dtype__"] = as_dtype(dtype).name
-    if lr_mult is not None:
-        extra["__lr_mult__"] = str(float(lr_mult))
-    if wd_mult is not None:
-        extra["__wd_mult__"] = str(float(wd_mult))
+    for key, mult in (("__lr_mult__", lr_mult), ("__wd_mult__", wd_mult)):
+        if mult is not None:  # MXNet keeps the text the user gave (lr_mult=1 reads back '1')
+            float(mult)
+            extra[key] = str(mult)
     if init is not None:
         extra["__init__"] = init if isinstance(init, str) else init.dumps()
     for k, v in kwargs.items():

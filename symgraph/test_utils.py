@@ -1,5 +1,14 @@
 """Checks against independent references: forward values, and gradients by central differences
-in float64 (MXNet's ``mx.test_utils`` names and arguments)."""
+in float64 (MXNet's ``mx.test_utils`` names and arguments). The comparisons, test inputs,
+consistency and speed checks and generator statistics live in ``symgraph.testkit`` and are
+all importable from here, as from MXNet's module.
+
+Example::
+
+    >>> import numpy as np, symgraph as sg
+    >>> from symgraph.test_utils import check_numeric_gradient
+    >>> check_numeric_gradient(sg.sym.var("x") ** 2, [np.array([1.0, -2.0])])
+"""
 from __future__ import annotations
 
 import os
@@ -7,11 +16,38 @@ from typing import Any, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
-from .context import Context, cpu
+from .context import Context
 from .ndarray import NDArray, array
+from .testkit.compare import (almost_equal, assert_allclose, assert_almost_equal,  # noqa: F401
+                              assert_almost_equal_ignore_nan, assert_almost_equal_with_err,
+                              assert_exception, collapse_sum_like, compare_ndarray_tuple,
+                              default_atols, default_dtype, default_numeric_eps, default_rtols,
+                              effective_dtype, get_atol, get_etol, get_rtol, get_tolerance,
+                              get_tols, same, same_array)
+from .testkit.data import (DummyIter, default_context, discard_stderr,  # noqa: F401
+                           environment, get_cifar10, get_mnist_iterator, list_gpus, np_reduce,
+                           rand_coord_2d, rand_ndarray, rand_shape_2d, rand_shape_3d,
+                           rand_shape_nd, random_arrays, random_sample, random_uniform_arrays,
+                           retry, set_default_context)
+from .testkit.run import (check_consistency, check_speed, compare_optimizer,  # noqa: F401
+                          same_symbol_structure, simple_forward)
+from .testkit.stats import (chi_square_check, gen_buckets_probs_with_ppf,  # noqa: F401
+                            mean_check, var_check, verify_generator)
 
-__all__ = ["assert_almost_equal", "check_numeric_gradient", "check_symbolic_forward",
-           "check_symbolic_backward", "numeric_grad", "get_mnist"]
+__all__ = ["check_numeric_gradient", "check_symbolic_forward", "check_symbolic_backward",
+           "numeric_grad", "get_mnist",
+           "almost_equal", "assert_allclose", "assert_almost_equal",
+           "assert_almost_equal_ignore_nan", "assert_almost_equal_with_err", "assert_exception",
+           "collapse_sum_like", "compare_ndarray_tuple", "default_atols", "default_dtype",
+           "default_numeric_eps", "default_rtols", "effective_dtype", "get_atol", "get_etol",
+           "get_rtol", "get_tolerance", "get_tols", "same", "same_array",
+           "DummyIter", "default_context", "discard_stderr", "environment", "get_cifar10",
+           "get_mnist_iterator", "list_gpus", "np_reduce", "rand_coord_2d", "rand_ndarray",
+           "rand_shape_2d", "rand_shape_3d", "rand_shape_nd", "random_arrays", "random_sample",
+           "random_uniform_arrays", "retry", "set_default_context",
+           "check_consistency", "check_speed", "compare_optimizer", "same_symbol_structure",
+           "simple_forward", "chi_square_check", "gen_buckets_probs_with_ppf", "mean_check",
+           "var_check", "verify_generator"]
 
 Location = Union[Sequence[np.ndarray], Mapping[str, np.ndarray]]
 
@@ -50,42 +86,15 @@ def _reqs(names: Sequence[str], grad_req: Any) -> dict[str, str]:
     return dict(zip(names, grad_req))
 
 
-def assert_almost_equal(a: Any, b: Any, rtol: Optional[float] = 1e-5,
-                        atol: Optional[float] = 1e-7, names: tuple[str, str] = ("a", "b"),
-                        equal_nan: bool = False, use_broadcast: bool = True) -> None:
-    """numpy's allclose with a message giving the worst element. As MXNet's, shapes that
-    broadcast are compared after broadcasting unless ``use_broadcast`` is False; None
-    tolerances take the defaults (1e-5, 1e-7); NaNs compare equal only with ``equal_nan``."""
-    rtol = 1e-5 if rtol is None else rtol
-    atol = 1e-7 if atol is None else atol
-    a = a.asnumpy() if isinstance(a, NDArray) else np.asarray(a)
-    b = b.asnumpy() if isinstance(b, NDArray) else np.asarray(b)
-    if a.shape != b.shape:
-        try:
-            if not use_broadcast:
-                raise ValueError
-            a, b = np.broadcast_arrays(a, b)
-        except ValueError:
-            raise AssertionError(f"shape mismatch: {names[0]} {a.shape} vs {names[1]} "
-                                 f"{b.shape}") from None
-    if not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan):
-        with np.errstate(all="ignore"):
-            err = np.abs(a.astype(np.float64) - b) / (atol + rtol * np.abs(b))
-        err = np.where(np.isnan(err), np.inf, err)
-        i = np.unravel_index(np.argmax(err), err.shape) if err.ndim else ()
-        raise AssertionError(f"{names[0]} and {names[1]} differ: worst at {i}: "
-                             f"{a[i]} vs {b[i]} (rtol={rtol}, atol={atol}); "
-                             f"max abs diff {np.nanmax(np.abs(a.astype(np.float64) - b))}")
-
-
 def check_symbolic_forward(sym: Any, location: Location, expected: Sequence[np.ndarray],
-                           rtol: float = 1e-4, atol: Optional[float] = None,
+                           rtol: Any = None, atol: Any = None,
                            aux_states: Any = None, ctx: Optional[Context] = None,
                            equal_nan: bool = False, dtype: Any = np.float32,
                            is_train: bool = False) -> list[np.ndarray]:
     """Forward ``sym`` at ``location`` and compare every output with ``expected``
-    (``dtype="asnumpy"`` keeps each array's own dtype, as MXNet)."""
-    ctx = ctx or cpu()
+    (``dtype="asnumpy"`` keeps each array's own dtype; None tolerances follow the dtypes
+    compared, as MXNet's)."""
+    ctx = ctx or default_context()
     loc = _as_dict(sym.list_arguments(), location, "location")
     aux = _as_dict(sym.list_auxiliary_states(), aux_states, "aux_states")
     exe = _bind(sym, loc, aux, ctx, dtype, grad_req="null")
@@ -93,21 +102,20 @@ def check_symbolic_forward(sym: Any, location: Location, expected: Sequence[np.n
     if isinstance(expected, Mapping):
         expected = [expected[k] for k in sym.list_outputs()]
     for i, (o, e) in enumerate(zip(outs, expected)):
-        assert_almost_equal(o, e, rtol, 1e-20 if atol is None else atol,
-                            (f"output {i}", "expected"), equal_nan=equal_nan)
+        assert_almost_equal(o, e, rtol, atol, (f"output {i}", "expected"), equal_nan=equal_nan)
     return outs
 
 
 def check_symbolic_backward(sym: Any, location: Location, out_grads: Any,
-                            expected: Any, rtol: float = 1e-5, atol: Optional[float] = None,
+                            expected: Any, rtol: Any = None, atol: Any = None,
                             aux_states: Any = None, grad_req: Any = "write",
                             ctx: Optional[Context] = None, grad_stypes: Any = None,
                             equal_nan: bool = False, dtype: Any = np.float32) -> dict:
     """Backward ``sym`` with head gradients ``out_grads``; compare gradients to ``expected``.
 
     As MXNet's: gradient buffers start random, so ``add`` is checked as the change and
-    ``null`` as no change."""
-    ctx = ctx or cpu()
+    ``null`` as no change. None tolerances follow the dtypes compared."""
+    ctx = ctx or default_context()
     names = sym.list_arguments()
     loc = _as_dict(names, location, "location")
     aux = _as_dict(sym.list_auxiliary_states(), aux_states, "aux_states")
@@ -129,8 +137,8 @@ def check_symbolic_backward(sym: Any, location: Location, out_grads: Any,
         got = {"write": grads[k], "add": grads[k] - start[k].astype(grads[k].dtype),
                "null": grads[k]}[reqs[k]]
         want = start[k] if reqs[k] == "null" else e
-        assert_almost_equal(got, want, rtol, 1e-20 if atol is None else atol,
-                            (f"gradient of {k} ({reqs[k]})", "expected"), equal_nan=equal_nan)
+        assert_almost_equal(got, want, rtol, atol, (f"gradient of {k} ({reqs[k]})", "expected"),
+                            equal_nan=equal_nan)
     return grads
 
 
@@ -174,9 +182,13 @@ def check_numeric_gradient(sym: Any, location: Location, aux_states: Any = None,
                            seed: int = 0) -> None:
     """Compare symbolic gradients with float64 central differences of a random projection
     of the outputs (raises AssertionError on a mismatch). ``grad_nodes``: names, or a dict
-    name -> grad_req (``write``, ``add`` or ``null``) as in MXNet."""
-    ctx = ctx or cpu()
-    numeric_eps = 1e-4 if numeric_eps is None else numeric_eps
+    name -> grad_req (``write``, ``add`` or ``null``) as in MXNet. In a ``dtype`` narrower
+    than float64, None step and tolerances are MXNet's for that dtype."""
+    ctx = ctx or default_context()
+    wide = np.dtype(dtype) == np.float64
+    numeric_eps = numeric_eps or (1e-4 if wide else default_numeric_eps()[np.dtype(dtype)])
+    if not wide:
+        rtol, atol = get_tols(np.zeros(0, dtype), np.zeros(0, dtype), rtol, atol)
     rtol = 1e-3 if rtol is None else rtol
     names = sym.list_arguments()
     loc = {k: np.ascontiguousarray(v, dtype=dtype)

@@ -68,10 +68,35 @@ class DataIter:
         return self.next()
 
     def next(self) -> DataBatch:
-        raise NotImplementedError
+        """The next batch, built from :meth:`iter_next` and the ``get*`` methods (MXNet's
+        protocol: a subclass implements either ``next`` or those)."""
+        if not self.iter_next():
+            raise StopIteration
+        return DataBatch(self.getdata(), self.getlabel(), self.getpad(), self.getindex())
+
+    def iter_next(self) -> bool:
+        """Move to the next batch; False at the end of the epoch."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither next() nor "
+                                  f"iter_next()")
+
+    def getdata(self) -> Any:
+        """The data of the current batch."""
+        return None
+
+    def getlabel(self) -> Any:
+        """The labels of the current batch."""
+        return None
+
+    def getindex(self) -> Any:
+        """The sample indices of the current batch (None when unknown)."""
+        return None
+
+    def getpad(self) -> int:
+        """How many samples at the end of the current batch are padding."""
+        return 0
 
     def reset(self) -> None:
-        raise NotImplementedError
+        """Start a new epoch (MXNet's base class: nothing to rewind)."""
 
     def __repr__(self) -> str:
         try:
@@ -88,13 +113,24 @@ class DataIter:
         return (f"<{type(self).__name__}: {size}batch_size {self.batch_size}"
                 f"{', ' + ', '.join(opts) if opts else ''}{'; ' + inputs if inputs else ''}>")
 
+    # MXNet's iterators often assign these in __init__; the base class stores what they set
     @property
     def provide_data(self) -> list:
-        raise NotImplementedError
+        if "_provide_data" not in self.__dict__:
+            raise NotImplementedError(f"{type(self).__name__} does not describe its data")
+        return self.__dict__["_provide_data"]
+
+    @provide_data.setter
+    def provide_data(self, value: list) -> None:
+        self.__dict__["_provide_data"] = value
 
     @property
     def provide_label(self) -> list:
-        return []
+        return self.__dict__.get("_provide_label", [])
+
+    @provide_label.setter
+    def provide_label(self, value: list) -> None:
+        self.__dict__["_provide_label"] = value
 
 
 ArrayLike = Union[np.ndarray, NDArray]
@@ -132,8 +168,9 @@ class NDArrayIter(DataIter):
     def __init__(self, data: Any, label: Any = None, batch_size: int = 1, shuffle: bool = False,
                  last_batch_handle: str = "pad", data_name: str = "data",
                  label_name: str = "softmax_label", num_parts: int = 1,
-                 part_index: int = 0) -> None:
+                 part_index: int = 0, layout: str = "NCHW") -> None:
         super().__init__(batch_size)
+        self.layout = layout  # of the DataDescs (the batch axis is the first, as MXNet's)
         if last_batch_handle not in LAST_BATCH_HANDLES:
             raise DataError(f"NDArrayIter: last_batch_handle={last_batch_handle!r}, expected "
                             f"one of {LAST_BATCH_HANDLES}")
@@ -157,6 +194,7 @@ class NDArrayIter(DataIter):
         self.last_batch_handle = last_batch_handle
         self._carry = np.zeros(0, np.int64)
         self._order = np.arange(self.num_data)
+        self._current: Optional[DataBatch] = None
         self.reset()
 
     def _keep_part(self, num_parts: int, part_index: int) -> None:
@@ -184,13 +222,30 @@ class NDArrayIter(DataIter):
 
     @property
     def provide_data(self) -> list:
-        return [DataDesc(k, (self.batch_size,) + v.shape[1:], v.dtype)
+        return [DataDesc(k, (self.batch_size,) + v.shape[1:], v.dtype, self.layout)
                 for k, v in self.data.items()]
 
     @property
     def provide_label(self) -> list:
-        return [DataDesc(k, (self.batch_size,) + v.shape[1:], v.dtype)
+        return [DataDesc(k, (self.batch_size,) + v.shape[1:], v.dtype, self.layout)
                 for k, v in self.label.items()]
+
+    def iter_next(self) -> bool:
+        try:
+            self.next()  # (sets the current batch that the get* methods read)
+        except StopIteration:
+            self._current = None
+            return False
+        return True
+
+    def getdata(self) -> Optional[list]:
+        return None if self._current is None else self._current.data
+
+    def getlabel(self) -> Optional[list]:
+        return None if self._current is None else self._current.label
+
+    def getindex(self) -> Optional[np.ndarray]:
+        return None if self._current is None else self._current.index
 
     def reset(self) -> None:
         """Start a new epoch (reshuffling if ``shuffle``)."""
@@ -224,8 +279,10 @@ class NDArrayIter(DataIter):
         if self.last_batch_handle == "roll_over" and start + bs >= n:
             self._carry = np.zeros(0, np.int64)
         self._cursor = start + bs
-        return DataBatch(self._take(self.data, idx), self._take(self.label, idx), pad, idx,
-                         provide_data=self.provide_data, provide_label=self.provide_label)
+        self._current = DataBatch(self._take(self.data, idx), self._take(self.label, idx), pad,
+                                  idx, provide_data=self.provide_data,
+                                  provide_label=self.provide_label)
+        return self._current
 
     def getpad(self) -> int:
         return max(0, self._cursor - len(self._order))

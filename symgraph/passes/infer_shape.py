@@ -13,6 +13,7 @@ from ..base import AttrError, ShapeError, where
 from ..graph import VARIABLE, Entry, Graph, Node, check_unique_inputs
 from ..ops._util import MAX_ELEMENTS, PartialShape, as_shape, merge_dims
 from ..registry import get_op
+from ..util import is_np_shape
 from ..typetable import declared_partial, declared_shape  # noqa: F401  (declared_shape: API)
 
 Shape = tuple[int, ...]
@@ -235,8 +236,14 @@ def symbol_shapes(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
     """One inference: every entry's shape, and ``(arg_shapes, out_shapes, aux_shapes)``."""
     graph = sym.graph()
     check_unique_inputs(graph)
-    shapes, partly = infer_partial_shapes(graph, _split_given(sym, args, kwargs))
-    if partial:  # MXNet's infer_shape_partial: unknown dimensions are 0
+    np_shape = is_np_shape()
+    given = _split_given(sym, args, kwargs)
+    if np_shape:  # numpy shape semantics: -1 is the unknown dimension the rules know as 0
+        given = {k: tuple(0 if d == -1 else d for d in v) for k, v in given.items()}
+    shapes, partly = infer_partial_shapes(graph, given)
+    if partial:  # MXNet's infer_shape_partial: unknown dimensions are 0 (-1 under np_shape)
+        if np_shape:
+            partly = {e: tuple(-1 if d == 0 else d for d in s) for e, s in partly.items()}
         shapes = {**partly, **shapes}
     by_name = {n.name: shapes.get(Entry(n)) for n in graph.variables()}
     arg_shapes = [by_name[n] for n in sym.list_arguments()]
