@@ -37,7 +37,7 @@ from . import random as _random
 from .backend import Program
 from .base import BindError
 from .context import Context
-from .graph import VARIABLE, Entry, Graph, Node, variable
+from .graph import Entry, Graph, Node, variable
 from .ndarray import NDArray, array, before_run
 from .passes import OPTIMIZE_PIPELINE, plan_memory, run_pipeline
 from .passes.gradient import gradient
@@ -70,22 +70,6 @@ def backend_for(ctx: Context) -> Any:
     except KeyError:
         raise BindError(f"no backend for device type {ctx.device_type!r}; "
                         f"backends: {sorted(BACKENDS)}") from None
-
-
-def aux_variables(graph: Graph) -> set[Node]:
-    """The variables of ``graph`` read as auxiliary states (BatchNorm's moving statistics)."""
-    aux: set[Node] = set()
-    for node in graph.nodes():
-        if node.op == VARIABLE:
-            continue
-        opdef = get_op(node.op)
-        if opdef.aux == ():  # (most ops: no aux inputs, nothing to ask per node)
-            continue
-        names = opdef.aux_names(node.attrs)
-        for slot, e in zip(opdef.input_names(node.attrs), node.inputs):
-            if slot in names and e.node.op == VARIABLE:
-                aux.add(e.node)
-    return aux
 
 
 def infer(graph: Graph, shapes: Mapping[str, Any], dtypes: Mapping[str, Any]) -> TypeTable:

@@ -254,3 +254,20 @@ def check_unique_inputs(graph: Graph) -> None:
         if seen.setdefault(node.name, node) is not node:
             raise GraphError(f"duplicate argument name {node.name!r}: two different variables "
                              f"carry it")
+
+
+def aux_variables(nodes: Iterable[Node]) -> set[Node]:
+    """The variables among ``nodes``' inputs read as auxiliary states (BatchNorm's moving
+    statistics)."""
+    aux: set[Node] = set()
+    for node in nodes:
+        if node.op == VARIABLE:
+            continue
+        opdef = get_op(node.op)
+        if opdef.aux == ():  # (most ops: no aux inputs, nothing to ask per node)
+            continue
+        names = opdef.aux_names(node.attrs)
+        for slot, e in zip(opdef.input_names(node.attrs), node.inputs):
+            if slot in names and e.node.op == VARIABLE:
+                aux.add(e.node)
+    return aux

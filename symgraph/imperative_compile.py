@@ -21,7 +21,7 @@ from . import compile
 from .base import ExecutionError
 from .build import OPS, Handle
 from .context import Context
-from .graph import Entry, Graph, Node, variable
+from .graph import Entry, Graph, Node, aux_variables, variable
 from .imperative_state import (FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS, VALUE,
                                is_training)
 from . import imperative_steady as steady
@@ -75,7 +75,7 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
     heads = [canon(e) for e in outputs]
     heads += [OPS.BlockGrad(Handle((canon(e),))).outputs_[0] for e in blocked]
     graph = Graph(tuple(heads))
-    aux = compile.aux_variables(graph)
+    aux = aux_variables(graph.nodes())
     names = [v.name for v in variables]
     types = compile.infer(graph, {n: a.shape for n, a in zip(names, tr.leaves)},
                           {n: a.dtype for n, a in zip(names, tr.leaves)})

@@ -26,7 +26,7 @@ from .base import AttrError, BindError, GraphError, NotImplementedForSymbol
 from .dtypes import as_dtype
 from .exports import export, sub_namespace
 from .image_api import make_namespace as _image_namespace
-from .graph import VARIABLE, Entry, Graph, Node, rewrite, variable
+from .graph import VARIABLE, Entry, Graph, Node, aux_variables, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
 from .passes.infer_shape import symbol_infer_shape
 from .random_api import symbol_namespace as _random_namespace
@@ -84,18 +84,7 @@ class Symbol(Handle, Fluent):
             return self._aux
 
     def _find_aux(self) -> set[Node]:
-        aux: set[Node] = set()
-        for node in self._nodes():
-            if node.op == VARIABLE:
-                continue
-            opdef = registry.get_op(node.op)
-            if opdef.aux == ():  # (most ops: no aux inputs, nothing to ask per node)
-                continue
-            names = opdef.aux_names(node.attrs)
-            for slot, e in zip(opdef.input_names(node.attrs), node.inputs):
-                if slot in names and e.node.op == VARIABLE:
-                    aux.add(e.node)
-        return aux
+        return aux_variables(self._nodes())
 
     def list_arguments(self) -> list[str]:
         """Names of the non-auxiliary variables, in depth-first order."""
