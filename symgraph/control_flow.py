@@ -24,8 +24,8 @@ from typing import Any, Callable, Optional, Sequence
 from . import registry
 from .attrs import Attrs
 from .base import GraphError
-from .graph import VARIABLE, Entry, Node, topo_order, variable
-from .subgraph import Subgraph, unique_name
+from .graph import VARIABLE, Entry, Node, topo_order, unique_name, variable
+from .subgraph import Subgraph
 from .symbol import Symbol, apply_op
 
 

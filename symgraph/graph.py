@@ -271,3 +271,12 @@ def aux_variables(nodes: Iterable[Node]) -> set[Node]:
             if slot in names and e.node.op == VARIABLE:
                 aux.add(e.node)
     return aux
+
+
+def unique_name(stem: str, taken: set[str], sep: str = "_") -> str:
+    """``stem``, or ``stem`` + ``sep`` + the first free number; added to ``taken``."""
+    name, k = stem, 1
+    while name in taken:
+        name, k = f"{stem}{sep}{k}", k + 1
+    taken.add(name)
+    return name

@@ -22,7 +22,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
@@ -134,12 +134,3 @@ class Subgraph:
             for old_e, new_e in zip(node.entries(), new.entries()):
                 remap[old_e] = new_e
         return [remap[e] for e in self.outputs]
-
-
-def unique_name(stem: str, taken: set[str]) -> str:
-    """``stem``, or ``stem`` with the first free numeric suffix; added to ``taken``."""
-    name, k = stem, 1
-    while name in taken:
-        name, k = f"{stem}_{k}", k + 1
-    taken.add(name)
-    return name

@@ -23,9 +23,9 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..build import Handle
-from ..graph import Entry, Graph, variable
+from ..graph import Entry, Graph, unique_name, variable
 from ..registry import OPAQUE, OpDef, RunCtx, register
-from ..subgraph import Subgraph, unique_name
+from ..subgraph import Subgraph
 from ..typetable import TypeTable
 from .control_flow_unroll import unroll_foreach
 
@@ -225,7 +225,7 @@ def _foreach_grad(c: Any) -> list:
     lay = Layout.of(a)
     _, attrs = _reverse_body(body, lay, _input_types(c, lay, body))
     n_outputs = a["num_outputs"]
-    data, states = c.inputs[:lay.nd], c.inputs[lay.nd:lay.nd + lay.ns]
+    data = c.inputs[:lay.nd]
     remain = c.inputs[lay.nd + lay.ns:]
     entered = c.outputs[n_outputs:n_outputs + lay.ns]
 

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..attrs import parse_attrs
 from ..dtypes import is_float
-from ..graph import VARIABLE, Entry, Graph, Node, rewrite
+from ..graph import VARIABLE, Entry, Graph, Node, rewrite, unique_name
 from ..registry import get_op
 from ..typetable import TypeTable, types_of
 from .fold_casts import CASTS
@@ -89,14 +89,6 @@ def _classes(graph: Graph, specs: dict[Node, Spec]) -> tuple[list[Node], list[li
     return first, [[n for n in last if n not in late], [n for n in last if n in late]]
 
 
-def _fresh(stem: str, names: set[str]) -> str:
-    name, k = stem, 1
-    while name in names:
-        name, k = f"{stem}{k}", k + 1
-    names.add(name)
-    return name
-
-
 def _merged(casts: list[Node], specs: list[Spec], name: str, types: TypeTable) -> Node:
     """One ``_multi_transpose_cast`` of ``casts``' inputs; its output j has cast j's type."""
     attrs = parse_attrs(get_op(MULTI).params,
@@ -122,7 +114,7 @@ def batch_casts(graph: Graph) -> Graph:
     out = graph
     if len(first) >= 2:
         multi = _merged(first, [specs[n] for n in first],
-                        _fresh("_transpose_casts_first", names), types)
+                        unique_name("_transpose_casts_first", names, ""), types)
         slot = {n: (Entry(multi, j),) for j, n in enumerate(first)}
         # class (a) reads variables only: rewrite never rebuilds its nodes, identity holds
         out = rewrite(graph, lambda n: slot.get(n))
@@ -134,7 +126,7 @@ def batch_casts(graph: Graph) -> Graph:
         at = [p for p, e in enumerate(graph.outputs) if e.node in member]
         rebuilt = list(dict.fromkeys(outputs[p].node for p in at))
         spec = {outputs[p].node: specs[graph.outputs[p].node] for p in at}
-        multi = _merged(rebuilt, [spec[n] for n in rebuilt], _fresh(stem, names), types)
+        multi = _merged(rebuilt, [spec[n] for n in rebuilt], unique_name(stem, names, ""), types)
         index = {n: j for j, n in enumerate(rebuilt)}
         for p in at:
             outputs[p] = Entry(multi, index[outputs[p].node])

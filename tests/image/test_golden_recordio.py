@@ -9,21 +9,12 @@ import numpy as np
 import pytest
 
 import symgraph as sg
+from tests.data.recordio.cases import CASES as ARGS  # what make_golden.py gave MXNet
 
 pytest.importorskip("PIL")
 HERE = os.path.join(os.path.dirname(__file__), "..", "data", "recordio")
 GOLD = np.load(os.path.join(HERE, "batches.npz"))
 CASES = sorted({k.split("/")[0] for k in GOLD.files})
-# the same arguments as make_golden.CASES (paths resolved here)
-ARGS = {"raw": dict(data_shape=(3, 12, 12)),
-        "plain": dict(data_shape=(3, 12, 12), mean_r=10.0, mean_g=20.0, mean_b=30.0,
-                      std_r=2.0, std_g=3.0, std_b=4.0, scale=0.5),
-        "gray": dict(data_shape=(1, 10, 10)),
-        "resize": dict(data_shape=(3, 9, 9), resize=10, inter_method=1),
-        "nearest": dict(data_shape=(3, 9, 9), resize=11, inter_method=0),
-        "mirror": dict(data_shape=(3, 12, 12), mirror=True),
-        "multilabel": dict(data_shape=(3, 12, 12), path_imglist=os.path.join(HERE, "multi.lst"),
-                           label_width=2)}
 
 
 def test_cases_cover_the_golden_file() -> None:

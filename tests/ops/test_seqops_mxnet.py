@@ -3,15 +3,13 @@ input gradients (head gradient 1, 2, 3, ...) of the same float32 inputs. Marked 
 skipped unless ``SYMGRAPH_MXNET_PYTHON`` (default /tmp/mxvenv/bin/python) imports mxnet."""
 from __future__ import annotations
 
-import json
-import subprocess
 import textwrap
 
 import numpy as np
 import pytest
 
 import symgraph as sg
-from tests.test_mxnet_interop import mxnet_python
+from tests.mxnet_live import mxnet_json
 
 pytestmark = pytest.mark.mxnet
 L = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
@@ -86,13 +84,7 @@ def _symgraph(expr: str, inputs: list, wrt: list) -> list:
 
 @pytest.fixture(scope="module")
 def mxnet_results() -> dict:
-    exe = mxnet_python()
-    if exe is None:
-        pytest.skip("MXNet 1.9.1 not available (set SYMGRAPH_MXNET_PYTHON)")
-    run = subprocess.run([exe, "-c", CHILD], input=json.dumps(CASES), capture_output=True,
-                         text=True, timeout=600)
-    assert run.returncode == 0, run.stderr[-2000:]
-    return json.loads(run.stdout.strip().splitlines()[-1])
+    return mxnet_json(CHILD, CASES, timeout=600)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
