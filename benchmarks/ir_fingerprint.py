@@ -31,22 +31,23 @@ import symgraph as sg  # noqa: E402
 S = sg.sym
 
 
-def _cuda_backend() -> Any:
-    """The CUDA backend's forward passes and lowering, run without a device."""
+def _cuda_backend(sm_count: int) -> Any:
+    """The CUDA backend's forward passes and lowering for ``sm_count`` SMs, run without a
+    device."""
     from symgraph.cuda.plan import lower_schedule
     from symgraph.passes import FORWARD_PIPELINE
     from symgraph.passes.channel_last import channel_last
     return types.SimpleNamespace(
         FORWARD_PIPELINE=FORWARD_PIPELINE + (channel_last,),  # as with cuDNN present
-        compile=lambda schedule, ctx: lower_schedule(schedule, 132))
+        compile=lambda schedule, ctx: lower_schedule(schedule, sm_count))
 
 
 @contextlib.contextmanager
-def cuda_lowering() -> Iterator[None]:
+def cuda_lowering(sm_count: int = 132) -> Iterator[None]:
     """Binds inside compile for the CPU context with the CUDA backend's passes and lowering
     (the programs cannot run)."""
     from symgraph import compile as C
-    backend = _cuda_backend()
+    backend = _cuda_backend(sm_count)
     saved = C.backend_for
     C.backend_for = lambda ctx: backend
     try:

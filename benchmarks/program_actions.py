@@ -14,36 +14,24 @@ from __future__ import annotations
 import argparse
 import collections
 import sys
-import types
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as sg  # noqa: E402
-from symgraph import compile as C  # noqa: E402
 from symgraph.cuda.actions import Kernel, flat_actions  # noqa: E402
-from symgraph.cuda.plan import lower_schedule  # noqa: E402
-from symgraph.passes import FORWARD_PIPELINE  # noqa: E402
-from symgraph.passes.channel_last import channel_last  # noqa: E402
 
 from benchmarks.amp_step import RESNET_BATCH, narrow_symbol, resnet_symbol  # noqa: E402
 from benchmarks.common import NO_INPUT_GRADS  # noqa: E402
+from benchmarks.ir_fingerprint import cuda_lowering  # noqa: E402
 
 
 def program_counts(sym: Any, sm_count: int) -> collections.Counter:
     """(op, action kind) -> count in the lowered training program of ``sym``."""
-    backend = types.SimpleNamespace(
-        FORWARD_PIPELINE=FORWARD_PIPELINE + (channel_last,),
-        compile=lambda schedule, ctx: lower_schedule(schedule, sm_count))
-    saved = C.backend_for
-    C.backend_for = lambda ctx: backend  # the CUDA backend's passes, no device
-    try:
+    with cuda_lowering(sm_count):  # the CUDA backend's passes, no device
         reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
-        exe = sym.simple_bind(sg.cpu(), grad_req=reqs, data=(RESNET_BATCH, 3, 32, 32))
-        stage = exe._train
-    finally:
-        C.backend_for = saved
+        stage = sym.simple_bind(sg.cpu(), grad_req=reqs, data=(RESNET_BATCH, 3, 32, 32))._train
     counts: collections.Counter = collections.Counter()
     for st, acts in zip(stage.schedule.steps, stage.program.actions):
         for a in flat_actions(acts, "primary"):  # cuDNN's calls, in training

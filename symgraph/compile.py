@@ -94,11 +94,6 @@ class Stage:
     bound: Optional[list] = None
     updates: list = field(default_factory=list)  # (slot, name) written after every forward  # (which mapping, name, slot) of each bound variable
 
-    @property
-    def n_forward(self) -> int:
-        """How many steps the forward phase has (the rest are the backward's)."""
-        return self.schedule.n_forward_steps
-
     def start(self, arrays: Sequence[Mapping[str, NDArray]], is_train: bool,
               state: Optional[dict] = None) -> tuple[Any, RunCtx]:
         """A fresh environment with every variable the program reads bound to its array in

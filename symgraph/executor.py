@@ -21,9 +21,9 @@ from .bind_checks import one_thread as _one_thread
 from .context import Context
 from .graph import Entry
 from .ndarray import NDArray, before_run
-from .compile import Stage, build_stage
-from .passes.infer_shape import infer_shapes, symbol_shapes
-from .passes.infer_type import infer_types, symbol_types
+from .compile import Stage, build_stage, infer
+from .passes.infer_shape import symbol_shapes
+from .passes.infer_type import symbol_types
 from .passes.verify import check_unique_inputs
 from .registry import RunCtx
 from .schedule import Schedule
@@ -218,8 +218,8 @@ class Executor:
         names = self._arg_names + self._aux_names
         arrays = self.arg_arrays + self.aux_arrays
         if types is None:  # the one inference of this bind, from the bound arrays
-            types = TypeTable(infer_shapes(graph, {n: a.shape for n, a in zip(names, arrays)}),
-                              infer_types(graph, {n: a.dtype for n, a in zip(names, arrays)}))
+            types = infer(graph, {n: a.shape for n, a in zip(names, arrays)},
+                          {n: a.dtype for n, a in zip(names, arrays)})
         var_by_name = {v.name: v for v in graph.variables()}  # once: graphs can be large
         for n, a in zip(names, arrays):
             e = Entry(var_by_name[n])

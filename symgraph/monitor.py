@@ -44,7 +44,6 @@ class ExecutorMonitor:
         self.arg_dict, self.aux_dict = arg_dict, aux_dict
         self._entries = [e for n in graph.nodes() if not n.is_variable for e in n.entries()]
         self._probes: dict[bool, Stage] = {}  # is_train -> program with every entry an output
-        self._aux: Optional[dict[str, NDArray]] = None  # the probes' own aux states
 
     def _probe(self, is_train: bool) -> Stage:
         stage = self._probes.get(is_train)
@@ -57,11 +56,11 @@ class ExecutorMonitor:
         """Report the forward that just ran (from ``rng_state``)."""
         from . import random as _random
         stage = self._probe(is_train)
-        self._aux = {n: array(a.asnumpy(), a.context, a.dtype) for n, a in self.aux_dict.items()}
+        aux = {n: array(a.asnumpy(), a.context, a.dtype) for n, a in self.aux_dict.items()}
         saved = _random.generator().bit_generator.state
         _random.generator().bit_generator.state = rng_state
         try:
-            env, run_ctx = stage.start((self.arg_dict, self._aux), is_train)
+            env, run_ctx = stage.start((self.arg_dict, aux), is_train)
             stage.run(env, run_ctx, "forward")
         finally:
             _random.generator().bit_generator.state = saved

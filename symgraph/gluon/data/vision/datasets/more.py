@@ -7,7 +7,6 @@ streams) when a network is there; otherwise a DataError names the folder and the
 from __future__ import annotations
 
 import os
-import tarfile
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -47,6 +46,7 @@ class CIFAR10(Dataset):
         self._data, self._label = np.concatenate(data), np.concatenate(label)
 
     def _fetch_missing(self, files: list) -> None:
+        import tarfile  # (only when files are missing: not at every import of symgraph)
         missing = [f.name for f in files if not f.is_file()]
         if not missing:
             return
