@@ -19,6 +19,7 @@ from . import cooperative, cublas, cudnn
 from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Switch,
                       Upload, memset_pattern)
 from .codegen import THREADS
+from .host_steps import callback_step, host_step
 
 Closure = Callable[[RunCtx], None]
 
@@ -72,7 +73,6 @@ def _gemm(prog: Any, act: Gemm, env: Any) -> Closure:
 
 
 def _host(prog: Any, act: Host, env: Any) -> Closure:
-    from .host_steps import host_step
     return lambda rc: host_step(prog, act, env, rc)
 
 
@@ -94,7 +94,6 @@ def _switch(prog: Any, act: Switch, env: Any) -> Closure:
 
 
 def _callback(prog: Any, act: Callback, env: Any) -> Closure:
-    from .host_steps import callback_step
     return lambda rc: callback_step(prog, act, env, rc)
 
 
