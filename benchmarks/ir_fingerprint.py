@@ -35,10 +35,10 @@ def _cuda_backend(sm_count: int) -> Any:
     """The CUDA backend's forward passes and lowering for ``sm_count`` SMs, run without a
     device."""
     from symgraph.cuda.plan import lower_schedule
-    from symgraph.passes import FORWARD_PIPELINE
-    from symgraph.passes.channel_last import channel_last
+    from symgraph.cuda.channel_last import channel_last
+    from symgraph.cuda.fuse_conv_pool import fuse_conv_pool
     return types.SimpleNamespace(
-        FORWARD_PIPELINE=FORWARD_PIPELINE + (channel_last,),  # as with cuDNN present
+        FORWARD_PIPELINE=(fuse_conv_pool, channel_last),  # as with cuDNN present
         compile=lambda schedule, ctx: lower_schedule(schedule, sm_count))
 
 

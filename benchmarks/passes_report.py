@@ -21,7 +21,7 @@ import numpy as np
 import symgraph as sg
 import symgraph.executor as executor_mod
 import symgraph.passes as P
-from symgraph.passes.memory_plan import memory_plan
+from symgraph.memory_plan import memory_plan
 from symgraph.registry import has_op
 from symgraph.schedule import lower
 

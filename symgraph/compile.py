@@ -39,13 +39,14 @@ from .base import BindError
 from .context import Context
 from .graph import Entry, Graph, Node, variable
 from .ndarray import NDArray, array, before_run
-from .passes import OPTIMIZE_PIPELINE, plan_memory, run_pipeline
+from .memory_plan import plan_memory
+from .passes import OPTIMIZE_PIPELINE, run_pipeline
 from .passes.gradient import gradient
-from .passes.infer_shape import infer_shapes
-from .passes.infer_type import infer_types
+from .types.infer_shape import infer_shapes
+from .types.infer_type import infer_types
 from .registry import RunCtx, get_op
 from .schedule import Schedule, lower
-from .typetable import TypeTable
+from .types.table import TypeTable
 
 
 def _numpy_backend() -> Any:

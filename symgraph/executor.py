@@ -22,12 +22,12 @@ from .context import Context
 from .graph import Entry
 from .ndarray import NDArray, before_run
 from .compile import Stage, build_stage, infer
-from .passes.infer_shape import symbol_shapes
-from .passes.infer_type import symbol_types
+from .types.infer_shape import symbol_shapes
+from .types.infer_type import symbol_types
 from .passes.verify import check_unique_inputs
 from .registry import RunCtx
 from .schedule import Schedule
-from .typetable import TypeTable
+from .types.table import TypeTable
 
 __all__ = ["Executor"]
 

@@ -165,7 +165,7 @@ def walk(outputs: Iterable[Entry]) -> tuple[list[Node], dict[Node, int]]:
 class Graph:
     """A computation: the output entries; everything else is reachable from them.
 
-    ``types``: after inference, the :class:`~symgraph.typetable.TypeTable` of the graph's
+    ``types``: after inference, the :class:`~symgraph.types.table.TypeTable` of the graph's
     entries (shapes and dtypes), carried along by :func:`rewrite` and every pass."""
 
     outputs: tuple[Entry, ...]

@@ -29,8 +29,8 @@ from .imperative_state import (_REC, _REC_TRN, _TRN, FREED, LATE,  # noqa: F401
                                is_recorded, is_training)
 from .imperative_trace import MAX_TAPE, Tape
 from .ndarray import NDArray
-from .passes.infer_shape import _apply_rule
-from .passes.infer_type import _apply as _apply_type
+from .types.infer_shape import _apply_rule
+from .types.infer_type import _apply as _apply_type
 
 # What ``PENDING[node] = refs`` does, without its Python frame (record() runs per op call);
 # ``Entry(node, i)`` likewise (a NamedTuple's __new__ is a Python function).

@@ -17,8 +17,8 @@ from .imperative_trace import settle
 from .imperative_compile import _check_heads, _describe
 from .ndarray import NDArray
 from .passes.gradient import gradient
-from .passes.infer_shape import infer_shapes
-from .passes.infer_type import infer_types
+from .types.infer_shape import infer_shapes
+from .types.infer_type import infer_types
 
 
 def grad_graph(heads: Sequence[NDArray], variables: Sequence[NDArray],

@@ -25,6 +25,11 @@ GEMM = "gemm"
 OPAQUE = "opaque"
 PATTERNS = (ELEMWISE, BROADCAST, INJECTIVE, REDUCE, GEMM, OPAQUE)
 
+# Channels-last rules (``OpDef.layout``), read by ``cuda/channel_last``.
+POSITIONAL = "positional"
+CHANNEL_AXIS = "channel_axis"
+CONVOLUTION = "convolution"
+
 class PartialShape(tuple):
     """A shape a rule returns with 0 as an unknown dimension even where shapes are otherwise
     exact (a bind): ``_ones(shape=(-1, 3))`` leaves its first dimension to its consumers.
@@ -88,6 +93,16 @@ class OpDef:
     * ``view``: a pure reshape; lowering aliases its output to its input instead of a step.
     * ``epilogue``: besides GEMM-like ops, this op may take an elementwise consumer as its
       epilogue (fusion's ``head``).
+    * ``cast``: converts each element on its own to another dtype (so it commutes with any
+      move of elements: ``passes/fold_casts`` folds it into a neighbouring transpose).
+    * ``layout``: how the op runs on channels-last data (``cuda/channel_last``): ``POSITIONAL``,
+      its value at a position depends on that position's inputs only (implied for elementwise
+      and broadcast ops); ``CHANNEL_AXIS``, its ``axis`` attribute names the channel axis and
+      moves with it; ``CONVOLUTION``, it runs as ``layout='NHWC'`` with an OHWI weight.
+    * ``group_epilogue``: its output 0 may take the fused elementwise group that reads it as its
+      epilogue (``passes/fuse_bn_epilogue``; the lowering applies the formula as it stores).
+    * ``activation``: the activation function the op applies (a name, or a function of the
+      attrs giving one), for fusions that fold an activation into another op.
     * ``partial_shapes``: the shape rule also receives partially known shapes, 0 being an
       unknown dimension (MXNet's partial shapes), and may return them; other rules only ever
       see fully known shapes or None.
@@ -115,6 +130,10 @@ class OpDef:
     view: bool = False  # output 0 is input 0's bytes under another shape (no step is run)
     epilogue: bool = False  # an elementwise consumer may run as this op's epilogue (like GEMM)
     partial_shapes: bool = False  # the shape rule reads and gives 0 as an unknown dimension
+    cast: bool = False  # converts each element on its own (commutes with moves of elements)
+    layout: Optional[str] = None  # channels-last rule: POSITIONAL, CHANNEL_AXIS, CONVOLUTION
+    group_epilogue: bool = False  # output 0 may take the fused group reading it as epilogue
+    activation: Union[None, str, Callable[[Attrs], str]] = None  # the activation applied
     # GPU lowering as data, read by symgraph.cuda: a family, (family, params), or
     # ("host", {"why": ...}) for an op that runs its numpy reference on host copies.
     lowering: Any = None
@@ -133,6 +152,10 @@ class OpDef:
     def mutated(self, attrs: Attrs) -> tuple[tuple[int, int], ...]:
         """The (hidden output, input) pairs of ``mutates`` for these attrs."""
         return tuple(_value_or_call(self.mutates, attrs))
+
+    def activation_of(self, attrs: Attrs) -> Optional[str]:
+        """The activation this op applies with these attrs (``activation``), or None."""
+        return _value_or_call(self.activation, attrs)
 
     def num_outputs(self, attrs: Attrs) -> int:
         return len(self.output_names(attrs))

@@ -15,10 +15,10 @@ import numpy as np
 
 from .base import ShapeError
 from .graph import VARIABLE, Entry, Graph, Node
-from .passes.infer_shape import infer_shapes
-from .passes.infer_type import infer_types
+from .types.infer_shape import infer_shapes
+from .types.infer_type import infer_types
 from .registry import get_op
-from .typetable import TypeTable
+from .types.table import TypeTable
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ class MemoryPlan:
 
     Slots absent from ``offset`` are bound arrays (variables) and need no arena space. Two slots
     may share bytes only when their lifetimes do not overlap (or an elementwise step writes its
-    output over an input that dies there). Made by ``passes/memory_plan.py``.
+    output over an input that dies there). Made by ``memory_plan.py``.
     """
 
     offset: dict[int, int]

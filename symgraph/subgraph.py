@@ -108,7 +108,7 @@ class Subgraph:
     def infer_shapes(self, given: Sequence[Optional[Shape]]) -> tuple[list, list]:
         """``(input shapes, output shapes)`` decided from the known input shapes ``given``
         (None: unknown); parameter inputs get the shapes their readers need."""
-        from .passes.infer_shape import infer_partial_shapes
+        from .types.infer_shape import infer_partial_shapes
         names = {n.name: tuple(s) for n, s in zip(self.inputs, given) if s is not None}
         full, _ = infer_partial_shapes(self.graph(), names, exact=True)
         return ([full.get(Entry(n)) for n in self.inputs],
@@ -116,7 +116,7 @@ class Subgraph:
 
     def infer_types(self, given: Sequence[Any]) -> tuple[list, list]:
         """``(input dtypes, output dtypes)`` from the known input dtypes (None: unknown)."""
-        from .passes.infer_type import infer_types
+        from .types.infer_type import infer_types
         names = {n.name: np.dtype(t) for n, t in zip(self.inputs, given) if t is not None}
         found = infer_types(self.graph(), names, defaults=False)
         return ([found.get(Entry(n)) for n in self.inputs],

@@ -28,9 +28,9 @@ from .exports import export, sub_namespace
 from .image_api import make_namespace as _image_namespace
 from .graph import VARIABLE, Entry, Graph, Node, aux_variables, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
-from .passes.infer_shape import symbol_infer_shape
+from .types.infer_shape import symbol_infer_shape
 from .random_api import symbol_namespace as _random_namespace
-from .passes.infer_type import symbol_infer_type
+from .types.infer_type import symbol_infer_type
 
 Number = Union[int, float, np.number]
 

@@ -41,7 +41,7 @@ def _shapes(symbol: Any, shape: dict) -> dict:
     """Every entry's shape; ShapeError (as ``infer_shape``'s) when ``shape`` names no input or
     leaves a shape undecided (MXNet: "Input shape is incomplete"), rather than a picture or
     table with unknown sizes and wrong parameter counts."""
-    from .passes.infer_shape import symbol_shapes
+    from .types.infer_shape import symbol_shapes
     return symbol_shapes(symbol, (), {k: tuple(v) for k, v in shape.items()}, False)[0]
 
 

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import typetable
+from symgraph.types import table as typetable
 from symgraph.base import DTypeError, ShapeError
 from symgraph.graph import Entry, Node, variable
-from symgraph.passes import infer_shape
+from symgraph.types import infer_shape
 from symgraph.registry import get_op
-from symgraph.typetable import TypeTable
+from symgraph.types.table import TypeTable
 
 S = sg.sym
 

@@ -13,15 +13,16 @@ import pytest
 
 import symgraph as sg
 from symgraph import graph as G
-from symgraph import typetable
+from symgraph.types import table as typetable
 from symgraph import executor as X
 from symgraph import symbol as S
 from symgraph.attrs import Param
 from symgraph.base import GraphError
 from symgraph.graph import Entry, Graph, Node, rewrite, topo_order, variable
-from symgraph.passes import infer_shape, infer_type
+from symgraph.types import infer_shape
+from symgraph.types import infer_type
 from symgraph.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, register, unregister
-from symgraph.typetable import TypeTable
+from symgraph.types.table import TypeTable
 
 fuse_mod = importlib.import_module("symgraph.passes.fuse_elementwise")
 fuse_groups = importlib.import_module("symgraph.passes.fuse_groups")

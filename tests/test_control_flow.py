@@ -13,10 +13,10 @@ import symgraph as sg
 from symgraph.base import BindError, GraphError, ShapeError
 from symgraph.cuda.actions import Host, flat_actions
 from symgraph.cuda.plan import lower_schedule
-from symgraph.passes.infer_shape import infer_shapes
-from symgraph.passes.infer_type import infer_types
+from symgraph.types.infer_shape import infer_shapes
+from symgraph.types.infer_type import infer_types
 from symgraph.passes.unroll_control_flow import unroll_control_flow
-from symgraph.typetable import TypeTable
+from symgraph.types.table import TypeTable
 
 from .mxnet_live import mxnet_json
 

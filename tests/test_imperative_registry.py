@@ -9,7 +9,7 @@ import pytest
 import symgraph as sg
 from symgraph import autograd
 from symgraph.graph import Entry
-from symgraph.passes.infer_type import infer_types
+from symgraph.types.infer_type import infer_types
 from symgraph.test_utils import _bind, assert_almost_equal, numeric_grad
 from tests.ops.case import Case
 from tests.cuda.graphs import FLOAT64_CASES, GPU_REFUSED_CASES

@@ -9,9 +9,10 @@ import symgraph as sg
 from symgraph import passes
 from symgraph.graph import Entry, Graph
 from symgraph.models import simple_cnn
-from symgraph.passes import infer_shape, infer_type
+from symgraph.types import infer_shape
+from symgraph.types import infer_type
 from symgraph.passes.verify import verify
-from symgraph.typetable import TypeTable
+from symgraph.types.table import TypeTable
 
 
 def _counts() -> tuple[int, int]:

@@ -63,7 +63,7 @@ class NumpyProgram:
 
     def __init__(self, schedule: Schedule) -> None:
         from ..passes import debug_level
-        from ..passes.memory_plan import freed_after
+        from ..memory_plan import freed_after
         self.schedule = schedule
         for s in schedule.steps:  # refuse, at bind, an op that cannot run on the host
             host_check = get_op(s.node.op).extra.get("host_check")

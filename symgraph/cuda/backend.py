@@ -25,13 +25,13 @@ import pycuda.driver as drv  # noqa: E402
 from .. import profiler
 from .. import random as _random
 from ..base import ExecutionError
-from ..passes import FORWARD_PIPELINE as SHARED_FORWARD
-from ..passes.channel_last import channel_last
 from ..passes.unroll_control_flow import unroll_control_flow
 from ..registry import RunCtx
 from ..schedule import Schedule
+from .channel_last import channel_last
 from .compiler import compile_module
 from .codegen import THREADS
+from .fuse_conv_pool import fuse_conv_pool
 from . import conv_choice, cudnn
 from .actions import Callback, Choice, ConvCall, Host, Ref, flat_actions
 from .launches import LAUNCHES, Closure, kernel_closure
@@ -41,17 +41,17 @@ from .runtime import activate, device_info, wire
 
 
 def channel_last_for_cudnn(graph: Any) -> Any:
-    """``passes.channel_last`` when cuDNN runs the convolutions (its NHWC kernels are what the
+    """``channel_last`` when cuDNN runs the convolutions (its NHWC kernels are what the
     layout is for); ``SYMGRAPH_NHWC=0`` keeps every convolution NCHW."""
     if not config.get("SYMGRAPH_NHWC") or not cudnn.available():
         return graph
     return channel_last(graph)
 
 
-# Read by the executor: control flow unrolled into plain ops (each step's kernels in the one
-# program and CUDA graph), the shared forward passes, then the layout this backend's library
-# wants.
-FORWARD_PIPELINE = (unroll_control_flow,) + SHARED_FORWARD + (channel_last_for_cudnn,)
+# Read by compile.build_stage, before autodiff: control flow unrolled into plain ops (each
+# step's kernels in the one program and CUDA graph), convolution-activation-pool chains fused
+# (the fused op brings its own gradient), then the layout this backend's library wants.
+FORWARD_PIPELINE = (unroll_control_flow, fuse_conv_pool, channel_last_for_cudnn)
 
 
 def graphs_enabled() -> bool:

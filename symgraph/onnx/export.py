@@ -14,8 +14,8 @@ import numpy as np
 from .. import fileio
 from ..base import GraphError, ShapeError
 from ..graph import Entry, Graph, Node, topo_order
-from ..passes.infer_shape import infer_shapes
-from ..passes.infer_type import infer_types
+from ..types.infer_shape import infer_shapes
+from ..types.infer_type import infer_types
 from .context import OPSET, ExportCtx, onnx_module
 from .export_ops import EXPORTERS
 

@@ -1,7 +1,7 @@
 """Helpers shared by op definitions: common shape rules and registration shortcuts."""
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -169,13 +169,13 @@ def elementwise(name: str, formula: Callable[..., Expr], gradient: object,
                 inputs: tuple[str, ...] = ("data",), params: Optional[dict] = None,
                 pattern: str = ELEMWISE, shape_rule: Callable = same_shape,
                 doc: str = "", variadic: Optional[str] = None,
-                extra: Optional[dict] = None) -> OpDef:
+                extra: Optional[dict] = None, activation: Any = None) -> OpDef:
     """Register an op given by a scalar formula; shape, dtype, numpy and CUDA derive from it."""
     return register(OpDef(
         name=name, params=params or {}, inputs=inputs, infer_shape=shape_rule,
         compute=expr_compute(formula), gradient=gradient, pattern=pattern, expr=formula,
         lowering="elementwise", partial_shapes=shape_rule in (same_shape, broadcast_shape),
-        doc=doc, variadic=variadic, extra=extra or {}))
+        doc=doc, variadic=variadic, extra=extra or {}, activation=activation))
 
 
 SCALAR = {"scalar": Param("float", 1.0, doc="the scalar operand")}

@@ -26,7 +26,7 @@ from ..build import Handle
 from ..graph import Entry, Graph, unique_name, variable
 from ..registry import OPAQUE, OpDef, RunCtx, register
 from ..subgraph import Subgraph
-from ..typetable import TypeTable
+from ..types.table import TypeTable
 from .control_flow_unroll import unroll_foreach
 
 LOCS_DOC = "Position in the body's input list of each {} input of the node."

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from ..build import OPS, Handle
 from ..graph import Entry, Node
-from ..typetable import TypeTable
+from ..types.table import TypeTable
 
 
 def _h(e: Entry) -> Handle:

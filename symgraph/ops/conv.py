@@ -6,7 +6,7 @@ gradients of their own, so a convolution can be differentiated twice. The numpy 
 + one GEMM per group) are in ``_window.py``. A channels-last layer is its channels-first layer
 with every tensor's channel axis moved (``channels_first``): one shape rule and one numpy
 kernel serve both, and its window (``conv_window``) says ``channel_last`` so that cuDNN reads
-the data in place. The CUDA backend's ``passes/channel_last.py`` rewrites 2-D convolutions to
+the data in place. The CUDA backend's ``cuda/channel_last.py`` rewrites 2-D convolutions to
 NHWC, the layout cuDNN's tensor-core kernels want.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 
 from ..attrs import Attrs, Param
 from ..base import ShapeError
-from ..registry import GEMM, OpDef, RunCtx, register
+from ..registry import CONVOLUTION, GEMM, OpDef, RunCtx, register
 from ._util import fmt
 from ._window import conv_data_grad, conv_forward, conv_weight_grad, dilated
 from .geometry import ConvWindow
@@ -242,7 +242,7 @@ register(OpDef(
     "Convolution", CONV_PARAMS, layer_inputs, channels_first(_conv_shape),
     channels_first(_conv_compute),
     layer_grad("_backward_Convolution_data", "_backward_Convolution_weight"), GEMM,
-    partial_shapes=True,
+    partial_shapes=True, layout=CONVOLUTION,
     lowering=("convolution", {"call": "forward", "data": 0, "args": (0, 1), "bias": True}),
     doc="N-d convolution (cross-correlation), NC(D)(H)W data, O,C/num_group,k... weights "
         "(layout NWC/NHWC/NDHWC: channels-last data and O,k...,C/num_group weights); im2col + "

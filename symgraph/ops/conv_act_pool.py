@@ -1,7 +1,7 @@
 """``_conv_act_pool``: Convolution -> Activation -> non-overlapping max Pooling as one op, and
 its parameter gradient ``_backward_conv_act_pool``.
 
-Made by ``passes/fuse_conv_pool.py`` (before autodiff) for convolutions whose receptive field
+Made by ``cuda/fuse_conv_pool.py`` (before autodiff) for convolutions whose receptive field
 is small (few input channels: the first layer of a LeNet-style network). The point is memory
 traffic: the convolution's output, the largest tensor of such a network, is never stored. The
 forward writes only the pooled map; the backward recomputes the few products of each window
@@ -40,6 +40,35 @@ ACT_GRAD: dict[Optional[str], Callable[[E.Expr], E.Expr]] = {
 
 Shape = tuple[int, ...]
 PARAMS = {**CONV_PARAMS, "act_type": Param("str?", None), "pool_kernel": Param("shape")}
+
+# The chain the op stands for: a convolution, an optional activation (any op with
+# ``OpDef.activation`` in ACT_GRAD), then a pooling; ``cuda/fuse_conv_pool`` finds them.
+CONVOLUTION, POOLING = "Convolution", "Pooling"
+MAX_FIELD = 32
+"""Largest input-channels x kernel-area the fused kernels hold per thread (a 3x3 kernel on up to
+3 channels); wider convolutions are left to cuDNN."""
+
+
+def fits_convolution(a: Attrs, data: Optional[Shape]) -> bool:
+    """Whether a Convolution with attributes ``a`` over ``data`` can be the chain's first op:
+    2-D, ungrouped, undilated NCHW whose receptive field lives in a thread's registers."""
+    return (data is not None and len(a["kernel"]) == 2
+            and a["num_group"] == 1 and not any(d != 1 for d in a["dilate"])
+            and a["layout"] in (None, "NCHW")
+            and data[1] * a["kernel"][0] * a["kernel"][1] <= MAX_FIELD)
+
+
+def pool_window(a: Attrs, conv_out: Shape) -> Optional[tuple[int, int]]:
+    """The window of a Pooling (attributes ``a``) the op can stand for, else None: max, 2-D,
+    window equal to its stride, no padding, 'valid' rounding (or 'full' on sizes it divides)."""
+    k = tuple(a["kernel"])
+    if a["pool_type"] != "max" or a["global_pool"] or len(k) != 2 or tuple(a["stride"]) != k:
+        return None
+    if any(a["pad"]) or a["layout"] not in (None, "NCHW"):
+        return None
+    if a["pooling_convention"] == "full" and any(o % w for o, w in zip(conv_out[2:], k)):
+        return None
+    return k
 
 
 def act_expr(act: Optional[str], z: E.Expr) -> E.Expr:

@@ -35,20 +35,21 @@ UNARY: dict[str, tuple[Callable, Callable]] = {
     "expm1": (lambda x: E.exp(x) - 1.0, lambda c, x, y, dy: dy * (y + 1.0)),
 }
 
+ACT_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign")
 for _name, (_f, _g) in UNARY.items():
     elementwise(_name, lambda attrs, x, f=_f: f(x),
                 lambda c, g=_g: [g(c, c.inputs[0], c.outputs[0], c.ograds[0])],
-                doc=f"Elementwise {_name}.")
+                doc=f"Elementwise {_name}.", activation=_name if _name in ACT_TYPES else None)
 
 elementwise("sign", lambda attrs, x: E.call("sign", x), NOT_DIFFERENTIABLE,
             doc="Elementwise sign; its gradient is zero.")
 
-ACT_TYPES = ("relu", "sigmoid", "tanh", "softrelu", "softsign")
 elementwise(
     "Activation", lambda attrs, x: UNARY[attrs["act_type"]][0](x),
     lambda c: [UNARY[c.attrs["act_type"]][1](c, c.inputs[0], c.outputs[0], c.ograds[0])],
     params={"act_type": Param("str", choices=ACT_TYPES)},
     extra={"monitor_inputs": "input"},  # MXNet's monitor calls its input act_input0
+    activation=lambda a: a["act_type"],
     doc="Activation(act_type=relu|sigmoid|tanh|softrelu|softsign).")
 
 elementwise(

@@ -212,10 +212,10 @@ register(OpDef(
     "Cast", {"dtype": Param("dtype")}, ("data",), same_shape,  # both ways, as MXNet
     lambda a, xs, ctx: [xs[0].astype(a["dtype"])],
     lambda c: [c.sym._backward_Cast(c.ograds[0], c.inputs[0])], INJECTIVE,
-    infer_type=_cast_type, lowering="cast", doc="Convert to dtype; the gradient converts back."))
+    infer_type=_cast_type, lowering="cast", cast=True, doc="Convert to dtype; the gradient converts back."))
 alias("cast", "Cast")
 register(OpDef(
     "_backward_Cast", {}, ("ograd", "data"), like_input(1),
     lambda a, xs, ctx: [xs[0].astype(xs[1].dtype)],
     lambda c: [c.sym._backward_Cast(c.ograds[0], c.inputs[0]), None], INJECTIVE,
-    infer_type=like_input(1), lowering="cast", doc="ograd converted to the dtype of data."))
+    infer_type=like_input(1), lowering="cast", cast=True, doc="ograd converted to the dtype of data."))

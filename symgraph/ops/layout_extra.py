@@ -7,7 +7,8 @@ import numpy as np
 from ..attrs import Attrs, Param
 from ..base import AttrError, ShapeError
 from ..dtypes import is_float
-from ..registry import BROADCAST, INJECTIVE, NO_GRADIENT, OpDef, RunCtx, alias, register
+from ..registry import (BROADCAST, INJECTIVE, NO_GRADIENT, POSITIONAL, OpDef, RunCtx, alias,
+                        register)
 from ._util import fmt, forward_shape, like_input, norm_axis, same_shape
 from .shape import _inverse, _transpose_axes, _transpose_shape
 
@@ -85,7 +86,7 @@ register(OpDef(
     "amp_cast", {"dtype": Param("dtype")}, ("data",), same_shape,  # both ways, as MXNet
     lambda a, xs, ctx: [xs[0].astype(a["dtype"]) if is_float(xs[0].dtype) else xs[0].copy()],
     lambda c: [c.sym._backward_Cast(c.ograds[0], c.inputs[0])], INJECTIVE,
-    infer_type=_amp_type, lowering="cast",
+    infer_type=_amp_type, lowering="cast", cast=True, layout=POSITIONAL,
     doc="Cast floating-point data to dtype (other dtypes pass unchanged), for AMP."))
 
 # float widths for amp_multicast: float16 and bfloat16 are both 1, neither holds the other.
@@ -131,7 +132,7 @@ register(OpDef(
     _multicast, lambda c: [c.sym._backward_Cast(g, x) for g, x in zip(c.ograds, c.inputs)],
     INJECTIVE, infer_type=_multicast_type, variadic="num_outputs",
     outputs=lambda a: tuple(f"output{i}" for i in range(a["num_outputs"])),
-    lowering=("cast_each", {"dtypes": "any"}),
+    lowering=("cast_each", {"dtypes": "any"}), layout=POSITIONAL,
     doc="Cast every floating-point input to the widest float type among them (cast_narrow: "
         "the narrowest); other inputs pass unchanged. Output i is input i, cast; for AMP."))
 

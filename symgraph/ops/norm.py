@@ -16,7 +16,7 @@ import numpy as np
 
 from ..attrs import Attrs, Param
 from ..dtypes import is_narrow
-from ..registry import NO_GRADIENT, OPAQUE, OpDef, RunCtx, alias, register
+from ..registry import CHANNEL_AXIS, NO_GRADIENT, OPAQUE, OpDef, RunCtx, alias, register
 from ._util import check_attr, norm_axis
 
 
@@ -128,7 +128,7 @@ register(OpDef(
     aux=("moving_mean", "moving_var"),
     outputs=("output", "mean", "var", "moving_mean_new", "moving_var_new"),
     num_visible=lambda a: 3 if a["output_mean_var"] else 1, mutates=((3, 3), (4, 4)),
-    train_dependent=True,
+    train_dependent=True, layout=CHANNEL_AXIS, group_epilogue=True,
     doc="Batch normalisation over every axis but `axis`; batch statistics in training "
         "(moving statistics updated with `momentum`), moving statistics otherwise."))
 register(OpDef(

@@ -5,7 +5,7 @@ IR after each pass; ``VERIFY`` (set by the test suite) runs the verifier after e
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+from typing import Callable, Sequence
 
 from .. import config
 from ..graph import Graph, Node
@@ -14,7 +14,6 @@ from .constant_fold import constant_fold
 from .cse import cse
 from .dce import dce
 from .fold_casts import fold_casts
-from .fuse_conv_pool import fuse_conv_pool
 from .fuse_bn_epilogue import fuse_bn_epilogue
 from .fuse_elementwise import fuse_elementwise
 from .simplify import simplify
@@ -22,9 +21,6 @@ from .verify import verify
 
 Pass = Callable[[Graph], Graph]
 
-# Before autodiff: rewrites whose fused op brings its own gradient rule. A backend module opts in
-# by naming it as its own FORWARD_PIPELINE (the CUDA backend does, the numpy backend does not).
-FORWARD_PIPELINE: tuple[Pass, ...] = (fuse_conv_pool,)
 # After autodiff, for training and inference graphs alike: simplify first so CSE sees canonical
 # nodes; casts fold into transposes once dead readers are gone (dce), then the folded weight
 # casts batch into one step each way; fusion last, on the smallest graph, then each BatchNorm
@@ -74,10 +70,3 @@ def run_pipeline(graph: Graph, pipeline: Sequence[Pass]) -> Graph:
             print(f"--- after {p.__name__}\n{format_graph(graph)}")
     return graph
 
-
-def plan_memory(schedule: Any) -> Optional[Any]:
-    """The memory plan of a lowered schedule, or None when passes are off."""
-    if not ENABLED:
-        return None
-    from .memory_plan import memory_plan
-    return memory_plan(schedule)

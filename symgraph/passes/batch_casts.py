@@ -9,7 +9,7 @@ per-kernel floor of a CUDA graph node (2-3 us), far more than its bytes; one ker
 of them costs one.
 
 Requires: the graph's types. The casts it merges are ``_transpose_cast`` nodes and
-float-to-float casts (``fold_casts.CASTS``: a ``_transpose_cast`` with the identity
+float-to-float casts (``OpDef.cast``: a ``_transpose_cast`` with the identity
 permutation). When two or more qualify, it merges:
 
 * (a) every such cast whose input is a graph variable bound in the forward phase (the weight
@@ -40,8 +40,8 @@ from ..attrs import parse_attrs
 from ..dtypes import is_float
 from ..graph import VARIABLE, Entry, Graph, Node, rewrite, unique_name
 from ..registry import get_op
-from ..typetable import TypeTable, types_of
-from .fold_casts import CASTS
+from ..types.table import TypeTable, types_of
+from .fold_casts import is_cast
 
 Spec = tuple[tuple[int, ...], str]  # (axes, dtype) of a cast: what _multi_transpose_cast needs
 
@@ -65,7 +65,7 @@ def _spec(node: Node, types: TypeTable) -> Optional[Spec]:
     """(axes, dtype) of a cast this pass may merge, None for any other node."""
     if node.op == CAST:
         return tuple(node.attrs["axes"]), node.attrs["dtype"]
-    if node.op not in CASTS:
+    if not is_cast(node):
         return None
     (shape, t_in), t_out = types.shape_dtype(node.inputs[0]), types.dtype(Entry(node))
     if shape is None or t_in is None or t_out is None or not (is_float(t_in)

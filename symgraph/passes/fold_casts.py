@@ -6,7 +6,8 @@ memory-bound kernels each way where one strided copy can convert as it moves (Re
 kernels of its bf16 step, each a few microseconds whatever its size).
 
 Requires: the graph's types (dtypes of the casts' inputs and outputs). Turns a ``transpose``
-whose input is a float-to-float cast (``Cast``, ``amp_cast``, ``_backward_Cast``) read by
+whose input is a float-to-float cast (an op with ``OpDef.cast``: ``Cast``, ``amp_cast``,
+``_backward_Cast``) read by
 nothing else, and such a cast whose input is a ``transpose`` read by nothing else, into one
 ``_transpose_cast`` of the pair's input (its GPU lowering: one converting gather).
 
@@ -20,15 +21,16 @@ from ..attrs import parse_attrs
 from ..dtypes import is_float
 from ..graph import Entry, Graph, Node, rewrite
 from ..registry import get_op
-from ..typetable import TypeTable, types_of
-from .simplify import CASTS as FORWARD_CASTS
+from ..types.table import TypeTable, types_of
 
-# simplify's forward casts, and the gradient of either (a cast back to its input's dtype)
-CASTS = frozenset(FORWARD_CASTS) | {"_backward_Cast"}
+
+def is_cast(node: Node) -> bool:
+    """Whether ``node`` converts each element on its own (``OpDef.cast``)."""
+    return not node.is_variable and get_op(node.op).cast
 
 
 def _float_cast(node: Node, types: TypeTable) -> bool:
-    if node.op not in CASTS:
+    if not is_cast(node):
         return False
     t_in, t_out = types.dtype(node.inputs[0]), types.dtype(Entry(node))
     return t_in is not None and t_out is not None and is_float(t_in) and is_float(t_out)
@@ -68,7 +70,7 @@ def fold_casts(graph: Graph) -> Graph:
             return None
         inner = node.inputs[0].node
         t = node if node.op == "transpose" else inner
-        if t.op != "transpose" or (inner if t is node else node).op not in CASTS:
+        if t.op != "transpose" or not is_cast(inner if t is node else node):
             return None
         attrs = parse_attrs(params, {"axes": t.attrs["axes"],
                                      "dtype": types.dtype(Entry(node)).name}, node.name)

@@ -29,10 +29,13 @@ from ..attrs import Attrs
 from ..expr import inp, substitute
 from ..graph import Entry, Graph, Node
 from ..registry import get_op
-from ..typetable import TypeTable, types_of
+from ..types.table import TypeTable, types_of
 from .fuse_groups import FUSE, op_role
 
-BATCH_NORM = "BatchNorm"
+
+def _heads(node: Node) -> bool:
+    """Whether ``node`` may take a group as its epilogue (``OpDef.group_epilogue``)."""
+    return not node.is_variable and get_op(node.op).group_epilogue
 
 
 def _depends_on(starts: list[Node], target: Node, pos: dict[Node, int]) -> bool:
@@ -62,7 +65,7 @@ def _plan(graph: Graph, types: TypeTable) -> dict[Node, tuple[Node, Attrs]]:
     named = {e.node for e in graph.outputs if e.index == 0}
     plan: dict[Node, tuple[Node, Attrs]] = {}
     for bn in nodes:
-        if bn.op != BATCH_NORM or bn in named:
+        if not _heads(bn) or bn in named:
             continue
         readers = [u for u in users[bn] if any(e.node is bn and e.index == 0 for e in u.inputs)]
         if len(readers) != 1 or readers[0] in plan:
@@ -132,7 +135,7 @@ def _merged(g: Node, a: Attrs, bn: Node, inputs: list[Entry], types: TypeTable) 
 
 def fuse_bn_epilogue(graph: Graph) -> Graph:
     """``graph`` with each qualifying BatchNorm heading the fused group that reads it."""
-    if not any(n.op == BATCH_NORM for n in graph.nodes()):
+    if not any(_heads(n) for n in graph.nodes()):
         return graph
     types = types_of(graph)
     plan = _plan(graph, types)

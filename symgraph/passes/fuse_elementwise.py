@@ -32,7 +32,7 @@ from ..base import GraphError
 from ..expr import Expr, inp
 from ..graph import Entry, Graph, Node
 from ..registry import get_op
-from ..typetable import TypeTable, types_of
+from ..types.table import TypeTable, types_of
 from .fuse_groups import MAX_MEMBERS, NONE, Grouping, unit_order  # noqa: F401 (MAX_MEMBERS)
 
 

@@ -16,7 +16,7 @@ from typing import Optional
 
 from ..graph import VARIABLE, Graph, Node
 from ..registry import BROADCAST, ELEMWISE, GEMM, get_op
-from ..typetable import TypeTable
+from ..types.table import TypeTable
 
 MAX_MEMBERS = 48  # keeps generated kernels (and Expr hashing) small
 

@@ -17,7 +17,7 @@ from ..attrs import Attrs
 from ..build import OPS, Handle
 from ..graph import VARIABLE, Entry, Graph, Node
 from ..base import GraphError, where
-from ..typetable import TypeTable, types_of
+from ..types.table import TypeTable, types_of
 from ..registry import BROADCAST, NO_GRADIENT, NOT_DIFFERENTIABLE, get_op
 
 

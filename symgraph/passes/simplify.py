@@ -35,7 +35,7 @@ from ..expr import Expr, inp
 from ..graph import VARIABLE, Entry, Graph, Node, Replacement, rewrite
 from ..ops.indexing import rows_condition
 from ..registry import generation, get_op
-from ..typetable import TypeTable, types_of
+from ..types.table import TypeTable, types_of
 
 
 def _is_const(e: Expr, v: float) -> bool:

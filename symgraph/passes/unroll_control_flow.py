@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..graph import Graph, Node, Replacement, rewrite
 from ..registry import get_op
-from ..typetable import types_of
+from ..types.table import types_of
 
 
 def _has_rule(node: Node) -> bool:

@@ -12,9 +12,9 @@ from ..base import GraphError
 from ..expr import topo
 from ..graph import Graph, Node, check_unique_inputs  # noqa: F401  (re-exported)
 from ..registry import get_op
-from ..typetable import forward_types
-from .infer_shape import infer_shapes
-from .infer_type import infer_types
+from ..types.table import forward_types
+from ..types.infer_shape import infer_shapes
+from ..types.infer_type import infer_types
 
 
 def _check_fused(node: Node) -> None:

@@ -17,8 +17,8 @@ from symgraph.cuda import compiler, lowering_views
 from symgraph.cuda.actions import Kernel, flat_actions
 from symgraph.cuda.kernels_views import fits_32_bits, render_multi_gather
 from symgraph.dtypes import as_dtype
-from symgraph.passes import FORWARD_PIPELINE
-from symgraph.passes.channel_last import channel_last
+from symgraph.cuda.fuse_conv_pool import fuse_conv_pool
+from symgraph.cuda.channel_last import channel_last
 
 from .host_run import host_compiler, lowered, run_on_host
 
@@ -126,7 +126,7 @@ def _resnet_program(monkeypatch, bf16: bool) -> list:
     from benchmarks.amp_step import RESNET_BATCH, narrow_symbol, resnet_symbol
     from benchmarks.common import NO_INPUT_GRADS
     from symgraph.cuda.plan import lower_schedule
-    fake = types.SimpleNamespace(FORWARD_PIPELINE=FORWARD_PIPELINE + (channel_last,),
+    fake = types.SimpleNamespace(FORWARD_PIPELINE=(fuse_conv_pool, channel_last),
                                  compile=lambda schedule, ctx: lower_schedule(schedule, 132))
     monkeypatch.setitem(ex.BACKENDS, "cpu", lambda: fake)
     sym = resnet_symbol()

@@ -9,7 +9,7 @@ import symgraph as sg
 import symgraph.passes as P
 from symgraph.backend import numpy_backend
 from symgraph.passes.batch_casts import batch_casts
-from symgraph.passes.channel_last import channel_last
+from symgraph.cuda.channel_last import channel_last
 from symgraph.passes.verify import verify
 
 from .test_channel_last import SHAPES, small_resnet

@@ -9,7 +9,7 @@ import pytest
 
 import symgraph as sg
 from symgraph.backend import numpy_backend
-from symgraph.passes.channel_last import channel_last
+from symgraph.cuda.channel_last import channel_last
 from symgraph.passes.verify import verify
 
 from .util import declared, ops_of

@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-import symgraph.passes as P
 from symgraph.backend import numpy_backend
-from symgraph.passes.fuse_conv_pool import fuse_conv_pool
+from symgraph.cuda.fuse_conv_pool import fuse_conv_pool
 from symgraph.passes.verify import verify
 
 from .util import assert_same, declared, ops_of, random_inputs, run_graph, train_results
@@ -19,7 +18,7 @@ x = S.var("x")
 
 @pytest.fixture(autouse=True)
 def _fuse_on_cpu(monkeypatch) -> None:
-    monkeypatch.setattr(numpy_backend, "FORWARD_PIPELINE", P.FORWARD_PIPELINE)
+    monkeypatch.setattr(numpy_backend, "FORWARD_PIPELINE", (fuse_conv_pool,))
 
 
 def _chain(channels_act="relu", pool=None, conv=None):
@@ -102,7 +101,7 @@ def test_cpu_keeps_the_chain_by_default(monkeypatch) -> None:
     monkeypatch.setattr(numpy_backend, "FORWARD_PIPELINE", ())
     sch = _chain().simple_bind(sg.cpu(), x=(1, 1, 8, 8))._train.schedule
     assert "_conv_act_pool" not in [s.node.op for s in sch.steps]
-    numpy_backend.FORWARD_PIPELINE = P.FORWARD_PIPELINE
+    numpy_backend.FORWARD_PIPELINE = (fuse_conv_pool,)
     sch = _chain().simple_bind(sg.cpu(), x=(1, 1, 8, 8))._train.schedule
     assert "_conv_act_pool" in [s.node.op for s in sch.steps]
 

@@ -6,7 +6,7 @@ import numpy as np
 
 import symgraph as sg
 from symgraph.backend import numpy_backend
-from symgraph.passes.memory_plan import ALIGN, lifetimes, memory_plan, slot_bytes
+from symgraph.memory_plan import ALIGN, lifetimes, memory_plan, slot_bytes
 from symgraph.registry import RunCtx
 from symgraph.schedule import lower
 

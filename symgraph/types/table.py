@@ -1,7 +1,7 @@
 """Types on the IR: the shape and dtype of every entry of a graph, after inference.
 
 A :class:`TypeTable` is made once per bind from one full, bidirectional inference
-(``passes/infer_shape.py``, ``passes/infer_type.py``) and then travels with the graph
+(``types/infer_shape.py``, ``types/infer_type.py``) and then travels with the graph
 (``Graph.types``) through every pass, autodiff and lowering. Nodes are immutable and entries are
 keyed by node identity, so what the table knows stays true for every node a pass keeps; for a
 node a pass creates, :meth:`TypeTable.shape` runs that op's own rule forward from its inputs'
@@ -18,10 +18,10 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from .attrs import _parse_shape
-from .base import SymgraphError
-from .graph import VARIABLE, Entry, Graph, Node
-from .registry import PartialShape, get_op
+from ..attrs import _parse_shape
+from ..base import SymgraphError
+from ..graph import VARIABLE, Entry, Graph, Node
+from ..registry import PartialShape, get_op
 
 Shape = tuple[int, ...]
 _MISSING: Any = object()  # "not in the table" (None is a value: unknown)

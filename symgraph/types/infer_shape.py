@@ -14,7 +14,7 @@ from ..graph import VARIABLE, Entry, Graph, Node, check_unique_inputs
 from ..ops._util import MAX_ELEMENTS, PartialShape, as_shape, merge_dims
 from ..registry import get_op
 from ..util import is_np_shape
-from ..typetable import declared_partial, declared_shape  # noqa: F401  (declared_shape: API)
+from .table import declared_partial, declared_shape  # noqa: F401  (declared_shape: API)
 
 Shape = tuple[int, ...]
 

@@ -21,8 +21,9 @@ from __future__ import annotations
 from math import prod
 from typing import Iterable
 
-from ..registry import get_op
-from ..schedule import MemoryPlan, Schedule, Step
+from . import passes
+from .registry import get_op
+from .schedule import MemoryPlan, Schedule, Step
 
 ALIGN = 256
 
@@ -153,3 +154,8 @@ def freed_after(schedule: Schedule, plan: MemoryPlan) -> list[list[int]]:
         if k < len(schedule.steps) and s not in donated:
             out[k].append(s)
     return out
+
+
+def plan_memory(schedule: Schedule) -> MemoryPlan | None:
+    """The memory plan of a lowered schedule, or None when passes are off."""
+    return memory_plan(schedule) if passes.ENABLED else None

@@ -26,13 +26,10 @@ from typing import Optional
 
 from ..attrs import Attrs, parse_attrs
 from ..graph import Entry, Graph, Node
-from ..registry import BROADCAST, ELEMWISE, get_op
-from ..typetable import types_of
+from ..registry import BROADCAST, CHANNEL_AXIS, CONVOLUTION, ELEMWISE, POSITIONAL, get_op
+from ..types.table import types_of
 
 TO_LAST, TO_FIRST = (0, 2, 3, 1), (0, 3, 1, 2)
-LAYOUT_FREE = frozenset({"amp_cast", "amp_multicast"})
-"""Ops besides the elementwise ones whose value at a position depends on that position's
-inputs only (AMP's casts are 'injective' for fusion, but move no element)."""
 
 
 def _transpose(e: Entry, axes: tuple, name: str) -> Entry:
@@ -69,8 +66,8 @@ class _Layouts:
 
     def convert(self, node: Node) -> Optional[Node]:
         """The NHWC node standing for ``node`` (its outputs recorded), or None."""
-        a, ins = node.attrs, node.inputs
-        if node.op == "Convolution":
+        a, ins, rule = node.attrs, node.inputs, _rule(node)
+        if rule == CONVOLUTION:
             if len(a["kernel"]) != 2 or a["layout"] not in (None, "NCHW") \
                     or not self.four_d(ins[0]):
                 return None
@@ -81,12 +78,12 @@ class _Layouts:
                        _transpose(self.nchw(ins[1]), TO_LAST, f"{node.name}_weight_ohwi"),
                        *[self.nchw(e) for e in ins[2:]])
             attrs = Attrs({**a, "layout": "NHWC"})
-        elif node.op == "BatchNorm":
+        elif rule == CHANNEL_AXIS:
             if ins[0] not in self.last or a["axis"] % 4 != 1:
                 return None
             new_ins = (self.last[ins[0]], *[self.nchw(e) for e in ins[1:]])
             attrs = Attrs({**a, "axis": 3})
-        elif _layout_free(node):
+        elif rule == POSITIONAL:
             shapes = {self.types.shape(e) for e in ins}
             if not any(e in self.last for e in ins) or len(shapes) != 1:
                 return None
@@ -97,14 +94,20 @@ class _Layouts:
         olds, news = node.entries(), new.entries()
         self.last[olds[0]] = news[0]
         for old, e in zip(olds[1:], news[1:]):  # BatchNorm's statistics are vectors
-            (self.first if node.op == "BatchNorm" else self.last)[old] = e
+            (self.first if rule == CHANNEL_AXIS else self.last)[old] = e
         return new
 
 
+def _rule(node: Node) -> str | None:
+    """``node``'s channels-last rule (``OpDef.layout``; elementwise and broadcast ops are
+    positional)."""
+    op = get_op(node.op)
+    return POSITIONAL if op.pattern in (ELEMWISE, BROADCAST) else op.layout
+
+
 def _layout_free(node: Node) -> bool:
-    """Whether an NHWC value may pass through ``node`` (BatchNorm: by moving its axis)."""
-    return get_op(node.op).pattern in (ELEMWISE, BROADCAST) or node.op in LAYOUT_FREE \
-        or node.op == "BatchNorm"
+    """Whether an NHWC value may pass through ``node`` (a channel-axis op: by moving its axis)."""
+    return _rule(node) in (POSITIONAL, CHANNEL_AXIS)
 
 
 def _feeding_convolutions(graph: Graph) -> set[Node]:
@@ -112,14 +115,14 @@ def _feeding_convolutions(graph: Graph) -> set[Node]:
     users = graph.consumers()
     feeds: set[Node] = set()
     for node in reversed(graph.nodes()):
-        if any(u.op == "Convolution" or u in feeds and _layout_free(u) for u in users[node]):
+        if any(_rule(u) == CONVOLUTION or u in feeds and _layout_free(u) for u in users[node]):
             feeds.add(node)
     return feeds
 
 
 def channel_last(graph: Graph) -> Graph:
     """``graph`` with its 2-D convolutions (and what follows them) in NHWC; see the module."""
-    if not any(n.op == "Convolution" for n in graph.nodes()):
+    if not any(_rule(n) == CONVOLUTION for n in graph.nodes() if not n.is_variable):
         return graph
     lay = _Layouts(graph)
     for node in graph.nodes():
