@@ -11,7 +11,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..base import GraphError
+from ..base import DataError, GraphError
 from ..graph import Entry
 
 OPSET = 17
@@ -79,31 +79,67 @@ class ImportCtx:
     arg_params: dict[str, np.ndarray] = field(default_factory=dict)
     aux_params: dict[str, np.ndarray] = field(default_factory=dict)
     opset: int = 17
+    shapes: dict[str, Optional[tuple]] = field(default_factory=dict)  # from shape inference
+    feeds: dict[str, np.ndarray] = field(default_factory=dict)  # input values known up front
+    dtypes: dict[str, np.dtype] = field(default_factory=dict)  # from shape inference
 
     def get(self, name: str) -> Any:
         """The symbol of tensor ``name``; a constant becomes a parameter variable."""
         if name not in self.values:
             if name not in self.consts:
-                raise GraphError(f"ONNX tensor {name!r} is read before it is produced")
+                raise DataError(f"ONNX tensor {name!r} is read before it is produced")
             self.arg_params[name] = self.consts[name]
-            self.values[name] = self.sym.var(name)
+            self.values[name] = self.sym.var(name, shape=self.consts[name].shape)
         return self.values[name]
 
     def is_const(self, name: str) -> bool:
         return name in self.consts and name not in self.values
 
     def const(self, name: str, node: Any) -> np.ndarray:
-        """The value of a constant input (a shape, axes...), or GraphError naming the node."""
-        if name not in self.consts:
-            raise GraphError(f"ONNX node {node.name or node.op_type} ({node.op_type}): input "
-                             f"{name!r} must be a constant (initializer or Constant node)")
-        return self.consts[name]
+        """The value of a constant input (a shape, axes...), or GraphError naming the node.
+        A graph input whose value the caller gave up front (the backend's run) counts as
+        one: symgraph's graphs are static, so shapes and axes must be known when building."""
+        if name in self.consts:
+            return self.consts[name]
+        if name in self.feeds:
+            return self.feeds[name]
+        raise GraphError(f"{node_label(node)}: input {name!r} must be a constant "
+                         f"(initializer or Constant node)")
+
+    def known(self, name: str) -> Optional[np.ndarray]:
+        """The value of tensor ``name`` when import knows it (a constant or a fed input)."""
+        if name in self.consts:
+            return self.consts[name]
+        return self.feeds.get(name)
+
+    def static_shape(self, name: str, node: Any) -> tuple:
+        """The full shape of tensor ``name``, or GraphError when a dimension is symbolic."""
+        shape = self.shapes.get(name)
+        if shape is None or any(d is None for d in shape):
+            raise GraphError(f"{node_label(node)}: needs the static shape of {name!r}, but "
+                             f"ONNX shape inference leaves it at {shape}")
+        return tuple(int(d) for d in shape)
+
+    def rank(self, name: str, node: Any) -> int:
+        """The rank of tensor ``name`` (from ONNX's shape inference, which import runs)."""
+        shape = self.shapes.get(name)
+        if shape is None:
+            raise GraphError(f"{node_label(node)}: the rank of {name!r} is unknown after "
+                             f"ONNX shape inference; give the graph inputs' shapes")
+        return len(shape)
 
     def param(self, name: str, value: np.ndarray, aux: bool = False) -> Any:
         """A parameter variable named ``name`` holding ``value`` (possibly transformed)."""
         (self.aux_params if aux else self.arg_params)[name] = np.ascontiguousarray(value)
-        self.values[name] = self.sym.var(name)
+        # the shape travels with the variable, so binding with data shapes alone works
+        self.values[name] = self.sym.var(name, shape=value.shape)
         return self.values[name]
+
+
+def node_label(node: Any) -> str:
+    """How errors name an ONNX node: ``ONNX node <name or first output> (<op_type>)``."""
+    label = node.name or (node.output[0] if node.output else "?")
+    return f"ONNX node {label} ({node.op_type})"
 
 
 def op_name(node: Any) -> str:
