@@ -38,14 +38,39 @@ class ExportCtx:
     consts: dict[str, np.ndarray] = field(default_factory=dict)
     used: set = field(default_factory=set)
     taken: set = field(default_factory=set)
+    dynamic: bool = False  # the first axis of the data inputs is symbolic
+    batch: Optional[int] = None  # the export batch size, which `dynamic` leaves open
+    node_names: set = field(default_factory=set)
 
     def add(self, op_type: str, inputs: Sequence[str], outputs: Sequence[str],
             **attrs: Any) -> None:
-        """Append one ONNX node (named after its first output)."""
+        """Append one ONNX node, named after its first output (made unique: the checker
+        refuses two nodes of one name)."""
         self.used.update(i for i in inputs if i)
         self.taken.update(outputs)
+        name, k = outputs[0], 0
+        while name in self.node_names:
+            k += 1
+            name = f"{outputs[0]}_{k}"
+        self.node_names.add(name)
         self.nodes.append(self.helper.make_node(op_type, list(inputs), list(outputs),
-                                                name=outputs[0], **attrs))
+                                                name=name, **attrs))
+
+    def symbolic(self, shape: Sequence[int]) -> list:
+        """``shape`` for a graph input or output: with ``dynamic``, a leading export batch
+        size becomes the symbolic dimension ``batch``."""
+        shape = list(shape)
+        if self.dynamic and shape and shape[0] == self.batch:
+            shape[0] = "batch"
+        return shape
+
+    def target_shape(self, out: Sequence[int], src: Sequence[int]) -> list:
+        """A Reshape target for ``out``: with ``dynamic``, a batch axis kept from the source
+        is written as 0 (ONNX: copy the input's dimension), so any batch size runs."""
+        out = list(out)
+        if self.dynamic and out and src and out[0] == src[0] == self.batch:
+            out[0] = 0
+        return out
 
     def const(self, hint: str, value: Any, dtype: Any = np.float32) -> str:
         """A new initializer holding ``value``; returns its name."""

@@ -49,7 +49,7 @@ def load_checked(source: Union[str, bytes, Any]) -> tuple[Any, dict]:
         raise DataError(f"{where}: the graph {model.graph.name!r} has no outputs")
     try:
         onnx.checker.check_model(model)
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as exc:
         raise DataError(f"{where}: the ONNX checker rejects the model: "
                         f"{' '.join(str(exc).split())}") from exc
