@@ -96,7 +96,8 @@ class SymgraphBackend(_base.Backend):
         opset = kwargs.get("opset_version", onnx.defs.onnx_opset_version())
         graph = helper.make_graph([node], "run_node", ins, outs)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-        return cls.run_model(model, arrays, device)
+        # the outputs' types are what ONNX infers; the checker in prepare wants them written
+        return cls.run_model(onnx.shape_inference.infer_shapes(model), arrays, device)
 
     @classmethod
     def supports_device(cls, device: str) -> bool:

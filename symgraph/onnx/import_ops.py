@@ -56,9 +56,9 @@ def _conv(c: ImportCtx, node: Any, a: dict) -> list:
         inputs.append(c.get(node.input[2]))
     if node.op_type == "Conv":
         return [c.sym.Convolution(*inputs, num_filter=w.shape[0], name=op_name(node), **args)]
+    if "output_shape" in a:  # ONNX derives (possibly negative) pads from it: not MXNet's
+        raise _refuse(node, "output_shape")
     extra = {"adj": tuple(a["output_padding"])} if "output_padding" in a else {}
-    if "output_shape" in a:
-        extra = {"target_shape": tuple(a["output_shape"])[-nsp:]}
     return [c.sym.Deconvolution(*inputs, num_filter=w.shape[1] * groups, name=op_name(node),
                                 **args, **extra)]
 
@@ -219,6 +219,8 @@ def _bn(c: ImportCtx, node: Any, a: dict) -> list:
     ins = node.input
     if a.get("training_mode", 0) or len([o for o in node.output if o]) > 1:
         raise _refuse(node, "training mode (batch statistics as outputs)")
+    if not a.get("spatial", 1):  # opsets 7-8: statistics per (C, H, W) element
+        raise _refuse(node, "spatial=0")
     aux = [c.param(ins[k], c.const(ins[k], node), aux=True) for k in (3, 4)]
     return [c.sym.BatchNorm(c.get(ins[0]), c.get(ins[1]), c.get(ins[2]), *aux,
                             eps=a.get("epsilon", 1e-5), momentum=a.get("momentum", 0.9),

@@ -202,6 +202,8 @@ def _clip(c: ImportCtx, node: Any, a: dict) -> list:
 @_reg("Cast")
 def _cast(c: ImportCtx, node: Any, a: dict) -> list:
     dtype = np.dtype(onnx_module().helper.tensor_dtype_to_np_dtype(a["to"]))
+    if dtype.kind not in "biuf":
+        raise _refuse(node, f"Cast to {dtype}")
     return [c.sym.Cast(c.get(node.input[0]), dtype=dtype.name, name=op_name(node))]
 
 

@@ -19,6 +19,13 @@ from . import import_tensor  # noqa: F401  (registers the tensor operators' impo
 from .import_ops import IMPORTERS
 
 ONNX_DOMAINS = ("", "ai.onnx")
+# Operators whose early versions mean something else, and the first version mapped: before
+# 7 the binary ops broadcast by a legacy `broadcast`/`axis` rule; Reshape took its shape as
+# an attribute before 5, Tile its repeats as (tiles, axis) before 6; Cast's `to` was a string
+# before 6; Concat's axis was optional before 4; BatchNormalization and Dropout had `is_test`.
+_LEGACY7 = ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less",
+            "Gemm", "PRelu", "BatchNormalization", "Dropout")
+MIN_VERSION = {**{op: 7 for op in _LEGACY7}, "Reshape": 5, "Tile": 6, "Cast": 6, "Concat": 4}
 
 
 def _arrays(params: dict[str, np.ndarray], used: set) -> dict:
@@ -82,6 +89,10 @@ def _convert_node(ctx: ImportCtx, node: Any) -> None:
     if fn is None or node.domain not in ONNX_DOMAINS:
         raise GraphError(f"{node_label(node)}: no importer for this operator (domain "
                          f"{node.domain!r}); import_model supports {sorted(IMPORTERS)}")
+    if ctx.opset < MIN_VERSION.get(node.op_type, 1):
+        raise GraphError(f"{node_label(node)}: opset {ctx.opset} is older than the first "
+                         f"version import_model maps ({MIN_VERSION[node.op_type]}); convert "
+                         f"the model with onnx.version_converter first")
     try:
         outs = fn(ctx, node, attributes(node))
     except SymgraphError:

@@ -68,3 +68,29 @@ def test_every_exclusion_matches_a_test():
     assert len(names) > 400
     for pattern in EXCLUDED:
         assert any(re.search(pattern, n) for n in names), pattern
+
+
+def test_backend_interface():
+    """prepare/run_model/run_node/supports_device as onnx.backend.base.Backend defines them,
+    checked against numpy."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    from symgraph import BindError, DataError
+    from symgraph.onnx import backend
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
+    node = helper.make_node("Relu", ["x"], ["y"])
+    (y,) = backend.run_node(node, [x])
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                          [2, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    rep = backend.prepare(model.SerializeToString(), "CPU")
+    np.testing.assert_array_equal(rep.run({"x": x})[0], np.maximum(x, 0))
+    np.testing.assert_array_equal(backend.run_model(model, [x])[0], np.maximum(x, 0))
+    assert backend.supports_device("CPU")
+    with pytest.raises(BindError, match=r"no value for the inputs \['x'\]"):
+        rep.run([])
+    with pytest.raises(DataError, match="not a readable ONNX model"):
+        backend.prepare(model.SerializeToString()[:9])

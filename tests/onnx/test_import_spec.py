@@ -167,3 +167,24 @@ def test_bad_attribute_value_names_the_node(tmp_path):
     onnx.save(model, path)
     with pytest.raises(sg.DataError, match="conv1|Conv"):
         sg.onnx.import_model(path)
+
+
+def test_legacy_broadcast_opset_is_refused(tmp_path):
+    node = helper.make_node("Add", ["x", "x"], ["y"], name="old_add")
+    model = _model([node], [("x", F, [2, 3])], [("y", F, [2, 3])], opset=6)
+    path = str(tmp_path / "old.onnx")
+    onnx.save(model, path)
+    with pytest.raises(sg.GraphError, match=r"old_add \(Add\): opset 6 .* \(7\)"):
+        sg.onnx.import_model(path)
+
+
+def test_sequence_inputs_are_refused_by_name(tmp_path):
+    seq = helper.make_tensor_sequence_value_info("s", F, [2])
+    graph = helper.make_graph([helper.make_node("Identity", ["s"], ["t"])], "g", [seq],
+                              [helper.make_tensor_sequence_value_info("t", F, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path = str(tmp_path / "seq.onnx")
+    onnx.save(model, path)
+    with pytest.raises(sg.GraphError, match="'s': type sequence_type"):
+        sg.onnx.import_model(path)
