@@ -62,7 +62,8 @@ class SymgraphRep(_base.BackendRep):
         args = {**{k: array(v, dtype=v.dtype) for k, v in feeds.items() if k in names}, **arg}
         exe = sym.bind(self.ctx, args, grad_req="null", aux_states=aux)
         outs = [o.asnumpy() for o in exe.forward(is_train=False)]
-        return tuple(self._onnx_rank(o, info.name) for o, info in zip(outs, self.model.graph.output))
+        return tuple(self._onnx_rank(o, info.name)
+                     for o, info in zip(outs, self.model.graph.output))
 
     def _onnx_rank(self, out: np.ndarray, name: str) -> np.ndarray:
         """MXNet has no 0-d arrays (a full reduction gives shape (1,)); ONNX does."""

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..base import GraphError
-from .context import ImportCtx, first_const, op_name
+from .context import ImportCtx, op_name
 
 Importer = Callable[[ImportCtx, Any, dict], Optional[list]]
 IMPORTERS: dict[str, Importer] = {}
