@@ -30,17 +30,32 @@ def _refuse(node: Any, what: str) -> GraphError:
                       f"not supported by import_model")
 
 
-def _sym_pads(node: Any, attrs: dict, nsp: int) -> tuple:
-    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID", "NOTSET", "VALID"):
-        raise _refuse(node, f"auto_pad={attrs['auto_pad']!r}")
+def _sym_pads(c: ImportCtx, node: Any, attrs: dict, kernel: tuple) -> tuple:
+    """Explicit pads, or auto_pad SAME_* worked out on the static input shape (output =
+    ceil(input / stride)); symgraph pads symmetrically, so an odd total is refused."""
+    nsp = len(kernel)
+    mode = attrs.get("auto_pad", b"NOTSET")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode in ("SAME_UPPER", "SAME_LOWER") and node.op_type != "ConvTranspose":
+        spatial = c.static_shape(node.input[0], node)[2:]
+        strides = attrs.get("strides", [1] * nsp)
+        dil = attrs.get("dilations", [1] * nsp)
+        total = [max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
+                 for n, s, k, d in zip(spatial, strides, kernel, dil)]
+        if any(t % 2 for t in total):
+            raise _refuse(node, f"auto_pad={mode} with an odd total padding {total}")
+        return tuple(t // 2 for t in total)
+    if mode not in ("NOTSET", "VALID"):
+        raise _refuse(node, f"auto_pad={mode}")
     pads = list(attrs.get("pads", [0] * (2 * nsp)))
     if pads[:nsp] != pads[nsp:]:
         raise _refuse(node, f"asymmetric pads {pads}")
     return tuple(pads[:nsp])
 
 
-def _window(node: Any, attrs: dict, nsp: int) -> dict:
-    return {"stride": tuple(attrs.get("strides", [1] * nsp)), "pad": _sym_pads(node, attrs, nsp)}
+def _window(c: ImportCtx, node: Any, attrs: dict, kernel: tuple) -> dict:
+    return {"stride": tuple(attrs.get("strides", [1] * len(kernel))),
+            "pad": _sym_pads(c, node, attrs, kernel)}
 
 
 @_reg("Conv", "ConvTranspose")
@@ -50,7 +65,7 @@ def _conv(c: ImportCtx, node: Any, a: dict) -> list:
     kernel = tuple(a.get("kernel_shape", w.shape[2:]))
     groups = int(a.get("group", 1))
     args = dict(kernel=kernel, dilate=tuple(a.get("dilations", [1] * nsp)), num_group=groups,
-                no_bias=len(node.input) < 3 or not node.input[2], **_window(node, a, nsp))
+                no_bias=len(node.input) < 3 or not node.input[2], **_window(c, node, a, kernel))
     inputs = [c.get(node.input[0]), c.get(node.input[1])]
     if not args["no_bias"]:
         inputs.append(c.get(node.input[2]))
@@ -188,7 +203,7 @@ def _pool(c: ImportCtx, node: Any, a: dict) -> list:
         raise _refuse(node, "dilated pooling")
     if len(node.output) > 1 and node.output[1]:
         raise _refuse(node, "MaxPool's Indices output")
-    geo = _window(node, a, len(kernel))
+    geo = _window(c, node, a, kernel)
     if a.get("ceil_mode", 0):
         _check_ceil(c, node, kernel, geo)
     kind = "max" if node.op_type == "MaxPool" else "avg"
@@ -242,3 +257,60 @@ def _reshape(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.Reshape(c.get(node.input[0]), shape=shape, name=op_name(node))]
 
 
+
+
+@_reg("HardSigmoid", "HardSwish")
+def _hard(c: ImportCtx, node: Any, a: dict) -> list:
+    """HardSigmoid is max(0, min(1, alpha x + beta)); HardSwish is x * HardSigmoid(x) with
+    alpha 1/6 and beta 1/2."""
+    x, name = c.get(node.input[0]), op_name(node)
+    if node.op_type == "HardSigmoid":
+        return [c.sym.hard_sigmoid(x, alpha=a.get("alpha", 0.2), beta=a.get("beta", 0.5),
+                                   name=name)]
+    gate = c.sym.hard_sigmoid(x, alpha=1.0 / 6, beta=0.5, name=f"{name}_gate")
+    return [c.sym.elemwise_mul(x, gate, name=name)]
+
+
+@_reg("InstanceNormalization")
+def _instance_norm(c: ImportCtx, node: Any, a: dict) -> list:
+    ins = node.input
+    return [c.sym.InstanceNorm(c.get(ins[0]), c.get(ins[1]), c.get(ins[2]),
+                               eps=a.get("epsilon", 1e-5), name=op_name(node))]
+
+
+@_reg("LRN")
+def _lrn(c: ImportCtx, node: Any, a: dict) -> list:
+    """Same formula as MXNet's (x / (bias + alpha/size * window sum of x^2)^beta); MXNet
+    centres the window, so an even size is refused."""
+    size = int(a["size"])
+    if size % 2 == 0:
+        raise _refuse(node, f"an even size ({size})")
+    return [c.sym.LRN(c.get(node.input[0]), alpha=a.get("alpha", 1e-4), beta=a.get("beta", 0.75),
+                      knorm=a.get("bias", 1.0), nsize=size, name=op_name(node))]
+
+
+@_reg("LayerNormalization")
+def _layer_norm(c: ImportCtx, node: Any, a: dict) -> list:
+    """ONNX normalises the axes from ``axis`` to the end, MXNet one axis: those axes are
+    merged into one first. Mean and InvStdDev (1 / MXNet's std) keep the axes as 1; a
+    missing bias is zeros."""
+    shape = c.static_shape(node.input[0], node)
+    axis, name = int(a.get("axis", -1)) % len(shape), op_name(node)
+    x, scale = c.get(node.input[0]), c.get(node.input[1])
+    merged = axis != len(shape) - 1
+    if merged:
+        x = c.sym.Reshape(x, shape=shape[:axis] + (-1,), name=f"{name}_rows")
+        scale = c.sym.Reshape(scale, shape=(-1,), name=f"{name}_scale")
+    if len(node.input) > 2 and node.input[2]:
+        bias = c.get(node.input[2])
+        bias = c.sym.Reshape(bias, shape=(-1,)) if merged else bias
+    else:
+        bias = c.sym.zeros_like(scale, name=f"{name}_bias")
+    stats = len(node.output) > 1
+    y = c.sym.LayerNorm(x, scale, bias, axis=-1, eps=a.get("epsilon", 1e-5),
+                        output_mean_var=stats, name=name)
+    if not stats:
+        return [c.sym.Reshape(y, shape=shape) if merged else y]
+    keep = shape[:axis] + (1,) * (len(shape) - axis)
+    return [c.sym.Reshape(y[0], shape=shape), c.sym.Reshape(y[1], shape=keep),
+            c.sym.Reshape(c.sym.reciprocal(y[2]), shape=keep)]

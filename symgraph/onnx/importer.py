@@ -15,7 +15,7 @@ import numpy as np
 
 from ..base import DataError, GraphError, SymgraphError
 from .context import ImportCtx, attributes, node_label, onnx_module
-from . import import_tensor  # noqa: F401  (registers the tensor operators' importers)
+from . import import_shape, import_tensor  # noqa: F401  (they register their importers)
 from .import_ops import IMPORTERS
 
 ONNX_DOMAINS = ("", "ai.onnx")
@@ -84,7 +84,41 @@ def _inferred_types(graph: Any) -> dict[str, tuple]:
     return types
 
 
+def _fold(ctx: ImportCtx, node: Any) -> bool:
+    """Constant folding: a node whose inputs are all constants (initializers, Constant
+    nodes, folded nodes; not run-time inputs) is evaluated once by ONNX's reference
+    implementation, and a Shape or Size of a tensor whose shape inference fixed is read off.
+    Models whose shape arithmetic is spelled out in nodes (Shape -> Gather -> Concat ->
+    Reshape) then import with static shapes, as symgraph's graphs need."""
+    inputs = [i for i in node.input if i]
+    if node.op_type in ("Shape", "Size") and node.input[0] not in ctx.consts:
+        shape = ctx.shapes.get(node.input[0])
+        if shape is None or None in shape:
+            return False
+        dims = np.array(shape, np.int64)
+        if node.op_type == "Size":
+            ctx.consts[node.output[0]] = np.array(dims.prod(), np.int64)
+            return True
+        start, end, _ = slice(*(attributes(node).get(k) for k in ("start", "end"))).indices(
+            len(dims))
+        ctx.consts[node.output[0]] = dims[start:end]
+        return True
+    if not inputs or not all(i in ctx.consts for i in inputs) or node.op_type == "Constant":
+        return False
+    from onnx.reference import ReferenceEvaluator
+    try:
+        values = ReferenceEvaluator(node).run(None, {i: ctx.consts[i] for i in inputs})
+    except Exception:  # an op the reference cannot run: the importer gets it
+        return False
+    for name, value in zip(node.output, values):
+        if name:
+            ctx.consts[name] = np.asarray(value)
+    return True
+
+
 def _convert_node(ctx: ImportCtx, node: Any) -> None:
+    if _fold(ctx, node):
+        return
     fn = IMPORTERS.get(node.op_type)
     if fn is None or node.domain not in ONNX_DOMAINS:
         raise GraphError(f"{node_label(node)}: no importer for this operator (domain "

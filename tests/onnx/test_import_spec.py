@@ -188,3 +188,21 @@ def test_sequence_inputs_are_refused_by_name(tmp_path):
     onnx.save(model, path)
     with pytest.raises(sg.GraphError, match="'s': type sequence_type"):
         sg.onnx.import_model(path)
+
+
+def test_shape_arithmetic_folds_to_a_static_reshape(tmp_path):
+    """Shape -> Gather -> Concat -> Reshape (as exporters write a flatten) folds at import:
+    the shape tensors become no parameters and the result is numpy's reshape."""
+    x = RNG.normal(size=(2, 3, 4)).astype(np.float32)
+    nodes = [helper.make_node("Shape", ["x"], ["s"]),
+             helper.make_node("Gather", ["s", "zero"], ["n"], axis=0),
+             helper.make_node("Concat", ["n", "minus1"], ["target"], axis=0),
+             helper.make_node("Reshape", ["x", "target"], ["y"])]
+    model = _model(nodes, [("x", F, x.shape)], [("y", F, [2, 12])],
+                   [_init("zero", [0], np.int64), _init("minus1", [-1], np.int64)])
+    path = str(tmp_path / "flat.onnx")
+    onnx.save(model, path)
+    sym, arg, _ = sg.onnx.import_model(path)
+    assert sym.list_arguments() == ["x"] and not arg
+    (got,) = _run(tmp_path, model, {"x": x})
+    np.testing.assert_array_equal(got, x.reshape(2, 12))
