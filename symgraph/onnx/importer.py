@@ -9,6 +9,7 @@ translated by ``import_ops.IMPORTERS[op_type]`` according to the model's opset.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -39,6 +40,8 @@ def load_checked(source: Union[str, bytes, Any]) -> tuple[Any, dict]:
     of every tensor (a shape is None where the rank is unknown, a dimension where it is
     symbolic)."""
     onnx = onnx_module()
+    if isinstance(source, os.PathLike):
+        source = os.fspath(source)
     where = source if isinstance(source, str) else "ONNX model"
     try:
         if isinstance(source, str):
