@@ -8,9 +8,12 @@
 The graph written is the inference graph (opset :data:`OPSET`): loss heads become their
 prediction (``SoftmaxOutput`` -> ``Softmax``, regression outputs -> identity or ``Sigmoid``),
 ``Dropout`` is an identity, ``BatchNorm`` uses its moving statistics. Label inputs that only
-feed loss heads are dropped. One converter per op in ``export_ops.EXPORTERS`` and per ONNX
+feed loss heads are dropped. Import runs ``onnx.checker`` and ONNX's strict shape inference
+first (a model they reject raises :class:`~symgraph.DataError`) and maps each operator per its
+spec at the model's opset. One converter per op in ``export_ops.EXPORTERS`` and per ONNX
 operator in ``import_ops.IMPORTERS``; an op without one raises :class:`~symgraph.GraphError`
-naming the node, the op and the supported set. Needs the ``onnx`` extra
+naming the node, the op and the supported set. ``symgraph.onnx.backend`` is ONNX's
+``Backend`` interface (docs/onnx.md). Needs the ``onnx`` extra
 (``pip install 'symgraph[onnx]'``: onnx and onnxruntime).
 """
 from __future__ import annotations

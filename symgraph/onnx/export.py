@@ -53,12 +53,37 @@ def _data_inputs(sym: Any, params: dict, n_shapes: int) -> list[str]:
 
 
 def _entry_names(nodes: list[Node]) -> dict[Entry, str]:
-    names = {}
+    """One ONNX tensor name per entry, unique (ONNX graphs are in SSA form) even where two
+    symgraph nodes share a name; variables keep theirs, as they are the graph's inputs."""
+    names: dict[Entry, str] = {Entry(n, 0): n.name for n in nodes if n.is_variable}
+    taken = set(names.values())
     for node in nodes:
+        if node.is_variable:
+            continue
         entries = node.entries()
         for e in entries:
-            names[e] = node.name if len(entries) == 1 else f"{node.name}_output{e.index}"
+            base = node.name if len(entries) == 1 else f"{node.name}_output{e.index}"
+            name, k = base, 0
+            while name in taken:
+                k += 1
+                name = f"{base}_{k}"
+            taken.add(name)
+            names[e] = name
     return names
+
+
+def _output_names(ctx: ExportCtx, outputs: Sequence[Entry], names: dict) -> list[str]:
+    """Graph outputs that are graph inputs (or repeat another output) go through Identity:
+    ONNX wants every output produced by a node, under a name of its own."""
+    result: list[str] = []
+    for e in outputs:
+        name = names[e]
+        if e.node.is_variable or name in result:
+            alias = ctx.fresh(f"{name}_output")
+            ctx.add("Identity", [name], [alias])
+            name = alias
+        result.append(name)
+    return result
 
 
 def _convert(ctx: ExportCtx, nodes: list[Node], names: dict[Entry, str]) -> None:
@@ -92,10 +117,14 @@ def build_model(sym: Any, params: dict[str, np.ndarray], in_shapes: Sequence[Seq
                                  **{n: np.dtype(t) for n, t in zip(data, types)}})
     nodes = topo_order(sym.outputs_)
     names = _entry_names(nodes)
-    ctx = ExportCtx(helper, shapes, dtypes, params)
+    ctx = ExportCtx(helper, shapes, dtypes, params, dynamic=dynamic,
+                    batch=in_shapes[0][0] if dynamic and in_shapes and in_shapes[0] else None)
+    ctx.taken.update(names.values())
     _convert(ctx, nodes, names)
-    outputs = [_value_info(helper, names[e], dtypes[e], shapes[e]) for e in sym.outputs_]
-    inputs = [_value_info(helper, n, t, ("batch",) + tuple(s[1:]) if dynamic else s)
+    out_names = _output_names(ctx, sym.outputs_, names)
+    outputs = [_value_info(helper, n, dtypes[e], ctx.symbolic(shapes[e]))
+               for n, e in zip(out_names, sym.outputs_)]
+    inputs = [_value_info(helper, n, t, ctx.symbolic(s))
               for n, s, t in zip(data, in_shapes, types) if n in ctx.used]
     inits = [onnx.numpy_helper.from_array(np.ascontiguousarray(v), k)
              for k, v in list(params.items()) + list(ctx.consts.items()) if k in ctx.used]

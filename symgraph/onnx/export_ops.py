@@ -185,7 +185,9 @@ def _softmax_output(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
     flat, soft = c.fresh(f"{node.name}_flat"), c.fresh(f"{node.name}_soft")
     c.add("Flatten", ins[:1], [flat], axis=1)
     c.add("Softmax", [flat], [soft], axis=1)
-    c.add("Reshape", [soft, c.const(f"{node.name}_shape", shape, np.int64)], outs[:1])
+    like = c.fresh(f"{node.name}_shape")  # the input's own shape: any batch size runs
+    c.add("Shape", ins[:1], [like])
+    c.add("Reshape", [soft, like], outs[:1])
 
 
 @_reg("softmax", "log_softmax")
@@ -237,7 +239,7 @@ def _concat(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
 @_reg("Reshape", "reshape_like", "expand_dims", "squeeze")
 def _reshape(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
     """Shape-only ops write the inferred output shape (MXNet's special codes are resolved)."""
-    shape = c.shape(Entry(node, 0))
+    shape = c.target_shape(c.shape(Entry(node, 0)), c.shape(node.inputs[0]))
     c.add("Reshape", [ins[0], c.const(f"{node.name}_shape", shape, np.int64)], outs)
 
 
@@ -272,13 +274,44 @@ def _reduce(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
 
 @_reg("dot")
 def _dot(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
-    a, (x, y) = node.attrs, ins[:2]
-    for flag, idx in (("transpose_a", 0), ("transpose_b", 1)):
-        if a.get(flag):
-            t = c.fresh(f"{node.name}_{flag}")
-            c.add("Transpose", [ins[idx]], [t], perm=[1, 0])
-            x, y = (t, y) if idx == 0 else (x, t)
-    c.add("MatMul", [x, y], outs)
+    """MXNet's dot contracts the last axis of a with the FIRST axis of b (not MatMul's
+    batched product); ``transpose_a`` contracts a's first axis, ``transpose_b`` b's last.
+    N-D operands become matrices with the contracted axis on the inside, are multiplied,
+    and the product takes the inferred output shape."""
+    a = node.attrs
+    sa, sb = c.shape(node.inputs[0]), c.shape(node.inputs[1])
+    if len(sa) <= 2 and len(sb) <= 2:
+        x, y = ins[:2]
+        for flag, idx in (("transpose_a", 0), ("transpose_b", 1)):
+            if a.get(flag):
+                t = c.fresh(f"{node.name}_{flag}")
+                c.add("Transpose", [ins[idx]], [t], perm=[1, 0])
+                x, y = (t, y) if idx == 0 else (x, t)
+        c.add("MatMul", [x, y], outs)
+        return
+    k = sa[0] if a.get("transpose_a") else sa[-1]
+    lhs = _matrix(c, node, ins[0], "lhs", (k, -1) if a.get("transpose_a") else (-1, k),
+                  bool(a.get("transpose_a")))
+    rhs = _matrix(c, node, ins[1], "rhs", (-1, k) if a.get("transpose_b") else (k, -1),
+                  bool(a.get("transpose_b")))
+    prod = c.fresh(f"{node.name}_matmul")
+    c.add("MatMul", [lhs, rhs], [prod])
+    out = list(c.shape(Entry(node, 0)))
+    if c.dynamic and len(sa) > 1 and not a.get("transpose_a") and out[0] == c.batch:
+        out[0] = -1  # a's leading axis is the batch: let it follow the input
+    c.add("Reshape", [prod, c.const(f"{node.name}_shape", out, np.int64)], outs)
+
+
+def _matrix(c: ExportCtx, node: Node, name: str, hint: str, shape: tuple,
+            transpose: bool) -> str:
+    """``name`` reshaped to the 2-D ``shape``, then transposed if asked."""
+    flat = c.fresh(f"{node.name}_{hint}2d")
+    c.add("Reshape", [name, c.const(f"{node.name}_{hint}_shape", shape, np.int64)], [flat])
+    if not transpose:
+        return flat
+    t = c.fresh(f"{node.name}_{hint}_t")
+    c.add("Transpose", [flat], [t], perm=[1, 0])
+    return t
 
 
 @_reg("Cast")

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..base import GraphError
-from .context import ImportCtx, first_const, op_name
+from .context import ImportCtx, op_name
 
 Importer = Callable[[ImportCtx, Any, dict], Optional[list]]
 IMPORTERS: dict[str, Importer] = {}
@@ -30,17 +30,32 @@ def _refuse(node: Any, what: str) -> GraphError:
                       f"not supported by import_model")
 
 
-def _sym_pads(node: Any, attrs: dict, nsp: int) -> tuple:
-    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID", "NOTSET", "VALID"):
-        raise _refuse(node, f"auto_pad={attrs['auto_pad']!r}")
+def _sym_pads(c: ImportCtx, node: Any, attrs: dict, kernel: tuple) -> tuple:
+    """Explicit pads, or auto_pad SAME_* worked out on the static input shape (output =
+    ceil(input / stride)); symgraph pads symmetrically, so an odd total is refused."""
+    nsp = len(kernel)
+    mode = attrs.get("auto_pad", b"NOTSET")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode in ("SAME_UPPER", "SAME_LOWER") and node.op_type != "ConvTranspose":
+        spatial = c.static_shape(node.input[0], node)[2:]
+        strides = attrs.get("strides", [1] * nsp)
+        dil = attrs.get("dilations", [1] * nsp)
+        total = [max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
+                 for n, s, k, d in zip(spatial, strides, kernel, dil)]
+        if any(t % 2 for t in total):
+            raise _refuse(node, f"auto_pad={mode} with an odd total padding {total}")
+        return tuple(t // 2 for t in total)
+    if mode not in ("NOTSET", "VALID"):
+        raise _refuse(node, f"auto_pad={mode}")
     pads = list(attrs.get("pads", [0] * (2 * nsp)))
     if pads[:nsp] != pads[nsp:]:
         raise _refuse(node, f"asymmetric pads {pads}")
     return tuple(pads[:nsp])
 
 
-def _window(node: Any, attrs: dict, nsp: int) -> dict:
-    return {"stride": tuple(attrs.get("strides", [1] * nsp)), "pad": _sym_pads(node, attrs, nsp)}
+def _window(c: ImportCtx, node: Any, attrs: dict, kernel: tuple) -> dict:
+    return {"stride": tuple(attrs.get("strides", [1] * len(kernel))),
+            "pad": _sym_pads(c, node, attrs, kernel)}
 
 
 @_reg("Conv", "ConvTranspose")
@@ -50,48 +65,75 @@ def _conv(c: ImportCtx, node: Any, a: dict) -> list:
     kernel = tuple(a.get("kernel_shape", w.shape[2:]))
     groups = int(a.get("group", 1))
     args = dict(kernel=kernel, dilate=tuple(a.get("dilations", [1] * nsp)), num_group=groups,
-                no_bias=len(node.input) < 3 or not node.input[2], **_window(node, a, nsp))
+                no_bias=len(node.input) < 3 or not node.input[2], **_window(c, node, a, kernel))
     inputs = [c.get(node.input[0]), c.get(node.input[1])]
     if not args["no_bias"]:
         inputs.append(c.get(node.input[2]))
     if node.op_type == "Conv":
         return [c.sym.Convolution(*inputs, num_filter=w.shape[0], name=op_name(node), **args)]
+    if "output_shape" in a:  # ONNX derives (possibly negative) pads from it: not MXNet's
+        raise _refuse(node, "output_shape")
     extra = {"adj": tuple(a["output_padding"])} if "output_padding" in a else {}
-    if "output_shape" in a:
-        extra = {"target_shape": tuple(a["output_shape"])[-nsp:]}
     return [c.sym.Deconvolution(*inputs, num_filter=w.shape[1] * groups, name=op_name(node),
                                 **args, **extra)]
 
 
 @_reg("Gemm")
 def _gemm(c: ImportCtx, node: Any, a: dict) -> list:
-    alpha, beta = a.get("alpha", 1.0), a.get("beta", 1.0)
-    x = c.get(node.input[0])
+    """Y = alpha * A' B' + beta * C: alpha scales the product only, C broadcasts to (M, N)."""
+    alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
+    x, name = c.get(node.input[0]), op_name(node)
     if a.get("transA", 0):
         x = c.sym.transpose(x)
-    if not c.is_const(node.input[1]):
-        y = c.sym.dot(x, c.get(node.input[1]), transpose_b=bool(a.get("transB", 0)))
-        if len(node.input) > 2 and node.input[2]:
-            y = c.sym.broadcast_add(y, c.get(node.input[2]) * beta)
-        return [y * alpha if alpha != 1.0 else y]
-    w = c.const(node.input[1], node)
-    w = (w if a.get("transB", 0) else w.T) * alpha
-    bias = first_const(c, node, 2)
-    inputs = [x, c.param(node.input[1], w)]
-    if bias is not None:
-        inputs.append(c.param(node.input[2], np.broadcast_to(bias * beta, (w.shape[0],))))
-    return [c.sym.FullyConnected(*inputs, num_hidden=w.shape[0], no_bias=bias is None,
-                                 name=op_name(node))]
+    has_c = len(node.input) > 2 and bool(node.input[2])
+    bias = c.consts[node.input[2]] if has_c and c.is_const(node.input[2]) else None
+    if c.is_const(node.input[1]) and (not has_c or _row_bias(bias)):
+        w = c.const(node.input[1], node)
+        w = (w if a.get("transB", 0) else w.T) * alpha
+        inputs = [x, c.param(node.input[1], w)]
+        if has_c:
+            inputs.append(c.param(node.input[2], np.broadcast_to(bias.reshape(-1) * beta,
+                                                                 (w.shape[0],))))
+        return [c.sym.FullyConnected(*inputs, num_hidden=w.shape[0], no_bias=not has_c,
+                                     name=name)]
+    y = c.sym.dot(x, c.get(node.input[1]), transpose_b=bool(a.get("transB", 0)))
+    if alpha != 1.0:
+        y = y * alpha
+    if has_c:
+        cc = c.get(node.input[2])
+        y = c.sym.broadcast_add(y, cc * beta if beta != 1.0 else cc, name=name)
+    return [y]
+
+
+def _row_bias(bias: Optional[np.ndarray]) -> bool:
+    """A constant C that is one value per output column (FullyConnected's bias)."""
+    return bias is not None and bias.ndim <= 2 and (bias.ndim < 2 or bias.shape[0] == 1)
 
 
 @_reg("MatMul")
 def _matmul(c: ImportCtx, node: Any, a: dict) -> list:
-    x = c.get(node.input[0])
+    """numpy.matmul: a constant 2-D right operand is a FullyConnected weight; N-D operands
+    broadcast their batch axes and multiply as a batch of matrices."""
+    x, name = c.get(node.input[0]), op_name(node)
     if c.is_const(node.input[1]) and c.consts[node.input[1]].ndim == 2:
         w = c.const(node.input[1], node)
         return [c.sym.FullyConnected(x, c.param(node.input[1], w.T), num_hidden=w.shape[1],
-                                     no_bias=True, flatten=False, name=op_name(node))]
-    return [c.sym.dot(x, c.get(node.input[1]), name=op_name(node))]
+                                     no_bias=True, flatten=False, name=name)]
+    sa, sb = c.static_shape(node.input[0], node), c.static_shape(node.input[1], node)
+    if len(sa) == 2 and len(sb) == 2:
+        return [c.sym.dot(x, c.get(node.input[1]), name=name)]
+    out = c.static_shape(node.output[0], node)
+    ma = (1,) + sa if len(sa) == 1 else sa  # numpy promotes a 1-D operand to a matrix
+    mb = sb + (1,) if len(sb) == 1 else sb
+    batch = tuple(np.broadcast_shapes(ma[:-2], mb[:-2]))
+    ys = []
+    for sym, shape in ((x, ma), (c.get(node.input[1]), mb)):
+        full = (1,) * (len(batch) + 2 - len(shape)) + shape
+        sym = c.sym.Reshape(sym, shape=full)
+        if full[:-2] != batch:
+            sym = c.sym.broadcast_to(sym, shape=batch + full[-2:])
+        ys.append(c.sym.Reshape(sym, shape=(-1,) + full[-2:]))
+    return [c.sym.Reshape(c.sym.batch_dot(*ys), shape=out or (1,), name=name)]
 
 
 ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus": "softrelu",
@@ -104,37 +146,80 @@ def _act(c: ImportCtx, node: Any, a: dict) -> list:
                              name=op_name(node))]
 
 
-@_reg("LeakyRelu", "Elu", "Selu", "PRelu")
+SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
+
+
+@_reg("LeakyRelu", "Elu", "Selu")
 def _leaky(c: ImportCtx, node: Any, a: dict) -> list:
+    """Selu is gamma * Elu(x, alpha)."""
     x, name = c.get(node.input[0]), op_name(node)
-    if node.op_type == "PRelu":
-        slope = c.const(node.input[1], node).reshape(-1)
-        return [c.sym.LeakyReLU(x, c.param(node.input[1], slope), act_type="prelu", name=name)]
-    kind = {"LeakyRelu": "leaky", "Elu": "elu", "Selu": "selu"}[node.op_type]
-    default = {"LeakyRelu": 0.01, "Elu": 1.0, "Selu": 0.25}[node.op_type]
-    if node.op_type == "Selu" and ("alpha" in a or "gamma" in a):
-        raise _refuse(node, "Selu with non-default alpha/gamma")
-    return [c.sym.LeakyReLU(x, act_type=kind, slope=a.get("alpha", default), name=name)]
+    if node.op_type == "LeakyRelu":
+        return [c.sym.LeakyReLU(x, act_type="leaky", slope=a.get("alpha", 0.01), name=name)]
+    alpha = a.get("alpha", SELU_ALPHA if node.op_type == "Selu" else 1.0)
+    elu = c.sym.LeakyReLU(x, act_type="elu", slope=alpha, name=f"{name}_elu")
+    if node.op_type == "Elu":
+        return [elu]
+    return [c.sym._mul_scalar(elu, scalar=a.get("gamma", SELU_GAMMA), name=name)]
+
+
+@_reg("PRelu")
+def _prelu(c: ImportCtx, node: Any, a: dict) -> list:
+    """A constant slope of one value per channel (axis 1) is MXNet's PReLU; any other slope
+    broadcasts to X as the spec says: relu(x) + slope * min(x, 0)."""
+    x, name = c.get(node.input[0]), op_name(node)
+    rank = c.rank(node.input[0], node)
+    if c.is_const(node.input[1]) and rank >= 2:
+        slope = c.consts[node.input[1]]
+        padded = (1,) * (rank - slope.ndim) + slope.shape
+        if all(d == 1 for k, d in enumerate(padded) if k != 1):
+            return [c.sym.LeakyReLU(x, c.param(node.input[1], slope.reshape(-1)),
+                                    act_type="prelu", name=name)]
+    neg = c.sym.broadcast_mul(c.get(node.input[1]), c.sym._minimum_scalar(x, scalar=0.0))
+    return [c.sym.broadcast_add(c.sym.relu(x), neg, name=name)]
 
 
 @_reg("Softmax", "LogSoftmax")
 def _softmax(c: ImportCtx, node: Any, a: dict) -> list:
-    # before opset 13 softmax coerced the input to 2-D at ``axis`` (default 1)
-    axis = a.get("axis", -1 if c.opset >= 13 else 1)
+    """From opset 13 one axis (default -1); before, the input is coerced to 2-D at ``axis``
+    (default 1) and each row of the flattened tail is normalised."""
     fn = c.sym.softmax if node.op_type == "Softmax" else c.sym.log_softmax
-    return [fn(c.get(node.input[0]), axis=axis, name=op_name(node))]
+    x, name = c.get(node.input[0]), op_name(node)
+    if c.opset >= 13:
+        return [fn(x, axis=int(a.get("axis", -1)), name=name)]
+    rank = c.rank(node.input[0], node)
+    axis = int(a.get("axis", 1)) % max(rank, 1)
+    if axis == rank - 1:
+        return [fn(x, axis=-1, name=name)]
+    flat = c.sym.Reshape(x, shape=(0,) * axis + (-1,), name=f"{name}_flat")
+    return [c.sym.reshape_like(fn(flat, axis=-1, name=f"{name}_rows"), x, name=name)]
 
 
 @_reg("MaxPool", "AveragePool")
 def _pool(c: ImportCtx, node: Any, a: dict) -> list:
+    """ceil_mode is MXNet's "full" convention where both agree: ONNX drops a last window
+    that starts in the right padding, MXNet keeps it (refused then)."""
     kernel = tuple(a["kernel_shape"])
     if any(d != 1 for d in a.get("dilations", [1])):
         raise _refuse(node, "dilated pooling")
+    if len(node.output) > 1 and node.output[1]:
+        raise _refuse(node, "MaxPool's Indices output")
+    geo = _window(c, node, a, kernel)
+    if a.get("ceil_mode", 0):
+        _check_ceil(c, node, kernel, geo)
     kind = "max" if node.op_type == "MaxPool" else "avg"
     return [c.sym.Pooling(c.get(node.input[0]), kernel=kernel, pool_type=kind,
                           pooling_convention="full" if a.get("ceil_mode", 0) else "valid",
                           count_include_pad=bool(a.get("count_include_pad", 0)),
-                          name=op_name(node), **_window(node, a, len(kernel)))]
+                          name=op_name(node), **geo)]
+
+
+def _check_ceil(c: ImportCtx, node: Any, kernel: tuple, geo: dict) -> None:
+    shape = c.static_shape(node.input[0], node)[2:]
+    for n, k, s, p in zip(shape, kernel, geo["stride"], geo["pad"]):
+        full = -(-(n + 2 * p - k) // s) + 1
+        if (full - 1) * s >= n + p:  # ONNX drops a window starting in the right padding
+            raise _refuse(node, f"ceil_mode=1 where the last window starts in the padding "
+                                f"(input {n}, kernel {k}, stride {s}, pad {p})")
 
 
 @_reg("GlobalAveragePool", "GlobalMaxPool")
@@ -147,6 +232,10 @@ def _global_pool(c: ImportCtx, node: Any, a: dict) -> list:
 @_reg("BatchNormalization")
 def _bn(c: ImportCtx, node: Any, a: dict) -> list:
     ins = node.input
+    if a.get("training_mode", 0) or len([o for o in node.output if o]) > 1:
+        raise _refuse(node, "training mode (batch statistics as outputs)")
+    if not a.get("spatial", 1):  # opsets 7-8: statistics per (C, H, W) element
+        raise _refuse(node, "spatial=0")
     aux = [c.param(ins[k], c.const(ins[k], node), aux=True) for k in (3, 4)]
     return [c.sym.BatchNorm(c.get(ins[0]), c.get(ins[1]), c.get(ins[2]), *aux,
                             eps=a.get("epsilon", 1e-5), momentum=a.get("momentum", 0.9),
@@ -168,114 +257,60 @@ def _reshape(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.Reshape(c.get(node.input[0]), shape=shape, name=op_name(node))]
 
 
-BINARY = {"Add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
-          "Sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
-          "Mul": ("broadcast_mul", "_mul_scalar", "_mul_scalar"),
-          "Div": ("broadcast_div", "_div_scalar", "_rdiv_scalar"),
-          "Pow": ("broadcast_power", "_power_scalar", "_rpower_scalar"),
-          "Max": ("broadcast_maximum", "_maximum_scalar", "_maximum_scalar"),
-          "Min": ("broadcast_minimum", "_minimum_scalar", "_minimum_scalar")}
 
 
-@_reg(*BINARY)
-def _binary(c: ImportCtx, node: Any, a: dict) -> list:
-    """A one-element constant operand becomes a scalar op; anything else broadcasts."""
-    full, scalar, rscalar = BINARY[node.op_type]
-    x, y = node.input[:2]
-    for const, other, op in ((y, x, scalar), (x, y, rscalar)):
-        if c.is_const(const) and c.consts[const].size == 1 and not c.is_const(other):
-            fn = getattr(c.sym, op)
-            return [fn(c.get(other), scalar=float(c.consts[const].reshape(())),
-                       name=op_name(node))]
-    return [getattr(c.sym, full)(c.get(x), c.get(y), name=op_name(node))]
+@_reg("HardSigmoid", "HardSwish")
+def _hard(c: ImportCtx, node: Any, a: dict) -> list:
+    """HardSigmoid is max(0, min(1, alpha x + beta)); HardSwish is x * HardSigmoid(x) with
+    alpha 1/6 and beta 1/2."""
+    x, name = c.get(node.input[0]), op_name(node)
+    if node.op_type == "HardSigmoid":
+        return [c.sym.hard_sigmoid(x, alpha=a.get("alpha", 0.2), beta=a.get("beta", 0.5),
+                                   name=name)]
+    gate = c.sym.hard_sigmoid(x, alpha=1.0 / 6, beta=0.5, name=f"{name}_gate")
+    return [c.sym.elemwise_mul(x, gate, name=name)]
 
 
-UNARY = {"Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Neg": "negative", "Abs": "abs",
-         "Reciprocal": "reciprocal", "Sign": "sign"}
+@_reg("InstanceNormalization")
+def _instance_norm(c: ImportCtx, node: Any, a: dict) -> list:
+    ins = node.input
+    return [c.sym.InstanceNorm(c.get(ins[0]), c.get(ins[1]), c.get(ins[2]),
+                               eps=a.get("epsilon", 1e-5), name=op_name(node))]
 
 
-@_reg(*UNARY)
-def _unary(c: ImportCtx, node: Any, a: dict) -> list:
-    return [getattr(c.sym, UNARY[node.op_type])(c.get(node.input[0]), name=op_name(node))]
+@_reg("LRN")
+def _lrn(c: ImportCtx, node: Any, a: dict) -> list:
+    """Same formula as MXNet's (x / (bias + alpha/size * window sum of x^2)^beta); MXNet
+    centres the window, so an even size is refused."""
+    size = int(a["size"])
+    if size % 2 == 0:
+        raise _refuse(node, f"an even size ({size})")
+    return [c.sym.LRN(c.get(node.input[0]), alpha=a.get("alpha", 1e-4), beta=a.get("beta", 0.75),
+                      knorm=a.get("bias", 1.0), nsize=size, name=op_name(node))]
 
 
-@_reg("Identity", "Dropout")
-def _identity(c: ImportCtx, node: Any, a: dict) -> list:
-    return [c.get(node.input[0])]  # inference: Dropout passes its input through
-
-
-@_reg("Sum")
-def _sum(c: ImportCtx, node: Any, a: dict) -> list:
-    return [c.sym.add_n(*[c.get(i) for i in node.input], name=op_name(node))]
-
-
-@_reg("Concat")
-def _concat(c: ImportCtx, node: Any, a: dict) -> list:
-    xs = [c.get(i) for i in node.input]
-    return [c.sym.Concat(*xs, dim=a["axis"], num_args=len(xs), name=op_name(node))]
-
-
-@_reg("Transpose")
-def _transpose(c: ImportCtx, node: Any, a: dict) -> list:
-    return [c.sym.transpose(c.get(node.input[0]), axes=tuple(a.get("perm", ())),
-                            name=op_name(node))]
-
-
-@_reg("Gather")
-def _gather(c: ImportCtx, node: Any, a: dict) -> list:
-    if a.get("axis", 0) != 0 or not c.is_const(node.input[0]):
-        raise _refuse(node, "Gather other than rows of a constant table (Embedding)")
-    table = c.const(node.input[0], node)
-    return [c.sym.Embedding(c.get(node.input[1]), c.param(node.input[0], table),
-                            input_dim=table.shape[0], output_dim=table.shape[1],
-                            name=op_name(node))]
-
-
-def _axes(c: ImportCtx, node: Any, a: dict) -> Optional[tuple]:
-    if "axes" in a:
-        return tuple(a["axes"])
-    value = first_const(c, node, 1)
-    return None if value is None else tuple(int(v) for v in value)
-
-
-@_reg("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin")
-def _reduce(c: ImportCtx, node: Any, a: dict) -> list:
-    fn = {"ReduceMean": "mean", "ReduceSum": "sum", "ReduceMax": "max",
-          "ReduceMin": "min"}[node.op_type]
-    return [getattr(c.sym, fn)(c.get(node.input[0]), axis=_axes(c, node, a),
-                               keepdims=bool(a.get("keepdims", 1)), name=op_name(node))]
-
-
-@_reg("Unsqueeze", "Squeeze")
-def _squeeze(c: ImportCtx, node: Any, a: dict) -> list:
-    axes = _axes(c, node, a)
-    x = c.get(node.input[0])
-    if node.op_type == "Squeeze":
-        return [c.sym.squeeze(x, axis=axes, name=op_name(node))]
-    for k, ax in enumerate(sorted(axes or ())):
-        x = c.sym.expand_dims(x, axis=ax, name=f"{op_name(node)}_{k}")
-    return [x]
-
-
-@_reg("Clip")
-def _clip(c: ImportCtx, node: Any, a: dict) -> list:
-    lo, hi = first_const(c, node, 1), first_const(c, node, 2)
-    lo = a.get("min", -np.inf) if lo is None else float(lo)
-    hi = a.get("max", np.inf) if hi is None else float(hi)
-    return [c.sym.clip(c.get(node.input[0]), a_min=lo, a_max=hi, name=op_name(node))]
-
-
-@_reg("Cast")
-def _cast(c: ImportCtx, node: Any, a: dict) -> list:
-    from .context import onnx_module
-    dtype = onnx_module().helper.tensor_dtype_to_np_dtype(a["to"])
-    return [c.sym.Cast(c.get(node.input[0]), dtype=np.dtype(dtype).name, name=op_name(node))]
-
-
-@_reg("Constant")
-def _constant(c: ImportCtx, node: Any, a: dict) -> None:
-    if "value" not in a:
-        raise _refuse(node, f"Constant with {sorted(a)}")
-    from .context import onnx_module
-    c.consts[node.output[0]] = onnx_module().numpy_helper.to_array(a["value"])
-    return None
+@_reg("LayerNormalization")
+def _layer_norm(c: ImportCtx, node: Any, a: dict) -> list:
+    """ONNX normalises the axes from ``axis`` to the end, MXNet one axis: those axes are
+    merged into one first. Mean and InvStdDev (1 / MXNet's std) keep the axes as 1; a
+    missing bias is zeros."""
+    shape = c.static_shape(node.input[0], node)
+    axis, name = int(a.get("axis", -1)) % len(shape), op_name(node)
+    x, scale = c.get(node.input[0]), c.get(node.input[1])
+    merged = axis != len(shape) - 1
+    if merged:
+        x = c.sym.Reshape(x, shape=shape[:axis] + (-1,), name=f"{name}_rows")
+        scale = c.sym.Reshape(scale, shape=(-1,), name=f"{name}_scale")
+    if len(node.input) > 2 and node.input[2]:
+        bias = c.get(node.input[2])
+        bias = c.sym.Reshape(bias, shape=(-1,)) if merged else bias
+    else:
+        bias = c.sym.zeros_like(scale, name=f"{name}_bias")
+    stats = len(node.output) > 1
+    y = c.sym.LayerNorm(x, scale, bias, axis=-1, eps=a.get("epsilon", 1e-5),
+                        output_mean_var=stats, name=name)
+    if not stats:
+        return [c.sym.Reshape(y, shape=shape) if merged else y]
+    keep = shape[:axis] + (1,) * (len(shape) - axis)
+    return [c.sym.Reshape(y[0], shape=shape), c.sym.Reshape(y[1], shape=keep),
+            c.sym.Reshape(c.sym.reciprocal(y[2]), shape=keep)]
