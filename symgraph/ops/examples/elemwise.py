@@ -2,10 +2,7 @@
 can be checked by eye (a square root of perfect squares, sines of multiples of pi...)."""
 from __future__ import annotations
 
-
-def _call(expr: str, shown: str, shape: str, setup: tuple[str, ...] = ()) -> str:
-    """Doctest text: ``setup`` statements, then ``expr`` and the NDArray it prints."""
-    return "".join(f">>> {s}\n" for s in setup) + f">>> {expr}\n{shown}\n<NDArray {shape} @cpu(0)>\n"
+from ._text import call as _call
 
 
 # op: (input values, printed result); the call is sg.nd.<op>(sg.nd.array(values))
