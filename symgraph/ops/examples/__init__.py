@@ -7,10 +7,10 @@ tests/test_docstring_examples.py (numpy print options ``precision=4, suppress=Tr
 """
 from __future__ import annotations
 
-from . import elemwise, tensor
+from . import elemwise, nn, tensor
 
 EXAMPLES: dict[str, str] = {}
-for _table in (elemwise.EXAMPLES, tensor.EXAMPLES):
+for _table in (elemwise.EXAMPLES, nn.EXAMPLES, tensor.EXAMPLES):
     _twice = EXAMPLES.keys() & _table.keys()
     assert not _twice, f"examples given twice: {sorted(_twice)}"
     EXAMPLES.update(_table)
