@@ -7,11 +7,11 @@ tests/test_docstring_examples.py (numpy print options ``precision=4, suppress=Tr
 """
 from __future__ import annotations
 
-from . import elemwise, linalg, nn, random, tensor
+from . import elemwise, linalg, nn, random, tensor, update
 
 EXAMPLES: dict[str, str] = {}
 for _table in (elemwise.EXAMPLES, linalg.EXAMPLES, nn.EXAMPLES, random.EXAMPLES,
-               tensor.EXAMPLES):
+               tensor.EXAMPLES, update.EXAMPLES):
     _twice = EXAMPLES.keys() & _table.keys()
     assert not _twice, f"examples given twice: {sorted(_twice)}"
     EXAMPLES.update(_table)
