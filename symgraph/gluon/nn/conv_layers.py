@@ -75,41 +75,101 @@ class _Conv(HybridBlock):
                 f"kernel_size={k['kernel']}, stride={k['stride']})")
 
 
-def _conv_class(ndim: int, layout: str, transpose: bool = False) -> type:
-    def __init__(self: Any, channels: int, kernel_size: IntOrTuple,
-                 strides: IntOrTuple = 1, padding: IntOrTuple = 0,
-                 *more: Any, **kwargs: Any) -> None:
-        names = (("output_padding",) if transpose else ()) + (
-            "dilation", "groups", "layout", "activation", "use_bias", "weight_initializer",
-            "bias_initializer", "in_channels")  # MXNet's positional order
-        kwargs.update(zip(names, more))
-        adj = kwargs.pop("output_padding", 0) if transpose else None
-        _Conv.__init__(self, channels, kernel_size, strides, padding,
-                       kwargs.pop("dilation", 1), kwargs.pop("groups", 1),
-                       kwargs.pop("layout", layout),
-                       op_name="Deconvolution" if transpose else "Convolution",
-                       adj=adj, ndim=ndim, **kwargs)
-    return __init__
-
-
 class Conv1D(_Conv):
-    """1-D convolution over NCW data (weight ``(channels, in_channels/groups, k)``)."""
-    __init__ = _conv_class(1, "NCW")
+    """1-D convolution over NCW data (weight ``(channels, in_channels/groups, k)``).
+
+    Examples
+    --------
+    >>> conv = sg.gluon.nn.Conv1D(1, kernel_size=2, use_bias=False, weight_initializer='ones')
+    >>> conv.initialize()
+    >>> conv(sg.nd.array([[[1, 2, 3]]]))  # 1 + 2, 2 + 3
+    [[[3. 5.]]]
+    <NDArray 1x1x2 @cpu(0)>
+    """
+
+    def __init__(self, channels: int, kernel_size: IntOrTuple, strides: IntOrTuple = 1,
+                 padding: IntOrTuple = 0, dilation: IntOrTuple = 1, groups: int = 1,
+                 layout: str = "NCW", activation: Optional[str] = None, use_bias: bool = True,
+                 weight_initializer: Any = None, bias_initializer: Any = "zeros",
+                 in_channels: int = 0, **kwargs: Any) -> None:
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, ndim=1, **kwargs)
 
 
 class Conv2D(_Conv):
-    """2-D convolution over NCHW data; ``in_channels=0`` infers it at the first forward."""
-    __init__ = _conv_class(2, "NCHW")
+    """2-D convolution over NCHW data; ``in_channels=0`` infers it at the first forward.
+
+    Examples
+    --------
+    >>> conv = sg.gluon.nn.Conv2D(1, kernel_size=2, use_bias=False, weight_initializer='ones')
+    >>> conv.initialize()
+    >>> conv(sg.nd.ones((1, 1, 3, 3)))  # each 2x2 window of ones sums to 4
+    [[[[4. 4.]
+       [4. 4.]]]]
+    <NDArray 1x1x2x2 @cpu(0)>
+    """
+
+    def __init__(self, channels: int, kernel_size: IntOrTuple,
+                 strides: IntOrTuple = (1, 1), padding: IntOrTuple = (0, 0),
+                 dilation: IntOrTuple = (1, 1), groups: int = 1, layout: str = "NCHW",
+                 activation: Optional[str] = None, use_bias: bool = True,
+                 weight_initializer: Any = None, bias_initializer: Any = "zeros",
+                 in_channels: int = 0, **kwargs: Any) -> None:
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, ndim=2, **kwargs)
 
 
 class Conv3D(_Conv):
-    """3-D convolution over NCDHW data."""
-    __init__ = _conv_class(3, "NCDHW")
+    """3-D convolution over NCDHW data.
+
+    Examples
+    --------
+    >>> conv = sg.gluon.nn.Conv3D(1, kernel_size=2, use_bias=False, weight_initializer='ones')
+    >>> conv.initialize()
+    >>> conv(sg.nd.ones((1, 1, 2, 2, 2)))  # one 2x2x2 window of ones
+    [[[[[8.]]]]]
+    <NDArray 1x1x1x1x1 @cpu(0)>
+    """
+
+    def __init__(self, channels: int, kernel_size: IntOrTuple,
+                 strides: IntOrTuple = (1, 1, 1), padding: IntOrTuple = (0, 0, 0),
+                 dilation: IntOrTuple = (1, 1, 1), groups: int = 1, layout: str = "NCDHW",
+                 activation: Optional[str] = None, use_bias: bool = True,
+                 weight_initializer: Any = None, bias_initializer: Any = "zeros",
+                 in_channels: int = 0, **kwargs: Any) -> None:
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, ndim=3, **kwargs)
 
 
 class Conv2DTranspose(_Conv):
-    """2-D transposed convolution (weight ``(in_channels, channels/groups, kh, kw)``)."""
-    __init__ = _conv_class(2, "NCHW", transpose=True)
+    """2-D transposed convolution (weight ``(in_channels, channels/groups, kh, kw)``).
+
+    Examples
+    --------
+    >>> deconv = sg.gluon.nn.Conv2DTranspose(1, kernel_size=2, use_bias=False,
+    ...                                      weight_initializer='ones')
+    >>> deconv.initialize()
+    >>> deconv(sg.nd.ones((1, 1, 2, 2)))  # how many input windows cover each output cell
+    [[[[1. 2. 1.]
+       [2. 4. 2.]
+       [1. 2. 1.]]]]
+    <NDArray 1x1x3x3 @cpu(0)>
+    """
+
+    def __init__(self, channels: int, kernel_size: IntOrTuple,
+                 strides: IntOrTuple = (1, 1), padding: IntOrTuple = (0, 0),
+                 output_padding: IntOrTuple = (0, 0), dilation: IntOrTuple = (1, 1),
+                 groups: int = 1, layout: str = "NCHW", activation: Optional[str] = None,
+                 use_bias: bool = True, weight_initializer: Any = None,
+                 bias_initializer: Any = "zeros", in_channels: int = 0,
+                 **kwargs: Any) -> None:
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, op_name="Deconvolution", adj=output_padding,
+                         ndim=2, **kwargs)
 
 
 class _Pooling(HybridBlock):
@@ -136,44 +196,85 @@ class _Pooling(HybridBlock):
         return f"{type(self).__name__}(size={k['kernel']}, stride={k['stride']})"
 
 
-def _pool_class(ndim: int, pool_type: str, order: tuple = ("layout", "ceil_mode")) -> type:
-    """``__init__(pool_size, strides, padding, *rest)``; ``order`` names the rest as MXNet
-    orders them (AvgPool2D puts ``ceil_mode`` before ``layout``)."""
-    def __init__(self: Any, pool_size: IntOrTuple = 2, strides: Any = None,
-                 padding: IntOrTuple = 0, *more: Any, **kwargs: Any) -> None:
-        kwargs.update(zip(order, more))
-        layout = kwargs.pop("layout", None)
-        ceil_mode = kwargs.pop("ceil_mode", False)
-        count_include_pad = kwargs.pop("count_include_pad", True)
-        if layout is not None and layout not in _LAYOUTS[ndim]:
-            raise AttrError(f"{type(self).__name__}: layout {layout!r} is not supported; "
-                            f"supported: {_LAYOUTS[ndim]}")
-        size = _tuple(pool_size, ndim, "pool_size")
-        strides = None if strides is None else _tuple(strides, ndim, "strides")
-        _Pooling.__init__(self, size, strides, _tuple(padding, ndim, "padding"), ceil_mode,
-                          False, pool_type,
-                          count_include_pad if pool_type == "avg" else None, **kwargs)
-    return __init__
+def _pool_init(block: _Pooling, ndim: int, pool_type: str, pool_size: IntOrTuple,
+               strides: Any, padding: IntOrTuple, layout: str, ceil_mode: bool,
+               count_include_pad: Optional[bool], kwargs: dict) -> None:
+    """The shared body of the MaxPool/AvgPool classes' ``__init__``."""
+    if layout not in _LAYOUTS[ndim]:
+        raise AttrError(f"{type(block).__name__}: layout {layout!r} is not supported; "
+                        f"supported: {_LAYOUTS[ndim]}")
+    size = _tuple(pool_size, ndim, "pool_size")
+    strides = None if strides is None else _tuple(strides, ndim, "strides")
+    _Pooling.__init__(block, size, strides, _tuple(padding, ndim, "padding"), ceil_mode,
+                      False, pool_type, count_include_pad, **kwargs)
 
 
 class MaxPool1D(_Pooling):
-    """Max pooling over NCW data (``strides`` default to ``pool_size``)."""
-    __init__ = _pool_class(1, "max")
+    """Max pooling over NCW data (``strides`` default to ``pool_size``).
+
+    Examples
+    --------
+    >>> sg.gluon.nn.MaxPool1D()(sg.nd.array([[[1, 3, 2, 4]]]))
+    [[[3. 4.]]]
+    <NDArray 1x1x2 @cpu(0)>
+    """
+
+    def __init__(self, pool_size: IntOrTuple = 2, strides: Optional[IntOrTuple] = None,
+                 padding: IntOrTuple = 0, layout: str = "NCW", ceil_mode: bool = False,
+                 **kwargs: Any) -> None:
+        _pool_init(self, 1, "max", pool_size, strides, padding, layout, ceil_mode, None,
+                   kwargs)
 
 
 class MaxPool2D(_Pooling):
-    """Max pooling over NCHW data (``strides`` default to ``pool_size``)."""
-    __init__ = _pool_class(2, "max")
+    """Max pooling over NCHW data (``strides`` default to ``pool_size``).
+
+    Examples
+    --------
+    >>> sg.gluon.nn.MaxPool2D()(sg.nd.array([[[[1, 2], [3, 4]]]]))
+    [[[[4.]]]]
+    <NDArray 1x1x1x1 @cpu(0)>
+    """
+
+    def __init__(self, pool_size: IntOrTuple = (2, 2), strides: Optional[IntOrTuple] = None,
+                 padding: IntOrTuple = 0, layout: str = "NCHW", ceil_mode: bool = False,
+                 **kwargs: Any) -> None:
+        _pool_init(self, 2, "max", pool_size, strides, padding, layout, ceil_mode, None,
+                   kwargs)
 
 
 class AvgPool1D(_Pooling):
-    """Average pooling over NCW data."""
-    __init__ = _pool_class(1, "avg", ("layout", "ceil_mode", "count_include_pad"))
+    """Average pooling over NCW data.
+
+    Examples
+    --------
+    >>> sg.gluon.nn.AvgPool1D()(sg.nd.array([[[1, 3, 2, 4]]]))
+    [[[2. 3.]]]
+    <NDArray 1x1x2 @cpu(0)>
+    """
+
+    def __init__(self, pool_size: IntOrTuple = 2, strides: Optional[IntOrTuple] = None,
+                 padding: IntOrTuple = 0, layout: str = "NCW", ceil_mode: bool = False,
+                 count_include_pad: bool = True, **kwargs: Any) -> None:
+        _pool_init(self, 1, "avg", pool_size, strides, padding, layout, ceil_mode,
+                   count_include_pad, kwargs)
 
 
 class AvgPool2D(_Pooling):
-    """Average pooling over NCHW data (``count_include_pad`` as MXNet: True)."""
-    __init__ = _pool_class(2, "avg", ("ceil_mode", "layout", "count_include_pad"))
+    """Average pooling over NCHW data (``count_include_pad`` as MXNet: True).
+
+    Examples
+    --------
+    >>> sg.gluon.nn.AvgPool2D()(sg.nd.array([[[[1, 2], [3, 4]]]]))
+    [[[[2.5]]]]
+    <NDArray 1x1x1x1 @cpu(0)>
+    """
+
+    def __init__(self, pool_size: IntOrTuple = (2, 2), strides: Optional[IntOrTuple] = None,
+                 padding: IntOrTuple = 0, ceil_mode: bool = False, layout: str = "NCHW",
+                 count_include_pad: bool = True, **kwargs: Any) -> None:
+        _pool_init(self, 2, "avg", pool_size, strides, padding, layout, ceil_mode,
+                   count_include_pad, kwargs)
 
 
 class _GlobalPool(_Pooling):
@@ -187,10 +288,24 @@ class _GlobalPool(_Pooling):
 
 
 class GlobalMaxPool2D(_GlobalPool):
-    """Max over the whole H and W: output ``(N, C, 1, 1)``."""
+    """Max over the whole H and W: output ``(N, C, 1, 1)``.
+
+    Examples
+    --------
+    >>> sg.gluon.nn.GlobalMaxPool2D()(sg.nd.array([[[[1, 2], [3, 4]]]]))
+    [[[[4.]]]]
+    <NDArray 1x1x1x1 @cpu(0)>
+    """
     _type = "max"
 
 
 class GlobalAvgPool2D(_GlobalPool):
-    """Mean over the whole H and W: output ``(N, C, 1, 1)``."""
+    """Mean over the whole H and W: output ``(N, C, 1, 1)``.
+
+    Examples
+    --------
+    >>> sg.gluon.nn.GlobalAvgPool2D()(sg.nd.array([[[[1, 2], [3, 4]]]]))
+    [[[[2.5]]]]
+    <NDArray 1x1x1x1 @cpu(0)>
+    """
     _type = "avg"
