@@ -20,6 +20,21 @@ class BatchProcessor:
         ...     def fit_batch(self, est, batch, batch_axis=0):
         ...         super().fit_batch(est, batch, batch_axis)
         ...         return super().fit_batch(est, batch, batch_axis)
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> x, y = sg.nd.ones((2, 1)), sg.nd.ones((2, 1))
+    >>> data_, label, pred, loss = E.BatchProcessor().evaluate_batch(est, (x, y))
+    >>> pred[0].shape, loss[0].shape  # one entry per device
+    ((2, 1), (2,))
     """
 
     def _get_data_and_label(self, batch: Any, ctx: list, batch_axis: int = 0) -> tuple:

@@ -68,11 +68,20 @@ class Estimator:
     ``context``, tracking ``train_metrics``/``val_metrics``; ``val_net``/``val_loss``
     default to ``net``/``loss``.
 
-    Example::
-
-        >>> est = Estimator(net, loss=gluon.loss.SoftmaxCrossEntropyLoss(),
-        ...                 train_metrics=sg.metric.Accuracy())          # doctest: +SKIP
-        >>> est.fit(train_loader, val_data=val_loader, epochs=3)         # doctest: +SKIP
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> est.fit(data, epochs=2)
+    >>> name, loss = est.train_metrics[0].get()
+    >>> name, loss < 1
+    ('training l2loss', True)
     """
 
     logger: Optional[logging.Logger] = None

@@ -28,32 +28,164 @@ def check_event_handlers(handlers: Any) -> list:
 
 
 class TrainBegin(EventHandler):
+    """Handler of the event before training: override ``train_begin``.
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> class Count(E.TrainBegin):
+    ...     calls = 0
+    ...     def train_begin(self, estimator, *args, **kwargs):
+    ...         self.calls += 1
+    >>> c = Count()
+    >>> est.fit(data, epochs=2, event_handlers=[c])
+    >>> c.calls  # once per fit
+    1
+    """
+
     def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         """Called once before training."""
 
 
 class TrainEnd(EventHandler):
+    """Handler of the event after training: override ``train_end``.
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> class Count(E.TrainEnd):
+    ...     calls = 0
+    ...     def train_end(self, estimator, *args, **kwargs):
+    ...         self.calls += 1
+    >>> c = Count()
+    >>> est.fit(data, epochs=2, event_handlers=[c])
+    >>> c.calls  # once per fit
+    1
+    """
+
     def train_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         """Called once after training."""
 
 
 class EpochBegin(EventHandler):
+    """Handler of the event before each epoch: override ``epoch_begin``.
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> class Count(E.EpochBegin):
+    ...     calls = 0
+    ...     def epoch_begin(self, estimator, *args, **kwargs):
+    ...         self.calls += 1
+    >>> c = Count()
+    >>> est.fit(data, epochs=2, event_handlers=[c])
+    >>> c.calls  # once per epoch
+    2
+    """
+
     def epoch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         """Called before each epoch (and before a validation pass)."""
 
 
 class EpochEnd(EventHandler):
+    """Handler of the event after each epoch: override ``epoch_end``.
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> class Count(E.EpochEnd):
+    ...     calls = 0
+    ...     def epoch_end(self, estimator, *args, **kwargs):
+    ...         self.calls += 1
+    >>> c = Count()
+    >>> est.fit(data, epochs=2, event_handlers=[c])
+    >>> c.calls  # once per epoch
+    2
+    """
+
     def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
         """Called after each epoch; True stops training."""
         return False
 
 
 class BatchBegin(EventHandler):
+    """Handler of the event before each batch: override ``batch_begin``.
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> class Count(E.BatchBegin):
+    ...     calls = 0
+    ...     def batch_begin(self, estimator, *args, **kwargs):
+    ...         self.calls += 1
+    >>> c = Count()
+    >>> est.fit(data, epochs=2, event_handlers=[c])
+    >>> c.calls  # 2 batches in each of 2 epochs
+    4
+    """
+
     def batch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         """Called before each batch (``batch=``)."""
 
 
 class BatchEnd(EventHandler):
+    """Handler of the event after each batch: override ``batch_end``.
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> class Count(E.BatchEnd):
+    ...     calls = 0
+    ...     def batch_end(self, estimator, *args, **kwargs):
+    ...         self.calls += 1
+    >>> c = Count()
+    >>> est.fit(data, epochs=2, event_handlers=[c])
+    >>> c.calls  # 2 batches in each of 2 epochs
+    4
+    """
+
     def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
         """Called after each batch (``batch``, ``pred``, ``label``, ``loss``); True stops
         the epoch."""
@@ -61,7 +193,28 @@ class BatchEnd(EventHandler):
 
 
 class StoppingHandler(TrainBegin, BatchEnd, EpochEnd):
-    """Stops after ``max_epoch`` epochs or ``max_batch`` batches (the estimator's)."""
+    """Stops after ``max_epoch`` epochs or ``max_batch`` batches (the estimator's).
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> class Count(E.BatchEnd):
+    ...     calls = 0
+    ...     def batch_end(self, estimator, *args, **kwargs):
+    ...         self.calls += 1
+    >>> c = Count()
+    >>> # fit's epochs/batches set the limits of the StoppingHandler it adds (as MXNet)
+    >>> est.fit(data, batches=3, event_handlers=[c])
+    >>> c.calls  # stopped after 3 batches
+    3
+    """
 
     def __init__(self, max_epoch: Optional[int] = None,
                  max_batch: Optional[int] = None) -> None:
@@ -88,7 +241,22 @@ class StoppingHandler(TrainBegin, BatchEnd, EpochEnd):
 
 class MetricHandler(EpochBegin, BatchEnd):
     """Resets ``metrics`` each epoch and updates them each batch (a loss metric with the
-    batch's loss, the others with label and prediction)."""
+    batch's loss, the others with label and prediction).
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> est.fit(data, epochs=1, event_handlers=[E.MetricHandler(est.train_metrics)])
+    >>> est.train_metrics[0].get()[0]
+    'training l2loss'
+    """
 
     def __init__(self, metrics: Any, priority: float = -1000) -> None:
         self.metrics = check_metrics(metrics)
@@ -109,7 +277,23 @@ class MetricHandler(EpochBegin, BatchEnd):
 
 class ValidationHandler(TrainBegin, BatchEnd, EpochEnd):
     """Runs ``eval_fn(val_data=..., batch_axis=..., event_handlers=...)`` every
-    ``epoch_period`` epochs and/or every ``batch_period`` batches."""
+    ``epoch_period`` epochs and/or every ``batch_period`` batches.
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> check = E.ValidationHandler(val_data=data, eval_fn=est.evaluate)
+    >>> est.fit(data, epochs=1, event_handlers=[check])
+    >>> est.val_metrics[0].get()[0]
+    'validation l2loss'
+    """
 
     def __init__(self, val_data: Any, eval_fn: Callable, epoch_period: Optional[int] = 1,
                  batch_period: Optional[int] = None, priority: float = -1000,
@@ -146,7 +330,26 @@ def _metric_text(metrics: list) -> str:
 
 class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, BatchEnd):
     """Logs to ``estimator.logger``: training start and end, each epoch, and every
-    ``log_interval`` batches when it is an int (``'epoch'``: per epoch only)."""
+    ``log_interval`` batches when it is an int (``'epoch'``: per epoch only).
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> est.logger.setLevel('INFO')
+    >>> log = E.LoggingHandler(log_interval='epoch', metrics=est.train_metrics)
+    >>> est.fit(data, epochs=1, event_handlers=[log])
+    Training begin: using optimizer SGD with current learning rate 0.1000
+    Train for 1 epochs.
+    ...
+    Train finished using total ...s with 1 epochs. training l2loss: ...
+    """
 
     def __init__(self, log_interval: Union[int, str] = "epoch", metrics: Any = None,
                  priority: float = float("inf")) -> None:
@@ -213,7 +416,23 @@ class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, Bat
 
 class GradientUpdateHandler(BatchEnd):
     """Steps the estimator's trainer after each batch, with the batch size summed over the
-    per-context losses."""
+    per-context losses.
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> before = net.weight.data().asnumpy()
+    >>> est.fit(data, epochs=1, event_handlers=[E.GradientUpdateHandler()])
+    >>> bool((net.weight.data().asnumpy() != before).all())  # the trainer stepped
+    True
+    """
 
     def __init__(self, priority: float = -2000) -> None:
         self.priority = priority

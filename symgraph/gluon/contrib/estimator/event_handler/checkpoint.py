@@ -35,7 +35,24 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
     batches, keeping the newest ``max_checkpoints``; with ``save_best``, also
     ``<model_prefix>-best.*`` whenever ``monitor`` improves; a hybridized network's symbol as
     ``<model_prefix>-symbol.json``. ``resume_from_checkpoint`` loads the newest checkpoint and
-    trains only for the epochs or batches that remain."""
+    trains only for the epochs or batches that remain.
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> est.fit(data, epochs=1, event_handlers=[E.CheckpointHandler(folder, epoch_period=1)])
+    >>> any(name.endswith('.params') for name in os.listdir(folder))
+    True
+    """
 
     def __init__(self, model_dir: str, model_prefix: str = "model",
                  monitor: Optional[EvalMetric] = None, verbose: int = 0,
@@ -178,7 +195,28 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
 
 class EarlyStoppingHandler(TrainBegin, EpochEnd, TrainEnd):
     """Stops training when ``monitor`` has not improved by ``min_delta`` for ``patience``
-    epochs (or never beat ``baseline``)."""
+    epochs (or never beat ``baseline``).
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> class Count(E.EpochEnd):
+    ...     calls = 0
+    ...     def epoch_end(self, estimator, *args, **kwargs):
+    ...         self.calls += 1
+    >>> c = Count()
+    >>> est.fit(data, epochs=10, event_handlers=[c, E.EarlyStoppingHandler(
+    ...     est.train_metrics[0], min_delta=10.0, mode='min')])
+    >>> c.calls  # no epoch improves the loss by min_delta: stopped after 2 of 10
+    2
+    """
 
     def __init__(self, monitor: EvalMetric, min_delta: float = 0, patience: int = 0,
                  mode: str = "auto", baseline: Optional[float] = None) -> None:
