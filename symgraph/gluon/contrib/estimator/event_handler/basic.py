@@ -29,25 +29,6 @@ def check_event_handlers(handlers: Any) -> list:
 
 class TrainBegin(EventHandler):
     """Handler of the event before training: override ``train_begin``.
-
-    Examples
-    --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
-    >>> class Count(E.TrainBegin):
-    ...     calls = 0
-    ...     def train_begin(self, estimator, *args, **kwargs):
-    ...         self.calls += 1
-    >>> c = Count()
-    >>> est.fit(data, epochs=2, event_handlers=[c])
-    >>> c.calls  # once per fit
-    1
     """
 
     def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
@@ -56,25 +37,6 @@ class TrainBegin(EventHandler):
 
 class TrainEnd(EventHandler):
     """Handler of the event after training: override ``train_end``.
-
-    Examples
-    --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
-    >>> class Count(E.TrainEnd):
-    ...     calls = 0
-    ...     def train_end(self, estimator, *args, **kwargs):
-    ...         self.calls += 1
-    >>> c = Count()
-    >>> est.fit(data, epochs=2, event_handlers=[c])
-    >>> c.calls  # once per fit
-    1
     """
 
     def train_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
@@ -83,25 +45,6 @@ class TrainEnd(EventHandler):
 
 class EpochBegin(EventHandler):
     """Handler of the event before each epoch: override ``epoch_begin``.
-
-    Examples
-    --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
-    >>> class Count(E.EpochBegin):
-    ...     calls = 0
-    ...     def epoch_begin(self, estimator, *args, **kwargs):
-    ...         self.calls += 1
-    >>> c = Count()
-    >>> est.fit(data, epochs=2, event_handlers=[c])
-    >>> c.calls  # once per epoch
-    2
     """
 
     def epoch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
@@ -110,25 +53,6 @@ class EpochBegin(EventHandler):
 
 class EpochEnd(EventHandler):
     """Handler of the event after each epoch: override ``epoch_end``.
-
-    Examples
-    --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
-    >>> class Count(E.EpochEnd):
-    ...     calls = 0
-    ...     def epoch_end(self, estimator, *args, **kwargs):
-    ...         self.calls += 1
-    >>> c = Count()
-    >>> est.fit(data, epochs=2, event_handlers=[c])
-    >>> c.calls  # once per epoch
-    2
     """
 
     def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
@@ -138,25 +62,6 @@ class EpochEnd(EventHandler):
 
 class BatchBegin(EventHandler):
     """Handler of the event before each batch: override ``batch_begin``.
-
-    Examples
-    --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
-    >>> class Count(E.BatchBegin):
-    ...     calls = 0
-    ...     def batch_begin(self, estimator, *args, **kwargs):
-    ...         self.calls += 1
-    >>> c = Count()
-    >>> est.fit(data, epochs=2, event_handlers=[c])
-    >>> c.calls  # 2 batches in each of 2 epochs
-    4
     """
 
     def batch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
@@ -165,31 +70,51 @@ class BatchBegin(EventHandler):
 
 class BatchEnd(EventHandler):
     """Handler of the event after each batch: override ``batch_end``.
-
-    Examples
-    --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
-    >>> class Count(E.BatchEnd):
-    ...     calls = 0
-    ...     def batch_end(self, estimator, *args, **kwargs):
-    ...         self.calls += 1
-    >>> c = Count()
-    >>> est.fit(data, epochs=2, event_handlers=[c])
-    >>> c.calls  # 2 batches in each of 2 epochs
-    4
     """
 
     def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
         """Called after each batch (``batch``, ``pred``, ``label``, ``loss``); True stops
         the epoch."""
         return False
+
+
+EVENTS_EXAMPLE = """
+
+    Examples
+    --------
+    >>> E = sg.gluon.contrib.estimator
+    >>> class Count(E.TrainBegin, E.TrainEnd, E.EpochBegin, E.EpochEnd, E.BatchBegin,
+    ...             E.BatchEnd):  # a handler of each event it subclasses
+    ...     def __init__(self):
+    ...         self.seen = {}
+    ...     def _saw(self, event):
+    ...         self.seen[event] = self.seen.get(event, 0) + 1
+    ...     def train_begin(self, estimator, *args, **kwargs):
+    ...         self._saw('train_begin')
+    ...     def train_end(self, estimator, *args, **kwargs):
+    ...         self._saw('train_end')
+    ...     def epoch_begin(self, estimator, *args, **kwargs):
+    ...         self._saw('epoch_begin')
+    ...     def epoch_end(self, estimator, *args, **kwargs):
+    ...         self._saw('epoch_end')
+    ...     def batch_begin(self, estimator, *args, **kwargs):
+    ...         self._saw('batch_begin')
+    ...     def batch_end(self, estimator, *args, **kwargs):
+    ...         self._saw('batch_end')
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss())
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
+    >>> count = Count()
+    >>> est.fit(data, epochs=2, event_handlers=[count])
+    >>> count.seen  # once per fit, once per epoch, once per batch of each epoch
+    {'train_begin': 1, 'epoch_begin': 2, 'batch_begin': 4, 'batch_end': 4, 'epoch_end': 2, \
+'train_end': 1}
+    """
+for _event in (TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, BatchEnd):
+    _event.__doc__ += EVENTS_EXAMPLE  # one example shows the six event classes together
 
 
 class StoppingHandler(TrainBegin, BatchEnd, EpochEnd):
