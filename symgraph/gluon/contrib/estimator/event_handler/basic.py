@@ -103,7 +103,8 @@ EVENTS_EXAMPLE = """
     ...         self._saw('batch_end')
     >>> net = sg.gluon.nn.Dense(1, in_units=1)
     >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss())
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(),
+    ...                   trainer=sg.gluon.Trainer(net.collect_params(), 'sgd'))
     >>> est.logger.setLevel('WARNING')  # no progress lines
     >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
     ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
