@@ -6,10 +6,12 @@ from typing import Any
 
 from .... import autograd
 from ...utils import split_and_load
+from .utils import example_after_setup
 
 __all__ = ["BatchProcessor"]
 
 
+@example_after_setup
 class BatchProcessor:
     """The default per-batch step: split data and label over the estimator's contexts, run
     the network and the loss (under ``autograd.record()`` when training), ``backward()``.
@@ -23,14 +25,6 @@ class BatchProcessor:
 
     Examples
     --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
     >>> x, y = sg.nd.ones((2, 1)), sg.nd.ones((2, 1))
     >>> data_, label, pred, loss = E.BatchProcessor().evaluate_batch(est, (x, y))
     >>> pred[0].shape, loss[0].shape  # one entry per device

@@ -19,7 +19,8 @@ from .event_handler import (BatchBegin, BatchEnd, EpochBegin, EpochEnd, Gradient
                             LoggingHandler, MetricHandler, StoppingHandler, TrainBegin,
                             TrainEnd, ValidationHandler)
 from .event_handler.basic import check_event_handlers
-from .utils import check_handler_metric_ref, check_metrics, suggest_metric_for_loss
+from .utils import (check_handler_metric_ref, check_metrics, example_after_setup,
+                    suggest_metric_for_loss)
 
 __all__ = ["Estimator"]
 
@@ -63,6 +64,7 @@ def _check_data(data: Any, what: str) -> None:
                         f"ArrayDataset and a DataLoader")
 
 
+@example_after_setup
 class Estimator:
     """Trains ``net`` with ``loss`` and ``trainer`` (default: SGD, learning rate 0.001) on
     ``context``, tracking ``train_metrics``/``val_metrics``; ``val_net``/``val_loss``
@@ -70,14 +72,6 @@ class Estimator:
 
     Examples
     --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
     >>> est.fit(data, epochs=2)
     >>> name, loss = est.train_metrics[0].get()
     >>> name, loss < 1

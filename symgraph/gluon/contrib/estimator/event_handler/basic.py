@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional, Union
 
 from .....base import DataError
 from .....metric import Loss as LossMetric
-from ..utils import as_list_of, check_metrics
+from ..utils import as_list_of, check_metrics, example_after_setup
 
 __all__ = ["EventHandler", "TrainBegin", "TrainEnd", "EpochBegin", "EpochEnd", "BatchBegin",
            "BatchEnd", "StoppingHandler", "MetricHandler", "ValidationHandler",
@@ -82,7 +82,6 @@ EVENTS_EXAMPLE = """
 
     Examples
     --------
-    >>> E = sg.gluon.contrib.estimator
     >>> class Count(E.TrainBegin, E.TrainEnd, E.EpochBegin, E.EpochEnd, E.BatchBegin,
     ...             E.BatchEnd):  # a handler of each event it subclasses
     ...     def __init__(self):
@@ -101,13 +100,6 @@ EVENTS_EXAMPLE = """
     ...         self._saw('batch_begin')
     ...     def batch_end(self, estimator, *args, **kwargs):
     ...         self._saw('batch_end')
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(),
-    ...                   trainer=sg.gluon.Trainer(net.collect_params(), 'sgd'))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
     >>> count = Count()
     >>> est.fit(data, epochs=2, event_handlers=[count])
     >>> count.seen  # once per fit, once per epoch, once per batch of each epoch
@@ -116,21 +108,15 @@ EVENTS_EXAMPLE = """
     """
 for _event in (TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, BatchEnd):
     _event.__doc__ += EVENTS_EXAMPLE  # one example shows the six event classes together
+    example_after_setup(_event)
 
 
+@example_after_setup
 class StoppingHandler(TrainBegin, BatchEnd, EpochEnd):
     """Stops after ``max_epoch`` epochs or ``max_batch`` batches (the estimator's).
 
     Examples
     --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
     >>> class Count(E.BatchEnd):
     ...     calls = 0
     ...     def batch_end(self, estimator, *args, **kwargs):
@@ -165,20 +151,13 @@ class StoppingHandler(TrainBegin, BatchEnd, EpochEnd):
         return self.stop_training
 
 
+@example_after_setup
 class MetricHandler(EpochBegin, BatchEnd):
     """Resets ``metrics`` each epoch and updates them each batch (a loss metric with the
     batch's loss, the others with label and prediction).
 
     Examples
     --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
     >>> est.fit(data, epochs=1, event_handlers=[E.MetricHandler(est.train_metrics)])
     >>> est.train_metrics[0].get()[0]
     'training l2loss'
@@ -201,20 +180,13 @@ class MetricHandler(EpochBegin, BatchEnd):
         return False
 
 
+@example_after_setup
 class ValidationHandler(TrainBegin, BatchEnd, EpochEnd):
     """Runs ``eval_fn(val_data=..., batch_axis=..., event_handlers=...)`` every
     ``epoch_period`` epochs and/or every ``batch_period`` batches.
 
     Examples
     --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
     >>> check = E.ValidationHandler(val_data=data, eval_fn=est.evaluate)
     >>> est.fit(data, epochs=1, event_handlers=[check])
     >>> est.val_metrics[0].get()[0]
@@ -254,20 +226,13 @@ def _metric_text(metrics: list) -> str:
     return ", ".join("%s: %.4f" % metric.get() for metric in metrics)
 
 
+@example_after_setup
 class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, BatchEnd):
     """Logs to ``estimator.logger``: training start and end, each epoch, and every
     ``log_interval`` batches when it is an int (``'epoch'``: per epoch only).
 
     Examples
     --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
     >>> est.logger.setLevel('INFO')
     >>> log = E.LoggingHandler(log_interval='epoch', metrics=est.train_metrics)
     >>> est.fit(data, epochs=1, event_handlers=[log])
@@ -340,20 +305,13 @@ class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, Bat
         return False
 
 
+@example_after_setup
 class GradientUpdateHandler(BatchEnd):
     """Steps the estimator's trainer after each batch, with the batch size summed over the
     per-context losses.
 
     Examples
     --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
     >>> before = net.weight.data().asnumpy()
     >>> est.fit(data, epochs=1, event_handlers=[E.GradientUpdateHandler()])
     >>> bool((net.weight.data().asnumpy() != before).all())  # the trainer stepped

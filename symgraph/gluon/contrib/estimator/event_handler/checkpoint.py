@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional
 
 from .....base import DataError
 from .....metric import CompositeEvalMetric, EvalMetric
+from ..utils import example_after_setup
 from .basic import BatchEnd, EpochEnd, TrainBegin, TrainEnd
 
 
@@ -29,6 +30,7 @@ def _comparison(mode: str, monitor: EvalMetric, who: str) -> Callable[[float, fl
     return operator.gt if mode == "max" else operator.lt
 
 
+@example_after_setup
 class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
     """Saves ``<model_prefix>-epoch<E>batch<B>.params``/``.states`` (network parameters and
     trainer states) into ``model_dir`` every ``epoch_period`` epochs or ``batch_period``
@@ -39,14 +41,6 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
 
     Examples
     --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
     >>> import os, tempfile
     >>> folder = tempfile.mkdtemp()
     >>> est.fit(data, epochs=1, event_handlers=[E.CheckpointHandler(folder, epoch_period=1)])
@@ -193,20 +187,13 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
                                  self.trained_epoch, self.trained_batch)
 
 
+@example_after_setup
 class EarlyStoppingHandler(TrainBegin, EpochEnd, TrainEnd):
     """Stops training when ``monitor`` has not improved by ``min_delta`` for ``patience``
     epochs (or never beat ``baseline``).
 
     Examples
     --------
-    >>> E = sg.gluon.contrib.estimator
-    >>> net = sg.gluon.nn.Dense(1, in_units=1)
-    >>> net.initialize()
-    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
-    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
-    >>> est.logger.setLevel('WARNING')  # no progress lines
-    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
-    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches
     >>> class Count(E.EpochEnd):
     ...     calls = 0
     ...     def epoch_end(self, estimator, *args, **kwargs):
