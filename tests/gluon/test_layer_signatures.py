@@ -62,3 +62,13 @@ def test_conv_and_pool_signatures_are_mxnets() -> None:
     layers = _layers()
     for name in CONV_POOL:
         assert [list(p) for p in _params(layers[f"gluon.{name}"])] == theirs[name], name
+
+
+@pytest.mark.parametrize("name", CONV_POOL[:-2])
+def test_conv_and_pool_help_describes_every_argument(name: str) -> None:
+    cls = _layers()[f"gluon.{name}"]
+    doc = inspect.getdoc(cls) or ""
+    described = {n.strip() for line in doc.splitlines() if " : " in line
+                 and not line.startswith(" ") for n in line.split(" : ")[0].split(",")}
+    missing = [p for p, _ in _params(cls) if p not in described]
+    assert not missing, f"{name}: no Parameters entry for {missing}"

@@ -22,6 +22,55 @@ def _tuple(value: IntOrTuple, n: int, what: str) -> tuple[int, ...]:
 
 _LAYOUTS = {1: ("NCW",), 2: ("NCHW",), 3: ("NCDHW",)}
 
+# The Parameters sections of the layers, written once and filled per layer by _document.
+_CONV_PARAMS = """channels : int
+    Number of output channels.
+kernel_size : int or tuple of {n} ints
+    Size of the convolution window.
+strides : int or tuple of {n} ints
+    Step of the window.
+padding : int or tuple of {n} ints
+    Zeros added on both sides of each spatial axis.
+{adj}dilation : int or tuple of {n} ints
+    Spacing between kernel elements.
+groups : int
+    Number of groups: the channels are split into this many independent convolutions.
+layout : str
+    Data layout; only {layout} (channels on axis 1) is supported.
+activation : str or None
+    Activation applied to the output (an ``Activation`` act_type), or None.
+use_bias : bool
+    Whether the layer has a learned bias.
+weight_initializer, bias_initializer : Initializer or str
+    Initializers of the weight and of the bias.
+in_channels : int
+    Number of input channels; 0 infers it from the data at the first forward."""
+_ADJ = """output_padding : int or tuple of {n} ints
+    Extra rows/columns added to one side of the output.
+"""
+_POOL_PARAMS = """pool_size : int or tuple of {n} ints
+    Size of the pooling window.
+strides : int, tuple of {n} ints or None
+    Step of the window; None uses pool_size.
+padding : int or tuple of {n} ints
+    Padding added on both sides of each spatial axis.
+layout : str
+    Data layout; only {layout} (channels on axis 1) is supported.
+ceil_mode : bool
+    Round the output size up (MXNet's 'full' convention) instead of down.{avg}"""
+_AVG = """
+count_include_pad : bool
+    Whether padded cells count in the average's divisor."""
+
+
+def _document(cls: type, template: str, ndim: int, **fill: str) -> type:
+    """Insert the Parameters section made from ``template`` before ``cls``'s Examples."""
+    text = template.format(n=ndim, layout=_LAYOUTS[ndim][0], **fill)
+    section = "Parameters\n    ----------\n    " + text.replace("\n", "\n    ") + "\n\n    "
+    head = "Examples\n    --------"
+    cls.__doc__ = cls.__doc__.replace(head, section + head, 1)
+    return cls
+
 
 class _Conv(HybridBlock):
     """Shared body of ConvND and ConvNDTranspose."""
@@ -309,3 +358,11 @@ class GlobalAvgPool2D(_GlobalPool):
     <NDArray 1x1x1x1 @cpu(0)>
     """
     _type = "avg"
+
+
+for _cls, _n in ((Conv1D, 1), (Conv2D, 2), (Conv3D, 3)):
+    _document(_cls, _CONV_PARAMS, _n, adj="")
+_document(Conv2DTranspose, _CONV_PARAMS, 2, adj=_ADJ.format(n=2))
+for _cls, _n, _avg in ((MaxPool1D, 1, ""), (MaxPool2D, 2, ""), (AvgPool1D, 1, _AVG),
+                       (AvgPool2D, 2, _AVG)):
+    _document(_cls, _POOL_PARAMS, _n, avg=_avg)
