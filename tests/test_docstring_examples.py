@@ -35,7 +35,18 @@ def _op_functions() -> Iterator[tuple[str, Any]]:
                     yield f"{label}.{sub}.{name}", fn
 
 
+def _namespace_functions() -> Iterator[tuple[str, Any]]:
+    """(public spelling, function) of the ``random`` and ``image`` namespaces' functions."""
+    for front, label in ((sg.sym, "sym"), (sg.nd, "nd")):
+        for sub in ("random", "image"):
+            for name, fn in vars(getattr(front, sub)).items():
+                if not name.startswith("_") and inspect.isfunction(fn) \
+                        and fn.__module__.startswith("symgraph"):
+                    yield f"{label}.{sub}.{name}", fn
+
+
 OP_FUNCTIONS = dict(_op_functions())
+NAMESPACE_FUNCTIONS = dict(_namespace_functions())
 # ``hint`` spellings (sg.sym.flatten) keep the canonical op's name in __name__
 CANONICAL = sorted({registry.canonical(fn.__name__) for fn in OP_FUNCTIONS.values()})
 
@@ -98,6 +109,21 @@ def test_every_public_op_function_has_an_example() -> None:
 def test_op_example_runs(op: str, printoptions: None) -> None:
     fn = getattr(sg.nd._internal, op)
     _run_examples(_examples_section(fn.__doc__), f"sg.nd.{op}")
+
+
+def test_every_random_and_image_function_has_an_example() -> None:
+    missing = sorted(n for n, fn in NAMESPACE_FUNCTIONS.items()
+                     if not _examples_section(fn.__doc__))
+    assert not missing, f"{len(missing)} functions without an Examples section: {missing}"
+
+
+NAMESPACE_EXAMPLES = {text: name for name, fn in sorted(NAMESPACE_FUNCTIONS.items())
+                      for text in [_examples_section(fn.__doc__)] if text}
+
+
+@pytest.mark.parametrize("text", sorted(NAMESPACE_EXAMPLES), ids=lambda t: NAMESPACE_EXAMPLES[t])
+def test_random_and_image_example_runs(text: str, printoptions: None) -> None:
+    _run_examples(text, NAMESPACE_EXAMPLES[text])
 
 
 def test_every_gluon_name_has_an_example() -> None:

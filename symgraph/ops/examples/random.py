@@ -78,3 +78,30 @@ EXAMPLES: dict[str, str] = {
     "_random_pdf_dirichlet": call("sg.nd.random_pdf_dirichlet(sg.nd.array([[[0.5, 0.5]]]), "
                                   "sg.nd.array([[1, 1]]))", "[[1.]]", "1x1"),
 }
+
+
+# Examples of the functions of sg.nd.random / sg.sym.random (symgraph/random_api.py), by name
+LAWS = ("uniform", "normal", "gamma", "exponential", "poisson", "negative_binomial",
+        "generalized_negative_binomial")
+FUNCTIONS: dict[str, str] = {
+    "uniform": (">>> x = sg.nd.random.uniform(2, 3, shape=(1000,))\n"
+                ">>> x.shape, 2 <= float(x.min()), float(x.max()) < 3\n"
+                "((1000,), True, True)\n"),
+    "normal": _mean(f"sg.nd.random.normal(5, 0.1, {N})", "[5]"),
+    "gamma": _mean(f"sg.nd.random.gamma(4, 0.5, {N})  # mean alpha * beta", "[2]"),
+    "exponential": _mean(f"sg.nd.random.exponential(4, {N})  # the mean is the scale",
+                         "[4]"),
+    "poisson": _mean(f"sg.nd.random.poisson(3, {N})", "[3]"),
+    "negative_binomial": _mean(f"sg.nd.random.negative_binomial(2, 0.5, {N})", "[2]"),
+    "generalized_negative_binomial": _mean(
+        f"sg.nd.random.generalized_negative_binomial(2, 0.5, {N})", "[2]"),
+    **{f"{law}_like": f">>> sg.nd.random.{law}_like(sg.nd.zeros((2, 3))).shape\n(2, 3)\n"
+       for law in LAWS},
+    "randn": ">>> sg.nd.random.randn(2, 3).shape\n(2, 3)\n",
+    "randint": (">>> sorted(set(sg.nd.random.randint(0, 3, shape=(100,)).asnumpy().tolist()))"
+                "\n[0, 1, 2]\n"),
+    "multinomial": call("sg.nd.random.multinomial(sg.nd.array([[0, 1, 0]]), shape=3)",
+                        "[[1 1 1]]", "1x3"),
+    "shuffle": (">>> sorted(sg.nd.random.shuffle(sg.nd.array([1, 2, 3])).asnumpy().tolist())\n"
+                "[1.0, 2.0, 3.0]\n"),
+}

@@ -113,6 +113,11 @@ EXAMPLES: dict[str, str] = {
     "khatri_rao": call("sg.nd.khatri_rao(m, sg.nd.array([[1, 1], [2, 2]]))",
                        "[[1. 2.]\n [2. 4.]\n [3. 4.]\n [6. 8.]]", "4x2", (M,)),
     "diag": call("sg.nd.diag(m)", "[1. 4.]", "2", (M,)),
+    # images (sg.nd.image)
+    "_image_flip_left_right": call("sg.nd.image.flip_left_right(sg.nd.array([[[1], [2]]]))  "
+                                   "# (H, W, C)", "[[[2.]\n  [1.]]]", "1x2x1"),
+    "_image_flip_top_bottom": call("sg.nd.image.flip_top_bottom(sg.nd.array([[[1]], [[2]]]))",
+                                   "[[[2.]]\n<BLANKLINE>\n [[1.]]]", "2x1x1"),
     # sorting
     "sort": call("sg.nd.sort(sg.nd.array([3, 1, 2]))", "[1. 2. 3.]", "3"),
     "argsort": call("sg.nd.argsort(sg.nd.array([3, 1, 2]))", "[1. 2. 0.]", "3"),
