@@ -102,7 +102,8 @@ EXAMPLES: dict[str, str] = {
     "_contrib_index_copy": call(
         "sg.nd.contrib.index_copy(sg.nd.zeros((3, 2)), sg.nd.array([2, 0]), "
         "sg.nd.array([[1, 1], [2, 2]]))", "[[2. 2.]\n [0. 0.]\n [1. 1.]]", "3x2"),
-    "_contrib_index_array": (">>> sg.nd.contrib.index_array(sg.nd.zeros((2, 2))).asnumpy().tolist()\n"
+    "_contrib_index_array": (">>> idx = sg.nd.contrib.index_array(sg.nd.zeros((2, 2)))\n"
+                             ">>> idx.asnumpy().tolist()  # the (row, col) of each cell\n"
                              "[[[0, 0], [0, 1]], [[1, 0], [1, 1]]]\n"),
     "_contrib_arange_like": call("sg.nd.contrib.arange_like(sg.nd.zeros((4,)))",
                                  "[0. 1. 2. 3.]", "4"),
