@@ -1,10 +1,11 @@
-"""Every public op function (``sg.sym``/``sg.nd`` and their ``contrib``/``linalg`` namespaces)
-and every public Gluon class or function carries an Examples section, and every example runs
-under doctest with the output it shows.
+"""Every public op function (``sg.sym``/``sg.nd`` and their ``contrib``/``linalg`` namespaces),
+every function of their ``random``/``image`` namespaces and every public Gluon class or function
+carries an Examples section, and every example runs under doctest with the output it shows.
 
 Examples assume ``import symgraph as sg`` and ``import numpy as np``; numpy prints with
 ``precision=4, suppress=True`` (set here, restored after) so float output is stable. Ops share
-their example with their aliases, so each op's example runs once.
+their example with their aliases and a model family shares one, so each distinct example
+runs once.
 """
 from __future__ import annotations
 
