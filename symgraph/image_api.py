@@ -36,11 +36,11 @@ def make_namespace(ns: dict) -> SimpleNamespace:
         """``(H, W, C)`` (or ``(N, H, W, C)``) in [0, 255] to float32 ``(C, H, W)`` (or
         ``(N, C, H, W)``) in [0, 1].
 
-        Example::
-
-            >>> import symgraph as sg
-            >>> sg.nd.image.to_tensor(sg.nd.ones((4, 5, 3), dtype='uint8')).shape
-            (3, 4, 5)
+        Examples
+        --------
+        >>> t = sg.nd.image.to_tensor(sg.nd.full((4, 5, 3), 255, dtype='uint8'))
+        >>> t.shape, float(t.max())
+        ((3, 4, 5), 1.0)
         """
         _ndim(data, "to_tensor", (3, 4))
         x = cast(data, dtype="float32")
@@ -50,7 +50,16 @@ def make_namespace(ns: dict) -> SimpleNamespace:
 
     def normalize(data: Any, mean: Values = 0.0, std: Values = 1.0, **kwargs: Any) -> Any:
         """``(x - mean[c]) / std[c]`` over the channel axis of ``(C, H, W)`` or
-        ``(N, C, H, W)`` float data (one value applies to every channel)."""
+        ``(N, C, H, W)`` float data (one value applies to every channel).
+
+        Examples
+        --------
+        >>> sg.nd.image.normalize(sg.nd.array([[[1]], [[3]]]), mean=(1, 2), std=(1, 0.5))
+        [[[0.]]
+        <BLANKLINE>
+         [[2.]]]
+        <NDArray 2x1x1 @cpu(0)>
+        """
         _ndim(data, "normalize", (3, 4))
         means, stds = _values(mean), _values(std)
         n = max(len(means), len(stds))
@@ -70,7 +79,15 @@ def make_namespace(ns: dict) -> SimpleNamespace:
     def crop(data: Any, x: int, y: int, width: int, height: int, **kwargs: Any) -> Any:
         """The ``width`` x ``height`` window at column ``x``, row ``y`` of an ``(H, W, C)``
         image or each image of an ``(N, H, W, C)`` batch (two slices: the gradient is the
-        head gradient placed in zeros)."""
+        head gradient placed in zeros).
+
+        Examples
+        --------
+        >>> img = sg.nd.arange(16).reshape((4, 4, 1))  # (H, W, C)
+        >>> sg.nd.image.crop(img, x=1, y=2, width=2, height=1).reshape((2,))  # row 2, cols 1-2
+        [ 9. 10.]
+        <NDArray 2 @cpu(0)>
+        """
         _ndim(data, "crop", (3, 4))
         shape = getattr(data, "shape", None)
         if width <= 0 or height <= 0 or x < 0 or y < 0 or (isinstance(shape, tuple) and (

@@ -4,7 +4,9 @@
 ``__signature__`` and ``__doc__``: every input, then every attribute with its type, default,
 choices and description; ``help(sg.sym.Convolution)`` and ``inspect.signature`` show them.
 ``sg.sym``'s functions are documented by ``symbol.make_op_function`` and ``sg.nd``'s by
-``nd_methods.make_nd_function`` (``front_end="nd"``: NDArray types, ``out=``). A description comes from the
+``nd_methods.make_nd_function`` (``front_end="nd"``: NDArray types, ``out=``). The Examples
+section is the op's entry of :data:`symgraph.ops.examples.EXAMPLES` (doctest text over ``sg.nd``,
+checked by tests/test_docstring_examples.py). A description comes from the
 parameter's own ``Param.doc`` when the op gives one, else from :data:`PARAM_DOCS` (MXNet's
 parameter names mean the same thing across ops), with :data:`OP_PARAM_DOCS` for the few names
 whose meaning depends on the op. ``symgraph/stubs.py`` writes ``.pyi`` stubs from the same
@@ -18,6 +20,7 @@ from typing import Any, Callable, Literal, Optional, Union
 from .attrs import REQUIRED, Param
 from .probe import probe_input_names
 from .ndarray import NDArray
+from .ops.examples import EXAMPLES
 from .registry import OpDef
 
 P = inspect.Parameter
@@ -239,7 +242,7 @@ def _attr_lines(opdef: OpDef) -> list[str]:
 
 
 def docstring(opdef: OpDef, front_end: str = "sym") -> str:
-    """numpy-style docstring: summary, Parameters (inputs, attributes), Returns."""
+    """numpy-style docstring: summary, Parameters (inputs, attributes), Returns, Examples."""
     arr = "Symbol" if front_end == "sym" else "NDArray"
     lines = [opdef.doc or f"The {opdef.name} operator.", "", "Parameters", "----------"]
     if opdef.variadic:
@@ -258,6 +261,8 @@ def docstring(opdef: OpDef, front_end: str = "sym") -> str:
         lines += ["out : NDArray, optional", "    Array to write the result into.",
                   "name : str, optional", "    Name of the recorded node."]
     lines += ["", "Returns", "-------", arr]
+    if opdef.name in EXAMPLES:  # the same sg.nd example serves both front ends
+        lines += ["", "Examples", "--------", EXAMPLES[opdef.name].strip("\n")]
     return "\n".join(lines)
 
 

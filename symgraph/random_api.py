@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from .base import AttrError
+from .ops.examples.random import FUNCTIONS as EXAMPLES
 
 Call = Callable[[str, list, dict, Any, Any], Any]
 
@@ -83,8 +84,7 @@ def sampler(call: Call, is_array: Callable[[Any], bool], law: str) -> Callable:
 
     draw.__name__ = law
     draw.__doc__ = (f"Samples of the {law} law ({', '.join(names)}: numbers, or arrays for "
-                    f"one sample set per element).\n\n    Example: ``sg.nd.random.{law}"
-                    f"(shape=(2, 3))``")
+                    f"one sample set per element).")
     return draw
 
 
@@ -136,6 +136,9 @@ def namespace(call: Call, is_array: Callable[[Any], bool]) -> dict[str, Callable
         return call("_shuffle", [data], {}, out, None)
 
     out.update(randn=randn, randint=randint, multinomial=multinomial, shuffle=shuffle)
+    for name, fn in out.items():
+        fn.__doc__ = f"{fn.__doc__.rstrip()}\n\n    Examples\n    --------\n" + "".join(
+            f"    {line}\n" for line in EXAMPLES[name].splitlines())
     return out
 
 

@@ -81,7 +81,17 @@ class _BlockScope:
 
 class Block(BlockAPI):
     """Base class of all layers and models: children and parameters assigned as attributes
-    are registered; ``__call__`` runs :meth:`forward`."""
+    are registered; ``__call__`` runs :meth:`forward`.
+
+    Examples
+    --------
+    >>> class Double(sg.gluon.Block):
+    ...     def forward(self, x):
+    ...         return 2 * x
+    >>> Double()(sg.nd.array([1, 2]))
+    [2. 4.]
+    <NDArray 2 @cpu(0)>
+    """
 
     def __init__(self, prefix: Optional[str] = None,
                  params: Optional[ParameterDict] = None) -> None:
@@ -250,7 +260,24 @@ def _is_symbol(x: Any) -> bool:
 
 class HybridBlock(Block):
     """A block written once as ``hybrid_forward(F, x, *args, **params)``: imperative with
-    ``F = sg.nd``, or traced into a Symbol with ``F = sg.sym`` after :meth:`hybridize`."""
+    ``F = sg.nd``, or traced into a Symbol with ``F = sg.sym`` after :meth:`hybridize`.
+
+    Examples
+    --------
+    >>> class Scale(sg.gluon.HybridBlock):
+    ...     def __init__(self, **kwargs):
+    ...         super().__init__(**kwargs)
+    ...         with self.name_scope():
+    ...             self.w = self.params.get('w', shape=(1,), init='ones')
+    ...     def hybrid_forward(self, F, x, w):
+    ...         return F.broadcast_mul(x, 3 * w)
+    >>> net = Scale()
+    >>> net.initialize()
+    >>> net.hybridize()  # later calls run one compiled graph
+    >>> net(sg.nd.array([1, 2]))
+    [3. 6.]
+    <NDArray 2 @cpu(0)>
+    """
 
     _FIXED_OPS: Optional[Callable] = None  # hybrid_forward of kept op calls (gluon/one_op.py)
 

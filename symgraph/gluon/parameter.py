@@ -53,7 +53,20 @@ def merge_shape(name: str, old: Optional[tuple], new: Sequence[int]) -> tuple:
 
 
 class Parameter:
-    """A weight of a Block (MXNet's ``gluon.Parameter``; same arguments and defaults)."""
+    """A weight of a Block (MXNet's ``gluon.Parameter``; same arguments and defaults).
+
+    Examples
+    --------
+    >>> w = sg.gluon.Parameter('w', shape=(2,), init='ones')
+    >>> w.initialize()
+    >>> w.data()
+    [1. 1.]
+    <NDArray 2 @cpu(0)>
+    >>> w.set_data(sg.nd.array([3, 4]))
+    >>> w.data()
+    [3. 4.]
+    <NDArray 2 @cpu(0)>
+    """
 
     def __init__(self, name: str, grad_req: str = "write", shape: Any = None,
                  dtype: Any = np.float32, lr_mult: float = 1.0, wd_mult: float = 1.0,
@@ -303,7 +316,15 @@ def _dumps(init: Any) -> str:
 
 
 class Constant(Parameter):
-    """A parameter that never changes (``grad_req='null'``), initialised to ``value``."""
+    """A parameter that never changes (``grad_req='null'``), initialised to ``value``.
+
+    Examples
+    --------
+    >>> c = sg.gluon.Constant('c', sg.nd.array([1, 2]))
+    >>> c.initialize()
+    >>> c.data().asnumpy().tolist(), c.grad_req  # a constant gets no gradient
+    ([1.0, 2.0], 'null')
+    """
 
     def __init__(self, name: str, value: Any) -> None:
         host = value.asnumpy() if hasattr(value, "asnumpy") else np.asarray(value)

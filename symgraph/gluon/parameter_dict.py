@@ -20,7 +20,18 @@ _ATTRS = ("shape", "dtype", "grad_req", "lr_mult", "wd_mult", "init", "allow_def
 
 
 class ParameterDict:
-    """Parameters by full name, with a ``prefix`` that :meth:`get` prepends."""
+    """Parameters by full name, with a ``prefix`` that :meth:`get` prepends.
+
+    Examples
+    --------
+    >>> params = sg.gluon.ParameterDict('net_')
+    >>> w = params.get('weight', shape=(2, 3))
+    >>> w.name, list(params.keys())
+    ('net_weight', ['net_weight'])
+    >>> params.initialize()
+    >>> params['net_weight'].data().shape
+    (2, 3)
+    """
 
     def __init__(self, prefix: str = "", shared: Optional["ParameterDict"] = None) -> None:
         self._prefix = prefix

@@ -20,7 +20,16 @@ def _symbols(value: Any, what: str) -> list:
 
 class SymbolBlock(HybridBlock):
     """Runs the graph of ``outputs`` with ``inputs`` (variables) as the call's arguments; every
-    other argument of the graph becomes a Parameter (auxiliary states with grad_req='null')."""
+    other argument of the graph becomes a Parameter (auxiliary states with grad_req='null').
+
+    Examples
+    --------
+    >>> data = sg.sym.var('data')
+    >>> net = sg.gluon.SymbolBlock(sg.sym.relu(data), data)
+    >>> net(sg.nd.array([-1, 2]))
+    [0. 2.]
+    <NDArray 2 @cpu(0)>
+    """
 
     def __init__(self, outputs: Any, inputs: Any,
                  params: Optional[ParameterDict] = None) -> None:

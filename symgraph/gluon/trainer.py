@@ -50,7 +50,21 @@ def _all_fresh(arrays: Sequence[Any]) -> bool:
 
 
 class Trainer:
-    """MXNet's ``gluon.Trainer(params, optimizer, optimizer_params, kvstore)``."""
+    """MXNet's ``gluon.Trainer(params, optimizer, optimizer_params, kvstore)``.
+
+    Examples
+    --------
+    >>> net = sg.gluon.nn.Dense(1, in_units=1, use_bias=False, weight_initializer='ones')
+    >>> net.initialize()
+    >>> trainer = sg.gluon.Trainer(net.collect_params(), 'sgd', {'learning_rate': 0.1})
+    >>> with sg.autograd.record():
+    ...     y = net(sg.nd.array([[2]]))  # y = w x: dy/dw = 2
+    >>> y.backward()
+    >>> trainer.step(batch_size=1)
+    >>> net.weight.data()  # 1 - 0.1 * 2
+    [[0.8]]
+    <NDArray 1x1 @cpu(0)>
+    """
 
     def __init__(self, params: Any, optimizer: Any, optimizer_params: Optional[dict] = None,
                  kvstore: Any = "device", compression_params: Any = None,

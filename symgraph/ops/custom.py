@@ -270,7 +270,23 @@ def custom_api(apply_op: Callable, symbol_cls: type) -> Callable:
                **kwargs: Any) -> Any:
         """A Python op (``op_type=``, inputs by position or argument name, other keywords
         passed to the prop as strings) or an aot kernel (``func=``, ``func_type="aot"``,
-        inputs positionally, ``out_shape``, ``out_dtype``, ``bprop``)."""
+        inputs positionally, ``out_shape``, ``out_dtype``, ``bprop``).
+
+        Examples
+        --------
+        >>> class Twice(sg.operator.CustomOp):
+        ...     def forward(self, is_train, req, in_data, out_data, aux):
+        ...         self.assign(out_data[0], req[0], in_data[0] * 2)
+        ...     def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+        ...         self.assign(in_grad[0], req[0], out_grad[0] * 2)
+        >>> @sg.operator.register("twice")
+        ... class TwiceProp(sg.operator.CustomOpProp):
+        ...     def create_operator(self, ctx, shapes, dtypes):
+        ...         return Twice()
+        >>> sg.nd.Custom(sg.nd.array([1, 2]), op_type="twice")
+        [2. 4.]
+        <NDArray 2 @cpu(0)>
+        """
         syms = {k: v for k, v in kwargs.items() if isinstance(v, symbol_cls)}
         attrs = {k: v for k, v in kwargs.items() if not isinstance(v, symbol_cls)}
         here = where(name or "?", "Custom")

@@ -24,6 +24,14 @@ class Concurrent(Sequential):
         with net.name_scope():
             net.add(nn.Dense(10), nn.Dense(20))
         net(x)  # (N, 30)
+
+    Examples
+    --------
+    >>> net = sg.gluon.contrib.nn.Concurrent(axis=-1)
+    >>> net.add(sg.gluon.nn.Lambda(lambda x: x), sg.gluon.nn.Lambda(lambda x: 2 * x))
+    >>> net(sg.nd.array([[1, 2]]))  # each child's output, joined along axis -1
+    [[1. 2. 2. 4.]]
+    <NDArray 1x4 @cpu(0)>
     """
 
     def __init__(self, axis: int = -1, prefix: Any = None, params: Any = None) -> None:
@@ -39,6 +47,15 @@ class HybridConcurrent(HybridSequential):
 
     Example: ``HybridConcurrent(axis=1)`` holding ``nn.Dense(10)`` and ``Identity()``
     gives a residual-style concatenation ``[dense(x), x]``.
+
+    Examples
+    --------
+    >>> net = sg.gluon.contrib.nn.HybridConcurrent(axis=0)
+    >>> net.add(sg.gluon.contrib.nn.Identity(), sg.gluon.nn.HybridLambda(lambda F, x: 2 * x))
+    >>> net(sg.nd.array([[1, 2]]))
+    [[1. 2.]
+     [2. 4.]]
+    <NDArray 2x2 @cpu(0)>
     """
 
     def __init__(self, axis: int = -1, prefix: Any = None, params: Any = None) -> None:
@@ -53,6 +70,12 @@ class Identity(HybridBlock):
     """Returns its input (with :class:`HybridConcurrent`, a residual branch).
 
     Example: ``Identity()(x)`` is ``x``.
+
+    Examples
+    --------
+    >>> sg.gluon.contrib.nn.Identity()(sg.nd.array([1, 2]))
+    [1. 2.]
+    <NDArray 2 @cpu(0)>
     """
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:
@@ -102,6 +125,13 @@ class PixelShuffle1D(_PixelShuffle):
     """``(N, C*f, W)`` to ``(N, C, W*f)``.
 
     Example: ``PixelShuffle1D(2)(x)`` of x ``(1, 4, 3)`` is ``(1, 2, 6)``.
+
+    Examples
+    --------
+    >>> x = sg.nd.array([[[1, 2], [3, 4]]])  # (N, C * f, W) with f = 2
+    >>> sg.gluon.contrib.nn.PixelShuffle1D(2)(x)  # channel j of each group fills slot j
+    [[[1. 3. 2. 4.]]]
+    <NDArray 1x1x4 @cpu(0)>
     """
 
     NDIM = 1
@@ -111,6 +141,14 @@ class PixelShuffle2D(_PixelShuffle):
     """``(N, C*f1*f2, H, W)`` to ``(N, C, H*f1, W*f2)``; ``factor`` an int or ``(f1, f2)``.
 
     Example: ``PixelShuffle2D((2, 3))(x)`` of x ``(1, 12, 3, 5)`` is ``(1, 2, 6, 15)``.
+
+    Examples
+    --------
+    >>> x = sg.nd.array([0, 1, 2, 3]).reshape((1, 4, 1, 1))  # (N, C * 2 * 2, H, W)
+    >>> sg.gluon.contrib.nn.PixelShuffle2D(2)(x)
+    [[[[0. 1.]
+       [2. 3.]]]]
+    <NDArray 1x1x2x2 @cpu(0)>
     """
 
     NDIM = 2
@@ -120,6 +158,13 @@ class PixelShuffle3D(_PixelShuffle):
     """``(N, C*f1*f2*f3, D, H, W)`` to ``(N, C, D*f1, H*f2, W*f3)``.
 
     Example: ``PixelShuffle3D(2)(x)`` of x ``(1, 16, 2, 3, 4)`` is ``(1, 2, 4, 6, 8)``.
+
+    Examples
+    --------
+    >>> x = sg.nd.arange(8).reshape((1, 8, 1, 1, 1))  # (N, C * 2 * 2 * 2, D, H, W)
+    >>> y = sg.gluon.contrib.nn.PixelShuffle3D(2)(x)
+    >>> y.shape, y.reshape((8,)).asnumpy().tolist()
+    ((1, 1, 2, 2, 2), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
     """
 
     NDIM = 3
@@ -131,6 +176,16 @@ class SparseEmbedding(Block):
     sparse storage, so both are dense (the same values, more memory for a large vocabulary).
 
     Example: ``SparseEmbedding(1000, 16)(sg.nd.array([[1, 5]]))`` is ``(1, 2, 16)``.
+
+    Examples
+    --------
+    >>> emb = sg.gluon.contrib.nn.SparseEmbedding(3, 2)
+    >>> emb.initialize()
+    >>> emb.weight.set_data(sg.nd.array([[0, 0], [1, 1], [2, 2]]))
+    >>> emb(sg.nd.array([2, 0]))
+    [[2. 2.]
+     [0. 0.]]
+    <NDArray 2x2 @cpu(0)>
     """
 
     def __init__(self, input_dim: int, output_dim: int, dtype: Any = "float32",

@@ -48,7 +48,15 @@ def _stack_host(data: list) -> Any:
 
 def default_batchify_fn(data: list) -> Any:
     """Stack samples into NDArrays (MXNet's default: NDArrays stacked, numbers and numpy
-    arrays as an NDArray of their numpy dtype; tuples element-wise)."""
+    arrays as an NDArray of their numpy dtype; tuples element-wise).
+
+    Examples
+    --------
+    >>> sg.gluon.data.default_batchify_fn([sg.nd.array([1, 2]), sg.nd.array([3, 4])])
+    [[1. 2.]
+     [3. 4.]]
+    <NDArray 2x2 @cpu(0)>
+    """
     return _to_nd(_stack_host(data))
 
 
@@ -80,7 +88,16 @@ def _describe(dataset: Any) -> str:
 class DataLoader:
     """MXNet's ``gluon.data.DataLoader(dataset, batch_size, shuffle, sampler, last_batch,
     batch_sampler, batchify_fn, num_workers, pin_memory, pin_device_id, prefetch,
-    thread_pool, timeout)``."""
+    thread_pool, timeout)``.
+
+    Examples
+    --------
+    >>> ds = sg.gluon.data.ArrayDataset(sg.nd.ones((3, 2)), sg.nd.array([0, 1, 0]))
+    >>> for x, y in sg.gluon.data.DataLoader(ds, batch_size=2):
+    ...     print(x.shape, y.shape)
+    (2, 2) (2,)
+    (1, 2) (1,)
+    """
 
     def __init__(self, dataset: Any, batch_size: Optional[int] = None, shuffle: bool = False,
                  sampler: Any = None, last_batch: Optional[str] = None,

@@ -8,7 +8,21 @@ from ...base import DataError
 
 
 class Dataset:
-    """Anything with ``__getitem__`` and ``__len__``; subclasses override both."""
+    """Anything with ``__getitem__`` and ``__len__``; subclasses override both.
+
+    Examples
+    --------
+    >>> class Squares(sg.gluon.data.Dataset):
+    ...     def __getitem__(self, i):
+    ...         return i * i
+    ...     def __len__(self):
+    ...         return 4
+    >>> ds = Squares()
+    >>> [ds[i] for i in range(len(ds))]
+    [0, 1, 4, 9]
+    >>> ds.transform(lambda x: x + 1)[3]
+    10
+    """
 
     def __getitem__(self, idx: int) -> Any:
         raise NotImplementedError
@@ -42,7 +56,14 @@ class Dataset:
 
 
 class SimpleDataset(Dataset):
-    """Wraps a list (or anything indexable with a length)."""
+    """Wraps a list (or anything indexable with a length).
+
+    Examples
+    --------
+    >>> ds = sg.gluon.data.SimpleDataset([1, 2, 3])
+    >>> len(ds), ds[1], ds.transform(lambda x: x * 10)[1]
+    (3, 2, 20)
+    """
 
     def __init__(self, data: Any) -> None:
         self._data = data
@@ -77,7 +98,14 @@ class _TransformFirst:
 
 
 class ArrayDataset(Dataset):
-    """Sample ``i`` is ``(a[i], b[i], ...)`` of equally long arrays (one array: ``a[i]``)."""
+    """Sample ``i`` is ``(a[i], b[i], ...)`` of equally long arrays (one array: ``a[i]``).
+
+    Examples
+    --------
+    >>> ds = sg.gluon.data.ArrayDataset([10, 20, 30], [0, 1, 0])  # samples and labels
+    >>> len(ds), ds[1]
+    (3, (20, 1))
+    """
 
     def __init__(self, *args: Any) -> None:
         if not args:

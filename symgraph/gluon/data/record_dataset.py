@@ -15,6 +15,18 @@ class RecordFileDataset(Dataset):
 
         >>> ds = RecordFileDataset('train.rec')                     # doctest: +SKIP
         >>> header, img = sg.recordio.unpack(ds[0])                 # doctest: +SKIP
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), 'data')
+    >>> rec = sg.recordio.MXIndexedRecordIO(path + '.idx', path + '.rec', 'w')
+    >>> for i, payload in enumerate([b'first', b'second']):
+    ...     rec.write_idx(i, payload)
+    >>> rec.close()
+    >>> ds = sg.gluon.data.RecordFileDataset(path + '.rec')
+    >>> len(ds), ds[1]
+    (2, b'second')
     """
 
     def __init__(self, filename: str) -> None:

@@ -14,7 +14,18 @@ LAST_BATCH = ("keep", "discard", "rollover")
 
 
 class Sampler:
-    """Yields sample indices."""
+    """Yields sample indices.
+
+    Examples
+    --------
+    >>> class Evens(sg.gluon.data.Sampler):
+    ...     def __iter__(self):
+    ...         return iter([0, 2, 4])
+    ...     def __len__(self):
+    ...         return 3
+    >>> list(Evens())
+    [0, 2, 4]
+    """
 
     def __iter__(self) -> Iterator:
         raise NotImplementedError
@@ -24,7 +35,13 @@ class Sampler:
 
 
 class SequentialSampler(Sampler):
-    """``start, start+1, ..., start+length-1``."""
+    """``start, start+1, ..., start+length-1``.
+
+    Examples
+    --------
+    >>> list(sg.gluon.data.SequentialSampler(3))
+    [0, 1, 2]
+    """
 
     def __init__(self, length: int, start: int = 0) -> None:
         self._length, self._start = length, start
@@ -37,7 +54,13 @@ class SequentialSampler(Sampler):
 
 
 class RandomSampler(Sampler):
-    """A fresh permutation of ``range(length)`` each epoch."""
+    """A fresh permutation of ``range(length)`` each epoch.
+
+    Examples
+    --------
+    >>> sorted(sg.gluon.data.RandomSampler(4))  # each index once, in a random order
+    [0, 1, 2, 3]
+    """
 
     def __init__(self, length: int) -> None:
         self._length = length
@@ -55,6 +78,11 @@ class FilterSampler(Sampler):
 
     Example: ``list(FilterSampler(lambda x: x % 2 == 0, SimpleDataset(range(6))))`` is
     ``[0, 2, 4]``.
+
+    Examples
+    --------
+    >>> list(sg.gluon.data.FilterSampler(lambda x: x % 2 == 0, [5, 6, 7, 8]))  # indices
+    [1, 3]
     """
 
     def __init__(self, fn: Callable[[Any], bool], dataset: Iterable) -> None:
@@ -74,6 +102,11 @@ class IntervalSampler(Sampler):
 
     Example: ``list(IntervalSampler(7, 3))`` is ``[0, 3, 6, 1, 4, 2, 5]``;
     with ``rollover=False`` it is ``[0, 3, 6]``.
+
+    Examples
+    --------
+    >>> list(sg.gluon.data.IntervalSampler(6, interval=3))
+    [0, 3, 1, 4, 2, 5]
     """
 
     def __init__(self, length: int, interval: int, rollover: bool = True) -> None:
@@ -93,7 +126,13 @@ class IntervalSampler(Sampler):
 
 class BatchSampler(Sampler):
     """Groups a sampler's indices into lists of ``batch_size``. The last, short batch is kept,
-    discarded, or rolled over into the next epoch (``last_batch``)."""
+    discarded, or rolled over into the next epoch (``last_batch``).
+
+    Examples
+    --------
+    >>> list(sg.gluon.data.BatchSampler(sg.gluon.data.SequentialSampler(5), 2, 'keep'))
+    [[0, 1], [2, 3], [4]]
+    """
 
     def __init__(self, sampler: Iterable, batch_size: int, last_batch: str = "keep") -> None:
         if last_batch not in LAST_BATCH:

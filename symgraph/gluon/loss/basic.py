@@ -19,7 +19,19 @@ def apply_weighting(F: Any, loss: Any, weight: Optional[float], sample_weight: A
 
 
 class Loss(HybridBlock):
-    """Base class: ``weight`` scales the loss, ``batch_axis`` is kept by the final mean."""
+    """Base class: ``weight`` scales the loss, ``batch_axis`` is kept by the final mean.
+
+    Examples
+    --------
+    >>> class MeanAbs(sg.gluon.loss.Loss):
+    ...     def __init__(self, **kwargs):
+    ...         super().__init__(weight=None, batch_axis=0, **kwargs)
+    ...     def hybrid_forward(self, F, pred, label):
+    ...         return F.mean(F.abs(pred - label), axis=self._batch_axis, exclude=True)
+    >>> MeanAbs()(sg.nd.array([[1, -3]]), sg.nd.array([[0, 0]]))
+    [2.]
+    <NDArray 1 @cpu(0)>
+    """
 
     def __init__(self, weight: Optional[float], batch_axis: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -40,7 +52,15 @@ class Loss(HybridBlock):
 class SoftmaxCrossEntropyLoss(Loss):
     """``-log softmax(pred)[label]`` per sample (``sparse_label``), or
     ``-sum(label * log softmax(pred))`` with dense labels; ``from_logits``: ``pred`` already
-    holds log-probabilities."""
+    holds log-probabilities.
+
+    Examples
+    --------
+    >>> pred = sg.nd.array([[0, np.log(3)]])  # softmax: [0.25, 0.75]
+    >>> sg.gluon.loss.SoftmaxCrossEntropyLoss()(pred, sg.nd.array([1]))  # -log(0.75)
+    [0.2877]
+    <NDArray 1 @cpu(0)>
+    """
 
     def __init__(self, axis: int = -1, sparse_label: bool = True, from_logits: bool = False,
                  weight: Optional[float] = None, batch_axis: int = 0, **kwargs: Any) -> None:
@@ -65,7 +85,14 @@ SoftmaxCELoss = SoftmaxCrossEntropyLoss
 
 
 class L2Loss(Loss):
-    """``weight/2 * (label - pred)^2`` per element, averaged per sample."""
+    """``weight/2 * (label - pred)^2`` per element, averaged per sample.
+
+    Examples
+    --------
+    >>> sg.gluon.loss.L2Loss()(sg.nd.array([[1, 2]]), sg.nd.array([[0, 0]]))  # (1 + 4) / 2 / 2
+    [1.25]
+    <NDArray 1 @cpu(0)>
+    """
 
     def __init__(self, weight: float = 1.0, batch_axis: int = 0, **kwargs: Any) -> None:
         super().__init__(weight, batch_axis, **kwargs)
@@ -77,7 +104,14 @@ class L2Loss(Loss):
 
 
 class L1Loss(Loss):
-    """``weight * |label - pred|`` per element, averaged per sample."""
+    """``weight * |label - pred|`` per element, averaged per sample.
+
+    Examples
+    --------
+    >>> sg.gluon.loss.L1Loss()(sg.nd.array([[1, -3]]), sg.nd.array([[0, 0]]))  # (1 + 3) / 2
+    [2.]
+    <NDArray 1 @cpu(0)>
+    """
 
     def __init__(self, weight: Optional[float] = None, batch_axis: int = 0,
                  **kwargs: Any) -> None:
@@ -91,7 +125,14 @@ class L1Loss(Loss):
 class SigmoidBinaryCrossEntropyLoss(Loss):
     """Binary cross-entropy of ``sigmoid(pred)`` (or of ``pred`` itself with
     ``from_sigmoid=True``) against labels in [0, 1]; the logits form is the stable
-    ``relu(x) - x*z + log(1 + exp(-|x|))``."""
+    ``relu(x) - x*z + log(1 + exp(-|x|))``.
+
+    Examples
+    --------
+    >>> sg.gluon.loss.SigmoidBCELoss()(sg.nd.array([[0]]), sg.nd.array([[1]]))  # -log(1/2)
+    [0.6931]
+    <NDArray 1 @cpu(0)>
+    """
 
     def __init__(self, from_sigmoid: bool = False, weight: Optional[float] = None,
                  batch_axis: int = 0, **kwargs: Any) -> None:

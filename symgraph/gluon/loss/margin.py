@@ -14,6 +14,13 @@ class HuberLoss(Loss):
     (``d = label - pred``), averaged per sample.
 
     Example: ``HuberLoss(rho=1)(pred, label)`` gives one loss per row of ``pred``.
+
+    Examples
+    --------
+    >>> # 0.5 * 0.5 ** 2 inside rho = 1, 3 - 0.5 outside; mean of 0.125 and 2.5
+    >>> sg.gluon.loss.HuberLoss()(sg.nd.array([[0.5, 3]]), sg.nd.array([[0, 0]]))
+    [1.3125]
+    <NDArray 1 @cpu(0)>
     """
 
     def __init__(self, rho: float = 1, weight: Optional[float] = None, batch_axis: int = 0,
@@ -32,6 +39,13 @@ class HingeLoss(Loss):
     """``max(0, margin - pred * label)`` per element (labels -1 or 1), averaged per sample.
 
     Example: ``HingeLoss()(pred, sg.nd.array([1, -1]))``.
+
+    Examples
+    --------
+    >>> # max(0, 1 - pred * label): 0.5 and 0, mean 0.25
+    >>> sg.gluon.loss.HingeLoss()(sg.nd.array([[0.5, 2]]), sg.nd.array([[1, 1]]))
+    [0.25]
+    <NDArray 1 @cpu(0)>
     """
 
     def __init__(self, margin: float = 1, weight: Optional[float] = None, batch_axis: int = 0,
@@ -48,6 +62,13 @@ class SquaredHingeLoss(HingeLoss):
     """``max(0, margin - pred * label)^2`` per element, averaged per sample.
 
     Example: ``SquaredHingeLoss(margin=2)(pred, label)``.
+
+    Examples
+    --------
+    >>> # max(0, 1 - pred * label) ** 2: 0.25 and 0, mean 0.125
+    >>> sg.gluon.loss.SquaredHingeLoss()(sg.nd.array([[0.5, 2]]), sg.nd.array([[1, 1]]))
+    [0.125]
+    <NDArray 1 @cpu(0)>
     """
 
     def hybrid_forward(self, F: Any, pred: Any, label: Any, sample_weight: Any = None) -> Any:
@@ -60,6 +81,12 @@ class LogisticLoss(Loss):
     or 0/1 (``'binary'``), in the stable form ``relu(x) - x*z + log(1 + exp(-|x|))``.
 
     Example: ``LogisticLoss(label_format='binary')(pred, label)``.
+
+    Examples
+    --------
+    >>> sg.gluon.loss.LogisticLoss()(sg.nd.array([[0]]), sg.nd.array([[1]]))  # log(1 + e^0)
+    [0.6931]
+    <NDArray 1 @cpu(0)>
     """
 
     def __init__(self, weight: Optional[float] = None, batch_axis: int = 0,
@@ -84,6 +111,14 @@ class TripletLoss(Loss):
     TripletLoss lacks) scales the result.
 
     Example: ``TripletLoss(margin=1)(anchor, positive, negative)``.
+
+    Examples
+    --------
+    >>> # max(0, |a - p|^2 - |a - n|^2 + margin) = 2 - 1 + 1
+    >>> a, p, n = sg.nd.array([[0, 0]]), sg.nd.array([[1, 1]]), sg.nd.array([[1, 0]])
+    >>> sg.gluon.loss.TripletLoss()(a, p, n)
+    [2.]
+    <NDArray 1 @cpu(0)>
     """
 
     def __init__(self, margin: float = 1, weight: Optional[float] = None, batch_axis: int = 0,
@@ -105,6 +140,14 @@ class CosineEmbeddingLoss(Loss):
     the cosine over the last axis; one loss per sample, shape ``(N, 1)`` as in MXNet.
 
     Example: ``CosineEmbeddingLoss()(a, b, sg.nd.array([1, -1]))``.
+
+    Examples
+    --------
+    >>> # label 1: 1 - cos(45 degrees)
+    >>> sg.gluon.loss.CosineEmbeddingLoss()(sg.nd.array([[1, 0]]), sg.nd.array([[1, 1]]),
+    ...                                     sg.nd.array([1]))
+    [[0.2929]]
+    <NDArray 1x1 @cpu(0)>
     """
 
     def __init__(self, weight: Optional[float] = None, batch_axis: int = 0,

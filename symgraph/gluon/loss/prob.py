@@ -15,6 +15,14 @@ class KLDivLoss(Loss):
     (``from_logits=True``) or logits that ``log_softmax`` over ``axis`` turns into them.
 
     Example: ``KLDivLoss(from_logits=False)(logits, probabilities)``.
+
+    Examples
+    --------
+    >>> # 0.5 (log 0.5 - log 0.25) + 0.5 (log 0.5 - log 0.75), summed per sample
+    >>> sg.gluon.loss.KLDivLoss()(sg.nd.log(sg.nd.array([[0.25, 0.75]])),
+    ...                           sg.nd.array([[0.5, 0.5]]))
+    [0.1438]
+    <NDArray 1 @cpu(0)>
     """
 
     def __init__(self, from_logits: bool = True, axis: int = -1,
@@ -37,6 +45,13 @@ class PoissonNLLLoss(Loss):
     over every element, shape ``(1,)``.
 
     Example: ``PoissonNLLLoss()(log_rate, counts)``.
+
+    Examples
+    --------
+    >>> # exp(pred) - label * pred: 1 and e, mean (1 + e) / 2
+    >>> sg.gluon.loss.PoissonNLLLoss()(sg.nd.array([[0, 1]]), sg.nd.array([[1, 0]]))
+    [1.8591]
+    <NDArray 1 @cpu(0)>
     """
 
     def __init__(self, weight: Optional[float] = None, from_logits: bool = True,
@@ -66,6 +81,13 @@ class SDMLLoss(Loss):
     per row ``(N,)``. Inputs are ``(N, dim)``.
 
     Example: ``SDMLLoss()(embeddings_a, embeddings_b)``.
+
+    Examples
+    --------
+    >>> x1 = sg.nd.array([[1, 0], [0, 1]])
+    >>> loss = sg.gluon.loss.SDMLLoss()(x1, x1)  # row i of x1 pairs with row i of x2
+    >>> loss.shape
+    (2,)
     """
 
     def __init__(self, smoothing_parameter: float = 0.3, weight: Optional[float] = 1.,
@@ -98,6 +120,13 @@ class CTCLoss(Loss):
     ``label_lengths`` (N,) give each sequence's length.
 
     Example: ``CTCLoss()(pred_ntc, labels_nt)`` gives ``(N,)`` negative log-likelihoods.
+
+    Examples
+    --------
+    >>> # one step, classes [a, blank] equally likely: -log(1/2) for the label 'a'
+    >>> sg.gluon.loss.CTCLoss()(sg.nd.zeros((1, 1, 2)), sg.nd.array([[0]]))
+    [0.6931]
+    <NDArray 1 @cpu(0)>
     """
 
     def __init__(self, layout: str = "NTC", label_layout: str = "NT",

@@ -10,7 +10,14 @@ from ..block import HybridBlock
 
 
 class Activation(HybridBlock):
-    """``F.Activation(x, act_type=activation)``; the block's name hint is the activation."""
+    """``F.Activation(x, act_type=activation)``; the block's name hint is the activation.
+
+    Examples
+    --------
+    >>> sg.gluon.nn.Activation('relu')(sg.nd.array([-1, 2]))
+    [0. 2.]
+    <NDArray 2 @cpu(0)>
+    """
 
     def __init__(self, activation: str, **kwargs: Any) -> None:
         self._act_type = activation
@@ -28,7 +35,14 @@ class Activation(HybridBlock):
 
 
 class LeakyReLU(HybridBlock):
-    """``x`` for ``x > 0``, ``alpha * x`` otherwise."""
+    """``x`` for ``x > 0``, ``alpha * x`` otherwise.
+
+    Examples
+    --------
+    >>> sg.gluon.nn.LeakyReLU(0.1)(sg.nd.array([-10, 2]))
+    [-1.  2.]
+    <NDArray 2 @cpu(0)>
+    """
 
     def __init__(self, alpha: float, **kwargs: Any) -> None:
         if alpha < 0:
@@ -48,7 +62,16 @@ class PReLU(HybridBlock):
     """``x`` for ``x > 0``, ``alpha * x`` otherwise, with a learned ``alpha`` of
     ``in_channels`` entries (1: one shared slope; else one per channel, axis 1).
 
-    Example: ``nn.PReLU(in_channels=16)``."""
+    Example: ``nn.PReLU(in_channels=16)``.
+
+    Examples
+    --------
+    >>> prelu = sg.gluon.nn.PReLU()  # alpha starts at 0.25
+    >>> prelu.initialize()
+    >>> prelu(sg.nd.array([-4, 2]))
+    [-1.  2.]
+    <NDArray 2 @cpu(0)>
+    """
 
     def __init__(self, alpha_initializer: Any = Constant(0.25), in_channels: int = 1,
                  **kwargs: Any) -> None:
@@ -77,7 +100,14 @@ class _Leaky(HybridBlock):
 
 
 class ELU(_Leaky):
-    """``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise."""
+    """``x`` for ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise.
+
+    Examples
+    --------
+    >>> sg.gluon.nn.ELU()(sg.nd.array([np.log(0.5), 2]))  # exp(log 0.5) - 1 = -0.5
+    [-0.5  2. ]
+    <NDArray 2 @cpu(0)>
+    """
 
     ACT = "elu"
 
@@ -86,7 +116,14 @@ class ELU(_Leaky):
 
 
 class SELU(_Leaky):
-    """Scaled ELU with the self-normalising constants (lambda 1.0507, alpha 1.6733)."""
+    """Scaled ELU with the self-normalising constants (lambda 1.0507, alpha 1.6733).
+
+    Examples
+    --------
+    >>> sg.gluon.nn.SELU()(sg.nd.array([0, 1]))
+    [0.     1.0507]
+    <NDArray 2 @cpu(0)>
+    """
 
     ACT = "selu"
 
@@ -95,7 +132,14 @@ class SELU(_Leaky):
 
 
 class GELU(_Leaky):
-    """``x * Phi(x)``, Phi the standard normal CDF (MXNet's erf form)."""
+    """``x * Phi(x)``, Phi the standard normal CDF (MXNet's erf form).
+
+    Examples
+    --------
+    >>> sg.gluon.nn.GELU()(sg.nd.array([0, 1]))  # Phi(1) = 0.8413
+    [0.     0.8413]
+    <NDArray 2 @cpu(0)>
+    """
 
     ACT = "gelu"
 
@@ -104,7 +148,14 @@ class GELU(_Leaky):
 
 
 class Swish(HybridBlock):
-    """``x * sigmoid(beta * x)``."""
+    """``x * sigmoid(beta * x)``.
+
+    Examples
+    --------
+    >>> sg.gluon.nn.Swish()(sg.nd.array([0, 1]))  # sigmoid(1) = 0.7311
+    [0.     0.7311]
+    <NDArray 2 @cpu(0)>
+    """
 
     def __init__(self, beta: float = 1.0, **kwargs: Any) -> None:
         super().__init__(**kwargs)

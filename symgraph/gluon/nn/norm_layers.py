@@ -44,7 +44,16 @@ class _Norm(HybridBlock):
 
 class LayerNorm(_Norm):
     """Normalises each sample along ``axis``: ``(x - mean) / sqrt(var + epsilon) * gamma +
-    beta``, gamma and beta of the axis' length (``in_channels``, 0: inferred)."""
+    beta``, gamma and beta of the axis' length (``in_channels``, 0: inferred).
+
+    Examples
+    --------
+    >>> ln = sg.gluon.nn.LayerNorm()
+    >>> ln.initialize()
+    >>> ln(sg.nd.array([[1, 3]]))  # mean 2, variance 1
+    [[-1.  1.]]
+    <NDArray 1x2 @cpu(0)>
+    """
 
     def __init__(self, axis: int = -1, epsilon: float = 1e-5, center: bool = True,
                  scale: bool = True, beta_initializer: Any = "zeros",
@@ -59,7 +68,17 @@ class LayerNorm(_Norm):
 
 class GroupNorm(_Norm):
     """Normalises each sample's ``num_groups`` groups of channels (axis 1) with everything
-    after them; gamma and beta have one entry per group, as in MXNet 1.9.1."""
+    after them; gamma and beta have one entry per group, as in MXNet 1.9.1.
+
+    Examples
+    --------
+    >>> gn = sg.gluon.nn.GroupNorm(num_groups=1)
+    >>> gn.initialize()
+    >>> gn(sg.nd.array([[[1], [3]]]))  # one group of both channels: mean 2, variance 1
+    [[[-1.]
+      [ 1.]]]
+    <NDArray 1x2x1 @cpu(0)>
+    """
 
     def __init__(self, num_groups: int = 1, epsilon: float = 1e-5, center: bool = True,
                  scale: bool = True, beta_initializer: Any = "zeros",
@@ -76,7 +95,16 @@ class GroupNorm(_Norm):
 
 class InstanceNorm(_Norm):
     """Normalises each sample's channel over its other axes; the channel axis is ``axis``
-    (MXNet swaps it to 1 around the op). gamma is not trained by default (``scale=False``)."""
+    (MXNet swaps it to 1 around the op). gamma is not trained by default (``scale=False``).
+
+    Examples
+    --------
+    >>> inorm = sg.gluon.nn.InstanceNorm()
+    >>> inorm.initialize()
+    >>> inorm(sg.nd.array([[[1, 3]]]))
+    [[[-1.  1.]]]
+    <NDArray 1x1x2 @cpu(0)>
+    """
 
     def __init__(self, axis: int = 1, epsilon: float = 1e-5, center: bool = True,
                  scale: bool = False, beta_initializer: Any = "zeros",

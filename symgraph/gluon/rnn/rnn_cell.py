@@ -86,7 +86,21 @@ STEPS: dict[str, Callable] = {"rnn_relu": rnn_step, "rnn_tanh": rnn_step, "lstm"
 
 
 class RecurrentCell(Block):
-    """Base of the cells: ``cell(x, states) -> (output, new_states)`` for one step."""
+    """Base of the cells: ``cell(x, states) -> (output, new_states)`` for one step.
+
+    Examples
+    --------
+    >>> class Count(sg.gluon.rnn.RecurrentCell):  # adds its input to a running sum
+    ...     def state_info(self, batch_size=0):
+    ...         return [{'shape': (batch_size, 1), '__layout__': 'NC'}]
+    ...     def forward(self, x, states):
+    ...         total = states[0] + x
+    ...         return total, [total]
+    >>> outputs, states = Count().unroll(3, sg.nd.ones((1, 3, 1)), merge_outputs=True)
+    >>> outputs.reshape((3,))
+    [1. 2. 3.]
+    <NDArray 3 @cpu(0)>
+    """
 
     def __init__(self, prefix: Optional[str] = None, params: Any = None) -> None:
         super().__init__(prefix=prefix, params=params)
@@ -157,7 +171,21 @@ def _like(F: Any, inputs: list) -> dict:
 
 
 class HybridRecurrentCell(RecurrentCell, HybridBlock):
-    """A cell written as ``hybrid_forward(F, inputs, states, **params)``."""
+    """A cell written as ``hybrid_forward(F, inputs, states, **params)``.
+
+    Examples
+    --------
+    >>> class Count(sg.gluon.rnn.HybridRecurrentCell):  # adds its input to a running sum
+    ...     def state_info(self, batch_size=0):
+    ...         return [{'shape': (batch_size, 1), '__layout__': 'NC'}]
+    ...     def hybrid_forward(self, F, x, states):
+    ...         total = states[0] + x
+    ...         return total, [total]
+    >>> outputs, states = Count().unroll(3, sg.nd.ones((1, 3, 1)), merge_outputs=True)
+    >>> outputs.reshape((3,))
+    [1. 2. 3.]
+    <NDArray 3 @cpu(0)>
+    """
 
     def __init__(self, prefix: Optional[str] = None, params: Any = None) -> None:
         super().__init__(prefix=prefix, params=params)
@@ -238,7 +266,18 @@ class _GateCell(HybridRecurrentCell):
 
 
 class RNNCell(_GateCell):
-    """Elman cell ``act(W x + b + U h + c)`` (``activation='tanh'``)."""
+    """Elman cell ``act(W x + b + U h + c)`` (``activation='tanh'``).
+
+    Examples
+    --------
+    >>> cell = sg.gluon.rnn.RNNCell(1, input_size=1, i2h_weight_initializer='ones',
+    ...                             h2h_weight_initializer='ones')
+    >>> cell.initialize()
+    >>> out, states = cell(sg.nd.array([[0.5]]), cell.begin_state(batch_size=1))
+    >>> out  # tanh(1 * 0.5 + 1 * 0)
+    [[0.4621]]
+    <NDArray 1x1 @cpu(0)>
+    """
 
     def __init__(self, hidden_size: int, activation: Any = "tanh",
                  i2h_weight_initializer: Any = None, h2h_weight_initializer: Any = None,
@@ -250,20 +289,47 @@ class RNNCell(_GateCell):
 
 
 class LSTMCell(_GateCell):
-    """LSTM cell; states ``[h, c]``; gates ``i, f, g, o`` in the weights' rows."""
+    """LSTM cell; states ``[h, c]``; gates ``i, f, g, o`` in the weights' rows.
+
+    Examples
+    --------
+    >>> cell = sg.gluon.rnn.LSTMCell(4)
+    >>> cell.initialize()
+    >>> out, (h, c) = cell(sg.nd.ones((2, 3)), cell.begin_state(batch_size=2))
+    >>> out.shape, c.shape
+    ((2, 4), (2, 4))
+    """
 
     _mode, _gates, _alias_name = "lstm", 4, "lstm"
 
 
 class GRUCell(_GateCell):
-    """GRU cell (as cuDNN: ``r`` multiplies ``U_n h + c_n``); gates ``r, z, n``."""
+    """GRU cell (as cuDNN: ``r`` multiplies ``U_n h + c_n``); gates ``r, z, n``.
+
+    Examples
+    --------
+    >>> cell = sg.gluon.rnn.GRUCell(4)
+    >>> cell.initialize()
+    >>> out, states = cell(sg.nd.ones((2, 3)), cell.begin_state(batch_size=2))
+    >>> out.shape, len(states)
+    ((2, 4), 1)
+    """
 
     _mode, _gates, _alias_name = "gru", 3, "gru"
 
 
 class LSTMPCell(HybridRecurrentCell):
     """LSTM with a projected output (``r = h2r_weight h``); states ``[r, c]`` of sizes
-    ``projection_size`` and ``hidden_size`` (MXNet's ``contrib.rnn.LSTMPCell``)."""
+    ``projection_size`` and ``hidden_size`` (MXNet's ``contrib.rnn.LSTMPCell``).
+
+    Examples
+    --------
+    >>> cell = sg.gluon.rnn.LSTMPCell(8, projection_size=4)
+    >>> cell.initialize()
+    >>> out, (r, c) = cell(sg.nd.ones((2, 3)), cell.begin_state(batch_size=2))
+    >>> out.shape, c.shape  # the output is projected; the cell state is not
+    ((2, 4), (2, 8))
+    """
 
     def __init__(self, hidden_size: int, projection_size: int,
                  i2h_weight_initializer: Any = None, h2h_weight_initializer: Any = None,

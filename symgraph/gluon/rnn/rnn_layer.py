@@ -257,7 +257,19 @@ class _RNNLayer(HybridBlock):
 
 
 class RNN(_RNNLayer):
-    """Elman RNN layer, ``activation`` ``'relu'`` or ``'tanh'``."""
+    """Elman RNN layer, ``activation`` ``'relu'`` or ``'tanh'``.
+
+    Examples
+    --------
+    >>> layer = sg.gluon.rnn.RNN(1, input_size=1, i2h_weight_initializer='ones',
+    ...                          h2h_weight_initializer='ones')  # relu by default
+    >>> layer.initialize()
+    >>> layer(sg.nd.array([[[1]], [[2]]]))  # (time, batch, features): relu(1), relu(2 + 1)
+    [[[1.]]
+    <BLANKLINE>
+     [[3.]]]
+    <NDArray 2x1x1 @cpu(0)>
+    """
 
     def __init__(self, hidden_size: int, num_layers: int = 1, activation: str = "relu",
                  layout: str = "TNC", dropout: float = 0, bidirectional: bool = False,
@@ -273,7 +285,17 @@ class RNN(_RNNLayer):
 
 
 class LSTM(_RNNLayer):
-    """LSTM layer (gates i, f, g, o); ``projection_size``: LSTMP, states ``[r, c]``."""
+    """LSTM layer (gates i, f, g, o); ``projection_size``: LSTMP, states ``[r, c]``.
+
+    Examples
+    --------
+    >>> layer = sg.gluon.rnn.LSTM(4, num_layers=2)
+    >>> layer.initialize()
+    >>> x = sg.nd.ones((5, 2, 3))  # (time, batch, features)
+    >>> out, (h, c) = layer(x, layer.begin_state(batch_size=2))
+    >>> out.shape, h.shape
+    ((5, 2, 4), (2, 2, 4))
+    """
 
     def __init__(self, hidden_size: int, num_layers: int = 1, layout: str = "TNC",
                  dropout: float = 0, bidirectional: bool = False, input_size: int = 0,
@@ -289,7 +311,15 @@ class LSTM(_RNNLayer):
 
 
 class GRU(_RNNLayer):
-    """GRU layer (gates r, z, n; cuDNN's variant, as MXNet)."""
+    """GRU layer (gates r, z, n; cuDNN's variant, as MXNet).
+
+    Examples
+    --------
+    >>> layer = sg.gluon.rnn.GRU(4, layout='NTC', bidirectional=True)
+    >>> layer.initialize()
+    >>> layer(sg.nd.ones((2, 5, 3))).shape  # both directions side by side
+    (2, 5, 8)
+    """
 
     def __init__(self, hidden_size: int, num_layers: int = 1, layout: str = "TNC",
                  dropout: float = 0, bidirectional: bool = False, input_size: int = 0,

@@ -6,10 +6,12 @@ from typing import Any
 
 from .... import autograd
 from ...utils import split_and_load
+from .utils import example_after_setup
 
 __all__ = ["BatchProcessor"]
 
 
+@example_after_setup
 class BatchProcessor:
     """The default per-batch step: split data and label over the estimator's contexts, run
     the network and the loss (under ``autograd.record()`` when training), ``backward()``.
@@ -20,6 +22,13 @@ class BatchProcessor:
         ...     def fit_batch(self, est, batch, batch_axis=0):
         ...         super().fit_batch(est, batch, batch_axis)
         ...         return super().fit_batch(est, batch, batch_axis)
+
+    Examples
+    --------
+    >>> x, y = sg.nd.ones((2, 1)), sg.nd.ones((2, 1))
+    >>> data_, label, pred, loss = E.BatchProcessor().evaluate_batch(est, (x, y))
+    >>> pred[0].shape, loss[0].shape  # one entry per device
+    ((2, 1), (2,))
     """
 
     def _get_data_and_label(self, batch: Any, ctx: list, batch_axis: int = 0) -> tuple:

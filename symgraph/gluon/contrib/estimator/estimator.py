@@ -19,7 +19,8 @@ from .event_handler import (BatchBegin, BatchEnd, EpochBegin, EpochEnd, Gradient
                             LoggingHandler, MetricHandler, StoppingHandler, TrainBegin,
                             TrainEnd, ValidationHandler)
 from .event_handler.basic import check_event_handlers
-from .utils import check_handler_metric_ref, check_metrics, suggest_metric_for_loss
+from .utils import (check_handler_metric_ref, check_metrics, example_after_setup,
+                    suggest_metric_for_loss)
 
 __all__ = ["Estimator"]
 
@@ -63,16 +64,18 @@ def _check_data(data: Any, what: str) -> None:
                         f"ArrayDataset and a DataLoader")
 
 
+@example_after_setup
 class Estimator:
     """Trains ``net`` with ``loss`` and ``trainer`` (default: SGD, learning rate 0.001) on
     ``context``, tracking ``train_metrics``/``val_metrics``; ``val_net``/``val_loss``
     default to ``net``/``loss``.
 
-    Example::
-
-        >>> est = Estimator(net, loss=gluon.loss.SoftmaxCrossEntropyLoss(),
-        ...                 train_metrics=sg.metric.Accuracy())          # doctest: +SKIP
-        >>> est.fit(train_loader, val_data=val_loader, epochs=3)         # doctest: +SKIP
+    Examples
+    --------
+    >>> est.fit(data, epochs=2)
+    >>> name, loss = est.train_metrics[0].get()
+    >>> name, loss < 1
+    ('training l2loss', True)
     """
 
     logger: Optional[logging.Logger] = None

@@ -44,3 +44,25 @@ def suggest_metric_for_loss(loss: Any) -> Optional[EvalMetric]:
     """Accuracy for a softmax cross-entropy loss, else nothing."""
     from ...loss import SoftmaxCrossEntropyLoss
     return Accuracy() if isinstance(loss, SoftmaxCrossEntropyLoss) else None
+
+
+# The set-up the estimator's and its handlers' examples share: a one-unit Dense net, an
+# estimator over it with quiet logging, and two batches of ones.
+ESTIMATOR_SETUP = """
+    >>> E = sg.gluon.contrib.estimator
+    >>> net = sg.gluon.nn.Dense(1, in_units=1)
+    >>> net.initialize()
+    >>> est = E.Estimator(net, sg.gluon.loss.L2Loss(), trainer=sg.gluon.Trainer(
+    ...     net.collect_params(), 'sgd', {'learning_rate': 0.1}))
+    >>> est.logger.setLevel('WARNING')  # no progress lines
+    >>> data = sg.gluon.data.DataLoader(sg.gluon.data.ArrayDataset(
+    ...     sg.nd.ones((4, 1)), sg.nd.ones((4, 1))), batch_size=2)  # 2 batches"""
+
+
+def example_after_setup(cls: type) -> type:
+    """Class decorator: open ``cls``'s Examples section with :data:`ESTIMATOR_SETUP`, so each
+    docstring's source holds only its own lines while help() shows a complete example."""
+    head = "Examples\n    --------"
+    assert cls.__doc__ and head in cls.__doc__, f"{cls.__name__}: no Examples section"
+    cls.__doc__ = cls.__doc__.replace(head, head + ESTIMATOR_SETUP, 1)
+    return cls

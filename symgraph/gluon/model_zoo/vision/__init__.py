@@ -12,7 +12,7 @@ Example::
     >>> from symgraph.gluon.model_zoo import vision
     >>> net = vision.get_model("mobilenet0.25", classes=10)
     >>> net.initialize()
-    >>> net(sg.nd.zeros((2, 3, 32, 32))).shape          # doctest: +SKIP
+    >>> net(sg.nd.zeros((2, 3, 32, 32))).shape
     (2, 10)
 """
 from __future__ import annotations
@@ -69,6 +69,18 @@ def get_model(name: str, **kwargs: Any) -> HybridBlock:
     return MODELS[key](**kwargs)
 
 
+# One example serves the family: every model is built, initialised and called the same way.
+FAMILY_EXAMPLE = """
+
+    Examples
+    --------
+    >>> vision = sg.gluon.model_zoo.vision
+    >>> net = vision.get_model('mobilenet0.25', classes=10)  # vision.mobilenet0_25(classes=10)
+    >>> net.initialize()
+    >>> net(sg.nd.zeros((1, 3, 32, 32))).shape  # a score per class
+    (1, 10)
+    """
+
 __all__ = ["AlexNet", "BasicBlockV1", "BasicBlockV2", "BottleneckV1", "BottleneckV2",
            "DenseNet", "Inception3", "MobileNet", "MobileNetV2", "ResNetV1", "ResNetV2",
            "SqueezeNet", "VGG", "alexnet", "densenet121", "densenet161", "densenet169",
@@ -79,3 +91,6 @@ __all__ = ["AlexNet", "BasicBlockV1", "BasicBlockV2", "BottleneckV1", "Bottlenec
            "resnet152_v2", "resnet18_v1", "resnet18_v2", "resnet34_v1", "resnet34_v2",
            "resnet50_v1", "resnet50_v2", "squeezenet1_0", "squeezenet1_1", "vgg11",
            "vgg11_bn", "vgg13", "vgg13_bn", "vgg16", "vgg16_bn", "vgg19", "vgg19_bn"]
+
+for _name in __all__:
+    globals()[_name].__doc__ = (globals()[_name].__doc__ or "").rstrip() + FAMILY_EXAMPLE

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional, Union
 
 from .....base import DataError
 from .....metric import Loss as LossMetric
-from ..utils import as_list_of, check_metrics
+from ..utils import as_list_of, check_metrics, example_after_setup
 
 __all__ = ["EventHandler", "TrainBegin", "TrainEnd", "EpochBegin", "EpochEnd", "BatchBegin",
            "BatchEnd", "StoppingHandler", "MetricHandler", "ValidationHandler",
@@ -28,40 +28,105 @@ def check_event_handlers(handlers: Any) -> list:
 
 
 class TrainBegin(EventHandler):
+    """Handler of the event before training: override ``train_begin``.
+    """
+
     def train_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         """Called once before training."""
 
 
 class TrainEnd(EventHandler):
+    """Handler of the event after training: override ``train_end``.
+    """
+
     def train_end(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         """Called once after training."""
 
 
 class EpochBegin(EventHandler):
+    """Handler of the event before each epoch: override ``epoch_begin``.
+    """
+
     def epoch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         """Called before each epoch (and before a validation pass)."""
 
 
 class EpochEnd(EventHandler):
+    """Handler of the event after each epoch: override ``epoch_end``.
+    """
+
     def epoch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
         """Called after each epoch; True stops training."""
         return False
 
 
 class BatchBegin(EventHandler):
+    """Handler of the event before each batch: override ``batch_begin``.
+    """
+
     def batch_begin(self, estimator: Any, *args: Any, **kwargs: Any) -> None:
         """Called before each batch (``batch=``)."""
 
 
 class BatchEnd(EventHandler):
+    """Handler of the event after each batch: override ``batch_end``.
+    """
+
     def batch_end(self, estimator: Any, *args: Any, **kwargs: Any) -> bool:
         """Called after each batch (``batch``, ``pred``, ``label``, ``loss``); True stops
         the epoch."""
         return False
 
 
+EVENTS_EXAMPLE = """
+
+    Examples
+    --------
+    >>> class Count(E.TrainBegin, E.TrainEnd, E.EpochBegin, E.EpochEnd, E.BatchBegin,
+    ...             E.BatchEnd):  # a handler of each event it subclasses
+    ...     def __init__(self):
+    ...         self.seen = {}
+    ...     def _saw(self, event):
+    ...         self.seen[event] = self.seen.get(event, 0) + 1
+    ...     def train_begin(self, estimator, *args, **kwargs):
+    ...         self._saw('train_begin')
+    ...     def train_end(self, estimator, *args, **kwargs):
+    ...         self._saw('train_end')
+    ...     def epoch_begin(self, estimator, *args, **kwargs):
+    ...         self._saw('epoch_begin')
+    ...     def epoch_end(self, estimator, *args, **kwargs):
+    ...         self._saw('epoch_end')
+    ...     def batch_begin(self, estimator, *args, **kwargs):
+    ...         self._saw('batch_begin')
+    ...     def batch_end(self, estimator, *args, **kwargs):
+    ...         self._saw('batch_end')
+    >>> count = Count()
+    >>> est.fit(data, epochs=2, event_handlers=[count])
+    >>> count.seen  # once per fit, once per epoch, once per batch of each epoch
+    {'train_begin': 1, 'epoch_begin': 2, 'batch_begin': 4, 'batch_end': 4, 'epoch_end': 2, \
+'train_end': 1}
+    """
+for _event in (TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, BatchEnd):
+    _event.__doc__ += EVENTS_EXAMPLE  # one example shows the six event classes together
+    example_after_setup(_event)
+
+
+@example_after_setup
 class StoppingHandler(TrainBegin, BatchEnd, EpochEnd):
-    """Stops after ``max_epoch`` epochs or ``max_batch`` batches (the estimator's)."""
+    """Stops after ``max_epoch`` epochs or ``max_batch`` batches (the estimator's).
+
+    Examples
+    --------
+    >>> class Count(E.BatchEnd):
+    ...     calls = 0
+    ...     def batch_end(self, estimator, *args, **kwargs):
+    ...         self.calls += 1
+    >>> c = Count()
+    >>> # fit's epochs/batches set the limits of the StoppingHandler it adds (as MXNet)
+    >>> est.fit(data, batches=3, event_handlers=[c])
+    >>> c.calls  # stopped after 3 batches
+    3
+    """
 
     def __init__(self, max_epoch: Optional[int] = None,
                  max_batch: Optional[int] = None) -> None:
@@ -86,9 +151,17 @@ class StoppingHandler(TrainBegin, BatchEnd, EpochEnd):
         return self.stop_training
 
 
+@example_after_setup
 class MetricHandler(EpochBegin, BatchEnd):
     """Resets ``metrics`` each epoch and updates them each batch (a loss metric with the
-    batch's loss, the others with label and prediction)."""
+    batch's loss, the others with label and prediction).
+
+    Examples
+    --------
+    >>> est.fit(data, epochs=1, event_handlers=[E.MetricHandler(est.train_metrics)])
+    >>> est.train_metrics[0].get()[0]
+    'training l2loss'
+    """
 
     def __init__(self, metrics: Any, priority: float = -1000) -> None:
         self.metrics = check_metrics(metrics)
@@ -107,9 +180,18 @@ class MetricHandler(EpochBegin, BatchEnd):
         return False
 
 
+@example_after_setup
 class ValidationHandler(TrainBegin, BatchEnd, EpochEnd):
     """Runs ``eval_fn(val_data=..., batch_axis=..., event_handlers=...)`` every
-    ``epoch_period`` epochs and/or every ``batch_period`` batches."""
+    ``epoch_period`` epochs and/or every ``batch_period`` batches.
+
+    Examples
+    --------
+    >>> check = E.ValidationHandler(val_data=data, eval_fn=est.evaluate)
+    >>> est.fit(data, epochs=1, event_handlers=[check])
+    >>> est.val_metrics[0].get()[0]
+    'validation l2loss'
+    """
 
     def __init__(self, val_data: Any, eval_fn: Callable, epoch_period: Optional[int] = 1,
                  batch_period: Optional[int] = None, priority: float = -1000,
@@ -144,9 +226,21 @@ def _metric_text(metrics: list) -> str:
     return ", ".join("%s: %.4f" % metric.get() for metric in metrics)
 
 
+@example_after_setup
 class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, BatchEnd):
     """Logs to ``estimator.logger``: training start and end, each epoch, and every
-    ``log_interval`` batches when it is an int (``'epoch'``: per epoch only)."""
+    ``log_interval`` batches when it is an int (``'epoch'``: per epoch only).
+
+    Examples
+    --------
+    >>> est.logger.setLevel('INFO')
+    >>> log = E.LoggingHandler(log_interval='epoch', metrics=est.train_metrics)
+    >>> est.fit(data, epochs=1, event_handlers=[log])
+    Training begin: using optimizer SGD with current learning rate 0.1000
+    Train for 1 epochs.
+    ...
+    Train finished using total ...s with 1 epochs. training l2loss: ...
+    """
 
     def __init__(self, log_interval: Union[int, str] = "epoch", metrics: Any = None,
                  priority: float = float("inf")) -> None:
@@ -211,9 +305,18 @@ class LoggingHandler(TrainBegin, TrainEnd, EpochBegin, EpochEnd, BatchBegin, Bat
         return False
 
 
+@example_after_setup
 class GradientUpdateHandler(BatchEnd):
     """Steps the estimator's trainer after each batch, with the batch size summed over the
-    per-context losses."""
+    per-context losses.
+
+    Examples
+    --------
+    >>> before = net.weight.data().asnumpy()
+    >>> est.fit(data, epochs=1, event_handlers=[E.GradientUpdateHandler()])
+    >>> bool((net.weight.data().asnumpy() != before).all())  # the trainer stepped
+    True
+    """
 
     def __init__(self, priority: float = -2000) -> None:
         self.priority = priority

@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional
 
 from .....base import DataError
 from .....metric import CompositeEvalMetric, EvalMetric
+from ..utils import example_after_setup
 from .basic import BatchEnd, EpochEnd, TrainBegin, TrainEnd
 
 
@@ -29,13 +30,23 @@ def _comparison(mode: str, monitor: EvalMetric, who: str) -> Callable[[float, fl
     return operator.gt if mode == "max" else operator.lt
 
 
+@example_after_setup
 class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
     """Saves ``<model_prefix>-epoch<E>batch<B>.params``/``.states`` (network parameters and
     trainer states) into ``model_dir`` every ``epoch_period`` epochs or ``batch_period``
     batches, keeping the newest ``max_checkpoints``; with ``save_best``, also
     ``<model_prefix>-best.*`` whenever ``monitor`` improves; a hybridized network's symbol as
     ``<model_prefix>-symbol.json``. ``resume_from_checkpoint`` loads the newest checkpoint and
-    trains only for the epochs or batches that remain."""
+    trains only for the epochs or batches that remain.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> folder = tempfile.mkdtemp()
+    >>> est.fit(data, epochs=1, event_handlers=[E.CheckpointHandler(folder, epoch_period=1)])
+    >>> any(name.endswith('.params') for name in os.listdir(folder))
+    True
+    """
 
     def __init__(self, model_dir: str, model_prefix: str = "model",
                  monitor: Optional[EvalMetric] = None, verbose: int = 0,
@@ -176,9 +187,23 @@ class CheckpointHandler(TrainBegin, BatchEnd, EpochEnd):
                                  self.trained_epoch, self.trained_batch)
 
 
+@example_after_setup
 class EarlyStoppingHandler(TrainBegin, EpochEnd, TrainEnd):
     """Stops training when ``monitor`` has not improved by ``min_delta`` for ``patience``
-    epochs (or never beat ``baseline``)."""
+    epochs (or never beat ``baseline``).
+
+    Examples
+    --------
+    >>> class Count(E.EpochEnd):
+    ...     calls = 0
+    ...     def epoch_end(self, estimator, *args, **kwargs):
+    ...         self.calls += 1
+    >>> c = Count()
+    >>> est.fit(data, epochs=10, event_handlers=[c, E.EarlyStoppingHandler(
+    ...     est.train_metrics[0], min_delta=10.0, mode='min')])
+    >>> c.calls  # no epoch improves the loss by min_delta: stopped after 2 of 10
+    2
+    """
 
     def __init__(self, monitor: EvalMetric, min_delta: float = 0, patience: int = 0,
                  mode: str = "auto", baseline: Optional[float] = None) -> None:

@@ -65,7 +65,21 @@ def check_files(root: Path, split: str, namespace: str = "mnist", can_download: 
 
 class MNIST(Dataset):
     """Sample ``i``: ``(image uint8 NDArray (28, 28, 1), label int32)``; ``transform``
-    is applied as ``transform(image, label)``."""
+    is applied as ``transform(image, label)``.
+
+    Examples
+    --------
+    >>> import os, struct, tempfile
+    >>> root = tempfile.mkdtemp()  # stands for the MNIST folder (or download)
+    >>> def idx(name, magic, dims, values):  # an IDX file: magic, sizes, then the bytes
+    ...     with open(os.path.join(root, name), 'wb') as f:
+    ...         f.write(struct.pack('>' + 'I' * (1 + len(dims)), magic, *dims) + bytes(values))
+    >>> idx('t10k-images-idx3-ubyte', 2051, (1, 28, 28), [255] * 784)
+    >>> idx('t10k-labels-idx1-ubyte', 2049, (1,), [7])
+    >>> image, label = sg.gluon.data.vision.MNIST(root, train=False)[0]
+    >>> image.shape, int(label)
+    ((28, 28, 1), 7)
+    """
 
     _namespace = "mnist"
     _can_download = True
@@ -97,7 +111,21 @@ class MNIST(Dataset):
 
 class FashionMNIST(MNIST):
     """Zalando's Fashion-MNIST, the same IDX layout and file names as MNIST. Read from local
-    files only: there is no checksummed mirror to download from."""
+    files only: there is no checksummed mirror to download from.
+
+    Examples
+    --------
+    >>> import os, struct, tempfile
+    >>> root = tempfile.mkdtemp()  # stands for the Fashion-MNIST folder
+    >>> def idx(name, magic, dims, values):  # an IDX file: magic, sizes, then the bytes
+    ...     with open(os.path.join(root, name), 'wb') as f:
+    ...         f.write(struct.pack('>' + 'I' * (1 + len(dims)), magic, *dims) + bytes(values))
+    >>> idx('t10k-images-idx3-ubyte', 2051, (1, 28, 28), [255] * 784)
+    >>> idx('t10k-labels-idx1-ubyte', 2049, (1,), [7])
+    >>> image, label = sg.gluon.data.vision.FashionMNIST(root, train=False)[0]
+    >>> image.shape, int(label)
+    ((28, 28, 1), 7)
+    """
 
     _namespace = "fashion-mnist"
     _can_download = False

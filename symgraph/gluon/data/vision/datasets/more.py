@@ -25,7 +25,19 @@ IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png")
 
 class CIFAR10(Dataset):
     """Sample ``i``: ``(image uint8 NDArray (32, 32, 3), label int32)``; ``transform`` is
-    applied as ``transform(image, label)``. ``root`` holds ``cifar-10-batches-bin/``."""
+    applied as ``transform(image, label)``. ``root`` holds ``cifar-10-batches-bin/``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()  # a folder with one test image in the binary format
+    >>> os.makedirs(os.path.join(root, 'cifar-10-batches-bin'))
+    >>> with open(os.path.join(root, 'cifar-10-batches-bin', 'test_batch.bin'), 'wb') as f:
+    ...     _ = f.write(bytes([3]) + bytes(3 * 32 * 32))  # label byte(s), then C, H, W
+    >>> image, label = sg.gluon.data.vision.CIFAR10(root, train=False)[0]
+    >>> image.shape, int(label)  # images come out (H, W, C)
+    ((32, 32, 3), 3)
+    """
 
     _archive = ("cifar-10-binary.tar.gz", "fab780a1e191a7eda0f345501ccd62d20f7ed891")
     _folder = "cifar-10-batches-bin"
@@ -85,7 +97,19 @@ class CIFAR10(Dataset):
 
 class CIFAR100(CIFAR10):
     """CIFAR-100: labels are the 20 coarse classes, or the 100 fine ones with
-    ``fine_label=True``. ``root`` holds ``cifar-100-binary/``."""
+    ``fine_label=True``. ``root`` holds ``cifar-100-binary/``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> root = tempfile.mkdtemp()  # a folder with one test image in the binary format
+    >>> os.makedirs(os.path.join(root, 'cifar-100-binary'))
+    >>> with open(os.path.join(root, 'cifar-100-binary', 'test.bin'), 'wb') as f:
+    ...     _ = f.write(bytes([3, 42]) + bytes(3 * 32 * 32))  # label byte(s), then C, H, W
+    >>> image, label = sg.gluon.data.vision.CIFAR100(root, train=False, fine_label=True)[0]
+    >>> image.shape, int(label)  # images come out (H, W, C)
+    ((32, 32, 3), 42)
+    """
 
     _archive = ("cifar-100-binary.tar.gz", "a0bb982c76b83111308126cc779a992fa506b90b")
     _folder = "cifar-100-binary"
@@ -105,7 +129,22 @@ class CIFAR100(CIFAR10):
 
 class ImageRecordDataset(RecordFileDataset):
     """Sample ``i``: ``(decoded image (H, W, C) uint8, label)`` of an image RecordIO file;
-    ``flag`` 0 decodes grey, 1 colour."""
+    ``flag`` 0 decodes grey, 1 colour.
+
+    Examples
+    --------
+    >>> import io, os, tempfile
+    >>> from PIL import Image
+    >>> png = io.BytesIO()
+    >>> Image.new('RGB', (4, 2)).save(png, format='PNG')
+    >>> path = os.path.join(tempfile.mkdtemp(), 'images')
+    >>> rec = sg.recordio.MXIndexedRecordIO(path + '.idx', path + '.rec', 'w')
+    >>> rec.write_idx(0, sg.recordio.pack(sg.recordio.IRHeader(0, 5.0, 0, 0), png.getvalue()))
+    >>> rec.close()
+    >>> image, label = sg.gluon.data.vision.ImageRecordDataset(path + '.rec')[0]
+    >>> image.shape, label
+    ((2, 4, 3), 5.0)
+    """
 
     def __init__(self, filename: str, flag: int = 1,
                  transform: Optional[Callable] = None) -> None:
@@ -123,7 +162,23 @@ class ImageRecordDataset(RecordFileDataset):
 
 class ImageFolderDataset(Dataset):
     """Images in ``root/<class name>/<file>``: sample ``i`` is ``(image, label)`` with labels
-    numbered by sorted class folder (``synsets``); ``flag`` 0 decodes grey, 1 colour."""
+    numbered by sorted class folder (``synsets``); ``flag`` 0 decodes grey, 1 colour.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from PIL import Image
+    >>> root = tempfile.mkdtemp()
+    >>> for cls in ('cat', 'dog'):
+    ...     os.makedirs(os.path.join(root, cls))
+    ...     Image.new('RGB', (4, 2)).save(os.path.join(root, cls, 'a.png'))
+    >>> ds = sg.gluon.data.vision.ImageFolderDataset(root)
+    >>> ds.synsets, len(ds)
+    (['cat', 'dog'], 2)
+    >>> image, label = ds[1]
+    >>> image.shape, label  # (H, W, C); labels number the sorted class folders
+    ((2, 4, 3), 1.0)
+    """
 
     def __init__(self, root: str, flag: int = 1, transform: Optional[Callable] = None) -> None:
         self._root = os.path.expanduser(root)

@@ -38,13 +38,12 @@ def _like(values: np.ndarray, dtype: Any) -> nd.NDArray:
 class Compose(Sequential):
     """Applies ``transforms`` in order.
 
-    Example::
-
-        >>> import symgraph as sg
-        >>> T = sg.gluon.data.vision.transforms
-        >>> t = T.Compose([T.Resize(8), T.ToTensor()])
-        >>> t(sg.nd.ones((10, 12, 3), dtype='uint8')).shape
-        (3, 8, 8)
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> t = T.Compose([T.Resize(8), T.ToTensor()])
+    >>> t(sg.nd.ones((10, 12, 3), dtype='uint8')).shape  # (H, W, C) image to (C, H, W)
+    (3, 8, 8)
     """
 
     def __init__(self, transforms: Sequence[Any]) -> None:
@@ -55,7 +54,17 @@ class Compose(Sequential):
 
 
 class RandomApply(Sequential):
-    """Apply ``transforms`` (a block or callable) with probability ``p``, else pass through."""
+    """Apply ``transforms`` (a block or callable) with probability ``p``, else pass through.
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> always = T.RandomApply(T.Cast('float16'), p=1.0)
+    >>> always(sg.nd.ones(2)).dtype
+    dtype('float16')
+    >>> T.RandomApply(T.Cast('float16'), p=0.0)(sg.nd.ones(2)).dtype  # never: unchanged
+    dtype('float32')
+    """
 
     def __init__(self, transforms: Any, p: float = 0.5) -> None:
         super().__init__()
@@ -81,7 +90,16 @@ class _Call(Block):
 
 
 class HybridCompose(HybridSequential):
-    """``Compose`` of HybridBlocks, hybridizable as one graph."""
+    """``Compose`` of HybridBlocks, hybridizable as one graph.
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> t = T.HybridCompose([T.Cast('float32'), T.Normalize(0.5, 0.5)])
+    >>> t(sg.nd.array([[[0, 1]]]))  # (x - 0.5) / 0.5
+    [[[-1.  1.]]]
+    <NDArray 1x1x2 @cpu(0)>
+    """
 
     def __init__(self, transforms: Sequence[HybridBlock]) -> None:
         super().__init__()
@@ -100,7 +118,14 @@ class _Tensor(HybridBlock):
 
 
 class Cast(_Tensor):
-    """Cast to ``dtype`` (default float32)."""
+    """Cast to ``dtype`` (default float32).
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> T.Cast('float16')(sg.nd.ones(2)).dtype
+    dtype('float16')
+    """
 
     def __init__(self, dtype: Any = "float32") -> None:
         super().__init__()
@@ -112,14 +137,30 @@ class Cast(_Tensor):
 
 class ToTensor(_Tensor):
     """``(H, W, C)`` in [0, 255] to float32 ``(C, H, W)`` in [0, 1] (also a batch
-    ``(N, H, W, C)``)."""
+    ``(N, H, W, C)``).
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> t = T.ToTensor()(sg.nd.full((2, 2, 3), 255, dtype='uint8'))
+    >>> t.shape, float(t.max())  # (C, H, W), values scaled to [0, 1]
+    ((3, 2, 2), 1.0)
+    """
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:
         return F.image.to_tensor(x)
 
 
 class Normalize(_Tensor):
-    """``(x - mean) / std`` per channel of a ``(C, H, W)`` (or ``(N, C, H, W)``) tensor."""
+    """``(x - mean) / std`` per channel of a ``(C, H, W)`` (or ``(N, C, H, W)``) tensor.
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> T.Normalize(mean=0.5, std=0.5)(sg.nd.array([[[0, 1]]]))  # (x - mean) / std
+    [[[-1.  1.]]]
+    <NDArray 1x1x2 @cpu(0)>
+    """
 
     def __init__(self, mean: Union[float, Sequence[float]] = 0.0,
                  std: Union[float, Sequence[float]] = 1.0) -> None:
@@ -132,14 +173,32 @@ class Normalize(_Tensor):
 
 # The random flips draw on the host per call: a traced graph would fix one draw forever.
 class RandomFlipLeftRight(Block):
-    """Flip the width axis with probability 0.5."""
+    """Flip the width axis with probability 0.5.
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> img = sg.nd.array([[[1], [2]]])  # (H, W, C) = (1, 2, 1)
+    >>> out = T.RandomFlipLeftRight()(img)
+    >>> out.reshape((2,)).asnumpy().tolist() in ([1.0, 2.0], [2.0, 1.0])
+    True
+    """
 
     def forward(self, x: Any, *args: Any) -> Any:
         return nd.image.flip_left_right(x) if _random.generator().random() < 0.5 else x
 
 
 class RandomFlipTopBottom(Block):
-    """Flip the height axis with probability 0.5."""
+    """Flip the height axis with probability 0.5.
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> img = sg.nd.array([[[1]], [[2]]])  # (H, W, C) = (2, 1, 1)
+    >>> out = T.RandomFlipTopBottom()(img)
+    >>> out.reshape((2,)).asnumpy().tolist() in ([1.0, 2.0], [2.0, 1.0])
+    True
+    """
 
     def forward(self, x: Any, *args: Any) -> Any:
         return nd.image.flip_top_bottom(x) if _random.generator().random() < 0.5 else x
@@ -170,7 +229,15 @@ def _resize(img: np.ndarray, w: int, h: int, interp: int) -> np.ndarray:
 
 class Resize(Block):
     """Resize to ``size`` ((w, h), or a square); ``keep_ratio`` with one int scales the
-    shorter side to it."""
+    shorter side to it.
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> img = sg.nd.ones((8, 8, 3), dtype='uint8')  # (H, W, C)
+    >>> T.Resize((4, 2))(img).shape  # size is (width, height)
+    (2, 4, 3)
+    """
 
     def __init__(self, size: Size, keep_ratio: bool = False, interpolation: int = 1) -> None:
         super().__init__()
@@ -192,7 +259,15 @@ class Resize(Block):
 
 
 class CropResize(Block):
-    """Crop ``(x, y, width, height)``, then resize to ``size`` when given."""
+    """Crop ``(x, y, width, height)``, then resize to ``size`` when given.
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> img = sg.nd.ones((8, 8, 3), dtype='uint8')  # (H, W, C)
+    >>> T.CropResize(x=0, y=0, width=4, height=2)(img).shape
+    (2, 4, 3)
+    """
 
     def __init__(self, x: int, y: int, width: int, height: int, size: Any = None,
                  interpolation: int = 1) -> None:
@@ -215,7 +290,17 @@ class CropResize(Block):
 
 
 class CenterCrop(Block):
-    """The centred crop of ``size`` (scaled down to fit and resized back)."""
+    """The centred crop of ``size`` (scaled down to fit and resized back).
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> img = sg.nd.arange(16).reshape((4, 4, 1))
+    >>> T.CenterCrop(2)(img).reshape((2, 2))  # the middle 2x2 of 0..15
+    [[ 5.  6.]
+     [ 9. 10.]]
+    <NDArray 2x2 @cpu(0)>
+    """
 
     def __init__(self, size: Size, interpolation: int = 1) -> None:
         super().__init__()
@@ -227,7 +312,15 @@ class CenterCrop(Block):
 
 
 class RandomCrop(Block):
-    """A random crop of ``size`` after padding every side by ``pad`` (``pad_value``)."""
+    """A random crop of ``size`` after padding every side by ``pad`` (``pad_value``).
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> img = sg.nd.ones((8, 8, 3), dtype='uint8')  # (H, W, C)
+    >>> T.RandomCrop(4)(img).shape
+    (4, 4, 3)
+    """
 
     def __init__(self, size: Size, pad: Any = None, pad_value: float = 0,
                  interpolation: int = 1) -> None:
@@ -247,7 +340,15 @@ class RandomCrop(Block):
 
 class RandomResizedCrop(Block):
     """A crop of random area (fraction in ``scale``) and aspect ratio (in ``ratio``),
-    resized to ``size``."""
+    resized to ``size``.
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> img = sg.nd.ones((8, 8, 3), dtype='uint8')  # (H, W, C)
+    >>> T.RandomResizedCrop(4)(img).shape
+    (4, 4, 3)
+    """
 
     def __init__(self, size: Size, scale: tuple = (0.08, 1.0),
                  ratio: tuple = (3.0 / 4.0, 4.0 / 3.0), interpolation: int = 1) -> None:

@@ -31,35 +31,80 @@ class _Augment(Block):
 
 
 class RandomBrightness(_Augment):
-    """Scale brightness by a factor drawn from ``[max(0, 1 - brightness), 1 + brightness]``."""
+    """Scale brightness by a factor drawn from ``[max(0, 1 - brightness), 1 + brightness]``.
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> out = T.RandomBrightness(0.5)(sg.nd.ones((4, 4, 3)))
+    >>> 0.5 <= float(out.min()) <= float(out.max()) <= 1.5  # scaled by a factor in [0.5, 1.5]
+    True
+    """
 
     def __init__(self, brightness: float) -> None:
         super().__init__(_img().BrightnessJitterAug(brightness), "RandomBrightness")
 
 
 class RandomContrast(_Augment):
-    """Blend with the mean grey level by a factor drawn around 1 (``contrast`` wide)."""
+    """Blend with the mean grey level by a factor drawn around 1 (``contrast`` wide).
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> gray = sg.nd.full((4, 4, 3), 0.5)  # (H, W, C), equal channels
+    >>> out = T.RandomContrast(0.5)(gray)
+    >>> out.shape, bool(np.allclose(out.asnumpy(), 0.5))  # a gray image stays gray
+    ((4, 4, 3), True)
+    """
 
     def __init__(self, contrast: float) -> None:
         super().__init__(_img().ContrastJitterAug(contrast), "RandomContrast")
 
 
 class RandomSaturation(_Augment):
-    """Blend with the grey image by a factor drawn around 1 (``saturation`` wide)."""
+    """Blend with the grey image by a factor drawn around 1 (``saturation`` wide).
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> gray = sg.nd.full((4, 4, 3), 0.5)  # (H, W, C), equal channels
+    >>> out = T.RandomSaturation(0.5)(gray)
+    >>> out.shape, bool(np.allclose(out.asnumpy(), 0.5))  # a gray image stays gray
+    ((4, 4, 3), True)
+    """
 
     def __init__(self, saturation: float) -> None:
         super().__init__(_img().SaturationJitterAug(saturation), "RandomSaturation")
 
 
 class RandomHue(_Augment):
-    """Rotate the hue by an angle drawn from ``[-hue, hue]`` (fraction of a turn)."""
+    """Rotate the hue by an angle drawn from ``[-hue, hue]`` (fraction of a turn).
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> gray = sg.nd.full((4, 4, 3), 0.5)  # (H, W, C), equal channels
+    >>> out = T.RandomHue(0.5)(gray)
+    >>> # gray stays gray up to mxnet.image's rounded YIQ coefficients (about 1e-3)
+    >>> out.shape, bool(np.allclose(out.asnumpy(), 0.5, atol=0.01))
+    ((4, 4, 3), True)
+    """
 
     def __init__(self, hue: float) -> None:
         super().__init__(_img().HueJitterAug(hue), "RandomHue")
 
 
 class RandomColorJitter(Block):
-    """Brightness, contrast and saturation jitter in random order, then hue jitter."""
+    """Brightness, contrast and saturation jitter in random order, then hue jitter.
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> gray = sg.nd.full((4, 4, 3), 0.5)  # (H, W, C), equal channels
+    >>> out = T.RandomColorJitter(contrast=0.5, saturation=0.5)(gray)
+    >>> out.shape, bool(np.allclose(out.asnumpy(), 0.5))  # a gray image stays gray
+    ((4, 4, 3), True)
+    """
 
     def __init__(self, brightness: float = 0, contrast: float = 0, saturation: float = 0,
                  hue: float = 0) -> None:
@@ -79,14 +124,30 @@ class RandomColorJitter(Block):
 
 
 class RandomLighting(_Augment):
-    """AlexNet-style PCA lighting noise of standard deviation ``alpha``."""
+    """AlexNet-style PCA lighting noise of standard deviation ``alpha``.
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> T.RandomLighting(0.1)(sg.nd.ones((4, 4, 3))).shape  # (H, W, C)
+    (4, 4, 3)
+    """
 
     def __init__(self, alpha: float) -> None:
         super().__init__(_img().LightingAug(alpha, _EIGVAL, _EIGVEC), "RandomLighting")
 
 
 class RandomGray(_Augment):
-    """Convert to grey (3 equal channels) with probability ``p``."""
+    """Convert to grey (3 equal channels) with probability ``p``.
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> gray = sg.nd.full((4, 4, 3), 0.5)  # (H, W, C), equal channels
+    >>> out = T.RandomGray(p=1.0)(gray)
+    >>> out.shape, bool(np.allclose(out.asnumpy(), 0.5))  # a gray image stays gray
+    ((4, 4, 3), True)
+    """
 
     def __init__(self, p: float = 0.5) -> None:
         super().__init__(_img().RandomGrayAug(_check_proba(p, "RandomGray")), "RandomGray")
@@ -102,7 +163,16 @@ def _float_tensor(x: Any, who: str) -> np.ndarray:
 
 class Rotate(Block):
     """Rotate a float ``(C, H, W)`` tensor or ``(N, C, H, W)`` batch by
-    ``rotation_degrees`` counter-clockwise (``zoom_in``/``zoom_out`` as ``sg.image``)."""
+    ``rotation_degrees`` counter-clockwise (``zoom_in``/``zoom_out`` as ``sg.image``).
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> T.Rotate(180)(sg.nd.array([[[1, 2], [3, 4]]]))  # (C, H, W)
+    [[[4. 3.]
+      [2. 1.]]]
+    <NDArray 1x2x2 @cpu(0)>
+    """
 
     def __init__(self, rotation_degrees: float, zoom_in: bool = False,
                  zoom_out: bool = False) -> None:
@@ -116,7 +186,16 @@ class Rotate(Block):
 
 class RandomRotation(Block):
     """With probability ``rotate_with_proba``, rotate by an angle drawn uniformly from
-    ``angle_limits`` (degrees)."""
+    ``angle_limits`` (degrees).
+
+    Examples
+    --------
+    >>> T = sg.gluon.data.vision.transforms
+    >>> T.RandomRotation((180, 180))(sg.nd.array([[[1, 2], [3, 4]]]))  # always 180 degrees
+    [[[4. 3.]
+      [2. 1.]]]
+    <NDArray 1x2x2 @cpu(0)>
+    """
 
     def __init__(self, angle_limits: Sequence[float], zoom_in: bool = False,
                  zoom_out: bool = False, rotate_with_proba: float = 1.0) -> None:

@@ -1,0 +1,74 @@
+"""Gluon layers list their arguments: no ``*args`` in a signature users see, and the
+names, order and defaults of MXNet 1.9.1's (read live where MXNet is installed)."""
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import pytest
+
+from symgraph import gluon
+
+from ..mxnet_live import mxnet_json
+
+MODULES = (gluon.nn, gluon.rnn, gluon.loss, gluon.contrib.nn,
+           gluon.data.vision.transforms)
+
+
+def _layers() -> dict[str, type]:
+    return {f"{mod.__name__.split('.', 1)[1]}.{name}": obj
+            for mod in MODULES for name, obj in vars(mod).items()
+            if not name.startswith("_") and inspect.isclass(obj)
+            and issubclass(obj, gluon.Block)}
+
+
+def _params(cls: type) -> list[tuple[str, Any]]:
+    """(name, repr of default) of the named arguments, ``**kwargs`` left out."""
+    return [(p.name, None if p.default is p.empty else repr(p.default))
+            for p in list(inspect.signature(cls).parameters.values())
+            if p.kind is p.POSITIONAL_OR_KEYWORD]
+
+
+def test_no_layer_takes_star_args() -> None:
+    starred = sorted(n for n, cls in _layers().items()
+                     if any(p.kind is p.VAR_POSITIONAL
+                            for p in inspect.signature(cls).parameters.values()))
+    assert not starred, f"layers whose signature has *args: {starred}"
+
+
+MX_SCRIPT = r"""
+import inspect, json, sys
+from mxnet import gluon
+out = {}
+for name in json.load(sys.stdin):
+    mod, cls = name.rsplit('.', 1)
+    obj = gluon
+    for part in mod.split('.'):
+        obj = getattr(obj, part)
+    ps = inspect.signature(getattr(obj, cls).__init__).parameters.values()
+    out[name] = [(p.name, None if p.default is p.empty else repr(p.default))
+                 for p in ps if p.kind is p.POSITIONAL_OR_KEYWORD and p.name != 'self']
+print(json.dumps(out))
+"""
+
+CONV_POOL = ["nn.Conv1D", "nn.Conv2D", "nn.Conv3D", "nn.Conv2DTranspose", "nn.MaxPool1D",
+             "nn.MaxPool2D", "nn.AvgPool1D", "nn.AvgPool2D", "nn.GlobalMaxPool2D",
+             "nn.GlobalAvgPool2D"]
+
+
+@pytest.mark.mxnet
+def test_conv_and_pool_signatures_are_mxnets() -> None:
+    theirs = mxnet_json(MX_SCRIPT, CONV_POOL)
+    layers = _layers()
+    for name in CONV_POOL:
+        assert [list(p) for p in _params(layers[f"gluon.{name}"])] == theirs[name], name
+
+
+@pytest.mark.parametrize("name", CONV_POOL[:-2])
+def test_conv_and_pool_help_describes_every_argument(name: str) -> None:
+    cls = _layers()[f"gluon.{name}"]
+    doc = inspect.getdoc(cls) or ""
+    described = {n.strip() for line in doc.splitlines() if " : " in line
+                 and not line.startswith(" ") for n in line.split(" : ")[0].split(",")}
+    missing = [p for p, _ in _params(cls) if p not in described]
+    assert not missing, f"{name}: no Parameters entry for {missing}"
