@@ -27,10 +27,8 @@ def _values(v: Values) -> list[float]:
     return [float(a) for a in (v if isinstance(v, (list, tuple)) else [v])]
 
 
-def make_namespace(ns: dict) -> SimpleNamespace:
-    """The ``image`` namespace over op functions ``ns`` (``sg.nd``'s or ``sg.sym``'s)."""
+def _to_tensor(ns: dict) -> Any:
     cast, swap = ns["Cast"], ns["SwapAxis"]
-    split, concat, slice_axis = ns["split"], ns["concat"], ns["slice_axis"]
 
     def to_tensor(data: Any, **kwargs: Any) -> Any:
         """``(H, W, C)`` (or ``(N, H, W, C)``) in [0, 255] to float32 ``(C, H, W)`` (or
@@ -47,6 +45,11 @@ def make_namespace(ns: dict) -> SimpleNamespace:
         # moving the last axis 2 places left: (.., H, W, C) -> (.., C, H, W), for 3 or 4 axes
         x = swap(swap(x, dim1=-1, dim2=-2), dim1=-2, dim2=-3)
         return x * (1.0 / 255.0)
+    return to_tensor
+
+
+def _normalize(ns: dict) -> Any:
+    split, concat = ns["split"], ns["concat"]
 
     def normalize(data: Any, mean: Values = 0.0, std: Values = 1.0, **kwargs: Any) -> Any:
         """``(x - mean[c]) / std[c]`` over the channel axis of ``(C, H, W)`` or
@@ -75,6 +78,11 @@ def make_namespace(ns: dict) -> SimpleNamespace:
             return (data - means[0]) * (1.0 / stds[0])
         parts = split(data, num_outputs=n, axis=-3)
         return concat(*[(parts[c] - means[c]) * (1.0 / stds[c]) for c in range(n)], dim=-3)
+    return normalize
+
+
+def _crop(ns: dict) -> Any:
+    slice_axis = ns["slice_axis"]
 
     def crop(data: Any, x: int, y: int, width: int, height: int, **kwargs: Any) -> Any:
         """The ``width`` x ``height`` window at column ``x``, row ``y`` of an ``(H, W, C)``
@@ -96,7 +104,11 @@ def make_namespace(ns: dict) -> SimpleNamespace:
                              f"height={height} does not fit the input of shape {shape}")
         rows = slice_axis(data, axis=-3, begin=y, end=y + height)
         return slice_axis(rows, axis=-2, begin=x, end=x + width)
+    return crop
 
-    return SimpleNamespace(to_tensor=to_tensor, normalize=normalize, crop=crop,
+
+def make_namespace(ns: dict) -> SimpleNamespace:
+    """The ``image`` namespace over op functions ``ns`` (``sg.nd``'s or ``sg.sym``'s)."""
+    return SimpleNamespace(to_tensor=_to_tensor(ns), normalize=_normalize(ns), crop=_crop(ns),
                            flip_left_right=ns["_image_flip_left_right"],
                            flip_top_bottom=ns["_image_flip_top_bottom"])

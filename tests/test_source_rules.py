@@ -19,7 +19,7 @@ MAX_FUNCTION_LINES = 60
 
 # path under symgraph/ -> its line count today (to be split)
 FILES_OVER: dict[str, int] = {
-    "module.py": 607, "optimizer.py": 505, "gluon/block.py": 448,
+    "module.py": 607, "optimizer.py": 505, "gluon/block.py": 423,
     "executor.py": 429, "imperative_compile.py": 427, "cuda/kernels_norm.py": 427,
     "cuda/kernels_conv_mma.py": 405,
 }

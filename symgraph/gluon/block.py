@@ -10,11 +10,9 @@ names instead (``conv1.weight``), so a file fits any instance of the same networ
 from __future__ import annotations
 
 import re
-import threading
 from collections import OrderedDict
 from typing import Any, Callable, Optional
 
-from .. import name as _name
 from .. import ndarray as _nd
 from .. import symbol as _sym
 from ..symbol import Symbol
@@ -22,61 +20,11 @@ from ..base import AttrError, BindError, GraphError, SymgraphError
 from ..imperative import _call_info, record
 from ..registry import get_op
 from .block_api import BlockAPI
+from .block_scope import BlockScope
 from .nested import flatten, regroup
 from .one_op import capture, replay
 from .parameter import VERSION, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict, load_file, load_named
-
-
-class _BlockScope:
-    """The scope of a block's ``name_scope()``: hands out child prefixes."""
-
-    _current = threading.local()
-
-    def __init__(self, block: "Block") -> None:
-        self._block = block
-        self._counter: dict[str, int] = {}
-        self._old: Optional["_BlockScope"] = None
-        self._names: Optional[_name.Prefix] = None
-
-    @staticmethod
-    def create(prefix: Optional[str], params: Optional[ParameterDict],
-               hint: str) -> tuple[str, ParameterDict]:
-        """The prefix and parameter dict of a new block with alias ``hint``."""
-        current = getattr(_BlockScope._current, "value", None)
-        if current is None:
-            if prefix is None:
-                prefix = _name.current().get(None, hint) + "_"
-            params = ParameterDict(prefix) if params is None else \
-                ParameterDict(params.prefix, params)
-            return prefix, params
-        if prefix is None:
-            count = current._counter.get(hint, 0)
-            prefix = f"{hint}{count}_"
-            current._counter[hint] = count + 1
-        if params is None:
-            parent = current._block.params
-            params = ParameterDict(parent.prefix + prefix, parent._shared)
-        else:
-            params = ParameterDict(params.prefix, params)
-        return current._block.prefix + prefix, params
-
-    def __enter__(self) -> "_BlockScope":
-        if self._block._empty_prefix:
-            return self
-        self._old = getattr(_BlockScope._current, "value", None)
-        _BlockScope._current.value = self
-        self._names = _name.Prefix(self._block.prefix)
-        self._names.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._block._empty_prefix:
-            return
-        assert self._names is not None
-        self._names.__exit__(*exc)
-        self._names = None
-        _BlockScope._current.value = self._old
 
 
 class Block(BlockAPI):
@@ -96,9 +44,9 @@ class Block(BlockAPI):
     def __init__(self, prefix: Optional[str] = None,
                  params: Optional[ParameterDict] = None) -> None:
         self._empty_prefix = prefix == ""
-        self._prefix, self._params = _BlockScope.create(prefix, params, self._alias())
+        self._prefix, self._params = BlockScope.create(prefix, params, self._alias())
         self._name = self._prefix[:-1] if self._prefix.endswith("_") else self._prefix
-        self._scope = _BlockScope(self)
+        self._scope = BlockScope(self)
         self._children: OrderedDict[str, Block] = OrderedDict()
         self._reg_params: dict[str, Parameter] = {}
         self._forward_hooks: OrderedDict[int, Callable] = OrderedDict()  # id -> hook
@@ -134,7 +82,7 @@ class Block(BlockAPI):
         """This block's own parameters (not its children's)."""
         return self._params
 
-    def name_scope(self) -> _BlockScope:
+    def name_scope(self) -> BlockScope:
         """``with block.name_scope():`` names children and symbols under this block."""
         return self._scope
 
