@@ -114,7 +114,7 @@ def _parse_bool(v: Any) -> bool:
     raise TypeError(f"expected a boolean, got {v!r}")
 
 
-def _parse_shape(v: Any) -> tuple[int, ...]:
+def parse_shape(v: Any) -> tuple[int, ...]:
     v = _literal(v)
     if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
         return (int(v),)
@@ -171,7 +171,7 @@ def _parse_shapes(v: Any) -> tuple[tuple[int, ...], ...]:
     v = _literal(v)
     if not isinstance(v, (tuple, list)):
         raise TypeError(f"expected a tuple of tuples of integers, got {v!r}")
-    return tuple(_parse_shape(x) for x in v)
+    return tuple(parse_shape(x) for x in v)
 
 
 def _parse_dtypes(v: Any) -> tuple[str, ...]:
@@ -199,7 +199,7 @@ def _parse_index_tuple(v: Any) -> tuple[Optional[int], ...]:
 
 def _parse_axis(v: Any) -> Optional[tuple[int, ...]]:
     """MXNet axis attributes: None, an int or a tuple of ints (``()`` means all)."""
-    return _optional(_parse_shape)(v)
+    return _optional(parse_shape)(v)
 
 
 def _parse_subgraph(v: Any) -> Any:
@@ -216,13 +216,13 @@ PARSERS: dict[str, Callable[[Any], Any]] = {
     "int": _parse_int,
     "float": _parse_float,
     "bool": _parse_bool,
-    "shape": _parse_shape,
+    "shape": parse_shape,
     "floats": _parse_floats,
     "str": _parse_str,
     "dtype": _parse_dtype,
     "int?": _optional(_parse_int),
     "float?": _optional(_parse_float),
-    "shape?": _optional(_parse_shape),
+    "shape?": _optional(parse_shape),
     "dtype?": _optional(_parse_dtype),
     "axis": _parse_axis,
     "str?": _optional(_parse_str),

@@ -13,7 +13,7 @@ __all__ = ["EvalMetric", "CompositeEvalMetric", "Accuracy", "TopKAccuracy", "Cro
 # it would shadow the usual numpy alias.
 
 
-def _host(x: Any) -> numpy.ndarray:
+def host_array(x: Any) -> numpy.ndarray:
     return x.asnumpy() if hasattr(x, "asnumpy") else numpy.asarray(x)
 
 
@@ -59,7 +59,7 @@ class EvalMetric:
     def update(self, labels: Sequence, preds: Sequence) -> None:
         check_label_shapes(labels, preds, self.name)
         for label, pred in zip(labels, preds):
-            label, pred = _host(label), _host(pred)
+            label, pred = host_array(label), host_array(pred)
             if len(label) != len(pred):
                 raise DataError(f"{self.name}: label batch {label.shape} does not match "
                                 f"output batch {pred.shape}")
@@ -176,7 +176,7 @@ class Loss(EvalMetric):
 
     def update(self, labels: Sequence, preds: Sequence) -> None:
         for pred in preds if isinstance(preds, (list, tuple)) else [preds]:
-            p = _host(pred)
+            p = host_array(pred)
             self._add(float(p.sum()), p.size)
 
 
@@ -199,7 +199,7 @@ class CustomMetric(EvalMetric):
         if not self._allow_extra_outputs:
             check_label_shapes(labels, preds, self.name)
         for label, pred in zip(labels, preds):
-            got = self._feval(_host(label), _host(pred))
+            got = self._feval(host_array(label), host_array(pred))
             self._add(*(got if isinstance(got, tuple) else (got, 1)))
 
     def get_config(self) -> dict:

@@ -17,7 +17,7 @@ import numpy
 
 from . import metric as _metric
 from .base import DataError
-from .metric import MSE, EvalMetric, Loss, _host, check_label_shapes
+from .metric import MSE, EvalMetric, Loss, host_array, check_label_shapes
 
 __all__ = ["F1", "MCC", "Perplexity", "MAE", "RMSE", "NegativeLogLikelihood",
            "PearsonCorrelation", "PCC", "Torch", "Caffe"]
@@ -79,7 +79,7 @@ class Perplexity(EvalMetric):
     def update(self, labels: Sequence, preds: Sequence) -> None:
         check_label_shapes(labels, preds, self.name)
         for label, pred in zip(labels, preds):
-            label, pred = _host(label).ravel(), _host(pred)
+            label, pred = host_array(label).ravel(), host_array(pred)
             if label.size * pred.shape[self.axis] != pred.size:
                 raise DataError(f"{self.name}: labels {label.shape} do not match predictions "
                                 f"{pred.shape} along axis {self.axis}")
@@ -125,7 +125,7 @@ class _Binary(EvalMetric):
         check_label_shapes(labels, preds, self.name)
         batch = numpy.zeros(4)
         for label, pred in zip(labels, preds):
-            label, pred = _host(label).ravel(), _host(pred)
+            label, pred = host_array(label).ravel(), host_array(pred)
             if len(numpy.unique(label)) > 2:
                 raise DataError(f"{self.name}: labels {sorted(numpy.unique(label))[:5]}... "
                                 f"are not binary")
@@ -187,7 +187,7 @@ class PearsonCorrelation(EvalMetric):
     def update(self, labels: Sequence, preds: Sequence) -> None:
         check_label_shapes(labels, preds, self.name)
         for label, pred in zip(labels, preds):
-            label, pred = _host(label).astype(numpy.float64), _host(pred).astype(numpy.float64)
+            label, pred = host_array(label).astype(numpy.float64), host_array(pred).astype(numpy.float64)
             if label.shape != pred.shape:
                 raise DataError(f"{self.name}: labels {label.shape} and predictions "
                                 f"{pred.shape} differ in shape")
@@ -243,7 +243,7 @@ class PCC(EvalMetric):
     def update(self, labels: Sequence, preds: Sequence) -> None:
         check_label_shapes(labels, preds, self.name)
         for label, pred in zip(labels, preds):
-            label, pred = _host(label).astype(numpy.int64), _host(pred)
+            label, pred = host_array(label).astype(numpy.int64), host_array(pred)
             pred = pred.argmax(axis=1) if pred.shape != label.shape else pred.astype(numpy.int64)
             label, pred = label.ravel(), pred.ravel()
             n = int(max(pred.max(), label.max()))

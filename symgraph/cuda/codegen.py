@@ -168,7 +168,7 @@ def _types(in_types: Optional[Types], out_types: Optional[Types], n_in: int,
     return (list(in_types or ["float32"] * n_in), list(out_types or ["float32"] * n_out))
 
 
-def _scalar_fn(stem: str, exprs: Sequence[Expr], inputs: Sequence[int]) -> tuple[str, str]:
+def scalar_fn(stem: str, exprs: Sequence[Expr], inputs: Sequence[int]) -> tuple[str, str]:
     """A ``__device__`` function computing all outputs of one element from input values."""
     lines, results = expr_to_c(exprs, [f"v{i}" for i in range(max(inputs, default=-1) + 1)])
     params = [f"float v{i}" for i in inputs] + [f"float& r{k}" for k in range(len(exprs))]
@@ -194,7 +194,7 @@ def render_contiguous(stem: str, exprs: Sequence[Expr], scalar_inputs: Sequence[
     widest = max([C_ITEMSIZE[in_types[i]] for i in vector]
                  + [C_ITEMSIZE[t] for t in out_types])
     lanes = 16 // widest
-    fn, helper = _scalar_fn(stem, exprs, inputs)
+    fn, helper = scalar_fn(stem, exprs, inputs)
 
     def call(load: dict[int, str], store: list[str]) -> str:
         return f"{fn}({', '.join([load[i] for i in inputs] + store)});"
@@ -255,7 +255,7 @@ def render_broadcast(stem: str, exprs: Sequence[Expr], in_shapes: Sequence[Shape
                      out_types: Optional[Types] = None) -> Rendered:
     """Inputs broadcast to ``out_shape`` by index arithmetic (shape baked in as constants)."""
     inputs = used_inputs(exprs)
-    fn, helper = _scalar_fn(stem, exprs, inputs)
+    fn, helper = scalar_fn(stem, exprs, inputs)
     nout = len(exprs)
     in_types, out_types = _types(in_types, out_types, len(in_shapes), nout)
     idx = [f"        long long o{i} = 0;" for i in inputs]

@@ -17,7 +17,7 @@ import hashlib
 from typing import Any, Callable
 
 from ..base import ExecutionError
-from .graphs import _check, _lib
+from .graphs import check_cuda, driver_lib
 
 CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2  # cuda.h: CUlaunchAttributeID
 
@@ -46,15 +46,15 @@ def function(device_id: int, cubin: bytes, name: str) -> ctypes.c_void_p:
     """The ``CUfunction`` of kernel ``name`` in ``cubin``, loaded on ``device_id``'s context
     (which must be current) the first time the cubin is asked for. Modules stay loaded: one
     per distinct cubin with a cooperative kernel."""
-    lib = _lib()
+    lib = driver_lib()
     key = (device_id, hashlib.sha256(cubin).hexdigest())
     module = _MODULES.get(key)
     if module is None:
         module = ctypes.c_void_p()
-        _check(lib.cuModuleLoadData(ctypes.byref(module), cubin), "cuModuleLoadData")
+        check_cuda(lib.cuModuleLoadData(ctypes.byref(module), cubin), "cuModuleLoadData")
         _MODULES[key] = module
     func = ctypes.c_void_p()
-    _check(lib.cuModuleGetFunction(ctypes.byref(func), module, name.encode()),
+    check_cuda(lib.cuModuleGetFunction(ctypes.byref(func), module, name.encode()),
            f"cuModuleGetFunction({name})")
     return func
 
@@ -63,7 +63,7 @@ def launch_closure(func: ctypes.c_void_p, grid: int, block: int, ptrs: tuple, n:
                    stream_handle: int, name: str) -> Callable[[Any], None]:
     """A cooperative launch of ``func`` with the pointer arguments ``ptrs`` then ``long long
     n``, on the stream, its parameters packed once (the closure keeps them alive)."""
-    lib = _lib()
+    lib = driver_lib()
     values = (ctypes.c_uint64 * (len(ptrs) + 1))(*ptrs, n & (2 ** 64 - 1))
     base = ctypes.addressof(values)
     params = (ctypes.c_void_p * len(values))(*[base + 8 * i for i in range(len(values))])

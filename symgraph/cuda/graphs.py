@@ -18,7 +18,7 @@ CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1
 _LIB: Any = None
 
 
-def _lib() -> Any:
+def driver_lib() -> Any:
     global _LIB
     if _LIB is None:
         _LIB = ctypes.CDLL("libcuda.so.1")
@@ -36,7 +36,7 @@ def _lib() -> Any:
     return _LIB
 
 
-def _check(status: int, what: str) -> None:
+def check_cuda(status: int, what: str) -> None:
     if status != 0:
         raise ExecutionError(f"CUDA driver {what} failed with error {status}")
 
@@ -45,9 +45,9 @@ class CudaGraph:
     """An instantiated graph of the work ``record()`` issued on ``stream_handle``."""
 
     def __init__(self, stream_handle: int, record: Callable[[], None]) -> None:
-        lib = _lib()
+        lib = driver_lib()
         self._stream = ctypes.c_void_p(stream_handle)
-        _check(lib.cuStreamBeginCapture_v2(self._stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        check_cuda(lib.cuStreamBeginCapture_v2(self._stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
                "cuStreamBeginCapture")
         graph = ctypes.c_void_p()
         collecting = gc.isenabled()
@@ -58,18 +58,18 @@ class CudaGraph:
             status = lib.cuStreamEndCapture(self._stream, ctypes.byref(graph))
             if collecting:
                 gc.enable()
-        _check(status, "cuStreamEndCapture")
+        check_cuda(status, "cuStreamEndCapture")
         self._graph = graph
         self._exec = ctypes.c_void_p()
-        _check(lib.cuGraphInstantiateWithFlags(ctypes.byref(self._exec), graph, 0),
+        check_cuda(lib.cuGraphInstantiateWithFlags(ctypes.byref(self._exec), graph, 0),
                "cuGraphInstantiate")
 
     def launch(self) -> None:
-        _check(_lib().cuGraphLaunch(self._exec, self._stream), "cuGraphLaunch")
+        check_cuda(driver_lib().cuGraphLaunch(self._exec, self._stream), "cuGraphLaunch")
 
     def destroy(self) -> None:
         """Free the graph (the owning context must be current)."""
-        lib = _lib()
+        lib = driver_lib()
         if self._exec:
             lib.cuGraphExecDestroy(self._exec)
             self._exec = ctypes.c_void_p()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from .codegen import (C_TYPES, DTYPE_TAGS, Rendered, THREADS, _scalar_fn, dtype_helpers,
+from .codegen import (C_TYPES, DTYPE_TAGS, Rendered, THREADS, scalar_fn, dtype_helpers,
                       used_inputs)
 
 CHUNK = THREADS * 8  # elements per chunk: 8 per thread keeps blocks busy, tails short
@@ -42,7 +42,7 @@ def render_update(rule: Any, dtype: str = "float32") -> Rendered:
     n_arr = 2 + len(rule.states)
     n_scal = len(rule.scalars)
     inputs = used_inputs(rule.formulas)
-    fn, helper = _scalar_fn(rule.name, rule.formulas, inputs)
+    fn, helper = scalar_fn(rule.name, rule.formulas, inputs)
     # Arrays are read through the row's pointers; scalars once per chunk into registers.
     types = [C_TYPES[dtype]] * 2 + ["float"] * len(rule.states)
     ptrs = "".join(f"        {t}* a{k} = ({t}*)row[{k + 1}];\n" for k, t in enumerate(types))

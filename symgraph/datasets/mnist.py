@@ -56,7 +56,7 @@ def data_dir(path: Optional[PathLike] = None) -> Path:
     return Path(chosen)
 
 
-def _find(folder: Path, stem: str) -> Path:
+def find_mnist(folder: Path, stem: str) -> Path:
     for name in (stem + ".gz", stem):
         if (folder / name).is_file():
             return folder / name
@@ -111,8 +111,8 @@ def load(path: Optional[PathLike] = None, split: str = "train") -> tuple[np.ndar
     if split not in ("train", "test"):
         raise DataError(f"split must be 'train' or 'test', got {split!r}")
     folder = data_dir(path)
-    images = read_idx(_find(folder, FILES[f"{split}_images"]), 3)
-    labels = read_idx(_find(folder, FILES[f"{split}_labels"]), 1)
+    images = read_idx(find_mnist(folder, FILES[f"{split}_images"]), 3)
+    labels = read_idx(find_mnist(folder, FILES[f"{split}_labels"]), 1)
     if len(images) != len(labels):
         raise DataError(f"{folder}: {len(images)} {split} images but {len(labels)} labels")
     return images, labels

@@ -202,7 +202,7 @@ _OWN_STATE = frozenset(("_one", "_seq", "_seen", "_nd_params", "_nd_calls", "_ca
                         "_cached_graph", "_active", "_out_format", "_op_hook"))
 
 
-def _is_symbol(x: Any) -> bool:
+def is_symbol(x: Any) -> bool:
     return isinstance(x, Symbol)
 
 
@@ -361,7 +361,7 @@ class HybridBlock(Block):
         out = self.forward(*regroup(inputs, fmt))  # (not __call__: its hooks see arrays only)
         outs, self._out_format = flatten(out)
         for o in outs:
-            if not _is_symbol(o):
+            if not is_symbol(o):
                 raise GraphError(f"{self.name}: hybrid_forward returned {type(o).__name__}, "
                                  f"expected Symbols (or a list of them)")
         group = outs[0] if len(outs) == 1 else sym.Group(outs)

@@ -84,8 +84,8 @@ class SymbolBlock(HybridBlock):
         return inputs, out
 
     def forward(self, x: Any, *args: Any) -> Any:
-        from .block import _is_symbol
-        if _is_symbol(x):
+        from .block import is_symbol
+        if is_symbol(x):
             inputs, out = self._cached_graph
             return out(**{i.name: a for i, a in zip(inputs, (x,) + args)})
         from .cached_op import call_cached

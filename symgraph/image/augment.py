@@ -14,7 +14,7 @@ from .. import random as _random
 from ..base import DataError
 from ..ndarray import NDArray
 from .image import (center_crop, color_normalize, host, imresize, random_crop,
-                    random_size_crop, resize_short, to_nd, _interp)
+                    random_size_crop, resize_short, to_nd, interp_flag)
 
 __all__ = ["Augmenter", "SequentialAug", "ResizeAug", "ForceResizeAug", "RandomCropAug",
            "RandomSizedCropAug", "CenterCropAug", "RandomOrderAug", "BrightnessJitterAug",
@@ -85,7 +85,7 @@ class ForceResizeAug(Augmenter):
 
     def __call__(self, src: Any) -> NDArray:
         hw = host(src).shape[:2]
-        interp = _interp(self.interp, hw, (self.size[1], self.size[0]))
+        interp = interp_flag(self.interp, hw, (self.size[1], self.size[0]))
         return imresize(src, self.size[0], self.size[1], interp)
 
 

@@ -88,10 +88,10 @@ def imresize(src: Image, w: int, h: int, interp: int = 1,
         >>> sg.image.imresize(sg.nd.zeros((4, 6, 3)), 3, 2).shape
         (2, 3, 3)
     """
-    return _write(resize(host(src), w, h, _interp(interp, host(src).shape[:2], (h, w))), out)
+    return _write(resize(host(src), w, h, interp_flag(interp, host(src).shape[:2], (h, w))), out)
 
 
-def _interp(interp: int, old_hw: Sequence[int], new_hw: Sequence[int]) -> int:
+def interp_flag(interp: int, old_hw: Sequence[int], new_hw: Sequence[int]) -> int:
     """MXNet's codes 9 (cubic to enlarge, area to shrink, else bilinear) and 10 (random)."""
     if interp == 9:
         (oh, ow), (nh, nw) = old_hw, new_hw
@@ -159,7 +159,7 @@ def resize_short(src: Image, size: int, interp: int = 2) -> NDArray:
     """
     h, w = host(src).shape[:2]
     new_h, new_w = (size * h // w, size) if h > w else (size, size * w // h)
-    return imresize(src, new_w, new_h, _interp(interp, (h, w), (new_h, new_w)))
+    return imresize(src, new_w, new_h, interp_flag(interp, (h, w), (new_h, new_w)))
 
 
 def fixed_crop(src: Image, x0: int, y0: int, w: int, h: int,
@@ -177,7 +177,7 @@ def fixed_crop(src: Image, x0: int, y0: int, w: int, h: int,
                         f"{img.shape[1]}x{img.shape[0]} image")
     out = img[y0:y0 + h, x0:x0 + w]
     if size is not None and (w, h) != tuple(size):
-        interp = _interp(interp, (h, w), (size[1], size[0]))
+        interp = interp_flag(interp, (h, w), (size[1], size[0]))
         return to_nd(resize(out, size[0], size[1], interp))
     return to_nd(np.ascontiguousarray(out))
 

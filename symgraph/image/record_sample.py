@@ -13,7 +13,7 @@ import numpy as np
 from ..base import AttrError, DataError
 from .. import recordio
 from .codec import decode
-from .image import _interp
+from .image import interp_flag
 from .resize import resize
 
 __all__ = ["SampleParams", "Sample", "process"]
@@ -86,7 +86,7 @@ def _label(header: Any, params: SampleParams, label_map: Optional[dict],
 
 def _method(code: int, old_hw: tuple, new_hw: tuple, rng: np.random.Generator) -> int:
     """An OpenCV interpolation code; 10 draws one from the sample's own generator."""
-    return int(rng.integers(0, 5)) if code == 10 else _interp(code, old_hw, new_hw)
+    return int(rng.integers(0, 5)) if code == 10 else interp_flag(code, old_hw, new_hw)
 
 
 def _crop(img: np.ndarray, params: SampleParams, rng: np.random.Generator) -> np.ndarray:

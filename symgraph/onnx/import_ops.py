@@ -17,7 +17,7 @@ Importer = Callable[[ImportCtx, Any, dict], Optional[list]]
 IMPORTERS: dict[str, Importer] = {}
 
 
-def _reg(*names: str) -> Callable[[Importer], Importer]:
+def converter(*names: str) -> Callable[[Importer], Importer]:
     def deco(fn: Importer) -> Importer:
         for n in names:
             IMPORTERS[n] = fn
@@ -25,7 +25,7 @@ def _reg(*names: str) -> Callable[[Importer], Importer]:
     return deco
 
 
-def _refuse(node: Any, what: str) -> GraphError:
+def refuse(node: Any, what: str) -> GraphError:
     return GraphError(f"ONNX node {node.name or node.output[0]} ({node.op_type}): {what} is "
                       f"not supported by import_model")
 
@@ -43,13 +43,13 @@ def _sym_pads(c: ImportCtx, node: Any, attrs: dict, kernel: tuple) -> tuple:
         total = [max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
                  for n, s, k, d in zip(spatial, strides, kernel, dil)]
         if any(t % 2 for t in total):
-            raise _refuse(node, f"auto_pad={mode} with an odd total padding {total}")
+            raise refuse(node, f"auto_pad={mode} with an odd total padding {total}")
         return tuple(t // 2 for t in total)
     if mode not in ("NOTSET", "VALID"):
-        raise _refuse(node, f"auto_pad={mode}")
+        raise refuse(node, f"auto_pad={mode}")
     pads = list(attrs.get("pads", [0] * (2 * nsp)))
     if pads[:nsp] != pads[nsp:]:
-        raise _refuse(node, f"asymmetric pads {pads}")
+        raise refuse(node, f"asymmetric pads {pads}")
     return tuple(pads[:nsp])
 
 
@@ -58,7 +58,7 @@ def _window(c: ImportCtx, node: Any, attrs: dict, kernel: tuple) -> dict:
             "pad": _sym_pads(c, node, attrs, kernel)}
 
 
-@_reg("Conv", "ConvTranspose")
+@converter("Conv", "ConvTranspose")
 def _conv(c: ImportCtx, node: Any, a: dict) -> list:
     w = c.const(node.input[1], node)
     nsp = w.ndim - 2
@@ -72,13 +72,13 @@ def _conv(c: ImportCtx, node: Any, a: dict) -> list:
     if node.op_type == "Conv":
         return [c.sym.Convolution(*inputs, num_filter=w.shape[0], name=op_name(node), **args)]
     if "output_shape" in a:  # ONNX derives (possibly negative) pads from it: not MXNet's
-        raise _refuse(node, "output_shape")
+        raise refuse(node, "output_shape")
     extra = {"adj": tuple(a["output_padding"])} if "output_padding" in a else {}
     return [c.sym.Deconvolution(*inputs, num_filter=w.shape[1] * groups, name=op_name(node),
                                 **args, **extra)]
 
 
-@_reg("Gemm")
+@converter("Gemm")
 def _gemm(c: ImportCtx, node: Any, a: dict) -> list:
     """Y = alpha * A' B' + beta * C: alpha scales the product only, C broadcasts to (M, N)."""
     alpha, beta = float(a.get("alpha", 1.0)), float(a.get("beta", 1.0))
@@ -110,7 +110,7 @@ def _row_bias(bias: Optional[np.ndarray]) -> bool:
     return bias is not None and bias.ndim <= 2 and (bias.ndim < 2 or bias.shape[0] == 1)
 
 
-@_reg("MatMul")
+@converter("MatMul")
 def _matmul(c: ImportCtx, node: Any, a: dict) -> list:
     """numpy.matmul: a constant 2-D right operand is a FullyConnected weight; N-D operands
     broadcast their batch axes and multiply as a batch of matrices."""
@@ -140,7 +140,7 @@ ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus":
                "Softsign": "softsign"}
 
 
-@_reg(*ACTIVATIONS)
+@converter(*ACTIVATIONS)
 def _act(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.Activation(c.get(node.input[0]), act_type=ACTIVATIONS[node.op_type],
                              name=op_name(node))]
@@ -149,7 +149,7 @@ def _act(c: ImportCtx, node: Any, a: dict) -> list:
 SELU_ALPHA, SELU_GAMMA = 1.67326319217681884765625, 1.05070102214813232421875
 
 
-@_reg("LeakyRelu", "Elu", "Selu")
+@converter("LeakyRelu", "Elu", "Selu")
 def _leaky(c: ImportCtx, node: Any, a: dict) -> list:
     """Selu is gamma * Elu(x, alpha)."""
     x, name = c.get(node.input[0]), op_name(node)
@@ -162,7 +162,7 @@ def _leaky(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym._mul_scalar(elu, scalar=a.get("gamma", SELU_GAMMA), name=name)]
 
 
-@_reg("PRelu")
+@converter("PRelu")
 def _prelu(c: ImportCtx, node: Any, a: dict) -> list:
     """A constant slope of one value per channel (axis 1) is MXNet's PReLU; any other slope
     broadcasts to X as the spec says: relu(x) + slope * min(x, 0)."""
@@ -178,7 +178,7 @@ def _prelu(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.broadcast_add(c.sym.relu(x), neg, name=name)]
 
 
-@_reg("Softmax", "LogSoftmax")
+@converter("Softmax", "LogSoftmax")
 def _softmax(c: ImportCtx, node: Any, a: dict) -> list:
     """From opset 13 one axis (default -1); before, the input is coerced to 2-D at ``axis``
     (default 1) and each row of the flattened tail is normalised."""
@@ -194,15 +194,15 @@ def _softmax(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.reshape_like(fn(flat, axis=-1, name=f"{name}_rows"), x, name=name)]
 
 
-@_reg("MaxPool", "AveragePool")
+@converter("MaxPool", "AveragePool")
 def _pool(c: ImportCtx, node: Any, a: dict) -> list:
     """ceil_mode is MXNet's "full" convention where both agree: ONNX drops a last window
     that starts in the right padding, MXNet keeps it (refused then)."""
     kernel = tuple(a["kernel_shape"])
     if any(d != 1 for d in a.get("dilations", [1])):
-        raise _refuse(node, "dilated pooling")
+        raise refuse(node, "dilated pooling")
     if len(node.output) > 1 and node.output[1]:
-        raise _refuse(node, "MaxPool's Indices output")
+        raise refuse(node, "MaxPool's Indices output")
     geo = _window(c, node, a, kernel)
     if a.get("ceil_mode", 0):
         _check_ceil(c, node, kernel, geo)
@@ -218,48 +218,48 @@ def _check_ceil(c: ImportCtx, node: Any, kernel: tuple, geo: dict) -> None:
     for n, k, s, p in zip(shape, kernel, geo["stride"], geo["pad"]):
         full = -(-(n + 2 * p - k) // s) + 1
         if (full - 1) * s >= n + p:  # ONNX drops a window starting in the right padding
-            raise _refuse(node, f"ceil_mode=1 where the last window starts in the padding "
+            raise refuse(node, f"ceil_mode=1 where the last window starts in the padding "
                                 f"(input {n}, kernel {k}, stride {s}, pad {p})")
 
 
-@_reg("GlobalAveragePool", "GlobalMaxPool")
+@converter("GlobalAveragePool", "GlobalMaxPool")
 def _global_pool(c: ImportCtx, node: Any, a: dict) -> list:
     kind = "max" if node.op_type == "GlobalMaxPool" else "avg"
     return [c.sym.Pooling(c.get(node.input[0]), kernel=(1, 1), global_pool=True,
                           pool_type=kind, name=op_name(node))]
 
 
-@_reg("BatchNormalization")
+@converter("BatchNormalization")
 def _bn(c: ImportCtx, node: Any, a: dict) -> list:
     ins = node.input
     if a.get("training_mode", 0) or len([o for o in node.output if o]) > 1:
-        raise _refuse(node, "training mode (batch statistics as outputs)")
+        raise refuse(node, "training mode (batch statistics as outputs)")
     if not a.get("spatial", 1):  # opsets 7-8: statistics per (C, H, W) element
-        raise _refuse(node, "spatial=0")
+        raise refuse(node, "spatial=0")
     aux = [c.param(ins[k], c.const(ins[k], node), aux=True) for k in (3, 4)]
     return [c.sym.BatchNorm(c.get(ins[0]), c.get(ins[1]), c.get(ins[2]), *aux,
                             eps=a.get("epsilon", 1e-5), momentum=a.get("momentum", 0.9),
                             fix_gamma=False, name=op_name(node))]
 
 
-@_reg("Flatten")
+@converter("Flatten")
 def _flatten(c: ImportCtx, node: Any, a: dict) -> list:
     if a.get("axis", 1) != 1:
-        raise _refuse(node, f"axis={a['axis']}")
+        raise refuse(node, f"axis={a['axis']}")
     return [c.sym.Flatten(c.get(node.input[0]), name=op_name(node))]
 
 
-@_reg("Reshape")
+@converter("Reshape")
 def _reshape(c: ImportCtx, node: Any, a: dict) -> list:
     if a.get("allowzero", 0):
-        raise _refuse(node, "allowzero=1")
+        raise refuse(node, "allowzero=1")
     shape = tuple(int(v) for v in c.const(node.input[1], node))  # 0 and -1 mean what MXNet's do
     return [c.sym.Reshape(c.get(node.input[0]), shape=shape, name=op_name(node))]
 
 
 
 
-@_reg("HardSigmoid", "HardSwish")
+@converter("HardSigmoid", "HardSwish")
 def _hard(c: ImportCtx, node: Any, a: dict) -> list:
     """HardSigmoid is max(0, min(1, alpha x + beta)); HardSwish is x * HardSigmoid(x) with
     alpha 1/6 and beta 1/2."""
@@ -271,25 +271,25 @@ def _hard(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.elemwise_mul(x, gate, name=name)]
 
 
-@_reg("InstanceNormalization")
+@converter("InstanceNormalization")
 def _instance_norm(c: ImportCtx, node: Any, a: dict) -> list:
     ins = node.input
     return [c.sym.InstanceNorm(c.get(ins[0]), c.get(ins[1]), c.get(ins[2]),
                                eps=a.get("epsilon", 1e-5), name=op_name(node))]
 
 
-@_reg("LRN")
+@converter("LRN")
 def _lrn(c: ImportCtx, node: Any, a: dict) -> list:
     """Same formula as MXNet's (x / (bias + alpha/size * window sum of x^2)^beta); MXNet
     centres the window, so an even size is refused."""
     size = int(a["size"])
     if size % 2 == 0:
-        raise _refuse(node, f"an even size ({size})")
+        raise refuse(node, f"an even size ({size})")
     return [c.sym.LRN(c.get(node.input[0]), alpha=a.get("alpha", 1e-4), beta=a.get("beta", 0.75),
                       knorm=a.get("bias", 1.0), nsize=size, name=op_name(node))]
 
 
-@_reg("LayerNormalization")
+@converter("LayerNormalization")
 def _layer_norm(c: ImportCtx, node: Any, a: dict) -> list:
     """ONNX normalises the axes from ``axis`` to the end, MXNet one axis: those axes are
     merged into one first. Mean and InvStdDev (1 / MXNet's std) keep the axes as 1; a

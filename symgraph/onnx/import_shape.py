@@ -12,14 +12,14 @@ from typing import Any, Optional
 import numpy as np
 
 from .context import ImportCtx, first_const, onnx_module, op_name
-from .import_ops import _refuse, _reg
+from .import_ops import refuse, converter
 
 
 def _ints(value: Optional[Any]) -> Optional[list]:
     return None if value is None else [int(v) for v in np.asarray(value).reshape(-1)]
 
 
-@_reg("Slice")
+@converter("Slice")
 def _slice(c: ImportCtx, node: Any, a: dict) -> list:
     """Starts/ends/axes/steps from attributes (opset < 10) or inputs; each axis is resolved
     to Python's (begin, end, step) on the static shape, an end before index 0 as None."""
@@ -32,7 +32,7 @@ def _slice(c: ImportCtx, node: Any, a: dict) -> list:
     axes = [v % len(shape) for v in (axes or range(len(starts)))]
     steps = steps or [1] * len(axes)
     if any(s == 0 for s in steps):
-        raise _refuse(node, "a step of 0")
+        raise refuse(node, "a step of 0")
     n = max(axes) + 1 if axes else 0
     begin: list = [None] * n
     end: list = [None] * n
@@ -44,7 +44,7 @@ def _slice(c: ImportCtx, node: Any, a: dict) -> list:
                         step=tuple(step), name=op_name(node))]
 
 
-@_reg("Split")
+@converter("Split")
 def _split(c: ImportCtx, node: Any, a: dict) -> list:
     """Sizes from the attribute (< 13) or input; else equal parts, the last one smaller
     when ``num_outputs`` (opset 18) does not divide the axis."""
@@ -63,12 +63,12 @@ def _split(c: ImportCtx, node: Any, a: dict) -> list:
     return outs
 
 
-@_reg("Size")
+@converter("Size")
 def _size(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.size_array(c.get(node.input[0]), name=op_name(node))]
 
 
-@_reg("ConstantOfShape")
+@converter("ConstantOfShape")
 def _constant_of_shape(c: ImportCtx, node: Any, a: dict) -> list:
     """A tensor of the given shape filled with ``value`` (default float32 0)."""
     value = a.get("value")
@@ -76,23 +76,23 @@ def _constant_of_shape(c: ImportCtx, node: Any, a: dict) -> list:
             else onnx_module().numpy_helper.to_array(value).reshape(-1))
     shape = tuple(_ints(c.const(node.input[0], node)) or ())
     if not shape or 0 in shape:
-        raise _refuse(node, f"shape {shape} (a 0-d or zero-size tensor)")
+        raise refuse(node, f"shape {shape} (a 0-d or zero-size tensor)")
     return [c.sym._full(shape=shape, value=float(fill[0]), dtype=fill.dtype.name,
                         name=op_name(node))]
 
 
-@_reg("DepthToSpace", "SpaceToDepth")
+@converter("DepthToSpace", "SpaceToDepth")
 def _depth_space(c: ImportCtx, node: Any, a: dict) -> list:
     """MXNet's depth_to_space is ONNX's DCR mode (the default); CRD is refused."""
     if a.get("mode", b"DCR") not in (b"DCR", "DCR"):
-        raise _refuse(node, f"mode={a['mode']!r}")
+        raise refuse(node, f"mode={a['mode']!r}")
     fn = c.sym.depth_to_space if node.op_type == "DepthToSpace" else c.sym.space_to_depth
     return [fn(c.get(node.input[0]), block_size=int(a["blocksize"]), name=op_name(node))]
 
 
-@_reg("CumSum")
+@converter("CumSum")
 def _cumsum(c: ImportCtx, node: Any, a: dict) -> list:
     if a.get("exclusive", 0) or a.get("reverse", 0):
-        raise _refuse(node, "exclusive or reverse CumSum")
+        raise refuse(node, "exclusive or reverse CumSum")
     axis = int(np.asarray(c.const(node.input[1], node)).reshape(()))
     return [c.sym.cumsum(c.get(node.input[0]), axis=axis, name=op_name(node))]

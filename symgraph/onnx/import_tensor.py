@@ -14,7 +14,7 @@ import numpy as np
 
 from ..base import DataError
 from .context import ImportCtx, first_const, node_label, onnx_module, op_name
-from .import_ops import _refuse, _reg
+from .import_ops import refuse, converter
 
 
 def _static_rank_ok(c: ImportCtx, const: str, other: str) -> bool:
@@ -30,7 +30,7 @@ BINARY = {"Add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
           "Pow": ("broadcast_power", "_power_scalar", "_rpower_scalar")}
 
 
-@_reg(*BINARY)
+@converter(*BINARY)
 def _binary(c: ImportCtx, node: Any, a: dict) -> list:
     """A one-element float constant operand that keeps the other operand's rank becomes a
     scalar op; anything else broadcasts (Pow's exponent is cast to the base's type)."""
@@ -52,7 +52,7 @@ VARIADIC = {"Max": "broadcast_maximum", "Min": "broadcast_minimum", "Sum": "broa
             "Mean": "broadcast_add"}
 
 
-@_reg(*VARIADIC)
+@converter(*VARIADIC)
 def _variadic(c: ImportCtx, node: Any, a: dict) -> list:
     """Max/Min/Sum/Mean of one or more inputs, broadcasting pairwise."""
     fn, name = getattr(c.sym, VARIADIC[node.op_type]), op_name(node)
@@ -71,7 +71,7 @@ COMPARE = {"Equal": "broadcast_equal", "Greater": "broadcast_greater",
            "Or": "broadcast_logical_or", "Xor": "broadcast_logical_xor"}
 
 
-@_reg(*COMPARE)
+@converter(*COMPARE)
 def _compare(c: ImportCtx, node: Any, a: dict) -> list:
     """Comparisons give bool in ONNX (symgraph's give the operands' type)."""
     y = getattr(c.sym, COMPARE[node.op_type])(c.get(node.input[0]), c.get(node.input[1]))
@@ -85,42 +85,42 @@ UNARY = {"Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Neg": "negative", "Abs": "
          "Ceil": "ceil", "Erf": "erf", "Not": "logical_not"}
 
 
-@_reg(*UNARY)
+@converter(*UNARY)
 def _unary(c: ImportCtx, node: Any, a: dict) -> list:
     return [getattr(c.sym, UNARY[node.op_type])(c.get(node.input[0]), name=op_name(node))]
 
 
-@_reg("Identity")
+@converter("Identity")
 def _identity(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.identity(c.get(node.input[0]), name=op_name(node))]
 
 
-@_reg("Dropout")
+@converter("Dropout")
 def _dropout(c: ImportCtx, node: Any, a: dict) -> list:
     """Inference: the input passes through and the mask (second output) is all true."""
     training = first_const(c, node, 2)
     if training is not None and bool(np.asarray(training).reshape(())):
         ratio = first_const(c, node, 1)
         if ratio is None or float(np.asarray(ratio).reshape(())) != 0.0:
-            raise _refuse(node, "training_mode=1 (random masks)")
+            raise refuse(node, "training_mode=1 (random masks)")
     x, name = c.get(node.input[0]), op_name(node)
     mask = c.sym.Cast(c.sym.ones_like(x), dtype="bool", name=f"{name}_mask")
     return [c.sym.identity(x, name=name), mask]
 
 
-@_reg("Concat")
+@converter("Concat")
 def _concat(c: ImportCtx, node: Any, a: dict) -> list:
     xs = [c.get(i) for i in node.input]
     return [c.sym.Concat(*xs, dim=int(a["axis"]), num_args=len(xs), name=op_name(node))]
 
 
-@_reg("Transpose")
+@converter("Transpose")
 def _transpose(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.transpose(c.get(node.input[0]), axes=tuple(a.get("perm", ())),
                             name=op_name(node))]
 
 
-@_reg("Flatten")
+@converter("Flatten")
 def _flatten(c: ImportCtx, node: Any, a: dict) -> list:
     """(prod(d[:axis]), prod(d[axis:])) for a negative axis too (counted from the end)."""
     x, name = c.get(node.input[0]), op_name(node)
@@ -134,7 +134,7 @@ def _flatten(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.Reshape(x, shape=(lead, -1) if lead else (0, 0), name=name)]
 
 
-@_reg("Reshape")
+@converter("Reshape")
 def _reshape(c: ImportCtx, node: Any, a: dict) -> list:
     """0 copies the input's dimension and -1 is inferred, as in MXNet; MXNet's other codes
     (-2, -3, -4) are not ONNX's and are refused."""
@@ -142,11 +142,11 @@ def _reshape(c: ImportCtx, node: Any, a: dict) -> list:
     if any(v < -1 for v in shape):
         raise DataError(f"{node_label(node)}: shape {shape} has values below -1")
     if a.get("allowzero", 0) and 0 in shape:
-        raise _refuse(node, "allowzero=1 with a 0 in the shape (a zero-size tensor)")
+        raise refuse(node, "allowzero=1 with a 0 in the shape (a zero-size tensor)")
     return [c.sym.Reshape(c.get(node.input[0]), shape=shape, name=op_name(node))]
 
 
-@_reg("Gather")
+@converter("Gather")
 def _gather(c: ImportCtx, node: Any, a: dict) -> list:
     """Negative indices count from the end; indices known at import are checked against
     [-n, n) (ONNX leaves an out-of-range index undefined: symgraph refuses it)."""
@@ -170,12 +170,12 @@ def _axes(c: ImportCtx, node: Any, a: dict) -> Optional[tuple]:
     return None if value is None else tuple(int(v) for v in np.asarray(value).reshape(-1))
 
 
-@_reg("Squeeze")
+@converter("Squeeze")
 def _squeeze(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.squeeze(c.get(node.input[0]), axis=_axes(c, node, a), name=op_name(node))]
 
 
-@_reg("Unsqueeze")
+@converter("Unsqueeze")
 def _unsqueeze(c: ImportCtx, node: Any, a: dict) -> list:
     """Axes (negative ones too) index the output, whose rank is input rank + len(axes)."""
     axes = _axes(c, node, a) or ()
@@ -186,7 +186,7 @@ def _unsqueeze(c: ImportCtx, node: Any, a: dict) -> list:
     return [x]
 
 
-@_reg("Clip")
+@converter("Clip")
 def _clip(c: ImportCtx, node: Any, a: dict) -> list:
     """Bounds from attributes (opset < 11) or inputs; absent ones are the type's range, and
     min > max gives max everywhere (as the spec's min(max(x, lo), hi))."""
@@ -199,11 +199,11 @@ def _clip(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.clip(c.get(node.input[0]), a_min=min(lo, hi), a_max=hi, name=op_name(node))]
 
 
-@_reg("Cast")
+@converter("Cast")
 def _cast(c: ImportCtx, node: Any, a: dict) -> list:
     dtype = np.dtype(onnx_module().helper.tensor_dtype_to_np_dtype(a["to"]))
     if dtype.kind not in "biuf":
-        raise _refuse(node, f"Cast to {dtype}")
+        raise refuse(node, f"Cast to {dtype}")
     return [c.sym.Cast(c.get(node.input[0]), dtype=dtype.name, name=op_name(node))]
 
 
@@ -211,12 +211,12 @@ CONSTANT_FIELDS = {"value": None, "value_float": np.float32, "value_floats": np.
                    "value_int": np.int64, "value_ints": np.int64}
 
 
-@_reg("Constant")
+@converter("Constant")
 def _constant(c: ImportCtx, node: Any, a: dict) -> None:
     """A constant keeps its rank (a (1, 1, 1) value still broadcasts to rank 3)."""
     (key,) = a  # the checker allows exactly one
     if key not in CONSTANT_FIELDS:
-        raise _refuse(node, f"Constant with {key}")
+        raise refuse(node, f"Constant with {key}")
     value = a[key]
     c.consts[node.output[0]] = (onnx_module().numpy_helper.to_array(value) if key == "value"
                                 else np.asarray(value, CONSTANT_FIELDS[key]))
@@ -227,7 +227,7 @@ REDUCE = {"ReduceMean": "mean", "ReduceSum": "sum", "ReduceMax": "max", "ReduceM
           "ReduceProd": "prod"}
 
 
-@_reg(*REDUCE, "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum")
+@converter(*REDUCE, "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSumExp", "ReduceLogSum")
 def _reduce(c: ImportCtx, node: Any, a: dict) -> list:
     """Empty or absent axes reduce everything, unless ``noop_with_empty_axes`` (then the
     input passes through)."""
@@ -248,16 +248,16 @@ def _reduce(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.log(c.sym.sum(inner, **kw), name=name)]
 
 
-@_reg("ArgMax", "ArgMin")
+@converter("ArgMax", "ArgMin")
 def _arg(c: ImportCtx, node: Any, a: dict) -> list:
     if a.get("select_last_index", 0):
-        raise _refuse(node, "select_last_index=1")
+        raise refuse(node, "select_last_index=1")
     fn = c.sym.argmax if node.op_type == "ArgMax" else c.sym.argmin
     y = fn(c.get(node.input[0]), axis=int(a.get("axis", 0)), keepdims=bool(a.get("keepdims", 1)))
     return [c.sym.Cast(y, dtype="int64", name=op_name(node))]
 
 
-@_reg("Where")
+@converter("Where")
 def _where(c: ImportCtx, node: Any, a: dict) -> list:
     """ONNX's Where broadcasts its three inputs; symgraph's takes equal shapes."""
     out = c.static_shape(node.output[0], node)
@@ -273,7 +273,7 @@ def _where(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.where(*xs, name=op_name(node))]
 
 
-@_reg("Expand")
+@converter("Expand")
 def _expand(c: ImportCtx, node: Any, a: dict) -> list:
     shape = c.static_shape(node.input[0], node)
     target = tuple(int(v) for v in c.const(node.input[1], node))
@@ -286,13 +286,13 @@ def _expand(c: ImportCtx, node: Any, a: dict) -> list:
     return [c.sym.broadcast_to(x, shape=out, name=op_name(node))]
 
 
-@_reg("Tile")
+@converter("Tile")
 def _tile(c: ImportCtx, node: Any, a: dict) -> list:
     reps = tuple(int(v) for v in c.const(node.input[1], node))
     return [c.sym.tile(c.get(node.input[0]), reps=reps, name=op_name(node))]
 
 
-@_reg("Shape")
+@converter("Shape")
 def _shape(c: ImportCtx, node: Any, a: dict) -> list:
     """``start``/``end`` (opset 15) slice the shape as Python slices do, clamped."""
     rank = c.rank(node.input[0], node)

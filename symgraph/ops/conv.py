@@ -107,7 +107,7 @@ class Geometry:
         return tuple((p - e) // s + 1 for p, e, s in zip(padded, ext, self.stride))
 
 
-def _per_axis(a: Attrs, key: str, n: int, default: int) -> Shape:
+def conv_per_axis(a: Attrs, key: str, n: int, default: int) -> Shape:
     v = a[key]
     if not v:
         return (default,) * n
@@ -131,8 +131,8 @@ def geometry(a: Attrs) -> Geometry:
     if a["num_group"] < 1 or a["num_filter"] < 1:
         raise ShapeError(f"num_filter={a['num_filter']} and num_group={a['num_group']} must "
                          f"be positive")
-    return Geometry(tuple(a["kernel"]), _per_axis(a, "stride", n, 1),
-                    _per_axis(a, "dilate", n, 1), _per_axis(a, "pad", n, 0), a["num_group"])
+    return Geometry(tuple(a["kernel"]), conv_per_axis(a, "stride", n, 1),
+                    conv_per_axis(a, "dilate", n, 1), conv_per_axis(a, "pad", n, 0), a["num_group"])
 
 
 def check_data(a: Attrs, data: Shape, channels_per: str = "data") -> Geometry:
@@ -204,7 +204,7 @@ def _out_size(d: int, s: int, e: int, p: int) -> int:
     return 0 if not d else (d + 2 * p - e) // s + 1
 
 
-_conv_shape = layer_shape(lambda a, d, g: (a["num_filter"], d[1] // g.groups) + g.kernel,
+conv_shape = layer_shape(lambda a, d, g: (a["num_filter"], d[1] // g.groups) + g.kernel,
                           lambda a, data: conv_window(a, data).out)
 
 
@@ -239,7 +239,7 @@ def layer_grad(data_op: str, weight_op: str) -> Callable:
 
 
 register(OpDef(
-    "Convolution", CONV_PARAMS, layer_inputs, channels_first(_conv_shape),
+    "Convolution", CONV_PARAMS, layer_inputs, channels_first(conv_shape),
     channels_first(_conv_compute),
     layer_grad("_backward_Convolution_data", "_backward_Convolution_weight"), GEMM,
     partial_shapes=True, layout=CONVOLUTION,

@@ -23,10 +23,10 @@ from .. import expr as E
 from ..attrs import Attrs, Param, parse_attrs
 from ..base import ShapeError
 from ..registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
-from .conv import CONV_PARAMS, _conv_shape, conv_window, layer_inputs
+from .conv import CONV_PARAMS, conv_shape, conv_window, layer_inputs
 from .geometry import ConvPoolWindow
 from .elemwise import UNARY
-from .pool import POOL_PARAMS, _pool_backward, pool_forward
+from .pool import POOL_PARAMS, pool_backward, pool_forward
 from ._window import conv_forward, conv_weight_grad
 
 # act_type -> derivative as a formula of the activation's output (what the backward kernel
@@ -104,7 +104,7 @@ def cap_window(a: Attrs, data: Shape) -> ConvPoolWindow:
 
 def _shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     _check(a)
-    ins, conv_out = _conv_shape(a, ins, [None])
+    ins, conv_out = conv_shape(a, ins, [None])
     if conv_out[0] is None or 0 in ins[0]:  # partial data: the pass only fuses known shapes
         return ins, outs
     g = cap_window(a, tuple(ins[0]))
@@ -130,7 +130,7 @@ def _backward_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     dy, x = xs[0], xs[1]
     _, y = _maps(a, xs[1:])
     p = pool_attrs(a)
-    dz = _pool_backward(p, [dy, y, pool_forward(y, p)], RunCtx())[0]
+    dz = pool_backward(p, [dy, y, pool_forward(y, p)], RunCtx())[0]
     dz = dz * E.evaluate([ACT_GRAD[a["act_type"]](E.inp(0))], [y], y.dtype)[0]
     return [conv_weight_grad(dz, x, cap_window(a, x.shape)),
             dz.sum(axis=(0, 2, 3))]

@@ -12,7 +12,7 @@ from ..base import ShapeError
 from ..registry import (ELEMWISE, GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef, RunCtx,
                         register)
 from ._util import check_attr, checked, expr_compute, fmt, forward_shape, same_shape
-from .tensor import (REDUCE_PARAMS, _reduce_compute, _unreduce, product_grad, reduce_axes,
+from .tensor import (REDUCE_PARAMS, reduce_compute, unreduce, product_grad, reduce_axes,
                      reduced_shape)
 
 
@@ -33,8 +33,8 @@ def typed_like(index: int) -> Callable:
 
 register(OpDef(
     "prod", REDUCE_PARAMS, ("data",), forward_shape(lambda a, s: [reduced_shape(a, s[0])]),
-    _reduce_compute(np.prod),
-    lambda c: [_unreduce(c, c.ograds[0]) * _unreduce(c, c.outputs[0]) / c.inputs[0]], REDUCE,
+    reduce_compute(np.prod),
+    lambda c: [unreduce(c, c.ograds[0]) * unreduce(c, c.outputs[0]) / c.inputs[0]], REDUCE,
     lowering=("reduce", {"kind": "prod"}),
     doc="Product over axis (None: all); gradient y/x, so defined for nonzero x."))
 
@@ -48,13 +48,13 @@ def _nan_grad(c, value) -> list:
 
 register(OpDef(
     "nansum", REDUCE_PARAMS, ("data",), forward_shape(lambda a, s: [reduced_shape(a, s[0])]),
-    _reduce_compute(np.nansum), lambda c: _nan_grad(c, _unreduce(c, c.ograds[0])), REDUCE,
+    reduce_compute(np.nansum), lambda c: _nan_grad(c, unreduce(c, c.ograds[0])), REDUCE,
     lowering=("reduce", {"kind": "nansum"}),
     doc="Sum over axis (None: all) treating NaN as 0; NaN entries get a zero gradient."))
 register(OpDef(
     "nanprod", REDUCE_PARAMS, ("data",), forward_shape(lambda a, s: [reduced_shape(a, s[0])]),
-    _reduce_compute(np.nanprod),
-    lambda c: _nan_grad(c, _unreduce(c, c.ograds[0]) * _unreduce(c, c.outputs[0])
+    reduce_compute(np.nanprod),
+    lambda c: _nan_grad(c, unreduce(c, c.ograds[0]) * unreduce(c, c.outputs[0])
                         / c.inputs[0]), REDUCE,
     lowering=("reduce", {"kind": "nanprod"}),
     doc="Product over axis (None: all) treating NaN as 1; gradient y/x, 0 at NaN entries."))

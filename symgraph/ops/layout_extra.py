@@ -10,7 +10,7 @@ from ..dtypes import is_float
 from ..registry import (BROADCAST, INJECTIVE, NO_GRADIENT, POSITIONAL, OpDef, RunCtx, alias,
                         register)
 from ._util import fmt, forward_shape, like_input, norm_axis, same_shape
-from .shape import _inverse, _transpose_axes, _transpose_shape
+from .shape import inverse_axes, transpose_axes, transpose_shape
 
 
 def _swap(a: Attrs, ndim: int) -> tuple[int, ...]:
@@ -156,21 +156,21 @@ register(OpDef(
 
 
 def _transpose_cast(a: Attrs, xs: list, ctx: RunCtx) -> list:
-    axes = _transpose_axes(a, xs[0].ndim)
+    axes = transpose_axes(a, xs[0].ndim)
     return [np.ascontiguousarray(xs[0].transpose(axes)).astype(a["dtype"])]
 
 
 register(OpDef(
     "_transpose_cast", {"axes": Param("shape", ()), "dtype": Param("dtype")}, ("data",),
-    _transpose_shape, _transpose_cast,
+    transpose_shape, _transpose_cast,
     lambda c: [c.sym._backward_Cast(c.sym.transpose(c.ograds[0],
-                                                    axes=_inverse(c.attrs["axes"])),
+                                                    axes=inverse_axes(c.attrs["axes"])),
                                     c.inputs[0])],
     INJECTIVE, partial_shapes=True,
     infer_type=lambda a, ins, outs: (ins, [np.dtype(a["dtype"])]),
     # GPU: one strided copy converting each element (cuda/lowering_views.py)
     lowering=("gather_views", {
-        "views": lambda a, x, s: [x.transpose(_transpose_axes(a, x.ndim))]}),
+        "views": lambda a, x, s: [x.transpose(transpose_axes(a, x.ndim))]}),
     doc="transpose(data, axes) converted to dtype (as Cast converts), in one step: what "
         "passes/fold_casts makes of a float cast next to a transpose (AMP's weights in "
         "channels-last convolutions)."))
@@ -187,7 +187,7 @@ def _each(a: Attrs, n: int) -> list[tuple[tuple[int, ...], str]]:
 
 
 def _multi_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    done = [_transpose_shape({"axes": ax}, [i], [o])
+    done = [transpose_shape({"axes": ax}, [i], [o])
             for (ax, _), i, o in zip(_each(a, len(ins)), ins, outs)]
     return [d[0][0] for d in done], [d[1][0] for d in done]
 
@@ -208,7 +208,7 @@ register(OpDef(
     variadic="num_args", outputs=lambda a: tuple(f"output{i}" for i in range(a["num_args"])),
     # GPU: one kernel for all of them (cuda/lowering_views.py)
     lowering=("multi_transpose_cast", {"views": lambda a, xs: [
-        x.transpose(_transpose_axes({"axes": ax}, x.ndim)) for x, ax in zip(xs, a["axes"])]}),
+        x.transpose(transpose_axes({"axes": ax}, x.ndim)) for x, ax in zip(xs, a["axes"])]}),
     doc="Output i is ``_transpose_cast(data_i, axes[i], dtypes[i])``: what passes/batch_casts "
         "makes of the weight casts of a training step (all at its start, their gradients' all "
         "at its end), so that the GPU runs one kernel for each batch. Made after autodiff: "

@@ -144,7 +144,7 @@ def _first_max(xp: np.ndarray, y: np.ndarray, g: PoolWindow) -> Iterator[tuple]:
         yield index, hit
 
 
-def _pool_backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
+def pool_backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
     dy, x, y = xs
     is_max = a["pool_type"] == "max"
     xp, g = _padded(x, a, -np.inf if is_max else 0.0)
@@ -186,7 +186,7 @@ register(OpDef(
 
 register(OpDef(
     "_backward_Pooling", POOL_PARAMS, ("ograd", "data", "output"), like_input(1),
-    _pool_backward,
+    pool_backward,
     lambda c: [c.sym._pooling_gather(c.ograds[0], c.inputs[1], c.inputs[2], **c.attrs),
                None, None],
     OPAQUE, lowering='pooling_backward', epilogue=True,

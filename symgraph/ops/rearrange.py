@@ -23,7 +23,7 @@ from ._util import (check_attr, fmt, forward_shape, known_input_shape, like_inpu
 from ._window import col2im as window_col2im
 from ._window import im2col as window_im2col
 from .conv import Geometry
-from .conv import _per_axis as per_axis
+from .conv import conv_per_axis as per_axis
 from .geometry import ConvWindow
 
 Shape = tuple[int, ...]

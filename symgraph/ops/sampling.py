@@ -22,7 +22,7 @@ from . import _random_laws as laws
 from ._util import fmt, merge_dims
 
 
-def _rng(ctx: RunCtx) -> np.random.Generator:
+def generator_of(ctx: RunCtx) -> np.random.Generator:
     from .. import random as _random  # ops sit below the front end; the generator lives there
     return ctx.rng or _random.generator()
 
@@ -59,7 +59,7 @@ def _attr_type(law: str, a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 
 def _draw(law: str, params: list, ctx: RunCtx, shape: tuple, dtype: np.dtype) -> np.ndarray:
-    values = laws.LAWS[law].draw(_rng(ctx), *params, shape)
+    values = laws.LAWS[law].draw(generator_of(ctx), *params, shape)
     return np.asarray(values).astype(dtype, copy=False)
 
 

@@ -12,7 +12,7 @@ from ..base import AttrError, ShapeError
 from ..registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
 from ..registry import alias as _alias
 from ._util import fmt
-from .sampling import _rng
+from .sampling import generator_of
 
 MULTINOMIAL_PARAMS = {
     "shape": Param("shape", (), doc="draws per row"),
@@ -44,7 +44,7 @@ def _multinomial_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
                         f"{p[(p < 0) | ~np.isfinite(p)].ravel()[0]!r}")
     rows = p.reshape(-1, p.shape[-1])
     n = int(np.prod(a["shape"], dtype=np.int64))
-    u = _rng(ctx).random((rows.shape[0], n)) * rows.sum(axis=1, keepdims=True)
+    u = generator_of(ctx).random((rows.shape[0], n)) * rows.sum(axis=1, keepdims=True)
     cdf = np.cumsum(rows, axis=1)
     # index of the first category whose cumulative probability exceeds u
     idx = np.minimum((cdf[:, None, :] <= u[:, :, None]).sum(axis=2), rows.shape[1] - 1)
@@ -76,7 +76,7 @@ def _shuffle_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x = xs[0]
     if x.ndim == 0:
         return [x.copy()]
-    return [x[_rng(ctx).permutation(x.shape[0])]]
+    return [x[generator_of(ctx).permutation(x.shape[0])]]
 
 
 register(OpDef(

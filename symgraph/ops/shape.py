@@ -24,25 +24,25 @@ def _reshape_back(c) -> list:
     return [c.sym.reshape_like(c.ograds[0], c.inputs[0])]
 
 
-def _transpose_axes(a: Attrs, ndim: int) -> tuple[int, ...]:
+def transpose_axes(a: Attrs, ndim: int) -> tuple[int, ...]:
     axes = tuple(a["axes"]) or tuple(reversed(range(ndim)))
     if len(axes) != ndim:
         raise ShapeError(f"axes {axes} is not a permutation of {ndim} axes")
     return norm_axes(axes, ndim, "axes")
 
 
-def _inverse(axes: tuple[int, ...]) -> tuple[int, ...]:
+def inverse_axes(axes: tuple[int, ...]) -> tuple[int, ...]:
     """The inverse permutation (axes may be negative; given axes name every axis)."""
     return tuple(np.argsort([ax % len(axes) for ax in axes]).tolist())
 
 
-def _transpose_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+def transpose_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     """Both directions, partial shapes (0 = unknown) included: out[j] = data[axes[j]]."""
     src, dst = ins[0], outs[0]
     known = src if src is not None else dst
     if known is None:
         return ins, outs
-    axes = _transpose_axes(a, len(known))
+    axes = transpose_axes(a, len(known))
     back = tuple(np.argsort(axes).tolist())
     fwd = tuple(src[i] for i in axes) if src is not None else dst
     if src is not None and dst is not None:
@@ -53,13 +53,13 @@ def _transpose_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 
 register(OpDef(
-    "transpose", {"axes": Param("shape", ())}, ("data",), _transpose_shape,
-    lambda a, xs, ctx: [np.ascontiguousarray(xs[0].transpose(_transpose_axes(a, xs[0].ndim)))],
-    lambda c: [c.sym.transpose(c.ograds[0], axes=_inverse(c.attrs["axes"]))],
+    "transpose", {"axes": Param("shape", ())}, ("data",), transpose_shape,
+    lambda a, xs, ctx: [np.ascontiguousarray(xs[0].transpose(transpose_axes(a, xs[0].ndim)))],
+    lambda c: [c.sym.transpose(c.ograds[0], axes=inverse_axes(c.attrs["axes"]))],
     INJECTIVE, doc="Permute axes (default: reverse them).", partial_shapes=True,
     # GPU: one strided copy of the input viewed with permuted strides (cuda/lowering_views.py)
     lowering=("gather_views", {
-        "views": lambda a, x, s: [x.transpose(_transpose_axes(a, x.ndim))]})))
+        "views": lambda a, x, s: [x.transpose(transpose_axes(a, x.ndim))]})))
 
 
 def _expand_shape(a: Attrs, s: list) -> list:

@@ -251,7 +251,7 @@ def reduced_shape(a: Attrs, shape: Shape) -> Shape:
     return tuple(d for i, d in enumerate(shape) if i not in axes) or (1,)
 
 
-def _reduce_compute(fn):
+def reduce_compute(fn):
     def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
         x = xs[0]
         out = np.asarray(fn(x, axis=reduce_axes(a, x.ndim), keepdims=a["keepdims"]),
@@ -260,7 +260,7 @@ def _reduce_compute(fn):
     return compute
 
 
-def _unreduce(c, g, mean: bool = False):
+def unreduce(c, g, mean: bool = False):
     a = c.attrs
     return c.sym._reduce_backward(g, c.inputs[0], axis=a["axis"], keepdims=a["keepdims"],
                                   exclude=a["exclude"], mean=mean)
@@ -268,20 +268,20 @@ def _unreduce(c, g, mean: bool = False):
 
 def _extreme_grad(c) -> list:
     x = c.inputs[0]
-    hit = c.sym.broadcast_equal(x, _unreduce(c, c.outputs[0]))
-    return [_unreduce(c, c.ograds[0]) * hit]
+    hit = c.sym.broadcast_equal(x, unreduce(c, c.outputs[0]))
+    return [unreduce(c, c.ograds[0]) * hit]
 
 
 REDUCTIONS = {
-    "sum": (np.sum, lambda c: [_unreduce(c, c.ograds[0])]),
-    "mean": (np.mean, lambda c: [_unreduce(c, c.ograds[0], mean=True)]),
+    "sum": (np.sum, lambda c: [unreduce(c, c.ograds[0])]),
+    "mean": (np.mean, lambda c: [unreduce(c, c.ograds[0], mean=True)]),
     "max": (np.max, _extreme_grad),
     "min": (np.min, _extreme_grad),
 }
 for _name, (_fn, _grad) in REDUCTIONS.items():
     register(OpDef(_name, REDUCE_PARAMS, ("data",),
                    forward_shape(lambda a, s: [reduced_shape(a, s[0])]),
-                   _reduce_compute(_fn), _grad, REDUCE, lowering=("reduce", {"kind": _name}),
+                   reduce_compute(_fn), _grad, REDUCE, lowering=("reduce", {"kind": _name}),
                    doc=f"{_name} over axis (None: all), keepdims, exclude."))
 alias("sum_axis", "sum")
 

@@ -144,9 +144,9 @@ def _transpose_rule(node: Node, sc: TypeTable) -> Replacement:
     shape = sc.shape(src)
     if src.node.op != "transpose" or shape is None:
         return None
-    from ..ops.shape import _transpose_axes
-    inner = _transpose_axes(src.node.attrs, len(shape))
-    outer = _transpose_axes(node.attrs, len(shape))
+    from ..ops.shape import transpose_axes
+    inner = transpose_axes(src.node.attrs, len(shape))
+    outer = transpose_axes(node.attrs, len(shape))
     axes = tuple(inner[i] for i in outer)
     if axes == tuple(range(len(shape))):
         return [src.node.inputs[0]]

@@ -152,14 +152,14 @@ def get_mnist_iterator(batch_size: int, input_shape: Sequence[int], num_parts: i
     """``(train, val)`` MNIST iterators; ``input_shape`` of 3 dimensions gives ``(N, 1, 28,
     28)`` batches, else flat ``(N, 784)``. Files come from ``path``, ``$SYMGRAPH_DATA`` or
     ``~/.symgraph/datasets/mnist`` (downloaded when missing and a network is there)."""
-    from ..datasets.mnist import FILES, _find
+    from ..datasets.mnist import FILES, find_mnist
     from ..gluon.data.vision.datasets import check_files, default_root
     folder = Path(os.path.expanduser(path)) if path is not None else default_root("mnist")
     iters = []
     for split in ("train", "test"):
         check_files(folder, split, who="get_mnist_iterator", param="path")
-        iters.append(MNISTIter(str(_find(folder, FILES[f"{split}_images"])),
-                               str(_find(folder, FILES[f"{split}_labels"])), batch_size,
+        iters.append(MNISTIter(str(find_mnist(folder, FILES[f"{split}_images"])),
+                               str(find_mnist(folder, FILES[f"{split}_labels"])), batch_size,
                                shuffle=split == "train", flat=len(input_shape) != 3,
                                num_parts=num_parts, part_index=part_index))
     return tuple(iters)

@@ -18,7 +18,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from ..attrs import _parse_shape
+from ..attrs import parse_shape
 from ..base import SymgraphError
 from ..graph import VARIABLE, Entry, Graph, Node
 from ..registry import PartialShape, get_op
@@ -36,7 +36,7 @@ def declared_shape(node: Node) -> Optional[Shape]:
 def declared_partial(node: Node) -> Optional[Shape]:
     """The declared ``shape=``, unknown dimensions (0) included."""
     text = node.extra.get("__shape__")
-    return None if text is None else _parse_shape(text)
+    return None if text is None else parse_shape(text)
 
 
 def declared_dtype(node: Node) -> Optional[np.dtype]:
