@@ -97,7 +97,7 @@ def choice_key(identity: dict, what: str, **parts: Any) -> str:
     layout...): a hash of all of them and of the autotune mode."""
     text = json.dumps({"id": jsonable(identity), "what": what, "parts": jsonable(parts),
                        "mode": config.get("SYMGRAPH_AUTOTUNE"), "format": FORMAT},
-                      sort_keys=True, separators=(",", ":"))
+                      sort_keys=True, separators=(",", ":"), default=repr)
     return hashlib.sha256(text.encode()).hexdigest()[:40]
 
 
