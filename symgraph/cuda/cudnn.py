@@ -5,7 +5,8 @@ engines chosen for it per call, made once per shape and cached. How many candida
 and timed is the ``SYMGRAPH_AUTOTUNE`` mode's (``tune_cache.POLICIES``): the legacy algorithms
 come from ``cudnnFind*`` (which times them all) only in mode ``full``, else from the
 ``*_v7`` heuristics; winners are remembered on disk (``tune_cache``), so that a second process
-rebuilds the one remembered engine per call and times nothing. Data is float32, float16 or bfloat16 (tensor and filter descriptors of that type); the
+rebuilds the one remembered engine per call and times nothing.
+Data is float32, float16 or bfloat16 (tensor and filter descriptors of that type); the
 convolution descriptor's compute type is always FLOAT (narrow data accumulates in float). Math is
 CUDNN_TENSOR_OP_MATH for narrow data (tensor cores); for float32 CUDNN_FMA_MATH (plain FP32: no
 TF32 tensor cores) unless ``SYMGRAPH_TF32=1`` (CUDNN_DEFAULT_MATH, which lets cuDNN use TF32).
@@ -267,7 +268,7 @@ class ConvPlan:
                 best, self.ms[kind] = fastest(len(engines), lambda i: self.launch(
                     kind, engines[i][0], a, b, out, int(ws), engines[i][1]), stream)
                 self.choice[kind], self.ws[kind] = engines[best]
-                if kind in self.keys:
+                if kind in self.keys and self.ms[kind] < float("inf"):  # not when all failed
                     tune_cache.shared().put(self.keys[kind], engine_id(engines[best][0]))
         finally:  # the live default stream again (this one is freed with the function)
             stream.synchronize()
