@@ -34,9 +34,10 @@ def main() -> None:
     rows: dict[tuple, list] = {}
     choose = conv_choice.choose
 
-    def logged(act: Any, plan_of: Any, time_branch: Any) -> tuple:
+    def logged(act: Any, plan_of: Any, time_branch: Any, identity: Any = None) -> tuple:
         times: list[float] = []
-        got = choose(act, plan_of, lambda branch: times.append(time_branch(branch)) or times[-1])
+        got = choose(act, plan_of, lambda branch: times.append(time_branch(branch)) or times[-1],
+                     identity)
         c = act.primary[0]
         g = c.geometry
         direct = any(isinstance(a, Kernel) and "conv_mma" in a.kernel.name for a in act.fallback)

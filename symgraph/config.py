@@ -84,7 +84,13 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "1 lets cuBLAS and cuDNN use TF32 tensor cores for float32."),
     Setting("SYMGRAPH_CUDNN", _choice("auto", "0", "1"), "auto", "auto | 0 | 1",
             "0 never uses cuDNN (generated convolutions); 1 takes cuDNN without timing the "
-            "generated branch; auto times both."),
+            "generated branch; auto times both (as SYMGRAPH_AUTOTUNE says: 0 takes cuDNN)."),
+    Setting("SYMGRAPH_AUTOTUNE", _choice("0", "1", "full"), "1", "0 | 1 | full",
+            "How much convolution choosing measures. 0: cuDNN's heuristic first choice, "
+            "nothing timed (fastest bind, steps may be slower); 1: only the heuristics' top "
+            "candidates (2 legacy algorithms, 3 graph-API plans, cuDNN or generated) are timed, "
+            "winners remembered in the cache folder so a second process times nothing; full: "
+            "every candidate (cudnnFind, 8 plans per heuristics mode), also remembered."),
     Setting("SYMGRAPH_CUDNN_API", _choice("auto", "legacy"), "auto", "auto | legacy",
             "legacy times cuDNN's legacy algorithms only, not its graph API's engines."),
     Setting("SYMGRAPH_NHWC", _flag, True, "0 | 1",

@@ -27,7 +27,8 @@ never imports pycuda):
 * ``backend``  - ``compile(schedule, ctx)``: the program the executor runs (an action -> launch
   table); ``conv_choice`` - cuDNN or the generated path (direct tensor-core kernels of
   ``kernels_conv_mma`` for narrow channels-last layers of 16-32 channels, else im2col), per
-  convolution call, timed as CUDA graph replays;
+  convolution call, timed as CUDA graph replays; ``tune_cache`` - what a
+  ``SYMGRAPH_AUTOTUNE`` mode lists and times, winners remembered on disk;
   ``cudnn`` - ctypes binding; its descriptors read the node's window (``ops/geometry.py``);
   ``cudnn_graph`` - cuDNN's graph (backend) API plans of one convolution call;
 * ``update_kernel`` - the fused multi-tensor optimizer update printed from an optimizer's rule

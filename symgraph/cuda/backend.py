@@ -303,7 +303,8 @@ class CudaProgram:
             got = conv_choice.choose(
                 act, self.conv_plan,
                 lambda branch: conv_choice.time_ms([self.closure(a, tmp_env) for a in branch],
-                                                   self.stream))
+                                                   self.stream),
+                lambda: cudnn.identity(self.device_id))
             self.choices[act] = got
         return got
 

@@ -6,34 +6,72 @@ else im2col + GEMM). When cuDNN has a plan for every call, the two branches are 
 device as CUDA graph replays (each its best of two rounds) and the generated one is kept only
 when it is clearly faster (``FALLBACK_MARGIN``) (``SYMGRAPH_CUDNN=1`` takes cuDNN without
 timing; ``SYMGRAPH_CUDNN=0`` makes ``cudnn.available()`` false, so the fallback runs). cuDNN's
-own engines are timed the same way (``fastest``). Kept apart from the program so that the
-policy reads in one place.
+own engines are timed the same way (``fastest``). ``SYMGRAPH_AUTOTUNE=0`` takes cuDNN without
+timing too; in the other modes the winner is remembered on disk (``tune_cache``), keyed by
+the device, the libraries and the branches' calls and kernels (``signature``), so that a second
+process times nothing. Kept apart from the program so that the policy reads in one place.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+import dataclasses
+from typing import Any, Callable, Optional
 
 import pycuda.driver as drv
 
 from .. import config
 from ..base import ExecutionError
 from ..registry import RunCtx
-from .actions import Choice, ConvCall
+from . import tune_cache
+from .actions import Choice, ConvCall, Ref, flat_actions
+from .codegen import Rendered
 from .graphs import CudaGraph
+
+BRANCHES = ("primary", "fallback")
 
 
 def choose(act: Choice, plan_of: Callable[[ConvCall], Any],
-           time_branch: Callable[[tuple], float]) -> tuple:
+           time_branch: Callable[[tuple], float],
+           identity: Optional[Callable[[], dict]] = None) -> tuple:
     """The actions to run for ``act``: ``plan_of`` gives a call's cuDNN plan (None: cuDNN
-    cannot), ``time_branch`` the milliseconds of running a branch's actions."""
+    cannot), ``time_branch`` the milliseconds of running a branch's actions, ``identity``
+    the device and libraries (``cudnn.identity``; None: nothing remembered on disk)."""
     conv = [a for a in act.primary if isinstance(a, ConvCall)]
     if not all(plan_of(a) is not None for a in conv):
         return act.fallback
-    if config.get("SYMGRAPH_CUDNN") == "1":
+    pol = tune_cache.policy()
+    if config.get("SYMGRAPH_CUDNN") == "1" or pol.single:
         return act.primary
-    branches = (act.primary, act.fallback)  # one noisy timing each flipped choices
-    ms = best_of_rounds(2, lambda i: time_branch(branches[i]), ROUNDS)
-    return act.fallback if ms[1] < ms[0] * (1.0 - FALLBACK_MARGIN) else act.primary
+
+    def measure() -> str:
+        branches = (act.primary, act.fallback)  # one noisy timing each flipped choices
+        ms = best_of_rounds(2, lambda i: time_branch(branches[i]), ROUNDS)
+        return "fallback" if ms[1] < ms[0] * (1.0 - FALLBACK_MARGIN) else "primary"
+    if identity is None or not pol.cached:
+        return getattr(act, measure())
+    cache = tune_cache.shared()
+    key = tune_cache.choice_key(identity(), "conv-branch", primary=signature(act.primary),
+                                fallback=signature(act.fallback))
+    got = cache.get(key)
+    if got not in BRANCHES:  # absent, or a damaged entry: measured (again)
+        got = measure()
+        cache.put(key, got)
+    return getattr(act, got)
+
+
+def signature(acts: tuple) -> list:
+    """What a branch's speed depends on: each action's type and fields (a kernel by its name,
+    which hashes its source), without its buffer references (they differ between programs
+    running the same calls)."""
+    rows = []
+    for a in flat_actions(acts):
+        row: dict = {"type": type(a).__name__}
+        for f in dataclasses.fields(a):
+            v = getattr(a, f.name)
+            if isinstance(v, Ref) or (isinstance(v, tuple) and any(isinstance(x, Ref) for x in v)):
+                continue
+            row[f.name] = v.name if isinstance(v, Rendered) else v
+        rows.append(row)
+    return rows
 
 
 # The generated branch must win by this fraction, so that near ties do not flip between

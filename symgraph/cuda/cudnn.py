@@ -1,8 +1,12 @@
 """cuDNN 9 through ctypes: the legacy convolution API (forward, backward-data, backward-filter).
 
 One handle per device. A :class:`ConvPlan` holds the descriptors of one convolution shape and the
-algorithms chosen for it by ``cudnnFind*`` (which times the candidates), made once per shape and
-cached. Data is float32, float16 or bfloat16 (tensor and filter descriptors of that type); the
+engines chosen for it per call, made once per shape and cached. How many candidates are listed
+and timed is the ``SYMGRAPH_AUTOTUNE`` mode's (``tune_cache.POLICIES``): the legacy algorithms
+come from ``cudnnFind*`` (which times them all) only in mode ``full``, else from the
+``*_v7`` heuristics; winners are remembered on disk (``tune_cache``), so that a second process
+rebuilds the one remembered engine per call and times nothing.
+Data is float32, float16 or bfloat16 (tensor and filter descriptors of that type); the
 convolution descriptor's compute type is always FLOAT (narrow data accumulates in float). Math is
 CUDNN_TENSOR_OP_MATH for narrow data (tensor cores); for float32 CUDNN_FMA_MATH (plain FP32: no
 TF32 tensor cores) unless ``SYMGRAPH_TF32=1`` (CUDNN_DEFAULT_MATH, which lets cuDNN use TF32).
@@ -22,7 +26,7 @@ from typing import Any, Optional
 from .. import config
 from ..base import ExecutionError
 from ..ops.geometry import ConvWindow
-from . import libs
+from . import libs, tune_cache
 from .cudnn_graph import DATA_TYPES as CUDNN_DATA, ROLES, graph_call, packed_strides
 
 CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_TENSOR_NHWC, CUDNN_CROSS_CORRELATION = 0, 0, 1, 1
@@ -32,6 +36,7 @@ _LIB: Any = None
 _TRIED = False
 _HANDLES: dict[int, ctypes.c_void_p] = {}
 _PLANS: dict[tuple, "ConvPlan"] = {}
+_IDENTITY: dict[int, dict] = {}  # device id -> tune_cache.device_identity
 
 
 class _Perf(ctypes.Structure):
@@ -118,7 +123,6 @@ def descriptor_args(g: ConvWindow) -> dict[str, tuple]:
             "dilate": lifted(g.dilate, 1)}
 
 
-LEGACY_CANDIDATES = 3
 # Per call kind: the legacy Find, workspace-size and run functions, and the ConvPlan
 # descriptors of its three tensors (operands a, b and the output, in the functions' order).
 KINDS = {"fwd": ("cudnnFindConvolutionForwardAlgorithm",
@@ -130,6 +134,26 @@ KINDS = {"fwd": ("cudnnFindConvolutionForwardAlgorithm",
          "filter": ("cudnnFindConvolutionBackwardFilterAlgorithm",
                     "cudnnGetConvolutionBackwardFilterWorkspaceSize",
                     "cudnnConvolutionBackwardFilter", ROLES["filter"])}
+# Per call kind: the legacy heuristics (ranked by cuDNN's model, nothing run; Find's arguments)
+HEURISTICS = {"fwd": "cudnnGetConvolutionForwardAlgorithm_v7",
+              "data": "cudnnGetConvolutionBackwardDataAlgorithm_v7",
+              "filter": "cudnnGetConvolutionBackwardFilterAlgorithm_v7"}
+
+
+def identity(device_id: int) -> dict:
+    """The device and library versions a remembered engine is valid for."""
+    got = _IDENTITY.get(device_id)
+    if got is None:
+        _LIB.cudnnGetVersion.restype = ctypes.c_size_t
+        got = _IDENTITY[device_id] = tune_cache.device_identity(device_id,
+                                                                _LIB.cudnnGetVersion())
+    return got
+
+
+def engine_id(engine: tuple) -> dict:
+    """What the disk cache stores of an engine: a legacy algorithm, or a graph-API plan's
+    (heuristics mode, configuration index)."""
+    return {"legacy": engine[1]} if engine[0] == "legacy" else {"graph": list(engine[3])}
 
 
 class ConvPlan:
@@ -158,35 +182,78 @@ class ConvPlan:
         self.choice: dict[str, tuple] = {}  # kind -> engine: ("legacy", algo) / ("graph", ...)
         self.ws: dict[str, int] = {}
         self.ms: dict[str, float] = {}  # the chosen engine's measured time (when measured)
-        found = {kind: self._engines(kind, dims, last, dtype) for kind in KINDS}
+        self.keys: dict[str, str] = {}  # kind -> its disk cache key (modes that cache)
+        pol = tune_cache.policy()
+        found = {kind: self._candidates(kind, g, dims, dtype, pol) for kind in KINDS}
         for kind, engines in found.items():
             if not engines:
                 raise Unsupported(f"cuDNN has no {kind} algorithm for {g}, {dtype}")
         self._measure(found, dims, dtype)
 
-    def _engines(self, kind: str, dims: dict, last: bool, dtype: str) -> list[tuple]:
-        """(engine, workspace bytes) candidates of one call: the legacy API's fastest
-        algorithms by its own Find, then the graph API's plans."""
-        lib, h = _LIB, handle(self.device_id)
-        find, size, _, names = KINDS[kind]
+    def _candidates(self, kind: str, g: ConvWindow, dims: dict, dtype: str,
+                    pol: tune_cache.Policy) -> list[tuple]:
+        """The remembered engine of one call, else the mode's (engine, workspace) candidates."""
+        if pol.cached:
+            key = self.keys[kind] = tune_cache.choice_key(
+                identity(self.device_id), "cudnn-engine", kind=kind, window=g, dtype=dtype,
+                tf32=config.get("SYMGRAPH_TF32"), api=config.get("SYMGRAPH_CUDNN_API"))
+            got = tune_cache.shared().get(key)
+            engine = self._remembered(kind, dims, g.channel_last, dtype, got) if got else None
+            if engine is not None:
+                return [engine]
+        engines = self._engines(kind, dims, g.channel_last, dtype, pol)
+        # single: the graph API's heuristic first choice, before the legacy one's
+        return sorted(engines, key=lambda e: e[0][0] != "graph")[:1] if pol.single else engines
+
+    def _remembered(self, kind: str, dims: dict, last: bool, dtype: str,
+                    got: Any) -> Optional[tuple]:
+        """The engine a cache entry names, rebuilt alone; None when it cannot be (a damaged
+        entry, an engine this cuDNN no longer offers): the call is measured again."""
+        try:
+            if "legacy" in got:
+                algo = int(got["legacy"])
+                return ("legacy", algo), self._workspace(kind, algo)
+            pick = (int(got["graph"][0]), int(got["graph"][1]))  # checked before cuDNN sees it
+            call = graph_call(_LIB, handle(self.device_id), kind, dims, last, dtype, pick=pick)
+        except (ExecutionError, KeyError, TypeError, ValueError, IndexError):
+            return None
+        if call is None:
+            return None
+        plan, ws, where = call.plans[0]
+        return ("graph", call, plan, where), ws
+
+    def _workspace(self, kind: str, algo: int) -> int:
+        _, size, _, names = KINDS[kind]
         d1, d2, d3 = (getattr(self, n) for n in names)
+        nbytes = ctypes.c_size_t()
+        _check(getattr(_LIB, size)(handle(self.device_id), d1, d2, self.conv, d3, algo,
+                                   ctypes.byref(nbytes)), size)
+        return nbytes.value
+
+    def _engines(self, kind: str, dims: dict, last: bool, dtype: str,
+                 pol: tune_cache.Policy) -> list[tuple]:
+        """(engine, workspace bytes) candidates of one call: the legacy API's first
+        algorithms (by Find's timing or by its heuristics, as ``pol`` says), then the graph
+        API's plans."""
+        lib, h = _LIB, handle(self.device_id)
+        rank = KINDS[kind][0] if pol.find else HEURISTICS[kind]
+        d1, d2, d3 = (getattr(self, n) for n in KINDS[kind][3])
         perf, count = (_Perf * 8)(), ctypes.c_int()
-        _check(getattr(lib, find)(h, d1, d2, self.conv, d3, 8, ctypes.byref(count), perf), find)
-        found = []
-        for p in [p for p in perf[:count.value] if p.status == 0][:LEGACY_CANDIDATES]:
-            nbytes = ctypes.c_size_t()
-            _check(getattr(lib, size)(h, d1, d2, self.conv, d3, p.algo, ctypes.byref(nbytes)),
-                   size)
-            found.append((("legacy", p.algo), nbytes.value))
-        call = graph_call(lib, h, kind, dims, last, dtype)
-        return found + ([(("graph", call, plan), ws) for plan, ws in call.plans] if call else [])
+        _check(getattr(lib, rank)(h, d1, d2, self.conv, d3, 8, ctypes.byref(count), perf), rank)
+        found = [(("legacy", p.algo), self._workspace(kind, p.algo))
+                 for p in [p for p in perf[:count.value] if p.status == 0][:pol.legacy]]
+        call = graph_call(lib, h, kind, dims, last, dtype, limits=pol.graph)
+        return found + ([(("graph", call, plan, where), ws) for plan, ws, where in call.plans]
+                        if call else [])
 
     def _measure(self, found: dict, dims: dict, dtype: str) -> None:
         """Keep each call's fastest engine, every candidate timed the same way on scratch
         operands (cuDNN's Find times only its own algorithms, and differently)."""
-        if all(len(e) == 1 for e in found.values()):  # nothing to choose
-            for kind, engines in found.items():
+        for kind, engines in found.items():  # nothing to choose (remembered, mode 0...)
+            if len(engines) == 1:
                 self.choice[kind], self.ws[kind] = engines[0]
+        found = {kind: engines for kind, engines in found.items() if len(engines) > 1}
+        if not found:
             return
         import pycuda.driver as drv  # here: this module is imported (not run) without pycuda
         from .conv_choice import fastest
@@ -201,6 +268,8 @@ class ConvPlan:
                 best, self.ms[kind] = fastest(len(engines), lambda i: self.launch(
                     kind, engines[i][0], a, b, out, int(ws), engines[i][1]), stream)
                 self.choice[kind], self.ws[kind] = engines[best]
+                if kind in self.keys and self.ms[kind] < float("inf"):  # not when all failed
+                    tune_cache.shared().put(self.keys[kind], engine_id(engines[best][0]))
         finally:  # the live default stream again (this one is freed with the function)
             stream.synchronize()
             _check(_LIB.cudnnSetStream(h, ctypes.c_void_p(0)), "cudnnSetStream")
@@ -230,7 +299,7 @@ def math_type(dtype: str) -> int:
 def plan(device_id: int, g: ConvWindow, dtype: str = "float32") -> Optional[ConvPlan]:
     """The cached plan of this convolution shape and dtype (measured on first use); None when
     cuDNN has no algorithm for it (one line on stderr says so)."""
-    key = (device_id, g, dtype, config.get("SYMGRAPH_TF32"))
+    key = (device_id, g, dtype, config.get("SYMGRAPH_TF32"), config.get("SYMGRAPH_AUTOTUNE"))
     if key not in _PLANS:
         try:
             _PLANS[key] = ConvPlan(device_id, g, dtype)

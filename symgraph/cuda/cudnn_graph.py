@@ -4,9 +4,12 @@ cuDNN 9's legacy ``cudnnFind*`` chooses among the legacy algorithms only. On cha
 (NHWC, the layout its tensor-core kernels want) those are slower than on NCHW, while the graph
 API's engines (the implicit-GEMM kernels PyTorch reaches through cudnn-frontend) are several
 times faster. A :class:`GraphCall` states one call (forward, backward data or backward filter)
-as a graph of one operation, asks the heuristics (modes A, B and FALLBACK) for engine
-configurations and finalizes the execution plans of the first ``CANDIDATES`` of each
-(``cudnn.ConvPlan`` times them beside the legacy algorithms and keeps the fastest). float32
+as a graph of one operation, asks the heuristics for engine configurations and finalizes the
+execution plans of the first few of each heuristics mode, as many as the autotune mode's
+``tune_cache.Policy.graph`` says (finalizing is what costs: 19.5 s of ResNet-50's first step
+when every mode's first eight were built); ``cudnn.ConvPlan`` times them beside the legacy
+algorithms and keeps the fastest. A remembered winner is rebuilt alone from its (heuristics
+mode, configuration index) (``pick``). float32
 keeps to engines without the TENSOR_CORE or DOWN_CONVERT_INPUTS numerical notes (no TF32, like
 the legacy path's FMA math) unless ``SYMGRAPH_TF32=1``.
 
@@ -135,7 +138,7 @@ class GraphCall:
     bytes), the heuristics' order), each runnable on run()'s operands."""
 
     def __init__(self, lib: Any, handle: Any, kind: str, descs: dict, dtype: int,
-                 float32: bool) -> None:
+                 float32: bool, limits: tuple = (), pick: Optional[tuple] = None) -> None:
         api = self.api = _api(lib)
         self.handle = handle
         self._order = tuple(ROLES[kind].index(r) for r in "xwy")  # run()'s pointer per uid
@@ -153,23 +156,22 @@ class GraphCall:
         api.set(graph, 801, T_DESCRIPTOR, ctypes.c_void_p, op)
         api.set(graph, 800, T_HANDLE, ctypes.c_void_p, handle)
         api.finalize(graph, "graph")
-        tf32 = config.get("SYMGRAPH_TF32")
-        self.plans = [(p, ws) for p, ws, tc in self._plans(graph)
-                      if not (float32 and not tf32 and tc)]
-
-    def _plans(self, graph: Any) -> list[tuple]:
-        """(plan, workspace bytes, uses tensor cores) of the first ``CANDIDATES`` configs that
-        finalize, per heuristics mode (``HEUR_MODES``: their lists differ, and the fastest
-        engine is not always in the first)."""
-        found: list[tuple] = []
-        for mode in HEUR_MODES:
-            try:
-                found += self._mode_plans(graph, mode)
+        self._tc_ok = not float32 or config.get("SYMGRAPH_TF32")
+        # (plan, workspace bytes, (heuristics mode, configuration index)), heuristics' order
+        self.plans: list[tuple] = []
+        if pick is not None:
+            self.plans = self._mode_plans(graph, pick[0], 1, pick[1])
+            return
+        for mode, limit in limits or tuple((m, CANDIDATES) for m in HEUR_MODES):
+            try:  # the modes' lists differ, and the fastest engine is not always in the first
+                self.plans += self._mode_plans(graph, mode, limit)
             except ExecutionError:  # a mode without results for this graph
                 continue
-        return found
 
-    def _mode_plans(self, graph: Any, mode: int) -> list[tuple]:
+    def _mode_plans(self, graph: Any, mode: int, limit: int,
+                    only: Optional[int] = None) -> list[tuple]:
+        """Up to ``limit`` usable plans of heuristics ``mode`` (float32 skips TF32 engines
+        unless allowed), or the plan of configuration ``only`` alone when it is usable."""
         api, count = self.api, ctypes.c_int64()
         heur = api.create(ENGINEHEUR)
         api.set(heur, 201, T_DESCRIPTOR, ctypes.c_void_p, graph)
@@ -177,12 +179,14 @@ class GraphCall:
         api.finalize(heur, "heuristics")
         api.check(api.lib.cudnnBackendGetAttribute(heur, 202, T_DESCRIPTOR, 0,
                                                    ctypes.byref(count), None), "config count")
-        n = min(count.value, 4 * CANDIDATES)
+        n = min(count.value, 4 * limit if only is None else only + 1)
         cfgs = (ctypes.c_void_p * n)(*[api.create(ENGINECFG) for _ in range(n)])
         api.check(api.lib.cudnnBackendGetAttribute(heur, 202, T_DESCRIPTOR, n,
                                                    ctypes.byref(count), cfgs), "configs")
         found = []
-        for cfg in cfgs[:count.value]:
+        for index, cfg in enumerate(cfgs[:count.value]):
+            if only is not None and index != only:
+                continue
             plan = api.create(EXECUTION_PLAN)
             api.set(plan, 400, T_HANDLE, ctypes.c_void_p, self.handle)
             api.set(plan, 401, T_DESCRIPTOR, ctypes.c_void_p, cfg)
@@ -192,9 +196,9 @@ class GraphCall:
             api.check(api.lib.cudnnBackendGetAttribute(plan, 402, T_INT64, 1,
                                                        ctypes.byref(count), ctypes.byref(ws)),
                       "workspace size")
-            if ws.value <= MAX_WORKSPACE:
-                found.append((plan, ws.value, _uses_tensor_cores(api, cfg)))
-            if len(found) == CANDIDATES:
+            if ws.value <= MAX_WORKSPACE and (self._tc_ok or not _uses_tensor_cores(api, cfg)):
+                found.append((plan, ws.value, (mode, index)))
+            if len(found) == limit:
                 break
         return found
 
@@ -219,19 +223,35 @@ class GraphCall:
         self.api.check(self.api.lib.cudnnBackendExecute(self.handle, plan, pack), "execute")
 
 
+_CALLS: dict[tuple, Optional[GraphCall]] = {}  # built plans, per call and candidate bound
+
+
 def graph_call(lib: Any, handle: Any, kind: str, dims: dict, channel_last: bool,
-               dtype: str) -> Optional[GraphCall]:
+               dtype: str, limits: tuple = (), pick: Optional[tuple] = None
+               ) -> Optional[GraphCall]:
     """The graph API's plans of one call of the convolution that ``dims``
     (``cudnn.descriptor_args``) describe, or None when it has none (``SYMGRAPH_CUDNN_API=legacy``:
-    never asked)."""
+    never asked). ``limits``: (heuristics mode, plans) pairs to build (default: every mode's
+    first ``CANDIDATES``); ``pick``: only the plan of this (mode, configuration index). Built
+    once per process for the same arguments (each plan's finalization costs milliseconds)."""
     if not hasattr(lib, "cudnnBackendExecute") or \
             config.get("SYMGRAPH_CUDNN_API") == "legacy":
         return None
+    key = (id(lib), handle.value, kind, tuple(sorted(dims.items())), channel_last, dtype,
+           limits, pick, config.get("SYMGRAPH_TF32"))
+    if key not in _CALLS:
+        _CALLS[key] = _build(lib, handle, kind, dims, channel_last, dtype, limits, pick)
+    return _CALLS[key]
+
+
+def _build(lib: Any, handle: Any, kind: str, dims: dict, channel_last: bool, dtype: str,
+           limits: tuple, pick: Optional[tuple]) -> Optional[GraphCall]:
     descs: dict = {u: (dims[k], packed_strides(dims[k], channel_last))
                    for u, k in ((1, "x"), (2, "w"), (3, "y"))}
     try:
         descs["conv"] = _convolution(_api(lib), dims)
-        call = GraphCall(lib, handle, kind, descs, DATA_TYPES[dtype], dtype == "float32")
+        call = GraphCall(lib, handle, kind, descs, DATA_TYPES[dtype], dtype == "float32",
+                         limits, pick)
     except ExecutionError:
         return None
     return call if call.plans else None

@@ -97,7 +97,7 @@ def test_direct_kernel_matches_float32_cpu(dtype: str, channels: int,
     gradient is not a direct kernel's (it would write 3 of 16 channels)."""
     from symgraph.cuda import backend, conv_choice
     from symgraph.cuda.actions import Kernel, flat_actions
-    monkeypatch.setattr(conv_choice, "choose", lambda act, plan_of, time_branch: act.fallback)
+    monkeypatch.setattr(conv_choice, "choose", lambda act, *_: act.fallback)
     rng = np.random.default_rng(3)
     shapes = {"data": (3, channels, 5, 7), "c1_weight": (16, channels, 3, 3),
               "c2_weight": (32, 16, 3, 3),

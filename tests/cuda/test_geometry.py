@@ -229,7 +229,7 @@ class _FakeCudnn:
     def __getattr__(self, name: str) -> Any:
         def call(*args: Any) -> int:
             self.calls.append((name, args))
-            if name.startswith("cudnnFind"):
+            if name.startswith("cudnnFind") or name.endswith("Algorithm_v7"):
                 args[-2]._obj.value = 1  # returned algorithm count; perf[0].status is 0
             return 0
         fn = mock.MagicMock(side_effect=call)
@@ -242,7 +242,8 @@ class _FakeCudnn:
                 for n, args in self.calls if n == name]
 
 
-def test_cudnn_descriptors_carry_the_numpy_shapes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cudnn_descriptors_carry_the_numpy_shapes(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Any) -> None:
     """Each convolution's cuDNN plan is set up from its ConvCall's window alone; its tensor,
     filter and convolution descriptors hold the shapes of the arrays the numpy run makes
     (1-D layers with a unit height, as cuDNN needs 4-D descriptors)."""
@@ -263,6 +264,8 @@ def test_cudnn_descriptors_carry_the_numpy_shapes(monkeypatch: pytest.MonkeyPatc
         "c2": ([shape["x2"], (2, 4, 5, 8), shape["c2_weight"]], [[1, 1], [1, 1], [2, 1]]),
     }
     found = {}
+    monkeypatch.setattr(cudnn, "identity", lambda device_id: {"device": "fake"})
+    monkeypatch.setattr(cudnn.tune_cache, "shared", lambda: cudnn.tune_cache.TuneCache(tmp_path))
     for g in {a.geometry for a in acts if isinstance(a, ConvCall)}:
         lib = _FakeCudnn()
         monkeypatch.setattr(cudnn, "_LIB", lib)

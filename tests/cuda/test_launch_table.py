@@ -35,6 +35,10 @@ for acts in prog.actions:
             seen.add(type(b).__name__)
 assert seen >= {"Choice", "ConvCall", "Copy", "Fill", "Gemm", "Kernel", "Switch"}, seen
 backend.cudnn.available = lambda: True
+import tempfile
+from symgraph.cuda import tune_cache
+backend.cudnn.identity = lambda dev: {"device": "mock"}
+tune_cache.shared = lambda: tune_cache.TuneCache(tempfile.mkdtemp())  # nothing remembered
 backend.cudnn.plan = lambda dev, geom, filters, dtype="float32": mock.MagicMock()
 backend.conv_choice.time_ms = lambda closures, stream: 1.0 if len(closures) == 1 else 2.0
 prog.choices.clear()
