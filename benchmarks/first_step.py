@@ -111,7 +111,7 @@ def child(dtype: str, batch: int) -> dict:
 
 def measure(mode: str, cache: str, dtype: str, batch: int) -> dict:
     env = {**os.environ, "SYMGRAPH_AUTOTUNE": mode, "SYMGRAPH_CACHE_DIR": cache,
-           "PYTHONPATH": str(ROOT)}
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, __file__, "--child", "--dtype", dtype,
                            "--batch", str(batch)], env=env, capture_output=True, text=True)
     if proc.returncode != 0:
