@@ -44,7 +44,8 @@ print(json.dumps(counts))
 
 
 def child(mode: str, cache: Path) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), "SYMGRAPH_AUTOTUNE": mode,
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path, "SYMGRAPH_AUTOTUNE": mode,
            "SYMGRAPH_CACHE_DIR": str(cache)}
     env.pop("SYMGRAPH_CUDNN", None)
     out = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True,
