@@ -201,7 +201,7 @@ register(OpDef(
      "threshold": Param("float", doc="scores past it (below, or above with is_ascend) stop"),
      "topk": Param("int", -1, doc="limit of matches, -1 for none")},
     ("data",), forward_shape(_matching_shape), _matching, NOT_DIFFERENTIABLE, OPAQUE,
-    outputs=("row_marker", "col_marker"), lowering=("detection", {"kind": "matching"}),
+    outputs=("row_marker", "col_marker"), lowering=("detection_nms", {"kind": "matching"}),
     doc="Greedy bipartite matching of a score matrix (..., rows, cols): best pairs first; "
         "each row's matched column and each column's matched row, -1 for none."))
 
