@@ -99,6 +99,11 @@ def _roi_shape(kind: str):
     return rule
 
 
+def round_half_away(v: float) -> float:
+    """C's ``round``: halves away from zero (numpy's ``round`` takes halves to even)."""
+    return math.copysign(math.floor(abs(v) + 0.5), v)
+
+
 def _bilinear(h: int, w: int, y: float, x: float) -> list[tuple[int, float]]:
     """(position, weight) of MXNet's bilinear sample at (y, x) on an h x w map."""
     if y < -1.0 or y > h or x < -1.0 or x > w:
@@ -142,8 +147,8 @@ def _align_weights(a: Attrs, roi: np.ndarray, h: int, w: int) -> np.ndarray:
 def _psroi_weights(a: Attrs, roi: np.ndarray, h: int, w: int) -> np.ndarray:
     ph = pw = a["pooled_size"]
     s = a["spatial_scale"]
-    x0, y0 = np.round(roi[1]) * s, np.round(roi[2]) * s
-    x1, y1 = (np.round(roi[3]) + 1.0) * s, (np.round(roi[4]) + 1.0) * s
+    x0, y0 = round_half_away(roi[1]) * s, round_half_away(roi[2]) * s
+    x1, y1 = (round_half_away(roi[3]) + 1.0) * s, (round_half_away(roi[4]) + 1.0) * s
     bh, bw = max(y1 - y0, 0.1) / ph, max(x1 - x0, 0.1) / pw
     wts = np.zeros((ph, pw, h, w))
     for i in range(ph):
@@ -209,7 +214,7 @@ def _backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 def _max_plan(a: Attrs, roi: np.ndarray, h: int, w: int) -> list:
     """ROIPooling's bins of one ROI: (row slice, column slice) or None when empty."""
     ph, pw = pooled_hw(a)
-    x0, y0, x1, y1 = (int(np.round(v * a["spatial_scale"])) for v in roi[1:5])
+    x0, y0, x1, y1 = (int(round_half_away(v * a["spatial_scale"])) for v in roi[1:5])
     rh, rw = max(y1 - y0 + 1, 1), max(x1 - x0 + 1, 1)
     bh, bw = rh / ph, rw / pw
     bins = []
