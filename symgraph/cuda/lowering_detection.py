@@ -4,8 +4,9 @@ naming the kernel (``kind``):
 * ``detection``: one thread per element or box (``kernels_detection``): MultiBoxPrior,
   box_iou, box_encode, box_decode, and box_nms's gradient scatter (after a zero fill);
 * ``detection_nms``: a block per batch item (``kernels_detection_nms``,
-  ``kernels_multibox``): box_nms, bipartite_matching, MultiBoxDetection, MultiBoxTarget,
-  with their orders and flags in scratch;
+  ``kernels_multibox``, ``kernels_proposal``): box_nms, bipartite_matching,
+  MultiBoxDetection, MultiBoxTarget, Proposal and MultiProposal, with their orders and flags
+  in scratch;
 * ``roi``: one thread per pooled element (``kernels_roi``), the gradients zero-filling data's
   gradient and adding into it.
 """
@@ -18,8 +19,10 @@ from .kernels_detection import (render_box_decode, render_box_encode, render_box
                                 render_nms_scatter, render_prior)
 from .kernels_detection_nms import render_box_nms, render_matching
 from .kernels_multibox import TARGET_THREADS, render_detection, render_target
+from .kernels_proposal import render_proposal
 from .kernels_roi import render_roi
 from ..ops.detection_multibox import prior_half_sizes, prior_steps
+from ..ops.detection_proposal import base_anchors
 from ..ops.detection_roi import channel_map, group_size
 
 BLOCK = 256
@@ -107,7 +110,19 @@ def _multibox_target(ctx: StepCtx) -> list:
     return _blocks(ctx, kern, items, (*ctx.outs, *ctx.ins, *ints, *floats), TARGET_THREADS)
 
 
-_BLOCKS = {"box_nms": _box_nms, "matching": _matching,
+def _proposal(ctx: StepCtx) -> list:
+    items, k2, h, w = ctx.in_shapes[0]
+    a, k = ctx.attrs, k2 // 2
+    kern = render_proposal(dict(a), items, k, h, w, base_anchors(a).tolist(), ctx.storage)
+    count = k * h * w
+    pre = count if a["rpn_pre_nms_top_n"] <= 0 else min(a["rpn_pre_nms_top_n"], count)
+    scratch = (ctx.new_array(items * count * 5, "float32"), ctx.new_array(items * pre, "int32"),
+               ctx.new_array(items * a["rpn_post_nms_top_n"], "int32"),
+               ctx.new_array(items * pre, "int32"))
+    return _blocks(ctx, kern, items, (*ctx.outs, *ctx.ins, *scratch))
+
+
+_BLOCKS = {"box_nms": _box_nms, "matching": _matching, "proposal": _proposal,
            "multibox_detection": _multibox_detection, "multibox_target": _multibox_target}
 
 

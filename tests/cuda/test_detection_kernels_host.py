@@ -21,7 +21,7 @@ S = sg.sym
 HOST = {name: live.CASES[name] for name in (
     "roi_pool", "roi_align_ratio", "roi_align_ps", "psroi", "box_iou_center", "box_nms",
     "box_nms_center", "bipartite", "box_encode", "box_decode", "prior", "target_mining",
-    "detection_topk")}
+    "detection_topk", "multi_proposal")}
 
 
 def _steps(expr: str, inputs: list, wrt: list) -> list:

@@ -121,7 +121,32 @@ def _detection_ref(cls_prob, loc_pred, anchor) -> np.ndarray:
     return np.array([[[0, 0.7, 0, 0, 0.5, 0.5], [-1, 0.6, 0, 0, 0.5, 0.3], [-1] * 6]])
 
 
+# Proposal: two cells of stride 4, one 4 x 4 anchor each ([0, 0, 3, 3] and [4, 0, 7, 3]); the
+# first moves right by 0.25 of its width (to [1, 0, 4, 3], IoU 4/28 with the second, kept);
+# the second scores higher, so it comes first; three output rows repeat the two.
+RPN = {"cls": const([[[[0.7, 0.2]], [[0.3, 0.8]]]]),
+       "box": const([[[[0.25, 0.0]], [[0.0, 0.0]], [[0.0, 0.0]], [[0.0, 0.0]]]]),
+       "info": const([[8.0, 8.0, 1.0]])}
+RPN_ROWS = np.array([[0, 4, 0, 7, 3], [0, 1, 0, 4, 3], [0, 4, 0, 7, 3]], dtype=float)
+RPN_KW = dict(rpn_pre_nms_top_n=10, rpn_post_nms_top_n=3, threshold=0.7, rpn_min_size=1,
+              scales=(1,), ratios=(1,), feature_stride=4, output_score=True)
+
+
+def _batch2(v: object) -> object:
+    return lambda rng: np.concatenate([v(rng)] * 2)
+
+
 CASES = [
+    Case("_contrib_Proposal",
+         lambda: S.Group(list(S.contrib.Proposal(S.var("cls"), S.var("box"), S.var("info"),
+                                                 **RPN_KW))),
+         RPN, lambda cls, box, info: [RPN_ROWS, np.array([[0.8], [0.3], [0.8]])], grad=False),
+    Case("_contrib_MultiProposal",
+         lambda: S.Group(list(S.contrib.MultiProposal(S.var("cls"), S.var("box"),
+                                                      S.var("info"), **RPN_KW))),
+         {k: _batch2(v) for k, v in RPN.items()},
+         lambda cls, box, info: [np.concatenate([RPN_ROWS, RPN_ROWS + [[1, 0, 0, 0, 0]]]),
+                                 np.array([[0.8], [0.3], [0.8]] * 2)], grad=False),
     Case("ROIPooling", lambda: S.ROIPooling(data, rois, pooled_size=(2, 3), spatial_scale=0.5),
          {"data": normal(2, 3, 7, 8), "rois": const(ROIS)},
          lambda data, rois: _ref_roipool(data, rois, 2, 3, 0.5), grad_nodes=["data"],

@@ -43,6 +43,9 @@ DATA = R.normal(size=(2, 8, 6, 7)).tolist()
 ANCHORS = _boxes(1, 30)
 SOFT = np.exp(R.normal(size=(2, 3, 30)))
 PROB = (SOFT / SOFT.sum(1, keepdims=True)).tolist()
+_RPN = np.exp(R.normal(size=(2, 2, 4, 6, 7)))
+RPN_SCORE = (_RPN / _RPN.sum(1, keepdims=True)).reshape(2, 8, 6, 7).tolist()
+RPN_DELTA = (R.normal(size=(2, 16, 6, 7)) * 0.2).tolist()
 # name: (expression over nd and its inputs a, b, c, ...; inputs; differentiated inputs)
 CASES = {
     "roi_pool": ("nd.ROIPooling(a, b, pooled_size=(3, 2), spatial_scale=0.5)",
@@ -84,6 +87,14 @@ CASES = {
     "detection_topk": ("nd.contrib.MultiBoxDetection(a, b, c, nms_topk=5, force_suppress=True, "
                        "clip=False)",
                        [PROB, (R.normal(size=(2, 120)) * 0.3).tolist(), ANCHORS.tolist()], []),
+    "proposal": ("nd.contrib.Proposal(a, b, c, rpn_pre_nms_top_n=40, rpn_post_nms_top_n=12, "
+                 "threshold=0.6, rpn_min_size=4, scales=(2, 4), ratios=(0.5, 1), "
+                 "feature_stride=8, output_score=True)",
+                 [RPN_SCORE[:1], RPN_DELTA[:1], [[40.0, 48.0, 1.0]]], []),
+    "multi_proposal": ("nd.contrib.MultiProposal(a, b, c, rpn_pre_nms_top_n=30, "
+                       "rpn_post_nms_top_n=10, threshold=0.5, rpn_min_size=8, scales=(2, 4), "
+                       "ratios=(0.5, 1), feature_stride=8, output_score=True, iou_loss=False)",
+                       [RPN_SCORE, RPN_DELTA, [[40.0, 48.0, 1.0], [30.0, 33.0, 0.8]]], []),
 }
 
 CHILD = textwrap.dedent("""
