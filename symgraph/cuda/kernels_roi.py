@@ -39,19 +39,28 @@ _MAX = """        const int x0 = (int)roundf(ROI(1) * SCALE), y0 = (int)roundf(R
             }
 """
 
-_ALIGN = """        const float x0 = ROI(1) * SCALE - OFF, y0 = ROI(2) * SCALE - OFF;
+_ALIGN_BOX = """        const float x0 = ROI(1) * SCALE - OFF, y0 = ROI(2) * SCALE - OFF;
         float rw = ROI(3) * SCALE - OFF - x0, rh = ROI(4) * SCALE - OFF - y0;
         if (!ALIGNED) { rw = fmaxf(rw, 1.f); rh = fmaxf(rh, 1.f); }
-        const float bh = rh / PH, bw = rw / PW;
+        const float ct = 1.f, st = 0.f, cy = 0.f, cx = 0.f;
+"""
+# RROIAlign: the grid of a box centred at 0, rotated and moved to the ROI's centre.
+_ROTATED_BOX = """        const float cx = ROI(1) * SCALE, cy = ROI(2) * SCALE;
+        const float rw = fmaxf(ROI(3) * SCALE, 1.f), rh = fmaxf(ROI(4) * SCALE, 1.f);
+        const float th = ROI(5) * 0.017453292519943295f;
+        const float ct = cosf(th), st = sinf(th), x0 = -rw / 2.f, y0 = -rh / 2.f;
+"""
+_GRID = """        const float bh = rh / PH, bw = rw / PW;
         const int gh = RATIO > 0 ? RATIO : (int)ceilf(rh / PH);
         const int gw = RATIO > 0 ? RATIO : (int)ceilf(rw / PW);
         const float cnt = (float)max(gh * gw, 1);
         const long long base = (b * C + CIN) * H * W;
         float acc = 0.f;
         for (int iy = 0; iy < gh; ++iy) {
-            float y = y0 + ph * bh + (iy + .5f) * bh / gh;
+            const float py = y0 + ph * bh + (iy + .5f) * bh / gh;
             for (int ix = 0; ix < gw; ++ix) {
-                float x = x0 + pw * bw + (ix + .5f) * bw / gw;
+                const float px = x0 + pw * bw + (ix + .5f) * bw / gw;
+                const float y = py * ct - px * st + cy, x = px * ct + py * st + cx;
                 if (y < -1.f || y > H || x < -1.f || x > W) continue;
                 float yy = fmaxf(y, 0.f), xx = fmaxf(x, 0.f);
                 int ylo = (int)yy, xlo = (int)xx, yhi, xhi;
@@ -63,6 +72,7 @@ _ALIGN = """        const float x0 = ROI(1) * SCALE - OFF, y0 = ROI(2) * SCALE -
             }
         }
 """
+_ALIGN = _ALIGN_BOX + _GRID
 
 _PSROI = """        const float x0 = roundf(ROI(1)) * SCALE, y0 = roundf(ROI(2)) * SCALE;
         const float x1 = (roundf(ROI(3)) + 1.f) * SCALE, y1 = (roundf(ROI(4)) + 1.f) * SCALE;
@@ -91,6 +101,7 @@ _BODIES = {
             + "        if (best >= 0) atomicAdd(&dx[best], dy[i]);\n"),
     "align": (_ALIGN + "        y[i] = acc / cnt;\n",
               "        const float g = sg_ld(dy[i]);\n" + _ALIGN),
+    "rotated": (_ROTATED_BOX + _GRID + "        y[i] = acc / cnt;\n", ""),
     "psroi": (_PSROI + _SUM + "        y[i] = area > 0.f ? acc / area : 0.f;\n", _PSROI + _SPREAD),
 }
 # ROIAlign's bilinear sample at flat position P with weight WT, forward and backward.
@@ -101,13 +112,13 @@ _SAMPLE = {False: r"acc += (\2) * sg_ld(data[base + (\1)]);",
 def render_roi(kind: str, backward: bool, geometry: dict, dtype: str, rois_t: str,
                data_t: str = "") -> Rendered:
     """The forward (``y, data, rois``) or data-gradient (``dx, dy, [data,] rois``: ROIPooling's
-    reads data as ``src`` for its maxima) kernel of ``kind`` (max, align, psroi).
-    ``geometry``: NB, C, H, W (data), CO, PH, PW (output), SCALE, and per kind CIN, OFF,
-    RATIO, ALIGNED (align) or G (psroi)."""
+    reads data as ``src`` for its maxima) kernel of ``kind`` (max, align, psroi; rotated
+    forward only). ``geometry``: NB, C, H, W (data), CO, PH, PW (output), SCALE, and per kind
+    CIN, OFF, RATIO, ALIGNED (align, rotated) or G (psroi)."""
     body = _HEAD.replace("STORE_ZERO", "" if backward else "y[i] = 0.f;")
     body += _BODIES[kind][1 if backward else 0]
     body = re.sub(r"SAMPLE\(([^,]+), ([^)]+)\)", _SAMPLE[backward], body)
-    roi = index_load("rois[r * 5 + K]", rois_t)[1]
+    roi = index_load(f"rois[r * {6 if kind == 'rotated' else 5} + K]", rois_t)[1]
     body = re.sub(r"ROI\((\d)\)", lambda m: "(float)" + roi.replace("K", m.group(1)), body)
     body = with_constants(body, {**geometry, "T": ctype(dtype)})
     if backward:

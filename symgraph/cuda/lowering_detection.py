@@ -138,11 +138,12 @@ def _roi_geometry(ctx: StepCtx, kind: str, data: tuple, out: tuple) -> dict:
     geo = {k: str(v) for k, v in zip(("NB", "C", "H", "W", "CO", "PH", "PW"),
                                       tuple(data) + tuple(out[1:]))}
     geo["SCALE"] = float(a["spatial_scale"])
-    if kind == "align":
+    if kind in ("align", "rotated"):
         k, _ = channel_map(kind, a)
         cin = "(c * PH * PW + ph * PW + pw)" if k > 1 else "c"
-        geo = {"CIN": cin, **geo, "OFF": 0.5 if a["aligned"] else 0.0,
-               "RATIO": str(a["sample_ratio"]), "ALIGNED": bool(a["aligned"])}
+        geo = {"CIN": cin, **geo, "OFF": 0.5 if a.get("aligned") else 0.0,
+               "RATIO": str(a.get("sample_ratio", a.get("sampling_ratio"))),
+               "ALIGNED": bool(a.get("aligned"))}
     elif kind == "psroi":
         geo["G"] = str(group_size(a))
     return geo
@@ -150,7 +151,8 @@ def _roi_geometry(ctx: StepCtx, kind: str, data: tuple, out: tuple) -> dict:
 
 @family("roi")
 def _roi(ctx: StepCtx, p: dict) -> list:
-    """ROIPooling / ROIAlign / PSROIPooling (``p['kind']``: max, align, psroi), or with
+    """ROIPooling / ROIAlign / PSROIPooling / RROIAlign (``p['kind']``: max, align, psroi,
+    rotated), or with
     ``p['backward']`` its data gradient (inputs ograd, data, rois)."""
     kind, back = p["kind"], p.get("backward", False)
     data = ctx.in_shapes[1] if back else ctx.in_shapes[0]

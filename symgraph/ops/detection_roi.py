@@ -24,6 +24,7 @@ Example::
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -42,6 +43,8 @@ ROIALIGN_PARAMS = {**_POOLED,
                    "position_sensitive": Param("bool", False, doc="bin j reads channel "
                                                "group j (R-FCN)"),
                    "aligned": Param("bool", False, doc="pixel centres at +0.5 (shift by -0.5)")}
+RROIALIGN_PARAMS = {**_POOLED, "sampling_ratio": Param("int", -1, doc="samples per bin side; "
+                                                                  "-1: adaptive")}
 PSROI_PARAMS = {"spatial_scale": Param("float", doc="feature-map size over image size"),
                 "output_dim": Param("int", doc="output channels"),
                 "pooled_size": Param("int", doc="PH = PW"),
@@ -85,12 +88,20 @@ def out_channels(kind: str, a: Attrs, c_in: int) -> int:
     return c_in // k
 
 
-def _roi_shape(kind: str):
+ROI_ROWS = {"rotated": "[batch, centre x, centre y, width, height, degrees]"}
+"""The rows of ``rois`` per kind, when not [batch, x1, y1, x2, y2]."""
+
+
+def roi_shape(kind: str):
+    """Shape rule of a ROI op of ``kind``: data (N, C, H, W), rois (R, width) -> (R, C_out,
+    PH, PW)."""
+    rows = ROI_ROWS.get(kind, "[batch, x1, y1, x2, y2]")
+    width = rows.count(",") + 1
+
     def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
         ph, pw = pooled_hw(a)
-        if ins[1] is not None and (len(ins[1]) != 2 or ins[1][1] != 5):
-            raise ShapeError(f"rois must be (R, 5) rows [batch, x1, y1, x2, y2], "
-                             f"got {fmt(ins[1])}")
+        if ins[1] is not None and (len(ins[1]) != 2 or ins[1][1] != width):
+            raise ShapeError(f"rois must be (R, {width}) rows {rows}, got {fmt(ins[1])}")
         if ins[0] is None or ins[1] is None:
             return ins, outs
         if len(ins[0]) != 4:
@@ -104,7 +115,7 @@ def round_half_away(v: float) -> float:
     return math.copysign(math.floor(abs(v) + 0.5), v)
 
 
-def _bilinear(h: int, w: int, y: float, x: float) -> list[tuple[int, float]]:
+def bilinear(h: int, w: int, y: float, x: float) -> list[tuple[int, float]]:
     """(position, weight) of MXNet's bilinear sample at (y, x) on an h x w map."""
     if y < -1.0 or y > h or x < -1.0 or x > w:
         return []
@@ -122,26 +133,41 @@ def _bilinear(h: int, w: int, y: float, x: float) -> list[tuple[int, float]]:
             (y1 * w + x0, ly * (1 - lx)), (y1 * w + x1, ly * lx)]
 
 
-def _align_weights(a: Attrs, roi: np.ndarray, h: int, w: int) -> np.ndarray:
+def _grid_weights(a: Attrs, h: int, w: int, start: tuple, size: tuple, ratio: int,
+                  turn: tuple = (1.0, 0.0, 0.0, 0.0)) -> np.ndarray:
+    """(PH*PW, H*W) averages of bilinear samples on each bin's ratio x ratio grid (adaptive
+    for ratio <= 0) over a box of ``size`` (h, w) from ``start`` (y, x); ``turn`` (cos, sin,
+    centre y, centre x) rotates the sample points about the centre (RROIAlign)."""
     ph, pw = pooled_hw(a)
+    rh, rw = size
+    bh, bw = rh / ph, rw / pw
+    gh = ratio if ratio > 0 else math.ceil(rh / ph)
+    gw = ratio if ratio > 0 else math.ceil(rw / pw)
+    cos, sin, cy, cx = turn
+    wts = np.zeros((ph * pw, h * w))
+    for i, j, iy, ix in itertools.product(range(ph), range(pw), range(gh), range(gw)):
+        yy = start[0] + i * bh + (iy + 0.5) * bh / gh
+        xx = start[1] + j * bw + (ix + 0.5) * bw / gw
+        for pos, wt in bilinear(h, w, yy * cos - xx * sin + cy, xx * cos + yy * sin + cx):
+            wts[i * pw + j, pos] += wt / max(gh * gw, 1)
+    return wts
+
+
+def _align_weights(a: Attrs, roi: np.ndarray, h: int, w: int) -> np.ndarray:
     off = 0.5 if a["aligned"] else 0.0
     x0, y0, x1, y1 = (float(v) * a["spatial_scale"] - off for v in roi[1:5])
     rw, rh = x1 - x0, y1 - y0
     if not a["aligned"]:
         rw, rh = max(rw, 1.0), max(rh, 1.0)
-    bh, bw = rh / ph, rw / pw
-    gh = a["sample_ratio"] if a["sample_ratio"] > 0 else math.ceil(rh / ph)
-    gw = a["sample_ratio"] if a["sample_ratio"] > 0 else math.ceil(rw / pw)
-    wts = np.zeros((ph * pw, h * w))
-    for i in range(ph):
-        for j in range(pw):
-            for iy in range(gh):
-                y = y0 + i * bh + (iy + 0.5) * bh / gh
-                for ix in range(gw):
-                    x = x0 + j * bw + (ix + 0.5) * bw / gw
-                    for pos, wt in _bilinear(h, w, y, x):
-                        wts[i * pw + j, pos] += wt / max(gh * gw, 1)
-    return wts
+    return _grid_weights(a, h, w, (y0, x0), (rh, rw), a["sample_ratio"])
+
+
+def _rotated_weights(a: Attrs, roi: np.ndarray, h: int, w: int) -> np.ndarray:
+    cx, cy, rw, rh = (float(v) * a["spatial_scale"] for v in roi[1:5])
+    rw, rh = max(rw, 1.0), max(rh, 1.0)
+    theta = float(roi[5]) * math.pi / 180.0
+    return _grid_weights(a, h, w, (-rh / 2, -rw / 2), (rh, rw), a["sampling_ratio"],
+                         (math.cos(theta), math.sin(theta), cy, cx))
 
 
 def _psroi_weights(a: Attrs, roi: np.ndarray, h: int, w: int) -> np.ndarray:
@@ -162,7 +188,7 @@ def _psroi_weights(a: Attrs, roi: np.ndarray, h: int, w: int) -> np.ndarray:
     return wts.reshape(ph * pw, h * w)
 
 
-WEIGHTS = {"align": _align_weights, "psroi": _psroi_weights}
+WEIGHTS = {"align": _align_weights, "psroi": _psroi_weights, "rotated": _rotated_weights}
 
 
 def _linear_plan(kind: str, a: Attrs, data_shape: tuple, rois: np.ndarray):
@@ -178,7 +204,7 @@ def _linear_plan(kind: str, a: Attrs, data_shape: tuple, rois: np.ndarray):
     return plan, chan
 
 
-def _linear_forward(kind: str):
+def linear_forward(kind: str):
     def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
         data, rois = xs[0], xs[1]
         n, c, h, w = data.shape
@@ -193,7 +219,7 @@ def _linear_forward(kind: str):
     return compute
 
 
-def _linear_backward(kind: str):
+def linear_backward(kind: str):
     def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
         dy, data, rois = xs
         n, c, h, w = data.shape
@@ -207,7 +233,7 @@ def _linear_backward(kind: str):
     return compute
 
 
-def _backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+def backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return ins, [ins[1]] if ins[1] is not None else outs
 
 
@@ -270,20 +296,20 @@ def _attrs(c) -> dict:
 
 
 register(OpDef(
-    "ROIPooling", ROIPOOL_PARAMS, ("data", "rois"), _roi_shape("max"), _roipool,
+    "ROIPooling", ROIPOOL_PARAMS, ("data", "rois"), roi_shape("max"), _roipool,
     lambda c: [c.sym._backward_ROIPooling(c.ograds[0], c.inputs[0], c.inputs[1],
                                           **_attrs(c)), None],
     OPAQUE, infer_type=typed_like(0), lowering=("roi", {"kind": "max"}),
     doc="Max pooling of each ROI (R, 5) of data (N, C, H, W) into (R, C, PH, PW) integer "
         "bins (Fast R-CNN); empty bins give 0."))
 register(OpDef(
-    "_backward_ROIPooling", ROIPOOL_PARAMS, ("ograd", "data", "rois"), _backward_shape,
+    "_backward_ROIPooling", ROIPOOL_PARAMS, ("ograd", "data", "rois"), backward_shape,
     _roipool_backward, NO_GRADIENT, OPAQUE, infer_type=typed_like(0),
     lowering=("roi", {"kind": "max", "backward": True}),
     doc="Gradient of ROIPooling: each bin's gradient added at its first maximum of data."))
 register(OpDef(
-    "_contrib_ROIAlign", ROIALIGN_PARAMS, ("data", "rois"), _roi_shape("align"),
-    _linear_forward("align"),
+    "_contrib_ROIAlign", ROIALIGN_PARAMS, ("data", "rois"), roi_shape("align"),
+    linear_forward("align"),
     lambda c: [c.sym._backward_ROIAlign(c.ograds[0], c.inputs[0], c.inputs[1], **_attrs(c)),
                None],
     OPAQUE, infer_type=typed_like(0), lowering=("roi", {"kind": "align"}),
@@ -291,25 +317,32 @@ register(OpDef(
         "bilinear samples on a sample_ratio grid; (R, C, PH, PW), or (R, C/(PH*PW), PH, PW) "
         "position-sensitive."))
 register(OpDef(
-    "_backward_ROIAlign", ROIALIGN_PARAMS, ("ograd", "data", "rois"), _backward_shape,
-    _linear_backward("align"),
+    "_backward_ROIAlign", ROIALIGN_PARAMS, ("ograd", "data", "rois"), backward_shape,
+    linear_backward("align"),
     lambda c: [c.sym._contrib_ROIAlign(c.ograds[0], c.inputs[2], **_attrs(c)), None, None],
     OPAQUE, infer_type=typed_like(0), lowering=("roi", {"kind": "align", "backward": True}),
     doc="Gradient of ROIAlign with respect to data: the bilinear weights transposed (data's "
         "values are not read)."))
 register(OpDef(
-    "_contrib_PSROIPooling", PSROI_PARAMS, ("data", "rois"), _roi_shape("psroi"),
-    _linear_forward("psroi"),
+    "_contrib_PSROIPooling", PSROI_PARAMS, ("data", "rois"), roi_shape("psroi"),
+    linear_forward("psroi"),
     lambda c: [c.sym._backward_PSROIPooling(c.ograds[0], c.inputs[0], c.inputs[1],
                                             **_attrs(c)), None],
     OPAQUE, infer_type=typed_like(0), lowering=("roi", {"kind": "psroi"}),
     doc="Position-sensitive ROI pooling (R-FCN): bin (i, j) of output channel c averages "
         "channel (c * G + gi) * G + gj of data over its integer bin; (R, output_dim, P, P)."))
 register(OpDef(
-    "_backward_PSROIPooling", PSROI_PARAMS, ("ograd", "data", "rois"), _backward_shape,
-    _linear_backward("psroi"),
+    "_backward_PSROIPooling", PSROI_PARAMS, ("ograd", "data", "rois"), backward_shape,
+    linear_backward("psroi"),
     lambda c: [c.sym._contrib_PSROIPooling(c.ograds[0], c.inputs[2], **_attrs(c)), None,
                None],
     OPAQUE, infer_type=typed_like(0), lowering=("roi", {"kind": "psroi", "backward": True}),
     doc="Gradient of PSROIPooling with respect to data: each bin's gradient spread evenly "
         "over its integer bin (data's values are not read)."))
+register(OpDef(
+    "_contrib_RROIAlign", RROIALIGN_PARAMS, ("data", "rois"), roi_shape("rotated"),
+    linear_forward("rotated"), NO_GRADIENT, OPAQUE, infer_type=typed_like(0),
+    lowering=("roi", {"kind": "rotated"}),
+    doc="Rotated ROI Align: each bin of each rotated ROI (R, 6) [batch, centre x, centre y, "
+        "width, height, degrees counter-clockwise] of data (N, C, H, W) averages bilinear "
+        "samples; (R, C, PH, PW). No gradient (as in MXNet)."))

@@ -67,6 +67,26 @@ def _ref_align(data: np.ndarray, rois: np.ndarray, ph: int, pw: int, s: float,
     return out
 
 
+def _ref_rotated(data: np.ndarray, rois: np.ndarray, ph: int, pw: int, s: float) -> np.ndarray:
+    out = np.zeros((len(rois), data.shape[1], ph, pw))
+    for r, (b, cx, cy, rw, rh, deg) in enumerate(rois):
+        cx, cy, rw, rh = cx * s, cy * s, max(rw * s, 1.0), max(rh * s, 1.0)
+        c, sn = math.cos(math.radians(deg)), math.sin(math.radians(deg))
+        gh, gw = math.ceil(rh / ph), math.ceil(rw / pw)
+        for i in range(ph):
+            for j in range(pw):
+                total = 0.0
+                for a in range(gh):
+                    for k in range(gw):
+                        # the sample in the ROI's frame (centre 0), turned about the centre
+                        v = -rh / 2 + (i + (a + 0.5) / gh) * rh / ph
+                        u = -rw / 2 + (j + (k + 0.5) / gw) * rw / pw
+                        total = total + _sample(data[int(b)], v * c - u * sn + cy,
+                                                u * c + v * sn + cx)
+                out[r, :, i, j] = total / (gh * gw)
+    return out
+
+
 def _ref_psroi(data: np.ndarray, rois: np.ndarray, dim: int, p: int, s: float) -> np.ndarray:
     out = np.zeros((len(rois), dim, p, p))
     h, w = data.shape[2:]
@@ -161,6 +181,11 @@ CASES = [
          {"data": normal(2, 2, 7, 8), "rois": const(ROIS)},
          lambda data, rois: _ref_align(data, rois, 3, 2, 0.75, 2), grad_nodes=["data"],
          id="ROIAlign_ratio"),
+    Case("_contrib_RROIAlign",
+         lambda: S.contrib.RROIAlign(data, rois, pooled_size=(2, 2), spatial_scale=0.5),
+         {"data": normal(2, 2, 7, 8), "rois": const([[0, 6.0, 5.0, 8.0, 4.0, 30.0],
+                                                     [1, 9.0, 6.0, 5.0, 9.0, -75.0]])},
+         lambda data, rois: _ref_rotated(data, rois, 2, 2, 0.5), grad=False),
     Case("_contrib_PSROIPooling",
          lambda: S.contrib.PSROIPooling(data, rois, spatial_scale=0.5, output_dim=2,
                                         pooled_size=2),

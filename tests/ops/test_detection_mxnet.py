@@ -39,6 +39,8 @@ def _labels() -> list:
     return lab.tolist()
 
 
+ROTATED = np.concatenate([R.integers(0, 2, (4, 1)), R.uniform(3, 10, (4, 2)),
+                          R.uniform(2, 8, (4, 2)), R.uniform(-90, 90, (4, 1))], 1).tolist()
 DATA = R.normal(size=(2, 8, 6, 7)).tolist()
 ANCHORS = _boxes(1, 30)
 SOFT = np.exp(R.normal(size=(2, 3, 30)))
@@ -58,6 +60,9 @@ CASES = {
                      [DATA, _rois(4, 2, 14)], [0]),
     "psroi": ("nd.contrib.PSROIPooling(a, b, spatial_scale=0.5, output_dim=2, pooled_size=2)",
               [DATA, _rois(4, 2, 14)], [0]),
+    "rroi_align": ("nd.contrib.RROIAlign(a, b, pooled_size=(2, 3), spatial_scale=0.5, "
+                   "sampling_ratio=2)", [DATA, ROTATED], []),
+    "rroi_align_adaptive": ("nd.contrib.RROIAlign(a, b, (3, 2), 0.6)", [DATA, ROTATED], []),
     "box_iou": ("nd.contrib.box_iou(a, b)", [_boxes(2, 5).tolist(), _boxes(3).tolist()], []),
     "box_iou_center": ("nd.contrib.box_iou(a, b, format='center')",
                        [_boxes(4).tolist(), _boxes(3).tolist()], []),
