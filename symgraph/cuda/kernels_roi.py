@@ -130,3 +130,86 @@ def render_roi(kind: str, backward: bool, geometry: dict, dtype: str, rois_t: st
     return grid_stride_kernel(f"{kind}_roi{'_backward' if backward else ''}",
                               f"{sorted(geometry.items())}", ", ".join(params), body,
                               n_ptr=len(params))
+
+
+# DeformablePSROIPooling: the bin's offset, channel and samples (``SAMPLES`` per side); each
+# valid sample runs ``EACH`` with its clamped position (y, x), corners and fractions.
+_DEFORMABLE = """        const float x0 = roundf(ROI(1)) * SCALE - 0.5f, y0 = roundf(ROI(2)) * SCALE - 0.5f;
+        const float rw = fmaxf((roundf(ROI(3)) + 1.f) * SCALE - 0.5f - x0, 0.1f);
+        const float rh = fmaxf((roundf(ROI(4)) + 1.f) * SCALE - 0.5f - y0, 0.1f);
+        const float bw = rw / PW, bh = rh / PH;
+        const long long pi = (long long)floorf((float)ph / PH * K);
+        const long long pj = (long long)floorf((float)pw / PW * K);
+        const long long t = (((r * CLASSES + c / (CO / CLASSES)) * 2) * K + pi) * K + pj;
+        const float tx = NO_TRANS ? 0.f : sg_ld(trans[t]) * STD;
+        const float ty = NO_TRANS ? 0.f : sg_ld(trans[t + K * K]) * STD;
+        const float ws = pw * bw + x0 + tx * rw, hs = ph * bh + y0 + ty * rh;
+        const int gi = min(max((int)floorf((float)ph * G / PH), 0), G - 1);
+        const int gj = min(max((int)floorf((float)pw * G / PW), 0), G - 1);
+        const long long base = (b * C + (c * G + gi) * G + gj) * H * W;
+        int count = 0;
+        for (int pass = PASSES; pass < 2; ++pass)
+            for (int u = 0; u < SAMPLES; ++u)
+                for (int v = 0; v < SAMPLES; ++v) {
+                    float y = hs + u * bh / SAMPLES, x = ws + v * bw / SAMPLES;
+                    if (x < -0.5f || x > W - 0.5f || y < -0.5f || y > H - 0.5f) continue;
+                    if (pass == 0) { ++count; continue; }
+                    y = fminf(fmaxf(y, 0.f), H - 1.f); x = fminf(fmaxf(x, 0.f), W - 1.f);
+                    const int ya = (int)floorf(y), yb = (int)ceilf(y);
+                    const int xa = (int)floorf(x), xb = (int)ceilf(x);
+                    const float fy = y - ya, fx = x - xa;
+                    EACH
+                }
+"""
+_DEFORMABLE_FORWARD = (
+    "const float v00 = sg_ld(data[base + ya * W + xa]), v01 = sg_ld(data[base + yb * W + xa]);\n"
+    "                    const float v10 = sg_ld(data[base + ya * W + xb]), "
+    "v11 = sg_ld(data[base + yb * W + xb]);\n"
+    "                    acc += (1.f - fx) * (1.f - fy) * v00 + (1.f - fx) * fy * v01 + "
+    "fx * (1.f - fy) * v10 + fx * fy * v11; ++count;")
+_DEFORMABLE_BACKWARD = (
+    "atomicAdd(&dx[base + ya * W + xa], (T)((1.f - fx) * (1.f - fy) * g));\n"
+    "                    atomicAdd(&dx[base + yb * W + xa], (T)((1.f - fx) * fy * g));\n"
+    "                    atomicAdd(&dx[base + ya * W + xb], (T)(fx * (1.f - fy) * g));\n"
+    "                    atomicAdd(&dx[base + yb * W + xb], (T)(fx * fy * g));\n"
+    "                    if (NO_TRANS) continue;\n"
+    "                    const float v00 = sg_ld(data[base + ya * W + xa]), "
+    "v01 = sg_ld(data[base + yb * W + xa]);\n"
+    "                    const float v10 = sg_ld(data[base + ya * W + xb]), "
+    "v11 = sg_ld(data[base + yb * W + xb]);\n"
+    "                    atomicAdd(&dtrans[t], (T)(((v11 - v01) * fy + (v10 - v00) * (1.f - fy))"
+    " * STD * g * rw));\n"
+    "                    atomicAdd(&dtrans[t + K * K], (T)(((v11 - v10) * fx + (v01 - v00) * "
+    "(1.f - fx)) * STD * g * rh));")
+
+
+def render_deformable(backward: bool, geometry: dict, dtype: str, rois_t: str,
+                      trans_t: str | None) -> Rendered:
+    """DeformablePSROIPooling's forward (``y, data, rois[, trans]``) or gradient (``dx[,
+    dtrans], dy, data, rois[, trans]``) over the output elements. ``geometry``: NB, C, H, W,
+    CO, PH, PW, SCALE, G, K (part size), CLASSES, SAMPLES, STD; ``trans_t`` None: no_trans."""
+    head = _HEAD.replace("STORE_ZERO", "" if backward else "y[i] = 0.f;")
+    if backward:
+        body = (head + _DEFORMABLE.replace("PASSES", "0").replace(
+            "if (pass == 0) { ++count; continue; }",
+            "if (pass == 0) { ++count; continue; }\n"
+            "                    const float g = sg_ld(dy[i]) / count;")
+            .replace("EACH", _DEFORMABLE_BACKWARD))
+    else:
+        body = (head + "        float acc = 0.f;\n" + _DEFORMABLE.replace("PASSES", "1")
+                .replace("EACH", _DEFORMABLE_FORWARD)
+                + "        y[i] = count > 0 ? acc / count : 0.f;\n")
+    roi = index_load("rois[r * 5 + K_]", rois_t)[1]
+    body = re.sub(r"ROI\((\d)\)", lambda m: "(float)" + roi.replace("K_", m.group(1)), body)
+    body = with_constants(body, {**geometry, "NO_TRANS": "true" if trans_t is None else "false",
+                                 "T": ctype(dtype)})
+    outs = ([ptr("dx", dtype, False, False)] + ([ptr("dtrans", dtype, False, False)]
+                                               if trans_t else []) + [ptr("dy", dtype)]
+            if backward else [ptr("y", dtype, False)])
+    params = outs + [ptr("data", dtype), ptr("rois", rois_t)]
+    params += [ptr("trans", trans_t)] if trans_t else []
+    if trans_t is None:
+        body = body.replace("sg_ld(trans[t])", "0.f").replace("sg_ld(trans[t + K * K])", "0.f")
+    return grid_stride_kernel(f"deformable_psroi{'_backward' if backward else ''}",
+                              f"{sorted(geometry.items())}", ", ".join(params), body,
+                              n_ptr=len(params))

@@ -7,8 +7,8 @@ naming the kernel (``kind``):
   ``kernels_multibox``, ``kernels_proposal``): box_nms, bipartite_matching,
   MultiBoxDetection, MultiBoxTarget, Proposal and MultiProposal, with their orders and flags
   in scratch;
-* ``roi``: one thread per pooled element (``kernels_roi``), the gradients zero-filling data's
-  gradient and adding into it.
+* ``roi`` and ``deformable``: one thread per pooled element (``kernels_roi``), the gradients
+  zero-filling data's (and trans's) gradient and adding into it.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from .kernels_detection import (render_box_decode, render_box_encode, render_box
 from .kernels_detection_nms import render_box_nms, render_matching
 from .kernels_multibox import TARGET_THREADS, render_detection, render_target
 from .kernels_proposal import render_proposal
-from .kernels_roi import render_roi
+from .kernels_roi import render_deformable, render_roi
 from ..ops.detection_multibox import prior_half_sizes, prior_steps
 from ..ops.detection_proposal import base_anchors
 from ..ops.detection_roi import channel_map, group_size
@@ -147,6 +147,28 @@ def _roi_geometry(ctx: StepCtx, kind: str, data: tuple, out: tuple) -> dict:
     elif kind == "psroi":
         geo["G"] = str(group_size(a))
     return geo
+
+
+@family("deformable")
+def _deformable(ctx: StepCtx, p: dict) -> list:
+    """DeformablePSROIPooling, or with ``p['backward']`` its gradient (inputs ograd, data,
+    rois[, trans]): one thread per output element, the gradient adding atomically."""
+    a, back = ctx.attrs, p.get("backward", False)
+    ins = ctx.ins[1:] if back else ctx.ins
+    data, out = ctx.in_shapes[1 if back else 0], ctx.in_shapes[0] if back else ctx.out_shapes[0]
+    trans = ins[2] if len(ins) > 2 else None
+    classes = 1 if trans is None else ctx.in_shapes[-1][1] // 2
+    geo = {**{k: str(v) for k, v in zip(("NB", "C", "H", "W", "CO", "PH", "PW"),
+                                         tuple(data) + tuple(out[1:]))},
+           "SCALE": float(a["spatial_scale"]), "G": str(a["group_size"]),
+           "K": str(a["part_size"] or a["pooled_size"]), "CLASSES": str(classes),
+           "SAMPLES": str(a["sample_per_part"]), "STD": float(a["trans_std"])}
+    kern = render_deformable(back, geo, ctx.storage, ctx.dt(ins[1]),
+                             None if trans is None else ctx.dt(trans))
+    run = launch(ctx, kern, (*ctx.outs, *ctx.ins), prod(out))
+    if not back:
+        return [run]
+    return [Fill(o, 0.0, prod(s), ctx.storage) for o, s in zip(ctx.outs, ctx.out_shapes)] + [run]
 
 
 @family("roi")

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(host_compiler() is None, reason="g++ not on PATH
 S = sg.sym
 # One case per kernel (and per option that changes a kernel's code), to keep the g++ runs few.
 HOST = {name: live.CASES[name] for name in (
-    "roi_pool", "roi_align_ratio", "rroi_align_adaptive", "roi_align_ps", "psroi", "box_iou_center", "box_nms",
+    "roi_pool", "roi_align_ratio", "rroi_align_adaptive", "deformable", "roi_align_ps", "psroi", "box_iou_center", "box_nms",
     "box_nms_center", "bipartite", "box_encode", "box_decode", "prior", "target_mining",
     "detection_topk", "multi_proposal")}
 

@@ -106,6 +106,41 @@ def _ref_psroi(data: np.ndarray, rois: np.ndarray, dim: int, p: int, s: float) -
     return out
 
 
+def _ref_deformable(data, rois, trans, dim: int, g: int, p: int, s: int, std: float,
+                    scale: float) -> np.ndarray:
+    out = np.zeros((len(rois), dim, p, p))
+    h, w = data.shape[2:]
+    classes = trans.shape[1] // 2
+    for r, (b, *box) in enumerate(rois):
+        x0, y0, x1, y1 = (math.floor(v + 0.5) for v in box)
+        x0, y0, x1, y1 = x0 * scale - 0.5, y0 * scale - 0.5, (x1 + 1) * scale - 0.5, \
+            (y1 + 1) * scale - 0.5
+        rw, rh = max(x1 - x0, 0.1), max(y1 - y0, 0.1)
+        for c, i, j in np.ndindex(dim, p, p):
+            k = c // (dim // classes)
+            part = (math.floor(i / p * trans.shape[2]), math.floor(j / p * trans.shape[3]))
+            tx, ty = trans[r, 2 * k][part] * std, trans[r, 2 * k + 1][part] * std
+            vals = []
+            for u in range(s):
+                for v in range(s):
+                    y = i * rh / p + y0 + ty * rh + u * rh / p / s
+                    x = j * rw / p + x0 + tx * rw + v * rw / p / s
+                    if -0.5 <= x <= w - 0.5 and -0.5 <= y <= h - 0.5:
+                        img = data[int(b), (c * g + i * g // p) * g + j * g // p]
+                        vals.append(_plain_bilinear(img, min(max(y, 0), h - 1),
+                                                    min(max(x, 0), w - 1)))
+            out[r, c, i, j] = np.mean(vals) if vals else 0.0
+    return out
+
+
+def _plain_bilinear(img: np.ndarray, y: float, x: float) -> float:
+    ya, xa = int(math.floor(y)), int(math.floor(x))
+    yb, xb = int(math.ceil(y)), int(math.ceil(x))
+    fy, fx = y - ya, x - xa
+    return ((1 - fy) * (1 - fx) * img[ya, xa] + fy * (1 - fx) * img[yb, xa]
+            + (1 - fy) * fx * img[ya, xb] + fy * fx * img[yb, xb])
+
+
 def _iou(a, b) -> float:
     iw = max(min(a[2], b[2]) - max(a[0], b[0]), 0.0)
     ih = max(min(a[3], b[3]) - max(a[1], b[1]), 0.0)
@@ -186,6 +221,14 @@ CASES = [
          {"data": normal(2, 2, 7, 8), "rois": const([[0, 6.0, 5.0, 8.0, 4.0, 30.0],
                                                      [1, 9.0, 6.0, 5.0, 9.0, -75.0]])},
          lambda data, rois: _ref_rotated(data, rois, 2, 2, 0.5), grad=False),
+    Case("_contrib_DeformablePSROIPooling",
+         lambda: S.contrib.DeformablePSROIPooling(
+             data, rois, S.var("trans"), spatial_scale=0.5, output_dim=2, group_size=2,
+             pooled_size=2, part_size=2, sample_per_part=2, trans_std=0.2),
+         {"data": normal(2, 8, 7, 8), "rois": const(ROIS),
+          "trans": const(np.linspace(-0.9, 0.8, 3 * 2 * 2 * 2).reshape(3, 2, 2, 2))},
+         lambda data, rois, trans: _ref_deformable(data, rois, trans, 2, 2, 2, 2, 0.2, 0.5),
+         grad_nodes=["data", "trans"], also_covers=("_backward_DeformablePSROIPooling",)),
     Case("_contrib_PSROIPooling",
          lambda: S.contrib.PSROIPooling(data, rois, spatial_scale=0.5, output_dim=2,
                                         pooled_size=2),

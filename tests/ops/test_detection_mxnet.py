@@ -63,6 +63,14 @@ CASES = {
     "rroi_align": ("nd.contrib.RROIAlign(a, b, pooled_size=(2, 3), spatial_scale=0.5, "
                    "sampling_ratio=2)", [DATA, ROTATED], []),
     "rroi_align_adaptive": ("nd.contrib.RROIAlign(a, b, (3, 2), 0.6)", [DATA, ROTATED], []),
+    "deformable": ("nd.contrib.DeformablePSROIPooling(a, b, c, spatial_scale=0.5, output_dim=2, "
+                   "group_size=2, pooled_size=3, part_size=2, sample_per_part=2, "
+                   "trans_std=0.3)",
+                   [DATA, _rois(3, 2, 14), (R.normal(size=(3, 2, 2, 2)) * 0.5).tolist()],
+                   [0, 2]),
+    "deformable_no_trans": ("nd.contrib.DeformablePSROIPooling(a, b, spatial_scale=0.5, "
+                            "output_dim=2, group_size=2, pooled_size=2, no_trans=True)",
+                            [DATA, _rois(3, 2, 14)], [0]),
     "box_iou": ("nd.contrib.box_iou(a, b)", [_boxes(2, 5).tolist(), _boxes(3).tolist()], []),
     "box_iou_center": ("nd.contrib.box_iou(a, b, format='center')",
                        [_boxes(4).tolist(), _boxes(3).tolist()], []),
