@@ -107,12 +107,8 @@ def test_every_detection_kernel_compiles_for_sm90() -> None:
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(live.CASES))
 def test_gpu_matches_cpu(name: str) -> None:
-    expr, inputs, wrt = live.CASES[name]
-
-    def run(ctx: Any) -> list:
-        with sg.Context(ctx):
-            return [np.asarray(v) for v in live._symgraph(expr, inputs, wrt)]
-    for w, g in zip(run(sg.cpu()), run(sg.gpu())):
+    want, got = (live._symgraph(*live.CASES[name], ctx) for ctx in (sg.cpu(), sg.gpu()))
+    for w, g in zip(want, got):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4, err_msg=name)
 
 

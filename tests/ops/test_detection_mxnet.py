@@ -131,8 +131,9 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def _symgraph(expr: str, inputs: list, wrt: list) -> list:
-    xs = [sg.nd.array(np.asarray(v, np.float32)) for v in inputs]
+def _symgraph(expr: str, inputs: list, wrt: list, ctx: object = None) -> list:
+    """Outputs and input gradients of ``expr`` run by symgraph (on ``ctx``, default the CPU)."""
+    xs = [sg.nd.array(np.asarray(v, np.float32), ctx) for v in inputs]
     for k in wrt:
         xs[k].attach_grad()
     with sg.autograd.record():
@@ -140,7 +141,7 @@ def _symgraph(expr: str, inputs: list, wrt: list) -> list:
     ys = list(y) if isinstance(y, (list, tuple)) else [y]
     if wrt:
         head = np.arange(1, ys[0].size + 1, dtype=np.float32).reshape(ys[0].shape)
-        ys[0].backward(sg.nd.array(head))
+        ys[0].backward(sg.nd.array(head, ctx))
     return [v.asnumpy().astype(float) for v in ys] + [xs[k].grad.asnumpy() for k in wrt]
 
 
