@@ -7,19 +7,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any
-
 from .. import ndarray as _nd
+from ._forward import forwarding
 
-
-def __getattr__(name: str) -> Any:
-    # sg.nd.contrib is filled when the front end installs its op functions, after this
-    # module is imported: look names up on use
-    try:
-        return vars(_nd.contrib)[name]
-    except KeyError:
-        raise AttributeError(f"symgraph.contrib.ndarray has no {name!r}") from None
-
-
-def __dir__() -> list[str]:
-    return sorted(vars(_nd.contrib))
+__getattr__, __dir__ = forwarding(lambda: _nd.contrib, __name__)

@@ -7,19 +7,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any
-
 from .. import symbol as _sym
+from ._forward import forwarding
 
-
-def __getattr__(name: str) -> Any:
-    # sg.sym.contrib is filled when the front end installs its op functions, after this
-    # module is imported: look names up on use
-    try:
-        return vars(_sym.contrib)[name]
-    except KeyError:
-        raise AttributeError(f"symgraph.contrib.symbol has no {name!r}") from None
-
-
-def __dir__() -> list[str]:
-    return sorted(vars(_sym.contrib))
+__getattr__, __dir__ = forwarding(lambda: _sym.contrib, __name__)

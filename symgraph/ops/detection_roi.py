@@ -307,38 +307,37 @@ register(OpDef(
     _roipool_backward, NO_GRADIENT, OPAQUE, infer_type=typed_like(0),
     lowering=("roi", {"kind": "max", "backward": True}),
     doc="Gradient of ROIPooling: each bin's gradient added at its first maximum of data."))
-register(OpDef(
-    "_contrib_ROIAlign", ROIALIGN_PARAMS, ("data", "rois"), roi_shape("align"),
-    linear_forward("align"),
-    lambda c: [c.sym._backward_ROIAlign(c.ograds[0], c.inputs[0], c.inputs[1], **_attrs(c)),
-               None],
-    OPAQUE, infer_type=typed_like(0), lowering=("roi", {"kind": "align"}),
-    doc="ROI Align (Mask R-CNN): each bin of each ROI (R, 5) of data (N, C, H, W) averages "
-        "bilinear samples on a sample_ratio grid; (R, C, PH, PW), or (R, C/(PH*PW), PH, PW) "
-        "position-sensitive."))
-register(OpDef(
-    "_backward_ROIAlign", ROIALIGN_PARAMS, ("ograd", "data", "rois"), backward_shape,
-    linear_backward("align"),
-    lambda c: [c.sym._contrib_ROIAlign(c.ograds[0], c.inputs[2], **_attrs(c)), None, None],
-    OPAQUE, infer_type=typed_like(0), lowering=("roi", {"kind": "align", "backward": True}),
-    doc="Gradient of ROIAlign with respect to data: the bilinear weights transposed (data's "
-        "values are not read)."))
-register(OpDef(
-    "_contrib_PSROIPooling", PSROI_PARAMS, ("data", "rois"), roi_shape("psroi"),
-    linear_forward("psroi"),
-    lambda c: [c.sym._backward_PSROIPooling(c.ograds[0], c.inputs[0], c.inputs[1],
-                                            **_attrs(c)), None],
-    OPAQUE, infer_type=typed_like(0), lowering=("roi", {"kind": "psroi"}),
-    doc="Position-sensitive ROI pooling (R-FCN): bin (i, j) of output channel c averages "
-        "channel (c * G + gi) * G + gj of data over its integer bin; (R, output_dim, P, P)."))
-register(OpDef(
-    "_backward_PSROIPooling", PSROI_PARAMS, ("ograd", "data", "rois"), backward_shape,
-    linear_backward("psroi"),
-    lambda c: [c.sym._contrib_PSROIPooling(c.ograds[0], c.inputs[2], **_attrs(c)), None,
-               None],
-    OPAQUE, infer_type=typed_like(0), lowering=("roi", {"kind": "psroi", "backward": True}),
-    doc="Gradient of PSROIPooling with respect to data: each bin's gradient spread evenly "
-        "over its integer bin (data's values are not read)."))
+def _register_linear(name: str, kind: str, params: dict, ops: tuple, docs: tuple) -> None:
+    """A linear ROI op and its gradient op ``_backward_<name without _contrib_>``; ``ops``:
+    (forward, backward) as functions of ``c.sym``: each one's gradient is the other."""
+    forward, backward = ops
+    register(OpDef(
+        name, params, ("data", "rois"), roi_shape(kind), linear_forward(kind),
+        lambda c: [backward(c.sym)(c.ograds[0], c.inputs[0], c.inputs[1], **_attrs(c)), None],
+        OPAQUE, infer_type=typed_like(0), lowering=("roi", {"kind": kind}), doc=docs[0]))
+    register(OpDef(
+        "_backward_" + name.replace("_contrib_", ""), params, ("ograd", "data", "rois"),
+        backward_shape, linear_backward(kind),
+        lambda c: [forward(c.sym)(c.ograds[0], c.inputs[2], **_attrs(c)), None, None],
+        OPAQUE, infer_type=typed_like(0), lowering=("roi", {"kind": kind, "backward": True}),
+        doc=docs[1]))
+
+
+_register_linear(
+    "_contrib_ROIAlign", "align", ROIALIGN_PARAMS,
+    (lambda s: s._contrib_ROIAlign, lambda s: s._backward_ROIAlign),
+    ("ROI Align (Mask R-CNN): each bin of each ROI (R, 5) of data (N, C, H, W) averages "
+     "bilinear samples on a sample_ratio grid; (R, C, PH, PW), or (R, C/(PH*PW), PH, PW) "
+     "position-sensitive.",
+     "Gradient of ROIAlign with respect to data: the bilinear weights transposed (data's "
+     "values are not read)."))
+_register_linear(
+    "_contrib_PSROIPooling", "psroi", PSROI_PARAMS,
+    (lambda s: s._contrib_PSROIPooling, lambda s: s._backward_PSROIPooling),
+    ("Position-sensitive ROI pooling (R-FCN): bin (i, j) of output channel c averages "
+     "channel (c * G + gi) * G + gj of data over its integer bin; (R, output_dim, P, P).",
+     "Gradient of PSROIPooling with respect to data: each bin's gradient spread evenly over "
+     "its integer bin (data's values are not read)."))
 register(OpDef(
     "_contrib_RROIAlign", RROIALIGN_PARAMS, ("data", "rois"), roi_shape("rotated"),
     linear_forward("rotated"), NO_GRADIENT, OPAQUE, infer_type=typed_like(0),

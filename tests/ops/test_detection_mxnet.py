@@ -3,13 +3,12 @@ output, and the data gradient (head gradient 1, 2, 3, ...) of the ROI ops. Marke
 skipped unless ``SYMGRAPH_MXNET_PYTHON`` (default /tmp/mxvenv/bin/python) imports mxnet."""
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
 import pytest
 
 import symgraph as sg
 from tests.mxnet_live import mxnet_json
+from tests.ops.test_seqops_mxnet import CHILD
 
 pytestmark = pytest.mark.mxnet
 R = np.random.default_rng(7)
@@ -110,25 +109,6 @@ CASES = {
                        [RPN_SCORE, RPN_DELTA, [[40.0, 48.0, 1.0], [30.0, 33.0, 0.8]]], []),
 }
 
-CHILD = textwrap.dedent("""
-    import json, sys
-    import mxnet as mx
-    import numpy as np
-    nd = mx.nd
-    out = {}
-    for name, (expr, inputs, wrt) in json.load(sys.stdin).items():
-        xs = [nd.array(v) for v in inputs]
-        for k in wrt:
-            xs[k].attach_grad()
-        with mx.autograd.record():
-            y = eval(expr, {"nd": nd}, dict(zip("abcdef", xs)))
-        ys = list(y) if isinstance(y, (list, tuple)) else [y]
-        if wrt:
-            ys[0].backward(nd.array(np.arange(1, ys[0].size + 1).reshape(ys[0].shape)))
-        out[name] = [v.asnumpy().astype(float).tolist() for v in ys] + [
-            xs[k].grad.asnumpy().tolist() for k in wrt]
-    print(json.dumps(out))
-""")
 
 
 def _symgraph(expr: str, inputs: list, wrt: list, ctx: object = None) -> list:
@@ -152,9 +132,8 @@ def mxnet_results() -> dict:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_mxnet(name: str, mxnet_results: dict) -> None:
-    ours = _symgraph(*CASES[name])
-    theirs = mxnet_results[name]
-    assert len(ours) == len(theirs)
-    for k, (o, t) in enumerate(zip(ours, theirs)):
-        np.testing.assert_allclose(o, np.asarray(t, float), rtol=1e-4, atol=1e-4,
+    """Every output, then each differentiated input's gradient, within 1e-4 (float32)."""
+    pairs = list(zip(_symgraph(*CASES[name]), mxnet_results[name], strict=True))
+    for k, (ours, theirs) in enumerate(pairs):
+        np.testing.assert_allclose(ours, np.asarray(theirs, float), rtol=1e-4, atol=1e-4,
                                    err_msg=f"{name} output/gradient {k}")
