@@ -13,7 +13,7 @@ and thresholds it; mined negatives are ranked by background probability among th
 """
 from __future__ import annotations
 
-from .codegen import c_float, ctype, ptr, Rendered
+from .codegen import Rendered, ctype, ptr
 from .kernels_detection import with_constants
 from .kernels_detection_nms import block_kernel
 

@@ -96,7 +96,8 @@ def samples(a: Attrs, shapes: tuple, rois: np.ndarray, trans) -> Iterator[tuple]
             gj = min(max(math.floor(j * g / p), 0), g - 1)
             pts = [(hs + u * bh / s, ws + v * bw / s) for u in range(s) for v in range(s)]
             pts = [(min(max(y, 0.0), height - 1.0), min(max(x, 0.0), width - 1.0))
-                   for y, x in pts if -0.5 <= x <= width - 0.5 and -0.5 <= y <= height - 0.5]
+                   for y, x in pts if -0.5 <= x <= width - 0.5 and -0.5 <= y <= height - 0.5
+                   and 0 <= b < n]  # a ROI of no image pools to 0
             yield ((r * dim + c) * p + i) * p + j, b, (c * g + gi) * g + gj, at, (rw, rh), pts
 
 
