@@ -112,9 +112,9 @@ def _forward(a: Attrs, xs: list, ctx: RunCtx) -> list:
     p = a["pooled_size"]
     out = np.zeros(len(rois) * a["output_dim"] * p * p)
     for at, b, c, _, _, pts in samples(a, data.shape, rois, xs[2] if len(xs) > 2 else None):
-        img = data[b, c]
         vals = []
         for y, x in pts:
+            img = data[b, c]
             y0, y1, x0, x1, dy, dx = corners(y, x)
             vals.append((1 - dx) * (1 - dy) * img[y0, x0] + (1 - dx) * dy * img[y1, x0]
                         + dx * (1 - dy) * img[y0, x1] + dx * dy * img[y1, x1])

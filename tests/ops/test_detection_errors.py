@@ -54,3 +54,18 @@ def test_bad_nms_columns_and_variances_are_attr_errors() -> None:
     with pytest.raises((AttrError, ShapeError)) as err:
         sg.nd.contrib.MultiBoxPrior(sg.nd.zeros((1, 1, 2, 2)), steps=(0.1, -1)).asnumpy()
     assert "steps" in str(err.value)
+
+
+def test_roi_of_no_image_pools_to_zero() -> None:
+    """A batch index outside [0, N) pools to 0 in every ROI op (docs/mxnet_parity.md)."""
+    nd = sg.nd
+    data = nd.array(np.random.default_rng(0).uniform(1, 2, (1, 8, 5, 5)))
+    rois = nd.array([[3, 0, 0, 4, 4.0], [-1, 1, 1, 3, 3]])
+    outs = [nd.ROIPooling(data, rois, (2, 2), 1.0), nd.contrib.ROIAlign(data, rois, (2, 2), 1.0),
+            nd.contrib.PSROIPooling(data, rois, spatial_scale=1.0, output_dim=2, pooled_size=2),
+            nd.contrib.DeformablePSROIPooling(data, rois, nd.zeros((2, 2, 2, 2)),
+                                              spatial_scale=1.0, output_dim=2, group_size=2,
+                                              pooled_size=2),
+            nd.contrib.RROIAlign(data, nd.array([[5, 2, 2, 2, 2, 0.0]]), (2, 2), 1.0)]
+    for y in outs:
+        assert y.shape[0] in (1, 2) and not y.asnumpy().any()
