@@ -641,15 +641,6 @@ def Deconvolution(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
-def dot(
-    lhs: Optional[NDArray] = ...,
-    rhs: Optional[NDArray] = ...,
-    *,
-    transpose_a: bool = ...,
-    transpose_b: bool = ...,
-    out: Optional[NDArray] = ...,
-    name: Optional[str] = ...,
-) -> NDArray: ...
 def Reshape(
     data: Optional[NDArray] = ...,
     *,
@@ -853,6 +844,24 @@ def where(
     name: Optional[str] = ...,
 ) -> NDArray: ...
 def batch_dot(
+    lhs: Optional[NDArray] = ...,
+    rhs: Optional[NDArray] = ...,
+    *,
+    transpose_a: bool = ...,
+    transpose_b: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def ROIPooling(
+    data: Optional[NDArray] = ...,
+    rois: Optional[NDArray] = ...,
+    *,
+    pooled_size: tuple[int, ...],
+    spatial_scale: float,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def dot(
     lhs: Optional[NDArray] = ...,
     rhs: Optional[NDArray] = ...,
     *,
@@ -2280,15 +2289,15 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "broadcast_div", "broadcast_power", "broadcast_maximum", "broadcast_minimum", "elemwise_add",
     "elemwise_sub", "elemwise_mul", "elemwise_div", "broadcast_equal", "broadcast_not_equal",
     "broadcast_greater", "broadcast_greater_equal", "broadcast_lesser", "broadcast_lesser_equal",
-    "add_n", "Pooling", "shape_array", "size_array", "CTCLoss", "Custom", "Deconvolution", "dot",
+    "add_n", "Pooling", "shape_array", "size_array", "CTCLoss", "Custom", "Deconvolution",
     "Reshape", "Flatten", "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like",
     "ones_like", "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod",
     "norm", "argmax", "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where",
-    "batch_dot", "gather_nd", "scatter_nd", "ravel_multi_index", "unravel_index",
-    "fill_element_0index", "khatri_rao", "broadcast_to", "tile", "repeat", "pad", "reverse",
-    "Cast", "transpose", "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis",
-    "slice_like", "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
-    "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
+    "batch_dot", "ROIPooling", "dot", "gather_nd", "scatter_nd", "ravel_multi_index",
+    "unravel_index", "fill_element_0index", "khatri_rao", "broadcast_to", "tile", "repeat", "pad",
+    "reverse", "Cast", "transpose", "expand_dims", "squeeze", "Concat", "SliceChannel", "slice",
+    "slice_axis", "slice_like", "SwapAxis", "broadcast_axis", "batch_take", "amp_cast",
+    "amp_multicast", "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
     "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
     "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "log10", "log2", "cbrt",
     "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc", "fix", "round",

@@ -610,15 +610,6 @@ def Deconvolution(
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
-def dot(
-    lhs: Optional[Symbol] = ...,
-    rhs: Optional[Symbol] = ...,
-    *,
-    transpose_a: bool = ...,
-    transpose_b: bool = ...,
-    name: Optional[str] = ...,
-    attr: Optional[dict] = ...,
-) -> Symbol: ...
 def Reshape(
     data: Optional[Symbol] = ...,
     *,
@@ -822,6 +813,24 @@ def where(
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
 def batch_dot(
+    lhs: Optional[Symbol] = ...,
+    rhs: Optional[Symbol] = ...,
+    *,
+    transpose_a: bool = ...,
+    transpose_b: bool = ...,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def ROIPooling(
+    data: Optional[Symbol] = ...,
+    rois: Optional[Symbol] = ...,
+    *,
+    pooled_size: tuple[int, ...],
+    spatial_scale: float,
+    name: Optional[str] = ...,
+    attr: Optional[dict] = ...,
+) -> Symbol: ...
+def dot(
     lhs: Optional[Symbol] = ...,
     rhs: Optional[Symbol] = ...,
     *,
@@ -2404,15 +2413,15 @@ __all__ = ["Symbol", "var", "Variable", "Group", "apply_op", "load", "load_json"
     "broadcast_div", "broadcast_power", "broadcast_maximum", "broadcast_minimum", "elemwise_add",
     "elemwise_sub", "elemwise_mul", "elemwise_div", "broadcast_equal", "broadcast_not_equal",
     "broadcast_greater", "broadcast_greater_equal", "broadcast_lesser", "broadcast_lesser_equal",
-    "add_n", "Pooling", "shape_array", "size_array", "CTCLoss", "Custom", "Deconvolution", "dot",
+    "add_n", "Pooling", "shape_array", "size_array", "CTCLoss", "Custom", "Deconvolution",
     "Reshape", "Flatten", "reshape_like", "identity", "BlockGrad", "MakeLoss", "zeros_like",
     "ones_like", "sum", "mean", "max", "min", "broadcast_like", "prod", "nansum", "nanprod",
     "norm", "argmax", "argmin", "argmax_channel", "one_hot", "take", "Embedding", "where",
-    "batch_dot", "gather_nd", "scatter_nd", "ravel_multi_index", "unravel_index",
-    "fill_element_0index", "khatri_rao", "broadcast_to", "tile", "repeat", "pad", "reverse",
-    "Cast", "transpose", "expand_dims", "squeeze", "Concat", "SliceChannel", "slice", "slice_axis",
-    "slice_like", "SwapAxis", "broadcast_axis", "batch_take", "amp_cast", "amp_multicast",
-    "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
+    "batch_dot", "ROIPooling", "dot", "gather_nd", "scatter_nd", "ravel_multi_index",
+    "unravel_index", "fill_element_0index", "khatri_rao", "broadcast_to", "tile", "repeat", "pad",
+    "reverse", "Cast", "transpose", "expand_dims", "squeeze", "Concat", "SliceChannel", "slice",
+    "slice_axis", "slice_like", "SwapAxis", "broadcast_axis", "batch_take", "amp_cast",
+    "amp_multicast", "softmax_cross_entropy", "LinearRegressionOutput", "LogisticRegressionOutput",
     "MAERegressionOutput", "LRN", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
     "cosh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "log10", "log2", "cbrt",
     "rcbrt", "gamma", "gammaln", "erf", "floor", "ceil", "rint", "trunc", "fix", "round",

@@ -62,13 +62,16 @@ CHILD = textwrap.dedent("""
         for k in wrt:
             xs[k].attach_grad()
         with mx.autograd.record():
-            y = eval(expr, {"nd": nd}, dict(zip("abc", xs)))
+            y = eval(expr, {"nd": nd}, dict(zip("abcdef", xs)))
+        ys = list(y) if isinstance(y, (list, tuple)) else [y]
         if wrt:
-            y.backward(nd.array(np.arange(1, y.size + 1).reshape(y.shape)))
-        out[name] = [y.asnumpy().astype(float).tolist()] + [xs[k].grad.asnumpy().tolist()
-                                                             for k in wrt]
+            ys[0].backward(nd.array(np.arange(1, ys[0].size + 1).reshape(ys[0].shape)))
+        out[name] = [v.asnumpy().astype(float).tolist() for v in ys] + [
+            xs[k].grad.asnumpy().tolist() for k in wrt]
     print(json.dumps(out))
 """)
+"""MXNet's side of a table of cases: every output of each expression (inputs a, b, c, ...),
+then the differentiated inputs' gradients under the head gradient 1, 2, 3, ... of output 0."""
 
 
 def _symgraph(expr: str, inputs: list, wrt: list) -> list:
