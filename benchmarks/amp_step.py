@@ -118,8 +118,8 @@ def gemm_ms(exe: Any, repeat: int = 1, calls_only: bool = False) -> float:
     """Milliseconds of the training program's steps that run a GEMM (eager, one step at a
     time; each step launched ``repeat`` times between its events: the mean). ``calls_only``:
     the cuBLAS calls alone, without the steps' epilogue kernels (bias, activation)."""
-    from symgraph.cuda.actions import Gemm, flat_actions
-    from symgraph.registry import RunCtx
+    from symgraph.runtime.cuda.actions import Gemm, flat_actions
+    from symgraph.core.registry import RunCtx
     prog, stage = exe._train.program, exe._train
     exe.forward(is_train=True)  # leaves the executor's environment bound (as gpu_step.profile)
     exe.backward()
@@ -131,7 +131,7 @@ def gemm_ms(exe: Any, repeat: int = 1, calls_only: bool = False) -> float:
 
 def profile(name: str, sym: Any, data_shape: tuple, top: int = 12) -> None:
     """Eager per-step times of the fp32 and bf16 training programs, summed by op."""
-    from symgraph.registry import RunCtx
+    from symgraph.core.registry import RunCtx
     nsym, mode = narrow_symbol(sym)
     for label, s, everywhere in (("fp32", sym, False), (mode, nsym, mode == "pure bf16")):
         exe = bind(s, data_shape, everywhere)

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as sg  # noqa: E402
-from symgraph.registry import RunCtx  # noqa: E402
+from symgraph.core.registry import RunCtx  # noqa: E402
 
 SHAPES = ((128, 16, 32, 32), (128, 32, 16, 16), (128, 64, 8, 8))  # NCHW
 PASSES = {"BatchNorm": 3, "_backward_BatchNorm": 5}  # element reads + writes, as above

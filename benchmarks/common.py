@@ -91,7 +91,7 @@ def torch_cuda_graph(step: Callable[[], None], body: Optional[Callable[[], None]
 
 
 def torch_seed_cnn() -> Any:
-    """Seed 000's network (``symgraph.models.simple_cnn``) in PyTorch, on the CPU."""
+    """Seed 000's network (``symgraph.interop.models.simple_cnn``) in PyTorch, on the CPU."""
     from torch import nn
     return nn.Sequential(
         nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),

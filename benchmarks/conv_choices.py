@@ -29,8 +29,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=30)
     args = ap.parse_args()
     torch_fp32()  # the events' stream (as amp_step)
-    from symgraph.cuda import conv_choice
-    from symgraph.cuda.actions import Kernel
+    from symgraph.runtime.cuda import conv_choice
+    from symgraph.runtime.cuda.actions import Kernel
     rows: dict[tuple, list] = {}
     choose = conv_choice.choose
 

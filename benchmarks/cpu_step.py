@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as sg  # noqa: E402
-from symgraph.models.simple_cnn import build  # noqa: E402
+from symgraph.interop.models.simple_cnn import build  # noqa: E402
 
 SHAPES = {"conv1_weight": (32, 1, 3, 3), "conv1_bias": (32,), "conv2_weight": (64, 32, 3, 3),
           "conv2_bias": (64,), "fc1_weight": (128, 3136), "fc1_bias": (128,),
@@ -118,12 +118,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-passes", action="store_true",
-                        help="symgraph.passes.ENABLED = False (no fusion, no memory plan)")
+                        help="symgraph.compiler.passes.ENABLED = False (no fusion, no memory plan)")
     parser.add_argument("--worker", choices=("symgraph", "torch"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.no_passes:
-        import symgraph.passes
-        symgraph.passes.ENABLED = False
+        import symgraph.compiler.passes
+        symgraph.compiler.passes.ENABLED = False
     if args.worker:
         worker(args.worker, args.batches[0], args.repeats, args.threads)
         return

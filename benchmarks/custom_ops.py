@@ -14,9 +14,9 @@ import tempfile
 import numpy as np
 
 import symgraph as sg
-from symgraph.models.aot_custom_add import build_library, correct_bprop
-from symgraph.models.reorg_lenet import NDArrayReorg
-from symgraph.models.rtc_softmax_mlp import NDArraySoftmax
+from symgraph.interop.models.aot_custom_add import build_library, correct_bprop
+from symgraph.interop.models.reorg_lenet import NDArrayReorg
+from symgraph.interop.models.rtc_softmax_mlp import NDArraySoftmax
 
 from benchmarks.common import host_median_ms
 

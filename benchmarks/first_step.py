@@ -86,7 +86,7 @@ def resnet50(dtype: str) -> Any:
 def child(dtype: str, batch: int) -> dict:
     """One cold or warm measurement in this process: seconds per category and counts."""
     from benchmarks.amp_step import bind
-    from symgraph.cuda import compiler, conv_choice, cudnn, cudnn_graph
+    from symgraph.runtime.cuda import compiler, conv_choice, cudnn, cudnn_graph
     clock = Clock()
     clock.wrap(conv_choice, "graph_ms", "choice timing")
     clock.wrap(cudnn_graph.GraphCall, "_mode_plans", "cuDNN plans")

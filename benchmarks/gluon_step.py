@@ -96,7 +96,7 @@ def gluon_stepper(batch: int, ctx: mx.Context) -> Callable[[], None]:
 
 
 def module_stepper(batch: int, ctx: mx.Context) -> Callable[[], None]:
-    from symgraph.models.simple_cnn import build
+    from symgraph.interop.models.simple_cnn import build
     x, y = seed_batch(batch)
     mod = mx.mod.Module(build(), context=ctx)
     mod.bind(data_shapes=[("data", x.shape)], label_shapes=[("softmax_label", (batch,))])

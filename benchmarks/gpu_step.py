@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import symgraph as sg  # noqa: E402
-from symgraph.models.simple_cnn import build  # noqa: E402
+from symgraph.interop.models.simple_cnn import build  # noqa: E402
 
 from benchmarks.common import (NO_INPUT_GRADS, cuda_median_ms, torch_cuda_graph,  # noqa: E402
                                torch_fp32, torch_seed_cnn)
@@ -83,8 +83,8 @@ def torch_steps(batch: int, steps: int) -> tuple[float, float]:
 def bandwidth(n: int = 1 << 26) -> tuple[float, float]:
     """GB/s of relu(a*b+c) as one generated kernel (a ``_fused`` node) and of a D2D copy."""
     import torch
-    from symgraph import expr as E
-    from symgraph.registry import RunCtx
+    from symgraph.core import expr as E
+    from symgraph.core.registry import RunCtx
     S = sg.sym
     e = E.call("max", E.inp(0) * E.inp(1) + E.inp(2), 0.0)
     sym = S._fused(S.var("a"), S.var("b"), S.var("c"), exprs=(e,), shapes=((n,),),
@@ -110,7 +110,7 @@ def bandwidth(n: int = 1 << 26) -> tuple[float, float]:
 
 def profile(batch: int, top: int = 14) -> None:
     """Per-step GPU times of one training step (eager, each step synchronised)."""
-    from symgraph.registry import RunCtx
+    from symgraph.core.registry import RunCtx
     exe = _train_executor(batch)
     exe.forward(is_train=True)
     exe.backward()
@@ -123,7 +123,7 @@ def profile(batch: int, top: int = 14) -> None:
 
 def compile_probe(batch: int) -> None:
     """Child process: time building the training executor and loading its module."""
-    from symgraph.cuda import compiler
+    from symgraph.runtime.cuda import compiler
     sg.nd.zeros((1,), sg.gpu(0))  # device initialisation is not compilation
     t0 = time.perf_counter()
     exe = _train_executor(batch)

@@ -138,8 +138,8 @@ def profile(step: Callable[[], None], steps: int, top: int = 30) -> None:
 def frontend_only() -> None:
     """Replace the numpy backend's kernels by a replay of their first results, and the numpy
     optimizer arithmetic by nothing (the values go stale; only the host work is measured)."""
-    from symgraph.backend import numpy_backend
-    from symgraph import optimizer
+    from symgraph.runtime.backend import numpy_backend
+    from symgraph.training import optimizer
     first: dict = {}
     compute = numpy_backend.NumpyProgram._step
 

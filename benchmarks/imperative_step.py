@@ -121,7 +121,7 @@ def main() -> None:
 
 def _gpu_sync() -> None:
     import pycuda.driver as drv
-    from symgraph.cuda.runtime import activate
+    from symgraph.runtime.cuda.runtime import activate
     with activate(0):
         drv.Context.synchronize()
 

@@ -34,9 +34,9 @@ S = sg.sym
 def _cuda_backend(sm_count: int) -> Any:
     """The CUDA backend's forward passes and lowering for ``sm_count`` SMs, run without a
     device."""
-    from symgraph.cuda.plan import lower_schedule
-    from symgraph.cuda.channel_last import channel_last
-    from symgraph.cuda.fuse_conv_pool import fuse_conv_pool
+    from symgraph.runtime.cuda.plan import lower_schedule
+    from symgraph.runtime.cuda.channel_last import channel_last
+    from symgraph.runtime.cuda.fuse_conv_pool import fuse_conv_pool
     return types.SimpleNamespace(
         FORWARD_PIPELINE=(fuse_conv_pool, channel_last),  # as with cuDNN present
         compile=lambda schedule, ctx: lower_schedule(schedule, sm_count))
@@ -46,7 +46,7 @@ def _cuda_backend(sm_count: int) -> Any:
 def cuda_lowering(sm_count: int = 132) -> Iterator[None]:
     """Binds inside compile for the CPU context with the CUDA backend's passes and lowering
     (the programs cannot run)."""
-    from symgraph import compile as C
+    from symgraph.runtime import compile as C
     backend = _cuda_backend(sm_count)
     saved = C.backend_for
     C.backend_for = lambda ctx: backend
@@ -97,7 +97,7 @@ def fingerprint(sym: Any, shapes: dict, dtype: Any = np.float32) -> str:
 
 def _models() -> dict[str, Callable[[], tuple]]:
     from benchmarks.amp_step import RESNET_BATCH, narrow_symbol, resnet_symbol
-    from symgraph.models import lenet, mlp, simple_cnn
+    from symgraph.interop.models import lenet, mlp, simple_cnn
     mnist = {"data": (64, 1, 28, 28)}
     return {
         "simple_cnn": lambda: (simple_cnn.build(), mnist),

@@ -6,7 +6,7 @@
     PYTHONPATH=. python3 benchmarks/multi_gpu.py --mode accuracy --data-dir /data/mnist
     PYTHONPATH=. python3 benchmarks/multi_gpu.py --profile         # host ms per step phase
 
-Scaling: the seed CNN (symgraph.models.simple_cnn, batch 1024 per GPU) and a ResNet-20-style
+Scaling: the seed CNN (symgraph.interop.models.simple_cnn, batch 1024 per GPU) and a ResNet-20-style
 CIFAR net (3 stages x 3 basic blocks with BatchNorm, 16/32/64 channels, batch 256 per GPU), on
 random data, SGD with momentum, fp32 (TF32 off everywhere). symgraph runs ``fit``'s step
 (``forward_backward_update``: batch copy in, forward, backward, all-reduce, update) on 1 GPU,
@@ -74,7 +74,7 @@ def resnet20() -> Any:
 
 
 def build(model: str) -> Any:
-    from symgraph.models import simple_cnn
+    from symgraph.interop.models import simple_cnn
     return simple_cnn.build() if model == "cnn" else resnet20()
 
 
@@ -91,7 +91,7 @@ def _batch(model: str, n: int) -> Any:
 
 
 def _sync(mod: Any) -> None:
-    from symgraph.cuda.runtime import activate
+    from symgraph.runtime.cuda.runtime import activate
     for exe in getattr(mod, "executors", [mod._exec]):
         with activate(exe._ctx.device_id):
             exe.train_program.stream.synchronize()
@@ -232,7 +232,7 @@ def scaling(args: argparse.Namespace) -> None:
 
 def _profile_run(label: str, mod: Any, batch: Any, steps: int) -> None:
     """Print wall and host ms per step of ``mod`` (and its phases when it times them)."""
-    from symgraph.parallel.step import PHASES
+    from symgraph.training.parallel.step import PHASES
     for _ in range(10):
         mod.forward_backward_update(batch)
     _sync(mod)
@@ -257,7 +257,7 @@ def profile(args: argparse.Namespace) -> None:
     2 GPUs in one process, 1 GPU through the same data-parallel path (a rank's path in the
     multi-process run) and the plain 1-GPU Module (no phases: host total only). A host time
     close to the wall time per step means the host, not the GPUs, sets the pace."""
-    from symgraph.parallel.group import DataParallelModule
+    from symgraph.training.parallel.group import DataParallelModule
     for model in args.models:
         per = BATCH[model]
         _profile_run(f"{model} 1 GPU Module", sg_module(model, sg.gpu(0), per),

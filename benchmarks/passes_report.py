@@ -19,11 +19,11 @@ from typing import Any
 import numpy as np
 
 import symgraph as sg
-import symgraph.executor as executor_mod
-import symgraph.passes as P
-from symgraph.memory_plan import memory_plan
-from symgraph.registry import has_op
-from symgraph.schedule import lower
+import symgraph.runtime.executor as executor_mod
+import symgraph.compiler.passes as P
+from symgraph.compiler.memory_plan import memory_plan
+from symgraph.core.registry import has_op
+from symgraph.compiler.schedule import lower
 
 
 def cnn() -> Any:

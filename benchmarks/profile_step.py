@@ -29,7 +29,7 @@ def main() -> int:
     p.add_argument("--steps", type=int, default=2)
     p.add_argument("--out", default="trace.json")
     args = p.parse_args()
-    model = importlib.import_module(f"symgraph.models.{args.model}")
+    model = importlib.import_module(f"symgraph.interop.models.{args.model}")
     flat = model.RECIPE.get("flat", False)
     shape = (args.batch_size, 784) if flat else (args.batch_size, 1, 28, 28)
     mod = sg.mod.Module(model.build(), context=sg.gpu() if args.ctx == "gpu" else sg.cpu())

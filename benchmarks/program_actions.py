@@ -20,7 +20,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as sg  # noqa: E402
-from symgraph.cuda.actions import Kernel, flat_actions  # noqa: E402
+from symgraph.runtime.cuda.actions import Kernel, flat_actions  # noqa: E402
 
 from benchmarks.amp_step import RESNET_BATCH, narrow_symbol, resnet_symbol  # noqa: E402
 from benchmarks.common import NO_INPUT_GRADS  # noqa: E402

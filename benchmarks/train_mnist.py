@@ -21,18 +21,18 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import symgraph as sg  # noqa: E402
-from symgraph.models.runner import DEFAULTS, make_initializer  # noqa: E402
+from symgraph.interop.models.runner import DEFAULTS, make_initializer  # noqa: E402
 
 from benchmarks.common import torch_seed_cnn  # noqa: E402
 
 
 def run_symgraph(model: str, data: dict, args: argparse.Namespace) -> tuple[list, float]:
-    recipe = {**DEFAULTS, **importlib.import_module(f"symgraph.models.{model}").RECIPE}
+    recipe = {**DEFAULTS, **importlib.import_module(f"symgraph.interop.models.{model}").RECIPE}
     sg.random.seed(args.seed)
     train = sg.io.NDArrayIter(data["x"], data["y"], recipe["batch_size"], shuffle=True)
     test = sg.io.NDArrayIter(data["xt"], data["yt"], 1000)
     ctx = sg.gpu() if args.ctx == "gpu" else sg.cpu()
-    mod = sg.mod.Module(importlib.import_module(f"symgraph.models.{model}").build(), context=ctx)
+    mod = sg.mod.Module(importlib.import_module(f"symgraph.interop.models.{model}").build(), context=ctx)
     prof = None
     if args.profile:  # host-side profile of the whole fit (per-batch Python overhead)
         import cProfile
@@ -63,7 +63,7 @@ def torch_net(model: str, torch):
 
 def run_torch(model: str, data: dict, args: argparse.Namespace) -> tuple[list, float]:
     import torch
-    recipe = {**DEFAULTS, **importlib.import_module(f"symgraph.models.{model}").RECIPE}
+    recipe = {**DEFAULTS, **importlib.import_module(f"symgraph.interop.models.{model}").RECIPE}
     torch.manual_seed(args.seed)
     if os.environ.get("OPENBLAS_NUM_THREADS"):  # same CPU threads as numpy's BLAS
         torch.set_num_threads(int(os.environ["OPENBLAS_NUM_THREADS"]))
@@ -102,7 +102,7 @@ def main() -> None:
                    help="cProfile symgraph's fit and print the N functions with most own time")
     args = p.parse_args()
     d = sg.datasets.mnist.load_data(args.data_dir)
-    flat = {**DEFAULTS, **importlib.import_module(f"symgraph.models.{args.model}").RECIPE}["flat"]
+    flat = {**DEFAULTS, **importlib.import_module(f"symgraph.interop.models.{args.model}").RECIPE}["flat"]
     shape = (-1, 784) if flat else (-1, 1, 28, 28)
     n = args.num_train or len(d["train_data"])
     data = {"x": d["train_data"][:n].reshape(shape), "y": d["train_label"][:n],

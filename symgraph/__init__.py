@@ -8,36 +8,58 @@ API is ``sg.gluon`` (graphviz, onnx, matplotlib and tqdm are imported only when 
 """
 from __future__ import annotations
 
-from . import base, config, context, dtypes, name, operator, random
-from . import ndarray as nd
-from . import nd_methods  # noqa: F401  (NDArray's engine, methods and sg.nd's op functions)
-from . import symbol as sym
-from . import test_utils
-from . import autograd, imperative
-from .base import (AttrError, BindError, DataError, DTypeError, ExecutionError, GraphError,
-                   ShapeError, SymgraphError)
-from .context import Context, cpu, current_context, gpu
-from .executor import Executor
-from . import (callback, datasets, io, lr_scheduler, metric, model, monitor,  # noqa: E402
-               optimizer, viz)
-from . import optimizer_extra, optimizer_norm, optimizer_contrib  # noqa: F401,E402 (register)
-from . import metric_extra  # noqa: F401,E402  (registers F1, MCC... into sg.metric)
-from . import initializer as init
-from . import module as mod
-from . import rtc  # noqa: E402  (pycuda is imported lazily, on first GPU use)
-from . import profiler  # noqa: E402
-from . import onnx  # noqa: E402  (the onnx package is imported on first use)
-from . import gluon  # noqa: E402
-from . import kvstore, parallel  # noqa: E402  (NCCL is loaded on first GPU use)
-from . import attribute, util  # noqa: E402
-from .attribute import AttrScope  # noqa: E402
-from .util import is_np_shape, np_shape, set_np_shape, use_np_shape  # noqa: E402
-from . import amp, contrib  # noqa: E402
-from . import image, recordio  # noqa: E402  (Pillow is imported on first decode)
+from .core import module_alias
 
-from . import control_flow_nd  # noqa: E402,F401  (sg.sym/sg.nd.contrib.foreach, ...)
-from .parallel import group as _parallel_group  # noqa: E402,F401  (Module(context=[...]))
-from . import bucketing_module as _bucketing  # noqa: E402,F401  (sg.mod.BucketingModule)
+# Where users find modules: ``import symgraph.ndarray`` and ``from symgraph.io import
+# NDArrayIter`` as in MXNet, whichever layer package holds the module (docs/architecture.md).
+PUBLIC_MODULES = {
+    "amp": "frontend.amp", "attribute": "core.attribute",
+    "base": "core.base", "callback": "training.callback", "config": "core.config",
+    "context": "core.context", "contrib": "interop.contrib", "datasets": "training.datasets",
+    "executor": "runtime.executor", "image": "training.image",
+    "initializer": "training.initializer", "io": "training.io", "kvstore": "training.kvstore",
+    "lr_scheduler": "training.lr_scheduler", "metric": "training.metric",
+    "model": "training.model", "module": "training.module", "monitor": "runtime.monitor",
+    "name": "core.name", "ndarray": "runtime.ndarray", "onnx": "interop.onnx",
+    "operator": "frontend.operator", "optimizer": "training.optimizer",
+    "parallel": "training.parallel", "profiler": "runtime.profiler", "random": "runtime.random",
+    "recordio": "training.recordio", "rtc": "runtime.rtc", "symbol": "frontend.symbol",
+    "test_utils": "interop.test_utils", "util": "core.util", "viz": "interop.viz",
+}
+module_alias.install({f"{__name__}.{k}": f"{__name__}.{v}" for k, v in PUBLIC_MODULES.items()})
+
+from .core import attribute, base, config, context, dtypes, name, util
+from .runtime import ndarray as nd
+from . import nd_methods  # noqa: F401  (NDArray's engine, methods and sg.nd's op functions)
+from .frontend import operator, symbol as sym
+from .runtime import random
+from .interop import test_utils
+from . import autograd, imperative
+from .core.base import (AttrError, BindError, DataError, DTypeError, ExecutionError,
+                        GraphError, ShapeError, SymgraphError)
+from .core.context import Context, cpu, current_context, gpu
+from .runtime.executor import Executor
+from .runtime import executor, monitor, profiler, rtc  # rtc: pycuda loads on first GPU use
+from .training import (callback, datasets, io, lr_scheduler, metric, model,  # noqa: E402
+                       optimizer, recordio)
+from .interop import viz
+from .training import (optimizer_extra, optimizer_norm,  # noqa: F401,E402 (register)
+                       optimizer_contrib)
+from .training import metric_extra  # noqa: F401,E402  (registers F1, MCC... into sg.metric)
+from .training import initializer as init
+from .training import module as mod
+from .interop import onnx  # noqa: E402  (the onnx package is imported on first use)
+from . import gluon  # noqa: E402
+from .training import kvstore, parallel  # noqa: E402  (NCCL is loaded on first GPU use)
+from .core.attribute import AttrScope  # noqa: E402
+from .core.util import is_np_shape, np_shape, set_np_shape, use_np_shape  # noqa: E402
+from .frontend import amp  # noqa: E402
+from .interop import contrib  # noqa: E402
+from .training import image  # noqa: E402  (Pillow is imported on first decode)
+
+from .frontend import control_flow_nd  # noqa: E402,F401  (sg.sym/sg.nd.contrib.foreach, ...)
+from .training.parallel import group as _parallel_group  # noqa: E402,F401  (Module(context=[...]))
+from .training import bucketing_module as _bucketing  # noqa: E402,F401  (sg.mod.BucketingModule)
 
 symbol = sym
 ndarray = nd

@@ -1,6 +1,6 @@
 """``python -m symgraph`` is the ``symgraph`` command."""
 import sys
 
-from .cli import main
+from .interop.cli import main
 
 sys.exit(main())

@@ -3,7 +3,7 @@
 Under :func:`record`, op calls on NDArrays are recorded (they are recorded lazily anyway; the
 scope marks them differentiable and sets the training mode). :func:`backward` compiles forward,
 loss and backward of the recorded graph as one program through the Executor and writes the
-gradients into the ``.grad`` of the arrays given :meth:`~symgraph.ndarray.NDArray.attach_grad`.
+gradients into the ``.grad`` of the arrays given :meth:`~symgraph.runtime.ndarray.NDArray.attach_grad`.
 """
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import contextlib
 from typing import Any, Optional, Sequence, Union
 
 from .autograd_function import Function
-from .base import ExecutionError
+from .core.base import ExecutionError
 from .imperative import STATE, attach_grad
 from .imperative_compile import backward as run_backward
 from .imperative_trace import settle
-from .ndarray import NDArray
+from .runtime.ndarray import NDArray
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",

@@ -14,8 +14,8 @@ import itertools
 import weakref
 from typing import Any, Sequence
 
-from . import operator as _operator
-from .base import ExecutionError
+from .frontend import operator as _operator
+from .core.base import ExecutionError
 
 _CALLS: "weakref.WeakValueDictionary[int, Function]" = weakref.WeakValueDictionary()
 # The Custom node of a call keeps its Function alive (for backward) as long as it lives.
@@ -42,7 +42,7 @@ class Function:
         raise NotImplementedError(f"{type(self).__name__}.backward")
 
     def __call__(self, *inputs: Any) -> Any:
-        from . import ndarray as nd
+        from .runtime import ndarray as nd
         from .imperative import STATE
         from .imperative_compile import _materialise
         from .imperative import PENDING

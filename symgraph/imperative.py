@@ -1,7 +1,7 @@
 """Imperative ``sg.nd`` op calls, recorded lazily as nodes of the one graph IR.
 
 An op call on NDArrays checks its attributes, shape and dtype rules right away (so errors name
-the call), creates a :class:`~symgraph.graph.Node` whose inputs are the entries of pending inputs
+the call), creates a :class:`~symgraph.core.graph.Node` whose inputs are the entries of pending inputs
 or variables standing for materialised ones, and returns *pending* NDArrays. Nothing runs until
 a value is needed: :mod:`symgraph.imperative_compile` then compiles the subgraph through the
 Executor (passes, fusion, memory plan, backend), caches the program by the graph's structure, and
@@ -16,11 +16,11 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import registry
-from .attrs import Attrs, parse_attrs
-from .base import AttrError, BindError, ShapeError, where
-from .context import Context, current_context
-from .graph import (_SET_ATTRS, _SET_ENTRIES, _SET_EXTRA, _SET_INPUTS, _SET_NAME, _SET_OP,
+from .core import registry
+from .core.attrs import Attrs, parse_attrs
+from .core.base import AttrError, BindError, ShapeError, where
+from .core.context import Context, current_context
+from .core.graph import (_SET_ATTRS, _SET_ENTRIES, _SET_EXTRA, _SET_INPUTS, _SET_NAME, _SET_OP,
                     Entry, Node, variable)
 from .imperative_state import (ATTR_SERIAL, GRAD_LEAF, GRAD_VAR, MODE, PENDING, PLAIN, STATE,
                                STATS, VALUE, _serials)
@@ -28,9 +28,9 @@ from .imperative_state import (ATTR_SERIAL, GRAD_LEAF, GRAD_VAR, MODE, PENDING, 
 from .imperative_state import (_REC, _REC_TRN, _TRN, FREED, LATE,  # noqa: F401
                                is_recorded, is_training)
 from .imperative_trace import MAX_TAPE, Tape
-from .ndarray import NDArray
-from .types.infer_shape import _apply_rule
-from .types.infer_type import _apply as _apply_type
+from .runtime.ndarray import NDArray
+from .core.types.infer_shape import _apply_rule
+from .core.types.infer_type import _apply as _apply_type
 
 # What ``PENDING[node] = refs`` does, without its Python frame (record() runs per op call);
 # ``Entry(node, i)`` likewise (a NamedTuple's __new__ is a Python function).
@@ -321,7 +321,7 @@ def attach_grad(a: NDArray, grad_req: str = "write", grad: Optional[NDArray] = N
         raise AttrError(f"attach_grad: grad_req {grad_req!r} is not 'write', 'add' or 'null'")
     buf = a._data
     if grad is None:
-        from .ndarray import zeros
+        from .runtime.ndarray import zeros
         grad = zeros(a.shape, a._ctx, a.dtype)
     elif grad.shape != a.shape or grad._ctx != a._ctx:
         raise BindError(f"mark_variables: gradient of shape {grad.shape} on {grad._ctx} for a "

@@ -2,7 +2,7 @@
 
 Requires: nodes recorded by :mod:`symgraph.imperative` (every pending array's output shape and
 dtype known). Guarantees: a subgraph is compiled by the unchanged pipeline (an
-:class:`~symgraph.executor.Executor` over a canonical copy whose variables are ``_in0``,
+:class:`~symgraph.runtime.executor.Executor` over a canonical copy whose variables are ``_in0``,
 ``_in1``...), once per structure: the cache key is the ops, attributes and wiring in topological
 order, the leaves' shapes and dtypes, the outputs, the context, the training mode and (for
 ``backward``) which leaves get gradients and how. A cache hit costs one walk over the recorded
@@ -17,18 +17,18 @@ import weakref
 from typing import Any, Optional, Sequence
 
 
-from . import compile
-from .base import ExecutionError
-from .build import OPS, Handle
-from .context import Context
-from .graph import Entry, Graph, Node, aux_variables, variable
+from .runtime import compile
+from .core.base import ExecutionError
+from .core.build import OPS, Handle
+from .core.context import Context
+from .core.graph import Entry, Graph, Node, aux_variables, variable
 from .imperative_state import (FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS, VALUE,
                                is_training)
 from . import imperative_steady as steady
 from .imperative_program import Program
 from .imperative_trace import Tape, Trace, settle, unsettled, walk
-from .ndarray import NDArray
-from .registry import get_op
+from .runtime.ndarray import NDArray
+from .core.registry import get_op
 
 def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
     """Pending arrays, alive, that stand for outputs of the walked nodes (a walk runs after
@@ -229,7 +229,7 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
                 out[k] = (a._grad, a._grad_req)
                 fresh.append(a)
         return out, [], fresh
-    from .ndarray import zeros
+    from .runtime.ndarray import zeros
     results = []
     for v in variables:
         if not isinstance(v, NDArray) or v._var is None or v._entry is None \
@@ -371,7 +371,7 @@ def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Se
 def recorded_symbol(a: NDArray) -> Any:
     """``autograd.get_symbol``: the recorded graph of ``a`` as a Symbol whose variables
     ``var0``, ``var1``... are the arrays it read, in the order the graph first reads them."""
-    from .symbol import Symbol
+    from .frontend.symbol import Symbol
     _check_heads([a])
     tr = walk([a._entry], for_backward=True)
     new, _ = _canonical(tr, "var")
@@ -404,7 +404,7 @@ def wait(a: NDArray) -> None:
     force([a])
     if a._ctx.device_type == "gpu":
         import pycuda.driver as drv
-        from .cuda.runtime import activate
+        from .runtime.cuda.runtime import activate
         with activate(a._ctx.device_id):
             drv.Context.synchronize()
 

@@ -10,15 +10,15 @@ from __future__ import annotations
 import weakref
 from typing import Optional, Sequence
 
-from .base import ExecutionError, ShapeError
-from .graph import Graph
+from .core.base import ExecutionError, ShapeError
+from .core.graph import Graph
 from .imperative import LATE, PENDING, STATE, VALUE, _input_entry, call
 from .imperative_trace import settle
 from .imperative_compile import _check_heads, _describe
-from .ndarray import NDArray
-from .passes.gradient import gradient
-from .types.infer_shape import infer_shapes
-from .types.infer_type import infer_types
+from .runtime.ndarray import NDArray
+from .compiler.passes.gradient import gradient
+from .core.types.infer_shape import infer_shapes
+from .core.types.infer_type import infer_types
 
 
 def grad_graph(heads: Sequence[NDArray], variables: Sequence[NDArray],

@@ -12,8 +12,8 @@ import itertools
 import weakref
 from typing import Any
 
-from .attrs import Attrs
-from .graph import Node
+from .core.attrs import Attrs
+from .core.graph import Node
 
 
 class _State:

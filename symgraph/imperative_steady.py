@@ -22,8 +22,8 @@ from __future__ import annotations
 import weakref
 from typing import Any, Optional, Sequence
 
-from .context import Context
-from .graph import Entry
+from .core.context import Context
+from .core.graph import Entry
 from .imperative_state import GRAD_VAR, STATE, STATS, VALUE
 from .imperative_trace import Tape
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import weakref
 from typing import Any, Optional, Sequence
 
-from .graph import Entry, Node
+from .core.graph import Entry, Node
 from .imperative_state import (_REC, _REC_TRN, _TRN, ATTR_SERIAL, PENDING, PLAIN, STATE, VALUE,
                                is_recorded, is_training)
-from .ndarray import NDArray
+from .runtime.ndarray import NDArray
 
 
 class Trace:

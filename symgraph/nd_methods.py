@@ -13,16 +13,21 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from . import autograd, imperative, imperative_compile, ndarray, random, registry
-from . import ops  # noqa: F401  (registers the built-in ops)
-from . import symbol as S
-from .base import AttrError, ShapeError, where
-from .context import Context
-from .exports import export, sub_namespace
-from .image_api import make_namespace as make_image_namespace
+from . import autograd
+from . import imperative
+from . import imperative_compile
+from .runtime import ndarray
+from .runtime import random
+from .core import registry
+from .compiler import ops  # noqa: F401  (registers the built-in ops)
+from .frontend import symbol as S
+from .core.base import AttrError, ShapeError, where
+from .core.context import Context
+from .core.exports import export, sub_namespace
+from .frontend.image_api import make_namespace as make_image_namespace
 from .imperative import FAST_CALLS, PENDING, _Call, _call_info, _result, call, record
 from .imperative_trace import settle
-from .ndarray import NDArray, _host_key, array
+from .runtime.ndarray import NDArray, _host_key, array
 
 # What NDArray asks of the engine (see ``ndarray.set_engine``).
 ENGINE = SimpleNamespace(
@@ -271,7 +276,7 @@ def make_nd_function(opdef: registry.OpDef):
             outs = [NDArray(inputs[0]._data.reshape(o.shape), inputs[0]._ctx) for o in outs]
         return _result(outs, out)
 
-    from .opdoc import document  # signature and docstring from the registry
+    from .frontend.opdoc import document  # signature and docstring from the registry
     return document(op_function, opdef, front_end="nd")
 
 

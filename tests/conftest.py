@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import symgraph.backend.numpy_backend
-import symgraph.passes
+import symgraph.runtime.backend.numpy_backend
+import symgraph.compiler.passes
 
-symgraph.passes.VERIFY = True
-symgraph.backend.numpy_backend.POISON = True  # reading a freed buffer gives NaN
+symgraph.compiler.passes.VERIFY = True
+symgraph.runtime.backend.numpy_backend.POISON = True  # reading a freed buffer gives NaN
 
 
 def _gpu_count() -> int:

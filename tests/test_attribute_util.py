@@ -124,7 +124,7 @@ def test_attr_dicts_match_mxnet() -> None:
 
 
 def test_base_helpers_of_mxnet_scripts() -> None:
-    from symgraph.base import _as_list, integer_types, numeric_types, py_str, string_types
+    from symgraph.core.base import _as_list, integer_types, numeric_types, py_str, string_types
     assert _as_list((1, 2)) == (1, 2) and _as_list([1]) == [1] and _as_list(3) == [3]
     assert py_str("é".encode()) == "é" and isinstance("s", string_types)
     assert isinstance(3, integer_types) and not isinstance(3.0, integer_types)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 import symgraph as sg
-from symgraph.test_utils import assert_almost_equal, check_numeric_gradient
+from symgraph.interop.test_utils import assert_almost_equal, check_numeric_gradient
 
 S = sg.sym
 

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.types import table as typetable
-from symgraph.base import DTypeError, ShapeError
-from symgraph.graph import Entry, Node, variable
-from symgraph.types import infer_shape
-from symgraph.registry import get_op
-from symgraph.types.table import TypeTable
+from symgraph.core import attrs as core_attrs
+from symgraph.core.types import table as typetable
+from symgraph.core.base import DTypeError, ShapeError
+from symgraph.core.graph import Entry, Node, variable
+from symgraph.core.types import infer_shape
+from symgraph.core.registry import get_op
+from symgraph.core.types.table import TypeTable
 
 S = sg.sym
 
@@ -100,7 +101,7 @@ def test_dtypes_from_a_non_default_rule_reach_undeclared_variables_before_the_de
 def test_entries_made_with_the_node_are_the_ones_its_op_gives(op: str, attrs: dict,
                                                                n_in: int) -> None:
     opdef = get_op(op)
-    parsed = sg.attrs.parse_attrs(opdef.params, attrs, op)
+    parsed = core_attrs.parse_attrs(opdef.params, attrs, op)
     ins = tuple(Entry(variable(f"v{i}")) for i in range(n_in))
     asked = Node(op, "n", parsed, ins)  # entries made on first ask, from the op
     given = Node(op, "n", parsed, ins, n_outputs=opdef.num_outputs(parsed))

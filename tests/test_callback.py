@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.callback import BatchEndParam
+from symgraph.training.callback import BatchEndParam
 
 
 def test_speedometer_logs_every_frequent(caplog):
@@ -71,7 +71,7 @@ def test_curve_without_matplotlib(tmp_path, monkeypatch, caplog):
             raise ImportError(name)
         return real_import(name, *a, **k)
     monkeypatch.setattr(builtins, "__import__", no_mpl)
-    from symgraph.plot import plot_history
+    from symgraph.training.plot import plot_history
     with caplog.at_level(logging.WARNING):
         assert plot_history([{"epoch": 0, "train-accuracy": 0.5}], str(tmp_path / "c.png"),
                             logging) is False

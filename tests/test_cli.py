@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import symgraph as sg
-from symgraph import cli
+from symgraph.interop import cli
 
 
 def _saved(tmp_path):
@@ -232,7 +232,7 @@ def test_viz_png_resolution(tmp_path, monkeypatch):
 
 def test_train_scores_the_test_set_once_per_epoch(tmp_path, capsys, monkeypatch):
     from tests.datasets.test_mnist import _write_set
-    from symgraph.base_module import BaseModule
+    from symgraph.training.base_module import BaseModule
     _write_set(tmp_path, n=60)
     calls = []
     real = BaseModule.score
@@ -264,7 +264,7 @@ def test_shape_of_no_input_is_a_usage_error(tmp_path, capsys):
 
 def test_prefix_folder_is_checked_before_training(tmp_path, capsys, monkeypatch):
     from tests.datasets.test_mnist import _write_set
-    from symgraph.base_module import BaseModule
+    from symgraph.training.base_module import BaseModule
     _write_set(tmp_path, n=60)
     monkeypatch.setattr(BaseModule, "fit", lambda *a, **k: pytest.fail("trained"))
     prefix = tmp_path / "missing" / "mlp"

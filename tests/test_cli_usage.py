@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import cli
-from symgraph.base import ExecutionError
+from symgraph.interop import cli
+from symgraph.core.base import ExecutionError
 
 
 def _usage_error(capsys, argv: list[str]) -> str:
@@ -34,7 +34,7 @@ def test_unknown_init_lists_pytorch_too(capsys) -> None:
 
 
 def test_known_inits_parse(capsys) -> None:
-    from symgraph.models.runner import init_name
+    from symgraph.interop.models.runner import init_name
     assert [init_name(n) for n in ("pytorch", "Xavier", '["uniform", {"scale": 0.1}]')] == \
         ["pytorch", "Xavier", '["uniform", {"scale": 0.1}]']
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import symgraph as sg
-from symgraph import config
+from symgraph.core import config
 
 ROOT = Path(__file__).resolve().parents[1] / "symgraph"
 
@@ -73,4 +73,5 @@ def test_unknown_setting_and_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_debug_level_reaches_the_passes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SYMGRAPH_DEBUG", "1")
-    assert sg.passes.debug_level() == 1
+    from symgraph.compiler import passes
+    assert passes.debug_level() == 1

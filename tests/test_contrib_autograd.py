@@ -7,9 +7,9 @@ import pytest
 
 import symgraph as sg
 from symgraph import autograd as ag
-from symgraph.base import AttrError
-from symgraph.contrib import autograd as cag
-from symgraph.test_utils import assert_almost_equal
+from symgraph.core.base import AttrError
+from symgraph.interop.contrib import autograd as cag
+from symgraph.interop.test_utils import assert_almost_equal
 
 
 def test_sections_switch_recording_and_training_together() -> None:

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import BindError, GraphError, ShapeError
-from symgraph.cuda.actions import Host, flat_actions
-from symgraph.cuda.plan import lower_schedule
-from symgraph.types.infer_shape import infer_shapes
-from symgraph.types.infer_type import infer_types
-from symgraph.passes.unroll_control_flow import unroll_control_flow
-from symgraph.types.table import TypeTable
+from symgraph.core.base import BindError, GraphError, ShapeError
+from symgraph.runtime.cuda.actions import Host, flat_actions
+from symgraph.runtime.cuda.plan import lower_schedule
+from symgraph.core.types.infer_shape import infer_shapes
+from symgraph.core.types.infer_type import infer_types
+from symgraph.compiler.passes.unroll_control_flow import unroll_control_flow
+from symgraph.core.types.table import TypeTable
 
 from .mxnet_live import mxnet_json
 

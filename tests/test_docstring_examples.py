@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import gluon, registry
+from symgraph import gluon
+from symgraph.core import registry
 
 FLAGS = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
 

@@ -10,10 +10,11 @@ import inspect
 import pytest
 
 import symgraph as sg
-from symgraph import registry, stubs
+from symgraph.core import registry
+from symgraph.interop import stubs
 
 MODULES = ("symbol", "ndarray", "io", "initializer", "optimizer", "lr_scheduler", "module",
-           "base_module", "model", "metric", "callback", "viz", "datasets.mnist", "monitor",
+           "training.base_module", "model", "metric", "callback", "viz", "datasets.mnist", "monitor",
            "profiler", "kvstore", "random", "test_utils", "context", "name", "operator", "base",
            "rtc", "executor", "amp", "gluon", "onnx", "datasets", "autograd", "contrib")
 

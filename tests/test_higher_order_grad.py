@@ -13,8 +13,8 @@ import pytest
 import symgraph as sg
 from symgraph import autograd as ag
 from symgraph import nd
-from symgraph.base import ShapeError
-from symgraph.test_utils import assert_almost_equal
+from symgraph.core.base import ShapeError
+from symgraph.interop.test_utils import assert_almost_equal
 
 H = 1e-6
 

@@ -7,7 +7,7 @@ import pytest
 
 import symgraph as sg
 from symgraph import imperative
-from symgraph.test_utils import assert_almost_equal
+from symgraph.interop.test_utils import assert_almost_equal
 
 
 def _a(x, dtype=np.float32):
@@ -320,7 +320,7 @@ def test_mxnet_helpers_out_inplace_views_and_legacy_names() -> None:
 
 
 def test_internal_namespace_has_every_op() -> None:
-    from symgraph.registry import all_ops
+    from symgraph.core.registry import all_ops
     assert all(callable(getattr(sg.nd._internal, n)) for n in all_ops())
     np.testing.assert_array_equal(
         sg.nd._internal._rminus_scalar(sg.nd.ones(2), scalar=5).asnumpy(), [4.0, 4.0])

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from symgraph import nd
-from symgraph.base import DataError
+from symgraph.core.base import DataError
 
 
 def _bad_ctc(labels: nd.NDArray) -> nd.NDArray:

@@ -9,7 +9,7 @@ import pytest
 import symgraph as sg
 from symgraph import autograd as ag
 from symgraph import imperative
-from symgraph.test_utils import assert_almost_equal
+from symgraph.interop.test_utils import assert_almost_equal
 
 pytestmark = pytest.mark.gpu
 

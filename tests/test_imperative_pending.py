@@ -9,7 +9,7 @@ import pytest
 
 import symgraph as sg
 from symgraph import autograd as ag
-from symgraph.base import SymgraphError
+from symgraph.core.base import SymgraphError
 
 
 def _arr(x: np.ndarray, grad: bool = False) -> sg.nd.NDArray:

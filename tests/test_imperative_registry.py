@@ -8,14 +8,14 @@ import pytest
 
 import symgraph as sg
 from symgraph import autograd
-from symgraph.graph import Entry
-from symgraph.types.infer_type import infer_types
-from symgraph.test_utils import _bind, assert_almost_equal, numeric_grad
+from symgraph.core.graph import Entry
+from symgraph.core.types.infer_type import infer_types
+from symgraph.interop.test_utils import _bind, assert_almost_equal, numeric_grad
 from tests.ops.case import Case
 from tests.cuda.graphs import FLOAT64_CASES, GPU_REFUSED_CASES
 from tests.ops.test_registry import ALL_CASES, INTERNAL, _forward, _sample
 
-from symgraph.registry import all_ops, get_op
+from symgraph.core.registry import all_ops, get_op
 
 CASES = [c for c in ALL_CASES if c.op not in INTERNAL]
 GPU_CASES = [c for c in CASES  # GPU runs float32

@@ -135,7 +135,8 @@ def test_no_import_cycles() -> None:
 PRIVATE_IMPORTS_LEFT = {
     "autograd_function.py": 1, "gluon/block.py": 1, "gluon/data/vision/transforms/color.py": 5,
     "imperative.py": 12, "imperative_grad.py": 3, "imperative_trace.py": 3, "nd_methods.py": 4,
-    "optimizer_contrib.py": 2, "optimizer_extra.py": 2, "optimizer_norm.py": 2, "random.py": 1,
+    "training/optimizer_contrib.py": 2, "training/optimizer_extra.py": 2,
+    "training/optimizer_norm.py": 2, "runtime/random.py": 1,
 }
 
 
@@ -171,3 +172,53 @@ def test_private_import_scan_counts_names(tmp_path: Path) -> None:
     (pkg / "__init__.py").write_text("from . import _m\n")
     (pkg / "a.py").write_text("from ._m import _x, y\nfrom .b import _z\n")
     assert private_imports(pkg) == {"a.py": 2}
+
+
+# The layers of symgraph/, bottom first: a module imports from its own layer and those below
+# (docs/architecture.md draws the same map). The root holds the package's __init__, __main__
+# and the imperative engine's modules until they move into their layer.
+LAYERS = ("core", "compiler", "runtime", "frontend", "training", "gluon", "interop")
+ROOT_LAYER = "frontend"
+MAX_ROOT_MODULES = 12
+# Imports from a layer to one above it, each with its reason; the list may only shrink.
+UPWARD_LEFT = {
+    # ops' numpy references draw from the global generator when a run gives none
+    ("symgraph.compiler.ops.activation", "symgraph.runtime.random"),
+    ("symgraph.compiler.ops.sampling", "symgraph.runtime.random"),
+    # Custom ops hand NDArrays to user code and compile rtc kernels
+    ("symgraph.compiler.ops.custom", "symgraph.runtime.ndarray"),
+    ("symgraph.compiler.ops.custom", "symgraph.runtime.rtc"),
+    # the update ops are generated from the optimizers' own formulas
+    ("symgraph.compiler.ops.update", "symgraph.training.optimizer"),
+    ("symgraph.compiler.ops.update_multi", "symgraph.training.optimizer"),
+    ("symgraph.compiler.ops.update_ops", "symgraph.training.optimizer"),
+    ("symgraph.compiler.ops.update_ops", "symgraph.training.optimizer_extra"),
+    ("symgraph.compiler.ops.update_ops", "symgraph.training.optimizer_norm"),
+    ("symgraph.runtime.cuda.optimizer", "symgraph.training.optimizer"),
+    # a loaded JSON's __init__ attributes are checked when read, naming the variable
+    ("symgraph.frontend.serialize", "symgraph.training.initializer"),
+}
+
+
+def layer_of(module: str) -> str:
+    parts = module.split(".")
+    if len(parts) < 2 or parts[1] in ("__init__", "__main__"):
+        return LAYERS[-1]  # the package itself sits on top
+    return parts[1] if parts[1] in LAYERS else ROOT_LAYER
+
+
+def test_layers_import_downwards_only() -> None:
+    graph = import_graph()
+    up = {(m, t) for m, ts in graph.items() for t in ts
+          if LAYERS.index(layer_of(t)) > LAYERS.index(layer_of(m))}
+    new = sorted(up - UPWARD_LEFT)
+    assert not new, "imports from a layer to one above it:\n" + "\n".join(
+        f"  {m} ({layer_of(m)}) -> {t} ({layer_of(t)})" for m, t in new)
+    assert not UPWARD_LEFT - up, f"gone, drop from UPWARD_LEFT: {sorted(UPWARD_LEFT - up)}"
+
+
+def test_every_folder_is_a_layer_and_the_root_is_small() -> None:
+    folders = {p.name for p in ROOT.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(LAYERS), f"folders that are not layers: {folders - set(LAYERS)}"
+    modules = sorted(p.name for p in ROOT.glob("*.py"))
+    assert len(modules) <= MAX_ROOT_MODULES, f"{len(modules)} modules in the root: {modules}"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError
+from symgraph.core.base import AttrError
 
 
 def _draw(init, name, shape, attrs=None):

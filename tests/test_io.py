@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import DataError
+from symgraph.core.base import DataError
 
 
 def _epoch(it):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, DataError
+from symgraph.core.base import AttrError, DataError
 
 
 def test_accuracy_and_topk():

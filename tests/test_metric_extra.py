@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, DataError
+from symgraph.core.base import AttrError, DataError
 
 from .mxnet_live import mxnet_json
 

@@ -7,7 +7,7 @@ import symgraph as sg
 
 
 def test_mlp_100_steps(mnist_dir):
-    import symgraph.models.mlp
+    import symgraph.interop.models.mlp
     sg.random.seed(0)
     d = sg.datasets.mnist.load_data(mnist_dir)
     bs, steps = 256, 100
@@ -15,7 +15,7 @@ def test_mlp_100_steps(mnist_dir):
     y = d["train_label"][:bs * steps]
     train = sg.io.NDArrayIter(x, y, bs, shuffle=True)
     test = sg.io.NDArrayIter(d["test_data"].reshape(-1, 784), d["test_label"], 1000)
-    mod = sg.mod.Module(symgraph.models.mlp.build())
+    mod = sg.mod.Module(symgraph.interop.models.mlp.build())
     mod.fit(train, num_epoch=1, optimizer="sgd",
             optimizer_params={"learning_rate": 0.2, "momentum": 0.9},
             initializer=sg.init.Xavier(factor_type="in", magnitude=1.0))

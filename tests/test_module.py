@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import BindError, DataError
+from symgraph.core.base import BindError, DataError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -151,7 +151,7 @@ def test_label_data_batch_mismatch():
 def test_fit_bad_names(rng):
     x, y = _blobs(rng, n=32)
     it = sg.io.NDArrayIter(x, y, 16)
-    from symgraph.base import AttrError
+    from symgraph.core.base import AttrError
     for kwargs, msg in (({"optimizer": "sgdm"}, "unknown optimizer"),
                         ({"eval_metric": "acc1"}, "unknown metric")):
         mod = sg.mod.Module(_softmax_net())

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import MissingParamError
+from symgraph.core.base import MissingParamError
 
 from .test_mxnet_interop import mxnet_python
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, NotImplementedForSymbol, SymgraphError, mx_real_t
-from symgraph.test_utils import check_symbolic_backward
+from symgraph.core.base import AttrError, NotImplementedForSymbol, SymgraphError, mx_real_t
+from symgraph.interop.test_utils import check_symbolic_backward
 
 S = sg.sym
 
@@ -44,7 +44,7 @@ def test_bool_of_a_symbol_raises() -> None:
         bool(S.var("x"))
     assert issubclass(NotImplementedForSymbol, SymgraphError) and mx_real_t is np.float32
     star: dict = {}
-    exec("from symgraph.base import *", star)  # what code written for mxnet.base imports
+    exec("from symgraph.core.base import *", star)  # what code written for mxnet.base imports
     assert star["mx_real_t"] is np.float32 and star["NotImplementedForSymbol"] is not None
 
 

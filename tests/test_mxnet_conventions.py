@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.ops.sorting import order, top_order
-from symgraph.test_utils import (assert_almost_equal, check_numeric_gradient,
+from symgraph.compiler.ops.sorting import order, top_order
+from symgraph.interop.test_utils import (assert_almost_equal, check_numeric_gradient,
                                  check_symbolic_backward)
 
 S = sg.sym

@@ -284,7 +284,7 @@ def _compare(what: str, got: list, want: list) -> list[str]:
 def test_mnist_cnn_module_checkpoint_round_trip(mxnet: str, tmp_path: Path) -> None:
     """The seed CNN, initialised and saved by a symgraph Module, predicts the same in MXNet;
     MXNet's own re-save of the parameters is byte-identical to symgraph's file."""
-    from symgraph.models import simple_cnn
+    from symgraph.interop.models import simple_cnn
     rng = np.random.default_rng(3)
     data = rng.uniform(0, 1, (4, 1, 28, 28)).astype(np.float32)
     mod = sg.mod.Module(simple_cnn.build())

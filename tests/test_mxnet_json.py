@@ -18,7 +18,7 @@ LOAD = ("import sys, mxnet as mx; s = mx.sym.load(sys.argv[1]); "
 
 
 def _cnn() -> sg.sym.Symbol:
-    from symgraph.models.simple_cnn import build
+    from symgraph.interop.models.simple_cnn import build
     return build()
 
 

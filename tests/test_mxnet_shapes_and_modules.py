@@ -117,7 +117,7 @@ def _bucket_sym(key: int):
 
 
 def test_bucketing_module_shares_parameters_gradients_and_optimizer(monkeypatch) -> None:
-    from symgraph import executor
+    from symgraph.runtime import executor
     builds = []
     build = executor.build_stage
     monkeypatch.setattr(executor, "build_stage", lambda graph, wrt, train, ctx:

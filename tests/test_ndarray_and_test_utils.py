@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.test_utils import (check_numeric_gradient, check_symbolic_backward,
+from symgraph.interop.test_utils import (check_numeric_gradient, check_symbolic_backward,
                                  check_symbolic_forward)
 
 

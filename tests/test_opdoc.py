@@ -9,8 +9,10 @@ import pydoc
 import pytest
 
 import symgraph as sg
-from symgraph import opdoc, registry, stubs
-from symgraph.attrs import REQUIRED
+from symgraph.frontend import opdoc
+from symgraph.core import registry
+from symgraph.interop import stubs
+from symgraph.core.attrs import REQUIRED
 
 OPS = sorted(n for n, op in registry.all_ops().items() if "api" not in op.extra)
 
@@ -82,7 +84,7 @@ def test_nd_front_end_documentation():
 
 
 def test_stubs_are_up_to_date():
-    assert stubs.out_of_date() == [], "run: python -m symgraph.stubs"
+    assert stubs.out_of_date() == [], "run: python -m symgraph.interop.stubs"
     assert "def FullyConnected(\n    data: Optional[NDArray] = ...," in stubs.module_stub(sg.nd)
     text = stubs.module_stub(sg.sym)
     compile(text, "symbol.pyi", "exec")

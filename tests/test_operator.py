@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.registry import OPAQUE, get_op
-from symgraph.test_utils import assert_almost_equal, check_numeric_gradient
+from symgraph.core.registry import OPAQUE, get_op
+from symgraph.interop.test_utils import assert_almost_equal, check_numeric_gradient
 
 SEEN: dict = {}
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError
+from symgraph.core.base import AttrError
 
 
 def _run(opt, w0, grads):
@@ -137,7 +137,7 @@ def test_multifactor_scheduler():
 def test_rule_is_data():
     rule = sg.optimizer.create("adam").rule
     assert rule.states == ("mean", "var") and "lr" in rule.scalars
-    from symgraph.expr import Expr
+    from symgraph.core.expr import Expr
     assert all(isinstance(f, Expr) for f in rule.formulas)
     assert len(rule.formulas) == 1 + len(rule.states)
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, ShapeError
+from symgraph.core.base import AttrError, ShapeError
 
 from .mxnet_live import mxnet_json
 

@@ -37,10 +37,12 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_wheel_contents(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
-    for want in ("symgraph/py.typed", "symgraph/symbol.pyi", "symgraph/ndarray.pyi",
-                 "symgraph/models/custom_add.c",
-                 "symgraph/models/custom_add.cu", "symgraph/models/runner.py",
-                 "symgraph/cuda/libs.py"):
+    for want in ("symgraph/py.typed", "symgraph/frontend/symbol.pyi",
+                 "symgraph/runtime/ndarray.pyi",
+                 "symgraph/interop/models/custom_add.c",
+                 "symgraph/interop/models/custom_add.cu",
+                 "symgraph/interop/models/runner.py",
+                 "symgraph/runtime/cuda/libs.py"):
         assert want in names, want
     # a top-level ``models`` package would shadow users' own models/ folders
     assert not any(n.startswith("models/") for n in names)
@@ -56,7 +58,7 @@ def test_wheel_trains_mlp_from_another_folder(wheel: Path, tmp_path: Path,
     assert r.returncode == 0, r.stdout + r.stderr
     work = tmp_path / "elsewhere"
     (work / "models").mkdir(parents=True)  # a user's own models/ folder must not matter
-    r = _run([py, "-c", "import symgraph, symgraph.models.runner; print(symgraph.__file__)"],
+    r = _run([py, "-c", "import symgraph, symgraph.interop.models.runner; print(symgraph.__file__)"],
              cwd=work)
     assert r.returncode == 0 and str(venv) in r.stdout, r.stdout + r.stderr
     r = _run([exe, "train", "mlp", "--epochs", "2", "--num-train", "5000", "--num-test", "500",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import DataError
+from symgraph.core.base import DataError
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "mxnet"
 DTYPES = ("float32", "float16", "float64", "uint8", "int8", "int32", "int64")
@@ -69,7 +69,7 @@ def test_numpy_shapes_use_mxnet_v3_records(tmp_path: Path) -> None:
 
 
 def test_layout_by_hand(tmp_path: Path) -> None:
-    """The documented layout, decoded independently of symgraph.ndfile."""
+    """The documented layout, decoded independently of symgraph.runtime.ndfile."""
     out = tmp_path / "one.params"
     sg.nd.save(str(out), {"w": sg.nd.array([[1.0, 2.0]])})
     raw = out.read_bytes()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import profiler
+from symgraph.runtime import profiler
 
 
 @pytest.fixture(autouse=True)
@@ -137,7 +137,7 @@ def test_pause_resume_and_errors():
 
 @pytest.mark.gpu
 def test_gpu_trace_uses_device_time(tmp_path):
-    mod = sg.mod.Module(__import__("symgraph.models.simple_cnn", fromlist=["build"]).build(),
+    mod = sg.mod.Module(__import__("symgraph.interop.models.simple_cnn", fromlist=["build"]).build(),
                         context=sg.gpu(0))
     mod.bind([("data", (64, 1, 28, 28))], [("softmax_label", (64,))])
     mod.init_params()

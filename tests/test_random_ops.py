@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, SymgraphError
+from symgraph.core.base import AttrError, SymgraphError
 
 from .mxnet_live import mxnet_json
 
@@ -178,7 +178,7 @@ def test_sampler_registry_cases_are_certain() -> None:
     """The samplers' registry cases (tests/ops/cases_random.py) give the same outputs under
     any seed in a training forward: the GPU-against-CPU comparisons (tests/cuda/test_gpu*.py)
     then hold the GPU's draws to exact values, although its generator is not numpy's."""
-    from symgraph.registry import get_op
+    from symgraph.core.registry import get_op
     from tests.ops.cases_random import CASES
     from tests.ops.test_registry import _sample
     cases = [c for c in CASES if get_op(c.op).train_dependent]

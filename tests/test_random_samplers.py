@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError
+from symgraph.core.base import AttrError
 
 N = 20000
 

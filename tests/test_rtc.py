@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.models.reorg_lenet import BWD_KERNEL, FWD_KERNEL
-from symgraph.models.rtc_softmax_mlp import SOFTMAX_GRAD_KERNEL, SOFTMAX_KERNEL
-from symgraph.rtc import CudaModule, Rtc, numbered, parse_signature, rtc_source
+from symgraph.interop.models.reorg_lenet import BWD_KERNEL, FWD_KERNEL
+from symgraph.interop.models.rtc_softmax_mlp import SOFTMAX_GRAD_KERNEL, SOFTMAX_KERNEL
+from symgraph.runtime.rtc import CudaModule, Rtc, numbered, parse_signature, rtc_source
 
 SEED_KERNELS = [
     ("softmax", [("x", (100, 10))], [("y", (100, 10))], SOFTMAX_KERNEL),

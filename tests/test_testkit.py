@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import test_utils as tu
+from symgraph.interop import test_utils as tu
 
 from .mxnet_live import mxnet_json
 

@@ -3,8 +3,8 @@ that many times and reports the mean."""
 from __future__ import annotations
 
 import symgraph as sg
-from symgraph.backend import numpy_backend
-from symgraph.registry import RunCtx
+from symgraph.runtime.backend import numpy_backend
+from symgraph.core.registry import RunCtx
 
 
 def test_repeat_runs_each_step_that_often(monkeypatch) -> None:

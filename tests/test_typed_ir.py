@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import passes
-from symgraph.graph import Entry, Graph
-from symgraph.models import simple_cnn
-from symgraph.types import infer_shape
-from symgraph.types import infer_type
-from symgraph.passes.verify import verify
-from symgraph.types.table import TypeTable
+from symgraph.compiler import passes
+from symgraph.core.graph import Entry, Graph
+from symgraph.interop.models import simple_cnn
+from symgraph.core.types import infer_shape
+from symgraph.core.types import infer_type
+from symgraph.compiler.passes.verify import verify
+from symgraph.core.types.table import TypeTable
 
 
 def _counts() -> tuple[int, int]:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import expr as E
+from symgraph.core import expr as E
 
 graphviz = pytest.importorskip("graphviz")
 

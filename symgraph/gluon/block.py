@@ -13,12 +13,12 @@ import re
 from collections import OrderedDict
 from typing import Any, Callable, Optional
 
-from .. import ndarray as _nd
-from .. import symbol as _sym
-from ..symbol import Symbol
-from ..base import AttrError, BindError, GraphError, SymgraphError
+from ..runtime import ndarray as _nd
+from ..frontend import symbol as _sym
+from ..frontend.symbol import Symbol
+from ..core.base import AttrError, BindError, GraphError, SymgraphError
 from ..imperative import _call_info, record
-from ..registry import get_op
+from ..core.registry import get_op
 from .block_api import BlockAPI
 from .block_scope import BlockScope
 from .nested import flatten, regroup
@@ -109,7 +109,7 @@ class Block(BlockAPI):
 
     def save_parameters(self, filename: str, deduplicate: bool = False) -> None:
         """Write parameters under structural names (``conv1.weight``)."""
-        from .. import ndarray as nd
+        from ..runtime import ndarray as nd
         params = self._collect_params_with_prefix()
         if deduplicate:
             seen: dict[int, str] = {}
@@ -352,7 +352,7 @@ class HybridBlock(Block):
 
     def _get_graph(self, *args: Any) -> tuple[list, Any]:
         """Trace with ``F = sg.sym`` on inputs ``data`` (or ``data0``, ``data1``...)."""
-        from .. import symbol as sym
+        from ..frontend import symbol as sym
         flat, fmt = flatten(args)
         if len(flat) == 1:
             inputs = [sym.var("data")]
@@ -400,7 +400,7 @@ class HybridBlock(Block):
         if not self._cached_graph:
             raise BindError(f"{self.name}: please first call block.hybridize() and then run "
                             f"forward with this block at least once before calling export")
-        from ..model import save_checkpoint
+        from ..training.model import save_checkpoint
         sym = self._cached_graph[1]
         aux_names = set(sym.list_auxiliary_states())
         arg, aux = {}, {}

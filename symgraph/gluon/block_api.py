@@ -7,8 +7,8 @@ import json
 from collections import OrderedDict
 from typing import Any, Callable, Optional
 
-from .. import fileio
-from ..base import AttrError, DataError, GraphError
+from ..core import fileio
+from ..core.base import AttrError, DataError, GraphError
 from .hooks import HookHandle
 
 
@@ -28,7 +28,7 @@ def _shape_str(args: Any) -> str:
 
 
 def _traced(outputs: Any) -> bool:
-    from ..symbol import Symbol
+    from ..frontend.symbol import Symbol
     if isinstance(outputs, (list, tuple)):
         return any(_traced(o) for o in outputs)
     return isinstance(outputs, Symbol)

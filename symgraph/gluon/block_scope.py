@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Optional
 
-from .. import name as _name
+from ..core import name as _name
 from .parameter_dict import ParameterDict
 
 

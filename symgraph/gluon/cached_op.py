@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from ..base import GraphError
+from ..core.base import GraphError
 from .nested import flatten, is_flat, regroup
 from .parameter import VERSION
 
@@ -21,7 +21,7 @@ class TracedProgram:
     """A traced graph ready to replay: per op node its op, attrs and where its inputs are."""
 
     def __init__(self, block: Any, inputs: Sequence[Any], out: Any) -> None:
-        from ..graph import topo_order
+        from ..core.graph import topo_order
         graph = out.graph()
         self.input_names = [i.name for i in inputs]
         params = block.collect_params()
@@ -77,7 +77,7 @@ def _call_of(node: Any) -> Any:
     """The imperative call of a traced node: its op with its parsed attributes (made once,
     so a replay records each node without parsing or looking up anything)."""
     from .. import imperative
-    from ..registry import get_op
+    from ..core.registry import get_op
     return imperative._call_info(get_op(node.op), dict(node.attrs), node.name)
 
 

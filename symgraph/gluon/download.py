@@ -13,8 +13,8 @@ import os
 import warnings
 from typing import Any, Iterator, Optional
 
-from .. import fileio
-from ..base import AttrError, DataError
+from ..core import fileio
+from ..core.base import AttrError, DataError
 
 CHUNK = 1 << 16
 TIMEOUT = 30.0  # seconds per request: a missing network fails fast instead of hanging

@@ -6,7 +6,7 @@ import weakref
 from collections import OrderedDict
 from typing import Any, Callable, Optional
 
-from ..base import GraphError
+from ..core.base import GraphError
 
 
 class HookHandle:

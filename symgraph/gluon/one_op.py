@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from .. import ndarray as _nd
+from ..runtime import ndarray as _nd
 from ..imperative import record
 
 

@@ -15,11 +15,11 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from .. import initializer as _init
-from .. import ndarray as nd
-from ..base import AttrError, BindError, DataError, MissingParamError, ShapeError
-from ..context import Context, current_context
-from ..dtypes import as_dtype
+from ..training import initializer as _init
+from ..runtime import ndarray as nd
+from ..core.base import AttrError, BindError, DataError, MissingParamError, ShapeError
+from ..core.context import Context, current_context
+from ..core.dtypes import as_dtype
 
 GRAD_REQS = ("write", "add", "null")
 # Bumped whenever any Parameter's arrays or grad_req change: a Trainer keeps what it gathers
@@ -293,7 +293,7 @@ class Parameter:
         """The symbol variable of this parameter (shape, dtype, multipliers, init). One
         variable while those stay the same, so a graph that reads the parameter several times
         (a recurrent cell unrolled, a shared block) has one argument of its name."""
-        from .. import symbol as sym
+        from ..frontend import symbol as sym
         init = None if self.init is None or isinstance(self.init, _ValueInit) else \
             _dumps(self.init)
         key = (self._shape, self.dtype, self.lr_mult, self.wd_mult, init)

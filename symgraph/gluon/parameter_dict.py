@@ -10,10 +10,10 @@ from typing import Any, Iterator, Optional
 
 import numpy as np
 
-from .. import initializer as _init
-from .. import ndarray as nd
-from ..base import AttrError, DataError
-from ..context import Context
+from ..training import initializer as _init
+from ..runtime import ndarray as nd
+from ..core.base import AttrError, DataError
+from ..core.context import Context
 from .parameter import Constant, CtxArg, Parameter
 
 _ATTRS = ("shape", "dtype", "grad_req", "lr_mult", "wd_mult", "init", "allow_deferred_init")

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union
 
-from ..base import GraphError
+from ..core.base import GraphError
 from .block import HybridBlock
 from .parameter_dict import ParameterDict
 
 
 def _symbols(value: Any, what: str) -> list:
-    from ..symbol import Symbol
+    from ..frontend.symbol import Symbol
     items = list(value) if isinstance(value, (list, tuple)) else [value]
     for s in items:
         if not isinstance(s, Symbol):
@@ -34,7 +34,7 @@ class SymbolBlock(HybridBlock):
     def __init__(self, outputs: Any, inputs: Any,
                  params: Optional[ParameterDict] = None) -> None:
         super().__init__(prefix="", params=None)
-        from .. import symbol as sym
+        from ..frontend import symbol as sym
         self._prefix = ""
         self._params = ParameterDict("", params)
         inputs = _symbols(inputs, "inputs")
@@ -62,7 +62,7 @@ class SymbolBlock(HybridBlock):
                 allow_missing: bool = False, ignore_extra: bool = False) -> "SymbolBlock":
         """A SymbolBlock from ``prefix-symbol.json`` and, optionally, ``prefix-%04d.params``
         (the files :meth:`HybridBlock.export` and ``Module.save_checkpoint`` write)."""
-        from .. import symbol as sym
+        from ..frontend import symbol as sym
         out = sym.load(symbol_file)
         names = [input_names] if isinstance(input_names, str) else list(input_names)
         block = SymbolBlock(out, [sym.var(n) for n in names])

@@ -2,7 +2,7 @@
 
 It reuses the optimizers of ``sg.optimizer`` (their update rules are data), through an
 ``Updater`` per context: on the CPU the numpy update, on the GPU with float32 weights the fused
-multi-tensor update of ``symgraph.cuda.optimizer`` (one kernel launch for all parameters).
+multi-tensor update of ``symgraph.runtime.cuda.optimizer`` (one kernel launch for all parameters).
 Gradients of several contexts are summed before the update (``allreduce_grads``), as the
 ``'device'`` kvstore does; other kvstores are refused by name.
 """
@@ -12,8 +12,8 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .. import optimizer as _opt
-from ..base import AttrError, DataError, ExecutionError
+from ..training import optimizer as _opt
+from ..core.base import AttrError, DataError, ExecutionError
 from .parameter import VERSION, Parameter
 from .parameter_dict import ParameterDict
 
@@ -239,7 +239,7 @@ class Trainer:
             upd = None
             if ctx.device_type == "gpu" and self._optimizer.fused and \
                     all(w.dtype == np.float32 for w in weights):
-                from ..cuda.optimizer import FusedUpdater
+                from ..runtime.cuda.optimizer import FusedUpdater
                 # stream=None: the legacy default stream, ordered after the backward program's
                 # (blocking) stream and before the next step's work, without a host sync.
                 upd = FusedUpdater(self._optimizer, ctx.device_id, stream=None)
@@ -250,7 +250,7 @@ class Trainer:
     # -- states -------------------------------------------------------------------------------
     def save_states(self, fname: str) -> None:
         """Write optimizer states and update counts (``.npz``, no pickle)."""
-        from ..model import save_arrays
+        from ..training.model import save_arrays
         if not self._updaters and self._params:  # before the first step: fresh states
             ctx = self._params[0].list_ctx()[0]
             self._updater(ctx, [p.data(ctx) for p in self._params])
@@ -259,7 +259,7 @@ class Trainer:
 
     def load_states(self, fname: str) -> None:
         """Restore :meth:`save_states` output into every context's updater."""
-        from ..model import load_arrays
+        from ..training.model import load_arrays
         arrays = load_arrays(fname)
         for key in arrays:
             index = key.split(":")[1] if ":" in key else None

@@ -6,9 +6,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import ndarray as nd
-from ..base import ShapeError
-from ..context import Context
+from ..runtime import ndarray as nd
+from ..core.base import ShapeError
+from ..core.context import Context
 from .download import check_sha1, download  # noqa: F401  (MXNet's gluon.utils names)
 from .hooks import HookHandle  # noqa: F401
 

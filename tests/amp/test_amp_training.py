@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.datasets import mnist
-from symgraph.models import mlp, simple_cnn
+from symgraph.training.datasets import mnist
+from symgraph.interop.models import mlp, simple_cnn
 
 
 def _fit(build, mnist_dir, amp: Optional[str], n_train: int, flat: bool,

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, DataError
-from symgraph.dtypes import BFLOAT16
+from symgraph.core.base import AttrError, DataError
+from symgraph.core.dtypes import BFLOAT16
 
 S = sg.sym
 

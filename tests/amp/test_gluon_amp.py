@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 import symgraph as sg
-from symgraph import amp, autograd, gluon
+from symgraph.frontend import amp
+from symgraph import autograd
+from symgraph import gluon
 
 
 def test_float16_gluon_training_with_master_weights_and_loss_scaling() -> None:

@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import amp, autograd, gluon
-from symgraph.amp import LossScaler
-from symgraph.base import AttrError
+from symgraph.frontend import amp
+from symgraph import autograd
+from symgraph import gluon
+from symgraph.frontend.amp import LossScaler
+from symgraph.core.base import AttrError
 
 
 def test_start_halve_on_overflow_double_after_good_steps() -> None:

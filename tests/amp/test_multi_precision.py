@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.dtypes import as_dtype
+from symgraph.core.dtypes import as_dtype
 
 
 def _sgd_mom_ref(w, grads, lr, mom, wd, rescale):
@@ -79,7 +79,7 @@ def test_float32_weights_keep_the_plain_rule() -> None:
 def test_master_rule_is_printable_as_a_fused_kernel() -> None:
     """The master-weight rule comes from the same formulas, so the fused-update codegen can
     print it (the narrow store itself is the dtype-generic kernels' work)."""
-    from symgraph.cuda.update_kernel import render_update
+    from symgraph.runtime.cuda.update_kernel import render_update
     rule = sg.optimizer.Adam(multi_precision=True).mp_rule
     assert rule.states == ("weight32", "mean", "var")
     src = render_update(rule).source

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.dtypes import BFLOAT16, FLOAT16
+from symgraph.core.dtypes import BFLOAT16, FLOAT16
 
 from tests.ops.case import Case
 from tests.ops.test_registry import ALL_CASES, _sample

@@ -16,8 +16,8 @@ from typing import Sequence
 
 import numpy as np
 
-from symgraph.cuda.codegen import NARROW_HELPER, Rendered
-from symgraph.cuda.compiler import module_source
+from symgraph.runtime.cuda.codegen import NARROW_HELPER, Rendered
+from symgraph.runtime.cuda.compiler import module_source
 
 from .host_run import HOST_NARROW, HOST_PRELUDE, host_compiler
 

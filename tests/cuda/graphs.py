@@ -31,7 +31,7 @@ def mlp_inputs(rng: np.random.Generator, batch: int = 16) -> dict[str, np.ndarra
 
 
 def seed_cnn() -> Any:
-    from symgraph.models.simple_cnn import build
+    from symgraph.interop.models.simple_cnn import build
     return build()
 
 

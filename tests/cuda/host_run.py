@@ -20,12 +20,12 @@ from typing import Sequence
 
 import numpy as np
 
-from symgraph.cuda.actions import Copy, Fill, Gemm, Kernel, Ref, flat_actions, step_context
-from symgraph.cuda.lowering import lower_step
-from symgraph.cuda.codegen import C_TYPES, NARROW_HELPER
-from symgraph.cuda.compiler import module_source
-from symgraph.cuda.kernels_conv_pool import BLOCK_SIZE_FREE
-from symgraph.schedule import Step
+from symgraph.runtime.cuda.actions import Copy, Fill, Gemm, Kernel, Ref, flat_actions, step_context
+from symgraph.runtime.cuda.lowering import lower_step
+from symgraph.runtime.cuda.codegen import C_TYPES, NARROW_HELPER
+from symgraph.runtime.cuda.compiler import module_source
+from symgraph.runtime.cuda.kernels_conv_pool import BLOCK_SIZE_FREE
+from symgraph.compiler.schedule import Step
 
 HOST_PRELUDE = r"""
 #include <algorithm>

@@ -17,7 +17,7 @@ pycuda = types.ModuleType("pycuda"); drv = mock.MagicMock(); pycuda.driver = drv
 sys.modules["pycuda"] = pycuda; sys.modules["pycuda.driver"] = drv
 sys.modules["pycuda.gpuarray"] = mock.MagicMock(); pycuda.gpuarray = sys.modules["pycuda.gpuarray"]
 import symgraph as sg
-from symgraph.cuda import libs
+from symgraph.runtime.cuda import libs
 libs.require_pycuda = lambda: None
 '''
 

@@ -22,10 +22,10 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import compiler
-from symgraph.cuda.actions import Kernel
-from symgraph.cuda.kernels_norm import render_bn_column_backward, render_bn_column_train
-from symgraph.registry import RunCtx, get_op
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.actions import Kernel
+from symgraph.runtime.cuda.kernels_norm import render_bn_column_backward, render_bn_column_train
+from symgraph.core.registry import RunCtx, get_op
 
 from .block_run import run_threaded
 from .host_run import host_compiler, lowered, run_on_host, runnable

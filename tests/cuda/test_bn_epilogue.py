@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda.actions import Kernel
-from symgraph.registry import RunCtx, get_op
+from symgraph.runtime.cuda.actions import Kernel
+from symgraph.core.registry import RunCtx, get_op
 
 from .host_run import host_compiler, lowered, run_on_host
 from .narrow import NARROW

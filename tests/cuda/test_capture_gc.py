@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from symgraph.cuda import graphs
+from symgraph.runtime.cuda import graphs
 
 
 class FakeDriver:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import symgraph as sg
-from symgraph.base import ExecutionError
-from symgraph.cuda import compiler
-from symgraph.cuda.actions import Host, Kernel, flat_actions
-from symgraph.cuda.plan import lower_schedule
+from symgraph.core.base import ExecutionError
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.actions import Host, Kernel, flat_actions
+from symgraph.runtime.cuda.plan import lower_schedule
 
 from .graphs import FLOAT64_CASES, HOST_FALLBACK, all_graphs
 
@@ -89,8 +89,8 @@ def test_warm_cache_second_process_runs_no_nvcc(tmp_path: Path) -> None:
                SYMGRAPH_NVCC_LOG=str(log), PYTHONPATH=str(ROOT))
     script = textwrap.dedent("""
         import numpy as np, symgraph as sg
-        from symgraph.cuda.compiler import compile_module
-        from symgraph.cuda.plan import lower_schedule
+        from symgraph.runtime.cuda.compiler import compile_module
+        from symgraph.runtime.cuda.plan import lower_schedule
         from tests.cuda.graphs import mlp
         exe = mlp().simple_bind(sg.cpu(), data=(8, 20))
         compile_module(lower_schedule(exe._train.schedule, 132).source, "sm_90")
@@ -115,7 +115,7 @@ def test_import_symgraph_does_not_import_pycuda() -> None:
     code = ("import sys, symgraph as sg, numpy as np\n"
             "x = sg.sym.var('x'); e = sg.sym.relu(x).simple_bind(sg.cpu(), x=(2, 2))\n"
             "e.forward(x=np.ones((2, 2)))\n"
-            "import symgraph.cuda.plan\n"
+            "import symgraph.runtime.cuda.plan\n"
             "assert 'pycuda' not in sys.modules, 'pycuda imported'\n")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT,
                    env=dict(os.environ, PYTHONPATH=str(ROOT)))

@@ -17,7 +17,7 @@ extern "C" __global__ void bump(unsigned int *n) { atomicAdd(n, 1u); }
 def counter():
     from pycuda.compiler import SourceModule
     import pycuda.driver as drv
-    from symgraph.cuda.runtime import activate
+    from symgraph.runtime.cuda.runtime import activate
     with activate(0):
         bump = SourceModule(COUNTER, no_extern_c=True).get_function("bump")
         n = drv.mem_alloc(4)
@@ -33,7 +33,7 @@ def counter():
 
 
 def test_graph_ms_replays_reps_calls(counter) -> None:
-    from symgraph.cuda.conv_choice import graph_ms
+    from symgraph.runtime.cuda.conv_choice import graph_ms
     launch, stream, read = counter
     ms = graph_ms(launch, stream, reps=4, launches=3)
     assert ms > 0
@@ -42,8 +42,8 @@ def test_graph_ms_replays_reps_calls(counter) -> None:
 
 
 def test_fastest_never_takes_a_failing_candidate(counter) -> None:
-    from symgraph.base import ExecutionError
-    from symgraph.cuda.conv_choice import fastest
+    from symgraph.core.base import ExecutionError
+    from symgraph.runtime.cuda.conv_choice import fastest
     launch, stream, read = counter
 
     def candidate(i: int) -> None:

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import compiler
-from symgraph.expr import call, inp
-from symgraph.cuda.kernels_conv_mma import (mma_fits, render_conv_mma, render_conv_mma_filter,
+from symgraph.runtime.cuda import compiler
+from symgraph.core.expr import call, inp
+from symgraph.runtime.cuda.kernels_conv_mma import (mma_fits, render_conv_mma, render_conv_mma_filter,
                                             render_filter_sum)
-from symgraph.ops.geometry import ConvWindow
+from symgraph.compiler.ops.geometry import ConvWindow
 
 from .narrow import NARROW, assert_close, rounded
 
@@ -95,8 +95,8 @@ def test_direct_kernel_matches_float32_cpu(dtype: str, channels: int,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """With 3 input channels (an image's, zero-padded to 16 as loaded), the first layer's data
     gradient is not a direct kernel's (it would write 3 of 16 channels)."""
-    from symgraph.cuda import backend, conv_choice
-    from symgraph.cuda.actions import Kernel, flat_actions
+    from symgraph.runtime.cuda import backend, conv_choice
+    from symgraph.runtime.cuda.actions import Kernel, flat_actions
     monkeypatch.setattr(conv_choice, "choose", lambda act, *_: act.fallback)
     rng = np.random.default_rng(3)
     shapes = {"data": (3, channels, 5, 7), "c1_weight": (16, channels, 3, 3),

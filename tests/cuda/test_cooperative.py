@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import symgraph as sg
-from symgraph.cuda.actions import Kernel
+from symgraph.runtime.cuda.actions import Kernel
 
 from .host_run import host_compiler, lowered
 
@@ -37,7 +37,7 @@ int main() {
 @pytest.mark.skipif(not CUDA_H.exists() or host_compiler() is None,
                     reason="needs the CUDA toolkit's cuda.h and g++")
 def test_structures_match_cuda_h(tmp_path: Path) -> None:
-    from symgraph.cuda.cooperative import (CU_LAUNCH_ATTRIBUTE_COOPERATIVE, LaunchAttribute,
+    from symgraph.runtime.cuda.cooperative import (CU_LAUNCH_ATTRIBUTE_COOPERATIVE, LaunchAttribute,
                                            LaunchConfig)
     src, exe = tmp_path / "layout.cpp", tmp_path / "layout"
     src.write_text(PROGRAM)

@@ -18,13 +18,13 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.attrs import parse_attrs
-from symgraph.base import DataError
-from symgraph.cuda import compiler
-from symgraph.cuda.actions import Host, Kernel, flat_actions
-from symgraph.cuda.kernels_ctc import render_ctc, scratch_counts
-from symgraph.cuda.plan import lower_schedule
-from symgraph.registry import RunCtx, get_op
+from symgraph.core.attrs import parse_attrs
+from symgraph.core.base import DataError
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.actions import Host, Kernel, flat_actions
+from symgraph.runtime.cuda.kernels_ctc import render_ctc, scratch_counts
+from symgraph.runtime.cuda.plan import lower_schedule
+from symgraph.core.registry import RunCtx, get_op
 from tests.gluon._loss_refs import ctc_brute, numeric_grad
 
 from .block_run import run_threaded

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.registry import RunCtx, get_op
+from symgraph.core.registry import RunCtx, get_op
 from tests.ops import test_detection_mxnet as live
 
 from .host_run import host_compiler, run_on_host

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import compiler
-from symgraph.cuda.actions import Host, Kernel, flat_actions
-from symgraph.cuda.plan import lower_schedule
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.actions import Host, Kernel, flat_actions
+from symgraph.runtime.cuda.plan import lower_schedule
 from tests.ops import test_detection_mxnet as live
 
 S = sg.sym

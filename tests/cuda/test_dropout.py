@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import compiler
-from symgraph.cuda.kernels_random import PHILOX_NAME, PHILOX_SOURCE
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.kernels_random import PHILOX_NAME, PHILOX_SOURCE
 
 S = sg.sym
 # Random123's kat_vectors for philox4x32_10: (counter, key) -> output.

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import BindError
-from symgraph.cuda import compiler, lowering
-from symgraph.cuda.actions import FLOAT32_ONLY, Host, Kernel, flat_actions, lowering_dtypes
-from symgraph.cuda.plan import lower_schedule
+from symgraph.core.base import BindError
+from symgraph.runtime.cuda import compiler, lowering
+from symgraph.runtime.cuda.actions import FLOAT32_ONLY, Host, Kernel, flat_actions, lowering_dtypes
+from symgraph.runtime.cuda.plan import lower_schedule
 
 S = sg.sym
 

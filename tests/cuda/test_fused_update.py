@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.ndfile import load_dict
-from symgraph.test_utils import assert_almost_equal
+from symgraph.runtime.ndfile import load_dict
+from symgraph.interop.test_utils import assert_almost_equal
 
 from .graphs import mlp
 

@@ -8,7 +8,7 @@ from .mock_pycuda import run_with_mock_pycuda
 
 SCRIPT = r'''
 import contextlib
-from symgraph.cuda import optimizer as co
+from symgraph.runtime.cuda import optimizer as co
 
 
 class Buf:

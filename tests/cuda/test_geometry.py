@@ -18,13 +18,13 @@ from unittest import mock
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import cudnn, lowering_conv, lowering_pool
-from symgraph.cuda.actions import ConvCall, flat_actions
-from symgraph.cuda.plan import lower_schedule
-from symgraph.ops.conv import conv_window
-from symgraph.ops.conv_act_pool import cap_window
-from symgraph.ops.deconv import deconv_window
-from symgraph.ops.pool import pool_window
+from symgraph.runtime.cuda import cudnn, lowering_conv, lowering_pool
+from symgraph.runtime.cuda.actions import ConvCall, flat_actions
+from symgraph.runtime.cuda.plan import lower_schedule
+from symgraph.compiler.ops.conv import conv_window
+from symgraph.compiler.ops.conv_act_pool import cap_window
+from symgraph.compiler.ops.deconv import deconv_window
+from symgraph.compiler.ops.pool import pool_window
 
 S = sg.sym
 MXNET_PYTHON = Path("/tmp/mxvenv/bin/python")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.test_utils import assert_almost_equal
+from symgraph.interop.test_utils import assert_almost_equal
 
 from .graphs import FLOAT64_CASES, MODELS, all_graphs, mlp, mlp_inputs, seed_cnn, seed_cnn_inputs
 

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda.actions import Gemm, Host, flat_actions
+from symgraph.runtime.cuda.actions import Gemm, Host, flat_actions
 
 from .graphs import HOST_FALLBACK, mlp, mlp_inputs
 from .narrow import NARROW, assert_close, narrow_graphs, rounded
@@ -138,7 +138,7 @@ def test_fused_update_of_narrow_weights(dtype: str) -> None:
     """The fused GPU update (Module.fit's) on narrow weights and gradients with float32 states:
     three SGD-momentum steps equal the CPU updater's float32 steps within the dtype's
     tolerance (a narrow weight read as float32 bits would be garbage)."""
-    from symgraph.cuda.optimizer import FusedUpdater
+    from symgraph.runtime.cuda.optimizer import FusedUpdater
     rng = np.random.default_rng(2)
     shapes = [(64, 33), (33,)]
     weights = [rounded(rng.normal(size=s), dtype) for s in shapes]

@@ -12,7 +12,7 @@ SCRIPT = r'''
 import contextlib
 import numpy as np
 import pycuda.driver as drv
-import symgraph.cuda.runtime as rt
+import symgraph.runtime.cuda.runtime as rt
 from symgraph import imperative_program as ip
 
 activations = []
@@ -65,7 +65,7 @@ assert len(drv.memcpy_dtod_async.call_args_list) == 4 and activations == [1], ac
 
 # Program.train hands its outputs out from the run's slots: one pool buffer per output slot,
 # copied from the slot's pointer (shape and dtype from the schedule), under one activation.
-from symgraph.cuda.backend import CudaEnv, CudaProgram
+from symgraph.runtime.cuda.backend import CudaEnv, CudaProgram
 
 
 class Sched:

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import compiler
-from symgraph.cuda.actions import Kernel
-from symgraph.registry import RunCtx, get_op
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.actions import Kernel
+from symgraph.core.registry import RunCtx, get_op
 
 from .graphs import all_graphs
 from .host_run import host_compiler, lowered, run_on_host, runnable

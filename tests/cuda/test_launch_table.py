@@ -7,14 +7,14 @@ from __future__ import annotations
 from .mock_pycuda import run_with_mock_pycuda
 
 SCRIPT = r'''
-from symgraph.cuda import runtime
+from symgraph.runtime.cuda import runtime
 runtime.device_info = lambda d: {"arch": "sm_90", "sm_count": 132}
 import contextlib
 runtime.activate = lambda d: contextlib.nullcontext()
-from symgraph.cuda import backend
+from symgraph.runtime.cuda import backend
 backend.device_info = runtime.device_info
 backend.activate = runtime.activate
-from symgraph.cuda.actions import flat_actions
+from symgraph.runtime.cuda.actions import flat_actions
 x = sg.sym.var("x")
 net = sg.sym.Convolution(x, kernel=(3, 3), num_filter=2, name="c")
 net = sg.sym.BatchNorm(sg.sym.Dropout(sg.sym.relu(net), p=0.5), name="bn")
@@ -36,13 +36,13 @@ for acts in prog.actions:
 assert seen >= {"Choice", "ConvCall", "Copy", "Fill", "Gemm", "Kernel", "Switch"}, seen
 backend.cudnn.available = lambda: True
 import tempfile
-from symgraph.cuda import tune_cache
+from symgraph.runtime.cuda import tune_cache
 backend.cudnn.identity = lambda dev: {"device": "mock"}
 tune_cache.shared = lambda: tune_cache.TuneCache(tempfile.mkdtemp())  # nothing remembered
 backend.cudnn.plan = lambda dev, geom, filters, dtype="float32": mock.MagicMock()
 backend.conv_choice.time_ms = lambda closures, stream: 1.0 if len(closures) == 1 else 2.0
 prog.choices.clear()
-from symgraph.cuda.actions import Choice
+from symgraph.runtime.cuda.actions import Choice
 ch = [a for acts in prog.actions for a in acts if isinstance(a, Choice)]
 for a in ch:
     prog.closure(a, env)

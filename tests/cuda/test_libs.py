@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from symgraph.base import ExecutionError
-from symgraph.cuda import libs
+from symgraph.core.base import ExecutionError
+from symgraph.runtime.cuda import libs
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_missing_pycuda_says_how_to_install(monkeypatch):
 
 
 def test_missing_nvcc_says_where_and_how(monkeypatch):
-    from symgraph.cuda import compiler
+    from symgraph.runtime.cuda import compiler
     monkeypatch.setattr(compiler, "nvcc_candidates", lambda: [])
     with pytest.raises(ExecutionError, match=r"nvcc not found.*CUDA_HOME.*install the CUDA"):
         compiler.compile_module("__global__ void k() {}", "sm_90")

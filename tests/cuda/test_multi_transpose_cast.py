@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import compile as ex
-from symgraph.cuda import compiler, lowering_views
-from symgraph.cuda.actions import Kernel, flat_actions
-from symgraph.cuda.kernels_views import fits_32_bits, render_multi_gather
-from symgraph.dtypes import as_dtype
-from symgraph.cuda.fuse_conv_pool import fuse_conv_pool
-from symgraph.cuda.channel_last import channel_last
+from symgraph.runtime import compile as ex
+from symgraph.runtime.cuda import compiler, lowering_views
+from symgraph.runtime.cuda.actions import Kernel, flat_actions
+from symgraph.runtime.cuda.kernels_views import fits_32_bits, render_multi_gather
+from symgraph.core.dtypes import as_dtype
+from symgraph.runtime.cuda.fuse_conv_pool import fuse_conv_pool
+from symgraph.runtime.cuda.channel_last import channel_last
 
 from .host_run import host_compiler, lowered, run_on_host
 
@@ -125,7 +125,7 @@ def _resnet_program(monkeypatch, bf16: bool) -> list:
     the CPU with the CUDA backend's forward passes, as /tmp/s9/lowcount.py does."""
     from benchmarks.amp_step import RESNET_BATCH, narrow_symbol, resnet_symbol
     from benchmarks.common import NO_INPUT_GRADS
-    from symgraph.cuda.plan import lower_schedule
+    from symgraph.runtime.cuda.plan import lower_schedule
     fake = types.SimpleNamespace(FORWARD_PIPELINE=(fuse_conv_pool, channel_last),
                                  compile=lambda schedule, ctx: lower_schedule(schedule, 132))
     monkeypatch.setitem(ex.BACKENDS, "cpu", lambda: fake)
@@ -171,8 +171,8 @@ def test_device_matches_numpy() -> None:
 def _gpu_amp_step(monkeypatch, batched: bool) -> tuple:
     """(steps' ops, outputs, gradients) of one AMP bfloat16 training step on the GPU of the
     small ResNet of tests/passes, with or without batch_casts in the pipeline."""
-    from symgraph import passes
-    from symgraph.passes.batch_casts import batch_casts
+    from symgraph.compiler import passes
+    from symgraph.compiler.passes.batch_casts import batch_casts
     from tests.passes.test_channel_last import SHAPES, small_resnet
     pipe = tuple(p for p in passes.OPTIMIZE_PIPELINE if batched or p is not batch_casts)
     monkeypatch.setattr(ex, "OPTIMIZE_PIPELINE", pipe)

@@ -19,14 +19,14 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import BindError
-from symgraph.cuda import compiler, cublas, cudnn
-from symgraph.cuda.actions import (ALL_FLOATS, FAMILIES, FAMILY_DTYPES, FLOAT32_ONLY, Fill, Gemm,
+from symgraph.core.base import BindError
+from symgraph.runtime.cuda import compiler, cublas, cudnn
+from symgraph.runtime.cuda.actions import (ALL_FLOATS, FAMILIES, FAMILY_DTYPES, FLOAT32_ONLY, Fill, Gemm,
                                    Host, Kernel, family_supports, flat_actions, lowering_of,
                                    step_context)
-from symgraph.cuda.lowering import lower_step
-from symgraph.cuda.plan import lower_schedule
-from symgraph.registry import RunCtx, get_op
+from symgraph.runtime.cuda.lowering import lower_step
+from symgraph.runtime.cuda.plan import lower_schedule
+from symgraph.core.registry import RunCtx, get_op
 
 from .host_run import host_compiler, lowered, run_on_host, runnable
 from .narrow import NARROW, PINNED, assert_close, narrow_bind, narrow_graphs
@@ -269,8 +269,8 @@ def test_cast_kernels_round_as_numpy(src: str, dst: str, tmp_path: Path) -> None
 def test_vector_width_follows_the_dtype(types: tuple, lanes: int) -> None:
     """Contiguous kernels move 16 bytes of the widest operand per lane group: 4 floats, 8
     halves; a float16 operand beside a float32 one loads 4 (8 bytes)."""
-    from symgraph import expr as E
-    from symgraph.cuda.codegen import render_elementwise
+    from symgraph.core import expr as E
+    from symgraph.runtime.cuda.codegen import render_elementwise
     kern, _ = render_elementwise("probe", [E.inp(0) * E.inp(1)], [(64,), (64,)], (64,),
                                  list(types), [types[0]])
     assert kern.per_thread == lanes
@@ -285,8 +285,8 @@ def test_fill_patterns_per_dtype() -> None:
     """A Fill's memset pattern (``memset_pattern`` of the value in the fill's dtype): float32
     1.0 = 0x3f800000 (32-bit), float16 1.0 = 0x3c00, bfloat16 1.0 = 0x3f80 and -2.5 = 0xc020
     (16-bit), 1/3 rounded to nearest: always the fill type's own width."""
-    from symgraph.cuda.actions import memset_pattern
-    from symgraph.dtypes import as_dtype
+    from symgraph.runtime.cuda.actions import memset_pattern
+    from symgraph.core.dtypes import as_dtype
 
     def fill(value: float, dtype: str) -> tuple:
         return memset_pattern(np.asarray(value, as_dtype(dtype)))

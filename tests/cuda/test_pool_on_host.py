@@ -16,12 +16,12 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import compiler
-from symgraph.cuda.kernels_pool import (render_pool, render_pool_backward,
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.kernels_pool import (render_pool, render_pool_backward,
                                         render_pool_backward_tiles)
-from symgraph.cuda.actions import Kernel
-from symgraph.expr import call, inp
-from symgraph.ops.geometry import PoolWindow
+from symgraph.runtime.cuda.actions import Kernel
+from symgraph.core.expr import call, inp
+from symgraph.compiler.ops.geometry import PoolWindow
 
 from .host_run import host_compiler, lowered, run_on_host
 

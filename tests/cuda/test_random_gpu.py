@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda.actions import Host, flat_actions
+from symgraph.runtime.cuda.actions import Host, flat_actions
 
 from .narrow import NARROW, assert_close
 from .random_laws import LAW_CASES, LawCase, check_law

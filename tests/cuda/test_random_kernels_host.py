@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.registry import RunCtx, get_op
+from symgraph.core.registry import RunCtx, get_op
 
 from .host_run import host_compiler, lowered, run_on_host
 from .narrow import NARROW, assert_close
@@ -70,7 +70,7 @@ def _philox(ctr: list[int], key: list[int]) -> list[int]:
 def test_uniform_draws_are_philox_words(tmp_path: Path) -> None:
     """Element i's uniform is the top 24 bits of the first word of Philox(counter (i, 0,
     SALT, 0), key), scaled to [0, 1): checked against a Python Philox."""
-    from symgraph.cuda.random_laws import SALT
+    from symgraph.runtime.cuda.random_laws import SALT
     key = 0x1234567890ABCDEF
     (u,) = _host(S._random_uniform(shape=(5,)), {}, tmp_path, key=key)
     want = [(_philox([i, 0, SALT, 0], [key & 0xFFFFFFFF, key >> 32])[0] >> 8) / 2 ** 24

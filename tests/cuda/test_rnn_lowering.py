@@ -25,10 +25,10 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import compiler
-from symgraph.cuda.actions import Gemm, Host, Kernel, flat_actions
-from symgraph.cuda.plan import lower_schedule
-from symgraph.registry import RunCtx, get_op
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.actions import Gemm, Host, Kernel, flat_actions
+from symgraph.runtime.cuda.plan import lower_schedule
+from symgraph.core.registry import RunCtx, get_op
 
 from .host_run import host_compiler, lowered, run_on_host
 from .narrow import NARROW, assert_close, rounded
@@ -113,7 +113,7 @@ def test_narrow_steps_match_float32_on_host(mode: str, dtype: str, op: str,
 def test_host_check_can_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison above sees a wrong kernel: one tanh of the GRU gate kernel's source
     turned into sin makes the host run differ from the reference."""
-    from symgraph.cuda import lowering_rnn
+    from symgraph.runtime.cuda import lowering_rnn
     real = lowering_rnn.render_rnn_forward
 
     def broken(*a: Any) -> Any:
@@ -237,14 +237,14 @@ def test_gpu_narrow_matches_cpu_float32(mode: str, dtype: str) -> None:
 
 
 LAUNCH_SCRIPT = r'''
-from symgraph.cuda import runtime
+from symgraph.runtime.cuda import runtime
 runtime.device_info = lambda d: {"arch": "sm_90", "sm_count": 132}
 import contextlib
 runtime.activate = lambda d: contextlib.nullcontext()
-from symgraph.cuda import backend
+from symgraph.runtime.cuda import backend
 backend.device_info, backend.activate = runtime.device_info, runtime.activate
-from symgraph.cuda.actions import Gemm, Kernel, Ref
-from symgraph.cuda import cublas
+from symgraph.runtime.cuda.actions import Gemm, Kernel, Ref
+from symgraph.runtime.cuda import cublas
 calls = []
 cublas.gemm = lambda *a, **k: calls.append((a, k))
 sym = sg.sym.RNN(sg.sym.var("x"), state_size=3, num_layers=2, bidirectional=True, mode="gru",

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.attrs import parse_attrs
-from symgraph.cuda import compiler
-from symgraph.cuda.kernels_row_norm import block_for, render_row_norm
-from symgraph.registry import get_op
+from symgraph.core.attrs import parse_attrs
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.kernels_row_norm import block_for, render_row_norm
+from symgraph.core.registry import get_op
 from tests.ops import cases_norm_layer as ref
 
 from .block_run import run_threaded

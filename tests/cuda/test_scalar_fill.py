@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from symgraph.cuda.actions import memset_pattern
+from symgraph.runtime.cuda.actions import memset_pattern
 
 from .mock_pycuda import run_with_mock_pycuda
 
@@ -51,7 +51,7 @@ def test_zero_and_float32_values_always_memset() -> None:
 SCRIPT = r'''
 import contextlib
 import numpy as np
-import symgraph.cuda.runtime as rt
+import symgraph.runtime.cuda.runtime as rt
 
 rt.activate = lambda device_id: contextlib.nullcontext()
 
@@ -118,9 +118,9 @@ def test_scalar_fill_on_gpu(dtype) -> None:
 COPY_SCRIPT = r'''
 import contextlib
 import numpy as np
-import symgraph.cuda.runtime as rt
-from symgraph.cuda import staging as st
-from symgraph.ndarray import NDArray
+import symgraph.runtime.cuda.runtime as rt
+from symgraph.runtime.cuda import staging as st
+from symgraph.runtime.ndarray import NDArray
 
 rt.activate = st.activate = lambda device_id: contextlib.nullcontext()
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda.plan import segments
-from symgraph.test_utils import assert_almost_equal
+from symgraph.runtime.cuda.plan import segments
+from symgraph.interop.test_utils import assert_almost_equal
 
 
 def test_segments_cut_at_every_host_step() -> None:
@@ -48,7 +48,7 @@ def _net() -> sg.sym.Symbol:
 
 @pytest.mark.gpu
 def test_python_op_between_captured_graphs_matches_cpu() -> None:
-    from symgraph.cuda.graphs import CudaGraph
+    from symgraph.runtime.cuda.graphs import CudaGraph
     rng = np.random.default_rng(0)
     params = {"fc1_weight": rng.normal(size=(16, 8)) * 0.3, "fc1_bias": rng.normal(size=16),
               "fc2_weight": rng.normal(size=(4, 16)) * 0.3, "fc2_bias": rng.normal(size=4)}

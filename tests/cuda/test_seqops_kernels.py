@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import compiler
-from symgraph.cuda.actions import Kernel, flat_actions
-from symgraph.cuda.plan import lower_schedule
-from symgraph.registry import RunCtx, get_op
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.actions import Kernel, flat_actions
+from symgraph.runtime.cuda.plan import lower_schedule
+from symgraph.core.registry import RunCtx, get_op
 from tests.ops.cases_seqops import CASES
 
 from .graphs import FLOAT64_CASES

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import compiler
-from symgraph.cuda.actions import Host, Kernel, flat_actions
-from symgraph.cuda.plan import lower_schedule
-from symgraph.registry import RunCtx, get_op
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.actions import Host, Kernel, flat_actions
+from symgraph.runtime.cuda.plan import lower_schedule
+from symgraph.core.registry import RunCtx, get_op
 
 from .host_run import host_compiler, run_on_host
 from .narrow import NARROW

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import compiler
-from symgraph.cuda.actions import Kernel
-from symgraph.dtypes import as_dtype
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.actions import Kernel
+from symgraph.core.dtypes import as_dtype
 
 from .host_run import host_compiler, lowered, run_on_host
 

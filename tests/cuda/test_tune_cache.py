@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from symgraph import config
-from symgraph.base import AttrError
-from symgraph.cuda import cudnn, tune_cache
-from symgraph.cuda.tune_cache import TuneCache, choice_key
-from symgraph.ops.geometry import ConvWindow
+from symgraph.core import config
+from symgraph.core.base import AttrError
+from symgraph.runtime.cuda import cudnn, tune_cache
+from symgraph.runtime.cuda.tune_cache import TuneCache, choice_key
+from symgraph.compiler.ops.geometry import ConvWindow
 from tests.cuda.mock_pycuda import run_with_mock_pycuda
 
 IDENTITY = {"device": "NVIDIA H200", "cc": [9, 0], "driver": 12080, "cuda": [12, 8],
@@ -154,9 +154,9 @@ def test_branch_choice_remembered_and_mode_0_untimed(tmp_path) -> None:
     a child interpreter)."""
     run_with_mock_pycuda(f'''
 import os
-from symgraph.cuda import conv_choice, tune_cache
-from symgraph.cuda.actions import Choice, ConvCall, Ref
-from symgraph.ops.geometry import ConvWindow
+from symgraph.runtime.cuda import conv_choice, tune_cache
+from symgraph.runtime.cuda.actions import Choice, ConvCall, Ref
+from symgraph.compiler.ops.geometry import ConvWindow
 os.environ["SYMGRAPH_CACHE_DIR"] = {str(tmp_path)!r}
 g = ConvWindow(n=2, c=4, spatial=(8, 8), kernel=(3, 3), stride=(1, 1), pad=(1, 1),
                dilate=(1, 1), out=(8, 8), filters=4, groups=1)

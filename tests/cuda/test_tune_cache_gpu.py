@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # two-convolution net on gpu(0), runs one training step, prints counts and the loss gradient.
 CHILD = r'''
 import json, numpy as np, symgraph as sg
-from symgraph.cuda import conv_choice, cudnn_graph
+from symgraph.runtime.cuda import conv_choice, cudnn_graph
 counts = {"timed": 0, "plan_lists": 0}
 def counted(owner, name, key):
     fn = getattr(owner, name)

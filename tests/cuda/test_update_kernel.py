@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import compiler
-from symgraph.cuda.update_kernel import CHUNK, chunk_table, kernel_name, render_update
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.update_kernel import CHUNK, chunk_table, kernel_name, render_update
 
 OPTIMIZERS = {
     "sgd": lambda: sg.optimizer.SGD(),

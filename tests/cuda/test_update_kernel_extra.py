@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import compiler
-from symgraph.cuda.codegen import NARROW_HELPER
-from symgraph.cuda.update_kernel import chunk_table, render_update
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.codegen import NARROW_HELPER
+from symgraph.runtime.cuda.update_kernel import chunk_table, render_update
 
 from .host_run import HOST_NARROW, HOST_PRELUDE, host_compiler
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import DataError
-from symgraph.datasets import mnist
+from symgraph.core.base import DataError
+from symgraph.training.datasets import mnist
 
 
 def _idx(arr: np.ndarray) -> bytes:

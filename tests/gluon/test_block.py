@@ -8,7 +8,7 @@ import pytest
 
 import symgraph as sg
 from symgraph import autograd, gluon
-from symgraph.base import BindError, DataError, ShapeError
+from symgraph.core.base import BindError, DataError, ShapeError
 from symgraph.gluon import nn
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, DataError, GraphError
+from symgraph.core.base import AttrError, DataError, GraphError
 from symgraph.gluon import nn
 
 

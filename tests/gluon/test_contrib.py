@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError
+from symgraph.core.base import AttrError
 from symgraph.gluon import data, nn
 from symgraph.gluon.contrib import nn as cnn
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, DataError
+from symgraph.core.base import AttrError, DataError
 from symgraph.gluon import data as gdata
 from symgraph.gluon.data.vision import datasets as vdatasets
 from symgraph.gluon.data.vision.datasets import mnist as vmnist

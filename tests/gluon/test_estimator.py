@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import DataError
+from symgraph.core.base import DataError
 from symgraph.gluon import nn
 from symgraph.gluon.contrib.estimator import (CheckpointHandler, EarlyStoppingHandler,
                                               Estimator, LoggingHandler)

@@ -50,7 +50,7 @@ def test_gpu_training_matches_cpu(hybrid: bool, opt: str, params: dict) -> None:
 
 
 def test_gpu_trainer_uses_the_fused_update() -> None:
-    from symgraph.cuda.optimizer import FusedUpdater
+    from symgraph.runtime.cuda.optimizer import FusedUpdater
     net = nn.Dense(3, in_units=4)
     net.initialize(ctx=sg.gpu(0))
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})

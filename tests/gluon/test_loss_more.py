@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, DataError, ShapeError
+from symgraph.core.base import AttrError, DataError, ShapeError
 from symgraph.gluon import loss as gloss
 
 from . import _loss_refs as R

@@ -7,7 +7,7 @@ import pytest
 
 import symgraph as sg
 from symgraph import gluon
-from symgraph.base import GraphError
+from symgraph.core.base import GraphError
 from symgraph.gluon import nn
 
 

@@ -13,7 +13,7 @@ import pytest
 
 import symgraph as sg
 from symgraph import gluon
-from symgraph.base import AttrError, ShapeError
+from symgraph.core.base import AttrError, ShapeError
 from symgraph.gluon import nn
 from tests.ops import cases_norm_layer as ref
 

@@ -12,7 +12,7 @@ import pytest
 
 import symgraph as sg
 from symgraph import autograd, gluon
-from symgraph.base import ShapeError
+from symgraph.core.base import ShapeError
 from symgraph.gluon import nn
 
 

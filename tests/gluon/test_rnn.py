@@ -10,7 +10,7 @@ import pytest
 
 import symgraph as sg
 from symgraph import autograd, gluon
-from symgraph.base import AttrError, GraphError, ShapeError
+from symgraph.core.base import AttrError, GraphError, ShapeError
 from symgraph.gluon import rnn
 
 from . import rnn_reference as ref

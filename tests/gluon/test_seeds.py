@@ -132,7 +132,7 @@ def check_against_module(mnist_dir, test_set, hybrid: bool, ctx: str, epochs: in
 
 def _module_accuracy(mnist_dir, test_set, ctx, epochs: int, seen: dict) -> float:
     """Module on the seed's symbol: SGD lr 0.01 without momentum, batch 64."""
-    from symgraph.models.simple_cnn import build
+    from symgraph.interop.models.simple_cnn import build
     images, labels = sg.datasets.mnist.load(mnist_dir, "train")
     x = images.reshape(-1, 1, 28, 28).astype(np.float32) / 255.0
     y = labels.astype(np.float32)

@@ -7,7 +7,7 @@ import pytest
 
 import symgraph as sg
 from symgraph import autograd, gluon
-from symgraph.base import AttrError, ExecutionError
+from symgraph.core.base import AttrError, ExecutionError
 from symgraph.gluon import nn
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import symgraph as sg
 from symgraph import autograd, gluon
-from symgraph.base import ExecutionError
+from symgraph.core.base import ExecutionError
 from symgraph.gluon import nn
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import DataError, DTypeError, ShapeError
+from symgraph.core.base import DataError, DTypeError, ShapeError
 from symgraph.gluon.data import vision
 from symgraph.gluon.data.vision import transforms as T
 from symgraph.gluon.data.vision.datasets import more as datasets_more
@@ -56,7 +56,7 @@ def test_cifar_missing_offline(tmp_path, monkeypatch):
 
 def test_image_folder_and_record_datasets(tmp_path):
     from PIL import Image
-    from symgraph import recordio
+    from symgraph.training import recordio
     images = {}
     for cls in ("cat", "dog"):
         (tmp_path / "imgs" / cls).mkdir(parents=True)

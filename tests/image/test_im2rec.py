@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.cli import main
+from symgraph.interop.cli import main
 
 pytest.importorskip("PIL")
 GOLD = os.path.join(os.path.dirname(__file__), "..", "data", "recordio")

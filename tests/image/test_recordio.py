@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import DataError
+from symgraph.core.base import DataError
 from tests.mxnet_live import mxnet_json
 
 MAGIC = struct.pack("<I", 0xCED7230A)

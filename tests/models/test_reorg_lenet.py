@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.models.reorg_lenet import NDArrayReorg, reorg_lenet
-from symgraph.test_utils import assert_almost_equal, check_numeric_gradient
+from symgraph.interop.models.reorg_lenet import NDArrayReorg, reorg_lenet
+from symgraph.interop.test_utils import assert_almost_equal, check_numeric_gradient
 
 
 def _reference_space_to_depth(x: np.ndarray) -> np.ndarray:
@@ -111,8 +111,8 @@ def test_reorg_lenet_shapes() -> None:
 @needs_conv
 @pytest.mark.slow
 def test_reorg_lenet_one_epoch_cpu(mnist_dir) -> None:
-    from symgraph.models import reorg_lenet as model
-    from symgraph.models.runner import parser, train
+    from symgraph.interop.models import reorg_lenet as model
+    from symgraph.interop.models.runner import parser, train
     start = time.perf_counter()
     args = parser("reorg_lenet", model.RECIPE).parse_args(["--data-dir", str(mnist_dir)])
     acc = train("reorg_lenet", args, model.RECIPE, reorg_lenet())["accuracy"]

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.models import rtc_softmax_mlp
-from symgraph.models.rtc_softmax_mlp import NDArraySoftmax, mlp
-from symgraph.models.runner import parser, train
-from symgraph.test_utils import assert_almost_equal
+from symgraph.interop.models import rtc_softmax_mlp
+from symgraph.interop.models.rtc_softmax_mlp import NDArraySoftmax, mlp
+from symgraph.interop.models.runner import parser, train
+from symgraph.interop.test_utils import assert_almost_equal
 
 
 def _xent(x: np.ndarray, label: np.ndarray) -> float:

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.models.simple_cnn import build
-from symgraph.test_utils import assert_almost_equal
+from symgraph.interop.models.simple_cnn import build
+from symgraph.interop.test_utils import assert_almost_equal
 
 EXPECTED = {"conv1_weight": (32, 1, 3, 3), "conv1_bias": (32,), "conv2_weight": (64, 32, 3, 3),
             "conv2_bias": (64,), "fc1_weight": (128, 3136), "fc1_bias": (128,),

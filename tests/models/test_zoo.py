@@ -7,11 +7,11 @@ import importlib
 import pytest
 
 import symgraph as sg
-from symgraph.registry import all_ops
+from symgraph.core.registry import all_ops
 
 
 def _shapes(model, data_shape):
-    net = importlib.import_module(f"symgraph.models.{model}").build()
+    net = importlib.import_module(f"symgraph.interop.models.{model}").build()
     args, outs, _ = net.infer_shape(data=data_shape)
     return dict(zip(net.list_arguments(), args)), outs
 
@@ -33,8 +33,8 @@ def test_cnn_shapes():
 
 
 def test_runner_recipe_defaults():
-    from symgraph.models.runner import parser
-    import symgraph.models.simple_cnn as cnn
+    from symgraph.interop.models.runner import parser
+    import symgraph.interop.models.simple_cnn as cnn
     a = parser("simple_cnn", cnn.RECIPE).parse_args([])
     assert (a.batch_size, a.lr, a.momentum, a.optimizer) == (64, 0.01, 0.9, "sgd")
     init = sg.init.create("xavier") if a.init != "pytorch" else None

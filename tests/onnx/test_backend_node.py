@@ -1,4 +1,4 @@
-"""ONNX's own backend node tests (``onnx.backend.test``) through ``symgraph.onnx.backend``, for
+"""ONNX's own backend node tests (``onnx.backend.test``) through ``symgraph.interop.onnx.backend``, for
 every test whose operators symgraph imports. The tests that are left out, and why, are
 listed in :data:`EXCLUDED` (and in docs/onnx.md)."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ pytest.importorskip("onnx")
 import onnx.backend.test  # noqa: E402
 from onnx.backend.test.loader import load_model_tests  # noqa: E402
 
-from symgraph.onnx.backend import SymgraphBackend  # noqa: E402
-from symgraph.onnx.import_ops import IMPORTERS  # noqa: E402
+from symgraph.interop.onnx.backend import SymgraphBackend  # noqa: E402
+from symgraph.interop.onnx.import_ops import IMPORTERS  # noqa: E402
 
 # test-name pattern -> why symgraph does not run it
 EXCLUDED = {
@@ -81,7 +81,7 @@ def test_backend_interface():
     from onnx import TensorProto, helper
 
     from symgraph import BindError, DataError
-    from symgraph.onnx import backend
+    from symgraph.interop.onnx import backend
     x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
     node = helper.make_node("Relu", ["x"], ["y"])
     (y,) = backend.run_node(node, [x])

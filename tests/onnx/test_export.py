@@ -58,7 +58,7 @@ def check_export(tmp_path, net, feeds, label_shape=None, in_types=np.float32, rn
 
 @pytest.mark.parametrize("name", ["mlp", "lenet", "simple_cnn"])
 def test_model_zoo(tmp_path, name):
-    mod = importlib.import_module(f"symgraph.models.{name}")
+    mod = importlib.import_module(f"symgraph.interop.models.{name}")
     shape = (3, 784) if mod.RECIPE.get("flat") else (3, 1, 28, 28)
     x = np.random.default_rng(1).random(shape).astype(np.float32)
     model, ref = check_export(tmp_path, mod.build(), {"data": x}, label_shape=(3,))
@@ -69,7 +69,7 @@ def test_model_zoo(tmp_path, name):
 @pytest.mark.parametrize("name", ["reorg_lenet", "rtc_softmax_mlp"])
 def test_model_zoo_custom_ops_are_named(tmp_path, name):
     """The zoo's Python custom ops have no ONNX form: the error names the node and op."""
-    net = importlib.import_module(f"symgraph.models.{name}").build()
+    net = importlib.import_module(f"symgraph.interop.models.{name}").build()
     shape = (2, 784) if name == "rtc_softmax_mlp" else (2, 1, 28, 28)
     arg, aux = _params(net, {"data": shape, "softmax_label": (2,)}, np.random.default_rng(0))
     with pytest.raises(sg.GraphError, match=r"\(Custom\): no ONNX converter"):
@@ -124,7 +124,7 @@ def test_deconvolution_embedding_and_layers(tmp_path):
 
 
 def test_params_forms_and_errors(tmp_path):
-    net = importlib.import_module("symgraph.models.mlp").build()
+    net = importlib.import_module("symgraph.interop.models.mlp").build()
     arg, aux = _params(net, {"data": (1, 784)}, np.random.default_rng(0))
     path = str(tmp_path / "a.onnx")
     sg.onnx.export_model(net, [arg, aux], input_shape=[(1, 784)], onnx_file_path=path)
@@ -139,7 +139,7 @@ def test_params_forms_and_errors(tmp_path):
 
 
 def test_dynamic_batch(tmp_path):
-    net = importlib.import_module("symgraph.models.mlp").build()
+    net = importlib.import_module("symgraph.interop.models.mlp").build()
     arg, aux = _params(net, {"data": (1, 784)}, np.random.default_rng(0))
     path = str(tmp_path / "d.onnx")
     sg.onnx.export_model(net, arg, [(1, 784)], np.float32, path, dynamic=True)

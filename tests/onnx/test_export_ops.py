@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.onnx.export_ops import EXPORTERS
+from symgraph.interop.onnx.export_ops import EXPORTERS
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")

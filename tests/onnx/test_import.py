@@ -143,7 +143,7 @@ def test_unsupported_operator_is_named(tmp_path):
 
 @pytest.mark.parametrize("name", ["mlp", "simple_cnn"])
 def test_round_trip(tmp_path, name):
-    net = importlib.import_module(f"symgraph.models.{name}").build()
+    net = importlib.import_module(f"symgraph.interop.models.{name}").build()
     shape = (2, 784) if name == "mlp" else (2, 1, 28, 28)
     mod = sg.mod.Module(net)
     mod.bind([("data", shape)], [("softmax_label", (2,))], for_training=False)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 import symgraph as sg
-from symgraph.ops.elemwise import BINARY, COMPARE
+from symgraph.compiler.ops.elemwise import BINARY, COMPARE
 
 from .case import Case, away_from, integers, normal, uniform
 

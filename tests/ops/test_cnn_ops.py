@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.registry import get_op
+from symgraph.core.registry import get_op
 
 S = sg.sym
 
@@ -167,7 +167,7 @@ def test_mxnet_defaults() -> None:
 
 
 def test_argmax_is_not_differentiable() -> None:
-    from symgraph.registry import NOT_DIFFERENTIABLE
+    from symgraph.core.registry import NOT_DIFFERENTIABLE
     for name in ("argmax", "argmin", "one_hot"):
         assert get_op(name).gradient == NOT_DIFFERENTIABLE
 
@@ -199,7 +199,7 @@ def test_batchnorm_on_narrow_data_keeps_float32_statistics(dtype: str, axis: int
                                                            ctx=None) -> None:
     """MXNet's rule: float16 (here also bfloat16) data, float32 gamma/beta/statistics; the
     statistics are those of the data computed in float (against float64 of the same values)."""
-    from symgraph.dtypes import as_dtype
+    from symgraph.core.dtypes import as_dtype
     dt = as_dtype(dtype)
     x, dy, args, y, grads, aux = _narrow_bn_run(ctx or sg.cpu(), dt, axis)
     assert args["bn_gamma"].dtype == np.float64 and grads["x"].shape == x.shape

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import ShapeError
+from symgraph.core.base import ShapeError
 
 S = sg.sym
 

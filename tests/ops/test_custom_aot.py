@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.models.aot_custom_add import build_library, correct_bprop, run
-from symgraph.test_utils import assert_almost_equal, check_numeric_gradient
+from symgraph.interop.models.aot_custom_add import build_library, correct_bprop, run
+from symgraph.interop.test_utils import assert_almost_equal, check_numeric_gradient
 
 FAIL_SRC = r"""
 #include <stdint.h>
@@ -103,8 +103,8 @@ def test_nonzero_return_raises_and_outputs_untouched(fail_lib: str) -> None:
 
 
 def test_wrong_dtype_is_refused_at_bind(lib: str) -> None:
-    """symgraph.models.aot_custom_add declares the dtypes CustomAdd reads (f32/f64)."""
-    from symgraph.models.aot_custom_add import allow_library
+    """symgraph.interop.models.aot_custom_add declares the dtypes CustomAdd reads (f32/f64)."""
+    from symgraph.interop.models.aot_custom_add import allow_library
     allow_library(lib)
     sym = _add(lib, sg.sym.var("a"), sg.sym.var("b"))
     ints = {k: sg.nd.ones(3, dtype=np.int32) for k in ("a", "b")}

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import symgraph as mx
-from symgraph.models.reorg_lenet import NDArrayReorg as ShippedReorg
-from symgraph.ops.custom_host import gpu_only_methods
+from symgraph.interop.models.reorg_lenet import NDArrayReorg as ShippedReorg
+from symgraph.compiler.ops.custom_host import gpu_only_methods
 
 REORG_SOURCE = "y[0] = x[0];"  # the body does not matter: nothing may be compiled on the CPU
 

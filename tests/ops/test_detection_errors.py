@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, ShapeError
+from symgraph.core.base import AttrError, ShapeError
 
 S = sg.sym
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import ShapeError
-from symgraph.opdoc import param_doc
-from symgraph.registry import get_op
+from symgraph.core.base import ShapeError
+from symgraph.frontend.opdoc import param_doc
+from symgraph.core.registry import get_op
 
 S = sg.sym
 FIRST = ("NCW", "NCHW", "NCDHW")

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import BindError, DataError, ShapeError
-from symgraph.cuda import compiler
-from symgraph.cuda.actions import Host, Kernel, flat_actions
-from symgraph.cuda.plan import lower_schedule
+from symgraph.core.base import BindError, DataError, ShapeError
+from symgraph.runtime.cuda import compiler
+from symgraph.runtime.cuda.actions import Host, Kernel, flat_actions
+from symgraph.runtime.cuda.plan import lower_schedule
 from tests.cuda.graphs import GPU_REFUSED_CASES
 from tests.ops.test_registry import ALL_CASES
 

@@ -10,8 +10,8 @@ import pytest
 
 import symgraph as sg
 import tests.ops
-from symgraph.registry import NO_GRADIENT, NOT_DIFFERENTIABLE, PATTERNS, all_ops
-from symgraph.test_utils import assert_almost_equal, check_numeric_gradient
+from symgraph.core.registry import NO_GRADIENT, NOT_DIFFERENTIABLE, PATTERNS, all_ops
+from symgraph.interop.test_utils import assert_almost_equal, check_numeric_gradient
 
 from .case import Case
 
@@ -120,8 +120,8 @@ def test_json_round_trip(case: Case) -> None:
 def test_every_op_states_a_gpu_lowering_or_why_not() -> None:
     """An op's GPU lowering is part of its one definition: a registered family (or, for ops
     with a formula, the elementwise family); the host stopgap only with a stated reason."""
-    from symgraph.cuda import lowering  # noqa: F401  (registers every family)
-    from symgraph.cuda.actions import FAMILIES, lowering_of
+    from symgraph.runtime.cuda import lowering  # noqa: F401  (registers every family)
+    from symgraph.runtime.cuda.actions import FAMILIES, lowering_of
     problems = []
     for name, op in all_ops().items():
         family, params = lowering_of(op)

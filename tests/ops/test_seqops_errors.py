@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import DataError, ShapeError
+from symgraph.core.base import DataError, ShapeError
 
 S = sg.sym
 x, i = S.var("x"), S.var("i")

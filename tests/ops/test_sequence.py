@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, ShapeError
+from symgraph.core.base import AttrError, ShapeError
 from tests.test_mxnet_interop import mxnet_python
 
 S, nd = sg.sym, sg.nd

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.test_utils import assert_almost_equal
+from symgraph.interop.test_utils import assert_almost_equal
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.attrs import parse_attrs
-from symgraph.base import AttrError, ShapeError
-from symgraph.registry import RunCtx, get_op
+from symgraph.core.attrs import parse_attrs
+from symgraph.core.base import AttrError, ShapeError
+from symgraph.core.registry import RunCtx, get_op
 
 from . import update_ref as R
 from .cases_update import MP, SINGLE

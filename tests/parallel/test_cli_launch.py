@@ -40,7 +40,7 @@ def test_cli_refuses_unknown_kvstore(mnist_dir: Path) -> None:
 
 def test_benchmark_refuses_fewer_than_two_gpus_and_builds_resnet20() -> None:
     import symgraph as sg
-    from symgraph.context import num_gpus
+    from symgraph.core.context import num_gpus
     if num_gpus() >= 2:
         pytest.skip("the refusal is only observable with fewer than 2 GPUs")
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "multi_gpu.py"),
@@ -59,8 +59,8 @@ def test_benchmark_refuses_fewer_than_two_gpus_and_builds_resnet20() -> None:
 
 RANK_SCRIPT = """
 import os, symgraph as sg
-from symgraph.parallel.launch import world_from_env
-from symgraph.parallel.rendezvous import Rendezvous
+from symgraph.training.parallel.launch import world_from_env
+from symgraph.training.parallel.rendezvous import Rendezvous
 world = world_from_env()
 parts = Rendezvous(world, 20).connect().allgather(os.environ["SYMGRAPH_JOB_KEY"].encode())
 line = f"rank {world.rank} of {world.size} keys {len(set(parts))} {len(parts[0])}\\n"

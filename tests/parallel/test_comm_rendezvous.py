@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import ShapeError
-from symgraph.parallel import HostCommunicator, allreduce_grads, world_from_env
-from symgraph.parallel.rendezvous import Rendezvous, RendezvousError
+from symgraph.core.base import ShapeError
+from symgraph.training.parallel import HostCommunicator, allreduce_grads, world_from_env
+from symgraph.training.parallel.rendezvous import Rendezvous, RendezvousError
 
 from ._procs import run_ranks
 

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, BindError, ShapeError
-from symgraph.models import lenet, mlp
-from symgraph.parallel.comm import HostCommunicator
-from symgraph.parallel.group import DataParallelModule
+from symgraph.core.base import AttrError, BindError, ShapeError
+from symgraph.interop.models import lenet, mlp
+from symgraph.training.parallel.comm import HostCommunicator
+from symgraph.training.parallel.group import DataParallelModule
 
 from ._mpi import needs_mpi, run_mpi
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, BindError
+from symgraph.core.base import AttrError, BindError
 
 from ._mpi import needs_mpi, run_mpi
 

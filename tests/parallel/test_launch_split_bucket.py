@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from symgraph.base import AttrError, BindError
-from symgraph.parallel import make_buckets, split_batch, world_from_env
+from symgraph.core.base import AttrError, BindError
+from symgraph.training.parallel import make_buckets, split_batch, world_from_env
 
 
 @pytest.mark.parametrize("env,want", [

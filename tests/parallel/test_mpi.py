@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import AttrError, ShapeError
-from symgraph.models import simple_cnn
-from symgraph.parallel.comm import HostCommunicator
-from symgraph.parallel.launch import WorldInfo
-from symgraph.parallel.mpi import MpiGroup, mpi_group
+from symgraph.core.base import AttrError, ShapeError
+from symgraph.interop.models import simple_cnn
+from symgraph.training.parallel.comm import HostCommunicator
+from symgraph.training.parallel.launch import WorldInfo
+from symgraph.training.parallel.mpi import MpiGroup, mpi_group
 
 from ._mpi import needs_mpi, run_mpi, run_threads
 from ._procs import run_ranks

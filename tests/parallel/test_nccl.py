@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.base import DTypeError
-from symgraph.parallel import allreduce_grads, nccl
-from symgraph.parallel.comm import HostCommunicator
+from symgraph.core.base import DTypeError
+from symgraph.training.parallel import allreduce_grads, nccl
+from symgraph.training.parallel.comm import HostCommunicator
 
 ROOT = Path(__file__).resolve().parents[2]
 # workers import this checkout first, then whatever the parent could import
@@ -99,7 +99,7 @@ def test_dtype_table_and_errors() -> None:
 
 
 def _have_nccl() -> bool:
-    from symgraph.cuda.libs import load
+    from symgraph.runtime.cuda.libs import load
     return load("nccl", required=False) is not None
 
 
@@ -131,7 +131,7 @@ def test_nccl_allreduce_two_gpus(rng: np.random.Generator) -> None:
 
 
 def _train(ctx, steps: int = 100, batch: int = 64):
-    from symgraph.models import simple_cnn
+    from symgraph.interop.models import simple_cnn
     rng = np.random.RandomState(0)
     x = rng.rand(batch * 4, 1, 28, 28).astype(np.float32)
     y = rng.randint(0, 10, batch * 4).astype(np.float32)

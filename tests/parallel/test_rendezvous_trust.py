@@ -12,11 +12,11 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from symgraph.base import AttrError, ShapeError
-from symgraph.parallel import auth, manifest
-from symgraph.parallel.launch import WorldInfo, world_from_env
-from symgraph.parallel.rendezvous import Rendezvous, RendezvousError
-from symgraph.parallel.wire import deadline_in, recv_msg, send_msg
+from symgraph.core.base import AttrError, ShapeError
+from symgraph.training.parallel import auth, manifest
+from symgraph.training.parallel.launch import WorldInfo, world_from_env
+from symgraph.training.parallel.rendezvous import Rendezvous, RendezvousError
+from symgraph.training.parallel.wire import deadline_in, recv_msg, send_msg
 
 from ._procs import free_port, run_ranks
 

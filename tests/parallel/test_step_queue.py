@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.models import mlp
-from symgraph.parallel.step import PHASES, DeviceSlice, StepQueue, stage_copies
+from symgraph.interop.models import mlp
+from symgraph.training.parallel.step import PHASES, DeviceSlice, StepQueue, stage_copies
 
 
 class _Device:

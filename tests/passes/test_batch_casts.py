@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-import symgraph.passes as P
-from symgraph.backend import numpy_backend
-from symgraph.passes.batch_casts import batch_casts
-from symgraph.cuda.channel_last import channel_last
-from symgraph.passes.verify import verify
+import symgraph.compiler.passes as P
+from symgraph.runtime.backend import numpy_backend
+from symgraph.compiler.passes.batch_casts import batch_casts
+from symgraph.runtime.cuda.channel_last import channel_last
+from symgraph.compiler.passes.verify import verify
 
 from .test_channel_last import SHAPES, small_resnet
 from .util import declared, ops_of, random_inputs, run_graph
@@ -35,7 +35,7 @@ def _amp_train(monkeypatch, pipeline=None, seed: int = 0, shapes: dict = SHAPES)
     monkeypatch.setattr(numpy_backend, "FORWARD_PIPELINE", (channel_last,))
     if pipeline is not None:
         monkeypatch.setattr(P, "OPTIMIZE_PIPELINE", pipeline)
-        monkeypatch.setattr("symgraph.compile.OPTIMIZE_PIPELINE", pipeline)
+        monkeypatch.setattr("symgraph.runtime.compile.OPTIMIZE_PIPELINE", pipeline)
     sym = sg.amp.convert_symbol(small_resnet(), target_dtype="bfloat16")
     reqs = {n: "null" if n in ("data", "softmax_label") else "write"
             for n in sym.list_arguments()}

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.backend import numpy_backend
-from symgraph.cuda.channel_last import channel_last
-from symgraph.passes.verify import verify
+from symgraph.runtime.backend import numpy_backend
+from symgraph.runtime.cuda.channel_last import channel_last
+from symgraph.compiler.passes.verify import verify
 
 from .util import declared, ops_of
 

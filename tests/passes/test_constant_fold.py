@@ -2,9 +2,9 @@
 import numpy as np
 
 import symgraph as sg
-from symgraph.graph import Entry, Graph, Node
-from symgraph.ops.constant import constant_attrs
-from symgraph.passes.constant_fold import constant_fold
+from symgraph.core.graph import Entry, Graph, Node
+from symgraph.compiler.ops.constant import constant_attrs
+from symgraph.compiler.passes.constant_fold import constant_fold
 
 from .util import declared, ops_of, random_inputs, run_graph
 

@@ -2,9 +2,9 @@
 import numpy as np
 
 import symgraph as sg
-from symgraph.graph import Graph
-from symgraph.passes.cse import cse
-from symgraph.registry import OpDef, get_op, register, unregister
+from symgraph.core.graph import Graph
+from symgraph.compiler.passes.cse import cse
+from symgraph.core.registry import OpDef, get_op, register, unregister
 
 from .util import declared, ops_of, random_inputs, run_graph
 
@@ -41,7 +41,7 @@ def test_train_dependent_ops_are_not_merged() -> None:
                    lambda a, xs, ctx: [xs[0] + np.random.rand(*xs[0].shape)],
                    "not differentiable", "opaque", train_dependent=True, doc="test"))
     try:
-        from symgraph.graph import Entry, Node
+        from symgraph.core.graph import Entry, Node
         x = sg.sym.var("x")
         gx = declared(x, x=(2,))
         v = gx.outputs[0]

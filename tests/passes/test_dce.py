@@ -2,8 +2,8 @@
 import numpy as np
 
 import symgraph as sg
-from symgraph.graph import Graph
-from symgraph.passes.dce import dce
+from symgraph.core.graph import Graph
+from symgraph.compiler.passes.dce import dce
 
 from .util import declared, ops_of, random_inputs, run_graph
 

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.dtypes import as_dtype
-from symgraph.passes import OPTIMIZE_PIPELINE
-from symgraph.passes.batch_casts import batch_casts
-from symgraph.passes.fold_casts import fold_casts
+from symgraph.core.dtypes import as_dtype
+from symgraph.compiler.passes import OPTIMIZE_PIPELINE
+from symgraph.compiler.passes.batch_casts import batch_casts
+from symgraph.compiler.passes.fold_casts import fold_casts
 
 from .util import declared, ops_of, random_inputs, run_graph, train_results
 
@@ -30,7 +30,7 @@ def _amp_conv():
 
 def test_training_graph_folds_both_directions_and_keeps_values(monkeypatch) -> None:
     # without batch_casts, which would merge the weight's and the data's casts (its own test)
-    monkeypatch.setattr("symgraph.compile.OPTIMIZE_PIPELINE",
+    monkeypatch.setattr("symgraph.runtime.compile.OPTIMIZE_PIPELINE",
                         tuple(p for p in OPTIMIZE_PIPELINE if p is not batch_casts))
     sym, shapes = _amp_conv(), {"data": (2, 5, 5, 3), "w": (4, 3, 3, 3)}
     exe = sym.simple_bind(sg.cpu(), grad_req={"data": "null", "w": "write"}, **shapes)

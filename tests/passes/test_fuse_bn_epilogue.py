@@ -60,7 +60,7 @@ def test_moving_statistics_and_inference_match() -> None:
     sym = _loss(_block(S.var("x"), "b", 1))
     runs = []
     for enabled in (True, False):
-        from symgraph import passes
+        from symgraph.compiler import passes
         old, passes.ENABLED = passes.ENABLED, enabled
         try:
             exe = sym.simple_bind(sg.cpu(), x=(4, 3, 2, 2))

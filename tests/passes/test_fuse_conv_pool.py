@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.backend import numpy_backend
-from symgraph.cuda.fuse_conv_pool import fuse_conv_pool
-from symgraph.passes.verify import verify
+from symgraph.runtime.backend import numpy_backend
+from symgraph.runtime.cuda.fuse_conv_pool import fuse_conv_pool
+from symgraph.compiler.passes.verify import verify
 
 from .util import assert_same, declared, ops_of, random_inputs, run_graph, train_results
 
@@ -40,7 +40,7 @@ def _fused_ops(sym, **shapes) -> list:
 
 
 def test_seed_cnn_first_layer_fuses_and_trains_the_same() -> None:
-    from symgraph.models.simple_cnn import build
+    from symgraph.interop.models.simple_cnn import build
     sym = build()
     ops = _fused_ops(sym, data=(4, 1, 28, 28))
     assert ops.count("_conv_act_pool") == 1  # conv1 (1 channel); conv2 (32 channels) stays

@@ -2,9 +2,10 @@
 import numpy as np
 
 import symgraph as sg
-from symgraph.graph import Graph
-from symgraph.passes.fuse_elementwise import fuse_elementwise
-from symgraph.passes.verify import verify
+from symgraph.core import attrs as core_attrs
+from symgraph.core.graph import Graph
+from symgraph.compiler.passes.fuse_elementwise import fuse_elementwise
+from symgraph.compiler.passes.verify import verify
 
 from .util import declared, ops_of, random_inputs, run_graph, train_results, assert_same
 
@@ -167,5 +168,5 @@ def test_fused_attrs_are_made_sorted_and_equal_a_parsed_copy() -> None:
     assert len(_fused(out)) == 2
     for node in _fused(out):
         assert list(node.attrs) == sorted(node.attrs)
-        again = sg.attrs.Attrs(dict(node.attrs))
+        again = core_attrs.Attrs(dict(node.attrs))
         assert again == node.attrs and hash(again) == hash(node.attrs)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 import symgraph as sg
-from symgraph.backend import numpy_backend
-from symgraph.memory_plan import ALIGN, lifetimes, memory_plan, slot_bytes
-from symgraph.registry import RunCtx
-from symgraph.schedule import lower
+from symgraph.runtime.backend import numpy_backend
+from symgraph.compiler.memory_plan import ALIGN, lifetimes, memory_plan, slot_bytes
+from symgraph.core.registry import RunCtx
+from symgraph.compiler.schedule import lower
 
 from .util import declared, random_inputs, run_graph
 

@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 
 import symgraph  # noqa: F401  (registers the ops)
-from symgraph.registry import has_op
+from symgraph.core.registry import has_op
 
 ROOT = Path(symgraph.__file__).parent
 PASSES = sorted((ROOT / "passes").glob("*.py")) + [ROOT / "cuda" / "channel_last.py",

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import symgraph as sg
-import symgraph.passes as P
+import symgraph.compiler.passes as P
 from tests.ops.case import Case
 from tests.ops.test_registry import ALL_CASES, _sample
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.passes.simplify import simplify
+from symgraph.compiler.passes.simplify import simplify
 
 from .util import declared, ops_of, random_inputs, run_graph
 

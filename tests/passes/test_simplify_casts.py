@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.dtypes import as_dtype
-from symgraph.passes.simplify import simplify
+from symgraph.core.dtypes import as_dtype
+from symgraph.compiler.passes.simplify import simplify
 
 from .util import declared, ops_of, random_inputs, run_graph
 

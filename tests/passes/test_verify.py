@@ -4,13 +4,13 @@ from __future__ import annotations
 import pytest
 
 import symgraph as sg
-import symgraph.passes as P
-from symgraph.attrs import Attrs
-from symgraph.base import GraphError
-from symgraph.expr import inp
-from symgraph.graph import Entry, Graph, Node
-from symgraph.passes.verify import verify
-from symgraph.registry import OpDef, register, unregister
+import symgraph.compiler.passes as P
+from symgraph.core.attrs import Attrs
+from symgraph.core.base import GraphError
+from symgraph.core.expr import inp
+from symgraph.core.graph import Entry, Graph, Node
+from symgraph.compiler.passes.verify import verify
+from symgraph.core.registry import OpDef, register, unregister
 
 from .util import declared
 

@@ -6,13 +6,13 @@ from typing import Optional
 import numpy as np
 
 import symgraph as sg
-import symgraph.passes as P
-from symgraph.attrs import Attrs, format_value
-from symgraph.backend import numpy_backend
-from symgraph.graph import Graph, Node, rewrite
-from symgraph.memory_plan import memory_plan
-from symgraph.registry import RunCtx
-from symgraph.schedule import lower
+import symgraph.compiler.passes as P
+from symgraph.core.attrs import Attrs, format_value
+from symgraph.runtime.backend import numpy_backend
+from symgraph.core.graph import Graph, Node, rewrite
+from symgraph.compiler.memory_plan import memory_plan
+from symgraph.core.registry import RunCtx
+from symgraph.compiler.schedule import lower
 
 
 def declared(sym, dtype: str = "float32", **shapes) -> Graph:
@@ -31,7 +31,7 @@ def declared(sym, dtype: str = "float32", **shapes) -> Graph:
 
 def random_inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    from symgraph.types.infer_shape import declared_shape
+    from symgraph.core.types.infer_shape import declared_shape
     return {v.name: rng.uniform(-1, 1, declared_shape(v)).astype(v.extra["__dtype__"])
             for v in graph.variables()}
 

@@ -1,4 +1,4 @@
-"""Every file symgraph writes goes through one atomic helper (symgraph.fileio).
+"""Every file symgraph writes goes through one atomic helper (symgraph.core.fileio).
 
 A failing writer or a SIGKILL mid-save leaves the previous file intact; killed saves' temporary
 files are removed by the next save of the same path; new files get the umask's permissions.
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import fileio
+from symgraph.core import fileio
 
 PACKAGE = Path(sg.__file__).resolve().parent
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.attrs import REQUIRED
-from symgraph.registry import all_ops
+from symgraph.core.attrs import REQUIRED
+from symgraph.core.registry import all_ops
 
 S = sg.sym
 # Required attributes other than the axis, for the ops that have an axis (by name, else by kind).

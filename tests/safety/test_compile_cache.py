@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from symgraph import fileio
-from symgraph.cuda import compiler
+from symgraph.core import fileio
+from symgraph.runtime.cuda import compiler
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY_A, KEY_B = hashlib.sha256(b"a").hexdigest(), hashlib.sha256(b"b").hexdigest()
@@ -141,7 +141,7 @@ def test_key_must_be_a_digest(cache: Path) -> None:
 
 CHILD = textwrap.dedent("""
     import sys, time
-    from symgraph.cuda import compiler
+    from symgraph.runtime.cuda import compiler
     key, log = sys.argv[1], sys.argv[2]
     def compile_fn():
         with open(log, "a") as f:

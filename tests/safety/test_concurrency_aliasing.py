@@ -200,7 +200,7 @@ def test_index_ops_follow_mxnet() -> None:
 def test_cuda_softmax_output_kernel_agrees(tmp_path) -> None:
     """The CUDA kernel of SoftmaxOutput's gradient, compiled as host C++ (tests/cuda/host_run),
     gives the same no-class rows as the numpy reference for labels outside [0, classes)."""
-    from symgraph.registry import RunCtx, get_op
+    from symgraph.core.registry import RunCtx, get_op
     from tests.cuda.host_run import host_compiler, lowered, run_on_host, runnable
     if host_compiler() is None:
         pytest.skip("g++ not on PATH")

@@ -121,7 +121,7 @@ class CountedProp(sg.operator.CustomOpProp):
 def test_descriptions_are_not_kept_forever() -> None:
     """Props are cached by attributes for speed, but only the most recent ones (a prop may hold
     user objects, e.g. an autograd.Function call)."""
-    from symgraph.ops.custom import PROP_CACHE_SIZE
+    from symgraph.compiler.ops.custom import PROP_CACHE_SIZE
     for k in range(PROP_CACHE_SIZE + 100):
         sym = sg.sym.Custom(sg.sym.var("x"), op_type="safety_counted", k=k)
         assert len(PROPS) <= PROP_CACHE_SIZE + 2

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import symgraph as sg
-from symgraph.graph import Graph
-from symgraph.passes.verify import verify
+from symgraph.core.graph import Graph
+from symgraph.compiler.passes.verify import verify
 
 S = sg.sym
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "mxnet"
@@ -183,7 +183,7 @@ def test_file_errors_name_the_file(tmp_path: Path) -> None:
 # -- fuzz ------------------------------------------------------------------------------------
 
 def _zoo() -> list[dict]:
-    from symgraph.models import lenet, mlp, simple_cnn
+    from symgraph.interop.models import lenet, mlp, simple_cnn
     docs = [json.loads(m.build().tojson()) for m in (mlp, lenet, simple_cnn)]
     docs += [json.loads((GOLDEN / f"{p}-symbol.json").read_text()) for p in ("bn", "cnn")]
     return docs

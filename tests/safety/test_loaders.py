@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import symgraph as sg
-from symgraph.base import DataError, GraphError
+from symgraph.core.base import DataError, GraphError
 
 GOLDEN = Path(__file__).resolve().parents[1] / "data" / "mxnet"
 PARAMS = (GOLDEN / "bn-0001.params").read_bytes()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.test_utils import check_numeric_gradient
+from symgraph.interop.test_utils import check_numeric_gradient
 from tests.safety.native_libs import MIXED_SRC, build
 
 X = np.array([0.5, -1.0, 2.0, 1.5])

@@ -9,8 +9,8 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from ... import ndarray as _nd
-from ...base import AttrError
+from ...runtime import ndarray as _nd
+from ...core.base import AttrError
 from ..block import Block, HybridBlock
 from ..nn.basic_layers import HybridSequential, Sequential
 

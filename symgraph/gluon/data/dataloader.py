@@ -13,8 +13,8 @@ from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
-from ... import ndarray as nd
-from ...base import AttrError
+from ...runtime import ndarray as nd
+from ...core.base import AttrError
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ...base import DataError
+from ...core.base import DataError
 
 
 class Dataset:

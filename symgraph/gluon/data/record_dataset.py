@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ...base import DataError
+from ...core.base import DataError
 from .dataset import Dataset
 
 
@@ -30,7 +30,7 @@ class RecordFileDataset(Dataset):
     """
 
     def __init__(self, filename: str) -> None:
-        from ... import recordio
+        from ...training import recordio
         self.filename = filename
         self.idx_file = os.path.splitext(filename)[0] + ".idx"
         for path in (filename, self.idx_file):

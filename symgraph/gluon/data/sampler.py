@@ -7,8 +7,8 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from ... import random as _random
-from ...base import AttrError
+from ...runtime import random as _random
+from ...core.base import AttrError
 
 LAST_BATCH = ("keep", "discard", "rollover")
 

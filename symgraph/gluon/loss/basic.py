@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ...base import AttrError
+from ...core.base import AttrError
 from ..block import HybridBlock
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from ...base import AttrError
+from ...core.base import AttrError
 from .basic import Loss, apply_weighting
 
 

@@ -22,8 +22,9 @@ import urllib.request
 import zipfile
 from typing import Any, Callable, Optional
 
-from ... import config, fileio
-from ...base import DataError
+from ...core import config
+from ...core import fileio
+from ...core.base import DataError
 
 __all__ = ["get_model_file", "purge", "short_hash", "load_pretrained", "DEFAULT_ROOT"]
 

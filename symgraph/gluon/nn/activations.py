@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...initializer import Constant
+from ...training.initializer import Constant
 from ..block import HybridBlock
 
 
@@ -46,7 +46,7 @@ class LeakyReLU(HybridBlock):
 
     def __init__(self, alpha: float, **kwargs: Any) -> None:
         if alpha < 0:
-            from ...base import AttrError
+            from ...core.base import AttrError
             raise AttrError(f"LeakyReLU: alpha must be >= 0, got {alpha}")
         super().__init__(**kwargs)
         self._alpha = alpha

@@ -7,8 +7,8 @@ from typing import Any, Callable, Optional, Union
 
 import numpy as np
 
-from ... import registry
-from ...base import AttrError
+from ...core import registry
+from ...core.base import AttrError
 from ..block import Block, HybridBlock
 from .activations import Activation
 from .norm_layers import scale_shift
@@ -282,7 +282,7 @@ class Lambda(Block):
     def __init__(self, function: Union[str, Callable], prefix: Optional[str] = None) -> None:
         super().__init__(prefix=prefix)
         if isinstance(function, str):
-            from ... import ndarray as nd
+            from ...runtime import ndarray as nd
             function = _op_function(nd, function, "Lambda")
         elif not callable(function):
             raise AttrError(f"Lambda: unrecognized function {function!r}: give a callable "
@@ -310,7 +310,7 @@ class HybridLambda(HybridBlock):
         super().__init__(prefix=prefix)
         if isinstance(function, str):
             name = function
-            from ... import symbol as sym
+            from ...frontend import symbol as sym
             _op_function(sym, name, "HybridLambda")
             self._func: Callable = lambda F, *a: _op_function(F, name, "HybridLambda")(*a)
             self._func_name = name

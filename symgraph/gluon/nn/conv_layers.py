@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union
 
-from ...base import AttrError
+from ...core.base import AttrError
 from ..block import HybridBlock
 from .activations import Activation
 

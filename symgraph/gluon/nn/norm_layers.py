@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...base import AttrError
+from ...core.base import AttrError
 from ..block import HybridBlock
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ...base import GraphError
+from ...core.base import GraphError
 from .rnn_cell import HybridRecurrentCell, RecurrentCell
 from .sequence import (format_sequence, front_end, is_tensor, mask_variable_length,
                        reverse_sequences, stack)

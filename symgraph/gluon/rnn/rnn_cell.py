@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from ... import ndarray as _nd
-from ... import symbol as _sym
-from ...base import GraphError
-from ...symbol import Symbol
+from ...runtime import ndarray as _nd
+from ...frontend import symbol as _sym
+from ...core.base import GraphError
+from ...frontend.symbol import Symbol
 from ..block import Block, HybridBlock
 from ..parameter import DeferredInitializationError
 from .sequence import call_state_func, format_sequence, last_states, mask_variable_length

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ... import ndarray as _nd
-from ... import symbol as _sym
-from ...base import AttrError, ShapeError
-from ...ops.rnn_cells import GATES
-from ...symbol import Symbol
+from ...runtime import ndarray as _nd
+from ...frontend import symbol as _sym
+from ...core.base import AttrError, ShapeError
+from ...compiler.ops.rnn_cells import GATES
+from ...frontend.symbol import Symbol
 from ..block import HybridBlock
 from .rnn_cell import STEPS
 from .sequence import call_state_func, last_states, mask_variable_length, reverse_sequences

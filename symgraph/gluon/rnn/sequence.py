@@ -9,10 +9,10 @@ from __future__ import annotations
 import inspect
 from typing import Any, Callable, Optional, Sequence
 
-from ... import ndarray as _nd
-from ... import symbol as _sym
-from ...base import AttrError
-from ...symbol import Symbol
+from ...runtime import ndarray as _nd
+from ...frontend import symbol as _sym
+from ...core.base import AttrError
+from ...frontend.symbol import Symbol
 
 
 def front_end(x: Any) -> Any:

@@ -8,9 +8,9 @@ import sys
 import warnings
 from typing import Any, Optional
 
-from ....base import DataError, GraphError, MissingParamError
-from ....context import Context, cpu, gpu, num_gpus
-from ....metric import Loss as LossMetric
+from ....core.base import DataError, GraphError, MissingParamError
+from ....core.context import Context, cpu, gpu, num_gpus
+from ....training.metric import Loss as LossMetric
 from ...data import DataLoader
 from ...loss import Loss
 from ...trainer import Trainer

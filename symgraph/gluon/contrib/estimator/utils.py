@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ....base import DataError
-from ....metric import Accuracy, CompositeEvalMetric, EvalMetric
+from ....core.base import DataError
+from ....training.metric import Accuracy, CompositeEvalMetric, EvalMetric
 
 
 def as_list_of(value: Any, kind: type, what: str) -> list:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ....base import AttrError
+from ....core.base import AttrError
 from ...block import HybridBlock
 from .alexnet import AlexNet, alexnet
 from .densenet import DenseNet, densenet121, densenet161, densenet169, densenet201

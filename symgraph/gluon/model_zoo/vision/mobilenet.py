@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....context import Context, cpu
+from ....core.context import Context, cpu
 from ...block import HybridBlock
 from ... import nn
 from ..model_store import DEFAULT_ROOT, load_pretrained

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ....base import AttrError
-from ....context import Context, cpu
+from ....core.base import AttrError
+from ....core.context import Context, cpu
 from ...block import HybridBlock
 from ... import nn
 from ...contrib.nn import HybridConcurrent

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ....base import AttrError
-from ....context import Context, cpu
-from ....initializer import Xavier
+from ....core.base import AttrError
+from ....core.context import Context, cpu
+from ....training.initializer import Xavier
 from ...block import HybridBlock
 from ... import nn
 from ..model_store import DEFAULT_ROOT, load_pretrained

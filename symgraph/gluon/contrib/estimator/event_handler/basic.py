@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Optional, Union
 
-from .....base import DataError
-from .....metric import Loss as LossMetric
+from .....core.base import DataError
+from .....training.metric import Loss as LossMetric
 from ..utils import as_list_of, check_metrics, example_after_setup
 
 __all__ = ["EventHandler", "TrainBegin", "TrainEnd", "EpochBegin", "EpochEnd", "BatchBegin",

@@ -8,8 +8,8 @@ import os
 import warnings
 from typing import Any, Callable, Optional
 
-from .....base import DataError
-from .....metric import CompositeEvalMetric, EvalMetric
+from .....core.base import DataError
+from .....training.metric import CompositeEvalMetric, EvalMetric
 from ..utils import example_after_setup
 from .basic import BatchEnd, EpochEnd, TrainBegin, TrainEnd
 

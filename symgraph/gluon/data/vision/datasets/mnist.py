@@ -15,10 +15,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ..... import config
-from ..... import ndarray as nd
-from .....base import DataError
-from .....datasets import mnist as _mnist
+from .....core import config
+from .....runtime import ndarray as nd
+from .....core.base import DataError
+from .....training.datasets import mnist as _mnist
 from ...dataset import Dataset
 
 DOWNLOAD_TIMEOUT = 30.0  # seconds per request: no network should fail fast, not hang

@@ -12,8 +12,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ..... import ndarray as nd
-from .....base import DataError
+from .....runtime import ndarray as nd
+from .....core.base import DataError
 from ....download import download
 from ...dataset import Dataset
 from ...record_dataset import RecordFileDataset
@@ -152,7 +152,8 @@ class ImageRecordDataset(RecordFileDataset):
         self._flag, self._transform = flag, transform
 
     def __getitem__(self, idx: int) -> Any:
-        from ..... import image, recordio
+        from .....training import image
+        from .....training import recordio
         header, img = recordio.unpack(super().__getitem__(idx))
         decoded = image.imdecode(img, self._flag)
         if self._transform is not None:
@@ -198,7 +199,7 @@ class ImageFolderDataset(Dataset):
                     self.items.append((os.path.join(path, name), float(label)))
 
     def __getitem__(self, idx: int) -> Any:
-        from ..... import image
+        from .....training import image
         img = image.imread(self.items[idx][0], self._flag)
         label = self.items[idx][1]
         if self._transform is not None:

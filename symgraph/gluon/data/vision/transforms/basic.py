@@ -12,9 +12,9 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from ..... import ndarray as nd
-from ..... import random as _random
-from .....base import DataError, ShapeError
+from .....runtime import ndarray as nd
+from .....runtime import random as _random
+from .....core.base import DataError, ShapeError
 from ....block import Block, HybridBlock
 from ....nn.basic_layers import HybridSequential, Sequential
 
@@ -23,7 +23,7 @@ Size = Union[int, Sequence[int]]
 
 def _img() -> Any:
     """``sg.image`` (imported on first use: it loads Pillow)."""
-    from ..... import image
+    from .....training import image
     return image
 
 

@@ -7,8 +7,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..... import random as _random
-from .....base import DataError, DTypeError
+from .....runtime import random as _random
+from .....core.base import DataError, DTypeError
 from ....block import Block
 from .basic import _check_proba, _host, _img, _like, _per_image
 

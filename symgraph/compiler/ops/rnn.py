@@ -1,0 +1,193 @@
+"""MXNet's fused ``RNN`` op (``mode`` lstm, gru, rnn_tanh, rnn_relu; stacked layers, optionally
+bidirectional) and its backward op ``_backward_RNN``.
+
+Inputs as MXNet's: ``data`` (T, N, I), ``parameters`` (one flat vector), ``state`` (L*D, N, H)
+and, for LSTM, ``state_cell``. The flat vector holds, as cuDNN lays it out, every weight
+first — per layer, per direction: ``W`` (G*H, in) then ``U`` (G*H, H) — then every bias —
+per layer, per direction: ``b`` (G*H) then ``c`` (G*H); ``in`` is I for layer 0 and D*H after.
+Outputs: ``output`` (T, N, D*H), and with ``state_outputs`` the last ``state`` (and
+``state_cell``). The backward op recomputes the forward (no stored activations) and runs
+backpropagation through time in numpy; it has no gradient itself (second derivatives raise).
+
+GPU: the ``rnn`` and ``rnn_backward`` families (``cuda/lowering_rnn.py``): cuBLAS GEMMs (the
+input projection of all steps in one, then one per step for the recurrent side) and one gate
+kernel per step printing the cell formulas of ``rnn_cells.CELLS``, which the numpy reference
+evaluates too; the backward recomputes the forward on the device as here. No cuDNN RNN. Not
+implemented (refused by name): dropout between layers (``p`` > 0), ``projection_size``, LSTM
+state clipping, ``use_sequence_length``.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ...core.attrs import Attrs, Param
+from ...core.base import ShapeError
+from ...core.registry import NO_GRADIENT, OPAQUE, OpDef, RunCtx, register
+from ._util import check_attr, fmt
+from .rnn_cells import GATES, run, run_back
+
+RNN_PARAMS = {
+    "state_size": Param("int", doc="hidden units H"),
+    "num_layers": Param("int", doc="stacked layers L"),
+    "bidirectional": Param("bool", False, doc="a second, reversed direction per layer"),
+    "mode": Param("str", choices=tuple(GATES), doc="the cell"),
+    "p": Param("float", 0.0, doc="dropout between layers (only 0 is implemented)"),
+    "state_outputs": Param("bool", False, doc="also output the last state (and cell)"),
+    "projection_size": Param("int?", None, doc="LSTM projection (not implemented)"),
+    "lstm_state_clip_min": Param("float?", None, doc="not implemented"),
+    "lstm_state_clip_max": Param("float?", None, doc="not implemented"),
+    "lstm_state_clip_nan": Param("bool", False, doc="not implemented"),
+    "use_sequence_length": Param("bool", False, doc="not implemented"),
+}
+
+
+def _check(a: Attrs) -> None:
+    check_attr(a["state_size"] >= 1, "state_size", a["state_size"], "must be >= 1")
+    check_attr(a["num_layers"] >= 1, "num_layers", a["num_layers"], "must be >= 1")
+    check_attr(a["p"] == 0.0, "p", a["p"], "dropout inside RNN is not implemented")
+    for key in ("projection_size", "lstm_state_clip_min", "lstm_state_clip_max"):
+        check_attr(a[key] is None, key, a[key], "is not implemented")
+    for key in ("lstm_state_clip_nan", "use_sequence_length"):
+        check_attr(not a[key], key, a[key], "is not implemented")
+
+
+def _inputs(a: Attrs) -> tuple[str, ...]:
+    return ("data", "parameters", "state") + (("state_cell",) if a["mode"] == "lstm" else ())
+
+
+def _outputs(a: Attrs) -> tuple[str, ...]:
+    if not a["state_outputs"]:
+        return ("output",)
+    return ("output", "state") + (("state_cell",) if a["mode"] == "lstm" else ())
+
+
+def param_size(a: Attrs, input_size: int) -> int:
+    """Length of the flat parameter vector for data of ``input_size`` features."""
+    h, g, d = a["state_size"], GATES[a["mode"]], 2 if a["bidirectional"] else 1
+    size = 0
+    for layer in range(a["num_layers"]):
+        width = input_size if layer == 0 else d * h
+        size += d * (g * h * (width + h) + 2 * g * h)
+    return size
+
+
+def _rnn_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    _check(a)
+    data = ins[0]
+    if data is None:
+        return ins, outs
+    if len(data) != 3:
+        raise ShapeError(f"data must be (sequence, batch, features), got {fmt(data)}")
+    t, n, i = data
+    h, d, layers = a["state_size"], 2 if a["bidirectional"] else 1, a["num_layers"]
+    state = (layers * d, n, h)
+    ins = [data, (param_size(a, i),), state] + ([state] if a["mode"] == "lstm" else [])
+    return ins, [(t, n, d * h)] + [state] * (len(_outputs(a)) - 1)
+
+
+def param_layout(a: Attrs, input_size: int) -> list[tuple[int, int, int, int, int]]:
+    """Per (layer, direction), in that order: the element offsets of ``W``, ``U``, ``b`` and
+    ``c`` in the flat parameter vector, and the layer's input width (the layout above)."""
+    h, g, d = a["state_size"], GATES[a["mode"]], 2 if a["bidirectional"] else 1
+    mats, pos = [], 0
+    for layer in range(a["num_layers"]):
+        width = input_size if layer == 0 else d * h
+        for _ in range(d):
+            mats.append((pos, pos + g * h * width, width))
+            pos += g * h * (width + h)
+    return [(w, u, pos + 2 * g * h * k, pos + 2 * g * h * k + g * h, width)
+            for k, (w, u, width) in enumerate(mats)]
+
+
+def _weights(a: Attrs, flat: np.ndarray, input_size: int) -> list[tuple]:
+    """(W, U, b, c) per (layer, direction), in that order, as views of ``flat``."""
+    gh = a["state_size"] * GATES[a["mode"]]
+    return [(flat[w:u].reshape(gh, width), flat[u:u + gh * a["state_size"]].reshape(gh, -1),
+             flat[b:b + gh], flat[c:c + gh])
+            for w, u, b, c, width in param_layout(a, input_size)]
+
+
+def _forward(a: Attrs, xs: list) -> tuple[list, list]:
+    """Outputs, and per (layer, direction) what the backward pass needs."""
+    x, flat, h0 = xs[0], xs[1], xs[2]
+    c0 = xs[3] if a["mode"] == "lstm" else None
+    d = 2 if a["bidirectional"] else 1
+    ws = _weights(a, flat, x.shape[2])
+    hy, cy, tape = np.empty_like(h0), None if c0 is None else np.empty_like(c0), []
+    for layer in range(a["num_layers"]):
+        parts = []
+        for k in range(d):
+            s = layer * d + k
+            out, hy[s], c_last, caches = run(a["mode"], x, h0[s],
+                                             None if c0 is None else c0[s], ws[s], k == 1)
+            if cy is not None:
+                cy[s] = c_last
+            parts.append(out)
+            tape.append((x, caches))
+        x = np.concatenate(parts, axis=2) if d == 2 else parts[0]
+    outs = [x] + ([hy] + ([cy] if cy is not None else []) if a["state_outputs"] else [])
+    return outs, tape
+
+
+def _rnn(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    return _forward(a, xs)[0]
+
+
+def _backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    """Inputs: the output gradients (one per forward output), then the forward inputs."""
+    n_out = len(_outputs(a))
+    grads, fwd = xs[:n_out], xs[n_out:]
+    _, tape = _forward(a, fwd)
+    lstm, d, hsz = a["mode"] == "lstm", 2 if a["bidirectional"] else 1, a["state_size"]
+    flat = fwd[1]
+    ws = _weights(a, flat, fwd[0].shape[2])
+    dflat = np.zeros_like(flat)
+    gws = _weights(a, dflat, fwd[0].shape[2])  # views: gradients land in dflat
+    dh0 = grads[1].copy() if n_out > 1 else np.zeros_like(fwd[2])
+    dc0 = (grads[2].copy() if n_out > 2 else np.zeros_like(fwd[3])) if lstm else None
+    dout = grads[0]
+    for layer in range(a["num_layers"] - 1, -1, -1):
+        x_in = tape[layer * d][0]
+        dx = np.zeros_like(x_in)
+        for k in range(d):
+            s = layer * d + k
+            gw = [np.zeros_like(m) for m in gws[s]]
+            dh, dc = run_back(a["mode"], dout[:, :, k * hsz:(k + 1) * hsz], dh0[s],
+                              None if dc0 is None else dc0[s], tape[s][1], ws[s], gw, dx)
+            for view, g in zip(gws[s], gw):
+                view += g
+            dh0[s] = dh
+            if dc0 is not None:
+                dc0[s] = dc
+        dout = dx
+    return [dout, dflat, dh0] + ([dc0] if lstm else [])
+
+
+def _rnn_grad(c) -> list:
+    n_in = len(c.inputs)
+    back = c.sym._backward_RNN(*c.ograds, *c.inputs, **c.attrs)
+    return [back[i] for i in range(n_in)]
+
+
+def _backward_inputs(a: Attrs) -> tuple[str, ...]:
+    return tuple(f"d_{n}" for n in _outputs(a)) + _inputs(a)
+
+
+def _backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    fwd = ins[len(_outputs(a)):]
+    return ins, [s for s in fwd]
+
+
+register(OpDef(
+    "RNN", RNN_PARAMS, _inputs, _rnn_shape, _rnn, _rnn_grad, OPAQUE, outputs=_outputs,
+    lowering=("rnn", {}),
+    doc="MXNet's fused recurrent layers (lstm, gru, rnn_tanh, rnn_relu) over (T, N, I) data "
+        "with one flat parameter vector (cuDNN's layout)."))
+register(OpDef(
+    "_backward_RNN", RNN_PARAMS, _backward_inputs, _backward_shape, _backward, NO_GRADIENT,
+    OPAQUE, outputs=lambda a: tuple(f"d_{n}" for n in _inputs(a)),
+    lowering=("rnn_backward", {}),
+    doc="Gradient of RNN w.r.t. its inputs (backpropagation through time, recomputing the "
+        "forward)."))

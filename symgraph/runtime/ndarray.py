@@ -1,0 +1,397 @@
+"""``sg.nd``: arrays, and every registered op called on them (``sg.nd.relu(x)``).
+
+An NDArray is either *materialised* (it holds ``_buf``: a numpy array on ``sg.cpu()``, device
+memory on ``sg.gpu(i)``) or *pending*: the result of an op call not yet computed, standing for
+one output of a node of a graph that ``symgraph.imperative`` records. Reading the value
+(``asnumpy``, ``_data``, ``bool``, printing, binding it to an executor) compiles and runs what it
+depends on through the ordinary pipeline; see docs/imperative.md. Executors bind the same class.
+"""
+from __future__ import annotations
+
+import builtins
+from typing import Any, Iterator, Optional, Sequence, Union
+
+import math
+
+import numpy as np
+
+from . import ndfile
+from ..core.base import BindError, ShapeError
+from ..core.dtypes import as_dtype
+from ..core.context import Context, cpu, current_context
+
+Shape = Union[int, Sequence[int]]
+# nd_methods.install adds the op functions (export())
+__all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
+           "concatenate", "moveaxis", "stack", "waitall", "save", "load"]
+
+
+# The imperative engine (``imperative.py``: records op calls, computes pending arrays) builds
+# on this module, so it is not imported here: it plugs itself in with :func:`set_engine` when
+# imported (``import symgraph`` imports it). Executors use NDArray without it.
+_ENGINE: Any = None
+
+
+def set_engine(engine: Any) -> None:
+    """Install the object that ``force``s, ``call``s and records ops on arrays."""
+    global _ENGINE
+    _ENGINE = engine
+
+
+def _engine() -> Any:
+    return _ENGINE
+
+
+def before_run() -> None:
+    """An executor is about to overwrite its bound arrays: the engine computes pending work
+    that reads them first."""
+    if _ENGINE is not None:
+        _ENGINE.before_run()
+
+
+class NDArray:
+    """A fixed-shape, fixed-dtype array on a device. ``x[:] = value`` writes in place."""
+
+    __slots__ = ("_buf", "_ctx", "_entry", "_recorded", "_var", "_grad", "_grad_req",
+                 "_shape", "_dtype", "_fresh_grad", "__weakref__")
+    __array_priority__ = 1000.0
+
+    def __init__(self, data: Any, ctx: Optional[Context] = None) -> None:
+        self._buf = data
+        self._ctx = ctx or cpu()
+        self._entry = None  # graph entry: pending value, or recorded for autograd
+        self._recorded = False
+        self._var = None  # variable node standing for this value in recorded graphs
+        self._grad: Optional[NDArray] = None
+        self._grad_req = "null"
+        self._shape: Optional[tuple] = None  # only while pending
+        self._dtype: Optional[np.dtype] = None
+        self._fresh_grad = False  # a backward() wrote .grad since the last optimizer step
+
+    # -- value ------------------------------------------------------------------------------
+    @property
+    def _data(self) -> Any:
+        """The buffer; computes a pending array first."""
+        if self._buf is None:
+            _engine().force([self])
+        return self._buf
+
+    @_data.setter
+    def _data(self, value: Any) -> None:
+        self._buf = value
+
+    @property
+    def is_pending(self) -> bool:
+        """True while the value is recorded but not computed yet."""
+        return self._buf is None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        b = self._buf
+        return tuple(b.shape) if b is not None else self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        b = self._buf
+        return np.dtype(b.dtype) if b is not None else self._dtype
+
+    @property
+    def context(self) -> Context:
+        return self._ctx
+
+    ctx = context
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)  # a numpy reduction cost more than the rest of a step
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def grad(self) -> Optional["NDArray"]:
+        """The gradient buffer given by :meth:`attach_grad` (None before)."""
+        return self._grad
+
+    @property
+    def grad_req(self) -> str:
+        return self._grad_req
+
+    def asnumpy(self) -> np.ndarray:
+        """A numpy copy of the contents."""
+        data = self._data
+        if self._ctx.device_type == "cpu":
+            return np.array(data, copy=True)
+        return data.get()
+
+    def asscalar(self) -> Any:
+        if self.size != 1:
+            raise BindError(f"asscalar needs a 1-element array, got shape {self.shape}")
+        return self.asnumpy().reshape(())[()]
+
+    def wait_to_read(self) -> None:
+        """Compute the value if it is pending (and wait for the device)."""
+        _engine().wait(self)
+
+    def __bool__(self) -> bool:
+        if self.size == 0:
+            return False
+        if self.size != 1:
+            raise ShapeError(f"the truth value of an NDArray of shape {self.shape} is "
+                             f"ambiguous; use .asnumpy().any() or .all()")
+        return bool(self.asscalar())
+
+    def __float__(self) -> float:
+        return float(self.asscalar())
+
+    def __int__(self) -> int:
+        return int(self.asscalar())
+
+    def __index__(self) -> int:
+        return int(self.asscalar())
+
+    # -- writing ----------------------------------------------------------------------------
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _engine().before_write(self)
+        if isinstance(value, NDArray):  # a host array is only read: no copy (per-batch path)
+            if value._ctx.device_type == "cpu":
+                value = value._data
+            elif (value._ctx == self._ctx and isinstance(key, builtins.slice)
+                  and key == builtins.slice(None) and value.shape == self.shape
+                  and value.dtype == self.dtype):
+                from .cuda.runtime import copy_device
+                return copy_device(self, value)
+            else:
+                value = value.asnumpy()
+        if self._ctx.device_type == "cpu":
+            if isinstance(key, builtins.slice) and key == builtins.slice(None):
+                arr = np.asarray(value)
+                try:
+                    np.broadcast_to(arr, self.shape)
+                except ValueError:
+                    raise BindError(f"cannot assign an array of shape {arr.shape} to an "
+                                    f"NDArray of shape {self.shape}") from None
+                np.copyto(self._buf, arr, casting="unsafe")
+            else:
+                self._buf[_host_key(key)] = _fit(value, self._buf[_host_key(key)], key)
+        else:
+            from .cuda.runtime import write_device
+            write_device(self, _host_key(key), value)
+
+    def copyto(self, other: Union["NDArray", Context]) -> "NDArray":
+        """Copy into ``other`` (an NDArray of the same shape) or a new array on a context."""
+        if isinstance(other, Context):
+            if other == self._ctx:
+                return _engine().call("identity", [self], {})
+            return array(self.asnumpy(), other, self.dtype)
+        if other.shape != self.shape:
+            raise BindError(f"copyto: shape {self.shape} into {other.shape}")
+        other[:] = self
+        return other
+
+    def as_in_context(self, ctx: Context) -> "NDArray":
+        return self if ctx is self._ctx or ctx == self._ctx else self.copyto(ctx)
+
+    def copy(self) -> "NDArray":
+        return self.copyto(self._ctx)
+
+    def astype(self, dtype: Any, copy: bool = True) -> "NDArray":
+        if not copy and as_dtype(dtype) == self.dtype:
+            return self
+        return _engine().call("Cast", [self], {"dtype": as_dtype(dtype).name})
+
+    def reshape(self, *shape: Any, **kwargs: Any) -> "NDArray":
+        """MXNet's reshape: 0 keeps an axis, -1 infers one, -2 copies the rest, -3 merges two,
+        -4 splits one; ``reverse=True`` reads the codes from the right."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        if "shape" in kwargs:
+            shape = tuple(kwargs.pop("shape"))
+        return _engine().call("Reshape", [self], {"shape": tuple(shape), **kwargs})
+
+    def detach(self) -> "NDArray":
+        """The same value, outside any recorded graph."""
+        return _engine().detach(self)
+
+    def attach_grad(self, grad_req: str = "write", stype: Optional[str] = None) -> None:
+        """Allocate ``.grad`` (zeros) and make this array a variable autograd differentiates."""
+        _engine().attach_grad(self, grad_req)
+
+    def __reduce__(self) -> tuple:
+        """Pickle the value (DataLoader workers send batches between processes), never the
+        recorded graph: the copy is a computed array on the same context."""
+        return (array, (self.asnumpy(), self._ctx, self.dtype))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        a = self.asnumpy()
+        return a if dtype is None else a.astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"\n{self.asnumpy()}\n<NDArray {'x'.join(map(str, self.shape))} @{self._ctx}>"
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __iter__(self) -> Iterator["NDArray"]:
+        return (self[i] for i in range(len(self)))
+
+    __hash__ = object.__hash__
+
+
+def _host_key(key: Any) -> Any:
+    """An index with NDArrays (MXNet's advanced indexing) as numpy integer arrays."""
+    if isinstance(key, NDArray):
+        return key.asnumpy().astype(np.int64)
+    if isinstance(key, tuple):
+        return tuple(_host_key(k) for k in key)
+    return key
+
+
+def _fit(value: Any, target: Any, key: Any) -> Any:
+    """``value`` shaped for ``target`` (the indexed part): as MXNet, a value with the same
+    number of elements is reshaped (``b[0] = np.array([x])``), otherwise it must broadcast."""
+    arr = np.asarray(value)
+    shape = np.shape(target)
+    if arr.shape != shape and arr.size == int(np.prod(shape, dtype=np.int64)):
+        return arr.reshape(shape)
+    while arr.ndim > len(shape) and arr.shape[0] == 1:  # MXNet drops leading 1-axes
+        arr = arr[0]
+    try:
+        np.broadcast_to(arr, shape)
+    except ValueError:
+        raise BindError(f"cannot assign an array of shape {arr.shape} to index {key!r} "
+                        f"(shape {shape})") from None
+    return arr
+
+
+def array(source: Any, ctx: Optional[Context] = None, dtype: Any = None) -> NDArray:
+    """A new NDArray holding a copy of ``source``.
+
+    As in MXNet, the dtype is ``dtype`` if given, the source's for an NDArray, else float32
+    (also for float64 numpy arrays)."""
+    ctx = ctx or current_context()
+    if dtype is None:
+        dtype = source.dtype if isinstance(source, NDArray) else np.float32
+    src = source.asnumpy() if isinstance(source, NDArray) else source
+    host = np.array(src, dtype=as_dtype(dtype), copy=True)
+    if ctx.device_type == "cpu":
+        return NDArray(host, ctx)
+    from .cuda.runtime import to_device
+    return NDArray(to_device(host, ctx), ctx)
+
+
+def _shape(shape: Shape) -> tuple:
+    """A checked shape: integral, non-negative dimensions, not past what can be allocated
+    (ShapeError, not numpy's ValueError/TypeError)."""
+    from ..compiler.ops._util import as_shape  # not at import: the ops package imports this module
+    return as_shape((shape,) if isinstance(shape, (int, np.integer)) else shape, "array shape")
+
+
+def _made(values: np.ndarray, ctx: Optional[Context], dtype: Any,
+          out: Optional[NDArray]) -> NDArray:
+    """A new array holding ``values`` (a numpy array made for it by the caller: on the CPU
+    it becomes the buffer, uncopied; simple_bind allocates every array here), or ``values``
+    written into ``out``."""
+    if out is not None:
+        out[:] = values
+        return out
+    ctx = ctx or current_context()
+    if ctx.device_type == "cpu" and values.dtype == dtype:
+        return NDArray(values, ctx)
+    return array(values, ctx, dtype)
+
+
+def empty(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
+          out: Optional[NDArray] = None) -> NDArray:
+    dtype = as_dtype(dtype or np.float32)
+    return _made(np.zeros(_shape(shape), dtype), ctx, dtype, out)
+
+
+def zeros(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
+          out: Optional[NDArray] = None, stype: Optional[str] = None) -> NDArray:
+    return empty(shape, ctx, dtype, out)
+
+
+def ones(shape: Shape, ctx: Optional[Context] = None, dtype: Any = np.float32,
+         out: Optional[NDArray] = None, stype: Optional[str] = None) -> NDArray:
+    dtype = as_dtype(dtype or np.float32)
+    return _made(np.ones(_shape(shape), dtype), ctx, dtype, out)
+
+
+def full(shape: Shape, val: float, ctx: Optional[Context] = None,
+         dtype: Any = np.float32, out: Optional[NDArray] = None) -> NDArray:
+    dtype = as_dtype(dtype or np.float32)
+    return _made(np.full(_shape(shape), val, dtype), ctx, dtype, out)
+
+
+def arange(start: float, stop: Optional[float] = None, step: float = 1.0, repeat: int = 1,
+           infer_range: bool = False, ctx: Optional[Context] = None,
+           dtype: Any = np.float32) -> NDArray:
+    """MXNet's arange: ``[start, stop)`` by ``step``, each value ``repeat`` times."""
+    values = np.arange(start, stop, step) if stop is not None else np.arange(start)
+    return array(np.repeat(values, int(repeat)), ctx, dtype)
+
+
+def linspace(start: float, stop: float, num: int, endpoint: bool = True,
+             ctx: Optional[Context] = None, dtype: Any = np.float32) -> NDArray:
+    """``num`` evenly spaced values from ``start`` to ``stop``."""
+    return array(np.linspace(start, stop, int(num), endpoint=endpoint), ctx, dtype)
+
+
+def eye(N: int, M: int = 0, k: int = 0, ctx: Optional[Context] = None,
+        dtype: Any = np.float32) -> NDArray:
+    """An N x M (M = N when 0) array with ones on diagonal ``k``."""
+    return array(np.eye(int(N), int(M) or None, int(k)), ctx, dtype)
+
+
+def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = True) -> NDArray:
+    """MXNet's legacy concatenate: ``Concat`` along ``axis``."""
+    if len(arrays) == 1 and not always_copy:
+        return arrays[0]
+    return _engine().call("Concat", list(arrays), {"dim": axis})
+
+
+def moveaxis(tensor: NDArray, source: int, destination: int) -> NDArray:
+    """Move axis ``source`` to position ``destination`` (a recorded transpose)."""
+    order = list(range(tensor.ndim))
+    order.insert(destination % tensor.ndim, order.pop(source % tensor.ndim))
+    return _engine().call("transpose", [tensor], {"axes": tuple(order)})
+
+
+def stack(*data: NDArray, axis: int = 0, num_args: Optional[int] = None,
+          out: Optional[NDArray] = None) -> NDArray:
+    """Join arrays of one shape along a new axis (expand_dims then Concat, so it records)."""
+    if len(data) == 1 and isinstance(data[0], (list, tuple)):
+        data = tuple(data[0])
+    eng = _engine()
+    parts = [eng.call("expand_dims", [d], {"axis": axis}) for d in data]
+    ndim = data[0].ndim + 1
+    return eng.call("Concat", parts, {"dim": axis % ndim}, out=out)
+
+
+def waitall() -> None:
+    """Compute every pending array and wait for every device symgraph has used."""
+    _engine().flush()
+    import sys
+    runtime = sys.modules.get("symgraph.runtime.cuda.runtime")  # imported only once a GPU was used
+    if runtime is not None:
+        import pycuda.driver as drv
+        for device_id in list(runtime._CONTEXTS):
+            with runtime.activate(device_id):
+                drv.Context.synchronize()
+
+
+def save(fname: str, data: Union[dict, list, NDArray]) -> None:
+    """Save NDArrays in MXNet's NDArray-list format (``mx.nd.save``): a dict keeps its names, a
+    list (or one array) is saved in order without names. The file is replaced atomically."""
+    ndfile.save(fname, data)
+
+
+def load(fname: str) -> Union[dict[str, NDArray], list[NDArray]]:
+    """Load an MXNet NDArray-list file (or symgraph's older ``.npz``) as CPU NDArrays: a dict if
+    the file holds names, else a list, as ``mx.nd.load``. Damaged files raise DataError."""
+    arrays, names = ndfile.load(fname)
+    if names is None:
+        return [NDArray(a, cpu()) for a in arrays]
+    return {k: NDArray(a, cpu()) for k, a in zip(names, arrays)}

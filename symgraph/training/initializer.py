@@ -1,0 +1,201 @@
+"""``sg.init``: parameter initialisers with MXNet 1.x names, defaults and name-based dispatch.
+
+Calling an initializer with ``(desc, arr)`` fills ``arr`` in place. As in MXNet, the variable's
+``__init__`` attribute (set by ``sg.sym.var(..., init=...)``) wins; otherwise the name decides:
+``*_bias``, ``*_beta``, ``*_moving_mean`` are zero, ``*_gamma`` and ``*_moving_var`` one, and
+``*_weight`` gets the initializer's own rule. Random draws come from ``sg.random`` so
+``sg.random.seed`` makes them reproducible.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ..runtime import random as _random
+from ..core.base import AttrError
+
+__all__ = ["InitDesc", "Initializer", "Constant", "Zero", "One", "Uniform", "Normal", "Xavier",
+           "MSRAPrelu", "create", "names"]
+
+
+class InitDesc(str):
+    """A parameter name carrying the variable's attributes (MXNet's ``mx.init.InitDesc``)."""
+
+    def __new__(cls, name: str, attrs: Optional[dict] = None,
+                global_init: Optional["Initializer"] = None) -> "InitDesc":
+        ret = super().__new__(cls, name)
+        ret.attrs = dict(attrs or {})
+        ret.global_init = global_init
+        return ret
+
+
+def _fill(arr: Any, value: np.ndarray) -> None:
+    arr[:] = np.asarray(value, dtype=np.dtype(arr.dtype))
+
+
+class Initializer:
+    """Base class: subclasses override ``_init_weight`` (and rarely the others)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+
+    def dumps(self) -> str:
+        """JSON ``[name, kwargs]``, the form stored in a variable's ``__init__`` attribute."""
+        return json.dumps([type(self).__name__.lower(), self._kwargs])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._kwargs})"
+
+    def __call__(self, desc: Any, arr: Any) -> None:
+        if not isinstance(desc, InitDesc):
+            desc = InitDesc(str(desc))
+        spec = desc.attrs.get("__init__")
+        if spec:
+            create(spec)._init_weight(desc, arr)
+            return
+        for suffix, rule in self._by_suffix():
+            if desc.endswith(suffix):
+                rule(desc, arr)
+                return
+        raise AttrError(f"{desc}: no initialisation rule for this name; default rules cover "
+                        f"names ending in weight, bias, gamma, beta, moving_mean, moving_var "
+                        f"(give the variable an init=... attribute otherwise)")
+
+    def _by_suffix(self) -> tuple:
+        zero, one = self._init_zero, self._init_one
+        return (("weight", self._init_weight), ("bias", self._init_bias), ("gamma", one),
+                ("beta", zero), ("moving_mean", zero), ("moving_var", one),
+                ("moving_inv_var", zero), ("moving_avg", zero))
+
+    def _init_zero(self, _: str, arr: Any) -> None:
+        _fill(arr, np.zeros(arr.shape))
+
+    def _init_one(self, _: str, arr: Any) -> None:
+        _fill(arr, np.ones(arr.shape))
+
+    def _init_bias(self, name: str, arr: Any) -> None:
+        self._init_zero(name, arr)
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        raise NotImplementedError(f"{type(self).__name__} has no weight rule")
+
+
+class Zero(Initializer):
+    """All zeros."""
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        self._init_zero(name, arr)
+
+
+class One(Initializer):
+    """All ones."""
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        self._init_one(name, arr)
+
+
+class Constant(Initializer):
+    """Every element ``value``."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__(value=value)
+        self.value = value
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        _fill(arr, np.full(arr.shape, self.value))
+
+
+class Uniform(Initializer):
+    """Uniform on ``[-scale, scale]``."""
+
+    def __init__(self, scale: float = 0.07) -> None:
+        super().__init__(scale=scale)
+        self.scale = scale
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        _fill(arr, _random.generator().uniform(-self.scale, self.scale, arr.shape))
+
+
+class Normal(Initializer):
+    """Gaussian with mean 0 and standard deviation ``sigma``."""
+
+    def __init__(self, sigma: float = 0.01) -> None:
+        super().__init__(sigma=sigma)
+        self.sigma = sigma
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        _fill(arr, _random.generator().normal(0.0, self.sigma, arr.shape))
+
+
+_FACTORS: dict[str, Callable[[float, float], float]] = {
+    "avg": lambda fin, fout: (fin + fout) / 2.0,
+    "in": lambda fin, fout: fin,
+    "out": lambda fin, fout: fout,
+}
+
+
+class Xavier(Initializer):
+    """MXNet's Xavier: ``scale = sqrt(magnitude / factor)``, factor from fan-in/fan-out
+    (``fan_in = shape[1] * prod(shape[2:])``, ``fan_out = shape[0] * prod(shape[2:])``);
+    ``rnd_type='uniform'`` draws from ``[-scale, scale]``, ``'gaussian'`` from N(0, scale)."""
+
+    def __init__(self, rnd_type: str = "uniform", factor_type: str = "avg",
+                 magnitude: float = 3) -> None:
+        super().__init__(rnd_type=rnd_type, factor_type=factor_type, magnitude=magnitude)
+        if rnd_type not in ("uniform", "gaussian"):
+            raise AttrError(f"Xavier: rnd_type {rnd_type!r}, expected 'uniform' or 'gaussian'")
+        if factor_type not in _FACTORS:
+            raise AttrError(f"Xavier: factor_type {factor_type!r}, expected one of "
+                            f"{sorted(_FACTORS)}")
+        self.rnd_type, self.factor_type, self.magnitude = rnd_type, factor_type, float(magnitude)
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        shape = arr.shape
+        if len(shape) < 2:
+            raise AttrError(f"{name}: Xavier needs at least 2 dimensions, got shape {shape}")
+        hw = float(np.prod(shape[2:])) if len(shape) > 2 else 1.0
+        factor = _FACTORS[self.factor_type](shape[1] * hw, shape[0] * hw)
+        scale = np.sqrt(self.magnitude / factor)
+        rng = _random.generator()
+        if self.rnd_type == "uniform":
+            _fill(arr, rng.uniform(-scale, scale, shape))
+        else:
+            _fill(arr, rng.normal(0.0, scale, shape))
+
+
+class MSRAPrelu(Xavier):
+    """He/MSRA initialisation for PReLU with ``slope``: Gaussian Xavier with magnitude
+    ``2 / (1 + slope**2)``."""
+
+    def __init__(self, factor_type: str = "avg", slope: float = 0.25) -> None:
+        super().__init__("gaussian", factor_type, 2.0 / (1 + slope ** 2))
+        self._kwargs = {"factor_type": factor_type, "slope": slope}
+
+
+_REGISTRY: dict[str, type] = {c.__name__.lower(): c for c in
+                              (Zero, One, Constant, Uniform, Normal, Xavier, MSRAPrelu)}
+_REGISTRY.update({"zeros": Zero, "ones": One})
+
+
+def names() -> list[str]:
+    """The names :func:`create` knows, e.g. ``'xavier'`` (for messages and command lines)."""
+    return sorted(_REGISTRY)
+
+
+def create(spec: Any) -> Initializer:
+    """An initializer from an instance, a name (``'xavier'``) or ``dumps()`` JSON."""
+    if isinstance(spec, Initializer):
+        return spec
+    if not isinstance(spec, str):
+        raise AttrError(f"cannot make an initializer from {type(spec).__name__}")
+    name, kwargs = spec.lower(), {}
+    if spec.lstrip().startswith("["):
+        try:
+            name, kwargs = json.loads(spec)
+        except ValueError as exc:
+            raise AttrError(f"initializer JSON {spec!r}: {exc}") from None
+    if name not in _REGISTRY:
+        raise AttrError(f"unknown initializer {name!r}; known: {sorted(_REGISTRY)}")
+    return _REGISTRY[name](**kwargs)

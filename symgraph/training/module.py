@@ -1,0 +1,607 @@
+"""``sg.mod.Module``: the MXNet 1.x intermediate training API over one executor.
+
+``bind`` makes the executor from data/label shapes, ``init_params`` fills parameters (from an
+initializer or given arrays), ``init_optimizer`` makes the updater, and ``forward``/``backward``/
+``update`` run one step. ``fit``, ``score`` and ``predict`` live in :mod:`symgraph.base_module`.
+"""
+from __future__ import annotations
+
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from . import initializer as _init
+from . import optimizer as _opt
+from ..runtime import profiler
+from ..core.log import LOGGER
+from ..core.base import BindError, DataError, MissingParamError
+from .base_module import BaseModule
+from ..runtime.executor import Executor
+from ..core.context import Context, cpu
+from .io import DataBatch, DataDesc
+from ..runtime.ndarray import NDArray, array
+from .parallel.setup import wants_data_parallel
+
+__all__ = ["Module", "BaseModule"]
+
+
+def _descs(shapes: Any) -> list[DataDesc]:
+    out = []
+    for d in shapes or []:
+        out.append(d if isinstance(d, DataDesc) else DataDesc(d[0], d[1]))
+    return out
+
+
+class ExecutorGroupView:
+    """What MXNet's ``DataParallelExecutorGroup`` exposes of its state: ``execs`` (one
+    executor per device; here one) and the parameter, aux, data and label names."""
+
+    def __init__(self, execs: list, param_names: list[str], aux_names: list[str],
+                 data_names: list[str], label_names: list[str]) -> None:
+        self.execs = execs
+        self.param_names, self.aux_names = param_names, aux_names
+        self.data_names, self.label_names = data_names, label_names
+
+
+class Module(BaseModule):
+    """A trainable module over ``symbol`` (MXNet's ``mx.mod.Module``). With several contexts,
+    or in one of several launched processes, it is a ``parallel.group.DataParallelModule``."""
+
+    # The data-parallel subclass: parallel/group.py builds on this module and plugs it in here
+    # when imported (``import symgraph`` imports it).
+    data_parallel_class: Optional[type] = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Module":
+        if cls is Module and Module.data_parallel_class is not None \
+                and wants_data_parallel(args, kwargs):
+            cls = Module.data_parallel_class
+        return super().__new__(cls)
+
+    def __init__(self, symbol: Any, data_names: Sequence[str] = ("data",),
+                 label_names: Optional[Sequence[str]] = ("softmax_label",),
+                 context: Any = None, fixed_param_names: Optional[Sequence[str]] = None,
+                 logger: Any = LOGGER, work_load_list: Optional[Sequence[float]] = None) -> None:
+        super().__init__(logger)
+        if isinstance(context, (list, tuple)):  # several: parallel.group.DataParallelModule
+            if len(context) != 1:
+                raise BindError(f"Module: {list(context)} needs the data-parallel module")
+            context = context[0]
+        self._context: Context = context or cpu()
+        self._symbol = symbol
+        args = symbol.list_arguments()
+        self._data_names = list(data_names)
+        self._label_names = [n for n in (label_names or []) if n in args]
+        for n in self._data_names:
+            if n not in args:
+                raise BindError(f"Module: data name {n!r} is not an argument of the symbol; "
+                                f"arguments: {args}")
+        inputs = set(self._data_names) | set(self._label_names)
+        self._param_names = [n for n in args if n not in inputs]
+        self._aux_names = symbol.list_auxiliary_states()
+        self._fixed_param_names = list(fixed_param_names or [])
+        self._output_names = symbol.list_outputs()
+        # MXNet's: None until bind; _label_shapes stays None when bind gets no label shapes, so
+        # ``bind(..., label_shapes=mod._label_shapes)`` works on a module without labels.
+        self._data_shapes: Optional[list[DataDesc]] = None
+        self._label_shapes: Optional[list[DataDesc]] = None
+        self._exec: Any = None
+        self._execs: list[Any] = []  # every executor bind made (here one: _exec)
+        self._grad_req = "write"
+        self._arg_params: Optional[dict] = None
+        self._aux_params: Optional[dict] = None
+        self._updater: Any = None
+        self._optimizer: Optional[_opt.Optimizer] = None
+        self._stage_buffers: Any = None  # cuda.staging.Staging of fit's GPU path
+        self._amp: Any = None  # amp.module_amp.ModuleAmp, set by fit(amp=...)
+
+    # -- names and shapes ------------------------------------------------------------------
+    def __repr__(self) -> str:
+        if self.binded:
+            descs = list(self._data_shapes) + list(self._label_shapes or [])
+            inputs = ", ".join(f"{d.name} {d.shape}" for d in descs)
+            state = "bound for training" if self.for_training else "bound for inference"
+        else:
+            inputs, state = ", ".join(self._data_names + self._label_names), "not bound"
+        opt = getattr(self, "_optimizer", None)
+        extra = f", optimizer {type(opt).__name__}" if self.optimizer_initialized else ""
+        return (f"<Module {self._symbol.name or 'group'} on {self._context}: inputs {inputs}; "
+                f"{len(self._param_names)} parameters, {len(self._aux_names)} aux states; "
+                f"{state}{extra}>")
+
+    @property
+    def symbol(self) -> Any:
+        return self._symbol
+
+    @property
+    def data_names(self) -> list[str]:
+        return self._data_names
+
+    @property
+    def label_names(self) -> list[str]:
+        return self._label_names
+
+    @property
+    def output_names(self) -> list[str]:
+        return self._output_names
+
+    def _bound(self, what: str) -> None:
+        """Refuse ``what`` (a name of the bound state) before ``bind``, as MXNet asserts."""
+        if not self.binded:
+            raise BindError(f"Module.{what}: the module is not bound; call bind() first")
+
+    @property
+    def data_shapes(self) -> list[DataDesc]:
+        """The data descriptions given to ``bind`` (``mod._data_shapes`` is None before)."""
+        self._bound("data_shapes")
+        return self._data_shapes
+
+    @property
+    def label_shapes(self) -> Optional[list[DataDesc]]:
+        """The label descriptions given to ``bind``; None when it got none (MXNet's)."""
+        self._bound("label_shapes")
+        return self._label_shapes
+
+    @property
+    def _exec_group(self) -> "ExecutorGroupView":
+        """MXNet's ``Module._exec_group`` (a DataParallelExecutorGroup), which MXNet's own
+        tests read: here a read-only view of the one executor and the names."""
+        self._bound("_exec_group")
+        return ExecutorGroupView([self._exec], list(self._param_names), list(self._aux_names),
+                                 list(self._data_names), list(self._label_names))
+
+    @property
+    def output_shapes(self) -> list[tuple[str, tuple]]:
+        """``(name, shape)`` of each output of the bound executor."""
+        self._bound("output_shapes")
+        return [(n, o.shape) for n, o in zip(self._output_names, self._exec.outputs)]
+
+    # -- bind --------------------------------------------------------------------------------
+    def bind(self, data_shapes: Any, label_shapes: Any = None, for_training: bool = True,
+             inputs_need_grad: bool = False, force_rebind: bool = False,
+             shared_module: Any = None, grad_req: str = "write") -> None:
+        """Make the executor for these input shapes (``[(name, shape)]`` or DataDesc lists)."""
+        if self.binded and not force_rebind:
+            self.logger.warning("Already bound, ignoring bind()")
+            return
+        data, label = _descs(data_shapes), _descs(label_shapes)
+        given = [d.name for d in data]
+        if sorted(given) != sorted(self._data_names):
+            raise BindError(f"bind: data shapes for {given}, module data names are "
+                            f"{self._data_names}")
+        if label and sorted(d.name for d in label) != sorted(self._label_names):
+            raise BindError(f"bind: label shapes for {[d.name for d in label]}, module label "
+                            f"names are {self._label_names}")
+        self._check_batch(data + label)
+        reqs = {n: "null" for n in self._symbol.list_arguments()}
+        if for_training:
+            reqs.update({n: grad_req for n in self._param_names
+                         if n not in self._fixed_param_names})
+            if inputs_need_grad:
+                reqs.update({n: grad_req for n in self._data_names})
+        self._execs = self._bind_executors(data + label, reqs, for_training, shared_module)
+        self._grad_req = grad_req
+        self._exec = self._execs[0]
+        self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
+        self._data_shapes, self._label_shapes = data, (label if label_shapes is not None else None)
+        for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
+            for exe in self._execs:
+                mon.install(exe)
+        self.binded = True
+        if self.params_initialized:
+            self._check_params(self._arg_params, self._aux_params, False, False)
+            for exe in self._execs:
+                exe.copy_params_from(self._arg_params, self._aux_params)
+
+    def _bind_executors(self, descs: list[DataDesc], reqs: dict[str, str],
+                        for_training: bool, shared_module: Any = None) -> list[Any]:
+        """The executors ``bind`` makes for inputs ``descs``: here one, on this context
+        (the data-parallel module makes one per device), on ``shared_module``'s parameter
+        arrays when given."""
+        shapes = {d.name: d.shape for d in descs}
+        types = {d.name: d.dtype for d in descs}
+        symbol = self._symbol
+        if self._amp is not None:  # a mixed-precision copy; parameters stay float32
+            symbol = self._amp.symbol(symbol)
+            for mine, extra in zip((reqs, shapes, types), self._amp.bind_extras()):
+                mine.update(extra)
+        if shared_module is None:
+            exe = symbol.simple_bind(self._context, grad_req=reqs, type_dict=types, **shapes)
+        else:  # the arrays only: the executor that runs is bound on the shared ones, once
+            exe = self._share(shared_module, Executor.simple_bind(
+                symbol, self._context, reqs, types, shapes, stages=()), reqs)
+        if self._amp is not None:
+            self._amp.after_bind(exe)
+        return [exe]
+
+    def _share(self, shared: "Module", mine: Any, reqs: dict[str, str]) -> Any:
+        """The executor rebound onto ``shared``'s parameter, gradient and aux arrays (MXNet's
+        ``shared_module``: a BucketingModule's buckets train one set of parameters)."""
+        if not shared.binded or self._amp is not None:
+            raise BindError("bind: shared_module must be bound (and without AMP)")
+        theirs = shared._exec
+        args, grads, aux = dict(mine.arg_dict), dict(mine.grad_dict), dict(mine.aux_dict)
+        for kind, names, own, other in (
+                ("parameter", self._param_names, (args, grads), (theirs.arg_dict,
+                                                                 theirs.grad_dict)),
+                ("aux state", self._aux_names, (aux,), (theirs.aux_dict,))):
+            for n in names:
+                if n not in other[0]:
+                    continue
+                if other[0][n].shape != own[0][n].shape:
+                    raise BindError(f"bind: {kind} {n} has shape {own[0][n].shape} here, "
+                                    f"{other[0][n].shape} in shared_module")
+                for mine_d, theirs_d in zip(own, other):
+                    if n in theirs_d:
+                        mine_d[n] = theirs_d[n]
+        self.params_initialized = shared.params_initialized
+        self._arg_params, self._aux_params = shared._arg_params, shared._aux_params
+        return self._symbol.bind(self._context, args, args_grad=grads, grad_req=reqs,
+                                 aux_states=aux)
+
+    @staticmethod
+    def _check_batch(descs: Sequence[DataDesc]) -> None:
+        sizes = {d.name: d.shape[0] for d in descs if len(d.shape)}
+        if len(set(sizes.values())) > 1:
+            raise BindError(f"data and label batch sizes differ: {sizes}")
+
+    def reshape(self, data_shapes: Any, label_shapes: Any = None) -> None:
+        """Rebind for new input shapes, keeping parameters (and the optimizer)."""
+        arg, aux = self.get_params() if self.params_initialized else (None, None)
+        self.binded = False
+        self.bind(data_shapes, label_shapes, self.for_training, self.inputs_need_grad)
+        if arg is not None:
+            for exe in self._execs:
+                exe.copy_params_from(arg, aux)
+
+    # -- parameters --------------------------------------------------------------------------
+    def init_params(self, initializer: Any = _init.Uniform(0.01),
+                    arg_params: Optional[Mapping] = None, aux_params: Optional[Mapping] = None,
+                    allow_missing: bool = False, force_init: bool = False,
+                    allow_extra: bool = False) -> None:
+        """Fill parameters: given arrays first, the initializer for the rest; with
+        ``initializer=None`` (MXNet's ``set_params(allow_missing=True)``) the rest keep
+        their values, e.g. a ``softmax_label`` that ``label_names=None`` made a parameter."""
+        if self.params_initialized and not force_init:
+            return
+        if not self.binded:
+            raise BindError("init_params: call bind() first")
+        if initializer is None and arg_params is None:
+            raise BindError("init_params: initializer=None and no arg_params: nothing would "
+                            f"fill the parameters {self._param_names}")
+        initializer = _init.create(initializer) if initializer is not None else None
+        self._check_params(arg_params, aux_params, allow_missing, allow_extra)
+        attrs = self._symbol.attr_dict()
+        for names, given, target in ((self._param_names, arg_params, self._exec.arg_dict),
+                                     (self._aux_names, aux_params, self._exec.aux_dict)):
+            for name in names:
+                if given is not None and name in given:
+                    target[name][:] = given[name]
+                elif initializer is not None:
+                    initializer(_init.InitDesc(name, attrs.get(name, {})), target[name])
+        self.params_initialized = True
+        self._arg_params, self._aux_params = self.get_params()
+
+    def _check_params(self, arg_params: Optional[Mapping], aux_params: Optional[Mapping],
+                      allow_missing: bool, allow_extra: bool) -> None:
+        """Refuse names or shapes that do not belong to this network, before writing."""
+        for kind, names, given, target in (
+                ("argument", self._param_names, arg_params, self._exec.arg_dict),
+                ("aux state", self._aux_names, aux_params, self._exec.aux_dict)):
+            if given is None:
+                continue
+            missing = [n for n in names if n not in given]
+            if missing and not allow_missing:
+                raise MissingParamError(f"set_params: {kind}s {missing} are missing")
+            extra = sorted(set(given) - set(names))
+            if extra and not allow_extra:
+                raise BindError(f"set_params: {extra} are not {kind}s of this network; its "
+                                f"{kind}s are {names}")
+            for n in names:
+                if n in given and tuple(given[n].shape) != target[n].shape:
+                    raise BindError(f"set_params: {kind} {n} has shape "
+                                    f"{tuple(given[n].shape)}, the network needs "
+                                    f"{target[n].shape}")
+
+    def set_params(self, arg_params: Mapping, aux_params: Optional[Mapping] = None,
+                   allow_missing: bool = False, force_init: bool = True,
+                   allow_extra: bool = False) -> None:
+        """Copy parameters in; mismatched names or shapes raise ``BindError``."""
+        if not self.binded:
+            self._arg_params, self._aux_params = dict(arg_params), dict(aux_params or {})
+            self.params_initialized = True
+            return
+        self._check_params(arg_params, aux_params or {}, allow_missing, allow_extra)
+        self.init_params(None, arg_params, aux_params or {}, allow_missing, force_init,
+                         allow_extra)
+
+    def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
+        """Copies of ``(arg_params, aux_params)`` on the CPU."""
+        if not self.binded:
+            return dict(self._arg_params or {}), dict(self._aux_params or {})
+        arg = {n: array(self._exec.arg_dict[n], cpu()) for n in self._param_names}
+        aux = {n: array(self._exec.aux_dict[n], cpu()) for n in self._aux_names}
+        return arg, aux
+
+    # -- optimizer ---------------------------------------------------------------------------
+    def _init_optimizer(self, kvstore: Any = "local", optimizer: Any = "sgd",
+                       optimizer_params: Any = (("learning_rate", 0.01),),
+                       force_init: bool = False) -> None:
+        """Make the optimizer; ``rescale_grad`` defaults to 1/batch size, as in MXNet."""
+        if self.optimizer_initialized and not force_init:
+            return
+        if kvstore is not None and not hasattr(kvstore, "pushpull"):
+            from .kvstore import check_type
+            check_type(kvstore)  # one device, one process: every type means no exchange
+        params = dict(optimizer_params)
+        params.setdefault("rescale_grad", 1.0 / self._data_shapes[0].shape[0])
+        idx2name = dict(enumerate(self._param_names))
+        if isinstance(optimizer, _opt.Optimizer):
+            optimizer.idx2name = idx2name
+            optimizer.sym_info = self._symbol.attr_dict()
+            optimizer.set_lr_mult({})
+            optimizer.set_wd_mult({})
+        else:
+            optimizer = _opt.create(optimizer, param_idx2name=idx2name, sym=self._symbol,
+                                    **params)
+        self._optimizer = optimizer
+        self._updater = self._device_updater(optimizer) or _opt.get_updater(optimizer)
+        self._tail: tuple = (None, None)
+        self.optimizer_initialized = True
+
+    def borrow_optimizer(self, shared_module: "Module") -> None:
+        """Use ``shared_module``'s optimizer and updater (states included), as MXNet's: the
+        buckets of a BucketingModule update one set of parameters."""
+        if not shared_module.optimizer_initialized:
+            raise BindError("borrow_optimizer: the shared module has no optimizer yet")
+        self._optimizer, self._updater = shared_module._optimizer, shared_module._updater
+        self._tail = (None, None)
+        self.optimizer_initialized = True
+
+    def _device_updater(self, optimizer: _opt.Optimizer) -> Any:
+        """On the GPU, with float32 parameters: the fused updater (states on the device, one
+        kernel launch per step for all parameters); ``None`` elsewhere (numpy updater)."""
+        args = self._exec.arg_dict
+        if self._context.device_type != "gpu" or not optimizer.fused or any(
+                args[n].dtype != np.float32 for n in self._param_names):
+            return None
+        from ..runtime.cuda.optimizer import FusedUpdater
+        return FusedUpdater(optimizer, self._context.device_id)
+
+    # -- computation -------------------------------------------------------------------------
+    def _batch_arrays(self, data_batch: DataBatch) -> dict[str, Any]:
+        data = list(data_batch.data)
+        label = list(getattr(data_batch, "label", None) or [])
+        if len(data) != len(self._data_names):
+            raise DataError(f"forward: {len(data)} data arrays for data names {self._data_names}")
+        arrays = dict(zip(self._data_names, data))
+        if label and self._label_names:
+            if len(label) != len(self._label_names):
+                raise DataError(f"forward: {len(label)} label arrays for label names "
+                                f"{self._label_names}")
+            arrays.update(zip(self._label_names, label))
+        sizes = {k: v.shape[0] for k, v in arrays.items()}
+        if len(set(sizes.values())) > 1:
+            raise DataError(f"forward: data and label batch sizes differ: {sizes}")
+        return arrays
+
+    def forward(self, data_batch: DataBatch, is_train: Optional[bool] = None) -> None:
+        """Run forward on a batch (rebinding first if its shapes differ from the bound ones)."""
+        self._load_batch(data_batch)
+        self._exec.forward(is_train=self.for_training if is_train is None else is_train)
+
+    def _bound_batch(self, data_batch: DataBatch) -> dict[str, Any]:
+        """The batch's arrays by input name, after rebinding if their shapes differ from the
+        bound ones."""
+        if not (self.binded and self.params_initialized):
+            raise BindError("forward: call bind() and init_params() first")
+        arrays = self._batch_arrays(data_batch)
+        bound = {d.name: d.shape for d in self._data_shapes + (self._label_shapes or [])}
+        if any(tuple(v.shape) != bound.get(k, tuple(v.shape)) for k, v in arrays.items()):
+            self.reshape([(n, tuple(arrays[n].shape)) for n in self._data_names],
+                         [(n, tuple(arrays[n].shape)) for n in self._label_names
+                          if n in arrays and self._label_shapes] or None)
+        return arrays
+
+    def _load_batch(self, data_batch: DataBatch, staging: Any = None) -> None:
+        """Copy a batch into the bound inputs (rebinding first if its shapes differ); with a
+        ``cuda.staging.Staging``, one async copy per input on the training stream."""
+        arrays = self._bound_batch(data_batch)
+        for name, value in arrays.items():
+            if staging is None:
+                self._exec.arg_dict[name][:] = value
+            else:
+                staging.to_device(self._exec.arg_dict[name], value,
+                                  self._exec.train_program.stream)
+
+    def backward(self, out_grads: Any = None) -> None:
+        if not self.for_training:
+            raise BindError("backward: module was bound with for_training=False")
+        self._exec.backward(out_grads)
+
+    def update(self) -> None:
+        """One optimizer step on every trainable parameter."""
+        if not self.optimizer_initialized:
+            raise BindError("update: call init_optimizer() first")
+        grads = self._exec.grad_dict
+        todo = [(i, n) for i, n in enumerate(self._param_names) if n in grads]
+        if hasattr(self._updater, "stream"):  # device updater: order after our backward
+            self._updater.stream = self._exec.train_program.stream
+
+        def run() -> None:
+            self._updater.update_multi([i for i, _ in todo], [grads[n] for _, n in todo],
+                                       [self._exec.arg_dict[n] for _, n in todo])
+
+        def step() -> None:
+            if self._amp is None:
+                run()
+            else:  # float16: skip a step whose gradients overflowed (amp/module_amp.py)
+                self._amp.update(self._exec, self._optimizer, [grads[n] for _, n in todo], run)
+        if not profiler.recording():
+            step()
+            return
+        stream = getattr(self._updater, "stream", None)  # sg.profiler: the step is one event
+        with profiler.host_range(f"update ({type(self._optimizer).__name__})",
+                                 str(getattr(self._exec, "_ctx", "cpu(0)")),
+                                 getattr(stream, "synchronize", None)):
+            step()
+
+    def use_amp(self, target_dtype: Any) -> None:
+        """Train in mixed precision (``fit(amp=...)``): 'float16' (with dynamic loss scaling)
+        or 'bfloat16'; None turns it off. Takes effect at the next bind."""
+        from ..frontend.amp.module_amp import ModuleAmp
+        amp = None if target_dtype is None else ModuleAmp(target_dtype)
+        if (amp and amp.target) != (self._amp and self._amp.target) and self.binded:
+            if self.params_initialized:  # keep the trained values for the next bind
+                self._arg_params, self._aux_params = self.get_params()
+            self.binded = False  # the next bind makes the (un)converted executor
+        self._amp = amp
+
+    def forward_backward_update(self, data_batch: DataBatch) -> None:
+        """``fit``'s step. With the device updater, forward, backward and the fused update are
+        one program run (one CUDA graph replay per step); otherwise forward, backward, update."""
+        staging = self._staging()
+        self._load_batch(data_batch, staging)  # first: a batch of another size rebinds
+        # while sg.profiler records, the update runs apart (the same fused kernel) so that it
+        # is an event of its own; the profiled steps run eagerly anyway
+        tail = None if profiler.recording() else self._update_tail()
+        if tail is None:
+            self._exec.forward(is_train=True)
+            self.backward()
+            self.update()
+            return
+        self._updater.set_step_scalars(tail.indices, self._exec.train_program.stream)
+        self._exec.train_step(tail)
+
+    def _staging(self) -> Any:
+        """Pinned staging buffers for ``fit`` on the GPU with the fused update, else ``None``."""
+        if not (self.optimizer_initialized and hasattr(self._updater, "tail")):
+            return None
+        if self._stage_buffers is None:
+            from ..runtime.cuda.staging import Staging
+            self._stage_buffers = Staging(self._context.device_id)
+        return self._stage_buffers
+
+    def _queue_metric(self, eval_metric: Any, labels: Sequence, pad: int) -> Any:
+        """On the GPU (``fit`` with the fused update): outputs leave by async copies and the
+        metric is fed when the next step is queued; elsewhere at once."""
+        staging = self._staging()
+        if staging is None:
+            return super()._queue_metric(eval_metric, labels, pad)
+        keep = slice(None, -pad if pad else None)
+        outs = self._exec.outputs[:max(1, len(labels))]
+        wait = staging.from_device(outs, self._exec.train_program.stream)
+        host = [np.asarray(lb.asnumpy() if hasattr(lb, "asnumpy") else lb)[keep] for lb in labels]
+        return lambda: eval_metric.update(host, [o[keep].copy() for o in wait()])
+
+    def _update_tail(self) -> Any:
+        """The fused update as a backward tail for the current executor (made once per bind);
+        ``None`` without a device updater, when a gradient accumulates (``grad_req='add'``) or
+        when no gradient reaches a trained parameter."""
+        if not (self.optimizer_initialized and self.for_training
+                and hasattr(self._updater, "tail")) or \
+                (self._amp is not None and self._amp.scaler is not None):
+            return None  # the loss scaler looks at the gradients before each update
+        exe, tail = self._tail
+        if exe is not self._exec:
+            slots = self._exec.grad_slots()
+            reqs = self._exec.grad_req.values()
+            todo = [(i, n) for i, n in enumerate(self._param_names) if n in slots]
+            unreached = [n for n in self._param_names
+                         if n not in slots and self._exec.grad_req.get(n, "null") != "null"]
+            tail = None
+            # A parameter no gradient reaches still takes its step on a zero gradient (weight
+            # decay, momentum), as on the CPU: the tail has no slot for it, so update() runs.
+            if all(r != "add" for r in reqs) and not unreached:
+                tail = self._updater.tail([i for i, _ in todo],
+                                          [self._exec.arg_dict[n] for _, n in todo],
+                                          [slots[n] for _, n in todo])
+            self._tail = (self._exec, tail)
+        return tail
+
+    def install_monitor(self, mon: Any) -> None:
+        """Install ``mon`` on the bound executors (and on any executor a rebind makes)."""
+        if self._exec is None:
+            raise BindError("install_monitor: bind the module first")
+        self._monitors = getattr(self, "_monitors", []) + [mon]
+        for exe in self._execs:
+            mon.install(exe)
+
+    def get_outputs(self, merge_multi_context: bool = True) -> list:
+        """The outputs; with ``merge_multi_context=False``, each as the list of its parts per
+        context (split along the batch axis of its ``__layout__``, as MXNet's)."""
+        outs = list(self._exec.outputs)
+        if merge_multi_context:
+            return outs
+        layouts = [self._symbol[i].attr("__layout__") for i in range(len(outs))]
+        return [self._parts(o, lay) for o, lay in zip(outs, layouts)]
+
+    def get_input_grads(self, merge_multi_context: bool = True) -> list:
+        if not self.inputs_need_grad:
+            raise BindError("get_input_grads: module was bound with inputs_need_grad=False")
+        grads = [self._exec.grad_dict[n] for n in self._data_names]
+        if merge_multi_context:
+            return grads
+        return [self._parts(g, d.layout) for g, d in zip(grads, self._data_shapes)]
+
+    def _parts(self, arr: NDArray, layout: Optional[str]) -> list[NDArray]:
+        """``arr`` cut along its batch axis (``N`` of ``layout``, else 0) into one part per
+        context given at construction (MXNet's slicing: ceil(batch / parts) rows each)."""
+        axis = max(0, (layout or "N").find("N"))
+        n = getattr(self, "_n_parts", 1)
+        step = -(-arr.shape[axis] // n)
+        host = arr.asnumpy()
+        return [array(np.take(host, range(i * step, min((i + 1) * step, arr.shape[axis])),
+                              axis=axis), arr.context, arr.dtype) for i in range(n)]
+
+    def update_metric(self, eval_metric: Any, labels: Sequence, pre_sliced: bool = False,
+                      pad: int = 0) -> None:
+        """Feed the current outputs to ``eval_metric``; the last ``pad`` rows are left out."""
+        keep = slice(None, -pad if pad else None)
+        preds = [o.asnumpy()[keep] for o in self._exec.outputs][:max(1, len(labels))]
+        eval_metric.update([np.asarray(lb.asnumpy() if hasattr(lb, "asnumpy") else lb)[keep]
+                            for lb in labels], preds)
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False) -> None:
+        """``prefix-symbol.json``, ``prefix-%04d.params`` and, if asked, ``prefix-%04d.states``."""
+        from .model import save_checkpoint
+        if save_optimizer_states and not self.optimizer_initialized:
+            raise BindError("save_checkpoint: no optimizer states before init_optimizer()")
+        save_checkpoint(prefix, epoch, self._symbol, *self.get_params())
+        if save_optimizer_states:
+            self.save_optimizer_states("%s-%04d.states" % (prefix, epoch))
+
+    def save_optimizer_states(self, fname: str) -> None:
+        """Write optimizer states and update counts: named arrays in the ``.params`` format."""
+        from .model import save_arrays
+        if not self.optimizer_initialized:
+            raise BindError("save_optimizer_states: call init_optimizer() first")
+        save_arrays(fname, self._updater.get_states())
+
+    def load_optimizer_states(self, fname: str) -> None:
+        """Restore states written by :meth:`save_optimizer_states`; DataError names a bad file."""
+        from .model import load_optimizer_states
+        if not self.optimizer_initialized:
+            raise BindError("load_optimizer_states: call init_optimizer() first")
+        load_optimizer_states(fname, self._updater)
+
+    def init_optimizer(self, *args: Any, **kwargs: Any) -> None:
+        """As :meth:`_init_optimizer`, then restore states from :meth:`load` if it was asked to."""
+        self._init_optimizer(*args, **kwargs)
+        pending = getattr(self, "_pending_states", None)
+        if pending:
+            self.load_optimizer_states(pending)
+            self._pending_states = None
+
+    @staticmethod
+    def load(prefix: str, epoch: int, load_optimizer_states: bool = False,
+             **kwargs: Any) -> "Module":
+        """A module over a saved symbol whose parameters are set on ``bind`` (and optimizer
+        states on ``init_optimizer`` with ``load_optimizer_states``)."""
+        from .model import load_checkpoint
+        sym, arg, aux = load_checkpoint(prefix, epoch)
+        mod = Module(sym, **kwargs)
+        mod.set_params(arg, aux)
+        if load_optimizer_states:
+            mod._pending_states = "%s-%04d.states" % (prefix, epoch)
+        return mod

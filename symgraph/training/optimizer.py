@@ -1,0 +1,505 @@
+"""``sg.optimizer``: SGD, Adam, RMSProp, AdaGrad with MXNet 1.x names, defaults and formulas.
+
+An update rule is data: an :class:`UpdateRule` lists the optimizer's state arrays and scalar
+hyper-parameters and gives the new weight and new states as scalar :mod:`symgraph.expr`
+formulas of ``(weight, grad, *states, *scalars)``. The numpy path evaluates those formulas on
+whole arrays; a GPU backend can print the same formulas into one fused kernel over all
+parameters. Only the per-step scalars (learning rate after scheduling and ``lr_mult``, Adam's bias
+correction...) are computed in Python, once per parameter and step.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ..core import expr as E
+from ..core.base import AttrError
+from ..core.dtypes import compute_dtype, is_narrow
+from .lr_scheduler import LRScheduler
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdaGrad", "RMSProp", "Updater", "UpdateRule", "create",
+           "register", "get_updater"]
+
+
+@dataclass(frozen=True)
+class UpdateRule:
+    """Per-element update: inputs are ``weight, grad, *states, *scalars`` (``E.inp`` indices in
+    that order); ``formulas`` are the new weight followed by the new value of each state."""
+
+    name: str
+    states: tuple[str, ...]
+    scalars: tuple[str, ...]
+    formulas: tuple[E.Expr, ...]
+    # states that start as a copy of the weight (DCASGD's previous weight), not as zeros
+    from_weight: frozenset = frozenset()
+
+    def apply(self, weight: np.ndarray, grad: np.ndarray, states: Sequence[np.ndarray],
+              scalars: dict[str, float]) -> list[np.ndarray]:
+        """Evaluate the rule on numpy arrays; returns ``[new weight, *new states]``, computed
+        in float32 for narrow (float16/bfloat16) weights (the caller stores them narrow)."""
+        dt = compute_dtype(weight.dtype)
+        ins = [weight.astype(dt, copy=False), grad.astype(dt, copy=False),
+               *(s.astype(dt, copy=False) for s in states)]
+        ins += [np.asarray(scalars[k], dt) for k in self.scalars]
+        # an output that is an input (DCASGD's previous weight) is copied: the caller
+        # overwrites the weight before it stores the states
+        return [o.copy() if any(o is i for i in ins) else o
+                for o in E.evaluate(self.formulas, ins, dt)]
+
+    def master_weight_rule(self) -> "UpdateRule":
+        """The multi-precision variant (``multi_precision=True``): state 0 is the float32
+        master weight. The update reads it in place of the (narrow) weight, and its new value
+        is both output 0 (stored narrow into the weight) and the new master. Derived from the
+        same formulas, so a fused kernel printed from them updates master and narrow copy."""
+        n_in = 2 + len(self.states) + len(self.scalars)
+        # old inputs (weight, grad, *states, *scalars) read from (weight32, grad, ...) shifted
+        remap = [E.inp(2), E.inp(1)] + [E.inp(i + 1) for i in range(2, n_in)]
+        new = tuple(E.substitute(f, remap) for f in self.formulas)
+        return UpdateRule(f"{self.name}_mp", ("weight32",) + self.states, self.scalars,
+                          (new[0], new[0]) + new[1:], self.from_weight | {"weight32"})
+
+    def initial_states(self, weight: np.ndarray, dtype: Any) -> tuple[np.ndarray, ...]:
+        """Fresh states of ``dtype`` for ``weight``: zeros, or the weight for ``from_weight``."""
+        return tuple(weight.astype(dtype) if name in self.from_weight
+                     else np.zeros(weight.shape, dtype) for name in self.states)
+
+
+class _Inputs:
+    """Names -> ``E.inp`` for writing a rule's formulas readably."""
+
+    def __init__(self, states: Sequence[str], scalars: Sequence[str]) -> None:
+        names = ["weight", "grad", *states, *scalars]
+        self._index = {n: E.inp(i) for i, n in enumerate(names)}
+
+    def __getattr__(self, name: str) -> E.Expr:
+        try:
+            return self._index[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _clip(g: E.Expr, clip: Optional[float], v: _Inputs) -> E.Expr:
+    """``clip(g, -c, c)`` when clipping is on (the formula has no branch when it is off)."""
+    if clip is None or clip < 0:
+        return g
+    return E.call("max", E.call("min", g, v.clip_gradient), E.call("neg", v.clip_gradient))
+
+
+class Optimizer:
+    """Base class (MXNet's ``mx.optimizer.Optimizer``): learning rate, weight decay, gradient
+    rescaling and clipping, per-parameter ``lr_mult``/``wd_mult``, update counts."""
+
+    # False where a step needs more than per-element formulas (norms, random draws, states
+    # of another shape): such an optimizer updates through its numpy ``_apply`` on any device.
+    fused = True
+    # names that keep weight decay unless a multiplier says otherwise (MXNet's default)
+    WD_SUFFIXES: tuple[str, ...] = ("_weight", "_gamma")
+
+    def __init__(self, rescale_grad: float = 1.0, param_idx2name: Optional[dict] = None,
+                 wd: float = 0.0, clip_gradient: Optional[float] = None,
+                 learning_rate: Optional[float] = None, lr_scheduler: Optional[LRScheduler] = None,
+                 sym: Any = None, begin_num_update: int = 0, multi_precision: bool = False,
+                 param_dict: Optional[dict] = None) -> None:
+        self.rescale_grad = rescale_grad
+        if lr_scheduler is None and learning_rate is None:
+            learning_rate = 0.01
+        self.lr, self.wd = learning_rate, wd  # (MXNet: None while a scheduler drives it)
+        self.clip_gradient = clip_gradient
+        self.lr_scheduler = lr_scheduler
+        if lr_scheduler is not None and learning_rate is not None:
+            lr_scheduler.base_lr = learning_rate
+        self.begin_num_update = self.num_update = begin_num_update
+        self._index_update_count: dict[Any, int] = {}
+        self.multi_precision = multi_precision
+        self.idx2name = dict(param_idx2name or {})
+        self.lr_mult: dict[str, float] = {}
+        self.wd_mult: dict[str, float] = {}
+        self.sym_info = sym.attr_dict() if sym is not None else {}
+        self.set_lr_mult({})
+        self.set_wd_mult({})
+        self.rule = self._rule()
+        self._row_memo: dict[Any, tuple] = {}  # index -> scalar row (see step_rows)
+        self._row_snapshot: Optional[tuple] = None
+        self._scalar_dicts: dict[tuple, dict] = {}  # row -> its float64 scalars by name
+        self.mp_rule = self.rule.master_weight_rule()
+
+    # -- the rule and its per-step scalars -------------------------------------------------
+    def _rule(self) -> UpdateRule:
+        raise NotImplementedError
+
+    def _scalars(self, index: Any, t: int) -> dict[str, float]:
+        """Hyper-parameters of this step for parameter ``index`` (``t`` = its update count)."""
+        return {"lr": self._get_lr(index), "wd": self._get_wd(index),
+                "rescale_grad": self.rescale_grad,
+                "clip_gradient": self.clip_gradient if self.clip_gradient is not None else -1.0}
+
+    # -- MXNet's API -----------------------------------------------------------------------
+    def create_state(self, index: Any, weight: Any) -> tuple[np.ndarray, ...]:
+        """Zero-initialised state arrays (host numpy) for ``weight``. With
+        ``multi_precision`` and a float16/bfloat16 weight: a float32 copy of the weight (the
+        master weight) first, and float32 states (MXNet's ``create_state_multi_precision``)."""
+        w = weight.asnumpy() if hasattr(weight, "asnumpy") else np.asarray(weight)
+        if self._master(weight):
+            return self.mp_rule.initial_states(w, np.float32)
+        return self.rule.initial_states(w, np.dtype(weight.dtype))
+
+    def create_state_multi_precision(self, index: Any, weight: Any) -> tuple[np.ndarray, ...]:
+        """MXNet's name: :meth:`create_state` already keeps a float32 master weight first
+        when ``multi_precision`` is on and ``weight`` is float16/bfloat16."""
+        return self.create_state(index, weight)
+
+    def update_multi_precision(self, index: Any, weight: Any, grad: Any,
+                               state: Sequence[np.ndarray]) -> None:
+        """MXNet's name: :meth:`update` already steps through the master weight of states
+        made by :meth:`create_state_multi_precision`."""
+        self.update(index, weight, grad, state)
+
+    def set_lr_scale(self, args_lrscale: dict) -> None:
+        """Deprecated in MXNet (raises ``DeprecationWarning`` there too): use set_lr_mult."""
+        raise DeprecationWarning("set_lr_scale is deprecated; use set_lr_mult")
+
+    def _master(self, weight: Any) -> bool:
+        """True when ``weight`` is updated through a float32 master copy."""
+        return self.multi_precision and is_narrow(weight.dtype)
+
+    def step_scalars(self, indices: Sequence[Any]) -> dict[str, np.ndarray]:
+        """Count one update for each of ``indices`` and return this step's scalar table:
+        ``{scalar name: float64 array with one value per index}``. A fused GPU update takes this
+        table (one row per parameter) and the rule's formulas; the numpy path reads row ``i``."""
+        rows = self.step_rows(indices)
+        return {k: np.array([r[j] for r in rows], np.float64)
+                for j, k in enumerate(self.rule.scalars)}
+
+    def step_rows(self, indices: Sequence[Any]) -> list[tuple[float, ...]]:
+        """:meth:`step_scalars` as plain floats: one tuple per index, in ``rule.scalars``
+        order (the per-step path of the fused GPU update: no numpy calls for scalars).
+        Rows are remembered per index while :meth:`_row_inputs` stays the same."""
+        snapshot = self._row_inputs()
+        names = self.rule.scalars
+        if snapshot is None:  # a subclass may count or schedule its own way
+            rows = []
+            for index in indices:
+                self._update_count(index)
+                got = self._scalars(index, self._index_update_count[index])
+                rows.append(tuple(float(got[k]) for k in names))
+            return rows
+        memo = self._row_memo
+        if snapshot != self._row_snapshot:
+            memo.clear()
+            self._row_snapshot = snapshot
+        counts, begin = self._index_update_count, self.begin_num_update
+        rows = []
+        for index in indices:
+            count = counts[index] = counts.get(index, begin) + 1
+            if count > self.num_update:
+                self.num_update = count
+            row = memo.get(index)
+            if row is None:
+                got = self._scalars(index, count)
+                row = memo[index] = tuple(float(got[k]) for k in names)
+            rows.append(row)
+        return rows
+
+    def _row_inputs(self) -> Optional[tuple]:
+        """Everything :meth:`_scalars` reads besides the index, when its result does not
+        depend on the update count (then rows are reused while this is unchanged); None
+        (always recompute) for optimizers that do not say, a scheduled learning rate, or
+        scalars that change with the step (Adam's bias correction)."""
+        return None
+
+    def _base_inputs(self) -> tuple:
+        """What the base :meth:`_scalars` reads (for subclasses' :meth:`_row_inputs`)."""
+        return (self.lr, self.wd, self.rescale_grad, self.clip_gradient,
+                tuple(self.lr_mult.items()), tuple(self.wd_mult.items()),
+                tuple(self.idx2name.items()))
+
+    def update_multi(self, indices: Sequence[Any], weights: Sequence[Any],
+                     grads: Sequence[Any], states: Sequence[Sequence[np.ndarray]]) -> None:
+        """One step for several parameters (the scalar table is built once)."""
+        names, tables = self.rule.scalars, self._scalar_dicts
+        if len(tables) > 4096:  # (a schedule makes new rows every step)
+            tables.clear()
+        for i, (row, w, g, st) in enumerate(zip(self.step_rows(indices), weights, grads,
+                                                states)):
+            # float64 scalars, as the table of step_scalars holds them (numpy promotion);
+            # the same row (unchanged hyper-parameters) gives the same read-only dict
+            table = tables.get(row)
+            if table is None:
+                table = tables[row] = {k: np.float64(v) for k, v in zip(names, row)}
+            self._apply(w, g, st, table, indices[i])
+
+    def update(self, index: Any, weight: Any, grad: Any, state: Sequence[np.ndarray]) -> None:
+        """Apply one step to ``weight`` (an NDArray or numpy array) in place; states too."""
+        self.update_multi([index], [weight], [grad], [state])
+
+    def _apply(self, weight: Any, grad: Any, state: Sequence[np.ndarray],
+               scalars: dict[str, float], index: Any = None) -> None:
+        w = weight.asnumpy() if hasattr(weight, "asnumpy") else weight
+        g = grad.asnumpy() if hasattr(grad, "asnumpy") else np.asarray(grad)
+        rule = self.mp_rule if self._master(weight) else self.rule
+        if len(state) != len(rule.states):
+            raise AttrError(f"optimizer state of parameter {self._name(index)!r}: "
+                            f"{len(state)} arrays, {rule.name} keeps {len(rule.states)} "
+                            f"({', '.join(rule.states) or 'none'})")
+        new = self._step(rule, w, g, state, scalars, index)
+        weight[:] = new[0].astype(w.dtype, copy=False)
+        for s, v in zip(state, new[1:]):
+            s[...] = v
+
+    def _step(self, rule: UpdateRule, weight: np.ndarray, grad: np.ndarray,
+              state: Sequence[np.ndarray], scalars: dict, index: Any) -> list[np.ndarray]:
+        """``[new weight, *new states]`` of one parameter on the host: the rule's formulas
+        (optimizers whose step needs norms or random draws add those here)."""
+        return rule.apply(weight, grad, state, scalars)
+
+    def set_learning_rate(self, lr: float) -> None:
+        if self.lr_scheduler is not None:
+            raise AttrError("set_learning_rate: the learning rate is driven by lr_scheduler")
+        self.lr = lr
+
+    @property
+    def learning_rate(self) -> float:
+        return self.lr_scheduler(self.num_update) if self.lr_scheduler else self.lr
+
+    def set_lr_mult(self, args_lr_mult: dict) -> None:
+        """Per-name learning-rate multipliers: ``__lr_mult__`` attributes, then
+        ``args_lr_mult``."""
+        self.lr_mult = {n: float(a["__lr_mult__"]) for n, a in self.sym_info.items()
+                        if "__lr_mult__" in a}
+        self.lr_mult.update(args_lr_mult)
+
+    def set_wd_mult(self, args_wd_mult: dict) -> None:
+        """As MXNet: parameters not named ``*_weight``/``*_gamma`` get no weight decay unless a
+        ``__wd_mult__`` attribute or ``args_wd_mult`` says otherwise."""
+        self.wd_mult = {n: 0.0 for n in self.idx2name.values()
+                        if not n.endswith(self.WD_SUFFIXES)}
+        self.wd_mult.update({n: float(a["__wd_mult__"]) for n, a in self.sym_info.items()
+                             if "__wd_mult__" in a})
+        self.wd_mult.update(args_wd_mult)
+
+    def _update_count(self, index: Any) -> None:
+        count = self._index_update_count.get(index, self.begin_num_update) + 1
+        self._index_update_count[index] = count
+        self.num_update = max(count, self.num_update)
+
+    def _name(self, index: Any) -> Any:
+        return self.idx2name.get(index, index)
+
+    def _get_lr(self, index: Any) -> float:
+        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler else self.lr
+        return lr * self._mult(self.lr_mult, index)
+
+    def _get_wd(self, index: Any) -> float:
+        return self.wd * self._mult(self.wd_mult, index)
+
+    def _mult(self, table: dict, index: Any) -> float:
+        """MXNet's lookup order: the index itself, then the parameter's name."""
+        return table[index] if index in table else table.get(self._name(index), 1.0)
+
+
+class SGD(Optimizer):
+    """``mom = momentum*mom - lr*(clip(rescale*grad) + wd*weight); weight += mom`` (no state
+    when ``momentum`` is 0: ``weight -= lr*(clip(rescale*grad) + wd*weight)``)."""
+
+    def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs: Any) -> None:
+        self.momentum = momentum
+        super().__init__(**kwargs)
+
+    def _rule(self) -> UpdateRule:
+        states = ("mom",) if self.momentum else ()
+        v = _Inputs(states, ("lr", "wd", "rescale_grad", "clip_gradient", "momentum"))
+        step = v.lr * (_clip(v.rescale_grad * v.grad, self.clip_gradient, v) + v.wd * v.weight)
+        if not self.momentum:
+            return UpdateRule("sgd", (), ("lr", "wd", "rescale_grad", "clip_gradient",
+                                          "momentum"), (v.weight - step,))
+        mom = v.momentum * v.mom - step
+        return UpdateRule("sgd_mom", states, ("lr", "wd", "rescale_grad", "clip_gradient",
+                                              "momentum"), (v.weight + mom, mom))
+
+    def _scalars(self, index: Any, t: int) -> dict[str, float]:
+        return {**super()._scalars(index, t), "momentum": self.momentum}
+
+    def _row_inputs(self) -> Optional[tuple]:
+        if type(self) is not SGD or self.lr_scheduler is not None:
+            return None
+        return (*self._base_inputs(), self.momentum)
+
+
+class Adam(Optimizer):
+    """MXNet's Adam: ``g = clip(rescale*grad + wd*weight)``, moments ``m, v``, and
+    ``weight -= lr*sqrt(1-beta2^t)/(1-beta1^t) * m / (sqrt(v) + epsilon)``."""
+
+    SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "beta1", "beta2", "epsilon")
+
+    def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
+                 epsilon: float = 1e-8, lazy_update: bool = True, **kwargs: Any) -> None:
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        super().__init__(learning_rate=learning_rate, **kwargs)
+
+    def _rule(self) -> UpdateRule:
+        v = _Inputs(("mean", "var"), self.SCALARS)
+        g = _clip(v.rescale_grad * v.grad + v.wd * v.weight, self.clip_gradient, v)
+        mean = v.beta1 * v.mean + (1 - v.beta1) * g
+        var = v.beta2 * v.var + (1 - v.beta2) * g * g
+        weight = v.weight - v.lr * mean / (E.call("sqrt", var) + v.epsilon)
+        return UpdateRule("adam", ("mean", "var"), self.SCALARS, (weight, mean, var))
+
+    def _scalars(self, index: Any, t: int) -> dict[str, float]:
+        base = super()._scalars(index, t)
+        base["lr"] *= math.sqrt(1.0 - self.beta2 ** t) / (1.0 - self.beta1 ** t)
+        return {**base, "beta1": self.beta1, "beta2": self.beta2, "epsilon": self.epsilon}
+
+
+class RMSProp(Optimizer):
+    """MXNet's RMSProp (Tieleman & Hinton; ``centered=True``: Graves 2013). Uncentered:
+    ``n = (1-gamma1)*g^2 + gamma1*n; weight -= lr*g/sqrt(n + epsilon)`` with
+    ``g = clip(rescale*grad + wd*weight)``. Centered adds the mean ``m`` and momentum ``delta``:
+    ``delta = gamma2*delta - lr*g/sqrt(n - m^2 + epsilon); weight += delta``."""
+
+    SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "gamma1", "gamma2", "epsilon")
+
+    def __init__(self, learning_rate: float = 0.001, gamma1: float = 0.9, gamma2: float = 0.9,
+                 epsilon: float = 1e-8, centered: bool = False,
+                 clip_weights: Optional[float] = None, **kwargs: Any) -> None:
+        self.gamma1, self.gamma2, self.epsilon = gamma1, gamma2, epsilon
+        self.centered, self.clip_weights = centered, clip_weights
+        super().__init__(learning_rate=learning_rate, **kwargs)
+
+    def _rule(self) -> UpdateRule:
+        states = ("n", "m", "delta") if self.centered else ("n",)
+        v = _Inputs(states, self.SCALARS)
+        g = _clip(v.rescale_grad * v.grad + v.wd * v.weight, self.clip_gradient, v)
+        n = (1 - v.gamma1) * g * g + v.gamma1 * v.n
+        if self.centered:
+            m = (1 - v.gamma1) * g + v.gamma1 * v.m
+            delta = v.gamma2 * v.delta - v.lr * g / E.call("sqrt", n - m * m + v.epsilon)
+            outs: tuple = (v.weight + delta, n, m, delta)
+        else:
+            outs = (v.weight - v.lr * g / E.call("sqrt", n + v.epsilon), n)
+        if self.clip_weights is not None and self.clip_weights > 0:
+            c = float(self.clip_weights)
+            outs = (E.call("max", E.call("min", outs[0], c), -c),) + outs[1:]
+        return UpdateRule("rmsprop", states, self.SCALARS, outs)
+
+    def _scalars(self, index: Any, t: int) -> dict[str, float]:
+        return {**super()._scalars(index, t), "gamma1": self.gamma1, "gamma2": self.gamma2,
+                "epsilon": self.epsilon}
+
+    def _row_inputs(self) -> Optional[tuple]:
+        if type(self) is not RMSProp or self.lr_scheduler is not None:
+            return None
+        return (*self._base_inputs(), self.gamma1, self.gamma2, self.epsilon)
+
+
+class AdaGrad(Optimizer):
+    """MXNet's AdaGrad: ``g = clip(rescale*grad); h += g^2;
+    weight -= lr*(g/sqrt(h + eps) + wd*weight)``."""
+
+    SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "eps")
+
+    def __init__(self, eps: float = 1e-7, **kwargs: Any) -> None:
+        self.float_stable_eps = eps
+        super().__init__(**kwargs)
+
+    def _rule(self) -> UpdateRule:
+        v = _Inputs(("history",), self.SCALARS)
+        g = _clip(v.rescale_grad * v.grad, self.clip_gradient, v)
+        history = v.history + g * g
+        weight = v.weight - v.lr * (g / E.call("sqrt", history + v.eps) + v.wd * v.weight)
+        return UpdateRule("adagrad", ("history",), self.SCALARS, (weight, history))
+
+    def _scalars(self, index: Any, t: int) -> dict[str, float]:
+        return {**super()._scalars(index, t), "eps": self.float_stable_eps}
+
+    def _row_inputs(self) -> Optional[tuple]:
+        if type(self) is not AdaGrad or self.lr_scheduler is not None:
+            return None
+        return (*self._base_inputs(), self.float_stable_eps)
+
+
+_REGISTRY: dict[str, type] = {"sgd": SGD, "adam": Adam, "rmsprop": RMSProp, "adagrad": AdaGrad}
+
+
+def register(klass: type) -> type:
+    """Make ``klass`` creatable by its lower-cased class name."""
+    _REGISTRY[klass.__name__.lower()] = klass
+    return klass
+
+
+def check_name(name: str) -> str:
+    """The registry key of ``name``; ``AttrError`` listing the known names otherwise."""
+    key = str(name).lower()
+    if key not in _REGISTRY:
+        raise AttrError(f"unknown optimizer {name!r}; known: {sorted(_REGISTRY)}")
+    return key
+
+
+def create(name: Any, **kwargs: Any) -> Optimizer:
+    """An optimizer by name (``'sgd'``, ``'adam'``, ``'rmsprop'``, ``'adagrad'``), or pass one
+    through."""
+    if isinstance(name, Optimizer):
+        return name
+    key = check_name(name)
+    try:
+        return _REGISTRY[key](**kwargs)
+    except TypeError as exc:
+        raise AttrError(f"optimizer {name!r}: {exc}") from None
+
+
+class Updater:
+    """Holds per-parameter states; ``updater(index, grad, weight)`` applies one step."""
+
+    def __init__(self, optimizer: Optimizer) -> None:
+        self.optimizer = optimizer
+        self.states: dict[Any, tuple] = {}
+
+    def __call__(self, index: Any, grad: Any, weight: Any) -> None:
+        if index not in self.states:
+            self.states[index] = self.optimizer.create_state(index, weight)
+        self.optimizer.update(index, weight, grad, self.states[index])
+
+    def update_multi(self, indices: Sequence[Any], grads: Sequence[Any],
+                     weights: Sequence[Any]) -> None:
+        """One step for all of ``indices`` (states created on first use)."""
+        for index, weight in zip(indices, weights):
+            if index not in self.states:
+                self.states[index] = self.optimizer.create_state(index, weight)
+        self.optimizer.update_multi(indices, weights, grads, [self.states[i] for i in indices])
+
+    def get_states(self) -> dict[str, np.ndarray]:
+        """States and update counts as named arrays (for an ``.npz`` file; no pickle)."""
+        out = {f"state:{i}:{k}": s for i, states in self.states.items()
+               for k, s in enumerate(states)}
+        out.update({f"count:{i}": np.array(c) for i, c in
+                    self.optimizer._index_update_count.items()})
+        return out
+
+    def set_states(self, arrays: dict[str, np.ndarray]) -> None:
+        """Restore :meth:`get_states` output (integer parameter indices)."""
+        states: dict[int, list] = {}
+        counts = {}
+        for key, value in arrays.items():
+            kind, index, *rest = key.split(":")
+            if kind == "state":
+                states.setdefault(int(index), []).append((int(rest[0]), np.array(value)))
+            else:
+                counts[int(index)] = int(value)
+        want = {len(self.optimizer.rule.states)}
+        if self.optimizer.multi_precision:  # narrow weights keep a master weight more
+            want.add(len(self.optimizer.mp_rule.states))
+        for i, items in states.items():
+            if len(items) not in want:
+                raise AttrError(f"optimizer states of parameter {i}: {len(items)} arrays, "
+                                f"{type(self.optimizer).__name__} keeps "
+                                f"{' or '.join(map(str, sorted(want)))}")
+        self.states = {i: tuple(v for _, v in sorted(items)) for i, items in states.items()}
+        self.optimizer._index_update_count = counts
+        self.optimizer.num_update = max(counts.values(), default=self.optimizer.num_update)
+
+
+def get_updater(optimizer: Optimizer) -> Callable[[Any, Any, Any], None]:
+    """MXNet's ``get_updater``: a callable ``(index, grad, weight)`` with its own states."""
+    return Updater(optimizer)
