@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from . import base, config, context, dtypes, name, operator, random
 from . import ndarray as nd
-from . import nd_methods  # noqa: F401  (NDArray's engine, methods and sg.nd's op functions)
+from . import nd_methods  # noqa: F401  (plugs the engine into NDArray; sg.nd's op functions)
 from . import symbol as sym
 from . import test_utils
 from . import autograd, imperative

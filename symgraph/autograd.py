@@ -1,7 +1,8 @@
 """``sg.autograd``: MXNet's recording scopes and reverse-mode differentiation of ``sg.nd`` code.
 
 Under :func:`record`, op calls on NDArrays are recorded (they are recorded lazily anyway; the
-scope marks them differentiable and sets the training mode). :func:`backward` compiles forward,
+scope marks them differentiable and sets the training mode). The switches are per thread, as
+in MXNet: each thread records (and trains) on its own. :func:`backward` compiles forward,
 loss and backward of the recorded graph as one program through the Executor and writes the
 gradients into the ``.grad`` of the arrays given :meth:`~symgraph.ndarray.NDArray.attach_grad`.
 """
@@ -10,11 +11,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Optional, Sequence, Union
 
-from .autograd_function import Function
 from .base import ExecutionError
-from .imperative import STATE, attach_grad
-from .imperative_compile import backward as run_backward
-from .imperative_trace import settle
+from .imperative.calls import attach_grad
+from .imperative.compute import backward as run_backward
+from .imperative.engine import STATE
+from .imperative.function import Function
+from .imperative.trace import settle
 from .ndarray import NDArray
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
@@ -41,7 +43,7 @@ class _Scope:
         self.saved = STATE.recording, STATE.training
         if self.recording is not None:
             if self.recording and not STATE.recording:
-                settle()  # recording starts: a new tape (imperative_trace.Tape); the old
+                settle()  # recording starts: a new tape (imperative.trace.Tape); the old
                 STATE.tape = None  # one's pending nodes go to PENDING
             STATE.recording = self.recording
         if self.training is not None:
@@ -130,12 +132,12 @@ def grad(heads: Arrays, variables: Arrays, head_grads: Optional[Arrays] = None,
     if retain_graph is None:
         retain_graph = create_graph
     if create_graph:
-        from .imperative_grad import grad_graph
+        from .imperative.grad_graph import grad_graph
         return grad_graph(hs, vs, hg)
     return run_backward(hs, hg, retain_graph, train_mode, variables=vs)
 
 
 def get_symbol(x: NDArray) -> Any:
     """The recorded computation of ``x`` as a Symbol (variables ``var0``, ``var1``...)."""
-    from .imperative_compile import recorded_symbol
+    from .imperative.compute import recorded_symbol
     return recorded_symbol(x)

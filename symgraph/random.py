@@ -47,7 +47,7 @@ def _call(op: str, inputs: list, attrs: dict, out: Any, ctx: Any) -> Any:
     """Record ``op`` through the imperative engine; ``out`` also gives the shape and dtype
     when they are not given (MXNet infers them from it)."""
     from .context import Context
-    from .ndarray import NDArray, _engine
+    from .ndarray import NDArray, engine
     if out is not None:
         if not isinstance(out, NDArray):
             raise AttrError(f"random ({op}): out must be an NDArray, got {type(out).__name__}")
@@ -62,7 +62,7 @@ def _call(op: str, inputs: list, attrs: dict, out: Any, ctx: Any) -> Any:
         attrs["shape"] = (1,)  # MXNet's default: nothing decides it later in sg.nd
     if ctx is not None and not isinstance(ctx, Context):
         raise AttrError(f"random ({op}): ctx must be a Context, got {ctx!r}")
-    return _engine().call(op, inputs, attrs, out, None, ctx)
+    return engine().call(op, inputs, attrs, out, None, ctx)
 
 
 def _is_array(v: Any) -> bool:

@@ -78,7 +78,7 @@ def _call_of(node: Any) -> Any:
     so a replay records each node without parsing or looking up anything)."""
     from .. import imperative
     from ..registry import get_op
-    return imperative._call_info(get_op(node.op), dict(node.attrs), node.name)
+    return imperative.call_info(get_op(node.op), dict(node.attrs), node.name)
 
 
 def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence[Any]) -> None:

@@ -1,14 +1,14 @@
 """Compiling what imperative code recorded: walk, cache by structure, run, materialise.
 
-Requires: nodes recorded by :mod:`symgraph.imperative` (every pending array's output shape and
+Requires: nodes recorded by :mod:`symgraph.imperative.calls` (every pending array's output shape and
 dtype known). Guarantees: a subgraph is compiled by the unchanged pipeline (an
 :class:`~symgraph.executor.Executor` over a canonical copy whose variables are ``_in0``,
 ``_in1``...), once per structure: the cache key is the ops, attributes and wiring in topological
 order, the leaves' shapes and dtypes, the outputs, the context, the training mode and (for
 ``backward``) which leaves get gradients and how. A cache hit costs one walk over the recorded
-nodes (for ``backward`` usually not even that: the tape, ``imperative_trace.Tape``), a dict
+nodes (for ``backward`` usually not even that: the tape, ``trace.Tape``), a dict
 lookup and one program run. Every live pending array of the subgraph is materialised by that
-one run.
+one run. Programs are kept under a byte budget (``cache.ProgramCache``).
 """
 from __future__ import annotations
 
@@ -17,18 +17,18 @@ import weakref
 from typing import Any, Optional, Sequence
 
 
-from . import compile
-from .base import ExecutionError
-from .build import OPS, Handle
-from .context import Context
-from .graph import Entry, Graph, Node, aux_variables, variable
-from .imperative_state import (FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS, VALUE,
-                               is_training)
-from . import imperative_steady as steady
-from .imperative_program import Program
-from .imperative_trace import Tape, Trace, settle, unsettled, walk
-from .ndarray import NDArray
-from .registry import get_op
+from .. import compile
+from ..base import ExecutionError
+from ..build import OPS, Handle
+from ..context import Context
+from ..graph import Entry, Graph, Node, aux_variables, variable
+from ..ndarray import NDArray
+from ..registry import get_op
+from . import steady
+from .engine import (ENGINE, FAILED, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS,
+                     VALUE, is_training)
+from .program import Program
+from .trace import Tape, Trace, settle, unsettled, walk
 
 def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
     """Pending arrays, alive, that stand for outputs of the walked nodes (a walk runs after
@@ -90,18 +90,12 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
     return prog
 
 
-_CACHE: dict[tuple, Program] = {}
-MAX_PROGRAMS = 4096  # past this, the oldest program is dropped (and recompiled if needed)
+PROGRAMS = ENGINE.programs  # key -> Program, least recently used first, under a budget
+_remember = PROGRAMS.put
+MAX_BAD_TAPES = 4096
 
 
-def _remember(key: tuple, prog: Program) -> Program:
-    while _CACHE and len(_CACHE) >= MAX_PROGRAMS:
-        del _CACHE[next(iter(_CACHE))]
-    _CACHE[key] = prog
-    return prog
-
-
-def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any],
+def materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any],
                  tape: Optional[Tape] = None) -> None:
     """Give each pending array of ``pairs`` its buffer and note the value of its node (how
     many visible outputs a node has: from PENDING, or ``tape`` for its nodes PENDING does
@@ -148,9 +142,8 @@ def _run_forward(prog: Program, tr: Trace) -> list[Any]:
     return bufs
 
 
-# Nodes whose computation failed -> the error: reading what needs them raises it again (their
-# inputs may have been written since, so computing them later could give another value).
-FAILED: "weakref.WeakKeyDictionary[Node, BaseException]" = weakref.WeakKeyDictionary()
+# FAILED: nodes whose computation failed -> the error: reading what needs them raises it
+# again (their inputs may have been written since, so computing them later could differ).
 
 
 def force_pending(arrays: Sequence[NDArray], salvage: bool = True) -> None:
@@ -166,14 +159,14 @@ def force_pending(arrays: Sequence[NDArray], salvage: bool = True) -> None:
     outs = _live_outputs(tr, set())
     key = ("forward", ctx, tr.train, tr.key(), tr.refs([e for e, _ in outs]))
     try:
-        prog = _CACHE.get(key)
+        prog = PROGRAMS.get(key)
         if prog is None:
             prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
         bufs = _run_forward(prog, tr)
     except Exception as exc:
         _after_failure(tr, outs, exc, salvage)
         raise
-    _materialise(outs, bufs)
+    materialise(outs, bufs)
     _forget_pending(tr)
 
 
@@ -195,22 +188,22 @@ def _after_failure(tr: Trace, outs: list, exc: Exception, salvage: bool) -> None
     _forget_pending(tr)
 
 
-def _describe(a: NDArray) -> str:
+def describe(a: NDArray) -> str:
     made = f" made by {a._entry.node.name}" if a._entry is not None else ""
     return f"NDArray {a.shape} {a.dtype} on {a._ctx}{made}"
 
 
-def _check_heads(heads: Sequence[NDArray]) -> None:
+def check_heads(heads: Sequence[NDArray]) -> None:
     for h in heads:
         if not isinstance(h, NDArray):
             raise ExecutionError(f"backward: heads must be NDArrays, got {type(h).__name__}")
         if h._entry is None or not h._recorded or h._entry.node.is_variable:
             raise ExecutionError(
-                f"backward: {_describe(h)} was not computed under autograd.record() from "
+                f"backward: {describe(h)} was not computed under autograd.record() from "
                 f"arrays with attach_grad(), so it has no graph to differentiate")
         if weakref.ref(h._entry.node) in FREED.data:  # (FREED's own test, without its frame)
             raise ExecutionError(
-                f"backward: the graph of {_describe(h)} was released by an earlier backward; "
+                f"backward: the graph of {describe(h)} was released by an earlier backward; "
                 f"pass retain_graph=True to differentiate it twice")
 
 
@@ -229,7 +222,7 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
                 out[k] = (a._grad, a._grad_req)
                 fresh.append(a)
         return out, [], fresh
-    from .ndarray import zeros
+    from ..ndarray import zeros
     results = []
     for v in variables:
         if not isinstance(v, NDArray) or v._var is None or v._entry is None \
@@ -267,14 +260,14 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     go into the variables' ``.grad`` (or, with ``variables``, into new arrays returned).
     Train-dependent ops run in the mode they were recorded in; ``train_mode`` (MXNet's
     argument) cannot change that, since forward and backward are one program."""
-    _check_heads(heads)
+    check_heads(heads)
     ctx = heads[0]._ctx
     entries = [h._entry for h in heads]
     tr, plan, prog = _taped(entries, ctx, head_grads, variables)
     if tr is None:
         tr = walk(entries, for_backward=True)
         plan = _plan(tr, ctx, entries, head_grads, variables)
-        prog = _CACHE.get(plan[0])
+        prog = PROGRAMS.get(plan[0])
     tape = tr if isinstance(tr, Tape) else None
     key, grads, results, others, hg, fresh = plan
     try:
@@ -297,7 +290,7 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     STATS["runs"] += 1
     for a in fresh:  # MXNet's _fresh_grad: a backward wrote .grad (gluon.Trainer reads it)
         a._fresh_grad = True
-    _materialise(list(zip(entries, heads)) + others, bufs, tape)
+    materialise(list(zip(entries, heads)) + others, bufs, tape)
     _forget_pending(tr)
     if not retain_graph:
         freed, gone = FREED.data, FREED._remove
@@ -306,14 +299,14 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     return results if variables is not None else None
 
 
-_BAD_TAPES: dict[tuple, bool] = {}  # backward keys of tapes holding more than the heads need
+_BAD_TAPES = ENGINE.bad_tapes  # backward keys of tapes holding more than the heads need
 
 
 def _taped(entries: list[Entry], ctx: Context, head_grads: Optional[Sequence[Any]],
            variables: Optional[Sequence[NDArray]]) -> tuple:
     """``(tape, its plan, the cached program or None)`` when the tape can stand for the walk
-    from ``entries`` (``imperative_trace.Tape``), else ``(None, None, None)``. A tape that
-    repeats the previous backward takes its plan (``imperative_steady``). The check that the
+    from ``entries`` (``trace.Tape``), else ``(None, None, None)``. A tape that
+    repeats the previous backward takes its plan (``steady``). The check that the
     heads need every node of the tape runs when its key has no program yet."""
     tape, STATE.tape = STATE.tape, None  # a backward ends what the tape followed
     if tape is None:
@@ -342,10 +335,10 @@ def _tape_plan(tape: Tape, entries: list[Entry], ctx: Context,
     if not tape.resolve():
         return None
     plan = _plan(tape, ctx, entries, head_grads, variables, others)
-    prog = _CACHE.get(plan[0])
+    prog = PROGRAMS.get(plan[0])
     if prog is None and (plan[0] in _BAD_TAPES or not tape.needs_all(entries)):
         _BAD_TAPES[plan[0]] = True  # heads that need only part of the tape: walk
-        while len(_BAD_TAPES) > MAX_PROGRAMS:
+        while len(_BAD_TAPES) > MAX_BAD_TAPES:
             del _BAD_TAPES[next(iter(_BAD_TAPES))]
         return None
     return plan, prog
@@ -371,8 +364,8 @@ def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Se
 def recorded_symbol(a: NDArray) -> Any:
     """``autograd.get_symbol``: the recorded graph of ``a`` as a Symbol whose variables
     ``var0``, ``var1``... are the arrays it read, in the order the graph first reads them."""
-    from .symbol import Symbol
-    _check_heads([a])
+    from ..symbol import Symbol
+    check_heads([a])
     tr = walk([a._entry], for_backward=True)
     new, _ = _canonical(tr, "var")
     return Symbol((Entry(new[tr.local[a._entry.node]], a._entry.index),))
@@ -404,7 +397,7 @@ def wait(a: NDArray) -> None:
     force([a])
     if a._ctx.device_type == "gpu":
         import pycuda.driver as drv
-        from .cuda.runtime import activate
+        from ..cuda.runtime import activate
         with activate(a._ctx.device_id):
             drv.Context.synchronize()
 
