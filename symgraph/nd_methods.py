@@ -19,17 +19,17 @@ from .base import AttrError, where
 from .context import Context
 from .exports import export, sub_namespace
 from .image_api import make_namespace as make_image_namespace
-from .imperative import calls, compute
+from .imperative import calls, hooks
 from .imperative.calls import FAST_CALLS, Call, call, call_info, record, result
 from .imperative.engine import PENDING
 from .imperative.trace import settle
-from .nd_operators import BINARY, binary
+from .nd_operators import BINARY, binary, set_engine
 from .ndarray import NDArray
 
 # What NDArray asks of the engine (see ``nd_operators.set_engine``).
 ENGINE = SimpleNamespace(
-    force=compute.force, flush=compute.flush, wait=compute.wait,
-    before_write=compute.before_write, before_run=compute.before_run, call=calls.call,
+    force=hooks.force, flush=hooks.flush, wait=hooks.wait,
+    before_write=hooks.before_write, before_run=hooks.before_run, call=calls.call,
     detach=calls.detach, attach_grad=calls.attach_grad, backward=autograd.backward)
 
 # MXNet's `nd.add(lhs, rhs)` family: (array-array op, array-scalar op, scalar-array op).
@@ -207,5 +207,5 @@ def _stand_for(a: NDArray, result: NDArray) -> None:
 
 
 ENGINE.stand_for = _stand_for
-ndarray.set_engine(ENGINE)
+set_engine(ENGINE)
 fill(vars(ndarray))

@@ -20,7 +20,7 @@ from .base import BindError, ShapeError
 from .dtypes import as_dtype
 from .context import Context, cpu, current_context
 # (the imperative engine builds on this module and plugs itself in: nd_operators.set_engine)
-from .nd_operators import ArrayMethods, engine, set_engine  # noqa: F401
+from .nd_operators import ArrayMethods, engine
 from .nd_operators import host_key as _host_key
 
 Shape = Union[int, Sequence[int]]

@@ -22,7 +22,7 @@ Semantics: docs/imperative.md. Example::
 """
 from __future__ import annotations
 
-from .calls import (FAST_CALLS, MAX_INTERNED, Call, attach_grad, call, call_info,  # noqa: F401
+from .calls import (FAST_CALLS, Call, attach_grad, call, call_info,  # noqa: F401
                     compile_count, detach, input_entry, record, result)
 from .engine import ENGINE, STATE, STATS, Engine, ThreadState  # noqa: F401
 

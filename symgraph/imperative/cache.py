@@ -38,6 +38,7 @@ class ProgramCache:
     def __init__(self, max_count: int = 4096) -> None:
         self.max_count = max_count
         self._items: "OrderedDict[tuple, Any]" = OrderedDict()
+        self._sizes: dict[Any, int] = {}  # key -> nbytes when kept (a size may grow later)
         self.bytes = 0  # the kept programs' nbytes, summed
         self.evicted = 0  # programs dropped so far
 
@@ -50,21 +51,23 @@ class ProgramCache:
 
     def put(self, key: Any, prog: Any) -> Any:
         """Keep ``prog`` under ``key``; drop the least recently used past the budget."""
-        old = self._items.pop(key, None)
-        if old is not None:
-            self.bytes -= old.nbytes
+        sizes = self._sizes
+        if self._items.pop(key, None) is not None:
+            self.bytes -= sizes.pop(key)
         self._items[key] = prog
-        self.bytes += prog.nbytes
+        sizes[key] = int(prog.nbytes)
+        self.bytes += sizes[key]
         budget = config.get("SYMGRAPH_PROGRAM_CACHE_MB") * MB
         items = self._items
         while len(items) > 1 and (self.bytes > budget or len(items) > self.max_count):
-            _, gone = items.popitem(last=False)
-            self.bytes -= gone.nbytes
+            gone, _ = items.popitem(last=False)
+            self.bytes -= sizes.pop(gone)
             self.evicted += 1
         return prog
 
     def clear(self) -> None:
         self._items.clear()
+        self._sizes.clear()
         self.bytes = 0
 
     def keys(self) -> Iterator[Any]:

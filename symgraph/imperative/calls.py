@@ -187,7 +187,7 @@ def _record_update(info: Call, inputs: Sequence[NDArray], name: Optional[str],
     call, as MXNet's engine orders such writes: pending work, which may read the states, is
     computed first, and the states hold their new values when the call returns (a lazy node
     would leave them stale for a reader that sees no pending work)."""
-    from .compute import flush, force
+    from .hooks import flush, force
     flush()
     outs = record(info, inputs, name, ctx, now=True)
     force(outs)

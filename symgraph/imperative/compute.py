@@ -28,7 +28,7 @@ from . import steady
 from .engine import (ENGINE, FAILED, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS,
                      VALUE, is_training)
 from .program import Program
-from .trace import Tape, Trace, settle, unsettled, walk
+from .trace import Tape, Trace, settle, walk
 
 def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
     """Pending arrays, alive, that stand for outputs of the walked nodes (a walk runs after
@@ -369,52 +369,3 @@ def recorded_symbol(a: NDArray) -> Any:
     tr = walk([a._entry], for_backward=True)
     new, _ = _canonical(tr, "var")
     return Symbol((Entry(new[tr.local[a._entry.node]], a._entry.index),))
-
-
-# -- what NDArray asks of the engine (nd_methods plugs these in) ------------------------------
-
-def force(arrays: Sequence[NDArray]) -> None:
-    """Compute pending ``arrays`` (and every live pending array of their subgraph)."""
-    pending = [a for a in arrays if a._buf is None]
-    if pending:
-        force_pending(pending)
-
-
-def flush() -> None:
-    """Compute every live pending array."""
-    settle()
-    arrays = [a for refs in list(PENDING.values()) for r in refs
-              for a in (r(),) if a is not None and a._buf is None]
-    by_ctx: dict = {}
-    for a in arrays:
-        by_ctx.setdefault(a._ctx, []).append(a)
-    for group in by_ctx.values():
-        force(group)
-
-
-def wait(a: NDArray) -> None:
-    """``wait_to_read``: compute ``a`` and wait for its device."""
-    force([a])
-    if a._ctx.device_type == "gpu":
-        import pycuda.driver as drv
-        from ..cuda.runtime import activate
-        with activate(a._ctx.device_id):
-            drv.Context.synchronize()
-
-
-def before_run() -> None:
-    """An executor is about to overwrite its bound arrays: compute pending work that reads them
-    (nothing inside one of our own runs)."""
-    if not STATE.running and (PENDING or unsettled()):  # (inside our own runs: nothing)
-        flush()
-
-
-def before_write(a: NDArray) -> None:
-    """``a`` is about to be written in place: compute everything pending first (it may read
-    ``a``), and cut ``a`` from the recorded graph unless it is a variable."""
-    if STATE.running:  # a custom op writing its outputs inside a run
-        return
-    if PENDING or unsettled():
-        flush()
-    if a._entry is not None and a._entry.node is not a._var:
-        a._entry, a._recorded = None, False

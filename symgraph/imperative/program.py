@@ -70,11 +70,16 @@ class Program:
         self.op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
         self.busy = threading.Lock()
         self.owner: Optional[int] = None  # the thread running the program now
-        plan = stage.schedule.plan  # (what a run holds: its arena, its library workspace)
-        self.nbytes = (plan.arena_bytes if plan is not None else 0) + \
-            getattr(stage.program, "ws_bytes", 0)
         self._plan: Optional[_TrainPlan] = None
         self._grad_stores: Optional[tuple] = None  # (grads, their stores, zeroed) of train
+
+    @property
+    def nbytes(self) -> int:
+        """The memory a run of the program holds: its memory plan's arena and (on the GPU,
+        once measured) its library workspace."""
+        plan = self.stage.schedule.plan
+        return (plan.arena_bytes if plan is not None else 0) + \
+            getattr(self.stage.program, "ws_bytes", 0)
 
     def bind(self, leaves: Sequence[NDArray]) -> None:
         """Point the program at this call's leaves: on the CPU by rebinding; on the GPU a
