@@ -167,7 +167,7 @@ def make_nd_from_symbol_api(api: Any):
                 raise AttrError(f"{where(name or node.name, node.op)}input {e.node.name!r} "
                                 f"must be given as an NDArray")
             inputs.append(arrays[e.node.name])
-        info = Call(registry.get_op(node.op), node.attrs)
+        info = call_info(registry.get_op(node.op), dict(node.attrs), name)  # (interned)
         return result(record(info, inputs, name), out)
 
     op_function.__name__ = getattr(api, "__name__", "op")
