@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence, Union
 from .base import ExecutionError
 from .imperative.calls import attach_grad
 from .imperative.compute import backward as run_backward
-from .imperative.engine import STATE
+from .imperative.engine import THREAD
 from .imperative.function import Function
 from .imperative.trace import settle
 from .ndarray import NDArray
@@ -40,17 +40,19 @@ class _Scope:
         self.recording, self.training = recording, training
 
     def __enter__(self) -> None:
-        self.saved = STATE.recording, STATE.training
+        state = THREAD.state  # (this thread's switches)
+        self.saved = state.recording, state.training
         if self.recording is not None:
-            if self.recording and not STATE.recording:
+            if self.recording and not state.recording:
                 settle()  # recording starts: a new tape (imperative.trace.Tape); the old
-                STATE.tape = None  # one's pending nodes go to PENDING
-            STATE.recording = self.recording
+                state.tape = None  # one's pending nodes go to PENDING
+            state.recording = self.recording
         if self.training is not None:
-            STATE.training = self.training
+            state.training = self.training
 
     def __exit__(self, *exc: Any) -> None:
-        STATE.recording, STATE.training = self.saved
+        state = THREAD.state
+        state.recording, state.training = self.saved
 
 
 def record(train_mode: bool = True) -> contextlib.AbstractContextManager:
@@ -75,25 +77,27 @@ def predict_mode() -> contextlib.AbstractContextManager:
 
 
 def is_recording() -> bool:
-    return STATE.recording
+    return THREAD.state.recording
 
 
 def is_training() -> bool:
-    return STATE.training
+    return THREAD.state.training
 
 
 def set_recording(is_recording: bool) -> bool:  # noqa: A002 (MXNet's name)
     """Set the recording switch; returns the previous value."""
-    prev, STATE.recording = STATE.recording, bool(is_recording)
-    if STATE.recording and not prev:
+    state = THREAD.state
+    prev, state.recording = state.recording, bool(is_recording)
+    if state.recording and not prev:
         settle()  # as record() does
-        STATE.tape = None
+        state.tape = None
     return prev
 
 
 def set_training(train_mode: bool) -> bool:  # noqa: A002
     """Set the training switch; returns the previous value."""
-    prev, STATE.training = STATE.training, bool(train_mode)
+    state = THREAD.state
+    prev, state.training = state.training, bool(train_mode)
     return prev
 
 

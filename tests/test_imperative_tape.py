@@ -159,7 +159,8 @@ def test_long_recording_stops_following(rng: np.random.Generator, walks: list,
     x, c = sg.nd.array(x0, dtype=np.float64), sg.nd.array(c0, dtype=np.float64)
     with ag.record():
         loss = (sg.nd.relu(sg.nd.FullyConnected(x, w, b, num_hidden=3)) * c).sum()
-    assert not imperative.STATE.tape.ok and imperative.STATE.tape.nodes == []
+    tape = imperative.thread_state().tape
+    assert not tape.ok and tape.nodes == []
     loss.backward()
     assert len(walks) == 1
     _check(loss, w, b, _mlp_ref(x0, w0, b0, c0))

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from .calls import (FAST_CALLS, Call, attach_grad, call, call_info,  # noqa: F401
                     compile_count, detach, input_entry, record, result)
-from .engine import ENGINE, STATE, STATS, Engine, ThreadState  # noqa: F401
+from .engine import ENGINE, STATS, Engine, ThreadState, thread_state  # noqa: F401
 
-__all__ = ["ENGINE", "Engine", "ThreadState", "STATE", "STATS", "FAST_CALLS", "Call", "call",
+__all__ = ["ENGINE", "Engine", "ThreadState", "thread_state", "STATS", "FAST_CALLS", "Call", "call",
            "call_info", "record", "result", "attach_grad", "detach", "compile_count",
            "input_entry"]

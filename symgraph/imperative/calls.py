@@ -24,7 +24,7 @@ from ..graph import Entry, Node, variable
 from ..ndarray import NDArray
 from ..passes.infer_shape import apply_shape_rule
 from ..passes.infer_type import apply_type_rule
-from .engine import (ATTR_SERIAL, ENGINE, GRAD_LEAF, GRAD_VAR, MODE, PENDING, PLAIN, STATE,
+from .engine import (ATTR_SERIAL, ENGINE, GRAD_LEAF, GRAD_VAR, MODE, PENDING, PLAIN, THREAD,
                      VALUE)
 from .trace import Tape
 
@@ -206,7 +206,7 @@ def record(info: Call, inputs: Sequence[NDArray], name: Optional[str] = None,
     [x])`` is ``sg.nd.relu(x)``."""
     if info.eager and not now:
         return _record_update(info, inputs, name, ctx)
-    state = STATE
+    state = THREAD.state
     rec, n = state.recording, len(inputs)
     if n:
         first = inputs[0]
@@ -233,9 +233,13 @@ def record(info: Call, inputs: Sequence[NDArray], name: Optional[str] = None,
     if found is None:
         found = info.sigs[sig] = _infer(info, node, inputs)
     shapes, dtypes = found
-    outs = [_pending(ctx, _new_entry(Entry, (node, i)), shapes[i], dtypes[i], rec)
-            for i in range(info.nvis)]
-    alive = [_ref(a) for a in outs]
+    if info.nvis == 1:  # (the usual op: no comprehension frames)
+        a = _pending(ctx, _new_entry(Entry, (node, 0)), shapes[0], dtypes[0], rec)
+        outs, alive = [a], [_ref(a)]
+    else:
+        outs = [_pending(ctx, _new_entry(Entry, (node, i)), shapes[i], dtypes[i], rec)
+                for i in range(info.nvis)]
+        alive = [_ref(a) for a in outs]
     # (on the tape after the rules: a call that raised is not followed)
     if tape is not None and tape.ok and tape.add(node, alive, (info.op, info, train, refs, sig)):
         return outs
@@ -303,8 +307,9 @@ def detach(a: NDArray) -> NDArray:
     """The value of ``a`` outside any recorded graph (shares memory when computed)."""
     if a._buf is not None:
         return NDArray(a._buf, a._ctx)
-    saved, STATE.recording = STATE.recording, False
+    state = THREAD.state
+    saved, state.recording = state.recording, False
     try:
         return call("BlockGrad", [a], {})
     finally:
-        STATE.recording = saved
+        state.recording = saved

@@ -25,7 +25,7 @@ from ..graph import Entry, Graph, Node, aux_variables, variable
 from ..ndarray import NDArray
 from ..registry import get_op
 from . import steady
-from .engine import (ENGINE, FAILED, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS,
+from .engine import (ENGINE, FAILED, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, THREAD, STATS,
                      VALUE, is_training)
 from .program import Program
 from .trace import Tape, Trace, settle, walk
@@ -133,11 +133,11 @@ def _forget_pending(tr: Trace) -> None:
 
 
 def _run_forward(prog: Program, tr: Trace) -> list[Any]:
-    STATE.running += 1
+    THREAD.state.running += 1
     try:
         bufs = prog.forward(tr.leaves, tr.train)
     finally:
-        STATE.running -= 1
+        THREAD.state.running -= 1
     STATS["runs"] += 1
     return bufs
 
@@ -278,11 +278,11 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
             steady.remember(tape, ctx, entries, plan, head_grads, prog)
         if tr.train and prog.train_dependent:
             _warn_recomputed(tr)
-        STATE.running += 1
+        THREAD.state.running += 1
         try:
             bufs = prog.train(tr.leaves, grads, hg, tr.train)
         finally:
-            STATE.running -= 1
+            THREAD.state.running -= 1
     except BaseException:
         if tape is not None:  # (its pending arrays stay pending: PENDING must know them)
             tape.settle()
@@ -308,7 +308,7 @@ def _taped(entries: list[Entry], ctx: Context, head_grads: Optional[Sequence[Any
     from ``entries`` (``trace.Tape``), else ``(None, None, None)``. A tape that
     repeats the previous backward takes its plan (``steady``). The check that the
     heads need every node of the tape runs when its key has no program yet."""
-    tape, STATE.tape = STATE.tape, None  # a backward ends what the tape followed
+    tape, THREAD.state.tape = THREAD.state.tape, None  # a backward ends what the tape followed
     if tape is None:
         return None, None, None
     got = _tape_plan(tape, entries, ctx, head_grads, variables)

@@ -5,14 +5,14 @@ MXNet keeps them: two threads may each record and train their own model.
 Nodes are immutable, so what the engine knows about a node lives in weak tables keyed by it:
 its pending output arrays, its computed values, the autograd variable it stands for. How a node
 was recorded (recorded or not, training mode) is told by which ``Attrs`` object its ``extra``
-is. The module names below (``STATE``, ``PENDING``...) are the engine's own objects, bound once
+is. The module names below (``PENDING``, ``VALUE``...) are the engine's own objects, bound once
 (the per-op paths read them without an attribute lookup); they are cleared, never rebound.
 Semantics: docs/imperative.md.
 
 Example::
 
     >>> from symgraph.imperative import ENGINE
-    >>> ENGINE.state.recording        # this thread's switch
+    >>> thread_state().recording      # this thread's switch
     False
     >>> ENGINE.invalidate()           # forget every compiled program and cached call
 """
@@ -28,15 +28,27 @@ from ..graph import Node
 from .cache import ProgramCache
 
 
-class ThreadState(threading.local):
+class ThreadState:
     """autograd's switches (``record`` / ``pause`` / ``train_mode``) and what the thread
-    recorded, one set per thread (the class attributes are each thread's starting values)."""
+    recorded: one per thread (:func:`thread_state`)."""
 
-    recording = False
-    training = False
-    running = 0  # > 0 while a compiled program runs (custom ops write their outputs then)
-    tape: Any = None  # trace.Tape: what record() recorded since recording started
-    steady: Any = None  # steady.Steady: the previous backward's plan, for the next one
+    __slots__ = ("recording", "training", "running", "tape", "steady")
+
+    def __init__(self) -> None:
+        self.recording = False
+        self.training = False
+        self.running = 0  # > 0 while a compiled program runs (custom ops write outputs then)
+        self.tape: Any = None  # trace.Tape: what record() recorded since recording started
+        self.steady: Any = None  # steady.Steady: the previous backward's plan, for the next
+
+
+class _PerThread(threading.local):
+    # (one thread-local lookup, then plain slots: the per-op path reads several switches)
+    def __init__(self) -> None:
+        self.state = ThreadState()
+
+
+THREAD = _PerThread()
 
 
 class Engine:
@@ -44,7 +56,6 @@ class Engine:
     recording state (:attr:`state`)."""
 
     def __init__(self) -> None:
-        self.state = ThreadState()
         self.stats = {"compiles": 0, "runs": 0, "steady": 0}  # steady: plans reused
         self.attached = 0  # attach_grad calls so far (gradient buffers unchanged while equal)
         # Pending op nodes -> weak references to their visible output arrays (a tape's nodes
@@ -83,7 +94,12 @@ class Engine:
         self.forget_calls()
         self.programs.clear()
         self.bad_tapes.clear()
-        self.state.steady = None
+        THREAD.state.steady = None
+
+    @property
+    def state(self) -> ThreadState:
+        """This thread's recording state."""
+        return THREAD.state
 
     def compile_count(self) -> int:
         """Programs compiled so far (cache misses)."""
@@ -91,7 +107,7 @@ class Engine:
 
 
 ENGINE = Engine()
-STATE, STATS = ENGINE.state, ENGINE.stats
+STATS = ENGINE.stats
 PENDING, VALUE, GRAD_LEAF = ENGINE.pending, ENGINE.value, ENGINE.grad_leaf
 FREED, LATE, FAILED, ATTR_SERIAL = ENGINE.freed, ENGINE.late, ENGINE.failed, ENGINE.attr_serial
 
@@ -121,6 +137,11 @@ def is_training(node: Node) -> bool:
     if x is PLAIN or x is REC:
         return False
     return LATE.get(node, (False, False))[1]
+
+
+def thread_state() -> ThreadState:
+    """This thread's recording state (``thread_state().recording``...)."""
+    return THREAD.state
 
 
 def serial(attrs: Attrs) -> Optional[int]:

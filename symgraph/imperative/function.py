@@ -62,16 +62,17 @@ class Function:
 
     def __call__(self, *inputs: Any) -> Any:
         from .. import ndarray as nd
-        from .engine import STATE
+        from .engine import THREAD
         if self._used:
             raise ExecutionError(f"{type(self).__name__}: each Function object can only be "
                                  f"called once; make a new one per call")
         self._used = True
-        recording, STATE.recording = STATE.recording, False
+        state = THREAD.state
+        recording, state.recording = state.recording, False
         try:
             outputs = self.forward(*inputs)
         finally:
-            STATE.recording = recording
+            state.recording = recording
         outs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
         self._outputs = [nd.NDArray(o._data, o.context) for o in outs]
         if not recording:

@@ -18,7 +18,7 @@ from ..passes.infer_shape import infer_shapes
 from ..passes.infer_type import infer_types
 from .calls import call, input_entry
 from .compute import check_heads, describe
-from .engine import LATE, PENDING, STATE, VALUE
+from .engine import LATE, PENDING, THREAD, VALUE
 from .trace import settle
 
 
@@ -31,13 +31,13 @@ def grad_graph(heads: Sequence[NDArray], variables: Sequence[NDArray],
                 or v._entry.node is not v._var:
             raise ExecutionError(f"autograd.grad: {v!r:.60} is not a variable; call "
                                  f"attach_grad() first")
-    saved, STATE.recording = STATE.recording, True
+    saved, THREAD.state.recording = THREAD.state.recording, True
     try:
         hg = [call("ones_like", [h], {}) if head_grads is None or head_grads[i] is None
               else head_grads[i] for i, h in enumerate(heads)]
         hg_entries = [input_entry(g, True) for g in hg]
     finally:
-        STATE.recording = saved
+        THREAD.state.recording = saved
     for i, (h, g) in enumerate(zip(heads, hg)):
         # A head gradient that merely broadcasts against its head would give the variables
         # gradients of the wrong shape; MXNet refuses it too.
@@ -51,7 +51,7 @@ def grad_graph(heads: Sequence[NDArray], variables: Sequence[NDArray],
     types = infer_types(out_graph, {n.name: a.dtype for n, a in leaves.items()})
     for node in out_graph.nodes():
         if not node.is_variable and node not in VALUE and node not in LATE:
-            LATE[node] = (True, STATE.training)
+            LATE[node] = (True, THREAD.state.training)
     results = []
     for v, e in zip(variables, out_graph.outputs):
         if e.node.is_variable:  # the gradient is a head gradient itself

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from ..ndarray import NDArray
 from .compute import force_pending
-from .engine import PENDING, STATE
+from .engine import PENDING, THREAD
 from .trace import settle, unsettled
 
 
@@ -50,14 +50,14 @@ def wait(a: NDArray) -> None:
 def before_run() -> None:
     """An executor is about to overwrite its bound arrays: compute pending work that reads them
     (nothing inside one of our own runs)."""
-    if not STATE.running and (PENDING or unsettled()):  # (inside our own runs: nothing)
+    if not THREAD.state.running and (PENDING or unsettled()):  # (inside our own runs: nothing)
         flush()
 
 
 def before_write(a: NDArray) -> None:
     """``a`` is about to be written in place: compute everything pending first (it may read
     ``a``), and cut ``a`` from the recorded graph unless it is a variable."""
-    if STATE.running:  # a custom op writing its outputs inside a run
+    if THREAD.state.running:  # a custom op writing its outputs inside a run
         return
     if PENDING or unsettled():
         flush()

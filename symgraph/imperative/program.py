@@ -120,7 +120,7 @@ class Program:
         """Forward and backward as one run of the training stage (the slots are found once,
         by leaf index); gradients go into ``grads`` (leaf index -> (array, grad_req)), aux
         updates into the aux leaves; returns the first ``n_out`` outputs' buffers, handed
-        over. Call inside ``STATE.running`` (nothing flushes)."""
+        over. Call inside ``thread_state().running`` (nothing flushes)."""
         stage = self.stage
         plan = self._plan
         if plan is None:

@@ -24,7 +24,7 @@ from typing import Any, Optional, Sequence
 
 from ..context import Context
 from ..graph import Entry
-from .engine import ENGINE, GRAD_VAR, STATE, STATS, VALUE
+from .engine import ENGINE, GRAD_VAR, THREAD, STATS, VALUE
 from .trace import Tape
 
 
@@ -53,16 +53,16 @@ def remember(tape: Tape, ctx: Context, entries: Sequence[Entry], plan: tuple,
     leaf is a variable (other leaves' values are looked up on every step anyway)."""
     for e in tape.leaf_entries:
         if e[0].op != "null":
-            STATE.steady = None
+            THREAD.state.steady = None
             return
     others = plan[3]
-    STATE.steady = Steady(tape, ctx, tape.refs(entries), tape.refs([e for e, _ in others]),
+    THREAD.state.steady = Steady(tape, ctx, tape.refs(entries), tape.refs([e for e, _ in others]),
                       _pattern(head_grads, len(others))[1], plan, _gpu_ids(ctx, plan[1]), prog)
 
 
 def is_last(key: tuple) -> bool:
     """Whether ``key`` is the kept plan's (a plan :func:`lookup` just returned)."""
-    return STATE.steady is not None and STATE.steady.key is key
+    return THREAD.state.steady is not None and THREAD.state.steady.key is key
 
 
 def _gpu_ids(ctx: Context, grads: dict) -> tuple:
@@ -73,7 +73,7 @@ def lookup(tape: Tape, ctx: Context, entries: Sequence[Entry],
            head_grads: Optional[Sequence[Any]], others: list) -> Optional[tuple]:
     """``(plan, program)`` of the previous backward when this tape repeats it (see the module
     docstring), with this step's leaf values on the tape; else None."""
-    m = STATE.steady
+    m = THREAD.state.steady
     if m is None or m.ctx is not ctx or m.epoch != ENGINE.attached or tape.sig != m.sig:
         return None
     ents, old = tape.leaf_entries, m.leaf_entries

@@ -13,7 +13,7 @@ from typing import Any, Optional, Sequence
 
 from ..graph import Entry, Node
 from ..ndarray import NDArray
-from .engine import (ATTR_SERIAL, PENDING, PLAIN, REC, REC_TRN, STATE, TRN, VALUE, is_recorded,
+from .engine import (ATTR_SERIAL, PENDING, PLAIN, REC, REC_TRN, THREAD, TRN, VALUE, is_recorded,
                      is_training)
 
 
@@ -167,14 +167,14 @@ class Tape(Trace):
 def settle() -> None:
     """Register the current tape's nodes in PENDING (see :meth:`Tape.settle`): before anything
     reads PENDING or lets the tape go."""
-    tape = STATE.tape
+    tape = THREAD.state.tape
     if tape is not None and tape.settled < len(tape.nodes):
         tape.settle()
 
 
 def unsettled() -> bool:
     """Whether the current tape holds pending nodes PENDING does not know yet."""
-    tape = STATE.tape
+    tape = THREAD.state.tape
     return tape is not None and tape.settled < len(tape.nodes)
 
 
