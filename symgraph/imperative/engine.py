@@ -121,22 +121,23 @@ REC, TRN, REC_TRN = MODE[True, False], MODE[False, True], MODE[True, True]
 GRAD_VAR = Attrs({"__grad_var__": "1"})  # extra of the variables of attach_grad arrays
 
 
+# id of a mode's Attrs -> (recorded, training): the mode objects live as long as the module
+_MODE_OF = {id(attrs): mode for mode, attrs in MODE.items()}
+
+
+def mode_of(node: Node) -> tuple[bool, bool]:
+    """(recorded, training) of ``node``: by which mode object its ``extra`` is, else (a
+    gradient node of ``autograd.grad(create_graph=True)``) from LATE."""
+    got = _MODE_OF.get(id(node.extra))
+    return got if got is not None else LATE.get(node, (False, False))
+
+
 def is_recorded(node: Node) -> bool:
-    x = node.extra
-    if x is REC or x is REC_TRN:
-        return True
-    if x is PLAIN or x is TRN:
-        return False
-    return LATE.get(node, (False, False))[0]
+    return mode_of(node)[0]
 
 
 def is_training(node: Node) -> bool:
-    x = node.extra
-    if x is TRN or x is REC_TRN:
-        return True
-    if x is PLAIN or x is REC:
-        return False
-    return LATE.get(node, (False, False))[1]
+    return mode_of(node)[1]
 
 
 def thread_state() -> ThreadState:
