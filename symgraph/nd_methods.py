@@ -6,7 +6,6 @@ family, ``sg.nd.random``), and the engine NDArray calls into: this module, impor
 """
 from __future__ import annotations
 
-import weakref
 from types import SimpleNamespace
 from typing import Any, Callable, Optional, Union
 
@@ -20,17 +19,17 @@ from .context import Context
 from .exports import export, sub_namespace
 from .image_api import make_namespace as make_image_namespace
 from .imperative import calls, hooks
-from .imperative.calls import FAST_CALLS, Call, call, call_info, record, result
-from .imperative.engine import PENDING
-from .imperative.trace import settle
+from .imperative.calls import FAST_CALLS, call, call_info, record, result
 from .nd_operators import BINARY, binary, set_engine
 from .ndarray import NDArray
+
 
 # What NDArray asks of the engine (see ``nd_operators.set_engine``).
 ENGINE = SimpleNamespace(
     force=hooks.force, flush=hooks.flush, wait=hooks.wait,
     before_write=hooks.before_write, before_run=hooks.before_run, call=calls.call,
-    detach=calls.detach, attach_grad=calls.attach_grad, backward=autograd.backward)
+    detach=calls.detach, attach_grad=calls.attach_grad, backward=autograd.backward,
+    adopt=hooks.adopt)
 
 # MXNet's `nd.add(lhs, rhs)` family: (array-array op, array-scalar op, scalar-array op).
 FUNCTIONS: dict[str, tuple[str, str, str]] = {
@@ -199,13 +198,5 @@ def fill(namespace: dict) -> None:
            + ["random", "random_uniform", "random_normal", "uniform", "normal"])
 
 
-def _stand_for(a: NDArray, result: NDArray) -> None:
-    """``a += v`` on a pending ``a``: ``a`` now stands for the pending ``result``."""
-    a._entry, a._recorded = result._entry, result._recorded
-    settle()  # (the tape's node goes to PENDING, which now holds its one array)
-    PENDING[result._entry.node] = [weakref.ref(a)]
-
-
-ENGINE.stand_for = _stand_for
 set_engine(ENGINE)
 fill(vars(ndarray))

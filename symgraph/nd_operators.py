@@ -81,7 +81,8 @@ def _in_place(name: str) -> Callable:
         if result is NotImplemented:
             return result
         if self._buf is None:  # still pending: this array now stands for the new value
-            _ENGINE.stand_for(self, result)
+            self._entry, self._recorded = result._entry, result._recorded
+            _ENGINE.adopt(self)  # (the one pending array of its node now)
             return self
         self[:] = result
         return self

@@ -28,9 +28,7 @@ from .engine import (ATTR_SERIAL, ENGINE, GRAD_LEAF, GRAD_VAR, MODE, PENDING, PL
                      VALUE)
 from .trace import Tape
 
-# What ``PENDING[node] = refs`` does, without its Python frame (record() runs per op call).
-_PENDING_DATA, _PENDING_GONE, _ref = PENDING.data, PENDING._remove, weakref.ref
-_new_entry = tuple.__new__
+_ref, _new_entry = weakref.ref, tuple.__new__
 _make_node, _pending = Node.make, NDArray.pending
 
 _ids = itertools.count()
@@ -243,7 +241,7 @@ def record(info: Call, inputs: Sequence[NDArray], name: Optional[str] = None,
     # (on the tape after the rules: a call that raised is not followed)
     if tape is not None and tape.ok and tape.add(node, alive, (info.op, info, train, refs, sig)):
         return outs
-    _PENDING_DATA[_ref(node, _PENDING_GONE)] = alive  # PENDING[node] = alive
+    PENDING[node] = alive  # (not followed: forcing finds it there)
     return outs
 
 

@@ -10,6 +10,7 @@ Example::
 """
 from __future__ import annotations
 
+import weakref
 from typing import Sequence
 
 from ..ndarray import NDArray
@@ -63,3 +64,10 @@ def before_write(a: NDArray) -> None:
         flush()
     if a._entry is not None and a._entry.node is not a._var:
         a._entry, a._recorded = None, False
+
+
+def adopt(a: NDArray) -> None:
+    """``a += v`` on a pending ``a``: ``a``, now standing for the pending result, is its
+    node's one pending array."""
+    settle()  # (the tape's node goes to PENDING, which now holds its one array)
+    PENDING[a._entry.node] = [weakref.ref(a)]
