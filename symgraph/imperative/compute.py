@@ -1,8 +1,8 @@
 """Compiling what imperative code recorded: walk, cache by structure, run, materialise.
 
-Requires: nodes recorded by :mod:`symgraph.imperative.calls` (every pending array's output shape and
-dtype known). Guarantees: a subgraph is compiled by the unchanged pipeline (an
-:class:`~symgraph.executor.Executor` over a canonical copy whose variables are ``_in0``,
+Requires: nodes recorded by :mod:`symgraph.imperative.calls` (every pending array's output
+shape and dtype known). Guarantees: a subgraph is compiled by the unchanged pipeline (a
+:class:`~symgraph.compile.Stage` over a canonical copy whose variables are ``_in0``,
 ``_in1``...), once per structure: the cache key is the ops, attributes and wiring in topological
 order, the leaves' shapes and dtypes, the outputs, the context, the training mode and (for
 ``backward``) which leaves get gradients and how. A cache hit costs one walk over the recorded
@@ -16,7 +16,6 @@ import warnings
 import weakref
 from typing import Any, Optional, Sequence
 
-
 from .. import compile
 from ..base import ExecutionError
 from ..build import OPS, Handle
@@ -25,10 +24,11 @@ from ..graph import Entry, Graph, Node, aux_variables, variable
 from ..ndarray import NDArray
 from ..registry import get_op
 from . import steady
-from .engine import (ENGINE, FAILED, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, THREAD, STATS,
+from .engine import (ENGINE, FAILED, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATS, THREAD,
                      VALUE, is_training)
 from .program import Program
 from .trace import Tape, Trace, settle, walk
+
 
 def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
     """Pending arrays, alive, that stand for outputs of the walked nodes (a walk runs after

@@ -24,7 +24,7 @@ from typing import Any, Optional, Sequence
 
 from ..context import Context
 from ..graph import Entry
-from .engine import ENGINE, GRAD_VAR, THREAD, STATS, VALUE
+from .engine import ENGINE, GRAD_VAR, STATS, THREAD, VALUE
 from .trace import Tape
 
 
