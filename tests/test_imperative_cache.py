@@ -53,12 +53,14 @@ class _Cube(autograd.Function):
         return 3 * x * x * dy
 
 
-def test_function_in_a_loop_compiles_once() -> None:
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_function_in_a_loop_compiles_once(device: str) -> None:
+    ctx = sg.gpu() if device == "gpu" else sg.cpu()
     rng = np.random.default_rng(1)
     counts = []
     for _ in range(6):
         v = rng.normal(size=(3, 4))
-        x = sg.nd.array(v, dtype=np.float64)
+        x = sg.nd.array(v, ctx, dtype=np.float64)
         x.attach_grad()
         with autograd.record():
             y = (_Cube()(x) * 2).sum()
