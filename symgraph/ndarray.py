@@ -75,7 +75,10 @@ class NDArray(ArrayMethods):
         return array(values, self._ctx, self.dtype)
 
     def _fluent_function(self, name: str) -> Any:
-        return globals()[name]  # sg.nd's function (this module is sg.nd)
+        fn = globals().get(name)  # sg.nd's function (this module is sg.nd)
+        if fn is None:
+            raise AttributeError(f"NDArray has no method {name!r}: sg.nd has no such function")
+        return fn
 
     # -- value ------------------------------------------------------------------------------
     @property
