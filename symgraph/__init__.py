@@ -30,7 +30,7 @@ module_alias.install({f"{__name__}.{k}": f"{__name__}.{v}" for k, v in PUBLIC_MO
 
 from .core import attribute, base, config, context, dtypes, name, util
 from .runtime import ndarray as nd
-from . import nd_methods  # noqa: F401  (NDArray's engine, methods and sg.nd's op functions)
+from . import nd_methods  # noqa: F401  (plugs the engine into NDArray; sg.nd's op functions)
 from .frontend import operator, symbol as sym
 from .runtime import random
 from .interop import test_utils

@@ -1,7 +1,8 @@
 """``sg.autograd``: MXNet's recording scopes and reverse-mode differentiation of ``sg.nd`` code.
 
 Under :func:`record`, op calls on NDArrays are recorded (they are recorded lazily anyway; the
-scope marks them differentiable and sets the training mode). :func:`backward` compiles forward,
+scope marks them differentiable and sets the training mode). The switches are per thread, as
+in MXNet: each thread records (and trains) on its own. :func:`backward` compiles forward,
 loss and backward of the recorded graph as one program through the Executor and writes the
 gradients into the ``.grad`` of the arrays given :meth:`~symgraph.runtime.ndarray.NDArray.attach_grad`.
 """
@@ -10,11 +11,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Optional, Sequence, Union
 
-from .autograd_function import Function
 from .core.base import ExecutionError
-from .imperative import STATE, attach_grad
-from .imperative_compile import backward as run_backward
-from .imperative_trace import settle
+from .imperative.calls import attach_grad
+from .imperative.compute import backward as run_backward
+from .imperative.engine import THREAD
+from .imperative.function import Function
+from .imperative.trace import settle
 from .runtime.ndarray import NDArray
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
@@ -38,17 +40,19 @@ class _Scope:
         self.recording, self.training = recording, training
 
     def __enter__(self) -> None:
-        self.saved = STATE.recording, STATE.training
+        state = THREAD.state  # (this thread's switches)
+        self.saved = state.recording, state.training
         if self.recording is not None:
-            if self.recording and not STATE.recording:
-                settle()  # recording starts: a new tape (imperative_trace.Tape); the old
-                STATE.tape = None  # one's pending nodes go to PENDING
-            STATE.recording = self.recording
+            if self.recording and not state.recording:
+                settle()  # recording starts: a new tape (imperative.trace.Tape); the old
+                state.tape = None  # one's pending nodes go to PENDING
+            state.recording = self.recording
         if self.training is not None:
-            STATE.training = self.training
+            state.training = self.training
 
     def __exit__(self, *exc: Any) -> None:
-        STATE.recording, STATE.training = self.saved
+        state = THREAD.state
+        state.recording, state.training = self.saved
 
 
 def record(train_mode: bool = True) -> contextlib.AbstractContextManager:
@@ -73,25 +77,27 @@ def predict_mode() -> contextlib.AbstractContextManager:
 
 
 def is_recording() -> bool:
-    return STATE.recording
+    return THREAD.state.recording
 
 
 def is_training() -> bool:
-    return STATE.training
+    return THREAD.state.training
 
 
 def set_recording(is_recording: bool) -> bool:  # noqa: A002 (MXNet's name)
     """Set the recording switch; returns the previous value."""
-    prev, STATE.recording = STATE.recording, bool(is_recording)
-    if STATE.recording and not prev:
+    state = THREAD.state
+    prev, state.recording = state.recording, bool(is_recording)
+    if state.recording and not prev:
         settle()  # as record() does
-        STATE.tape = None
+        state.tape = None
     return prev
 
 
 def set_training(train_mode: bool) -> bool:  # noqa: A002
     """Set the training switch; returns the previous value."""
-    prev, STATE.training = STATE.training, bool(train_mode)
+    state = THREAD.state
+    prev, state.training = state.training, bool(train_mode)
     return prev
 
 
@@ -130,12 +136,12 @@ def grad(heads: Arrays, variables: Arrays, head_grads: Optional[Arrays] = None,
     if retain_graph is None:
         retain_graph = create_graph
     if create_graph:
-        from .imperative_grad import grad_graph
+        from .imperative.grad_graph import grad_graph
         return grad_graph(hs, vs, hg)
     return run_backward(hs, hg, retain_graph, train_mode, variables=vs)
 
 
 def get_symbol(x: NDArray) -> Any:
     """The recorded computation of ``x`` as a Symbol (variables ``var0``, ``var1``...)."""
-    from .imperative_compile import recorded_symbol
+    from .imperative.compute import recorded_symbol
     return recorded_symbol(x)

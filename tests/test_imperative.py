@@ -274,14 +274,14 @@ def test_ops_without_inputs_need_a_context_or_an_input() -> None:
 
 
 def test_caches_are_bounded(monkeypatch) -> None:
-    from symgraph import imperative_compile
-    monkeypatch.setattr(imperative_compile, "MAX_PROGRAMS", 2)
-    monkeypatch.setattr(imperative, "MAX_INTERNED", 3)
+    from symgraph.imperative import ENGINE, calls
+    monkeypatch.setattr(ENGINE.programs, "max_count", 2)
+    monkeypatch.setattr(calls, "MAX_INTERNED", 3)
     x = _a([1.0, 2.0])
     for k in range(6):  # six structures, with attribute sets no other test uses
         c = k + 1000.25
         np.testing.assert_allclose((x * c - c).asnumpy(), [0.0, c])
-        assert len(imperative_compile._CACHE) <= 2 and len(imperative._INTERNED) <= 3
+        assert len(ENGINE.programs) <= 2 and len(ENGINE.interned) <= 3
 
 
 def test_advanced_indexing_and_element_writes() -> None:

@@ -1,4 +1,4 @@
-"""The steady backward (``imperative_steady``): a tape that repeats the previous backward takes
+"""The steady backward (``imperative.steady``): a tape that repeats the previous backward takes
 its plan instead of building one. Every step of every case checks the loss and the gradients
 against float64 numpy, and counts the reuses (``STATS['steady']``): a step that differs from the
 previous one in an op, an attribute, a shape, a gradient buffer, a leaf, a live output or the
@@ -13,7 +13,7 @@ import pytest
 import symgraph as sg
 from symgraph import autograd as ag
 from symgraph import imperative
-from symgraph.imperative_state import STATS
+from symgraph.imperative.engine import STATS
 
 ACTS: dict[str, tuple[Callable, Callable]] = {  # name: (value, derivative from the input)
     "relu": (lambda h: np.maximum(h, 0), lambda h: (h > 0).astype(np.float64)),

@@ -1,4 +1,4 @@
-"""The tape (``imperative_trace.Tape``): ``backward()`` takes the nodes recorded since recording
+"""The tape (``imperative.trace.Tape``): ``backward()`` takes the nodes recorded since recording
 started as its trace instead of walking, when the heads need exactly those nodes. Every case
 checks the gradients against float64 numpy, and which path ran (the walk is counted)."""
 from __future__ import annotations
@@ -8,7 +8,8 @@ import pytest
 
 import symgraph as sg
 from symgraph import autograd as ag
-from symgraph import imperative, imperative_compile, imperative_trace
+from symgraph import imperative
+from symgraph.imperative import compute, trace
 
 
 def _var(x: np.ndarray) -> sg.nd.NDArray:
@@ -21,13 +22,13 @@ def _var(x: np.ndarray) -> sg.nd.NDArray:
 def walks(monkeypatch: pytest.MonkeyPatch) -> list:
     """Counts backward's walks (each appends its roots; forcing a value walks too, apart)."""
     seen: list = []
-    real = imperative_compile.walk
+    real = compute.walk
 
     def counted(roots, for_backward):  # noqa: ANN001, ANN202
         if for_backward:
             seen.append(roots)
         return real(roots, for_backward)
-    monkeypatch.setattr(imperative_compile, "walk", counted)
+    monkeypatch.setattr(compute, "walk", counted)
     return seen
 
 
@@ -76,7 +77,7 @@ def test_tape_and_walk_agree(case: str, rng: np.random.Generator, walks: list,
     x = sg.nd.array(x0, dtype=np.float64)
     c = sg.nd.array(c0, dtype=np.float64)
     if case == "no_tape":
-        monkeypatch.setattr(imperative_trace, "MAX_TAPE", 0)
+        monkeypatch.setattr(trace, "MAX_TAPE", 0)
     scale = sg.nd.array(np.ones((5, 3)), dtype=np.float64)
     if case == "computed_outside":
         scale = sg.nd.ones_like(scale) * 1.0
@@ -152,13 +153,14 @@ def test_failed_call_is_not_on_the_tape(rng: np.random.Generator, walks: list) -
 
 def test_long_recording_stops_following(rng: np.random.Generator, walks: list,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(imperative_trace, "MAX_TAPE", 3)
+    monkeypatch.setattr(trace, "MAX_TAPE", 3)
     x0, w0, b0, c0 = _data(rng)
     w, b = _var(w0), _var(b0)
     x, c = sg.nd.array(x0, dtype=np.float64), sg.nd.array(c0, dtype=np.float64)
     with ag.record():
         loss = (sg.nd.relu(sg.nd.FullyConnected(x, w, b, num_hidden=3)) * c).sum()
-    assert not imperative.STATE.tape.ok and imperative.STATE.tape.nodes == []
+    tape = imperative.thread_state().tape
+    assert not tape.ok and tape.nodes == []
     loss.backward()
     assert len(walks) == 1
     _check(loss, w, b, _mlp_ref(x0, w0, b0, c0))

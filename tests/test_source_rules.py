@@ -19,13 +19,13 @@ MAX_FUNCTION_LINES = 60
 
 # path under symgraph/ -> its line count today (to be split)
 FILES_OVER: dict[str, int] = {
-    "training/module.py": 607, "training/optimizer.py": 505, "gluon/block.py": 423,
-    "runtime/executor.py": 429, "imperative_compile.py": 427, "runtime/cuda/kernels_norm.py": 427,
+    "training/module.py": 603, "training/optimizer.py": 505, "gluon/block.py": 423,
+    "runtime/executor.py": 429, "runtime/cuda/kernels_norm.py": 427,
     "runtime/cuda/kernels_conv_mma.py": 405,
 }
 # (path, function) -> its line count today
 FUNCTIONS_OVER: dict[tuple[str, str], int] = {
-    ("nd_methods.py", "make_nd_function"): 64, ("imperative.py", "record"): 72,
+    ("nd_methods.py", "make_nd_function"): 64,
     ("runtime/cuda/kernels_conv_mma.py", "render_conv_mma"): 94,
     ("runtime/cuda/kernels_conv_mma.py", "render_conv_mma_filter"): 74,
     ("runtime/cuda/kernels_norm.py", "_coop_kernel"): 65,

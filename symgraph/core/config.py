@@ -38,6 +38,14 @@ def _positive_seconds(text: str) -> Optional[float]:
     return value if math.isfinite(value) and value > 0 else None
 
 
+def _megabytes(text: str) -> Optional[float]:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
 def _level(text: str) -> Optional[int]:
     return int(text) if text.strip().isdigit() else None
 
@@ -108,6 +116,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/", "a URL",
             "Where gluon.model_zoo downloads missing pretrained files from (MXNet's "
             "MXNET_GLUON_REPO)."),
+    Setting("SYMGRAPH_PROGRAM_CACHE_MB", _megabytes, 1024.0, "megabytes >= 0",
+            "Memory the programs compiled for imperative and hybridized code may keep (their "
+            "arenas and workspaces); past it the least recently used are dropped (and compiled "
+            "again when needed). 0 keeps only the program just used."),
     Setting("SYMGRAPH_DIST_TIMEOUT", _positive_seconds, 300.0, "seconds > 0",
             "How long a rendezvous or a collective waits for a peer."),
     Setting("SYMGRAPH_JOB_KEY", _secret, None, "a secret of at least 16 characters",

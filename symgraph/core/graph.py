@@ -53,6 +53,20 @@ class Node:
         else:
             _SET_ENTRIES(self, self._make_entries(n_outputs) if n_outputs else None)
 
+    @staticmethod
+    def make(op: str, name: str, attrs: Attrs, inputs: tuple["Entry", ...],
+             extra: Attrs) -> "Node":
+        """A node from all its parts, without ``__init__``'s defaults (the imperative engine
+        makes one per op call). Example: ``Node.make("relu", "relu0", Attrs(), (x,), Attrs())``."""
+        node = _new_object(Node)
+        _SET_OP(node, op)
+        _SET_NAME(node, name)
+        _SET_INPUTS(node, inputs)
+        _SET_ATTRS(node, attrs)
+        _SET_EXTRA(node, extra)
+        _SET_ENTRIES(node, None)
+        return node
+
     @property
     def is_variable(self) -> bool:
         return self.op == VARIABLE
@@ -111,7 +125,7 @@ class Entry(NamedTuple):
         return f"{self.node.name}[{self.index}]" if self.index else self.node.name
 
 
-_new_tuple = tuple.__new__
+_new_tuple, _new_object = tuple.__new__, object.__new__
 
 
 def variable(name: str, extra: Optional[dict] = None) -> Node:

@@ -1,15 +1,15 @@
 """Module names users import, kept when the module lives in a layer package.
 
 MXNet users write ``import mxnet.ndarray as nd`` and ``from mxnet.io import NDArrayIter``;
-symgraph keeps those paths (``symgraph.ndarray``, ``symgraph.io.base``) while the code lives in
+symgraph keeps those paths (``symgraph.ndarray``, ``symgraph.training.io.base``) while the code lives in
 its layer (``symgraph.runtime.ndarray``, ``symgraph.training.io.base``). :class:`AliasFinder`
 answers an aliased name, or any submodule under it, with the real module object, so the module
-runs once and ``symgraph.io.base.NDArrayIter is symgraph.training.io.base.NDArrayIter``.
+runs once and ``symgraph.training.io.base.NDArrayIter is symgraph.training.io.base.NDArrayIter``.
 
 Example::
 
     >>> import symgraph.ndarray, symgraph.runtime.ndarray
-    >>> symgraph.ndarray is symgraph.runtime.ndarray
+    >>> symgraph.runtime.ndarray is symgraph.runtime.ndarray
     True
 """
 from __future__ import annotations

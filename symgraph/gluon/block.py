@@ -17,7 +17,7 @@ from ..runtime import ndarray as _nd
 from ..frontend import symbol as _sym
 from ..frontend.symbol import Symbol
 from ..core.base import AttrError, BindError, GraphError, SymgraphError
-from ..imperative import _call_info, record
+from ..imperative import call_info, record
 from ..core.registry import get_op
 from .block_api import BlockAPI
 from .block_scope import BlockScope
@@ -339,7 +339,7 @@ class HybridBlock(Block):
         got = self._nd_calls.get((fn, len(arrays)))
         if got is None or got[0] != attrs:
             got = self._nd_calls[fn, len(arrays)] = (
-                dict(attrs), _call_info(get_op(fn.__name__), dict(attrs), name))
+                dict(attrs), call_info(get_op(fn.__name__), dict(attrs), name))
         outs = record(got[1], arrays, name)
         out = outs[0] if got[1].nvis == 1 else outs
         if self._seen is not None:  # (one_op.capture watches)

@@ -78,7 +78,7 @@ def _call_of(node: Any) -> Any:
     so a replay records each node without parsing or looking up anything)."""
     from .. import imperative
     from ..core.registry import get_op
-    return imperative._call_info(get_op(node.op), dict(node.attrs), node.name)
+    return imperative.call_info(get_op(node.op), dict(node.attrs), node.name)
 
 
 def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence[Any]) -> None:
@@ -97,6 +97,9 @@ def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence
         p._finish_deferred_init()
 
 
+MAX_SIGNATURES = 64  # traces a block keeps (one per input shapes; their programs: imperative.cache)
+
+
 def prepare_cached(block: Any, args: Sequence[Any]) -> tuple[TracedProgram, Any]:
     """``block``'s traced program for NDArrays ``args`` (tracing on a new input signature),
     with the nesting of its outputs."""
@@ -107,6 +110,8 @@ def prepare_cached(block: Any, args: Sequence[Any]) -> tuple[TracedProgram, Any]
         inputs, out = block._get_graph(*args)
         _finish_deferred(block, inputs, out, flat)
         got = block._cached[key] = (TracedProgram(block, inputs, out), block._out_format)
+        while len(block._cached) > MAX_SIGNATURES:  # (the oldest trace: traced again if needed)
+            del block._cached[next(iter(block._cached))]
     return got
 
 

@@ -19,38 +19,30 @@ from . import ndfile
 from ..core.base import BindError, ShapeError
 from ..core.dtypes import as_dtype
 from ..core.context import Context, cpu, current_context
+# (the imperative engine builds on this module and plugs itself in: nd_operators.set_engine)
+from .nd_operators import ArrayMethods, engine
+from .nd_operators import host_key as _host_key
 
 Shape = Union[int, Sequence[int]]
-# nd_methods.install adds the op functions (export())
+_new_object = object.__new__
+# nd_methods.fill adds the op functions (export())
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
            "concatenate", "moveaxis", "stack", "waitall", "save", "load"]
-
-
-# The imperative engine (``imperative.py``: records op calls, computes pending arrays) builds
-# on this module, so it is not imported here: it plugs itself in with :func:`set_engine` when
-# imported (``import symgraph`` imports it). Executors use NDArray without it.
-_ENGINE: Any = None
-
-
-def set_engine(engine: Any) -> None:
-    """Install the object that ``force``s, ``call``s and records ops on arrays."""
-    global _ENGINE
-    _ENGINE = engine
-
-
-def _engine() -> Any:
-    return _ENGINE
 
 
 def before_run() -> None:
     """An executor is about to overwrite its bound arrays: the engine computes pending work
     that reads them first."""
-    if _ENGINE is not None:
-        _ENGINE.before_run()
+    eng = engine()
+    if eng is not None:
+        eng.before_run()
 
 
-class NDArray:
-    """A fixed-shape, fixed-dtype array on a device. ``x[:] = value`` writes in place."""
+class NDArray(ArrayMethods):
+    """A fixed-shape, fixed-dtype array on a device. ``x[:] = value`` writes in place.
+
+    Example: ``sg.nd.array([1, 2]) * 2`` records ``_mul_scalar`` (operators, indexing and the
+    fluent methods come from :class:`~symgraph.runtime.nd_operators.ArrayMethods`)."""
 
     __slots__ = ("_buf", "_ctx", "_entry", "_recorded", "_var", "_grad", "_grad_req",
                  "_shape", "_dtype", "_fresh_grad", "__weakref__")
@@ -68,12 +60,32 @@ class NDArray:
         self._dtype: Optional[np.dtype] = None
         self._fresh_grad = False  # a backward() wrote .grad since the last optimizer step
 
+    @staticmethod
+    def pending(ctx: Context, entry: Any, shape: tuple, dtype: np.dtype,
+                recorded: bool) -> "NDArray":
+        """A pending array standing for graph entry ``entry`` (of ``shape`` and ``dtype``),
+        without ``__init__``'s frame (the imperative engine makes one per op output)."""
+        a = _new_object(NDArray)
+        a._buf, a._ctx, a._entry, a._recorded = None, ctx, entry, recorded
+        a._shape, a._dtype, a._var, a._grad = shape, dtype, None, None
+        a._grad_req, a._fresh_grad = "null", False
+        return a
+
+    def _host_array(self, values: Any) -> "NDArray":
+        return array(values, self._ctx, self.dtype)
+
+    def _fluent_function(self, name: str) -> Any:
+        fn = globals().get(name)  # sg.nd's function (this module is sg.nd)
+        if fn is None:
+            raise AttributeError(f"NDArray has no method {name!r}: sg.nd has no such function")
+        return fn
+
     # -- value ------------------------------------------------------------------------------
     @property
     def _data(self) -> Any:
         """The buffer; computes a pending array first."""
         if self._buf is None:
-            _engine().force([self])
+            engine().force([self])
         return self._buf
 
     @_data.setter
@@ -132,7 +144,7 @@ class NDArray:
 
     def wait_to_read(self) -> None:
         """Compute the value if it is pending (and wait for the device)."""
-        _engine().wait(self)
+        engine().wait(self)
 
     def __bool__(self) -> bool:
         if self.size == 0:
@@ -153,7 +165,7 @@ class NDArray:
 
     # -- writing ----------------------------------------------------------------------------
     def __setitem__(self, key: Any, value: Any) -> None:
-        _engine().before_write(self)
+        engine().before_write(self)
         if isinstance(value, NDArray):  # a host array is only read: no copy (per-batch path)
             if value._ctx.device_type == "cpu":
                 value = value._data
@@ -183,7 +195,7 @@ class NDArray:
         """Copy into ``other`` (an NDArray of the same shape) or a new array on a context."""
         if isinstance(other, Context):
             if other == self._ctx:
-                return _engine().call("identity", [self], {})
+                return engine().call("identity", [self], {})
             return array(self.asnumpy(), other, self.dtype)
         if other.shape != self.shape:
             raise BindError(f"copyto: shape {self.shape} into {other.shape}")
@@ -199,7 +211,7 @@ class NDArray:
     def astype(self, dtype: Any, copy: bool = True) -> "NDArray":
         if not copy and as_dtype(dtype) == self.dtype:
             return self
-        return _engine().call("Cast", [self], {"dtype": as_dtype(dtype).name})
+        return engine().call("Cast", [self], {"dtype": as_dtype(dtype).name})
 
     def reshape(self, *shape: Any, **kwargs: Any) -> "NDArray":
         """MXNet's reshape: 0 keeps an axis, -1 infers one, -2 copies the rest, -3 merges two,
@@ -208,15 +220,15 @@ class NDArray:
             shape = tuple(shape[0])
         if "shape" in kwargs:
             shape = tuple(kwargs.pop("shape"))
-        return _engine().call("Reshape", [self], {"shape": tuple(shape), **kwargs})
+        return engine().call("Reshape", [self], {"shape": tuple(shape), **kwargs})
 
     def detach(self) -> "NDArray":
         """The same value, outside any recorded graph."""
-        return _engine().detach(self)
+        return engine().detach(self)
 
     def attach_grad(self, grad_req: str = "write", stype: Optional[str] = None) -> None:
         """Allocate ``.grad`` (zeros) and make this array a variable autograd differentiates."""
-        _engine().attach_grad(self, grad_req)
+        engine().attach_grad(self, grad_req)
 
     def __reduce__(self) -> tuple:
         """Pickle the value (DataLoader workers send batches between processes), never the
@@ -237,15 +249,6 @@ class NDArray:
         return (self[i] for i in range(len(self)))
 
     __hash__ = object.__hash__
-
-
-def _host_key(key: Any) -> Any:
-    """An index with NDArrays (MXNet's advanced indexing) as numpy integer arrays."""
-    if isinstance(key, NDArray):
-        return key.asnumpy().astype(np.int64)
-    if isinstance(key, tuple):
-        return tuple(_host_key(k) for k in key)
-    return key
 
 
 def _fit(value: Any, target: Any, key: Any) -> Any:
@@ -349,14 +352,14 @@ def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = Tr
     """MXNet's legacy concatenate: ``Concat`` along ``axis``."""
     if len(arrays) == 1 and not always_copy:
         return arrays[0]
-    return _engine().call("Concat", list(arrays), {"dim": axis})
+    return engine().call("Concat", list(arrays), {"dim": axis})
 
 
 def moveaxis(tensor: NDArray, source: int, destination: int) -> NDArray:
     """Move axis ``source`` to position ``destination`` (a recorded transpose)."""
     order = list(range(tensor.ndim))
     order.insert(destination % tensor.ndim, order.pop(source % tensor.ndim))
-    return _engine().call("transpose", [tensor], {"axes": tuple(order)})
+    return engine().call("transpose", [tensor], {"axes": tuple(order)})
 
 
 def stack(*data: NDArray, axis: int = 0, num_args: Optional[int] = None,
@@ -364,7 +367,7 @@ def stack(*data: NDArray, axis: int = 0, num_args: Optional[int] = None,
     """Join arrays of one shape along a new axis (expand_dims then Concat, so it records)."""
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
         data = tuple(data[0])
-    eng = _engine()
+    eng = engine()
     parts = [eng.call("expand_dims", [d], {"axis": axis}) for d in data]
     ndim = data[0].ndim + 1
     return eng.call("Concat", parts, {"dim": axis % ndim}, out=out)
@@ -372,7 +375,7 @@ def stack(*data: NDArray, axis: int = 0, num_args: Optional[int] = None,
 
 def waitall() -> None:
     """Compute every pending array and wait for every device symgraph has used."""
-    _engine().flush()
+    engine().flush()
     import sys
     runtime = sys.modules.get("symgraph.runtime.cuda.runtime")  # imported only once a GPU was used
     if runtime is not None:

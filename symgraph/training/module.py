@@ -47,14 +47,10 @@ class Module(BaseModule):
     """A trainable module over ``symbol`` (MXNet's ``mx.mod.Module``). With several contexts,
     or in one of several launched processes, it is a ``parallel.group.DataParallelModule``."""
 
-    # The data-parallel subclass: parallel/group.py builds on this module and plugs it in here
-    # when imported (``import symgraph`` imports it).
-    data_parallel_class: Optional[type] = None
-
     def __new__(cls, *args: Any, **kwargs: Any) -> "Module":
-        if cls is Module and Module.data_parallel_class is not None \
-                and wants_data_parallel(args, kwargs):
-            cls = Module.data_parallel_class
+        if cls is Module and wants_data_parallel(args, kwargs):  # the subclass that says it
+            cls = next((c for c in Module.__subclasses__() if c.__dict__.get("data_parallel")),
+                       Module)  # (parallel/group.py's DataParallelModule; symgraph imports it)
         return super().__new__(cls)
 
     def __init__(self, symbol: Any, data_names: Sequence[str] = ("data",),

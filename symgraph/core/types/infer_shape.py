@@ -69,9 +69,10 @@ class _Known:
     changed = False
 
 
-def _apply_rule(node: Node, shapes: dict[Entry, Shape]) -> bool:
+def apply_shape_rule(node: Node, shapes: dict[Entry, Shape]) -> bool:
     """Run ``node``'s rule on exactly known ``shapes`` (updated in place); True if it found
-    any new shape (the imperative front end infers one call at a time with it)."""
+    any new shape (the imperative front end infers one call at a time with it). Example:
+    ``apply_shape_rule(relu_node, {x: (2, 3)})`` adds ``relu_node``'s output, ``(2, 3)``."""
     known = _Known(shapes, exact=True)
     _apply(node, known)
     return known.changed

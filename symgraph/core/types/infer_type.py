@@ -74,6 +74,13 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
     return changed, True
 
 
+def apply_type_rule(node: Node, types: dict[Entry, np.dtype]) -> bool:
+    """Run ``node``'s dtype rule on ``types`` (updated in place); True when every entry of the
+    node is known after it. Example: ``apply_type_rule(relu_node, {x: float32})`` adds the
+    output's float32 (the imperative front end infers one call at a time with it)."""
+    return _apply(node, types)[1]
+
+
 def infer_types(graph: Graph, given: Mapping[str, Any],
                 defaults: bool = True) -> dict[Entry, np.dtype]:
     """Dtypes of every entry, from ``given`` (variable name -> dtype) and declared dtypes;

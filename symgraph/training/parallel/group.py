@@ -50,6 +50,8 @@ class DataParallelModule(Module):
     """A :class:`~symgraph.training.module.Module` over several devices of this process (and, with a
     ``dist`` kvstore, over several processes)."""
 
+    data_parallel = True  # (what ``Module(context=[...])`` looks for among its subclasses)
+
     def __init__(self, symbol: Any, data_names: Sequence[str] = ("data",),
                  label_names: Optional[Sequence[str]] = ("softmax_label",),
                  context: Any = None, fixed_param_names: Optional[Sequence[str]] = None,
@@ -395,5 +397,3 @@ def _wait(comm: Any) -> None:
     if hasattr(comm, "wait"):
         comm.wait()
 
-
-Module.data_parallel_class = DataParallelModule

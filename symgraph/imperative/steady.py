@@ -5,12 +5,12 @@ signature (each node's call, mode, wiring and input shapes and dtypes; ``Tape.si
 previous backward's, and so do its leaves, but for the batch (new arrays, so new plain
 variables). Then the program key, the gradient leaves and the leaf values are the previous
 ones, except the values of the leaves that changed, which are looked up again. This saves the
-per-leaf lookups of ``Tape.resolve`` and ``imperative_compile._grad_leaves``, and building and
+per-leaf lookups of ``Tape.resolve`` and ``compute._grad_leaves``, and building and
 hashing the key (docs/imperative.md, "The steady backward").
 
-Requires: a tape that can stand for the walk (``imperative_compile._taped`` checked the heads)
+Requires: a tape that can stand for the walk (``compute._taped`` checked the heads)
 and the live outputs computed for this step. Guarantees: the plan returned is the one
-``imperative_compile._plan`` would build, or None. It is reused only when the signatures are
+``compute._plan`` would build, or None. It is reused only when the signatures are
 equal, no ``attach_grad`` ran since it was made (gradient buffers and ``grad_req`` are as they
 were), every changed leaf is a plain variable (no gradient) in both steps, the heads, the live
 outputs, the head-gradient pattern and the context are the same, and (GPU) the gradient buffers
@@ -22,10 +22,10 @@ from __future__ import annotations
 import weakref
 from typing import Any, Optional, Sequence
 
-from .core.context import Context
-from .core.graph import Entry
-from .imperative_state import GRAD_VAR, STATE, STATS, VALUE
-from .imperative_trace import Tape
+from ..core.context import Context
+from ..core.graph import Entry
+from .engine import ENGINE, GRAD_VAR, STATS, THREAD, VALUE
+from .trace import Tape
 
 
 class Steady:
@@ -37,12 +37,9 @@ class Steady:
     def __init__(self, tape: Tape, ctx: Context, heads: tuple, others: tuple, pattern: tuple,
                  plan: tuple, gpu_ids: tuple, prog: Any) -> None:
         self.sig, self.leaf_entries, self.leaves = tape.sig, tape.leaf_entries, tape.leaves
-        self.ctx, self.epoch, self.heads, self.others = ctx, STATE.attached, heads, others
+        self.ctx, self.epoch, self.heads, self.others = ctx, ENGINE.attached, heads, others
         self.pattern, self.key, self.grads, self.fresh = pattern, plan[0], plan[1], plan[5]
         self.gpu_ids, self.prog = gpu_ids, prog
-
-
-_LAST: list[Optional[Steady]] = [None]
 
 
 def _pattern(head_grads: Optional[Sequence[Any]], n_others: int) -> tuple:
@@ -52,20 +49,20 @@ def _pattern(head_grads: Optional[Sequence[Any]], n_others: int) -> tuple:
 
 def remember(tape: Tape, ctx: Context, entries: Sequence[Entry], plan: tuple,
              head_grads: Optional[Sequence[Any]], prog: Any) -> None:
-    """Keep ``plan`` (``imperative_compile._plan``'s) for the next backward; only when every
+    """Keep ``plan`` (``compute._plan``'s) for the next backward; only when every
     leaf is a variable (other leaves' values are looked up on every step anyway)."""
     for e in tape.leaf_entries:
         if e[0].op != "null":
-            _LAST[0] = None
+            THREAD.state.steady = None
             return
     others = plan[3]
-    _LAST[0] = Steady(tape, ctx, tape.refs(entries), tape.refs([e for e, _ in others]),
+    THREAD.state.steady = Steady(tape, ctx, tape.refs(entries), tape.refs([e for e, _ in others]),
                       _pattern(head_grads, len(others))[1], plan, _gpu_ids(ctx, plan[1]), prog)
 
 
 def is_last(key: tuple) -> bool:
     """Whether ``key`` is the kept plan's (a plan :func:`lookup` just returned)."""
-    return _LAST[0] is not None and _LAST[0].key is key
+    return THREAD.state.steady is not None and THREAD.state.steady.key is key
 
 
 def _gpu_ids(ctx: Context, grads: dict) -> tuple:
@@ -76,8 +73,8 @@ def lookup(tape: Tape, ctx: Context, entries: Sequence[Entry],
            head_grads: Optional[Sequence[Any]], others: list) -> Optional[tuple]:
     """``(plan, program)`` of the previous backward when this tape repeats it (see the module
     docstring), with this step's leaf values on the tape; else None."""
-    m = _LAST[0]
-    if m is None or m.ctx is not ctx or m.epoch != STATE.attached or tape.sig != m.sig:
+    m = THREAD.state.steady
+    if m is None or m.ctx is not ctx or m.epoch != ENGINE.attached or tape.sig != m.sig:
         return None
     ents, old = tape.leaf_entries, m.leaf_entries
     if len(ents) != len(old):

@@ -11,10 +11,10 @@ from __future__ import annotations
 import weakref
 from typing import Any, Optional, Sequence
 
-from .core.graph import Entry, Node
-from .imperative_state import (_REC, _REC_TRN, _TRN, ATTR_SERIAL, PENDING, PLAIN, STATE, VALUE,
-                               is_recorded, is_training)
-from .runtime.ndarray import NDArray
+from ..core.graph import Entry, Node
+from ..runtime.ndarray import NDArray
+from .engine import (ATTR_SERIAL, PENDING, PLAIN, REC, REC_TRN, THREAD, TRN, VALUE, is_recorded,
+                     is_training)
 
 
 class Trace:
@@ -71,6 +71,23 @@ class Tape(Trace):
         self.alive: list[list] = []
         self.settled = 0  # nodes [0, settled) are registered in PENDING, under ``pkeys``
         self.pkeys: list[Any] = []
+
+    def add(self, node: Node, alive: list, sig: tuple) -> bool:
+        """Follow ``node`` (``alive``: weak references to its pending outputs; ``sig``: its
+        call, mode, input references and input shapes and dtypes); False when the tape is
+        full (it then stops following: :meth:`drop`)."""
+        nodes = self.nodes
+        k = len(nodes)
+        if k >= MAX_TAPE:
+            self.drop()
+            return False
+        self.local[node] = k
+        nodes.append(node)
+        self.alive.append(alive)  # (PENDING[node], until the tape settles)
+        self.sig.append(sig)
+        if sig[2]:
+            self.train = True
+        return True
 
     def settle(self) -> None:
         """Register the nodes not registered yet in PENDING (their live pending outputs must
@@ -150,14 +167,14 @@ class Tape(Trace):
 def settle() -> None:
     """Register the current tape's nodes in PENDING (see :meth:`Tape.settle`): before anything
     reads PENDING or lets the tape go."""
-    tape = STATE.tape
+    tape = THREAD.state.tape
     if tape is not None and tape.settled < len(tape.nodes):
         tape.settle()
 
 
 def unsettled() -> bool:
     """Whether the current tape holds pending nodes PENDING does not know yet."""
-    tape = STATE.tape
+    tape = THREAD.state.tape
     return tape is not None and tape.settled < len(tape.nodes)
 
 
@@ -203,7 +220,7 @@ def walk(roots: Sequence[Entry], for_backward: bool) -> Trace:
                 continue
             stack.pop()
             x = node.extra
-            train = x is _TRN or x is _REC_TRN or (x is not PLAIN and x is not _REC
+            train = x is TRN or x is REC_TRN or (x is not PLAIN and x is not REC
                                                     and is_training(node))
             train_any |= train
             local[node] = len(nodes)

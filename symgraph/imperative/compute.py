@@ -1,14 +1,14 @@
 """Compiling what imperative code recorded: walk, cache by structure, run, materialise.
 
-Requires: nodes recorded by :mod:`symgraph.imperative` (every pending array's output shape and
-dtype known). Guarantees: a subgraph is compiled by the unchanged pipeline (an
-:class:`~symgraph.runtime.executor.Executor` over a canonical copy whose variables are ``_in0``,
+Requires: nodes recorded by :mod:`symgraph.imperative.calls` (every pending array's output
+shape and dtype known). Guarantees: a subgraph is compiled by the unchanged pipeline (a
+:class:`~symgraph.runtime.compile.Stage` over a canonical copy whose variables are ``_in0``,
 ``_in1``...), once per structure: the cache key is the ops, attributes and wiring in topological
 order, the leaves' shapes and dtypes, the outputs, the context, the training mode and (for
 ``backward``) which leaves get gradients and how. A cache hit costs one walk over the recorded
-nodes (for ``backward`` usually not even that: the tape, ``imperative_trace.Tape``), a dict
+nodes (for ``backward`` usually not even that: the tape, ``trace.Tape``), a dict
 lookup and one program run. Every live pending array of the subgraph is materialised by that
-one run.
+one run. Programs are kept under a byte budget (``cache.ProgramCache``).
 """
 from __future__ import annotations
 
@@ -16,19 +16,19 @@ import warnings
 import weakref
 from typing import Any, Optional, Sequence
 
+from ..runtime import compile
+from ..core.base import ExecutionError
+from ..core.build import OPS, Handle
+from ..core.context import Context
+from ..core.graph import Entry, Graph, Node, aux_variables, variable
+from ..runtime.ndarray import NDArray
+from ..core.registry import get_op
+from . import steady
+from .engine import (ENGINE, FAILED, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATS, THREAD,
+                     VALUE, is_training)
+from .program import Program
+from .trace import Tape, Trace, settle, walk
 
-from .runtime import compile
-from .core.base import ExecutionError
-from .core.build import OPS, Handle
-from .core.context import Context
-from .core.graph import Entry, Graph, Node, aux_variables, variable
-from .imperative_state import (FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATE, STATS, VALUE,
-                               is_training)
-from . import imperative_steady as steady
-from .imperative_program import Program
-from .imperative_trace import Tape, Trace, settle, unsettled, walk
-from .runtime.ndarray import NDArray
-from .core.registry import get_op
 
 def _live_outputs(tr: Trace, skip: set) -> list[tuple[Entry, NDArray]]:
     """Pending arrays, alive, that stand for outputs of the walked nodes (a walk runs after
@@ -90,18 +90,12 @@ def _compile(tr: Trace, ctx: Context, outputs: list[Entry], blocked: list[Entry]
     return prog
 
 
-_CACHE: dict[tuple, Program] = {}
-MAX_PROGRAMS = 4096  # past this, the oldest program is dropped (and recompiled if needed)
+PROGRAMS = ENGINE.programs  # key -> Program, least recently used first, under a budget
+_remember = PROGRAMS.put
+MAX_BAD_TAPES = 4096
 
 
-def _remember(key: tuple, prog: Program) -> Program:
-    while _CACHE and len(_CACHE) >= MAX_PROGRAMS:
-        del _CACHE[next(iter(_CACHE))]
-    _CACHE[key] = prog
-    return prog
-
-
-def _materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any],
+def materialise(pairs: Sequence[tuple[Entry, NDArray]], bufs: Sequence[Any],
                  tape: Optional[Tape] = None) -> None:
     """Give each pending array of ``pairs`` its buffer and note the value of its node (how
     many visible outputs a node has: from PENDING, or ``tape`` for its nodes PENDING does
@@ -139,18 +133,17 @@ def _forget_pending(tr: Trace) -> None:
 
 
 def _run_forward(prog: Program, tr: Trace) -> list[Any]:
-    STATE.running += 1
+    THREAD.state.running += 1
     try:
         bufs = prog.forward(tr.leaves, tr.train)
     finally:
-        STATE.running -= 1
+        THREAD.state.running -= 1
     STATS["runs"] += 1
     return bufs
 
 
-# Nodes whose computation failed -> the error: reading what needs them raises it again (their
-# inputs may have been written since, so computing them later could give another value).
-FAILED: "weakref.WeakKeyDictionary[Node, BaseException]" = weakref.WeakKeyDictionary()
+# FAILED: nodes whose computation failed -> the error: reading what needs them raises it
+# again (their inputs may have been written since, so computing them later could differ).
 
 
 def force_pending(arrays: Sequence[NDArray], salvage: bool = True) -> None:
@@ -166,14 +159,14 @@ def force_pending(arrays: Sequence[NDArray], salvage: bool = True) -> None:
     outs = _live_outputs(tr, set())
     key = ("forward", ctx, tr.train, tr.key(), tr.refs([e for e, _ in outs]))
     try:
-        prog = _CACHE.get(key)
+        prog = PROGRAMS.get(key)
         if prog is None:
             prog = _remember(key, _compile(tr, ctx, [e for e, _ in outs], [], {}, tr.train))
         bufs = _run_forward(prog, tr)
     except Exception as exc:
         _after_failure(tr, outs, exc, salvage)
         raise
-    _materialise(outs, bufs)
+    materialise(outs, bufs)
     _forget_pending(tr)
 
 
@@ -195,22 +188,22 @@ def _after_failure(tr: Trace, outs: list, exc: Exception, salvage: bool) -> None
     _forget_pending(tr)
 
 
-def _describe(a: NDArray) -> str:
+def describe(a: NDArray) -> str:
     made = f" made by {a._entry.node.name}" if a._entry is not None else ""
     return f"NDArray {a.shape} {a.dtype} on {a._ctx}{made}"
 
 
-def _check_heads(heads: Sequence[NDArray]) -> None:
+def check_heads(heads: Sequence[NDArray]) -> None:
     for h in heads:
         if not isinstance(h, NDArray):
             raise ExecutionError(f"backward: heads must be NDArrays, got {type(h).__name__}")
         if h._entry is None or not h._recorded or h._entry.node.is_variable:
             raise ExecutionError(
-                f"backward: {_describe(h)} was not computed under autograd.record() from "
+                f"backward: {describe(h)} was not computed under autograd.record() from "
                 f"arrays with attach_grad(), so it has no graph to differentiate")
         if weakref.ref(h._entry.node) in FREED.data:  # (FREED's own test, without its frame)
             raise ExecutionError(
-                f"backward: the graph of {_describe(h)} was released by an earlier backward; "
+                f"backward: the graph of {describe(h)} was released by an earlier backward; "
                 f"pass retain_graph=True to differentiate it twice")
 
 
@@ -229,7 +222,7 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
                 out[k] = (a._grad, a._grad_req)
                 fresh.append(a)
         return out, [], fresh
-    from .runtime.ndarray import zeros
+    from ..runtime.ndarray import zeros
     results = []
     for v in variables:
         if not isinstance(v, NDArray) or v._var is None or v._entry is None \
@@ -267,14 +260,14 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     go into the variables' ``.grad`` (or, with ``variables``, into new arrays returned).
     Train-dependent ops run in the mode they were recorded in; ``train_mode`` (MXNet's
     argument) cannot change that, since forward and backward are one program."""
-    _check_heads(heads)
+    check_heads(heads)
     ctx = heads[0]._ctx
     entries = [h._entry for h in heads]
     tr, plan, prog = _taped(entries, ctx, head_grads, variables)
     if tr is None:
         tr = walk(entries, for_backward=True)
         plan = _plan(tr, ctx, entries, head_grads, variables)
-        prog = _CACHE.get(plan[0])
+        prog = PROGRAMS.get(plan[0])
     tape = tr if isinstance(tr, Tape) else None
     key, grads, results, others, hg, fresh = plan
     try:
@@ -285,11 +278,11 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
             steady.remember(tape, ctx, entries, plan, head_grads, prog)
         if tr.train and prog.train_dependent:
             _warn_recomputed(tr)
-        STATE.running += 1
+        THREAD.state.running += 1
         try:
             bufs = prog.train(tr.leaves, grads, hg, tr.train)
         finally:
-            STATE.running -= 1
+            THREAD.state.running -= 1
     except BaseException:
         if tape is not None:  # (its pending arrays stay pending: PENDING must know them)
             tape.settle()
@@ -297,7 +290,7 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     STATS["runs"] += 1
     for a in fresh:  # MXNet's _fresh_grad: a backward wrote .grad (gluon.Trainer reads it)
         a._fresh_grad = True
-    _materialise(list(zip(entries, heads)) + others, bufs, tape)
+    materialise(list(zip(entries, heads)) + others, bufs, tape)
     _forget_pending(tr)
     if not retain_graph:
         freed, gone = FREED.data, FREED._remove
@@ -306,16 +299,16 @@ def backward(heads: Sequence[NDArray], head_grads: Optional[Sequence[Any]],
     return results if variables is not None else None
 
 
-_BAD_TAPES: dict[tuple, bool] = {}  # backward keys of tapes holding more than the heads need
+_BAD_TAPES = ENGINE.bad_tapes  # backward keys of tapes holding more than the heads need
 
 
 def _taped(entries: list[Entry], ctx: Context, head_grads: Optional[Sequence[Any]],
            variables: Optional[Sequence[NDArray]]) -> tuple:
     """``(tape, its plan, the cached program or None)`` when the tape can stand for the walk
-    from ``entries`` (``imperative_trace.Tape``), else ``(None, None, None)``. A tape that
-    repeats the previous backward takes its plan (``imperative_steady``). The check that the
+    from ``entries`` (``trace.Tape``), else ``(None, None, None)``. A tape that
+    repeats the previous backward takes its plan (``steady``). The check that the
     heads need every node of the tape runs when its key has no program yet."""
-    tape, STATE.tape = STATE.tape, None  # a backward ends what the tape followed
+    tape, THREAD.state.tape = THREAD.state.tape, None  # a backward ends what the tape followed
     if tape is None:
         return None, None, None
     got = _tape_plan(tape, entries, ctx, head_grads, variables)
@@ -342,10 +335,10 @@ def _tape_plan(tape: Tape, entries: list[Entry], ctx: Context,
     if not tape.resolve():
         return None
     plan = _plan(tape, ctx, entries, head_grads, variables, others)
-    prog = _CACHE.get(plan[0])
+    prog = PROGRAMS.get(plan[0])
     if prog is None and (plan[0] in _BAD_TAPES or not tape.needs_all(entries)):
         _BAD_TAPES[plan[0]] = True  # heads that need only part of the tape: walk
-        while len(_BAD_TAPES) > MAX_PROGRAMS:
+        while len(_BAD_TAPES) > MAX_BAD_TAPES:
             del _BAD_TAPES[next(iter(_BAD_TAPES))]
         return None
     return plan, prog
@@ -371,57 +364,8 @@ def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Se
 def recorded_symbol(a: NDArray) -> Any:
     """``autograd.get_symbol``: the recorded graph of ``a`` as a Symbol whose variables
     ``var0``, ``var1``... are the arrays it read, in the order the graph first reads them."""
-    from .frontend.symbol import Symbol
-    _check_heads([a])
+    from ..frontend.symbol import Symbol
+    check_heads([a])
     tr = walk([a._entry], for_backward=True)
     new, _ = _canonical(tr, "var")
     return Symbol((Entry(new[tr.local[a._entry.node]], a._entry.index),))
-
-
-# -- what NDArray asks of the engine (nd_methods plugs these in) ------------------------------
-
-def force(arrays: Sequence[NDArray]) -> None:
-    """Compute pending ``arrays`` (and every live pending array of their subgraph)."""
-    pending = [a for a in arrays if a._buf is None]
-    if pending:
-        force_pending(pending)
-
-
-def flush() -> None:
-    """Compute every live pending array."""
-    settle()
-    arrays = [a for refs in list(PENDING.values()) for r in refs
-              for a in (r(),) if a is not None and a._buf is None]
-    by_ctx: dict = {}
-    for a in arrays:
-        by_ctx.setdefault(a._ctx, []).append(a)
-    for group in by_ctx.values():
-        force(group)
-
-
-def wait(a: NDArray) -> None:
-    """``wait_to_read``: compute ``a`` and wait for its device."""
-    force([a])
-    if a._ctx.device_type == "gpu":
-        import pycuda.driver as drv
-        from .runtime.cuda.runtime import activate
-        with activate(a._ctx.device_id):
-            drv.Context.synchronize()
-
-
-def before_run() -> None:
-    """An executor is about to overwrite its bound arrays: compute pending work that reads them
-    (nothing inside one of our own runs)."""
-    if not STATE.running and (PENDING or unsettled()):  # (inside our own runs: nothing)
-        flush()
-
-
-def before_write(a: NDArray) -> None:
-    """``a`` is about to be written in place: compute everything pending first (it may read
-    ``a``), and cut ``a`` from the recorded graph unless it is a variable."""
-    if STATE.running:  # a custom op writing its outputs inside a run
-        return
-    if PENDING or unsettled():
-        flush()
-    if a._entry is not None and a._entry.node is not a._var:
-        a._entry, a._recorded = None, False

@@ -3,10 +3,10 @@
 An op call on NDArrays checks its attributes, shape and dtype rules right away (so errors name
 the call), creates a :class:`~symgraph.core.graph.Node` whose inputs are the entries of pending inputs
 or variables standing for materialised ones, and returns *pending* NDArrays. Nothing runs until
-a value is needed: :mod:`symgraph.imperative_compile` then compiles the subgraph through the
-Executor (passes, fusion, memory plan, backend), caches the program by the graph's structure, and
-materialises every live pending array of it at once. The same nodes, when recorded under
-``autograd.record()``, are what ``backward()`` differentiates. Semantics: docs/imperative.md.
+a value is needed: :mod:`symgraph.imperative.compute` then compiles the subgraph, caches the
+program by the graph's structure, and materialises every live pending array of it at once. The
+same nodes, when recorded under ``autograd.record()``, are what ``backward()`` differentiates.
+Semantics: docs/imperative.md.
 """
 from __future__ import annotations
 
@@ -16,37 +16,32 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .core import registry
-from .core.attrs import Attrs, parse_attrs
-from .core.base import AttrError, BindError, ShapeError, where
-from .core.context import Context, current_context
-from .core.graph import (_SET_ATTRS, _SET_ENTRIES, _SET_EXTRA, _SET_INPUTS, _SET_NAME, _SET_OP,
-                    Entry, Node, variable)
-from .imperative_state import (ATTR_SERIAL, GRAD_LEAF, GRAD_VAR, MODE, PENDING, PLAIN, STATE,
-                               STATS, VALUE, _serials)
-# (also reachable as imperative.<name>, as before the tables had a module of their own)
-from .imperative_state import (_REC, _REC_TRN, _TRN, FREED, LATE,  # noqa: F401
-                               is_recorded, is_training)
-from .imperative_trace import MAX_TAPE, Tape
-from .runtime.ndarray import NDArray
-from .core.types.infer_shape import _apply_rule
-from .core.types.infer_type import _apply as _apply_type
+from ..core import registry
+from ..core.attrs import Attrs, parse_attrs
+from ..core.base import AttrError, BindError, ShapeError, where
+from ..core.context import Context, current_context
+from ..core.graph import Entry, Node, variable
+from ..runtime.ndarray import NDArray
+from ..core.types.infer_shape import apply_shape_rule
+from ..core.types.infer_type import apply_type_rule
+from .engine import (ATTR_SERIAL, ENGINE, GRAD_LEAF, GRAD_VAR, MODE, PENDING, PLAIN, THREAD,
+                     VALUE)
+from .trace import Tape
 
-# What ``PENDING[node] = refs`` does, without its Python frame (record() runs per op call);
-# ``Entry(node, i)`` likewise (a NamedTuple's __new__ is a Python function).
-_PENDING_DATA, _PENDING_GONE, _ref = PENDING.data, PENDING._remove, weakref.ref
-_new_entry, _new_obj = tuple.__new__, object.__new__
+_ref, _new_entry = weakref.ref, tuple.__new__
+_make_node, _pending = Node.make, NDArray.pending
 
 _ids = itertools.count()
 MAX_INTERNED = 50000
+FAST_CALLS = ENGINE.fast_calls  # (what a caller gave -> Call: see ``nd_methods``)
 
 
 def compile_count() -> int:
     """How many programs imperative code has compiled in this process (cache misses)."""
-    return STATS["compiles"]
+    return ENGINE.stats["compiles"]
 
 
-class _Call:
+class Call:
     """An op with parsed attributes: what every call with the same attributes shares."""
 
     __slots__ = ("opdef", "op", "attrs", "slots", "arity", "nvis", "sigs", "eager")
@@ -60,34 +55,24 @@ class _Call:
         self.eager = opdef.always_mutates  # runs at the call (see _record_update)
 
 
-_CALLS: dict[tuple, _Call] = {}  # (op, given keyword attributes) -> call
-_INTERNED: dict[tuple, _Call] = {}  # (op, parsed Attrs) -> call
-# Calls seen before, by what the caller gave: ``(op, argument types, keyword items in the
-# caller's order)`` for ``sg.nd.<op>`` calls whose positional arguments are all arrays and whose
-# keywords are all attributes, ``(op, attribute items)`` for :func:`call`. Such a call needs
-# neither the argument sorting of ``op_function`` nor the sorted key of ``_CALLS``.
-FAST_CALLS: dict[tuple, _Call] = {}
-
-
-def _call_info(opdef: registry.OpDef, kwargs: dict, name: Optional[str]) -> _Call:
+def call_info(opdef: registry.OpDef, kwargs: dict, name: Optional[str]) -> Call:
+    """The :class:`Call` of ``opdef`` with attributes ``kwargs`` (parsed once per value set:
+    calls seen before are found by the keywords given, then by the parsed attributes)."""
     try:
         key: Optional[tuple] = (opdef.name, tuple(sorted(kwargs.items())) if kwargs else ())
-        info = _CALLS.get(key)
+        info = ENGINE.calls.get(key)
     except TypeError:  # an unhashable attribute value (a list): parse every time
         key, info = None, None
     if info is None:
         attrs = parse_attrs(opdef.params, kwargs, where(name or opdef.name, opdef.name))
-        info = _INTERNED.get((opdef.name, attrs))
+        info = ENGINE.interned.get((opdef.name, attrs))
         if info is None:
-            if len(_INTERNED) >= MAX_INTERNED:  # e.g. one attribute set per Function call
-                _CALLS.clear()
-                _INTERNED.clear()
-                FAST_CALLS.clear()
-                ATTR_SERIAL.clear()
-            info = _INTERNED[opdef.name, attrs] = _Call(opdef, attrs)
-            ATTR_SERIAL[id(attrs)] = (attrs, next(_serials))
+            if len(ENGINE.interned) >= MAX_INTERNED:  # e.g. one attribute set per call
+                ENGINE.forget_calls()
+            info = ENGINE.interned[opdef.name, attrs] = Call(opdef, attrs)
+            ATTR_SERIAL[id(attrs)] = (attrs, next(ENGINE.serials))
         if key is not None:
-            _CALLS[key] = info
+            ENGINE.calls[key] = info
     return info
 
 
@@ -100,7 +85,7 @@ def _leaf(a: NDArray) -> Entry:
     return Entry(a._var)
 
 
-def _input_entry(a: NDArray, recording: bool) -> Entry:
+def input_entry(a: NDArray, recording: bool) -> Entry:
     """The entry an op recorded now reads for input ``a`` (as in :func:`record`)."""
     if a._buf is None:
         return a._entry if not recording or a._recorded else _block(a)
@@ -110,17 +95,17 @@ def _input_entry(a: NDArray, recording: bool) -> Entry:
 def _block(a: NDArray) -> Entry:
     """``a`` (computed outside record()) behind a BlockGrad: a constant for the gradient."""
     opdef = registry.get_op("BlockGrad")
-    node = Node(opdef.name, f"BlockGrad{next(_ids)}", _call_info(opdef, {}, None).attrs,
+    node = Node(opdef.name, f"BlockGrad{next(_ids)}", call_info(opdef, {}, None).attrs,
                 (a._entry,), PLAIN)
     return Entry(node)
 
 
-def _infer(info: _Call, node: Node, inputs: Sequence[NDArray]) -> tuple:
+def _infer(info: Call, node: Node, inputs: Sequence[NDArray]) -> tuple:
     """Output shapes and dtypes of one call, from the op's own rules (errors name the call)."""
     shapes = {e: a.shape for e, a in zip(node.inputs, inputs)}
     types = {e: a.dtype for e, a in zip(node.inputs, inputs)}
-    _apply_rule(node, shapes)
-    _apply_type(node, types)
+    apply_shape_rule(node, shapes)
+    apply_type_rule(node, types)
     outs = [Entry(node, i) for i in range(info.nvis)]
     if not inputs:  # an op making an array from attributes alone: MXNet's default dtype
         for e in outs:
@@ -133,7 +118,7 @@ def _infer(info: _Call, node: Node, inputs: Sequence[NDArray]) -> tuple:
     return tuple(shapes[e] for e in outs), tuple(types[e] for e in outs)
 
 
-def _bad_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
+def _bad_inputs(info: Call, inputs: Sequence[Any], name: str) -> None:
     """Raise the error that describes what is wrong with ``inputs``."""
     op = info.opdef.name
     if len(inputs) != len(info.slots):
@@ -151,7 +136,7 @@ def _bad_inputs(info: _Call, inputs: Sequence[Any], name: str) -> None:
                             f"'{info.slots[0]}' on {ctx}")
 
 
-def _gather(info: _Call, inputs: Sequence[Any], name: Optional[str], ctx: Optional[Context],
+def _gather(info: Call, inputs: Sequence[Any], name: Optional[str], ctx: Optional[Context],
             rec: bool, tape: Optional[Tape]) -> tuple:
     """The entries a node recorded now reads for ``inputs``, their (shapes, dtypes), and (with
     a tape following) their tape references (see :func:`record`); checks the inputs."""
@@ -187,43 +172,40 @@ def _gather(info: _Call, inputs: Sequence[Any], name: Optional[str], ctx: Option
     return tuple(entries), (tuple(shapes), tuple(dtypes)), tuple(refs)
 
 
-def _outputs(node: Node, ctx: Context, rec: bool, found: tuple) -> list[NDArray]:
-    """The pending arrays of ``node``'s outputs of shapes and dtypes ``found``."""
-    outs = []
-    for i, (shape, dtype) in enumerate(zip(*found)):
-        a = NDArray(None, ctx)
-        a._entry, a._shape, a._dtype, a._recorded = Entry(node, i), shape, dtype, rec
-        outs.append(a)
-    return outs
+def _gather_one(a: NDArray, tape: Tape) -> tuple:
+    """:func:`_gather` of the usual call under ``record()``: one pending recorded input."""
+    e = a._entry
+    k = tape.local.get(e[0])
+    return (e,), ((a._shape,), (a._dtype,)), ((k, e[1]) if k is not None else tape.leaf(e),)
 
 
-def _record_update(info: _Call, inputs: Sequence[NDArray], name: Optional[str],
+def _record_update(info: Call, inputs: Sequence[NDArray], name: Optional[str],
                    ctx: Optional[Context]) -> list[NDArray]:
     """An op that writes its inputs (``OpDef.always_mutates``: optimizer updates) runs at the
     call, as MXNet's engine orders such writes: pending work, which may read the states, is
     computed first, and the states hold their new values when the call returns (a lazy node
     would leave them stale for a reader that sees no pending work)."""
-    from .imperative_compile import flush, force
+    from .hooks import flush, force
     flush()
     outs = record(info, inputs, name, ctx, now=True)
     force(outs)
     return outs
 
 
-def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
+def record(info: Call, inputs: Sequence[NDArray], name: Optional[str] = None,
            ctx: Optional[Context] = None, now: bool = False) -> list[NDArray]:
     """Append one node of ``info``'s op on ``inputs``; return its pending visible outputs.
     ``ctx`` places an op without inputs (``_zeros``); others run where their inputs are.
 
     The per-step hot path of imperative code (about 15 calls a training step): one pass over
-    the inputs, one Node, a cached shape/dtype rule result, the output arrays. The usual
-    call under ``record()``, one pending recorded input, skips the general pass; the tape's
-    bookkeeping, the Node and the arrays are written inline (a Python call each cost as much
-    as the work they do). ``now``: the call of :func:`_record_update`."""
+    the inputs (none for the usual call under ``record()``: one pending recorded input), one
+    Node, a cached shape/dtype rule result, the output arrays, the tape's entry. ``now``: the
+    call of :func:`_record_update`. Example: ``record(call_info(get_op("relu"), {}, None),
+    [x])`` is ``sg.nd.relu(x)``."""
     if info.eager and not now:
         return _record_update(info, inputs, name, ctx)
-    rec = STATE.recording
-    n = len(inputs)
+    state = THREAD.state
+    rec, n = state.recording, len(inputs)
     if n:
         first = inputs[0]
         ctx = first._ctx if n == info.arity and (first.__class__ is NDArray or isinstance(
@@ -232,61 +214,41 @@ def record(info: _Call, inputs: Sequence[NDArray], name: Optional[str] = None,
         ctx = None if info.slots else ctx or current_context()
     tape = None
     if rec:  # follow the node on the tape (see Tape), in this one pass over the inputs
-        tape = STATE.tape
+        tape = state.tape
         if tape is None:
-            tape = STATE.tape = Tape()
+            tape = state.tape = Tape()
         elif not tape.ok:
             tape = None
-    # (ctx is not None: one NDArray for a one-input op, so nothing to check)
-    if n == 1 and tape is not None and ctx is not None and inputs[0]._buf is None \
-            and inputs[0]._recorded:
-        a = inputs[0]
-        e = a._entry
-        k = tape.local.get(e[0])
-        ins, sig, refs = (e,), ((a._shape,), (a._dtype,)), \
-            ((k, e[1]) if k is not None else tape.leaf(e),)
+    if n == 1 and tape is not None and ctx is not None and first._buf is None \
+            and first._recorded:  # (ctx known: one NDArray for a one-input op)
+        ins, sig, refs = _gather_one(first, tape)
     else:
         ins, sig, refs = _gather(info, inputs, name, ctx, rec, tape)
-    op = info.op
-    train = STATE.training
-    node = _new_obj(Node)  # Node(op, name, attrs, inputs, mode) without its __init__ frame
-    _SET_OP(node, op)
-    _SET_NAME(node, name or f"{op}{next(_ids)}")
-    _SET_INPUTS(node, ins)
-    _SET_ATTRS(node, info.attrs)
-    _SET_EXTRA(node, MODE[rec, train])
-    _SET_ENTRIES(node, None)
+    train = state.training
+    node = _make_node(info.op, name or f"{info.op}{next(_ids)}", info.attrs, ins,
+                      MODE[rec, train])
     found = info.sigs.get(sig)
     if found is None:
         found = info.sigs[sig] = _infer(info, node, inputs)
-    if info.nvis == 1:  # (inline: the usual op)
-        a = _new_obj(NDArray)  # NDArray(None, ctx) without its __init__ frame: every slot
-        a._buf, a._ctx, a._entry, a._recorded = None, ctx, _new_entry(Entry, (node, 0)), rec
-        a._shape, a._dtype, a._var, a._grad = found[0][0], found[1][0], None, None
-        a._grad_req, a._fresh_grad = "null", False
+    shapes, dtypes = found
+    if info.nvis == 1:  # (the usual op: no comprehension frames)
+        a = _pending(ctx, _new_entry(Entry, (node, 0)), shapes[0], dtypes[0], rec)
         outs, alive = [a], [_ref(a)]
     else:
-        outs = _outputs(node, ctx, rec, found)
+        outs = [_pending(ctx, _new_entry(Entry, (node, i)), shapes[i], dtypes[i], rec)
+                for i in range(info.nvis)]
         alive = [_ref(a) for a in outs]
-    if tape is not None and tape.ok:  # Tape.add, inline (after the rules: a call that
-        nodes = tape.nodes            # raised is not followed)
-        k = len(nodes)
-        if k < MAX_TAPE:
-            tape.local[node] = k
-            nodes.append(node)
-            tape.alive.append(alive)  # (PENDING[node], until the tape settles: Tape.alive)
-            tape.sig.append((op, info, train, refs, sig))
-            if train:
-                tape.train = True
-            return outs
-        tape.drop()
-    _PENDING_DATA[_ref(node, _PENDING_GONE)] = alive  # PENDING[node] = alive
+    # (on the tape after the rules: a call that raised is not followed)
+    if tape is not None and tape.ok and tape.add(node, alive, (info.op, info, train, refs, sig)):
+        return outs
+    PENDING[node] = alive  # (not followed: forcing finds it there)
     return outs
 
 
 def call(op: str, inputs: Sequence[NDArray], attrs: dict, out: Optional[NDArray] = None,
          name: Optional[str] = None, ctx: Optional[Context] = None) -> Any:
-    """Call registered op ``op`` on arrays (the engine behind ``sg.nd.<op>`` and methods)."""
+    """Call registered op ``op`` on arrays (the engine behind ``sg.nd.<op>`` and methods).
+    Example: ``call("broadcast_add", [a, b], {})`` is ``a + b``."""
     try:
         key: Optional[tuple] = (op, tuple(attrs.items()))
         info = FAST_CALLS.get(key)
@@ -298,13 +260,15 @@ def call(op: str, inputs: Sequence[NDArray], attrs: dict, out: Optional[NDArray]
         if opdef.variadic and opdef.variadic not in attrs:
             attrs[opdef.variadic] = len(inputs)  # depends on the call: not kept below
             key = None
-        info = _call_info(opdef, attrs, name)
+        info = call_info(opdef, attrs, name)
         if key is not None and len(FAST_CALLS) < MAX_INTERNED:
             FAST_CALLS[key] = info
-    return _result(record(info, inputs, name, ctx), out)
+    return result(record(info, inputs, name, ctx), out)
 
 
-def _result(outs: list[NDArray], out: Any) -> Any:
+def result(outs: list[NDArray], out: Any) -> Any:
+    """What an op function returns: ``outs`` written into ``out`` when given, else the one
+    output or the list of them."""
     if out is not None:
         targets = out if isinstance(out, (list, tuple)) else [out]
         for t, o in zip(targets, outs):
@@ -321,7 +285,7 @@ def attach_grad(a: NDArray, grad_req: str = "write", grad: Optional[NDArray] = N
         raise AttrError(f"attach_grad: grad_req {grad_req!r} is not 'write', 'add' or 'null'")
     buf = a._data
     if grad is None:
-        from .runtime.ndarray import zeros
+        from ..runtime.ndarray import zeros
         grad = zeros(a.shape, a._ctx, a.dtype)
     elif grad.shape != a.shape or grad._ctx != a._ctx:
         raise BindError(f"mark_variables: gradient of shape {grad.shape} on {grad._ctx} for a "
@@ -329,7 +293,7 @@ def attach_grad(a: NDArray, grad_req: str = "write", grad: Optional[NDArray] = N
     if a._var is not None:
         GRAD_LEAF.pop(a._var, None)
     v = Node("null", f"_var{next(_ids)}", PLAIN, (), GRAD_VAR)
-    STATE.attached += 1  # (a steady backward plan made before this is not reused)
+    ENGINE.attached += 1  # (a steady backward plan made before this is not reused)
     VALUE[v] = [NDArray(buf, a._ctx)]
     GRAD_LEAF[v] = weakref.ref(a)
     a._var, a._entry, a._recorded = v, Entry(v), True
@@ -341,8 +305,9 @@ def detach(a: NDArray) -> NDArray:
     """The value of ``a`` outside any recorded graph (shares memory when computed)."""
     if a._buf is not None:
         return NDArray(a._buf, a._ctx)
-    saved, STATE.recording = STATE.recording, False
+    state = THREAD.state
+    saved, state.recording = state.recording, False
     try:
         return call("BlockGrad", [a], {})
     finally:
-        STATE.recording = saved
+        state.recording = saved

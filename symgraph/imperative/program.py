@@ -2,7 +2,7 @@
 leaves and gradient buffers are bound to it and its outputs handed out, on the CPU and the GPU.
 
 Requires: a :class:`~symgraph.runtime.compile.Stage` built over a canonical copy whose variables are
-``_in0``, ``_in1``... (``imperative_compile._compile``). Guarantees: on the GPU the arrays a
+``_in0``, ``_in1``... (``compute._compile``). Guarantees: on the GPU the arrays a
 program reads never change between calls (changed inputs are copied into buffers it owns), so
 its CUDA graph replays.
 """
@@ -13,12 +13,12 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .runtime import random as _random
-from .core.base import ExecutionError
-from .runtime.compile import Stage
-from .core.context import Context
-from .runtime.ndarray import NDArray
-from .core.registry import RunCtx
+from ..runtime import random as _random
+from ..core.base import ExecutionError
+from ..runtime.compile import Stage
+from ..core.context import Context
+from ..runtime.ndarray import NDArray
+from ..core.registry import RunCtx
 
 
 class _TrainPlan:
@@ -69,8 +69,17 @@ class Program:
         self.train_dependent = False  # holds a Dropout-like op (see _warn_recomputed)
         self.op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
         self.busy = threading.Lock()
+        self.owner: Optional[int] = None  # the thread running the program now
         self._plan: Optional[_TrainPlan] = None
         self._grad_stores: Optional[tuple] = None  # (grads, their stores, zeroed) of train
+
+    @property
+    def nbytes(self) -> int:
+        """The memory a run of the program holds: its memory plan's arena and (on the GPU,
+        once measured) its library workspace."""
+        plan = self.stage.schedule.plan
+        return (plan.arena_bytes if plan is not None else 0) + \
+            getattr(self.stage.program, "ws_bytes", 0)
 
     def bind(self, leaves: Sequence[NDArray]) -> None:
         """Point the program at this call's leaves: on the CPU by rebinding; on the GPU a
@@ -95,34 +104,34 @@ class Program:
     def forward(self, leaves: Sequence[NDArray], is_train: bool) -> list[Any]:
         """Run the forward steps on ``leaves``; aux updates of a training forward go into the
         aux leaves; returns the first ``n_out`` outputs' buffers, handed over."""
-        self.bind(leaves)
         stage = self.stage
         self._acquire("forward")
         try:
+            self.bind(leaves)
             env, run_ctx = stage.start((self.arrays,), is_train, self.op_state)
             stage.run(env, run_ctx, "forward")
             stage.finish(env, (), self.arrays, is_train)  # (state and aux updates, if any)
             return self._hand_out(stage.program, env, stage.outputs[:self.n_out])
         finally:
-            self.busy.release()
+            self._release()
 
     def train(self, leaves: Sequence[NDArray], grads: dict[int, tuple[NDArray, str]],
               out_grads: Optional[Sequence[Any]], is_train: bool) -> list[Any]:
         """Forward and backward as one run of the training stage (the slots are found once,
         by leaf index); gradients go into ``grads`` (leaf index -> (array, grad_req)), aux
         updates into the aux leaves; returns the first ``n_out`` outputs' buffers, handed
-        over. Call inside ``STATE.running`` (nothing flushes)."""
+        over. Call inside ``thread_state().running`` (nothing flushes)."""
         stage = self.stage
         plan = self._plan
         if plan is None:
             plan = self._plan = _TrainPlan(stage, self.names, self.n_out)
-        if self.gpu:  # (changed inputs copied into the program's own buffers)
-            self.bind(leaves)
-            bound = self.bound
-        else:
-            bound = leaves
         self._acquire("backward")
         try:
+            if self.gpu:  # (changed inputs copied into the program's own buffers)
+                self.bind(leaves)
+                bound = self.bound
+            else:
+                bound = leaves
             program = stage.program
             env = program.new_env()
             program.bind_inputs(env, [(slot, bound[k]) for k, slot in plan.leaf_slots])
@@ -144,13 +153,22 @@ class Program:
             program.store_all(env, kept[1])
             return self._hand_out(program, env, plan.out_slots)
         finally:
-            self.busy.release()
+            self._release()
 
     def _acquire(self, what: str) -> None:
-        """Hold the program for one run; a second thread's run is refused, not serialised."""
-        if not self.busy.acquire(blocking=False):
-            raise ExecutionError(f"{what}: this imperative program is running in another "
-                                 f"thread; run one step at a time per program")
+        """Hold the program for one run: another thread's run (two threads training models
+        of one structure share the program) waits for it; a run from inside itself (a
+        custom op computing the same structure) is refused, as it would never finish."""
+        me = threading.get_ident()
+        if self.owner == me:
+            raise ExecutionError(f"{what}: this imperative program is already running in "
+                                 f"this thread (a custom op computing its own structure)")
+        self.busy.acquire()
+        self.owner = me
+
+    def _release(self) -> None:
+        self.owner = None
+        self.busy.release()
 
     def _hand_out(self, program: Any, env: Any, slots: Sequence[int]) -> list[Any]:
         """Copies of the output slots' values (the run's memory is the program's)."""
@@ -170,7 +188,7 @@ def _pool_buffer(shape: tuple, dtype: np.dtype, device_id: int) -> Any:
     results handed out every step are allocated and freed without cuMemAlloc/cuMemFree (the
     latter synchronises the device)."""
     from pycuda.tools import DeviceMemoryPool
-    from .runtime.cuda.runtime import DeviceArray
+    from ..runtime.cuda.runtime import DeviceArray
     pool = _POOLS.get(device_id)
     if pool is None:
         pool = _POOLS[device_id] = DeviceMemoryPool()
@@ -181,7 +199,7 @@ def _pool_buffer(shape: tuple, dtype: np.dtype, device_id: int) -> Any:
 
 def _device_array(shape: tuple, dtype: np.dtype, ctx: Context) -> NDArray:
     """A pool buffer (see :func:`_pool_buffer`) as an NDArray on ``ctx``."""
-    from .runtime.cuda.runtime import activate
+    from ..runtime.cuda.runtime import activate
     with activate(ctx.device_id):
         arr = _pool_buffer(shape, dtype, ctx.device_id)
     return NDArray(arr, ctx)
@@ -192,7 +210,7 @@ def _device_copies(sources: Sequence[tuple[int, tuple, Any]], device_id: int) ->
     copied as :func:`_copy_device` does, under one activation of the context: a push and a
     pop per array cost more host time than the copies' launches (this runs at every step)."""
     import pycuda.driver as drv
-    from .runtime.cuda.runtime import activate
+    from ..runtime.cuda.runtime import activate
     with activate(device_id):
         bufs = [_pool_buffer(shape, dtype, device_id) for _, shape, dtype in sources]
         for buf, (ptr, _, _) in zip(bufs, sources):
@@ -207,7 +225,7 @@ def _copy_device(pairs: Sequence[tuple[NDArray, NDArray]], device_id: int) -> No
     every (blocking) program stream and before their later work, so programs of different
     executors that share arrays see each other's results."""
     import pycuda.driver as drv
-    from .runtime.cuda.runtime import activate
+    from ..runtime.cuda.runtime import activate
     with activate(device_id):
         for dst, src in pairs:
             if dst._buf.nbytes:
