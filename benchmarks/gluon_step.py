@@ -25,7 +25,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as mx  # noqa: E402  (the seed's spelling)
-from symgraph import autograd, gluon, nd  # noqa: E402
+from symgraph.frontend import autograd
+from symgraph import gluon
+from symgraph import nd  # noqa: E402
 
 from benchmarks.common import (cuda_median_ms, host_median_ms, torch_cuda_graph,  # noqa: E402
                                torch_fp32, torch_seed_cnn)

@@ -20,7 +20,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as sg  # noqa: E402
-from symgraph import autograd, imperative  # noqa: E402
+from symgraph.frontend import autograd
+from symgraph.frontend import imperative  # noqa: E402
 
 from benchmarks.common import host_median_ms  # noqa: E402
 

@@ -13,10 +13,11 @@ from .core import module_alias
 # Where users find modules: ``import symgraph.ndarray`` and ``from symgraph.io import
 # NDArrayIter`` as in MXNet, whichever layer package holds the module (docs/architecture.md).
 PUBLIC_MODULES = {
-    "amp": "frontend.amp", "attribute": "core.attribute",
+    "amp": "frontend.amp", "attribute": "core.attribute", "autograd": "frontend.autograd",
     "base": "core.base", "callback": "training.callback", "config": "core.config",
     "context": "core.context", "contrib": "interop.contrib", "datasets": "training.datasets",
     "executor": "runtime.executor", "image": "training.image",
+    "imperative": "frontend.imperative",
     "initializer": "training.initializer", "io": "training.io", "kvstore": "training.kvstore",
     "lr_scheduler": "training.lr_scheduler", "metric": "training.metric",
     "model": "training.model", "module": "training.module", "monitor": "runtime.monitor",
@@ -30,11 +31,11 @@ module_alias.install({f"{__name__}.{k}": f"{__name__}.{v}" for k, v in PUBLIC_MO
 
 from .core import attribute, base, config, context, dtypes, name, util
 from .runtime import ndarray as nd
-from . import nd_methods  # noqa: F401  (plugs the engine into NDArray; sg.nd's op functions)
+from .frontend import nd_methods  # noqa: F401  (plugs the engine into NDArray; sg.nd's op functions)
 from .frontend import operator, symbol as sym
 from .runtime import random
 from .interop import test_utils
-from . import autograd, imperative
+from .frontend import autograd, imperative
 from .core.base import (AttrError, BindError, DataError, DTypeError, ExecutionError,
                         GraphError, ShapeError, SymgraphError)
 from .core.context import Context, cpu, current_context, gpu

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd as ag
-from symgraph import imperative
+from symgraph.frontend import autograd as ag
+from symgraph.frontend import imperative
 from symgraph.interop.test_utils import assert_almost_equal
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd as ag
+from symgraph.frontend import autograd as ag
 from symgraph.core.base import AttrError
 from symgraph.interop.contrib import autograd as cag
 from symgraph.interop.test_utils import assert_almost_equal

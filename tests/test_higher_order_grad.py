@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd as ag
+from symgraph.frontend import autograd as ag
 from symgraph import nd
 from symgraph.core.base import ShapeError
 from symgraph.interop.test_utils import assert_almost_equal

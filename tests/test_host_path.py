@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd, gluon, imperative
+from symgraph.frontend import autograd
+from symgraph import gluon
+from symgraph.frontend import imperative
 from symgraph.core.base import ExecutionError
 from symgraph.gluon import nn
 

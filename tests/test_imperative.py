@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import imperative
+from symgraph.frontend import imperative
 from symgraph.interop.test_utils import assert_almost_equal
 
 
@@ -274,7 +274,7 @@ def test_ops_without_inputs_need_a_context_or_an_input() -> None:
 
 
 def test_caches_are_bounded(monkeypatch) -> None:
-    from symgraph.imperative import ENGINE, calls
+    from symgraph.frontend.imperative import ENGINE, calls
     monkeypatch.setattr(ENGINE.programs, "max_count", 2)
     monkeypatch.setattr(calls, "MAX_INTERNED", 3)
     x = _a([1.0, 2.0])

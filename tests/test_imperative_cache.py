@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd
+from symgraph.frontend import autograd
 from symgraph.gluon import nn
 from symgraph.gluon.cached_op import MAX_SIGNATURES
-from symgraph.imperative import ENGINE
-from symgraph.imperative.cache import MB, ProgramCache, Sized
+from symgraph.frontend.imperative import ENGINE
+from symgraph.frontend.imperative.cache import MB, ProgramCache, Sized
 
 
 def _dense() -> tuple:

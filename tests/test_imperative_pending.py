@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd as ag
+from symgraph.frontend import autograd as ag
 from symgraph.core.base import SymgraphError
 
 

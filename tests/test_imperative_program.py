@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import symgraph as sg
-from symgraph import autograd as ag
+from symgraph.frontend import autograd as ag
 
 
 def _arr(x: np.ndarray, req: str = "") -> sg.nd.NDArray:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd
+from symgraph.frontend import autograd
 from symgraph.core.graph import Entry
 from symgraph.core.types.infer_type import infer_types
 from symgraph.interop.test_utils import _bind, assert_almost_equal, numeric_grad

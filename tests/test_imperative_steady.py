@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd as ag
-from symgraph import imperative
-from symgraph.imperative.engine import STATS
+from symgraph.frontend import autograd as ag
+from symgraph.frontend import imperative
+from symgraph.frontend.imperative.engine import STATS
 
 ACTS: dict[str, tuple[Callable, Callable]] = {  # name: (value, derivative from the input)
     "relu": (lambda h: np.maximum(h, 0), lambda h: (h > 0).astype(np.float64)),

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd as ag
-from symgraph import imperative
-from symgraph.imperative import compute, trace
+from symgraph.frontend import autograd as ag
+from symgraph.frontend import imperative
+from symgraph.frontend.imperative import compute, trace
 
 
 def _var(x: np.ndarray) -> sg.nd.NDArray:

@@ -8,7 +8,8 @@ import threading
 import numpy as np
 
 import symgraph as sg
-from symgraph import autograd, gluon
+from symgraph.frontend import autograd
+from symgraph import gluon
 from symgraph.gluon import nn
 
 STEPS, BATCH = 8, 8

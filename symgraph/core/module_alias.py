@@ -28,12 +28,17 @@ class _Same(importlib.abc.Loader):
 
     def __init__(self, real: str) -> None:
         self.real = real
+        self.spec: Optional[ModuleSpec] = None
 
     def create_module(self, spec: ModuleSpec) -> ModuleType:
-        return importlib.import_module(self.real)
+        module = importlib.import_module(self.real)
+        self.spec = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """Nothing to run: the real module ran when it was imported under its own name."""
+        """Nothing to run (the real module ran under its own name); the import machinery set
+        the alias's spec on the module, so its own goes back."""
+        module.__spec__ = self.spec
 
 
 class AliasFinder(importlib.abc.MetaPathFinder):

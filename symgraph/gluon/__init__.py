@@ -7,7 +7,7 @@ on top of symgraph's imperative ``sg.nd`` / ``sg.autograd`` and its compiler.
 """
 from __future__ import annotations
 
-from .. import autograd  # noqa: F401  (sg.autograd with sg.gluon, as in MXNet)
+from ..frontend import autograd  # noqa: F401  (sg.autograd with sg.gluon, as in MXNet)
 from .parameter import Constant, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict
 from .block import Block, HybridBlock

@@ -17,7 +17,7 @@ from ..runtime import ndarray as _nd
 from ..frontend import symbol as _sym
 from ..frontend.symbol import Symbol
 from ..core.base import AttrError, BindError, GraphError, SymgraphError
-from ..imperative import call_info, record
+from ..frontend.imperative import call_info, record
 from ..core.registry import get_op
 from .block_api import BlockAPI
 from .block_scope import BlockScope

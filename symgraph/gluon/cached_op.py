@@ -52,7 +52,7 @@ class TracedProgram:
 
     def run(self, args: Sequence[Any]) -> Any:
         """Record the traced nodes on ``args`` and the parameters' arrays; the outputs."""
-        from .. import imperative
+        from ..frontend import imperative
         ctx = args[0].context
         got = self._arrays
         if got is None or got[0] != VERSION[0] or got[1] != ctx:
@@ -76,7 +76,7 @@ class TracedProgram:
 def _call_of(node: Any) -> Any:
     """The imperative call of a traced node: its op with its parsed attributes (made once,
     so a replay records each node without parsing or looking up anything)."""
-    from .. import imperative
+    from ..frontend import imperative
     from ..core.registry import get_op
     return imperative.call_info(get_op(node.op), dict(node.attrs), node.name)
 

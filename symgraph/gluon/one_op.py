@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from ..runtime import ndarray as _nd
-from ..imperative import record
+from ..frontend.imperative import record
 
 
 def capture(block: Any, x: Any, args: tuple, params: dict) -> Any:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Sequence
 def run_hooked(program: Any, args: Sequence[Any], callback: Callable,
                monitor_all: bool) -> Any:
     """:meth:`TracedProgram.run` with ``callback(name, op_name, array)`` per op."""
-    from .. import imperative
+    from ..frontend import imperative
     ctx = args[0].context
     values: list[Any] = [None] * program.n_nodes
     for pos, p in program.param_at:

@@ -6,7 +6,7 @@ import numpy as np
 
 import symgraph as sg
 from symgraph.frontend import amp
-from symgraph import autograd
+from symgraph.frontend import autograd
 from symgraph import gluon
 
 

@@ -7,7 +7,7 @@ import pytest
 
 import symgraph as sg
 from symgraph.frontend import amp
-from symgraph import autograd
+from symgraph.frontend import autograd
 from symgraph import gluon
 from symgraph.frontend.amp import LossScaler
 from symgraph.core.base import AttrError

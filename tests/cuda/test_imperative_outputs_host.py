@@ -13,7 +13,7 @@ import contextlib
 import numpy as np
 import pycuda.driver as drv
 import symgraph.runtime.cuda.runtime as rt
-from symgraph.imperative import program as ip
+from symgraph.frontend.imperative import program as ip
 
 activations = []
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd, gluon
+from symgraph.frontend import autograd
+from symgraph import gluon
 from symgraph.core.base import BindError, DataError, ShapeError
 from symgraph.gluon import nn
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd
+from symgraph.frontend import autograd
 from symgraph.gluon import loss as gloss
 
 from . import _refs

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd
+from symgraph.frontend import autograd
 from symgraph.gluon import rnn
 from tests.test_mxnet_interop import mxnet_python
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph import autograd, gluon
+from symgraph.frontend import autograd
+from symgraph import gluon
 from symgraph.core.base import AttrError, ExecutionError
 from symgraph.gluon import nn
 

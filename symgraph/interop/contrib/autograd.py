@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence, Union
 
-from ... import autograd as _ag
+from ...frontend import autograd as _ag
 from ...core.base import AttrError
 from ...runtime.ndarray import NDArray, zeros
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .... import autograd
+from ....frontend import autograd
 from ...utils import split_and_load
 from .utils import example_after_setup
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import weakref
 from typing import Sequence
 
-from ..runtime.ndarray import NDArray
+from ...runtime.ndarray import NDArray
 from .compute import force_pending
 from .engine import PENDING, THREAD
 from .trace import settle, unsettled
@@ -43,7 +43,7 @@ def wait(a: NDArray) -> None:
     force([a])
     if a._ctx.device_type == "gpu":
         import pycuda.driver as drv
-        from ..runtime.cuda.runtime import activate
+        from ...runtime.cuda.runtime import activate
         with activate(a._ctx.device_id):
             drv.Context.synchronize()
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import weakref
 from typing import Optional, Sequence
 
-from ..core.base import ExecutionError, ShapeError
-from ..core.graph import Graph
-from ..runtime.ndarray import NDArray
-from ..compiler.passes.gradient import gradient
-from ..core.types.infer_shape import infer_shapes
-from ..core.types.infer_type import infer_types
+from ...core.base import ExecutionError, ShapeError
+from ...core.graph import Graph
+from ...runtime.ndarray import NDArray
+from ...compiler.passes.gradient import gradient
+from ...core.types.infer_shape import infer_shapes
+from ...core.types.infer_type import infer_types
 from .calls import call, input_entry
 from .compute import check_heads, describe
 from .engine import LATE, PENDING, THREAD, VALUE

@@ -13,12 +13,12 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..runtime import random as _random
-from ..core.base import ExecutionError
-from ..runtime.compile import Stage
-from ..core.context import Context
-from ..runtime.ndarray import NDArray
-from ..core.registry import RunCtx
+from ...runtime import random as _random
+from ...core.base import ExecutionError
+from ...runtime.compile import Stage
+from ...core.context import Context
+from ...runtime.ndarray import NDArray
+from ...core.registry import RunCtx
 
 
 class _TrainPlan:
@@ -188,7 +188,7 @@ def _pool_buffer(shape: tuple, dtype: np.dtype, device_id: int) -> Any:
     results handed out every step are allocated and freed without cuMemAlloc/cuMemFree (the
     latter synchronises the device)."""
     from pycuda.tools import DeviceMemoryPool
-    from ..runtime.cuda.runtime import DeviceArray
+    from ...runtime.cuda.runtime import DeviceArray
     pool = _POOLS.get(device_id)
     if pool is None:
         pool = _POOLS[device_id] = DeviceMemoryPool()
@@ -199,7 +199,7 @@ def _pool_buffer(shape: tuple, dtype: np.dtype, device_id: int) -> Any:
 
 def _device_array(shape: tuple, dtype: np.dtype, ctx: Context) -> NDArray:
     """A pool buffer (see :func:`_pool_buffer`) as an NDArray on ``ctx``."""
-    from ..runtime.cuda.runtime import activate
+    from ...runtime.cuda.runtime import activate
     with activate(ctx.device_id):
         arr = _pool_buffer(shape, dtype, ctx.device_id)
     return NDArray(arr, ctx)
@@ -210,7 +210,7 @@ def _device_copies(sources: Sequence[tuple[int, tuple, Any]], device_id: int) ->
     copied as :func:`_copy_device` does, under one activation of the context: a push and a
     pop per array cost more host time than the copies' launches (this runs at every step)."""
     import pycuda.driver as drv
-    from ..runtime.cuda.runtime import activate
+    from ...runtime.cuda.runtime import activate
     with activate(device_id):
         bufs = [_pool_buffer(shape, dtype, device_id) for _, shape, dtype in sources]
         for buf, (ptr, _, _) in zip(bufs, sources):
@@ -225,7 +225,7 @@ def _copy_device(pairs: Sequence[tuple[NDArray, NDArray]], device_id: int) -> No
     every (blocking) program stream and before their later work, so programs of different
     executors that share arrays see each other's results."""
     import pycuda.driver as drv
-    from ..runtime.cuda.runtime import activate
+    from ...runtime.cuda.runtime import activate
     with activate(device_id):
         for dst, src in pairs:
             if dst._buf.nbytes:

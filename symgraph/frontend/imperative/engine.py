@@ -11,7 +11,7 @@ Semantics: docs/imperative.md.
 
 Example::
 
-    >>> from symgraph.imperative import ENGINE
+    >>> from symgraph.frontend.imperative import ENGINE
     >>> thread_state().recording      # this thread's switch
     False
     >>> ENGINE.invalidate()           # forget every compiled program and cached call
@@ -23,8 +23,8 @@ import threading
 import weakref
 from typing import Any, Optional
 
-from ..core.attrs import Attrs
-from ..core.graph import Node
+from ...core.attrs import Attrs
+from ...core.graph import Node
 from .cache import ProgramCache
 
 

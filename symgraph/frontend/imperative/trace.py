@@ -11,8 +11,8 @@ from __future__ import annotations
 import weakref
 from typing import Any, Optional, Sequence
 
-from ..core.graph import Entry, Node
-from ..runtime.ndarray import NDArray
+from ...core.graph import Entry, Node
+from ...runtime.ndarray import NDArray
 from .engine import (ATTR_SERIAL, PENDING, PLAIN, REC, REC_TRN, THREAD, TRN, VALUE, is_recorded,
                      is_training)
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Optional, Sequence, Union
 
-from .core.base import ExecutionError
+from ..core.base import ExecutionError
 from .imperative.calls import attach_grad
 from .imperative.compute import backward as run_backward
 from .imperative.engine import THREAD
 from .imperative.function import Function
 from .imperative.trace import settle
-from .runtime.ndarray import NDArray
+from ..runtime.ndarray import NDArray
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
            "set_recording", "set_training", "mark_variables", "backward", "grad", "Function",

@@ -3,7 +3,7 @@
 An op call on NDArrays checks its attributes, shape and dtype rules right away (so errors name
 the call), creates a :class:`~symgraph.core.graph.Node` whose inputs are the entries of pending inputs
 or variables standing for materialised ones, and returns *pending* NDArrays. Nothing runs until
-a value is needed: :mod:`symgraph.imperative.compute` then compiles the subgraph, caches the
+a value is needed: :mod:`symgraph.frontend.imperative.compute` then compiles the subgraph, caches the
 program by the graph's structure, and materialises every live pending array of it at once. The
 same nodes, when recorded under ``autograd.record()``, are what ``backward()`` differentiates.
 Semantics: docs/imperative.md.
@@ -16,14 +16,14 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..core import registry
-from ..core.attrs import Attrs, parse_attrs
-from ..core.base import AttrError, BindError, ShapeError, where
-from ..core.context import Context, current_context
-from ..core.graph import Entry, Node, variable
-from ..runtime.ndarray import NDArray
-from ..core.types.infer_shape import apply_shape_rule
-from ..core.types.infer_type import apply_type_rule
+from ...core import registry
+from ...core.attrs import Attrs, parse_attrs
+from ...core.base import AttrError, BindError, ShapeError, where
+from ...core.context import Context, current_context
+from ...core.graph import Entry, Node, variable
+from ...runtime.ndarray import NDArray
+from ...core.types.infer_shape import apply_shape_rule
+from ...core.types.infer_type import apply_type_rule
 from .engine import (ATTR_SERIAL, ENGINE, GRAD_LEAF, GRAD_VAR, MODE, PENDING, PLAIN, THREAD,
                      VALUE)
 from .trace import Tape
@@ -285,7 +285,7 @@ def attach_grad(a: NDArray, grad_req: str = "write", grad: Optional[NDArray] = N
         raise AttrError(f"attach_grad: grad_req {grad_req!r} is not 'write', 'add' or 'null'")
     buf = a._data
     if grad is None:
-        from ..runtime.ndarray import zeros
+        from ...runtime.ndarray import zeros
         grad = zeros(a.shape, a._ctx, a.dtype)
     elif grad.shape != a.shape or grad._ctx != a._ctx:
         raise BindError(f"mark_variables: gradient of shape {grad.shape} on {grad._ctx} for a "

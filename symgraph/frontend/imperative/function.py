@@ -32,8 +32,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..frontend import operator as _operator
-from ..core.base import ExecutionError
+from .. import operator as _operator
+from ...core.base import ExecutionError
 
 _CALLS: "weakref.WeakValueDictionary[int, Function]" = weakref.WeakValueDictionary()
 # The Custom node of a call keeps its Function alive (for backward) as long as it lives.
@@ -61,7 +61,7 @@ class Function:
         raise NotImplementedError(f"{type(self).__name__}.backward")
 
     def __call__(self, *inputs: Any) -> Any:
-        from ..runtime import ndarray as nd
+        from ...runtime import ndarray as nd
         from .engine import THREAD
         if self._used:
             raise ExecutionError(f"{type(self).__name__}: each Function object can only be "
@@ -82,7 +82,7 @@ class Function:
 
     def _record(self, inputs: Sequence[Any]) -> list:
         """The call as a recorded ``Custom`` node whose outputs hold ``forward``'s values."""
-        from ..runtime import ndarray as nd
+        from ...runtime import ndarray as nd
         from .compute import materialise
         from .engine import PENDING
         from .trace import settle

@@ -22,8 +22,8 @@ from __future__ import annotations
 import weakref
 from typing import Any, Optional, Sequence
 
-from ..core.context import Context
-from ..core.graph import Entry
+from ...core.context import Context
+from ...core.graph import Entry
 from .engine import ENGINE, GRAD_VAR, STATS, THREAD, VALUE
 from .trace import Tape
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Iterator, Optional
 
-from ..core import config
+from ...core import config
 
 MB = 1 << 20
 

@@ -12,19 +12,19 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from . import autograd
-from .runtime import ndarray
-from .runtime import random
-from .core import registry
-from .compiler import ops  # noqa: F401  (registers the built-in ops)
-from .frontend import symbol as S
-from .core.base import AttrError, where
-from .core.context import Context
-from .core.exports import export, sub_namespace
-from .frontend.image_api import make_namespace as make_image_namespace
+from ..runtime import ndarray
+from ..runtime import random
+from ..core import registry
+from ..compiler import ops  # noqa: F401  (registers the built-in ops)
+from . import symbol as S
+from ..core.base import AttrError, where
+from ..core.context import Context
+from ..core.exports import export, sub_namespace
+from .image_api import make_namespace as make_image_namespace
 from .imperative import calls, hooks
 from .imperative.calls import FAST_CALLS, call, call_info, record, result
-from .runtime.nd_operators import BINARY, binary, set_engine
-from .runtime.ndarray import NDArray
+from ..runtime.nd_operators import BINARY, binary, set_engine
+from ..runtime.ndarray import NDArray
 
 
 # What NDArray asks of the engine (see ``nd_operators.set_engine``).
@@ -144,7 +144,7 @@ def make_nd_function(opdef: registry.OpDef):
             outs = [NDArray(inputs[0]._data.reshape(o.shape), inputs[0]._ctx) for o in outs]
         return result(outs, out)
 
-    from .frontend.opdoc import document  # signature and docstring from the registry
+    from .opdoc import document  # signature and docstring from the registry
     return document(op_function, opdef, front_end="nd")
 
 

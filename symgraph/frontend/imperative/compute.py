@@ -1,6 +1,6 @@
 """Compiling what imperative code recorded: walk, cache by structure, run, materialise.
 
-Requires: nodes recorded by :mod:`symgraph.imperative.calls` (every pending array's output
+Requires: nodes recorded by :mod:`symgraph.frontend.imperative.calls` (every pending array's output
 shape and dtype known). Guarantees: a subgraph is compiled by the unchanged pipeline (a
 :class:`~symgraph.runtime.compile.Stage` over a canonical copy whose variables are ``_in0``,
 ``_in1``...), once per structure: the cache key is the ops, attributes and wiring in topological
@@ -16,13 +16,13 @@ import warnings
 import weakref
 from typing import Any, Optional, Sequence
 
-from ..runtime import compile
-from ..core.base import ExecutionError
-from ..core.build import OPS, Handle
-from ..core.context import Context
-from ..core.graph import Entry, Graph, Node, aux_variables, variable
-from ..runtime.ndarray import NDArray
-from ..core.registry import get_op
+from ...runtime import compile
+from ...core.base import ExecutionError
+from ...core.build import OPS, Handle
+from ...core.context import Context
+from ...core.graph import Entry, Graph, Node, aux_variables, variable
+from ...runtime.ndarray import NDArray
+from ...core.registry import get_op
 from . import steady
 from .engine import (ENGINE, FAILED, FREED, GRAD_LEAF, GRAD_VAR, PENDING, PLAIN, STATS, THREAD,
                      VALUE, is_training)
@@ -222,7 +222,7 @@ def _grad_leaves(tr: Trace, variables: Optional[Sequence[NDArray]]) -> tuple[dic
                 out[k] = (a._grad, a._grad_req)
                 fresh.append(a)
         return out, [], fresh
-    from ..runtime.ndarray import zeros
+    from ...runtime.ndarray import zeros
     results = []
     for v in variables:
         if not isinstance(v, NDArray) or v._var is None or v._entry is None \
@@ -364,7 +364,7 @@ def _plan(tr: Trace, ctx: Context, entries: list[Entry], head_grads: Optional[Se
 def recorded_symbol(a: NDArray) -> Any:
     """``autograd.get_symbol``: the recorded graph of ``a`` as a Symbol whose variables
     ``var0``, ``var1``... are the arrays it read, in the order the graph first reads them."""
-    from ..frontend.symbol import Symbol
+    from ..symbol import Symbol
     check_heads([a])
     tr = walk([a._entry], for_backward=True)
     new, _ = _canonical(tr, "var")
