@@ -25,7 +25,7 @@ from .block_api import BlockAPI
 from .nested import flatten, regroup
 from .one_op import capture, replay
 from .parameter import VERSION, DeferredInitializationError, Parameter
-from .parameter_dict import ParameterDict, load_file, load_named
+from .parameter_dict import DtypeRule, ParameterDict, load_file, load_named
 
 
 class _BlockScope:
@@ -163,7 +163,12 @@ class Block(BlockAPI):
                         ignore_extra: bool = False, cast_dtype: bool = False,
                         dtype_source: str = "current") -> None:
         """Read :meth:`save_parameters` output; a file of another network raises DataError
-        naming the parameter and the file, and changes nothing."""
+        naming the parameter and the file, and changes nothing. A saved dtype that differs
+        from a parameter's is refused unless ``cast_dtype=True``; ``dtype_source='current'``
+        then casts the saved value, ``'saved'`` gives the parameter the saved dtype (MXNet).
+
+        Example: ``net.load_parameters('net.params', cast_dtype=True)``"""
+        rule = DtypeRule(cast_dtype, dtype_source)
         loaded = load_file(filename)
         params = self._collect_params_with_prefix()
         if not loaded and not params:
@@ -171,9 +176,10 @@ class Block(BlockAPI):
         if loaded and not any("." in k for k in loaded):
             # Full-name files (ParameterDict.save, MXNet's legacy save_params).
             self.collect_params().load(filename, ctx, allow_missing, ignore_extra,
-                                       restore_prefix=self.prefix)
+                                       self.prefix, cast_dtype, dtype_source)
             return
-        load_named(params, loaded, f"file '{filename}'", ctx, allow_missing, ignore_extra)
+        load_named(params, loaded, f"file '{filename}'", ctx, allow_missing, ignore_extra,
+                   rule)
 
     def save_params(self, filename: str) -> None:
         """Deprecated MXNet name: full parameter names without this block's prefix."""
