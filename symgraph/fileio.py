@@ -3,9 +3,10 @@
 
 Writing: the bytes go to a temporary file in the target's folder (``.<name>.<pid>.<random>.tmp``),
 created with mode 0666 so the process umask decides the permissions as for any new file (a file
-that already exists keeps its mode: a 0600 checkpoint stays 0600); the temporary file is flushed and fsynced, renamed over the target (atomic on POSIX) and the folder
-is fsynced so the rename itself survives a crash. On any exception the temporary file is removed
-and the previous file is untouched. A process killed mid-write cannot clean up, so each save
+that already exists keeps its mode: a 0600 checkpoint stays 0600); the temporary file is
+flushed and fsynced, renamed over the target (atomic on POSIX) and the folder is fsynced so the
+rename itself survives a crash. On any exception the temporary file is removed and the previous
+file is untouched. A process killed mid-write cannot clean up, so each save
 first removes the temporary files that earlier saves of the *same* path left behind. A writer
 holds an exclusive ``flock`` on its temporary file while it works, so a save never removes the
 temporary file of another save still in progress (the kernel drops the lock of a killed process).

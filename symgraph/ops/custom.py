@@ -25,7 +25,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..attrs import ANY_KEY, Attrs, Param
-from ..base import AttrError, DTypeError, ExecutionError, ShapeError, SymgraphError, where
+from ..base import (AttrError, DTypeError, ExecutionError, ShapeError, SymgraphError, where,
+                    where_unnamed)
 from ..context import cpu
 from ..ndarray import NDArray
 from ..registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
@@ -273,7 +274,7 @@ def custom_api(apply_op: Callable, symbol_cls: type) -> Callable:
         inputs positionally, ``out_shape``, ``out_dtype``, ``bprop``)."""
         syms = {k: v for k, v in kwargs.items() if isinstance(v, symbol_cls)}
         attrs = {k: v for k, v in kwargs.items() if not isinstance(v, symbol_cls)}
-        here = where(name or "?", "Custom")
+        here = where_unnamed(name, "Custom")
         if attrs.get("func_type") or attrs.get("func"):
             if syms:
                 raise AttrError(f"{here}an aot Custom takes its inputs positionally, got "

@@ -70,8 +70,8 @@ def _host_program(cases: list) -> tuple[str, list[int]]:
         lines, (root,) = expr_to_c([op.expr(attrs, *(inp(j) for j in range(len(xs))))],
                                    [f"c{k}_x{j}[i]" for j in range(len(xs))])
         body = "".join(f"        {ln}\n" for ln in lines)
-        mains.append(f"    for (int i = 0; i < {xs[0].size}; ++i) {{\n{body}"
-                     f"        const float y = {root};\n        fwrite(&y, 4, 1, stdout);\n    }}\n")
+        store = f"        const float y = {root};\n        fwrite(&y, 4, 1, stdout);\n"
+        mains.append(f"    for (int i = 0; i < {xs[0].size}; ++i) {{\n{body}{store}    }}\n")
         sizes.append(xs[0].size)
     return "".join(parts) + "int main() {\n" + "".join(mains) + "    return 0;\n}\n", sizes
 
