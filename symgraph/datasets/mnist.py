@@ -149,8 +149,8 @@ def _fetch_one(url: str, target: Path, sha256: str,
     def write(f: IO[bytes]) -> None:
         inflate, digest = zlib.decompressobj(16 + zlib.MAX_WBITS), hashlib.sha256()
         got = inflated = 0
-        with opener(url) as response:  # type: ignore[attr-defined]
-            for chunk in iter(lambda: _read(response), b""):
+        with _network(opener, url) as response:
+            for chunk in iter(lambda: _network(response.read, CHUNK), b""):
                 got += len(chunk)
                 if got > MAX_DOWNLOAD:
                     raise DataError(f"{url}: more than {MAX_DOWNLOAD} bytes, not an MNIST file")
@@ -176,9 +176,10 @@ class _NetworkError(Exception):
         self.cause = cause
 
 
-def _read(response: Any) -> bytes:
+def _network(call: Callable, *args: Any) -> Any:
+    """``call(*args)``, an OSError (the connection's) wrapped in a _NetworkError."""
     try:
-        return response.read(CHUNK)
+        return call(*args)
     except OSError as exc:
         raise _NetworkError(exc) from None
 
