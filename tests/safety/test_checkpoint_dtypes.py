@@ -71,6 +71,7 @@ def test_dtype_source_is_checked(tmp_path: Path) -> None:
         _dense("float16").load_parameters(fname, cast_dtype=True, dtype_source="file")
 
 
+@pytest.mark.mxnet
 def test_mxnet_refuses_the_same_file_without_cast_dtype(tmp_path: Path) -> None:
     fname, weight = _saved64(tmp_path)
     got = mxnet_json(
