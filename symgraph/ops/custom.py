@@ -25,7 +25,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..attrs import ANY_KEY, Attrs, Param
-from ..base import (AttrError, DTypeError, ExecutionError, ShapeError, SymgraphError, where,
+from ..base import (AttrError, DTypeError, ExecutionError, ShapeError, SymgraphError,
                     where_unnamed)
 from ..context import cpu
 from ..ndarray import NDArray
