@@ -16,6 +16,7 @@ from __future__ import annotations
 import multiprocessing
 import multiprocessing.pool
 import pickle
+import time
 import traceback
 from typing import Any, Callable, Optional
 
@@ -104,13 +105,12 @@ class Pool:
     def wait(self, handle: Any, timeout: float) -> Any:
         """The batch of ``handle``; ExecutionError when a worker process died or ``timeout``
         seconds passed."""
-        waited = 0.0
+        deadline = time.monotonic() + timeout
         while not handle.ready():
-            if waited >= timeout:
+            if time.monotonic() >= deadline:
                 raise ExecutionError(f"DataLoader: no batch from the workers within "
                                      f"{timeout} s (timeout=); a sample may be very slow")
             handle.wait(POLL)
-            waited += POLL
             if not self.threads:
                 self._check_alive()
         return handle.get()
