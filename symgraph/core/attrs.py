@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional
 import numpy as np
 
 from .base import AttrError
-from .dtypes import as_dtype
+from .dtypes import BFLOAT16, as_dtype
 
 REQUIRED = object()
 """Default of a parameter that has to be given."""
@@ -141,9 +141,12 @@ def _parse_str(v: Any) -> str:
 
 def _parse_dtype(v: Any) -> str:
     try:
-        return as_dtype(v).name
+        dt = as_dtype(v)
     except TypeError as exc:
         raise TypeError(f"expected a dtype, got {v!r}") from exc
+    if dt.kind in "OSUVMm" and dt != BFLOAT16:  # Python objects, strings, records, dates
+        raise TypeError(f"expected a numeric dtype, got {dt} ({v!r})")
+    return dt.name
 
 
 def _freeze(v: Any) -> Any:

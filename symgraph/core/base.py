@@ -5,6 +5,8 @@ node name and op where it is known, and is raised before anything is allocated o
 """
 from __future__ import annotations
 
+import os
+import sys
 from typing import Optional, Union
 
 import numpy as np
@@ -74,6 +76,25 @@ def where(name: Optional[str], op: Optional[str]) -> str:
     if name is None:
         return ""
     return f"{name} ({op}): " if op else f"{name}: "
+
+
+def where_unnamed(name: Optional[str], op: str) -> str:
+    """:func:`where` for a node being made, which may have no name yet: then the op and the
+    line of user code that makes it (``FullyConnected (unnamed, at train.py:12): ``)."""
+    if name:
+        return where(name, op)
+    return f"{op} (unnamed, at {_call_site()}): "
+
+
+def _call_site() -> str:
+    """``file:line`` of the innermost frame outside the symgraph package."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+    if frame is None:
+        return "?"
+    return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
 class DataError(SymgraphError, ValueError):

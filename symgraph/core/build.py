@@ -34,6 +34,7 @@ from .attribute import current_attrs as scoped
 from .attrs import Attrs, parse_attrs
 from .base import AttrError
 from .base import where as _where
+from .base import where_unnamed
 from .fluent import Fluent
 from .graph import Entry, Node, variable
 from .probe import probe_input_names
@@ -141,7 +142,7 @@ class Handle(Fluent):
 
 
 def parsed(opdef: registry.OpDef, attrs: dict,
-           node_name: str) -> tuple[Attrs, tuple[str, ...], int, int]:
+           node_name: Optional[str]) -> tuple[Attrs, tuple[str, ...], int, int]:
     """``attrs`` parsed against ``opdef``'s schema, with the op's input names and numbers of
     visible and of all outputs under them (remembered when every value is a plain
     str/int/float/bool/None)."""
@@ -158,12 +159,12 @@ def parsed(opdef: registry.OpDef, attrs: dict,
         found = _PARSED.get(key)
         if found is not None:
             return found
-    values = parse_attrs(opdef.params, attrs, _where(node_name, opdef.name))
+    values = parse_attrs(opdef.params, attrs, where_unnamed(node_name, opdef.name))
     try:  # an op's input/output lists may check its attributes (SliceChannel's num_outputs)
         found = (values, opdef.input_names(values), opdef.num_visible_outputs(values),
                  opdef.num_outputs(values))
     except AttrError as exc:
-        raise AttrError(f"{_where(node_name, opdef.name)}{exc}") from None
+        raise AttrError(f"{where_unnamed(node_name, opdef.name)}{exc}") from None
     if key is not None:
         if len(_PARSED) > 4096:  # distinct scalars could grow it without bound
             _PARSED.clear()
@@ -262,12 +263,12 @@ def make_op_function(opdef: registry.OpDef, cls: type = Handle,
         slots = input_names(opdef, attrs, name)
         unknown = sorted(set(handle_kwargs) - set(slots)) if handle_kwargs else None
         if unknown:
-            raise AttrError(f"{_where(name or '?', opdef.name)}no input named {unknown}; "
+            raise AttrError(f"{where_unnamed(name, opdef.name)}no input named {unknown}; "
                             f"inputs: {list(slots)}")
         while len(args) > len(slots) and args[-1] is None:  # MXNet's `bias=None` with no_bias
             args = args[:-1]
         if len(args) > len(slots):
-            raise AttrError(f"{_where(name or '?', opdef.name)}takes inputs {list(slots)}, "
+            raise AttrError(f"{where_unnamed(name, opdef.name)}takes inputs {list(slots)}, "
                             f"got {len(args)} positional symbols")
         inputs: list[Optional[Handle]] = list(args) + [None] * (len(slots) - len(args))
         for i, slot in enumerate(slots):
@@ -287,11 +288,11 @@ def _attrs_by_position(opdef: registry.OpDef, values: Sequence[Any], attrs: dict
     op's parameter names, in declaration order (MXNet's)."""
     keys = [k for k in opdef.params if not k.startswith("*")]
     if len(values) > len(keys):
-        raise AttrError(f"{_where(name or '?', opdef.name)}{len(values)} positional attributes "
+        raise AttrError(f"{where_unnamed(name, opdef.name)}{len(values)} positional attributes "
                         f"for parameters {keys}")
     for key, value in zip(keys, values):
         if key in attrs:
-            raise AttrError(f"{_where(name or '?', opdef.name)}attribute '{key}' given "
+            raise AttrError(f"{where_unnamed(name, opdef.name)}attribute '{key}' given "
                             f"positionally and by name")
         attrs[key] = value
 
@@ -305,7 +306,7 @@ def input_names(opdef: registry.OpDef, attrs: dict, name: Optional[str]) -> tupl
         if k not in params:
             return probe_input_names(opdef, attrs)
     try:
-        return parsed(opdef, attrs, name or "?")[1]
+        return parsed(opdef, attrs, name)[1]
     except AttrError:
         return probe_input_names(opdef, attrs)
 

@@ -9,6 +9,7 @@ This IR is deliberately separate from the graph IR: it has no shapes, names or g
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Sequence, Union
 
@@ -62,15 +63,28 @@ def _per_element(fn: Callable[[float], float]) -> Callable:
         x = np.asarray(x)
         dtype = x.dtype if x.dtype.kind == "f" else np.dtype(np.float64)
         with np.errstate(all="ignore"):
-            return np.vectorize(lambda v: _safe(fn, v), otypes=[dtype])(x)
+            return np.vectorize(lambda v: fn(float(v)), otypes=[dtype])(x)
     return run
 
 
-def _safe(fn: Callable[[float], float], v: float) -> float:
+# C's tgamma and lgamma (the CUDA formulas, and MXNet) where Python's math raises: gamma(+-0)
+# is +-inf, gamma at a negative integer or -inf NaN, overflow inf; lgamma at a pole inf.
+def _c_gamma(v: float) -> float:
+    if v == 0:
+        return math.copysign(math.inf, v)
     try:
-        return float(fn(float(v)))
-    except (ValueError, OverflowError):  # poles and overflow: C's tgamma gives inf/nan
-        return float("inf") if float(v) > 0 else float("nan")
+        return math.gamma(v)
+    except OverflowError:
+        return math.inf
+    except ValueError:
+        return math.nan
+
+
+def _c_lgamma(v: float) -> float:
+    try:
+        return math.lgamma(v)
+    except (ValueError, OverflowError):
+        return math.inf
 
 
 def _np_digamma(x: np.ndarray) -> np.ndarray:
@@ -92,7 +106,7 @@ def _np_digamma(x: np.ndarray) -> np.ndarray:
 
 def _np_round(x: np.ndarray) -> np.ndarray:
     # C's roundf (MXNet's round): halves away from zero; numpy's round goes to even.
-    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+    return np.copysign(np.floor(np.abs(x) + 0.5), x)  # round(-0.2) is -0., as roundf
 
 
 def _np_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -101,9 +115,19 @@ def _np_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(b == 0, 0, r)
 
 
-# Remainder with the divisor's sign, 0 for a zero divisor (as _np_mod), in C.
-_C_MOD = ("(({1}) == 0.f ? 0.f : ((fmodf({0}, {1}) != 0.f && ((fmodf({0}, {1}) < 0.f) != "
-          "({1} < 0.f))) ? fmodf({0}, {1}) + ({1}) : fmodf({0}, {1})))")
+# Remainder with the divisor's sign, 0 for a zero divisor (as _np_mod), in C; a zero
+# remainder takes the divisor's sign too, as numpy's.
+_C_MOD = ("(({1}) == 0.f ? 0.f : (fmodf({0}, {1}) == 0.f ? copysignf(0.f, {1}) : "
+          "(((fmodf({0}, {1}) < 0.f) != (({1}) < 0.f)) ? fmodf({0}, {1}) + ({1}) : "
+          "fmodf({0}, {1}))))")
+
+
+# numpy's NaN rule in C: maximum/minimum give a NaN operand (fmaxf/fminf would drop it) and,
+# for equal operands, the second (so maximum(-0., 0.) is 0. as in numpy); sign(NaN) is NaN.
+# Reductions and pooling combine with the same text.
+C_MAX = "((({0}) > ({1}) || ({0}) != ({0})) ? ({0}) : ({1}))"
+C_MIN = "((({0}) < ({1}) || ({0}) != ({0})) ? ({0}) : ({1}))"
+_C_SIGN = "(({0}) != ({0}) ? ({0}) : (float)((({0}) > 0.f) - (({0}) < 0.f)))"
 
 
 PRIMS: dict[str, Prim] = {
@@ -112,8 +136,8 @@ PRIMS: dict[str, Prim] = {
     "mul": Prim(2, np.multiply, "({0} * {1})"),
     "div": Prim(2, np.divide, "({0} / {1})"),
     "pow": Prim(2, np.power, "powf({0}, {1})"),
-    "max": Prim(2, np.maximum, "fmaxf({0}, {1})"),
-    "min": Prim(2, np.minimum, "fminf({0}, {1})"),
+    "max": Prim(2, np.maximum, C_MAX),
+    "min": Prim(2, np.minimum, C_MIN),
     "neg": Prim(1, np.negative, "(-{0})"),
     "exp": Prim(1, np.exp, "expf({0})"),
     "log": Prim(1, np.log, "logf({0})"),
@@ -121,7 +145,7 @@ PRIMS: dict[str, Prim] = {
     "sqrt": Prim(1, np.sqrt, "sqrtf({0})"),
     "tanh": Prim(1, np.tanh, "tanhf({0})"),
     "abs": Prim(1, np.abs, "fabsf({0})"),
-    "sign": Prim(1, _np_sign, "(float)(({0} > 0.f) - ({0} < 0.f))"),
+    "sign": Prim(1, _np_sign, _C_SIGN),
     "sin": Prim(1, np.sin, "sinf({0})"),
     "cos": Prim(1, np.cos, "cosf({0})"),
     "tan": Prim(1, np.tan, "tanf({0})"),
@@ -138,8 +162,8 @@ PRIMS: dict[str, Prim] = {
     "cbrt": Prim(1, np.cbrt, "cbrtf({0})"),
     "erf": Prim(1, _np_erf, "erff({0})"),
     "erfinv": Prim(1, _np_erfinv, "erfinvf({0})"),
-    "gamma": Prim(1, _per_element(__import__("math").gamma), "tgammaf({0})"),
-    "lgamma": Prim(1, _per_element(__import__("math").lgamma), "lgammaf({0})"),
+    "gamma": Prim(1, _per_element(_c_gamma), "tgammaf({0})"),
+    "lgamma": Prim(1, _per_element(_c_lgamma), "lgammaf({0})"),
     "digamma": Prim(1, _np_digamma, "sg_digamma({0})"),
     "floor": Prim(1, np.floor, "floorf({0})"),
     "ceil": Prim(1, np.ceil, "ceilf({0})"),

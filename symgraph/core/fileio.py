@@ -2,13 +2,17 @@
 :func:`read_limited`.
 
 Writing: the bytes go to a temporary file in the target's folder (``.<name>.<pid>.<random>.tmp``),
-created with mode 0666 so the process umask decides the permissions as for any new file; the
-temporary file is flushed and fsynced, renamed over the target (atomic on POSIX) and the folder
-is fsynced so the rename itself survives a crash. On any exception the temporary file is removed
-and the previous file is untouched. A process killed mid-write cannot clean up, so each save
+created with mode 0666 so the process umask decides the permissions as for any new file (a file
+that already exists keeps its mode: a 0600 checkpoint stays 0600); the temporary file is
+flushed and fsynced, renamed over the target (atomic on POSIX) and the folder is fsynced so the
+rename itself survives a crash. On any exception the temporary file is removed and the previous
+file is untouched. A process killed mid-write cannot clean up, so each save
 first removes the temporary files that earlier saves of the *same* path left behind. A writer
 holds an exclusive ``flock`` on its temporary file while it works, so a save never removes the
 temporary file of another save still in progress (the kernel drops the lock of a killed process).
+A target that is a symbolic link is written through: the new file replaces the link's final
+target (the temporary file lives in the target's folder, so the rename stays atomic) and the
+link itself stays.
 
 Reading: :func:`read_limited` reads a whole file after checking its size against a bound, and
 :func:`file_size` gives loaders the number from which their own limits follow (a header cannot
@@ -117,16 +121,22 @@ def atomic_write(target: PathLike, write: Callable[[IO[bytes]], None]) -> None:
     Either the complete new file is in place afterwards, or the previous file is untouched and
     no temporary file remains: an OSError (no folder, no permission, disk full) becomes a
     DataError naming ``target``; any other exception of ``write`` propagates as it is."""
-    target = Path(target)
+    target = Path(os.path.realpath(target)) if os.path.islink(target) else Path(target)
     folder = target.parent if str(target.parent) else Path(".")
     if target.is_dir():
         raise DataError(f"cannot write {target}: it is a folder")
     remove_stale_temps(target)
     try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        mode = None  # a new file: the umask decides
+    try:
         tmp, fd = _create_temp(target, folder)
     except OSError as exc:
         raise DataError(f"cannot write {target}: {exc.strerror or exc}") from exc
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(os.dup(fd), "wb") as f:
             write(f)
             f.flush()

@@ -186,8 +186,10 @@ class Parameter:
             raise BindError(f"Cannot reset context for Parameter '{self.name}' because it "
                             f"has not been initialized")
 
-    def _load_init(self, value: Any, ctx: CtxArg, where: str) -> None:
-        """Set from a loaded array (checks shape and dtype against what is known)."""
+    def _load_init(self, value: Any, ctx: CtxArg, where: str, saved_dtype: bool = False) -> None:
+        """Set from a loaded array (checks the shape against what is known). The value is
+        cast to the parameter's dtype, or with ``saved_dtype`` the parameter takes the value's
+        dtype (MXNet's ``dtype_source='saved'``)."""
         host = value.asnumpy() if hasattr(value, "asnumpy") else np.asarray(value)
         if self._shape is not None:
             try:
@@ -197,6 +199,11 @@ class Parameter:
                                 f"the network needs {self._shape}") from None
         else:
             self._shape = host.shape
+        if saved_dtype and host.dtype != self.dtype:
+            self.dtype = as_dtype(host.dtype)
+            if self._data is not None:  # the arrays change dtype: rebuild them
+                self._set_arrays(host, list(self._data))
+                return
         host = host.astype(self.dtype, copy=False)
         if self._data is not None:
             for arr in self._data.values():

@@ -162,20 +162,25 @@ class ParameterDict:
         nd.save(filename, arrays)
 
     def load(self, filename: str, ctx: CtxArg = None, allow_missing: bool = False,
-             ignore_extra: bool = False, restore_prefix: str = "") -> None:
-        """Read parameters saved by :meth:`save` (or MXNet-style ``arg:``/``aux:`` names)."""
+             ignore_extra: bool = False, restore_prefix: str = "", cast_dtype: bool = False,
+             dtype_source: str = "current") -> None:
+        """Read parameters saved by :meth:`save` (or MXNet-style ``arg:``/``aux:`` names);
+        ``cast_dtype``/``dtype_source`` as in :meth:`load_dict`."""
         loaded = load_file(filename)
-        named = {restore_prefix + _strip_kind(k): v for k, v in loaded.items()}
-        load_named(self._params, named, f"file {filename}", ctx, allow_missing, ignore_extra)
+        self.load_dict(loaded, ctx, allow_missing, ignore_extra, restore_prefix, cast_dtype,
+                       dtype_source, where=f"file {filename}")
 
     def load_dict(self, param_dict: dict, ctx: CtxArg = None, allow_missing: bool = False,
                   ignore_extra: bool = False, restore_prefix: str = "",
-                  cast_dtype: bool = False, dtype_source: str = "current") -> None:
+                  cast_dtype: bool = False, dtype_source: str = "current",
+                  where: str = "the given dict") -> None:
         """Set parameters from ``{name: array}`` (names as :meth:`save` writes them, or with
-        ``arg:``/``aux:``), e.g. ``pd.load_dict(sg.nd.load(f))``; values are cast to each
-        parameter's dtype."""
+        ``arg:``/``aux:``), e.g. ``pd.load_dict(sg.nd.load(f))``. A value whose dtype differs
+        from its parameter's is refused unless ``cast_dtype``; then ``dtype_source='current'``
+        casts the value and ``'saved'`` gives the parameter the value's dtype (as MXNet)."""
         named = {restore_prefix + _strip_kind(k): v for k, v in param_dict.items()}
-        load_named(self._params, named, "the given dict", ctx, allow_missing, ignore_extra)
+        load_named(self._params, named, where, ctx, allow_missing, ignore_extra,
+                   DtypeRule(cast_dtype, dtype_source))
 
 
 def _strip_kind(key: str) -> str:
@@ -198,11 +203,32 @@ def _brief(names: Any, limit: int = 6) -> str:
     return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)} in all)"
 
 
+class DtypeRule:
+    """MXNet's ``cast_dtype``/``dtype_source`` pair of the parameter loaders."""
+
+    def __init__(self, cast_dtype: bool = False, dtype_source: str = "current") -> None:
+        if dtype_source not in ("current", "saved"):
+            raise AttrError(f"dtype_source must be 'current' or 'saved', got {dtype_source!r}")
+        self.cast, self.saved = bool(cast_dtype), bool(cast_dtype) and dtype_source == "saved"
+
+    def check(self, param: Parameter, value: Any, where: str) -> None:
+        """Refuse a value of another dtype unless casting was asked for."""
+        got = np.dtype(value.dtype)
+        if not self.cast and got != param.dtype:
+            raise DataError(f"Failed loading Parameter '{param.name}' from {where}: dtype "
+                            f"incompatible expected {param.dtype.name} vs saved {got.name}. "
+                            f"Set cast_dtype=True to cast the dtype of saved params")
+
+
 def load_named(params: dict, named: dict, where: str, ctx: CtxArg, allow_missing: bool,
-               ignore_extra: bool) -> None:
-    """Check every name first (nothing is written on an error), then load."""
+               ignore_extra: bool, rule: Optional[DtypeRule] = None) -> None:
+    """Check every name, shape and dtype first (nothing is written on an error), then load.
+    A parameter shared under several names is present when any of them is (files written
+    with ``deduplicate=True`` store it once)."""
+    rule = rule or DtypeRule()
     if not allow_missing:
-        missing = [k for k in params if k not in named]
+        present = {id(params[k]) for k in named if k in params}
+        missing = [k for k, p in params.items() if id(p) not in present]
         if missing:
             raise DataError(f"Parameter '{missing[0]}' is missing in {where}, which contains "
                             f"parameters: {_brief(named)}. Is it another network's file?")
@@ -217,9 +243,11 @@ def load_named(params: dict, named: dict, where: str, ctx: CtxArg, allow_missing
         if p is not None and p.shape is not None and not _fits(p.shape, v.shape):
             raise DataError(f"Parameter '{k}' in {where} has shape {tuple(v.shape)}, the "
                             f"network needs {p.shape}")
+        if p is not None:
+            rule.check(p, v, where)
     for k, v in named.items():
         if k in params:
-            params[k]._load_init(v, ctx, where)
+            params[k]._load_init(v, ctx, where, rule.saved)
 
 
 def _fits(want: tuple, got: tuple) -> bool:

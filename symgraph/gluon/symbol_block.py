@@ -67,7 +67,9 @@ class SymbolBlock(HybridBlock):
         names = [input_names] if isinstance(input_names, str) else list(input_names)
         block = SymbolBlock(out, [sym.var(n) for n in names])
         if param_file is not None:
-            block.collect_params().load(param_file, ctx, allow_missing, ignore_extra)
+            # The saved dtypes win (MXNet): a float64 model stays float64.
+            block.collect_params().load(param_file, ctx, allow_missing, ignore_extra,
+                                        cast_dtype=True, dtype_source="saved")
         return block
 
     def hybridize(self, active: bool = True, **kwargs: Any) -> None:

@@ -266,7 +266,28 @@ class Trainer:
             if index is None or not index.isdigit() or int(index) >= len(self._params):
                 raise DataError(f"{fname}: entry {key!r} does not belong to this Trainer's "
                                 f"{len(self._params)} parameters")
+        self._check_state_shapes(fname, arrays)
         ctxs = self._params[0].list_ctx() if self._params else []
         for ctx in ctxs:
             weights = [p.data(ctx) for p in self._params]
             self._updater(ctx, weights).set_states(arrays)
+
+    def _check_state_shapes(self, fname: str, arrays: Mapping[str, np.ndarray]) -> None:
+        """Each saved state must have the shape of a fresh state of its parameter, so that
+        another network's file is refused here, naming the parameter, not at the next step."""
+        fresh: dict[int, tuple] = {}
+        for key, value in arrays.items():
+            kind, index, *rest = key.split(":")
+            param = self._params[int(index)]
+            if kind != "state" or not rest or not rest[0].isdigit() or param.shape is None \
+                    or 0 in param.shape:
+                continue  # counts, or a parameter whose shape is still unknown
+            if int(index) not in fresh:
+                weight = np.zeros(param.shape, param.dtype)
+                fresh[int(index)] = self._optimizer.create_state(int(index), weight)
+            states = fresh[int(index)]
+            want = states[int(rest[0])].shape if int(rest[0]) < len(states) else None
+            if want != tuple(value.shape):
+                raise DataError(f"{fname}: optimizer state {key!r} has shape "
+                                f"{tuple(value.shape)}, parameter '{param.name}' needs "
+                                f"{want}; is it another network's file?")

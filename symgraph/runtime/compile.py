@@ -35,7 +35,7 @@ import numpy as np
 from ..compiler import passes
 from . import random as _random
 from .backend import Program
-from ..core.base import BindError
+from ..core.base import BindError, ShapeError
 from ..core.context import Context
 from ..core.graph import Entry, Graph, Node, variable
 from .ndarray import NDArray, array, before_run
@@ -188,11 +188,25 @@ def _mutations(g: Graph, train: bool) -> tuple[list, list]:
     return mutations, updates
 
 
+def _refuse_empty_batch(graph: Graph) -> None:
+    """Training on a zero-size input is refused before anything runs: BatchNorm would turn its
+    running statistics into NaN and the gradients of an empty batch are undefined (MXNet
+    poisons the statistics or fails deep in backward)."""
+    for v in graph.variables():
+        shape = graph.types.shape(Entry(v))
+        if shape is not None and len(shape) and 0 in shape:
+            raise ShapeError(f"input {v.name!r} has shape {tuple(shape)}: a zero-size input "
+                             f"cannot be trained on (is_train=True / autograd.record()); skip "
+                             f"empty batches")
+
+
 def build_stage(graph: Graph, wrt: Sequence[str], train: bool, ctx: Context) -> Stage:
     """Compile typed ``graph`` (``graph.types`` set) for ``ctx``: the inference graph, or with
     ``train`` the training graph (aux updates, and gradients of the variables named in
     ``wrt``; head gradients are variables ``_head_grad<i>`` bound by the caller)."""
     types = graph.types
+    if train:
+        _refuse_empty_batch(graph)
     g = run_pipeline(graph, backend_for(ctx).FORWARD_PIPELINE)  # the backend's choice
     var_by_name = {v.name: v for v in g.variables()}
     outputs = list(g.outputs)

@@ -144,6 +144,10 @@ class _Reader:
     def array(self, dtype: np.dtype, shape: tuple[int, ...], what: str) -> np.ndarray:
         count = int(np.prod(shape, dtype=object))
         nbytes = count * dtype.itemsize
+        # numpy refuses shapes whose dimensions multiply past 63 bits even when one is 0
+        span = int(np.prod([d for d in shape if d], dtype=object)) * dtype.itemsize
+        if span >= 2 ** 63:
+            raise self.fail(f"{what} has dimensions {shape} whose product overflows 64 bits")
         if nbytes > self.left:
             raise self.fail(f"{what} of shape {shape} ({dtype}) needs {nbytes} bytes, "
                             f"only {self.left} remain")
@@ -151,7 +155,8 @@ class _Reader:
         if nbytes and self.f.readinto(memoryview(out.reshape(-1).view(np.uint8))) != nbytes:
             raise self.fail(f"{what}: file ended early")
         self.left -= nbytes
-        return out.astype(dtype, copy=False)
+        # Same bytes on a little-endian host: relabel '<f8' as the native dtype, no copy.
+        return out.view(dtype) if out.dtype == dtype else out.astype(dtype)
 
 
 def _read_shape(r: _Reader, magic: int, what: str) -> Optional[tuple[int, ...]]:

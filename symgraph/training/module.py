@@ -14,7 +14,7 @@ from . import initializer as _init
 from . import optimizer as _opt
 from ..runtime import profiler
 from ..core.log import LOGGER
-from ..core.base import BindError, DataError, MissingParamError
+from ..core.base import BindError, DataError, ExecutionError, MissingParamError
 from .base_module import BaseModule
 from ..runtime.executor import Executor
 from ..core.context import Context, cpu
@@ -139,8 +139,7 @@ class Module(BaseModule):
 
     @property
     def _exec_group(self) -> "ExecutorGroupView":
-        """MXNet's ``Module._exec_group`` (a DataParallelExecutorGroup), which MXNet's own
-        tests read: here a read-only view of the one executor and the names."""
+        """MXNet's ``Module._exec_group`` (read by its tests): a view of the one executor."""
         self._bound("_exec_group")
         return ExecutorGroupView([self._exec], list(self._param_names), list(self._aux_names),
                                  list(self._data_names), list(self._label_names))
@@ -175,8 +174,7 @@ class Module(BaseModule):
             if inputs_need_grad:
                 reqs.update({n: grad_req for n in self._data_names})
         self._execs = self._bind_executors(data + label, reqs, for_training, shared_module)
-        self._grad_req = grad_req
-        self._exec = self._execs[0]
+        self._grad_req, self._exec, self._fed = grad_req, self._execs[0], False
         self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
         self._data_shapes, self._label_shapes = data, (label if label_shapes is not None else None)
         for mon in getattr(self, "_monitors", []):  # a rebind keeps the monitors installed
@@ -190,9 +188,8 @@ class Module(BaseModule):
 
     def _bind_executors(self, descs: list[DataDesc], reqs: dict[str, str],
                         for_training: bool, shared_module: Any = None) -> list[Any]:
-        """The executors ``bind`` makes for inputs ``descs``: here one, on this context
-        (the data-parallel module makes one per device), on ``shared_module``'s parameter
-        arrays when given."""
+        """The executors ``bind`` makes for inputs ``descs``: one, on this context (the
+        data-parallel module makes one per device), on ``shared_module``'s arrays if given."""
         shapes = {d.name: d.shape for d in descs}
         types = {d.name: d.dtype for d in descs}
         symbol = self._symbol
@@ -386,8 +383,7 @@ class Module(BaseModule):
         self._exec.forward(is_train=self.for_training if is_train is None else is_train)
 
     def _bound_batch(self, data_batch: DataBatch) -> dict[str, Any]:
-        """The batch's arrays by input name, after rebinding if their shapes differ from the
-        bound ones."""
+        """The batch's arrays by name, after rebinding if their shapes differ from the bound."""
         if not (self.binded and self.params_initialized):
             raise BindError("forward: call bind() and init_params() first")
         arrays = self._batch_arrays(data_batch)
@@ -408,10 +404,14 @@ class Module(BaseModule):
             else:
                 staging.to_device(self._exec.arg_dict[name], value,
                                   self._exec.train_program.stream)
+        self._fed = True
 
     def backward(self, out_grads: Any = None) -> None:
         if not self.for_training:
             raise BindError("backward: module was bound with for_training=False")
+        if not self._fed:  # no batch loaded since bind(): refused rather than zero gradients
+            raise ExecutionError("backward: no forward() has run since bind(): no batch to "
+                                 "differentiate; call forward(batch) first")
         self._exec.backward(out_grads)
 
     def update(self) -> None:

@@ -81,8 +81,9 @@ class _Inputs:
             raise AttributeError(name) from None
 
 
-def _clip(g: E.Expr, clip: Optional[float], v: _Inputs) -> E.Expr:
-    """``clip(g, -c, c)`` when clipping is on (the formula has no branch when it is off)."""
+def rescaled_grad(v: _Inputs, clip: Optional[float], wd_first: bool = False) -> E.Expr:
+    """``clip(rescale*grad)``, or ``clip(rescale*grad + wd*weight)`` with ``wd_first``."""
+    g = v.rescale_grad * v.grad + v.wd * v.weight if wd_first else v.rescale_grad * v.grad
     if clip is None or clip < 0:
         return g
     return E.call("max", E.call("min", g, v.clip_gradient), E.call("neg", v.clip_gradient))
@@ -107,8 +108,7 @@ class Optimizer:
         if lr_scheduler is None and learning_rate is None:
             learning_rate = 0.01
         self.lr, self.wd = learning_rate, wd  # (MXNet: None while a scheduler drives it)
-        self.clip_gradient = clip_gradient
-        self.lr_scheduler = lr_scheduler
+        self.clip_gradient, self.lr_scheduler = clip_gradient, lr_scheduler
         if lr_scheduler is not None and learning_rate is not None:
             lr_scheduler.base_lr = learning_rate
         self.begin_num_update = self.num_update = begin_num_update
@@ -304,20 +304,20 @@ class SGD(Optimizer):
     """``mom = momentum*mom - lr*(clip(rescale*grad) + wd*weight); weight += mom`` (no state
     when ``momentum`` is 0: ``weight -= lr*(clip(rescale*grad) + wd*weight)``)."""
 
+    SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "momentum")
+
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs: Any) -> None:
         self.momentum = momentum
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
         states = ("mom",) if self.momentum else ()
-        v = _Inputs(states, ("lr", "wd", "rescale_grad", "clip_gradient", "momentum"))
-        step = v.lr * (_clip(v.rescale_grad * v.grad, self.clip_gradient, v) + v.wd * v.weight)
+        v = _Inputs(states, SGD.SCALARS)
+        step = v.lr * (rescaled_grad(v, self.clip_gradient) + v.wd * v.weight)
         if not self.momentum:
-            return UpdateRule("sgd", (), ("lr", "wd", "rescale_grad", "clip_gradient",
-                                          "momentum"), (v.weight - step,))
+            return UpdateRule("sgd", (), SGD.SCALARS, (v.weight - step,))
         mom = v.momentum * v.mom - step
-        return UpdateRule("sgd_mom", states, ("lr", "wd", "rescale_grad", "clip_gradient",
-                                              "momentum"), (v.weight + mom, mom))
+        return UpdateRule("sgd_mom", states, SGD.SCALARS, (v.weight + mom, mom))
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "momentum": self.momentum}
@@ -341,7 +341,7 @@ class Adam(Optimizer):
 
     def _rule(self) -> UpdateRule:
         v = _Inputs(("mean", "var"), self.SCALARS)
-        g = _clip(v.rescale_grad * v.grad + v.wd * v.weight, self.clip_gradient, v)
+        g = rescaled_grad(v, self.clip_gradient, True)
         mean = v.beta1 * v.mean + (1 - v.beta1) * g
         var = v.beta2 * v.var + (1 - v.beta2) * g * g
         weight = v.weight - v.lr * mean / (E.call("sqrt", var) + v.epsilon)
@@ -371,7 +371,7 @@ class RMSProp(Optimizer):
     def _rule(self) -> UpdateRule:
         states = ("n", "m", "delta") if self.centered else ("n",)
         v = _Inputs(states, self.SCALARS)
-        g = _clip(v.rescale_grad * v.grad + v.wd * v.weight, self.clip_gradient, v)
+        g = rescaled_grad(v, self.clip_gradient, True)
         n = (1 - v.gamma1) * g * g + v.gamma1 * v.n
         if self.centered:
             m = (1 - v.gamma1) * g + v.gamma1 * v.m
@@ -406,7 +406,7 @@ class AdaGrad(Optimizer):
 
     def _rule(self) -> UpdateRule:
         v = _Inputs(("history",), self.SCALARS)
-        g = _clip(v.rescale_grad * v.grad, self.clip_gradient, v)
+        g = rescaled_grad(v, self.clip_gradient)
         history = v.history + g * g
         weight = v.weight - v.lr * (g / E.call("sqrt", history + v.eps) + v.wd * v.weight)
         return UpdateRule("adagrad", ("history",), self.SCALARS, (weight, history))

@@ -14,12 +14,12 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from ..core import expr as E
 from . import optimizer as _opt
 from ..core.base import AttrError
-from .optimizer import SGD, Optimizer, UpdateRule, _clip, _Inputs
+from .optimizer import SGD, Optimizer, UpdateRule, _Inputs, rescaled_grad
 
 __all__ = ["NAG", "Signum", "FTML", "Ftrl", "AdaDelta", "Adamax", "Nadam", "DCASGD", "ccSGD",
            "Test", "install"]
@@ -36,13 +36,6 @@ def install(*classes: type) -> None:
             _opt.__all__.append(klass.__name__)
 
 
-def _rescaled(v: _Inputs, clip: Optional[float], wd_first: bool) -> E.Expr:
-    """The gradient the step uses: ``clip(rescale*grad + wd*weight)`` when MXNet folds the
-    weight decay in before clipping, else ``clip(rescale*grad)``."""
-    g = v.rescale_grad * v.grad
-    return _clip(g + v.wd * v.weight, clip, v) if wd_first else _clip(g, clip, v)
-
-
 class NAG(Optimizer):
     """Nesterov momentum (MXNet's ``nag_mom_update``): ``g = clip(rescale*grad) + wd*weight;
     mom = momentum*mom - lr*g; weight += momentum*mom - lr*g``; SGD when ``momentum`` is 0."""
@@ -56,7 +49,7 @@ class NAG(Optimizer):
     def _rule(self) -> UpdateRule:
         states = ("mom",) if self.momentum else ()
         v = _Inputs(states, self.SCALARS)
-        step = v.lr * (_rescaled(v, self.clip_gradient, False) + v.wd * v.weight)
+        step = v.lr * (rescaled_grad(v, self.clip_gradient, False) + v.wd * v.weight)
         if not self.momentum:
             return UpdateRule("nag", (), self.SCALARS, (v.weight - step,))
         mom = v.momentum * v.mom - step
@@ -86,7 +79,7 @@ class Signum(Optimizer):
     def _rule(self) -> UpdateRule:
         states = ("mom",) if self.momentum else ()
         v = _Inputs(states, self.SCALARS)
-        g = _rescaled(v, self.clip_gradient, False)
+        g = rescaled_grad(v, self.clip_gradient, False)
         if not self.momentum:
             return UpdateRule("signsgd", (), self.SCALARS,
                               ((1 - v.lr * v.wd) * v.weight - v.lr * E.call("sign", g),))
@@ -112,7 +105,7 @@ class FTML(Optimizer):
 
     def _rule(self) -> UpdateRule:
         v = _Inputs(("d", "v", "z"), self.SCALARS)
-        g = _rescaled(v, self.clip_gradient, True)
+        g = rescaled_grad(v, self.clip_gradient, True)
         var = v.beta2 * v.v + (1 - v.beta2) * g * g
         d_t = v.bias1 / v.lr * (E.call("sqrt", var / v.bias2) + v.epsilon)
         z = v.beta1 * v.z + (1 - v.beta1) * g - (d_t - v.beta1 * v.d) * v.weight
@@ -138,7 +131,7 @@ class Ftrl(Optimizer):
 
     def _rule(self) -> UpdateRule:
         v = _Inputs(("z", "n"), self.SCALARS)
-        g = _rescaled(v, self.clip_gradient, False)
+        g = rescaled_grad(v, self.clip_gradient, False)
         n = v.n + g * g
         z = v.z + g - (E.call("sqrt", n) - E.call("sqrt", v.n)) * v.weight / v.lr
         keep = E.call("gt", E.call("abs", z), v.lamda1)
@@ -163,7 +156,7 @@ class AdaDelta(Optimizer):
 
     def _rule(self) -> UpdateRule:
         v = _Inputs(("acc_g", "acc_delta"), self.SCALARS)
-        g = _rescaled(v, self.clip_gradient, False)
+        g = rescaled_grad(v, self.clip_gradient, False)
         acc_g = v.rho * v.acc_g + (1 - v.rho) * g * g
         delta = E.call("sqrt", v.acc_delta + v.epsilon) / E.call("sqrt", acc_g + v.epsilon) * g
         acc_delta = v.rho * v.acc_delta + (1 - v.rho) * delta * delta
@@ -187,7 +180,7 @@ class Adamax(Optimizer):
 
     def _rule(self) -> UpdateRule:
         v = _Inputs(("mean", "u"), self.SCALARS)
-        g = _rescaled(v, self.clip_gradient, True)
+        g = rescaled_grad(v, self.clip_gradient, True)
         mean = v.beta1 * v.mean + (1 - v.beta1) * g
         u = E.call("max", v.beta2 * v.u, E.call("abs", g))
         return UpdateRule("adamax", ("mean", "u"), self.SCALARS,
@@ -214,7 +207,7 @@ class Nadam(Optimizer):
 
     def _rule(self) -> UpdateRule:
         v = _Inputs(("mean", "var"), self.SCALARS)
-        g = _rescaled(v, self.clip_gradient, True)
+        g = rescaled_grad(v, self.clip_gradient, True)
         mean = v.beta1 * v.mean + (1 - v.beta1) * g
         var = v.beta2 * v.var + (1 - v.beta2) * g * g
         m_bar = (1 - v.mu_t) * (g / (1 - v.sched)) + v.mu_next * (mean / (1 - v.sched_next))
@@ -245,7 +238,7 @@ class DCASGD(Optimizer):
     def _rule(self) -> UpdateRule:
         states = ("mom", "previous") if self.momentum else ("previous",)
         v = _Inputs(states, self.SCALARS)
-        g = _rescaled(v, self.clip_gradient, False)
+        g = rescaled_grad(v, self.clip_gradient, False)
         step = v.lr * (g + v.wd * v.weight + v.lamda * g * g * (v.weight - v.previous))
         mom = v.momentum * v.mom - step if self.momentum else -step
         outs = (v.weight + mom, mom, v.weight) if self.momentum else (v.weight + mom, v.weight)

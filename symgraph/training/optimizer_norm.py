@@ -20,7 +20,8 @@ import numpy as np
 from ..core import expr as E
 from ..core.base import AttrError
 from .optimizer import SGD, Optimizer, UpdateRule, _Inputs
-from .optimizer_extra import BASE, _rescaled, install
+from .optimizer import rescaled_grad
+from .optimizer_extra import BASE, install
 from ..runtime.random import generator
 
 __all__ = ["LAMB", "LARS", "LBSGD", "SGLD"]
@@ -55,7 +56,7 @@ class LAMB(Optimizer):
 
     def _parts(self) -> tuple[E.Expr, E.Expr, E.Expr]:
         v = _Inputs(("mean", "var"), self.SCALARS)
-        g = _rescaled(v, self.clip_gradient, False)
+        g = rescaled_grad(v, self.clip_gradient, False)
         mean = v.beta1 * v.mean + (1 - v.beta1) * g
         var = v.beta2 * v.var + (1 - v.beta2) * g * g
         u = mean / v.bias1 / (E.call("sqrt", var / v.bias2) + v.epsilon) + v.wd * v.weight
@@ -196,7 +197,7 @@ class SGLD(Optimizer):
 
     def _rule(self) -> UpdateRule:
         v = _Inputs((), BASE)
-        g = _rescaled(v, self.clip_gradient, False)
+        g = rescaled_grad(v, self.clip_gradient, False)
         return UpdateRule("sgld", (), BASE, (v.weight - v.lr / 2 * (g + v.wd * v.weight),))
 
     def _step(self, rule: UpdateRule, weight: np.ndarray, grad: np.ndarray,

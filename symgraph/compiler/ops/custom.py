@@ -25,7 +25,8 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ...core.attrs import ANY_KEY, Attrs, Param
-from ...core.base import AttrError, DTypeError, ExecutionError, ShapeError, SymgraphError, where
+from ...core.base import (AttrError, DTypeError, ExecutionError, ShapeError, SymgraphError,
+                    where_unnamed)
 from ...core.context import cpu
 from ...runtime.ndarray import NDArray
 from ...core.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
@@ -289,7 +290,7 @@ def custom_api(apply_op: Callable, symbol_cls: type) -> Callable:
         """
         syms = {k: v for k, v in kwargs.items() if isinstance(v, symbol_cls)}
         attrs = {k: v for k, v in kwargs.items() if not isinstance(v, symbol_cls)}
-        here = where(name or "?", "Custom")
+        here = where_unnamed(name, "Custom")
         if attrs.get("func_type") or attrs.get("func"):
             if syms:
                 raise AttrError(f"{here}an aot Custom takes its inputs positionally, got "

@@ -66,8 +66,8 @@ def _apply(node: Node, types: dict[Entry, np.dtype]) -> tuple[bool, bool]:
             changed = True
         elif old != new:  # (the slot names only for the message: once per node otherwise)
             names = list(opdef.input_names(node.attrs)) + list(opdef.output_names(node.attrs))
-            raise DTypeError(f"{where(node.name, node.op)}{names[k]} has dtype {old}, "
-                             f"inferred {new}")
+            detail = _odd_one_out(names, olds) or f"{names[k]} has dtype {old}, inferred {new}"
+            raise DTypeError(f"{where(node.name, node.op)}{detail}")
     for e in entries:
         if types.get(e) is None:
             return changed, False
@@ -79,6 +79,23 @@ def apply_type_rule(node: Node, types: dict[Entry, np.dtype]) -> bool:
     node is known after it. Example: ``apply_type_rule(relu_node, {x: float32})`` adds the
     output's float32 (the imperative front end infers one call at a time with it)."""
     return _apply(node, types)[1]
+
+
+def _odd_one_out(names: list[str], olds: list) -> str:
+    """When the known dtypes of a node's slots disagree: the slot(s) whose dtype differs from
+    the most common one, against the others (int32 data fed to float32 weights is reported
+    against ``data``, not the weight). Empty when they agree."""
+    known = [(n, np.dtype(t)) for n, t in zip(names, olds) if t is not None]
+    votes: dict[np.dtype, int] = {}
+    for _, t in known:
+        votes[t] = votes.get(t, 0) + 1
+    if len(votes) < 2:
+        return ""
+    common = max(votes, key=lambda t: votes[t])  # ties: the first seen
+    odd = [(n, t) for n, t in known if t != common]
+    rest = [n for n, t in known if t == common]
+    return (f"{' and '.join(f'{n} has dtype {t}' for n, t in odd)}, but {', '.join(rest)} "
+            f"{'has' if len(rest) == 1 else 'have'} {common}; cast {odd[0][0]} (astype or Cast)")
 
 
 def infer_types(graph: Graph, given: Mapping[str, Any],

@@ -3,12 +3,11 @@
 Workers (``num_workers > 0``) are forked processes, each holding the dataset; a worker builds a
 whole batch as host (numpy) arrays and sends it back through a pipe, and the main process wraps
 it as NDArrays. ``prefetch`` batches (default ``2 * num_workers``) are in flight at once and
-come back in order. ``thread_pool=True`` uses threads instead of processes.
+come back in order. ``thread_pool=True`` uses threads instead of processes. A dead worker or a
+worker's exception is reported at once (``worker_pool``).
 """
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.pool
 from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
@@ -16,15 +15,7 @@ import numpy as np
 from ...runtime import ndarray as nd
 from ...core.base import AttrError
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
-
-
-def _to_host(data: Any) -> Any:
-    """NDArrays (also nested in lists/tuples) as numpy arrays, for sending between processes."""
-    if isinstance(data, nd.NDArray):
-        return data.asnumpy()
-    if isinstance(data, (list, tuple)):
-        return type(data)(_to_host(d) for d in data)
-    return data
+from .worker_pool import Pool, stack_host
 
 
 def _to_nd(data: Any) -> Any:
@@ -34,16 +25,6 @@ def _to_nd(data: Any) -> Any:
     if isinstance(data, (list, tuple)):
         return type(data)(_to_nd(d) for d in data)
     return data
-
-
-def _stack_host(data: list) -> Any:
-    """The default batchify, on the host: stack samples (tuples element-wise)."""
-    first = data[0]
-    if isinstance(first, tuple):
-        return [_stack_host(list(x)) for x in zip(*data)]
-    if isinstance(first, nd.NDArray):
-        return np.stack([d.asnumpy() for d in data])
-    return np.asarray(data)
 
 
 def default_batchify_fn(data: list) -> Any:
@@ -57,20 +38,7 @@ def default_batchify_fn(data: list) -> Any:
      [3. 4.]]
     <NDArray 2x2 @cpu(0)>
     """
-    return _to_nd(_stack_host(data))
-
-
-_worker: dict = {}
-
-
-def _worker_init(dataset: Any, batchify_fn: Optional[Callable]) -> None:
-    _worker["dataset"], _worker["batchify"] = dataset, batchify_fn
-
-
-def _worker_batch(indices: list) -> Any:
-    samples = [_worker["dataset"][i] for i in indices]
-    fn = _worker["batchify"]
-    return _stack_host(samples) if fn is None else _to_host(fn(samples))
+    return _to_nd(stack_host(data))
 
 
 def _length(obj: Any) -> str:
@@ -155,28 +123,22 @@ class DataLoader:
             return
         yield from self._iter_workers()
 
-    def _make_pool(self) -> Any:
-        args = (self._dataset, self._batchify_fn)
-        if self._thread_pool:
-            return multiprocessing.pool.ThreadPool(self._num_workers, _worker_init, args)
-        ctx = multiprocessing.get_context("fork")
-        return ctx.Pool(self._num_workers, _worker_init, args)
-
     def _iter_workers(self) -> Iterator[Any]:
         if self._pool is None:
-            self._pool = self._make_pool()
+            self._pool = Pool(self._dataset, self._batchify_fn, self._num_workers,
+                              self._thread_pool)
         pending: list = []
         batches = iter(self._batch_sampler)
         for _ in range(max(1, self._prefetch)):
             nxt = next(batches, None)
             if nxt is None:
                 break
-            pending.append(self._pool.apply_async(_worker_batch, (nxt,)))
+            pending.append(self._pool.submit(nxt))
         while pending:
-            result = pending.pop(0).get(self._timeout)
+            result = self._pool.wait(pending.pop(0), self._timeout)
             nxt = next(batches, None)
             if nxt is not None:
-                pending.append(self._pool.apply_async(_worker_batch, (nxt,)))
+                pending.append(self._pool.submit(nxt))
             yield _to_nd(result)
 
     def __del__(self) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import textwrap
 from typing import Optional
 
-from ...core.expr import Expr
+from ...core.expr import C_MAX, Expr
 from ...compiler.ops.geometry import PoolWindow
 from .codegen import (C_TYPES, Rendered, c_float, dtype_helpers, epilogue_params, epilogue_store,
                       grid_stride_kernel, index_type, with_dtype)
@@ -107,7 +107,8 @@ def render_pool(g: PoolWindow, gather: bool, epilogue: Optional[Expr] = None,
     else:
         rd = "gp" if gather else "xp"
         if g.kind == "max":
-            init, acc = NEG_INF, f"acc = fmaxf(acc, inside ? sg_ld({rd}[cell]) : {NEG_INF});\n"
+            pick = C_MAX.format("acc", f"inside ? sg_ld({rd}[cell]) : {NEG_INF}")
+            init, acc = NEG_INF, f"acc = {pick};\n"  # a NaN in the window wins (numpy)
         else:
             init, acc = "0.f", f"if (inside) acc += sg_ld({rd}[cell]);\n"
         result = f"acc / {tag}_count(od, oh, ow)" if g.kind == "avg" else "acc"

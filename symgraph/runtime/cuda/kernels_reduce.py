@@ -11,6 +11,7 @@ from __future__ import annotations
 from math import prod
 from typing import Sequence
 
+from ..expr import C_MAX, C_MIN
 from .codegen import Rendered, c_float, dtype_helpers, kernel_name, ptr, with_dtype
 
 Shape = tuple[int, ...]
@@ -19,8 +20,8 @@ Shape = tuple[int, ...]
 REDUCERS = {
     "sum": ("0.f", "a + b", "acc", "v"),
     "mean": ("0.f", "a + b", "acc * (1.f / {count}.f)", "v"),
-    "max": (c_float(float("-inf")), "fmaxf(a, b)", "acc", "v"),
-    "min": (c_float(float("inf")), "fminf(a, b)", "acc", "v"),
+    "max": (c_float(float("-inf")), C_MAX.format("a", "b"), "acc", "v"),  # NaN wins (numpy)
+    "min": (c_float(float("inf")), C_MIN.format("a", "b"), "acc", "v"),
     "prod": ("1.f", "a * b", "acc", "v"),
     "nansum": ("0.f", "a + b", "acc", "(isnan(v) ? 0.f : v)"),
     "nanprod": ("1.f", "a * b", "acc", "(isnan(v) ? 1.f : v)"),

@@ -1,26 +1,28 @@
 """``sg.datasets.mnist``: read MNIST IDX files (gzip or raw) and, opt-in, download them.
 
 Files are looked up in a folder given by argument or by the ``SYMGRAPH_DATA`` environment
-variable, under their usual names (``train-images-idx3-ubyte[.gz]``...). A download is checked in
-memory (the SHA-256 of the *decompressed* IDX content: the content is canonical, gzip bytes
-differ between mirrors) and only then written, through ``fileio.write_bytes`` (temporary file,
-rename), so an interrupted or corrupt download never leaves a file behind.
+variable, under their usual names (``train-images-idx3-ubyte[.gz]``...). A download is checked
+while it streams: its size, the size of its inflated content (bounded: a gzip bomb stops early)
+and the SHA-256 of that content (the content is canonical, gzip bytes differ between mirrors);
+it is written through ``fileio.atomic_write`` (temporary file, rename), so an interrupted,
+oversized or corrupt download never leaves a file behind.
 """
 from __future__ import annotations
 
 import gzip
 import hashlib
+import math
 import os
 import urllib.request
 import zlib
 from pathlib import Path
-from typing import Callable, Optional, Union
+from typing import IO, Any, Callable, Optional, Union
 
 import numpy as np
 
 from ...core import config
 from ...core.base import DataError
-from ...core.fileio import write_bytes
+from ...core.fileio import atomic_write as write_file
 
 __all__ = ["load", "load_data", "download", "data_dir", "read_idx", "parse_idx"]
 
@@ -93,7 +95,7 @@ def parse_idx(raw: bytes, ndim: int, where: str) -> np.ndarray:
                         f"0x{_MAGIC[ndim]:08x} (IDX, ubyte, {ndim}-D)")
     dims = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
     start = 4 + 4 * ndim
-    want = int(np.prod(dims))
+    want = math.prod(dims)  # Python ints: dims of 2^32 - 1 must not wrap a 64-bit product
     if len(raw) - start != want:
         raise DataError(f"{where}: {len(raw) - start} data bytes, header {dims} says {want} "
                         f"(truncated or corrupt)")
@@ -111,10 +113,14 @@ def load(path: Optional[PathLike] = None, split: str = "train") -> tuple[np.ndar
     if split not in ("train", "test"):
         raise DataError(f"split must be 'train' or 'test', got {split!r}")
     folder = data_dir(path)
-    images = read_idx(find_mnist(folder, FILES[f"{split}_images"]), 3)
-    labels = read_idx(find_mnist(folder, FILES[f"{split}_labels"]), 1)
+    image_file, label_file = (find_mnist(folder, FILES[f"{split}_{k}"]) for k in ("images", "labels"))
+    images, labels = read_idx(image_file, 3), read_idx(label_file, 1)
+    if images.shape[1:] != (28, 28):
+        raise DataError(f"{image_file}: images of {images.shape[1]}x{images.shape[2]} pixels, "
+                        f"MNIST's are 28x28")
     if len(images) != len(labels):
-        raise DataError(f"{folder}: {len(images)} {split} images but {len(labels)} labels")
+        raise DataError(f"{image_file} holds {len(images)} {split} images but {label_file} "
+                        f"{len(labels)} labels")
     return images, labels
 
 
@@ -130,22 +136,70 @@ def load_data(path: Optional[PathLike] = None) -> dict[str, np.ndarray]:
 
 MAX_DOWNLOAD = 64 << 20
 """The largest MNIST file is 9.9 MB gzipped; a response beyond this is not MNIST."""
+MAX_CONTENT = 64 << 20
+"""The largest MNIST file holds 47 MB; content inflating beyond this is a gzip bomb."""
+CHUNK = 1 << 16
 
 
 def _fetch_one(url: str, target: Path, sha256: str,
                opener: Callable[[str], object]) -> None:
-    with opener(url) as response:  # type: ignore[attr-defined]
-        data = response.read(MAX_DOWNLOAD + 1)
-    if len(data) > MAX_DOWNLOAD:
-        raise DataError(f"{url}: more than {MAX_DOWNLOAD} bytes, not an MNIST file")
+    """Stream ``url`` into ``target``, checking the size of the download, the size of its
+    inflated content (a gzip bomb stops at MAX_CONTENT) and the content's SHA-256 as the
+    chunks arrive; a failed check leaves no file (``atomic_write``)."""
+    def write(f: IO[bytes]) -> None:
+        inflate, digest = zlib.decompressobj(16 + zlib.MAX_WBITS), hashlib.sha256()
+        got = inflated = 0
+        with _network(opener, url) as response:
+            for chunk in iter(lambda: _network(response.read, CHUNK), b""):
+                got += len(chunk)
+                if got > MAX_DOWNLOAD:
+                    raise DataError(f"{url}: more than {MAX_DOWNLOAD} bytes, not an MNIST file")
+                f.write(chunk)
+                inflated += _inflate(inflate, chunk, MAX_CONTENT - inflated, digest, url)
+        if not inflate.eof or inflate.unused_data:
+            raise DataError(f"{url}: the gzip stream is truncated or has trailing bytes")
+        if digest.hexdigest() != sha256:
+            raise DataError(f"{url}: SHA-256 of the content is {digest.hexdigest()}, "
+                            f"expected {sha256}")
     try:
-        content = gzip.decompress(data)
-    except (OSError, EOFError) as exc:
+        write_file(target, write)
+    except _NetworkError as exc:  # the network's OSError as it was, not a "cannot write"
+        raise exc.cause from None
+
+
+class _NetworkError(Exception):
+    """Carries an OSError of the connection through ``atomic_write`` (which would report an
+    OSError as a failure to write the file)."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+def _network(call: Callable, *args: Any) -> Any:
+    """``call(*args)``, an OSError (the connection's) wrapped in a _NetworkError."""
+    try:
+        return call(*args)
+    except OSError as exc:
+        raise _NetworkError(exc) from None
+
+
+def _inflate(inflate: Any, chunk: bytes, budget: int, digest: Any, url: str) -> int:
+    """Feed ``chunk`` to the decompressor, never producing more than ``budget`` bytes; the
+    number of bytes produced."""
+    produced, data = 0, chunk
+    try:
+        while data:
+            out = inflate.decompress(data, budget - produced + 1)
+            produced += len(out)
+            if produced > budget:
+                raise DataError(f"{url}: content expands past {MAX_CONTENT} bytes, refused "
+                                f"as a gzip bomb")
+            digest.update(out)
+            data = inflate.unconsumed_tail
+    except zlib.error as exc:
         raise DataError(f"{url}: downloaded file is not valid gzip ({exc})") from None
-    digest = hashlib.sha256(content).hexdigest()
-    if digest != sha256:
-        raise DataError(f"{url}: SHA-256 of the content is {digest}, expected {sha256}")
-    write_bytes(target, data)
+    return produced
 
 
 def download(path: Optional[PathLike] = None, base_url: str = DEFAULT_URL,

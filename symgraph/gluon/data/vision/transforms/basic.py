@@ -14,25 +14,12 @@ import numpy as np
 
 from .....runtime import ndarray as nd
 from .....runtime import random as _random
-from .....core.base import DataError, ShapeError
+from .....core.base import ShapeError
 from ....block import Block, HybridBlock
 from ....nn.basic_layers import HybridSequential, Sequential
+from .host import check_proba, image_module, per_image, to_host
 
 Size = Union[int, Sequence[int]]
-
-
-def _img() -> Any:
-    """``sg.image`` (imported on first use: it loads Pillow)."""
-    from .....training import image
-    return image
-
-
-def _host(x: Any) -> np.ndarray:
-    return x.asnumpy() if isinstance(x, nd.NDArray) else np.asarray(x)
-
-
-def _like(values: np.ndarray, dtype: Any) -> nd.NDArray:
-    return nd.array(values.astype(dtype, copy=False), dtype=dtype)
 
 
 class Compose(Sequential):
@@ -68,7 +55,7 @@ class RandomApply(Sequential):
 
     def __init__(self, transforms: Any, p: float = 0.5) -> None:
         super().__init__()
-        self._p = _check_proba(p, "RandomApply")
+        self._p = check_proba(p, "RandomApply")
         with self.name_scope():
             self.add(transforms if isinstance(transforms, Block) else _Call(transforms))
 
@@ -212,19 +199,8 @@ def _wh(size: Size, who: str) -> tuple[int, int]:
     return int(wh[0]), int(wh[1])
 
 
-def _per_image(x: Any, fn: Any, who: str) -> nd.NDArray:
-    """``fn`` (an (H, W, C) host array -> host array) on an image or each image of a batch."""
-    host = _host(x)
-    if host.ndim == 3:
-        return _like(fn(host), host.dtype)
-    if host.ndim == 4:
-        return _like(np.stack([fn(img) for img in host]), host.dtype)
-    raise ShapeError(f"{who}: expected an (H, W, C) image or an (N, H, W, C) batch, got "
-                     f"shape {host.shape}")
-
-
 def _resize(img: np.ndarray, w: int, h: int, interp: int) -> np.ndarray:
-    return _host(_img().imresize(img, w, h, interp))
+    return to_host(image_module().imresize(img, w, h, interp))
 
 
 class Resize(Block):
@@ -255,7 +231,7 @@ class Resize(Block):
         def one(img: np.ndarray) -> np.ndarray:
             w, h = self._target(img.shape[0], img.shape[1])
             return _resize(img, w, h, self._interp)
-        return _per_image(x, one, "Resize")
+        return per_image(x, one, "Resize")
 
 
 class CropResize(Block):
@@ -286,7 +262,7 @@ class CropResize(Block):
                                  f"does not fit an image of shape {img.shape}")
             crop = img[y0:y0 + h, x0:x0 + w]
             return crop if size is None else _resize(crop, size[0], size[1], self._interp)
-        return _per_image(x, one, "CropResize")
+        return per_image(x, one, "CropResize")
 
 
 class CenterCrop(Block):
@@ -307,7 +283,7 @@ class CenterCrop(Block):
         self._size, self._interp = _wh(size, "CenterCrop"), interpolation
 
     def forward(self, x: Any, *args: Any) -> nd.NDArray:
-        return _per_image(x, lambda img: _host(_img().center_crop(
+        return per_image(x, lambda img: to_host(image_module().center_crop(
             img, self._size, self._interp)[0]), "CenterCrop")
 
 
@@ -334,8 +310,8 @@ class RandomCrop(Block):
                 p = self._pad if isinstance(self._pad, (tuple, list)) else (self._pad,) * 2
                 img = np.pad(img, ((p[0], p[0]), (p[1], p[1]), (0, 0)),
                              constant_values=self._value)
-            return _host(_img().random_crop(img, self._size, self._interp)[0])
-        return _per_image(x, one, "RandomCrop")
+            return to_host(image_module().random_crop(img, self._size, self._interp)[0])
+        return per_image(x, one, "RandomCrop")
 
 
 class RandomResizedCrop(Block):
@@ -357,11 +333,5 @@ class RandomResizedCrop(Block):
         self._ratio, self._interp = ratio, interpolation
 
     def forward(self, x: Any, *args: Any) -> nd.NDArray:
-        return _per_image(x, lambda img: _host(_img().random_size_crop(
+        return per_image(x, lambda img: to_host(image_module().random_size_crop(
             img, self._size, self._scale, self._ratio, self._interp)[0]), "RandomResizedCrop")
-
-
-def _check_proba(p: float, who: str) -> float:
-    if not 0.0 <= p <= 1.0:
-        raise DataError(f"{who}: probability must be in [0, 1], got {p}")
-    return p

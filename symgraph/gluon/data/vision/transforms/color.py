@@ -10,7 +10,7 @@ import numpy as np
 from .....runtime import random as _random
 from .....core.base import DataError, DTypeError
 from ....block import Block
-from .basic import _check_proba, _host, _img, _like, _per_image
+from .host import check_proba, image_module, like, per_image, to_host
 
 # ImageNet's RGB eigenvalues and eigenvectors, as MXNet's RandomLighting uses them
 _EIGVAL = np.array([55.46, 4.794, 1.148])
@@ -27,7 +27,7 @@ class _Augment(Block):
         self._aug, self._who = aug, who
 
     def forward(self, x: Any, *args: Any) -> Any:
-        return _per_image(x, lambda img: _host(self._aug(img.astype(np.float32))), self._who)
+        return per_image(x, lambda img: to_host(self._aug(img.astype(np.float32))), self._who)
 
 
 class RandomBrightness(_Augment):
@@ -42,7 +42,7 @@ class RandomBrightness(_Augment):
     """
 
     def __init__(self, brightness: float) -> None:
-        super().__init__(_img().BrightnessJitterAug(brightness), "RandomBrightness")
+        super().__init__(image_module().BrightnessJitterAug(brightness), "RandomBrightness")
 
 
 class RandomContrast(_Augment):
@@ -58,7 +58,7 @@ class RandomContrast(_Augment):
     """
 
     def __init__(self, contrast: float) -> None:
-        super().__init__(_img().ContrastJitterAug(contrast), "RandomContrast")
+        super().__init__(image_module().ContrastJitterAug(contrast), "RandomContrast")
 
 
 class RandomSaturation(_Augment):
@@ -74,7 +74,7 @@ class RandomSaturation(_Augment):
     """
 
     def __init__(self, saturation: float) -> None:
-        super().__init__(_img().SaturationJitterAug(saturation), "RandomSaturation")
+        super().__init__(image_module().SaturationJitterAug(saturation), "RandomSaturation")
 
 
 class RandomHue(_Augment):
@@ -91,7 +91,7 @@ class RandomHue(_Augment):
     """
 
     def __init__(self, hue: float) -> None:
-        super().__init__(_img().HueJitterAug(hue), "RandomHue")
+        super().__init__(image_module().HueJitterAug(hue), "RandomHue")
 
 
 class RandomColorJitter(Block):
@@ -109,18 +109,18 @@ class RandomColorJitter(Block):
     def __init__(self, brightness: float = 0, contrast: float = 0, saturation: float = 0,
                  hue: float = 0) -> None:
         super().__init__()
-        augs = [_img().ColorJitterAug(brightness, contrast, saturation)]
+        augs = [image_module().ColorJitterAug(brightness, contrast, saturation)]
         if hue:
-            augs.append(_img().HueJitterAug(hue))
+            augs.append(image_module().HueJitterAug(hue))
         self._augs = augs
 
     def forward(self, x: Any, *args: Any) -> Any:
         def one(img: np.ndarray) -> np.ndarray:
             out = img.astype(np.float32)
             for aug in self._augs:
-                out = _host(aug(out))
+                out = to_host(aug(out))
             return out
-        return _per_image(x, one, "RandomColorJitter")
+        return per_image(x, one, "RandomColorJitter")
 
 
 class RandomLighting(_Augment):
@@ -134,7 +134,7 @@ class RandomLighting(_Augment):
     """
 
     def __init__(self, alpha: float) -> None:
-        super().__init__(_img().LightingAug(alpha, _EIGVAL, _EIGVEC), "RandomLighting")
+        super().__init__(image_module().LightingAug(alpha, _EIGVAL, _EIGVEC), "RandomLighting")
 
 
 class RandomGray(_Augment):
@@ -150,11 +150,11 @@ class RandomGray(_Augment):
     """
 
     def __init__(self, p: float = 0.5) -> None:
-        super().__init__(_img().RandomGrayAug(_check_proba(p, "RandomGray")), "RandomGray")
+        super().__init__(image_module().RandomGrayAug(check_proba(p, "RandomGray")), "RandomGray")
 
 
 def _float_tensor(x: Any, who: str) -> np.ndarray:
-    host = _host(x)
+    host = to_host(x)
     if host.dtype.kind != "f":
         raise DTypeError(f"{who}: expected a float (C, H, W) tensor or (N, C, H, W) batch "
                          f"(use ToTensor first), got dtype {host.dtype}")
@@ -181,7 +181,7 @@ class Rotate(Block):
 
     def forward(self, x: Any, *args: Any) -> Any:
         host = _float_tensor(x, "Rotate")
-        return _like(_host(_img().imrotate(host, *self._args)), host.dtype)
+        return like(to_host(image_module().imrotate(host, *self._args)), host.dtype)
 
 
 class RandomRotation(Block):
@@ -212,4 +212,4 @@ class RandomRotation(Block):
         if rng.random() >= self._p:
             return x
         angle: Optional[float] = float(rng.uniform(*self._limits))
-        return _like(_host(_img().imrotate(host, angle, *self._zoom)), host.dtype)
+        return like(to_host(image_module().imrotate(host, angle, *self._zoom)), host.dtype)
