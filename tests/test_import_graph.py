@@ -130,14 +130,6 @@ def test_no_import_cycles() -> None:
         pytest.fail("\n".join(_describe(graph, c) for c in found))
 
 
-# Private names still imported across modules, by importing file: the list may only shrink (the
-# optimizers' prelude and the colour transforms' helpers).
-PRIVATE_IMPORTS_LEFT = {
-    "gluon/data/vision/transforms/color.py": 5, "training/optimizer_contrib.py": 2,
-    "training/optimizer_extra.py": 2, "training/optimizer_norm.py": 2,
-}
-
-
 def private_imports(root: Path = ROOT) -> dict[str, int]:
     """File (relative to ``root``) -> how many ``_private`` names it imports from another
     module (``from .m import _x``; private modules of a package, ``from . import _m``, are the
@@ -158,10 +150,7 @@ def private_imports(root: Path = ROOT) -> dict[str, int]:
 
 def test_no_private_names_imported_across_modules() -> None:
     found = private_imports()
-    grown = {f: n for f, n in found.items() if n > PRIVATE_IMPORTS_LEFT.get(f, 0)}
-    assert not grown, f"private names imported from other modules (make them public): {grown}"
-    gone = {f for f in PRIVATE_IMPORTS_LEFT if found.get(f, 0) < PRIVATE_IMPORTS_LEFT[f]}
-    assert not gone, f"fewer private imports than listed: lower PRIVATE_IMPORTS_LEFT for {gone}"
+    assert not found, f"private names imported from other modules (make them public): {found}"
 
 
 def test_private_import_scan_counts_names(tmp_path: Path) -> None:

@@ -88,7 +88,7 @@ def where_unnamed(name: Optional[str], op: str) -> str:
 
 def _call_site() -> str:
     """``file:line`` of the innermost frame outside the symgraph package."""
-    package = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # symgraph/
     frame = sys._getframe(1)
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
         frame = frame.f_back

@@ -67,7 +67,7 @@ class UpdateRule:
                      else np.zeros(weight.shape, dtype) for name in self.states)
 
 
-class _Inputs:
+class RuleInputs:
     """Names -> ``E.inp`` for writing a rule's formulas readably."""
 
     def __init__(self, states: Sequence[str], scalars: Sequence[str]) -> None:
@@ -81,7 +81,7 @@ class _Inputs:
             raise AttributeError(name) from None
 
 
-def rescaled_grad(v: _Inputs, clip: Optional[float], wd_first: bool = False) -> E.Expr:
+def rescaled_grad(v: RuleInputs, clip: Optional[float], wd_first: bool = False) -> E.Expr:
     """``clip(rescale*grad)``, or ``clip(rescale*grad + wd*weight)`` with ``wd_first``."""
     g = v.rescale_grad * v.grad + v.wd * v.weight if wd_first else v.rescale_grad * v.grad
     if clip is None or clip < 0:
@@ -312,7 +312,7 @@ class SGD(Optimizer):
 
     def _rule(self) -> UpdateRule:
         states = ("mom",) if self.momentum else ()
-        v = _Inputs(states, SGD.SCALARS)
+        v = RuleInputs(states, SGD.SCALARS)
         step = v.lr * (rescaled_grad(v, self.clip_gradient) + v.wd * v.weight)
         if not self.momentum:
             return UpdateRule("sgd", (), SGD.SCALARS, (v.weight - step,))
@@ -340,7 +340,7 @@ class Adam(Optimizer):
         super().__init__(learning_rate=learning_rate, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = _Inputs(("mean", "var"), self.SCALARS)
+        v = RuleInputs(("mean", "var"), self.SCALARS)
         g = rescaled_grad(v, self.clip_gradient, True)
         mean = v.beta1 * v.mean + (1 - v.beta1) * g
         var = v.beta2 * v.var + (1 - v.beta2) * g * g
@@ -370,7 +370,7 @@ class RMSProp(Optimizer):
 
     def _rule(self) -> UpdateRule:
         states = ("n", "m", "delta") if self.centered else ("n",)
-        v = _Inputs(states, self.SCALARS)
+        v = RuleInputs(states, self.SCALARS)
         g = rescaled_grad(v, self.clip_gradient, True)
         n = (1 - v.gamma1) * g * g + v.gamma1 * v.n
         if self.centered:
@@ -405,7 +405,7 @@ class AdaGrad(Optimizer):
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = _Inputs(("history",), self.SCALARS)
+        v = RuleInputs(("history",), self.SCALARS)
         g = rescaled_grad(v, self.clip_gradient)
         history = v.history + g * g
         weight = v.weight - v.lr * (g / E.call("sqrt", history + v.eps) + v.wd * v.weight)

@@ -14,7 +14,7 @@ import numpy as np
 from ..core import expr as E
 from . import optimizer as _opt
 from ..core.base import AttrError, ShapeError
-from .optimizer import Optimizer, UpdateRule, _Inputs, rescaled_grad
+from .optimizer import Optimizer, UpdateRule, RuleInputs, rescaled_grad
 from .optimizer_extra import BASE
 
 __all__ = ["GroupAdaGrad"]
@@ -34,7 +34,7 @@ class GroupAdaGrad(Optimizer):
 
     def _rule(self) -> UpdateRule:
         # ``history`` here is the already-updated (rows, 1) history; it broadcasts over rows
-        v = _Inputs(("history",), self.SCALARS)
+        v = RuleInputs(("history",), self.SCALARS)
         g = rescaled_grad(v, self.clip_gradient)
         return UpdateRule("group_adagrad", ("history",), self.SCALARS,
                           (v.weight - v.lr * g / E.call("sqrt", v.history + v.eps), v.history))

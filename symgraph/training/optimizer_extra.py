@@ -19,7 +19,7 @@ from typing import Any
 from ..core import expr as E
 from . import optimizer as _opt
 from ..core.base import AttrError
-from .optimizer import SGD, Optimizer, UpdateRule, _Inputs, rescaled_grad
+from .optimizer import SGD, Optimizer, UpdateRule, RuleInputs, rescaled_grad
 
 __all__ = ["NAG", "Signum", "FTML", "Ftrl", "AdaDelta", "Adamax", "Nadam", "DCASGD", "ccSGD",
            "Test", "install"]
@@ -48,7 +48,7 @@ class NAG(Optimizer):
 
     def _rule(self) -> UpdateRule:
         states = ("mom",) if self.momentum else ()
-        v = _Inputs(states, self.SCALARS)
+        v = RuleInputs(states, self.SCALARS)
         step = v.lr * (rescaled_grad(v, self.clip_gradient, False) + v.wd * v.weight)
         if not self.momentum:
             return UpdateRule("nag", (), self.SCALARS, (v.weight - step,))
@@ -78,7 +78,7 @@ class Signum(Optimizer):
 
     def _rule(self) -> UpdateRule:
         states = ("mom",) if self.momentum else ()
-        v = _Inputs(states, self.SCALARS)
+        v = RuleInputs(states, self.SCALARS)
         g = rescaled_grad(v, self.clip_gradient, False)
         if not self.momentum:
             return UpdateRule("signsgd", (), self.SCALARS,
@@ -104,7 +104,7 @@ class FTML(Optimizer):
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = _Inputs(("d", "v", "z"), self.SCALARS)
+        v = RuleInputs(("d", "v", "z"), self.SCALARS)
         g = rescaled_grad(v, self.clip_gradient, True)
         var = v.beta2 * v.v + (1 - v.beta2) * g * g
         d_t = v.bias1 / v.lr * (E.call("sqrt", var / v.bias2) + v.epsilon)
@@ -130,7 +130,7 @@ class Ftrl(Optimizer):
         super().__init__(learning_rate=learning_rate, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = _Inputs(("z", "n"), self.SCALARS)
+        v = RuleInputs(("z", "n"), self.SCALARS)
         g = rescaled_grad(v, self.clip_gradient, False)
         n = v.n + g * g
         z = v.z + g - (E.call("sqrt", n) - E.call("sqrt", v.n)) * v.weight / v.lr
@@ -155,7 +155,7 @@ class AdaDelta(Optimizer):
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = _Inputs(("acc_g", "acc_delta"), self.SCALARS)
+        v = RuleInputs(("acc_g", "acc_delta"), self.SCALARS)
         g = rescaled_grad(v, self.clip_gradient, False)
         acc_g = v.rho * v.acc_g + (1 - v.rho) * g * g
         delta = E.call("sqrt", v.acc_delta + v.epsilon) / E.call("sqrt", acc_g + v.epsilon) * g
@@ -179,7 +179,7 @@ class Adamax(Optimizer):
         super().__init__(learning_rate=learning_rate, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = _Inputs(("mean", "u"), self.SCALARS)
+        v = RuleInputs(("mean", "u"), self.SCALARS)
         g = rescaled_grad(v, self.clip_gradient, True)
         mean = v.beta1 * v.mean + (1 - v.beta1) * g
         u = E.call("max", v.beta2 * v.u, E.call("abs", g))
@@ -206,7 +206,7 @@ class Nadam(Optimizer):
         super().__init__(learning_rate=learning_rate, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = _Inputs(("mean", "var"), self.SCALARS)
+        v = RuleInputs(("mean", "var"), self.SCALARS)
         g = rescaled_grad(v, self.clip_gradient, True)
         mean = v.beta1 * v.mean + (1 - v.beta1) * g
         var = v.beta2 * v.var + (1 - v.beta2) * g * g
@@ -237,7 +237,7 @@ class DCASGD(Optimizer):
 
     def _rule(self) -> UpdateRule:
         states = ("mom", "previous") if self.momentum else ("previous",)
-        v = _Inputs(states, self.SCALARS)
+        v = RuleInputs(states, self.SCALARS)
         g = rescaled_grad(v, self.clip_gradient, False)
         step = v.lr * (g + v.wd * v.weight + v.lamda * g * g * (v.weight - v.previous))
         mom = v.momentum * v.mom - step if self.momentum else -step
@@ -256,7 +256,7 @@ class Test(Optimizer):
     """MXNet's test optimizer: ``weight += rescale_grad*grad``; its state is the new weight."""
 
     def _rule(self) -> UpdateRule:
-        v = _Inputs(("state",), BASE)
+        v = RuleInputs(("state",), BASE)
         weight = v.weight + v.grad * v.rescale_grad
         return UpdateRule("test", ("state",), BASE, (weight, weight))
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import expr as E
 from ..core.base import AttrError
-from .optimizer import SGD, Optimizer, UpdateRule, _Inputs
+from .optimizer import SGD, Optimizer, UpdateRule, RuleInputs
 from .optimizer import rescaled_grad
 from .optimizer_extra import BASE, install
 from ..runtime.random import generator
@@ -55,7 +55,7 @@ class LAMB(Optimizer):
         self._mp_direction = self._direction.master_weight_rule()
 
     def _parts(self) -> tuple[E.Expr, E.Expr, E.Expr]:
-        v = _Inputs(("mean", "var"), self.SCALARS)
+        v = RuleInputs(("mean", "var"), self.SCALARS)
         g = rescaled_grad(v, self.clip_gradient, False)
         mean = v.beta1 * v.mean + (1 - v.beta1) * g
         var = v.beta2 * v.var + (1 - v.beta2) * g * g
@@ -64,7 +64,7 @@ class LAMB(Optimizer):
 
     def _rule(self) -> UpdateRule:
         u, mean, var = self._parts()
-        v = _Inputs(("mean", "var"), self.SCALARS)
+        v = RuleInputs(("mean", "var"), self.SCALARS)
         return UpdateRule("lamb", ("mean", "var"), self.SCALARS, (v.weight - v.lr * u, mean, var))
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
@@ -196,7 +196,7 @@ class SGLD(Optimizer):
     fused = False
 
     def _rule(self) -> UpdateRule:
-        v = _Inputs((), BASE)
+        v = RuleInputs((), BASE)
         g = rescaled_grad(v, self.clip_gradient, False)
         return UpdateRule("sgld", (), BASE, (v.weight - v.lr / 2 * (g + v.wd * v.weight),))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from math import prod
 from typing import Sequence
 
-from ..expr import C_MAX, C_MIN
+from ...core.expr import C_MAX, C_MIN
 from .codegen import Rendered, c_float, dtype_helpers, kernel_name, ptr, with_dtype
 
 Shape = tuple[int, ...]
