@@ -337,7 +337,7 @@ class Module(BaseModule):
         idx2name = dict(enumerate(self._param_names))
         if isinstance(optimizer, _opt.Optimizer):
             optimizer.idx2name = idx2name
-            optimizer.sym_info = self._symbol.attr_dict()
+            optimizer.sym_info = _opt.symbol_info(self._symbol)
             optimizer.set_lr_mult({})
             optimizer.set_wd_mult({})
         else:
