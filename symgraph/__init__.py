@@ -34,6 +34,7 @@ from .attribute import AttrScope  # noqa: E402
 from .util import is_np_shape, np_shape, set_np_shape, use_np_shape  # noqa: E402
 from . import amp, contrib  # noqa: E402
 from . import image, recordio  # noqa: E402  (Pillow is imported on first decode)
+from . import rnn  # noqa: E402  (MXNet's symbolic cells, mx.rnn)
 
 from . import control_flow_nd  # noqa: E402,F401  (sg.sym/sg.nd.contrib.foreach, ...)
 from .parallel import group as _parallel_group  # noqa: E402,F401  (Module(context=[...]))
@@ -56,5 +57,6 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
            "profiler", "onnx", "__version__",
            "autograd", "imperative", "context", "gluon", "monitor", "mon", "kv", "kvstore",
-           "parallel", "amp", "contrib", "image", "img", "recordio", "attribute", "AttrScope",
+           "parallel", "amp", "contrib", "image", "img", "recordio", "rnn", "attribute",
+           "AttrScope",
            "util", "np_shape", "use_np_shape", "is_np_shape", "set_np_shape"]
