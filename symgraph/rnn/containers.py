@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from .. import ndarray as _nd
 from .. import symbol as _sym
 from ..base import AttrError, GraphError
 from ..gluon.rnn.sequence import format_sequence
-from .rnn_cell import BaseRNNCell, GRUCell, LSTMCell, RNNCell, RNNParams, check_not_fused
+from . import fused_weights as FW
+from .rnn_cell import (BaseRNNCell, GRUCell, LSTMCell, RNNCell, RNNParams, check_not_fused,
+                       zeros_like_batch)
 
 __all__ = ["SequentialRNNCell", "BidirectionalCell", "ModifierCell", "DropoutCell",
            "ZoneoutCell", "ResidualCell", "FusedRNNCell"]
@@ -293,13 +296,39 @@ class FusedRNNCell(BaseRNNCell):
     def __call__(self, inputs: Any, states: list) -> tuple[Any, list]:
         raise GraphError("FusedRNNCell cannot be stepped; use unroll")
 
+    def unpack_weights(self, args: dict) -> dict:
+        """``prefix + 'parameters'`` split into named per-layer, per-gate arrays (MXNet's
+        names, e.g. ``lstm_l0_i2h_f_weight``), as the unfused cells hold them."""
+        args = dict(args)
+        flat = args.pop(f"{self._prefix}parameters")
+        parts = FW.unpack(FW.as_numpy(flat).reshape(-1), self._prefix, self._mode,
+                          self._num_layers, self._directions, self._num_hidden)
+        wrap = (lambda v: _nd.array(v, dtype=flat.dtype)) if hasattr(flat, "asnumpy") \
+            else (lambda v: v)
+        args.update({k: wrap(v) for k, v in parts.items()})
+        return args
+
+    def pack_weights(self, args: dict) -> dict:
+        """The inverse of :meth:`unpack_weights`."""
+        args = dict(args)
+        some = args[f"{self._prefix}l0_i2h{FW.GATES[self._mode][0]}_weight"]
+        flat, names = FW.pack({k: FW.as_numpy(v) for k, v in args.items()}, self._prefix,
+                              self._mode, self._num_layers, self._directions,
+                              self._num_hidden)
+        for name in names:
+            del args[name]
+        args[f"{self._prefix}parameters"] = _nd.array(flat, dtype=some.dtype) \
+            if hasattr(some, "asnumpy") else flat
+        return args
+
     def unroll(self, length: int, inputs: Any, begin_state: Optional[list] = None,
                layout: str = "NTC", merge_outputs: Optional[bool] = None) -> tuple[Any, list]:
         self.reset()
         data = format_sequence(length, inputs, layout, True)[0]
         if layout == "NTC":  # the RNN op reads TNC
             data = _sym.swapaxes(data, dim1=0, dim2=1)
-        states = self.begin_state() if begin_state is None else begin_state
+        states = self.begin_state(func=zeros_like_batch(data)) if begin_state is None \
+            else begin_state
         kw = {"state_cell": states[1]} if self._mode == "lstm" else {}
         out = _sym.RNN(data=data, parameters=self._parameter, state=states[0],
                        state_size=self._num_hidden, num_layers=self._num_layers,

@@ -141,14 +141,19 @@ class BaseRNNCell:
 
 
 def zeros_like_batch(x: Any) -> Callable:
-    """A ``begin_state`` function making zeros whose 0 (batch) dimension is that of the step
-    input ``x`` (N, C): the graph then has every shape from the data alone, for binding
+    """A ``begin_state`` function making zeros whose one 0 (batch) dimension is taken from
+    ``x``, a symbol of as many dimensions with the batch on that axis (a step's (N, C); the
+    fused cell's (T, N, C)): the graph then has every shape from the data alone, for binding
     as well as for inference."""
     def make(name: Optional[str] = None, shape: tuple = (), **kwargs: Any) -> Any:
-        if len(shape) != 2 or shape[0] != 0:
+        if list(shape).count(0) != 1:
             return _sym.zeros(shape=shape, name=name, **kwargs)
-        column = _sym.zeros_like(_sym.slice_axis(x, axis=1, begin=0, end=1))  # (N, 1)
-        return _sym.tile(column, reps=(1, shape[1]), name=name)
+        batch, one = list(shape).index(0), x
+        for axis in range(len(shape)):
+            if axis != batch:
+                one = _sym.slice_axis(one, axis=axis, begin=0, end=1)
+        reps = tuple(1 if axis == batch else n for axis, n in enumerate(shape))
+        return _sym.tile(_sym.zeros_like(one), reps=reps, name=name)
     return make
 
 

@@ -24,6 +24,7 @@ BUILD = {
           " output_prefix='bi_')",
     "unfused": "R.FusedRNNCell(4, num_layers=2, mode='gru', bidirectional=True,"
                " prefix='f_').unfuse()",
+    "fused": "R.FusedRNNCell(3, num_layers=2, mode='lstm', bidirectional=True, prefix='u_')",
 }
 STACK = '''
 def _stack(R):
@@ -171,3 +172,23 @@ def test_rnn_checkpoint_round_trip(tmp_path: Any) -> None:
     _, loaded, _ = sg.rnn.load_rnn_checkpoint(cell, prefix, 1)
     for k, v in args.items():
         np.testing.assert_allclose(loaded[k].asnumpy(), v.asnumpy(), rtol=1e-6)
+
+
+def test_fused_pack_inverts_unpack_and_matches_unfused_names() -> None:
+    fused = sg.rnn.FusedRNNCell(3, num_layers=2, mode="gru", bidirectional=True, prefix="q_")
+    flat = sg.nd.array(np.arange(_weights_size(fused), dtype=np.float32))
+    parts = fused.unpack_weights({"q_parameters": flat})
+    unfused = fused.unfuse()
+    outs, _ = unfused.unroll(2, sg.sym.Variable("data"), merge_outputs=True)
+    shapes = dict(zip(outs.list_arguments(), outs.infer_shape(data=(1, 2, 5))[0]))
+    # the unfused cells keep gates together: their pack_weights joins the fused cell's pieces
+    assert {k: tuple(v.shape) for k, v in unfused.pack_weights(parts).items()} == \
+        {k: s for k, s in shapes.items() if k != "data"}
+    back = fused.pack_weights(parts)["q_parameters"].asnumpy()
+    np.testing.assert_array_equal(back, flat.asnumpy())
+
+
+def _weights_size(cell: Any) -> int:
+    outs, _ = cell.unroll(2, sg.sym.Variable("data"), merge_outputs=True)
+    return dict(zip(outs.list_arguments(), outs.infer_shape(data=(1, 2, 5))[0]))[
+        f"{cell._prefix}parameters"][0]
