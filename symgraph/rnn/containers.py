@@ -18,10 +18,6 @@ __all__ = ["SequentialRNNCell", "BidirectionalCell", "ModifierCell", "DropoutCel
            "ZoneoutCell", "ResidualCell", "FusedRNNCell"]
 
 
-def _begin_states(cells: list, **kwargs: Any) -> list:
-    return sum((c.begin_state(**kwargs) for c in cells), [])
-
-
 def _split_states(cells: list, states: Optional[list]) -> list:
     """``states`` cut into each cell's share, in order (None: each cell makes its own)."""
     if states is None:
@@ -34,7 +30,32 @@ def _split_states(cells: list, states: Optional[list]) -> list:
     return out
 
 
-class SequentialRNNCell(BaseRNNCell):
+class _CellGroup(BaseRNNCell):
+    """Cells holding ``_cells``: their states, in order, are this cell's."""
+
+    _cells: list
+
+    @property
+    def state_info(self) -> list:
+        return sum((c.state_info for c in self._cells), [])
+
+    def begin_state(self, **kwargs: Any) -> list:
+        if self._modified:
+            raise GraphError("after applying a modifier cell, call begin_state on it instead")
+        return sum((c.begin_state(**kwargs) for c in self._cells), [])
+
+    def unpack_weights(self, args: dict) -> dict:
+        for cell in self._cells:
+            args = cell.unpack_weights(args)
+        return args
+
+    def pack_weights(self, args: dict) -> dict:
+        for cell in self._cells:
+            args = cell.pack_weights(args)
+        return args
+
+
+class SequentialRNNCell(_CellGroup):
     """Cells stacked: each step's output is the next cell's input."""
 
     def __init__(self, params: Optional[RNNParams] = None) -> None:
@@ -48,25 +69,6 @@ class SequentialRNNCell(BaseRNNCell):
         if self._override_cell_params:
             cell.params._params.update(self.params._params)
         self.params._params.update(cell.params._params)
-
-    @property
-    def state_info(self) -> list:
-        return sum((c.state_info for c in self._cells), [])
-
-    def begin_state(self, **kwargs: Any) -> list:
-        if self._modified:
-            raise GraphError("after applying a modifier cell, call begin_state on it instead")
-        return _begin_states(self._cells, **kwargs)
-
-    def unpack_weights(self, args: dict) -> dict:
-        for cell in self._cells:
-            args = cell.unpack_weights(args)
-        return args
-
-    def pack_weights(self, args: dict) -> dict:
-        for cell in self._cells:
-            args = cell.pack_weights(args)
-        return args
 
     def __call__(self, inputs: Any, states: list) -> tuple[Any, list]:
         self._counter += 1
@@ -90,7 +92,7 @@ class SequentialRNNCell(BaseRNNCell):
         return inputs, new
 
 
-class BidirectionalCell(BaseRNNCell):
+class BidirectionalCell(_CellGroup):
     """``l_cell`` forward and ``r_cell`` backward in time; outputs concatenated (only
     :meth:`unroll`: a bidirectional cell has no single step)."""
 
@@ -107,25 +109,6 @@ class BidirectionalCell(BaseRNNCell):
 
     def __call__(self, inputs: Any, states: list) -> tuple[Any, list]:
         raise GraphError("BidirectionalCell cannot be stepped; use unroll")
-
-    @property
-    def state_info(self) -> list:
-        return sum((c.state_info for c in self._cells), [])
-
-    def begin_state(self, **kwargs: Any) -> list:
-        if self._modified:
-            raise GraphError("after applying a modifier cell, call begin_state on it instead")
-        return _begin_states(self._cells, **kwargs)
-
-    def unpack_weights(self, args: dict) -> dict:
-        for cell in self._cells:
-            args = cell.unpack_weights(args)
-        return args
-
-    def pack_weights(self, args: dict) -> dict:
-        for cell in self._cells:
-            args = cell.pack_weights(args)
-        return args
 
     def unroll(self, length: int, inputs: Any, begin_state: Optional[list] = None,
                layout: str = "NTC", merge_outputs: Optional[bool] = None) -> tuple[Any, list]:

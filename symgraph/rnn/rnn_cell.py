@@ -164,67 +164,69 @@ def _concat(parts: list) -> Any:
     return np.concatenate(parts, axis=0)
 
 
-class RNNCell(BaseRNNCell):
-    """``out = activation(W x + b + U h + c)`` (MXNet's ``mx.rnn.RNNCell``)."""
+class _GatedCell(BaseRNNCell):
+    """A cell of ``N_STATES`` states of ``num_hidden`` units whose i2h/h2h weights stack
+    ``GATES`` (the names :meth:`unpack_weights` splits them into)."""
 
-    def __init__(self, num_hidden: int, activation: Any = "tanh", prefix: str = "rnn_",
-                 params: Optional[RNNParams] = None) -> None:
+    GATES: tuple[str, ...] = ()
+    N_STATES = 1
+
+    def __init__(self, num_hidden: int, prefix: str, params: Optional[RNNParams]) -> None:
         super().__init__(prefix=prefix, params=params)
-        self._num_hidden, self._activation = num_hidden, activation
+        self._num_hidden = num_hidden
         self._w = self._weights()
 
     @property
     def state_info(self) -> list:
-        return [{"shape": (0, self._num_hidden), "__layout__": "NC"}]
+        return [{"shape": (0, self._num_hidden), "__layout__": "NC"}] * self.N_STATES
 
     @property
     def _gate_names(self) -> tuple:
-        return ("",)
+        return self.GATES
+
+
+class RNNCell(_GatedCell):
+    """``out = activation(W x + b + U h + c)`` (MXNet's ``mx.rnn.RNNCell``)."""
+
+    GATES = ("",)
+
+    def __init__(self, num_hidden: int, activation: Any = "tanh", prefix: str = "rnn_",
+                 params: Optional[RNNParams] = None) -> None:
+        super().__init__(num_hidden, prefix, params)
+        self._activation = activation
 
     def __call__(self, inputs: Any, states: list) -> tuple[Any, list]:
         return rnn_step(_sym, inputs, states, self._w, self._num_hidden, self._step_prefix(),
                         self._activation)
 
 
-class LSTMCell(BaseRNNCell):
+class LSTMCell(_GatedCell):
     """LSTM (gates i, f, c, o); ``forget_bias`` initialises the forget gate's bias."""
+
+    GATES, N_STATES = ("_i", "_f", "_c", "_o"), 2
 
     def __init__(self, num_hidden: int, prefix: str = "lstm_",
                  params: Optional[RNNParams] = None, forget_bias: float = 1.0) -> None:
-        super().__init__(prefix=prefix, params=params)
-        self._num_hidden = num_hidden
-        self.params.get("i2h_bias", init=_init.LSTMBias(forget_bias=forget_bias))
-        self._w = self._weights()
+        self._forget_bias = forget_bias
+        super().__init__(num_hidden, prefix, params)
 
-    @property
-    def state_info(self) -> list:
-        return [{"shape": (0, self._num_hidden), "__layout__": "NC"},
-                {"shape": (0, self._num_hidden), "__layout__": "NC"}]
-
-    @property
-    def _gate_names(self) -> tuple:
-        return ("_i", "_f", "_c", "_o")
+    def _weights(self) -> dict:
+        # the bias variable is made first, with its initializer (later gets return it)
+        self.params.get("i2h_bias", init=_init.LSTMBias(forget_bias=self._forget_bias))
+        return super()._weights()
 
     def __call__(self, inputs: Any, states: list) -> tuple[Any, list]:
         return lstm_step(_sym, inputs, states, self._w, self._num_hidden, self._step_prefix())
 
 
-class GRUCell(BaseRNNCell):
+class GRUCell(_GatedCell):
     """GRU (gates r, z, n) as in MXNet (Cho et al. 2014, reset applied after ``U h``)."""
+
+    GATES = ("_r", "_z", "_o")
 
     def __init__(self, num_hidden: int, prefix: str = "gru_",
                  params: Optional[RNNParams] = None) -> None:
-        super().__init__(prefix=prefix, params=params)
-        self._num_hidden = num_hidden
-        self._w = self._weights()
-
-    @property
-    def state_info(self) -> list:
-        return [{"shape": (0, self._num_hidden), "__layout__": "NC"}]
-
-    @property
-    def _gate_names(self) -> tuple:
-        return ("_r", "_z", "_o")
+        super().__init__(num_hidden, prefix, params)
 
     def __call__(self, inputs: Any, states: list) -> tuple[Any, list]:
         return gru_step(_sym, inputs, states, self._w, self._num_hidden, self._step_prefix())
