@@ -9,7 +9,7 @@ written through ``fileio.atomic_write``, so a crash never leaves a half-written 
 from __future__ import annotations
 
 import os
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from .ndarray import NDArray
 from .context import cpu
 
 __all__ = ["save_checkpoint", "load_checkpoint", "save_params", "load_params", "save_arrays",
-           "load_arrays", "load_optimizer_states", "checkpoint_names"]
+           "load_arrays", "load_optimizer_states", "checkpoint_names", "FeedForward"]
 
 
 def save_arrays(fname: str, arrays: Mapping[str, Any]) -> None:
@@ -39,9 +39,14 @@ def save_params(fname: str, arg_params: Mapping[str, Any], aux_params: Mapping[s
     save_arrays(fname, payload)
 
 
-def load_params(fname: str) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
+def load_params(fname: str, epoch: Optional[int] = None
+                ) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
     """Read :func:`save_params` output (or MXNet's): ``(arg_params, aux_params)`` as CPU
-    NDArrays. MXNet's loader skips names without a prefix; symgraph refuses them."""
+    NDArrays. With ``epoch``, ``fname`` is a checkpoint prefix (MXNet's
+    ``load_params(prefix, epoch)`` reads ``prefix-%04d.params``). MXNet's loader skips names
+    without a prefix; symgraph refuses them."""
+    if epoch is not None:
+        fname = checkpoint_names(fname, epoch)[1]
     arg, aux = {}, {}
     for key, value in load_arrays(fname, "parameter file").items():
         kind, _, name = key.partition(":")
@@ -83,3 +88,6 @@ def load_checkpoint(prefix: str, epoch: int) -> tuple[Any, dict, dict]:
         raise DataError(f"symbol file {sym_file} not found")
     arg, aux = load_params(param_file)
     return sym.load(sym_file), arg, aux
+
+
+from .model_feedforward import FeedForward  # noqa: E402  (built on Module, which imports this)

@@ -28,7 +28,8 @@ from . import fileio
 from .base import AttrError
 from .provenance import op_table, title, user_level
 
-__all__ = ["set_config", "set_state", "state", "pause", "resume", "dump", "dumps", "events"]
+__all__ = ["set_config", "set_state", "state", "pause", "resume", "dump", "dumps", "events",
+           "Domain", "Task", "Frame", "Event", "Counter", "Marker"]
 
 # MXNet's set_config keys and our defaults; the unimplemented kinds are refused when turned on.
 DEFAULTS: dict[str, Any] = {
@@ -116,6 +117,11 @@ def step_names(schedule: Any) -> list[tuple[str, dict]]:
     return out
 
 
+def record(event: dict) -> None:
+    """Append one Chrome-trace event (the annotation objects of ``profiler_objects``)."""
+    _events.append(event)
+
+
 def add_step(schedule: Any, k: int, ts_us: float, dur_us: float, device: str) -> None:
     """Record step ``k`` of ``schedule`` as one complete event."""
     name, args = step_names(schedule)[k]
@@ -189,6 +195,8 @@ def _rows() -> dict[str, list]:
     """``{device: [[key, count, total, min, max, avg] ...]}`` in milliseconds."""
     stats: dict[tuple[str, str], list[float]] = {}
     for e in _events:
+        if "dur" not in e:  # counters and markers have no duration
+            continue
         stats.setdefault((e["pid"], e["args"]["ops"]), []).append(e["dur"] / 1000.0)
     out: dict[str, list] = {}
     for (dev, key), ms in stats.items():
@@ -242,3 +250,6 @@ def _reset_for_tests(config: Optional[dict] = None) -> None:
     _config.update(DEFAULTS, **(config or {}))
     _state["running"] = _state["paused"] = False
     _events.clear()
+
+
+from .profiler_objects import Counter, Domain, Event, Frame, Marker, Task  # noqa: E402
