@@ -192,3 +192,43 @@ def _weights_size(cell: Any) -> int:
     outs, _ = cell.unroll(2, sg.sym.Variable("data"), merge_outputs=True)
     return dict(zip(outs.list_arguments(), outs.infer_shape(data=(1, 2, 5))[0]))[
         f"{cell._prefix}parameters"][0]
+
+
+CONV = {"crnn": "R.ConvRNNCell((2, 3, 5, 4), 4, prefix='cr_')",
+        "clstm": "R.ConvLSTMCell((2, 3, 5, 4), 4, prefix='cl_', i2h_kernel=(3, 3))",
+        "cgru": "R.ConvGRUCell((2, 3, 5, 4), 4, prefix='cg_', h2h_kernel=(5, 5))"}
+CONV_SCRIPT = r'''
+import json, sys
+import numpy as np
+import mxnet as mx
+R = mx.rnn
+job = json.load(sys.stdin)
+out = {}
+for key, src in job["build"].items():
+    cell = eval(src)
+    outs, _ = cell.unroll(2, [mx.sym.Variable("x0"), mx.sym.Variable("x1")])
+    args = {k: mx.nd.array(np.array(v)) for k, v in job["weights"][key].items()}
+    out[key] = {"names": mx.sym.Group(outs).list_outputs(),
+                "value": mx.sym.Group(outs).eval(ctx=mx.cpu(), **args)[1].asnumpy().tolist()}
+print(json.dumps(out))
+'''
+
+
+@pytest.mark.mxnet
+def test_conv_cells_match_mxnet() -> None:
+    rng, weights, mine = np.random.default_rng(3), {}, {}
+    for key, src in CONV.items():
+        outs, _ = eval(src, {"R": sg.rnn}).unroll(2, [sg.sym.Variable("x0"),
+                                                      sg.sym.Variable("x1")])
+        group = sg.sym.Group(outs)
+        shapes = group.infer_shape(x0=(2, 3, 5, 4), x1=(2, 3, 5, 4))[0]
+        weights[key] = {k: rng.uniform(-0.5, 0.5, s).round(3)
+                        for k, s in zip(group.list_arguments(), shapes)}
+        mine[key] = (group.list_outputs(), group.eval(
+            **{k: sg.nd.array(v) for k, v in weights[key].items()})[1].asnumpy())
+    want = mxnet_json(CONV_SCRIPT, {"build": CONV, "weights": {
+        k: {n: v.tolist() for n, v in w.items()} for k, w in weights.items()}})
+    for key in CONV:
+        assert mine[key][0] == want[key]["names"], key
+        np.testing.assert_allclose(mine[key][1], want[key]["value"], rtol=1e-5, atol=1e-6,
+                                   err_msg=key)
