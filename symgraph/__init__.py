@@ -24,7 +24,8 @@ PUBLIC_MODULES = {
     "name": "core.name", "ndarray": "runtime.ndarray", "onnx": "interop.onnx",
     "operator": "frontend.operator", "optimizer": "training.optimizer",
     "parallel": "training.parallel", "profiler": "runtime.profiler", "random": "runtime.random",
-    "recordio": "training.recordio", "rtc": "runtime.rtc", "symbol": "frontend.symbol",
+    "recordio": "training.recordio", "rnn": "interop.rnn", "rtc": "runtime.rtc",
+    "symbol": "frontend.symbol",
     "test_utils": "interop.test_utils", "util": "core.util", "viz": "interop.viz",
 }
 module_alias.install({f"{__name__}.{k}": f"{__name__}.{v}" for k, v in PUBLIC_MODULES.items()})
@@ -57,6 +58,7 @@ from .core.util import is_np_shape, np_shape, set_np_shape, use_np_shape  # noqa
 from .frontend import amp  # noqa: E402
 from .interop import contrib  # noqa: E402
 from .training import image  # noqa: E402  (Pillow is imported on first decode)
+from .interop import rnn  # noqa: E402  (MXNet's symbolic cells, mx.rnn)
 
 from .frontend import control_flow_nd  # noqa: E402,F401  (sg.sym/sg.nd.contrib.foreach, ...)
 from .training.parallel import group as _parallel_group  # noqa: E402,F401  (Module(context=[...]))
@@ -79,5 +81,6 @@ __all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_c
            "lr_scheduler", "mod", "module", "model", "metric", "callback", "viz", "datasets",
            "profiler", "onnx", "__version__",
            "autograd", "imperative", "context", "gluon", "monitor", "mon", "kv", "kvstore",
-           "parallel", "amp", "contrib", "image", "img", "recordio", "attribute", "AttrScope",
+           "parallel", "amp", "contrib", "image", "img", "recordio", "rnn", "attribute",
+           "AttrScope",
            "util", "np_shape", "use_np_shape", "is_np_shape", "set_np_shape"]

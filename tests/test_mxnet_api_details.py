@@ -28,8 +28,9 @@ def test_nd_binary_functions_broadcast_and_take_scalars(name: str, ref) -> None:
     np.testing.assert_allclose(got, ref(a, b).astype(np.float64), rtol=1e-12)
     left = fn(1.5, sg.nd.array(a, dtype=np.float64)).asnumpy()  # scalar on the left
     np.testing.assert_allclose(left, ref(1.5, a).astype(np.float64), rtol=1e-12)
-    with pytest.raises(AttrError, match=name):
-        fn(1.0, 2.0)
+    # two numbers: a Python number, as MXNet 1.9.1 gives (nd.power(0.9, 2) == 0.81)
+    both = fn(1.5, 2.0)
+    assert isinstance(both, (int, float)) and both == pytest.approx(float(ref(1.5, 2.0)))
 
 
 def test_storage_type_is_dense_only() -> None:

@@ -15,9 +15,9 @@ from symgraph.runtime import profiler
 
 @pytest.fixture(autouse=True)
 def clean_profiler():
-    profiler._reset_for_tests()
+    profiler.reset_for_tests()
     yield
-    profiler._reset_for_tests()
+    profiler.reset_for_tests()
 
 
 def _module():

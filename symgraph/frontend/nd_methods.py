@@ -6,6 +6,7 @@ family, ``sg.nd.random``), and the engine NDArray calls into: this module, impor
 """
 from __future__ import annotations
 
+import operator
 from types import SimpleNamespace
 from typing import Any, Callable, Optional, Union
 
@@ -48,6 +49,23 @@ FUNCTIONS: dict[str, tuple[str, str, str]] = {
 }
 
 
+# two plain numbers: MXNet answers with a Python number (comparisons as 1/0), no array
+_ON_NUMBERS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": operator.add, "subtract": operator.sub, "multiply": operator.mul,
+    "divide": operator.truediv, "modulo": operator.mod, "power": operator.pow,
+    "maximum": lambda x, y: x if x > y else y, "minimum": lambda x, y: x if x < y else y,
+    **{n: (lambda f: lambda x, y: int(bool(f(x, y))))(f) for n, f in (
+        ("equal", operator.eq), ("not_equal", operator.ne), ("greater", operator.gt),
+        ("greater_equal", operator.ge), ("lesser", operator.lt), ("lesser_equal", operator.le),
+        ("logical_and", lambda x, y: x and y), ("logical_or", lambda x, y: x or y),
+        ("logical_xor", lambda x, y: bool(x) != bool(y)))},
+}
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
+
+
 def _function(name: str, ops_: tuple[str, str, str]) -> Callable:
     forward, reflected = binary(name, ops_, False), binary(name, ops_, True)
 
@@ -56,6 +74,8 @@ def _function(name: str, ops_: tuple[str, str, str]) -> Callable:
             result = forward(lhs, rhs)
         elif isinstance(rhs, NDArray):
             result = reflected(rhs, lhs)
+        elif _number(lhs) and _number(rhs) and name in _ON_NUMBERS:
+            return _ON_NUMBERS[name](lhs, rhs)
         else:
             raise AttrError(f"nd.{name}: one operand must be an NDArray, got "
                             f"{type(lhs).__name__} and {type(rhs).__name__}")

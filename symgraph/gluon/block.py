@@ -400,7 +400,7 @@ class HybridBlock(Block):
         if not self._cached_graph:
             raise BindError(f"{self.name}: please first call block.hybridize() and then run "
                             f"forward with this block at least once before calling export")
-        from ..training.model import save_checkpoint
+        from ..training.checkpoint import save_checkpoint
         sym = self._cached_graph[1]
         aux_names = set(sym.list_auxiliary_states())
         arg, aux = {}, {}

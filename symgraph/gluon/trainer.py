@@ -250,7 +250,7 @@ class Trainer:
     # -- states -------------------------------------------------------------------------------
     def save_states(self, fname: str) -> None:
         """Write optimizer states and update counts (``.npz``, no pickle)."""
-        from ..training.model import save_arrays
+        from ..training.checkpoint import save_arrays
         if not self._updaters and self._params:  # before the first step: fresh states
             ctx = self._params[0].list_ctx()[0]
             self._updater(ctx, [p.data(ctx) for p in self._params])
@@ -259,7 +259,7 @@ class Trainer:
 
     def load_states(self, fname: str) -> None:
         """Restore :meth:`save_states` output into every context's updater."""
-        from ..training.model import load_arrays
+        from ..training.checkpoint import load_arrays
         arrays = load_arrays(fname)
         for key in arrays:
             index = key.split(":")[1] if ":" in key else None

@@ -58,13 +58,13 @@ class BaseModule:
 
     def save_params(self, fname: str) -> None:
         """Write ``get_params()`` as an MXNet ``.params`` file (``arg:``/``aux:`` names)."""
-        from .model import save_params
+        from .checkpoint import save_params
         save_params(fname, *self.get_params())
 
     def load_params(self, fname: str) -> None:
         """Read a ``.params`` file (symgraph's, MXNet's or an older ``.npz``) into
         ``set_params``; a damaged file raises DataError naming it."""
-        from .model import load_params
+        from .checkpoint import load_params
         self.set_params(*load_params(fname))
 
     def forward_backward(self, data_batch: Any) -> None:

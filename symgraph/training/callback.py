@@ -20,7 +20,7 @@ BatchEndParam = namedtuple("BatchEndParam", ["epoch", "nbatch", "eval_metric", "
 def do_checkpoint(prefix: str, period: int = 1) -> Callable:
     """Epoch-end callback saving ``prefix-symbol.json`` and ``prefix-%04d.params`` every
     ``period`` epochs (the file number is the count of finished epochs)."""
-    from .model import save_checkpoint
+    from .checkpoint import save_checkpoint
     period = int(max(1, period))
 
     def _callback(iter_no: int, sym: Any, arg: dict, aux: dict) -> None:

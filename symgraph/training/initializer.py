@@ -17,7 +17,7 @@ from ..runtime import random as _random
 from ..core.base import AttrError
 
 __all__ = ["InitDesc", "Initializer", "Constant", "Zero", "One", "Uniform", "Normal", "Xavier",
-           "MSRAPrelu", "create", "names"]
+           "MSRAPrelu", "LSTMBias", "create", "names"]
 
 
 class InitDesc(str):
@@ -174,8 +174,31 @@ class MSRAPrelu(Xavier):
         self._kwargs = {"factor_type": factor_type, "slope": slope}
 
 
+class LSTMBias(Initializer):
+    """MXNet's ``LSTMBias``: an LSTM's i2h bias, zeros but ``forget_bias`` on the forget
+    gate's quarter (gates in the order i, f, c, o), so that early training keeps memory.
+
+    Examples
+    --------
+    >>> a = sg.nd.empty((8,)); sg.init.LSTMBias(forget_bias=2.0)._init_weight('b', a)
+    >>> a.asnumpy().tolist()
+    [0.0, 0.0, 2.0, 2.0, 0.0, 0.0, 0.0, 0.0]
+    """
+
+    def __init__(self, forget_bias: float = 1.0) -> None:
+        super().__init__(forget_bias=forget_bias)
+        self.forget_bias = forget_bias
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        h = arr.shape[0] // 4
+        value = np.zeros(arr.shape)
+        value[h:2 * h] = self.forget_bias
+        _fill(arr, value)
+
+
 _REGISTRY: dict[str, type] = {c.__name__.lower(): c for c in
-                              (Zero, One, Constant, Uniform, Normal, Xavier, MSRAPrelu)}
+                              (Zero, One, Constant, Uniform, Normal, Xavier, MSRAPrelu,
+                               LSTMBias)}
 _REGISTRY.update({"zeros": Zero, "ones": One})
 
 

@@ -330,7 +330,7 @@ class Module(BaseModule):
         idx2name = dict(enumerate(self._param_names))
         if isinstance(optimizer, _opt.Optimizer):
             optimizer.idx2name = idx2name
-            optimizer.sym_info = self._symbol.attr_dict()
+            optimizer.sym_info = _opt.symbol_info(self._symbol)
             optimizer.set_lr_mult({})
             optimizer.set_wd_mult({})
         else:
@@ -560,7 +560,7 @@ class Module(BaseModule):
     # -- checkpoints -------------------------------------------------------------------------
     def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False) -> None:
         """``prefix-symbol.json``, ``prefix-%04d.params`` and, if asked, ``prefix-%04d.states``."""
-        from .model import save_checkpoint
+        from .checkpoint import save_checkpoint
         if save_optimizer_states and not self.optimizer_initialized:
             raise BindError("save_checkpoint: no optimizer states before init_optimizer()")
         save_checkpoint(prefix, epoch, self._symbol, *self.get_params())
@@ -569,14 +569,14 @@ class Module(BaseModule):
 
     def save_optimizer_states(self, fname: str) -> None:
         """Write optimizer states and update counts: named arrays in the ``.params`` format."""
-        from .model import save_arrays
+        from .checkpoint import save_arrays
         if not self.optimizer_initialized:
             raise BindError("save_optimizer_states: call init_optimizer() first")
         save_arrays(fname, self._updater.get_states())
 
     def load_optimizer_states(self, fname: str) -> None:
         """Restore states written by :meth:`save_optimizer_states`; DataError names a bad file."""
-        from .model import load_optimizer_states
+        from .checkpoint import load_optimizer_states
         if not self.optimizer_initialized:
             raise BindError("load_optimizer_states: call init_optimizer() first")
         load_optimizer_states(fname, self._updater)
@@ -594,7 +594,7 @@ class Module(BaseModule):
              **kwargs: Any) -> "Module":
         """A module over a saved symbol whose parameters are set on ``bind`` (and optimizer
         states on ``init_optimizer`` with ``load_optimizer_states``)."""
-        from .model import load_checkpoint
+        from .checkpoint import load_checkpoint
         sym, arg, aux = load_checkpoint(prefix, epoch)
         mod = Module(sym, **kwargs)
         mod.set_params(arg, aux)

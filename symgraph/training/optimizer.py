@@ -19,9 +19,24 @@ from ..core import expr as E
 from ..core.base import AttrError
 from ..core.dtypes import compute_dtype, is_narrow
 from .lr_scheduler import LRScheduler
+from .optimizer_layout import to_flat, to_mxnet
+from .optimizer_updater import Updater, get_updater
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdaGrad", "RMSProp", "Updater", "UpdateRule", "create",
-           "register", "get_updater"]
+           "register", "get_updater", "RuleInputs"]
+
+
+def symbol_info(sym: Any) -> tuple[dict, tuple[str, ...]]:
+    """``(attributes by node name, argument names)`` of ``sym`` (``({}, ())`` for None): as
+    MXNet, only arguments take ``lr_mult``/``wd_mult`` from their attributes."""
+    if sym is None:
+        return {}, ()
+    return sym.attr_dict(), tuple(sym.list_arguments())
+
+
+class SchedulerConflict(AttrError, UserWarning):
+    """``set_learning_rate`` on an optimizer driven by an ``lr_scheduler`` (MXNet raises a
+    ``UserWarning`` there, which this also is)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +113,8 @@ class Optimizer:
     fused = True
     # names that keep weight decay unless a multiplier says otherwise (MXNet's default)
     WD_SUFFIXES: tuple[str, ...] = ("_weight", "_gamma")
+    # MXNet's multi-precision state pair: (weight32, state), or (state, weight32) for SGD/NAG
+    MASTER_LAST = False
 
     def __init__(self, rescale_grad: float = 1.0, param_idx2name: Optional[dict] = None,
                  wd: float = 0.0, clip_gradient: Optional[float] = None,
@@ -117,18 +134,23 @@ class Optimizer:
         self.idx2name = dict(param_idx2name or {})
         self.lr_mult: dict[str, float] = {}
         self.wd_mult: dict[str, float] = {}
-        self.sym_info = sym.attr_dict() if sym is not None else {}
+        # (attributes, argument names): as MXNet, only arguments take multipliers from attrs
+        self.sym_info = symbol_info(sym)
         self.set_lr_mult({})
         self.set_wd_mult({})
         self.rule = self._rule()
         self._row_memo: dict[Any, tuple] = {}  # index -> scalar row (see step_rows)
         self._row_snapshot: Optional[tuple] = None
         self._scalar_dicts: dict[tuple, dict] = {}  # row -> its float64 scalars by name
-        self.mp_rule = self.rule.master_weight_rule()
+        self.mp_rule = self.rule.master_weight_rule() if self.rule is not None else None
+        if self.rule is None:  # a hand-written update() runs on the host only
+            self.fused = False
 
     # -- the rule and its per-step scalars -------------------------------------------------
-    def _rule(self) -> UpdateRule:
-        raise NotImplementedError
+    def _rule(self) -> Optional[UpdateRule]:
+        """The per-element update. None for the base class: a subclass without a rule writes
+        ``create_state`` and ``update`` itself, as MXNet's Python optimizers do."""
+        return None
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         """Hyper-parameters of this step for parameter ``index`` (``t`` = its update count)."""
@@ -141,21 +163,40 @@ class Optimizer:
         """Zero-initialised state arrays (host numpy) for ``weight``. With
         ``multi_precision`` and a float16/bfloat16 weight: a float32 copy of the weight (the
         master weight) first, and float32 states (MXNet's ``create_state_multi_precision``)."""
+        if self.rule is None:  # (MXNet's base class keeps no state either)
+            return None
         w = weight.asnumpy() if hasattr(weight, "asnumpy") else np.asarray(weight)
         if self._master(weight):
             return self.mp_rule.initial_states(w, np.float32)
         return self.rule.initial_states(w, np.dtype(weight.dtype))
 
-    def create_state_multi_precision(self, index: Any, weight: Any) -> tuple[np.ndarray, ...]:
+    def create_state_multi_precision(self, index: Any, weight: Any) -> Any:
         """MXNet's name: :meth:`create_state` already keeps a float32 master weight first
-        when ``multi_precision`` is on and ``weight`` is float16/bfloat16."""
+        when ``multi_precision`` is on and ``weight`` is float16/bfloat16. A subclass without
+        a rule gets MXNet's ``(float32 master, create_state(index, master))``."""
+        if self._master(weight):
+            if self.rule is not None:
+                return to_mxnet(self.create_state(index, weight), self.MASTER_LAST)
+            master = weight.astype(np.float32)
+            return (master, self.create_state(index, master))
         return self.create_state(index, weight)
 
-    def update_multi_precision(self, index: Any, weight: Any, grad: Any,
-                               state: Sequence[np.ndarray]) -> None:
+    def update_multi_precision(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
         """MXNet's name: :meth:`update` already steps through the master weight of states
-        made by :meth:`create_state_multi_precision`."""
-        self.update(index, weight, grad, state)
+        made by :meth:`create_state_multi_precision`; lists of indices, weights, gradients
+        and states step together (:meth:`update_multi`). A subclass without a rule: its
+        ``update`` runs on the float32 master, which is then cast into ``weight``."""
+        if isinstance(index, (list, tuple)):
+            self.update_multi(index, weight, grad, [
+                to_flat(st, self.MASTER_LAST) if self.rule is not None and self._master(w)
+                else st for w, st in zip(weight, state)])
+        elif self.rule is None and self._master(weight):
+            self.update(index, state[0], grad.astype(np.float32), state[1])
+            weight[:] = state[0].astype(weight.dtype)
+        elif self._master(weight):
+            self.update(index, weight, grad, to_flat(state, self.MASTER_LAST))
+        else:
+            self.update(index, weight, grad, state)
 
     def set_lr_scale(self, args_lrscale: dict) -> None:
         """Deprecated in MXNet (raises ``DeprecationWarning`` there too): use set_lr_mult."""
@@ -219,6 +260,10 @@ class Optimizer:
     def update_multi(self, indices: Sequence[Any], weights: Sequence[Any],
                      grads: Sequence[Any], states: Sequence[Sequence[np.ndarray]]) -> None:
         """One step for several parameters (the scalar table is built once)."""
+        if self.rule is None:  # a subclass's own update(), one parameter at a time
+            for index, w, g, st in zip(indices, weights, grads, states):
+                self.update(index, w, g, st)
+            return
         names, tables = self.rule.scalars, self._scalar_dicts
         if len(tables) > 4096:  # (a schedule makes new rows every step)
             tables.clear()
@@ -233,6 +278,9 @@ class Optimizer:
 
     def update(self, index: Any, weight: Any, grad: Any, state: Sequence[np.ndarray]) -> None:
         """Apply one step to ``weight`` (an NDArray or numpy array) in place; states too."""
+        if self.rule is None:
+            raise AttrError(f"optimizer {type(self).__name__}: no update rule; a subclass of "
+                            "Optimizer defines _rule() or overrides update()")
         self.update_multi([index], [weight], [grad], [state])
 
     def _apply(self, weight: Any, grad: Any, state: Sequence[np.ndarray],
@@ -257,7 +305,8 @@ class Optimizer:
 
     def set_learning_rate(self, lr: float) -> None:
         if self.lr_scheduler is not None:
-            raise AttrError("set_learning_rate: the learning rate is driven by lr_scheduler")
+            raise SchedulerConflict("set_learning_rate: the learning rate is driven by "
+                                    "lr_scheduler; set lr_scheduler.base_lr instead")
         self.lr = lr
 
     @property
@@ -267,8 +316,9 @@ class Optimizer:
     def set_lr_mult(self, args_lr_mult: dict) -> None:
         """Per-name learning-rate multipliers: ``__lr_mult__`` attributes, then
         ``args_lr_mult``."""
-        self.lr_mult = {n: float(a["__lr_mult__"]) for n, a in self.sym_info.items()
-                        if "__lr_mult__" in a}
+        attrs, args = self.sym_info
+        self.lr_mult = {n: float(attrs[n]["__lr_mult__"]) for n in args
+                        if "__lr_mult__" in attrs.get(n, {})}
         self.lr_mult.update(args_lr_mult)
 
     def set_wd_mult(self, args_wd_mult: dict) -> None:
@@ -276,8 +326,9 @@ class Optimizer:
         ``__wd_mult__`` attribute or ``args_wd_mult`` says otherwise."""
         self.wd_mult = {n: 0.0 for n in self.idx2name.values()
                         if not n.endswith(self.WD_SUFFIXES)}
-        self.wd_mult.update({n: float(a["__wd_mult__"]) for n, a in self.sym_info.items()
-                             if "__wd_mult__" in a})
+        attrs, args = self.sym_info
+        self.wd_mult.update({n: float(attrs[n]["__wd_mult__"]) for n in args
+                             if "__wd_mult__" in attrs.get(n, {})})
         self.wd_mult.update(args_wd_mult)
 
     def _update_count(self, index: Any) -> None:
@@ -305,6 +356,7 @@ class SGD(Optimizer):
     when ``momentum`` is 0: ``weight -= lr*(clip(rescale*grad) + wd*weight)``)."""
 
     SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "momentum")
+    MASTER_LAST = True
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs: Any) -> None:
         self.momentum = momentum
@@ -447,59 +499,3 @@ def create(name: Any, **kwargs: Any) -> Optimizer:
         return _REGISTRY[key](**kwargs)
     except TypeError as exc:
         raise AttrError(f"optimizer {name!r}: {exc}") from None
-
-
-class Updater:
-    """Holds per-parameter states; ``updater(index, grad, weight)`` applies one step."""
-
-    def __init__(self, optimizer: Optimizer) -> None:
-        self.optimizer = optimizer
-        self.states: dict[Any, tuple] = {}
-
-    def __call__(self, index: Any, grad: Any, weight: Any) -> None:
-        if index not in self.states:
-            self.states[index] = self.optimizer.create_state(index, weight)
-        self.optimizer.update(index, weight, grad, self.states[index])
-
-    def update_multi(self, indices: Sequence[Any], grads: Sequence[Any],
-                     weights: Sequence[Any]) -> None:
-        """One step for all of ``indices`` (states created on first use)."""
-        for index, weight in zip(indices, weights):
-            if index not in self.states:
-                self.states[index] = self.optimizer.create_state(index, weight)
-        self.optimizer.update_multi(indices, weights, grads, [self.states[i] for i in indices])
-
-    def get_states(self) -> dict[str, np.ndarray]:
-        """States and update counts as named arrays (for an ``.npz`` file; no pickle)."""
-        out = {f"state:{i}:{k}": s for i, states in self.states.items()
-               for k, s in enumerate(states)}
-        out.update({f"count:{i}": np.array(c) for i, c in
-                    self.optimizer._index_update_count.items()})
-        return out
-
-    def set_states(self, arrays: dict[str, np.ndarray]) -> None:
-        """Restore :meth:`get_states` output (integer parameter indices)."""
-        states: dict[int, list] = {}
-        counts = {}
-        for key, value in arrays.items():
-            kind, index, *rest = key.split(":")
-            if kind == "state":
-                states.setdefault(int(index), []).append((int(rest[0]), np.array(value)))
-            else:
-                counts[int(index)] = int(value)
-        want = {len(self.optimizer.rule.states)}
-        if self.optimizer.multi_precision:  # narrow weights keep a master weight more
-            want.add(len(self.optimizer.mp_rule.states))
-        for i, items in states.items():
-            if len(items) not in want:
-                raise AttrError(f"optimizer states of parameter {i}: {len(items)} arrays, "
-                                f"{type(self.optimizer).__name__} keeps "
-                                f"{' or '.join(map(str, sorted(want)))}")
-        self.states = {i: tuple(v for _, v in sorted(items)) for i, items in states.items()}
-        self.optimizer._index_update_count = counts
-        self.optimizer.num_update = max(counts.values(), default=self.optimizer.num_update)
-
-
-def get_updater(optimizer: Optimizer) -> Callable[[Any, Any, Any], None]:
-    """MXNet's ``get_updater``: a callable ``(index, grad, weight)`` with its own states."""
-    return Updater(optimizer)

@@ -41,6 +41,7 @@ class NAG(Optimizer):
     mom = momentum*mom - lr*g; weight += momentum*mom - lr*g``; SGD when ``momentum`` is 0."""
 
     SCALARS = BASE + ("momentum",)
+    MASTER_LAST = True  # (as SGD's, in MXNet)
 
     def __init__(self, momentum: float = 0.0, **kwargs: Any) -> None:
         self.momentum = momentum

@@ -61,7 +61,9 @@ def lstm_step(F: Any, x: Any, states: list, p: dict, h: int, pre: str, act: Any 
     i, f, g, o = F.SliceChannel(gates, num_outputs=4, name=pre + "slice")
     c = activate(F, f, ract, pre + "f") * states[1] + \
         activate(F, i, ract, pre + "i") * activate(F, g, act, pre + "c")
-    out = activate(F, o, ract, pre + "o") * activate(F, c, act, pre + "state")
+    # named as MXNet names the step's output (``t0_out``): users look outputs up by name
+    out = F.elemwise_mul(activate(F, o, ract, pre + "o"), activate(F, c, act, pre + "state"),
+                         name=pre + "out")
     if proj:
         out = _fc(F, out, p["h2r_weight"], None, proj, pre + "h2r")
     return out, [out, c]
@@ -77,7 +79,7 @@ def gru_step(F: Any, x: Any, states: list, p: dict, h: int, pre: str, act: Any =
                                     pre + "h2h"), num_outputs=3, name=pre + "h2h_slice")
     r, z = activate(F, xr + hr, ract, pre + "r_act"), activate(F, xz + hz, ract, pre + "z_act")
     n = activate(F, xn + r * hn, act, pre + "h_act")
-    out = (1.0 - z) * n + z * states[0]
+    out = F.elemwise_add((1.0 - z) * n, z * states[0], name=pre + "out")
     return out, [out]
 
 

@@ -26,7 +26,7 @@ def _host(v: Any) -> np.ndarray:
 def _load_inputs(sym: Any, params: Any) -> tuple[Any, dict[str, np.ndarray]]:
     """MXNet's accepted forms: Symbol or JSON path; dict, [arg, aux] or a parameter file."""
     from ...frontend import symbol as _symbol
-    from ...training.model import load_params
+    from ...training.checkpoint import load_params
     if isinstance(sym, str):
         sym = _symbol.load(sym)
     if isinstance(params, str):

@@ -161,7 +161,7 @@ class DataParallelModule(Module):
                     for k in range(n)}
         if isinstance(optimizer, _opt.Optimizer):
             optimizer.idx2name = idx2name
-            optimizer.sym_info = self._symbol.attr_dict()
+            optimizer.sym_info = _opt.symbol_info(self._symbol)
             optimizer.set_lr_mult({})
             optimizer.set_wd_mult({})
         else:

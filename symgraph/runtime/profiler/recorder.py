@@ -1,21 +1,5 @@
-"""``sg.profiler``: MXNet's profiler API over symgraph's schedules.
-
-    sg.profiler.set_config(filename="profile.json", profile_all=True)
-    sg.profiler.set_state("run")
-    ... train ...
-    sg.profiler.set_state("stop")
-    sg.profiler.dump()          # Chrome-trace JSON: chrome://tracing, ui.perfetto.dev
-    print(sg.profiler.dumps())  # aggregate table
-
-While the state is ``'run'`` every schedule step an executor runs becomes one complete event
-(``"ph": "X"``) named by the user-level nodes and ops it runs (``fc1 (FullyConnected) + relu1
-(Activation)``, ``d relu1 (Activation)`` for gradient steps; see ``provenance.py``), with its
-op, node, phase and step index in ``args``. The CPU backend times each step on the host; the
-CUDA backend runs a profiled range eagerly (no CUDA graph replay) between CUDA events and
-reports device time. With the ``nvtx`` package installed each step is also an NVTX range
-(domain ``symgraph``) for Nsight Systems. Lazily compiled ``sg.nd`` work runs through the same
-executors, so ``profile_symbolic`` and ``profile_imperative`` record the same events.
-"""
+"""The profiler's recorder: its state, the events of schedule steps, and the trace and table
+it writes (``sg.profiler``'s functions; see the package)."""
 from __future__ import annotations
 
 import contextlib
@@ -24,9 +8,9 @@ import time
 import weakref
 from typing import Any, Callable, Iterator, Optional
 
-from ..core import fileio
-from ..core.base import AttrError
-from ..core.provenance import op_table, title, user_level
+from ...core import fileio
+from ...core.base import AttrError
+from ...core.provenance import op_table, title, user_level
 
 __all__ = ["set_config", "set_state", "state", "pause", "resume", "dump", "dumps", "events"]
 
@@ -116,6 +100,11 @@ def step_names(schedule: Any) -> list[tuple[str, dict]]:
     return out
 
 
+def record(event: dict) -> None:
+    """Append one Chrome-trace event (the annotation objects of ``profiler_objects``)."""
+    _events.append(event)
+
+
 def add_step(schedule: Any, k: int, ts_us: float, dur_us: float, device: str) -> None:
     """Record step ``k`` of ``schedule`` as one complete event."""
     name, args = step_names(schedule)[k]
@@ -189,6 +178,8 @@ def _rows() -> dict[str, list]:
     """``{device: [[key, count, total, min, max, avg] ...]}`` in milliseconds."""
     stats: dict[tuple[str, str], list[float]] = {}
     for e in _events:
+        if "dur" not in e:  # counters and markers have no duration
+            continue
         stats.setdefault((e["pid"], e["args"]["ops"]), []).append(e["dur"] / 1000.0)
     out: dict[str, list] = {}
     for (dev, key), ms in stats.items():
@@ -237,7 +228,7 @@ def events() -> list[dict]:
     return [dict(e) for e in _events]
 
 
-def _reset_for_tests(config: Optional[dict] = None) -> None:
+def reset_for_tests(config: Optional[dict] = None) -> None:
     _config.clear()
     _config.update(DEFAULTS, **(config or {}))
     _state["running"] = _state["paused"] = False

@@ -1,0 +1,67 @@
+"""The per-parameter state holder of an optimizer (MXNet's ``Updater``/``get_updater``):
+states made on first use, one step per call, and states saved as named arrays."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..core.base import AttrError
+
+__all__ = ["Updater", "get_updater"]
+
+
+class Updater:
+    """Holds per-parameter states; ``updater(index, grad, weight)`` applies one step."""
+
+    def __init__(self, optimizer: Any) -> None:
+        self.optimizer = optimizer
+        self.states: dict[Any, tuple] = {}
+
+    def __call__(self, index: Any, grad: Any, weight: Any) -> None:
+        if index not in self.states:
+            self.states[index] = self.optimizer.create_state(index, weight)
+        self.optimizer.update(index, weight, grad, self.states[index])
+
+    def update_multi(self, indices: Sequence[Any], grads: Sequence[Any],
+                     weights: Sequence[Any]) -> None:
+        """One step for all of ``indices`` (states created on first use)."""
+        for index, weight in zip(indices, weights):
+            if index not in self.states:
+                self.states[index] = self.optimizer.create_state(index, weight)
+        self.optimizer.update_multi(indices, weights, grads, [self.states[i] for i in indices])
+
+    def get_states(self) -> dict[str, np.ndarray]:
+        """States and update counts as named arrays (for an ``.npz`` file; no pickle)."""
+        out = {f"state:{i}:{k}": s for i, states in self.states.items()
+               for k, s in enumerate(states)}
+        out.update({f"count:{i}": np.array(c) for i, c in
+                    self.optimizer._index_update_count.items()})
+        return out
+
+    def set_states(self, arrays: dict[str, np.ndarray]) -> None:
+        """Restore :meth:`get_states` output (integer parameter indices)."""
+        states: dict[int, list] = {}
+        counts = {}
+        for key, value in arrays.items():
+            kind, index, *rest = key.split(":")
+            if kind == "state":
+                states.setdefault(int(index), []).append((int(rest[0]), np.array(value)))
+            else:
+                counts[int(index)] = int(value)
+        want = {len(self.optimizer.rule.states)}
+        if self.optimizer.multi_precision:  # narrow weights keep a master weight more
+            want.add(len(self.optimizer.mp_rule.states))
+        for i, items in states.items():
+            if len(items) not in want:
+                raise AttrError(f"optimizer states of parameter {i}: {len(items)} arrays, "
+                                f"{type(self.optimizer).__name__} keeps "
+                                f"{' or '.join(map(str, sorted(want)))}")
+        self.states = {i: tuple(v for _, v in sorted(items)) for i, items in states.items()}
+        self.optimizer._index_update_count = counts
+        self.optimizer.num_update = max(counts.values(), default=self.optimizer.num_update)
+
+
+def get_updater(optimizer: Any) -> Callable[[Any, Any, Any], None]:
+    """MXNet's ``get_updater``: a callable ``(index, grad, weight)`` with its own states."""
+    return Updater(optimizer)
