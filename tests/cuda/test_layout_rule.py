@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-CUDA = Path(__file__).resolve().parents[2] / "symgraph" / "cuda"
+CUDA = Path(__file__).resolve().parents[2] / "symgraph" / "runtime" / "cuda"
 KERNELS = sorted(CUDA.glob("kernels_*.py"))
 LOWERINGS = sorted(CUDA.glob("lowering_*.py"))
 C_MARKS = ("__global__", "__device__", "blockIdx", "threadIdx")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-MODELS = Path(__file__).resolve().parents[2] / "symgraph" / "models"
+MODELS = Path(__file__).resolve().parents[2] / "symgraph" / "interop" / "models"
 
 # A library whose loading leaves a trace: its constructor writes the file named by SG_MARK.
 MARKED_SRC = r"""
