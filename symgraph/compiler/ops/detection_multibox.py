@@ -220,7 +220,7 @@ register(OpDef(
     "_contrib_MultiBoxTarget", TARGET_PARAMS, ("anchor", "label", "cls_pred"),
     forward_shape(_target_shape), _target, NOT_DIFFERENTIABLE, OPAQUE,
     infer_type=typed_like(0), outputs=("loc_target", "loc_mask", "cls_target"),
-    lowering=("detection_nms", {"kind": "multibox_target"}),
+    lowering=("multibox", {"kind": "multibox_target"}),
     doc="SSD training targets of anchors (1, A, 4) for labels (B, L, 5+) [class, xmin, "
         "ymin, xmax, ymax] padded with -1 rows and predictions (B, classes, A): box targets "
         "and masks (B, A*4), class targets (B, A) (0 background, class + 1 positive)."))
@@ -302,7 +302,7 @@ def _detection(a: Attrs, xs: list, ctx: RunCtx) -> list:
 register(OpDef(
     "_contrib_MultiBoxDetection", DETECTION_PARAMS, ("cls_prob", "loc_pred", "anchor"),
     forward_shape(_detection_shape), _detection, NOT_DIFFERENTIABLE, OPAQUE,
-    lowering=("detection_nms", {"kind": "multibox_detection"}),
+    lowering=("multibox", {"kind": "multibox_detection"}),
     doc="SSD detections (B, A, 6) [class, score, xmin, ymin, xmax, ymax] from class "
         "probabilities (B, classes, A), offsets (B, A*4) and anchors (1, A, 4); class -1 "
         "marks dropped rows."))

@@ -151,7 +151,7 @@ for _name, _batched in (("_contrib_Proposal", False), ("_contrib_MultiProposal",
         _name, PROPOSAL_PARAMS, ("cls_prob", "bbox_pred", "im_info"),
         forward_shape(_proposal_shape(_batched)), _proposal, NOT_DIFFERENTIABLE, OPAQUE,
         outputs=("output", "score"), num_visible=lambda a: 2 if a["output_score"] else 1,
-        lowering=("detection_nms", {"kind": "proposal"}),
+        lowering=("proposal", {}),
         doc=("Region proposals of a batch of images" if _batched else
              "Region proposals of one image") + ": (N * rpn_post_nms_top_n, 5) rows [batch "
         "index, x1, y1, x2, y2] from RPN scores (N, 2A, H, W), box deltas (N, 4A, H, W) and "
