@@ -1,9 +1,9 @@
 """Ops defined by a composition of registered ops (an ``expand`` rule), besides their numpy
 reference.
 
-``expand(S, attrs, xs, shapes) -> [handle per output]`` builds the op from ``S``'s functions
-(``build.OPS``: every registered op over handles) given the input handles ``xs`` and their
-shapes. From it come:
+``expand(S, attrs, xs, shapes, dtypes) -> [handle per output]`` builds the op from ``S``'s
+functions (``build.OPS``: every registered op over handles) given the input handles ``xs``,
+their shapes and their dtypes. From it come:
 
 * the gradient: ``expand`` on fresh variables, differentiated by ``passes/gradient.py``
   and spliced onto the node's inputs and output gradients, so it is built from registered ops
@@ -17,7 +17,7 @@ own would (a GEMM with a constant matrix, a batch_dot over views).
 
 Example::
 
-    def _expand(S, a, xs, shapes):
+    def _expand(S, a, xs, shapes, dtypes):
         return [S.dot(xs[0], xs[1])]
 
     register(OpDef("my_op", ..., gradient=composite_gradient(_expand), lowering=UNROLLED,
@@ -27,13 +27,16 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from ..build import OPS, Handle
 from ..graph import Entry, Node, unique_name, variable
 from ..subgraph import Subgraph
 from ..typetable import TypeTable
+from .constant import constant_attrs
 from .control_flow import UNROLLED, body_gradient, body_types
 
-Expand = Callable[[Any, Any, list, list], list]
+Expand = Callable[[Any, Any, list, list, list], list]
 
 COMPOSED = UNROLLED
 """The lowering of a composite op: its expansion is unrolled into the program's kernels."""
@@ -48,7 +51,8 @@ def composite_unroll(expand: Expand) -> Callable[[Node, TypeTable], list[Entry]]
     def rule(node: Node, types: TypeTable) -> list[Entry]:
         xs = [Handle((e,)) for e in node.inputs]
         shapes = [types.shape(e) for e in node.inputs]
-        return _entries(expand(OPS, node.attrs, xs, shapes))
+        dtypes = [types.dtype(e) for e in node.inputs]
+        return _entries(expand(OPS, node.attrs, xs, shapes, dtypes))
     return rule
 
 
@@ -61,10 +65,16 @@ def composite_gradient(expand: Expand, wrt: tuple[int, ...] = ()) -> Callable[[A
         dtypes = [c.types.dtype(e) for e in ins]
         taken: set[str] = set()
         xs = [variable(unique_name(f"{c.node.name}_in{i}", taken)) for i in range(len(ins))]
-        outs = _entries(expand(OPS, c.attrs, [Handle((Entry(v),)) for v in xs], shapes))
+        outs = _entries(expand(OPS, c.attrs, [Handle((Entry(v),)) for v in xs], shapes,
+                                dtypes))
         body = Subgraph(xs, outs)
         heads, grads = body_gradient(body, body_types(body, shapes, dtypes))
         made = Subgraph(xs + heads, grads).splice(
             ins + [g.outputs_[0] for g in c.ograds[:len(heads)]], "")
         return [Handle((e,)) if not wrt or i in wrt else None for i, e in enumerate(made)]
     return grad
+
+
+def constant(S: Any, value: np.ndarray, dtype: Any) -> Any:
+    """A ``_constant`` node holding ``value`` converted to ``dtype``."""
+    return S._constant(value=constant_attrs(np.asarray(value).astype(dtype))["value"])

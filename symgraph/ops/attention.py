@@ -134,19 +134,19 @@ def _valatt_shape(parts: int) -> Any:
     return out
 
 
-def _x_self_qk(S: Any, a: Attrs, xs: list, sh: list) -> list:
+def _x_self_qk(S: Any, a: Attrs, xs: list, sh: list, dt: list) -> list:
     return [_scores(S, a, xs[0], sh[0], 3, xs[0], sh[0], 3)]
 
 
-def _x_encdec_qk(S: Any, a: Attrs, xs: list, sh: list) -> list:
+def _x_encdec_qk(S: Any, a: Attrs, xs: list, sh: list, dt: list) -> list:
     return [_scores(S, a, xs[0], sh[0], 1, xs[1], sh[1], 2)]
 
 
-def _x_self_valatt(S: Any, a: Attrs, xs: list, sh: list) -> list:
+def _x_self_valatt(S: Any, a: Attrs, xs: list, sh: list, dt: list) -> list:
     return [_attend(S, a, xs[0], sh[0], 3, xs[1], sh[1])]
 
 
-def _x_encdec_valatt(S: Any, a: Attrs, xs: list, sh: list) -> list:
+def _x_encdec_valatt(S: Any, a: Attrs, xs: list, sh: list, dt: list) -> list:
     return [_attend(S, a, xs[0], sh[0], 2, xs[1], sh[1])]
 
 

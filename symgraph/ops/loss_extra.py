@@ -94,7 +94,7 @@ def _kl_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     return [x.copy(), new.astype(avg.dtype)]
 
 
-def _kl_expand(S: Any, a: Attrs, xs: list, shapes: list) -> list:
+def _kl_expand(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> list:
     new = xs[1] * a["momentum"] + S.mean(xs[0], axis=0) * (1.0 - a["momentum"])
     return [S._identity_kl_sparse(xs[0], new, **{k: a[k] for k in KL_PARAMS}), new]
 
