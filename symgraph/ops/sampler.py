@@ -113,19 +113,26 @@ def _sampler_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 
 def _sample_np(data: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Bilinear samples (float64), zero outside, pixel by pixel as MXNet's CPU kernel."""
-    n, c, h, w = data.shape
+    """Bilinear samples (float64) at a normalised grid, as MXNet's CPU kernel."""
+    h, w = data.shape[2:]
     x = (grid[:, 0].astype(np.float64) + 1.0) * (w - 1) / 2.0
     y = (grid[:, 1].astype(np.float64) + 1.0) * (h - 1) / 2.0
+    return sample_pixels_np(data, x, y)
+
+
+def sample_pixels_np(data: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """(N, C, *x.shape[1:]) bilinear samples (float64) of NCHW ``data`` at pixel positions
+    ``x``, ``y`` (N, ...), zero outside, neighbour by neighbour."""
+    n, c, h, w = data.shape
     x0, y0 = np.floor(x).astype(np.int64), np.floor(y).astype(np.int64)
     out = np.zeros((n, c) + x.shape[1:])
-    batch = np.arange(n)[:, None, None]
+    batch = np.arange(n).reshape((n,) + (1,) * (x.ndim - 1))
     for dy in (0, 1):
         for dx in (0, 1):
             xi, yi = x0 + dx, y0 + dy
             weight = (1.0 - np.abs(x - xi)) * (1.0 - np.abs(y - yi))
             inside = (xi >= 0) & (xi < w) & (yi >= 0) & (yi < h)
-            v = data[batch, :, np.clip(yi, 0, h - 1), np.clip(xi, 0, w - 1)]  # (n, ho, wo, c)
+            v = data[batch, :, np.clip(yi, 0, h - 1), np.clip(xi, 0, w - 1)]  # (n, ..., c)
             out += np.moveaxis(v.astype(np.float64) * (weight * inside)[..., None], -1, 1)
     return out
 
@@ -142,15 +149,23 @@ def _corner(S: Any, x0: Any, y0: Any, dx: int, dy: int, h: int, w: int) -> tuple
 
 
 def sample(S: Any, data: Any, grid: Any, dshape: tuple, gshape: tuple, dtype: Any) -> Any:
-    """BilinearSampler's expansion: four gathers of (N, P, C) rows, weighted."""
+    """BilinearSampler's expansion: the grid in pixels, then :func:`sample_pixels`."""
     n, c, h, w = dshape
     p = gshape[2] * gshape[3]
-    f32 = np.dtype(dtype) == np.float32
-    g = S.Reshape(grid if f32 else S.Cast(grid, dtype="float32"), shape=(n, 2, p))
+    g = S.Reshape(grid if np.dtype(dtype) == np.float32 else S.Cast(grid, dtype="float32"),
+                  shape=(n, 2, p))
     x = S._mul_scalar(S._plus_scalar(S.Reshape(S.slice_axis(g, axis=1, begin=0, end=1),
                                                shape=(n, p)), scalar=1.0), scalar=(w - 1) / 2.0)
     y = S._mul_scalar(S._plus_scalar(S.Reshape(S.slice_axis(g, axis=1, begin=1, end=2),
                                                shape=(n, p)), scalar=1.0), scalar=(h - 1) / 2.0)
+    out = sample_pixels(S, data, x, y, dshape, p, dtype)
+    return S.Reshape(out, shape=(n, c) + tuple(gshape[2:]))
+
+
+def sample_pixels(S: Any, data: Any, x: Any, y: Any, dshape: tuple, p: int, dtype: Any) -> Any:
+    """(N, C, P) bilinear samples of NCHW ``data`` at float32 pixel positions ``x``, ``y``
+    (N, P), zero outside: four gathers of (N, P, C) rows, weighted."""
+    n, c, h, w = dshape
     x0, y0 = S.floor(x), S.floor(y)
     fx, fy = x - x0, y - y0
     rows = S.transpose(S.Reshape(data, shape=(n, c, h * w)), axes=(0, 2, 1))
@@ -161,11 +176,11 @@ def sample(S: Any, data: Any, grid: Any, dshape: tuple, gshape: tuple, dtype: An
             pos, inside = _corner(S, x0, y0, dx, dy, h, w)
             idx = S.Concat(batch, S.expand_dims(pos, axis=0), dim=0)
             weight = wx * wy * inside
-            if not f32:
+            if np.dtype(dtype) != np.float32:
                 weight = S.Cast(weight, dtype=np.dtype(dtype).name)
             term = S.broadcast_mul(S.gather_nd(rows, idx), S.expand_dims(weight, axis=2))
             out = term if out is None else out + term
-    return S.Reshape(S.transpose(out, axes=(0, 2, 1)), shape=(n, c) + tuple(gshape[2:]))
+    return S.transpose(out, axes=(0, 2, 1))
 
 
 def _sampler_expand(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> list:
