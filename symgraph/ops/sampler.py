@@ -30,7 +30,7 @@ from ._composite import COMPOSED, composite_gradient, composite_unroll, constant
 from ._util import check_attr, fmt
 
 TARGET = Param("shape", (0, 0), doc="Output (height, width).")
-CUDNN_OFF = Param("any", None, doc="MXNet's cuDNN switch (no effect: one implementation).")
+CUDNN_OFF = Param("str?", None, doc="MXNet's cuDNN switch (no effect: one implementation).")
 
 
 def _target(a: Attrs) -> tuple[int, int]:
