@@ -16,12 +16,12 @@ from ..base import BindError, where
 from ..log import LOGGER
 from ..registry import get_op
 from . import (lowering_amp, lowering_control_flow, lowering_conv,  # noqa: F401
-               lowering_conv_mma, lowering_conv_pool, lowering_ctc, lowering_dense,
-               lowering_elementwise, lowering_fused, lowering_index, lowering_index_nd,
-               lowering_layout, lowering_linalg, lowering_norm, lowering_pool, lowering_random,
-               lowering_random_draw, lowering_random_pdf, lowering_rearrange, lowering_reduce,
-               lowering_rnn, lowering_row_norm, lowering_scan, lowering_sequence, lowering_sort,
-               lowering_update, lowering_views)
+               lowering_conv_mma, lowering_conv_pool, lowering_copies, lowering_ctc,
+               lowering_dense, lowering_elementwise, lowering_fused, lowering_index,
+               lowering_index_nd, lowering_layout, lowering_linalg, lowering_norm,
+               lowering_pool, lowering_random, lowering_random_draw, lowering_random_pdf,
+               lowering_rearrange, lowering_reduce, lowering_rnn, lowering_row_norm,
+               lowering_scan, lowering_sequence, lowering_sort, lowering_update, lowering_views)
 from .actions import FAMILIES, StepCtx, lowering_dtypes, lowering_of
 
 

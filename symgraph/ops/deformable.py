@@ -29,7 +29,7 @@ from ..registry import GEMM, OpDef, RunCtx, register
 from ._composite import COMPOSED, composite_gradient, composite_unroll, constant
 from ._util import fmt
 from .conv import CONV_PARAMS, check_data
-from .sampler import sample_pixels, sample_pixels_np
+from .sampler import as_coords, coord_dtype, sample_pixels, sample_pixels_np
 
 PARAMS = {k: v for k, v in CONV_PARAMS.items() if k not in ("cudnn_tune", "cudnn_off")}
 PARAMS["num_deformable_group"] = Param("int", 1, doc="Channel groups with their own offsets.")
@@ -114,13 +114,12 @@ def _expand(masked: bool) -> Callable:
         g, out, taps = _geometry(a, tuple(shapes[0]))
         dg, p = a["num_deformable_group"], out[0] * out[1]
         rows, cols = _taps(a, g, out)
-        off = S.Reshape(xs[1], shape=(n * dg, taps, 2, p))
-        if np.dtype(dtypes[1]) != np.float32:
-            off = S.Cast(off, dtype="float32")
+        off = S.Reshape(as_coords(S, xs[1], dtypes[1]), shape=(n * dg, taps, 2, p))
+        cdt = coord_dtype(dtypes[1])
         part = lambda k: S.Reshape(S.slice_axis(off, axis=2, begin=k, end=k + 1),  # noqa: E731
                                    shape=(n * dg, taps, p))
-        y = S.broadcast_add(part(0), S.expand_dims(constant(S, rows, "float32"), axis=0))
-        x = S.broadcast_add(part(1), S.expand_dims(constant(S, cols, "float32"), axis=0))
+        y = S.broadcast_add(part(0), S.expand_dims(constant(S, rows, cdt), axis=0))
+        x = S.broadcast_add(part(1), S.expand_dims(constant(S, cols, cdt), axis=0))
         flat = (n * dg, taps * p)
         vals = sample_pixels(S, S.Reshape(xs[0], shape=(n * dg, c // dg, h, w)),
                              S.Reshape(x, shape=flat), S.Reshape(y, shape=flat),

@@ -96,7 +96,17 @@ def _kl_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 def _kl_expand(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> list:
     new = xs[1] * a["momentum"] + S.mean(xs[0], axis=0) * (1.0 - a["momentum"])
-    return [S._identity_kl_sparse(xs[0], new, **{k: a[k] for k in KL_PARAMS}), new]
+    return list(S._identity_kl_sparse(xs[0], xs[1], new, **{k: a[k] for k in KL_PARAMS}))
+
+
+def _kl_grad(c: Any, avg: Any) -> list:
+    """Head gradient plus the KL term of ``avg``, the updated average (the aux input already
+    holds it when the backward runs, so it is read from the forward's result)."""
+    rho, S = c.attrs["sparseness_target"], c.sym
+    term = (S._rdiv_scalar(avg, scalar=-rho) + S._rdiv_scalar(S._rminus_scalar(avg, scalar=1.0),
+                                                              scalar=1.0 - rho))
+    return [S.broadcast_add(c.ograds[0], S.expand_dims(term * c.attrs["penalty"], axis=0)),
+            None, None][:len(c.inputs)]
 
 
 register(OpDef(
@@ -108,19 +118,16 @@ register(OpDef(
         "average activation (aux moving_avg, updated in training)."))
 
 
-def _kl_grad(c: Any, avg: Any) -> list:
-    """Head gradient plus the KL term of ``avg`` (the updated average: the hidden output, as
-    the aux input already holds it when the backward runs)."""
-    rho, S = c.attrs["sparseness_target"], c.sym
-    term = (S._rdiv_scalar(avg, scalar=-rho) + S._rdiv_scalar(S._rminus_scalar(avg, scalar=1.0),
-                                                              scalar=1.0 - rho))
-    return [S.broadcast_add(c.ograds[0], S.expand_dims(term * c.attrs["penalty"], axis=0)),
-            None]
+def _identity_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    data, avg = ins[0], ins[1] or ins[2]
+    return [data, avg, avg], [data, avg]
 
 
 register(OpDef(
-    "_identity_kl_sparse", KL_PARAMS, ("data", "moving_avg"),
-    lambda a, ins, outs: (ins, [ins[0]] if ins[0] is not None else outs),
-    lambda a, xs, ctx: [xs[0].copy()], lambda c: _kl_grad(c, c.inputs[1]), OPAQUE, lowering="copy",
-    doc="IdentityAttachKLSparseReg's copy of data whose gradient adds the KL term of "
-        "moving_avg (updated average, one per unit)."))
+    "_identity_kl_sparse", KL_PARAMS, ("data", "moving_avg", "new_avg"), _identity_shape,
+    lambda a, xs, ctx: [xs[0].copy(), xs[2].copy()], lambda c: _kl_grad(c, c.inputs[2]),
+    OPAQUE, aux=("moving_avg",), outputs=("output", "moving_avg_new"),
+    mutates=((1, 1),), lowering=("copy_each", {"inputs": (0, 2)}),
+    doc="IdentityAttachKLSparseReg's expansion: copies of data and of the updated average "
+        "new_avg (written back to moving_avg in training); the gradient adds new_avg's KL "
+        "term to data's."))

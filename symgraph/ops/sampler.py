@@ -9,7 +9,8 @@ offsets). ``BilinearSampler`` reads data at a grid's positions, bilinearly, zero
 All are compositions (``ops/_composite.py``): the affine grid is one GEMM with the constant
 target coordinates; the sampler gathers the four neighbours of each position (``gather_nd``
 over (N, H*W, C) rows, so C values move per index) weighted by their bilinear weights times an
-in-bounds mask. Coordinates are computed in float32 (exact pixel indices for float16 data).
+in-bounds mask. Coordinates are computed in float32 (exact pixel indices for float16 data),
+float64 for float64 data.
 Gradients reach data (the gathers' scatter-add) and the grid (the weights'), as in MXNet.
 
 Example::
@@ -152,8 +153,7 @@ def sample(S: Any, data: Any, grid: Any, dshape: tuple, gshape: tuple, dtype: An
     """BilinearSampler's expansion: the grid in pixels, then :func:`sample_pixels`."""
     n, c, h, w = dshape
     p = gshape[2] * gshape[3]
-    g = S.Reshape(grid if np.dtype(dtype) == np.float32 else S.Cast(grid, dtype="float32"),
-                  shape=(n, 2, p))
+    g = S.Reshape(as_coords(S, grid, dtype), shape=(n, 2, p))
     x = S._mul_scalar(S._plus_scalar(S.Reshape(S.slice_axis(g, axis=1, begin=0, end=1),
                                                shape=(n, p)), scalar=1.0), scalar=(w - 1) / 2.0)
     y = S._mul_scalar(S._plus_scalar(S.Reshape(S.slice_axis(g, axis=1, begin=1, end=2),
@@ -162,21 +162,32 @@ def sample(S: Any, data: Any, grid: Any, dshape: tuple, gshape: tuple, dtype: An
     return S.Reshape(out, shape=(n, c) + tuple(gshape[2:]))
 
 
+def coord_dtype(dtype: Any) -> str:
+    """Pixel positions are float64 for float64 data, else float32 (exact for float16's)."""
+    return "float64" if np.dtype(dtype) == np.float64 else "float32"
+
+
+def as_coords(S: Any, x: Any, dtype: Any) -> Any:
+    """``x`` (of ``dtype``) in the coordinates' dtype."""
+    return x if coord_dtype(dtype) == np.dtype(dtype).name else S.Cast(x, dtype=coord_dtype(dtype))
+
+
 def sample_pixels(S: Any, data: Any, x: Any, y: Any, dshape: tuple, p: int, dtype: Any) -> Any:
-    """(N, C, P) bilinear samples of NCHW ``data`` at float32 pixel positions ``x``, ``y``
-    (N, P), zero outside: four gathers of (N, P, C) rows, weighted."""
+    """(N, C, P) bilinear samples of NCHW ``data`` at pixel positions ``x``, ``y`` (N, P, in
+    :func:`coord_dtype`), zero outside: four gathers of (N, P, C) rows, weighted."""
     n, c, h, w = dshape
     x0, y0 = S.floor(x), S.floor(y)
     fx, fy = x - x0, y - y0
     rows = S.transpose(S.Reshape(data, shape=(n, c, h * w)), axes=(0, 2, 1))
-    batch = S.expand_dims(constant(S, np.repeat(np.arange(n)[:, None], p, 1), "float32"), axis=0)
+    batch = S.expand_dims(constant(S, np.repeat(np.arange(n)[:, None], p, 1),
+                                   coord_dtype(dtype)), axis=0)
     out = None
     for dy, wy in ((0, S._rminus_scalar(fy, scalar=1.0)), (1, fy)):
         for dx, wx in ((0, S._rminus_scalar(fx, scalar=1.0)), (1, fx)):
             pos, inside = _corner(S, x0, y0, dx, dy, h, w)
             idx = S.Concat(batch, S.expand_dims(pos, axis=0), dim=0)
             weight = wx * wy * inside
-            if np.dtype(dtype) != np.float32:
+            if coord_dtype(dtype) != np.dtype(dtype).name:
                 weight = S.Cast(weight, dtype=np.dtype(dtype).name)
             term = S.broadcast_mul(S.gather_nd(rows, idx), S.expand_dims(weight, axis=2))
             out = term if out is None else out + term
