@@ -5,5 +5,6 @@ from . import (activation, constant, control_flow, control_flow_branch, conv,  #
                linalg_factor, linalg_tri, loss, lrn, math, math_extra, nn, norm, norm_l2,
                norm_layer, pool, random_pdf, rearrange, rnn, sampling, sampling_extra, sequence,
                shape, sorting, tensor, update_checks, update_multi, update_ops, upsampling)
-from . import attention, boolean_mask, contrib_small, correlation, deformable, loss_extra, resize, sampler, spectral  # noqa: F401,E402
+from . import (attention, boolean_mask, contrib_small, correlation, deformable,  # noqa: F401,E402
+               loss_extra, refused, resize, sampler, spectral)
 from . import legacy  # noqa: F401,E402  (last: aliases of the ops registered above)
