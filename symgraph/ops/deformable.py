@@ -63,6 +63,9 @@ def _shape_rule(masked: bool) -> Callable:
             return ins, outs
         g, (ho, wo), taps = _geometry(a, tuple(data))
         dg, n = a["num_deformable_group"], data[0]
+        if masked and a["num_filter"] % dg:  # MXNet 1.9.1's check, kept for parity
+            raise ShapeError(f"num_filter {a['num_filter']} must be divisible by "
+                             f"num_deformable_group {dg}")
         want = [tuple(data), (n, 2 * dg * taps, ho, wo)]
         if masked:
             want.append((n, dg * taps, ho, wo))
