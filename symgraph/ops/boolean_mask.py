@@ -17,6 +17,7 @@ Example::
 """
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable
 
 import numpy as np
@@ -71,9 +72,8 @@ def _expand(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> list:
 
 def nd_wrap(fn: Callable) -> Callable:
     """``sg.nd.contrib.boolean_mask``: ``fn`` with num_selected read from the index."""
+    @functools.wraps(fn)  # fn's signature and registry documentation
     def boolean_mask(data: Any, index: Any, axis: int = 0, **kwargs: Any) -> Any:
-        """Rows of ``data`` whose ``index`` entry is nonzero, e.g.
-        ``boolean_mask(nd.array([[1, 2], [3, 4]]), nd.array([0, 1]))`` is ``[[3, 4]]``."""
         count = int(np.count_nonzero(index.asnumpy()))
         return fn(data, index, axis=axis, num_selected=count, **kwargs)
     return boolean_mask
