@@ -20,3 +20,40 @@ def mxnet_json(script: str, payload: Any, timeout: float = 300) -> Any:
                          text=True, timeout=timeout)
     assert got.returncode == 0, got.stderr[-3000:]
     return json.loads(got.stdout.strip().splitlines()[-1])
+
+
+ND_CASES = """
+import json, sys
+import mxnet as mx
+import numpy as np
+nd = mx.nd
+out = {}
+for name, (expr, inputs, wrt) in json.load(sys.stdin).items():
+    xs = [nd.array(v) for v in inputs]
+    for k in wrt:
+        xs[k].attach_grad()
+    with mx.autograd.record():
+        y = eval(expr, {"nd": nd}, dict(zip("abcde", xs)))
+    if wrt:
+        y.backward(nd.array(np.arange(1, y.size + 1).reshape(y.shape)))
+    out[name] = [y.asnumpy().astype(float).tolist()] + [xs[k].grad.asnumpy().tolist()
+                                                         for k in wrt]
+print(json.dumps(out))
+"""
+"""MXNet's side of ``nd_cases``: ``{name: (expression over nd and inputs a..e, inputs,
+differentiated inputs)}`` to ``{name: [output, gradients...]}``, head gradient 1, 2, 3, ..."""
+
+
+def nd_case(expr: str, inputs: list, wrt: list) -> list:
+    """symgraph's side of one ``ND_CASES`` entry: [output, input gradients...] as float."""
+    import numpy as np
+
+    import symgraph as sg
+    xs = [sg.nd.array(np.asarray(v, np.float32)) for v in inputs]
+    for k in wrt:
+        xs[k].attach_grad()
+    with sg.autograd.record():
+        y = eval(expr, {"nd": sg.nd}, dict(zip("abcde", xs)))  # noqa: S307 (tests' tables)
+    if wrt:
+        y.backward(sg.nd.array(np.arange(1, y.size + 1, dtype=np.float32).reshape(y.shape)))
+    return [y.asnumpy().astype(float)] + [xs[k].grad.asnumpy() for k in wrt]

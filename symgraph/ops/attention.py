@@ -25,7 +25,7 @@ from ..attrs import Attrs, Param
 from ..base import ShapeError
 from ..registry import GEMM, OpDef, register
 from ._composite import COMPOSED, composite_gradient, composite_unroll
-from ._util import fmt
+from ._util import fmt, forward_shape
 
 HEADS = {"heads": Param("int", doc="Number of attention heads.")}
 
@@ -62,7 +62,7 @@ def _scores(S: Any, a: Attrs, q: Any, qshape: tuple, qparts: int, k: Any, kshape
     h = a["heads"]
     scale = 1.0 / float(np.sqrt(_split(qshape, h, qparts, "queries")))
     qp = S._mul_scalar(_heads_first(S, q, qshape, h, qparts, 0), scalar=scale)
-    kp = _heads_first(S, k, kshape, h, kparts, kparts - 2 if kparts == 3 else 0)
+    kp = _heads_first(S, k, kshape, h, kparts, 1 if kparts == 3 else 0)  # keys: part 1 of 3
     return S.batch_dot(qp, kp, transpose_b=True)
 
 
@@ -98,15 +98,6 @@ def _np_attend(kv: np.ndarray, parts: int, att: np.ndarray, heads: int) -> list:
     batch = kv.shape[1]
     out = y.reshape(batch, heads, y.shape[1], y.shape[2]).transpose(2, 0, 1, 3)
     return [out.reshape(y.shape[1], batch, -1).astype(kv.dtype)]
-
-
-def _shape_rule(expand: Any) -> Any:
-    """Forward shapes by building nothing: the output of ``expand`` on shape placeholders."""
-    def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-        if any(s is None for s in ins):
-            return ins, outs
-        return ins, [expand(a, [tuple(s) for s in ins])]
-    return rule
 
 
 def _qk_self_shape(a: Attrs, s: list) -> tuple:
@@ -152,7 +143,8 @@ def _x_encdec_valatt(S: Any, a: Attrs, xs: list, sh: list, dt: list) -> list:
 
 def _register(name: str, inputs: tuple, shape: Any, compute: Any, expand: Any, doc: str) -> None:
     register(OpDef(
-        f"_contrib_interleaved_matmul_{name}", HEADS, inputs, _shape_rule(shape),
+        f"_contrib_interleaved_matmul_{name}", HEADS, inputs,
+        forward_shape(lambda a, s: [shape(a, [tuple(d) for d in s])]),
         lambda a, xs, ctx: compute(a, xs), composite_gradient(expand), GEMM,
         lowering=COMPOSED, extra={"unroll": composite_unroll(expand)}, doc=doc))
 

@@ -1,6 +1,6 @@
 """The layer, attention and loss ops of ops/{sampler,resize,correlation,deformable,attention,
 loss_extra,contrib_small,boolean_mask}.py against MXNet 1.9.1 run live: outputs and input
-gradients (head gradient cos(0.3 k)) of the same float32 inputs. Marked ``mxnet``; skipped
+gradients (head gradient 1, 2, 3, ...) of the same float32 inputs. Marked ``mxnet``; skipped
 unless ``SYMGRAPH_MXNET_PYTHON`` (default /tmp/mxvenv/bin/python) imports mxnet. MXNet's CPU
 has no fft/ifft/count_sketch (GPU-only there) nor a modulated deformable backward: those are
 checked against float64 finite differences in tests/ops/cases_spatial.py."""
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from tests.mxnet_live import mxnet_json
+from tests.mxnet_live import ND_CASES, mxnet_json, nd_case
 
 pytestmark = pytest.mark.mxnet
 
@@ -78,46 +78,14 @@ CASES = {
     "boolean_mask": ("nd.contrib.boolean_mask(a, b)", [_r(24, 4, 3), [0, 2, 0, 1]], [0]),
 }
 
-CHILD = textwrap.dedent("""
-    import json, sys
-    import mxnet as mx
-    import numpy as np
-    nd = mx.nd
-    out = {}
-    for name, (expr, inputs, wrt) in json.load(sys.stdin).items():
-        xs = [nd.array(v) for v in inputs]
-        for k in wrt:
-            xs[k].attach_grad()
-        with mx.autograd.record():
-            y = eval(expr, {"nd": nd}, dict(zip("abcde", xs)))
-        if wrt:
-            y.backward(nd.array(np.cos(0.3 * np.arange(y.size)).reshape(y.shape)))
-        out[name] = [y.asnumpy().astype(float).tolist()] + [xs[k].grad.asnumpy().tolist()
-                                                             for k in wrt]
-    print(json.dumps(out))
-""")
-
-
-def _symgraph(expr: str, inputs: list, wrt: list) -> list:
-    xs = [sg.nd.array(np.asarray(v, np.float32)) for v in inputs]
-    for k in wrt:
-        xs[k].attach_grad()
-    with sg.autograd.record():
-        y = eval(expr, {"nd": sg.nd}, dict(zip("abcde", xs)))  # noqa: S307 (the table above)
-    if wrt:
-        y.backward(sg.nd.array(np.cos(0.3 * np.arange(y.size)).reshape(y.shape)
-                               .astype(np.float32)))
-    return [y.asnumpy().astype(float)] + [xs[k].grad.asnumpy() for k in wrt]
-
-
 @pytest.fixture(scope="module")
 def mxnet_results() -> dict:
-    return mxnet_json(CHILD, CASES, timeout=600)
+    return mxnet_json(ND_CASES, CASES, timeout=600)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_mxnet(name: str, mxnet_results: dict) -> None:
-    ours = _symgraph(*CASES[name])
+    ours = nd_case(*CASES[name])
     theirs = mxnet_results[name]
     assert len(ours) == len(theirs)
     for k, (o, t) in enumerate(zip(ours, theirs)):
@@ -161,6 +129,6 @@ def test_deformable_is_modulated_with_unit_mask(mxnet_results: dict) -> None:
     CPU DeformableConvolution differs at the border: docs/mxnet_parity.md)."""
     expr = ("nd.contrib.DeformableConvolution(a, b, c, d, kernel=(3, 2), stride=(2, 1), "
             "dilate=(1, 2), pad=(1, 0), num_filter=3, num_deformable_group=3)")
-    ours = _symgraph(expr, CASES["modulated_ones"][1], [])[0]
+    ours = nd_case(expr, CASES["modulated_ones"][1], [])[0]
     np.testing.assert_allclose(ours, np.asarray(mxnet_results["modulated_ones"][0]),
                                rtol=1e-4, atol=1e-5)
