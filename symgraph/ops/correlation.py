@@ -92,6 +92,13 @@ def _compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     return [out.astype(xs[0].dtype)]
 
 
+def _abs_diff(S: Any, p: Any, q: Any) -> Any:
+    """|p - q| as (p - q) * sign with sign +1 at ties: the gradient MXNet gives (ties are
+    common: both inputs are zero in the padding)."""
+    d = p - q
+    return d * S._minus_scalar(S._greater_equal_scalar(d, scalar=0.0) * 2.0, scalar=1.0)
+
+
 def _expand(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> list:
     p, m = a["pad_size"], a["max_displacement"]
     th, tw, moves = _geometry(a, tuple(shapes[0]))
@@ -103,7 +110,7 @@ def _expand(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> list:
     for dy, dx in moves:
         other = S.slice(xs[1], begin=(None, None, m + dy, m + dx),
                         end=(None, None, m + dy + rows, m + dx + cols))
-        v = first * other if a["is_multiply"] else S.abs(first - other)
+        v = first * other if a["is_multiply"] else _abs_diff(S, first, other)
         maps.append(S.mean(v, axis=1, keepdims=True))
     out = maps[0] if len(maps) == 1 else S.Concat(*maps, dim=1)
     k, s = a["kernel_size"], a["stride1"]
