@@ -9,24 +9,15 @@ import pytest
 import symgraph as sg
 from symgraph.cuda.actions import Host, flat_actions
 from symgraph.cuda.plan import lower_schedule
-from symgraph.passes.infer_shape import infer_shapes
-from symgraph.passes.infer_type import infer_types
-from symgraph.passes.unroll_control_flow import unroll_control_flow
 from symgraph.registry import get_op
 from symgraph.test_utils import assert_almost_equal
-from symgraph.typetable import TypeTable
+
+from tests.cuda.graphs import unrolled
 
 from .cases_spatial import CASES
 from .test_registry import _sample
 
 COMPOSED = [c for c in CASES if "unroll" in get_op(c.op).extra]
-
-
-def _unrolled(sym, shapes: dict, dtype: str):
-    graph = sym.graph()
-    table = TypeTable(infer_shapes(graph, shapes), infer_types(graph, {k: dtype
-                                                                      for k in shapes}))
-    return sg.sym.Symbol(unroll_control_flow(graph.with_types(table)).outputs)
 
 
 def _run(sym, args: dict, aux: dict, heads: list, dtype: str) -> tuple[list, dict]:
@@ -44,7 +35,7 @@ def test_unrolled_matches_op(case) -> None:
     args, aux = _sample(case)
     sym = case.build()
     shapes = {k: v.shape for k, v in {**args, **aux}.items()}
-    flat = _unrolled(sym, shapes, "float64")
+    flat = unrolled(sym, shapes, "float64")
     assert not any(n.op == case.op for n in flat.graph().nodes())
     out_shapes = sym.infer_shape(**shapes)[1]
     rng = np.random.default_rng(5)
@@ -62,7 +53,7 @@ def test_unrolled_has_no_host_step(case) -> None:
     args, aux = _sample(case)
     shapes = {k: v.shape for k, v in {**args, **aux}.items()}
     for dtype in ("float32", "float16"):
-        flat = _unrolled(case.build(), shapes, dtype)
+        flat = unrolled(case.build(), shapes, dtype)
         read = {k: s for k, s in shapes.items()
                 if k in flat.list_arguments() + flat.list_auxiliary_states()}
         exe = flat.simple_bind(sg.cpu(), type_dict={k: dtype for k in read}, **read)
