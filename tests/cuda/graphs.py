@@ -99,9 +99,11 @@ def unrolled(sym: Any, shapes: dict, dtype: str = "float32") -> Any:
     return S.Symbol(unroll_control_flow(graph.with_types(table)).outputs)
 
 
-def all_graphs(cpu_schedules: bool = False) -> list[tuple[str, Any, dict, dict]]:
+def all_graphs(cpu_schedules: bool = False, dtype: str = "float32"
+               ) -> list[tuple[str, Any, dict, dict]]:
     """(id, symbol, float64 inputs, aux) for every registry case the GPU lowers, and model;
-    ``cpu_schedules``: without the cases whose ops only the CUDA backend's passes rewrite."""
+    ``cpu_schedules``: without the control-flow cases (only the CUDA backend's passes rewrite
+    them), and with the composite ops' cases unrolled as that backend does, in ``dtype``."""
     out = []
     for case in ALL_CASES:
         if case.name() in GPU_REFUSED_CASES or (cpu_schedules and case.op in UNROLLED_OPS):
@@ -109,7 +111,7 @@ def all_graphs(cpu_schedules: bool = False) -> list[tuple[str, Any, dict, dict]]
         args, aux = _sample(case)
         sym = case.build()
         if cpu_schedules and "unroll" in get_op(case.op).extra:  # a composite op: its kernels
-            sym = unrolled(sym, {k: v.shape for k, v in {**args, **aux}.items()})
+            sym = unrolled(sym, {k: v.shape for k, v in {**args, **aux}.items()}, dtype)
             args = {k: v for k, v in args.items() if k in sym.list_arguments()}
         out.append((case.name(), sym, args, aux))
     for name, (build, inputs) in MODELS.items():
