@@ -57,3 +57,13 @@ def nd_case(expr: str, inputs: list, wrt: list) -> list:
     if wrt:
         y.backward(sg.nd.array(np.arange(1, y.size + 1, dtype=np.float32).reshape(y.shape)))
     return [y.asnumpy().astype(float)] + [xs[k].grad.asnumpy() for k in wrt]
+
+
+def check_nd_case(name: str, case: tuple, theirs: list, rtol: float = 1e-5) -> None:
+    """``nd_case(*case)`` equals MXNet's ``theirs`` (output, then each gradient)."""
+    import numpy as np
+    ours = nd_case(*case)
+    assert len(ours) == len(theirs)
+    for k, (o, t) in enumerate(zip(ours, theirs)):
+        np.testing.assert_allclose(o, np.asarray(t, float), rtol=rtol, atol=1e-5,
+                                   err_msg=f"{name} {'output' if k == 0 else 'gradient'}")

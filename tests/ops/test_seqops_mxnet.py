@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.mxnet_live import ND_CASES, mxnet_json, nd_case
+from tests.mxnet_live import ND_CASES, check_nd_case, mxnet_json
 
 pytestmark = pytest.mark.mxnet
 L = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
@@ -48,6 +48,7 @@ CASES = {
     "div_sqrt_dim": ("nd.contrib.div_sqrt_dim(a)", [L], [0]),
 }
 
+
 @pytest.fixture(scope="module")
 def mxnet_results() -> dict:
     return mxnet_json(ND_CASES, CASES, timeout=600)
@@ -55,9 +56,4 @@ def mxnet_results() -> dict:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_mxnet(name: str, mxnet_results: dict) -> None:
-    ours = nd_case(*CASES[name])
-    theirs = mxnet_results[name]
-    assert len(ours) == len(theirs)
-    for k, (o, t) in enumerate(zip(ours, theirs)):
-        np.testing.assert_allclose(o, np.asarray(t, float), rtol=1e-5, atol=1e-5,
-                                   err_msg=f"{name} {'output' if k == 0 else 'gradient'}")
+    check_nd_case(name, CASES[name], mxnet_results[name])

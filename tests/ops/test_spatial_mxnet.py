@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from tests.mxnet_live import ND_CASES, mxnet_json, nd_case
+from tests.mxnet_live import ND_CASES, check_nd_case, mxnet_json, nd_case
 
 pytestmark = pytest.mark.mxnet
 
@@ -78,6 +78,7 @@ CASES = {
     "boolean_mask": ("nd.contrib.boolean_mask(a, b)", [_r(24, 4, 3), [0, 2, 0, 1]], [0]),
 }
 
+
 @pytest.fixture(scope="module")
 def mxnet_results() -> dict:
     return mxnet_json(ND_CASES, CASES, timeout=600)
@@ -85,12 +86,7 @@ def mxnet_results() -> dict:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_mxnet(name: str, mxnet_results: dict) -> None:
-    ours = nd_case(*CASES[name])
-    theirs = mxnet_results[name]
-    assert len(ours) == len(theirs)
-    for k, (o, t) in enumerate(zip(ours, theirs)):
-        np.testing.assert_allclose(o, np.asarray(t, float), rtol=1e-4, atol=1e-5,
-                                   err_msg=f"{name} {'output' if k == 0 else 'gradient'}")
+    check_nd_case(name, CASES[name], mxnet_results[name], rtol=1e-4)
 
 
 KL_CHILD = textwrap.dedent("""
