@@ -125,43 +125,35 @@ def _valatt_shape(parts: int) -> Any:
     return out
 
 
-def _x_self_qk(S: Any, a: Attrs, xs: list, sh: list, dt: list) -> list:
-    return [_scores(S, a, xs[0], sh[0], 3, xs[0], sh[0], 3)]
-
-
-def _x_encdec_qk(S: Any, a: Attrs, xs: list, sh: list, dt: list) -> list:
-    return [_scores(S, a, xs[0], sh[0], 1, xs[1], sh[1], 2)]
-
-
-def _x_self_valatt(S: Any, a: Attrs, xs: list, sh: list, dt: list) -> list:
-    return [_attend(S, a, xs[0], sh[0], 3, xs[1], sh[1])]
-
-
-def _x_encdec_valatt(S: Any, a: Attrs, xs: list, sh: list, dt: list) -> list:
-    return [_attend(S, a, xs[0], sh[0], 2, xs[1], sh[1])]
-
-
 def _register(name: str, inputs: tuple, shape: Any, compute: Any, expand: Any, doc: str) -> None:
+    """One interleaved op; ``expand(S, attrs, xs, shapes)`` builds it from registered ops."""
+    def composed(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> list:
+        return [expand(S, a, xs, shapes)]
     register(OpDef(
         f"_contrib_interleaved_matmul_{name}", HEADS, inputs,
         forward_shape(lambda a, s: [shape(a, [tuple(d) for d in s])]),
-        lambda a, xs, ctx: compute(a, xs), composite_gradient(expand), GEMM,
-        lowering=COMPOSED, extra={"unroll": composite_unroll(expand)}, doc=doc))
+        lambda a, xs, ctx: compute(a, xs), composite_gradient(composed), GEMM,
+        lowering=COMPOSED, extra={"unroll": composite_unroll(composed)}, doc=doc))
 
 
+# name, inputs, output shape, numpy reference, expansion (parts: q/k/v interleaved 3, k/v 2)
 _register("selfatt_qk", ("queries_keys_values",), _qk_self_shape,
-          lambda a, xs: _np_scores(xs[0], 3, xs[0], 3, a["heads"]), _x_self_qk,
+          lambda a, xs: _np_scores(xs[0], 3, xs[0], 3, a["heads"]),
+          lambda S, a, xs, sh: _scores(S, a, xs[0], sh[0], 3, xs[0], sh[0], 3),
           "Self-attention scores (batch*heads, seq, seq) from interleaved (seq, batch, "
           "heads*3*head_dim) projections; queries scaled by 1/sqrt(head_dim).")
 _register("selfatt_valatt", ("queries_keys_values", "attention"), _valatt_shape(3),
-          lambda a, xs: _np_attend(xs[0], 3, xs[1], a["heads"]), _x_self_valatt,
+          lambda a, xs: _np_attend(xs[0], 3, xs[1], a["heads"]),
+          lambda S, a, xs, sh: _attend(S, a, xs[0], sh[0], 3, xs[1], sh[1]),
           "Attention (batch*heads, seq, seq) times the interleaved values: (seq, batch, "
           "heads*head_dim).")
 _register("encdec_qk", ("queries", "keys_values"), _qk_encdec_shape,
-          lambda a, xs: _np_scores(xs[0], 1, xs[1], 2, a["heads"]), _x_encdec_qk,
+          lambda a, xs: _np_scores(xs[0], 1, xs[1], 2, a["heads"]),
+          lambda S, a, xs, sh: _scores(S, a, xs[0], sh[0], 1, xs[1], sh[1], 2),
           "Encoder-decoder scores (batch*heads, seq_q, seq_k) from queries (seq_q, batch, "
           "heads*head_dim) and interleaved keys/values (seq_k, batch, heads*2*head_dim).")
 _register("encdec_valatt", ("keys_values", "attention"), _valatt_shape(2),
-          lambda a, xs: _np_attend(xs[0], 2, xs[1], a["heads"]), _x_encdec_valatt,
+          lambda a, xs: _np_attend(xs[0], 2, xs[1], a["heads"]),
+          lambda S, a, xs, sh: _attend(S, a, xs[0], sh[0], 2, xs[1], sh[1]),
           "Attention (batch*heads, seq_q, seq_k) times the interleaved values of keys_values: "
           "(seq_q, batch, heads*head_dim).")
