@@ -208,7 +208,23 @@ def get_op(name: str) -> OpDef:
     try:
         return _REGISTRY[canonical(name)]
     except KeyError:
-        raise GraphError(f"unknown operator {name!r}") from None
+        why = _REFUSED.get(name)
+        raise GraphError(f"operator {name!r} is not supported: {why}" if why else
+                         f"unknown operator {name!r}") from None
+
+
+_REFUSED: dict[str, str] = {}
+
+
+def refuse(name: str, why: str) -> None:
+    """Name an MXNet op symgraph deliberately lacks: looking it up (a JSON that holds it)
+    raises GraphError with ``why`` instead of "unknown operator"."""
+    _REFUSED[name] = why
+
+
+def refused() -> dict[str, str]:
+    """The ops refused by name, with the reason."""
+    return dict(_REFUSED)
 
 
 def all_ops() -> dict[str, OpDef]:

@@ -202,8 +202,10 @@ def fill(namespace: dict) -> None:
     everything = list(registry.all_ops()) + list(registry.all_aliases())
     for opname, opdef in registry.all_ops().items():
         api = opdef.extra.get("api")
-        namespace.setdefault(opname, make_nd_from_symbol_api(api(S.apply_op, S.Symbol))
-                             if api else make_nd_function(opdef))
+        fn = (make_nd_from_symbol_api(api(S.apply_op, S.Symbol)) if api
+              else make_nd_function(opdef))
+        wrap = opdef.extra.get("nd_wrap")  # an op whose attrs come from input values
+        namespace.setdefault(opname, wrap(fn) if wrap else fn)
     for alias_name, target in registry.all_aliases().items():
         namespace.setdefault(alias_name, namespace[target])
     # MXNet's `nd._internal`: every op function, private ones included, by its name

@@ -362,17 +362,6 @@ def moveaxis(tensor: NDArray, source: int, destination: int) -> NDArray:
     return engine().call("transpose", [tensor], {"axes": tuple(order)})
 
 
-def stack(*data: NDArray, axis: int = 0, num_args: Optional[int] = None,
-          out: Optional[NDArray] = None) -> NDArray:
-    """Join arrays of one shape along a new axis (expand_dims then Concat, so it records)."""
-    if len(data) == 1 and isinstance(data[0], (list, tuple)):
-        data = tuple(data[0])
-    eng = engine()
-    parts = [eng.call("expand_dims", [d], {"axis": axis}) for d in data]
-    ndim = data[0].ndim + 1
-    return eng.call("Concat", parts, {"dim": axis % ndim}, out=out)
-
-
 def waitall() -> None:
     """Compute every pending array and wait for every device symgraph has used."""
     engine().flush()

@@ -232,12 +232,6 @@ def eye(
 ) -> NDArray: ...
 def concatenate(arrays: Sequence[NDArray], axis: int = ..., always_copy: bool = ...) -> NDArray: ...
 def moveaxis(tensor: NDArray, source: int, destination: int) -> NDArray: ...
-def stack(
-    *data: NDArray,
-    axis: int = ...,
-    num_args: Optional[int] = ...,
-    out: Optional[NDArray] = ...,
-) -> NDArray: ...
 def waitall() -> None: ...
 def save(fname: str, data: Union[dict, list, NDArray]) -> None: ...
 def load(fname: str) -> Union[dict[str, NDArray], list[NDArray]]: ...
@@ -1916,6 +1910,73 @@ def UpSampling(
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
+def stack(
+    *data: NDArray,
+    num_args: Optional[int] = ...,
+    axis: int = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def Correlation(
+    data1: Optional[NDArray] = ...,
+    data2: Optional[NDArray] = ...,
+    *,
+    kernel_size: int = ...,
+    max_displacement: int = ...,
+    stride1: int = ...,
+    stride2: int = ...,
+    pad_size: int = ...,
+    is_multiply: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def GridGenerator(
+    data: Optional[NDArray] = ...,
+    *,
+    transform_type: Literal['affine', 'warp'] = ...,
+    target_shape: tuple[int, ...] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def BilinearSampler(
+    data: Optional[NDArray] = ...,
+    grid: Optional[NDArray] = ...,
+    *,
+    cudnn_off: Optional[str] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def SpatialTransformer(
+    data: Optional[NDArray] = ...,
+    loc: Optional[NDArray] = ...,
+    *,
+    target_shape: tuple[int, ...] = ...,
+    transform_type: Literal['affine'] = ...,
+    sampler_type: Literal['bilinear'] = ...,
+    cudnn_off: Optional[str] = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def SVMOutput(
+    data: Optional[NDArray] = ...,
+    label: Optional[NDArray] = ...,
+    *,
+    margin: float = ...,
+    regularization_coefficient: float = ...,
+    use_linear: bool = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
+def IdentityAttachKLSparseReg(
+    data: Optional[NDArray] = ...,
+    moving_avg: Optional[NDArray] = ...,
+    *,
+    sparseness_target: float = ...,
+    penalty: float = ...,
+    momentum: float = ...,
+    out: Optional[NDArray] = ...,
+    name: Optional[str] = ...,
+) -> NDArray: ...
 def linalg_extractdiag(
     A: Optional[NDArray] = ...,
     *,
@@ -2292,6 +2353,8 @@ max_axis = max
 min_axis = min
 uniform = random_uniform
 normal = random_normal
+Convolution_v1 = Convolution
+Pooling_v1 = Pooling
 
 __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "linspace", "eye",
     "concatenate", "moveaxis", "stack", "waitall", "save", "load", "FullyConnected",
@@ -2326,10 +2389,11 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "sgd_mom_update", "nag_mom_update", "mp_sgd_update", "mp_sgd_mom_update", "mp_nag_mom_update",
     "adam_update", "rmsprop_update", "rmspropalex_update", "ftrl_update", "ftml_update",
     "signsgd_update", "signum_update", "lamb_update_phase1", "mp_lamb_update_phase1",
-    "lamb_update_phase2", "mp_lamb_update_phase2", "UpSampling", "Softmax", "BatchNorm_v1",
-    "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape", "flatten",
-    "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip", "cast",
-    "concat", "split", "crop", "swapaxes", "broadcast_axes", "linalg_extractdiag",
+    "lamb_update_phase2", "mp_lamb_update_phase2", "UpSampling", "Correlation", "GridGenerator",
+    "BilinearSampler", "SpatialTransformer", "SVMOutput", "IdentityAttachKLSparseReg", "Softmax",
+    "BatchNorm_v1", "ElementWiseSum", "broadcast_plus", "broadcast_minus", "ctc_loss", "reshape",
+    "flatten", "stop_gradient", "make_loss", "sum_axis", "choose_element_0index", "Pad", "flip",
+    "cast", "concat", "split", "crop", "swapaxes", "broadcast_axes", "linalg_extractdiag",
     "linalg_makediag", "linalg_extracttrian", "linalg_maketrian", "linalg_sumlogdiag",
     "linalg_gemm", "linalg_gemm2", "linalg_syrk", "linalg_trmm", "linalg_trsm", "linalg_potrf",
     "linalg_potri", "linalg_gelqf", "linalg_inverse", "linalg_det", "linalg_slogdet", "max_axis",
@@ -2340,6 +2404,6 @@ __all__ = ["NDArray", "array", "empty", "zeros", "ones", "full", "arange", "lins
     "random_exponential", "sample_exponential", "random_poisson", "sample_poisson",
     "random_negative_binomial", "sample_negative_binomial", "random_generalized_negative_binomial",
     "sample_generalized_negative_binomial", "random_randint", "uniform", "normal",
-    "sample_multinomial", "shuffle", "add", "subtract", "multiply", "divide", "power", "equal",
-    "not_equal", "greater", "greater_equal", "lesser", "lesser_equal", "modulo", "maximum",
-    "minimum", "logical_and", "logical_or", "logical_xor", "random"]
+    "sample_multinomial", "shuffle", "Convolution_v1", "Pooling_v1", "add", "subtract", "multiply",
+    "divide", "power", "equal", "not_equal", "greater", "greater_equal", "lesser", "lesser_equal",
+    "modulo", "maximum", "minimum", "logical_and", "logical_or", "logical_xor", "random"]

@@ -219,6 +219,10 @@ def create(spec: Any) -> Initializer:
             name, kwargs = json.loads(spec)
         except ValueError as exc:
             raise AttrError(f"initializer JSON {spec!r}: {exc}") from None
+    name = str(name).lower()  # MXNet writes class names ("Constant"); its registry ignores case
     if name not in _REGISTRY:
         raise AttrError(f"unknown initializer {name!r}; known: {sorted(_REGISTRY)}")
-    return _REGISTRY[name](**kwargs)
+    try:
+        return _REGISTRY[name](**kwargs)
+    except TypeError as exc:
+        raise AttrError(f"initializer {spec!r}: {exc}") from None

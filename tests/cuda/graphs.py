@@ -6,6 +6,7 @@ from typing import Any, Callable
 import numpy as np
 
 import symgraph as sg
+from symgraph.core.registry import get_op
 from tests.ops.test_registry import ALL_CASES, _sample
 
 S = sg.sym
@@ -87,15 +88,32 @@ GPU_REFUSED_CASES = {"gemm2-axis1", "gemm-axis0", "trsm", "trsm-tu", "trsm-r", "
 UNROLLED_OPS = {"_foreach", "_while_loop", "_cond"}
 
 
-def all_graphs(cpu_schedules: bool = False) -> list[tuple[str, Any, dict, dict]]:
+def unrolled(sym: Any, shapes: dict, dtype: str = "float32") -> Any:
+    """``sym`` as the CUDA backend sees it: ops with an unroll rule replaced by their ops."""
+    from symgraph.core.types.infer_shape import infer_shapes
+    from symgraph.core.types.infer_type import infer_types
+    from symgraph.compiler.passes.unroll_control_flow import unroll_control_flow
+    from symgraph.core.types.table import TypeTable
+    graph = sym.graph()
+    table = TypeTable(infer_shapes(graph, shapes), infer_types(graph, {k: dtype for k in shapes}))
+    return S.Symbol(unroll_control_flow(graph.with_types(table)).outputs)
+
+
+def all_graphs(cpu_schedules: bool = False, dtype: str = "float32"
+               ) -> list[tuple[str, Any, dict, dict]]:
     """(id, symbol, float64 inputs, aux) for every registry case the GPU lowers, and model;
-    ``cpu_schedules``: without the cases whose ops only the CUDA backend's passes rewrite."""
+    ``cpu_schedules``: without the control-flow cases (only the CUDA backend's passes rewrite
+    them), and with the composite ops' cases unrolled as that backend does, in ``dtype``."""
     out = []
     for case in ALL_CASES:
         if case.name() in GPU_REFUSED_CASES or (cpu_schedules and case.op in UNROLLED_OPS):
             continue
         args, aux = _sample(case)
-        out.append((case.name(), case.build(), args, aux))
+        sym = case.build()
+        if cpu_schedules and "unroll" in get_op(case.op).extra:  # a composite op: its kernels
+            sym = unrolled(sym, {k: v.shape for k, v in {**args, **aux}.items()}, dtype)
+            args = {k: v for k, v in args.items() if k in sym.list_arguments()}
+        out.append((case.name(), sym, args, aux))
     for name, (build, inputs) in MODELS.items():
         out.append((name, build(), inputs(np.random.default_rng(0)), {}))
     return out

@@ -38,12 +38,13 @@ def narrow_bind(sym: Any, shapes: dict, dtype: str, ctx: Any = None, **kwargs: A
                            **kwargs, **shapes)
 
 
-def narrow_graphs(cpu_schedules: bool = False) -> list[tuple[str, Any, dict, dict]]:
+def narrow_graphs(cpu_schedules: bool = False, dtype: str = "float16"
+                  ) -> list[tuple[str, Any, dict, dict]]:
     """(id, symbol, float64 inputs, aux) of every test graph that has a narrow version: not
     pinned, and with an argument or aux state to make narrow (a sampler without inputs takes
     its dtype from its ``dtype`` attribute: test_random_gpu.py draws those in narrow types);
-    ``cpu_schedules``: see ``graphs.all_graphs``."""
-    return [g for g in all_graphs(cpu_schedules) if g[0] not in PINNED and (g[2] or g[3])]
+    ``cpu_schedules``: see ``graphs.all_graphs`` (composite ops unrolled in ``dtype``)."""
+    return [g for g in all_graphs(cpu_schedules, dtype) if g[0] not in PINNED and (g[2] or g[3])]
 
 
 def rounded(x: np.ndarray, dtype: str) -> np.ndarray:

@@ -43,7 +43,7 @@ def schedules(dtype: str) -> list[tuple[str, object]]:
     """(graph id, schedule) of the inference and training programs of every narrow graph."""
     if dtype not in _SCHEDULES:
         out = []
-        for name, sym, args, aux in narrow_graphs(cpu_schedules=True):
+        for name, sym, args, aux in narrow_graphs(cpu_schedules=True, dtype=dtype):
             exe = narrow_bind(sym, {k: v.shape for k, v in {**args, **aux}.items()}, dtype)
             out += [(name, exe._infer.schedule), (name, exe._train.schedule)]
         _SCHEDULES[dtype] = out

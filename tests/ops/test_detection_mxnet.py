@@ -8,7 +8,7 @@ import pytest
 
 import symgraph as sg
 from tests.mxnet_live import mxnet_json
-from tests.ops.test_seqops_mxnet import CHILD
+from tests.mxnet_live import ND_CASES as CHILD
 
 pytestmark = pytest.mark.mxnet
 R = np.random.default_rng(7)

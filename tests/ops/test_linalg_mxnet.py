@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.ops.test_seqops_mxnet import CHILD, _symgraph
+from tests.mxnet_live import ND_CASES as CHILD, nd_case as _symgraph
 from tests.mxnet_live import mxnet_json
 
 pytestmark = pytest.mark.mxnet

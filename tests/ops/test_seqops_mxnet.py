@@ -3,13 +3,10 @@ input gradients (head gradient 1, 2, 3, ...) of the same float32 inputs. Marked 
 skipped unless ``SYMGRAPH_MXNET_PYTHON`` (default /tmp/mxvenv/bin/python) imports mxnet."""
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
 import pytest
 
-import symgraph as sg
-from tests.mxnet_live import mxnet_json
+from tests.mxnet_live import ND_CASES, check_nd_case, mxnet_json
 
 pytestmark = pytest.mark.mxnet
 L = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
@@ -51,50 +48,12 @@ CASES = {
     "div_sqrt_dim": ("nd.contrib.div_sqrt_dim(a)", [L], [0]),
 }
 
-CHILD = textwrap.dedent("""
-    import json, sys
-    import mxnet as mx
-    import numpy as np
-    nd = mx.nd
-    out = {}
-    for name, (expr, inputs, wrt) in json.load(sys.stdin).items():
-        xs = [nd.array(v) for v in inputs]
-        for k in wrt:
-            xs[k].attach_grad()
-        with mx.autograd.record():
-            y = eval(expr, {"nd": nd}, dict(zip("abcdef", xs)))
-        ys = list(y) if isinstance(y, (list, tuple)) else [y]
-        if wrt:
-            ys[0].backward(nd.array(np.arange(1, ys[0].size + 1).reshape(ys[0].shape)))
-        out[name] = [v.asnumpy().astype(float).tolist() for v in ys] + [
-            xs[k].grad.asnumpy().tolist() for k in wrt]
-    print(json.dumps(out))
-""")
-"""MXNet's side of a table of cases: every output of each expression (inputs a, b, c, ...),
-then the differentiated inputs' gradients under the head gradient 1, 2, 3, ... of output 0."""
-
-
-def _symgraph(expr: str, inputs: list, wrt: list) -> list:
-    xs = [sg.nd.array(np.asarray(v, np.float32)) for v in inputs]
-    for k in wrt:
-        xs[k].attach_grad()
-    with sg.autograd.record():
-        y = eval(expr, {"nd": sg.nd}, dict(zip("abc", xs)))  # noqa: S307 (the table above)
-    if wrt:
-        y.backward(sg.nd.array(np.arange(1, y.size + 1, dtype=np.float32).reshape(y.shape)))
-    return [y.asnumpy().astype(float)] + [xs[k].grad.asnumpy() for k in wrt]
-
 
 @pytest.fixture(scope="module")
 def mxnet_results() -> dict:
-    return mxnet_json(CHILD, CASES, timeout=600)
+    return mxnet_json(ND_CASES, CASES, timeout=600)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_matches_mxnet(name: str, mxnet_results: dict) -> None:
-    ours = _symgraph(*CASES[name])
-    theirs = mxnet_results[name]
-    assert len(ours) == len(theirs)
-    for k, (o, t) in enumerate(zip(ours, theirs)):
-        np.testing.assert_allclose(o, np.asarray(t, float), rtol=1e-5, atol=1e-5,
-                                   err_msg=f"{name} {'output' if k == 0 else 'gradient'}")
+    check_nd_case(name, CASES[name], mxnet_results[name])

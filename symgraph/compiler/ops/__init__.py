@@ -1,9 +1,11 @@
 """Built-in operators. Importing this package registers them all."""
-from . import (activation, constant, control_flow, control_flow_branch, conv,  # noqa: F401
-               conv_act_pool, creation, ctc, custom, deconv, detection_box, detection_deformable,
-               detection_multibox,
-               detection_proposal, detection_roi, dot, elemwise, fused, image,
-               indexing, indexing_nd, khatri_rao, layout, layout_extra, linalg_blas,
+from . import (activation, constant, control_flow, control_flow_branch, conv, conv_act_pool,  # noqa: F401
+               creation, ctc, custom, deconv, detection_box, detection_deformable,
+               detection_multibox, detection_proposal, detection_roi, dot, elemwise, fused,
+               image, indexing, indexing_nd, khatri_rao, layout, layout_extra, linalg_blas,
                linalg_factor, linalg_tri, loss, lrn, math, math_extra, nn, norm, norm_l2,
                norm_layer, pool, random_pdf, rearrange, rnn, sampling, sampling_extra, sequence,
                shape, sorting, tensor, update_checks, update_multi, update_ops, upsampling)
+from . import (attention, boolean_mask, contrib_small, correlation, deformable,  # noqa: F401,E402
+               loss_extra, refused, resize, sampler, spectral)
+from . import legacy  # noqa: F401,E402  (last: aliases of the ops registered above)
