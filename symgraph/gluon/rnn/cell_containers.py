@@ -17,7 +17,7 @@ from typing import Any, Optional
 from ...base import GraphError
 from .rnn_cell import HybridRecurrentCell, RecurrentCell
 from .sequence import (format_sequence, front_end, is_tensor, mask_variable_length,
-                       reverse_sequences, stack)
+                       reverse_sequences, stack, zero_states)
 
 
 class SequentialRNNCell(RecurrentCell):
@@ -53,8 +53,8 @@ class SequentialRNNCell(RecurrentCell):
                valid_length: Any = None) -> tuple[Any, list]:
         self.reset()
         F, batch = format_sequence(length, inputs, layout, None)[2:]
-        begin = begin_state if begin_state is not None else self.begin_state(
-            batch, func=F.zeros, **({} if batch == 0 else _ctx_of(inputs)))
+        begin = begin_state if begin_state is not None else \
+            zero_states(self, F, batch, inputs, layout)
         cells, states = list(self._children.values()), []
         for k, (cell, own) in enumerate(zip(cells, self._split(begin))):
             inputs, got = cell.unroll(length, inputs, own, layout,
@@ -68,11 +68,6 @@ class SequentialRNNCell(RecurrentCell):
 
     def __len__(self) -> int:
         return len(self._children)
-
-
-def _ctx_of(inputs: Any) -> dict:
-    first = inputs if is_tensor(inputs) else inputs[0]
-    return {"ctx": first.context, "dtype": first.dtype}
 
 
 class HybridSequentialRNNCell(SequentialRNNCell, HybridRecurrentCell):
@@ -105,8 +100,8 @@ class BidirectionalCell(HybridRecurrentCell):
                valid_length: Any = None) -> tuple[Any, list]:
         self.reset()
         steps, axis, F, batch = format_sequence(length, inputs, layout, False)
-        states = begin_state if begin_state is not None else self.begin_state(
-            batch, func=F.zeros, **({} if batch == 0 else _ctx_of(steps)))
+        states = begin_state if begin_state is not None else \
+            zero_states(self, F, batch, steps, layout)
         l_cell, r_cell = self._children.values()
         n_l = len(l_cell.state_info())
         l_out, l_states = l_cell.unroll(length, steps, states[:n_l], layout, False,
