@@ -4,4 +4,5 @@ from . import (activation, constant, control_flow, control_flow_branch, conv,  #
                indexing, indexing_nd, khatri_rao, layout, layout_extra, linalg_blas,
                linalg_factor, linalg_tri, loss, lrn, math, math_extra, nn, norm, norm_l2,
                norm_layer, pool, random_pdf, rearrange, rnn, sampling, sampling_extra, sequence,
-               shape, sorting, tensor, update_checks, update_multi, update_ops, upsampling)
+               shape, sorting, sync_batch_norm, tensor, update_checks, update_multi, update_ops,
+               upsampling)

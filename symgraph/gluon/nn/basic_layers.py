@@ -1,5 +1,5 @@
 """Containers and basic layers of ``gluon.nn`` (MXNet 1.x names, arguments and defaults):
-Sequential, HybridSequential, Dense, Dropout, BatchNorm, Embedding, Flatten, Lambda,
+Sequential, HybridSequential, Dense, Dropout, BatchNorm, BatchNormReLU, Embedding, Flatten, Lambda,
 HybridLambda. Every layer is one call of a registered op through ``F``."""
 from __future__ import annotations
 
@@ -151,6 +151,19 @@ class BatchNorm(HybridBlock):
 
     def __repr__(self) -> str:
         return f"BatchNorm({self._kwargs}, in_channels={self._in_channels or None})"
+
+
+class BatchNormReLU(BatchNorm):
+    """``relu(BatchNorm(x))``, MXNet 1.9.1's fused layer: BatchNorm's arguments and
+    parameter names (the fusion is left to the compiler).
+
+    Example: ``BatchNormReLU(in_channels=8)(x)`` is never negative."""
+
+    def hybrid_forward(self, F: Any, x: Any, gamma: Any, beta: Any, running_mean: Any,
+                       running_var: Any) -> Any:
+        y = self._op(F, F.BatchNorm, (x, gamma, beta, running_mean, running_var), self._kwargs)
+        return self._op(F, F.Activation, (y,), {"act_type": "relu"}, name="relu")
+    _FIXED_OPS = hybrid_forward
 
 
 class Embedding(HybridBlock):

@@ -1,26 +1,28 @@
-"""Convolution and pooling layers (MXNet 1.x ``gluon.nn`` names, arguments and defaults), each
-one call of the registered ``Convolution``/``Deconvolution``/``Pooling`` op through ``F``."""
+"""Convolution layers (MXNet 1.9.1's ``gluon.nn`` names, arguments and defaults):
+``Conv1D/2D/3D`` and ``Conv1D/2D/3DTranspose``, each one ``Convolution``/``Deconvolution`` op
+through ``F``; ``ReflectionPad2D`` (the ``pad`` op). Channels-last layouts (``NWC``, ``NHWC``,
+``NDHWC``): a convolution computes them itself (weights ``(channels, *kernel,
+in_channels/groups)``, as MXNet); a transposed convolution, whose op computes channels first
+only, moves the data's channels around it (weights stay ``(in_channels, channels/groups,
+*kernel)``). The pooling layers are in ``pool_layers.py``.
+
+Example::
+
+    conv = nn.Conv2D(16, 3, layout="NHWC", in_channels=4)
+    conv.initialize()
+    conv(sg.nd.ones((1, 10, 10, 4))).shape   # (1, 8, 8, 16)
+"""
 from __future__ import annotations
 
 from typing import Any, Optional, Sequence, Union
 
 from ...base import AttrError
+
 from ..block import HybridBlock
 from .activations import Activation
+from .pool_layers import FIRST, as_tuple as _tuple, channels_first_call, check_layout
 
 IntOrTuple = Union[int, Sequence[int]]
-
-
-def _tuple(value: IntOrTuple, n: int, what: str) -> tuple[int, ...]:
-    if isinstance(value, int):
-        return (value,) * n
-    value = tuple(int(v) for v in value)
-    if len(value) != n:
-        raise AttrError(f"{what} must be an int or a tuple of {n} ints, got {value}")
-    return value
-
-
-_LAYOUTS = {1: ("NCW",), 2: ("NCHW",), 3: ("NCDHW",)}
 
 
 class _Conv(HybridBlock):
@@ -33,9 +35,9 @@ class _Conv(HybridBlock):
                  op_name: str = "Convolution", adj: Any = None, ndim: int = 2,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if layout not in _LAYOUTS[ndim]:
-            raise AttrError(f"{self.name}: layout {layout!r} is not supported; "
-                            f"supported: {_LAYOUTS[ndim]}")
+        last = check_layout(self.name, layout, ndim)
+        # the Convolution op computes channels last itself; the Deconvolution op does not
+        self._transpose_data = last and op_name != "Convolution"
         with self.name_scope():
             self._channels, self._in_channels = channels, in_channels
             self._op_name = op_name
@@ -45,12 +47,13 @@ class _Conv(HybridBlock):
                 "pad": _tuple(padding, ndim, "padding"),
                 "dilate": _tuple(dilation, ndim, "dilation"),
                 "num_filter": channels, "num_group": groups, "no_bias": not use_bias,
-                "layout": layout}
+                "layout": FIRST[ndim] if self._transpose_data else layout}
             if adj is not None:
                 self._kwargs["adj"] = _tuple(adj, ndim, "output_padding")
             kernel = self._kwargs["kernel"]
+            cin = in_channels // groups if in_channels else 0
             if op_name == "Convolution":
-                wshape = (channels, in_channels // groups if in_channels else 0) + kernel
+                wshape = (channels,) + kernel + (cin,) if last else (channels, cin) + kernel
             else:
                 wshape = (in_channels, channels // groups) + kernel
             self.weight = self.params.get("weight", shape=wshape, init=weight_initializer,
@@ -65,7 +68,12 @@ class _Conv(HybridBlock):
 
     def hybrid_forward(self, F: Any, x: Any, weight: Any, bias: Any = None) -> Any:
         op = F.Convolution if self._op_name == "Convolution" else F.Deconvolution
-        out = self._op(F, op, (x, weight) if bias is None else (x, weight, bias), self._kwargs)
+        arrays = (x, weight) if bias is None else (x, weight, bias)
+        if self._transpose_data:
+            out = channels_first_call(self, F, op, arrays, self._kwargs,
+                                      len(self._kwargs["kernel"]))
+        else:
+            out = self._op(F, op, arrays, self._kwargs)
         return self.act(out) if self.act is not None else out
     _FIXED_OPS = hybrid_forward  # one recorded op (gluon/one_op.py)
 
@@ -107,90 +115,41 @@ class Conv3D(_Conv):
     __init__ = _conv_class(3, "NCDHW")
 
 
+class Conv1DTranspose(_Conv):
+    """1-D transposed convolution (weight ``(in_channels, channels/groups, k)``)."""
+    __init__ = _conv_class(1, "NCW", transpose=True)
+
+
 class Conv2DTranspose(_Conv):
     """2-D transposed convolution (weight ``(in_channels, channels/groups, kh, kw)``)."""
     __init__ = _conv_class(2, "NCHW", transpose=True)
 
 
-class _Pooling(HybridBlock):
-    def __init__(self, pool_size: tuple, strides: Optional[tuple], padding: tuple,
-                 ceil_mode: bool, global_pool: bool, pool_type: str,
-                 count_include_pad: Optional[bool] = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        strides = pool_size if strides is None else strides
-        self._kwargs = {"kernel": pool_size, "stride": strides, "pad": padding,
-                        "global_pool": global_pool, "pool_type": pool_type,
-                        "pooling_convention": "full" if ceil_mode else "valid"}
-        if count_include_pad is not None:
-            self._kwargs["count_include_pad"] = count_include_pad
+class Conv3DTranspose(_Conv):
+    """3-D transposed convolution (weight ``(in_channels, channels/groups, kd, kh, kw)``)."""
+    __init__ = _conv_class(3, "NCDHW", transpose=True)
 
-    def _alias(self) -> str:
-        return "pool"
+
+class ReflectionPad2D(HybridBlock):
+    """Pads NCHW data by reflection (the border itself not repeated): ``padding`` an int
+    (that many on each side of H and W) or MXNet's 8-tuple ``pad_width``.
+
+    Example: ``ReflectionPad2D(1)(x)`` of ``x`` ``(N, C, H, W)`` is ``(N, C, H+2, W+2)``.
+    """
+
+    def __init__(self, padding: IntOrTuple = 0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if isinstance(padding, int):
+            padding = (0, 0, 0, 0, padding, padding, padding, padding)
+        padding = tuple(int(p) for p in padding)
+        if len(padding) != 8:
+            raise AttrError(f"ReflectionPad2D: padding must be an int or 8 ints (pad_width "
+                            f"of NCHW data), got {padding}")
+        self._kwargs = {"mode": "reflect", "pad_width": padding}
 
     def hybrid_forward(self, F: Any, x: Any) -> Any:
-        return self._op(F, F.Pooling, (x,), self._kwargs)
-    _FIXED_OPS = hybrid_forward  # one recorded op (gluon/one_op.py)
+        return self._op(F, F.pad, (x,), self._kwargs)
+    _FIXED_OPS = hybrid_forward
 
     def __repr__(self) -> str:
-        k = self._kwargs
-        return f"{type(self).__name__}(size={k['kernel']}, stride={k['stride']})"
-
-
-def _pool_class(ndim: int, pool_type: str, order: tuple = ("layout", "ceil_mode")) -> type:
-    """``__init__(pool_size, strides, padding, *rest)``; ``order`` names the rest as MXNet
-    orders them (AvgPool2D puts ``ceil_mode`` before ``layout``)."""
-    def __init__(self: Any, pool_size: IntOrTuple = 2, strides: Any = None,
-                 padding: IntOrTuple = 0, *more: Any, **kwargs: Any) -> None:
-        kwargs.update(zip(order, more))
-        layout = kwargs.pop("layout", None)
-        ceil_mode = kwargs.pop("ceil_mode", False)
-        count_include_pad = kwargs.pop("count_include_pad", True)
-        if layout is not None and layout not in _LAYOUTS[ndim]:
-            raise AttrError(f"{type(self).__name__}: layout {layout!r} is not supported; "
-                            f"supported: {_LAYOUTS[ndim]}")
-        size = _tuple(pool_size, ndim, "pool_size")
-        strides = None if strides is None else _tuple(strides, ndim, "strides")
-        _Pooling.__init__(self, size, strides, _tuple(padding, ndim, "padding"), ceil_mode,
-                          False, pool_type,
-                          count_include_pad if pool_type == "avg" else None, **kwargs)
-    return __init__
-
-
-class MaxPool1D(_Pooling):
-    """Max pooling over NCW data (``strides`` default to ``pool_size``)."""
-    __init__ = _pool_class(1, "max")
-
-
-class MaxPool2D(_Pooling):
-    """Max pooling over NCHW data (``strides`` default to ``pool_size``)."""
-    __init__ = _pool_class(2, "max")
-
-
-class AvgPool1D(_Pooling):
-    """Average pooling over NCW data."""
-    __init__ = _pool_class(1, "avg", ("layout", "ceil_mode", "count_include_pad"))
-
-
-class AvgPool2D(_Pooling):
-    """Average pooling over NCHW data (``count_include_pad`` as MXNet: True)."""
-    __init__ = _pool_class(2, "avg", ("ceil_mode", "layout", "count_include_pad"))
-
-
-class _GlobalPool(_Pooling):
-    _type = "max"
-
-    def __init__(self, layout: str = "NCHW", **kwargs: Any) -> None:
-        if layout != "NCHW":
-            raise AttrError(f"{type(self).__name__}: layout {layout!r} is not supported; "
-                            f"supported: ('NCHW',)")
-        _Pooling.__init__(self, (1, 1), (1, 1), (0, 0), False, True, self._type, **kwargs)
-
-
-class GlobalMaxPool2D(_GlobalPool):
-    """Max over the whole H and W: output ``(N, C, 1, 1)``."""
-    _type = "max"
-
-
-class GlobalAvgPool2D(_GlobalPool):
-    """Mean over the whole H and W: output ``(N, C, 1, 1)``."""
-    _type = "avg"
+        return f"ReflectionPad2D(padding={self._kwargs['pad_width']})"
