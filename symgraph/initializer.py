@@ -17,7 +17,7 @@ from . import random as _random
 from .base import AttrError
 
 __all__ = ["InitDesc", "Initializer", "Constant", "Zero", "One", "Uniform", "Normal", "Xavier",
-           "MSRAPrelu", "create", "names"]
+           "MSRAPrelu", "LSTMBias", "create", "names"]
 
 
 class InitDesc(str):
@@ -174,8 +174,29 @@ class MSRAPrelu(Xavier):
         self._kwargs = {"factor_type": factor_type, "slope": slope}
 
 
+class LSTMBias(Initializer):
+    """An LSTM bias (gates i, f, g, o of ``H`` rows each): zeros, ``forget_bias`` on the
+    forget gate's rows, so that a fresh cell keeps its state (MXNet's ``init.LSTMBias``).
+
+    Example: ``gluon.rnn.LSTMCell(100, i2h_bias_initializer=sg.init.LSTMBias(1.0))``."""
+
+    def __init__(self, forget_bias: float = 1.0) -> None:
+        super().__init__(forget_bias=forget_bias)
+        self.forget_bias = forget_bias
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        if len(arr.shape) != 1 or arr.shape[0] % 4:
+            raise AttrError(f"{name}: LSTMBias initialises a bias of 4 gates (4 * H rows), "
+                            f"got shape {tuple(arr.shape)}")
+        value = np.zeros(arr.shape)
+        hidden = arr.shape[0] // 4
+        value[hidden:2 * hidden] = self.forget_bias
+        _fill(arr, value)
+
+
 _REGISTRY: dict[str, type] = {c.__name__.lower(): c for c in
-                              (Zero, One, Constant, Uniform, Normal, Xavier, MSRAPrelu)}
+                              (Zero, One, Constant, Uniform, Normal, Xavier, MSRAPrelu,
+                               LSTMBias)}
 _REGISTRY.update({"zeros": Zero, "ones": One})
 
 

@@ -162,7 +162,8 @@ class RecurrentCell(Block):
             per_step.append(states)
         if valid_length is not None:
             states = last_states(F, per_step, valid_length)
-            outputs = mask_variable_length(F, outputs, length, valid_length, axis, False)
+            # merged, as MXNet: unless merge_outputs=False, a tensor then comes back
+            outputs = mask_variable_length(F, outputs, length, valid_length, axis, True)
         outputs = format_sequence(length, outputs, layout, merge_outputs)[0]
         return outputs, states
 
