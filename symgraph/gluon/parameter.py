@@ -145,8 +145,12 @@ class Parameter:
             desc = _init.InitDesc(self.name)
             if init is not None:  # the parameter's own init wins whatever its name (MXNet)
                 _init.create(init)._init_weight(desc, host)
-            else:
-                _init.create(default_init)(desc, host)
+            else:  # the name's rule (a bias is zero...); any other name gets the default's
+                default = _init.create(default_init)  # weight rule, as in MXNet's Gluon
+                if any(desc.endswith(suffix) for suffix, _ in default._by_suffix()):
+                    default(desc, host)
+                else:
+                    default._init_weight(desc, host)
         else:
             host = data
         self._deferred = None
