@@ -48,6 +48,14 @@ class Initializer:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._kwargs})"
 
+    def __eq__(self, other: object) -> bool:
+        """Same kind and arguments (MXNet compares initializers so, e.g. of shared
+        parameters)."""
+        return isinstance(other, Initializer) and self.dumps() == other.dumps()
+
+    def __hash__(self) -> int:
+        return hash(self.dumps())
+
     def __call__(self, desc: Any, arr: Any) -> None:
         if not isinstance(desc, InitDesc):
             desc = InitDesc(str(desc))

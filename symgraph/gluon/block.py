@@ -25,7 +25,7 @@ from .block_api import BlockAPI
 from .nested import flatten, regroup
 from .one_op import capture, replay
 from .parameter import VERSION, DeferredInitializationError, Parameter
-from .parameter_dict import ParameterDict, load_file, load_named
+from .parameter_dict import ParameterDict, dtype_rule, load_file, load_named
 
 
 class _BlockScope:
@@ -171,9 +171,10 @@ class Block(BlockAPI):
         if loaded and not any("." in k for k in loaded):
             # Full-name files (ParameterDict.save, MXNet's legacy save_params).
             self.collect_params().load(filename, ctx, allow_missing, ignore_extra,
-                                       restore_prefix=self.prefix)
+                                       self.prefix, cast_dtype, dtype_source)
             return
-        load_named(params, loaded, f"file '{filename}'", ctx, allow_missing, ignore_extra)
+        load_named(params, loaded, f"file '{filename}'", ctx, allow_missing, ignore_extra,
+                   dtype_rule(cast_dtype, dtype_source))
 
     def save_params(self, filename: str) -> None:
         """Deprecated MXNet name: full parameter names without this block's prefix."""

@@ -243,6 +243,14 @@ class Parameter:
                             f"because grad_req='null'")
         return [a.grad for a in self.list_data()]
 
+    @property
+    def _grad(self) -> Optional[list]:
+        """MXNet's private view of the gradient buffers, which its tests and older user code
+        read: None without data or with ``grad_req='null'``, else :meth:`list_grad`."""
+        if self._data is None or self._grad_req == "null":
+            return None
+        return self.list_grad()
+
     def list_ctx(self) -> list[Context]:
         """The contexts the data lives on (or will, once initialised)."""
         if self._data is None:
@@ -310,9 +318,9 @@ class Constant(Parameter):
     """A parameter that never changes (``grad_req='null'``), initialised to ``value``."""
 
     def __init__(self, name: str, value: Any) -> None:
-        host = value.asnumpy() if hasattr(value, "asnumpy") else np.asarray(value)
-        if host.dtype == np.float64:
-            host = host.astype(np.float32)
+        # a value that is no NDArray becomes one as MXNet's nd.array makes it: float32
+        host = value.asnumpy() if hasattr(value, "asnumpy") else \
+            np.asarray(value, dtype=np.float32)
         self.value = host
         super().__init__(name, grad_req="null", shape=host.shape, dtype=host.dtype,
                          init=_ValueInit(host), differentiable=False)

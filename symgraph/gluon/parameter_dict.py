@@ -151,20 +151,24 @@ class ParameterDict:
         nd.save(filename, arrays)
 
     def load(self, filename: str, ctx: CtxArg = None, allow_missing: bool = False,
-             ignore_extra: bool = False, restore_prefix: str = "") -> None:
+             ignore_extra: bool = False, restore_prefix: str = "", cast_dtype: bool = False,
+             dtype_source: str = "current") -> None:
         """Read parameters saved by :meth:`save` (or MXNet-style ``arg:``/``aux:`` names)."""
         loaded = load_file(filename)
         named = {restore_prefix + _strip_kind(k): v for k, v in loaded.items()}
-        load_named(self._params, named, f"file {filename}", ctx, allow_missing, ignore_extra)
+        load_named(self._params, named, f"file {filename}", ctx, allow_missing, ignore_extra,
+                   dtype_rule(cast_dtype, dtype_source))
 
     def load_dict(self, param_dict: dict, ctx: CtxArg = None, allow_missing: bool = False,
                   ignore_extra: bool = False, restore_prefix: str = "",
                   cast_dtype: bool = False, dtype_source: str = "current") -> None:
         """Set parameters from ``{name: array}`` (names as :meth:`save` writes them, or with
         ``arg:``/``aux:``), e.g. ``pd.load_dict(sg.nd.load(f))``; values are cast to each
-        parameter's dtype."""
+        parameter's dtype (``cast_dtype=True, dtype_source='saved'``: each parameter takes
+        its value's dtype)."""
         named = {restore_prefix + _strip_kind(k): v for k, v in param_dict.items()}
-        load_named(self._params, named, "the given dict", ctx, allow_missing, ignore_extra)
+        load_named(self._params, named, "the given dict", ctx, allow_missing, ignore_extra,
+                   dtype_rule(cast_dtype, dtype_source))
 
 
 def _strip_kind(key: str) -> str:
@@ -187,9 +191,18 @@ def _brief(names: Any, limit: int = 6) -> str:
     return f"[{shown}{', ...' if len(names) > limit else ''}] ({len(names)} in all)"
 
 
+def dtype_rule(cast_dtype: bool, dtype_source: str) -> bool:
+    """Whether loaded values set the parameters' dtype (MXNet's ``cast_dtype=True,
+    dtype_source='saved'``) rather than being cast to it; AttrError for another source."""
+    if dtype_source not in ("current", "saved"):
+        raise AttrError(f"dtype_source={dtype_source!r}: must be 'current' or 'saved'")
+    return cast_dtype and dtype_source == "saved"
+
+
 def load_named(params: dict, named: dict, where: str, ctx: CtxArg, allow_missing: bool,
-               ignore_extra: bool) -> None:
-    """Check every name first (nothing is written on an error), then load."""
+               ignore_extra: bool, saved_dtype: bool = False) -> None:
+    """Check every name first (nothing is written on an error), then load; ``saved_dtype``:
+    a parameter takes its loaded value's dtype."""
     if not allow_missing:
         missing = [k for k in params if k not in named]
         if missing:
@@ -208,6 +221,8 @@ def load_named(params: dict, named: dict, where: str, ctx: CtxArg, allow_missing
                             f"network needs {p.shape}")
     for k, v in named.items():
         if k in params:
+            if saved_dtype and params[k].dtype != v.dtype:
+                params[k].cast(v.dtype)
             params[k]._load_init(v, ctx, where)
 
 
