@@ -1,0 +1,61 @@
+"""Gluon details MXNet 1.9.1's own tests rely on (checked against MXNet's behaviour, noted
+per test): constants of plain values are float32, ``load_parameters(cast_dtype=True,
+dtype_source='saved')`` takes the file's dtypes, initializers compare by kind and arguments,
+``Parameter._grad`` follows ``grad_req``, and ``util.is_np_array`` is False."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from symgraph.base import AttrError
+from symgraph.gluon import Constant, nn
+
+
+def test_constant_of_plain_value_is_float32() -> None:
+    # MXNet 1.9.1: Constant('c', np.arange(3)).dtype is float32 (made by nd.array)
+    const = Constant("c", np.array([[1, 2], [3, 4]]))
+    const.initialize()
+    assert const.dtype == np.float32
+    x = sg.nd.ones((2, 2))
+    np.testing.assert_array_equal((x + const.data()).asnumpy(), [[2, 3], [4, 5]])
+
+
+def test_load_with_saved_dtype(tmp_path: Path) -> None:
+    net = nn.Dense(3, in_units=2)
+    net.initialize()
+    net.cast("float16")
+    want = net.weight.data().asnumpy()
+    net.save_parameters(str(tmp_path / "p"))
+    net.cast("float32")
+    net.load_parameters(str(tmp_path / "p"), cast_dtype=True, dtype_source="saved")
+    assert net.weight.dtype == np.float16
+    np.testing.assert_array_equal(net.weight.data().asnumpy(), want)
+    net.cast("float32")
+    net.load_parameters(str(tmp_path / "p"), cast_dtype=True)  # 'current': cast to float32
+    assert net.weight.dtype == np.float32
+    with pytest.raises(AttrError, match="dtype_source"):
+        net.load_parameters(str(tmp_path / "p"), cast_dtype=True, dtype_source="file")
+
+
+def test_initializers_compare_by_arguments() -> None:
+    assert sg.init.Constant(-10.0) == sg.init.Constant(-10.0)
+    assert sg.init.Constant(1.0) != sg.init.Constant(2.0)
+    assert sg.init.Uniform(0.1) != sg.init.Normal(0.1)
+    assert len({sg.init.Xavier(), sg.init.Xavier()}) == 1
+
+
+def test_private_grad_view_follows_grad_req() -> None:
+    layer = nn.Dense(2, in_units=3)
+    layer.initialize()
+    assert len(layer.weight._grad) == 1
+    layer.collect_params().setattr("grad_req", "null")
+    assert layer.weight._grad is None
+    layer.collect_params().setattr("grad_req", "write")
+    assert layer.weight._grad is not None
+
+
+def test_is_np_array_is_false() -> None:
+    assert sg.util.is_np_array() is False
