@@ -25,6 +25,7 @@ from .block_api import BlockAPI
 from .nested import flatten, regroup
 from .one_op import capture, replay
 from .parameter import VERSION, DeferredInitializationError, Parameter
+from .block_checks import check_attr_type, warn_unregistered_containers
 from .parameter_dict import ParameterDict, dtype_rule, load_file, load_named
 
 
@@ -101,6 +102,7 @@ class Block(BlockAPI):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, "_children"):
+            check_attr_type(self, name, value, Block)
             if isinstance(value, Block):
                 self.register_child(value, name)
             elif isinstance(value, Parameter):
@@ -136,6 +138,7 @@ class Block(BlockAPI):
         """This block's and its children's parameters; ``select`` is a regular expression
         matched against full names (``'.*weight|.*bias'``)."""
         check_regex(select)
+        warn_unregistered_containers(self, Block)
         out = ParameterDict(self._params.prefix)
         out.update(self._params.select(select))
         for child in self._children.values():

@@ -59,3 +59,49 @@ def test_private_grad_view_follows_grad_req() -> None:
 
 def test_is_np_array_is_false() -> None:
     assert sg.util.is_np_array() is False
+
+
+def test_block_attribute_keeps_its_block_type() -> None:
+    block = sg.gluon.Block()
+    block.child = sg.gluon.Block()
+    block.child = nn.Dense(2)  # (a Block still)
+    with pytest.raises(TypeError, match="from Dense to tuple"):
+        block.child = (2,)
+
+
+def test_unregistered_blocks_in_containers_warn() -> None:
+    class Listed(sg.gluon.Block):
+        def __init__(self) -> None:
+            super().__init__()
+            with self.name_scope():
+                self.layers = {"a": [nn.Dense(3)]}
+                self.data = {"a": "4", "b": 123}
+
+    with pytest.warns(UserWarning, match="Listed.layers"):
+        params = Listed().collect_params()
+    assert len(params) == 0  # (what the warning is about: the Dense is not a child)
+
+
+def test_sequential_of_hybrid_blocks_warns_on_hybridize() -> None:
+    seq = nn.Sequential()
+    seq.add(nn.Dense(2))
+    with pytest.warns(UserWarning, match="HybridSequential"):
+        seq.hybridize()
+
+
+def test_step_over_constants_only_changes_nothing() -> None:
+    block = sg.gluon.Block()
+    const = block.params.get_constant("c", np.ones((2,)))
+    block.initialize()
+    sg.gluon.Trainer(block.collect_params(), "sgd", {"learning_rate": 1.0}).step(1)
+    np.testing.assert_array_equal(const.data().asnumpy(), np.ones(2))
+
+
+def test_split_data_gives_ndarrays() -> None:
+    x = sg.nd.array(np.arange(14.0).reshape(7, 2))
+    parts = sg.gluon.utils.split_data(x, 3, even_split=False)
+    assert all(isinstance(p, sg.nd.NDArray) for p in parts)
+    for got, want in zip(parts, np.array_split(np.arange(14.0).reshape(7, 2), 3)):
+        np.testing.assert_array_equal(got.asnumpy(), want)
+    with pytest.raises(ValueError, match="evenly"):
+        sg.gluon.utils.split_data(x, 3)

@@ -3,6 +3,7 @@ Sequential, HybridSequential, Dense, Dropout, BatchNorm, BatchNormReLU, Embeddin
 HybridLambda. Every layer is one call of a registered op through ``F``."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
@@ -28,6 +29,15 @@ class Sequential(Block):
             x = block(x, *args)
             args = ()
         return x
+
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
+        """Hybridize the children; warns (as MXNet) when all of them are HybridBlocks, which
+        a HybridSequential would run as one graph."""
+        if self._children and all(isinstance(c, HybridBlock) for c in self._children.values()):
+            warnings.warn(f"All children of this Sequential layer '{self.prefix}' are "
+                          f"HybridBlocks. Consider using HybridSequential for the best "
+                          f"performance.", stacklevel=2)
+        super().hybridize(active, **kwargs)
 
     def __getitem__(self, key: Union[int, slice]) -> Any:
         layers = list(self._children.values())[key]
