@@ -312,15 +312,17 @@ class HybridBlock(Block):
         super().cast(dtype)
 
     def forward(self, x: Any, *args: Any) -> Any:
-        """Symbols in: trace with ``F = sg.sym``. Arrays in: run (traced if hybridized)."""
-        if isinstance(x, Symbol):
+        """Symbols in: trace with ``F = sg.sym``. Arrays in: run (traced if hybridized).
+        Inputs may be None (an optional input left out), the first one too."""
+        first = x if x is not None else next((a for a in args if a is not None), None)
+        if isinstance(first, Symbol):
             params = {k: v.var() for k, v in self._reg_params.items()}
             with self.name_scope():
                 return self.hybrid_forward(_sym, x, *args, **params)
         if self._active:
             from .cached_op import call_cached
             return call_cached(self, (x,) + args)
-        ctx = x.context
+        ctx = first.context
         got = self._nd_params
         if got is not None and got[0] == VERSION[0] and (got[1] is ctx or got[1] == ctx):
             params = got[2]  # no Parameter's arrays changed since
@@ -383,11 +385,11 @@ class HybridBlock(Block):
         """Trace with ``F = sg.sym`` on inputs ``data`` (or ``data0``, ``data1``...)."""
         from .. import symbol as sym
         flat, fmt = flatten(args)
-        if len(flat) == 1:
-            inputs = [sym.var("data")]
-        else:
-            inputs = [sym.var(f"data{i}") for i in range(len(flat))]
-        out = self.forward(*regroup(inputs, fmt))  # (not __call__: its hooks see arrays only)
+        given = [a is not None for a in flat]  # (a None input stays None in the trace)
+        names = iter(["data"] if sum(given) == 1 else [f"data{i}" for i in range(sum(given))])
+        leaves = [sym.var(next(names)) if g else None for g in given]
+        inputs = [v for v in leaves if v is not None]
+        out = self.forward(*regroup(leaves, fmt))  # (not __call__: its hooks see arrays only)
         outs, self._out_format = flatten(out)
         for o in outs:
             if not _is_symbol(o):

@@ -1,5 +1,5 @@
 """Checks MXNet 1.9.1's ``Block`` makes on its attributes: an attribute holding a Block or a
-Parameter keeps that type (TypeError otherwise), and ``collect_params`` warns about Blocks
+Parameter keeps that type (TypeError otherwise; None, which MXNet refuses too, clears it), and ``collect_params`` warns about Blocks
 held in a plain list, tuple or dict, which are not registered as children (their parameters
 would be left out)."""
 from __future__ import annotations
@@ -16,6 +16,8 @@ def check_attr_type(block: Any, name: str, value: Any, block_type: type) -> None
 
     Example: ``b.child = nn.Dense(2)`` then ``b.child = (2,)`` raises TypeError."""
     existing = block.__dict__.get(name)
+    if value is None:  # (clearing the attribute, e.g. a layer's activation, is allowed)
+        return
     if isinstance(existing, (block_type, Parameter)) and not isinstance(value, type(existing)):
         raise TypeError(f"{type(block).__name__}.{name}: changing the attribute's type from "
                         f"{type(existing).__name__} to {type(value).__name__} is not allowed")

@@ -100,12 +100,12 @@ def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence
 def prepare_cached(block: Any, args: Sequence[Any]) -> tuple[TracedProgram, Any]:
     """``block``'s traced program for NDArrays ``args`` (tracing on a new input signature),
     with the nesting of its outputs."""
-    flat, fmt = flatten(args)  # (an RNN layer's states come as a list)
-    key = (tuple([(a.shape, a.dtype, a.context) for a in flat]), fmt)  # (dtypes hash as
-    got = block._cached.get(key)                                     # themselves)
+    flat, fmt = flatten(args)  # (an RNN layer's states come as a list; None: left out)
+    key = (tuple([None if a is None else (a.shape, a.dtype, a.context) for a in flat]), fmt)
+    got = block._cached.get(key)  # (dtypes hash as themselves)
     if got is None:
         inputs, out = block._get_graph(*args)
-        _finish_deferred(block, inputs, out, flat)
+        _finish_deferred(block, inputs, out, [a for a in flat if a is not None])
         got = block._cached[key] = (TracedProgram(block, inputs, out), block._out_format)
     return got
 
@@ -113,7 +113,7 @@ def prepare_cached(block: Any, args: Sequence[Any]) -> tuple[TracedProgram, Any]
 def call_cached(block: Any, args: Sequence[Any]) -> Any:
     """Run ``block`` hybridized on NDArrays ``args`` (tracing on a new input signature)."""
     program, out_fmt = prepare_cached(block, args)
-    flat, _ = flatten(args)
+    flat = [a for a in flatten(args)[0] if a is not None]
     if block._op_hook is not None:
         from .op_hook import run_hooked
         outs = run_hooked(program, flat, *block._op_hook)

@@ -105,3 +105,26 @@ def test_split_data_gives_ndarrays() -> None:
         np.testing.assert_array_equal(got.asnumpy(), want)
     with pytest.raises(ValueError, match="evenly"):
         sg.gluon.utils.split_data(x, 3)
+
+
+def test_hybridized_block_takes_none_inputs() -> None:
+    class Either(sg.gluon.HybridBlock):
+        def hybrid_forward(self, F, a, b):
+            return b if a is None else a if b is None else a + b
+
+    class Nested(sg.gluon.HybridBlock):
+        def __init__(self) -> None:
+            super().__init__()
+            with self.name_scope():
+                self.f1, self.f2 = Either(), Either()
+
+        def hybrid_forward(self, F, a, b):
+            return self.f2(a, self.f1(a, b))
+
+    one = sg.nd.ones((3,))
+    # (None, 1) -> 1; (1, 1) -> 1 + (1 + 1); (1, None) -> 1 + 1
+    for args, want in (((None, one), 1.0), ((one, one), 3.0), ((one, None), 2.0)):
+        net = Nested()
+        net.hybridize()
+        for _ in range(2):  # (the second call runs the cached program)
+            np.testing.assert_array_equal(net(*args).asnumpy(), np.full(3, want))
