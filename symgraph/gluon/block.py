@@ -314,7 +314,9 @@ class HybridBlock(Block):
     def forward(self, x: Any, *args: Any) -> Any:
         """Symbols in: trace with ``F = sg.sym``. Arrays in: run (traced if hybridized).
         Inputs may be None (an optional input left out), the first one too."""
-        first = x if x is not None else next((a for a in args if a is not None), None)
+        first = x
+        if x is None or isinstance(x, (list, tuple)):  # (the first array leaf decides)
+            first = next((a for a in flatten((x,) + args)[0] if a is not None), None)
         if isinstance(first, Symbol):
             params = {k: v.var() for k, v in self._reg_params.items()}
             with self.name_scope():

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from ..base import GraphError
+from .. import ndarray as nd
+from ..base import BindError, GraphError
 from .nested import flatten, is_flat, regroup
 from .parameter import VERSION
 
@@ -97,13 +98,32 @@ def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence
         p._finish_deferred_init()
 
 
+def _check_inputs(block: Any, flat: Sequence[Any]) -> None:
+    """BindError (a ValueError, as MXNet raises) unless the inputs of a hybridized call are
+    NDArrays (or None) on one context."""
+    arrays = [a for a in flat if a is not None]
+    for a in arrays:
+        if not isinstance(a, nd.NDArray):
+            raise BindError(f"{block.name}: a hybridized block takes NDArrays (or None) as "
+                            f"inputs, got {type(a).__name__} {str(a)[:40]}")
+    ctxs = sorted({str(a.context) for a in arrays})
+    if len(ctxs) > 1:
+        raise BindError(f"{block.name}: the inputs of a hybridized call are on several "
+                        f"contexts {ctxs}; copy them to one (as_in_context)")
+
+
 def prepare_cached(block: Any, args: Sequence[Any]) -> tuple[TracedProgram, Any]:
     """``block``'s traced program for NDArrays ``args`` (tracing on a new input signature),
     with the nesting of its outputs."""
     flat, fmt = flatten(args)  # (an RNN layer's states come as a list; None: left out)
-    key = (tuple([None if a is None else (a.shape, a.dtype, a.context) for a in flat]), fmt)
+    try:
+        key = (tuple([None if a is None else (a.shape, a.dtype, a.context) for a in flat]),
+               fmt)
+    except AttributeError:
+        key = None
     got = block._cached.get(key)  # (dtypes hash as themselves)
     if got is None:
+        _check_inputs(block, flat)
         inputs, out = block._get_graph(*args)
         _finish_deferred(block, inputs, out, [a for a in flat if a is not None])
         got = block._cached[key] = (TracedProgram(block, inputs, out), block._out_format)

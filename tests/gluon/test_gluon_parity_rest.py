@@ -128,3 +128,21 @@ def test_hybridized_block_takes_none_inputs() -> None:
         net.hybridize()
         for _ in range(2):  # (the second call runs the cached program)
             np.testing.assert_array_equal(net(*args).asnumpy(), np.full(3, want))
+
+
+def test_hybrid_block_inputs_lists_and_bad_inputs() -> None:
+    class Summing(sg.gluon.HybridBlock):
+        def hybrid_forward(self, F, a, b):
+            a = sum(a) if isinstance(a, (list, tuple)) else a
+            return a + (sum(b) if isinstance(b, (list, tuple)) else b)
+
+    ones = sg.nd.ones((4,))
+    # not hybridized: a list first and a scalar work as in a plain Block (2 + 3)
+    np.testing.assert_array_equal(Summing()([ones, ones], 3).asnumpy(), np.full(4, 5.0))
+    for args, what in (((ones, 1), "got int"), ((ones, sg.sym.var("a")), "got Symbol"),
+                       ((sg.nd.ones((4,), ctx=sg.cpu(1)), sg.nd.ones((4,), ctx=sg.cpu(2))),
+                        "several contexts")):
+        block = Summing()
+        block.hybridize()
+        with pytest.raises(ValueError, match=what):  # (MXNet raises ValueError too)
+            block(*args)
