@@ -317,6 +317,8 @@ class HybridBlock(Block):
         first = x
         if x is None or isinstance(x, (list, tuple)):  # (the first array leaf decides)
             first = next((a for a in flatten((x,) + args)[0] if a is not None), None)
+            if first is None:
+                raise BindError(f"{self.name}: every input is None; give at least one array")
         if isinstance(first, Symbol):
             params = {k: v.var() for k, v in self._reg_params.items()}
             with self.name_scope():

@@ -146,3 +146,16 @@ def test_hybrid_block_inputs_lists_and_bad_inputs() -> None:
         block.hybridize()
         with pytest.raises(ValueError, match=what):  # (MXNet raises ValueError too)
             block(*args)
+
+
+def test_block_called_with_only_none_inputs_raises() -> None:
+    class Either(sg.gluon.HybridBlock):
+        def hybrid_forward(self, F, a, b):
+            return b if a is None else a
+
+    for hybridize in (True, False):
+        block = Either()
+        if hybridize:
+            block.hybridize()
+        with pytest.raises(ValueError, match="every input is None"):
+            block(None, None)
