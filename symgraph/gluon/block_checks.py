@@ -1,7 +1,7 @@
 """Checks MXNet 1.9.1's ``Block`` makes on its attributes: an attribute holding a Block or a
-Parameter keeps that type (TypeError otherwise; None, which MXNet refuses too, clears it), and ``collect_params`` warns about Blocks
-held in a plain list, tuple or dict, which are not registered as children (their parameters
-would be left out)."""
+Parameter keeps that type (TypeError otherwise; None, which MXNet refuses, clears it), and
+``collect_params`` warns about Blocks held in a plain list, tuple or dict, which are not
+registered as children (their parameters would be left out)."""
 from __future__ import annotations
 
 import warnings

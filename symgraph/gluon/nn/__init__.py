@@ -14,8 +14,9 @@ from ..block import Block, HybridBlock
 from ..symbol_block import SymbolBlock  # MXNet's gluon.nn re-exports its gluon.block names
 
 __all__ = ["Activation", "LeakyReLU", "PReLU", "ELU", "SELU", "GELU", "Swish", "LayerNorm",
-           "GroupNorm", "InstanceNorm", "BatchNorm", "BatchNormReLU", "Dense", "Dropout", "Embedding", "Flatten",
-           "HybridLambda", "HybridSequential", "Lambda", "Sequential", "AvgPool1D",
+           "GroupNorm", "InstanceNorm", "BatchNorm", "BatchNormReLU", "Dense", "Dropout",
+           "Embedding", "Flatten", "HybridLambda", "HybridSequential", "Lambda", "Sequential",
+           "AvgPool1D",
            "AvgPool2D", "AvgPool3D", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose",
            "Conv2DTranspose", "Conv3DTranspose", "ReflectionPad2D", "GlobalAvgPool1D",
            "GlobalAvgPool2D", "GlobalAvgPool3D", "GlobalMaxPool1D", "GlobalMaxPool2D",

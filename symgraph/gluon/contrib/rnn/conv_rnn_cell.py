@@ -104,8 +104,8 @@ class _ConvCell(HybridRecurrentCell):
             out = activate(F, F.elemwise_add(i2h, h2h), self._activation, pre + "out")
             return out, [out]
         if self._gates == 4:
-            out, c = lstm_combine(F, F.elemwise_add(i2h, h2h), states[1], pre, self._activation, "sigmoid",
-                                  self._channel_axis)
+            out, c = lstm_combine(F, F.elemwise_add(i2h, h2h), states[1], pre,
+                                  self._activation, "sigmoid", self._channel_axis)
             return out, [out, c]
         out = gru_combine(F, i2h, h2h, states[0], pre, self._activation, "sigmoid",
                           self._channel_axis)
