@@ -27,7 +27,7 @@ from .base import SymgraphError
 from .context import num_gpus
 
 __all__ = ["get_gpu_count", "get_gpu_memory", "getenv", "setenv", "is_np_shape",
-           "set_np_shape", "np_shape", "use_np_shape"]
+           "set_np_shape", "np_shape", "use_np_shape", "is_np_array"]
 
 _STATE = threading.local()
 
@@ -68,6 +68,14 @@ def setenv(name: str, value: Optional[str]) -> None:
 def is_np_shape() -> bool:
     """Whether numpy shape semantics are on in this thread."""
     return bool(getattr(_STATE, "np_shape", False))
+
+
+def is_np_array() -> bool:
+    """Whether MXNet's ``mx.np`` array semantics are on: never in symgraph, which has the
+    classic ``nd``/``sym`` arrays only (code asking takes its ``nd`` branch).
+
+    Example: ``sg.util.is_np_array()`` is False."""
+    return False
 
 
 def set_np_shape(active: bool) -> bool:

@@ -25,6 +25,7 @@ from .nested import flatten, regroup
 from .one_op import capture, replay
 from .parameter import VERSION, DeferredInitializationError, Parameter
 from .parameter_dict import DtypeRule, ParameterDict, load_file, load_named
+from .block_checks import check_attr_type, warn_unregistered_containers
 
 
 class Block(BlockAPI):
@@ -59,6 +60,7 @@ class Block(BlockAPI):
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, "_children"):
+            check_attr_type(self, name, value, Block)
             if isinstance(value, Block):
                 self.register_child(value, name)
             elif isinstance(value, Parameter):
@@ -94,6 +96,7 @@ class Block(BlockAPI):
         """This block's and its children's parameters; ``select`` is a regular expression
         matched against full names (``'.*weight|.*bias'``)."""
         check_regex(select)
+        warn_unregistered_containers(self, Block)
         out = ParameterDict(self._params.prefix)
         out.update(self._params.select(select))
         for child in self._children.values():
@@ -283,15 +286,21 @@ class HybridBlock(Block):
         super().cast(dtype)
 
     def forward(self, x: Any, *args: Any) -> Any:
-        """Symbols in: trace with ``F = sg.sym``. Arrays in: run (traced if hybridized)."""
-        if isinstance(x, Symbol):
+        """Symbols in: trace with ``F = sg.sym``. Arrays in: run (traced if hybridized).
+        Inputs may be None (an optional input left out), the first one too."""
+        first = x
+        if x is None or isinstance(x, (list, tuple)):  # (the first array leaf decides)
+            first = next((a for a in flatten((x,) + args)[0] if a is not None), None)
+            if first is None:
+                raise BindError(f"{self.name}: every input is None; give at least one array")
+        if isinstance(first, Symbol):
             params = {k: v.var() for k, v in self._reg_params.items()}
             with self.name_scope():
                 return self.hybrid_forward(_sym, x, *args, **params)
         if self._active:
             from .cached_op import call_cached
             return call_cached(self, (x,) + args)
-        ctx = x.context
+        ctx = first.context
         got = self._nd_params
         if got is not None and got[0] == VERSION[0] and (got[1] is ctx or got[1] == ctx):
             params = got[2]  # no Parameter's arrays changed since
@@ -354,11 +363,11 @@ class HybridBlock(Block):
         """Trace with ``F = sg.sym`` on inputs ``data`` (or ``data0``, ``data1``...)."""
         from ..frontend import symbol as sym
         flat, fmt = flatten(args)
-        if len(flat) == 1:
-            inputs = [sym.var("data")]
-        else:
-            inputs = [sym.var(f"data{i}") for i in range(len(flat))]
-        out = self.forward(*regroup(inputs, fmt))  # (not __call__: its hooks see arrays only)
+        given = [a is not None for a in flat]  # (a None input stays None in the trace)
+        names = iter(["data"] if sum(given) == 1 else [f"data{i}" for i in range(sum(given))])
+        leaves = [sym.var(next(names)) if g else None for g in given]
+        inputs = [v for v in leaves if v is not None]
+        out = self.forward(*regroup(leaves, fmt))  # (not __call__: its hooks see arrays only)
         outs, self._out_format = flatten(out)
         for o in outs:
             if not is_symbol(o):

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from ..core.base import GraphError
+from ..runtime import ndarray as nd
+from ..core.base import BindError, GraphError
 from .nested import flatten, is_flat, regroup
 from .parameter import VERSION
 
@@ -100,15 +101,34 @@ def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence
 MAX_SIGNATURES = 64  # traces a block keeps (one per input shapes; their programs: imperative.cache)
 
 
+def _check_inputs(block: Any, flat: Sequence[Any]) -> None:
+    """BindError (a ValueError, as MXNet raises) unless the inputs of a hybridized call are
+    NDArrays (or None) on one context."""
+    arrays = [a for a in flat if a is not None]
+    for a in arrays:
+        if not isinstance(a, nd.NDArray):
+            raise BindError(f"{block.name}: a hybridized block takes NDArrays (or None) as "
+                            f"inputs, got {type(a).__name__} {str(a)[:40]}")
+    ctxs = sorted({str(a.context) for a in arrays})
+    if len(ctxs) > 1:
+        raise BindError(f"{block.name}: the inputs of a hybridized call are on several "
+                        f"contexts {ctxs}; copy them to one (as_in_context)")
+
+
 def prepare_cached(block: Any, args: Sequence[Any]) -> tuple[TracedProgram, Any]:
     """``block``'s traced program for NDArrays ``args`` (tracing on a new input signature),
     with the nesting of its outputs."""
-    flat, fmt = flatten(args)  # (an RNN layer's states come as a list)
-    key = (tuple([(a.shape, a.dtype, a.context) for a in flat]), fmt)  # (dtypes hash as
-    got = block._cached.get(key)                                     # themselves)
+    flat, fmt = flatten(args)  # (an RNN layer's states come as a list; None: left out)
+    try:
+        key = (tuple([None if a is None else (a.shape, a.dtype, a.context) for a in flat]),
+               fmt)
+    except AttributeError:
+        key = None
+    got = block._cached.get(key)  # (dtypes hash as themselves)
     if got is None:
+        _check_inputs(block, flat)
         inputs, out = block._get_graph(*args)
-        _finish_deferred(block, inputs, out, flat)
+        _finish_deferred(block, inputs, out, [a for a in flat if a is not None])
         got = block._cached[key] = (TracedProgram(block, inputs, out), block._out_format)
         while len(block._cached) > MAX_SIGNATURES:  # (the oldest trace: traced again if needed)
             del block._cached[next(iter(block._cached))]
@@ -118,7 +138,7 @@ def prepare_cached(block: Any, args: Sequence[Any]) -> tuple[TracedProgram, Any]
 def call_cached(block: Any, args: Sequence[Any]) -> Any:
     """Run ``block`` hybridized on NDArrays ``args`` (tracing on a new input signature)."""
     program, out_fmt = prepare_cached(block, args)
-    flat, _ = flatten(args)
+    flat = [a for a in flatten(args)[0] if a is not None]
     if block._op_hook is not None:
         from .op_hook import run_hooked
         outs = run_hooked(program, flat, *block._op_hook)

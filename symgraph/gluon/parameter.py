@@ -158,8 +158,12 @@ class Parameter:
             desc = _init.InitDesc(self.name)
             if init is not None:  # the parameter's own init wins whatever its name (MXNet)
                 _init.create(init)._init_weight(desc, host)
-            else:
-                _init.create(default_init)(desc, host)
+            else:  # the name's rule (a bias is zero...); any other name gets the default's
+                default = _init.create(default_init)  # weight rule, as in MXNet's Gluon
+                if any(desc.endswith(suffix) for suffix, _ in default._by_suffix()):
+                    default(desc, host)
+                else:
+                    default._init_weight(desc, host)
         else:
             host = data
         self._deferred = None
@@ -259,6 +263,14 @@ class Parameter:
                             f"because grad_req='null'")
         return [a.grad for a in self.list_data()]
 
+    @property
+    def _grad(self) -> Optional[list]:
+        """MXNet's private view of the gradient buffers, which its tests and older user code
+        read: None without data or with ``grad_req='null'``, else :meth:`list_grad`."""
+        if self._data is None or self._grad_req == "null":
+            return None
+        return self.list_grad()
+
     def list_ctx(self) -> list[Context]:
         """The contexts the data lives on (or will, once initialised)."""
         if self._data is None:
@@ -334,9 +346,9 @@ class Constant(Parameter):
     """
 
     def __init__(self, name: str, value: Any) -> None:
-        host = value.asnumpy() if hasattr(value, "asnumpy") else np.asarray(value)
-        if host.dtype == np.float64:
-            host = host.astype(np.float32)
+        # a value that is no NDArray becomes one as MXNet's nd.array makes it: float32
+        host = value.asnumpy() if hasattr(value, "asnumpy") else \
+            np.asarray(value, dtype=np.float32)
         self.value = host
         super().__init__(name, grad_req="null", shape=host.shape, dtype=host.dtype,
                          init=_ValueInit(host), differentiable=False)

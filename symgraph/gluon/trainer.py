@@ -171,7 +171,7 @@ class Trainer:
             return got[1]
         items = self._gather_now()
         one = None  # (context, indices, weights, gradients) when there is one context
-        if len(items[0][2]) == 1:
+        if items and len(items[0][2]) == 1:
             weights = [arrays[0] for _, _, arrays in items]
             one = (weights[0]._ctx, [i for i, _, _ in items], weights,
                    [w._grad for w in weights])
@@ -181,9 +181,8 @@ class Trainer:
     def _gather_now(self) -> list[tuple[int, Parameter, list]]:
         items = [(i, p, p.list_data()) for i, p in enumerate(self._params)
                  if p.grad_req != "null"]
-        if not items:
-            raise ExecutionError("Trainer.step: none of the Parameters has grad_req != 'null'"
-                                 "; there is nothing to update")
+        if not items:  # only constants (grad_req 'null'): a step changes nothing, as MXNet
+            return items
         ctxs = [a.context for a in items[0][2]]
         for _, p, arrays in items:
             if len(arrays) != len(ctxs) or [a.context for a in arrays] != ctxs:

@@ -48,6 +48,14 @@ class Initializer:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._kwargs})"
 
+    def __eq__(self, other: object) -> bool:
+        """Same kind and arguments (MXNet compares initializers so, e.g. of shared
+        parameters)."""
+        return isinstance(other, Initializer) and self.dumps() == other.dumps()
+
+    def __hash__(self) -> int:
+        return hash(self.dumps())
+
     def __call__(self, desc: Any, arr: Any) -> None:
         if not isinstance(desc, InitDesc):
             desc = InitDesc(str(desc))
@@ -190,9 +198,12 @@ class LSTMBias(Initializer):
         self.forget_bias = forget_bias
 
     def _init_weight(self, name: str, arr: Any) -> None:
-        h = arr.shape[0] // 4
+        if len(arr.shape) != 1 or arr.shape[0] % 4:
+            raise AttrError(f"{name}: LSTMBias initialises a bias of 4 gates (4 * H rows), "
+                            f"got shape {tuple(arr.shape)}")
         value = np.zeros(arr.shape)
-        value[h:2 * h] = self.forget_bias
+        hidden = arr.shape[0] // 4
+        value[hidden:2 * hidden] = self.forget_bias
         _fill(arr, value)
 
 

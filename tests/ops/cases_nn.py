@@ -43,7 +43,21 @@ def _bn_case(shape, train, fix_gamma, axis=1, global_stats=False, cid=""):
         also_covers=("_backward_BatchNorm",), id=f"BatchNorm-{cid}")
 
 
+def _sync_bn_case(train: bool) -> Case:
+    """contrib.SyncBatchNorm on one device: BatchNorm over axis 1, MXNet's eps 1e-3."""
+    return Case(
+        "_contrib_SyncBatchNorm",
+        lambda: S.contrib.SyncBatchNorm(x, fix_gamma=False, key="bn", ndev=1, name="bn"),
+        {"x": normal(4, 3, 2), "bn_gamma": uniform(3, low=0.5, high=1.5), "bn_beta": normal(3)},
+        lambda x, bn_gamma, bn_beta, bn_moving_mean, bn_moving_var: _bn_ref(
+            x, bn_gamma, bn_beta, bn_moving_mean, bn_moving_var, train, False),
+        aux={"bn_moving_mean": normal(3), "bn_moving_var": uniform(3, low=0.5, high=2.0)},
+        is_train=train, grad_nodes=["x", "bn_gamma", "bn_beta"],
+        id=f"SyncBatchNorm-{'train' if train else 'inference'}")
+
+
 CASES: list[Case] = [
+    _sync_bn_case(True), _sync_bn_case(False),
     _bn_case((4, 3, 2, 3), True, False, cid="train"),
     _bn_case((4, 3, 2, 3), False, True, cid="inference-fixgamma"),
     _bn_case((5, 2, 3), True, True, axis=-1, cid="train-lastaxis"),

@@ -56,7 +56,8 @@ def _describe(dataset: Any) -> str:
 class DataLoader:
     """MXNet's ``gluon.data.DataLoader(dataset, batch_size, shuffle, sampler, last_batch,
     batch_sampler, batchify_fn, num_workers, pin_memory, pin_device_id, prefetch,
-    thread_pool, timeout)``.
+    thread_pool, timeout, auto_reload)``; ``auto_reload=True`` starts the workers at
+    construction rather than at the first epoch.
 
     Examples
     --------
@@ -72,7 +73,7 @@ class DataLoader:
                  batch_sampler: Any = None, batchify_fn: Optional[Callable] = None,
                  num_workers: int = 0, pin_memory: bool = False, pin_device_id: int = 0,
                  prefetch: Optional[int] = None, thread_pool: bool = False,
-                 timeout: int = 120) -> None:
+                 timeout: int = 120, auto_reload: bool = False) -> None:
         self._dataset = dataset
         if batch_sampler is None:
             if batch_size is None:
@@ -96,6 +97,8 @@ class DataLoader:
         self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * num_workers)
         self._thread_pool, self._timeout = thread_pool, timeout
         self._pool: Any = None
+        if auto_reload and num_workers:  # (MXNet also queues the first batches then)
+            self._pool = self._make_pool()
 
     def __len__(self) -> int:
         return len(self._batch_sampler)

@@ -2,7 +2,7 @@
 ``SimpleDataset`` and ``ArrayDataset``."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 from ...core.base import DataError
 
@@ -50,9 +50,39 @@ class Dataset:
         """The samples for which ``fn(sample)`` is true."""
         return SimpleDataset([s for s in (self[i] for i in range(len(self))) if fn(s)])
 
-    def take(self, count: int) -> "Dataset":
-        """The first ``count`` samples."""
-        return SimpleDataset([self[i] for i in range(min(count, len(self)))])
+    def take(self, count: Optional[int]) -> "Dataset":
+        """The first ``count`` samples (all of them when ``count`` is None or larger)."""
+        count = len(self) if count is None else min(count, len(self))
+        return _SampledDataset(self, range(count))
+
+    def shard(self, num_shards: int, index: int) -> "Dataset":
+        """The ``index``-th of ``num_shards`` contiguous parts, the first ``len % num_shards``
+        parts one sample longer (MXNet's split for distributed workers).
+
+        Example: ``SimpleDataset(list(range(9))).shard(4, 0)`` holds 0, 1, 2."""
+        if num_shards < 1 or not 0 <= index < num_shards:
+            raise DataError(f"shard: index {index} of {num_shards} shards is out of range "
+                            f"(0 <= index < num_shards, num_shards >= 1)")
+        size, rest = divmod(len(self), num_shards)
+        start = size * index + min(index, rest)
+        return _SampledDataset(self, range(start, start + size + (index < rest)))
+
+    def sample(self, sampler: Iterable[int]) -> "Dataset":
+        """The samples at the indices ``sampler`` yields, in that order."""
+        return _SampledDataset(self, list(sampler))
+
+
+class _SampledDataset(Dataset):
+    """A view of ``data`` at ``indices``."""
+
+    def __init__(self, data: Dataset, indices: Sequence[int]) -> None:
+        self._data, self._indices = data, indices
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+    def __getitem__(self, idx: int) -> Any:
+        return self._data[self._indices[idx]]
 
 
 class SimpleDataset(Dataset):

@@ -125,7 +125,8 @@ class L1Loss(Loss):
 class SigmoidBinaryCrossEntropyLoss(Loss):
     """Binary cross-entropy of ``sigmoid(pred)`` (or of ``pred`` itself with
     ``from_sigmoid=True``) against labels in [0, 1]; the logits form is the stable
-    ``relu(x) - x*z + log(1 + exp(-|x|))``.
+    ``relu(x) - x*z + log(1 + exp(-|x|))``. ``pos_weight`` (broadcast to the predictions)
+    weights the positive term, as MXNet 1.9.1's.
 
     Examples
     --------
@@ -141,15 +142,22 @@ class SigmoidBinaryCrossEntropyLoss(Loss):
 
     def hybrid_forward(self, F: Any, pred: Any, label: Any, sample_weight: Any = None,
                        pos_weight: Any = None) -> Any:
-        if pos_weight is not None:
-            raise AttrError("SigmoidBinaryCrossEntropyLoss: pos_weight is not supported")
         label = F.reshape_like(label, pred)
-        if not self._from_sigmoid:
+        if not self._from_sigmoid and pos_weight is None:
             loss = F.relu(pred) - pred * label + \
                 F.Activation(-F.abs(pred), act_type="softrelu")
+        elif not self._from_sigmoid:
+            # -pw z log s(x) - (1-z) log(1-s(x)) with -log s(x) = softplus(-x), written
+            # stably: (1-z) x + (1 + (pw-1) z) (relu(-x) + log(1 + exp(-|x|)))
+            scale = 1.0 + F.broadcast_mul(pos_weight - 1.0, label)
+            loss = pred - pred * label + scale * (
+                F.relu(-pred) + F.Activation(-F.abs(pred), act_type="softrelu"))
         else:
             eps = 1e-12
-            loss = -(F.log(pred + eps) * label + F.log(1.0 - pred + eps) * (1.0 - label))
+            pos = F.log(pred + eps) * label
+            if pos_weight is not None:  # weights the positive term, broadcast over the batch
+                pos = F.broadcast_mul(pos, pos_weight)
+            loss = -(pos + F.log(1.0 - pred + eps) * (1.0 - label))
         return self._per_sample(F, loss, sample_weight)
 
 

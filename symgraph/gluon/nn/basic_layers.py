@@ -1,8 +1,9 @@
 """Containers and basic layers of ``gluon.nn`` (MXNet 1.x names, arguments and defaults):
-Sequential, HybridSequential, Dense, Dropout, BatchNorm, Embedding, Flatten, Lambda,
+Sequential, HybridSequential, Dense, Dropout, BatchNorm, BatchNormReLU, Embedding, Flatten, Lambda,
 HybridLambda. Every layer is one call of a registered op through ``F``."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
@@ -37,6 +38,15 @@ class Sequential(Block):
             x = block(x, *args)
             args = ()
         return x
+
+    def hybridize(self, active: bool = True, **kwargs: Any) -> None:
+        """Hybridize the children; warns (as MXNet) when all of them are HybridBlocks, which
+        a HybridSequential would run as one graph."""
+        if self._children and all(isinstance(c, HybridBlock) for c in self._children.values()):
+            warnings.warn(f"All children of this Sequential layer '{self.prefix}' are "
+                          f"HybridBlocks. Consider using HybridSequential for the best "
+                          f"performance.", stacklevel=2)
+        super().hybridize(active, **kwargs)
 
     def __getitem__(self, key: Union[int, slice]) -> Any:
         layers = list(self._children.values())[key]
@@ -204,6 +214,19 @@ class BatchNorm(HybridBlock):
 
     def __repr__(self) -> str:
         return f"BatchNorm({self._kwargs}, in_channels={self._in_channels or None})"
+
+
+class BatchNormReLU(BatchNorm):
+    """``relu(BatchNorm(x))``, MXNet 1.9.1's fused layer: BatchNorm's arguments and
+    parameter names (the fusion is left to the compiler).
+
+    Example: ``BatchNormReLU(in_channels=8)(x)`` is never negative."""
+
+    def hybrid_forward(self, F: Any, x: Any, gamma: Any, beta: Any, running_mean: Any,
+                       running_var: Any) -> Any:
+        y = self._op(F, F.BatchNorm, (x, gamma, beta, running_mean, running_var), self._kwargs)
+        return self._op(F, F.Activation, (y,), {"act_type": "relu"}, name="relu")
+    _FIXED_OPS = hybrid_forward
 
 
 class Embedding(HybridBlock):

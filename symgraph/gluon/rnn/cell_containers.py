@@ -12,12 +12,12 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ...core.base import GraphError
 from .rnn_cell import HybridRecurrentCell, RecurrentCell
 from .sequence import (format_sequence, front_end, is_tensor, mask_variable_length,
-                       reverse_sequences, stack)
+                       reverse_sequences, stack, zero_states)
 
 
 class SequentialRNNCell(RecurrentCell):
@@ -65,8 +65,8 @@ class SequentialRNNCell(RecurrentCell):
                valid_length: Any = None) -> tuple[Any, list]:
         self.reset()
         F, batch = format_sequence(length, inputs, layout, None)[2:]
-        begin = begin_state if begin_state is not None else self.begin_state(
-            batch, func=F.zeros, **({} if batch == 0 else _ctx_of(inputs)))
+        begin = begin_state if begin_state is not None else \
+            zero_states(self, F, batch, inputs, layout)
         cells, states = list(self._children.values()), []
         for k, (cell, own) in enumerate(zip(cells, self._split(begin))):
             inputs, got = cell.unroll(length, inputs, own, layout,
@@ -80,11 +80,6 @@ class SequentialRNNCell(RecurrentCell):
 
     def __len__(self) -> int:
         return len(self._children)
-
-
-def _ctx_of(inputs: Any) -> dict:
-    first = inputs if is_tensor(inputs) else inputs[0]
-    return {"ctx": first.context, "dtype": first.dtype}
 
 
 class HybridSequentialRNNCell(SequentialRNNCell, HybridRecurrentCell):
@@ -139,8 +134,8 @@ class BidirectionalCell(HybridRecurrentCell):
                valid_length: Any = None) -> tuple[Any, list]:
         self.reset()
         steps, axis, F, batch = format_sequence(length, inputs, layout, False)
-        states = begin_state if begin_state is not None else self.begin_state(
-            batch, func=F.zeros, **({} if batch == 0 else _ctx_of(steps)))
+        states = begin_state if begin_state is not None else \
+            zero_states(self, F, batch, steps, layout)
         l_cell, r_cell = self._children.values()
         n_l = len(l_cell.state_info())
         l_out, l_states = l_cell.unroll(length, steps, states[:n_l], layout, False,
@@ -150,7 +145,9 @@ class BidirectionalCell(HybridRecurrentCell):
         r_out = reverse_sequences(F, r_out, length, valid_length)
         outputs = [F.Concat(a, b, dim=1, num_args=2, name=f"{self._output_prefix}t{i}")
                    for i, (a, b) in enumerate(zip(l_out, r_out))]
-        merge = is_tensor(inputs) if merge_outputs is None else merge_outputs
+        # as MXNet: unless told, merged exactly when the (masked) steps come merged, i.e. with
+        # valid lengths
+        merge = valid_length is not None if merge_outputs is None else merge_outputs
         if valid_length is not None:
             outputs = mask_variable_length(F, outputs, length, valid_length, axis, merge)
         elif merge:
@@ -184,9 +181,13 @@ class ModifierCell(HybridRecurrentCell):
         return self.base_cell.state_info(batch_size)
 
     def begin_state(self, batch_size: int = 0, **kwargs: Any) -> list:
+        return self._on_base(self.base_cell.begin_state, batch_size, **kwargs)
+
+    def _on_base(self, method: Callable, *args: Any, **kwargs: Any) -> Any:
+        """``method(...)`` of the base cell, which it refuses while it is modified."""
         self.base_cell._modified = False
         try:
-            return self.base_cell.begin_state(batch_size, **kwargs)
+            return method(*args, **kwargs)
         finally:
             self.base_cell._modified = True
 
@@ -299,12 +300,8 @@ class ResidualCell(ModifierCell):
                layout: str = "NTC", merge_outputs: Optional[bool] = None,
                valid_length: Any = None) -> tuple[Any, list]:
         self.reset()
-        self.base_cell._modified = False
-        try:
-            outputs, states = self.base_cell.unroll(length, inputs, begin_state, layout,
-                                                    merge_outputs, valid_length)
-        finally:
-            self.base_cell._modified = True
+        outputs, states = self._on_base(self.base_cell.unroll, length, inputs, begin_state,
+                                        layout, merge_outputs, valid_length)
         merge = is_tensor(outputs)
         inputs, axis, F, _ = format_sequence(length, inputs, layout, merge)
         if valid_length is not None:
@@ -348,6 +345,27 @@ class VariationalDropoutCell(ModifierCell):
         if key not in self._masks:
             self._masks[key] = _keep_mask(F, x, p)
         return x * self._masks[key]
+
+    def unroll(self, length: int, inputs: Any, begin_state: Optional[list] = None,
+               layout: str = "NTC", merge_outputs: Optional[bool] = None,
+               valid_length: Any = None) -> tuple[Any, list]:
+        """Without state dropout, as MXNet: one dropout over the whole input and output
+        sequences (a mask shared along time) around the base cell's merged unroll; outputs
+        merged unless ``merge_outputs`` is False."""
+        if self.drop_states:
+            return super().unroll(length, inputs, begin_state, layout, merge_outputs,
+                                  valid_length)
+        self.reset()
+        inputs, axis, F, batch = format_sequence(length, inputs, layout, True)
+        states = begin_state if begin_state is not None else \
+            zero_states(self, F, batch, inputs, layout)
+        if self.drop_inputs:
+            inputs = F.Dropout(inputs, p=self.drop_inputs, axes=(axis,))
+        outputs, states = self._on_base(self.base_cell.unroll, length, inputs, states,
+                                        layout, True, valid_length)
+        if self.drop_outputs:
+            outputs = F.Dropout(outputs, p=self.drop_outputs, axes=(axis,))
+        return format_sequence(length, outputs, layout, merge_outputs)[0], states
 
     def hybrid_forward(self, F: Any, inputs: Any, states: list) -> tuple[Any, list]:
         states = list(states)

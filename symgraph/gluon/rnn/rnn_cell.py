@@ -27,7 +27,8 @@ from ...core.base import GraphError
 from ...frontend.symbol import Symbol
 from ..block import Block, HybridBlock
 from ..parameter import DeferredInitializationError
-from .sequence import call_state_func, format_sequence, last_states, mask_variable_length
+from .sequence import (call_state_func, format_sequence, last_states, mask_variable_length,
+                       zero_states)
 
 
 def _fc(F: Any, x: Any, w: Any, b: Any, units: int, name: str) -> Any:
@@ -46,8 +47,8 @@ def activate(F: Any, x: Any, act: Any, name: str) -> Any:
 def rnn_step(F: Any, x: Any, states: list, p: dict, h: int, pre: str, act: Any = "tanh",
              ract: Any = None) -> tuple[Any, list]:
     """``act(W x + b + U h + c)``; one state."""
-    z = _fc(F, x, p["i2h_weight"], p["i2h_bias"], h, pre + "i2h") + \
-        _fc(F, states[0], p["h2h_weight"], p["h2h_bias"], h, pre + "h2h")
+    z = F.elemwise_add(_fc(F, x, p["i2h_weight"], p["i2h_bias"], h, pre + "i2h"),
+                       _fc(F, states[0], p["h2h_weight"], p["h2h_bias"], h, pre + "h2h"))
     out = activate(F, z, act, pre + "out")
     return out, [out]
 
@@ -56,31 +57,54 @@ def lstm_step(F: Any, x: Any, states: list, p: dict, h: int, pre: str, act: Any 
               ract: Any = "sigmoid", proj: int = 0) -> tuple[Any, list]:
     """LSTM (gates i, f, g, o); with ``proj`` the output is projected by ``h2r_weight``
     to ``proj`` units (LSTMP)."""
-    gates = _fc(F, x, p["i2h_weight"], p["i2h_bias"], 4 * h, pre + "i2h") + \
-        _fc(F, states[0], p["h2h_weight"], p["h2h_bias"], 4 * h, pre + "h2h")
-    i, f, g, o = F.SliceChannel(gates, num_outputs=4, name=pre + "slice")
-    c = activate(F, f, ract, pre + "f") * states[1] + \
-        activate(F, i, ract, pre + "i") * activate(F, g, act, pre + "c")
-    # named as MXNet names the step's output (``t0_out``): users look outputs up by name
-    out = F.elemwise_mul(activate(F, o, ract, pre + "o"), activate(F, c, act, pre + "state"),
-                         name=pre + "out")
-    if proj:
-        out = _fc(F, out, p["h2r_weight"], None, proj, pre + "h2r")
+    gates = F.elemwise_add(
+        _fc(F, x, p["i2h_weight"], p["i2h_bias"], 4 * h, pre + "i2h"),
+        _fc(F, states[0], p["h2h_weight"], p["h2h_bias"], 4 * h, pre + "h2h"))
+    out, c = lstm_combine(F, gates, states[1], pre, act, ract, 1,
+                          "hidden" if proj else "out")
+    if proj:  # (MXNet names the projection, the cell's output, "out")
+        out = _fc(F, out, p["h2r_weight"], None, proj, pre + "out")
     return out, [out, c]
+
+
+def lstm_combine(F: Any, gates: Any, c_prev: Any, pre: str, act: Any, ract: Any,
+                 axis: int = 1, out_name: str = "out") -> tuple[Any, Any]:
+    """``(h, c)`` of an LSTM step from its summed gate pre-activations (i, f, g, o along
+    ``axis``); shared by the dense and the convolutional cells. ``h`` is named
+    ``<pre><out_name>`` as in MXNet, so unrolled outputs list as ``t0_out_output``."""
+    # elemwise (not broadcast) ops, as MXNet's symbol operators: a begin state of unknown
+    # batch (0) then takes the batch from the data, even a batch of 1.
+    i, f, g, o = F.SliceChannel(gates, num_outputs=4, axis=axis, name=pre + "slice")
+    c = F.elemwise_add(F.elemwise_mul(activate(F, f, ract, pre + "f"), c_prev),
+                       F.elemwise_mul(activate(F, i, ract, pre + "i"),
+                                      activate(F, g, act, pre + "c")),
+                       name=pre + "state")
+    out = F.elemwise_mul(activate(F, o, ract, pre + "o"),
+                         activate(F, c, act, pre + "state_act"), name=pre + out_name)
+    return out, c
 
 
 def gru_step(F: Any, x: Any, states: list, p: dict, h: int, pre: str, act: Any = "tanh",
              ract: Any = "sigmoid") -> tuple[Any, list]:
     """GRU (gates r, z, n): ``n = act(W_n x + b_n + r * (U_n h + c_n))``,
     ``h' = (1 - z) * n + z * h``."""
-    xr, xz, xn = F.SliceChannel(_fc(F, x, p["i2h_weight"], p["i2h_bias"], 3 * h, pre + "i2h"),
-                                num_outputs=3, name=pre + "i2h_slice")
-    hr, hz, hn = F.SliceChannel(_fc(F, states[0], p["h2h_weight"], p["h2h_bias"], 3 * h,
-                                    pre + "h2h"), num_outputs=3, name=pre + "h2h_slice")
-    r, z = activate(F, xr + hr, ract, pre + "r_act"), activate(F, xz + hz, ract, pre + "z_act")
-    n = activate(F, xn + r * hn, act, pre + "h_act")
-    out = F.elemwise_add((1.0 - z) * n, z * states[0], name=pre + "out")
+    out = gru_combine(F, _fc(F, x, p["i2h_weight"], p["i2h_bias"], 3 * h, pre + "i2h"),
+                      _fc(F, states[0], p["h2h_weight"], p["h2h_bias"], 3 * h, pre + "h2h"),
+                      states[0], pre, act, ract, 1)
     return out, [out]
+
+
+def gru_combine(F: Any, i2h: Any, h2h: Any, h_prev: Any, pre: str, act: Any, ract: Any,
+                axis: int = 1) -> Any:
+    """The new state of a GRU step from its input and recurrent transforms (r, z, n along
+    ``axis``), named ``<pre>out``; shared by the dense and the convolutional cells."""
+    xr, xz, xn = F.SliceChannel(i2h, num_outputs=3, axis=axis, name=pre + "i2h_slice")
+    hr, hz, hn = F.SliceChannel(h2h, num_outputs=3, axis=axis, name=pre + "h2h_slice")
+    r = activate(F, F.elemwise_add(xr, hr), ract, pre + "r_act")
+    z = activate(F, F.elemwise_add(xz, hz), ract, pre + "z_act")
+    n = activate(F, F.elemwise_add(xn, F.elemwise_mul(r, hn)), act, pre + "h_act")
+    return F.elemwise_add(F.elemwise_mul(1.0 - z, n), F.elemwise_mul(z, h_prev),
+                          name=pre + "out")
 
 
 STEPS: dict[str, Callable] = {"rnn_relu": rnn_step, "rnn_tanh": rnn_step, "lstm": lstm_step,
@@ -144,7 +168,7 @@ class RecurrentCell(Block):
         self.reset()
         inputs, axis, F, batch = format_sequence(length, inputs, layout, False)
         states = begin_state if begin_state is not None else \
-            self.begin_state(batch, func=F.zeros, **_like(F, inputs))
+            zero_states(self, F, batch, inputs, layout)
         outputs, per_step = [], []
         for x in inputs:
             out, states = self(x, states)
@@ -152,7 +176,8 @@ class RecurrentCell(Block):
             per_step.append(states)
         if valid_length is not None:
             states = last_states(F, per_step, valid_length)
-            outputs = mask_variable_length(F, outputs, length, valid_length, axis, False)
+            # merged, as MXNet: unless merge_outputs=False, a tensor then comes back
+            outputs = mask_variable_length(F, outputs, length, valid_length, axis, True)
         outputs = format_sequence(length, outputs, layout, merge_outputs)[0]
         return outputs, states
 
@@ -163,13 +188,6 @@ class RecurrentCell(Block):
     def step(self, inputs: Any, states: list) -> tuple[Any, list]:
         """One step (subclasses: a plain Block's own computation)."""
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
-
-
-def _like(F: Any, inputs: list) -> dict:
-    """``begin_state`` keywords making states of the inputs' context and dtype."""
-    if F is _sym:
-        return {}
-    return {"ctx": inputs[0].context, "dtype": inputs[0].dtype}
 
 
 class HybridRecurrentCell(RecurrentCell, HybridBlock):

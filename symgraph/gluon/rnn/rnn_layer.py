@@ -134,7 +134,10 @@ class _RNNLayer(HybridBlock):
 
     def _get_graph(self, *args: Any) -> tuple[list, Any]:
         """Trace on variables ``data``, ``state<i>``, ``sequence_length`` (the flat
-        arguments ``forward`` passes on), knowing the arrays' number of steps."""
+        arguments ``forward`` passes on), knowing the arrays' number of steps. A list of
+        states (``infer_shape(x, begin_state)``, as MXNet takes it) counts as its items."""
+        args = tuple(a for arg in args
+                     for a in (arg if isinstance(arg, (list, tuple)) else (arg,)))
         n = len(args) - 1 - self._use_sequence_length
         inputs = [_sym.var("data")] + [_sym.var(f"state{i}") for i in range(n)] + \
             ([_sym.var("sequence_length")] if self._use_sequence_length else [])

@@ -93,6 +93,10 @@ def call_state_func(func: Callable, name: str, info: dict) -> Any:
     only the keywords ``func`` takes (``sg.nd.zeros`` takes no name). The state's
     ``__layout__`` is left out: symgraph's creation functions take no layout."""
     info = {k: v for k, v in info.items() if k != "__layout__"}
+    if func in (_sym.zeros, _sym.ones) and 0 in info.get("shape", ()):
+        # MXNet's symbolic begin state (0, H) leaves the batch to the graph; symgraph's
+        # creation ops spell that -1 (a 0 there is an empty axis in a bind)
+        info["shape"] = tuple(-1 if d == 0 else d for d in info["shape"])
     try:
         params = inspect.signature(func).parameters
     except (TypeError, ValueError):
@@ -101,3 +105,21 @@ def call_state_func(func: Callable, name: str, info: dict) -> Any:
     if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
         kwargs = {k: v for k, v in kwargs.items() if k in params}
     return func(**kwargs)
+
+
+def zero_states(cell: Any, F: Any, batch: int, inputs: Any, layout: str) -> list:
+    """``cell``'s default begin states, zeros. On NDArrays: ``batch`` rows, of the inputs'
+    context and dtype. On Symbols: one row broadcast to the inputs' batch (``layout``'s N of
+    a tensor, axis 0 of a list of steps), so the state's batch comes from the data within
+    the graph (MXNet writes ``zeros((0, H))`` and leaves the 0 to inference, which a traced
+    block, run node by node, cannot do)."""
+    first = inputs if is_tensor(inputs) else inputs[0]
+    if F is not _sym:
+        return cell.begin_state(batch, func=F.zeros, ctx=first.context, dtype=first.dtype)
+    axis = layout.find("N") if is_tensor(inputs) else 0
+
+    def broadcast_zeros(name: str, shape: tuple, **kwargs: Any) -> Any:
+        row = F.zeros(shape=(1,) + tuple(shape[1:]), dtype=kwargs.get("dtype"))
+        return F.broadcast_like(row, first, lhs_axes=(0,), rhs_axes=(axis,), name=name)
+    return cell.begin_state(0, func=broadcast_zeros)
+
