@@ -11,7 +11,7 @@ from symgraph import gluon
 
 from ..mxnet_live import mxnet_json
 
-MODULES = (gluon.nn, gluon.rnn, gluon.loss, gluon.contrib.nn,
+MODULES = (gluon.nn, gluon.rnn, gluon.loss, gluon.contrib.nn, gluon.contrib.rnn,
            gluon.data.vision.transforms)
 
 
@@ -51,20 +51,22 @@ for name in json.load(sys.stdin):
 print(json.dumps(out))
 """
 
-CONV_POOL = ["nn.Conv1D", "nn.Conv2D", "nn.Conv3D", "nn.Conv2DTranspose", "nn.MaxPool1D",
-             "nn.MaxPool2D", "nn.AvgPool1D", "nn.AvgPool2D", "nn.GlobalMaxPool2D",
-             "nn.GlobalAvgPool2D"]
+CONV_POOL = [f"nn.{kind}{n}D{suffix}" for kind, suffix in
+             (("Conv", ""), ("Conv", "Transpose"), ("MaxPool", ""), ("AvgPool", ""))
+             for n in (1, 2, 3)]
+GLOBAL = [f"nn.Global{kind}Pool{n}D" for kind in ("Max", "Avg") for n in (1, 2, 3)]
 
 
 @pytest.mark.mxnet
 def test_conv_and_pool_signatures_are_mxnets() -> None:
-    theirs = mxnet_json(MX_SCRIPT, CONV_POOL)
+    names = CONV_POOL + GLOBAL + ["nn.ReflectionPad2D"]
+    theirs = mxnet_json(MX_SCRIPT, names)
     layers = _layers()
-    for name in CONV_POOL:
+    for name in names:
         assert [list(p) for p in _params(layers[f"gluon.{name}"])] == theirs[name], name
 
 
-@pytest.mark.parametrize("name", CONV_POOL[:-2])
+@pytest.mark.parametrize("name", CONV_POOL + GLOBAL + ["nn.ReflectionPad2D"])
 def test_conv_and_pool_help_describes_every_argument(name: str) -> None:
     cls = _layers()[f"gluon.{name}"]
     doc = inspect.getdoc(cls) or ""

@@ -20,6 +20,7 @@ from ...core.base import AttrError
 
 from ..block import HybridBlock
 from .activations import Activation
+from .layer_docs import ADJ, CONV_PARAMS, document
 from .pool_layers import FIRST, as_tuple as _tuple, channels_first_call, check_layout
 
 IntOrTuple = Union[int, Sequence[int]]
@@ -83,58 +84,181 @@ class _Conv(HybridBlock):
                 f"kernel_size={k['kernel']}, stride={k['stride']})")
 
 
-def _conv_class(ndim: int, layout: str, transpose: bool = False) -> type:
-    def __init__(self: Any, channels: int, kernel_size: IntOrTuple,
-                 strides: IntOrTuple = 1, padding: IntOrTuple = 0,
-                 *more: Any, **kwargs: Any) -> None:
-        names = (("output_padding",) if transpose else ()) + (
-            "dilation", "groups", "layout", "activation", "use_bias", "weight_initializer",
-            "bias_initializer", "in_channels")  # MXNet's positional order
-        kwargs.update(zip(names, more))
-        adj = kwargs.pop("output_padding", 0) if transpose else None
-        _Conv.__init__(self, channels, kernel_size, strides, padding,
-                       kwargs.pop("dilation", 1), kwargs.pop("groups", 1),
-                       kwargs.pop("layout", layout),
-                       op_name="Deconvolution" if transpose else "Convolution",
-                       adj=adj, ndim=ndim, **kwargs)
-    return __init__
-
-
 class Conv1D(_Conv):
-    """1-D convolution over NCW data (weight ``(channels, in_channels/groups, k)``)."""
-    __init__ = _conv_class(1, "NCW")
+    """1-D convolution over NCW (or NWC) data (weight ``(channels, in_channels/groups, k)``).
+
+    Examples
+    --------
+    >>> conv = sg.gluon.nn.Conv1D(1, kernel_size=2, use_bias=False, weight_initializer='ones')
+    >>> conv.initialize()
+    >>> conv(sg.nd.array([[[1, 2, 3]]]))  # 1 + 2, 2 + 3
+    [[[3. 5.]]]
+    <NDArray 1x1x2 @cpu(0)>
+    """
+
+    def __init__(self, channels: int, kernel_size: IntOrTuple, strides: IntOrTuple = 1,
+                 padding: IntOrTuple = 0, dilation: IntOrTuple = 1,
+                 groups: int = 1, layout: str = "NCW", activation: Optional[str] = None,
+                 use_bias: bool = True, weight_initializer: Any = None,
+                 bias_initializer: Any = "zeros", in_channels: int = 0,
+                 **kwargs: Any) -> None:
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, ndim=1, **kwargs)
 
 
 class Conv2D(_Conv):
-    """2-D convolution over NCHW data; ``in_channels=0`` infers it at the first forward."""
-    __init__ = _conv_class(2, "NCHW")
+    """2-D convolution over NCHW (or NHWC) data; ``in_channels=0`` infers it at the first forward.
+
+    Examples
+    --------
+    >>> conv = sg.gluon.nn.Conv2D(1, kernel_size=2, use_bias=False, weight_initializer='ones')
+    >>> conv.initialize()
+    >>> conv(sg.nd.ones((1, 1, 3, 3)))  # each 2x2 window of ones sums to 4
+    [[[[4. 4.]
+       [4. 4.]]]]
+    <NDArray 1x1x2x2 @cpu(0)>
+    >>> last = sg.gluon.nn.Conv2D(16, 3, layout='NHWC', in_channels=4)
+    >>> last.initialize()
+    >>> last(sg.nd.ones((1, 10, 10, 4))).shape  # channels stay last
+    (1, 8, 8, 16)
+    """
+
+    def __init__(self, channels: int, kernel_size: IntOrTuple, strides: IntOrTuple = (1, 1),
+                 padding: IntOrTuple = (0, 0), dilation: IntOrTuple = (1, 1),
+                 groups: int = 1, layout: str = "NCHW", activation: Optional[str] = None,
+                 use_bias: bool = True, weight_initializer: Any = None,
+                 bias_initializer: Any = "zeros", in_channels: int = 0,
+                 **kwargs: Any) -> None:
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, ndim=2, **kwargs)
 
 
 class Conv3D(_Conv):
-    """3-D convolution over NCDHW data."""
-    __init__ = _conv_class(3, "NCDHW")
+    """3-D convolution over NCDHW (or NDHWC) data.
+
+    Examples
+    --------
+    >>> conv = sg.gluon.nn.Conv3D(1, kernel_size=2, use_bias=False, weight_initializer='ones')
+    >>> conv.initialize()
+    >>> conv(sg.nd.ones((1, 1, 2, 2, 2)))  # one 2x2x2 window of ones
+    [[[[[8.]]]]]
+    <NDArray 1x1x1x1x1 @cpu(0)>
+    """
+
+    def __init__(self, channels: int, kernel_size: IntOrTuple, strides: IntOrTuple = (1, 1, 1),
+                 padding: IntOrTuple = (0, 0, 0), dilation: IntOrTuple = (1, 1, 1),
+                 groups: int = 1, layout: str = "NCDHW", activation: Optional[str] = None,
+                 use_bias: bool = True, weight_initializer: Any = None,
+                 bias_initializer: Any = "zeros", in_channels: int = 0,
+                 **kwargs: Any) -> None:
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, ndim=3, **kwargs)
 
 
 class Conv1DTranspose(_Conv):
-    """1-D transposed convolution (weight ``(in_channels, channels/groups, k)``)."""
-    __init__ = _conv_class(1, "NCW", transpose=True)
+    """1-D transposed convolution (weight ``(in_channels, channels/groups, k)``).
+
+    Examples
+    --------
+    >>> deconv = sg.gluon.nn.Conv1DTranspose(1, kernel_size=2, use_bias=False,
+    ...                                      weight_initializer='ones')
+    >>> deconv.initialize()
+    >>> deconv(sg.nd.array([[[1, 2, 3]]]))  # 1, 1 + 2, 2 + 3, 3
+    [[[1. 3. 5. 3.]]]
+    <NDArray 1x1x4 @cpu(0)>
+    """
+
+    def __init__(self, channels: int, kernel_size: IntOrTuple, strides: IntOrTuple = 1,
+                 padding: IntOrTuple = 0, output_padding: IntOrTuple = 0,
+                 dilation: IntOrTuple = 1,
+                 groups: int = 1, layout: str = "NCW", activation: Optional[str] = None,
+                 use_bias: bool = True, weight_initializer: Any = None,
+                 bias_initializer: Any = "zeros", in_channels: int = 0,
+                 **kwargs: Any) -> None:
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, op_name="Deconvolution", adj=output_padding,
+                         ndim=1, **kwargs)
 
 
 class Conv2DTranspose(_Conv):
-    """2-D transposed convolution (weight ``(in_channels, channels/groups, kh, kw)``)."""
-    __init__ = _conv_class(2, "NCHW", transpose=True)
+    """2-D transposed convolution (weight ``(in_channels, channels/groups, kh, kw)``).
+
+    Examples
+    --------
+    >>> deconv = sg.gluon.nn.Conv2DTranspose(1, kernel_size=2, use_bias=False,
+    ...                                      weight_initializer='ones')
+    >>> deconv.initialize()
+    >>> deconv(sg.nd.ones((1, 1, 2, 2)))  # how many input windows cover each output cell
+    [[[[1. 2. 1.]
+       [2. 4. 2.]
+       [1. 2. 1.]]]]
+    <NDArray 1x1x3x3 @cpu(0)>
+    """
+
+    def __init__(self, channels: int, kernel_size: IntOrTuple, strides: IntOrTuple = (1, 1),
+                 padding: IntOrTuple = (0, 0), output_padding: IntOrTuple = (0, 0),
+                 dilation: IntOrTuple = (1, 1),
+                 groups: int = 1, layout: str = "NCHW", activation: Optional[str] = None,
+                 use_bias: bool = True, weight_initializer: Any = None,
+                 bias_initializer: Any = "zeros", in_channels: int = 0,
+                 **kwargs: Any) -> None:
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, op_name="Deconvolution", adj=output_padding,
+                         ndim=2, **kwargs)
 
 
 class Conv3DTranspose(_Conv):
-    """3-D transposed convolution (weight ``(in_channels, channels/groups, kd, kh, kw)``)."""
-    __init__ = _conv_class(3, "NCDHW", transpose=True)
+    """3-D transposed convolution (weight ``(in_channels, channels/groups, kd, kh, kw)``).
+
+    Examples
+    --------
+    >>> deconv = sg.gluon.nn.Conv3DTranspose(2, kernel_size=2, strides=2, in_channels=3)
+    >>> deconv.initialize()
+    >>> deconv(sg.nd.ones((1, 3, 2, 2, 2))).shape  # stride 2 doubles each spatial axis
+    (1, 2, 4, 4, 4)
+    >>> last = sg.gluon.nn.Conv3DTranspose(2, 2, layout='NDHWC', in_channels=3)
+    >>> last.initialize()
+    >>> last(sg.nd.ones((1, 2, 2, 2, 3))).shape
+    (1, 3, 3, 3, 2)
+    """
+
+    def __init__(self, channels: int, kernel_size: IntOrTuple, strides: IntOrTuple = (1, 1, 1),
+                 padding: IntOrTuple = (0, 0, 0), output_padding: IntOrTuple = (0, 0, 0),
+                 dilation: IntOrTuple = (1, 1, 1),
+                 groups: int = 1, layout: str = "NCDHW", activation: Optional[str] = None,
+                 use_bias: bool = True, weight_initializer: Any = None,
+                 bias_initializer: Any = "zeros", in_channels: int = 0,
+                 **kwargs: Any) -> None:
+        super().__init__(channels, kernel_size, strides, padding, dilation, groups, layout,
+                         in_channels, activation, use_bias, weight_initializer,
+                         bias_initializer, op_name="Deconvolution", adj=output_padding,
+                         ndim=3, **kwargs)
 
 
 class ReflectionPad2D(HybridBlock):
-    """Pads NCHW data by reflection (the border itself not repeated): ``padding`` an int
-    (that many on each side of H and W) or MXNet's 8-tuple ``pad_width``.
+    """Pads NCHW data by reflection (the border itself not repeated).
 
-    Example: ``ReflectionPad2D(1)(x)`` of ``x`` ``(N, C, H, W)`` is ``(N, C, H+2, W+2)``.
+    Parameters
+    ----------
+    padding : int or tuple of 8 ints
+        That many rows and columns on each side of H and W, or MXNet's ``pad_width``
+        (before and after each of N, C, H, W; those of N and C must be 0).
+
+    Examples
+    --------
+    >>> pad = sg.gluon.nn.ReflectionPad2D(1)
+    >>> pad(sg.nd.arange(9).reshape((1, 1, 3, 3)))  # row/column 1 mirrored outside 0
+    [[[[4. 3. 4. 5. 4.]
+       [1. 0. 1. 2. 1.]
+       [4. 3. 4. 5. 4.]
+       [7. 6. 7. 8. 7.]
+       [4. 3. 4. 5. 4.]]]]
+    <NDArray 1x1x5x5 @cpu(0)>
     """
 
     def __init__(self, padding: IntOrTuple = 0, **kwargs: Any) -> None:
@@ -153,3 +277,9 @@ class ReflectionPad2D(HybridBlock):
 
     def __repr__(self) -> str:
         return f"ReflectionPad2D(padding={self._kwargs['pad_width']})"
+
+
+for _cls, _n in ((Conv1D, 1), (Conv2D, 2), (Conv3D, 3)):
+    document(_cls, CONV_PARAMS, _n, adj="")
+for _cls, _n in ((Conv1DTranspose, 1), (Conv2DTranspose, 2), (Conv3DTranspose, 3)):
+    document(_cls, CONV_PARAMS, _n, adj=ADJ.format(n=_n))

@@ -16,9 +16,9 @@ from typing import Any, Optional, Union, Sequence
 from ...core.base import AttrError
 from ..block import HybridBlock
 
+from .layer_docs import AVG, FIRST, GLOBAL_PARAMS, LAST, POOL_PARAMS, document
+
 IntOrTuple = Union[int, Sequence[int]]
-FIRST = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
-LAST = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
 
 
 def as_tuple(value: IntOrTuple, n: int, what: str) -> tuple[int, ...]:
@@ -90,90 +90,222 @@ class _Pooling(HybridBlock):
         return f"{type(self).__name__}(size={k['kernel']}, stride={k['stride']})"
 
 
-def _pool_class(ndim: int, pool_type: str, order: tuple) -> Any:
-    """``__init__(pool_size, strides, padding, *rest)``; ``order`` names the rest as MXNet
-    orders them (AvgPool2D and the 3-D pools put ``ceil_mode`` before ``layout``)."""
-    def __init__(self: Any, pool_size: IntOrTuple = (2,) * ndim, strides: Any = None,
-                 padding: IntOrTuple = 0, *more: Any, **kwargs: Any) -> None:
-        kwargs.update(zip(order, more))
-        last = check_layout(type(self).__name__, kwargs.pop("layout", FIRST[ndim]), ndim)
-        ceil_mode = kwargs.pop("ceil_mode", False)
-        count_include_pad = kwargs.pop("count_include_pad", True)
-        size = as_tuple(pool_size, ndim, "pool_size")
-        strides = None if strides is None else as_tuple(strides, ndim, "strides")
-        _Pooling.__init__(self, size, strides, as_tuple(padding, ndim, "padding"), ceil_mode,
-                          False, pool_type,
-                          count_include_pad if pool_type == "avg" else None, last, **kwargs)
-    return __init__
+def _pool_init(block: _Pooling, ndim: int, pool_type: str, pool_size: IntOrTuple,
+               strides: Any, padding: IntOrTuple, layout: str, ceil_mode: bool,
+               count_include_pad: Optional[bool], kwargs: dict) -> None:
+    """The shared body of the MaxPool/AvgPool classes' ``__init__``."""
+    last = check_layout(type(block).__name__, layout, ndim)
+    size = as_tuple(pool_size, ndim, "pool_size")
+    strides = None if strides is None else as_tuple(strides, ndim, "strides")
+    _Pooling.__init__(block, size, strides, as_tuple(padding, ndim, "padding"), ceil_mode,
+                      False, pool_type, count_include_pad, last, **kwargs)
 
 
-_LAYOUT_FIRST = ("layout", "ceil_mode", "count_include_pad")
-_CEIL_FIRST = ("ceil_mode", "layout", "count_include_pad")
+def _global_init(block: _Pooling, ndim: int, pool_type: str, layout: str,
+                 kwargs: dict) -> None:
+    """The shared body of the GlobalMaxPool/GlobalAvgPool classes' ``__init__``."""
+    last = check_layout(type(block).__name__, layout, ndim)
+    _Pooling.__init__(block, (1,) * ndim, (1,) * ndim, (0,) * ndim, False, True,
+                      pool_type, None, last, **kwargs)
 
 
 class MaxPool1D(_Pooling):
-    """Max pooling over NCW (or NWC) data (``strides`` default to ``pool_size``)."""
-    __init__ = _pool_class(1, "max", _LAYOUT_FIRST)
+    """Max pooling over NCW (or NWC) data (``strides`` default to ``pool_size``).
+
+    Examples
+    --------
+    >>> sg.gluon.nn.MaxPool1D()(sg.nd.array([[[1, 3, 2, 4]]]))
+    [[[3. 4.]]]
+    <NDArray 1x1x2 @cpu(0)>
+    """
+
+    def __init__(self, pool_size: IntOrTuple = 2, strides: Optional[IntOrTuple] = None,
+                 padding: IntOrTuple = 0, layout: str = "NCW", ceil_mode: bool = False,
+                 **kwargs: Any) -> None:
+        _pool_init(self, 1, "max", pool_size, strides, padding, layout, ceil_mode,
+                   None, kwargs)
 
 
 class MaxPool2D(_Pooling):
-    """Max pooling over NCHW (or NHWC) data (``strides`` default to ``pool_size``)."""
-    __init__ = _pool_class(2, "max", _LAYOUT_FIRST)
+    """Max pooling over NCHW (or NHWC) data (``strides`` default to ``pool_size``).
+
+    Examples
+    --------
+    >>> sg.gluon.nn.MaxPool2D()(sg.nd.array([[[[1, 2], [3, 4]]]]))
+    [[[[4.]]]]
+    <NDArray 1x1x1x1 @cpu(0)>
+    >>> sg.gluon.nn.MaxPool2D(3, 2, layout='NHWC')(sg.nd.ones((1, 10, 10, 4))).shape
+    (1, 4, 4, 4)
+    """
+
+    def __init__(self, pool_size: IntOrTuple = (2, 2), strides: Optional[IntOrTuple] = None,
+                 padding: IntOrTuple = 0, layout: str = "NCHW", ceil_mode: bool = False,
+                 **kwargs: Any) -> None:
+        _pool_init(self, 2, "max", pool_size, strides, padding, layout, ceil_mode,
+                   None, kwargs)
 
 
 class MaxPool3D(_Pooling):
-    """Max pooling over NCDHW (or NDHWC) data (``strides`` default to ``pool_size``)."""
-    __init__ = _pool_class(3, "max", _CEIL_FIRST)
+    """Max pooling over NCDHW (or NDHWC) data (``strides`` default to ``pool_size``).
+
+    Examples
+    --------
+    >>> sg.gluon.nn.MaxPool3D()(sg.nd.arange(8).reshape((1, 1, 2, 2, 2)))  # the largest of 0..7
+    [[[[[7.]]]]]
+    <NDArray 1x1x1x1x1 @cpu(0)>
+    """
+
+    def __init__(self, pool_size: IntOrTuple = (2, 2, 2), strides: Optional[IntOrTuple] = None,
+                 padding: IntOrTuple = 0, ceil_mode: bool = False, layout: str = "NCDHW",
+                 **kwargs: Any) -> None:
+        _pool_init(self, 3, "max", pool_size, strides, padding, layout, ceil_mode,
+                   None, kwargs)
 
 
 class AvgPool1D(_Pooling):
-    """Average pooling over NCW (or NWC) data (``count_include_pad`` as MXNet: True)."""
-    __init__ = _pool_class(1, "avg", _LAYOUT_FIRST)
+    """Average pooling over NCW (or NWC) data (``count_include_pad`` as MXNet: True).
+
+    Examples
+    --------
+    >>> sg.gluon.nn.AvgPool1D()(sg.nd.array([[[1, 3, 2, 4]]]))
+    [[[2. 3.]]]
+    <NDArray 1x1x2 @cpu(0)>
+    """
+
+    def __init__(self, pool_size: IntOrTuple = 2, strides: Optional[IntOrTuple] = None,
+                 padding: IntOrTuple = 0, layout: str = "NCW", ceil_mode: bool = False,
+                 count_include_pad: bool = True, **kwargs: Any) -> None:
+        _pool_init(self, 1, "avg", pool_size, strides, padding, layout, ceil_mode,
+                   count_include_pad, kwargs)
 
 
 class AvgPool2D(_Pooling):
-    """Average pooling over NCHW (or NHWC) data (``count_include_pad`` as MXNet: True)."""
-    __init__ = _pool_class(2, "avg", _CEIL_FIRST)
+    """Average pooling over NCHW (or NHWC) data (``count_include_pad`` as MXNet: True).
+
+    Examples
+    --------
+    >>> sg.gluon.nn.AvgPool2D()(sg.nd.array([[[[1, 2], [3, 4]]]]))
+    [[[[2.5]]]]
+    <NDArray 1x1x1x1 @cpu(0)>
+    >>> pool = sg.gluon.nn.AvgPool2D(padding=1)  # padded zeros count in the divisor
+    >>> pool(sg.nd.array([[[[1, 2], [3, 4]]]]))
+    [[[[0.25 0.5 ]
+       [0.75 1.  ]]]]
+    <NDArray 1x1x2x2 @cpu(0)>
+    """
+
+    def __init__(self, pool_size: IntOrTuple = (2, 2), strides: Optional[IntOrTuple] = None,
+                 padding: IntOrTuple = 0, ceil_mode: bool = False, layout: str = "NCHW",
+                 count_include_pad: bool = True, **kwargs: Any) -> None:
+        _pool_init(self, 2, "avg", pool_size, strides, padding, layout, ceil_mode,
+                   count_include_pad, kwargs)
 
 
 class AvgPool3D(_Pooling):
-    """Average pooling over NCDHW (or NDHWC) data."""
-    __init__ = _pool_class(3, "avg", _CEIL_FIRST)
+    """Average pooling over NCDHW (or NDHWC) data (``count_include_pad`` as MXNet: True).
 
+    Examples
+    --------
+    >>> sg.gluon.nn.AvgPool3D()(sg.nd.arange(8).reshape((1, 1, 2, 2, 2)))  # the mean of 0..7
+    [[[[[3.5]]]]]
+    <NDArray 1x1x1x1x1 @cpu(0)>
+    """
 
-def _global_class(ndim: int, pool_type: str) -> Any:
-    def __init__(self: Any, layout: str = FIRST[ndim], **kwargs: Any) -> None:
-        last = check_layout(type(self).__name__, layout, ndim)
-        _Pooling.__init__(self, (1,) * ndim, (1,) * ndim, (0,) * ndim, False, True,
-                          pool_type, None, last, **kwargs)
-    return __init__
+    def __init__(self, pool_size: IntOrTuple = (2, 2, 2), strides: Optional[IntOrTuple] = None,
+                 padding: IntOrTuple = 0, ceil_mode: bool = False, layout: str = "NCDHW",
+                 count_include_pad: bool = True, **kwargs: Any) -> None:
+        _pool_init(self, 3, "avg", pool_size, strides, padding, layout, ceil_mode,
+                   count_include_pad, kwargs)
 
 
 class GlobalMaxPool1D(_Pooling):
-    """Max over the whole W: output ``(N, C, 1)`` (``(N, 1, C)`` for NWC)."""
-    __init__ = _global_class(1, "max")
+    """Max over the whole W: output ``(N, C, 1)`` (``(N, 1, C)`` for NWC).
+
+    Examples
+    --------
+    >>> sg.gluon.nn.GlobalMaxPool1D()(sg.nd.array([[[1, 3, 2, 4]]]))
+    [[[4.]]]
+    <NDArray 1x1x1 @cpu(0)>
+    """
+
+    def __init__(self, layout: str = "NCW", **kwargs: Any) -> None:
+        _global_init(self, 1, "max", layout, kwargs)
 
 
 class GlobalMaxPool2D(_Pooling):
-    """Max over the whole H and W: output ``(N, C, 1, 1)``."""
-    __init__ = _global_class(2, "max")
+    """Max over the whole H and W: output ``(N, C, 1, 1)``.
+
+    Examples
+    --------
+    >>> sg.gluon.nn.GlobalMaxPool2D()(sg.nd.array([[[[1, 2], [3, 4]]]]))
+    [[[[4.]]]]
+    <NDArray 1x1x1x1 @cpu(0)>
+    """
+
+    def __init__(self, layout: str = "NCHW", **kwargs: Any) -> None:
+        _global_init(self, 2, "max", layout, kwargs)
 
 
 class GlobalMaxPool3D(_Pooling):
-    """Max over the whole D, H and W: output ``(N, C, 1, 1, 1)``."""
-    __init__ = _global_class(3, "max")
+    """Max over the whole D, H and W: output ``(N, C, 1, 1, 1)``.
+
+    Examples
+    --------
+    >>> sg.gluon.nn.GlobalMaxPool3D()(sg.nd.arange(8).reshape((1, 1, 2, 2, 2)))
+    [[[[[7.]]]]]
+    <NDArray 1x1x1x1x1 @cpu(0)>
+    """
+
+    def __init__(self, layout: str = "NCDHW", **kwargs: Any) -> None:
+        _global_init(self, 3, "max", layout, kwargs)
 
 
 class GlobalAvgPool1D(_Pooling):
-    """Mean over the whole W: output ``(N, C, 1)`` (``(N, 1, C)`` for NWC)."""
-    __init__ = _global_class(1, "avg")
+    """Mean over the whole W: output ``(N, C, 1)`` (``(N, 1, C)`` for NWC).
+
+    Examples
+    --------
+    >>> sg.gluon.nn.GlobalAvgPool1D(layout='NWC')(sg.nd.array([[[1, 2], [3, 6]]]))
+    [[[2. 4.]]]
+    <NDArray 1x1x2 @cpu(0)>
+    """
+
+    def __init__(self, layout: str = "NCW", **kwargs: Any) -> None:
+        _global_init(self, 1, "avg", layout, kwargs)
 
 
 class GlobalAvgPool2D(_Pooling):
-    """Mean over the whole H and W: output ``(N, C, 1, 1)``."""
-    __init__ = _global_class(2, "avg")
+    """Mean over the whole H and W: output ``(N, C, 1, 1)``.
+
+    Examples
+    --------
+    >>> sg.gluon.nn.GlobalAvgPool2D()(sg.nd.array([[[[1, 2], [3, 4]]]]))
+    [[[[2.5]]]]
+    <NDArray 1x1x1x1 @cpu(0)>
+    """
+
+    def __init__(self, layout: str = "NCHW", **kwargs: Any) -> None:
+        _global_init(self, 2, "avg", layout, kwargs)
 
 
 class GlobalAvgPool3D(_Pooling):
-    """Mean over the whole D, H and W: output ``(N, C, 1, 1, 1)``."""
-    __init__ = _global_class(3, "avg")
+    """Mean over the whole D, H and W: output ``(N, C, 1, 1, 1)``.
+
+    Examples
+    --------
+    >>> sg.gluon.nn.GlobalAvgPool3D()(sg.nd.arange(8).reshape((1, 1, 2, 2, 2)))
+    [[[[[3.5]]]]]
+    <NDArray 1x1x1x1x1 @cpu(0)>
+    """
+
+    def __init__(self, layout: str = "NCDHW", **kwargs: Any) -> None:
+        _global_init(self, 3, "avg", layout, kwargs)
+
+
+for _cls, _n in ((MaxPool1D, 1), (MaxPool2D, 2), (MaxPool3D, 3)):
+    document(_cls, POOL_PARAMS, _n, avg="")
+for _cls, _n in ((AvgPool1D, 1), (AvgPool2D, 2), (AvgPool3D, 3)):
+    document(_cls, POOL_PARAMS, _n, avg=AVG)
+for _cls, _n in ((GlobalMaxPool1D, 1), (GlobalMaxPool2D, 2), (GlobalMaxPool3D, 3),
+                 (GlobalAvgPool1D, 1), (GlobalAvgPool2D, 2), (GlobalAvgPool3D, 3)):
+    document(_cls, GLOBAL_PARAMS, _n)
