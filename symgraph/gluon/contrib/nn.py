@@ -210,8 +210,17 @@ class SyncBatchNorm(BatchNorm):
     by the layer's prefix). On one device it is BatchNorm; over several, each replica
     normalises with its own batch's statistics for now (docs/mxnet_parity.md).
 
-    Example: ``SyncBatchNorm(in_channels=16, num_devices=1)`` then ``bn(x)`` on
-    ``(N, 16, H, W)`` data."""
+    Examples
+    --------
+    >>> bn = sg.gluon.contrib.nn.SyncBatchNorm(in_channels=2, num_devices=1)
+    >>> bn.initialize()
+    >>> with sg.autograd.record():  # training: each channel by its batch mean and deviation
+    ...     y = bn(sg.nd.array([[1, 10], [3, 30]]))
+    >>> y
+    [[-1. -1.]
+     [ 1.  1.]]
+    <NDArray 2x2 @cpu(0)>
+    """
 
     def __init__(self, in_channels: int = 0, num_devices: Optional[int] = None,
                  momentum: float = 0.9, epsilon: float = 1e-5, center: bool = True,

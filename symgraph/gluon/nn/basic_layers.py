@@ -220,7 +220,17 @@ class BatchNormReLU(BatchNorm):
     """``relu(BatchNorm(x))``, MXNet 1.9.1's fused layer: BatchNorm's arguments and
     parameter names (the fusion is left to the compiler).
 
-    Example: ``BatchNormReLU(in_channels=8)(x)`` is never negative."""
+    Examples
+    --------
+    >>> layer = sg.gluon.nn.BatchNormReLU(in_channels=2)
+    >>> layer.initialize()
+    >>> with sg.autograd.record():  # normalised to -1 and 1, then the negative one cut
+    ...     y = layer(sg.nd.array([[1, 10], [3, 30]]))
+    >>> y
+    [[0. 0.]
+     [1. 1.]]
+    <NDArray 2x2 @cpu(0)>
+    """
 
     def hybrid_forward(self, F: Any, x: Any, gamma: Any, beta: Any, running_mean: Any,
                        running_var: Any) -> Any:

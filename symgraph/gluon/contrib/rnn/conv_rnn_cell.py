@@ -13,6 +13,7 @@ Example::
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Optional, Sequence, Union
 
 from ....core.base import AttrError
@@ -185,3 +186,31 @@ class Conv3DGRUCell(_ConvCell):
     """3-D convolutional GRU: gates r, z, n."""
     _gates, _alias_name = 3, "conv_gru"
     __init__ = _init(3)
+
+
+def _add_example(cls: type, dims: int) -> None:
+    """Append an Examples section to ``cls``'s docstring: one step on ``dims``-D data, with
+    'same' padding so the state keeps the input's spatial size."""
+    shape = (3,) + (4,) * dims
+    out = (2, 4) + (4,) * dims
+    states = [out] * (2 if cls._gates == 4 else 1)
+    head = inspect.cleandoc(cls.__doc__ or "").replace("\n", "\n    ")
+    cls.__doc__ = f"""{head}
+
+    Examples
+    --------
+    >>> cell = sg.gluon.contrib.rnn.{cls.__name__}({shape}, 4, i2h_kernel=3, h2h_kernel=3,
+    ...                                         i2h_pad=1)
+    >>> cell.initialize()
+    >>> out, states = cell(sg.nd.ones((2,) + {shape}), cell.begin_state(batch_size=2))
+    >>> out.shape, [s.shape for s in states]
+    ({out}, {states})
+    """
+
+
+for _cls in (Conv1DRNNCell, Conv1DLSTMCell, Conv1DGRUCell):
+    _add_example(_cls, 1)
+for _cls in (Conv2DRNNCell, Conv2DLSTMCell, Conv2DGRUCell):
+    _add_example(_cls, 2)
+for _cls in (Conv3DRNNCell, Conv3DLSTMCell, Conv3DGRUCell):
+    _add_example(_cls, 3)

@@ -21,11 +21,23 @@ def dynamic_unroll(cell: Any, inputs: Any, begin_state: list, drop_inputs: float
     those of its last valid step. ``drop_inputs``/``drop_outputs``: dropout rates shared over
     the time axis.
 
-    Example::
-
-        cell = gluon.rnn.LSTMCell(5)
-        cell.initialize()
-        out, states = dynamic_unroll(cell, sg.nd.ones((3, 2, 4)), cell.begin_state(2))
+    Examples
+    --------
+    >>> cell = sg.gluon.rnn.RNNCell(2, 'relu', input_size=1, i2h_weight_initializer='ones',
+    ...                             h2h_weight_initializer='zeros')
+    >>> cell.initialize()  # so each step's output is relu(x), twice
+    >>> x = sg.nd.array([[[1], [2], [3]]])  # one sequence of 3 steps, 'NTC'
+    >>> unroll = sg.gluon.contrib.rnn.dynamic_unroll
+    >>> out, states = unroll(cell, x, cell.begin_state(1), layout='NTC',
+    ...                      valid_length=sg.nd.array([2]))
+    >>> out  # the step past the valid length is 0
+    [[[1. 1.]
+      [2. 2.]
+      [0. 0.]]]
+    <NDArray 1x3x2 @cpu(0)>
+    >>> states[0]  # the state of the last valid step
+    [[2. 2.]]
+    <NDArray 1x2 @cpu(0)>
     """
     F = front_end(inputs)
     axis = layout.find("T")
