@@ -74,3 +74,21 @@ def test_conv_and_pool_help_describes_every_argument(name: str) -> None:
                  and not line.startswith(" ") for n in line.split(" : ")[0].split(",")}
     missing = [p for p, _ in _params(cls) if p not in described]
     assert not missing, f"{name}: no Parameters entry for {missing}"
+
+
+def test_positional_arguments_land_where_mxnet_puts_them() -> None:
+    """MXNet's positional order: AvgPool2D/3D and MaxPool3D take ceil_mode before layout,
+    the transposed convolutions output_padding after padding."""
+    import symgraph as sg
+    x = sg.nd.array([[[[1, 2], [3, 4]]]])
+    # padding 1, ceil_mode False, layout NCHW, count_include_pad False: each 2x2 window
+    # holds one real cell, so the average without the padding is that cell
+    got = gluon.nn.AvgPool2D(2, 2, 1, False, "NCHW", False)(x).asnumpy()
+    assert got.tolist() == [[[[1.0, 2.0], [3.0, 4.0]]]]
+    # ceil_mode True: a 3-wide axis pooled by 2 with stride 2 gives 2 windows, not 1
+    assert gluon.nn.MaxPool3D(2, 2, 0, True)(sg.nd.ones((1, 1, 3, 3, 3))).shape == \
+        (1, 1, 2, 2, 2)
+    # output_padding 1: (2 - 1) * 2 - 2 * 1 + 3 + 1 = 4 per spatial axis
+    deconv = gluon.nn.Conv2DTranspose(1, 3, 2, 1, 1, in_channels=1)
+    deconv.initialize()
+    assert deconv(sg.nd.ones((1, 1, 2, 2))).shape == (1, 1, 4, 4)
