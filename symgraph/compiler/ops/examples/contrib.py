@@ -57,6 +57,7 @@ EXAMPLES: dict[str, str] = {
                       "# forward: identity; backward: hinge-loss gradient",
                       "[[ 1. -2.]]", "1x2"),
     "IdentityAttachKLSparseReg": call(
-        "sg.nd.IdentityAttachKLSparseReg(sg.nd.array([[0.25, 0.75]]), sg.nd.full((2,), 0.1))  "
-        "# forward: identity; backward adds the KL sparsity penalty", "[[0.25 0.75]]", "1x2"),
+        "sg.nd.IdentityAttachKLSparseReg(sg.nd.array([[0.25, 0.75]]), "
+        "moving_avg=sg.nd.full((2,), 0.1))  # forward: identity; backward adds the KL "
+        "sparsity penalty", "[[0.25 0.75]]", "1x2"),
 }

@@ -7,14 +7,15 @@ from ._text import call
 MAP = "img = sg.nd.arange(16).reshape((1, 1, 4, 4))"
 # one anchor of side 0.5 in the middle of the unit square
 ANCHOR = "anchor = sg.nd.array([[[0.25, 0.25, 0.75, 0.75]]])"
-# one RPN anchor (scale 2 of a 4-pixel stride: 8x8 around (1.5, 1.5)) on an 8x8 image
+# one RPN anchor (scale 2 of a 4-pixel stride: 8x8 around (1.5, 1.5)) on a 4x4 image
+# (one feature cell of stride 4)
 RPN = ("scores = sg.nd.array([[[[0.25]], [[0.75]]]])  # (1, 2 * anchors, H, W)",
        "deltas = sg.nd.zeros((1, 4, 1, 1))",
-       "im_info = sg.nd.array([[8, 8, 1]])  # height, width, scale")
+       "im_info = sg.nd.array([[4, 4, 1]])  # height, width, scale")
 RPN_ARGS = ("scores, deltas, im_info, feature_stride=4, scales=(2,), ratios=(1,), "
             "rpn_pre_nms_top_n=1, rpn_post_nms_top_n=1, rpn_min_size=1")
-# [-2, -2, 5, 5] clipped to the image: (batch index, x1, y1, x2, y2)
-RPN_BOX = "[[0. 0. 0. 5. 5.]]"
+# [-2, -2, 5, 5] clipped to the image's [0, 3]: (batch index, x1, y1, x2, y2)
+RPN_BOX = "[[0. 0. 0. 3. 3.]]"
 
 EXAMPLES: dict[str, str] = {
     # roi (batch, x1, y1, x2, y2) covers the whole map; each output is the max of a quadrant
