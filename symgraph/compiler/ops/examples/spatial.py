@@ -18,8 +18,8 @@ EXAMPLES: dict[str, str] = {
                             "[[[[2.5]]]]", "1x1x1x1", (IMG,)),
     # MXNet has no defaults for transform_type and sampler_type: spelt out, this runs in both
     "SpatialTransformer": call("sg.nd.SpatialTransformer(img, theta, target_shape=(2, 2), "
-                               "transform_type='affine', sampler_type='bilinear')  # identity", "[[[[1. 2.]\n   [3. 4.]]]]", "1x1x2x2",
-                               (IMG, IDENTITY)),
+                               "transform_type='affine', sampler_type='bilinear')  # identity",
+                               "[[[[1. 2.]\n   [3. 4.]]]]", "1x1x2x2", (IMG, IDENTITY)),
     # the 3x3 displacements of a 1x1 map padded by 1: only (0, 0) meets data, 2 * 3
     "Correlation": call("sg.nd.Correlation(sg.nd.full((1, 1, 1, 1), 2), "
                         "sg.nd.full((1, 1, 1, 1), 3), max_displacement=1, pad_size=1)"
