@@ -30,7 +30,14 @@ def seed(seed_state: int, ctx: Any = "all") -> None:
     Draws recorded before the call and not yet run are made first, from the generator as it
     was: MXNet's engine runs a seed after the operations pushed before it.
 
-    Example: ``sg.random.seed(42); a = sg.nd.random.uniform(shape=3)``"""
+    Examples
+    --------
+    >>> sg.random.seed(42)
+    >>> a = sg.nd.random.uniform(shape=3)
+    >>> sg.random.seed(42)  # the same seed repeats the same draws
+    >>> bool((sg.nd.random.uniform(shape=3) == a).asnumpy().all())
+    True
+    """
     from .ndarray import before_run
     if isinstance(seed_state, bool) or not isinstance(seed_state, numbers.Integral):
         raise AttrError(f"random.seed: seed_state must be an integer, got {seed_state!r}")
@@ -39,7 +46,13 @@ def seed(seed_state: int, ctx: Any = "all") -> None:
 
 
 def generator() -> np.random.Generator:
-    """The generator every sampler draws from."""
+    """The generator every sampler draws from.
+
+    Examples
+    --------
+    >>> isinstance(sg.nd.random.generator(), np.random.Generator)
+    True
+    """
     return _state["rng"]
 
 
