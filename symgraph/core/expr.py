@@ -54,6 +54,7 @@ def _np_erfinv(x: np.ndarray) -> np.ndarray:
         y = y - (_np_erf(y).astype(np.float64) - t) * (np.sqrt(np.pi) / 2) * np.exp(y * y)
     with np.errstate(invalid="ignore"):
         edge = np.where(np.abs(v) == 1, np.sign(v) * np.inf, np.nan)
+    y = np.where(t == 0, t, y)  # erfinv is odd: -0 stays -0 (as CUDA's erfinvf)
     return np.where(inside, y, edge).astype(x.dtype if x.dtype.kind == "f" else np.float64)
 
 

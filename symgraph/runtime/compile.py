@@ -222,8 +222,11 @@ def build_stage(graph: Graph, wrt: Sequence[str], train: bool, ctx: Context) -> 
         heads = [variable(f"_head_grad{i}", {"__phase__": "backward"}) for i in range(n_visible)]
         for h, e in zip(heads, graph.outputs):
             types.add(Entry(h), types.shape(e), types.dtype(e))
-        grads = gradient(g.with_types(types), [var_by_name[n] for n in wrt_names],
-                         [Entry(h) for h in heads], zero_as_none=True)
+        # a variable the forward passes removed (an op that only read its shape) gets zeros
+        kept = [n for n in wrt_names if n in var_by_name]
+        found = dict(zip(kept, gradient(g.with_types(types), [var_by_name[n] for n in kept],
+                                        [Entry(h) for h in heads], zero_as_none=True)))
+        grads = [found.get(n) for n in wrt_names]
         zero_grads = tuple(n for n, e in zip(wrt_names, grads) if e is None)
         wrt_names = [n for n, e in zip(wrt_names, grads) if e is not None]
         outputs += [e for e in grads if e is not None]

@@ -74,8 +74,9 @@ def nd_wrap(fn: Callable) -> Callable:
     """``sg.nd.contrib.boolean_mask``: ``fn`` with num_selected read from the index."""
     @functools.wraps(fn)  # fn's signature and registry documentation
     def boolean_mask(data: Any, index: Any, axis: int = 0, **kwargs: Any) -> Any:
-        count = int(np.count_nonzero(index.asnumpy()))
-        return fn(data, index, axis=axis, num_selected=count, **kwargs)
+        if kwargs.get("num_selected", -1) < 0:  # (a caller may state it; compute checks it)
+            kwargs["num_selected"] = int(np.count_nonzero(index.asnumpy()))
+        return fn(data, index, axis=axis, **kwargs)
     return boolean_mask
 
 

@@ -146,7 +146,8 @@ def _sketch_np(a: Attrs, xs: list, ctx: RunCtx) -> list:
 def _sketch_expand(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> list:
     n = shapes[0][-1]
     buckets = S.one_hot(S.Reshape(xs[1], shape=(n,)), depth=a["out_dim"], dtype=dtypes[0].name)
-    m = S.broadcast_mul(buckets, S.Reshape(xs[2], shape=(n, 1)))
+    # the signs are hash data: no gradient flows to them (the op's own rule: data only)
+    m = S.broadcast_mul(buckets, S.BlockGrad(S.Reshape(xs[2], shape=(n, 1))))
     y = S.dot(S.Reshape(xs[0], shape=(-1, n)), m)
     return [S.Reshape(y, shape=tuple(shapes[0][:-1]) + (a["out_dim"],))]
 

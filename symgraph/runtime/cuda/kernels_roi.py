@@ -201,6 +201,8 @@ def render_deformable(backward: bool, geometry: dict, dtype: str, rois_t: str,
                 + "        y[i] = count > 0 ? acc / count : 0.f;\n")
     roi = index_load("rois[r * 5 + K_]", rois_t)[1]
     body = re.sub(r"ROI\((\d)\)", lambda m: "(float)" + roi.replace("K_", m.group(1)), body)
+    if trans_t is None:  # (before the constants replace K: the loads name no array then)
+        body = body.replace("sg_ld(trans[t])", "0.f").replace("sg_ld(trans[t + K * K])", "0.f")
     body = with_constants(body, {**geometry, "NO_TRANS": "true" if trans_t is None else "false",
                                  "T": ctype(dtype)})
     outs = ([ptr("dx", dtype, False, False)] + ([ptr("dtrans", dtype, False, False)]
@@ -208,8 +210,6 @@ def render_deformable(backward: bool, geometry: dict, dtype: str, rois_t: str,
             if backward else [ptr("y", dtype, False)])
     params = outs + [ptr("data", dtype), ptr("rois", rois_t)]
     params += [ptr("trans", trans_t)] if trans_t else []
-    if trans_t is None:
-        body = body.replace("sg_ld(trans[t])", "0.f").replace("sg_ld(trans[t + K * K])", "0.f")
     return grid_stride_kernel(f"deformable_psroi{'_backward' if backward else ''}",
                               f"{sorted(geometry.items())}", ", ".join(params), body,
                               n_ptr=len(params))
