@@ -19,6 +19,11 @@ NEEDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "custom_ops.md": (("gcc",), ()),
     "onnx.md": ((), ("onnx", "onnxruntime")),
 }
+# page -> files of tests/data it reads from its working folder (written by MXNet 1.9.1)
+FILES: dict[str, tuple[str, ...]] = {
+    "mxnet_checkpoints.md": ("mxnet/bn-symbol.json", "mxnet/bn-0001.params",
+                             "mxnet/bn-io.params"),
+}
 TIMEOUT_S = 120
 
 
@@ -33,7 +38,9 @@ def test_tutorial_runs_as_written(page: Path, tmp_path: Path) -> None:
     missing = _missing(page)
     if missing:
         pytest.skip(f"{page.name} needs {', '.join(missing)}")
-    script = tmp_path / f"{page.stem}.py"
+    for rel in FILES.get(page.name, ()):
+        shutil.copy(ROOT / "tests" / "data" / rel, tmp_path)
+    script = tmp_path / f"tutorial_{page.stem}.py"  # onnx.py would shadow onnx
     script.write_text(runnable_code(page))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1"}
