@@ -15,6 +15,11 @@ import re
 from pathlib import Path
 from typing import Any, Optional
 
+from docutils import nodes
+from docutils.parsers.rst import Directive
+from docutils.statemachine import StringList
+from sphinx.util.nodes import nested_parse_with_titles
+
 OUT_DIR = "ops"
 _ESCAPE = re.compile(r"([\\*`|_<>\[\]])")
 _SECTION = re.compile(r"^(\w[\w ]*)\n-{3,}\n", re.MULTILINE)
@@ -229,6 +234,45 @@ def write_pages(src_dir: Path) -> int:
     return len(ops)
 
 
+def front_end_names(module_name: str) -> tuple[list[str], list[str]]:
+    """(classes, functions) of a front-end module's ``__all__`` that are not op functions:
+    the API page documents these, the operator reference the ops."""
+    import importlib
+    from symgraph.registry import all_aliases, all_ops
+    mod = importlib.import_module(module_name)
+    ops = set(all_ops()) | set(all_aliases())
+    classes, funcs = [], []
+    for name in getattr(mod, "__all__", ()):
+        obj = getattr(mod, name, None)
+        if name in ops or name.startswith("_") or getattr(obj, "__module__", "") == "symgraph.build":
+            continue
+        if inspect.isclass(obj) and getattr(obj, "__module__", "").startswith("symgraph"):
+            classes.append(name)
+        elif inspect.isfunction(obj):
+            funcs.append(name)
+    return classes, funcs
+
+
+class FrontEndDirective(Directive):
+    """``.. symgraph-front-end:: symgraph.symbol``: autodoc for every class and function of the
+    module's ``__all__`` that is not an op (ops have their own pages)."""
+
+    required_arguments = 1
+
+    def run(self) -> list:
+        module = self.arguments[0]
+        classes, funcs = front_end_names(module)
+        lines: list[str] = []
+        for c in classes:
+            lines += [f".. autoclass:: {module}.{c}", "   :members:", ""]
+        for f in funcs:
+            lines += [f".. autofunction:: {module}.{f}", ""]
+        node = nodes.section()
+        node.document = self.state.document
+        nested_parse_with_titles(self.state, StringList(lines, source=module), node)
+        return node.children
+
+
 def _on_builder_inited(app: Any) -> None:
     write_pages(Path(app.srcdir))
 
@@ -236,4 +280,5 @@ def _on_builder_inited(app: Any) -> None:
 def setup(app: Any) -> dict:
     """Sphinx entry point."""
     app.connect("builder-inited", _on_builder_inited)
+    app.add_directive("symgraph-front-end", FrontEndDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
