@@ -22,7 +22,6 @@ extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
-    "sphinx.ext.viewcode",
     "opref",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
@@ -48,3 +47,6 @@ html_static_path = ["_static"]
 html_css_files = ["symgraph.css"]
 html_theme_options = {"sidebar_hide_name": False, "navigation_with_keys": True}
 pygments_style = "friendly"
+# The sidebar is built for every page: listing each documented class and function in it (Sphinx's
+# default) made it, and the build, several times larger.
+toc_object_entries = False
