@@ -244,7 +244,9 @@ def front_end_names(module_name: str) -> tuple[list[str], list[str]]:
     classes, funcs = [], []
     for name in getattr(mod, "__all__", ()):
         obj = getattr(mod, name, None)
-        if name in ops or name.startswith("_") or getattr(obj, "__module__", "") == "symgraph.build":
+        # op functions are made in symgraph.build, also under names the registry does not hold
+        made_for_op = getattr(obj, "__module__", "") == "symgraph.build"
+        if name in ops or name.startswith("_") or made_for_op:
             continue
         if inspect.isclass(obj) and getattr(obj, "__module__", "").startswith("symgraph"):
             classes.append(name)

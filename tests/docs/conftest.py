@@ -41,5 +41,6 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
          "-d", str(out / "doctrees"), str(DOCS), str(out / "html")],
         env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    assert done.returncode == 0, f"sphinx-build -W failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
+    assert done.returncode == 0, \
+        f"sphinx-build -W failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
     return out / "html", done.stdout + done.stderr

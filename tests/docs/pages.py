@@ -12,8 +12,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
-_MXNET = re.compile(r"^```\{code-block\} python[ \t]*\n:caption: MXNet 1\.9\.1[ \t]*\n(.*?)^```[ \t]*$",
-                    re.MULTILINE | re.DOTALL)
+_MXNET = re.compile(
+    r"^```\{code-block\} python[ \t]*\n:caption: MXNet 1\.9\.1[ \t]*\n(.*?)^```[ \t]*$",
+    re.MULTILINE | re.DOTALL)
 
 
 def runnable_code(page: Path) -> str:

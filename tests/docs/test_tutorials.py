@@ -44,7 +44,8 @@ def run_page(page: Path, folder: Path, python: str = sys.executable, code: str =
            "OPENBLAS_NUM_THREADS": "1"}
     done = subprocess.run([python, str(script)], cwd=folder, env=env,
                           capture_output=True, text=True, timeout=TIMEOUT_S)
-    assert done.returncode == 0, f"{page.name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    assert done.returncode == 0, \
+        f"{page.name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     return done.stdout
 
 
