@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -36,10 +37,14 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     missing = [m for m in SPHINX_MODULES if importlib.util.find_spec(m) is None]
     require([f"{m} (pip install -e '.[docs]')" for m in missing], "building the docs")
     out = tmp_path_factory.mktemp("site")
+    # a copy of the sources: the build writes the operator pages into its source folder, and
+    # test runs in parallel processes must not write into the checkout's docs/ at once
+    src = out / "docs"
+    shutil.copytree(DOCS, src, ignore=shutil.ignore_patterns("_build", "ops", "__pycache__"))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-         "-d", str(out / "doctrees"), str(DOCS), str(out / "html")],
+         "-d", str(out / "doctrees"), str(src), str(out / "html")],
         env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     assert done.returncode == 0, \
         f"sphinx-build -W failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
