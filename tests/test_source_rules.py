@@ -31,6 +31,7 @@ FUNCTIONS_OVER: dict[tuple[str, str], int] = {
     ("runtime/cuda/kernels_norm.py", "_coop_kernel"): 65,
 }
 HISTORY = re.compile(r"\b(issue|session)s? \d+", re.IGNORECASE)
+RULE_TESTS = {Path(__file__), ROOT / "tests" / "docs" / "test_docs_rules.py"}
 
 
 def _sources() -> list[Path]:
@@ -70,7 +71,7 @@ def test_no_history_in_code() -> None:
     found = []
     for folder in ("symgraph", "tests", "benchmarks"):
         for path in sorted((ROOT / folder).rglob("*.py")):
-            if path == Path(__file__):
+            if path in RULE_TESTS:  # they quote what they forbid
                 continue
             for k, line in enumerate(path.read_text().splitlines(), 1):
                 if HISTORY.search(line):

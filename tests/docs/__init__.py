@@ -1,0 +1,1 @@
+"""Tests of the documentation site: tutorials run, the build is warning-free, pages render."""
