@@ -3,7 +3,7 @@
 At ``builder-inited`` it writes ``docs/ops/`` (not kept in git): one page per op with its
 signature, inputs, attributes (type, default, description), shape rule, GPU lowering and dtypes,
 aliases and the example of ``help(sg.sym.X)`` when it has one, plus an index table. Everything
-comes from the :class:`~symgraph.registry.OpDef` and from what ``symgraph.opdoc`` gives the
+comes from the :class:`~symgraph.core.registry.OpDef` and from what ``symgraph.opdoc`` gives the
 front-end functions, so the site cannot disagree with ``help()``.
 
 Pages are rewritten only when their text changes, so an incremental build stays incremental.
@@ -71,8 +71,8 @@ def signature_text(name: str, sig: inspect.Signature) -> str:
 
 def gpu_lines(opdef: Any) -> list[str]:
     """How the CUDA backend runs the op: its lowering family and float dtypes."""
-    from symgraph.cuda import lowering  # noqa: F401  (fills the family table)
-    from symgraph.cuda.actions import lowering_dtypes, lowering_of
+    from symgraph.runtime.cuda import lowering  # noqa: F401  (fills the family table)
+    from symgraph.runtime.cuda.actions import lowering_dtypes, lowering_of
     fam, params = lowering_of(opdef)
     if fam == "host":
         why = params.get("why", "")
@@ -85,8 +85,8 @@ def gpu_lines(opdef: Any) -> list[str]:
 
 def attribute_table(opdef: Any) -> list[str]:
     """A list-table of the attributes: name, type (or choices), default, description."""
-    from symgraph import opdoc
-    from symgraph.attrs import REQUIRED
+    from symgraph.frontend import opdoc
+    from symgraph.core.attrs import REQUIRED
     rows = []
     for name, param in opdef.params.items():
         if not name.isidentifier():
@@ -109,10 +109,10 @@ def attribute_table(opdef: Any) -> list[str]:
 
 def input_lines(opdef: Any) -> list[str]:
     """The inputs (auxiliary states marked) with their descriptions."""
-    from symgraph import opdoc
+    from symgraph.frontend import opdoc
     if opdef.variadic:
         return [f"Any number of arrays (attribute {literal(opdef.variadic)} counts them).", ""]
-    from symgraph.base import SymgraphError
+    from symgraph.core.base import SymgraphError
     try:
         names = opdoc.input_names(opdef)
     except SymgraphError:  # inputs named by an attribute (Custom's op_type)
@@ -132,7 +132,7 @@ def input_lines(opdef: Any) -> list[str]:
 
 
 def _default_attrs(opdef: Any) -> Any:
-    from symgraph.attrs import REQUIRED, Attrs
+    from symgraph.core.attrs import REQUIRED, Attrs
     return Attrs({k: p.default for k, p in opdef.params.items() if p.default is not REQUIRED})
 
 
@@ -153,7 +153,7 @@ def front_function(name: str) -> Optional[Any]:
 
 def op_page(name: str, opdef: Any, aliases: list[str]) -> str:
     """The reStructuredText of one op's page."""
-    from symgraph import opdoc
+    from symgraph.frontend import opdoc
     fn = front_function(name)
     doc = (fn.__doc__ if fn is not None else None) or opdoc.docstring(opdef)
     try:
@@ -183,7 +183,7 @@ def op_page(name: str, opdef: Any, aliases: list[str]) -> str:
 
 
 def _not_differentiable(opdef: Any) -> bool:
-    from symgraph.registry import NOT_DIFFERENTIABLE
+    from symgraph.core.registry import NOT_DIFFERENTIABLE
     return opdef.gradient is NOT_DIFFERENTIABLE
 
 
@@ -213,7 +213,7 @@ def index_page(public: list[str], internal: list[str], ops: dict) -> str:
 def write_pages(src_dir: Path) -> int:
     """Write every op page and the index under ``src_dir/ops``; returns the number of ops."""
     import symgraph  # noqa: F401  (registers the ops)
-    from symgraph.registry import all_aliases, all_ops
+    from symgraph.core.registry import all_aliases, all_ops
     ops = all_ops()
     aliases: dict[str, list[str]] = {}
     for alias, target in sorted(all_aliases().items()):
@@ -238,14 +238,14 @@ def front_end_names(module_name: str) -> tuple[list[str], list[str]]:
     """(classes, functions) of a front-end module's ``__all__`` that are not op functions:
     the API page documents these, the operator reference the ops."""
     import importlib
-    from symgraph.registry import all_aliases, all_ops
+    from symgraph.core.registry import all_aliases, all_ops
     mod = importlib.import_module(module_name)
     ops = set(all_ops()) | set(all_aliases())
     classes, funcs = [], []
     for name in getattr(mod, "__all__", ()):
         obj = getattr(mod, name, None)
         # op functions are made in symgraph.build, also under names the registry does not hold
-        made_for_op = getattr(obj, "__module__", "") == "symgraph.build"
+        made_for_op = getattr(obj, "__module__", "") == "symgraph.core.build"
         if name in ops or name.startswith("_") or made_for_op:
             continue
         if inspect.isclass(obj) and getattr(obj, "__module__", "").startswith("symgraph"):

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import symgraph  # noqa: F401  (registers the ops)
-from symgraph.registry import all_ops
+from symgraph.core.registry import all_ops
 
 
 def _text(page: Path) -> str:

@@ -7,9 +7,9 @@ import sys
 import pytest
 
 import symgraph as sg
-from symgraph.cuda import lowering  # noqa: F401  (fills the family table)
-from symgraph.cuda.actions import lowering_dtypes, lowering_of
-from symgraph.registry import all_ops
+from symgraph.runtime.cuda import lowering  # noqa: F401  (fills the family table)
+from symgraph.runtime.cuda.actions import lowering_dtypes, lowering_of
+from symgraph.core.registry import all_ops
 from tests.docs.pages import DOCS
 
 sys.path.insert(0, str(DOCS / "_ext"))
@@ -68,7 +68,7 @@ def test_gpu_dtypes_come_from_the_lowering_family() -> None:
 
 
 def test_front_end_pages_leave_ops_to_the_operator_reference() -> None:
-    classes, funcs = opref.front_end_names("symgraph.symbol")
+    classes, funcs = opref.front_end_names("symgraph.frontend.symbol")
     assert "Symbol" in classes and "var" in funcs and "Group" in funcs
     assert "Convolution" not in funcs and "FullyConnected" not in funcs
     assert callable(sg.sym.Convolution)
