@@ -194,7 +194,8 @@ def render_deformable(backward: bool, geometry: dict, dtype: str, rois_t: str,
             "if (pass == 0) { ++count; continue; }",
             "if (pass == 0) { ++count; continue; }\n"
             "                    const float g = sg_ld(dy[i]) / count;")
-            .replace("EACH", _DEFORMABLE_BACKWARD))
+            .replace("EACH", _DEFORMABLE_BACKWARD if trans_t is not None
+                     else _DEFORMABLE_BACKWARD.split("\n                    if (NO_TRANS)")[0]))
     else:
         body = (head + "        float acc = 0.f;\n" + _DEFORMABLE.replace("PASSES", "1")
                 .replace("EACH", _DEFORMABLE_FORWARD)
