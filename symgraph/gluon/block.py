@@ -9,14 +9,13 @@ names instead (``conv1.weight``), so a file fits any instance of the same networ
 """
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from typing import Any, Callable, Optional
 
 from ..runtime import ndarray as _nd
 from ..frontend import symbol as _sym
 from ..frontend.symbol import Symbol
-from ..core.base import AttrError, BindError, GraphError, SymgraphError
+from ..core.base import BindError, GraphError, SymgraphError
 from ..frontend.imperative import call_info, record
 from ..core.registry import get_op
 from .block_api import BlockAPI
@@ -25,7 +24,8 @@ from .nested import flatten, regroup
 from .one_op import capture, replay
 from .parameter import VERSION, DeferredInitializationError, Parameter
 from .parameter_dict import DtypeRule, ParameterDict, load_file, load_named
-from .block_checks import check_attr_type, warn_unregistered_containers
+from .block_checks import (check_attr_type, check_regex, named_error,
+                           warn_unregistered_containers)
 
 
 class Block(BlockAPI):
@@ -188,18 +188,6 @@ class Block(BlockAPI):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
 
-def _named(exc: SymgraphError, prefix: str) -> SymgraphError:
-    """An op call's error with the node named as the traced graph names it: a layer calls its
-    op ``name='fwd'``, which an imperative call keeps bare (``fwd`` -> ``dense0_fwd``)."""
-    msg = str(exc)
-    if msg.startswith("fwd ("):
-        try:
-            return type(exc)(prefix + msg)
-        except TypeError:  # an error type with another signature: keep it as it is
-            return exc
-    return exc
-
-
 # HybridBlock attributes set by its own bookkeeping (the rest reset a one-op layer's call)
 _OWN_STATE = frozenset(("_one", "_seq", "_seen", "_nd_params", "_nd_calls", "_cached",
                         "_cached_graph", "_active", "_out_format", "_op_hook"))
@@ -320,7 +308,7 @@ class HybridBlock(Block):
                 return capture(self, x, args, params)
             return self.hybrid_forward(_nd, x, *args, **params)
         except SymgraphError as exc:
-            raise _named(exc, self.prefix) from None
+            raise named_error(exc, self.prefix) from None
 
     def _params_on(self, ctx: Any, x: Any, args: tuple) -> dict:
         """This block's parameter arrays on ``ctx`` (deferred initialisations run first);
@@ -416,17 +404,6 @@ class HybridBlock(Block):
         for name, p in self.collect_params().items():
             (aux if name in aux_names else arg)[name] = p._reduce()
         save_checkpoint(path, epoch, sym, arg, aux)
-
-
-def check_regex(select: Optional[str]) -> None:
-    """AttrError naming the pattern when ``select`` is not a regular expression."""
-    if select is None:
-        return
-    try:
-        re.compile(select)
-    except re.error as exc:
-        raise AttrError(f"collect_params: select {select!r} is not a regular expression "
-                        f"({exc})") from None
 
 
 __all__ = ["Block", "HybridBlock"]

@@ -1,12 +1,15 @@
 """Checks MXNet 1.9.1's ``Block`` makes on its attributes: an attribute holding a Block or a
 Parameter keeps that type (TypeError otherwise; None, which MXNet refuses, clears it), and
 ``collect_params`` warns about Blocks held in a plain list, tuple or dict, which are not
-registered as children (their parameters would be left out)."""
+registered as children (their parameters would be left out). Also how a layer's op error
+names its node, and the check of ``collect_params``' pattern."""
 from __future__ import annotations
 
+import re
 import warnings
-from typing import Any
+from typing import Any, Optional
 
+from ..core.base import AttrError, SymgraphError
 from .parameter import Parameter
 
 
@@ -44,3 +47,26 @@ def warn_unregistered_containers(block: Any, block_type: type) -> None:
                           f"Blocks: Blocks inside a list, tuple or dict are not registered "
                           f"automatically; register them with register_child() or use "
                           f"nn.Sequential/nn.HybridSequential", stacklevel=3)
+
+
+def named_error(exc: SymgraphError, prefix: str) -> SymgraphError:
+    """An op call's error with the node named as the traced graph names it: a layer calls its
+    op ``name='fwd'``, which an imperative call keeps bare (``fwd`` -> ``dense0_fwd``)."""
+    msg = str(exc)
+    if msg.startswith("fwd ("):
+        try:
+            return type(exc)(prefix + msg)
+        except TypeError:  # an error type with another signature: keep it as it is
+            return exc
+    return exc
+
+
+def check_regex(select: Optional[str]) -> None:
+    """AttrError naming the pattern when ``select`` is not a regular expression."""
+    if select is None:
+        return
+    try:
+        re.compile(select)
+    except re.error as exc:
+        raise AttrError(f"collect_params: select {select!r} is not a regular expression "
+                        f"({exc})") from None

@@ -12,7 +12,7 @@ from symgraph.core.base import GraphError
 from symgraph.core.registry import has_op, refused
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "data", "mxnet_ops")
-STATUSES = {"departure", "refused", "pending", "todo"}
+STATUSES = {"departure", "refused", "todo"}
 
 
 def _rows(name: str) -> list[list[str]]:

@@ -13,8 +13,8 @@ import symgraph  # noqa: F401  (registers the ops)
 from symgraph.core.registry import has_op
 
 ROOT = Path(symgraph.__file__).parent
-PASSES = sorted((ROOT / "passes").glob("*.py")) + [ROOT / "cuda" / "channel_last.py",
-                                                  ROOT / "cuda" / "fuse_conv_pool.py"]
+PASSES = sorted((ROOT / "compiler" / "passes").glob("*.py")) + [
+    ROOT / "runtime" / "cuda" / "channel_last.py", ROOT / "runtime" / "cuda" / "fuse_conv_pool.py"]
 EMITS = {  # file -> the ops it makes or rewrites by definition (transposes for fold_casts)
     "batch_casts.py": {"_transpose_cast", "_multi_transpose_cast"},
     "channel_last.py": {"transpose"},

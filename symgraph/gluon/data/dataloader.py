@@ -97,8 +97,8 @@ class DataLoader:
         self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * num_workers)
         self._thread_pool, self._timeout = thread_pool, timeout
         self._pool: Any = None
-        if auto_reload and num_workers:  # (MXNet also queues the first batches then)
-            self._pool = self._make_pool()
+        if auto_reload and num_workers:  # (MXNet also starts its workers then)
+            self._pool = self._new_pool()
 
     def __len__(self) -> int:
         return len(self._batch_sampler)
@@ -126,10 +126,12 @@ class DataLoader:
             return
         yield from self._iter_workers()
 
+    def _new_pool(self) -> Pool:
+        return Pool(self._dataset, self._batchify_fn, self._num_workers, self._thread_pool)
+
     def _iter_workers(self) -> Iterator[Any]:
         if self._pool is None:
-            self._pool = Pool(self._dataset, self._batchify_fn, self._num_workers,
-                              self._thread_pool)
+            self._pool = self._new_pool()
         pending: list = []
         batches = iter(self._batch_sampler)
         for _ in range(max(1, self._prefetch)):
