@@ -1,6 +1,6 @@
 """Op documentation from the registry: help() and inspect.signature of every op function show
 its inputs and parameters with type, default, choices and a description; .pyi stubs are up to
-date (regenerate with ``python -m symgraph.stubs``)."""
+date (regenerate with ``python -m symgraph.interop.stubs``)."""
 from __future__ import annotations
 
 import inspect

@@ -9,7 +9,7 @@ section is the op's entry of :data:`symgraph.compiler.ops.examples.EXAMPLES` (do
 checked by tests/test_docstring_examples.py). A description comes from the
 parameter's own ``Param.doc`` when the op gives one, else from :data:`PARAM_DOCS` (MXNet's
 parameter names mean the same thing across ops), with :data:`OP_PARAM_DOCS` for the few names
-whose meaning depends on the op. ``symgraph/stubs.py`` writes ``.pyi`` stubs from the same
+whose meaning depends on the op. ``symgraph/interop/stubs.py`` writes ``.pyi`` stubs from the same
 signatures.
 """
 from __future__ import annotations
