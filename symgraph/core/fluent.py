@@ -63,7 +63,8 @@ class Fluent:
 Operand = Union[Any, int, float]
 
 
-def _is_number(x: Any) -> bool:
+def is_number(x: Any) -> bool:
+    """A plain number operand (a bool is not one, as in MXNet's operator dispatch)."""
     return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
 
 
@@ -77,11 +78,11 @@ def dispatch(name: str, array_op: str, scalar_op: str, rscalar_op: Optional[str]
         lsym, rsym = isinstance(lhs, cls), isinstance(rhs, cls)
         if lsym and rsym:
             return apply_op(array_op, [lhs, rhs], {})
-        if lsym and _is_number(rhs):
+        if lsym and is_number(rhs):
             return apply_op(scalar_op, [lhs], {"scalar": float(rhs)})
-        if rsym and _is_number(lhs):
+        if rsym and is_number(lhs):
             return apply_op(rscalar_op or scalar_op, [rhs], {"scalar": float(lhs)})
-        if _is_number(lhs) and _is_number(rhs):
+        if is_number(lhs) and is_number(rhs):
             return number_fn(lhs, rhs)
         raise GraphError(f"{name}: operands must be Symbols or numbers, got "
                          f"{type(lhs).__name__} and {type(rhs).__name__}")

@@ -13,14 +13,14 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from . import autograd
-from ..runtime import ndarray
-from ..runtime import random
+from ..runtime import ndarray, random
 from ..core import registry
 from ..compiler import ops  # noqa: F401  (registers the built-in ops)
 from . import symbol as S
 from ..core.base import AttrError, where
 from ..core.context import Context
 from ..core.exports import export, sub_namespace
+from ..core.fluent import is_number
 from .image_api import make_namespace as make_image_namespace
 from .imperative import calls, hooks
 from .imperative.calls import FAST_CALLS, call, call_info, record, result
@@ -62,10 +62,6 @@ _ON_NUMBERS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
-def _number(x: Any) -> bool:
-    return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
-
-
 def _function(name: str, ops_: tuple[str, str, str]) -> Callable:
     forward, reflected = binary(name, ops_, False), binary(name, ops_, True)
 
@@ -74,7 +70,7 @@ def _function(name: str, ops_: tuple[str, str, str]) -> Callable:
             result = forward(lhs, rhs)
         elif isinstance(rhs, NDArray):
             result = reflected(rhs, lhs)
-        elif _number(lhs) and _number(rhs) and name in _ON_NUMBERS:
+        elif is_number(lhs) and is_number(rhs) and name in _ON_NUMBERS:
             return _ON_NUMBERS[name](lhs, rhs)
         else:
             raise AttrError(f"nd.{name}: one operand must be an NDArray, got "

@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..core.base import AttrError, ShapeError
-from ..core.fluent import Fluent
+from ..core.fluent import Fluent, is_number
 
 _ENGINE: Any = None
 
@@ -49,10 +49,6 @@ BINARY: dict[str, tuple[str, str, str]] = {
 }
 REFLECTED = ("add", "sub", "mul", "truediv", "pow")
 IN_PLACE = ("add", "sub", "mul", "truediv")
-
-
-def is_number(x: Any) -> bool:
-    return isinstance(x, (int, float, np.number)) and not isinstance(x, bool)
 
 
 def binary(name: str, names: tuple[str, str, str], reflected: bool) -> Callable:
