@@ -48,8 +48,7 @@ from .interop import viz
 from .training import (optimizer_extra, optimizer_norm,  # noqa: F401,E402 (register)
                        optimizer_contrib)
 from .training import metric_extra  # noqa: F401,E402  (registers F1, MCC... into sg.metric)
-from .training import initializer as init
-from .training import module as mod
+from .training import initializer as init, module as mod
 from .interop import onnx  # noqa: E402  (the onnx package is imported on first use)
 from . import gluon  # noqa: E402
 from .training import kvstore, parallel  # noqa: E402  (NCCL is loaded on first GPU use)

@@ -27,14 +27,10 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from . import name as _name
-from . import registry
-from .attribute import HIDDEN_KEYS, AttrScope, hidden_key
-from .attribute import current_attrs as scoped
+from . import name as _name, registry
+from .attribute import HIDDEN_KEYS, AttrScope, hidden_key, current_attrs as scoped
 from .attrs import Attrs, parse_attrs
-from .base import AttrError
-from .base import where as _where
-from .base import where_unnamed
+from .base import AttrError, where as _where, where_unnamed
 from .fluent import Fluent
 from .graph import Entry, Node, variable
 from .probe import probe_input_names

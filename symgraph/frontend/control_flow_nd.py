@@ -20,8 +20,7 @@ import numpy as np
 from ..runtime import ndarray as nd
 from . import symbol as sym
 from ..core.base import GraphError
-from . import control_flow
-from . import control_flow_branch
+from . import control_flow, control_flow_branch
 from .control_flow import flatten, regroup
 from ..runtime.ndarray import NDArray
 

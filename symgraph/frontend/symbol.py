@@ -18,8 +18,7 @@ from ..core.build import Handle
 from ..runtime.executor import Executor
 from ..core.fluent import Fluent, make_functions
 from ..compiler.passes.gradient import gradient
-from .serialize import graph_from_json, load_graph, to_json
-from .serialize import save as save_json
+from .serialize import graph_from_json, load_graph, to_json, save as save_json
 from ..core.attribute import HIDDEN_KEYS, AttrScope, hidden_key
 from ..core.attrs import format_value
 from ..core.base import AttrError, BindError, GraphError, NotImplementedForSymbol

@@ -15,8 +15,7 @@ import numpy as np
 
 from . import random as _random
 from ..core.base import BindError
-from .bind_checks import alloc as _alloc
-from .bind_checks import check_no_aliasing as _check_no_aliasing
+from .bind_checks import alloc as _alloc, check_no_aliasing as _check_no_aliasing
 from .bind_checks import one_thread as _one_thread
 from ..core.context import Context
 from ..core.graph import Entry

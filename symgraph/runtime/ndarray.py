@@ -20,8 +20,7 @@ from ..core.base import BindError, ShapeError
 from ..core.dtypes import as_dtype
 from ..core.context import Context, cpu, current_context
 # (the imperative engine builds on this module and plugs itself in: nd_operators.set_engine)
-from .nd_operators import ArrayMethods, engine
-from .nd_operators import host_key as _host_key
+from .nd_operators import ArrayMethods, engine, host_key as _host_key
 
 Shape = Union[int, Sequence[int]]
 _new_object = object.__new__

@@ -135,8 +135,7 @@ class BaseModule:
         """Train for ``num_epoch`` epochs (MXNet's arguments). A tqdm bar shows progress when
         stdout is a terminal; ``curve_file`` writes a training-curve PNG (needs matplotlib);
         ``amp``: 'float16' or 'bfloat16' trains in mixed precision (docs/amp.md)."""
-        from . import initializer as _init
-        from . import optimizer as _opt
+        from . import initializer as _init, optimizer as _opt
         if num_epoch is None:
             raise AttrError("fit: please specify num_epoch")
         eval_metric = _metric.create(eval_metric)  # bad names fail before anything is bound

@@ -10,8 +10,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from . import initializer as _init
-from . import optimizer as _opt
+from . import initializer as _init, optimizer as _opt
 from ..runtime import profiler
 from ..core.log import LOGGER
 from ..core.base import BindError, DataError, ExecutionError, MissingParamError

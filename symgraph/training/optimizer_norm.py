@@ -19,8 +19,7 @@ import numpy as np
 
 from ..core import expr as E
 from ..core.base import AttrError
-from .optimizer import SGD, Optimizer, UpdateRule, RuleInputs
-from .optimizer import rescaled_grad
+from .optimizer import SGD, Optimizer, UpdateRule, RuleInputs, rescaled_grad
 from .optimizer_extra import BASE, install
 from ..runtime.random import generator
 

@@ -24,8 +24,7 @@ from ...core import expr as E
 from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
 from ...core.expr import PRIMS, Expr, evaluate, inp
-from ...core.registry import OPAQUE, OpDef, RunCtx, register
-from ...core.registry import alias as _alias
+from ...core.registry import OPAQUE, OpDef, RunCtx, register, alias as _alias
 from ._util import fmt, known_input_shape
 
 # The functions the formulas call, as scalar formulas: the forward is one formula.

@@ -20,10 +20,8 @@ from ...core.base import ShapeError
 from ...core.registry import INJECTIVE, REDUCE, OpDef, RunCtx, register
 from ._util import (check_attr, fmt, forward_shape, known_input_shape, like_input,
                     norm_axis)
-from ._window import col2im as window_col2im
-from ._window import im2col as window_im2col
-from .conv import Geometry
-from .conv import conv_per_axis as per_axis
+from ._window import col2im as window_col2im, im2col as window_im2col
+from .conv import Geometry, conv_per_axis as per_axis
 from .geometry import ConvWindow
 
 Shape = tuple[int, ...]

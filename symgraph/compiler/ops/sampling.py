@@ -16,8 +16,7 @@ import numpy as np
 
 from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
-from ...core.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
-from ...core.registry import alias as _alias
+from ...core.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register, alias as _alias
 from . import _random_laws as laws
 from ._util import fmt, merge_dims
 

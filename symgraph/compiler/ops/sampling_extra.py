@@ -9,8 +9,7 @@ import numpy as np
 
 from ...core.attrs import Attrs, Param
 from ...core.base import AttrError, ShapeError
-from ...core.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
-from ...core.registry import alias as _alias
+from ...core.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register, alias as _alias
 from ._util import fmt
 from .sampling import generator_of
 

@@ -22,8 +22,7 @@ import urllib.request
 import zipfile
 from typing import Any, Callable, Optional
 
-from ...core import config
-from ...core import fileio
+from ...core import config, fileio
 from ...core.base import DataError
 
 __all__ = ["get_model_file", "purge", "short_hash", "load_pretrained", "DEFAULT_ROOT"]

@@ -34,8 +34,7 @@ from ...frontend.symbol import Symbol
 from ..block import HybridBlock
 from .rnn_cell import STEPS
 from .sequence import call_state_func, last_states, mask_variable_length, reverse_sequences
-from .sequence import split as split_steps
-from .sequence import stack
+from .sequence import split as split_steps, stack
 
 _ACTS = {"rnn_relu": ("relu", None), "rnn_tanh": ("tanh", None), "lstm": ("tanh", "sigmoid"),
          "gru": ("tanh", "sigmoid")}

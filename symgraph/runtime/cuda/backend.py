@@ -22,8 +22,7 @@ from .libs import require_pycuda
 require_pycuda()  # a missing pycuda says how to install it, not just ModuleNotFoundError
 import pycuda.driver as drv  # noqa: E402
 
-from .. import profiler
-from .. import random as _random
+from .. import profiler, random as _random
 from ...core.base import ExecutionError
 from ...compiler.passes.unroll_control_flow import unroll_control_flow
 from ...core.registry import RunCtx

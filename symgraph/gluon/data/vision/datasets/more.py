@@ -152,8 +152,7 @@ class ImageRecordDataset(RecordFileDataset):
         self._flag, self._transform = flag, transform
 
     def __getitem__(self, idx: int) -> Any:
-        from .....training import image
-        from .....training import recordio
+        from .....training import image, recordio
         header, img = recordio.unpack(super().__getitem__(idx))
         decoded = image.imdecode(img, self._flag)
         if self._transform is not None:

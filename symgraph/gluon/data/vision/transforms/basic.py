@@ -12,8 +12,7 @@ from typing import Any, Sequence, Union
 
 import numpy as np
 
-from .....runtime import ndarray as nd
-from .....runtime import random as _random
+from .....runtime import ndarray as nd, random as _random
 from .....core.base import ShapeError
 from ....block import Block, HybridBlock
 from ....nn.basic_layers import HybridSequential, Sequential
