@@ -171,9 +171,10 @@ _DEFORMABLE_BACKWARD = (
     "atomicAdd(&dx[base + ya * W + xa], (T)((1.f - fx) * (1.f - fy) * g));\n"
     "                    atomicAdd(&dx[base + yb * W + xa], (T)((1.f - fx) * fy * g));\n"
     "                    atomicAdd(&dx[base + ya * W + xb], (T)(fx * (1.f - fy) * g));\n"
-    "                    atomicAdd(&dx[base + yb * W + xb], (T)(fx * fy * g));\n"
-    "                    if (NO_TRANS) continue;\n"
-    "                    const float v00 = sg_ld(data[base + ya * W + xa]), "
+    "                    atomicAdd(&dx[base + yb * W + xb], (T)(fx * fy * g));")
+# the offsets' gradient, added after the data's when there are offsets (trans)
+_DEFORMABLE_BACKWARD_TRANS = (
+    "\n                    const float v00 = sg_ld(data[base + ya * W + xa]), "
     "v01 = sg_ld(data[base + yb * W + xa]);\n"
     "                    const float v10 = sg_ld(data[base + ya * W + xb]), "
     "v11 = sg_ld(data[base + yb * W + xb]);\n"
@@ -194,8 +195,8 @@ def render_deformable(backward: bool, geometry: dict, dtype: str, rois_t: str,
             "if (pass == 0) { ++count; continue; }",
             "if (pass == 0) { ++count; continue; }\n"
             "                    const float g = sg_ld(dy[i]) / count;")
-            .replace("EACH", _DEFORMABLE_BACKWARD if trans_t is not None
-                     else _DEFORMABLE_BACKWARD.split("\n                    if (NO_TRANS)")[0]))
+            .replace("EACH", _DEFORMABLE_BACKWARD
+                     + (_DEFORMABLE_BACKWARD_TRANS if trans_t else "")))
     else:
         body = (head + "        float acc = 0.f;\n" + _DEFORMABLE.replace("PASSES", "1")
                 .replace("EACH", _DEFORMABLE_FORWARD)
