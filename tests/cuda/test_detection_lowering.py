@@ -24,7 +24,7 @@ from tests.ops import test_detection_mxnet as live
 S = sg.sym
 CLASSES, SIZES, RATIOS = 3, (0.3, 0.5), (1.0, 2.0, 0.5)
 SHAPES = {"data": (2, 3, 8, 8), "label": (2, 4, 5)}
-DETECTION_KERNELS = ("multibox", "box_", "bipartite", "_roi")
+DETECTION_KERNELS = ("multibox", "box_", "bipartite", "_roi", "deformable", "proposal")
 
 
 def ssd() -> Any:
