@@ -7,7 +7,7 @@ no code here. ``graphviz`` is imported only when plotting.
 """
 from __future__ import annotations
 
-from math import prod
+import warnings
 from typing import Any, Optional, Sequence
 
 from ..core import provenance
@@ -15,6 +15,7 @@ from ..core.attrs import format_value
 from ..core.graph import Entry, Node, topo_order
 from ..core.registry import get_op
 from .viz_render import digraph_class
+from .viz_summary import entry_shapes, print_summary, summary_rows
 
 __all__ = ["plot_network", "print_summary"]
 
@@ -26,23 +27,36 @@ PARAM_SUFFIXES = ("_weight", "_bias", "_gamma", "_beta", "_moving_mean", "_movin
                   "_running_mean", "_running_var")
 
 
-def _graph_and_shapes(obj: Any, shape: Optional[dict]) -> tuple[list[Node], dict]:
-    """Nodes to draw and ``{Entry: shape}`` (empty when no shapes are known)."""
+def _graph_and_shapes(obj: Any, shape: Optional[dict],
+                      dtype: Optional[dict]) -> tuple[list[Node], dict, dict]:
+    """Nodes to draw, ``{Entry: shape}`` and ``{Entry: dtype}`` (empty when not asked for).
+    A symbol's shapes come from ``shape``: ShapeError (as ``infer_shape``'s) when it names no
+    input or leaves a shape undecided (MXNet: "Input shape is incomplete"), rather than a
+    picture with unknown sizes."""
     sched = getattr(obj, "schedule", None)
     if sched is not None:  # a bound executor: its optimised forward phase
         fwd = [st.node for st in sched.steps[:sched.n_forward_steps]]
         nodes = topo_order([e for n in fwd for e in n.entries()])
         shapes = {e: sched.shapes[s] for e, s in sched.slot_of.items()}
-        return nodes, shapes
-    return topo_order(obj.outputs_), _shapes(obj, shape) if shape else {}
+        return nodes, shapes, {}
+    nodes = topo_order(obj.outputs_)
+    _warn_repeated_names(nodes)
+    types: dict = {}
+    if dtype is not None:
+        from ..core.types.infer_type import symbol_types
+        types = symbol_types(obj, (), dtype)[0]
+    return nodes, entry_shapes(obj, shape) if shape else {}, types
 
 
-def _shapes(symbol: Any, shape: dict) -> dict:
-    """Every entry's shape; ShapeError (as ``infer_shape``'s) when ``shape`` names no input or
-    leaves a shape undecided (MXNet: "Input shape is incomplete"), rather than a picture or
-    table with unknown sizes and wrong parameter counts."""
-    from ..core.types.infer_shape import symbol_shapes
-    return symbol_shapes(symbol, (), {k: tuple(v) for k, v in shape.items()}, False)[0]
+def _warn_repeated_names(nodes: Sequence[Node]) -> None:
+    """MXNet's RuntimeWarning for names that several nodes carry: edges are drawn between
+    node ids here, so the picture stays right, but such a graph cannot be bound."""
+    seen: set[str] = set()
+    repeated = sorted({n.name for n in nodes if n.name in seen or seen.add(n.name)})
+    if repeated:
+        warnings.warn("There are multiple variables with the same name in your graph, this "
+                      "may result in cyclic graph. Repeated names: " + ",".join(repeated),
+                      RuntimeWarning, stacklevel=3)
 
 
 def _is_hidden_param(node: Node, hide_weights: bool) -> bool:
@@ -72,14 +86,17 @@ def _color(node: Node) -> str:
 RASTER_FORMATS = ("png", "jpg", "jpeg", "gif", "bmp", "tif", "tiff")
 
 
-def _edge_label(shapes: dict, e: Entry) -> str:
-    """The shape without the batch axis, as MXNet draws it; a parameter has no batch axis, so
-    its edge shows the whole shape (``fc1_weight``: 128x784, not 784)."""
+def _edge_label(shapes: dict, types: dict, e: Entry) -> str:
+    """The shape without the batch axis, as MXNet draws it (a parameter has no batch axis, so
+    its edge shows the whole shape: ``fc1_weight``: 128x784, not 784), then ``(float32)``
+    when dtypes were asked for."""
     s = shapes.get(e)
-    if not s:
-        return ""
-    whole = len(s) == 1 or (e.node.is_variable and e.node.name.endswith(PARAM_SUFFIXES))
-    return "x".join(str(d) for d in (s if whole else s[1:]))
+    text = ""
+    if s:
+        whole = len(s) == 1 or (e.node.is_variable and e.node.name.endswith(PARAM_SUFFIXES))
+        text = "x".join(str(d) for d in (s if whole else s[1:]))
+    t = types.get(e)
+    return text + (f"({t.name})" if t is not None else "")
 
 
 def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
@@ -89,7 +106,9 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
     """A ``graphviz.Digraph`` of ``symbol`` (or an Executor's optimised forward graph).
 
     With ``shape`` (``{'data': (1, 1, 28, 28)}``) edges carry the tensor shape without the
-    batch axis, as MXNet draws them (parameters show their whole shape). ``hide_weights``
+    batch axis, as MXNet draws them (parameters show their whole shape); with ``dtype``
+    (``{'data': np.float32}``) its type follows it. Names several nodes share are warned
+    about (RuntimeWarning), as MXNet does. ``hide_weights``
     leaves parameter variables out. Raster formats (PNG...) are drawn at ``dpi`` (not in
     MXNet's signature; Graphviz's default of 96 is blurry for slides). A fused group is a
     cluster titled by the user-level nodes and ops it holds (``relu1 (Activation) + ...``).
@@ -99,7 +118,7 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
     except ImportError as exc:
         raise ImportError("plot_network needs the graphviz package: pip install "
                           "'symgraph[viz]'") from exc
-    nodes, shapes = _graph_and_shapes(symbol, shape)
+    nodes, shapes, types = _graph_and_shapes(symbol, shape, dtype)
     style = {"shape": "box", "fixedsize": "false", "style": "filled", "fontsize": "10"}
     style.update(node_attrs or {})
     dot = Digraph(name=title, format=save_format)
@@ -129,7 +148,7 @@ def plot_network(symbol: Any, title: str = "plot", save_format: str = "pdf",
         ins = ends[node][0]
         for i, e in enumerate(node.inputs):
             if e.node in ends:
-                label = _edge_label(shapes, e)
+                label = _edge_label(shapes, types, e)
                 outs = ends[e.node][1]
                 dot.edge(outs[min(e.index, len(outs) - 1)], ins[min(i, len(ins) - 1)],
                          **({"label": label} if label else {}))
@@ -182,48 +201,3 @@ def _fused_cluster(dot: Any, node: Node, nid: str, style: dict,
 def _pick(ids: list[str], indices: Any, default: int) -> tuple[str, ...]:
     """The member ids at ``indices``, or the one at ``default`` when the node does not say."""
     return tuple(ids[i] for i in indices or () if 0 <= i < len(ids)) or (ids[default],)
-
-
-def summary_rows(symbol: Any, shape: dict) -> list[tuple[str, str, int, str]]:
-    """``(layer (type), output shape, parameter count, previous layers)`` per op node."""
-    shapes = _shapes(symbol, shape)
-    rows = []
-    for node in topo_order(symbol.outputs_):
-        if node.is_variable:
-            continue
-        params = sum(prod(shapes[e]) for e in node.inputs
-                     if e.node.is_variable and e.node.name not in shape
-                     and not e.node.name.endswith("label") and e in shapes)
-        prev = [e.node.name for e in node.inputs
-                if not e.node.is_variable or e.node.name in shape]
-        out = shapes.get(Entry(node, 0))
-        rows.append((f"{node.name} ({node.op})", "x".join(map(str, out[1:])) if out else "?",
-                     int(params), ", ".join(prev)))
-    return rows
-
-
-def print_summary(symbol: Any, shape: Optional[dict] = None, line_length: int = 120,
-                  positions: Sequence[float] = (0.44, 0.64, 0.74, 1.0)) -> str:
-    """Print (and return) MXNet's layer table: layer, output shape, parameters, inputs."""
-    if not shape:
-        from ..core.base import ShapeError
-        raise ShapeError("print_summary needs input shapes, e.g. shape={'data': (1, 784)} "
-                         "(on the command line: --shape data=1,784)")
-    cols = [int(line_length * p) for p in positions]
-
-    def fmt(fields: Sequence[Any]) -> str:
-        line = ""
-        for f, end in zip(fields, cols):
-            line = (line + str(f))[:end].ljust(end)
-        return line.rstrip()
-    rows = summary_rows(symbol, shape)
-    lines = ["_" * line_length, fmt(["Layer (type)", "Output Shape", "Param #",
-                                     "Previous Layer"]), "=" * line_length]
-    for i, row in enumerate(rows):
-        lines.append(fmt(row))
-        lines.append(("=" if i == len(rows) - 1 else "_") * line_length)
-    lines.append(f"Total params: {sum(r[2] for r in rows)}")
-    lines.append("_" * line_length)
-    text = "\n".join(lines)
-    print(text)
-    return text

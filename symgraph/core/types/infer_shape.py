@@ -233,10 +233,13 @@ def symbol_infer_shape(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
 
 
 def symbol_shapes(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
-                  partial: bool) -> tuple[dict[Entry, Shape], tuple]:
-    """One inference: every entry's shape, and ``(arg_shapes, out_shapes, aux_shapes)``."""
+                  partial: bool, check_names: bool = True) -> tuple[dict[Entry, Shape], tuple]:
+    """One inference: every entry's shape, and ``(arg_shapes, out_shapes, aux_shapes)``.
+    ``check_names=False`` lets two variables share a name (drawing such a graph is fine;
+    binding it is not), a given shape then applying to both."""
     graph = sym.graph()
-    check_unique_inputs(graph)
+    if check_names:
+        check_unique_inputs(graph)
     np_shape = is_np_shape()
     given = _split_given(sym, args, kwargs)
     if np_shape:  # numpy shape semantics: -1 is the unknown dimension the rules know as 0
