@@ -327,6 +327,8 @@ class Executor:
         stage.bind_heads(env, self._heads(out_grads))
         stage.run(env, self._run_ctx, "backward", tail)
         stage.store_grads(env, self.grad_dict, self._grad_req)
+        if self._monitor is not None:
+            self._monitor_backward(is_train, out_grads)
 
     @_one_thread
     def train_step(self, tail: Any = None, out_grads: Optional[Sequence[Any]] = None,
@@ -351,7 +353,12 @@ class Executor:
         stage.store_grads(env, self.grad_dict, self._grad_req)
         if self._monitor is not None:
             self._monitor.after_forward(is_train, self._rng_state)
+            self._monitor_backward(is_train, out_grads)
         return self.outputs
+
+    def _monitor_backward(self, is_train: bool, out_grads: Any) -> None:
+        needs = {n for n, r in self._grad_req.items() if r != "null"}
+        self._monitor.after_backward(is_train, self._rng_state, out_grads, needs)
 
     def set_monitor_callback(self, callback: Any, monitor_all: bool = False) -> None:
         """Call ``callback(name, value)`` for every node output after each forward (and its

@@ -3,7 +3,9 @@
 ``Executor.set_monitor_callback(callback, monitor_all)`` makes every ``forward`` report the
 value of every op node's outputs, named ``<node>_<output>`` (``fc1_output``), and with
 ``monitor_all`` its inputs first (``<node>_<input>``, preceded by the variable's own name for a
-variable input), in execution order, as MXNet's graph executor does. The name is passed as
+variable input), in execution order, as MXNet's graph executor does; every ``backward`` reports
+what each op node sends back to its inputs (``<node>_backward_output<i>``, see
+``monitor_backward``). The name is passed as
 ``bytes`` (MXNet passes a C string; its tests decode it with ``py_str``), the value as an
 NDArray.
 
@@ -44,6 +46,7 @@ class ExecutorMonitor:
         self.arg_dict, self.aux_dict = arg_dict, aux_dict
         self._entries = [e for n in graph.nodes() if not n.is_variable for e in n.entries()]
         self._probes: dict[bool, Stage] = {}  # is_train -> program with every entry an output
+        self._backward: Any = None  # the BackwardProbe, built on the first backward
 
     def _probe(self, is_train: bool) -> Stage:
         stage = self._probes.get(is_train)
@@ -54,20 +57,42 @@ class ExecutorMonitor:
 
     def after_forward(self, is_train: bool, rng_state: dict) -> None:
         """Report the forward that just ran (from ``rng_state``)."""
-        from . import random as _random
         stage = self._probe(is_train)
-        aux = {n: array(a.asnumpy(), a.context, a.dtype) for n, a in self.aux_dict.items()}
-        saved = _random.generator().bit_generator.state
-        _random.generator().bit_generator.state = rng_state
-        try:
-            env, run_ctx = stage.start((self.arg_dict, aux), is_train)
-            stage.run(env, run_ctx, "forward")
-        finally:
-            _random.generator().bit_generator.state = saved
+        env, _ = self._replay(rng_state, lambda aux: self._run_forward(stage, aux, is_train))
         read, dtypes = stage.program.read, stage.schedule.dtypes
         values = {e: array(read(env, slot), self.ctx, dtypes[slot])
                   for e, slot in zip(self._entries, stage.outputs)}
         self._report(values)
+
+    def after_backward(self, is_train: bool, rng_state: dict, out_grads: Any,
+                       needs_grad: set[str]) -> None:
+        """Report what each op node's backward sent to its inputs, last node first (see
+        ``monitor_backward``), for the forward that began from ``rng_state``."""
+        from .monitor_backward import BackwardProbe
+        if self._backward is None:
+            self._backward = BackwardProbe(self.graph, self.ctx, needs_grad)
+        probe = self._backward
+        found = self._replay(rng_state, lambda aux: probe.run((self.arg_dict, aux), is_train,
+                                                              out_grads))
+        for name, value in found:
+            self.callback(name.encode(), value)
+
+    def _run_forward(self, stage: Stage, aux: dict, is_train: bool) -> tuple:
+        env, run_ctx = stage.start((self.arg_dict, aux), is_train)
+        stage.run(env, run_ctx, "forward")
+        return env, run_ctx
+
+    def _replay(self, rng_state: dict, run: Callable[[dict], Any]) -> Any:
+        """``run(copies of the aux states)`` with the generator at ``rng_state`` (the
+        monitored run's draws), restored afterwards."""
+        from . import random as _random
+        aux = {n: array(a.asnumpy(), a.context, a.dtype) for n, a in self.aux_dict.items()}
+        saved = _random.generator().bit_generator.state
+        _random.generator().bit_generator.state = rng_state
+        try:
+            return run(aux)
+        finally:
+            _random.generator().bit_generator.state = saved
 
     def _report(self, values: dict[Entry, NDArray]) -> None:
         arrays = {**self.arg_dict, **self.aux_dict}
