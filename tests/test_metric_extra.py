@@ -77,6 +77,10 @@ def test_hand_computed_scores() -> None:
     ppl = sg.metric.Perplexity(ignore_label=None)
     ppl.update([np.array([0, 1])], [np.array([[0.5, 0.5], [0.2, 0.8]])])
     assert ppl.get()[1] == pytest.approx(math.exp(-(math.log(0.5) + math.log(0.8)) / 2))
+    # MXNet picks in 'clip' mode: label 2 of two classes reads class 1; -1 is ignored
+    ppl = sg.metric.Perplexity(ignore_label=-1)
+    ppl.update([np.array([2, -1, 0])], [np.array([[0.3, 0.7], [0.5, 0.5], [0.9, 0.1]])])
+    assert ppl.get()[1] == pytest.approx(math.exp(-(math.log(0.7) + math.log(0.9)) / 2))
     rmse = sg.metric.create("rmse")
     rmse.update([np.array([1.0, 2.0])], [np.array([2.0, 4.0])])
     assert rmse.get()[1] == pytest.approx(math.sqrt(2.5))

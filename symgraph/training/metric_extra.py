@@ -83,8 +83,11 @@ class Perplexity(EvalMetric):
             if label.size * pred.shape[self.axis] != pred.size:
                 raise DataError(f"{self.name}: labels {label.shape} do not match predictions "
                                 f"{pred.shape} along axis {self.axis}")
-            picked = numpy.take_along_axis(numpy.moveaxis(pred, self.axis, -1).reshape(
-                label.size, -1), label.astype(numpy.int64).reshape(-1, 1), 1).ravel()
+            flat = numpy.moveaxis(pred, self.axis, -1).reshape(label.size, -1)
+            # MXNet picks with ``pick``'s default mode, 'clip': a label past the last class
+            # (a vocabulary counted from 1) reads the last class, not an IndexError
+            index = numpy.clip(label.astype(numpy.int64), 0, flat.shape[1] - 1)
+            picked = numpy.take_along_axis(flat, index.reshape(-1, 1), 1).ravel()
             keep = numpy.ones(label.size, bool) if self.ignore_label is None \
                 else label != self.ignore_label
             loss = -numpy.log(numpy.maximum(1e-10, picked[keep])).sum()
