@@ -133,8 +133,7 @@ class Executor:
         self._eager_stages = _bound_for(reqs) if stages is None else stages
         with _gc_paused():
             self._compile(types)
-        self.outputs = [_alloc("output", repr(e), self._types.shape(e), ctx,
-                               self._types.dtype(e))
+        self.outputs = [_alloc("output", repr(e), self._types.shape(e), ctx, self._types.dtype(e))
                         for e in self._fwd_outputs]
         self.output_dict = dict(zip(symbol.list_outputs(), self.outputs))
         self._trained = False
@@ -328,7 +327,7 @@ class Executor:
         stage.run(env, self._run_ctx, "backward", tail)
         stage.store_grads(env, self.grad_dict, self._grad_req)
         if self._monitor is not None:
-            self._monitor_backward(is_train, out_grads)
+            self._monitor.after_backward(is_train, self._rng_state, out_grads)
 
     @_one_thread
     def train_step(self, tail: Any = None, out_grads: Optional[Sequence[Any]] = None,
@@ -352,20 +351,15 @@ class Executor:
         self._finish_forward(stage, env, run_ctx, True)
         stage.store_grads(env, self.grad_dict, self._grad_req)
         if self._monitor is not None:
-            self._monitor.after_forward(is_train, self._rng_state)
-            self._monitor_backward(is_train, out_grads)
+            self._monitor.after_step(is_train, self._rng_state, out_grads)
         return self.outputs
 
-    def _monitor_backward(self, is_train: bool, out_grads: Any) -> None:
-        needs = {n for n, r in self._grad_req.items() if r != "null"}
-        self._monitor.after_backward(is_train, self._rng_state, out_grads, needs)
-
     def set_monitor_callback(self, callback: Any, monitor_all: bool = False) -> None:
-        """Call ``callback(name, value)`` for every node output after each forward (and its
-        inputs first with ``monitor_all``), as MXNet does; see ``symgraph/monitor.py``."""
+        """``callback(name, value)`` for node outputs (and inputs with ``monitor_all``) after
+        each forward, and backward outputs after each backward, as MXNet's (runtime/monitor.py)."""
         from .monitor import ExecutorMonitor
         self._monitor = ExecutorMonitor(self._graph, self._ctx, self.arg_dict, self.aux_dict,
-                                        callback, monitor_all)
+                                        callback, monitor_all, self._grad_req)
 
     def _start(self, stage: Stage, is_train: bool) -> tuple[Any, RunCtx]:
         """A fresh environment of ``stage``'s program with every bound array bound."""

@@ -41,8 +41,10 @@ class ExecutorMonitor:
     run on ``ctx`` with its argument and aux arrays (probe programs built on first use)."""
 
     def __init__(self, graph: Graph, ctx: Context, arg_dict: dict[str, NDArray],
-                 aux_dict: dict[str, NDArray], callback: Callback, monitor_all: bool) -> None:
+                 aux_dict: dict[str, NDArray], callback: Callback, monitor_all: bool,
+                 grad_req: Optional[dict[str, str]] = None) -> None:
         self.graph, self.ctx, self.callback, self.monitor_all = graph, ctx, callback, monitor_all
+        self.grad_req = grad_req or {}  # the executor's: which arguments get a gradient
         self.arg_dict, self.aux_dict = arg_dict, aux_dict
         self._entries = [e for n in graph.nodes() if not n.is_variable for e in n.entries()]
         self._probes: dict[bool, Stage] = {}  # is_train -> program with every entry an output
@@ -64,13 +66,18 @@ class ExecutorMonitor:
                   for e, slot in zip(self._entries, stage.outputs)}
         self._report(values)
 
-    def after_backward(self, is_train: bool, rng_state: dict, out_grads: Any,
-                       needs_grad: set[str]) -> None:
+    def after_step(self, is_train: bool, rng_state: dict, out_grads: Any) -> None:
+        """Report a forward and its backward run as one program (``train_step``)."""
+        self.after_forward(is_train, rng_state)
+        self.after_backward(is_train, rng_state, out_grads)
+
+    def after_backward(self, is_train: bool, rng_state: dict, out_grads: Any) -> None:
         """Report what each op node's backward sent to its inputs, last node first (see
         ``monitor_backward``), for the forward that began from ``rng_state``."""
         from .monitor_backward import BackwardProbe
         if self._backward is None:
-            self._backward = BackwardProbe(self.graph, self.ctx, needs_grad)
+            needs = {n for n, r in self.grad_req.items() if r != "null"}
+            self._backward = BackwardProbe(self.graph, self.ctx, needs)
         probe = self._backward
         found = self._replay(rng_state, lambda aux: probe.run((self.arg_dict, aux), is_train,
                                                               out_grads))

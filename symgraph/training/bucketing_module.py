@@ -19,6 +19,7 @@ from ..core.base import BindError
 from .base_module import BaseModule
 from ..core.context import cpu
 from ..core.log import LOGGER
+from ..core.name import NameManager
 
 SymGen = Callable[[Any], tuple]
 
@@ -34,23 +35,28 @@ class BucketingModule(BaseModule):
         super().__init__(logger)
         if default_bucket_key is None:
             raise BindError("BucketingModule: default_bucket_key is required")
-        if state_names or group2ctxs or compression_params:
-            raise BindError("BucketingModule: state_names, group2ctxs and compression_params "
-                            "are not supported")
+        if group2ctxs or compression_params:
+            raise BindError("BucketingModule: group2ctxs and compression_params are not "
+                            "supported")
         self._sym_gen, self._default_bucket_key = sym_gen, default_bucket_key
         self._context = context or cpu()
         self._work_load_list = work_load_list
         self._fixed_param_names = list(fixed_param_names or [])
+        self._state_names = list(state_names or [])
         self._buckets: dict[Any, Any] = {}
         self._curr_module: Any = None
         self._curr_bucket_key: Any = None
         self._bind_args: dict = {}
 
     def _new_module(self, key: Any) -> Any:
-        symbol, data_names, label_names = self._sym_gen(key)
+        # Fresh automatic names per call, as MXNet's: every bucket's unnamed layers are
+        # ``embedding0``..., so their parameters are the default bucket's
+        with NameManager():
+            symbol, data_names, label_names = self._sym_gen(key)
         return _module.Module(symbol, data_names, label_names, context=self._context,
                               logger=self.logger, work_load_list=self._work_load_list,
-                              fixed_param_names=self._fixed_param_names)
+                              fixed_param_names=self._fixed_param_names,
+                              state_names=self._state_names)
 
     # -- what the current bucket's module says -------------------------------------------------
     @property
@@ -160,6 +166,12 @@ class BucketingModule(BaseModule):
 
     def get_input_grads(self, merge_multi_context: bool = True) -> list:
         return self._curr_module.get_input_grads(merge_multi_context)
+
+    def get_states(self, merge_multi_context: bool = True) -> list:
+        return self._curr_module.get_states(merge_multi_context)
+
+    def set_states(self, states: Any = None, value: Any = None) -> None:
+        self._curr_module.set_states(states, value)
 
     def update_metric(self, eval_metric: Any, labels: Sequence, pre_sliced: bool = False,
                       pad: int = 0) -> None:

@@ -6,15 +6,16 @@ initializer or given arrays), ``init_optimizer`` makes the updater, and ``forwar
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from . import initializer as _init, optimizer as _opt
+from . import optimizer as _opt
 from ..runtime import profiler
 from ..core.log import LOGGER
-from ..core.base import BindError, DataError, ExecutionError, MissingParamError
+from ..core.base import BindError, DataError, ExecutionError
 from .base_module import BaseModule
+from .module_params import ModuleParams
 from ..runtime.executor import Executor
 from ..core.context import Context, cpu
 from .io import DataBatch, DataDesc
@@ -42,7 +43,7 @@ class ExecutorGroupView:
         self.data_names, self.label_names = data_names, label_names
 
 
-class Module(BaseModule):
+class Module(ModuleParams, BaseModule):
     """A trainable module over ``symbol`` (MXNet's ``mx.mod.Module``). With several contexts,
     or in one of several launched processes, it is a ``parallel.group.DataParallelModule``."""
 
@@ -55,7 +56,8 @@ class Module(BaseModule):
     def __init__(self, symbol: Any, data_names: Sequence[str] = ("data",),
                  label_names: Optional[Sequence[str]] = ("softmax_label",),
                  context: Any = None, fixed_param_names: Optional[Sequence[str]] = None,
-                 logger: Any = LOGGER, work_load_list: Optional[Sequence[float]] = None) -> None:
+                 logger: Any = LOGGER, work_load_list: Optional[Sequence[float]] = None,
+                 state_names: Optional[Sequence[str]] = None) -> None:
         super().__init__(logger)
         if isinstance(context, (list, tuple)):  # several: parallel.group.DataParallelModule
             if len(context) != 1:
@@ -66,11 +68,13 @@ class Module(BaseModule):
         args = symbol.list_arguments()
         self._data_names = list(data_names)
         self._label_names = [n for n in (label_names or []) if n in args]
-        for n in self._data_names:
-            if n not in args:
-                raise BindError(f"Module: data name {n!r} is not an argument of the symbol; "
-                                f"arguments: {args}")
-        inputs = set(self._data_names) | set(self._label_names)
+        self._state_names = list(state_names or [])
+        for kind, names in (("data", self._data_names), ("state", self._state_names)):
+            for n in names:
+                if n not in args:
+                    raise BindError(f"Module: {kind} name {n!r} is not an argument of the "
+                                    f"symbol; arguments: {args}")
+        inputs = set(self._data_names) | set(self._label_names) | set(self._state_names)
         self._param_names = [n for n in args if n not in inputs]
         self._aux_names = symbol.list_auxiliary_states()
         self._fixed_param_names = list(fixed_param_names or [])
@@ -244,75 +248,6 @@ class Module(BaseModule):
         if arg is not None:
             for exe in self._execs:
                 exe.copy_params_from(arg, aux)
-
-    # -- parameters --------------------------------------------------------------------------
-    def init_params(self, initializer: Any = _init.Uniform(0.01),
-                    arg_params: Optional[Mapping] = None, aux_params: Optional[Mapping] = None,
-                    allow_missing: bool = False, force_init: bool = False,
-                    allow_extra: bool = False) -> None:
-        """Fill parameters: given arrays first, the initializer for the rest; with
-        ``initializer=None`` (MXNet's ``set_params(allow_missing=True)``) the rest keep
-        their values, e.g. a ``softmax_label`` that ``label_names=None`` made a parameter."""
-        if self.params_initialized and not force_init:
-            return
-        if not self.binded:
-            raise BindError("init_params: call bind() first")
-        if initializer is None and arg_params is None:
-            raise BindError("init_params: initializer=None and no arg_params: nothing would "
-                            f"fill the parameters {self._param_names}")
-        initializer = _init.create(initializer) if initializer is not None else None
-        self._check_params(arg_params, aux_params, allow_missing, allow_extra)
-        attrs = self._symbol.attr_dict()
-        for names, given, target in ((self._param_names, arg_params, self._exec.arg_dict),
-                                     (self._aux_names, aux_params, self._exec.aux_dict)):
-            for name in names:
-                if given is not None and name in given:
-                    target[name][:] = given[name]
-                elif initializer is not None:
-                    initializer(_init.InitDesc(name, attrs.get(name, {})), target[name])
-        self.params_initialized = True
-        self._arg_params, self._aux_params = self.get_params()
-
-    def _check_params(self, arg_params: Optional[Mapping], aux_params: Optional[Mapping],
-                      allow_missing: bool, allow_extra: bool) -> None:
-        """Refuse names or shapes that do not belong to this network, before writing."""
-        for kind, names, given, target in (
-                ("argument", self._param_names, arg_params, self._exec.arg_dict),
-                ("aux state", self._aux_names, aux_params, self._exec.aux_dict)):
-            if given is None:
-                continue
-            missing = [n for n in names if n not in given]
-            if missing and not allow_missing:
-                raise MissingParamError(f"set_params: {kind}s {missing} are missing")
-            extra = sorted(set(given) - set(names))
-            if extra and not allow_extra:
-                raise BindError(f"set_params: {extra} are not {kind}s of this network; its "
-                                f"{kind}s are {names}")
-            for n in names:
-                if n in given and tuple(given[n].shape) != target[n].shape:
-                    raise BindError(f"set_params: {kind} {n} has shape "
-                                    f"{tuple(given[n].shape)}, the network needs "
-                                    f"{target[n].shape}")
-
-    def set_params(self, arg_params: Mapping, aux_params: Optional[Mapping] = None,
-                   allow_missing: bool = False, force_init: bool = True,
-                   allow_extra: bool = False) -> None:
-        """Copy parameters in; mismatched names or shapes raise ``BindError``."""
-        if not self.binded:
-            self._arg_params, self._aux_params = dict(arg_params), dict(aux_params or {})
-            self.params_initialized = True
-            return
-        self._check_params(arg_params, aux_params or {}, allow_missing, allow_extra)
-        self.init_params(None, arg_params, aux_params or {}, allow_missing, force_init,
-                         allow_extra)
-
-    def get_params(self) -> tuple[dict[str, NDArray], dict[str, NDArray]]:
-        """Copies of ``(arg_params, aux_params)`` on the CPU."""
-        if not self.binded:
-            return dict(self._arg_params or {}), dict(self._aux_params or {})
-        arg = {n: array(self._exec.arg_dict[n], cpu()) for n in self._param_names}
-        aux = {n: array(self._exec.aux_dict[n], cpu()) for n in self._aux_names}
-        return arg, aux
 
     # -- optimizer ---------------------------------------------------------------------------
     def _init_optimizer(self, kvstore: Any = "local", optimizer: Any = "sgd",
@@ -555,48 +490,3 @@ class Module(BaseModule):
         preds = [o.asnumpy()[keep] for o in self._exec.outputs][:max(1, len(labels))]
         eval_metric.update([np.asarray(lb.asnumpy() if hasattr(lb, "asnumpy") else lb)[keep]
                             for lb in labels], preds)
-
-    # -- checkpoints -------------------------------------------------------------------------
-    def save_checkpoint(self, prefix: str, epoch: int, save_optimizer_states: bool = False) -> None:
-        """``prefix-symbol.json``, ``prefix-%04d.params`` and, if asked, ``prefix-%04d.states``."""
-        from .checkpoint import save_checkpoint
-        if save_optimizer_states and not self.optimizer_initialized:
-            raise BindError("save_checkpoint: no optimizer states before init_optimizer()")
-        save_checkpoint(prefix, epoch, self._symbol, *self.get_params())
-        if save_optimizer_states:
-            self.save_optimizer_states("%s-%04d.states" % (prefix, epoch))
-
-    def save_optimizer_states(self, fname: str) -> None:
-        """Write optimizer states and update counts: named arrays in the ``.params`` format."""
-        from .checkpoint import save_arrays
-        if not self.optimizer_initialized:
-            raise BindError("save_optimizer_states: call init_optimizer() first")
-        save_arrays(fname, self._updater.get_states())
-
-    def load_optimizer_states(self, fname: str) -> None:
-        """Restore states written by :meth:`save_optimizer_states`; DataError names a bad file."""
-        from .checkpoint import load_optimizer_states
-        if not self.optimizer_initialized:
-            raise BindError("load_optimizer_states: call init_optimizer() first")
-        load_optimizer_states(fname, self._updater)
-
-    def init_optimizer(self, *args: Any, **kwargs: Any) -> None:
-        """As :meth:`_init_optimizer`, then restore states from :meth:`load` if it was asked to."""
-        self._init_optimizer(*args, **kwargs)
-        pending = getattr(self, "_pending_states", None)
-        if pending:
-            self.load_optimizer_states(pending)
-            self._pending_states = None
-
-    @staticmethod
-    def load(prefix: str, epoch: int, load_optimizer_states: bool = False,
-             **kwargs: Any) -> "Module":
-        """A module over a saved symbol whose parameters are set on ``bind`` (and optimizer
-        states on ``init_optimizer`` with ``load_optimizer_states``)."""
-        from .checkpoint import load_checkpoint
-        sym, arg, aux = load_checkpoint(prefix, epoch)
-        mod = Module(sym, **kwargs)
-        mod.set_params(arg, aux)
-        if load_optimizer_states:
-            mod._pending_states = "%s-%04d.states" % (prefix, epoch)
-        return mod
