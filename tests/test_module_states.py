@@ -79,3 +79,9 @@ def test_bucket_sym_gen_names_restart_per_bucket() -> None:
         "fullyconnected0_bias"].asnumpy()
     np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), np.tile(want, (10, 1)),
                                rtol=1e-5)
+
+
+def test_total_exec_bytes_counts_the_bound_arrays() -> None:
+    """data (4, 2), fc_weight (3, 2), fc_bias (3,), state (4, 3), output (4, 3); float32, no
+    gradients (bound for inference)."""
+    assert _module([sg.cpu()])._total_exec_bytes == (8 + 6 + 3 + 12 + 12) * 4

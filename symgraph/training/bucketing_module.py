@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
+
 from . import module as _module
 from ..core.base import BindError
 from .base_module import BaseModule
@@ -95,12 +97,16 @@ class BucketingModule(BaseModule):
             raise BindError("BucketingModule.bind: shared_module is not supported")
         self._bind_args = {"for_training": for_training, "inputs_need_grad": inputs_need_grad,
                            "grad_req": grad_req}
-        module = self._new_module(self._default_bucket_key)
+        # a module made by load() (its saved symbol, its parameters pending) or a new one
+        module = self._buckets.get(self._default_bucket_key) or \
+            self._new_module(self._default_bucket_key)
         module.bind(data_shapes, label_shapes, **self._bind_args)
         self._buckets = {self._default_bucket_key: module}
         self._curr_module, self._curr_bucket_key = module, self._default_bucket_key
         self.binded = True
         self.for_training, self.inputs_need_grad = for_training, inputs_need_grad
+        if module.params_initialized:
+            self._sync_params_state()
 
     def switch_bucket(self, bucket_key: Any, data_shapes: Any, label_shapes: Any = None) -> None:
         """Make ``bucket_key``'s module current, binding it over the shared parameters the
@@ -182,6 +188,48 @@ class BucketingModule(BaseModule):
         self._monitors = getattr(self, "_monitors", []) + [mon]
         for module in self._buckets.values():
             module.install_monitor(mon)
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def save_checkpoint(self, prefix: str, epoch: int, remove_amp_cast: bool = False) -> None:
+        """MXNet's files: ``prefix-%04d.params``, each bucket's ``prefix-<key>-symbol.json``
+        and ``prefix.buckets`` (the keys, an int32 array).
+
+        >>> mod.save_checkpoint("lm", 3)    # doctest: +SKIP
+        """
+        from ..runtime import ndfile
+        from .checkpoint import save_params
+        if not self._buckets:
+            raise BindError("save_checkpoint: an empty BucketingModule (bind it first)")
+        save_params("%s-%04d.params" % (prefix, epoch), *self.get_params())
+        for key, module in self._buckets.items():
+            module.symbol.save("%s-%s-symbol.json" % (prefix, key))
+        ndfile.save("%s.buckets" % prefix, [np.array(list(self._buckets), np.int32)])
+
+    @staticmethod
+    def load(prefix: str, epoch: int, sym_gen: Optional[SymGen] = None,
+             default_bucket_key: Any = None, **kwargs: Any) -> "BucketingModule":
+        """A BucketingModule over :meth:`save_checkpoint`'s files: the default bucket runs its
+        saved symbol, other buckets come from ``sym_gen``; parameters are set on ``bind``."""
+        from ..frontend import symbol as sym
+        from ..runtime import ndfile
+        from .checkpoint import load_params
+        if sym_gen is None or default_bucket_key is None:
+            raise BindError("BucketingModule.load: sym_gen and default_bucket_key are required")
+        keys = [int(k) for k in ndfile.load("%s.buckets" % prefix)[0][0].ravel()]
+        mod = BucketingModule(sym_gen, default_bucket_key, **kwargs)
+        if default_bucket_key in keys:
+            with NameManager():
+                _, data_names, label_names = sym_gen(default_bucket_key)
+            mod._buckets[default_bucket_key] = _module.Module(
+                sym.load("%s-%s-symbol.json" % (prefix, default_bucket_key)), data_names,
+                label_names, context=mod._context, fixed_param_names=mod._fixed_param_names,
+                state_names=mod._state_names, logger=mod.logger)
+        else:
+            mod._buckets[default_bucket_key] = mod._new_module(default_bucket_key)
+        mod._buckets[default_bucket_key].set_params(*load_params("%s-%04d.params"
+                                                                 % (prefix, epoch)))
+        mod.params_initialized = True
+        return mod
 
 
 _module.BucketingModule = BucketingModule

@@ -150,6 +150,19 @@ class ModuleParams:
             mod._pending_states = "%s-%04d.states" % (prefix, epoch)
         return mod
 
+    @property
+    def _total_exec_bytes(self) -> int:
+        """Bytes of the arrays the bound executors hold (arguments, gradients, aux states,
+        outputs), each counted once: MXNet's measure of what a bind allocated."""
+        seen: dict[int, int] = {}
+        for exe in self._execs:
+            for group in (exe.arg_dict, exe.grad_dict, exe.aux_dict):
+                for a in group.values():
+                    seen[id(a)] = a.size * a.dtype.itemsize
+            for a in exe.outputs:
+                seen[id(a)] = a.size * a.dtype.itemsize
+        return sum(seen.values())
+
     # -- states ------------------------------------------------------------------------------
     def get_states(self, merge_multi_context: bool = True) -> list:
         """The state arrays, in ``state_names`` order; with ``merge_multi_context=False``
