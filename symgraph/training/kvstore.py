@@ -23,6 +23,7 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from ..core.base import AttrError, BindError
+from .kvstore_compression import TwoBitCompression, parse_compression
 from .parallel.comm import HostCommunicator
 from .parallel.launch import WorldInfo, world_from_env
 from .parallel.mpi import mpi_group
@@ -30,7 +31,9 @@ from .parallel.rendezvous import DEFAULT_TIMEOUT, Rendezvous
 
 __all__ = ["KVStore", "create"]
 
-LOCAL_TYPES = ("local", "device", "nccl")
+# MXNet's names for where one process sums and updates; all run the same host sum here
+LOCAL_TYPES = ("local", "device", "nccl", "local_update_cpu", "local_allreduce_cpu",
+               "local_allreduce_device")
 DIST_TYPES = ("dist_sync", "dist_device_sync", "dist")
 TYPES = LOCAL_TYPES + DIST_TYPES
 
@@ -71,6 +74,7 @@ class KVStore:
         self._store: dict[Key, np.ndarray] = {}
         self._ctx: dict[Key, Any] = {}
         self._updater: Optional[Callable] = None
+        self._compression: Optional[TwoBitCompression] = None
 
     def __repr__(self) -> str:
         return (f"<KVStore {self._type}: rank {self.rank} of {self.num_workers}, "
@@ -110,13 +114,17 @@ class KVStore:
         then store it, or apply the optimizer to the stored value with it."""
         for k, vals in _pairs(key, value, "push"):
             stored = self._stored(k, "push")
-            vals = list(vals) if isinstance(vals, (list, tuple)) else [vals]
-            total = _host(vals[0]).astype(stored.dtype, copy=True)
+            vals = [_host(v) for v in (vals if isinstance(vals, (list, tuple)) else [vals])]
+            for v in vals:
+                if v.shape != stored.shape:
+                    raise BindError(f"kvstore push: key {k!r} has shape {stored.shape}, "
+                                    f"pushed {v.shape}")
+            if self._compression is not None:  # what each device sends (residuals kept)
+                vals = [self._compression.compress(k, i, v.astype(stored.dtype))
+                        for i, v in enumerate(vals)]
+            total = vals[0].astype(stored.dtype, copy=True)
             for v in vals[1:]:
-                total += _host(v)
-            if total.shape != stored.shape:
-                raise BindError(f"kvstore push: key {k!r} has shape {stored.shape}, pushed "
-                                f"{total.shape}")
+                total += v
             self._comm.allreduce([[total]])
             if self._updater is not None:
                 from ..runtime.ndarray import array
@@ -163,6 +171,41 @@ class KVStore:
 
     def _set_updater(self, updater: Callable) -> None:
         self._updater = updater
+
+    def save_optimizer_states(self, fname: str, dump_optimizer: bool = False) -> None:
+        """Write the states of the optimizer given to :meth:`set_optimizer` (named arrays in
+        the ``.params`` format, as ``Module.save_optimizer_states``; no pickle, so
+        ``dump_optimizer=True``, which would store the optimizer object too, is refused)."""
+        from .checkpoint import save_arrays
+        updater = self._optimizer_updater("save_optimizer_states")
+        if dump_optimizer:
+            raise AttrError("kvstore save_optimizer_states: dump_optimizer=True is not "
+                            "supported (states only; create the optimizer again on load)")
+        save_arrays(fname, updater.get_states())
+
+    def load_optimizer_states(self, fname: str) -> None:
+        """Restore :meth:`save_optimizer_states`'s file into the optimizer given to
+        :meth:`set_optimizer`; DataError names a bad file (the states are unchanged)."""
+        from .checkpoint import load_optimizer_states
+        load_optimizer_states(fname, self._optimizer_updater("load_optimizer_states"))
+
+    def _optimizer_updater(self, what: str) -> Any:
+        if self._updater is None or not hasattr(self._updater, "get_states"):
+            raise AttrError(f"kvstore {what}: call set_optimizer() first")
+        return self._updater
+
+    def set_gradient_compression(self, compression_params: dict) -> None:
+        """Compress every later push as MXNet's 2-bit scheme does (see
+        :mod:`symgraph.training.kvstore_compression`): ``{'type': '2bit', 'threshold': 0.5}``.
+        As in MXNet, only ``device`` and ``dist`` types compress; other types refuse it.
+
+        >>> kv = sg.kv.create("device")
+        >>> kv.set_gradient_compression({"type": "2bit", "threshold": 0.5})
+        """
+        if "device" not in self._type and "dist" not in self._type:
+            raise AttrError(f"kvstore {self._type!r}: gradient compression is not supported "
+                            f"for this type (only 'device' and 'dist' types compress)")
+        self._compression = parse_compression(compression_params)
 
     def is_capable(self, capability: str) -> bool:
         return capability == "optimizer"

@@ -40,15 +40,16 @@ class Updater:
         return out
 
     def set_states(self, arrays: dict[str, np.ndarray]) -> None:
-        """Restore :meth:`get_states` output (integer parameter indices)."""
-        states: dict[int, list] = {}
+        """Restore :meth:`get_states` output (parameter indices, or a kvstore's string keys)."""
+        states: dict[Any, list] = {}
         counts = {}
         for key, value in arrays.items():
-            kind, index, *rest = key.split(":")
+            kind, _, rest = key.partition(":")
             if kind == "state":
-                states.setdefault(int(index), []).append((int(rest[0]), np.array(value)))
+                index, _, k = rest.rpartition(":")
+                states.setdefault(_index(index), []).append((int(k), np.array(value)))
             else:
-                counts[int(index)] = int(value)
+                counts[_index(rest)] = int(value)
         want = {len(self.optimizer.rule.states)}
         if self.optimizer.multi_precision:  # narrow weights keep a master weight more
             want.add(len(self.optimizer.mp_rule.states))
@@ -60,6 +61,11 @@ class Updater:
         self.states = {i: tuple(v for _, v in sorted(items)) for i, items in states.items()}
         self.optimizer._index_update_count = counts
         self.optimizer.num_update = max(counts.values(), default=self.optimizer.num_update)
+
+
+def _index(text: str) -> Any:
+    """A saved parameter index: an int as written, else the kvstore's string key."""
+    return int(text) if text.lstrip("-").isdigit() else text
 
 
 def get_updater(optimizer: Any) -> Callable[[Any, Any, Any], None]:
