@@ -88,6 +88,59 @@ def test_gather_out_of_range_constant_index_is_refused(tmp_path):
         _run(tmp_path, model, {"x": A})
 
 
+@pytest.mark.parametrize("c_shape", [(4,), (1, 4)])
+def test_gemm_constant_weight_alpha_scales_the_product_only(tmp_path, c_shape):
+    """A constant B and row C import as FullyConnected: alpha goes into the weight only."""
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=2.0, beta=0.5, transB=1)
+    model = _model([node], [("a", F, [2, 3])], [("y", F, [2, 4])],
+                   [_init("b", B.T), _init("c", C[0].reshape(c_shape))])
+    (got,) = _run(tmp_path, model, {"a": A})
+    want = 2.0 * A.astype(np.float64) @ B + 0.5 * C[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_two_d_bias_input(tmp_path):
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=0.5, beta=2.0)
+    model = _model([node], [("a", F, [2, 3]), ("c", F, [2, 4])], [("y", F, [2, 4])],
+                   [_init("b", B)])
+    (got,) = _run(tmp_path, model, {"a": A, "c": C})
+    want = 0.5 * A.astype(np.float64) @ B + 2.0 * C
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _gather_input_model():
+    return _model([helper.make_node("Gather", ["x", "i"], ["y"], axis=1, name="pick")],
+                  [("x", F, [2, 3]), ("i", TensorProto.INT64, [2])], [("y", F, [2, 2])])
+
+
+def test_gather_run_time_indices_count_from_the_end(tmp_path):
+    (got,) = _run(tmp_path, _gather_input_model(), {"x": A, "i": np.array([-1, -3], np.int64)})
+    np.testing.assert_array_equal(got, A[:, [2, 0]])
+
+
+@pytest.mark.parametrize("bad,reported", [(3, 3), (-4, -1), (2 ** 40, 2 ** 40)])
+def test_gather_run_time_index_out_of_range_raises(tmp_path, bad, reported):
+    """An index outside [-3, 3) arriving at run time: a DataError naming the node, never a
+    wrapped or clipped row (-4 is reported after ONNX's shift by the axis size)."""
+    with pytest.raises(sg.DataError, match=rf"pick \(take\): index {reported} .*\[0, 2\]"):
+        _run(tmp_path, _gather_input_model(), {"x": A, "i": np.array([0, bad], np.int64)})
+
+
+def test_raw_importer_failure_is_a_graph_error_naming_the_node(tmp_path, monkeypatch):
+    """The safety net: an importer tripping on an input combination it does not map gives a
+    GraphError naming the node, not a raw IndexError."""
+    from symgraph.interop.onnx import import_ops
+
+    def broken(c, node, a):
+        return [][0]
+    monkeypatch.setitem(import_ops.IMPORTERS, "Relu", broken)
+    model = _model([helper.make_node("Relu", ["x"], ["y"], name="r1")], [("x", F, [2, 3])],
+                   [("y", F, [2, 3])])
+    with pytest.raises(sg.GraphError, match=r"r1 \(Relu\): cannot import it at opset 17: "
+                                            r"IndexError"):
+        _run(tmp_path, model, {"x": A})
+
+
 def test_unsqueeze_negative_axes_index_the_output(tmp_path):
     model = _model([helper.make_node("Unsqueeze", ["x", "ax"], ["y"])], [("x", F, [2, 3])],
                    [("y", F, [2, 1, 3, 1])], [_init("ax", [-1, -3], np.int64)], opset=13)
