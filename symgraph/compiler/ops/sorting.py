@@ -31,9 +31,17 @@ def flat_shape(a: Attrs, shape: tuple) -> tuple[tuple, Attrs]:
     return (int(np.prod(shape)),), Attrs({**a, "axis": 0})
 
 
+def sort_key(x: np.ndarray, ascend: bool) -> np.ndarray:
+    """``x``, or an array whose ascending order is ``x``'s descending one: -x for floats,
+    ~x for integers (-x wraps for unsigned ones and for the most negative signed value)."""
+    if ascend:
+        return x
+    return np.invert(x) if x.dtype.kind in "iu" else -x
+
+
 def order(x: np.ndarray, axis: int, ascend: bool) -> np.ndarray:
     """Stable sorting permutation along ``axis`` (ties keep their order either way)."""
-    return np.argsort(x if ascend else -x, axis=axis, kind="stable")
+    return np.argsort(sort_key(x, ascend), axis=axis, kind="stable")
 
 
 def top_order(x: np.ndarray, axis: int, ascend: bool, k: int) -> np.ndarray:
@@ -43,7 +51,7 @@ def top_order(x: np.ndarray, axis: int, ascend: bool, k: int) -> np.ndarray:
     n = x.shape[axis]
     if 8 * k >= n:
         return np.take(order(x, axis, ascend), np.arange(k), axis=axis)
-    key = np.moveaxis(x if ascend else -x, axis, -1)
+    key = np.moveaxis(sort_key(x, ascend), axis, -1)
     rows = key.reshape(-1, n)
     kth = np.take_along_axis(rows, np.argpartition(rows, k - 1, axis=1)[:, k - 1:k], 1)
     better, tie = rows < kth, rows == kth
