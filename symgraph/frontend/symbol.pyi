@@ -789,7 +789,7 @@ def take(
     indices: Optional[Symbol] = ...,
     *,
     axis: int = ...,
-    mode: Literal['clip', 'wrap'] = ...,
+    mode: Literal['clip', 'wrap', 'raise'] = ...,
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
