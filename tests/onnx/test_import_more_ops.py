@@ -3,6 +3,8 @@ own node tests (tests/onnx/test_backend_node.py): edge values against numpy floa
 references written from the spec, and refusals as typed errors naming the node."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -68,7 +70,10 @@ def test_gather_nd_negative_and_out_of_range_indices(tmp_path):
 
 @pytest.mark.parametrize("eq,shapes", [("...ij,...jk", [(2, 1, 3, 4), (1, 5, 4, 2)]),
                                        ("ij,jk,kl->li", [(2, 3), (3, 4), (4, 2)]),
-                                       ("iij->ji", [(3, 3, 2)]), ("ba", [(2, 3)])])
+                                       ("iij->ji", [(3, 3, 2)]), ("ba", [(2, 3)]),
+                                       ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+                                       ("ij,jk->ki", [(2, 3), (3, 4)]), ("i,j", [(2,), (3,)]),
+                                       ("bij,j->bi", [(2, 3, 4), (4,)])])
 def test_einsum_against_numpy(tmp_path, eq, shapes):
     xs = [RNG.normal(size=s).astype(np.float32) for s in shapes]
     want = np.einsum(eq, *[x.astype(np.float64) for x in xs])
@@ -77,6 +82,16 @@ def test_einsum_against_numpy(tmp_path, eq, shapes):
                    [(n, F, x.shape) for n, x in zip(names, xs)], [("y", F, want.shape)])
     (got,) = _import_run(tmp_path, model, dict(zip(names, xs)))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_einsum_of_two_operands_is_one_batch_dot(tmp_path):
+    """An attention-style contraction multiplies by GEMM, not through a broadcast product."""
+    model = _model(helper.make_node("Einsum", ["q", "k"], ["y"], equation="bhqd,bhkd->bhqk"),
+                   [("q", F, [2, 3, 4, 5]), ("k", F, [2, 3, 6, 5])], [("y", F, [2, 3, 4, 6])])
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    sym, _, _ = sg.onnx.import_model(str(tmp_path / "m.onnx"))
+    ops = [n["op"] for n in json.loads(sym.tojson())["nodes"]]
+    assert "batch_dot" in ops and "broadcast_mul" not in ops
 
 
 def test_pad_negative_pads_crop_after_reflecting(tmp_path):

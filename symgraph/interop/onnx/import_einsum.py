@@ -3,8 +3,9 @@
 Each operand's labels are made distinct first (a repeated label keeps the diagonal: the
 operand times an identity, summed over one of the two axes), labels only one operand has and
 the output lacks are summed at once, every operand is laid out over all labels (size 1 where
-absent), the product is taken with broadcasting and the labels the output lacks are summed.
-This materialises the full product: exact, but no GEMM (a large contraction is slow).
+absent), the product is taken with broadcasting and the labels the output lacks are summed. Two
+operands whose shared output labels have equal sizes (a batched matrix product, the common
+case) are instead one ``batch_dot`` between transposes and reshapes.
 """
 from __future__ import annotations
 
@@ -69,25 +70,58 @@ def _diagonals(c: ImportCtx, x: Any, term: Term, shape: list, dtype: np.dtype,
     return x, term, shape
 
 
-def _laid_out(c: ImportCtx, node: Any, k: int, terms: list[Term], out: Term,
-              labels: Term) -> Any:
-    """Operand ``k`` over all ``labels`` (in that order, size 1 where it lacks one)."""
-    name, src = op_name(node), node.input[k]
-    shape = list(c.static_shape(src, node))
-    x, term, shape = _diagonals(c, c.get(src), list(terms[k]), shape,
-                                c.dtypes.get(src, np.dtype(np.float32)), f"{name}_{k}")
+def _prepared(c: ImportCtx, node: Any, k: int, terms: list[Term],
+              out: Term) -> tuple[Any, Term, list]:
+    """Operand ``k`` with distinct labels, those no other operand and not the output has
+    summed out: ``(symbol, labels, shape)``."""
+    src = node.input[k]
+    x, term, shape = _diagonals(c, c.get(src), list(terms[k]), list(c.static_shape(src, node)),
+                                c.dtypes.get(src, np.dtype(np.float32)), f"{op_name(node)}_{k}")
     others = {lab for j, t in enumerate(terms) if j != k for lab in t} | set(out)
     alone = [p for p, lab in enumerate(term) if lab not in others]
     if alone:
         x = c.sym.sum(x, axis=tuple(alone))
         term = [lab for p, lab in enumerate(term) if p not in alone]
         shape = [d for p, d in enumerate(shape) if p not in alone]
+    return x, term, shape
+
+
+def _arranged(c: ImportCtx, x: Any, term: Term, shape: list, labels: Term,
+              full: bool) -> Any:
+    """``x`` transposed to the order of ``labels``; ``full``: reshaped to all of them (size 1
+    where it lacks one), else with its axes merged in the groups ``labels`` lists."""
     order = sorted(range(len(term)), key=lambda p: labels.index(term[p]))
     if order != list(range(len(term))):
         x = c.sym.transpose(x, axes=tuple(order))
     size = {term[p]: shape[p] for p in order}
-    full = tuple(size.get(lab, 1) for lab in labels)
-    return c.sym.Reshape(x, shape=full) if full != tuple(shape[p] for p in order) else x
+    target = tuple(size.get(lab, 1) for lab in labels)
+    return c.sym.Reshape(x, shape=target) if full and target != tuple(size.values()) else x
+
+
+def _contract_two(c: ImportCtx, parts: list, out: Term, name: str) -> Optional[Any]:
+    """Two operands as one batch_dot: (batch, free of A, contracted) times (batch,
+    contracted, free of B); None when a batch label broadcasts (sizes differ)."""
+    (xa, ta, sa), (xb, tb, sb) = parts
+    da, db = dict(zip(ta, sa)), dict(zip(tb, sb))
+    batch = [lab for lab in out if lab in da and lab in db]
+    if any(da[lab] != db[lab] for lab in batch):
+        return None
+    summed = [lab for lab in ta if lab in db and lab not in out]
+    free_a = [lab for lab in out if lab in da and lab not in db]
+    free_b = [lab for lab in out if lab in db and lab not in da]
+
+    def size(d: dict, labs: Term) -> int:
+        return int(np.prod([d[lab] for lab in labs], dtype=np.int64))
+    a3 = c.sym.Reshape(_arranged(c, xa, ta, sa, batch + free_a + summed, False),
+                       shape=(size(da, batch), size(da, free_a), size(da, summed)))
+    b3 = c.sym.Reshape(_arranged(c, xb, tb, sb, batch + summed + free_b, False),
+                       shape=(size(db, batch), size(db, summed), size(db, free_b)))
+    got = batch + free_a + free_b
+    y = c.sym.Reshape(c.sym.batch_dot(a3, b3),
+                      shape=tuple({**da, **db}[lab] for lab in got) or (1,))
+    perm = tuple(got.index(lab) for lab in out)
+    return c.sym.transpose(y, axes=perm, name=name) if perm != tuple(range(len(out))) else \
+        c.sym.identity(y, name=name)
 
 
 @converter("Einsum")
@@ -100,11 +134,17 @@ def _einsum(c: ImportCtx, node: Any, a: dict) -> Optional[list]:
     if missing or len(set(out)) < len(out):
         raise DataError(f"{node_label(node)}: the output of {eq!r} names labels no operand has "
                         f"or repeats one ({out})")
-    rest = [lab for t in terms for lab in t if lab not in out]
-    labels = out + list(dict.fromkeys(rest))
-    parts = [_laid_out(c, node, k, terms, out, labels) for k in range(len(terms))]
-    y = reduce(c.sym.broadcast_mul, parts)
     name = op_name(node)
+    parts = [_prepared(c, node, k, terms, out) for k in range(len(terms))]
+    floats = all(np.issubdtype(c.dtypes.get(n, np.dtype(np.float32)), np.floating)
+                 for n in node.input)
+    if len(parts) == 2 and out and floats:  # batch_dot multiplies floats only
+        y = _contract_two(c, parts, out, name)
+        if y is not None:
+            return [y]
+    rest = [lab for _, t, _ in parts for lab in t if lab not in out]
+    labels = out + list(dict.fromkeys(rest))
+    y = reduce(c.sym.broadcast_mul, [_arranged(c, x, t, sh, labels, True) for x, t, sh in parts])
     if len(labels) > len(out):
         return [c.sym.sum(y, axis=tuple(range(len(out), len(labels))), name=name)]
     return [c.sym.identity(y, name=name)]
