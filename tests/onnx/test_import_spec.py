@@ -126,6 +126,15 @@ def test_gather_run_time_index_out_of_range_raises(tmp_path, bad, reported):
         _run(tmp_path, _gather_input_model(), {"x": A, "i": np.array([0, bad], np.int64)})
 
 
+def test_gather_elements_run_time_indices(tmp_path):
+    model = _model([helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1, name="ge")],
+                   [("x", F, [2, 3]), ("i", TensorProto.INT64, [1, 2])], [("y", F, [1, 2])])
+    (got,) = _run(tmp_path, model, {"x": A, "i": np.array([[-1, 1]], np.int64)})
+    np.testing.assert_array_equal(got, [[A[0, 2], A[0, 1]]])
+    with pytest.raises(sg.DataError, match=r"ge \(_gather_axis\): index 3 .*\[0, 2\]"):
+        _run(tmp_path, model, {"x": A, "i": np.array([[0, 3]], np.int64)})
+
+
 def test_raw_importer_failure_is_a_graph_error_naming_the_node(tmp_path, monkeypatch):
     """The safety net: an importer tripping on an input combination it does not map gives a
     GraphError naming the node, not a raw IndexError."""

@@ -179,9 +179,13 @@ TAKE_PARAMS = {"axis": Param("int", 0),
 
 
 def _indices(a: Attrs, idx: np.ndarray, n: int) -> np.ndarray:
+    return row_indices(idx, n, a["mode"])
+
+
+def row_indices(idx: np.ndarray, n: int, mode: str) -> np.ndarray:
     """The integer rows ``idx`` reads: clipped or wrapped into [0, n), or (``raise``) checked
     as MXNet does, on the value before truncation (2.5 is out of [0, 2], 1.7 reads row 1)."""
-    if a["mode"] == "raise":
+    if mode == "raise":
         bad = ~((idx >= 0) & (idx <= n - 1))  # written so that NaN is out of range too
         if bad.any():
             pos = np.unravel_index(int(np.argmax(bad)), idx.shape)
@@ -190,7 +194,7 @@ def _indices(a: Attrs, idx: np.ndarray, n: int) -> np.ndarray:
                             f"size {n} (mode='raise')")
         return idx.astype(np.int64)
     i = idx.astype(np.int64)
-    return np.clip(i, 0, n - 1) if a["mode"] == "clip" else np.mod(i, n)
+    return np.clip(i, 0, n - 1) if mode == "clip" else np.mod(i, n)
 
 
 def _take_shape(a: Attrs, s: list) -> list:

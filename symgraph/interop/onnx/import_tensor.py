@@ -168,6 +168,25 @@ def _gather(c: ImportCtx, node: Any, a: dict) -> list:
                        name=name)]
 
 
+@converter("GatherElements")
+def _gather_elements(c: ImportCtx, node: Any, a: dict) -> list:
+    """out[.., j, ..] = data[.., indices[.., j, ..], ..] along ``axis``; indices may be
+    shorter than the data on the other axes (the data is cut to them first). Negative
+    indices count from the end, one outside [-n, n) raises DataError as in Gather."""
+    shape, ishape = c.static_shape(node.input[0], node), c.static_shape(node.input[1], node)
+    axis, name = int(a.get("axis", 0)) % len(shape), op_name(node)
+    data, dim = c.get(node.input[0]), shape[axis]
+    ends = tuple(dim if k == axis else ishape[k] for k in range(len(shape)))
+    if ends != shape:
+        data = c.sym.slice(data, begin=(0,) * len(shape), end=ends, name=f"{name}_cut")
+    idx = c.known(node.input[1])
+    if idx is not None and idx.size and (idx.min() < -dim or idx.max() >= dim):
+        raise DataError(f"{node_label(node)}: indices {node.input[1]!r} hold values in "
+                        f"[{idx.min()}, {idx.max()}], outside [-{dim}, {dim}) of axis {axis}")
+    return [c.sym._gather_axis(data, _from_end(c, node.input[1], dim, name), axis=axis,
+                               mode="raise", name=name)]
+
+
 def _from_end(c: ImportCtx, indices: str, n: int, name: str) -> Any:
     """``indices + n`` where an index is negative (ONNX's reading of one from the end)."""
     i = c.get(indices)
