@@ -15,6 +15,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from symgraph.interop.onnx import backend  # noqa: E402
 
+from .test_import_spec import import_and_run  # noqa: E402
+
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
 RNG = np.random.default_rng(11)
 
@@ -28,21 +30,11 @@ def _model(node, inputs, outputs, inits=(), opset=18):
     return model
 
 
-def _import_run(tmp_path, model, feeds):
-    """import_model (inputs not known when the symbol is built), then a forward."""
-    path = str(tmp_path / "m.onnx")
-    onnx.save(model, path)
-    sym, arg, aux = sg.onnx.import_model(path)
-    args = {**{k: sg.nd.array(v, dtype=v.dtype) for k, v in feeds.items()}, **arg}
-    return [o.asnumpy() for o in sym.bind(sg.cpu(), args, grad_req="null",
-                                          aux_states=aux).forward()]
-
-
 def test_round_halves_to_even_and_keeps_non_finite(tmp_path):
     x = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 2.4999998, -3.7, np.inf, -np.inf, np.nan,
                   1e30], np.float32)
     model = _model(helper.make_node("Round", ["x"], ["y"]), [("x", F, [12])], [("y", F, [12])])
-    (got,) = _import_run(tmp_path, model, {"x": x})
+    (got,) = import_and_run(tmp_path, model, {"x": x})
     np.testing.assert_array_equal(got, np.round(x.astype(np.float64)).astype(np.float32))
 
 
@@ -52,7 +44,7 @@ def test_mod_signs_and_zero_divisor(tmp_path, fmod):
     b = np.array([2.0, 2.0, -2.0, -2.0, 0.0, 3.0, np.inf], np.float32)
     model = _model(helper.make_node("Mod", ["a", "b"], ["y"], fmod=fmod),
                    [("a", F, [7]), ("b", F, [7])], [("y", F, [7])])
-    (got,) = _import_run(tmp_path, model, {"a": a, "b": b})
+    (got,) = import_and_run(tmp_path, model, {"a": a, "b": b})
     ref = np.fmod if fmod else np.mod
     with np.errstate(invalid="ignore", divide="ignore"):
         np.testing.assert_array_equal(got, ref(a.astype(np.float64), b).astype(np.float32))
@@ -62,10 +54,10 @@ def test_gather_nd_negative_and_out_of_range_indices(tmp_path):
     data = RNG.normal(size=(3, 4)).astype(np.float32)
     model = _model(helper.make_node("GatherND", ["x", "i"], ["y"], name="gnd"),
                    [("x", F, [3, 4]), ("i", I64, [2, 2])], [("y", F, [2])])
-    (got,) = _import_run(tmp_path, model, {"x": data, "i": np.array([[-1, 0], [1, -4]])})
+    (got,) = import_and_run(tmp_path, model, {"x": data, "i": np.array([[-1, 0], [1, -4]])})
     np.testing.assert_array_equal(got, [data[2, 0], data[1, 0]])
     with pytest.raises(sg.DataError, match=r"gnd \(gather_nd\).* index 3 is out of range"):
-        _import_run(tmp_path, model, {"x": data, "i": np.array([[3, 0], [0, 0]])})
+        import_and_run(tmp_path, model, {"x": data, "i": np.array([[3, 0], [0, 0]])})
 
 
 @pytest.mark.parametrize("eq,shapes", [("...ij,...jk", [(2, 1, 3, 4), (1, 5, 4, 2)]),
@@ -80,7 +72,7 @@ def test_einsum_against_numpy(tmp_path, eq, shapes):
     names = [f"x{k}" for k in range(len(xs))]
     model = _model(helper.make_node("Einsum", names, ["y"], equation=eq),
                    [(n, F, x.shape) for n, x in zip(names, xs)], [("y", F, want.shape)])
-    (got,) = _import_run(tmp_path, model, dict(zip(names, xs)))
+    (got,) = import_and_run(tmp_path, model, dict(zip(names, xs)))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
@@ -99,7 +91,7 @@ def test_pad_negative_pads_crop_after_reflecting(tmp_path):
     pads = np.array([2, -1, -1, 2], np.int64)  # axis 0: +2 / -1, axis 1: -1 / +2
     model = _model(helper.make_node("Pad", ["x", "p"], ["y"], mode="reflect"),
                    [("x", F, [3, 5])], [("y", F, [4, 6])], [("p", pads)])
-    (got,) = _import_run(tmp_path, model, {"x": x})
+    (got,) = import_and_run(tmp_path, model, {"x": x})
     want = np.pad(x.astype(np.float64), [(2, 0), (0, 2)], mode="reflect")[:-1, 1:]
     np.testing.assert_array_equal(got, want.astype(np.float32))
 
@@ -109,7 +101,7 @@ def test_resize_nearest_keeps_integer_data_exact(tmp_path):
     model = _model(helper.make_node("Resize", ["x", "", "s"], ["y"], mode="nearest"),
                    [("x", TensorProto.UINT8, x.shape)], [("y", TensorProto.UINT8, [1, 1, 4, 6])],
                    [("s", np.array([1, 1, 2, 2], np.float32))])
-    (got,) = _import_run(tmp_path, model, {"x": x})
+    (got,) = import_and_run(tmp_path, model, {"x": x})
     np.testing.assert_array_equal(got, x.repeat(2, axis=2).repeat(2, axis=3))
 
 
