@@ -827,7 +827,7 @@ def take(
     indices: Optional[NDArray] = ...,
     *,
     axis: int = ...,
-    mode: Literal['clip', 'wrap'] = ...,
+    mode: Literal['clip', 'wrap', 'raise'] = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
@@ -1508,7 +1508,7 @@ def pick(
     index: Optional[NDArray] = ...,
     *,
     axis: int = ...,
-    mode: Literal['clip', 'wrap'] = ...,
+    mode: Literal['clip', 'wrap', 'raise'] = ...,
     keepdims: bool = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,

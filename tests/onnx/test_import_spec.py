@@ -23,7 +23,8 @@ def _model(nodes, inputs, outputs, inits=(), opset=17):
     return model
 
 
-def _run(tmp_path, model, feeds):
+def import_and_run(tmp_path, model, feeds):
+    """import_model (inputs not known when the symbol is built), then one forward."""
     path = str(tmp_path / "m.onnx")
     onnx.save(model, path)
     sym, arg, aux = sg.onnx.import_model(path)
@@ -46,7 +47,7 @@ def test_gemm_alpha_scales_the_product_only(tmp_path):
     node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=2.0, beta=0.5)
     model = _model([node], [("a", F, [2, 3]), ("b", F, [3, 4]), ("c", F, [4])],
                    [("y", F, [2, 4])])
-    (got,) = _run(tmp_path, model, {"a": A, "b": B, "c": C[0]})
+    (got,) = import_and_run(tmp_path, model, {"a": A, "b": B, "c": C[0]})
     want = 2.0 * A.astype(np.float64) @ B + 0.5 * C[0]
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
@@ -55,7 +56,7 @@ def test_gemm_two_d_constant_bias(tmp_path):
     node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], beta=0.5)
     model = _model([node], [("a", F, [2, 3])], [("y", F, [2, 4])],
                    [_init("b", B), _init("c", C)])
-    (got,) = _run(tmp_path, model, {"a": A})
+    (got,) = import_and_run(tmp_path, model, {"a": A})
     np.testing.assert_allclose(got, A.astype(np.float64) @ B + 0.5 * C, rtol=1e-5, atol=1e-5)
 
 
@@ -64,7 +65,7 @@ def test_softmax_before_opset_13_normalises_the_flattened_tail(tmp_path, op):
     x = RNG.normal(size=(2, 3, 2, 2)).astype(np.float32)
     model = _model([helper.make_node(op, ["x"], ["y"], axis=1)], [("x", F, x.shape)],
                    [("y", F, x.shape)], opset=11)
-    (got,) = _run(tmp_path, model, {"x": x})
+    (got,) = import_and_run(tmp_path, model, {"x": x})
     rows = x.astype(np.float64).reshape(2, -1)
     soft = np.exp(rows - rows.max(1, keepdims=True))
     soft /= soft.sum(1, keepdims=True)
@@ -76,7 +77,7 @@ def test_gather_negative_index_counts_from_the_end(tmp_path):
     table = RNG.normal(size=(5, 3)).astype(np.float32)
     model = _model([helper.make_node("Gather", ["t", "i"], ["y"], axis=0)],
                    [("i", TensorProto.INT64, [2])], [("y", F, [2, 3])], [_init("t", table)])
-    (got,) = _run(tmp_path, model, {"i": np.array([-1, 1], np.int64)})
+    (got,) = import_and_run(tmp_path, model, {"i": np.array([-1, 1], np.int64)})
     np.testing.assert_array_equal(got, table[[4, 1]])
 
 
@@ -85,13 +86,75 @@ def test_gather_out_of_range_constant_index_is_refused(tmp_path):
                    [("x", F, [2, 3])], [("y", F, [2, 1])],
                    [_init("i", [3], np.int64)])
     with pytest.raises(sg.DataError, match=r"pick \(Gather\).*\[-3, 3\)"):
-        _run(tmp_path, model, {"x": A})
+        import_and_run(tmp_path, model, {"x": A})
+
+
+@pytest.mark.parametrize("c_shape", [(4,), (1, 4)])
+def test_gemm_constant_weight_alpha_scales_the_product_only(tmp_path, c_shape):
+    """A constant B and row C import as FullyConnected: alpha goes into the weight only."""
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=2.0, beta=0.5, transB=1)
+    model = _model([node], [("a", F, [2, 3])], [("y", F, [2, 4])],
+                   [_init("b", B.T), _init("c", C[0].reshape(c_shape))])
+    (got,) = import_and_run(tmp_path, model, {"a": A})
+    want = 2.0 * A.astype(np.float64) @ B + 0.5 * C[0]
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_two_d_bias_input(tmp_path):
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=0.5, beta=2.0)
+    model = _model([node], [("a", F, [2, 3]), ("c", F, [2, 4])], [("y", F, [2, 4])],
+                   [_init("b", B)])
+    (got,) = import_and_run(tmp_path, model, {"a": A, "c": C})
+    want = 0.5 * A.astype(np.float64) @ B + 2.0 * C
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _gather_input_model():
+    return _model([helper.make_node("Gather", ["x", "i"], ["y"], axis=1, name="pick")],
+                  [("x", F, [2, 3]), ("i", TensorProto.INT64, [2])], [("y", F, [2, 2])])
+
+
+def test_gather_run_time_indices_count_from_the_end(tmp_path):
+    (got,) = import_and_run(tmp_path, _gather_input_model(), {"x": A, "i": np.array([-1, -3], np.int64)})
+    np.testing.assert_array_equal(got, A[:, [2, 0]])
+
+
+@pytest.mark.parametrize("bad,reported", [(3, 3), (-4, -1), (2 ** 40, 2 ** 40)])
+def test_gather_run_time_index_out_of_range_raises(tmp_path, bad, reported):
+    """An index outside [-3, 3) arriving at run time: a DataError naming the node, never a
+    wrapped or clipped row (-4 is reported after ONNX's shift by the axis size)."""
+    with pytest.raises(sg.DataError, match=rf"pick \(take\): index {reported} .*\[0, 2\]"):
+        import_and_run(tmp_path, _gather_input_model(), {"x": A, "i": np.array([0, bad], np.int64)})
+
+
+def test_gather_elements_run_time_indices(tmp_path):
+    model = _model([helper.make_node("GatherElements", ["x", "i"], ["y"], axis=1, name="ge")],
+                   [("x", F, [2, 3]), ("i", TensorProto.INT64, [1, 2])], [("y", F, [1, 2])])
+    (got,) = import_and_run(tmp_path, model, {"x": A, "i": np.array([[-1, 1]], np.int64)})
+    np.testing.assert_array_equal(got, [[A[0, 2], A[0, 1]]])
+    with pytest.raises(sg.DataError, match=r"ge \(_gather_axis\): index 3 .*\[0, 2\]"):
+        import_and_run(tmp_path, model, {"x": A, "i": np.array([[0, 3]], np.int64)})
+
+
+def test_raw_importer_failure_is_a_graph_error_naming_the_node(tmp_path, monkeypatch):
+    """The safety net: an importer tripping on an input combination it does not map gives a
+    GraphError naming the node, not a raw IndexError."""
+    from symgraph.interop.onnx import import_ops
+
+    def broken(c, node, a):
+        return [][0]
+    monkeypatch.setitem(import_ops.IMPORTERS, "Relu", broken)
+    model = _model([helper.make_node("Relu", ["x"], ["y"], name="r1")], [("x", F, [2, 3])],
+                   [("y", F, [2, 3])])
+    with pytest.raises(sg.GraphError, match=r"r1 \(Relu\): cannot import it at opset 17: "
+                                            r"IndexError"):
+        import_and_run(tmp_path, model, {"x": A})
 
 
 def test_unsqueeze_negative_axes_index_the_output(tmp_path):
     model = _model([helper.make_node("Unsqueeze", ["x", "ax"], ["y"])], [("x", F, [2, 3])],
                    [("y", F, [2, 1, 3, 1])], [_init("ax", [-1, -3], np.int64)], opset=13)
-    (got,) = _run(tmp_path, model, {"x": A})
+    (got,) = import_and_run(tmp_path, model, {"x": A})
     assert got.shape == (2, 1, 3, 1)
     np.testing.assert_array_equal(got.reshape(2, 3), A)
 
@@ -99,7 +162,7 @@ def test_unsqueeze_negative_axes_index_the_output(tmp_path):
 def test_reduce_mean_noop_with_empty_axes(tmp_path):
     node = helper.make_node("ReduceMean", ["x"], ["y"], noop_with_empty_axes=1)
     model = _model([node], [("x", F, [2, 3])], [("y", F, [2, 3])], opset=18)
-    (got,) = _run(tmp_path, model, {"x": A})
+    (got,) = import_and_run(tmp_path, model, {"x": A})
     np.testing.assert_array_equal(got, A)
 
 
@@ -107,7 +170,7 @@ def test_one_element_constant_keeps_its_rank(tmp_path):
     node = helper.make_node("Add", ["x", "k"], ["y"])
     model = _model([node], [("x", F, [2, 3])], [("y", F, [1, 2, 3])],
                    [_init("k", np.full((1, 1, 1), 2.0))])
-    (got,) = _run(tmp_path, model, {"x": A})
+    (got,) = import_and_run(tmp_path, model, {"x": A})
     assert got.shape == (1, 2, 3)
     np.testing.assert_allclose(got[0], A + 2.0, rtol=1e-6)
 
@@ -204,5 +267,5 @@ def test_shape_arithmetic_folds_to_a_static_reshape(tmp_path):
     onnx.save(model, path)
     sym, arg, _ = sg.onnx.import_model(path)
     assert sym.list_arguments() == ["x"] and not arg
-    (got,) = _run(tmp_path, model, {"x": x})
+    (got,) = import_and_run(tmp_path, model, {"x": x})
     np.testing.assert_array_equal(got, x.reshape(2, 12))

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...core import expr as E
 from ...core.attrs import Attrs, Param
-from ...core.base import ShapeError
+from ...core.base import DataError, ShapeError
 from ...core.registry import (ELEMWISE, GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef, RunCtx,
                         register)
 from ._util import check_attr, checked, expr_compute, fmt, forward_shape, same_shape
@@ -173,12 +173,28 @@ register(OpDef(
     doc="indices.shape + (depth,): on_value at each index, off_value elsewhere (also for "
         "out-of-range indices)."))
 
-TAKE_PARAMS = {"axis": Param("int", 0), "mode": Param("str", "clip", ("clip", "wrap"))}
+TAKE_PARAMS = {"axis": Param("int", 0),
+               "mode": Param("str", "clip", ("clip", "wrap", "raise"),
+                             doc="out-of-range indices: clipped, wrapped, or a DataError")}
 
 
 def _indices(a: Attrs, idx: np.ndarray, n: int) -> np.ndarray:
+    return row_indices(idx, n, a["mode"])
+
+
+def row_indices(idx: np.ndarray, n: int, mode: str) -> np.ndarray:
+    """The integer rows ``idx`` reads: clipped or wrapped into [0, n), or (``raise``) checked
+    as MXNet does, on the value before truncation (2.5 is out of [0, 2], 1.7 reads row 1)."""
+    if mode == "raise":
+        bad = ~((idx >= 0) & (idx <= n - 1))  # written so that NaN is out of range too
+        if bad.any():
+            pos = np.unravel_index(int(np.argmax(bad)), idx.shape)
+            raise DataError(f"index {idx[pos]} at position {tuple(map(int, pos))} of the "
+                            f"indices {fmt(idx.shape)} is outside [0, {n - 1}], the axis of "
+                            f"size {n} (mode='raise')")
+        return idx.astype(np.int64)
     i = idx.astype(np.int64)
-    return np.clip(i, 0, n - 1) if a["mode"] == "clip" else np.mod(i, n)
+    return np.clip(i, 0, n - 1) if mode == "clip" else np.mod(i, n)
 
 
 def _take_shape(a: Attrs, s: list) -> list:
@@ -200,7 +216,8 @@ register(OpDef(
     "take", TAKE_PARAMS, ("a", "indices"), forward_shape(_take_shape), _take,
     lambda c: [c.sym._backward_take(c.ograds[0], c.inputs[1], c.inputs[0], **c.attrs), None],
     INJECTIVE, lowering='take', infer_type=typed_like(0),
-    doc="Slices of `a` along axis at `indices` (clipped or wrapped)."))
+    doc="Slices of `a` along axis at `indices` (clipped, wrapped, or raising DataError on "
+        "the CPU; the GPU clips where MXNet raises: a kernel cannot raise)."))
 
 
 def _backward_take(a: Attrs, xs: list, ctx: RunCtx) -> list:

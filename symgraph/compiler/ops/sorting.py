@@ -13,6 +13,7 @@ from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
 from ...core.registry import INJECTIVE, NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
 from ._util import fmt, forward_shape
+from .indexing import row_indices
 
 AXIS = {"axis": Param("int", -1, doc="the axis to sort along")}
 SORT_AXIS = {"axis": Param("int?", -1, doc="the axis to sort along; None: the flattened array")}
@@ -31,9 +32,17 @@ def flat_shape(a: Attrs, shape: tuple) -> tuple[tuple, Attrs]:
     return (int(np.prod(shape)),), Attrs({**a, "axis": 0})
 
 
+def sort_key(x: np.ndarray, ascend: bool) -> np.ndarray:
+    """``x``, or an array whose ascending order is ``x``'s descending one: -x for floats,
+    ~x for integers (-x wraps for unsigned ones and for the most negative signed value)."""
+    if ascend:
+        return x
+    return np.invert(x) if x.dtype.kind in "iu" else -x
+
+
 def order(x: np.ndarray, axis: int, ascend: bool) -> np.ndarray:
     """Stable sorting permutation along ``axis`` (ties keep their order either way)."""
-    return np.argsort(x if ascend else -x, axis=axis, kind="stable")
+    return np.argsort(sort_key(x, ascend), axis=axis, kind="stable")
 
 
 def top_order(x: np.ndarray, axis: int, ascend: bool, k: int) -> np.ndarray:
@@ -43,7 +52,7 @@ def top_order(x: np.ndarray, axis: int, ascend: bool, k: int) -> np.ndarray:
     n = x.shape[axis]
     if 8 * k >= n:
         return np.take(order(x, axis, ascend), np.arange(k), axis=axis)
-    key = np.moveaxis(x if ascend else -x, axis, -1)
+    key = np.moveaxis(sort_key(x, ascend), axis, -1)
     rows = key.reshape(-1, n)
     kth = np.take_along_axis(rows, np.argpartition(rows, k - 1, axis=1)[:, k - 1:k], 1)
     better, tie = rows < kth, rows == kth
@@ -175,11 +184,6 @@ register(OpDef(
         "0/1 mask; k <= 0 takes all."))
 
 
-def _clip_index(index: np.ndarray, n: int, wrap: bool = False) -> np.ndarray:
-    k = index.astype(np.int64)
-    return np.mod(k, n) if wrap else np.clip(k, 0, n - 1)
-
-
 def _gather_shape(a: Attrs, s: list) -> list:
     data, index = s
     ax = _check_axis(a, data)
@@ -191,7 +195,7 @@ def _gather_shape(a: Attrs, s: list) -> list:
 def _gather(a: Attrs, xs: list, ctx: RunCtx) -> list:
     data, index = xs
     ax = a["axis"] % data.ndim
-    idx = _clip_index(index, data.shape[ax], a["mode"] == "wrap")
+    idx = row_indices(index, data.shape[ax], a["mode"])
     return [np.take_along_axis(data, idx, ax)]
 
 
@@ -199,21 +203,24 @@ def _scatter(a: Attrs, xs: list, ctx: RunCtx) -> list:
     dy, index, data = xs
     ax = a["axis"] % data.ndim
     out = np.zeros(data.shape, dy.dtype)
-    idx = _clip_index(index, data.shape[ax], a["mode"] == "wrap")
+    idx = row_indices(index, data.shape[ax], a["mode"])
     grid = list(np.indices(idx.shape, sparse=True))
     grid[ax] = idx
     np.add.at(out, tuple(grid), dy)
     return [out]
 
 
-GATHER = {**AXIS, "mode": Param("str", "clip", ("clip", "wrap"))}
+GATHER = {**AXIS, "mode": Param("str", "clip", ("clip", "wrap", "raise"),
+                                 doc="out-of-range indices: clipped, wrapped, or a DataError "
+                                     "(the GPU clips: a kernel cannot raise)")}
 
 register(OpDef(
     "_gather_axis", GATHER, ("data", "index"), forward_shape(_gather_shape), _gather,
     lambda c: [c.sym._scatter_axis(c.ograds[0], c.inputs[1], c.inputs[0], **c.attrs), None],
     INJECTIVE, infer_type=lambda a, ins, outs: (ins, [ins[0]]),
     lowering=("axis_gather", {"scatter": False}),
-    doc="out[.., j, ..] = data[.., index[.., j, ..], ..] along axis (indices clipped)."))
+    doc="out[.., j, ..] = data[.., index[.., j, ..], ..] along axis (indices clipped, wrapped "
+        "or checked)."))
 register(OpDef(
     "_scatter_axis", GATHER, ("ograd", "index", "data"),
     lambda a, ins, outs: (ins, [ins[2]] if ins[2] is not None else outs), _scatter,

@@ -148,18 +148,50 @@ def _reshape(c: ImportCtx, node: Any, a: dict) -> list:
 
 @converter("Gather")
 def _gather(c: ImportCtx, node: Any, a: dict) -> list:
-    """Negative indices count from the end; indices known at import are checked against
-    [-n, n) (ONNX leaves an out-of-range index undefined: symgraph refuses it)."""
+    """Negative indices count from the end; an index outside [-n, n) is an error (ONNX leaves
+    it undefined): a DataError at import when the indices are known, else at run time, from
+    ``take(mode='raise')`` on the indices shifted by n where negative."""
     rank = c.rank(node.input[0], node)
     axis = int(a.get("axis", 0)) % rank
     idx = c.known(node.input[1])
     dim = (c.shapes.get(node.input[0]) or (None,) * rank)[axis]
-    if idx is not None and dim is not None and idx.size and (
-            idx.min() < -dim or idx.max() >= dim):
+    data, name = c.get(node.input[0]), op_name(node)
+    if idx is not None and dim is not None:
+        if idx.size and (idx.min() < -dim or idx.max() >= dim):
+            raise DataError(f"{node_label(node)}: indices {node.input[1]!r} hold values in "
+                            f"[{idx.min()}, {idx.max()}], outside [-{dim}, {dim}) of axis "
+                            f"{axis}")
+        return [c.sym.take(data, c.get(node.input[1]), axis=axis, mode="wrap", name=name)]
+    if dim is None:
+        dim = c.static_shape(node.input[0], node)[axis]
+    return [c.sym.take(data, _from_end(c, node.input[1], dim, name), axis=axis, mode="raise",
+                       name=name)]
+
+
+@converter("GatherElements")
+def _gather_elements(c: ImportCtx, node: Any, a: dict) -> list:
+    """out[.., j, ..] = data[.., indices[.., j, ..], ..] along ``axis``; indices may be
+    shorter than the data on the other axes (the data is cut to them first). Negative
+    indices count from the end, one outside [-n, n) raises DataError as in Gather."""
+    shape, ishape = c.static_shape(node.input[0], node), c.static_shape(node.input[1], node)
+    axis, name = int(a.get("axis", 0)) % len(shape), op_name(node)
+    data, dim = c.get(node.input[0]), shape[axis]
+    ends = tuple(dim if k == axis else ishape[k] for k in range(len(shape)))
+    if ends != shape:
+        data = c.sym.slice(data, begin=(0,) * len(shape), end=ends, name=f"{name}_cut")
+    idx = c.known(node.input[1])
+    if idx is not None and idx.size and (idx.min() < -dim or idx.max() >= dim):
         raise DataError(f"{node_label(node)}: indices {node.input[1]!r} hold values in "
                         f"[{idx.min()}, {idx.max()}], outside [-{dim}, {dim}) of axis {axis}")
-    return [c.sym.take(c.get(node.input[0]), c.get(node.input[1]), axis=axis, mode="wrap",
-                       name=op_name(node))]
+    return [c.sym._gather_axis(data, _from_end(c, node.input[1], dim, name), axis=axis,
+                               mode="raise", name=name)]
+
+
+def _from_end(c: ImportCtx, indices: str, n: int, name: str) -> Any:
+    """``indices + n`` where an index is negative (ONNX's reading of one from the end)."""
+    i = c.get(indices)
+    shift = c.sym._mul_scalar(c.sym._lesser_scalar(i, scalar=0.0), scalar=float(n))
+    return c.sym.elemwise_add(i, shift, name=f"{name}_from_end")
 
 
 def _axes(c: ImportCtx, node: Any, a: dict) -> Optional[tuple]:

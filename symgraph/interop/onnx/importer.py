@@ -16,17 +16,20 @@ import numpy as np
 
 from ...core.base import DataError, GraphError, SymgraphError
 from .context import ImportCtx, attributes, node_label, onnx_module
-from . import import_shape, import_tensor  # noqa: F401  (they register their importers)
+from . import (import_einsum, import_math, import_pad, import_resize,  # noqa: F401  (register)
+               import_shape, import_tensor)
 from .import_ops import IMPORTERS
 
 ONNX_DOMAINS = ("", "ai.onnx")
 # Operators whose early versions mean something else, and the first version mapped: before
 # 7 the binary ops broadcast by a legacy `broadcast`/`axis` rule; Reshape took its shape as
 # an attribute before 5, Tile its repeats as (tiles, axis) before 6; Cast's `to` was a string
-# before 6; Concat's axis was optional before 4; BatchNormalization and Dropout had `is_test`.
+# before 6; Concat's axis was optional before 4; BatchNormalization and Dropout had `is_test`;
+# Pad's were `paddings` before 2; Resize 10 had no coordinate transform (Upsample's rule).
 _LEGACY7 = ("Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less",
             "Gemm", "PRelu", "BatchNormalization", "Dropout")
-MIN_VERSION = {**{op: 7 for op in _LEGACY7}, "Reshape": 5, "Tile": 6, "Cast": 6, "Concat": 4}
+MIN_VERSION = {**{op: 7 for op in _LEGACY7}, "Reshape": 5, "Tile": 6, "Cast": 6, "Concat": 4,
+               "Pad": 2, "Resize": 11}
 
 
 def _arrays(params: dict[str, np.ndarray], used: set) -> dict:

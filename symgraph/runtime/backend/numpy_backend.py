@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from .. import profiler
+from ...core.base import DataError, where
 from ...core.dtypes import NARROW
 from ...core.registry import RunCtx, get_op
 from ...compiler.schedule import Schedule
@@ -125,7 +126,11 @@ class NumpyProgram:
 
     def _step(self, env: list[Any], k: int, ctx: RunCtx) -> None:
         compute, attrs, ins, outs = self._kernels[k]
-        results = compute(attrs, [_widen(self.read(env, i)) for i in ins], ctx)
+        try:
+            results = compute(attrs, [_widen(self.read(env, i)) for i in ins], ctx)
+        except DataError as exc:  # bad values seen at run time: say which node met them
+            node = self.schedule.steps[k].node
+            raise type(exc)(f"{where(node.name, node.op)}{exc}") from None
         dtypes = self.schedule.dtypes
         planned = self._freed is not None
         for slot, value in zip(outs, results):

@@ -2,7 +2,8 @@
 one_hot, take (and Embedding) and take's gradient. One thread per output element, in the
 shared grid-stride loop (``codegen.grid_stride_kernel``); indices arrive as floats (of any
 float dtype, or one_hot's integers) and are truncated like ``astype(int64)``, then clipped or
-wrapped as take's ``mode`` says. ``dtype``: the data's float type (``idx_t``: the indices').
+wrapped as take's ``mode`` says; ``raise`` clips (a kernel cannot raise, and no read may leave
+the array), where the CPU raises DataError (docs/mxnet_parity.md). ``dtype``: the data's float type (``idx_t``: the indices').
 """
 from __future__ import annotations
 

@@ -47,7 +47,8 @@ def render_axis_gather(scatter: bool, outer: int, n: int, inner: int, m: int, wr
                        y_t: str, x_t: str, idx_t: str) -> Rendered:
     """Gather ``y[o, j, in] = x[o, idx[o, j, in], in]`` over ``m`` index entries per row; with
     ``scatter`` its adjoint, ``atomicAdd`` of each ``g`` element into ``y`` (zeroed before).
-    Indices wrap (``wrap``) or are clipped to [0, n)."""
+    Indices wrap (``wrap``) or are clipped to [0, n) (also for ``mode='raise'``: a kernel cannot
+    raise, and no read may leave the array; the CPU raises DataError)."""
     idx = (f"long long k = (long long)raw % {n}LL; if (k < 0) k += {n}LL;" if wrap else
            f"long long k = (long long)raw; k = k < 0 ? 0 : (k > {n - 1} ? {n - 1} : k);")
     raw_t, raw = index_load("idx[i]", idx_t)

@@ -2,7 +2,7 @@
 Embedding and take's gradient.
 
 Indices arrive as floats (the ops' convention) and are truncated like ``astype(int64)``; take
-clips or wraps them as its ``mode`` says. The gradient of take scatters with ``atomicAdd`` into a
+clips or wraps them as its ``mode`` says (``raise`` clips: see ``kernels_index``). The gradient of take scatters with ``atomicAdd`` into a
 zero-filled result (summation order may differ from numpy's; well within float32 tolerance).
 """
 from __future__ import annotations
