@@ -168,12 +168,6 @@ LAYERS = ("core", "compiler", "runtime", "frontend", "training", "gluon", "inter
 MAX_ROOT_MODULES = 12
 # Imports from a layer to one above it, each with its reason; the list may only shrink.
 UPWARD_LEFT = {
-    # ops' numpy references draw from the global generator when a run gives none
-    ("symgraph.compiler.ops.activation", "symgraph.runtime.random"),
-    ("symgraph.compiler.ops.sampling", "symgraph.runtime.random"),
-    # Custom ops hand NDArrays to user code and compile rtc kernels
-    ("symgraph.compiler.ops.custom", "symgraph.runtime.ndarray"),
-    ("symgraph.compiler.ops.custom", "symgraph.runtime.rtc"),
     # the update ops are generated from the optimizers' own formulas
     ("symgraph.compiler.ops.update", "symgraph.training.optimizer"),
     ("symgraph.compiler.ops.update_multi", "symgraph.training.optimizer"),
