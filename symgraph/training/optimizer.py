@@ -1,26 +1,23 @@
 """``sg.optimizer``: SGD, Adam, RMSProp, AdaGrad with MXNet 1.x names, defaults and formulas.
 
-An update rule is data: an :class:`UpdateRule` lists the optimizer's state arrays and scalar
-hyper-parameters and gives the new weight and new states as scalar :mod:`symgraph.expr`
-formulas of ``(weight, grad, *states, *scalars)``. The numpy path evaluates those formulas on
-whole arrays; a GPU backend can print the same formulas into one fused kernel over all
-parameters. Only the per-step scalars (learning rate after scheduling and ``lr_mult``, Adam's bias
-correction...) are computed in Python, once per parameter and step.
+An optimizer is its :class:`UpdateRule` (per-element formulas, ``compiler/ops/update_rules.py``,
+shared with the update ops and the fused GPU step) plus what Python computes once per
+parameter and step: the scalars (scheduled learning rate, ``lr_mult``, bias corrections).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..core import expr as E
+from ..compiler.ops import update_rules as R
+from ..compiler.ops.update_rules import RuleInputs, UpdateRule, rescaled_grad  # noqa: F401
 from ..core.base import AttrError
-from ..core.dtypes import compute_dtype, is_narrow
+from ..core.dtypes import is_narrow
+from ..runtime.updater import Updater, get_updater
 from .lr_scheduler import LRScheduler
 from .optimizer_layout import to_flat, to_mxnet
-from .optimizer_updater import Updater, get_updater
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdaGrad", "RMSProp", "Updater", "UpdateRule", "create",
            "register", "get_updater", "RuleInputs"]
@@ -37,71 +34,6 @@ def symbol_info(sym: Any) -> tuple[dict, tuple[str, ...]]:
 class SchedulerConflict(AttrError, UserWarning):
     """``set_learning_rate`` on an optimizer driven by an ``lr_scheduler`` (MXNet raises a
     ``UserWarning`` there, which this also is)."""
-
-
-@dataclass(frozen=True)
-class UpdateRule:
-    """Per-element update: inputs are ``weight, grad, *states, *scalars`` (``E.inp`` indices in
-    that order); ``formulas`` are the new weight followed by the new value of each state."""
-
-    name: str
-    states: tuple[str, ...]
-    scalars: tuple[str, ...]
-    formulas: tuple[E.Expr, ...]
-    # states that start as a copy of the weight (DCASGD's previous weight), not as zeros
-    from_weight: frozenset = frozenset()
-
-    def apply(self, weight: np.ndarray, grad: np.ndarray, states: Sequence[np.ndarray],
-              scalars: dict[str, float]) -> list[np.ndarray]:
-        """Evaluate the rule on numpy arrays; returns ``[new weight, *new states]``, computed
-        in float32 for narrow (float16/bfloat16) weights (the caller stores them narrow)."""
-        dt = compute_dtype(weight.dtype)
-        ins = [weight.astype(dt, copy=False), grad.astype(dt, copy=False),
-               *(s.astype(dt, copy=False) for s in states)]
-        ins += [np.asarray(scalars[k], dt) for k in self.scalars]
-        # an output that is an input (DCASGD's previous weight) is copied: the caller
-        # overwrites the weight before it stores the states
-        return [o.copy() if any(o is i for i in ins) else o
-                for o in E.evaluate(self.formulas, ins, dt)]
-
-    def master_weight_rule(self) -> "UpdateRule":
-        """The multi-precision variant (``multi_precision=True``): state 0 is the float32
-        master weight. The update reads it in place of the (narrow) weight, and its new value
-        is both output 0 (stored narrow into the weight) and the new master. Derived from the
-        same formulas, so a fused kernel printed from them updates master and narrow copy."""
-        n_in = 2 + len(self.states) + len(self.scalars)
-        # old inputs (weight, grad, *states, *scalars) read from (weight32, grad, ...) shifted
-        remap = [E.inp(2), E.inp(1)] + [E.inp(i + 1) for i in range(2, n_in)]
-        new = tuple(E.substitute(f, remap) for f in self.formulas)
-        return UpdateRule(f"{self.name}_mp", ("weight32",) + self.states, self.scalars,
-                          (new[0], new[0]) + new[1:], self.from_weight | {"weight32"})
-
-    def initial_states(self, weight: np.ndarray, dtype: Any) -> tuple[np.ndarray, ...]:
-        """Fresh states of ``dtype`` for ``weight``: zeros, or the weight for ``from_weight``."""
-        return tuple(weight.astype(dtype) if name in self.from_weight
-                     else np.zeros(weight.shape, dtype) for name in self.states)
-
-
-class RuleInputs:
-    """Names -> ``E.inp`` for writing a rule's formulas readably."""
-
-    def __init__(self, states: Sequence[str], scalars: Sequence[str]) -> None:
-        names = ["weight", "grad", *states, *scalars]
-        self._index = {n: E.inp(i) for i, n in enumerate(names)}
-
-    def __getattr__(self, name: str) -> E.Expr:
-        try:
-            return self._index[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-def rescaled_grad(v: RuleInputs, clip: Optional[float], wd_first: bool = False) -> E.Expr:
-    """``clip(rescale*grad)``, or ``clip(rescale*grad + wd*weight)`` with ``wd_first``."""
-    g = v.rescale_grad * v.grad + v.wd * v.weight if wd_first else v.rescale_grad * v.grad
-    if clip is None or clip < 0:
-        return g
-    return E.call("max", E.call("min", g, v.clip_gradient), E.call("neg", v.clip_gradient))
 
 
 class Optimizer:
@@ -355,7 +287,7 @@ class SGD(Optimizer):
     """``mom = momentum*mom - lr*(clip(rescale*grad) + wd*weight); weight += mom`` (no state
     when ``momentum`` is 0: ``weight -= lr*(clip(rescale*grad) + wd*weight)``)."""
 
-    SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "momentum")
+    SCALARS = R.SGD_SCALARS
     MASTER_LAST = True
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs: Any) -> None:
@@ -363,13 +295,7 @@ class SGD(Optimizer):
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        states = ("mom",) if self.momentum else ()
-        v = RuleInputs(states, SGD.SCALARS)
-        step = v.lr * (rescaled_grad(v, self.clip_gradient) + v.wd * v.weight)
-        if not self.momentum:
-            return UpdateRule("sgd", (), SGD.SCALARS, (v.weight - step,))
-        mom = v.momentum * v.mom - step
-        return UpdateRule("sgd_mom", states, SGD.SCALARS, (v.weight + mom, mom))
+        return R.sgd_rule(bool(self.momentum), self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "momentum": self.momentum}
@@ -384,7 +310,7 @@ class Adam(Optimizer):
     """MXNet's Adam: ``g = clip(rescale*grad + wd*weight)``, moments ``m, v``, and
     ``weight -= lr*sqrt(1-beta2^t)/(1-beta1^t) * m / (sqrt(v) + epsilon)``."""
 
-    SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "beta1", "beta2", "epsilon")
+    SCALARS = R.ADAM_SCALARS
 
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, lazy_update: bool = True, **kwargs: Any) -> None:
@@ -392,12 +318,7 @@ class Adam(Optimizer):
         super().__init__(learning_rate=learning_rate, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = RuleInputs(("mean", "var"), self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient, True)
-        mean = v.beta1 * v.mean + (1 - v.beta1) * g
-        var = v.beta2 * v.var + (1 - v.beta2) * g * g
-        weight = v.weight - v.lr * mean / (E.call("sqrt", var) + v.epsilon)
-        return UpdateRule("adam", ("mean", "var"), self.SCALARS, (weight, mean, var))
+        return R.adam_rule(self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         base = super()._scalars(index, t)
@@ -411,7 +332,7 @@ class RMSProp(Optimizer):
     ``g = clip(rescale*grad + wd*weight)``. Centered adds the mean ``m`` and momentum ``delta``:
     ``delta = gamma2*delta - lr*g/sqrt(n - m^2 + epsilon); weight += delta``."""
 
-    SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "gamma1", "gamma2", "epsilon")
+    SCALARS = R.RMSPROP_SCALARS
 
     def __init__(self, learning_rate: float = 0.001, gamma1: float = 0.9, gamma2: float = 0.9,
                  epsilon: float = 1e-8, centered: bool = False,
@@ -421,20 +342,7 @@ class RMSProp(Optimizer):
         super().__init__(learning_rate=learning_rate, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        states = ("n", "m", "delta") if self.centered else ("n",)
-        v = RuleInputs(states, self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient, True)
-        n = (1 - v.gamma1) * g * g + v.gamma1 * v.n
-        if self.centered:
-            m = (1 - v.gamma1) * g + v.gamma1 * v.m
-            delta = v.gamma2 * v.delta - v.lr * g / E.call("sqrt", n - m * m + v.epsilon)
-            outs: tuple = (v.weight + delta, n, m, delta)
-        else:
-            outs = (v.weight - v.lr * g / E.call("sqrt", n + v.epsilon), n)
-        if self.clip_weights is not None and self.clip_weights > 0:
-            c = float(self.clip_weights)
-            outs = (E.call("max", E.call("min", outs[0], c), -c),) + outs[1:]
-        return UpdateRule("rmsprop", states, self.SCALARS, outs)
+        return R.rmsprop_rule(self.centered, self.clip_gradient, self.clip_weights)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "gamma1": self.gamma1, "gamma2": self.gamma2,
@@ -450,18 +358,14 @@ class AdaGrad(Optimizer):
     """MXNet's AdaGrad: ``g = clip(rescale*grad); h += g^2;
     weight -= lr*(g/sqrt(h + eps) + wd*weight)``."""
 
-    SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "eps")
+    SCALARS = R.ADAGRAD_SCALARS
 
     def __init__(self, eps: float = 1e-7, **kwargs: Any) -> None:
         self.float_stable_eps = eps
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = RuleInputs(("history",), self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient)
-        history = v.history + g * g
-        weight = v.weight - v.lr * (g / E.call("sqrt", history + v.eps) + v.wd * v.weight)
-        return UpdateRule("adagrad", ("history",), self.SCALARS, (weight, history))
+        return R.adagrad_rule(self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "eps": self.float_stable_eps}
