@@ -14,10 +14,9 @@ import numpy as np
 from ..compiler.ops import update_rules as R
 from ..compiler.ops.update_rules import RuleInputs, UpdateRule, rescaled_grad  # noqa: F401
 from ..core.base import AttrError
-from ..core.dtypes import is_narrow
 from ..runtime.updater import Updater, get_updater
 from .lr_scheduler import LRScheduler
-from .optimizer_layout import to_flat, to_mxnet
+from .optimizer_layout import MultiPrecisionAPI
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdaGrad", "RMSProp", "Updater", "UpdateRule", "create",
            "register", "get_updater", "RuleInputs"]
@@ -36,7 +35,7 @@ class SchedulerConflict(AttrError, UserWarning):
     ``UserWarning`` there, which this also is)."""
 
 
-class Optimizer:
+class Optimizer(MultiPrecisionAPI):
     """Base class (MXNet's ``mx.optimizer.Optimizer``): learning rate, weight decay, gradient
     rescaling and clipping, per-parameter ``lr_mult``/``wd_mult``, update counts."""
 
@@ -102,41 +101,9 @@ class Optimizer:
             return self.mp_rule.initial_states(w, np.float32)
         return self.rule.initial_states(w, np.dtype(weight.dtype))
 
-    def create_state_multi_precision(self, index: Any, weight: Any) -> Any:
-        """MXNet's name: :meth:`create_state` already keeps a float32 master weight first
-        when ``multi_precision`` is on and ``weight`` is float16/bfloat16. A subclass without
-        a rule gets MXNet's ``(float32 master, create_state(index, master))``."""
-        if self._master(weight):
-            if self.rule is not None:
-                return to_mxnet(self.create_state(index, weight), self.MASTER_LAST)
-            master = weight.astype(np.float32)
-            return (master, self.create_state(index, master))
-        return self.create_state(index, weight)
-
-    def update_multi_precision(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
-        """MXNet's name: :meth:`update` already steps through the master weight of states
-        made by :meth:`create_state_multi_precision`; lists of indices, weights, gradients
-        and states step together (:meth:`update_multi`). A subclass without a rule: its
-        ``update`` runs on the float32 master, which is then cast into ``weight``."""
-        if isinstance(index, (list, tuple)):
-            self.update_multi(index, weight, grad, [
-                to_flat(st, self.MASTER_LAST) if self.rule is not None and self._master(w)
-                else st for w, st in zip(weight, state)])
-        elif self.rule is None and self._master(weight):
-            self.update(index, state[0], grad.astype(np.float32), state[1])
-            weight[:] = state[0].astype(weight.dtype)
-        elif self._master(weight):
-            self.update(index, weight, grad, to_flat(state, self.MASTER_LAST))
-        else:
-            self.update(index, weight, grad, state)
-
     def set_lr_scale(self, args_lrscale: dict) -> None:
         """Deprecated in MXNet (raises ``DeprecationWarning`` there too): use set_lr_mult."""
         raise DeprecationWarning("set_lr_scale is deprecated; use set_lr_mult")
-
-    def _master(self, weight: Any) -> bool:
-        """True when ``weight`` is updated through a float32 master copy."""
-        return self.multi_precision and is_narrow(weight.dtype)
 
     def step_scalars(self, indices: Sequence[Any]) -> dict[str, np.ndarray]:
         """Count one update for each of ``indices`` and return this step's scalar table:
