@@ -19,7 +19,7 @@ MAX_FUNCTION_LINES = 60
 
 # path under symgraph/ -> its line count today (to be split)
 FILES_OVER: dict[str, int] = {
-    "training/module.py": 603, "gluon/block.py": 409,
+    "training/module.py": 603,
     "runtime/cuda/kernels_norm.py": 427,
     "runtime/cuda/kernels_conv_mma.py": 405,
 }
