@@ -98,6 +98,51 @@ def _fast_key(op: str, args: tuple, kwargs: dict) -> Optional[tuple]:
     return (op, tuple(map(type, args)), tuple(kwargs.items()))
 
 
+def _first_call(opdef: registry.OpDef, params: list, key: Any, args: tuple, kwargs: dict,
+                out: Optional[NDArray], name: Optional[str]) -> Union[NDArray, list]:
+    """An ``sg.nd`` call of a form not seen before: arrays by position or input name, attributes
+    by keyword or position (checked); remembered under ``key`` for the fast path when it has
+    all arrays positionally."""
+    if opdef.variadic:
+        arrays = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) \
+            else list(args)
+        return call(opdef.name, arrays, kwargs, out, name)
+    n = 0
+    while n < len(args) and isinstance(args[n], NDArray):
+        n += 1
+    ctx = kwargs.pop("ctx") if isinstance(kwargs.get("ctx"), Context) else None
+    inplace = bool(kwargs.pop("inplace", False)) and opdef.view
+    named = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
+    attrs = {k: (tuple(v.tolist()) if isinstance(v, np.ndarray) else v)
+             for k, v in kwargs.items() if not isinstance(v, NDArray)}
+    if n < len(args) and isinstance(args[n], (np.ndarray, list)):
+        raise AttrError(f"{where(name or opdef.name, opdef.name)}input {n} must be an "
+                        f"NDArray, got {type(args[n]).__name__}")
+    for p, v in zip(params, args[n:]):
+        if p in attrs:
+            raise AttrError(f"{where(name or opdef.name, opdef.name)}attribute {p} given "
+                            f"twice")
+        attrs[p] = v
+    if len(args) - n > len(params):
+        raise AttrError(f"{where(name or opdef.name, opdef.name)}too many positional "
+                        f"arguments: {len(args) - n} after the arrays")
+    info = call_info(opdef, attrs, name)
+    if key is not None and n == len(args) and not named and ctx is None and \
+            "inplace" not in kwargs and len(FAST_CALLS) < MAX_FAST:
+        FAST_CALLS[key] = info
+    inputs = list(args[:n])
+    for slot in info.slots[n:]:
+        if slot in named:
+            inputs.append(named.pop(slot))
+    if named:
+        raise AttrError(f"{where(name or opdef.name, opdef.name)}no input named "
+                        f"{sorted(named)}; inputs: {list(info.slots)}")
+    outs = record(info, inputs, name, ctx)
+    if inplace:  # MXNet's inplace=True of a reshaping op: a view sharing the memory
+        outs = [NDArray(inputs[0]._data.reshape(o.shape), inputs[0]._ctx) for o in outs]
+    return result(outs, out)
+
+
 def make_nd_function(opdef: registry.OpDef):
     """The ``sg.nd`` function of one op: arrays positionally or by input name, then attributes
     by keyword (or positionally, in the op's schema order, after the arrays); ``out=``."""
@@ -121,44 +166,7 @@ def make_nd_function(opdef: registry.OpDef):
             if out is None:
                 return outs[0] if len(outs) == 1 else outs
             return result(outs, out)
-        if opdef.variadic:
-            arrays = list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) \
-                else list(args)
-            return call(opdef.name, arrays, kwargs, out, name)
-        n = 0
-        while n < len(args) and isinstance(args[n], NDArray):
-            n += 1
-        ctx = kwargs.pop("ctx") if isinstance(kwargs.get("ctx"), Context) else None
-        inplace = bool(kwargs.pop("inplace", False)) and opdef.view
-        named = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
-        attrs = {k: (tuple(v.tolist()) if isinstance(v, np.ndarray) else v)
-                 for k, v in kwargs.items() if not isinstance(v, NDArray)}
-        if n < len(args) and isinstance(args[n], (np.ndarray, list)):
-            raise AttrError(f"{where(name or opdef.name, opdef.name)}input {n} must be an "
-                            f"NDArray, got {type(args[n]).__name__}")
-        for p, v in zip(params, args[n:]):
-            if p in attrs:
-                raise AttrError(f"{where(name or opdef.name, opdef.name)}attribute {p} given "
-                                f"twice")
-            attrs[p] = v
-        if len(args) - n > len(params):
-            raise AttrError(f"{where(name or opdef.name, opdef.name)}too many positional "
-                            f"arguments: {len(args) - n} after the arrays")
-        info = call_info(opdef, attrs, name)
-        if key is not None and n == len(args) and not named and ctx is None and \
-                "inplace" not in kwargs and len(FAST_CALLS) < MAX_FAST:
-            FAST_CALLS[key] = info
-        inputs = list(args[:n])
-        for slot in info.slots[n:]:
-            if slot in named:
-                inputs.append(named.pop(slot))
-        if named:
-            raise AttrError(f"{where(name or opdef.name, opdef.name)}no input named "
-                            f"{sorted(named)}; inputs: {list(info.slots)}")
-        outs = record(info, inputs, name, ctx)
-        if inplace:  # MXNet's inplace=True of a reshaping op: a view sharing the memory
-            outs = [NDArray(inputs[0]._data.reshape(o.shape), inputs[0]._ctx) for o in outs]
-        return result(outs, out)
+        return _first_call(opdef, params, key, args, kwargs, out, name)
 
     from .opdoc import document  # signature and docstring from the registry
     return document(op_function, opdef, front_end="nd")

@@ -144,7 +144,7 @@ def _variable_attrs(name: str, attrs: dict[str, str]) -> dict[str, str]:
     """Check the user attributes symgraph interprets, so a bad one fails here, naming the
     variable, not later in inference; MXNet's integer ``__dtype__`` codes become names."""
     from ..core.attrs import PARSERS
-    from ..training.initializer import create
+    from ..core.init_registry import from_spec
     out = dict(attrs)
     try:
         if "__dtype__" in attrs:
@@ -160,7 +160,7 @@ def _variable_attrs(name: str, attrs: dict[str, str]) -> dict[str, str]:
                 PARSERS["float"](attrs[key])
         if "__init__" in attrs:
             _check_depth(attrs["__init__"])
-            create(attrs["__init__"])
+            from_spec(attrs["__init__"])
     except (ValueError, TypeError, KeyError, AttrError, SyntaxError, RecursionError) as exc:
         bad = [k for k in ("__dtype__", "__shape__", "__lr_mult__", "__wd_mult__", "__init__")
                if k in attrs]

@@ -23,7 +23,7 @@ from .block_scope import BlockScope
 from .nested import flatten, regroup
 from .one_op import capture, replay
 from .parameter import VERSION, DeferredInitializationError, Parameter
-from .parameter_dict import DtypeRule, ParameterDict, load_file, load_named
+from .parameter_dict import ParameterDict
 from .block_checks import (check_attr_type, check_regex, named_error,
                            warn_unregistered_containers)
 
@@ -109,41 +109,6 @@ class Block(BlockAPI):
         for name, child in self._children.items():
             out.update(child._collect_params_with_prefix(prefix + name))
         return out
-
-    def save_parameters(self, filename: str, deduplicate: bool = False) -> None:
-        """Write parameters under structural names (``conv1.weight``)."""
-        from ..runtime import ndarray as nd
-        params = self._collect_params_with_prefix()
-        if deduplicate:
-            seen: dict[int, str] = {}
-            params = {k: v for k, v in params.items() if seen.setdefault(id(v), k) == k}
-        nd.save(filename, {k: nd.array(v._reduce(), dtype=v.dtype) for k, v in params.items()})
-
-    def load_parameters(self, filename: str, ctx: Any = None, allow_missing: bool = False,
-                        ignore_extra: bool = False, cast_dtype: bool = False,
-                        dtype_source: str = "current") -> None:
-        """Read :meth:`save_parameters` output; a file of another network raises DataError
-        naming the parameter and the file, and changes nothing; a saved dtype other than a
-        parameter's needs ``cast_dtype`` (then ``dtype_source`` 'current' casts, 'saved' keeps)."""
-        loaded = load_file(filename)
-        params = self._collect_params_with_prefix()
-        if not loaded and not params:
-            return
-        if loaded and not any("." in k for k in loaded):  # full names (legacy save_params)
-            self.collect_params().load(filename, ctx, allow_missing, ignore_extra,
-                                       self.prefix, cast_dtype, dtype_source)
-            return
-        load_named(params, loaded, f"file '{filename}'", ctx, allow_missing, ignore_extra,
-                   DtypeRule(cast_dtype, dtype_source))
-
-    def save_params(self, filename: str) -> None:
-        """Deprecated MXNet name: full parameter names without this block's prefix."""
-        self.collect_params().save(filename, strip_prefix=self.prefix)
-
-    def load_params(self, filename: str, ctx: Any = None, allow_missing: bool = False,
-                    ignore_extra: bool = False) -> None:
-        """Deprecated MXNet name of :meth:`load_parameters`."""
-        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
     def initialize(self, init: Any = None, ctx: Any = None, verbose: bool = False,
                    force_reinit: bool = False) -> None:

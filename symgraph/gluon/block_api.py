@@ -1,5 +1,6 @@
 """The rest of MXNet 1.9's ``Block`` API, mixed into :class:`~symgraph.gluon.Block`: forward
-hooks with handles, ``summary``, ``save``/``load`` of architecture and parameters,
+hooks with handles, ``summary``, parameter files (``save_parameters``/``load_parameters``
+under structural names), ``save``/``load`` of architecture and parameters,
 ``register_op_hook``, ``share_parameters``, ``reset_ctx`` and ``optimize_for``."""
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any, Callable, Optional
 from ..core import fileio
 from ..core.base import AttrError, DataError, GraphError
 from .hooks import HookHandle
+from .parameter_dict import DtypeRule, load_file, load_named
 
 
 class HybridizedError(GraphError, AssertionError):
@@ -165,6 +167,41 @@ class BlockAPI:
         finally:
             for h in handles:
                 h.detach()
+
+    def save_parameters(self, filename: str, deduplicate: bool = False) -> None:
+        """Write parameters under structural names (``conv1.weight``)."""
+        from ..runtime import ndarray as nd
+        params = self._collect_params_with_prefix()
+        if deduplicate:
+            seen: dict[int, str] = {}
+            params = {k: v for k, v in params.items() if seen.setdefault(id(v), k) == k}
+        nd.save(filename, {k: nd.array(v._reduce(), dtype=v.dtype) for k, v in params.items()})
+
+    def load_parameters(self, filename: str, ctx: Any = None, allow_missing: bool = False,
+                        ignore_extra: bool = False, cast_dtype: bool = False,
+                        dtype_source: str = "current") -> None:
+        """Read :meth:`save_parameters` output; a file of another network raises DataError
+        naming the parameter and the file, and changes nothing; a saved dtype other than a
+        parameter's needs ``cast_dtype`` (then ``dtype_source`` 'current' casts, 'saved' keeps)."""
+        loaded = load_file(filename)
+        params = self._collect_params_with_prefix()
+        if not loaded and not params:
+            return
+        if loaded and not any("." in k for k in loaded):  # full names (legacy save_params)
+            self.collect_params().load(filename, ctx, allow_missing, ignore_extra,
+                                       self.prefix, cast_dtype, dtype_source)
+            return
+        load_named(params, loaded, f"file '{filename}'", ctx, allow_missing, ignore_extra,
+                   DtypeRule(cast_dtype, dtype_source))
+
+    def save_params(self, filename: str) -> None:
+        """Deprecated MXNet name: full parameter names without this block's prefix."""
+        self.collect_params().save(filename, strip_prefix=self.prefix)
+
+    def load_params(self, filename: str, ctx: Any = None, allow_missing: bool = False,
+                    ignore_extra: bool = False) -> None:
+        """Deprecated MXNet name of :meth:`load_parameters`."""
+        self.load_parameters(filename, ctx, allow_missing, ignore_extra)
 
     def save(self, prefix: str) -> None:
         """Write ``prefix-model.json`` (the block tree, with each hybridized block's traced

@@ -2,6 +2,9 @@
 
 * ``check_no_aliasing``: two bound roles (arguments, aux states, gradients) must not share
   memory, or a run would write one through the other.
+* ``as_list``, ``grad_reqs``: MXNet's forms of per-argument arrays and gradient requests
+  (list, dict, one string) as one list or dict over the argument names, each checked;
+  ``bound_for``: the program (training or inference) those requests make a bind compile.
 * ``alloc``: arrays ``simple_bind`` makes; memory that cannot be had is a BindError naming it.
 * ``one_thread``: an executor's runs share its bound arrays, outputs and saved forward, so a run
   entered while another thread is inside one raises ExecutionError (docs/architecture.md,
@@ -11,13 +14,63 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ..core.base import BindError, ExecutionError
 from ..core.context import Context
 from .ndarray import NDArray, zeros
+
+
+GRAD_REQS = ("write", "add", "null")
+
+
+def as_list(kind: str, value: Any, names: Sequence[str], required: bool) -> list:
+    """Turn a list or dict of per-argument values into a list in ``names`` order."""
+    if value is None:
+        if required and names:
+            raise BindError(f"{kind}: missing arrays for {list(names)}")
+        return [None] * len(names)
+    if isinstance(value, Mapping):
+        extra = sorted(k for k in set(value) - set(names) if value[k] is not None)
+        if extra:
+            raise BindError(f"{kind}: {extra} are not arguments of the symbol; expected {list(names)}")
+        missing = [n for n in names if n not in value]
+        if required and missing:
+            raise BindError(f"{kind}: missing arrays for {missing}")
+        return [value.get(n) for n in names]
+    value = list(value)
+    if len(value) != len(names):
+        raise BindError(f"{kind}: {len(value)} arrays given for {len(names)} names {list(names)}")
+    return value
+
+
+def grad_reqs(grad_req: Any, names: Sequence[str]) -> dict[str, str]:
+    """MXNet's forms of ``grad_req`` (one string, a list, a dict; missing or None: null) as
+    one dict over the argument names, each checked."""
+    if isinstance(grad_req, str):
+        reqs = {n: grad_req for n in names}
+    else:
+        if isinstance(grad_req, Mapping):  # MXNet ignores requests for other names
+            known = set(names)
+            grad_req = {k: v for k, v in grad_req.items() if k in known}
+        given = as_list("grad_req", grad_req, names, required=False)
+        reqs = {n: r or "null" for n, r in zip(names, given)}
+    for n, r in reqs.items():
+        if r not in GRAD_REQS:
+            raise BindError(f"grad_req for {n}: {r!r} is not one of {GRAD_REQS}")
+    return reqs
+
+
+def bound_for(reqs: Sequence[str]) -> tuple[bool, ...]:
+    """The program a bind compiles now: training when some gradient is requested, else
+    inference; the other is compiled on first use. Every error a bind must raise comes from
+    either: the training graph holds the whole inference graph (all outputs are kept, and the
+    same passes, lowering and backend run on it) plus autodiff's nodes, and without
+    gradients the two graphs differ only by the aux-state updates a training forward writes
+    back. Building one instead of both halves the work of a bind."""
+    return (True,) if any(r != "null" for r in reqs) else (False,)
 
 
 def _byte_span(a: NDArray) -> tuple[int, int]:

@@ -16,7 +16,7 @@ import numpy as np
 from . import random as _random
 from ..core.base import BindError
 from .bind_checks import alloc as _alloc, check_no_aliasing as _check_no_aliasing
-from .bind_checks import one_thread as _one_thread
+from .bind_checks import as_list, bound_for, grad_reqs, one_thread as _one_thread
 from ..core.context import Context
 from ..core.graph import Entry
 from .ndarray import NDArray, before_run
@@ -29,56 +29,6 @@ from ..compiler.schedule import Schedule
 from ..core.types.table import TypeTable
 
 __all__ = ["Executor"]
-
-GRAD_REQS = ("write", "add", "null")
-
-
-def _as_list(kind: str, value: Any, names: Sequence[str], required: bool) -> list:
-    """Turn a list or dict of per-argument values into a list in ``names`` order."""
-    if value is None:
-        if required and names:
-            raise BindError(f"{kind}: missing arrays for {list(names)}")
-        return [None] * len(names)
-    if isinstance(value, Mapping):
-        extra = sorted(k for k in set(value) - set(names) if value[k] is not None)
-        if extra:
-            raise BindError(f"{kind}: {extra} are not arguments of the symbol; expected {list(names)}")
-        missing = [n for n in names if n not in value]
-        if required and missing:
-            raise BindError(f"{kind}: missing arrays for {missing}")
-        return [value.get(n) for n in names]
-    value = list(value)
-    if len(value) != len(names):
-        raise BindError(f"{kind}: {len(value)} arrays given for {len(names)} names {list(names)}")
-    return value
-
-
-def _grad_reqs(grad_req: Any, names: Sequence[str]) -> dict[str, str]:
-    """MXNet's forms of ``grad_req`` (one string, a list, a dict; missing or None: null) as
-    one dict over the argument names, each checked."""
-    if isinstance(grad_req, str):
-        reqs = {n: grad_req for n in names}
-    else:
-        if isinstance(grad_req, Mapping):  # MXNet ignores requests for other names
-            known = set(names)
-            grad_req = {k: v for k, v in grad_req.items() if k in known}
-        given = _as_list("grad_req", grad_req, names, required=False)
-        reqs = {n: r or "null" for n, r in zip(names, given)}
-    for n, r in reqs.items():
-        if r not in GRAD_REQS:
-            raise BindError(f"grad_req for {n}: {r!r} is not one of {GRAD_REQS}")
-    return reqs
-
-
-def _bound_for(reqs: Sequence[str]) -> tuple[bool, ...]:
-    """The program a bind compiles now: training when some gradient is requested, else
-    inference; the other is compiled on first use. Every error a bind must raise comes from
-    either: the training graph holds the whole inference graph (all outputs are kept, and the
-    same passes, lowering and backend run on it) plus autodiff's nodes, and without
-    gradients the two graphs differ only by the aux-state updates a training forward writes
-    back. Building one instead of both halves the work of a bind."""
-    return (True,) if any(r != "null" for r in reqs) else (False,)
-
 
 GC_PROMOTE_AFTER = 100_000  # young objects left by a bind before they are promoted at once
 
@@ -130,7 +80,7 @@ class Executor:
         self._op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
         self._busy = threading.Lock()  # held during a run (see _one_thread)
         self._stages: dict[bool, Stage] = {}  # is_train -> built program (see _stage)
-        self._eager_stages = _bound_for(reqs) if stages is None else stages
+        self._eager_stages = bound_for(reqs) if stages is None else stages
         with _gc_paused():
             self._compile(types)
         self.outputs = [_alloc("output", repr(e), self._types.shape(e), ctx, self._types.dtype(e))
@@ -157,11 +107,11 @@ class Executor:
         check, a few microseconds per array, is skipped)."""
         check_unique_inputs(symbol.graph())
         names = symbol.list_arguments()
-        arg_list = _as_list("bind args", args, names, required=True)
-        grad_list = _as_list("bind args_grad", args_grad, names, required=False)
-        aux_list = _as_list("bind aux_states", aux_states, symbol.list_auxiliary_states(),
+        arg_list = as_list("bind args", args, names, required=True)
+        grad_list = as_list("bind args_grad", args_grad, names, required=False)
+        aux_list = as_list("bind aux_states", aux_states, symbol.list_auxiliary_states(),
                             required=True)
-        req_of = _grad_reqs(grad_req, names)
+        req_of = grad_reqs(grad_req, names)
         reqs = [req_of[n] if g is not None else "null" for n, g in zip(names, grad_list)]
         for kind, names_, arrays in (("argument", names, arg_list),
                                      ("aux state", symbol.list_auxiliary_states(), aux_list),
@@ -202,7 +152,7 @@ class Executor:
         type_of, (arg_types, _, aux_types) = symbol_types(symbol, (), type_dict or {})
         names = symbol.list_arguments()
         args = [_alloc("argument", n, s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)]
-        reqs = _grad_reqs(grad_req, names)
+        reqs = grad_reqs(grad_req, names)
         grads = {n: _alloc("gradient", n, s, ctx, t)
                  for n, s, t in zip(names, arg_shapes, arg_types)
                  if reqs[n] != "null"}

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from . import ndfile
+from ..compiler.ops import custom
 from ..core.base import BindError, ShapeError
 from ..core.dtypes import as_dtype
 from ..core.context import Context, cpu, current_context
@@ -386,3 +387,7 @@ def load(fname: str) -> Union[dict[str, NDArray], list[NDArray]]:
     if names is None:
         return [NDArray(a, cpu()) for a in arrays]
     return {k: NDArray(a, cpu()) for k, a in zip(names, arrays)}
+
+
+# user operators (sg.operator.CustomOp) receive NDArrays in the numpy references too
+custom.use_host_array(NDArray, lambda a: a._data)

@@ -14,10 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core import rng
 from ..core.base import AttrError
 from .random_api import namespace as _namespace
-
-_state = {"rng": np.random.default_rng(0)}
 
 
 def seed(seed_state: int, ctx: Any = "all") -> None:
@@ -42,7 +41,7 @@ def seed(seed_state: int, ctx: Any = "all") -> None:
     if isinstance(seed_state, bool) or not isinstance(seed_state, numbers.Integral):
         raise AttrError(f"random.seed: seed_state must be an integer, got {seed_state!r}")
     before_run()
-    _state["rng"] = np.random.default_rng(int(seed_state) % (1 << 64))
+    rng.reseed(int(seed_state))
 
 
 def generator() -> np.random.Generator:
@@ -53,7 +52,7 @@ def generator() -> np.random.Generator:
     >>> isinstance(sg.nd.random.generator(), np.random.Generator)
     True
     """
-    return _state["rng"]
+    return rng.generator()
 
 
 def _call(op: str, inputs: list, attrs: dict, out: Any, ctx: Any) -> Any:

@@ -17,7 +17,6 @@ custom op's Python code), else on the default stream, in the CUDA backend's cont
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import re
 import types
 from typing import Any, Iterator, Optional, Sequence
@@ -26,6 +25,7 @@ import numpy as np
 
 from ..core.base import AttrError, BindError, DTypeError, ShapeError
 from ..core.context import Context
+from ..core.launch_stream import current as scoped_stream, stream_scope  # noqa: F401 (sg.rtc's)
 from .cuda.compiler import numbered  # noqa: F401  (part of sg.rtc's API: numbered sources)
 
 __all__ = ["CudaModule", "CudaKernel", "numbered"]
@@ -49,26 +49,11 @@ def compile_module(source: str, options: Sequence[str] = (), device_id: int = 0)
     return _MODULES[key]
 
 
-_STREAM: contextvars.ContextVar = contextvars.ContextVar("sg_rtc_stream", default=None)
-
-
-@contextlib.contextmanager
-def stream_scope(stream: Any) -> Iterator[None]:
-    """Kernels launched inside run on ``stream`` (a pycuda Stream; None: the default stream).
-
-    The ``Custom`` op sets it to the executor's stream around a custom op's Python code."""
-    token = _STREAM.set(stream)
-    try:
-        yield
-    finally:
-        _STREAM.reset(token)
-
-
 def current_stream(ctx: Context) -> Any:
     """The stream kernels on ``ctx`` launch on now (see :func:`stream_scope`)."""
     if ctx.device_type != "gpu":
         raise BindError(f"sg.rtc: kernels run on a GPU context, got {ctx}")
-    return _STREAM.get()
+    return scoped_stream()
 
 
 @contextlib.contextmanager

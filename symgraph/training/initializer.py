@@ -14,6 +14,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ..runtime import random as _random
+from ..core import init_registry
 from ..core.base import AttrError
 
 __all__ = ["InitDesc", "Initializer", "Constant", "Zero", "One", "Uniform", "Normal", "Xavier",
@@ -207,15 +208,15 @@ class LSTMBias(Initializer):
         _fill(arr, value)
 
 
-_REGISTRY: dict[str, type] = {c.__name__.lower(): c for c in
-                              (Zero, One, Constant, Uniform, Normal, Xavier, MSRAPrelu,
-                               LSTMBias)}
-_REGISTRY.update({"zeros": Zero, "ones": One})
+for _klass in (Zero, One, Constant, Uniform, Normal, Xavier, MSRAPrelu, LSTMBias):
+    init_registry.register(_klass)
+init_registry.register(Zero, "zeros")
+init_registry.register(One, "ones")
 
 
 def names() -> list[str]:
     """The names :func:`create` knows, e.g. ``'xavier'`` (for messages and command lines)."""
-    return sorted(_REGISTRY)
+    return init_registry.names()
 
 
 def create(spec: Any) -> Initializer:
@@ -224,16 +225,4 @@ def create(spec: Any) -> Initializer:
         return spec
     if not isinstance(spec, str):
         raise AttrError(f"cannot make an initializer from {type(spec).__name__}")
-    name, kwargs = spec.lower(), {}
-    if spec.lstrip().startswith("["):
-        try:
-            name, kwargs = json.loads(spec)
-        except ValueError as exc:
-            raise AttrError(f"initializer JSON {spec!r}: {exc}") from None
-    name = str(name).lower()  # MXNet writes class names ("Constant"); its registry ignores case
-    if name not in _REGISTRY:
-        raise AttrError(f"unknown initializer {name!r}; known: {sorted(_REGISTRY)}")
-    try:
-        return _REGISTRY[name](**kwargs)
-    except TypeError as exc:
-        raise AttrError(f"initializer {spec!r}: {exc}") from None
+    return init_registry.from_spec(spec)

@@ -1,26 +1,22 @@
 """``sg.optimizer``: SGD, Adam, RMSProp, AdaGrad with MXNet 1.x names, defaults and formulas.
 
-An update rule is data: an :class:`UpdateRule` lists the optimizer's state arrays and scalar
-hyper-parameters and gives the new weight and new states as scalar :mod:`symgraph.expr`
-formulas of ``(weight, grad, *states, *scalars)``. The numpy path evaluates those formulas on
-whole arrays; a GPU backend can print the same formulas into one fused kernel over all
-parameters. Only the per-step scalars (learning rate after scheduling and ``lr_mult``, Adam's bias
-correction...) are computed in Python, once per parameter and step.
+An optimizer is its :class:`UpdateRule` (per-element formulas, ``compiler/ops/update_rules.py``,
+shared with the update ops and the fused GPU step) plus what Python computes once per
+parameter and step: the scalars (scheduled learning rate, ``lr_mult``, bias corrections).
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ..core import expr as E
+from ..compiler.ops import update_rules as R
+from ..compiler.ops.update_rules import RuleInputs, UpdateRule, rescaled_grad  # noqa: F401
 from ..core.base import AttrError
-from ..core.dtypes import compute_dtype, is_narrow
+from ..runtime.updater import Updater, get_updater
 from .lr_scheduler import LRScheduler
-from .optimizer_layout import to_flat, to_mxnet
-from .optimizer_updater import Updater, get_updater
+from .optimizer_layout import MultiPrecisionAPI
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdaGrad", "RMSProp", "Updater", "UpdateRule", "create",
            "register", "get_updater", "RuleInputs"]
@@ -39,72 +35,7 @@ class SchedulerConflict(AttrError, UserWarning):
     ``UserWarning`` there, which this also is)."""
 
 
-@dataclass(frozen=True)
-class UpdateRule:
-    """Per-element update: inputs are ``weight, grad, *states, *scalars`` (``E.inp`` indices in
-    that order); ``formulas`` are the new weight followed by the new value of each state."""
-
-    name: str
-    states: tuple[str, ...]
-    scalars: tuple[str, ...]
-    formulas: tuple[E.Expr, ...]
-    # states that start as a copy of the weight (DCASGD's previous weight), not as zeros
-    from_weight: frozenset = frozenset()
-
-    def apply(self, weight: np.ndarray, grad: np.ndarray, states: Sequence[np.ndarray],
-              scalars: dict[str, float]) -> list[np.ndarray]:
-        """Evaluate the rule on numpy arrays; returns ``[new weight, *new states]``, computed
-        in float32 for narrow (float16/bfloat16) weights (the caller stores them narrow)."""
-        dt = compute_dtype(weight.dtype)
-        ins = [weight.astype(dt, copy=False), grad.astype(dt, copy=False),
-               *(s.astype(dt, copy=False) for s in states)]
-        ins += [np.asarray(scalars[k], dt) for k in self.scalars]
-        # an output that is an input (DCASGD's previous weight) is copied: the caller
-        # overwrites the weight before it stores the states
-        return [o.copy() if any(o is i for i in ins) else o
-                for o in E.evaluate(self.formulas, ins, dt)]
-
-    def master_weight_rule(self) -> "UpdateRule":
-        """The multi-precision variant (``multi_precision=True``): state 0 is the float32
-        master weight. The update reads it in place of the (narrow) weight, and its new value
-        is both output 0 (stored narrow into the weight) and the new master. Derived from the
-        same formulas, so a fused kernel printed from them updates master and narrow copy."""
-        n_in = 2 + len(self.states) + len(self.scalars)
-        # old inputs (weight, grad, *states, *scalars) read from (weight32, grad, ...) shifted
-        remap = [E.inp(2), E.inp(1)] + [E.inp(i + 1) for i in range(2, n_in)]
-        new = tuple(E.substitute(f, remap) for f in self.formulas)
-        return UpdateRule(f"{self.name}_mp", ("weight32",) + self.states, self.scalars,
-                          (new[0], new[0]) + new[1:], self.from_weight | {"weight32"})
-
-    def initial_states(self, weight: np.ndarray, dtype: Any) -> tuple[np.ndarray, ...]:
-        """Fresh states of ``dtype`` for ``weight``: zeros, or the weight for ``from_weight``."""
-        return tuple(weight.astype(dtype) if name in self.from_weight
-                     else np.zeros(weight.shape, dtype) for name in self.states)
-
-
-class RuleInputs:
-    """Names -> ``E.inp`` for writing a rule's formulas readably."""
-
-    def __init__(self, states: Sequence[str], scalars: Sequence[str]) -> None:
-        names = ["weight", "grad", *states, *scalars]
-        self._index = {n: E.inp(i) for i, n in enumerate(names)}
-
-    def __getattr__(self, name: str) -> E.Expr:
-        try:
-            return self._index[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-
-def rescaled_grad(v: RuleInputs, clip: Optional[float], wd_first: bool = False) -> E.Expr:
-    """``clip(rescale*grad)``, or ``clip(rescale*grad + wd*weight)`` with ``wd_first``."""
-    g = v.rescale_grad * v.grad + v.wd * v.weight if wd_first else v.rescale_grad * v.grad
-    if clip is None or clip < 0:
-        return g
-    return E.call("max", E.call("min", g, v.clip_gradient), E.call("neg", v.clip_gradient))
-
-
-class Optimizer:
+class Optimizer(MultiPrecisionAPI):
     """Base class (MXNet's ``mx.optimizer.Optimizer``): learning rate, weight decay, gradient
     rescaling and clipping, per-parameter ``lr_mult``/``wd_mult``, update counts."""
 
@@ -170,41 +101,9 @@ class Optimizer:
             return self.mp_rule.initial_states(w, np.float32)
         return self.rule.initial_states(w, np.dtype(weight.dtype))
 
-    def create_state_multi_precision(self, index: Any, weight: Any) -> Any:
-        """MXNet's name: :meth:`create_state` already keeps a float32 master weight first
-        when ``multi_precision`` is on and ``weight`` is float16/bfloat16. A subclass without
-        a rule gets MXNet's ``(float32 master, create_state(index, master))``."""
-        if self._master(weight):
-            if self.rule is not None:
-                return to_mxnet(self.create_state(index, weight), self.MASTER_LAST)
-            master = weight.astype(np.float32)
-            return (master, self.create_state(index, master))
-        return self.create_state(index, weight)
-
-    def update_multi_precision(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
-        """MXNet's name: :meth:`update` already steps through the master weight of states
-        made by :meth:`create_state_multi_precision`; lists of indices, weights, gradients
-        and states step together (:meth:`update_multi`). A subclass without a rule: its
-        ``update`` runs on the float32 master, which is then cast into ``weight``."""
-        if isinstance(index, (list, tuple)):
-            self.update_multi(index, weight, grad, [
-                to_flat(st, self.MASTER_LAST) if self.rule is not None and self._master(w)
-                else st for w, st in zip(weight, state)])
-        elif self.rule is None and self._master(weight):
-            self.update(index, state[0], grad.astype(np.float32), state[1])
-            weight[:] = state[0].astype(weight.dtype)
-        elif self._master(weight):
-            self.update(index, weight, grad, to_flat(state, self.MASTER_LAST))
-        else:
-            self.update(index, weight, grad, state)
-
     def set_lr_scale(self, args_lrscale: dict) -> None:
         """Deprecated in MXNet (raises ``DeprecationWarning`` there too): use set_lr_mult."""
         raise DeprecationWarning("set_lr_scale is deprecated; use set_lr_mult")
-
-    def _master(self, weight: Any) -> bool:
-        """True when ``weight`` is updated through a float32 master copy."""
-        return self.multi_precision and is_narrow(weight.dtype)
 
     def step_scalars(self, indices: Sequence[Any]) -> dict[str, np.ndarray]:
         """Count one update for each of ``indices`` and return this step's scalar table:
@@ -355,7 +254,7 @@ class SGD(Optimizer):
     """``mom = momentum*mom - lr*(clip(rescale*grad) + wd*weight); weight += mom`` (no state
     when ``momentum`` is 0: ``weight -= lr*(clip(rescale*grad) + wd*weight)``)."""
 
-    SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "momentum")
+    SCALARS = R.SGD_SCALARS
     MASTER_LAST = True
 
     def __init__(self, momentum: float = 0.0, lazy_update: bool = True, **kwargs: Any) -> None:
@@ -363,13 +262,7 @@ class SGD(Optimizer):
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        states = ("mom",) if self.momentum else ()
-        v = RuleInputs(states, SGD.SCALARS)
-        step = v.lr * (rescaled_grad(v, self.clip_gradient) + v.wd * v.weight)
-        if not self.momentum:
-            return UpdateRule("sgd", (), SGD.SCALARS, (v.weight - step,))
-        mom = v.momentum * v.mom - step
-        return UpdateRule("sgd_mom", states, SGD.SCALARS, (v.weight + mom, mom))
+        return R.sgd_rule(bool(self.momentum), self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "momentum": self.momentum}
@@ -384,7 +277,7 @@ class Adam(Optimizer):
     """MXNet's Adam: ``g = clip(rescale*grad + wd*weight)``, moments ``m, v``, and
     ``weight -= lr*sqrt(1-beta2^t)/(1-beta1^t) * m / (sqrt(v) + epsilon)``."""
 
-    SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "beta1", "beta2", "epsilon")
+    SCALARS = R.ADAM_SCALARS
 
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-8, lazy_update: bool = True, **kwargs: Any) -> None:
@@ -392,12 +285,7 @@ class Adam(Optimizer):
         super().__init__(learning_rate=learning_rate, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = RuleInputs(("mean", "var"), self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient, True)
-        mean = v.beta1 * v.mean + (1 - v.beta1) * g
-        var = v.beta2 * v.var + (1 - v.beta2) * g * g
-        weight = v.weight - v.lr * mean / (E.call("sqrt", var) + v.epsilon)
-        return UpdateRule("adam", ("mean", "var"), self.SCALARS, (weight, mean, var))
+        return R.adam_rule(self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         base = super()._scalars(index, t)
@@ -411,7 +299,7 @@ class RMSProp(Optimizer):
     ``g = clip(rescale*grad + wd*weight)``. Centered adds the mean ``m`` and momentum ``delta``:
     ``delta = gamma2*delta - lr*g/sqrt(n - m^2 + epsilon); weight += delta``."""
 
-    SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "gamma1", "gamma2", "epsilon")
+    SCALARS = R.RMSPROP_SCALARS
 
     def __init__(self, learning_rate: float = 0.001, gamma1: float = 0.9, gamma2: float = 0.9,
                  epsilon: float = 1e-8, centered: bool = False,
@@ -421,20 +309,7 @@ class RMSProp(Optimizer):
         super().__init__(learning_rate=learning_rate, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        states = ("n", "m", "delta") if self.centered else ("n",)
-        v = RuleInputs(states, self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient, True)
-        n = (1 - v.gamma1) * g * g + v.gamma1 * v.n
-        if self.centered:
-            m = (1 - v.gamma1) * g + v.gamma1 * v.m
-            delta = v.gamma2 * v.delta - v.lr * g / E.call("sqrt", n - m * m + v.epsilon)
-            outs: tuple = (v.weight + delta, n, m, delta)
-        else:
-            outs = (v.weight - v.lr * g / E.call("sqrt", n + v.epsilon), n)
-        if self.clip_weights is not None and self.clip_weights > 0:
-            c = float(self.clip_weights)
-            outs = (E.call("max", E.call("min", outs[0], c), -c),) + outs[1:]
-        return UpdateRule("rmsprop", states, self.SCALARS, outs)
+        return R.rmsprop_rule(self.centered, self.clip_gradient, self.clip_weights)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "gamma1": self.gamma1, "gamma2": self.gamma2,
@@ -450,18 +325,14 @@ class AdaGrad(Optimizer):
     """MXNet's AdaGrad: ``g = clip(rescale*grad); h += g^2;
     weight -= lr*(g/sqrt(h + eps) + wd*weight)``."""
 
-    SCALARS = ("lr", "wd", "rescale_grad", "clip_gradient", "eps")
+    SCALARS = R.ADAGRAD_SCALARS
 
     def __init__(self, eps: float = 1e-7, **kwargs: Any) -> None:
         self.float_stable_eps = eps
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = RuleInputs(("history",), self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient)
-        history = v.history + g * g
-        weight = v.weight - v.lr * (g / E.call("sqrt", history + v.eps) + v.wd * v.weight)
-        return UpdateRule("adagrad", ("history",), self.SCALARS, (weight, history))
+        return R.adagrad_rule(self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "eps": self.float_stable_eps}

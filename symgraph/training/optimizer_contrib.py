@@ -11,11 +11,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core import expr as E
+from ..compiler.ops import update_rules as R
 from . import optimizer as _opt
 from ..core.base import AttrError, ShapeError
-from .optimizer import Optimizer, UpdateRule, RuleInputs, rescaled_grad
-from .optimizer_extra import BASE
+from .optimizer import Optimizer, UpdateRule
 
 __all__ = ["GroupAdaGrad"]
 
@@ -26,18 +25,14 @@ class GroupAdaGrad(Optimizer):
     Weight decay is not supported (an ``AttrError``, as MXNet's assertion)."""
 
     fused = False  # the history has one value per row: a reduction, not a formula per element
-    SCALARS = BASE + ("eps",)
+    SCALARS = R.ADAGRAD_SCALARS
 
     def __init__(self, eps: float = 1e-5, **kwargs: Any) -> None:
         self.float_stable_eps = eps
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        # ``history`` here is the already-updated (rows, 1) history; it broadcasts over rows
-        v = RuleInputs(("history",), self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient)
-        return UpdateRule("group_adagrad", ("history",), self.SCALARS,
-                          (v.weight - v.lr * g / E.call("sqrt", v.history + v.eps), v.history))
+        return R.group_adagrad_rule(self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "eps": self.float_stable_eps}

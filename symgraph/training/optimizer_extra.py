@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import expr as E
+from ..compiler.ops import update_rules as R
 from . import optimizer as _opt
 from ..core.base import AttrError
-from .optimizer import SGD, Optimizer, UpdateRule, RuleInputs, rescaled_grad
+from .optimizer import SGD, Optimizer, UpdateRule
 
 __all__ = ["NAG", "Signum", "FTML", "Ftrl", "AdaDelta", "Adamax", "Nadam", "DCASGD", "ccSGD",
            "Test", "install"]
 
-BASE = ("lr", "wd", "rescale_grad", "clip_gradient")
+BASE = R.BASE
 
 
 def install(*classes: type) -> None:
@@ -48,14 +48,7 @@ class NAG(Optimizer):
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        states = ("mom",) if self.momentum else ()
-        v = RuleInputs(states, self.SCALARS)
-        step = v.lr * (rescaled_grad(v, self.clip_gradient, False) + v.wd * v.weight)
-        if not self.momentum:
-            return UpdateRule("nag", (), self.SCALARS, (v.weight - step,))
-        mom = v.momentum * v.mom - step
-        return UpdateRule("nag_mom", states, self.SCALARS, (v.weight + v.momentum * mom - step,
-                                                            mom))
+        return R.nag_rule(bool(self.momentum), self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "momentum": self.momentum}
@@ -78,15 +71,7 @@ class Signum(Optimizer):
         super().__init__(learning_rate=learning_rate, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        states = ("mom",) if self.momentum else ()
-        v = RuleInputs(states, self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient, False)
-        if not self.momentum:
-            return UpdateRule("signsgd", (), self.SCALARS,
-                              ((1 - v.lr * v.wd) * v.weight - v.lr * E.call("sign", g),))
-        mom = v.momentum * v.mom - (1 - v.momentum) * (v.wd * v.weight + g)
-        weight = (1 - v.lr * v.wd_lh) * v.weight + v.lr * E.call("sign", mom)
-        return UpdateRule("signum", states, self.SCALARS, (weight, mom))
+        return R.signum_rule(bool(self.momentum), self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "momentum": self.momentum, "wd_lh": self.wd_lh}
@@ -105,12 +90,7 @@ class FTML(Optimizer):
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = RuleInputs(("d", "v", "z"), self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient, True)
-        var = v.beta2 * v.v + (1 - v.beta2) * g * g
-        d_t = v.bias1 / v.lr * (E.call("sqrt", var / v.bias2) + v.epsilon)
-        z = v.beta1 * v.z + (1 - v.beta1) * g - (d_t - v.beta1 * v.d) * v.weight
-        return UpdateRule("ftml", ("d", "v", "z"), self.SCALARS, (-z / d_t, d_t, var, z))
+        return R.ftml_rule(self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "beta1": self.beta1, "beta2": self.beta2,
@@ -131,14 +111,7 @@ class Ftrl(Optimizer):
         super().__init__(learning_rate=learning_rate, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = RuleInputs(("z", "n"), self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient, False)
-        n = v.n + g * g
-        z = v.z + g - (E.call("sqrt", n) - E.call("sqrt", v.n)) * v.weight / v.lr
-        keep = E.call("gt", E.call("abs", z), v.lamda1)
-        weight = (E.call("sign", z) * v.lamda1 - z) / ((v.beta + E.call("sqrt", n)) / v.lr
-                                                        + v.wd) * keep
-        return UpdateRule("ftrl", ("z", "n"), self.SCALARS, (weight, z, n))
+        return R.ftrl_rule(self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "lamda1": self.lamda1, "beta": self.beta}
@@ -156,13 +129,7 @@ class AdaDelta(Optimizer):
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = RuleInputs(("acc_g", "acc_delta"), self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient, False)
-        acc_g = v.rho * v.acc_g + (1 - v.rho) * g * g
-        delta = E.call("sqrt", v.acc_delta + v.epsilon) / E.call("sqrt", acc_g + v.epsilon) * g
-        acc_delta = v.rho * v.acc_delta + (1 - v.rho) * delta * delta
-        return UpdateRule("adadelta", ("acc_g", "acc_delta"), self.SCALARS,
-                          (v.weight - (delta + v.wd * v.weight), acc_g, acc_delta))
+        return R.adadelta_rule(self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "rho": self.rho, "epsilon": self.epsilon}
@@ -180,12 +147,7 @@ class Adamax(Optimizer):
         super().__init__(learning_rate=learning_rate, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = RuleInputs(("mean", "u"), self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient, True)
-        mean = v.beta1 * v.mean + (1 - v.beta1) * g
-        u = E.call("max", v.beta2 * v.u, E.call("abs", g))
-        return UpdateRule("adamax", ("mean", "u"), self.SCALARS,
-                          (v.weight - v.lr * mean / u, mean, u))
+        return R.adamax_rule(self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         base = super()._scalars(index, t)
@@ -207,13 +169,7 @@ class Nadam(Optimizer):
         super().__init__(learning_rate=learning_rate, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        v = RuleInputs(("mean", "var"), self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient, True)
-        mean = v.beta1 * v.mean + (1 - v.beta1) * g
-        var = v.beta2 * v.var + (1 - v.beta2) * g * g
-        m_bar = (1 - v.mu_t) * (g / (1 - v.sched)) + v.mu_next * (mean / (1 - v.sched_next))
-        weight = v.weight - v.lr * m_bar / (E.call("sqrt", var / v.bias2) + v.epsilon)
-        return UpdateRule("nadam", ("mean", "var"), self.SCALARS, (weight, mean, var))
+        return R.nadam_rule(self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         mu_t = self.beta1 * (1.0 - 0.5 * 0.96 ** (t * self.schedule_decay))
@@ -237,13 +193,7 @@ class DCASGD(Optimizer):
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        states = ("mom", "previous") if self.momentum else ("previous",)
-        v = RuleInputs(states, self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient, False)
-        step = v.lr * (g + v.wd * v.weight + v.lamda * g * g * (v.weight - v.previous))
-        mom = v.momentum * v.mom - step if self.momentum else -step
-        outs = (v.weight + mom, mom, v.weight) if self.momentum else (v.weight + mom, v.weight)
-        return UpdateRule("dcasgd", states, self.SCALARS, outs, frozenset({"previous"}))
+        return R.dcasgd_rule(bool(self.momentum), self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "momentum": self.momentum, "lamda": self.lamda}
@@ -257,9 +207,7 @@ class Test(Optimizer):
     """MXNet's test optimizer: ``weight += rescale_grad*grad``; its state is the new weight."""
 
     def _rule(self) -> UpdateRule:
-        v = RuleInputs(("state",), BASE)
-        weight = v.weight + v.grad * v.rescale_grad
-        return UpdateRule("test", ("state",), BASE, (weight, weight))
+        return R.mxnet_test_rule()
 
 
 install(NAG, Signum, FTML, Ftrl, AdaDelta, Adamax, Nadam, DCASGD, ccSGD, Test)

@@ -17,11 +17,11 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..core import expr as E
+from ..compiler.ops import update_rules as R
 from ..core.base import AttrError
-from .optimizer import SGD, Optimizer, UpdateRule, RuleInputs, rescaled_grad
-from .optimizer_extra import BASE, install
-from ..runtime.random import generator
+from ..core.rng import generator
+from .optimizer import Optimizer, UpdateRule
+from .optimizer_extra import install
 
 __all__ = ["LAMB", "LARS", "LBSGD", "SGLD"]
 
@@ -38,7 +38,7 @@ class LAMB(Optimizer):
     ``weight -= lr*r1/r2*u`` (``lr*u`` when a norm is 0)."""
 
     fused = False
-    SCALARS = BASE + ("beta1", "beta2", "epsilon", "bias1", "bias2")
+    SCALARS = R.BIASED_SCALARS
 
     def __init__(self, learning_rate: float = 0.001, beta1: float = 0.9, beta2: float = 0.999,
                  epsilon: float = 1e-6, lower_bound: Optional[float] = None,
@@ -49,22 +49,11 @@ class LAMB(Optimizer):
         self.bias_correction = bias_correction
         super().__init__(learning_rate=learning_rate, **kwargs)
         # the direction u alone (output 0), for its norm
-        self._direction = UpdateRule("lamb_direction", self.rule.states, self.SCALARS,
-                                     (self._parts()[0],) + self.rule.formulas[1:])
+        self._direction = R.lamb_direction_rule(self.clip_gradient)
         self._mp_direction = self._direction.master_weight_rule()
 
-    def _parts(self) -> tuple[E.Expr, E.Expr, E.Expr]:
-        v = RuleInputs(("mean", "var"), self.SCALARS)
-        g = rescaled_grad(v, self.clip_gradient, False)
-        mean = v.beta1 * v.mean + (1 - v.beta1) * g
-        var = v.beta2 * v.var + (1 - v.beta2) * g * g
-        u = mean / v.bias1 / (E.call("sqrt", var / v.bias2) + v.epsilon) + v.wd * v.weight
-        return u, mean, var
-
     def _rule(self) -> UpdateRule:
-        u, mean, var = self._parts()
-        v = RuleInputs(("mean", "var"), self.SCALARS)
-        return UpdateRule("lamb", ("mean", "var"), self.SCALARS, (v.weight - v.lr * u, mean, var))
+        return R.lamb_rule(self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         bias = self.bias_correction
@@ -107,7 +96,7 @@ class LARS(Optimizer):
         super().__init__(**kwargs)
 
     def _rule(self) -> UpdateRule:
-        return SGD._rule(self)  # type: ignore[arg-type]  (same formulas, same attributes)
+        return R.sgd_rule(bool(self.momentum), self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         if self._lr_step != self.num_update:  # a new step: remember the last learning rate
@@ -151,7 +140,7 @@ class LBSGD(Optimizer):
         super().__init__(multi_precision=multi_precision, **kwargs)
 
     def _rule(self) -> UpdateRule:
-        return SGD._rule(self)  # type: ignore[arg-type]
+        return R.sgd_rule(bool(self.momentum), self.clip_gradient)
 
     def _scalars(self, index: Any, t: int) -> dict[str, float]:
         return {**super()._scalars(index, t), "momentum": self.momentum}
@@ -195,9 +184,7 @@ class SGLD(Optimizer):
     fused = False
 
     def _rule(self) -> UpdateRule:
-        v = RuleInputs((), BASE)
-        g = rescaled_grad(v, self.clip_gradient, False)
-        return UpdateRule("sgld", (), BASE, (v.weight - v.lr / 2 * (g + v.wd * v.weight),))
+        return R.sgld_rule(self.clip_gradient)
 
     def _step(self, rule: UpdateRule, weight: np.ndarray, grad: np.ndarray,
               state: Sequence[np.ndarray], scalars: dict, index: Any) -> list[np.ndarray]:

@@ -14,8 +14,8 @@ import pytest
 import symgraph as sg
 from symgraph.runtime.cuda import compiler
 from symgraph.core.expr import call, inp
-from symgraph.runtime.cuda.kernels_conv_mma import (mma_fits, render_conv_mma, render_conv_mma_filter,
-                                            render_filter_sum)
+from symgraph.runtime.cuda.kernels_conv_mma import mma_fits, render_conv_mma
+from symgraph.runtime.cuda.kernels_conv_mma_filter import render_conv_mma_filter, render_filter_sum
 from symgraph.compiler.ops.geometry import ConvWindow
 
 from .narrow import NARROW, assert_close, rounded

@@ -12,7 +12,7 @@ from typing import Callable
 import numpy as np
 
 from ...core import expr as E
-from ...runtime import random as _random
+from ...core import rng as global_rng
 from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
 from ...core.registry import INJECTIVE, OPAQUE, REDUCE, OpDef, RunCtx, register, same_type
@@ -255,7 +255,7 @@ def _dropout_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     shape = _mask_shape(a, x.shape)
     if not (ctx.is_train or a["mode"] == "always") or a["p"] == 0.0:
         return [x.copy(), np.ones(shape, x.dtype)]
-    rng = ctx.rng or _random.generator()
+    rng = ctx.rng or global_rng.generator()
     keep = rng.random(shape) >= a["p"]
     mask = (keep * (1.0 / (1.0 - a["p"]) if a["p"] < 1.0 else 0.0 * keep)).astype(x.dtype)
     return [x * mask, mask]

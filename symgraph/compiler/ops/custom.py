@@ -28,9 +28,8 @@ from ...core.attrs import ANY_KEY, Attrs, Param
 from ...core.base import (AttrError, DTypeError, ExecutionError, ShapeError, SymgraphError,
                     where_unnamed)
 from ...core.context import cpu
-from ...runtime.ndarray import NDArray
+from ...core.launch_stream import stream_scope
 from ...core.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
-from ...runtime.rtc import stream_scope
 from . import custom_aot, custom_host
 from ._util import as_shape
 
@@ -234,14 +233,26 @@ def _kind(a: Attrs) -> Kind:
     return KINDS[a["func_type"]]
 
 
+# How numpy buffers become the arrays user code receives (``sg.nd.NDArray``) and back: the
+# runtime registers them (runtime/ndarray.py), as these ops sit below it.
+HOST_ARRAY: dict[str, Callable[[Any], Any]] = {}
+
+
+def use_host_array(wrap: Callable[[np.ndarray], Any], unwrap: Callable[[Any], Any]) -> None:
+    """Make ``wrap`` (numpy -> user array) and ``unwrap`` (its inverse) the arrays user
+    operators run on in the numpy references."""
+    HOST_ARRAY.update(wrap=wrap, unwrap=unwrap)
+
+
 def _run_on_numpy(run: Callable, out_shapes: Callable[[list], list]) -> Callable:
     """A numpy ``compute`` from a ``run`` on NDArrays: fresh zeroed outputs, so a failing
     kernel leaves nothing the user can see."""
     def compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
-        ins = [NDArray(np.ascontiguousarray(x)) for x in xs]
-        outs = [NDArray(np.zeros(s, t)) for s, t in out_shapes(a, ins)]
+        wrap = HOST_ARRAY["wrap"]
+        ins = [wrap(np.ascontiguousarray(x)) for x in xs]
+        outs = [wrap(np.zeros(s, t)) for s, t in out_shapes(a, ins)]
         run(a, ins, outs, ctx, None)
-        return [o._data for o in outs]
+        return [HOST_ARRAY["unwrap"](o) for o in outs]
     return compute
 
 

@@ -14,6 +14,7 @@ from functools import partial
 
 import numpy as np
 
+from ...core import rng as global_rng
 from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
 from ...core.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register, alias as _alias
@@ -22,8 +23,7 @@ from ._util import fmt, merge_dims
 
 
 def generator_of(ctx: RunCtx) -> np.random.Generator:
-    from ...runtime import random as _random  # ops sit below the front end; the generator lives there
-    return ctx.rng or _random.generator()
+    return ctx.rng or global_rng.generator()
 
 
 # Float outputs compute in float (narrow ones stored narrow); integer outputs (randint,

@@ -1,7 +1,7 @@
 """Optimizer update ops (MXNet's ``sgd_update``, ``adam_update``...): one kernel of formulas each.
 
 An update op is data: :class:`Group` s of per-element formulas taken from the optimizer's own
-:class:`~symgraph.training.optimizer.UpdateRule` (so ``sg.optimizer``, the fused multi-tensor GPU step
+:class:`~.update_rules.UpdateRule` (so ``sg.optimizer``, the fused multi-tensor GPU step
 and these ops compute one formula), the op's attributes put in as constants. Output 0 is the
 new weight (MXNet writes it to ``out=``); the new states are hidden outputs that
 ``OpDef.always_mutates`` copies into the state inputs after every forward, as MXNet's
@@ -29,8 +29,8 @@ from ...core import expr as E
 from ...core.attrs import Attrs, Param
 from ...core.base import DTypeError, ShapeError
 from ...core.dtypes import compute_dtype
-from ...training.optimizer import UpdateRule
 from ...core.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
+from .update_rules import UpdateRule
 
 Operand = tuple[int, Optional[int]]  # (op input, element of it read as a scalar, or None)
 Scalar = Union[float, Operand]  # an attribute's value, or an element of an input (preloaded)

@@ -5,7 +5,7 @@ learning rate and weight decay from two arrays (the last two inputs) instead of 
 Inputs are ``num_weights`` runs of ``weight, grad[, mom][, weight32]``; outputs are the new
 weights, the new states hidden and written back after every call. Each weight is one
 :class:`~symgraph.compiler.ops.update.Group` of SGD's rule, so the GPU runs one elementwise kernel per
-weight printed from the formulas ``sg.optimizer.SGD`` steps with.
+weight printed from the formulas ``sg.optimizer.SGD`` steps with (``update_rules.sgd_rule``).
 
 Example::
 
@@ -25,13 +25,12 @@ import numpy as np
 
 from ...core.attrs import Attrs
 from ...core.base import AttrError
-from ...training.optimizer import SGD
 from .update import P, Group, Scalar, cached_rule, register_update, rule_group
+from .update_rules import sgd_rule
 
 
 def _sgd_rule(momentum: bool, clip: float) -> Any:
-    return cached_rule(lambda m, c: SGD(momentum=m, clip_gradient=c).rule, float(momentum),
-                       1.0 if clip >= 0 else None)
+    return cached_rule(sgd_rule, momentum, 1.0 if clip >= 0 else None)
 
 
 def _count(a: Attrs, preloaded: bool) -> int:

@@ -2,7 +2,7 @@
 
 A row names the op's states (MXNet's input order, the master weight ``weight32`` last), the
 optimizer rule its attributes configure and the rule's scalars from its attributes. The
-multi-precision (``mp_``) ops use the rule's :meth:`~symgraph.training.optimizer.UpdateRule.master_weight_rule`:
+multi-precision (``mp_``) ops use the rule's :meth:`~.update_rules.UpdateRule.master_weight_rule`:
 float16 weight and gradient, float32 states and master weight (its float32 update is the new
 weight). LAMB's two phases: phase 1 is the rule's direction, phase 2 a formula of its own.
 """
@@ -15,10 +15,9 @@ import numpy as np
 
 from ...core import expr as E
 from ...core.attrs import Attrs
-from ...training.optimizer import SGD, Adam, RMSProp, UpdateRule
-from ...training.optimizer_extra import FTML, NAG, Ftrl, Signum
-from ...training.optimizer_norm import LAMB
+from . import update_rules as R
 from .update import P, Group, base_params, cached_rule, register_update, rule_group
+from .update_rules import UpdateRule
 
 MakeRule = Callable[[Attrs], UpdateRule]
 Scalars = Callable[[Attrs], dict]
@@ -63,8 +62,7 @@ def _update_op(name: str, states: tuple[str, ...], params: dict, make: MakeRule,
 
 
 def _sgd(momentum: bool) -> MakeRule:
-    return lambda a: cached_rule(lambda c: SGD(momentum=float(momentum), clip_gradient=c).rule,
-                                 _clip_on(a))
+    return lambda a: cached_rule(R.sgd_rule, momentum, _clip_on(a))
 
 
 SGD_DOC = ("weight -= lr*(clip(rescale_grad*grad) + wd*weight)", "mom = momentum*mom - "
@@ -81,8 +79,7 @@ for _mp in (False, True):
                _sgd(True), _with("momentum"), _mp,
                doc=f"SGD with momentum: {SGD_DOC[1]}; mom is updated in place.")
     _update_op(f"{_pre}nag_mom_update", ("mom",) + _w32, SGD_MOM_PARAMS,
-               lambda a: cached_rule(lambda c: NAG(momentum=1.0, clip_gradient=c).rule,
-                                     _clip_on(a)),
+               lambda a: cached_rule(R.nag_rule, True, _clip_on(a)),
                _with("momentum"), _mp,
                doc="Nesterov momentum: g = clip(rescale_grad*grad) + wd*weight; "
                    "mom = momentum*mom - lr*g; weight += momentum*mom - lr*g.")
@@ -91,7 +88,7 @@ _update_op(
     "adam_update", ("mean", "var"),
     {"lr": P("float", required=True), "beta1": P("float", 0.9), "beta2": P("float", 0.999),
      "epsilon": P("float", 1e-8), **base_params(False), **LAZY},
-    lambda a: cached_rule(lambda c: Adam(clip_gradient=c).rule, _clip_on(a)),
+    lambda a: cached_rule(R.adam_rule, _clip_on(a)),
     _with("beta1", "beta2", "epsilon"),
     doc="Adam step without bias correction (lr carries it): g = clip(rescale_grad*grad + "
         "wd*weight); mean, var moving moments; weight -= lr*mean/(sqrt(var) + epsilon).")
@@ -100,8 +97,7 @@ _update_op(
 def _rmsprop(centered: bool) -> MakeRule:
     def make(a: Attrs) -> UpdateRule:
         cw = a["clip_weights"] if a["clip_weights"] >= 0 else None
-        return cached_rule(lambda c, w: RMSProp(centered=centered, clip_gradient=c,
-                                                clip_weights=w).rule, _clip_on(a), cw)
+        return cached_rule(R.rmsprop_rule, centered, _clip_on(a), cw)
     return make
 
 
@@ -119,7 +115,7 @@ _update_op("rmspropalex_update", ("n", "g", "delta"),
 _update_op("ftrl_update", ("z", "n"),
            {"lr": P("float", required=True), "lamda1": P("float", 0.01), "beta": P("float", 1.0),
             **base_params(False)},
-           lambda a: cached_rule(lambda c: Ftrl(clip_gradient=c).rule, _clip_on(a)),
+           lambda a: cached_rule(R.ftrl_rule, _clip_on(a)),
            _with("lamda1", "beta"),
            doc="FTRL-proximal: z += g - (sqrt(n + g^2) - sqrt(n))*weight/lr; n += g^2; "
                "weight = (sign(z)*lamda1 - z)/((beta + sqrt(n))/lr + wd) where |z| > lamda1.")
@@ -135,27 +131,22 @@ _update_op("ftml_update", ("d", "v", "z"),
            {"lr": P("float", required=True), "beta1": P("float", 0.6), "beta2": P("float", 0.999),
             "epsilon": P("float", 1e-8), "t": P("int", required=True),
             **base_params(False, clip="clip_grad")},
-           lambda a: cached_rule(lambda c: FTML(clip_gradient=c).rule, _clip_on(a, "clip_grad")),
+           lambda a: cached_rule(R.ftml_rule, _clip_on(a, "clip_grad")),
            _ftml_scalars,
            doc="Follow the Moving Leader at step t: d, v, z states; weight = -z/d_t.")
 _update_op("signsgd_update", (), SGD_PARAMS,
-           lambda a: cached_rule(lambda c: Signum(momentum=0.0, clip_gradient=c).rule,
-                                 _clip_on(a)),
+           lambda a: cached_rule(R.signum_rule, False, _clip_on(a)),
            lambda a: {**_base(a), "momentum": 0.0, "wd_lh": 0.0},
            doc="signSGD: weight = (1 - lr*wd)*weight - lr*sign(clip(rescale_grad*grad)).")
 _update_op("signum_update", ("mom",), {**SGD_MOM_PARAMS, "wd_lh": P("float", 0.0)},
-           lambda a: cached_rule(lambda c: Signum(momentum=0.9, clip_gradient=c).rule,
-                                 _clip_on(a)),
+           lambda a: cached_rule(R.signum_rule, True, _clip_on(a)),
            _with("momentum", "wd_lh"),
            doc="Signum: mom = momentum*mom - (1-momentum)*(wd*weight + clip(rescale_grad*grad));"
                " weight = (1 - lr*wd_lh)*weight + lr*sign(mom).")
 
 
 def _lamb_direction(a: Attrs) -> UpdateRule:
-    def make(c: Optional[float]) -> UpdateRule:
-        lamb = LAMB(clip_gradient=c)
-        return lamb._direction
-    return cached_rule(make, _clip_on(a))
+    return cached_rule(R.lamb_direction_rule, _clip_on(a))
 
 
 def _lamb_scalars(a: Attrs) -> dict:

@@ -11,7 +11,7 @@ block.
 Channel order: a fragment's thread holds columns 2t, 2t+1 and 2t+8, 2t+9 of each 16-column
 chunk (t = lane % 4). The order of a GEMM's reduction and output columns is free, so column
 pairs are mapped to channels such that thread t's pairs over all chunks are the contiguous
-channels t*C/4 .. t*C/4 + C/4 - 1 of a pixel (``_pair_channel``): a pixel's fragment is one 8-
+channels t*C/4 .. t*C/4 + C/4 - 1 of a pixel (``pair_channel``): a pixel's fragment is one 8-
 or 16-byte load, and its outputs one store.
 
 The data gradient of a stride-1 convolution with "same" padding is the forward convolution of
@@ -20,7 +20,8 @@ staging the weights that way (``transposed``). The weight gradient reduces over 
 strided axis of NHWC data: its fragments are loaded by pixel and transposed in registers
 (``movmatrix``); each block sums its warps in shared memory and writes its partial sums, which
 a second kernel adds up in a fixed order (no atomics between blocks: they cost more than the
-sums, and the result is the same on every run).
+sums, and the result is the same on every run); those two are in ``kernels_conv_mma_filter``,
+built from this module's fragment helpers (``pixel_rows``, ``rows_at``, ``pair_channel``).
 
 Fits (``mma_fits``): 2-D, float16 or bfloat16, channels last, one group, stride and dilation
 1, odd kernel with padding (k - 1) / 2, input and output channels multiples of 16 and at most
@@ -35,8 +36,7 @@ from typing import Optional
 
 from ...core.expr import Expr
 from ...compiler.ops.geometry import ConvWindow
-from .codegen import (C_TYPES, NARROW_HELPER, Rendered, expr_to_c, kernel_name, kernel_source,
-                      ptr, with_dtype)
+from .codegen import NARROW_HELPER, Rendered, expr_to_c, kernel_name, ptr
 
 MMA_TYPES = {"bfloat16": "bf16", "float16": "f16"}
 PACK = {"bfloat16": "__floats2bfloat162_rn", "float16": "__floats2half2_rn"}
@@ -54,7 +54,7 @@ SMEM = 48 << 10  # static shared memory a block may take
 def mma_fits(g: ConvWindow, dtype: str, call: str) -> bool:
     """Whether the direct kernels run this call (forward / data / filter) of a channels-last
     convolution (see the module's docstring)."""
-    cin = _padded(g.c) if call != "data" else g.c
+    cin = padded(g.c) if call != "data" else g.c
     if call == "filter" and g.filters * g.kw * cin > MAX_FILTER_SUMS:
         return False
     return (dtype in MMA_TYPES and g.channel_last and g.rank == 2 and g.groups == 1
@@ -65,7 +65,7 @@ def mma_fits(g: ConvWindow, dtype: str, call: str) -> bool:
                     _staged_bytes(g.kh * g.kw, g.filters, cin)) <= SMEM)
 
 
-def _padded(channels: int) -> int:
+def padded(channels: int) -> int:
     """Input channels as the MMA sees them: fewer than 16 (an image's 3) are zero-padded to
     16 as they are loaded (the forward and weight-gradient calls; a data gradient writes
     them, so it needs 16)."""
@@ -88,24 +88,23 @@ MMA = ('asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.{ab}.{ab}.f32 {{%0,%
        '{{%4,%5,%6,%7}}, {{%8,%9}}, {{%0,%1,%2,%3}};"\n{ind}    : "+f"({c}[0]), "+f"({c}[1]), '
        '"+f"({c}[2]), "+f"({c}[3])\n{ind}    : "r"({a}[0]), "r"({a}[1]), "r"({a}[2]), '
        '"r"({a}[3]), "r"({b0}), "r"({b1}));\n')
-TRANSPOSE = 'asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"({d}) : "r"({u}));'
 VECTORS = {4: "uint2", 8: "uint4"}  # channels a thread holds (C / 4) -> its vector type
 
 
-def _pair_channel(tile: str, col: str, channels: int) -> str:
+def pair_channel(tile: str, col: str, channels: int) -> str:
     """C of the channel of column ``col`` (0-7) of 8-column fragment tile ``tile`` of a
     ``channels``-wide operand: thread col / 2's pairs cover channels (col / 2) * C/4 onward."""
     return f"(({col}) / 2 * {channels // 4} + 2 * ({tile}) + ({col}) % 2)"
 
 
-def _index_type(g: ConvWindow) -> str:
+def offset_type(g: ConvWindow) -> str:
     """32-bit element offsets when every one fits (fewer registers and instructions). Signed,
     unlike ``codegen.index_type``'s: with ``unsigned`` (wrapping, so not strength-reduced)
     the direct kernels measured 7-40% slower on the H100 (the stem's forward 8.3 -> 11.9 us)."""
     return "int" if g.n * g.h * g.w * max(g.c, g.filters) < 2 ** 31 - 2 ** 20 else "long long"
 
 
-def _pixels(count: int, first: str, it: str) -> str:
+def pixel_rows(count: int, first: str, it: str) -> str:
     """C declaring ``pn, py, px, in_range[j]`` of rows j < ``count``: pixel ``first`` (an
     expression of j), ``n`` the number of pixels."""
     return (f"        {it} p[{count}]; int pn[{count}], py[{count}], px[{count}];\n"
@@ -119,7 +118,7 @@ def _pixels(count: int, first: str, it: str) -> str:
             "        }\n")
 
 
-def _rows_at(count: int, dy: str, dx: str, src: str, real: int, channels: int, it: str) -> str:
+def rows_at(count: int, dy: str, dx: str, src: str, real: int, channels: int, it: str) -> str:
     """C declaring ``v[j]``: thread t's ``channels / 4`` channels of row j's pixel moved by
     (dy, dx) in ``src`` (zero outside the image), whose pixels hold ``real`` channels."""
     return _shifted(count, dy, dx, real, it) + _load_rows(count, src, real, channels)
@@ -159,8 +158,10 @@ def _load_rows(count: int, src: str, real: int, channels: int) -> str:
             "            }\n")
 
 
-def _frame(tag: str, params: str, threads: int, g: ConvWindow, body: str,
-           n_ptr: int = 3) -> Rendered:
+def mma_frame(tag: str, params: str, threads: int, g: ConvWindow, body: str,
+              n_ptr: int = 3) -> Rendered:
+    """Kernel ``tag`` around ``body``: the image size and each thread's lane, warp, fragment
+    row ``g`` and column pair ``t`` declared first."""
     src = (f"extern \"C\" __global__ void __launch_bounds__({threads}) {tag}({params}) {{\n"
            f"    const int H = {g.h}, W = {g.w}, HW = {g.h * g.w};\n"
            "    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;\n"
@@ -180,46 +181,23 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool,
     taps, real, cout = g.kh * g.kw, g.c, g.filters
     if transposed:
         real, cout = cout, real
-    cin = _padded(real)
+    cin = padded(real)
     kp = cin // 2 + 4  # words per staged row; the 4 spread a warp's reads over the banks
     assert _staged_bytes(taps, cin, cout) <= SMEM
-    ab, it, vout = MMA_TYPES[dtype], _index_type(g), VECTORS[cout // 4]
+    ab, it = MMA_TYPES[dtype], offset_type(g)
     apply = _epilogue_c(epilogue, operands, cout)
-    if transposed:
-        stage = (f"        lo = wu[(c * {taps} + {taps - 1} - tap) * {cout} + o];\n"
-                 f"        hi = wu[((c + 1) * {taps} + {taps - 1} - tap) * {cout} + o];\n")
-    elif real < cin:  # weights of a padded input: zero past its channels, pairs unaligned
-        stage = (f"        lo = c < {real} ? wu[(o * {taps} + tap) * {real} + c] : 0u;\n"
-                 f"        hi = c + 1 < {real} ? wu[(o * {taps} + tap) * {real} + c + 1] : 0u;\n")
-    else:
-        stage = (f"        const unsigned int pair = reinterpret_cast<const unsigned int*>(w)"
-                 f"[((o * {taps} + tap) * {cin} + c) / 2];\n"
-                 "        lo = pair & 0xffffu; hi = pair >> 16;\n")
     body = (
-        # staged row n = MMA column (output channel o), word k = kc * 8 + half * 4 + t of it
-        # the pair of MMA rows 16 kc + 8 half + 2t (input channels c, c + 1)
-        f"    __shared__ unsigned int wb[{taps * cout * kp}];\n"
-        "    const unsigned short* wu = reinterpret_cast<const unsigned short*>(w);\n"
-        f"    for (int i = threadIdx.x; i < {taps * cout * (cin // 2)}; i += blockDim.x) {{\n"
-        f"        const int k = i % {cin // 2}, row = (i / {cin // 2}) % {cout};\n"
-        f"        const int tap = i / {cin // 2 * cout};\n"
-        f"        const int o = {_pair_channel('row / 8', 'row % 8', cout)};\n"
-        f"        const int c = {_pair_channel('k / 4', '(k % 4) * 2', cin)};\n"
-        "        unsigned int lo, hi;\n"
-        f"{stage}"
-        f"        wb[(tap * {cout} + row) * {kp} + k] = lo | (hi << 16);\n"
-        "    }\n"
-        "    __syncthreads();\n"
+        _stage_weights(taps, real, cin, cout, kp, transposed) +
         f"    for (long long trip = (long long)blockIdx.x * {WARPS} + warp; trip * {PIXELS} < n;\n"
         f"         trip += (long long)gridDim.x * {WARPS}) {{\n"
         # rows j = 2 * tile + half: pixel trip * 32 + tile * 16 + half * 8 + g
-        + _pixels(4, f"({it})(trip * {PIXELS}) + (j >> 1) * 16 + (j & 1) * 8 + g", it) +
+        + pixel_rows(4, f"({it})(trip * {PIXELS}) + (j >> 1) * 16 + (j & 1) * 8 + g", it) +
         f"        float acc[2][{cout // 8}][4];\n"
         "        #pragma unroll\n"
         f"        for (int q = 0; q < {2 * cout // 8 * 4}; ++q) (&acc[0][0][0])[q] = 0.f;\n"
         "        #pragma unroll\n"
         f"        for (int tap = 0; tap < {taps}; ++tap) {{\n"
-        + _rows_at(4, f"tap / {g.kw} - {g.ph}", f"tap % {g.kw} - {g.pw}", "in", real, cin, it) +
+        + rows_at(4, f"tap / {g.kw} - {g.ph}", f"tap % {g.kw} - {g.pw}", "in", real, cin, it) +
         "            #pragma unroll\n"
         f"            for (int kc = 0; kc < {cin // 16}; ++kc) {{\n"
         "                unsigned int a[2][4];\n"
@@ -242,7 +220,51 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool,
         "                }\n"
         "            }\n"
         "        }\n"
-        # thread t's outputs of a row are channels t * cout/4 onward: one store
+        + _store_rows(cout, dtype, apply) +
+        "    }\n")
+    extra = "".join(f"{ptr(f'e{k}', dtype)}, " for k in range(1, operands + 1))
+    params = (f"{ptr('out', dtype, False)}, {ptr('in', dtype)}, {ptr('w', dtype)}, {extra}"
+              "long long n")
+    tag = kernel_name(f"conv_mma_{ab}", repr(g) + dtype + str(transposed) + repr(epilogue))
+    return mma_frame(tag, params, WARPS * 32, g, body, 3 + operands)
+
+
+def _stage_weights(taps: int, real: int, cin: int, cout: int, kp: int, transposed: bool) -> str:
+    """C staging the weights in shared memory ``wb`` once per block (``kp`` words a row), the
+    data gradient's (``transposed``) flipped in space with input and output channels swapped;
+    an input of fewer than 16 channels zero-padded."""
+    if transposed:
+        stage = (f"        lo = wu[(c * {taps} + {taps - 1} - tap) * {cout} + o];\n"
+                 f"        hi = wu[((c + 1) * {taps} + {taps - 1} - tap) * {cout} + o];\n")
+    elif real < cin:  # weights of a padded input: zero past its channels, pairs unaligned
+        stage = (f"        lo = c < {real} ? wu[(o * {taps} + tap) * {real} + c] : 0u;\n"
+                 f"        hi = c + 1 < {real} ? wu[(o * {taps} + tap) * {real} + c + 1] : 0u;\n")
+    else:
+        stage = (f"        const unsigned int pair = reinterpret_cast<const unsigned int*>(w)"
+                 f"[((o * {taps} + tap) * {cin} + c) / 2];\n"
+                 "        lo = pair & 0xffffu; hi = pair >> 16;\n")
+    return (
+        # staged row n = MMA column (output channel o), word k = kc * 8 + half * 4 + t of it
+        # the pair of MMA rows 16 kc + 8 half + 2t (input channels c, c + 1)
+        f"    __shared__ unsigned int wb[{taps * cout * kp}];\n"
+        "    const unsigned short* wu = reinterpret_cast<const unsigned short*>(w);\n"
+        f"    for (int i = threadIdx.x; i < {taps * cout * (cin // 2)}; i += blockDim.x) {{\n"
+        f"        const int k = i % {cin // 2}, row = (i / {cin // 2}) % {cout};\n"
+        f"        const int tap = i / {cin // 2 * cout};\n"
+        f"        const int o = {pair_channel('row / 8', 'row % 8', cout)};\n"
+        f"        const int c = {pair_channel('k / 4', '(k % 4) * 2', cin)};\n"
+        "        unsigned int lo, hi;\n"
+        f"{stage}"
+        f"        wb[(tap * {cout} + row) * {kp} + k] = lo | (hi << 16);\n"
+        "    }\n"
+        "    __syncthreads();\n")
+
+
+def _store_rows(cout: int, dtype: str, apply: str) -> str:
+    """C storing a warp's accumulators ``acc`` (after ``apply``, the epilogue) as ``dtype``:
+    thread t's outputs of a row are channels t * cout/4 onward, one vector store."""
+    vout = VECTORS[cout // 4]
+    return (
         "        #pragma unroll\n"
         "        for (int j = 0; j < 4; ++j) {\n"
         "            if (!in_range[j]) continue;\n"
@@ -256,13 +278,7 @@ def render_conv_mma(g: ConvWindow, dtype: str, transposed: bool,
         "                words[nt] = *reinterpret_cast<const unsigned int*>(&pair);\n"
         "            }\n"
         f"            *reinterpret_cast<{vout}*>(out + p[j] * {cout} + t * {cout // 4}) = packed;\n"
-        "        }\n"
-        "    }\n")
-    extra = "".join(f"{ptr(f'e{k}', dtype)}, " for k in range(1, operands + 1))
-    params = (f"{ptr('out', dtype, False)}, {ptr('in', dtype)}, {ptr('w', dtype)}, {extra}"
-              "long long n")
-    tag = kernel_name(f"conv_mma_{ab}", repr(g) + dtype + str(transposed) + repr(epilogue))
-    return _frame(tag, params, WARPS * 32, g, body, 3 + operands)
+        "        }\n")
 
 
 def _epilogue_c(epilogue: Optional[Expr], operands: int, cout: int) -> str:
@@ -279,127 +295,3 @@ def _epilogue_c(epilogue: Optional[Expr], operands: int, cout: int) -> str:
             f"{inner}"
             f"                    v[e] = {root};\n"
             "                }\n")
-
-
-FILTER_WARPS = 8
-FILTER_STEP = 16  # pixels of one mma's reduction
-SUM_GROUPS = 8  # warps of a block of the partial sums' kernel, each a share of the partials
-
-
-def filter_blocks(g: ConvWindow, sm_count: int) -> int:
-    """Blocks of one weight-gradient launch: ``g.kh`` (one per kernel row) times a share of the
-    pixel steps, about two blocks an SM in all (each block's partial sums are read once
-    more)."""
-    steps = -(-g.n * g.h * g.w // FILTER_STEP)
-    return max(1, min(-(-steps // FILTER_WARPS), 2 * sm_count // g.kh)) * g.kh
-
-
-def filter_partials(g: ConvWindow, blocks: int) -> int:
-    """Floats of the weight-gradient kernel's partial sums (``blocks`` launched)."""
-    return blocks * g.filters * g.kw * _padded(g.c)
-
-
-def render_conv_mma_filter(g: ConvWindow, dtype: str) -> Rendered:
-    """Partial sums of the weight gradient dw[o][r][s][c] (OHWI) = sum over pixels of
-    dy[n][h][w][o] * x[n][h+r-ph][w+s-pw][c]: block b takes kernel row r = b % kh and a share
-    of the pixels, and writes its sums to ``part[b]`` (o, s, c ordered), which
-    ``render_filter_sum`` adds up; parameters (part, x, dy, n pixels). Each warp reduces steps
-    of 16 pixels, the mma's reduction axis: a pixel's channels are loaded as in the forward
-    kernel and transposed in registers so that pixels run along the fragments' pairs."""
-    real, cin, cout, kw, ab = g.c, _padded(g.c), g.filters, g.kw, MMA_TYPES[dtype]
-    mts, nts, it = cout // 16, cin // 8, _index_type(g)
-    per_row = cout * kw * cin
-    vdy = VECTORS[cout // 4]
-    body = (
-        f"    __shared__ float red[{per_row}];\n"
-        f"    for (int i = threadIdx.x; i < {per_row}; i += blockDim.x) red[i] = 0.f;\n"
-        f"    const int r = blockIdx.x % {g.kh}, blocks = gridDim.x / {g.kh};\n"
-        f"    float acc[{mts}][{kw}][{nts}][4];\n"
-        "    #pragma unroll\n"
-        f"    for (int q = 0; q < {mts * kw * nts * 4}; ++q) (&acc[0][0][0][0])[q] = 0.f;\n"
-        f"    for (long long step = (long long)(blockIdx.x / {g.kh}) * {FILTER_WARPS} + warp;"
-        f" step * {FILTER_STEP} < n; step += (long long)blocks * {FILTER_WARPS}) {{\n"
-        + _pixels(2, f"({it})(step * {FILTER_STEP}) + j * 8 + g", it) +
-        # A = dy^T (o x pixels): matrix (o tile i of m-tile mt, pixel half j) is the transpose
-        # of the stored rows pixel j*8+g, word 2 mt + i of thread t's channels
-        f"        {vdy} u[2];\n"
-        "        #pragma unroll\n"
-        "        for (int j = 0; j < 2; ++j)\n"
-        f"            u[j] = in_range[j] ? __ldg(reinterpret_cast<const {vdy}*>("
-        f"dy + p[j] * {cout} + t * {cout // 4})) : {vdy}{{}};\n"
-        f"        unsigned int a[{mts}][4];\n"
-        "        #pragma unroll\n"
-        f"        for (int q = 0; q < {mts * 4}; ++q) {{\n"
-        "            const int mt = q >> 2, i = q & 1, j = (q >> 1) & 1;\n"
-        "            const unsigned int word = ((const unsigned int*)&u[j])[2 * mt + i];\n"
-        "            " + TRANSPOSE.format(d="a[mt][q & 3]", u="word") + "\n"
-        "        }\n"
-        "        #pragma unroll\n"
-        f"        for (int s = 0; s < {kw}; ++s) {{\n"
-        + _rows_at(2, f"r - {g.ph}", f"s - {g.pw}", "x", real, cin, it) +
-        "            #pragma unroll\n"
-        f"            for (int nt = 0; nt < {nts}; ++nt) {{\n"
-        "                unsigned int b[2];\n"
-        "                #pragma unroll\n"
-        "                for (int j = 0; j < 2; ++j) {\n"
-        "                    const unsigned int word = ((const unsigned int*)&v[j])[nt];\n"
-        "                    " + TRANSPOSE.format(d="b[j]", u="word") + "\n"
-        "                }\n"
-        "                #pragma unroll\n"
-        f"                for (int mt = 0; mt < {mts}; ++mt)\n"
-        "                    " + MMA.format(ab=ab, c="acc[mt][s][nt]", a="a[mt]", b0="b[0]",
-                                           b1="b[1]", ind=" " * 20) +
-        "            }\n"
-        "        }\n"
-        "    }\n"
-        "    __syncthreads();\n"
-        # accumulator (mt, s, nt, q): MMA row 16 mt + 8 (q >> 1) + g is column g of o tile
-        # q >> 1, MMA column 2t + (q & 1) of tile nt (both in _pair_channel's order)
-        "    #pragma unroll\n"
-        f"    for (int mt = 0; mt < {mts}; ++mt)\n"
-        "        #pragma unroll\n"
-        f"        for (int s = 0; s < {kw}; ++s)\n"
-        "            #pragma unroll\n"
-        f"            for (int nt = 0; nt < {nts}; ++nt)\n"
-        "                #pragma unroll\n"
-        "                for (int q = 0; q < 4; ++q) {\n"
-        f"                    const int o = {_pair_channel('2 * mt + (q >> 1)', 'g', cout)};\n"
-        f"                    const int c = {_pair_channel('nt', '2 * t + (q & 1)', cin)};\n"
-        f"                    atomicAdd(red + (o * {kw} + s) * {cin} + c, acc[mt][s][nt][q]);\n"
-        "                }\n"
-        "    __syncthreads();\n"
-        f"    for (int i = threadIdx.x; i < {per_row}; i += blockDim.x)\n"
-        f"        part[(long long)blockIdx.x * {per_row} + i] = red[i];\n")
-    params = f"float* __restrict__ part, {ptr('x', dtype)}, {ptr('dy', dtype)}, long long n"
-    tag = kernel_name(f"conv_mma_filter_{ab}", repr(g) + dtype)
-    return _frame(tag, params, FILTER_WARPS * 32, g, body)
-
-
-def render_filter_sum(g: ConvWindow, blocks: int, dtype: str) -> Rendered:
-    """dw[o][r][s][c] = the sum of the ``blocks / kh`` partial sums of kernel row r (written by
-    ``render_conv_mma_filter`` to blocks r, r + kh, ...); parameters (dw, part, n = dw's size).
-    Block b sums elements 32 b .. 32 b + 31, each of its ``SUM_GROUPS`` warps a strided share of
-    the partials, then adds the warps' sums in a fixed order (the same result on every run)."""
-    per_row, kh, kw, c = g.filters * g.kw * _padded(g.c), g.kh, g.kw, g.c
-    body = (f"    __shared__ float sums[{SUM_GROUPS}][32];\n"
-            "    const int lane = threadIdx.x & 31, grp = threadIdx.x >> 5;\n"
-            "    const long long i = (long long)blockIdx.x * 32 + lane;\n"
-            "    float sum = 0.f;\n"
-            "    if (i < n) {\n"
-            f"        const long long ch = i % {c}, s = (i / {c}) % {kw};\n"
-            f"        const long long r = (i / {c * kw}) % {kh}, o = i / {c * kw * kh};\n"
-            f"        const float* at = part + r * {per_row} + (o * {kw} + s) * {_padded(c)}"
-            " + ch;\n"
-            f"        for (int b = grp; b < {blocks // kh}; b += {SUM_GROUPS})\n"
-            f"            sum += at[(long long)b * {kh * per_row}];\n"
-            "    }\n"
-            "    sums[grp][lane] = sum;\n"
-            "    __syncthreads();\n"
-            "    if (grp == 0 && i < n) {\n"
-            "        #pragma unroll\n"
-            f"        for (int k = 1; k < {SUM_GROUPS}; ++k) sum += sums[k][lane];\n"
-            f"        dw[i] = ({C_TYPES[dtype]})sum;\n"
-            "    }\n")
-    params = f"{ptr('dw', dtype, False)}, const float* __restrict__ part, long long n"
-    tag = kernel_name(with_dtype("conv_filter_sum", dtype), repr(g) + str(blocks))
-    return Rendered(tag, kernel_source(tag, params, body), 2, helpers=(NARROW_HELPER,))

@@ -8,9 +8,9 @@ from typing import Optional
 
 from ...compiler.ops.geometry import ConvWindow
 from .actions import Kernel, Ref, StepCtx
-from .kernels_conv_mma import (FILTER_WARPS, SUM_GROUPS, WARPS, filter_blocks, filter_partials,
-                               mma_blocks, mma_fits, render_conv_mma, render_conv_mma_filter,
-                               render_filter_sum)
+from .kernels_conv_mma import WARPS, mma_blocks, mma_fits, render_conv_mma
+from .kernels_conv_mma_filter import (FILTER_WARPS, SUM_GROUPS, filter_blocks, filter_partials,
+                                      render_conv_mma_filter, render_filter_sum)
 from .lowering_fused import Epilogue
 
 __all__ = ["direct", "mma_fits"]

@@ -4,7 +4,7 @@
 three small device buffers (pointer table, scalar table, chunk table). A step is at most two
 operations on the executor's stream: one async host-to-device copy of the scalar table (only
 when a value changed: a scheduled learning rate, Adam's bias correction) and one kernel launch.
-:class:`FusedUpdater` is an :class:`~symgraph.training.optimizer.Updater` whose states live on the device;
+:class:`FusedUpdater` is an :class:`~symgraph.runtime.updater.Updater` whose states live on the device;
 ``tail`` gives the launch to the CUDA backend, which appends it to the steps of a run
 (``Executor.train_step``: forward and backward) inside the captured CUDA graph, so a training
 step, update included, replays as one graph.
@@ -19,7 +19,7 @@ import numpy as np
 import pycuda.driver as drv
 
 from ...core.base import ExecutionError
-from ...training.optimizer import Optimizer, Updater
+from ..updater import Updater
 from .codegen import THREADS
 from .compiler import compile_module, module_source
 from .runtime import DeviceArray, activate, device_info, empty_device, to_device
@@ -141,7 +141,7 @@ def _same(a: tuple, b: Optional[tuple]) -> bool:
 class FusedUpdater(Updater):
     """An updater whose states are device arrays and whose step is one :class:`FusedUpdate`."""
 
-    def __init__(self, optimizer: Optimizer, device_id: int, stream: Any = None) -> None:
+    def __init__(self, optimizer: Any, device_id: int, stream: Any = None) -> None:
         super().__init__(optimizer)
         self.device_id = device_id
         self.stream = stream  # the executor's stream: the step is ordered after backward

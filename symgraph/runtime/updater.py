@@ -1,5 +1,9 @@
 """The per-parameter state holder of an optimizer (MXNet's ``Updater``/``get_updater``):
-states made on first use, one step per call, and states saved as named arrays."""
+states made on first use, one step per call, and states saved as named arrays.
+
+It sits in the runtime, below the optimizers that it drives through their public methods,
+because the CUDA backend's fused updater (``cuda/optimizer.py``) extends it with device
+states; ``sg.optimizer.Updater`` is this class."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
