@@ -11,7 +11,7 @@ Example::
     >>> _ = sg.nd.contrib.multi_adamw_update(ws, gs, ms, vs, 1.0, lrs=[0.1, 0.1],
     ...                                      wds=[0.0, 0.0], etas=[1.0, 1.0], out=ws)
     >>> [round(float(w.asnumpy()[0]), 4) for w in ws]
-    [0.9, 0.9]
+    [0.6838, 0.6838]
 """
 from __future__ import annotations
 
