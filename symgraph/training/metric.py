@@ -143,7 +143,7 @@ class TopKAccuracy(EvalMetric):
         if top_k < 1:
             raise AttrError(f"TopKAccuracy: top_k must be at least 1, got {top_k}")
         self.top_k = top_k
-        super().__init__(f"{name}_{top_k}", **kwargs)
+        super().__init__(f"{name}_{top_k}", top_k=top_k, **kwargs)
 
     def _batch(self, label: numpy.ndarray, pred: numpy.ndarray) -> tuple[float, int]:
         k = min(self.top_k, pred.shape[1])
@@ -157,7 +157,7 @@ class CrossEntropy(EvalMetric):
 
     def __init__(self, eps: float = 1e-12, name: str = "cross-entropy", **kwargs: Any) -> None:
         self.eps = eps
-        super().__init__(name, **kwargs)
+        super().__init__(name, eps=eps, **kwargs)
 
     def _batch(self, label: numpy.ndarray, pred: numpy.ndarray) -> tuple[float, int]:
         label = label.astype(numpy.int64).ravel()
