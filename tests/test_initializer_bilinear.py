@@ -90,4 +90,4 @@ def test_matches_mxnet() -> None:
     np.testing.assert_allclose(arr.asnumpy(), np.array(kernel), rtol=1e-7)
     assert sg.init.Constant(sg.nd.ones((2,))).dumps() == dumped
     ours = sg.sym.LeakyReLU(sg.sym.var("data"), act_type="prelu", name="p").attr_dict()
-    assert ours["p_gamma"] == attrs["p_gamma"]
+    assert ours["p_gamma"]["__init__"] == attrs["p_gamma"]["__init__"]
