@@ -92,3 +92,25 @@ def test_module_input_gradients(contexts, groups) -> None:
     np.testing.assert_allclose(gb.asnumpy(), 2 * xa, rtol=1e-6)
     if len(contexts) == 1:
         assert (ga.context, gb.context) == (sg.cpu(1), sg.cpu(2))
+
+
+def test_bucketing_module_places_each_bucket() -> None:
+    def sym_gen(key):
+        with sg.AttrScope(ctx_group="dev1"):
+            net = sg.sym.FullyConnected(sg.sym.var("data"), num_hidden=4, name="fc1")
+        with sg.AttrScope(ctx_group="dev2"):
+            net = sg.sym.FullyConnected(net, num_hidden=key, name=f"fc2_{key}")
+        return net, ("data",), None
+    mod = sg.mod.BucketingModule(sym_gen, default_bucket_key=3, context=[sg.cpu(0)],
+                                 group2ctxs=[{"dev1": sg.cpu(1), "dev2": sg.cpu(2)}])
+    mod.bind(data_shapes=[("data", (2, 5))], label_shapes=None)
+    mod.init_params()
+    x = np.random.default_rng(2).uniform(-1, 1, (2, 5))
+    mod.forward(sg.io.DataBatch(data=[sg.nd.array(x)], bucket_key=3), is_train=False)
+    arg = mod.get_params()[0]
+    hidden = x @ arg["fc1_weight"].asnumpy().T.astype(np.float64) + arg["fc1_bias"].asnumpy()
+    want = hidden @ arg["fc2_3_weight"].asnumpy().T + arg["fc2_3_bias"].asnumpy()
+    np.testing.assert_allclose(mod.get_outputs()[0].asnumpy(), want, rtol=1e-5, atol=1e-6)
+    exe = mod._curr_module._exec
+    assert exe.arg_dict["fc1_weight"].context == sg.cpu(1)
+    assert exe.arg_dict["fc2_3_weight"].context == sg.cpu(2)
