@@ -33,7 +33,7 @@ import numpy as np
 from ...core import expr as E
 from ...core.attrs import Attrs
 from ...core.base import AttrError
-from .update import P, Group, register_update
+from .update import P, Group, register_update, run_classes
 
 MOMENTS = {"beta1": P("float", 0.9, "decay rate of the first moment"),
            "beta2": P("float", 0.999, "decay rate of the second moment"),
@@ -103,19 +103,12 @@ def _register(multi: bool, mp: bool) -> None:
         return tuple(out)
 
     def classes(a: Attrs) -> list[tuple[tuple[int, ...], Any]]:
-        n = count(a)
-        if not mp:
-            got: list = [(tuple(range(i * k, i * k + k)), None) for i in range(n)]
-        else:
-            got = [c for i in range(n) for c in (((i * k, i * k + 1), None),
-                                                 (tuple(range(i * k + 2, i * k + k)),
-                                                  np.float32))]
-        return got + [((n * k,), np.float32)]
+        return run_classes(count(a), k, mp) + [((count(a) * k,), np.float32)]
 
     if multi:
+        etas = P("floats", required=True, doc="learning rate schedule multiplier of each weight")
         params = {"lrs": P("floats", required=True), **MOMENTS,
-                  "wds": P("floats", required=True), "etas": P("floats", required=True, doc="learning rate schedule "
-                                                                   "multiplier of each weight"),
+                  "wds": P("floats", required=True), "etas": etas,
                   **CLIP, "num_weights": P("int", 1, "number of weights updated")}
     else:
         params = {"lr": P("float", required=True), **MOMENTS, "wd": P("float", 0.0),
