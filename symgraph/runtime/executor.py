@@ -194,12 +194,13 @@ class Executor:
         # The one inference of this bind: the executor reuses its table.
         shape_of, (arg_shapes, _, aux_shapes) = symbol_shapes(symbol, (), shapes or {}, False)
         type_of, (arg_types, _, aux_types) = symbol_types(symbol, (), type_dict or {})
-        names, at = symbol.list_arguments(), variable_contexts(symbol, ctx, group2ctx)
-        args = [_alloc("argument", n, s, at[n], t) for n, s, t in zip(names, arg_shapes, arg_types)]
+        names, at = symbol.list_arguments(), variable_contexts(symbol, ctx, group2ctx).get
+        args = [_alloc("argument", n, s, at(n, ctx), t)
+                for n, s, t in zip(names, arg_shapes, arg_types)]
         reqs = _grad_reqs(grad_req, names)
-        grads = {n: _alloc("gradient", n, s, at[n], t)
+        grads = {n: _alloc("gradient", n, s, at(n, ctx), t)
                  for n, s, t in zip(names, arg_shapes, arg_types) if reqs[n] != "null"}
-        aux = [_alloc("aux state", n, s, at[n], t) for n, s, t
+        aux = [_alloc("aux state", n, s, at(n, ctx), t) for n, s, t
                in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]
         return cls.bind(symbol, ctx, args, grads, reqs, aux, TypeTable(shape_of, type_of),
                         stages, fresh=True, group2ctx=group2ctx)

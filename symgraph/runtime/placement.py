@@ -64,10 +64,13 @@ def check_array_contexts(ctx: Context, group2ctx: Optional[Mapping[str, Any]],
 
 def variable_contexts(symbol: Any, ctx: Context,
                       group2ctx: Optional[Mapping[str, Any]]) -> dict[str, Context]:
-    """The context of each input variable of ``symbol``: its group's in ``group2ctx``, else
-    ``ctx`` (a group that ``group2ctx`` does not name stays on ``ctx``, as in MXNet)."""
+    """The context of each input variable of ``symbol`` placed off ``ctx``: its group's in
+    ``group2ctx`` (a group that ``group2ctx`` does not name stays on ``ctx``, as in MXNet;
+    variables on ``ctx`` may be left out)."""
     check_group2ctx(ctx, group2ctx)
-    out = {}
+    out: dict[str, Context] = {}
+    if not group2ctx:  # (the usual bind: no walk over the graph)
+        return out
     for v in symbol.graph().variables():
         group = v.extra.get(GROUP_KEY) if v.extra else None
         out[v.name] = (group2ctx or {}).get(group, ctx) if group is not None else ctx
