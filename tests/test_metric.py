@@ -46,7 +46,7 @@ def test_composite_and_reset():
 def test_bad_input():
     with pytest.raises(AttrError, match="unknown metric 'accuracyy'"):
         sg.metric.create("accuracyy")
-    with pytest.raises(DataError, match="label batch"):
+    with pytest.raises(DataError, match="3 labels for 4 predictions"):
         sg.metric.Accuracy().update([np.zeros(3)], [np.zeros((4, 2))])
     with pytest.raises(DataError, match="2 label arrays for 1 outputs"):
         sg.metric.Accuracy().update([np.zeros(3), np.zeros(3)], [np.zeros((3, 2))])

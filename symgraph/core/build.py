@@ -207,14 +207,18 @@ def _input_entries(opdef: registry.OpDef, node_name: str, slots: Sequence[str],
                    extra: Optional[dict] = None) -> list[Entry]:
     """The entry of each input slot; a missing input (``None``, or past the end) becomes a new
     variable ``<node>_<slot>`` with the node's user attributes (as MXNet: ``__lr_mult__`` or
-    ``__ctx_group__`` on a layer reach the weights it creates)."""
+    ``__ctx_group__`` on a layer reach the weights it creates), and the op's default
+    initializer for that slot (``extra["input_init"]``) unless the user gave one."""
     var_extra = {k: str(v) for k, v in extra.items()} if extra else None
+    inits = opdef.extra.get("input_init", {})
     entries = []
     n_in = len(inputs)
     for i, slot in enumerate(slots):
         h = inputs[i] if i < n_in else None
         if h is None:
-            entries.append(Entry(variable(f"{node_name}_{slot}", var_extra)))
+            attrs = {"__init__": inits[slot], **(var_extra or {})} if slot in inits \
+                else var_extra
+            entries.append(Entry(variable(f"{node_name}_{slot}", attrs)))
             continue
         if not isinstance(h, Handle) or len(h._outputs) != 1:
             raise AttrError(f"{_where(node_name, opdef.name)}input '{slot}' must be a "

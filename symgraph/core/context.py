@@ -39,6 +39,9 @@ class Context(metaclass=_ContextClass):
     # Contexts key the program caches and parameter tables on every step: the hash is
     # computed once, and equal contexts made by cpu()/gpu() are one object (identity first).
     def __post_init__(self) -> None:
+        if isinstance(self.device_type, Context):  # MXNet's copy: Context(ctx)
+            object.__setattr__(self, "device_id", self.device_type.device_id)
+            object.__setattr__(self, "device_type", self.device_type.device_type)
         object.__setattr__(self, "_hash", hash((self.device_type, self.device_id)))
 
     def __hash__(self) -> int:

@@ -109,6 +109,8 @@ class OpDef:
     * ``extra["api"]``: ``api(apply_op, symbol_cls)`` makes a hand-written ``sg.sym`` function
       replacing the generated one (for ops whose inputs and attributes are not a fixed schema,
       such as ``Custom``); ops sit below ``symbol.py``, so the front end hands them its pieces.
+    * ``extra["input_init"]``: input name -> initializer JSON given as ``__init__`` to a
+      variable created for that input (MXNet's ``FSetInputVarAttrOnCompose``: PReLU's gamma).
     """
 
     name: str

@@ -213,8 +213,11 @@ class Symbol(Handle, Fluent):
 
     def bind(self, ctx: Any, args: Any, args_grad: Any = None, grad_req: Any = "write",
              aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None) -> Executor:
-        """Bind arrays and return an :class:`~symgraph.runtime.executor.Executor`."""
-        return Executor.bind(self, ctx, args, args_grad, grad_req, aux_states)
+        """Bind arrays and return an :class:`~symgraph.runtime.executor.Executor`;
+        ``group2ctx`` lets the arrays of grouped parts be on other contexts
+        (``runtime/placement.py``)."""
+        return Executor.bind(self, ctx, args, args_grad, grad_req, aux_states,
+                             group2ctx=group2ctx)
 
     def simple_bind(self, ctx: Any, grad_req: Any = "write", type_dict: Any = None,
                     stype_dict: Any = None, group2ctx: Any = None, shared_arg_names: Any = None,
@@ -223,15 +226,14 @@ class Symbol(Handle, Fluent):
         """Infer every shape from ``shapes`` and bind freshly allocated arrays.
 
         As MXNet's: keywords that name no input of the symbol are ignored, and so are the
-        memory-sharing hints (``shared_*``); storage types other than dense and several
-        device groups are refused."""
+        memory-sharing hints (``shared_*``); storage types other than dense are refused.
+        ``group2ctx`` allocates each grouped variable's arrays on its group's context
+        (``runtime/placement.py`` says which placements run)."""
         if any(v not in (None, "default") for v in (stype_dict or {}).values()):
             raise BindError(f"simple_bind: only dense storage, got stype_dict={stype_dict}")
-        if group2ctx and len({str(c) for c in group2ctx.values()} | {str(ctx)}) > 1:
-            raise BindError(f"simple_bind: one device only, got group2ctx={group2ctx}")
         inputs = set(self.list_inputs())
         shapes = {k: v for k, v in shapes.items() if k in inputs}
-        return Executor.simple_bind(self, ctx, grad_req, type_dict, shapes)
+        return Executor.simple_bind(self, ctx, grad_req, type_dict, shapes, group2ctx=group2ctx)
 
     def _fluent_function(self, name: str) -> Any:
         fn = _FUNCTIONS.get(name)

@@ -17,6 +17,7 @@ from . import random as _random
 from ..core.base import BindError
 from .bind_checks import alloc as _alloc, check_no_aliasing as _check_no_aliasing
 from .bind_checks import as_list, bound_for, grad_reqs, one_thread as _one_thread
+from .placement import check_array_contexts, variable_contexts
 from ..core.context import Context
 from ..core.graph import Entry
 from .ndarray import NDArray, before_run
@@ -96,36 +97,29 @@ class Executor:
     @classmethod
     def bind(cls, symbol: Any, ctx: Context, args: Any, args_grad: Any = None,
              grad_req: Any = "write", aux_states: Any = None,
-             types: Optional[TypeTable] = None,
-             stages: Optional[tuple[bool, ...]] = None, fresh: bool = False) -> "Executor":
+             types: Optional[TypeTable] = None, stages: Optional[tuple[bool, ...]] = None,
+             fresh: bool = False, group2ctx: Optional[Mapping] = None) -> "Executor":
         """Check and bind. ``types``: the symbol's inferred types when the caller has them
         (simple_bind), so that the bind does not infer again; the arrays must have those
         shapes and dtypes. ``stages`` lists the programs (inference ``False``, training
         ``True``) compiled now; any other is compiled on first use. Default: the one the
         executor was bound for (see ``_bound_for``). ``fresh``: every array was just
         allocated by ``simple_bind``, so none can share memory with another (the aliasing
-        check, a few microseconds per array, is skipped)."""
+        check, a few microseconds per array, is skipped). ``group2ctx``: arrays may also be
+        on its contexts (``placement``)."""
         check_unique_inputs(symbol.graph())
         names = symbol.list_arguments()
         arg_list = as_list("bind args", args, names, required=True)
         grad_list = as_list("bind args_grad", args_grad, names, required=False)
-        aux_list = as_list("bind aux_states", aux_states, symbol.list_auxiliary_states(),
-                            required=True)
+        aux_names = symbol.list_auxiliary_states()
+        aux_list = as_list("bind aux_states", aux_states, aux_names, required=True)
         req_of = grad_reqs(grad_req, names)
         reqs = [req_of[n] if g is not None else "null" for n, g in zip(names, grad_list)]
-        for kind, names_, arrays in (("argument", names, arg_list),
-                                     ("aux state", symbol.list_auxiliary_states(), aux_list),
-                                     ("gradient", names, grad_list)):
-            for n, a in zip(names_, arrays):
-                if a is not None and not isinstance(a, NDArray):
-                    raise BindError(f"{kind} {n}: expected an NDArray, got {type(a).__name__}")
-                if a is not None and a.context != ctx:
-                    raise BindError(f"{kind} {n}: array is on {a.context}, executor on {ctx}")
+        arrays = [("argument", names, arg_list), ("aux state", aux_names, aux_list)]
+        check_array_contexts(ctx, group2ctx, arrays + [("gradient", names, grad_list)])
         if not fresh:
-            _check_no_aliasing([("argument", names, arg_list),
-                                ("aux state", symbol.list_auxiliary_states(), aux_list),
-                                ("gradient", names, [g if r != "null" else None
-                                                     for g, r in zip(grad_list, reqs)])])
+            _check_no_aliasing(arrays + [("gradient", names, [
+                g if r != "null" else None for g, r in zip(grad_list, reqs)])])
         for n, a, g in zip(names, arg_list, grad_list):
             if g is not None and (g.shape != a.shape or g.dtype != a.dtype):
                 raise BindError(f"gradient {n}: shape {g.shape} {g.dtype} differs from the "
@@ -136,30 +130,30 @@ class Executor:
     def simple_bind(cls, symbol: Any, ctx: Context, grad_req: Any = "write",
                     type_dict: Optional[Mapping[str, Any]] = None,
                     shapes: Optional[Mapping[str, Any]] = None,
-                    stages: Optional[tuple[bool, ...]] = None) -> "Executor":
-        """Infer the shapes and dtypes, allocate every array, bind (``stages`` as in
-        :meth:`bind`)."""
+                    stages: Optional[tuple[bool, ...]] = None,
+                    group2ctx: Optional[Mapping] = None) -> "Executor":
+        """Infer the shapes and dtypes, allocate every array (on its group's context with
+        ``group2ctx``), bind (``stages`` as in :meth:`bind`)."""
         with _gc_paused():  # one pause for the whole bind: each resume costs a collection
-            return cls._simple_bind(symbol, ctx, grad_req, type_dict, shapes, stages)
+            return cls._simple_bind(symbol, ctx, grad_req, type_dict, shapes, stages, group2ctx)
 
     @classmethod
     def _simple_bind(cls, symbol: Any, ctx: Context, grad_req: Any,
-                     type_dict: Optional[Mapping[str, Any]],
-                     shapes: Optional[Mapping[str, Any]],
-                     stages: Optional[tuple[bool, ...]]) -> "Executor":
+                     type_dict: Optional[Mapping[str, Any]], shapes: Optional[Mapping[str, Any]],
+                     stages: Optional[tuple[bool, ...]], group2ctx: Any) -> "Executor":
         # The one inference of this bind: the executor reuses its table.
         shape_of, (arg_shapes, _, aux_shapes) = symbol_shapes(symbol, (), shapes or {}, False)
         type_of, (arg_types, _, aux_types) = symbol_types(symbol, (), type_dict or {})
-        names = symbol.list_arguments()
-        args = [_alloc("argument", n, s, ctx, t) for n, s, t in zip(names, arg_shapes, arg_types)]
+        names, at = symbol.list_arguments(), variable_contexts(symbol, ctx, group2ctx).get
+        args = [_alloc("argument", n, s, at(n, ctx), t)
+                for n, s, t in zip(names, arg_shapes, arg_types)]
         reqs = grad_reqs(grad_req, names)
-        grads = {n: _alloc("gradient", n, s, ctx, t)
-                 for n, s, t in zip(names, arg_shapes, arg_types)
-                 if reqs[n] != "null"}
-        aux = [_alloc("aux state", n, s, ctx, t) for n, s, t
+        grads = {n: _alloc("gradient", n, s, at(n, ctx), t)
+                 for n, s, t in zip(names, arg_shapes, arg_types) if reqs[n] != "null"}
+        aux = [_alloc("aux state", n, s, at(n, ctx), t) for n, s, t
                in zip(symbol.list_auxiliary_states(), aux_shapes, aux_types)]
         return cls.bind(symbol, ctx, args, grads, reqs, aux, TypeTable(shape_of, type_of),
-                        stages, fresh=True)
+                        stages, fresh=True, group2ctx=group2ctx)
 
     def _compile(self, types: Optional[TypeTable]) -> None:
         graph = self._symbol.graph()

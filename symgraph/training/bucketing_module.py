@@ -37,9 +37,9 @@ class BucketingModule(BaseModule):
         super().__init__(logger)
         if default_bucket_key is None:
             raise BindError("BucketingModule: default_bucket_key is required")
-        if group2ctxs or compression_params:
-            raise BindError("BucketingModule: group2ctxs and compression_params are not "
-                            "supported")
+        if compression_params:
+            raise BindError("BucketingModule: compression_params are not supported")
+        self._group2ctxs = group2ctxs
         self._sym_gen, self._default_bucket_key = sym_gen, default_bucket_key
         self._context = context or cpu()
         self._work_load_list = work_load_list
@@ -58,6 +58,7 @@ class BucketingModule(BaseModule):
         return _module.Module(symbol, data_names, label_names, context=self._context,
                               logger=self.logger, work_load_list=self._work_load_list,
                               fixed_param_names=self._fixed_param_names,
+                              group2ctxs=self._group2ctxs,
                               state_names=self._state_names)
 
     # -- what the current bucket's module says -------------------------------------------------

@@ -18,7 +18,7 @@ from ..core import init_registry
 from ..core.base import AttrError
 
 __all__ = ["InitDesc", "Initializer", "Constant", "Zero", "One", "Uniform", "Normal", "Xavier",
-           "MSRAPrelu", "LSTMBias", "create", "names"]
+           "MSRAPrelu", "LSTMBias", "Bilinear", "create", "names"]
 
 
 class InitDesc(str):
@@ -105,15 +105,65 @@ class One(Initializer):
         self._init_one(name, arr)
 
 
-class Constant(Initializer):
-    """Every element ``value``."""
+def _host(value: Any) -> Any:
+    """A scalar as is; an array (NDArray, numpy, nested list) as numpy."""
+    if hasattr(value, "asnumpy"):
+        return value.asnumpy()
+    return value if np.isscalar(value) else np.asarray(value)
 
-    def __init__(self, value: float) -> None:
+
+class Constant(Initializer):
+    """Every element ``value``: a scalar, or an array broadcast to the parameter's shape.
+
+    Examples
+    --------
+    >>> sg.init.Constant(sg.nd.ones((2,))).dumps()
+    '["constant", {"value": [1.0, 1.0]}]'
+    """
+
+    def __init__(self, value: Any) -> None:
         super().__init__(value=value)
         self.value = value
 
+    def dumps(self) -> str:
+        # an array argument is written as nested lists, which the constructor takes back
+        value = _host(self.value)
+        if not np.isscalar(value):
+            self._kwargs["value"] = value.tolist()
+        return super().dumps()
+
     def _init_weight(self, name: str, arr: Any) -> None:
-        _fill(arr, np.full(arr.shape, self.value))
+        value = _host(self.value)
+        try:
+            _fill(arr, np.broadcast_to(value, arr.shape))
+        except ValueError:
+            raise AttrError(f"{name}: Constant value of shape {np.shape(value)} does not "
+                            f"broadcast to the parameter's shape {tuple(arr.shape)}") from None
+
+
+class Bilinear(Initializer):
+    """Bilinear up-sampling kernel for a ``Deconvolution`` weight (N, C, H, W), as MXNet's:
+    ``w[..., y, x] = (1 - |x/f - c|) * (1 - |y/f - c|)`` with ``f = ceil(W / 2)`` and
+    ``c = (2f - 1 - f % 2) / 2f`` (both axes use W's factor, as MXNet does).
+
+    Examples
+    --------
+    >>> a = sg.nd.empty((1, 1, 4, 4)); sg.init.Bilinear()._init_weight('w', a)
+    >>> a.asnumpy()[0, 0, 0].tolist()
+    [0.0625, 0.1875, 0.1875, 0.0625]
+    """
+
+    def _init_weight(self, name: str, arr: Any) -> None:
+        shape = tuple(arr.shape)
+        if len(shape) != 4:
+            raise AttrError(f"{name}: Bilinear initialises a 4-d (N, C, H, W) weight, got "
+                            f"shape {shape}")
+        f = np.ceil(shape[3] / 2.0)
+        c = (2 * f - 1 - f % 2) / (2.0 * f)
+        xs = 1 - np.abs(np.arange(shape[3]) / f - c)
+        ys = 1 - np.abs(np.arange(shape[2]) / f - c)
+        kernel = (ys[:, None] * xs[None, :]).astype(np.float32)
+        _fill(arr, np.broadcast_to(kernel, shape))
 
 
 class Uniform(Initializer):
@@ -208,7 +258,7 @@ class LSTMBias(Initializer):
         _fill(arr, value)
 
 
-for _klass in (Zero, One, Constant, Uniform, Normal, Xavier, MSRAPrelu, LSTMBias):
+for _klass in (Zero, One, Constant, Uniform, Normal, Xavier, MSRAPrelu, LSTMBias, Bilinear):
     init_registry.register(_klass)
 init_registry.register(Zero, "zeros")
 init_registry.register(One, "ones")

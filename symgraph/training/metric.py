@@ -1,6 +1,7 @@
 """``sg.metric``: evaluation metrics with MXNet 1.x names (``create('acc')``...)."""
 from __future__ import annotations
 
+import json
 from typing import Any, Callable, Optional, Sequence
 
 import numpy
@@ -60,10 +61,13 @@ class EvalMetric:
         check_label_shapes(labels, preds, self.name)
         for label, pred in zip(labels, preds):
             label, pred = host_array(label), host_array(pred)
-            if len(label) != len(pred):
-                raise DataError(f"{self.name}: label batch {label.shape} does not match "
-                                f"output batch {pred.shape}")
+            self._check_batch(label, pred)
             self._add(*self._batch(label, pred))
+
+    def _check_batch(self, label: numpy.ndarray, pred: numpy.ndarray) -> None:
+        if len(label) != len(pred):
+            raise DataError(f"{self.name}: label batch {label.shape} does not match "
+                            f"output batch {pred.shape}")
 
     def update_dict(self, label: dict, pred: dict) -> None:
         """:meth:`update` from name -> array dicts, picking ``output_names``/``label_names``
@@ -116,11 +120,18 @@ class Accuracy(EvalMetric):
 
     def __init__(self, axis: int = 1, name: str = "accuracy", **kwargs: Any) -> None:
         self.axis = axis
-        super().__init__(name, **kwargs)
+        super().__init__(name, axis=axis, **kwargs)
+
+    def _check_batch(self, label: numpy.ndarray, pred: numpy.ndarray) -> None:
+        """Sizes are compared after the arg-max, flattened (as MXNet: a custom iterator may
+        give labels as a 2-d array holding one batch's labels in any layout)."""
 
     def _batch(self, label: numpy.ndarray, pred: numpy.ndarray) -> tuple[float, int]:
         if pred.shape != label.shape:
             pred = pred.argmax(axis=self.axis)
+        if pred.size != label.size:
+            raise DataError(f"{self.name}: {label.size} labels for {pred.size} predictions "
+                            f"(label shape {label.shape}, predicted classes {pred.shape})")
         pred, label = pred.astype(numpy.int64).ravel(), label.astype(numpy.int64).ravel()
         return float((pred == label).sum()), len(label)
 
@@ -132,7 +143,7 @@ class TopKAccuracy(EvalMetric):
         if top_k < 1:
             raise AttrError(f"TopKAccuracy: top_k must be at least 1, got {top_k}")
         self.top_k = top_k
-        super().__init__(f"{name}_{top_k}", **kwargs)
+        super().__init__(f"{name}_{top_k}", top_k=top_k, **kwargs)
 
     def _batch(self, label: numpy.ndarray, pred: numpy.ndarray) -> tuple[float, int]:
         k = min(self.top_k, pred.shape[1])
@@ -146,7 +157,7 @@ class CrossEntropy(EvalMetric):
 
     def __init__(self, eps: float = 1e-12, name: str = "cross-entropy", **kwargs: Any) -> None:
         self.eps = eps
-        super().__init__(name, **kwargs)
+        super().__init__(name, eps=eps, **kwargs)
 
     def _batch(self, label: numpy.ndarray, pred: numpy.ndarray) -> tuple[float, int]:
         label = label.astype(numpy.int64).ravel()
@@ -291,7 +302,26 @@ def create(metric: Any, *args: Any, **kwargs: Any) -> EvalMetric:
         return CustomMetric(metric, *args, **kwargs)
     if isinstance(metric, (list, tuple)):
         return CompositeEvalMetric([create(m, *args, **kwargs) for m in metric])
+    if isinstance(metric, dict) or str(metric).lstrip().startswith("{"):
+        return _from_config(metric, args, kwargs)
     key = str(metric).lower()
     if key not in _REGISTRY:
         raise AttrError(f"unknown metric {metric!r}; known: {sorted(_REGISTRY)}")
     return _REGISTRY[key](*args, **kwargs)
+
+
+def _from_config(config: Any, args: tuple, kwargs: dict) -> EvalMetric:
+    """A metric from :meth:`EvalMetric.get_config`'s dict or its JSON (MXNet's round trip):
+    ``metric`` names the class, the other keys are its arguments."""
+    if args or kwargs:
+        raise AttrError(f"metric config {config!r}: no further arguments may be given, got "
+                        f"{list(args) + sorted(kwargs)}")
+    if not isinstance(config, dict):
+        try:
+            config = json.loads(config)
+        except ValueError as exc:
+            raise AttrError(f"metric config {config!r}: not JSON ({exc})") from None
+    if not isinstance(config, dict) or "metric" not in config:
+        raise AttrError(f"metric config {config!r}: expected a dict with a 'metric' key")
+    config = dict(config)
+    return create(config.pop("metric"), **config)

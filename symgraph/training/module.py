@@ -17,6 +17,7 @@ from ..core.base import BindError, DataError, ExecutionError
 from .base_module import BaseModule
 from .module_params import ModuleParams
 from ..runtime.executor import Executor
+from ..runtime.placement import device_groups
 from ..core.context import Context, cpu
 from .io import DataBatch, DataDesc
 from ..runtime.ndarray import NDArray, array
@@ -26,15 +27,11 @@ __all__ = ["Module", "BaseModule"]
 
 
 def _descs(shapes: Any) -> list[DataDesc]:
-    out = []
-    for d in shapes or []:
-        out.append(d if isinstance(d, DataDesc) else DataDesc(d[0], d[1]))
-    return out
+    return [d if isinstance(d, DataDesc) else DataDesc(d[0], d[1]) for d in shapes or []]
 
 
 class ExecutorGroupView:
-    """What MXNet's ``DataParallelExecutorGroup`` exposes of its state: ``execs`` (one
-    executor per device; here one) and the parameter, aux, data and label names."""
+    """MXNet's ``DataParallelExecutorGroup``'s state: ``execs`` (one per device) and names."""
 
     def __init__(self, execs: list, param_names: list[str], aux_names: list[str],
                  data_names: list[str], label_names: list[str]) -> None:
@@ -57,8 +54,9 @@ class Module(ModuleParams, BaseModule):
                  label_names: Optional[Sequence[str]] = ("softmax_label",),
                  context: Any = None, fixed_param_names: Optional[Sequence[str]] = None,
                  logger: Any = LOGGER, work_load_list: Optional[Sequence[float]] = None,
-                 state_names: Optional[Sequence[str]] = None) -> None:
+                 state_names: Optional[Sequence[str]] = None, group2ctxs: Any = None) -> None:
         super().__init__(logger)
+        self._group2ctxs = group2ctxs  # MXNet's model parallelism (runtime/placement.py)
         if isinstance(context, (list, tuple)):  # several: parallel.group.DataParallelModule
             if len(context) != 1:
                 raise BindError(f"Module: {list(context)} needs the data-parallel module")
@@ -201,7 +199,8 @@ class Module(ModuleParams, BaseModule):
             for mine, extra in zip((reqs, shapes, types), self._amp.bind_extras()):
                 mine.update(extra)
         if shared_module is None:
-            exe = symbol.simple_bind(self._context, grad_req=reqs, type_dict=types, **shapes)
+            exe = symbol.simple_bind(self._context, grad_req=reqs, type_dict=types,
+                                     group2ctx=device_groups(self._group2ctxs, 1)[0], **shapes)
         else:  # the arrays only: the executor that runs is bound on the shared ones, once
             exe = self._share(shared_module, Executor.simple_bind(
                 symbol, self._context, reqs, types, shapes, stages=()), reqs)

@@ -5,7 +5,8 @@ from . import (activation, constant, control_flow, control_flow_branch, conv, co
                image, indexing, indexing_nd, khatri_rao, layout, layout_extra, linalg_blas,
                linalg_factor, linalg_tri, loss, lrn, math, math_extra, nn, norm, norm_l2,
                norm_layer, pool, random_pdf, rearrange, rnn, sampling, sampling_extra, sequence,
-               shape, sorting, tensor, update_checks, update_multi, update_ops, upsampling)
+               shape, sorting, tensor, update_adamw, update_checks, update_multi, update_ops,
+               upsampling)
 from . import (attention, boolean_mask, contrib_small, correlation, deformable,  # noqa: F401,E402
                loss_extra, refused, resize, sampler, spectral, sync_batch_norm)
 from . import legacy  # noqa: F401,E402  (last: aliases of the ops registered above)

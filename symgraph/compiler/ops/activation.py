@@ -108,6 +108,8 @@ register(OpDef(
      "lower_bound": Param("float", 0.125), "upper_bound": Param("float", 0.334)},
     lambda a: ("data", "gamma") if a["act_type"] == "prelu" else ("data",),
     _leaky_shape, _leaky_compute, _leaky_grad, OPAQUE, lowering='leaky_relu',
+    # as MXNet, a gamma created with the layer starts at 0.25 (not a `*_gamma` one)
+    extra={"input_init": {"gamma": '["Constant", {"value": 0.25}]'}},
     doc="leaky: x>0 ? x : slope*x; prelu: learned per-channel slope gamma; elu: "
         "slope*(e^x-1) below 0; selu; gelu (erf form, as MXNet 1.9.1)."))
 

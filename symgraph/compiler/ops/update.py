@@ -133,6 +133,15 @@ def class_type(classes: Callable[[Attrs], Sequence[tuple[tuple[int, ...], Any]]]
     return rule
 
 
+def run_classes(n: int, k: int, mp: bool) -> list[tuple[tuple[int, ...], Any]]:
+    """Dtype classes of ``n`` runs of ``k`` inputs (weight, grad, *states): one class per run,
+    or with ``mp`` the weight and gradient apart from the float32 states and master weight."""
+    if not mp:
+        return [(tuple(range(i * k, i * k + k)), None) for i in range(n)]
+    return [c for i in range(n) for c in (((i * k, i * k + 1), None),
+                                          (tuple(range(i * k + 2, i * k + k)), np.float32))]
+
+
 UPDATE_DOC = {
     "lr": "learning rate", "wd": "weight decay coefficient (L2 penalty)",
     "rescale_grad": "the gradient is multiplied by this first",

@@ -25,7 +25,7 @@ import numpy as np
 
 from ...core.attrs import Attrs
 from ...core.base import AttrError
-from .update import P, Group, Scalar, cached_rule, register_update, rule_group
+from .update import P, Group, Scalar, cached_rule, register_update, rule_group, run_classes
 from .update_rules import sgd_rule
 
 
@@ -78,13 +78,7 @@ def _multi_op(momentum: bool, mp: bool, preloaded: bool) -> None:
 
     def classes(a: Attrs) -> list[tuple[tuple[int, ...], Any]]:
         n = _count(a, preloaded)
-        if not mp:
-            got: list = [(tuple(range(i * k, i * k + k)), None) for i in range(n)]
-        else:
-            got = [c for i in range(n) for c in (((i * k, i * k + 1), None),
-                                                 (tuple(range(i * k + 2, i * k + k)),
-                                                  np.float32))]
-        return got + ([((n * k, n * k + 1), np.float32)] if preloaded else [])
+        return run_classes(n, k, mp) + ([((n * k, n * k + 1), np.float32)] if preloaded else [])
 
     params: dict = {} if preloaded else {"lrs": P("floats", required=True),
                                          "wds": P("floats", required=True)}

@@ -24,9 +24,9 @@ from ..io import DataBatch, DataDesc
 from ...core.log import LOGGER
 from ..module import Module
 from ...runtime.ndarray import NDArray, array
-from .bucket import DEFAULT_BUCKET_BYTES
+from ...runtime.placement import device_groups
+from .bucket import DEFAULT_BUCKET_BYTES, make_buckets
 from . import flat
-from .bucket import make_buckets
 from .split import batch_axis, split_batch, take_part
 from .step import DeviceSlice, StepQueue
 
@@ -116,9 +116,10 @@ class DataParallelModule(Module):
                              len(self._contexts))
         types = {d.name: d.dtype for d in descs}
         execs = [self._symbol.simple_bind(
-            ctx, grad_req=reqs, type_dict=types,
+            ctx, grad_req=reqs, type_dict=types, group2ctx=groups,
             **{d.name: _with_dim(d.shape, axes[d.name], part.stop - part.start) for d in descs})
-            for ctx, part in zip(self._contexts, slices)]
+            for ctx, part, groups in zip(self._contexts, slices,
+                                         device_groups(self._group2ctxs, len(self._contexts)))]
         # all made: a failed bind leaves the old
         self._execs, self._slices, self._axes = execs, slices, axes
         if for_training and self._contexts[0].device_type == "gpu":
