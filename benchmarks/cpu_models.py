@@ -46,21 +46,19 @@ def tokens(p: Params) -> tuple[np.ndarray, np.ndarray]:
     return x[:-1].astype(np.float32), x[1:].astype(np.float32)
 
 
-# ---- symgraph ------------------------------------------------------------------------------
+# ---- symgraph and MXNet: one code path, the library (``sg`` or ``mx``) an argument -------
 
-def sg_cnn(p: Params, data: Any = None) -> Callable[[], None]:
-    """Forward + backward of the seed CNN through the executor (no gradient for the data)."""
-    import symgraph as sg
-    from symgraph.interop.models.simple_cnn import build
-    arrays = cnn_inputs(p["batch"])
-    sym = build()
+def executor_step(lib: Any, sym: Any, batch: int) -> Callable[[], None]:
+    """Forward + backward of the seed CNN ``sym`` through ``lib``'s executor (no gradient
+    for the data), weights N(0, 0.05)."""
+    arrays = cnn_inputs(batch)
     req = {n: "null" if n in ("data", "softmax_label") else "write" for n in sym.list_arguments()}
-    exe = sym.simple_bind(sg.cpu(), grad_req=req, data=arrays["data"].shape)
+    exe = sym.simple_bind(lib.cpu(), grad_req=req, data=arrays["data"].shape)
     exe.arg_dict["data"][:] = arrays["data"]
     exe.arg_dict["softmax_label"][:] = arrays["label"]
     rng = np.random.default_rng(1)
-    for name in req:
-        if req[name] == "write":
+    for name, r in req.items():
+        if r == "write":
             exe.arg_dict[name][:] = rng.normal(size=exe.arg_dict[name].shape) * 0.05
 
     def step() -> None:
@@ -70,42 +68,55 @@ def sg_cnn(p: Params, data: Any = None) -> Callable[[], None]:
     return step
 
 
-def sg_resnet(p: Params, data: Any = None) -> Callable[[], None]:
+def gluon_resnet(lib: Any, p: Params) -> Callable[[], None]:
     """Inference of Gluon's model-zoo ``resnet18_v1``, hybridized."""
-    import symgraph as sg
-    from symgraph.gluon.model_zoo import vision
-    net = vision.resnet18_v1()
-    net.initialize(sg.init.Xavier())
+    net = lib.gluon.model_zoo.vision.resnet18_v1()
+    net.initialize(lib.init.Xavier())
     net.hybridize(static_alloc=True, static_shape=True)
-    x = sg.nd.array(np.random.default_rng(0).random(
+    x = lib.nd.array(np.random.default_rng(0).random(
         (p["batch"], 3, p["size"], p["size"]), dtype=np.float32))
     return lambda: net(x).wait_to_read()
 
 
-def sg_lstm(p: Params, data: Any = None) -> Callable[[], None]:
+def gluon_lm(lib: Any, p: Params) -> Callable[[], None]:
     """One SGD step of an Embedding - ``gluon.rnn.LSTM`` - Dense language model (mean
     softmax cross-entropy over the bptt x batch tokens), hybridized."""
-    import symgraph as sg
-    from symgraph import autograd, gluon
-    nn = gluon.nn
+    gluon, nn = lib.gluon, lib.gluon.nn
     net = nn.HybridSequential()
     with net.name_scope():
         net.add(nn.Embedding(p["vocab"], p["hidden"]),
                 gluon.rnn.LSTM(p["hidden"], num_layers=p["layers"], input_size=p["hidden"]),
                 nn.Dense(p["vocab"], flatten=False, in_units=p["hidden"]))
-    net.initialize(sg.init.Xavier())
+    net.initialize(lib.init.Xavier())
     net.hybridize(static_alloc=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
-    x, y = (sg.nd.array(a) for a in tokens(p))
+    x, y = (lib.nd.array(a) for a in tokens(p))
 
     def step() -> None:
-        with autograd.record():
+        with lib.autograd.record():
             loss = loss_fn(net(x), y)
         loss.backward()
         trainer.step(p["batch"])
         loss.wait_to_read()
     return step
+
+
+def sg_cnn(p: Params, data: Any = None) -> Callable[[], None]:
+    """The seed CNN's step on symgraph (``symgraph.interop.models.simple_cnn``)."""
+    import symgraph as sg
+    from symgraph.interop.models.simple_cnn import build
+    return executor_step(sg, build(), p["batch"])
+
+
+def sg_resnet(p: Params, data: Any = None) -> Callable[[], None]:
+    import symgraph as sg
+    return gluon_resnet(sg, p)
+
+
+def sg_lstm(p: Params, data: Any = None) -> Callable[[], None]:
+    import symgraph as sg
+    return gluon_lm(sg, p)
 
 
 def mnist_args() -> argparse.Namespace:

@@ -32,7 +32,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 
@@ -140,18 +140,19 @@ def measure(column: str, row: Row, a: argparse.Namespace, data: Optional[str],
 def worker(a: argparse.Namespace) -> None:
     """Child process: print the times of one framework's workload as a JSON list."""
     data = dict(np.load(a.data)) if a.data else None
-    between = None
+    between: Optional[Callable[[], Any]] = None
     if a.worker == "torch" or a.warm_torch:
         import torch
         if a.threads:
             torch.set_num_threads(a.threads)
     if a.warm_torch:  # PyTorch's OpenMP pool alive and busy just before each timed step
         x = torch.rand(512, 512)
-        for _ in range(20):
-            (x @ x).relu_().sum()
 
-        def between() -> None:
+        def torch_op() -> None:
             (x @ x).relu_().sum()
+        for _ in range(20):
+            torch_op()
+        between = torch_op
     builders = TORCH if a.worker == "torch" else SYMGRAPH
     fn = builders[a.kind](a.params, data)
     print(json.dumps(step_times(fn, a.repeat, a.warm, between)))
@@ -191,7 +192,7 @@ def table(rows: list[str], got: dict[tuple[str, str], Optional[list[float]]]) ->
 
 def run(a: argparse.Namespace) -> str:
     """Measure every cell (rounds alternate the columns) and return the report."""
-    from symgraph.runtime.backend.threads import usable_cores
+    from symgraph.runtime.backend.threads import cpu_threads, usable_cores
     have = {"numpy": True, "compiled": compiled_accepted(),
             "torch": importlib.util.find_spec("torch") is not None, "mxnet": mxnet_python()}
     busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
@@ -213,8 +214,10 @@ def run(a: argparse.Namespace) -> str:
         for p in busy:
             p.kill()
             p.wait()
+    budget = a.threads or cpu_threads()
     return (f"CPU, {usable_cores()} usable cores, threads: "
-            f"{a.threads or 'each framework default'}, {a.busy} busy-loop processes beside, "
+            f"{a.threads or 'each framework default'} (symgraph's budget {budget}), "
+            f"{a.busy} busy-loop processes beside, "
             f"load average {load:.2f} before / {os.getloadavg()[0]:.2f} after; median of "
             f"{a.rounds} round(s) of {a.repeat or 'default'} repeats, wall clock"
             f"{', small sizes' if a.small else ''}\n" + table(a.rows, got))

@@ -23,7 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.cpu_models import Params, cnn_inputs, step_times, tokens  # noqa: E402
+from benchmarks.cpu_models import (Params, executor_step, gluon_lm, gluon_resnet,  # noqa: E402
+                                   step_times)
 
 
 def seed_cnn(mx: Any) -> Any:
@@ -39,53 +40,15 @@ def seed_cnn(mx: Any) -> Any:
 
 
 def mx_cnn(mx: Any, p: Params, data: Any) -> Callable[[], None]:
-    arrays = cnn_inputs(p["batch"])
-    sym = seed_cnn(mx)
-    req = {n: "null" if n in ("data", "softmax_label") else "write" for n in sym.list_arguments()}
-    exe = sym.simple_bind(mx.cpu(), grad_req=req, data=arrays["data"].shape)
-    exe.arg_dict["data"][:] = arrays["data"]
-    exe.arg_dict["softmax_label"][:] = arrays["label"]
-    rng = np.random.default_rng(1)
-    for name, r in req.items():
-        if r == "write":
-            exe.arg_dict[name][:] = rng.normal(size=exe.arg_dict[name].shape) * 0.05
-
-    def step() -> None:
-        exe.forward(is_train=True)
-        exe.backward()
-        exe.grad_dict["fc2_weight"].wait_to_read()
-    return step
+    return executor_step(mx, seed_cnn(mx), p["batch"])
 
 
 def mx_resnet(mx: Any, p: Params, data: Any) -> Callable[[], None]:
-    net = mx.gluon.model_zoo.vision.resnet18_v1()
-    net.initialize(mx.init.Xavier())
-    net.hybridize(static_alloc=True, static_shape=True)
-    x = mx.nd.array(np.random.default_rng(0).random(
-        (p["batch"], 3, p["size"], p["size"]), dtype=np.float32))
-    return lambda: net(x).wait_to_read()
+    return gluon_resnet(mx, p)
 
 
 def mx_lstm(mx: Any, p: Params, data: Any) -> Callable[[], None]:
-    gluon, nn = mx.gluon, mx.gluon.nn
-    net = nn.HybridSequential()
-    with net.name_scope():
-        net.add(nn.Embedding(p["vocab"], p["hidden"]),
-                gluon.rnn.LSTM(p["hidden"], num_layers=p["layers"], input_size=p["hidden"]),
-                nn.Dense(p["vocab"], flatten=False, in_units=p["hidden"]))
-    net.initialize(mx.init.Xavier())
-    net.hybridize(static_alloc=True)
-    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
-    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
-    x, y = (mx.nd.array(a) for a in tokens(p))
-
-    def step() -> None:
-        with mx.autograd.record():
-            loss = loss_fn(net(x), y)
-        loss.backward()
-        trainer.step(p["batch"])
-        loss.wait_to_read()
-    return step
+    return gluon_lm(mx, p)
 
 
 def mx_mnist(mx: Any, p: Params, data: dict) -> Callable[[], float]:
