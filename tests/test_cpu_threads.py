@@ -55,9 +55,12 @@ def test_bad_values_are_refused_by_name(monkeypatch: pytest.MonkeyPatch, text: s
     assert blas_counts() == before and SEEN == []
 
 
-def test_default_is_the_cores_this_process_may_use(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_leaves_one_of_the_process_cores(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SYMGRAPH_CPU_THREADS", raising=False)
-    assert cpu_threads() == len(os.sched_getaffinity(0))
+    assert cpu_threads() == max(1, len(os.sched_getaffinity(0)) - 1)
+    for cores, budget in ((set(range(8)), 7), ({3}, 1), ({0, 5}, 1)):
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, c=cores: c)
+        assert cpu_threads() == budget
     monkeypatch.setenv("SYMGRAPH_CPU_THREADS", "3")
     assert cpu_threads() == 3 and config.get("SYMGRAPH_CPU_THREADS") == 3
 

@@ -128,7 +128,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "How long a rendezvous or a collective waits for a peer."),
     Setting("SYMGRAPH_CPU_THREADS", _count, None, "an integer >= 1",
             "Threads the CPU backend's BLAS calls use, set around each program's run and "
-            "restored after it (default: the cores this process may use)."),
+            "restored after it (default: one less than the cores this process may use, at "
+            "least 1, leaving a core to other work)."),
     Setting("SYMGRAPH_JOB_KEY", _secret, None, "a secret of at least 16 characters",
             "The job's shared secret: ranks prove it to each other (HMAC) at the rendezvous. "
             "'symgraph launch' makes one; otherwise export the same value on every rank.",

@@ -39,12 +39,18 @@ def usable_cores() -> int:
 
 
 def cpu_threads() -> int:
-    """The CPU backend's thread budget: ``SYMGRAPH_CPU_THREADS``, else :func:`usable_cores`.
+    """The CPU backend's thread budget: ``SYMGRAPH_CPU_THREADS``, else one less than
+    :func:`usable_cores` (at least 1).
+
+    The core left over is for everything else: OpenBLAS's threads wait for each other by
+    spinning, so one core shared with a busy process or another library's pool stalls every
+    GEMM. On the 2-core box a seed-CNN step took 5.2 s with two threads and a busy loop
+    beside, 0.35 s with one (docs/performance.md, "CPU thread budget").
 
     Raises AttrError (naming the variable and the value) for a value that is not an integer
     >= 1."""
     value = config.get("SYMGRAPH_CPU_THREADS")
-    return usable_cores() if value is None else int(value)
+    return max(1, usable_cores() - 1) if value is None else int(value)
 
 
 def _blas() -> list[Any]:
