@@ -86,19 +86,20 @@ def compiled_accepted() -> bool:
 
 
 def mnist_file(small: bool, folder: str) -> str:
-    """An .npz of the training images and labels (and 1000 test images for the score at the
-    end of ``Module.fit``'s runner): MNIST, or random images of its shape in small mode."""
+    """An .npz of the row's number of training images and labels (and 1000 test images for
+    the score at the end of ``Module.fit``'s runner): MNIST, or random images in small mode."""
+    n = ROWS["mnist_epoch"].small["images"] if small else ROWS["mnist_epoch"].full["images"]
     if small:
         rng = np.random.default_rng(0)
-        d = {"train_data": rng.random((256, 1, 28, 28), dtype=np.float32),
-             "train_label": rng.integers(0, 10, 256).astype(np.float32)}
+        d = {"train_data": rng.random((n, 1, 28, 28), dtype=np.float32),
+             "train_label": rng.integers(0, 10, n).astype(np.float32)}
         d["test_data"], d["test_label"] = d["train_data"], d["train_label"]
     else:
         import symgraph as sg
         where = sg.config.get("SYMGRAPH_DATA") or str(ROOT.parent / "shared" / "data" / "mnist")
         d = sg.datasets.mnist.load_data(where)
     path = os.path.join(folder, "mnist.npz")
-    np.savez(path, x=d["train_data"], y=d["train_label"], xt=d["test_data"][:1000],
+    np.savez(path, x=d["train_data"][:n], y=d["train_label"][:n], xt=d["test_data"][:1000],
              yt=d["test_label"][:1000])
     return path
 
