@@ -1,145 +1,252 @@
-"""CPU training step (forward + backward through the executor) of the seed CNN, symgraph's
-numpy backend beside PyTorch's CPU build (same machine, same run, same thread count).
+"""symgraph on the CPU beside PyTorch and MXNet 1.9.1: one table of wall-clock medians.
 
-Usage: python benchmarks/cpu_step.py [--batches 64 256] [--repeats 10] [--rounds 3]
-       [--threads N] [--no-passes]
-Prints one row per batch size: median milliseconds per step and the ratio symgraph / torch.
+    /tmp/cpuvenv/bin/python benchmarks/cpu_step.py [--rows cnn64 resnet18_b1 ...]
+        [--columns numpy torch ...] [--repeat N] [--rounds N] [--threads N] [--busy N] [--small]
+
+Rows: the seed CNN's training step (forward + backward) at batch 64 and 256, ResNet-18 v1
+inference at batch 1 and 32 (224 px), an LSTM language model's SGD step (Embedding, 2-layer
+``gluon.rnn.LSTM`` of 200, Dense to a 10,000 vocabulary; bptt 35, batch 20), one MNIST epoch of
+the seed CNN (``Module.fit``, batch 64; ``SYMGRAPH_DATA`` or ../shared/data/mnist).
+Columns: symgraph's numpy backend and its compiled backend (``SYMGRAPH_CPU=compiled``, "n/a"
+while the configuration does not accept it), PyTorch eager on the CPU, MXNet 1.9.1 (its venv's
+python in a subprocess, see ``cpu_step_mxnet.py`` for the venv's recipe), the ratios, and the
+symgraph columns again with PyTorch imported, warmed up, and running a small op before each
+timed step in the same process ("+torch"; "move" is the change against the plain column).
+
+Every number is measured in a fresh child process (one per row and column and round), so one
+framework's idle worker threads never sit in another's process. ``--threads N`` gives each
+framework N threads (``SYMGRAPH_CPU_THREADS``, ``torch.set_num_threads``, ``OMP_NUM_THREADS``);
+without it each keeps its default. ``--busy N`` keeps N busy-loop processes running beside the
+measurements. ``--small`` runs tiny sizes (the test of this script). PyTorch comes from the
+interpreter running this script: a venv made with ``python3 -m venv --system-site-packages``.
 """
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import os
+import re
 import subprocess
 import sys
-import time
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-import symgraph as sg  # noqa: E402
-from symgraph.interop.models.simple_cnn import build  # noqa: E402
-
-SHAPES = {"conv1_weight": (32, 1, 3, 3), "conv1_bias": (32,), "conv2_weight": (64, 32, 3, 3),
-          "conv2_bias": (64,), "fc1_weight": (128, 3136), "fc1_bias": (128,),
-          "fc2_weight": (10, 128), "fc2_bias": (10,)}
+from benchmarks.cpu_models import SYMGRAPH, TORCH, step_times  # noqa: E402
 
 
-def times_ms(fn: Callable[[], None], repeats: int) -> list[float]:
-    """Wall times of ``repeats`` calls of ``fn`` in milliseconds, after one warm-up call."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1e3)
-    return times
+@dataclass(frozen=True)
+class Row:
+    """One workload: its title, kind (the builders' key), sizes, small sizes, repeats."""
+
+    title: str
+    kind: str
+    full: dict
+    small: dict
+    repeat: int
+    warm: int = 1
+    unit: str = "ms"
 
 
-def make_inputs(batch: int, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random float32 weights, data and labels."""
-    rng = np.random.default_rng(seed)
-    arrays = {k: (rng.normal(size=s) * 0.1).astype(np.float32) for k, s in SHAPES.items()}
-    arrays["data"] = rng.random((batch, 1, 28, 28), dtype=np.float32)
-    arrays["softmax_label"] = rng.integers(0, 10, batch).astype(np.float32)
-    return arrays
+LM = {"vocab": 10000, "hidden": 200, "layers": 2, "bptt": 35, "batch": 20}
+ROWS = {
+    "cnn64": Row("seed CNN train step, batch 64", "cnn", {"batch": 64}, {"batch": 4}, 10),
+    "cnn256": Row("seed CNN train step, batch 256", "cnn", {"batch": 256}, {"batch": 8}, 5),
+    "resnet18_b1": Row("ResNet-18 inference, batch 1", "resnet", {"batch": 1, "size": 224},
+                       {"batch": 1, "size": 32}, 10),
+    "resnet18_b32": Row("ResNet-18 inference, batch 32", "resnet", {"batch": 32, "size": 224},
+                        {"batch": 2, "size": 32}, 3),
+    "lstm_lm": Row("LSTM LM train step", "lstm", LM,
+                   {"vocab": 50, "hidden": 8, "layers": 2, "bptt": 4, "batch": 2}, 5),
+    "mnist_epoch": Row("MNIST epoch, seed CNN", "mnist", {"images": 60000}, {"images": 256},
+                       1, warm=0, unit="s"),
+}
+COLUMNS = ("numpy", "compiled", "torch", "mxnet", "numpy+torch", "compiled+torch")
 
 
-def symgraph_step(arrays: dict[str, np.ndarray]) -> Callable[[], None]:
-    """One training step of the seed CNN on symgraph's CPU executor (no grad for the data)."""
-    sym = build()
-    req = {n: "null" if n in ("data", "softmax_label") else "write" for n in sym.list_arguments()}
-    exe = sym.simple_bind(sg.cpu(), grad_req=req, data=arrays["data"].shape)
-    for k, v in arrays.items():
-        exe.arg_dict[k][:] = v
-
-    def step() -> None:
-        exe.forward(is_train=True)
-        exe.backward()
-    return step
+def mxnet_python() -> Optional[str]:
+    """MXNet's venv python (``SYMGRAPH_MXNET_PYTHON``, default /tmp/mxvenv/bin/python) when
+    it exists (a venv without mxnet shows as "n/a" when its child fails to import it)."""
+    exe = os.environ.get("SYMGRAPH_MXNET_PYTHON", "/tmp/mxvenv/bin/python")
+    return exe if os.path.isfile(exe) else None
 
 
-def torch_step(arrays: dict[str, np.ndarray]) -> Callable[[], None]:
-    """The same step in PyTorch (CPU), summed cross entropy as SoftmaxOutput's gradient."""
-    import torch
-    import torch.nn.functional as F
-    p = {k: torch.tensor(arrays[k], requires_grad=True) for k in SHAPES}
-    x = torch.tensor(arrays["data"])
-    y = torch.tensor(arrays["softmax_label"]).long()
-
-    def step() -> None:
-        h = F.max_pool2d(F.relu(F.conv2d(x, p["conv1_weight"], p["conv1_bias"], padding=1)), 2)
-        h = F.max_pool2d(F.relu(F.conv2d(h, p["conv2_weight"], p["conv2_bias"], padding=1)), 2)
-        h = F.relu(F.linear(h.flatten(1), p["fc1_weight"], p["fc1_bias"]))
-        loss = F.cross_entropy(F.linear(h, p["fc2_weight"], p["fc2_bias"]), y, reduction="sum")
-        for t in p.values():
-            t.grad = None
-        loss.backward()
-    return step
+def compiled_accepted() -> bool:
+    """Whether the configuration accepts ``SYMGRAPH_CPU=compiled`` (the compiled backend)."""
+    from symgraph.core import config
+    setting = config.SETTINGS.get("SYMGRAPH_CPU")
+    return setting is not None and setting.parse("compiled") is not None
 
 
-def measure(framework: str, batch: int, repeats: int, threads: int,
-            extra: tuple[str, ...] = ()) -> list[float]:
-    """Step times of one framework, measured in a fresh child process.
-
-    A child per measurement keeps OpenBLAS's and PyTorch's idle worker threads (which spin
-    for a while after each call) from stealing the cores of the other framework.
-    """
-    out = subprocess.run([sys.executable, __file__, "--worker", framework, "--batches",
-                          str(batch), "--repeats", str(repeats), "--threads", str(threads), *extra],
-                         capture_output=True, text=True,
-                         env={**os.environ, "OPENBLAS_NUM_THREADS": str(threads),
-                              "OMP_NUM_THREADS": str(threads)})
-    if out.returncode != 0:
-        if framework == "torch" and "No module named 'torch'" in out.stderr:
-            return [float("nan")]
-        raise RuntimeError(out.stderr)
-    return [float(v) for v in out.stdout.split()]
-
-
-def worker(framework: str, batch: int, repeats: int, threads: int) -> None:
-    """Child process: print the step times of ``framework`` in milliseconds."""
-    arrays = make_inputs(batch)
-    if framework == "torch":
-        import torch
-        torch.set_num_threads(threads)
-        step = torch_step(arrays)
+def mnist_file(small: bool, folder: str) -> str:
+    """An .npz of the row's number of training images and labels (and 1000 test images for
+    the score at the end of ``Module.fit``'s runner): MNIST, or random images in small mode."""
+    n = ROWS["mnist_epoch"].small["images"] if small else ROWS["mnist_epoch"].full["images"]
+    if small:
+        rng = np.random.default_rng(0)
+        d = {"train_data": rng.random((n, 1, 28, 28), dtype=np.float32),
+             "train_label": rng.integers(0, 10, n).astype(np.float32)}
+        d["test_data"], d["test_label"] = d["train_data"], d["train_label"]
     else:
-        step = symgraph_step(arrays)
-    print(" ".join(f"{t:.3f}" for t in times_ms(step, repeats)))
+        import symgraph as sg
+        where = sg.config.get("SYMGRAPH_DATA") or str(ROOT.parent / "shared" / "data" / "mnist")
+        d = sg.datasets.mnist.load_data(where)
+    path = os.path.join(folder, "mnist.npz")
+    np.savez(path, x=d["train_data"][:n], y=d["train_label"][:n], xt=d["test_data"][:1000],
+             yt=d["test_label"][:1000])
+    return path
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batches", type=int, nargs="+", default=[64, 256])
-    parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--no-passes", action="store_true",
-                        help="symgraph.compiler.passes.ENABLED = False (no fusion, no memory plan)")
-    parser.add_argument("--worker", choices=("symgraph", "torch"), help=argparse.SUPPRESS)
-    args = parser.parse_args()
-    if args.no_passes:
-        import symgraph.compiler.passes
-        symgraph.compiler.passes.ENABLED = False
-    if args.worker:
-        worker(args.worker, args.batches[0], args.repeats, args.threads)
-        return
-    print(f"seed CNN training step, CPU, {args.threads} threads, median of "
-          f"{args.rounds} x {args.repeats} steps (rounds alternate the frameworks)"
-          f"{', graph passes off' if args.no_passes else ''}")
-    print(f"{'batch':>6} {'symgraph ms':>12} {'torch ms':>10} {'ratio':>7}")
-    for batch in args.batches:
-        ours: list[float] = []
-        theirs: list[float] = []
-        for _ in range(args.rounds):
-            ours += measure("symgraph", batch, args.repeats, args.threads,
-                            ("--no-passes",) if args.no_passes else ())
-            theirs += measure("torch", batch, args.repeats, args.threads)
-        a, b = float(np.median(ours)), float(np.median(theirs))
-        print(f"{batch:>6} {a:>12.1f} {b:>10.1f} {a / b:>7.2f}")
+def child(cmd: list[str], env: dict[str, str]) -> Optional[list[float]]:
+    """Run one measuring child; its last stdout line is a JSON list of milliseconds. None
+    when the child's framework is not installed."""
+    out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env})
+    if out.returncode != 0:
+        if re.search(r"No module named '(mxnet|torch)'", out.stderr):
+            return None
+        raise RuntimeError(f"{' '.join(cmd[:4])}... failed:\n{out.stderr[-3000:]}")
+    return [float(v) for v in json.loads(out.stdout.strip().splitlines()[-1])]
+
+
+def measure(column: str, row: Row, a: argparse.Namespace, data: Optional[str],
+            have: dict[str, Any]) -> Optional[list[float]]:
+    """The times of one cell, or None where its framework or backend is absent."""
+    backend, _, beside = column.partition("+")
+    if column not in a.columns or not have.get(backend) or (beside and not have.get("torch")):
+        return None
+    params = json.dumps(row.small if a.small else row.full)
+    repeat = a.repeat or (2 if a.small else row.repeat)
+    common = ["--kind", row.kind, "--params", params, "--repeat", str(repeat),
+              "--warm", str(row.warm)] + (["--data", data] if data else [])
+    env = {"OMP_NUM_THREADS": str(a.threads)} if a.threads else {}
+    if backend == "mxnet":
+        return child([have["mxnet"], str(ROOT / "benchmarks" / "cpu_step_mxnet.py"), *common],
+                     env)
+    env = {"SYMGRAPH_CPU_THREADS": str(a.threads)} if a.threads else {}
+    if backend in ("numpy", "compiled") and have.get("compiled"):
+        env["SYMGRAPH_CPU"] = backend
+    framework = "torch" if backend == "torch" else "symgraph"
+    extra = ["--warm-torch"] if beside else []
+    return child([sys.executable, __file__, "--worker", framework, *common, *extra,
+                  "--threads", str(a.threads)], env)
+
+
+def worker(a: argparse.Namespace) -> None:
+    """Child process: print the times of one framework's workload as a JSON list."""
+    data = dict(np.load(a.data)) if a.data else None
+    between: Optional[Callable[[], Any]] = None
+    if a.worker == "torch" or a.warm_torch:
+        import torch
+        if a.threads:
+            torch.set_num_threads(a.threads)
+    if a.warm_torch:  # PyTorch's OpenMP pool alive and busy just before each timed step
+        x = torch.rand(512, 512)
+
+        def torch_op() -> None:
+            (x @ x).relu_().sum()
+        for _ in range(20):
+            torch_op()
+        between = torch_op
+    builders = TORCH if a.worker == "torch" else SYMGRAPH
+    fn = builders[a.kind](a.params, data)
+    print(json.dumps(step_times(fn, a.repeat, a.warm, between)))
+
+
+def cell(times: Optional[list[float]], unit: str) -> str:
+    if times is None:
+        return "n/a"
+    value = float(np.median(times)) / (1e3 if unit == "s" else 1.0)
+    return f"{value:.3g}" if value < 10 else f"{value:.1f}"
+
+
+def ratio(num: Optional[list[float]], den: Optional[list[float]], move: bool = False) -> str:
+    if num is None or den is None:
+        return "n/a"
+    r = float(np.median(num)) / float(np.median(den))
+    return f"{(r - 1) * 100:+.0f}%" if move else f"{r:.2f}"
+
+
+def table(rows: list[str], got: dict[tuple[str, str], Optional[list[float]]]) -> str:
+    """The markdown table: medians, ratios to PyTorch and MXNet, and the +torch moves."""
+    head = ["row", "unit", "numpy", "compiled", "torch", "mxnet", "numpy/torch",
+            "numpy/mxnet", "compiled/torch", "compiled/mxnet", "numpy+torch", "move",
+            "compiled+torch", "move"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name in rows:
+        r, g = ROWS[name], {c: got[(name, c)] for c in COLUMNS}
+        cells = [r.title, r.unit, *(cell(g[c], r.unit) for c in COLUMNS[:4]),
+                 ratio(g["numpy"], g["torch"]), ratio(g["numpy"], g["mxnet"]),
+                 ratio(g["compiled"], g["torch"]), ratio(g["compiled"], g["mxnet"]),
+                 cell(g["numpy+torch"], r.unit), ratio(g["numpy+torch"], g["numpy"], True),
+                 cell(g["compiled+torch"], r.unit),
+                 ratio(g["compiled+torch"], g["compiled"], True)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def run(a: argparse.Namespace) -> str:
+    """Measure every cell (rounds alternate the columns) and return the report."""
+    from symgraph.runtime.backend.threads import cpu_threads, usable_cores
+    have = {"numpy": True, "compiled": compiled_accepted(),
+            "torch": importlib.util.find_spec("torch") is not None, "mxnet": mxnet_python()}
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+            for _ in range(a.busy)]
+    load = os.getloadavg()[0]
+    got: dict[tuple[str, str], Optional[list[float]]] = {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            data = mnist_file(a.small, tmp) if "mnist_epoch" in a.rows else None
+            for _ in range(a.rounds):
+                for name in a.rows:
+                    row = ROWS[name]
+                    for column in COLUMNS:
+                        t = measure(column, row, a, data if row.kind == "mnist" else None,
+                                    have)
+                        old = got.get((name, column))
+                        got[(name, column)] = t if old is None or t is None else old + t
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    budget = a.threads or cpu_threads()
+    return (f"CPU, {usable_cores()} usable cores, threads: "
+            f"{a.threads or 'each framework default'} (symgraph's budget {budget}), "
+            f"{a.busy} busy-loop processes beside, "
+            f"load average {load:.2f} before / {os.getloadavg()[0]:.2f} after; median of "
+            f"{a.rounds} round(s) of {a.repeat or 'default'} repeats, wall clock"
+            f"{', small sizes' if a.small else ''}\n" + table(a.rows, got))
+
+
+def main(argv: Optional[list[str]] = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS))
+    ap.add_argument("--columns", nargs="+", choices=COLUMNS, default=list(COLUMNS),
+                    help="the columns to measure (the others print n/a)")
+    ap.add_argument("--repeat", type=int, default=0, help="timed runs per cell (default: "
+                    "per row, 1 for the MNIST epoch; 2 with --small)")
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=0, help="0: each framework's default")
+    ap.add_argument("--busy", type=int, default=0, help="busy-loop processes beside")
+    ap.add_argument("--small", action="store_true", help="tiny sizes (seconds in all)")
+    ap.add_argument("--worker", choices=("symgraph", "torch"), help=argparse.SUPPRESS)
+    ap.add_argument("--kind", help=argparse.SUPPRESS)
+    ap.add_argument("--params", type=json.loads, help=argparse.SUPPRESS)
+    ap.add_argument("--warm", type=int, default=1, help=argparse.SUPPRESS)
+    ap.add_argument("--data", help=argparse.SUPPRESS)
+    ap.add_argument("--warm-torch", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.worker:
+        worker(a)
+    else:
+        print(run(a))
+
 
 if __name__ == "__main__":
     main()

@@ -50,6 +50,10 @@ def _level(text: str) -> Optional[int]:
     return int(text) if text.strip().isdigit() else None
 
 
+def _count(text: str) -> Optional[int]:
+    return int(text) if text.strip().isdigit() and int(text) >= 1 else None
+
+
 def _path(text: str) -> Optional[str]:
     return text or None
 
@@ -122,6 +126,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "again when needed). 0 keeps only the program just used."),
     Setting("SYMGRAPH_DIST_TIMEOUT", _positive_seconds, 300.0, "seconds > 0",
             "How long a rendezvous or a collective waits for a peer."),
+    Setting("SYMGRAPH_CPU_THREADS", _count, None, "an integer >= 1",
+            "Threads the CPU backend's BLAS calls use, set around each program's run and "
+            "restored after it (default: one less than the cores this process may use, at "
+            "least 1, leaving a core to other work)."),
     Setting("SYMGRAPH_JOB_KEY", _secret, None, "a secret of at least 16 characters",
             "The job's shared secret: ranks prove it to each other (HMAC) at the rendezvous. "
             "'symgraph launch' makes one; otherwise export the same value on every rank.",

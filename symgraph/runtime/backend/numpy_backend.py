@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from .. import profiler
+from .threads import blas_threads
 from ...core.base import DataError, where
 from ...core.dtypes import NARROW
 from ...core.registry import RunCtx, get_op
@@ -102,26 +103,28 @@ class NumpyProgram:
         """Run steps ``start:stop``, reading and writing ``env`` (each step timed on the host
         while ``sg.profiler`` records). ``tail``: called after the steps with a function
         reading a slot (the CPU form of the CUDA backend's captured tail)."""
-        if profiler.recording():
-            profiler.run_host_timed(self.schedule, start, stop, "cpu(0)",
-                                    lambda k: self._step(env, k, ctx))
-        else:
-            for k in range(start, stop):
-                self._step(env, k, ctx)
-        if tail is not None:
-            tail(lambda slot: self.read(env, slot))
+        with blas_threads():  # the backend's own thread budget, not the process's
+            if profiler.recording():
+                profiler.run_host_timed(self.schedule, start, stop, "cpu(0)",
+                                        lambda k: self._step(env, k, ctx))
+            else:
+                for k in range(start, stop):
+                    self._step(env, k, ctx)
+            if tail is not None:
+                tail(lambda slot: self.read(env, slot))
 
     def time_steps(self, env: list[Any], start: int, stop: int, ctx: RunCtx,
                    repeat: int = 1) -> list[tuple[int, str, str, float]]:
         """(step index, op, name, milliseconds) of each step, run one at a time (``repeat``
         times back to back: the mean)."""
         out = []
-        for k in range(start, stop):
-            t0 = time.perf_counter()
-            for _ in range(repeat):
-                self._step(env, k, ctx)
-            node = self.schedule.steps[k].node
-            out.append((k, node.op, node.name, 1e3 * (time.perf_counter() - t0) / repeat))
+        with blas_threads():
+            for k in range(start, stop):
+                t0 = time.perf_counter()
+                for _ in range(repeat):
+                    self._step(env, k, ctx)
+                node = self.schedule.steps[k].node
+                out.append((k, node.op, node.name, 1e3 * (time.perf_counter() - t0) / repeat))
         return out
 
     def _step(self, env: list[Any], k: int, ctx: RunCtx) -> None:
