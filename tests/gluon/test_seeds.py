@@ -1,8 +1,9 @@
 """Seeds 000 and 002 run as written, with ``import symgraph as mx`` and a dataset ``root``.
 
 CI runs seed 002 shortened on the CPU (``SHORT_SAMPLES`` images, learning rate 0.1 so that
-250 batches leave the recipe's initial plateau, which at 0.01 lasts about 450 batches in
-MXNet 1.9.1 as well), asserting that the test loss falls and the accuracy is far above chance;
+100 batches leave the recipe's initial plateau, which at 0.01 lasts about 450 batches in
+MXNet 1.9.1 as well), asserting that the test loss falls well below its start (2.30, chance)
+and the accuracy is far above chance (about 0.55 after those 100 batches);
 the same network written as a HybridBlock and hybridized must train exactly as the Block (40
 batches each, same seed). The ``slow`` tests run the unchanged recipe (1 epoch on the CPU, 3 on
 the GPU, plain and hybridized) and compare the test accuracy with ``Module`` on the same recipe,
@@ -20,7 +21,7 @@ import symgraph as sg
 from .seed_programs import (HYBRID_MODEL, SEED_000, seed_000_text_matches, seed_002,
                             to_symgraph)
 
-SHORT_SAMPLES = 64 * 250
+SHORT_SAMPLES = 64 * 100
 N_TEST = 2000
 
 
@@ -73,7 +74,7 @@ def test_seed_002_trains_shortened(mnist_dir, test_set) -> None:
     sg.random.seed(0)
     (loss0, acc0), (loss1, acc1), compiles, ns = run(
         seed_002(), mnist_dir, test_set, n_samples=SHORT_SAMPLES, learning_rate=0.1)
-    assert loss1 < 0.5 * loss0 and acc1 > 0.85, (loss0, acc0, loss1, acc1)
+    assert loss1 < 0.7 * loss0 and acc1 > 0.45, (loss0, acc0, loss1, acc1)
     assert compiles <= 2  # the training step compiles once (plus the evaluation's program)
     names = list(ns["net"].collect_params().keys())
     assert names[0].endswith("_conv0_weight") and names[-1].endswith("_dense1_bias")
