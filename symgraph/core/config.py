@@ -105,6 +105,13 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "0 keeps float16/bfloat16 convolutions NCHW (no channels-last layout pass)."),
     Setting("SYMGRAPH_CUDA_LIBS", _choice("system", "wheels"), "system", "system | wheels",
             "wheels loads cuBLAS/cuDNN/NCCL from the nvidia-* wheels before the toolkit's."),
+    Setting("SYMGRAPH_CPU", _choice("numpy", "compiled"), "numpy", "numpy | compiled",
+            "The CPU backend: numpy runs each step's numpy reference (the reference the tests "
+            "compare with); compiled runs fused elementwise groups as numba kernels "
+            "(runtime/cpu) and the other steps as numpy."),
+    Setting("SYMGRAPH_CPU_THREADS", _level, 0, "an integer >= 0",
+            "Threads the compiled CPU kernels split their work over; 0: every core this "
+            "process may run on."),
     Setting("SYMGRAPH_ALLOW_HOST", _flag, False, "0 | 1",
             "1 runs GPU steps that have no lowering on the host (with a warning) instead of "
             "refusing the bind."),

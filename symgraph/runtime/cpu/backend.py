@@ -1,0 +1,106 @@
+"""The compiled CPU backend (``SYMGRAPH_CPU=compiled``): the numpy program with compiled steps.
+
+It runs the schedule the numpy backend runs (the same passes, fusion groups and memory plan)
+and the same way, step by step, but each step that has a compiled form runs that instead of
+its op's numpy reference: today the fused elementwise/broadcast groups (``group.py``: one
+numba loop nest per group, split over the backend's threads). Every other step is the numpy
+reference. Which steps fall back, and why, is decided when the program is built and listed by
+:meth:`CompiledProgram.fallbacks`.
+
+Example::
+
+    >>> import numpy as np, symgraph as sg
+    >>> from symgraph.runtime import compile as C
+    >>> from symgraph.runtime.cpu import backend
+    >>> net = sg.sym.relu(sg.sym.var("x") * 2.0 + 1.0)
+    >>> g = net.graph()
+    >>> stage = C.build_stage(g.with_types(C.infer(g, {"x": (2, 3)}, {"x": np.float32})),
+    ...                       [], False, sg.cpu())
+    >>> prog = backend.compile(stage.schedule)
+    >>> [s.op for s in prog.compiled_steps()]
+    ['_fused']
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from ...compiler.schedule import Schedule
+from ...core.registry import get_op
+from ..backend import numpy_backend
+from ..backend.numpy_backend import NumpyProgram
+from ..cuda.actions import lowering_of
+from .group import FusedStep, compute_dtype, why_not
+
+FORWARD_PIPELINE: tuple = numpy_backend.FORWARD_PIPELINE
+"""The passes before autodiff: the numpy backend's (the two CPU backends run one graph)."""
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """A step of the program: index, op, node name, and why it runs the numpy reference
+    (empty for a compiled step)."""
+
+    index: int
+    op: str
+    node: str
+    why: str = ""
+
+
+def _fused(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
+    """A ``_fused`` step's compiled kernels, or None and why it cannot compile."""
+    step = schedule.steps[k]
+    a, dt = step.node.attrs, schedule.dtypes
+    head = a["head"]
+    ins = [dt[s] for s in step.inputs]
+    expr_types = ins if head is None else [dt[step.outputs[0]]] + ins[head[2]:]
+    why = why_not(a, expr_types + [dt[step.outputs[0]]])
+    if why:
+        return None, why
+    return FusedStep(a, step.node.name, compute_dtype(dt[step.outputs[0]]) or "float32"), ""
+
+
+# Lowering family (the op's ``OpDef.lowering``, as the CUDA backend reads it) -> the function
+# making a step's compiled compute function, or None and the reason it has none.
+COMPILERS: dict[str, Callable[[Schedule, int], tuple[Optional[Any], str]]] = {
+    "fused": _fused}
+
+
+class CompiledProgram(NumpyProgram):
+    """A schedule ready to run on the CPU with compiled kernels where it has them."""
+
+    def __init__(self, schedule: Schedule) -> None:
+        self._info: list[StepInfo] = []
+        self._compiled: list[Any] = []
+        super().__init__(schedule)  # (asks step_compute for every step)
+
+    def step_compute(self, k: int) -> Callable:
+        """The step's compiled kernels where its lowering family has a compiler and the step
+        fits, else its op's numpy reference."""
+        node = self.schedule.steps[k].node
+        family = lowering_of(get_op(node.op))[0]
+        make = COMPILERS.get(family)
+        fn, why = make(self.schedule, k) if make else (None, f"no compiled {family!r} kernels")
+        self._info.append(StepInfo(k, node.op, node.name, why))
+        if fn is None:
+            return super().step_compute(k)
+        self._compiled.append(fn)
+        return fn
+
+    def fallbacks(self) -> list[StepInfo]:
+        """The steps that run their op's numpy reference, each with the reason."""
+        return [s for s in self._info if s.why]
+
+    def compiled_steps(self) -> list[StepInfo]:
+        """The steps that run compiled kernels."""
+        return [s for s in self._info if not s.why]
+
+    def kernel_names(self) -> list[str]:
+        """The kernels the compiled steps have rendered so far (one per group and output
+        shape, after the first run)."""
+        return [name for f in self._compiled for name in f.kernels]
+
+
+def compile(schedule: Schedule, ctx: Any = None) -> CompiledProgram:  # noqa: A001 (interface)
+    """The backend interface: a runnable program for ``schedule`` (``ctx`` is the CPU)."""
+    return CompiledProgram(schedule)

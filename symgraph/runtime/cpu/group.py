@@ -1,0 +1,147 @@
+"""A ``_fused`` step (``compiler/ops/fused.py``) as compiled CPU kernels: one loop nest per
+distinct output shape (one kernel for the usual group), from the group's formulas.
+
+Whether a group compiles is decided when the program is built (:func:`why_not`): every
+primitive needs a Python template, and the group's values one float dtype (float32, float64;
+float16/bfloat16 are stored narrow and computed in float32: the program widens them on read
+and narrows the results on store, as the numpy backend does). A group with a GEMM-like head
+runs the head's numpy reference, then its formula compiled as the head's epilogue.
+
+Shapes are collapsed before rendering (:func:`collapse`): axes of size 1 go, and adjacent axes
+that every input reads the same way (all along, or broadcast) merge, so a same-size group is
+one flat loop and ``x + bias`` over NCHW is three nested loops however the axes are named. The
+kernel's source depends on that pattern, not on the sizes, so one kernel serves every batch
+size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ...core.base import ShapeError
+from ...core.dtypes import NARROW
+from ...core.expr import topo
+from ...core.registry import RunCtx, get_op
+from .kernels import load
+from .pool import run_split
+from .render import FLOAT_TYPES, missing_prims, render_kernel
+
+Shape = tuple[int, ...]
+
+
+def compute_dtype(dtype: np.dtype) -> Optional[str]:
+    """The dtype a kernel computes in for values stored as ``dtype`` (None: not compiled)."""
+    if dtype in NARROW:
+        return "float32"
+    return dtype.name if dtype.name in FLOAT_TYPES else None
+
+
+def why_not(attrs: Any, expr_dtypes: Sequence[np.dtype]) -> Optional[str]:
+    """Why the group ``attrs`` with expression inputs of ``expr_dtypes`` cannot compile, or
+    None when it can."""
+    missing = missing_prims(attrs["exprs"])
+    if missing:
+        return f"primitive(s) {', '.join(missing)} have no compiled form"
+    kinds = sorted({np.dtype(d).name for d in expr_dtypes})
+    if len(kinds) > 1:
+        return f"mixed input dtypes {kinds}"
+    if kinds and compute_dtype(np.dtype(kinds[0])) is None:
+        return f"dtype {kinds[0]} (compiled: float32, float64, float16/bfloat16 storage)"
+    return None
+
+
+def collapse(out_shape: Shape, in_shapes: Sequence[Shape], where: str
+             ) -> tuple[Shape, list[Shape], list[tuple[bool, ...]]]:
+    """(collapsed output shape, each input's collapsed shape, per input and collapsed axis
+    whether it varies there). ``where`` names the step in the ShapeError of an input that
+    does not broadcast to ``out_shape``."""
+    rank = len(out_shape)
+    padded = []
+    for s in in_shapes:
+        s = tuple(s)
+        if len(s) > rank:
+            raise ShapeError(f"{where}: input of shape {s} does not broadcast to {out_shape}")
+        padded.append((1,) * (rank - len(s)) + s)
+    axes: list[list] = []  # [size, per-input "varies" flags]
+    for d, size in enumerate(out_shape):
+        if size == 1:
+            continue
+        flags = []
+        for s in padded:
+            if s[d] not in (1, size):
+                raise ShapeError(f"{where}: input of shape {s} does not broadcast to "
+                                 f"{out_shape} (axis {d})")
+            flags.append(s[d] == size)
+        if axes and axes[-1][1] == flags:
+            axes[-1][0] *= size
+        else:
+            axes.append([size, flags])
+    if not axes:
+        axes = [[1, [True] * len(padded)]]
+    cshape = tuple(a[0] for a in axes)
+    full = [tuple(a[1][i] for a in axes) for i in range(len(padded))]
+    return cshape, [tuple(n if f else 1 for n, f in zip(cshape, fl)) for fl in full], full
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel of a group for given input shapes: which outputs it writes, the output's
+    shape and collapsed shape, and (input index, collapsed shape) of each input it reads."""
+
+    kernel: Callable
+    which: tuple[int, ...]
+    shape: Shape
+    cshape: Shape
+    reads: tuple[tuple[int, Shape], ...]
+
+
+class FusedStep:
+    """The compute function of a compiled ``_fused`` step: ``(attrs, inputs, ctx) -> outputs``
+    (the numpy reference's signature, so the program runs it like any step)."""
+
+    def __init__(self, attrs: Any, name: str, dtype: str) -> None:
+        self.attrs, self.name, self.dtype = attrs, name, np.dtype(dtype)
+        self.kernels: list[str] = []  # names of the kernels rendered so far
+        self._launches: dict[tuple, list[Launch]] = {}
+
+    def _plan(self, in_shapes: tuple) -> list[Launch]:
+        a, out = self.attrs, []
+        shapes = sorted({tuple(s) for s in a["shapes"]}, key=lambda s: -prod(s))
+        for shape in shapes:
+            which = tuple(k for k, s in enumerate(a["shapes"]) if tuple(s) == shape)
+            exprs = [a["exprs"][k] for k in which]
+            used = sorted({int(e.value) for e in topo(exprs) if e.op == "input"})
+            cshape, cins, full = collapse(shape, [in_shapes[i] for i in used],
+                                          f"{self.name} (_fused)")
+            flags: list = [None] * len(in_shapes)
+            for i, f in zip(used, full):
+                flags[i] = f
+            k = render_kernel(a["name"], exprs, flags, len(cshape), self.dtype.name)
+            self.kernels.append(k.name)
+            out.append(Launch(load(k), which, shape, cshape, tuple(zip(used, cins))))
+        self._launches[in_shapes] = out
+        return out
+
+    def __call__(self, attrs: Any, xs: list, ctx: RunCtx) -> list:
+        rest: list = []
+        head = attrs["head"]
+        if head is not None:
+            op, head_attrs, n = head
+            got = get_op(op).compute(head_attrs, list(xs[:n]), ctx)
+            xs, rest = [got[0]] + list(xs[n:]), list(got[1:1 + len(attrs.get("extra", ()))])
+        xs = [np.ascontiguousarray(x, self.dtype) for x in xs]
+        key = tuple(x.shape for x in xs)
+        launches = self._launches.get(key) or self._plan(key)
+        outs: list = [None] * len(attrs["exprs"])
+        for ln in launches:
+            ys = [np.empty(ln.shape, self.dtype) for _ in ln.which]
+            n = prod(ln.shape)
+            if n:
+                args = [y.reshape(ln.cshape) for y in ys] + [xs[i].reshape(s) for i, s in ln.reads]
+                run_split(ln.kernel, ln.cshape[0], n, args)
+            for k, y in zip(ln.which, ys):
+                outs[k] = y
+        return outs + rest

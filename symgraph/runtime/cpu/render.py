@@ -1,0 +1,127 @@
+"""Python (numba) source for the compiled CPU backend's elementwise kernels, printed from the
+scalar expression DAG (``core/expr.py``) as ``cuda/codegen.py`` prints C.
+
+Each primitive's text is its ``Prim.py`` template in ``PRIMS``: the same table that gives the
+numpy reference and the C, so the CPU kernels, the GPU kernels and the numpy reference of a
+fused group are printed from one formula and cannot drift apart. A primitive with no template
+(``erfinv``, ``digamma``) makes the group fall back to the numpy reference
+(:func:`missing_prims`).
+
+A kernel is one loop nest over a *collapsed* output shape (``group.py`` merges adjacent axes
+that every operand reads the same way: a contiguous group is one flat loop). Its parameters
+are ``lo, hi`` (the range of the outermost axis this call computes: the backend's threads each
+take a slice), the outputs, then the inputs it reads. An input broadcast along an axis is read
+at index 0 there. Every value is of the compute type ``F`` (``np.float32`` or ``np.float64``):
+each statement is cast back to it, so a float64 literal or a 0/1 predicate never widens a
+float32 kernel.
+
+Example::
+
+    >>> from symgraph.core import expr as E
+    >>> k = render_kernel("relu", [E.call("max", E.inp(0), 0.0)], [(True,)], 1, "float32")
+    >>> k.name.startswith("sg_relu_f32_")
+    True
+    >>> "for i0 in range(lo, hi):" in k.source
+    True
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+from ...core.expr import PRIMS, Expr, topo
+
+FLOAT_TYPES = {"float32": ("np.float32", "f32"), "float64": ("np.float64", "f64")}
+"""Compute dtypes a kernel is printed for: numpy name -> (the ``F`` of its source, name tag)."""
+
+HELPERS = {
+    # numpy's mod (the divisor's sign, 0 for a zero divisor: core/expr.py's _np_mod and _C_MOD)
+    "sg_mod": '''
+@numba.njit(nogil=True, cache=True, error_model="numpy")
+def sg_mod(a, b):
+    if b == 0:
+        return F(0.0)
+    r = math.fmod(a, b)
+    if r == 0:
+        return F(math.copysign(0.0, b))
+    if (r < 0) != (b < 0):
+        return F(r + b)
+    return F(r)
+'''}
+"""Helper functions a template may call, printed into the modules that use them."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel's module source and the name of its function (also the module's name)."""
+
+    name: str
+    source: str
+
+
+def py_float(v: float) -> str:
+    """A literal of the compute type that reads back exactly."""
+    if math.isnan(v):
+        return "F(math.nan)"
+    if math.isinf(v):
+        return "F(math.inf)" if v > 0 else "F(-math.inf)"
+    return f"F({float(v)!r})"
+
+
+def missing_prims(roots: Sequence[Expr]) -> list[str]:
+    """The primitives of ``roots`` that have no Python template (the group cannot compile)."""
+    return sorted({e.op for e in topo(roots)
+                   if e.op not in ("input", "const") and not PRIMS[e.op].py})
+
+
+def expr_to_py(roots: Sequence[Expr], arg: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Statements computing ``roots`` from the Python names ``arg[i]`` of input ``i``; returns
+    (statements, name or literal of each root). Shared subexpressions are computed once."""
+    names: dict[Expr, str] = {}
+    lines: list[str] = []
+    for e in topo(roots):
+        if e.op == "input":
+            names[e] = arg[int(e.value)]
+        elif e.op == "const":
+            names[e] = py_float(float(e.value))
+        else:
+            text = PRIMS[e.op].py.format(*(names[a] for a in e.args))
+            names[e] = f"t{len(lines)}"
+            lines.append(f"{names[e]} = F({text})")
+    return lines, [names[r] for r in roots]
+
+
+def _index(full: Sequence[bool]) -> str:
+    return ", ".join(f"i{d}" if f else "0" for d, f in enumerate(full))
+
+
+def render_kernel(stem: str, exprs: Sequence[Expr], full: Sequence[Sequence[bool]],
+                  rank: int, dtype: str) -> Kernel:
+    """The module of one kernel computing ``exprs`` (one output each, all of one shape of
+    ``rank`` collapsed axes) in ``dtype``; ``full[i]``: per axis, whether input ``i`` varies
+    along it (False: broadcast, read at 0). Inputs the formulas do not read are no
+    parameters."""
+    used = sorted({int(e.value) for e in topo(exprs) if e.op == "input"})
+    lines, results = expr_to_py(exprs, [f"v{i}" for i in range(max(used, default=-1) + 1)])
+    at = ", ".join(f"i{d}" for d in range(rank))
+    body = [f"v{i} = x{i}[{_index(full[i])}]" for i in used] + lines
+    body += [f"y{k}[{at}] = {r}" for k, r in enumerate(results)]
+    pad = " " * 4 * (rank + 1)
+    loops = ["    for i0 in range(lo, hi):"]
+    loops += [f"{' ' * 4 * (d + 1)}for i{d} in range(y0.shape[{d}]):" for d in range(1, rank)]
+    params = ["lo", "hi"] + [f"y{k}" for k in range(len(exprs))] + [f"x{i}" for i in used]
+    ftype, tag = FLOAT_TYPES[dtype]
+    text = "\n".join(loops + [pad + ln for ln in body])
+    helpers = [h for h in HELPERS if any(h + "(" in ln for ln in lines)]
+    digest = hashlib.sha1(f"{ftype}|{params}|{helpers}|{text}".encode()).hexdigest()[:10]
+    clean = "".join(ch if ch.isalnum() else "_" for ch in stem)[:40]
+    name = f"sg_{clean}_{tag}_{digest}"
+    formulas = "; ".join(f"y{k} = {e!r}" for k, e in enumerate(exprs))
+    source = (f'"""symgraph generated CPU kernel: {formulas[:2000]}"""\n'
+              "import math\n\nimport numba\nimport numpy as np\n\n"
+              f"F = {ftype}\n" + "".join(HELPERS[h] for h in helpers) + "\n\n"
+              '@numba.njit(nogil=True, cache=True, error_model="numpy")\n'
+              f"def {name}({', '.join(params)}):\n{text}\n\n\nKERNEL = {name}\n")
+    return Kernel(name, source)
