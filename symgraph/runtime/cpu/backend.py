@@ -23,9 +23,10 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Sequence
 
 from ...compiler.schedule import Schedule
+from ...core.expr import Expr, inp
 from ...core.registry import get_op
 from ..backend import numpy_backend
 from ..backend.numpy_backend import NumpyProgram
@@ -47,23 +48,44 @@ class StepInfo:
     why: str = ""
 
 
+def _group(schedule: Schedule, k: int, stem: str, exprs: Sequence[Expr], shapes: Sequence[Any],
+           expr_types: list, head: Any = None, n_extra: int = 0
+           ) -> tuple[Optional[FusedStep], str]:
+    """Step ``k`` as compiled kernels of ``exprs`` (named after ``stem``), or None and why it
+    cannot compile."""
+    step = schedule.steps[k]
+    out_type = schedule.dtypes[step.outputs[0]]
+    why = why_not(exprs, expr_types + [out_type])
+    if why:
+        return None, why
+    return FusedStep(exprs, shapes, stem, f"{step.node.name} ({step.node.op})",
+                     compute_dtype(out_type) or "float32", head, n_extra), ""
+
+
 def _fused(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
-    """A ``_fused`` step's compiled kernels, or None and why it cannot compile."""
+    """A ``_fused`` group: its formulas after its head, if it has one (numpy reference)."""
     step = schedule.steps[k]
     a, dt = step.node.attrs, schedule.dtypes
     head = a["head"]
     ins = [dt[s] for s in step.inputs]
     expr_types = ins if head is None else [dt[step.outputs[0]]] + ins[head[2]:]
-    why = why_not(a, expr_types + [dt[step.outputs[0]]])
-    if why:
-        return None, why
-    return FusedStep(a, step.node.name, compute_dtype(dt[step.outputs[0]]) or "float32"), ""
+    return _group(schedule, k, a["name"], a["exprs"], a["shapes"], expr_types, head,
+                  len(a.get("extra", ())))
+
+
+def _elementwise(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
+    """An elementwise op left alone by fusion: a group of one, its ``OpDef.expr``."""
+    step = schedule.steps[k]
+    op = get_op(step.node.op)
+    e = op.expr(step.node.attrs, *(inp(i) for i in range(len(step.inputs))))
+    return _group(schedule, k, step.node.op, [e], [schedule.shapes[step.outputs[0]]],
+                  [schedule.dtypes[s] for s in step.inputs])
 
 
 # Lowering family (the op's ``OpDef.lowering``, as the CUDA backend reads it) -> the function
 # making a step's compiled compute function, or None and the reason it has none.
 COMPILERS: dict[str, Callable[[Schedule, int], tuple[Optional[Any], str]]] = {
-    "fused": _fused}
+    "fused": _fused, "elementwise": _elementwise}
 
 
 class CompiledProgram(NumpyProgram):

@@ -39,15 +39,15 @@ def compute_dtype(dtype: np.dtype) -> Optional[str]:
     return dtype.name if dtype.name in FLOAT_TYPES else None
 
 
-def why_not(attrs: Any, expr_dtypes: Sequence[np.dtype]) -> Optional[str]:
-    """Why the group ``attrs`` with expression inputs of ``expr_dtypes`` cannot compile, or
-    None when it can."""
-    missing = missing_prims(attrs["exprs"])
+def why_not(exprs: Sequence[Any], dtypes: Sequence[np.dtype]) -> Optional[str]:
+    """Why formulas ``exprs`` over values of ``dtypes`` (inputs and outputs) cannot compile,
+    or None when they can."""
+    missing = missing_prims(exprs)
     if missing:
         return f"primitive(s) {', '.join(missing)} have no compiled form"
-    kinds = sorted({np.dtype(d).name for d in expr_dtypes})
+    kinds = sorted({np.dtype(d).name for d in dtypes})
     if len(kinds) > 1:
-        return f"mixed input dtypes {kinds}"
+        return f"mixed dtypes {kinds}"
     if kinds and compute_dtype(np.dtype(kinds[0])) is None:
         return f"dtype {kinds[0]} (compiled: float32, float64, float16/bfloat16 storage)"
     return None
@@ -99,27 +99,31 @@ class Launch:
 
 
 class FusedStep:
-    """The compute function of a compiled ``_fused`` step: ``(attrs, inputs, ctx) -> outputs``
-    (the numpy reference's signature, so the program runs it like any step)."""
+    """The compute function of a compiled group: ``(attrs, inputs, ctx) -> outputs`` (the
+    numpy reference's signature, so the program runs it like any step). ``exprs``: one
+    formula per output, of shape ``shapes[k]``; ``head``: ``_fused``'s head (None, or op,
+    attrs and how many inputs feed it), whose first ``n_extra`` other outputs follow the
+    group's."""
 
-    def __init__(self, attrs: Any, name: str, dtype: str) -> None:
-        self.attrs, self.name, self.dtype = attrs, name, np.dtype(dtype)
+    def __init__(self, exprs: Sequence[Any], shapes: Sequence[Shape], stem: str, name: str,
+                 dtype: str, head: Any = None, n_extra: int = 0) -> None:
+        self.exprs, self.shapes, self.stem, self.name = tuple(exprs), tuple(shapes), stem, name
+        self.dtype, self.head, self.n_extra = np.dtype(dtype), head, n_extra
         self.kernels: list[str] = []  # names of the kernels rendered so far
         self._launches: dict[tuple, list[Launch]] = {}
 
     def _plan(self, in_shapes: tuple) -> list[Launch]:
-        a, out = self.attrs, []
-        shapes = sorted({tuple(s) for s in a["shapes"]}, key=lambda s: -prod(s))
-        for shape in shapes:
-            which = tuple(k for k, s in enumerate(a["shapes"]) if tuple(s) == shape)
-            exprs = [a["exprs"][k] for k in which]
+        out = []
+        for shape in sorted({tuple(s) for s in self.shapes}, key=lambda s: -prod(s)):
+            which = tuple(k for k, s in enumerate(self.shapes) if tuple(s) == shape)
+            exprs = [self.exprs[k] for k in which]
             used = sorted({int(e.value) for e in topo(exprs) if e.op == "input"})
             cshape, cins, full = collapse(shape, [in_shapes[i] for i in used],
-                                          f"{self.name} (_fused)")
+                                          self.name)
             flags: list = [None] * len(in_shapes)
             for i, f in zip(used, full):
                 flags[i] = f
-            k = render_kernel(a["name"], exprs, flags, len(cshape), self.dtype.name)
+            k = render_kernel(self.stem, exprs, flags, len(cshape), self.dtype.name)
             self.kernels.append(k.name)
             out.append(Launch(load(k), which, shape, cshape, tuple(zip(used, cins))))
         self._launches[in_shapes] = out
@@ -127,15 +131,14 @@ class FusedStep:
 
     def __call__(self, attrs: Any, xs: list, ctx: RunCtx) -> list:
         rest: list = []
-        head = attrs["head"]
-        if head is not None:
-            op, head_attrs, n = head
+        if self.head is not None:
+            op, head_attrs, n = self.head
             got = get_op(op).compute(head_attrs, list(xs[:n]), ctx)
-            xs, rest = [got[0]] + list(xs[n:]), list(got[1:1 + len(attrs.get("extra", ()))])
+            xs, rest = [got[0]] + list(xs[n:]), list(got[1:1 + self.n_extra])
         xs = [np.ascontiguousarray(x, self.dtype) for x in xs]
         key = tuple(x.shape for x in xs)
         launches = self._launches.get(key) or self._plan(key)
-        outs: list = [None] * len(attrs["exprs"])
+        outs: list = [None] * len(self.exprs)
         for ln in launches:
             ys = [np.empty(ln.shape, self.dtype) for _ in ln.which]
             n = prod(ln.shape)

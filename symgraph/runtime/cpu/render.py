@@ -43,7 +43,7 @@ HELPERS = {
 def sg_mod(a, b):
     if b == 0:
         return F(0.0)
-    r = math.fmod(a, b)
+    r = np.fmod(a, b)
     if r == 0:
         return F(math.copysign(0.0, b))
     if (r < 0) != (b < 0):
