@@ -15,7 +15,7 @@ size.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import prod
 from typing import Any, Callable, Optional, Sequence
 
@@ -96,6 +96,7 @@ class Launch:
     shape: Shape
     cshape: Shape
     reads: tuple[tuple[int, Shape], ...]
+    over_head: bool = False  # output 0 may be written over the head's result (input 0)
 
 
 class FusedStep:
@@ -126,21 +127,31 @@ class FusedStep:
             k = render_kernel(self.stem, exprs, flags, len(cshape), self.dtype.name)
             self.kernels.append(k.name)
             out.append(Launch(load(k), which, shape, cshape, tuple(zip(used, cins))))
+        if self.head is not None and out and tuple(in_shapes[0]) == out[0].shape \
+                and not any(i == 0 for ln in out[1:] for i, _ in ln.reads):
+            # The head's result is a temporary only this group reads, of the first kernel's
+            # shape: writing over it saves a fresh output (page faults on every step).
+            out[0] = replace(out[0], over_head=True)
         self._launches[in_shapes] = out
         return out
 
     def __call__(self, attrs: Any, xs: list, ctx: RunCtx) -> list:
         rest: list = []
+        fresh = False  # xs[0] is the head's result, ours to overwrite
         if self.head is not None:
             op, head_attrs, n = self.head
             got = get_op(op).compute(head_attrs, list(xs[:n]), ctx)
-            xs, rest = [got[0]] + list(xs[n:]), list(got[1:1 + self.n_extra])
+            h = np.ascontiguousarray(got[0], self.dtype)
+            fresh = h.flags.writeable and not any(
+                isinstance(x, np.ndarray) and np.may_share_memory(h, x) for x in xs[:n])
+            xs, rest = [h] + list(xs[n:]), list(got[1:1 + self.n_extra])
         xs = [np.ascontiguousarray(x, self.dtype) for x in xs]
         key = tuple(x.shape for x in xs)
         launches = self._launches.get(key) or self._plan(key)
         outs: list = [None] * len(self.exprs)
         for ln in launches:
-            ys = [np.empty(ln.shape, self.dtype) for _ in ln.which]
+            ys = [xs[0] if j == 0 and ln.over_head and fresh else np.empty(ln.shape, self.dtype)
+                  for j in range(len(ln.which))]
             n = prod(ln.shape)
             if n:
                 args = [y.reshape(ln.cshape) for y in ys] + [xs[i].reshape(s) for i, s in ln.reads]
