@@ -312,6 +312,28 @@ def topo(roots: Sequence[Expr]) -> list[Expr]:
     return list(seen)
 
 
+def print_formulas(roots: Sequence[Expr], arg: Sequence[str], template: Callable[[Prim], str],
+                   literal: Callable[[float], str], statement: str
+                   ) -> tuple[list[str], list[str]]:
+    """Source text computing ``roots``: ``arg[i]`` names input ``i``, ``template`` gives a
+    primitive's text (its C or Python), ``literal`` prints a constant, and ``statement``
+    (``{0}``: a fresh name ``t<k>``, ``{1}``: the primitive's text) binds each operation.
+    Returns (statements, name or literal of each root); shared subexpressions come once.
+    The CUDA and compiled CPU backends print fused groups through this one walk."""
+    names: dict[Expr, str] = {}
+    lines: list[str] = []
+    for e in topo(roots):
+        if e.op == "input":
+            names[e] = arg[int(e.value)]
+        elif e.op == "const":
+            names[e] = literal(float(e.value))
+        else:
+            text = template(PRIMS[e.op]).format(*(names[a] for a in e.args))
+            names[e] = f"t{len(lines)}"
+            lines.append(statement.format(names[e], text))
+    return lines, [names[r] for r in roots]
+
+
 def substitute(e: Expr, inputs: Sequence[Expr]) -> Expr:
     """Replace ``input(i)`` by ``inputs[i]`` (how fusion splices a member's formula)."""
     memo: dict[Expr, Expr] = {}

@@ -27,11 +27,10 @@ Example::
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from ...core.expr import PRIMS, Expr, topo
+from ...core.expr import PRIMS, Expr, print_formulas, topo
 
 FLOAT_TYPES = {"float32": ("np.float32", "f32"), "float64": ("np.float64", "f64")}
 """Compute dtypes a kernel is printed for: numpy name -> (the ``F`` of its source, name tag)."""
@@ -61,13 +60,14 @@ class Kernel:
     source: str
 
 
+# repr of the floats Python cannot write as a literal -> their spelling in a kernel
+_SPECIAL = {"nan": "F(math.nan)", "inf": "F(math.inf)", "-inf": "F(-math.inf)"}
+
+
 def py_float(v: float) -> str:
     """A literal of the compute type that reads back exactly."""
-    if math.isnan(v):
-        return "F(math.nan)"
-    if math.isinf(v):
-        return "F(math.inf)" if v > 0 else "F(-math.inf)"
-    return f"F({float(v)!r})"
+    text = repr(float(v))
+    return _SPECIAL.get(text, f"F({text})")
 
 
 def missing_prims(roots: Sequence[Expr]) -> list[str]:
@@ -79,18 +79,7 @@ def missing_prims(roots: Sequence[Expr]) -> list[str]:
 def expr_to_py(roots: Sequence[Expr], arg: Sequence[str]) -> tuple[list[str], list[str]]:
     """Statements computing ``roots`` from the Python names ``arg[i]`` of input ``i``; returns
     (statements, name or literal of each root). Shared subexpressions are computed once."""
-    names: dict[Expr, str] = {}
-    lines: list[str] = []
-    for e in topo(roots):
-        if e.op == "input":
-            names[e] = arg[int(e.value)]
-        elif e.op == "const":
-            names[e] = py_float(float(e.value))
-        else:
-            text = PRIMS[e.op].py.format(*(names[a] for a in e.args))
-            names[e] = f"t{len(lines)}"
-            lines.append(f"{names[e]} = F({text})")
-    return lines, [names[r] for r in roots]
+    return print_formulas(roots, arg, lambda p: p.py, py_float, "{0} = F({1})")
 
 
 def _index(full: Sequence[bool]) -> str:
