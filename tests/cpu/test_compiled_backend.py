@@ -9,7 +9,7 @@ import pytest
 
 import symgraph as sg
 from symgraph.core import expr as E
-from symgraph.core.base import AttrError, ShapeError
+from symgraph.core.base import AttrError, ExecutionError, ShapeError
 from symgraph.core.expr import PRIMS, evaluate
 from symgraph.runtime import compile as C
 from symgraph.runtime.cpu import kernels, pool
@@ -176,3 +176,15 @@ def test_inputs_are_left_untouched(compiled: Path, rng: np.random.Generator) -> 
     np.testing.assert_array_equal(xa.asnumpy(), x.astype(np.float32))
     np.testing.assert_array_equal(wa.asnumpy(), w.astype(np.float32))
     np.testing.assert_allclose(got, np.maximum(x @ w.T, 0) * 3, rtol=1e-5, atol=1e-5)
+
+
+def test_a_kernel_that_fails_to_compile_names_the_step(compiled: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+    monkeypatch.setitem(PRIMS, "hypot", replace(PRIMS["hypot"], py="no_such_fn({0}, {1})"))
+    x = np.ones((2, 3))
+    step = FusedStep([E.call("hypot", E.inp(0), E.inp(0))], [x.shape], "bad", "h0 (_hypot)",
+                     "float64")
+    with pytest.raises(ExecutionError, match=r"h0 \(_hypot\): compiled CPU kernel sg_bad_f64_"):
+        step(None, [x], None)
+    np.testing.assert_array_equal(x, 1.0)

@@ -21,11 +21,11 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ...core.base import ShapeError
+from ...core.base import ExecutionError, ShapeError
 from ...core.dtypes import NARROW
 from ...core.expr import topo
 from ...core.registry import RunCtx, get_op
-from .kernels import load
+from .kernels import kernel_folder, load
 from .pool import run_split
 from .render import FLOAT_TYPES, missing_prims, render_kernel
 
@@ -92,6 +92,7 @@ class Launch:
     shape and collapsed shape, and (input index, collapsed shape) of each input it reads."""
 
     kernel: Callable
+    name: str
     which: tuple[int, ...]
     shape: Shape
     cshape: Shape
@@ -126,7 +127,7 @@ class FusedStep:
                 flags[i] = f
             k = render_kernel(self.stem, exprs, flags, len(cshape), self.dtype.name)
             self.kernels.append(k.name)
-            out.append(Launch(load(k), which, shape, cshape, tuple(zip(used, cins))))
+            out.append(Launch(load(k), k.name, which, shape, cshape, tuple(zip(used, cins))))
         if self.head is not None and out and tuple(in_shapes[0]) == out[0].shape \
                 and not any(i == 0 for ln in out[1:] for i, _ in ln.reads):
             # The head's result is a temporary only this group reads, of the first kernel's
@@ -134,6 +135,18 @@ class FusedStep:
             out[0] = replace(out[0], over_head=True)
         self._launches[in_shapes] = out
         return out
+
+    def _launch(self, ln: Launch, n: int, args: list) -> None:
+        try:
+            run_split(ln.kernel, ln.cshape[0], n, args)
+        except Exception as exc:
+            if not type(exc).__module__.startswith("numba"):
+                raise
+            raise ExecutionError(
+                f"{self.name}: compiled CPU kernel {ln.name} failed to compile "
+                f"(source: {kernel_folder() / ln.name}.py; SYMGRAPH_CPU=numpy runs the numpy "
+                f"reference instead): {str(exc).splitlines()[0] if str(exc) else exc!r}"
+            ) from exc
 
     def __call__(self, attrs: Any, xs: list, ctx: RunCtx) -> list:
         rest: list = []
@@ -155,7 +168,7 @@ class FusedStep:
             n = prod(ln.shape)
             if n:
                 args = [y.reshape(ln.cshape) for y in ys] + [xs[i].reshape(s) for i, s in ln.reads]
-                run_split(ln.kernel, ln.cshape[0], n, args)
+                self._launch(ln, n, args)
             for k, y in zip(ln.which, ys):
                 outs[k] = y
         return outs + rest
