@@ -20,7 +20,7 @@ GRAIN = 1 << 15
 """Elements below which a kernel runs on the calling thread alone (a hand-off costs more)."""
 
 _POOL: Optional[ThreadPoolExecutor] = None
-_POOL_SIZE = 0
+_POOL_KEY = (0, 0)  # (threads, process id): a forked child has none of its parent's threads
 _LOCK = threading.Lock()
 
 
@@ -35,13 +35,14 @@ def threads() -> int:
 
 
 def _pool(size: int) -> ThreadPoolExecutor:
-    global _POOL, _POOL_SIZE
+    global _POOL, _POOL_KEY
     with _LOCK:
-        if _POOL is None or _POOL_SIZE != size:
-            if _POOL is not None:
+        key = (size, os.getpid())
+        if _POOL is None or _POOL_KEY != key:
+            if _POOL is not None and _POOL_KEY[1] == key[1]:
                 _POOL.shutdown(wait=False)
             _POOL = ThreadPoolExecutor(size, thread_name_prefix="symgraph-cpu")
-            _POOL_SIZE = size
+            _POOL_KEY = key
         return _POOL
 
 
