@@ -17,7 +17,10 @@ def kernel_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def compiled(kernel_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """SYMGRAPH_CPU=compiled with the session's kernel cache; returns the cache folder."""
+    """SYMGRAPH_CPU=compiled with the session's kernel cache, every group compiled however
+    small; returns the cache folder."""
+    from symgraph.runtime.cpu import backend
+    monkeypatch.setattr(backend, "MIN_ELEMENTS", 0)
     monkeypatch.setenv("SYMGRAPH_CPU", "compiled")
     monkeypatch.setenv("SYMGRAPH_CACHE_DIR", str(kernel_cache))
     return kernel_cache

@@ -95,6 +95,15 @@ def test_fallbacks_are_listed_with_reasons(compiled: Path) -> None:
     assert [("int32" in s.why) for s in ints.fallbacks()] == [True]
 
 
+def test_small_groups_run_numpy(compiled: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from symgraph.runtime.cpu import backend
+    monkeypatch.setattr(backend, "MIN_ELEMENTS", 16)
+    small = _stage(sg.sym.relu(sg.sym.var("x")), {"x": (3, 5)}, "float32").program
+    assert [("15 elements" in s.why) for s in small.fallbacks()] == [True]
+    large = _stage(sg.sym.relu(sg.sym.var("x")), {"x": (4, 4)}, "float32").program
+    assert [s.op for s in large.compiled_steps()] == ["relu"]
+
+
 def test_every_primitive_without_a_template_is_known() -> None:
     # erfinv and digamma have no numba form (math has neither): their groups run numpy
     assert sorted(n for n, p in PRIMS.items() if not p.py) == ["digamma", "erfinv"]

@@ -14,7 +14,7 @@ Example::
     >>> from symgraph.runtime.cpu import backend
     >>> net = sg.sym.relu(sg.sym.var("x") * 2.0 + 1.0)
     >>> g = net.graph()
-    >>> stage = C.build_stage(g.with_types(C.infer(g, {"x": (2, 3)}, {"x": np.float32})),
+    >>> stage = C.build_stage(g.with_types(C.infer(g, {"x": (64, 64)}, {"x": np.float32})),
     ...                       [], False, sg.cpu())
     >>> prog = backend.compile(stage.schedule)
     >>> [s.op for s in prog.compiled_steps()]
@@ -23,6 +23,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 from typing import Any, Callable, Optional, Sequence
 
 from ...compiler.schedule import Schedule
@@ -32,6 +33,11 @@ from ..backend import numpy_backend
 from ..backend.numpy_backend import NumpyProgram
 from ..cuda.actions import lowering_of
 from .group import FusedStep, compute_dtype, why_not
+
+MIN_ELEMENTS = 1 << 12
+"""Groups whose largest output has fewer elements run the numpy reference: there numpy takes
+microseconds and a kernel's first compilation about 0.3 s, which code building many small
+graphs (imperative scripts, test suites) would pay again and again. Tests set it to 0."""
 
 FORWARD_PIPELINE: tuple = numpy_backend.FORWARD_PIPELINE
 """The passes before autodiff: the numpy backend's (the two CPU backends run one graph)."""
@@ -58,6 +64,9 @@ def _group(schedule: Schedule, k: int, stem: str, exprs: Sequence[Expr], shapes:
     why = why_not(exprs, expr_types + [out_type])
     if why:
         return None, why
+    size = max([prod(s) for s in shapes], default=0)
+    if size < MIN_ELEMENTS:
+        return None, f"{size} elements, below MIN_ELEMENTS ({MIN_ELEMENTS}): numpy is as fast"
     return FusedStep(exprs, shapes, stem, f"{step.node.name} ({step.node.op})",
                      compute_dtype(out_type) or "float32", head, n_extra), ""
 
