@@ -86,10 +86,21 @@ def collapse(out_shape: Shape, in_shapes: Sequence[Shape], where: str
     return cshape, [tuple(n if f else 1 for n, f in zip(cshape, fl)) for fl in full], full
 
 
+def strides_of(cshape: Shape, cin: Shape) -> list[int]:
+    """Element strides of a contiguous input of collapsed shape ``cin`` read along each axis
+    of ``cshape``: 0 on the axes it is broadcast along."""
+    out, step = [0] * len(cshape), 1
+    for d in range(len(cshape) - 1, -1, -1):
+        out[d] = step if cin[d] == cshape[d] else 0
+        step *= cin[d]
+    return out
+
+
 @dataclass(frozen=True)
 class Launch:
     """One kernel of a group for given input shapes: which outputs it writes, the output's
-    shape and collapsed shape, and (input index, collapsed shape) of each input it reads."""
+    shape and collapsed shape, (input index, collapsed shape) of each input it reads, and the
+    leading arguments of a kernel over rows (``dims``, ``strides``: ``render.render_kernel``)."""
 
     kernel: Callable
     name: str
@@ -97,7 +108,16 @@ class Launch:
     shape: Shape
     cshape: Shape
     reads: tuple[tuple[int, Shape], ...]
+    lead: tuple = ()
     over_head: bool = False  # output 0 may be written over the head's result (input 0)
+
+    def args(self, ys: list, xs: list) -> tuple[int, list]:
+        """(outer count to split, the kernel's arguments after ``lo, hi``)."""
+        if not self.lead:
+            return self.cshape[0], ([y.reshape(self.cshape) for y in ys]
+                                    + [xs[i].reshape(s) for i, s in self.reads])
+        return (prod(self.cshape[:-1]), list(self.lead) + [y.reshape(-1) for y in ys]
+                + [xs[i].reshape(-1) for i, _ in self.reads])
 
 
 class FusedStep:
@@ -127,7 +147,13 @@ class FusedStep:
                 flags[i] = f
             k = render_kernel(self.stem, exprs, flags, len(cshape), self.dtype.name)
             self.kernels.append(k.name)
-            out.append(Launch(load(k), k.name, which, shape, cshape, tuple(zip(used, cins))))
+            lead: tuple = ()
+            if len(cshape) > 1:
+                lead = (np.array(cshape, np.int64),
+                        np.array([strides_of(cshape, c) for c in cins], np.int64).reshape(
+                            len(cins), len(cshape)))
+            out.append(Launch(load(k), k.name, which, shape, cshape, tuple(zip(used, cins)),
+                              lead))
         if self.head is not None and out and tuple(in_shapes[0]) == out[0].shape \
                 and not any(i == 0 for ln in out[1:] for i, _ in ln.reads):
             # The head's result is a temporary only this group reads, of the first kernel's
@@ -136,9 +162,10 @@ class FusedStep:
         self._launches[in_shapes] = out
         return out
 
-    def _launch(self, ln: Launch, n: int, args: list) -> None:
+    def _launch(self, ln: Launch, n: int, ys: list, xs: list) -> None:
+        outer, args = ln.args(ys, xs)
         try:
-            run_split(ln.kernel, ln.cshape[0], n, args)
+            run_split(ln.kernel, outer, n, args)
         except Exception as exc:
             if not type(exc).__module__.startswith("numba"):
                 raise
@@ -167,8 +194,7 @@ class FusedStep:
                   for j in range(len(ln.which))]
             n = prod(ln.shape)
             if n:
-                args = [y.reshape(ln.cshape) for y in ys] + [xs[i].reshape(s) for i, s in ln.reads]
-                self._launch(ln, n, args)
+                self._launch(ln, n, ys, xs)
             for k, y in zip(ln.which, ys):
                 outs[k] = y
         return outs + rest

@@ -9,11 +9,10 @@ fused group are printed from one formula and cannot drift apart. A primitive wit
 
 A kernel is one loop nest over a *collapsed* output shape (``group.py`` merges adjacent axes
 that every operand reads the same way: a contiguous group is one flat loop). Its parameters
-are ``lo, hi`` (the range of the outermost axis this call computes: the backend's threads each
-take a slice), the outputs, then the inputs it reads. An input broadcast along an axis is read
-at index 0 there. Every value is of the compute type ``F`` (``np.float32`` or ``np.float64``):
-each statement is cast back to it, so a float64 literal or a 0/1 predicate never widens a
-float32 kernel.
+start with ``lo, hi``, the range of the outermost axis (or of the rows) this call computes: the
+backend's threads each take a slice (:func:`render_kernel` says the rest). Every value is of
+the compute type ``F`` (``np.float32`` or ``np.float64``): each statement is cast back to it,
+so a float64 literal or a 0/1 predicate never widens a float32 kernel.
 
 Example::
 
@@ -23,12 +22,16 @@ Example::
     True
     >>> "for i0 in range(lo, hi):" in k.source
     True
+    >>> k2 = render_kernel("add", [E.inp(0) + E.inp(1)], [(True, True), (False, True)], 2,
+    ...                    "float64")
+    >>> "v1 = r1[j]" in k2.source and "b1 += c * strides[1, d]" in k2.source
+    True
 """
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Optional, Sequence
 
 from ...core.expr import PRIMS, Expr, print_formulas, topo
 
@@ -82,27 +85,49 @@ def expr_to_py(roots: Sequence[Expr], arg: Sequence[str]) -> tuple[list[str], li
     return print_formulas(roots, arg, lambda p: p.py, py_float, "{0} = F({1})")
 
 
-def _index(full: Sequence[bool]) -> str:
-    return ", ".join(f"i{d}" if f else "0" for d, f in enumerate(full))
-
-
-def render_kernel(stem: str, exprs: Sequence[Expr], full: Sequence[Sequence[bool]],
+def render_kernel(stem: str, exprs: Sequence[Expr], full: Sequence[Optional[Sequence[bool]]],
                   rank: int, dtype: str) -> Kernel:
     """The module of one kernel computing ``exprs`` (one output each, all of one shape of
     ``rank`` collapsed axes) in ``dtype``; ``full[i]``: per axis, whether input ``i`` varies
-    along it (False: broadcast, read at 0). Inputs the formulas do not read are no
-    parameters."""
+    along it (False: broadcast). Inputs the formulas do not read are no parameters.
+
+    Rank 1 (same-size operands, scalars): ``(lo, hi, y..., x...)``, one flat loop. Higher
+    ranks: ``(lo, hi, dims, strides, y..., x...)`` over *rows* (all axes but the last):
+    ``dims`` is the collapsed shape, ``strides[k, d]`` the element stride of the k-th input
+    read along axis d (0: broadcast), every array flat. Only the last axis's pattern is in the
+    source (its loop is the one the compiler vectorises), so one kernel serves every rank and
+    broadcast pattern of a formula, where a source per pattern made a compilation each."""
     used = sorted({int(e.value) for e in topo(exprs) if e.op == "input"})
     lines, results = expr_to_py(exprs, [f"v{i}" for i in range(max(used, default=-1) + 1)])
-    at = ", ".join(f"i{d}" for d in range(rank))
-    body = [f"v{i} = x{i}[{_index(full[i])}]" for i in used] + lines
-    body += [f"y{k}[{at}] = {r}" for k, r in enumerate(results)]
-    pad = " " * 4 * (rank + 1)
-    loops = ["    for i0 in range(lo, hi):"]
-    loops += [f"{' ' * 4 * (d + 1)}for i{d} in range(y0.shape[{d}]):" for d in range(1, rank)]
-    params = ["lo", "hi"] + [f"y{k}" for k in range(len(exprs))] + [f"x{i}" for i in used]
+    ys = [f"y{k}" for k in range(len(exprs))]
+    if rank == 1:
+        head = ["    for i0 in range(lo, hi):"]
+        loads = [f"v{i} = x{i}[{'i0' if full[i][0] else '0'}]" for i in used]
+        stores = [f"y{k}[i0] = {r}" for k, r in enumerate(results)]
+        params, pad = ["lo", "hi"] + ys, " " * 8
+    else:
+        head = ["    r = dims.shape[0]", "    n = dims[r - 1]", "    for o in range(lo, hi):",
+                "        rest = o"] + [f"        b{i} = 0" for i in used] + [
+                "        for d in range(r - 2, -1, -1):",
+                "            c = rest % dims[d]", "            rest //= dims[d]"] + [
+                f"            b{i} += c * strides[{k}, d]" for k, i in enumerate(used)]
+        # Row slices indexed by the loop variable (never negative: no wraparound check,
+        # so the loop vectorises); a value broadcast along the row is read once per row.
+        head += [f"        r{i} = x{i}[b{i}:b{i} + n]" for i in used if full[i][-1]]
+        head += [f"        v{i} = x{i}[b{i}]" for i in used if not full[i][-1]]
+        head += [f"        z{k} = y{k}[o * n:o * n + n]" for k in range(len(exprs))]
+        head += ["        for j in range(n):"]
+        loads = [f"v{i} = r{i}[j]" for i in used if full[i][-1]]
+        stores = [f"z{k}[j] = {r}" for k, r in enumerate(results)]
+        params, pad = ["lo", "hi", "dims", "strides"] + ys, " " * 12
+    text = "\n".join(head + [pad + ln for ln in loads + lines + stores])
+    return _module(stem, exprs, params + [f"x{i}" for i in used], text, lines, dtype)
+
+
+def _module(stem: str, exprs: Sequence[Expr], params: list[str], text: str, lines: list[str],
+            dtype: str) -> Kernel:
+    """The kernel module around function body ``text``, named by a hash of everything in it."""
     ftype, tag = FLOAT_TYPES[dtype]
-    text = "\n".join(loops + [pad + ln for ln in body])
     helpers = [h for h in HELPERS if any(h + "(" in ln for ln in lines)]
     digest = hashlib.sha1(f"{ftype}|{params}|{helpers}|{text}".encode()).hexdigest()[:10]
     clean = "".join(ch if ch.isalnum() else "_" for ch in stem)[:40]
