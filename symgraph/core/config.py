@@ -109,6 +109,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "0 keeps float16/bfloat16 convolutions NCHW (no channels-last layout pass)."),
     Setting("SYMGRAPH_CUDA_LIBS", _choice("system", "wheels"), "system", "system | wheels",
             "wheels loads cuBLAS/cuDNN/NCCL from the nvidia-* wheels before the toolkit's."),
+    Setting("SYMGRAPH_CPU", _choice("numpy", "compiled"), "numpy", "numpy | compiled",
+            "The CPU backend: numpy runs each step's numpy reference (the reference the tests "
+            "compare with); compiled runs fused elementwise groups as numba kernels "
+            "(runtime/cpu) and the other steps as numpy."),
     Setting("SYMGRAPH_ALLOW_HOST", _flag, False, "0 | 1",
             "1 runs GPU steps that have no lowering on the host (with a warning) instead of "
             "refusing the bind."),
@@ -127,9 +131,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("SYMGRAPH_DIST_TIMEOUT", _positive_seconds, 300.0, "seconds > 0",
             "How long a rendezvous or a collective waits for a peer."),
     Setting("SYMGRAPH_CPU_THREADS", _count, None, "an integer >= 1",
-            "Threads the CPU backend's BLAS calls use, set around each program's run and "
-            "restored after it (default: one less than the cores this process may use, at "
-            "least 1, leaving a core to other work)."),
+            "Threads the CPU backend uses: its BLAS calls (set around each program's run and "
+            "restored after it) and the compiled kernels' pool (default: one less than the "
+            "cores this process may use, at least 1, leaving a core to other work)."),
     Setting("SYMGRAPH_JOB_KEY", _secret, None, "a secret of at least 16 characters",
             "The job's shared secret: ranks prove it to each other (HMAC) at the rendezvous. "
             "'symgraph launch' makes one; otherwise export the same value on every rank.",

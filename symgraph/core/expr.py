@@ -18,12 +18,15 @@ import numpy as np
 
 @dataclass(frozen=True)
 class Prim:
-    """One scalar primitive: arity, numpy function, C template (``{0}``, ``{1}``...)."""
+    """One scalar primitive: arity, numpy function, C template (``{0}``, ``{1}``...), and the
+    template of the compiled CPU backend's Python (numba) source, ``""`` where it has none
+    (``runtime/cpu/render.py``: ``F`` is the compute float type, ``sg_*`` its helpers)."""
 
     arity: int
     numpy: Callable
     c: str
     boolean: bool = False  # result is a 0/1 predicate
+    py: str = ""
 
 
 def _np_sign(x: np.ndarray) -> np.ndarray:
@@ -129,56 +132,62 @@ _C_MOD = ("(({1}) == 0.f ? 0.f : (fmodf({0}, {1}) == 0.f ? copysignf(0.f, {1}) :
 C_MAX = "((({0}) > ({1}) || ({0}) != ({0})) ? ({0}) : ({1}))"
 C_MIN = "((({0}) < ({1}) || ({0}) != ({0})) ? ({0}) : ({1}))"
 _C_SIGN = "(({0}) != ({0}) ? ({0}) : (float)((({0}) > 0.f) - (({0}) < 0.f)))"
+# The same rules in the compiled CPU backend's Python (operands are names or literals).
+PY_MAX = "({0} if ({0} > {1} or {0} != {0}) else {1})"
+PY_MIN = "({0} if ({0} < {1} or {0} != {0}) else {1})"
+PY_SIGN = "({0} if {0} != {0} else F({0} > 0) - F({0} < 0))"
 
 
 PRIMS: dict[str, Prim] = {
-    "add": Prim(2, np.add, "({0} + {1})"),
-    "sub": Prim(2, np.subtract, "({0} - {1})"),
-    "mul": Prim(2, np.multiply, "({0} * {1})"),
-    "div": Prim(2, np.divide, "({0} / {1})"),
-    "pow": Prim(2, np.power, "powf({0}, {1})"),
-    "max": Prim(2, np.maximum, C_MAX),
-    "min": Prim(2, np.minimum, C_MIN),
-    "neg": Prim(1, np.negative, "(-{0})"),
-    "exp": Prim(1, np.exp, "expf({0})"),
-    "log": Prim(1, np.log, "logf({0})"),
-    "log1p": Prim(1, np.log1p, "log1pf({0})"),
-    "sqrt": Prim(1, np.sqrt, "sqrtf({0})"),
-    "tanh": Prim(1, np.tanh, "tanhf({0})"),
-    "abs": Prim(1, np.abs, "fabsf({0})"),
-    "sign": Prim(1, _np_sign, _C_SIGN),
-    "sin": Prim(1, np.sin, "sinf({0})"),
-    "cos": Prim(1, np.cos, "cosf({0})"),
-    "tan": Prim(1, np.tan, "tanf({0})"),
-    "asin": Prim(1, np.arcsin, "asinf({0})"),
-    "acos": Prim(1, np.arccos, "acosf({0})"),
-    "atan": Prim(1, np.arctan, "atanf({0})"),
-    "sinh": Prim(1, np.sinh, "sinhf({0})"),
-    "cosh": Prim(1, np.cosh, "coshf({0})"),
-    "asinh": Prim(1, np.arcsinh, "asinhf({0})"),
-    "acosh": Prim(1, np.arccosh, "acoshf({0})"),
-    "atanh": Prim(1, np.arctanh, "atanhf({0})"),
-    "log10": Prim(1, np.log10, "log10f({0})"),
-    "log2": Prim(1, np.log2, "log2f({0})"),
-    "cbrt": Prim(1, np.cbrt, "cbrtf({0})"),
-    "erf": Prim(1, _np_erf, "erff({0})"),
+    "add": Prim(2, np.add, "({0} + {1})", py="({0} + {1})"),
+    "sub": Prim(2, np.subtract, "({0} - {1})", py="({0} - {1})"),
+    "mul": Prim(2, np.multiply, "({0} * {1})", py="({0} * {1})"),
+    "div": Prim(2, np.divide, "({0} / {1})", py="({0} / {1})"),
+    "pow": Prim(2, np.power, "powf({0}, {1})", py="({0} ** {1})"),
+    "max": Prim(2, np.maximum, C_MAX, py=PY_MAX),
+    "min": Prim(2, np.minimum, C_MIN, py=PY_MIN),
+    "neg": Prim(1, np.negative, "(-{0})", py="(-{0})"),
+    "exp": Prim(1, np.exp, "expf({0})", py="math.exp({0})"),
+    "log": Prim(1, np.log, "logf({0})", py="math.log({0})"),
+    "log1p": Prim(1, np.log1p, "log1pf({0})", py="math.log1p({0})"),
+    "sqrt": Prim(1, np.sqrt, "sqrtf({0})", py="math.sqrt({0})"),
+    "tanh": Prim(1, np.tanh, "tanhf({0})", py="math.tanh({0})"),
+    "abs": Prim(1, np.abs, "fabsf({0})", py="abs({0})"),
+    "sign": Prim(1, _np_sign, _C_SIGN, py=PY_SIGN),
+    "sin": Prim(1, np.sin, "sinf({0})", py="math.sin({0})"),
+    "cos": Prim(1, np.cos, "cosf({0})", py="math.cos({0})"),
+    "tan": Prim(1, np.tan, "tanf({0})", py="math.tan({0})"),
+    "asin": Prim(1, np.arcsin, "asinf({0})", py="math.asin({0})"),
+    "acos": Prim(1, np.arccos, "acosf({0})", py="math.acos({0})"),
+    "atan": Prim(1, np.arctan, "atanf({0})", py="math.atan({0})"),
+    "sinh": Prim(1, np.sinh, "sinhf({0})", py="math.sinh({0})"),
+    "cosh": Prim(1, np.cosh, "coshf({0})", py="math.cosh({0})"),
+    "asinh": Prim(1, np.arcsinh, "asinhf({0})", py="math.asinh({0})"),
+    "acosh": Prim(1, np.arccosh, "acoshf({0})", py="math.acosh({0})"),
+    "atanh": Prim(1, np.arctanh, "atanhf({0})", py="math.atanh({0})"),
+    "log10": Prim(1, np.log10, "log10f({0})", py="math.log10({0})"),
+    "log2": Prim(1, np.log2, "log2f({0})", py="math.log2({0})"),
+    "cbrt": Prim(1, np.cbrt, "cbrtf({0})", py="np.cbrt({0})"),
+    "erf": Prim(1, _np_erf, "erff({0})", py="math.erf({0})"),
     "erfinv": Prim(1, _np_erfinv, "erfinvf({0})"),
-    "gamma": Prim(1, _per_element(_c_gamma), "tgammaf({0})"),
-    "lgamma": Prim(1, _per_element(_c_lgamma), "lgammaf({0})"),
+    "gamma": Prim(1, _per_element(_c_gamma), "tgammaf({0})", py="math.gamma({0})"),
+    "lgamma": Prim(1, _per_element(_c_lgamma), "lgammaf({0})", py="math.lgamma({0})"),
     "digamma": Prim(1, _np_digamma, "sg_digamma({0})"),
-    "floor": Prim(1, np.floor, "floorf({0})"),
-    "ceil": Prim(1, np.ceil, "ceilf({0})"),
-    "trunc": Prim(1, np.trunc, "truncf({0})"),
-    "round": Prim(1, _np_round, "roundf({0})"),
-    "hypot": Prim(2, np.hypot, "hypotf({0}, {1})"),
-    "mod": Prim(2, _np_mod, _C_MOD),
-    "gt": Prim(2, np.greater, "({0} > {1})", True),
-    "ge": Prim(2, np.greater_equal, "({0} >= {1})", True),
-    "lt": Prim(2, np.less, "({0} < {1})", True),
-    "le": Prim(2, np.less_equal, "({0} <= {1})", True),
-    "eq": Prim(2, np.equal, "({0} == {1})", True),
-    "ne": Prim(2, np.not_equal, "({0} != {1})", True),
-    "where": Prim(3, lambda c, a, b: np.where(c != 0, a, b), "(({0} != 0.f) ? {1} : {2})"),
+    "floor": Prim(1, np.floor, "floorf({0})", py="np.floor({0})"),
+    "ceil": Prim(1, np.ceil, "ceilf({0})", py="np.ceil({0})"),
+    "trunc": Prim(1, np.trunc, "truncf({0})", py="np.trunc({0})"),
+    "round": Prim(1, _np_round, "roundf({0})",
+                   py="np.copysign(np.floor(abs({0}) + F(0.5)), {0})"),
+    "hypot": Prim(2, np.hypot, "hypotf({0}, {1})", py="math.hypot({0}, {1})"),
+    "mod": Prim(2, _np_mod, _C_MOD, py="sg_mod({0}, {1})"),
+    "gt": Prim(2, np.greater, "({0} > {1})", True, py="({0} > {1})"),
+    "ge": Prim(2, np.greater_equal, "({0} >= {1})", True, py="({0} >= {1})"),
+    "lt": Prim(2, np.less, "({0} < {1})", True, py="({0} < {1})"),
+    "le": Prim(2, np.less_equal, "({0} <= {1})", True, py="({0} <= {1})"),
+    "eq": Prim(2, np.equal, "({0} == {1})", True, py="({0} == {1})"),
+    "ne": Prim(2, np.not_equal, "({0} != {1})", True, py="({0} != {1})"),
+    "where": Prim(3, lambda c, a, b: np.where(c != 0, a, b), "(({0} != 0.f) ? {1} : {2})",
+                   py="({1} if {0} != 0 else {2})"),
 }
 
 
@@ -301,6 +310,28 @@ def topo(roots: Sequence[Expr]) -> list[Expr]:
     for r in roots:
         visit(r)
     return list(seen)
+
+
+def print_formulas(roots: Sequence[Expr], arg: Sequence[str], template: Callable[[Prim], str],
+                   literal: Callable[[float], str], statement: str
+                   ) -> tuple[list[str], list[str]]:
+    """Source text computing ``roots``: ``arg[i]`` names input ``i``, ``template`` gives a
+    primitive's text (its C or Python), ``literal`` prints a constant, and ``statement``
+    (``{0}``: a fresh name ``t<k>``, ``{1}``: the primitive's text) binds each operation.
+    Returns (statements, name or literal of each root); shared subexpressions come once.
+    The CUDA and compiled CPU backends print fused groups through this one walk."""
+    names: dict[Expr, str] = {}
+    lines: list[str] = []
+    for e in topo(roots):
+        if e.op == "input":
+            names[e] = arg[int(e.value)]
+        elif e.op == "const":
+            names[e] = literal(float(e.value))
+        else:
+            text = template(PRIMS[e.op]).format(*(names[a] for a in e.args))
+            names[e] = f"t{len(lines)}"
+            lines.append(statement.format(names[e], text))
+    return lines, [names[r] for r in roots]
 
 
 def substitute(e: Expr, inputs: Sequence[Expr]) -> Expr:

@@ -33,6 +33,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 import numpy as np
 
 from ..compiler import passes
+from ..core import config
 from . import random as _random
 from .backend import Program
 from ..core.base import BindError, ShapeError
@@ -49,7 +50,11 @@ from ..compiler.schedule import Schedule, lower
 from ..core.types.table import TypeTable
 
 
-def _numpy_backend() -> Any:
+def _cpu_backend() -> Any:
+    """The CPU backend ``SYMGRAPH_CPU`` names: the numpy reference, or compiled kernels."""
+    if config.get("SYMGRAPH_CPU") == "compiled":
+        from .cpu import backend as compiled  # imports numba only when it is asked for
+        return compiled
     from .backend import numpy_backend
     return numpy_backend
 
@@ -61,7 +66,7 @@ def _cuda_backend() -> Any:
 
 # Device type -> the backend module: ``FORWARD_PIPELINE`` and ``compile(schedule, ctx)``,
 # which returns a :class:`~symgraph.runtime.backend.Program`.
-BACKENDS: dict[str, Callable[[], Any]] = {"cpu": _numpy_backend, "gpu": _cuda_backend}
+BACKENDS: dict[str, Callable[[], Any]] = {"cpu": _cpu_backend, "gpu": _cuda_backend}
 
 
 def backend_for(ctx: Context) -> Any:

@@ -71,13 +71,18 @@ class NumpyProgram:
             host_check = get_op(s.node.op).extra.get("host_check")
             if host_check is not None:
                 host_check(s.node)
-        self._kernels = [(get_op(s.node.op).compute, _concrete_attrs(s, schedule), s.inputs,
-                          s.outputs) for s in schedule.steps]
+        self._kernels = [(self.step_compute(k), _concrete_attrs(s, schedule), s.inputs,
+                          s.outputs) for k, s in enumerate(schedule.steps)]
         self._arena: Optional[np.ndarray] = None
         self._views_of = {a: (root, schedule.shapes[a]) for a, root in schedule.aliases.items()}
         plan = schedule.plan
         poison = plan is not None and (POISON or debug_level() >= 1)
         self._freed = freed_after(schedule, plan) if poison else None
+
+    def step_compute(self, k: int) -> Callable:
+        """The function running step ``k``: ``(attrs, inputs, RunCtx) -> outputs``, here its
+        op's numpy reference (a compiled backend built on this program replaces some)."""
+        return get_op(self.schedule.steps[k].node.op).compute
 
     def _views(self) -> list[Any]:
         """One array per slot: arena views for planned slots, None for the rest."""

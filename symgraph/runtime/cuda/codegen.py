@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Optional, Sequence
 
-from ...core.expr import PRIMS, Expr, topo
+from ...core.expr import Expr, print_formulas, topo
 
 Shape = tuple[int, ...]
 THREADS = 256
@@ -87,18 +87,7 @@ def expr_to_c(roots: Sequence[Expr], arg: Sequence[str]) -> tuple[list[str], lis
 
     Returns (statements, C expression of each root). Shared subexpressions are computed once.
     """
-    names: dict[Expr, str] = {}
-    lines: list[str] = []
-    for e in topo(roots):
-        if e.op == "input":
-            names[e] = arg[int(e.value)]
-        elif e.op == "const":
-            names[e] = c_float(e.value)
-        else:
-            text = PRIMS[e.op].c.format(*(names[a] for a in e.args))
-            names[e] = f"t{len(lines)}"
-            lines.append(f"const float {names[e]} = (float){text};")
-    return lines, [names[r] for r in roots]
+    return print_formulas(roots, arg, lambda p: p.c, c_float, "const float {0} = (float){1};")
 
 
 def epilogue_store(epilogue: Optional[Expr], dst: str, at: str, value: str,

@@ -1,0 +1,137 @@
+"""The compiled CPU backend (``SYMGRAPH_CPU=compiled``): the numpy program with compiled steps.
+
+It runs the schedule the numpy backend runs (the same passes, fusion groups and memory plan)
+and the same way, step by step, but each step that has a compiled form runs that instead of
+its op's numpy reference: today the fused elementwise/broadcast groups (``group.py``: one
+numba loop nest per group, split over the backend's threads). Every other step is the numpy
+reference. Which steps fall back, and why, is decided when the program is built and listed by
+:meth:`CompiledProgram.fallbacks`.
+
+Example::
+
+    >>> import numpy as np, symgraph as sg
+    >>> from symgraph.runtime import compile as C
+    >>> from symgraph.runtime.cpu import backend
+    >>> net = sg.sym.relu(sg.sym.var("x") * 2.0 + 1.0)
+    >>> g = net.graph()
+    >>> stage = C.build_stage(g.with_types(C.infer(g, {"x": (64, 64)}, {"x": np.float32})),
+    ...                       [], False, sg.cpu())
+    >>> prog = backend.compile(stage.schedule)
+    >>> [s.op for s in prog.compiled_steps()]
+    ['_fused']
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import Any, Callable, Optional, Sequence
+
+from ...compiler.schedule import Schedule
+from ...core.expr import Expr, inp
+from ...core.registry import get_op
+from ..backend import numpy_backend
+from ..backend.numpy_backend import NumpyProgram
+from ..cuda.actions import lowering_of
+from .group import FusedStep, compute_dtype, why_not
+
+MIN_ELEMENTS = 1 << 12
+"""Groups whose largest output has fewer elements run the numpy reference: there numpy takes
+microseconds and a kernel's first compilation about 0.3 s, which code building many small
+graphs (imperative scripts, test suites) would pay again and again. Tests set it to 0."""
+
+FORWARD_PIPELINE: tuple = numpy_backend.FORWARD_PIPELINE
+"""The passes before autodiff: the numpy backend's (the two CPU backends run one graph)."""
+
+
+@dataclass(frozen=True)
+class StepInfo:
+    """A step of the program: index, op, node name, and why it runs the numpy reference
+    (empty for a compiled step)."""
+
+    index: int
+    op: str
+    node: str
+    why: str = ""
+
+
+def _group(schedule: Schedule, k: int, stem: str, exprs: Sequence[Expr], shapes: Sequence[Any],
+           expr_types: list, head: Any = None, n_extra: int = 0
+           ) -> tuple[Optional[FusedStep], str]:
+    """Step ``k`` as compiled kernels of ``exprs`` (named after ``stem``), or None and why it
+    cannot compile."""
+    step = schedule.steps[k]
+    out_type = schedule.dtypes[step.outputs[0]]
+    why = why_not(exprs, expr_types + [out_type])
+    if why:
+        return None, why
+    size = max([prod(s) for s in shapes], default=0)
+    if size < MIN_ELEMENTS:
+        return None, f"{size} elements, below MIN_ELEMENTS ({MIN_ELEMENTS}): numpy is as fast"
+    return FusedStep(exprs, shapes, stem, f"{step.node.name} ({step.node.op})",
+                     compute_dtype(out_type) or "float32", head, n_extra), ""
+
+
+def _fused(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
+    """A ``_fused`` group: its formulas after its head, if it has one (numpy reference)."""
+    step = schedule.steps[k]
+    a, dt = step.node.attrs, schedule.dtypes
+    head = a["head"]
+    ins = [dt[s] for s in step.inputs]
+    expr_types = ins if head is None else [dt[step.outputs[0]]] + ins[head[2]:]
+    return _group(schedule, k, a["name"], a["exprs"], a["shapes"], expr_types, head,
+                  len(a.get("extra", ())))
+
+
+def _elementwise(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
+    """An elementwise op left alone by fusion: a group of one, its ``OpDef.expr``."""
+    step = schedule.steps[k]
+    op = get_op(step.node.op)
+    e = op.expr(step.node.attrs, *(inp(i) for i in range(len(step.inputs))))
+    return _group(schedule, k, step.node.op, [e], [schedule.shapes[step.outputs[0]]],
+                  [schedule.dtypes[s] for s in step.inputs])
+
+
+# Lowering family (the op's ``OpDef.lowering``, as the CUDA backend reads it) -> the function
+# making a step's compiled compute function, or None and the reason it has none.
+COMPILERS: dict[str, Callable[[Schedule, int], tuple[Optional[Any], str]]] = {
+    "fused": _fused, "elementwise": _elementwise}
+
+
+class CompiledProgram(NumpyProgram):
+    """A schedule ready to run on the CPU with compiled kernels where it has them."""
+
+    def __init__(self, schedule: Schedule) -> None:
+        self._info: list[StepInfo] = []
+        self._compiled: list[Any] = []
+        super().__init__(schedule)  # (asks step_compute for every step)
+
+    def step_compute(self, k: int) -> Callable:
+        """The step's compiled kernels where its lowering family has a compiler and the step
+        fits, else its op's numpy reference."""
+        node = self.schedule.steps[k].node
+        family = lowering_of(get_op(node.op))[0]
+        make = COMPILERS.get(family)
+        fn, why = make(self.schedule, k) if make else (None, f"no compiled {family!r} kernels")
+        self._info.append(StepInfo(k, node.op, node.name, why))
+        if fn is None:
+            return super().step_compute(k)
+        self._compiled.append(fn)
+        return fn
+
+    def fallbacks(self) -> list[StepInfo]:
+        """The steps that run their op's numpy reference, each with the reason."""
+        return [s for s in self._info if s.why]
+
+    def compiled_steps(self) -> list[StepInfo]:
+        """The steps that run compiled kernels."""
+        return [s for s in self._info if not s.why]
+
+    def kernel_names(self) -> list[str]:
+        """The kernels the compiled steps have rendered so far (one per group and output
+        shape, after the first run)."""
+        return [name for f in self._compiled for name in f.kernels]
+
+
+def compile(schedule: Schedule, ctx: Any = None) -> CompiledProgram:  # noqa: A001 (interface)
+    """The backend interface: a runnable program for ``schedule`` (``ctx`` is the CPU)."""
+    return CompiledProgram(schedule)
