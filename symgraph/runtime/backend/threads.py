@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from contextlib import contextmanager
 from typing import Any, Iterator, Optional
@@ -27,6 +28,7 @@ _LOCK = threading.Lock()
 _active = 0  # runs in progress, all threads together: the first sets, the last restores
 _saved: list[tuple[Any, int]] = []  # (library controller, thread count before the first run)
 _libraries: Optional[list[Any]] = None
+_scanned_at = -1  # len(sys.modules) at the last scan
 
 
 def usable_cores() -> int:
@@ -54,13 +56,16 @@ def cpu_threads() -> int:
 
 
 def _blas() -> list[Any]:
-    """threadpoolctl's controllers of the BLAS libraries loaded now, found once: scanning the
-    process's libraries costs about a millisecond, reading one library's count a microsecond.
-    numpy's BLAS is loaded with numpy, before any program runs."""
-    global _libraries
-    if _libraries is None:
+    """threadpoolctl's controllers of the BLAS libraries loaded now. Scanning the process's
+    libraries costs about a millisecond, reading one library's count a microsecond, so the
+    scan is redone only when modules were imported since the last one: a BLAS arrives with
+    the extension module that links it (numpy's with numpy, scipy's when numba or the user
+    imports scipy, PyTorch's with torch)."""
+    global _libraries, _scanned_at
+    if _libraries is None or _scanned_at != len(sys.modules):
         from threadpoolctl import ThreadpoolController
         _libraries = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+        _scanned_at = len(sys.modules)
     return _libraries
 
 
