@@ -1,4 +1,5 @@
-"""LeakyReLU (leaky/elu/prelu/selu/gelu), softmax, log_softmax, SoftmaxActivation, Dropout.
+"""LeakyReLU (leaky/elu/prelu/selu/gelu/rrelu), softmax, log_softmax, SoftmaxActivation,
+Dropout.
 
 LeakyReLU's formulas are scalar Exprs (evaluated by ``expr.evaluate``); the op is OPAQUE rather
 than elementwise because PReLU's per-channel ``gamma`` (shape (C,)) does not broadcast against
@@ -40,6 +41,9 @@ LEAKY: dict[str, Callable[[E.Expr, E.Expr], E.Expr]] = {
     "elu": _elu,
     "selu": lambda x, s: SELU_LAMBDA * _elu(x, SELU_ALPHA),
     "gelu": lambda x, s: _gelu(x),
+    # randomized leaky ReLU: s is the slope array (hidden output "mask": a draw from
+    # U[lower_bound, upper_bound) per element in training, their mean in inference)
+    "rrelu": lambda x, s: E.where(E.call("gt", x, 0.0), x, s * x),
 }
 
 
@@ -61,8 +65,20 @@ def prelu_gamma_shape(gamma: tuple, data: tuple) -> tuple:
     return tuple(out)
 
 
+def rrelu_slopes(a: Attrs, x: np.ndarray, ctx: RunCtx) -> np.ndarray:
+    """RReLU's slope per element: uniform in [lower_bound, upper_bound) in training, their
+    mean in inference (MXNet's rule)."""
+    lo, hi = a["lower_bound"], a["upper_bound"]
+    if not ctx.is_train:
+        return np.full(x.shape, (lo + hi) / 2.0, x.dtype)
+    return (ctx.rng or _random.generator()).uniform(lo, hi, x.shape).astype(x.dtype)
+
+
 def _leaky_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x = xs[0]
+    if a["act_type"] == "rrelu":
+        s = rrelu_slopes(a, x, ctx)
+        return [np.where(x > 0, x, s * x), s]
     if a["act_type"] == "prelu":
         s = xs[1].reshape(prelu_gamma_shape(xs[1].shape, x.shape))
     else:
@@ -81,6 +97,8 @@ def _leaky_grad(c) -> list:
         return [S.where(pos, dy, dy * (y + a["slope"]))]
     if kind == "selu":
         return [S.where(pos, dy * SELU_LAMBDA, dy * (y + SELU_LAMBDA * SELU_ALPHA))]
+    if kind == "rrelu":  # the slopes the forward used (hidden output 1)
+        return [S.where(pos, dy, dy * c.outputs[1])]
     if kind == "gelu":  # Phi(x) + x phi(x)
         d = (S.erf(x * SQRT1_2) + 1.0) * 0.5 + x * S.exp(S.square(x) * -0.5) * INV_SQRT_2PI
         return [dy * d]
@@ -99,7 +117,7 @@ def _leaky_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
         ins[1] = ins[1] or ((data[1],) if len(data) > 1 else (1,))
         prelu_gamma_shape(ins[1], data)
     ins[0] = data
-    return ins, [data]
+    return ins, [data] * (2 if a["act_type"] == "rrelu" else 1)
 
 
 register(OpDef(
@@ -108,8 +126,12 @@ register(OpDef(
      "lower_bound": Param("float", 0.125), "upper_bound": Param("float", 0.334)},
     lambda a: ("data", "gamma") if a["act_type"] == "prelu" else ("data",),
     _leaky_shape, _leaky_compute, _leaky_grad, OPAQUE, lowering='leaky_relu',
+    outputs=lambda a: ("output", "mask") if a["act_type"] == "rrelu" else ("output",),
+    num_visible=1, train_dependent=True,  # rrelu draws its slopes in training
     doc="leaky: x>0 ? x : slope*x; prelu: learned per-channel slope gamma; elu: "
-        "slope*(e^x-1) below 0; selu; gelu (erf form, as MXNet 1.9.1)."))
+        "slope*(e^x-1) below 0; selu; gelu (erf form, as MXNet 1.9.1); rrelu: a slope "
+        "drawn from U[lower_bound, upper_bound) per element in training, their mean in "
+        "inference."))
 
 register(OpDef(
     "_prelu_gamma", {}, ("gamma", "like"),
