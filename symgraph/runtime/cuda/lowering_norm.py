@@ -164,6 +164,12 @@ def _batch_norm(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
     return [Switch(tuple(train), tuple(infer))]
 
 
+@family("batch_norm_relu")
+def _batch_norm_relu(ctx: StepCtx, p: dict) -> list:
+    """BatchNormWithReLU: BatchNorm's kernels, relu applied where y is stored."""
+    return _batch_norm(ctx, p, Epilogue(E.call("max", inp(0), 0.0), ()))
+
+
 @family("formula_of_input0")
 def _formula_of_input0(ctx: StepCtx, p: dict) -> list:
     """Output = ``p['formula'](x)`` of input 0 only (regression outputs' forward)."""
