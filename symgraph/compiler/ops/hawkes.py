@@ -76,6 +76,7 @@ def _compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 def _expand(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> list:
     lda, alpha, beta, state, lags, marks, valid, max_time = xs
     (n, k), t_len = shapes[0], shapes[4][1]
+    marks = S.Cast(marks, dtype=np.dtype(dtypes[0]).name)  # (slices of floats run on the GPU)
     alpha, beta = S.Reshape(alpha, shape=(1, k)), S.Reshape(beta, shape=(1, k))
     t, last, ll = S.zeros_like(S.Reshape(valid, shape=(n, 1))), S.zeros_like(lda), None
     for j in range(t_len):

@@ -165,10 +165,14 @@ def drawn(draw_np: Callable, apply_np: Callable) -> Callable:
 
 def register_random(name: str, params: dict, compute: Callable, expand: Expand,
                     doc: str) -> None:
-    """A random image op: numpy reference ``compute``, composition ``expand``."""
+    """A random image op: numpy reference ``compute``, composition ``expand`` (its output
+    blocked for autodiff, which runs after unrolling on the GPU: not differentiable there
+    either)."""
+    def blocked(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> list:
+        return [S.BlockGrad(y) for y in expand(S, a, xs, shapes, dtypes)]
     register(OpDef(name, params, ("data",), image_shape(name), compute, NOT_DIFFERENTIABLE,
                    OPAQUE, lowering=COMPOSED, train_dependent=True,
-                   extra={"unroll": composite_unroll(expand)}, doc=doc))
+                   extra={"unroll": composite_unroll(blocked)}, doc=doc))
 
 
 def _enhance(draw_apply: Callable) -> Expand:
@@ -217,8 +221,9 @@ def _flip_expand(axis: int) -> Expand:
     def expand(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> list:
         shape = tuple(shapes[0])
         flip = S.reverse(xs[0], axis=len(shape) - axis)
-        keep = S.broadcast_like(uniform(S, 0.0, 1.0, draw_shape(shape), "float32") < 0.5,
-                                xs[0])
+        keep = S.Cast(uniform(S, 0.0, 1.0, draw_shape(shape), "float32") < 0.5,
+                      dtype=np.dtype(dtypes[0]).name)
+        keep = S.broadcast_like(keep, xs[0])
         return [S.where(keep, xs[0], flip)]
     return expand
 

@@ -66,7 +66,7 @@ def hue(S: Any, x: Any, alpha: Any, shape: tuple, dtype: Any) -> Any:
     vmin = S.broadcast_minimum(S.broadcast_minimum(r, g), b)
     half = (vmax - vmin) * 0.5
     light = (vmax + vmin) * 0.5
-    inv = 60.0 / S.maximum(vmax - vmin, 1e-12)  # (grey pixels: any hue, a = 0)
+    inv = 60.0 / S.clip(vmax - vmin, a_min=1e-12, a_max=1e30)  # (grey: any hue, a = 0)
     h = S.where(vmax == r, (g - b) * inv,
                 S.where(vmax == g, (b - r) * inv + 120.0, (r - g) * inv + 240.0))
     turns = S.broadcast_add(h * (1.0 / 30.0), alpha * 12.0)
@@ -133,8 +133,8 @@ def _jitter_expand(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> li
     for pos in range(4):
         y = x
         for t, name in active:
-            at = S.Reshape(S.slice_axis(rank, axis=1, begin=t, end=t + 1) == float(pos),
-                           shape=draw_shape(shape))
+            at = S.Cast(S.Reshape(S.slice_axis(rank, axis=1, begin=t, end=t + 1) == float(pos),
+                                  shape=draw_shape(shape)), dtype=fdt)
             y = S.where(S.broadcast_like(at, x), STAGES[name][1](S, x, factors[name], shape,
                                                                  fdt), y)
         x = y
