@@ -139,7 +139,7 @@ CASES += [
          is_train=True, grad_nodes=["x", "bn_gamma", "bn_beta"]),
     # one slope in [0.3, 0.3]: training draws are certain, so gradients can be checked
     Case("LeakyReLU", lambda: S.LeakyReLU(x, act_type="rrelu", lower_bound=0.3,
-                                          upper_bound=0.3),
+                                          upper_bound=0.3)[0],
          {"x": away_from((0.0,), 3, 4)}, lambda x: np.where(x > 0, x, 0.3 * x),
          is_train=True, id="LeakyReLU-rrelu-train"),
 ]

@@ -127,7 +127,7 @@ register(OpDef(
     lambda a: ("data", "gamma") if a["act_type"] == "prelu" else ("data",),
     _leaky_shape, _leaky_compute, _leaky_grad, OPAQUE, lowering='leaky_relu',
     outputs=lambda a: ("output", "mask") if a["act_type"] == "rrelu" else ("output",),
-    num_visible=1, train_dependent=True,  # rrelu draws its slopes in training
+    train_dependent=True,  # rrelu draws its slopes in training (and shows them, as MXNet)
     doc="leaky: x>0 ? x : slope*x; prelu: learned per-channel slope gamma; elu: "
         "slope*(e^x-1) below 0; selu; gelu (erf form, as MXNet 1.9.1); rrelu: a slope "
         "drawn from U[lower_bound, upper_bound) per element in training, their mean in "
