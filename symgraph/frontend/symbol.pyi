@@ -243,7 +243,7 @@ def BatchNorm(
 def LeakyReLU(
     data: Optional[Symbol] = ...,
     *,
-    act_type: Literal['leaky', 'prelu', 'elu', 'selu', 'gelu'] = ...,
+    act_type: Literal['leaky', 'prelu', 'elu', 'selu', 'gelu', 'rrelu'] = ...,
     slope: float = ...,
     lower_bound: float = ...,
     upper_bound: float = ...,

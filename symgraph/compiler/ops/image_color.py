@@ -26,8 +26,8 @@ import numpy as np
 from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
 from ...core.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
-from ...runtime import random as _random
 from ._composite import COMPOSED, composite_gradient, composite_unroll, constant
+from .sampling import generator_of as rng_of
 
 GRAY = np.array([0.299, 0.587, 0.114])  # ITU-R 601 luma, MXNet's (and OpenCV's) weights
 # AlexNet's PCA lighting: eigenvectors (columns) scaled by their eigenvalues, MXNet's table
@@ -99,10 +99,6 @@ def compute_dtype(dtype: Any) -> str:
     """float32 for integer images (computed in float), else the image's own float type."""
     dtype = np.dtype(dtype)
     return "float32" if dtype.kind in "iu" else dtype.name
-
-
-def rng_of(ctx: RunCtx) -> np.random.Generator:
-    return ctx.rng or _random.generator()
 
 
 # -- the colour transforms, numpy (float64) and composed, given their factors -------------------
