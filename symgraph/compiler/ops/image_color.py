@@ -215,12 +215,12 @@ register_random("_image_random_lighting",
 
 def _flip_expand(axis: int) -> Expand:
     def expand(S: Any, a: Attrs, xs: list, shapes: list, dtypes: list) -> list:
-        shape = tuple(shapes[0])
-        flip = S.reverse(xs[0], axis=len(shape) - axis)
+        shape, dtype = tuple(shapes[0]), dtypes[0]
+        x, store = work(S, xs[0], dtype)  # (integer images are moved as exact floats)
         keep = S.Cast(uniform(S, 0.0, 1.0, draw_shape(shape), "float32") < 0.5,
-                      dtype=np.dtype(dtypes[0]).name)
-        keep = S.broadcast_like(keep, xs[0])
-        return [S.where(keep, xs[0], flip)]
+                      dtype=compute_dtype(dtype))
+        keep = S.broadcast_like(keep, x)
+        return [store(S.where(keep, x, S.reverse(x, axis=len(shape) - axis)))]
     return expand
 
 
