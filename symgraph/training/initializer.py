@@ -17,7 +17,7 @@ from ..runtime import random as _random
 from ..core.base import AttrError
 
 __all__ = ["InitDesc", "Initializer", "Constant", "Zero", "One", "Uniform", "Normal", "Xavier",
-           "MSRAPrelu", "LSTMBias", "create", "names"]
+           "MSRAPrelu", "LSTMBias", "create", "names", "register"]
 
 
 class InitDesc(str):
@@ -60,8 +60,8 @@ class Initializer:
         if not isinstance(desc, InitDesc):
             desc = InitDesc(str(desc))
         spec = desc.attrs.get("__init__")
-        if spec:
-            create(spec)._init_weight(desc, arr)
+        if spec:  # (this initializer is the global one of a per-variable initializer)
+            create(spec)._init_weight(InitDesc(desc, desc.attrs, desc.global_init or self), arr)
             return
         for suffix, rule in self._by_suffix():
             if desc.endswith(suffix):
@@ -211,6 +211,13 @@ _REGISTRY: dict[str, type] = {c.__name__.lower(): c for c in
                               (Zero, One, Constant, Uniform, Normal, Xavier, MSRAPrelu,
                                LSTMBias)}
 _REGISTRY.update({"zeros": Zero, "ones": One})
+
+
+def register(klass: type) -> type:
+    """Make initializer class ``klass`` known to :func:`create` by its lower-case name (MXNet's
+    ``mx.init.register``), e.g. for ``__init__`` attributes naming it."""
+    _REGISTRY[klass.__name__.lower()] = klass
+    return klass
 
 
 def names() -> list[str]:
