@@ -143,7 +143,9 @@ register(OpDef(
 
 # -- softmax family --------------------------------------------------------------------------------
 
-SOFTMAX_PARAMS = {"axis": Param("int", -1), "temperature": Param("float?", None)}
+SOFTMAX_PARAMS = {"axis": Param("int", -1), "temperature": Param("float?", None),
+                  "dtype": Param("dtype?", None, doc="the output's dtype (default: the "
+                                                      "input's); computed in it")}
 LENGTH_PARAMS = {**SOFTMAX_PARAMS, "use_length": Param(
     "bool", False, doc="take a second input `length` (data's shape without `axis`): only "
                        "the first length[i] entries along axis take part, the rest give 0")}
@@ -203,6 +205,36 @@ def _length_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return [data] + list(ins[1:]), outs
 
 
+def out_dtype(rule: Callable) -> Callable:
+    """A softmax dtype rule honouring the ``dtype`` attribute: the output in that dtype, the
+    data free (MXNet computes in it and writes it)."""
+    def typed(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        if a.get("dtype") is None:
+            return rule(a, ins, outs)
+        return list(ins), [np.dtype(a["dtype"])]
+    return typed
+
+
+def in_dtype(compute: Callable) -> Callable:
+    """A softmax reference computing in the ``dtype`` attribute when it is given."""
+    def run(a: Attrs, xs: list, ctx: RunCtx) -> list:
+        if a.get("dtype") is not None:
+            xs = [xs[0].astype(a["dtype"])] + list(xs[1:])
+        return compute(a, xs, ctx)
+    return run
+
+
+def back_to_input(grad: Callable) -> Callable:
+    """A softmax gradient rule converting data's gradient back to data's dtype when the
+    ``dtype`` attribute gave the output another one."""
+    def rule(c) -> list:
+        g = grad(c)
+        if c.attrs.get("dtype") is not None:
+            g[0] = c.sym._backward_Cast(g[0], c.inputs[0])
+        return g
+    return rule
+
+
 def _softmax_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x, axis = _scaled(a, xs[0]), a["axis"] % xs[0].ndim
     if not a["use_length"]:
@@ -215,23 +247,25 @@ def _softmax_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 register(OpDef(
     "softmax", LENGTH_PARAMS, lambda a: ("data", "length") if a["use_length"] else ("data",),
-    _length_shape, _softmax_compute,
+    _length_shape, in_dtype(_softmax_compute),
     # entries past the length have y = 0, so the usual formula gives them a zero gradient
-    lambda c: [softmax_grad(c, {"axis": c.attrs["axis"]})] + [None] * (len(c.inputs) - 1),
-    REDUCE, infer_type=_length_type, lowering=('softmax', {'axis_from': 'attr'}),
+    back_to_input(lambda c: [softmax_grad(c, {"axis": c.attrs["axis"]})]
+                  + [None] * (len(c.inputs) - 1)),
+    REDUCE, infer_type=out_dtype(_length_type), lowering=('softmax', {'axis_from': 'attr'}),
     doc="exp(x/T) / sum(exp(x/T)) along axis (over the first `length` entries with "
         "use_length)."))
 register(OpDef(
     "log_softmax", SOFTMAX_PARAMS, ("data",), _softmax_shape,
-    lambda a, xs, ctx: [_log_softmax_np(_scaled(a, xs[0]), a["axis"])],
-    _log_softmax_grad, REDUCE, lowering=('softmax', {'axis_from': 'attr', 'log': True}),
+    in_dtype(lambda a, xs, ctx: [_log_softmax_np(_scaled(a, xs[0]), a["axis"])]),
+    back_to_input(_log_softmax_grad), REDUCE, infer_type=out_dtype(same_type),
+    lowering=('softmax', {'axis_from': 'attr', 'log': True}),
     doc="log(softmax(x/T)) along axis, computed stably."))
 
 register(OpDef(
     "softmin", SOFTMAX_PARAMS, ("data",), _softmax_shape,
-    lambda a, xs, ctx: [softmax_np(-_scaled(a, xs[0]), a["axis"] % xs[0].ndim)],
-    lambda c: [-softmax_grad(c, {"axis": c.attrs["axis"]})], REDUCE,
-    lowering=('softmax', {'axis_from': 'attr', 'negate': True}),
+    in_dtype(lambda a, xs, ctx: [softmax_np(-_scaled(a, xs[0]), a["axis"] % xs[0].ndim)]),
+    back_to_input(lambda c: [-softmax_grad(c, {"axis": c.attrs["axis"]})]), REDUCE,
+    infer_type=out_dtype(same_type), lowering=('softmax', {'axis_from': 'attr', 'negate': True}),
     doc="softmax(-x/T) along axis."))
 
 
