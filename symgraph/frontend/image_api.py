@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any, Sequence, Union
 
 from ..core.base import ShapeError
+from ..core.registry import all_ops
 
 Values = Union[float, Sequence[float]]
 
@@ -110,6 +111,6 @@ def _crop(ns: dict) -> Any:
 def make_namespace(ns: dict) -> SimpleNamespace:
     """The ``image`` namespace over op functions ``ns`` (``sg.nd``'s or ``sg.sym``'s): every
     ``_image_X`` op as ``X`` (MXNet's routing), and the compositions above."""
-    ops = {k[len("_image_"):]: f for k, f in ns.items() if k.startswith("_image_")}
+    ops = {k[len("_image_"):]: ns[k] for k in all_ops() if k.startswith("_image_")}
     return SimpleNamespace(**ops, to_tensor=_to_tensor(ns), normalize=_normalize(ns),
                            crop=_crop(ns))
