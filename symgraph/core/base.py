@@ -99,3 +99,8 @@ def _call_site() -> str:
 
 class DataError(SymgraphError, ValueError):
     """Input data is missing, corrupt, or does not match what the model was bound for."""
+
+
+class IndexDataError(DataError, IndexError):
+    """An index in the data lies outside the axis it indexes (an IndexError too, as numpy's
+    and MXNet's)."""

@@ -246,6 +246,8 @@ def make_op_function(opdef: registry.OpDef, cls: type = Handle,
                 extra[k] = v
             elif k in HIDDEN_KEYS:  # MXNet's `lr_mult=` on a layer is its `__lr_mult__`
                 extra[hidden_key(k)] = str(v)
+            elif v is None and k not in opdef.params:
+                continue  # an input given as None is absent (MXNet's `sequence_length=None`)
             else:
                 attrs[k] = v
         n_in = len(args)

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any, Sequence, Union
 
 from ..core.base import ShapeError
+from ..core.registry import all_ops
 
 Values = Union[float, Sequence[float]]
 
@@ -108,7 +109,8 @@ def _crop(ns: dict) -> Any:
 
 
 def make_namespace(ns: dict) -> SimpleNamespace:
-    """The ``image`` namespace over op functions ``ns`` (``sg.nd``'s or ``sg.sym``'s)."""
-    return SimpleNamespace(to_tensor=_to_tensor(ns), normalize=_normalize(ns), crop=_crop(ns),
-                           flip_left_right=ns["_image_flip_left_right"],
-                           flip_top_bottom=ns["_image_flip_top_bottom"])
+    """The ``image`` namespace over op functions ``ns`` (``sg.nd``'s or ``sg.sym``'s): every
+    ``_image_X`` op as ``X`` (MXNet's routing), and the compositions above."""
+    ops = {k[len("_image_"):]: ns[k] for k in all_ops() if k.startswith("_image_")}
+    return SimpleNamespace(**ops, to_tensor=_to_tensor(ns), normalize=_normalize(ns),
+                           crop=_crop(ns))

@@ -29,8 +29,11 @@ from ..core.base import AttrError, BindError, ExecutionError, ShapeError
 from ..compiler.ops.custom import PROPS as _PROPS
 from ..compiler.ops.custom import prop_factory  # noqa: F401  (sg.operator.prop_factory, as before)
 from ..compiler.ops.native import AotFunction  # noqa: F401  (sg.operator.AotFunction)
+from .operator_info import (OperatorArguments, get_all_registered_operators,  # noqa: F401
+                            get_operator_arguments)
 
 __all__ = ["CustomOp", "CustomOpProp", "NDArrayOp", "register", "registered_types",
+           "get_all_registered_operators", "get_operator_arguments", "OperatorArguments",
            "register_custom_ops_library", "unregister_custom_ops_library"]
 
 

@@ -243,7 +243,7 @@ def BatchNorm(
 def LeakyReLU(
     data: Optional[Symbol] = ...,
     *,
-    act_type: Literal['leaky', 'prelu', 'elu', 'selu', 'gelu'] = ...,
+    act_type: Literal['leaky', 'prelu', 'elu', 'selu', 'gelu', 'rrelu'] = ...,
     slope: float = ...,
     lower_bound: float = ...,
     upper_bound: float = ...,
@@ -255,6 +255,7 @@ def softmax(
     *,
     axis: int = ...,
     temperature: Optional[float] = ...,
+    dtype: Any = ...,
     use_length: bool = ...,
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
@@ -264,6 +265,7 @@ def log_softmax(
     *,
     axis: int = ...,
     temperature: Optional[float] = ...,
+    dtype: Any = ...,
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...
@@ -272,6 +274,7 @@ def softmin(
     *,
     axis: int = ...,
     temperature: Optional[float] = ...,
+    dtype: Any = ...,
     name: Optional[str] = ...,
     attr: Optional[dict] = ...,
 ) -> Symbol: ...

@@ -281,7 +281,7 @@ def BatchNorm(
 def LeakyReLU(
     data: Optional[NDArray] = ...,
     *,
-    act_type: Literal['leaky', 'prelu', 'elu', 'selu', 'gelu'] = ...,
+    act_type: Literal['leaky', 'prelu', 'elu', 'selu', 'gelu', 'rrelu'] = ...,
     slope: float = ...,
     lower_bound: float = ...,
     upper_bound: float = ...,
@@ -293,6 +293,7 @@ def softmax(
     *,
     axis: int = ...,
     temperature: Optional[float] = ...,
+    dtype: Any = ...,
     use_length: bool = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
@@ -302,6 +303,7 @@ def log_softmax(
     *,
     axis: int = ...,
     temperature: Optional[float] = ...,
+    dtype: Any = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...
@@ -310,6 +312,7 @@ def softmin(
     *,
     axis: int = ...,
     temperature: Optional[float] = ...,
+    dtype: Any = ...,
     out: Optional[NDArray] = ...,
     name: Optional[str] = ...,
 ) -> NDArray: ...

@@ -18,7 +18,7 @@ from ..core import init_registry
 from ..core.base import AttrError
 
 __all__ = ["InitDesc", "Initializer", "Constant", "Zero", "One", "Uniform", "Normal", "Xavier",
-           "MSRAPrelu", "LSTMBias", "Bilinear", "create", "names"]
+           "MSRAPrelu", "LSTMBias", "Bilinear", "create", "names", "register"]
 
 
 class InitDesc(str):
@@ -61,8 +61,8 @@ class Initializer:
         if not isinstance(desc, InitDesc):
             desc = InitDesc(str(desc))
         spec = desc.attrs.get("__init__")
-        if spec:
-            create(spec)._init_weight(desc, arr)
+        if spec:  # (this initializer is the global one of a per-variable initializer)
+            create(spec)._init_weight(InitDesc(desc, desc.attrs, desc.global_init or self), arr)
             return
         for suffix, rule in self._by_suffix():
             if desc.endswith(suffix):
@@ -262,6 +262,12 @@ for _klass in (Zero, One, Constant, Uniform, Normal, Xavier, MSRAPrelu, LSTMBias
     init_registry.register(_klass)
 init_registry.register(Zero, "zeros")
 init_registry.register(One, "ones")
+
+
+def register(klass: type) -> type:
+    """Make initializer class ``klass`` known to :func:`create` by its lower-case name (MXNet's
+    ``mx.init.register``), e.g. for ``__init__`` attributes naming it."""
+    return init_registry.register(klass)
 
 
 def names() -> list[str]:

@@ -467,10 +467,9 @@ class Module(ModuleParams, BaseModule):
     def get_input_grads(self, merge_multi_context: bool = True) -> list:
         if not self.inputs_need_grad:
             raise BindError("get_input_grads: module was bound with inputs_need_grad=False")
-        grads = [self._exec.grad_dict[n] for n in self._data_names]
-        if merge_multi_context:
-            return grads
-        return [self._parts(g, d.layout) for g, d in zip(grads, self._data_shapes)]
+        grads = [self._exec.grad_dict.get(n) for n in self._data_names]  # None: grad_req null
+        return grads if merge_multi_context else [
+            g if g is None else self._parts(g, d.layout) for g, d in zip(grads, self._data_shapes)]
 
     def _parts(self, arr: NDArray, layout: Optional[str]) -> list[NDArray]:
         """``arr`` cut along its batch axis (``N`` of ``layout``, else 0) into one part per

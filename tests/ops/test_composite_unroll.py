@@ -14,10 +14,11 @@ from symgraph.interop.test_utils import assert_almost_equal
 
 from tests.cuda.graphs import unrolled
 
+from .cases_image import CASES as IMAGE_CASES
 from .cases_spatial import CASES
 from .test_registry import _sample
 
-COMPOSED = [c for c in CASES if "unroll" in get_op(c.op).extra]
+COMPOSED = [c for c in CASES + IMAGE_CASES if "unroll" in get_op(c.op).extra]
 
 
 def _run(sym, args: dict, aux: dict, heads: list, dtype: str) -> tuple[list, dict]:

@@ -40,5 +40,7 @@ def test_index_out_of_range_is_a_data_error_and_data_is_kept() -> None:
     before = (data.asnumpy().copy(), idx.asnumpy().copy())
     with pytest.raises(DataError, match=r"gather_nd \(axis 0\): index 2 is out of range .* 2"):
         sg.nd.gather_nd(data, idx).asnumpy()
+    with pytest.raises(IndexError, match="index -4 is out of range"):  # as MXNet's and numpy's
+        sg.nd.gather_nd(data, sg.nd.array([[0.0], [-4.0]])).asnumpy()
     np.testing.assert_array_equal(data.asnumpy(), before[0])
     np.testing.assert_array_equal(idx.asnumpy(), before[1])

@@ -1,4 +1,5 @@
-"""LeakyReLU (leaky/elu/prelu/selu/gelu), softmax, log_softmax, SoftmaxActivation, Dropout.
+"""LeakyReLU (leaky/elu/prelu/selu/gelu/rrelu), softmax, log_softmax, SoftmaxActivation,
+Dropout.
 
 LeakyReLU's formulas are scalar Exprs (evaluated by ``expr.evaluate``); the op is OPAQUE rather
 than elementwise because PReLU's per-channel ``gamma`` (shape (C,)) does not broadcast against
@@ -40,6 +41,9 @@ LEAKY: dict[str, Callable[[E.Expr, E.Expr], E.Expr]] = {
     "elu": _elu,
     "selu": lambda x, s: SELU_LAMBDA * _elu(x, SELU_ALPHA),
     "gelu": lambda x, s: _gelu(x),
+    # randomized leaky ReLU: s is the slope array (hidden output "mask": a draw from
+    # U[lower_bound, upper_bound) per element in training, their mean in inference)
+    "rrelu": lambda x, s: E.where(E.call("gt", x, 0.0), x, s * x),
 }
 
 
@@ -61,8 +65,20 @@ def prelu_gamma_shape(gamma: tuple, data: tuple) -> tuple:
     return tuple(out)
 
 
+def rrelu_slopes(a: Attrs, x: np.ndarray, ctx: RunCtx) -> np.ndarray:
+    """RReLU's slope per element: uniform in [lower_bound, upper_bound) in training, their
+    mean in inference (MXNet's rule)."""
+    lo, hi = a["lower_bound"], a["upper_bound"]
+    if not ctx.is_train:
+        return np.full(x.shape, (lo + hi) / 2.0, x.dtype)
+    return (ctx.rng or _random.generator()).uniform(lo, hi, x.shape).astype(x.dtype)
+
+
 def _leaky_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x = xs[0]
+    if a["act_type"] == "rrelu":
+        s = rrelu_slopes(a, x, ctx)
+        return [np.where(x > 0, x, s * x), s]
     if a["act_type"] == "prelu":
         s = xs[1].reshape(prelu_gamma_shape(xs[1].shape, x.shape))
     else:
@@ -81,6 +97,8 @@ def _leaky_grad(c) -> list:
         return [S.where(pos, dy, dy * (y + a["slope"]))]
     if kind == "selu":
         return [S.where(pos, dy * SELU_LAMBDA, dy * (y + SELU_LAMBDA * SELU_ALPHA))]
+    if kind == "rrelu":  # the slopes the forward used (hidden output 1)
+        return [S.where(pos, dy, dy * c.outputs[1])]
     if kind == "gelu":  # Phi(x) + x phi(x)
         d = (S.erf(x * SQRT1_2) + 1.0) * 0.5 + x * S.exp(S.square(x) * -0.5) * INV_SQRT_2PI
         return [dy * d]
@@ -99,7 +117,7 @@ def _leaky_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
         ins[1] = ins[1] or ((data[1],) if len(data) > 1 else (1,))
         prelu_gamma_shape(ins[1], data)
     ins[0] = data
-    return ins, [data]
+    return ins, [data] * (2 if a["act_type"] == "rrelu" else 1)
 
 
 register(OpDef(
@@ -110,8 +128,12 @@ register(OpDef(
     _leaky_shape, _leaky_compute, _leaky_grad, OPAQUE, lowering='leaky_relu',
     # as MXNet, a gamma created with the layer starts at 0.25 (not a `*_gamma` one)
     extra={"input_init": {"gamma": '["Constant", {"value": 0.25}]'}},
+    outputs=lambda a: ("output", "mask") if a["act_type"] == "rrelu" else ("output",),
+    train_dependent=True,  # rrelu draws its slopes in training (and shows them, as MXNet)
     doc="leaky: x>0 ? x : slope*x; prelu: learned per-channel slope gamma; elu: "
-        "slope*(e^x-1) below 0; selu; gelu (erf form, as MXNet 1.9.1)."))
+        "slope*(e^x-1) below 0; selu; gelu (erf form, as MXNet 1.9.1); rrelu: a slope "
+        "drawn from U[lower_bound, upper_bound) per element in training, their mean in "
+        "inference."))
 
 register(OpDef(
     "_prelu_gamma", {}, ("gamma", "like"),
@@ -123,7 +145,9 @@ register(OpDef(
 
 # -- softmax family --------------------------------------------------------------------------------
 
-SOFTMAX_PARAMS = {"axis": Param("int", -1), "temperature": Param("float?", None)}
+SOFTMAX_PARAMS = {"axis": Param("int", -1), "temperature": Param("float?", None),
+                  "dtype": Param("dtype?", None, doc="the output's dtype (default: the "
+                                                      "input's); computed in it")}
 LENGTH_PARAMS = {**SOFTMAX_PARAMS, "use_length": Param(
     "bool", False, doc="take a second input `length` (data's shape without `axis`): only "
                        "the first length[i] entries along axis take part, the rest give 0")}
@@ -183,6 +207,36 @@ def _length_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return [data] + list(ins[1:]), outs
 
 
+def out_dtype(rule: Callable) -> Callable:
+    """A softmax dtype rule honouring the ``dtype`` attribute: the output in that dtype, the
+    data free (MXNet computes in it and writes it)."""
+    def typed(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        if a.get("dtype") is None:
+            return rule(a, ins, outs)
+        return list(ins), [np.dtype(a["dtype"])]
+    return typed
+
+
+def in_dtype(compute: Callable) -> Callable:
+    """A softmax reference computing in the ``dtype`` attribute when it is given."""
+    def run(a: Attrs, xs: list, ctx: RunCtx) -> list:
+        if a.get("dtype") is not None:
+            xs = [xs[0].astype(a["dtype"])] + list(xs[1:])
+        return compute(a, xs, ctx)
+    return run
+
+
+def back_to_input(grad: Callable) -> Callable:
+    """A softmax gradient rule converting data's gradient back to data's dtype when the
+    ``dtype`` attribute gave the output another one."""
+    def rule(c) -> list:
+        g = grad(c)
+        if c.attrs.get("dtype") is not None:
+            g[0] = c.sym._backward_Cast(g[0], c.inputs[0])
+        return g
+    return rule
+
+
 def _softmax_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x, axis = _scaled(a, xs[0]), a["axis"] % xs[0].ndim
     if not a["use_length"]:
@@ -195,23 +249,25 @@ def _softmax_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 register(OpDef(
     "softmax", LENGTH_PARAMS, lambda a: ("data", "length") if a["use_length"] else ("data",),
-    _length_shape, _softmax_compute,
+    _length_shape, in_dtype(_softmax_compute),
     # entries past the length have y = 0, so the usual formula gives them a zero gradient
-    lambda c: [softmax_grad(c, {"axis": c.attrs["axis"]})] + [None] * (len(c.inputs) - 1),
-    REDUCE, infer_type=_length_type, lowering=('softmax', {'axis_from': 'attr'}),
+    back_to_input(lambda c: [softmax_grad(c, {"axis": c.attrs["axis"]})]
+                  + [None] * (len(c.inputs) - 1)),
+    REDUCE, infer_type=out_dtype(_length_type), lowering=('softmax', {'axis_from': 'attr'}),
     doc="exp(x/T) / sum(exp(x/T)) along axis (over the first `length` entries with "
         "use_length)."))
 register(OpDef(
     "log_softmax", SOFTMAX_PARAMS, ("data",), _softmax_shape,
-    lambda a, xs, ctx: [_log_softmax_np(_scaled(a, xs[0]), a["axis"])],
-    _log_softmax_grad, REDUCE, lowering=('softmax', {'axis_from': 'attr', 'log': True}),
+    in_dtype(lambda a, xs, ctx: [_log_softmax_np(_scaled(a, xs[0]), a["axis"])]),
+    back_to_input(_log_softmax_grad), REDUCE, infer_type=out_dtype(same_type),
+    lowering=('softmax', {'axis_from': 'attr', 'log': True}),
     doc="log(softmax(x/T)) along axis, computed stably."))
 
 register(OpDef(
     "softmin", SOFTMAX_PARAMS, ("data",), _softmax_shape,
-    lambda a, xs, ctx: [softmax_np(-_scaled(a, xs[0]), a["axis"] % xs[0].ndim)],
-    lambda c: [-softmax_grad(c, {"axis": c.attrs["axis"]})], REDUCE,
-    lowering=('softmax', {'axis_from': 'attr', 'negate': True}),
+    in_dtype(lambda a, xs, ctx: [softmax_np(-_scaled(a, xs[0]), a["axis"] % xs[0].ndim)]),
+    back_to_input(lambda c: [-softmax_grad(c, {"axis": c.attrs["axis"]})]), REDUCE,
+    infer_type=out_dtype(same_type), lowering=('softmax', {'axis_from': 'attr', 'negate': True}),
     doc="softmax(-x/T) along axis."))
 
 

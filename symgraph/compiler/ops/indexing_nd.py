@@ -5,8 +5,9 @@ index_array, arange_like (the last three as ``sg.sym.contrib.X``) and fill_eleme
 
 Indices are integer-valued arrays of any dtype (MXNet passes float32), truncated like
 ``astype(int64)``. gather_nd, scatter_nd and index_copy read a negative index once from the
-end of its axis, as MXNet 1.9.1 does; an index still out of range is a DataError on the CPU
-(MXNet's IndexError), and is clamped into range on the GPU, where a kernel cannot raise.
+end of its axis, as MXNet 1.9.1 does; an index still out of range is an IndexDataError (a
+DataError and, as MXNet's, an IndexError) on the CPU, and is clamped into range on the GPU,
+where a kernel cannot raise.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ...core.attrs import Attrs, Param
-from ...core.base import DataError, ShapeError
+from ...core.base import IndexDataError, ShapeError
 from ...core.registry import (INJECTIVE, NO_GRADIENT, NOT_DIFFERENTIABLE, REDUCE, OpDef, RunCtx,
                         alias, register)
 from ._util import fmt, forward_shape, known_input_shape, merge_dims, norm_axes, norm_axis
@@ -28,14 +29,14 @@ INDEX_DTYPES = ("int8", "uint8", "int32", "int64")
 
 
 def checked_index(idx: np.ndarray, size: int, what: str) -> np.ndarray:
-    """``idx`` as int64 with a negative index read from the end; DataError naming ``what``
+    """``idx`` as int64 with a negative index read from the end; IndexDataError naming ``what``
     and the offending value when one is still outside ``[0, size)``."""
     i = idx.astype(np.int64)
     i = np.where(i < 0, i + size, i)
     bad = (i < 0) | (i >= size)
     if bad.any():
-        raise DataError(f"{what}: index {int(idx.reshape(-1)[bad.reshape(-1)][0])} is out of "
-                        f"range for an axis of size {size}")
+        raise IndexDataError(f"{what}: index {int(idx.reshape(-1)[bad.reshape(-1)][0])} is "
+                             f"out of range for an axis of size {size}")
     return i
 
 

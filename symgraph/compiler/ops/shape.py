@@ -16,6 +16,7 @@ from ...core.base import ShapeError
 from ...core.registry import INJECTIVE, OpDef, RunCtx, alias, register
 from ._util import check_attr, fmt, forward_shape, like_input, merge_dims, norm_axes
 from .norm import check_axis
+from .tensor import lhs_type
 
 Shape = tuple[int, ...]
 
@@ -341,7 +342,9 @@ register(OpDef(
     forward_shape(_slice_like_shape),
     lambda a, xs, ctx: [xs[0][_slice_like_index(a, xs[0].shape, xs[1].shape)].copy()],
     lambda c: [c.sym._backward_slice_like(c.ograds[0], c.inputs[0]), None], INJECTIVE,
-    lowering=("gather_views", {"views": lambda a, x, s: [x[_slice_like_index(a, s[0], s[1])]]}),
+    lowering=("gather_views", {"views": lambda a, x, s: [x[_slice_like_index(a, s[0], s[1])]],
+                               "dtypes": "any"}),  # moves bytes; shape_like is not read
+    infer_type=lhs_type,  # only shape_like's shape is read: any dtype (as MXNet)
     doc="data cut to shape_like's size on `axes` (every axis when empty), from index 0."))
 register(OpDef(
     "_backward_slice_like", {}, ("ograd", "data"), like_input(1), _backward_slice_like,

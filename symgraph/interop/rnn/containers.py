@@ -11,6 +11,7 @@ from ...frontend import symbol as _sym
 from ...core.base import AttrError, GraphError
 from ...gluon.rnn.sequence import format_sequence
 from . import fused_weights as FW
+from .fused_init import FusedRNN
 from .rnn_cell import (BaseRNNCell, GRUCell, LSTMCell, RNNCell, RNNParams, check_not_fused,
                        zeros_like_batch)
 
@@ -269,7 +270,8 @@ class FusedRNNCell(BaseRNNCell):
         self._bidirectional, self._dropout = bidirectional, dropout
         self._get_next_state, self._forget_bias = get_next_state, forget_bias
         self._directions = ["l", "r"] if bidirectional else ["l"]
-        self._parameter = self.params.get("parameters")
+        self._parameter = self.params.get("parameters", init=FusedRNN(
+            None, num_hidden, num_layers, mode, bidirectional, forget_bias))
 
     @property
     def state_info(self) -> list:

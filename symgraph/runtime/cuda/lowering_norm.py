@@ -21,12 +21,13 @@ from typing import Callable, Optional
 
 from ...core import expr as E
 from ...core.expr import inp, substitute
-from .actions import Kernel, Ref, StepCtx, Switch, family, launch
-from .codegen import THREADS, Rendered
+from .actions import Fill, Kernel, Ref, StepCtx, Switch, family, launch
+from .codegen import THREADS, Rendered, grid_for
 from .kernels_norm import (COOP_THREADS, render_bn_backward_finish,
                            render_bn_backward_sums, render_bn_column_backward,
                            render_bn_column_train, render_bn_stats, render_bn_stats_finish,
                            render_lrn)
+from .kernels_random_draw import render_random_draw
 from .lowering_elementwise import copy_actions, elementwise_actions
 from .lowering_fused import Epilogue, inline_epilogue
 from .lowering_reduce import split_chunks
@@ -34,6 +35,8 @@ from .lowering_reduce import split_chunks
 def _leaky_relu(ctx: StepCtx, p: dict) -> list:
     from ...compiler.ops.activation import LEAKY, prelu_gamma_shape
     a, x = ctx.attrs, ctx.in_shapes[0]
+    if a["act_type"] == "rrelu":
+        return _rrelu(ctx, x)
     if a["act_type"] == "prelu":
         g_shape = prelu_gamma_shape(ctx.in_shapes[1], x)
         e, shapes = LEAKY["prelu"](inp(0), inp(1)), [x, g_shape]
@@ -41,6 +44,22 @@ def _leaky_relu(ctx: StepCtx, p: dict) -> list:
         e, shapes = LEAKY[a["act_type"]](inp(0), E.const(a["slope"])), [x]
     return elementwise_actions(ctx, f"LeakyReLU_{a['act_type']}", [e], shapes, ctx.ins, x,
                                ctx.outs)
+
+
+def _rrelu(ctx: StepCtx, x: tuple) -> list:
+    """Slopes (hidden output 1): a Philox draw from U[lower, upper) in training, their mean in
+    inference; then y = x > 0 ? x : slope * x, one elementwise kernel."""
+    from ...compiler.ops.activation import LEAKY
+    a, (y, mask), n = ctx.attrs, ctx.outs, prod(x)
+    apply = elementwise_actions(ctx, "LeakyReLU_rrelu", [LEAKY["rrelu"](inp(0), inp(1))],
+                                [x, x], [ctx.ins[0], mask], x, [y])
+    if not n:
+        return []
+    draw = Kernel(render_random_draw("uniform", n, 1, [a["lower_bound"], a["upper_bound"]],
+                                     dtype=ctx.dt(mask)),
+                  grid_for(n, ctx.sm_count), THREADS, (mask, ctx.new_key()), n)
+    mean = Fill(mask, (a["lower_bound"] + a["upper_bound"]) / 2.0, n, ctx.dt(mask))
+    return [Switch(tuple([draw] + apply), tuple([mean] + apply))]
 
 
 def _views(x: tuple, ax: int) -> tuple[tuple, tuple]:
@@ -143,6 +162,12 @@ def _batch_norm(ctx: StepCtx, p: dict, epi: Optional[Epilogue] = None) -> list:
         return infer
     train = _train_stats(ctx, ax, epi)
     return [Switch(tuple(train), tuple(infer))]
+
+
+@family("batch_norm_relu")
+def _batch_norm_relu(ctx: StepCtx, p: dict) -> list:
+    """BatchNormWithReLU: BatchNorm's kernels, relu applied where y is stored."""
+    return _batch_norm(ctx, p, Epilogue(E.call("max", inp(0), 0.0), ()))
 
 
 @family("formula_of_input0")

@@ -7,12 +7,12 @@ tests/test_docstring_examples.py (numpy print options ``precision=4, suppress=Tr
 """
 from __future__ import annotations
 
-from . import contrib, detection, elemwise, linalg, nn, random, spatial, tensor, update
+from . import contrib, detection, elemwise, image, linalg, nn, random, spatial, tensor, update
 
 EXAMPLES: dict[str, str] = {}
-for _table in (contrib.EXAMPLES, detection.EXAMPLES, elemwise.EXAMPLES, linalg.EXAMPLES,
-               nn.EXAMPLES, random.EXAMPLES, spatial.EXAMPLES, tensor.EXAMPLES,
-               update.EXAMPLES):
+for _table in (contrib.EXAMPLES, detection.EXAMPLES, elemwise.EXAMPLES, image.EXAMPLES,
+               linalg.EXAMPLES, nn.EXAMPLES, random.EXAMPLES, spatial.EXAMPLES,
+               tensor.EXAMPLES, update.EXAMPLES):
     _twice = EXAMPLES.keys() & _table.keys()
     assert not _twice, f"examples given twice: {sorted(_twice)}"
     EXAMPLES.update(_table)
