@@ -6,7 +6,7 @@ Each composes registered ops through ``F``.
 from __future__ import annotations
 
 from math import prod
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Sequence, Union
 
 import numpy as np
 
