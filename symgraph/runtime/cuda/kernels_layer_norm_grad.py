@@ -46,7 +46,21 @@ def render_layer_norm_backward(outer: int, count: int, inner: int, per: int,
             f"    for ({rest}) {{ {mine[0]} = 0.f; {mine[1]} = 0.f; }}  // past the registers\n"
             f"    for ({it} row = blockIdx.x; row < {rows}; row += gridDim.x) {{\n"
             f"        const {it} base = {base};\n"
-            "        const float mu = sg_ld(mean[row]);\n"
+            f"{_row(count, per, it, at, rest, mine)}"
+            "    }\n"
+            f"{_fold(count, per, it)}")
+    params = (f"{ptr('dx', x_t, False)}, {ptr('dgamma', p_t, False)}, "
+              f"{ptr('dbeta', p_t, False)}, float* part, unsigned* done, {ptr('dy', x_t)}, "
+              f"{ptr('x', x_t)}, {ptr('gamma', p_t)}, {ptr('mean', s_t)}, {ptr('stdev', s_t)}")
+    tag = kernel_name(with_dtype("layer_norm_backward", x_t), params + body)
+    src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{body}}}\n"
+    return Rendered(tag, src, params.count("*"), helpers=(BLOCK_SUM,) + dtype_helpers(
+        x_t, p_t, s_t))
+
+
+def _row(count: int, per: int, it: str, at: str, rest: str, mine: tuple[str, str]) -> str:
+    """C: one row's dx, and its terms of the thread's column sums."""
+    return ("        const float mu = sg_ld(mean[row]);\n"
             "        const float rstd = 1.f / sg_ld(stdev[row]);\n"
             f"        float xh[{per}], gy[{per}];\n"
             "        float a = 0.f, b = 0.f;\n"
@@ -77,16 +91,7 @@ def render_layer_norm_backward(outer: int, count: int, inner: int, per: int,
             f"        for ({rest}) {{\n"
             f"            const float h = (sg_ld(x[{at}]) - mu) * rstd;\n"
             f"            dx[{at}] = (sg_ld(dy[{at}]) * sg_ld(gamma[l]) - a - h * b) * rstd;\n"
-            "        }\n"
-            "    }\n"
-            f"{_fold(count, per, it)}")
-    params = (f"{ptr('dx', x_t, False)}, {ptr('dgamma', p_t, False)}, "
-              f"{ptr('dbeta', p_t, False)}, float* part, unsigned* done, {ptr('dy', x_t)}, "
-              f"{ptr('x', x_t)}, {ptr('gamma', p_t)}, {ptr('mean', s_t)}, {ptr('stdev', s_t)}")
-    tag = kernel_name(with_dtype("layer_norm_backward", x_t), params + body)
-    src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{body}}}\n"
-    return Rendered(tag, src, params.count("*"), helpers=(BLOCK_SUM,) + dtype_helpers(
-        x_t, p_t, s_t))
+            "        }\n")
 
 
 def _fold(count: int, per: int, it: str) -> str:
