@@ -69,22 +69,25 @@ def test_one_thread_on_host_through_the_lowering(cid: str, tmp_path: Path) -> No
 
 
 @needs_gxx
-@pytest.mark.parametrize("grid,block", [(3, 8), (2, 7), (4, 32)])
-def test_blocks_of_threads_on_host(grid: int, block: int, tmp_path: Path) -> None:
-    """Rows of 40 over ``block`` threads (several values each, threads past the row's end),
-    rows spread over ``grid`` blocks: their partials folded by the last block, which leaves
-    the count of blocks done at zero."""
+def test_blocks_of_threads_on_host(tmp_path: Path) -> None:
+    """Rows of 40 over (grid, block) = (3, 8), (2, 7), (4, 32) in one program: several values
+    per thread, threads past the row's end, rows spread over the blocks, whose partials the
+    last block folds, leaving the count of blocks done at zero."""
     outer, count, inner = 3, 40, 2
     xs = _inputs((outer, count, inner), 1, np.random.default_rng(5))
-    per = -(-count // block)
-    kern = render_layer_norm_backward(outer, count, inner, per)
-    outs = {"dx": (outer * count * inner, np.dtype(np.float32)),
-            "dgamma": (count, np.dtype(np.float32)), "dbeta": (count, np.dtype(np.float32)),
-            "part": (2 * grid * count, np.dtype(np.float32)), "done": (1, np.dtype(np.uint32))}
     ins = {k: v.astype(np.float32) for k, v in zip(["dy", "x", "gamma", "mean", "std"], xs)}
-    got = run_threaded([(kern, grid, block, list(outs) + list(ins))], ins, outs, tmp_path)
-    _check([got["dx"], got["dgamma"], got["dbeta"]], _reference(*xs, 1))
-    assert got["done"][0] == 0
+    f32, launches, outs = np.dtype(np.float32), [], {}
+    for k, (grid, block) in enumerate([(3, 8), (2, 7), (4, 32)]):
+        kern = render_layer_norm_backward(outer, count, inner, -(-count // block))
+        mine = {f"dx{k}": (outer * count * inner, f32), f"dgamma{k}": (count, f32),
+                f"dbeta{k}": (count, f32), f"part{k}": (2 * grid * count, f32),
+                f"done{k}": (1, np.dtype(np.uint32))}
+        outs.update(mine)
+        launches.append((kern, grid, block, list(mine) + list(ins)))
+    got = run_threaded(launches, ins, outs, tmp_path)
+    for k in range(3):
+        _check([got[f"dx{k}"], got[f"dgamma{k}"], got[f"dbeta{k}"]], _reference(*xs, 1))
+        assert got[f"done{k}"][0] == 0
 
 
 @pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
