@@ -32,6 +32,13 @@ class DeferredInitializationError(ShapeError):
     """A parameter's data was asked for before its deferred initialisation could run."""
 
 
+class StorageTypeError(AttrError, AssertionError):
+    """A storage type MXNet does not know (an AssertionError there, so here too)."""
+
+
+STYPES = ("default", "row_sparse", "csr")  # MXNet's; symgraph stores 'default' only
+
+
 def _ctx_list(ctx: CtxArg) -> list[Context]:
     if ctx is None:
         return [current_context()]
@@ -73,6 +80,10 @@ class Parameter:
                  init: Any = None, allow_deferred_init: bool = False,
                  differentiable: bool = True, stype: str = "default",
                  grad_stype: str = "default") -> None:
+        for what, value in (("stype", stype), ("grad_stype", grad_stype)):
+            if value not in STYPES:
+                raise StorageTypeError(f"Parameter '{name}': {what}={value!r} is not a "
+                                       f"storage type; MXNet's are {STYPES}")
         if stype != "default" or grad_stype != "default":
             raise AttrError(f"Parameter '{name}': only stype='default' is supported, got "
                             f"stype={stype!r}, grad_stype={grad_stype!r}")
