@@ -279,7 +279,7 @@ class Trainer:
             return
         indices = [i for i, _, _ in items]
         ctxs = [a._ctx for a in items[0][2]]
-        first = dict(self._optimizer._index_update_count)
+        first = dict(self._optimizer._index_update_count) if len(ctxs) > 1 else {}
         for k, ctx in enumerate(ctxs):
             if len(ctxs) > 1:
                 self._counts.select(self._optimizer, ctx, first)
