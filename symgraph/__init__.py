@@ -39,7 +39,7 @@ from .interop import test_utils
 from .frontend import autograd, imperative
 from .core.base import (AttrError, BindError, DataError, DTypeError, ExecutionError,
                         GraphError, ShapeError, SymgraphError)
-from .core.context import Context, cpu, current_context, gpu
+from .core.context import Context, cpu, cpu_pinned, current_context, gpu
 from .runtime.executor import Executor
 from .runtime import executor, monitor, profiler, rtc  # rtc: pycuda loads on first GPU use
 from .training import (callback, datasets, io, lr_scheduler, metric, model,  # noqa: E402
@@ -74,7 +74,7 @@ img = image
 
 __version__ = "0.1.0"
 
-__all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "gpu", "Context", "current_context",
+__all__ = ["sym", "symbol", "nd", "ndarray", "cpu", "cpu_pinned", "gpu", "Context", "current_context",
            "Executor", "name", "operator", "rtc", "random", "test_utils", "base",
            "SymgraphError", "AttrError", "ShapeError", "DTypeError", "BindError", "GraphError",
            "ExecutionError", "DataError", "io", "init", "initializer", "optimizer",

@@ -1,11 +1,14 @@
-"""Device contexts: ``sg.cpu()`` and ``sg.gpu(i)`` as in MXNet."""
+"""Device contexts: ``sg.cpu()`` and ``sg.gpu(i)`` as in MXNet. MXNet's pinned and shared host
+memory (``cpu_pinned``, ``Context('cpu_shared', i)``) are host memory like any other here: such
+a context is ``cpu(i)`` (the GPU backend copies from any host array)."""
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
 from typing import ClassVar, Optional
 
-__all__ = ["Context", "cpu", "gpu", "current_context", "num_gpus"]
+__all__ = ["Context", "cpu", "cpu_pinned", "gpu", "current_context", "num_gpus"]
+HOST_MEMORY = ("cpu_pinned", "cpu_shared")  # MXNet's other host device types: cpu here
 
 
 class _ContextClass(type):
@@ -42,6 +45,8 @@ class Context(metaclass=_ContextClass):
         if isinstance(self.device_type, Context):  # MXNet's copy: Context(ctx)
             object.__setattr__(self, "device_id", self.device_type.device_id)
             object.__setattr__(self, "device_type", self.device_type.device_type)
+        if self.device_type in HOST_MEMORY:
+            object.__setattr__(self, "device_type", "cpu")
         object.__setattr__(self, "_hash", hash((self.device_type, self.device_id)))
 
     def __hash__(self) -> int:
@@ -86,6 +91,15 @@ def _context(device_type: str, device_id: int) -> Context:
 
 def cpu(device_id: int = 0) -> Context:
     """The host CPU (numpy backend)."""
+    return _context("cpu", device_id)
+
+
+def cpu_pinned(device_id: int = 0) -> Context:
+    """MXNet's page-locked host memory: ``cpu(device_id)`` here.
+
+    >>> sg.cpu_pinned(0) == sg.cpu(0)
+    True
+    """
     return _context("cpu", device_id)
 
 

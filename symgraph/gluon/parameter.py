@@ -32,6 +32,13 @@ class DeferredInitializationError(ShapeError):
     """A parameter's data was asked for before its deferred initialisation could run."""
 
 
+class StorageTypeError(AttrError, AssertionError):
+    """A storage type MXNet does not know (an AssertionError there, so here too)."""
+
+
+STYPES = ("default", "row_sparse", "csr")  # MXNet's; symgraph stores 'default' only
+
+
 def _ctx_list(ctx: CtxArg) -> list[Context]:
     if ctx is None:
         return [current_context()]
@@ -73,6 +80,10 @@ class Parameter:
                  init: Any = None, allow_deferred_init: bool = False,
                  differentiable: bool = True, stype: str = "default",
                  grad_stype: str = "default") -> None:
+        for what, value in (("stype", stype), ("grad_stype", grad_stype)):
+            if value not in STYPES:
+                raise StorageTypeError(f"Parameter '{name}': {what}={value!r} is not a "
+                                       f"storage type; MXNet's are {STYPES}")
         if stype != "default" or grad_stype != "default":
             raise AttrError(f"Parameter '{name}': only stype='default' is supported, got "
                             f"stype={stype!r}, grad_stype={grad_stype!r}")
@@ -88,6 +99,17 @@ class Parameter:
         self._deferred: Optional[tuple] = None      # (init, contexts, default_init, data)
         self._grad_req = "null"
         self.grad_req = grad_req if differentiable else "null"
+        self._trainer: Any = None  # the last Trainer given this Parameter
+
+    def _set_trainer(self, trainer: Any) -> None:
+        """Remember the Trainer that updates this Parameter (MXNet's name)."""
+        self._trainer = trainer
+
+    def _value_changed(self) -> None:
+        """A value set from outside the Trainer: a kvstore holding a copy of it is stale."""
+        trainer = self._trainer
+        if trainer is not None and trainer._update_on_kvstore:
+            trainer._reset_kvstore()
 
     def __repr__(self) -> str:
         return f"Parameter {self.name} (shape={self._shape}, dtype={self.dtype.name})"
@@ -177,6 +199,7 @@ class Parameter:
             arrays[c] = arr
         self._data = arrays
         VERSION[0] += 1
+        self._value_changed()
 
     def reset_ctx(self, ctx: CtxArg) -> None:
         """Move the data (and a pending initialisation) to other contexts."""
@@ -210,6 +233,7 @@ class Parameter:
                 return
         host = host.astype(self.dtype, copy=False)
         if self._data is not None:
+            self._value_changed()
             for arr in self._data.values():
                 arr[:] = host
             return
@@ -289,6 +313,7 @@ class Parameter:
             init, ctxs, default_init, _ = self._deferred
             self._deferred = (init, ctxs, default_init, host.astype(self.dtype))
             return
+        self._value_changed()
         for arr in self._data.values():
             arr[:] = host
 

@@ -3,8 +3,9 @@
 It reuses the optimizers of ``sg.optimizer`` (their update rules are data), through an
 ``Updater`` per context: on the CPU the numpy update, on the GPU with float32 weights the fused
 multi-tensor update of ``symgraph.runtime.cuda.optimizer`` (one kernel launch for all parameters).
-Gradients of several contexts are summed before the update (``allreduce_grads``), as the
-``'device'`` kvstore does; other kvstores are refused by name.
+Gradients of several contexts are summed by a kvstore before the update (``allreduce_grads``);
+with ``update_on_kvstore`` the store applies the optimizer (see :mod:`.trainer_kv` for MXNet's
+rules); distributed kvstores are refused by name.
 """
 from __future__ import annotations
 
@@ -13,11 +14,10 @@ from typing import Any, Mapping, Optional, Sequence
 import numpy as np
 
 from ..training import optimizer as _opt
-from ..core.base import AttrError, DataError, ExecutionError
-from .parameter import VERSION, Parameter
+from ..core.base import AttrError, DataError, ExecutionError, MissingParamError
+from .parameter import VERSION, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict
-
-_KVSTORES = ("device", "local", None, False)
+from .trainer_kv import ContextCounts, UpdateOnKVStoreError, check_spec, create_store
 
 
 def _param_list(params: Any) -> list[Parameter]:
@@ -69,12 +69,10 @@ class Trainer:
     def __init__(self, params: Any, optimizer: Any, optimizer_params: Optional[dict] = None,
                  kvstore: Any = "device", compression_params: Any = None,
                  update_on_kvstore: Optional[bool] = None) -> None:
-        if kvstore not in _KVSTORES:
-            raise AttrError(f"Trainer: kvstore {kvstore!r} is not supported; symgraph sums "
-                            f"gradients across the local contexts ('device' or 'local')")
-        if compression_params is not None or update_on_kvstore:
-            raise AttrError("Trainer: compression_params and update_on_kvstore=True are not "
-                            "supported (there is no parameter server)")
+        check_spec(kvstore)
+        if compression_params is not None:
+            raise AttrError("Trainer: compression_params is not supported (gradients are "
+                            "exchanged uncompressed)")
         self._params = _param_list(params)
         names = [p.name for p in self._params]
         dup = sorted({n for n in names if names.count(n) > 1})
@@ -84,8 +82,13 @@ class Trainer:
         optimizer_params = dict(optimizer_params or {})
         self._scale = float(optimizer_params.get("rescale_grad", 1.0))
         self._optimizer = self._make_optimizer(optimizer, optimizer_params)
-        self._updaters: dict[Any, Any] = {}   # context -> Updater
-        self._kvstore = kvstore
+        self._ctx_updaters: dict[Any, Any] = {}   # context -> Updater
+        self._counts = ContextCounts()
+        self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
+        self._kv_updater = _opt.get_updater(self._optimizer)  # the store's, kept over resets
+        self._reset_kvstore()
+        for p in self._params:
+            p._set_trainer(self)
         # (parameter VERSION, _gather(), its arrays on the one context or None)
         self._gathered: Optional[tuple[int, list, Optional[tuple]]] = None
         self._amp_loss_scaler: Any = None  # sg.amp.init_trainer: skip steps that overflow
@@ -100,9 +103,9 @@ class Trainer:
             optimizer.idx2name = idx2name
         else:
             optimizer = _opt.create(optimizer, param_idx2name=idx2name, **params)
-        # Gluon takes multipliers from the Parameters only (biases get weight decay too).
-        optimizer.set_lr_mult({p.name: p.lr_mult for p in self._params})
-        optimizer.set_wd_mult({p.name: p.wd_mult for p in self._params})
+        # Gluon takes multipliers from the Parameters only (biases get weight decay too), at
+        # each step: a multiplier changed after this keeps effect, as in MXNet.
+        optimizer.param_dict = dict(enumerate(self._params))
         return optimizer
 
     # -- properties ---------------------------------------------------------------------------
@@ -118,6 +121,46 @@ class Trainer:
         """Set a new learning rate (an AttrError when an lr_scheduler drives it)."""
         self._optimizer.set_learning_rate(lr)
 
+    @property
+    def _updaters(self) -> list:
+        """The per-context updaters in context order (MXNet's list; made at the first step)."""
+        return list(self._ctx_updaters.values())
+
+    # -- the kvstore --------------------------------------------------------------------------
+    def _reset_kvstore(self) -> None:
+        """Drop the store: its copy of the weights is stale once a Parameter's value was set
+        (the Parameter calls this). The next step makes a new one; optimizer states stay."""
+        self._kv_initialized = False
+        self._kvstore: Any = None
+        self._update_on_kvstore: Optional[bool] = None
+        self._params_to_init = list(self._params)
+
+    def _init_kvstore(self) -> None:
+        """Choose the store and ``update_on_kvstore`` (see :mod:`.trainer_kv`)."""
+        config = self._kvstore_params
+        ctxs = self._params[0].list_ctx() if self._params else []
+        store, update = create_store(config["kvstore"], config["update_on_kvstore"], ctxs,
+                                     [p.shape or () for p in self._params])
+        if store is not None and update:
+            store._set_updater(self._kv_updater)
+        self._kvstore, self._update_on_kvstore = store, update
+        self._kv_initialized = True
+
+    def _kv_ready(self) -> None:
+        """Make the store if needed and give it the values of the parameters it lacks
+        (context 0's value, to every context), as MXNet's ``_init_params``."""
+        if not self._kv_initialized:
+            self._init_kvstore()
+        waiting = []
+        for p in self._params_to_init if self._kvstore is not None else ():
+            try:
+                arrays = p.list_data()
+            except (DeferredInitializationError, MissingParamError):
+                waiting.append(p)
+                continue
+            self._kvstore.broadcast(self._param2idx[p.name], arrays[0], arrays)
+        self._params_to_init = waiting
+
     # -- the step -----------------------------------------------------------------------------
     def step(self, batch_size: int, ignore_stale_grad: bool = False) -> None:
         """``allreduce_grads()`` then ``update(batch_size)``: gradients are scaled by
@@ -125,7 +168,12 @@ class Trainer:
         self._check_batch(batch_size)
         self._optimizer.rescale_grad = self._scale / batch_size
         items = self._gather()
+        if not self._kv_initialized or self._params_to_init:
+            self._kv_ready()
         if self._steady_update():
+            return
+        if self._update_on_kvstore:
+            self._kv_update(items, ignore_stale_grad)
             return
         self._allreduce(items)
         self._update(items, ignore_stale_grad)
@@ -136,7 +184,8 @@ class Trainer:
         checks of :meth:`_update`. False (nothing done) whenever those checks could matter:
         a stale gradient, several contexts, a loss scaler, a gradient buffer replaced."""
         got = self._gathered
-        if got is None or got[2] is None or self._amp_loss_scaler is not None:
+        if got is None or got[2] is None or self._amp_loss_scaler is not None \
+                or self._kvstore is not None:
             return False
         ctx, indices, weights, grads = got[2]
         for w, g in zip(weights, grads):
@@ -149,13 +198,22 @@ class Trainer:
 
     def allreduce_grads(self) -> None:
         """Sum each parameter's gradients over its contexts (a no-op on one context)."""
+        self._refuse_on_kvstore("allreduce_grads")
         self._allreduce(self._gather())
 
     def update(self, batch_size: int, ignore_stale_grad: bool = False) -> None:
         """The update alone (after :meth:`allreduce_grads`)."""
+        self._refuse_on_kvstore("update")
         self._check_batch(batch_size)
         self._optimizer.rescale_grad = self._scale / batch_size
         self._update(self._gather(), ignore_stale_grad)
+
+    def _refuse_on_kvstore(self, what: str) -> None:
+        self._kv_ready()
+        if self._update_on_kvstore:
+            raise UpdateOnKVStoreError(
+                f"Trainer.{what}(): the kvstore updates the parameters (update_on_kvstore); "
+                f"create the Trainer with update_on_kvstore=False to call it")
 
     @staticmethod
     def _check_batch(batch_size: Any) -> None:
@@ -190,18 +248,53 @@ class Trainer:
                                      f"{p.list_ctx()}, the others on {ctxs}")
         return items
 
-    @staticmethod
-    def _allreduce(items: Sequence[tuple[int, Parameter, list]]) -> None:
-        for _, _, arrays in items:
+    def _allreduce(self, items: Sequence[tuple[int, Parameter, list]]) -> None:
+        store = self._kvstore
+        for i, _, arrays in items:
+            grads = [a.grad for a in arrays]
+            if store is not None:
+                store.pushpull(i, grads)
+                continue
             if len(arrays) < 2:
                 continue
-            grads = [a.grad for a in arrays]
             total = sum(g.asnumpy().astype(np.float64) for g in grads)
             for g in grads:
                 g[:] = total.astype(g.dtype)
 
+    def _kv_update(self, items: Sequence[tuple[int, Parameter, list]],
+                   ignore_stale_grad: bool) -> None:
+        """The store sums each gradient, updates its weight and writes it to every context."""
+        items = self._fresh_items(items, ignore_stale_grad)
+        if not items or self._skip_overflow(items):
+            return
+        for i, _, arrays in items:
+            self._kvstore.pushpull(i, [a.grad for a in arrays], out=arrays)
+            for w in arrays:
+                w._fresh_grad = False
+
     def _update(self, items: Sequence[tuple[int, Parameter, list]],
                 ignore_stale_grad: bool) -> None:
+        items = self._fresh_items(items, ignore_stale_grad)
+        if not items or self._skip_overflow(items):
+            return
+        indices = [i for i, _, _ in items]
+        ctxs = [a._ctx for a in items[0][2]]
+        first = dict(self._optimizer._index_update_count) if len(ctxs) > 1 else {}
+        for k, ctx in enumerate(ctxs):
+            if len(ctxs) > 1:
+                self._counts.select(self._optimizer, ctx, first)
+            weights = [arrays[k] for _, _, arrays in items]
+            grads = [w._grad for w in weights]
+            self._updater(ctx, weights).update_multi(indices, grads, weights)
+            for w in weights:
+                w._fresh_grad = False  # stale until the next backward() writes it
+        if len(ctxs) > 1:  # context 0's counts are the ones saved and shown
+            self._counts.select(self._optimizer, ctxs[0], first)
+
+    def _fresh_items(self, items: Sequence[tuple[int, Parameter, list]],
+                     ignore_stale_grad: bool) -> list:
+        """The items whose gradients backward() wrote since the last step (an error for a
+        stale one unless ``ignore_stale_grad``)."""
         stale = [p.name for _, p, arrays in items if not _all_fresh(arrays)]
         if stale and not ignore_stale_grad:
             if len(stale) == len(items):
@@ -213,27 +306,21 @@ class Trainer:
                 f"Trainer.step: gradient of Parameter {stale[0]!r} has not been updated by "
                 f"backward since last step ({len(stale)} such Parameters). If you are "
                 f"intentionally only using a subset, call step with ignore_stale_grad=True")
-        if stale:
-            items = [it for it in items if it[1].name not in stale]
-        if not items:
-            return
+        return [it for it in items if it[1].name not in stale] if stale else list(items)
+
+    def _skip_overflow(self, items: Sequence[tuple[int, Parameter, list]]) -> bool:
+        """True (and the gradients spent) when the AMP loss scaler finds an overflow."""
         scaler = self._amp_loss_scaler
-        if scaler is not None and scaler.has_overflow([p for _, p, _ in items]):
-            for _, _, arrays in items:  # skipped: these gradients are spent all the same
-                for w in arrays:
-                    w._fresh_grad = False
-            return
-        indices = [i for i, _, _ in items]
-        for k, ctx in enumerate(a._ctx for a in items[0][2]):
-            weights = [arrays[k] for _, _, arrays in items]
-            grads = [w._grad for w in weights]
-            self._updater(ctx, weights).update_multi(indices, grads, weights)
-            for w in weights:
-                w._fresh_grad = False  # stale until the next backward() writes it
+        if scaler is None or not scaler.has_overflow([p for _, p, _ in items]):
+            return False
+        for _, _, arrays in items:
+            for w in arrays:
+                w._fresh_grad = False
+        return True
 
     def _updater(self, ctx: Any, weights: Sequence[Any]) -> Any:
         """The context's updater: fused on the GPU with float32 weights, numpy otherwise."""
-        upd = self._updaters.get(ctx)
+        upd = self._ctx_updaters.get(ctx)
         if upd is None:
             upd = None
             if ctx.device_type == "gpu" and self._optimizer.fused and \
@@ -242,18 +329,22 @@ class Trainer:
                 # stream=None: the legacy default stream, ordered after the backward program's
                 # (blocking) stream and before the next step's work, without a host sync.
                 upd = FusedUpdater(self._optimizer, ctx.device_id, stream=None)
-            self._updaters[ctx] = upd or _opt.get_updater(self._optimizer)
-            upd = self._updaters[ctx]
+            self._ctx_updaters[ctx] = upd or _opt.get_updater(self._optimizer)
+            upd = self._ctx_updaters[ctx]
         return upd
 
     # -- states -------------------------------------------------------------------------------
     def save_states(self, fname: str) -> None:
         """Write optimizer states and update counts (``.npz``, no pickle)."""
         from ..training.checkpoint import save_arrays
-        if not self._updaters and self._params:  # before the first step: fresh states
+        self._kv_ready()
+        if self._update_on_kvstore:
+            save_arrays(fname, self._kv_updater.get_states())
+            return
+        if not self._ctx_updaters and self._params:  # before the first step: fresh states
             ctx = self._params[0].list_ctx()[0]
             self._updater(ctx, [p.data(ctx) for p in self._params])
-        states = next(iter(self._updaters.values())).get_states() if self._updaters else {}
+        states = self._updaters[0].get_states() if self._ctx_updaters else {}
         save_arrays(fname, states)
 
     def load_states(self, fname: str) -> None:
@@ -266,6 +357,11 @@ class Trainer:
                 raise DataError(f"{fname}: entry {key!r} does not belong to this Trainer's "
                                 f"{len(self._params)} parameters")
         self._check_state_shapes(fname, arrays)
+        self._kv_ready()
+        self._counts.forget()
+        if self._update_on_kvstore:
+            self._kv_updater.set_states(arrays)
+            return
         ctxs = self._params[0].list_ctx() if self._params else []
         for ctx in ctxs:
             weights = [p.data(ctx) for p in self._params]

@@ -43,6 +43,7 @@ from .ndarray import NDArray, array, before_run
 from ..compiler.memory_plan import plan_memory
 from ..compiler.passes import OPTIMIZE_PIPELINE, run_pipeline
 from ..compiler.passes.gradient import gradient
+from ..compiler.passes.merge_replicas import merge_replicas
 from ..core.types.infer_shape import infer_shapes
 from ..core.types.infer_type import infer_types
 from ..core.registry import RunCtx, get_op
@@ -209,9 +210,10 @@ def build_stage(graph: Graph, wrt: Sequence[str], train: bool, ctx: Context) -> 
     """Compile typed ``graph`` (``graph.types`` set) for ``ctx``: the inference graph, or with
     ``train`` the training graph (aux updates, and gradients of the variables named in
     ``wrt``; head gradients are variables ``_head_grad<i>`` bound by the caller)."""
-    types = graph.types
     if train:
         _refuse_empty_batch(graph)
+        graph = merge_replicas(graph)  # (SyncBatchNorm: one computation over the devices)
+    types = graph.types
     g = run_pipeline(graph, backend_for(ctx).FORWARD_PIPELINE)  # the backend's choice
     var_by_name = {v.name: v for v in g.variables()}
     outputs = list(g.outputs)

@@ -108,7 +108,7 @@ class ExecutorMonitor:
                 continue
             opdef = get_op(node.op)
             if self.monitor_all:
-                for slot, e in zip(_monitor_input_names(opdef, node.attrs), node.inputs):
+                for slot, e in zip(monitor_input_names(opdef, node.attrs), node.inputs):
                     value = arrays[e.node.name] if e.node.is_variable else values[e]
                     if e.node.is_variable:
                         self.callback(e.node.name.encode(), value)
@@ -117,7 +117,7 @@ class ExecutorMonitor:
                 self.callback(f"{node.name}_{out}".encode(), values[e])
 
 
-def _monitor_input_names(opdef: OpDef, attrs: Attrs) -> tuple[str, ...]:
+def monitor_input_names(opdef: OpDef, attrs: Attrs) -> tuple[str, ...]:
     """The input names MXNet's monitor reports: the op's, or ``input0``... for ops that MXNet
     registers without input names (``OpDef.extra["monitor_inputs"]``: Activation...)."""
     names = opdef.input_names(attrs)

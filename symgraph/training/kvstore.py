@@ -23,13 +23,14 @@ from typing import Any, Callable, Optional, Union
 import numpy as np
 
 from ..core.base import AttrError, BindError
+from .kvstore_base import KVStoreBase, TestStore, registered
 from .kvstore_compression import TwoBitCompression, parse_compression
 from .parallel.comm import HostCommunicator
 from .parallel.launch import WorldInfo, world_from_env
 from .parallel.mpi import mpi_group
 from .parallel.rendezvous import DEFAULT_TIMEOUT, Rendezvous
 
-__all__ = ["KVStore", "create"]
+__all__ = ["KVStore", "KVStoreBase", "TestStore", "create"]
 
 # MXNet's names for where one process sums and updates; all run the same host sum here
 LOCAL_TYPES = ("local", "device", "nccl", "local_update_cpu", "local_allreduce_cpu",
@@ -63,7 +64,7 @@ def peers_for(world: WorldInfo, timeout: float = DEFAULT_TIMEOUT) -> Rendezvous:
     return _PEERS[key]
 
 
-class KVStore:
+class KVStore(KVStoreBase):
     """A key-value store of arrays (MXNet's ``mx.kv.KVStore``)."""
 
     def __init__(self, kvtype: str = "local", timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -227,8 +228,10 @@ def _pairs(key: Any, value: Any, what: str) -> list[tuple[Key, Any]]:
     return [(key, value)]
 
 
-def create(name: str = "local", timeout: float = DEFAULT_TIMEOUT) -> KVStore:
-    """A :class:`KVStore` of type ``name`` (MXNet's ``mx.kv.create``)."""
-    return KVStore(name, timeout)
+def create(name: str = "local", timeout: float = DEFAULT_TIMEOUT) -> KVStoreBase:
+    """A :class:`KVStore` of type ``name`` (MXNet's ``mx.kv.create``), or a store registered
+    with ``KVStoreBase.register`` under that name."""
+    klass = registered(name)
+    return klass() if klass is not None else KVStore(name, timeout)
 
 

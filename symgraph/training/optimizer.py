@@ -62,7 +62,7 @@ class Optimizer(MultiPrecisionAPI):
         self.begin_num_update = self.num_update = begin_num_update
         self._index_update_count: dict[Any, int] = {}
         self.multi_precision = multi_precision
-        self.idx2name = dict(param_idx2name or {})
+        self.idx2name, self.param_dict = dict(param_idx2name or {}), param_dict or {}
         self.lr_mult: dict[str, float] = {}
         self.wd_mult: dict[str, float] = {}
         # (attributes, argument names): as MXNet, only arguments take multipliers from attrs
@@ -154,7 +154,8 @@ class Optimizer(MultiPrecisionAPI):
         """What the base :meth:`_scalars` reads (for subclasses' :meth:`_row_inputs`)."""
         return (self.lr, self.wd, self.rescale_grad, self.clip_gradient,
                 tuple(self.lr_mult.items()), tuple(self.wd_mult.items()),
-                tuple(self.idx2name.items()))
+                tuple(self.idx2name.items()),
+                tuple((p.lr_mult, p.wd_mult) for p in self.param_dict.values()))
 
     def update_multi(self, indices: Sequence[Any], weights: Sequence[Any],
                      grads: Sequence[Any], states: Sequence[Sequence[np.ndarray]]) -> None:
@@ -239,14 +240,16 @@ class Optimizer(MultiPrecisionAPI):
         return self.idx2name.get(index, index)
 
     def _get_lr(self, index: Any) -> float:
-        lr = self.lr_scheduler(self.num_update) if self.lr_scheduler else self.lr
-        return lr * self._mult(self.lr_mult, index)
+        return self.learning_rate * self._mult(self.lr_mult, index, "lr_mult")
 
     def _get_wd(self, index: Any) -> float:
-        return self.wd * self._mult(self.wd_mult, index)
+        return self.wd * self._mult(self.wd_mult, index, "wd_mult")
 
-    def _mult(self, table: dict, index: Any) -> float:
-        """MXNet's lookup order: the index itself, then the parameter's name."""
+    def _mult(self, table: dict, index: Any, attr: str) -> float:
+        """MXNet's lookup order: the Gluon Parameter of ``param_dict`` (its multiplier now),
+        the index itself, then the parameter's name."""
+        if index in self.param_dict:
+            return getattr(self.param_dict[index], attr)
         return table[index] if index in table else table.get(self._name(index), 1.0)
 
 
@@ -361,8 +364,7 @@ def check_name(name: str) -> str:
 
 
 def create(name: Any, **kwargs: Any) -> Optimizer:
-    """An optimizer by name (``'sgd'``, ``'adam'``, ``'rmsprop'``, ``'adagrad'``), or pass one
-    through."""
+    """An optimizer by name (``'sgd'``, ``'adam'``, ``'rmsprop'``...), or pass one through."""
     if isinstance(name, Optimizer):
         return name
     key = check_name(name)

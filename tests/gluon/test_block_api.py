@@ -111,6 +111,19 @@ def test_op_hook_names():
     assert seen.index(("mlp_dense0_fwd_data", "FullyConnected", (2, 4))) == 0
 
 
+def test_op_hook_names_inputs_of_ops_without_input_names():
+    """MXNet registers Activation without input names: its monitor says input0 (its own
+    test_op_hook_output_names), as ``sg.monitor`` does."""
+    net = nn.HybridSequential(prefix="m_")
+    with net.name_scope():
+        net.add(nn.Activation("relu"))
+    net.hybridize()
+    seen = []
+    net.register_op_hook(lambda name, op, arr: seen.append(name.decode()), True)
+    net(sg.nd.ones((2, 4)))
+    assert seen == ["m_relu0_fwd_input0", "m_relu0_fwd_output"]
+
+
 def test_share_parameters_and_reset_ctx():
     a, b = _mlp(), _mlp()
     b.share_parameters(a._collect_params_with_prefix())

@@ -92,6 +92,34 @@ def test_dynamic_unroll_matches_unroll(layout: str) -> None:
                   == 0)
 
 
+class _Unrolled(sg.gluon.HybridBlock):
+    def __init__(self) -> None:
+        super().__init__(prefix="u_")
+        with self.name_scope():
+            self.cell = rnn.RNNCell(4, prefix="rnn_")  # input size left to inference
+
+    def hybrid_forward(self, F, x, states):
+        return contrib.rnn.rnn_cell.dynamic_unroll(self.cell, x, states, layout="TNC")
+
+
+def test_hybridized_dynamic_unroll_infers_deferred_weights() -> None:
+    """The loop body's weight declares (4, 0): the 0 is unknown, filled from the data."""
+    net = _Unrolled()
+    net.initialize(sg.init.Uniform(0.5))
+    net.hybridize()
+    x, h0 = RNG.normal(size=(3, 2, 5)), RNG.normal(size=(2, 4))
+    out, _ = net(nd.array(x), [nd.array(h0)])
+    p = {k[len("u_rnn_"):]: v.data().asnumpy().astype(np.float64)
+         for k, v in net.collect_params().items()}
+    assert p["i2h_weight"].shape == (4, 5)
+    h, want = h0, []
+    for t in range(3):  # h = tanh(x W^T + b + h U^T + c), float64
+        h = np.tanh(x[t] @ p["i2h_weight"].T + p["i2h_bias"] + h @ p["h2h_weight"].T
+                    + p["h2h_bias"])
+        want.append(h)
+    np.testing.assert_allclose(out.asnumpy(), np.stack(want), rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("kwargs,what", [
     ({"h2h_kernel": 2}, "odd"), ({"conv_layout": "NCHW"}, "conv_layout"),
     ({"i2h_pad": (1, 1)}, "i2h_pad")])

@@ -159,3 +159,13 @@ def test_block_called_with_only_none_inputs_raises() -> None:
             block.hybridize()
         with pytest.raises(ValueError, match="every input is None"):
             block(None, None)
+
+
+def test_unknown_storage_type_is_an_assertion_error_and_sparse_is_refused() -> None:
+    """MXNet asserts a known storage type (test_invalid_parameter_*stype); a known sparse one
+    is refused by name (dense storage only)."""
+    for kw in ({"stype": "invalid"}, {"grad_stype": "csv"}):
+        with pytest.raises(AssertionError, match=f"{next(iter(kw))}='{next(iter(kw.values()))}'"):
+            sg.gluon.Parameter("w", shape=(2,), **kw)
+    with pytest.raises(AttrError, match="only stype='default'"):
+        sg.gluon.Parameter("w", shape=(2,), grad_stype="row_sparse")

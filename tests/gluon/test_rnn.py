@@ -147,6 +147,35 @@ def test_hybridized_equals_imperative_and_skips_states() -> None:
     assert [s.shape for s in states] == [(4, N, H)]
 
 
+def test_bidirectional_layer_in_a_hybridized_block_infers_its_input_size() -> None:
+    """Both directions' first i2h weights have an unknown width inside a parent's trace: the
+    flat parameters' shape rule (``_rnn_param_concat``) shares the rest equally."""
+    net = sg.gluon.nn.HybridSequential()
+    net.add(rnn.LSTM(H, bidirectional=True, dtype="float64"))
+    net.hybridize()
+    net.initialize()
+    x = np.random.default_rng(6).normal(size=(T, N, C))
+    got = net(nd.array(x, dtype=np.float64)).asnumpy()
+    layer = net[0]
+    assert layer.l0_i2h_weight.shape == layer.r0_i2h_weight.shape == (4 * H, C)
+    params = {k[len(layer.prefix):]: v.data().asnumpy() for k, v in
+              layer.collect_params().items()}
+    zeros = [np.zeros((2, N, H)), np.zeros((2, N, H))]
+    np.testing.assert_allclose(got, ref.layer("lstm", x, zeros, params, 1, True)[0],
+                               rtol=1e-10, atol=1e-12)
+
+
+def test_rnn_param_concat_shares_the_unknown_sizes_equally() -> None:
+    S = sg.sym
+    a, b, c, d = (S.var(n) for n in "abcd")
+    joined = S.elemwise_add(S._rnn_param_concat(a, b, c, dim=0, num_args=3), d)
+    shapes, _, _ = joined.infer_shape_partial(c=(4,), d=(10,))
+    assert dict(zip(joined.list_arguments(), shapes)) == {"a": (3,), "b": (3,), "c": (4,),
+                                                          "d": (10,)}
+    with pytest.raises(ShapeError, match="5 along dim 0 cannot be shared equally"):
+        joined.infer_shape_partial(c=(4,), d=(9,))
+
+
 def test_parameter_names_and_shapes_are_mxnets() -> None:
     layer = rnn.LSTM(H, num_layers=2, bidirectional=True, input_size=C, prefix="lstm0_")
     names = {k: v.shape for k, v in layer.collect_params().items()}

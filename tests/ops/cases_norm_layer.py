@@ -24,6 +24,17 @@ def layer_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, axis: int = -1,
     return [(x - mean) / std * g.reshape(shape) + b.reshape(shape), mean, std]
 
 
+def layer_norm_backward(dy: np.ndarray, x: np.ndarray, g: np.ndarray, m: np.ndarray,
+                        s: np.ndarray) -> list:
+    """dx, dgamma, dbeta of y = (x - m) / s * g + b along the last axis, for any m and s (the
+    op takes them as inputs): through xhat, and through the batch mean of gy and gy * xhat."""
+    xhat = (x - m) / s
+    gy = dy * g
+    dx = (gy - gy.mean(axis=-1, keepdims=True)
+          - xhat * (gy * xhat).mean(axis=-1, keepdims=True)) / s
+    return [dx, (dy * xhat).sum(axis=(0, 1)), dy.sum(axis=(0, 1))]
+
+
 def group_norm(x: np.ndarray, g: np.ndarray, b: np.ndarray, groups: int,
                eps: float = 1e-5) -> list:
     n = x.shape[0]
@@ -68,13 +79,19 @@ CASES = [
     Case("LayerNorm", lambda: S.LayerNorm(x, g, b),
          {"x": normal(2, 3, 6), "g": uniform(6),
           "b": uniform(6)},
-         lambda x, g, b: layer_norm(x, g, b)[0], id="LayerNorm_last"),
+         lambda x, g, b: layer_norm(x, g, b)[0], also_covers=("_backward_LayerNorm",),
+         id="LayerNorm_last"),
     Case("LayerNorm", lambda: S.LayerNorm(x, g, b, axis=1, eps=1e-3, output_mean_var=True),
          {"x": normal(2, 4, 3), "g": uniform(4), "b": uniform(4)},
          lambda x, g, b: layer_norm(x, g, b, axis=1, eps=1e-3), id="LayerNorm_axis1_stats"),
     Case("LayerNorm", _stats_loss, {"x": normal(2, 3, 6), "g": uniform(6), "b": uniform(6)},
          lambda x, g, b: _loss_with_stats(x, g, b), grad=False, loss=_loss_with_stats,
          id="LayerNorm_stat_gradients"),
+    Case("_backward_LayerNorm",
+         lambda: S._backward_LayerNorm(S.var("dy"), x, g, S.var("m"), S.var("s")),
+         {"dy": normal(2, 3, 5), "x": normal(2, 3, 5), "g": uniform(5), "m": normal(2, 3, 1),
+          "s": uniform(2, 3, 1, low=0.5, high=1.5)}, layer_norm_backward,
+         id="LayerNorm_backward_op"),
     Case("GroupNorm", lambda: S.GroupNorm(x, g, b, num_groups=2, output_mean_var=True),
          {"x": normal(2, 4, 3, 2), "g": uniform(2), "b": uniform(2)},
          lambda x, g, b: group_norm(x, g, b, 2)),

@@ -34,6 +34,8 @@ CASES: list[Case] = [
          lambda x: x[:, 0], id="squeeze-axis"),
     Case("Concat", lambda: S.Concat(x, y, dim=1), {"x": normal(2, 3, 2), "y": normal(2, 1, 2)},
          lambda x, y: np.concatenate([x, y], 1), also_covers=("_backward_Concat",)),
+    Case("_rnn_param_concat", lambda: S._rnn_param_concat(x, y, dim=1, num_args=2),
+         {"x": normal(2, 3, 2), "y": normal(2, 1, 2)}, lambda x, y: np.concatenate([x, y], 1)),
     Case("Concat", lambda: S.concat(x, y, i, dim=-1),
          {"x": normal(2, 3), "y": normal(2, 1), "i": normal(2, 2)},
          lambda x, y, i: np.concatenate([x, y, i], -1), id="Concat-three-lastdim"),

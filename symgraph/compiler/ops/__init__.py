@@ -8,6 +8,7 @@ from . import (activation, constant, control_flow, control_flow_branch, conv, co
                shape, sorting, tensor, update_adamw, update_checks, update_multi, update_ops,
                upsampling)
 from . import (attention, boolean_mask, contrib_small, correlation, deformable,  # noqa: F401,E402
-               loss_extra, refused, resize, sampler, spectral, sync_batch_norm)
+               loss_extra, refused, resize, rnn_param_concat, sampler, spectral,
+               sync_batch_norm)
 from . import batch_norm_relu, hawkes, image_color, image_hue, image_resize  # noqa: F401,E402
 from . import legacy  # noqa: F401,E402  (last: aliases of the ops registered above)

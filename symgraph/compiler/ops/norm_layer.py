@@ -8,7 +8,8 @@ LayerNorm and GroupNorm (std is ``sqrt(var + eps)``; mean and std visible with
 GroupNorm's gamma and beta have one entry per *group*, as in MXNet 1.9.1 (not per channel).
 Float16/bfloat16 data keeps its dtype everywhere, and the statistics are computed in float32.
 The forward runs as one GPU kernel per call (family ``row_norm``: a block per row); the
-gradient is built from registered ops (``rowstats.standardize_grad``).
+gradient is built from registered ops (``rowstats.standardize_grad``), LayerNorm's as one op
+(``layer_norm_grad.py``: one GPU kernel).
 
 Example::
 
@@ -25,6 +26,7 @@ from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
 from ...core.registry import OPAQUE, OpDef, RunCtx, register
 from ._util import check_attr, fmt, norm_axis
+from .layer_norm_grad import layer_norm_gradient, layer_norm_view
 from .rowstats import RowView, data_shape, standardize_grad, standardize_np
 
 INPUTS = ("data", "gamma", "beta")
@@ -35,12 +37,6 @@ EPS_DOC = "Added to the variance before its square root (numerical stability)."
 
 def _check_eps(a: Attrs) -> None:
     check_attr(a["eps"] >= 0, "eps", a["eps"], "must be >= 0 (it is added to the variance)")
-
-
-def layer_norm_view(a: Attrs, shape: tuple) -> RowView:
-    """(outer, C, inner) reducing C, gamma along C."""
-    ax = norm_axis(a["axis"], len(shape))
-    return RowView((prod(shape[:ax]), shape[ax], prod(shape[ax + 1:])), (False, True, False), 1)
 
 
 def group_norm_view(a: Attrs, shape: tuple) -> RowView:
@@ -120,7 +116,7 @@ register(OpDef(
     "LayerNorm", {"axis": Param("int", -1, doc="The axis normalised over."),
                   "eps": Param("float", 1e-5, doc=EPS_DOC), "output_mean_var": OUTPUT_MEAN_VAR},
     INPUTS, _stat_shape(layer_norm_view, _layer_norm_stat),
-    _compute(layer_norm_view, _layer_norm_stat, True), _grad(layer_norm_view, True), OPAQUE,
+    _compute(layer_norm_view, _layer_norm_stat, True), layer_norm_gradient, OPAQUE,
     outputs=("output", "mean", "std"), num_visible=_visible,
     lowering=_lowering(layer_norm_view, "std"),
     doc="Layer normalisation along `axis`: (x - mean) / sqrt(var + eps) * gamma + beta, "

@@ -104,21 +104,29 @@ def standardize_grad(c: Any, view: RowView, std: Any, stat_grads: bool) -> list:
     ``stat_grads`` the head gradients of outputs 1 (mean) and 2 (std) flow into dx too."""
     S, f = c.sym, GradFloat(c)
     shape = data_shape(c)
-    kept, ax = view.kept_shape, view.axes
+    kept = view.kept_shape
     xv = f.up(S.Reshape(c.inputs[0], shape=view.dims))
     dyv = f.up(S.Reshape(c.ograds[0], shape=view.dims))
     mean = f.up(S.Reshape(c.outputs[1], shape=kept))
     sd = f.up(S.Reshape(std, shape=kept))
     g = f.up(S.Reshape(c.inputs[1], shape=view.param_shape))
-    xhat = (xv - mean) / sd
-    gy = dyv * g
-    dxv = (gy - S.mean(gy, axis=ax, keepdims=True)
-           - xhat * S.mean(gy * xhat, axis=ax, keepdims=True)) / sd
+    dxv, dgamma, dbeta, xhat = standardize_grad_terms(S, view, dyv, xv, g, mean, sd)
     if stat_grads:  # d mean / dx = 1/m; d std / dx = xhat / m
         dm = f.up(S.Reshape(c.ograds[1], shape=kept))
         ds = f.up(S.Reshape(c.ograds[2], shape=kept))
         dxv = dxv + (dm + ds * xhat) * (1.0 / view.count)
-    pa = view.param_axis
-    dgamma = S.sum(dyv * xhat, axis=pa, exclude=True)
-    dbeta = S.sum(dyv, axis=pa, exclude=True)
     return [f.down(S.Reshape(dxv, shape=shape)), f.down(dgamma), f.down(dbeta)]
+
+
+def standardize_grad_terms(S: Any, view: RowView, dyv: Any, xv: Any, g: Any, mean: Any,
+                           sd: Any) -> tuple[Any, Any, Any, Any]:
+    """(dx, dgamma, dbeta, xhat) over ``view`` from ops of ``S``, given the view-shaped dy and
+    x, gamma of ``view.param_shape`` and mean and std of ``view.kept_shape``."""
+    ax = view.axes
+    xhat = (xv - mean) / sd
+    gy = dyv * g
+    dxv = (gy - S.mean(gy, axis=ax, keepdims=True)
+           - xhat * S.mean(gy * xhat, axis=ax, keepdims=True)) / sd
+    pa = view.param_axis
+    return (dxv, S.sum(dyv * xhat, axis=pa, exclude=True), S.sum(dyv, axis=pa, exclude=True),
+            xhat)

@@ -1,10 +1,12 @@
 """``_contrib_SyncBatchNorm`` (MXNet's ``sym.contrib.SyncBatchNorm``): batch normalisation
 whose batch statistics MXNet reduces over the ``ndev`` devices of a data-parallel step that
-share ``key``. Within one graph (one device) it is BatchNorm over axis 1: the same shape,
-dtype, numpy and gradient rules (``_backward_BatchNorm``) and the same GPU lowering. The
-cross-device reduction belongs to the data-parallel runner, which splits a batch over
-replicas; until it reduces these statistics each replica normalises with its own batch
-(docs/mxnet_parity.md).
+share ``key``. One node is BatchNorm over axis 1: the same shape, dtype, numpy and gradient
+rules (``_backward_BatchNorm``) and the same GPU lowering. The reduction over devices is a
+rewrite of the training graph (``extra["replicas"]``, applied by
+``passes/merge_replicas.py``): when the graph holds the ``ndev`` nodes of one ``key`` (the
+replicas' forward passes, differentiated together), each becomes its rows of a BatchNorm over
+the replicas' data concatenated along the batch axis, so statistics, moving statistics and
+gradients are those of the global batch. A lone node keeps its own batch's statistics.
 
 Example::
 
@@ -13,9 +15,13 @@ Example::
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Optional, Sequence
 
 from ...core.attrs import Param
+from ...core.build import OPS, Handle
+from ...core.graph import Entry, Node
 from ...core.registry import get_op, register
+from ...core.types.table import TypeTable
 from .norm import BN_PARAMS
 
 SYNC_PARAMS = {
@@ -34,8 +40,36 @@ def _grad(c) -> list:
     return [back[0], None if a["fix_gamma"] else back[1], back[2], None, None]
 
 
+def _replica_key(node: Node) -> Optional[tuple]:
+    """The group of a node whose statistics are shared, with its expected size; None when
+    there is nothing to share (one device, or the moving statistics are used)."""
+    a = node.attrs
+    if a["ndev"] < 2 or a["use_global_stats"]:
+        return None
+    return (a["key"], a["ndev"])
+
+
+def _merge(nodes: Sequence[Node], types: TypeTable) -> list[list[Entry]]:
+    """Per node, its five outputs from one BatchNorm over all the nodes' data concatenated
+    along axis 0: a BatchNorm per node (its gamma, beta and moving statistics: MXNet updates
+    every replica's with the global statistics), whose output is sliced back to its rows."""
+    data = [Handle((n.inputs[0],)) for n in nodes]
+    joined = OPS.Concat(*data, dim=0, num_args=len(nodes))
+    out, begin = [], 0
+    for n in nodes:
+        rows = types.shape(n.inputs[0])[0]
+        a = {k: v for k, v in n.attrs.items() if k not in ("ndev", "key")}
+        params = [Handle((e,)) for e in n.inputs[1:]]
+        bn = OPS.BatchNorm(joined, *params, **a)
+        mine = OPS.slice_axis(bn[0], axis=0, begin=begin, end=begin + rows)
+        out.append([mine.outputs_[0]] + [Entry(bn.outputs_[0].node, i) for i in range(1, 5)])
+        begin += rows
+    return out
+
+
 # BatchNorm's definition (inputs, aux states, outputs, rules, lowering) with two more attributes
 register(replace(
     get_op("BatchNorm"), name="_contrib_SyncBatchNorm", params=SYNC_PARAMS, gradient=_grad,
+    extra={**get_op("BatchNorm").extra, "replicas": (_replica_key, _merge)},
     doc="Synchronized batch normalisation (channel axis 1); on one device BatchNorm. "
         "`ndev` and `key` name the devices whose statistics MXNet reduces together."))

@@ -193,7 +193,7 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
             continue
         shape = user if user is not None else declared_partial(node)
         if shape is not None:
-            known.put(Entry(node), as_shape(shape, f"variable {node.name}"))
+            known.put(Entry(node), as_shape(shape, f"variable {node.name}"), partial=True)
     ops = [n for n in nodes if n.op != VARIABLE]
     # A node whose inputs and outputs are all fully known after its rule ran is settled:
     # shapes never change once fully known, so running it again would give the same answer.

@@ -1,18 +1,20 @@
 """``gluon.contrib.nn`` (MXNet 1.x names, arguments, defaults): ``Concurrent`` and
 ``HybridConcurrent`` (children side by side, outputs concatenated), ``Identity``,
-``PixelShuffle1D/2D/3D``, ``SparseEmbedding`` and ``SyncBatchNorm``. Each composes registered ops through ``F``.
+``PixelShuffle1D/2D/3D``, ``SparseEmbedding``, and ``SyncBatchNorm`` (also ``gluon.nn``'s).
+Each composes registered ops through ``F``.
 """
 from __future__ import annotations
 
 from math import prod
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Sequence, Union
 
 import numpy as np
 
 from ...runtime import ndarray as _nd
 from ...core.base import AttrError
 from ..block import Block, HybridBlock
-from ..nn.basic_layers import BatchNorm, HybridSequential, Sequential
+from ..nn.basic_layers import HybridSequential, Sequential
+from ..nn.sync_batch_norm import SyncBatchNorm
 
 
 class Concurrent(Sequential):
@@ -202,45 +204,6 @@ class SparseEmbedding(Block):
     def __repr__(self) -> str:
         k = self._kwargs
         return f"SparseEmbedding({k['input_dim']} -> {k['output_dim']}, {k['dtype']})"
-
-
-class SyncBatchNorm(BatchNorm):
-    """BatchNorm (channel axis 1) whose batch statistics MXNet reduces over the
-    ``num_devices`` devices of a data-parallel step (the ``contrib.SyncBatchNorm`` op, keyed
-    by the layer's prefix). On one device it is BatchNorm; over several, each replica
-    normalises with its own batch's statistics for now (docs/mxnet_parity.md).
-
-    Examples
-    --------
-    >>> bn = sg.gluon.contrib.nn.SyncBatchNorm(in_channels=2, num_devices=1)
-    >>> bn.initialize()
-    >>> with sg.autograd.record():  # training: each channel by its batch mean and deviation
-    ...     y = bn(sg.nd.array([[1, 10], [3, 30]]))
-    >>> y
-    [[-1. -1.]
-     [ 1.  1.]]
-    <NDArray 2x2 @cpu(0)>
-    """
-
-    def __init__(self, in_channels: int = 0, num_devices: Optional[int] = None,
-                 momentum: float = 0.9, epsilon: float = 1e-5, center: bool = True,
-                 scale: bool = True, use_global_stats: bool = False,
-                 beta_initializer: Any = "zeros", gamma_initializer: Any = "ones",
-                 running_mean_initializer: Any = "zeros",
-                 running_variance_initializer: Any = "ones", **kwargs: Any) -> None:
-        super().__init__(1, momentum, epsilon, center, scale, use_global_stats,
-                         beta_initializer, gamma_initializer, running_mean_initializer,
-                         running_variance_initializer, in_channels, **kwargs)
-        if num_devices is not None and num_devices < 1:
-            raise AttrError(f"SyncBatchNorm: num_devices must be >= 1, got {num_devices}")
-        self._kwargs = {"eps": epsilon, "momentum": momentum, "fix_gamma": not scale,
-                        "use_global_stats": use_global_stats, "ndev": num_devices or 1,
-                        "key": self.prefix}
-
-    def hybrid_forward(self, F: Any, x: Any, gamma: Any, beta: Any, running_mean: Any,
-                       running_var: Any) -> Any:
-        return self._op(F, F.contrib.SyncBatchNorm,
-                        (x, gamma, beta, running_mean, running_var), self._kwargs)
 
 
 __all__ = ["Concurrent", "HybridConcurrent", "Identity", "PixelShuffle1D", "PixelShuffle2D",

@@ -10,11 +10,12 @@ from .pool_layers import (AvgPool1D, AvgPool2D, AvgPool3D, GlobalAvgPool1D, Glob
                           GlobalAvgPool3D, GlobalMaxPool1D, GlobalMaxPool2D, GlobalMaxPool3D,
                           MaxPool1D, MaxPool2D, MaxPool3D)
 from .norm_layers import GroupNorm, InstanceNorm, LayerNorm
+from .sync_batch_norm import SyncBatchNorm
 from ..block import Block, HybridBlock
 from ..symbol_block import SymbolBlock  # MXNet's gluon.nn re-exports its gluon.block names
 
 __all__ = ["Activation", "LeakyReLU", "PReLU", "ELU", "SELU", "GELU", "Swish", "LayerNorm",
-           "GroupNorm", "InstanceNorm", "BatchNorm", "BatchNormReLU", "Dense", "Dropout",
+           "GroupNorm", "InstanceNorm", "SyncBatchNorm", "BatchNorm", "BatchNormReLU", "Dense", "Dropout",
            "Embedding", "Flatten", "HybridLambda", "HybridSequential", "Lambda", "Sequential",
            "AvgPool1D",
            "AvgPool2D", "AvgPool3D", "Conv1D", "Conv2D", "Conv3D", "Conv1DTranspose",

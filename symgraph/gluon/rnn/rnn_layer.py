@@ -188,7 +188,8 @@ class _RNNLayer(HybridBlock):
         parts = [F.reshape(params[f"{d}{layer}_{g}_{kind}"], shape=(-1,))
                  for kind in ("weight", "bias") for layer in layers
                  for d in "lr"[:self._dir] for g in ("i2h", "h2h")]
-        return F.Concat(*parts, dim=0, num_args=len(parts))
+        # (its shape rule decides the first layer's i2h widths of both directions)
+        return F._rnn_param_concat(*parts, dim=0, num_args=len(parts))
 
     def _call_rnn(self, F: Any, x: Any, flat: Any, states: list, layers: int, name: str
                   ) -> list:

@@ -1,0 +1,120 @@
+"""C template of ``_backward_LayerNorm`` (``ops/layer_norm_grad.py``): one kernel.
+
+A row is one (outer, inner) position of LayerNorm's view ``(outer, C, inner)``; its ``C``
+values are strided by ``inner``. A block takes rows grid-stride, as the forward
+(``kernels_row_norm``) does: each thread keeps up to ``PER`` of a row's values in registers
+(element ``l = threadIdx.x + q * blockDim.x``), so x and dy are read once (a longer row's rest
+is read again, as the host tests' one-thread blocks do). With ``xhat = (x -
+mean) / std`` and ``gy = dy * gamma``, two block sums (``sg_block_sum``) give ``mean(gy)`` and
+``mean(gy * xhat)``, and ``dx = (gy - mean(gy) - xhat * mean(gy * xhat)) / std``.
+
+dgamma and dbeta sum ``dy * xhat`` and ``dy`` over all rows, column by column. A thread's
+columns are the same in every row, so it sums them in registers across the block's rows; each
+block then writes its sums to a row of float partials (scratch, ``2 * gridDim.x * C``), counts
+itself done on a word of program state, and the block that counts last adds the partials in
+block order (the same order every run: deterministic) and resets the word for the next launch.
+All sums are in float; narrow data is loaded through ``sg_ld``.
+"""
+from __future__ import annotations
+
+from .codegen import Rendered, dtype_helpers, index_type, kernel_name, ptr, with_dtype
+from .kernels_conv_pool import BLOCK_SIZE_FREE
+from .kernels_row_norm import BLOCK_SUM
+
+
+def render_layer_norm_backward(outer: int, count: int, inner: int, per: int,
+                               x_t: str = "float32", p_t: str = "", s_t: str = "") -> Rendered:
+    """The kernel over rows of ``count`` values (view ``(outer, count, inner)``), ``per``
+    values per thread in registers (any block size: values past ``per * blockDim.x`` are read
+    again, their column sums kept in the block's partials): data, dy and dx of ``x_t``, gamma and
+    its gradients of ``p_t``, mean and std of ``s_t`` (both default ``x_t``). Parameters:
+    ``dx, dgamma, dbeta, partials (float), done (unsigned), dy, x, gamma, mean, std``, then
+    ``n`` (unused)."""
+    p_t, s_t = p_t or x_t, s_t or x_t
+    rows = outer * inner
+    it = index_type(rows * count + 1)
+    at = f"base + l * {inner}" if inner > 1 else "base + l"
+    base = f"(row / {inner}) * {count * inner} + row % {inner}" if inner > 1 else \
+        f"row * {count}"
+    rest = f"{it} l = threadIdx.x + ({it}){per} * blockDim.x; l < {count}; l += blockDim.x"
+    mine = f"part[blockIdx.x * {count} + l]", f"part[(gridDim.x + blockIdx.x) * {count} + l]"
+    body = (f"    {BLOCK_SIZE_FREE}\n"
+            "    __shared__ float red[1024];\n"
+            "    __shared__ bool last;\n"
+            f"    float sg[{per}], sb[{per}];  // this thread's columns: sums of dy*xhat, dy\n"
+            f"    for (int q = 0; q < {per}; ++q) {{ sg[q] = 0.f; sb[q] = 0.f; }}\n"
+            f"    for ({rest}) {{ {mine[0]} = 0.f; {mine[1]} = 0.f; }}  // past the registers\n"
+            f"    for ({it} row = blockIdx.x; row < {rows}; row += gridDim.x) {{\n"
+            f"        const {it} base = {base};\n"
+            f"{_row(count, per, it, at, rest, mine)}"
+            "    }\n"
+            f"{_fold(count, per, it)}")
+    params = (f"{ptr('dx', x_t, False)}, {ptr('dgamma', p_t, False)}, "
+              f"{ptr('dbeta', p_t, False)}, float* part, unsigned* done, {ptr('dy', x_t)}, "
+              f"{ptr('x', x_t)}, {ptr('gamma', p_t)}, {ptr('mean', s_t)}, {ptr('stdev', s_t)}")
+    tag = kernel_name(with_dtype("layer_norm_backward", x_t), params + body)
+    src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{body}}}\n"
+    return Rendered(tag, src, params.count("*"), helpers=(BLOCK_SUM,) + dtype_helpers(
+        x_t, p_t, s_t))
+
+
+def _row(count: int, per: int, it: str, at: str, rest: str, mine: tuple[str, str]) -> str:
+    """C: one row's dx, and its terms of the thread's column sums."""
+    return ("        const float mu = sg_ld(mean[row]);\n"
+            "        const float rstd = 1.f / sg_ld(stdev[row]);\n"
+            f"        float xh[{per}], gy[{per}];\n"
+            "        float a = 0.f, b = 0.f;\n"
+            "        #pragma unroll\n"
+            f"        for (int q = 0; q < {per}; ++q) {{\n"
+            f"            const {it} l = threadIdx.x + ({it})q * blockDim.x;\n"
+            "            xh[q] = 0.f; gy[q] = 0.f;\n"
+            f"            if (l < {count}) {{\n"
+            f"                const float d = sg_ld(dy[{at}]);\n"
+            f"                xh[q] = (sg_ld(x[{at}]) - mu) * rstd;\n"
+            "                gy[q] = d * sg_ld(gamma[l]);\n"
+            "                a += gy[q]; b += gy[q] * xh[q];\n"
+            "                sg[q] += d * xh[q]; sb[q] += d;\n"
+            "            }\n"
+            "        }\n"
+            f"        for ({rest}) {{  // a row longer than the registers: read again\n"
+            f"            const float d = sg_ld(dy[{at}]), h = (sg_ld(x[{at}]) - mu) * rstd;\n"
+            "            const float e = d * sg_ld(gamma[l]);\n"
+            f"            a += e; b += e * h; {mine[0]} += d * h; {mine[1]} += d;\n"
+            "        }\n"
+            f"        a = sg_block_sum(a, red) / {count}.f;\n"
+            f"        b = sg_block_sum(b, red) / {count}.f;\n"
+            "        #pragma unroll\n"
+            f"        for (int q = 0; q < {per}; ++q) {{\n"
+            f"            const {it} l = threadIdx.x + ({it})q * blockDim.x;\n"
+            f"            if (l < {count}) dx[{at}] = (gy[q] - a - xh[q] * b) * rstd;\n"
+            "        }\n"
+            f"        for ({rest}) {{\n"
+            f"            const float h = (sg_ld(x[{at}]) - mu) * rstd;\n"
+            f"            dx[{at}] = (sg_ld(dy[{at}]) * sg_ld(gamma[l]) - a - h * b) * rstd;\n"
+            "        }\n")
+
+
+def _fold(count: int, per: int, it: str) -> str:
+    """C: the block's column sums to its partials; the last block done adds them all."""
+    return ("    #pragma unroll\n"
+            f"    for (int q = 0; q < {per}; ++q) {{\n"
+            f"        const {it} l = threadIdx.x + ({it})q * blockDim.x;\n"
+            f"        if (l < {count}) {{\n"
+            f"            part[blockIdx.x * {count} + l] = sg[q];\n"
+            f"            part[(gridDim.x + blockIdx.x) * {count} + l] = sb[q];\n"
+            "        }\n"
+            "    }\n"
+            "    __threadfence();  // the partials are visible before this block counts\n"
+            "    __syncthreads();\n"
+            "    if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;\n"
+            "    __syncthreads();\n"
+            "    if (!last) return;\n"
+            f"    for ({it} l = threadIdx.x; l < {count}; l += blockDim.x) {{\n"
+            "        float g = 0.f, b = 0.f;\n"
+            "        for (unsigned k = 0; k < gridDim.x; ++k) {\n"
+            f"            g += __ldcg(part + k * {count} + l);\n"
+            f"            b += __ldcg(part + (gridDim.x + k) * {count} + l);\n"
+            "        }\n"
+            "        dgamma[l] = g; dbeta[l] = b;\n"
+            "    }\n"
+            "    if (threadIdx.x == 0) *done = 0u;  // ready for the next launch\n")
