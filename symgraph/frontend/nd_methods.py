@@ -34,7 +34,7 @@ ENGINE = SimpleNamespace(
     force=hooks.force, flush=hooks.flush, wait=hooks.wait,
     before_write=hooks.before_write, before_run=hooks.before_run, call=calls.call,
     detach=calls.detach, attach_grad=calls.attach_grad, backward=autograd.backward,
-    adopt=hooks.adopt)
+    adopt=hooks.adopt, is_recording=autograd.is_recording)
 
 # MXNet's `nd.add(lhs, rhs)` family: (array-array op, array-scalar op, scalar-array op).
 FUNCTIONS: dict[str, tuple[str, str, str]] = {

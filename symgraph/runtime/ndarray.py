@@ -196,6 +196,13 @@ class NDArray(ArrayMethods):
         if isinstance(other, Context):
             if other == self._ctx:
                 return engine().call("identity", [self], {})
+            eng = engine()
+            if self._recorded and eng is not None and eng.is_recording():
+                # a recorded graph runs on one device: a copy to another would cut the
+                # gradient's path (a silently zero gradient), so it is refused by name
+                raise BindError(f"copy of a recorded array from {self._ctx} to {other} inside "
+                                f"autograd.record(): gradients do not cross devices here; copy "
+                                f"before recording, or compute on one device")
             return array(self.asnumpy(), other, self.dtype)
         if other.shape != self.shape:
             raise BindError(f"copyto: shape {self.shape} into {other.shape}")
