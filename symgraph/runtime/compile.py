@@ -159,11 +159,13 @@ class Stage:
         after every forward (``updates``) and the aux updates of a training forward
         (``is_train``) into those arrays."""
         items = [(slot, out, False) for out, slot in zip(outputs, self.outputs)]
-        if aux is not None:
-            items += [(slot, aux[name], False) for slot, name in self.updates]
-            if is_train:
+        if aux is not None:  # (most graphs have neither: no list made per step)
+            if self.updates:
+                items += [(slot, aux[name], False) for slot, name in self.updates]
+            if is_train and self.mutations:
                 items += [(slot, aux[name], False) for slot, name in self.mutations]
-        self.program.store_all(env, items)
+        if items:
+            self.program.store_all(env, items)
 
     def store_grads(self, env: Any, grads: Mapping[str, NDArray],
                     reqs: Mapping[str, str]) -> None:
