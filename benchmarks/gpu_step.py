@@ -160,7 +160,7 @@ def main() -> None:
         return
     torch = torch_fp32()
     print(f"device: {torch.cuda.get_device_name()}, CUDA graphs "
-          f"{'off' if os.environ.get('SYMGRAPH_CUDA_GRAPHS') == '0' else 'on'}")
+          f"{'on' if sg.config.get('SYMGRAPH_CUDA_GRAPHS') else 'off'}")
     comp = compile_times()
     print("\n| batch | symgraph ms/step | (host ms/step) | PyTorch eager | PyTorch CUDA graph |")
     print("|---|---|---|---|---|")

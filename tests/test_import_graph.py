@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "symgraph"
 
 
-def _modules(root: Path) -> dict[str, Path]:
+def module_files(root: Path) -> dict[str, Path]:
     """Dotted module name -> file, for every ``.py`` file of the package."""
     mods = {}
     for path in sorted(root.rglob("*.py")):
@@ -50,7 +50,7 @@ def _targets(node: ast.AST, module: str, is_pkg: bool, mods: dict[str, Path]) ->
 
 def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
     """Module -> the package modules it imports (at any level of the file)."""
-    mods = _modules(root)
+    mods = module_files(root)
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for module, path in mods.items():
         tree = ast.parse(path.read_text(), str(path))
@@ -135,7 +135,7 @@ def private_imports(root: Path = ROOT) -> dict[str, int]:
     module (``from .m import _x``; private modules of a package, ``from . import _m``, are the
     package's own business)."""
     found: dict[str, int] = {}
-    mods = _modules(root)
+    mods = module_files(root)
     for path in mods.values():
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if not isinstance(node, ast.ImportFrom):

@@ -20,7 +20,7 @@ class _ContextClass(type):
 
     @default_ctx.setter
     def default_ctx(cls, ctx: "Context") -> None:
-        Context._default_ctx.value = ctx
+        set_current_context(ctx)
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,6 +113,11 @@ def current_context() -> Context:
     (``test_utils.set_default_context`` sets it for the thread)."""
     ctx: Optional[Context] = getattr(Context._default_ctx, "value", None)
     return cpu() if ctx is None else ctx
+
+
+def set_current_context(ctx: Context) -> None:
+    """Make ``ctx`` this thread's default context (until a ``with ctx:`` block changes it)."""
+    Context._default_ctx.value = ctx
 
 
 def num_gpus() -> int:

@@ -10,7 +10,7 @@ names instead (``conv1.weight``), so a file fits any instance of the same networ
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from ..runtime import ndarray as _nd
 from ..frontend import symbol as _sym
@@ -21,7 +21,8 @@ from ..core.registry import get_op
 from .block_api import BlockAPI
 from .block_scope import BlockScope
 from .nested import flatten, regroup
-from .one_op import capture, replay
+from .hybrid_state import CachedTrace, OpCall, OpHook, ParamArrays, Trace
+from .one_op import Kept, capture
 from .parameter import VERSION, DeferredInitializationError, Parameter
 from .parameter_dict import ParameterDict
 from .block_checks import (check_attr_type, check_regex, named_error,
@@ -154,7 +155,7 @@ class Block(BlockAPI):
 
 
 # HybridBlock attributes set by its own bookkeeping (the rest reset a one-op layer's call)
-_OWN_STATE = frozenset(("_one", "_seq", "_seen", "_nd_params", "_nd_calls", "_cached",
+_OWN_STATE = frozenset(("_kept", "_seen", "_nd_params", "_nd_calls", "_cached",
                         "_cached_graph", "_active", "_out_format", "_op_hook"))
 
 
@@ -189,20 +190,20 @@ class HybridBlock(Block):
                  params: Optional[ParameterDict] = None) -> None:
         super().__init__(prefix, params)
         self._active = False
-        self._cached: dict = {}  # input signature -> (traced program, output nesting)
-        self._cached_graph: tuple = ()  # (input symbols, output symbol) of the last trace
+        # (the kinds of state: hybrid_state.py)
+        self._cached: dict[Any, CachedTrace] = {}  # input signature -> its traced path
+        self._cached_graph: Union[Trace, tuple] = ()  # the last trace (() before one)
         self._out_format: Any = None  # nesting of the last trace's outputs (nested.flatten)
-        self._nd_calls: dict = {}  # (sg.nd function, arity) -> (attributes, call); see _op
-        self._nd_params: Optional[tuple] = None  # (VERSION, context, parameter arrays)
-        self._one: Optional[tuple] = None  # a one-op layer's kept call (one_op.capture)
-        self._seq: Optional[tuple] = None  # another block's kept calls (one_op.capture)
+        self._nd_calls: dict[tuple, OpCall] = {}  # (sg.nd function, arity) -> call; see _op
+        self._nd_params: Optional[ParamArrays] = None  # the arrays forward used last
+        self._kept: Optional[Kept] = None  # op calls kept by one_op.capture
         self._seen: Optional[list] = None  # _op's calls while one_op.capture watches
-        self._op_hook: Optional[tuple] = None  # (callback, monitor_all): register_op_hook
+        self._op_hook: Optional[OpHook] = None  # register_op_hook's callback
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
         if name not in _OWN_STATE:  # (anything else may change what forward computes)
-            self.__dict__["_one"] = self.__dict__["_seq"] = None
+            self.__dict__["_kept"] = None
         if isinstance(value, HybridBlock) and hasattr(self, "_cached"):
             self._clear_cache()
 
@@ -217,13 +218,13 @@ class HybridBlock(Block):
     def register_op_hook(self, callback: Callable, monitor_all: bool = False) -> None:
         """``callback(name, op_name, array)`` on each op output (``monitor_all``: inputs too)
         while this block runs hybridized; the children get it as well."""
-        self._op_hook = (callback, monitor_all)
+        self._op_hook = OpHook(callback, monitor_all)
         super().register_op_hook(callback, monitor_all)
 
     def _clear_cache(self) -> None:
         self._cached = {}
         self._cached_graph = ()
-        self._one = self._seq = None
+        self._kept = None
 
     def hybridize(self, active: bool = True, static_alloc: bool = False,
                   static_shape: bool = False, **kwargs: Any) -> None:
@@ -246,30 +247,23 @@ class HybridBlock(Block):
             first = next((a for a in flatten((x,) + args)[0] if a is not None), None)
             if first is None:
                 raise BindError(f"{self.name}: every input is None; give at least one array")
-        if isinstance(first, Symbol):
+        if isinstance(first, Symbol):  # traced: F = sg.sym
             params = {k: v.var() for k, v in self._reg_params.items()}
             with self.name_scope():
                 return self.hybrid_forward(_sym, x, *args, **params)
-        if self._active:
+        if self._active:  # hybridized: the traced program of these inputs' signature
             from .cached_op import call_cached
             return call_cached(self, (x,) + args)
-        ctx = first.context
         got = self._nd_params
-        if got is not None and got[0] == VERSION[0] and (got[1] is ctx or got[1] == ctx):
-            params = got[2]  # no Parameter's arrays changed since
+        if got is not None and got.valid_for(first.context):
+            params = got.arrays
         else:
-            params = self._params_on(ctx, x, args)
-        one = self._one
+            params = self._params_on(first.context, x, args)
+        kept = self._kept
         try:
-            if one is not None and one[0] is params and not args:  # a one-op layer (one_op.py)
-                outs = record(one[1], (x,) + one[2], one[3])
-                out = outs[0] if one[1].nvis == 1 else outs
-                return self.act(out) if one[4] and self.act is not None else out
-            seq = self._seq
-            if seq is not None and seq[0] is params and len(args) == len(seq[1]) and all(
-                    (a is None) is n for a, n in zip(args, seq[1])):
-                return replay(seq[2], (x,) + args)
-            if self._FIXED_OPS is not None:
+            if kept is not None and kept.fits(params, args):  # kept op calls (one_op.py)
+                return kept.run(self, x, args)
+            if self._FIXED_OPS is not None:  # a layer with fixed op calls: watch and keep
                 return capture(self, x, args, params)
             return self.hybrid_forward(_nd, x, *args, **params)
         except SymgraphError as exc:
@@ -285,7 +279,7 @@ class HybridBlock(Block):
             for p in self.collect_params().values():
                 p._finish_deferred_init()
             params = {k: v.data(ctx) for k, v in self._reg_params.items()}
-        self._nd_params = (VERSION[0], ctx, params)
+        self._nd_params = ParamArrays(VERSION[0], ctx, params)
         return params
 
     def _op(self, F: Any, fn: Callable, arrays: tuple, attrs: dict,
@@ -299,13 +293,13 @@ class HybridBlock(Block):
         if F is not _nd:
             return fn(*arrays, **attrs) if name is None else fn(*arrays, name=name, **attrs)
         got = self._nd_calls.get((fn, len(arrays)))
-        if got is None or got[0] != attrs:
-            got = self._nd_calls[fn, len(arrays)] = (
+        if got is None or got.attrs != attrs:
+            got = self._nd_calls[fn, len(arrays)] = OpCall(
                 dict(attrs), call_info(get_op(fn.__name__), dict(attrs), name))
-        outs = record(got[1], arrays, name)
-        out = outs[0] if got[1].nvis == 1 else outs
+        outs = record(got.call, arrays, name)
+        out = outs[0] if got.call.nvis == 1 else outs
         if self._seen is not None:  # (one_op.capture watches)
-            self._seen.append((got[1], arrays, name, out))
+            self._seen.append((got.call, arrays, name, out))
         return out
 
     def hybrid_forward(self, F: Any, x: Any, *args: Any, **kwargs: Any) -> Any:
@@ -327,7 +321,7 @@ class HybridBlock(Block):
                 raise GraphError(f"{self.name}: hybrid_forward returned {type(o).__name__}, "
                                  f"expected Symbols (or a list of them)")
         group = outs[0] if len(outs) == 1 else sym.Group(outs)
-        self._cached_graph = (inputs, group)
+        self._cached_graph = Trace(inputs, group)
         return inputs, group
 
     def infer_shape(self, *args: Any) -> None:
@@ -363,7 +357,7 @@ class HybridBlock(Block):
             raise BindError(f"{self.name}: please first call block.hybridize() and then run "
                             f"forward with this block at least once before calling export")
         from ..training.checkpoint import save_checkpoint
-        sym = self._cached_graph[1]
+        sym = self._cached_graph.output
         aux_names = set(sym.list_auxiliary_states())
         arg, aux = {}, {}
         for name, p in self.collect_params().items():

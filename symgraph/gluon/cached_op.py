@@ -15,6 +15,7 @@ from typing import Any, Optional, Sequence
 from ..runtime import ndarray as nd
 from ..core.base import BindError, GraphError
 from .nested import flatten, is_flat, regroup
+from .hybrid_state import CachedTrace, ParamArrays
 from .parameter import VERSION
 
 
@@ -49,18 +50,18 @@ class TracedProgram:
         self.n_nodes = len(index)
         self.outputs = [(index[e.node], e.index) for e in graph.outputs]
         self.n_out = len(graph.outputs)
-        self._arrays: Optional[tuple] = None  # (parameter VERSION, context, their arrays)
+        self._arrays: Optional[ParamArrays] = None  # (position, (array,)) per parameter
 
     def run(self, args: Sequence[Any]) -> Any:
         """Record the traced nodes on ``args`` and the parameters' arrays; the outputs."""
         from ..frontend import imperative
         ctx = args[0].context
         got = self._arrays
-        if got is None or got[0] != VERSION[0] or got[1] != ctx:
-            got = self._arrays = (VERSION[0], ctx, [(pos, (p.data(ctx),))
-                                                    for pos, p in self.param_at])
+        if got is None or not got.valid_for(ctx):
+            got = self._arrays = ParamArrays(VERSION[0], ctx, [(pos, (p.data(ctx),))
+                                                               for pos, p in self.param_at])
         values: list[Any] = [None] * self.n_nodes
-        for pos, arrays in got[2]:
+        for pos, arrays in got.arrays:
             values[pos] = arrays
         for pos, k in self.inputs:
             values[pos] = (args[k],)
@@ -115,7 +116,7 @@ def _check_inputs(block: Any, flat: Sequence[Any]) -> None:
                         f"contexts {ctxs}; copy them to one (as_in_context)")
 
 
-def prepare_cached(block: Any, args: Sequence[Any]) -> tuple[TracedProgram, Any]:
+def prepare_cached(block: Any, args: Sequence[Any]) -> CachedTrace:
     """``block``'s traced program for NDArrays ``args`` (tracing on a new input signature),
     with the nesting of its outputs."""
     flat, fmt = flatten(args)  # (an RNN layer's states come as a list; None: left out)
@@ -129,7 +130,8 @@ def prepare_cached(block: Any, args: Sequence[Any]) -> tuple[TracedProgram, Any]
         _check_inputs(block, flat)
         inputs, out = block._get_graph(*args)
         _finish_deferred(block, inputs, out, [a for a in flat if a is not None])
-        got = block._cached[key] = (TracedProgram(block, inputs, out), block._out_format)
+        got = block._cached[key] = CachedTrace(TracedProgram(block, inputs, out),
+                                               block._out_format)
         while len(block._cached) > MAX_SIGNATURES:  # (the oldest trace: traced again if needed)
             del block._cached[next(iter(block._cached))]
     return got
@@ -137,11 +139,13 @@ def prepare_cached(block: Any, args: Sequence[Any]) -> tuple[TracedProgram, Any]
 
 def call_cached(block: Any, args: Sequence[Any]) -> Any:
     """Run ``block`` hybridized on NDArrays ``args`` (tracing on a new input signature)."""
-    program, out_fmt = prepare_cached(block, args)
+    cached = prepare_cached(block, args)
     flat = [a for a in flatten(args)[0] if a is not None]
-    if block._op_hook is not None:
+    hook = block._op_hook
+    if hook is not None:
         from .op_hook import run_hooked
-        outs = run_hooked(program, flat, *block._op_hook)
+        outs = run_hooked(cached.program, flat, hook.callback, hook.monitor_all)
     else:
-        outs = program.run(flat)
-    return outs if is_flat(out_fmt) else regroup(outs, out_fmt)
+        outs = cached.program.run(flat)
+    fmt = cached.out_format
+    return outs if is_flat(fmt) else regroup(outs, fmt)

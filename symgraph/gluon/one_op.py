@@ -26,16 +26,57 @@ called other than through ``_op``: then every call goes through ``hybrid_forward
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 from ..runtime import ndarray as _nd
 from ..frontend.imperative import record
 
 
+class OneCall:
+    """A one-op layer's kept call: its op on ``x`` and the parameter arrays ``params`` held
+    (``extra``), then the layer's ``act`` child when ``has_act``."""
+
+    __slots__ = ("params", "call", "extra", "name", "has_act")
+
+    def __init__(self, params: dict, call: Any, extra: tuple, name: Optional[str],
+                 has_act: bool) -> None:
+        self.params, self.call, self.extra, self.name = params, call, extra, name
+        self.has_act = has_act
+
+    def fits(self, params: dict, args: tuple) -> bool:
+        """Whether a call on these parameter arrays and extra inputs can use it."""
+        return self.params is params and not args
+
+    def run(self, block: Any, x: Any, args: tuple) -> Any:
+        """Record the kept call on ``x`` (and ``block.act`` on its result)."""
+        outs = record(self.call, (x,) + self.extra, self.name)
+        out = outs[0] if self.call.nvis == 1 else outs
+        return block.act(out) if self.has_act and block.act is not None else out
+
+
+class KeptCalls:
+    """A block's kept sequence of calls (see :func:`replay`), for inputs None where
+    ``none_at`` says and the parameter arrays ``params``."""
+
+    __slots__ = ("params", "none_at", "steps")
+
+    def __init__(self, params: dict, none_at: tuple, steps: tuple) -> None:
+        self.params, self.none_at, self.steps = params, none_at, steps
+
+    def fits(self, params: dict, args: tuple) -> bool:
+        """Whether a call on these parameter arrays and extra inputs can use them."""
+        return self.params is params and len(args) == len(self.none_at) and all(
+            (a is None) is n for a, n in zip(args, self.none_at))
+
+    def run(self, block: Any, x: Any, args: tuple) -> Any:
+        """Record the kept calls on ``x, *args``; the last call's result."""
+        return replay(self.steps, (x,) + args)
+
+
 def capture(block: Any, x: Any, args: tuple, params: dict) -> Any:
     """``block.hybrid_forward(sg.nd, x, *args, **params)``, keeping the calls it made in
-    ``block._one`` (one call on ``x`` and parameters) or ``block._seq`` (see the module
-    docstring)."""
+    ``block._kept``: a :class:`OneCall` (one call on ``x`` and parameters) or
+    :class:`KeptCalls` (see the module docstring)."""
     cls = type(block)
     if cls.hybrid_forward is not cls._FIXED_OPS:  # (a subclass computing something else)
         return block.hybrid_forward(_nd, x, *args, **params)
@@ -50,11 +91,11 @@ def capture(block: Any, x: Any, args: tuple, params: dict) -> Any:
         call, arrays, name, out = seen[0]
         if arrays and arrays[0] is x and (has_act or ret is out) and all(
                 any(a is v for v in values) for a in arrays[1:]):
-            block._one = (params, call, tuple(arrays[1:]), name, has_act)
+            block._kept = OneCall(params, call, tuple(arrays[1:]), name, has_act)
             return ret
     steps = _steps(seen, (x,) + args, values, ret)
     if steps is not None and not has_act:
-        block._seq = (params, tuple([a is None for a in args]), steps)
+        block._kept = KeptCalls(params, tuple([a is None for a in args]), steps)
     return ret
 
 
@@ -86,3 +127,6 @@ def replay(steps: tuple, inputs: tuple) -> Any:
         outs = record(call, ins, name)
         known.append(outs[0] if call.nvis == 1 else outs)
     return known[-1]
+
+
+Kept = Union[OneCall, KeptCalls]  # what ``HybridBlock._kept`` holds

@@ -6,6 +6,7 @@ from typing import Any, Optional, Sequence, Union
 
 from ..core.base import GraphError
 from .block import HybridBlock
+from .hybrid_state import Trace
 from .parameter_dict import ParameterDict
 
 
@@ -53,7 +54,7 @@ class SymbolBlock(HybridBlock):
                 self.params.get(name, grad_req="null", allow_deferred_init=True)
             else:
                 self.params.get(name, allow_deferred_init=True)
-        self._cached_graph = (inputs, out)
+        self._cached_graph = Trace(inputs, out)
         self._active = True  # a SymbolBlock always runs its graph
 
     @staticmethod

@@ -28,7 +28,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -82,6 +82,14 @@ def backend_for(ctx: Context) -> Any:
 def infer(graph: Graph, shapes: Mapping[str, Any], dtypes: Mapping[str, Any]) -> TypeTable:
     """The types of every entry of ``graph`` from its variables' shapes and dtypes."""
     return TypeTable(infer_shapes(graph, dict(shapes)), infer_types(graph, dict(dtypes)))
+
+
+class GradStores(NamedTuple):
+    """Where a stage's gradients go: ``(slot, array, accumulate)`` per computed gradient, and
+    the ``write`` gradients no gradient reaches (filled with 0)."""
+
+    stores: list
+    zeroed: list
 
 
 @dataclass
@@ -157,21 +165,38 @@ class Stage:
         after every forward (``updates``) and the aux updates of a training forward
         (``is_train``) into those arrays."""
         items = [(slot, out, False) for out, slot in zip(outputs, self.outputs)]
-        if aux is not None:
-            items += [(slot, aux[name], False) for slot, name in self.updates]
-            if is_train:
+        if aux is not None:  # (most graphs have neither: no list made per step)
+            if self.updates:
+                items += [(slot, aux[name], False) for slot, name in self.updates]
+            if is_train and self.mutations:
                 items += [(slot, aux[name], False) for slot, name in self.mutations]
-        self.program.store_all(env, items)
+        if items:
+            self.program.store_all(env, items)
 
     def store_grads(self, env: Any, grads: Mapping[str, NDArray],
                     reqs: Mapping[str, str]) -> None:
         """Write each computed gradient into ``grads[name]`` (``+=`` where ``reqs`` says
         ``add``); a ``write`` gradient no gradient reaches becomes 0."""
-        self.program.store_all(env, [(slot, grads[name], reqs[name] == "add")
-                                     for name, slot in self.grads.items()])
-        for name in self.zero_grads:
-            if reqs[name] == "write":
-                grads[name][:] = 0
+        self.write_grads(env, self.grad_stores(grads, reqs))
+
+    def grad_stores(self, grads: Mapping[str, NDArray],
+                    reqs: Mapping[str, str]) -> GradStores:
+        """Where :meth:`store_grads` writes ``grads`` (found once by a caller whose arrays
+        stay the same from run to run, then given to :meth:`write_grads`)."""
+        stores, zeroed = [], []
+        for name, g in grads.items():
+            slot = self.grads.get(name)
+            if slot is not None:
+                stores.append((slot, g, reqs[name] == "add"))
+            elif name in self.zero_grads and reqs[name] == "write":
+                zeroed.append(g)
+        return GradStores(stores, zeroed)
+
+    def write_grads(self, env: Any, where: GradStores) -> None:
+        """Store the gradients of a run as :meth:`grad_stores` found them."""
+        self.program.store_all(env, where.stores)
+        for g in where.zeroed:
+            g[:] = 0
 
 
 def _mutations(g: Graph, train: bool) -> tuple[list, list]:

@@ -15,6 +15,7 @@ from symgraph.frontend import autograd
 from symgraph import gluon
 from symgraph.core.base import ShapeError
 from symgraph.gluon import nn
+from symgraph.gluon.one_op import KeptCalls, OneCall
 
 
 def _plain(cls: type) -> type:
@@ -64,7 +65,7 @@ def test_kept_call_equals_the_plain_path(kind: str, rng: np.random.Generator) ->
         assert got[1].keys() == want[1].keys()
         for k in got[1]:
             np.testing.assert_allclose(got[1][k], want[1][k], rtol=1e-5, atol=1e-6)
-        assert layer._one is not None and plain._one is None  # the kept call ran
+        assert isinstance(layer._kept, OneCall) and plain._kept is None  # the kept call ran
 
 
 def test_dense_against_numpy_then_changes(rng: np.random.Generator) -> None:
@@ -85,14 +86,14 @@ def test_dense_against_numpy_then_changes(rng: np.random.Generator) -> None:
 
     for _ in range(2):
         check(rng.normal(size=(5, 4)), rng.normal(size=(5, 3)), True)
-    assert layer._one is not None
+    assert isinstance(layer._kept, OneCall)
     layer.weight.set_data(sg.nd.array(rng.normal(size=(3, 4))))
     check(rng.normal(size=(5, 4)), rng.normal(size=(5, 3)), True)
     layer.act = None
-    assert layer._one is None
+    assert layer._kept is None
     check(rng.normal(size=(5, 4)), rng.normal(size=(5, 3)), False)
     check(rng.normal(size=(7, 4)), rng.normal(size=(7, 3)), False)
-    assert layer._one is not None
+    assert isinstance(layer._kept, OneCall)
 
 
 def test_wrong_input_after_the_call_is_kept(rng: np.random.Generator) -> None:
@@ -101,7 +102,7 @@ def test_wrong_input_after_the_call_is_kept(rng: np.random.Generator) -> None:
     layer.initialize()
     for _ in range(2):
         layer(sg.nd.array(rng.normal(size=(2, 4))))
-    assert layer._one is not None
+    assert isinstance(layer._kept, OneCall)
     with pytest.raises(ShapeError, match="dense_k_fwd"):
         layer(sg.nd.array(rng.normal(size=(2, 5))))
 
@@ -112,14 +113,14 @@ def test_hybridize_and_cast_drop_the_kept_call(rng: np.random.Generator) -> None
     x = sg.nd.array(rng.normal(size=(4, 3)))
     ref = layer(x).asnumpy()
     layer(x)
-    assert layer._one is not None
+    assert isinstance(layer._kept, OneCall)
     layer.hybridize()
-    assert layer._one is None
+    assert layer._kept is None
     np.testing.assert_allclose(layer(x).asnumpy(), ref, rtol=1e-6)
     layer.hybridize(False)
     layer(x)
     layer.cast("float64")
-    assert layer._one is None
+    assert layer._kept is None
     out = layer(sg.nd.array(x.asnumpy(), dtype=np.float64))
     assert out.dtype == np.float64
     # float64 against the float32 reference: float32's rounding, absolute near zero outputs
@@ -134,7 +135,7 @@ def test_new_parameter_arrays_are_read(rng: np.random.Generator) -> None:
     x0 = rng.normal(size=(4, 3))
     for _ in range(2):
         layer(sg.nd.array(x0))
-    assert layer._one is not None
+    assert isinstance(layer._kept, OneCall)
     layer.initialize(sg.init.Constant(0.5), force_reinit=True)
     np.testing.assert_allclose(layer(sg.nd.array(x0)).asnumpy(),
                                x0 @ np.full((3, 2), 0.5) + 0.0, rtol=1e-5, atol=1e-6)
@@ -183,8 +184,8 @@ def test_softmax_ce_loss_kept_calls(kw: dict, rng: np.random.Generator) -> None:
             ref = _ce_ref(p0, lab, sw)
             np.testing.assert_allclose(got[0][0], ref[0], rtol=1e-10)
             np.testing.assert_allclose(got[0][1], ref[1], rtol=1e-10)
-    kept = loss_fn._seq is not None
-    assert kept == (not kw or "from_logits" in kw) and plain._seq is None
+    kept = isinstance(loss_fn._kept, KeptCalls)
+    assert kept == (not kw or "from_logits" in kw) and plain._kept is None
 
 
 class _Wrong(gluon.HybridBlock):
@@ -201,4 +202,4 @@ def test_calls_not_all_watched_are_not_kept(rng: np.random.Generator) -> None:
         a, b = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
         out = block(sg.nd.array(a, dtype=np.float64), sg.nd.array(b, dtype=np.float64))
         np.testing.assert_allclose(out.asnumpy(), -(a + b), rtol=1e-12)
-    assert block._seq is None and block._one is None
+    assert block._kept is None

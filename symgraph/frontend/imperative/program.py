@@ -13,43 +13,10 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ...runtime import random as _random
 from ...core.base import ExecutionError
-from ...runtime.compile import Stage
+from ...runtime.compile import GradStores, Stage
 from ...core.context import Context
 from ...runtime.ndarray import NDArray
-from ...core.registry import RunCtx
-
-
-class _TrainPlan:
-    """Where a training run of a :class:`Program` reads and writes, by leaf index: the slots
-    of the training program that read leaves, the aux updates (slot, leaf), each gradient's
-    slot, the leaves no gradient reaches, and the visible outputs' slots (found once)."""
-
-    __slots__ = ("leaf_slots", "mutations", "grad_slots", "zero", "out_slots", "ones")
-
-    def __init__(self, stage: Stage, names: Sequence[str], n_out: int) -> None:
-        index = {n: k for k, n in enumerate(names)}
-        by_name = {node.name: slot for node, slot in stage.schedule.variables.items()}
-        self.leaf_slots = [(k, by_name[n]) for k, n in enumerate(names) if n in by_name]
-        self.mutations = [(slot, index[name]) for slot, name in stage.mutations + stage.updates]
-        self.grad_slots = {index[n]: slot for n, slot in stage.grads.items()}
-        self.zero = {index[n] for n in stage.zero_grads}
-        self.out_slots = stage.outputs[:n_out]
-        self.ones: Optional[list] = None  # (slot, ones) of the default head gradients
-
-
-def _grad_stores(plan: _TrainPlan, grads: dict[int, tuple[NDArray, str]]) -> tuple[list, list]:
-    """The ``store_all`` items of ``grads`` (leaf index -> (array, grad_req)), and the 'write'
-    gradients no gradient reaches (to be zeroed)."""
-    stores, zeroed = [], []
-    for k, (g, req) in grads.items():
-        slot = plan.grad_slots.get(k)
-        if slot is not None:
-            stores.append((slot, g, req == "add"))
-        elif k in plan.zero and req == "write":
-            zeroed.append(g)
-    return stores, zeroed
 
 
 class Program:
@@ -70,8 +37,8 @@ class Program:
         self.op_state: dict = {}  # ops' run-time objects (CustomOp instances), freed with us
         self.busy = threading.Lock()
         self.owner: Optional[int] = None  # the thread running the program now
-        self._plan: Optional[_TrainPlan] = None
-        self._grad_stores: Optional[tuple] = None  # (grads, their stores, zeroed) of train
+        self.ones: dict[int, NDArray] = {}  # the default head gradients (made once)
+        self._grad_stores: Optional[tuple[dict, GradStores]] = None  # train's grads, stores
 
     @property
     def nbytes(self) -> int:
@@ -117,43 +84,32 @@ class Program:
 
     def train(self, leaves: Sequence[NDArray], grads: dict[int, tuple[NDArray, str]],
               out_grads: Optional[Sequence[Any]], is_train: bool) -> list[Any]:
-        """Forward and backward as one run of the training stage (the slots are found once,
-        by leaf index); gradients go into ``grads`` (leaf index -> (array, grad_req)), aux
-        updates into the aux leaves; returns the first ``n_out`` outputs' buffers, handed
-        over. Call inside ``thread_state().running`` (nothing flushes)."""
+        """Forward and backward as one run of the training stage; gradients go into
+        ``grads`` (leaf index -> (array, grad_req)), aux updates into the aux leaves (as a
+        training forward writes them, whatever ``is_train``); returns the first ``n_out``
+        outputs' buffers, handed over. Call inside ``thread_state().running`` (nothing
+        flushes)."""
         stage = self.stage
-        plan = self._plan
-        if plan is None:
-            plan = self._plan = _TrainPlan(stage, self.names, self.n_out)
         self._acquire("backward")
         try:
-            if self.gpu:  # (changed inputs copied into the program's own buffers)
-                self.bind(leaves)
-                bound = self.bound
-            else:
-                bound = leaves
-            program = stage.program
-            env = program.new_env()
-            program.bind_inputs(env, [(slot, bound[k]) for k, slot in plan.leaf_slots])
-            if out_grads is None:  # (the default head gradients: arrays of ones, made once)
-                if plan.ones is None:
-                    plan.ones = list(stage.head_arrays(None, self.ctx, {}).items())
-                program.bind_inputs(env, plan.ones)
-            else:
-                stage.bind_heads(env, stage.head_arrays(out_grads, self.ctx, {}))
-            program.run(env, 0, len(stage.schedule.steps),
-                        RunCtx(is_train=is_train, rng=_random.generator(), state=self.op_state))
+            self.bind(leaves)
+            env, run_ctx = stage.start((self.arrays,), is_train, self.op_state)
+            stage.bind_heads(env, stage.head_arrays(out_grads, self.ctx, self.ones))
+            stage.run(env, run_ctx, "all")
+            stage.finish(env, (), self.arrays, True)
             kept = self._grad_stores
             if kept is None or kept[0] is not grads:  # (a steady backward: the same dict)
-                kept = self._grad_stores = (grads, *_grad_stores(plan, grads))
-            for g in kept[2]:  # no gradient reaches these 'write' leaves
-                g[:] = 0
-            if plan.mutations:
-                program.store_all(env, [(slot, bound[k], False) for slot, k in plan.mutations])
-            program.store_all(env, kept[1])
-            return self._hand_out(program, env, plan.out_slots)
+                kept = self._grad_stores = (grads, self._where(grads))
+            stage.write_grads(env, kept[1])
+            return self._hand_out(stage.program, env, stage.outputs[:self.n_out])
         finally:
             self._release()
+
+    def _where(self, grads: dict[int, tuple[NDArray, str]]) -> GradStores:
+        """The stage's stores of ``grads`` (leaf index -> (array, grad_req))."""
+        names = self.names
+        return self.stage.grad_stores({names[k]: g for k, (g, _) in grads.items()},
+                                      {names[k]: req for k, (_, req) in grads.items()})
 
     def _acquire(self, what: str) -> None:
         """Hold the program for one run: another thread's run (two threads training models

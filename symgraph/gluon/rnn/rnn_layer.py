@@ -32,6 +32,7 @@ from ...core.base import AttrError, ShapeError
 from ...compiler.ops.rnn_cells import GATES
 from ...frontend.symbol import Symbol
 from ..block import HybridBlock
+from ..hybrid_state import Trace
 from .rnn_cell import STEPS
 from .sequence import call_state_func, last_states, mask_variable_length, reverse_sequences
 from .sequence import split as split_steps, stack
@@ -149,7 +150,7 @@ class _RNNLayer(HybridBlock):
             group = _sym.Group(list(HybridBlock.forward(self, inputs[0], *inputs[1:])))
         finally:
             self._trace_steps = None
-        self._cached_graph = (inputs, group)
+        self._cached_graph = Trace(inputs, group)
         return inputs, group
 
     def hybrid_forward(self, F: Any, inputs: Any, *args: Any, **params: Any) -> list:

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ...core.base import AttrError, DataError
-from ...core.context import Context, current_context
+from ...core.context import Context, current_context, set_current_context
 from ...training.io import DataBatch, DataIter, MNISTIter
 from ...runtime.ndarray import NDArray, array
 from ...core.util import get_gpu_count, setenv
@@ -42,7 +42,7 @@ def set_default_context(ctx: Context) -> None:
     """Make ``ctx`` this thread's default context (what ``sg.nd`` and the checks use)."""
     if not isinstance(ctx, Context):
         raise AttrError(f"set_default_context: expected a Context, got {ctx!r}")
-    Context._default_ctx.value = ctx
+    set_current_context(ctx)
 
 
 def list_gpus() -> range:
