@@ -8,6 +8,8 @@ Lanczos go through Pillow, whose kernels differ from OpenCV's (docs/mxnet_parity
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ...core.base import DataError
@@ -35,12 +37,38 @@ def _linear_taps(src: int, dst: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return left, np.minimum(left + 1, src - 1), frac
 
 
-def _bilinear(img: np.ndarray, w: int, h: int) -> np.ndarray:
-    x0, x1, fx = _linear_taps(img.shape[1], w)
-    y0, y1, fy = _linear_taps(img.shape[0], h)
-    src = img.astype(np.float64)
-    rows = src[y0] * (1.0 - fy)[:, None, None] + src[y1] * fy[:, None, None]
-    return rows[:, x0] * (1.0 - fx)[None, :, None] + rows[:, x1] * fx[None, :, None]
+def _take_columns(img: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """``img[:, cols]`` of an HxWxC array, as one flat ``take`` per row (several times
+    faster than numpy's fancy indexing on the middle axis)."""
+    h, _, c = img.shape
+    flat = (cols[:, None] * c + np.arange(c)).ravel()
+    return np.take(np.ascontiguousarray(img).reshape(h, -1), flat, axis=1).reshape(h, -1, c)
+
+
+def _bilinear(img: np.ndarray, w: int, h: int, window: tuple) -> np.ndarray:
+    """The ``window`` (top, left, height, width) of ``img`` resized to ``w`` x ``h``.
+
+    Float64 throughout, as the plain two-pass formula ``a * (1 - f) + b * f`` (so results are
+    bit-identical to it), but rows are gathered in the source dtype before widening, only the
+    source columns the window reads are touched, and the products are formed in place.
+    """
+    top, left, oh, ow = window
+    x0, x1, fx = (t[left:left + ow] for t in _linear_taps(img.shape[1], w))
+    y0, y1, fy = (t[top:top + oh] for t in _linear_taps(img.shape[0], h))
+    lo = int(x0.min())
+    src = img[:, lo:int(x1.max()) + 1]
+    x0, x1 = x0 - lo, x1 - lo
+    rows = src[y0].astype(np.float64)
+    rows *= (1.0 - fy)[:, None, None]
+    below = src[y1].astype(np.float64)
+    below *= fy[:, None, None]
+    rows += below
+    out = _take_columns(rows, x0)
+    out *= (1.0 - fx)[None, :, None]
+    right = _take_columns(rows, x1)
+    right *= fx[None, :, None]
+    out += right
+    return out
 
 
 def _pillow(img: np.ndarray, w: int, h: int, interp: int) -> np.ndarray:
@@ -54,13 +82,28 @@ def _pillow(img: np.ndarray, w: int, h: int, interp: int) -> np.ndarray:
     return np.stack(planes, axis=2)
 
 
-def resize(img: np.ndarray, w: int, h: int, interp: int = 1) -> np.ndarray:
-    """``img`` (HxW or HxWxC) resized to width ``w`` and height ``h``, same dtype.
+def _check_window(window: Optional[tuple], w: int, h: int) -> tuple:
+    if window is None:
+        return (0, 0, h, w)
+    top, left, oh, ow = (int(v) for v in window)
+    if min(top, left) < 0 or min(oh, ow) <= 0 or top + oh > h or left + ow > w:
+        raise DataError(f"imresize: window (top, left, height, width) = {tuple(window)} is "
+                        f"not inside the {h}x{w} output")
+    return top, left, oh, ow
+
+
+def resize(img: np.ndarray, w: int, h: int, interp: int = 1,
+           window: Optional[tuple] = None) -> np.ndarray:
+    """``img`` (HxW or HxWxC) resized to width ``w`` and height ``h``, same dtype; with
+    ``window`` = (top, left, height, width), only that part of the result (what a crop
+    after the resize keeps, computed without the rest for nearest and bilinear).
 
     Example::
 
         >>> resize(np.zeros((4, 6, 3), np.uint8), 3, 2).shape
         (2, 3, 3)
+        >>> resize(np.zeros((4, 6, 3), np.uint8), 3, 2, window=(1, 0, 1, 2)).shape
+        (1, 2, 3)
     """
     if interp not in INTERP_NAMES:
         raise DataError(f"imresize: unknown interp {interp!r} (0-4, or 9/10 through "
@@ -75,16 +118,20 @@ def resize(img: np.ndarray, w: int, h: int, interp: int = 1) -> np.ndarray:
         raise DataError(f"imresize: image must be a non-empty HxW or HxWxC array, got "
                         f"shape {np.asarray(img).shape}")
     w, h = int(w), int(h)
+    top, left, oh, ow = _check_window(window, w, h)
     if interp == 0:
-        out = arr[_nearest(arr.shape[0], h)][:, _nearest(arr.shape[1], w)]
+        out = _take_columns(arr[_nearest(arr.shape[0], h)[top:top + oh]],
+                            _nearest(arr.shape[1], w)[left:left + ow])
     elif interp == 1:
-        out = _bilinear(arr, w, h)
+        out = _bilinear(arr, w, h, (top, left, oh, ow))
     else:
         work = arr if arr.dtype in (np.uint8, np.float32) else arr.astype(np.float32)
-        out = _pillow(work, w, h, interp)
+        out = _pillow(work, w, h, interp)[top:top + oh, left:left + ow]
     if out.dtype != arr.dtype:
         if np.issubdtype(arr.dtype, np.integer):
             info = np.iinfo(arr.dtype)
-            out = np.clip(np.floor(out + 0.5), info.min, info.max)
+            out += 0.5  # round half up, in place: the float result is ours alone
+            np.floor(out, out=out)
+            np.clip(out, info.min, info.max, out=out)
         out = out.astype(arr.dtype)
     return out[:, :, 0] if flat else out

@@ -1,0 +1,243 @@
+"""Can ``ImageRecordIter`` feed ResNet-50 training on the GPU? Images/s of both, side by side.
+
+    PYTHONPATH=. python3 benchmarks/record_feed.py [--images 1024] [--threads N] [--batches 16]
+                                                  [--repeat 3] [--steps 20] [--small]
+
+The data is a ``.rec``/``.idx`` pair of ``--images`` synthetic ImageNet-like JPEGs (500x375,
+quality 90, smooth gradients and blobs under sensor-like noise, so that decoding costs what a
+photo of that size costs), written once with ``sg.recordio.pack_img`` into a cache folder
+(``SYMGRAPH_CACHE_DIR``'s ``record_feed`` subfolder, default ``~/.cache/symgraph``) and reused.
+
+The iterator runs the ImageNet training recipe: shorter edge resized to 256, random 224x224
+crop, random mirror, ImageNet mean/std, batch 64, shuffled, ``preprocess_threads`` = the cores
+this process may use (``--threads``), float32 NCHW; also uint8 (no mean/std: the narrow type
+to ship to a GPU that normalises). MXNet 1.9.1's ImageRecordIter refuses float16 and bfloat16
+output ("unknown dtype"), and so does symgraph's. Rates are images per second over
+``--batches`` batches, the median of ``--repeat`` runs, after one warm batch.
+
+With a GPU: the same batches copied into a gpu(0) array (copy waited for), ResNet-50 v1
+(Gluon model zoo, 224 px, batch 64) training steps per second in float32 and bfloat16 AMP
+(``train_step``, CUDA events, median of ``--steps``), the ratio feed / consumption, and the
+images/s of training fed by the iterator (``PrefetchingIter``, as MXNet's own iterator
+prefetches; copy and step included). Without a GPU those columns say "n/a".
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import symgraph as sg  # noqa: E402
+
+SIZE = (375, 500)  # height, width: a typical ImageNet photo
+QUALITY = 90
+MEAN = (123.68, 116.779, 103.939)
+STD = (58.393, 57.12, 57.375)
+BATCH, CROP, SHORT_EDGE = 64, 224, 256
+SMALL = {"images": 40, "batches": 2, "repeat": 1, "batch": 8, "size": (150, 200)}
+
+
+# -- the record file -----------------------------------------------------------------------------
+def _field(rng: np.random.Generator, cells: tuple, size: tuple, method: int) -> np.ndarray:
+    """Random colours on a ``cells`` grid, smoothly upscaled to ``size`` (int16 HWC)."""
+    from PIL import Image
+    small = rng.integers(0, 256, cells + (3,), dtype=np.uint8)
+    return np.asarray(Image.fromarray(small).resize(size[::-1], method), np.int16)
+
+
+def synthetic_photo(seed: int, size: tuple = SIZE) -> np.ndarray:
+    """A BGR uint8 image whose JPEG costs about what a photo's does: a smooth colour field
+    (low frequencies), finer detail (middle ones) and sensor-like noise (high ones)."""
+    rng = np.random.default_rng(seed)
+    h, w = size
+    img = _field(rng, (5, 7), size, 3) // 2 + _field(rng, (h // 6, w // 6), size, 2) // 2
+    img += rng.integers(-14, 15, (h, w, 3), dtype=np.int16)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def _encoded(k: int, size: tuple) -> bytes:
+    header = sg.recordio.IRHeader(0, float(k % 1000), k, 0)
+    return sg.recordio.pack_img(header, synthetic_photo(k, size), quality=QUALITY)
+
+
+def build_record(folder: Path, images: int, size: tuple = SIZE, threads: int = 1) -> str:
+    """Prefix of ``folder``/synthetic-N-HxW.{rec,idx}, written unless a complete pair is
+    there already (the ``.idx`` is renamed into place last, so a partial write is redone)."""
+    prefix = folder / f"synthetic-{images}-{size[0]}x{size[1]}-q{QUALITY}"
+    rec, idx = Path(f"{prefix}.rec"), Path(f"{prefix}.idx")
+    if rec.exists() and idx.exists():
+        return str(prefix)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp_idx = Path(f"{prefix}.idx.part")
+    writer = sg.recordio.MXIndexedRecordIO(str(tmp_idx), str(rec), "w")
+    with ThreadPoolExecutor(threads) as pool:  # Pillow's encoder releases the GIL
+        for k, record in enumerate(pool.map(lambda i: _encoded(i, size), range(images))):
+            writer.write_idx(k, record)
+    writer.close()
+    os.replace(tmp_idx, idx)
+    return str(prefix)
+
+
+def cache_folder() -> Path:
+    base = os.environ.get("SYMGRAPH_CACHE_DIR") or os.path.join("~", ".cache", "symgraph")
+    return Path(base).expanduser() / "record_feed"
+
+
+# -- the iterator --------------------------------------------------------------------------------
+def make_iter(prefix: str, threads: int, dtype: str, batch: int = BATCH,
+              crop: int = CROP) -> Any:
+    """ImageRecordIter on the ImageNet training recipe (mean/std only for float output)."""
+    norm = {} if dtype != "float32" else dict(
+        mean_r=MEAN[0], mean_g=MEAN[1], mean_b=MEAN[2], std_r=STD[0], std_g=STD[1],
+        std_b=STD[2])
+    return sg.io.ImageRecordIter(
+        path_imgrec=prefix + ".rec", path_imgidx=prefix + ".idx", data_shape=(3, crop, crop),
+        batch_size=batch, resize=SHORT_EDGE * crop // CROP, rand_crop=True, rand_mirror=True,
+        shuffle=True, preprocess_threads=threads, dtype=dtype, **norm)
+
+
+def next_batch(it: Any) -> Any:
+    """The next batch, starting a new epoch when one ends."""
+    try:
+        return it.next()
+    except StopIteration:
+        it.reset()
+        return it.next()
+
+
+def images_per_second(it: Any, batches: int, repeat: int,
+                      use: Callable[[Any], None] = lambda b: None) -> float:
+    """Median over ``repeat`` runs of images/s of ``batches`` batches, each given to ``use``
+    (which must wait for what it queues), after one warm batch."""
+    use(next_batch(it))
+    rates = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(batches):
+            use(next_batch(it))
+        rates.append(batches * it.batch_size / (time.perf_counter() - start))
+    return statistics.median(rates)
+
+
+def to_device(target: Any) -> Callable[[Any], None]:
+    """A ``use`` that copies the batch's data into ``target`` and waits for the copy."""
+    def use(batch: Any) -> None:
+        target[:] = batch.data[0]
+        target.wait_to_read()
+    return use
+
+
+# -- the GPU ------------------------------------------------------------------------------------
+def resnet50_executor(dtype: str, batch: int) -> Any:
+    from benchmarks.amp_step import bind
+    from benchmarks.first_step import resnet50
+    return bind(resnet50(dtype), (batch, 3, CROP, CROP), False)
+
+
+def train_rate(exe: Any, steps: int) -> tuple[float, float]:
+    """(images/s, ms/step) of ``exe.train_step`` by CUDA events."""
+    from benchmarks.common import cuda_median_ms
+    ms = cuda_median_ms(exe.train_step, steps)
+    return exe.arg_dict["data"].shape[0] * 1e3 / ms, ms
+
+
+def fed_rate(it: Any, exe: Any, steps: int) -> float:
+    """Images/s of training steps each fed the next batch of ``it`` (prefetched on a
+    thread, as MXNet's iterator is), data copy included; the last step waited for."""
+    feed = sg.io.PrefetchingIter(it)
+    data, label = exe.arg_dict["data"], exe.arg_dict["softmax_label"]
+
+    def step(batch: Any) -> None:
+        data[:] = batch.data[0]
+        label[:] = batch.label[0]
+        exe.train_step()
+    step(next_batch(feed))
+    exe.outputs[0].wait_to_read()
+    start = time.perf_counter()
+    for _ in range(steps):
+        step(next_batch(feed))
+    exe.outputs[0].wait_to_read()
+    return steps * it.batch_size / (time.perf_counter() - start)
+
+
+# -- the report ----------------------------------------------------------------------------------
+def fmt(value: Optional[float], digits: int = 0) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def gpu_rows(prefix: str, args: argparse.Namespace, feed: float) -> list[tuple]:
+    """(label, device feed img/s, train img/s, ms/step, fed img/s) per training dtype."""
+    rows = []
+    for dtype, label in (("float32", "fp32"), ("bfloat16", "bf16 AMP")):
+        exe = resnet50_executor(dtype, BATCH)
+        rate, ms = train_rate(exe, args.steps)
+        fed = fed_rate(make_iter(prefix, args.threads, "float32"), exe, args.steps)
+        rows.append((label, feed, rate, ms, fed))
+        del exe
+    return rows
+
+
+def table(host: dict, gpu: list[tuple], threads: int) -> str:
+    head = ("| ImageRecordIter output, training | iterator img/s (host) | iterator -> gpu(0) "
+            "img/s | ResNet-50 b64 training img/s (ms/step) | feed / training | training fed "
+            "by the iterator, img/s |\n|---|---|---|---|---|---|")
+    lines = [head]
+    for label, feed, rate, ms, fed in gpu or [("fp32", None, None, None, None),
+                                              ("bf16 AMP", None, None, None, None)]:
+        ratio = None if rate is None else feed / rate
+        train = "n/a" if rate is None else f"{rate:,.0f} ({ms:.1f})"
+        lines.append(f"| float32, {label} | {fmt(host['float32'])} | {fmt(feed)} | {train} | "
+                     f"{fmt(ratio, 2)} | {fmt(fed)} |")
+    lines.append(f"| uint8 (no mean/std), - | {fmt(host['uint8'])} | {fmt(host.get('uint8 gpu'))}"
+                 f" | - | - | - |")
+    return f"{threads} preprocess threads\n\n" + "\n".join(lines)
+
+
+def main(argv: Optional[list] = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--images", type=int, default=1024)
+    ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    ap.add_argument("--batches", type=int, default=16)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--small", action="store_true", help="tiny sizes, no GPU (a test)")
+    ap.add_argument("--folder", type=Path, default=None, help="record cache folder")
+    args = ap.parse_args(argv)
+    small = args.small
+    if small:
+        args.images, args.batches, args.repeat = SMALL["images"], SMALL["batches"], 1
+    size = SMALL["size"] if small else SIZE
+    start = time.perf_counter()
+    prefix = build_record(args.folder or cache_folder(), args.images, size, args.threads)
+    print(f"record: {prefix}.rec ({os.path.getsize(prefix + '.rec') / 2**20:.1f} MiB, "
+          f"{args.images} images {size[1]}x{size[0]}), ready in "
+          f"{time.perf_counter() - start:.1f} s")
+    batch, crop = (SMALL["batch"], 64) if small else (BATCH, CROP)
+    host = {}
+    for dtype in ("float32", "uint8"):
+        it = make_iter(prefix, args.threads, dtype, batch, crop)
+        host[dtype] = images_per_second(it, args.batches, args.repeat)
+    gpu: list[tuple] = []
+    if not small and sg.context.num_gpus() > 0:
+        for dtype in ("float32", "uint8"):
+            target = sg.nd.zeros((BATCH, 3, CROP, CROP), sg.gpu(0), dtype=dtype)
+            rate = images_per_second(make_iter(prefix, args.threads, dtype), args.batches,
+                                     args.repeat, to_device(target))
+            host[dtype + " gpu"] = rate
+        gpu = gpu_rows(prefix, args, host["float32 gpu"])
+    print(table(host, gpu, args.threads))
+    print(f"\ntotal {time.perf_counter() - start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
