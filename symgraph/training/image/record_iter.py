@@ -18,7 +18,8 @@ import numpy as np
 
 from ...core.base import AttrError, DataError
 from ..io.base import DataBatch, DataDesc
-from ...runtime.ndarray import array
+from ...core.context import cpu
+from ...runtime.ndarray import NDArray, array
 from .. import recordio
 from .iter import DescribedIter, read_image_list
 from .record_sample import Sample, SampleParams, process
@@ -156,14 +157,15 @@ class ImageRecordIter(DescribedIter):
             out.append((offset, self._reader.read()))
         return out
 
-    def _decode(self, raws: list[tuple[int, bytes]]) -> list[Sample]:
+    def _decode(self, raws: list[tuple[int, bytes]], data: np.ndarray) -> list[Sample]:
+        """Samples of ``raws``, each worker writing its pixels into its row of ``data``."""
         keys = [np.random.SeedSequence([self.seed, self._epoch, off]) for off, _ in raws]
-        jobs = [(raw, key) for (_, raw), key in zip(raws, keys)]
+        jobs = [(raw, key, data[i]) for i, ((_, raw), key) in enumerate(zip(raws, keys))]
         where = self.path_imgrec
 
-        def one(job: tuple[bytes, Any]) -> Sample:
+        def one(job: tuple[bytes, Any, np.ndarray]) -> Sample:
             return process(job[0], self.params, self.label_map, np.random.default_rng(job[1]),
-                           where)
+                           where, job[2])
         return list(self._pool.map(one, jobs)) if self._pool else [one(j) for j in jobs]
 
     def next(self) -> DataBatch:
@@ -183,14 +185,16 @@ class ImageRecordIter(DescribedIter):
             self._new_order()
             offsets += self._take(pad)
             self._overflow, self._done = True, True
-        samples = self._decode(self._read(offsets))
-        data = np.zeros(self.provide_data[0].shape, self.params.out_dtype)
+        # a fresh buffer per batch: the NDArray handed out wraps it without a copy
+        data = np.empty(self.provide_data[0].shape, self.params.out_dtype)
+        data[len(offsets):] = 0
+        samples = self._decode(self._read(offsets), data)
         label = np.zeros((bs, self.params.label_width), np.float32)
         for i, s in enumerate(samples):
-            data[i], label[i] = s.data, s.label
+            label[i] = s.label
         label = label.reshape(self.provide_label[0].shape)
         index = np.array([s.index for s in samples] + [0] * (bs - len(samples)), np.uint64)
-        return DataBatch([array(data, dtype=data.dtype)], [array(label)], pad=pad, index=index,
+        return DataBatch([NDArray(data, cpu())], [array(label)], pad=pad, index=index,
                          provide_data=self.provide_data, provide_label=self.provide_label)
 
     def __del__(self) -> None:

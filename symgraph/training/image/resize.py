@@ -18,6 +18,7 @@ from .codec import pillow
 __all__ = ["resize", "INTERP_NAMES"]
 
 INTERP_NAMES = {0: "nearest", 1: "bilinear", 2: "bicubic", 3: "area", 4: "lanczos"}
+STRIP_ELEMENTS = 1 << 15  # per strip of bilinear work: 256 KiB of float64 temporaries
 
 
 def _nearest(src: int, dst: int) -> np.ndarray:
@@ -37,37 +38,59 @@ def _linear_taps(src: int, dst: int) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return left, np.minimum(left + 1, src - 1), frac
 
 
-def _take_columns(img: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    """``img[:, cols]`` of an HxWxC array, as one flat ``take`` per row (several times
-    faster than numpy's fancy indexing on the middle axis)."""
+def _flat_columns(cols: np.ndarray, channels: int) -> np.ndarray:
+    """Indices into a row of HxWxC pixels flattened to H x (W*C) of the columns ``cols``."""
+    return (cols[:, None] * channels + np.arange(channels)).ravel()
+
+
+def _take_columns(img: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """``img[:, cols]`` of an HxWxC array, ``flat`` = ``_flat_columns(cols, C)``: one flat
+    ``take`` per row, several times faster than numpy's fancy indexing on the middle axis."""
     h, _, c = img.shape
-    flat = (cols[:, None] * c + np.arange(c)).ravel()
-    return np.take(np.ascontiguousarray(img).reshape(h, -1), flat, axis=1).reshape(h, -1, c)
+    return np.ascontiguousarray(img).reshape(h, -1).take(flat, axis=1).reshape(h, -1, c)
+
+
+def _rounded(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Float results in ``dtype``: integers rounded half up and clipped to their range."""
+    if values.dtype == dtype:
+        return values
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        values += 0.5  # in place: the float result is ours alone
+        np.floor(values, out=values)
+        np.clip(values, info.min, info.max, out=values)
+    return values.astype(dtype)
 
 
 def _bilinear(img: np.ndarray, w: int, h: int, window: tuple) -> np.ndarray:
     """The ``window`` (top, left, height, width) of ``img`` resized to ``w`` x ``h``.
 
     Float64 throughout, as the plain two-pass formula ``a * (1 - f) + b * f`` (so results are
-    bit-identical to it), but rows are gathered in the source dtype before widening, only the
-    source columns the window reads are touched, and the products are formed in place.
+    bit-identical to it), but only the source columns the window reads are touched, rows are
+    gathered before widening, and the work goes by strips of output rows: temporaries of a
+    few hundred KiB stay in the allocator's heap, where whole-image ones were fresh pages
+    from the kernel at every call (page faults cost more than the arithmetic).
     """
     top, left, oh, ow = window
     x0, x1, fx = (t[left:left + ow] for t in _linear_taps(img.shape[1], w))
     y0, y1, fy = (t[top:top + oh] for t in _linear_taps(img.shape[0], h))
     lo = int(x0.min())
     src = img[:, lo:int(x1.max()) + 1]
-    x0, x1 = x0 - lo, x1 - lo
-    rows = src[y0].astype(np.float64)
-    rows *= (1.0 - fy)[:, None, None]
-    below = src[y1].astype(np.float64)
-    below *= fy[:, None, None]
-    rows += below
-    out = _take_columns(rows, x0)
-    out *= (1.0 - fx)[None, :, None]
-    right = _take_columns(rows, x1)
-    right *= fx[None, :, None]
-    out += right
+    x0, x1 = _flat_columns(x0 - lo, img.shape[2]), _flat_columns(x1 - lo, img.shape[2])
+    out = np.empty((oh, ow, img.shape[2]), img.dtype)
+    strip = max(1, STRIP_ELEMENTS // (src.shape[1] * src.shape[2]))
+    for r in range(0, oh, strip):
+        rows = src[y0[r:r + strip]].astype(np.float64)
+        rows *= (1.0 - fy[r:r + strip])[:, None, None]
+        below = src[y1[r:r + strip]].astype(np.float64)
+        below *= fy[r:r + strip, None, None]
+        rows += below
+        part = _take_columns(rows, x0)
+        part *= (1.0 - fx)[None, :, None]
+        right = _take_columns(rows, x1)
+        right *= fx[None, :, None]
+        part += right
+        out[r:r + strip] = _rounded(part, img.dtype)
     return out
 
 
@@ -120,18 +143,12 @@ def resize(img: np.ndarray, w: int, h: int, interp: int = 1,
     w, h = int(w), int(h)
     top, left, oh, ow = _check_window(window, w, h)
     if interp == 0:
-        out = _take_columns(arr[_nearest(arr.shape[0], h)[top:top + oh]],
-                            _nearest(arr.shape[1], w)[left:left + ow])
+        cols = _flat_columns(_nearest(arr.shape[1], w)[left:left + ow], arr.shape[2])
+        out = _take_columns(arr[_nearest(arr.shape[0], h)[top:top + oh]], cols)
     elif interp == 1:
         out = _bilinear(arr, w, h, (top, left, oh, ow))
     else:
         work = arr if arr.dtype in (np.uint8, np.float32) else arr.astype(np.float32)
         out = _pillow(work, w, h, interp)[top:top + oh, left:left + ow]
-    if out.dtype != arr.dtype:
-        if np.issubdtype(arr.dtype, np.integer):
-            info = np.iinfo(arr.dtype)
-            out += 0.5  # round half up, in place: the float result is ours alone
-            np.floor(out, out=out)
-            np.clip(out, info.min, info.max, out=out)
-        out = out.astype(arr.dtype)
+    out = _rounded(out, arr.dtype)
     return out[:, :, 0] if flat else out
