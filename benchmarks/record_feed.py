@@ -200,6 +200,8 @@ def table(host: dict, gpu: list[tuple], threads: int) -> str:
                      f"{fmt(ratio, 2)} | {fmt(fed)} |")
     lines.append(f"| uint8 (no mean/std), - | {fmt(host['uint8'])} | {fmt(host.get('uint8 gpu'))}"
                  f" | - | - | - |")
+    lines.append(f"| float32 on 1 thread (the cost of one core), - | {fmt(host['float32 1'])} | - "
+                 f"| - | - | - |")
     return f"{threads} preprocess threads\n\n" + "\n".join(lines)
 
 
@@ -227,6 +229,9 @@ def main(argv: Optional[list] = None) -> None:
     for dtype in ("float32", "uint8"):
         it = make_iter(prefix, args.threads, dtype, batch, crop)
         host[dtype] = images_per_second(it, args.batches, args.repeat)
+    # a quarter of the batches once: enough to price one core, without doubling the run
+    one = make_iter(prefix, 1, "float32", batch, crop)
+    host["float32 1"] = images_per_second(one, max(1, args.batches // 4), 1)
     gpu: list[tuple] = []
     if not small and sg.context.num_gpus() > 0:
         for dtype in ("float32", "uint8"):

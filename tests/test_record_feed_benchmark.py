@@ -1,0 +1,92 @@
+"""``benchmarks/record_feed.py``: its small mode builds a readable record file and prints the
+table ("n/a" for the GPU columns without one), and its timing and feeding helpers do what
+they say (checked on the CPU, with a tiny network standing in for ResNet-50)."""
+from __future__ import annotations
+
+import io
+import os
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from benchmarks import record_feed
+
+pytest.importorskip("PIL")
+
+
+def table_rows(text: str) -> dict[str, list[str]]:
+    lines = [ln for ln in text.splitlines() if ln.startswith("|")]
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[2:]]
+    return {r[0]: r[1:] for r in rows}
+
+
+def test_small_mode_prints_iterator_rates(tmp_path, capsys: pytest.CaptureFixture) -> None:
+    record_feed.main(["--small", "--threads", "2", "--folder", str(tmp_path)])
+    rows = table_rows(capsys.readouterr().out)
+    assert set(rows) == {"float32, fp32", "float32, bf16 AMP", "uint8 (no mean/std), -",
+                         "float32 on 1 thread (the cost of one core), -"}
+    for cells in rows.values():
+        assert float(cells[0].replace(",", "")) > 0
+    # --small never touches a GPU: its columns are n/a even on a GPU machine
+    assert rows["float32, fp32"][1:] == rows["float32, bf16 AMP"][1:] == ["n/a"] * 4
+
+
+def test_record_holds_the_synthetic_jpegs(tmp_path) -> None:
+    from PIL import Image
+    prefix = record_feed.build_record(tmp_path, 5, (30, 40))
+    stamp = os.path.getmtime(prefix + ".rec")
+    assert record_feed.build_record(tmp_path, 5, (30, 40)) == prefix  # reused, not rewritten
+    assert os.path.getmtime(prefix + ".rec") == stamp
+    rec = sg.recordio.MXIndexedRecordIO(prefix + ".idx", prefix + ".rec", "r")
+    assert sorted(rec.keys) == list(range(5))
+    for k in range(5):
+        header, payload = sg.recordio.unpack(rec.read_idx(k))
+        pic = Image.open(io.BytesIO(payload))
+        assert (pic.format, pic.size, header.id, header.label) == ("JPEG", (40, 30), k, k)
+        # quality 90: the decoded JPEG stays close to the image it encodes (BGR -> RGB)
+        want = record_feed.synthetic_photo(k, (30, 40))[:, :, ::-1].astype(np.float64)
+        assert np.abs(np.asarray(pic, np.float64) - want).mean() < 8
+
+
+class CountingIter:
+    """An iterator of ``n`` batches per epoch that records its calls."""
+
+    batch_size = 4
+
+    def __init__(self, n: int) -> None:
+        self.n, self.served, self.resets = n, 0, 0
+
+    def next(self) -> str:
+        if self.served == self.n:
+            raise StopIteration
+        self.served += 1
+        return "batch"
+
+    def reset(self) -> None:
+        self.served, self.resets = 0, self.resets + 1
+
+
+def test_images_per_second_uses_warm_plus_timed_batches_across_epochs() -> None:
+    it, used = CountingIter(3), []
+    rate = record_feed.images_per_second(it, 4, 2, used.append)
+    assert len(used) == 1 + 4 * 2 and it.resets == 2  # 9 batches of a 3-batch epoch
+    assert rate > 0
+
+
+def test_fed_rate_copies_each_batch_into_the_executor(tmp_path) -> None:
+    prefix = record_feed.build_record(tmp_path, 6, (40, 50))
+    it = record_feed.make_iter(prefix, 2, "float32", batch=3, crop=16)
+    net = sg.sym.SoftmaxOutput(sg.sym.FullyConnected(sg.sym.Flatten(sg.sym.var("data")),
+                                                     num_hidden=2, name="fc"), name="softmax")
+    exe = net.simple_bind(sg.cpu(), grad_req={"data": "null", "softmax_label": "null",
+                                              "fc_weight": "write", "fc_bias": "write"},
+                          data=(3, 3, 16, 16))
+    seen = []
+    step = exe.train_step
+    exe.train_step = lambda: seen.append(exe.arg_dict["data"].asnumpy().copy()) or step()
+    assert record_feed.fed_rate(it, exe, 3) > 0
+    assert len(seen) == 4
+    # ImageNet mean/std: values of normalised 8-bit pixels, and a new batch at each step
+    assert all(-2.2 < a.min() and a.max() < 2.7 and a.std() > 0.05 for a in seen)
+    assert not np.array_equal(seen[1], seen[2])
