@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python3 benchmarks/record_feed.py [--images 1024] [--threads N] [--batches 16]
                                                   [--repeat 3] [--steps 20] [--small]
+                                                  [--workers processes|threads]
 
 The data is a ``.rec``/``.idx`` pair of ``--images`` synthetic ImageNet-like JPEGs (500x375,
 quality 90, smooth gradients and blobs under sensor-like noise, so that decoding costs what a
@@ -12,14 +13,17 @@ The iterator runs the ImageNet training recipe: shorter edge resized to 256, ran
 crop, random mirror, ImageNet mean/std, batch 64, shuffled, ``preprocess_threads`` = the cores
 this process may use (``--threads``), float32 NCHW; also uint8 (no mean/std: the narrow type
 to ship to a GPU that normalises). MXNet 1.9.1's ImageRecordIter refuses float16 and bfloat16
-output ("unknown dtype"), and so does symgraph's. Rates are images per second over
-``--batches`` batches, the median of ``--repeat`` runs, after one warm batch.
+output ("unknown dtype"), and so does symgraph's. Each is measured preparing samples on
+threads (MXNet's way) and on worker processes (``SYMGRAPH_IO_PROCESSES=1``: threads share the
+GIL), and once on one thread (the cost of one core). Rates are images per second over
+``--batches`` batches, the median of ``--repeat`` runs, after one warm batch (which includes
+spawning the workers).
 
-With a GPU: the same batches copied into a gpu(0) array (copy waited for), ResNet-50 v1
-(Gluon model zoo, 224 px, batch 64) training steps per second in float32 and bfloat16 AMP
-(``train_step``, CUDA events, median of ``--steps``), the ratio feed / consumption, and the
-images/s of training fed by the iterator (``PrefetchingIter``, as MXNet's own iterator
-prefetches; copy and step included). Without a GPU those columns say "n/a".
+With a GPU: the ``--workers`` iterators' batches copied into a gpu(0) array (copy waited for),
+ResNet-50 v1 (Gluon model zoo, 224 px, batch 64) training steps per second in float32 and
+bfloat16 AMP (``train_step``, CUDA events, median of ``--steps``), the ratio feed /
+consumption, and the images/s of training fed by the iterator (``PrefetchingIter``, as MXNet's
+own iterator prefetches; copy and step included). Without a GPU those columns say "n/a".
 """
 from __future__ import annotations
 
@@ -44,6 +48,7 @@ QUALITY = 90
 MEAN = (123.68, 116.779, 103.939)
 STD = (58.393, 57.12, 57.375)
 BATCH, CROP, SHORT_EDGE = 64, 224, 256
+WORKERS = {"threads": "0", "processes": "1"}  # SYMGRAPH_IO_PROCESSES of each way
 SMALL = {"images": 40, "batches": 2, "repeat": 1, "batch": 8, "size": (150, 200)}
 
 
@@ -94,16 +99,26 @@ def cache_folder() -> Path:
 
 
 # -- the iterator --------------------------------------------------------------------------------
-def make_iter(prefix: str, threads: int, dtype: str, batch: int = BATCH,
-              crop: int = CROP) -> Any:
-    """ImageRecordIter on the ImageNet training recipe (mean/std only for float output)."""
+def make_iter(prefix: str, threads: int, dtype: str, batch: int = BATCH, crop: int = CROP,
+              workers: str = "threads") -> Any:
+    """ImageRecordIter on the ImageNet training recipe (mean/std only for float output),
+    preparing samples on threads or worker processes (``SYMGRAPH_IO_PROCESSES``)."""
     norm = {} if dtype != "float32" else dict(
         mean_r=MEAN[0], mean_g=MEAN[1], mean_b=MEAN[2], std_r=STD[0], std_g=STD[1],
         std_b=STD[2])
-    return sg.io.ImageRecordIter(
-        path_imgrec=prefix + ".rec", path_imgidx=prefix + ".idx", data_shape=(3, crop, crop),
-        batch_size=batch, resize=SHORT_EDGE * crop // CROP, rand_crop=True, rand_mirror=True,
-        shuffle=True, preprocess_threads=threads, dtype=dtype, **norm)
+    before = os.environ.get("SYMGRAPH_IO_PROCESSES")
+    os.environ["SYMGRAPH_IO_PROCESSES"] = WORKERS[workers]  # read when the iterator is made
+    try:
+        return sg.io.ImageRecordIter(
+            path_imgrec=prefix + ".rec", path_imgidx=prefix + ".idx",
+            data_shape=(3, crop, crop), batch_size=batch, resize=SHORT_EDGE * crop // CROP,
+            rand_crop=True, rand_mirror=True, shuffle=True, preprocess_threads=threads,
+            dtype=dtype, **norm)
+    finally:
+        if before is None:
+            del os.environ["SYMGRAPH_IO_PROCESSES"]
+        else:
+            os.environ["SYMGRAPH_IO_PROCESSES"] = before
 
 
 def next_batch(it: Any) -> Any:
@@ -151,10 +166,9 @@ def train_rate(exe: Any, steps: int) -> tuple[float, float]:
     return exe.arg_dict["data"].shape[0] * 1e3 / ms, ms
 
 
-def fed_rate(it: Any, exe: Any, steps: int) -> float:
-    """Images/s of training steps each fed the next batch of ``it`` (prefetched on a
-    thread, as MXNet's iterator is), data copy included; the last step waited for."""
-    feed = sg.io.PrefetchingIter(it)
+def fed_rate(feed: Any, exe: Any, steps: int) -> float:
+    """Images/s of training steps each fed the next batch of ``feed`` (a PrefetchingIter:
+    read on a thread, as MXNet's iterator is), data copy included; the last step waited for."""
     data, label = exe.arg_dict["data"], exe.arg_dict["softmax_label"]
 
     def step(batch: Any) -> None:
@@ -167,7 +181,7 @@ def fed_rate(it: Any, exe: Any, steps: int) -> float:
     for _ in range(steps):
         step(next_batch(feed))
     exe.outputs[0].wait_to_read()
-    return steps * it.batch_size / (time.perf_counter() - start)
+    return steps * feed.batch_size / (time.perf_counter() - start)
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -175,34 +189,57 @@ def fmt(value: Optional[float], digits: int = 0) -> str:
     return "n/a" if value is None else f"{value:,.{digits}f}"
 
 
-def gpu_rows(prefix: str, args: argparse.Namespace, feed: float) -> list[tuple]:
-    """(label, device feed img/s, train img/s, ms/step, fed img/s) per training dtype."""
+def host_rates(prefix: str, args: argparse.Namespace, batch: int, crop: int) -> tuple:
+    """({(dtype, workers): img/s}, {(dtype, workers): iterator}) on the host, and the
+    one-thread float32 rate under ("float32", "1 thread")."""
+    rates, iters = {}, {}
+    for workers in WORKERS:
+        for dtype in ("float32", "uint8"):
+            it = make_iter(prefix, args.threads, dtype, batch, crop, workers)
+            rates[dtype, workers] = images_per_second(it, args.batches, args.repeat)
+            iters[dtype, workers] = it
+    # a quarter of the batches once: enough to price one core, without doubling the run
+    one = make_iter(prefix, 1, "float32", batch, crop)
+    rates["float32", "1 thread"] = images_per_second(one, max(1, args.batches // 4), 1)
+    return rates, iters
+
+
+def gpu_rows(iters: dict, args: argparse.Namespace) -> tuple[dict, list[tuple]]:
+    """Device feed rates per output dtype, and (label, train img/s, ms/step, fed img/s) per
+    training dtype, all with ``args.workers``' iterators."""
+    feed = {}
+    for dtype in ("float32", "uint8"):
+        target = sg.nd.zeros((BATCH, 3, CROP, CROP), sg.gpu(0), dtype=dtype)
+        feed[dtype] = images_per_second(iters[dtype, args.workers], args.batches, args.repeat,
+                                        to_device(target))
+    prefetched = sg.io.PrefetchingIter(iters["float32", args.workers])
     rows = []
     for dtype, label in (("float32", "fp32"), ("bfloat16", "bf16 AMP")):
         exe = resnet50_executor(dtype, BATCH)
         rate, ms = train_rate(exe, args.steps)
-        fed = fed_rate(make_iter(prefix, args.threads, "float32"), exe, args.steps)
-        rows.append((label, feed, rate, ms, fed))
+        rows.append((label, rate, ms, fed_rate(prefetched, exe, args.steps)))
         del exe
-    return rows
+    return feed, rows
 
 
-def table(host: dict, gpu: list[tuple], threads: int) -> str:
-    head = ("| ImageRecordIter output, training | iterator img/s (host) | iterator -> gpu(0) "
-            "img/s | ResNet-50 b64 training img/s (ms/step) | feed / training | training fed "
-            "by the iterator, img/s |\n|---|---|---|---|---|---|")
-    lines = [head]
-    for label, feed, rate, ms, fed in gpu or [("fp32", None, None, None, None),
-                                              ("bf16 AMP", None, None, None, None)]:
-        ratio = None if rate is None else feed / rate
+def table(host: dict, feed: dict, gpu: list[tuple], args: argparse.Namespace) -> str:
+    w = args.workers
+    lines = [f"| ImageRecordIter output, training | threads: img/s (host) | processes: img/s "
+             f"(host) | {w} -> gpu(0) img/s | ResNet-50 b64 training img/s (ms/step) | "
+             f"feed / training | training fed by the iterator ({w}), img/s |",
+             "|---|---|---|---|---|---|---|"]
+    for label, rate, ms, fed in gpu or [("fp32", None, None, None),
+                                        ("bf16 AMP", None, None, None)]:
+        ratio = None if rate is None else feed["float32"] / rate
         train = "n/a" if rate is None else f"{rate:,.0f} ({ms:.1f})"
-        lines.append(f"| float32, {label} | {fmt(host['float32'])} | {fmt(feed)} | {train} | "
-                     f"{fmt(ratio, 2)} | {fmt(fed)} |")
-    lines.append(f"| uint8 (no mean/std), - | {fmt(host['uint8'])} | {fmt(host.get('uint8 gpu'))}"
-                 f" | - | - | - |")
-    lines.append(f"| float32 on 1 thread (the cost of one core), - | {fmt(host['float32 1'])} | - "
-                 f"| - | - | - |")
-    return f"{threads} preprocess threads\n\n" + "\n".join(lines)
+        lines.append(f"| float32, {label} | {fmt(host['float32', 'threads'])} | "
+                     f"{fmt(host['float32', 'processes'])} | {fmt(feed.get('float32'))} | "
+                     f"{train} | {fmt(ratio, 2)} | {fmt(fed)} |")
+    lines.append(f"| uint8 (no mean/std), - | {fmt(host['uint8', 'threads'])} | "
+                 f"{fmt(host['uint8', 'processes'])} | {fmt(feed.get('uint8'))} | - | - | - |")
+    lines.append(f"| float32 on 1 thread (the cost of one core), - | "
+                 f"{fmt(host['float32', '1 thread'])} | - | - | - | - | - |")
+    return f"preprocess_threads={args.threads}\n\n" + "\n".join(lines)
 
 
 def main(argv: Optional[list] = None) -> None:
@@ -212,35 +249,26 @@ def main(argv: Optional[list] = None) -> None:
     ap.add_argument("--batches", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--workers", choices=WORKERS, default="processes",
+                    help="the iterators that feed the GPU")
     ap.add_argument("--small", action="store_true", help="tiny sizes, no GPU (a test)")
     ap.add_argument("--folder", type=Path, default=None, help="record cache folder")
     args = ap.parse_args(argv)
-    small = args.small
-    if small:
+    if args.small:
         args.images, args.batches, args.repeat = SMALL["images"], SMALL["batches"], 1
-    size = SMALL["size"] if small else SIZE
+    size = SMALL["size"] if args.small else SIZE
     start = time.perf_counter()
     prefix = build_record(args.folder or cache_folder(), args.images, size, args.threads)
     print(f"record: {prefix}.rec ({os.path.getsize(prefix + '.rec') / 2**20:.1f} MiB, "
           f"{args.images} images {size[1]}x{size[0]}), ready in "
           f"{time.perf_counter() - start:.1f} s")
-    batch, crop = (SMALL["batch"], 64) if small else (BATCH, CROP)
-    host = {}
-    for dtype in ("float32", "uint8"):
-        it = make_iter(prefix, args.threads, dtype, batch, crop)
-        host[dtype] = images_per_second(it, args.batches, args.repeat)
-    # a quarter of the batches once: enough to price one core, without doubling the run
-    one = make_iter(prefix, 1, "float32", batch, crop)
-    host["float32 1"] = images_per_second(one, max(1, args.batches // 4), 1)
+    batch, crop = (SMALL["batch"], 64) if args.small else (BATCH, CROP)
+    host, iters = host_rates(prefix, args, batch, crop)
+    feed: dict = {}
     gpu: list[tuple] = []
-    if not small and sg.context.num_gpus() > 0:
-        for dtype in ("float32", "uint8"):
-            target = sg.nd.zeros((BATCH, 3, CROP, CROP), sg.gpu(0), dtype=dtype)
-            rate = images_per_second(make_iter(prefix, args.threads, dtype), args.batches,
-                                     args.repeat, to_device(target))
-            host[dtype + " gpu"] = rate
-        gpu = gpu_rows(prefix, args, host["float32 gpu"])
-    print(table(host, gpu, args.threads))
+    if not args.small and sg.context.num_gpus() > 0:
+        feed, gpu = gpu_rows(iters, args)
+    print(table(host, feed, gpu, args))
     print(f"\ntotal {time.perf_counter() - start:.1f} s")
 
 

@@ -4,7 +4,9 @@ Per record: decode (``data_shape[0]`` 1 = grey, 3 = colour, 4 = with alpha), ``r
 shorter edge, ``pad`` with ``fill_value``, crop ``data_shape`` (centred, or random with
 ``rand_crop``; an image smaller than the crop is first scaled up), mirror (``mirror``, or a
 coin flip with ``rand_mirror``), then ``(pixel - mean) * scale / std`` per channel in
-float32. Samples are decoded on ``preprocess_threads`` threads. ``num_parts``/``part_index``
+float32. Samples are decoded on ``preprocess_threads`` threads (worker processes with
+``SYMGRAPH_IO_PROCESSES=1``: see ``record_workers``), each into its row of a fresh batch
+array that the batch's NDArray wraps without a copy. ``num_parts``/``part_index``
 keep MXNet's split: by record count with an index, by byte offset of the ``.rec`` file without.
 With ``round_batch`` the last batch is completed from the start of the data (``pad`` says
 how many) and the next epoch starts after those samples, as MXNet's.
@@ -16,13 +18,15 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ...core import config
 from ...core.base import AttrError, DataError
 from ..io.base import DataBatch, DataDesc
 from ...core.context import cpu
 from ...runtime.ndarray import NDArray, array
 from .. import recordio
 from .iter import DescribedIter, read_image_list
-from .record_sample import Sample, SampleParams, process
+from .record_sample import Sample, SampleParams, finish, process
+from .record_workers import ProcessPreparer
 
 __all__ = ["ImageRecordIter"]
 
@@ -98,6 +102,9 @@ class ImageRecordIter(DescribedIter):
         self.shuffle, self.round_batch = shuffle, round_batch
         self.seed, self._rng = seed, np.random.default_rng(seed)
         self._pool = ThreadPoolExecutor(preprocess_threads) if preprocess_threads > 1 else None
+        self._procs = (ProcessPreparer(preprocess_threads, self.params, self.label_map,
+                                       path_imgrec)
+                       if preprocess_threads > 1 and config.get("SYMGRAPH_IO_PROCESSES") else None)
         shape = (self.batch_size,) + self.params.data_shape
         label_shape = (self.batch_size,) + ((label_width,) if label_width > 1 else ())
         self._descs = ([DataDesc(data_name, shape, self.params.out_dtype)],
@@ -166,6 +173,10 @@ class ImageRecordIter(DescribedIter):
         def one(job: tuple[bytes, Any, np.ndarray]) -> Sample:
             return process(job[0], self.params, self.label_map, np.random.default_rng(job[1]),
                            where, job[2])
+        if self._procs is not None:
+            prepared = self._procs.map([job[:2] for job in jobs])
+            return list(self._pool.map(lambda s, out: finish(s, self.params, out), prepared,
+                                       [job[2] for job in jobs]))
         return list(self._pool.map(one, jobs)) if self._pool else [one(j) for j in jobs]
 
     def next(self) -> DataBatch:
@@ -200,3 +211,5 @@ class ImageRecordIter(DescribedIter):
     def __del__(self) -> None:
         if getattr(self, "_pool", None) is not None:
             self._pool.shutdown(wait=False)
+        if getattr(self, "_procs", None) is not None:
+            self._procs.shutdown()

@@ -16,7 +16,7 @@ from .codec import decode
 from .image import interp_flag
 from .resize import resize
 
-__all__ = ["SampleParams", "Sample", "process"]
+__all__ = ["SampleParams", "Sample", "prepare", "finish", "process"]
 
 OUT_DTYPES = ("float32", "uint8", "int8")
 
@@ -65,7 +65,7 @@ class SampleParams:
 
 
 class Sample(NamedTuple):
-    data: np.ndarray   # C x H x W, out_dtype
+    data: np.ndarray   # C x H x W, out_dtype (H x W x C uint8 between prepare and finish)
     label: np.ndarray  # label_width float32
     index: int         # the record's id
 
@@ -150,10 +150,10 @@ def _normalise(img: np.ndarray, params: SampleParams, out: np.ndarray) -> None:
     out *= mult
 
 
-def process(raw: Optional[bytes], params: SampleParams, label_map: Optional[dict],
-            rng: np.random.Generator, where: str, out: Optional[np.ndarray] = None) -> Sample:
-    """One record's bytes -> its ``Sample`` (thread-safe: all state is in the arguments);
-    the pixels are written into ``out`` (C x H x W, ``out_dtype``) when it is given."""
+def prepare(raw: Optional[bytes], params: SampleParams, label_map: Optional[dict],
+            rng: np.random.Generator, where: str) -> Sample:
+    """One record's bytes -> its ``Sample`` with the augmented HWC uint8 pixels, before
+    normalisation (thread- and process-safe: all state is in the arguments)."""
     if raw is None:
         raise DataError(f"{where}: record vanished while reading (file changed?)")
     header, payload = recordio.unpack(raw)
@@ -168,7 +168,19 @@ def process(raw: Optional[bytes], params: SampleParams, label_map: Optional[dict
     mirror = params.mirror or (params.rand_mirror and bool(rng.random() < 0.5))
     if mirror:
         img = img[:, ::-1]
+    return Sample(img, label, int(header.id))
+
+
+def finish(sample: Sample, params: SampleParams, out: Optional[np.ndarray] = None) -> Sample:
+    """``sample`` from ``prepare`` with its pixels normalised into ``out`` (C x H x W,
+    ``out_dtype``; a new array when not given)."""
     if out is None:
         out = np.empty(params.data_shape, params.out_dtype)
-    _normalise(img, params, out)
-    return Sample(out, label, int(header.id))
+    _normalise(sample.data, params, out)
+    return sample._replace(data=out)
+
+
+def process(raw: Optional[bytes], params: SampleParams, label_map: Optional[dict],
+            rng: np.random.Generator, where: str, out: Optional[np.ndarray] = None) -> Sample:
+    """``prepare`` then ``finish``: one record's bytes -> its normalised ``Sample``."""
+    return finish(prepare(raw, params, label_map, rng, where), params, out)
