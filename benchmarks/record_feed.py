@@ -21,7 +21,7 @@ spawning the workers).
 
 With a GPU: the ``--workers`` iterators' batches copied into a gpu(0) array (copy waited for),
 ResNet-50 v1 (Gluon model zoo, 224 px, batch 64) training steps per second in float32 and
-bfloat16 AMP (``train_step``, CUDA events, median of ``--steps``), the ratio feed /
+bfloat16 AMP (``--steps`` back-to-back ``train_step`` calls, waited for), the ratio feed /
 consumption, and the images/s of training fed by the iterator (``PrefetchingIter``, as MXNet's
 own iterator prefetches; copy and step included). Without a GPU those columns say "n/a".
 """
@@ -159,10 +159,17 @@ def resnet50_executor(dtype: str, batch: int) -> Any:
     return bind(resnet50(dtype), (batch, 3, CROP, CROP), False)
 
 
-def train_rate(exe: Any, steps: int) -> tuple[float, float]:
-    """(images/s, ms/step) of ``exe.train_step`` by CUDA events."""
-    from benchmarks.common import cuda_median_ms
-    ms = cuda_median_ms(exe.train_step, steps)
+def train_rate(exe: Any, steps: int, warm: int = 5) -> tuple[float, float]:
+    """(images/s, ms/step) of ``steps`` back-to-back ``train_step`` calls, from the first
+    queued to every one finished (``waitall``): the rate at which the GPU consumes batches."""
+    for _ in range(warm):
+        exe.train_step()
+    sg.nd.waitall()
+    start = time.perf_counter()
+    for _ in range(steps):
+        exe.train_step()
+    sg.nd.waitall()
+    ms = (time.perf_counter() - start) * 1e3 / steps
     return exe.arg_dict["data"].shape[0] * 1e3 / ms, ms
 
 
@@ -176,11 +183,11 @@ def fed_rate(feed: Any, exe: Any, steps: int) -> float:
         label[:] = batch.label[0]
         exe.train_step()
     step(next_batch(feed))
-    exe.outputs[0].wait_to_read()
+    sg.nd.waitall()
     start = time.perf_counter()
     for _ in range(steps):
         step(next_batch(feed))
-    exe.outputs[0].wait_to_read()
+    sg.nd.waitall()
     return steps * feed.batch_size / (time.perf_counter() - start)
 
 
@@ -204,18 +211,23 @@ def host_rates(prefix: str, args: argparse.Namespace, batch: int, crop: int) -> 
     return rates, iters
 
 
-def gpu_rows(iters: dict, args: argparse.Namespace) -> tuple[dict, list[tuple]]:
+def gpu_rows(iters: dict, args: argparse.Namespace, ctx: Any = None,
+             build: Callable[[str, int], Any] = None) -> tuple[dict, list[tuple]]:
     """Device feed rates per output dtype, and (label, train img/s, ms/step, fed img/s) per
-    training dtype, all with ``args.workers``' iterators."""
+    training dtype, all with ``args.workers``' iterators; ``ctx`` (default gpu(0)) and
+    ``build`` (default ResNet-50 on gpu(0)) are parameters so that a test can run this on
+    the CPU with a small network."""
+    ctx, build = ctx or sg.gpu(0), build or resnet50_executor
     feed = {}
     for dtype in ("float32", "uint8"):
-        target = sg.nd.zeros((BATCH, 3, CROP, CROP), sg.gpu(0), dtype=dtype)
-        feed[dtype] = images_per_second(iters[dtype, args.workers], args.batches, args.repeat,
-                                        to_device(target))
-    prefetched = sg.io.PrefetchingIter(iters["float32", args.workers])
+        it = iters[dtype, args.workers]
+        target = sg.nd.zeros(it.provide_data[0].shape, ctx, dtype=dtype)
+        feed[dtype] = images_per_second(it, args.batches, args.repeat, to_device(target))
+    first = iters["float32", args.workers]
+    prefetched = sg.io.PrefetchingIter(first)
     rows = []
     for dtype, label in (("float32", "fp32"), ("bfloat16", "bf16 AMP")):
-        exe = resnet50_executor(dtype, BATCH)
+        exe = build(dtype, first.batch_size)
         rate, ms = train_rate(exe, args.steps)
         rows.append((label, rate, ms, fed_rate(prefetched, exe, args.steps)))
         del exe

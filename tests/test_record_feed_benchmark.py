@@ -3,6 +3,7 @@ table ("n/a" for the GPU columns without one), and its timing and feeding helper
 they say (checked on the CPU, with a tiny network standing in for ResNet-50)."""
 from __future__ import annotations
 
+import argparse
 import io
 import os
 
@@ -76,14 +77,20 @@ def test_images_per_second_uses_warm_plus_timed_batches_across_epochs() -> None:
     assert rate > 0
 
 
+def tiny_executor(dtype: str, batch: int, crop: int = 16, ctx: object = None) -> object:
+    """A one-layer network standing in for ResNet-50 (``dtype`` ignored), on the CPU by
+    default."""
+    net = sg.sym.SoftmaxOutput(sg.sym.FullyConnected(sg.sym.Flatten(sg.sym.var("data")),
+                                                     num_hidden=2, name="fc"), name="softmax")
+    return net.simple_bind(ctx or sg.cpu(), grad_req={"data": "null", "softmax_label": "null",
+                                                      "fc_weight": "write", "fc_bias": "write"},
+                           data=(batch, 3, crop, crop))
+
+
 def test_fed_rate_copies_each_batch_into_the_executor(tmp_path) -> None:
     prefix = record_feed.build_record(tmp_path, 6, (40, 50))
     it = record_feed.make_iter(prefix, 2, "float32", batch=3, crop=16)
-    net = sg.sym.SoftmaxOutput(sg.sym.FullyConnected(sg.sym.Flatten(sg.sym.var("data")),
-                                                     num_hidden=2, name="fc"), name="softmax")
-    exe = net.simple_bind(sg.cpu(), grad_req={"data": "null", "softmax_label": "null",
-                                              "fc_weight": "write", "fc_bias": "write"},
-                          data=(3, 3, 16, 16))
+    exe = tiny_executor("float32", 3)
     seen = []
     step = exe.train_step
     exe.train_step = lambda: seen.append(exe.arg_dict["data"].asnumpy().copy()) or step()
@@ -92,3 +99,24 @@ def test_fed_rate_copies_each_batch_into_the_executor(tmp_path) -> None:
     # ImageNet mean/std: values of normalised 8-bit pixels, and a new batch at each step
     assert all(-2.2 < a.min() and a.max() < 2.7 and a.std() > 0.05 for a in seen)
     assert not np.array_equal(seen[1], seen[2])
+    rate, ms = record_feed.train_rate(exe, 2, warm=1)
+    assert len(seen) == 4 + 3 and rate == pytest.approx(3e3 / ms)
+
+
+@pytest.mark.parametrize("where", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_gpu_rows_run_with_a_small_network(tmp_path, where: str) -> None:
+    ctx = sg.cpu() if where == "cpu" else sg.gpu(0)
+    prefix = record_feed.build_record(tmp_path, 6, (40, 50))
+    iters = {(dtype, "threads"): record_feed.make_iter(prefix, 2, dtype, batch=3, crop=16)
+             for dtype in ("float32", "uint8")}
+    args = argparse.Namespace(workers="threads", batches=2, repeat=1, steps=2, threads=2)
+    feed, rows = record_feed.gpu_rows(iters, args, ctx,
+                                      lambda dtype, batch: tiny_executor(dtype, batch, ctx=ctx))
+    assert sorted(feed) == ["float32", "uint8"] and min(feed.values()) > 0
+    assert [r[0] for r in rows] == ["fp32", "bf16 AMP"]
+    assert all(rate > 0 and ms > 0 and fed > 0 for _, rate, ms, fed in rows)
+    text = record_feed.table({("float32", "threads"): 1.0, ("float32", "processes"): 2.0,
+                              ("uint8", "threads"): 3.0, ("uint8", "processes"): 4.0,
+                              ("float32", "1 thread"): 5.0}, {"float32": 300.0, "uint8": 9.0},
+                             [("fp32", 100.0, 640.0, 90.0)], args)
+    assert table_rows(text)["float32, fp32"] == ["1", "2", "300", "100 (640.0)", "3.00", "90"]
