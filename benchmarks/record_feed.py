@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import symgraph as sg  # noqa: E402
+from symgraph.core import config  # noqa: E402
 
 SIZE = (375, 500)  # height, width: a typical ImageNet photo
 QUALITY = 90
@@ -94,7 +95,8 @@ def build_record(folder: Path, images: int, size: tuple = SIZE, threads: int = 1
 
 
 def cache_folder() -> Path:
-    base = os.environ.get("SYMGRAPH_CACHE_DIR") or os.path.join("~", ".cache", "symgraph")
+    """``record_feed`` in the kernel cache folder (``SYMGRAPH_CACHE_DIR``)."""
+    base = config.get("SYMGRAPH_CACHE_DIR") or os.path.join("~", ".cache", "symgraph")
     return Path(base).expanduser() / "record_feed"
 
 
