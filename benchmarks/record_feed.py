@@ -1,6 +1,6 @@
 """Can ``ImageRecordIter`` feed ResNet-50 training on the GPU? Images/s of both, side by side.
 
-    PYTHONPATH=. python3 benchmarks/record_feed.py [--images 1024] [--threads N] [--batches 16]
+    PYTHONPATH=. python3 benchmarks/record_feed.py [--images 1024] [--threads N] [--batches 12]
                                                   [--repeat 3] [--steps 20] [--small]
                                                   [--workers processes|threads]
 
@@ -260,7 +260,7 @@ def main(argv: Optional[list] = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--images", type=int, default=1024)
     ap.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
-    ap.add_argument("--batches", type=int, default=16)
+    ap.add_argument("--batches", type=int, default=12)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--workers", choices=WORKERS, default="processes",
