@@ -17,7 +17,8 @@ output ("unknown dtype"), and so does symgraph's. Each is measured preparing sam
 threads (MXNet's way) and on worker processes (``SYMGRAPH_IO_PROCESSES=1``: threads share the
 GIL), and once on one thread (the cost of one core). Rates are images per second over
 ``--batches`` batches, the median of ``--repeat`` runs, after one warm batch (which includes
-spawning the workers).
+spawning the workers); the way ``--workers`` does not pick, and the single thread, run once
+over a third of the batches (bounding the run's time where they crawl).
 
 With a GPU: the ``--workers`` iterators' batches copied into a gpu(0) array (copy waited for),
 ResNet-50 v1 (Gluon model zoo, 224 px, batch 64) training steps per second in float32 and
@@ -203,13 +204,15 @@ def host_rates(prefix: str, args: argparse.Namespace, batch: int, crop: int) -> 
     one-thread float32 rate under ("float32", "1 thread")."""
     rates, iters = {}, {}
     for workers in WORKERS:
+        # threads may crawl where the GIL is fought over: once, over a third of the batches
+        batches, repeat = ((args.batches, args.repeat) if workers == args.workers else
+                           (max(1, args.batches // 3), 1))
         for dtype in ("float32", "uint8"):
             it = make_iter(prefix, args.threads, dtype, batch, crop, workers)
-            rates[dtype, workers] = images_per_second(it, args.batches, args.repeat)
+            rates[dtype, workers] = images_per_second(it, batches, repeat)
             iters[dtype, workers] = it
-    # a quarter of the batches once: enough to price one core, without doubling the run
     one = make_iter(prefix, 1, "float32", batch, crop)
-    rates["float32", "1 thread"] = images_per_second(one, max(1, args.batches // 4), 1)
+    rates["float32", "1 thread"] = images_per_second(one, max(1, args.batches // 3), 1)
     return rates, iters
 
 
