@@ -118,6 +118,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "refusing the bind."),
     Setting("SYMGRAPH_STAGE_THREADS", _flag, True, "0 | 1",
             "0 fills each device's input staging inline instead of on a helper thread."),
+    Setting("SYMGRAPH_IO_PROCESSES", _flag, False, "0 | 1",
+            "1 prepares ImageRecordIter's samples in preprocess_threads spawned worker "
+            "processes instead of threads (threads share the GIL and stop scaling at 2-3 "
+            "cores); the batches are the same."),
     Setting("SYMGRAPH_FLAT_BUCKETS", _flag, False, "0 | 1",
             "1 all-reduces gradients from one flat bucket per dtype."),
     Setting("SYMGRAPH_GLUON_REPO", _path,

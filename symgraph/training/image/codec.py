@@ -69,7 +69,8 @@ def _pixels(img: Any, flag: int) -> np.ndarray:
         rgb = np.asarray(img.convert("RGB"), dtype=np.uint32)
         arr = ((rgb @ np.array([9797, 19234, 3737], np.uint32)) >> 15).astype(np.uint8)
     else:
-        arr = np.asarray(img.convert(mode), dtype=np.uint8)
+        # convert() copies even to the same mode: skip it when the decoder gave that mode
+        arr = np.asarray(img if img.mode == mode else img.convert(mode), dtype=np.uint8)
     return arr if arr.ndim == 3 else arr[:, :, None]
 
 

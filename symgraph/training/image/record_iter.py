@@ -4,7 +4,9 @@ Per record: decode (``data_shape[0]`` 1 = grey, 3 = colour, 4 = with alpha), ``r
 shorter edge, ``pad`` with ``fill_value``, crop ``data_shape`` (centred, or random with
 ``rand_crop``; an image smaller than the crop is first scaled up), mirror (``mirror``, or a
 coin flip with ``rand_mirror``), then ``(pixel - mean) * scale / std`` per channel in
-float32. Samples are decoded on ``preprocess_threads`` threads. ``num_parts``/``part_index``
+float32. Samples are decoded on ``preprocess_threads`` threads (worker processes with
+``SYMGRAPH_IO_PROCESSES=1``: see ``record_workers``), each into its row of a fresh batch
+array that the batch's NDArray wraps without a copy. ``num_parts``/``part_index``
 keep MXNet's split: by record count with an index, by byte offset of the ``.rec`` file without.
 With ``round_batch`` the last batch is completed from the start of the data (``pad`` says
 how many) and the next epoch starts after those samples, as MXNet's.
@@ -16,12 +18,15 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ...core import config
 from ...core.base import AttrError, DataError
 from ..io.base import DataBatch, DataDesc
-from ...runtime.ndarray import array
+from ...core.context import cpu
+from ...runtime.ndarray import NDArray, array
 from .. import recordio
 from .iter import DescribedIter, read_image_list
-from .record_sample import Sample, SampleParams, process
+from .record_sample import Sample, SampleParams, finish, process
+from .record_workers import ProcessPreparer
 
 __all__ = ["ImageRecordIter"]
 
@@ -97,6 +102,9 @@ class ImageRecordIter(DescribedIter):
         self.shuffle, self.round_batch = shuffle, round_batch
         self.seed, self._rng = seed, np.random.default_rng(seed)
         self._pool = ThreadPoolExecutor(preprocess_threads) if preprocess_threads > 1 else None
+        self._procs = (ProcessPreparer(preprocess_threads, self.params, self.label_map,
+                                       path_imgrec)
+                       if preprocess_threads > 1 and config.get("SYMGRAPH_IO_PROCESSES") else None)
         shape = (self.batch_size,) + self.params.data_shape
         label_shape = (self.batch_size,) + ((label_width,) if label_width > 1 else ())
         self._descs = ([DataDesc(data_name, shape, self.params.out_dtype)],
@@ -156,14 +164,19 @@ class ImageRecordIter(DescribedIter):
             out.append((offset, self._reader.read()))
         return out
 
-    def _decode(self, raws: list[tuple[int, bytes]]) -> list[Sample]:
+    def _decode(self, raws: list[tuple[int, bytes]], data: np.ndarray) -> list[Sample]:
+        """Samples of ``raws``, each worker writing its pixels into its row of ``data``."""
         keys = [np.random.SeedSequence([self.seed, self._epoch, off]) for off, _ in raws]
-        jobs = [(raw, key) for (_, raw), key in zip(raws, keys)]
+        jobs = [(raw, key, data[i]) for i, ((_, raw), key) in enumerate(zip(raws, keys))]
         where = self.path_imgrec
 
-        def one(job: tuple[bytes, Any]) -> Sample:
+        def one(job: tuple[bytes, Any, np.ndarray]) -> Sample:
             return process(job[0], self.params, self.label_map, np.random.default_rng(job[1]),
-                           where)
+                           where, job[2])
+        if self._procs is not None:
+            prepared = self._procs.map([job[:2] for job in jobs])
+            return list(self._pool.map(lambda s, out: finish(s, self.params, out), prepared,
+                                       [job[2] for job in jobs]))
         return list(self._pool.map(one, jobs)) if self._pool else [one(j) for j in jobs]
 
     def next(self) -> DataBatch:
@@ -183,16 +196,20 @@ class ImageRecordIter(DescribedIter):
             self._new_order()
             offsets += self._take(pad)
             self._overflow, self._done = True, True
-        samples = self._decode(self._read(offsets))
-        data = np.zeros(self.provide_data[0].shape, self.params.out_dtype)
+        # a fresh buffer per batch: the NDArray handed out wraps it without a copy
+        data = np.empty(self.provide_data[0].shape, self.params.out_dtype)
+        data[len(offsets):] = 0
+        samples = self._decode(self._read(offsets), data)
         label = np.zeros((bs, self.params.label_width), np.float32)
         for i, s in enumerate(samples):
-            data[i], label[i] = s.data, s.label
+            label[i] = s.label
         label = label.reshape(self.provide_label[0].shape)
         index = np.array([s.index for s in samples] + [0] * (bs - len(samples)), np.uint64)
-        return DataBatch([array(data, dtype=data.dtype)], [array(label)], pad=pad, index=index,
+        return DataBatch([NDArray(data, cpu())], [array(label)], pad=pad, index=index,
                          provide_data=self.provide_data, provide_label=self.provide_label)
 
     def __del__(self) -> None:
         if getattr(self, "_pool", None) is not None:
             self._pool.shutdown(wait=False)
+        if getattr(self, "_procs", None) is not None:
+            self._procs.shutdown()

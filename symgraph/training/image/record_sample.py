@@ -16,7 +16,7 @@ from .codec import decode
 from .image import interp_flag
 from .resize import resize
 
-__all__ = ["SampleParams", "Sample", "process"]
+__all__ = ["SampleParams", "Sample", "prepare", "finish", "process"]
 
 OUT_DTYPES = ("float32", "uint8", "int8")
 
@@ -65,7 +65,7 @@ class SampleParams:
 
 
 class Sample(NamedTuple):
-    data: np.ndarray   # C x H x W, out_dtype
+    data: np.ndarray   # C x H x W, out_dtype (H x W x C uint8 between prepare and finish)
     label: np.ndarray  # label_width float32
     index: int         # the record's id
 
@@ -89,10 +89,12 @@ def _method(code: int, old_hw: tuple, new_hw: tuple, rng: np.random.Generator) -
     return int(rng.integers(0, 5)) if code == 10 else interp_flag(code, old_hw, new_hw)
 
 
-def _crop(img: np.ndarray, params: SampleParams, rng: np.random.Generator) -> np.ndarray:
-    """Scale up an image smaller than the crop, then crop centred or at random."""
+def _crop(img: np.ndarray, params: SampleParams, rng: np.random.Generator,
+          pending: Optional[tuple] = None) -> np.ndarray:
+    """Scale up an image smaller than the crop, then crop centred or at random. ``pending``
+    (width, height, interp): a resize not done yet, whose crop window alone is computed."""
     _, th, tw = params.data_shape
-    h, w = img.shape[:2]
+    h, w = img.shape[:2] if pending is None else pending[1::-1]
     interp = _method(params.inter_method, (h, w), (th, tw), rng)
     if h < th:
         w = int(np.float32(th) / np.float32(h) * np.float32(w))
@@ -105,40 +107,53 @@ def _crop(img: np.ndarray, params: SampleParams, rng: np.random.Generator) -> np
         y, x = int(rng.integers(0, y + 1)), int(rng.integers(0, x + 1))
     else:
         y, x = y // 2, x // 2
+    if pending is not None:
+        return resize(img, pending[0], pending[1], pending[2], window=(y, x, th, tw))
     return img[y:y + th, x:x + tw]
 
 
 def _augment(img: np.ndarray, params: SampleParams, rng: np.random.Generator) -> np.ndarray:
+    pending = None
     if params.resize > 0:
         h, w = img.shape[:2]
         size = params.resize
         nh, nw = (size * h // w, size) if h > w else (size, size * w // h)
-        img = resize(img, nw, nh, _method(params.inter_method, (h, w), (nh, nw), rng))
+        interp = _method(params.inter_method, (h, w), (nh, nw), rng)
+        _, th, tw = params.data_shape
+        if params.pad <= 0 and nh >= th and nw >= tw:
+            # the crop that follows keeps a window of the resized image: compute only that
+            pending = (nw, nh, interp)
+        else:
+            img = resize(img, nw, nh, interp)
     if params.pad > 0:
         p = params.pad
         padded = np.full((img.shape[0] + 2 * p, img.shape[1] + 2 * p, img.shape[2]),
                          params.fill_value, np.uint8)
         padded[p:p + img.shape[0], p:p + img.shape[1]] = img
         img = padded
-    return _crop(img, params, rng)
+    return _crop(img, params, rng, pending)
 
 
-def _normalise(img: np.ndarray, params: SampleParams) -> np.ndarray:
+def _normalise(img: np.ndarray, params: SampleParams, out: np.ndarray) -> None:
+    """Write ``img`` (HWC uint8) into ``out`` (CHW, ``out_dtype``), normalised."""
     chw = img.transpose(2, 0, 1)
     c = chw.shape[0]
     if params.out_dtype == "uint8":
-        return chw
+        out[...] = chw
+        return
     mean = np.asarray(params.mean[:c], np.float32)[:, None, None]
     if params.out_dtype == "int8":
-        return np.clip(chw.astype(np.int16) - np.round(mean).astype(np.int16),
-                       -128, 127).astype(np.int8)
+        out[...] = np.clip(chw.astype(np.int16) - np.round(mean).astype(np.int16), -128, 127)
+        return
     mult = (np.float32(params.scale) / np.asarray(params.std[:c], np.float32))[:, None, None]
-    return (chw.astype(np.float32) - mean) * mult
+    np.subtract(chw, mean, out=out)
+    out *= mult
 
 
-def process(raw: Optional[bytes], params: SampleParams, label_map: Optional[dict],
+def prepare(raw: Optional[bytes], params: SampleParams, label_map: Optional[dict],
             rng: np.random.Generator, where: str) -> Sample:
-    """One record's bytes -> its ``Sample`` (thread-safe: all state is in the arguments)."""
+    """One record's bytes -> its ``Sample`` with the augmented HWC uint8 pixels, before
+    normalisation (thread- and process-safe: all state is in the arguments)."""
     if raw is None:
         raise DataError(f"{where}: record vanished while reading (file changed?)")
     header, payload = recordio.unpack(raw)
@@ -153,4 +168,19 @@ def process(raw: Optional[bytes], params: SampleParams, label_map: Optional[dict
     mirror = params.mirror or (params.rand_mirror and bool(rng.random() < 0.5))
     if mirror:
         img = img[:, ::-1]
-    return Sample(_normalise(img, params), label, int(header.id))
+    return Sample(img, label, int(header.id))
+
+
+def finish(sample: Sample, params: SampleParams, out: Optional[np.ndarray] = None) -> Sample:
+    """``sample`` from ``prepare`` with its pixels normalised into ``out`` (C x H x W,
+    ``out_dtype``; a new array when not given)."""
+    if out is None:
+        out = np.empty(params.data_shape, params.out_dtype)
+    _normalise(sample.data, params, out)
+    return sample._replace(data=out)
+
+
+def process(raw: Optional[bytes], params: SampleParams, label_map: Optional[dict],
+            rng: np.random.Generator, where: str, out: Optional[np.ndarray] = None) -> Sample:
+    """``prepare`` then ``finish``: one record's bytes -> its normalised ``Sample``."""
+    return finish(prepare(raw, params, label_map, rng, where), params, out)
