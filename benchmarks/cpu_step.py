@@ -71,11 +71,14 @@ ROWS = {
 COLUMNS = ("numpy", "compiled", "torch", "mxnet", "numpy+torch", "compiled+torch")
 
 
+MXNET_PYTHON = "/tmp/mxvenv/bin/python"
+"""MXNet 1.9.1's venv (the recipe in cpu_step_mxnet.py); ``--mxnet-python`` names another."""
+
+
 def mxnet_python() -> Optional[str]:
-    """MXNet's venv python (``SYMGRAPH_MXNET_PYTHON``, default /tmp/mxvenv/bin/python) when
-    it exists (a venv without mxnet shows as "n/a" when its child fails to import it)."""
-    exe = os.environ.get("SYMGRAPH_MXNET_PYTHON", "/tmp/mxvenv/bin/python")
-    return exe if os.path.isfile(exe) else None
+    """MXNet's venv python (``--mxnet-python``, default :data:`MXNET_PYTHON`) when it exists
+    (a venv without mxnet shows as "n/a" when its child fails to import it)."""
+    return MXNET_PYTHON if os.path.isfile(MXNET_PYTHON) else None
 
 
 def compiled_accepted() -> bool:
@@ -225,6 +228,7 @@ def run(a: argparse.Namespace) -> str:
 
 
 def main(argv: Optional[list[str]] = None) -> None:
+    global MXNET_PYTHON
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", nargs="+", choices=list(ROWS), default=list(ROWS))
     ap.add_argument("--columns", nargs="+", choices=COLUMNS, default=list(COLUMNS),
@@ -235,6 +239,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     ap.add_argument("--threads", type=int, default=0, help="0: each framework's default")
     ap.add_argument("--busy", type=int, default=0, help="busy-loop processes beside")
     ap.add_argument("--small", action="store_true", help="tiny sizes (seconds in all)")
+    ap.add_argument("--mxnet-python", default=MXNET_PYTHON, help="MXNet 1.9.1's python")
     ap.add_argument("--worker", choices=("symgraph", "torch"), help=argparse.SUPPRESS)
     ap.add_argument("--kind", help=argparse.SUPPRESS)
     ap.add_argument("--params", type=json.loads, help=argparse.SUPPRESS)
@@ -242,6 +247,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     ap.add_argument("--data", help=argparse.SUPPRESS)
     ap.add_argument("--warm-torch", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    MXNET_PYTHON = a.mxnet_python
     if a.worker:
         worker(a)
     else:

@@ -109,19 +109,12 @@ def make_iter(prefix: str, threads: int, dtype: str, batch: int = BATCH, crop: i
     norm = {} if dtype != "float32" else dict(
         mean_r=MEAN[0], mean_g=MEAN[1], mean_b=MEAN[2], std_r=STD[0], std_g=STD[1],
         std_b=STD[2])
-    before = os.environ.get("SYMGRAPH_IO_PROCESSES")
-    os.environ["SYMGRAPH_IO_PROCESSES"] = WORKERS[workers]  # read when the iterator is made
-    try:
+    with config.override("SYMGRAPH_IO_PROCESSES", WORKERS[workers]):  # read when it is made
         return sg.io.ImageRecordIter(
             path_imgrec=prefix + ".rec", path_imgidx=prefix + ".idx",
             data_shape=(3, crop, crop), batch_size=batch, resize=SHORT_EDGE * crop // CROP,
             rand_crop=True, rand_mirror=True, shuffle=True, preprocess_threads=threads,
             dtype=dtype, **norm)
-    finally:
-        if before is None:
-            del os.environ["SYMGRAPH_IO_PROCESSES"]
-        else:
-            os.environ["SYMGRAPH_IO_PROCESSES"] = before
 
 
 def next_batch(it: Any) -> Any:

@@ -6,6 +6,7 @@ Sphinx, MyST and the Furo theme). The operator reference is generated from the o
 """
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -50,3 +51,20 @@ pygments_style = "friendly"
 # The sidebar is built for every page: listing each documented class and function in it (Sphinx's
 # default) made it, and the build, several times larger.
 toc_object_entries = False
+
+# `type` in an annotation is Python's builtin. Sphinx's python domain would look for a documented
+# `*.type` instead and link it to one of the kvstores' `type` properties (ambiguously: a warning).
+# Spelled `builtins.type`, it names no documented object and stays plain text.
+_BUILTIN_TYPE = re.compile(r"(?<=: )type\b|(?<=-> )type\b|(?<=\[)type\b|(?<=\| )type\b"
+                           r"|(?<=, )type(?=\])")
+
+
+def _builtin_type(app, what, name, obj, options, signature, return_annotation):
+    fix = (lambda s: _BUILTIN_TYPE.sub("builtins.type", s) if s else s)
+    if return_annotation == "type":
+        return_annotation = "builtins.type"
+    return fix(signature), fix(return_annotation)
+
+
+def setup(app):
+    app.connect("autodoc-process-signature", _builtin_type)

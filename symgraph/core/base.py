@@ -12,7 +12,8 @@ from typing import Optional, Union
 import numpy as np
 
 __all__ = ["SymgraphError", "AttrError", "ShapeError", "DTypeError", "BindError", "GraphError",
-           "ExecutionError", "DataError", "MissingParamError", "NotImplementedForSymbol",
+           "ExecutionError", "DataError", "IndexDataError", "MissingParamError",
+           "NotImplementedForSymbol",
            "mx_real_t", "integer_types", "numeric_types", "string_types", "py_str"]
 
 

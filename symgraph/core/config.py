@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from .base import AttrError
 
@@ -161,6 +162,29 @@ def get(name: str) -> Any:
         shown = f"<{len(text)} characters, not shown>" if setting.secret else repr(text)
         raise AttrError(f"environment: {name}={shown} is not valid; expected {setting.accepts}")
     return value
+
+
+@contextmanager
+def override(name: str, text: str) -> Iterator[None]:
+    """Run the body with setting ``name`` read as ``text`` (checked as the variable's value
+    would be), then put the environment back as it was; e.g. a benchmark comparing two modes.
+
+    Example::
+
+        >>> with override("SYMGRAPH_DEBUG", "1"):
+        ...     get("SYMGRAPH_DEBUG")
+        1
+    """
+    before = os.environ.get(name)
+    os.environ[name] = text
+    try:
+        get(name)  # a bad value or an unknown name is refused before the body runs
+        yield
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
 
 
 def describe() -> str:

@@ -36,7 +36,7 @@ def test_float16_gluon_training_with_master_weights_and_loss_scaling() -> None:
         trainer.step(64)
         losses.append(loss.mean().asscalar())
     assert all(p.data().dtype == np.float16 for p in net.collect_params().values())
-    states = [s for upd in trainer._updaters.values() for s in upd.states.values()]
+    states = [s for upd in trainer._updaters for s in upd.states.values()]
     assert states and all(s[0].dtype == np.float32 for s in states)  # master weights
     for p, s in zip(net.collect_params().values(), states):
         np.testing.assert_array_equal(p.data().asnumpy(), s[0].astype(np.float16))
