@@ -7,9 +7,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import threadpoolctl
 
 import symgraph.runtime.backend.numpy_backend
 import symgraph.compiler.passes
+
+# BLAS on one thread for the whole run, here and in the processes tests start: the tests check
+# values, and OpenBLAS threads spinning against any other busy process on a 2-core machine made
+# the run several times slower (the backend's own runs keep their budget,
+# runtime/backend/threads.py; tests of that budget set the counts they need themselves).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+threadpoolctl.threadpool_limits(1, user_api="blas")
 
 symgraph.compiler.passes.VERIFY = True
 symgraph.runtime.backend.numpy_backend.POISON = True  # reading a freed buffer gives NaN
