@@ -261,14 +261,7 @@ class Module(ModuleParams, BaseModule):
         params = dict(optimizer_params)
         params.setdefault("rescale_grad", 1.0 / self._data_shapes[0].shape[0])
         idx2name = dict(enumerate(self._param_names))
-        if isinstance(optimizer, _opt.Optimizer):
-            optimizer.idx2name = idx2name
-            optimizer.sym_info = _opt.symbol_info(self._symbol)
-            optimizer.set_lr_mult({})
-            optimizer.set_wd_mult({})
-        else:
-            optimizer = _opt.create(optimizer, param_idx2name=idx2name, sym=self._symbol,
-                                    **params)
+        optimizer = _opt.for_module(optimizer, params, idx2name, self._symbol)
         self._optimizer = optimizer
         self._updater = self._device_updater(optimizer) or _opt.get_updater(optimizer)
         self._tail: tuple = (None, None)

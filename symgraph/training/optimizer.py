@@ -372,3 +372,17 @@ def create(name: Any, **kwargs: Any) -> Optimizer:
         return _REGISTRY[key](**kwargs)
     except TypeError as exc:
         raise AttrError(f"optimizer {name!r}: {exc}") from None
+
+
+def for_module(optimizer: Any, params: dict, idx2name: dict, sym: Any) -> Optimizer:
+    """``optimizer`` ready to update a module's parameters (``Module.init_optimizer``, one
+    device or several): a name is created with ``params``; an Optimizer is given the
+    parameters' names and the symbol's ``lr_mult``/``wd_mult`` attributes (its own ``params``
+    stand, as in MXNet)."""
+    if not isinstance(optimizer, Optimizer):
+        return create(optimizer, param_idx2name=idx2name, sym=sym, **params)
+    optimizer.idx2name = idx2name
+    optimizer.sym_info = symbol_info(sym)
+    optimizer.set_lr_mult({})
+    optimizer.set_wd_mult({})
+    return optimizer

@@ -149,7 +149,7 @@ def test_threads_split_the_outer_axis(compiled: Path, rng: np.random.Generator,
     real = pool.run_split
 
     def spy(kernel, n_outer, n_total, args):  # noqa: ANN001, ANN202
-        calls.append(min(pool.threads(), n_outer, max(1, n_total // pool.GRAIN)))
+        calls.append(min(pool.cpu_threads(), n_outer, max(1, n_total // pool.GRAIN)))
         return real(kernel, n_outer, n_total, args)
     monkeypatch.setattr("symgraph.runtime.cpu.group.run_split", spy)
     got = _forward(_net(), {"x": x, "b": b}, "float32")

@@ -24,11 +24,6 @@ _POOL_KEY = (0, 0)  # (threads, process id): a forked child has none of its pare
 _LOCK = threading.Lock()
 
 
-def threads() -> int:
-    """Threads the compiled kernels use: the CPU backend's one budget (``cpu_threads``)."""
-    return cpu_threads()
-
-
 def _pool(size: int) -> ThreadPoolExecutor:
     global _POOL, _POOL_KEY
     with _LOCK:
@@ -55,7 +50,7 @@ def slices(n_outer: int, parts: int) -> list[tuple[int, int]]:
 def run_split(kernel: Callable, n_outer: int, n_total: int, args: Sequence[Any]) -> None:
     """``kernel(lo, hi, *args)`` over ``0..n_outer`` (``n_total`` elements in all), split
     over the pool when there is enough work for more than one thread."""
-    size = threads()
+    size = cpu_threads()
     parts = min(size, n_outer, max(1, n_total // GRAIN))
     if parts <= 1:
         kernel(0, n_outer, *args)

@@ -160,14 +160,7 @@ class DataParallelModule(Module):
         params.setdefault("rescale_grad", 1.0 / (self._data_shapes[0].shape[0] * workers))
         idx2name = {i * n + k: name for i, name in enumerate(self._param_names)
                     for k in range(n)}
-        if isinstance(optimizer, _opt.Optimizer):
-            optimizer.idx2name = idx2name
-            optimizer.sym_info = _opt.symbol_info(self._symbol)
-            optimizer.set_lr_mult({})
-            optimizer.set_wd_mult({})
-        else:
-            optimizer = _opt.create(optimizer, param_idx2name=idx2name, sym=self._symbol,
-                                    **params)
+        optimizer = _opt.for_module(optimizer, params, idx2name, self._symbol)
         self._optimizer, self._comm, self._kv_name = optimizer, comm, name
         self._queue.reset()
         if hasattr(comm, "streams"):  # collectives queue on the executors' streams
