@@ -111,8 +111,9 @@ def test_layer_norm_gradients_on_gpu(cid: str, dtype: str) -> None:
     x = (rng.normal(size=shape) * 2 + 1).astype(np.float32)
     dy = rng.normal(size=shape).astype(np.float32)
     gamma = rng.uniform(0.5, 1.5, size=shape[axis]).astype(np.float32)
-    xv, g, b = (sg.nd.array(v, sg.gpu(0)) for v in (x, gamma, np.zeros_like(gamma)))
-    xv = xv.astype(dtype)
+    # LayerNorm takes gamma and beta in the data's dtype (as MXNet does)
+    xv, g, b = (sg.nd.array(v, sg.gpu(0)).astype(dtype)
+                for v in (x, gamma, np.zeros_like(gamma)))
     for v in (xv, g, b):
         v.attach_grad()
     with sg.autograd.record():
@@ -122,6 +123,6 @@ def test_layer_norm_gradients_on_gpu(cid: str, dtype: str) -> None:
     mean = x64.mean(axis=axis, keepdims=True)
     std = np.sqrt(x64.var(axis=axis, keepdims=True) + 1e-5)
     dy64 = sg.nd.array(dy).astype(dtype).asnumpy().astype(np.float64)
-    want = _reference(dy64, x64, gamma.astype(np.float64), mean, std, axis)
+    want = _reference(dy64, x64, g.asnumpy().astype(np.float64), mean, std, axis)
     tol = 2e-4 if dtype == "float32" else 2e-2
     _check([xv.grad.asnumpy(), g.grad.asnumpy(), b.grad.asnumpy()], want, tol)

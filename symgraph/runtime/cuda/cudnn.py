@@ -138,6 +138,8 @@ KINDS = {"fwd": ("cudnnFindConvolutionForwardAlgorithm",
 HEURISTICS = {"fwd": "cudnnGetConvolutionForwardAlgorithm_v7",
               "data": "cudnnGetConvolutionBackwardDataAlgorithm_v7",
               "filter": "cudnnGetConvolutionBackwardFilterAlgorithm_v7"}
+# Per call kind: the legacy FFT algorithm (cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t)
+FFT = {"fwd": 4, "data": 2, "filter": 2}
 
 
 def identity(device_id: int) -> dict:
@@ -240,8 +242,10 @@ class ConvPlan:
         d1, d2, d3 = (getattr(self, n) for n in KINDS[kind][3])
         perf, count = (_Perf * 8)(), ctypes.c_int()
         _check(getattr(lib, rank)(h, d1, d2, self.conv, d3, 8, ctypes.byref(count), perf), rank)
-        found = [(("legacy", p.algo), self._workspace(kind, p.algo))
-                 for p in [p for p in perf[:count.value] if p.status == 0][:pol.legacy]]
+        ok = [p.algo for p in perf[:count.value] if p.status == 0]
+        algos = ok[:pol.legacy] + ([FFT[kind]] if pol.fft and dtype == "float32"
+                                   and FFT[kind] in ok[pol.legacy:] else [])
+        found = [(("legacy", a), self._workspace(kind, a)) for a in algos]
         call = graph_call(lib, h, kind, dims, last, dtype, limits=pol.graph)
         return found + ([(("graph", call, plan, where), ws) for plan, ws, where in call.plans]
                         if call else [])

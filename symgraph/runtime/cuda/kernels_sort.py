@@ -11,19 +11,31 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .codegen import Rendered, grid_stride_kernel, index_load, ptr
+from .codegen import Rendered, ctype, grid_stride_kernel, index_load, ptr
+
+FLOAT_DTYPES = ("float32", "float16", "bfloat16")
 
 
 def render_rank(kind: str, outer: int, n: int, inner: int, k: int, ascend: bool,
                 out_types: Sequence[str], x_type: str) -> Rendered:
     """``kind``: value (sorted values), indices, both (values and indices), or mask (1 where
-    the element is among the first ``k``); outputs of ``out_types``, input of ``x_type``."""
+    the element is among the first ``k``); outputs of ``out_types``, input of ``x_type``.
+    Float inputs compare as float; integer inputs in their own type (a float holds int32
+    exactly only below 2**24)."""
     before = "w < v" if ascend else "w > v"
+    whole = x_type not in FLOAT_DTYPES
+    vt = ctype(x_type) if whole else "float"
+
+    def load(e: str) -> str:
+        return e if whole else f"sg_ld({e})"
+
+    def index(t: str) -> str:  # r in an output of dtype t
+        return "(float)r" if t in FLOAT_DTYPES else f"({ctype(t)})r"
     body = (f"        const long long in = i % {inner}LL, r = (i / {inner}LL) % {n}LL;\n"
             f"        const long long o = i / {n * inner}LL, base = o * {n * inner}LL + in;\n"
-            "        const float v = sg_ld(x[i]);\n        long long rank = 0;\n"
+            f"        const {vt} v = {load('x[i]')};\n        long long rank = 0;\n"
             f"        for (long long j = 0; j < {n}LL; ++j) {{\n"
-            f"            const float w = sg_ld(x[base + j * {inner}LL]);\n"
+            f"            const {vt} w = {load(f'x[base + j * {inner}LL]')};\n"
             f"            rank += ({before}) || (w == v && j < r);\n        }}\n")
     at = f"(o * {k}LL + rank) * {inner}LL + in"
     if kind == "mask":
@@ -33,9 +45,9 @@ def render_rank(kind: str, outer: int, n: int, inner: int, k: int, ascend: bool,
         if kind in ("value", "both"):
             body += f"            y0[{at}] = v;\n"
         if kind == "indices":
-            body += f"            y0[{at}] = (float)r;\n"
+            body += f"            y0[{at}] = {index(out_types[0])};\n"
         if kind == "both":
-            body += f"            y1[{at}] = (float)r;\n"
+            body += f"            y1[{at}] = {index(out_types[1])};\n"
         body += "        }\n"
     params = ", ".join([ptr(f"y{i}", t, False) for i, t in enumerate(out_types)]
                        + [ptr("x", x_type)])

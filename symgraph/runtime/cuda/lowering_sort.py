@@ -7,7 +7,7 @@ from __future__ import annotations
 from math import prod
 
 from ...core.attrs import Attrs
-from .actions import Fill, StepCtx, family, launch
+from .actions import ALL_FLOATS, Fill, StepCtx, family, launch
 from .kernels_sort import render_axis_gather, render_rank
 
 
@@ -22,7 +22,11 @@ def _topk_k(a: Attrs, n: int) -> int:
     return n if a["k"] <= 0 else a["k"]
 
 
-@family("rank_sort")
+# Integer data sorts in its own type; integer outputs take indices as they are.
+INTEGERS = frozenset({"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"})
+
+
+@family("rank_sort", ALL_FLOATS | INTEGERS)
 def _rank_sort(ctx: StepCtx, p: dict) -> list:
     """``p['mode']``: value (sort), indices (argsort) or topk (ret_typ from the attrs)."""
     a = ctx.attrs
