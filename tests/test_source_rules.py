@@ -19,12 +19,9 @@ MAX_FUNCTION_LINES = 60
 
 # path under symgraph/ -> its line count today (to be split)
 FILES_OVER: dict[str, int] = {
-    "training/module.py": 483,
-    "runtime/cuda/kernels_norm.py": 427,
 }
 # (path, function) -> its line count today
 FUNCTIONS_OVER: dict[tuple[str, str], int] = {
-    ("runtime/cuda/kernels_norm.py", "_coop_kernel"): 65,
 }
 HISTORY = re.compile(r"\b(issue|session)s? \d+", re.IGNORECASE)
 RULE_TESTS = {Path(__file__), ROOT / "tests" / "docs" / "test_docs_rules.py"}

@@ -24,7 +24,7 @@ import pytest
 import symgraph as sg
 from symgraph.runtime.cuda import compiler
 from symgraph.runtime.cuda.actions import Kernel
-from symgraph.runtime.cuda.kernels_norm import render_bn_column_backward, render_bn_column_train
+from symgraph.runtime.cuda.kernels_bn_column import render_bn_column_backward, render_bn_column_train
 from symgraph.core.registry import RunCtx, get_op
 
 from .block_run import run_threaded

@@ -44,3 +44,15 @@ def test_no_history_in_docs() -> None:
     found = [f"{path.relative_to(ROOT)}:{k}: {line.strip()}"
              for path in doc_files() for k, line in history_lines(path.read_text())]
     assert found == [], "state what is, not how it came to be:\n" + "\n".join(found)
+
+
+FILE_PATH = re.compile(r"`((?:symgraph|tests|benchmarks)/[\w/.]+\.py)`")
+
+
+def test_the_file_paths_the_docs_name_exist() -> None:
+    """A page that names a source file by its path names one that is there (files move between
+    the layer packages; a reader following a stale path finds nothing)."""
+    stale = [(p.name, m) for p in doc_files() for m in FILE_PATH.findall(p.read_text())
+             if not (ROOT / m).is_file()]
+    assert stale == []
+    assert FILE_PATH.findall("see `symgraph/training/module.py`") == ["symgraph/training/module.py"]

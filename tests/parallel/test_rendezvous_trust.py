@@ -76,10 +76,11 @@ def _drain(conn: socket.socket, seconds: float = 3.0) -> bytes:
     return data
 
 
-def _assert_genuine_ranks_met(out: dict, within: float = 4.0) -> None:
+def _assert_genuine_ranks_met(out: dict, within: float = 12.0) -> None:
     assert {r: s for r, (s, _) in out.items()} == {0: "ok", 1: "ok"}, out
     assert out[0][1][0] == b"genuine rank 1" and out[1][1][0] == SECRET
-    assert out[0][1][1] < within, out  # not stalled until the 20 s deadline
+    # not stalled until the 20 s deadline (a loaded 2-core machine took over 4 s to meet)
+    assert out[0][1][1] < within, out
 
 
 def _old_hello_and_wrong_key(port: int) -> list[bytes]:

@@ -15,14 +15,15 @@ from ...core import config
 from ...core.base import BindError, where
 from ...core.log import LOGGER
 from ...core.registry import get_op
-from . import (lowering_amp, lowering_control_flow, lowering_conv, lowering_conv_mma,  # noqa: F401
-               lowering_conv_mma_filter, lowering_conv_pool, lowering_copies, lowering_ctc,
-               lowering_dense, lowering_detection, lowering_detection_nms, lowering_elementwise,
-               lowering_fused, lowering_index, lowering_index_nd, lowering_layer_norm_grad,
-               lowering_layout, lowering_linalg, lowering_multibox, lowering_norm, lowering_pool,
-               lowering_proposal, lowering_random, lowering_random_draw, lowering_random_pdf,
-               lowering_rearrange, lowering_reduce, lowering_rnn, lowering_roi, lowering_row_norm,
-               lowering_scan, lowering_sequence, lowering_sort, lowering_update, lowering_views)
+from . import (lowering_amp, lowering_bn_column, lowering_control_flow, lowering_conv,  # noqa: F401
+               lowering_conv_mma, lowering_conv_mma_filter, lowering_conv_pool, lowering_copies,
+               lowering_ctc, lowering_dense, lowering_detection, lowering_detection_nms,
+               lowering_elementwise, lowering_fused, lowering_index, lowering_index_nd,
+               lowering_layer_norm_grad, lowering_layout, lowering_linalg, lowering_multibox,
+               lowering_norm, lowering_pool, lowering_proposal, lowering_random,
+               lowering_random_draw, lowering_random_pdf, lowering_rearrange, lowering_reduce,
+               lowering_rnn, lowering_roi, lowering_row_norm, lowering_scan, lowering_sequence,
+               lowering_sort, lowering_update, lowering_views)
 from .actions import FAMILIES, StepCtx, lowering_dtypes, lowering_of
 
 

@@ -9,9 +9,8 @@ channels not last (NCHW) that is two stages (a block per chunk of a channel, the
 kernel for the mean, the variance and the moving statistics, or dgamma and dbeta), and the
 normalisation or dx is one broadcast kernel. With channels last (NHWC, or (N, C): nothing after
 the channel axis) the data is a (rows, channels) matrix, and each direction is one kernel of
-coalesced column sums, a grid-wide barrier, and the elementwise part
-(``kernels_norm.render_bn_column_train`` / ``_backward``). In inference the moving statistics
-are copied out and the normalisation uses them. Which of the two runs is decided by
+coalesced column sums, a grid-wide barrier, and the elementwise part (``lowering_bn_column``).
+In inference the moving statistics are copied out and the normalisation uses them. Which of the two runs is decided by
 ``RunCtx.is_train`` (a :class:`Switch`).
 """
 from __future__ import annotations
@@ -23,11 +22,10 @@ from ...core import expr as E
 from ...core.expr import inp, substitute
 from .actions import Fill, Kernel, Ref, StepCtx, Switch, family, launch
 from .codegen import THREADS, Rendered, grid_for
-from .kernels_norm import (COOP_THREADS, render_bn_backward_finish,
-                           render_bn_backward_sums, render_bn_column_backward,
-                           render_bn_column_train, render_bn_stats, render_bn_stats_finish,
-                           render_lrn)
+from .kernels_norm import (render_bn_backward_finish, render_bn_backward_sums, render_bn_stats,
+                           render_bn_stats_finish, render_lrn)
 from .kernels_random_draw import render_random_draw
+from .lowering_bn_column import column_backward, column_train
 from .lowering_elementwise import copy_actions, elementwise_actions
 from .lowering_fused import Epilogue, inline_epilogue
 from .lowering_reduce import split_chunks
@@ -88,30 +86,6 @@ def _normalise(ctx: StepCtx, mean: Ref, var: Ref, epi: Optional[Epilogue] = None
                                ctx.outs[:1])
 
 
-def _coop_grid(ctx: StepCtx, rows: int, cols: int) -> tuple[int, int]:
-    """(row chunks, blocks) of a one-kernel channel-last BatchNorm: about one unit per SM, at
-    least eight elements per thread, at most one block per SM (a cooperative launch: half of
-    what every SM can hold, so it fits beside other work). One unit per SM
-    measured faster than two (H100, bf16: a 16-channel layer's forward 11.7 against 14.1 us;
-    32 channels 8.1 against 9.0): a cheaper barrier, and half the partials for each block to
-    sum after it."""
-    lanes = min(cols, COOP_THREADS)
-    tiles = -(-cols // lanes)
-    chunks = max(1, min(-(-ctx.sm_count // tiles), rows * lanes // (COOP_THREADS * 8)))
-    return chunks, min(tiles * chunks, ctx.sm_count)
-
-
-def _coop(ctx: StepCtx, rows: int, cols: int, render: Callable[[int], Rendered], outs: tuple,
-          ins: tuple) -> list:
-    """One launch of a one-kernel channel-last BatchNorm (``render(chunks)``): ``outs``, its
-    float partials (scratch), its barrier's word (program state), ``ins``."""
-    chunks, grid = _coop_grid(ctx, rows, cols)
-    part = ctx.new_array(2 * chunks * cols, "float32")
-    bar = ctx.new_state(4)
-    return [Kernel(render(chunks), grid, COOP_THREADS, (*outs, part, bar, *ins), grid,
-                   cooperative=True)]
-
-
 def _block_sums(ctx: StepCtx, channels: int, n: int, srcs: tuple,
                 first: Callable[[int], Rendered], finish: Callable[[int], Rendered],
                 outs: tuple, extra: tuple = ()) -> list:
@@ -132,12 +106,8 @@ def _train_stats(ctx: StepCtx, ax: int, epi: Optional[Epilogue]) -> list:
     _, mean, var, new_mm, new_mv = ctx.outs
     outer, inner = prod(x[:ax]), prod(x[ax + 1:])
     dt, st = ctx.dt(ctx.ins[0]), ctx.dt(mean)  # narrow data keeps float32 statistics
-    if inner == 1:  # channels last: one kernel (kernels_norm.render_bn_column_train)
-        operands = epi.operands if epi is not None else ()
-        return _coop(ctx, outer, x[ax], lambda chunks: render_bn_column_train(
-            outer, x[ax], chunks, a["eps"], a["momentum"], a["fix_gamma"], dt, st,
-            ctx.dt(ctx.ins[1]), epi.expr if epi is not None else None, len(operands)),
-            ctx.outs, tuple(ctx.ins) + tuple(operands))
+    if inner == 1:  # channels last: one kernel
+        return column_train(ctx, outer, x[ax], epi)
     return _block_sums(ctx, x[ax], outer * inner, (ctx.ins[0],),
                        lambda chunks: render_bn_stats(outer, x[ax], inner, chunks, dt),
                        lambda chunks: render_bn_stats_finish(x[ax], inner, chunks, outer * inner,
@@ -208,10 +178,8 @@ def _batch_norm_backward(ctx: StepCtx, p: dict) -> list:
     dy, data, gamma, mean, var = ctx.ins
     dx, dgamma, dbeta = ctx.outs
     m = outer * inner
-    if inner == 1:  # channels last: one kernel (kernels_norm.render_bn_column_backward)
-        return _coop(ctx, m, ch, lambda chunks: render_bn_column_backward(
-            m, ch, chunks, a["eps"], a["fix_gamma"], a["use_global_stats"], ctx.dt(data),
-            ctx.dt(mean), ctx.dt(gamma), ctx.dt(dgamma)), tuple(ctx.outs), tuple(ctx.ins))
+    if inner == 1:  # channels last: one kernel
+        return column_backward(ctx, m, ch)
     dt, st = ctx.dt(data), ctx.dt(mean)  # narrow data keeps float32 statistics (ops/norm)
     acts = _block_sums(ctx, ch, m, (dy, data, mean, var), lambda chunks:
                        render_bn_backward_sums(outer, ch, inner, chunks, a["eps"], dt, st),
