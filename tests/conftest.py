@@ -37,6 +37,13 @@ def _have_gpu() -> bool:
     return _gpu_count() > 0
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Without a GPU no compiled kernel runs: the compile checks build device code at -O1, which
+    # takes half the time of -O3 (the every-kernel module: 16 against 36 s of CPU)
+    if not _have_gpu():
+        os.environ.setdefault("SYMGRAPH_NVCC_DEVICE_O", "1")
+
+
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection, so shards split what will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     shard = os.environ.get("SYMGRAPH_TEST_SHARD")  # "i/n": every n-th test from the i-th

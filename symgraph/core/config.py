@@ -91,6 +91,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "The compiled-kernel cache (default ~/.cache/symgraph)."),
     Setting("SYMGRAPH_NVCC_LOG", _path, None, "a file",
             "Appends one line per nvcc call (shows that a warm run compiles nothing)."),
+    Setting("SYMGRAPH_NVCC_DEVICE_O", _choice("0", "1", "2", "3"), "3", "0 | 1 | 2 | 3",
+            "nvcc's device-code optimisation level (cicc and ptxas); below 3 compiles about "
+            "twice as fast and runs slower (the test suite's compile checks without a GPU)."),
     Setting("SYMGRAPH_CUDA_GRAPHS", _flag, True, "0 | 1",
             "0 launches every step eagerly instead of replaying CUDA graphs."),
     Setting("SYMGRAPH_TF32", _flag, False, "0 | 1",

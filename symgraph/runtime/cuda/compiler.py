@@ -161,9 +161,17 @@ def find_nvcc() -> str | None:
     return None
 
 
+def flags(options: Sequence[str] = ()) -> tuple[str, ...]:
+    """nvcc's options: ours, the device optimisation level when ``SYMGRAPH_NVCC_DEVICE_O``
+    lowers it, then the caller's."""
+    level = config.get("SYMGRAPH_NVCC_DEVICE_O")
+    device = () if level == "3" else ("-Xcicc", f"-O{level}", "-Xptxas", f"-O{level}")
+    return (*OPTIONS, *device, *options)
+
+
 def cache_key(source: str, arch: str, nvcc: str, options: Sequence[str] = ()) -> str:
     st = os.stat(nvcc)
-    ident = f"{nvcc}|{st.st_size}|{st.st_mtime_ns}|{arch}|{' '.join((*OPTIONS, *options))}"
+    ident = f"{nvcc}|{st.st_size}|{st.st_mtime_ns}|{arch}|{' '.join(flags(options))}"
     return hashlib.sha256((ident + "\n" + source).encode()).hexdigest()
 
 
@@ -186,7 +194,7 @@ def run_nvcc(source: str, arch: str, nvcc: str, options: Sequence[str] = ()) -> 
         src, out = os.path.join(tmp, "module.cu"), os.path.join(tmp, "module.cubin")
         with open(src, "w") as f:
             f.write(source)
-        cmd = [nvcc, "--cubin", f"-arch={arch}", *OPTIONS, *options, "-o", out, src]
+        cmd = [nvcc, "--cubin", f"-arch={arch}", *flags(options), "-o", out, src]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise ExecutionError(f"nvcc failed ({' '.join(cmd)}):\n{proc.stderr}\n"
