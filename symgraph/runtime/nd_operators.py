@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core.base import AttrError, ShapeError
 from ..core.fluent import Fluent, is_number
+from .nd_views import host_view
 
 _ENGINE: Any = None
 
@@ -169,8 +170,9 @@ class ArrayMethods(Fluent):
         return self._fluent_function("Cast")(self, *args, **kwargs)
 
     def __getitem__(self, key: Any) -> Any:
-        """Basic indexing (ints and slices) as recorded ``slice``/``Reshape`` ops; anything
-        else reads the value on the host (not recorded)."""
+        """Basic indexing (ints and slices): a view sharing the memory where MXNet gives one
+        (``nd_views``), else recorded ``slice``/``Reshape`` ops; anything else reads the value
+        on the host (not recorded)."""
         if isinstance(key, slice) and key == slice(None):
             return self
         parts = key if isinstance(key, tuple) else (key,)
@@ -180,6 +182,9 @@ class ArrayMethods(Fluent):
             raise ShapeError(f"index {key!r} has {len(parts)} entries for an array of shape "
                              f"{self.shape}")
         begin, end, step, keep = _basic_index(self, parts)
+        view = host_view(self, parts, _ENGINE.is_recording())
+        if view is not None:  # MXNet: a contiguous part is a view sharing the memory
+            return type(self)(view, self._ctx)
         y = _ENGINE.call("slice", [self], {"begin": tuple(begin), "end": tuple(end),
                                            "step": tuple(step)})
         if all(keep):
