@@ -13,6 +13,7 @@ Example::
 """
 from __future__ import annotations
 
+import ctypes
 from typing import Any, Union
 
 import numpy as np
@@ -36,8 +37,14 @@ def from_numpy(ndarray: np.ndarray, zero_copy: bool = True) -> NDArray:
         raise BindError(f"from_numpy(zero_copy=True): the array (shape {ndarray.shape}, "
                         f"strides {ndarray.strides}) is not C-contiguous; pass "
                         f"np.ascontiguousarray(a) or zero_copy=False")
-    shared = ndarray.view()
     ndarray.flags.writeable = False  # (MXNet takes the buffer over: the source is read-only)
+    if not ndarray.size:
+        return NDArray(np.array(ndarray, copy=True), cpu())
+    # the same memory as a writable array (also when the source was read-only already); the
+    # buffer object keeps the source alive
+    memory = (ctypes.c_char * ndarray.nbytes).from_address(ndarray.ctypes.data)
+    memory._source = ndarray  # type: ignore[attr-defined]
+    shared = np.frombuffer(memory, ndarray.dtype).reshape(ndarray.shape)
     return NDArray(shared, cpu())
 
 

@@ -42,16 +42,30 @@ def slice_is_contiguous(slc_key: Sequence[slice], shape: Sequence[int]) -> bool:
     return True
 
 
+def _is_basic(k: Any) -> bool:
+    return k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice))
+
+
 def host_view(a: Any, parts: tuple, recording: bool) -> Optional[np.ndarray]:
-    """The numpy view of CPU array ``a`` that basic index ``parts`` (ints and slices, already
-    checked) selects, when it is contiguous and nothing is recorded; else None. All-int keys
-    give shape (1,) as in MXNet (no 0-d results of indexing)."""
-    if recording or a.context.device_type != "cpu":
+    """The numpy view of CPU array ``a`` that basic index ``parts`` (ints, slices, None,
+    Ellipsis) selects, when it is contiguous and nothing is recorded; else None. A 0-d
+    result has shape (1,) as in MXNet (indexing gives no 0-d arrays)."""
+    if recording or a.context.device_type != "cpu" or not all(_is_basic(k) for k in parts):
         return None
-    view = a._data[parts + (Ellipsis,)]  # (Ellipsis: a 0-d view, never a numpy scalar)
+    if not any(k is Ellipsis for k in parts):
+        parts = parts + (Ellipsis,)  # (a 0-d view, never a numpy scalar)
+    view = a._data[parts]
     if not view.flags.c_contiguous:
         return None
     return view.reshape(1) if view.ndim == 0 else view
+
+
+def flat_positions(shape: tuple, key: Any) -> np.ndarray:
+    """The positions in the flattened array of what numpy index ``key`` selects (an index
+    ``take`` can record: any numpy key, arrays included, as one gather)."""
+    from .nd_operators import host_key  # (nd_operators imports this module)
+    positions = np.arange(prod(shape), dtype=np.int64).reshape(shape)[host_key(key)]
+    return positions.reshape(1) if positions.ndim == 0 else positions
 
 
 def fit_value(value: Any, target: Any, key: Any) -> Any:
@@ -79,8 +93,8 @@ def check_write(a: Any, key: Any, value: Any, eng: Any) -> None:
         return
     if not (value._recorded or value._var is not None):
         return
-    if isinstance(key, slice) and key == slice(None):
-        return
+    if key is None or key is Ellipsis or (isinstance(key, slice) and key == slice(None)):
+        return  # (the whole array: a copy, as MXNet)
     raise GraphError(f"Inplace operations (+=, -=, x[:]=, etc) are not supported when "
                      f"recording with autograd: x[{key!r}] = value, where value (shape "
                      f"{value.shape}) is recorded, would not pass its gradient on; build the "
