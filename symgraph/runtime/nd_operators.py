@@ -189,8 +189,9 @@ class ArrayMethods(Fluent):
             return type(self)(view, self._ctx)
         if not plain:
             if recording:
-                return self._fluent_function("take")(
-                    self.reshape(-1), self._host_array(flat_positions(self.shape, key)))
+                positions = self._fluent_function("array")(  # (int64: exact positions)
+                    flat_positions(self.shape, host_key(key)), self._ctx, np.int64)
+                return self._fluent_function("take")(self.reshape(-1), positions)
             return self._host_array(self.asnumpy()[host_key(key)])
         y = _ENGINE.call("slice", [self], {"begin": tuple(begin), "end": tuple(end),
                                            "step": tuple(step)})

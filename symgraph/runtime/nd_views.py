@@ -61,10 +61,10 @@ def host_view(a: Any, parts: tuple, recording: bool) -> Optional[np.ndarray]:
 
 
 def flat_positions(shape: tuple, key: Any) -> np.ndarray:
-    """The positions in the flattened array of what numpy index ``key`` selects (an index
-    ``take`` can record: any numpy key, arrays included, as one gather)."""
-    from .nd_operators import host_key  # (nd_operators imports this module)
-    positions = np.arange(prod(shape), dtype=np.int64).reshape(shape)[host_key(key)]
+    """The positions in the flattened array of what numpy index ``key`` (NDArrays in it
+    already read as numpy arrays) selects: an index ``take`` can record, arrays included,
+    as one gather."""
+    positions = np.arange(prod(shape), dtype=np.int64).reshape(shape)[key]
     return positions.reshape(1) if positions.ndim == 0 else positions
 
 
