@@ -38,14 +38,17 @@ def from_numpy(ndarray: np.ndarray, zero_copy: bool = True) -> NDArray:
                         f"strides {ndarray.strides}) is not C-contiguous; pass "
                         f"np.ascontiguousarray(a) or zero_copy=False")
     ndarray.flags.writeable = False  # (MXNet takes the buffer over: the source is read-only)
-    if not ndarray.size:
-        return NDArray(np.array(ndarray, copy=True), cpu())
-    # the same memory as a writable array (also when the source was read-only already); the
-    # buffer object keeps the source alive
-    memory = (ctypes.c_char * ndarray.nbytes).from_address(ndarray.ctypes.data)
-    memory._source = ndarray  # type: ignore[attr-defined]
-    shared = np.frombuffer(memory, ndarray.dtype).reshape(ndarray.shape)
-    return NDArray(shared, cpu())
+    return NDArray(_writable_alias(ndarray), cpu())
+
+
+def _writable_alias(source: np.ndarray) -> np.ndarray:
+    """The memory of C-contiguous ``source`` as a writable array, also when ``source`` is
+    read-only (numpy's own views of it would be); the alias keeps ``source`` alive."""
+    if not source.size:
+        return np.array(source, copy=True)
+    memory = (ctypes.c_char * source.nbytes).from_address(source.ctypes.data)
+    memory._source = source  # type: ignore[attr-defined]
+    return np.frombuffer(memory, source.dtype).reshape(source.shape)
 
 
 class _Capsule:
@@ -71,6 +74,8 @@ def from_dlpack(dlpack: Any) -> NDArray:
         values = np.from_dlpack(source)
     except (TypeError, ValueError, BufferError, RuntimeError) as exc:
         raise BindError(f"from_dlpack: cannot read the capsule as CPU memory: {exc}") from None
+    if not values.flags.writeable and values.flags.c_contiguous:  # (numpy marks it read-only)
+        values = _writable_alias(values)
     return NDArray(values, cpu())
 
 
