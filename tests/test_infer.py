@@ -72,6 +72,9 @@ def test_undecidable_shapes_list_the_arguments() -> None:
     with pytest.raises(sg.ShapeError, match=r"cannot decide the shapes of \['a', 'b'\]"):
         net.infer_shape()
     args, outs, _ = net.infer_shape_partial()
+    assert args == [(), ()] and outs == [()]  # MXNet's unknown shape
+    with sg.np_shape(True):  # () is a scalar's shape there: unknown is None
+        args, outs, _ = net.infer_shape_partial()
     assert args == [None, None] and outs == [None]
 
 

@@ -32,7 +32,7 @@ FLUENT: dict[str, str] = {name: name for name in (
     "transpose flip depth_to_space space_to_depth diag sum nansum prod nanprod mean max min "
     "norm round rint fix floor ceil trunc sin cos tan arcsin arccos arctan degrees radians "
     "sinh cosh tanh arcsinh arccosh arctanh exp expm1 log log10 log2 log1p sqrt rsqrt cbrt "
-    "rcbrt square reciprocal relu sigmoid softmax log_softmax softmin squeeze").split()}
+    "rcbrt square reciprocal relu sigmoid softmax log_softmax softmin squeeze split_v2").split()}
 FLUENT["astype"] = "Cast"
 
 

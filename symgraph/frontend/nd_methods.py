@@ -23,6 +23,8 @@ from ..core.exports import export, sub_namespace
 from ..core.fluent import is_number
 from .image_api import make_namespace as make_image_namespace
 from .split_api import make_split_v2
+from . import nd_extras
+from .nd_cached_op import CachedOp
 from .imperative import calls, hooks
 from .imperative.calls import FAST_CALLS, call, call_info, record, result
 from ..runtime.nd_operators import BINARY, binary, set_engine
@@ -112,6 +114,8 @@ def _first_call(opdef: registry.OpDef, params: list, key: Any, args: tuple, kwar
     while n < len(args) and isinstance(args[n], NDArray):
         n += 1
     ctx = kwargs.pop("ctx") if isinstance(kwargs.get("ctx"), Context) else None
+    # (a call with inplace= never takes the fast path: it would lose the view)
+    fast = key is not None and "inplace" not in kwargs
     inplace = bool(kwargs.pop("inplace", False)) and opdef.view
     named = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
     attrs = {k: (tuple(v.tolist()) if isinstance(v, np.ndarray) else v)
@@ -128,8 +132,7 @@ def _first_call(opdef: registry.OpDef, params: list, key: Any, args: tuple, kwar
         raise AttrError(f"{where(name or opdef.name, opdef.name)}too many positional "
                         f"arguments: {len(args) - n} after the arrays")
     info = call_info(opdef, attrs, name)
-    if key is not None and n == len(args) and not named and ctx is None and \
-            "inplace" not in kwargs and len(FAST_CALLS) < MAX_FAST:
+    if fast and n == len(args) and not named and ctx is None and len(FAST_CALLS) < MAX_FAST:
         FAST_CALLS[key] = info
     inputs = list(args[:n])
     for slot in info.slots[n:]:
@@ -219,13 +222,18 @@ def fill(namespace: dict) -> None:
         namespace.setdefault(sub, sub_namespace(namespace, everything, prefix))
     namespace.setdefault("image", make_image_namespace(namespace))  # sg.nd.image
     namespace.setdefault("split_v2", make_split_v2(namespace, list))
+    extras = {**nd_extras.FUNCTIONS, "CachedOp": CachedOp}
+    for name, fn in extras.items():
+        namespace.setdefault(name, fn)
+    for name, fn in nd_extras.CONTRIB.items():  # (Python functions in MXNet's nd.contrib)
+        setattr(namespace["contrib"], name, fn)
     for name, ops_ in FUNCTIONS.items():
         namespace.setdefault(name, _function(name, ops_))
     namespace["random"] = random  # sg.nd.random is sg.random: one generator
     for legacy, fn in (("random_uniform", random.uniform), ("normal", random.normal),
                        ("random_normal", random.normal), ("uniform", random.uniform)):
         namespace.setdefault(legacy, fn)  # MXNet's legacy names (1.x: nd.normal samples)
-    export(namespace, everything + list(FUNCTIONS)
+    export(namespace, everything + list(FUNCTIONS) + list(extras)
            + ["random", "random_uniform", "random_normal", "uniform", "normal"])
 
 

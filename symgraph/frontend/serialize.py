@@ -27,6 +27,7 @@ from ..runtime.ndfile import FLAG_DTYPES
 from ..core.graph import Entry, Graph, Node, topo_order
 from ..core.registry import get_op
 from ..core.subgraph import Subgraph
+from ..core.util import is_np_shape
 
 FORMAT_VERSION = 1
 # The MXNet release whose JSON this matches (1.9.1 as MXNet encodes it: 10000 * major +
@@ -39,6 +40,8 @@ def to_json(sym: Any) -> str:
     doc = graph_doc(sym.outputs_)
     doc["attrs"] = {"mxnet_version": ["int", MXNET_VERSION],
                     "symgraph_json_version": ["int", FORMAT_VERSION]}
+    if is_np_shape():  # MXNet marks files written under NumPy shape semantics
+        doc["attrs"]["is_np_shape"] = ["int", 1]
     return json.dumps(doc, indent=2)
 
 

@@ -184,7 +184,8 @@ class Symbol(Handle, Fluent):
         return symbol_infer_shape(self, args, kwargs, partial=False)
 
     def infer_shape_partial(self, *args: Any, **kwargs: Any) -> tuple:
-        """Like infer_shape, with ``None`` (MXNet: ``()``) for shapes that stay unknown."""
+        """Like infer_shape, with ``()`` (``None`` under ``np_shape``) for shapes that stay
+        unknown, and 0 (-1 under ``np_shape``) for unknown dimensions, as MXNet."""
         return symbol_infer_shape(self, args, kwargs, partial=True)
 
     def infer_type(self, *args: Any, **kwargs: Any) -> tuple:

@@ -336,7 +336,7 @@ class HybridBlock(Block):
         known = dict(zip(out.list_arguments(), arg_shapes))
         known.update(zip(out.list_auxiliary_states(), aux_shapes))
         for p in self.collect_params().values():
-            if known.get(p.name) is not None:
+            if known.get(p.name):  # (unknown: () or None)
                 p.shape = known[p.name]
 
     def infer_type(self, *args: Any) -> None:
@@ -347,7 +347,7 @@ class HybridBlock(Block):
         known = dict(zip(out.list_arguments(), arg_types))
         known.update(zip(out.list_auxiliary_states(), aux_types))
         for p in self.collect_params().values():
-            if known.get(p.name) is not None:
+            if known.get(p.name):  # (unknown: () or None)
                 p.dtype = known[p.name]
 
     def export(self, path: str, epoch: int = 0, remove_amp_cast: bool = True) -> None:

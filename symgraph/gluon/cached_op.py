@@ -94,7 +94,7 @@ def _finish_deferred(block: Any, inputs: Sequence[Any], out: Any, args: Sequence
     known = dict(zip(out.list_arguments(), arg_shapes))
     known.update(zip(out.list_auxiliary_states(), aux_shapes))
     for p in pending:
-        if known.get(p.name) is not None:
+        if known.get(p.name):  # (unknown: () or None)
             p.shape = known[p.name]
         p._finish_deferred_init()
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..core.base import AttrError, ShapeError
 from ..core.fluent import Fluent, is_number
+from .nd_views import flat_positions, host_view
 
 _ENGINE: Any = None
 
@@ -169,17 +170,29 @@ class ArrayMethods(Fluent):
         return self._fluent_function("Cast")(self, *args, **kwargs)
 
     def __getitem__(self, key: Any) -> Any:
-        """Basic indexing (ints and slices) as recorded ``slice``/``Reshape`` ops; anything
-        else reads the value on the host (not recorded)."""
+        """numpy indexing. A view sharing the memory where MXNet gives one (a contiguous
+        part, by basic indexing: ``nd_views``); else recorded ops: ``slice``/``Reshape`` for
+        ints and slices, ``take`` of the flat positions for the rest while recording (so
+        gradients flow), or a copy made on the host."""
         if isinstance(key, slice) and key == slice(None):
             return self
         parts = key if isinstance(key, tuple) else (key,)
-        if not all(isinstance(k, (int, np.integer, slice)) for k in parts):
-            return self._host_array(self.asnumpy()[host_key(key)])
-        if len(parts) > self.ndim:
+        recording = _ENGINE.is_recording()
+        plain = all(isinstance(k, (int, np.integer, slice)) for k in parts)
+        if plain and len(parts) > self.ndim:
             raise ShapeError(f"index {key!r} has {len(parts)} entries for an array of shape "
                              f"{self.shape}")
-        begin, end, step, keep = _basic_index(self, parts)
+        if plain:
+            begin, end, step, keep = _basic_index(self, parts)
+        view = host_view(self, parts, recording)
+        if view is not None:  # MXNet: a contiguous part is a view sharing the memory
+            return type(self)(view, self._ctx)
+        if not plain:
+            if recording:
+                positions = self._fluent_function("array")(  # (int64: exact positions)
+                    flat_positions(self.shape, host_key(key)), self._ctx, np.int64)
+                return self._fluent_function("take")(self.reshape(-1), positions)
+            return self._host_array(self.asnumpy()[host_key(key)])
         y = _ENGINE.call("slice", [self], {"begin": tuple(begin), "end": tuple(end),
                                            "step": tuple(step)})
         if all(keep):

@@ -22,6 +22,7 @@ from ..core.dtypes import as_dtype
 from ..core.context import Context, cpu, current_context
 # (the imperative engine builds on this module and plugs itself in: nd_operators.set_engine)
 from .nd_operators import ArrayMethods, engine, host_key as _host_key
+from .nd_views import InteropMethods, axes_of, check_write, fit_value
 
 Shape = Union[int, Sequence[int]]
 _new_object = object.__new__
@@ -38,7 +39,7 @@ def before_run() -> None:
         eng.before_run()
 
 
-class NDArray(ArrayMethods):
+class NDArray(ArrayMethods, InteropMethods):
     """A fixed-shape, fixed-dtype array on a device. ``x[:] = value`` writes in place.
 
     Example: ``sg.nd.array([1, 2]) * 2`` records ``_mul_scalar`` (operators, indexing and the
@@ -165,6 +166,7 @@ class NDArray(ArrayMethods):
 
     # -- writing ----------------------------------------------------------------------------
     def __setitem__(self, key: Any, value: Any) -> None:
+        check_write(self, key, value, engine())
         engine().before_write(self)
         if isinstance(value, NDArray):  # a host array is only read: no copy (per-batch path)
             if value._ctx.device_type == "cpu":
@@ -186,7 +188,7 @@ class NDArray(ArrayMethods):
                                     f"NDArray of shape {self.shape}") from None
                 np.copyto(self._buf, arr, casting="unsafe")
             else:
-                self._buf[_host_key(key)] = _fit(value, self._buf[_host_key(key)], key)
+                self._buf[_host_key(key)] = fit_value(value, self._buf[_host_key(key)], key)
         else:
             from .cuda.runtime import write_device
             write_device(self, _host_key(key), value)
@@ -256,23 +258,6 @@ class NDArray(ArrayMethods):
         return (self[i] for i in range(len(self)))
 
     __hash__ = object.__hash__
-
-
-def _fit(value: Any, target: Any, key: Any) -> Any:
-    """``value`` shaped for ``target`` (the indexed part): as MXNet, a value with the same
-    number of elements is reshaped (``b[0] = np.array([x])``), otherwise it must broadcast."""
-    arr = np.asarray(value)
-    shape = np.shape(target)
-    if arr.shape != shape and arr.size == int(np.prod(shape, dtype=np.int64)):
-        return arr.reshape(shape)
-    while arr.ndim > len(shape) and arr.shape[0] == 1:  # MXNet drops leading 1-axes
-        arr = arr[0]
-    try:
-        np.broadcast_to(arr, shape)
-    except ValueError:
-        raise BindError(f"cannot assign an array of shape {arr.shape} to index {key!r} "
-                        f"(shape {shape})") from None
-    return arr
 
 
 def array(source: Any, ctx: Optional[Context] = None, dtype: Any = None) -> NDArray:
@@ -362,10 +347,19 @@ def concatenate(arrays: Sequence[NDArray], axis: int = 0, always_copy: bool = Tr
     return engine().call("Concat", list(arrays), {"dim": axis})
 
 
-def moveaxis(tensor: NDArray, source: int, destination: int) -> NDArray:
-    """Move axis ``source`` to position ``destination`` (a recorded transpose)."""
-    order = list(range(tensor.ndim))
-    order.insert(destination % tensor.ndim, order.pop(source % tensor.ndim))
+def moveaxis(tensor: NDArray, source: Union[int, Sequence[int]],
+             destination: Union[int, Sequence[int]]) -> NDArray:
+    """Move axes ``source`` (an int or several) to positions ``destination``, the others
+    keeping their order, as ``numpy.moveaxis`` (a recorded transpose). Example:
+    ``sg.nd.moveaxis(sg.nd.zeros((4, 1, 2)), [0, 1], [2, 0]).shape == (1, 2, 4)``."""
+    src, dst = axes_of(source, tensor.ndim, "source"), axes_of(destination, tensor.ndim,
+                                                               "destination")
+    if len(src) != len(dst):
+        raise ShapeError(f"moveaxis: source {source} and destination {destination} must "
+                         f"name as many axes")
+    order = [a for a in range(tensor.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
     return engine().call("transpose", [tensor], {"axes": tuple(order)})
 
 

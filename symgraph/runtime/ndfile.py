@@ -29,6 +29,7 @@ naming the file instead of allocating. Legacy ``.npz`` members are read the same
 """
 from __future__ import annotations
 
+import io
 import struct
 import zipfile
 from typing import IO, Any, Optional
@@ -116,6 +117,13 @@ def save(fname: PathLike, data: Any) -> None:
             raw = n.encode("utf-8")
             f.write(struct.pack("<Q", len(raw)) + raw)
     atomic_write(fname, write)
+
+
+def record_bytes(value: Any) -> bytes:
+    """One array's record (NDArray::Save: MXNet's pickle state of an NDArray)."""
+    arr, device = _as_host("record", value)
+    magic = V3_MAGIC if arr.ndim == 0 or arr.size == 0 else V2_MAGIC
+    return _record_header(arr, magic, device) + arr.reshape(-1).view(np.uint8).tobytes()
 
 
 # -- reading --------------------------------------------------------------------------------------
@@ -222,6 +230,20 @@ def _read_list(f: IO[bytes], size: int, fname: PathLike,
     if len(set(names)) != len(names):
         raise r.fail("repeated array names")
     return arrays, names
+
+
+def record_from_bytes(buf: bytes, what: str = "NDArray state") -> np.ndarray:
+    """The array of one record (:func:`record_bytes`, or MXNet's ``__getstate__`` bytes)."""
+    r = _Reader(io.BytesIO(buf), len(buf), "(bytes)", what)
+    arr = _read_record(r, 0)
+    if r.left:
+        raise r.fail(f"{r.left} unexpected bytes after the array")
+    return arr
+
+
+def load_bytes(buf: bytes, what: str = "array buffer") -> tuple[list[np.ndarray], list[str]]:
+    """``(arrays, names)`` of an NDArray-list file's contents (``sg.nd.load_frombuffer``)."""
+    return _read_list(io.BytesIO(buf), len(buf), "(bytes)", what)
 
 
 def _npz_member(z: zipfile.ZipFile, info: zipfile.ZipInfo, fname: str) -> np.ndarray:

@@ -55,7 +55,7 @@ def _valid_shapes(name: str, key: str) -> dict:
             try:
                 given = {"in0": first, **OTHER_SHAPES.get(name, {})}
                 args, _, _ = sym.infer_shape_partial(**given)
-                shapes = {n: (s if s is not None else first)
+                shapes = {n: (s or first)  # (unknown: ())
                           for n, s in zip(sym.list_arguments(), args)}
                 sym.infer_shape(**shapes)
                 return shapes

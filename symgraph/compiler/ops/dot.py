@@ -100,7 +100,7 @@ def _like_input(index: int):
 
 register(OpDef(
     "dot", DOT_PARAMS, ("lhs", "rhs"), forward_shape(_dot_shape), _dot_compute, _dot_grad,
-    GEMM, lowering=("dot", {"call": "forward"}),
+    GEMM, lowering=("dot", {"call": "forward"}), partial_shapes=True,  # (kept axes may be 0)
     doc="Matrix product of N-d arrays read as matrices (MXNet's dot), optional transposes."))
 register(OpDef(
     "_backward_dot_lhs", DOT_PARAMS, ("ograd", "rhs", "lhs"), _like_input(2),

@@ -11,7 +11,8 @@ from ...core.attrs import Attrs, Param
 from ...core.base import DataError, ShapeError
 from ...core.registry import (ELEMWISE, GEMM, INJECTIVE, NOT_DIFFERENTIABLE, REDUCE, OpDef, RunCtx,
                         register)
-from ._util import check_attr, checked, expr_compute, fmt, forward_shape, same_shape
+from ._util import (check_attr, checked, expr_compute, fmt, forward_shape, merge_dims,
+                    same_shape)
 from .tensor import (REDUCE_PARAMS, reduce_compute, unreduce, product_grad, reduce_axes,
                      reduced_shape)
 
@@ -256,6 +257,7 @@ register(OpDef(
     lambda a, xs, ctx: [xs[1][np.clip(xs[0].astype(np.int64), 0, a["input_dim"] - 1)]],
     lambda c: [None, c.sym._backward_take(c.ograds[0], c.inputs[0], c.inputs[1], axis=0)],
     INJECTIVE, lowering=('take', {'data': 1, 'indices': 0}), infer_type=typed_like(1),
+    partial_shapes=True,
     doc="Rows of weight (input_dim, output_dim) at the (clipped) integer-valued data."))
 
 # -- where, batch_dot ---------------------------------------------------------------------------
@@ -306,16 +308,24 @@ register(OpDef(
         "form: simplify rewrites the second into a condition broadcast to the data's shape."))
 
 
-def _batch_dot_shape(a: Attrs, s: list) -> list:
-    lhs, rhs = s
-    if len(lhs) != 3 or len(rhs) != 3 or lhs[0] != rhs[0]:
+def _batch_dot_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """(B, M, K) x (B, K, N) -> (B, M, N), transposes applied. In partial shapes (0 =
+    unknown) the batch sizes merge; an unknown inner size leaves the output unknown (it
+    cannot be checked), as in MXNet."""
+    lhs, rhs = ins
+    if lhs is None or rhs is None:
+        return ins, outs
+    batch = merge_dims(tuple(lhs[:1]), tuple(rhs[:1]))
+    if len(lhs) != 3 or len(rhs) != 3 or batch is None:
         raise ShapeError(f"batch_dot needs 3-D inputs with one batch size, got {fmt(lhs)} "
                          f"and {fmt(rhs)}")
     m, k = (lhs[2], lhs[1]) if a["transpose_a"] else (lhs[1], lhs[2])
     k2, n = (rhs[2], rhs[1]) if a["transpose_b"] else (rhs[1], rhs[2])
-    if k != k2:
+    if k != k2 and k and k2:
         raise ShapeError(f"batch_dot: inner dimensions differ: {fmt(lhs)} . {fmt(rhs)}")
-    return [(lhs[0], m, n)]
+    if k != k2:
+        return ins, outs
+    return ins, [batch + (m, n)]
 
 
 def _batch_dot(a: Attrs, xs: list, ctx: RunCtx) -> list:
@@ -326,6 +336,6 @@ def _batch_dot(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 register(OpDef(
     "batch_dot", {"transpose_a": Param("bool", False), "transpose_b": Param("bool", False)},
-    ("lhs", "rhs"), forward_shape(_batch_dot_shape), _batch_dot,
-    lambda c: product_grad(c, c.sym.batch_dot), GEMM, lowering='batch_dot',
+    ("lhs", "rhs"), _batch_dot_shape, _batch_dot,
+    lambda c: product_grad(c, c.sym.batch_dot), GEMM, lowering='batch_dot', partial_shapes=True,
     doc="Batched matrix product of 3-D arrays (B, M, K) x (B, K, N), optional transposes."))

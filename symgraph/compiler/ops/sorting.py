@@ -12,7 +12,7 @@ import numpy as np
 from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
 from ...core.registry import INJECTIVE, NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, register
-from ._util import fmt, forward_shape
+from ._util import fmt, forward_shape, merge_dims
 from .indexing import row_indices
 
 AXIS = {"axis": Param("int", -1, doc="the axis to sort along")}
@@ -230,16 +230,22 @@ register(OpDef(
     doc="Adjoint of _gather_axis: zeros shaped like data, ograd added at the indexed places."))
 
 
-def _pick_shape(a: Attrs, s: list) -> list:
+def _pick_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     """MXNet's rule: the index is shaped like data without the axis, or with it kept as 1
-    (either way, whatever ``keepdims``: Gluon's loss picks with 1-d labels and keepdims)."""
-    data, index = s
+    (either way, whatever ``keepdims``: Gluon's loss picks with 1-d labels and keepdims).
+    Partial shapes (0 = unknown) merge, and the index's shape fills in from the data's."""
+    data, index = ins
+    if data is None:
+        return ins, outs
     ax = _check_axis(a, data)
     dropped, kept = data[:ax] + data[ax + 1:], data[:ax] + (1,) + data[ax + 1:]
-    if tuple(index) not in (dropped, kept):
-        raise ShapeError(f"index has shape {fmt(index)}, expected {fmt(dropped)} or "
-                         f"{fmt(kept)} for data {fmt(data)} along axis {a['axis']}")
-    return [kept if a["keepdims"] else dropped]
+    if index is not None:
+        form = dropped if len(index) == len(dropped) else kept
+        index = merge_dims(tuple(index), tuple(form)) if len(index) == len(form) else None
+        if index is None:
+            raise ShapeError(f"index has shape {fmt(ins[1])}, expected {fmt(dropped)} or "
+                             f"{fmt(kept)} for data {fmt(data)} along axis {a['axis']}")
+    return [data, index], [kept if a["keepdims"] else dropped]
 
 
 def _pick(a: Attrs, xs: list, ctx: RunCtx) -> list:
@@ -264,7 +270,7 @@ def _pick_grad(c) -> list:
 
 register(OpDef(
     "pick", {**GATHER, "keepdims": Param("bool", False)}, ("data", "index"),
-    forward_shape(_pick_shape), _pick, _pick_grad, INJECTIVE,
+    _pick_shape, _pick, _pick_grad, INJECTIVE, partial_shapes=True,
     infer_type=lambda a, ins, outs: (ins, [ins[0]]),
     lowering=("axis_gather", {"scatter": False}),
     doc="data[.., index[..], ..]: one element along axis per position (clip or wrap)."))

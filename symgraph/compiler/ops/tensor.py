@@ -334,12 +334,15 @@ def _broadcast_like_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     lhs, rhs = ins
     if lhs is None or rhs is None:
         return ins, outs
-    if a["lhs_axes"] is None and a["rhs_axes"] is None:
+    if a["lhs_axes"] is None or a["rhs_axes"] is None:  # (MXNet: either one unset)
         if broadcast_shapes([lhs, rhs]) != tuple(rhs):
             raise ShapeError(f"cannot broadcast {fmt(lhs)} to {fmt(rhs)}")
         return ins, [rhs]
-    la = norm_axes(a["lhs_axes"] or (), len(lhs), "lhs_axes")
-    ra = norm_axes(a["rhs_axes"] or (), len(rhs), "rhs_axes")
+    if not a["lhs_axes"] or not a["rhs_axes"]:
+        raise ShapeError(f"lhs_axes {a['lhs_axes']} and rhs_axes {a['rhs_axes']}: an empty "
+                         f"axes tuple is not allowed (leave both unset to broadcast all)")
+    la = norm_axes(a["lhs_axes"], len(lhs), "lhs_axes")
+    ra = norm_axes(a["rhs_axes"], len(rhs), "rhs_axes")
     if len(la) != len(ra):
         raise ShapeError(f"lhs_axes {a['lhs_axes']} and rhs_axes {a['rhs_axes']} pair up "
                          f"axes: they need one length")

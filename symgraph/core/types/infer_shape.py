@@ -228,8 +228,14 @@ def _split_given(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> di
 
 def symbol_infer_shape(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any],
                        partial: bool) -> tuple:
-    """``Symbol.infer_shape`` / ``infer_shape_partial``."""
-    return symbol_shapes(sym, args, kwargs, partial)[1]
+    """``Symbol.infer_shape`` / ``infer_shape_partial``. In the partial form a shape that
+    stays unknown is ``()`` as in MXNet (``None`` under ``np_shape``, where ``()`` is a
+    scalar's shape)."""
+    arg_shapes, out_shapes, aux_shapes = symbol_shapes(sym, args, kwargs, partial)[1]
+    if not partial or is_np_shape():
+        return arg_shapes, out_shapes, aux_shapes
+    return tuple([() if s is None else s for s in shapes]
+                 for shapes in (arg_shapes, out_shapes, aux_shapes))
 
 
 def symbol_shapes(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any],

@@ -231,7 +231,7 @@ class HybridRecurrentCell(RecurrentCell, HybridBlock):
             shapes = dict(zip(names, (s.shape for s in states)), data=inputs.shape)
             known = dict(zip(graph.list_arguments(), graph.infer_shape_partial(**shapes)[0]))
             for p in self.collect_params().values():
-                if known.get(p.name) is not None and p._data is None:
+                if known.get(p.name) and p._data is None:
                     p.shape = known[p.name]
                     p._finish_deferred_init()
             return {k: v.data(ctx) for k, v in self._reg_params.items()}
