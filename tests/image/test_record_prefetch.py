@@ -1,0 +1,93 @@
+"""ImageRecordIter preparing batches ahead (threads, and worker processes writing into
+shared-memory slots): the batches are those of one thread whatever the calls to ``reset``,
+a batch kept by the caller is never overwritten, a reused slot's padding rows are zero, and a
+/dev/shm without room is a typed error before any worker writes."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import symgraph as sg
+from symgraph.core.base import DataError
+from symgraph.training.image import record_slots
+
+pytest.importorskip("PIL")
+HERE = os.path.join(os.path.dirname(__file__), "..", "data", "recordio")
+ARGS = dict(path_imgrec=os.path.join(HERE, "golden.rec"), data_shape=(3, 9, 9), batch_size=2,
+            resize=11, rand_crop=True, rand_mirror=True, shuffle=True, mean_g=20.0, std_b=3.0,
+            seed=7)
+# next() counts between resets: a reset mid-epoch, whole epochs, a carried-over round batch
+SCRIPT = (1, 4, 2, 0, 4)
+
+
+def run(it: sg.io.ImageRecordIter) -> list:
+    out = []
+    for count in SCRIPT:
+        for _ in range(count):
+            try:
+                b = it.next()
+            except StopIteration:
+                out.append("stop")
+                break
+            out.append((b.data[0].asnumpy(), b.label[0].asnumpy(), b.pad, list(b.index)))
+        it.reset()
+    return out
+
+
+def assert_same(got: list, want: list) -> None:
+    assert [g == "stop" for g in got] == [w == "stop" for w in want]
+    for g, w in zip(got, want):
+        if g != "stop":
+            np.testing.assert_array_equal(g[0], w[0])
+            np.testing.assert_array_equal(g[1], w[1])
+            assert g[2:] == w[2:]
+
+
+@pytest.mark.parametrize("processes", ["0", "1"])
+def test_prefetched_batches_equal_one_threads(processes: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    want = run(sg.io.ImageRecordIter(preprocess_threads=1, **ARGS))
+    assert "stop" in want and len(want) > 8
+    monkeypatch.setenv("SYMGRAPH_IO_PROCESSES", processes)
+    it = sg.io.ImageRecordIter(preprocess_threads=2, prefetch_buffer=3, **ARGS)
+    assert it._depth == 4 and (it._procs is not None) == (processes == "1")
+    assert_same(run(it), want)
+
+
+def test_kept_batches_are_not_overwritten(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYMGRAPH_IO_PROCESSES", "1")
+    it = sg.io.ImageRecordIter(preprocess_threads=2, prefetch_buffer=1, round_batch=False,
+                               **ARGS)
+    kept, copies = [], []
+    for _ in range(3):  # 3 epochs of 3 batches, the last one padded
+        for b in it:
+            kept.append(b.data[0])
+            copies.append(b.data[0].asnumpy())
+        it.reset()
+    assert len(kept) == 9 and kept[2].asnumpy()[1:].max() == kept[2].asnumpy()[1:].min() == 0
+    for array, copy in zip(kept, copies):
+        np.testing.assert_array_equal(array.asnumpy(), copy)
+    live = len(it._slots._live)
+    assert live >= 9  # every kept batch holds its own slot
+    del kept, array, b
+    for _ in range(3):  # dropped batches give their slots back: the pool stops growing
+        for b in it:
+            assert b.pad == 0 or b.data[0].asnumpy()[2 - b.pad:].max() == 0
+        it.reset()
+    assert len(it._slots._live) <= live
+
+
+def test_a_full_dev_shm_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    if not os.path.isdir(record_slots.SHM_DIR):
+        pytest.skip("no /dev/shm here")
+    real = os.statvfs(record_slots.SHM_DIR)
+
+    class Tiny:
+        f_bavail, f_frsize = 1, real.f_frsize
+    monkeypatch.setattr(record_slots.os, "statvfs", lambda path: Tiny)
+    pool = record_slots.SlotPool((64, 3, 224, 224), "float32", keep=1)
+    with pytest.raises(DataError, match=r"/dev/shm has 0 MiB free, a batch needs 37 MiB"):
+        pool.take()
+    pool.shutdown()
