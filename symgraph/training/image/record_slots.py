@@ -29,19 +29,30 @@ _RETIRED: list = []
 _RETIRED_LOCK = threading.Lock()
 
 
-def _view(shm: shared_memory.SharedMemory, shape: tuple, dtype: str) -> np.ndarray:
+class Block(shared_memory.SharedMemory):
+    """A shared-memory block whose garbage collection never complains: a batch array may
+    still map it then (at interpreter exit, say), and the mapping goes with that array."""
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except (BufferError, OSError):
+            pass
+
+
+def _view(shm: Block, shape: tuple, dtype: str) -> np.ndarray:
     count = int(np.prod(shape))
     return np.frombuffer(shm.buf, np.dtype(dtype), count).reshape(shape)
 
 
-def _unlink(shm: shared_memory.SharedMemory) -> None:
+def _unlink(shm: Block) -> None:
     try:
         shm.unlink()
     except FileNotFoundError:  # unlinked already (at shutdown, or by the resource tracker)
         pass
 
 
-def _destroy(shm: shared_memory.SharedMemory, unlink: bool = True) -> None:
+def _destroy(shm: Block, unlink: bool = True) -> None:
     try:
         shm.close()
     except BufferError:  # still exported: the mapping goes when its last array does
@@ -50,7 +61,7 @@ def _destroy(shm: shared_memory.SharedMemory, unlink: bool = True) -> None:
         _unlink(shm)
 
 
-def _create(nbytes: int) -> shared_memory.SharedMemory:
+def _create(nbytes: int) -> Block:
     """A new block; on Linux, first a check that /dev/shm has room (a worker writing past a
     full tmpfs dies of SIGBUS instead of getting an error)."""
     if os.path.isdir(SHM_DIR):
@@ -61,7 +72,7 @@ def _create(nbytes: int) -> shared_memory.SharedMemory:
                             f"needs {nbytes / 2**20:.0f} MiB (worker processes write batches "
                             f"there): enlarge it (docker --shm-size) or set "
                             f"SYMGRAPH_IO_PROCESSES=0")
-    return shared_memory.SharedMemory(create=True, size=nbytes)
+    return Block(create=True, size=nbytes)
 
 
 class SlotPool:
@@ -76,8 +87,8 @@ class SlotPool:
     def __init__(self, shape: tuple, dtype: str, keep: int) -> None:
         self.shape, self.dtype, self.keep = tuple(shape), str(dtype), int(keep)
         self.nbytes = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
-        self._free: list[shared_memory.SharedMemory] = []
-        self._live: dict[str, shared_memory.SharedMemory] = {}
+        self._free: list[Block] = []
+        self._live: dict[str, Block] = {}
         self._lock = threading.Lock()  # finalisers run on whichever thread drops a batch
         self._open = True
 
@@ -97,7 +108,7 @@ class SlotPool:
         weakref.finalize(data, self._give_back, shm).atexit = False
         return shm.name, data
 
-    def _give_back(self, shm: shared_memory.SharedMemory) -> None:
+    def _give_back(self, shm: Block) -> None:
         with self._lock:
             if self._open and len(self._free) < self.keep:
                 self._free.append(shm)
@@ -132,7 +143,7 @@ class Attached:
         if name in self._maps:
             self._maps.move_to_end(name)
             return self._maps[name][1]
-        shm = shared_memory.SharedMemory(name=name)
+        shm = Block(name=name)
         self._maps[name] = (shm, _view(shm, shape, dtype))
         while len(self._maps) > self.size:
             old = self._maps.popitem(last=False)[1][0]  # its array goes with the entry
