@@ -91,3 +91,30 @@ def test_a_full_dev_shm_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(DataError, match=r"/dev/shm has 0 MiB free, a batch needs 37 MiB"):
         pool.take()
     pool.shutdown()
+
+
+@pytest.mark.parametrize("threads, processes", [(1, "0"), (2, "0"), (2, "1")])
+def test_a_damaged_record_fails_its_own_batch(tmp_path, threads: int, processes: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    prefix = str(tmp_path / "damaged")
+    rec = sg.recordio.MXIndexedRecordIO(prefix + ".idx", prefix + ".rec", "w")
+    for k in range(6):
+        img = np.full((10, 10, 3), 40 * k, np.uint8)
+        rec.write_idx(k, sg.recordio.pack_img(sg.recordio.IRHeader(0, float(k), k, 0), img,
+                                              img_fmt=".png"))
+    rec.close()
+    offsets = sg.recordio.MXIndexedRecordIO(prefix + ".idx", prefix + ".rec", "r").idx
+    with open(prefix + ".rec", "r+b") as f:  # record 2's magic number overwritten
+        f.seek(offsets[2])
+        f.write(b"\0\0\0\0")
+    monkeypatch.setenv("SYMGRAPH_IO_PROCESSES", processes)
+    it = sg.io.ImageRecordIter(path_imgrec=prefix + ".rec", path_imgidx=prefix + ".idx",
+                               data_shape=(3, 10, 10), batch_size=2,
+                               preprocess_threads=threads)
+    first = it.next()  # records 0 and 1, while the next batches are being prepared
+    np.testing.assert_array_equal(first.label[0].asnumpy(), [0.0, 1.0])
+    assert first.data[0].asnumpy()[1].min() == 40
+    with pytest.raises(DataError, match=rf"damaged\.rec: offset {offsets[2]}: bad magic"):
+        it.next()
+    third = it.next()  # the iterator goes on after the damaged batch
+    np.testing.assert_array_equal(third.label[0].asnumpy(), [4.0, 5.0])

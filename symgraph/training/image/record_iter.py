@@ -231,16 +231,23 @@ class ImageRecordIter(DescribedIter):
             return data, [self._pool.submit(self._one, job) for job in jobs]
         return data, [self._one(job) for job in jobs]
 
-    def _fill(self) -> None:
-        """Plan and queue batches until ``_depth`` are on their way or the epoch ends."""
+    def _fill(self, asked: bool) -> None:
+        """Plan and queue batches until ``_depth`` are on their way or the epoch ends. An
+        error planning a batch ahead (``asked`` False, or one queued before it) is deferred:
+        the state rewinds and it is raised when that batch is asked for."""
         while len(self._ahead) < self._depth and not self._done:
             before = self._state()
-            plan = self._plan()
-            if plan is None:
+            try:
+                plan = self._plan()
+                if plan is None:
+                    return
+                data, work = self._submit(plan[0])
+            except DataError:
+                if asked and not self._ahead:
+                    raise
+                self._restore(before)
                 return
-            offsets, pad = plan
-            data, work = self._submit(offsets)
-            self._ahead.append(Planned(before, pad, data, work))
+            self._ahead.append(Planned(before, plan[1], data, work))
 
     def _labels(self, planned: Planned) -> list[tuple[np.ndarray, int]]:
         """(label, record id) of each sample of ``planned``, once its data is written."""
@@ -251,7 +258,7 @@ class ImageRecordIter(DescribedIter):
         return [(s.label, s.index) for s in samples]
 
     def next(self) -> DataBatch:
-        self._fill()
+        self._fill(asked=True)
         if not self._ahead:
             raise StopIteration
         planned = self._ahead.popleft()
@@ -263,7 +270,7 @@ class ImageRecordIter(DescribedIter):
         label = label.reshape(self.provide_label[0].shape)
         index = np.array([i for _, i in rows] + [0] * (bs - len(rows)), np.uint64)
         if self._depth > 1:  # the workers go on with the next batches while this one is used
-            self._fill()
+            self._fill(asked=False)
         return DataBatch([NDArray(planned.data, cpu())], [array(label)], pad=planned.pad,
                          index=index, provide_data=self.provide_data,
                          provide_label=self.provide_label)
