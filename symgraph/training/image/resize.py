@@ -93,9 +93,10 @@ def _bilinear(img: np.ndarray, w: int, h: int, window: tuple) -> np.ndarray:
         np.multiply(src[y0[r:r + n]], (1.0 - fy[r:r + n])[:, None], out=a)
         np.multiply(src[y1[r:r + n]], fy[r:r + n, None], out=b)
         a += b
-        np.take(a, x0, axis=1, out=p)
+        # the indices are in range: "clip" only skips "raise"'s slower path (35% here)
+        np.take(a, x0, axis=1, out=p, mode="clip")
         p *= wx0
-        np.take(a, x1, axis=1, out=q)
+        np.take(a, x1, axis=1, out=q, mode="clip")
         q *= wx1
         p += q
         if img.dtype == np.uint8:
