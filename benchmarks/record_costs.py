@@ -3,8 +3,9 @@ process CPU time, never wall time, for each part.
 
     PYTHONPATH=. python3 benchmarks/record_feed.py --costs [--images 1024] [--threads N]
 
-Two tables. Per image on one core: reading the record, decoding the JPEG, the augmentation
-(resize of the crop window, crop, mirror) and the normalisation into the batch (CHW float32).
+Two tables. Per image on one core (in a spawned process set up as a worker is): reading the
+record, decoding the JPEG, the augmentation (resize of the crop window, crop, mirror) and the
+normalisation into the batch (CHW float32).
 Per batch, for each way of preparing samples: the CPU the main process spends (everything
 its threads do; with worker processes that is only planning, queueing and the labels), the
 CPU the workers spend per image (``/proc``'s counts of every child process, Linux only),
@@ -18,6 +19,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Callable
 
 import numpy as np
@@ -25,6 +27,7 @@ import numpy as np
 import symgraph as sg
 from symgraph.training.image.codec import decode
 from symgraph.training.image.record_sample import finish, prepare
+from symgraph.training.image.record_workers import keep_heap
 
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -68,6 +71,18 @@ def stage_costs(it: Any, prefix: str, images: int) -> dict[str, float]:
             "total": read + both + norm}
 
 
+def stage_costs_in_worker(prefix: str, images: int, batch: int, crop: int) -> dict:
+    """``stage_costs`` in a spawned process whose allocator is set up as a worker's."""
+    with ProcessPoolExecutor(1, multiprocessing.get_context("spawn"),
+                             initializer=keep_heap) as pool:
+        return pool.submit(_stages, prefix, images, batch, crop).result()
+
+
+def _stages(prefix: str, images: int, batch: int, crop: int) -> dict:
+    from benchmarks.record_feed import make_iter
+    return stage_costs(make_iter(prefix, 1, "float32", batch, crop), prefix, images)
+
+
 def batch_costs(it: Any, batches: int, workers: bool) -> dict[str, float]:
     """Main-process CPU ms per batch, workers' CPU ms per image and wall ms per batch, over
     ``batches`` batches after a warm one (``it`` should not prefetch, so that the workers'
@@ -89,7 +104,7 @@ def report(prefix: str, threads: int, batches: int, batch: int, crop: int) -> st
     """Both tables, as markdown."""
     from benchmarks.record_feed import make_iter
     one = make_iter(prefix, 1, "float32", batch, crop)
-    stages = stage_costs(one, prefix, min(one.num_data, 4 * batch))
+    stages = stage_costs_in_worker(prefix, min(one.num_data, 4 * batch), batch, crop)
     lines = ["| per image, one core (CPU ms) | read | decode | augment | normalise | total |",
              "|---|---|---|---|---|---|",
              "| float32 | " + " | ".join(f"{stages[k]:.2f}" for k in

@@ -27,7 +27,7 @@ from .. import recordio
 from .record_sample import SampleParams, process
 from .record_slots import Attached
 
-__all__ = ["ProcessPreparer", "Row"]
+__all__ = ["ProcessPreparer", "Row", "keep_heap"]
 
 Row = tuple  # (row in the batch, record offset, seed entropy (seed, epoch, offset))
 _STATE: dict = {}  # in a worker: its sample options, record reader and slot mappings
@@ -36,7 +36,8 @@ _STATE: dict = {}  # in a worker: its sample options, record reader and slot map
 MALLOPT = ((-1, 1 << 30), (-3, 32 << 20))  # M_TRIM_THRESHOLD, M_MMAP_THRESHOLD
 
 
-def _keep_heap() -> None:
+def keep_heap() -> None:
+    """Make glibc keep freed memory for reuse (what each worker does at its start)."""
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (AttributeError, OSError):  # not glibc: its allocator's defaults stand
@@ -46,7 +47,7 @@ def _keep_heap() -> None:
 
 
 def _start(params: SampleParams, label_map: Optional[dict], where: str) -> None:
-    _keep_heap()
+    keep_heap()
     _STATE.update(params=params, label_map=label_map, where=where,
                   reader=recordio.MXRecordIO(where, "r"), slots=Attached())
 
