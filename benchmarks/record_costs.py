@@ -26,7 +26,7 @@ import numpy as np
 
 import symgraph as sg
 from symgraph.training.image.codec import decode
-from symgraph.training.image.record_sample import finish, prepare
+from symgraph.training.image.record_sample import Sample, augment, finish
 from symgraph.training.image.record_workers import keep_heap
 
 TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
@@ -56,19 +56,19 @@ def stage_costs(it: Any, prefix: str, images: int) -> dict[str, float]:
     """CPU ms per image of each stage, on this thread, over the first ``images`` records."""
     reader = sg.recordio.MXIndexedRecordIO(prefix + ".idx", prefix + ".rec", "r")
     keys = sorted(reader.keys)[:images]
-    raws = [reader.read_idx(k) for k in keys]
-    params, n = it.params, len(raws)
+    params, n = it.params, len(keys)
     read = _cpu_ms(lambda: [sg.recordio.unpack(reader.read_idx(k)) for k in keys], 1) / n
-    payloads = [sg.recordio.unpack(raw)[1] for raw in raws]
+    payloads = [sg.recordio.unpack(reader.read_idx(k))[1] for k in keys]
+    reader.close()
     dec = _cpu_ms(lambda: [decode(p, 1) for p in payloads], 1) / n
+    pixels = [decode(p, 1) for p in payloads]
     rng = np.random.default_rng(0)
-    both = _cpu_ms(lambda: [prepare(r, params, None, rng, "costs") for r in raws], 1) / n
-    samples = [prepare(r, params, None, rng, "costs") for r in raws]
+    aug = _cpu_ms(lambda: [augment(img, params, rng) for img in pixels], 1) / n
+    samples = [Sample(augment(img, params, rng), np.zeros(1), 0) for img in pixels]
     out = np.empty(params.data_shape, params.out_dtype)
     norm = _cpu_ms(lambda: [finish(s, params, out) for s in samples], 1) / n
-    reader.close()
-    return {"read": read, "decode": dec, "augment": both - dec, "normalise": norm,
-            "total": read + both + norm}
+    return {"read": read, "decode": dec, "augment": aug, "normalise": norm,
+            "total": read + dec + aug + norm}
 
 
 def stage_costs_in_worker(prefix: str, images: int, batch: int, crop: int) -> dict:
