@@ -1,7 +1,8 @@
 """ImageRecordIter preparing batches ahead (threads, and worker processes writing into
 shared-memory slots): the batches are those of one thread whatever the calls to ``reset``,
-a batch kept by the caller is never overwritten, a reused slot's padding rows are zero, and a
-/dev/shm without room is a typed error before any worker writes."""
+a batch kept by the caller is never overwritten, a reused slot's padding rows are zero, slots
+are files where /dev/shm lacks room (an error where the temp folder lacks it too), and an
+error preparing a batch ahead reaches the caller with that batch."""
 from __future__ import annotations
 
 import os
@@ -56,39 +57,43 @@ def test_prefetched_batches_equal_one_threads(processes: str,
     assert_same(run(it), want)
 
 
-def test_kept_batches_are_not_overwritten(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kept_batches_are_not_overwritten_and_file_slots(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # /dev/shm without room: the slots are files (the shared-memory path is the other tests')
+    monkeypatch.setattr(record_slots, "_room", lambda folder: (
+        0 if folder == record_slots.SHM_DIR else 1 << 40))
     monkeypatch.setenv("SYMGRAPH_IO_PROCESSES", "1")
     it = sg.io.ImageRecordIter(preprocess_threads=2, prefetch_buffer=1, round_batch=False,
                                **ARGS)
     kept, copies = [], []
-    for _ in range(3):  # 3 epochs of 3 batches, the last one padded
-        for b in it:
-            kept.append(b.data[0])
-            copies.append(b.data[0].asnumpy())
-        it.reset()
+    with pytest.warns(ResourceWarning, match="write batches into files of"):
+        for _ in range(3):  # 3 epochs of 3 batches, the last one padded
+            for b in it:
+                kept.append(b.data[0])
+                copies.append(b.data[0].asnumpy())
+            it.reset()
     assert len(kept) == 9 and kept[2].asnumpy()[1:].max() == kept[2].asnumpy()[1:].min() == 0
     for array, copy in zip(kept, copies):
         np.testing.assert_array_equal(array.asnumpy(), copy)
-    live = len(it._slots._live)
-    assert live >= 9  # every kept batch holds its own slot
+    paths = list(it._slots._live)
+    assert len(paths) >= 9 and all(os.path.isfile(p) for p in paths)  # one per kept batch
     del kept, array, b
     for _ in range(3):  # dropped batches give their slots back: the pool stops growing
         for b in it:
             assert b.pad == 0 or b.data[0].asnumpy()[2 - b.pad:].max() == 0
         it.reset()
-    assert len(it._slots._live) <= live
+    assert len(it._slots._live) <= len(paths)
+    paths = list(it._slots._live)
+    del it, b
+    assert not any(os.path.exists(p) for p in paths)  # unlinked with the iterator
 
 
-def test_a_full_dev_shm_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not os.path.isdir(record_slots.SHM_DIR):
-        pytest.skip("no /dev/shm here")
-    real = os.statvfs(record_slots.SHM_DIR)
-
-    class Tiny:
-        f_bavail, f_frsize = 1, real.f_frsize
-    monkeypatch.setattr(record_slots.os, "statvfs", lambda path: Tiny)
+def test_a_batch_without_room_anywhere_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(record_slots, "_room", lambda folder: 5 << 20)
+    monkeypatch.setattr(record_slots.os.path, "isdir", lambda folder: True)
     pool = record_slots.SlotPool((64, 3, 224, 224), "float32", keep=1)
-    with pytest.raises(DataError, match=r"/dev/shm has 0 MiB free, a batch needs 37 MiB"):
+    with pytest.raises(DataError, match=r"a batch needs 37 MiB and neither /dev/shm \(5 MiB "
+                                        r"free\) nor .* \(5 MiB free\) has room"):
         pool.take()
     pool.shutdown()
 

@@ -4,34 +4,35 @@ A slot is one batch's data array in a ``multiprocessing.shared_memory`` block. T
 hands the array out in the batch (no copy: the workers wrote the final values there) and the
 slot comes back to the pool when the last reference to that array (or to a view of it) is
 gone, so a batch a user keeps is never overwritten. Slots past ``keep`` free ones are
-unlinked, and closed at the next ``take`` (a mapping cannot be closed while numpy still
-exports it, which it does during the finaliser that hands the slot back). A batch may
-outlive its iterator: its slot is unlinked at shutdown and unmapped when the batch goes.
+unlinked and dropped: the memory goes with the last array on it, as it does for a batch that
+outlives its iterator. Where /dev/shm lacks room for a slot (a container's 64 MiB, say), the
+slot is a file of the temp folder instead, mapped the same way, with a warning.
 Workers attach to slots by name and keep their latest mappings (``Attached``).
 """
 from __future__ import annotations
 
+import mmap
 import os
+import tempfile
 import threading
+import warnings
 import weakref
 from collections import OrderedDict
 from multiprocessing import shared_memory
+from typing import Any, Union
+
 import numpy as np
 
 from ...core.base import DataError
 
-__all__ = ["SlotPool", "Attached"]
+__all__ = ["SlotPool", "Attached", "Block", "FileBlock"]
 
 SHM_DIR = "/dev/shm"
-# Unlinked slots whose batch array was being freed when they came back: closed at the next
-# ``take`` of any pool (module-level: the pool that retired them may be gone by then).
-_RETIRED: list = []
-_RETIRED_LOCK = threading.Lock()
 
 
 class Block(shared_memory.SharedMemory):
-    """A shared-memory block whose garbage collection never complains: a batch array may
-    still map it then (at interpreter exit, say), and the mapping goes with that array."""
+    """A POSIX shared-memory block whose garbage collection never complains: a batch array
+    may still map it then, and the mapping goes with that array."""
 
     def __del__(self) -> None:
         try:
@@ -40,39 +41,85 @@ class Block(shared_memory.SharedMemory):
             pass
 
 
-def _view(shm: Block, shape: tuple, dtype: str) -> np.ndarray:
+class FileBlock:
+    """A slot in a file (``name`` is its absolute path), for where /dev/shm lacks room.
+
+    Example::
+
+        >>> block = FileBlock.create(1024)                       # doctest: +SKIP
+        >>> FileBlock(block.name).buf[:4] = b'abcd'             # another process  # doctest: +SKIP
+    """
+
+    def __init__(self, name: str, size: int = 0) -> None:
+        fd = os.open(name, os.O_RDWR)
+        try:
+            if size:
+                os.ftruncate(fd, size)
+            self.buf = mmap.mmap(fd, size or os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+        self.name = name
+
+    @classmethod
+    def create(cls, size: int) -> "FileBlock":
+        fd, path = tempfile.mkstemp(prefix="symgraph-batch-")
+        os.close(fd)
+        return cls(path, size)
+
+    def close(self) -> None:
+        """Nothing to do: the mapping goes with the last array on it."""
+
+    def unlink(self) -> None:
+        os.unlink(self.name)
+
+
+AnyBlock = Union[Block, FileBlock]
+
+
+def attach(name: str) -> AnyBlock:
+    """The block called ``name`` (a file path for a ``FileBlock``)."""
+    return FileBlock(name) if os.path.isabs(name) else Block(name=name)
+
+
+def _view(block: AnyBlock, shape: tuple, dtype: str) -> np.ndarray:
     count = int(np.prod(shape))
-    return np.frombuffer(shm.buf, np.dtype(dtype), count).reshape(shape)
+    return np.frombuffer(block.buf, np.dtype(dtype), count).reshape(shape)
 
 
-def _unlink(shm: Block) -> None:
+def _unlink(block: AnyBlock) -> None:
     try:
-        shm.unlink()
+        block.unlink()
     except FileNotFoundError:  # unlinked already (at shutdown, or by the resource tracker)
         pass
 
 
-def _destroy(shm: Block, unlink: bool = True) -> None:
-    try:
-        shm.close()
-    except BufferError:  # still exported: the mapping goes when its last array does
-        pass
-    if unlink:
-        _unlink(shm)
+def _room(folder: str) -> int:
+    stat = os.statvfs(folder)
+    return stat.f_bavail * stat.f_frsize
 
 
-def _create(nbytes: int) -> Block:
-    """A new block; on Linux, first a check that /dev/shm has room (a worker writing past a
-    full tmpfs dies of SIGBUS instead of getting an error)."""
-    if os.path.isdir(SHM_DIR):
-        stat = os.statvfs(SHM_DIR)
-        if stat.f_bavail * stat.f_frsize < nbytes:
-            raise DataError(f"ImageRecordIter: {SHM_DIR} has "
-                            f"{stat.f_bavail * stat.f_frsize / 2**20:.0f} MiB free, a batch "
-                            f"needs {nbytes / 2**20:.0f} MiB (worker processes write batches "
-                            f"there): enlarge it (docker --shm-size) or set "
-                            f"SYMGRAPH_IO_PROCESSES=0")
-    return Block(create=True, size=nbytes)
+def _create(nbytes: int) -> AnyBlock:
+    """A new block in /dev/shm where it has room (a worker writing past a full tmpfs dies of
+    SIGBUS instead of getting an error), else in a file of the temp folder."""
+    if not os.path.isdir(SHM_DIR) or _room(SHM_DIR) >= nbytes:
+        return Block(create=True, size=nbytes)
+    folder = tempfile.gettempdir()
+    if _room(folder) < nbytes:
+        raise DataError(f"ImageRecordIter: a batch needs {nbytes / 2**20:.0f} MiB and neither "
+                        f"{SHM_DIR} ({_room(SHM_DIR) / 2**20:.0f} MiB free) nor {folder} "
+                        f"({_room(folder) / 2**20:.0f} MiB free) has room for worker "
+                        f"processes to write it: free some, or set SYMGRAPH_IO_PROCESSES=0")
+    warnings.warn(f"ImageRecordIter: {SHM_DIR} has {_room(SHM_DIR) / 2**20:.0f} MiB free, "
+                  f"a batch needs {nbytes / 2**20:.0f} MiB: worker processes write batches "
+                  f"into files of {folder} instead (enlarge {SHM_DIR}, e.g. docker "
+                  f"--shm-size, to keep them in memory)", ResourceWarning, stacklevel=3)
+    return FileBlock.create(nbytes)
+
+
+def _unlink_all(live: dict) -> None:
+    for block in list(live.values()):
+        _unlink(block)
+    live.clear()
 
 
 class SlotPool:
@@ -87,48 +134,37 @@ class SlotPool:
     def __init__(self, shape: tuple, dtype: str, keep: int) -> None:
         self.shape, self.dtype, self.keep = tuple(shape), str(dtype), int(keep)
         self.nbytes = max(1, int(np.prod(shape)) * np.dtype(dtype).itemsize)
-        self._free: list[Block] = []
-        self._live: dict[str, Block] = {}
-        self._lock = threading.Lock()  # finalisers run on whichever thread drops a batch
-        self._open = True
+        self._free: list[AnyBlock] = []
+        self._live: dict[str, AnyBlock] = {}
+        self._lock = threading.RLock()  # finalisers run on whichever thread drops a batch
+        # unlinked at exit too: a file block has no resource tracker to do it
+        self._exit = weakref.finalize(self, _unlink_all, self._live)
 
     def take(self) -> tuple[str, np.ndarray]:
         """A free slot's name and its array (a new slot when none is free)."""
-        with _RETIRED_LOCK:
-            retired = _RETIRED[:]
-            del _RETIRED[:]
-        for old in retired:
-            _destroy(old, unlink=False)
         with self._lock:
-            shm = self._free.pop() if self._free else None
-        if shm is None:
-            shm = _create(self.nbytes)
-        self._live[shm.name] = shm
-        data = _view(shm, self.shape, self.dtype)
-        weakref.finalize(data, self._give_back, shm).atexit = False
-        return shm.name, data
+            block = self._free.pop() if self._free else None
+        if block is None:
+            block = _create(self.nbytes)
+            with self._lock:
+                self._live[block.name] = block
+        data = _view(block, self.shape, self.dtype)
+        weakref.finalize(data, self._give_back, block).atexit = False
+        return block.name, data
 
-    def _give_back(self, shm: Block) -> None:
+    def _give_back(self, block: AnyBlock) -> None:
         with self._lock:
-            if self._open and len(self._free) < self.keep:
-                self._free.append(shm)
+            if self._exit.alive and len(self._free) < self.keep:
+                self._free.append(block)
                 return
-            self._live.pop(shm.name, None)
-        with _RETIRED_LOCK:
-            _RETIRED.append(shm)
-        _unlink(shm)
+            self._live.pop(block.name, None)
+        _unlink(block)
 
     def shutdown(self) -> None:
         """Unlink every slot; mappings still held by batches stay valid until dropped."""
         with self._lock:
-            self._open = False
-            free, self._free = self._free, []
-            live, self._live = list(self._live.values()), {}
-        for shm in live:
-            if any(shm is f for f in free):
-                _destroy(shm)
-            else:  # still held by a batch: unlinked now, closed once it comes back
-                _unlink(shm)
+            self._free.clear()
+            self._exit()
 
 
 class Attached:
@@ -136,16 +172,15 @@ class Attached:
 
     def __init__(self, size: int = 16) -> None:
         self.size = int(size)
-        self._maps: "OrderedDict[str, tuple]" = OrderedDict()
+        self._maps: "OrderedDict[str, tuple[Any, np.ndarray]]" = OrderedDict()
 
     def array(self, name: str, shape: tuple, dtype: str) -> np.ndarray:
         """The array of slot ``name`` (attached at its first use)."""
         if name in self._maps:
             self._maps.move_to_end(name)
             return self._maps[name][1]
-        shm = Block(name=name)
-        self._maps[name] = (shm, _view(shm, shape, dtype))
+        block = attach(name)
+        self._maps[name] = (block, _view(block, shape, dtype))
         while len(self._maps) > self.size:
-            old = self._maps.popitem(last=False)[1][0]  # its array goes with the entry
-            _destroy(old, unlink=False)
+            self._maps.popitem(last=False)  # the mapping goes with its array
         return self._maps[name][1]
