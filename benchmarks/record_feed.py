@@ -198,7 +198,7 @@ def fmt(value: Optional[float], digits: int = 0) -> str:
 
 
 def host_rates(prefix: str, args: argparse.Namespace, batch: int, crop: int) -> tuple:
-    """({(dtype, workers): img/s}, {(dtype, workers): iterator}) on the host, and the
+    """({(dtype, workers): img/s}, {(dtype, args.workers): iterator}) on the host, and the
     one-thread float32 rate under ("float32", "1 thread")."""
     rates, iters = {}, {}
     for workers in WORKERS:
@@ -208,7 +208,9 @@ def host_rates(prefix: str, args: argparse.Namespace, batch: int, crop: int) -> 
         for dtype in ("float32", "uint8"):
             it = make_iter(prefix, args.threads, dtype, batch, crop, workers)
             rates[dtype, workers] = images_per_second(it, batches, repeat)
-            iters[dtype, workers] = it
+            if workers == args.workers:  # the others go: their prefetching would compete
+                iters[dtype, workers] = it
+            del it
     one = make_iter(prefix, 1, "float32", batch, crop)
     rates["float32", "1 thread"] = images_per_second(one, max(1, args.batches // 3), 1)
     return rates, iters

@@ -282,4 +282,6 @@ class ImageRecordIter(DescribedIter):
         for name in ("_pool", "_procs", "_slots"):
             part = getattr(self, name, None)
             if part is not None:
-                part.shutdown(**({"wait": False} if name == "_pool" else {}))
+                # batches queued ahead are not wanted any more: cancel what has not started
+                part.shutdown(**({"wait": False, "cancel_futures": True}
+                                 if name == "_pool" else {}))
