@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python3 benchmarks/record_feed.py [--images 1024] [--threads N] [--batches 12]
                                                   [--repeat 3] [--steps 20] [--small]
-                                                  [--workers processes|threads]
+                                                  [--workers processes|threads] [--costs]
 
 The data is a ``.rec``/``.idx`` pair of ``--images`` synthetic ImageNet-like JPEGs (500x375,
 quality 90, smooth gradients and blobs under sensor-like noise, so that decoding costs what a
@@ -25,6 +25,10 @@ ResNet-50 v1 (Gluon model zoo, 224 px, batch 64) training steps per second in fl
 bfloat16 AMP (``--steps`` back-to-back ``train_step`` calls, waited for), the ratio feed /
 consumption, and the images/s of training fed by the iterator (``PrefetchingIter``, as MXNet's
 own iterator prefetches; copy and step included). Without a GPU those columns say "n/a".
+
+``--costs`` (CPU only) prints CPU times instead (``record_costs.py``): per image and stage on
+one core, and per batch the main process's CPU beside the workers' CPU per image, the two
+numbers that bound the feed on a machine of more cores than this one.
 """
 from __future__ import annotations
 
@@ -103,9 +107,10 @@ def cache_folder() -> Path:
 
 # -- the iterator --------------------------------------------------------------------------------
 def make_iter(prefix: str, threads: int, dtype: str, batch: int = BATCH, crop: int = CROP,
-              workers: str = "threads") -> Any:
+              workers: str = "threads", prefetch: int = 4) -> Any:
     """ImageRecordIter on the ImageNet training recipe (mean/std only for float output),
-    preparing samples on threads or worker processes (``SYMGRAPH_IO_PROCESSES``)."""
+    preparing samples on threads or worker processes (``SYMGRAPH_IO_PROCESSES``), up to
+    ``prefetch`` batches ahead."""
     norm = {} if dtype != "float32" else dict(
         mean_r=MEAN[0], mean_g=MEAN[1], mean_b=MEAN[2], std_r=STD[0], std_g=STD[1],
         std_b=STD[2])
@@ -114,7 +119,7 @@ def make_iter(prefix: str, threads: int, dtype: str, batch: int = BATCH, crop: i
             path_imgrec=prefix + ".rec", path_imgidx=prefix + ".idx",
             data_shape=(3, crop, crop), batch_size=batch, resize=SHORT_EDGE * crop // CROP,
             rand_crop=True, rand_mirror=True, shuffle=True, preprocess_threads=threads,
-            dtype=dtype, **norm)
+            dtype=dtype, prefetch_buffer=prefetch, **norm)
 
 
 def next_batch(it: Any) -> Any:
@@ -193,7 +198,7 @@ def fmt(value: Optional[float], digits: int = 0) -> str:
 
 
 def host_rates(prefix: str, args: argparse.Namespace, batch: int, crop: int) -> tuple:
-    """({(dtype, workers): img/s}, {(dtype, workers): iterator}) on the host, and the
+    """({(dtype, workers): img/s}, {(dtype, args.workers): iterator}) on the host, and the
     one-thread float32 rate under ("float32", "1 thread")."""
     rates, iters = {}, {}
     for workers in WORKERS:
@@ -203,7 +208,9 @@ def host_rates(prefix: str, args: argparse.Namespace, batch: int, crop: int) -> 
         for dtype in ("float32", "uint8"):
             it = make_iter(prefix, args.threads, dtype, batch, crop, workers)
             rates[dtype, workers] = images_per_second(it, batches, repeat)
-            iters[dtype, workers] = it
+            if workers == args.workers:  # the others go: their prefetching would compete
+                iters[dtype, workers] = it
+            del it
     one = make_iter(prefix, 1, "float32", batch, crop)
     rates["float32", "1 thread"] = images_per_second(one, max(1, args.batches // 3), 1)
     return rates, iters
@@ -263,6 +270,9 @@ def main(argv: Optional[list] = None) -> None:
                     help="the iterators that feed the GPU")
     ap.add_argument("--small", action="store_true", help="tiny sizes, no GPU (a test)")
     ap.add_argument("--folder", type=Path, default=None, help="record cache folder")
+    ap.add_argument("--costs", action="store_true",
+                    help="CPU only: per-stage CPU per image and the main process's CPU per "
+                         "batch (benchmarks/record_costs.py), instead of the rates")
     args = ap.parse_args(argv)
     if args.small:
         args.images, args.batches, args.repeat = SMALL["images"], SMALL["batches"], 1
@@ -273,6 +283,11 @@ def main(argv: Optional[list] = None) -> None:
           f"{args.images} images {size[1]}x{size[0]}), ready in "
           f"{time.perf_counter() - start:.1f} s")
     batch, crop = (SMALL["batch"], 64) if args.small else (BATCH, CROP)
+    if args.costs:
+        from benchmarks.record_costs import report
+        print(f"preprocess_threads={args.threads}\n\n"
+              f"{report(prefix, args.threads, args.batches, batch, crop)}")
+        return
     host, iters = host_rates(prefix, args, batch, crop)
     feed: dict = {}
     gpu: list[tuple] = []

@@ -35,6 +35,34 @@ def test_small_mode_prints_iterator_rates(tmp_path, capsys: pytest.CaptureFixtur
     assert rows["uint8 (no mean/std), -"][2] == "n/a"
 
 
+def test_costs_mode_prints_cpu_per_stage_and_per_batch(tmp_path,
+                                                        capsys: pytest.CaptureFixture) -> None:
+    record_feed.main(["--small", "--costs", "--threads", "2", "--folder", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    rows = {r[0]: r[1:] for r in ([c.strip() for c in ln.strip("|").split("|")]
+                                  for ln in lines if ln.startswith(("| float32", "| uint8")))}
+    stages = [float(v) for v in rows.pop("float32")]
+    assert len(stages) == 5 and min(stages) >= 0 and stages[1] > 0
+    assert set(rows) == {"float32, processes", "uint8, processes", "float32, threads",
+                         "uint8, threads"}
+    for name, cells in rows.items():
+        assert float(cells[0]) > 0
+        assert (cells[1] != "-") == ("processes" in name)
+        assert "processes" not in name or float(cells[1]) > 0
+    # the workers do the images: the main process's share is far below the threads' all
+    assert float(rows["float32, processes"][0]) < float(rows["float32, threads"][0]) / 2
+
+
+def test_stage_costs_add_up(tmp_path) -> None:
+    from benchmarks import record_costs
+    prefix = record_feed.build_record(tmp_path, 4, (40, 50))
+    it = record_feed.make_iter(prefix, 1, "float32", batch=2, crop=16)
+    costs = record_costs.stage_costs(it, prefix, 4)
+    assert min(costs.values()) >= 0 and costs["decode"] > 0
+    assert costs["total"] == pytest.approx(costs["read"] + costs["decode"] +
+                                           costs["augment"] + costs["normalise"])
+
+
 def test_record_holds_the_synthetic_jpegs(tmp_path) -> None:
     from PIL import Image
     prefix = record_feed.build_record(tmp_path, 5, (30, 40))

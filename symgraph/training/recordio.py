@@ -165,6 +165,18 @@ class MXRecordIO:
             out.write(part)
         out.write(b"\0" * (-len(buf) % 4))  # chunks before the last are 4-aligned already
 
+    def read_at(self, offset: int) -> Optional[bytes]:
+        """The record starting at byte ``offset`` (as ``tell`` gave it), or None at the end.
+
+        Example::
+
+            >>> rec = sg.recordio.MXRecordIO('/tmp/a.rec', 'r')     # doctest: +SKIP
+            >>> rec.read_at(0)                                        # doctest: +SKIP
+            b'record_0'
+        """
+        self._handle().seek(int(offset))
+        return self.read()
+
     def read(self) -> Optional[bytes]:
         """The next record, or None at the end of the file."""
         if self.writable:

@@ -5,16 +5,20 @@ shorter edge, ``pad`` with ``fill_value``, crop ``data_shape`` (centred, or rand
 ``rand_crop``; an image smaller than the crop is first scaled up), mirror (``mirror``, or a
 coin flip with ``rand_mirror``), then ``(pixel - mean) * scale / std`` per channel in
 float32. Samples are decoded on ``preprocess_threads`` threads (worker processes with
-``SYMGRAPH_IO_PROCESSES=1``: see ``record_workers``), each into its row of a fresh batch
-array that the batch's NDArray wraps without a copy. ``num_parts``/``part_index``
+``SYMGRAPH_IO_PROCESSES=1``: see ``record_workers``), each into its row of the batch array
+that the batch's NDArray wraps without a copy (a fresh array on threads, a shared-memory slot
+with processes). With more than one thread, up to ``prefetch_buffer`` batches after the one
+asked for are prepared ahead, as MXNet's iterator does; ``reset`` drops them and rewinds to
+where the consumer is, so the batches are those of one thread. ``num_parts``/``part_index``
 keep MXNet's split: by record count with an index, by byte offset of the ``.rec`` file without.
 With ``round_batch`` the last batch is completed from the start of the data (``pad`` says
 how many) and the next epoch starts after those samples, as MXNet's.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Optional, Sequence
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -25,7 +29,8 @@ from ...core.context import cpu
 from ...runtime.ndarray import NDArray, array
 from .. import recordio
 from .iter import DescribedIter, read_image_list
-from .record_sample import Sample, SampleParams, finish, process
+from .record_sample import Sample, SampleParams, process
+from .record_slots import SlotPool
 from .record_workers import ProcessPreparer
 
 __all__ = ["ImageRecordIter"]
@@ -40,6 +45,16 @@ UNSUPPORTED = {"max_rotate_angle": 0, "max_aspect_ratio": 0.0, "max_shear_ratio"
                "shuffle_chunk_size": 0, "verbose": True, "prefetch_buffer": 4, "ctx": "gpu",
                "device_id": 0, "seed_aug": None, "min_img_size": 0.0, "max_img_size": 1e10}
 HINTS = ("verbose", "prefetch_buffer", "ctx", "device_id", "shuffle_chunk_size")
+
+
+class Planned(NamedTuple):
+    """A batch on its way: the iterator's state before it was planned (``reset`` rewinds to
+    it), its padding, its data array and its pending work."""
+
+    before: tuple
+    pad: int
+    data: np.ndarray
+    work: list  # Futures (of Samples, or of row lists from the workers), or Samples
 
 
 def _record_offsets(path: str) -> list[int]:
@@ -101,11 +116,17 @@ class ImageRecordIter(DescribedIter):
             self.label_map = {k: v[0].astype(np.float32) for k, v in table.items()}
         self.shuffle, self.round_batch = shuffle, round_batch
         self.seed, self._rng = seed, np.random.default_rng(seed)
-        self._pool = ThreadPoolExecutor(preprocess_threads) if preprocess_threads > 1 else None
-        self._procs = (ProcessPreparer(preprocess_threads, self.params, self.label_map,
-                                       path_imgrec)
-                       if preprocess_threads > 1 and config.get("SYMGRAPH_IO_PROCESSES") else None)
         shape = (self.batch_size,) + self.params.data_shape
+        several = preprocess_threads > 1
+        self._depth = 1 + (max(0, int(kwargs.get("prefetch_buffer", 4))) if several else 0)
+        self._ahead: deque = deque()
+        self._procs = self._slots = self._pool = None
+        if several and config.get("SYMGRAPH_IO_PROCESSES"):
+            self._procs = ProcessPreparer(preprocess_threads, self.params, self.label_map,
+                                          path_imgrec)
+            self._slots = SlotPool(shape, self.params.out_dtype, keep=self._depth + 1)
+        elif several:
+            self._pool = ThreadPoolExecutor(preprocess_threads)
         label_shape = (self.batch_size,) + ((label_width,) if label_width > 1 else ())
         self._descs = ([DataDesc(data_name, shape, self.params.out_dtype)],
                        [DataDesc(label_name, label_shape)])
@@ -140,11 +161,24 @@ class ImageRecordIter(DescribedIter):
     def reset(self) -> None:
         """Start a new epoch: reshuffle with ``shuffle``; after a rounded last batch, carry on
         from the samples that completed it (MXNet's ``round_batch``)."""
+        if self._ahead:  # batches prepared ahead and not taken: as if never planned
+            self._restore(self._ahead[0].before)
+            for planned in self._ahead:
+                wait([w for w in planned.work if isinstance(w, Future)])
+            self._ahead.clear()
         if not self._overflow:
             self._new_order()
         self._overflow = False
         self._epoch += 1
         self._done = False
+
+    def _state(self) -> tuple:
+        return (self._order, self._cursor, self._overflow, self._done,
+                self._rng.bit_generator.state)
+
+    def _restore(self, state: tuple) -> None:
+        self._order, self._cursor, self._overflow, self._done, rng = state
+        self._rng.bit_generator.state = rng
 
     def _new_order(self) -> None:
         self._order = (self._rng.permutation(self.num_data) if self.shuffle
@@ -157,36 +191,13 @@ class ImageRecordIter(DescribedIter):
         self._cursor += len(got)
         return [self._offsets[i] for i in got]
 
-    def _read(self, offsets: Sequence[int]) -> list[tuple[int, bytes]]:
-        out = []
-        for offset in offsets:
-            self._reader._handle().seek(offset)
-            out.append((offset, self._reader.read()))
-        return out
-
-    def _decode(self, raws: list[tuple[int, bytes]], data: np.ndarray) -> list[Sample]:
-        """Samples of ``raws``, each worker writing its pixels into its row of ``data``."""
-        keys = [np.random.SeedSequence([self.seed, self._epoch, off]) for off, _ in raws]
-        jobs = [(raw, key, data[i]) for i, ((_, raw), key) in enumerate(zip(raws, keys))]
-        where = self.path_imgrec
-
-        def one(job: tuple[bytes, Any, np.ndarray]) -> Sample:
-            return process(job[0], self.params, self.label_map, np.random.default_rng(job[1]),
-                           where, job[2])
-        if self._procs is not None:
-            prepared = self._procs.map([job[:2] for job in jobs])
-            return list(self._pool.map(lambda s, out: finish(s, self.params, out), prepared,
-                                       [job[2] for job in jobs]))
-        return list(self._pool.map(one, jobs)) if self._pool else [one(j) for j in jobs]
-
-    def next(self) -> DataBatch:
-        if self._done:
-            raise StopIteration
+    def _plan(self) -> Optional[tuple[list[int], int]]:
+        """The next batch's record offsets and padding (None at the end of the epoch)."""
         n, bs = self.num_data, self.batch_size
         offsets = self._take(bs)
         if not offsets:
             self._done = True
-            raise StopIteration
+            return None
         pad = bs - len(offsets)
         if pad and self.round_batch:
             if bs > n:
@@ -196,20 +207,81 @@ class ImageRecordIter(DescribedIter):
             self._new_order()
             offsets += self._take(pad)
             self._overflow, self._done = True, True
+        return offsets, pad
+
+    def _one(self, job: tuple[bytes, tuple, np.ndarray]) -> Sample:
+        raw, entropy, out = job
+        rng = np.random.default_rng(np.random.SeedSequence(entropy))
+        return process(raw, self.params, self.label_map, rng, self.path_imgrec, out)
+
+    def _submit(self, offsets: list[int]) -> tuple[np.ndarray, list]:
+        """The batch array of ``offsets`` and the work that fills it (queued or done)."""
+        keys = [(self.seed, self._epoch, off) for off in offsets]
+        if self._procs is not None:
+            name, data = self._slots.take()  # a reused slot: its padding rows are stale
+            data[len(offsets):] = 0
+            rows = list(zip(range(len(offsets)), offsets, keys))
+            return data, self._procs.submit(name, data.shape, rows)
         # a fresh buffer per batch: the NDArray handed out wraps it without a copy
         data = np.empty(self.provide_data[0].shape, self.params.out_dtype)
         data[len(offsets):] = 0
-        samples = self._decode(self._read(offsets), data)
+        jobs = [(self._reader.read_at(off), key, data[i])
+                for i, (off, key) in enumerate(zip(offsets, keys))]
+        if self._pool is not None:
+            return data, [self._pool.submit(self._one, job) for job in jobs]
+        return data, [self._one(job) for job in jobs]
+
+    def _fill(self, asked: bool) -> None:
+        """Plan and queue batches until ``_depth`` are on their way or the epoch ends. An
+        error planning a batch ahead (``asked`` False, or one queued before it) is deferred:
+        the state rewinds and it is raised when that batch is asked for."""
+        while len(self._ahead) < self._depth and not self._done:
+            before = self._state()
+            try:
+                plan = self._plan()
+                if plan is None:
+                    return
+                data, work = self._submit(plan[0])
+            except DataError:
+                if asked and not self._ahead:
+                    raise
+                self._restore(before)
+                return
+            self._ahead.append(Planned(before, plan[1], data, work))
+
+    def _labels(self, planned: Planned) -> list[tuple[np.ndarray, int]]:
+        """(label, record id) of each sample of ``planned``, once its data is written."""
+        if self._procs is not None:
+            return [(label, index) for _, label, index in self._procs.results(planned.work)]
+        wait([w for w in planned.work if isinstance(w, Future)])
+        samples = [w.result() if isinstance(w, Future) else w for w in planned.work]
+        return [(s.label, s.index) for s in samples]
+
+    def next(self) -> DataBatch:
+        self._fill(asked=True)
+        if not self._ahead:
+            raise StopIteration
+        planned = self._ahead.popleft()
+        bs = self.batch_size
+        rows = self._labels(planned)
         label = np.zeros((bs, self.params.label_width), np.float32)
-        for i, s in enumerate(samples):
-            label[i] = s.label
+        for i, (value, _) in enumerate(rows):
+            label[i] = value
         label = label.reshape(self.provide_label[0].shape)
-        index = np.array([s.index for s in samples] + [0] * (bs - len(samples)), np.uint64)
-        return DataBatch([NDArray(data, cpu())], [array(label)], pad=pad, index=index,
-                         provide_data=self.provide_data, provide_label=self.provide_label)
+        index = np.array([i for _, i in rows] + [0] * (bs - len(rows)), np.uint64)
+        if self._depth > 1:  # the workers go on with the next batches while this one is used
+            self._fill(asked=False)
+        return DataBatch([NDArray(planned.data, cpu())], [array(label)], pad=planned.pad,
+                         index=index, provide_data=self.provide_data,
+                         provide_label=self.provide_label)
 
     def __del__(self) -> None:
-        if getattr(self, "_pool", None) is not None:
-            self._pool.shutdown(wait=False)
-        if getattr(self, "_procs", None) is not None:
-            self._procs.shutdown()
+        ahead = getattr(self, "_ahead", None)
+        if ahead:  # their arrays hand their slots back before the pool closes
+            ahead.clear()
+        for name in ("_pool", "_procs", "_slots"):
+            part = getattr(self, name, None)
+            if part is not None:
+                # batches queued ahead are not wanted any more: cancel what has not started
+                part.shutdown(**({"wait": False, "cancel_futures": True}
+                                 if name == "_pool" else {}))

@@ -16,7 +16,7 @@ from .codec import decode
 from .image import interp_flag
 from .resize import resize
 
-__all__ = ["SampleParams", "Sample", "prepare", "finish", "process"]
+__all__ = ["SampleParams", "Sample", "augment", "prepare", "finish", "process"]
 
 OUT_DTYPES = ("float32", "uint8", "int8")
 
@@ -112,7 +112,15 @@ def _crop(img: np.ndarray, params: SampleParams, rng: np.random.Generator,
     return img[y:y + th, x:x + tw]
 
 
-def _augment(img: np.ndarray, params: SampleParams, rng: np.random.Generator) -> np.ndarray:
+def augment(img: np.ndarray, params: SampleParams, rng: np.random.Generator) -> np.ndarray:
+    """``img`` (HWC uint8) resized, padded and cropped to ``params.data_shape`` (the mirror
+    and the normalisation come after).
+
+    Example::
+
+        >>> augment(np.zeros((40, 60, 3), np.uint8), params, rng).shape  # doctest: +SKIP
+        (28, 28, 3)
+    """
     pending = None
     if params.resize > 0:
         h, w = img.shape[:2]
@@ -164,7 +172,7 @@ def prepare(raw: Optional[bytes], params: SampleParams, label_map: Optional[dict
     if img.shape[2] != channels:
         raise DataError(f"{where}: record id {header.id} decodes to {img.shape[2]} channels, "
                         f"data_shape asks for {channels}")
-    img = _augment(img, params, rng)
+    img = augment(img, params, rng)
     mirror = params.mirror or (params.rand_mirror and bool(rng.random() < 0.5))
     if mirror:
         img = img[:, ::-1]

@@ -66,31 +66,44 @@ def _bilinear(img: np.ndarray, w: int, h: int, window: tuple) -> np.ndarray:
     """The ``window`` (top, left, height, width) of ``img`` resized to ``w`` x ``h``.
 
     Float64 throughout, as the plain two-pass formula ``a * (1 - f) + b * f`` (so results are
-    bit-identical to it), but only the source columns the window reads are touched, rows are
-    gathered before widening, and the work goes by strips of output rows: temporaries of a
-    few hundred KiB stay in the allocator's heap, where whole-image ones were fresh pages
-    from the kernel at every call (page faults cost more than the arithmetic).
+    bit-identical to it), but only the source columns the window reads are touched, and the
+    work goes by strips of output rows into buffers made once: temporaries of a few hundred
+    KiB reused, where whole-image ones were fresh pages from the kernel at every call (page
+    faults cost more than the arithmetic). Rows are widened by the multiply itself (one pass
+    instead of a cast and a multiply), and uint8 is rounded by adding 0.5 and truncating
+    (the sum is never negative, so truncation is the floor, and never above 255.5).
     """
     top, left, oh, ow = window
     x0, x1, fx = (t[left:left + ow] for t in _linear_taps(img.shape[1], w))
     y0, y1, fy = (t[top:top + oh] for t in _linear_taps(img.shape[0], h))
+    c = img.shape[2]
     lo = int(x0.min())
-    src = img[:, lo:int(x1.max()) + 1]
-    x0, x1 = _flat_columns(x0 - lo, img.shape[2]), _flat_columns(x1 - lo, img.shape[2])
-    out = np.empty((oh, ow, img.shape[2]), img.dtype)
-    strip = max(1, STRIP_ELEMENTS // (src.shape[1] * src.shape[2]))
+    src = np.ascontiguousarray(img[:, lo:int(x1.max()) + 1])
+    src = src.reshape(src.shape[0], -1)
+    x0, x1 = _flat_columns(x0 - lo, c), _flat_columns(x1 - lo, c)
+    wx0, wx1 = np.repeat(1.0 - fx, c), np.repeat(fx, c)
+    out = np.empty((oh, ow, c), img.dtype)
+    flat = out.reshape(oh, ow * c)
+    strip = max(1, min(oh, STRIP_ELEMENTS // src.shape[1]))
+    upper, lower = np.empty((strip, src.shape[1])), np.empty((strip, src.shape[1]))
+    left_part, right_part = np.empty((strip, ow * c)), np.empty((strip, ow * c))
     for r in range(0, oh, strip):
-        rows = src[y0[r:r + strip]].astype(np.float64)
-        rows *= (1.0 - fy[r:r + strip])[:, None, None]
-        below = src[y1[r:r + strip]].astype(np.float64)
-        below *= fy[r:r + strip, None, None]
-        rows += below
-        part = _take_columns(rows, x0)
-        part *= (1.0 - fx)[None, :, None]
-        right = _take_columns(rows, x1)
-        right *= fx[None, :, None]
-        part += right
-        out[r:r + strip] = _rounded(part, img.dtype)
+        n = min(strip, oh - r)
+        a, b, p, q = upper[:n], lower[:n], left_part[:n], right_part[:n]
+        np.multiply(src[y0[r:r + n]], (1.0 - fy[r:r + n])[:, None], out=a)
+        np.multiply(src[y1[r:r + n]], fy[r:r + n, None], out=b)
+        a += b
+        # the indices are in range: "clip" only skips "raise"'s slower path (35% here)
+        np.take(a, x0, axis=1, out=p, mode="clip")
+        p *= wx0
+        np.take(a, x1, axis=1, out=q, mode="clip")
+        q *= wx1
+        p += q
+        if img.dtype == np.uint8:
+            p += 0.5
+            np.copyto(flat[r:r + n], p, casting="unsafe")
+        else:
+            flat[r:r + n] = _rounded(p, img.dtype)
     return out
 
 
