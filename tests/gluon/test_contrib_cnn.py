@@ -119,18 +119,20 @@ def _ours(cls, arrays: dict, head: np.ndarray, hybridize: bool) -> dict:
     return got
 
 
-def _fd_grad(fun, arrays: dict, name: str, head: np.ndarray, h: float = 1e-6) -> np.ndarray:
-    """d sum(head * fun(arrays)) / d arrays[name] by central differences, float64."""
+def _fd_grad(fun, arrays: dict, name: str, head: np.ndarray, picks: np.ndarray,
+             h: float = 1e-6) -> np.ndarray:
+    """d sum(head * fun(arrays)) / d arrays[name] at the flat positions ``picks``, by central
+    differences in float64."""
     base = arrays[name]
-    grad = np.zeros_like(base)
-    for idx in np.ndindex(base.shape):
+    grad = []
+    for flat in picks:
         vals = []
         for step in (h, -h):
             moved = base.copy()
-            moved[idx] += step
+            moved.flat[flat] += step
             vals.append(np.sum(head * fun({**arrays, name: moved})))
-        grad[idx] = (vals[0] - vals[1]) / (2 * h)
-    return grad
+        grad.append((vals[0] - vals[1]) / (2 * h))
+    return np.array(grad)
 
 
 @pytest.mark.parametrize("hybridize", [False, True])
@@ -156,8 +158,12 @@ def test_gradients_match_central_differences(cls, modulated: bool) -> None:
     fun = lambda a: reference(*(a[k] for k in names), modulated)  # noqa: E731
     head = np.random.default_rng(2).normal(size=fun(arrays).shape)
     got = _ours(cls, arrays, head, hybridize=True)
+    rng = np.random.default_rng(3)
     for name in ("x", "offset_weight", "deformable_conv_weight", "deformable_conv_bias"):
-        np.testing.assert_allclose(got[name], _fd_grad(fun, arrays, name, head),
+        # 30 entries of each (all of the small ones) keep the differences few
+        picks = rng.choice(arrays[name].size, min(30, arrays[name].size), replace=False)
+        np.testing.assert_allclose(got[name].ravel()[picks],
+                                   _fd_grad(fun, arrays, name, head, picks),
                                    rtol=2e-3, atol=2e-3, err_msg=name)
 
 
