@@ -1,39 +1,32 @@
 """PyTorch twins of the Gluon benchmark models (``gluon_models.py``) and their training steps:
 ResNet-50 v1 as MXNet's model zoo builds it (the stride of a bottleneck on its first 1x1
-convolution, not on the 3x3 as torchvision's v1.5) and the LSTM language model
+convolution, not on the 3x3 as torchvision's v1.5; the bottleneck's 1x1 convolutions with
+biases: the same 25.58 M parameters) and the LSTM language model
 (Embedding -> LSTM -> Linear). PyTorch is imported inside the functions only.
 """
 from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
-from benchmarks.common import torch_cuda_graph
+from benchmarks.common import torch_cuda_graph, torch_residual, torch_resnet_stem
 
 
 def torch_resnet50_v1(classes: int) -> Any:
     """ResNet-50 v1 (MXNet's ``resnet50_v1``: 3-4-6-3 bottlenecks, 64-128-256-512 wide)."""
     from torch import nn
 
-    class Bottleneck(nn.Module):
-        def __init__(self, cin: int, width: int, stride: int) -> None:
-            super().__init__()
-            cout = 4 * width
-            self.body = nn.Sequential(
-                nn.Conv2d(cin, width, 1, stride, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
-                nn.Conv2d(width, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width),
-                nn.ReLU(), nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout))
-            self.down = None if stride == 1 and cin == cout else nn.Sequential(
-                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+    def bottleneck(cin: int, width: int, stride: int) -> Any:
+        cout = 4 * width
+        return torch_residual(nn.Sequential(
+            nn.Conv2d(cin, width, 1, stride), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, width, 3, 1, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
+            nn.Conv2d(width, cout, 1), nn.BatchNorm2d(cout)), cin, cout, stride)
 
-        def forward(self, x: Any) -> Any:
-            return (self.body(x) + (x if self.down is None else self.down(x))).relu()
-
-    layers: list = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
-                    nn.MaxPool2d(3, 2, 1)]
+    layers = torch_resnet_stem()
     cin = 64
     for stage, (blocks, width) in enumerate(((3, 64), (4, 128), (6, 256), (3, 512))):
         for b in range(blocks):
-            layers.append(Bottleneck(cin, width, 2 if stage > 0 and b == 0 else 1))
+            layers.append(bottleneck(cin, width, 2 if stage > 0 and b == 0 else 1))
             cin = 4 * width
     return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(cin, classes))
 
