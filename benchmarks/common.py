@@ -125,3 +125,27 @@ def torch_resnet20(projection_bn: bool) -> Any:
             layers.append(Block(cin, cout, 2 if stage > 0 and block == 0 else 1))
             cin = cout
     return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+
+def torch_residual(body: Any, cin: int, cout: int, stride: int) -> Any:
+    """A ResNet v1 unit in PyTorch: ``relu(body(x) + shortcut(x))``, the shortcut a strided
+    1x1 convolution with BatchNorm where the shape changes, else the identity."""
+    from torch import nn
+
+    class Residual(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.body = body
+            self.down = None if stride == 1 and cin == cout else nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x: Any) -> Any:
+            return (self.body(x) + (x if self.down is None else self.down(x))).relu()
+    return Residual()
+
+
+def torch_resnet_stem() -> list:
+    """The ImageNet ResNets' first layers: 7x7/2 convolution, BatchNorm, ReLU, 3x3/2 max pool."""
+    from torch import nn
+    return [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+            nn.MaxPool2d(3, 2, 1)]

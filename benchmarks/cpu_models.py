@@ -151,22 +151,16 @@ def torch_resnet18() -> Any:
     """ResNet-18 v1 (He et al. 2015, as Gluon's ``resnet18_v1``), without torchvision."""
     from torch import nn
 
-    class Basic(nn.Module):
-        def __init__(self, cin: int, cout: int, stride: int) -> None:
-            super().__init__()
-            self.body = nn.Sequential(
-                nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
-                nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout))
-            self.down = None if stride == 1 and cin == cout else nn.Sequential(
-                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+    from benchmarks.common import torch_residual, torch_resnet_stem
 
-        def forward(self, x: Any) -> Any:
-            return (self.body(x) + (x if self.down is None else self.down(x))).relu()
+    def basic(cin: int, cout: int, stride: int) -> Any:
+        return torch_residual(nn.Sequential(
+            nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+            nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)), cin, cout, stride)
 
-    layers: list = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
-                    nn.MaxPool2d(3, 2, 1)]
+    layers = torch_resnet_stem()
     for cin, cout, stride in ((64, 64, 1), (64, 128, 2), (128, 256, 2), (256, 512, 2)):
-        layers += [Basic(cin, cout, stride), Basic(cout, cout, 1)]
+        layers += [basic(cin, cout, stride), basic(cout, cout, 1)]
     layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 1000)]
     return nn.Sequential(*layers).eval()
 

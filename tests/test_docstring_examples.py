@@ -54,7 +54,8 @@ CANONICAL = sorted({registry.canonical(fn.__name__) for fn in OP_FUNCTIONS.value
 
 GLUON_MODULES: tuple[ModuleType, ...] = (
     gluon, gluon.nn, gluon.rnn, gluon.loss, gluon.data, gluon.data.vision,
-    gluon.data.vision.transforms, gluon.contrib.nn, gluon.contrib.rnn, gluon.contrib.data,
+    gluon.data.vision.transforms, gluon.contrib.nn, gluon.contrib.cnn, gluon.contrib.rnn,
+    gluon.contrib.data,
     gluon.contrib.estimator, gluon.model_zoo.vision)
 
 

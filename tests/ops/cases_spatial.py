@@ -29,6 +29,14 @@ def bilinear(img: np.ndarray, r: float, c: float) -> float:
     return total
 
 
+def bilinear_v1(img: np.ndarray, r: float, c: float) -> float:
+    """DeformableConvolution's sample: zero outside [0, H) x [0, W), positions past the last
+    row or column moved onto it (MXNet's kernels)."""
+    if not (0 <= r < img.shape[0] and 0 <= c < img.shape[1]):
+        return 0.0
+    return bilinear(img, min(r, img.shape[0] - 1.0), min(c, img.shape[1] - 1.0))
+
+
 def _sampler(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     d, g = x, y
     n, c, h, wd = d.shape
@@ -112,7 +120,7 @@ def _correlation(a: np.ndarray, b: np.ndarray, k: int, md: int, s1: int, s2: int
 
 def _deformable(d: np.ndarray, off: np.ndarray, wt: np.ndarray, bias: np.ndarray,
                 mask: np.ndarray = None, pad: int = 1, dg: int = 1) -> np.ndarray:
-    """Deformable convolution, stride 1, one group, tap by tap (MXNet's GPU semantics)."""
+    """Deformable convolution, stride 1, one group, tap by tap; v1's border without a mask."""
     n, c, h, wd = d.shape
     f, _, kh, kw = wt.shape
     ho, wo = h + 2 * pad - kh + 1, wd + 2 * pad - kw + 1
@@ -128,7 +136,8 @@ def _deformable(d: np.ndarray, off: np.ndarray, wt: np.ndarray, bias: np.ndarray
                             tap = p * kw + q
                             dy = off[b, grp * 2 * kh * kw + 2 * tap, i, j]
                             dx = off[b, grp * 2 * kh * kw + 2 * tap + 1, i, j]
-                            v = bilinear(d[b, ch], i - pad + p + dy, j - pad + q + dx)
+                            v = (bilinear if mask is not None else bilinear_v1)(
+                                d[b, ch], i - pad + p + dy, j - pad + q + dx)
                             if mask is not None:
                                 v *= mask[b, grp * kh * kw + tap, i, j]
                             out[b, :, i, j] += wt[:, ch, p, q] * v

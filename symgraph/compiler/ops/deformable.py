@@ -7,6 +7,11 @@ A convolution whose kernel tap (i, j) at output (ho, wo) reads the data bilinear
 dx)) as MXNet's: each of the ``num_deformable_group`` channel groups has its own offsets. The
 modulated form multiplies each sample by ``mask`` (N, dg * kh * kw, Ho, Wo).
 
+The borders follow MXNet's two kernels, which differ: the modulated op (v2) interpolates
+with zero outside the image; the plain op (v1) samples nothing (zero) at a position outside
+``[0, H) x [0, W)`` and, inside it, clamps a position past the last row or column to it, so a
+sample in the last pixel's cell replicates the edge instead of fading to zero.
+
 A composition (``ops/_composite.py``): the columns of every tap come from one bilinear
 sampling of the data (``sampler.sample_pixels``: four gathers of channel rows, the deformable
 groups folded into the batch), then one GEMM per group with the weights, as im2col + GEMM
@@ -98,10 +103,14 @@ def _compute(masked: bool) -> Callable:
         dg, p = a["num_deformable_group"], out[0] * out[1]
         rows, cols = _taps(a, g, out)
         off = xs[1].astype(np.float64).reshape(n * dg, taps, 2, p)
-        vals = sample_pixels_np(x.reshape(n * dg, c // dg, h, w), cols + off[:, :, 1],
-                                rows + off[:, :, 0])  # (n * dg, c // dg, taps, p)
+        ys, xs_ = rows + off[:, :, 0], cols + off[:, :, 1]
         if masked:
-            vals = vals * xs[2].astype(np.float64).reshape(n * dg, 1, taps, p)
+            scale = xs[2].astype(np.float64)
+        else:  # v1's border (module docstring)
+            scale = (ys >= 0) & (ys < h) & (xs_ >= 0) & (xs_ < w)
+            ys, xs_ = np.minimum(ys, h - 1.0), np.minimum(xs_, w - 1.0)
+        vals = sample_pixels_np(x.reshape(n * dg, c // dg, h, w), xs_, ys)
+        vals = vals * scale.reshape(n * dg, 1, taps, p)  # (n * dg, c // dg, taps, p)
         cols_ = vals.reshape(n, g.groups, c // g.groups * taps, p)
         wt = xs[3 if masked else 2].astype(np.float64).reshape(g.groups, -1, c // g.groups * taps)
         res = np.einsum("gfk,ngkp->ngfp", wt, cols_).reshape(n, a["num_filter"], *out)
@@ -124,14 +133,28 @@ def _expand(masked: bool) -> Callable:
         y = S.broadcast_add(part(0), S.expand_dims(constant(S, rows, cdt), axis=0))
         x = S.broadcast_add(part(1), S.expand_dims(constant(S, cols, cdt), axis=0))
         flat = (n * dg, taps * p)
+        scale = xs[2] if masked else None
+        if not masked:
+            y, x, scale = _v1_border(S, y, x, (h, w), dtypes[0])
         vals = sample_pixels(S, S.Reshape(xs[0], shape=(n * dg, c // dg, h, w)),
                              S.Reshape(x, shape=flat), S.Reshape(y, shape=flat),
                              (n * dg, c // dg, h, w), taps * p, dtypes[0])
-        if masked:
-            vals = S.broadcast_mul(vals, S.Reshape(xs[2], shape=(n * dg, 1, taps * p)))
+        vals = S.broadcast_mul(vals, S.Reshape(scale, shape=(n * dg, 1, taps * p)))
         return [_gemm(S, a, g, vals, xs[3 if masked else 2], None if a["no_bias"] else xs[-1],
                       (n, c) + out, taps)]
     return expand
+
+
+def _v1_border(S: Any, y: Any, x: Any, hw: tuple, dtype: Any) -> tuple[Any, Any, Any]:
+    """v1's positions clamped to the last row and column, and its 0/1 scale of each sample
+    (1 inside ``[0, H) x [0, W)``), in ``dtype`` (module docstring)."""
+    h, w = float(hw[0]), float(hw[1])
+    inside = (S._greater_equal_scalar(y, scalar=0.0) * S._lesser_scalar(y, scalar=h)
+              * S._greater_equal_scalar(x, scalar=0.0) * S._lesser_scalar(x, scalar=w))
+    if coord_dtype(dtype) != np.dtype(dtype).name:
+        inside = S.Cast(inside, dtype=np.dtype(dtype).name)
+    return (S._minimum_scalar(y, scalar=h - 1.0), S._minimum_scalar(x, scalar=w - 1.0),
+            S.BlockGrad(inside))
 
 
 def _gemm(S: Any, a: Attrs, g: Any, vals: Any, weight: Any, bias: Any, shape: tuple,

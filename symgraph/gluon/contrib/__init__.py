@@ -1,7 +1,7 @@
-"""``gluon.contrib``: MXNet 1.x's contributed Gluon layers (``contrib.nn``) and samplers
-(``contrib.data``), recurrent cells (``contrib.rnn``) and the Estimator training loop (``contrib.estimator``)."""
+"""``gluon.contrib``: MXNet 1.x's contributed Gluon layers (``contrib.nn``, ``contrib.cnn``)
+and samplers (``contrib.data``), recurrent cells (``contrib.rnn``) and the Estimator training loop (``contrib.estimator``)."""
 from __future__ import annotations
 
-from . import data, estimator, nn, rnn
+from . import cnn, data, estimator, nn, rnn
 
-__all__ = ["data", "estimator", "nn", "rnn"]
+__all__ = ["cnn", "data", "estimator", "nn", "rnn"]

@@ -36,6 +36,7 @@ from ..hybrid_state import Trace
 from .rnn_cell import STEPS
 from .sequence import call_state_func, last_states, mask_variable_length, reverse_sequences
 from .sequence import split as split_steps, stack
+from .unfuse import unfuse
 
 _ACTS = {"rnn_relu": ("relu", None), "rnn_tanh": ("tanh", None), "lstm": ("tanh", "sigmoid"),
          "gru": ("tanh", "sigmoid")}
@@ -66,6 +67,7 @@ class _RNNLayer(HybridBlock):
         self._trace_steps: Optional[int] = None  # T of the arrays a trace is made for
         inits = (i2h_weight_initializer, h2h_weight_initializer, i2h_bias_initializer,
                  h2h_bias_initializer, h2r_weight_initializer)
+        self._inits = inits
         width = input_size
         for layer in range(num_layers):
             for d in "lr"[:self._dir]:
@@ -102,6 +104,11 @@ class _RNNLayer(HybridBlock):
             cell = f"{d}_cell." if bi else ""
             out[f"{prefix}_unfused.{layer}.{cell}{rest}"] = p
         return out
+
+    def _unfuse(self) -> Any:
+        """The layer as a ``HybridSequentialRNNCell`` of per-layer cells sharing its
+        parameters (MXNet 1.9.1's; ``unfuse.py``)."""
+        return unfuse(self)
 
     def state_info(self, batch_size: int = 0) -> list:
         """Shape, layout and dtype of each state: (layers * directions, batch, size)."""
