@@ -120,7 +120,8 @@ def report(prefix: str, threads: int, batches: int, batch: int, crop: int) -> st
             # threads: the main process's CPU is the workers' too, and the GIL its bound
             bound = (f"{(threads - 1) * 1e3 / c['workers']:,.0f}" if c["workers"] > 0
                      else "-")
-            spent = f"{c['workers']:.2f}" if c["workers"] > 0 else "-"
+            # (a short run's workers may show no clock tick: 0.00, and no bound from it)
+            spent = f"{c['workers']:.2f}" if workers == "processes" else "-"
             lines.append(f"| {dtype}, {workers} | {c['main']:.1f} | {spent} | {c['wall']:.0f} | "
                          f"{batch * 1e3 / c['main']:,.0f} | {bound} |")
             del it
