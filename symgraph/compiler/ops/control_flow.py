@@ -252,6 +252,7 @@ register(OpDef(
      "remain_locs": Param("shape", doc=LOCS_DOC.format("free (loop-invariant)"))},
     _inputs, _foreach_shape, _foreach_compute, _foreach_grad, OPAQUE,
     infer_type=_foreach_types, outputs=_outputs, num_visible=lambda a: a["num_outputs"],
+    partial_shapes=True,  # a data shape (0, ...) of unknown length still shapes the body
     lowering=UNROLLED, extra={"unroll": unroll_foreach},
     doc="MXNet's foreach: runs ``body`` over axis 0 of the data, carrying loop states "
         "(``sg.sym.contrib.foreach`` traces the body)."))
