@@ -105,14 +105,17 @@ class Subgraph:
                 env[e] = v
         return [env[e] for e in self.outputs]
 
-    def infer_shapes(self, given: Sequence[Optional[Shape]]) -> tuple[list, list]:
+    def infer_shapes(self, given: Sequence[Optional[Shape]],
+                     partial: bool = False) -> tuple[list, list]:
         """``(input shapes, output shapes)`` decided from the known input shapes ``given``
-        (None: unknown); parameter inputs get the shapes their readers need."""
+        (None: unknown); parameter inputs get the shapes their readers need. ``partial``: a 0
+        in ``given`` is an unknown dimension, and shapes known in part come back with 0s."""
         from .types.infer_shape import infer_partial_shapes
         names = {n.name: tuple(s) for n, s in zip(self.inputs, given) if s is not None}
-        full, _ = infer_partial_shapes(self.graph(), names, exact=True)
-        return ([full.get(Entry(n)) for n in self.inputs],
-                [full.get(e) for e in self.outputs])
+        full, part = infer_partial_shapes(self.graph(), names, exact=not partial)
+        known = {**part, **full} if partial else full
+        return ([known.get(Entry(n)) for n in self.inputs],
+                [known.get(e) for e in self.outputs])
 
     def infer_types(self, given: Sequence[Any]) -> tuple[list, list]:
         """``(input dtypes, output dtypes)`` from the known input dtypes (None: unknown)."""
