@@ -85,15 +85,9 @@ def broadcast_shapes(shapes: Sequence[Shape]) -> Shape:
 def broadcast_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
     """numpy broadcasting. With partial shapes (0 = unknown) of one rank, an unknown dimension
     facing a known one other than 1 takes its size: the same-shape reading of MXNet's
-    ``a + b``, the only one that decides anything. For the same reason an operand of unknown
-    shape takes the output's shape, or else the other operand's (MXNet infers ``b`` in
-    ``a + b`` so; the graph would otherwise stay undecided)."""
+    ``a + b``, the only one that decides anything."""
     if any(s is None for s in ins):
-        known = [s for s in ins if s is not None]
-        ref = outs[0] if outs and outs[0] is not None else (known[0] if known else None)
-        if ref is None:
-            return ins, outs
-        return [ref if s is None else s for s in ins], outs if outs[0] is not None else [ref]
+        return ins, outs
     if not any(0 in s for s in list(ins) + [o for o in outs if o is not None]):
         return ins, [broadcast_shapes(ins)]
     if len({len(s) for s in ins}) != 1:
@@ -108,6 +102,18 @@ def broadcast_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
         dims.append(big.pop() if big else (1 if 0 not in sizes else 0))
     filled = [tuple(b or o for b, o in zip(s, dims)) for s in ins]
     return filled, [tuple(dims)]
+
+
+def broadcast_guess(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """The guess shape inference makes once every certain rule has run
+    (``OpDef.extra["guess_shape"]``): an operand of unknown shape has the output's shape, or
+    else the other operand's. MXNet's ``a + b`` is the same-shape ``_Plus``, so it infers
+    ``b`` so; a broadcast cannot tell, and the graph would otherwise stay undecided."""
+    known = [s for s in ins if s is not None]
+    ref = outs[0] if outs[0] is not None else (known[0] if known else None)
+    if ref is None or len(known) == len(ins):
+        return ins, outs
+    return [ref if s is None else s for s in ins], [ref]
 
 
 def forward_shape(fn: Callable[[Attrs, list], list]) -> Callable:
@@ -134,6 +140,8 @@ def elementwise(name: str, formula: Callable[..., Expr], gradient: object,
                 doc: str = "", variadic: Optional[str] = None,
                 extra: Optional[dict] = None, activation: Any = None) -> OpDef:
     """Register an op given by a scalar formula; shape, dtype, numpy and CUDA derive from it."""
+    if shape_rule is broadcast_shape:
+        extra = {**(extra or {}), "guess_shape": broadcast_guess}
     return register(OpDef(
         name=name, params=params or {}, inputs=inputs, infer_shape=shape_rule,
         compute=expr_compute(formula), gradient=gradient, pattern=pattern, expr=formula,
