@@ -111,6 +111,14 @@ def test_unknown_operand_of_plus_takes_the_other_shape() -> None:
     assert args == [(3, 4), (3, 4)] and outs == [(3, 4)]
 
 
+def test_same_shape_guess_waits_for_the_certain_rules() -> None:
+    w, shift = S.var("w"), S.var("shift", shape=(1,))
+    net = S.FullyConnected(S.var("data"), weight=S.broadcast_add(w, shift), num_hidden=11,
+                           no_bias=True)
+    args, _, _ = net.infer_shape(data=(7, 100))
+    assert dict(zip(net.list_arguments(), args))["w"] == (11, 100)  # not shift's (1,)
+
+
 def test_gradient_arrays_for_unread_names_are_left_out() -> None:
     a, b, unused = S.var("a"), S.var("b"), S.var("unused")
     out = S.contrib.cond((a * b).sum() < 100, lambda: a * b, lambda: a + b)

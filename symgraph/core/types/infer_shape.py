@@ -2,7 +2,8 @@
 
 Requires: every op registered. Guarantees: every shape a rule could decide is filled, going
 forward and backward through the graph until nothing changes (MXNet's fixpoint), and a shape the
-user gave is checked, never overwritten. A contradiction raises ShapeError naming the node, the
+user gave is checked, never overwritten. Only then do ops with a ``guess_shape`` (broadcasts:
+MXNet's same-shape ``a + b``) fill what is still unknown, each guess followed by the fixpoint. A contradiction raises ShapeError naming the node, the
 op, the input or output, the shape it has and the shape inferred from the other inputs.
 """
 from __future__ import annotations
