@@ -127,8 +127,17 @@ def forward_shape(fn: Callable[[Attrs, list], list]) -> Callable:
 
 def expr_compute(formula: Callable[..., Expr]) -> Callable:
     """numpy reference derived from a scalar formula ``formula(attrs, *input_exprs)``."""
+    # The formula built once per attributes: a loop body runs the same nodes every step, and
+    # a fresh formula has to be hashed again before evaluate finds its cached order.
+    built: dict[tuple, Expr] = {}
+
     def compute(attrs: Attrs, xs: list, ctx: RunCtx) -> list:
-        e = formula(attrs, *(inp(i) for i in range(len(xs))))
+        key = (attrs, len(xs))
+        e = built.get(key)
+        if e is None:
+            if len(built) > 1024:
+                built.clear()
+            e = built[key] = formula(attrs, *(inp(i) for i in range(len(xs))))
         dtype = np.result_type(*xs)
         return evaluate([e], xs, dtype)
     return compute
