@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import symgraph as sg
-from symgraph.core.base import BindError
+from symgraph.core.base import BindError, UnusedLoopValueError
 
 from .mxnet_live import mxnet_json
 
@@ -135,6 +135,12 @@ def test_gradient_arrays_for_unread_names_are_left_out() -> None:
         out.bind(sg.cpu(), {"a": sg.nd.array(x), "b": sg.nd.array(y),
                             "unused": sg.nd.array(x)})
     del unused
+
+
+def test_unused_state_is_an_assertion_error_as_in_mxnet() -> None:
+    with pytest.raises(AssertionError, match=r"loop values \['s-0'\] are not used"):
+        S.contrib.foreach(lambda d, st: (d * 2, [d]), S.var("x"), [S.var("s")])
+    assert issubclass(UnusedLoopValueError, sg.GraphError)
 
 
 def test_nd_list_attribute_after_the_arrays() -> None:

@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional, Sequence
 from ..core import registry
 from ..core.attribute import AttrScope
 from ..core.attrs import Attrs
-from ..core.base import GraphError
+from ..core.base import GraphError, UnusedLoopValueError
 from ..core.graph import VARIABLE, Entry, Node, topo_order, unique_name, variable
 from ..core.subgraph import Subgraph
 from .symbol import Symbol, apply_op
@@ -113,8 +113,8 @@ def cut(outputs: Sequence[Entry], holders: Sequence[Node], taken: set[str],
     inputs = [n for n in topo_order(outs) if n.is_variable]
     unused = [h.name for h in holders if h not in set(inputs)]
     if unused and every:
-        raise GraphError(f"loop values {unused} are not used by the body (MXNet requires every "
-                         f"data array and state to be used)")
+        raise UnusedLoopValueError(f"loop values {unused} are not used by the body (MXNet "
+                                   f"requires every data array and state to be used)")
     outer = {v: e for e, v in free.items()}
     return Subgraph.of(outs, inputs), [outer.get(n) for n in inputs]
 
