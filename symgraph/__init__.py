@@ -61,6 +61,7 @@ from .interop import rnn  # noqa: E402  (MXNet's symbolic cells, mx.rnn)
 
 from .frontend import control_flow_nd  # noqa: E402,F401  (sg.sym/sg.nd.contrib.foreach, ...)
 from .frontend import contrib_update  # noqa: E402,F401  (sg.nd/sg.sym.contrib.adamw_update)
+from .frontend import zipfian  # noqa: E402,F401  (sg.nd/sg.sym.contrib.rand_zipfian)
 from .training.parallel import group as _parallel_group  # noqa: E402,F401  (Module(context=[...]))
 from .training import bucketing_module as _bucketing  # noqa: E402,F401  (sg.mod.BucketingModule)
 

@@ -63,6 +63,15 @@ class AttrScope(metaclass=_ScopeClass):
         self._attr = {hidden_key(k): v for k, v in kwargs.items()}
         self._old: Optional[AttrScope] = None
 
+    @classmethod
+    def subgraph_name(cls, name: str) -> str:
+        """A unique name for a control-flow subgraph (MXNet's ``_get_unique_subgraph_name``):
+        ``name`` under the enclosing subgraph's (``outer$name``), numbered per name."""
+        outer = cls.current._attr.get("__subgraph_name__", "")
+        full = f"{outer}${name}" if outer else name
+        cls._subgraph_names[full] += 1
+        return f"{full}{cls._subgraph_names[full] - 1}"
+
     def get(self, attr: Optional[Mapping[str, Any]]) -> dict[str, str]:
         """The scope's attributes updated with ``attr`` (the ones given at creation win)."""
         out = dict(self._attr)

@@ -13,7 +13,7 @@ import numpy as np
 
 __all__ = ["SymgraphError", "AttrError", "ShapeError", "DTypeError", "BindError", "GraphError",
            "ExecutionError", "DataError", "IndexDataError", "MissingParamError",
-           "NotImplementedForSymbol",
+           "NotImplementedForSymbol", "UnusedLoopValueError",
            "mx_real_t", "integer_types", "numeric_types", "string_types", "py_str"]
 
 
@@ -43,6 +43,11 @@ class MissingParamError(BindError, RuntimeError):
 
 class GraphError(SymgraphError, ValueError):
     """A graph is malformed: duplicate names, unknown ops, bad JSON, cycles."""
+
+
+class UnusedLoopValueError(GraphError, AssertionError):
+    """A control-flow body does not read one of its data arrays or states (an
+    AssertionError, as MXNet raises)."""
 
 
 class ExecutionError(SymgraphError, RuntimeError):

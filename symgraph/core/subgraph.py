@@ -36,13 +36,14 @@ Shape = tuple[int, ...]
 class Subgraph:
     """Input variables (in order) and output entries of a graph held by a node."""
 
-    __slots__ = ("inputs", "outputs", "_key", "_nodes")
+    __slots__ = ("inputs", "outputs", "_key", "_nodes", "_plan")
 
     def __init__(self, inputs: Sequence[Node], outputs: Sequence[Entry]) -> None:
         self.inputs: tuple[Node, ...] = tuple(inputs)
         self.outputs: tuple[Entry, ...] = tuple(outputs)
         self._key: Optional[tuple] = None
         self._nodes: Optional[list[Node]] = None
+        self._plan: Optional[tuple] = None
 
     @classmethod
     def of(cls, outputs: Sequence[Entry], inputs: Sequence[Node]) -> "Subgraph":
@@ -94,25 +95,44 @@ class Subgraph:
         """The outputs for input arrays ``values`` (in input order), by each op's numpy
         reference: what control-flow ops run per iteration on the CPU."""
         ctx = ctx or RunCtx()
-        env: dict[Entry, np.ndarray] = {Entry(n): v for n, v in zip(self.inputs, values)}
-        for node in self.nodes():
-            if node.op == VARIABLE:
-                if Entry(node) not in env:  # (Subgraph.of refuses such graphs)
-                    raise GraphError(f"subgraph input {node.name} has no value")
-                continue
-            outs = get_op(node.op).compute(node.attrs, [env[e] for e in node.inputs], ctx)
-            for e, v in zip(node.entries(), outs):
-                env[e] = v
-        return [env[e] for e in self.outputs]
+        size, steps, outputs = self._run_plan()
+        vals: list = list(values) + [None] * (size - len(values))
+        for compute, attrs, ins, outs in steps:
+            for k, v in zip(outs, compute(attrs, [vals[i] for i in ins], ctx)):
+                vals[k] = v
+        return [vals[k] for k in outputs]
 
-    def infer_shapes(self, given: Sequence[Optional[Shape]]) -> tuple[list, list]:
+    def _run_plan(self) -> tuple:
+        """``(number of slots, steps, output slots)``: each value in a numbered slot (the
+        inputs first) and each op node as ``(compute, attrs, input slots, output slots)``,
+        built once, since a loop runs its body every step."""
+        if self._plan is None:
+            slot: dict[Entry, int] = {Entry(n): i for i, n in enumerate(self.inputs)}
+            steps = []
+            for node in self.nodes():
+                if node.op == VARIABLE:
+                    if Entry(node) not in slot:  # (Subgraph.of refuses such graphs)
+                        raise GraphError(f"subgraph input {node.name} has no value")
+                    continue
+                ins = tuple(slot[e] for e in node.inputs)
+                for e in node.entries():
+                    slot[e] = len(slot)
+                outs = tuple(slot[e] for e in node.entries())
+                steps.append((get_op(node.op).compute, node.attrs, ins, outs))
+            self._plan = (len(slot), steps, tuple(slot[e] for e in self.outputs))
+        return self._plan
+
+    def infer_shapes(self, given: Sequence[Optional[Shape]],
+                     partial: bool = False) -> tuple[list, list]:
         """``(input shapes, output shapes)`` decided from the known input shapes ``given``
-        (None: unknown); parameter inputs get the shapes their readers need."""
+        (None: unknown); parameter inputs get the shapes their readers need. ``partial``: a 0
+        in ``given`` is an unknown dimension, and shapes known in part come back with 0s."""
         from .types.infer_shape import infer_partial_shapes
         names = {n.name: tuple(s) for n, s in zip(self.inputs, given) if s is not None}
-        full, _ = infer_partial_shapes(self.graph(), names, exact=True)
-        return ([full.get(Entry(n)) for n in self.inputs],
-                [full.get(e) for e in self.outputs])
+        full, part = infer_partial_shapes(self.graph(), names, exact=not partial)
+        known = {**part, **full} if partial else full
+        return ([known.get(Entry(n)) for n in self.inputs],
+                [known.get(e) for e in self.outputs])
 
     def infer_types(self, given: Sequence[Any]) -> tuple[list, list]:
         """``(input dtypes, output dtypes)`` from the known input dtypes (None: unknown)."""

@@ -22,8 +22,9 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from ..core import registry
+from ..core.attribute import AttrScope
 from ..core.attrs import Attrs
-from ..core.base import GraphError
+from ..core.base import GraphError, UnusedLoopValueError
 from ..core.graph import VARIABLE, Entry, Node, topo_order, unique_name, variable
 from ..core.subgraph import Subgraph
 from .symbol import Symbol, apply_op
@@ -112,8 +113,8 @@ def cut(outputs: Sequence[Entry], holders: Sequence[Node], taken: set[str],
     inputs = [n for n in topo_order(outs) if n.is_variable]
     unused = [h.name for h in holders if h not in set(inputs)]
     if unused and every:
-        raise GraphError(f"loop values {unused} are not used by the body (MXNet requires every "
-                         f"data array and state to be used)")
+        raise UnusedLoopValueError(f"loop values {unused} are not used by the body (MXNet "
+                                   f"requires every data array and state to be used)")
     outer = {v: e for e, v in free.items()}
     return Subgraph.of(outs, inputs), [outer.get(n) for n in inputs]
 
@@ -141,7 +142,8 @@ def foreach(body: Callable, data: Any, init_states: Any, name: str = "foreach") 
     state_vars = placeholders(flat_init, taken)
     x_t, _ = regroup([Symbol((Entry(v),)) for v in data_vars], data_fmt)
     s_t, _ = regroup([Symbol((Entry(v),)) for v in state_vars], init_fmt)
-    outs, new_states = body(x_t, s_t)
+    with AttrScope(__subgraph_name__=AttrScope.subgraph_name(name)):
+        outs, new_states = body(x_t, s_t)
     flat_out, out_fmt = flatten(outs if outs is not None else [], "foreach output")
     flat_new, new_fmt = flatten(new_states if new_states is not None else [],
                                 "foreach states")
@@ -168,18 +170,22 @@ def union_inputs(outers: Sequence[Sequence[Optional[Entry]]], subs: Sequence[Sub
                  bound: dict[Node, Entry]) -> tuple[list[Entry], list[tuple[int, ...]]]:
     """The node inputs shared by several subgraphs (each outer value once, in first-use
     order) and, per subgraph, the node input feeding each of its inputs (MXNet's
-    ``*_input_locs``). ``bound``: placeholder -> the outer value it stands for."""
+    ``*_input_locs``). ``bound``: placeholder -> the outer value it stands for.
+
+    A placeholder keeps an input of its own even when a free value is the same outer entry
+    (a second loop over the first one's final states that also reads those states): the
+    loop updates a placeholder's input each step, the free value must stay as it was."""
     inputs: list[Entry] = []
-    index: dict[Entry, int] = {}
+    index: dict[Any, int] = {}
     locs = []
     for outer, sub in zip(outers, subs):
         mine = []
         for node, e in zip(sub.inputs, outer):
-            e = bound[node] if e is None else e
-            if e not in index:
-                index[e] = len(inputs)
-                inputs.append(e)
-            mine.append(index[e])
+            key: Any = ("loop", node) if e is None else ("free", e)
+            if key not in index:
+                index[key] = len(inputs)
+                inputs.append(bound[node] if e is None else e)
+            mine.append(index[key])
         locs.append(tuple(mine))
     return inputs, locs
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..core.attribute import AttrScope
 from ..core.base import GraphError
 from .control_flow import cut, flatten, placeholders, regroup, union_inputs
 from ..core.graph import Entry
@@ -50,11 +51,15 @@ def while_loop(cond: Callable, func: Callable, loop_vars: Any,
     holders = placeholders(flat_vars, taken)
     args, _ = regroup([Symbol((Entry(h),)) for h in holders], var_fmt)
     args = args if isinstance(args, list) else [args]
-    pred = cond(*args)
+    with AttrScope(__subgraph_name__=AttrScope.subgraph_name(name + "_cond")):
+        pred = cond(*args)
     if not isinstance(pred, Symbol) or len(pred) != 1:
         raise GraphError(f"while_loop: cond must return one Symbol, got {pred!r}")
-    step_out, new_vars = func(*args)
-    flat_out, out_fmt = flatten(_as_list(step_out), "while_loop step output")
+    with AttrScope(__subgraph_name__=AttrScope.subgraph_name(name + "_func")):
+        step_out, new_vars = func(*args)
+    # a single Symbol stays one (MXNet returns it unwrapped); a tuple is a list
+    flat_out, out_fmt = flatten(_as_list(step_out) if not isinstance(step_out, Symbol)
+                                else step_out, "while_loop step output")
     flat_new, _ = flatten(_as_list(new_vars), "while_loop new loop_vars")
     if len(flat_new) != len(flat_vars):
         raise GraphError(f"while_loop: func returns {len(flat_new)} loop variables for "
@@ -94,8 +99,9 @@ def cond(pred: Symbol, then_func: Callable, else_func: Callable, name: str = "co
         raise GraphError(f"cond: pred must be one Symbol, got {pred!r}")
     taken: set[str] = set()
     graphs, outers, fmts = [], [], []
-    for fn in (lambda: pred, then_func, else_func):
-        value = fn()
+    for fn, part in ((lambda: pred, "_pred"), (then_func, "_then"), (else_func, "_else")):
+        with AttrScope(__subgraph_name__=AttrScope.subgraph_name(name + part)):
+            value = fn()
         flat, fmt = flatten(value if isinstance(value, Symbol) else _as_list(value),
                             "cond output")
         sub, outer = cut([s.outputs_[0] for s in flat], [], taken)

@@ -120,7 +120,11 @@ def _first_call(opdef: registry.OpDef, params: list, key: Any, args: tuple, kwar
     named = {k: v for k, v in kwargs.items() if isinstance(v, NDArray)}
     attrs = {k: (tuple(v.tolist()) if isinstance(v, np.ndarray) else v)
              for k, v in kwargs.items() if not isinstance(v, NDArray)}
-    if n < len(args) and isinstance(args[n], (np.ndarray, list)):
+    # a list right after every input of a fixed-input op is an attribute, as MXNet's
+    # generated functions take it (x.broadcast_to([1, 2])); elsewhere it is a mistaken array
+    fixed_inputs = isinstance(opdef.inputs, tuple) and n == len(opdef.inputs)
+    if n < len(args) and (isinstance(args[n], np.ndarray)
+                          or (isinstance(args[n], list) and not fixed_inputs)):
         raise AttrError(f"{where(name or opdef.name, opdef.name)}input {n} must be an "
                         f"NDArray, got {type(args[n]).__name__}")
     for p, v in zip(params, args[n:]):

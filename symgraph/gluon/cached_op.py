@@ -14,7 +14,7 @@ from typing import Any, Optional, Sequence
 
 from ..runtime import ndarray as nd
 from ..core.base import BindError, GraphError
-from .nested import flatten, is_flat, regroup
+from .nested import flatten, regroup
 from .hybrid_state import CachedTrace, ParamArrays
 from .parameter import VERSION
 
@@ -148,4 +148,7 @@ def call_cached(block: Any, args: Sequence[Any]) -> Any:
     else:
         outs = cached.program.run(flat)
     fmt = cached.out_format
-    return outs if is_flat(fmt) else regroup(outs, fmt)
+    if fmt is None:
+        return outs
+    # a list of one output comes back as that list, as the block returned it (MXNet's regroup)
+    return regroup(outs if isinstance(outs, list) else [outs], fmt)

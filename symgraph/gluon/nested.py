@@ -37,8 +37,3 @@ def regroup(leaves: Sequence[Any], fmt: Format) -> Any:
     def build(f: Format) -> Any:
         return next(it) if f is None else [build(g) for g in f]
     return build(fmt)
-
-
-def is_flat(fmt: Format) -> bool:
-    """Whether a format is a leaf or a sequence of leaves (nothing to regroup)."""
-    return fmt is None or all(f is None for f in fmt)

@@ -25,7 +25,8 @@ from .testkit.compare import (almost_equal, assert_allclose, assert_almost_equal
                               effective_dtype, get_atol, get_etol, get_rtol, get_tolerance,
                               get_tols, same, same_array)
 from .testkit.data import (DummyIter, default_context, discard_stderr,  # noqa: F401
-                           environment, get_cifar10, get_mnist_iterator, list_gpus, np_reduce,
+                           environment, get_cifar10, get_mnist_iterator, is_aarch64_run,
+                           list_gpus, np_reduce,
                            rand_coord_2d, rand_ndarray, rand_shape_2d, rand_shape_3d,
                            rand_shape_nd, random_arrays, random_sample, random_uniform_arrays,
                            retry, set_default_context)
@@ -42,7 +43,7 @@ __all__ = ["check_numeric_gradient", "check_symbolic_forward", "check_symbolic_b
            "default_numeric_eps", "default_rtols", "effective_dtype", "get_atol", "get_etol",
            "get_rtol", "get_tolerance", "get_tols", "same", "same_array",
            "DummyIter", "default_context", "discard_stderr", "environment", "get_cifar10",
-           "get_mnist_iterator", "list_gpus", "np_reduce", "rand_coord_2d", "rand_ndarray",
+           "get_mnist_iterator", "is_aarch64_run", "list_gpus", "np_reduce", "rand_coord_2d", "rand_ndarray",
            "rand_shape_2d", "rand_shape_3d", "rand_shape_nd", "random_arrays", "random_sample",
            "random_uniform_arrays", "retry", "set_default_context",
            "check_consistency", "check_speed", "compare_optimizer", "same_symbol_structure",

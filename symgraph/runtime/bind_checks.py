@@ -26,8 +26,13 @@ from .ndarray import NDArray, zeros
 GRAD_REQS = ("write", "add", "null")
 
 
-def as_list(kind: str, value: Any, names: Sequence[str], required: bool) -> list:
-    """Turn a list or dict of per-argument values into a list in ``names`` order."""
+def as_list(kind: str, value: Any, names: Sequence[str], required: bool,
+            extra_ok: bool = False) -> list:
+    """Turn a list or dict of per-argument values into a list in ``names`` order.
+    ``extra_ok``: a dict may hold names that are not arguments (they are left out)."""
+    if isinstance(value, Mapping) and extra_ok:
+        known = set(names)
+        value = {k: v for k, v in value.items() if k in known}
     if value is None:
         if required and names:
             raise BindError(f"{kind}: missing arrays for {list(names)}")
@@ -51,11 +56,8 @@ def grad_reqs(grad_req: Any, names: Sequence[str]) -> dict[str, str]:
     one dict over the argument names, each checked."""
     if isinstance(grad_req, str):
         reqs = {n: grad_req for n in names}
-    else:
-        if isinstance(grad_req, Mapping):  # MXNet ignores requests for other names
-            known = set(names)
-            grad_req = {k: v for k, v in grad_req.items() if k in known}
-        given = as_list("grad_req", grad_req, names, required=False)
+    else:  # (MXNet ignores requests for other names)
+        given = as_list("grad_req", grad_req, names, required=False, extra_ok=True)
         reqs = {n: r or "null" for n, r in zip(names, given)}
     for n, r in reqs.items():
         if r not in GRAD_REQS:

@@ -110,7 +110,9 @@ class Executor:
         check_unique_inputs(symbol.graph())
         names = symbol.list_arguments()
         arg_list = as_list("bind args", args, names, required=True)
-        grad_list = as_list("bind args_grad", args_grad, names, required=False)
+        # as MXNet, gradient arrays for names that are not arguments are left unused: such a
+        # variable has no gradient (a loop body or branch that does not read it)
+        grad_list = as_list("bind args_grad", args_grad, names, required=False, extra_ok=True)
         aux_names = symbol.list_auxiliary_states()
         aux_list = as_list("bind aux_states", aux_states, aux_names, required=True)
         req_of = grad_reqs(grad_req, names)

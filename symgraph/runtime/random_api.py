@@ -89,13 +89,17 @@ def sampler(call: Call, is_array: Callable[[Any], bool], law: str) -> Callable:
 
 
 def like(call: Call, law: str) -> Callable:
-    """``uniform_like(data, low, high, out)``: samples of data's shape and dtype."""
+    """``uniform_like(data, low, high, out)``: samples of data's shape and dtype. MXNet
+    generates these from the ops, so they take the ops' parameters (``exponential_like``: the
+    rate ``lam``, not a scale)."""
+    # (every law's defaults read the same as the op's: exponential's scale 1 is rate 1)
+    params = list(zip(OP_PARAMS[law], (d for _, d in LAWS[law])))
+
     def draw(data: Any = None, *args: Any, out: Any = None, **kwargs: Any) -> Any:
-        values = list(args) + [kwargs.pop(n, d) for n, d in LAWS[law][len(args):]]
+        values = list(args) + [kwargs.pop(n, d) for n, d in params[len(args):]]
         kwargs.pop("name", None)
         if kwargs:
             raise AttrError(f"random.{law}_like: unknown argument(s) {sorted(kwargs)}")
-        values = _exponential_scale(law, values, lambda v: False)
         return call(f"_random_{law}_like", [data], dict(zip(OP_PARAMS[law], values)), out, None)
     draw.__name__ = f"{law}_like"
     draw.__doc__ = f"Samples of the {law} law of data's shape and dtype."

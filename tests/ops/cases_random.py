@@ -83,6 +83,10 @@ CASES = [
          grad=False),
     Case("_shuffle", lambda: S.sort(S._shuffle(x), axis=0), {"x": uniform(6, 2)},
          lambda x: np.sort(x, axis=0), grad=False),
+    # range_max distinct classes out of range_max: each row is every class once
+    Case("_sample_unique_zipfian",
+         lambda: S.sort(S._sample_unique_zipfian(range_max=5, shape=(2, 5))[0], axis=1), {},
+         lambda **_: np.tile(np.arange(5), (2, 1)), grad=False),
 ]
 
 _POS = {"low": 0.5, "high": 2.0}

@@ -104,6 +104,18 @@ def broadcast_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return filled, [tuple(dims)]
 
 
+def broadcast_guess(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """The guess shape inference makes once every certain rule has run
+    (``OpDef.extra["guess_shape"]``): an operand of unknown shape has the output's shape, or
+    else the other operand's. MXNet's ``a + b`` is the same-shape ``_Plus``, so it infers
+    ``b`` so; a broadcast cannot tell, and the graph would otherwise stay undecided."""
+    known = [s for s in ins if s is not None]
+    ref = outs[0] if outs[0] is not None else (known[0] if known else None)
+    if ref is None or len(known) == len(ins):
+        return ins, outs
+    return [ref if s is None else s for s in ins], [ref]
+
+
 def forward_shape(fn: Callable[[Attrs, list], list]) -> Callable:
     """A shape rule that only runs forward, once every input shape is known."""
     def rule(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -115,8 +127,17 @@ def forward_shape(fn: Callable[[Attrs, list], list]) -> Callable:
 
 def expr_compute(formula: Callable[..., Expr]) -> Callable:
     """numpy reference derived from a scalar formula ``formula(attrs, *input_exprs)``."""
+    # The formula built once per attributes: a loop body runs the same nodes every step, and
+    # a fresh formula has to be hashed again before evaluate finds its cached order.
+    built: dict[tuple, Expr] = {}
+
     def compute(attrs: Attrs, xs: list, ctx: RunCtx) -> list:
-        e = formula(attrs, *(inp(i) for i in range(len(xs))))
+        key = (attrs, len(xs))
+        e = built.get(key)
+        if e is None:
+            if len(built) > 1024:
+                built.clear()
+            e = built[key] = formula(attrs, *(inp(i) for i in range(len(xs))))
         dtype = np.result_type(*xs)
         return evaluate([e], xs, dtype)
     return compute
@@ -128,6 +149,8 @@ def elementwise(name: str, formula: Callable[..., Expr], gradient: object,
                 doc: str = "", variadic: Optional[str] = None,
                 extra: Optional[dict] = None, activation: Any = None) -> OpDef:
     """Register an op given by a scalar formula; shape, dtype, numpy and CUDA derive from it."""
+    if shape_rule is broadcast_shape:
+        extra = {**(extra or {}), "guess_shape": broadcast_guess}
     return register(OpDef(
         name=name, params=params or {}, inputs=inputs, infer_shape=shape_rule,
         compute=expr_compute(formula), gradient=gradient, pattern=pattern, expr=formula,

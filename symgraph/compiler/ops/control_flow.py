@@ -26,6 +26,7 @@ from ...core.build import Handle
 from ...core.graph import Entry, Graph, unique_name, variable
 from ...core.registry import OPAQUE, OpDef, RunCtx, register
 from ...core.subgraph import Subgraph
+from ...core.types.shapes import merge_dims
 from ...core.types.table import TypeTable
 from .control_flow_unroll import unroll_foreach
 
@@ -98,13 +99,17 @@ def _foreach_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     for j, loc in enumerate(lay.states):  # a known final state fixes the initial one
         if given[loc] is None:
             given[loc] = outs[lay.n_out + j]
-    bins, bouts = body.infer_shapes(given)
+    # (0s come from partial shapes: Gluon's deferred weights, data of unknown length)
+    bins, bouts = body.infer_shapes(given, partial=any(s is not None and 0 in s for s in given))
     state_shapes = []
     for j, loc in enumerate(lay.states):
         s_in, s_out = bins[loc], bouts[lay.n_out + j]
-        if s_in is not None and s_out is not None and tuple(s_in) != tuple(s_out):
-            raise ShapeError(f"loop state {j}: the body returns shape {tuple(s_out)} for a "
-                             f"state of shape {tuple(s_in)}")
+        if s_in is not None and s_out is not None:
+            both = merge_dims(tuple(s_in), tuple(s_out))
+            if both is None:
+                raise ShapeError(f"loop state {j}: the body returns shape {tuple(s_out)} for "
+                                 f"a state of shape {tuple(s_in)}")
+            s_in = both
         state_shapes.append(s_in if s_in is not None else s_out)
     new_ins = [ins[k] if ins[k] is not None else _stacked(steps, bins[loc])
                for k, loc in enumerate(lay.data)]
@@ -252,6 +257,7 @@ register(OpDef(
      "remain_locs": Param("shape", doc=LOCS_DOC.format("free (loop-invariant)"))},
     _inputs, _foreach_shape, _foreach_compute, _foreach_grad, OPAQUE,
     infer_type=_foreach_types, outputs=_outputs, num_visible=lambda a: a["num_outputs"],
+    partial_shapes=True,  # a data shape (0, ...) of unknown length still shapes the body
     lowering=UNROLLED, extra={"unroll": unroll_foreach},
     doc="MXNet's foreach: runs ``body`` over axis 0 of the data, carrying loop states "
         "(``sg.sym.contrib.foreach`` traces the body)."))

@@ -53,6 +53,12 @@ def _attr_shape(law: str, a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return ins, [shape]
 
 
+def _at_shapes(a: Attrs, out_shapes: list) -> Attrs:
+    """The attributes with ``shape`` as inferred when the consumers decided it, for the numpy
+    reference (``sym.random.normal() + x`` draws one value per element of x, as MXNet)."""
+    return a if a["shape"] is not None else a.replace(shape=tuple(out_shapes[0]))
+
+
 def _attr_type(law: str, a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return ins, [np.dtype(a["dtype"] or laws.LAWS[law].dtype)]
 
@@ -128,7 +134,7 @@ for _name, _law in laws.LAWS.items():
          "ctx": Param("str", "", doc="ignored: the executor's context places it")},
         (), partial(_attr_shape, _name), partial(_random_compute, _name), NOT_DIFFERENTIABLE,
         OPAQUE, infer_type=partial(_attr_type, _name), train_dependent=True,
-        lowering=_lowering(_name, "attrs"),
+        lowering=_lowering(_name, "attrs"), extra={"at_shapes": _at_shapes},
         doc=f"Samples of the {_name} law ({_law.about}), of shape `shape`."))
     _alias(f"random_{_name}", f"_random_{_name}")
     if _name == "randint":

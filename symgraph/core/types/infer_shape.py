@@ -2,7 +2,8 @@
 
 Requires: every op registered. Guarantees: every shape a rule could decide is filled, going
 forward and backward through the graph until nothing changes (MXNet's fixpoint), and a shape the
-user gave is checked, never overwritten. A contradiction raises ShapeError naming the node, the
+user gave is checked, never overwritten. Only then do ops with a ``guess_shape`` (broadcasts:
+MXNet's same-shape ``a + b``) fill what is still unknown, each guess followed by the fixpoint. A contradiction raises ShapeError naming the node, the
 op, the input or output, the shape it has and the shape inferred from the other inputs.
 """
 from __future__ import annotations
@@ -198,6 +199,19 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
     # A node whose inputs and outputs are all fully known after its rule ran is settled:
     # shapes never change once fully known, so running it again would give the same answer.
     settled: set[Node] = set()
+    _fixpoint(ops, known, settled)
+    # Then the guesses some ops make for what no rule decided (MXNet's same-shape a + b), one
+    # sweep at a time, each followed by the certain rules: a guess never overrides them.
+    for _ in range(len(ops)):
+        guessers = [n for n in ops if n not in settled and "guess_shape" in get_op(n.op).extra]
+        if not guessers or not _guess(guessers, known):
+            break
+        _fixpoint(ops, known, settled)
+    return known.full, known.partial
+
+
+def _fixpoint(ops: Sequence[Node], known: _Known, settled: set[Node]) -> None:
+    """Run the rules forward and backward until nothing changes."""
     for _ in range(len(ops) + 2):
         known.changed = False
         for node in ops:
@@ -208,7 +222,21 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
         for node in reversed(ops):
             if node not in settled and _apply(node, known):
                 settled.add(node)
-    return known.full, known.partial
+
+
+def _guess(nodes: Sequence[Node], known: _Known) -> bool:
+    """Record the shapes the guess rules of ``nodes`` give for entries still unknown."""
+    known.changed = False
+    for node in nodes:
+        guess = get_op(node.op).extra["guess_shape"]
+        ins = [known.full.get(e) for e in node.inputs]
+        outs = [known.full.get(e) for e in node.entries()]
+        new_ins, new_outs = guess(node.attrs, ins, outs)
+        for e, old, new in zip((*node.inputs, *node.entries()), ins + outs,
+                               list(new_ins) + list(new_outs)):
+            if old is None and new is not None:
+                known.put(e, tuple(new))
+    return known.changed
 
 
 def _split_given(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Shape]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import platform
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
@@ -48,6 +49,13 @@ def set_default_context(ctx: Context) -> None:
 def list_gpus() -> range:
     """The ids of the visible GPUs (empty without one)."""
     return range(get_gpu_count())
+
+
+def is_aarch64_run() -> bool:
+    """Whether this machine is 64-bit ARM (MXNet's tests skip some cases there).
+
+    Example: ``is_aarch64_run()`` is False on an x86-64 machine."""
+    return "aarch64" in platform.machine()
 
 
 def random_arrays(*shapes: Sequence[int]) -> Union[np.ndarray, list[np.ndarray]]:
