@@ -123,3 +123,51 @@ def test_p_outside_0_1_is_refused_by_name(p: float) -> None:
     sym = S.RNN(*[S.var(n) for n in _names("gru")], name="enc", **_attrs("gru", p=p))
     with pytest.raises(SymgraphError, match=r"enc \(RNN\).*p.*\[0, 1\]"):
         sym.infer_shape(data=(T, N, I))
+
+
+MXNET_IDENTITY_RNN = """
+import json, os, sys
+os.environ["MXNET_USE_MKLDNN_RNN"] = "0"  # oneDNN's RNN ignores p; the native one drops
+import mxnet as mx
+import numpy as np
+a = json.load(sys.stdin)
+x = np.asarray(a["x"])
+sym = mx.sym.RNN(mx.sym.var("x"), mx.sym.var("p"), mx.sym.var("s"), state_size=x.shape[2],
+                 num_layers=a["layers"], mode="rnn_relu", p=a["p"])
+exe = sym.simple_bind(mx.cpu(), x=x.shape)
+exe.arg_dict["x"][:] = x
+exe.arg_dict["p"][:] = np.asarray(a["flat"])
+exe.arg_dict["s"][:] = 0
+print(json.dumps(exe.forward(is_train=True)[0].asnumpy().astype(float).tolist()))
+"""
+
+
+def _identity_rnn(layers: int, h: int) -> np.ndarray:
+    """rnn_relu weights passing positive data through unchanged: W = I, U = 0, no biases, so
+    a training output divided by the data is the product of the masks it went through."""
+    eye, zero = np.eye(h).ravel(), np.zeros(h * h)
+    return np.concatenate([np.concatenate([eye, zero])] * layers + [np.zeros(2 * h * layers)])
+
+
+@pytest.mark.mxnet
+def test_mask_law_and_placement_match_mxnet() -> None:
+    """MXNet 1.9.1 (native CPU RNN) and symgraph, through 3 identity layers with p = 0.3:
+    each element is dropped or scaled by 1/(1-p) once per boundary (two), never after the
+    last layer, with the same frequencies."""
+    from tests.mxnet_live import mxnet_json
+    x = np.random.default_rng(0).uniform(0.5, 1.5, size=(50, 20, 4))
+    flat = _identity_rnn(3, 4)
+    theirs = np.asarray(mxnet_json(MXNET_IDENTITY_RNN, {"x": x.tolist(), "layers": 3,
+                                                         "p": 0.3, "flat": flat.tolist()}))
+    sym = S.RNN(S.var("x"), S.var("p"), S.var("s"), state_size=4, num_layers=3,
+                mode="rnn_relu", p=0.3)
+    exe = sym.bind(sg.cpu(), {"x": sg.nd.array(x, dtype=np.float64),
+                              "p": sg.nd.array(flat, dtype=np.float64),
+                              "s": sg.nd.zeros((3, 20, 4), dtype=np.float64)})
+    ours = exe.forward(is_train=True)[0].asnumpy()
+    levels = [0.0, 1 / 0.7, 1 / 0.49]
+    for ratio in (ours / x, theirs / x):
+        nearest = np.abs(ratio[..., None] - np.array(levels)).argmin(-1)
+        np.testing.assert_allclose(ratio, np.array(levels)[nearest], rtol=1e-5)
+        share = np.bincount(nearest.ravel(), minlength=3) / ratio.size
+        np.testing.assert_allclose(share, [1 - 0.49, 0.0, 0.49], atol=0.04)  # 4000 draws
