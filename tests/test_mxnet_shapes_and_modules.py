@@ -184,8 +184,9 @@ def test_rnn_matches_mxnet_191_forward_and_gradients(mode: str) -> None:
 
 def test_rnn_refuses_what_it_does_not_implement_and_infers_parameter_size() -> None:
     x = S.var("x")
-    with pytest.raises(sg.AttrError, match=r"p=0\.5.*not implemented"):
-        S.RNN(x, state_size=4, num_layers=1, mode="gru", p=0.5).infer_shape(x=(3, 2, 5))
+    with pytest.raises(sg.AttrError, match=r"projection_size=2.*not implemented"):
+        S.RNN(x, state_size=4, num_layers=1, mode="lstm", projection_size=2
+              ).infer_shape(x=(3, 2, 5))
     rnn = S.RNN(x, state_size=4, num_layers=2, mode="gru", name="rnn")
     args, outs, _ = rnn.infer_shape(x=(3, 2, 5))
     # layer 0: 3 gates x 4 x (5 + 4) + 2 x 12 biases; layer 1: 3 x 4 x (4 + 4) + 24

@@ -26,7 +26,7 @@ OPS = {"pad", "_backward_pad", "tile", "_backward_tile", "repeat", "_backward_re
        "_conv_act_pool", "_backward_conv_act_pool", "UpSampling", "LRN", "_linalg_gemm",
        "_linalg_gemm2", "_linalg_syrk", "_linalg_trmm", "_linalg_extracttrian",
        "_linalg_maketrian", "_linalg_extractdiag", "_linalg_makediag", "_linalg_sumlogdiag",
-       "khatri_rao"}
+       "khatri_rao", "_slice_assign", "_slice_assign_scalar"}
 S = sg.sym
 
 

@@ -308,14 +308,20 @@ def _dropout_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     return [data], [data, _mask_shape(a, data)]
 
 
+def dropout_mask(p: float, shape: tuple, dtype: np.dtype, ctx: RunCtx) -> np.ndarray:
+    """A fresh dropout mask: 0 with probability ``p``, else 1/(1-p) (all 0 when p is 1),
+    drawn from the run's generator (``sg.random``'s when the run gives none)."""
+    rng = ctx.rng or global_rng.generator()
+    keep = rng.random(shape) >= p
+    return (keep * (1.0 / (1.0 - p) if p < 1.0 else 0.0 * keep)).astype(dtype)
+
+
 def _dropout_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     x = xs[0]
     shape = _mask_shape(a, x.shape)
     if not (ctx.is_train or a["mode"] == "always") or a["p"] == 0.0:
         return [x.copy(), np.ones(shape, x.dtype)]
-    rng = ctx.rng or global_rng.generator()
-    keep = rng.random(shape) >= a["p"]
-    mask = (keep * (1.0 / (1.0 - a["p"]) if a["p"] < 1.0 else 0.0 * keep)).astype(x.dtype)
+    mask = dropout_mask(a["p"], shape, x.dtype, ctx)
     return [x * mask, mask]
 
 

@@ -13,8 +13,15 @@ GPU: the ``rnn`` and ``rnn_backward`` families (``cuda/lowering_rnn.py``): cuBLA
 input projection of all steps in one, then one per step for the recurrent side) and one gate
 kernel per step printing the cell formulas of ``rnn_cells.CELLS``, which the numpy reference
 evaluates too; the backward recomputes the forward on the device as here. No cuDNN RNN. Not
-implemented (refused by name): dropout between layers (``p`` > 0), ``projection_size``, LSTM
-state clipping, ``use_sequence_length``.
+implemented (refused by name): ``projection_size``, LSTM state clipping,
+``use_sequence_length``.
+
+Dropout (``p`` > 0, two layers or more): in training, as MXNet (and cuDNN), the output of
+every layer but the last is multiplied by a mask (0 with probability p, else 1/(1-p)) before
+the next layer reads it; in inference it is not. The masks, one per layer boundary, are a
+hidden output ``dropout_mask`` (L-1, T, N, D*H), drawn as ``Dropout`` draws its mask (from
+``RunCtx.rng``; on the GPU with its Philox kernel); the backward op reads them, so its
+recomputed forward and its gradients see the same masks.
 """
 from __future__ import annotations
 
@@ -26,6 +33,7 @@ from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
 from ...core.registry import NO_GRADIENT, OPAQUE, OpDef, RunCtx, register
 from ._util import check_attr, fmt
+from .activation import dropout_mask
 from .rnn_cells import GATES, run, run_back
 
 RNN_PARAMS = {
@@ -33,7 +41,8 @@ RNN_PARAMS = {
     "num_layers": Param("int", doc="stacked layers L"),
     "bidirectional": Param("bool", False, doc="a second, reversed direction per layer"),
     "mode": Param("str", choices=tuple(GATES), doc="the cell"),
-    "p": Param("float", 0.0, doc="dropout between layers (only 0 is implemented)"),
+    "p": Param("float", 0.0, doc="dropout on the outputs of every layer but the last "
+                                 "(training only)"),
     "state_outputs": Param("bool", False, doc="also output the last state (and cell)"),
     "projection_size": Param("int?", None, doc="LSTM projection (not implemented)"),
     "lstm_state_clip_min": Param("float?", None, doc="not implemented"),
@@ -46,7 +55,7 @@ RNN_PARAMS = {
 def _check(a: Attrs) -> None:
     check_attr(a["state_size"] >= 1, "state_size", a["state_size"], "must be >= 1")
     check_attr(a["num_layers"] >= 1, "num_layers", a["num_layers"], "must be >= 1")
-    check_attr(a["p"] == 0.0, "p", a["p"], "dropout inside RNN is not implemented")
+    check_attr(0.0 <= a["p"] <= 1.0, "p", a["p"], "must lie in [0, 1]")
     for key in ("projection_size", "lstm_state_clip_min", "lstm_state_clip_max"):
         check_attr(a[key] is None, key, a[key], "is not implemented")
     for key in ("lstm_state_clip_nan", "use_sequence_length"):
@@ -57,10 +66,25 @@ def _inputs(a: Attrs) -> tuple[str, ...]:
     return ("data", "parameters", "state") + (("state_cell",) if a["mode"] == "lstm" else ())
 
 
-def _outputs(a: Attrs) -> tuple[str, ...]:
+def has_dropout(a: Attrs) -> bool:
+    """Whether the op drops between layers (then it has the hidden ``dropout_mask`` output)."""
+    return a["p"] > 0.0 and a["num_layers"] > 1
+
+
+def _visible(a: Attrs) -> tuple[str, ...]:
     if not a["state_outputs"]:
         return ("output",)
     return ("output", "state") + (("state_cell",) if a["mode"] == "lstm" else ())
+
+
+def _outputs(a: Attrs) -> tuple[str, ...]:
+    return _visible(a) + (("dropout_mask",) if has_dropout(a) else ())
+
+
+def mask_shape(a: Attrs, data: tuple) -> tuple:
+    """Shape of the hidden ``dropout_mask`` output for data of shape ``data`` (T, N, I)."""
+    d = 2 if a["bidirectional"] else 1
+    return (a["num_layers"] - 1, data[0], data[1], d * a["state_size"])
 
 
 def param_size(a: Attrs, input_size: int) -> int:
@@ -84,7 +108,8 @@ def _rnn_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     h, d, layers = a["state_size"], 2 if a["bidirectional"] else 1, a["num_layers"]
     state = (layers * d, n, h)
     ins = [data, (param_size(a, i),), state] + ([state] if a["mode"] == "lstm" else [])
-    return ins, [(t, n, d * h)] + [state] * (len(_outputs(a)) - 1)
+    masks = [mask_shape(a, data)] if has_dropout(a) else []
+    return ins, [(t, n, d * h)] + [state] * (len(_visible(a)) - 1) + masks
 
 
 def param_layout(a: Attrs, input_size: int) -> list[tuple[int, int, int, int, int]]:
@@ -109,8 +134,9 @@ def _weights(a: Attrs, flat: np.ndarray, input_size: int) -> list[tuple]:
             for w, u, b, c, width in param_layout(a, input_size)]
 
 
-def _forward(a: Attrs, xs: list) -> tuple[list, list]:
-    """Outputs, and per (layer, direction) what the backward pass needs."""
+def _forward(a: Attrs, xs: list, masks: Optional[np.ndarray]) -> tuple[list, list]:
+    """Outputs, and per (layer, direction) what the backward pass needs; ``masks``: the
+    dropout masks applied to the outputs of the layers but the last (None: none)."""
     x, flat, h0 = xs[0], xs[1], xs[2]
     c0 = xs[3] if a["mode"] == "lstm" else None
     d = 2 if a["bidirectional"] else 1
@@ -127,19 +153,28 @@ def _forward(a: Attrs, xs: list) -> tuple[list, list]:
             parts.append(out)
             tape.append((x, caches))
         x = np.concatenate(parts, axis=2) if d == 2 else parts[0]
+        if masks is not None and layer < a["num_layers"] - 1:
+            x = x * masks[layer]
     outs = [x] + ([hy] + ([cy] if cy is not None else []) if a["state_outputs"] else [])
     return outs, tape
 
 
 def _rnn(a: Attrs, xs: list, ctx: RunCtx) -> list:
-    return _forward(a, xs)[0]
+    if not has_dropout(a):
+        return _forward(a, xs, None)[0]
+    shape = mask_shape(a, xs[0].shape)
+    masks = (dropout_mask(a["p"], shape, xs[0].dtype, ctx) if ctx.is_train
+             else np.ones(shape, xs[0].dtype))
+    return _forward(a, xs, masks if ctx.is_train else None)[0] + [masks]
 
 
 def _backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
-    """Inputs: the output gradients (one per forward output), then the forward inputs."""
-    n_out = len(_outputs(a))
-    grads, fwd = xs[:n_out], xs[n_out:]
-    _, tape = _forward(a, fwd)
+    """Inputs: the output gradients (one per visible forward output), the forward inputs,
+    then (with dropout) the forward's masks."""
+    n_out, n_in = len(_visible(a)), len(_inputs(a))
+    grads, fwd = xs[:n_out], xs[n_out:n_out + n_in]
+    masks = xs[-1] if has_dropout(a) else None
+    _, tape = _forward(a, fwd, masks)
     lstm, d, hsz = a["mode"] == "lstm", 2 if a["bidirectional"] else 1, a["state_size"]
     flat = fwd[1]
     ws = _weights(a, flat, fwd[0].shape[2])
@@ -161,28 +196,32 @@ def _backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
             dh0[s] = dh
             if dc0 is not None:
                 dc0[s] = dc
-        dout = dx
+        dout = dx * masks[layer - 1] if masks is not None and layer > 0 else dx
     return [dout, dflat, dh0] + ([dc0] if lstm else [])
 
 
 def _rnn_grad(c) -> list:
-    n_in = len(c.inputs)
-    back = c.sym._backward_RNN(*c.ograds, *c.inputs, **c.attrs)
+    n_in, n_vis = len(c.inputs), len(_visible(c.attrs))
+    masks = [c.outputs[n_vis]] if has_dropout(c.attrs) else []
+    back = c.sym._backward_RNN(*c.ograds[:n_vis], *c.inputs, *masks, **c.attrs)
     return [back[i] for i in range(n_in)]
 
 
 def _backward_inputs(a: Attrs) -> tuple[str, ...]:
-    return tuple(f"d_{n}" for n in _outputs(a)) + _inputs(a)
+    return (tuple(f"d_{n}" for n in _visible(a)) + _inputs(a)
+            + (("dropout_mask",) if has_dropout(a) else ()))
 
 
 def _backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    fwd = ins[len(_outputs(a)):]
-    return ins, [s for s in fwd]
+    n_vis = len(_visible(a))
+    return ins, list(ins[n_vis:n_vis + len(_inputs(a))])
 
 
 register(OpDef(
     "RNN", RNN_PARAMS, _inputs, _rnn_shape, _rnn, _rnn_grad, OPAQUE, outputs=_outputs,
-    lowering=("rnn", {}),
+    # train_dependent: with p > 0 its result is not a function of its inputs (no CSE, no
+    # constant folding); without, nothing is lost but merging two identical RNN nodes
+    num_visible=lambda a: len(_visible(a)), train_dependent=True, lowering=("rnn", {}),
     doc="MXNet's fused recurrent layers (lstm, gru, rnn_tanh, rnn_relu) over (T, N, I) data "
         "with one flat parameter vector (cuDNN's layout)."))
 register(OpDef(

@@ -243,7 +243,8 @@ alias("split", "SliceChannel")
 # -- slice, slice_axis -----------------------------------------------------------------------------
 
 
-def _slice_index(a: Attrs, shape: Shape) -> tuple:
+def slice_index(a: Attrs, shape: Shape) -> tuple:
+    """``slice``'s Python index for data of ``shape`` (also ``_slice_assign``'s region)."""
     begin, end = a["begin"], a["end"]
     step = a["step"] or (None,) * len(begin)
     if len(begin) != len(end) or len(step) != len(begin) or len(begin) > len(shape):
@@ -290,8 +291,9 @@ def _register_slicing(name: str, params: dict, index_of: Callable, doc: str) -> 
                                     "zero": True, "inputs": (0,)})))
 
 
-_register_slicing("slice", {"begin": Param("index_tuple"), "end": Param("index_tuple"),
-                            "step": Param("index_tuple", ())}, _slice_index,
+SLICE_PARAMS = {"begin": Param("index_tuple"), "end": Param("index_tuple"),
+                "step": Param("index_tuple", ())}
+_register_slicing("slice", SLICE_PARAMS, slice_index,
                   "Python slicing on the leading len(begin) axes (None = open end).")
 _register_slicing("slice_axis", {"axis": Param("int"), "begin": Param("int"),
                                  "end": Param("int?", None)}, _slice_axis_index,

@@ -6,9 +6,8 @@ How a forward runs (data in ``TNC``; ``NTC`` is swapped in and out):
 
 * one ``RNN`` op over every layer and direction, its flat parameter vector the parameters
   concatenated in cuDNN's order (all weights, then all biases; per layer, per direction,
-  ``i2h`` then ``h2h``), as MXNet does;
-* with ``dropout`` between stacked layers: one ``RNN`` op per layer and ``Dropout`` between
-  them (the fused op implements no dropout), the same law as MXNet's;
+  ``i2h`` then ``h2h``), as MXNet does, and ``dropout`` as its ``p`` (the outputs of every
+  layer but the last dropped, in training only, as in MXNet);
 * with ``projection_size`` (LSTMP) or a ``sequence_length`` (``use_sequence_length=True``):
   unrolled, one cell step per time step (``rnn_cell.STEPS``), reversed directions through
   ``SequenceReverse``, states through ``SequenceLast``, outputs past a length set to 0 by
@@ -199,27 +198,13 @@ class _RNNLayer(HybridBlock):
         # (its shape rule decides the first layer's i2h widths of both directions)
         return F._rnn_param_concat(*parts, dim=0, num_args=len(parts))
 
-    def _call_rnn(self, F: Any, x: Any, flat: Any, states: list, layers: int, name: str
-                  ) -> list:
-        out = F.RNN(x, flat, *states, state_size=self._hidden_size, num_layers=layers,
-                    bidirectional=self._dir == 2, mode=self._mode, state_outputs=True,
-                    name=name)
-        return list(out)
-
     def _fused(self, F: Any, x: Any, states: list, params: dict) -> list:
         layers = self._num_layers
-        if not self._dropout or layers == 1:
-            return self._call_rnn(F, x, self._flat(F, params, range(layers)), states, layers,
-                                  "rnn")
-        finals: list = []
-        for layer in range(layers):
-            own = [F.slice_axis(s, axis=0, begin=layer * self._dir, end=(layer + 1) * self._dir)
-                   for s in states]
-            out = self._call_rnn(F, x, self._flat(F, params, range(layer, layer + 1)), own, 1,
-                                 f"rnn{layer}")
-            x = out[0] if layer == layers - 1 else F.Dropout(out[0], p=self._dropout)
-            finals.append(out[1:])
-        return [x] + [F.Concat(*s, dim=0, num_args=layers) for s in zip(*finals)]
+        out = F.RNN(x, self._flat(F, params, range(layers)), *states,
+                    state_size=self._hidden_size, num_layers=layers,
+                    bidirectional=self._dir == 2, mode=self._mode, p=self._dropout,
+                    state_outputs=True, name="rnn")
+        return list(out)
 
     def _steps(self, F: Any, x: Any) -> int:
         if F is _nd:

@@ -20,14 +20,25 @@ to the carried ``dh``, which lives in the ``d_state`` output), and one GEMM carr
 steps: ``dW = dZ^T X``, ``dU = dZ_h^T HS``, the bias gradients as ``dZ^T 1``, and the layer's
 input gradient ``dX = sum over directions of dZ W``. Scratch follows the step's dtype; narrow
 types store every intermediate (gates, states, carried gradients) narrow and compute in float.
+
+Dropout (``p`` > 0): the forward, in training, draws each layer boundary's mask into the
+hidden ``dropout_mask`` output with ``Dropout``'s Philox kernel and multiplies the layer's
+output by it in place, so the next layer (and the backward's ``dW``) reads the dropped values;
+in inference it fills the masks with 1 and multiplies nothing. The backward's recomputation
+multiplies by the forward's masks, and each layer's input gradient is multiplied by its mask
+before the layer below reads it.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional
 
-from .actions import Copy, Fill, Gemm, Ref, StepCtx, family, launch
+from ...core.expr import inp
+from .actions import Copy, Fill, Gemm, Kernel, Ref, StepCtx, Switch, family, launch
+from .codegen import THREADS, grid_for
+from .kernels_random import render_dropout_mask
 from .kernels_rnn import BACKWARD_PARAMS, FORWARD_PARAMS, render_rnn_backward, render_rnn_forward
+from .lowering_elementwise import elementwise_actions
 
 
 @dataclass(frozen=True)
@@ -119,12 +130,25 @@ def _direction(ctx: StepCtx, dm: _Dims, s: int, x: Ref, params: Ref, offsets: tu
     return acts, run
 
 
-def _stack(ctx: StepCtx, dm: _Dims, ins: list, out: Optional[Ref], keep: bool
-           ) -> tuple[list, list[_Direction]]:
+def _masked(ctx: StepCtx, dm: _Dims, layer: int, y: Ref, masks: Ref, draw: bool) -> list:
+    """``y`` (the output of ``layer``, not the last) multiplied in place by its dropout mask
+    in ``masks``; ``draw``: the mask is drawn first (the forward, in training)."""
+    n = dm.t * dm.n * dm.d * dm.h
+    mask, shape = ctx.at(masks, layer * n), (dm.t, dm.n, dm.d * dm.h)
+    acts = [Kernel(render_dropout_mask(n, ctx.attrs["p"], ctx.dt(masks)),
+                   grid_for(-(-n // 4), ctx.sm_count), THREADS, (mask, ctx.new_key()), n)
+            ] if draw else []
+    return acts + elementwise_actions(ctx, "rnn_dropout", [inp(0) * inp(1)], [shape, shape],
+                                      [y, mask], shape, [y])
+
+
+def _stack(ctx: StepCtx, dm: _Dims, ins: list, out: Optional[Ref], keep: bool,
+           masks: Optional[Ref] = None) -> tuple[list, list[_Direction]]:
     """Forward of every layer: ``ins`` = (data, parameters, state[, state_cell]); the last
     layer writes ``out`` (a scratch buffer when None). ``keep``: every layer's buffers stay
     for the backward; else layers share them (two layer outputs alternate) and the last
-    states are copied out as each direction ends (``state_outputs``)."""
+    states are copied out as each direction ends (``state_outputs``). ``masks``: the dropout
+    masks, drawn in training by the forward (``out`` given), read by the backward."""
     from ...compiler.ops.rnn import param_layout
     layout = param_layout(ctx.attrs, dm.i)
     state = (ins[2], ins[3] if dm.mode == "lstm" else None)
@@ -148,6 +172,9 @@ def _stack(ctx: StepCtx, dm: _Dims, ins: list, out: Optional[Ref], keep: bool
             acts += got + (_final_states(ctx, dm, s, run) if out is not None
                            and ctx.attrs["state_outputs"] else [])
             runs.append(run)
+        if masks is not None and layer < dm.layers - 1:
+            dropped = _masked(ctx, dm, layer, y, masks, out is not None)
+            acts += [Switch(tuple(dropped), ())] if out is not None else dropped
         x = y
     return acts, runs
 
@@ -164,8 +191,16 @@ def _final_states(ctx: StepCtx, dm: _Dims, s: int, run: _Direction) -> list:
 
 @family("rnn")
 def _rnn(ctx: StepCtx, p: dict) -> list:
-    """RNN's forward: every layer and direction, and the last states when asked for."""
-    return _stack(ctx, _dims(ctx, ctx.in_shapes[0]), list(ctx.ins), ctx.outs[0], keep=False)[0]
+    """RNN's forward: every layer and direction, the last states when asked for, and with
+    dropout its masks (all 1 in inference)."""
+    from ...compiler.ops.rnn import has_dropout
+    dm = _dims(ctx, ctx.in_shapes[0])
+    masks = ctx.outs[-1] if has_dropout(ctx.attrs) else None
+    acts = _stack(ctx, dm, list(ctx.ins), ctx.outs[0], keep=False, masks=masks)[0]
+    if masks is None:
+        return acts
+    count = (dm.layers - 1) * dm.t * dm.n * dm.d * dm.h
+    return acts + [Switch((), (Fill(masks, 1.0, count, ctx.dt(masks)),))]
 
 
 def _direction_backward(ctx: StepCtx, dm: _Dims, s: int, run: _Direction, dout: Ref,
@@ -215,11 +250,12 @@ def _rnn_backward(ctx: StepCtx, p: dict) -> list:
     """``_backward_RNN``: the forward again into scratch (every step's gates and states kept),
     then per layer from the top: each direction's backward, and the layer's input gradient
     (the data gradient for layer 0) as one GEMM per direction, the second accumulating."""
-    from ...compiler.ops.rnn import param_layout
-    n_out = len(ctx.ins) - len(ctx.outs)
-    grads, fwd = list(ctx.ins[:n_out]), list(ctx.ins[n_out:])
+    from ...compiler.ops.rnn import has_dropout, param_layout
+    masks = ctx.ins[-1] if has_dropout(ctx.attrs) else None
+    n_out = len(ctx.ins) - len(ctx.outs) - (masks is not None)
+    grads, fwd = list(ctx.ins[:n_out]), list(ctx.ins[n_out:n_out + len(ctx.outs)])
     dm = _dims(ctx, ctx.in_shapes[n_out])
-    acts, runs = _stack(ctx, dm, fwd, None, keep=True)
+    acts, runs = _stack(ctx, dm, fwd, None, keep=True, masks=masks)
     ones = ctx.new_array(dm.t * dm.n, ctx.storage)
     acts += _carries(ctx, dm, grads) + [Fill(ones, 1.0, dm.t * dm.n, ctx.storage)]
     layout, dout = param_layout(ctx.attrs, dm.i), grads[0]
@@ -235,5 +271,7 @@ def _rnn_backward(ctx: StepCtx, p: dict) -> list:
         acts += [Gemm(False, False, dm.t * dm.n, width, dm.gh, runs[layer * dm.d + k].zx,
                       ctx.at(fwd[1], layout[layer * dm.d + k][0]), dx, dtype=ctx.storage,
                       accumulate=k > 0) for k in range(dm.d)]
+        if masks is not None and layer > 0:  # through the dropout below this layer
+            acts += _masked(ctx, dm, layer - 1, dx, masks, draw=False)
         dout = dx
     return acts

@@ -1,5 +1,6 @@
 """Lowering of layout ops that are strided views: transpose, slice, slice_axis, reverse,
-SliceChannel, Concat and their gradients; UpSampling's nearest repeat (its own kernel).
+SliceChannel, Concat, ``_slice_assign`` and their gradients, ``_slice_assign_scalar``'s
+region fill; UpSampling's nearest repeat (its own kernel).
 
 The op's own numpy indexing is applied to an *uninitialised* numpy array of the input's shape
 (``np.empty`` touches no memory), and the resulting view's strides and start offset become the
@@ -18,7 +19,7 @@ from typing import Callable
 
 import numpy as np
 
-from .actions import Fill, Kernel, StepCtx, family, launch
+from .actions import Copy, Fill, Kernel, StepCtx, family, launch
 from .kernels_views import render_multi_gather, render_strided, render_upsampling
 
 ViewFn = Callable[[object, np.ndarray, list], list]  # (attrs, array, input shapes) -> views
@@ -88,6 +89,21 @@ def _scatter_views(ctx: StepCtx, p: dict) -> list:
                   if p.get("zero") else [])
     return acts + [_copy(ctx, v, base, ctx.outs[0], ctx.ins[s], True)
                    for v, s in zip(views, srcs)]
+
+
+@family("fill_view")
+def _fill_view(ctx: StepCtx, p: dict) -> list:
+    """The input copied, then ``attrs['scalar']`` written into ``p['view'](attrs, out)``: the
+    region filled contiguously in scratch and scattered through the view's strides."""
+    y, shape = ctx.outs[0], ctx.out_shapes[0]
+    base = np.empty(shape, ctx.dtype_of(y))
+    view = p["view"](ctx.attrs, base)
+    acts: list = [Copy(y, ctx.ins[0], base.nbytes)]
+    if not view.size:
+        return acts
+    region = ctx.new_array(view.size, ctx.dtype_of(y))
+    return acts + [Fill(region, float(ctx.attrs["scalar"]), view.size, ctx.dt(y)),
+                   _copy(ctx, view, base, y, region, True)]
 
 
 @family("upsampling_nearest")
