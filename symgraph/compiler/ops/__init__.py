@@ -1,6 +1,6 @@
 """Built-in operators. Importing this package registers them all."""
 from . import (activation, constant, control_flow, control_flow_branch, conv, conv_act_pool,  # noqa: F401
-               creation, ctc, custom, deconv, detection_box, detection_deformable,
+               creation, creation_range, ctc, custom, deconv, detection_box, detection_deformable,
                detection_multibox, detection_proposal, detection_roi, dot, elemwise, fused,
                image, indexing, indexing_nd, khatri_rao, layout, layout_extra, linalg_blas,
                linalg_factor, linalg_tri, loss, lrn, math, math_extra, nn, norm, norm_l2,
