@@ -19,7 +19,7 @@ MAX_FUNCTION_LINES = 60
 
 # path under symgraph/ -> its line count today (to be split)
 FILES_OVER: dict[str, int] = {
-    "training/module.py": 483,
+    "training/module.py": 481,
     "runtime/cuda/kernels_norm.py": 427,
 }
 # (path, function) -> its line count today
