@@ -259,13 +259,18 @@ def _slice_axis_index(a: Attrs, shape: Shape) -> tuple:
 
 
 def _sliced_shape(index_of: Callable) -> Callable:
-    def rule(a: Attrs, s: list) -> list:
-        index = index_of(a, s[0])
-        out = tuple(len(range(*sl.indices(n))) for sl, n in zip(index, s[0]))
-        out += tuple(s[0][len(index):])
-        if 0 in out:
-            raise ShapeError(f"slice {index} of {fmt(s[0])} is empty")
-        return [out]
+    """The sliced shape; an unknown (0) dimension of partial data stays unknown, as in
+    MXNet's ``infer_shape_partial``."""
+    def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        data = ins[0]
+        if data is None:
+            return ins, outs
+        index = index_of(a, data)
+        out = tuple(len(range(*sl.indices(n))) if n else 0 for sl, n in zip(index, data))
+        out += tuple(data[len(index):])
+        if any(n and not o for n, o in zip(data, out)):
+            raise ShapeError(f"slice {index} of {fmt(data)} is empty")
+        return ins, [out]
     return rule
 
 
@@ -277,10 +282,10 @@ def _register_slicing(name: str, params: dict, index_of: Callable, doc: str) -> 
         out[index_of(a, x.shape)] = dy
         return [out]
     register(OpDef(
-        name, params, ("data",), forward_shape(_sliced_shape(index_of)),
+        name, params, ("data",), _sliced_shape(index_of),
         lambda a, xs, ctx: [xs[0][index_of(a, xs[0].shape)].copy()],
         lambda c: [c.sym.apply_op(f"_backward_{name}", [c.ograds[0], c.inputs[0]], c.attrs)],
-        INJECTIVE, doc=doc,
+        INJECTIVE, doc=doc, partial_shapes=True,
         lowering=("gather_views", {"views": lambda a, x, s: [x[index_of(a, x.shape)]]})))
     register(OpDef(
         f"_backward_{name}", params, ("ograd", "data"), like_input(1), backward,
