@@ -85,9 +85,15 @@ def broadcast_shapes(shapes: Sequence[Shape]) -> Shape:
 def broadcast_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
     """numpy broadcasting. With partial shapes (0 = unknown) of one rank, an unknown dimension
     facing a known one other than 1 takes its size: the same-shape reading of MXNet's
-    ``a + b``, the only one that decides anything."""
+    ``a + b``, the only one that decides anything. For the same reason the one operand whose
+    shape nothing gives takes the output's, or else the other operand's (MXNet's ``a + b``
+    infers ``b`` so; symgraph's ``+`` is a broadcast op)."""
     if any(s is None for s in ins):
-        return ins, outs
+        known = [s for s in ins if s is not None]
+        if len(known) != len(ins) - 1 or not known:
+            return ins, outs
+        like = tuple(outs[0] if outs[0] is not None else known[0])
+        ins = [like if s is None else s for s in ins]
     if not any(0 in s for s in list(ins) + [o for o in outs if o is not None]):
         return ins, [broadcast_shapes(ins)]
     if len({len(s) for s in ins}) != 1:
