@@ -85,15 +85,9 @@ def broadcast_shapes(shapes: Sequence[Shape]) -> Shape:
 def broadcast_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
     """numpy broadcasting. With partial shapes (0 = unknown) of one rank, an unknown dimension
     facing a known one other than 1 takes its size: the same-shape reading of MXNet's
-    ``a + b``, the only one that decides anything. For the same reason the one operand whose
-    shape nothing gives takes the output's, or else the other operand's (MXNet's ``a + b``
-    infers ``b`` so; symgraph's ``+`` is a broadcast op)."""
+    ``a + b``, the only one that decides anything."""
     if any(s is None for s in ins):
-        known = [s for s in ins if s is not None]
-        if len(known) != len(ins) - 1 or not known:
-            return ins, outs
-        like = tuple(outs[0] if outs[0] is not None else known[0])
-        ins = [like if s is None else s for s in ins]
+        return ins, outs
     if not any(0 in s for s in list(ins) + [o for o in outs if o is not None]):
         return ins, [broadcast_shapes(ins)]
     if len({len(s) for s in ins}) != 1:
@@ -108,6 +102,17 @@ def broadcast_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
         dims.append(big.pop() if big else (1 if 0 not in sizes else 0))
     filled = [tuple(b or o for b, o in zip(s, dims)) for s in ins]
     return filled, [tuple(dims)]
+
+
+def broadcast_guess(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """A broadcast op's last resort (``extra["guess_shape"]``): the one operand whose shape
+    nothing decided takes the output's, or else the other operand's: how MXNet's ``a + b``
+    (same-shape there; symgraph's ``+`` broadcasts) infers ``b``."""
+    known = [s for s in ins if s is not None]
+    if len(known) != len(ins) - 1 or not known:
+        return ins, outs
+    like = tuple(outs[0] if outs[0] is not None else known[0])
+    return broadcast_shape(attrs, [like if s is None else s for s in ins], outs)
 
 
 def forward_shape(fn: Callable[[Attrs, list], list]) -> Callable:
@@ -138,7 +143,9 @@ def elementwise(name: str, formula: Callable[..., Expr], gradient: object,
         name=name, params=params or {}, inputs=inputs, infer_shape=shape_rule,
         compute=expr_compute(formula), gradient=gradient, pattern=pattern, expr=formula,
         lowering="elementwise", partial_shapes=shape_rule in (same_shape, broadcast_shape),
-        doc=doc, variadic=variadic, extra=extra or {}, activation=activation))
+        doc=doc, variadic=variadic, activation=activation,
+        extra={**({"guess_shape": broadcast_guess} if shape_rule is broadcast_shape else {}),
+               **(extra or {})}))
 
 
 SCALAR = {"scalar": Param("float", 1.0, doc="the scalar operand")}

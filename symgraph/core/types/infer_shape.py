@@ -11,7 +11,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..base import AttrError, ShapeError, where
 from ..graph import VARIABLE, Entry, Graph, Node, check_unique_inputs
-from ..registry import PartialShape, get_op
+from ..registry import PartialShape, ShapeRule, get_op
 from ..util import is_np_shape
 from .shapes import MAX_ELEMENTS, as_shape, merge_dims
 from .table import declared_partial, declared_shape  # noqa: F401  (declared_shape: API)
@@ -112,10 +112,10 @@ def _put_plain(entries: Sequence[Entry], news: Sequence[Optional[Shape]], known:
     return True
 
 
-def _apply(node: Node, known: _Known) -> bool:
-    """Run ``node``'s rule and record what it found. True when every input and output is
-    fully known now: the rule (a function of them) has nothing left to say; run again, it
-    would return the very shapes it was given."""
+def _apply(node: Node, known: _Known, rule: Optional[ShapeRule] = None) -> bool:
+    """Run ``node``'s rule (or ``rule``) and record what it found. True when every input and
+    output is fully known now: the rule (a function of them) has nothing left to say; run
+    again, it would return the very shapes it was given."""
     opdef = get_op(node.op)
     partial = opdef.partial_shapes
     full = known.full
@@ -127,7 +127,7 @@ def _apply(node: Node, known: _Known) -> bool:
         ins = [full.get(e) for e in node.inputs]
         outs = [full.get(e) for e in entries]
     try:
-        new_ins, new_outs = opdef.infer_shape(node.attrs, list(ins), list(outs))
+        new_ins, new_outs = (rule or opdef.infer_shape)(node.attrs, list(ins), list(outs))
     except (ShapeError, AttrError) as exc:  # attribute ranges are checked against the shapes
         given = ", ".join(f"{n} {s}" for n, s in zip(opdef.input_names(node.attrs), ins)
                           if s is not None)
@@ -198,6 +198,20 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
     # A node whose inputs and outputs are all fully known after its rule ran is settled:
     # shapes never change once fully known, so running it again would give the same answer.
     settled: set[Node] = set()
+    _fixpoint(ops, known, settled)
+    for node in ops if len(settled) < len(ops) else ():  # last resort: the ops' guesses
+        guess = get_op(node.op).extra.get("guess_shape")
+        if guess is not None and node not in settled:
+            known.changed = False
+            if _apply(node, known, guess):
+                settled.add(node)
+            if known.changed:
+                _fixpoint(ops, known, settled)
+    return known.full, known.partial
+
+
+def _fixpoint(ops: list[Node], known: _Known, settled: set[Node]) -> None:
+    """Forward and backward sweeps of the rules until nothing changes."""
     for _ in range(len(ops) + 2):
         known.changed = False
         for node in ops:
@@ -208,7 +222,6 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
         for node in reversed(ops):
             if node not in settled and _apply(node, known):
                 settled.add(node)
-    return known.full, known.partial
 
 
 def _split_given(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Shape]:
