@@ -90,6 +90,8 @@ def _arange_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 
 def _arange_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    check_attr("size" in a or not _inferred(a), "infer_range", True,
+               "needs the inferred length (the numpy backend's at_shapes gives it)")
     return [arange_values(a, a["size"] if "size" in a else arange_length(a))]
 
 
@@ -100,5 +102,7 @@ register(OpDef(
     # the numpy reference learns an inferred range's length from the decided shape
     extra={"at_shapes": lambda a, shapes: a.replace(size=shapes[0][0]) if _inferred(a) else a},
     lowering=("arange", {"bounds": lambda a: cast_bounds(
-        a, a["start"] if _inferred(a) else arange_bounds(a)[0])}),
+        a, a["start"] if _inferred(a) else arange_bounds(a)[0]),
+        "dtypes": ("float64", "float32", "float16", "bfloat16", "int8", "uint8", "int32",
+                   "int64")}),
     doc="start, start + step, ... below stop, each repeated `repeat` times (MXNet's arange)."))
