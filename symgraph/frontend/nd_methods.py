@@ -22,6 +22,7 @@ from ..core.context import Context
 from ..core.exports import export, sub_namespace
 from ..core.fluent import is_number
 from .image_api import make_namespace as make_image_namespace
+from .range_api import make_histogram
 from .split_api import make_split_v2
 from .imperative import calls, hooks
 from .imperative.calls import FAST_CALLS, call, call_info, record, result
@@ -219,6 +220,7 @@ def fill(namespace: dict) -> None:
         namespace.setdefault(sub, sub_namespace(namespace, everything, prefix))
     namespace.setdefault("image", make_image_namespace(namespace))  # sg.nd.image
     namespace.setdefault("split_v2", make_split_v2(namespace, list))
+    namespace.setdefault("histogram", make_histogram(namespace["_histogram"]))
     for name, ops_ in FUNCTIONS.items():
         namespace.setdefault(name, _function(name, ops_))
     namespace["random"] = random  # sg.nd.random is sg.random: one generator

@@ -1,6 +1,8 @@
-"""MXNet's ``sym.arange``: the ``_arange`` op with MXNet's positional arguments."""
+"""MXNet's Python functions over the ``_arange`` and ``_histogram`` ops: ``sym.arange`` with
+MXNet's positional arguments, ``nd.histogram`` / ``sym.histogram`` taking a bin count or edges."""
 from __future__ import annotations
 
+import numbers
 from typing import Any, Callable, Optional
 
 import numpy as np
@@ -25,3 +27,23 @@ def make_arange(apply_op: Callable) -> Callable:
                  "infer_range": infer_range, "dtype": as_dtype(dtype or np.float32).name}
         return apply_op("_arange", [], attrs, name)
     return arange
+
+
+def make_histogram(histogram_op: Callable) -> Callable:
+    """MXNet's ``histogram(a, bins=10, range=None)`` over the ``_histogram`` op function of
+    ``sg.nd`` or ``sg.sym``."""
+
+    def histogram(a: Any, bins: Any = 10, range: Optional[tuple] = None,  # noqa: A002 (MXNet)
+                  **kwargs: Any) -> Any:
+        """Counts of ``a`` in ``bins`` equal bins over ``range`` (the data's min and max when
+        None), or in the bins whose edges the array ``bins`` holds; returns (counts, edges).
+
+        >>> import symgraph as sg
+        >>> counts, edges = sg.nd.histogram(sg.nd.array([0.5, 1.5, 1.6, 3.0]), 3, (0, 3))
+        >>> counts.asnumpy().tolist(), edges.asnumpy().tolist()
+        ([1, 2, 1], [0.0, 1.0, 2.0, 3.0])
+        """
+        if isinstance(bins, numbers.Number):
+            return histogram_op(a, bin_cnt=int(bins), range=tuple(range or ()), **kwargs)
+        return histogram_op(a, bins, **kwargs)
+    return histogram

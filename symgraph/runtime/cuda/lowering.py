@@ -23,6 +23,7 @@ from . import (lowering_amp, lowering_control_flow, lowering_conv, lowering_conv
                lowering_proposal, lowering_random, lowering_random_draw, lowering_random_pdf,
                lowering_rearrange, lowering_reduce, lowering_rnn, lowering_roi, lowering_row_norm,
                lowering_scan, lowering_sequence, lowering_sort, lowering_update, lowering_views)
+from . import lowering_histogram  # noqa: F401,E402
 from .actions import FAMILIES, StepCtx, lowering_dtypes, lowering_of
 
 
