@@ -129,3 +129,14 @@ def test_numeric_gradient_float32_step_is_mxnets() -> None:
     x = np.random.default_rng(3).uniform(-2, 2, size=(3, 4, 5)).astype(np.float32)
     check_numeric_gradient(S.softmin(S.var("x"), axis=1), {"x": x}, rtol=1e-3, atol=1e-3,
                            dtype=np.float32)
+
+
+@pytest.mark.parametrize("shapes, dim", [([(0, 8, 3), (3, 8, 3), (0, 8, 3)], 0),
+                                         ([(0, 3, 2), (0, 4, 2)], 1)])
+def test_concat_of_zero_size_arrays_is_numpys(shapes: list, dim: int) -> None:
+    """A bound zero-size array's 0 is an empty axis (only a partial shape's is unknown)."""
+    xs = [np.random.default_rng(k).normal(size=s) for k, s in enumerate(shapes)]
+    got = sg.nd.Concat(*[sg.nd.array(x) for x in xs], dim=dim)
+    np.testing.assert_allclose(got.asnumpy(), np.concatenate(xs, axis=dim), rtol=1e-6)
+    assert S.Concat(S.var("a", shape=(0, 3)), S.var("b", shape=(2, 3)),
+                    dim=0).infer_shape_partial()[1] == [(0, 3)]  # unknown + 2: unknown

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
-from ...core.registry import INJECTIVE, OpDef, RunCtx, alias, register
+from ...core.registry import INJECTIVE, OpDef, PartialShape, RunCtx, alias, register
 from ._util import check_attr, fmt, forward_shape, like_input, merge_dims, norm_axes
 from .norm import check_axis
 from .tensor import lhs_type
@@ -115,7 +115,8 @@ def _concat_rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     # (a known output with one input unknown also decides that input: a gluon RNN layer's
     # flat parameters, whose first weight's width comes from the data)
     one_missing = outs[0] is not None and [s is None for s in ins].count(True) == 1
-    if not known or not any(0 in s for s in known) and not one_missing:
+    if not known or not any(0 in s and isinstance(s, PartialShape) for s in known) \
+            and not one_missing:
         return forward_shape(_concat_shape)(a, ins, outs)
     n = len(known[0])
     ax = check_axis(a["dim"], n)

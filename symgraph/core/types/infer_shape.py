@@ -38,8 +38,13 @@ class _Known:
         self.exact = exact  # shapes of actual arrays: a 0 is an empty axis, not an unknown one
 
     def get(self, e: Entry, partial: bool) -> Optional[Shape]:
+        """The full shape, else (``partial``) the partial one as a ``PartialShape``: a rule
+        then reads a 0 in a plain tuple as an empty axis (a bound zero-size array)."""
         got = self.full.get(e)
-        return got if got is not None or not partial else self.partial.get(e)
+        if got is not None or not partial:
+            return got
+        got = self.partial.get(e)
+        return None if got is None else PartialShape(got)
 
     def put(self, e: Entry, new: Shape, partial: bool = False) -> Optional[Shape]:
         """Record ``new``; returns the conflicting known shape, or None. Sets ``changed``.
