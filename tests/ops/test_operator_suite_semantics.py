@@ -140,3 +140,21 @@ def test_concat_of_zero_size_arrays_is_numpys(shapes: list, dim: int) -> None:
     np.testing.assert_allclose(got.asnumpy(), np.concatenate(xs, axis=dim), rtol=1e-6)
     assert S.Concat(S.var("a", shape=(0, 3)), S.var("b", shape=(2, 3)),
                     dim=0).infer_shape_partial()[1] == [(0, 3)]  # unknown + 2: unknown
+
+
+def test_bilinear_upsampling_unrolls_to_deconvolution_nearest_stays() -> None:
+    """The CUDA backend's unroll pass turns bilinear UpSampling into its Deconvolution (same
+    values as the op's numpy reference) and leaves nearest UpSampling, which has a kernel."""
+    from tests.cuda.graphs import unrolled
+    rng = np.random.default_rng(2)
+    x, w = rng.normal(size=(1, 2, 3, 3)), rng.normal(size=(2, 1, 4, 4))
+    sym = S.UpSampling(S.var("x"), S.var("w"), scale=2, sample_type="bilinear", num_filter=2,
+                       num_args=2)
+    flat = unrolled(sym, {"x": x.shape, "w": w.shape}, "float64")
+    assert [n.op for n in flat.graph().nodes() if not n.is_variable] == ["Deconvolution"]
+    args = {"x": sg.nd.array(x, dtype="float64"), "w": sg.nd.array(w, dtype="float64")}
+    np.testing.assert_allclose(flat.bind(sg.cpu(), args).forward()[0].asnumpy(),
+                               sym.bind(sg.cpu(), args).forward()[0].asnumpy(), rtol=1e-12)
+    near = S.UpSampling(S.var("x"), scale=2, sample_type="nearest")
+    assert "UpSampling" in [n.op for n in unrolled(near, {"x": x.shape}, "float64")
+                            .graph().nodes()]
