@@ -158,3 +158,14 @@ def test_bilinear_upsampling_unrolls_to_deconvolution_nearest_stays() -> None:
     near = S.UpSampling(S.var("x"), scale=2, sample_type="nearest")
     assert "UpSampling" in [n.op for n in unrolled(near, {"x": x.shape}, "float64")
                             .graph().nodes()]
+
+
+def test_arange_infer_range_takes_its_length_from_the_consumer() -> None:
+    """MXNet's ``infer_range``: no stop, the length is what the consumer needs (symbolic)."""
+    x = np.random.default_rng(5).normal(size=5)
+    sym = S.arange(start=2, step=-0.5, infer_range=True, repeat=2, dtype=np.float64) \
+        + S.var("x")
+    got = sym.bind(sg.cpu(), {"x": sg.nd.array(x, dtype="float64")}).forward()[0].asnumpy()
+    np.testing.assert_allclose(got, np.repeat(np.arange(2, -1, -0.5), 2)[:5] + x, rtol=1e-12)
+    with pytest.raises(sg.AttrError, match="step=0: must not be 0"):
+        sg.nd.arange(1, 3, 0)
