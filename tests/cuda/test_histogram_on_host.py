@@ -23,7 +23,7 @@ def _data(dtype: str) -> np.ndarray:
     return x
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
 @pytest.mark.parametrize("mode", ["range", "span", "edges"])
 def test_histogram_kernels_match_numpy(mode: str, dtype: str, tmp_path: Path) -> None:
     x = _data(dtype)

@@ -77,7 +77,7 @@ def _histogram(a: Attrs, xs: list, ctx: RunCtx) -> list:
 register(OpDef(
     "_histogram", HISTOGRAM_PARAMS, _inputs, _histogram_shape, _histogram, NOT_DIFFERENTIABLE,
     OPAQUE, infer_type=_histogram_type, outputs=("output0", "output1"),
-    lowering=("histogram", {"dtypes": ("float32", "float64", "float16", "int64")}),  # int64: counts
+    lowering=("histogram", {"dtypes": ("float32", "float64", "float16", "bfloat16", "int64")}),
     doc="Counts of the data in bins (int64) and the bin edges, as numpy's histogram: "
         "`bin_cnt` equal bins over `range` (or the data's min and max), or the edges of "
         "input `bins`."))

@@ -49,7 +49,8 @@ def render_histogram_setup(bins: int, given: bool, span: Optional[tuple[float, f
                 "    for (long long i = threadIdx.x; i < n; i += blockDim.x) {\n"
                 f"        const double v = {_ld(dtype, 'x[i]')};\n"
                 "        if (v != v) continue;\n"
-                "        if (lo > hi) { lo = v; hi = v; } else { lo = fmin(lo, v); hi = fmax(hi, v); }\n"
+                "        if (lo > hi) { lo = v; hi = v; }\n"
+                "        else { lo = fmin(lo, v); hi = fmax(hi, v); }\n"
                 "    }\n"
                 "    lo_s[threadIdx.x] = lo; hi_s[threadIdx.x] = hi;\n"
                 "    __syncthreads();\n"
@@ -63,7 +64,7 @@ def render_histogram_setup(bins: int, given: bool, span: Optional[tuple[float, f
                 "        __syncthreads();\n"
                 "    }\n")
     body = (f"    {BLOCK_SIZE_FREE}\n"
-            f"    __shared__ double lo_s[{THREADS}], hi_s[{THREADS}];  /* launched with THREADS */\n"
+            f"    __shared__ double lo_s[{THREADS}], hi_s[{THREADS}];  /* the launch's block */\n"
             + scan +
             f"    if (threadIdx.x == 0) {{\n{bounds}    }}\n"
             "    __syncthreads();\n"
