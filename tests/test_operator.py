@@ -188,8 +188,9 @@ def test_python_exception_propagates_and_outputs_untouched() -> None:
             raise ValueError("boom")
     exe = Boom()(data=sg.sym.var("a")).bind(sg.cpu(), {"a": sg.nd.ones(2)})
     exe.outputs[0][:] = 7.0
-    with pytest.raises(ValueError, match="boom"):
+    with pytest.raises(sg.ExecutionError, match="Boom.forward raised ValueError: boom") as info:
         exe.forward()
+    assert isinstance(info.value.__cause__, ValueError)
     np.testing.assert_array_equal(exe.outputs[0].asnumpy(), [7.0, 7.0])
 
 

@@ -109,6 +109,8 @@ class OpDef:
     * ``extra["api"]``: ``api(apply_op, symbol_cls)`` makes a hand-written ``sg.sym`` function
       replacing the generated one (for ops whose inputs and attributes are not a fixed schema,
       such as ``Custom``); ops sit below ``symbol.py``, so the front end hands them its pieces.
+    * ``extra["guess_shape"]``: a shape rule tried only where inference leaves the node's
+      shapes undecided, then inference goes on (broadcast ops: MXNet's reading of ``a + b``).
     * ``extra["input_init"]``: input name -> initializer JSON given as ``__init__`` to a
       variable created for that input (MXNet's ``FSetInputVarAttrOnCompose``: PReLU's gamma).
     """

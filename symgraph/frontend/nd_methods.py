@@ -22,6 +22,7 @@ from ..core.context import Context
 from ..core.exports import export, sub_namespace
 from ..core.fluent import is_number
 from .image_api import make_namespace as make_image_namespace
+from .range_api import make_histogram
 from .split_api import make_split_v2
 from . import nd_extras
 from .nd_cached_op import CachedOp
@@ -231,6 +232,7 @@ def fill(namespace: dict) -> None:
         namespace.setdefault(name, fn)
     for name, fn in nd_extras.CONTRIB.items():  # (Python functions in MXNet's nd.contrib)
         setattr(namespace["contrib"], name, fn)
+    namespace.setdefault("histogram", make_histogram(namespace["_histogram"]))
     for name, ops_ in FUNCTIONS.items():
         namespace.setdefault(name, _function(name, ops_))
     namespace["random"] = random  # sg.nd.random is sg.random: one generator

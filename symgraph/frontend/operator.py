@@ -32,7 +32,7 @@ from ..compiler.ops.native import AotFunction  # noqa: F401  (sg.operator.AotFun
 from .operator_info import (OperatorArguments, get_all_registered_operators,  # noqa: F401
                             get_operator_arguments)
 
-__all__ = ["CustomOp", "CustomOpProp", "NDArrayOp", "register", "registered_types",
+__all__ = ["CustomOp", "CustomOpProp", "NDArrayOp", "NumpyOp", "register", "registered_types",
            "get_all_registered_operators", "get_operator_arguments", "OperatorArguments",
            "register_custom_ops_library", "unregister_custom_ops_library"]
 
@@ -177,6 +177,8 @@ class NDArrayOp(_OpSignature):
     (in_shapes, out_shapes)``, ``forward(in_data, out_data)`` and ``backward(out_grad, in_data,
     out_data, in_grad)``; calling the object on symbols makes the graph node."""
 
+    numpy_arrays = False  # forward/backward get NDArrays (NumpyOp: numpy arrays)
+
     def __init__(self, need_top_grad: bool = True) -> None:
         super().__init__(need_top_grad)
         self._op_type: Optional[str] = None
@@ -197,6 +199,31 @@ class NDArrayOp(_OpSignature):
             self._op_type = f"_ndarrayop{len(_PROPS)}_{type(self).__name__}"
             _PROPS[self._op_type] = lambda: _NDArrayOpProp(self)
         return symbol.Custom(*args, op_type=self._op_type, name=name, **kwargs)
+
+
+class NumpyOp(NDArrayOp):
+    """MXNet's ``mx.operator.NumpyOp`` (deprecated there for CustomOp): an NDArrayOp whose
+    ``forward(in_data, out_data)`` and ``backward(out_grad, in_data, out_data, in_grad)`` get
+    numpy arrays, the outputs and gradients to fill in place. By default the identity.
+
+    >>> import symgraph as sg
+    >>> y = sg.operator.NumpyOp().get_symbol(sg.sym.var("x"), name="np_op")
+    >>> y.bind(sg.cpu(), {"x": sg.nd.ones(2) * 3}).forward()[0].asnumpy().tolist()
+    [3.0, 3.0]
+    """
+
+    numpy_arrays = True
+
+    def forward(self, in_data: Sequence[Any], out_data: Sequence[Any]) -> None:
+        out_data[0][:] = in_data[0]
+
+    def backward(self, out_grad: Sequence[Any], in_data: Sequence[Any],
+                 out_data: Sequence[Any], in_grad: Sequence[Any]) -> None:
+        in_grad[0][:] = out_grad[0]
+
+    def get_symbol(self, *args: Any, **kwargs: Any) -> Any:
+        """The ``Custom`` symbol applying this op (MXNet's spelling of calling it)."""
+        return self(*args, **kwargs)
 
 
 class _NDArrayOpProp(CustomOpProp):
@@ -232,8 +259,18 @@ class _NDArrayOpRunner(CustomOp):
 
     def forward(self, is_train: bool, req: Sequence[str], in_data: Sequence[Any],
                 out_data: Sequence[Any], aux: Sequence[Any]) -> None:
-        self.op.forward(in_data, out_data)
+        self._run(self.op.forward, (in_data,), out_data)
 
     def backward(self, req: Sequence[str], out_grad: Sequence[Any], in_data: Sequence[Any],
                  out_data: Sequence[Any], in_grad: Sequence[Any], aux: Sequence[Any]) -> None:
-        self.op.backward(out_grad, in_data, out_data, in_grad)
+        self._run(self.op.backward, (out_grad, in_data, out_data), in_grad)
+
+    def _run(self, method: Callable, read: tuple, written: Sequence[Any]) -> None:
+        """``method(*read, written)``; a NumpyOp gets numpy copies, its results copied back."""
+        if not self.op.numpy_arrays:
+            method(*read, written)
+            return
+        arrays = [np.array(w.asnumpy()) for w in written]
+        method(*([x.asnumpy() for x in group] for group in read), arrays)
+        for w, v in zip(written, arrays):
+            w[:] = v

@@ -25,6 +25,7 @@ from ..core.base import AttrError, BindError, GraphError, NotImplementedForSymbo
 from ..core.dtypes import as_dtype
 from ..core.exports import export, sub_namespace
 from .image_api import make_namespace as _image_namespace
+from .range_api import make_arange, make_histogram
 from .split_api import make_split_v2
 from ..core.graph import VARIABLE, Entry, Graph, Node, aux_variables, rewrite, variable
 from .opdoc import ARRAY_CLASSES, document
@@ -353,6 +354,8 @@ def _install_op_functions() -> list[str]:
         namespace.setdefault(fn_name, fn)
     namespace.setdefault("image", _image_namespace(namespace))  # sg.sym.image
     namespace.setdefault("split_v2", make_split_v2(namespace, Group))
+    namespace.setdefault("arange", make_arange(apply_op))
+    namespace.setdefault("histogram", make_histogram(namespace["_histogram"]))
     # MXNet's `sym._internal`: every op function, private ones included, by its name
     namespace.setdefault("_internal", SimpleNamespace(**{
         n: namespace[n] for n in list(registry.all_ops()) + list(registry.all_aliases())}))

@@ -176,7 +176,7 @@ def numeric_grad(exe: Any, location: dict[str, np.ndarray], heads: list[np.ndarr
 
 
 def check_numeric_gradient(sym: Any, location: Location, aux_states: Any = None,
-                           numeric_eps: Optional[float] = 1e-4, rtol: Optional[float] = 1e-3,
+                           numeric_eps: Optional[float] = None, rtol: Optional[float] = 1e-3,
                            atol: Optional[float] = None, grad_nodes: Any = None,
                            use_forward_train: bool = True, ctx: Optional[Context] = None,
                            grad_stype_dict: Any = None, dtype: Any = np.float64,

@@ -88,17 +88,19 @@ def _byte_span(a: NDArray) -> tuple[int, int]:
 
 
 def check_no_aliasing(groups: list[tuple[str, Sequence[str], list]]) -> None:
-    """BindError when two bound roles (arguments, aux states, gradients) share memory: a run
-    would write one through the other (MXNet refuses such binds too)."""
-    spans = sorted((*_byte_span(a), f"{kind} {n}") for kind, names, arrays in groups
+    """BindError when two bound roles (arguments, aux states, gradients) share memory and a
+    run writes one of them: it would write through the other. Two arguments may share an
+    array (a run only reads arguments; MXNet binds one weight as two arguments so)."""
+    spans = sorted((*_byte_span(a), kind, f"{kind} {n}") for kind, names, arrays in groups
                    for n, a in zip(names, arrays) if a is not None and a.size)
-    widest: Optional[tuple[int, int, str]] = None
-    for lo, hi, who in spans:
-        if widest is not None and lo < widest[1]:
-            raise BindError(f"bind: {who} and {widest[2]} are the same array (or share "
+    live: list[tuple[int, int, str, str]] = []  # spans that may still overlap the next ones
+    for lo, hi, kind, who in spans:
+        live = [s for s in live if s[1] > lo]
+        clash = next((s for s in live if not kind == s[2] == "argument"), None)
+        if clash is not None:
+            raise BindError(f"bind: {who} and {clash[3]} are the same array (or share "
                             f"memory); bind a separate array to each")
-        if widest is None or hi > widest[1]:
-            widest = (lo, hi, who)
+        live.append((lo, hi, kind, who))
 
 
 def alloc(kind: str, name: str, shape: tuple, ctx: Context, dtype: Any) -> NDArray:

@@ -17,6 +17,7 @@ import numpy as np
 
 from . import ndfile
 from ..compiler.ops import custom
+from ..compiler.ops.creation_range import arange_array
 from ..core.base import BindError, ShapeError
 from ..core.dtypes import as_dtype
 from ..core.context import Context, cpu, current_context
@@ -324,8 +325,7 @@ def arange(start: float, stop: Optional[float] = None, step: float = 1.0, repeat
            infer_range: bool = False, ctx: Optional[Context] = None,
            dtype: Any = np.float32) -> NDArray:
     """MXNet's arange: ``[start, stop)`` by ``step``, each value ``repeat`` times."""
-    values = np.arange(start, stop, step) if stop is not None else np.arange(start)
-    return array(np.repeat(values, int(repeat)), ctx, dtype)
+    return array(arange_array(start, stop, step, int(repeat), dtype or np.float32), ctx, dtype)
 
 
 def linspace(start: float, stop: float, num: int, endpoint: bool = True,

@@ -16,6 +16,7 @@ from ..core.base import BindError, DataError, ExecutionError
 from .base_module import BaseModule
 from .module_params import ModuleParams
 from .module_update import ModuleUpdate
+from .module_reqs import module_grad_reqs
 from ..runtime.executor import Executor
 from ..runtime.placement import device_groups
 from ..core.context import Context, cpu
@@ -168,12 +169,9 @@ class Module(ModuleUpdate, ModuleParams, BaseModule):
             raise BindError(f"bind: label shapes for {[d.name for d in label]}, module label "
                             f"names are {self._label_names}")
         self._check_batch(data + label)
-        reqs = {n: "null" for n in self._symbol.list_arguments()}
-        if for_training:
-            reqs.update({n: grad_req for n in self._param_names
-                         if n not in self._fixed_param_names})
-            if inputs_need_grad:
-                reqs.update({n: grad_req for n in self._data_names})
+        reqs = module_grad_reqs(self._symbol.list_arguments(), self._param_names,
+                                self._fixed_param_names, self._data_names, for_training,
+                                inputs_need_grad, grad_req)
         self._execs = self._bind_executors(data + label, reqs, for_training, shared_module)
         self._grad_req, self._exec, self._fed = grad_req, self._execs[0], False
         self.for_training, self.inputs_need_grad = for_training, inputs_need_grad

@@ -21,7 +21,7 @@ SKIP_VALUES = {"Dropout"}
 # Cases whose graph multiplies by a creation op pinned to float64 (``_ones(dtype=float64)``):
 # a narrow input there is a dtype conflict by design; their narrow use is covered by
 # test_creation_ops_in_narrow_dtypes.
-PINNED_FLOAT64 = {"_ones", "_full"}
+PINNED_FLOAT64 = {"_ones", "_full", "_arange"}
 
 
 def _narrow_forward(case: Case, dt: np.dtype) -> tuple[list, list]:
@@ -69,3 +69,7 @@ def test_creation_ops_in_narrow_dtypes(dtype: str) -> None:
     assert out.dtype == dt
     want = (xv.astype(dt).astype(np.float64) + np.float64(np.asarray(0.1, dt)))
     np.testing.assert_allclose(out.asnumpy().astype(np.float64), want, rtol=TOL[dt.name][0])
+    # arange in the narrow type: each value rounded once (numpy's float64 arange, cast)
+    got = sg.sym.arange(-1.5, 2, 0.25, dtype=dtype).bind(sg.cpu(), {}).forward()[0]
+    assert got.dtype == dt
+    np.testing.assert_array_equal(got.asnumpy(), np.arange(-1.5, 2, 0.25).astype(dt))

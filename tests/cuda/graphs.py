@@ -70,7 +70,7 @@ MODELS: dict[str, tuple[Callable[[], Any], Callable[[np.random.Generator], dict]
 # Registry cases that pin float64 on purpose (the dtype attribute of _ones/_full/cumsum): the GPU
 # path has no float64 kernels (float32, float16, bfloat16: test_narrow.py), so their steps take the
 # host path by design, and the float32 and narrow GPU-against-CPU comparisons cannot bind them.
-FLOAT64_CASES = {"_ones", "_full"}
+FLOAT64_CASES = {"_ones", "_full", "_arange", "_arange_stop_none"}
 
 
 # Registry cases whose graphs hold a step the GPU refuses by name (BindError at bind): the

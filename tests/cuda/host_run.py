@@ -81,6 +81,9 @@ static inline float sg_ld(__half h) { return (float)h.v; }
 static inline float sg_ld(__nv_bfloat16 h) {
     const unsigned int u = (unsigned int)h.bits << 16; float f; memcpy(&f, &u, 4); return f;
 }
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) {
+    const unsigned long long o = *p; *p += v; return o;  // 64-bit counters (histogram)
+}
 template <class T> static inline T atomicAdd(T* p, T v) {
     const T o = *p; *p = T(sg_ld(o) + sg_ld(v)); return o;
 }

@@ -13,4 +13,5 @@ from . import (attention, boolean_mask, contrib_small, correlation, deformable, 
 from . import batch_norm_relu, hawkes, image_color, image_hue, image_resize  # noqa: F401,E402
 from . import sampling_unique  # noqa: F401,E402
 from . import slice_assign  # noqa: F401,E402
+from . import creation_range, histogram  # noqa: F401,E402
 from . import legacy  # noqa: F401,E402  (last: aliases of the ops registered above)

@@ -105,15 +105,14 @@ def broadcast_shape(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 
 def broadcast_guess(attrs: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    """The guess shape inference makes once every certain rule has run
-    (``OpDef.extra["guess_shape"]``): an operand of unknown shape has the output's shape, or
-    else the other operand's. MXNet's ``a + b`` is the same-shape ``_Plus``, so it infers
-    ``b`` so; a broadcast cannot tell, and the graph would otherwise stay undecided."""
+    """A broadcast op's last resort (``extra["guess_shape"]``): the one operand whose shape
+    nothing decided takes the output's, or else the other operand's: how MXNet's ``a + b``
+    (same-shape there; symgraph's ``+`` broadcasts) infers ``b``."""
     known = [s for s in ins if s is not None]
-    ref = outs[0] if outs[0] is not None else (known[0] if known else None)
-    if ref is None or len(known) == len(ins):
+    if len(known) != len(ins) - 1 or not known:
         return ins, outs
-    return [ref if s is None else s for s in ins], [ref]
+    like = tuple(outs[0] if outs[0] is not None else known[0])
+    return broadcast_shape(attrs, [like if s is None else s for s in ins], outs)
 
 
 def forward_shape(fn: Callable[[Attrs, list], list]) -> Callable:
@@ -149,13 +148,13 @@ def elementwise(name: str, formula: Callable[..., Expr], gradient: object,
                 doc: str = "", variadic: Optional[str] = None,
                 extra: Optional[dict] = None, activation: Any = None) -> OpDef:
     """Register an op given by a scalar formula; shape, dtype, numpy and CUDA derive from it."""
-    if shape_rule is broadcast_shape:
-        extra = {**(extra or {}), "guess_shape": broadcast_guess}
     return register(OpDef(
         name=name, params=params or {}, inputs=inputs, infer_shape=shape_rule,
         compute=expr_compute(formula), gradient=gradient, pattern=pattern, expr=formula,
         lowering="elementwise", partial_shapes=shape_rule in (same_shape, broadcast_shape),
-        doc=doc, variadic=variadic, extra=extra or {}, activation=activation))
+        doc=doc, variadic=variadic, activation=activation,
+        extra={**({"guess_shape": broadcast_guess} if shape_rule is broadcast_shape else {}),
+               **(extra or {})}))
 
 
 SCALAR = {"scalar": Param("float", 1.0, doc="the scalar operand")}

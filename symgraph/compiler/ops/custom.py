@@ -170,12 +170,16 @@ def get_operator(attrs: Attrs, in_data: list, rc: RunCtx) -> Any:
 
 
 def _call_user(a: Attrs, method: Any, args: tuple) -> None:
-    """Call ``CustomOp.forward``/``backward``; errors of what it writes name the op."""
+    """Call ``CustomOp.forward``/``backward``; errors of what it writes name the op. Any
+    other exception of the user's code becomes an ExecutionError chained to it, as MXNet
+    turns it into an MXNetError."""
     what = f"{_here(a)}{_user_name(method.__self__)}.{method.__name__}"
     try:
         result = method(*args)
     except SymgraphError as exc:
         raise type(exc)(f"{what}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001  (the user's code may raise anything)
+        raise ExecutionError(f"{what} raised {type(exc).__name__}: {exc}") from exc
     if result is not None:
         raise ExecutionError(f"{what} returned {type(result).__name__} {_short(result)}; it must "
                              f"write its outputs with self.assign(dst, req, value) and return "

@@ -266,7 +266,10 @@ def _index_axes(a: Attrs, ndim: int) -> tuple[int, ...]:
 def _index_array(a: Attrs, xs: list, ctx: RunCtx) -> list:
     shape = xs[0].shape
     grids = np.indices(shape, dtype=np.int64)
-    return [np.stack([grids[k] for k in _index_axes(a, len(shape))], axis=-1)]
+    axes = _index_axes(a, len(shape))
+    if not axes:  # 0-d data (or axes=()): no coordinate to give
+        return [np.zeros(shape + (0,), np.int64)]
+    return [np.stack([grids[k] for k in axes], axis=-1)]
 
 
 register(OpDef(

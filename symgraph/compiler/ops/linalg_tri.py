@@ -141,7 +141,10 @@ def _sumlogdiag_grad(c) -> list:
 
 
 def tri(S, x, lower: bool, offset: int = 0):
-    """The triangle of the matrices ``x`` (others zero), composed of registered ops."""
+    """The triangle of the matrices ``x`` (others zero), composed of registered ops. A strict
+    triangle is ``x`` less the other full one: for 1x1 matrices its packed form would be empty."""
+    if offset == (-1 if lower else 1):
+        return x - tri(S, x, not lower)
     packed = S._linalg_extracttrian(x, offset=offset, lower=lower)
     return S._linalg_maketrian(packed, offset=offset, lower=lower)
 

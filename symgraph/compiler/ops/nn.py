@@ -133,6 +133,23 @@ def _softmax_output_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     return [softmax_np(x, _softmax_axis(a, x.ndim))]
 
 
+def softmax_output_scale(a: Attrs, shape: tuple) -> float:
+    """SoftmaxOutput's gradient factor before any 'valid' count, as MXNet 1.9.1: grad_scale,
+    over the batch for 'batch'; with ``multi_output`` also over the positions per sample
+    (H*W...) unless 'valid' (which counts the positions itself).
+
+    >>> softmax_output_scale({"grad_scale": 1.0, "normalization": "null",
+    ...                       "multi_output": True}, (2, 3, 4, 5))
+    0.05
+    """
+    scale = a["grad_scale"]
+    if a["normalization"] == "batch":
+        scale /= shape[0]
+    if a["multi_output"] and a["normalization"] != "valid":
+        scale /= max(1, prod(shape[2:]))
+    return scale
+
+
 def _softmax_output_backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
     prob, label = xs
     shape = prob.shape
@@ -153,10 +170,8 @@ def _softmax_output_backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
             alpha = a["smooth_alpha"]
             target = target * (1 - alpha) + (1 - target) * alpha / (k - 1)
     grad = (prob - target) * np.expand_dims(valid, axis)
-    scale = a["grad_scale"]
-    if a["normalization"] == "batch":
-        scale /= shape[0]
-    elif a["normalization"] == "valid":
+    scale = softmax_output_scale(a, shape)
+    if a["normalization"] == "valid":
         scale /= max(1, int(valid.sum()))
     return [(grad * scale).reshape(shape).astype(xs[0].dtype, copy=False)]
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
-from ...core.registry import INJECTIVE, OpDef, RunCtx, alias, register
+from ...core.registry import INJECTIVE, OpDef, PartialShape, RunCtx, alias, register
 from ._util import check_attr, fmt, forward_shape, like_input, merge_dims, norm_axes
 from .norm import check_axis
 from .tensor import lhs_type
@@ -115,7 +115,8 @@ def _concat_rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     # (a known output with one input unknown also decides that input: a gluon RNN layer's
     # flat parameters, whose first weight's width comes from the data)
     one_missing = outs[0] is not None and [s is None for s in ins].count(True) == 1
-    if not known or not any(0 in s for s in known) and not one_missing:
+    if not known or not any(0 in s and isinstance(s, PartialShape) for s in known) \
+            and not one_missing:
         return forward_shape(_concat_shape)(a, ins, outs)
     n = len(known[0])
     ax = check_axis(a["dim"], n)
@@ -260,13 +261,18 @@ def _slice_axis_index(a: Attrs, shape: Shape) -> tuple:
 
 
 def _sliced_shape(index_of: Callable) -> Callable:
-    def rule(a: Attrs, s: list) -> list:
-        index = index_of(a, s[0])
-        out = tuple(len(range(*sl.indices(n))) for sl, n in zip(index, s[0]))
-        out += tuple(s[0][len(index):])
-        if 0 in out:
-            raise ShapeError(f"slice {index} of {fmt(s[0])} is empty")
-        return [out]
+    """The sliced shape; an unknown (0) dimension of partial data stays unknown, as in
+    MXNet's ``infer_shape_partial``."""
+    def rule(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+        data = ins[0]
+        if data is None:
+            return ins, outs
+        index = index_of(a, data)
+        out = tuple(len(range(*sl.indices(n))) if n else 0 for sl, n in zip(index, data))
+        out += tuple(data[len(index):])
+        if any(n and not o for n, o in zip(data, out)):
+            raise ShapeError(f"slice {index} of {fmt(data)} is empty")
+        return ins, [out]
     return rule
 
 
@@ -278,10 +284,10 @@ def _register_slicing(name: str, params: dict, index_of: Callable, doc: str) -> 
         out[index_of(a, x.shape)] = dy
         return [out]
     register(OpDef(
-        name, params, ("data",), forward_shape(_sliced_shape(index_of)),
+        name, params, ("data",), _sliced_shape(index_of),
         lambda a, xs, ctx: [xs[0][index_of(a, xs[0].shape)].copy()],
         lambda c: [c.sym.apply_op(f"_backward_{name}", [c.ograds[0], c.inputs[0]], c.attrs)],
-        INJECTIVE, doc=doc,
+        INJECTIVE, doc=doc, partial_shapes=True,
         lowering=("gather_views", {"views": lambda a, x, s: [x[index_of(a, x.shape)]]})))
     register(OpDef(
         f"_backward_{name}", params, ("ograd", "data"), like_input(1), backward,

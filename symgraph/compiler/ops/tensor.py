@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from math import prod
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -278,9 +278,21 @@ REDUCTIONS = {
     "max": (np.max, _extreme_grad),
     "min": (np.min, _extreme_grad),
 }
+
+
+def _extreme_shape(name: str) -> Callable:
+    """max/min's shape; ShapeError over an empty axis (no identity to give there)."""
+    def rule(a: Attrs, s: list) -> list:
+        if any(s[0][k] == 0 for k in reduce_axes(a, len(s[0]))):
+            raise ShapeError(f"{name} over an empty axis of {fmt(s[0])}: no identity")
+        return [reduced_shape(a, s[0])]
+    return rule
+
+
 for _name, (_fn, _grad) in REDUCTIONS.items():
     register(OpDef(_name, REDUCE_PARAMS, ("data",),
-                   forward_shape(lambda a, s: [reduced_shape(a, s[0])]),
+                   forward_shape(_extreme_shape(_name) if _grad is _extreme_grad else
+                                 lambda a, s: [reduced_shape(a, s[0])]),
                    reduce_compute(_fn), _grad, REDUCE, lowering=("reduce", {"kind": _name}),
                    doc=f"{_name} over axis (None: all), keepdims, exclude."))
 alias("sum_axis", "sum")

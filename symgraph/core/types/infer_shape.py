@@ -12,7 +12,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from ..base import AttrError, ShapeError, where
 from ..graph import VARIABLE, Entry, Graph, Node, check_unique_inputs
-from ..registry import PartialShape, get_op
+from ..registry import PartialShape, ShapeRule, get_op
 from ..util import is_np_shape
 from .shapes import MAX_ELEMENTS, as_shape, merge_dims
 from .table import declared_partial, declared_shape  # noqa: F401  (declared_shape: API)
@@ -39,8 +39,13 @@ class _Known:
         self.exact = exact  # shapes of actual arrays: a 0 is an empty axis, not an unknown one
 
     def get(self, e: Entry, partial: bool) -> Optional[Shape]:
+        """The full shape, else (``partial``) the partial one as a ``PartialShape``: a rule
+        then reads a 0 in a plain tuple as an empty axis (a bound zero-size array)."""
         got = self.full.get(e)
-        return got if got is not None or not partial else self.partial.get(e)
+        if got is not None or not partial:
+            return got
+        got = self.partial.get(e)
+        return None if got is None else PartialShape(got)
 
     def put(self, e: Entry, new: Shape, partial: bool = False) -> Optional[Shape]:
         """Record ``new``; returns the conflicting known shape, or None. Sets ``changed``.
@@ -113,10 +118,10 @@ def _put_plain(entries: Sequence[Entry], news: Sequence[Optional[Shape]], known:
     return True
 
 
-def _apply(node: Node, known: _Known) -> bool:
-    """Run ``node``'s rule and record what it found. True when every input and output is
-    fully known now: the rule (a function of them) has nothing left to say; run again, it
-    would return the very shapes it was given."""
+def _apply(node: Node, known: _Known, rule: Optional[ShapeRule] = None) -> bool:
+    """Run ``node``'s rule (or ``rule``) and record what it found. True when every input and
+    output is fully known now: the rule (a function of them) has nothing left to say; run
+    again, it would return the very shapes it was given."""
     opdef = get_op(node.op)
     partial = opdef.partial_shapes
     full = known.full
@@ -128,7 +133,7 @@ def _apply(node: Node, known: _Known) -> bool:
         ins = [full.get(e) for e in node.inputs]
         outs = [full.get(e) for e in entries]
     try:
-        new_ins, new_outs = opdef.infer_shape(node.attrs, list(ins), list(outs))
+        new_ins, new_outs = (rule or opdef.infer_shape)(node.attrs, list(ins), list(outs))
     except (ShapeError, AttrError) as exc:  # attribute ranges are checked against the shapes
         given = ", ".join(f"{n} {s}" for n, s in zip(opdef.input_names(node.attrs), ins)
                           if s is not None)
@@ -200,18 +205,19 @@ def infer_partial_shapes(graph: Graph, given: Mapping[str, Shape], exact: bool =
     # shapes never change once fully known, so running it again would give the same answer.
     settled: set[Node] = set()
     _fixpoint(ops, known, settled)
-    # Then the guesses some ops make for what no rule decided (MXNet's same-shape a + b), one
-    # sweep at a time, each followed by the certain rules: a guess never overrides them.
-    for _ in range(len(ops)):
-        guessers = [n for n in ops if n not in settled and "guess_shape" in get_op(n.op).extra]
-        if not guessers or not _guess(guessers, known):
-            break
-        _fixpoint(ops, known, settled)
+    for node in ops if len(settled) < len(ops) else ():  # last resort: the ops' guesses
+        guess = get_op(node.op).extra.get("guess_shape")
+        if guess is not None and node not in settled:
+            known.changed = False
+            if _apply(node, known, guess):
+                settled.add(node)
+            if known.changed:
+                _fixpoint(ops, known, settled)
     return known.full, known.partial
 
 
-def _fixpoint(ops: Sequence[Node], known: _Known, settled: set[Node]) -> None:
-    """Run the rules forward and backward until nothing changes."""
+def _fixpoint(ops: list[Node], known: _Known, settled: set[Node]) -> None:
+    """Forward and backward sweeps of the rules until nothing changes."""
     for _ in range(len(ops) + 2):
         known.changed = False
         for node in ops:
@@ -222,21 +228,6 @@ def _fixpoint(ops: Sequence[Node], known: _Known, settled: set[Node]) -> None:
         for node in reversed(ops):
             if node not in settled and _apply(node, known):
                 settled.add(node)
-
-
-def _guess(nodes: Sequence[Node], known: _Known) -> bool:
-    """Record the shapes the guess rules of ``nodes`` give for entries still unknown."""
-    known.changed = False
-    for node in nodes:
-        guess = get_op(node.op).extra["guess_shape"]
-        ins = [known.full.get(e) for e in node.inputs]
-        outs = [known.full.get(e) for e in node.entries()]
-        new_ins, new_outs = guess(node.attrs, ins, outs)
-        for e, old, new in zip((*node.inputs, *node.entries()), ins + outs,
-                               list(new_ins) + list(new_outs)):
-            if old is None and new is not None:
-                known.put(e, tuple(new))
-    return known.changed
 
 
 def _split_given(sym: Any, args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Shape]:

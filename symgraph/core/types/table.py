@@ -34,9 +34,10 @@ def declared_shape(node: Node) -> Optional[Shape]:
 
 
 def declared_partial(node: Node) -> Optional[Shape]:
-    """The declared ``shape=``, unknown dimensions (0) included."""
+    """The declared ``shape=``, unknown dimensions (0, or -1 as numpy shapes spell it)
+    included as 0."""
     text = node.extra.get("__shape__")
-    return None if text is None else parse_shape(text)
+    return None if text is None else tuple(0 if d == -1 else d for d in parse_shape(text))
 
 
 def declared_dtype(node: Node) -> Optional[np.dtype]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from math import prod
 from typing import Optional
 
+from ...compiler.ops.nn import softmax_output_scale
 from ...core.attrs import Attrs
 from ...core import expr as E
 from ...core.expr import inp
@@ -102,7 +103,7 @@ def _softmax(ctx: StepCtx, p: dict) -> list:
 def _softmax_output_backward(ctx: StepCtx, p: dict) -> list:
     a, shape = ctx.attrs, ctx.in_shapes[0]
     outer, k, inner = softmax_output_axis(a, shape)
-    scale = a["grad_scale"] / (shape[0] if a["normalization"] == "batch" else 1)
+    scale = softmax_output_scale(a, shape)
     n = prod(shape)
     if tuple(ctx.in_shapes[1]) == tuple(shape):  # probabilities given as the label
         if a["normalization"] == "valid":

@@ -88,5 +88,7 @@ def _index_array(ctx: StepCtx, p: dict) -> list:
 @family("arange")
 def _arange(ctx: StepCtx, p: dict) -> list:
     a = ctx.attrs
-    kern = render_arange(a["start"], a["step"], a["repeat"], ctx.dt(ctx.outs[0]))
+    # p["bounds"]: (start, step) as the op reads them (``_arange``'s integer truncation)
+    start, step = p["bounds"](a) if "bounds" in p else (a["start"], a["step"])
+    kern = render_arange(start, step, a["repeat"], ctx.dt(ctx.outs[0]))
     return [launch(ctx, kern, (ctx.outs[0],), prod(ctx.out_shapes[0]))]
