@@ -1,8 +1,9 @@
 """``gluon.Trainer``: applies an optimizer to a set of Parameters after ``backward()``.
 
 It reuses the optimizers of ``sg.optimizer`` (their update rules are data), through an
-``Updater`` per context: on the CPU the numpy update, on the GPU with float32 weights the fused
-multi-tensor update of ``symgraph.runtime.cuda.optimizer`` (one kernel launch for all parameters).
+``Updater`` per context: on the CPU the numpy update, on the GPU with float32 weights (or narrow
+ones under ``multi_precision``) the fused multi-tensor update of
+``symgraph.runtime.cuda.optimizer`` (one kernel launch for all parameters).
 Gradients of several contexts are summed by a kvstore before the update (``allreduce_grads``);
 with ``update_on_kvstore`` the store applies the optimizer (see :mod:`.trainer_kv` for MXNet's
 rules); distributed kvstores are refused by name.
@@ -319,12 +320,15 @@ class Trainer:
         return True
 
     def _updater(self, ctx: Any, weights: Sequence[Any]) -> Any:
-        """The context's updater: fused on the GPU with float32 weights, numpy otherwise."""
+        """The context's updater: fused on the GPU with float32 weights, or float16/bfloat16 ones
+        under ``multi_precision`` (through float32 master copies); numpy otherwise."""
         upd = self._ctx_updaters.get(ctx)
         if upd is None:
             upd = None
-            if ctx.device_type == "gpu" and self._optimizer.fused and \
-                    all(w.dtype == np.float32 for w in weights):
+            names = {np.dtype(w.dtype).name for w in weights}
+            if ctx.device_type == "gpu" and self._optimizer.fused and (
+                    names == {"float32"} or (self._optimizer.multi_precision and len(names) == 1
+                                             and names <= {"float16", "bfloat16"})):
                 from ..runtime.cuda.optimizer import FusedUpdater
                 # stream=None: the legacy default stream, ordered after the backward program's
                 # (blocking) stream and before the next step's work, without a host sync.

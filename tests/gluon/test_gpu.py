@@ -67,3 +67,35 @@ def test_benchmark_step_compiles_once() -> None:
     from benchmarks.gluon_step import measure
     (gluon_ms, *_), _, compiles = measure(64, sg.gpu(0), repeats=5, rounds=2)
     assert compiles == 0 and gluon_ms > 0
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+def test_bfloat16_weights_with_master_copies_update_fused_as_the_cpu(opt: str) -> None:
+    """A bfloat16 network under ``multi_precision`` takes the fused update on the GPU (one
+    launch for all parameters, float32 master copies) and gives the CPU's numpy weights."""
+    from symgraph.runtime.cuda.optimizer import FusedUpdater
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(16, 12)).astype(np.float32)
+    params = {"learning_rate": 0.05, "multi_precision": True, "wd": 1e-3}
+    if opt == "sgd":
+        params["momentum"] = 0.9
+    got = []
+    for ctx in (sg.cpu(), sg.gpu(0)):
+        sg.random.seed(3)
+        net = nn.HybridSequential()
+        net.add(nn.Dense(8, activation="relu", in_units=12), nn.Dense(4, in_units=8))
+        net.initialize(sg.init.Xavier(), ctx=ctx)
+        net.cast("bfloat16")
+        net.hybridize()
+        trainer = gluon.Trainer(net.collect_params(), opt, params)
+        for _ in range(3):
+            with autograd.record():
+                loss = (net(sg.nd.array(x, ctx).astype("bfloat16")) ** 2).sum()
+            loss.backward()
+            trainer.step(16)
+        got.append([p.data().astype("float32").asnumpy()
+                    for p in net.collect_params().values()])
+        if ctx.device_type == "gpu":
+            assert isinstance(trainer._updaters[0], FusedUpdater)
+    for c, g in zip(*got):
+        np.testing.assert_allclose(g, c, rtol=2e-2, atol=2e-2)

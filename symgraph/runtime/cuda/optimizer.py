@@ -138,6 +138,9 @@ def _same(a: tuple, b: Optional[tuple]) -> bool:
         all(x is y for x, y in zip(a[3], b[3])) and len(a[3]) == len(b[3])
 
 
+FUSED_DTYPES = ("float32", "float16", "bfloat16")  # weight dtypes the fused update prints
+
+
 class FusedUpdater(Updater):
     """An updater whose states are device arrays and whose step is one :class:`FusedUpdate`."""
 
@@ -153,20 +156,21 @@ class FusedUpdater(Updater):
 
     def prepare(self, indices: Sequence[Any], weights: Sequence[Any]) -> list[tuple]:
         """Create missing device states and the kernel (once); the states of ``indices``."""
-        rule = self.optimizer.rule
+        dtypes = sorted({np.dtype(w.dtype).name for w in weights})
+        if len(dtypes) > 1 or (dtypes and dtypes[0] not in FUSED_DTYPES):
+            raise ExecutionError(f"fused GPU update: weights of dtypes {dtypes}; one float "
+                                 f"dtype (float32, float16 or bfloat16) per update")
+        dtype = dtypes[0] if dtypes else "float32"
+        # narrow weights under multi_precision: a float32 master copy is the first state
+        master = self.optimizer.multi_precision and dtype != "float32"
+        rule = self.optimizer.mp_rule if master else self.optimizer.rule
         for index, weight in zip(indices, weights):
             if index not in self.states:
                 self.states[index] = tuple(self._from_weight(weight) if s in rule.from_weight
                                            else self._zeros(weight) for s in rule.states)
-        dtypes = sorted({np.dtype(w.dtype).name for w in weights})
-        if len(dtypes) > 1 or (dtypes and dtypes[0] not in ("float32", "float16", "bfloat16")):
-            raise ExecutionError(f"fused GPU update: weights of dtypes {dtypes}; one float "
-                                 f"dtype (float32, float16 or bfloat16) per update")
-        dtype = dtypes[0] if dtypes else "float32"
         if self.fused is None or self.fused.sizes != [w.size for w in weights] \
-                or self.fused.dtype != dtype:
-            self.fused = FusedUpdate(self.optimizer.rule, [w.size for w in weights],
-                                     self.device_id, dtype)
+                or self.fused.dtype != dtype or self.fused.rule is not rule:
+            self.fused = FusedUpdate(rule, [w.size for w in weights], self.device_id, dtype)
         return [self.states[i] for i in indices]
 
     def _from_weight(self, weight: Any) -> DeviceArray:
