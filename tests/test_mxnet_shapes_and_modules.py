@@ -104,11 +104,6 @@ def test_monitor_names_inputs_as_mxnet() -> None:
         assert names == want
 
 
-def test_upsampling_bilinear_is_refused_by_name() -> None:
-    with pytest.raises(sg.AttrError, match="sample_type"):
-        S.UpSampling(S.var("x"), scale=2, sample_type="bilinear").infer_shape(x=(1, 1, 2, 2))
-
-
 def _bucket_sym(key: int):
     """Data of width ``key``; one parameter ``a`` of shape (1,) shared by every bucket."""
     data = S.var("data")

@@ -76,8 +76,8 @@ def gpu_lines(opdef: Any) -> list[str]:
     fam, params = lowering_of(opdef)
     if fam == "host":
         why = params.get("why", "")
-        return [f"No device kernel: the numpy reference runs on host copies of the arrays"
-                f"{' (' + esc(why) + ')' if why else ''}."]
+        return [f"Lowering family {literal(fam)}: no device kernel, the numpy reference runs on "
+                f"host copies of the arrays{' (' + esc(why) + ')' if why else ''}."]
     dts = lowering_dtypes(fam, params)
     dtext = "any dtype" if dts is None else ", ".join(literal(d) for d in sorted(dts))
     return [f"Lowering family {literal(fam)}; runs on the GPU in {dtext}."]
