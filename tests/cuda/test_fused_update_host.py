@@ -24,7 +24,7 @@ class Arr:  # what update_multi reads of an NDArray: _buf, _data.ptr, size, dtyp
 
 class Fused:  # FusedUpdate's interface, counting what the host asks of it
     def __init__(self, rule, sizes, device_id, dtype):
-        self.sizes, self.dtype, self._rows = sizes, dtype, None
+        self.rule, self.sizes, self.dtype, self._rows = rule, sizes, dtype, None
         self.binds, self.scalars, self.launches = 0, 0, 0
 
     def bind(self, rows):
