@@ -76,8 +76,9 @@ POLICIES: dict[str, Policy] = {
     "1": Policy(legacy=2, find=False, fft=True, graph=((HEUR_A, 2), (HEUR_B, 1)),
                 single=False, cached=True),
     # every candidate: cudnnFind's three fastest and eight plans of each heuristics mode.
-    "full": Policy(legacy=3, find=True, fft=False, graph=((HEUR_A, 8), (HEUR_B, 8), (HEUR_FALLBACK, 8)),
-                   single=False, cached=True),
+    "full": Policy(legacy=3, find=True, fft=False,
+                   graph=((HEUR_A, 8), (HEUR_B, 8), (HEUR_FALLBACK, 8)), single=False,
+                   cached=True),
 }
 
 
