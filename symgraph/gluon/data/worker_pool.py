@@ -125,5 +125,13 @@ class Pool:
                 raise ExecutionError(f"DataLoader worker {proc.name} (pid {proc.pid}) died "
                                      f"with exit code {code}{how}; its batch is lost")
 
-    def terminate(self) -> None:
+    def terminate(self, drain: float = 10.0) -> None:
+        """Stop the workers. A process pool first lets the batches in flight arrive (at most
+        ``drain`` seconds): ``multiprocessing.Pool.terminate`` deadlocks when a worker is still
+        writing a batch larger than the pipe's buffer, which its stopped result reader no
+        longer empties, while holding the lock the pool's shutdown message needs."""
+        if not self.threads:
+            deadline = time.monotonic() + drain
+            for pending in list(getattr(self._pool, "_cache", {}).values()):
+                pending.wait(max(0.0, deadline - time.monotonic()))
         self._pool.terminate()
