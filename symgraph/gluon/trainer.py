@@ -325,10 +325,9 @@ class Trainer:
         upd = self._ctx_updaters.get(ctx)
         if upd is None:
             upd = None
-            names = {np.dtype(w.dtype).name for w in weights}
-            if ctx.device_type == "gpu" and self._optimizer.fused and (
-                    names == {"float32"} or (self._optimizer.multi_precision and len(names) == 1
-                                             and names <= {"float16", "bfloat16"})):
+            one = len({np.dtype(w.dtype) for w in weights}) == 1
+            if ctx.device_type == "gpu" and self._optimizer.fused and one and (
+                    weights[0].dtype == np.float32 or self._optimizer._master(weights[0])):
                 from ..runtime.cuda.optimizer import FusedUpdater
                 # stream=None: the legacy default stream, ordered after the backward program's
                 # (blocking) stream and before the next step's work, without a host sync.

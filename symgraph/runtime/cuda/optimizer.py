@@ -161,8 +161,9 @@ class FusedUpdater(Updater):
             raise ExecutionError(f"fused GPU update: weights of dtypes {dtypes}; one float "
                                  f"dtype (float32, float16 or bfloat16) per update")
         dtype = dtypes[0] if dtypes else "float32"
-        # narrow weights under multi_precision: a float32 master copy is the first state
-        master = self.optimizer.multi_precision and dtype != "float32"
+        # narrow weights under multi_precision: a float32 master copy is the first state, as
+        # in the numpy updater's states (the optimizer's one rule for when that holds)
+        master = bool(weights) and self.optimizer._master(weights[0])
         rule = self.optimizer.mp_rule if master else self.optimizer.rule
         for index, weight in zip(indices, weights):
             if index not in self.states:
