@@ -105,6 +105,7 @@ def gluon_step(net: gluon.HybridBlock, x: nd.NDArray, y: nd.NDArray, bf16: bool)
     if bf16:
         net.cast("bfloat16")
         x = x.astype("bfloat16")
+        x.wait_to_read()  # else the first step's program also holds this cast: one more compile
     net.hybridize(static_alloc=True, static_shape=True)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     trainer = gluon.Trainer(net.collect_params(), "sgd", {
