@@ -136,3 +136,32 @@ def test_multi_precision_states_nest_as_mxnets() -> None:
             opt.update_multi_precision(0, w, sg.nd.array(np.array(G), dtype="float16"), st)
         np.testing.assert_allclose(w.asnumpy().astype(np.float64), want[key]["weight"],
                                    rtol=2e-3, err_msg=key)
+
+
+REGISTRY_SCRIPT = """
+import json, sys
+import mxnet as mx
+json.load(sys.stdin)
+print(json.dumps(sorted(mx.optimizer.Optimizer.opt_registry)))
+"""
+
+
+@pytest.mark.mxnet
+def test_opt_registry_names_are_mxnets() -> None:
+    want = set(mxnet_json(REGISTRY_SCRIPT, {}))
+    assert want <= set(sg.optimizer.Optimizer.opt_registry)
+
+
+def test_register_and_create_optimizer_are_the_class_spellings() -> None:
+    registry = sg.optimizer.Optimizer.opt_registry
+    try:
+        @sg.optimizer.Optimizer.register
+        class Halved(HandSGD):
+            pass
+        assert registry["halved"] is Halved
+        made = sg.optimizer.Optimizer.create_optimizer("HALVED", learning_rate=0.5)
+        assert type(made) is Halved and made.lr == 0.5
+        with pytest.raises(AttrError, match="unknown optimizer 'nope'.*'sgd'"):
+            sg.optimizer.Optimizer.create_optimizer("nope")
+    finally:
+        registry.pop("halved", None)

@@ -14,6 +14,20 @@ from ..runtime import profiler
 from .io import DataBatch
 
 
+def for_module(optimizer: Any, params: dict, idx2name: dict, sym: Any) -> _opt.Optimizer:
+    """``optimizer`` ready to update a module's parameters (``Module.init_optimizer``, one
+    device or several): a name is created with ``params``; an Optimizer is given the
+    parameters' names and the symbol's ``lr_mult``/``wd_mult`` attributes (its own ``params``
+    stand, as in MXNet)."""
+    if not isinstance(optimizer, _opt.Optimizer):
+        return _opt.create(optimizer, param_idx2name=idx2name, sym=sym, **params)
+    optimizer.idx2name = idx2name
+    optimizer.sym_info = _opt.symbol_info(sym)
+    optimizer.set_lr_mult({})
+    optimizer.set_wd_mult({})
+    return optimizer
+
+
 class ModuleUpdate:
     """Optimizer and update methods of ``Module`` (a mixin over its executor state)."""
 
@@ -30,7 +44,7 @@ class ModuleUpdate:
         params = dict(optimizer_params)
         params.setdefault("rescale_grad", 1.0 / self._data_shapes[0].shape[0])
         idx2name = dict(enumerate(self._param_names))
-        optimizer = _opt.for_module(optimizer, params, idx2name, self._symbol)
+        optimizer = for_module(optimizer, params, idx2name, self._symbol)
         self._optimizer = optimizer
         self._updater = self._device_updater(optimizer) or _opt.get_updater(optimizer)
         self._tail: tuple = (None, None)

@@ -30,6 +30,9 @@ def symbol_info(sym: Any) -> tuple[dict, tuple[str, ...]]:
     return sym.attr_dict(), tuple(sym.list_arguments())
 
 
+_REGISTRY: dict[str, type] = {}  # lower-cased class name -> class (MXNet's opt_registry)
+
+
 class SchedulerConflict(AttrError, UserWarning):
     """``set_learning_rate`` on an optimizer driven by an ``lr_scheduler`` (MXNet raises a
     ``UserWarning`` there, which this also is)."""
@@ -42,6 +45,17 @@ class Optimizer(MultiPrecisionAPI):
     # False where a step needs more than per-element formulas (norms, random draws, states
     # of another shape): such an optimizer updates through its numpy ``_apply`` on any device.
     fused = True
+    opt_registry = _REGISTRY  # MXNet's class-level table of what ``create`` knows
+
+    @staticmethod
+    def register(klass: type) -> type:
+        """MXNet's spelling of the module's :func:`register`."""
+        return register(klass)
+
+    @staticmethod
+    def create_optimizer(name: Any, **kwargs: Any) -> "Optimizer":
+        """MXNet's spelling of the module's :func:`create`."""
+        return create(name, **kwargs)
     # names that keep weight decay unless a multiplier says otherwise (MXNet's default)
     WD_SUFFIXES: tuple[str, ...] = ("_weight", "_gamma")
     # MXNet's multi-precision state pair: (weight32, state), or (state, weight32) for SGD/NAG
@@ -346,13 +360,22 @@ class AdaGrad(Optimizer):
         return (*self._base_inputs(), self.float_stable_eps)
 
 
-_REGISTRY: dict[str, type] = {"sgd": SGD, "adam": Adam, "rmsprop": RMSProp, "adagrad": AdaGrad}
-
-
 def register(klass: type) -> type:
-    """Make ``klass`` creatable by its lower-cased class name."""
+    """Make ``klass`` creatable by its lower-cased class name (also
+    ``Optimizer.register``, as MXNet spells it).
+
+    >>> @sg.optimizer.register
+    ... class Halved(sg.optimizer.SGD):
+    ...     pass
+    >>> type(sg.optimizer.Optimizer.create_optimizer("halved")).__name__
+    'Halved'
+    """
     _REGISTRY[klass.__name__.lower()] = klass
     return klass
+
+
+for _klass in (SGD, Adam, RMSProp, AdaGrad):
+    register(_klass)
 
 
 def check_name(name: str) -> str:
@@ -372,17 +395,3 @@ def create(name: Any, **kwargs: Any) -> Optimizer:
         return _REGISTRY[key](**kwargs)
     except TypeError as exc:
         raise AttrError(f"optimizer {name!r}: {exc}") from None
-
-
-def for_module(optimizer: Any, params: dict, idx2name: dict, sym: Any) -> Optimizer:
-    """``optimizer`` ready to update a module's parameters (``Module.init_optimizer``, one
-    device or several): a name is created with ``params``; an Optimizer is given the
-    parameters' names and the symbol's ``lr_mult``/``wd_mult`` attributes (its own ``params``
-    stand, as in MXNet)."""
-    if not isinstance(optimizer, Optimizer):
-        return create(optimizer, param_idx2name=idx2name, sym=sym, **params)
-    optimizer.idx2name = idx2name
-    optimizer.sym_info = symbol_info(sym)
-    optimizer.set_lr_mult({})
-    optimizer.set_wd_mult({})
-    return optimizer

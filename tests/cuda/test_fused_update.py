@@ -24,6 +24,24 @@ CASES = {
     "rmsprop": ("rmsprop", {"learning_rate": 0.01, "clip_gradient": 1.0}),
     "rmsprop_centered": ("rmsprop", {"learning_rate": 0.01, "centered": True}),
     "adagrad": ("adagrad", {"learning_rate": 0.1, "wd": 0.01}),
+    # the other optimizers: fused ones in one kernel, the others (norms, noise, row states)
+    # through their numpy step on the device's arrays; the same weights as the CPU either way
+    "nag": ("nag", {"learning_rate": 0.1, "momentum": 0.9, "wd": 0.01}),
+    "signum": ("signum", {"learning_rate": 0.01, "momentum": 0.9, "wd_lh": 0.01}),
+    "signsgd": ("signum", {"learning_rate": 0.01, "momentum": 0.0}),
+    "ftml": ("ftml", {"learning_rate": 0.01, "wd": 0.01}),
+    "ftrl": ("ftrl", {"learning_rate": 0.1, "lamda1": 0.01}),
+    "adadelta": ("adadelta", {"wd": 0.01}),
+    "adamax": ("adamax", {"learning_rate": 0.01, "clip_gradient": 1.0}),
+    "nadam": ("nadam", {"learning_rate": 0.01}),
+    "dcasgd": ("dcasgd", {"learning_rate": 0.1, "momentum": 0.5}),
+    "ccsgd": ("ccsgd", {"learning_rate": 0.1, "momentum": 0.9}),
+    "test": ("test", {"learning_rate": 0.1}),
+    "lamb": ("lamb", {"learning_rate": 0.01, "wd": 0.01}),
+    "lars": ("lars", {"learning_rate": 0.1, "momentum": 0.9}),
+    "lbsgd": ("lbsgd", {"learning_rate": 0.1, "momentum": 0.9}),
+    "sgld": ("sgld", {"learning_rate": 0.01}),
+    "groupadagrad": ("groupadagrad", {"learning_rate": 0.1}),
 }
 
 
@@ -42,7 +60,10 @@ def _params(params: dict) -> dict:
 
 def _module(ctx, name: str, params: dict) -> sg.mod.Module:
     sym = mlp()
-    mod = sg.mod.Module(sym, context=ctx)
+    # GroupAdaGrad updates 2-d weights only (as MXNet's): the biases stay fixed for it
+    fixed = [n for n in sym.list_arguments() if n.endswith("_bias")] \
+        if name == "groupadagrad" else None
+    mod = sg.mod.Module(sym, context=ctx, fixed_param_names=fixed)
     mod.bind([("data", (BATCH, 20))], [("softmax_label", (BATCH,))])
     sg.random.seed(3)
     mod.init_params(sg.init.Xavier())

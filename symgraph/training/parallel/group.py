@@ -23,6 +23,7 @@ from ...core.context import Context, cpu
 from ..io import DataBatch, DataDesc
 from ...core.log import LOGGER
 from ..module import Module
+from ..module_update import for_module
 from ...runtime.ndarray import NDArray, array
 from ...runtime.placement import device_groups
 from .bucket import DEFAULT_BUCKET_BYTES, make_buckets
@@ -160,7 +161,7 @@ class DataParallelModule(Module):
         params.setdefault("rescale_grad", 1.0 / (self._data_shapes[0].shape[0] * workers))
         idx2name = {i * n + k: name for i, name in enumerate(self._param_names)
                     for k in range(n)}
-        optimizer = _opt.for_module(optimizer, params, idx2name, self._symbol)
+        optimizer = for_module(optimizer, params, idx2name, self._symbol)
         self._optimizer, self._comm, self._kv_name = optimizer, comm, name
         self._queue.reset()
         if hasattr(comm, "streams"):  # collectives queue on the executors' streams
