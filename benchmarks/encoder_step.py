@@ -1,0 +1,198 @@
+"""A BERT-style Transformer encoder's training step (forward + backward), written the way an
+MXNet user writes one with ``sg.sym``, beside the same network in PyTorch (eager, one CUDA graph,
+``torch.compile``), float32 and bfloat16 (``sg.amp`` / autocast), in one run.
+
+    PYTHONPATH=. python3 benchmarks/encoder_step.py [--layers 4] [--batch 32] [--seq 128]
+        [--model 768] [--heads 12] [--steps 30] [--no-compile] [--quick]
+
+Each layer (post-LayerNorm, as BERT): Q, K and V by ``FullyConnected(flatten=False)``, heads
+split by ``reshape``/``transpose``, ``batch_dot(q, k, transpose_b=True)`` scaled, ``softmax``,
+``batch_dot`` with V, heads merged, an output projection, residual + ``LayerNorm``, then a
+``4d`` feed-forward with ``LeakyReLU(act_type='gelu')`` (erf GELU), residual + ``LayerNorm``. The
+loss is the mean square of the last layer's output (both sides), so the step is the encoder
+alone. Medians by CUDA events on the GPU (TF32 off on both sides); ``--quick``: tiny sizes on
+the CPU (a test runs it).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import symgraph as sg  # noqa: E402
+from benchmarks.common import (cuda_median_ms, host_median_ms, torch_cuda_graph,  # noqa: E402
+                               torch_fp32)
+
+S = sg.sym
+
+
+@dataclass
+class Sizes:
+    layers: int = 4
+    batch: int = 32
+    seq: int = 128
+    model: int = 768
+    heads: int = 12
+
+
+QUICK = Sizes(layers=2, batch=2, seq=8, model=16, heads=2)
+
+
+def _heads(x: Any, s: Sizes) -> Any:
+    """(B, T, D) -> (B*H, T, D/H)."""
+    x = S.reshape(x, shape=(0, 0, s.heads, -1))
+    return S.reshape(S.transpose(x, axes=(0, 2, 1, 3)), shape=(-3, 0, 0))
+
+
+def _merge(x: Any, s: Sizes) -> Any:
+    """(B*H, T, D/H) -> (B, T, D)."""
+    x = S.reshape(x, shape=(-4, -1, s.heads, 0, 0))
+    return S.reshape(S.transpose(x, axes=(0, 2, 1, 3)), shape=(0, 0, -3))
+
+
+def encoder_symbol(s: Sizes) -> Any:
+    """The encoder and its loss, as a symbol reading ``data`` (B, T, D)."""
+    x = S.Variable("data")
+    scale = 1.0 / math.sqrt(s.model // s.heads)
+    for i in range(s.layers):
+        p = f"l{i}_"
+        q, k, v = (_heads(S.FullyConnected(x, num_hidden=s.model, flatten=False,
+                                           name=p + n), s) for n in "qkv")
+        att = S.softmax(S.batch_dot(q, k, transpose_b=True) * scale, axis=-1)
+        ctx = _merge(S.batch_dot(att, v), s)
+        out = S.FullyConnected(ctx, num_hidden=s.model, flatten=False, name=p + "o")
+        x = S.LayerNorm(x + out, axis=-1, name=p + "ln1")
+        h = S.LeakyReLU(S.FullyConnected(x, num_hidden=4 * s.model, flatten=False,
+                                         name=p + "ff1"), act_type="gelu")
+        h = S.FullyConnected(h, num_hidden=s.model, flatten=False, name=p + "ff2")
+        x = S.LayerNorm(x + h, axis=-1, name=p + "ln2")
+    return S.MakeLoss(S.mean(S.square(x)), name="loss")
+
+
+def symgraph_step(s: Sizes, bf16: bool, ctx: sg.Context) -> Callable[[], None]:
+    """forward(is_train) + backward of the bound encoder (no gradient for the data)."""
+    sym = encoder_symbol(s)
+    if bf16:
+        sym = sg.amp.convert_symbol(sym, target_dtype="bfloat16")
+    reqs = {n: "null" if n == "data" else "write" for n in sym.list_arguments()}
+    exe = sym.simple_bind(ctx, grad_req=reqs, data=(s.batch, s.seq, s.model))
+    rng = np.random.default_rng(0)
+    for name, arr in exe.arg_dict.items():
+        if name.endswith("gamma"):
+            arr[:] = 1.0
+        elif name.endswith("beta") or name.endswith("bias"):
+            arr[:] = 0.0
+        else:
+            arr[:] = rng.normal(size=arr.shape) * (1.0 if name == "data" else 0.02)
+
+    def step() -> None:
+        exe.forward(is_train=True)
+        exe.backward()
+    return step
+
+
+def torch_encoder(s: Sizes) -> Any:
+    """The same encoder in PyTorch (erf GELU, post-LayerNorm, the same head split)."""
+    import torch
+    from torch import nn
+
+    class Layer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q, self.k, self.v, self.o = (nn.Linear(s.model, s.model) for _ in range(4))
+            self.ff1, self.ff2 = nn.Linear(s.model, 4 * s.model), nn.Linear(4 * s.model, s.model)
+            self.ln1, self.ln2 = nn.LayerNorm(s.model), nn.LayerNorm(s.model)
+
+        def split(self, x: Any) -> Any:
+            b, t, _ = x.shape
+            return x.reshape(b, t, s.heads, -1).transpose(1, 2)
+
+        def forward(self, x: Any) -> Any:
+            b, t, d = x.shape
+            q, k, v = self.split(self.q(x)), self.split(self.k(x)), self.split(self.v(x))
+            att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(d // s.heads), dim=-1)
+            ctx = (att @ v).transpose(1, 2).reshape(b, t, d)
+            x = self.ln1(x + self.o(ctx))
+            return self.ln2(x + self.ff2(nn.functional.gelu(self.ff1(x))))
+    return nn.Sequential(*(Layer() for _ in range(s.layers)))
+
+
+def torch_steps(s: Sizes, bf16: bool, compile_too: bool, device: str
+                ) -> dict[str, Optional[Callable[[], None]]]:
+    """``{"eager", "graph", "compile"}`` forward + backward steps (None where not run)."""
+    torch = torch_fp32()
+    model = torch_encoder(s).to(device)
+    x = torch.randn(s.batch, s.seq, s.model, device=device)
+
+    def make(net: Any) -> tuple[Callable[[], None], Callable[[], None]]:
+        def body() -> None:
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
+                out = net(x)
+            out.float().square().mean().backward()
+
+        def step() -> None:
+            model.zero_grad(set_to_none=False)
+            body()
+        return step, body
+    eager, body = make(model)
+    out: dict[str, Optional[Callable[[], None]]] = {"eager": eager, "graph": None,
+                                                     "compile": None}
+    if device == "cuda":
+        out["graph"] = torch_cuda_graph(eager, body)
+    if compile_too:
+        out["compile"] = make(torch.compile(model))[0]
+    return out
+
+
+def median(fn: Optional[Callable[[], None]], gpu: bool, steps: int,
+           sync: Optional[Callable[[], None]] = None) -> float:
+    if fn is None:
+        return float("nan")
+    if gpu:
+        return cuda_median_ms(fn, steps, 5, sync)
+    return host_median_ms(fn, steps, 1, sync)
+
+
+def main(argv: Optional[list] = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    for name, default in vars(Sizes()).items():
+        p.add_argument(f"--{name}", type=int, default=default)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    p.add_argument("--no-torch", action="store_true")
+    p.add_argument("--quick", action="store_true", help="tiny sizes on the CPU")
+    a = p.parse_args(argv)
+    s = QUICK if a.quick else Sizes(a.layers, a.batch, a.seq, a.model, a.heads)
+    gpu = not a.quick and sg.context.num_gpus() > 0
+    ctx, device = (sg.gpu(0), "cuda") if gpu else (sg.cpu(), "cpu")
+    steps = 3 if a.quick else a.steps
+    print(f"encoder: {s.layers} layers, d{s.model}, {s.heads} heads, batch {s.batch} x "
+          f"{s.seq} tokens, on {ctx}; median ms of {steps} forward + backward steps\n")
+    print("| dtype | symgraph | PyTorch eager | PyTorch CUDA graph | torch.compile "
+          "| symgraph / PyTorch best |")
+    print("|---|---|---|---|---|---|")
+    for bf16 in (False, True):
+        if bf16 and not gpu:
+            continue  # bfloat16 GEMMs on the CPU say nothing about the GPU rows
+        sync = (lambda: sg.nd.waitall()) if gpu else sg.nd.waitall
+        ours = median(symgraph_step(s, bf16, ctx), gpu, steps, sync)
+        theirs = {k: float("nan") for k in ("eager", "graph", "compile")}
+        if not a.no_torch:
+            for k, fn in torch_steps(s, bf16, not a.no_compile, device).items():
+                theirs[k] = median(fn, gpu, steps)
+        best = min((v for v in theirs.values() if not math.isnan(v)), default=float("nan"))
+        print(f"| {'bf16' if bf16 else 'fp32'} | {ours:.2f} | {theirs['eager']:.2f} | "
+              f"{theirs['graph']:.2f} | {theirs['compile']:.2f} | {ours / best:.2f} |",
+              flush=True)
+
+
+if __name__ == "__main__":
+    main()
