@@ -77,8 +77,9 @@ def encoder_symbol(s: Sizes) -> Any:
     return S.MakeLoss(S.mean(S.square(x)), name="loss")
 
 
-def symgraph_step(s: Sizes, bf16: bool, ctx: sg.Context) -> Callable[[], None]:
-    """forward(is_train) + backward of the bound encoder (no gradient for the data)."""
+def symgraph_step(s: Sizes, bf16: bool, ctx: sg.Context) -> tuple[Callable[[], None], Any]:
+    """forward(is_train) + backward of the bound encoder (no gradient for the data), and
+    the executor."""
     sym = encoder_symbol(s)
     if bf16:
         sym = sg.amp.convert_symbol(sym, target_dtype="bfloat16")
@@ -96,7 +97,22 @@ def symgraph_step(s: Sizes, bf16: bool, ctx: sg.Context) -> Callable[[], None]:
     def step() -> None:
         exe.forward(is_train=True)
         exe.backward()
-    return step
+    return step, exe
+
+
+def profile(exe: Any, top: int) -> None:
+    """GPU ms of the training program's steps (eager, each synchronised), summed by op."""
+    from symgraph.core.registry import RunCtx
+    prog = exe._train.program
+    times = prog.time_steps(exe._env, 0, len(exe._train.schedule.steps), RunCtx(is_train=True))
+    by_op: dict[str, list] = {}
+    for _, op, _, ms in times:
+        by_op.setdefault(op, [0.0, 0])
+        by_op[op][0] += ms
+        by_op[op][1] += 1
+    print(f"\n  eager total {sum(t[3] for t in times):.3f} ms over {len(times)} steps; by op:")
+    for op, (ms, n) in sorted(by_op.items(), key=lambda kv: -kv[1][0])[:top]:
+        print(f"    {ms:8.3f} ms  {n:4d} x {op}")
 
 
 def torch_encoder(s: Sizes) -> Any:
@@ -169,6 +185,8 @@ def main(argv: Optional[list] = None) -> None:
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     p.add_argument("--no-torch", action="store_true")
     p.add_argument("--quick", action="store_true", help="tiny sizes on the CPU")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="GPU: after each row, the N costliest ops of symgraph's step")
     a = p.parse_args(argv)
     s = QUICK if a.quick else Sizes(a.layers, a.batch, a.seq, a.model, a.heads)
     gpu = not a.quick and sg.context.num_gpus() > 0
@@ -183,7 +201,8 @@ def main(argv: Optional[list] = None) -> None:
         if bf16 and not gpu:
             continue  # bfloat16 GEMMs on the CPU say nothing about the GPU rows
         sync = (lambda: sg.nd.waitall()) if gpu else sg.nd.waitall
-        ours = median(symgraph_step(s, bf16, ctx), gpu, steps, sync)
+        step, exe = symgraph_step(s, bf16, ctx)
+        ours = median(step, gpu, steps, sync)
         theirs = {k: float("nan") for k in ("eager", "graph", "compile")}
         if not a.no_torch:
             for k, fn in torch_steps(s, bf16, not a.no_compile, device).items():
@@ -192,6 +211,8 @@ def main(argv: Optional[list] = None) -> None:
         print(f"| {'bf16' if bf16 else 'fp32'} | {ours:.2f} | {theirs['eager']:.2f} | "
               f"{theirs['graph']:.2f} | {theirs['compile']:.2f} | {ours / best:.2f} |",
               flush=True)
+        if a.profile and gpu:
+            profile(exe, a.profile)
 
 
 if __name__ == "__main__":
