@@ -82,8 +82,10 @@ def test_benchmark_step_compiles_once() -> None:
     assert compiles == 0 and gluon_ms > 0
 
 
+# (``test`` adds the gradient: the weights grow without bound and bfloat16 rounding with
+# them; its float32 step is compared in tests/cuda/test_fused_update.py)
 @pytest.mark.parametrize("opt", sorted(k for k, c in sg.optimizer.Optimizer.opt_registry.items()
-                                        if c.fused and k != "adamax"))
+                                        if c.fused and k not in ("adamax", "test")))
 def test_bfloat16_weights_with_master_copies_update_fused_as_the_cpu(opt: str) -> None:
     """A bfloat16 network under ``multi_precision`` takes the fused update on the GPU (one
     launch for all parameters, float32 master copies) and gives the CPU's numpy weights."""
