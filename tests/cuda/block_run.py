@@ -6,7 +6,9 @@ The module is compiled as host C++ with ``host_run``'s prelude, except that ``th
 per host thread and ``blockIdx``/``blockDim``/``gridDim`` are set per launch: each block of a
 launch runs as ``block`` ``std::thread`` s meeting at a ``std::barrier`` for every
 ``__syncthreads`` (blocks one after another, so the static ``__shared__`` arrays are the
-block's own). Warp shuffles are not emulated: kernels using them must not be run here.
+block's own). ``__shfl_xor_sync`` is an exchange through a block-wide slot array between two
+barriers, so a kernel using it must call it with every thread of the block (as a kernel whose
+row loop is uniform over the block does); other shuffles are not emulated.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from .host_run import HOST_NARROW, HOST_PRELUDE, host_compiler
 
 _FIXED = "static const sg_dim3 blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};"
 _SYNC = "static inline void __syncthreads() {}"
+_XOR = "template <class T> static inline T __shfl_xor_sync(unsigned, T v, int) { return v; }"
 THREADED = r"""
 #include <barrier>
 #include <thread>
@@ -31,6 +34,18 @@ static sg_dim3 blockIdx, blockDim, gridDim;
 static thread_local sg_dim3 threadIdx;
 static std::barrier<>* sg_bar;
 static inline void __syncthreads() { sg_bar->arrive_and_wait(); }
+template <class T> static inline T __shfl_xor_sync(unsigned, T v, int o) {
+    static unsigned long long slot[1024];
+    unsigned long long u = 0;
+    memcpy(&u, &v, sizeof(T));
+    slot[threadIdx.x] = u;
+    __syncthreads();
+    u = slot[threadIdx.x ^ (unsigned)o];
+    __syncthreads();
+    T r;
+    memcpy(&r, &u, sizeof(T));
+    return r;
+}
 template <class F> static void sg_launch(unsigned grid, unsigned block, F body) {
     gridDim.x = grid; blockDim.x = block;
     for (unsigned b = 0; b < grid; ++b) {
@@ -51,8 +66,8 @@ def run_threaded(launches: Sequence[Launch], inputs: dict[str, np.ndarray],
                  outputs: dict[str, tuple[int, np.dtype]], tmp: Path) -> dict[str, np.ndarray]:
     """Run ``launches`` in order over named buffers: ``inputs`` (arrays, read from files) and
     ``outputs`` (name -> (element count, dtype), zeroed, returned)."""
-    assert HOST_PRELUDE.count(_FIXED) == 1 and HOST_PRELUDE.count(_SYNC) == 1
-    prelude = HOST_PRELUDE.replace(_FIXED, "").replace(_SYNC, "")
+    assert all(HOST_PRELUDE.count(c) == 1 for c in (_FIXED, _SYNC, _XOR))
+    prelude = HOST_PRELUDE.replace(_FIXED, "").replace(_SYNC, "").replace(_XOR, "")
     sizes = {k: v.nbytes for k, v in inputs.items()}
     sizes.update({k: n * np.dtype(t).itemsize for k, (n, t) in outputs.items()})
     lines = [f"    unsigned char* {k} = (unsigned char*)calloc({max(n, 1)}, 1);"

@@ -14,6 +14,11 @@ block then writes its sums to a row of float partials (scratch, ``2 * gridDim.x 
 itself done on a word of program state, and the block that counts last adds the partials in
 block order (the same order every run: deterministic) and resets the word for the next launch.
 All sums are in float; narrow data is loaded through ``sg_ld``.
+
+Rows of at most ``WARP_ROW`` values take :func:`render_layer_norm_backward_warps` instead: a
+row per warp, its two sums by shuffles (no block barrier per row), so a block works on as many
+rows at once as it has warps; the warps' column sums meet in shared memory, warp by warp, before
+the same partials and fold.
 """
 from __future__ import annotations
 
@@ -58,6 +63,102 @@ def render_layer_norm_backward(outer: int, count: int, inner: int, per: int,
         x_t, p_t, s_t))
 
 
+WARP_ROW = 1024  # 32 values per lane at most: a row per warp keeps it in registers
+
+
+def render_layer_norm_backward_warps(outer: int, count: int, inner: int, x_t: str = "float32",
+                                     p_t: str = "", s_t: str = "") -> Rendered:
+    """The same kernel (same parameters) with a row per warp: lanes ``W = min(blockDim.x,
+    32)`` (a block of a multiple of 32 threads on the GPU, or of one thread), each holding
+    ``ceil(count / 32)`` values; every thread runs the same number of row steps (a warp past
+    the last row idles through its last one) so that block-wide steps meet."""
+    p_t, s_t = p_t or x_t, s_t or x_t
+    per, rows = -(-count // 32), outer * inner
+    it = index_type(rows * count + 1)
+    at = f"base + l * {inner}" if inner > 1 else "base + l"
+    base = f"(row / {inner}) * {count * inner} + row % {inner}" if inner > 1 else \
+        f"row * {count}"
+    rest = f"{it} l = lane + ({it}){per} * W; on && l < {count}; l += W"
+    body = (f"    {BLOCK_SIZE_FREE}\n"
+            f"    __shared__ float cg[{count}], cb[{count}];  // the block's column sums\n"
+            "    __shared__ bool last;\n"
+            "    const unsigned W = blockDim.x < 32u ? blockDim.x : 32u;\n"
+            "    const unsigned lane = threadIdx.x % W, warp = threadIdx.x / W;\n"
+            "    const unsigned warps = blockDim.x / W;\n"
+            f"    float sg[{per}], sb[{per}];  // this lane's columns: sums of dy*xhat, dy\n"
+            f"    for (int q = 0; q < {per}; ++q) {{ sg[q] = 0.f; sb[q] = 0.f; }}\n"
+            f"    for ({it} l = threadIdx.x; l < {count}; l += blockDim.x) "
+            "{ cg[l] = 0.f; cb[l] = 0.f; }\n"
+            "    __syncthreads();\n"
+            f"    for ({it} first = ({it})blockIdx.x * warps; first < {rows}; "
+            f"first += ({it})gridDim.x * warps) {{\n"
+            f"        const {it} row = first + warp;\n"
+            f"        const bool on = row < {rows};\n"
+            f"        const {it} base = on ? {base} : 0;\n"
+            f"{_warp_row(count, per, it, at, rest)}"
+            "    }\n"
+            "    for (unsigned w = 0; w < warps; ++w) {  // warp by warp: a fixed order\n"
+            "        __syncthreads();\n"
+            "        if (warp != w) continue;\n"
+            f"        for (int q = 0; q < {per}; ++q) {{\n"
+            f"            const {it} l = lane + ({it})q * W;\n"
+            f"            if (l < {count}) {{ cg[l] += sg[q]; cb[l] += sb[q]; }}\n"
+            "        }\n"
+            "    }\n"
+            "    __syncthreads();\n"
+            f"    for ({it} l = threadIdx.x; l < {count}; l += blockDim.x) {{\n"
+            f"        part[blockIdx.x * {count} + l] = cg[l];\n"
+            f"        part[(gridDim.x + blockIdx.x) * {count} + l] = cb[l];\n"
+            "    }\n"
+            f"{_last_fold(count, it)}")
+    params = (f"{ptr('dx', x_t, False)}, {ptr('dgamma', p_t, False)}, "
+              f"{ptr('dbeta', p_t, False)}, float* part, unsigned* done, {ptr('dy', x_t)}, "
+              f"{ptr('x', x_t)}, {ptr('gamma', p_t)}, {ptr('mean', s_t)}, {ptr('stdev', s_t)}")
+    tag = kernel_name(with_dtype("layer_norm_backward_warps", x_t), params + body)
+    src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{body}}}\n"
+    return Rendered(tag, src, params.count("*"), helpers=dtype_helpers(x_t, p_t, s_t))
+
+
+def _warp_row(count: int, per: int, it: str, at: str, rest: str) -> str:
+    """C: one warp's row: dx, and the lane's terms of its column sums (values past the
+    registers, a one-thread block's, go straight to the block's sums)."""
+    return ("        const float mu = on ? sg_ld(mean[row]) : 0.f;\n"
+            "        const float rstd = on ? 1.f / sg_ld(stdev[row]) : 0.f;\n"
+            f"        float xh[{per}], gy[{per}];\n"
+            "        float a = 0.f, b = 0.f;\n"
+            "        #pragma unroll\n"
+            f"        for (int q = 0; q < {per}; ++q) {{\n"
+            f"            const {it} l = lane + ({it})q * W;\n"
+            "            xh[q] = 0.f; gy[q] = 0.f;\n"
+            f"            if (on && l < {count}) {{\n"
+            f"                const float d = sg_ld(dy[{at}]);\n"
+            f"                xh[q] = (sg_ld(x[{at}]) - mu) * rstd;\n"
+            "                gy[q] = d * sg_ld(gamma[l]);\n"
+            "                a += gy[q]; b += gy[q] * xh[q];\n"
+            "                sg[q] += d * xh[q]; sb[q] += d;\n"
+            "            }\n"
+            "        }\n"
+            f"        for ({rest}) {{\n"
+            f"            const float d = sg_ld(dy[{at}]), h = (sg_ld(x[{at}]) - mu) * rstd;\n"
+            "            const float e = d * sg_ld(gamma[l]);\n"
+            "            a += e; b += e * h; cg[l] += d * h; cb[l] += d;\n"
+            "        }\n"
+            "        for (unsigned o = W / 2; o > 0; o >>= 1) {  // every lane gets the sums\n"
+            "            a += __shfl_xor_sync(0xffffffffu, a, o);\n"
+            "            b += __shfl_xor_sync(0xffffffffu, b, o);\n"
+            "        }\n"
+            f"        a /= {count}.f; b /= {count}.f;\n"
+            "        #pragma unroll\n"
+            f"        for (int q = 0; q < {per}; ++q) {{\n"
+            f"            const {it} l = lane + ({it})q * W;\n"
+            f"            if (on && l < {count}) dx[{at}] = (gy[q] - a - xh[q] * b) * rstd;\n"
+            "        }\n"
+            f"        for ({rest}) {{\n"
+            f"            const float h = (sg_ld(x[{at}]) - mu) * rstd;\n"
+            f"            dx[{at}] = (sg_ld(dy[{at}]) * sg_ld(gamma[l]) - a - h * b) * rstd;\n"
+            "        }\n")
+
+
 def _row(count: int, per: int, it: str, at: str, rest: str, mine: tuple[str, str]) -> str:
     """C: one row's dx, and its terms of the thread's column sums."""
     return ("        const float mu = sg_ld(mean[row]);\n"
@@ -95,7 +196,8 @@ def _row(count: int, per: int, it: str, at: str, rest: str, mine: tuple[str, str
 
 
 def _fold(count: int, per: int, it: str) -> str:
-    """C: the block's column sums to its partials; the last block done adds them all."""
+    """C: the block's column sums (in its threads' registers) to its partials, then
+    :func:`_last_fold`."""
     return ("    #pragma unroll\n"
             f"    for (int q = 0; q < {per}; ++q) {{\n"
             f"        const {it} l = threadIdx.x + ({it})q * blockDim.x;\n"
@@ -103,8 +205,12 @@ def _fold(count: int, per: int, it: str) -> str:
             f"            part[blockIdx.x * {count} + l] = sg[q];\n"
             f"            part[(gridDim.x + blockIdx.x) * {count} + l] = sb[q];\n"
             "        }\n"
-            "    }\n"
-            "    __threadfence();  // the partials are visible before this block counts\n"
+            "    }\n" + _last_fold(count, it))
+
+
+def _last_fold(count: int, it: str) -> str:
+    """C: once the block's partials are written, the last block done adds them all."""
+    return ("    __threadfence();  // the partials are visible before this block counts\n"
             "    __syncthreads();\n"
             "    if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;\n"
             "    __syncthreads();\n"
