@@ -12,7 +12,8 @@ from math import prod
 from typing import Sequence
 
 from ...core.expr import C_MAX, C_MIN
-from .codegen import Rendered, c_float, dtype_helpers, kernel_name, ptr, with_dtype
+from .codegen import (Rendered, c_float, dtype_helpers, index_type, kernel_name, ptr,
+                      with_dtype)
 
 Shape = tuple[int, ...]
 
@@ -112,3 +113,39 @@ def render_reduce(stem: str, shape: Shape, axes: Sequence[int], kind: str,
     src = (helpers + f"extern \"C\" __global__ void {tag}({ptr('y', y_t, False)}, "
            f"{ptr('x', x_t)}, long long n) {{\n{body}}}\n")
     return Rendered(tag, src, 2, helpers=dtype_helpers(x_t, y_t))
+
+
+def leading_split(shape: Shape, axes: Sequence[int]) -> tuple[int, int]:
+    """(rows, columns) when ``axes`` are the leading axes of ``shape`` and some axes stay
+    (a column reduction of a row-major (rows, columns) matrix); (0, 0) otherwise."""
+    k = len(axes)
+    if k == 0 or k == len(shape) or tuple(sorted(axes)) != tuple(range(k)):
+        return 0, 0
+    return prod(shape[:k]), prod(shape[k:])
+
+
+def render_column_partials(rows: int, cols: int, chunks: int, kind: str,
+                           x_t: str = "float32") -> Rendered:
+    """Stage one of a column reduction: ``part[c * cols + j]`` (float) reduces rows ``c *
+    ceil(rows / chunks)`` onward (a chunk) of column ``j``; adjacent threads take adjacent
+    columns, so each row's loads are coalesced (a block per column would read one element per
+    32-byte sector). Stage two reduces ``part`` as a (chunks, cols) column reduction."""
+    init, comb, _, load = REDUCERS[kind]
+    clen = -(-rows // chunks)
+    it = index_type(rows * cols + 1)
+    tag = kernel_name(with_dtype("column_partials", x_t), f"{rows},{cols},{chunks},{kind}")
+    body = (f"    for ({it} t = ({it})blockIdx.x * blockDim.x + threadIdx.x; "
+            f"t < {cols * chunks}u; t += ({it})blockDim.x * gridDim.x) {{\n"
+            f"        const {it} j = t % {cols}u, r0 = (t / {cols}u) * {clen}u;\n"
+            f"        const {it} r1 = r0 + {clen}u < {rows}u ? r0 + {clen}u : {rows}u;\n"
+            f"        float acc = {init};\n"
+            f"        for ({it} r = r0; r < r1; ++r) {{\n"
+            f"            const float v = sg_ld(x[r * {cols}u + j]);\n"
+            f"            const float a = acc, b = {load};\n"
+            f"            acc = {comb};\n"
+            "        }\n"
+            "        part[t] = acc;\n"
+            "    }\n")
+    src = (f"extern \"C\" __global__ void {tag}(float* part, {ptr('x', x_t)}, long long n) "
+           f"{{\n{body}}}\n")
+    return Rendered(tag, src, 2, helpers=dtype_helpers(x_t))

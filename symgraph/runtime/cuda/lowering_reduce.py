@@ -10,7 +10,8 @@ from ...core.expr import inp
 from ...compiler.ops.tensor import reduce_axes
 from .actions import Kernel, Ref, Shape, StepCtx, family
 from .codegen import THREADS, grid_for
-from .kernels_reduce import REDUCERS, reduce_split, render_reduce, use_block_per_output
+from .kernels_reduce import (REDUCERS, leading_split, reduce_split, render_column_partials,
+                             render_reduce, use_block_per_output)
 from .lowering_elementwise import elementwise_actions
 
 
@@ -44,6 +45,9 @@ def reduce_actions(ctx: StepCtx, shape: Shape, axes: Sequence[int], kind: str,
     if not axes:
         return elementwise_actions(ctx, "reduce_noop", [inp(0)], [shape], [src], shape, [dst])
     n_out, n_red = reduce_split(shape, axes)
+    rows, cols = leading_split(shape, axes)
+    if cols >= 32 and rows >= 64 and use_block_per_output(n_out, n_red, ctx.sm_count):
+        return _column_actions(ctx, rows, cols, kind, src, dst)
     block = use_block_per_output(n_out, n_red, ctx.sm_count)
     chunks = split_chunks(n_out, n_red, ctx.sm_count) if block else 1
     stem = f"{kind}_{len(shape)}d"
@@ -58,6 +62,19 @@ def reduce_actions(ctx: StepCtx, shape: Shape, axes: Sequence[int], kind: str,
     kern = render_reduce(stem, shape, axes, kind, block, x_t=x_t, y_t=y_t)
     grid = min(n_out, ctx.sm_count * 16) if block else grid_for(n_out, ctx.sm_count)
     return [Kernel(kern, max(grid, 1), THREADS, (dst, src), n_out)]
+
+
+def _column_actions(ctx: StepCtx, rows: int, cols: int, kind: str, src: Ref, dst: Ref) -> list:
+    """A column reduction (a bias gradient, the sum of a broadcast gradient) in two stages:
+    chunks of rows for about 1024 threads per SM, at least 16 rows each, then the chunks."""
+    chunks = max(1, min(rows // 16, -(-ctx.sm_count * 1024 // cols), 128))
+    part = ctx.new_array(chunks * cols, "float32")
+    first = render_column_partials(rows, cols, chunks, kind, ctx.dt(src))
+    second = render_reduce(f"{kind}_columns_final", (chunks, cols), (0,), kind, False, 1, rows,
+                           partials=True, y_t=ctx.dt(dst))
+    return [Kernel(first, grid_for(chunks * cols, ctx.sm_count), THREADS, (part, src),
+                   chunks * cols),
+            Kernel(second, grid_for(cols, ctx.sm_count), THREADS, (dst, part), cols)]
 
 
 @family("reduce")
