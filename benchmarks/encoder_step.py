@@ -113,6 +113,9 @@ def profile(exe: Any, top: int) -> None:
     print(f"\n  eager total {sum(t[3] for t in times):.3f} ms over {len(times)} steps; by op:")
     for op, (ms, n) in sorted(by_op.items(), key=lambda kv: -kv[1][0])[:top]:
         print(f"    {ms:8.3f} ms  {n:4d} x {op}")
+    print("  costliest steps:")
+    for k, op, name, ms in sorted(times, key=lambda t: -t[3])[:top]:
+        print(f"    {ms:8.3f} ms  step {k:3d} {op} {name}")
 
 
 def torch_encoder(s: Sizes) -> Any:
