@@ -5,9 +5,10 @@ buffers) and one module (compiled on first run, from the disk cache when possibl
 as several parts at once, ``module_parts``). Each step's actions are turned into closures with
 every device pointer baked in, once per set of bound arrays. With CUDA graphs on (default;
 ``SYMGRAPH_CUDA_GRAPHS=0`` turns them off), a step range run a second time with the same bound
-arrays is captured into a graph and from then on replayed with one launch; new bound arrays (or shapes, which mean a new program) get a new graph. A range
-is cut at each host step (custom-op Python, host stopgaps): those run eagerly, the device-only
-runs between them are captured and replayed.
+arrays is captured into a graph and from then on replayed with one launch; new bound arrays
+(or shapes, which mean a new program) get a new graph. A range is cut at each host step
+(custom-op Python, host stopgaps): those run eagerly, the device-only runs between them are
+captured and replayed.
 """
 from __future__ import annotations
 
