@@ -19,6 +19,7 @@ GPU, and :class:`Modules` takes the loader as an argument.
 from __future__ import annotations
 
 import os
+import struct
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -129,8 +130,8 @@ class Modules:
     def _part_of(self, name: str) -> int:
         got = self.where.get(name)
         if got is None:  # a kernel defined inside another's source: find its symbol
-            sym = b"\0" + name.encode() + b"\0"  # a whole entry of the ELF string table
-            got = next((i for i, c in enumerate(self.cubins) if sym in c), None)
+            got = next((i for i, c in enumerate(self.cubins) if name in kernel_symbols(c)),
+                       None)
         if got is None:
             raise ExecutionError(f"kernel {name!r} is in none of the program's "
                                  f"{len(self.cubins)} CUDA module part(s)")
@@ -143,3 +144,24 @@ class Modules:
     def cubin_of(self, name: str) -> bytes:
         """The cubin that defines kernel ``name`` (cooperative launches load it again)."""
         return self.cubins[self._part_of(name)]
+
+
+def kernel_symbols(cubin: bytes) -> set[str]:
+    """The names of the global functions (kernels) in a cubin's ELF symbol table."""
+    if cubin[:6] != b"\x7fELF\x02\x01":  # 64-bit little-endian ELF, as nvcc writes for sm_XX
+        raise ExecutionError("not a 64-bit little-endian ELF cubin")
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", cubin, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize)
+                for i in range(shnum)]
+    names: set[str] = set()
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+        if kind != 2 or not entsize:  # SHT_SYMTAB
+            continue
+        strtab = sections[link][4]
+        for at in range(offset, offset + size, entsize):
+            name, info = struct.unpack_from("<IB", cubin, at)
+            if info == 0x12:  # STB_GLOBAL << 4 | STT_FUNC
+                end = cubin.index(b"\0", strtab + name)
+                names.add(cubin[strtab + name:end].decode())
+    return names
