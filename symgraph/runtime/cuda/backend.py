@@ -31,10 +31,10 @@ from ...compiler.schedule import Schedule
 from .channel_last import channel_last
 from .codegen import THREADS
 from .fuse_conv_pool import fuse_conv_pool
-from . import conv_choice, cudnn
+from . import conv_choice, cudnn, module_parts
 from .actions import Callback, Choice, ConvCall, Host, Ref, flat_actions
 from .launches import LAUNCHES, Closure, kernel_closure
-from .module_parts import Modules, compile_parts, split
+from .module_parts import Modules, split
 from .plan import ACCUMULATE, align, lower_schedule, segments
 from .replay import MAX_GRAPHS, GraphCache
 from .runtime import activate, device_info, wire
@@ -259,7 +259,7 @@ class CudaProgram:
     def load(self) -> None:
         """Compile (or fetch from the disk cache) and load the program's module, once."""
         if self.module is None:
-            cubins = compile_parts(self.parts, self.arch)
+            cubins = module_parts.compile_parts(self.parts, self.arch)
             with activate(self.device_id):
                 self.module = Modules(self.parts, cubins, drv.module_from_buffer)
 
