@@ -3,12 +3,15 @@ unit (one nvcc call) against split into parts compiled at once (``cuda.module_pa
 
     PYTHONPATH=. python3 benchmarks/nvcc_parallel.py [--dtype float32|bfloat16] [--batch 64]
                                                      [--jobs 2,4,16] [--sm-count 132]
+                                                     [--one-at-a-time]
 
 No GPU needed: the model is bound on the CPU with the CUDA backend's passes and lowering (as
 ``program_actions.py``), and each measurement compiles into a fresh empty cache folder. Prints,
 per part count, the wall time, the CPU time of the nvcc processes (user + system) and the
 slowest part; then checks that the split cubins define exactly the kernels of the single one
-(their ELF symbol tables). ``--jobs`` defaults to 2 and the usable cores.
+(their ELF symbol tables). ``--jobs`` defaults to 2 and the usable cores; ``--one-at-a-time``
+compiles the parts in turn, each alone (its slowest part is the wall time to expect where
+every part finds a free core).
 """
 from __future__ import annotations
 
@@ -46,8 +49,9 @@ def children_cpu() -> float:
     return use.ru_utime + use.ru_stime
 
 
-def compile_cold(kernels: Any, count: int) -> dict:
-    """Split into ``count`` parts and compile them into an empty cache: times and cubins."""
+def compile_cold(kernels: Any, count: int, one_at_a_time: bool = False) -> dict:
+    """Split into ``count`` parts and compile them into an empty cache, at once or
+    ``one_at_a_time`` (each part's time alone: what it takes with a free core each)."""
     parts = module_parts.split(kernels, count)
     times: list[float] = []
     timed = compiler.run_nvcc
@@ -63,7 +67,10 @@ def compile_cold(kernels: Any, count: int) -> dict:
         compiler.run_nvcc = run_nvcc
         cpu, start = children_cpu(), time.perf_counter()
         try:
-            cubins = module_parts.compile_parts(parts, "sm_90")
+            if one_at_a_time:
+                cubins = [module_parts.compile_parts([p], "sm_90")[0] for p in parts]
+            else:
+                cubins = module_parts.compile_parts(parts, "sm_90")
         finally:
             compiler.run_nvcc = timed
         wall = time.perf_counter() - start
@@ -78,6 +85,9 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--sm-count", type=int, default=132)
     ap.add_argument("--jobs", default="", help="part counts to try, comma-separated")
+    ap.add_argument("--one-at-a-time", action="store_true",
+                    help="compile the parts one after another (on a machine with fewer free "
+                         "cores than parts: the slowest part then predicts the wall time)")
     args = ap.parse_args()
     if compiler.find_nvcc() is None:
         print("nvcc not found: nothing to measure")
@@ -92,7 +102,7 @@ def main() -> None:
     print("| parts | wall s | nvcc CPU s | slowest part s | largest part chars |")
     print("|---|---|---|---|---|")
     single = compile_cold(kernels, 1)
-    rows = [single] + [compile_cold(kernels, c) for c in counts if c > 1]
+    rows = [single] + [compile_cold(kernels, c, args.one_at_a_time) for c in counts if c > 1]
     for r in rows:
         print(f"| {r['parts']} | {r['wall']:.2f} | {r['cpu']:.2f} | {r['slowest']:.2f} "
               f"| {r['chars']} |")
