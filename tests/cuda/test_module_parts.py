@@ -53,8 +53,8 @@ def test_split_is_a_partition_with_prelude_and_helpers() -> None:
             assert by_name[n].source in p.source
             for helper, body in by_name[n].helpers:  # what the kernel calls is there
                 assert body in p.source, (n, helper)
-    sizes = [sum(len(by_name[n].source) for n in p.names) for p in parts]
-    assert max(sizes) <= 2 * min(sizes)  # shares of comparable size
+    sizes = [sum(module_parts.weight(by_name[n]) for n in p.names) for p in parts]
+    assert max(sizes) <= 2 * min(sizes)  # shares of comparable nvcc time
 
 
 def test_one_part_is_the_whole_module_and_small_modules_stay_whole(monkeypatch) -> None:
@@ -62,7 +62,7 @@ def test_one_part_is_the_whole_module_and_small_modules_stay_whole(monkeypatch) 
     (whole,) = module_parts.split(kernels, 1)
     assert whole.source == compiler.module_source(kernels)  # the one-module cache key, kept
     assert len(module_parts.split(kernels)) == 1  # a few KB: one nvcc call
-    monkeypatch.setattr(module_parts, "PART_CHARS", 1)
+    monkeypatch.setattr(module_parts, "PART_WEIGHT", 1)
     monkeypatch.setenv("SYMGRAPH_NVCC_JOBS", "5")
     assert len(module_parts.split(kernels)) == 5
     monkeypatch.setenv("SYMGRAPH_NVCC_JOBS", "1")
@@ -134,8 +134,8 @@ def test_nvcc_error_names_the_failing_part(tmp_path: Path, monkeypatch) -> None:
     assert len(list(tmp_path.glob("*.cubin"))) == 1  # the good part is cached, the bad not
 
 
-def _train_step(monkeypatch, part_chars: int, jobs: str) -> tuple:
-    monkeypatch.setattr(module_parts, "PART_CHARS", part_chars)
+def _train_step(monkeypatch, part_weight: int, jobs: str) -> tuple:
+    monkeypatch.setattr(module_parts, "PART_WEIGHT", part_weight)
     with config.override("SYMGRAPH_NVCC_JOBS", jobs), config.override("SYMGRAPH_AUTOTUNE", "0"):
         values = seed_cnn_inputs(np.random.default_rng(3))
         exe = seed_cnn().simple_bind(sg.gpu(0), **{k: v.shape for k, v in values.items()})

@@ -4,14 +4,14 @@ nvcc compiles one translation unit on one core, so a large module (ResNet-50's t
 about 150 kernels, 170 KB of source) keeps one core busy for seconds while the others idle.
 :func:`split` cuts the program's kernels into parts, each the prelude, the helpers its own
 kernels use and a share of the kernels (consecutive in name order, cut at equal shares of
-source size); :func:`compile_parts` compiles them concurrently (threads, each waiting on its
+estimated nvcc time, :func:`weight`); :func:`compile_parts` compiles them concurrently (threads, each waiting on its
 nvcc subprocess), each through ``compiler.compile_module`` and so cached on disk under its own
 key (a part whose kernels another program also split the same way is compiled once);
 :class:`Modules` holds the loaded parts and finds a kernel in the one that defines it.
 
 Every part pays nvcc's fixed start-up (about 0.3 s of a core, ~0.7 s of wall time on a busy
-machine), so a module is split only when it is large: at most one part per ``PART_CHARS``
-characters of kernel source and at most ``SYMGRAPH_NVCC_JOBS`` parts (default: the cores this
+machine), so a module is split only when it is large: at most one part per ``PART_WEIGHT`` of
+estimated nvcc time and at most ``SYMGRAPH_NVCC_JOBS`` parts (default: the cores this
 process may use). A module of one part is exactly ``compiler.module_source`` of all kernels,
 compiled by one nvcc call, as before. Pure Python (no pycuda): CI splits and compiles without a
 GPU, and :class:`Modules` takes the loader as an argument.
@@ -29,9 +29,13 @@ from ...core.base import ExecutionError
 from .codegen import Rendered
 from .compiler import compile_module, module_source
 
-# Characters of kernel source per part, at least: nvcc spends about as long on that much
-# source as on its own start-up, so a smaller share would mostly pay start-ups.
-PART_CHARS = 12_000
+# nvcc's time for a kernel, in characters of source: fitted on ResNet-50's module split in 16
+# parts (about 20 ms per kernel and 7.7 ms per 1,000 characters, besides 0.29 s per call), a
+# kernel costs as much as 2,600 characters on top of its own.
+KERNEL_CHARS = 2_600
+# The weight of a part, at least: nvcc spends about as long on it as on its own start-up, so a
+# smaller share would mostly pay start-ups.
+PART_WEIGHT = 36_000
 
 
 @dataclass(frozen=True)
@@ -64,12 +68,17 @@ def unique(kernels: Sequence[Rendered]) -> list[Rendered]:
     return list(seen.values())
 
 
+def weight(kernel: Rendered) -> int:
+    """nvcc's time for ``kernel``, in characters of source (``KERNEL_CHARS``)."""
+    return len(kernel.source) + KERNEL_CHARS
+
+
 def part_count(kernels: Sequence[Rendered]) -> int:
-    """How many parts ``kernels`` (already unique) are compiled as: one per ``PART_CHARS`` of
-    source, at most one per nvcc job (``SYMGRAPH_NVCC_JOBS``, default the usable cores)."""
+    """How many parts ``kernels`` (already unique) are compiled as: one per ``PART_WEIGHT``,
+    at most one per nvcc job (``SYMGRAPH_NVCC_JOBS``, default the usable cores)."""
     jobs = config.get("SYMGRAPH_NVCC_JOBS") or usable_cores()
-    size = sum(len(k.source) for k in kernels)
-    return max(1, min(jobs, len(kernels), size // PART_CHARS))
+    total = sum(weight(k) for k in kernels)
+    return max(1, min(jobs, len(kernels), total // PART_WEIGHT))
 
 
 def split(kernels: Sequence[Rendered], count: int | None = None) -> list[Part]:
@@ -89,12 +98,12 @@ def split(kernels: Sequence[Rendered], count: int | None = None) -> list[Part]:
     if n == 1:
         return [Part(0, 1, tuple(k.name for k in ks), module_source(ks))]
     ordered = sorted(ks, key=lambda k: k.name)  # the same kernels split the same way
-    total = sum(len(k.source) for k in ordered) or 1
+    total = sum(weight(k) for k in ordered)
     groups: list[list[Rendered]] = [[] for _ in range(n)]
     done = 0
     for k in ordered:  # each kernel goes to the share its middle falls in
-        groups[min(n - 1, (2 * done + len(k.source)) * n // (2 * total))].append(k)
-        done += len(k.source)
+        groups[min(n - 1, (2 * done + weight(k)) * n // (2 * total))].append(k)
+        done += weight(k)
     groups = [g for g in groups if g]
     return [Part(i, len(groups), tuple(k.name for k in g), module_source(g))
             for i, g in enumerate(groups)]
