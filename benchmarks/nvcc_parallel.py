@@ -8,8 +8,8 @@ unit (one nvcc call) against split into parts compiled at once (``cuda.module_pa
 No GPU needed: the model is bound on the CPU with the CUDA backend's passes and lowering (as
 ``program_actions.py``), and each measurement compiles into a fresh empty cache folder. Prints,
 per part count, the wall time, the CPU time of the nvcc processes (user + system) and the
-slowest part (its CPU time too where the parts ran one at a time); then checks that the split cubins define exactly the kernels of the single one
-(their ELF symbol tables). ``--jobs`` defaults to 2 and the usable cores; ``--one-at-a-time``
+slowest part (its CPU time too where the parts ran one at a time); then checks that the split
+cubins define exactly the kernels of the single one (their ELF symbol tables). ``--jobs`` defaults to 2 and the usable cores; ``--one-at-a-time``
 compiles the parts in turn, each alone (its slowest part is the wall time to expect where
 every part finds a free core).
 """

@@ -4,13 +4,14 @@ nvcc compiles one translation unit on one core, so a large module (ResNet-50's t
 about 150 kernels, 170 KB of source) keeps one core busy for seconds while the others idle.
 :func:`split` cuts the program's kernels into parts, each the prelude, the helpers its own
 kernels use and a share of the kernels (consecutive in name order, cut at equal shares of
-estimated nvcc time, :func:`weight`); :func:`compile_parts` compiles them concurrently (threads, each waiting on its
-nvcc subprocess), each through ``compiler.compile_module`` and so cached on disk under its own
-key (a part whose kernels another program also split the same way is compiled once);
-:class:`Modules` holds the loaded parts and finds a kernel in the one that defines it.
+estimated nvcc time, :func:`weight`); :func:`compile_parts` compiles them concurrently
+(threads, each waiting on its nvcc subprocess), each through ``compiler.compile_module`` and so
+cached on disk under its own key (a part whose kernels another program also split the same way
+is compiled once); :class:`Modules` holds the loaded parts and finds a kernel in the one that
+defines it.
 
-Every part pays nvcc's fixed start-up (about 0.3 s of a core, ~0.7 s of wall time on a busy
-machine), so a module is split only when it is large: at most one part per ``PART_WEIGHT`` of
+Every part pays nvcc's fixed start-up (about 0.3 s of a core; 0.5 s with the bfloat16
+headers), so a module is split only when it is large: at most one part per ``PART_WEIGHT`` of
 estimated nvcc time and at most ``SYMGRAPH_NVCC_JOBS`` parts (default: the cores this
 process may use). A module of one part is exactly ``compiler.module_source`` of all kernels,
 compiled by one nvcc call, as before. Pure Python (no pycuda): CI splits and compiles without a
