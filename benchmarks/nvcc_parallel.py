@@ -9,9 +9,9 @@ No GPU needed: the model is bound on the CPU with the CUDA backend's passes and 
 ``program_actions.py``), and each measurement compiles into a fresh empty cache folder. Prints,
 per part count, the wall time, the CPU time of the nvcc processes (user + system) and the
 slowest part (its CPU time too where the parts ran one at a time); then checks that the split
-cubins define exactly the kernels of the single one (their ELF symbol tables). ``--jobs`` defaults to 2 and the usable cores; ``--one-at-a-time``
-compiles the parts in turn, each alone (its slowest part is the wall time to expect where
-every part finds a free core).
+cubins define exactly the kernels of the single one (their ELF symbol tables). ``--jobs``
+defaults to 2 and the usable cores; ``--one-at-a-time`` compiles the parts in turn, each alone
+(its slowest part's CPU time is the wall time to expect where every part finds a free core).
 """
 from __future__ import annotations
 
