@@ -11,9 +11,10 @@ model_zoo, 224 px, 1000 classes; bfloat16 through ``sg.amp`` as ``amp_step``), r
 ``train_step`` and waits for it, timing (exclusively: a nested category's time is not its
 parent's) the choice timing (``conv_choice.graph_ms``: every candidate timed as a CUDA graph
 replay), cuDNN graph-API plan building (``GraphCall._mode_plans``), cuDNN candidate listing
-(``ConvPlan._engines``: the legacy Find or heuristics), nvcc (``compiler.run_nvcc``), the rest of
-bind, and the rest of the first step; then the mean time of the next ``STEADY`` steps (what
-the choices made cost or saved). Without a GPU it says so and exits 0.
+(``ConvPlan._engines``: the legacy Find or heuristics), nvcc (``module_parts.compile_parts``:
+the wall time of a module's parts compiled at once, and any other ``compiler.run_nvcc``), the
+rest of bind, and the rest of the first step; then the mean time of the next ``STEADY`` steps
+(what the choices made cost or saved). Without a GPU it says so and exits 0.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -44,10 +46,13 @@ class Clock:
         self._stack: list[list] = []  # [category, start, time of nested categories]
 
     def wrap(self, owner: Any, name: str, category: str) -> None:
-        """Replace ``owner.name`` by a timed call of it."""
+        """Replace ``owner.name`` by a timed call of it (in the main thread only: the parts of
+        a module compile in threads, inside the main thread's span)."""
         fn = getattr(owner, name)
 
         def timed(*args: Any, **kwargs: Any) -> Any:
+            if threading.current_thread() is not threading.main_thread():
+                return fn(*args, **kwargs)
             with self.span(category):
                 return fn(*args, **kwargs)
         setattr(owner, name, timed)
@@ -86,12 +91,14 @@ def resnet50(dtype: str) -> Any:
 def child(dtype: str, batch: int) -> dict:
     """One cold or warm measurement in this process: seconds per category and counts."""
     from benchmarks.amp_step import bind
-    from symgraph.runtime.cuda import compiler, conv_choice, cudnn, cudnn_graph
+    from symgraph.runtime.cuda import compiler, conv_choice, cudnn, cudnn_graph, module_parts
     clock = Clock()
     clock.wrap(conv_choice, "graph_ms", "choice timing")
     clock.wrap(cudnn_graph.GraphCall, "_mode_plans", "cuDNN plans")
     clock.wrap(cudnn.ConvPlan, "_engines", "cuDNN listing")
     clock.wrap(compiler, "run_nvcc", "nvcc")
+    clock.wrap(module_parts, "compile_parts", "nvcc")
+    calls = compiler.NVCC_CALLS
     sym = resnet50(dtype)
     begin = time.perf_counter()
     with clock.span("bind (rest)"):
@@ -100,6 +107,7 @@ def child(dtype: str, batch: int) -> dict:
         exe.train_step()
         exe.outputs[0].asnumpy()
     total = time.perf_counter() - begin
+    clock.calls["nvcc"] = compiler.NVCC_CALLS - calls  # processes, not compile_parts calls
     # the steady step the choices led to (mode 0 may bind fast and step slower)
     start = time.perf_counter()
     for _ in range(STEADY):

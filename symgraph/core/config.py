@@ -91,6 +91,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "The compiled-kernel cache (default ~/.cache/symgraph)."),
     Setting("SYMGRAPH_NVCC_LOG", _path, None, "a file",
             "Appends one line per nvcc call (shows that a warm run compiles nothing)."),
+    Setting("SYMGRAPH_NVCC_JOBS", _count, None, "an integer >= 1",
+            "How many nvcc processes compile a large program's module at once, its kernels "
+            "split into that many parts (default: the cores this process may use); 1 compiles "
+            "every module in one nvcc call."),
     Setting("SYMGRAPH_NVCC_DEVICE_O", _choice("0", "1", "2", "3"), "3", "0 | 1 | 2 | 3",
             "nvcc's device-code optimisation level (cicc and ptxas); below 3 compiles about "
             "twice as fast and runs slower (the test suite's compile checks without a GPU)."),

@@ -3,6 +3,7 @@ cache; compile errors; pycuda stays unimported on CPU-only use."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -14,6 +15,7 @@ import symgraph as sg
 from symgraph.core.base import ExecutionError
 from symgraph.runtime.cuda import compiler
 from symgraph.runtime.cuda.actions import Host, Kernel, flat_actions
+from symgraph.runtime.cuda.codegen import Rendered
 from symgraph.runtime.cuda.plan import lower_schedule
 
 from .graphs import FLOAT64_CASES, HOST_FALLBACK, all_graphs
@@ -48,6 +50,39 @@ def test_host_fallback_only_where_documented() -> None:
                     assert head and head[0] in allowed, f"{name}: fused group on the host"
                 elif isinstance(a, Host):
                     assert a.step.node.op in allowed, f"{name}: {a.step.node.op} runs on the host"
+
+
+DEVICE_FN = re.compile(r"__device__[^;{(]*?\b(\w+)\s*\(")
+
+
+def _undeclared_helpers(kernels: list) -> list[tuple[str, str]]:
+    """(kernel, function) where a kernel calls a helper function that none of its own helpers
+    defines: it compiles in the whole module (another kernel brings the helper) but not in a
+    part of a split module (``module_parts``) without that kernel."""
+    owner: dict[str, set] = {}
+    for k in kernels:
+        for name, body in k.helpers:
+            for fn in DEVICE_FN.findall(body):
+                owner.setdefault(fn, set()).add(name)
+    known = set(DEVICE_FN.findall(compiler.PRELUDE))
+    bad = []
+    for k in kernels:
+        own = {name for name, _ in k.helpers}
+        text = k.source + "".join(body for _, body in k.helpers)
+        local = known | set(DEVICE_FN.findall(k.source))
+        bad += [(k.name, fn) for fn in sorted(set(re.findall(r"\w+", text)) & owner.keys())
+                if fn not in local and not owner[fn] & own]
+    return bad
+
+
+def test_every_kernel_declares_the_helpers_it_calls() -> None:
+    kernels = [a.kernel for _, low in _all_lowered() for acts in low.actions
+               for a in flat_actions(acts) if isinstance(a, Kernel)]
+    assert len(kernels) > 50 and not _undeclared_helpers(kernels)
+    helper = ("sq", "__device__ __forceinline__ float sg_sq_probe(float v) { return v * v; }\n")
+    brings = Rendered("k_a", 'extern "C" __global__ void k_a() {}\n', 0, helpers=(helper,))
+    relies = Rendered("k_b", "... sg_sq_probe(1.f) ...", 0)  # calls it, declares nothing
+    assert _undeclared_helpers([brings, relies]) == [("k_b", "sg_sq_probe")]
 
 
 @needs_nvcc

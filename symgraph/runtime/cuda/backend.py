@@ -1,13 +1,14 @@
 """The CUDA backend interface: ``compile(schedule, ctx)`` -> :class:`CudaProgram`.
 
 A program owns one stream, one arena allocation (the memory plan's ``arena_bytes`` plus scratch
-buffers) and one module (compiled on first run, from the disk cache when possible). Each step's
-actions are turned into closures with every device pointer baked in, once per set of bound
-arrays. With CUDA graphs on (default; ``SYMGRAPH_CUDA_GRAPHS=0`` turns them off), a step range
-run a second time with the same bound arrays is captured into a graph and from then on replayed
-with one launch; new bound arrays (or shapes, which mean a new program) get a new graph. A range
-is cut at each host step (custom-op Python, host stopgaps): those run eagerly, the device-only
-runs between them are captured and replayed.
+buffers) and one module (compiled on first run, from the disk cache when possible; a large one
+as several parts at once, ``module_parts``). Each step's actions are turned into closures with
+every device pointer baked in, once per set of bound arrays. With CUDA graphs on (default;
+``SYMGRAPH_CUDA_GRAPHS=0`` turns them off), a step range run a second time with the same bound
+arrays is captured into a graph and from then on replayed with one launch; new bound arrays
+(or shapes, which mean a new program) get a new graph. A range is cut at each host step
+(custom-op Python, host stopgaps): those run eagerly, the device-only runs between them are
+captured and replayed.
 """
 from __future__ import annotations
 
@@ -28,12 +29,12 @@ from ...compiler.passes.unroll_control_flow import unroll_control_flow
 from ...core.registry import RunCtx
 from ...compiler.schedule import Schedule
 from .channel_last import channel_last
-from .compiler import compile_module
 from .codegen import THREADS
 from .fuse_conv_pool import fuse_conv_pool
-from . import conv_choice, cudnn
+from . import conv_choice, cudnn, module_parts
 from .actions import Callback, Choice, ConvCall, Host, Ref, flat_actions
 from .launches import LAUNCHES, Closure, kernel_closure
+from .module_parts import Modules, split
 from .plan import ACCUMULATE, align, lower_schedule, segments
 from .replay import MAX_GRAPHS, GraphCache
 from .runtime import activate, device_info, wire
@@ -77,6 +78,7 @@ class CudaProgram:
         self.arch = info["arch"]
         low = lower_schedule(schedule, info["sm_count"])
         self.plan, self.actions, self.source = low.plan, low.actions, low.source
+        self.parts = split(low.kernels)  # the module's translation units, compiled at once
         self.alias = low.alias
         self.has_host = [any(isinstance(a, (Host, Callback)) for a in flat_actions(acts))
                          for acts in self.actions]
@@ -94,8 +96,7 @@ class CudaProgram:
         self.workspace: Any = None  # cuDNN workspace, sized once from the measured plans
         self.ws_bytes = 0
         self.choices: dict[Choice, tuple] = {}  # library or generated path, measured once
-        self.module: Any = None
-        self.cubin: Optional[bytes] = None  # (cooperative launches load it again)
+        self.module: Optional[Modules] = None
         self._prepared: dict[tuple, list[list[Closure]]] = {}
         self.graphs = GraphCache(self.stream)
         # slot -> (target array, pointer): after a first copying store, the producing step
@@ -258,10 +259,9 @@ class CudaProgram:
     def load(self) -> None:
         """Compile (or fetch from the disk cache) and load the program's module, once."""
         if self.module is None:
-            cubin = compile_module(self.source, self.arch)
+            cubins = module_parts.compile_parts(self.parts, self.arch)
             with activate(self.device_id):
-                self.module = drv.module_from_buffer(cubin)
-            self.cubin = cubin
+                self.module = Modules(self.parts, cubins, drv.module_from_buffer)
 
     def ptr(self, ref: Ref, env: CudaEnv) -> int:
         """The device address ``ref`` stands for in ``env``."""

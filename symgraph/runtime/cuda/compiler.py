@@ -1,4 +1,5 @@
-"""One module per compiled graph: one ``nvcc --cubin`` call, cached on disk.
+"""One ``nvcc --cubin`` call per module source, cached on disk (a large program's module is split
+into several sources compiled at once: ``module_parts``).
 
 The cache key hashes the module source, the target architecture, the compiler options and the
 identity of the nvcc binary (its resolved path, size and modification time: reading the version
@@ -23,6 +24,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import warnings
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -34,6 +36,7 @@ from .codegen import Rendered
 
 OPTIONS = ("-O3", "-std=c++17")
 NVCC_CALLS = 0
+_COUNT_LOCK = threading.Lock()  # the parts of one module are compiled from several threads
 
 PRELUDE = """// symgraph generated module. Kernels take (outputs..., inputs..., long long n).
 #include <math.h>
@@ -185,11 +188,12 @@ def numbered(source: str) -> str:
 def run_nvcc(source: str, arch: str, nvcc: str, options: Sequence[str] = ()) -> bytes:
     """Compile ``source`` to a cubin; errors show the numbered source and nvcc's message."""
     global NVCC_CALLS
-    NVCC_CALLS += 1
     log = config.get("SYMGRAPH_NVCC_LOG")
-    if log:
-        with open(log, "a") as f:
-            f.write(f"{os.getpid()} {arch}\n")
+    with _COUNT_LOCK:
+        NVCC_CALLS += 1
+        if log:
+            with open(log, "a") as f:
+                f.write(f"{os.getpid()} {arch}\n")
     with tempfile.TemporaryDirectory(prefix="symgraph-nvcc-") as tmp:
         src, out = os.path.join(tmp, "module.cu"), os.path.join(tmp, "module.cubin")
         with open(src, "w") as f:

@@ -41,7 +41,8 @@ def _kernel(prog: Any, act: Kernel, env: Any) -> Closure:
     ptrs = tuple(prog.ptr(r, env) for r in act.args)
     if act.cooperative:
         prog.load()
-        func = cooperative.function(prog.device_id, prog.cubin, act.kernel.name)
+        func = cooperative.function(prog.device_id, prog.module.cubin_of(act.kernel.name),
+                                    act.kernel.name)
         return cooperative.launch_closure(func, act.grid, act.block, ptrs, act.n,
                                           prog.stream.handle, act.kernel.name)
     return prog.kernel_closure(act.kernel.name, act.grid, ptrs, act.n, act.block)

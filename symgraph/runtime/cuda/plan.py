@@ -47,10 +47,11 @@ class LoweredProgram:
     plan: MemoryPlan
     actions: list[list]      # per schedule step
     scratch_bytes: int       # workspace shared by all steps, placed after the arena
-    source: str              # the one CUDA module of this program
+    source: str              # the CUDA module of this program, as one translation unit
     alias: list[tuple[int, int]]  # (slot, slot whose memory it shares), in step order
     key_steps: list[int]     # key k (``Ref("key", k)``) is refreshed before step key_steps[k]
     state_bytes: int = 0     # zeroed once, kept between runs (``StepCtx.new_state``)
+    kernels: tuple = ()      # the Rendered kernels of ``source`` (``module_parts.split``)
 
 
 def _alias_copies(schedule: Schedule, actions: list[list]) -> list[tuple[int, int]]:
@@ -81,9 +82,9 @@ def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
         alias += _alias_copies(schedule, actions)
         plan = trivial_plan(schedule, {a for a, _ in alias})
     kernels = [a.kernel for acts in actions for a in flat_actions(acts) if isinstance(a, Kernel)]
-    source = module_source(kernels + list(ACCUMULATE.values()))
-    return LoweredProgram(plan, actions, scratch_bytes, source,
-                          alias, key_steps, sum(state))
+    kernels += list(ACCUMULATE.values())
+    return LoweredProgram(plan, actions, scratch_bytes, module_source(kernels),
+                          alias, key_steps, sum(state), tuple(kernels))
 
 
 def segments(has_host: list[bool], start: int, stop: int) -> list[tuple[int, int, bool]]:
