@@ -13,7 +13,8 @@ import pytest
 import symgraph as sg
 from symgraph.runtime.cuda import compiler
 from symgraph.runtime.cuda.kernels_layer_norm_grad import (render_layer_norm_backward,
-                                                           render_layer_norm_backward_warps)
+                                                           render_layer_norm_backward_warps,
+                                                           render_layer_norm_fold)
 
 from .block_run import run_threaded
 from .host_run import host_compiler, run_on_host
@@ -93,25 +94,29 @@ def test_blocks_of_threads_on_host(tmp_path: Path) -> None:
 
 @needs_gxx
 @pytest.mark.parametrize("count", [40, 70])
-def test_a_row_per_warp_with_blocks_of_warps_on_host(count: int, tmp_path: Path) -> None:
-    """The warp-per-row kernel over (grid, block) = (2, 32), (3, 64), (2, 96): lanes holding
-    2-3 values, the shuffled row sums, warps past the last row, the warps' column sums met
-    in shared memory, the blocks' partials folded by the last block."""
+def test_a_row_per_warp_then_the_fold_with_blocks_of_warps_on_host(count: int,
+                                                                   tmp_path: Path) -> None:
+    """The warp-per-row kernel writing 3 partial rows over (grid, block) = (2, 32), (3, 64),
+    (2, 96) (blocks taking several partial rows, lanes holding 2-3 values, the shuffled row
+    sums, warps past the last row, the warps' column sums met in shared memory), then the
+    fold of the partials over (grid, block) = (1, 64), (2, 32), (3, 256): warps taking every
+    n-th partial, blocks past the last column."""
     outer, inner = 3, 3
     xs = _inputs((outer, count, inner), 1, np.random.default_rng(6))
     ins = {k: v.astype(np.float32) for k, v in zip(["dy", "x", "gamma", "mean", "std"], xs)}
     f32, launches, outs = np.dtype(np.float32), [], {}
-    kern = render_layer_norm_backward_warps(outer, count, inner)
-    for k, (grid, block) in enumerate([(2, 32), (3, 64), (2, 96)]):
+    for k, ((grid, block), fold) in enumerate(zip([(2, 32), (3, 64), (2, 96)],
+                                                  [(1, 64), (2, 32), (3, 256)])):
+        rows = render_layer_norm_backward_warps(outer, count, inner, 3)  # 3 partial rows
         mine = {f"dx{k}": (outer * count * inner, f32), f"dgamma{k}": (count, f32),
-                f"dbeta{k}": (count, f32), f"part{k}": (2 * grid * count, f32),
-                f"done{k}": (1, np.dtype(np.uint32))}
+                f"dbeta{k}": (count, f32), f"part{k}": (2 * 3 * count, f32)}
         outs.update(mine)
-        launches.append((kern, grid, block, list(mine) + list(ins)))
+        launches.append((rows, grid, block, [f"dx{k}", f"part{k}", *ins]))
+        launches.append((render_layer_norm_fold(count, 3), *fold,
+                         [f"dgamma{k}", f"dbeta{k}", f"part{k}"]))
     got = run_threaded(launches, ins, outs, tmp_path)
     for k in range(3):
         _check([got[f"dx{k}"], got[f"dgamma{k}"], got[f"dbeta{k}"]], _reference(*xs, 1))
-        assert got[f"done{k}"][0] == 0
 
 
 @pytest.mark.skipif(compiler.find_nvcc() is None, reason="nvcc not on PATH")
@@ -121,8 +126,9 @@ def test_kernels_compile_for_sm90_in_every_float_dtype() -> None:
                     ("float16", "float16"), ("bfloat16", "bfloat16")):
         kernels.append(render_layer_norm_backward(64, 768, 1, 3, dt, p_t, dt))
         kernels.append(render_layer_norm_backward(2, 7, 12, 1, dt, p_t, dt))
-        kernels.append(render_layer_norm_backward_warps(4096, 768, 1, dt, p_t, dt))
-        kernels.append(render_layer_norm_backward_warps(2, 7, 12, dt, p_t, dt))
+        kernels.append(render_layer_norm_backward_warps(4096, 768, 1, 264, dt, p_t, dt))
+        kernels.append(render_layer_norm_backward_warps(2, 7, 12, 2, dt, p_t, dt))
+        kernels.append(render_layer_norm_fold(768, 264, p_t))
     kernels.append(render_layer_norm_backward(8, 4096, 1, 16, "bfloat16", "float32", "bfloat16"))
     cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
     assert all(k.name.encode() in cubin for k in kernels)

@@ -15,12 +15,16 @@ itself done on a word of program state, and the block that counts last adds the 
 block order (the same order every run: deterministic) and resets the word for the next launch.
 All sums are in float; narrow data is loaded through ``sg_ld``.
 
-Rows of at most ``WARP_ROW`` values take :func:`render_layer_norm_backward_warps` instead: a
-row per warp, its two sums by shuffles (no block barrier per row), so a block works on as many
-rows at once as it has warps; the warps' column sums meet in shared memory, warp by warp, before
-the same partials and fold.
+Rows of at most ``WARP_ROW`` values take two kernels instead. :func:`render_layer_norm_backward_warps`:
+a row per warp, its two sums by shuffles (no block barrier per row), so a block works on as many
+rows at once as it has warps; the warps' column sums meet in shared memory, warp by warp, and
+each block writes its row of partials. :func:`render_layer_norm_fold` then adds the partials
+with many blocks (32 columns each, its warps taking every 8th partial, then added in warp
+order), where one last block alone took most of the gradient's time.
 """
 from __future__ import annotations
+
+from textwrap import indent
 
 from .codegen import Rendered, dtype_helpers, index_type, kernel_name, ptr, with_dtype
 from .kernels_conv_pool import BLOCK_SIZE_FREE
@@ -66,12 +70,16 @@ def render_layer_norm_backward(outer: int, count: int, inner: int, per: int,
 WARP_ROW = 1024  # 32 values per lane at most: a row per warp keeps it in registers
 
 
-def render_layer_norm_backward_warps(outer: int, count: int, inner: int, x_t: str = "float32",
-                                     p_t: str = "", s_t: str = "") -> Rendered:
-    """The same kernel (same parameters) with a row per warp: lanes ``W = min(blockDim.x,
-    32)`` (a block of a multiple of 32 threads on the GPU, or of one thread), each holding
-    ``ceil(count / 32)`` values; every thread runs the same number of row steps (a warp past
-    the last row idles through its last one) so that block-wide steps meet."""
+def render_layer_norm_backward_warps(outer: int, count: int, inner: int, parts: int,
+                                     x_t: str = "float32", p_t: str = "",
+                                     s_t: str = "") -> Rendered:
+    """dx and ``parts`` rows of partial dgamma/dbeta with a row per warp: lanes ``W =
+    min(blockDim.x, 32)`` (a block of a multiple of 32 threads on the GPU, or of one thread),
+    each holding ``ceil(count / 32)`` values. Partial row ``p`` covers rows ``p * warps +
+    w + k * parts * warps``; a block takes partial rows grid-stride (one each when launched
+    with ``parts`` blocks). Every thread runs the same number of row steps (a warp past the
+    last row idles through its last one) so that block-wide steps meet. Parameters: ``dx,
+    partials (float, 2 * parts * count), dy, x, gamma, mean, std``."""
     p_t, s_t = p_t or x_t, s_t or x_t
     per, rows = -(-count // 32), outer * inner
     it = index_type(rows * count + 1)
@@ -80,43 +88,86 @@ def render_layer_norm_backward_warps(outer: int, count: int, inner: int, x_t: st
         f"row * {count}"
     rest = f"{it} l = lane + ({it}){per} * W; on && l < {count}; l += W"
     body = (f"    {BLOCK_SIZE_FREE}\n"
-            f"    __shared__ float cg[{count}], cb[{count}];  // the block's column sums\n"
-            "    __shared__ bool last;\n"
+            f"    __shared__ float cg[{count}], cb[{count}];  // the partial row's column sums\n"
             "    const unsigned W = blockDim.x < 32u ? blockDim.x : 32u;\n"
             "    const unsigned lane = threadIdx.x % W, warp = threadIdx.x / W;\n"
             "    const unsigned warps = blockDim.x / W;\n"
             f"    float sg[{per}], sb[{per}];  // this lane's columns: sums of dy*xhat, dy\n"
-            f"    for (int q = 0; q < {per}; ++q) {{ sg[q] = 0.f; sb[q] = 0.f; }}\n"
-            f"    for ({it} l = threadIdx.x; l < {count}; l += blockDim.x) "
+            f"    for (unsigned p = blockIdx.x; p < {parts}u; p += gridDim.x) {{\n"
+            f"        for (int q = 0; q < {per}; ++q) {{ sg[q] = 0.f; sb[q] = 0.f; }}\n"
+            f"        for ({it} l = threadIdx.x; l < {count}; l += blockDim.x) "
             "{ cg[l] = 0.f; cb[l] = 0.f; }\n"
-            "    __syncthreads();\n"
-            f"    for ({it} first = ({it})blockIdx.x * warps; first < {rows}; "
-            f"first += ({it})gridDim.x * warps) {{\n"
-            f"        const {it} row = first + warp;\n"
-            f"        const bool on = row < {rows};\n"
-            f"        const {it} base = on ? {base} : 0;\n"
-            f"{_warp_row(count, per, it, at, rest)}"
-            "    }\n"
-            "    for (unsigned w = 0; w < warps; ++w) {  // warp by warp: a fixed order\n"
             "        __syncthreads();\n"
-            "        if (warp != w) continue;\n"
-            f"        for (int q = 0; q < {per}; ++q) {{\n"
-            f"            const {it} l = lane + ({it})q * W;\n"
-            f"            if (l < {count}) {{ cg[l] += sg[q]; cb[l] += sb[q]; }}\n"
+            f"        for ({it} first = ({it})p * warps; first < {rows}; "
+            f"first += ({it}){parts} * warps) {{\n"
+            f"            const {it} row = first + warp;\n"
+            f"            const bool on = row < {rows};\n"
+            f"            const {it} base = on ? {base} : 0;\n"
+            f"{indent(_warp_row(count, per, it, at, rest), '    ')}"
             "        }\n"
-            "    }\n"
-            "    __syncthreads();\n"
-            f"    for ({it} l = threadIdx.x; l < {count}; l += blockDim.x) {{\n"
-            f"        part[blockIdx.x * {count} + l] = cg[l];\n"
-            f"        part[(gridDim.x + blockIdx.x) * {count} + l] = cb[l];\n"
-            "    }\n"
-            f"{_last_fold(count, it)}")
-    params = (f"{ptr('dx', x_t, False)}, {ptr('dgamma', p_t, False)}, "
-              f"{ptr('dbeta', p_t, False)}, float* part, unsigned* done, {ptr('dy', x_t)}, "
-              f"{ptr('x', x_t)}, {ptr('gamma', p_t)}, {ptr('mean', s_t)}, {ptr('stdev', s_t)}")
+            "        for (unsigned w = 0; w < warps; ++w) {  // warp by warp: a fixed order\n"
+            "            __syncthreads();\n"
+            "            if (warp != w) continue;\n"
+            f"            for (int q = 0; q < {per}; ++q) {{\n"
+            f"                const {it} l = lane + ({it})q * W;\n"
+            f"                if (l < {count}) {{ cg[l] += sg[q]; cb[l] += sb[q]; }}\n"
+            "            }\n"
+            "        }\n"
+            "        __syncthreads();\n"
+            f"        for ({it} l = threadIdx.x; l < {count}; l += blockDim.x) {{\n"
+            f"            part[p * {count} + l] = cg[l];\n"
+            f"            part[({parts} + p) * {count} + l] = cb[l];\n"
+            "        }\n"
+            "        __syncthreads();  // cg and cb are the next partial row's\n"
+            "    }\n")
+    params = (f"{ptr('dx', x_t, False)}, float* part, {ptr('dy', x_t)}, {ptr('x', x_t)}, "
+              f"{ptr('gamma', p_t)}, {ptr('mean', s_t)}, {ptr('stdev', s_t)}")
     tag = kernel_name(with_dtype("layer_norm_backward_warps", x_t), params + body)
     src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{body}}}\n"
     return Rendered(tag, src, params.count("*"), helpers=dtype_helpers(x_t, p_t, s_t))
+
+
+FOLD_WARPS = 8  # a fold block's warps: each adds every 8th partial of its 32 columns
+
+
+def render_layer_norm_fold(count: int, parts: int, p_t: str = "float32") -> Rendered:
+    """dgamma and dbeta from ``parts`` rows of partials (``render_layer_norm_backward_warps``'s
+    grid): a block per 32 columns (grid-stride), warp ``w`` adding partials ``w, w + warps,
+    ...`` of its lane's column, then the warps' sums added in warp order (deterministic).
+    Any block size (one thread: ``W = 1``, one warp). Parameters: ``dgamma, dbeta,
+    partials``."""
+    body = (f"    {BLOCK_SIZE_FREE}\n"
+            "    __shared__ float rg[1024], rb[1024];  // [warp][column of the 32]\n"
+            "    const unsigned W = blockDim.x < 32u ? blockDim.x : 32u;\n"
+            "    const unsigned lane = threadIdx.x % W, warp = threadIdx.x / W;\n"
+            "    const unsigned warps = blockDim.x / W;\n"
+            f"    for (unsigned c0 = blockIdx.x * 32u; c0 < {count}u; c0 += gridDim.x * 32u) {{\n"
+            "        for (unsigned c = lane; c < 32u; c += W) {\n"
+            "            float g = 0.f, b = 0.f;\n"
+            f"            if (c0 + c < {count}u) {{\n"
+            "                #pragma unroll 4\n"
+            f"                for (unsigned k = warp; k < {parts}u; k += warps) {{\n"
+            f"                    g += __ldcg(part + k * {count}u + c0 + c);\n"
+            f"                    b += __ldcg(part + ({parts}u + k) * {count}u + c0 + c);\n"
+            "                }\n"
+            "            }\n"
+            "            rg[warp * 32u + c] = g; rb[warp * 32u + c] = b;\n"
+            "        }\n"
+            "        __syncthreads();\n"
+            "        if (warp == 0) {\n"
+            f"            for (unsigned c = lane; c < 32u && c0 + c < {count}u; c += W) {{\n"
+            "                float g = 0.f, b = 0.f;\n"
+            "                for (unsigned w = 0; w < warps; ++w) "
+            "{ g += rg[w * 32u + c]; b += rb[w * 32u + c]; }\n"
+            "                dgamma[c0 + c] = g; dbeta[c0 + c] = b;\n"
+            "            }\n"
+            "        }\n"
+            "        __syncthreads();\n"
+            "    }\n")
+    params = f"{ptr('dgamma', p_t, False)}, {ptr('dbeta', p_t, False)}, const float* part"
+    tag = kernel_name(with_dtype("layer_norm_fold", p_t), params + body)
+    src = f"extern \"C\" __global__ void {tag}({params}, long long n) {{\n{body}}}\n"
+    return Rendered(tag, src, 3, helpers=dtype_helpers(p_t))
 
 
 def _warp_row(count: int, per: int, it: str, at: str, rest: str) -> str:
