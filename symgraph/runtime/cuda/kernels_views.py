@@ -6,9 +6,14 @@ or several inputs."""
 from __future__ import annotations
 
 from math import prod
+from typing import Optional
 
-from .codegen import Rendered, dtype_helpers, grid_stride_kernel, ptr
+from ...core.dtypes import as_dtype
+from .codegen import (GRID_STRIDE_LOOP, Rendered, dtype_helpers, grid_stride_kernel,
+                      kernel_name, kernel_source, ptr)
 from .kernels_layout import converted
+
+VECTOR_BYTES = 16  # a thread moves one uint4 where the view's innermost run allows
 
 
 def view_offset(shape: tuple, strides: tuple, offset: int, index: str = "i",
@@ -42,20 +47,53 @@ def is_contiguous(shape: tuple, strides: tuple, offset: int) -> bool:
     return offset == 0
 
 
+def vector_view(shape: tuple, strides: tuple, offset: int, itemsize: int
+                ) -> Optional[tuple[tuple, tuple, int]]:
+    """The view counted in ``VECTOR_BYTES`` vectors (shape, strides, offset), when its
+    innermost axis is contiguous and every run, stride and the offset are whole vectors; None
+    otherwise. (An axis of one element has no stride that matters.)"""
+    v = VECTOR_BYTES // itemsize
+    if v <= 1 or not shape or shape[-1] % v or offset % v or shape[-1] > 1 and strides[-1] != 1:
+        return None
+    outer = [0 if d == 1 else st for d, st in zip(shape[:-1], strides[:-1])]
+    if any(st % v for st in outer):
+        return None
+    return shape[:-1] + (shape[-1] // v,), tuple(st // v for st in outer) + (1,), offset // v
+
+
 def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool,
                    dtype: str = "float32", src_dtype: str = "") -> Rendered:
     """``gather``: y[i] = x[view(i)]; ``scatter``: y[view(i)] = x[i], where ``view(i)`` is the
     element offset of the view's i-th element (row-major over ``shape``). ``src_dtype`` (a
-    gather only; default ``dtype``): x's dtype, converted as ``Cast`` converts."""
+    gather only; default ``dtype``): x's dtype, converted as ``Cast`` converts. Where the view
+    allows (:func:`vector_view`) and both pointers are 16-byte aligned (checked at run time),
+    a thread moves 16 bytes at once (a transpose that keeps the last axis: heads of attention);
+    index arithmetic is 32-bit where it fits."""
     src_dtype = src_dtype or dtype
     assert not scatter or src_dtype == dtype, "a scatter moves elements of one dtype"
     read = "x[o]" if src_dtype == dtype else converted(src_dtype, dtype, "x[o]")
     move = "y[o] = x[i];" if scatter else f"y[i] = {read};"
-    body = view_offset(shape, strides, offset) + f"        {move}\n"
+    body = view_offset(shape, strides, offset, narrow=fits_32_bits(shape, strides, offset)) \
+        + f"        {move}\n"
     key = f"{shape}{strides}{offset}{dtype}" + (src_dtype if src_dtype != dtype else "")
-    return grid_stride_kernel("scatter" if scatter else "gather", key,
-                              f"{ptr('y', dtype, False)}, {ptr('x', src_dtype)}", body, 2,
-                              helpers=dtype_helpers(dtype, src_dtype))
+    params = f"{ptr('y', dtype, False)}, {ptr('x', src_dtype)}"
+    helpers = dtype_helpers(dtype, src_dtype)
+    vec = None if src_dtype != dtype else vector_view(shape, strides, offset,
+                                                      as_dtype(dtype).itemsize)
+    if vec is None:
+        return grid_stride_kernel("scatter" if scatter else "gather", key, params, body, 2,
+                                  helpers=helpers)
+    vmove = "yv[o] = xv[i];" if scatter else "yv[i] = xv[o];"
+    loop = GRID_STRIDE_LOOP.replace("i < n;", f"i < {prod(vec[0])}LL;")
+    tag = kernel_name("scatter_v" if scatter else "gather_v", key + params)
+    src = kernel_source(tag, f"{params}, long long n", (
+        "    if (((unsigned long long)y | (unsigned long long)x) % 16u == 0u) {\n"
+        "        uint4* yv = (uint4*)y;\n"
+        "        const uint4* xv = (const uint4*)x;\n"
+        f"    {loop}{view_offset(*vec, indent=' ' * 12, narrow=fits_32_bits(*vec))}"
+        f"            {vmove}\n        }}\n        return;\n    }}\n"
+        f"{GRID_STRIDE_LOOP}{body}    }}\n"))
+    return Rendered(tag, src, 2, helpers=helpers)
 
 
 Segment = tuple[tuple, tuple, int, str, str]  # (shape, strides, offset, dtype, src_dtype)
