@@ -11,7 +11,8 @@ model, TF32 off on both sides, cudnn.benchmark on. Losses: the classifiers' summ
 entropy (what ``SoftmaxOutput`` differentiates), the encoder's mean square. "best" is the
 fastest PyTorch column; the ratio is symgraph / best. Memory: symgraph's device memory taken by
 binding and stepping (free memory before minus after, MiB), PyTorch's peak reserved by the
-eager step. Medians by CUDA events. ``--quick``: tiny sizes on the CPU, symgraph only (a test
+eager step. PyTorch's convolution networks run channels-last under bf16 (its fastest
+layout there). Medians by CUDA events. ``--quick``: tiny sizes on the CPU, symgraph only (a test
 runs it).
 """
 from __future__ import annotations
@@ -120,6 +121,9 @@ def torch_cells(row: Row, bf16: bool, steps: int, compile_too: bool) -> dict[str
     import torch.nn.functional as F
     model = row.make_torch().cuda()
     x = torch.randn(*row.data, device="cuda")
+    if bf16 and x.dim() == 4:  # PyTorch's recommended layout for convolutions under AMP
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, max(row.classes, 1), (row.data[0],), device="cuda")
 
     def make(net: Any) -> tuple[Callable[[], None], Callable[[], None]]:
