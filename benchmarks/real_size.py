@@ -101,14 +101,17 @@ def free_mib() -> float:
     return torch.cuda.mem_get_info()[0] / 2 ** 20
 
 
-def symgraph_cell(row: Row, bf16: bool, gpu: bool, steps: int) -> tuple[float, float]:
-    """(median ms, MiB taken) of symgraph's step."""
+def symgraph_cell(row: Row, bf16: bool, gpu: bool, steps: int,
+                  profile: int = 0) -> tuple[float, float]:
+    """(median ms, MiB taken) of symgraph's step; ``profile``: print its costliest ops."""
     before = free_mib() if gpu else 0.0
     exe = bind(row, bf16, sg.gpu(0) if gpu else sg.cpu())
     step = exe.train_step
     if gpu:
         ms = cuda_median_ms(step, steps, 5, sg.nd.waitall)
         taken = before - free_mib()
+        if profile:
+            encoder_step.profile(exe, profile)
     else:
         ms, taken = host_median_ms(step, steps, 1, sg.nd.waitall), float("nan")
     del exe
@@ -159,6 +162,8 @@ def main(argv: Optional[list] = None) -> None:
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     p.add_argument("--quick", action="store_true", help="tiny sizes on the CPU, symgraph only")
+    p.add_argument("--profile", type=int, default=0, metavar="N",
+                   help="GPU: before each row, the N costliest ops and steps of symgraph's step")
     a = p.parse_args(argv)
     gpu = not a.quick and sg.context.num_gpus() > 0
     steps = 2 if a.quick else a.steps
@@ -172,7 +177,7 @@ def main(argv: Optional[list] = None) -> None:
             if dt == "bf16" and not gpu:
                 continue  # bfloat16 GEMMs on the CPU say nothing about the GPU rows
             row = table[key]
-            ms, mib = symgraph_cell(row, dt == "bf16", gpu, steps)
+            ms, mib = symgraph_cell(row, dt == "bf16", gpu, steps, a.profile)
             th = torch_cells(row, dt == "bf16", steps, not a.no_compile) if gpu else {}
             nan = float("nan")
             best = min((th.get(k, nan) for k in ("eager", "graph", "compile")
