@@ -9,16 +9,19 @@ wall time, and the CPU time of this process (the figure to compare on a shared m
 
 Usage: python benchmarks/bind_scale.py [--sizes 1000 10000 100000] [--families mlp chain fan]
        [--profile FAMILY:SIZE]   (cProfile of one bind, top 25 by cumulative time)
+       [--passes FAMILY:SIZE]    (CPU ms of one bind's steps: inference, each pass, autodiff,
+                                  lowering, memory plan)
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import pstats
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -63,12 +66,52 @@ def bind_seconds(family: str, size: int) -> tuple[int, float, float]:
     return n, time.perf_counter() - t0, time.process_time() - c0
 
 
+@contextlib.contextmanager
+def timed_steps(spent: dict[str, float]) -> Iterator[None]:
+    """Add the CPU seconds of each step of the binds run inside to ``spent``, by name: every
+    pass of the pipelines, and the inference, autodiff, lowering and memory plan the stage
+    and the executor call by name."""
+    from symgraph.runtime import compile as stage, executor
+    wrapped = [(stage, n) for n in ("gradient", "lower", "plan_memory", "merge_replicas")]
+    wrapped += [(executor, n) for n in ("symbol_shapes", "symbol_types")]
+    saved = [(m, n, getattr(m, n)) for m, n in wrapped] + [(stage, "run_pipeline",
+                                                           stage.run_pipeline)]
+
+    def clocked(name: str, fn: Callable) -> Callable:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            c = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - c
+        return run
+    for m, n, fn in saved[:-1]:
+        setattr(m, n, clocked(n, fn))
+    run_pipeline = saved[-1][2]
+    stage.run_pipeline = lambda graph, pipeline: run_pipeline(
+        graph, [clocked(p.__name__, p) for p in pipeline])
+    try:
+        yield
+    finally:
+        for m, n, fn in saved:
+            setattr(m, n, fn)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     ap.add_argument("--families", nargs="+", default=list(FAMILIES), choices=list(FAMILIES))
     ap.add_argument("--profile", default=None, help="FAMILY:SIZE to profile instead")
+    ap.add_argument("--passes", default=None, help="FAMILY:SIZE: CPU ms of each bind step")
     args = ap.parse_args()
+    if args.passes:
+        family, size = args.passes.split(":")
+        spent: dict[str, float] = {}
+        with timed_steps(spent):
+            _, _, cpu = bind_seconds(family, int(size))
+        for name, secs in [*spent.items(), ("whole bind", cpu)]:
+            print(f"{name:18s} {1e3 * secs:9.1f} ms")
+        return
     if args.profile:
         family, size = args.profile.split(":")
         cProfile.runctx("bind_seconds(family, int(size))", globals(),

@@ -200,12 +200,24 @@ class Graph:
             object.__setattr__(self, "_walk", cached)
         return cached
 
+    def op_names(self) -> frozenset[str]:
+        """The ops the graph's nodes apply (``"null"`` for variables), found once per graph:
+        passes ask it before walking, and return a graph without their ops untouched.
+
+        Example: ``(sg.sym.relu(sg.sym.var("x")).graph().op_names() == {"null", "relu"})``."""
+        cached = self.__dict__.get("_ops")
+        if cached is None:
+            cached = frozenset([n.op for n in self._walked()[0]])
+            object.__setattr__(self, "_ops", cached)
+        return cached
+
     def with_types(self, types: Optional["TypeTable"]) -> "Graph":  # noqa: F821
         """The same graph carrying ``types`` (its node list is shared, not walked again)."""
         out = Graph(self.outputs, types)
-        cached = self.__dict__.get("_walk")
-        if cached is not None:
-            object.__setattr__(out, "_walk", cached)
+        for key in ("_walk", "_ops"):
+            cached = self.__dict__.get(key)
+            if cached is not None:
+                object.__setattr__(out, key, cached)
         return out
 
     def variables(self) -> list[Node]:

@@ -250,5 +250,22 @@ def unregister(name: str) -> None:
     _GENERATION[0] += 1
 
 
+_WHERE: dict[Callable[[OpDef], bool], tuple[int, frozenset[str]]] = {}
+
+
+def ops_where(test: Callable[[OpDef], bool]) -> frozenset[str]:
+    """The names of the registered ops whose definition passes ``test``, remembered until an op
+    is (un)registered: a pass asks once per graph whether any of its ops are present
+    (``graph.op_names().isdisjoint(ops_where(test))``) instead of asking every node.
+
+    Example: ``"Cast" in ops_where(lambda d: d.cast)`` is True. ``test`` is the memo key:
+    pass a module-level function, not a new lambda per call."""
+    got = _WHERE.get(test)
+    if got is None or got[0] != _GENERATION[0]:
+        got = (_GENERATION[0], frozenset(n for n, d in _REGISTRY.items() if test(d)))
+        _WHERE[test] = got
+    return got[1]
+
+
 def shapes_of(xs: Sequence[Any]) -> list[MaybeShape]:
     return [None if x is None else tuple(x) for x in xs]

@@ -46,7 +46,7 @@ from ..compiler.passes.gradient import gradient
 from ..compiler.passes.merge_replicas import merge_replicas
 from ..core.types.infer_shape import infer_shapes
 from ..core.types.infer_type import infer_types
-from ..core.registry import RunCtx, get_op
+from ..core.registry import OpDef, RunCtx, get_op, ops_where
 from ..compiler.schedule import Schedule, lower
 from ..core.types.table import TypeTable
 
@@ -199,12 +199,18 @@ class Stage:
             g[:] = 0
 
 
+def _writes_back(opdef: OpDef) -> bool:
+    return opdef.mutates != ()
+
+
 def _mutations(g: Graph, train: bool) -> tuple[list, list]:
     """The (hidden output, variable name) pairs a forward writes back: aux updates of a
     training forward (``OpDef.mutates``), and those of ops that write after every forward
     (``OpDef.always_mutates``: optimizer updates)."""
     mutations: list[tuple[Entry, str]] = []
     updates: list[tuple[Entry, str]] = []
+    if g.op_names().isdisjoint(ops_where(_writes_back)):
+        return mutations, updates  # (most graphs: nothing written back, nothing to walk)
     for node in g.nodes():
         if node.is_variable:
             continue

@@ -20,6 +20,7 @@ from ..compiler.ops import custom
 from ..compiler.ops.creation_range import arange_array
 from ..core.base import BindError, ShapeError
 from ..core.dtypes import as_dtype
+from ..core.types.shapes import as_shape
 from ..core.context import Context, cpu, current_context
 # (the imperative engine builds on this module and plugs itself in: nd_operators.set_engine)
 from .nd_operators import ArrayMethods, engine, host_key as _host_key
@@ -280,7 +281,6 @@ def array(source: Any, ctx: Optional[Context] = None, dtype: Any = None) -> NDAr
 def _shape(shape: Shape) -> tuple:
     """A checked shape: integral, non-negative dimensions, not past what can be allocated
     (ShapeError, not numpy's ValueError/TypeError)."""
-    from ..compiler.ops._util import as_shape  # not at import: the ops package imports this module
     return as_shape((shape,) if isinstance(shape, (int, np.integer)) else shape, "array shape")
 
 

@@ -39,9 +39,9 @@ import numpy as np
 from ...core.attrs import parse_attrs
 from ...core.dtypes import is_float
 from ...core.graph import VARIABLE, Entry, Graph, Node, rewrite, unique_name
-from ...core.registry import get_op
+from ...core.registry import get_op, ops_where
 from ...core.types.table import TypeTable, types_of
-from .fold_casts import is_cast
+from .fold_casts import casts, is_cast
 
 Spec = tuple[tuple[int, ...], str]  # (axes, dtype) of a cast: what _multi_transpose_cast needs
 
@@ -103,6 +103,9 @@ def _merged(casts: list[Node], specs: list[Spec], name: str, types: TypeTable) -
 def batch_casts(graph: Graph) -> Graph:
     """``graph`` with its weight casts (class (a)) and its gradients' casts (each group of
     class (b)) as one ``_multi_transpose_cast`` per class or group of two or more."""
+    ops = graph.op_names()
+    if CAST not in ops and ops.isdisjoint(ops_where(casts)):
+        return graph  # (no cast to merge: nothing to walk)
     types = types_of(graph)
     specs = {n: s for n in graph.nodes() if (s := _spec(n, types)) is not None}
     first, (early, late) = _classes(graph, specs)

@@ -19,11 +19,14 @@ from ..ops.constant import constant_attrs
 from ...core.registry import RunCtx, get_op
 
 MAX_ELEMENTS = 1 << 16
+CONSTANT = "_constant"  # the op this pass emits
 
 
 def constant_fold(graph: Graph) -> Graph:
     """Evaluate subgraphs of constants ahead of time."""
-    const = get_op("_constant")
+    if CONSTANT not in graph.op_names():
+        return graph  # (only nodes reading constants fold, and there are none)
+    const = get_op(CONSTANT)
 
     def visit(node: Node) -> Replacement:
         # Cheapest test first: almost every node reads a non-constant (variables have no inputs).

@@ -20,8 +20,13 @@ from __future__ import annotations
 from ...core.attrs import parse_attrs
 from ...core.dtypes import is_float
 from ...core.graph import Entry, Graph, Node, rewrite
-from ...core.registry import get_op
+from ...core.registry import OpDef, get_op, ops_where
 from ...core.types.table import TypeTable, types_of
+
+
+def casts(opdef: OpDef) -> bool:
+    """Whether ``opdef`` is a cast (``OpDef.cast``; for :func:`ops_where`)."""
+    return opdef.cast
 
 
 def is_cast(node: Node) -> bool:
@@ -56,8 +61,8 @@ def _pairs(graph: Graph, types: TypeTable) -> set[str]:
 
 def fold_casts(graph: Graph) -> Graph:
     """``graph`` with its transpose/cast pairs as single ``_transpose_cast`` steps."""
-    nodes = graph.nodes()
-    if not any(n.op == "transpose" for n in nodes):
+    ops = graph.op_names()
+    if "transpose" not in ops or ops.isdisjoint(ops_where(casts)):
         return graph
     types = types_of(graph)
     folded = _pairs(graph, types)

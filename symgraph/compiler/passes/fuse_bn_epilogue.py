@@ -28,9 +28,13 @@ from typing import Optional
 from ...core.attrs import Attrs
 from ...core.expr import inp, substitute
 from ...core.graph import Entry, Graph, Node
-from ...core.registry import get_op
+from ...core.registry import OpDef, get_op, ops_where
 from ...core.types.table import TypeTable, types_of
 from .fuse_groups import FUSE, op_role
+
+
+def _takes_groups(opdef: OpDef) -> bool:
+    return opdef.group_epilogue
 
 
 def _heads(node: Node) -> bool:
@@ -135,7 +139,7 @@ def _merged(g: Node, a: Attrs, bn: Node, inputs: list[Entry], types: TypeTable) 
 
 def fuse_bn_epilogue(graph: Graph) -> Graph:
     """``graph`` with each qualifying BatchNorm heading the fused group that reads it."""
-    if not any(_heads(n) for n in graph.nodes()):
+    if graph.op_names().isdisjoint(ops_where(_takes_groups)):
         return graph
     types = types_of(graph)
     plan = _plan(graph, types)

@@ -21,8 +21,12 @@ from typing import Any, Optional
 
 from ...core.base import GraphError
 from ...core.graph import Graph, Node, rewrite
-from ...core.registry import get_op
+from ...core.registry import OpDef, get_op, ops_where
 from ...core.types.table import types_of
+
+
+def _merges(opdef: OpDef) -> bool:
+    return opdef.extra.get("replicas") is not None
 
 
 def _rule(node: Node) -> Optional[tuple]:
@@ -59,6 +63,8 @@ def _check(key: tuple, nodes: list[Node]) -> bool:
 
 def merge_replicas(graph: Graph) -> Graph:
     """``graph`` with each complete group of replicas merged by its op's rule."""
+    if graph.op_names().isdisjoint(ops_where(_merges)):
+        return graph  # (most graphs: no op has replicas, nothing to walk)
     done: set[tuple] = set()
     while True:
         groups = _groups(graph)

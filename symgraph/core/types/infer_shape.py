@@ -94,7 +94,8 @@ def _nothing_new(entries: Sequence[Entry], shapes: Sequence[Optional[Shape]],
 
 
 def _put_plain(entries: Sequence[Entry], news: Sequence[Optional[Shape]], known: _Known) -> bool:
-    """Record the outputs a rule found when each is nothing new or a plain new shape (a tuple
+    """Record the shapes a rule found for ``entries`` (its outputs, or its inputs) when each
+    is nothing new or a plain new shape (a tuple
     of positive ints, within ``MAX_ELEMENTS``, of an entry known neither fully nor partly):
     what the general path below does for them, without its per-slot names and checks (this
     is every rule of a bind's forward graph). False, recording nothing, for anything else."""
@@ -139,7 +140,9 @@ def _apply(node: Node, known: _Known, rule: Optional[ShapeRule] = None) -> bool:
                           if s is not None)
         raise type(exc)(f"{where(node.name, node.op)}{exc} (inputs: {given or 'none known'})") \
             from None
-    if _nothing_new(node.inputs, new_ins, full):
+    # (inputs too: FullyConnected's rule gives its weight's and bias's shapes)
+    if _nothing_new(node.inputs, new_ins, full) or \
+            not known.partial and _put_plain(node.inputs, new_ins, known):
         if _nothing_new(entries, new_outs, full):
             return _all_known(node, entries, full)
         if not known.partial and _put_plain(entries, new_outs, known):

@@ -23,7 +23,7 @@ from .. import profiler
 from .threads import blas_threads
 from ...core.base import DataError, where
 from ...core.dtypes import NARROW
-from ...core.registry import RunCtx, get_op
+from ...core.registry import OpDef, RunCtx, get_op, ops_where
 from ...compiler.schedule import Schedule
 
 POISON = False
@@ -50,13 +50,21 @@ def _poison(view: np.ndarray) -> None:
         view.fill(np.iinfo(view.dtype).max if view.dtype.kind in "iu" else 1)
 
 
-def _concrete_attrs(step: Any, schedule: Schedule) -> Any:
+def _host_checked(opdef: OpDef) -> bool:
+    return opdef.extra.get("host_check") is not None
+
+
+def _shape_dependent(opdef: OpDef) -> bool:
+    return opdef.extra.get("at_shapes") is not None
+
+
+def _concrete_attrs(step: Any, schedule: Schedule, ops: frozenset[str]) -> Any:
     """The step's attributes as its numpy reference needs them: an op whose attributes may
     leave dimensions to inference (``_ones(shape=(-1, 3))``) states ``extra["at_shapes"]``,
-    which fills them in from the inferred output shapes."""
-    at_shapes = get_op(step.node.op).extra.get("at_shapes")
-    if at_shapes is None:
+    which fills them in from the inferred output shapes. ``ops``: the ops that state it."""
+    if step.node.op not in ops:
         return step.node.attrs
+    at_shapes = get_op(step.node.op).extra["at_shapes"]
     return at_shapes(step.node.attrs, [schedule.shapes[o] for o in step.outputs])
 
 
@@ -67,11 +75,12 @@ class NumpyProgram:
         from ...compiler.passes import debug_level
         from ...compiler.memory_plan import freed_after
         self.schedule = schedule
+        checked = ops_where(_host_checked)  # (a set per program: no registry look-up per step)
         for s in schedule.steps:  # refuse, at bind, an op that cannot run on the host
-            host_check = get_op(s.node.op).extra.get("host_check")
-            if host_check is not None:
-                host_check(s.node)
-        self._kernels = [(self.step_compute(k), _concrete_attrs(s, schedule), s.inputs,
+            if s.node.op in checked:
+                get_op(s.node.op).extra["host_check"](s.node)
+        shaped = ops_where(_shape_dependent)
+        self._kernels = [(self.step_compute(k), _concrete_attrs(s, schedule, shaped), s.inputs,
                           s.outputs) for k, s in enumerate(schedule.steps)]
         self._arena: Optional[np.ndarray] = None
         self._views_of = {a: (root, schedule.shapes[a]) for a, root in schedule.aliases.items()}
