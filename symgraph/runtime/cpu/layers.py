@@ -1,0 +1,218 @@
+"""Compiled convolution and max pooling for the compiled CPU backend: numba window kernels
+(``window.py``) around BLAS GEMMs that write into the final layout.
+
+Each function here has its op's numpy reference's signature ``(attrs, inputs, ctx) ->
+outputs``; :func:`layer_compute` picks one from the op's lowering data (family, and for
+convolutions the ``call``: forward, data or filter) when the node fits, else says why not:
+
+* convolution (2-D, channels first, one group): forward is per-sample im2col into
+  ``(C*k*k, OH*OW)`` blocks and one batched GEMM writing NCHW directly (a 1x1 stride-1
+  convolution skips im2col); the data gradient is ``W^T @ dy[n]`` per sample, written into
+  the same blocks, then col2im straight into the NCHW gradient (the numpy reference transposes
+  ``dy`` and accumulates through a padded channel-first copy); the weight gradient builds
+  ``(C*k*k, n*OH*OW)`` columns with im2col writing through a transposed view, so one GEMM
+  with a transposed operand per batch chunk accumulates it.
+* max pooling (2-D) forward and backward: one pass over each plane (the numpy reference
+  makes a pass per kernel offset, and its backward a compare and a mask per offset).
+
+Work is split over the backend's threads by samples or planes (``pool.run_split``); the GEMMs
+use BLAS's threads, which the program sets to the same budget.
+
+Example::
+
+    >>> import numpy as np
+    >>> from symgraph.core.attrs import parse_attrs
+    >>> from symgraph.core.registry import get_op
+    >>> a = parse_attrs(get_op("Pooling").params, {"kernel": (2, 2), "stride": (2, 2)}, "")
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> max_pool(a, [x], None)[0].ravel().tolist()
+    [5.0, 7.0, 13.0, 15.0]
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from math import prod
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ...compiler.ops.conv import conv_window
+from ...compiler.ops.pool import pool_window
+from ...core.attrs import Attrs
+from ...core.registry import OpDef, RunCtx
+from ..cuda.actions import lowering_of
+from . import window
+from .group import compute_dtype
+from .kernels import load
+from .pool import run_split
+from .render_pool import render_pool_backward, render_pool_forward, why_not_window
+
+Compute = Callable[[Attrs, list, Optional[RunCtx]], list]
+
+CHUNK_ELEMENTS = 1 << 21
+"""Column elements per batch chunk (8 MiB of float32): the columns stay one reused buffer of
+bounded size however large the batch."""
+
+
+def _chunks(n: int, per_sample: int) -> list[tuple[int, int]]:
+    """(start, count) of batch chunks holding about CHUNK_ELEMENTS column elements each."""
+    step = max(1, CHUNK_ELEMENTS // max(1, per_sample))
+    return [(s, min(step, n - s)) for s in range(0, n, step)]
+
+
+def _geometry(g: Any) -> list[int]:
+    """The window arguments of ``window.im2col``/``col2im``."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = g.kernel, g.stride, g.pad, g.dilate
+    return [kh, kw, sh, sw, ph, pw, dh, dw]
+
+
+def _pointwise(g: Any) -> bool:
+    """A 1x1, stride-1, unpadded convolution: its columns are the data itself."""
+    return g.kernel == (1, 1) and g.stride == (1, 1) and g.pad == (0, 0)
+
+
+def conv_forward(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """Convolution (NCHW data, O,C,kh,kw weights, optional bias)."""
+    x, w = np.ascontiguousarray(xs[0]), xs[1]
+    g = conv_window(a, x.shape)
+    n, o, p = x.shape[0], w.shape[0], prod(g.out)
+    ck = w[0].size
+    w2 = np.ascontiguousarray(w.reshape(o, ck), x.dtype)
+    y = np.empty((n, o) + tuple(g.out), x.dtype)
+    if _pointwise(g):
+        np.matmul(w2, x.reshape(n, ck, p), out=y.reshape(n, o, p))
+    else:
+        parts = _chunks(n, ck * p)
+        cols = np.empty((parts[0][1], ck) + tuple(g.out), x.dtype)
+        for s, m in parts:
+            run_split(window.im2col, m, m * ck * p, [x[s:s + m], cols[:m]] + _geometry(g))
+            np.matmul(w2, cols[:m].reshape(m, ck, p), out=y[s:s + m].reshape(m, o, p))
+    if len(xs) > 2:
+        y += xs[2].reshape(o, 1, 1).astype(y.dtype, copy=False)
+    return [y]
+
+
+def conv_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """Gradient of the convolution with respect to its data (``data`` gives the shape)."""
+    dy, w, x = np.ascontiguousarray(xs[0]), xs[1], xs[2]
+    g = conv_window(a, x.shape)
+    n, o, p = dy.shape[0], w.shape[0], prod(g.out)
+    ck = w[0].size
+    wt = np.ascontiguousarray(w.reshape(o, ck).T, dy.dtype)
+    dx = np.empty(x.shape, dy.dtype)
+    if _pointwise(g):
+        np.matmul(wt, dy.reshape(n, o, p), out=dx.reshape(n, ck, p))
+        return [dx]
+    parts = _chunks(n, ck * p)
+    cols = np.empty((parts[0][1], ck) + tuple(g.out), dy.dtype)
+    for s, m in parts:
+        np.matmul(wt, dy[s:s + m].reshape(m, o, p), out=cols[:m].reshape(m, ck, p))
+        run_split(window.col2im, m, m * ck * p, [cols[:m], dx[s:s + m]] + _geometry(g))
+    return [dx]
+
+
+def conv_weight(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """Gradient of the convolution with respect to its weights."""
+    dy, x = xs[0], np.ascontiguousarray(xs[1])
+    g = conv_window(a, x.shape)
+    n, o, p = dy.shape[0], dy.shape[1], prod(g.out)
+    ck = x.shape[1] * prod(g.kernel)
+    dw = np.empty((o, ck), dy.dtype)
+    parts = _chunks(n, ck * p)
+    flat = np.empty(parts[0][1] * ck * p, dy.dtype)
+    part = np.empty((o, ck), dy.dtype) if len(parts) > 1 else dw
+    for k, (s, m) in enumerate(parts):
+        cols = flat[:ck * m * p].reshape(ck, m, p)  # (C*k*k, samples, pixels)
+        run_split(window.im2col, m, m * ck * p, [x[s:s + m], cols.transpose(1, 0, 2).reshape(
+            (m, ck) + tuple(g.out))] + _geometry(g))
+        dyt = np.ascontiguousarray(dy[s:s + m].reshape(m, o, p).transpose(1, 0, 2))
+        np.matmul(dyt.reshape(o, m * p), cols.reshape(ck, m * p).T, out=dw if k == 0 else part)
+        if k:
+            dw += part
+    return [dw.reshape((o, x.shape[1]) + tuple(g.kernel))]
+
+
+@lru_cache(maxsize=256)
+def _pool_kernel(kernel: tuple, stride: tuple, dtype: str, backward: bool, cover: bool
+                 ) -> Callable:
+    """The loaded max-pooling kernel of one window geometry (``render_pool``)."""
+    if backward:
+        return load(render_pool_backward(kernel, stride, dtype, cover))
+    return load(render_pool_forward(kernel, stride, dtype))
+
+
+def max_pool(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """Max pooling over the two spatial axes."""
+    x = np.ascontiguousarray(xs[0])
+    g = pool_window(a, x.shape)
+    planes = x.shape[0] * x.shape[1]
+    y = np.empty(x.shape[:2] + tuple(g.out), x.dtype)
+    kernel = _pool_kernel(g.kernel, g.stride, x.dtype.name, False, False)
+    run_split(kernel, planes, x.size, [x.reshape((planes,) + x.shape[2:]),
+                                       y.reshape((planes,) + tuple(g.out))])
+    return [y]
+
+
+def max_pool_grad(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """Gradient of max pooling with respect to its data: ``(dy, x, y) -> dx``."""
+    dy, x, y = (np.ascontiguousarray(v) for v in xs)
+    g = pool_window(a, x.shape)
+    planes = x.shape[0] * x.shape[1]
+    dx = np.empty(x.shape, dy.dtype)
+    cover = g.kernel == g.stride and all(
+        o * k == n for o, k, n in zip(g.out, g.kernel, x.shape[2:]))
+    kernel = _pool_kernel(g.kernel, g.stride, dy.dtype.name, True, cover)
+    run_split(kernel, planes, x.size,
+              [v.reshape((planes,) + v.shape[2:]) for v in (dy, x, y, dx)])
+    return [dx]
+
+
+def _why_not_conv(a: Attrs, shapes: Sequence[tuple]) -> str:
+    if len(a["kernel"]) != 2:
+        return f"{len(a['kernel'])}-D convolution (compiled: 2-D)"
+    if a["num_group"] != 1:
+        return f"num_group={a['num_group']} (compiled: 1)"
+    return "" if a["layout"] in (None, "NCHW") else f"layout {a['layout']} (compiled: NCHW)"
+
+
+def _why_not_pool(a: Attrs, shapes: Sequence[tuple]) -> str:
+    if a["pool_type"] != "max":
+        return f"pool_type={a['pool_type']!r} (compiled: max)"
+    data = tuple(shapes[0] if len(shapes) == 1 else shapes[1])  # (ograd, data, output)
+    if len(data) != 4:
+        return f"{len(data) - 2}-D pooling (compiled: 2-D)"
+    g = pool_window(a, data)
+    return why_not_window(g.kernel, g.stride, g.pad, g.spatial, g.out)
+
+
+# (lowering family, its "call" parameter) -> (why a node cannot compile, compute function)
+LAYERS: dict[tuple[str, Optional[str]], tuple[Callable[[Attrs, Sequence[tuple]], str],
+                                               Compute]] = {
+    ("convolution", "forward"): (_why_not_conv, conv_forward),
+    ("convolution", "data"): (_why_not_conv, conv_data),
+    ("convolution", "filter"): (_why_not_conv, conv_weight),
+    ("pooling", None): (_why_not_pool, max_pool),
+    ("pooling_backward", None): (_why_not_pool, max_pool_grad),
+}
+
+
+def layer_compute(family: str, params: dict, attrs: Attrs, shapes: Sequence[tuple],
+                  dtypes: Sequence[np.dtype]) -> tuple[Optional[Compute], str]:
+    """The compiled compute function of a node of lowering ``(family, params)``, attributes
+    ``attrs``, input shapes ``shapes`` and dtypes ``dtypes``, or None and why it runs the
+    numpy reference."""
+    found = LAYERS.get((family, params.get("call")))
+    if found is None:
+        return None, f"no compiled {family!r} kernels"
+    kinds = sorted({np.dtype(d).name for d in dtypes})
+    if len(kinds) != 1 or compute_dtype(np.dtype(kinds[0])) is None:
+        return None, f"dtypes {kinds} (compiled: one of float32, float64, float16/bfloat16)"
+    why = found[0](attrs, shapes)
+    return (None, why) if why else (found[1], "")
+
+
+def op_layer(op: OpDef, attrs: Attrs, shapes: Sequence[tuple], dtypes: Sequence[np.dtype]
+             ) -> tuple[Optional[Compute], str]:
+    """:func:`layer_compute` of a node of op ``op``."""
+    family, params = lowering_of(op)
+    return layer_compute(family, params, attrs, shapes, dtypes)

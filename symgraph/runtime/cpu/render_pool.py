@@ -1,0 +1,108 @@
+"""Python (numba) source of max-pooling kernels, one per window geometry, with the window's
+cells unrolled: the compiled CPU backend's Pooling and ``_backward_Pooling``.
+
+A kernel with ``kh*kw`` constant cells keeps every value in registers and its backward picks
+each window's first maximum with selects instead of branches; a generic loop over the window
+(``window.py`` style) took as long as numpy's pass per kernel offset, and the branchy backward
+was slowed by mispredictions on every window. Kernels are written and loaded like the
+elementwise ones (``kernels.load``: a module per kernel in the cache folder, numba's disk cache
+beside it), named by a hash of their source.
+
+Both kernels take ``lo, hi`` (the planes, ``N*C``, this call computes) and 3-D arrays of
+planes. Only windows that lie inside the input are compiled (no padding, ``valid``
+convention): :func:`why_not_window` says why another geometry runs the numpy reference.
+
+Example::
+
+    >>> k = render_pool_forward((2, 2), (2, 2), "float32")
+    >>> k.name.startswith("sg_maxpool2x2s2x2_f32_")
+    True
+    >>> "m = v if (v > m or v != v) else m" in k.source
+    True
+"""
+from __future__ import annotations
+
+import hashlib
+
+from .render import FLOAT_TYPES, Kernel
+
+Pair = tuple[int, int]
+
+MAX_CELLS = 25
+"""Largest window compiled (its cells are unrolled: a global pool over a large map would make
+a kernel of thousands of lines)."""
+
+
+def why_not_window(kernel: Pair, stride: Pair, pad: Pair, spatial: Pair, out: Pair) -> str:
+    """Why max-pooling windows of this geometry are not compiled ("" when they are)."""
+    if any(pad):
+        return f"pad {pad} (compiled: unpadded windows)"
+    if kernel[0] * kernel[1] > MAX_CELLS:
+        return f"kernel {kernel}: more than {MAX_CELLS} cells to unroll"
+    if any((o - 1) * s + k > n for o, s, k, n in zip(out, stride, kernel, spatial)):
+        return f"windows past the input {spatial} (pooling_convention 'full')"
+    return ""
+
+
+def _cells(kernel: Pair) -> list[tuple[int, int, int]]:
+    """(index, row, column) of each window cell in row-major order (MXNet's first maximum)."""
+    return [(i * kernel[1] + j, i, j) for i in range(kernel[0]) for j in range(kernel[1])]
+
+
+def _rows(kernel: Pair, stride: Pair, names: tuple[str, ...]) -> list[str]:
+    """Statements binding each window row of each plane in ``names`` (``r0 = xp[oh*s + 0]``)."""
+    return [f"            {n[0]}{i} = {n}[oh * {stride[0]} + {i}]"
+            for n in names for i in range(kernel[0])]
+
+
+def render_pool_forward(kernel: Pair, stride: Pair, dtype: str) -> Kernel:
+    """The kernel ``(lo, hi, x, y)``: ``y[p]`` the max over each window of ``x[p]`` (NaN
+    propagates, as ``np.maximum``)."""
+    body = ["    for p in range(lo, hi):", "        xp = x[p]", "        yp = y[p]",
+            "        for oh in range(yp.shape[0]):"]
+    body += _rows(kernel, stride, ("xp",)) + [
+        "            yr = yp[oh]", "            for ow in range(yp.shape[1]):",
+        f"                c = ow * {stride[1]}", "                m = x0[c]"]
+    for k, i, j in _cells(kernel)[1:]:
+        body += [f"                v = x{i}[c + {j}]",
+                 "                m = v if (v > m or v != v) else m"]
+    body += ["                yr[ow] = m"]
+    return _module(f"maxpool{kernel[0]}x{kernel[1]}s{stride[0]}x{stride[1]}",
+                   "lo, hi, x, y", body, dtype)
+
+
+def render_pool_backward(kernel: Pair, stride: Pair, dtype: str, cover: bool) -> Kernel:
+    """The kernel ``(lo, hi, dy, x, y, dx)``: ``dx[p]`` gets each ``dy`` at its window's first
+    cell equal to ``y``. ``cover``: the windows tile the input exactly (stride = kernel, no
+    cell left over), so every cell is written once and nothing is zeroed or accumulated."""
+    body = ["    z = dx.dtype.type(0)", "    for p in range(lo, hi):", "        xp = x[p]",
+            "        dxp = dx[p]", "        yp = y[p]", "        gp = dy[p]"]
+    if not cover:
+        body += ["        dxp[:] = z"]
+    body += ["        for oh in range(yp.shape[0]):"] + _rows(kernel, stride, ("xp", "dxp"))
+    body += ["            yr = yp[oh]", "            gr = gp[oh]",
+             "            for ow in range(yp.shape[1]):", f"                c = ow * {stride[1]}",
+             "                t = yr[ow]", "                g = gr[ow]", "                f = False"]
+    store = "=" if cover else "+="
+    for k, i, j in _cells(kernel):
+        # h_k: this cell is the window's first maximum (f: one before it was)
+        body += [f"                h{k} = (x{i}[c + {j}] == t) and not f",
+                 f"                f = f or h{k}",
+                 f"                d{i}[c + {j}] {store} g if h{k} else z"]
+    cov = "t" if cover else "a"
+    return _module(f"maxpoolgrad{kernel[0]}x{kernel[1]}s{stride[0]}x{stride[1]}{cov}",
+                   "lo, hi, dy, x, y, dx", body, dtype)
+
+
+def _module(stem: str, params: str, body: list[str], dtype: str) -> Kernel:
+    """The kernel module around ``body``, named by ``stem``, the dtype and a source hash."""
+    ftype, tag = FLOAT_TYPES[dtype]
+    text = "\n".join(body)
+    digest = hashlib.sha1(f"{ftype}|{params}|{text}".encode()).hexdigest()[:10]
+    name = f"sg_{stem}_{tag}_{digest}"
+    source = (f'"""symgraph generated CPU kernel: {stem} ({dtype})"""\n'
+              "import numba\nimport numpy as np\n\n"
+              f"F = {ftype}\n\n\n"
+              '@numba.njit(nogil=True, cache=True, error_model="numpy")\n'
+              f"def {name}({params}):\n{text}\n\n\nKERNEL = {name}\n")
+    return Kernel(name, source)
