@@ -30,12 +30,14 @@ Example::
 """
 from __future__ import annotations
 
+import threading
 from functools import lru_cache
 from math import prod
 from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from ...compiler.ops._window import pad_spatial, windows
 from ...compiler.ops.conv import conv_window
 from ...compiler.ops.pool import pool_window
 from ...core.attrs import Attrs
@@ -61,7 +63,7 @@ def _chunks(n: int, per_sample: int) -> list[tuple[int, int]]:
 
 
 def _geometry(g: Any) -> list[int]:
-    """The window arguments of ``window.im2col``/``col2im``."""
+    """The window arguments of ``window.col2im``."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = g.kernel, g.stride, g.pad, g.dilate
     return [kh, kw, sh, sw, ph, pw, dh, dw]
 
@@ -69,6 +71,28 @@ def _geometry(g: Any) -> list[int]:
 def _pointwise(g: Any) -> bool:
     """A 1x1, stride-1, unpadded convolution: its columns are the data itself."""
     return g.kernel == (1, 1) and g.stride == (1, 1) and g.pad == (0, 0)
+
+
+_SCRATCH = threading.local()
+
+
+def scratch(key: str, size: int, dtype: np.dtype) -> np.ndarray:
+    """A flat buffer of at least ``size`` elements, kept per thread and ``key`` between
+    calls: a fresh column buffer of megabytes page-faults on every step (a tenth of a
+    convolution's time)."""
+    held = _SCRATCH.__dict__.setdefault("buffers", {})
+    buf = held.get((key, dtype))
+    if buf is None or buf.size < size:
+        buf = held[(key, dtype)] = np.empty(size, dtype)
+    return buf[:size]
+
+
+def _im2col(x: np.ndarray, g: Any, cols: np.ndarray) -> None:
+    """Copy the windows of ``x`` (m samples) into ``cols``, a view of shape ``(m, C, kh, kw,
+    OH, OW)`` in the GEMM's layout (numpy's strided copy: as fast as a numba loop over rows
+    this short, which pays a slice per row)."""
+    view = windows(pad_spatial(x, g.pad, g.pad), g.kernel, g.stride, g.dilate, g.out)
+    np.copyto(cols, view)
 
 
 def conv_forward(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
@@ -83,10 +107,11 @@ def conv_forward(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
         np.matmul(w2, x.reshape(n, ck, p), out=y.reshape(n, o, p))
     else:
         parts = _chunks(n, ck * p)
-        cols = np.empty((parts[0][1], ck) + tuple(g.out), x.dtype)
+        flat = scratch("cols", parts[0][1] * ck * p, x.dtype)
         for s, m in parts:
-            run_split(window.im2col, m, m * ck * p, [x[s:s + m], cols[:m]] + _geometry(g))
-            np.matmul(w2, cols[:m].reshape(m, ck, p), out=y[s:s + m].reshape(m, o, p))
+            cols = flat[:m * ck * p]
+            _im2col(x[s:s + m], g, cols.reshape((m, x.shape[1]) + w.shape[2:] + tuple(g.out)))
+            np.matmul(w2, cols.reshape(m, ck, p), out=y[s:s + m].reshape(m, o, p))
     if len(xs) > 2:
         y += xs[2].reshape(o, 1, 1).astype(y.dtype, copy=False)
     return [y]
@@ -104,10 +129,11 @@ def conv_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
         np.matmul(wt, dy.reshape(n, o, p), out=dx.reshape(n, ck, p))
         return [dx]
     parts = _chunks(n, ck * p)
-    cols = np.empty((parts[0][1], ck) + tuple(g.out), dy.dtype)
+    flat = scratch("cols", parts[0][1] * ck * p, dy.dtype)
     for s, m in parts:
-        np.matmul(wt, dy[s:s + m].reshape(m, o, p), out=cols[:m].reshape(m, ck, p))
-        run_split(window.col2im, m, m * ck * p, [cols[:m], dx[s:s + m]] + _geometry(g))
+        cols = flat[:m * ck * p].reshape((m, ck) + tuple(g.out))
+        np.matmul(wt, dy[s:s + m].reshape(m, o, p), out=cols.reshape(m, ck, p))
+        run_split(window.col2im, m, m * ck * p, [cols, dx[s:s + m]] + _geometry(g))
     return [dx]
 
 
@@ -116,20 +142,22 @@ def conv_weight(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
     dy, x = xs[0], np.ascontiguousarray(xs[1])
     g = conv_window(a, x.shape)
     n, o, p = dy.shape[0], dy.shape[1], prod(g.out)
-    ck = x.shape[1] * prod(g.kernel)
+    c, ck = x.shape[1], x.shape[1] * prod(g.kernel)
     dw = np.empty((o, ck), dy.dtype)
     parts = _chunks(n, ck * p)
-    flat = np.empty(parts[0][1] * ck * p, dy.dtype)
+    flat = scratch("cols", parts[0][1] * ck * p, dy.dtype)
+    flat_dy = scratch("ograd", parts[0][1] * o * p, dy.dtype)
     part = np.empty((o, ck), dy.dtype) if len(parts) > 1 else dw
     for k, (s, m) in enumerate(parts):
-        cols = flat[:ck * m * p].reshape(ck, m, p)  # (C*k*k, samples, pixels)
-        run_split(window.im2col, m, m * ck * p, [x[s:s + m], cols.transpose(1, 0, 2).reshape(
-            (m, ck) + tuple(g.out))] + _geometry(g))
-        dyt = np.ascontiguousarray(dy[s:s + m].reshape(m, o, p).transpose(1, 0, 2))
+        cols = flat[:ck * m * p]  # (C*kh*kw, samples, pixels): one GEMM operand
+        _im2col(x[s:s + m], g, cols.reshape((c,) + tuple(g.kernel) + (m,) + tuple(g.out))
+                .transpose(3, 0, 1, 2, 4, 5))
+        dyt = flat_dy[:o * m * p].reshape(o, m, p)
+        np.copyto(dyt, dy[s:s + m].reshape(m, o, p).transpose(1, 0, 2))
         np.matmul(dyt.reshape(o, m * p), cols.reshape(ck, m * p).T, out=dw if k == 0 else part)
         if k:
             dw += part
-    return [dw.reshape((o, x.shape[1]) + tuple(g.kernel))]
+    return [dw.reshape((o, c) + tuple(g.kernel))]
 
 
 @lru_cache(maxsize=256)
