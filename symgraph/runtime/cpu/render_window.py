@@ -1,16 +1,21 @@
-"""Python (numba) source of max-pooling kernels, one per window geometry, with the window's
-cells unrolled: the compiled CPU backend's Pooling and ``_backward_Pooling``.
+"""Python (numba) source of the compiled CPU backend's sliding-window kernels, one per window
+geometry with the geometry written in as constants: max pooling forward and backward (the
+window's cells unrolled) and the convolution's im2col and col2im (``layers.py``).
 
-A kernel with ``kh*kw`` constant cells keeps every value in registers and its backward picks
-each window's first maximum with selects instead of branches; a generic loop over the window
-(``window.py`` style) took as long as numpy's pass per kernel offset, and the branchy backward
-was slowed by mispredictions on every window. Kernels are written and loaded like the
+Constants matter here: a max-pooling kernel with ``kh*kw`` constant cells keeps every value in
+registers and its backward picks each window's first maximum with selects instead of branches
+(a loop over a window given at run time took as long as numpy's pass per kernel offset, and
+its branches mispredicted on every window: 3x slower). im2col and col2im go through a small
+padded copy of each plane, so every index is a non-negative sum of loop counters and constants:
+no bounds tests and no wraparound checks in the inner loops (numba's kernels over run-time
+geometry spent more per 14-element row than numpy's strided copy). Kernels are written and loaded like the
 elementwise ones (``kernels.load``: a module per kernel in the cache folder, numba's disk cache
 beside it), named by a hash of their source.
 
-Both kernels take ``lo, hi`` (the planes, ``N*C``, this call computes) and 3-D arrays of
-planes. Only windows that lie inside the input are compiled (no padding, ``valid``
-convention): :func:`why_not_window` says why another geometry runs the numpy reference.
+Every kernel takes ``lo, hi`` first: the planes (``N*C``, pooling) or samples (im2col,
+col2im) this call computes. Pooling compiles only windows that lie inside the input (no
+padding, ``valid`` convention): :func:`why_not_window` says why another geometry runs the
+numpy reference.
 
 Example::
 
@@ -92,6 +97,61 @@ def render_pool_backward(kernel: Pair, stride: Pair, dtype: str, cover: bool) ->
     cov = "t" if cover else "a"
     return _module(f"maxpoolgrad{kernel[0]}x{kernel[1]}s{stride[0]}x{stride[1]}{cov}",
                    "lo, hi, dy, x, y, dx", body, dtype)
+
+
+Geometry = tuple[int, ...]
+"""(kh, kw, sh, sw, ph, pw, dh, dw) of a 2-D convolution."""
+
+_PADDED = """    oh_n = cols.shape[2]
+    ow_n = cols.shape[3]
+    c_n = {x}.shape[1]
+    h = {x}.shape[2]
+    w = {x}.shape[3]
+    pad = np.zeros((max((oh_n - 1) * {sh} + {eh}, {ph} + h),
+                    max((ow_n - 1) * {sw} + {ew}, {pw} + w)), {x}.dtype)
+    for s in range(lo, hi):
+        for c in range(c_n):"""
+_ROWS = """            for k in range({kk}):
+                i = k // {kw}
+                j = k - i * {kw}
+                ck = {cell}
+                for oh in range(oh_n):
+                    prow = pad[oh * {sh} + i * {dh}]
+                    crow = ck[oh]
+                    for ow in range(ow_n):
+                        {statement}"""
+
+
+def _window_body(g: Geometry, x: str, rows_first: bool, statement: str, before: str,
+                 after: str) -> list[str]:
+    """A kernel body running ``statement`` for each cell of each window of each plane, over
+    a zero-padded copy ``pad`` of the plane (``before``/``after``: per plane)."""
+    kh, kw, sh, sw, ph, pw, dh, dw = g
+    cell = "cols[c * {0} + k, s]" if rows_first else "cols[s, c * {0} + k]"
+    fmt = {"x": x, "sh": sh, "sw": sw, "ph": ph, "pw": pw, "dh": dh, "kw": kw,
+           "kk": kh * kw, "eh": (kh - 1) * dh + 1, "ew": (kw - 1) * dw + 1,
+           "cell": cell.format(kh * kw), "statement": statement.format(sw=sw, dw=dw)}
+    return (_PADDED.format(**fmt).split("\n") + ["            " + before.format(**fmt)]
+            + _ROWS.format(**fmt).split("\n")
+            + ([("            " + after.format(**fmt))] if after else []))
+
+
+def render_im2col(g: Geometry, dtype: str, rows_first: bool) -> Kernel:
+    """The kernel ``(lo, hi, x, cols)``: ``cols[s, (c, i, j), oh, ow] = x[s, c, oh*sh - ph +
+    i*dh, ow*sw - pw + j*dw]`` (0 in the padding); ``rows_first``: ``cols`` is laid out
+    ``((c, i, j), s, oh, ow)`` instead (the weight gradient's GEMM operand)."""
+    body = _window_body(g, "x", rows_first, "crow[ow] = prow[ow * {sw} + j * {dw}]",
+                        "pad[{ph}:{ph} + h, {pw}:{pw} + w] = x[s, c]", "")
+    return _module(f"im2col{'_t' if rows_first else ''}_" + "_".join(map(str, g)),
+                   "lo, hi, x, cols", body, dtype)
+
+
+def render_col2im(g: Geometry, dtype: str) -> Kernel:
+    """The kernel ``(lo, hi, cols, dx)``, the adjoint of :func:`render_im2col`'s: ``dx[s]``
+    is the sum of every column entry of ``cols[s]`` on the cell it was read from."""
+    body = _window_body(g, "dx", False, "prow[ow * {sw} + j * {dw}] += crow[ow]",
+                        "pad[:] = 0", "dx[s, c] = pad[{ph}:{ph} + h, {pw}:{pw} + w]")
+    return _module("col2im_" + "_".join(map(str, g)), "lo, hi, cols, dx", body, dtype)
 
 
 def _module(stem: str, params: str, body: list[str], dtype: str) -> Kernel:
