@@ -234,6 +234,8 @@ def layer_compute(family: str, params: dict, attrs: Attrs, shapes: Sequence[tupl
     ``attrs``, input shapes ``shapes`` and dtypes ``dtypes``, or None and why it runs the
     numpy reference."""
     found = LAYERS.get((family, params.get("call")))
+    if params.get("transposed"):  # Deconvolution's calls: data and weights swap roles
+        return None, f"transposed {family!r} (compiled: Convolution's calls)"
     if found is None:
         return None, f"no compiled {family!r} kernels"
     kinds = sorted({np.dtype(d).name for d in dtypes})
