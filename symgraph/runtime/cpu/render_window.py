@@ -110,7 +110,7 @@ _PADDED = """    oh_n = cols.shape[2]
     pad = np.zeros((max((oh_n - 1) * {sh} + {eh}, {ph} + h),
                     max((ow_n - 1) * {sw} + {ew}, {pw} + w)), {x}.dtype)
     for s in range(lo, hi):
-        for c in range(c_n):"""
+{per_sample}        for c in range(c_n):"""
 _ROWS = """            for k in range({kk}):
                 i = k // {kw}
                 j = k - i * {kw}
@@ -123,27 +123,32 @@ _ROWS = """            for k in range({kk}):
 
 
 def _window_body(g: Geometry, x: str, rows_first: bool, statement: str, before: str,
-                 after: str) -> list[str]:
+                 after: str, per_sample: str = "") -> list[str]:
     """A kernel body running ``statement`` for each cell of each window of each plane, over
-    a zero-padded copy ``pad`` of the plane (``before``/``after``: per plane)."""
+    a zero-padded copy ``pad`` of the plane (``before``/``after``: per plane; ``per_sample``:
+    a line run first for each sample)."""
     kh, kw, sh, sw, ph, pw, dh, dw = g
     cell = "cols[c * {0} + k, s]" if rows_first else "cols[s, c * {0} + k]"
     fmt = {"x": x, "sh": sh, "sw": sw, "ph": ph, "pw": pw, "dh": dh, "kw": kw,
            "kk": kh * kw, "eh": (kh - 1) * dh + 1, "ew": (kw - 1) * dw + 1,
-           "cell": cell.format(kh * kw), "statement": statement.format(sw=sw, dw=dw)}
+           "cell": cell.format(kh * kw), "statement": statement.format(sw=sw, dw=dw),
+           "per_sample": f"        {per_sample}\n" if per_sample else ""}
     return (_PADDED.format(**fmt).split("\n") + ["            " + before.format(**fmt)]
             + _ROWS.format(**fmt).split("\n")
             + ([("            " + after.format(**fmt))] if after else []))
 
 
-def render_im2col(g: Geometry, dtype: str, rows_first: bool) -> Kernel:
+def render_im2col(g: Geometry, dtype: str, rows_first: bool, ones: bool = False) -> Kernel:
     """The kernel ``(lo, hi, x, cols)``: ``cols[s, (c, i, j), oh, ow] = x[s, c, oh*sh - ph +
     i*dh, ow*sw - pw + j*dw]`` (0 in the padding); ``rows_first``: ``cols`` is laid out
-    ``((c, i, j), s, oh, ow)`` instead (the weight gradient's GEMM operand)."""
+    ``((c, i, j), s, oh, ow)`` instead (the weight gradient's GEMM operand). ``ones``: each
+    sample's columns have one more row, of ones (a bias column in the weights then adds the
+    bias in the GEMM instead of in a pass over the output)."""
     body = _window_body(g, "x", rows_first, "crow[ow] = prow[ow * {sw} + j * {dw}]",
-                        "pad[{ph}:{ph} + h, {pw}:{pw} + w] = x[s, c]", "")
-    return _module(f"im2col{'_t' if rows_first else ''}_" + "_".join(map(str, g)),
-                   "lo, hi, x, cols", body, dtype)
+                        "pad[{ph}:{ph} + h, {pw}:{pw} + w] = x[s, c]", "",
+                        "cols[s, cols.shape[1] - 1] = 1" if ones else "")
+    tag = ("_t" if rows_first else "") + ("_1" if ones else "")
+    return _module(f"im2col{tag}_" + "_".join(map(str, g)), "lo, hi, x, cols", body, dtype)
 
 
 def render_col2im(g: Geometry, dtype: str) -> Kernel:
