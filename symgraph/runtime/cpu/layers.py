@@ -5,15 +5,17 @@ Each function here has its op's numpy reference's signature ``(attrs, inputs, ct
 outputs``; :func:`layer_compute` picks one from the op's lowering data (family, and for
 convolutions the ``call``: forward, data or filter) when the node fits, else says why not:
 
-* convolution (2-D, channels first, one group): forward is per-sample im2col into
-  ``(C*k*k, OH*OW)`` blocks and one batched GEMM writing NCHW directly (a 1x1 stride-1
-  convolution skips im2col); the data gradient is ``W^T @ dy[n]`` per sample, written into
-  the same blocks, then col2im straight into the NCHW gradient (the numpy reference transposes
-  ``dy`` and accumulates through a padded channel-first copy); the weight gradient builds
-  ``(C*k*k, n*OH*OW)`` columns with im2col writing through a transposed view, so one GEMM
-  with a transposed operand per batch chunk accumulates it.
-* max pooling (2-D) forward and backward: one pass over each plane (the numpy reference
-  makes a pass per kernel offset, and its backward a compare and a mask per offset).
+* convolution (2-D, channels first, one group): forward is im2col into per-sample
+  ``(C*kh*kw + 1, OH*OW)`` blocks (the last row ones: the bias is a column of the weights)
+  and one batched GEMM writing NCHW directly; the data gradient is ``W^T @ dy[n]`` per sample
+  into the same blocks, then col2im straight into the NCHW gradient (the numpy reference
+  transposes ``dy`` first and accumulates through a padded channel-first copy); the weight
+  gradient is one GEMM per batch chunk over ``(C*kh*kw, samples*OH*OW)`` columns (im2col
+  writes them in that layout), or, when the columns are smaller than ``dy``, per-sample GEMMs
+  summed. Columns live in a reused buffer of about a core's L2 cache per batch chunk.
+* max pooling (2-D, windows inside the input) forward and backward: one pass over each
+  plane with the window unrolled (the numpy reference makes a pass per kernel offset, and
+  its backward a compare and a mask per offset).
 
 Work is split over the backend's threads by samples or planes (``pool.run_split``); the GEMMs
 use BLAS's threads, which the program sets to the same budget.
