@@ -72,8 +72,9 @@ def _geometry(g: Any) -> tuple[int, ...]:
 
 @lru_cache(maxsize=256)
 def _window_kernel(kind: str, geometry: tuple, dtype: str) -> Callable:
-    """The loaded window kernel ``kind`` (im2col, im2col_t: rows first, im2col_1: with a
-    row of ones, col2im)."""
+    """The loaded window kernel ``kind``: im2col_1 (per sample, with a row of ones),
+    im2col_t (rows first, for one GEMM over samples) or col2im. Every layout a kernel more
+    to compile costs about 1.5 s on a model's first run."""
     if kind == "col2im":
         return load(render_col2im(geometry, dtype))
     return load(render_im2col(geometry, dtype, kind == "im2col_t", kind == "im2col_1"))
@@ -105,19 +106,18 @@ def conv_forward(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
     x, w = np.ascontiguousarray(xs[0]), xs[1]
     g = conv_window(a, x.shape)
     n, o, p = x.shape[0], w.shape[0], prod(g.out)
-    bias = len(xs) > 2
-    ck = w[0].size + bias
-    w2 = np.empty((o, ck), x.dtype)
-    w2[:, :w[0].size] = w.reshape(o, -1)
-    if bias:
-        w2[:, -1] = xs[2]
     y = np.empty((n, o) + tuple(g.out), x.dtype)
-    if _pointwise(g) and not bias:
-        np.matmul(w2, x.reshape(n, ck, p), out=y.reshape(n, o, p))
+    if _pointwise(g) and len(xs) == 2:
+        np.matmul(w.reshape(o, -1).astype(x.dtype, copy=False), x.reshape(n, -1, p),
+                  out=y.reshape(n, o, p))
         return [y]
+    ck = w[0].size + 1
+    w2 = np.empty((o, ck), x.dtype)
+    w2[:, :-1] = w.reshape(o, -1)
+    w2[:, -1] = xs[2] if len(xs) > 2 else 0  # (one kernel whether or not there is a bias)
     parts = _chunks(n, ck * p)
     flat = scratch("cols", parts[0][1] * ck * p, x.dtype)
-    im2col = _window_kernel("im2col_1" if bias else "im2col", _geometry(g), x.dtype.name)
+    im2col = _window_kernel("im2col_1", _geometry(g), x.dtype.name)
     for s, m in parts:
         cols = flat[:m * ck * p]
         run_split(im2col, m, m * ck * p, [x[s:s + m], cols.reshape((m, ck) + tuple(g.out))])
@@ -183,17 +183,17 @@ def _weight_by_samples(dy: np.ndarray, x: np.ndarray, g: Any) -> np.ndarray:
     channels: the seed CNN's conv1 has 9 rows for 32 filters), where transposing ``dy`` cost
     more than the GEMM (2.2 ms against 0.8 ms at batch 64)."""
     n, o, p = dy.shape[0], dy.shape[1], prod(g.out)
-    ck = x.shape[1] * prod(g.kernel)
+    ck = x.shape[1] * prod(g.kernel) + 1  # the forward's columns: its kernel, no other
     dw = np.zeros((o, ck), dy.dtype)
     parts = _chunks(n, ck * p)
     flat = scratch("cols", parts[0][1] * ck * p, dy.dtype)
-    im2col = _window_kernel("im2col", _geometry(g), x.dtype.name)
+    im2col = _window_kernel("im2col_1", _geometry(g), x.dtype.name)
     for s, m in parts:
         cols = flat[:m * ck * p].reshape((m, ck) + tuple(g.out))
         run_split(im2col, m, m * ck * p, [x[s:s + m], cols])
         dw += np.matmul(dy[s:s + m].reshape(m, o, p), cols.reshape(m, ck, p).transpose(
             0, 2, 1)).sum(axis=0)
-    return dw
+    return dw[:, :-1]  # (the last column, against the ones, is the bias gradient)
 
 
 @lru_cache(maxsize=256)
