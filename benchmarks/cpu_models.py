@@ -15,20 +15,28 @@ import numpy as np
 Params = dict[str, Any]
 
 
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+"""``--clock``: wall clock, or the process's CPU time (all its threads; steadier on a shared
+machine for one-thread runs)."""
+
+
 def step_times(fn: Callable[[], Optional[float]], repeat: int, warm: int,
-               between: Optional[Callable[[], Any]] = None) -> list[float]:
-    """Wall-clock milliseconds of ``repeat`` calls of ``fn`` after ``warm`` untimed calls, or
-    what ``fn`` returns where it times itself (an epoch, without binding); ``between``
-    (untimed) runs before each call (another library's work in the same process)."""
+               between: Optional[Callable[[], Any]] = None, clock: str = "wall"
+               ) -> list[float]:
+    """Milliseconds (on ``CLOCKS[clock]``) of ``repeat`` calls of ``fn`` after ``warm``
+    untimed calls, or what ``fn`` returns where it times itself (an epoch, without binding);
+    ``between`` (untimed) runs before each call (another library's work in the same
+    process)."""
+    now = CLOCKS[clock]
     for _ in range(warm):
         fn()
     out = []
     for _ in range(repeat):
         if between is not None:
             between()
-        t0 = time.perf_counter()
+        t0 = now()
         own = fn()
-        out.append(own if isinstance(own, float) else (time.perf_counter() - t0) * 1e3)
+        out.append(own if isinstance(own, float) else (now() - t0) * 1e3)
     return out
 
 
