@@ -22,7 +22,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as sg  # noqa: E402
-from benchmarks.cpu_models import cnn_inputs  # noqa: E402
+from benchmarks.cpu_models import bind_cnn  # noqa: E402
 from symgraph.core.registry import RunCtx  # noqa: E402
 from symgraph.interop.models.simple_cnn import build  # noqa: E402
 from symgraph.runtime.backend.threads import blas_threads  # noqa: E402
@@ -33,18 +33,7 @@ BACKENDS = ("numpy", "compiled")
 def executor(backend: str, batch: int) -> Any:
     """A training executor of the seed CNN bound under ``SYMGRAPH_CPU=backend``."""
     os.environ["SYMGRAPH_CPU"] = backend
-    sym = build()
-    arrays = cnn_inputs(batch)
-    req = {n: "null" if n in ("data", "softmax_label") else "write"
-           for n in sym.list_arguments()}
-    exe = sym.simple_bind(sg.cpu(), grad_req=req, data=arrays["data"].shape)
-    exe.arg_dict["data"][:] = arrays["data"]
-    exe.arg_dict["softmax_label"][:] = arrays["label"]
-    rng = np.random.default_rng(1)
-    for name, r in req.items():
-        if r == "write":
-            exe.arg_dict[name][:] = rng.normal(size=exe.arg_dict[name].shape) * 0.05
-    return exe
+    return bind_cnn(sg, build(), batch)
 
 
 def cpu_ms(fn: Callable[[], Any]) -> float:

@@ -59,6 +59,17 @@ def tokens(p: Params) -> tuple[np.ndarray, np.ndarray]:
 def executor_step(lib: Any, sym: Any, batch: int) -> Callable[[], None]:
     """Forward + backward of the seed CNN ``sym`` through ``lib``'s executor (no gradient
     for the data), weights N(0, 0.05)."""
+    exe = bind_cnn(lib, sym, batch)
+
+    def step() -> None:
+        exe.forward(is_train=True)
+        exe.backward()
+        exe.grad_dict["fc2_weight"].wait_to_read()
+    return step
+
+
+def bind_cnn(lib: Any, sym: Any, batch: int) -> Any:
+    """The training executor of :func:`executor_step`, its inputs and weights set."""
     arrays = cnn_inputs(batch)
     req = {n: "null" if n in ("data", "softmax_label") else "write" for n in sym.list_arguments()}
     exe = sym.simple_bind(lib.cpu(), grad_req=req, data=arrays["data"].shape)
@@ -68,12 +79,7 @@ def executor_step(lib: Any, sym: Any, batch: int) -> Callable[[], None]:
     for name, r in req.items():
         if r == "write":
             exe.arg_dict[name][:] = rng.normal(size=exe.arg_dict[name].shape) * 0.05
-
-    def step() -> None:
-        exe.forward(is_train=True)
-        exe.backward()
-        exe.grad_dict["fc2_weight"].wait_to_read()
-    return step
+    return exe
 
 
 def gluon_resnet(lib: Any, p: Params) -> Callable[[], None]:
