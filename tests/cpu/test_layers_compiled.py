@@ -207,4 +207,12 @@ def test_threads_split_samples_and_planes(compiled: Path, rng: np.random.Generat
     np.testing.assert_allclose(layers.conv_forward(a, [x, w], None)[0], y, rtol=1e-12)
     np.testing.assert_allclose(layers.conv_data(a, [dy, w, x], None)[0], dx, rtol=1e-12)
     np.testing.assert_allclose(layers.conv_weight(a, [dy, x], None)[0], dw, rtol=1e-12)
-    assert calls == [5, 5, 5]
+    px = rng.normal(size=(2, 3, 8, 6)).astype(np.float32)
+    pa = parse_attrs(get_op("Pooling").params, {"kernel": (2, 2), "stride": (2, 2)}, "")
+    py = layers.max_pool(pa, [px], None)[0]
+    pdy = rng.normal(size=py.shape).astype(np.float32)
+    want_y, want_dx = _pool_reference(px, pdy, (2, 2), (2, 2))
+    np.testing.assert_array_equal(py, want_y.astype(np.float32))
+    np.testing.assert_allclose(layers.max_pool_grad(pa, [pdy, px, py], None)[0], want_dx,
+                               rtol=1e-6)
+    assert calls == [5, 5, 5, 6, 6]  # samples, then N*C planes
