@@ -4,6 +4,7 @@ the kernel offsets, and the steps of a small CNN against the numpy backend."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 import pytest
@@ -26,7 +27,7 @@ def _conv_attrs(kernel: tuple, stride: tuple, pad: tuple, dilate: tuple, filters
 
 
 def _taps(x: np.ndarray, kernel: tuple, stride: tuple, pad: tuple, dilate: tuple,
-          out: tuple):
+          out: tuple) -> Iterator[tuple[tuple[int, int], np.ndarray, tuple]]:
     """For each kernel offset (i, j): the padded float64 input's cells it reads, as an
     ``(N, C, OH, OW)`` view, and the index of those cells in the padded array."""
     xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pad[0],) * 2, (pad[1],) * 2))
@@ -98,6 +99,14 @@ def test_batch_chunks_accumulate_the_weight_gradient(compiled: Path, rng: np.ran
     np.testing.assert_allclose(layers.conv_weight(a, [dy, x], None)[0], dw, rtol=1e-12)
     np.testing.assert_allclose(layers.conv_data(a, [dy, w, x], None)[0], dx, rtol=1e-12)
     np.testing.assert_allclose(layers.conv_forward(a, [x, w], None)[0], y, rtol=1e-12)
+
+
+def test_an_empty_batch_gives_empty_and_zero_gradients(compiled: Path) -> None:
+    a = _conv_attrs(*CONV_GEOMETRIES[0], filters=3)
+    x, w, dy = np.zeros((0, 2, 5, 5)), np.ones((3, 2, 3, 3)), np.zeros((0, 3, 5, 5))
+    assert layers.conv_forward(a, [x, w], None)[0].shape == (0, 3, 5, 5)
+    assert layers.conv_data(a, [dy, w, x], None)[0].shape == (0, 2, 5, 5)
+    np.testing.assert_array_equal(layers.conv_weight(a, [dy, x], None)[0], np.zeros(w.shape))
 
 
 def _pool_reference(x: np.ndarray, dy: np.ndarray, kernel: tuple, stride: tuple

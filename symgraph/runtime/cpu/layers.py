@@ -64,6 +64,11 @@ def _chunks(n: int, per_sample: int) -> list[tuple[int, int]]:
     return [(s, min(step, n - s)) for s in range(0, n, step)]
 
 
+def _largest(parts: list[tuple[int, int]]) -> int:
+    """Samples in the largest chunk (0 for an empty batch)."""
+    return max((m for _, m in parts), default=0)
+
+
 def _geometry(g: Any) -> tuple[int, ...]:
     """(kh, kw, sh, sw, ph, pw, dh, dw): what a window kernel is rendered for."""
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = g.kernel, g.stride, g.pad, g.dilate
@@ -116,7 +121,7 @@ def conv_forward(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
     w2[:, :-1] = w.reshape(o, -1)
     w2[:, -1] = xs[2] if len(xs) > 2 else 0  # (one kernel whether or not there is a bias)
     parts = _chunks(n, ck * p)
-    flat = scratch("cols", parts[0][1] * ck * p, x.dtype)
+    flat = scratch("cols", _largest(parts) * ck * p, x.dtype)
     im2col = _window_kernel("im2col_1", _geometry(g), x.dtype.name)
     for s, m in parts:
         cols = flat[:m * ck * p]
@@ -137,7 +142,7 @@ def conv_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
         np.matmul(wt, dy.reshape(n, o, p), out=dx.reshape(n, ck, p))
         return [dx]
     parts = _chunks(n, ck * p)
-    flat = scratch("cols", parts[0][1] * ck * p, dy.dtype)
+    flat = scratch("cols", _largest(parts) * ck * p, dy.dtype)
     for s, m in parts:
         cols = flat[:m * ck * p].reshape((m, ck) + tuple(g.out))
         np.matmul(wt, dy[s:s + m].reshape(m, o, p), out=cols.reshape(m, ck, p))
@@ -160,10 +165,10 @@ def _weight_one_gemm(dy: np.ndarray, x: np.ndarray, g: Any) -> np.ndarray:
     ``(O, samples, pixels)`` (transposed: the GEMM ran 10 % faster this way round)."""
     n, o, p = dy.shape[0], dy.shape[1], prod(g.out)
     ck = x.shape[1] * prod(g.kernel)
-    dwt = np.empty((ck, o), dy.dtype)
+    dwt = np.zeros((ck, o), dy.dtype)  # (zeros: an empty batch has no chunk)
     parts = _chunks(n, ck * p)
-    flat = scratch("cols", parts[0][1] * ck * p, dy.dtype)
-    flat_dy = scratch("ograd", parts[0][1] * o * p, dy.dtype)
+    flat = scratch("cols", _largest(parts) * ck * p, dy.dtype)
+    flat_dy = scratch("ograd", _largest(parts) * o * p, dy.dtype)
     part = np.empty((ck, o), dy.dtype) if len(parts) > 1 else dwt
     im2col = _window_kernel("im2col_t", _geometry(g), x.dtype.name)
     for k, (s, m) in enumerate(parts):
@@ -186,7 +191,7 @@ def _weight_by_samples(dy: np.ndarray, x: np.ndarray, g: Any) -> np.ndarray:
     ck = x.shape[1] * prod(g.kernel) + 1  # the forward's columns: its kernel, no other
     dw = np.zeros((o, ck), dy.dtype)
     parts = _chunks(n, ck * p)
-    flat = scratch("cols", parts[0][1] * ck * p, dy.dtype)
+    flat = scratch("cols", _largest(parts) * ck * p, dy.dtype)
     im2col = _window_kernel("im2col_1", _geometry(g), x.dtype.name)
     for s, m in parts:
         cols = flat[:m * ck * p].reshape((m, ck) + tuple(g.out))
