@@ -5,8 +5,8 @@ and the same way, step by step, but each step that has a compiled form runs that
 its op's numpy reference: the fused elementwise/broadcast groups (``group.py``: one numba
 loop nest per group, split over the backend's threads), 2-D convolutions and their gradients
 and max pooling and its gradient (``layers.py``), also as a fused group's head. Every other
-step is the numpy reference. Which steps fall back, and why, is decided when the program is built and listed by
-:meth:`CompiledProgram.fallbacks`.
+step is the numpy reference. Which steps fall back, and why, is decided when the program is
+built and listed by :meth:`CompiledProgram.fallbacks`.
 
 Example::
 

@@ -8,9 +8,9 @@ registers and its backward picks each window's first maximum with selects instea
 its branches mispredicted on every window: 3x slower). im2col and col2im go through a small
 padded copy of each plane, so every index is a non-negative sum of loop counters and constants:
 no bounds tests and no wraparound checks in the inner loops (numba's kernels over run-time
-geometry spent more per 14-element row than numpy's strided copy). Kernels are written and loaded like the
-elementwise ones (``kernels.load``: a module per kernel in the cache folder, numba's disk cache
-beside it), named by a hash of their source.
+geometry spent more per 14-element row than numpy's strided copy). Kernels are written and
+loaded like the elementwise ones (``kernels.load``: a module per kernel in the cache folder,
+numba's disk cache beside it), named by a hash of their source.
 
 Every kernel takes ``lo, hi`` first: the planes (``N*C``, pooling) or samples (im2col,
 col2im) this call computes. Pooling compiles only windows that lie inside the input (no
@@ -87,7 +87,8 @@ def render_pool_backward(kernel: Pair, stride: Pair, dtype: str, cover: bool) ->
     body += ["        for oh in range(yp.shape[0]):"] + _rows(kernel, stride, ("xp", "dxp"))
     body += ["            yr = yp[oh]", "            gr = gp[oh]",
              "            for ow in range(yp.shape[1]):", f"                c = ow * {stride[1]}",
-             "                t = yr[ow]", "                g = gr[ow]", "                f = False"]
+             "                t = yr[ow]", "                g = gr[ow]",
+             "                f = False"]
     store = "=" if cover else "+="
     for k, i, j in _cells(kernel):
         # h_k: this cell is the window's first maximum (f: one before it was)
