@@ -184,6 +184,30 @@ def test_a_cnn_runs_its_layers_compiled_and_matches_numpy(
         np.testing.assert_allclose(got[k], want[k], rtol=2e-5, atol=2e-5, err_msg=k)
 
 
+@pytest.mark.parametrize("dtype,tol", [("float16", 2e-3), ("bfloat16", 1.6e-2)])
+def test_narrow_dtypes_compute_in_float32(compiled: Path, rng: np.random.Generator,
+                                          monkeypatch: pytest.MonkeyPatch, dtype: str,
+                                          tol: float) -> None:
+    net = _cnn({"kernel": (2, 2), "stride": (2, 2)})
+    shapes = {"data": (2, 3, 8, 8), "c1_weight": (4, 3, 3, 3), "c1_bias": (4,),
+              "c2_weight": (4, 4, 3, 3), "c2_bias": (4,), "w": (2, 4, 4, 4)}
+    arrays = {k: rng.normal(size=v) * 0.5 for k, v in shapes.items()}
+
+    def grads() -> dict:
+        args = {k: sg.nd.array(v, dtype=dtype) for k, v in arrays.items()}
+        exe = net.bind(sg.cpu(), args, args_grad={k: sg.nd.zeros(v.shape, dtype=dtype)
+                                                  for k, v in arrays.items()})
+        exe.forward(is_train=True)
+        exe.backward()
+        return {k: exe.grad_dict[k].asnumpy().astype(np.float64) for k in arrays}
+    got = grads()
+    monkeypatch.setenv("SYMGRAPH_CPU", "numpy")
+    want = grads()
+    for k in arrays:
+        np.testing.assert_allclose(got[k], want[k], rtol=tol, atol=tol * np.abs(want[k]).max(),
+                                   err_msg=k)
+
+
 @pytest.mark.parametrize("pool_attrs,num_group,why", [
     ({"kernel": (2, 2), "stride": (2, 2), "pad": (1, 1)}, 1, "pad (1, 1)"),
     ({"kernel": (2, 2), "stride": (2, 2), "pool_type": "avg"}, 1, "pool_type='avg'"),
