@@ -15,20 +15,28 @@ import numpy as np
 Params = dict[str, Any]
 
 
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+"""``--clock``: wall clock, or the process's CPU time (all its threads; steadier on a shared
+machine for one-thread runs)."""
+
+
 def step_times(fn: Callable[[], Optional[float]], repeat: int, warm: int,
-               between: Optional[Callable[[], Any]] = None) -> list[float]:
-    """Wall-clock milliseconds of ``repeat`` calls of ``fn`` after ``warm`` untimed calls, or
-    what ``fn`` returns where it times itself (an epoch, without binding); ``between``
-    (untimed) runs before each call (another library's work in the same process)."""
+               between: Optional[Callable[[], Any]] = None, clock: str = "wall"
+               ) -> list[float]:
+    """Milliseconds (on ``CLOCKS[clock]``) of ``repeat`` calls of ``fn`` after ``warm``
+    untimed calls, or what ``fn`` returns where it times itself (an epoch, without binding);
+    ``between`` (untimed) runs before each call (another library's work in the same
+    process)."""
+    now = CLOCKS[clock]
     for _ in range(warm):
         fn()
     out = []
     for _ in range(repeat):
         if between is not None:
             between()
-        t0 = time.perf_counter()
+        t0 = now()
         own = fn()
-        out.append(own if isinstance(own, float) else (time.perf_counter() - t0) * 1e3)
+        out.append(own if isinstance(own, float) else (now() - t0) * 1e3)
     return out
 
 
@@ -51,6 +59,17 @@ def tokens(p: Params) -> tuple[np.ndarray, np.ndarray]:
 def executor_step(lib: Any, sym: Any, batch: int) -> Callable[[], None]:
     """Forward + backward of the seed CNN ``sym`` through ``lib``'s executor (no gradient
     for the data), weights N(0, 0.05)."""
+    exe = bind_cnn(lib, sym, batch)
+
+    def step() -> None:
+        exe.forward(is_train=True)
+        exe.backward()
+        exe.grad_dict["fc2_weight"].wait_to_read()
+    return step
+
+
+def bind_cnn(lib: Any, sym: Any, batch: int) -> Any:
+    """The training executor of :func:`executor_step`, its inputs and weights set."""
     arrays = cnn_inputs(batch)
     req = {n: "null" if n in ("data", "softmax_label") else "write" for n in sym.list_arguments()}
     exe = sym.simple_bind(lib.cpu(), grad_req=req, data=arrays["data"].shape)
@@ -60,12 +79,7 @@ def executor_step(lib: Any, sym: Any, batch: int) -> Callable[[], None]:
     for name, r in req.items():
         if r == "write":
             exe.arg_dict[name][:] = rng.normal(size=exe.arg_dict[name].shape) * 0.05
-
-    def step() -> None:
-        exe.forward(is_train=True)
-        exe.backward()
-        exe.grad_dict["fc2_weight"].wait_to_read()
-    return step
+    return exe
 
 
 def gluon_resnet(lib: Any, p: Params) -> Callable[[], None]:

@@ -2,6 +2,7 @@
 
     /tmp/cpuvenv/bin/python benchmarks/cpu_step.py [--rows cnn64 resnet18_b1 ...]
         [--columns numpy torch ...] [--repeat N] [--rounds N] [--threads N] [--busy N] [--small]
+        [--clock wall|cpu]
 
 Rows: the seed CNN's training step (forward + backward) at batch 64 and 256, ResNet-18 v1
 inference at batch 1 and 32 (224 px), an LSTM language model's SGD step (Embedding, 2-layer
@@ -127,7 +128,7 @@ def measure(column: str, row: Row, a: argparse.Namespace, data: Optional[str],
     params = json.dumps(row.small if a.small else row.full)
     repeat = a.repeat or (2 if a.small else row.repeat)
     common = ["--kind", row.kind, "--params", params, "--repeat", str(repeat),
-              "--warm", str(row.warm)] + (["--data", data] if data else [])
+              "--warm", str(row.warm), "--clock", a.clock] + (["--data", data] if data else [])
     env = {"OMP_NUM_THREADS": str(a.threads)} if a.threads else {}
     if backend == "mxnet":
         return child([have["mxnet"], str(ROOT / "benchmarks" / "cpu_step_mxnet.py"), *common],
@@ -159,7 +160,7 @@ def worker(a: argparse.Namespace) -> None:
         between = torch_op
     builders = TORCH if a.worker == "torch" else SYMGRAPH
     fn = builders[a.kind](a.params, data)
-    print(json.dumps(step_times(fn, a.repeat, a.warm, between)))
+    print(json.dumps(step_times(fn, a.repeat, a.warm, between, a.clock)))
 
 
 def cell(times: Optional[list[float]], unit: str) -> str:
@@ -223,7 +224,8 @@ def run(a: argparse.Namespace) -> str:
             f"{a.threads or 'each framework default'} (symgraph's budget {budget}), "
             f"{a.busy} busy-loop processes beside, "
             f"load average {load:.2f} before / {os.getloadavg()[0]:.2f} after; median of "
-            f"{a.rounds} round(s) of {a.repeat or 'default'} repeats, wall clock"
+            f"{a.rounds} round(s) of {a.repeat or 'default'} repeats, "
+            f"{'CPU time' if a.clock == 'cpu' else 'wall clock'}"
             f"{', small sizes' if a.small else ''}\n" + table(a.rows, got))
 
 
@@ -239,6 +241,8 @@ def main(argv: Optional[list[str]] = None) -> None:
     ap.add_argument("--threads", type=int, default=0, help="0: each framework's default")
     ap.add_argument("--busy", type=int, default=0, help="busy-loop processes beside")
     ap.add_argument("--small", action="store_true", help="tiny sizes (seconds in all)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                    help="wall clock, or each child's CPU time (steadier on a shared box)")
     ap.add_argument("--mxnet-python", default=MXNET_PYTHON, help="MXNet 1.9.1's python")
     ap.add_argument("--worker", choices=("symgraph", "torch"), help=argparse.SUPPRESS)
     ap.add_argument("--kind", help=argparse.SUPPRESS)

@@ -77,11 +77,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--warm", type=int, default=1)
     ap.add_argument("--data", default=None, help="an .npz of x, y (the MNIST rows)")
+    ap.add_argument("--clock", choices=("wall", "cpu"), default="wall")
     a = ap.parse_args()
     import mxnet as mx
     data = dict(np.load(a.data)) if a.data else None
     fn = KINDS[a.kind](mx, a.params, data)
-    print(json.dumps(step_times(fn, a.repeat, a.warm)))
+    print(json.dumps(step_times(fn, a.repeat, a.warm, clock=a.clock)))
 
 
 if __name__ == "__main__":

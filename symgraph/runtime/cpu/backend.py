@@ -2,10 +2,11 @@
 
 It runs the schedule the numpy backend runs (the same passes, fusion groups and memory plan)
 and the same way, step by step, but each step that has a compiled form runs that instead of
-its op's numpy reference: today the fused elementwise/broadcast groups (``group.py``: one
-numba loop nest per group, split over the backend's threads). Every other step is the numpy
-reference. Which steps fall back, and why, is decided when the program is built and listed by
-:meth:`CompiledProgram.fallbacks`.
+its op's numpy reference: the fused elementwise/broadcast groups (``group.py``: one numba
+loop nest per group, split over the backend's threads), 2-D convolutions and their gradients
+and max pooling and its gradient (``layers.py``), also as a fused group's head. Every other
+step is the numpy reference. Which steps fall back, and why, is decided when the program is
+built and listed by :meth:`CompiledProgram.fallbacks`.
 
 Example::
 
@@ -33,6 +34,7 @@ from ..backend import numpy_backend
 from ..backend.numpy_backend import NumpyProgram
 from ..cuda.actions import lowering_of
 from .group import FusedStep, compute_dtype, why_not
+from .layers import LAYERS, op_layer
 
 MIN_ELEMENTS = 1 << 12
 """Groups whose largest output has fewer elements run the numpy reference: there numpy takes
@@ -72,14 +74,28 @@ def _group(schedule: Schedule, k: int, stem: str, exprs: Sequence[Expr], shapes:
 
 
 def _fused(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
-    """A ``_fused`` group: its formulas after its head, if it has one (numpy reference)."""
+    """A ``_fused`` group: its formulas after its head, if it has one (compiled where
+    ``layers.py`` has the head's op, else its numpy reference)."""
     step = schedule.steps[k]
     a, dt = step.node.attrs, schedule.dtypes
     head = a["head"]
     ins = [dt[s] for s in step.inputs]
     expr_types = ins if head is None else [dt[step.outputs[0]]] + ins[head[2]:]
-    return _group(schedule, k, a["name"], a["exprs"], a["shapes"], expr_types, head,
-                  len(a.get("extra", ())))
+    fused, why = _group(schedule, k, a["name"], a["exprs"], a["shapes"], expr_types, head,
+                        len(a.get("extra", ())))
+    if fused is not None and head is not None:
+        fused.head_compute = op_layer(get_op(head[0]), head[1],
+                                      [schedule.shapes[s] for s in step.inputs[:head[2]]],
+                                      ins[:head[2]])[0]
+    return fused, why
+
+
+def _layer(schedule: Schedule, k: int) -> tuple[Optional[Any], str]:
+    """A convolution or pooling step: ``layers.py``'s compiled form, where it has one."""
+    step = schedule.steps[k]
+    return op_layer(get_op(step.node.op), step.node.attrs,
+                    [schedule.shapes[s] for s in step.inputs],
+                    [schedule.dtypes[s] for s in step.inputs])
 
 
 def _elementwise(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
@@ -94,7 +110,8 @@ def _elementwise(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
 # Lowering family (the op's ``OpDef.lowering``, as the CUDA backend reads it) -> the function
 # making a step's compiled compute function, or None and the reason it has none.
 COMPILERS: dict[str, Callable[[Schedule, int], tuple[Optional[Any], str]]] = {
-    "fused": _fused, "elementwise": _elementwise}
+    "fused": _fused, "elementwise": _elementwise,
+    **{family: _layer for family, _ in LAYERS}}
 
 
 class CompiledProgram(NumpyProgram):

@@ -132,6 +132,8 @@ class FusedStep:
         self.exprs, self.shapes, self.stem, self.name = tuple(exprs), tuple(shapes), stem, name
         self.dtype, self.head, self.n_extra = np.dtype(dtype), head, n_extra
         self.kernels: list[str] = []  # names of the kernels rendered so far
+        # the head's compiled compute (``layers.py``), None: its op's numpy reference
+        self.head_compute: Optional[Callable] = None
         self._launches: dict[tuple, list[Launch]] = {}
 
     def _plan(self, in_shapes: tuple) -> list[Launch]:
@@ -180,7 +182,7 @@ class FusedStep:
         fresh = False  # xs[0] is the head's result, ours to overwrite
         if self.head is not None:
             op, head_attrs, n = self.head
-            got = get_op(op).compute(head_attrs, list(xs[:n]), ctx)
+            got = (self.head_compute or get_op(op).compute)(head_attrs, list(xs[:n]), ctx)
             h = np.ascontiguousarray(got[0], self.dtype)
             fresh = h.flags.writeable and not any(
                 isinstance(x, np.ndarray) and np.may_share_memory(h, x) for x in xs[:n])

@@ -1,0 +1,290 @@
+"""Compiled convolution and max pooling for the compiled CPU backend: numba window kernels
+(``render_window.py``) around BLAS GEMMs that write into the final layout.
+
+Each function here has its op's numpy reference's signature ``(attrs, inputs, ctx) ->
+outputs``; :func:`layer_compute` picks one from the op's lowering data (family, and for
+convolutions the ``call``: forward, data or filter) when the node fits, else says why not:
+
+* convolution (2-D, channels first, one group): forward is im2col into per-sample
+  ``(C*kh*kw + 1, OH*OW)`` blocks (the last row ones: the bias is a column of the weights)
+  and one batched GEMM writing NCHW directly; the data gradient is ``W^T @ dy[n]`` per sample
+  into the same blocks, then col2im straight into the NCHW gradient (the numpy reference
+  transposes ``dy`` first and accumulates through a padded channel-first copy); the weight
+  gradient is one GEMM per batch chunk over ``(C*kh*kw, samples*OH*OW)`` columns (im2col
+  writes them in that layout), or, when the columns are smaller than ``dy``, per-sample GEMMs
+  summed. Columns live in a reused buffer of about a core's L2 cache per batch chunk.
+* max pooling (2-D, windows inside the input) forward and backward: one pass over each
+  plane with the window unrolled (the numpy reference makes a pass per kernel offset, and
+  its backward a compare and a mask per offset).
+
+Work is split over the backend's threads by samples or planes (``pool.run_split``); the GEMMs
+use BLAS's threads, which the program sets to the same budget.
+
+Example::
+
+    >>> import numpy as np
+    >>> from symgraph.core.attrs import parse_attrs
+    >>> from symgraph.core.registry import get_op
+    >>> a = parse_attrs(get_op("Pooling").params, {"kernel": (2, 2), "stride": (2, 2)}, "")
+    >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
+    >>> max_pool(a, [x], None)[0].ravel().tolist()
+    [5.0, 7.0, 13.0, 15.0]
+"""
+from __future__ import annotations
+
+import threading
+from functools import lru_cache
+from math import prod
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from ...compiler.ops.conv import conv_window
+from ...compiler.ops.pool import pool_window
+from ...core.attrs import Attrs
+from ...core.registry import OpDef, RunCtx
+from ..cuda.actions import lowering_of
+from .group import compute_dtype
+from .kernels import load
+from .pool import run_split
+from .render_window import (render_col2im, render_im2col, render_pool_backward,
+                            render_pool_forward, why_not_window)
+
+Compute = Callable[[Attrs, list, Optional[RunCtx]], list]
+
+CHUNK_ELEMENTS = 1 << 18
+"""Column elements per batch chunk (1 MiB of float32, about a core's L2 cache): the GEMM
+reads the columns while they are still in cache (the seed CNN's conv2 took 5 % less than
+with 8 MiB chunks), and they stay one reused buffer however large the batch."""
+
+
+def _chunks(n: int, per_sample: int) -> list[tuple[int, int]]:
+    """(start, count) of batch chunks holding about CHUNK_ELEMENTS column elements each."""
+    step = max(1, CHUNK_ELEMENTS // max(1, per_sample))
+    return [(s, min(step, n - s)) for s in range(0, n, step)]
+
+
+def _largest(parts: list[tuple[int, int]]) -> int:
+    """Samples in the largest chunk (0 for an empty batch)."""
+    return max((m for _, m in parts), default=0)
+
+
+def _geometry(g: Any) -> tuple[int, ...]:
+    """(kh, kw, sh, sw, ph, pw, dh, dw): what a window kernel is rendered for."""
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = g.kernel, g.stride, g.pad, g.dilate
+    return (kh, kw, sh, sw, ph, pw, dh, dw)
+
+
+@lru_cache(maxsize=256)
+def _window_kernel(kind: str, geometry: tuple, dtype: str) -> Callable:
+    """The loaded window kernel ``kind``: im2col_1 (per sample, with a row of ones),
+    im2col_t (rows first, for one GEMM over samples) or col2im. Every layout a kernel more
+    to compile costs about 1.5 s on a model's first run."""
+    if kind == "col2im":
+        return load(render_col2im(geometry, dtype))
+    return load(render_im2col(geometry, dtype, kind == "im2col_t", kind == "im2col_1"))
+
+
+def _pointwise(g: Any) -> bool:
+    """A 1x1, stride-1, unpadded convolution: its columns are the data itself."""
+    return g.kernel == (1, 1) and g.stride == (1, 1) and g.pad == (0, 0)
+
+
+_SCRATCH = threading.local()
+
+
+def scratch(key: str, size: int, dtype: np.dtype) -> np.ndarray:
+    """A flat buffer of at least ``size`` elements, kept per thread and ``key`` between
+    calls, so a convolution does not allocate (and, past glibc's mmap threshold, page-fault)
+    its columns again on every step. Only this module's functions use it, and none returns
+    it."""
+    held = _SCRATCH.__dict__.setdefault("buffers", {})
+    buf = held.get((key, dtype))
+    if buf is None or buf.size < size:
+        buf = held[(key, dtype)] = np.empty(size, dtype)
+    return buf[:size]
+
+
+def conv_forward(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """Convolution (NCHW data, O,C,kh,kw weights, optional bias). The bias is a column of
+    the weights times a row of ones in the columns: a separate pass adding it over the output
+    took as long as the seed CNN's whole conv1 (0.6 ms at batch 64)."""
+    x, w = np.ascontiguousarray(xs[0]), xs[1]
+    g = conv_window(a, x.shape)
+    n, o, p = x.shape[0], w.shape[0], prod(g.out)
+    y = np.empty((n, o) + tuple(g.out), x.dtype)
+    if _pointwise(g) and len(xs) == 2:
+        np.matmul(w.reshape(o, -1).astype(x.dtype, copy=False), x.reshape(n, -1, p),
+                  out=y.reshape(n, o, p))
+        return [y]
+    ck = w[0].size + 1
+    w2 = np.empty((o, ck), x.dtype)
+    w2[:, :-1] = w.reshape(o, -1)
+    w2[:, -1] = xs[2] if len(xs) > 2 else 0  # (one kernel whether or not there is a bias)
+    parts = _chunks(n, ck * p)
+    flat = scratch("cols", _largest(parts) * ck * p, x.dtype)
+    im2col = _window_kernel("im2col_1", _geometry(g), x.dtype.name)
+    for s, m in parts:
+        cols = flat[:m * ck * p]
+        run_split(im2col, m, m * ck * p, [x[s:s + m], cols.reshape((m, ck) + tuple(g.out))])
+        np.matmul(w2, cols.reshape(m, ck, p), out=y[s:s + m].reshape(m, o, p))
+    return [y]
+
+
+def conv_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """Gradient of the convolution with respect to its data (``data`` gives the shape)."""
+    dy, w, x = np.ascontiguousarray(xs[0]), xs[1], xs[2]
+    g = conv_window(a, x.shape)
+    n, o, p = dy.shape[0], w.shape[0], prod(g.out)
+    ck = w[0].size
+    wt = np.ascontiguousarray(w.reshape(o, ck).T, dy.dtype)
+    dx = np.empty(x.shape, dy.dtype)
+    if _pointwise(g):
+        np.matmul(wt, dy.reshape(n, o, p), out=dx.reshape(n, ck, p))
+        return [dx]
+    parts = _chunks(n, ck * p)
+    flat = scratch("cols", _largest(parts) * ck * p, dy.dtype)
+    for s, m in parts:
+        cols = flat[:m * ck * p].reshape((m, ck) + tuple(g.out))
+        np.matmul(wt, dy[s:s + m].reshape(m, o, p), out=cols.reshape(m, ck, p))
+        run_split(_window_kernel("col2im", _geometry(g), dy.dtype.name), m, m * ck * p,
+                  [cols, dx[s:s + m]])
+    return [dx]
+
+
+def conv_weight(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """Gradient of the convolution with respect to its weights."""
+    dy, x = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1])
+    g = conv_window(a, x.shape)
+    o, c, ck = dy.shape[1], x.shape[1], x.shape[1] * prod(g.kernel)
+    dw = (_weight_by_samples if ck < o else _weight_one_gemm)(dy, x, g)
+    return [dw.reshape((o, c) + tuple(g.kernel))]
+
+
+def _weight_one_gemm(dy: np.ndarray, x: np.ndarray, g: Any) -> np.ndarray:
+    """``dW^T = cols @ dy^T`` over a chunk's samples at once, with ``dy`` transposed to
+    ``(O, samples, pixels)`` (transposed: the GEMM ran 10 % faster this way round)."""
+    n, o, p = dy.shape[0], dy.shape[1], prod(g.out)
+    ck = x.shape[1] * prod(g.kernel)
+    dwt = np.zeros((ck, o), dy.dtype)  # (zeros: an empty batch has no chunk)
+    parts = _chunks(n, ck * p)
+    flat = scratch("cols", _largest(parts) * ck * p, dy.dtype)
+    flat_dy = scratch("ograd", _largest(parts) * o * p, dy.dtype)
+    part = np.empty((ck, o), dy.dtype) if len(parts) > 1 else dwt
+    im2col = _window_kernel("im2col_t", _geometry(g), x.dtype.name)
+    for k, (s, m) in enumerate(parts):
+        cols = flat[:ck * m * p]  # (C*kh*kw, samples, pixels): one GEMM operand
+        run_split(im2col, m, m * ck * p, [x[s:s + m], cols.reshape((ck, m) + tuple(g.out))])
+        dyt = flat_dy[:o * m * p].reshape(o, m, p)
+        np.copyto(dyt, dy[s:s + m].reshape(m, o, p).transpose(1, 0, 2))
+        np.matmul(cols.reshape(ck, m * p), dyt.reshape(o, m * p).T,
+                  out=dwt if k == 0 else part)
+        if k:
+            dwt += part
+    return np.ascontiguousarray(dwt.T)
+
+
+def _weight_by_samples(dy: np.ndarray, x: np.ndarray, g: Any) -> np.ndarray:
+    """``dW = sum_s dy[s] @ cols[s]^T``: for columns smaller than ``dy`` (few input
+    channels: the seed CNN's conv1 has 9 rows for 32 filters), where transposing ``dy`` cost
+    more than the GEMM (2.2 ms against 0.65 ms at batch 64)."""
+    n, o, p = dy.shape[0], dy.shape[1], prod(g.out)
+    ck = x.shape[1] * prod(g.kernel) + 1  # the forward's columns: its kernel, no other
+    dw = np.zeros((o, ck), dy.dtype)
+    parts = _chunks(n, ck * p)
+    flat = scratch("cols", _largest(parts) * ck * p, dy.dtype)
+    im2col = _window_kernel("im2col_1", _geometry(g), x.dtype.name)
+    for s, m in parts:
+        cols = flat[:m * ck * p].reshape((m, ck) + tuple(g.out))
+        run_split(im2col, m, m * ck * p, [x[s:s + m], cols])
+        dw += np.matmul(dy[s:s + m].reshape(m, o, p), cols.reshape(m, ck, p).transpose(
+            0, 2, 1)).sum(axis=0)
+    return dw[:, :-1]  # (the last column, against the ones, is the bias gradient)
+
+
+@lru_cache(maxsize=256)
+def _pool_kernel(kernel: tuple, stride: tuple, dtype: str, backward: bool, cover: bool
+                 ) -> Callable:
+    """The loaded max-pooling kernel of one window geometry (``render_window``)."""
+    if backward:
+        return load(render_pool_backward(kernel, stride, dtype, cover))
+    return load(render_pool_forward(kernel, stride, dtype))
+
+
+def max_pool(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """Max pooling over the two spatial axes."""
+    x = np.ascontiguousarray(xs[0])
+    g = pool_window(a, x.shape)
+    planes = x.shape[0] * x.shape[1]
+    y = np.empty(x.shape[:2] + tuple(g.out), x.dtype)
+    kernel = _pool_kernel(g.kernel, g.stride, x.dtype.name, False, False)
+    run_split(kernel, planes, x.size, [x.reshape((planes,) + x.shape[2:]),
+                                       y.reshape((planes,) + tuple(g.out))])
+    return [y]
+
+
+def max_pool_grad(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """Gradient of max pooling with respect to its data: ``(dy, x, y) -> dx``."""
+    dy, x, y = (np.ascontiguousarray(v) for v in xs)
+    g = pool_window(a, x.shape)
+    planes = x.shape[0] * x.shape[1]
+    dx = np.empty(x.shape, dy.dtype)
+    cover = g.kernel == g.stride and all(
+        o * k == n for o, k, n in zip(g.out, g.kernel, x.shape[2:]))
+    kernel = _pool_kernel(g.kernel, g.stride, dy.dtype.name, True, cover)
+    run_split(kernel, planes, x.size,
+              [v.reshape((planes,) + v.shape[2:]) for v in (dy, x, y, dx)])
+    return [dx]
+
+
+def _why_not_conv(a: Attrs, shapes: Sequence[tuple]) -> str:
+    if len(a["kernel"]) != 2:
+        return f"{len(a['kernel'])}-D convolution (compiled: 2-D)"
+    if a["num_group"] != 1:
+        return f"num_group={a['num_group']} (compiled: 1)"
+    return "" if a["layout"] in (None, "NCHW") else f"layout {a['layout']} (compiled: NCHW)"
+
+
+def _why_not_pool(a: Attrs, shapes: Sequence[tuple]) -> str:
+    if a["pool_type"] != "max":
+        return f"pool_type={a['pool_type']!r} (compiled: max)"
+    data = tuple(shapes[0] if len(shapes) == 1 else shapes[1])  # (ograd, data, output)
+    if len(data) != 4:
+        return f"{len(data) - 2}-D pooling (compiled: 2-D)"
+    g = pool_window(a, data)
+    return why_not_window(g.kernel, g.stride, g.pad, g.spatial, g.out)
+
+
+# (lowering family, its "call" parameter) -> (why a node cannot compile, compute function)
+LAYERS: dict[tuple[str, Optional[str]], tuple[Callable[[Attrs, Sequence[tuple]], str],
+                                               Compute]] = {
+    ("convolution", "forward"): (_why_not_conv, conv_forward),
+    ("convolution", "data"): (_why_not_conv, conv_data),
+    ("convolution", "filter"): (_why_not_conv, conv_weight),
+    ("pooling", None): (_why_not_pool, max_pool),
+    ("pooling_backward", None): (_why_not_pool, max_pool_grad),
+}
+
+
+def layer_compute(family: str, params: dict, attrs: Attrs, shapes: Sequence[tuple],
+                  dtypes: Sequence[np.dtype]) -> tuple[Optional[Compute], str]:
+    """The compiled compute function of a node of lowering ``(family, params)``, attributes
+    ``attrs``, input shapes ``shapes`` and dtypes ``dtypes``, or None and why it runs the
+    numpy reference."""
+    found = LAYERS.get((family, params.get("call")))
+    if params.get("transposed"):  # Deconvolution's calls: data and weights swap roles
+        return None, f"transposed {family!r} (compiled: Convolution's calls)"
+    if found is None:
+        return None, f"no compiled {family!r} kernels"
+    kinds = sorted({np.dtype(d).name for d in dtypes})
+    if len(kinds) != 1 or compute_dtype(np.dtype(kinds[0])) is None:
+        return None, f"dtypes {kinds} (compiled: one of float32, float64, float16/bfloat16)"
+    why = found[0](attrs, shapes)
+    return (None, why) if why else (found[1], "")
+
+
+def op_layer(op: OpDef, attrs: Attrs, shapes: Sequence[tuple], dtypes: Sequence[np.dtype]
+             ) -> tuple[Optional[Compute], str]:
+    """:func:`layer_compute` of a node of op ``op``."""
+    family, params = lowering_of(op)
+    return layer_compute(family, params, attrs, shapes, dtypes)

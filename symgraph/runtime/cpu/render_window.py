@@ -1,0 +1,174 @@
+"""Python (numba) source of the compiled CPU backend's sliding-window kernels, one per window
+geometry with the geometry written in as constants: max pooling forward and backward (the
+window's cells unrolled) and the convolution's im2col and col2im (``layers.py``).
+
+Constants matter here: a max-pooling kernel with ``kh*kw`` constant cells keeps every value in
+registers and its backward picks each window's first maximum with selects instead of branches
+(a loop over a window given at run time took as long as numpy's pass per kernel offset, and
+its branches mispredicted on every window: 3x slower). im2col and col2im go through a small
+padded copy of each plane, so every index is a non-negative sum of loop counters and constants:
+no bounds tests and no wraparound checks in the inner loops (numba's kernels over run-time
+geometry spent more per 14-element row than numpy's strided copy). Kernels are written and
+loaded like the elementwise ones (``kernels.load``: a module per kernel in the cache folder,
+numba's disk cache beside it), named by a hash of their source.
+
+Every kernel takes ``lo, hi`` first: the planes (``N*C``, pooling) or samples (im2col,
+col2im) this call computes. Pooling compiles only windows that lie inside the input (no
+padding, ``valid`` convention): :func:`why_not_window` says why another geometry runs the
+numpy reference.
+
+Example::
+
+    >>> k = render_pool_forward((2, 2), (2, 2), "float32")
+    >>> k.name.startswith("sg_maxpool2x2s2x2_f32_")
+    True
+    >>> "m = v if (v > m or v != v) else m" in k.source
+    True
+"""
+from __future__ import annotations
+
+import hashlib
+
+from .render import FLOAT_TYPES, Kernel
+
+Pair = tuple[int, int]
+
+MAX_CELLS = 25
+"""Largest window compiled (its cells are unrolled: a global pool over a large map would make
+a kernel of thousands of lines)."""
+
+
+def why_not_window(kernel: Pair, stride: Pair, pad: Pair, spatial: Pair, out: Pair) -> str:
+    """Why max-pooling windows of this geometry are not compiled ("" when they are)."""
+    if any(pad):
+        return f"pad {pad} (compiled: unpadded windows)"
+    if kernel[0] * kernel[1] > MAX_CELLS:
+        return f"kernel {kernel}: more than {MAX_CELLS} cells to unroll"
+    if any((o - 1) * s + k > n for o, s, k, n in zip(out, stride, kernel, spatial)):
+        return f"windows past the input {spatial} (pooling_convention 'full')"
+    return ""
+
+
+def _cells(kernel: Pair) -> list[tuple[int, int, int]]:
+    """(index, row, column) of each window cell in row-major order (MXNet's first maximum)."""
+    return [(i * kernel[1] + j, i, j) for i in range(kernel[0]) for j in range(kernel[1])]
+
+
+def _rows(kernel: Pair, stride: Pair, names: tuple[str, ...]) -> list[str]:
+    """Statements binding each window row of each plane in ``names`` (``r0 = xp[oh*s + 0]``)."""
+    return [f"            {n[0]}{i} = {n}[oh * {stride[0]} + {i}]"
+            for n in names for i in range(kernel[0])]
+
+
+def render_pool_forward(kernel: Pair, stride: Pair, dtype: str) -> Kernel:
+    """The kernel ``(lo, hi, x, y)``: ``y[p]`` the max over each window of ``x[p]`` (NaN
+    propagates, as ``np.maximum``)."""
+    body = ["    for p in range(lo, hi):", "        xp = x[p]", "        yp = y[p]",
+            "        for oh in range(yp.shape[0]):"]
+    body += _rows(kernel, stride, ("xp",)) + [
+        "            yr = yp[oh]", "            for ow in range(yp.shape[1]):",
+        f"                c = ow * {stride[1]}", "                m = x0[c]"]
+    for k, i, j in _cells(kernel)[1:]:
+        body += [f"                v = x{i}[c + {j}]",
+                 "                m = v if (v > m or v != v) else m"]
+    body += ["                yr[ow] = m"]
+    return _module(f"maxpool{kernel[0]}x{kernel[1]}s{stride[0]}x{stride[1]}",
+                   "lo, hi, x, y", body, dtype)
+
+
+def render_pool_backward(kernel: Pair, stride: Pair, dtype: str, cover: bool) -> Kernel:
+    """The kernel ``(lo, hi, dy, x, y, dx)``: ``dx[p]`` gets each ``dy`` at its window's first
+    cell equal to ``y``. ``cover``: the windows tile the input exactly (stride = kernel, no
+    cell left over), so every cell is written once and nothing is zeroed or accumulated."""
+    body = ["    z = dx.dtype.type(0)", "    for p in range(lo, hi):", "        xp = x[p]",
+            "        dxp = dx[p]", "        yp = y[p]", "        gp = dy[p]"]
+    if not cover:
+        body += ["        dxp[:] = z"]
+    body += ["        for oh in range(yp.shape[0]):"] + _rows(kernel, stride, ("xp", "dxp"))
+    body += ["            yr = yp[oh]", "            gr = gp[oh]",
+             "            for ow in range(yp.shape[1]):", f"                c = ow * {stride[1]}",
+             "                t = yr[ow]", "                g = gr[ow]",
+             "                f = False"]
+    store = "=" if cover else "+="
+    for k, i, j in _cells(kernel):
+        # h_k: this cell is the window's first maximum (f: one before it was)
+        body += [f"                h{k} = (x{i}[c + {j}] == t) and not f",
+                 f"                f = f or h{k}",
+                 f"                d{i}[c + {j}] {store} g if h{k} else z"]
+    cov = "t" if cover else "a"
+    return _module(f"maxpoolgrad{kernel[0]}x{kernel[1]}s{stride[0]}x{stride[1]}{cov}",
+                   "lo, hi, dy, x, y, dx", body, dtype)
+
+
+Geometry = tuple[int, ...]
+"""(kh, kw, sh, sw, ph, pw, dh, dw) of a 2-D convolution."""
+
+_PADDED = """    oh_n = cols.shape[2]
+    ow_n = cols.shape[3]
+    c_n = {x}.shape[1]
+    h = {x}.shape[2]
+    w = {x}.shape[3]
+    pad = np.zeros((max((oh_n - 1) * {sh} + {eh}, {ph} + h),
+                    max((ow_n - 1) * {sw} + {ew}, {pw} + w)), {x}.dtype)
+    for s in range(lo, hi):
+{per_sample}        for c in range(c_n):"""
+_ROWS = """            for k in range({kk}):
+                i = k // {kw}
+                j = k - i * {kw}
+                ck = {cell}
+                for oh in range(oh_n):
+                    prow = pad[oh * {sh} + i * {dh}]
+                    crow = ck[oh]
+                    for ow in range(ow_n):
+                        {statement}"""
+
+
+def _window_body(g: Geometry, x: str, rows_first: bool, statement: str, before: str,
+                 after: str, per_sample: str = "") -> list[str]:
+    """A kernel body running ``statement`` for each cell of each window of each plane, over
+    a zero-padded copy ``pad`` of the plane (``before``/``after``: per plane; ``per_sample``:
+    a line run first for each sample)."""
+    kh, kw, sh, sw, ph, pw, dh, dw = g
+    cell = "cols[c * {0} + k, s]" if rows_first else "cols[s, c * {0} + k]"
+    fmt = {"x": x, "sh": sh, "sw": sw, "ph": ph, "pw": pw, "dh": dh, "kw": kw,
+           "kk": kh * kw, "eh": (kh - 1) * dh + 1, "ew": (kw - 1) * dw + 1,
+           "cell": cell.format(kh * kw), "statement": statement.format(sw=sw, dw=dw),
+           "per_sample": f"        {per_sample}\n" if per_sample else ""}
+    return (_PADDED.format(**fmt).split("\n") + ["            " + before.format(**fmt)]
+            + _ROWS.format(**fmt).split("\n")
+            + ([("            " + after.format(**fmt))] if after else []))
+
+
+def render_im2col(g: Geometry, dtype: str, rows_first: bool, ones: bool = False) -> Kernel:
+    """The kernel ``(lo, hi, x, cols)``: ``cols[s, (c, i, j), oh, ow] = x[s, c, oh*sh - ph +
+    i*dh, ow*sw - pw + j*dw]`` (0 in the padding); ``rows_first``: ``cols`` is laid out
+    ``((c, i, j), s, oh, ow)`` instead (the weight gradient's GEMM operand). ``ones``: each
+    sample's columns have one more row, of ones (a bias column in the weights then adds the
+    bias in the GEMM instead of in a pass over the output)."""
+    body = _window_body(g, "x", rows_first, "crow[ow] = prow[ow * {sw} + j * {dw}]",
+                        "pad[{ph}:{ph} + h, {pw}:{pw} + w] = x[s, c]", "",
+                        "cols[s, cols.shape[1] - 1] = 1" if ones else "")
+    tag = ("_t" if rows_first else "") + ("_1" if ones else "")
+    return _module(f"im2col{tag}_" + "_".join(map(str, g)), "lo, hi, x, cols", body, dtype)
+
+
+def render_col2im(g: Geometry, dtype: str) -> Kernel:
+    """The kernel ``(lo, hi, cols, dx)``, the adjoint of :func:`render_im2col`'s: ``dx[s]``
+    is the sum of every column entry of ``cols[s]`` on the cell it was read from."""
+    body = _window_body(g, "dx", False, "prow[ow * {sw} + j * {dw}] += crow[ow]",
+                        "pad[:] = 0", "dx[s, c] = pad[{ph}:{ph} + h, {pw}:{pw} + w]")
+    return _module("col2im_" + "_".join(map(str, g)), "lo, hi, cols, dx", body, dtype)
+
+
+def _module(stem: str, params: str, body: list[str], dtype: str) -> Kernel:
+    """The kernel module around ``body``, named by ``stem``, the dtype and a source hash."""
+    ftype, tag = FLOAT_TYPES[dtype]
+    text = "\n".join(body)
+    digest = hashlib.sha1(f"{ftype}|{params}|{text}".encode()).hexdigest()[:10]
+    name = f"sg_{stem}_{tag}_{digest}"
+    source = (f'"""symgraph generated CPU kernel: {stem} ({dtype})"""\n'
+              "import numba\nimport numpy as np\n\n"
+              f"F = {ftype}\n\n\n"
+              '@numba.njit(nogil=True, cache=True, error_model="numpy")\n'
+              f"def {name}({params}):\n{text}\n\n\nKERNEL = {name}\n")
+    return Kernel(name, source)
