@@ -44,6 +44,26 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ.setdefault("SYMGRAPH_NVCC_DEVICE_O", "1")
 
 
+# How many workers ``-n auto`` (pyproject's addopts) starts: none for one test file (--dist
+# loadfile would give it all to one worker anyway), else one per CPU the run may use (each test
+# runs BLAS on one thread, so logical CPUs count, where xdist's own rule counts physical cores),
+# with a GPU at most 4, as the GPU tests share one device and are measured with 4 processes at
+# once. PYTEST_XDIST_AUTO_NUM_WORKERS, when set, decides (xdist's own rule reads it).
+GPU_WORKERS = 4
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    files = {str(arg).split("::")[0] for arg in config.args}
+    if len(files) == 1 and os.path.isfile(files.pop()):
+        return 0
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpus = min(cpus or 1, GPU_WORKERS) if _have_gpu() else (cpus or 1)
+    return cpus if cpus > 1 else 0
+
+
 @pytest.hookimpl(trylast=True)  # after -m/-k deselection, so shards split what will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list) -> None:
     shard = os.environ.get("SYMGRAPH_TEST_SHARD")  # "i/n": every n-th test from the i-th

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs.pages import DOCS, ROOT
+from tests.run_once import shared_build
 
 SPHINX_MODULES = ("sphinx", "myst_parser", "furo")
 BUILD_TIMEOUT_S = 600
@@ -31,12 +32,8 @@ def require(missing: list[str], what: str) -> None:
     pytest.skip(msg)
 
 
-@pytest.fixture(scope="session")
-def built_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """(html folder, Sphinx's output) of ``sphinx-build -W`` over docs/."""
-    missing = [m for m in SPHINX_MODULES if importlib.util.find_spec(m) is None]
-    require([f"{m} (pip install -e '.[docs]')" for m in missing], "building the docs")
-    out = tmp_path_factory.mktemp("site")
+def _build_site(out: Path) -> tuple[int, str]:
+    """(return code, output) of ``sphinx-build -W`` over a copy of docs/ into ``out/html``."""
     # a copy of the sources: the build writes the operator pages into its source folder, and
     # test runs in parallel processes must not write into the checkout's docs/ at once
     src = out / "docs"
@@ -46,6 +43,15 @@ def built_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
         [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
          "-d", str(out / "doctrees"), str(src), str(out / "html")],
         env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-    assert done.returncode == 0, \
-        f"sphinx-build -W failed:\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
-    return out / "html", done.stdout + done.stderr
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """(html folder, Sphinx's output) of ``sphinx-build -W`` over docs/, once per test run
+    (the build and browser tests may run in different xdist workers)."""
+    missing = [m for m in SPHINX_MODULES if importlib.util.find_spec(m) is None]
+    require([f"{m} (pip install -e '.[docs]')" for m in missing], "building the docs")
+    out, (code, log) = shared_build(tmp_path_factory, "site", _build_site)
+    assert code == 0, f"sphinx-build -W failed:\n{log[-9000:]}"
+    return out / "html", log

@@ -4,6 +4,7 @@ independent float64 numpy references; bad arguments give typed errors."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -176,8 +177,10 @@ def test_batchnorm_relu() -> None:
     with sg.autograd.record():
         y = layer(nd.array(x)).asnumpy()
     np.testing.assert_allclose(y, np.maximum(_bn_ref(x), 0), rtol=1e-4, atol=1e-5)
+    # the counter in the prefix depends on the layers made before in this process
+    assert re.fullmatch(r"batchnormrelu\d+_", layer.prefix), layer.prefix
     assert sorted(layer.collect_params()) == sorted(
-        f"batchnormrelu0_{n}" for n in ("gamma", "beta", "running_mean", "running_var"))
+        f"{layer.prefix}{n}" for n in ("gamma", "beta", "running_mean", "running_var"))
 
 
 @pytest.mark.parametrize("make,what", [
