@@ -175,52 +175,38 @@ def _warp_row(count: int, per: int, it: str, at: str, rest: str) -> str:
     registers, a one-thread block's, go straight to the block's sums)."""
     return ("        const float mu = on ? sg_ld(mean[row]) : 0.f;\n"
             "        const float rstd = on ? 1.f / sg_ld(stdev[row]) : 0.f;\n"
-            f"        float xh[{per}], gy[{per}];\n"
-            "        float a = 0.f, b = 0.f;\n"
-            "        #pragma unroll\n"
-            f"        for (int q = 0; q < {per}; ++q) {{\n"
-            f"            const {it} l = lane + ({it})q * W;\n"
-            "            xh[q] = 0.f; gy[q] = 0.f;\n"
-            f"            if (on && l < {count}) {{\n"
-            f"                const float d = sg_ld(dy[{at}]);\n"
-            f"                xh[q] = (sg_ld(x[{at}]) - mu) * rstd;\n"
-            "                gy[q] = d * sg_ld(gamma[l]);\n"
-            "                a += gy[q]; b += gy[q] * xh[q];\n"
-            "                sg[q] += d * xh[q]; sb[q] += d;\n"
-            "            }\n"
-            "        }\n"
-            f"        for ({rest}) {{\n"
-            f"            const float d = sg_ld(dy[{at}]), h = (sg_ld(x[{at}]) - mu) * rstd;\n"
-            "            const float e = d * sg_ld(gamma[l]);\n"
-            "            a += e; b += e * h; cg[l] += d * h; cb[l] += d;\n"
-            "        }\n"
-            "        for (unsigned o = W / 2; o > 0; o >>= 1) {  // every lane gets the sums\n"
+            + _terms(count, per, it, at, rest, ("lane", "W", "on && "), ("cg[l]", "cb[l]"))
+            + "        for (unsigned o = W / 2; o > 0; o >>= 1) {  // every lane gets the sums\n"
             "            a += __shfl_xor_sync(0xffffffffu, a, o);\n"
             "            b += __shfl_xor_sync(0xffffffffu, b, o);\n"
             "        }\n"
             f"        a /= {count}.f; b /= {count}.f;\n"
-            "        #pragma unroll\n"
-            f"        for (int q = 0; q < {per}; ++q) {{\n"
-            f"            const {it} l = lane + ({it})q * W;\n"
-            f"            if (on && l < {count}) dx[{at}] = (gy[q] - a - xh[q] * b) * rstd;\n"
-            "        }\n"
-            f"        for ({rest}) {{\n"
-            f"            const float h = (sg_ld(x[{at}]) - mu) * rstd;\n"
-            f"            dx[{at}] = (sg_ld(dy[{at}]) * sg_ld(gamma[l]) - a - h * b) * rstd;\n"
-            "        }\n")
+            + _dx(count, per, it, at, rest, ("lane", "W", "on && ")))
 
 
 def _row(count: int, per: int, it: str, at: str, rest: str, mine: tuple[str, str]) -> str:
     """C: one row's dx, and its terms of the thread's column sums."""
     return ("        const float mu = sg_ld(mean[row]);\n"
             "        const float rstd = 1.f / sg_ld(stdev[row]);\n"
-            f"        float xh[{per}], gy[{per}];\n"
+            + _terms(count, per, it, at, rest, ("threadIdx.x", "blockDim.x", ""), mine)
+            + f"        a = sg_block_sum(a, red) / {count}.f;\n"
+            f"        b = sg_block_sum(b, red) / {count}.f;\n"
+            + _dx(count, per, it, at, rest, ("threadIdx.x", "blockDim.x", "")))
+
+
+def _terms(count: int, per: int, it: str, at: str, rest: str, walk: tuple[str, str, str],
+           into: tuple[str, str]) -> str:
+    """C: a row's values in registers (``xh``, ``gy``), its sums ``a`` and ``b`` of this
+    thread's share, and the column sums' terms: in registers ``sg``/``sb``, and past the
+    registers (``rest``, read again) into ``into``. ``walk``: (first element, step, guard)."""
+    first, step, guard = walk
+    return (f"        float xh[{per}], gy[{per}];\n"
             "        float a = 0.f, b = 0.f;\n"
             "        #pragma unroll\n"
             f"        for (int q = 0; q < {per}; ++q) {{\n"
-            f"            const {it} l = threadIdx.x + ({it})q * blockDim.x;\n"
+            f"            const {it} l = {first} + ({it})q * {step};\n"
             "            xh[q] = 0.f; gy[q] = 0.f;\n"
-            f"            if (l < {count}) {{\n"
+            f"            if ({guard}l < {count}) {{\n"
             f"                const float d = sg_ld(dy[{at}]);\n"
             f"                xh[q] = (sg_ld(x[{at}]) - mu) * rstd;\n"
             "                gy[q] = d * sg_ld(gamma[l]);\n"
@@ -231,14 +217,17 @@ def _row(count: int, per: int, it: str, at: str, rest: str, mine: tuple[str, str
             f"        for ({rest}) {{  // a row longer than the registers: read again\n"
             f"            const float d = sg_ld(dy[{at}]), h = (sg_ld(x[{at}]) - mu) * rstd;\n"
             "            const float e = d * sg_ld(gamma[l]);\n"
-            f"            a += e; b += e * h; {mine[0]} += d * h; {mine[1]} += d;\n"
-            "        }\n"
-            f"        a = sg_block_sum(a, red) / {count}.f;\n"
-            f"        b = sg_block_sum(b, red) / {count}.f;\n"
-            "        #pragma unroll\n"
+            f"            a += e; b += e * h; {into[0]} += d * h; {into[1]} += d;\n"
+            "        }\n")
+
+
+def _dx(count: int, per: int, it: str, at: str, rest: str, walk: tuple[str, str, str]) -> str:
+    """C: the row's dx from its registers and, past them, from x and dy read again."""
+    first, step, guard = walk
+    return ("        #pragma unroll\n"
             f"        for (int q = 0; q < {per}; ++q) {{\n"
-            f"            const {it} l = threadIdx.x + ({it})q * blockDim.x;\n"
-            f"            if (l < {count}) dx[{at}] = (gy[q] - a - xh[q] * b) * rstd;\n"
+            f"            const {it} l = {first} + ({it})q * {step};\n"
+            f"            if ({guard}l < {count}) dx[{at}] = (gy[q] - a - xh[q] * b) * rstd;\n"
             "        }\n"
             f"        for ({rest}) {{\n"
             f"            const float h = (sg_ld(x[{at}]) - mu) * rstd;\n"
