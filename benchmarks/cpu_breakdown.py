@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symgraph as sg  # noqa: E402
 from benchmarks.cpu_models import bind_cnn  # noqa: E402
+from symgraph.core import config  # noqa: E402
 from symgraph.core.registry import RunCtx  # noqa: E402
 from symgraph.interop.models.simple_cnn import build  # noqa: E402
 from symgraph.runtime.backend.threads import blas_threads  # noqa: E402
@@ -32,8 +33,8 @@ BACKENDS = ("numpy", "compiled")
 
 def executor(backend: str, batch: int) -> Any:
     """A training executor of the seed CNN bound under ``SYMGRAPH_CPU=backend``."""
-    os.environ["SYMGRAPH_CPU"] = backend
-    return bind_cnn(sg, build(), batch)
+    with config.override("SYMGRAPH_CPU", backend):  # read when the program is built
+        return bind_cnn(sg, build(), batch)
 
 
 def cpu_ms(fn: Callable[[], Any]) -> float:
