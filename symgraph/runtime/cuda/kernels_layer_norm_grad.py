@@ -236,8 +236,8 @@ def _dx(count: int, per: int, it: str, at: str, rest: str, walk: tuple[str, str,
 
 
 def _fold(count: int, per: int, it: str) -> str:
-    """C: the block's column sums (in its threads' registers) to its partials, then
-    :func:`_last_fold`."""
+    """C: the block's column sums (in its threads' registers) to its partials; the last block
+    done adds them all."""
     return ("    #pragma unroll\n"
             f"    for (int q = 0; q < {per}; ++q) {{\n"
             f"        const {it} l = threadIdx.x + ({it})q * blockDim.x;\n"
@@ -245,12 +245,8 @@ def _fold(count: int, per: int, it: str) -> str:
             f"            part[blockIdx.x * {count} + l] = sg[q];\n"
             f"            part[(gridDim.x + blockIdx.x) * {count} + l] = sb[q];\n"
             "        }\n"
-            "    }\n" + _last_fold(count, it))
-
-
-def _last_fold(count: int, it: str) -> str:
-    """C: once the block's partials are written, the last block done adds them all."""
-    return ("    __threadfence();  // the partials are visible before this block counts\n"
+            "    }\n"
+            "    __threadfence();  // the partials are visible before this block counts\n"
             "    __syncthreads();\n"
             "    if (threadIdx.x == 0) last = atomicAdd(done, 1u) == gridDim.x - 1;\n"
             "    __syncthreads();\n"
