@@ -149,3 +149,48 @@ def torch_resnet_stem() -> list:
     from torch import nn
     return [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
             nn.MaxPool2d(3, 2, 1)]
+
+
+def bind_random(sym: Any, ctx: Any, data: tuple, classes: int = 0) -> Any:
+    """``sym``'s training executor on ``ctx`` with random values (no gradient for ``data`` and
+    ``softmax_label``): data N(0, 1), parameters N(0, 0.05), ``*gamma`` 1, labels below
+    ``classes``, moving variances 1 and means 0."""
+    reqs = {n: NO_INPUT_GRADS.get(n, "write") for n in sym.list_arguments()}
+    exe = sym.simple_bind(ctx, grad_req=reqs, data=data)
+    rng = np.random.default_rng(0)
+    for name, arr in exe.arg_dict.items():
+        if name == "softmax_label":
+            arr[:] = rng.integers(0, max(classes, 1), size=arr.shape)
+        elif name.endswith("gamma"):
+            arr[:] = 1.0
+        else:
+            arr[:] = rng.normal(size=arr.shape) * (1.0 if name == "data" else 0.05)
+    for name, arr in exe.aux_dict.items():
+        arr[:] = 1.0 if name.endswith("var") else 0.0
+    return exe
+
+
+def torch_forward_backward(model: Any, x: Any, loss: Callable[[Any], Any], bf16: bool,
+                           compile_too: bool) -> tuple[Callable[[], None], Callable[[], None],
+                                                       Optional[Callable[[], None]]]:
+    """(step, body, compiled step) of ``model`` on ``x``: ``body`` runs the forward (under
+    autocast bfloat16 if ``bf16``) and ``loss(float32 output).backward()``, ``step`` zeroes the
+    gradients first (``torch_cuda_graph(step, body)`` captures it); the compiled step (None
+    unless ``compile_too``) is the same step of ``torch.compile(model)``, compiled at its first
+    call."""
+    import torch
+    device = x.device.type
+
+    def make(net: Any) -> tuple[Callable[[], None], Callable[[], None]]:
+        def body() -> None:
+            # no cast cache: a captured CUDA graph must not keep casts made outside it
+            with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
+                out = net(x)
+            loss(out.float()).backward()
+
+        def step() -> None:
+            model.zero_grad(set_to_none=False)
+            body()
+        return step, body
+    step, body = make(model)
+    return step, body, make(torch.compile(model))[0] if compile_too else None

@@ -22,14 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import symgraph as sg  # noqa: E402
-from benchmarks.common import (cuda_median_ms, host_median_ms, torch_cuda_graph,  # noqa: E402
-                               torch_fp32)
+from benchmarks.common import (bind_random, cuda_median_ms, host_median_ms,  # noqa: E402
+                               torch_cuda_graph, torch_forward_backward, torch_fp32)
 
 S = sg.sym
 
@@ -83,16 +82,7 @@ def symgraph_step(s: Sizes, bf16: bool, ctx: sg.Context) -> tuple[Callable[[], N
     sym = encoder_symbol(s)
     if bf16:
         sym = sg.amp.convert_symbol(sym, target_dtype="bfloat16")
-    reqs = {n: "null" if n == "data" else "write" for n in sym.list_arguments()}
-    exe = sym.simple_bind(ctx, grad_req=reqs, data=(s.batch, s.seq, s.model))
-    rng = np.random.default_rng(0)
-    for name, arr in exe.arg_dict.items():
-        if name.endswith("gamma"):
-            arr[:] = 1.0
-        elif name.endswith("beta") or name.endswith("bias"):
-            arr[:] = 0.0
-        else:
-            arr[:] = rng.normal(size=arr.shape) * (1.0 if name == "data" else 0.02)
+    exe = bind_random(sym, ctx, (s.batch, s.seq, s.model))
 
     def step() -> None:
         exe.forward(is_train=True)
@@ -148,27 +138,12 @@ def torch_steps(s: Sizes, bf16: bool, compile_too: bool, device: str
                 ) -> dict[str, Optional[Callable[[], None]]]:
     """``{"eager", "graph", "compile"}`` forward + backward steps (None where not run)."""
     torch = torch_fp32()
-    model = torch_encoder(s).to(device)
     x = torch.randn(s.batch, s.seq, s.model, device=device)
-
-    def make(net: Any) -> tuple[Callable[[], None], Callable[[], None]]:
-        def body() -> None:
-            with torch.autocast(device, dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
-                out = net(x)
-            out.float().square().mean().backward()
-
-        def step() -> None:
-            model.zero_grad(set_to_none=False)
-            body()
-        return step, body
-    eager, body = make(model)
-    out: dict[str, Optional[Callable[[], None]]] = {"eager": eager, "graph": None,
-                                                     "compile": None}
-    if device == "cuda":
-        out["graph"] = torch_cuda_graph(eager, body)
-    if compile_too:
-        out["compile"] = make(torch.compile(model))[0]
-    return out
+    step, body, compiled = torch_forward_backward(torch_encoder(s).to(device), x,
+                                                  lambda out: out.square().mean(), bf16,
+                                                  compile_too)
+    return {"eager": step, "compile": compiled,
+            "graph": torch_cuda_graph(step, body) if device == "cuda" else None}
 
 
 def median(fn: Optional[Callable[[], None]], gpu: bool, steps: int,

@@ -24,15 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import symgraph as sg  # noqa: E402
 from benchmarks import encoder_step  # noqa: E402
-from benchmarks.common import (cuda_median_ms, host_median_ms, torch_cuda_graph,  # noqa: E402
-                               torch_fp32, torch_seed_cnn)
+from benchmarks.common import (bind_random, cuda_median_ms, host_median_ms,  # noqa: E402
+                               torch_cuda_graph, torch_forward_backward, torch_fp32,
+                               torch_seed_cnn)
 
 
 @dataclass
@@ -79,20 +79,7 @@ def bind(row: Row, bf16: bool, ctx: sg.Context) -> Any:
     sym = row.make_sym()
     if bf16:
         sym = sg.amp.convert_symbol(sym, target_dtype="bfloat16")
-    reqs = {n: "null" if n in ("data", "softmax_label") else "write"
-            for n in sym.list_arguments()}
-    exe = sym.simple_bind(ctx, grad_req=reqs, data=row.data)
-    rng = np.random.default_rng(0)
-    for name, arr in exe.arg_dict.items():
-        if name == "softmax_label":
-            arr[:] = rng.integers(0, row.classes, size=arr.shape)
-        elif name.endswith("gamma"):
-            arr[:] = 1.0
-        else:
-            arr[:] = rng.normal(size=arr.shape) * (1.0 if name == "data" else 0.05)
-    for name, arr in exe.aux_dict.items():
-        arr[:] = 1.0 if name.endswith("var") else 0.0
-    return exe
+    return bind_random(sym, ctx, row.data, row.classes)
 
 
 def free_mib() -> float:
@@ -128,28 +115,16 @@ def torch_cells(row: Row, bf16: bool, steps: int, compile_too: bool) -> dict[str
         model = model.to(memory_format=torch.channels_last)
         x = x.contiguous(memory_format=torch.channels_last)
     y = torch.randint(0, max(row.classes, 1), (row.data[0],), device="cuda")
-
-    def make(net: Any) -> tuple[Callable[[], None], Callable[[], None]]:
-        def body() -> None:
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=bf16, cache_enabled=False):
-                out = net(x)
-            loss = (F.cross_entropy(out.float(), y, reduction="sum") if row.classes
-                    else out.float().square().mean())
-            loss.backward()
-
-        def step() -> None:
-            model.zero_grad(set_to_none=False)
-            body()
-        return step, body
-    eager, body = make(model)
+    loss = (lambda out: F.cross_entropy(out, y, reduction="sum")) if row.classes \
+        else (lambda out: out.square().mean())
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
-    out = {"eager": cuda_median_ms(eager, steps, 5),
+    step, body, compiled = torch_forward_backward(model, x, loss, bf16, compile_too)
+    out = {"eager": cuda_median_ms(step, steps, 5),
            "peak": torch.cuda.max_memory_reserved() / 2 ** 20}
-    out["graph"] = cuda_median_ms(torch_cuda_graph(eager, body), steps, 5)
-    out["compile"] = cuda_median_ms(make(torch.compile(model))[0], steps, 5) \
-        if compile_too else float("nan")
-    del model
+    out["graph"] = cuda_median_ms(torch_cuda_graph(step, body), steps, 5)
+    out["compile"] = cuda_median_ms(compiled, steps, 5) if compiled else float("nan")
+    del model, step, body, compiled
     torch.cuda.empty_cache()
     return out
 
