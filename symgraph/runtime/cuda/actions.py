@@ -7,7 +7,8 @@ returns a list of actions the backend knows how to run:
   ``codegen``, compiled into the program's one module);
 * :class:`Copy`, :class:`Fill`, :class:`Upload` - device copy, 16/32-bit memset, constant bytes;
 * :class:`Gemm` - a (strided-batched) cuBLAS GEMM in row-major terms (SGEMM, or GemmEx with
-  float16/bfloat16 operands and float32 accumulation);
+  float16/bfloat16 operands and float32 accumulation); :class:`HeadGemm` - one over matrices
+  at two strided levels (attention heads), through arrays of pointers;
 * :class:`ConvCall` - a cuDNN convolution (float32, float16 or bfloat16 data, float compute);
 * :class:`Switch`, :class:`Choice` - training/inference and library/fallback alternatives;
 * :class:`Host` - the documented stopgap: inputs to the host, the numpy reference, results back;
@@ -113,6 +114,36 @@ class Gemm:
     batch: int = 1
     dtype: str = "float32"  # of A, B and C: float32 (SGEMM) or float16/bfloat16 (GemmEx)
     accumulate: bool = False  # cuBLAS's beta = 1
+
+
+@dataclass(frozen=True)
+class HeadGemm:
+    """C[b, h] = alpha op(A[b, h]) @ op(B[b, h]), row-major, for b < ``outer``, h < ``heads``:
+    matrix (b, h) of an operand starts ``b * step[0] + h * step[1]`` elements into its buffer
+    and has row stride ``ld`` (``lds``: A, B, C), so attention's heads are read and written in
+    place inside (B, T, H, D) arrays (one cuBLAS call over device arrays of pointers)."""
+
+    trans_a: bool
+    trans_b: bool
+    m: int
+    n: int
+    k: int
+    a: Ref
+    b: Ref
+    c: Ref
+    lds: tuple[int, int, int]
+    steps: tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
+    outer: int
+    heads: int
+    alpha: float = 1.0
+    dtype: str = "float32"
+
+    def pointers(self, bases: tuple[int, int, int], itemsize: int) -> list[np.ndarray]:
+        """The three arrays of matrix addresses for buffers at ``bases``."""
+        b = np.arange(self.outer, dtype=np.uint64)[:, None]
+        h = np.arange(self.heads, dtype=np.uint64)[None, :]
+        return [(np.uint64(base) + (b * np.uint64(sb) + h * np.uint64(sh))
+                 * np.uint64(itemsize)).ravel() for base, (sb, sh) in zip(bases, self.steps)]
 
 
 @dataclass(frozen=True)

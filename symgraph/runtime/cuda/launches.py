@@ -16,8 +16,8 @@ import pycuda.driver as drv
 from ...core.dtypes import as_dtype
 from ...core.registry import RunCtx
 from . import cooperative, cublas, cudnn
-from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Switch,
-                      Upload, memset_pattern)
+from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, HeadGemm, Host, Kernel,
+                      Switch, Upload, memset_pattern)
 from .codegen import THREADS
 from .host_steps import callback_step, host_step
 
@@ -73,6 +73,20 @@ def _gemm(prog: Any, act: Gemm, env: Any) -> Closure:
                                   batch=act.batch, dtype=act.dtype)
 
 
+def _head_gemm(prog: Any, act: HeadGemm, env: Any) -> Closure:
+    """The pointer arrays are built and uploaded here, once per set of bound arrays: they
+    never change between runs, so a captured graph replays them as they are."""
+    bases = tuple(prog.ptr(r, env) for r in (act.a, act.b, act.c))
+    arrays = [drv.to_device(p) for p in act.pointers(bases, as_dtype(act.dtype).itemsize)]
+    a, b, c = (int(x) for x in arrays)
+    dev, stream, batch = prog.device_id, prog.stream, act.outer * act.heads
+
+    def run(rc: RunCtx, keep: list = arrays) -> None:  # keep: the arrays live as long as this
+        cublas.gemm_batched(dev, stream.handle, act.trans_a, act.trans_b, act.m, act.n, act.k,
+                            a, b, c, act.lds, batch, act.alpha, act.dtype)
+    return run
+
+
 def _host(prog: Any, act: Host, env: Any) -> Closure:
     return lambda rc: host_step(prog, act, env, rc)
 
@@ -118,5 +132,6 @@ def _conv(prog: Any, act: ConvCall, env: Any) -> Closure:
 # Action type -> the builder of its launch closure: (program, action, env) -> closure.
 LAUNCHES: dict[type, Callable[[Any, Any, Any], Closure]] = {
     Kernel: _kernel, Copy: _copy, Fill: _fill, Gemm: _gemm, Host: _host, Upload: _upload,
+    HeadGemm: _head_gemm,
     Switch: _switch, Callback: _callback, Choice: _choice, ConvCall: _conv,
 }

@@ -1,0 +1,52 @@
+"""Lowering families of attention's head-layout ops (``ops/attention_heads.py``):
+``_batch_dot_heads`` as one cuBLAS GEMM over arrays of matrix pointers (:class:`HeadGemm`: the
+heads are addressed inside (B, T, H, D) arrays, no transpose), and ``_softmax_backward`` as one
+row kernel (``kernels_softmax_grad``)."""
+from __future__ import annotations
+
+from math import prod
+
+from ...compiler.ops.attention_heads import batch_view
+from .actions import HeadGemm, Kernel, StepCtx, family
+from .codegen import THREADS
+from .kernels_softmax_grad import render_softmax_backward
+
+Shape = tuple[int, ...]
+
+
+def head_addressing(shape: Shape, split: bool, heads: int) -> tuple[int, tuple[int, int]]:
+    """(row stride, (step between batches b, step between heads h)) in elements of an operand
+    that is split (B, rows, H, cols) or plain (B*H, rows, cols)."""
+    g, rows, cols = batch_view(shape, split, heads, "operand")
+    if split:
+        return heads * cols, (rows * heads * cols, cols)
+    return cols, (heads * rows * cols, rows * cols)
+
+
+@family("batch_dot_heads")
+def _batch_dot_heads(ctx: StepCtx, p: dict) -> list:
+    """alpha op(A) op(B) over B x H matrices, each operand and the output in its layout."""
+    a, h = ctx.attrs, ctx.attrs["heads"]
+    sa, sb = ctx.in_shapes
+    g, ra, ca = batch_view(sa, a["split_lhs"], h, "lhs")
+    _, rb, cb = batch_view(sb, a["split_rhs"], h, "rhs")
+    m, k = (ca, ra) if a["transpose_a"] else (ra, ca)
+    n = rb if a["transpose_b"] else cb
+    la, st_a = head_addressing(sa, a["split_lhs"], h)
+    lb, st_b = head_addressing(sb, a["split_rhs"], h)
+    lc, st_c = head_addressing(ctx.out_shapes[0], a["split_out"], h)
+    return [HeadGemm(a["transpose_a"], a["transpose_b"], m, n, k, ctx.ins[0], ctx.ins[1],
+                     ctx.outs[0], (la, lb, lc), (st_a, st_b, st_c), g // h, h,
+                     float(a["alpha"]), ctx.storage)]
+
+
+@family("softmax_backward")
+def _softmax_backward(ctx: StepCtx, p: dict) -> list:
+    """dx = y * (dy - sum(dy * y)) along the last axis: a warp a row, one launch."""
+    shape = ctx.in_shapes[0]
+    k = shape[-1]
+    rows = prod(shape[:-1])
+    kern = render_softmax_backward(ctx.stem, rows, k, ctx.dt(ctx.ins[0]), ctx.dt(ctx.ins[1]),
+                                   ctx.dt(ctx.outs[0]))
+    return [Kernel(kern, max(1, (rows * 32 + THREADS - 1) // THREADS), THREADS,
+                   (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(shape))]
