@@ -18,6 +18,7 @@ from symgraph.runtime.cuda import compiler
 from symgraph.runtime.cuda.actions import HeadGemm
 from symgraph.runtime.cuda.kernels_dense import render_softmax
 from symgraph.runtime.cuda.kernels_softmax_grad import render_softmax_backward
+from symgraph.runtime.cuda.lowering_attention import head_calls, head_pointers
 from tests.ops.cases_attention_heads import B, D, H, T, _heads_ref
 
 from .block_run import run_threaded
@@ -56,62 +57,103 @@ def _head_gemm(form: tuple, alpha: float) -> tuple[HeadGemm, tuple, tuple]:
     return act, sha, shb
 
 
-def _replay(act: HeadGemm, xa: np.ndarray, xb: np.ndarray, out_size: int) -> np.ndarray:
-    """C as the GEMM writes it: matrix i of each operand at the action's element offsets,
-    rows ``ld`` apart (cuBLAS's view, in numpy)."""
-    offs = act.pointers((0, 0, 0), 1)
+def _matrix_offsets(act: HeadGemm, mode: str) -> list[tuple[int, int, int]]:
+    """Element offsets of each matrix (A, B, C) as the launch issues them in ``mode``: the
+    pointer arrays, or the strided calls (bases 0, itemsize 1)."""
+    calls = head_calls(act, (0, 0, 0), 1, mode == "loop")
+    if mode == "strided":
+        assert calls is not None and len(calls) == 1
+    if calls is None:
+        return [tuple(int(p[i]) for p in head_pointers(act, (0, 0, 0), 1))
+                for i in range(act.outer * act.heads)]
+    return [tuple(base + i * st for base, st in zip(bases, steps))
+            for bases, steps, count in calls for i in range(count)]
+
+
+def _replay(act: HeadGemm, offsets: list, xa: np.ndarray, xb: np.ndarray,
+            out_size: int) -> np.ndarray:
+    """C as the GEMMs write it: each matrix of each operand at its element offset, rows
+    ``ld`` apart (cuBLAS's view, in numpy)."""
     c = np.full(out_size, np.nan)
 
     def mat(flat: np.ndarray, off: int, rows: int, cols: int, ld: int) -> np.ndarray:
         return np.stack([flat[off + r * ld: off + r * ld + cols] for r in range(rows)])
     ra, ca = (act.k, act.m) if act.trans_a else (act.m, act.k)
     rb, cb = (act.n, act.k) if act.trans_b else (act.k, act.n)
-    for i in range(act.outer * act.heads):
-        ma = mat(xa.ravel(), int(offs[0][i]), ra, ca, act.lds[0])
-        mb = mat(xb.ravel(), int(offs[1][i]), rb, cb, act.lds[1])
+    for oa, ob, oc in offsets:
+        ma = mat(xa.ravel(), oa, ra, ca, act.lds[0])
+        mb = mat(xb.ravel(), ob, rb, cb, act.lds[1])
         prod = act.alpha * (ma.T if act.trans_a else ma) @ (mb.T if act.trans_b else mb)
         for r in range(act.m):
-            start = int(offs[2][i]) + r * act.lds[2]
+            start = oc + r * act.lds[2]
             assert np.isnan(c[start:start + act.n]).all(), "two matrices write one element"
             c[start:start + act.n] = prod[r]
     return c
 
 
+@pytest.mark.parametrize("mode", ["pointers", "loop"])
 @pytest.mark.parametrize("form", FORMS, ids=lambda f: "".join("tTsSo"[i] if v else "-"
                                                              for i, v in enumerate(f)))
-def test_head_gemm_addresses_give_the_reference(form: tuple) -> None:
+def test_head_gemm_addresses_give_the_reference(form: tuple, mode: str) -> None:
+    """Both launch modes (SYMGRAPH_HEAD_GEMM) of every form: all B*H matrices, each once."""
     act, sha, shb = _head_gemm(form, 0.25)
     assert isinstance(act, HeadGemm) and act.outer * act.heads == B * H
+    offsets = _matrix_offsets(act, mode)
+    assert len(offsets) == B * H
+    if mode == "loop":  # a call per head or batch row; one when no layout is split
+        assert len(head_calls(act, (0, 0, 0), 1, True)) == (min(B, H) if any(form[2:]) else 1)
     rng = np.random.default_rng(3)
     xa, xb = rng.normal(size=sha), rng.normal(size=shb)
     ta, tb, sa, sb, so = form
     want = _heads_ref(xa, xb, ta, tb, sa, sb, so, alpha=0.25)
-    got = _replay(act, xa, xb, want.size)
+    got = _replay(act, offsets, xa, xb, want.size)
     np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-12, atol=1e-12)
+
+
+def test_unsplit_heads_are_one_strided_call() -> None:
+    """No split operand (only the scale folded): one strided-batched call, no pointers."""
+    act, sha, shb = _head_gemm((False, True, False, False, False), 0.5)
+    rng = np.random.default_rng(4)
+    xa, xb = rng.normal(size=sha), rng.normal(size=shb)
+    got = _replay(act, _matrix_offsets(act, "strided"), xa, xb, B * H * T * (T + 1))
+    want = _heads_ref(xa, xb, tb=True, alpha=0.5)
+    np.testing.assert_allclose(got.reshape(want.shape), want, rtol=1e-12)
 
 
 MOCK_SCRIPT = r'''
 import numpy as np
+from symgraph.core import config
 from symgraph.runtime.cuda import cublas, launches
 from symgraph.runtime.cuda.actions import HeadGemm, Ref
-calls, uploads = [], []
+batched, strided, uploads = [], [], []
 drv.to_device = lambda arr: uploads.append(arr.copy()) or 1000 + len(uploads)
-cublas.gemm_batched = lambda *args: calls.append(args)
-act = HeadGemm(False, True, 4, 4, 8, Ref("slot", 0), Ref("slot", 1), Ref("slot", 2),
-               (24, 24, 4), ((96, 8), (96, 8), (48, 16)), 2, 3, 0.5, "bfloat16")
+cublas.gemm_batched = lambda *args: batched.append(args)
+cublas.gemm_strided = lambda *args: strided.append(args)
 prog = mock.MagicMock()
 prog.ptr = lambda r, env: {0: 1 << 20, 1: 2 << 20, 2: 3 << 20}[r.index]
+prog.head_pointers = {}
+refs = (Ref("slot", 0), Ref("slot", 1), Ref("slot", 2))
+# (B=2, T=4, H=3, D=8) split q and k, scores (6, 4, 4): bfloat16, 2 bytes an element
+act = HeadGemm(False, True, 4, 4, 8, *refs, (24, 24, 4), ((96, 8), (96, 8), (48, 16)), 2, 3,
+               0.5, "bfloat16")
 fn = launches.LAUNCHES[HeadGemm](prog, act, None)
-assert len(uploads) == 3 and not calls  # built once, at closure time
+assert len(uploads) == 3 and not batched  # built once, when the closure is made
 fn(None); fn(None)
-assert len(uploads) == 3 and len(calls) == 2
-args = calls[0]
+assert len(uploads) == 3 and len(batched) == 2 and not strided
+launches.LAUNCHES[HeadGemm](prog, act, None)(None)  # the same buffers: the same arrays
+assert len(uploads) == 3 and len(batched) == 3
+args = batched[0]
 assert args[2:10] == (False, True, 4, 4, 8, 1001, 1002, 1003), args
 assert args[10:] == ((24, 24, 4), 6, 0.5, "bfloat16"), args
-want_a = [(1 << 20) + 2 * (96 * bb + 8 * h) for bb in range(2) for h in range(3)]
-assert uploads[0].tolist() == want_a, uploads[0]
-assert uploads[2].tolist() == [(3 << 20) + 2 * (48 * bb + 16 * h) for bb in range(2)
+assert uploads[0].tolist() == [(1 << 20) + 2 * (96 * b + 8 * h) for b in range(2)
+                               for h in range(3)], uploads[0]
+assert uploads[2].tolist() == [(3 << 20) + 2 * (48 * b + 16 * h) for b in range(2)
                                for h in range(3)]
+with config.override("SYMGRAPH_HEAD_GEMM", "loop"):
+    launches.LAUNCHES[HeadGemm](prog, act, None)(None)
+assert len(uploads) == 3 and len(strided) == 2  # H=3 > B=2: a call per batch row
+assert strided[1][7:] == ((1 << 20) + 2 * 96, (2 << 20) + 2 * 96, (3 << 20) + 2 * 48,
+                          (24, 24, 4), (8, 8, 16), 3, 0.5, "bfloat16"), strided[1]
 print("OK")
 '''
 
@@ -200,14 +242,19 @@ def test_encoder_step_on_gpu_matches_cpu(bf16: bool) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["pointers", "loop"])
 @pytest.mark.parametrize("form", FORMS)
-def test_head_gemm_on_gpu(form: tuple) -> None:
+def test_head_gemm_on_gpu(form: tuple, mode: str) -> None:
+    from symgraph.core import config
     ta, tb, sa, sb, so = form
     sha, shb = _form_shapes(ta, tb, sa, sb)
     rng = np.random.default_rng(6)
     xa, xb = rng.normal(size=sha).astype(np.float32), rng.normal(size=shb).astype(np.float32)
-    got = sg.nd._batch_dot_heads(sg.nd.array(xa, sg.gpu(0)), sg.nd.array(xb, sg.gpu(0)),
-                                 transpose_a=ta, transpose_b=tb, heads=H, split_lhs=sa,
-                                 split_rhs=sb, split_out=so, alpha=0.25).asnumpy()
+    sym = S._batch_dot_heads(a, b, transpose_a=ta, transpose_b=tb, heads=H, split_lhs=sa,
+                             split_rhs=sb, split_out=so, alpha=0.25)
+    with config.override("SYMGRAPH_HEAD_GEMM", mode):
+        exe = sym.bind(sg.gpu(0), {"a": sg.nd.array(xa, sg.gpu(0)),
+                                   "b": sg.nd.array(xb, sg.gpu(0))})
+        got = exe.forward()[0].asnumpy()
     want = _heads_ref(xa.astype(np.float64), xb.astype(np.float64), ta, tb, sa, sb, so, 0.25)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

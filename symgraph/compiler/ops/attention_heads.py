@@ -22,7 +22,7 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -177,7 +177,3 @@ register(OpDef(
     doc="Gradient of softmax over the last axis from its output y and output gradient dy: "
         "y * (dy - sum(dy * y)) per row, summed in float."))
 
-
-def split_heads_of(shape: Optional[tuple], heads: int) -> bool:
-    """Whether ``shape`` is a split (B, rows, H, cols) operand for ``heads``."""
-    return shape is not None and len(shape) == 4 and shape[2] == heads

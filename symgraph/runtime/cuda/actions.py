@@ -121,7 +121,7 @@ class HeadGemm:
     """C[b, h] = alpha op(A[b, h]) @ op(B[b, h]), row-major, for b < ``outer``, h < ``heads``:
     matrix (b, h) of an operand starts ``b * step[0] + h * step[1]`` elements into its buffer
     and has row stride ``ld`` (``lds``: A, B, C), so attention's heads are read and written in
-    place inside (B, T, H, D) arrays (one cuBLAS call over device arrays of pointers)."""
+    place inside (B, T, H, D) arrays (the cuBLAS calls: ``lowering_attention.head_calls``)."""
 
     trans_a: bool
     trans_b: bool
@@ -137,13 +137,6 @@ class HeadGemm:
     heads: int
     alpha: float = 1.0
     dtype: str = "float32"
-
-    def pointers(self, bases: tuple[int, int, int], itemsize: int) -> list[np.ndarray]:
-        """The three arrays of matrix addresses for buffers at ``bases``."""
-        b = np.arange(self.outer, dtype=np.uint64)[:, None]
-        h = np.arange(self.heads, dtype=np.uint64)[None, :]
-        return [(np.uint64(base) + (b * np.uint64(sb) + h * np.uint64(sh))
-                 * np.uint64(itemsize)).ravel() for base, (sb, sh) in zip(bases, self.steps)]
 
 
 @dataclass(frozen=True)

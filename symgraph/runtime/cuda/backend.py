@@ -98,6 +98,9 @@ class CudaProgram:
         self.workspace: Any = None  # cuDNN workspace, sized once from the measured plans
         self.ws_bytes = 0
         self.choices: dict[Choice, tuple] = {}  # library or generated path, measured once
+        # HeadGemm pointer arrays by (action, buffer addresses): kept as long as the program,
+        # since a captured graph may outlive the closures that made them
+        self.head_pointers: dict[tuple, list] = {}
         self.module: Optional[Modules] = None
         self._prepared: dict[tuple, list[list[Closure]]] = {}
         self.graphs = GraphCache(self.stream)

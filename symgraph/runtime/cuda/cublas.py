@@ -123,6 +123,19 @@ def _gemm_ex(lib: Any, hd: ctypes.c_void_p, op_b: int, op_a: int, n: int, m: int
             f"cublasGemmStridedBatchedEx ({dtype})")
 
 
+def _head_call(device_id: int, stream_handle: int, trans_a: bool, trans_b: bool,
+               dtype: str) -> tuple:
+    """(library, handle, op_a, op_b, cudaDataType) of a head GEMM on the stream."""
+    lib = _load()
+    hd = handle(device_id)
+    _check(lib.cublasSetStream_v2(hd, stream_handle), "cublasSetStream")
+    if dtype not in CUDA_DATA_TYPES:
+        raise ExecutionError(f"cuBLAS head GEMM: no GPU GEMM for dtype {dtype} (float32, "
+                             f"float16, bfloat16)")
+    return (lib, hd, CUBLAS_OP_T if trans_a else CUBLAS_OP_N,
+            CUBLAS_OP_T if trans_b else CUBLAS_OP_N, CUDA_DATA_TYPES[dtype])
+
+
 def gemm_batched(device_id: int, stream_handle: int, trans_a: bool, trans_b: bool, m: int,
                  n: int, k: int, a: int, b: int, c: int, lds: tuple[int, int, int], batch: int,
                  alpha: float, dtype: str = "float32") -> None:
@@ -130,16 +143,21 @@ def gemm_batched(device_id: int, stream_handle: int, trans_a: bool, trans_b: boo
     matrices whose addresses are in the device arrays of pointers ``a``, ``b`` and ``c`` (row
     strides ``lds[0]``, ``lds[1]``): matrices that no single stride reaches, such as
     attention heads inside (B, T, H, D) arrays. Any of the GEMM dtypes, float accumulation."""
-    lib = _load()
-    hd = handle(device_id)
-    _check(lib.cublasSetStream_v2(hd, stream_handle), "cublasSetStream")
-    if dtype not in CUDA_DATA_TYPES:
-        raise ExecutionError(f"cuBLAS batched GEMM: no GPU GEMM for dtype {dtype} (float32, "
-                             f"float16, bfloat16)")
-    t, al = CUDA_DATA_TYPES[dtype], ctypes.c_float(alpha)
-    op_a = CUBLAS_OP_T if trans_a else CUBLAS_OP_N
-    op_b = CUBLAS_OP_T if trans_b else CUBLAS_OP_N
-    _check(lib.cublasGemmBatchedEx(hd, op_b, op_a, n, m, k, ctypes.byref(al), b, t, lds[1], a,
-                                   t, lds[0], ctypes.byref(_ZERO), c, t, lds[2], batch,
-                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    lib, hd, op_a, op_b, t = _head_call(device_id, stream_handle, trans_a, trans_b, dtype)
+    _check(lib.cublasGemmBatchedEx(hd, op_b, op_a, n, m, k, ctypes.byref(ctypes.c_float(alpha)),
+                                   b, t, lds[1], a, t, lds[0], ctypes.byref(_ZERO), c, t,
+                                   lds[2], batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
            f"cublasGemmBatchedEx ({dtype})")
+
+
+def gemm_strided(device_id: int, stream_handle: int, trans_a: bool, trans_b: bool, m: int,
+                 n: int, k: int, a: int, b: int, c: int, lds: tuple[int, int, int],
+                 steps: tuple[int, int, int], batch: int, alpha: float,
+                 dtype: str = "float32") -> None:
+    """As :func:`gemm_batched` for matrices ``steps`` elements apart from the addresses
+    ``a``, ``b`` and ``c`` (one strided-batched call, any GEMM dtype)."""
+    lib, hd, op_a, op_b, t = _head_call(device_id, stream_handle, trans_a, trans_b, dtype)
+    _check(lib.cublasGemmStridedBatchedEx(
+        hd, op_b, op_a, n, m, k, ctypes.byref(ctypes.c_float(alpha)), b, t, lds[1], steps[1],
+        a, t, lds[0], steps[0], ctypes.byref(_ZERO), c, t, lds[2], steps[2], batch,
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), f"cublasGemmStridedBatchedEx ({dtype})")

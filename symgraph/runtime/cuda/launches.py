@@ -15,11 +15,13 @@ import pycuda.driver as drv
 
 from ...core.dtypes import as_dtype
 from ...core.registry import RunCtx
+from ...core import config
 from . import cooperative, cublas, cudnn
 from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, HeadGemm, Host, Kernel,
                       Switch, Upload, memset_pattern)
 from .codegen import THREADS
 from .host_steps import callback_step, host_step
+from .lowering_attention import head_calls, head_pointers
 
 Closure = Callable[[RunCtx], None]
 
@@ -74,17 +76,31 @@ def _gemm(prog: Any, act: Gemm, env: Any) -> Closure:
 
 
 def _head_gemm(prog: Any, act: HeadGemm, env: Any) -> Closure:
-    """The pointer arrays are built and uploaded here, once per set of bound arrays: they
-    never change between runs, so a captured graph replays them as they are."""
+    """Strided-batched calls where strides reach the matrices, else one call over arrays of
+    pointers, uploaded once per set of bound arrays and kept by the program: they never change
+    between runs, so a captured graph replays them as they are."""
     bases = tuple(prog.ptr(r, env) for r in (act.a, act.b, act.c))
-    arrays = [drv.to_device(p) for p in act.pointers(bases, as_dtype(act.dtype).itemsize)]
+    size = as_dtype(act.dtype).itemsize
+    dev, stream = prog.device_id, prog.stream
+    shape = (act.trans_a, act.trans_b, act.m, act.n, act.k)
+    calls = head_calls(act, bases, size, config.get("SYMGRAPH_HEAD_GEMM") == "loop")
+    if calls is not None:
+        def strided(rc: RunCtx) -> None:
+            for (a, b, c), steps, count in calls:
+                cublas.gemm_strided(dev, stream.handle, *shape, a, b, c, act.lds, steps, count,
+                                    act.alpha, act.dtype)
+        return strided
+    arrays = prog.head_pointers.get((act, bases))
+    if arrays is None:
+        arrays = prog.head_pointers[(act, bases)] = [drv.to_device(p) for p in
+                                                     head_pointers(act, bases, size)]
     a, b, c = (int(x) for x in arrays)
-    dev, stream, batch = prog.device_id, prog.stream, act.outer * act.heads
+    batch = act.outer * act.heads
 
-    def run(rc: RunCtx, keep: list = arrays) -> None:  # keep: the arrays live as long as this
-        cublas.gemm_batched(dev, stream.handle, act.trans_a, act.trans_b, act.m, act.n, act.k,
-                            a, b, c, act.lds, batch, act.alpha, act.dtype)
-    return run
+    def batched(rc: RunCtx) -> None:
+        cublas.gemm_batched(dev, stream.handle, *shape, a, b, c, act.lds, batch, act.alpha,
+                            act.dtype)
+    return batched
 
 
 def _host(prog: Any, act: Host, env: Any) -> Closure:

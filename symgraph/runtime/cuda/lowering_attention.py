@@ -5,6 +5,9 @@ row kernel (``kernels_softmax_grad``)."""
 from __future__ import annotations
 
 from math import prod
+from typing import Optional
+
+import numpy as np
 
 from ...compiler.ops.attention_heads import batch_view
 from .actions import HeadGemm, Kernel, StepCtx, family
@@ -12,6 +15,9 @@ from .codegen import THREADS
 from .kernels_softmax_grad import render_softmax_backward
 
 Shape = tuple[int, ...]
+# A strided-batched call: the first matrix's address in A, B and C, the stride in elements
+# between consecutive matrices of each, and how many matrices.
+Strided = tuple[tuple[int, int, int], tuple[int, int, int], int]
 
 
 def head_addressing(shape: Shape, split: bool, heads: int) -> tuple[int, tuple[int, int]]:
@@ -50,3 +56,29 @@ def _softmax_backward(ctx: StepCtx, p: dict) -> list:
                                    ctx.dt(ctx.outs[0]))
     return [Kernel(kern, max(1, (rows * 32 + THREADS - 1) // THREADS), THREADS,
                    (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(shape))]
+
+
+def head_pointers(act: HeadGemm, bases: tuple[int, int, int], itemsize: int) -> list[np.ndarray]:
+    """The three arrays of matrix addresses (b-major) for buffers at ``bases``."""
+    b = np.arange(act.outer, dtype=np.uint64)[:, None]
+    h = np.arange(act.heads, dtype=np.uint64)[None, :]
+    return [(np.uint64(base) + (b * np.uint64(sb) + h * np.uint64(sh)) * np.uint64(itemsize))
+            .ravel() for base, (sb, sh) in zip(bases, act.steps)]
+
+
+def head_calls(act: HeadGemm, bases: tuple[int, int, int], itemsize: int,
+               loop: bool) -> Optional[list[Strided]]:
+    """Strided-batched calls reaching every matrix of ``act``: one when each operand's
+    matrices lie one stride apart; with ``loop`` (``SYMGRAPH_HEAD_GEMM=loop``) one per head
+    over the batch rows, or one per batch row when those are fewer; otherwise None (one call
+    over the arrays of :func:`head_pointers`)."""
+    if act.heads == 1:
+        return [(bases, tuple(sb for sb, _ in act.steps), act.outer)]
+    if all(sb == act.heads * sh for sb, sh in act.steps):
+        return [(bases, tuple(sh for _, sh in act.steps), act.outer * act.heads)]
+    if not loop:
+        return None
+    inner, count, outer_level = (1, act.outer, range(act.heads)) if act.heads <= act.outer \
+        else (0, act.heads, range(act.outer))
+    return [(tuple(base + i * st[inner] * itemsize for base, st in zip(bases, act.steps)),
+             tuple(st[1 - inner] for st in act.steps), count) for i in outer_level]
