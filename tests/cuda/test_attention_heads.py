@@ -78,16 +78,17 @@ def _replay(act: HeadGemm, offsets: list, xa: np.ndarray, xb: np.ndarray,
 
     def mat(flat: np.ndarray, off: int, rows: int, cols: int, ld: int) -> np.ndarray:
         return np.stack([flat[off + r * ld: off + r * ld + cols] for r in range(rows)])
-    ra, ca = (act.k, act.m) if act.trans_a else (act.m, act.k)
-    rb, cb = (act.n, act.k) if act.trans_b else (act.k, act.n)
+    g = act.gemm
+    ra, ca = (g.k, g.m) if g.trans_a else (g.m, g.k)
+    rb, cb = (g.n, g.k) if g.trans_b else (g.k, g.n)
     for oa, ob, oc in offsets:
         ma = mat(xa.ravel(), oa, ra, ca, act.lds[0])
         mb = mat(xb.ravel(), ob, rb, cb, act.lds[1])
-        prod = act.alpha * (ma.T if act.trans_a else ma) @ (mb.T if act.trans_b else mb)
-        for r in range(act.m):
+        prod = act.alpha * (ma.T if g.trans_a else ma) @ (mb.T if g.trans_b else mb)
+        for r in range(g.m):
             start = oc + r * act.lds[2]
-            assert np.isnan(c[start:start + act.n]).all(), "two matrices write one element"
-            c[start:start + act.n] = prod[r]
+            assert np.isnan(c[start:start + g.n]).all(), "two matrices write one element"
+            c[start:start + g.n] = prod[r]
     return c
 
 
@@ -124,7 +125,7 @@ MOCK_SCRIPT = r'''
 import numpy as np
 from symgraph.core import config
 from symgraph.runtime.cuda import cublas, launches
-from symgraph.runtime.cuda.actions import HeadGemm, Ref
+from symgraph.runtime.cuda.actions import Gemm, HeadGemm, Ref
 batched, strided, uploads = [], [], []
 drv.to_device = lambda arr: uploads.append(arr.copy()) or 1000 + len(uploads)
 cublas.gemm_batched = lambda *args: batched.append(args)
@@ -134,8 +135,8 @@ prog.ptr = lambda r, env: {0: 1 << 20, 1: 2 << 20, 2: 3 << 20}[r.index]
 prog.head_pointers = {}
 refs = (Ref("slot", 0), Ref("slot", 1), Ref("slot", 2))
 # (B=2, T=4, H=3, D=8) split q and k, scores (6, 4, 4): bfloat16, 2 bytes an element
-act = HeadGemm(False, True, 4, 4, 8, *refs, (24, 24, 4), ((96, 8), (96, 8), (48, 16)), 2, 3,
-               0.5, "bfloat16")
+act = HeadGemm(Gemm(False, True, 4, 4, 8, *refs, batch=6, dtype="bfloat16"), (24, 24, 4),
+               ((96, 8), (96, 8), (48, 16)), 3, 0.5)
 fn = launches.LAUNCHES[HeadGemm](prog, act, None)
 assert len(uploads) == 3 and not batched  # built once, when the closure is made
 fn(None); fn(None)

@@ -118,25 +118,21 @@ class Gemm:
 
 @dataclass(frozen=True)
 class HeadGemm:
-    """C[b, h] = alpha op(A[b, h]) @ op(B[b, h]), row-major, for b < ``outer``, h < ``heads``:
-    matrix (b, h) of an operand starts ``b * step[0] + h * step[1]`` elements into its buffer
-    and has row stride ``ld`` (``lds``: A, B, C), so attention's heads are read and written in
-    place inside (B, T, H, D) arrays (the cuBLAS calls: ``lowering_attention.head_calls``)."""
+    """``gemm`` (its ``batch``: B*H matrices) times ``alpha``, where matrix (b, h) of an
+    operand starts ``b * step[0] + h * step[1]`` elements into its buffer, ``b < batch / heads``,
+    and has row stride ``ld`` (``lds``, ``steps``: A, B, C), so attention's heads are read and
+    written in place inside (B, T, H, D) arrays (the cuBLAS calls:
+    ``lowering_attention.head_calls``)."""
 
-    trans_a: bool
-    trans_b: bool
-    m: int
-    n: int
-    k: int
-    a: Ref
-    b: Ref
-    c: Ref
+    gemm: Gemm
     lds: tuple[int, int, int]
     steps: tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
-    outer: int
     heads: int
     alpha: float = 1.0
-    dtype: str = "float32"
+
+    @property
+    def outer(self) -> int:
+        return self.gemm.batch // self.heads
 
 
 @dataclass(frozen=True)

@@ -79,27 +79,27 @@ def _head_gemm(prog: Any, act: HeadGemm, env: Any) -> Closure:
     """Strided-batched calls where strides reach the matrices, else one call over arrays of
     pointers, uploaded once per set of bound arrays and kept by the program: they never change
     between runs, so a captured graph replays them as they are."""
-    bases = tuple(prog.ptr(r, env) for r in (act.a, act.b, act.c))
-    size = as_dtype(act.dtype).itemsize
+    g = act.gemm
+    bases = tuple(prog.ptr(r, env) for r in (g.a, g.b, g.c))
+    size = as_dtype(g.dtype).itemsize
     dev, stream = prog.device_id, prog.stream
-    shape = (act.trans_a, act.trans_b, act.m, act.n, act.k)
+    shape = (g.trans_a, g.trans_b, g.m, g.n, g.k)
     calls = head_calls(act, bases, size, config.get("SYMGRAPH_HEAD_GEMM") == "loop")
     if calls is not None:
         def strided(rc: RunCtx) -> None:
             for (a, b, c), steps, count in calls:
                 cublas.gemm_strided(dev, stream.handle, *shape, a, b, c, act.lds, steps, count,
-                                    act.alpha, act.dtype)
+                                    act.alpha, g.dtype)
         return strided
     arrays = prog.head_pointers.get((act, bases))
     if arrays is None:
         arrays = prog.head_pointers[(act, bases)] = [drv.to_device(p) for p in
                                                      head_pointers(act, bases, size)]
     a, b, c = (int(x) for x in arrays)
-    batch = act.outer * act.heads
 
     def batched(rc: RunCtx) -> None:
-        cublas.gemm_batched(dev, stream.handle, *shape, a, b, c, act.lds, batch, act.alpha,
-                            act.dtype)
+        cublas.gemm_batched(dev, stream.handle, *shape, a, b, c, act.lds, g.batch, act.alpha,
+                            g.dtype)
     return batched
 
 

@@ -10,7 +10,7 @@ from typing import Optional
 import numpy as np
 
 from ...compiler.ops.attention_heads import batch_view
-from .actions import HeadGemm, Kernel, StepCtx, family
+from .actions import Gemm, HeadGemm, Kernel, StepCtx, family
 from .codegen import THREADS
 from .kernels_softmax_grad import render_softmax_backward
 
@@ -41,9 +41,9 @@ def _batch_dot_heads(ctx: StepCtx, p: dict) -> list:
     la, st_a = head_addressing(sa, a["split_lhs"], h)
     lb, st_b = head_addressing(sb, a["split_rhs"], h)
     lc, st_c = head_addressing(ctx.out_shapes[0], a["split_out"], h)
-    return [HeadGemm(a["transpose_a"], a["transpose_b"], m, n, k, ctx.ins[0], ctx.ins[1],
-                     ctx.outs[0], (la, lb, lc), (st_a, st_b, st_c), g // h, h,
-                     float(a["alpha"]), ctx.storage)]
+    gemm = Gemm(a["transpose_a"], a["transpose_b"], m, n, k, ctx.ins[0], ctx.ins[1],
+                ctx.outs[0], batch=g, dtype=ctx.storage)
+    return [HeadGemm(gemm, (la, lb, lc), (st_a, st_b, st_c), h, float(a["alpha"]))]
 
 
 @family("softmax_backward")
