@@ -110,8 +110,9 @@ def profile(exe: Any, top: int) -> None:
 
 
 def count_steps(s: Sizes, bf16: bool, skip: tuple = ()) -> dict[str, int]:
-    """Launches (kernels, library calls, copies) of the CUDA training program by op, lowered
-    on the CPU as ``ir_fingerprint`` does; ``skip``: forward passes left out."""
+    """Launches (kernels, library calls, copies) of the CUDA training program by op, and by
+    action kind under ``"[Kind]"`` keys, lowered on the CPU as ``ir_fingerprint`` does;
+    ``skip``: forward passes left out."""
     from benchmarks.ir_fingerprint import cuda_lowering
     from symgraph.runtime.cuda.actions import flat_actions
     sym = encoder_symbol(s)
@@ -122,9 +123,9 @@ def count_steps(s: Sizes, bf16: bool, skip: tuple = ()) -> dict[str, int]:
         stage = sym.simple_bind(sg.cpu(), grad_req=reqs, data=(s.batch, s.seq, s.model))._train
     counts: dict[str, int] = {}
     for step, acts in zip(stage.schedule.steps, stage.program.actions):
-        n = len(list(flat_actions(acts)))
-        if n:
-            counts[step.node.op] = counts.get(step.node.op, 0) + n
+        for act in flat_actions(acts):
+            for key in (step.node.op, f"[{type(act).__name__}]"):
+                counts[key] = counts.get(key, 0) + 1
     return counts
 
 
@@ -132,9 +133,10 @@ def print_counts(s: Sizes) -> None:
     """Launches by op without and with the head folding (``passes/fold_heads``)."""
     for bf16 in (False, True):
         before, after = count_steps(s, bf16, ("fold_heads",)), count_steps(s, bf16)
-        print(f"\n{'bf16' if bf16 else 'fp32'}: launches of the CUDA training step, by op "
-              f"(without fold_heads -> with): {sum(before.values())} -> {sum(after.values())}")
-        for op in sorted(set(before) | set(after), key=lambda o: -before.get(o, 0)):
+        total = [sum(v for k, v in c.items() if k.startswith("[")) for c in (before, after)]
+        print(f"\n{'bf16' if bf16 else 'fp32'}: launches of the CUDA training step, by op and "
+              f"[by kind] (without fold_heads -> with): {total[0]} -> {total[1]}")
+        for op in sorted(set(before) | set(after), key=lambda o: (-before.get(o, 0), o)):
             print(f"    {before.get(op, 0):4d} -> {after.get(op, 0):4d}  {op}")
 
 
