@@ -17,7 +17,7 @@ from benchmarks.encoder_step import QUICK, count_steps, encoder_symbol
 from symgraph.runtime.cuda import compiler
 from symgraph.runtime.cuda.actions import HeadGemm
 from symgraph.runtime.cuda.kernels_dense import render_softmax
-from symgraph.runtime.cuda.kernels_softmax_grad import render_softmax_backward
+from symgraph.runtime.cuda.kernels_softmax_grad import REGISTER_ROW, render_softmax_backward
 from symgraph.runtime.cuda.lowering_attention import head_calls, head_pointers
 from tests.ops.cases_attention_heads import B, D, H, T, _heads_ref
 
@@ -168,12 +168,14 @@ def _softmax_backward_ref(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.skipif(host_compiler() is None, reason="g++ not on PATH")
-@pytest.mark.parametrize("dtype,k", [("float32", 77), ("bfloat16", 40)])
+@pytest.mark.parametrize("dtype,k", [("float32", 77), ("bfloat16", 40), ("float32", 300)])
 def test_softmax_backward_kernel_on_host_warps(dtype: str, k: int, tmp_path: Path) -> None:
-    """Warps of 32 host threads (block_run): the shuffle sum over a row longer than a warp
-    (77) and shorter than two (40), float accumulation of bfloat16 data."""
+    """Warps of 32 host threads (block_run): the shuffle sum over rows held in registers, a
+    partial last column of lanes (77, 40), a row read twice (300 > REGISTER_ROW), float
+    accumulation of bfloat16 data."""
     import ml_dtypes
     nd = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(np.float32)
+    assert 77 <= REGISTER_ROW < 300
     rows, rng = 5, np.random.default_rng(2)
     z = np.exp(rng.normal(size=(rows, k)))
     y, dy = (z / z.sum(-1, keepdims=True)).astype(nd), rng.normal(size=(rows, k)).astype(nd)
@@ -190,7 +192,7 @@ def test_softmax_backward_kernel_on_host_warps(dtype: str, k: int, tmp_path: Pat
 def test_row_kernels_compile_for_sm90_in_every_float_dtype() -> None:
     kernels = [render_softmax_backward("softmax_backward", 96, 128, dt, dt, dt)
                for dt in ("float32", "float16", "bfloat16")]
-    kernels += [render_softmax_backward("softmax_backward", 96, 128, "float32", "bfloat16",
+    kernels += [render_softmax_backward("softmax_backward", 96, 300, "float32", "bfloat16",
                                         "bfloat16"),
                 render_softmax("softmax_rows", 96, 128, 1, False, 1.0, "bfloat16")]
     cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
