@@ -143,3 +143,16 @@ def test_bad_split_operand_is_a_shape_error_naming_op_and_shape() -> None:
     with pytest.raises(ShapeError):
         sym.bind(sg.cpu(), {"a": sg.nd.array(data), "b": sg.nd.array(data)})
     assert (data == 1).all()
+
+
+def test_other_transposes_are_not_heads() -> None:
+    """A default (reversing) transpose, or a head transpose feeding a view of another shape,
+    is not a head split."""
+    q, k = S.var("q"), S.var("k")
+    rev = S.reshape(S.transpose(S.reshape(q, shape=(0, 0, H, -1))), shape=(-1, T, B))
+    g = declared(S.batch_dot(rev, rev, transpose_b=True), q=(B, T, C))
+    assert fold_heads(g) is g
+    flat = S.reshape(S.transpose(S.reshape(k, shape=(0, 0, H, -1)), axes=(0, 2, 1, 3)),
+                     shape=(B, -1, C // H))
+    g = declared(S.batch_dot(flat, flat, transpose_b=True), k=(B, T, C))
+    assert fold_heads(g) is g

@@ -63,7 +63,7 @@ def _is_view(node: Node) -> bool:
 
 
 def _is_head_transpose(node: Node) -> bool:
-    return node.op == TRANSPOSE and tuple(node.attrs["axes"]) == HEAD_AXES
+    return node.op == TRANSPOSE and tuple(node.attrs["axes"] or ()) == HEAD_AXES
 
 
 def split_source(e: Entry, sc: TypeTable) -> Optional[tuple[Entry, int]]:

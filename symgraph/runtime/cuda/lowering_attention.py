@@ -1,7 +1,8 @@
 """Lowering families of attention's head-layout ops (``ops/attention_heads.py``):
-``_batch_dot_heads`` as one cuBLAS GEMM over arrays of matrix pointers (:class:`HeadGemm`: the
-heads are addressed inside (B, T, H, D) arrays, no transpose), and ``_softmax_backward`` as one
-row kernel (``kernels_softmax_grad``)."""
+``_batch_dot_heads`` as a :class:`HeadGemm` (the heads addressed inside (B, T, H, D) arrays,
+no transpose; issued as :func:`head_calls` says: strided-batched cuBLAS calls, or one call over
+arrays of matrix pointers), and ``_softmax_backward`` as one row kernel
+(``kernels_softmax_grad``)."""
 from __future__ import annotations
 
 from math import prod
@@ -23,7 +24,7 @@ Strided = tuple[tuple[int, int, int], tuple[int, int, int], int]
 def head_addressing(shape: Shape, split: bool, heads: int) -> tuple[int, tuple[int, int]]:
     """(row stride, (step between batches b, step between heads h)) in elements of an operand
     that is split (B, rows, H, cols) or plain (B*H, rows, cols)."""
-    g, rows, cols = batch_view(shape, split, heads, "operand")
+    _, rows, cols = batch_view(shape, split, heads, "operand")
     if split:
         return heads * cols, (rows * heads * cols, cols)
     return cols, (heads * rows * cols, rows * cols)
