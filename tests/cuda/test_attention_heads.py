@@ -237,7 +237,7 @@ def test_encoder_step_on_gpu_matches_cpu(bf16: bool) -> None:
     unfolded float32 step: float32 within GEMM rounding, bfloat16 AMP within its own."""
     want_out, want = _encoder_run(sg.cpu(), False)
     got_out, got = _encoder_run(sg.gpu(0), bf16)
-    tol = 5e-2 if bf16 else 1e-4
+    tol = 8e-2 if bf16 else 1e-4
     np.testing.assert_allclose(got_out, want_out, rtol=tol, atol=tol)
     for k in want:
         scale = max(1.0, float(np.abs(want[k]).max()))
