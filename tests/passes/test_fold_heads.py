@@ -143,6 +143,8 @@ def test_bad_split_operand_is_a_shape_error_naming_op_and_shape() -> None:
     with pytest.raises(ShapeError):
         sym.bind(sg.cpu(), {"a": sg.nd.array(data), "b": sg.nd.array(data)})
     assert (data == 1).all()
+    with pytest.raises(ShapeError, match=r"\(2, 3\) vs \(2, 4\)"):
+        S._softmax_backward(a, b).infer_shape(a=(2, 3), b=(2, 4))
 
 
 def test_other_transposes_are_not_heads() -> None:

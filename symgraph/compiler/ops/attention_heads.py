@@ -29,7 +29,7 @@ import numpy as np
 from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
 from ...core.registry import GEMM, REDUCE, OpDef, RunCtx, register
-from ._util import fmt, norm_axis
+from ._util import fmt, norm_axis, same_shape
 
 BATCH_DOT_HEADS = "_batch_dot_heads"
 SOFTMAX_ROWS = "_softmax_rows"
@@ -132,8 +132,11 @@ def softmax_rows_np(x: np.ndarray) -> np.ndarray:
 
 
 def _rows_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    known = ins[0] if ins[0] is not None else outs[0]
-    return [known], [known]
+    """Inputs and output of one shape, with a last axis to run along."""
+    ins, outs = same_shape(a, ins, outs)
+    if outs[0] is not None:
+        norm_axis(-1, len(outs[0]))
+    return ins, outs
 
 
 register(OpDef(
@@ -142,18 +145,6 @@ register(OpDef(
     lowering=("softmax", {"axis_from": "last"}),
     doc="softmax over the last axis (as softmax(axis=-1)); its gradient is one row op, "
         "_softmax_backward."))
-
-
-def _backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    known = next((s for s in list(ins) + list(outs) if s is not None), None)
-    if known is None:
-        return ins, outs
-    for name, s in zip(("prob", "ograd"), ins):
-        if s is not None and tuple(s) != tuple(known):
-            raise ShapeError(f"_softmax_backward: {name} has shape {fmt(s)}, expected "
-                             f"{fmt(known)}")
-    norm_axis(-1, len(known))
-    return [known, known], [known]
 
 
 def _backward_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
@@ -172,7 +163,7 @@ def _backward_grad(c: Any) -> list:
 
 
 register(OpDef(
-    "_softmax_backward", {}, ("prob", "ograd"), _backward_shape, _backward_compute,
+    "_softmax_backward", {}, ("prob", "ograd"), _rows_shape, _backward_compute,
     _backward_grad, REDUCE, lowering="softmax_backward",
     doc="Gradient of softmax over the last axis from its output y and output gradient dy: "
         "y * (dy - sum(dy * y)) per row, summed in float."))
