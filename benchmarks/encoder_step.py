@@ -3,7 +3,7 @@ MXNet user writes one with ``sg.sym``, beside the same network in PyTorch (eager
 ``torch.compile``), float32 and bfloat16 (``sg.amp`` / autocast), in one run.
 
     PYTHONPATH=. python3 benchmarks/encoder_step.py [--layers 4] [--batch 32] [--seq 128]
-        [--model 768] [--heads 12] [--steps 30] [--no-compile] [--quick]
+        [--model 768] [--heads 12] [--steps 30] [--no-compile] [--quick] [--count]
 
 Each layer (post-LayerNorm, as BERT): Q, K and V by ``FullyConnected(flatten=False)``, heads
 split by ``reshape``/``transpose``, ``batch_dot(q, k, transpose_b=True)`` scaled, ``softmax``,
@@ -11,7 +11,8 @@ split by ``reshape``/``transpose``, ``batch_dot(q, k, transpose_b=True)`` scaled
 ``4d`` feed-forward with ``LeakyReLU(act_type='gelu')`` (erf GELU), residual + ``LayerNorm``. The
 loss is the mean square of the last layer's output (both sides), so the step is the encoder
 alone. Medians by CUDA events on the GPU (TF32 off on both sides); ``--quick``: tiny sizes on
-the CPU (a test runs it).
+the CPU (a test runs it); ``--count``: the CUDA program's launches by op, lowered on the CPU
+(no GPU), without and with ``passes/fold_heads``.
 """
 from __future__ import annotations
 
@@ -108,6 +109,37 @@ def profile(exe: Any, top: int) -> None:
         print(f"    {ms:8.3f} ms  step {k:3d} {op} {name}")
 
 
+def count_steps(s: Sizes, bf16: bool, skip: tuple = ()) -> dict[str, int]:
+    """Launches (kernels, library calls, copies) of the CUDA training program by op, and by
+    action kind under ``"[Kind]"`` keys, lowered on the CPU as ``ir_fingerprint`` does;
+    ``skip``: forward passes left out."""
+    from benchmarks.ir_fingerprint import cuda_lowering
+    from symgraph.runtime.cuda.actions import flat_actions
+    sym = encoder_symbol(s)
+    if bf16:
+        sym = sg.amp.convert_symbol(sym, target_dtype="bfloat16")
+    reqs = {n: ("null" if n == "data" else "write") for n in sym.list_arguments()}
+    with cuda_lowering(skip=skip):
+        stage = sym.simple_bind(sg.cpu(), grad_req=reqs, data=(s.batch, s.seq, s.model))._train
+    counts: dict[str, int] = {}
+    for step, acts in zip(stage.schedule.steps, stage.program.actions):
+        for act in flat_actions(acts):
+            for key in (step.node.op, f"[{type(act).__name__}]"):
+                counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def print_counts(s: Sizes) -> None:
+    """Launches by op without and with the head folding (``passes/fold_heads``)."""
+    for bf16 in (False, True):
+        before, after = count_steps(s, bf16, ("fold_heads",)), count_steps(s, bf16)
+        total = [sum(v for k, v in c.items() if k.startswith("[")) for c in (before, after)]
+        print(f"\n{'bf16' if bf16 else 'fp32'}: launches of the CUDA training step, by op and "
+              f"[by kind] (without fold_heads -> with): {total[0]} -> {total[1]}")
+        for op in sorted(set(before) | set(after), key=lambda o: (-before.get(o, 0), o)):
+            print(f"    {before.get(op, 0):4d} -> {after.get(op, 0):4d}  {op}")
+
+
 def torch_encoder(s: Sizes) -> Any:
     """The same encoder in PyTorch (erf GELU, post-LayerNorm, the same head split)."""
     import torch
@@ -165,8 +197,12 @@ def main(argv: Optional[list] = None) -> None:
     p.add_argument("--quick", action="store_true", help="tiny sizes on the CPU")
     p.add_argument("--profile", type=int, default=0, metavar="N",
                    help="GPU: after each row, the N costliest ops of symgraph's step")
+    p.add_argument("--count", action="store_true",
+                   help="print the CUDA step's launches by op (lowered on the CPU) and stop")
     a = p.parse_args(argv)
     s = QUICK if a.quick else Sizes(a.layers, a.batch, a.seq, a.model, a.heads)
+    if a.count:
+        return print_counts(s)
     gpu = not a.quick and sg.context.num_gpus() > 0
     ctx, device = (sg.gpu(0), "cuda") if gpu else (sg.cpu(), "cpu")
     steps = 3 if a.quick else a.steps

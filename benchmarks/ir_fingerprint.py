@@ -31,23 +31,25 @@ import symgraph as sg  # noqa: E402
 S = sg.sym
 
 
-def _cuda_backend(sm_count: int) -> Any:
-    """The CUDA backend's forward passes and lowering for ``sm_count`` SMs, run without a
-    device."""
+def _cuda_backend(sm_count: int, skip: tuple = ()) -> Any:
+    """The CUDA backend's forward passes (less those named in ``skip``) and lowering for
+    ``sm_count`` SMs, run without a device."""
     from symgraph.runtime.cuda.plan import lower_schedule
     from symgraph.runtime.cuda.channel_last import channel_last
     from symgraph.runtime.cuda.fuse_conv_pool import fuse_conv_pool
+    from symgraph.compiler.passes.fold_heads import fold_heads
+    forward = (fuse_conv_pool, channel_last, fold_heads)  # as with cuDNN present
     return types.SimpleNamespace(
-        FORWARD_PIPELINE=(fuse_conv_pool, channel_last),  # as with cuDNN present
+        FORWARD_PIPELINE=tuple(p for p in forward if p.__name__ not in skip),
         compile=lambda schedule, ctx: lower_schedule(schedule, sm_count))
 
 
 @contextlib.contextmanager
-def cuda_lowering(sm_count: int = 132) -> Iterator[None]:
-    """Binds inside compile for the CPU context with the CUDA backend's passes and lowering
-    (the programs cannot run)."""
+def cuda_lowering(sm_count: int = 132, skip: tuple = ()) -> Iterator[None]:
+    """Binds inside compile for the CPU context with the CUDA backend's passes (less the
+    forward passes named in ``skip``) and lowering (the programs cannot run)."""
     from symgraph.runtime import compile as C
-    backend = _cuda_backend(sm_count)
+    backend = _cuda_backend(sm_count, skip)
     saved = C.backend_for
     C.backend_for = lambda ctx: backend
     try:

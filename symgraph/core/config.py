@@ -102,6 +102,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "0 launches every step eagerly instead of replaying CUDA graphs."),
     Setting("SYMGRAPH_TF32", _flag, False, "0 | 1",
             "1 lets cuBLAS and cuDNN use TF32 tensor cores for float32."),
+    Setting("SYMGRAPH_HEAD_GEMM", _choice("pointers", "loop"), "pointers", "pointers | loop",
+            "How a GEMM over attention heads kept in (B, T, H, D) arrays is issued: one cuBLAS "
+            "batched call over arrays of matrix pointers, or a strided-batched call per head "
+            "(per batch row when those are fewer)."),
     Setting("SYMGRAPH_CUDNN", _choice("auto", "0", "1"), "auto", "auto | 0 | 1",
             "0 never uses cuDNN (generated convolutions); 1 takes cuDNN without timing the "
             "generated branch; auto times both (as SYMGRAPH_AUTOTUNE says: 0 takes cuDNN)."),

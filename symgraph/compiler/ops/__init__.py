@@ -14,4 +14,5 @@ from . import batch_norm_relu, hawkes, image_color, image_hue, image_resize  # n
 from . import sampling_unique  # noqa: F401,E402
 from . import slice_assign  # noqa: F401,E402
 from . import creation_range, histogram  # noqa: F401,E402
+from . import attention_heads  # noqa: F401,E402
 from . import legacy  # noqa: F401,E402  (last: aliases of the ops registered above)

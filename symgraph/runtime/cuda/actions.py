@@ -7,7 +7,8 @@ returns a list of actions the backend knows how to run:
   ``codegen``, compiled into the program's one module);
 * :class:`Copy`, :class:`Fill`, :class:`Upload` - device copy, 16/32-bit memset, constant bytes;
 * :class:`Gemm` - a (strided-batched) cuBLAS GEMM in row-major terms (SGEMM, or GemmEx with
-  float16/bfloat16 operands and float32 accumulation);
+  float16/bfloat16 operands and float32 accumulation); :class:`HeadGemm` - one over matrices
+  at two strided levels (attention heads), through arrays of pointers;
 * :class:`ConvCall` - a cuDNN convolution (float32, float16 or bfloat16 data, float compute);
 * :class:`Switch`, :class:`Choice` - training/inference and library/fallback alternatives;
 * :class:`Host` - the documented stopgap: inputs to the host, the numpy reference, results back;
@@ -113,6 +114,25 @@ class Gemm:
     batch: int = 1
     dtype: str = "float32"  # of A, B and C: float32 (SGEMM) or float16/bfloat16 (GemmEx)
     accumulate: bool = False  # cuBLAS's beta = 1
+
+
+@dataclass(frozen=True)
+class HeadGemm:
+    """``gemm`` (its ``batch``: B*H matrices) times ``alpha``, where matrix (b, h) of an
+    operand starts ``b * step[0] + h * step[1]`` elements into its buffer, ``b < batch / heads``,
+    and has row stride ``ld`` (``lds``, ``steps``: A, B, C), so attention's heads are read and
+    written in place inside (B, T, H, D) arrays (the cuBLAS calls:
+    ``lowering_attention.head_calls``)."""
+
+    gemm: Gemm
+    lds: tuple[int, int, int]
+    steps: tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
+    heads: int
+    alpha: float = 1.0
+
+    @property
+    def outer(self) -> int:
+        return self.gemm.batch // self.heads
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import pycuda.driver as drv  # noqa: E402
 
 from .. import profiler, random as _random
 from ...core.base import ExecutionError
+from ...compiler.passes.fold_heads import fold_heads
 from ...compiler.passes.unroll_control_flow import unroll_control_flow
 from ...core.registry import RunCtx
 from ...compiler.schedule import Schedule
@@ -50,8 +51,9 @@ def channel_last_for_cudnn(graph: Any) -> Any:
 
 # Read by compile.build_stage, before autodiff: control flow unrolled into plain ops (each
 # step's kernels in the one program and CUDA graph), convolution-activation-pool chains fused
-# (the fused op brings its own gradient), then the layout this backend's library wants.
-FORWARD_PIPELINE = (unroll_control_flow, fuse_conv_pool, channel_last_for_cudnn)
+# (the fused op brings its own gradient), then the layout this backend's library wants;
+# attention's head transposes folded into its GEMMs' addressing (cuBLAS pointer arrays).
+FORWARD_PIPELINE = (unroll_control_flow, fuse_conv_pool, channel_last_for_cudnn, fold_heads)
 
 
 def graphs_enabled() -> bool:
@@ -96,6 +98,9 @@ class CudaProgram:
         self.workspace: Any = None  # cuDNN workspace, sized once from the measured plans
         self.ws_bytes = 0
         self.choices: dict[Choice, tuple] = {}  # library or generated path, measured once
+        # HeadGemm pointer arrays by (action, buffer addresses): kept as long as the program,
+        # since a captured graph may outlive the closures that made them
+        self.head_pointers: dict[tuple, list] = {}
         self.module: Optional[Modules] = None
         self._prepared: dict[tuple, list[list[Closure]]] = {}
         self.graphs = GraphCache(self.stream)

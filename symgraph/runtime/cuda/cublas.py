@@ -45,6 +45,10 @@ def _load() -> Any:
                                       i, i]
         _LIB.cublasGemmStridedBatchedEx.argtypes = [vp, i, i, i, i, i, fp, vp, i, i, ll, vp, i,
                                                     i, ll, fp, vp, i, i, ll, i, i, i]
+        # GemmBatchedEx: as GemmEx with device arrays of pointers and the batch count last
+        # before computeType.
+        _LIB.cublasGemmBatchedEx.argtypes = [vp, i, i, i, i, i, fp, vp, i, i, vp, i, i, fp, vp,
+                                             i, i, i, i, i]
         _LIB.cublasSetStream_v2.argtypes = [vp, vp]
         _LIB.cublasSetMathMode.argtypes = [vp, i]
         _LIB.cublasSetWorkspace_v2.argtypes = [vp, vp, ctypes.c_size_t]
@@ -117,3 +121,43 @@ def _gemm_ex(lib: Any, hd: ctypes.c_void_p, op_b: int, op_a: int, n: int, m: int
             hd, op_b, op_a, n, m, k, one, b, t, ldb, k * n, a, t, lda, m * k,
             ctypes.byref(beta), c, t, n, m * n, batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
             f"cublasGemmStridedBatchedEx ({dtype})")
+
+
+def _head_call(device_id: int, stream_handle: int, trans_a: bool, trans_b: bool,
+               dtype: str) -> tuple:
+    """(library, handle, op_a, op_b, cudaDataType) of a head GEMM on the stream."""
+    lib = _load()
+    hd = handle(device_id)
+    _check(lib.cublasSetStream_v2(hd, stream_handle), "cublasSetStream")
+    if dtype not in CUDA_DATA_TYPES:
+        raise ExecutionError(f"cuBLAS head GEMM: no GPU GEMM for dtype {dtype} (float32, "
+                             f"float16, bfloat16)")
+    return (lib, hd, CUBLAS_OP_T if trans_a else CUBLAS_OP_N,
+            CUBLAS_OP_T if trans_b else CUBLAS_OP_N, CUDA_DATA_TYPES[dtype])
+
+
+def gemm_batched(device_id: int, stream_handle: int, trans_a: bool, trans_b: bool, m: int,
+                 n: int, k: int, a: int, b: int, c: int, lds: tuple[int, int, int], batch: int,
+                 alpha: float, dtype: str = "float32") -> None:
+    """Row-major C[i] (m x n, row stride ``lds[2]``) = alpha op(A[i]) @ op(B[i]) for ``batch``
+    matrices whose addresses are in the device arrays of pointers ``a``, ``b`` and ``c`` (row
+    strides ``lds[0]``, ``lds[1]``): matrices that no single stride reaches, such as
+    attention heads inside (B, T, H, D) arrays. Any of the GEMM dtypes, float accumulation."""
+    lib, hd, op_a, op_b, t = _head_call(device_id, stream_handle, trans_a, trans_b, dtype)
+    _check(lib.cublasGemmBatchedEx(hd, op_b, op_a, n, m, k, ctypes.byref(ctypes.c_float(alpha)),
+                                   b, t, lds[1], a, t, lds[0], ctypes.byref(_ZERO), c, t,
+                                   lds[2], batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+           f"cublasGemmBatchedEx ({dtype})")
+
+
+def gemm_strided(device_id: int, stream_handle: int, trans_a: bool, trans_b: bool, m: int,
+                 n: int, k: int, a: int, b: int, c: int, lds: tuple[int, int, int],
+                 steps: tuple[int, int, int], batch: int, alpha: float,
+                 dtype: str = "float32") -> None:
+    """As :func:`gemm_batched` for matrices ``steps`` elements apart from the addresses
+    ``a``, ``b`` and ``c`` (one strided-batched call, any GEMM dtype)."""
+    lib, hd, op_a, op_b, t = _head_call(device_id, stream_handle, trans_a, trans_b, dtype)
+    _check(lib.cublasGemmStridedBatchedEx(
+        hd, op_b, op_a, n, m, k, ctypes.byref(ctypes.c_float(alpha)), b, t, lds[1], steps[1],
+        a, t, lds[0], steps[0], ctypes.byref(_ZERO), c, t, lds[2], steps[2], batch,
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT), f"cublasGemmStridedBatchedEx ({dtype})")

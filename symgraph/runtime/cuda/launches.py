@@ -15,11 +15,13 @@ import pycuda.driver as drv
 
 from ...core.dtypes import as_dtype
 from ...core.registry import RunCtx
+from ...core import config
 from . import cooperative, cublas, cudnn
-from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, Host, Kernel, Switch,
-                      Upload, memset_pattern)
+from .actions import (Callback, Choice, ConvCall, Copy, Fill, Gemm, HeadGemm, Host, Kernel,
+                      Switch, Upload, memset_pattern)
 from .codegen import THREADS
 from .host_steps import callback_step, host_step
+from .lowering_attention import head_calls, head_pointers
 
 Closure = Callable[[RunCtx], None]
 
@@ -73,6 +75,34 @@ def _gemm(prog: Any, act: Gemm, env: Any) -> Closure:
                                   batch=act.batch, dtype=act.dtype)
 
 
+def _head_gemm(prog: Any, act: HeadGemm, env: Any) -> Closure:
+    """Strided-batched calls where strides reach the matrices, else one call over arrays of
+    pointers, uploaded once per set of bound arrays and kept by the program: they never change
+    between runs, so a captured graph replays them as they are."""
+    g = act.gemm
+    bases = tuple(prog.ptr(r, env) for r in (g.a, g.b, g.c))
+    size = as_dtype(g.dtype).itemsize
+    dev, stream = prog.device_id, prog.stream
+    shape = (g.trans_a, g.trans_b, g.m, g.n, g.k)
+    calls = head_calls(act, bases, size, config.get("SYMGRAPH_HEAD_GEMM") == "loop")
+    if calls is not None:
+        def strided(rc: RunCtx) -> None:
+            for (a, b, c), steps, count in calls:
+                cublas.gemm_strided(dev, stream.handle, *shape, a, b, c, act.lds, steps, count,
+                                    act.alpha, g.dtype)
+        return strided
+    arrays = prog.head_pointers.get((act, bases))
+    if arrays is None:
+        arrays = prog.head_pointers[(act, bases)] = [drv.to_device(p) for p in
+                                                     head_pointers(act, bases, size)]
+    a, b, c = (int(x) for x in arrays)
+
+    def batched(rc: RunCtx) -> None:
+        cublas.gemm_batched(dev, stream.handle, *shape, a, b, c, act.lds, g.batch, act.alpha,
+                            g.dtype)
+    return batched
+
+
 def _host(prog: Any, act: Host, env: Any) -> Closure:
     return lambda rc: host_step(prog, act, env, rc)
 
@@ -118,5 +148,6 @@ def _conv(prog: Any, act: ConvCall, env: Any) -> Closure:
 # Action type -> the builder of its launch closure: (program, action, env) -> closure.
 LAUNCHES: dict[type, Callable[[Any, Any, Any], Closure]] = {
     Kernel: _kernel, Copy: _copy, Fill: _fill, Gemm: _gemm, Host: _host, Upload: _upload,
+    HeadGemm: _head_gemm,
     Switch: _switch, Callback: _callback, Choice: _choice, ConvCall: _conv,
 }

@@ -25,6 +25,7 @@ from . import (lowering_amp, lowering_bn_column, lowering_control_flow, lowering
                lowering_rnn, lowering_roi, lowering_row_norm, lowering_scan, lowering_sequence,
                lowering_sort, lowering_update, lowering_views)
 from . import lowering_histogram  # noqa: F401,E402
+from . import lowering_attention  # noqa: F401,E402
 from .actions import FAMILIES, StepCtx, lowering_dtypes, lowering_of
 
 

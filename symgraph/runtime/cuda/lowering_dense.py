@@ -83,6 +83,8 @@ def _softmax(ctx: StepCtx, p: dict) -> list:
     shape, a, scale = ctx.in_shapes[0], ctx.attrs, 1.0
     if p.get("axis_from") == "softmax_output":
         outer, k, inner = softmax_output_axis(a, shape)
+    elif p.get("axis_from") == "last":  # _softmax_rows
+        outer, k, inner = softmax_axis_split(shape, len(shape) - 1)
     elif p.get("axis_from") == "mode":
         outer, k, inner = (softmax_axis_split(shape, 1) if a["mode"] == "channel"
                            else (shape[0], prod(shape[1:]), 1))

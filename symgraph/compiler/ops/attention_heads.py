@@ -1,0 +1,170 @@
+"""Attention's pieces in the layouts a Transformer keeps its heads in, for ``fold_heads``.
+
+A multi-head layer splits (B, T, H*D) projections into heads with reshape (B, T, H, D) ->
+transpose (0, 2, 1, 3) -> reshape (B*H, T, D), multiplies with ``batch_dot`` and merges the
+result back by the inverse transpose. The transposes only reorder which matrix a batch index
+names, so a GEMM can read and write the (B, T, H, D) layout in place:
+
+* ``_batch_dot_heads``: ``batch_dot`` whose operands and output may each be "split": 4-D
+  (B, rows, H, cols), read as the (B*H, rows, cols) batch of matrices ``x[b, :, h, :]``
+  (batch index b*H + h), times a scale ``alpha`` (the ``* scale`` before a softmax). Its
+  gradients are the same op, written in their operands' layouts, so no transpose is left in
+  the backward either.
+* ``_softmax_rows``: softmax over the last axis whose gradient is ``_softmax_backward``, one
+  row op (y * (dy - sum(dy * y)) in one pass over a row) instead of a sum and broadcasts.
+
+Example::
+
+    q = sg.sym.var("q")                  # (B, T, H, D), a projection reshaped
+    k = sg.sym.var("k")
+    s = sg.sym._batch_dot_heads(q, k, heads=H, split_lhs=True, split_rhs=True,
+                                transpose_b=True, alpha=D ** -0.5)   # (B*H, T, T)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...core.attrs import Attrs, Param
+from ...core.base import ShapeError
+from ...core.registry import GEMM, REDUCE, OpDef, RunCtx, register
+from ._util import fmt, norm_axis, same_shape
+
+BATCH_DOT_HEADS = "_batch_dot_heads"
+SOFTMAX_ROWS = "_softmax_rows"
+
+HEADS_PARAMS = {
+    "transpose_a": Param("bool", False), "transpose_b": Param("bool", False),
+    "heads": Param("int", 1, doc="H: the number of heads of a split operand or output."),
+    "split_lhs": Param("bool", False, doc="lhs is (B, rows, H, cols), not (B*H, rows, cols)."),
+    "split_rhs": Param("bool", False, doc="rhs is (B, rows, H, cols), not (B*H, rows, cols)."),
+    "split_out": Param("bool", False, doc="the output is (B, M, H, N), not (B*H, M, N)."),
+    "alpha": Param("float", 1.0, doc="scale of the product."),
+}
+
+
+def batch_view(shape: tuple, split: bool, heads: int, what: str) -> tuple[int, int, int]:
+    """(batch, rows, cols) of the matrices an operand stands for; ShapeError when its rank
+    or head count does not fit its layout."""
+    if split:
+        if len(shape) != 4 or shape[2] != heads:
+            raise ShapeError(f"{BATCH_DOT_HEADS}: {what} {fmt(shape)} should be split "
+                             f"(B, rows, {heads}, cols) with heads={heads}")
+        return shape[0] * heads, shape[1], shape[3]
+    if len(shape) != 3:
+        raise ShapeError(f"{BATCH_DOT_HEADS}: {what} {fmt(shape)} should be 3-D (B*H, rows, "
+                         f"cols)")
+    return tuple(shape)
+
+
+def _heads_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """Operands as their (batch, rows, cols) views, transposes applied, one batch; the output
+    (batch, M, N) or, split, (batch / H, M, H, N)."""
+    lhs, rhs = ins
+    if lhs is None or rhs is None:
+        return ins, outs
+    h = a["heads"]
+    if h < 1:
+        raise ShapeError(f"{BATCH_DOT_HEADS}: heads={h} (>= 1)")
+    ga, ra, ca = batch_view(lhs, a["split_lhs"], h, "lhs")
+    gb, rb, cb = batch_view(rhs, a["split_rhs"], h, "rhs")
+    m, k = (ca, ra) if a["transpose_a"] else (ra, ca)
+    k2, n = (cb, rb) if a["transpose_b"] else (rb, cb)
+    if ga != gb or k != k2:
+        raise ShapeError(f"{BATCH_DOT_HEADS}: lhs {fmt(lhs)} and rhs {fmt(rhs)} do not "
+                         f"multiply (batches {ga}, {gb}; inner sizes {k}, {k2})")
+    if a["split_out"] and ga % h:
+        raise ShapeError(f"{BATCH_DOT_HEADS}: batch {ga} does not split into {h} heads")
+    out = (ga // h, m, h, n) if a["split_out"] else (ga, m, n)
+    return ins, [out]
+
+
+def matrices(x: np.ndarray, split: bool, heads: int) -> np.ndarray:
+    """The (B*H, rows, cols) batch an operand stands for (a copy when split)."""
+    if not split:
+        return x
+    b, r, h, c = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(b * h, r, c)
+
+
+def _heads_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    h = a["heads"]
+    lhs = matrices(xs[0], a["split_lhs"], h)
+    rhs = matrices(xs[1], a["split_rhs"], h)
+    lhs = lhs.transpose(0, 2, 1) if a["transpose_a"] else lhs
+    rhs = rhs.transpose(0, 2, 1) if a["transpose_b"] else rhs
+    y = np.matmul(lhs, rhs)
+    if a["alpha"] != 1.0:
+        y = (y * a["alpha"]).astype(y.dtype)
+    if a["split_out"]:
+        g, m, n = y.shape
+        y = np.ascontiguousarray(y.reshape(g // h, h, m, n).transpose(0, 2, 1, 3))
+    return [y]
+
+
+def _heads_grad(c: Any) -> list:
+    """C = alpha op(A) op(B): dA and dB are the same op on dC, each written in its operand's
+    layout (split operands get split gradients)."""
+    a = c.attrs
+    ta, tb, al = a["transpose_a"], a["transpose_b"], a["alpha"]
+    x, y, dy = c.inputs[0], c.inputs[1], c.ograds[0]
+    sx, sy, so = a["split_lhs"], a["split_rhs"], a["split_out"]
+
+    def dot(p: Any, q: Any, sp: bool, sq: bool, t1: bool, t2: bool, out: bool) -> Any:
+        return c.sym._batch_dot_heads(p, q, transpose_a=t1, transpose_b=t2, heads=a["heads"],
+                                      split_lhs=sp, split_rhs=sq, split_out=out, alpha=al)
+    dx = dot(y, dy, sy, so, tb, True, sx) if ta else dot(dy, y, so, sy, False, not tb, sx)
+    dw = dot(dy, x, so, sx, True, ta, sy) if tb else dot(x, dy, sx, so, not ta, False, sy)
+    return [dx, dw]
+
+
+register(OpDef(
+    BATCH_DOT_HEADS, HEADS_PARAMS, ("lhs", "rhs"), _heads_shape, _heads_compute, _heads_grad,
+    GEMM, lowering="batch_dot_heads",
+    doc="alpha * batch_dot(lhs, rhs) where an operand or the output may be split (B, rows, H, "
+        "cols): the batch of matrices x[b, :, h, :], as a GEMM reads it without a transpose."))
+
+
+def softmax_rows_np(x: np.ndarray) -> np.ndarray:
+    z = np.exp(x - x.max(-1, keepdims=True))
+    return (z / z.sum(-1, keepdims=True)).astype(x.dtype)
+
+
+def _rows_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """Inputs and output of one shape, with a last axis to run along."""
+    ins, outs = same_shape(a, ins, outs)
+    if outs[0] is not None:
+        norm_axis(-1, len(outs[0]))
+    return ins, outs
+
+
+register(OpDef(
+    SOFTMAX_ROWS, {}, ("data",), _rows_shape, lambda a, xs, ctx: [softmax_rows_np(xs[0])],
+    lambda c: [c.sym._softmax_backward(c.outputs[0], c.ograds[0])], REDUCE,
+    lowering=("softmax", {"axis_from": "last"}),
+    doc="softmax over the last axis (as softmax(axis=-1)); its gradient is one row op, "
+        "_softmax_backward."))
+
+
+def _backward_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    y, dy = (v.astype(np.float32) if v.dtype.itemsize < 4 else v for v in xs)
+    return [(y * (dy - (dy * y).sum(-1, keepdims=True))).astype(xs[0].dtype)]
+
+
+def _backward_grad(c: Any) -> list:
+    """r = y * (g - s), s = sum(g * y): dg = _softmax_backward(y, v); dy = v * (g - s) -
+    g * sum(v * y) (rows along the last axis)."""
+    S, y, g, v = c.sym, c.inputs[0], c.inputs[1], c.ograds[0]
+    s = S.sum(g * y, axis=-1, keepdims=True)
+    t = S.sum(v * y, axis=-1, keepdims=True)
+    dy = S.broadcast_mul(v, S.broadcast_sub(g, s)) - S.broadcast_mul(g, t)
+    return [dy, S._softmax_backward(y, v)]
+
+
+register(OpDef(
+    "_softmax_backward", {}, ("prob", "ograd"), _rows_shape, _backward_compute,
+    _backward_grad, REDUCE, lowering="softmax_backward",
+    doc="Gradient of softmax over the last axis from its output y and output gradient dy: "
+        "y * (dy - sum(dy * y)) per row, summed in float."))
+
