@@ -78,8 +78,10 @@ register(OpDef(
     {"exprs": Param("any"), "shapes": Param("any"), "members": Param("any", ()),
      "nodes": Param("any", ()), "out_members": Param("any", ()), "in_members": Param("any", ()),
      "head": Param("any", None), "num_inputs": Param("int"), "name": Param("str", "fused"),
-     "extra": Param("any", ()), "dtype": Param("any", None),
-     "out_dtypes": Param("any", ())},
+     "extra": Param("any", ()),
+     "dtype": Param("any", None, doc="the dtype a headless group computes in (None: its "
+                    "inputs' one dtype); its inputs may be narrower floats"),
+     "out_dtypes": Param("any", (), doc="each output's dtype (empty: all `dtype`)")},
     _fused_inputs, _fused_shapes, _fused_compute, NOT_DIFFERENTIABLE, OPAQUE, lowering="fused",
     infer_type=_fused_types,
     outputs=lambda a: tuple(f"output{i}"

@@ -9,15 +9,16 @@ convert as it loads or stores, for free.
 
 Requires: the graph's types; ``fuse_elementwise`` has run (this pass reads ``_fused`` nodes,
 and makes one-member ones). Two rewrites, each of a cast converting each element on its own
-(``OpDef.cast``; the data is input 0) or of ``amp_multicast`` (output i converts input i,
-or is input i unchanged when their dtypes agree):
+(``OpDef.cast``; the data is input 0) or of an op converting each input
+(``OpDef.extra["casts_each"]``, ``amp_multicast``: output i converts input i, or is input i
+unchanged when their dtypes agree):
 
 * (widen) a cast from a narrow float to float32 that is no graph output, and whose every
   reader computes in float32 from that value: a headless ``_fused`` node computing in
   float32, an elementwise/broadcast op with a formula and float32 output (it becomes a
   one-member ``_fused``), or an op whose ``OpDef.extra["input_cast_attr"]`` attribute names
   the dtype it converts its data to, unset (softmax: set to float32). Each reader reads the
-  narrow value instead. For ``amp_multicast``, every output that converts must qualify; the
+  narrow value instead. For ``casts_each`` ops, every output that converts must qualify; the
   outputs that do not convert are their inputs.
 * (narrow) a cast from float32 to a narrow float whose input is an output of a headless
   ``_fused`` node computing in float32, read by that cast alone and no graph output: the
@@ -42,9 +43,13 @@ from ...core.types.table import TypeTable, types_of
 from .fold_casts import is_cast
 
 FUSED = "_fused"
-MULTICAST = "amp_multicast"
 NARROW = ("float16", "bfloat16")
 WIDE = np.dtype(np.float32)
+
+
+def _casts_each(node: Node) -> bool:
+    """Output i converts input i (``OpDef.extra["casts_each"]``: ``amp_multicast``)."""
+    return not node.is_variable and bool(get_op(node.op).extra.get("casts_each"))
 
 
 def _name(t: Optional[np.dtype]) -> str:
@@ -78,7 +83,8 @@ def _reads_wide(reader: Node, slots: list[int], types: TypeTable) -> bool:
 def _conversions(node: Node, types: TypeTable) -> Optional[dict[int, bool]]:
     """Output index -> whether it widens a narrow float to float32, for a cast or a
     multicast whose outputs all widen or keep their input; None for anything else."""
-    if node.op == MULTICAST:
+    each = _casts_each(node)
+    if each:
         pairs = [(types.dtype(e), types.dtype(Entry(node, i))) for i, e in enumerate(node.inputs)]
     elif is_cast(node):
         pairs = [(types.dtype(node.inputs[0]), types.dtype(Entry(node)))]
@@ -86,7 +92,7 @@ def _conversions(node: Node, types: TypeTable) -> Optional[dict[int, bool]]:
         return None
     out: dict[int, bool] = {}
     for i, (t_in, t_out) in enumerate(pairs):
-        if t_in is not None and t_in == t_out and node.op == MULTICAST:
+        if t_in is not None and t_in == t_out and each:
             out[i] = False
         elif _name(t_in) in NARROW and t_out == WIDE:
             out[i] = True
@@ -148,7 +154,7 @@ def _as_fused(node: Node, types: TypeTable) -> Node:
 
 def _absorbed(e: Entry, widen: set[str]) -> bool:
     n = e.node
-    return n.name in widen and (n.op == MULTICAST or is_cast(n))
+    return n.name in widen and (_casts_each(n) or is_cast(n))
 
 
 def _read_through(node: Node, widen: set[str], types: TypeTable) -> Node:
