@@ -67,7 +67,8 @@ def _kernels() -> dict:
         kernels.update({a.kernel.name: a.kernel for a in lowered(step, shapes, dtypes)[0]
                         if isinstance(a, Kernel)})
     soft = S.softmax(S.amp_cast(S.var("x"), dtype="float32"), axis=-1)
-    sch = soft.simple_bind(sg.cpu(), grad_req="null", type_dict={"x": BF16}, x=SHAPE)._infer.schedule
+    sch = soft.simple_bind(sg.cpu(), grad_req="null", type_dict={"x": BF16},
+                           x=SHAPE)._infer.schedule
     assert sch.steps[0].node.attrs["dtype"] == "float32"
     kernels.update({a.kernel.name: a.kernel for a in lowered(sch.steps[0], sch.shapes,
                                                              sch.dtypes)[0]

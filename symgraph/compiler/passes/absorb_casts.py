@@ -38,7 +38,7 @@ import numpy as np
 from ...core.attrs import Attrs
 from ...core.expr import inp
 from ...core.graph import Entry, Graph, Node, rewrite
-from ...core.registry import BROADCAST, ELEMWISE, get_op
+from ...core.registry import BROADCAST, ELEMWISE, OpDef, get_op, ops_where
 from ...core.types.table import TypeTable, types_of
 from .fold_casts import is_cast
 
@@ -50,6 +50,11 @@ WIDE = np.dtype(np.float32)
 def _casts_each(node: Node) -> bool:
     """Output i converts input i (``OpDef.extra["casts_each"]``: ``amp_multicast``)."""
     return not node.is_variable and bool(get_op(node.op).extra.get("casts_each"))
+
+
+def converts(opdef: OpDef) -> bool:
+    """Whether ``opdef`` is a cast or converts each input (for :func:`ops_where`)."""
+    return opdef.cast or bool(opdef.extra.get("casts_each"))
 
 
 def _name(t: Optional[np.dtype]) -> str:
@@ -196,6 +201,8 @@ def _stored_narrow(node: Node, narrowed: dict[int, str], types: TypeTable) -> No
 
 def absorb_casts(graph: Graph) -> Graph:
     """``graph`` with the casts its float32 kernels can do as they load or store removed."""
+    if graph.op_names().isdisjoint(ops_where(converts)):
+        return graph  # (no cast: nothing to walk)
     types = types_of(graph)
     widen, narrow = _plan(graph, types)
     if not widen and not narrow:
