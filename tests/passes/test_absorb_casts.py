@@ -155,3 +155,34 @@ def test_graph_without_casts_is_returned_unchanged() -> None:
     g = S.FullyConnected(S.tanh(S.var("x")) * 2.0 + 1.0, num_hidden=3, name="fc").graph()
     g = fuse_elementwise(g.with_types(C.infer(g, {"x": (2, 4)}, {"x": np.float32})))
     assert "_fused" in g.op_names() and absorb_casts(g) is g
+
+
+def test_random_amp_graphs_bitwise_unchanged(monkeypatch) -> None:
+    """ir_fingerprint's random graphs through AMP bf16: outputs and gradients with the pass
+    equal those without it, bit for bit, on the graphs it changes (some must change)."""
+    from benchmarks.ir_fingerprint import random_graph
+    rng = np.random.default_rng(1)
+    changed = 0
+    for k in range(60):
+        sym, shapes = random_graph(rng)
+        if not shapes:
+            continue
+        sym = sg.amp.convert_symbol(sym, target_dtype="bfloat16")
+        runs = []
+        for pipeline in (OPTIMIZE_PIPELINE, WITHOUT):
+            monkeypatch.setattr(PIPELINE, pipeline)
+            exe = sym.simple_bind(sg.cpu(), grad_req="write", **shapes)
+            values = np.random.default_rng(k)
+            for name, arr in exe.arg_dict.items():
+                arr[:] = values.normal(size=arr.shape)
+            outs = [o.asnumpy() for o in exe.forward(is_train=True)]
+            exe.backward([sg.nd.ones(o.shape, dtype=o.dtype) for o in outs])
+            runs.append((outs, {n: g.asnumpy() for n, g in exe.grad_dict.items()
+                                if g is not None}, len(exe._train.schedule.steps)))
+        (outs, grads, steps), (ref_outs, ref_grads, ref_steps) = runs
+        changed += steps != ref_steps
+        for a, b in zip(outs, ref_outs):
+            np.testing.assert_array_equal(a, b, err_msg=f"graph {k}")
+        for name in grads:
+            np.testing.assert_array_equal(grads[name], ref_grads[name], err_msg=f"{k} {name}")
+    assert changed >= 5, changed
