@@ -130,6 +130,8 @@ def _plan(graph: Graph, types: TypeTable) -> tuple[set[str], set[str]]:
 
 def _absorbable(node: Node, conv: dict[int, bool], readers: dict, outputs: set,
                 types: TypeTable) -> bool:
+    """Whether every converting output of ``node`` is no graph output and only read by
+    readers that compute in float32 from it (:func:`_reads_wide`)."""
     for i, widens in conv.items():
         e = Entry(node, i)
         if not widens:
