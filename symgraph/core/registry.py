@@ -113,6 +113,10 @@ class OpDef:
       shapes undecided, then inference goes on (broadcast ops: MXNet's reading of ``a + b``).
     * ``extra["input_init"]``: input name -> initializer JSON given as ``__init__`` to a
       variable created for that input (MXNet's ``FSetInputVarAttrOnCompose``: PReLU's gamma).
+    * ``extra["input_cast_attr"]``: the attribute naming the dtype the op converts its data
+      (input 0) to before computing, None for its own (softmax's ``dtype``): a float cast in
+      front of it can be done by the op (``passes/absorb_casts``).
+    * ``extra["casts_each"]``: output i is input i converted to another dtype (``amp_multicast``).
     """
 
     name: str

@@ -17,7 +17,7 @@ from symgraph.core.graph import Entry, Graph, Node
 from symgraph.runtime import compile as C
 
 S = sg.sym
-PASSES = ["batch_casts", "constant_fold", "fold_casts", "fuse_bn_epilogue", "merge_replicas"]
+PASSES = ["absorb_casts", "batch_casts", "constant_fold", "fold_casts", "fuse_bn_epilogue", "merge_replicas"]
 
 
 def _pass(name: str) -> tuple[object, Callable[[Graph], Graph]]:

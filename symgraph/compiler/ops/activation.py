@@ -254,6 +254,7 @@ register(OpDef(
     back_to_input(lambda c: [softmax_grad(c, {"axis": c.attrs["axis"]})]
                   + [None] * (len(c.inputs) - 1)),
     REDUCE, infer_type=out_dtype(_length_type), lowering=('softmax', {'axis_from': 'attr'}),
+    extra={"input_cast_attr": "dtype"},
     doc="exp(x/T) / sum(exp(x/T)) along axis (over the first `length` entries with "
         "use_length)."))
 register(OpDef(
@@ -261,6 +262,7 @@ register(OpDef(
     in_dtype(lambda a, xs, ctx: [_log_softmax_np(_scaled(a, xs[0]), a["axis"])]),
     back_to_input(_log_softmax_grad), REDUCE, infer_type=out_dtype(same_type),
     lowering=('softmax', {'axis_from': 'attr', 'log': True}),
+    extra={"input_cast_attr": "dtype"},
     doc="log(softmax(x/T)) along axis, computed stably."))
 
 register(OpDef(
@@ -268,6 +270,7 @@ register(OpDef(
     in_dtype(lambda a, xs, ctx: [softmax_np(-_scaled(a, xs[0]), a["axis"] % xs[0].ndim)]),
     back_to_input(lambda c: [-softmax_grad(c, {"axis": c.attrs["axis"]})]), REDUCE,
     infer_type=out_dtype(same_type), lowering=('softmax', {'axis_from': 'attr', 'negate': True}),
+    extra={"input_cast_attr": "dtype"},
     doc="softmax(-x/T) along axis."))
 
 

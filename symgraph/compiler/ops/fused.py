@@ -17,7 +17,12 @@ Attributes (all hashable, set by ``passes/fuse_elementwise.py``, read by the bac
   expression input ``i``;
 * ``extra`` (default empty): ``(shape, dtype name)`` of each of the head's outputs after its
   first, which are the node's outputs after the group's (a BatchNorm head's batch statistics
-  and moving statistics: ``passes/fuse_bn_epilogue.py``).
+  and moving statistics: ``passes/fuse_bn_epilogue.py``);
+* ``dtype`` (default None: the inputs' one dtype): the dtype a headless group computes in; its
+  inputs may then be of any float dtype that dtype holds exactly, each converted as it is read
+  (``passes/absorb_casts.py``: a widening cast done by its reader);
+* ``out_dtypes`` (default empty: all ``dtype``): each output's dtype, each value converted as it
+  is stored (a narrowing cast done by its producer).
 
 Fusion runs after autodiff, so a fused node is never differentiated.
 """
@@ -41,10 +46,15 @@ def _fused_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
         op, attrs, n = head
         got = get_op(op).compute(attrs, list(xs[:n]), ctx)
         xs, rest = got[:1] + list(xs[n:]), list(got[1:1 + len(a.get("extra", ()))])
-    dtype = np.result_type(*xs)
+    dtype = a.get("dtype")
+    if dtype is None:
+        dtype = np.result_type(*xs)
+    else:  # inputs of narrower floats, widened exactly, as the casts they replace did
+        xs = [x.astype(dtype, copy=False) for x in xs]
     outs = evaluate(a["exprs"], xs, dtype)
-    return [np.broadcast_to(o, s) if o.shape != tuple(s) else o
-            for o, s in zip(outs, a["shapes"])] + rest
+    stored = a.get("out_dtypes") or (None,) * len(outs)
+    return [(np.broadcast_to(o, s) if o.shape != tuple(s) else o).astype(t or o.dtype, copy=False)
+            for o, s, t in zip(outs, a["shapes"], stored)] + rest
 
 
 def _fused_shapes(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
@@ -52,10 +62,14 @@ def _fused_shapes(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 
 def _fused_types(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    """The group's outputs share their inputs' dtype; a head's extra outputs keep theirs."""
+    """The group's outputs share their inputs' dtype (or are ``dtype``/``out_dtypes``, the
+    inputs then free); a head's extra outputs keep theirs."""
     extra = a.get("extra", ())
     n_group = len(outs) - len(extra)
-    ins, group = same_type(a, ins, outs[:n_group])
+    if a.get("dtype") is not None:
+        group = [as_dtype(t) for t in a.get("out_dtypes") or (a["dtype"],) * n_group]
+    else:
+        ins, group = same_type(a, ins, outs[:n_group])
     return ins, list(group) + [as_dtype(t) for _, t in extra]
 
 
@@ -64,7 +78,10 @@ register(OpDef(
     {"exprs": Param("any"), "shapes": Param("any"), "members": Param("any", ()),
      "nodes": Param("any", ()), "out_members": Param("any", ()), "in_members": Param("any", ()),
      "head": Param("any", None), "num_inputs": Param("int"), "name": Param("str", "fused"),
-     "extra": Param("any", ())},
+     "extra": Param("any", ()),
+     "dtype": Param("any", None, doc="the dtype a headless group computes in (None: its "
+                    "inputs' one dtype); its inputs may be narrower floats"),
+     "out_dtypes": Param("any", (), doc="each output's dtype (empty: all `dtype`)")},
     _fused_inputs, _fused_shapes, _fused_compute, NOT_DIFFERENTIABLE, OPAQUE, lowering="fused",
     infer_type=_fused_types,
     outputs=lambda a: tuple(f"output{i}"

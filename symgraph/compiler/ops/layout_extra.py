@@ -133,6 +133,7 @@ register(OpDef(
     INJECTIVE, infer_type=_multicast_type, variadic="num_outputs",
     outputs=lambda a: tuple(f"output{i}" for i in range(a["num_outputs"])),
     lowering=("cast_each", {"dtypes": "any"}), layout=POSITIONAL,
+    extra={"casts_each": True},  # output i is input i converted (passes/absorb_casts)
     doc="Cast every floating-point input to the widest float type among them (cast_narrow: "
         "the narrowest); other inputs pass unchanged. Output i is input i, cast; for AMP."))
 

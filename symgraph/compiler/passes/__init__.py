@@ -9,6 +9,7 @@ from typing import Callable, Sequence
 
 from ...core import config
 from ...core.graph import Graph, Node
+from .absorb_casts import absorb_casts
 from .batch_casts import batch_casts
 from .constant_fold import constant_fold
 from .cse import cse
@@ -24,9 +25,11 @@ Pass = Callable[[Graph], Graph]
 # After autodiff, for training and inference graphs alike: simplify first so CSE sees canonical
 # nodes; casts fold into transposes once dead readers are gone (dce), then the folded weight
 # casts batch into one step each way; fusion last, on the smallest graph, then each BatchNorm
-# takes the group reading it as its epilogue.
+# takes the group reading it as its epilogue; last, the float32 kernels do the float casts
+# next to them as they load or store.
 OPTIMIZE_PIPELINE: tuple[Pass, ...] = (simplify, constant_fold, cse, dce, fold_casts,
-                                       batch_casts, fuse_elementwise, fuse_bn_epilogue)
+                                       batch_casts, fuse_elementwise, fuse_bn_epilogue,
+                                       absorb_casts)
 
 VERIFY = False
 ENABLED = True

@@ -9,7 +9,7 @@ from math import prod
 from typing import Optional
 
 from ...core.dtypes import as_dtype
-from .codegen import (GRID_STRIDE_LOOP, Rendered, dtype_helpers, grid_stride_kernel,
+from .codegen import (GRID_STRIDE_LOOP, Rendered, ctype, dtype_helpers, grid_stride_kernel,
                       kernel_name, kernel_source, ptr)
 from .kernels_layout import converted
 
@@ -99,20 +99,60 @@ def render_strided(shape: tuple, strides: tuple, offset: int, scatter: bool,
 Segment = tuple[tuple, tuple, int, str, str]  # (shape, strides, offset, dtype, src_dtype)
 
 
+def _ranges(segments: list[Segment], unit: int) -> list[tuple[int, int, int]]:
+    """(segment, first, end) of each non-empty segment in the kernel's range, counted in
+    ``unit`` elements, the largest segments first: most elements take the first branches."""
+    out, start = [], 0
+    for j in sorted(range(len(segments)), key=lambda j: -prod(segments[j][0])):
+        n = prod(segments[j][0]) // unit
+        if n:
+            out.append((j, start, start + n))
+            start += n
+    return out
+
+
+def vector_lanes(segments: list[Segment]) -> int:
+    """Elements per thread of a vectorised multi-gather: a 16-byte pack of the widest dtype,
+    when every segment is contiguous (a plain cast: AMP's weights that need no transpose) and
+    a whole number of packs; 0 otherwise."""
+    widest = max((as_dtype(t).itemsize for s in segments for t in s[3:]), default=VECTOR_BYTES)
+    lanes = VECTOR_BYTES // widest
+    fits = all(is_contiguous(*s[:3]) and prod(s[0]) % lanes == 0 for s in segments)
+    return lanes if lanes > 1 and fits else 0
+
+
+def _vector_chain(segments: list[Segment], lanes: int) -> str:
+    """The body of the vectorised loop over packs ``u``: pack ``u - first_j`` of segment j."""
+    chain = []
+    for j, first, end in _ranges(segments, lanes):
+        dtype, src = segments[j][3], segments[j][4]
+        a_t, b_t = f"sg_pack<{ctype(src)}, {lanes}>", f"sg_pack<{ctype(dtype)}, {lanes}>"
+        read = "a.v[q]" if src == dtype else converted(src, dtype, "a.v[q]")
+        chain.append(
+            f"            {'} else if' if chain else 'if'} (u < {end}LL) {{\n"
+            f"                const long long k = u - {first}LL;\n"
+            f"                const {a_t} a = reinterpret_cast<const {a_t}*>(x{j})[k];\n"
+            f"                {b_t} b;\n"
+            f"#pragma unroll\n"
+            f"                for (int q = 0; q < {lanes}; ++q) b.v[q] = {read};\n"
+            f"                reinterpret_cast<{b_t}*>(y{j})[k] = b;\n")
+    return "".join(chain) + ("            }\n" if chain else "")
+
+
 def render_multi_gather(segments: list[Segment]) -> Rendered:
     """One kernel for several converting gathers: ``y<j>[k] = x<j>[view_j(k)]`` converted from
     segment j's ``src_dtype`` to its ``dtype`` (as :func:`render_strided`'s gather). Element
     ``i`` of the kernel's range is element ``i - start_j`` of the segment whose cumulative
     range holds it (a chain of comparisons with the ends, baked in, the largest segments
     first: most elements take the first branches); its index arithmetic is 32-bit where the
-    segment fits, and none where the view is contiguous (a plain cast). Parameters: every
-    output, then every input, in the order given."""
-    chain, start = [], 0
-    for j in sorted(range(len(segments)), key=lambda j: -prod(segments[j][0])):
+    segment fits, and none where the view is contiguous (a plain cast). When every segment is
+    a plain cast of whole 16-byte packs (:func:`vector_lanes`) and every pointer is 16-byte
+    aligned (checked at run time), a thread converts a pack at a time: a memory-bound kernel
+    then moves 16-byte words instead of 2- and 4-byte ones. Parameters: every output, then
+    every input, in the order given."""
+    chain = []
+    for j, start, end in _ranges(segments, 1):
         shape, strides, offset, dtype, src = segments[j]
-        end = start + prod(shape)
-        if end == start:
-            continue  # an empty input: nothing to move
         read = f"x{j}[o]" if src == dtype else converted(src, dtype, f"x{j}[o]")
         narrow = fits_32_bits(shape, strides, offset)
         test = f"{'} else if' if chain else 'if'} (i < {end}LL) {{"
@@ -121,13 +161,24 @@ def render_multi_gather(segments: list[Segment]) -> Rendered:
         index = ("            const long long o = k;\n" if is_contiguous(shape, strides, offset)
                  else view_offset(shape, strides, offset, "k", " " * 12, narrow))
         chain.append(f"        {test}\n            {k}\n{index}            y{j}[k] = {read};\n")
-        start = end
     body = "".join(chain) + ("        }\n" if chain else "")
     params = ", ".join([ptr(f"y{j}", s[3], False) for j, s in enumerate(segments)]
                        + [ptr(f"x{j}", s[4]) for j, s in enumerate(segments)])
-    # named by a hash of the body itself: equal names mean equal code (module_source dedupes)
-    return grid_stride_kernel("multi_gather", body, params, body, 2 * len(segments),
-                              helpers=dtype_helpers(*(t for s in segments for t in s[3:])))
+    helpers = dtype_helpers(*(t for s in segments for t in s[3:]))
+    lanes = vector_lanes(segments)
+    if not lanes:
+        # named by a hash of the body itself: equal names mean equal code (module_source dedupes)
+        return grid_stride_kernel("multi_gather", body, params, body, 2 * len(segments),
+                                  helpers=helpers)
+    pointers = " | ".join(f"(unsigned long long){p}{j}" for p in "yx"
+                          for j in range(len(segments)))
+    loop = (f"for (long long u = (long long)blockIdx.x * blockDim.x + threadIdx.x; "
+            f"u < n / {lanes}LL; u += (long long)blockDim.x * gridDim.x) {{\n")
+    vector = (f"    if ((({pointers}) % 16u) == 0u) {{\n        {loop}"
+              f"{_vector_chain(segments, lanes)}        }}\n        return;\n    }}\n")
+    tag = kernel_name("multi_gather_v", vector + body + params)
+    src = kernel_source(tag, f"{params}, long long n", f"{vector}{GRID_STRIDE_LOOP}{body}    }}\n")
+    return Rendered(tag, src, 2 * len(segments), helpers=helpers)
 
 
 def render_upsampling(out: tuple, inputs: list, concat: bool, dtype: str = "float32") -> Rendered:
