@@ -83,7 +83,7 @@ def render_pool_backward(kernel: Pair, stride: Pair, dtype: str, cover: bool) ->
     body = ["    z = dx.dtype.type(0)", "    for p in range(lo, hi):", "        xp = x[p]",
             "        dxp = dx[p]", "        yp = y[p]", "        gp = dy[p]"]
     if not cover:
-        body += ["        dxp[:] = z"]
+        body += _indented(_FILL.format(a="dxp", v="z"), 8)
     body += ["        for oh in range(yp.shape[0]):"] + _rows(kernel, stride, ("xp", "dxp"))
     body += ["            yr = yp[oh]", "            gr = gp[oh]",
              "            for ow in range(yp.shape[1]):", f"                c = ow * {stride[1]}",
@@ -110,9 +110,10 @@ _PADDED = """    oh_n = cols.shape[2]
     w = {x}.shape[3]
     pad = np.zeros((max((oh_n - 1) * {sh} + {eh}, {ph} + h),
                     max((ow_n - 1) * {sw} + {ew}, {pw} + w)), {x}.dtype)
-    for s in range(lo, hi):
-{per_sample}        for c in range(c_n):"""
-_ROWS = """            for k in range({kk}):
+    for s in range(lo, hi):"""
+_ROWS = """        for c in range(c_n):
+{before}
+            for k in range({kk}):
                 i = k // {kw}
                 j = k - i * {kw}
                 ck = {cell}
@@ -121,22 +122,42 @@ _ROWS = """            for k in range({kk}):
                     crow = ck[oh]
                     for ow in range(ow_n):
                         {statement}"""
+# Plane copies and fills as explicit loops: an array slice assignment (``pad[1:1 + h, ...] =
+# x[s, c]``) makes numba compile its shape-mismatch error path, which took 5 of the 6 s that
+# the first window kernel of a process spent compiling.
+_COPY = """{dst}p = {dst_plane}
+{src}p = {src_plane}
+for r in range(h):
+    {dst}r = {dst}p[{dr} + r]
+    {src}r = {src}p[{sr} + r]
+    for q in range(w):
+        {dst}r[{dc} + q] = {src}r[{sc} + q]"""
+_FILL = """for r in range({a}.shape[0]):
+    {a}r = {a}[r]
+    for q in range({a}.shape[1]):
+        {a}r[q] = {v}"""
+
+
+def _indented(block: str, spaces: int) -> list[str]:
+    """The lines of ``block`` indented by ``spaces``."""
+    return [" " * spaces + ln for ln in block.split("\n")]
 
 
 def _window_body(g: Geometry, x: str, rows_first: bool, statement: str, before: str,
                  after: str, per_sample: str = "") -> list[str]:
     """A kernel body running ``statement`` for each cell of each window of each plane, over
-    a zero-padded copy ``pad`` of the plane (``before``/``after``: per plane; ``per_sample``:
-    a line run first for each sample)."""
+    a zero-padded copy ``pad`` of the plane (``before``/``after``: statements per plane;
+    ``per_sample``: statements run first for each sample)."""
     kh, kw, sh, sw, ph, pw, dh, dw = g
     cell = "cols[c * {0} + k, s]" if rows_first else "cols[s, c * {0} + k]"
     fmt = {"x": x, "sh": sh, "sw": sw, "ph": ph, "pw": pw, "dh": dh, "kw": kw,
            "kk": kh * kw, "eh": (kh - 1) * dh + 1, "ew": (kw - 1) * dw + 1,
-           "cell": cell.format(kh * kw), "statement": statement.format(sw=sw, dw=dw),
-           "per_sample": f"        {per_sample}\n" if per_sample else ""}
-    return (_PADDED.format(**fmt).split("\n") + ["            " + before.format(**fmt)]
+           "cell": cell.format(kh * kw), "statement": statement.format(sw=sw, dw=dw)}
+    fmt["before"] = "\n".join(_indented(before.format(**fmt), 12))
+    return (_PADDED.format(**fmt).split("\n")
+            + (_indented(per_sample, 8) if per_sample else [])
             + _ROWS.format(**fmt).split("\n")
-            + ([("            " + after.format(**fmt))] if after else []))
+            + (_indented(after.format(**fmt), 12) if after else []))
 
 
 def render_im2col(g: Geometry, dtype: str, rows_first: bool, ones: bool = False) -> Kernel:
@@ -145,9 +166,12 @@ def render_im2col(g: Geometry, dtype: str, rows_first: bool, ones: bool = False)
     ``((c, i, j), s, oh, ow)`` instead (the weight gradient's GEMM operand). ``ones``: each
     sample's columns have one more row, of ones (a bias column in the weights then adds the
     bias in the GEMM instead of in a pass over the output)."""
+    to_pad = _COPY.format(dst="pad", dst_plane="pad", dr="{ph}", dc="{pw}",
+                          src="x", src_plane="x[s, c]", sr="0", sc="0")
+    ones_row = ("one = cols[s, cols.shape[1] - 1]\n"
+                + _FILL.format(a="one", v="1")) if ones else ""
     body = _window_body(g, "x", rows_first, "crow[ow] = prow[ow * {sw} + j * {dw}]",
-                        "pad[{ph}:{ph} + h, {pw}:{pw} + w] = x[s, c]", "",
-                        "cols[s, cols.shape[1] - 1] = 1" if ones else "")
+                        to_pad, "", ones_row)
     tag = ("_t" if rows_first else "") + ("_1" if ones else "")
     return _module(f"im2col{tag}_" + "_".join(map(str, g)), "lo, hi, x, cols", body, dtype)
 
@@ -155,8 +179,10 @@ def render_im2col(g: Geometry, dtype: str, rows_first: bool, ones: bool = False)
 def render_col2im(g: Geometry, dtype: str) -> Kernel:
     """The kernel ``(lo, hi, cols, dx)``, the adjoint of :func:`render_im2col`'s: ``dx[s]``
     is the sum of every column entry of ``cols[s]`` on the cell it was read from."""
+    from_pad = _COPY.format(dst="dx", dst_plane="dx[s, c]", dr="0", dc="0",
+                            src="pad", src_plane="pad", sr="{ph}", sc="{pw}")
     body = _window_body(g, "dx", False, "prow[ow * {sw} + j * {dw}] += crow[ow]",
-                        "pad[:] = 0", "dx[s, c] = pad[{ph}:{ph} + h, {pw}:{pw} + w]")
+                        _FILL.format(a="pad", v="0"), from_pad)
     return _module("col2im_" + "_".join(map(str, g)), "lo, hi, cols, dx", body, dtype)
 
 
