@@ -8,15 +8,16 @@ with ``SYMGRAPH_CPU=compiled``. Cold: an empty cache folder (``SYMGRAPH_CACHE_DI
 the kernel modules and numba's disk cache of them live); warm: a second process on the folder
 the cold one filled. Each child times importing symgraph and numba, binding the training
 executor, the first step (forward + backward, waited for: the kernels compile or load from
-the disk cache here) and the second, and counts the kernels it compiled and the ones numba
-loaded from its cache. ``--kernels`` also lists the cold run's compile time per kernel (numba's
-``numba:compile`` events). The numpy backend's first step is printed beside, for scale.
+the disk cache here) and the second, in wall-clock and CPU seconds (a compilation's CPU
+time is steadier on a shared machine), and counts the kernels it compiled and the ones numba
+loaded from its cache. ``--kernels`` also lists the cold run's compile time per kernel
+(numba's ``numba:compile`` events). The numpy backend's first step is printed beside, for scale.
 
 Example (2 cores shared with other jobs)::
 
-    | run | import | bind | first step | second step | total | compiled | from cache |
-    |---|---|---|---|---|---|---|---|
-    | cold | 0.9 | 0.03 | 3.7 | 0.06 | 4.7 | 9 | 0 |
+    | run | import | bind | first step | second step | total | ... | compiled | from cache |
+    |---|---|---|---|---|---|---|---|---|
+    | compiled, cold | 0.9 | 0.03 | 3.7 | 0.06 | 4.7 | ... | 8 | 0 |
 """
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ def _compile_times(buffer: list) -> list[tuple[str, float]]:
 
 def child(batch: int, kernels: bool) -> dict[str, Any]:
     """Run in the measuring process: the phases' seconds and the kernel counts."""
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     import symgraph as sg
     from symgraph.interop.models.simple_cnn import build
     backend = sg.config.get("SYMGRAPH_CPU")
@@ -64,19 +65,23 @@ def child(batch: int, kernels: bool) -> dict[str, Any]:
     t1 = time.perf_counter()
     exe = bind_cnn(sg, build(), batch)
     t2 = time.perf_counter()
-    times, recorder = [], None
+    c2 = time.process_time()
+    times, recorder, cpu = [], None, []
     with contextlib.ExitStack() as stack:
         if kernels and backend == "compiled":
             from numba.core import event
             recorder = stack.enter_context(event.install_recorder("numba:compile"))
         for _ in range(2):
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             exe.forward(is_train=True)
             exe.backward()
             exe.grad_dict["fc2_weight"].wait_to_read()
             times.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
     got = {"import": t1 - t0, "bind": t2 - t1, "first": times[0], "second": times[1],
-           "total": t1 - t0 + t2 - t1 + times[0], "compiled": 0, "cached": 0}
+           "total": t1 - t0 + t2 - t1 + times[0], "first CPU": cpu[0],
+           "total CPU": c2 - c0 + cpu[0],
+           "compiled": 0, "cached": 0}
     if backend == "compiled":
         from symgraph.runtime.cpu import kernels as K
         got["cached"], got["compiled"] = K.cache_stats()
@@ -101,9 +106,9 @@ def measure(cache: str, backend: str, a: argparse.Namespace) -> dict[str, Any]:
 
 def table(runs: dict[str, list[dict[str, Any]]]) -> str:
     """Medians over the rounds, in seconds."""
-    head = ["run", "import", "bind", "first step", "second step", "total", "compiled",
-            "from cache"]
-    keys = ("import", "bind", "first", "second", "total")
+    head = ["run", "import", "bind", "first step", "second step", "total", "first step (CPU)",
+            "total (CPU)", "compiled", "from cache"]
+    keys = ("import", "bind", "first", "second", "total", "first CPU", "total CPU")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, got in runs.items():
         cells = [f"{float(np.median([g[k] for g in got])):.3g}" for k in keys]

@@ -77,12 +77,21 @@ def _geometry(g: Any) -> tuple[int, ...]:
 
 @lru_cache(maxsize=256)
 def _window_kernel(kind: str, geometry: tuple, dtype: str) -> Callable:
-    """The loaded window kernel ``kind``: im2col_1 (per sample, with a row of ones),
-    im2col_t (rows first, for one GEMM over samples) or col2im. Every layout a kernel more
-    to compile costs about 1.5 s on a model's first run."""
+    """The loaded window kernel ``kind`` (im2col or col2im) of one geometry."""
     if kind == "col2im":
         return load(render_col2im(geometry, dtype))
-    return load(render_im2col(geometry, dtype, kind == "im2col_t", kind == "im2col_1"))
+    return load(render_im2col(geometry, dtype))
+
+
+def _im2col(g: Any, x: np.ndarray, cols: np.ndarray, rows_first: bool, ones: bool) -> None:
+    """``render_im2col``'s kernel over the samples of ``x`` into the flat buffer ``cols``:
+    per-sample ``(R, OH, OW)`` blocks, or ``rows_first`` ``(R, samples, OH, OW)``; ``ones``:
+    with the row of ones last (R = C*kh*kw + 1)."""
+    m, out = x.shape[0], tuple(g.out)
+    rows = x.shape[1] * prod(g.kernel) + (1 if ones else 0)
+    view = cols.reshape(((rows, m) if rows_first else (m, rows)) + out)
+    run_split(_window_kernel("im2col", _geometry(g), x.dtype.name), m, cols.size,
+              [x, view, rows_first, ones])
 
 
 def _pointwise(g: Any) -> bool:
@@ -123,10 +132,9 @@ def conv_forward(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
     w2[:, -1] = xs[2] if len(xs) > 2 else 0  # (one kernel whether or not there is a bias)
     parts = _chunks(n, ck * p)
     flat = scratch("cols", _largest(parts) * ck * p, x.dtype)
-    im2col = _window_kernel("im2col_1", _geometry(g), x.dtype.name)
     for s, m in parts:
         cols = flat[:m * ck * p]
-        run_split(im2col, m, m * ck * p, [x[s:s + m], cols.reshape((m, ck) + tuple(g.out))])
+        _im2col(g, x[s:s + m], cols, False, True)
         np.matmul(w2, cols.reshape(m, ck, p), out=y[s:s + m].reshape(m, o, p))
     return [y]
 
@@ -171,10 +179,9 @@ def _weight_one_gemm(dy: np.ndarray, x: np.ndarray, g: Any) -> np.ndarray:
     flat = scratch("cols", _largest(parts) * ck * p, dy.dtype)
     flat_dy = scratch("ograd", _largest(parts) * o * p, dy.dtype)
     part = np.empty((ck, o), dy.dtype) if len(parts) > 1 else dwt
-    im2col = _window_kernel("im2col_t", _geometry(g), x.dtype.name)
     for k, (s, m) in enumerate(parts):
         cols = flat[:ck * m * p]  # (C*kh*kw, samples, pixels): one GEMM operand
-        run_split(im2col, m, m * ck * p, [x[s:s + m], cols.reshape((ck, m) + tuple(g.out))])
+        _im2col(g, x[s:s + m], cols, True, False)
         dyt = flat_dy[:o * m * p].reshape(o, m, p)
         np.copyto(dyt, dy[s:s + m].reshape(m, o, p).transpose(1, 0, 2))
         np.matmul(cols.reshape(ck, m * p), dyt.reshape(o, m * p).T,
@@ -193,10 +200,9 @@ def _weight_by_samples(dy: np.ndarray, x: np.ndarray, g: Any) -> np.ndarray:
     dw = np.zeros((o, ck), dy.dtype)
     parts = _chunks(n, ck * p)
     flat = scratch("cols", _largest(parts) * ck * p, dy.dtype)
-    im2col = _window_kernel("im2col_1", _geometry(g), x.dtype.name)
     for s, m in parts:
-        cols = flat[:m * ck * p].reshape((m, ck) + tuple(g.out))
-        run_split(im2col, m, m * ck * p, [x[s:s + m], cols])
+        cols = flat[:m * ck * p]
+        _im2col(g, x[s:s + m], cols, False, True)
         dw += np.matmul(dy[s:s + m].reshape(m, o, p), cols.reshape(m, ck, p).transpose(
             0, 2, 1)).sum(axis=0)
     return dw[:, :-1]  # (the last column, against the ones, is the bias gradient)
