@@ -46,6 +46,7 @@ from ...core.registry import OpDef, RunCtx
 from ..cuda.actions import lowering_of
 from .group import compute_dtype
 from .kernels import load
+from .norm import batch_norm, why_not_batch_norm
 from .pool import run_split
 from .render_window import (render_col2im, render_im2col, render_pool_backward,
                             render_pool_forward, why_not_window)
@@ -269,6 +270,7 @@ LAYERS: dict[tuple[str, Optional[str]], tuple[Callable[[Attrs, Sequence[tuple]],
     ("convolution", "filter"): (_why_not_conv, conv_weight),
     ("pooling", None): (_why_not_pool, max_pool),
     ("pooling_backward", None): (_why_not_pool, max_pool_grad),
+    ("batch_norm", None): (why_not_batch_norm, batch_norm),
 }
 
 
