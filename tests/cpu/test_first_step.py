@@ -57,10 +57,11 @@ def test_one_im2col_kernel_writes_both_layouts(compiled: object) -> None:
                 ref[:, c * kh * kw + i * kw + j] = xp[:, c, i * dh:i * dh + (oh - 1) * sh + 1:sh,
                                                       j * dw:j * dw + (ow - 1) * sw + 1:sw]
     kernel = load(W.render_im2col(g, "float32"))
+    pads = np.zeros((3,) + W.padded_plane(g, (7, 9), (oh, ow)), np.float32)
     per_sample = np.full((3, 2 * kh * kw + 1, oh, ow), np.nan, np.float32)
-    kernel(0, 3, x, per_sample, False, True)
+    kernel(0, 3, x, per_sample, pads, False, True)
     rows_first = np.full((2 * kh * kw, 3, oh, ow), np.nan, np.float32)
-    kernel(0, 3, x, rows_first, True, False)
+    kernel(0, 3, x, rows_first, pads, True, False)
     np.testing.assert_array_equal(per_sample[:, :-1], ref.astype(np.float32))
     np.testing.assert_array_equal(per_sample[:, -1], 1.0)
     np.testing.assert_array_equal(rows_first, ref.transpose(1, 0, 2, 3).astype(np.float32))

@@ -48,8 +48,8 @@ from .group import compute_dtype
 from .kernels import load
 from .norm import batch_norm, why_not_batch_norm
 from .pool import run_split
-from .render_window import (render_col2im, render_im2col, render_pool_backward,
-                            render_pool_forward, why_not_window)
+from .render_window import (padded_plane, render_col2im, render_im2col,
+                            render_pool_backward, render_pool_forward, why_not_window)
 
 Compute = Callable[[Attrs, list, Optional[RunCtx]], list]
 
@@ -84,6 +84,16 @@ def _window_kernel(kind: str, geometry: tuple, dtype: str) -> Callable:
     return load(render_im2col(geometry, dtype))
 
 
+def _pads(g: Any, x_shape: tuple, m: int, dtype: np.dtype, zeroed: bool) -> np.ndarray:
+    """``m`` padded planes (``render_window.padded_plane``) for a window kernel: one per
+    sample, so threads on different samples share none."""
+    rows, cols = padded_plane(_geometry(g), x_shape[2:], tuple(g.out))
+    out = scratch("pads", m * rows * cols, dtype).reshape(m, rows, cols)
+    if zeroed:
+        out.fill(0)
+    return out
+
+
 def _im2col(g: Any, x: np.ndarray, cols: np.ndarray, rows_first: bool, ones: bool) -> None:
     """``render_im2col``'s kernel over the samples of ``x`` into the flat buffer ``cols``:
     per-sample ``(R, OH, OW)`` blocks, or ``rows_first`` ``(R, samples, OH, OW)``; ``ones``:
@@ -92,7 +102,7 @@ def _im2col(g: Any, x: np.ndarray, cols: np.ndarray, rows_first: bool, ones: boo
     rows = x.shape[1] * prod(g.kernel) + (1 if ones else 0)
     view = cols.reshape(((rows, m) if rows_first else (m, rows)) + out)
     run_split(_window_kernel("im2col", _geometry(g), x.dtype.name), m, cols.size,
-              [x, view, rows_first, ones])
+              [x, view, _pads(g, x.shape, m, x.dtype, True), rows_first, ones])
 
 
 def _pointwise(g: Any) -> bool:
@@ -157,7 +167,7 @@ def conv_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
         cols = flat[:m * ck * p].reshape((m, ck) + tuple(g.out))
         np.matmul(wt, dy[s:s + m].reshape(m, o, p), out=cols.reshape(m, ck, p))
         run_split(_window_kernel("col2im", _geometry(g), dy.dtype.name), m, m * ck * p,
-                  [cols, dx[s:s + m]])
+                  [cols, dx[s:s + m], _pads(g, x.shape, m, dy.dtype, False)])
     return [dx]
 
 
