@@ -26,9 +26,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Optional, Sequence
 
-import numpy as np
-
-from ...compiler.ops.norm import check_axis, vector_shape
+from ...compiler.ops.norm import bn_statistics, check_axis, vector_shape
 from ...core.attrs import Attrs
 from ...core.expr import inp
 from ...core.registry import RunCtx
@@ -48,15 +46,8 @@ def batch_norm(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
     x, gamma, beta, mm, mv = xs
     ax = check_axis(a["axis"], x.ndim)
     shape = vector_shape(x.shape[ax], x.shape, ax)
-    if ctx is not None and ctx.is_train and not a["use_global_stats"]:
-        red = tuple(i for i in range(x.ndim) if i != ax)
-        mean, var = x.mean(axis=red), x.var(axis=red)
-        m = a["momentum"]
-        new_mm, new_mv = mm * m + mean * (1 - m), mv * m + var * (1 - m)
-    else:
-        mean, var, new_mm, new_mv = mm, mv, mm.copy(), mv.copy()
-    g = np.ones_like(gamma) if a["fix_gamma"] else gamma
-    scale = g / np.sqrt(var + a["eps"])
+    mean, var, new_mm, new_mv, scale = bn_statistics(
+        a, x, gamma, mm, mv, ctx is not None and ctx.is_train)
     shift = beta - mean * scale
     group = _affine(tuple(x.shape), compute_dtype(x.dtype) or "float32")
     y = group(a, [x, scale.reshape(shape), shift.reshape(shape)], ctx)[0]
