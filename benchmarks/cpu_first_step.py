@@ -13,11 +13,12 @@ time is steadier on a shared machine), and counts the kernels it compiled and th
 loaded from its cache. ``--kernels`` also lists the cold run's compile time per kernel
 (numba's ``numba:compile`` events). The numpy backend's first step is printed beside, for scale.
 
-Example (2 cores shared with other jobs)::
+Example (2 cores shared with other jobs, load average 5.5)::
 
-    | run | import | bind | first step | second step | total | ... | compiled | from cache |
-    |---|---|---|---|---|---|---|---|---|
-    | compiled, cold | 0.9 | 0.03 | 3.7 | 0.06 | 4.7 | ... | 8 | 0 |
+    | run | import | bind | first step | second step | total | first step (CPU) | ... |
+    |---|---|---|---|---|---|---|---|
+    | compiled, cold | 1.4 | 0.0817 | 5.77 | 0.0872 | 7.21 | 3.43 | ... |
+    | compiled, warm | 1.78 | 0.0874 | 1.12 | 0.0975 | 3.07 | 0.581 | ... |
 """
 from __future__ import annotations
 
