@@ -64,21 +64,31 @@ def bn_type(n_data: int) -> Callable:
     return rule
 
 
-def _bn_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
-    x, gamma, beta, mm, mv = xs
+def bn_statistics(a: Attrs, x: np.ndarray, gamma: np.ndarray, mm: np.ndarray, mv: np.ndarray,
+                  is_train: bool) -> tuple:
+    """BatchNorm's (mean, var, new moving mean, new moving var, per-channel scale ``gamma /
+    sqrt(var + eps)``) for data ``x``: the batch's statistics in training (unless
+    ``use_global_stats``), else the moving ones. The numpy reference and the compiled CPU
+    backend (``runtime/cpu/norm.py``) both normalise with these."""
     ax = check_axis(a["axis"], x.ndim)
-    red = tuple(i for i in range(x.ndim) if i != ax)
-    shape = vector_shape(x.shape[ax], x.shape, ax)
-    if is_narrow(x.dtype) and not is_narrow(mm.dtype):  # statistics in the parameters' type
-        x = x.astype(mm.dtype)
-    if ctx.is_train and not a["use_global_stats"]:
+    if is_train and not a["use_global_stats"]:
+        red = tuple(i for i in range(x.ndim) if i != ax)
         mean, var = x.mean(axis=red), x.var(axis=red)
         m = a["momentum"]
         new_mm, new_mv = mm * m + mean * (1 - m), mv * m + var * (1 - m)
     else:
         mean, var, new_mm, new_mv = mm, mv, mm.copy(), mv.copy()
     g = np.ones_like(gamma) if a["fix_gamma"] else gamma
-    scale = g / np.sqrt(var + a["eps"])
+    return mean, var, new_mm, new_mv, g / np.sqrt(var + a["eps"])
+
+
+def _bn_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
+    x, gamma, beta, mm, mv = xs
+    ax = check_axis(a["axis"], x.ndim)
+    shape = vector_shape(x.shape[ax], x.shape, ax)
+    if is_narrow(x.dtype) and not is_narrow(mm.dtype):  # statistics in the parameters' type
+        x = x.astype(mm.dtype)
+    mean, var, new_mm, new_mv, scale = bn_statistics(a, x, gamma, mm, mv, ctx.is_train)
     y = (x - mean.reshape(shape)) * scale.reshape(shape) + beta.reshape(shape)
     return [y.astype(xs[0].dtype, copy=False)] + \
         [v.astype(mm.dtype, copy=False) for v in (mean, var, new_mm, new_mv)]

@@ -7,7 +7,8 @@ source; ``kernels`` writes that source to the kernel cache folder and loads it (
 it, or loads its disk cache); ``pool`` is the backend's one thread pool, over which kernels
 split their outer axis; ``group`` turns a ``_fused`` step into kernel launches;
 ``render_window`` prints sliding-window kernels (im2col, col2im, max pooling) for one geometry
-each, which ``layers`` runs around BLAS GEMMs for convolution and pooling steps; ``backend`` is
+each, which ``layers`` runs around BLAS GEMMs for convolution and pooling steps; ``norm``
+runs BatchNorm's normalisation as one group kernel; ``backend`` is
 the :class:`~symgraph.runtime.backend.Program` (``compile(schedule, ctx)``), which lists the
 steps that fall back to the numpy reference.
 """

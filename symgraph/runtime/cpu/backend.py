@@ -4,8 +4,8 @@ It runs the schedule the numpy backend runs (the same passes, fusion groups and 
 and the same way, step by step, but each step that has a compiled form runs that instead of
 its op's numpy reference: the fused elementwise/broadcast groups (``group.py``: one numba
 loop nest per group, split over the backend's threads), 2-D convolutions and their gradients
-and max pooling and its gradient (``layers.py``), also as a fused group's head. Every other
-step is the numpy reference. Which steps fall back, and why, is decided when the program is
+and max pooling and its gradient (``layers.py``), BatchNorm (``norm.py``), also as a fused
+group's head. Every other step is the numpy reference. Which steps fall back, and why, is decided when the program is
 built and listed by :meth:`CompiledProgram.fallbacks`.
 
 Example::

@@ -46,9 +46,10 @@ from ...core.registry import OpDef, RunCtx
 from ..cuda.actions import lowering_of
 from .group import compute_dtype
 from .kernels import load
+from .norm import batch_norm, why_not_batch_norm
 from .pool import run_split
-from .render_window import (render_col2im, render_im2col, render_pool_backward,
-                            render_pool_forward, why_not_window)
+from .render_window import (padded_plane, render_col2im, render_im2col,
+                            render_pool_backward, render_pool_forward, why_not_window)
 
 Compute = Callable[[Attrs, list, Optional[RunCtx]], list]
 
@@ -77,12 +78,31 @@ def _geometry(g: Any) -> tuple[int, ...]:
 
 @lru_cache(maxsize=256)
 def _window_kernel(kind: str, geometry: tuple, dtype: str) -> Callable:
-    """The loaded window kernel ``kind``: im2col_1 (per sample, with a row of ones),
-    im2col_t (rows first, for one GEMM over samples) or col2im. Every layout a kernel more
-    to compile costs about 1.5 s on a model's first run."""
+    """The loaded window kernel ``kind`` (im2col or col2im) of one geometry."""
     if kind == "col2im":
         return load(render_col2im(geometry, dtype))
-    return load(render_im2col(geometry, dtype, kind == "im2col_t", kind == "im2col_1"))
+    return load(render_im2col(geometry, dtype))
+
+
+def _pads(g: Any, x_shape: tuple, m: int, dtype: np.dtype, zeroed: bool) -> np.ndarray:
+    """``m`` padded planes (``render_window.padded_plane``) for a window kernel: one per
+    sample, so threads on different samples share none."""
+    rows, cols = padded_plane(_geometry(g), x_shape[2:], tuple(g.out))
+    out = scratch("pads", m * rows * cols, dtype).reshape(m, rows, cols)
+    if zeroed:
+        out.fill(0)
+    return out
+
+
+def _im2col(g: Any, x: np.ndarray, cols: np.ndarray, rows_first: bool, ones: bool) -> None:
+    """``render_im2col``'s kernel over the samples of ``x`` into the flat buffer ``cols``:
+    per-sample ``(R, OH, OW)`` blocks, or ``rows_first`` ``(R, samples, OH, OW)``; ``ones``:
+    with the row of ones last (R = C*kh*kw + 1)."""
+    m, out = x.shape[0], tuple(g.out)
+    rows = x.shape[1] * prod(g.kernel) + (1 if ones else 0)
+    view = cols.reshape(((rows, m) if rows_first else (m, rows)) + out)
+    run_split(_window_kernel("im2col", _geometry(g), x.dtype.name), m, cols.size,
+              [x, view, _pads(g, x.shape, m, x.dtype, True), rows_first, ones])
 
 
 def _pointwise(g: Any) -> bool:
@@ -123,10 +143,9 @@ def conv_forward(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
     w2[:, -1] = xs[2] if len(xs) > 2 else 0  # (one kernel whether or not there is a bias)
     parts = _chunks(n, ck * p)
     flat = scratch("cols", _largest(parts) * ck * p, x.dtype)
-    im2col = _window_kernel("im2col_1", _geometry(g), x.dtype.name)
     for s, m in parts:
         cols = flat[:m * ck * p]
-        run_split(im2col, m, m * ck * p, [x[s:s + m], cols.reshape((m, ck) + tuple(g.out))])
+        _im2col(g, x[s:s + m], cols, False, True)
         np.matmul(w2, cols.reshape(m, ck, p), out=y[s:s + m].reshape(m, o, p))
     return [y]
 
@@ -148,7 +167,7 @@ def conv_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
         cols = flat[:m * ck * p].reshape((m, ck) + tuple(g.out))
         np.matmul(wt, dy[s:s + m].reshape(m, o, p), out=cols.reshape(m, ck, p))
         run_split(_window_kernel("col2im", _geometry(g), dy.dtype.name), m, m * ck * p,
-                  [cols, dx[s:s + m]])
+                  [cols, dx[s:s + m], _pads(g, x.shape, m, dy.dtype, False)])
     return [dx]
 
 
@@ -171,10 +190,9 @@ def _weight_one_gemm(dy: np.ndarray, x: np.ndarray, g: Any) -> np.ndarray:
     flat = scratch("cols", _largest(parts) * ck * p, dy.dtype)
     flat_dy = scratch("ograd", _largest(parts) * o * p, dy.dtype)
     part = np.empty((ck, o), dy.dtype) if len(parts) > 1 else dwt
-    im2col = _window_kernel("im2col_t", _geometry(g), x.dtype.name)
     for k, (s, m) in enumerate(parts):
         cols = flat[:ck * m * p]  # (C*kh*kw, samples, pixels): one GEMM operand
-        run_split(im2col, m, m * ck * p, [x[s:s + m], cols.reshape((ck, m) + tuple(g.out))])
+        _im2col(g, x[s:s + m], cols, True, False)
         dyt = flat_dy[:o * m * p].reshape(o, m, p)
         np.copyto(dyt, dy[s:s + m].reshape(m, o, p).transpose(1, 0, 2))
         np.matmul(cols.reshape(ck, m * p), dyt.reshape(o, m * p).T,
@@ -193,10 +211,9 @@ def _weight_by_samples(dy: np.ndarray, x: np.ndarray, g: Any) -> np.ndarray:
     dw = np.zeros((o, ck), dy.dtype)
     parts = _chunks(n, ck * p)
     flat = scratch("cols", _largest(parts) * ck * p, dy.dtype)
-    im2col = _window_kernel("im2col_1", _geometry(g), x.dtype.name)
     for s, m in parts:
-        cols = flat[:m * ck * p].reshape((m, ck) + tuple(g.out))
-        run_split(im2col, m, m * ck * p, [x[s:s + m], cols])
+        cols = flat[:m * ck * p]
+        _im2col(g, x[s:s + m], cols, False, True)
         dw += np.matmul(dy[s:s + m].reshape(m, o, p), cols.reshape(m, ck, p).transpose(
             0, 2, 1)).sum(axis=0)
     return dw[:, :-1]  # (the last column, against the ones, is the bias gradient)
@@ -263,6 +280,7 @@ LAYERS: dict[tuple[str, Optional[str]], tuple[Callable[[Attrs, Sequence[tuple]],
     ("convolution", "filter"): (_why_not_conv, conv_weight),
     ("pooling", None): (_why_not_pool, max_pool),
     ("pooling_backward", None): (_why_not_pool, max_pool_grad),
+    ("batch_norm", None): (why_not_batch_norm, batch_norm),
 }
 
 

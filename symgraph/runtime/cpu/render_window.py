@@ -83,7 +83,7 @@ def render_pool_backward(kernel: Pair, stride: Pair, dtype: str, cover: bool) ->
     body = ["    z = dx.dtype.type(0)", "    for p in range(lo, hi):", "        xp = x[p]",
             "        dxp = dx[p]", "        yp = y[p]", "        gp = dy[p]"]
     if not cover:
-        body += ["        dxp[:] = z"]
+        body += _indented(_FILL.format(a="dxp", v="z"), 8)
     body += ["        for oh in range(yp.shape[0]):"] + _rows(kernel, stride, ("xp", "dxp"))
     body += ["            yr = yp[oh]", "            gr = gp[oh]",
              "            for ow in range(yp.shape[1]):", f"                c = ow * {stride[1]}",
@@ -103,61 +103,112 @@ def render_pool_backward(kernel: Pair, stride: Pair, dtype: str, cover: bool) ->
 Geometry = tuple[int, ...]
 """(kh, kw, sh, sw, ph, pw, dh, dw) of a 2-D convolution."""
 
-_PADDED = """    oh_n = cols.shape[2]
-    ow_n = cols.shape[3]
-    c_n = {x}.shape[1]
+_PADDED = """    c_n = {x}.shape[1]
     h = {x}.shape[2]
     w = {x}.shape[3]
-    pad = np.zeros((max((oh_n - 1) * {sh} + {eh}, {ph} + h),
-                    max((ow_n - 1) * {sw} + {ew}, {pw} + w)), {x}.dtype)
     for s in range(lo, hi):
-{per_sample}        for c in range(c_n):"""
-_ROWS = """            for k in range({kk}):
+        pad = pads[s]"""
+
+
+def padded_plane(g: Geometry, spatial: Pair, out: Pair) -> Pair:
+    """Rows and columns of the zero-padded plane a window kernel reads (``pads[s]``): the
+    input at offset ``(ph, pw)`` and every window of the ``out`` grid inside it. The caller
+    allocates the planes, one per sample (a kernel allocating its own took 0.4 s more to
+    compile: numba's ``np.zeros``)."""
+    kh, kw, sh, sw, ph, pw, dh, dw = g
+    return (max((out[0] - 1) * sh + (kh - 1) * dh + 1, ph + spatial[0]),
+            max((out[1] - 1) * sw + (kw - 1) * dw + 1, pw + spatial[1]))
+
+
+_ROWS = """        for c in range(c_n):
+{before}
+            for k in range({kk}):
                 i = k // {kw}
                 j = k - i * {kw}
-                ck = {cell}
+{cell}
                 for oh in range(oh_n):
                     prow = pad[oh * {sh} + i * {dh}]
-                    crow = ck[oh]
+                    {crow}
                     for ow in range(ow_n):
                         {statement}"""
+# Plane copies and fills as explicit loops: an array slice assignment (``pad[1:1 + h, ...] =
+# x[s, c]``) makes numba compile its shape-mismatch error path, which took 5 of the 6 s that
+# the first window kernel of a process spent compiling.
+_COPY = """{dst}p = {dst_plane}
+{src}p = {src_plane}
+for r in range(h):
+    {dst}r = {dst}p[{dr} + r]
+    {src}r = {src}p[{sr} + r]
+    for q in range(w):
+        {dst}r[{dc} + q] = {src}r[{sc} + q]"""
+_FILL = """for r in range({a}.shape[0]):
+    {a}r = {a}[r]
+    for q in range({a}.shape[1]):
+        {a}r[q] = {v}"""
+_DIMS = "oh_n = cols.shape[2]\now_n = cols.shape[3]"
+# im2col's columns, per sample ``(N, R, OH, OW)`` or rows first ``(R, N, OH, OW)``: a run-time
+# choice between two views, so one kernel writes both layouts (as fast as one per layout).
+_EITHER = "cols[{r}, s] if rows_first else cols[s, {r}]"
+_ONES = """if ones:
+    one = cols[c_n * {kk}, s] if rows_first else cols[s, c_n * {kk}]
+    for r in range(oh_n):
+        oner = one[r]
+        for q in range(ow_n):
+            oner[q] = 1"""
 
 
-def _window_body(g: Geometry, x: str, rows_first: bool, statement: str, before: str,
-                 after: str, per_sample: str = "") -> list[str]:
+def _indented(block: str, spaces: int) -> list[str]:
+    """The lines of ``block`` indented by ``spaces``."""
+    return [" " * spaces + ln for ln in block.split("\n")]
+
+
+def _window_body(g: Geometry, x: str, block: tuple[str, str], statement: str, before: str,
+                 after: str, per_sample: str = "", dims: str = "") -> list[str]:
     """A kernel body running ``statement`` for each cell of each window of each plane, over
-    a zero-padded copy ``pad`` of the plane (``before``/``after``: per plane; ``per_sample``:
-    a line run first for each sample)."""
+    a zero-padded copy ``pad`` of the plane (``block``: the statements binding the columns'
+    block of a window cell, and its row ``crow``; ``before``/``after``: statements per plane;
+    ``per_sample``: statements run first for each sample; ``dims``: statements binding the
+    output's ``oh_n, ow_n`` where they are no parameters)."""
     kh, kw, sh, sw, ph, pw, dh, dw = g
-    cell = "cols[c * {0} + k, s]" if rows_first else "cols[s, c * {0} + k]"
     fmt = {"x": x, "sh": sh, "sw": sw, "ph": ph, "pw": pw, "dh": dh, "kw": kw,
-           "kk": kh * kw, "eh": (kh - 1) * dh + 1, "ew": (kw - 1) * dw + 1,
-           "cell": cell.format(kh * kw), "statement": statement.format(sw=sw, dw=dw),
-           "per_sample": f"        {per_sample}\n" if per_sample else ""}
-    return (_PADDED.format(**fmt).split("\n") + ["            " + before.format(**fmt)]
+           "kk": kh * kw, "statement": statement.format(sw=sw, dw=dw)}
+    fmt.update(cell=block[0].format(**fmt), crow=block[1])
+    fmt["before"] = "\n".join(_indented(before.format(**fmt), 12))
+    return ((_indented(dims, 4) if dims else []) + _PADDED.format(**fmt).split("\n")
+            + (_indented(per_sample.format(**fmt), 8) if per_sample else [])
             + _ROWS.format(**fmt).split("\n")
-            + ([("            " + after.format(**fmt))] if after else []))
+            + (_indented(after.format(**fmt), 12) if after else []))
 
 
-def render_im2col(g: Geometry, dtype: str, rows_first: bool, ones: bool = False) -> Kernel:
-    """The kernel ``(lo, hi, x, cols)``: ``cols[s, (c, i, j), oh, ow] = x[s, c, oh*sh - ph +
-    i*dh, ow*sw - pw + j*dw]`` (0 in the padding); ``rows_first``: ``cols`` is laid out
-    ``((c, i, j), s, oh, ow)`` instead (the weight gradient's GEMM operand). ``ones``: each
-    sample's columns have one more row, of ones (a bias column in the weights then adds the
-    bias in the GEMM instead of in a pass over the output)."""
-    body = _window_body(g, "x", rows_first, "crow[ow] = prow[ow * {sw} + j * {dw}]",
-                        "pad[{ph}:{ph} + h, {pw}:{pw} + w] = x[s, c]", "",
-                        "cols[s, cols.shape[1] - 1] = 1" if ones else "")
-    tag = ("_t" if rows_first else "") + ("_1" if ones else "")
-    return _module(f"im2col{tag}_" + "_".join(map(str, g)), "lo, hi, x, cols", body, dtype)
+def render_im2col(g: Geometry, dtype: str) -> Kernel:
+    """The kernel ``(lo, hi, x, cols, pads, rows_first, ones)``: ``cols[s, (c, i, j), oh, ow] =
+    x[s, c, oh*sh - ph + i*dh, ow*sw - pw + j*dw]`` (0 in the padding); ``rows_first``:
+    ``cols`` is laid out ``((c, i, j), s, oh, ow)`` instead (the weight gradient's GEMM
+    operand). ``ones``: ``cols`` has one more row, ``(c, i, j) = C*kh*kw``, of ones (a bias
+    column in the weights then adds the bias in the GEMM instead of in a pass over the
+    output). ``pads``: one zeroed plane of :func:`padded_plane`'s size per sample (only
+    their interiors are written). One kernel for both layouts: each more to compile costs
+    about a second on a model's first step."""
+    to_pad = _COPY.format(dst="pad", dst_plane="pad", dr="{ph}", dc="{pw}",
+                          src="x", src_plane="x[s, c]", sr="0", sc="0")
+    block = ("                ck = " + _EITHER.format(r="c * {kk} + k"), "crow = ck[oh]")
+    body = _window_body(g, "x", block, "crow[ow] = prow[ow * {sw} + j * {dw}]", to_pad, "",
+                        _ONES, _DIMS)
+    return _module("im2col_" + "_".join(map(str, g)),
+                   "lo, hi, x, cols, pads, rows_first, ones", body, dtype)
 
 
 def render_col2im(g: Geometry, dtype: str) -> Kernel:
-    """The kernel ``(lo, hi, cols, dx)``, the adjoint of :func:`render_im2col`'s: ``dx[s]``
-    is the sum of every column entry of ``cols[s]`` on the cell it was read from."""
-    body = _window_body(g, "dx", False, "prow[ow * {sw} + j * {dw}] += crow[ow]",
-                        "pad[:] = 0", "dx[s, c] = pad[{ph}:{ph} + h, {pw}:{pw} + w]")
-    return _module("col2im_" + "_".join(map(str, g)), "lo, hi, cols, dx", body, dtype)
+    """The kernel ``(lo, hi, cols, dx, pads)``, the adjoint of :func:`render_im2col`'s per-sample
+    layout (``cols`` of shape ``(N, C*kh*kw, OH, OW)``, no ones row): ``dx[s]`` is the sum of
+    every column entry of ``cols[s]`` on the cell it was read from (``pads``: a scratch plane
+    of :func:`padded_plane`'s size per sample, zeroed here)."""
+    from_pad = _COPY.format(dst="dx", dst_plane="dx[s, c]", dr="0", dc="0",
+                            src="pad", src_plane="pad", sr="{ph}", sc="{pw}")
+    block = ("                ck = cols[s, c * {kk} + k]", "crow = ck[oh]")
+    body = _window_body(g, "dx", block, "prow[ow * {sw} + j * {dw}] += crow[ow]",
+                        _FILL.format(a="pad", v="0"), from_pad, dims=_DIMS)
+    return _module("col2im_" + "_".join(map(str, g)), "lo, hi, cols, dx, pads", body, dtype)
 
 
 def _module(stem: str, params: str, body: list[str], dtype: str) -> Kernel:

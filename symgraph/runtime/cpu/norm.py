@@ -1,0 +1,60 @@
+"""BatchNorm for the compiled CPU backend: the normalisation as one compiled pass.
+
+The numpy reference (``compiler/ops/norm.py``) makes three passes over the data, each with a
+fresh array (subtract the mean, scale, add beta); here the per-channel ``scale = gamma /
+sqrt(var + eps)`` and ``shift = beta - mean * scale`` are computed on the channel vectors and
+``y = x * scale + shift`` is one elementwise kernel (``group.FusedStep``: the broadcast
+pattern's row kernel, split over the backend's threads). The statistics are the reference's:
+the moving ones in inference or with ``use_global_stats``, else the batch's (numpy
+reductions) with the moving ones updated by ``momentum``. ResNet-18's inference runs 20 of
+these (most as the head of a fused BatchNorm + relu group).
+
+Example::
+
+    >>> import numpy as np
+    >>> from symgraph.core.attrs import parse_attrs
+    >>> from symgraph.core.registry import get_op
+    >>> a = parse_attrs(get_op("BatchNorm").params, {"fix_gamma": False, "eps": 0.0}, "")
+    >>> x = np.ones((1, 2, 2, 2), np.float32)
+    >>> c = np.array([2.0, 3.0], np.float32)
+    >>> y = batch_norm(a, [x, c, c, c * 0, c * 0 + 1], None)[0]  # x * gamma + beta
+    >>> [round(float(v), 3) for v in y[0, :, 0, 0]]
+    [4.0, 6.0]
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Optional, Sequence
+
+from ...compiler.ops.norm import bn_statistics, check_axis, vector_shape
+from ...core.attrs import Attrs
+from ...core.expr import inp
+from ...core.registry import RunCtx
+from .group import FusedStep, compute_dtype
+
+
+@lru_cache(maxsize=256)
+def _affine(shape: tuple, dtype: str) -> FusedStep:
+    """The group ``x * scale + shift`` over data of ``shape``, computing in ``dtype`` (its
+    kernel is one for every shape: ``group.render_kernel``)."""
+    return FusedStep([inp(0) * inp(1) + inp(2)], [shape], "batchnorm", "BatchNorm", dtype)
+
+
+def batch_norm(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """BatchNorm's five outputs (the reference's: output, mean, var, new moving mean and
+    variance) with the output computed in one compiled pass."""
+    x, gamma, beta, mm, mv = xs
+    ax = check_axis(a["axis"], x.ndim)
+    shape = vector_shape(x.shape[ax], x.shape, ax)
+    mean, var, new_mm, new_mv, scale = bn_statistics(
+        a, x, gamma, mm, mv, ctx is not None and ctx.is_train)
+    shift = beta - mean * scale
+    group = _affine(tuple(x.shape), compute_dtype(x.dtype) or "float32")
+    y = group(a, [x, scale.reshape(shape), shift.reshape(shape)], ctx)[0]
+    return [y.astype(x.dtype, copy=False)] + \
+        [v.astype(mm.dtype, copy=False) for v in (mean, var, new_mm, new_mv)]
+
+
+def why_not_batch_norm(a: Attrs, shapes: Sequence[tuple]) -> str:
+    """Why a BatchNorm node runs the numpy reference ("" when it compiles)."""
+    return "" if len(shapes[0]) >= 1 else "a scalar input"
