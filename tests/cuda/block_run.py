@@ -21,7 +21,7 @@ import numpy as np
 from symgraph.runtime.cuda.codegen import NARROW_HELPER, Rendered
 from symgraph.runtime.cuda.compiler import module_source
 
-from .host_run import HOST_NARROW, HOST_PRELUDE, host_compiler
+from .host_run import HOST_NARROW, HOST_PRELUDE, compile_host
 
 _FIXED = "static const sg_dim3 blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};"
 _SYNC = "static inline void __syncthreads() {}"
@@ -86,10 +86,8 @@ def run_threaded(launches: Sequence[Launch], inputs: dict[str, np.ndarray],
                      f"{sizes[k]}, f); fclose(f); }}")
     main = "int main() {\n" + "\n".join(lines) + "\n    return 0;\n}\n"
     module = module_source([k for k, _, _, _ in launches]).replace(NARROW_HELPER[1], "")
-    src = tmp / "threaded.cpp"
-    src.write_text(prelude + THREADED + HOST_NARROW + module + main)
     exe = tmp / "threaded"
-    subprocess.run([host_compiler(), "-std=c++20", "-O1", "-w", "-pthread", "-o", str(exe),
-                    str(src)], check=True)
+    compile_host(prelude + THREADED + HOST_NARROW, module + main, exe,
+                 ["-std=c++20", "-O1", "-w", "-pthread"])
     subprocess.run([str(exe)], check=True)
     return {k: np.fromfile(tmp / f"{k}.out", t)[:n] for k, (n, t) in outputs.items()}
