@@ -16,6 +16,7 @@ import numpy as np
 
 from ...core.attrs import Attrs, Param
 from ...core.dtypes import is_narrow
+from ...core.graph import Entry, Node
 from ...core.registry import CHANNEL_AXIS, NO_GRADIENT, OPAQUE, OpDef, RunCtx, alias, register
 from ._util import check_attr, norm_axis
 
@@ -114,6 +115,19 @@ def _bn_backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
     return [dx.astype(xs[1].dtype), dgamma.astype(xs[2].dtype), dbeta.astype(xs[2].dtype)]
 
 
+def _bn_recompute(node: Node, index: int) -> Node | None:
+    """The normalised output again from the batch statistics the training forward saved
+    (``passes/rematerialise``): the same op applying given statistics, so the same formula
+    and the same values."""
+    if index != 0:
+        return None
+    if node.attrs["use_global_stats"]:
+        return node
+    x, gamma, beta = node.inputs[:3]
+    return Node("BatchNorm", node.name, node.attrs.replace(use_global_stats=True),
+                (x, gamma, beta, Entry(node, 1), Entry(node, 2)), node.extra)
+
+
 def _bn_backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     data = next((s for s in (ins[0], ins[1], outs[0]) if s is not None), None)
     if data is None:
@@ -129,6 +143,7 @@ register(OpDef(
     outputs=("output", "mean", "var", "moving_mean_new", "moving_var_new"),
     num_visible=lambda a: 3 if a["output_mean_var"] else 1, mutates=((3, 3), (4, 4)),
     train_dependent=True, layout=CHANNEL_AXIS, group_epilogue=True,
+    extra={"recompute": _bn_recompute},
     doc="Batch normalisation over every axis but `axis`; batch statistics in training "
         "(moving statistics updated with `momentum`), moving statistics otherwise."))
 register(OpDef(
