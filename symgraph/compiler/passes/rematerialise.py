@@ -34,9 +34,11 @@ from ...core.graph import Entry, Graph, Node, topo_order
 from ...core.registry import get_op
 from .fuse_groups import FUSE, op_role
 
-MAX_DEPTH = 8
-"""Longest chain of recomputed nodes behind one backward read (a ResNet stage's residual
-chain is 3-6 blocks of BatchNorm + add + ReLU)."""
+MAX_DEPTH = 20
+"""Longest chain of recomputed nodes behind one backward read: a ResNet stage's residual
+chain (up to 6 blocks of BatchNorm, add, ReLU) from its first convolution outputs. Values
+deeper than that are kept, so a long elementwise chain costs a bounded number of copies."""
+NEVER = MAX_DEPTH + 1
 
 Rule = Callable[[Node, int], Optional[Node]]
 """``OpDef.extra["recompute"]``: (node, output index) -> a node of the same outputs and types
@@ -53,37 +55,50 @@ def _copy_rule(node: Node, index: int) -> Optional[Node]:
 
 
 class _Planner:
-    """Decides which forward entries the backward gets recomputed, and makes the copies."""
+    """Decides which forward entries the backward gets recomputed, and makes the copies.
 
-    def __init__(self, graph: Graph, late: set[Node], saved: set[Entry]) -> None:
+    ``height[e]``: how many recomputed nodes deep ``e``'s recomputation goes (0: a leaf the
+    backward keeps anyway, ``NEVER``: it cannot be recomputed without keeping a value the
+    backward did not keep, or is deeper than ``MAX_DEPTH``), found once in topological order.
+    Copies are made per backward reader of a value (``root``), not shared between readers: a
+    copy shared by two readers far apart would live from the first to the last, as long as the
+    forward value it replaces (a residual chain's block outputs)."""
+
+    def __init__(self, graph: Graph, forward: list[Node], saved: set[Entry]) -> None:
         self.types = graph.types
-        self.late = late
-        self.saved = saved  # forward entries the backward reads before this pass
-        self.outputs = set(graph.outputs)
-        self.copies: dict[Entry, Optional[Entry]] = {}
+        outputs = set(graph.outputs)
+        self.models: dict[Entry, Node] = {}
+        self.height: dict[Entry, int] = {}
+        for node in forward:
+            for e in reversed(node.entries()):  # (a rule may read the node's later outputs)
+                model = None if node.is_variable or e in outputs else _copy_rule(node, e.index)
+                if model is None or all(x.node.is_variable for x in model.inputs):
+                    # (a parameter's cast or scale: small, batched with its kind)
+                    self.height[e] = 0 if node.is_variable or e in saved else NEVER
+                    continue
+                h = 1 + max(self.height[x] for x in model.inputs)
+                self.height[e] = h if h <= MAX_DEPTH else (0 if e in saved else NEVER)
+                if h <= MAX_DEPTH:
+                    self.models[e] = model
+        self.copies: dict[tuple[Entry, Entry], Entry] = {}
 
-    def entry(self, e: Entry, depth: int = 0) -> Optional[Entry]:
-        """The recomputed ``e``, or None where it is kept (a variable, a leaf, too deep)."""
-        if e in self.copies:
-            return self.copies[e]
-        node = e.node
-        if node.is_variable or node in self.late or e in self.outputs or depth >= MAX_DEPTH:
+    def entry(self, e: Entry, root: Optional[Entry] = None) -> Optional[Entry]:
+        """The recomputed ``e`` for the backward reader of ``root`` (None: of ``e`` itself),
+        or None where ``e`` is kept."""
+        model = self.models.get(e)
+        if model is None:
             return None
-        self.copies[e] = None  # (until decided: a rule reading its own node's outputs)
-        model = _copy_rule(node, e.index)
-        if model is None or all(x.node.is_variable for x in model.inputs):
-            return None  # (a parameter's cast or scale: small, batched with its kind)
-        inputs = []
-        for x in model.inputs:
-            again = self.entry(x, depth + 1)
-            if again is None and not (x.node.is_variable or x in self.saved):
-                return None  # it would keep a value the backward did not keep
-            inputs.append(x if again is None else again)
-        extra = Attrs({**dict(model.extra.items()), "__remat__": "1"})
-        copy = Node(model.op, f"{node.name}_remat", model.attrs, tuple(inputs), extra)
+        key = (e, root or e)
+        if key in self.copies:
+            return self.copies[key]
+        inputs = tuple([self.entry(x, root or e) or x for x in model.inputs])
+        # (the marker keeps cse from merging a copy into its original or another root's)
+        mark = "" if root is None else f"{root.node.name}:{root.index}"
+        extra = Attrs({**dict(model.extra.items()), "__remat__": mark})
+        copy = Node(model.op, f"{e.node.name}_remat", model.attrs, inputs, extra)
         if self.types is not None:  # (a rule's node has the original's outputs and types)
-            self.types.copy(node, copy)
-        self.copies[e] = out = copy.entries()[e.index]
+            self.types.copy(e.node, copy)
+        self.copies[key] = out = copy.entries()[e.index]
         return out
 
 
@@ -91,11 +106,11 @@ def rematerialise(graph: Graph, n_forward: int) -> Graph:
     """Backward readers of cheap forward results read recomputed copies (module docstring)."""
     if not config.get("SYMGRAPH_REMAT") or n_forward >= len(graph.outputs):
         return graph
-    forward = set(topo_order(graph.outputs[:n_forward]))
+    order = topo_order(graph.outputs[:n_forward])
+    forward = set(order)
     nodes = graph.nodes()
-    late = {n for n in nodes if n not in forward}
-    saved = {e for n in late for e in n.inputs if e.node in forward}
-    planner = _Planner(graph, late, saved)
+    saved = {e for n in nodes if n not in forward for e in n.inputs if e.node in forward}
+    planner = _Planner(graph, order, saved)
     remap: dict[Node, Node] = {}
     for n in nodes:
         if n in forward:
