@@ -20,8 +20,9 @@ a forward entry reads instead an entry computed by a copy of the forward node (o
 ``OpDef.extra["recompute"]`` rule: ``BatchNorm`` applies its saved batch statistics) from the
 same inputs, recursively up to ``MAX_DEPTH`` nodes, whose leaves are variables or entries the
 backward read already (so no value is kept that was not kept before); the forward is
-unchanged. A node is recomputed only if its op has an elementwise formula (``op_role``) or a
-recompute rule, is not ``train_dependent``, and only an entry that is no graph output is. The
+unchanged. A node is recomputed only if its op has a recompute rule, or an elementwise formula
+(``op_role``, not ``train_dependent``) and an input recomputed so; an entry that is a graph
+output never is. The
 graph is unchanged when ``SYMGRAPH_REMAT`` is 0 or nothing qualifies.
 """
 from __future__ import annotations
@@ -77,9 +78,14 @@ class _Planner:
                     self.height[e] = 0 if node.is_variable or e in saved else NEVER
                     continue
                 h = 1 + max(self.height[x] for x in model.inputs)
-                self.height[e] = h if h <= MAX_DEPTH else (0 if e in saved else NEVER)
-                if h <= MAX_DEPTH:
-                    self.models[e] = model
+                # Only chains from a rule (a BatchNorm's normalisation) are recomputed: in a
+                # pure elementwise chain every value is read by its own gradient anyway.
+                ruled = model is not node or any(x in self.models for x in model.inputs)
+                if h > MAX_DEPTH or not ruled:
+                    self.height[e] = 0 if e in saved else NEVER
+                    continue
+                self.height[e] = h
+                self.models[e] = model
         self.copies: dict[tuple[Entry, Entry], Entry] = {}
 
     def entry(self, e: Entry, root: Optional[Entry] = None) -> Optional[Entry]:
