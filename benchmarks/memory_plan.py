@@ -9,10 +9,11 @@ would take on the device are split into:
 * ``saved``: forward results the backward reads, live in the arena at the planned peak;
 * ``temps``: every other arena slot live at that peak (backward temporaries, gradients being
   summed);
-* ``workspace``: scratch shared by all steps (library workspaces, split-K partials) and
-  kept state;
-* ``arena``: the planned arena itself (``MemoryPlan.arena_bytes``: the peak above plus the
-  allocator's fragmentation), and ``total`` = params+grads + arena + workspace, the figure to
+* ``workspace``: scratch shared by all steps (small library workspaces, split-K partials)
+  and kept state;
+* ``arena``: the planned arena (``MemoryPlan.arena_bytes``: the peak above plus the
+  allocator's fragmentation) with the large scratch placed in its free bytes
+  (``scratch_plan``), and ``total`` = params+grads + arena + workspace, the figure to
   set beside the GPU's "free memory before minus after bind + step" (which also holds
   cuBLAS/cuDNN handles and the module).
 
@@ -120,7 +121,7 @@ def figure(exe: Any) -> Figure:
         else:
             temps += b
     return Figure(bound + grads, saved, temps, program.scratch_bytes + program.state_bytes,
-                  program.plan.arena_bytes, saved_by_op)
+                  program.arena_bytes, saved_by_op)
 
 
 def measure(key: str, bf16: bool, quick: bool) -> Figure:
