@@ -21,8 +21,8 @@ a forward entry reads instead an entry computed by a copy of the forward node (o
 same inputs, recursively up to ``MAX_DEPTH`` nodes, whose leaves are variables or entries the
 backward read already (so no value is kept that was not kept before); the forward is
 unchanged. A node is recomputed only if its op has a recompute rule, or an elementwise formula
-(``op_role``, not ``train_dependent``) and an input recomputed so; an entry that is a graph
-output never is. The
+(``op_role``) or an injective pattern (AMP's casts, layout moves), is not ``train_dependent``
+and has an input recomputed so; an entry that is a graph output never is. The
 graph is unchanged when ``SYMGRAPH_REMAT`` is 0 or nothing qualifies.
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from typing import Callable, Optional
 from ...core import config
 from ...core.attrs import Attrs
 from ...core.graph import Entry, Graph, Node, topo_order
-from ...core.registry import get_op
+from ...core.registry import INJECTIVE, get_op
 from .fuse_groups import FUSE, op_role
 
 MAX_DEPTH = 20
@@ -52,7 +52,8 @@ def _copy_rule(node: Node, index: int) -> Optional[Node]:
     rule: Optional[Rule] = opdef.extra.get("recompute")
     if rule is not None:
         return rule(node, index)
-    return node if op_role(node.op) == FUSE and not opdef.train_dependent else None
+    cheap = op_role(node.op) == FUSE or opdef.pattern == INJECTIVE  # (casts, layout moves)
+    return node if cheap and not opdef.train_dependent else None
 
 
 class _Planner:
