@@ -82,7 +82,7 @@ class CudaProgram:
         self.alias = low.alias
         self.has_host = [any(isinstance(a, (Host, Callback)) for a in flat_actions(acts))
                          for acts in self.actions]
-        self._scratch_base = align(low.arena_bytes)
+        self._scratch_base = align(max(low.arena_bytes, self.plan.arena_bytes))
         self._key_base = self._scratch_base + align(low.scratch_bytes)
         self.key_steps = low.key_steps  # random keys (Dropout...): 8 bytes each, after scratch
         self._state_base = align(self._key_base + 8 * len(self.key_steps))

@@ -58,7 +58,7 @@ def conv_forward(ctx: StepCtx, g: ConvWindow, x: Ref, w: Ref, y: Ref,
         ctx.new_array(f * parts[0][1] * pix, dt)
     fallback: tuple = ()
     for n0, m in parts:
-        gc = replace(g, n=m)
+        gc = g if m == g.n else replace(g, n=m)  # (the op's own window when whole)
         fallback += (
             launch(ctx, render_im2col(gc, dt), (col, _images(x, n0, g.c * g.cells, dt)),
                    gc.ckk * gc.cols),
@@ -90,7 +90,7 @@ def conv_backward_data(ctx: StepCtx, g: ConvWindow, w: Ref, dy: Ref, dx: Ref,
         ctx.new_array(g.ckk * parts[0][1] * pix, dt)
     fallback: tuple = ()
     for n0, m in parts:
-        gc = replace(g, n=m)
+        gc = g if m == g.n else replace(g, n=m)  # (the op's own window when whole)
         fallback += (
             launch(ctx, render_swap01(m, f, pix, False, dt),
                    (dy_t, _images(dy, n0, f * pix, dt)), f * gc.cols),
@@ -112,7 +112,7 @@ def conv_backward_weight(ctx: StepCtx, g: ConvWindow, x: Ref, dy: Ref, dw: Ref,
         ctx.new_array(f * parts[0][1] * pix, dt)
     fallback: tuple = ()
     for n0, m in parts:
-        gc = replace(g, n=m)
+        gc = g if m == g.n else replace(g, n=m)  # (the op's own window when whole)
         fallback += (
             launch(ctx, render_im2col(gc, dt), (col, _images(x, n0, g.c * g.cells, dt)),
                    gc.ckk * gc.cols),

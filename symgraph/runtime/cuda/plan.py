@@ -5,6 +5,7 @@ Kept free of pycuda so that CI (no GPU) renders and nvcc-compiles exactly what t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from math import prod
 
 import numpy as np
@@ -71,16 +72,31 @@ def _alias_copies(schedule: Schedule, actions: list[list]) -> list[tuple[int, in
     return alias
 
 
+def _shared_refs(value: Any) -> bool:
+    """Whether an action (or a field of one) reads the shared scratch region."""
+    if isinstance(value, Ref):
+        return value.kind == "scratch"
+    if isinstance(value, (tuple, list)):
+        return any(_shared_refs(v) for v in value)
+    fields = getattr(value, "__dataclass_fields__", None)
+    return fields is not None and not isinstance(value, Rendered) and \
+        any(_shared_refs(getattr(value, f)) for f in fields)
+
+
 def _place_large_scratch(schedule: Schedule, actions: list[list], sizes: dict[int, int],
-                         sm_count: int) -> int:
+                         sm_count: int) -> tuple[int, int]:
     """Lower again, with their scratch in the arena's free bytes (``scratch_plan``), the steps
-    of ``sizes`` (of the planner's plan); the arena's end with them."""
+    of ``sizes`` (of the planner's plan): (the arena's end with them, the shared scratch a
+    step still needs: one whose lowering does not pass the placement on)."""
     plan = schedule.plan
     at = place_scratch(schedule, plan, sizes)
+    shared = 0
     for k, base in at.items():
         actions[k] = lower_step(step_context(schedule.steps[k], schedule.shapes,
                                              schedule.dtypes, sm_count, [], [], [], base))
-    return max(plan.arena_bytes, placed_top(at, sizes))
+        if _shared_refs(actions[k]):
+            shared = max(shared, sizes[k])
+    return max(plan.arena_bytes, placed_top(at, sizes)), shared
 
 
 def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
@@ -106,8 +122,10 @@ def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
     if plan is None:
         alias += _alias_copies(schedule, actions)
         plan = trivial_plan(schedule, {a for a, _ in alias})
-    arena = _place_large_scratch(schedule, actions, large, sm_count) if large \
-        else plan.arena_bytes
+    arena = plan.arena_bytes
+    if large:
+        arena, shared = _place_large_scratch(schedule, actions, large, sm_count)
+        scratch_bytes = max(scratch_bytes, shared)
     kernels = [a.kernel for acts in actions for a in flat_actions(acts) if isinstance(a, Kernel)]
     kernels += list(ACCUMULATE.values())
     return LoweredProgram(plan, actions, scratch_bytes, module_source(kernels),
