@@ -21,7 +21,11 @@ would take on the device are split into:
 rematerialise first).
 
     PYTHONPATH=. python3 benchmarks/memory_plan.py [--rows cnn1024 resnet50] [--dtypes fp32 bf16]
-        [--by-op] [--quick]
+        [--by-op] [--quick] [--gpu]
+
+``--gpu`` (on a GPU machine, PyTorch installed for its free-memory query) adds what binding and
+one step took on ``gpu(0)``, measured as ``real_size.py`` does, and the cuDNN workspace among
+it: the difference from ``total`` is what the plan does not hold (libraries, the module).
 """
 from __future__ import annotations
 
@@ -62,7 +66,8 @@ class Figure:
 
 
 def _op_of(schedule: Schedule) -> dict[int, str]:
-    """Slot -> the op of the step writing it (a fused group: its head and member ops)."""
+    """Slot -> the op of the step writing it (a fused group: its head and member ops), with
+    ``[i]`` for the step's output i > 0."""
     out = {}
     for st in schedule.steps:
         name, attrs = st.node.op, st.node.attrs
@@ -70,8 +75,8 @@ def _op_of(schedule: Schedule) -> dict[int, str]:
         if members:
             head = attrs.get("head")
             name = "+".join(([head[0]] if head else []) + list(dict.fromkeys(members)))
-        for s in st.outputs:
-            out[s] = name
+        for i, s in enumerate(st.outputs):  # (a BatchNorm's statistics: outputs 1, 2...)
+            out[s] = name if i == 0 else f"{name}[{i}]"
     return out
 
 
@@ -131,6 +136,20 @@ def measure(key: str, bf16: bool, quick: bool) -> Figure:
         return figure(exe)
 
 
+def measured_mib(key: str, bf16: bool) -> tuple[float, float]:
+    """On the GPU: (MiB that binding and one training step took, free memory before minus
+    after, as ``real_size`` measures; MiB of the program's cuDNN workspace among them)."""
+    from benchmarks.real_size import free_mib
+    before = free_mib()
+    exe = bind(rows(False)[key], bf16, sg.gpu(0))
+    exe.train_step()
+    sg.nd.waitall()
+    taken = before - free_mib()
+    ws = exe._train.program.ws_bytes / MIB
+    del exe
+    return taken, ws
+
+
 def main(argv: Optional[list] = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", nargs="+", default=["cnn1024", "resnet50"],
@@ -138,17 +157,24 @@ def main(argv: Optional[list] = None) -> None:
     p.add_argument("--dtypes", nargs="+", default=["fp32", "bf16"], choices=["fp32", "bf16"])
     p.add_argument("--by-op", action="store_true", help="saved activations by op")
     p.add_argument("--quick", action="store_true", help="tiny sizes (a test runs it)")
+    p.add_argument("--gpu", action="store_true",
+                   help="also bind on gpu(0): measured MiB and cuDNN's workspace among them")
     a = p.parse_args(argv)
     print("planned device MiB of a training step (CUDA lowering on the CPU)\n")
-    print("| work | dtype | params+grads | saved | temps | workspace | arena | total |")
-    print("|---|---|---|---|---|---|---|---|")
+    gpu_cols = " GPU measured | cuDNN workspace |" if a.gpu else ""
+    print(f"| work | dtype | params+grads | saved | temps | workspace | arena | total |{gpu_cols}")
+    print("|---|---|---|---|---|---|---|---|" + ("---|---|" if a.gpu else ""))
     for key in a.rows:
         for dt in a.dtypes:
             f = measure(key, dt == "bf16", a.quick)
             name = rows(a.quick)[key].name
             print(f"| {name} | {dt} | {f.params_grads / MIB:.1f} | {f.saved / MIB:.1f} | "
                   f"{f.temps / MIB:.1f} | {f.workspace / MIB:.1f} | {f.arena / MIB:.1f} | "
-                  f"{f.total / MIB:.1f} |", flush=True)
+                  f"{f.total / MIB:.1f} |", end="")
+            if a.gpu:
+                taken, ws = measured_mib(key, dt == "bf16")
+                print(f" {taken:.0f} | {ws:.1f} |", end="")
+            print(flush=True)
             if a.by_op:
                 for op, b in f.saved_by_op.most_common(12):
                     print(f"|   saved: {op} | | | {b / MIB:.1f} | | | | |")
