@@ -17,7 +17,8 @@ other nodes are the backward: in general they do not all depend on the head grad
 
 Guarantees: every graph output keeps its value, type and position; a backward node that read
 a forward entry reads instead an entry computed by a copy of the forward node (or by the op's
-``OpDef.extra["recompute"]`` rule: ``BatchNorm`` applies its saved batch statistics) from the
+``OpDef.extra["recompute"]`` rule: ``BatchNorm``'s normalisation as elementwise ops on its
+saved batch statistics, which fusion merges with the ReLU and residual adds after it) from the
 same inputs, recursively up to ``MAX_DEPTH`` nodes, whose leaves are variables or entries the
 backward read already (so no value is kept that was not kept before); the forward is
 unchanged. A node is recomputed only if its op has a recompute rule, or an elementwise formula
@@ -33,6 +34,7 @@ from ...core import config
 from ...core.attrs import Attrs
 from ...core.graph import Entry, Graph, Node, topo_order
 from ...core.registry import INJECTIVE, get_op
+from ...core.types.table import TypeTable
 from .fuse_groups import FUSE, op_role
 
 MAX_DEPTH = 20
@@ -41,19 +43,20 @@ chain (up to 6 blocks of BatchNorm, add, ReLU) from its first convolution output
 deeper than that are kept, so a long elementwise chain costs a bounded number of copies."""
 NEVER = MAX_DEPTH + 1
 
-Rule = Callable[[Node, int], Optional[Node]]
-"""``OpDef.extra["recompute"]``: (node, output index) -> a node of the same outputs and types
-whose output ``index`` equals the node's, from cheaper inputs; or None."""
+Rule = Callable[[Node, int, tuple, TypeTable, dict], Optional[Entry]]
+"""``OpDef.extra["recompute"]`` is ``(outputs, rule)``: the outputs it recomputes, and
+``rule(node, output index, inputs, types, extra)`` -> an entry
+equal to the node's output ``index`` (same type), built from ``inputs`` (the node's inputs,
+or their recomputed copies) and the node's other outputs (its saved statistics), its nodes
+carrying the user attributes ``extra``; or None where it cannot."""
 
 
-def _copy_rule(node: Node, index: int) -> Optional[Node]:
-    """Cheap ops recompute as themselves; others by their op's rule, or not at all."""
+def _cheap(node: Node) -> bool:
+    """Whether ``node`` is recomputed as a copy of itself (no rule: elementwise, casts,
+    layout moves)."""
     opdef = get_op(node.op)
-    rule: Optional[Rule] = opdef.extra.get("recompute")
-    if rule is not None:
-        return rule(node, index)
-    cheap = op_role(node.op) == FUSE or opdef.pattern == INJECTIVE  # (casts, layout moves)
-    return node if cheap and not opdef.train_dependent else None
+    return (op_role(node.op) == FUSE or opdef.pattern == INJECTIVE) and \
+        not opdef.train_dependent
 
 
 class _Planner:
@@ -69,43 +72,46 @@ class _Planner:
     def __init__(self, graph: Graph, forward: list[Node], saved: set[Entry]) -> None:
         self.types = graph.types
         outputs = set(graph.outputs)
-        self.models: dict[Entry, Node] = {}
+        self.rules: dict[Entry, Optional[Rule]] = {}  # None: a copy of the node itself
         self.height: dict[Entry, int] = {}
         for node in forward:
-            for e in reversed(node.entries()):  # (a rule may read the node's later outputs)
-                model = None if node.is_variable or e in outputs else _copy_rule(node, e.index)
-                if model is None or all(x.node.is_variable for x in model.inputs):
-                    # (a parameter's cast or scale: small, batched with its kind)
-                    self.height[e] = 0 if node.is_variable or e in saved else NEVER
-                    continue
-                h = 1 + max(self.height[x] for x in model.inputs)
+            ruled = None if node.is_variable else get_op(node.op).extra.get("recompute")
+            for e in node.entries():
+                rule = ruled[1] if ruled is not None and e.index in ruled[0] else None
+                ok = not node.is_variable and e not in outputs and \
+                    (rule is not None or ruled is None and _cheap(node)) and \
+                    not all(x.node.is_variable for x in node.inputs)  # (a parameter's cast)
+                h = 1 + max([self.height[x] for x in node.inputs], default=0)
                 # Only chains from a rule (a BatchNorm's normalisation) are recomputed: in a
                 # pure elementwise chain every value is read by its own gradient anyway.
-                ruled = model is not node or any(x in self.models for x in model.inputs)
-                if h > MAX_DEPTH or not ruled:
-                    self.height[e] = 0 if e in saved else NEVER
-                    continue
-                self.height[e] = h
-                self.models[e] = model
+                if ok and h <= MAX_DEPTH and \
+                        (rule is not None or any(x in self.rules for x in node.inputs)):
+                    self.height[e], self.rules[e] = h, rule
+                else:
+                    self.height[e] = 0 if node.is_variable or e in saved else NEVER
         self.copies: dict[tuple[Entry, Entry], Entry] = {}
 
     def entry(self, e: Entry, root: Optional[Entry] = None) -> Optional[Entry]:
         """The recomputed ``e`` for the backward reader of ``root`` (None: of ``e`` itself),
         or None where ``e`` is kept."""
-        model = self.models.get(e)
-        if model is None:
+        if e not in self.rules:
             return None
         key = (e, root or e)
         if key in self.copies:
             return self.copies[key]
-        inputs = tuple([self.entry(x, root or e) or x for x in model.inputs])
+        node = e.node
+        inputs = tuple([self.entry(x, root or e) or x for x in node.inputs])
         # (the marker keeps cse from merging a copy into its original or another root's)
-        mark = "" if root is None else f"{root.node.name}:{root.index}"
-        extra = Attrs({**dict(model.extra.items()), "__remat__": mark})
-        copy = Node(model.op, f"{e.node.name}_remat", model.attrs, inputs, extra)
-        if self.types is not None:  # (a rule's node has the original's outputs and types)
-            self.types.copy(e.node, copy)
-        self.copies[key] = out = copy.entries()[e.index]
+        mark = {"__remat__": "" if root is None else f"{root.node.name}:{root.index}"}
+        rule = self.rules[e]
+        out = rule(node, e.index, inputs, self.types, mark) if rule is not None else None
+        if out is None:
+            extra = Attrs({**dict(node.extra.items()), **mark})
+            copy = Node(node.op, f"{node.name}_remat", node.attrs, inputs, extra)
+            if self.types is not None:
+                self.types.copy(node, copy)
+            out = copy.entries()[e.index]
+        self.copies[key] = out
         return out
 
 
