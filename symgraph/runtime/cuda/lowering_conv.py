@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from math import prod
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -48,26 +48,37 @@ def _images(ref: Ref, first: int, per_image: int, dt: str) -> Ref:
     return replace(ref, offset=ref.offset + first * per_image * np.dtype(dt).itemsize)
 
 
+def _per_chunk(ctx: StepCtx, g: ConvWindow, rows: int,
+               body: Callable[[ConvWindow, int, Ref, Ref], tuple]) -> tuple:
+    """The fallback's actions, chunk by chunk of images (``_chunks``): ``body(window of the
+    chunk, first image, col, other)``, ``col`` a chunk's column matrix and ``other`` a chunk's
+    ``rows`` x (images x P) matrix, both scratch (the op's own window when the chunk is the
+    whole batch)."""
+    dt = ctx.storage
+    parts = _chunks(g, dt)
+    cols = parts[0][1] * g.pix
+    col, other = ctx.new_array(g.ckk * cols, dt), ctx.new_array(rows * cols, dt)
+    out: tuple = ()
+    for n0, m in parts:
+        out += body(g if m == g.n else replace(g, n=m), n0, col, other)
+    return out
+
+
 def conv_forward(ctx: StepCtx, g: ConvWindow, x: Ref, w: Ref, y: Ref,
                  bias: Optional[Ref]) -> list:
     """y(N,F,P) = conv(x, w) (+ bias): cuDNN, or per chunk of images im2col, one GEMM per group
     (one batched call) and the (F,n,P) -> (n,F,P) swap with the bias as its epilogue."""
     f, k, pix, dt = g.filters, g.ckk // g.groups, g.pix, ctx.storage
-    parts = _chunks(g, dt)
-    col, tmp = ctx.new_array(g.ckk * parts[0][1] * pix, dt), \
-        ctx.new_array(f * parts[0][1] * pix, dt)
-    fallback: tuple = ()
-    for n0, m in parts:
-        gc = g if m == g.n else replace(g, n=m)  # (the op's own window when whole)
-        fallback += (
-            launch(ctx, render_im2col(gc, dt), (col, _images(x, n0, g.c * g.cells, dt)),
-                   gc.ckk * gc.cols),
-            Gemm(False, False, f // g.groups, gc.cols, k, w, col, tmp, g.groups, dt),
-            launch(ctx, render_swap01(f, m, pix, bias is not None, dt),
-                   (_images(y, n0, f * pix, dt), tmp) + ((bias,) if bias is not None else ()),
-                   f * gc.cols))
+
+    def body(gc: ConvWindow, n0: int, col: Ref, tmp: Ref) -> tuple:
+        return (launch(ctx, render_im2col(gc, dt), (col, _images(x, n0, g.c * g.cells, dt)),
+                       gc.ckk * gc.cols),
+                Gemm(False, False, f // g.groups, gc.cols, k, w, col, tmp, g.groups, dt),
+                launch(ctx, render_swap01(f, gc.n, pix, bias is not None, dt),
+                       (_images(y, n0, f * pix, dt), tmp)
+                       + ((bias,) if bias is not None else ()), f * gc.cols))
     primary = [ConvCall("fwd", g, x, w, y, dt)] + _channel_epilogue(ctx, None, bias)
-    return [Choice(tuple(primary), fallback)]
+    return [Choice(tuple(primary), _per_chunk(ctx, g, f, body))]
 
 
 def _channel_epilogue(ctx: StepCtx, epi: Optional[Epilogue], bias: Optional[Ref],
@@ -85,19 +96,14 @@ def conv_backward_data(ctx: StepCtx, g: ConvWindow, w: Ref, dy: Ref, dx: Ref,
     """dx = col2im(W^T @ dy(F,nP)), per group and chunk of images; cuDNN's backward-data when
     it is faster. A Deconvolution's bias is added after, in place."""
     f, k, pix, dt = g.filters, g.ckk // g.groups, g.pix, ctx.storage
-    parts = _chunks(g, dt)
-    dy_t, dcol = ctx.new_array(f * parts[0][1] * pix, dt), \
-        ctx.new_array(g.ckk * parts[0][1] * pix, dt)
-    fallback: tuple = ()
-    for n0, m in parts:
-        gc = g if m == g.n else replace(g, n=m)  # (the op's own window when whole)
-        fallback += (
-            launch(ctx, render_swap01(m, f, pix, False, dt),
-                   (dy_t, _images(dy, n0, f * pix, dt)), f * gc.cols),
-            Gemm(True, False, k, gc.cols, f // g.groups, w, dy_t, dcol, g.groups, dt),
-            launch(ctx, render_col2im(gc, dt), (_images(dx, n0, g.c * g.cells, dt), dcol),
-                   m * g.c * g.cells))
-    return [Choice((ConvCall("data", g, w, dy, dx, dt),), fallback)] + \
+
+    def body(gc: ConvWindow, n0: int, dcol: Ref, dy_t: Ref) -> tuple:
+        return (launch(ctx, render_swap01(gc.n, f, pix, False, dt),
+                       (dy_t, _images(dy, n0, f * pix, dt)), f * gc.cols),
+                Gemm(True, False, k, gc.cols, f // g.groups, w, dy_t, dcol, g.groups, dt),
+                launch(ctx, render_col2im(gc, dt), (_images(dx, n0, g.c * g.cells, dt), dcol),
+                       gc.n * g.c * g.cells))
+    return [Choice((ConvCall("data", g, w, dy, dx, dt),), _per_chunk(ctx, g, f, body))] + \
         _channel_epilogue(ctx, None, bias)
 
 
@@ -107,20 +113,15 @@ def conv_backward_weight(ctx: StepCtx, g: ConvWindow, x: Ref, dy: Ref, dw: Ref,
     or cuDNN's backward-filter."""
     assert bias is None, "a weight gradient has no bias"
     f, k, pix, dt = g.filters, g.ckk // g.groups, g.pix, ctx.storage
-    parts = _chunks(g, dt)
-    col, dy_t = ctx.new_array(g.ckk * parts[0][1] * pix, dt), \
-        ctx.new_array(f * parts[0][1] * pix, dt)
-    fallback: tuple = ()
-    for n0, m in parts:
-        gc = g if m == g.n else replace(g, n=m)  # (the op's own window when whole)
-        fallback += (
-            launch(ctx, render_im2col(gc, dt), (col, _images(x, n0, g.c * g.cells, dt)),
-                   gc.ckk * gc.cols),
-            launch(ctx, render_swap01(m, f, pix, False, dt),
-                   (dy_t, _images(dy, n0, f * pix, dt)), f * gc.cols),
-            Gemm(False, True, f // g.groups, k, gc.cols, dy_t, col, dw, g.groups, dt,
-                 accumulate=n0 > 0))
-    return [Choice((ConvCall("filter", g, x, dy, dw, dt),), fallback)]
+
+    def body(gc: ConvWindow, n0: int, col: Ref, dy_t: Ref) -> tuple:
+        return (launch(ctx, render_im2col(gc, dt), (col, _images(x, n0, g.c * g.cells, dt)),
+                       gc.ckk * gc.cols),
+                launch(ctx, render_swap01(gc.n, f, pix, False, dt),
+                       (dy_t, _images(dy, n0, f * pix, dt)), f * gc.cols),
+                Gemm(False, True, f // g.groups, k, gc.cols, dy_t, col, dw, g.groups, dt,
+                     accumulate=n0 > 0))
+    return [Choice((ConvCall("filter", g, x, dy, dw, dt),), _per_chunk(ctx, g, f, body))]
 
 
 CONV_CALLS = {"forward": conv_forward, "data": conv_backward_data, "filter": conv_backward_weight}
