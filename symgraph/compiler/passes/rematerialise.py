@@ -33,7 +33,7 @@ from typing import Callable, Optional
 from ...core import config
 from ...core.attrs import Attrs
 from ...core.graph import Entry, Graph, Node, topo_order
-from ...core.registry import INJECTIVE, get_op
+from ...core.registry import INJECTIVE, OpDef, get_op, ops_where
 from ...core.types.table import TypeTable
 from .fuse_groups import FUSE, op_role
 
@@ -49,6 +49,10 @@ Rule = Callable[[Node, int, tuple, TypeTable, dict], Optional[Entry]]
 equal to the node's output ``index`` (same type), built from ``inputs`` (the node's inputs,
 or their recomputed copies) and the node's other outputs (its saved statistics), its nodes
 carrying the user attributes ``extra``; or None where it cannot."""
+
+
+def _has_rule(opdef: OpDef) -> bool:
+    return "recompute" in opdef.extra
 
 
 def _cheap(node: Node) -> bool:
@@ -117,8 +121,9 @@ class _Planner:
 
 def rematerialise(graph: Graph, n_forward: int) -> Graph:
     """Backward readers of cheap forward results read recomputed copies (module docstring)."""
-    if not config.get("SYMGRAPH_REMAT") or n_forward >= len(graph.outputs):
-        return graph
+    if not config.get("SYMGRAPH_REMAT") or n_forward >= len(graph.outputs) or \
+            graph.op_names().isdisjoint(ops_where(_has_rule)):
+        return graph  # (every recomputed chain starts at a rule: none, nothing to walk)
     order = topo_order(graph.outputs[:n_forward])
     forward = set(order)
     nodes = graph.nodes()
