@@ -44,6 +44,7 @@ from ..compiler.memory_plan import plan_memory
 from ..compiler.passes import OPTIMIZE_PIPELINE, run_pipeline
 from ..compiler.passes.gradient import gradient
 from ..compiler.passes.merge_replicas import merge_replicas
+from ..compiler.passes.rematerialise import rematerialise
 from ..core.types.infer_shape import infer_shapes
 from ..core.types.infer_type import infer_types
 from ..core.registry import OpDef, RunCtx, get_op, ops_where
@@ -264,11 +265,17 @@ def build_stage(graph: Graph, wrt: Sequence[str], train: bool, ctx: Context) -> 
         kept = [n for n in wrt_names if n in var_by_name]
         found = dict(zip(kept, gradient(g.with_types(types), [var_by_name[n] for n in kept],
                                         [Entry(h) for h in heads], zero_as_none=True)))
-        grads = [found.get(n) for n in wrt_names]
-        zero_grads = tuple(n for n, e in zip(wrt_names, grads) if e is None)
-        wrt_names = [n for n, e in zip(wrt_names, grads) if e is not None]
+        # Last argument first: arguments come in forward order, and the depth-first step
+        # order then runs each layer's weight gradient as soon as the data gradient reaches
+        # it, instead of keeping every layer's output gradient alive until the chain ends.
+        grads = [found.get(n) for n in reversed(wrt_names)]
+        zero_grads = tuple(n for n, e in zip(reversed(wrt_names), grads) if e is None)[::-1]
+        wrt_names = [n for n, e in zip(reversed(wrt_names), grads) if e is not None]
         outputs += [e for e in grads if e is not None]
-    full = run_pipeline(Graph(tuple(outputs), types), OPTIMIZE_PIPELINE)
+    full = Graph(tuple(outputs), types)
+    if wrt_names and passes.ENABLED:  # (needs to know where the forward ends)
+        full = rematerialise(full, n_forward)
+    full = run_pipeline(full, OPTIMIZE_PIPELINE)
     schedule = lower(full, n_forward, views=passes.ENABLED)
     schedule.plan = plan_memory(schedule)
     program = backend_for(ctx).compile(schedule, ctx)

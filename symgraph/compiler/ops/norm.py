@@ -10,12 +10,14 @@ statistics are then computed in float32.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Optional
 
 import numpy as np
 
 from ...core.attrs import Attrs, Param
 from ...core.dtypes import is_narrow
+from ...core.build import Handle, apply_op
+from ...core.graph import Entry, Node
 from ...core.registry import CHANNEL_AXIS, NO_GRADIENT, OPAQUE, OpDef, RunCtx, alias, register
 from ._util import check_attr, norm_axis
 
@@ -124,6 +126,40 @@ def _bn_backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
     return [dx.astype(xs[1].dtype), dgamma.astype(xs[2].dtype), dbeta.astype(xs[2].dtype)]
 
 
+def _bn_recompute(node: Node, index: int, ins: tuple, types: Any,
+                  extra: dict) -> Optional[Entry]:
+    """Output 0 again from the data and the batch statistics the training forward saved
+    (``passes/rematerialise``), as elementwise ops that fusion merges with what follows:
+    ``(x - mean) * (gamma / sqrt(var + eps)) + beta``, the numpy reference's formula in its
+    order (so the CPU gives the same bits); for narrow data with float32 statistics, one
+    BatchNorm applying them (the same formula, in float32)."""
+    if index != 0 or types is None:
+        return None
+    a = node.attrs
+    x, gamma, beta = ins[:3]
+    mean, var = (ins[3], ins[4]) if a["use_global_stats"] else (Entry(node, 1), Entry(node, 2))
+    shape, dtype = types.shape_dtype(x)
+    stat_type = types.dtype(mean)
+
+    def op(name: str, *args: Entry, **attrs: Any) -> Entry:
+        return apply_op(name, [Handle((e,)) for e in args], attrs, extra=extra).outputs_[0]
+    if is_narrow(dtype) and not is_narrow(stat_type):
+        # (casts do not fuse: one BatchNorm applying the statistics reads narrow data once)
+        again = Node("BatchNorm", f"{node.name}_remat", a.replace(use_global_stats=True),
+                     (x, gamma, beta, mean, var), Attrs({**dict(node.extra.items()), **extra}))
+        types.copy(node, again)
+        return Entry(again, 0)
+    vec = vector_shape(shape[check_axis(a["axis"], len(shape))], shape, a["axis"])
+    root = op("sqrt", op("_plus_scalar", var, scalar=a["eps"]))
+    scale = op("_rdiv_scalar", root, scalar=1.0) if a["fix_gamma"] else \
+        op("broadcast_div", gamma, root)
+    y = op("broadcast_add", op("broadcast_mul", op("broadcast_sub", x,
+                                                   op("Reshape", mean, shape=vec)),
+                                op("Reshape", scale, shape=vec)),
+           op("Reshape", beta, shape=vec))
+    return y
+
+
 def _bn_backward_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     data = next((s for s in (ins[0], ins[1], outs[0]) if s is not None), None)
     if data is None:
@@ -139,6 +175,7 @@ register(OpDef(
     outputs=("output", "mean", "var", "moving_mean_new", "moving_var_new"),
     num_visible=lambda a: 3 if a["output_mean_var"] else 1, mutates=((3, 3), (4, 4)),
     train_dependent=True, layout=CHANNEL_AXIS, group_epilogue=True,
+    extra={"recompute": ((0,), _bn_recompute)},
     doc="Batch normalisation over every axis but `axis`; batch statistics in training "
         "(moving statistics updated with `momentum`), moving statistics otherwise."))
 register(OpDef(

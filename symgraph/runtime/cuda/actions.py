@@ -42,8 +42,8 @@ Shape = tuple[int, ...]
 
 @dataclass(frozen=True)
 class Ref:
-    """A device buffer: ``("slot", i)``, ``("scratch", k)``, ``("key", k)`` or ``("state", b)``
-    of the step's program. Keys are 64-bit random-number keys that live for the whole program:
+    """A device buffer: ``("slot", i)``, ``("scratch", k)``, ``("arena", b)`` (scratch placed
+    at byte ``b`` of the arena), ``("key", k)`` or ``("state", b)`` of the step's program. Keys are 64-bit random-number keys that live for the whole program:
     the backend writes a fresh one, drawn from ``RunCtx.rng``, before each run of the step that
     owns it. State (``StepCtx.new_state``) lives for the whole program too, zeroed once.
     ``offset``: bytes into the buffer (a time step or a weight matrix of a packed array, for
@@ -219,14 +219,18 @@ class StepCtx:
     keys: list[int] = field(default_factory=list)  # random keys of the program so far (shared)
     types: dict = field(default_factory=dict)  # Ref -> numpy dtype of every buffer (shared)
     state: list[int] = field(default_factory=list)  # aligned bytes of state so far (shared)
+    scratch_at: Optional[int] = None  # arena offset of this step's scratch (scratch_plan)
 
     def new_scratch(self, nbytes: int, dtype: Any = np.float32) -> Ref:
         """A temporary buffer of this step (``Ref.index`` is its byte offset in the workspace
-        that all steps share: steps run one after another on one stream)."""
+        that all steps share: steps run one after another on one stream; or, with
+        ``scratch_at``, in the arena, where no slot is live during this step)."""
         offset = sum(self.scratch)
         self.scratch.append(_aligned(nbytes))
-        self.types[Ref("scratch", offset)] = np.dtype(dtype)
-        return Ref("scratch", offset)
+        ref = Ref("scratch", offset) if self.scratch_at is None else \
+            Ref("arena", self.scratch_at + offset)
+        self.types[ref] = np.dtype(dtype)
+        return ref
 
     def new_array(self, count: int, dtype: Any) -> Ref:
         """A scratch buffer of ``count`` elements of ``dtype`` (its size follows the itemsize)."""
@@ -342,9 +346,11 @@ class Upload:
 
 def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype],
                  sm_count: int, scratch: Optional[list] = None,
-                 keys: Optional[list] = None, state: Optional[list] = None) -> StepCtx:
+                 keys: Optional[list] = None, state: Optional[list] = None,
+                 scratch_at: Optional[int] = None) -> StepCtx:
     """The :class:`StepCtx` of ``step`` in a schedule with these slot shapes and dtypes
-    (``keys``, ``state``: the program's random keys and state so far, shared by its steps)."""
+    (``keys``, ``state``: the program's random keys and state so far, shared by its steps;
+    ``scratch_at``: where in the arena its scratch goes, None: the shared workspace)."""
     slots = list(step.inputs) + list(step.outputs)
     return StepCtx(step, step.node.attrs, [tuple(shapes[i]) for i in step.inputs],
                    [tuple(shapes[i]) for i in step.outputs],
@@ -353,7 +359,7 @@ def step_context(step: Step, shapes: Sequence[Shape], dtypes: Sequence[np.dtype]
                    sm_count, scratch if scratch is not None else [],
                    keys if keys is not None else [],
                    {Ref("slot", i): np.dtype(dtypes[i]) for i in slots},
-                   state if state is not None else [])
+                   state if state is not None else [], scratch_at)
 
 
 def launch(ctx: StepCtx, kern: Rendered, args: tuple, n: int) -> Kernel:

@@ -84,7 +84,7 @@ class CudaProgram:
         self.alias = low.alias
         self.has_host = [any(isinstance(a, (Host, Callback)) for a in flat_actions(acts))
                          for acts in self.actions]
-        self._scratch_base = align(self.plan.arena_bytes)
+        self._scratch_base = align(max(low.arena_bytes, self.plan.arena_bytes))
         self._key_base = self._scratch_base + align(low.scratch_bytes)
         self.key_steps = low.key_steps  # random keys (Dropout...): 8 bytes each, after scratch
         self._state_base = align(self._key_base + 8 * len(self.key_steps))
@@ -276,6 +276,8 @@ class CudaProgram:
             return self.base + self._key_base + 8 * ref.index
         if ref.kind == "state":
             return self.base + self._state_base + ref.index + ref.offset
+        if ref.kind == "arena":
+            return self.base + ref.index + ref.offset
         return self.base + self._scratch_base + ref.index + ref.offset
 
     def kernel_closure(self, name: str, grid: int, ptrs: tuple, n: int,

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from math import prod
-from typing import Optional
+from typing import Callable, Optional
+
+import numpy as np
 
 from ...compiler.ops.conv import conv_window
 from ...compiler.ops.deconv import deconv_window
@@ -29,18 +31,54 @@ from .lowering_conv_mma import direct, mma_fits
 from .lowering_views import moved_copy
 
 
+COL_BYTES = 32 << 20
+"""Bytes of the im2col column matrix from which the generated fallback runs the batch in
+chunks of images: its scratch is then one chunk's column matrix, not the whole batch's (the
+seed CNN's second layer at batch 1024: 32 MiB instead of 220)."""
+
+
+def _chunks(g: ConvWindow, dt: str) -> list[tuple[int, int]]:
+    """(first image, images) of each chunk the fallback runs (one chunk: the whole batch)."""
+    step = max(1, COL_BYTES // (g.ckk * g.pix * np.dtype(dt).itemsize))
+    return [(n0, min(step, g.n - n0)) for n0 in range(0, g.n, step)]
+
+
+def _images(ref: Ref, first: int, per_image: int, dt: str) -> Ref:
+    """``ref`` from image ``first`` of a batch whose images hold ``per_image`` elements."""
+    return replace(ref, offset=ref.offset + first * per_image * np.dtype(dt).itemsize)
+
+
+def _per_chunk(ctx: StepCtx, g: ConvWindow, rows: int,
+               body: Callable[[ConvWindow, int, Ref, Ref], tuple]) -> tuple:
+    """The fallback's actions, chunk by chunk of images (``_chunks``): ``body(window of the
+    chunk, first image, col, other)``, ``col`` a chunk's column matrix and ``other`` a chunk's
+    ``rows`` x (images x P) matrix, both scratch (the op's own window when the chunk is the
+    whole batch)."""
+    dt = ctx.storage
+    parts = _chunks(g, dt)
+    cols = parts[0][1] * g.pix
+    col, other = ctx.new_array(g.ckk * cols, dt), ctx.new_array(rows * cols, dt)
+    out: tuple = ()
+    for n0, m in parts:
+        out += body(g if m == g.n else replace(g, n=m), n0, col, other)
+    return out
+
+
 def conv_forward(ctx: StepCtx, g: ConvWindow, x: Ref, w: Ref, y: Ref,
                  bias: Optional[Ref]) -> list:
-    """y(N,F,P) = conv(x, w) (+ bias): cuDNN, or im2col, one GEMM per group (one batched call)
-    and the (F,N,P) -> (N,F,P) swap with the bias as its epilogue."""
+    """y(N,F,P) = conv(x, w) (+ bias): cuDNN, or per chunk of images im2col, one GEMM per group
+    (one batched call) and the (F,n,P) -> (n,F,P) swap with the bias as its epilogue."""
     f, k, pix, dt = g.filters, g.ckk // g.groups, g.pix, ctx.storage
-    col, tmp = ctx.new_array(g.ckk * g.cols, dt), ctx.new_array(f * g.cols, dt)
-    fallback = (launch(ctx, render_im2col(g, dt), (col, x), g.ckk * g.cols),
-                Gemm(False, False, f // g.groups, g.cols, k, w, col, tmp, g.groups, dt),
-                launch(ctx, render_swap01(f, g.n, pix, bias is not None, dt),
-                       (y, tmp) + ((bias,) if bias is not None else ()), f * g.cols))
+
+    def body(gc: ConvWindow, n0: int, col: Ref, tmp: Ref) -> tuple:
+        return (launch(ctx, render_im2col(gc, dt), (col, _images(x, n0, g.c * g.cells, dt)),
+                       gc.ckk * gc.cols),
+                Gemm(False, False, f // g.groups, gc.cols, k, w, col, tmp, g.groups, dt),
+                launch(ctx, render_swap01(f, gc.n, pix, bias is not None, dt),
+                       (_images(y, n0, f * pix, dt), tmp)
+                       + ((bias,) if bias is not None else ()), f * gc.cols))
     primary = [ConvCall("fwd", g, x, w, y, dt)] + _channel_epilogue(ctx, None, bias)
-    return [Choice(tuple(primary), fallback)]
+    return [Choice(tuple(primary), _per_chunk(ctx, g, f, body))]
 
 
 def _channel_epilogue(ctx: StepCtx, epi: Optional[Epilogue], bias: Optional[Ref],
@@ -55,27 +93,35 @@ def _channel_epilogue(ctx: StepCtx, epi: Optional[Epilogue], bias: Optional[Ref]
 
 def conv_backward_data(ctx: StepCtx, g: ConvWindow, w: Ref, dy: Ref, dx: Ref,
                        bias: Optional[Ref] = None) -> list:
-    """dx = col2im(W^T @ dy(F,NP)), per group; cuDNN's backward-data when it is faster.
-    A Deconvolution's bias is added after, in place."""
+    """dx = col2im(W^T @ dy(F,nP)), per group and chunk of images; cuDNN's backward-data when
+    it is faster. A Deconvolution's bias is added after, in place."""
     f, k, pix, dt = g.filters, g.ckk // g.groups, g.pix, ctx.storage
-    dy_t, dcol = ctx.new_array(f * g.cols, dt), ctx.new_array(g.ckk * g.cols, dt)
-    fallback = (launch(ctx, render_swap01(g.n, f, pix, False, dt), (dy_t, dy), f * g.cols),
-                Gemm(True, False, k, g.cols, f // g.groups, w, dy_t, dcol, g.groups, dt),
-                launch(ctx, render_col2im(g, dt), (dx, dcol), g.n * g.c * g.d * g.h * g.w))
-    return [Choice((ConvCall("data", g, w, dy, dx, dt),), fallback)] + \
+
+    def body(gc: ConvWindow, n0: int, dcol: Ref, dy_t: Ref) -> tuple:
+        return (launch(ctx, render_swap01(gc.n, f, pix, False, dt),
+                       (dy_t, _images(dy, n0, f * pix, dt)), f * gc.cols),
+                Gemm(True, False, k, gc.cols, f // g.groups, w, dy_t, dcol, g.groups, dt),
+                launch(ctx, render_col2im(gc, dt), (_images(dx, n0, g.c * g.cells, dt), dcol),
+                       gc.n * g.c * g.cells))
+    return [Choice((ConvCall("data", g, w, dy, dx, dt),), _per_chunk(ctx, g, f, body))] + \
         _channel_epilogue(ctx, None, bias)
 
 
 def conv_backward_weight(ctx: StepCtx, g: ConvWindow, x: Ref, dy: Ref, dw: Ref,
                          bias: Optional[Ref] = None) -> list:
-    """dW(F, CKK/groups) = dy(F,NP) @ col(CKK,NP)^T, per group; or cuDNN's backward-filter."""
+    """dW(F, CKK/groups) = sum over chunks of images of dy(F,nP) @ col(CKK,nP)^T, per group;
+    or cuDNN's backward-filter."""
     assert bias is None, "a weight gradient has no bias"
     f, k, pix, dt = g.filters, g.ckk // g.groups, g.pix, ctx.storage
-    col, dy_t = ctx.new_array(g.ckk * g.cols, dt), ctx.new_array(f * g.cols, dt)
-    fallback = (launch(ctx, render_im2col(g, dt), (col, x), g.ckk * g.cols),
-                launch(ctx, render_swap01(g.n, f, pix, False, dt), (dy_t, dy), f * g.cols),
-                Gemm(False, True, f // g.groups, k, g.cols, dy_t, col, dw, g.groups, dt))
-    return [Choice((ConvCall("filter", g, x, dy, dw, dt),), fallback)]
+
+    def body(gc: ConvWindow, n0: int, col: Ref, dy_t: Ref) -> tuple:
+        return (launch(ctx, render_im2col(gc, dt), (col, _images(x, n0, g.c * g.cells, dt)),
+                       gc.ckk * gc.cols),
+                launch(ctx, render_swap01(gc.n, f, pix, False, dt),
+                       (dy_t, _images(dy, n0, f * pix, dt)), f * gc.cols),
+                Gemm(False, True, f // g.groups, k, gc.cols, dy_t, col, dw, g.groups, dt,
+                     accumulate=n0 > 0))
+    return [Choice((ConvCall("filter", g, x, dy, dw, dt),), _per_chunk(ctx, g, f, body))]
 
 
 CONV_CALLS = {"forward": conv_forward, "data": conv_backward_data, "filter": conv_backward_weight}

@@ -100,7 +100,7 @@ def _fused(ctx: StepCtx, p: dict) -> list:
         sub = StepCtx(ctx.step, head_attrs, in_shapes[:n],
                       [out_shape] + [tuple(s) for s, _ in a.get("extra", ())], head_types,
                       ins[:n], list(ctx.outs[:1]) + extra, ctx.sm_count, ctx.scratch, ctx.keys,
-                      ctx.types, ctx.state)
+                      ctx.types, ctx.state, ctx.scratch_at)
         one_kernel = _inline(ctx, head_fam, head_p, sub)
         if one_kernel is not None:
             return one_kernel

@@ -5,17 +5,22 @@ Kept free of pycuda so that CI (no GPU) renders and nvcc-compiles exactly what t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from math import prod
 
 import numpy as np
 
 from ...core.expr import inp
 from ...compiler.schedule import MemoryPlan, Schedule
+from ...compiler.scratch_plan import place_scratch, placed_top
 from .codegen import Rendered, render_contiguous
 from .compiler import module_source
 from .actions import Copy, Kernel, Ref, flat_actions, step_context
 from .lowering import lower_step
 ALIGN = 256  # bytes; keeps every buffer 16-byte aligned for 16-byte packs (sg_pack)
+ARENA_SCRATCH = 1 << 20
+"""Bytes of a step's scratch from which it is placed in the arena (``scratch_plan``): the
+few large workspaces (convolutions); small ones share a region, found without a search."""
 
 
 def align(n: int) -> int:
@@ -52,6 +57,7 @@ class LoweredProgram:
     key_steps: list[int]     # key k (``Ref("key", k)``) is refreshed before step key_steps[k]
     state_bytes: int = 0     # zeroed once, kept between runs (``StepCtx.new_state``)
     kernels: tuple = ()      # the Rendered kernels of ``source`` (``module_parts.split``)
+    arena_bytes: int = 0     # the plan's arena and the scratch placed in it (scratch_plan)
 
 
 def _alias_copies(schedule: Schedule, actions: list[list]) -> list[tuple[int, int]]:
@@ -66,14 +72,49 @@ def _alias_copies(schedule: Schedule, actions: list[list]) -> list[tuple[int, in
     return alias
 
 
+def _shared_refs(value: Any) -> bool:
+    """Whether an action (or a field of one) reads the shared scratch region."""
+    if isinstance(value, Ref):
+        return value.kind == "scratch"
+    if isinstance(value, (tuple, list)):
+        return any(_shared_refs(v) for v in value)
+    fields = getattr(value, "__dataclass_fields__", None)
+    return fields is not None and not isinstance(value, Rendered) and \
+        any(_shared_refs(getattr(value, f)) for f in fields)
+
+
+def _place_large_scratch(schedule: Schedule, actions: list[list], sizes: dict[int, int],
+                         sm_count: int) -> tuple[int, int]:
+    """Lower again, with their scratch in the arena's free bytes (``scratch_plan``), the steps
+    of ``sizes`` (of the planner's plan): (the arena's end with them, the shared scratch a
+    step still needs: one whose lowering does not pass the placement on)."""
+    plan = schedule.plan
+    at = place_scratch(schedule, plan, sizes)
+    shared = 0
+    for k, base in at.items():
+        actions[k] = lower_step(step_context(schedule.steps[k], schedule.shapes,
+                                             schedule.dtypes, sm_count, [], [], [], base))
+        if _shared_refs(actions[k]):
+            shared = max(shared, sizes[k])
+    return max(plan.arena_bytes, placed_top(at, sizes)), shared
+
+
 def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
-    """Lower every step and gather all generated kernels into one module source."""
+    """Lower every step and gather all generated kernels into one module source. Scratch of
+    ``ARENA_SCRATCH`` bytes or more goes where the arena has room at its step; the rest
+    shares one workspace after the arena."""
     actions, scratch_bytes, keys, key_steps, state = [], 0, [], [], []
+    large: dict[int, int] = {}
     for k, st in enumerate(schedule.steps):
         scratch: list[int] = []
+        n_keys, n_state = len(keys), len(state)
         actions.append(lower_step(step_context(st, schedule.shapes, schedule.dtypes, sm_count,
                                                scratch, keys, state)))
-        scratch_bytes = max(scratch_bytes, sum(scratch))
+        if sum(scratch) >= ARENA_SCRATCH and len(keys) == n_keys and len(state) == n_state \
+                and schedule.plan is not None:
+            large[k] = sum(scratch)  # (a step making keys or state is lowered once only)
+        else:
+            scratch_bytes = max(scratch_bytes, sum(scratch))
         key_steps += [k] * (len(keys) - len(key_steps))
     # Views (schedule.aliases) point at the bytes of the slot that owns them.
     alias: list[tuple[int, int]] = list(schedule.aliases.items())
@@ -81,10 +122,14 @@ def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
     if plan is None:
         alias += _alias_copies(schedule, actions)
         plan = trivial_plan(schedule, {a for a, _ in alias})
+    arena = plan.arena_bytes
+    if large:
+        arena, shared = _place_large_scratch(schedule, actions, large, sm_count)
+        scratch_bytes = max(scratch_bytes, shared)
     kernels = [a.kernel for acts in actions for a in flat_actions(acts) if isinstance(a, Kernel)]
     kernels += list(ACCUMULATE.values())
     return LoweredProgram(plan, actions, scratch_bytes, module_source(kernels),
-                          alias, key_steps, sum(state), tuple(kernels))
+                          alias, key_steps, sum(state), tuple(kernels), arena)
 
 
 def segments(has_host: list[bool], start: int, stop: int) -> list[tuple[int, int, bool]]:
