@@ -17,7 +17,7 @@ from benchmarks.encoder_step import QUICK, count_steps, encoder_symbol
 from symgraph.runtime.cuda import compiler
 from symgraph.runtime.cuda.actions import HeadGemm
 from symgraph.runtime.cuda.kernels_dense import render_softmax
-from symgraph.runtime.cuda.kernels_softmax_grad import REGISTER_ROW, render_softmax_backward
+from symgraph.runtime.cuda.kernels_attention import REGISTER_ROW, render_softmax_backward
 from symgraph.runtime.cuda.lowering_attention import head_calls, head_pointers
 from tests.ops.cases_attention_heads import B, D, H, T, _heads_ref
 

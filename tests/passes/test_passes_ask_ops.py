@@ -20,6 +20,7 @@ EMITS = {  # file -> the ops it makes or rewrites by definition (transposes for 
     "batch_casts.py": {"_transpose_cast", "_multi_transpose_cast"},
     "channel_last.py": {"transpose"},
     "constant_fold.py": {"_constant"},
+    "fold_heads.py": {"batch_dot", "transpose", "_mul_scalar", "softmax"},  # the attention it folds
     "fold_casts.py": {"transpose", "_transpose_cast"},
     "fuse_bn_epilogue.py": {"_fused"},
     "fuse_conv_pool.py": {"_conv_act_pool"},

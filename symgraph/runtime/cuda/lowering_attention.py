@@ -2,7 +2,7 @@
 ``_batch_dot_heads`` as a :class:`HeadGemm` (the heads addressed inside (B, T, H, D) arrays,
 no transpose; issued as :func:`head_calls` says: strided-batched cuBLAS calls, or one call over
 arrays of matrix pointers), and ``_softmax_backward`` as one row kernel
-(``kernels_softmax_grad``)."""
+(``kernels_attention``)."""
 from __future__ import annotations
 
 from math import prod
@@ -13,7 +13,7 @@ import numpy as np
 from ...compiler.ops.attention_heads import batch_view
 from .actions import Gemm, HeadGemm, Kernel, StepCtx, family
 from .codegen import THREADS
-from .kernels_softmax_grad import render_softmax_backward
+from .kernels_attention import render_softmax_backward
 
 Shape = tuple[int, ...]
 # A strided-batched call: the first matrix's address in A, B and C, the stride in elements
