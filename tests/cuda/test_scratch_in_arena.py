@@ -20,10 +20,13 @@ def _schedule():
     for i in range(3):
         h = S.Activation(S.Convolution(h, num_filter=8, kernel=(3, 3), pad=(1, 1),
                                        name=f"c{i}"), act_type="relu")
-    net = S.SoftmaxOutput(S.FullyConnected(h, num_hidden=4, name="fc"), name="softmax")
+    # a column sum (two stages through scratch, no Choice) beside the convolutions' Choices
+    cols = S.sum(S.reshape(h, shape=(-1, 8)) * 3, axis=0)
+    net = S.Group([S.SoftmaxOutput(S.FullyConnected(h, num_hidden=4, name="fc"), name="softmax"),
+                   S.MakeLoss(S.sum(S.square(cols)))])
     reqs = {n: ("null" if n in ("data", "softmax_label") else "write")
             for n in net.list_arguments()}
-    return net.simple_bind(sg.cpu(), grad_req=reqs, data=(16, 3, 12, 12))._train.schedule
+    return net.simple_bind(sg.cpu(), grad_req=reqs, data=(64, 3, 32, 32))._train.schedule
 
 
 def _refs(acts):
@@ -58,10 +61,15 @@ def test_relocated_scratch_overlaps_no_live_slot(monkeypatch) -> None:
         for r in arena:
             lo = r.index + r.offset
             assert all(lo >= hi or lo < start for start, hi in live), (k, r, live)
-    had = [any(r.kind == "scratch" for r in _refs(acts)) for acts in before.actions]
+    # every step with scratch (no keys or state here) but those that time a Choice when the
+    # program is prepared: then the arena's bytes may still hold earlier steps' values
+    had = [any(r.kind == "scratch" for r in _refs(acts)) and not cuda_plan._chooses(acts)
+           for acts in before.actions]
     now = [any(r.kind == "arena" for r in _refs(acts)) for acts in low.actions]
-    assert moved >= 3 and had == now  # (every step with scratch: no keys or state here)
-    assert low.scratch_bytes < before.scratch_bytes
+    assert moved >= 2 and had == now
+    chooses = [k for k, acts in enumerate(low.actions) if cuda_plan._chooses(acts)]
+    assert chooses and not any(now[k] for k in chooses)
+    assert low.scratch_bytes <= before.scratch_bytes  # (the Choices keep sizing it)
     assert low.arena_bytes + low.scratch_bytes <= before.arena_bytes + before.scratch_bytes
     # the same kernels either way: only where the scratch lives changed
     assert sorted(k.name for k in low.kernels) == sorted(k.name for k in before.kernels)

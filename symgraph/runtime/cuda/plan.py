@@ -5,7 +5,7 @@ Kept free of pycuda so that CI (no GPU) renders and nvcc-compiles exactly what t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 from math import prod
 
 import numpy as np
@@ -15,7 +15,7 @@ from ...compiler.schedule import MemoryPlan, Schedule
 from ...compiler.scratch_plan import place_scratch, placed_top
 from .codegen import Rendered, render_contiguous
 from .compiler import module_source
-from .actions import Copy, Kernel, Ref, flat_actions, step_context
+from .actions import Choice, Copy, Kernel, Ref, Switch, flat_actions, step_context
 from .lowering import lower_step
 ALIGN = 256  # bytes; keeps every buffer 16-byte aligned for 16-byte packs (sg_pack)
 ARENA_SCRATCH = 1 << 20
@@ -83,6 +83,14 @@ def _shared_refs(value: Any) -> bool:
         any(_shared_refs(getattr(value, f)) for f in fields)
 
 
+def _chooses(acts: Sequence[Any]) -> bool:
+    """Whether a step decides between branches by timing them (a ``Choice``): the timing runs
+    when the program is prepared, before earlier steps free the arena bytes the step would
+    use, so such a step keeps its scratch in the shared region."""
+    return any(isinstance(a, Choice) or isinstance(a, Switch) and _chooses(a.train + a.infer)
+               for a in acts)
+
+
 def _place_large_scratch(schedule: Schedule, actions: list[list], sizes: dict[int, int],
                          sm_count: int) -> tuple[int, int]:
     """Lower again, with their scratch in the arena's free bytes (``scratch_plan``), the steps
@@ -111,7 +119,7 @@ def lower_schedule(schedule: Schedule, sm_count: int) -> LoweredProgram:
         actions.append(lower_step(step_context(st, schedule.shapes, schedule.dtypes, sm_count,
                                                scratch, keys, state)))
         if sum(scratch) >= ARENA_SCRATCH and len(keys) == n_keys and len(state) == n_state \
-                and schedule.plan is not None:
+                and schedule.plan is not None and not _chooses(actions[-1]):
             large[k] = sum(scratch)  # (a step making keys or state is lowered once only)
         else:
             scratch_bytes = max(scratch_bytes, sum(scratch))
