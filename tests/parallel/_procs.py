@@ -1,11 +1,15 @@
 """Helpers: run a function as ranks 0..n-1 in forked processes with a torchrun-style env."""
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing as mp
 import os
 import queue as queue_mod
 import secrets
+import signal
 import socket
+import sys
+import tempfile
 import time
 import traceback
 from typing import Any, Callable
@@ -18,7 +22,15 @@ def free_port() -> int:
 
 
 def _child(fn: Callable, rank: int, size: int, port: int, queue: Any, args: tuple,
-           key: str) -> None:
+           key: str, log: str) -> None:
+    # stderr to a file of this rank, so that a rank dying without a report explains itself;
+    # SIGUSR1 dumps every thread's stack there (the parent sends it to a rank that hangs)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND)
+    os.dup2(fd, 2)
+    os.close(fd)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    faulthandler.enable(sys.stderr, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, sys.stderr, all_threads=True)
     os.environ.update({"RANK": str(rank), "WORLD_SIZE": str(size), "LOCAL_RANK": str(rank),
                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                        "SYMGRAPH_JOB_KEY": key})
@@ -28,17 +40,49 @@ def _child(fn: Callable, rank: int, size: int, port: int, queue: Any, args: tupl
         queue.put((rank, "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
 
 
+def _lost(rank: int, proc: Any, log: str) -> tuple[str, str]:
+    """``('lost', text)`` of a rank that never reported: how it ended, and its stderr."""
+    code = proc.exitcode
+    how = ("still running (killed)" if code is None else f"exit code {code}" if code >= 0
+           else f"killed by {signal.Signals(-code).name}")
+    with open(log, errors="replace") as f:
+        err = f.read()[-4000:]
+    return "lost", f"rank {rank} sent no report: {how}; stderr:\n{err}"
+
+
+def _stop(procs: list, logs: list, out: dict, ranks: list) -> None:
+    """Join every rank; one still alive dumps its stacks (SIGUSR1), then is killed; a rank
+    that never reported gets a ``('lost', ...)`` entry in ``out``."""
+    for p, log, rank in zip(procs, logs, ranks):
+        p.join(5)
+        if p.is_alive():
+            os.kill(p.pid, signal.SIGUSR1)
+            time.sleep(0.5)
+            p.kill()
+            p.join(5)
+        if rank not in out:
+            out[rank] = _lost(rank, p, log)
+        os.unlink(log)
+
+
 def run_ranks(fn: Callable, size: int, *args: Any, ranks: Any = None,
               timeout: float = 60.0, port: int = 0, key: str = "") -> dict:
-    """``{rank: ('ok', result) | ('error', text)}`` of ``fn(rank, *args)`` in each process;
-    ``ranks`` limits which ranks are started (the others never arrive). The ranks share a
-    fresh job key (or ``key``) and meet on a free port (or ``port``)."""
+    """``{rank: ('ok', result) | ('error', text) | ('lost', text)}`` of ``fn(rank, *args)`` in
+    each process (``lost``: the rank died or hung without a report; the text has its exit
+    code or signal and stderr); ``ranks`` limits which ranks are started (the others never
+    arrive). The ranks share a fresh job key (or ``key``) and meet on a free port (or
+    ``port``)."""
     ctx = mp.get_context("fork")
     queue = ctx.Queue()
     port = port or free_port()
     key = key or secrets.token_hex(16)
-    procs = [ctx.Process(target=_child, args=(fn, r, size, port, queue, args, key))
-             for r in (range(size) if ranks is None else ranks)]
+    ranks = list(range(size) if ranks is None else ranks)
+    logs = [tempfile.mkstemp(prefix=f"rank{r}-", suffix=".err") for r in ranks]
+    for fd, _ in logs:
+        os.close(fd)
+    logs = [path for _, path in logs]
+    procs = [ctx.Process(target=_child, args=(fn, r, size, port, queue, args, key, log))
+             for r, log in zip(ranks, logs)]
     for p in procs:
         p.start()
     out: dict = {}
@@ -52,8 +96,5 @@ def run_ranks(fn: Callable, size: int, *args: Any, ranks: Any = None,
                 if not any(p.is_alive() for p in procs) and queue.empty():
                     break
     finally:
-        for p in procs:
-            p.join(5)
-            if p.is_alive():
-                p.kill()
+        _stop(procs, logs, out, ranks)
     return out

@@ -48,6 +48,9 @@ def _with_ranks(stranger: Callable[[int], Any], fn: Callable = _genuine, ranks: 
     thread.start()
     try:
         seen = stranger(port)
+    except OSError as exc:  # say what the ranks did: died, hung, or failed to listen
+        thread.join(60)
+        raise AssertionError(f"the stranger failed ({exc!r}); the ranks: {box.get('out')}")
     finally:
         thread.join(60)
     return box["out"], seen
