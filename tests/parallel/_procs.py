@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass
 from typing import Any, Callable
 
 
@@ -65,6 +66,55 @@ def _stop(procs: list, logs: list, out: dict, ranks: list) -> None:
         os.unlink(log)
 
 
+@dataclass
+class Started:
+    """Ranks forked by :func:`start_ranks`, for :func:`collect`."""
+
+    procs: list
+    logs: list
+    ranks: list
+    queue: Any
+
+
+def start_ranks(fn: Callable, size: int, *args: Any, ranks: Any = None, port: int = 0,
+                key: str = "") -> Started:
+    """Fork the ranks of :func:`run_ranks` and return at once. Fork before starting any other
+    thread here: a fork while another thread imports or holds a lock leaves the child waiting
+    on it forever."""
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    port = port or free_port()
+    key = key or secrets.token_hex(16)
+    ranks = list(range(size) if ranks is None else ranks)
+    logs = []
+    for r in ranks:
+        fd, path = tempfile.mkstemp(prefix=f"rank{r}-", suffix=".err")
+        os.close(fd)
+        logs.append(path)
+    procs = [ctx.Process(target=_child, args=(fn, r, size, port, queue, args, key, log))
+             for r, log in zip(ranks, logs)]
+    for p in procs:
+        p.start()
+    return Started(procs, logs, ranks, queue)
+
+
+def collect(started: Started, timeout: float = 60.0) -> dict:
+    """What :func:`run_ranks` returns, of ranks started by :func:`start_ranks`."""
+    out: dict = {}
+    deadline = time.monotonic() + timeout
+    try:  # until every started rank answered, or died without answering
+        while len(out) < len(started.procs) and time.monotonic() < deadline:
+            try:
+                rank, status, value = started.queue.get(timeout=0.2)
+                out[rank] = (status, value)
+            except queue_mod.Empty:
+                if not any(p.is_alive() for p in started.procs) and started.queue.empty():
+                    break
+    finally:
+        _stop(started.procs, started.logs, out, started.ranks)
+    return out
+
+
 def run_ranks(fn: Callable, size: int, *args: Any, ranks: Any = None,
               timeout: float = 60.0, port: int = 0, key: str = "") -> dict:
     """``{rank: ('ok', result) | ('error', text) | ('lost', text)}`` of ``fn(rank, *args)`` in
@@ -72,29 +122,4 @@ def run_ranks(fn: Callable, size: int, *args: Any, ranks: Any = None,
     code or signal and stderr); ``ranks`` limits which ranks are started (the others never
     arrive). The ranks share a fresh job key (or ``key``) and meet on a free port (or
     ``port``)."""
-    ctx = mp.get_context("fork")
-    queue = ctx.Queue()
-    port = port or free_port()
-    key = key or secrets.token_hex(16)
-    ranks = list(range(size) if ranks is None else ranks)
-    logs = [tempfile.mkstemp(prefix=f"rank{r}-", suffix=".err") for r in ranks]
-    for fd, _ in logs:
-        os.close(fd)
-    logs = [path for _, path in logs]
-    procs = [ctx.Process(target=_child, args=(fn, r, size, port, queue, args, key, log))
-             for r, log in zip(ranks, logs)]
-    for p in procs:
-        p.start()
-    out: dict = {}
-    deadline = time.monotonic() + timeout
-    try:  # until every started rank answered, or died without answering
-        while len(out) < len(procs) and time.monotonic() < deadline:
-            try:
-                rank, status, value = queue.get(timeout=0.2)
-                out[rank] = (status, value)
-            except queue_mod.Empty:
-                if not any(p.is_alive() for p in procs) and queue.empty():
-                    break
-    finally:
-        _stop(procs, logs, out, ranks)
-    return out
+    return collect(start_ranks(fn, size, *args, ranks=ranks, port=port, key=key), timeout)
