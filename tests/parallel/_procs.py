@@ -41,13 +41,16 @@ def _child(fn: Callable, rank: int, size: int, port: int, queue: Any, args: tupl
         queue.put((rank, "error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
 
 
-def _lost(rank: int, proc: Any, log: str) -> tuple[str, str]:
+def _lost(rank: int, proc: Any, log: str, hung: bool) -> tuple[str, str]:
     """``('lost', text)`` of a rank that never reported: how it ended, and its stderr."""
     code = proc.exitcode
-    how = ("still running (killed)" if code is None else f"exit code {code}" if code >= 0
-           else f"killed by {signal.Signals(-code).name}")
+    how = ("hung: its stacks were dumped, then it was killed" if hung
+           else f"exit code {code}" if code is not None and code >= 0
+           else f"killed by {signal.Signals(-code).name}" if code is not None else "unknown")
     with open(log, errors="replace") as f:
-        err = f.read()[-4000:]
+        err = f.read()
+    if len(err) > 5000:  # a stack dump lists the newest frames first, a traceback last
+        err = f"{err[:3500]}\n[...]\n{err[-1500:]}"
     return "lost", f"rank {rank} sent no report: {how}; stderr:\n{err}"
 
 
@@ -55,14 +58,15 @@ def _stop(procs: list, logs: list, out: dict, ranks: list) -> None:
     """Join every rank; one still alive dumps its stacks (SIGUSR1), then is killed; a rank
     that never reported gets a ``('lost', ...)`` entry in ``out``."""
     for p, log, rank in zip(procs, logs, ranks):
-        p.join(5)
-        if p.is_alive():
+        p.join(5 if rank in out else 1)  # one that reported may still be flushing its queue
+        hung = p.is_alive()
+        if hung:
             os.kill(p.pid, signal.SIGUSR1)
             time.sleep(0.5)
             p.kill()
             p.join(5)
         if rank not in out:
-            out[rank] = _lost(rank, p, log)
+            out[rank] = _lost(rank, p, log, hung)
         os.unlink(log)
 
 
