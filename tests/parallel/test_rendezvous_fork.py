@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ._procs import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # Run in a fresh interpreter: this process imported the codec long ago.
@@ -65,7 +67,6 @@ print("the child gave up in time, exit code", os.waitstatus_to_exitcode(ended[1]
 
 
 def test_rank_forked_during_a_codec_import_is_not_stuck() -> None:
-    from ._procs import free_port
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SYMGRAPH_JOB_KEY": "k" * 32}
     run = subprocess.run([sys.executable, "-c", SCRIPT, str(free_port())], env=env,
                          capture_output=True, text=True, timeout=60)
