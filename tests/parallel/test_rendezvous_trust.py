@@ -18,7 +18,7 @@ from symgraph.training.parallel.launch import WorldInfo, world_from_env
 from symgraph.training.parallel.rendezvous import Rendezvous, RendezvousError
 from symgraph.training.parallel.wire import deadline_in, recv_msg, send_msg
 
-from ._procs import free_port, run_ranks
+from ._procs import collect, free_port, run_ranks, start_ranks
 
 SECRET = b"the weights rank 0 broadcasts"
 
@@ -41,16 +41,19 @@ def _genuine(rank: int, delay: float = 1.0, timeout: float = 20.0) -> Any:
 
 def _with_ranks(stranger: Callable[[int], Any], fn: Callable = _genuine, ranks: Any = None,
                 size: int = 2) -> tuple[dict, Any]:
-    """Run ``fn`` as the real ranks while ``stranger(port)`` runs here; both results."""
-    port, box = free_port(), {}
-    thread = threading.Thread(target=lambda: box.update(
-        out=run_ranks(fn, size, ranks=ranks, port=port, timeout=40)))
-    thread.start()
+    """Run ``fn`` as the real ranks while ``stranger(port)`` runs here; both results. The
+    ranks are forked before the stranger starts, so that no fork copies a half-done step."""
+    port = free_port()
+    started, error = start_ranks(fn, size, ranks=ranks, port=port), None
     try:
         seen = stranger(port)
+    except OSError as exc:  # said with what the ranks did: died, hung or could not listen
+        error = exc
     finally:
-        thread.join(60)
-    return box["out"], seen
+        out = collect(started, timeout=40)
+    if error is not None:
+        raise AssertionError(f"the stranger failed ({error!r}); the ranks: {out}")
+    return out, seen
 
 
 def _dial(port: int, until: float = 5.0) -> socket.socket:

@@ -14,6 +14,10 @@ within the timeout.
 """
 from __future__ import annotations
 
+# getaddrinfo encodes the host with the idna codec, importing it on first use; imported here,
+# before any rank is forked, so that a rank forked while another thread of its parent runs that
+# import does not wait forever on the import's lock (held by a thread the fork did not copy)
+import encodings.idna  # noqa: F401
 import select
 import socket
 import threading
