@@ -163,7 +163,7 @@ def _backward_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 def _backward_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     y, dy = (v.astype(np.float32) if v.dtype.itemsize < 4 else v for v in xs)
-    out = a["out_dtype"] if a["out_dtype"] is not None else xs[0].dtype
+    out = a.get("out_dtype") or xs[0].dtype
     return [(y * (dy - (dy * y).sum(-1, keepdims=True))).astype(out)]
 
 
