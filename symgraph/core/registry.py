@@ -117,6 +117,10 @@ class OpDef:
       (input 0) to before computing, None for its own (softmax's ``dtype``): a float cast in
       front of it can be done by the op (``passes/absorb_casts``).
     * ``extra["casts_each"]``: output i is input i converted to another dtype (``amp_multicast``).
+    * ``extra["float_inputs"]``: input slots the op reads in any float dtype, computing in
+      float32, its output dtype not following them (``_softmax_backward``'s ograd).
+    * ``extra["output_cast_attr"]``: the attribute naming the dtype the op stores its output
+      0 in, None for its own: a narrowing cast after it can be done by the op's store.
     """
 
     name: str

@@ -212,6 +212,9 @@ def test_encoder_program_loses_transposes_and_softmax_sums(bf16: bool) -> None:
     assert after["[HeadGemm]"] == 6 * n and "[HeadGemm]" not in before
     # per layer: 8 transposes, the scale's kernels, the softmax gradient's sum + broadcasts
     assert after["[Kernel]"] <= before["[Kernel]"] - 11 * n
+    # the row ops do the casts the unfolded softmax and its gradient's sum did (absorb_casts)
+    assert after.get("amp_cast", 0) == before.get("amp_cast", 0)
+    assert after.get("_backward_Cast", 0) == before.get("_backward_Cast", 0)
 
 
 # -- on the device ---------------------------------------------------------------------------

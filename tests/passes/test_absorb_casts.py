@@ -41,15 +41,18 @@ def _values(types: dict, shape: tuple, seed: int = 0) -> dict:
 
 
 def test_encoder_cuda_steps_lose_their_casts(monkeypatch) -> None:
-    """Per layer L of the bf16 encoder: 2 multicasts before the residual adds (gone), 4
-    amp_casts (the softmax input's goes; softmax -> bf16 and LayerNorm -> bf16 stay, the last
-    LayerNorm has no reader cast), 6 gradient casts (those of the multicasts' bf16 operands
-    stay: their producer is _backward_LayerNorm and their reader a GEMM)."""
+    """Per layer of the bf16 encoder (heads folded: the softmax is _softmax_rows, its
+    gradient _softmax_backward): 2 multicasts before the residual adds (gone), 4 amp_casts
+    (the softmax input's goes; softmax -> bf16 and LayerNorm -> bf16 stay: their float32
+    values are read twice; the last LayerNorm has no reader cast), 6 gradient casts (the
+    softmax gradient's ograd and result go; those of the multicasts' bf16 operands stay:
+    their producer is _backward_LayerNorm and their reader a GEMM)."""
     after = step_counts(*model("encoder", quick=True), bf16=True)
     fp32_after = step_counts(*model("encoder", quick=True))
     monkeypatch.setattr(PIPELINE, WITHOUT)
     before = step_counts(*model("encoder", quick=True), bf16=True)
     n = QUICK.layers
+    assert after["_softmax_rows"] == after["_softmax_backward"] == n
     assert (before["amp_multicast"], after["amp_multicast"]) == (2 * n, 0)
     assert (before["amp_cast"], after["amp_cast"]) == (4 * n - 1, 3 * n - 1)
     assert (before["_backward_Cast"], after["_backward_Cast"]) == (6 * n - 1, 2 * n)

@@ -28,8 +28,9 @@ import numpy as np
 
 from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
-from ...core.registry import GEMM, REDUCE, OpDef, RunCtx, register
+from ...core.registry import GEMM, REDUCE, OpDef, RunCtx, register, same_type
 from ._util import fmt, norm_axis, same_shape
+from .activation import back_to_input, in_dtype, out_dtype
 
 BATCH_DOT_HEADS = "_batch_dot_heads"
 SOFTMAX_ROWS = "_softmax_rows"
@@ -140,16 +141,30 @@ def _rows_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 
 
 register(OpDef(
-    SOFTMAX_ROWS, {}, ("data",), _rows_shape, lambda a, xs, ctx: [softmax_rows_np(xs[0])],
-    lambda c: [c.sym._softmax_backward(c.outputs[0], c.ograds[0])], REDUCE,
-    lowering=("softmax", {"axis_from": "last"}),
+    SOFTMAX_ROWS, {"dtype": Param("dtype?", None, doc="the output's dtype (default: the "
+                                                      "input's); computed in it")},
+    ("data",), _rows_shape, in_dtype(lambda a, xs, ctx: [softmax_rows_np(xs[0])]),
+    back_to_input(lambda c: [c.sym._softmax_backward(c.outputs[0], c.ograds[0])]), REDUCE,
+    infer_type=out_dtype(same_type), lowering=("softmax", {"axis_from": "last"}),
+    extra={"input_cast_attr": "dtype"},  # a widening cast in front is done as it loads
     doc="softmax over the last axis (as softmax(axis=-1)); its gradient is one row op, "
         "_softmax_backward."))
 
 
+def _backward_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
+    """The output in ``out_dtype``, else prob's dtype; ograd any float (read as float32)."""
+    prob, ograd = ins
+    own = a.get("out_dtype")
+    if own is not None:
+        return [prob, ograd if ograd is not None else prob], [np.dtype(own)]
+    prob = prob if prob is not None else outs[0]
+    return [prob, ograd if ograd is not None else prob], [prob]
+
+
 def _backward_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     y, dy = (v.astype(np.float32) if v.dtype.itemsize < 4 else v for v in xs)
-    return [(y * (dy - (dy * y).sum(-1, keepdims=True))).astype(xs[0].dtype)]
+    out = a.get("out_dtype") or xs[0].dtype
+    return [(y * (dy - (dy * y).sum(-1, keepdims=True))).astype(out)]
 
 
 def _backward_grad(c: Any) -> list:
@@ -163,8 +178,13 @@ def _backward_grad(c: Any) -> list:
 
 
 register(OpDef(
-    "_softmax_backward", {}, ("prob", "ograd"), _rows_shape, _backward_compute,
-    _backward_grad, REDUCE, lowering="softmax_backward",
+    "_softmax_backward",
+    {"out_dtype": Param("dtype?", None, doc="the output's dtype (default: prob's), rounded "
+                                            "once from the float32 result")},
+    ("prob", "ograd"), _rows_shape, _backward_compute, _backward_grad, REDUCE,
+    infer_type=_backward_type, lowering="softmax_backward",
+    # casts next to it are done as it loads ograd or stores its output (passes/absorb_casts)
+    extra={"float_inputs": (1,), "output_cast_attr": "out_dtype"},
     doc="Gradient of softmax over the last axis from its output y and output gradient dy: "
         "y * (dy - sum(dy * y)) per row, summed in float."))
 

@@ -17,12 +17,14 @@ unchanged when their dtypes agree):
   reader computes in float32 from that value: a headless ``_fused`` node computing in
   float32, an elementwise/broadcast op with a formula and float32 output (it becomes a
   one-member ``_fused``), or an op whose ``OpDef.extra["input_cast_attr"]`` attribute names
-  the dtype it converts its data to, unset (softmax: set to float32). Each reader reads the
-  narrow value instead. For ``casts_each`` ops, every output that converts must qualify; the
+  the dtype it converts its data to, unset (softmax: set to float32), or one reading those
+  inputs in any float (``OpDef.extra["float_inputs"]``). Each reader reads the narrow value
+  instead. For ``casts_each`` ops, every output that converts must qualify; the
   outputs that do not convert are their inputs.
-* (narrow) a cast from float32 to a narrow float whose input is an output of a headless
-  ``_fused`` node computing in float32, read by that cast alone and no graph output: the
-  ``_fused`` node stores that output in the narrow dtype itself.
+* (narrow) a cast from float32 to a narrow float whose input is read by that cast alone, is
+  no graph output, and is an output of a headless ``_fused`` node computing in float32 or
+  output 0 of an op whose ``OpDef.extra["output_cast_attr"]`` attribute names its output's
+  dtype, unset: that node stores the output in the narrow dtype itself.
 
 Guarantees: every graph output keeps its value bit for bit, its name and its type: a
 narrow-to-float32 conversion is exact, the reader computes from the same float32 values, and
@@ -81,8 +83,21 @@ def _reads_wide(reader: Node, slots: list[int], types: TypeTable) -> bool:
             and op.num_outputs(reader.attrs) == 1:
         return out == WIDE and all(_name(types.dtype(e)) in NARROW + ("float32",)
                                    for e in reader.inputs)
+    if set(slots) <= set(op.extra.get("float_inputs", ())):
+        return True
     attr = op.extra.get("input_cast_attr")
     return attr is not None and reader.attrs.get(attr) is None and slots == [0] and out == WIDE
+
+
+def _stores_wide(src: Entry, types: TypeTable) -> bool:
+    """Whether ``src`` is a float32 output its producer can store narrow instead."""
+    node = src.node
+    if _computes_wide(node, types):
+        return True
+    if node.is_variable or src.index != 0 or types.dtype(src) != WIDE:
+        return False
+    attr = get_op(node.op).extra.get("output_cast_attr")
+    return attr is not None and node.attrs.get(attr) is None
 
 
 def _conversions(node: Node, types: TypeTable) -> Optional[dict[int, bool]]:
@@ -122,7 +137,7 @@ def _plan(graph: Graph, types: TypeTable) -> tuple[set[str], set[str]]:
         elif is_cast(node) and _name(types.dtype(Entry(node))) in NARROW \
                 and types.dtype(node.inputs[0]) == WIDE:
             src = node.inputs[0]
-            if _computes_wide(src.node, types) and src not in outputs \
+            if _stores_wide(src, types) and src not in outputs \
                     and {r for r, _ in readers[src]} == {node}:
                 narrow.add(node.name)
     return widen, narrow
@@ -174,6 +189,9 @@ def _read_through(node: Node, widen: set[str], types: TypeTable) -> Node:
         return rebuilt  # (only multicast outputs that were copies: nothing to convert)
     if node.op == FUSED:
         return _with_attrs(rebuilt, {"dtype": WIDE.name}, types)
+    changed = {k for k, (a, b) in enumerate(zip(ins, node.inputs)) if a != b}
+    if changed <= set(get_op(node.op).extra.get("float_inputs", ())):
+        return rebuilt  # (reads any float; its output dtype stays)
     attr = get_op(node.op).extra.get("input_cast_attr")
     if attr is not None and get_op(node.op).expr is None:
         return _with_attrs(rebuilt, {attr: WIDE.name}, types)
@@ -190,7 +208,12 @@ def _with_attrs(node: Node, changes: dict, types: TypeTable) -> Node:
 
 
 def _stored_narrow(node: Node, narrowed: dict[int, str], types: TypeTable) -> Node:
-    """``_fused`` ``node`` storing outputs ``narrowed`` in their narrow dtypes."""
+    """``node`` (a ``_fused`` node, or an op with ``output_cast_attr``) storing outputs
+    ``narrowed`` in their narrow dtypes."""
+    if node.op != FUSED:
+        new = _with_attrs(node, {get_op(node.op).extra["output_cast_attr"]: narrowed[0]}, types)
+        types.add(Entry(new), types.shape(Entry(node)), narrowed[0])
+        return new
     n = len(node.attrs["exprs"])
     dtypes = list(node.attrs.get("out_dtypes") or (WIDE.name,) * n)
     for k, t in narrowed.items():
@@ -221,7 +244,7 @@ def absorb_casts(graph: Graph) -> Graph:
             return [node.inputs[0]]
         if any(_absorbed(e, widen) for e in node.inputs):
             node = _read_through(node, widen, types)
-        if node.op == FUSED and node.name in stores:
+        if node.name in stores:
             node = _stored_narrow(node, stores[node.name], types)
         return node
     return rewrite(graph, visit)
