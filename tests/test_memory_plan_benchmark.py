@@ -4,6 +4,7 @@ only once rematerialisation runs (BatchNorm/ReLU outputs are recomputed)."""
 from __future__ import annotations
 
 from benchmarks import memory_plan
+from symgraph.core import config
 
 
 def test_quick_table_adds_up(capsys) -> None:
@@ -19,7 +20,8 @@ def test_quick_table_adds_up(capsys) -> None:
 
 
 def test_saved_activations_are_convolution_outputs() -> None:
-    f = memory_plan.measure("resnet50", False, True)
+    with config.override("SYMGRAPH_REMAT", "1"):
+        f = memory_plan.measure("resnet50", False, True)
     kinds = {op for op in f.saved_by_op if not op.endswith("]")}  # (outputs 0: no statistics)
     assert "Convolution" in kinds and kinds <= {"Convolution", "Pooling", "SoftmaxOutput"}, \
         f.saved_by_op

@@ -20,7 +20,7 @@ from symgraph.core.dtypes import as_dtype
 from symgraph.runtime.cuda import compiler
 from symgraph.runtime.cuda.actions import Kernel, flat_actions
 from symgraph.runtime.cuda.kernels_dense import render_softmax
-from symgraph.runtime.cuda.kernels_softmax_grad import render_softmax_backward
+from symgraph.runtime.cuda.kernels_attention import render_softmax_backward
 
 from .block_run import run_threaded
 from .host_run import host_compiler
