@@ -59,22 +59,28 @@ def batch_view(shape: tuple, split: bool, heads: int, what: str) -> tuple[int, i
     return tuple(shape)
 
 
+def gemm_sizes(a: Attrs, lhs: tuple, rhs: tuple) -> tuple[int, int, int, int]:
+    """(batch, M, N, K) of the product: the operands as their (batch, rows, cols) views,
+    transposes applied; ShapeError when they do not multiply."""
+    ga, ra, ca = batch_view(lhs, a["split_lhs"], a["heads"], "lhs")
+    gb, rb, cb = batch_view(rhs, a["split_rhs"], a["heads"], "rhs")
+    m, k = (ca, ra) if a["transpose_a"] else (ra, ca)
+    k2, n = (cb, rb) if a["transpose_b"] else (rb, cb)
+    if ga != gb or k != k2:
+        raise ShapeError(f"{BATCH_DOT_HEADS}: lhs {fmt(lhs)} and rhs {fmt(rhs)} do not "
+                         f"multiply (batches {ga}, {gb}; inner sizes {k}, {k2})")
+    return ga, m, n, k
+
+
 def _heads_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
-    """Operands as their (batch, rows, cols) views, transposes applied, one batch; the output
-    (batch, M, N) or, split, (batch / H, M, H, N)."""
+    """The output (batch, M, N) of :func:`gemm_sizes` or, split, (batch / H, M, H, N)."""
     lhs, rhs = ins
     if lhs is None or rhs is None:
         return ins, outs
     h = a["heads"]
     if h < 1:
         raise ShapeError(f"{BATCH_DOT_HEADS}: heads={h} (>= 1)")
-    ga, ra, ca = batch_view(lhs, a["split_lhs"], h, "lhs")
-    gb, rb, cb = batch_view(rhs, a["split_rhs"], h, "rhs")
-    m, k = (ca, ra) if a["transpose_a"] else (ra, ca)
-    k2, n = (cb, rb) if a["transpose_b"] else (rb, cb)
-    if ga != gb or k != k2:
-        raise ShapeError(f"{BATCH_DOT_HEADS}: lhs {fmt(lhs)} and rhs {fmt(rhs)} do not "
-                         f"multiply (batches {ga}, {gb}; inner sizes {k}, {k2})")
+    ga, m, n, _ = gemm_sizes(a, lhs, rhs)
     if a["split_out"] and ga % h:
         raise ShapeError(f"{BATCH_DOT_HEADS}: batch {ga} does not split into {h} heads")
     out = (ga // h, m, h, n) if a["split_out"] else (ga, m, n)

@@ -28,11 +28,14 @@ Fusion runs after autodiff, so a fused node is never differentiated.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
 from ...core.attrs import Attrs, Param
 from ...core.dtypes import as_dtype
-from ...core.expr import evaluate
+from ...core.expr import evaluate, inp
+from ...core.graph import Node
 from ...core.registry import NOT_DIFFERENTIABLE, OPAQUE, OpDef, RunCtx, get_op, register, same_type
 
 
@@ -55,6 +58,19 @@ def _fused_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     stored = a.get("out_dtypes") or (None,) * len(outs)
     return [(np.broadcast_to(o, s) if o.shape != tuple(s) else o).astype(t or o.dtype, copy=False)
             for o, s, t in zip(outs, a["shapes"], stored)] + rest
+
+
+def lone_group(node: Node, shape: tuple, dtype: Optional[str] = None) -> Attrs:
+    """The attributes of a headless group of one elementwise node with a formula
+    (``OpDef.expr``), its output of ``shape``, computing in ``dtype`` (None: its inputs' one
+    dtype). Fusion leaves a lone node as it is; a pass that needs it as a group (a
+    BatchNorm's epilogue, a reader of narrower inputs) makes it one."""
+    n = len(node.inputs)
+    expr = get_op(node.op).expr(node.attrs, *(inp(i) for i in range(n)))
+    return Attrs({"exprs": (expr,), "head": None, "in_members": (0,) * n,
+                  "members": (node.op,), "name": "fused_" + node.op.lstrip("_"),
+                  "nodes": (node.name,), "num_inputs": n, "out_members": (0,),
+                  "shapes": (shape,), "dtype": dtype})
 
 
 def _fused_shapes(a: Attrs, ins: list, outs: list) -> tuple[list, list]:

@@ -38,10 +38,10 @@ from typing import Optional
 import numpy as np
 
 from ...core.attrs import Attrs
-from ...core.expr import inp
 from ...core.graph import Entry, Graph, Node, rewrite
 from ...core.registry import BROADCAST, ELEMWISE, OpDef, get_op, ops_where
 from ...core.types.table import TypeTable, types_of
+from ..ops.fused import lone_group
 from .fold_casts import is_cast
 
 FUSED = "_fused"
@@ -164,14 +164,8 @@ def _absorbable(node: Node, conv: dict[int, bool], readers: dict, outputs: set,
 def _as_fused(node: Node, types: TypeTable) -> Node:
     """``node`` (an elementwise op; its inputs already replaced) as a one-member ``_fused``
     node computing in float32."""
-    n = len(node.inputs)
-    expr = get_op(node.op).expr(node.attrs, *(inp(i) for i in range(n)))
-    stem = "fused_" + node.op.lstrip("_")
-    attrs = Attrs({"exprs": (expr,), "head": None, "in_members": (0,) * n,
-                   "members": (node.op,), "name": stem, "nodes": (node.name,),
-                   "num_inputs": n, "out_members": (0,),
-                   "shapes": (types.shape(Entry(node)),), "dtype": WIDE.name})
-    return Node(FUSED, f"{stem}:{node.name}", attrs, node.inputs)
+    attrs = lone_group(node, types.shape(Entry(node)), WIDE.name)
+    return Node(FUSED, f"{attrs['name']}:{node.name}", attrs, node.inputs)
 
 
 def _absorbed(e: Entry, widen: set[str]) -> bool:

@@ -30,6 +30,7 @@ from ...core.expr import inp, substitute
 from ...core.graph import Entry, Graph, Node
 from ...core.registry import OpDef, get_op, ops_where
 from ...core.types.table import TypeTable, types_of
+from ..ops.fused import lone_group
 from .fuse_groups import FUSE, op_role
 
 
@@ -101,10 +102,7 @@ def _group(g: Node, types: TypeTable) -> Optional[Attrs]:
         return a if ok else None
     if op_role(g.op) != FUSE or len(g.entries()) != 1:
         return None
-    expr = get_op(g.op).expr(g.attrs, *[inp(i) for i in range(len(g.inputs))])
-    return Attrs({"exprs": (expr,), "head": None, "in_members": (0,) * len(g.inputs),
-                  "members": (g.op,), "name": "fused_" + g.op.lstrip("_"), "nodes": (g.name,),
-                  "out_members": (0,), "shapes": (types.shape(Entry(g)),)})
+    return lone_group(g, types.shape(Entry(g)))
 
 
 def _merged(g: Node, a: Attrs, bn: Node, inputs: list[Entry], types: TypeTable) -> Node:

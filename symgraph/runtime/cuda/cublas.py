@@ -80,18 +80,32 @@ def handle(device_id: int) -> ctypes.c_void_p:
 _ONE, _ZERO = ctypes.c_float(1.0), ctypes.c_float(0.0)
 
 
+def _on_stream(device_id: int, stream_handle: int, trans_a: bool,
+               trans_b: bool) -> tuple[Any, ctypes.c_void_p, int, int]:
+    """(library, the device's handle set to the stream, op_a, op_b) of a row-major GEMM."""
+    lib = _load()
+    hd = handle(device_id)
+    _check(lib.cublasSetStream_v2(hd, stream_handle), "cublasSetStream")
+    return (lib, hd, CUBLAS_OP_T if trans_a else CUBLAS_OP_N,
+            CUBLAS_OP_T if trans_b else CUBLAS_OP_N)
+
+
+def _data_type(dtype: str) -> int:
+    """cuBLAS's cudaDataType of a GEMM's operands (float accumulation for every one)."""
+    if dtype not in CUDA_DATA_TYPES:
+        raise ExecutionError(f"cuBLAS GEMM: no GPU GEMM for dtype {dtype} (float32, float16, "
+                             f"bfloat16)")
+    return CUDA_DATA_TYPES[dtype]
+
+
 def gemm(device_id: int, stream_handle: int, trans_a: bool, trans_b: bool, m: int, n: int,
          k: int, a: int, b: int, c: int, accumulate: bool = False, batch: int = 1,
          dtype: str = "float32") -> None:
     """Row-major C (m x n) = op(A) @ op(B) (+ C), A stored (m,k) or (k,m) if ``trans_a``;
     A, B and C of ``dtype`` (float32, float16 or bfloat16)."""
-    lib = _load()
-    hd = handle(device_id)
-    _check(lib.cublasSetStream_v2(hd, stream_handle), "cublasSetStream")
+    lib, hd, op_a, op_b = _on_stream(device_id, stream_handle, trans_a, trans_b)
     lda = m if trans_a else k
     ldb = k if trans_b else n
-    op_a = CUBLAS_OP_T if trans_a else CUBLAS_OP_N
-    op_b = CUBLAS_OP_T if trans_b else CUBLAS_OP_N
     beta = _ONE if accumulate else _ZERO
     if dtype != "float32":
         _gemm_ex(lib, hd, op_b, op_a, n, m, k, b, ldb, a, lda, beta, c, batch, dtype)
@@ -108,10 +122,7 @@ def _gemm_ex(lib: Any, hd: ctypes.c_void_p, op_b: int, op_a: int, n: int, m: int
              b: int, ldb: int, a: int, lda: int, beta: ctypes.c_float, c: int, batch: int,
              dtype: str) -> None:
     """The column-major call of :func:`gemm` with narrow operands and float accumulation."""
-    if dtype not in CUDA_DATA_TYPES:
-        raise ExecutionError(f"cuBLAS GEMM: no GPU GEMM for dtype {dtype} (float32, float16, "
-                             f"bfloat16)")
-    t, one = CUDA_DATA_TYPES[dtype], ctypes.byref(_ONE)
+    t, one = _data_type(dtype), ctypes.byref(_ONE)
     if batch == 1:
         _check(lib.cublasGemmEx(hd, op_b, op_a, n, m, k, one, b, t, ldb, a, t, lda,
                                 ctypes.byref(beta), c, t, n, CUBLAS_COMPUTE_32F,
@@ -123,19 +134,6 @@ def _gemm_ex(lib: Any, hd: ctypes.c_void_p, op_b: int, op_a: int, n: int, m: int
             f"cublasGemmStridedBatchedEx ({dtype})")
 
 
-def _head_call(device_id: int, stream_handle: int, trans_a: bool, trans_b: bool,
-               dtype: str) -> tuple:
-    """(library, handle, op_a, op_b, cudaDataType) of a head GEMM on the stream."""
-    lib = _load()
-    hd = handle(device_id)
-    _check(lib.cublasSetStream_v2(hd, stream_handle), "cublasSetStream")
-    if dtype not in CUDA_DATA_TYPES:
-        raise ExecutionError(f"cuBLAS head GEMM: no GPU GEMM for dtype {dtype} (float32, "
-                             f"float16, bfloat16)")
-    return (lib, hd, CUBLAS_OP_T if trans_a else CUBLAS_OP_N,
-            CUBLAS_OP_T if trans_b else CUBLAS_OP_N, CUDA_DATA_TYPES[dtype])
-
-
 def gemm_batched(device_id: int, stream_handle: int, trans_a: bool, trans_b: bool, m: int,
                  n: int, k: int, a: int, b: int, c: int, lds: tuple[int, int, int], batch: int,
                  alpha: float, dtype: str = "float32") -> None:
@@ -143,7 +141,8 @@ def gemm_batched(device_id: int, stream_handle: int, trans_a: bool, trans_b: boo
     matrices whose addresses are in the device arrays of pointers ``a``, ``b`` and ``c`` (row
     strides ``lds[0]``, ``lds[1]``): matrices that no single stride reaches, such as
     attention heads inside (B, T, H, D) arrays. Any of the GEMM dtypes, float accumulation."""
-    lib, hd, op_a, op_b, t = _head_call(device_id, stream_handle, trans_a, trans_b, dtype)
+    lib, hd, op_a, op_b = _on_stream(device_id, stream_handle, trans_a, trans_b)
+    t = _data_type(dtype)
     _check(lib.cublasGemmBatchedEx(hd, op_b, op_a, n, m, k, ctypes.byref(ctypes.c_float(alpha)),
                                    b, t, lds[1], a, t, lds[0], ctypes.byref(_ZERO), c, t,
                                    lds[2], batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
@@ -156,7 +155,8 @@ def gemm_strided(device_id: int, stream_handle: int, trans_a: bool, trans_b: boo
                  dtype: str = "float32") -> None:
     """As :func:`gemm_batched` for matrices ``steps`` elements apart from the addresses
     ``a``, ``b`` and ``c`` (one strided-batched call, any GEMM dtype)."""
-    lib, hd, op_a, op_b, t = _head_call(device_id, stream_handle, trans_a, trans_b, dtype)
+    lib, hd, op_a, op_b = _on_stream(device_id, stream_handle, trans_a, trans_b)
+    t = _data_type(dtype)
     _check(lib.cublasGemmStridedBatchedEx(
         hd, op_b, op_a, n, m, k, ctypes.byref(ctypes.c_float(alpha)), b, t, lds[1], steps[1],
         a, t, lds[0], steps[0], ctypes.byref(_ZERO), c, t, lds[2], steps[2], batch,

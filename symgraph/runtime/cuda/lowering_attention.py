@@ -10,7 +10,7 @@ from typing import Optional
 
 import numpy as np
 
-from ...compiler.ops.attention_heads import batch_view
+from ...compiler.ops.attention_heads import batch_view, gemm_sizes
 from .actions import Gemm, HeadGemm, Kernel, StepCtx, family
 from .codegen import THREADS
 from .kernels_attention import render_softmax_backward
@@ -35,10 +35,7 @@ def _batch_dot_heads(ctx: StepCtx, p: dict) -> list:
     """alpha op(A) op(B) over B x H matrices, each operand and the output in its layout."""
     a, h = ctx.attrs, ctx.attrs["heads"]
     sa, sb = ctx.in_shapes
-    g, ra, ca = batch_view(sa, a["split_lhs"], h, "lhs")
-    _, rb, cb = batch_view(sb, a["split_rhs"], h, "rhs")
-    m, k = (ca, ra) if a["transpose_a"] else (ra, ca)
-    n = rb if a["transpose_b"] else cb
+    g, m, n, k = gemm_sizes(a, sa, sb)
     la, st_a = head_addressing(sa, a["split_lhs"], h)
     lb, st_b = head_addressing(sb, a["split_rhs"], h)
     lc, st_c = head_addressing(ctx.out_shapes[0], a["split_out"], h)
