@@ -59,6 +59,12 @@ def _path(text: str) -> Optional[str]:
     return text or None
 
 
+def _flag_or_path(text: str) -> Any:
+    """``0``/``1`` (as :func:`_flag`), or any other text as a file path."""
+    flag = _flag(text)
+    return text.strip() if flag is None else flag
+
+
 def _secret(text: str) -> Optional[str]:
     return text if len(text.strip()) >= 16 else None
 
@@ -130,6 +136,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "The CPU backend: numpy runs each step's numpy reference (the reference the tests "
             "compare with); compiled runs fused elementwise groups as numba kernels "
             "(runtime/cpu) and the other steps as numpy."),
+    Setting("SYMGRAPH_ONEDNN", _flag_or_path, True, "0 | 1 | a path to libdnnl.so.3",
+            "The compiled CPU backend's float32 convolutions: 1 runs them through oneDNN when "
+            "the onednn-cpu-gomp wheel (or a libdnnl.so.3 at the path given) is there, 0 "
+            "through im2col and numpy's BLAS (runtime/cpu/onednn.py)."),
     Setting("SYMGRAPH_ALLOW_HOST", _flag, False, "0 | 1",
             "1 runs GPU steps that have no lowering on the host (with a warning) instead of "
             "refusing the bind."),

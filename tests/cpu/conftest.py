@@ -3,6 +3,7 @@ and one kernel cache folder for the whole session (numba compiles each kernel on
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -24,3 +25,27 @@ def compiled(kernel_cache: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SYMGRAPH_CPU", "compiled")
     monkeypatch.setenv("SYMGRAPH_CACHE_DIR", str(kernel_cache))
     return kernel_cache
+
+
+@pytest.fixture
+def dnnl(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """oneDNN loaded afresh (``runtime/cpu/onednn.py``); skipped, naming the wheel, where it
+    is not installed."""
+    from symgraph.runtime.cpu import onednn
+    monkeypatch.delenv("SYMGRAPH_ONEDNN", raising=False)
+    onednn._load.cache_clear()
+    if onednn.library() is None:
+        pytest.skip(f"oneDNN is not available: {onednn.why_not()} "
+                    f"(pip install {onednn.DIST})")
+    yield
+    onednn._load.cache_clear()
+
+
+@pytest.fixture
+def no_onednn(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``SYMGRAPH_ONEDNN=0``: the compiled backend's own convolution and pooling kernels."""
+    from symgraph.runtime.cpu import onednn
+    monkeypatch.setenv("SYMGRAPH_ONEDNN", "0")
+    onednn._load.cache_clear()
+    yield
+    onednn._load.cache_clear()

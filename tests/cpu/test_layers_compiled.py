@@ -215,7 +215,8 @@ def test_narrow_dtypes_compute_in_float32(compiled: Path, rng: np.random.Generat
     ({"kernel": (2, 2), "stride": (2, 2)}, 2, "num_group=2")])
 def test_layers_that_do_not_compile_are_listed_and_correct(
         compiled: Path, rng: np.random.Generator, pool_attrs: dict, num_group: int,
-        why: str) -> None:
+        why: str, no_onednn: None) -> None:
+    # (test_onednn.py: the pooling windows oneDNN takes of these)
     net = _cnn(pool_attrs, num_group)
     exe = net.simple_bind(sg.cpu(), data=(2, 2, 10, 10))
     exe.forward(is_train=True)

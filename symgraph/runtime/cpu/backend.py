@@ -35,6 +35,7 @@ from ..backend.numpy_backend import NumpyProgram
 from ..cuda.actions import lowering_of
 from .group import FusedStep, compute_dtype, why_not
 from .layers import LAYERS, op_layer
+from .layers_onednn import absorbs_relu, dnnl_forward_relu
 
 MIN_ELEMENTS = 1 << 12
 """Groups whose largest output has fewer elements run the numpy reference: there numpy takes
@@ -87,7 +88,18 @@ def _fused(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
         fused.head_compute = op_layer(get_op(head[0]), head[1],
                                       [schedule.shapes[s] for s in step.inputs[:head[2]]],
                                       ins[:head[2]])[0]
+        if absorbs_relu(fused.head_compute, a["exprs"], len(step.inputs) - head[2]) \
+                and not a.get("extra"):
+            return _head_only(head[1], dnnl_forward_relu), ""
     return fused, why
+
+
+def _head_only(attrs: Any, compute: Callable) -> Callable:
+    """A group whose formulas its head's compute applies itself: the head alone."""
+    def run(_: Any, xs: list, ctx: Any) -> list:
+        return compute(attrs, xs, ctx)
+    run.__name__ = compute.__name__
+    return run
 
 
 def _layer(schedule: Schedule, k: int) -> tuple[Optional[Any], str]:
@@ -144,9 +156,9 @@ class CompiledProgram(NumpyProgram):
         return [s for s in self._info if not s.why]
 
     def kernel_names(self) -> list[str]:
-        """The kernels the compiled steps have rendered so far (one per group and output
-        shape, after the first run)."""
-        return [name for f in self._compiled for name in f.kernels]
+        """The kernels the compiled groups have rendered so far (one per group and output
+        shape, after the first run); layer steps (``layers.py``) render theirs per geometry."""
+        return [name for f in self._compiled for name in getattr(f, "kernels", ())]
 
 
 def compile(schedule: Schedule, ctx: Any = None) -> CompiledProgram:  # noqa: A001 (interface)

@@ -46,6 +46,7 @@ from ...core.registry import OpDef, RunCtx
 from ..cuda.actions import lowering_of
 from .group import compute_dtype
 from .kernels import load
+from .layers_onednn import DNNL, dnnl_pool, pool_fits, why_not_conv
 from .norm import batch_norm, why_not_batch_norm
 from .pool import run_split
 from .render_window import (padded_plane, render_col2im, render_im2col,
@@ -298,7 +299,14 @@ def layer_compute(family: str, params: dict, attrs: Attrs, shapes: Sequence[tupl
     if len(kinds) != 1 or compute_dtype(np.dtype(kinds[0])) is None:
         return None, f"dtypes {kinds} (compiled: one of float32, float64, float16/bfloat16)"
     why = found[0](attrs, shapes)
-    return (None, why) if why else (found[1], "")
+    if why and family == "pooling" and pool_fits(attrs, shapes, dtypes):
+        return dnnl_pool, ""  # (the unrolled max kernels, where they fit, are faster)
+    if why:
+        return None, why
+    call = params.get("call")
+    if family == "convolution" and not why_not_conv(attrs, call, shapes, dtypes):
+        return DNNL[call], ""
+    return found[1], ""
 
 
 def op_layer(op: OpDef, attrs: Attrs, shapes: Sequence[tuple], dtypes: Sequence[np.dtype]
