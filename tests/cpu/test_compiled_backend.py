@@ -91,17 +91,22 @@ def test_fallbacks_are_listed_with_reasons(compiled: Path) -> None:
     why = {s.op: s.why for s in prog.fallbacks()}
     assert "softmax" in why and "softmax" in why["softmax"]
     assert any("erfinv" in w for w in why.values()), why
-    ints = _stage(sg.sym.var("x") + 1.0, {"x": (2, 3)}, "int32").program
+    ints = _stage((sg.sym.var("x") + 1.0) * 3.0, {"x": (2, 3)}, "int32").program
     assert [("int32" in s.why) for s in ints.fallbacks()] == [True]
 
 
 def test_small_groups_run_numpy(compiled: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from symgraph.runtime.cpu import backend
     monkeypatch.setattr(backend, "MIN_ELEMENTS", 16)
-    small = _stage(sg.sym.relu(sg.sym.var("x")), {"x": (3, 5)}, "float32").program
+    small = _stage(sg.sym.hard_sigmoid(sg.sym.var("x")), {"x": (3, 5)}, "float32").program
     assert [("15 elements" in s.why) for s in small.fallbacks()] == [True]
-    large = _stage(sg.sym.relu(sg.sym.var("x")), {"x": (4, 4)}, "float32").program
-    assert [s.op for s in large.compiled_steps()] == ["relu"]
+    large = _stage(sg.sym.hard_sigmoid(sg.sym.var("x")), {"x": (4, 4)}, "float32").program
+    assert [s.op for s in large.compiled_steps()] == ["hard_sigmoid"]
+
+
+def test_a_lone_single_ufunc_runs_numpy(compiled: Path) -> None:
+    prog = _stage(sg.sym.exp(sg.sym.var("x")), {"x": (64, 64)}, "float32").program
+    assert [("one primitive (exp)" in s.why) for s in prog.fallbacks()] == [True]
 
 
 def test_every_primitive_without_a_template_is_known() -> None:

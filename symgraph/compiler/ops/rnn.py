@@ -190,7 +190,8 @@ def _backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
             s = layer * d + k
             gw = [np.zeros_like(m) for m in gws[s]]
             dh, dc = run_back(a["mode"], dout[:, :, k * hsz:(k + 1) * hsz], dh0[s],
-                              None if dc0 is None else dc0[s], tape[s][1], ws[s], gw, dx)
+                              None if dc0 is None else dc0[s], tape[s][1], ws[s], gw, x_in,
+                              dx)
             for view, g in zip(gws[s], gw):
                 view += g
             dh0[s] = dh

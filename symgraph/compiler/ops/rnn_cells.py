@@ -87,66 +87,81 @@ def _eval(roots: tuple, inputs: list) -> list:
     return E.evaluate(roots, inputs, np.result_type(*inputs))
 
 
-def step(mode: str, x: np.ndarray, h: np.ndarray, c: Optional[np.ndarray], w: tuple
+def step(mode: str, zx: np.ndarray, h: np.ndarray, c: Optional[np.ndarray], w: tuple
          ) -> tuple[np.ndarray, Optional[np.ndarray], tuple]:
-    """One time step: (h', c', what the backward step needs)."""
-    wx, wh, bx, bh = w
-    zx, zh = x @ wx.T + bx, h @ wh.T + bh
+    """One time step from its input-side pre-activations ``zx`` (``x @ W^T + b``, computed
+    for the whole sequence at once by :func:`run`): (h', c', what the backward step needs,
+    the previous state first)."""
+    wh, bh = w[1], w[3]
+    zh = h @ wh.T + bh
     cell = CELLS[mode]
     if mode == "lstm":
         i, f, g, o, c2, h2 = _eval(cell.forward, np.split(zx + zh, 4, axis=1) + [c])
-        return h2, c2, (x, h, c, i, f, g, o, c2)
+        return h2, c2, (h, c, i, f, g, o, c2)
     if mode == "gru":
         rx, ux, nx = np.split(zx, 3, axis=1)
         rh, uh, nh = np.split(zh, 3, axis=1)
         r, u, n, nh, h2 = _eval(cell.forward, [rx + rh, ux + uh, nx, nh, h])
-        return h2, None, (x, h, r, u, n, nh)
+        return h2, None, (h, r, u, n, nh)
     (h2,) = _eval(cell.forward, [zx + zh])
-    return h2, None, (x, h, h2)
+    return h2, None, (h, h2)
 
 
-def step_back(mode: str, dh: np.ndarray, dc: Optional[np.ndarray], cache: tuple, w: tuple,
-              gw: list) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray]]:
-    """Backward of :func:`step`: adds into the weight gradients ``gw`` (wx, wh, bx, bh) and
-    returns (dx, dh_prev, dc_prev)."""
-    wx, wh = w[0], w[1]
-    dc_prev, cell, x, h = None, CELLS[mode], cache[0], cache[1]
+def step_back(mode: str, dh: np.ndarray, dc: Optional[np.ndarray], cache: tuple, w: tuple
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Optional[np.ndarray]]:
+    """Backward of :func:`step`: (gradient of the input-side pre-activations, of the
+    recurrent side's, dh_prev, dc_prev). :func:`run_back` turns the first two into the
+    weight and input gradients, for the whole sequence at once."""
+    dc_prev, cell, h = None, CELLS[mode], cache[0]
     dh_cell = 0.0
     if mode == "lstm":
-        *dz, dc_prev = _eval(cell.backward, [dh, dc] + list(cache[2:]))
+        *dz, dc_prev = _eval(cell.backward, [dh, dc] + list(cache[1:]))
         dzx = dzh = np.concatenate(dz, axis=1)
     elif mode == "gru":
-        dar, dau, dan, dnh, dh_cell = _eval(cell.backward, [dh, h] + list(cache[2:]))
+        dar, dau, dan, dnh, dh_cell = _eval(cell.backward, [dh, h] + list(cache[1:]))
         dzx = np.concatenate([dar, dau, dan], axis=1)
         dzh = np.concatenate([dar, dau, dnh], axis=1)
     else:
-        (dzx,) = _eval(cell.backward, [dh, cache[2]])
+        (dzx,) = _eval(cell.backward, [dh, cache[1]])
         dzh = dzx
-    gw[0] += dzx.T @ x
-    gw[1] += dzh.T @ h
-    gw[2] += dzx.sum(axis=0)
-    gw[3] += dzh.sum(axis=0)
-    return dzx @ wx, dzh @ wh + dh_cell, dc_prev
+    return dzx, dzh, dzh @ w[1] + dh_cell, dc_prev
+
+
+def _flat(v: np.ndarray) -> np.ndarray:
+    """(T, N, k) as (T*N, k)."""
+    return v.reshape(-1, v.shape[-1])
 
 
 def run(mode: str, xs: np.ndarray, h: np.ndarray, c: Optional[np.ndarray], w: tuple,
         reverse: bool) -> tuple[np.ndarray, np.ndarray, Optional[np.ndarray], list]:
     """One direction of one layer over (T, N, in): outputs (T, N, H), last h, last c, caches
-    in the order the steps ran."""
+    in the order the steps ran. The input side's product is one GEMM over every step (a
+    GEMM per step cost more in calls than in arithmetic)."""
+    zxs = (_flat(xs) @ w[0].T + w[2]).reshape(xs.shape[:2] + (-1,))
     out = np.empty(xs.shape[:2] + (h.shape[1],), dtype=xs.dtype)
     caches = []
     for t in (range(len(xs) - 1, -1, -1) if reverse else range(len(xs))):
-        h, c, cache = step(mode, xs[t], h, c, w)
+        h, c, cache = step(mode, zxs[t], h, c, w)
         out[t] = h
         caches.append((t, cache))
     return out, h, c, caches
 
 
 def run_back(mode: str, dout: np.ndarray, dh: np.ndarray, dc: Optional[np.ndarray],
-             caches: list, w: tuple, gw: list, dxs: np.ndarray
+             caches: list, w: tuple, gw: list, xs: np.ndarray, dxs: np.ndarray
              ) -> tuple[np.ndarray, Optional[np.ndarray]]:
-    """Backward of :func:`run`: adds into ``dxs`` and ``gw``; returns (dh0, dc0)."""
+    """Backward of :func:`run` over the layer's input ``xs``: adds into ``dxs`` and the
+    weight gradients ``gw`` (W, U, b, c: each one GEMM or sum over the sequence); returns
+    (dh0, dc0)."""
+    dzxs = np.empty(xs.shape[:2] + (w[0].shape[0],), dtype=dout.dtype)
+    dzhs = np.empty_like(dzxs) if mode == "gru" else dzxs
+    h_prev = np.empty(dout.shape, dtype=dout.dtype)
     for t, cache in reversed(caches):
-        dx, dh, dc = step_back(mode, dh + dout[t], dc, cache, w, gw)
-        dxs[t] += dx
+        dzxs[t], dzhs[t], dh, dc = step_back(mode, dh + dout[t], dc, cache, w)
+        h_prev[t] = cache[0]
+    gw[0] += _flat(dzxs).T @ _flat(xs)
+    gw[1] += _flat(dzhs).T @ _flat(h_prev)
+    gw[2] += _flat(dzxs).sum(axis=0)
+    gw[3] += _flat(dzhs).sum(axis=0)
+    dxs += (_flat(dzxs) @ w[0]).reshape(dxs.shape)
     return dh, dc

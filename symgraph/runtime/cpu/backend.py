@@ -115,6 +115,10 @@ def _elementwise(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
     step = schedule.steps[k]
     op = get_op(step.node.op)
     e = op.expr(step.node.attrs, *(inp(i) for i in range(len(step.inputs))))
+    if all(a.op in ("input", "const") for a in e.args):
+        # one numpy ufunc is one pass too, and numpy's transcendentals are SIMD: exp over
+        # the LSTM model's 7 M logits took 3.4 ms in numpy, 16 ms compiled
+        return None, f"one primitive ({e.op}): numpy's ufunc is as fast or faster"
     return _group(schedule, k, step.node.op, [e], [schedule.shapes[step.outputs[0]]],
                   [schedule.dtypes[s] for s in step.inputs])
 
