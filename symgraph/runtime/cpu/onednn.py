@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
+import warnings
 from functools import lru_cache
 from typing import Any, Callable, Optional, Sequence
 
@@ -109,7 +110,11 @@ def _load() -> tuple[Optional[_Library], str]:
     try:
         return _Library(path), ""
     except (OSError, OneDNNError) as e:
-        return None, f"{path} did not load: {e}"
+        why = f"{path} did not load: {e}"
+        # (a path given in SYMGRAPH_ONEDNN, or a broken wheel: not a silent slowdown)
+        warnings.warn(f"symgraph: oneDNN {why}; convolutions run as im2col and BLAS",
+                      RuntimeWarning, stacklevel=2)
+        return None, why
 
 
 def library() -> Optional[_Library]:
