@@ -6,8 +6,10 @@ and, for LSTM, ``state_cell``. The flat vector holds, as cuDNN lays it out, ever
 first — per layer, per direction: ``W`` (G*H, in) then ``U`` (G*H, H) — then every bias —
 per layer, per direction: ``b`` (G*H) then ``c`` (G*H); ``in`` is I for layer 0 and D*H after.
 Outputs: ``output`` (T, N, D*H), and with ``state_outputs`` the last ``state`` (and
-``state_cell``). The backward op recomputes the forward (no stored activations) and runs
-backpropagation through time in numpy; it has no gradient itself (second derivatives raise).
+``state_cell``). In training the forward keeps its tape (gates and states of every step) in
+the run context's state, and the backward op takes it from there when its inputs are the same
+buffers, else recomputes the forward; it runs backpropagation through time in numpy and has
+no gradient itself (second derivatives raise).
 
 GPU: the ``rnn`` and ``rnn_backward`` families (``cuda/lowering_rnn.py``): cuBLAS GEMMs (the
 input projection of all steps in one, then one per step for the recurrent side) and one gate
@@ -159,13 +161,41 @@ def _forward(a: Attrs, xs: list, masks: Optional[np.ndarray]) -> tuple[list, lis
     return outs, tape
 
 
+TAPES_KEPT = 8
+"""Training forwards whose tapes a run context keeps for their backward (the oldest goes
+first): a forward never followed by a backward must not hold its tape for ever."""
+
+
+def _tape_key(a: Attrs, xs: list) -> tuple:
+    """The forward's attributes and where and how its inputs lie: the backward op reads the
+    same buffers (the memory plan keeps them until it runs), so an equal key is the same
+    forward."""
+    where = tuple((x.__array_interface__["data"][0], x.shape, x.strides, x.dtype.str)
+                  for x in xs)
+    return (tuple(sorted((k, repr(v)) for k, v in a.items())),) + where
+
+
+def _keep_tape(a: Attrs, xs: list, tape: list, ctx: RunCtx) -> None:
+    """In training, keep the forward's tape in the run context's state for the backward op
+    (MXNet and cuDNN keep a reserve space the same way), so it does not run the forward
+    again (a third of the LSTM model's RNN time)."""
+    if not ctx.is_train or ctx.state is None:
+        return
+    tapes = ctx.state.setdefault("RNN tapes", {})
+    tapes[_tape_key(a, xs)] = tape  # (the masks are an output: the backward reads the same)
+    while len(tapes) > TAPES_KEPT:
+        tapes.pop(next(iter(tapes)))
+
+
 def _rnn(a: Attrs, xs: list, ctx: RunCtx) -> list:
-    if not has_dropout(a):
-        return _forward(a, xs, None)[0]
-    shape = mask_shape(a, xs[0].shape)
-    masks = (dropout_mask(a["p"], shape, xs[0].dtype, ctx) if ctx.is_train
-             else np.ones(shape, xs[0].dtype))
-    return _forward(a, xs, masks if ctx.is_train else None)[0] + [masks]
+    masks = None
+    if has_dropout(a):
+        shape = mask_shape(a, xs[0].shape)
+        masks = (dropout_mask(a["p"], shape, xs[0].dtype, ctx) if ctx.is_train
+                 else np.ones(shape, xs[0].dtype))
+    outs, tape = _forward(a, xs, masks if ctx.is_train else None)
+    _keep_tape(a, xs, tape, ctx)
+    return outs + ([masks] if masks is not None else [])
 
 
 def _backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
@@ -174,7 +204,9 @@ def _backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
     n_out, n_in = len(_visible(a)), len(_inputs(a))
     grads, fwd = xs[:n_out], xs[n_out:n_out + n_in]
     masks = xs[-1] if has_dropout(a) else None
-    _, tape = _forward(a, fwd, masks)
+    kept = None if ctx.state is None else ctx.state.get("RNN tapes", {}).pop(
+        _tape_key(a, fwd), None)
+    tape = kept if kept is not None else _forward(a, fwd, masks)[1]
     lstm, d, hsz = a["mode"] == "lstm", 2 if a["bidirectional"] else 1, a["state_size"]
     flat = fwd[1]
     ws = _weights(a, flat, fwd[0].shape[2])
