@@ -132,10 +132,11 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "0 keeps float16/bfloat16 convolutions NCHW (no channels-last layout pass)."),
     Setting("SYMGRAPH_CUDA_LIBS", _choice("system", "wheels"), "system", "system | wheels",
             "wheels loads cuBLAS/cuDNN/NCCL from the nvidia-* wheels before the toolkit's."),
-    Setting("SYMGRAPH_CPU", _choice("numpy", "compiled"), "numpy", "numpy | compiled",
-            "The CPU backend: numpy runs each step's numpy reference (the reference the tests "
-            "compare with); compiled runs fused elementwise groups as numba kernels "
-            "(runtime/cpu) and the other steps as numpy."),
+    Setting("SYMGRAPH_CPU", _choice("numpy", "compiled"), "compiled", "numpy | compiled",
+            "The CPU backend: compiled (the default) runs fused elementwise groups as numba "
+            "kernels, convolutions and pooling through oneDNN or generated window kernels "
+            "(runtime/cpu) and the other steps as their numpy reference; numpy runs every "
+            "step's numpy reference (the reference the tests compare with)."),
     Setting("SYMGRAPH_ONEDNN", _flag_or_path, True, "0 | 1 | a path to libdnnl.so.3",
             "The compiled CPU backend's float32 convolutions: 1 runs them through oneDNN when "
             "the onednn-cpu-gomp wheel (or a libdnnl.so.3 at the path given) is there, 0 "
