@@ -36,6 +36,7 @@ from ..cuda.actions import lowering_of
 from .group import FusedStep, compute_dtype, why_not
 from .layers import LAYERS, op_layer
 from .layers_onednn import absorbs_relu, dnnl_forward_relu
+from .norm import BatchNormGroup, batch_norm
 
 MIN_ELEMENTS = 1 << 12
 """Groups whose largest output has fewer elements run the numpy reference: there numpy takes
@@ -95,6 +96,8 @@ def _fused(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
         if absorbs_relu(fused.head_compute, a["exprs"], len(step.inputs) - head[2]) \
                 and not a.get("extra"):
             return _head_only(head[1], dnnl_forward_relu), ""
+        if fused.head_compute is batch_norm:
+            return BatchNormGroup(fused, head[1]), ""
     return fused, why
 
 
