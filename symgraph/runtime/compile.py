@@ -53,12 +53,32 @@ from ..core.types.table import TypeTable
 
 
 def _cpu_backend() -> Any:
-    """The CPU backend ``SYMGRAPH_CPU`` names: the numpy reference, or compiled kernels."""
-    if config.get("SYMGRAPH_CPU") == "compiled":
+    """The CPU backend ``SYMGRAPH_CPU`` names: the numpy reference, or compiled kernels (the
+    default; without numba installed the default is the numpy reference, said once)."""
+    if config.get("SYMGRAPH_CPU") == "compiled" and _numba_or_asked():
         from .cpu import backend as compiled  # imports numba only when it is asked for
         return compiled
     from .backend import numpy_backend
     return numpy_backend
+
+
+_NO_NUMBA_SAID = []
+
+
+def _numba_or_asked() -> bool:
+    """Whether numba is installed, or ``SYMGRAPH_CPU=compiled`` was asked for by name (then a
+    missing numba is the kernels' error, naming the package)."""
+    import importlib.util
+    import os
+    if importlib.util.find_spec("numba") is not None or os.environ.get("SYMGRAPH_CPU"):
+        return True
+    if not _NO_NUMBA_SAID:
+        _NO_NUMBA_SAID.append(True)
+        import warnings
+        warnings.warn("symgraph: numba is not installed, so the CPU backend runs the numpy "
+                      "references (pip install numba for the compiled one)", RuntimeWarning,
+                      stacklevel=3)
+    return False
 
 
 def _cuda_backend() -> Any:

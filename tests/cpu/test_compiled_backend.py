@@ -202,3 +202,22 @@ def test_a_kernel_that_fails_to_compile_names_the_step(compiled: Path,
     with pytest.raises(ExecutionError, match=r"h0 \(_hypot\): compiled CPU kernel sg_bad_f64_"):
         step(None, [x], None)
     np.testing.assert_array_equal(x, 1.0)
+
+
+def test_without_numba_the_default_is_numpy_said_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from symgraph.runtime import compile as C
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "numba" else real(name, *a))
+    monkeypatch.setattr(C, "_NO_NUMBA_SAID", [])
+    monkeypatch.delenv("SYMGRAPH_CPU", raising=False)
+    with pytest.warns(RuntimeWarning, match="numba is not installed"):
+        assert C._cpu_backend().__name__.endswith("numpy_backend")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # said once
+        assert C._cpu_backend().__name__.endswith("numpy_backend")
+    monkeypatch.setenv("SYMGRAPH_CPU", "compiled")  # asked for by name: the kernels' error
+    assert C._cpu_backend().__name__.endswith("cpu.backend")
