@@ -64,6 +64,26 @@ def _conv_reference(x: np.ndarray, w: np.ndarray, dy: np.ndarray, geometry: tupl
     return y, dw, dxp[:, :, ph:ph + x.shape[2], pw:pw + x.shape[3]]
 
 
+def check_conv_calls(calls: tuple, x: np.ndarray, w: np.ndarray, b: np.ndarray,
+                     dy: np.ndarray, geometry: tuple, tol: float) -> None:
+    """The (forward, data, weight) compute functions ``calls`` against the float64 loops,
+    their inputs untouched."""
+    forward, data, weight = calls
+    a = _conv_attrs(*geometry, filters=w.shape[0])
+    kept = [v.copy() for v in (x, w, b, dy)]
+    y, dw, dx = _conv_reference(x, w, dy, geometry)
+    scale = tol * np.sqrt(w[0].size)
+    got = forward(a, [x, w, b], None)[0]
+    assert got.dtype == x.dtype
+    np.testing.assert_allclose(got, y + b.reshape(-1, 1, 1), rtol=scale, atol=scale)
+    np.testing.assert_allclose(forward(a, [x, w], None)[0], y, rtol=scale, atol=scale)
+    np.testing.assert_allclose(data(a, [dy, w, x], None)[0], dx, rtol=scale, atol=scale)
+    np.testing.assert_allclose(weight(a, [dy, x], None)[0], dw, rtol=scale * 10,
+                               atol=scale * 10)
+    for v, k in zip((x, w, b, dy), kept):
+        np.testing.assert_array_equal(v, k)  # inputs untouched
+
+
 @pytest.mark.parametrize("geometry,dtype,tol", [
     (g, "float64", 1e-12) for g in CONV_GEOMETRIES] + [(CONV_GEOMETRIES[0], "float32", 1e-5)])
 def test_convolution_and_gradients_match_float64(compiled: Path, rng: np.random.Generator,
@@ -73,19 +93,8 @@ def test_convolution_and_gradients_match_float64(compiled: Path, rng: np.random.
     w = rng.normal(size=(4, 3) + geometry[0]).astype(dtype)
     b = rng.normal(size=4).astype(dtype)
     dy = rng.normal(size=(5, 4) + _out(x.shape, *geometry)).astype(dtype)
-    a = _conv_attrs(*geometry, filters=4)
-    kept = [v.copy() for v in (x, w, b, dy)]
-    y, dw, dx = _conv_reference(x, w, dy, geometry)
-    scale = tol * np.sqrt(w[0].size)
-    got = layers.conv_forward(a, [x, w, b], None)[0]
-    assert got.dtype == x.dtype
-    np.testing.assert_allclose(got, y + b.reshape(4, 1, 1), rtol=scale, atol=scale)
-    np.testing.assert_allclose(layers.conv_data(a, [dy, w, x], None)[0], dx, rtol=scale,
-                               atol=scale)
-    np.testing.assert_allclose(layers.conv_weight(a, [dy, x], None)[0], dw, rtol=scale * 10,
-                               atol=scale * 10)
-    for v, k in zip((x, w, b, dy), kept):
-        np.testing.assert_array_equal(v, k)  # inputs untouched
+    check_conv_calls((layers.conv_forward, layers.conv_data, layers.conv_weight), x, w, b, dy,
+                     geometry, tol)
 
 
 def test_batch_chunks_accumulate_the_weight_gradient(compiled: Path, rng: np.random.Generator,

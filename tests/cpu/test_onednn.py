@@ -12,7 +12,7 @@ from symgraph.core.attrs import parse_attrs
 from symgraph.core.registry import get_op
 from symgraph.runtime.cpu import layers, layers_onednn as dl, onednn
 from tests.cpu.test_layers_compiled import (CONV_GEOMETRIES, _cnn, _conv_attrs,
-                                            _conv_reference, _out)
+                                            _conv_reference, _out, check_conv_calls)
 
 # the other test file's three, a ResNet-like strided 3x3, a strided 7x7 stem, and a strided
 # 2x2 that leaves the last row and column in no window (oneDNN's right padding negative)
@@ -34,24 +34,12 @@ def _case(rng: np.random.Generator, geometry: tuple, shape: tuple = (5, 3, 9, 8)
 def test_each_call_matches_float64(dnnl: None, rng: np.random.Generator,
                                    geometry: tuple) -> None:
     x, w, b, dy = _case(rng, geometry, (5, 3, 15, 14))
-    a = _conv_attrs(*geometry, filters=4)
-    kept = [v.copy() for v in (x, w, b, dy)]
-    y, dw, dx = _conv_reference(x, w, dy, geometry)
-    scale = 2e-6 * np.sqrt(w[0].size)
-    shapes = [x.shape, w.shape, b.shape]
-    compute, why = layers.layer_compute("convolution", {"call": "forward"}, a, shapes,
-                                        [np.float32] * 3)
+    compute, why = layers.layer_compute("convolution", {"call": "forward"},
+                                        _conv_attrs(*geometry, filters=4),
+                                        [x.shape, w.shape, b.shape], [np.float32] * 3)
     assert compute is dl.dnnl_forward, why
-    got = compute(a, [x, w, b], None)[0]
-    np.testing.assert_allclose(got, y + b.reshape(4, 1, 1), rtol=scale, atol=scale)
-    np.testing.assert_allclose(dl.dnnl_forward(a, [x, w], None)[0], y, rtol=scale,
-                               atol=scale)
-    np.testing.assert_allclose(dl.dnnl_data(a, [dy, w, x], None)[0], dx, rtol=scale,
-                               atol=scale)
-    np.testing.assert_allclose(dl.dnnl_weight(a, [dy, x], None)[0], dw, rtol=scale * 10,
-                               atol=scale * 10)
-    for v, k in zip((x, w, b, dy), kept):
-        np.testing.assert_array_equal(v, k)  # inputs untouched
+    check_conv_calls((dl.dnnl_forward, dl.dnnl_data, dl.dnnl_weight), x, w, b, dy, geometry,
+                     2e-6)
 
 
 def test_strided_and_non_contiguous_inputs(dnnl: None, rng: np.random.Generator) -> None:
