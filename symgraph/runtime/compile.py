@@ -38,6 +38,7 @@ from . import random as _random
 from .backend import Program
 from ..core.base import BindError, ShapeError
 from ..core.context import Context
+from ..core.expr import evaluate as _expr_evaluate
 from ..core.graph import Entry, Graph, Node, variable
 from .ndarray import NDArray, array, before_run
 from ..compiler.memory_plan import plan_memory
@@ -60,6 +61,14 @@ def _cpu_backend() -> Any:
         return compiled
     from .backend import numpy_backend
     return numpy_backend
+
+
+def formula_evaluator() -> Callable:
+    """How host code evaluates ``core.expr`` formulas on numpy arrays (``expr.evaluate``'s
+    signature): one compiled kernel each on the compiled CPU backend (``cpu.backend.evaluate``),
+    numpy's ufuncs on the numpy one. The optimizers' update rules use it."""
+    backend = _cpu_backend()
+    return getattr(backend, "evaluate", None) or _expr_evaluate
 
 
 _NO_NUMBA_SAID = []

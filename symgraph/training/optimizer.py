@@ -14,6 +14,7 @@ import numpy as np
 from ..compiler.ops import update_rules as R
 from ..compiler.ops.update_rules import RuleInputs, UpdateRule, rescaled_grad  # noqa: F401
 from ..core.base import AttrError
+from ..runtime.compile import formula_evaluator  # (compiled kernels on the compiled CPU backend)
 from ..runtime.updater import Updater, get_updater
 from .lr_scheduler import LRScheduler
 from .optimizer_layout import MultiPrecisionAPI
@@ -215,7 +216,7 @@ class Optimizer(MultiPrecisionAPI):
               state: Sequence[np.ndarray], scalars: dict, index: Any) -> list[np.ndarray]:
         """``[new weight, *new states]`` of one parameter on the host: the rule's formulas
         (optimizers whose step needs norms or random draws add those here)."""
-        return rule.apply(weight, grad, state, scalars)
+        return rule.apply(weight, grad, state, scalars, formula_evaluator())
 
     def set_learning_rate(self, lr: float) -> None:
         if self.lr_scheduler is not None:

@@ -12,6 +12,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..compiler.ops import update_rules as R
+from ..runtime.compile import formula_evaluator
 from . import optimizer as _opt
 from ..core.base import AttrError, ShapeError
 from .optimizer import Optimizer, UpdateRule
@@ -55,7 +56,7 @@ class GroupAdaGrad(Optimizer):
         if self.clip_gradient is not None and self.clip_gradient >= 0:
             g = np.clip(g, -scalars["clip_gradient"], scalars["clip_gradient"])
         history = state[-1] + np.mean(g * g, axis=1, keepdims=True)
-        return rule.apply(weight, grad, [*state[:-1], history], scalars)
+        return rule.apply(weight, grad, [*state[:-1], history], scalars, formula_evaluator())
 
 
 _opt.register(GroupAdaGrad)  # create('groupadagrad'); the class itself is only in contrib

@@ -20,6 +20,7 @@ import numpy as np
 from ..compiler.ops import update_rules as R
 from ..core.base import AttrError
 from ..core.rng import generator
+from ..runtime.compile import formula_evaluator
 from .optimizer import Optimizer, UpdateRule
 from .optimizer_extra import install
 
@@ -65,7 +66,7 @@ class LAMB(Optimizer):
               state: Sequence[np.ndarray], scalars: dict, index: Any) -> list[np.ndarray]:
         master = rule is self.mp_rule
         direction = (self._mp_direction if master else self._direction).apply(
-            weight, grad, state, scalars)[0]
+            weight, grad, state, scalars, formula_evaluator())[0]
         r1 = _norm(state[0] if master else weight)
         if self.lower_bound:  # (MXNet passes a bound only when it is truthy)
             r1 = max(r1, self.lower_bound)
@@ -73,7 +74,8 @@ class LAMB(Optimizer):
             r1 = min(r1, self.upper_bound)
         r2 = _norm(direction.astype(np.float32))
         ratio = r1 / r2 if r1 != 0.0 and r2 != 0.0 else 1.0
-        return rule.apply(weight, grad, state, {**scalars, "lr": scalars["lr"] * ratio})
+        return rule.apply(weight, grad, state, {**scalars, "lr": scalars["lr"] * ratio},
+                          formula_evaluator())
 
 
 class LARS(Optimizer):
@@ -118,7 +120,7 @@ class LARS(Optimizer):
             if w_norm > 0.0 and g_norm > 0.0:
                 scalars = {**scalars, "lr": scalars["lr"] * self.eta * w_norm / (
                     g_norm + scalars["wd"] * w_norm + self.eps)}
-        return rule.apply(weight, grad, state, scalars)
+        return rule.apply(weight, grad, state, scalars, formula_evaluator())
 
 
 class LBSGD(Optimizer):
@@ -174,7 +176,8 @@ class LBSGD(Optimizer):
             mult = min(max(math.sqrt(w2 / (g2 + scalars["wd"] * w2 + 1e-18)), 0.01), 100.0)
         else:
             mult = self._get_lbmult(count)
-        return rule.apply(weight, mean, state, {**scalars, "lr": scalars["lr"] * mult})
+        return rule.apply(weight, mean, state, {**scalars, "lr": scalars["lr"] * mult},
+                          formula_evaluator())
 
 
 class SGLD(Optimizer):
@@ -188,7 +191,7 @@ class SGLD(Optimizer):
 
     def _step(self, rule: UpdateRule, weight: np.ndarray, grad: np.ndarray,
               state: Sequence[np.ndarray], scalars: dict, index: Any) -> list[np.ndarray]:
-        new = rule.apply(weight, grad, state, scalars)
+        new = rule.apply(weight, grad, state, scalars, formula_evaluator())
         if scalars["lr"] < 0:
             raise AttrError(f"SGLD: parameter {self._name(index)!r} has learning rate "
                             f"{scalars['lr']}; the noise's scale sqrt(lr) needs lr >= 0")

