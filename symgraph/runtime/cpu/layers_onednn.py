@@ -30,6 +30,7 @@ from . import onednn
 
 Compute = Callable[[Attrs, list, Optional[RunCtx]], list]
 
+
 def _dnnl_call(call: str, g: Any, bias: bool, arrays: dict, relu: bool = False) -> None:
     """Run oneDNN's ``call`` of window ``g`` on ``arrays``."""
     onednn.set_threads(cpu_threads())

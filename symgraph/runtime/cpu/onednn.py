@@ -1,4 +1,4 @@
-"""oneDNN's convolutions for the compiled CPU backend, through its C API (ctypes).
+"""oneDNN's convolutions and pooling for the compiled CPU backend, through its C API (ctypes).
 
 oneDNN (the library MXNet 1.x and PyTorch run on CPUs) convolves with JIT-generated direct
 kernels in blocked layouts; on the development machine's AVX-512 core the seed CNN's conv2
@@ -7,8 +7,9 @@ runs at about 115 GFLOP/s, where im2col plus OpenBLAS's GEMM reaches 65-75. It c
 so the enum values below hold for every 3.x library). Without it, or with
 ``SYMGRAPH_ONEDNN=0``, ``layers.py`` convolves through im2col and numpy's BLAS.
 
-A :class:`Primitive` is one convolution call (forward, data or weight gradient) for one set of
-shapes: oneDNN picks the layouts it runs fastest in (``format_tag_any``), and each argument
+A :class:`Primitive` is one call (a convolution's forward, data or weight gradient, or a pooling
+forward) for one set of shapes: oneDNN picks the layouts it runs fastest in
+(``format_tag_any``; pooling keeps plain ones), and each argument
 whose layout differs from the user's plain NCHW/OIHW array is reordered into a kept buffer
 before the call (inputs) or out of it after (outputs). Primitives are cached per thread (their
 buffers and memory objects are bound to one call at a time).
@@ -130,9 +131,9 @@ def why_not() -> str:
 class Primitive:
     """One oneDNN call for one set of shapes, with the reorders between the user's plain
     arrays and the layouts oneDNN chose. ``describe(self)`` makes its primitive descriptor
-    (:func:`convolution`, :func:`pooling`), ``shapes`` names the call's arguments (inputs then
-    outputs, :data:`ARGS`). Call it with a dict of those arguments as C-contiguous float32
-    arrays; it writes the output arrays."""
+    (see :func:`primitive`, :func:`pooling`); ``inputs`` and ``outputs`` map the call's
+    arguments (:data:`ARGS` names) to their shapes. Call it with a dict of those arguments as
+    C-contiguous float32 arrays; it writes the output arrays."""
 
     def __init__(self, lib: _Library, describe: Callable[["Primitive"], _P],
                  inputs: dict[str, tuple], outputs: dict[str, tuple]) -> None:
