@@ -46,6 +46,7 @@ MIN_ELEMENTS = 1 << 12
 microseconds and a kernel's first compilation about 0.3 s, which code building many small
 graphs (imperative scripts, test suites) would pay again and again. Tests set it to 0."""
 
+
 def __getattr__(name: str) -> Any:
     """``FORWARD_PIPELINE``, the passes before autodiff: the numpy backend's, read when asked
     (the two CPU backends run one graph, also where a caller changes the numpy one)."""
