@@ -138,9 +138,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "(runtime/cpu) and the other steps as their numpy reference; numpy runs every "
             "step's numpy reference (the reference the tests compare with)."),
     Setting("SYMGRAPH_ONEDNN", _flag_or_path, True, "0 | 1 | a path to libdnnl.so.3",
-            "The compiled CPU backend's float32 convolutions: 1 runs them through oneDNN when "
-            "the onednn-cpu-gomp wheel (or a libdnnl.so.3 at the path given) is there, 0 "
-            "through im2col and numpy's BLAS (runtime/cpu/onednn.py)."),
+            "The compiled CPU backend's float32 convolutions and padded or average pooling: 1 "
+            "runs them through oneDNN when the onednn-cpu-gomp wheel (or a libdnnl.so.3 at the "
+            "path given) is there, 0 through im2col and numpy's BLAS and the numpy reference "
+            "(runtime/cpu/onednn.py)."),
     Setting("SYMGRAPH_ALLOW_HOST", _flag, False, "0 | 1",
             "1 runs GPU steps that have no lowering on the host (with a warning) instead of "
             "refusing the bind."),

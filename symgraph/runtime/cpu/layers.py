@@ -17,6 +17,10 @@ convolutions the ``call``: forward, data or filter) when the node fits, else say
   plane with the window unrolled (the numpy reference makes a pass per kernel offset, and
   its backward a compare and a mask per offset).
 
+Where oneDNN is installed, float32 convolutions and the pooling windows these kernels do not
+take (padded, average) run through it instead (``layers_onednn.py``); :func:`layer_compute`
+chooses.
+
 Work is split over the backend's threads by samples or planes (``pool.run_split``); the GEMMs
 use BLAS's threads, which the program sets to the same budget.
 
