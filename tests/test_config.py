@@ -10,6 +10,7 @@ import pytest
 
 import symgraph as sg
 from symgraph.core import config
+from symgraph.core.base import AttrError
 
 ROOT = Path(__file__).resolve().parents[1] / "symgraph"
 
@@ -92,3 +93,14 @@ def test_debug_level_reaches_the_passes(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("SYMGRAPH_DEBUG", "1")
     from symgraph.compiler import passes
     assert passes.debug_level() == 1
+
+
+def test_is_set_tells_a_given_value_from_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SYMGRAPH_CPU", raising=False)
+    assert not config.is_set("SYMGRAPH_CPU")
+    monkeypatch.setenv("SYMGRAPH_CPU", "")
+    assert not config.is_set("SYMGRAPH_CPU")  # empty is unset, as get() reads it
+    monkeypatch.setenv("SYMGRAPH_CPU", "compiled")
+    assert config.is_set("SYMGRAPH_CPU")
+    with pytest.raises(AttrError, match="unknown setting"):
+        config.is_set("SYMGRAPH_NOT_A_SETTING")

@@ -192,6 +192,15 @@ def get(name: str) -> Any:
     return value
 
 
+def is_set(name: str) -> bool:
+    """Whether setting ``name`` is given (a non-empty variable) rather than left to its
+    default; e.g. a default that falls back where a package is missing, while a value asked
+    for by name keeps its error."""
+    if name not in SETTINGS:
+        raise AttrError(f"config: unknown setting {name!r}; known: {sorted(SETTINGS)}")
+    return os.environ.get(name, "") != ""
+
+
 @contextmanager
 def override(name: str, text: str) -> Iterator[None]:
     """Run the body with setting ``name`` read as ``text`` (checked as the variable's value

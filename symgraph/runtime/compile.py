@@ -78,8 +78,7 @@ def _numba_or_asked() -> bool:
     """Whether numba is installed, or ``SYMGRAPH_CPU=compiled`` was asked for by name (then a
     missing numba is the kernels' error, naming the package)."""
     import importlib.util
-    import os
-    if importlib.util.find_spec("numba") is not None or os.environ.get("SYMGRAPH_CPU"):
+    if importlib.util.find_spec("numba") is not None or config.is_set("SYMGRAPH_CPU"):
         return True
     if not _NO_NUMBA_SAID:
         _NO_NUMBA_SAID.append(True)
