@@ -1,9 +1,11 @@
-"""oneDNN's convolutions in the compiled CPU backend (symgraph/runtime/cpu/onednn.py): each
-call against the float64 loops of test_layers_compiled, the choice between oneDNN and im2col
-with the reasons, and a bad library that leaves the backend on im2col."""
+"""oneDNN's convolutions and pooling in the compiled CPU backend (symgraph/runtime/cpu/onednn.py,
+layers_onednn.py): each convolution call against the float64 loops of test_layers_compiled,
+the pooling windows against the numpy reference in float64, the choice between oneDNN and the
+backend's own kernels with the reasons, and a bad library that leaves the backend on im2col."""
 from __future__ import annotations
 
 from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -65,9 +67,8 @@ def test_what_stays_on_im2col_says_why(dnnl: None, monkeypatch: pytest.MonkeyPat
     assert "fewer column rows than filters" in dl.why_not_conv(
         _conv_attrs(*CONV_GEOMETRIES[0], filters=32), "filter", [(2, 32, 8, 8), (2, 1, 8, 8)],
         [np.float32] * 2)
-    assert "empty" in dl.why_not_conv(_conv_attrs(*CONV_GEOMETRIES[0], filters=4),
-                                           "forward", [(0, 3, 8, 8), (4, 3, 3, 3)],
-                                           [np.float32] * 2)
+    assert "empty" in dl.why_not_conv(_conv_attrs(*CONV_GEOMETRIES[0], filters=4), "forward",
+                                      [(0, 3, 8, 8), (4, 3, 3, 3)], [np.float32] * 2)
     monkeypatch.setenv("SYMGRAPH_ONEDNN", "0")
     onednn._load.cache_clear()
     assert choose(CONV_GEOMETRIES[0], (2, 3, 8, 8), np.float32)[0] is layers.conv_forward
@@ -99,13 +100,10 @@ def test_a_library_that_does_not_load_leaves_im2col(compiled: Path, tmp_path: Pa
 
 
 def _computes(exe: object) -> list:
-    """The layer compute functions of a bound executor's compiled training program."""
+    """The compiled steps' compute functions (a group's: its head's) of a bound executor's
+    training program."""
     program = exe._train.program  # type: ignore[attr-defined]
-    out = []
-    for k in range(len(program.schedule.steps)):
-        step = program.step_compute(k)
-        out.append(getattr(step, "head_compute", step))
-    return out
+    return [getattr(f, "head_compute", f) for f in getattr(program, "_compiled", [])]
 
 
 def test_a_cnn_trains_through_onednn_like_the_numpy_backend(
