@@ -221,6 +221,18 @@ register(OpDef(
         "the CPU; the GPU clips where MXNet raises: a kernel cannot raise)."))
 
 
+def add_rows(grad: np.ndarray, i: np.ndarray, rows: np.ndarray) -> None:
+    """``np.add.at(grad, i, rows)`` as one stable sort and one segmented sum (numpy's
+    reduction over the rows sharing an index, then one add: equal up to float rounding):
+    ``np.add.at`` took 10 ms for the LSTM model's 700 rows of 200 (an Embedding's gradient)."""
+    if i.size == 0:
+        return
+    order = np.argsort(i, kind="stable")
+    si = i[order]
+    starts = np.flatnonzero(np.concatenate(([True], si[1:] != si[:-1])))
+    grad[si[starts]] += np.add.reduceat(rows[order], starts, axis=0)
+
+
 def _backward_take(a: Attrs, xs: list, ctx: RunCtx) -> list:
     dy, idx, data = xs
     ax = a["axis"] % data.ndim
@@ -228,7 +240,7 @@ def _backward_take(a: Attrs, xs: list, ctx: RunCtx) -> list:
     i = _indices(a, idx, n).reshape(-1)
     moved = np.moveaxis(dy, list(range(ax, ax + idx.ndim)), list(range(idx.ndim)))
     grad = np.zeros((n,) + moved.shape[idx.ndim:], dtype=dy.dtype)
-    np.add.at(grad, i, moved.reshape((i.size,) + moved.shape[idx.ndim:]))
+    add_rows(grad, i, moved.reshape((i.size,) + moved.shape[idx.ndim:]))
     return [np.moveaxis(grad, 0, ax)]
 
 
