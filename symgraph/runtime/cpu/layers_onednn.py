@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional, Sequence
 import numpy as np
 
 from ...compiler.ops.conv import conv_window
-from ...compiler.ops.pool import pool_window
+from ...compiler.ops.pool import pool_forward, pool_window
 from ...core.attrs import Attrs
 from ...core.registry import RunCtx
 from ..backend.threads import cpu_threads
@@ -40,7 +40,12 @@ def _dnnl_call(call: str, g: Any, bias: bool, arrays: dict, relu: bool = False) 
 
 def dnnl_forward(a: Attrs, xs: list, ctx: Optional[RunCtx], relu: bool = False) -> list:
     """:func:`conv_forward` through oneDNN (float32); ``relu``: then max(y, 0), applied as
-    oneDNN writes the output (the separate pass cost the seed CNN's conv2 0.8 ms of 5.6)."""
+    oneDNN writes the output (the separate pass cost the seed CNN's conv2 0.8 ms of 5.6).
+    Where oneDNN cannot run any more (a forked child: ``onednn.library``), im2col's."""
+    if onednn.library() is None:
+        from .layers import conv_forward
+        y = conv_forward(a, xs, ctx)[0]
+        return [np.maximum(y, 0, out=y) if relu else y]
     x, w = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1])
     g = conv_window(a, x.shape)
     y = np.empty(g.output_shape, x.dtype)
@@ -57,7 +62,10 @@ def dnnl_forward_relu(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
 
 
 def dnnl_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
-    """:func:`conv_data` through oneDNN (float32)."""
+    """:func:`conv_data` through oneDNN (float32; im2col's where oneDNN cannot run)."""
+    if onednn.library() is None:
+        from .layers import conv_data
+        return conv_data(a, xs, ctx)
     dy, w, shape = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1]), xs[2].shape
     g = conv_window(a, shape)
     dx = np.empty(shape, dy.dtype)
@@ -66,7 +74,10 @@ def dnnl_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
 
 
 def dnnl_weight(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
-    """:func:`conv_weight` through oneDNN (float32)."""
+    """:func:`conv_weight` through oneDNN (float32; im2col's where oneDNN cannot run)."""
+    if onednn.library() is None:
+        from .layers import conv_weight
+        return conv_weight(a, xs, ctx)
     dy, x = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1])
     g = conv_window(a, x.shape)
     dw = np.empty(g.weight_shape, dy.dtype)
@@ -89,7 +100,10 @@ def _dnnl_pool_kind(g: Any) -> str:
 
 
 def dnnl_pool(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
-    """Max or average pooling (2-D, NCHW, float32, any padding) through oneDNN."""
+    """Max or average pooling (2-D, NCHW, float32, any padding) through oneDNN (the numpy
+    reference where oneDNN cannot run)."""
+    if onednn.library() is None:
+        return [pool_forward(xs[0], a)]
     x = np.ascontiguousarray(xs[0])
     g = pool_window(a, x.shape)
     y = np.empty(x.shape[:2] + tuple(g.out), x.dtype)

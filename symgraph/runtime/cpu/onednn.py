@@ -118,13 +118,32 @@ def _load() -> tuple[Optional[_Library], str]:
         return None, why
 
 
+_THREADS_STARTED = [False]  # a call ran on more than one OpenMP thread in this process
+_FORKED_AFTER_THREADS = [False]
+
+
+def _after_fork_in_child() -> None:
+    # GNU OpenMP cannot run in a child forked after its parent started OpenMP threads: the
+    # child's first call waits for the parent's threads for ever (seen here with 2 threads).
+    # Such a child convolves with im2col and pools with the reference instead.
+    if _THREADS_STARTED[0]:
+        _FORKED_AFTER_THREADS[0] = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def library() -> Optional[_Library]:
-    """The loaded oneDNN library, or None (:func:`why_not` says why)."""
-    return _load()[0]
+    """The loaded oneDNN library, or None (:func:`why_not` says why): also None in a process
+    forked after its parent ran oneDNN on several threads."""
+    return None if _FORKED_AFTER_THREADS[0] else _load()[0]
 
 
 def why_not() -> str:
     """Why oneDNN is not used ('' when it is)."""
+    if _FORKED_AFTER_THREADS[0]:
+        return ("a process forked after its parent ran oneDNN's OpenMP threads (GNU OpenMP "
+                "cannot run in it)")
     return _load()[1]
 
 
@@ -340,4 +359,5 @@ def set_threads(n: int) -> None:
     if lib is not None and lib.set_threads is not None and getattr(_THREADS, "n", 0) != n:
         lib.set_threads(n)
         _THREADS.n = n
+        _THREADS_STARTED[0] = _THREADS_STARTED[0] or n > 1
 
