@@ -50,7 +50,7 @@ from ...core.registry import OpDef, RunCtx
 from ..cuda.actions import lowering_of
 from .group import compute_dtype
 from .kernels import load
-from .layers_onednn import DNNL, dnnl_pool, pool_fits, why_not_conv
+from .layers_onednn import DNNL, IM2COL, dnnl_pool, pool_fits, why_not_conv
 from .norm import batch_norm, why_not_batch_norm
 from .pool import run_split
 from .render_window import (padded_plane, render_col2im, render_im2col,
@@ -276,6 +276,8 @@ def _why_not_pool(a: Attrs, shapes: Sequence[tuple]) -> str:
     g = pool_window(a, data)
     return why_not_window(g.kernel, g.stride, g.pad, g.spatial, g.out)
 
+
+IM2COL.update(forward=conv_forward, data=conv_data, filter=conv_weight)
 
 # (lowering family, its "call" parameter) -> (why a node cannot compile, compute function)
 LAYERS: dict[tuple[str, Optional[str]], tuple[Callable[[Attrs, Sequence[tuple]], str],

@@ -30,6 +30,10 @@ from . import onednn
 
 Compute = Callable[[Attrs, list, Optional[RunCtx]], list]
 
+IM2COL: dict[str, Compute] = {}
+"""The backend's own convolution calls by ``call`` (``layers.py`` fills it: it imports this
+module), for a process where oneDNN can no longer run."""
+
 
 def _dnnl_call(call: str, g: Any, bias: bool, arrays: dict, relu: bool = False) -> None:
     """Run oneDNN's ``call`` of window ``g`` on ``arrays``."""
@@ -43,8 +47,7 @@ def dnnl_forward(a: Attrs, xs: list, ctx: Optional[RunCtx], relu: bool = False) 
     oneDNN writes the output (the separate pass cost the seed CNN's conv2 0.8 ms of 5.6).
     Where oneDNN cannot run any more (a forked child: ``onednn.library``), im2col's."""
     if onednn.library() is None:
-        from .layers import conv_forward
-        y = conv_forward(a, xs, ctx)[0]
+        y = IM2COL["forward"](a, xs, ctx)[0]
         return [np.maximum(y, 0, out=y) if relu else y]
     x, w = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1])
     g = conv_window(a, x.shape)
@@ -64,8 +67,7 @@ def dnnl_forward_relu(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
 def dnnl_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
     """:func:`conv_data` through oneDNN (float32; im2col's where oneDNN cannot run)."""
     if onednn.library() is None:
-        from .layers import conv_data
-        return conv_data(a, xs, ctx)
+        return IM2COL["data"](a, xs, ctx)
     dy, w, shape = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1]), xs[2].shape
     g = conv_window(a, shape)
     dx = np.empty(shape, dy.dtype)
@@ -76,8 +78,7 @@ def dnnl_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
 def dnnl_weight(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
     """:func:`conv_weight` through oneDNN (float32; im2col's where oneDNN cannot run)."""
     if onednn.library() is None:
-        from .layers import conv_weight
-        return conv_weight(a, xs, ctx)
+        return IM2COL["filter"](a, xs, ctx)
     dy, x = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1])
     g = conv_window(a, x.shape)
     dw = np.empty(g.weight_shape, dy.dtype)
