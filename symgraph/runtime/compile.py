@@ -28,6 +28,7 @@ Example::
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Mapping, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -74,11 +75,16 @@ def formula_evaluator() -> Callable:
 _NO_NUMBA_SAID = []
 
 
+@lru_cache(maxsize=1)
+def _numba_installed() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("numba") is not None
+
+
 def _numba_or_asked() -> bool:
     """Whether numba is installed, or ``SYMGRAPH_CPU=compiled`` was asked for by name (then a
     missing numba is the kernels' error, naming the package)."""
-    import importlib.util
-    if importlib.util.find_spec("numba") is not None or config.is_set("SYMGRAPH_CPU"):
+    if _numba_installed() or config.is_set("SYMGRAPH_CPU"):
         return True
     if not _NO_NUMBA_SAID:
         _NO_NUMBA_SAID.append(True)

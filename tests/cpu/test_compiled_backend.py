@@ -205,12 +205,16 @@ def test_a_kernel_that_fails_to_compile_names_the_step(compiled: Path,
 
 
 def test_without_numba_the_default_is_numpy_said_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import functools
     import importlib.util
 
     from symgraph.runtime import compile as C
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name == "numba" else real(name, *a))
+    # a fresh cache of the lookup, for this test only (monkeypatch puts the real one back)
+    monkeypatch.setattr(C, "_numba_installed",
+                        functools.lru_cache(maxsize=1)(C._numba_installed.__wrapped__))
     monkeypatch.setattr(C, "_NO_NUMBA_SAID", [])
     monkeypatch.delenv("SYMGRAPH_CPU", raising=False)
     with pytest.warns(RuntimeWarning, match="numba is not installed"):

@@ -160,21 +160,28 @@ def evaluate(roots: Sequence[Expr], inputs: Sequence[Any], dtype: Any) -> list:
         array([3., 3., 3.])
     """
     arrays = [np.asarray(x) for x in inputs]
-    shape = np.broadcast_shapes(*(a.shape for a in arrays))
     dt = np.dtype(dtype)
-    full = {i for i, a in enumerate(arrays) if a.shape == shape}
+    key = (tuple(roots), tuple(a.shape for a in arrays), dt.name)
+    if key not in _FORMULAS:  # (decided once per formulas, shapes and dtype: a step's hot path)
+        if len(_FORMULAS) >= 256:
+            _FORMULAS.pop(next(iter(_FORMULAS)))
+        _FORMULAS[key] = _formula_kernel(roots, [a.shape for a in arrays], dt)
+    step = _FORMULAS[key]
+    if step is None:
+        return expr_evaluate(roots, inputs, dtype)
+    return step(None, [a.astype(dt, copy=False) for a in arrays], None)
+
+
+def _formula_kernel(roots: Sequence[Expr], shapes: list, dt: np.dtype) -> Optional[FusedStep]:
+    """:func:`evaluate`'s kernel for formulas ``roots`` over inputs of ``shapes``, or None
+    where numpy's ufuncs run them (see there)."""
+    shape = np.broadcast_shapes(*shapes)
+    full = {i for i, s in enumerate(shapes) if s == shape}
     if prod(shape) < MIN_ELEMENTS or dt.name not in ("float32", "float64") \
             or why_not(roots, [dt]) or not all(
                 full & {int(e.value) for e in topo([r]) if e.op == "input"} for r in roots):
-        return expr_evaluate(roots, inputs, dtype)
-    key = (tuple(roots), shape, dt.name)
-    step = _FORMULAS.get(key)
-    if step is None:
-        if len(_FORMULAS) >= 256:
-            _FORMULAS.pop(next(iter(_FORMULAS)))
-        step = _FORMULAS[key] = FusedStep(list(roots), [shape] * len(roots), "formulas",
-                                          "formulas", dt.name)
-    return step(None, [a.astype(dt, copy=False) for a in arrays], None)
+        return None
+    return FusedStep(list(roots), [shape] * len(roots), "formulas", "formulas", dt.name)
 
 
 class CompiledProgram(NumpyProgram):

@@ -12,7 +12,7 @@ Example::
     >>> a = parse_attrs(get_op("Pooling").params, {"kernel": (3, 3), "stride": (2, 2),
     ...                                            "pad": (1, 1)}, "")
     >>> x = np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)
-    >>> if not onednn.fits():  # the onednn-cpu-gomp wheel is installed
+    >>> if not onednn.why_not():  # the onednn-cpu-gomp wheel is installed
     ...     assert dnnl_pool(a, [x], None)[0].ravel().tolist() == [5.0, 7.0, 13.0, 15.0]
 """
 from __future__ import annotations
@@ -142,13 +142,13 @@ def why_not_conv(a: Attrs, call: str, shapes: Sequence[tuple], dtypes: Sequence[
         # im2col's per-sample GEMMs (_weight_by_samples): the seed CNN's conv1 (9 column
         # rows, 32 filters) took 0.64 ms there against oneDNN's 1.15 at batch 64
         return "fewer column rows than filters (im2col's per-sample weight gradient)"
-    return onednn.fits()
+    return onednn.why_not()
 
 
 def pool_fits(attrs: Attrs, shapes: Sequence[tuple], dtypes: Sequence[np.dtype]) -> bool:
     """Whether a Pooling node of these attributes, data shape and dtype runs :func:`dnnl_pool`
     (2-D NCHW float32 max or average, not empty)."""
-    if onednn.fits() or any(np.dtype(d) != np.float32 for d in dtypes) \
+    if onednn.why_not() or any(np.dtype(d) != np.float32 for d in dtypes) \
             or len(shapes[0]) != 4 or attrs["layout"] not in (None, "NCHW"):
         return False
     g = pool_window(attrs, tuple(shapes[0]))

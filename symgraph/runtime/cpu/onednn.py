@@ -276,11 +276,6 @@ def _right_pad(n: int, k: int, out: int, stride: int, pad: int, dilate: int) -> 
     return (out - 1) * stride + (k - 1) * dilate + 1 - n - pad
 
 
-def fits() -> str:
-    """Why convolutions cannot run here ('' when they can)."""
-    return "" if library() is not None else why_not()
-
-
 def _convolution(call: str, x: tuple, w: tuple, y: tuple, stride: tuple, pad: tuple,
                  dilate: tuple, bias: bool, relu: bool) -> Callable[[Primitive], _P]:
     def describe(p: Primitive) -> _P:
