@@ -64,7 +64,7 @@ def measure(batch: int, rounds: int) -> tuple[dict, dict, Any]:
                 for k in range(len(exe._train.schedule.steps)):
                     steps[b].setdefault(k, []).append(
                         cpu_ms(lambda: prog._step(env, k, ctx)))  # noqa: B023
-    return whole, steps, exes["numpy"]._train.schedule
+    return whole, steps, {b: exe._train.schedule for b, exe in exes.items()}
 
 
 def main() -> int:
@@ -73,7 +73,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--top", type=int, default=16)
     a = ap.parse_args()
-    whole, steps, schedule = measure(a.batch, a.rounds)
+    whole, steps, schedules = measure(a.batch, a.rounds)
     med = {b: {k: float(np.median(v)) for k, v in steps[b].items()} for b in BACKENDS}
     print(f"seed CNN step, batch {a.batch}, CPU ms (median of {a.rounds}); load average "
           f"{os.getloadavg()[0]:.1f}")
@@ -82,10 +82,14 @@ def main() -> int:
           + " |")
     print("| sum of steps | | " + " | ".join(f"{sum(med[b].values()):.1f}" for b in BACKENDS)
           + " |")
-    for k in sorted(med["numpy"], key=lambda k: -med["numpy"][k])[:a.top]:
-        node = schedule.steps[k].node
-        print(f"| {node.name[:56]} | {node.op} | {med['numpy'][k]:.2f} | "
-              f"{med['compiled'][k]:.2f} |")
+    # the compiled backend's layout pass renames what it converts (``_nhwc``): its steps are
+    # matched to the numpy backend's by the name without that suffix
+    numpy_at = {st.node.name: k for k, st in enumerate(schedules["numpy"].steps)}
+    for k in sorted(med["compiled"], key=lambda k: -med["compiled"][k])[:a.top]:
+        node = schedules["compiled"].steps[k].node
+        j = numpy_at.get(node.name.replace("_nhwc", ""))
+        ref = f"{med['numpy'][j]:.2f}" if j is not None else "-"
+        print(f"| {node.name[:56]} | {node.op} | {ref} | {med['compiled'][k]:.2f} |")
     return 0
 
 

@@ -35,7 +35,7 @@ def _cuda_backend(sm_count: int, skip: tuple = ()) -> Any:
     """The CUDA backend's forward passes (less those named in ``skip``) and lowering for
     ``sm_count`` SMs, run without a device."""
     from symgraph.runtime.cuda.plan import lower_schedule
-    from symgraph.runtime.cuda.channel_last import channel_last
+    from symgraph.compiler.passes.channel_last import channel_last
     from symgraph.runtime.cuda.fuse_conv_pool import fuse_conv_pool
     from symgraph.compiler.passes.fold_heads import fold_heads
     forward = (fuse_conv_pool, channel_last, fold_heads)  # as with cuDNN present

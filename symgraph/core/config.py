@@ -129,7 +129,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
     Setting("SYMGRAPH_CUDNN_API", _choice("auto", "legacy"), "auto", "auto | legacy",
             "legacy times cuDNN's legacy algorithms only, not its graph API's engines."),
     Setting("SYMGRAPH_NHWC", _flag, True, "0 | 1",
-            "0 keeps float16/bfloat16 convolutions NCHW (no channels-last layout pass)."),
+            "0 keeps convolutions NCHW (no channels-last layout pass: CUDA's float16/bfloat16 "
+            "ones, the compiled CPU backend's float32 ones)."),
     Setting("SYMGRAPH_CUDA_LIBS", _choice("system", "wheels"), "system", "system | wheels",
             "wheels loads cuBLAS/cuDNN/NCCL from the nvidia-* wheels before the toolkit's."),
     Setting("SYMGRAPH_CPU", _choice("numpy", "compiled"), "compiled", "numpy | compiled",

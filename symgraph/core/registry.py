@@ -25,10 +25,11 @@ GEMM = "gemm"
 OPAQUE = "opaque"
 PATTERNS = (ELEMWISE, BROADCAST, INJECTIVE, REDUCE, GEMM, OPAQUE)
 
-# Channels-last rules (``OpDef.layout``), read by ``cuda/channel_last``.
+# Channels-last rules (``OpDef.layout``), read by ``passes/channel_last``.
 POSITIONAL = "positional"
 CHANNEL_AXIS = "channel_axis"
 CONVOLUTION = "convolution"
+WINDOW = "window"
 
 class PartialShape(tuple):
     """A shape a rule returns with 0 as an unknown dimension even where shapes are otherwise
@@ -95,10 +96,11 @@ class OpDef:
       epilogue (fusion's ``head``).
     * ``cast``: converts each element on its own to another dtype (so it commutes with any
       move of elements: ``passes/fold_casts`` folds it into a neighbouring transpose).
-    * ``layout``: how the op runs on channels-last data (``cuda/channel_last``): ``POSITIONAL``,
-      its value at a position depends on that position's inputs only (implied for elementwise
-      and broadcast ops); ``CHANNEL_AXIS``, its ``axis`` attribute names the channel axis and
-      moves with it; ``CONVOLUTION``, it runs as ``layout='NHWC'`` with an OHWI weight.
+    * ``layout``: how the op runs on channels-last data (``passes/channel_last``):
+      ``POSITIONAL``, its value at a position depends on that position's inputs only (implied
+      for elementwise and broadcast ops); ``CHANNEL_AXIS``, its ``axis`` attribute names the
+      channel axis and moves with it; ``CONVOLUTION``, it runs as ``layout='NHWC'`` with an
+      OHWI weight; ``WINDOW``, it runs as ``layout='NHWC'`` (pooling).
     * ``group_epilogue``: its output 0 may take the fused elementwise group that reads it as its
       epilogue (``passes/fuse_bn_epilogue``; the lowering applies the formula as it stores).
     * ``activation``: the activation function the op applies (a name, or a function of the
@@ -143,7 +145,7 @@ class OpDef:
     epilogue: bool = False  # an elementwise consumer may run as this op's epilogue (like GEMM)
     partial_shapes: bool = False  # the shape rule reads and gives 0 as an unknown dimension
     cast: bool = False  # converts each element on its own (commutes with moves of elements)
-    layout: Optional[str] = None  # channels-last rule: POSITIONAL, CHANNEL_AXIS, CONVOLUTION
+    layout: Optional[str] = None  # channels-last rule: POSITIONAL, ..., WINDOW
     group_epilogue: bool = False  # output 0 may take the fused group reading it as epilogue
     activation: Union[None, str, Callable[[Attrs], str]] = None  # the activation applied
     # GPU lowering as data, read by symgraph.runtime.cuda: a family, (family, params), or

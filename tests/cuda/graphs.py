@@ -75,11 +75,13 @@ FLOAT64_CASES = {"_ones", "_full", "_arange", "_arange_stop_none"}
 
 
 # Registry cases whose graphs hold a step the GPU refuses by name (BindError at bind): the
-# linalg factorizations and triangular solves (no cuSOLVER/cuBLAS trsm binding yet) and
-# gemm/gemm2 with rows along another axis than -2 (tests/ops/test_linalg.py checks the refusal).
+# linalg factorizations and triangular solves (no cuSOLVER/cuBLAS trsm binding yet), gemm/gemm2
+# with rows along another axis than -2 (tests/ops/test_linalg.py checks the refusal) and
+# channels-last pooling (tests/cuda/test_pool_layout.py).
 GPU_REFUSED_CASES = {"gemm2-axis1", "gemm-axis0", "trsm", "trsm-tu", "trsm-r", "potrf",
                      "potrf-upper", "potri", "potri-upper", "gelqf", "gelqf-batch", "syevd",
-                     "inverse", "det", "det-one", "slogdet"}
+                     "inverse", "det", "det-one", "slogdet"} | {
+    c.name() for c in ALL_CASES if "-last-" in c.name() and "Pooling" in c.op}
 
 
 # Ops the CUDA backend rewrites before autodiff (passes/unroll_control_flow.py), so a schedule

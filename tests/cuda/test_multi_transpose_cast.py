@@ -18,7 +18,7 @@ from symgraph.runtime.cuda.actions import Kernel, flat_actions
 from symgraph.runtime.cuda.kernels_views import fits_32_bits, render_multi_gather
 from symgraph.core.dtypes import as_dtype
 from symgraph.runtime.cuda.fuse_conv_pool import fuse_conv_pool
-from symgraph.runtime.cuda.channel_last import channel_last
+from symgraph.compiler.passes.channel_last import channel_last
 
 from .host_run import host_compiler, lowered, run_on_host
 

@@ -174,3 +174,18 @@ def test_gluon_hybrid_block_export(tmp_path):
     ops = {n.op_type for n in onnx.load(path).graph.node}
     assert {"BatchNormalization", "ConvTranspose", "Gemm"} <= ops or \
         {"BatchNormalization", "ConvTranspose", "MatMul"} <= ops
+
+
+@pytest.mark.parametrize("layer", ["Convolution", "Pooling"])
+def test_channels_last_layers_are_refused_by_name(tmp_path, layer):
+    """ONNX's Conv and pools are channels first: an NHWC layer is refused, naming the node, and
+    no file is written."""
+    x = S.var("data")
+    y = S.Convolution(x, kernel=(3, 3), num_filter=2, layout="NHWC", name="l") \
+        if layer == "Convolution" else S.Pooling(x, kernel=(2, 2), layout="NHWC", name="l")
+    shapes = {"data": (1, 6, 6, 3)}
+    arg, aux = _params(y, shapes, np.random.default_rng(0))
+    with pytest.raises(sg.GraphError, match=rf"^l \({layer}\): layout NHWC has no ONNX"):
+        sg.onnx.export_model(y, {**arg, **aux}, [shapes["data"]], np.float32,
+                             str(tmp_path / "m.onnx"))
+    assert not (tmp_path / "m.onnx").exists()

@@ -92,6 +92,36 @@ for cid, (shape, k, pt, s, p, full, inc) in POOL_GEOMETRIES.items():
         {"dy": normal(*out), "x": normal(*shape)},
         lambda dy, x, r=ref_args: naive.pool_grad(x, dy, **r), grad_nodes=["dy"],
         also_covers=("_pooling_gather",), id=f"_backward_Pooling-{cid}"))
+# Channels last (NWC, NHWC, NDHWC): the same windows over data with the channels moved last,
+# against the reference on the channels-first transpose.
+LAST = {3: "NWC", 4: "NHWC", 5: "NDHWC"}
+
+
+def _first(v: np.ndarray) -> np.ndarray:
+    return np.moveaxis(v, -1, 1)
+
+
+def _last(v: np.ndarray) -> np.ndarray:
+    return np.moveaxis(v, 1, -1)
+
+
+for cid in ("max-2x2", "max-overlap-pad", "avg-exclude-pad", "max-full", "sum-1d", "max-3d",
+            "max-3x3-remainder"):
+    shape, k, pt, s, p, full, inc = POOL_GEOMETRIES[cid]
+    attrs = dict(kernel=k, pool_type=pt, stride=s, pad=p, count_include_pad=inc,
+                 pooling_convention="full" if full else "valid", layout=LAST[len(shape)])
+    ref_args = dict(kernel=k, pool_type=pt, stride=s, pad=p, full=full, include_pad=inc)
+    last_shape = (shape[0],) + shape[2:] + (shape[1],)
+    CASES.append(Case("Pooling", lambda a=attrs: S.Pooling(x, **a), {"x": normal(*last_shape)},
+                      lambda x, r=ref_args: _last(naive.pool(_first(x), **r)),
+                      id=f"Pooling-last-{cid}"))
+    out = _last(naive.pool(np.zeros(shape), **ref_args)).shape
+    CASES.append(Case(
+        "_backward_Pooling",
+        lambda a=attrs: S._backward_Pooling(dy, x, S.Pooling(x, **a), **a),
+        {"dy": normal(*out), "x": normal(*last_shape)},
+        lambda dy, x, r=ref_args: _last(naive.pool_grad(_first(x), _first(dy), **r)),
+        grad_nodes=["dy"], also_covers=("_pooling_gather",), id=f"_backward_Pooling-last-{cid}"))
 for pt in ("max", "avg", "sum"):
     CASES.append(Case("Pooling", lambda t=pt: S.Pooling(x, pool_type=t, global_pool=True),
                       {"x": normal(2, 3, 4, 5)},

@@ -9,7 +9,7 @@ import symgraph as sg
 import symgraph.compiler.passes as P
 from symgraph.runtime.backend import numpy_backend
 from symgraph.compiler.passes.batch_casts import batch_casts
-from symgraph.runtime.cuda.channel_last import channel_last
+from symgraph.compiler.passes.channel_last import channel_last
 from symgraph.compiler.passes.verify import verify
 
 from .test_channel_last import SHAPES, small_resnet

@@ -9,7 +9,7 @@ import pytest
 
 import symgraph as sg
 from symgraph.runtime.backend import numpy_backend
-from symgraph.runtime.cuda.channel_last import channel_last
+from symgraph.compiler.passes.channel_last import channel_last
 from symgraph.compiler.passes.verify import verify
 
 from .util import declared, ops_of

@@ -14,7 +14,7 @@ from symgraph.core.registry import has_op
 
 ROOT = Path(symgraph.__file__).parent
 PASSES = sorted((ROOT / "compiler" / "passes").glob("*.py")) + [
-    ROOT / "runtime" / "cuda" / "channel_last.py", ROOT / "runtime" / "cuda" / "fuse_conv_pool.py"]
+    ROOT / "runtime" / "cuda" / "fuse_conv_pool.py"]
 EMITS = {  # file -> the ops it makes or rewrites by definition (transposes for fold_casts)
     "absorb_casts.py": {"_fused"},
     "batch_casts.py": {"_transpose_cast", "_multi_transpose_cast"},

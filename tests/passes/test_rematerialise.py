@@ -66,11 +66,13 @@ def test_forward_relu_and_batchnorm_outputs_die_in_the_forward() -> None:
     from symgraph.compiler.memory_plan import lifetimes
     first, last = lifetimes(sch)
     kept = {s for s, k in first.items() if k < nf and last[s] >= nf}
-    # what stays for the backward: convolution outputs, BN statistics, the loss's output
+    # what stays for the backward: convolution outputs, BN statistics, the loss's output (and
+    # on the compiled CPU backend the layout pass's transposes: the data and weights into
+    # NHWC/OHWI, the last convolution's output back to NCHW for the dense layer)
     writers = {o: st.node for st in sch.steps[:nf] for o in st.outputs}
     big = [writers[s] for s in kept if np.prod(sch.shapes[s]) > 16]
-    assert big and all(n.op == "Convolution" or n.op == "SoftmaxOutput" or
-                       n.op == "FullyConnected" for n in big), [(n.op, n.name) for n in big]
+    assert big and all(n.op in ("Convolution", "SoftmaxOutput", "FullyConnected", "transpose")
+                       for n in big), [(n.op, n.name) for n in big]
 
 
 def _loss_of(sym_out):

@@ -21,11 +21,14 @@ def test_verifier_runs_after_every_pass(monkeypatch) -> None:
     monkeypatch.setattr(P, "verify", lambda g: seen.append(len(g.nodes())))
     x = sg.sym.var("x")
     exe = (sg.sym.relu(x) * 2.0).simple_bind(sg.cpu(), x=(2, 3))
-    # the CPU backend runs no forward (pre-autodiff) pipeline; a bind with gradients compiles
-    # the training program, the inference one is compiled by the first inference forward
-    assert len(seen) == len(P.OPTIMIZE_PIPELINE)
+    # the CPU backend's forward (pre-autodiff) pipeline, then the optimising one; a bind with
+    # gradients compiles the training program, the inference one is compiled by the first
+    # inference forward
+    from symgraph.runtime.compile import backend_for
+    passes = len(P.OPTIMIZE_PIPELINE) + len(backend_for(sg.cpu()).FORWARD_PIPELINE)
+    assert len(seen) == passes
     exe.forward(is_train=False)
-    assert len(seen) == 2 * len(P.OPTIMIZE_PIPELINE)
+    assert len(seen) == 2 * passes
 
 
 def _x() -> Entry:

@@ -6,8 +6,9 @@ gradients of their own, so a convolution can be differentiated twice. The numpy 
 + one GEMM per group) are in ``_window.py``. A channels-last layer is its channels-first layer
 with every tensor's channel axis moved (``channels_first``): one shape rule and one numpy
 kernel serve both, and its window (``conv_window``) says ``channel_last`` so that cuDNN reads
-the data in place. The CUDA backend's ``cuda/channel_last.py`` rewrites 2-D convolutions to
-NHWC, the layout cuDNN's tensor-core kernels want.
+the data in place. ``passes/channel_last.py`` rewrites 2-D convolutions to NHWC for the CUDA
+backend (the layout cuDNN's tensor-core kernels want) and the compiled CPU backend (oneDNN's
+kernels read it in place).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ CONV_PARAMS = {
 FIRST_ONLY_LAYOUT = Param("str?", None, doc="Data layout: None (the default), NCW, NCHW or "
                           "NCDHW, channels on axis 1, the rank of the kernel; channels-last "
                           "layouts are refused (a Convolution takes them).")
-"""``layout`` of the ops that compute channels first only (Deconvolution, Pooling)."""
+"""``layout`` of the ops that compute channels first only (Deconvolution)."""
 LAYOUTS = {1: "NCW", 2: "NCHW", 3: "NCDHW"}
 CHANNEL_LAST = {1: "NWC", 2: "NHWC", 3: "NDHWC"}
 
@@ -64,15 +65,17 @@ def to_last(shape: Shape) -> Shape:
     return (shape[0],) + tuple(shape[2:]) + (shape[1],)
 
 
-def channels_first(rule: Callable) -> Callable:
+def channels_first(rule: Callable, is_last: Callable[[Attrs], bool] = channel_last
+                   ) -> Callable:
     """A shape rule (``kind='shape'``) or numpy compute (``kind='compute'``) of a
-    channels-first layer, made to take channels-last attrs too: every tensor of the layer's
-    rank (data, weight, output, their gradients; not the bias) has its channel axis moved
-    first, the rule runs on the channels-first attrs, and its results move back."""
+    channels-first layer, made to take channels-last attrs too (``is_last``: whether attrs
+    put the channels last): every tensor of the layout's rank (data, weight, output, their
+    gradients; not the bias) has its channel axis moved first, the rule runs on the
+    channels-first attrs, and its results move back."""
     def run(a: Attrs, ins: list, third: Any) -> Any:
-        if not channel_last(a):
+        if not is_last(a):
             return rule(a, ins, third)
-        rank = len(a["kernel"]) + 2
+        rank = len(a["layout"])
         if isinstance(third, RunCtx):  # a compute: arrays in, arrays out
             xs = [np.moveaxis(x, -1, 1) if x.ndim == rank else x for x in ins]
             return [np.ascontiguousarray(np.moveaxis(y, 1, -1)) if y.ndim == rank else y

@@ -40,6 +40,9 @@ class Window:
     pad: Shape
     dilate: Shape
     out: Shape
+    # Data N(D)(H)WC (and a convolution's weights O(D)(H)WC; the fields keep the NC... order);
+    # keyword-only so that subclasses may add fields without defaults.
+    channel_last: bool = field(default=False, kw_only=True)
 
     # The (depth, height, width) scalars the C templates bake in.
     d = property(lambda s: dhw(s.spatial, 1)[0])
@@ -85,9 +88,6 @@ class ConvWindow(Window):
 
     filters: int
     groups: int
-    # Data N(D)(H)WC and weights O(D)(H)WC (the fields keep the NC... order); keyword-only so
-    # that subclasses may add fields without defaults.
-    channel_last: bool = field(default=False, kw_only=True)
 
     @property
     def input_shape(self) -> Shape:

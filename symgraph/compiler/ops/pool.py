@@ -1,11 +1,16 @@
-"""Pooling (max/avg/sum; 1-D, 2-D, 3-D; valid/full/same conventions) and its backward ops.
+"""Pooling (max/avg/sum; 1-D, 2-D, 3-D; valid/full/same conventions; channels first or last)
+and its backward ops.
 
 ``_backward_Pooling`` scatters the output gradient back (max: to the first maximum of each
 window, as MXNet), ``_pooling_gather`` is its adjoint, so pooling differentiates twice. Loops
-run over kernel offsets only, each one a vectorised pass over every window.
+run over kernel offsets only, each one a vectorised pass over every window. Channels-last data
+(``layout='NHWC'``, ...) is pooled as its channels-first transpose by the numpy reference
+(``conv.channels_first``); the compiled CPU backend pools it in place, and the CPU backend's
+layout pass (``passes/channel_last``) keeps a convolution's NHWC output NHWC through them.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 from math import ceil
 from typing import Iterator
@@ -14,10 +19,10 @@ import numpy as np
 
 from ...core.attrs import Attrs, Param
 from ...core.base import ShapeError
-from ...core.registry import OPAQUE, OpDef, RunCtx, register
+from ...core.registry import OPAQUE, WINDOW, OpDef, RunCtx, register
 from ._util import check_attr, fmt, like_input
 from ._window import inner, offsets, pad_spatial
-from .conv import FIRST_ONLY_LAYOUT, LAYOUTS
+from .conv import CHANNEL_LAST, LAYOUTS, channels_first, first_attrs, to_first
 from .geometry import PoolWindow
 
 Shape = tuple[int, ...]
@@ -27,8 +32,16 @@ POOL_PARAMS = {
     "global_pool": Param("bool", False), "cudnn_off": Param("bool", False),
     "pooling_convention": Param("str", "valid", ("valid", "full", "same")),
     "stride": Param("shape", ()), "pad": Param("shape", ()),
-    "count_include_pad": Param("bool", True), "layout": FIRST_ONLY_LAYOUT,
+    "count_include_pad": Param("bool", True),
+    "layout": Param("str?", None, doc="Data layout: None (the default), NCW, NCHW or NCDHW put "
+                    "the channels on axis 1; NWC, NHWC or NDHWC put them last. Its rank must be "
+                    "the data's."),
 }
+
+
+def pool_last(a: Attrs) -> bool:
+    """Whether a Pooling-like node's data and output put the channels last (NHWC, ...)."""
+    return a["layout"] is not None and a["layout"] in CHANNEL_LAST.values()
 
 
 @lru_cache(maxsize=4096)
@@ -39,9 +52,11 @@ def pool_window(a: Attrs, data: Shape) -> PoolWindow:
     nsp = len(data) - 2
     if nsp not in (1, 2, 3):
         raise ShapeError(f"data {fmt(data)} must be 3-D, 4-D or 5-D")
-    if a["layout"] not in (None, LAYOUTS[nsp]):  # computed channels first; never reinterpret
-        raise ShapeError(f"layout {a['layout']} is not supported for {nsp}-D pooling; use "
-                         f"{LAYOUTS[nsp]} (channels on axis 1) and transpose the data")
+    if a["layout"] not in (None, LAYOUTS[nsp], CHANNEL_LAST[nsp]):  # never reinterpret
+        raise ShapeError(f"layout {a['layout']} is not supported for {nsp}-D pooling of data "
+                         f"{fmt(data)}; use {LAYOUTS[nsp]} or {CHANNEL_LAST[nsp]}")
+    if pool_last(a):
+        return replace(pool_window(first_attrs(a), to_first(data)), channel_last=True)
     kind = (a["pool_type"], a["count_include_pad"])
     if a["global_pool"]:
         return PoolWindow(data[0], data[1], tuple(data[2:]), tuple(data[2:]), (1,) * nsp,
@@ -93,7 +108,8 @@ def _pool_shape(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
     if not a["global_pool"] and not a["kernel"]:
         raise ShapeError("kernel is required unless global_pool=True")
     data = tuple(ins[0])
-    return ins, [data[:2] + pool_window(a, data).out]
+    g = pool_window(a, data)
+    return ins, [(data[0],) + g.out + data[-1:] if g.channel_last else data[:2] + g.out]
 
 
 def _padded(x: np.ndarray, a: Attrs, value: float) -> tuple[np.ndarray, PoolWindow]:
@@ -178,15 +194,15 @@ def _pool_gather(a: Attrs, xs: list, ctx: RunCtx) -> list:
 
 register(OpDef(
     "Pooling", POOL_PARAMS, ("data",), _pool_shape,
-    lambda a, xs, ctx: [pool_forward(xs[0], a)],
+    channels_first(lambda a, xs, ctx: [pool_forward(xs[0], a)], pool_last),
     lambda c: [c.sym._backward_Pooling(c.ograds[0], c.inputs[0], c.outputs[0], **c.attrs)],
-    OPAQUE, lowering='pooling', epilogue=True,
+    OPAQUE, lowering='pooling', epilogue=True, layout=WINDOW,
     doc="Max/avg/sum pooling over 1-3 spatial axes (valid, full or same convention)."))
 
 
 register(OpDef(
     "_backward_Pooling", POOL_PARAMS, ("ograd", "data", "output"), like_input(1),
-    pool_backward,
+    channels_first(pool_backward, pool_last),
     lambda c: [c.sym._pooling_gather(c.ograds[0], c.inputs[1], c.inputs[2], **c.attrs),
                None, None],
     OPAQUE, lowering='pooling_backward', epilogue=True,
@@ -194,7 +210,7 @@ register(OpDef(
 
 register(OpDef(
     "_pooling_gather", POOL_PARAMS, ("grad", "data", "output"), like_input(2),
-    _pool_gather,
+    channels_first(_pool_gather, pool_last),
     lambda c: [c.sym._backward_Pooling(c.ograds[0], c.inputs[1], c.inputs[2], **c.attrs),
                None, None],
     OPAQUE, lowering='pooling_gather',

@@ -15,7 +15,7 @@ from ...core.graph import Entry, Node
 from ...compiler.ops.geometry import Window
 from ...compiler.ops.conv import conv_window
 from ...compiler.ops.deconv import deconv_window
-from ...compiler.ops.pool import pool_window
+from ...compiler.ops.pool import pool_last, pool_window
 from .context import ExportCtx
 
 Converter = Callable[[ExportCtx, Node, list, list], None]
@@ -61,6 +61,8 @@ def _fc(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
 def _conv(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
     a = node.attrs
     g = conv_window(a, tuple(c.shape(node.inputs[0])))
+    if g.channel_last:  # ONNX's Conv is channels first
+        raise _refuse(node, f"layout {a['layout']}")
     c.add("Conv", ins[:2] if a["no_bias"] else ins[:3], outs, kernel_shape=list(g.kernel),
           dilations=list(g.dilate), group=g.groups, **_window(g))
 
@@ -78,6 +80,8 @@ def _deconv(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
 def _pool(c: ExportCtx, node: Node, ins: list, outs: list) -> None:
     a = node.attrs
     kind = a["pool_type"]
+    if pool_last(a):  # ONNX's pools are channels first
+        raise _refuse(node, f"layout {a['layout']}")
     if a["global_pool"]:
         if kind == "sum":
             raise _refuse(node, "global sum pooling")

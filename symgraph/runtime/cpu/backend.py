@@ -29,7 +29,9 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from ...compiler.passes.channel_last import ONEDNN, channel_last
 from ...compiler.schedule import Schedule
+from ...core import config
 from ...core.expr import Expr, inp, topo
 from ...core.expr import evaluate as expr_evaluate
 from ...core.registry import get_op
@@ -37,9 +39,11 @@ from ..backend import numpy_backend
 from ..backend.numpy_backend import NumpyProgram
 from ..cuda.actions import lowering_of
 from .group import FusedStep, compute_dtype, why_not
-from .layers import LAYERS, op_layer
+from .layers import LAYERS, absorbs_relu_mask, max_pool_grad_relu, op_layer
+from . import onednn
 from .layers_onednn import absorbs_relu, dnnl_forward_relu
 from .norm import BatchNormGroup, batch_norm
+from .reduce import LEADING, why_not_reduce
 
 MIN_ELEMENTS = 1 << 12
 """Groups whose largest output has fewer elements run the numpy reference: there numpy takes
@@ -47,11 +51,21 @@ microseconds and a kernel's first compilation about 0.3 s, which code building m
 graphs (imperative scripts, test suites) would pay again and again. Tests set it to 0."""
 
 
+def channel_last_for_onednn(graph: Any) -> Any:
+    """``channel_last`` with oneDNN's policy when oneDNN runs the convolutions (it reads NHWC
+    data in place, where NCHW data is reordered on every call); ``SYMGRAPH_NHWC=0`` keeps
+    every convolution NCHW."""
+    if not config.get("SYMGRAPH_NHWC") or onednn.why_not():
+        return graph
+    return channel_last(graph, ONEDNN)
+
+
 def __getattr__(name: str) -> Any:
     """``FORWARD_PIPELINE``, the passes before autodiff: the numpy backend's, read when asked
-    (the two CPU backends run one graph, also where a caller changes the numpy one)."""
+    (the two CPU backends run one graph, also where a caller changes the numpy one), then the
+    layout oneDNN's convolutions want."""
     if name == "FORWARD_PIPELINE":
-        return numpy_backend.FORWARD_PIPELINE
+        return numpy_backend.FORWARD_PIPELINE + (channel_last_for_onednn,)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -97,9 +111,11 @@ def _fused(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
         fused.head_compute = op_layer(get_op(head[0]), head[1],
                                       [schedule.shapes[s] for s in step.inputs[:head[2]]],
                                       ins[:head[2]])[0]
-        if absorbs_relu(fused.head_compute, a["exprs"], len(step.inputs) - head[2]) \
-                and not a.get("extra"):
-            return _head_only(head[1], dnnl_forward_relu), ""
+        if not a.get("extra"):  # the head applies the formula itself where it can
+            if absorbs_relu(fused.head_compute, a["exprs"], len(step.inputs) - head[2]):
+                return _head_only(head[1], dnnl_forward_relu), ""
+            if absorbs_relu_mask(fused.head_compute, a["exprs"], step.inputs, head[2]):
+                return _head_only(head[1], max_pool_grad_relu), ""
         if fused.head_compute is batch_norm:
             return BatchNormGroup(fused, head[1]), ""
     return fused, why
@@ -134,10 +150,22 @@ def _elementwise(schedule: Schedule, k: int) -> tuple[Optional[FusedStep], str]:
                   [schedule.dtypes[s] for s in step.inputs])
 
 
+def _reduce(schedule: Schedule, k: int) -> tuple[Optional[Any], str]:
+    """A reduction: a float sum or mean over leading axes as one BLAS product (``reduce.py``),
+    any other numpy's."""
+    step = schedule.steps[k]
+    kind = lowering_of(get_op(step.node.op))[1].get("kind", "")
+    dtype = np.dtype(schedule.dtypes[step.inputs[0]])
+    if dtype.name not in ("float32", "float64"):
+        return None, f"numpy's reduction in {dtype.name} (compiled: float32, float64)"
+    why = why_not_reduce(kind, step.node.attrs, [schedule.shapes[s] for s in step.inputs])
+    return (None, why) if why else (LEADING[kind], "")
+
+
 # Lowering family (the op's ``OpDef.lowering``, as the CUDA backend reads it) -> the function
 # making a step's compiled compute function, or None and the reason it has none.
 COMPILERS: dict[str, Callable[[Schedule, int], tuple[Optional[Any], str]]] = {
-    "fused": _fused, "elementwise": _elementwise,
+    "fused": _fused, "elementwise": _elementwise, "reduce": _reduce,
     **{family: _layer for family, _ in LAYERS}}
 
 

@@ -43,7 +43,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ...compiler.ops.conv import conv_window
+from ...compiler.ops.conv import channel_last, conv_window
 from ...compiler.ops.pool import pool_window
 from ...core.attrs import Attrs
 from ...core.registry import OpDef, RunCtx
@@ -225,38 +225,70 @@ def _weight_by_samples(dy: np.ndarray, x: np.ndarray, g: Any) -> np.ndarray:
 
 
 @lru_cache(maxsize=256)
-def _pool_kernel(kernel: tuple, stride: tuple, dtype: str, backward: bool, cover: bool
-                 ) -> Callable:
+def _pool_kernel(kernel: tuple, stride: tuple, dtype: str, backward: bool, cover: bool,
+                 last: bool, mask: bool = False) -> Callable:
     """The loaded max-pooling kernel of one window geometry (``render_window``)."""
     if backward:
-        return load(render_pool_backward(kernel, stride, dtype, cover))
-    return load(render_pool_forward(kernel, stride, dtype))
+        return load(render_pool_backward(kernel, stride, dtype, cover, last, mask))
+    return load(render_pool_forward(kernel, stride, dtype, last))
+
+
+def _outer(v: np.ndarray, last: bool) -> np.ndarray:
+    """``v`` as the kernels' outer axis of planes (NCHW: ``N*C`` planes of H x W) or, with the
+    channels last, of samples (NHWC as it is)."""
+    return v if last else v.reshape((v.shape[0] * v.shape[1],) + v.shape[2:])
 
 
 def max_pool(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
-    """Max pooling over the two spatial axes."""
+    """Max pooling over the two spatial axes (NCHW or NHWC)."""
     x = np.ascontiguousarray(xs[0])
     g = pool_window(a, x.shape)
-    planes = x.shape[0] * x.shape[1]
-    y = np.empty(x.shape[:2] + tuple(g.out), x.dtype)
-    kernel = _pool_kernel(g.kernel, g.stride, x.dtype.name, False, False)
-    run_split(kernel, planes, x.size, [x.reshape((planes,) + x.shape[2:]),
-                                       y.reshape((planes,) + tuple(g.out))])
+    last = g.channel_last
+    y = np.empty((g.n,) + tuple(g.out) + (g.c,) if last else (g.n, g.c) + tuple(g.out),
+                 x.dtype)
+    kernel = _pool_kernel(g.kernel, g.stride, x.dtype.name, False, False, last)
+    xo, yo = _outer(x, last), _outer(y, last)
+    run_split(kernel, len(xo), x.size, [xo, yo])
     return [y]
 
 
-def max_pool_grad(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
-    """Gradient of max pooling with respect to its data: ``(dy, x, y) -> dx``."""
-    dy, x, y = (np.ascontiguousarray(v) for v in xs)
+def max_pool_grad(a: Attrs, xs: list, ctx: Optional[RunCtx], mask: bool = False) -> list:
+    """Gradient of max pooling with respect to its data: ``(dy, x, y) -> dx``; ``mask``: times
+    ``x > 0`` (the ReLU whose output ``x`` is) in the same pass."""
+    dy, x, y = (np.ascontiguousarray(v) for v in xs[:3])
     g = pool_window(a, x.shape)
-    planes = x.shape[0] * x.shape[1]
-    dx = np.empty(x.shape, dy.dtype)
+    last = g.channel_last
     cover = g.kernel == g.stride and all(
-        o * k == n for o, k, n in zip(g.out, g.kernel, x.shape[2:]))
-    kernel = _pool_kernel(g.kernel, g.stride, dy.dtype.name, True, cover)
-    run_split(kernel, planes, x.size,
-              [v.reshape((planes,) + v.shape[2:]) for v in (dy, x, y, dx)])
+        o * k == n for o, k, n in zip(g.out, g.kernel, g.spatial))
+    dx = np.empty(x.shape, dy.dtype) if cover or not last else np.zeros(x.shape, dy.dtype)
+    kernel = _pool_kernel(g.kernel, g.stride, dy.dtype.name, True, cover, last, mask)
+    views = [_outer(v, last) for v in (dy, x, y, dx)]
+    run_split(kernel, len(views[0]), x.size, views)
     return [dx]
+
+
+def max_pool_grad_relu(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """:func:`max_pool_grad` times ``x > 0`` in one pass (a fused group that
+    :func:`absorbs_relu_mask`)."""
+    return max_pool_grad(a, xs, ctx, mask=True)
+
+
+def absorbs_relu_mask(head: Optional[Compute], exprs: Sequence[Any], inputs: Sequence[int],
+                      n_head: int) -> bool:
+    """Whether a fused group of head ``head`` (its compute), formulas ``exprs`` and input
+    slots ``inputs`` (the head's ``n_head`` first) is max pooling's gradient times ``x > 0``
+    of the pooled ``x`` itself (a ReLU's gradient from its output), which
+    :func:`max_pool_grad_relu` computes in one pass."""
+    if head is not max_pool_grad or len(exprs) != 1 or len(inputs) != n_head + 1:
+        return False
+    e = exprs[0]
+    if e.op != "mul" or len(e.args) != 2:
+        return False
+    grad, test = e.args if e.args[0].op == "input" else e.args[::-1]
+    return (grad.op == "input" and int(grad.value) == 0 and test.op == "gt"
+            and test.args[0].op == "input" and int(test.args[0].value) == 1
+            and test.args[1].op == "const" and float(test.args[1].value) == 0.0
+            and inputs[n_head] == inputs[1])
 
 
 def _why_not_conv(a: Attrs, shapes: Sequence[tuple]) -> str:
@@ -264,7 +296,7 @@ def _why_not_conv(a: Attrs, shapes: Sequence[tuple]) -> str:
         return f"{len(a['kernel'])}-D convolution (compiled: 2-D)"
     if a["num_group"] != 1:
         return f"num_group={a['num_group']} (compiled: 1)"
-    return "" if a["layout"] in (None, "NCHW") else f"layout {a['layout']} (compiled: NCHW)"
+    return ""
 
 
 def _why_not_pool(a: Attrs, shapes: Sequence[tuple]) -> str:
@@ -310,8 +342,12 @@ def layer_compute(family: str, params: dict, attrs: Attrs, shapes: Sequence[tupl
     if why:
         return None, why
     call = params.get("call")
-    if family == "convolution" and not why_not_conv(attrs, call, shapes, dtypes):
-        return DNNL[call], ""
+    if family == "convolution":
+        why = why_not_conv(attrs, call, shapes, dtypes)
+        if not why:
+            return DNNL[call], ""
+        if channel_last(attrs):  # im2col's kernels are channels first
+            return None, f"layout {attrs['layout']} (compiled: through oneDNN, and {why})"
     return found[1], ""
 
 

@@ -21,10 +21,10 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from ...compiler.ops.conv import conv_window
-from ...compiler.ops.pool import pool_forward, pool_window
+from ...compiler.ops.conv import channel_last, conv_window, to_last
+from ...compiler.ops.pool import pool_window
 from ...core.attrs import Attrs
-from ...core.registry import RunCtx
+from ...core.registry import RunCtx, get_op
 from ..backend.threads import cpu_threads
 from . import onednn
 
@@ -33,13 +33,29 @@ Compute = Callable[[Attrs, list, Optional[RunCtx]], list]
 IM2COL: dict[str, Compute] = {}
 """The backend's own convolution calls by ``call`` (``layers.py`` fills it: it imports this
 module), for a process where oneDNN can no longer run."""
+REFERENCE = {"forward": "Convolution", "data": "_backward_Convolution_data",
+             "filter": "_backward_Convolution_weight"}
+"""The op whose numpy reference computes each call (channels-last data, where oneDNN can no
+longer run: im2col's kernels are channels first)."""
+
+
+def _without_dnnl(call: str, a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
+    """``call`` where oneDNN cannot run any more (a forked child: ``onednn.library``)."""
+    if channel_last(a):
+        return get_op(REFERENCE[call]).compute(a, xs, ctx)
+    return IM2COL[call](a, xs, ctx)
 
 
 def _dnnl_call(call: str, g: Any, bias: bool, arrays: dict, relu: bool = False) -> None:
     """Run oneDNN's ``call`` of window ``g`` on ``arrays``."""
     onednn.set_threads(cpu_threads())
     onednn.primitive(call, g.input_shape, g.weight_shape, g.output_shape, g.stride, g.pad,
-                     g.dilate, bias, relu)(arrays)
+                     g.dilate, bias, relu, g.channel_last)(arrays)
+
+
+def _stored(shape: tuple, g: Any) -> tuple:
+    """A channels-first ``shape`` as window ``g``'s arrays hold it."""
+    return to_last(shape) if g.channel_last else shape
 
 
 def dnnl_forward(a: Attrs, xs: list, ctx: Optional[RunCtx], relu: bool = False) -> list:
@@ -47,11 +63,11 @@ def dnnl_forward(a: Attrs, xs: list, ctx: Optional[RunCtx], relu: bool = False) 
     oneDNN writes the output (the separate pass cost the seed CNN's conv2 0.8 ms of 5.6).
     Where oneDNN cannot run any more (a forked child: ``onednn.library``), im2col's."""
     if onednn.library() is None:
-        y = IM2COL["forward"](a, xs, ctx)[0]
+        y = _without_dnnl("forward", a, xs, ctx)[0]
         return [np.maximum(y, 0, out=y) if relu else y]
     x, w = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1])
     g = conv_window(a, x.shape)
-    y = np.empty(g.output_shape, x.dtype)
+    y = np.empty(_stored(g.output_shape, g), x.dtype)
     arrays = {"src": x, "weights": w, "dst": y}
     if len(xs) > 2:
         arrays["bias"] = np.ascontiguousarray(xs[2])
@@ -67,7 +83,7 @@ def dnnl_forward_relu(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
 def dnnl_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
     """:func:`conv_data` through oneDNN (float32; im2col's where oneDNN cannot run)."""
     if onednn.library() is None:
-        return IM2COL["data"](a, xs, ctx)
+        return _without_dnnl("data", a, xs, ctx)
     dy, w, shape = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1]), xs[2].shape
     g = conv_window(a, shape)
     dx = np.empty(shape, dy.dtype)
@@ -78,10 +94,10 @@ def dnnl_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
 def dnnl_weight(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
     """:func:`conv_weight` through oneDNN (float32; im2col's where oneDNN cannot run)."""
     if onednn.library() is None:
-        return IM2COL["filter"](a, xs, ctx)
+        return _without_dnnl("filter", a, xs, ctx)
     dy, x = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1])
     g = conv_window(a, x.shape)
-    dw = np.empty(g.weight_shape, dy.dtype)
+    dw = np.empty(_stored(g.weight_shape, g), dy.dtype)
     _dnnl_call("filter", g, False, {"diff_dst": dy, "src": x, "diff_weights": dw})
     return [dw]
 
@@ -101,16 +117,17 @@ def _dnnl_pool_kind(g: Any) -> str:
 
 
 def dnnl_pool(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
-    """Max or average pooling (2-D, NCHW, float32, any padding) through oneDNN (the numpy
-    reference where oneDNN cannot run)."""
+    """Max or average pooling (2-D, NCHW or NHWC, float32, any padding) through oneDNN (the
+    numpy reference where oneDNN cannot run)."""
     if onednn.library() is None:
-        return [pool_forward(xs[0], a)]
+        return get_op("Pooling").compute(a, xs, ctx)
     x = np.ascontiguousarray(xs[0])
     g = pool_window(a, x.shape)
-    y = np.empty(x.shape[:2] + tuple(g.out), x.dtype)
+    x_shape, y_shape = (g.n, g.c) + tuple(g.spatial), (g.n, g.c) + tuple(g.out)
+    y = np.empty(_stored(y_shape, g), x.dtype)
     onednn.set_threads(cpu_threads())
-    onednn.pooling(_dnnl_pool_kind(g), x.shape, y.shape, g.kernel, g.stride, g.pad)(
-        {"src": x, "dst": y})
+    onednn.pooling(_dnnl_pool_kind(g), x_shape, y_shape, g.kernel, g.stride, g.pad,
+                   g.channel_last)({"src": x, "dst": y})
     return [y]
 
 
@@ -138,7 +155,7 @@ def why_not_conv(a: Attrs, call: str, shapes: Sequence[tuple], dtypes: Sequence[
     g = conv_window(a, data)
     if 0 in g.input_shape or 0 in g.output_shape:
         return "an empty array (im2col's loops run none)"
-    if call == "filter" and g.ckk < g.filters:
+    if call == "filter" and g.ckk < g.filters and not g.channel_last:
         # im2col's per-sample GEMMs (_weight_by_samples): the seed CNN's conv1 (9 column
         # rows, 32 filters) took 0.64 ms there against oneDNN's 1.15 at batch 64
         return "fewer column rows than filters (im2col's per-sample weight gradient)"
@@ -147,9 +164,9 @@ def why_not_conv(a: Attrs, call: str, shapes: Sequence[tuple], dtypes: Sequence[
 
 def pool_fits(attrs: Attrs, shapes: Sequence[tuple], dtypes: Sequence[np.dtype]) -> bool:
     """Whether a Pooling node of these attributes, data shape and dtype runs :func:`dnnl_pool`
-    (2-D NCHW float32 max or average, not empty)."""
+    (2-D NCHW or NHWC float32 max or average, not empty)."""
     if onednn.why_not() or any(np.dtype(d) != np.float32 for d in dtypes) \
-            or len(shapes[0]) != 4 or attrs["layout"] not in (None, "NCHW"):
+            or len(shapes[0]) != 4:
         return False
     g = pool_window(attrs, tuple(shapes[0]))
     return bool(_dnnl_pool_kind(g)) and 0 not in shapes[0] and 0 not in g.out

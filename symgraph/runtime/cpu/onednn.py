@@ -151,11 +151,14 @@ class Primitive:
     """One oneDNN call for one set of shapes, with the reorders between the user's plain
     arrays and the layouts oneDNN chose. ``describe(self)`` makes its primitive descriptor
     (see :func:`primitive`, :func:`pooling`); ``inputs`` and ``outputs`` map the call's
-    arguments (:data:`ARGS` names) to their shapes. Call it with a dict of those arguments as
-    C-contiguous float32 arrays; it writes the output arrays."""
+    arguments (:data:`ARGS` names) to their shapes (oneDNN's dims, channels first); ``last``:
+    the user's arrays of more than two axes hold them channels last (NHWC data, OHWI weights).
+    Call it with a dict of those arguments as C-contiguous float32 arrays; it writes the
+    output arrays."""
 
     def __init__(self, lib: _Library, describe: Callable[["Primitive"], _P],
-                 inputs: dict[str, tuple], outputs: dict[str, tuple]) -> None:
+                 inputs: dict[str, tuple], outputs: dict[str, tuple], last: bool = False
+                 ) -> None:
         self.lib, self._owned = lib, []
         pd = describe(self)
         impl = ctypes.c_char_p()
@@ -167,7 +170,7 @@ class Primitive:
         self.keep: list[np.ndarray] = []  # the kept buffers the memory objects point into
         args = []
         for name, shape in {**inputs, **outputs}.items():
-            plain = self.plain(shape)
+            plain = self.plain(shape, last and len(shape) > 2)
             user = self.user[name] = self._memory(plain, None)
             inner = _P(lib.lib.dnnl_primitive_desc_query_md(pd, QUERY_MD.get(name, 0), 0)
                        ) if name != "bias" else plain
@@ -185,12 +188,16 @@ class Primitive:
         self.args = (_ExecArg * len(args))(*args)
         self.primitive = self._primitive(pd)
 
-    def plain(self, shape: Sequence[int]) -> _P:
-        """A float32 memory descriptor of a C-contiguous array of ``shape``."""
+    def plain(self, shape: Sequence[int], last: bool = False) -> _P:
+        """A float32 memory descriptor of a C-contiguous array of ``shape`` (oneDNN's dims,
+        channels first); ``last``: the array holds it channels last (NHWC, OHWI)."""
+        stored = (shape[0], *shape[2:], shape[1]) if last else tuple(shape)
         strides, step = [], 1
-        for n in reversed(shape):
+        for n in reversed(stored):
             strides.insert(0, step)
             step *= max(int(n), 1)
+        if last:
+            strides = [strides[0], strides[-1], *strides[1:-1]]
         return self._md("dnnl_memory_desc_create_with_strides", shape, Dims(*strides))
 
     def any(self, shape: Sequence[int]) -> _P:
@@ -277,22 +284,26 @@ def _right_pad(n: int, k: int, out: int, stride: int, pad: int, dilate: int) -> 
 
 
 def _convolution(call: str, x: tuple, w: tuple, y: tuple, stride: tuple, pad: tuple,
-                 dilate: tuple, bias: bool, relu: bool) -> Callable[[Primitive], _P]:
+                 dilate: tuple, bias: bool, relu: bool, last: bool
+                 ) -> Callable[[Primitive], _P]:
     def describe(p: Primitive) -> _P:
+        # NHWC data is convolved in place (brgconv's NHWC kernels run as fast as its blocked
+        # ones); NCHW data is reordered into the layout oneDNN picks
+        data = (lambda shape: p.plain(shape, True)) if last else p.any
         geometry = (Dims(*stride), Dims(*(d - 1 for d in dilate)), Dims(*pad),
                     Dims(*(_right_pad(x[2 + i], w[2 + i], y[2 + i], stride[i], pad[i],
                                       dilate[i]) for i in range(len(stride)))))
         fwd = p.descriptor("dnnl_convolution_forward_primitive_desc_create",
                            FORWARD_TRAINING if call != "forward" else FORWARD_INFERENCE,
-                           CONV_DIRECT, p.any(x), p.any(w), p.plain((w[0],)) if bias else None,
-                           p.any(y), *geometry, p.attributes(relu))
+                           CONV_DIRECT, data(x), p.any(w), p.plain((w[0],)) if bias else None,
+                           data(y), *geometry, p.attributes(relu))
         if call == "data":
             return p.descriptor("dnnl_convolution_backward_data_primitive_desc_create",
-                                CONV_DIRECT, p.any(x), p.any(w), p.any(y), *geometry, fwd,
+                                CONV_DIRECT, data(x), p.any(w), data(y), *geometry, fwd,
                                 p.attributes())
         if call == "filter":
             return p.descriptor("dnnl_convolution_backward_weights_primitive_desc_create",
-                                CONV_DIRECT, p.any(x), p.any(w), None, p.any(y), *geometry,
+                                CONV_DIRECT, data(x), p.any(w), None, data(y), *geometry,
                                 fwd, p.attributes())
         return fwd
     return describe
@@ -317,34 +328,38 @@ def _cached(key: tuple, make: Callable[[_Library], Primitive]) -> Primitive:
 
 
 def primitive(call: str, x: tuple, w: tuple, y: tuple, stride: tuple, pad: tuple,
-              dilate: tuple, bias: bool, relu: bool = False) -> Primitive:
+              dilate: tuple, bias: bool, relu: bool = False, last: bool = False) -> Primitive:
     """The calling thread's convolution :class:`Primitive` of ``call`` (``forward``, ``data``
-    or ``filter``) for data shape ``x``, weights ``w``, output ``y`` and the window;
-    ``bias``: the forward adds one; ``relu``: the forward's output through max(y, 0)."""
+    or ``filter``) for data shape ``x``, weights ``w``, output ``y`` (channels first) and the
+    window; ``bias``: the forward adds one; ``relu``: the forward's output through max(y, 0);
+    ``last``: the arrays are NHWC data and OHWI weights."""
     def make(lib: _Library) -> Primitive:
         shapes = {"src": x, "diff_src": x, "weights": w, "diff_weights": w, "dst": y,
                   "diff_dst": y, "bias": (w[0],)}
         inputs, outputs = CALLS[call]
-        return Primitive(lib, _convolution(call, x, w, y, stride, pad, dilate, bias, relu),
+        return Primitive(lib, _convolution(call, x, w, y, stride, pad, dilate, bias, relu,
+                                           last),
                          {k: shapes[k] for k in inputs if bias or k != "bias"},
-                         {k: shapes[k] for k in outputs})
-    return _cached(("convolution", call, x, w, y, stride, pad, dilate, bias, relu), make)
+                         {k: shapes[k] for k in outputs}, last)
+    return _cached(("convolution", call, x, w, y, stride, pad, dilate, bias, relu, last),
+                   make)
 
 
-def pooling(kind: str, x: tuple, y: tuple, kernel: tuple, stride: tuple, pad: tuple
-            ) -> Primitive:
+def pooling(kind: str, x: tuple, y: tuple, kernel: tuple, stride: tuple, pad: tuple,
+            last: bool = False) -> Primitive:
     """The calling thread's pooling :class:`Primitive` (inference: no workspace) of ``kind``
     (``max``, ``avg`` counting the padding, ``avg_exclude`` not counting it), arguments
-    ``src`` and ``dst`` in plain layouts (reordering them would cost more than pooling)."""
+    ``src`` and ``dst`` in plain layouts (reordering them would cost more than pooling):
+    NCHW, or NHWC with ``last`` (``x``, ``y``: the shapes channels first)."""
     def describe(p: Primitive) -> _P:
         after = (_right_pad(x[2 + i], kernel[i], y[2 + i], stride[i], pad[i], 1)
                  for i in range(len(kernel)))
         return p.descriptor("dnnl_pooling_forward_primitive_desc_create", FORWARD_INFERENCE,
-                            POOLING[kind], p.plain(x), p.plain(y), Dims(*stride),
+                            POOLING[kind], p.plain(x, last), p.plain(y, last), Dims(*stride),
                             Dims(*kernel), Dims(*(0 for _ in kernel)), Dims(*pad),
                             Dims(*after), p.attributes())
-    return _cached(("pooling", kind, x, y, kernel, stride, pad),
-                   lambda lib: Primitive(lib, describe, {"src": x}, {"dst": y}))
+    return _cached(("pooling", kind, x, y, kernel, stride, pad, last),
+                   lambda lib: Primitive(lib, describe, {"src": x}, {"dst": y}, last))
 
 
 def set_threads(n: int) -> None:

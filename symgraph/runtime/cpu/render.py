@@ -112,11 +112,17 @@ def render_kernel(stem: str, exprs: Sequence[Expr], full: Sequence[Optional[Sequ
         stores = [f"z{k}[j] = {r}" for k, r in enumerate(results)]
         params, pad = ["lo", "hi"] + ys, " " * 8
     else:
+        # Rank 2 (rows of one axis: channels-last data against per-channel vectors) skips
+        # the division per axis: its rows may be as short as the channels (64), where the
+        # divisions cost as much as the row.
         head = ["    r = dims.shape[0]", "    n = dims[r - 1]", "    for o in range(lo, hi):",
-                "        rest = o"] + [f"        b{i} = 0" for i in used] + [
-                "        for d in range(r - 2, -1, -1):",
-                "            c = rest % dims[d]", "            rest //= dims[d]"] + [
-                f"            b{i} += c * strides[{k}, d]" for k, i in enumerate(used)]
+                "        if r == 2:"] + [
+                f"            b{i} = o * strides[{k}, 0]" for k, i in enumerate(used)] + [
+                "        else:", "            rest = o"] + [
+                f"            b{i} = 0" for i in used] + [
+                "            for d in range(r - 2, -1, -1):",
+                "                c = rest % dims[d]", "                rest //= dims[d]"] + [
+                f"                b{i} += c * strides[{k}, d]" for k, i in enumerate(used)]
         # Row slices indexed by the loop variable (never negative: no wraparound check,
         # so the loop vectorises); a value broadcast along the row is read once per row.
         head += [f"        r{i} = x{i}[b{i}:b{i} + n]" for i in used if full[i][-1]]

@@ -60,43 +60,57 @@ def _rows(kernel: Pair, stride: Pair, names: tuple[str, ...]) -> list[str]:
             for n in names for i in range(kernel[0])]
 
 
-def render_pool_forward(kernel: Pair, stride: Pair, dtype: str) -> Kernel:
+def _channel_loop(lines: list[str], last: bool) -> list[str]:
+    """``lines`` (one window's statements) inside a loop over the channels when ``last``."""
+    if not last:
+        return lines
+    return ["                for ch in range(yr.shape[1]):"] + ["    " + ln for ln in lines]
+
+
+def render_pool_forward(kernel: Pair, stride: Pair, dtype: str, last: bool = False) -> Kernel:
     """The kernel ``(lo, hi, x, y)``: ``y[p]`` the max over each window of ``x[p]`` (NaN
-    propagates, as ``np.maximum``)."""
+    propagates, as ``np.maximum``). ``p`` is a plane ``(H, W)`` of an NCHW array, or with
+    ``last`` a sample ``(H, W, C)`` of an NHWC one (the channels the innermost loop)."""
+    at = ", ch]" if last else "]"
     body = ["    for p in range(lo, hi):", "        xp = x[p]", "        yp = y[p]",
             "        for oh in range(yp.shape[0]):"]
     body += _rows(kernel, stride, ("xp",)) + [
         "            yr = yp[oh]", "            for ow in range(yp.shape[1]):",
-        f"                c = ow * {stride[1]}", "                m = x0[c]"]
+        f"                c = ow * {stride[1]}"]
+    cells = [f"m = x0[c{at}"]
     for k, i, j in _cells(kernel)[1:]:
-        body += [f"                v = x{i}[c + {j}]",
-                 "                m = v if (v > m or v != v) else m"]
-    body += ["                yr[ow] = m"]
-    return _module(f"maxpool{kernel[0]}x{kernel[1]}s{stride[0]}x{stride[1]}",
+        cells += [f"v = x{i}[c + {j}{at}", "m = v if (v > m or v != v) else m"]
+    body += _channel_loop(["                " + ln for ln in cells + [f"yr[ow{at} = m"]], last)
+    return _module(f"maxpool{kernel[0]}x{kernel[1]}s{stride[0]}x{stride[1]}{'l' if last else ''}",
                    "lo, hi, x, y", body, dtype)
 
 
-def render_pool_backward(kernel: Pair, stride: Pair, dtype: str, cover: bool) -> Kernel:
+def render_pool_backward(kernel: Pair, stride: Pair, dtype: str, cover: bool,
+                         last: bool = False, mask: bool = False) -> Kernel:
     """The kernel ``(lo, hi, dy, x, y, dx)``: ``dx[p]`` gets each ``dy`` at its window's first
-    cell equal to ``y``. ``cover``: the windows tile the input exactly (stride = kernel, no
-    cell left over), so every cell is written once and nothing is zeroed or accumulated."""
+    cell equal to ``y`` (``p`` and ``last`` as in :func:`render_pool_forward`). ``cover``: the
+    windows tile the input exactly (stride = kernel, no cell left over), so every cell is
+    written once and nothing is zeroed or accumulated; otherwise ``dx`` accumulates (with
+    ``last`` the caller zeroes it). ``mask``: ``dx`` times ``x > 0`` (the gradient of the ReLU
+    whose output was pooled), applied once per window: the cell a window's ``dy`` goes to
+    holds ``y``."""
+    at = ", ch]" if last else "]"
     body = ["    z = dx.dtype.type(0)", "    for p in range(lo, hi):", "        xp = x[p]",
             "        dxp = dx[p]", "        yp = y[p]", "        gp = dy[p]"]
-    if not cover:
+    if not cover and not last:
         body += _indented(_FILL.format(a="dxp", v="z"), 8)
     body += ["        for oh in range(yp.shape[0]):"] + _rows(kernel, stride, ("xp", "dxp"))
     body += ["            yr = yp[oh]", "            gr = gp[oh]",
-             "            for ow in range(yp.shape[1]):", f"                c = ow * {stride[1]}",
-             "                t = yr[ow]", "                g = gr[ow]",
-             "                f = False"]
+             "            for ow in range(yp.shape[1]):", f"                c = ow * {stride[1]}"]
+    cells = [f"t = yr[ow{at}", f"g = gr[ow{at}" + (" * F(t > z)" if mask else ""), "f = False"]
     store = "=" if cover else "+="
     for k, i, j in _cells(kernel):
         # h_k: this cell is the window's first maximum (f: one before it was)
-        body += [f"                h{k} = (x{i}[c + {j}] == t) and not f",
-                 f"                f = f or h{k}",
-                 f"                d{i}[c + {j}] {store} g if h{k} else z"]
-    cov = "t" if cover else "a"
-    return _module(f"maxpoolgrad{kernel[0]}x{kernel[1]}s{stride[0]}x{stride[1]}{cov}",
+        cells += [f"h{k} = (x{i}[c + {j}{at} == t) and not f", f"f = f or h{k}",
+                  f"d{i}[c + {j}{at} {store} g if h{k} else z"]
+    body += _channel_loop(["                " + ln for ln in cells], last)
+    flags = ("t" if cover else "a") + ("l" if last else "") + ("m" if mask else "")
+    return _module(f"maxpoolgrad{kernel[0]}x{kernel[1]}s{stride[0]}x{stride[1]}{flags}",
                    "lo, hi, dy, x, y, dx", body, dtype)
 
 

@@ -42,5 +42,5 @@ cuBLAS use TF32 tensor cores (off by default: results then match float32 to ~1e-
 ``=1`` always does where it has an algorithm, the default measures each convolution call once
 and keeps the faster of cuDNN and the generated path;
 ``SYMGRAPH_CUDNN_API=legacy`` times cuDNN's legacy algorithms only (not its graph API's engines);
-``SYMGRAPH_NHWC=0`` keeps float16/bfloat16 convolutions NCHW (``cuda/channel_last.py``).
+``SYMGRAPH_NHWC=0`` keeps float16/bfloat16 convolutions NCHW (``passes/channel_last.py``).
 """

@@ -25,11 +25,11 @@ import pycuda.driver as drv  # noqa: E402
 
 from .. import profiler, random as _random
 from ...core.base import ExecutionError
+from ...compiler.passes.channel_last import channel_last
 from ...compiler.passes.fold_heads import fold_heads
 from ...compiler.passes.unroll_control_flow import unroll_control_flow
 from ...core.registry import RunCtx
 from ...compiler.schedule import Schedule
-from .channel_last import channel_last
 from .codegen import THREADS
 from .fuse_conv_pool import fuse_conv_pool
 from . import conv_choice, cudnn, module_parts

@@ -11,7 +11,7 @@ convolution descriptor's compute type is always FLOAT (narrow data accumulates i
 CUDNN_TENSOR_OP_MATH for narrow data (tensor cores); for float32 CUDNN_FMA_MATH (plain FP32: no
 TF32 tensor cores) unless ``SYMGRAPH_TF32=1`` (CUDNN_DEFAULT_MATH, which lets cuDNN use TF32).
 Layout is the window's: NC(D)HW, or channels last (N(D)HWC data, K(D)HWC filters) for a
-channel-last window (``ConvWindow.channel_last``: what ``cuda/channel_last.py`` makes for
+channel-last window (``ConvWindow.channel_last``: what ``passes/channel_last.py`` makes for
 the tensor-core kernels, which want NHWC).
 When the library cannot be loaded, :func:`available` is False and the backend runs its im2col +
 cuBLAS lowering instead.
