@@ -143,6 +143,11 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in (
             "runs them through oneDNN when the onednn-cpu-gomp wheel (or a libdnnl.so.3 at the "
             "path given) is there, 0 through im2col and numpy's BLAS and the numpy reference "
             "(runtime/cpu/onednn.py)."),
+    Setting("SYMGRAPH_CPU_KEEP_FREED", _flag, True, "0 | 1",
+            "1: the compiled CPU backend asks glibc to keep freed memory for reuse instead of "
+            "handing large blocks back to the system (mallopt's mmap and trim thresholds), so "
+            "a step's large arrays reuse pages already mapped; the process then holds its peak "
+            "heap (runtime/cpu/memory.py). 0 leaves glibc's defaults."),
     Setting("SYMGRAPH_ALLOW_HOST", _flag, False, "0 | 1",
             "1 runs GPU steps that have no lowering on the host (with a warning) instead of "
             "refusing the bind."),

@@ -40,7 +40,7 @@ from ..backend.numpy_backend import NumpyProgram
 from ..cuda.actions import lowering_of
 from .group import FusedStep, compute_dtype, why_not
 from .layers import LAYERS, absorbs_relu_mask, max_pool_grad_relu, op_layer
-from . import onednn
+from . import memory, onednn
 from .layers_onednn import absorbs_relu, dnnl_forward_relu
 from .norm import BatchNormGroup, batch_norm
 from .reduce import LEADING, why_not_reduce
@@ -249,4 +249,5 @@ class CompiledProgram(NumpyProgram):
 
 def compile(schedule: Schedule, ctx: Any = None) -> CompiledProgram:  # noqa: A001 (interface)
     """The backend interface: a runnable program for ``schedule`` (``ctx`` is the CPU)."""
+    memory.keep_freed()  # (once per process: its steps' large arrays reuse mapped pages)
     return CompiledProgram(schedule)
