@@ -46,7 +46,8 @@ def pool_last(a: Attrs) -> bool:
 
 @lru_cache(maxsize=4096)
 def pool_window(a: Attrs, data: Shape) -> PoolWindow:
-    """The geometry of a Pooling-like node of attrs ``a`` over data of shape ``data``;
+    """The geometry of a Pooling-like node of attrs ``a`` over data of shape ``data``
+    (channels-last data: the window of its channels-first transpose, ``channel_last`` set);
     ShapeError when they do not fit. Made once per (attrs, shape), so the shape rule, the
     numpy reference and the lowering of a node share one object."""
     nsp = len(data) - 2

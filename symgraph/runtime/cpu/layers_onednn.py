@@ -61,7 +61,8 @@ def _stored(shape: tuple, g: Any) -> tuple:
 def dnnl_forward(a: Attrs, xs: list, ctx: Optional[RunCtx], relu: bool = False) -> list:
     """:func:`conv_forward` through oneDNN (float32); ``relu``: then max(y, 0), applied as
     oneDNN writes the output (the separate pass cost the seed CNN's conv2 0.8 ms of 5.6).
-    Where oneDNN cannot run any more (a forked child: ``onednn.library``), im2col's."""
+    Where oneDNN cannot run any more (a forked child: ``onednn.library``), im2col's (channels
+    last: the numpy reference's)."""
     if onednn.library() is None:
         y = _without_dnnl("forward", a, xs, ctx)[0]
         return [np.maximum(y, 0, out=y) if relu else y]
@@ -81,7 +82,7 @@ def dnnl_forward_relu(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
 
 
 def dnnl_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
-    """:func:`conv_data` through oneDNN (float32; im2col's where oneDNN cannot run)."""
+    """:func:`conv_data` through oneDNN (float32; :func:`_without_dnnl` where it cannot run)."""
     if onednn.library() is None:
         return _without_dnnl("data", a, xs, ctx)
     dy, w, shape = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1]), xs[2].shape
@@ -92,7 +93,8 @@ def dnnl_data(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
 
 
 def dnnl_weight(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
-    """:func:`conv_weight` through oneDNN (float32; im2col's where oneDNN cannot run)."""
+    """:func:`conv_weight` through oneDNN (float32; :func:`_without_dnnl` where it cannot
+    run)."""
     if onednn.library() is None:
         return _without_dnnl("filter", a, xs, ctx)
     dy, x = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1])
