@@ -50,7 +50,7 @@ from ...core.registry import OpDef, RunCtx
 from ..cuda.actions import lowering_of
 from .group import compute_dtype
 from .kernels import load
-from .layers_onednn import DNNL, IM2COL, dnnl_pool, pool_fits, why_not_conv
+from .layers_onednn import DNNL, IM2COL, dnnl_pool, pool_fits, stored_shape, why_not_conv
 from .norm import batch_norm, why_not_batch_norm
 from .pool import run_split
 from .render_window import (padded_plane, render_col2im, render_im2col,
@@ -244,8 +244,7 @@ def max_pool(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
     x = np.ascontiguousarray(xs[0])
     g = pool_window(a, x.shape)
     last = g.channel_last
-    y = np.empty((g.n,) + tuple(g.out) + (g.c,) if last else (g.n, g.c) + tuple(g.out),
-                 x.dtype)
+    y = np.empty(stored_shape((g.n, g.c) + tuple(g.out), g), x.dtype)
     kernel = _pool_kernel(g.kernel, g.stride, x.dtype.name, False, False, last)
     xo, yo = _outer(x, last), _outer(y, last)
     run_split(kernel, len(xo), x.size, [xo, yo])

@@ -53,7 +53,7 @@ def _dnnl_call(call: str, g: Any, bias: bool, arrays: dict, relu: bool = False) 
                      g.dilate, bias, relu, g.channel_last)(arrays)
 
 
-def _stored(shape: tuple, g: Any) -> tuple:
+def stored_shape(shape: tuple, g: Any) -> tuple:
     """A channels-first ``shape`` as window ``g``'s arrays hold it."""
     return to_last(shape) if g.channel_last else shape
 
@@ -68,7 +68,7 @@ def dnnl_forward(a: Attrs, xs: list, ctx: Optional[RunCtx], relu: bool = False) 
         return [np.maximum(y, 0, out=y) if relu else y]
     x, w = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1])
     g = conv_window(a, x.shape)
-    y = np.empty(_stored(g.output_shape, g), x.dtype)
+    y = np.empty(stored_shape(g.output_shape, g), x.dtype)
     arrays = {"src": x, "weights": w, "dst": y}
     if len(xs) > 2:
         arrays["bias"] = np.ascontiguousarray(xs[2])
@@ -99,7 +99,7 @@ def dnnl_weight(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
         return _without_dnnl("filter", a, xs, ctx)
     dy, x = np.ascontiguousarray(xs[0]), np.ascontiguousarray(xs[1])
     g = conv_window(a, x.shape)
-    dw = np.empty(_stored(g.weight_shape, g), dy.dtype)
+    dw = np.empty(stored_shape(g.weight_shape, g), dy.dtype)
     _dnnl_call("filter", g, False, {"diff_dst": dy, "src": x, "diff_weights": dw})
     return [dw]
 
@@ -126,7 +126,7 @@ def dnnl_pool(a: Attrs, xs: list, ctx: Optional[RunCtx]) -> list:
     x = np.ascontiguousarray(xs[0])
     g = pool_window(a, x.shape)
     x_shape, y_shape = (g.n, g.c) + tuple(g.spatial), (g.n, g.c) + tuple(g.out)
-    y = np.empty(_stored(y_shape, g), x.dtype)
+    y = np.empty(stored_shape(y_shape, g), x.dtype)
     onednn.set_threads(cpu_threads())
     onednn.pooling(_dnnl_pool_kind(g), x_shape, y_shape, g.kernel, g.stride, g.pad,
                    g.channel_last)({"src": x, "dst": y})

@@ -36,6 +36,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from ...compiler.ops.conv import to_last
 from ...core import config
 from ...core.base import ExecutionError
 
@@ -191,7 +192,7 @@ class Primitive:
     def plain(self, shape: Sequence[int], last: bool = False) -> _P:
         """A float32 memory descriptor of a C-contiguous array of ``shape`` (oneDNN's dims,
         channels first); ``last``: the array holds it channels last (NHWC, OHWI)."""
-        stored = (shape[0], *shape[2:], shape[1]) if last else tuple(shape)
+        stored = to_last(tuple(shape)) if last else tuple(shape)
         strides, step = [], 1
         for n in reversed(stored):
             strides.insert(0, step)

@@ -30,9 +30,11 @@ MIN_ROWS = 64
 """Fewer rows than this: numpy's row adds cost no more than the call."""
 
 
-def why_not_reduce(kind: str, a: Attrs, shapes: Sequence[tuple]) -> str:
+def why_not_reduce(kind: str, a: Attrs, shapes: Sequence[tuple], dtype: np.dtype) -> str:
     """Why reduction ``kind`` (``sum``, ``mean``, ...) of attrs ``a`` over data of
-    ``shapes[0]`` runs numpy's ('' where :func:`sum_leading` takes it)."""
+    ``shapes[0]`` and ``dtype`` runs numpy's ('' where :func:`sum_leading` takes it)."""
+    if np.dtype(dtype).name not in ("float32", "float64"):
+        return f"numpy's reduction in {np.dtype(dtype).name} (compiled: float32, float64)"
     shape = tuple(shapes[0])
     axes = reduce_axes(a, len(shape)) if kind in ("sum", "mean") else ()
     if not axes or axes != tuple(range(len(axes))) or len(axes) == len(shape):
