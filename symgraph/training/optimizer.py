@@ -17,7 +17,7 @@ from ..core.base import AttrError
 from ..runtime.compile import formula_evaluator  # (compiled kernels on the compiled CPU backend)
 from ..runtime.updater import Updater, get_updater
 from .lr_scheduler import LRScheduler
-from .optimizer_layout import MultiPrecisionAPI
+from .optimizer_layout import MultiPrecisionAPI, host_values
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdaGrad", "RMSProp", "Updater", "UpdateRule", "create",
            "register", "get_updater", "RuleInputs"]
@@ -200,8 +200,7 @@ class Optimizer(MultiPrecisionAPI):
 
     def _apply(self, weight: Any, grad: Any, state: Sequence[np.ndarray],
                scalars: dict[str, float], index: Any = None) -> None:
-        w = weight.asnumpy() if hasattr(weight, "asnumpy") else weight
-        g = grad.asnumpy() if hasattr(grad, "asnumpy") else np.asarray(grad)
+        w, g = host_values(weight), host_values(grad)
         rule = self.mp_rule if self._master(weight) else self.rule
         if len(state) != len(rule.states):
             raise AttrError(f"optimizer state of parameter {self._name(index)!r}: "

@@ -24,8 +24,6 @@ WHY = {
     "random": "draws from the run's numpy generator, so the stream is the reference's",
     "numpy_algorithm": "data-dependent algorithms and host calls (detection, ROI, CTC, "
                        "custom ops, the composites the reference unrolls)",
-    "rnn": "the recurrent reference's GEMMs and cell formulas (compiled cells were slower: "
-           "numba's scalar tanh against numpy's SIMD one)",
     "update": "the update ops run the optimizers' formulas in numpy; the optimizer classes "
               "compile the same formulas (cpu.backend.evaluate)",
 }
@@ -42,7 +40,7 @@ FAMILIES = {
                      "pooling_gather"), "moves"),
     **dict.fromkeys(("reduce_backward", "reduce_each", "arg_reduce", "scan",
                      "allclose", "histogram", "rank_sort"), "reduce"),
-    **dict.fromkeys(("softmax", "softmax_backward", "softmax_cross_entropy",
+    **dict.fromkeys(("softmax_backward", "softmax_cross_entropy",
                      "softmax_output_backward", "row_norm", "layer_norm_backward",
                      "batch_norm_backward", "batch_norm_relu", "lrn", "div_sqrt_dim",
                      "leaky_relu", "formula_of_input0", "conv_act_pool",
@@ -51,7 +49,6 @@ FAMILIES = {
                      "shuffle", "dropout"), "random"),
     **dict.fromkeys(("callback", "host", "unrolled", "detection", "detection_nms", "multibox",
                      "proposal", "roi", "deformable", "ctc"), "numpy_algorithm"),
-    **dict.fromkeys(("rnn", "rnn_backward"), "rnn"),
     "update": "update",
 }
 # reasons that are not a missing family: (pattern, why it is right)
@@ -66,10 +63,14 @@ OTHER = [
     (r"pad \(\d+, \d+\) \(compiled: unpadded windows\)", "float64 padded pooling"),
     (r"dtypes \[.*\] \(compiled: .*\)", "integer or mixed dtypes"),
     (r"mixed dtypes \[.*\]", "a group over two dtypes"),
-    (r"dtype \w+ \(compiled: .*\)", "an integer group"),
+    (r"dtype \w+ \(compiled: .*\)", "an integer group, a narrow RNN"),
     (r"numpy's reduction \(compiled: a sum or mean over leading axes only\)",
      "other reductions: numpy's are one SIMD pass (WHY['reduce'])"),
     (r"numpy's reduction in \w+ \(compiled: float32, float64\)", "integer and narrow sums"),
+    (r"\w+ \(compiled rows: softmax, log_softmax\)", "softmin, SoftmaxActivation"),
+    (r"\w+=.* \(compiled rows: none\)", "a length, a temperature or an output dtype"),
+    (r"axis -?\d+ of \d+ \(compiled rows: the last\)", "a softmax over another axis"),
+    (r"an empty array \(compiled rows: non-empty\)", "nothing to compute"),
     (r"fewer than \d+ rows \(numpy's row adds are as fast\)", "small sums"),
 ]
 

@@ -13,6 +13,7 @@ import symgraph as sg
 from symgraph.compiler.ops import rnn, rnn_cells
 from symgraph.core.attrs import parse_attrs
 from symgraph.core.registry import RunCtx, get_op
+from symgraph.runtime.cpu import rnn as cpu_rnn
 
 S = sg.sym
 T, N, I, H = 4, 3, 2, 3
@@ -35,9 +36,12 @@ def _inputs(mode: str, seed: int = 0) -> list[np.ndarray]:
 
 
 def _count_runs(monkeypatch: pytest.MonkeyPatch) -> list:
+    """Calls of either backend's layer forward (the numpy reference's, the compiled one's)."""
     calls: list = []
-    real = rnn_cells.run
-    monkeypatch.setattr(rnn, "run", lambda *a: (calls.append(1), real(*a))[1])
+    for module in (rnn_cells, cpu_rnn):
+        real = module.run
+        monkeypatch.setattr(module, "run",
+                            lambda *a, real=real: (calls.append(1), real(*a))[1])
     return calls
 
 

@@ -27,7 +27,9 @@ recomputed forward and its gradients see the same masks.
 """
 from __future__ import annotations
 
-from typing import Optional
+from functools import partial
+from types import ModuleType
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -36,7 +38,8 @@ from ...core.base import ShapeError
 from ...core.registry import NO_GRADIENT, OPAQUE, OpDef, RunCtx, register
 from ._util import check_attr, fmt
 from .activation import dropout_mask
-from .rnn_cells import GATES, run, run_back
+from . import rnn_cells
+from .rnn_cells import GATES
 
 RNN_PARAMS = {
     "state_size": Param("int", doc="hidden units H"),
@@ -136,9 +139,13 @@ def _weights(a: Attrs, flat: np.ndarray, input_size: int) -> list[tuple]:
             for w, u, b, c, width in param_layout(a, input_size)]
 
 
-def _forward(a: Attrs, xs: list, masks: Optional[np.ndarray]) -> tuple[list, list]:
+def _forward(a: Attrs, xs: list, masks: Optional[np.ndarray],
+             layers: ModuleType = rnn_cells) -> tuple[list, list]:
     """Outputs, and per (layer, direction) what the backward pass needs; ``masks``: the
-    dropout masks applied to the outputs of the layers but the last (None: none)."""
+    dropout masks applied to the outputs of the layers but the last (None: none);
+    ``layers``: the module whose ``run`` and ``run_back`` run one direction of a layer
+    (``rnn_cells``, the numpy reference, or the compiled CPU backend's ``cpu/rnn.py``; a
+    backward reads the tape of its own module's forward)."""
     x, flat, h0 = xs[0], xs[1], xs[2]
     c0 = xs[3] if a["mode"] == "lstm" else None
     d = 2 if a["bidirectional"] else 1
@@ -148,7 +155,7 @@ def _forward(a: Attrs, xs: list, masks: Optional[np.ndarray]) -> tuple[list, lis
         parts = []
         for k in range(d):
             s = layer * d + k
-            out, hy[s], c_last, caches = run(a["mode"], x, h0[s],
+            out, hy[s], c_last, caches = layers.run(a["mode"], x, h0[s],
                                              None if c0 is None else c0[s], ws[s], k == 1)
             if cy is not None:
                 cy[s] = c_last
@@ -187,18 +194,18 @@ def _keep_tape(a: Attrs, xs: list, tape: list, ctx: RunCtx) -> None:
         tapes.pop(next(iter(tapes)))
 
 
-def _rnn(a: Attrs, xs: list, ctx: RunCtx) -> list:
+def _rnn(a: Attrs, xs: list, ctx: RunCtx, layers: ModuleType = rnn_cells) -> list:
     masks = None
     if has_dropout(a):
         shape = mask_shape(a, xs[0].shape)
         masks = (dropout_mask(a["p"], shape, xs[0].dtype, ctx) if ctx.is_train
                  else np.ones(shape, xs[0].dtype))
-    outs, tape = _forward(a, xs, masks if ctx.is_train else None)
+    outs, tape = _forward(a, xs, masks if ctx.is_train else None, layers)
     _keep_tape(a, xs, tape, ctx)
     return outs + ([masks] if masks is not None else [])
 
 
-def _backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
+def _backward(a: Attrs, xs: list, ctx: RunCtx, layers: ModuleType = rnn_cells) -> list:
     """Inputs: the output gradients (one per visible forward output), the forward inputs,
     then (with dropout) the forward's masks."""
     n_out, n_in = len(_visible(a)), len(_inputs(a))
@@ -206,7 +213,7 @@ def _backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
     masks = xs[-1] if has_dropout(a) else None
     kept = None if ctx.state is None else ctx.state.get("RNN tapes", {}).pop(
         _tape_key(a, fwd), None)
-    tape = kept if kept is not None else _forward(a, fwd, masks)[1]
+    tape = kept if kept is not None else _forward(a, fwd, masks, layers)[1]
     lstm, d, hsz = a["mode"] == "lstm", 2 if a["bidirectional"] else 1, a["state_size"]
     flat = fwd[1]
     ws = _weights(a, flat, fwd[0].shape[2])
@@ -221,7 +228,7 @@ def _backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
         for k in range(d):
             s = layer * d + k
             gw = [np.zeros_like(m) for m in gws[s]]
-            dh, dc = run_back(a["mode"], dout[:, :, k * hsz:(k + 1) * hsz], dh0[s],
+            dh, dc = layers.run_back(a["mode"], dout[:, :, k * hsz:(k + 1) * hsz], dh0[s],
                               None if dc0 is None else dc0[s], tape[s][1], ws[s], gw, x_in,
                               dx)
             for view, g in zip(gws[s], gw):
@@ -231,6 +238,12 @@ def _backward(a: Attrs, xs: list, ctx: RunCtx) -> list:
                 dc0[s] = dc
         dout = dx * masks[layer - 1] if masks is not None and layer > 0 else dx
     return [dout, dflat, dh0] + ([dc0] if lstm else [])
+
+
+def computes(layers: ModuleType) -> tuple[Callable, Callable]:
+    """The computes of ``RNN`` and ``_backward_RNN`` with each direction's layer run by the
+    module ``layers`` (see ``_forward``): the same dropout, weight layout and tape keeping."""
+    return partial(_rnn, layers=layers), partial(_backward, layers=layers)
 
 
 def _rnn_grad(c) -> list:

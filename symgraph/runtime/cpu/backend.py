@@ -29,6 +29,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
+from ...compiler.ops.rnn import computes
 from ...compiler.passes.channel_last import ONEDNN, channel_last
 from ...compiler.schedule import Schedule
 from ...core import config
@@ -40,7 +41,7 @@ from ..backend.numpy_backend import NumpyProgram
 from ..cuda.actions import lowering_of
 from .group import FusedStep, compute_dtype, why_not
 from .layers import LAYERS, absorbs_relu_mask, max_pool_grad_relu, op_layer
-from . import memory, onednn
+from . import memory, onednn, rnn, rows
 from .layers_onednn import absorbs_relu, dnnl_forward_relu
 from .norm import BatchNormGroup, batch_norm
 from .reduce import LEADING, why_not_reduce
@@ -160,11 +161,30 @@ def _reduce(schedule: Schedule, k: int) -> tuple[Optional[Any], str]:
     return (None, why) if why else (LEADING[kind], "")
 
 
+_RNN = dict(zip(("rnn", "rnn_backward"), computes(rnn)))
+
+
+def _rnn(schedule: Schedule, k: int) -> tuple[Optional[Any], str]:
+    """``RNN`` or its backward with compiled gate kernels (``rnn.py``), where its dtype has
+    them."""
+    step = schedule.steps[k]
+    why = rnn.why_not(schedule.dtypes[step.inputs[0]])
+    return (None, why) if why else (_RNN[lowering_of(get_op(step.node.op))[0]], "")
+
+
+def _softmax(schedule: Schedule, k: int) -> tuple[Optional[Any], str]:
+    """``softmax`` or ``log_softmax`` over the last axis in blocks of rows (``rows.py``)."""
+    step = schedule.steps[k]
+    x = step.inputs[0]
+    why = rows.why_not(step.node.op, step.node.attrs, schedule.shapes[x], schedule.dtypes[x])
+    return (None, why) if why else (rows.ROWS[step.node.op], "")
+
+
 # Lowering family (the op's ``OpDef.lowering``, as the CUDA backend reads it) -> the function
 # making a step's compiled compute function, or None and the reason it has none.
 COMPILERS: dict[str, Callable[[Schedule, int], tuple[Optional[Any], str]]] = {
-    "fused": _fused, "elementwise": _elementwise, "reduce": _reduce,
-    **{family: _layer for family, _ in LAYERS}}
+    "fused": _fused, "elementwise": _elementwise, "reduce": _reduce, "rnn": _rnn,
+    "rnn_backward": _rnn, "softmax": _softmax, **{family: _layer for family, _ in LAYERS}}
 
 
 _FORMULAS: dict[tuple, FusedStep] = {}
