@@ -198,7 +198,9 @@ def run(mode: str, xs: np.ndarray, h: np.ndarray, c: Optional[np.ndarray], w: tu
     if mode == "lstm":
         cs = np.empty_like(hs)
         cs[first] = c
-    forward, ut = _kernels(mode, units, dt.name)[0], w[1].T
+    # U^T contiguous: OpenBLAS multiplies the step's few rows by it in 75 us, by the
+    # transposed view of U in 137 (batch 20, 200 units, LSTM)
+    forward, ut = _kernels(mode, units, dt.name)[0], np.ascontiguousarray(w[1].T, dt)
     arrays = (zx, zh, bias) + ((gates,) if kept else ()) + (hs,) + ((cs,) if cs is not None else ())
     for t, sp, sn in _steps(n_t, reverse):
         np.matmul(hs[sp], ut, out=zh)
