@@ -9,7 +9,8 @@ Outputs: ``output`` (T, N, D*H), and with ``state_outputs`` the last ``state`` (
 ``state_cell``). In training the forward keeps its tape (gates and states of every step) in
 the run context's state, and the backward op takes it from there when its inputs are the same
 buffers, else recomputes the forward; it runs backpropagation through time in numpy and has
-no gradient itself (second derivatives raise).
+no gradient itself (second derivatives raise). The compiled CPU backend runs the same
+functions with its own per-direction layers (``computes``, ``runtime/cpu/rnn.py``).
 
 GPU: the ``rnn`` and ``rnn_backward`` families (``cuda/lowering_rnn.py``): cuBLAS GEMMs (the
 input projection of all steps in one, then one per step for the recurrent side) and one gate
@@ -156,7 +157,8 @@ def _forward(a: Attrs, xs: list, masks: Optional[np.ndarray],
         for k in range(d):
             s = layer * d + k
             out, hy[s], c_last, caches = layers.run(a["mode"], x, h0[s],
-                                             None if c0 is None else c0[s], ws[s], k == 1)
+                                                    None if c0 is None else c0[s], ws[s],
+                                                    k == 1)
             if cy is not None:
                 cy[s] = c_last
             parts.append(out)
@@ -229,8 +231,8 @@ def _backward(a: Attrs, xs: list, ctx: RunCtx, layers: ModuleType = rnn_cells) -
             s = layer * d + k
             gw = [np.zeros_like(m) for m in gws[s]]
             dh, dc = layers.run_back(a["mode"], dout[:, :, k * hsz:(k + 1) * hsz], dh0[s],
-                              None if dc0 is None else dc0[s], tape[s][1], ws[s], gw, x_in,
-                              dx)
+                                     None if dc0 is None else dc0[s], tape[s][1], ws[s], gw,
+                                     x_in, dx)
             for view, g in zip(gws[s], gw):
                 view += g
             dh0[s] = dh

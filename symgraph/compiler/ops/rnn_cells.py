@@ -165,4 +165,3 @@ def run_back(mode: str, dout: np.ndarray, dh: np.ndarray, dc: Optional[np.ndarra
     gw[3] += _flat(dzhs).sum(axis=0)
     dxs += (_flat(dzxs) @ w[0]).reshape(dxs.shape)
     return dh, dc
-

@@ -66,9 +66,10 @@ _PARAMS = {"forward": {"lstm": "t, sp, sn, zx, zh, bias, gates, hs, cs",
                         "rnn": "t, sp, sn, dz, dh, dy, hs"}}
 
 
-def _at(j: int) -> str:
-    """Unit ``j`` of the row past offset ``j`` (unsigned: see the module docstring)."""
-    return f"j + np.uint64({j})" if j else "j"
+def _at(offset: int) -> str:
+    """The index of unit ``j`` past ``offset`` in a row (unsigned: see the module
+    docstring)."""
+    return f"j + np.uint64({offset})" if offset else "j"
 
 
 def _io(kind: str, mode: str, h: int) -> tuple[list[str], list[tuple[str, ...]]]:
@@ -116,8 +117,8 @@ def _reading(e: Expr, known: dict) -> Expr:
 
     def go(x: Expr) -> Expr:
         if x not in memo:
-            memo[x] = known.get(x) or (Expr(x.op, tuple(go(a) for a in x.args), x.value)
-                                       if x.args else x)
+            memo[x] = known[x] if x in known else (
+                Expr(x.op, tuple(go(a) for a in x.args), x.value) if x.args else x)
         return memo[x]
     return go(e)
 
