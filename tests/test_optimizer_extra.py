@@ -202,6 +202,23 @@ def test_steps_match_float64_reference(case: str) -> None:
     np.testing.assert_allclose(_run_symgraph(case), w64, rtol=2e-5, atol=2e-5)
 
 
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_one_gradient_buffer_reused_across_steps(case: str) -> None:
+    """As a training loop: the weight and gradient are NDArrays, the backward writes each
+    step's gradient into the same buffer (the optimizers read it in place)."""
+    w, grads = _data()
+    w64, state, k = w.astype(np.float64), {}, _kwargs(case)
+    for t, g in enumerate(grads, 1):
+        w64 = REFS[case](w64, g.astype(np.float64), state, t, k)
+    weight, grad = sg.nd.array(w), sg.nd.zeros(w.shape)
+    opt = sg.optimizer.create(CASES[case][0], **k)
+    opt_state = opt.create_state_multi_precision(0, weight)
+    for g in grads:
+        grad[:] = g
+        opt.update_multi_precision(0, weight, grad, opt_state)
+    np.testing.assert_allclose(weight.asnumpy(), w64, rtol=2e-5, atol=2e-5)
+
+
 MX_SCRIPT = r"""
 import json, sys, warnings
 import numpy as np

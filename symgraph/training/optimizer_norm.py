@@ -164,7 +164,8 @@ class LBSGD(Optimizer):
         if got and got["num_cums"] > 0:
             cum, count = got["cum_grad"] + grad, got["num_cums"] + 1
         else:
-            cum, count = grad, self.init_updates + 1
+            # a copy: ``grad`` may be the gradient's own buffer, which the next backward writes
+            cum, count = grad.copy(), self.init_updates + 1
         if count % self.batch_scale:  # still accumulating: the weight stays
             self.cumgrads[index] = {"cum_grad": cum, "num_cums": count}
             return [weight, *state]
