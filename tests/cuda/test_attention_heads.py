@@ -168,21 +168,26 @@ def _softmax_backward_ref(y: np.ndarray, dy: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.skipif(host_compiler() is None, reason="g++ not on PATH")
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
 @pytest.mark.parametrize("dtype,k", [("float32", 77), ("bfloat16", 40), ("float32", 300)])
-def test_softmax_backward_kernel_on_host_warps(dtype: str, k: int, tmp_path: Path) -> None:
+def test_softmax_backward_kernel_on_host_warps(dtype: str, k: int, log: bool,
+                                               tmp_path: Path) -> None:
     """Warps of 32 host threads (block_run): the shuffle sum over rows held in registers, a
     partial last column of lanes (77, 40), a row read twice (300 > REGISTER_ROW), float
-    accumulation of bfloat16 data."""
+    accumulation of bfloat16 data; softmax's and log_softmax's forms."""
     import ml_dtypes
     nd = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(np.float32)
     assert 77 <= REGISTER_ROW < 300
     rows, rng = 5, np.random.default_rng(2)
     z = np.exp(rng.normal(size=(rows, k)))
-    y, dy = (z / z.sum(-1, keepdims=True)).astype(nd), rng.normal(size=(rows, k)).astype(nd)
-    kern = render_softmax_backward("softmax_backward", rows, k, dtype)
+    p = z / z.sum(-1, keepdims=True)
+    y, dy = (np.log(p) if log else p).astype(nd), rng.normal(size=(rows, k)).astype(nd)
+    kern = render_softmax_backward("softmax_backward", rows, k, dtype, log=log)
     got = run_threaded([(kern, rows, 32, ["dx", "y", "dy"])], {"y": y, "dy": dy},
                        {"dx": (rows * k, nd)}, tmp_path)["dx"]
-    want = _softmax_backward_ref(y.astype(np.float64), dy.astype(np.float64))
+    y64, dy64 = y.astype(np.float64), dy.astype(np.float64)
+    want = (dy64 - np.exp(y64) * dy64.sum(-1, keepdims=True) if log
+            else _softmax_backward_ref(y64, dy64))
     tol = 1e-6 if dtype == "float32" else 8e-3  # one bfloat16 rounding of the result
     np.testing.assert_allclose(got.astype(np.float64).reshape(rows, k), want, rtol=tol,
                                atol=tol * np.abs(want).max())
@@ -194,6 +199,8 @@ def test_row_kernels_compile_for_sm90_in_every_float_dtype() -> None:
                for dt in ("float32", "float16", "bfloat16")]
     kernels += [render_softmax_backward("softmax_backward", 96, 300, "float32", "bfloat16",
                                         "bfloat16"),
+                render_softmax_backward("softmax_backward", 96, 128, "bfloat16", log=True),
+                render_softmax_backward("softmax_backward", 96, 300, "float32", log=True),
                 render_softmax("softmax_rows", 96, 128, 1, False, 1.0, "bfloat16")]
     cubin = compiler.run_nvcc(compiler.module_source(kernels), "sm_90", compiler.find_nvcc())
     assert all(k.name.encode() in cubin for k in kernels)

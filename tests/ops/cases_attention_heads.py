@@ -58,4 +58,8 @@ CASES = [
     Case("_softmax_backward", lambda: S._softmax_backward(S._softmax_rows(a), dy),
          {"a": normal(3, 7), "dy": normal(3, 7)},
          lambda a, dy: _softmax(a) * (dy - (dy * _softmax(a)).sum(-1, keepdims=True))),
+    # log=True: y a log_softmax row; dy - exp(y) * sum(dy)
+    Case("_softmax_backward", lambda: S._softmax_backward(S.log_softmax(a), dy, log=True),
+         {"a": normal(3, 7), "dy": normal(3, 7)},
+         lambda a, dy: dy - _softmax(a) * dy.sum(-1, keepdims=True), id="softmax_backward-log"),
 ]

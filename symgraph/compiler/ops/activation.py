@@ -184,9 +184,19 @@ def softmax_grad(c, over: dict) -> object:
     return g * _inv_t(c.attrs) if _inv_t(c.attrs) != 1.0 else g
 
 
+def _last_axis(c) -> bool:
+    """Whether the softmax of gradient rule ``c`` runs along its input's last axis."""
+    axis = c.attrs["axis"]
+    shape = c.types.shape(c.node.inputs[0]) if c.types is not None and axis >= 0 else None
+    return axis == -1 or (shape is not None and axis == len(shape) - 1)
+
+
 def _log_softmax_grad(c) -> list:
     y, dy = c.outputs[0], c.ograds[0]
-    g = dy - c.sym.exp(y) * c.sym.sum(dy, axis=c.attrs["axis"], keepdims=True)
+    if _last_axis(c):  # one row op: one pass over each row instead of four over the array
+        g = c.sym._softmax_backward(y, dy, log=True)
+    else:
+        g = dy - c.sym.exp(y) * c.sym.sum(dy, axis=c.attrs["axis"], keepdims=True)
     return [g * _inv_t(c.attrs) if _inv_t(c.attrs) != 1.0 else g]
 
 

@@ -170,13 +170,20 @@ def _backward_type(a: Attrs, ins: list, outs: list) -> tuple[list, list]:
 def _backward_compute(a: Attrs, xs: list, ctx: RunCtx) -> list:
     y, dy = (v.astype(np.float32) if v.dtype.itemsize < 4 else v for v in xs)
     out = a.get("out_dtype") or xs[0].dtype
+    if a.get("log"):  # log_softmax's gradient: log_softmax's numpy order, same bits
+        return [(dy - np.exp(y) * dy.sum(-1, keepdims=True)).astype(out)]
     return [(y * (dy - (dy * y).sum(-1, keepdims=True))).astype(out)]
 
 
 def _backward_grad(c: Any) -> list:
     """r = y * (g - s), s = sum(g * y): dg = _softmax_backward(y, v); dy = v * (g - s) -
-    g * sum(v * y) (rows along the last axis)."""
+    g * sum(v * y) (rows along the last axis). With ``log``, r = g - exp(y) * sum(g):
+    dg = v - sum(v * exp(y)); dy = -v * exp(y) * sum(g)."""
     S, y, g, v = c.sym, c.inputs[0], c.inputs[1], c.ograds[0]
+    if c.attrs.get("log"):
+        ve = v * S.exp(y)
+        return [S.negative(S.broadcast_mul(ve, S.sum(g, axis=-1, keepdims=True))),
+                S.broadcast_sub(v, S.sum(ve, axis=-1, keepdims=True))]
     s = S.sum(g * y, axis=-1, keepdims=True)
     t = S.sum(v * y, axis=-1, keepdims=True)
     dy = S.broadcast_mul(v, S.broadcast_sub(g, s)) - S.broadcast_mul(g, t)
@@ -186,11 +193,14 @@ def _backward_grad(c: Any) -> list:
 register(OpDef(
     "_softmax_backward",
     {"out_dtype": Param("dtype?", None, doc="the output's dtype (default: prob's), rounded "
-                                            "once from the float32 result")},
+                                            "once from the float32 result"),
+     "log": Param("bool", False, doc="prob holds log_softmax's output: dy - exp(y) * "
+                                     "sum(dy) per row")},
     ("prob", "ograd"), _rows_shape, _backward_compute, _backward_grad, REDUCE,
     infer_type=_backward_type, lowering="softmax_backward",
     # casts next to it are done as it loads ograd or stores its output (passes/absorb_casts)
     extra={"float_inputs": (1,), "output_cast_attr": "out_dtype"},
     doc="Gradient of softmax over the last axis from its output y and output gradient dy: "
-        "y * (dy - sum(dy * y)) per row, summed in float."))
+        "y * (dy - sum(dy * y)) per row, summed in float (log=True: log_softmax's, "
+        "dy - exp(y) * sum(dy))."))
 

@@ -173,10 +173,14 @@ def _rnn(schedule: Schedule, k: int) -> tuple[Optional[Any], str]:
 
 
 def _softmax(schedule: Schedule, k: int) -> tuple[Optional[Any], str]:
-    """``softmax`` or ``log_softmax`` over the last axis in blocks of rows (``rows.py``)."""
+    """``softmax`` or ``log_softmax`` over the last axis, or their gradient, in blocks of rows
+    (``rows.py``), where every input and the output have one dtype."""
     step = schedule.steps[k]
     x = step.inputs[0]
+    dtypes = {schedule.dtypes[s] for s in (*step.inputs, *step.outputs)}
     why = rows.why_not(step.node.op, step.node.attrs, schedule.shapes[x], schedule.dtypes[x])
+    if not why and len(dtypes) > 1:
+        why = "inputs or output of another dtype (compiled rows: one dtype)"
     return (None, why) if why else (rows.ROWS[step.node.op], "")
 
 
@@ -184,7 +188,8 @@ def _softmax(schedule: Schedule, k: int) -> tuple[Optional[Any], str]:
 # making a step's compiled compute function, or None and the reason it has none.
 COMPILERS: dict[str, Callable[[Schedule, int], tuple[Optional[Any], str]]] = {
     "fused": _fused, "elementwise": _elementwise, "reduce": _reduce, "rnn": _rnn,
-    "rnn_backward": _rnn, "softmax": _softmax, **{family: _layer for family, _ in LAYERS}}
+    "rnn_backward": _rnn, "softmax": _softmax, "softmax_backward": _softmax,
+    **{family: _layer for family, _ in LAYERS}}
 
 
 _FORMULAS: dict[tuple, FusedStep] = {}

@@ -46,12 +46,13 @@ def _batch_dot_heads(ctx: StepCtx, p: dict) -> list:
 
 @family("softmax_backward")
 def _softmax_backward(ctx: StepCtx, p: dict) -> list:
-    """dx = y * (dy - sum(dy * y)) along the last axis: a warp a row, one launch."""
+    """dx = y * (dy - sum(dy * y)) (or log_softmax's dy - exp(y) * sum(dy)) along the last
+    axis: a warp a row, one launch."""
     shape = ctx.in_shapes[0]
     k = shape[-1]
     rows = prod(shape[:-1])
     kern = render_softmax_backward(ctx.stem, rows, k, ctx.dt(ctx.ins[0]), ctx.dt(ctx.ins[1]),
-                                   ctx.dt(ctx.outs[0]))
+                                   ctx.dt(ctx.outs[0]), bool(ctx.attrs.get("log")))
     return [Kernel(kern, max(1, (rows * 32 + THREADS - 1) // THREADS), THREADS,
                    (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(shape))]
 
