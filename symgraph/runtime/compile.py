@@ -72,6 +72,13 @@ def formula_evaluator() -> Callable:
     return getattr(backend, "evaluate", None) or _expr_evaluate
 
 
+def formula_updater() -> Optional[Callable]:
+    """How host code applies an update rule to many parameters in place
+    (``cpu.update.update_in_place``'s signature) on the compiled CPU backend; None on the
+    numpy one (each parameter then goes through :func:`formula_evaluator`)."""
+    return getattr(_cpu_backend(), "update_in_place", None)
+
+
 _NO_NUMBA_SAID = []
 
 

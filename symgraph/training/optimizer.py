@@ -17,6 +17,7 @@ from ..core.base import AttrError
 from ..runtime.compile import formula_evaluator  # (compiled kernels on the compiled CPU backend)
 from ..runtime.updater import Updater, get_updater
 from .lr_scheduler import LRScheduler
+from .optimizer_inplace import update_in_place as in_place
 from .optimizer_layout import MultiPrecisionAPI, host_values
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdaGrad", "RMSProp", "Updater", "UpdateRule", "create",
@@ -174,16 +175,17 @@ class Optimizer(MultiPrecisionAPI):
 
     def update_multi(self, indices: Sequence[Any], weights: Sequence[Any],
                      grads: Sequence[Any], states: Sequence[Sequence[np.ndarray]]) -> None:
-        """One step for several parameters (the scalar table is built once)."""
+        """One step for several parameters (one call in place where optimizer_inplace can)."""
         if self.rule is None:  # a subclass's own update(), one parameter at a time
             for index, w, g, st in zip(indices, weights, grads, states):
                 self.update(index, w, g, st)
             return
-        names, tables = self.rule.scalars, self._scalar_dicts
+        rows, names, tables = self.step_rows(indices), self.rule.scalars, self._scalar_dicts
+        if type(self)._step is Optimizer._step and in_place(self, rows, weights, grads, states):
+            return
         if len(tables) > 4096:  # (a schedule makes new rows every step)
             tables.clear()
-        for i, (row, w, g, st) in enumerate(zip(self.step_rows(indices), weights, grads,
-                                                states)):
+        for i, (row, w, g, st) in enumerate(zip(rows, weights, grads, states)):
             # float64 scalars, as the table of step_scalars holds them (numpy promotion);
             # the same row (unchanged hyper-parameters) gives the same read-only dict
             table = tables.get(row)

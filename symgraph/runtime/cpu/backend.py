@@ -45,6 +45,7 @@ from . import memory, onednn, rnn, rows
 from .layers_onednn import absorbs_relu, dnnl_forward_relu
 from .norm import BatchNormGroup, batch_norm
 from .reduce import LEADING, why_not_reduce
+from .update import update_in_place  # noqa: F401 (the backend's: compile.formula_updater)
 
 MIN_ELEMENTS = 1 << 12
 """Groups whose largest output has fewer elements run the numpy reference: there numpy takes
