@@ -76,3 +76,28 @@ def test_forward_values_and_in_place_updates(rng) -> None:
         loss.backward()
         w[:] = w - 0.25 * w.grad
     np.testing.assert_allclose(w.asnumpy(), np.full(3, 0.125), rtol=1e-6)
+
+
+EXIT_SCRIPT = """
+import numpy as np, symgraph as sg
+from symgraph import autograd
+x = sg.nd.array(np.ones((4, 6), np.float32), ctx=sg.gpu(0))
+y = x * 2
+x.attach_grad()
+with autograd.record():
+    loss = (sg.nd.log_softmax(x) * y).sum()
+loss.backward()
+print(float(y.asnumpy().sum()), float(x.grad.asnumpy().sum()))
+"""
+
+
+def test_a_script_leaving_device_arrays_alive_exits_cleanly() -> None:
+    """The script's globals (pool-allocated results among them) are freed after atexit has
+    popped the device context; the pool must not take a context then (pycuda aborts)."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", EXIT_SCRIPT], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "terminate called" not in out.stderr and "Aborted" not in out.stderr, out.stderr
+    assert out.stdout.split()[0] == "48.0"

@@ -144,10 +144,11 @@ def _pool_buffer(shape: tuple, dtype: np.dtype, device_id: int) -> Any:
     results handed out every step are allocated and freed without cuMemAlloc/cuMemFree (the
     latter synchronises the device)."""
     from pycuda.tools import DeviceMemoryPool
-    from ...runtime.cuda.runtime import DeviceArray
+    from ...runtime.cuda.runtime import DeviceArray, at_exit
     pool = _POOLS.get(device_id)
     if pool is None:
         pool = _POOLS[device_id] = DeviceMemoryPool()
+        at_exit(pool.stop_holding)  # (arrays freed after exit then go straight to the device)
     arr = DeviceArray(tuple(shape), np.dtype(dtype), allocator=pool.allocate)
     arr.device_id = device_id
     return arr

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -24,6 +24,23 @@ from .actions import memset_pattern
 
 _CONTEXTS: dict[int, Any] = {}
 _INFO: dict[int, dict] = {}
+_AT_EXIT: list[Callable[[], None]] = []
+
+
+def at_exit(fn: Callable[[], None]) -> None:
+    """Call ``fn`` at interpreter exit while the first device's context is still current,
+    before it is popped (a memory pool stops holding blocks there: see :func:`_exit`)."""
+    _AT_EXIT.append(fn)
+
+
+def _exit() -> None:
+    # A pycuda memory pool that starts holding a freed block takes the *current* context, and
+    # aborts the process when there is none: every sg.nd array freed after the pop (the
+    # script's own globals, torn down after atexit) would. Pools that stop holding free their
+    # blocks straight to the device through the context they were made in.
+    for fn in _AT_EXIT:
+        fn()
+    drv.Context.pop()  # before pycuda's own exit check: its context stack must be empty
 
 
 def _context(device_id: int) -> Any:
@@ -40,7 +57,7 @@ def _context(device_id: int) -> Any:
             # activate() block (a lazy sg.nd value, a cached program) then still find a current
             # context; without one pycuda's destructors abort the process.
             ctx.push()
-            atexit.register(drv.Context.pop)  # before pycuda's own exit check (LIFO)
+            atexit.register(_exit)
     return ctx
 
 
