@@ -1,9 +1,9 @@
 """The row kernel of softmax's gradient (``_softmax_backward``): dx = y * (dy - sum(dy * y))
-along the last axis, a warp a row (``log``: log_softmax's, dx = dy - exp(y) * sum(dy)). One read of the row to sum (a warp shuffle reduction in
-float, whatever the storage dtype) and one write; this replaces a sum kernel and a broadcast
-kernel, and the (rows, 1) sum never goes through memory. Rows of up to ``REGISTER_ROW``
-entries stay in registers between the sum and the write (attention's rows: the sequence
-length); longer ones are read again."""
+along the last axis, a warp a row (``log``: log_softmax's, dx = dy - exp(y) * sum(dy)). One
+read of the row to sum (a warp shuffle reduction in float, whatever the storage dtype) and one
+write; this replaces a sum kernel and a broadcast kernel, and the (rows, 1) sum never goes
+through memory. Rows of up to ``REGISTER_ROW`` entries stay in registers between the sum and
+the write (attention's rows: the sequence length); longer ones are read again."""
 from __future__ import annotations
 
 from .codegen import Rendered, dtype_helpers, kernel_name, ptr, with_dtype
