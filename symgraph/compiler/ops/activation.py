@@ -178,22 +178,25 @@ def _inv_t(a: Attrs) -> float:
 
 
 def softmax_grad(c, over: dict) -> object:
-    """dx of y = softmax: y * (dy - sum(dy * y)) over the softmax axes ``over``."""
+    """dx of y = softmax: y * (dy - sum(dy * y)) over the softmax axes ``over``; one row op
+    (``_softmax_backward``) when that is the input's last axis alone."""
     y, dy = c.outputs[0], c.ograds[0]
-    g = y * (dy - c.sym.sum(dy * y, keepdims=True, **over))
+    if set(over) == {"axis"} and _last_axis(c, over["axis"]):
+        g = c.sym._softmax_backward(y, dy)
+    else:
+        g = y * (dy - c.sym.sum(dy * y, keepdims=True, **over))
     return g * _inv_t(c.attrs) if _inv_t(c.attrs) != 1.0 else g
 
 
-def _last_axis(c) -> bool:
-    """Whether the softmax of gradient rule ``c`` runs along its input's last axis."""
-    axis = c.attrs["axis"]
+def _last_axis(c, axis: int) -> bool:
+    """Whether ``axis`` is the last axis of the input of gradient rule ``c``'s node."""
     shape = c.types.shape(c.node.inputs[0]) if c.types is not None and axis >= 0 else None
     return axis == -1 or (shape is not None and axis == len(shape) - 1)
 
 
 def _log_softmax_grad(c) -> list:
     y, dy = c.outputs[0], c.ograds[0]
-    if _last_axis(c):  # one row op: one pass over each row instead of four over the array
+    if _last_axis(c, c.attrs["axis"]):  # one row op: one pass over each row, not four
         g = c.sym._softmax_backward(y, dy, log=True)
     else:
         g = dy - c.sym.exp(y) * c.sym.sum(dy, axis=c.attrs["axis"], keepdims=True)

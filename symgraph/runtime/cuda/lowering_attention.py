@@ -13,7 +13,7 @@ import numpy as np
 from ...compiler.ops.attention_heads import batch_view, gemm_sizes
 from .actions import Gemm, HeadGemm, Kernel, StepCtx, family
 from .codegen import THREADS
-from .kernels_attention import render_softmax_backward
+from .kernels_attention import launch_shape, render_softmax_backward
 
 Shape = tuple[int, ...]
 # A strided-batched call: the first matrix's address in A, B and C, the stride in elements
@@ -53,8 +53,8 @@ def _softmax_backward(ctx: StepCtx, p: dict) -> list:
     rows = prod(shape[:-1])
     kern = render_softmax_backward(ctx.stem, rows, k, ctx.dt(ctx.ins[0]), ctx.dt(ctx.ins[1]),
                                    ctx.dt(ctx.outs[0]), bool(ctx.attrs.get("log")))
-    return [Kernel(kern, max(1, (rows * 32 + THREADS - 1) // THREADS), THREADS,
-                   (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(shape))]
+    grid, block = launch_shape(rows, k, ctx.sm_count, THREADS)
+    return [Kernel(kern, grid, block, (ctx.outs[0], ctx.ins[0], ctx.ins[1]), prod(shape))]
 
 
 def head_pointers(act: HeadGemm, bases: tuple[int, int, int], itemsize: int) -> list[np.ndarray]:
