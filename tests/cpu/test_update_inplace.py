@@ -13,9 +13,13 @@ import symgraph as sg
 from symgraph.runtime.cpu import backend, update
 from symgraph.training.optimizer import Optimizer
 
-PLAIN = sorted(n for n in Optimizer.opt_registry
-               if (lambda o: o.rule is not None and type(o)._step is Optimizer._step)(
-                   sg.optimizer.create(n)))
+
+def _plain(opt: Optimizer) -> bool:
+    """Whether ``opt``'s step is its rule's formulas alone (the in-place path's optimizers)."""
+    return opt.rule is not None and type(opt)._step is Optimizer._step
+
+
+PLAIN = sorted(n for n in Optimizer.opt_registry if _plain(sg.optimizer.create(n)))
 KWARGS = {"sgd": {"momentum": 0.9, "wd": 1e-3}, "nag": {"momentum": 0.9},
           "signum": {"momentum": 0.9}, "dcasgd": {"momentum": 0.9}}
 # one element, a few, above cpu.group.MIN_ELEMENTS; more parameters than one chunk
