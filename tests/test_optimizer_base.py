@@ -58,6 +58,54 @@ def test_subclass_update_runs_through_updater_and_multi() -> None:
     assert not updater.optimizer.fused  # a hand-written update never goes to the fused path
 
 
+class HalvingSGD(sg.optimizer.SGD):
+    """A rule optimizer whose ``update`` is overridden: SGD's step, then the weight halved."""
+
+    seen: list = []
+
+    def update(self, index: Any, weight: Any, grad: Any, state: Any) -> None:
+        self.seen.append(index)
+        super().update(index, weight, grad, state)
+        weight[:] = weight.asnumpy() / 2
+
+
+def _fc_step(opt: Any) -> dict:
+    """fc's weight and bias after one ``Module`` step with ``opt`` (fixed data and params)."""
+    sym = sg.sym.SoftmaxOutput(sg.sym.FullyConnected(sg.sym.var("data"), num_hidden=2,
+                                                     name="fc"), name="softmax")
+    mod = sg.mod.Module(sym, context=sg.cpu())
+    mod.bind([("data", (4, 3))], [("softmax_label", (4,))])
+    rng = np.random.default_rng(0)
+    mod.init_params(arg_params={"fc_weight": sg.nd.array(rng.normal(size=(2, 3))),
+                                "fc_bias": sg.nd.array(rng.normal(size=2))})
+    mod.init_optimizer(optimizer=opt)
+    mod.forward_backward(sg.io.DataBatch([sg.nd.array(rng.normal(size=(4, 3)))],
+                                         [sg.nd.array([0, 1, 1, 0])]))
+    mod.update()
+    return {k: v.asnumpy() for k, v in mod.get_params()[0].items()}
+
+
+def test_an_overridden_update_is_what_module_and_trainer_call() -> None:
+    """MXNet's updater calls the optimizer's ``update``: overriding it in a subclass of a
+    rule optimizer takes effect in ``Module.update`` and ``Trainer.step``, and its
+    ``super().update`` still steps by the rule."""
+    HalvingSGD.seen = []
+    plain, halved = _fc_step(sg.optimizer.SGD(learning_rate=0.5)), \
+        _fc_step(HalvingSGD(learning_rate=0.5))
+    assert sorted(HalvingSGD.seen) == [0, 1]
+    for name in plain:
+        np.testing.assert_allclose(halved[name], plain[name] / 2, rtol=1e-6)
+    assert not HalvingSGD().fused  # (nor does the fused GPU update skip it)
+    net = sg.gluon.nn.Dense(2, in_units=3)
+    net.initialize(sg.init.One())
+    trainer = sg.gluon.Trainer(net.collect_params(), HalvingSGD(learning_rate=0.0))
+    with sg.autograd.record():
+        loss = net(sg.nd.ones((1, 3))).sum()
+    loss.backward()
+    trainer.step(1)
+    assert net.weight.data().asnumpy().tolist() == [[0.5] * 3] * 2  # lr 0: halved only
+
+
 def test_subclass_multi_precision_steps_the_float32_master() -> None:
     opt = HandSGD(learning_rate=0.1, multi_precision=True)
     weight = sg.nd.array(np.array([1.0, 2.0], np.float16), dtype="float16")

@@ -1,4 +1,5 @@
-"""``sg.optimizer``: SGD, Adam, RMSProp, AdaGrad with MXNet 1.x names, defaults and formulas.
+"""``sg.optimizer``: SGD, Adam, RMSProp with MXNet 1.x names, defaults and formulas (the
+others: ``optimizer_extra``, ``optimizer_norm``, ``optimizer_contrib``).
 
 An optimizer is its :class:`UpdateRule` (per-element formulas, ``compiler/ops/update_rules.py``,
 shared with the update ops and the fused GPU step) plus what Python computes once per
@@ -20,7 +21,7 @@ from .lr_scheduler import LRScheduler
 from .optimizer_inplace import update_in_place as in_place
 from .optimizer_layout import MultiPrecisionAPI, host_values
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdaGrad", "RMSProp", "Updater", "UpdateRule", "create",
+__all__ = ["Optimizer", "SGD", "Adam", "RMSProp", "Updater", "UpdateRule", "create",
            "register", "get_updater", "RuleInputs"]
 
 
@@ -90,8 +91,8 @@ class Optimizer(MultiPrecisionAPI):
         self._row_snapshot: Optional[tuple] = None
         self._scalar_dicts: dict[tuple, dict] = {}  # row -> its float64 scalars by name
         self.mp_rule = self.rule.master_weight_rule() if self.rule is not None else None
-        if self.rule is None:  # a hand-written update() runs on the host only
-            self.fused = False
+        if self.rule is None or type(self).update is not Optimizer.update:
+            self.fused = False  # a hand-written update() runs on the host only
 
     # -- the rule and its per-step scalars -------------------------------------------------
     def _rule(self) -> Optional[UpdateRule]:
@@ -175,11 +176,18 @@ class Optimizer(MultiPrecisionAPI):
 
     def update_multi(self, indices: Sequence[Any], weights: Sequence[Any],
                      grads: Sequence[Any], states: Sequence[Sequence[np.ndarray]]) -> None:
-        """One step for several parameters (one call in place where optimizer_inplace can)."""
-        if self.rule is None:  # a subclass's own update(), one parameter at a time
+        """One step for several parameters: a subclass's own ``update()`` one at a time (as
+        MXNet's updater calls it), else the rule's (:meth:`_rule_step`)."""
+        if self.rule is None or type(self).update is not Optimizer.update:
             for index, w, g, st in zip(indices, weights, grads, states):
                 self.update(index, w, g, st)
             return
+        self._rule_step(indices, weights, grads, states)
+
+    def _rule_step(self, indices: Sequence[Any], weights: Sequence[Any], grads: Sequence[Any],
+                   states: Sequence[Sequence[np.ndarray]]) -> None:
+        """The rule's step: in place in one call where optimizer_inplace can, else per
+        parameter (the scalar table built once)."""
         rows, names, tables = self.step_rows(indices), self.rule.scalars, self._scalar_dicts
         if type(self)._step is Optimizer._step and in_place(self, rows, weights, grads, states):
             return
@@ -198,7 +206,7 @@ class Optimizer(MultiPrecisionAPI):
         if self.rule is None:
             raise AttrError(f"optimizer {type(self).__name__}: no update rule; a subclass of "
                             "Optimizer defines _rule() or overrides update()")
-        self.update_multi([index], [weight], [grad], [state])
+        self._rule_step([index], [weight], [grad], [state])
 
     def _apply(self, weight: Any, grad: Any, state: Sequence[np.ndarray],
                scalars: dict[str, float], index: Any = None) -> None:
@@ -340,28 +348,6 @@ class RMSProp(Optimizer):
         return (*self._base_inputs(), self.gamma1, self.gamma2, self.epsilon)
 
 
-class AdaGrad(Optimizer):
-    """MXNet's AdaGrad: ``g = clip(rescale*grad); h += g^2;
-    weight -= lr*(g/sqrt(h + eps) + wd*weight)``."""
-
-    SCALARS = R.ADAGRAD_SCALARS
-
-    def __init__(self, eps: float = 1e-7, **kwargs: Any) -> None:
-        self.float_stable_eps = eps
-        super().__init__(**kwargs)
-
-    def _rule(self) -> UpdateRule:
-        return R.adagrad_rule(self.clip_gradient)
-
-    def _scalars(self, index: Any, t: int) -> dict[str, float]:
-        return {**super()._scalars(index, t), "eps": self.float_stable_eps}
-
-    def _row_inputs(self) -> Optional[tuple]:
-        if type(self) is not AdaGrad or self.lr_scheduler is not None:
-            return None
-        return (*self._base_inputs(), self.float_stable_eps)
-
-
 def register(klass: type) -> type:
     """Make ``klass`` creatable by its lower-cased class name (also
     ``Optimizer.register``, as MXNet spells it).
@@ -376,7 +362,7 @@ def register(klass: type) -> type:
     return klass
 
 
-for _klass in (SGD, Adam, RMSProp, AdaGrad):
+for _klass in (SGD, Adam, RMSProp):
     register(_klass)
 
 

@@ -1,5 +1,5 @@
-"""MXNet 1.x optimizers whose step is per-element formulas: NAG, Signum, FTML, Ftrl, AdaDelta,
-Adamax, Nadam, DCASGD, ccSGD and Test.
+"""MXNet 1.x optimizers whose step is per-element formulas: AdaGrad, NAG, Signum, FTML, Ftrl,
+AdaDelta, Adamax, Nadam, DCASGD, ccSGD and Test.
 
 Each is an :class:`~symgraph.training.optimizer.UpdateRule` like SGD's, so the numpy update, the
 multi-precision (master weight) variant and the fused GPU kernel (``cuda/update_kernel.py``)
@@ -14,15 +14,15 @@ Example::
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from ..compiler.ops import update_rules as R
 from . import optimizer as _opt
 from ..core.base import AttrError
 from .optimizer import SGD, Optimizer, UpdateRule
 
-__all__ = ["NAG", "Signum", "FTML", "Ftrl", "AdaDelta", "Adamax", "Nadam", "DCASGD", "ccSGD",
-           "Test", "install"]
+__all__ = ["AdaGrad", "NAG", "Signum", "FTML", "Ftrl", "AdaDelta", "Adamax", "Nadam", "DCASGD",
+           "ccSGD", "Test", "install"]
 
 BASE = R.BASE
 
@@ -34,6 +34,28 @@ def install(*classes: type) -> None:
         setattr(_opt, klass.__name__, klass)
         if klass.__name__ not in _opt.__all__:
             _opt.__all__.append(klass.__name__)
+
+
+class AdaGrad(Optimizer):
+    """MXNet's AdaGrad: ``g = clip(rescale*grad); h += g^2;
+    weight -= lr*(g/sqrt(h + eps) + wd*weight)``."""
+
+    SCALARS = R.ADAGRAD_SCALARS
+
+    def __init__(self, eps: float = 1e-7, **kwargs: Any) -> None:
+        self.float_stable_eps = eps
+        super().__init__(**kwargs)
+
+    def _rule(self) -> UpdateRule:
+        return R.adagrad_rule(self.clip_gradient)
+
+    def _scalars(self, index: Any, t: int) -> dict[str, float]:
+        return {**super()._scalars(index, t), "eps": self.float_stable_eps}
+
+    def _row_inputs(self) -> Optional[tuple]:
+        if type(self) is not AdaGrad or self.lr_scheduler is not None:
+            return None
+        return (*self._base_inputs(), self.float_stable_eps)
 
 
 class NAG(Optimizer):
@@ -210,4 +232,4 @@ class Test(Optimizer):
         return R.mxnet_test_rule()
 
 
-install(NAG, Signum, FTML, Ftrl, AdaDelta, Adamax, Nadam, DCASGD, ccSGD, Test)
+install(AdaGrad, NAG, Signum, FTML, Ftrl, AdaDelta, Adamax, Nadam, DCASGD, ccSGD, Test)
