@@ -17,21 +17,14 @@ import numpy as np
 
 from ..runtime.compile import formula_updater
 from ..runtime.nd_operators import engine
+from .optimizer_layout import own_buffer
 
 FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
-def _host(a: Any) -> Optional[np.ndarray]:
-    """``a``'s own host buffer (a CPU NDArray's or a numpy array), else None."""
-    if isinstance(a, np.ndarray):
-        return a
-    ctx = getattr(a, "context", None)
-    return a._data if ctx is not None and ctx.device_type == "cpu" else None
-
-
 def _group(w: Any, g: Any, state: Sequence[Any]) -> Optional[list[np.ndarray]]:
     """``[weight, grad, *states]`` as host arrays the kernel can write, or None."""
-    arrays = [_host(w), _host(g), *(_host(s) for s in state)]
+    arrays = [own_buffer(w), own_buffer(g), *(own_buffer(s) for s in state)]
     first = arrays[0]
     if first is None or first.dtype not in FLOATS:
         return None

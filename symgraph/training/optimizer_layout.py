@@ -9,21 +9,32 @@ them without copying, so an update through either layout writes the same arrays;
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
 from ..core.dtypes import is_narrow
 
 
+def own_buffer(a: Any) -> Optional[np.ndarray]:
+    """``a``'s own host buffer, which writes reach: a numpy array itself, a CPU NDArray's
+    buffer; None for anything else (a device array)."""
+    if isinstance(a, np.ndarray):
+        return a
+    if hasattr(a, "asnumpy") and a.context.device_type == "cpu":
+        return a._data
+    return None
+
+
 def host_values(a: Any) -> np.ndarray:
     """The values of ``a`` (an NDArray or array-like) as a numpy array the update rule reads:
-    a CPU NDArray's own buffer, not a copy (the rule makes new arrays, and the new weight is
-    written back through ``weight[:]``; the copies cost 4 ms of a language model's step),
-    else a host copy."""
-    if hasattr(a, "asnumpy"):
-        return a._data if a.context.device_type == "cpu" else a.asnumpy()
-    return np.asarray(a)
+    its own buffer where it has one (the rule makes new arrays, and the new weight is written
+    back through ``weight[:]``; copies cost 4 ms of a language model's step), else a host
+    copy."""
+    own = own_buffer(a)
+    if own is not None:
+        return own
+    return a.asnumpy() if hasattr(a, "asnumpy") else np.asarray(a)
 
 
 def to_mxnet(flat: Sequence[Any], master_last: bool) -> tuple:

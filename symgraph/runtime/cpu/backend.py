@@ -45,6 +45,7 @@ from . import memory, onednn, rnn, rows
 from .layers_onednn import absorbs_relu, dnnl_forward_relu
 from .norm import BatchNormGroup, batch_norm
 from .reduce import LEADING, why_not_reduce
+from .render import why_not_dtype
 from .update import update_in_place  # noqa: F401 (the backend's: compile.formula_updater)
 
 MIN_ELEMENTS = 1 << 12
@@ -169,7 +170,7 @@ def _rnn(schedule: Schedule, k: int) -> tuple[Optional[Any], str]:
     """``RNN`` or its backward with compiled gate kernels (``rnn.py``), where its dtype has
     them."""
     step = schedule.steps[k]
-    why = rnn.why_not(schedule.dtypes[step.inputs[0]])
+    why = why_not_dtype(schedule.dtypes[step.inputs[0]])
     return (None, why) if why else (_RNN[lowering_of(get_op(step.node.op))[0]], "")
 
 

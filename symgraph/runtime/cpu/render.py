@@ -31,12 +31,20 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
+
+import numpy as np
 
 from ...core.expr import PRIMS, Expr, print_formulas, topo
 
 FLOAT_TYPES = {"float32": ("np.float32", "f32"), "float64": ("np.float64", "f64")}
 """Compute dtypes a kernel is printed for: numpy name -> (the ``F`` of its source, name tag)."""
+
+
+def why_not_dtype(dtype: Any) -> Optional[str]:
+    """Why values of ``dtype`` take no kernel computing in their own dtype, or None."""
+    name = np.dtype(dtype).name
+    return None if name in FLOAT_TYPES else f"dtype {name} (compiled: float32, float64)"
 
 HELPERS = {
     # numpy's mod (the divisor's sign, 0 for a zero divisor: core/expr.py's _np_mod and _C_MOD)

@@ -165,13 +165,6 @@ def _kernels(mode: str, h: int, dtype: str) -> tuple[Callable, Callable]:
             load(render_gates("backward", mode, h, dtype)))
 
 
-def why_not(dtype: Any) -> Optional[str]:
-    """Why the RNN of values of ``dtype`` runs the numpy reference, or None."""
-    if np.dtype(dtype).name not in ("float32", "float64"):
-        return f"dtype {np.dtype(dtype).name} (compiled: float32, float64)"
-    return None
-
-
 def _flat(v: np.ndarray) -> np.ndarray:
     return v.reshape(-1, v.shape[-1])
 

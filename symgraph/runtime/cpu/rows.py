@@ -19,6 +19,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
+from .render import why_not_dtype
+
 BLOCK_BYTES = 1 << 19
 """Bytes of rows per block (half a core's L2 cache: the block and its exp stay there)."""
 
@@ -79,16 +81,17 @@ def why_not(op: str, attrs: Any, shape: tuple, dtype: Any) -> Optional[str]:
     """Why softmax-family step ``op`` runs the numpy reference, or None."""
     if op not in ROWS:
         return f"{op} (compiled rows: softmax, log_softmax, _softmax_backward)"
-    if np.dtype(dtype).name not in ("float32", "float64"):
-        return f"dtype {np.dtype(dtype).name} (compiled: float32, float64)"
+    why = why_not_dtype(dtype)
+    if why:
+        return why
+    if 0 in shape:
+        return "an empty array (compiled rows: non-empty)"
     if op == "_softmax_backward":  # rows along the last axis by definition
-        return "an empty array (compiled rows: non-empty)" if 0 in shape else None
+        return None
     for key in ("use_length", "dtype", "temperature"):
         if attrs.get(key) not in (None, False) and not (key == "temperature"
                                                          and attrs[key] == 1.0):
             return f"{key}={attrs[key]!r} (compiled rows: none)"
-    if 0 in shape:
-        return "an empty array (compiled rows: non-empty)"
     if len(shape) and attrs["axis"] % len(shape) != len(shape) - 1:
         return f"axis {attrs['axis']} of {len(shape)} (compiled rows: the last)"
     return None
